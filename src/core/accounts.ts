@@ -1,0 +1,150 @@
+import { actorOf, celularInScope, type ClientPrincipal, type Principal } from './auth.js';
+import type { Core } from './context.js';
+import { fail } from './errors.js';
+import { clientKey, hashSecret, newSecret } from './keys.js';
+import type { ClienteEstado, ClientePatch, ClienteRow, Plan } from './ports.js';
+import { celularView, clienteView, DAY_MS, monthStart } from './views.js';
+
+/** Client accounts and balances: the operator's side and the client's read side. */
+
+export interface NewClienteInput {
+  nombre: string;
+  email: string;
+  plan?: Plan;
+  estado?: ClienteEstado;
+  max_celulares?: number | null;
+  saldo?: number;
+}
+
+async function consumoMes(core: Core, clienteId: number) {
+  const now = core.clock.now();
+  return core.store.messageStats(clienteId, monthStart(now), now - 30 * DAY_MS);
+}
+
+export async function clienteSummary(core: Core, cliente: ClienteRow) {
+  const stats = await consumoMes(core, cliente.id);
+  const celulares = await core.store.listCelulares(cliente.id);
+  return {
+    cliente: clienteView(cliente, stats.consumo_mes),
+    saldo_global: cliente.saldo_global,
+    num_celulares: celulares.length,
+    num_celulares_activos: celulares.filter((c) => c.estado === 'activo').length,
+    mensajes_30d: stats.mensajes_30d,
+  };
+}
+
+export async function createCliente(core: Core, input: NewClienteInput) {
+  const now = core.clock.now();
+  const secret = newSecret();
+  const row = await core.store.createCliente(
+    {
+      nombre: input.nombre,
+      email: input.email,
+      plan: input.plan ?? 'medido',
+      estado: input.estado ?? 'activo',
+      max_celulares: input.max_celulares ?? null,
+      saldo_global: 0,
+      key_hash: hashSecret(secret),
+    },
+    now,
+  );
+  if (input.saldo && input.saldo > 0) {
+    await core.store.changeBalance({ cliente_id: row.id, celular_id: null, monto: input.saldo, motivo: 'saldo inicial', actor: 'operator' }, now);
+  }
+  await core.store.audit(
+    { actor: 'operator', accion: 'cliente.crear', objeto_tipo: 'cliente', objeto_id: row.id, cliente_id: row.id, detalle: { nombre: row.nombre, plan: row.plan } },
+    now,
+  );
+  const fresh = (await core.store.getCliente(row.id))!;
+  return { ...(await clienteSummary(core, fresh)), api_key: clientKey(row.id, secret) };
+}
+
+export async function getClienteOrFail(core: Core, id: number): Promise<ClienteRow> {
+  return (await core.store.getCliente(id)) ?? fail('CLIENT_NOT_FOUND', `client ${id} not found`);
+}
+
+export async function listClientes(core: Core) {
+  const rows = await core.store.listClientes();
+  return Promise.all(rows.map((r) => clienteSummary(core, r)));
+}
+
+export async function showCliente(core: Core, id: number) {
+  const cliente = await getClienteOrFail(core, id);
+  const celulares = await core.store.listCelulares(id);
+  return { ...(await clienteSummary(core, cliente)), celulares: celulares.map(celularView) };
+}
+
+export async function editCliente(core: Core, id: number, patch: Omit<ClientePatch, 'key_hash'>) {
+  await getClienteOrFail(core, id);
+  if (Object.values(patch).every((v) => v === undefined)) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
+  const now = core.clock.now();
+  const row = (await core.store.updateCliente(id, patch, now))!;
+  await core.store.audit({ actor: 'operator', accion: 'cliente.editar', objeto_tipo: 'cliente', objeto_id: id, cliente_id: id, detalle: { ...patch } }, now);
+  return clienteSummary(core, row);
+}
+
+export async function rotateClienteKey(core: Core, id: number) {
+  await getClienteOrFail(core, id);
+  const secret = newSecret();
+  const now = core.clock.now();
+  await core.store.updateCliente(id, { key_hash: hashSecret(secret) }, now);
+  await core.store.audit({ actor: 'operator', accion: 'cliente.rotar_key', objeto_tipo: 'cliente', objeto_id: id, cliente_id: id, detalle: {} }, now);
+  return { cliente_id: id, api_key: clientKey(id, secret) };
+}
+
+export interface BalanceInput {
+  cliente_id: number;
+  celular_id?: number | null;
+  monto: number;
+  motivo?: string;
+}
+
+/** Adds (or, with a negative amount, removes) credit; a balance never goes below zero. */
+export async function addBalance(core: Core, actor: Principal, input: BalanceInput) {
+  if (!Number.isInteger(input.monto) || input.monto === 0) fail('INVALID_PARAMS', 'monto must be a non-zero integer');
+  const res = await core.store.changeBalance(
+    {
+      cliente_id: input.cliente_id,
+      celular_id: input.celular_id ?? null,
+      monto: input.monto,
+      motivo: input.motivo?.trim() || (input.monto > 0 ? 'recarga' : 'ajuste'),
+      actor: actorOf(actor),
+    },
+    core.clock.now(),
+  );
+  if (!res.ok) {
+    if (res.reason === 'cliente') fail('CLIENT_NOT_FOUND', `client ${input.cliente_id} not found`);
+    if (res.reason === 'celular') fail('CELULAR_NOT_FOUND', `celular ${input.celular_id} not found for client ${input.cliente_id}`);
+    fail('CONFLICT', `the change of ${input.monto} would leave the balance below zero`);
+  }
+  return {
+    cliente_id: input.cliente_id,
+    celular_id: input.celular_id ?? null,
+    saldo_global: res.saldo_global,
+    saldo_celular: res.saldo_celular,
+    movimiento_id: res.movimiento_id,
+  };
+}
+
+export async function info(core: Core, p: ClientPrincipal) {
+  return clienteSummary(core, p.cliente);
+}
+
+/**
+ * The balance as one line sees it. A celular credential names its line; a
+ * client key names one with `celular_id`, or none (then `celular_id` and
+ * `saldo_celular` are null).
+ */
+export async function saldo(core: Core, p: ClientPrincipal, celularId: number | undefined) {
+  const cel = p.kind === 'celular' ? p.celular : celularId !== undefined ? await celularInScope(core, p, celularId) : null;
+  const stats = await consumoMes(core, p.cliente.id);
+  return {
+    cliente_id: p.cliente.id,
+    celular_id: cel?.id ?? null,
+    saldo_global: p.cliente.saldo_global,
+    saldo_celular: cel?.saldo_actual ?? null,
+    plan: p.cliente.plan,
+    ilimitado: p.cliente.plan === 'ilimitado',
+    consumo_mes: stats.consumo_mes,
+  };
+}

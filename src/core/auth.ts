@@ -1,0 +1,119 @@
+import type { Core } from './context.js';
+import { AppError, fail } from './errors.js';
+import { hashSecret, parseKey, secretMatches } from './keys.js';
+import type { CelularRow, ClienteRow } from './ports.js';
+
+/**
+ * Who is calling (DESIGN §3). Authority checks live here so that every route
+ * asks the same questions the same way.
+ */
+export type Principal =
+  | { kind: 'operator' }
+  | { kind: 'client'; cliente: ClienteRow }
+  | { kind: 'celular'; cliente: ClienteRow; celular: CelularRow; via: 'key' | 'gateway_token' | 'legacy_token' };
+
+export type ClientPrincipal = Exclude<Principal, { kind: 'operator' }>;
+
+const failKey = (ip: string) => `authfail:${ip}`;
+
+async function checkThrottle(core: Core, ip: string): Promise<void> {
+  const w = await core.counters.get(failKey(ip));
+  if (w && w.count >= core.config.authMaxFailures) {
+    const retryAfter = Math.max(1, Math.ceil((w.resetAt - core.clock.now()) / 1000));
+    fail('AUTH_THROTTLED', `too many failed authentications from this address; retry in ${retryAfter} s`, { retryAfter });
+  }
+}
+
+async function recordFailure(core: Core, ip: string): Promise<void> {
+  await core.counters.incr(failKey(ip), core.config.authWindowMs);
+}
+
+/** Resolves one presented credential, or null when it is unknown. Never throws for bad input. */
+async function resolveOne(core: Core, raw: string): Promise<ClientPrincipal | null> {
+  const parsed = parseKey(raw);
+  if (parsed.kind === 'client') {
+    const cliente = await core.store.getCliente(parsed.id);
+    return cliente && secretMatches(parsed.secret, cliente.key_hash) ? { kind: 'client', cliente } : null;
+  }
+  if (parsed.kind === 'celular') {
+    const celular = await core.store.getCelular(parsed.id);
+    if (!celular || !secretMatches(parsed.secret, celular.key_hash)) return null;
+    const cliente = await core.store.getCliente(celular.cliente_id);
+    return cliente ? { kind: 'celular', cliente, celular, via: 'key' } : null;
+  }
+  if (raw.length < 16 || raw.length > 128) return null;
+  // Looked up by hash: the lookup time depends on the hash, not on how much of the token is right.
+  const hash = hashSecret(raw);
+  const celular = await core.store.getCelularByTokenHash(hash);
+  if (!celular) return null;
+  const cliente = await core.store.getCliente(celular.cliente_id);
+  if (!cliente) return null;
+  return { kind: 'celular', cliente, celular, via: celular.gateway_token_hash === hash ? 'gateway_token' : 'legacy_token' };
+}
+
+/**
+ * Authenticates the keys presented in one request (Bearer header, body `key`,
+ * query `key`). Several keys must be the same key, or a client key plus one of
+ * that client's celular keys (the celular then names the line).
+ */
+export async function authenticateClient(core: Core, presented: Array<string | undefined>, ip: string): Promise<ClientPrincipal> {
+  const keys = [...new Set(presented.filter((k): k is string => typeof k === 'string' && k.trim() !== '').map((k) => k.trim()))];
+  await checkThrottle(core, ip);
+  if (keys.length === 0) fail('UNAUTHORIZED', 'missing credential: send Authorization: Bearer <key> or the key field');
+  const principals: ClientPrincipal[] = [];
+  for (const k of keys) {
+    const p = await resolveOne(core, k);
+    if (!p) {
+      await recordFailure(core, ip);
+      fail('UNAUTHORIZED', 'invalid credential');
+    }
+    principals.push(p);
+  }
+  if (principals.length === 1) return principals[0]!;
+  const client = principals.find((p) => p.kind === 'client');
+  const celulares = principals.filter((p): p is Extract<ClientPrincipal, { kind: 'celular' }> => p.kind === 'celular');
+  const sameLine = celulares.every((c) => c.celular.id === celulares[0]?.celular.id);
+  if (celulares.length >= 1 && sameLine && (!client || client.cliente.id === celulares[0]!.cliente.id)) {
+    return celulares[0]!;
+  }
+  await recordFailure(core, ip);
+  fail('UNAUTHORIZED', 'the keys presented in this request name different lines or clients');
+}
+
+export async function authenticateOperator(core: Core, presented: string | undefined, ip: string): Promise<void> {
+  await checkThrottle(core, ip);
+  if (!presented) fail('UNAUTHORIZED', 'missing operator token: send Authorization: Bearer <token>');
+  if (!secretMatches(presented, core.config.adminTokenHash)) {
+    await recordFailure(core, ip);
+    fail('UNAUTHORIZED', 'invalid operator token');
+  }
+}
+
+export function requireClientKey(p: ClientPrincipal, action: string): asserts p is Extract<ClientPrincipal, { kind: 'client' }> {
+  if (p.kind !== 'client') fail('FORBIDDEN', `${action} needs the client key (WAC_...); a celular key may not do it`);
+}
+
+/** Writes (create, edit, link) need an active client; reads do not. */
+export function requireActiveClient(p: ClientPrincipal): void {
+  if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
+}
+
+/**
+ * Loads a celular the principal may act on. Another client's celular is 404
+ * (never leak that an id exists); a sibling line seen with a celular key is 403.
+ */
+export async function celularInScope(core: Core, p: ClientPrincipal, id: number): Promise<CelularRow> {
+  const celular = await core.store.getCelular(id);
+  if (!celular || celular.cliente_id !== p.cliente.id) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
+  if (p.kind === 'celular' && p.celular.id !== celular.id) {
+    throw new AppError('FORBIDDEN', `this celular key may act only on celular ${p.celular.id}`);
+  }
+  return celular;
+}
+
+/** The string written to audit records for who acted. */
+export function actorOf(p: Principal): string {
+  if (p.kind === 'operator') return 'operator';
+  if (p.kind === 'client') return `cliente:${p.cliente.id}`;
+  return `celular:${p.celular.id}(${p.via})`;
+}

@@ -1,0 +1,302 @@
+import { actorOf, celularInScope, requireActiveClient, requireClientKey, type ClientPrincipal } from './auth.js';
+import { iso } from './clock.js';
+import type { Core } from './context.js';
+import { AppError, fail } from './errors.js';
+import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret } from './keys.js';
+import { normalizeNumero } from './phone.js';
+import { GatewayFailure, type CelularEstado, type CelularPatch, type CelularRow, type SessionStatus } from './ports.js';
+import { celularView } from './views.js';
+
+/** Defaults of a new line (DESIGN §4): one message every 5 s, a whole-day window. */
+export const CELULAR_DEFAULTS = {
+  max_envios_por_minuto: 12,
+  max_envios_por_hora: 500,
+  max_envios_por_dia: null,
+  hora_inicio_permitido: '00:00',
+  hora_fin_permitido: '23:59',
+} as const;
+
+/** Ranges of celular_editar (the spec's table). */
+export const CELULAR_LIMITS = {
+  nombre_interno: 80,
+  max_envios_por_minuto: [1, 1000],
+  max_envios_por_hora: [1, 50000],
+  max_envios_por_dia: [1, 100000],
+} as const;
+
+export const HORA_PATTERN = '^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$';
+
+export async function listCelulares(core: Core, p: ClientPrincipal) {
+  const rows = await core.store.listCelulares(p.cliente.id);
+  return { cliente_id: p.cliente.id, total: rows.length, celulares: rows.map(celularView) };
+}
+
+export async function showCelular(core: Core, p: ClientPrincipal, id: number) {
+  return celularView(await celularInScope(core, p, id));
+}
+
+function parseNumero(raw: string): string {
+  const r = normalizeNumero(raw);
+  if (!r.ok) fail('INVALID_PARAMS', `numero: ${r.reason}`);
+  return r.numero;
+}
+
+function cleanNombre(nombre: string | null | undefined): string | null {
+  if (nombre === undefined || nombre === null) return null;
+  const t = nombre.trim();
+  if (t.length > CELULAR_LIMITS.nombre_interno) fail('INVALID_PARAMS', `nombre_interno: at most ${CELULAR_LIMITS.nombre_interno} characters`);
+  return t === '' ? null : t;
+}
+
+async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nombre: string | null) {
+  const gatewayToken = newGatewayToken();
+  const secret = newSecret();
+  const now = core.clock.now();
+  const res = await core.store.insertCelular(
+    {
+      cliente_id: p.cliente.id,
+      numero,
+      nombre_interno: nombre,
+      estado: 'desconectado',
+      ...CELULAR_DEFAULTS,
+      key_hash: hashSecret(secret),
+      gateway_token_hash: hashSecret(gatewayToken),
+    },
+    now,
+  );
+  if (!res.ok) {
+    if (res.reason === 'taken') fail('NUMBER_TAKEN', `the number ${numero} is already registered`);
+    if (res.reason === 'cap') fail('CELULAR_CAP', `the client has reached its cap of ${p.cliente.max_celulares} celulares`);
+    fail('CLIENT_NOT_FOUND', 'client not found');
+  }
+  await core.store.audit(
+    { actor: actorOf(p), accion: 'celular.crear', objeto_tipo: 'celular', objeto_id: res.celular.id, cliente_id: p.cliente.id, detalle: { numero } },
+    now,
+  );
+  return { celular: res.celular, api_key: celularKey(res.celular.id, secret), gateway_token: gatewayToken };
+}
+
+/** Creates a line (estado `desconectado`); its key and gateway token are returned once. */
+export async function createCelular(core: Core, p: ClientPrincipal, input: { numero: string; nombre_interno?: string | null }) {
+  requireClientKey(p, 'creating a celular');
+  requireActiveClient(p);
+  const numero = parseNumero(input.numero);
+  const nombre = cleanNombre(input.nombre_interno);
+  const created = await insertCelular(core, p, numero, nombre);
+  return { ...created, view: celularView(created.celular) };
+}
+
+export interface CelularEdit {
+  estado?: CelularEstado;
+  nombre_interno?: string | null;
+  max_envios_por_minuto?: number;
+  max_envios_por_hora?: number;
+  max_envios_por_dia?: number | null;
+  hora_inicio_permitido?: string;
+  hora_fin_permitido?: string;
+}
+
+/** `HH:MM:SS` with zero seconds is stored as `HH:MM`, the celular's documented form. */
+function normHora(h: string): string {
+  return h.length === 8 && h.endsWith(':00') ? h.slice(0, 5) : h;
+}
+
+export async function editCelular(core: Core, p: ClientPrincipal, id: number, edit: CelularEdit) {
+  const celular = await celularInScope(core, p, id);
+  requireActiveClient(p);
+  if (edit.estado !== undefined) requireClientKey(p, 'changing estado');
+  const patch: CelularPatch = {};
+  if (edit.estado !== undefined) patch.estado = edit.estado;
+  if (edit.nombre_interno !== undefined) patch.nombre_interno = cleanNombre(edit.nombre_interno);
+  for (const k of ['max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia'] as const) {
+    const v = edit[k];
+    if (v === undefined) continue;
+    if (v === null) {
+      if (k !== 'max_envios_por_dia') fail('INVALID_PARAMS', `${k} may not be null`);
+      patch[k] = null;
+      continue;
+    }
+    const [min, max] = CELULAR_LIMITS[k];
+    if (!Number.isInteger(v) || v < min || v > max) fail('INVALID_PARAMS', `${k} must be an integer from ${min} to ${max}`);
+    patch[k] = v;
+  }
+  const re = new RegExp(HORA_PATTERN);
+  for (const k of ['hora_inicio_permitido', 'hora_fin_permitido'] as const) {
+    const v = edit[k];
+    if (v === undefined) continue;
+    if (!re.test(v)) fail('INVALID_PARAMS', `${k} must be HH:MM or HH:MM:SS (00:00 to 23:59:59)`);
+    patch[k] = normHora(v);
+  }
+  if (Object.keys(patch).length === 0) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
+  const now = core.clock.now();
+  const row = (await core.store.updateCelular(id, patch, now))!;
+  await core.store.audit(
+    { actor: actorOf(p), accion: 'celular.editar', objeto_tipo: 'celular', objeto_id: id, cliente_id: celular.cliente_id, detalle: { ...patch } },
+    now,
+  );
+  return row;
+}
+
+/** Hard delete with an audit record; the gateway instance goes too (best effort, logged). */
+export async function deleteCelular(core: Core, p: ClientPrincipal, id: number, onGatewayError: (err: unknown) => void) {
+  const celular = await celularInScope(core, p, id);
+  requireClientKey(p, 'deleting a celular');
+  const deleted = await core.store.deleteCelular(
+    id,
+    {
+      actor: actorOf(p),
+      accion: 'celular.eliminar',
+      objeto_tipo: 'celular',
+      objeto_id: id,
+      cliente_id: celular.cliente_id,
+      detalle: { numero: celular.numero, nombre_interno: celular.nombre_interno, gateway_instancia: celular.gateway_instancia },
+    },
+    core.clock.now(),
+  );
+  if (!deleted) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
+  if (celular.gateway_instancia) {
+    await core.gateway.deleteInstance(celular.gateway_instancia).catch(onGatewayError);
+  }
+  return { celular_id: id, numero: celular.numero, eliminado: true };
+}
+
+function gatewayError(err: unknown): never {
+  if (err instanceof AppError) throw err;
+  const msg = err instanceof GatewayFailure || err instanceof Error ? err.message : String(err);
+  fail('GATEWAY_ERROR', `gateway: ${msg}`);
+}
+
+const sessionLocks = new WeakMap<Core, Promise<unknown>>();
+
+/**
+ * Records a session status seen for a line; publishes `session.status` and
+ * moves the celular `estado` (DESIGN §6) when it changed. A suspended line
+ * stays suspended: suspension is the client's decision, not the session's.
+ * Calls are serialised and re-read the row, so a status reported both by the
+ * gateway's event and by the call that caused it is published once.
+ */
+export function applySessionStatus(core: Core, celularId: number, status: SessionStatus): Promise<CelularRow | null> {
+  const run = async (): Promise<CelularRow | null> => {
+    const celular = await core.store.getCelular(celularId);
+    if (!celular) return null;
+    const now = core.clock.now();
+    let estado = celular.estado;
+    if (celular.estado !== 'suspendido') {
+      if (status === 'connected') estado = 'activo';
+      else if (status === 'logged_out' || status === 'need_scan') estado = 'desconectado';
+    }
+    const row = (await core.store.updateCelular(celular.id, { last_status: status, last_status_check: now, estado }, now)) ?? celular;
+    if (celular.last_status !== status && row.gateway_instancia) {
+      core.bus.publish('session.status', {
+        celular_id: row.id,
+        cliente_id: row.cliente_id,
+        gateway_instancia: row.gateway_instancia,
+        status,
+        status_anterior: celular.last_status,
+        estado: row.estado,
+        fecha: iso(now),
+      });
+    }
+    return row;
+  };
+  const next = (sessionLocks.get(core) ?? Promise.resolve()).then(run, run);
+  sessionLocks.set(core, next.catch(() => undefined));
+  return next;
+}
+
+/** Instance names are stable per line and never reused (ids are never reused). */
+export function instanceName(celular: CelularRow): string {
+  return `pasarela-${celular.id}`;
+}
+
+async function ensureInstance(core: Core, celular: CelularRow): Promise<CelularRow> {
+  if (celular.gateway_instancia) return celular;
+  return (await core.store.updateCelular(celular.id, { gateway_instancia: instanceName(celular) }, core.clock.now()))!;
+}
+
+async function qrFor(core: Core, celular: CelularRow) {
+  const withInstance = await ensureInstance(core, celular);
+  const instancia = withInstance.gateway_instancia!;
+  const res = await core.gateway.connect(instancia, withInstance.numero).catch(gatewayError);
+  const row = (await applySessionStatus(core, withInstance.id, res.status)) ?? withInstance;
+  return { celular_id: row.id, gateway_instancia: instancia, qr: res.qr, status: res.status, estado: row.estado };
+}
+
+export async function celularQr(core: Core, p: ClientPrincipal, id: number) {
+  const celular = await celularInScope(core, p, id);
+  requireActiveClient(p);
+  return qrFor(core, celular);
+}
+
+export async function celularStatus(core: Core, p: ClientPrincipal, id: number) {
+  let celular = await celularInScope(core, p, id);
+  let refreshed = false;
+  let status: string = celular.last_status ?? 'unknown';
+  if (celular.gateway_instancia) {
+    try {
+      const s = await core.gateway.status(celular.gateway_instancia);
+      celular = (await applySessionStatus(core, celular.id, s)) ?? celular;
+      status = s;
+      refreshed = true;
+    } catch {
+      // The stored status is answered, flagged as not refreshed.
+    }
+  }
+  return {
+    celular_id: celular.id,
+    gateway_instancia: celular.gateway_instancia ?? '',
+    status,
+    estado: celular.estado,
+    status_actualizado_desde_gateway: refreshed,
+    ultimo_check: iso(celular.last_status_check ?? core.clock.now()),
+  };
+}
+
+/**
+ * Registers a number (or takes the client's existing line with that number)
+ * and starts QR linking. Client key only (the spec's "super admin").
+ */
+export async function vincularQr(core: Core, p: ClientPrincipal, input: { numero: string; nombre?: string | null }) {
+  requireClientKey(p, 'celular_vincular_qr');
+  requireActiveClient(p);
+  const numero = parseNumero(input.numero);
+  const existing = await core.store.getCelularByNumero(numero);
+  if (existing && existing.cliente_id !== p.cliente.id) fail('NUMBER_TAKEN', `the number ${numero} is already registered`);
+  if (existing) {
+    const qr = await qrFor(core, existing);
+    return { ...qr, numero, creado: false as const };
+  }
+  const created = await insertCelular(core, p, numero, cleanNombre(input.nombre));
+  const qr = await qrFor(core, created.celular);
+  return { ...qr, numero, creado: true as const, api_key: created.api_key, gateway_token: created.gateway_token };
+}
+
+/** Operator: sets a legacy token, or makes one when none is given. Returned so the operator can hand it over. */
+export async function setLegacyToken(core: Core, celularId: number, token?: string) {
+  const celular = (await core.store.getCelular(celularId)) ?? fail('CELULAR_NOT_FOUND', `celular ${celularId} not found`);
+  const value = token ?? newGatewayToken();
+  if (!LEGACY_TOKEN_RE.test(value)) fail('INVALID_PARAMS', 'token must be 16 to 128 printable ASCII characters without spaces');
+  const hash = hashSecret(value);
+  const holder = await core.store.getCelularByTokenHash(hash);
+  if (holder && holder.id !== celularId) fail('CONFLICT', 'that token is already in use by another celular');
+  const now = core.clock.now();
+  await core.store.updateCelular(celularId, { legacy_token_hash: hash }, now);
+  await core.store.audit(
+    { actor: 'operator', accion: 'celular.token_legacy', objeto_tipo: 'celular', objeto_id: celularId, cliente_id: celular.cliente_id, detalle: { generado: token === undefined } },
+    now,
+  );
+  return { celular_id: celularId, token_legacy: value, generado: token === undefined };
+}
+
+/** Operator: issues a new celular key; the old one stops working at once. */
+export async function rotateCelularKey(core: Core, celularId: number) {
+  const celular = (await core.store.getCelular(celularId)) ?? fail('CELULAR_NOT_FOUND', `celular ${celularId} not found`);
+  const secret = newSecret();
+  const now = core.clock.now();
+  await core.store.updateCelular(celularId, { key_hash: hashSecret(secret) }, now);
+  await core.store.audit(
+    { actor: 'operator', accion: 'celular.rotar_key', objeto_tipo: 'celular', objeto_id: celularId, cliente_id: celular.cliente_id, detalle: {} },
+    now,
+  );
+  return { celular_id: celularId, api_key: celularKey(celularId, secret) };
+}

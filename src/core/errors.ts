@@ -1,0 +1,84 @@
+/**
+ * The one table of errors. Every refusal the service gives is an AppError built
+ * from a row here, so routes never hand-build error bodies and the README's
+ * `api_codigo` table is generated from the same rows (see docs/api-codigo.md).
+ */
+export interface ErrorRow {
+  /** Stable numeric code sent as `api_codigo`. */
+  codigo: number;
+  /** HTTP status. */
+  status: number;
+  /** Short stable tag sent as `api_texto`. */
+  texto: string;
+  /** What it means, for the docs. */
+  meaning: string;
+}
+
+export const ERRORS = {
+  INVALID_PARAMS: { codigo: 100, status: 400, texto: 'PARAMETROS_INVALIDOS', meaning: 'A field is missing, has the wrong type, or is out of range.' },
+  MALFORMED_BODY: { codigo: 101, status: 400, texto: 'CUERPO_INVALIDO', meaning: 'The body could not be parsed (malformed JSON or form data).' },
+  BODY_TOO_LARGE: { codigo: 102, status: 413, texto: 'CUERPO_DEMASIADO_GRANDE', meaning: 'The request body is larger than the route allows.' },
+  UNSUPPORTED_BODY: { codigo: 103, status: 415, texto: 'TIPO_DE_CUERPO_NO_SOPORTADO', meaning: 'The body is neither JSON nor form-encoded.' },
+  ROUTE_NOT_FOUND: { codigo: 104, status: 404, texto: 'RUTA_NO_ENCONTRADA', meaning: 'No endpoint at this method and path.' },
+  UNAUTHORIZED: { codigo: 200, status: 401, texto: 'NO_AUTORIZADO', meaning: 'The credential is missing, unknown, or does not match.' },
+  FORBIDDEN: { codigo: 201, status: 403, texto: 'PROHIBIDO', meaning: 'The credential is valid but may not perform this action.' },
+  AUTH_THROTTLED: { codigo: 202, status: 429, texto: 'DEMASIADOS_INTENTOS', meaning: 'Too many failed authentications from this address; wait `retry_after` seconds.' },
+  CLIENT_NOT_ACTIVE: { codigo: 302, status: 403, texto: 'CLIENTE_NO_ACTIVO', meaning: 'The client is `suspendido` or `baja`.' },
+  DUPLICATE_BLOCK: { codigo: 306, status: 429, texto: 'DUPLICADO', meaning: 'Duplicate protection: 3 identical sends in 120 s block the celular for 300 s.' },
+  CELULAR_NOT_FOUND: { codigo: 600, status: 404, texto: 'CELULAR_NO_ENCONTRADO', meaning: 'No such celular for this credential.' },
+  CLIENT_NOT_FOUND: { codigo: 601, status: 404, texto: 'CLIENTE_NO_ENCONTRADO', meaning: 'No such client.' },
+  NUMBER_TAKEN: { codigo: 602, status: 409, texto: 'NUMERO_YA_REGISTRADO', meaning: 'The number is already registered as a celular.' },
+  CELULAR_CAP: { codigo: 603, status: 403, texto: 'LIMITE_DE_CELULARES', meaning: 'The client has reached `max_celulares`.' },
+  CONFLICT: { codigo: 604, status: 409, texto: 'CONFLICTO', meaning: 'The request conflicts with the current state (for example, a balance that would go negative).' },
+  GATEWAY_ERROR: { codigo: 700, status: 502, texto: 'ERROR_DE_GATEWAY', meaning: 'The messaging gateway refused or failed the call.' },
+  GATEWAY_NOT_SIM: { codigo: 701, status: 404, texto: 'SIMULADOR_INACTIVO', meaning: 'Simulator controls exist only when `serve --gateway sim`.' },
+  INTERNAL: { codigo: 900, status: 500, texto: 'ERROR_INTERNO', meaning: 'An unexpected server fault; the log has the details, the answer never does.' },
+  SHUTTING_DOWN: { codigo: 901, status: 503, texto: 'APAGANDO', meaning: 'The server is stopping; retry on another node or later.' },
+} as const satisfies Record<string, ErrorRow>;
+
+export type ErrorName = keyof typeof ERRORS;
+
+export interface ErrorExtras {
+  /** Seconds until a retry may succeed; also sent as the `Retry-After` header. */
+  retryAfter?: number;
+  /** Duplicate-block detail text (`detalle`). */
+  detalle?: string;
+  /** Balance to report in `saldo`, when one is in context. */
+  saldo?: number | null;
+}
+
+export class AppError extends Error {
+  readonly row: ErrorRow;
+  readonly extras: ErrorExtras;
+  constructor(name: ErrorName, message: string, extras: ErrorExtras = {}) {
+    super(message);
+    this.name = 'AppError';
+    this.row = ERRORS[name];
+    this.extras = extras;
+  }
+  get status(): number {
+    return this.row.status;
+  }
+}
+
+export function fail(name: ErrorName, message: string, extras?: ErrorExtras): never {
+  throw new AppError(name, message, extras);
+}
+
+/** The error body of DESIGN §4: both spec shapes at once. */
+export function errorBody(err: AppError): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    ok: false,
+    error: err.message,
+    api_codigo: err.row.codigo,
+    api_texto: err.row.texto,
+    api_descripcion: err.message,
+    saldo: err.extras.saldo ?? null,
+  };
+  if (err.row.codigo === ERRORS.DUPLICATE_BLOCK.codigo) {
+    body.codigo = err.row.codigo;
+    body.detalle = err.extras.detalle ?? err.message;
+  }
+  if (err.extras.retryAfter !== undefined) body.retry_after = err.extras.retryAfter;
+  return body;
+}

@@ -1,0 +1,71 @@
+import { EventEmitter } from 'node:events';
+
+/**
+ * The internal event bus. The core publishes what happened (DESIGN §6 names
+ * and `data` shapes); the webhook dispatcher subscribes. Listeners run
+ * synchronously and must not throw: a failing listener is reported through
+ * `onListenerError` and never breaks the publisher.
+ */
+export interface SessionStatusEvent {
+  celular_id: number;
+  cliente_id: number;
+  gateway_instancia: string;
+  status: string;
+  status_anterior: string | null;
+  estado: string;
+  fecha: string;
+}
+
+export interface MessageStatusEvent {
+  msg_id: string;
+  celular_id: number;
+  cliente_id: number;
+  destinatario: string;
+  tipo: string;
+  estado: string;
+  estado_anterior: string | null;
+  gateway_msg_id: string | null;
+  error: string | null;
+  fecha: string;
+}
+
+export interface MessagesReceivedEvent {
+  celular_id: number;
+  cliente_id: number;
+  de: string;
+  tipo: string;
+  texto: string | null;
+  media: Record<string, unknown> | null;
+  gateway_msg_id: string;
+  fecha: string;
+}
+
+export interface BusEvents {
+  'session.status': SessionStatusEvent;
+  'message.status': MessageStatusEvent;
+  'messages.received': MessagesReceivedEvent;
+}
+
+export type BusEventName = keyof BusEvents;
+
+export class EventBus {
+  private readonly emitter = new EventEmitter();
+  constructor(private readonly onListenerError: (err: unknown, event: BusEventName) => void = () => {}) {
+    this.emitter.setMaxListeners(50);
+  }
+
+  publish<K extends BusEventName>(name: K, data: BusEvents[K]): void {
+    for (const listener of this.emitter.listeners(name)) {
+      try {
+        (listener as (d: BusEvents[K]) => void)(data);
+      } catch (err) {
+        this.onListenerError(err, name);
+      }
+    }
+  }
+
+  subscribe<K extends BusEventName>(name: K, listener: (data: BusEvents[K]) => void): () => void {
+    this.emitter.on(name, listener);
+    return () => this.emitter.off(name, listener);
+  }
+}

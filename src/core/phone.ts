@@ -1,0 +1,55 @@
+import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
+
+/**
+ * Phone numbers in and out of the service: digits only, country code first, no
+ * `+` (the spec's form). Validation uses libphonenumber's full metadata so a
+ * number that cannot exist is refused with a reason instead of reaching the
+ * gateway.
+ */
+export type NumeroResult = { ok: true; numero: string; country: CountryCode | undefined } | { ok: false; reason: string };
+
+const SEPARATORS = /[\s\-.()/]/g;
+
+/**
+ * Mexican mobiles were dialled as +52 1 XXXXXXXXXX until 2019 and many systems
+ * still send the `1`. The network knows them as +52 XXXXXXXXXX.
+ */
+function mexicanLegacyMobile(digits: string): string {
+  return digits.length === 13 && digits.startsWith('521') ? `52${digits.slice(3)}` : digits;
+}
+
+export function normalizeNumero(raw: string, defaultCountry?: CountryCode): NumeroResult {
+  const compact = String(raw ?? '').trim().replace(SEPARATORS, '');
+  if (compact === '') return { ok: false, reason: 'the number is empty' };
+  let international = false;
+  let digits = compact;
+  if (digits.startsWith('+')) {
+    international = true;
+    digits = digits.slice(1);
+  } else if (digits.startsWith('00')) {
+    international = true;
+    digits = digits.slice(2);
+  }
+  if (!/^[0-9]+$/.test(digits)) return { ok: false, reason: `"${raw}" has characters other than digits, +, spaces and punctuation` };
+  if (digits.length < 7 || digits.length > 15) return { ok: false, reason: `"${raw}" has ${digits.length} digits; a phone number has 7 to 15` };
+
+  const asInternational = parsePhoneNumberFromString(`+${mexicanLegacyMobile(digits)}`);
+  if (asInternational?.isValid()) {
+    return { ok: true, numero: asInternational.number.slice(1), country: asInternational.country };
+  }
+  if (!international && defaultCountry) {
+    const asNational = parsePhoneNumberFromString(digits, defaultCountry);
+    if (asNational?.isValid()) return { ok: true, numero: asNational.number.slice(1), country: asNational.country };
+  }
+  return {
+    ok: false,
+    reason: defaultCountry
+      ? `"${raw}" is not a valid number, neither with its country code nor as a national number of ${defaultCountry}`
+      : `"${raw}" is not a valid number with country code (for example 5215512345678 or 14155552671)`,
+  };
+}
+
+/** The country of a stored, normalised number; used to read bare national recipients. */
+export function countryOf(numero: string): CountryCode | undefined {
+  return parsePhoneNumberFromString(`+${numero}`)?.country;
+}

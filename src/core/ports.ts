@@ -1,0 +1,236 @@
+/**
+ * The ports the core owns. Adapters live in src/store (SQLite today, PostgreSQL
+ * later), src/core/counters-memory.ts (Redis later) and src/gateways. Methods
+ * are async so that a networked adapter fits without changing callers; each
+ * method that must be atomic says so and the adapter keeps that promise.
+ */
+
+export type Plan = 'medido' | 'ilimitado';
+export type ClienteEstado = 'activo' | 'suspendido' | 'baja';
+export type CelularEstado = 'activo' | 'suspendido' | 'desconectado';
+export type SessionStatus = 'need_scan' | 'connected' | 'logged_out' | 'unknown';
+
+export interface ClienteRow {
+  id: number;
+  nombre: string;
+  email: string;
+  estado: ClienteEstado;
+  plan: Plan;
+  max_celulares: number | null;
+  saldo_global: number;
+  key_hash: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface CelularRow {
+  id: number;
+  cliente_id: number;
+  numero: string;
+  nombre_interno: string | null;
+  estado: CelularEstado;
+  saldo_actual: number;
+  max_envios_por_minuto: number;
+  max_envios_por_hora: number;
+  max_envios_por_dia: number | null;
+  hora_inicio_permitido: string;
+  hora_fin_permitido: string;
+  gateway_instancia: string | null;
+  gateway_token_hash: string | null;
+  legacy_token_hash: string | null;
+  key_hash: string;
+  last_status_check: number | null;
+  last_status: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface NewCliente {
+  nombre: string;
+  email: string;
+  plan: Plan;
+  estado: ClienteEstado;
+  max_celulares: number | null;
+  saldo_global: number;
+  key_hash: string;
+}
+
+export type ClientePatch = Partial<Pick<ClienteRow, 'nombre' | 'email' | 'plan' | 'estado' | 'max_celulares' | 'key_hash'>>;
+
+export type NewCelular = Pick<
+  CelularRow,
+  | 'cliente_id'
+  | 'numero'
+  | 'nombre_interno'
+  | 'estado'
+  | 'max_envios_por_minuto'
+  | 'max_envios_por_hora'
+  | 'max_envios_por_dia'
+  | 'hora_inicio_permitido'
+  | 'hora_fin_permitido'
+  | 'key_hash'
+  | 'gateway_token_hash'
+>;
+
+export type CelularPatch = Partial<
+  Pick<
+    CelularRow,
+    | 'nombre_interno'
+    | 'estado'
+    | 'max_envios_por_minuto'
+    | 'max_envios_por_hora'
+    | 'max_envios_por_dia'
+    | 'hora_inicio_permitido'
+    | 'hora_fin_permitido'
+    | 'gateway_instancia'
+    | 'legacy_token_hash'
+    | 'key_hash'
+    | 'last_status'
+    | 'last_status_check'
+  >
+>;
+
+export interface AuditEntry {
+  actor: string;
+  accion: string;
+  objeto_tipo: string;
+  objeto_id: number | null;
+  cliente_id: number | null;
+  detalle: Record<string, unknown>;
+}
+
+export interface AuditRecord extends AuditEntry {
+  id: number;
+  fecha: number;
+}
+
+export interface BalanceChange {
+  cliente_id: number;
+  /** null: the client's global balance. */
+  celular_id: number | null;
+  monto: number;
+  motivo: string;
+  actor: string;
+}
+
+export type BalanceResult =
+  | { ok: true; saldo_global: number; saldo_celular: number | null; movimiento_id: number }
+  | { ok: false; reason: 'cliente' | 'celular' | 'negativo' };
+
+export type InsertCelularResult =
+  | { ok: true; celular: CelularRow }
+  | { ok: false; reason: 'taken' | 'cap' | 'cliente' };
+
+export interface MessageStats {
+  consumo_mes: number;
+  mensajes_30d: number;
+}
+
+export interface Store {
+  readonly dialect: string;
+  createCliente(input: NewCliente, now: number): Promise<ClienteRow>;
+  getCliente(id: number): Promise<ClienteRow | null>;
+  listClientes(): Promise<ClienteRow[]>;
+  updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null>;
+
+  /** Atomic: checks the number is free and the client's cap, then inserts. */
+  insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult>;
+  getCelular(id: number): Promise<CelularRow | null>;
+  getCelularByNumero(numero: string): Promise<CelularRow | null>;
+  getCelularByInstancia(instancia: string): Promise<CelularRow | null>;
+  /** Looks a presented token up by its hash among gateway and legacy tokens. */
+  getCelularByTokenHash(hash: string): Promise<CelularRow | null>;
+  listCelulares(clienteId: number): Promise<CelularRow[]>;
+  updateCelular(id: number, patch: CelularPatch, now: number): Promise<CelularRow | null>;
+  /** Atomic: removes the row and writes the audit record together. */
+  deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean>;
+
+  /** Atomic: applies a change, refusing any that would leave a balance negative, and records it. */
+  changeBalance(change: BalanceChange, now: number): Promise<BalanceResult>;
+
+  audit(entry: AuditEntry, now: number): Promise<void>;
+  listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]>;
+
+  messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats>;
+
+  /** Small durable key-value space for adapters (the simulator's sessions live here). */
+  kvGet<T>(ns: string, key: string): Promise<T | null>;
+  kvSet<T>(ns: string, key: string, value: T): Promise<void>;
+  kvDelete(ns: string, key: string): Promise<void>;
+  kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>>;
+
+  close(): Promise<void>;
+}
+
+/**
+ * Fixed-window counters: the "shared memory" of the spec. In memory for one
+ * node; Redis (INCR + PEXPIRE) when several nodes share the load.
+ */
+export interface Counters {
+  /** Adds one and returns the count in the current window and when it resets. */
+  incr(key: string, windowMs: number): Promise<{ count: number; resetAt: number }>;
+  get(key: string): Promise<{ count: number; resetAt: number } | null>;
+  delete(key: string): Promise<void>;
+}
+
+export interface QrResult {
+  status: SessionStatus;
+  /** QR content to render; empty when there is nothing to scan (already connected). */
+  qr: string;
+}
+
+/** What the core hands a gateway to send; issue-specific kinds grow here. */
+export interface OutboundMessage {
+  tipo: 'texto' | 'imagen' | 'documento' | 'audio' | 'video' | 'sticker';
+  destinatario: string;
+  texto?: string;
+  url?: string;
+  filePath?: string;
+  mime?: string;
+  filename?: string;
+  caption?: string;
+  ptt?: boolean;
+  previewUrl?: boolean;
+}
+
+export type GatewayEvent =
+  | { type: 'session'; instancia: string; status: SessionStatus; at: number }
+  | { type: 'receipt'; instancia: string; gatewayMsgId: string; estado: 'entregado' | 'leido'; at: number }
+  | {
+      type: 'inbound';
+      instancia: string;
+      de: string;
+      tipo: string;
+      texto: string | null;
+      media: Record<string, unknown> | null;
+      gatewayMsgId: string;
+      at: number;
+    };
+
+/** A gateway failure, classified so callers know whether a retry can help. */
+export class GatewayFailure extends Error {
+  constructor(
+    message: string,
+    readonly permanent: boolean,
+  ) {
+    super(message);
+    this.name = 'GatewayFailure';
+  }
+}
+
+export interface Gateway {
+  readonly name: string;
+  /** True for the in-process simulator: nothing reaches a real network. */
+  readonly simulated: boolean;
+  /** Returns the session's QR (creating the instance and session if needed). */
+  connect(instancia: string, numero: string): Promise<QrResult>;
+  /** Current session status as the gateway reports it. */
+  status(instancia: string): Promise<SessionStatus>;
+  logout(instancia: string): Promise<void>;
+  /** Removes the instance; used when a celular is deleted. */
+  deleteInstance(instancia: string): Promise<void>;
+  send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }>;
+  onEvent(listener: (event: GatewayEvent) => void): void;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}

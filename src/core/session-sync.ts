@@ -1,0 +1,36 @@
+import { applySessionStatus } from './celulares.js';
+import { iso } from './clock.js';
+import type { Core } from './context.js';
+import type { GatewayEvent } from './ports.js';
+
+/**
+ * Turns what the gateway reports into state and bus events: session changes
+ * update the celular (DESIGN §6), inbound messages become `messages.received`.
+ * Events are handled one at a time, in the order the gateway gave them.
+ */
+export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): { idle(): Promise<void> } {
+  let chain: Promise<void> = Promise.resolve();
+  const handle = async (e: GatewayEvent): Promise<void> => {
+    if (e.type === 'receipt') return; // message receipts belong to the send path
+    const celular = await core.store.getCelularByInstancia(e.instancia);
+    if (!celular) return; // an instance whose line was deleted
+    if (e.type === 'session') {
+      await applySessionStatus(core, celular.id, e.status);
+      return;
+    }
+    core.bus.publish('messages.received', {
+      celular_id: celular.id,
+      cliente_id: celular.cliente_id,
+      de: e.de,
+      tipo: e.tipo,
+      texto: e.texto,
+      media: e.media,
+      gateway_msg_id: e.gatewayMsgId,
+      fecha: iso(e.at),
+    });
+  };
+  core.gateway.onEvent((e) => {
+    chain = chain.then(() => handle(e)).catch(onError);
+  });
+  return { idle: () => chain };
+}

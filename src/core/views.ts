@@ -1,0 +1,53 @@
+import { iso } from './clock.js';
+import type { CelularRow, ClienteRow } from './ports.js';
+
+/**
+ * Public shapes of stored rows. Hashes and other server-side fields never leave
+ * through here; the response schemas repeat the allow-list as a second guard.
+ */
+export function celularView(c: CelularRow) {
+  return {
+    id: c.id,
+    cliente_id: c.cliente_id,
+    numero: c.numero,
+    nombre_interno: c.nombre_interno,
+    estado: c.estado,
+    saldo_actual: c.saldo_actual,
+    max_envios_por_minuto: c.max_envios_por_minuto,
+    max_envios_por_hora: c.max_envios_por_hora,
+    max_envios_por_dia: c.max_envios_por_dia,
+    hora_inicio_permitido: c.hora_inicio_permitido,
+    hora_fin_permitido: c.hora_fin_permitido,
+    gateway_instancia: c.gateway_instancia,
+    tiene_gateway_token: c.gateway_token_hash !== null,
+    tiene_token_legacy: c.legacy_token_hash !== null,
+    last_status_check: c.last_status_check === null ? null : iso(c.last_status_check),
+    last_status: c.last_status,
+    created_at: iso(c.created_at),
+  };
+}
+
+export type CelularView = ReturnType<typeof celularView>;
+
+export function clienteView(c: ClienteRow, consumoMesActual: number) {
+  return {
+    id: c.id,
+    nombre: c.nombre,
+    email: c.email,
+    estado: c.estado,
+    plan: c.plan,
+    max_celulares: c.max_celulares,
+    consumo_mes_actual: consumoMesActual,
+    created_at: iso(c.created_at),
+  };
+}
+
+export type ClienteView = ReturnType<typeof clienteView>;
+
+/** Start of the current calendar month in UTC, for `consumo_mes_actual`. */
+export function monthStart(now: number): number {
+  const d = new Date(now);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+export const DAY_MS = 24 * 60 * 60 * 1000;

@@ -1,0 +1,43 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { AppError, errorBody } from '../core/errors.js';
+
+/**
+ * One place turns every failure into the DESIGN §4 error body: our AppErrors,
+ * Fastify's own (validation, malformed or oversized bodies, media types) and
+ * anything unexpected, which is logged in full and answered without detail.
+ */
+export function toAppError(err: FastifyError | Error): AppError {
+  if (err instanceof AppError) return err;
+  const fe = err as FastifyError;
+  if (fe.validation) {
+    const where = fe.validationContext ?? 'request';
+    return new AppError('INVALID_PARAMS', `${where}: ${fe.message.replace(/^(body|querystring|params|headers)\/?/, '')}`.replace(/ +/g, ' ').trim());
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('BODY_TOO_LARGE', 'request body too large for this endpoint');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('UNSUPPORTED_BODY', 'send the body as application/json or application/x-www-form-urlencoded');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new AppError('MALFORMED_BODY', 'the body is not valid JSON');
+  }
+  if (err instanceof SyntaxError || fe.statusCode === 400) return new AppError('MALFORMED_BODY', 'the body could not be parsed');
+  if (fe.statusCode === 413) return new AppError('BODY_TOO_LARGE', 'request body too large');
+  if (fe.statusCode === 415) return new AppError('UNSUPPORTED_BODY', 'unsupported content type');
+  return new AppError('INTERNAL', 'internal error');
+}
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    const appErr = toAppError(err);
+    if (appErr.status >= 500) req.log.error({ err }, 'request failed');
+    if (appErr.extras.retryAfter !== undefined) reply.header('Retry-After', String(appErr.extras.retryAfter));
+    return reply.code(appErr.status).send(errorBody(appErr));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const e = new AppError('ROUTE_NOT_FOUND', `no endpoint ${req.method} ${req.url.split('?')[0]}`);
+    return reply.code(404).send(errorBody(e));
+  });
+}

@@ -1,0 +1,81 @@
+import type { FastifyReply, FastifyRequest, preValidationAsyncHookHandler } from 'fastify';
+import { authenticateClient, authenticateOperator, type ClientPrincipal } from '../core/auth.js';
+import type { Core } from '../core/context.js';
+import { fail } from '../core/errors.js';
+
+/** Small helpers shared by route groups: credentials, ids, and the success envelope. */
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: ClientPrincipal;
+  }
+}
+
+type Fields = Record<string, unknown>;
+
+export function bodyOf(req: FastifyRequest): Fields {
+  return req.body && typeof req.body === 'object' ? (req.body as Fields) : {};
+}
+
+export function queryOf(req: FastifyRequest): Fields {
+  return (req.query ?? {}) as Fields;
+}
+
+function bearer(req: FastifyRequest): string | undefined {
+  const h = req.headers.authorization;
+  if (!h) return undefined;
+  const m = /^Bearer\s+(.+)$/i.exec(h.trim());
+  return m ? m[1] : h.trim();
+}
+
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+/** Authenticates a client or celular credential from the header, body `key` or query `key`. */
+export function clientAuth(core: Core): preValidationAsyncHookHandler {
+  return async (req) => {
+    req.principal = await authenticateClient(core, [bearer(req), str(bodyOf(req).key), str(queryOf(req).key)], req.ip);
+  };
+}
+
+export function operatorAuth(core: Core): preValidationAsyncHookHandler {
+  return async (req) => {
+    await authenticateOperator(core, bearer(req), req.ip);
+  };
+}
+
+export function principal(req: FastifyRequest): ClientPrincipal {
+  return req.principal ?? fail('UNAUTHORIZED', 'missing credential');
+}
+
+/** The spec's `id` (query); a form or JSON body may carry it instead. */
+export function celularId(req: FastifyRequest): number {
+  const raw = queryOf(req).id ?? bodyOf(req).id;
+  const n = typeof raw === 'string' && /^[0-9]+$/.test(raw) ? Number(raw) : raw;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) fail('INVALID_PARAMS', 'id: a celular id (positive integer) is required');
+  return n;
+}
+
+export interface SuccessMeta {
+  descripcion?: string;
+  saldo?: number | null;
+}
+
+/** The success envelope of DESIGN §4 around a route's data. */
+export function success<T extends object>(data: T, meta: SuccessMeta = {}) {
+  const descripcion = meta.descripcion ?? 'OK';
+  return {
+    ok: true as const,
+    api_codigo: 0,
+    api_texto: 'OK',
+    api_descripcion: descripcion,
+    texto: descripcion,
+    desc: descripcion,
+    saldo: meta.saldo ?? null,
+    ...data,
+  };
+}
+
+export function created<T extends object>(reply: FastifyReply, data: T, meta: SuccessMeta = {}) {
+  reply.code(201);
+  return success(data, meta);
+}

@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify';
+import { info, saldo } from '../../core/accounts.js';
+import type { Core } from '../../core/context.js';
+import { listCelulares } from '../../core/celulares.js';
+import { clientAuth, principal, queryOf, success } from '../http.js';
+import { clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
+
+/** The spec's account endpoints: info, balance, the list of lines. */
+export default async function accountRoutes(app: FastifyInstance, { core }: { core: Core }) {
+  const auth = clientAuth(core);
+  const security = [{ bearer: [] }];
+
+  app.get('/api/info.php', {
+    preValidation: auth,
+    schema: {
+      tags: ['cuenta'],
+      summary: 'Client info',
+      security,
+      response: { 200: okResponse(clienteSummaryProps), ...errorResponses },
+    },
+    handler: async (req) => {
+      const p = principal(req);
+      return success(await info(core, p), { saldo: p.kind === 'celular' ? p.celular.saldo_actual : null });
+    },
+  });
+
+  app.get('/api/saldo.php', {
+    preValidation: auth,
+    schema: {
+      tags: ['cuenta'],
+      summary: 'Balance',
+      description: 'A celular credential names its line. A client key names one with celular_id, or none (celular_id and saldo_celular are then null).',
+      security,
+      querystring: { type: 'object', properties: { celular_id: { type: 'integer', minimum: 1 }, key: { type: 'string' } } },
+      response: {
+        200: okResponse({
+          cliente_id: { type: 'integer' },
+          celular_id: { type: 'integer', nullable: true },
+          saldo_global: { type: 'integer' },
+          saldo_celular: { type: 'integer', nullable: true },
+          plan: { type: 'string' },
+          ilimitado: { type: 'boolean' },
+          consumo_mes: { type: 'integer' },
+        }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req) => {
+      const id = queryOf(req).celular_id as number | undefined;
+      const data = await saldo(core, principal(req), id);
+      return success(data, { saldo: data.saldo_celular });
+    },
+  });
+
+  app.get('/api/celulares.php', {
+    preValidation: auth,
+    schema: {
+      tags: ['celulares'],
+      summary: 'List the client\'s celulares',
+      security,
+      response: {
+        200: okResponse({ cliente_id: { type: 'integer' }, total: { type: 'integer' }, celulares: { type: 'array', items: { $ref: 'Celular#' } } }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req) => success(await listCelulares(core, principal(req))),
+  });
+}

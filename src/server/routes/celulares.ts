@@ -1,0 +1,177 @@
+import type { FastifyInstance } from 'fastify';
+import type { Core } from '../../core/context.js';
+import {
+  celularQr,
+  celularStatus,
+  createCelular,
+  deleteCelular,
+  editCelular,
+  showCelular,
+  vincularQr,
+  type CelularEdit,
+} from '../../core/celulares.js';
+import { celularView } from '../../core/views.js';
+import { bodyOf, celularId, clientAuth, created, principal, success } from '../http.js';
+import { celularEditBody, errorResponses, idQuery, keyField, okResponse, qrProps } from '../schemas/common.js';
+
+/** The spec's celular endpoints, with the hyphenated aliases its example code uses. */
+export default async function celularRoutes(app: FastifyInstance, { core }: { core: Core }) {
+  const auth = clientAuth(core);
+  const security = [{ bearer: [] }];
+  const tags = ['celulares'];
+
+  app.get('/api/celular.php', {
+    preValidation: auth,
+    schema: { tags, summary: 'One celular', security, querystring: idQuery, response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses } },
+    handler: async (req) => {
+      const celular = await showCelular(core, principal(req), celularId(req));
+      return success({ celular }, { saldo: celular.saldo_actual });
+    },
+  });
+
+  const createSchema = {
+    tags,
+    summary: 'Register a celular (estado desconectado); its api_key and gateway_token are returned once',
+    security,
+    body: {
+      type: 'object',
+      required: ['numero'],
+      properties: {
+        key: keyField,
+        numero: { type: 'string', minLength: 1, maxLength: 32, description: 'country code first; +, spaces and punctuation are accepted' },
+        nombre_interno: { type: 'string', maxLength: 80, nullable: true },
+      },
+    },
+    response: {
+      201: okResponse({
+        celular_id: { type: 'integer' },
+        estado: { type: 'string' },
+        celular: { $ref: 'Celular#' },
+        api_key: { type: 'string', description: 'WA_<celular_id>_<secret>; shown only now' },
+        gateway_token: { type: 'string', description: '64 hex; a credential for the legacy endpoint; shown only now' },
+      }),
+      ...errorResponses,
+    },
+  };
+  for (const url of ['/api/celular_crear.php', '/api/celular-crear.php', '/api/admin-celular-crear.php']) {
+    app.post(url, {
+      preValidation: auth,
+      schema: url === '/api/celular_crear.php' ? createSchema : { ...createSchema, summary: 'Alias of /api/celular_crear.php' },
+      handler: async (req, reply) => {
+        const body = bodyOf(req) as { numero: string; nombre_interno?: string | null };
+        const r = await createCelular(core, principal(req), body);
+        return created(
+          reply,
+          { celular_id: r.celular.id, estado: r.celular.estado, celular: r.view, api_key: r.api_key, gateway_token: r.gateway_token },
+          { descripcion: 'celular creado', saldo: r.celular.saldo_actual },
+        );
+      },
+    });
+  }
+
+  app.post('/api/celular_editar.php', {
+    preValidation: auth,
+    schema: {
+      tags,
+      summary: 'Edit a celular (all fields optional; estado needs the client key)',
+      security,
+      querystring: idQuery,
+      body: celularEditBody,
+      response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses },
+    },
+    handler: async (req) => {
+      const { key: _k, id: _i, ...edit } = bodyOf(req) as CelularEdit & { key?: string; id?: number };
+      const row = await editCelular(core, principal(req), celularId(req), edit);
+      return success({ celular: celularView(row) }, { descripcion: 'celular actualizado', saldo: row.saldo_actual });
+    },
+  });
+
+  app.post('/api/celular_eliminar.php', {
+    preValidation: auth,
+    schema: {
+      tags,
+      summary: 'Delete a celular (hard delete, audited; client key only)',
+      security,
+      querystring: idQuery,
+      response: {
+        200: okResponse({ celular_id: { type: 'integer' }, numero: { type: 'string' }, eliminado: { type: 'boolean' } }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req) => {
+      const r = await deleteCelular(core, principal(req), celularId(req), (err) =>
+        req.log.warn({ err }, 'gateway instance removal failed; the celular is deleted'),
+      );
+      return success(r, { descripcion: 'celular eliminado' });
+    },
+  });
+
+  app.post('/api/celular_qr.php', {
+    preValidation: auth,
+    schema: {
+      tags,
+      summary: 'QR to link the celular (creates the gateway session if none)',
+      security,
+      querystring: idQuery,
+      response: { 200: okResponse(qrProps), ...errorResponses },
+    },
+    handler: async (req) => success(await celularQr(core, principal(req), celularId(req))),
+  });
+
+  app.get('/api/celular_status.php', {
+    preValidation: auth,
+    schema: {
+      tags,
+      summary: 'Session status, refreshed from the gateway',
+      security,
+      querystring: idQuery,
+      response: {
+        200: okResponse({
+          celular_id: { type: 'integer' },
+          gateway_instancia: { type: 'string' },
+          status: { type: 'string' },
+          estado: { type: 'string' },
+          status_actualizado_desde_gateway: { type: 'boolean' },
+          ultimo_check: { type: 'string', format: 'date-time' },
+        }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req) => success(await celularStatus(core, principal(req), celularId(req))),
+  });
+
+  const vincularSchema = {
+    tags,
+    summary: 'Register a number (or reuse the client\'s line with it) and return its QR; client key only',
+    security,
+    body: {
+      type: 'object',
+      required: ['numero'],
+      properties: {
+        key: keyField,
+        numero: { type: 'string', minLength: 1, maxLength: 32 },
+        nombre: { type: 'string', maxLength: 80, nullable: true, description: 'internal alias' },
+      },
+    },
+    response: {
+      200: okResponse({
+        ...qrProps,
+        numero: { type: 'string' },
+        creado: { type: 'boolean', description: 'true when this call registered the celular' },
+        api_key: { type: 'string', description: 'only when creado; shown once' },
+        gateway_token: { type: 'string', description: 'only when creado; shown once' },
+      }),
+      ...errorResponses,
+    },
+  };
+  for (const url of ['/api/celular_vincular_qr.php', '/api/celular-vincular-qr.php']) {
+    app.post(url, {
+      preValidation: auth,
+      schema: url === '/api/celular_vincular_qr.php' ? vincularSchema : { ...vincularSchema, summary: 'Alias of /api/celular_vincular_qr.php' },
+      handler: async (req) => {
+        const body = bodyOf(req) as { numero: string; nombre?: string | null };
+        return success(await vincularQr(core, principal(req), body));
+      },
+    });
+  }
+}

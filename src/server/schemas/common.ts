@@ -1,0 +1,139 @@
+import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/celulares.js';
+
+/**
+ * JSON schemas shared by routes. They validate requests, serialise responses
+ * (fields not listed here never leave the server) and are the source of
+ * /openapi.json.
+ */
+
+const ts = { type: 'string', format: 'date-time' } as const;
+const nullable = <T extends object>(s: T) => ({ ...s, nullable: true }) as const;
+
+/** Fields every success body carries (DESIGN §4: both spec shapes at once). */
+export const envelope = {
+  ok: { type: 'boolean', const: true },
+  api_codigo: { type: 'integer', description: '0 on success; see the api_codigo table' },
+  api_texto: { type: 'string', description: '"OK" on success' },
+  api_descripcion: { type: 'string' },
+  texto: { type: 'string', description: 'message for display to a user' },
+  desc: { type: 'string' },
+  saldo: { type: 'integer', nullable: true, description: 'balance of the celular in context, when there is one' },
+} as const;
+
+export const errorSchema = {
+  $id: 'Error',
+  type: 'object',
+  description: 'Every refusal: both spec error shapes at once.',
+  properties: {
+    ok: { type: 'boolean', const: false },
+    error: { type: 'string' },
+    api_codigo: { type: 'integer' },
+    api_texto: { type: 'string' },
+    api_descripcion: { type: 'string' },
+    saldo: { type: 'integer', nullable: true },
+    codigo: { type: 'integer', description: 'duplicate block only: 306' },
+    detalle: { type: 'string', description: 'duplicate block only' },
+    retry_after: { type: 'integer', description: 'seconds; also sent as the Retry-After header' },
+  },
+  required: ['ok', 'error', 'api_codigo', 'api_texto', 'api_descripcion', 'saldo'],
+} as const;
+
+export const errorResponses = {
+  '4xx': { $ref: 'Error#' },
+  '5xx': { $ref: 'Error#' },
+} as const;
+
+export const celularSchema = {
+  $id: 'Celular',
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    cliente_id: { type: 'integer' },
+    numero: { type: 'string', description: 'country code first, digits only' },
+    nombre_interno: nullable({ type: 'string' }),
+    estado: { type: 'string', enum: ['activo', 'suspendido', 'desconectado'] },
+    saldo_actual: { type: 'integer' },
+    max_envios_por_minuto: { type: 'integer' },
+    max_envios_por_hora: { type: 'integer' },
+    max_envios_por_dia: nullable({ type: 'integer' }),
+    hora_inicio_permitido: { type: 'string' },
+    hora_fin_permitido: { type: 'string' },
+    gateway_instancia: nullable({ type: 'string' }),
+    tiene_gateway_token: { type: 'boolean' },
+    tiene_token_legacy: { type: 'boolean' },
+    last_status_check: nullable(ts),
+    last_status: nullable({ type: 'string' }),
+    created_at: ts,
+  },
+  required: ['id', 'numero', 'estado', 'saldo_actual'],
+} as const;
+
+export const clienteSchema = {
+  $id: 'Cliente',
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    nombre: { type: 'string' },
+    email: { type: 'string' },
+    estado: { type: 'string', enum: ['activo', 'suspendido', 'baja'] },
+    plan: { type: 'string', enum: ['medido', 'ilimitado'] },
+    max_celulares: nullable({ type: 'integer' }),
+    consumo_mes_actual: { type: 'integer' },
+    created_at: ts,
+  },
+  required: ['id', 'nombre', 'email', 'estado', 'plan', 'max_celulares', 'consumo_mes_actual', 'created_at'],
+} as const;
+
+/** Client info (`info.php`) and the operator's client summary. */
+export const clienteSummaryProps = {
+  cliente: { $ref: 'Cliente#' },
+  saldo_global: { type: 'integer' },
+  num_celulares: { type: 'integer' },
+  num_celulares_activos: { type: 'integer' },
+  mensajes_30d: { type: 'integer' },
+} as const;
+
+export const sharedSchemas = [errorSchema, celularSchema, clienteSchema];
+
+/** `id` of the spec's celular endpoints: in the query string (the body is accepted too). */
+export const idQuery = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer', minimum: 1, description: 'celular id (required; may also be sent in the body)' },
+    key: { type: 'string', description: 'credential, when no Authorization header is sent' },
+  },
+} as const;
+
+export const keyField = { type: 'string', description: 'credential (same value as the Bearer token)' } as const;
+
+export const celularEditBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    key: keyField,
+    id: { type: 'integer', minimum: 1 },
+    estado: { type: 'string', enum: ['activo', 'suspendido', 'desconectado'], description: 'client key only' },
+    nombre_interno: nullable({ type: 'string', maxLength: CELULAR_LIMITS.nombre_interno }),
+    max_envios_por_minuto: { type: 'integer', minimum: 1, maximum: 1000 },
+    max_envios_por_hora: { type: 'integer', minimum: 1, maximum: 50000 },
+    max_envios_por_dia: nullable({ type: 'integer', minimum: 1, maximum: 100000 }),
+    hora_inicio_permitido: { type: 'string', pattern: HORA_PATTERN },
+    hora_fin_permitido: { type: 'string', pattern: HORA_PATTERN },
+  },
+} as const;
+
+export const qrProps = {
+  celular_id: { type: 'integer' },
+  gateway_instancia: { type: 'string' },
+  qr: { type: 'string', description: 'QR content; render it with any QR library. Empty when already connected.' },
+  status: { type: 'string', enum: ['need_scan', 'connected', 'logged_out', 'unknown'] },
+  estado: { type: 'string', description: 'the celular estado after this call' },
+} as const;
+
+export function okResponse(properties: Record<string, unknown>, description?: string) {
+  return {
+    type: 'object',
+    ...(description ? { description } : {}),
+    properties: { ...envelope, ...properties },
+  } as const;
+}

@@ -1,0 +1,145 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { systemClock, type Clock } from '../core/clock.js';
+import type { Core } from '../core/context.js';
+import { MemoryCounters } from '../core/counters-memory.js';
+import { EventBus } from '../core/events.js';
+import { hashSecret } from '../core/keys.js';
+import { syncGatewayEvents } from '../core/session-sync.js';
+import { createGateway } from '../gateways/index.js';
+import { SIM_DEFAULTS } from '../gateways/sim.js';
+import { ADMIN_TOKEN_FILE, DB_FILE } from '../paths.js';
+import { SqliteStore } from '../store/sqlite.js';
+import { VERSION } from '../version.js';
+import { buildApp, loggerOptions } from './app.js';
+
+export interface ServeOptions {
+  host: string;
+  port: number;
+  dataDir: string;
+  gateway: string;
+  logLevel: string;
+  /** From PASARELA_ADMIN_TOKEN; otherwise read from, or made into, <data-dir>/admin-token. */
+  adminToken?: string;
+  trustProxy: boolean;
+  authMaxFailures: number;
+  authWindowMs: number;
+  simQrMs: number;
+  simDeliveryMs: number;
+  simReadMs: number;
+  clock?: Clock;
+  /** Where JSON logs go (stdout when serving for real). */
+  logStream?: NodeJS.WritableStream;
+}
+
+export const SERVE_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8080,
+  gateway: 'sim',
+  logLevel: 'info',
+  trustProxy: false,
+  authMaxFailures: 20,
+  authWindowMs: 60_000,
+  simQrMs: SIM_DEFAULTS.qrRotateMs,
+  simDeliveryMs: SIM_DEFAULTS.deliveryMs,
+  simReadMs: SIM_DEFAULTS.readMs,
+} as const;
+
+export interface RunningServer {
+  url: string;
+  dataDir: string;
+  adminTokenSource: string;
+  core: Core;
+  schemaVersion: number;
+  /** Stops taking requests, lets those in flight finish, then closes the gateway and the database. */
+  close(): Promise<void>;
+}
+
+function adminToken(opts: ServeOptions): { token: string; source: string } {
+  if (opts.adminToken) {
+    if (opts.adminToken.length < 16) throw new Error('PASARELA_ADMIN_TOKEN must be at least 16 characters');
+    return { token: opts.adminToken, source: 'PASARELA_ADMIN_TOKEN' };
+  }
+  const file = join(opts.dataDir, ADMIN_TOKEN_FILE);
+  try {
+    const t = readFileSync(file, 'utf8').trim();
+    if (t.length >= 16) return { token: t, source: file };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const t = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${t}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return { token: t, source: file };
+}
+
+export async function startServer(opts: ServeOptions): Promise<RunningServer> {
+  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  const clock = opts.clock ?? systemClock;
+  const store = new SqliteStore(join(opts.dataDir, DB_FILE));
+  const admin = adminToken(opts);
+  let core: Core | undefined;
+  try {
+    const gateway = createGateway(opts.gateway, store, clock, {
+      sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
+    });
+    const logger = loggerOptions(opts.logLevel, opts.logStream);
+    const app0: { log?: { error(o: unknown, m: string): void } } = {};
+    const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
+    core = {
+      store,
+      counters: new MemoryCounters(clock),
+      gateway,
+      clock,
+      bus,
+      config: { adminTokenHash: hashSecret(admin.token), authMaxFailures: opts.authMaxFailures, authWindowMs: opts.authWindowMs },
+    };
+    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy });
+    app0.log = app.log;
+    const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
+    await gateway.start();
+    await app.listen({ host: opts.host, port: opts.port });
+    const addr = app.server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : opts.port;
+    const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+    let closed: Promise<void> | undefined;
+    return {
+      url: `http://${host}:${port}`,
+      dataDir: opts.dataDir,
+      adminTokenSource: admin.source,
+      core,
+      schemaVersion: store.schemaVersion(),
+      close: () =>
+        (closed ??= (async () => {
+          app.markClosing();
+          await app.close();
+          await sync.idle();
+          await gateway.close();
+          await store.close();
+        })()),
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+export function banner(s: RunningServer, gateway: string): string {
+  const lines = [
+    `pasarela ${VERSION} listening on ${s.url}`,
+    `  data directory   ${s.dataDir} (schema v${s.schemaVersion})`,
+    `  gateway          ${gateway}${s.core.gateway.simulated ? ' (SIMULATED)' : ''}`,
+    `  operator token   ${s.adminTokenSource}`,
+    `  API reference    ${s.url}/openapi.json`,
+  ];
+  if (s.core.gateway.simulated) {
+    lines.push(
+      '',
+      '  !!! SIMULATOR: the sim gateway is an in-process stand-in for the messaging network.',
+      '  !!! Nothing is delivered to real phones. Link a line with `pasarela celular qr ID`',
+      '  !!! and `pasarela sim scan ID`; start with --gateway NAME to reach a real gateway.',
+    );
+  }
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,282 @@
+import Database from 'better-sqlite3';
+import { chmodSync, existsSync } from 'node:fs';
+import type {
+  AuditEntry,
+  AuditRecord,
+  BalanceChange,
+  BalanceResult,
+  CelularPatch,
+  CelularRow,
+  ClientePatch,
+  ClienteRow,
+  InsertCelularResult,
+  MessageStats,
+  NewCelular,
+  NewCliente,
+  Store,
+} from '../core/ports.js';
+import { MIGRATIONS } from './migrations.js';
+
+type Row = Record<string, unknown>;
+
+/** Builds `SET a = @a, b = @b` from a patch whose keys are known column names. */
+function setClause(patch: Record<string, unknown>): string {
+  return Object.keys(patch)
+    .map((k) => `${k} = @${k}`)
+    .join(', ');
+}
+
+const CELULAR_COLUMNS = new Set([
+  'nombre_interno', 'estado', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
+  'hora_inicio_permitido', 'hora_fin_permitido', 'gateway_instancia', 'legacy_token_hash', 'key_hash',
+  'last_status', 'last_status_check',
+]);
+const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
+
+function onlyColumns(patch: Record<string, unknown>, allowed: Set<string>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
+    out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * The embedded store: one SQLite file in WAL mode. better-sqlite3 is
+ * synchronous, so each method runs to completion before another starts; the
+ * methods documented as atomic use a transaction as well, so they stay atomic
+ * for any other process that opens the same file.
+ */
+export class SqliteStore implements Store {
+  readonly dialect = 'sqlite';
+  readonly db: Database.Database;
+
+  constructor(file: string) {
+    const fresh = file !== ':memory:' && !existsSync(file);
+    this.db = new Database(file);
+    if (fresh) chmodSync(file, 0o600);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+    this.migrate();
+  }
+
+  /** Applies every migration not yet recorded; returns the versions applied now. */
+  migrate(): number[] {
+    this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+    const done = new Set(
+      (this.db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version),
+    );
+    const applied: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      this.db.transaction(() => {
+        this.db.exec(m.sql);
+        this.db
+          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(m.version, m.name, Date.now());
+      })();
+      applied.push(m.version);
+    }
+    return applied;
+  }
+
+  schemaVersion(): number {
+    const r = this.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+    return r.v ?? 0;
+  }
+
+  async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
+    const info = this.db
+      .prepare(
+        `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+         VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
+      )
+      .run({ ...input, now });
+    return (await this.getCliente(Number(info.lastInsertRowid)))!;
+  }
+
+  async getCliente(id: number): Promise<ClienteRow | null> {
+    return (this.db.prepare('SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow | undefined) ?? null;
+  }
+
+  async listClientes(): Promise<ClienteRow[]> {
+    return this.db.prepare('SELECT * FROM clientes ORDER BY id').all() as ClienteRow[];
+  }
+
+  async updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null> {
+    const cols = onlyColumns(patch, CLIENTE_COLUMNS);
+    if (Object.keys(cols).length > 0) {
+      this.db
+        .prepare(`UPDATE clientes SET ${setClause(cols)}, updated_at = @now WHERE id = @id`)
+        .run({ ...cols, now, id });
+    }
+    return this.getCliente(id);
+  }
+
+  async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
+    return this.db.transaction((): InsertCelularResult => {
+      const cliente = this.db.prepare('SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as
+        | { max_celulares: number | null }
+        | undefined;
+      if (!cliente) return { ok: false, reason: 'cliente' };
+      if (this.db.prepare('SELECT 1 FROM celulares WHERE numero = ?').get(input.numero)) return { ok: false, reason: 'taken' };
+      if (cliente.max_celulares !== null) {
+        const { n } = this.db.prepare('SELECT COUNT(*) AS n FROM celulares WHERE cliente_id = ?').get(input.cliente_id) as { n: number };
+        if (n >= cliente.max_celulares) return { ok: false, reason: 'cap' };
+      }
+      const info = this.db
+        .prepare(
+          `INSERT INTO celulares (cliente_id, numero, nombre_interno, estado, saldo_actual, max_envios_por_minuto,
+             max_envios_por_hora, max_envios_por_dia, hora_inicio_permitido, hora_fin_permitido, key_hash,
+             gateway_token_hash, created_at, updated_at)
+           VALUES (@cliente_id, @numero, @nombre_interno, @estado, 0, @max_envios_por_minuto, @max_envios_por_hora,
+             @max_envios_por_dia, @hora_inicio_permitido, @hora_fin_permitido, @key_hash, @gateway_token_hash, @now, @now)`,
+        )
+        .run({ ...input, now });
+      const celular = this.db.prepare('SELECT * FROM celulares WHERE id = ?').get(info.lastInsertRowid) as CelularRow;
+      return { ok: true, celular };
+    }).immediate();
+  }
+
+  async getCelular(id: number): Promise<CelularRow | null> {
+    return (this.db.prepare('SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow | undefined) ?? null;
+  }
+
+  async getCelularByNumero(numero: string): Promise<CelularRow | null> {
+    return (this.db.prepare('SELECT * FROM celulares WHERE numero = ?').get(numero) as CelularRow | undefined) ?? null;
+  }
+
+  async getCelularByInstancia(instancia: string): Promise<CelularRow | null> {
+    return (
+      (this.db.prepare('SELECT * FROM celulares WHERE gateway_instancia = ?').get(instancia) as CelularRow | undefined) ?? null
+    );
+  }
+
+  async getCelularByTokenHash(hash: string): Promise<CelularRow | null> {
+    return (
+      (this.db
+        .prepare('SELECT * FROM celulares WHERE gateway_token_hash = ? UNION SELECT * FROM celulares WHERE legacy_token_hash = ? LIMIT 1')
+        .get(hash, hash) as CelularRow | undefined) ?? null
+    );
+  }
+
+  async listCelulares(clienteId: number): Promise<CelularRow[]> {
+    return this.db.prepare('SELECT * FROM celulares WHERE cliente_id = ? ORDER BY id').all(clienteId) as CelularRow[];
+  }
+
+  async updateCelular(id: number, patch: CelularPatch, now: number): Promise<CelularRow | null> {
+    const cols = onlyColumns(patch, CELULAR_COLUMNS);
+    if (Object.keys(cols).length > 0) {
+      this.db.prepare(`UPDATE celulares SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
+    }
+    return this.getCelular(id);
+  }
+
+  async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
+    return this.db.transaction(() => {
+      const info = this.db.prepare('DELETE FROM celulares WHERE id = ?').run(id);
+      if (info.changes === 0) return false;
+      this.insertAudit(audit, now);
+      return true;
+    }).immediate();
+  }
+
+  async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {
+    return this.db.transaction((): BalanceResult => {
+      const cliente = this.db.prepare('SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as
+        | { saldo_global: number }
+        | undefined;
+      if (!cliente) return { ok: false, reason: 'cliente' };
+      let saldoCelular: number | null = null;
+      let resultante: number;
+      if (change.celular_id !== null) {
+        const cel = this.db
+          .prepare('SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?')
+          .get(change.celular_id, change.cliente_id) as { saldo_actual: number } | undefined;
+        if (!cel) return { ok: false, reason: 'celular' };
+        resultante = cel.saldo_actual + change.monto;
+        if (resultante < 0) return { ok: false, reason: 'negativo' };
+        this.db.prepare('UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(resultante, change.celular_id);
+        saldoCelular = resultante;
+      } else {
+        resultante = cliente.saldo_global + change.monto;
+        if (resultante < 0) return { ok: false, reason: 'negativo' };
+        this.db.prepare('UPDATE clientes SET saldo_global = ? WHERE id = ?').run(resultante, change.cliente_id);
+      }
+      const info = this.db
+        .prepare(
+          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(now, change.cliente_id, change.celular_id, change.monto, resultante, change.motivo, change.actor);
+      const saldoGlobal = (this.db.prepare('SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as {
+        saldo_global: number;
+      }).saldo_global;
+      return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: Number(info.lastInsertRowid) };
+    }).immediate();
+  }
+
+  private insertAudit(entry: AuditEntry, now: number): void {
+    this.db
+      .prepare(
+        `INSERT INTO auditoria (fecha, actor, accion, objeto_tipo, objeto_id, cliente_id, detalle)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(now, entry.actor, entry.accion, entry.objeto_tipo, entry.objeto_id, entry.cliente_id, JSON.stringify(entry.detalle));
+  }
+
+  async audit(entry: AuditEntry, now: number): Promise<void> {
+    this.insertAudit(entry, now);
+  }
+
+  async listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]> {
+    const rows = (
+      filter.cliente_id === undefined
+        ? this.db.prepare('SELECT * FROM auditoria ORDER BY id DESC LIMIT ?').all(filter.limit)
+        : this.db.prepare('SELECT * FROM auditoria WHERE cliente_id = ? ORDER BY id DESC LIMIT ?').all(filter.cliente_id, filter.limit)
+    ) as Row[];
+    return rows.map((r) => ({ ...(r as unknown as AuditRecord), detalle: JSON.parse(String(r.detalle)) }));
+  }
+
+  async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
+    const r = this.db
+      .prepare(
+        `SELECT
+           COALESCE(SUM(CASE WHEN created_at >= @monthStart AND estado != 'error' THEN 1 ELSE 0 END), 0) AS consumo_mes,
+           COALESCE(SUM(CASE WHEN created_at >= @since30d THEN 1 ELSE 0 END), 0) AS mensajes_30d
+         FROM mensajes WHERE cliente_id = @clienteId AND created_at >= MIN(@monthStart, @since30d)`,
+      )
+      .get({ clienteId, monthStart, since30d }) as MessageStats;
+    return r;
+  }
+
+  async kvGet<T>(ns: string, key: string): Promise<T | null> {
+    const r = this.db.prepare('SELECT value FROM kv WHERE ns = ? AND key = ?').get(ns, key) as { value: string } | undefined;
+    return r ? (JSON.parse(r.value) as T) : null;
+  }
+
+  async kvSet<T>(ns: string, key: string, value: T): Promise<void> {
+    this.db
+      .prepare('INSERT INTO kv (ns, key, value) VALUES (?, ?, ?) ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value')
+      .run(ns, key, JSON.stringify(value));
+  }
+
+  async kvDelete(ns: string, key: string): Promise<void> {
+    this.db.prepare('DELETE FROM kv WHERE ns = ? AND key = ?').run(ns, key);
+  }
+
+  async kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>> {
+    return (this.db.prepare('SELECT key, value FROM kv WHERE ns = ? ORDER BY key').all(ns) as Array<{ key: string; value: string }>).map(
+      (r) => ({ key: r.key, value: JSON.parse(r.value) as T }),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
