@@ -1,0 +1,63 @@
+import type { Command } from 'commander';
+import type { CtxOf } from '../main.js';
+import { emit, printFields } from '../output.js';
+import { positiveInt } from '../parse.js';
+
+interface InfoBody {
+  cliente: { id: number; nombre: string; email: string; estado: string; plan: string; max_celulares: number | null; consumo_mes_actual: number; created_at: string };
+  saldo_global: number;
+  num_celulares: number;
+  num_celulares_activos: number;
+  mensajes_30d: number;
+}
+
+interface SaldoBody {
+  cliente_id: number;
+  celular_id: number | null;
+  saldo_global: number;
+  saldo_celular: number | null;
+  plan: string;
+  ilimitado: boolean;
+  consumo_mes: number;
+}
+
+/** `pasarela info` and `pasarela saldo`: the account as the key sees it. */
+export function registerAccount(program: Command, ctxOf: CtxOf): void {
+  program
+    .command('info')
+    .description('client account: plan, state, lines, consumption')
+    .action(async (_o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await ctx.client().call<InfoBody>('GET', '/api/info.php', { key: ctx.key() });
+      emit(ctx, b, () =>
+        printFields(ctx.term, [
+          ['cliente', `${b.cliente.id} ${b.cliente.nombre}`],
+          ['email', b.cliente.email],
+          ['estado', b.cliente.estado],
+          ['plan', b.cliente.plan],
+          ['saldo_global', b.saldo_global],
+          ['celulares', `${b.num_celulares} (${b.num_celulares_activos} activos)`],
+          ['max_celulares', b.cliente.max_celulares ?? 'sin límite'],
+          ['consumo_mes_actual', b.cliente.consumo_mes_actual],
+          ['mensajes_30d', b.mensajes_30d],
+        ]),
+      );
+    });
+
+  program
+    .command('saldo')
+    .description('balances: global and of one celular')
+    .option('--celular <id>', 'celular whose balance to show (with a client key)', positiveInt)
+    .action(async (o: { celular?: number }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await ctx.client().call<SaldoBody>('GET', '/api/saldo.php', { key: ctx.key(), query: { celular_id: o.celular } });
+      emit(ctx, b, () =>
+        printFields(ctx.term, [
+          ['plan', b.ilimitado ? `${b.plan} (sin cargo por envío)` : b.plan],
+          ['saldo_global', b.saldo_global],
+          ...(b.celular_id !== null ? ([['celular', b.celular_id], ['saldo_celular', b.saldo_celular]] as Array<[string, number | null]>) : []),
+          ['consumo_mes', b.consumo_mes],
+        ]),
+      );
+    });
+}

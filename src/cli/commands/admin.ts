@@ -1,0 +1,200 @@
+import { Command, Option } from 'commander';
+import type { Ctx } from '../context.js';
+import { usage } from '../exit-codes.js';
+import type { CtxOf } from '../main.js';
+import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
+import { idArg, int, intOrNone, positiveInt } from '../parse.js';
+
+interface ClienteSummary {
+  cliente: { id: number; nombre: string; email: string; estado: string; plan: string; max_celulares: number | null; consumo_mes_actual: number; created_at: string };
+  saldo_global: number;
+  num_celulares: number;
+  num_celulares_activos: number;
+  mensajes_30d: number;
+}
+
+function summaryFields(s: ClienteSummary): Array<[string, Cell]> {
+  return [
+    ['id', s.cliente.id],
+    ['nombre', s.cliente.nombre],
+    ['email', s.cliente.email],
+    ['estado', s.cliente.estado],
+    ['plan', s.cliente.plan],
+    ['max_celulares', s.cliente.max_celulares ?? 'sin límite'],
+    ['saldo_global', s.saldo_global],
+    ['celulares', `${s.num_celulares} (${s.num_celulares_activos} activos)`],
+    ['consumo_mes_actual', s.cliente.consumo_mes_actual],
+    ['mensajes_30d', s.mensajes_30d],
+    ['created_at', s.cliente.created_at],
+  ];
+}
+
+/** Operator credential options, on the `admin` and `sim` groups. */
+export function withOperatorOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--admin-token <token>', 'operator token (env PASARELA_ADMIN_TOKEN; else the profile; else <data-dir>/admin-token)'))
+    .addOption(new Option('--data-dir <dir>', 'data directory of a local `serve`, to read its admin-token file'));
+}
+
+const call = <T>(ctx: Ctx, method: 'GET' | 'POST' | 'PATCH', path: string, json?: Record<string, unknown>, query?: Record<string, string | number | undefined>) =>
+  ctx.client().call<T>(method, path, { key: ctx.adminToken(), json, query });
+
+/** `pasarela admin ...`: the operator's commands (operator token). */
+export function registerAdmin(program: Command, ctxOf: CtxOf): void {
+  const admin = withOperatorOptions(program.command('admin').description('operator commands: clients, plans, balances, tokens'));
+
+  const client = admin.command('client').description('client accounts');
+  client
+    .command('create')
+    .description('create a client; prints its key (WAC_...) once')
+    .requiredOption('--nombre <nombre>', 'name')
+    .requiredOption('--email <email>', 'contact email')
+    .addOption(new Option('--plan <plan>', 'plan').choices(['medido', 'ilimitado']).default('medido'))
+    .option('--max-celulares <n>', 'cap on celulares (default: none)', int(0, 100000))
+    .option('--saldo <n>', 'initial global balance', int(0, 1_000_000_000))
+    .action(async (o: { nombre: string; email: string; plan: string; maxCelulares?: number; saldo?: number }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<ClienteSummary & { api_key: string }>(ctx, 'POST', '/admin/clientes', {
+        nombre: o.nombre,
+        email: o.email,
+        plan: o.plan,
+        ...(o.maxCelulares !== undefined ? { max_celulares: o.maxCelulares } : {}),
+        ...(o.saldo !== undefined ? { saldo: o.saldo } : {}),
+      });
+      emit(ctx, b, () => {
+        ctx.term.err(`Created client ${b.cliente.id} (${b.cliente.nombre}), plan ${b.cliente.plan}, saldo ${b.saldo_global}.`);
+        printSecret(ctx.term, 'Client key', b.api_key);
+      });
+    });
+
+  client
+    .command('list')
+    .description('every client')
+    .action(async (_o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ clientes: ClienteSummary[] }>(ctx, 'GET', '/admin/clientes');
+      emit(ctx, b, () =>
+        printTable(
+          ctx.term,
+          ['id', 'nombre', 'email', 'estado', 'plan', 'saldo', 'celulares', 'consumo mes'],
+          b.clientes.map((c) => [c.cliente.id, c.cliente.nombre, c.cliente.email, c.cliente.estado, c.cliente.plan, c.saldo_global, c.num_celulares, c.cliente.consumo_mes_actual]),
+        ),
+      );
+    });
+
+  client
+    .command('show <id>')
+    .description('one client and its celulares')
+    .action(async (id: string, _o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<ClienteSummary & { celulares: Array<{ id: number; numero: string; estado: string; saldo_actual: number; last_status: string | null }> }>(
+        ctx,
+        'GET',
+        `/admin/clientes/${idArg(id)}`,
+      );
+      emit(ctx, b, () => {
+        printFields(ctx.term, summaryFields(b));
+        if (b.celulares.length > 0) {
+          ctx.term.out('');
+          printTable(ctx.term, ['celular', 'numero', 'estado', 'saldo', 'sesion'], b.celulares.map((c) => [c.id, c.numero, c.estado, c.saldo_actual, c.last_status]));
+        }
+      });
+    });
+
+  client
+    .command('edit <id>')
+    .description('change name, email, plan, state or cap')
+    .option('--nombre <nombre>', 'name')
+    .option('--email <email>', 'contact email')
+    .addOption(new Option('--plan <plan>', 'plan').choices(['medido', 'ilimitado']))
+    .addOption(new Option('--estado <estado>', 'state').choices(['activo', 'suspendido', 'baja']))
+    .option('--max-celulares <n>', 'cap on celulares, or none', intOrNone(0, 100000))
+    .action(async (id: string, o: { nombre?: string; email?: string; plan?: string; estado?: string; maxCelulares?: number | null }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const body: Record<string, unknown> = {};
+      if (o.nombre !== undefined) body.nombre = o.nombre;
+      if (o.email !== undefined) body.email = o.email;
+      if (o.plan !== undefined) body.plan = o.plan;
+      if (o.estado !== undefined) body.estado = o.estado;
+      if (o.maxCelulares !== undefined) body.max_celulares = o.maxCelulares;
+      if (Object.keys(body).length === 0) throw usage('nothing to change: give at least one of --nombre, --email, --plan, --estado, --max-celulares');
+      const b = await call<ClienteSummary>(ctx, 'PATCH', `/admin/clientes/${idArg(id)}`, body);
+      emit(ctx, b, () => printFields(ctx.term, summaryFields(b)));
+    });
+
+  client
+    .command('rotate-key <id>')
+    .description('issue a new client key; the old one stops working at once')
+    .action(async (id: string, _o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ cliente_id: number; api_key: string }>(ctx, 'POST', `/admin/clientes/${idArg(id)}/rotar-key`);
+      emit(ctx, b, () => printSecret(ctx.term, 'Client key', b.api_key));
+    });
+
+  admin
+    .command('balance')
+    .description('balances')
+    .command('add')
+    .description('add credit to a client, or to one of its celulares with --celular (negative amounts remove credit)')
+    .requiredOption('--cliente <id>', 'client id', positiveInt)
+    .option('--celular <id>', 'celular id (default: the client\'s global balance)', positiveInt)
+    .requiredOption('--monto <n>', 'amount (credits)', int(-1_000_000_000, 1_000_000_000))
+    .option('--motivo <text>', 'reason, kept with the change')
+    .action(async (o: { cliente: number; celular?: number; monto: number; motivo?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ cliente_id: number; celular_id: number | null; saldo_global: number; saldo_celular: number | null; movimiento_id: number }>(ctx, 'POST', '/admin/saldo', {
+        cliente_id: o.cliente,
+        ...(o.celular !== undefined ? { celular_id: o.celular } : {}),
+        monto: o.monto,
+        ...(o.motivo !== undefined ? { motivo: o.motivo } : {}),
+      });
+      emit(ctx, b, () =>
+        printFields(ctx.term, [
+          ['cliente', b.cliente_id],
+          ['saldo_global', b.saldo_global],
+          ...(b.celular_id !== null ? ([['celular', b.celular_id], ['saldo_celular', b.saldo_celular]] as Array<[string, Cell]>) : []),
+          ['movimiento', b.movimiento_id],
+        ]),
+      );
+    });
+
+  const celular = admin.command('celular').description('operator actions on celulares');
+  celular
+    .command('legacy-token <celular_id> [token]')
+    .description('set the legacy token of a celular, or make and print one')
+    .action(async (id: string, token: string | undefined, _o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ celular_id: number; token_legacy: string; generado: boolean }>(ctx, 'POST', `/admin/celulares/${idArg(id)}/token-legacy`, token ? { token } : {});
+      emit(ctx, b, () => {
+        if (b.generado) printSecret(ctx.term, 'Legacy token', b.token_legacy);
+        else ctx.term.err(`Legacy token of celular ${b.celular_id} set.`);
+      });
+    });
+  celular
+    .command('rotate-key <celular_id>')
+    .description('issue a new celular key; the old one stops working at once')
+    .action(async (id: string, _o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ celular_id: number; api_key: string }>(ctx, 'POST', `/admin/celulares/${idArg(id)}/rotar-key`);
+      emit(ctx, b, () => printSecret(ctx.term, 'Celular key', b.api_key));
+    });
+
+  admin
+    .command('audit')
+    .description('recent audit records, newest first')
+    .option('--cliente <id>', 'only this client', positiveInt)
+    .option('--limit <n>', 'how many', int(1, 1000), 50)
+    .action(async (o: { cliente?: number; limit: number }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ registros: Array<{ id: number; fecha: string; actor: string; accion: string; objeto_tipo: string; objeto_id: number | null; detalle: unknown }> }>(
+        ctx,
+        'GET',
+        '/admin/auditoria',
+        undefined,
+        { cliente_id: o.cliente, limit: o.limit },
+      );
+      emit(ctx, b, () =>
+        printTable(ctx.term, ['id', 'fecha', 'actor', 'accion', 'objeto', 'detalle'], b.registros.map((r) => [r.id, r.fecha, r.actor, r.accion, `${r.objeto_tipo} ${r.objeto_id ?? ''}`, JSON.stringify(r.detalle)])),
+      );
+    });
+}

@@ -1,0 +1,203 @@
+import { confirm } from '@inquirer/prompts';
+import { Command, Option } from 'commander';
+import type { Ctx } from '../context.js';
+import { usage } from '../exit-codes.js';
+import type { CtxOf } from '../main.js';
+import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
+import { idArg, int, intOrNone, positiveInt } from '../parse.js';
+import { showQr, type QrBody } from '../qr-display.js';
+
+interface Celular {
+  id: number;
+  numero: string;
+  nombre_interno: string | null;
+  estado: string;
+  saldo_actual: number;
+  max_envios_por_minuto: number;
+  max_envios_por_hora: number;
+  max_envios_por_dia: number | null;
+  hora_inicio_permitido: string;
+  hora_fin_permitido: string;
+  gateway_instancia: string | null;
+  tiene_gateway_token: boolean;
+  tiene_token_legacy: boolean;
+  last_status: string | null;
+  last_status_check: string | null;
+  created_at: string;
+}
+
+const estadoColor = (ctx: Ctx, e: string) => (e === 'activo' ? ctx.term.color.green(e) : e === 'suspendido' ? ctx.term.color.red(e) : ctx.term.color.yellow(e));
+
+function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
+  return [
+    ['id', c.id],
+    ['numero', c.numero],
+    ['nombre_interno', c.nombre_interno],
+    ['estado', estadoColor(ctx, c.estado)],
+    ['saldo_actual', c.saldo_actual],
+    ['max_envios_por_minuto', c.max_envios_por_minuto],
+    ['max_envios_por_hora', c.max_envios_por_hora],
+    ['max_envios_por_dia', c.max_envios_por_dia ?? 'sin límite'],
+    ['horario', `${c.hora_inicio_permitido}-${c.hora_fin_permitido}`],
+    ['gateway_instancia', c.gateway_instancia],
+    ['last_status', c.last_status],
+    ['last_status_check', c.last_status_check],
+    ['tiene_token_legacy', c.tiene_token_legacy],
+  ];
+}
+
+const qrWaitOptions = (cmd: Command) =>
+  cmd
+    .option('--wait', 'without a TTY, keep printing each new QR until the line is connected')
+    .addOption(new Option('--timeout <seconds>', 'give up after this long').default(180).argParser(int(1, 3600)))
+    .addOption(new Option('--interval <ms>', 'how often to check the session').default(2000).argParser(int(200, 60000)));
+
+async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; timeout: number; interval: number }) {
+  const key = ctx.key();
+  await showQr(ctx, first, {
+    fetch: () => ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key, query: { id: first.celular_id } }),
+    wait: Boolean(o.wait),
+    intervalMs: o.interval,
+    timeoutMs: o.timeout * 1000,
+  });
+}
+
+/** `pasarela celular ...`: the client's phone lines. */
+export function registerCelular(program: Command, ctxOf: CtxOf): void {
+  const cel = program.command('celular').description('phone lines: list, create, edit, delete, link by QR, status');
+
+  cel
+    .command('list')
+    .description('the client\'s celulares')
+    .action(async (_o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await ctx.client().call<{ total: number; celulares: Celular[] }>('GET', '/api/celulares.php', { key: ctx.key() });
+      emit(ctx, b, () =>
+        printTable(
+          ctx.term,
+          ['id', 'numero', 'nombre', 'estado', 'saldo', 'sesion', 'por min', 'por hora', 'horario'],
+          b.celulares.map((c) => [c.id, c.numero, c.nombre_interno, estadoColor(ctx, c.estado), c.saldo_actual, c.last_status, c.max_envios_por_minuto, c.max_envios_por_hora, `${c.hora_inicio_permitido}-${c.hora_fin_permitido}`]),
+        ),
+      );
+    });
+
+  cel
+    .command('show <id>')
+    .description('one celular')
+    .action(async (id: string, _o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await ctx.client().call<{ celular: Celular }>('GET', '/api/celular.php', { key: ctx.key(), query: { id: idArg(id) } });
+      emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
+    });
+
+  cel
+    .command('create <numero>')
+    .description('register a line (country code first); prints its key once')
+    .option('--nombre <nombre>', 'internal label (nombre_interno, up to 80 characters)')
+    .action(async (numero: string, o: { nombre?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await ctx.client().call<{ celular_id: number; celular: Celular; api_key: string; gateway_token: string }>('POST', '/api/celular_crear.php', {
+        key: ctx.key(),
+        json: { numero, ...(o.nombre !== undefined ? { nombre_interno: o.nombre } : {}) },
+      });
+      emit(ctx, b, () => {
+        ctx.term.err(`Created celular ${b.celular_id} (${b.celular.numero}), estado ${b.celular.estado}. Link it with: pasarela celular qr ${b.celular_id}`);
+        printSecret(ctx.term, 'Celular key', b.api_key);
+        printSecret(ctx.term, 'Gateway token', b.gateway_token);
+      });
+    });
+
+  cel
+    .command('edit <id>')
+    .description('change label, state, caps or allowed hours')
+    .option('--nombre <nombre>', 'internal label (empty string clears it)')
+    .addOption(new Option('--estado <estado>', 'line state (client key only)').choices(['activo', 'suspendido', 'desconectado']))
+    .option('--por-minuto <n>', 'max sends per minute (1-1000)', int(1, 1000))
+    .option('--por-hora <n>', 'max sends per hour (1-50000)', int(1, 50000))
+    .option('--por-dia <n>', 'max sends per day (1-100000, or none)', intOrNone(1, 100000))
+    .option('--desde <HH:MM>', 'start of the allowed sending window')
+    .option('--hasta <HH:MM>', 'end of the allowed sending window')
+    .action(async (id: string, o: { nombre?: string; estado?: string; porMinuto?: number; porHora?: number; porDia?: number | null; desde?: string; hasta?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const body: Record<string, unknown> = {};
+      if (o.nombre !== undefined) body.nombre_interno = o.nombre === '' ? null : o.nombre;
+      if (o.estado !== undefined) body.estado = o.estado;
+      if (o.porMinuto !== undefined) body.max_envios_por_minuto = o.porMinuto;
+      if (o.porHora !== undefined) body.max_envios_por_hora = o.porHora;
+      if (o.porDia !== undefined) body.max_envios_por_dia = o.porDia;
+      if (o.desde !== undefined) body.hora_inicio_permitido = o.desde;
+      if (o.hasta !== undefined) body.hora_fin_permitido = o.hasta;
+      if (Object.keys(body).length === 0) throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta');
+      const b = await ctx.client().call<{ celular: Celular }>('POST', '/api/celular_editar.php', { key: ctx.key(), query: { id: idArg(id) }, json: body });
+      emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
+    });
+
+  cel
+    .command('delete <id>')
+    .description('delete a line for good (audited); asks first on a TTY')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const n = idArg(id);
+      if (!o.yes) {
+        if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
+        const sure = await confirm({ message: `Delete celular ${n} for good? Its key stops working and its session is removed.`, default: false });
+        if (!sure) {
+          ctx.term.err('nothing deleted');
+          return;
+        }
+      }
+      const b = await ctx.client().call<{ celular_id: number; numero: string }>('POST', '/api/celular_eliminar.php', { key: ctx.key(), query: { id: n } });
+      emit(ctx, b, () => ctx.term.err(`Deleted celular ${b.celular_id} (${b.numero}).`));
+    });
+
+  cel
+    .command('status <id>')
+    .description('session status, refreshed from the gateway')
+    .action(async (id: string, _o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await ctx.client().call<{ celular_id: number; status: string; estado: string; gateway_instancia: string; status_actualizado_desde_gateway: boolean; ultimo_check: string }>(
+        'GET',
+        '/api/celular_status.php',
+        { key: ctx.key(), query: { id: idArg(id) } },
+      );
+      emit(ctx, b, () =>
+        printFields(ctx.term, [
+          ['celular', b.celular_id],
+          ['status', b.status === 'connected' ? ctx.term.color.green(b.status) : ctx.term.color.yellow(b.status)],
+          ['estado', estadoColor(ctx, b.estado)],
+          ['gateway_instancia', b.gateway_instancia],
+          ['refrescado', b.status_actualizado_desde_gateway ? 'sí' : 'no (estado guardado)'],
+          ['ultimo_check', b.ultimo_check],
+        ]),
+      );
+    });
+
+  qrWaitOptions(
+    cel
+      .command('qr <id>')
+      .description('link a line: draws the QR on a TTY and follows it until connected; prints the QR content otherwise'),
+  ).action(async (id: string, o: { wait?: boolean; timeout: number; interval: number }, cmd: Command) => {
+    const ctx = ctxOf(cmd);
+    const first = await ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key: ctx.key(), query: { id: idArg(id) } });
+    await followQr(ctx, first, o);
+  });
+
+  qrWaitOptions(
+    cel
+      .command('link <numero>')
+      .description('register a number (or reuse yours) and link it by QR in one step (client key)')
+      .option('--nombre <nombre>', 'internal label'),
+  ).action(async (numero: string, o: { nombre?: string; wait?: boolean; timeout: number; interval: number }, cmd: Command) => {
+    const ctx = ctxOf(cmd);
+    const first = await ctx.client().call<QrBody & { creado: boolean; api_key?: string }>('POST', '/api/celular_vincular_qr.php', {
+      key: ctx.key(),
+      json: { numero, ...(o.nombre !== undefined ? { nombre: o.nombre } : {}) },
+    });
+    if (!ctx.json) {
+      ctx.term.err(first.creado ? `Registered celular ${first.celular_id} (${numero}).` : `Celular ${first.celular_id} already registered; linking it.`);
+      if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key, 'err');
+    }
+    await followQr(ctx, first, o);
+  });
+}

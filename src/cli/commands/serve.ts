@@ -1,0 +1,57 @@
+import { Command, Option } from 'commander';
+import { defaultDataDir } from '../../paths.js';
+import { banner, SERVE_DEFAULTS, startServer } from '../../server/serve.js';
+import { CliError, EXIT } from '../exit-codes.js';
+import type { IO } from '../io.js';
+import { int } from '../parse.js';
+
+/** `pasarela serve`: the whole service in this process until SIGINT or SIGTERM. */
+export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv): void {
+  program
+    .command('serve')
+    .description('run the gateway service (HTTP API, gateway adapter, embedded SQLite)')
+    .addOption(new Option('--host <host>', 'address to listen on').env('PASARELA_HOST').default(SERVE_DEFAULTS.host))
+    .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').env('PASARELA_PORT').default(SERVE_DEFAULTS.port).argParser(int(0, 65535)))
+    .addOption(new Option('--data-dir <dir>', 'data directory (database, operator token)').env('PASARELA_DATA_DIR'))
+    .addOption(new Option('--gateway <name>', 'messaging gateway adapter').env('PASARELA_GATEWAY').default(SERVE_DEFAULTS.gateway).choices(['sim']))
+    .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
+    .addOption(new Option('--trust-proxy', 'take client addresses from X-Forwarded-For (behind a reverse proxy)'))
+    .addOption(new Option('--auth-max-failures <n>', 'failed authentications per address per minute before 429').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
+    .addOption(new Option('--sim-qr-ms <ms>', 'simulator: how often a pending QR changes').default(SERVE_DEFAULTS.simQrMs).argParser(int(100, 3_600_000)))
+    .addOption(new Option('--sim-delivery-ms <ms>', 'simulator: delay of delivery receipts').default(SERVE_DEFAULTS.simDeliveryMs).argParser(int(0, 3_600_000)))
+    .addOption(new Option('--sim-read-ms <ms>', 'simulator: delay of read receipts').default(SERVE_DEFAULTS.simReadMs).argParser(int(0, 3_600_000)))
+    .action(async (o: Record<string, unknown>) => {
+      const gateway = String(o.gateway);
+      let server;
+      try {
+        server = await startServer({
+          host: String(o.host),
+          port: Number(o.port),
+          dataDir: (o.dataDir as string | undefined) || defaultDataDir(env),
+          gateway,
+          logLevel: String(o.logLevel),
+          adminToken: env.PASARELA_ADMIN_TOKEN || undefined,
+          trustProxy: Boolean(o.trustProxy),
+          authMaxFailures: Number(o.authMaxFailures),
+          authWindowMs: SERVE_DEFAULTS.authWindowMs,
+          simQrMs: Number(o.simQrMs),
+          simDeliveryMs: Number(o.simDeliveryMs),
+          simReadMs: Number(o.simReadMs),
+          logStream: io.stdout,
+        });
+      } catch (err) {
+        const e = err as NodeJS.ErrnoException;
+        if (e.code === 'EADDRINUSE') throw new CliError(`port ${String(o.port)} on ${String(o.host)} is already in use (--port or PASARELA_PORT picks another)`, EXIT.ERROR);
+        throw new CliError(`cannot start: ${e.message}`, EXIT.ERROR);
+      }
+      io.stderr.write(banner(server, gateway));
+      // The first signal stops gracefully; a second one falls back to Node's default and ends the process.
+      const signal = await new Promise<string>((resolve) => {
+        process.once('SIGINT', () => resolve('SIGINT'));
+        process.once('SIGTERM', () => resolve('SIGTERM'));
+      });
+      io.stderr.write(`${signal}: finishing requests in flight, then stopping…\n`);
+      await server.close();
+      io.stderr.write('pasarela stopped\n');
+    });
+}

@@ -1,0 +1,64 @@
+import type { Command } from 'commander';
+import type { Ctx } from '../context.js';
+import type { CtxOf } from '../main.js';
+import { emit, printTable } from '../output.js';
+import { idArg } from '../parse.js';
+import { withOperatorOptions } from './admin.js';
+
+const call = <T>(ctx: Ctx, method: 'GET' | 'POST', path: string, json?: Record<string, unknown>) =>
+  ctx.client().call<T>(method, path, { key: ctx.adminToken(), json });
+
+/** `pasarela sim ...`: play the phone and the network of the simulator (operator token). */
+export function registerSim(program: Command, ctxOf: CtxOf): void {
+  const sim = withOperatorOptions(program.command('sim').description('simulated network: scan a QR, log out, receive, make sends fail'));
+
+  sim
+    .command('scan <celular_id>')
+    .description('the phone scans the QR showing now; the line becomes connected')
+    .option('--qr <content>', 'scan this QR content (refused if it is no longer the current one)')
+    .action(async (id: string, o: { qr?: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ celular_id: number; status: string }>(ctx, 'POST', '/admin/sim/scan', { celular_id: idArg(id), ...(o.qr ? { qr: o.qr } : {}) });
+      emit(ctx, b, () => ctx.term.err(`celular ${b.celular_id}: ${b.status}`));
+    });
+
+  sim
+    .command('logout <celular_id>')
+    .description('the phone removes the linked device; the line becomes logged_out')
+    .action(async (id: string, _o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ celular_id: number; status: string }>(ctx, 'POST', '/admin/sim/logout', { celular_id: idArg(id) });
+      emit(ctx, b, () => ctx.term.err(`celular ${b.celular_id}: ${b.status}`));
+    });
+
+  sim
+    .command('receive <celular_id>')
+    .description('someone sends the line a text message')
+    .requiredOption('--from <numero>', 'sender number')
+    .requiredOption('--text <texto>', 'message text')
+    .action(async (id: string, o: { from: string; text: string }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ celular_id: number; de: string; gateway_msg_id: string }>(ctx, 'POST', '/admin/sim/receive', { celular_id: idArg(id), de: o.from, texto: o.text });
+      emit(ctx, b, () => ctx.term.err(`celular ${b.celular_id} received a message from ${b.de} (${b.gateway_msg_id})`));
+    });
+
+  sim
+    .command('fail [numero]')
+    .description('make every later send to NUMERO fail permanently; --clear undoes it; no NUMERO lists the rules')
+    .option('--motivo <text>', 'failure reason the gateway reports')
+    .option('--clear', 'remove the rule for NUMERO')
+    .action(async (numero: string | undefined, o: { motivo?: string; clear?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      if (!numero) {
+        const b = await call<{ reglas: Array<{ numero: string; motivo: string }> }>(ctx, 'GET', '/admin/sim/fail');
+        emit(ctx, b, () => printTable(ctx.term, ['numero', 'motivo'], b.reglas.map((r) => [r.numero, r.motivo])));
+        return;
+      }
+      const b = await call<{ numero: string; motivo: string; activo: boolean }>(ctx, 'POST', '/admin/sim/fail', {
+        numero,
+        activo: !o.clear,
+        ...(o.motivo ? { motivo: o.motivo } : {}),
+      });
+      emit(ctx, b, () => ctx.term.err(b.activo ? `sends to ${b.numero} will fail: ${b.motivo}` : `sends to ${b.numero} will go through again`));
+    });
+}

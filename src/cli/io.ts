@@ -1,0 +1,56 @@
+import { Chalk, type ChalkInstance } from 'chalk';
+
+/**
+ * The terminal, decided once at the edge: where data and messages go, whether
+ * there is a person to prompt, and whether to colour. Tests pass their own.
+ */
+export interface IO {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  stdin: NodeJS.ReadableStream;
+  stdoutIsTTY: boolean;
+  stderrIsTTY: boolean;
+  stdinIsTTY: boolean;
+}
+
+export interface Term {
+  io: IO;
+  /** Colours for stdout (off unless stdout is a TTY and NO_COLOR is unset). */
+  color: ChalkInstance;
+  /** Colours for stderr. */
+  errColor: ChalkInstance;
+  /** A person can answer prompts: stdin and stdout are both TTYs. */
+  canPrompt: boolean;
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export function processIO(): IO {
+  return {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    stdoutIsTTY: Boolean(process.stdout.isTTY),
+    stderrIsTTY: Boolean(process.stderr.isTTY),
+    stdinIsTTY: Boolean(process.stdin.isTTY),
+  };
+}
+
+/** NO_COLOR (any non-empty value), TERM=dumb and --no-color turn colour off; FORCE_COLOR turns it on. */
+export function colorLevel(isTTY: boolean, env: NodeJS.ProcessEnv, noColorFlag: boolean): 0 | 1 {
+  if (noColorFlag || (env.NO_COLOR !== undefined && env.NO_COLOR !== '')) return 0;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0' && env.FORCE_COLOR !== 'false') return 1;
+  if (env.TERM === 'dumb') return 0;
+  return isTTY ? 1 : 0;
+}
+
+export function makeTerm(io: IO, env: NodeJS.ProcessEnv, noColorFlag = false): Term {
+  return {
+    io,
+    color: new Chalk({ level: colorLevel(io.stdoutIsTTY, env, noColorFlag) }),
+    errColor: new Chalk({ level: colorLevel(io.stderrIsTTY, env, noColorFlag) }),
+    canPrompt: io.stdinIsTTY && io.stdoutIsTTY && !env.PASARELA_NO_PROMPT,
+    out: (text) => void io.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
+    err: (text) => void io.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+  };
+}

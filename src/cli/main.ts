@@ -1,0 +1,73 @@
+import { Command, CommanderError, Option } from 'commander';
+import { VERSION } from '../version.js';
+import { registerAccount } from './commands/account.js';
+import { registerAdmin } from './commands/admin.js';
+import { registerCelular } from './commands/celular.js';
+import { registerCompletion } from './commands/completion.js';
+import { registerConfig } from './commands/config.js';
+import { registerLogin } from './commands/login.js';
+import { registerServe } from './commands/serve.js';
+import { registerSim } from './commands/sim.js';
+import { Ctx, type GlobalFlags } from './context.js';
+import { CliError, EXIT, EXIT_HELP } from './exit-codes.js';
+import { makeTerm, type IO } from './io.js';
+
+export type CtxOf = (cmd: Command) => Ctx;
+
+/** The whole command tree; also the source of the completion scripts. */
+export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
+  const program = new Command('pasarela');
+  program
+    .description('Self-hosted messaging gateway: `pasarela serve` runs the service; every other command is its client.')
+    .version(VERSION, '-V, --version')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) })
+    .showSuggestionAfterError()
+    .addOption(new Option('--url <url>', 'server URL (env PASARELA_URL; default http://127.0.0.1:8080)'))
+    .addOption(new Option('--key <key>', 'API key: client WAC_..., celular WA_..., or a token (env PASARELA_KEY)'))
+    .addOption(new Option('--profile <name>', 'saved profile to use (env PASARELA_PROFILE)'))
+    .addOption(new Option('--json', 'print JSON only on stdout'))
+    .addOption(new Option('--no-color', 'no colours (NO_COLOR is honoured too)'))
+    .addHelpText('after', `\n${EXIT_HELP}\n`);
+
+  const ctxOf: CtxOf = (cmd) => {
+    const flags = cmd.optsWithGlobals() as GlobalFlags & { color?: boolean };
+    return new Ctx(makeTerm(io, env, flags.color === false), env, flags);
+  };
+
+  registerServe(program, io, env);
+  registerLogin(program, ctxOf);
+  registerConfig(program, ctxOf);
+  registerAccount(program, ctxOf);
+  registerCelular(program, ctxOf);
+  registerAdmin(program, ctxOf);
+  registerSim(program, ctxOf);
+  registerCompletion(program, io);
+  return program;
+}
+
+/** Runs one invocation and returns its exit code; nothing below calls process.exit. */
+export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Promise<number> {
+  const program = buildProgram(io, env);
+  const jsonMode = argv.includes('--json');
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return EXIT.OK;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
+      return EXIT.USAGE;
+    }
+    if (err instanceof CliError) {
+      if (jsonMode && err.body !== undefined) io.stdout.write(`${JSON.stringify(err.body, null, 2)}\n`);
+      io.stderr.write(`error: ${err.message}\n`);
+      return err.exitCode;
+    }
+    if ((err as { name?: string }).name === 'ExitPromptError') {
+      io.stderr.write('cancelled\n');
+      return EXIT.INTERRUPTED;
+    }
+    io.stderr.write(`error: ${(err as Error).message ?? String(err)}\n`);
+    return EXIT.ERROR;
+  }
+}

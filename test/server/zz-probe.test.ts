@@ -1,0 +1,24 @@
+import { it } from 'vitest';
+import { api, seedClient, startTestServer } from '../helpers/server.js';
+it('probe', async () => {
+  const s = await startTestServer();
+  const a = await seedClient(s);
+  const show = (l: string, r: any) => console.log(l, r.status, r.text.slice(0, 250));
+  const o = await api(s.url, 'GET', `/openapi.json`);
+  console.log(Object.entries(o.body.paths).map(([p, v]: any) => p + ' ' + Object.keys(v).join(',')).join('\n'), Object.keys(o.body.components.schemas));
+  show('form dia empty', await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.celularKey, form: { max_envios_por_dia: '' } }));
+  show('form estado', await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.celularKey, form: { estado: 'activo' } }));
+  show('key arr', await api(s.url, 'GET', `/api/saldo.php?key=a&key=b`));
+  show('key arr2', await api(s.url, 'GET', `/api/info.php?key=${a.clientKey}&key=${a.clientKey}`));
+  show('head', await api(s.url, 'HEAD', `/api/info.php`));
+  show('options', await api(s.url, 'OPTIONS', `/api/info.php`));
+  show('sim fail form', await api(s.url, 'POST', `/admin/sim/fail`, { key: s.adminToken, form: { numero: '+52 1 55 1234 5678', activo: 'false' } }));
+  show('big form', await api(s.url, 'POST', `/api/celular_crear.php`, { key: a.clientKey, form: { numero: 'x'.repeat(1200000) } }));
+  show('multipart', await api(s.url, 'POST', `/api/celular_crear.php`, { key: a.clientKey, raw: '--x\r\n', contentType: 'multipart/form-data; boundary=x' }));
+  show('json array', await api(s.url, 'POST', `/api/celular_qr.php?id=${a.celularId}`, { key: a.clientKey, json: [1, 2] }));
+  show('json str editar', await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.clientKey, json: 'x' }));
+  show('no ct body', await api(s.url, 'POST', `/api/celular_qr.php?id=${a.celularId}`, { key: a.clientKey, raw: 'abc' }));
+  show('delete method', await api(s.url, 'DELETE', `/api/celular.php?id=1`, { key: a.clientKey }));
+  show('ct json empty', await api(s.url, 'POST', `/api/celular_qr.php?id=${a.celularId}`, { key: a.clientKey, raw: '', contentType: 'application/json' }));
+  await s.stop();
+});
