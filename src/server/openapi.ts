@@ -1,0 +1,42 @@
+import { ManualClock } from '../core/clock.js';
+import { MemoryCounters } from '../core/counters-memory.js';
+import { ERRORS } from '../core/errors.js';
+import { EventBus } from '../core/events.js';
+import { SimGateway } from '../gateways/sim.js';
+import { SqliteStore } from '../store/sqlite.js';
+import { buildApp } from './app.js';
+
+/**
+ * The OpenAPI document as the running server would serve it, built from the
+ * route schemas on a throwaway in-memory core. `npm run generate` commits it
+ * as openapi.json; a test fails when the committed copy drifts.
+ */
+export async function openapiDocument(): Promise<Record<string, unknown>> {
+  const store = new SqliteStore(':memory:');
+  const clock = new ManualClock(0);
+  const core = {
+    store,
+    clock,
+    counters: new MemoryCounters(clock),
+    gateway: new SimGateway(store, clock),
+    bus: new EventBus(),
+    config: { adminTokenHash: '', authMaxFailures: 1, authWindowMs: 1 },
+  };
+  const app = await buildApp({ core });
+  await app.ready();
+  const doc = app.swagger() as unknown as Record<string, unknown>;
+  await app.close();
+  await store.close();
+  return doc;
+}
+
+/** The README's api_codigo table, from the one error table. */
+export function apiCodigoMarkdown(): string {
+  const rows = [
+    '| api_codigo | HTTP | api_texto | meaning |',
+    '|---|---|---|---|',
+    '| 0 | 200/201 | OK | success |',
+    ...Object.values(ERRORS).map((e) => `| ${e.codigo} | ${e.status} | ${e.texto} | ${e.meaning.replace(/\|/g, '\\|')} |`),
+  ];
+  return `${rows.join('\n')}\n`;
+}
