@@ -71,6 +71,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   installErrorHandling(app);
+  // Many clients POST `?id=N` with a JSON content type and no body; that is an
+  // empty request, not malformed JSON. Everything else goes to Fastify's
+  // parser, which also refuses prototype poisoning.
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    return jsonParser(req, body as string, done);
+  });
   await app.register(formbody, { bodyLimit: 1024 * 1024 });
   for (const s of sharedSchemas) app.addSchema(s);
   await app.register(swagger, {

@@ -32,9 +32,10 @@ export function registerLogin(program: Command, ctxOf: CtxOf): void {
       if (o.withKey) key = await readStdin(ctx.term.io.stdin);
       if (!url || !key) {
         if (!ctx.term.canPrompt) throw usage('not a terminal: pass --url and --key (or --with-key with the key on stdin)');
-        url ??= await input({ message: 'Server URL', default: saved.url ?? DEFAULT_URL });
-        key ??= await password({ message: 'API key (WAC_... or WA_...)', mask: '*' });
+        url ??= await input({ message: 'Server URL', default: saved.url ?? DEFAULT_URL, validate: (v) => /^https?:\/\/\S+$/.test(v.trim()) || 'a URL starting with http:// or https://' });
+        key ??= await password({ message: 'API key (WAC_... or WA_...)', mask: '*', validate: (v) => v.trim() !== '' || 'the key is required' });
       }
+      key = key.trim();
       if (!key) throw usage('the key is empty');
       const info = await new ApiClient(url).call<{ cliente: { id: number; nombre: string } }>('GET', '/api/info.php', { key }).catch((err: unknown) => {
         if (err instanceof CliError && err.exitCode === EXIT.AUTH) throw new CliError(`the server at ${url} refused this key; nothing saved`, EXIT.AUTH, err.body);
