@@ -101,7 +101,7 @@ export interface BalanceInput {
 
 /** Adds (or, with a negative amount, removes) credit; a balance never goes below zero. */
 export async function addBalance(core: Core, actor: Principal, input: BalanceInput) {
-  if (!Number.isInteger(input.monto) || input.monto === 0) fail('INVALID_PARAMS', 'monto must be a non-zero integer');
+  if (!Number.isSafeInteger(input.monto) || input.monto === 0) fail('INVALID_PARAMS', 'monto must be a non-zero integer');
   const res = await core.store.changeBalance(
     {
       cliente_id: input.cliente_id,
@@ -115,6 +115,7 @@ export async function addBalance(core: Core, actor: Principal, input: BalanceInp
   if (!res.ok) {
     if (res.reason === 'cliente') fail('CLIENT_NOT_FOUND', `client ${input.cliente_id} not found`);
     if (res.reason === 'celular') fail('CELULAR_NOT_FOUND', `celular ${input.celular_id} not found for client ${input.cliente_id}`);
+    if (res.reason === 'desborde') fail('CONFLICT', `the change of ${input.monto} would take the balance past the largest exact integer`);
     fail('CONFLICT', `the change of ${input.monto} would leave the balance below zero`);
   }
   return {
@@ -136,7 +137,7 @@ export async function info(core: Core, p: ClientPrincipal) {
  * `saldo_celular` are null).
  */
 export async function saldo(core: Core, p: ClientPrincipal, celularId: number | undefined) {
-  const cel = p.kind === 'celular' ? p.celular : celularId !== undefined ? await celularInScope(core, p, celularId) : null;
+  const cel = celularId !== undefined ? await celularInScope(core, p, celularId) : p.kind === 'celular' ? p.celular : null;
   const stats = await consumoMes(core, p.cliente.id);
   return {
     cliente_id: p.cliente.id,

@@ -2,7 +2,7 @@ import { actorOf, celularInScope, requireActiveClient, requireClientKey, type Cl
 import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { AppError, fail } from './errors.js';
-import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret } from './keys.js';
+import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret, parseKey } from './keys.js';
 import { normalizeNumero } from './phone.js';
 import { GatewayFailure, type CelularEstado, type CelularPatch, type CelularRow, type SessionStatus } from './ports.js';
 import { celularView } from './views.js';
@@ -276,6 +276,8 @@ export async function setLegacyToken(core: Core, celularId: number, token?: stri
   const celular = (await core.store.getCelular(celularId)) ?? fail('CELULAR_NOT_FOUND', `celular ${celularId} not found`);
   const value = token ?? newGatewayToken();
   if (!LEGACY_TOKEN_RE.test(value)) fail('INVALID_PARAMS', 'token must be 16 to 128 printable ASCII characters without spaces');
+  // A token shaped like a WA_/WAC_ key would be checked as that key and never match.
+  if (parseKey(value).kind !== 'token') fail('INVALID_PARAMS', 'token may not have the form of a WA_ or WAC_ key');
   const hash = hashSecret(value);
   const holder = await core.store.getCelularByTokenHash(hash);
   if (holder && holder.id !== celularId) fail('CONFLICT', 'that token is already in use by another celular');

@@ -115,7 +115,7 @@ export interface BalanceChange {
 
 export type BalanceResult =
   | { ok: true; saldo_global: number; saldo_celular: number | null; movimiento_id: number }
-  | { ok: false; reason: 'cliente' | 'celular' | 'negativo' };
+  | { ok: false; reason: 'cliente' | 'celular' | 'negativo' | 'desborde' };
 
 export type InsertCelularResult =
   | { ok: true; celular: CelularRow }

@@ -1,10 +1,10 @@
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Core } from '../core/context.js';
-import { AppError } from '../core/errors.js';
+import { AppError, errorBody } from '../core/errors.js';
 import { VERSION } from '../version.js';
-import { installErrorHandling } from './errors.js';
+import { installErrorHandling, toAppError } from './errors.js';
 import accountRoutes from './routes/account.js';
 import adminRoutes from './routes/admin.js';
 import celularRoutes from './routes/celulares.js';
@@ -20,8 +20,21 @@ export interface AppOptions {
 }
 
 /** Query parameters whose values are credentials; masked wherever a URL is logged. */
-const SECRET_PARAMS = /([?&](?:key|token|secret|api_key)=)[^&#]*/gi;
-export const maskUrl = (url: string) => url.replace(SECRET_PARAMS, '$1[REDACTED]');
+const SECRET_PARAMS = new Set(['key', 'token', 'secret', 'api_key']);
+
+/**
+ * The URL as logged: names are decoded the way the query parser decodes them
+ * (so `k%65y=` is caught too) and the values of credential parameters masked.
+ */
+export function maskUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const parts: string[] = [];
+  for (const [k, v] of new URLSearchParams(url.slice(q + 1))) {
+    parts.push(`${encodeURIComponent(k)}=${SECRET_PARAMS.has(k.toLowerCase()) ? '[REDACTED]' : encodeURIComponent(v)}`);
+  }
+  return `${url.slice(0, q)}?${parts.join('&')}`;
+}
 
 /** Paths into logged objects that may hold a secret; pino replaces their values. */
 export const REDACT_PATHS = [
@@ -60,8 +73,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     trustProxy: opts.trustProxy ?? false,
     bodyLimit: 1024 * 1024,
     return503OnClosing: false,
+    // A malformed URL (bad percent-escape) never reaches a route; answer it in our shape too.
+    frameworkErrors: (err, _req, reply) => {
+      const e = toAppError(err);
+      void (reply as unknown as FastifyReply).code(e.status).send(errorBody(e));
+    },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
   });
+  app.removeContentTypeParser('text/plain');
   let closing = false;
   app.addHook('onRequest', async (_req, reply) => {
     if (closing) {

@@ -14,6 +14,8 @@ export function toAppError(err: FastifyError | Error): AppError {
     return new AppError('INVALID_PARAMS', `${where}: ${fe.message.replace(/^(body|querystring|params|headers)\/?/, '')}`.replace(/ +/g, ' ').trim());
   }
   switch (fe.code) {
+    case 'FST_ERR_BAD_URL':
+      return new AppError('INVALID_PARAMS', 'the URL is malformed (bad percent-escape)');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new AppError('BODY_TOO_LARGE', 'request body too large for this endpoint');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

@@ -28,12 +28,13 @@ function bearer(req: FastifyRequest): string | undefined {
   return m ? m[1] : h.trim();
 }
 
-const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+/** A credential field; a repeated one (`?key=A&key=A`) counts once per distinct value. */
+const strs = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 /** Authenticates a client or celular credential from the header, body `key` or query `key`. */
 export function clientAuth(core: Core): preValidationAsyncHookHandler {
   return async (req) => {
-    req.principal = await authenticateClient(core, [bearer(req), str(bodyOf(req).key), str(queryOf(req).key)], req.ip);
+    req.principal = await authenticateClient(core, [bearer(req), ...strs(bodyOf(req).key), ...strs(queryOf(req).key)], req.ip);
   };
 }
 

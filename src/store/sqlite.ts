@@ -201,11 +201,13 @@ export class SqliteStore implements Store {
         if (!cel) return { ok: false, reason: 'celular' };
         resultante = cel.saldo_actual + change.monto;
         if (resultante < 0) return { ok: false, reason: 'negativo' };
+        if (!Number.isSafeInteger(resultante)) return { ok: false, reason: 'desborde' };
         this.db.prepare('UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(resultante, change.celular_id);
         saldoCelular = resultante;
       } else {
         resultante = cliente.saldo_global + change.monto;
         if (resultante < 0) return { ok: false, reason: 'negativo' };
+        if (!Number.isSafeInteger(resultante)) return { ok: false, reason: 'desborde' };
         this.db.prepare('UPDATE clientes SET saldo_global = ? WHERE id = ?').run(resultante, change.cliente_id);
       }
       const info = this.db

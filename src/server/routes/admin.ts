@@ -29,7 +29,7 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
       body: {
         type: 'object',
         required: ['nombre', 'email'],
-        properties: { ...clienteFields, saldo: { type: 'integer', minimum: 0, description: 'initial global balance' } },
+        properties: { ...clienteFields, saldo: { type: 'integer', minimum: 0, maximum: 1000000000, description: 'initial global balance' } },
       },
       response: { 201: okResponse({ ...clienteSummaryProps, api_key: { type: 'string' } }), ...errorResponses },
     },
