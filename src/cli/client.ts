@@ -1,4 +1,3 @@
-import { request } from 'undici';
 import { CliError, EXIT, exitForStatus } from './exit-codes.js';
 
 /**
@@ -26,6 +25,8 @@ export class ApiClient {
       body = JSON.stringify(opts.json);
     }
     const timeout = opts.timeoutMs ?? 30_000;
+    // Loaded on first use: commands that never call the server start faster.
+    const { request } = await import('undici');
     let res;
     try {
       res = await request(url, { method, headers, body, headersTimeout: timeout, bodyTimeout: timeout });

@@ -8,13 +8,19 @@ import type { Command, Option } from 'commander';
 interface Node {
   path: string[];
   subcommands: Array<{ name: string; description: string }>;
+  /** Options accepted here, the ancestors' included (bash offers them all). */
   options: Option[];
+  /** Options declared on this command (fish's conditions already cover descendants). */
+  own: Option[];
 }
 
-function walk(cmd: Command, path: string[] = [], out: Node[] = []): Node[] {
+/** Each command with its subcommands and the options it accepts: its own and those of every command above it. */
+function walk(cmd: Command, path: string[] = [], out: Node[] = [], inherited: Option[] = []): Node[] {
   const visible = cmd.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden);
-  out.push({ path, subcommands: visible.map((c) => ({ name: c.name(), description: c.description() })), options: cmd.options.filter((o) => !o.hidden) });
-  for (const c of visible) walk(c, [...path, c.name()], out);
+  const own = cmd.options.filter((o) => !o.hidden);
+  const options = [...inherited, ...own];
+  out.push({ path, subcommands: visible.map((c) => ({ name: c.name(), description: c.description() })), options, own });
+  for (const c of visible) walk(c, [...path, c.name()], out, path.length === 0 ? [] : options);
   return out;
 }
 
@@ -78,7 +84,7 @@ export function fishScript(program: Command): string {
       cond = children ? `${seen}; and not __fish_seen_subcommand_from ${children}` : seen;
     }
     for (const s of n.subcommands) lines.push(`complete -c pasarela -n '${cond}' -a '${s.name}' -d '${esc(s.description)}'`);
-    for (const o of n.options) {
+    for (const o of n.own) {
       const parts = [`complete -c pasarela`];
       if (n.path.length > 0) parts.push(`-n '${n.path.map((p) => `__fish_seen_subcommand_from ${p}`).join('; and ')}'`);
       if (o.long) parts.push(`-l ${o.long.replace(/^--/, '')}`);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ADMIN_TOKEN_FILE, defaultDataDir } from '../paths.js';
 import { ApiClient } from './client.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { CliError, EXIT, usage } from './exit-codes.js';
 import type { Term } from './io.js';
 import { Settings, type Profile } from './settings.js';
 
@@ -43,12 +43,28 @@ export class Ctx {
     return this.flags.profile || this.env.PASARELA_PROFILE || this.settings().current;
   }
 
+  /** Set by commands that may create the named profile (login, config set). */
+  creatingProfile = false;
+
   profile(): Profile {
-    return this.settings().profile(this.profileName());
+    const name = this.profileName();
+    const explicit = Boolean(this.flags.profile || this.env.PASARELA_PROFILE);
+    if (explicit && !this.creatingProfile && !(name in this.settings().profiles())) {
+      throw usage(`no saved profile "${name}" (see \`pasarela config list\`; \`pasarela login --profile ${name}\` creates it)`);
+    }
+    return this.settings().profile(name);
   }
 
   url(): string {
-    return this.flags.url || this.env.PASARELA_URL || this.profile().url || DEFAULT_URL;
+    const url = this.flags.url || this.env.PASARELA_URL || this.profile().url || DEFAULT_URL;
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !/^https?:$/.test(parsed.protocol)) throw usage(`"${url}" is not a server URL; expected http://HOST:PORT or https://HOST`);
+    return url;
   }
 
   key(): string {

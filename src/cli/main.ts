@@ -55,7 +55,7 @@ export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Prom
     return EXIT.OK;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
+      if (err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
       return EXIT.USAGE;
     }
     if (err instanceof CliError) {

@@ -8,7 +8,6 @@ import { EventBus } from '../core/events.js';
 import { hashSecret } from '../core/keys.js';
 import { syncGatewayEvents } from '../core/session-sync.js';
 import { createGateway } from '../gateways/index.js';
-import { SIM_DEFAULTS } from '../gateways/sim.js';
 import { ADMIN_TOKEN_FILE, DB_FILE } from '../paths.js';
 import { SqliteStore } from '../store/sqlite.js';
 import { VERSION } from '../version.js';
@@ -33,18 +32,7 @@ export interface ServeOptions {
   logStream?: NodeJS.WritableStream;
 }
 
-export const SERVE_DEFAULTS = {
-  host: '127.0.0.1',
-  port: 8080,
-  gateway: 'sim',
-  logLevel: 'info',
-  trustProxy: false,
-  authMaxFailures: 20,
-  authWindowMs: 60_000,
-  simQrMs: SIM_DEFAULTS.qrRotateMs,
-  simDeliveryMs: SIM_DEFAULTS.deliveryMs,
-  simReadMs: SIM_DEFAULTS.readMs,
-} as const;
+export { SERVE_DEFAULTS } from './defaults.js';
 
 export interface RunningServer {
   url: string;

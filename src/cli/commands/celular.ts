@@ -1,4 +1,3 @@
-import { confirm } from '@inquirer/prompts';
 import { Command, Option } from 'commander';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
@@ -141,6 +140,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       const n = idArg(id);
       if (!o.yes) {
         if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
+        const { confirm } = await import('@inquirer/prompts');
         const sure = await confirm({ message: `Delete celular ${n} for good? Its key stops working and its session is removed.`, default: false });
         if (!sure) {
           ctx.term.err('nothing deleted');

@@ -48,6 +48,7 @@ export function registerConfig(program: Command, ctxOf: CtxOf): void {
     .description('set one setting of the profile')
     .action(async (name: string, value: string, _o, cmd: Command) => {
       const ctx = ctxOf(cmd);
+      ctx.creatingProfile = true;
       const f = field(name);
       if (f === 'url' && !/^https?:\/\//.test(value)) throw usage('url must start with http:// or https://');
       ctx.settings().update(ctx.profileName(), { [f]: value });
@@ -69,6 +70,7 @@ export function registerConfig(program: Command, ctxOf: CtxOf): void {
     .description('make a profile the current one')
     .action(async (name: string, _o, cmd: Command) => {
       const ctx = ctxOf(cmd);
+      if (!(name in ctx.settings().profiles())) throw usage(`no saved profile "${name}"; saved: ${Object.keys(ctx.settings().profiles()).join(', ') || 'none'}`);
       ctx.settings().setCurrent(name);
       emit(ctx, { ok: true, current: name }, () => ctx.term.err(`current profile: ${name}`));
     });

@@ -1,4 +1,3 @@
-import { input, password } from '@inquirer/prompts';
 import type { Command } from 'commander';
 import { ApiClient } from '../client.js';
 import { DEFAULT_URL } from '../context.js';
@@ -25,13 +24,18 @@ export function registerLogin(program: Command, ctxOf: CtxOf): void {
     .option('--with-key', 'read the key from standard input')
     .action(async (o: { withKey?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
+      ctx.creatingProfile = true;
       const name = ctx.profileName();
       const saved = ctx.profile();
       let url = ctx.flags.url || ctx.env.PASARELA_URL;
       let key = ctx.flags.key || ctx.env.PASARELA_KEY;
-      if (o.withKey) key = await readStdin(ctx.term.io.stdin);
+      if (o.withKey) {
+        key = await readStdin(ctx.term.io.stdin);
+        if (!key) throw usage('--with-key: the key read from standard input is empty');
+      }
       if (!url || !key) {
         if (!ctx.term.canPrompt) throw usage('not a terminal: pass --url and --key (or --with-key with the key on stdin)');
+        const { input, password } = await import('@inquirer/prompts');
         url ??= await input({ message: 'Server URL', default: saved.url ?? DEFAULT_URL, validate: (v) => /^https?:\/\/\S+$/.test(v.trim()) || 'a URL starting with http:// or https://' });
         key ??= await password({ message: 'API key (WAC_... or WA_...)', mask: '*', validate: (v) => v.trim() !== '' || 'the key is required' });
       }

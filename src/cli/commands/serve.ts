@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { defaultDataDir } from '../../paths.js';
-import { banner, SERVE_DEFAULTS, startServer } from '../../server/serve.js';
+import { SERVE_DEFAULTS } from '../../server/defaults.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { IO } from '../io.js';
 import { int } from '../parse.js';
@@ -22,6 +22,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--sim-read-ms <ms>', 'simulator: delay of read receipts').default(SERVE_DEFAULTS.simReadMs).argParser(int(0, 3_600_000)))
     .action(async (o: Record<string, unknown>) => {
       const gateway = String(o.gateway);
+      // Loaded here so that client commands never pay for the server's modules.
+      const { banner, startServer } = await import('../../server/serve.js');
       let server;
       try {
         server = await startServer({

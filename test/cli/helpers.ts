@@ -1,0 +1,178 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa, type ResultPromise } from 'execa';
+import { expect } from 'vitest';
+
+/**
+ * Runs the real `pasarela` binary (bin/pasarela, which imports dist/) as a
+ * child process with an isolated environment: its own HOME and config
+ * directory, none of the caller's PASARELA_* / NO_COLOR / FORCE_COLOR.
+ * `npm run build` must have run first (npm test does it).
+ */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const BIN = join(ROOT, 'bin', 'pasarela');
+
+if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
+  throw new Error('dist/ is missing: run `npm run build` before the CLI tests (npm test does it)');
+}
+
+export type EnvPatch = Record<string, string | undefined>;
+
+export interface RunResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  /** Added to (or, with undefined, removed from) the base environment. */
+  env?: EnvPatch;
+  /** Written to stdin; without it stdin is /dev/null. */
+  input?: string;
+  timeoutMs?: number;
+}
+
+/** Is util-linux `script` (a pseudo-terminal for the CLI) on PATH? */
+export const HAS_SCRIPT = spawnSync('sh', ['-c', 'command -v script'], { stdio: 'ignore' }).status === 0;
+
+export function tempDir(prefix = 'pasarela-cli-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** One isolated CLI user: a HOME, a config directory, and optionally a server URL in PASARELA_URL. */
+export class Cli {
+  readonly home = tempDir();
+  readonly configDir = join(this.home, 'config');
+  readonly configFile = join(this.configDir, 'config.json');
+
+  constructor(readonly url?: string) {}
+
+  env(patch: EnvPatch = {}): Record<string, string> {
+    const e: EnvPatch = {
+      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      HOME: this.home,
+      LANG: 'C.UTF-8',
+      PASARELA_CONFIG_DIR: this.configDir,
+      PASARELA_URL: this.url,
+      ...patch,
+    };
+    return Object.fromEntries(Object.entries(e).filter((kv): kv is [string, string] => kv[1] !== undefined));
+  }
+
+  /** Starts the CLI without waiting for it. */
+  spawn(args: string[], opts: RunOptions = {}): ResultPromise<{ reject: false }> {
+    return execa(process.execPath, [BIN, ...args], {
+      env: this.env(opts.env),
+      extendEnv: false,
+      reject: false,
+      stripFinalNewline: false,
+      timeout: opts.timeoutMs ?? 25_000,
+      ...(opts.input !== undefined ? { input: opts.input } : { stdin: 'ignore' as const }),
+    }) as ResultPromise<{ reject: false }>;
+  }
+
+  async run(args: string[], opts: RunOptions = {}): Promise<RunResult> {
+    const r = await this.spawn(args, opts);
+    return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+  }
+
+  /**
+   * Runs a shell command line under util-linux `script`, so the CLI's stdin,
+   * stdout and stderr are a pseudo-terminal. Output is the terminal's (CRLF).
+   */
+  spawnTty(commandLine: string, opts: RunOptions = {}): ResultPromise<{ reject: false }> {
+    return execa('script', ['-qec', commandLine, '/dev/null'], {
+      env: this.env({ TERM: 'xterm-256color', ...opts.env }),
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore',
+      stripFinalNewline: false,
+      timeout: opts.timeoutMs ?? 25_000,
+    }) as ResultPromise<{ reject: false }>;
+  }
+
+  cleanup(): void {
+    rmSync(this.home, { recursive: true, force: true });
+  }
+}
+
+/** A shell-quoted `node bin/pasarela ARGS` for `script -c`. */
+export function cliCommandLine(args: string[]): string {
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  return [process.execPath, BIN, ...args].map(q).join(' ');
+}
+
+export const ESC = '\u001b';
+/** SGR (colour/style) escape sequences; cursor movement is something else. */
+export const SGR = /\u001b\[[0-9;]*m/;
+
+/** Exit 0, nothing on stderr, and stdout is exactly one JSON document; returns it. */
+export function expectJsonOnly(r: RunResult): any {
+  expect(r.stderr, 'stderr of a --json command').toBe('');
+  expect(r.exitCode, r.stderr).toBe(0);
+  let parsed: unknown;
+  expect(() => (parsed = JSON.parse(r.stdout)), `stdout is one JSON document:\n${r.stdout}`).not.toThrow();
+  expect(typeof parsed).toBe('object');
+  expect(parsed).not.toBeNull();
+  return parsed;
+}
+
+/** No escape code at all in either stream. */
+export function expectPlain(r: RunResult): void {
+  expect(r.stdout.includes(ESC), `ANSI in stdout: ${JSON.stringify(r.stdout)}`).toBe(false);
+  expect(r.stderr.includes(ESC), `ANSI in stderr: ${JSON.stringify(r.stderr)}`).toBe(false);
+}
+
+/** Exit 0 and plain output (off a TTY); returns stdout. */
+export function expectOk(r: RunResult): string {
+  expect(r.exitCode, `exit ${r.exitCode}; stderr: ${r.stderr}`).toBe(0);
+  expectPlain(r);
+  return r.stdout;
+}
+
+/** Tab-separated lines of stdout, split into cells. */
+export function rows(stdout: string): string[][] {
+  return stdout
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => l.split('\t'));
+}
+
+/** `key\tvalue` lines of printFields off a TTY, as a map. */
+export function fields(stdout: string): Record<string, string> {
+  return Object.fromEntries(rows(stdout).map((r) => [r[0] ?? '', r.slice(1).join('\t')]));
+}
+
+/** Resolves with everything read so far once `stream` has produced text matching `re`. */
+export function waitForText(stream: NodeJS.ReadableStream | null | undefined, re: RegExp, timeoutMs = 15_000): Promise<string> {
+  if (!stream) return Promise.reject(new Error('no stream'));
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => {
+      stream.off('data', onData);
+      reject(new Error(`timed out waiting for ${re} in: ${JSON.stringify(seen)}`));
+    }, timeoutMs);
+    const onData = (chunk: Buffer | string) => {
+      seen += String(chunk);
+      if (re.test(seen)) {
+        clearTimeout(timer);
+        stream.off('data', onData);
+        resolve(seen);
+      }
+    };
+    stream.on('data', onData);
+  });
+}
+
+/** Polls `fn` until it returns true. */
+export async function until(fn: () => Promise<boolean>, timeoutMs = 10_000, stepMs = 100): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    if (await fn()) return;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}

@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { Cli, cliCommandLine, ESC, HAS_SCRIPT, SGR, until, waitForText } from './helpers.js';
+
+/**
+ * Linking by QR: `celular qr --wait --json` off a TTY (NDJSON until
+ * connected), and on a pseudo-terminal (util-linux `script`) the drawn QR
+ * that follows the session, plus the TTY table layout and NO_COLOR.
+ */
+let s: TestServer;
+let cli: Cli;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  cli = new Cli(s.url);
+});
+afterAll(async () => {
+  cli?.cleanup();
+  await s?.stop();
+});
+
+/** The phone scans (the operator API, not the CLI), once the CLI has asked for a QR. */
+async function scanWhenShowing(celularId: number): Promise<void> {
+  await until(async () => {
+    const r = await api(s.url, 'POST', '/admin/sim/scan', { key: s.adminToken, json: { celular_id: celularId } });
+    if (r.status !== 200 && r.status !== 409) throw new Error(`scan: ${r.status} ${r.text}`);
+    return r.status === 200;
+  }, 15_000);
+}
+
+describe('celular qr --wait --json without a TTY', () => {
+  let a: Seeded;
+  beforeAll(async () => {
+    a = await seedClient(s);
+  });
+
+  it('prints one JSON line per QR until the line is connected, then exits 0', async () => {
+    const proc = cli.spawn(['celular', 'qr', String(a.celularId), '--wait', '--json', '--interval', '200', '--timeout', '20'], { env: { PASARELA_KEY: a.clientKey } });
+    const firstLines = await waitForText(proc.stdout, /\n/);
+    const first = JSON.parse(firstLines.split('\n')[0]!);
+    expect(first).toMatchObject({ celular_id: a.celularId, status: 'need_scan' });
+    expect(first.qr).toMatch(/^2@/);
+    // Still waiting: nothing has scanned yet.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(proc.exitCode).toBeNull();
+
+    await scanWhenShowing(a.celularId);
+    const r = await proc;
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(String(r.stderr)).toBe('');
+    const lines = String(r.stdout).trimEnd().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    const docs = lines.map((l) => JSON.parse(l) as { status: string; celular_id: number });
+    expect(docs.slice(0, -1).every((d) => d.status === 'need_scan')).toBe(true);
+    expect(docs.at(-1)).toMatchObject({ celular_id: a.celularId, status: 'connected', estado: 'activo' });
+  });
+
+  it('gives up after --timeout with exit 1 and a hint', async () => {
+    const b = await seedClient(s);
+    const r = await cli.run(['celular', 'qr', String(b.celularId), '--wait', '--interval', '200', '--timeout', '1'], { env: { PASARELA_KEY: b.clientKey } });
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout.trim()).toMatch(/^2@/);
+    expect(r.stderr).toContain('not linked within 1 s');
+  });
+});
+
+describe.skipIf(!HAS_SCRIPT)('on a terminal (script)', () => {
+  it('celular qr draws the QR with half blocks, keeps running, and ends when scanned', async () => {
+    const a = await seedClient(s);
+    const proc = cli.spawnTty(cliCommandLine(['celular', 'qr', String(a.celularId), '--interval', '200', '--timeout', '20']), { env: { PASARELA_KEY: a.clientKey } });
+    const drawn = await waitForText(proc.stdout, /Scan with the phone/);
+    expect(drawn).toMatch(/[▀▄█]/);
+    expect(drawn).not.toContain('2@'); // the picture, not the content
+    await new Promise((r) => setTimeout(r, 600));
+    expect(proc.exitCode).toBeNull();
+
+    await scanWhenShowing(a.celularId);
+    const r = await proc;
+    expect(r.exitCode, String(r.stdout)).toBe(0);
+    expect(String(r.stdout)).toMatch(new RegExp(`celular ${a.celularId} is connected`));
+  });
+
+  it('celular list is a table with upper-case headers; coloured unless NO_COLOR', async () => {
+    const a = await seedClient(s);
+    const env = { PASARELA_KEY: a.clientKey };
+    const line = cliCommandLine(['celular', 'list']);
+    const [coloured, noColor] = await Promise.all([cli.spawnTty(line, { env }), cli.spawnTty(line, { env: { ...env, NO_COLOR: '1' } })]);
+    for (const r of [coloured, noColor]) {
+      expect(r.exitCode).toBe(0);
+      const out = String(r.stdout);
+      expect(out).toMatch(/ID.*NUMERO.*NOMBRE.*ESTADO.*SALDO.*SESION.*POR MIN.*POR HORA.*HORARIO/);
+      expect(out).toContain(a.numero);
+      expect(out).toMatch(/[┌│└]/);
+      expect(out).not.toContain('\t');
+    }
+    expect(String(coloured.stdout)).toMatch(SGR);
+    expect(String(noColor.stdout)).not.toMatch(SGR);
+    expect(String(noColor.stdout)).not.toContain(`${ESC}[3`);
+  });
+});

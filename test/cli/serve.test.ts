@@ -1,0 +1,85 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { api } from '../helpers/server.js';
+import { Cli, waitForText } from './helpers.js';
+
+/** `pasarela serve` as a real child process: banner, health, operator token file, signals, env, port in use. */
+const cli = new Cli();
+afterAll(() => cli.cleanup());
+
+const listening = /listening on (http:\/\/\S+)/;
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+describe('serve', () => {
+  it('prints a banner with URL, data directory and a SIMULATOR warning; serves; never shows the token; SIGTERM stops it with exit 0', async () => {
+    const dataDir = join(cli.home, 'data-flag');
+    const proc = cli.spawn(['serve', '--port', '0', '--data-dir', dataDir]);
+    const banner = await waitForText(proc.stderr, /SIMULATOR[\s\S]*real gateway\./);
+    const url = listening.exec(banner)?.[1];
+    expect(url, banner).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(banner).toContain(`data directory   ${dataDir}`);
+    expect(banner).toMatch(/!!! SIMULATOR/);
+    expect(banner).toContain('Nothing is delivered to real phones');
+
+    const health = await api(url!, 'GET', '/health');
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ ok: true, gateway: 'sim', simulado: true });
+
+    const tokenFile = join(dataDir, 'admin-token');
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+    const token = readFileSync(tokenFile, 'utf8').trim();
+    expect(token.length).toBeGreaterThanOrEqual(16);
+    // Requests that carry the token, in a header and in a query string, are logged without it.
+    expect((await api(url!, 'GET', '/admin/clientes', { key: token })).status).toBe(200);
+    expect((await api(url!, 'GET', `/api/info.php?key=${encodeURIComponent(token)}`)).status).toBe(401);
+
+    proc.kill('SIGTERM');
+    const r = await proc;
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    const stdout = String(r.stdout);
+    const stderr = String(r.stderr);
+    expect(stderr).toContain('SIGTERM');
+    expect(stderr).toMatch(/stopped\n$/);
+    expect(stdout).toContain('/admin/clientes'); // the request log is there ...
+    expect(stdout).not.toContain(token); // ... without the token
+    expect(stderr).not.toContain(token);
+  });
+
+  it('honours PASARELA_PORT and PASARELA_DATA_DIR (and stops on SIGINT)', async () => {
+    const port = await freePort();
+    const dataDir = join(cli.home, 'data-env');
+    const proc = cli.spawn(['serve'], { env: { PASARELA_PORT: String(port), PASARELA_DATA_DIR: dataDir } });
+    const banner = await waitForText(proc.stderr, /API reference/);
+    expect(listening.exec(banner)?.[1]).toBe(`http://127.0.0.1:${port}`);
+    expect(banner).toContain(`data directory   ${dataDir}`);
+    expect(existsSync(join(dataDir, 'admin-token'))).toBe(true);
+    expect((await api(`http://127.0.0.1:${port}`, 'GET', '/health')).status).toBe(200);
+    proc.kill('SIGINT');
+    const r = await proc;
+    expect(r.exitCode).toBe(0);
+    expect(String(r.stderr)).toContain('stopped');
+  });
+
+  it('a port already in use exits 1 with a clear message', async () => {
+    const busy: Server = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const { port } = busy.address() as AddressInfo;
+    try {
+      const r = await cli.run(['serve', '--port', String(port), '--data-dir', join(cli.home, 'data-busy')]);
+      expect(r.exitCode).toBe(1);
+      expect(r.stderr).toContain(`port ${port} on 127.0.0.1 is already in use`);
+      expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+    } finally {
+      await new Promise((r) => busy.close(r));
+    }
+  });
+});
