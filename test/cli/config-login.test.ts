@@ -48,6 +48,21 @@ describe('login', () => {
   });
 });
 
+describe('login without --url', () => {
+  it('keeps the saved profile\'s URL, so `login --key K` works in a script', async () => {
+    const p = ['--profile', 'urlonly'];
+    expect((await cli.run(['config', 'set', 'url', s.url, ...p], { env: NO_ENV })).exitCode).toBe(0);
+    const b = expectJsonOnly(await cli.run(['login', '--key', a.clientKey, ...p, '--json'], { env: NO_ENV }));
+    expect(b).toMatchObject({ ok: true, profile: 'urlonly', url: s.url, cliente: { id: a.clienteId } });
+  });
+
+  it('without a key and without a TTY is a usage error naming --key', async () => {
+    const r = await cli.run(['login', '--url', s.url], { env: NO_ENV });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('--key');
+  });
+});
+
 describe('config', () => {
   it('set stores settings of a named profile; list and get mask the secrets', async () => {
     const p = ['--profile', 'dead'];

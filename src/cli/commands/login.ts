@@ -33,12 +33,14 @@ export function registerLogin(program: Command, ctxOf: CtxOf): void {
         key = await readStdin(ctx.term.io.stdin);
         if (!key) throw usage('--with-key: the key read from standard input is empty');
       }
-      if (!url || !key) {
-        if (!ctx.term.canPrompt) throw usage('not a terminal: pass --url and --key (or --with-key with the key on stdin)');
+      if (!key) {
+        // Without a key there is a person to ask, or a usage error; the URL is asked for with it.
+        if (!ctx.term.canPrompt) throw usage('not a terminal: pass --key (or --with-key with the key on stdin), and --url unless the default is right');
         const { input, password } = await import('@inquirer/prompts');
         url ??= await input({ message: 'Server URL', default: saved.url ?? DEFAULT_URL, validate: (v) => /^https?:\/\/\S+$/.test(v.trim()) || 'a URL starting with http:// or https://' });
-        key ??= await password({ message: 'API key (WAC_... or WA_...)', mask: '*', validate: (v) => v.trim() !== '' || 'the key is required' });
+        key = await password({ message: 'API key (WAC_... or WA_...)', mask: '*', validate: (v) => v.trim() !== '' || 'the key is required' });
       }
+      url ??= saved.url ?? DEFAULT_URL;
       key = key.trim();
       if (!key) throw usage('the key is empty');
       const info = await new ApiClient(url).call<{ cliente: { id: number; nombre: string } }>('GET', '/api/info.php', { key }).catch((err: unknown) => {
