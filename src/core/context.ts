@@ -9,7 +9,28 @@ export interface CoreConfig {
   /** Failed authentications allowed per address and window before 429. */
   authMaxFailures: number;
   authWindowMs: number;
+  /** IANA zone of allowed hours and of history dates (`serve --tz`). */
+  tz: string;
+  /** Media and webhook URLs may point at loopback/private addresses (tests, closed networks). */
+  allowPrivateUrls: boolean;
+  queue: QueueConfig;
 }
+
+export interface QueueConfig {
+  /** Human-like random pause between two sends of one line. */
+  gapMinMs: number;
+  gapMaxMs: number;
+  /** A queued message not sent within this long ends as `error`. */
+  ttlMs: number;
+  /** Pending messages per line beyond which queue sends get 429. */
+  maxPending: number;
+  /** How long a worker's claim on a message lasts before another may take it. */
+  leaseMs: number;
+}
+
+export const QUEUE_DEFAULTS: QueueConfig = { gapMinMs: 1000, gapMaxMs: 5000, ttlMs: 24 * 60 * 60 * 1000, maxPending: 10000, leaseMs: 60_000 };
+
+export const systemTz = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 
 /** Everything the core's operations need, passed explicitly (no globals). */
 export interface Core {
@@ -19,4 +40,6 @@ export interface Core {
   clock: Clock;
   bus: EventBus;
   config: CoreConfig;
+  /** Uniform in [0, 1): the source of queue gaps and retry jitter (injected for tests). */
+  random: () => number;
 }

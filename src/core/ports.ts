@@ -126,6 +126,90 @@ export interface MessageStats {
   mensajes_30d: number;
 }
 
+export type Tipo = 'texto' | 'imagen' | 'documento' | 'audio' | 'video' | 'sticker';
+export type MensajeEstado = 'pendiente' | 'enviado' | 'entregado' | 'leido' | 'error';
+export type Modo = 'cola' | 'directo';
+
+/** What a gateway needs to send a stored message. */
+export interface MensajePayload {
+  texto?: string;
+  url?: string;
+  /** Temp file with base64-decoded bytes, named by msg_id; removed when the send ends. */
+  file?: string;
+  mime?: string;
+  filename?: string;
+  caption?: string;
+  ptt?: boolean;
+  preview_url?: boolean;
+}
+
+export interface MensajeRow {
+  msg_id: string;
+  cliente_id: number;
+  celular_id: number;
+  destinatario: string;
+  tipo: Tipo;
+  modo: Modo;
+  estado: MensajeEstado;
+  /** Text, or the caption of a media message. */
+  texto: string | null;
+  /** JSON: `{url}` or `{filename, mime, bytes}`; never the bytes themselves. */
+  media: string | null;
+  gateway_msg_id: string | null;
+  error: string | null;
+  cobrado: number;
+  cargo: 'celular' | 'global' | null;
+  payload: string | null;
+  intentos: number;
+  proximo_intento_at: number | null;
+  lease_until: number | null;
+  expira_at: number | null;
+  created_at: number;
+  enviado_at: number | null;
+  entregado_at: number | null;
+  leido_at: number | null;
+}
+
+export interface NewMensaje {
+  msg_id: string;
+  cliente_id: number;
+  celular_id: number;
+  destinatario: string;
+  tipo: Tipo;
+  modo: Modo;
+  texto: string | null;
+  media: Record<string, unknown> | null;
+  payload: MensajePayload;
+  expira_at: number | null;
+}
+
+export type AcceptResult =
+  | { ok: true; cargo: 'celular' | 'global' | null; saldo_celular: number; saldo_global: number }
+  | { ok: false; reason: 'saldo' | 'cola_llena' | 'celular' };
+
+export interface HistoryFilter {
+  cliente_id: number;
+  celular_id?: number;
+  estado?: MensajeEstado;
+  /** Inclusive start, ms. */
+  desde?: number;
+  /** Exclusive end, ms. */
+  hasta?: number;
+  destinatario?: string;
+  page: number;
+  por_pagina: number;
+}
+
+export interface SentCounts {
+  minute: number;
+  hour: number;
+  day: number;
+  /** enviado_at of the oldest send still inside each window (to tell when a slot frees). */
+  oldestMinute: number | null;
+  oldestHour: number | null;
+  oldestDay: number | null;
+}
+
 export interface Store {
   readonly dialect: string;
   createCliente(input: NewCliente, now: number): Promise<ClienteRow>;
@@ -152,6 +236,32 @@ export interface Store {
   listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]>;
 
   messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats>;
+
+  /**
+   * Atomic: refuses when a queued line already holds `maxPending` messages,
+   * charges one credit when `charge` (the celular's balance first, then the
+   * client's global one; neither: `saldo`), records the charge, inserts the
+   * message as `pendiente`.
+   */
+  acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null }, now: number): Promise<AcceptResult>;
+  getMensaje(msgId: string): Promise<MensajeRow | null>;
+  getMensajeByGatewayId(gatewayMsgId: string): Promise<MensajeRow | null>;
+  /** `pendiente` -> `enviado`. Returns null when the message was not pending. */
+  markSent(msgId: string, gatewayMsgId: string, now: number): Promise<MensajeRow | null>;
+  /** Atomic: -> `error` with a reason, refunding its charge once. Null when it had already ended in error. */
+  failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null>;
+  /** Moves a sent message forward to `entregado` or `leido`; never backwards. Null when nothing changed. */
+  receipt(gatewayMsgId: string, estado: 'entregado' | 'leido', now: number): Promise<{ before: MensajeRow; after: MensajeRow } | null>;
+  /** The oldest pending queued message of every line that has one. */
+  queueHeads(): Promise<MensajeRow[]>;
+  /** Claims a pending message until `until`; false when another worker holds a live lease. */
+  lease(msgId: string, until: number, now: number): Promise<boolean>;
+  /** Gives a claimed message back for a later attempt. */
+  retryLater(msgId: string, at: number, error: string): Promise<void>;
+  sentCounts(celularId: number, now: number): Promise<SentCounts>;
+  /** Temp files still needed by pending messages (everything else in tmp/ may go). */
+  pendingFiles(): Promise<string[]>;
+  listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }>;
 
   /** Small durable key-value space for adapters (the simulator's sessions live here). */
   kvGet<T>(ns: string, key: string): Promise<T | null>;

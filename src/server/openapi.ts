@@ -5,6 +5,7 @@ import { EventBus } from '../core/events.js';
 import { SimGateway } from '../gateways/sim.js';
 import { SqliteStore } from '../store/sqlite.js';
 import { buildApp } from './app.js';
+import { QUEUE_DEFAULTS } from '../core/context.js';
 
 /**
  * The OpenAPI document as the running server would serve it, built from the
@@ -20,7 +21,8 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     counters: new MemoryCounters(clock),
     gateway: new SimGateway(store, clock),
     bus: new EventBus(),
-    config: { adminTokenHash: '', authMaxFailures: 1, authWindowMs: 1 },
+    config: { adminTokenHash: '', authMaxFailures: 1, authWindowMs: 1, tz: 'UTC', allowPrivateUrls: false, queue: QUEUE_DEFAULTS },
+    random: Math.random,
   };
   const app = await buildApp({ core });
   await app.ready();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
-import type { Core } from '../core/context.js';
+import { QUEUE_DEFAULTS, systemTz, type Core, type QueueConfig } from '../core/context.js';
 import { MemoryCounters } from '../core/counters-memory.js';
 import { EventBus } from '../core/events.js';
 import { hashSecret } from '../core/keys.js';
@@ -28,6 +28,10 @@ export interface ServeOptions {
   simDeliveryMs: number;
   simReadMs: number;
   clock?: Clock;
+  random?: () => number;
+  tz?: string;
+  allowPrivateUrls?: boolean;
+  queue?: Partial<QueueConfig>;
   /** Where JSON logs go (stdout when serving for real). */
   logStream?: NodeJS.WritableStream;
 }
@@ -81,7 +85,15 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
       gateway,
       clock,
       bus,
-      config: { adminTokenHash: hashSecret(admin.token), authMaxFailures: opts.authMaxFailures, authWindowMs: opts.authWindowMs },
+      config: {
+        adminTokenHash: hashSecret(admin.token),
+        authMaxFailures: opts.authMaxFailures,
+        authWindowMs: opts.authWindowMs,
+        tz: opts.tz ?? systemTz(),
+        allowPrivateUrls: opts.allowPrivateUrls ?? false,
+        queue: { ...QUEUE_DEFAULTS, ...(opts.queue ?? {}) },
+      },
+      random: opts.random ?? Math.random,
     };
     const app = await buildApp({ core, logger, trustProxy: opts.trustProxy });
     app0.log = app.log;

@@ -105,4 +105,29 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'send queue columns and history indexes',
+    sql: `
+      -- What the gateway needs to send (url, temp file, mime, filename, caption, ptt, preview_url).
+      ALTER TABLE mensajes ADD COLUMN payload TEXT;
+      -- Which balance paid for the send ('celular' or 'global'); NULL when nothing was charged.
+      ALTER TABLE mensajes ADD COLUMN cargo TEXT;
+      ALTER TABLE mensajes ADD COLUMN intentos INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE mensajes ADD COLUMN proximo_intento_at INTEGER;
+      -- A worker's claim on a queued message; an expired lease is taken again after a crash.
+      ALTER TABLE mensajes ADD COLUMN lease_until INTEGER;
+      ALTER TABLE mensajes ADD COLUMN expira_at INTEGER;
+
+      -- The queue: pending messages of a line in arrival order.
+      CREATE INDEX mensajes_cola ON mensajes(celular_id, rowid) WHERE estado = 'pendiente';
+      CREATE INDEX mensajes_gateway ON mensajes(gateway_msg_id) WHERE gateway_msg_id IS NOT NULL;
+      -- Caps: sends of a line in the last minute, hour, day.
+      CREATE INDEX mensajes_celular_enviado ON mensajes(celular_id, enviado_at) WHERE enviado_at IS NOT NULL;
+      -- History filters, newest first.
+      CREATE INDEX mensajes_celular_fecha ON mensajes(celular_id, created_at);
+      CREATE INDEX mensajes_cliente_estado_fecha ON mensajes(cliente_id, estado, created_at);
+      CREATE INDEX mensajes_cliente_dest_fecha ON mensajes(cliente_id, destinatario, created_at);
+    `,
+  },
 ];

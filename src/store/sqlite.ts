@@ -14,8 +14,15 @@ import type {
   NewCelular,
   NewCliente,
   Store,
+  AcceptResult,
+  HistoryFilter,
+  MensajeRow,
+  NewMensaje,
+  SentCounts,
 } from '../core/ports.js';
 import { MIGRATIONS } from './migrations.js';
+import { listMensajes } from './sqlite-historial.js';
+import * as msgs from './sqlite-mensajes.js';
 
 type Row = Record<string, unknown>;
 
@@ -255,6 +262,54 @@ export class SqliteStore implements Store {
       )
       .get({ clienteId, monthStart, since30d }) as MessageStats;
     return r;
+  }
+
+  async acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null }, now: number): Promise<AcceptResult> {
+    return msgs.acceptMensaje(this.db, m, opts, now);
+  }
+
+  async getMensaje(msgId: string): Promise<MensajeRow | null> {
+    return msgs.getMensaje(this.db, msgId);
+  }
+
+  async getMensajeByGatewayId(gid: string): Promise<MensajeRow | null> {
+    return msgs.getMensajeByGatewayId(this.db, gid);
+  }
+
+  async markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+    return msgs.markSent(this.db, msgId, gid, now);
+  }
+
+  async failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null> {
+    return msgs.failMensaje(this.db, msgId, error, now);
+  }
+
+  async receipt(gid: string, estado: 'entregado' | 'leido', now: number): Promise<{ before: MensajeRow; after: MensajeRow } | null> {
+    return msgs.receipt(this.db, gid, estado, now);
+  }
+
+  async queueHeads(): Promise<MensajeRow[]> {
+    return msgs.queueHeads(this.db);
+  }
+
+  async lease(msgId: string, until: number, now: number): Promise<boolean> {
+    return msgs.lease(this.db, msgId, until, now);
+  }
+
+  async retryLater(msgId: string, at: number, error: string): Promise<void> {
+    msgs.retryLater(this.db, msgId, at, error);
+  }
+
+  async sentCounts(celularId: number, now: number): Promise<SentCounts> {
+    return msgs.sentCounts(this.db, celularId, now);
+  }
+
+  async pendingFiles(): Promise<string[]> {
+    return msgs.pendingFiles(this.db);
+  }
+
+  async listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {
+    return listMensajes(this.db, filter);
   }
 
   async kvGet<T>(ns: string, key: string): Promise<T | null> {

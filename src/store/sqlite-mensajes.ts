@@ -1,0 +1,176 @@
+import type Database from 'better-sqlite3';
+import type { AcceptResult, MensajeRow, NewMensaje, SentCounts } from '../core/ports.js';
+
+/**
+ * Messages in SQLite: acceptance with its charge, the queue's claims, state
+ * changes with refunds. Each function that changes more than one row runs in
+ * one IMMEDIATE transaction.
+ */
+type DB = Database.Database;
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+function get(db: DB, msgId: string): MensajeRow | null {
+  return (db.prepare('SELECT * FROM mensajes WHERE msg_id = ?').get(msgId) as MensajeRow | undefined) ?? null;
+}
+
+function movimiento(db: DB, now: number, clienteId: number, celularId: number | null, monto: number, resultante: number, motivo: string): void {
+  db.prepare(
+    `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
+     VALUES (?, ?, ?, ?, ?, ?, 'sistema')`,
+  ).run(now, clienteId, celularId, monto, resultante, motivo);
+}
+
+export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; maxPending: number | null }, now: number): AcceptResult {
+  return db
+    .transaction((): AcceptResult => {
+      const cel = db.prepare('SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
+        | { saldo_actual: number }
+        | undefined;
+      const cli = db.prepare('SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
+      if (!cel || !cli) return { ok: false, reason: 'celular' };
+      if (m.modo === 'cola' && opts.maxPending !== null) {
+        const { n } = db.prepare("SELECT COUNT(*) AS n FROM mensajes WHERE celular_id = ? AND estado = 'pendiente'").get(m.celular_id) as { n: number };
+        if (n >= opts.maxPending) return { ok: false, reason: 'cola_llena' };
+      }
+      let cargo: 'celular' | 'global' | null = null;
+      let saldoCelular = cel.saldo_actual;
+      let saldoGlobal = cli.saldo_global;
+      if (opts.charge) {
+        if (saldoCelular > 0) {
+          cargo = 'celular';
+          saldoCelular -= 1;
+          db.prepare('UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
+          movimiento(db, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
+        } else if (saldoGlobal > 0) {
+          cargo = 'global';
+          saldoGlobal -= 1;
+          db.prepare('UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
+          movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
+        } else {
+          return { ok: false, reason: 'saldo' };
+        }
+      }
+      db.prepare(
+        `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
+           payload, intentos, proximo_intento_at, expira_at, created_at)
+         VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
+           @payload, 0, @now, @expira_at, @now)`,
+      ).run({
+        ...m,
+        media: m.media ? JSON.stringify(m.media) : null,
+        payload: JSON.stringify(m.payload),
+        cobrado: cargo ? 1 : 0,
+        cargo,
+        now,
+      });
+      return { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal };
+    })
+    .immediate();
+}
+
+export function getMensaje(db: DB, msgId: string): MensajeRow | null {
+  return get(db, msgId);
+}
+
+export function getMensajeByGatewayId(db: DB, gid: string): MensajeRow | null {
+  return (db.prepare('SELECT * FROM mensajes WHERE gateway_msg_id = ?').get(gid) as MensajeRow | undefined) ?? null;
+}
+
+export function markSent(db: DB, msgId: string, gid: string, now: number): MensajeRow | null {
+  const info = db
+    .prepare(
+      `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = ?, enviado_at = ?, lease_until = NULL, error = NULL,
+         intentos = intentos + 1
+       WHERE msg_id = ? AND estado = 'pendiente'`,
+    )
+    .run(gid, now, msgId);
+  return info.changes === 0 ? null : get(db, msgId);
+}
+
+export function failMensaje(db: DB, msgId: string, error: string, now: number): MensajeRow | null {
+  return db
+    .transaction((): MensajeRow | null => {
+      const m = get(db, msgId);
+      if (!m || m.estado === 'error') return null;
+      db.prepare("UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
+      if (m.cobrado && m.cargo === 'celular') {
+        const r = db.prepare('UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as
+          | { saldo_actual: number }
+          | undefined;
+        // A deleted line cannot take its credit back; the client's global balance does.
+        if (r) movimiento(db, now, m.cliente_id, m.celular_id, 1, r.saldo_actual, `reembolso ${msgId}`);
+        else refundGlobal(db, m, now);
+      } else if (m.cobrado && m.cargo === 'global') {
+        refundGlobal(db, m, now);
+      }
+      return get(db, msgId);
+    })
+    .immediate();
+}
+
+function refundGlobal(db: DB, m: MensajeRow, now: number): void {
+  const r = db.prepare('UPDATE clientes SET saldo_global = saldo_global + 1 WHERE id = ? RETURNING saldo_global').get(m.cliente_id) as
+    | { saldo_global: number }
+    | undefined;
+  if (r) movimiento(db, now, m.cliente_id, null, 1, r.saldo_global, `reembolso ${m.msg_id}`);
+}
+
+const RANK = { pendiente: 0, enviado: 1, entregado: 2, leido: 3, error: -1 } as const;
+
+export function receipt(db: DB, gid: string, estado: 'entregado' | 'leido', now: number): { before: MensajeRow; after: MensajeRow } | null {
+  return db
+    .transaction(() => {
+      const before = getMensajeByGatewayId(db, gid);
+      if (!before || RANK[before.estado] < 1 || RANK[before.estado] >= RANK[estado]) return null;
+      const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
+      db.prepare(`UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ?`).run(estado, now, before.msg_id);
+      return { before, after: get(db, before.msg_id)! };
+    })
+    .immediate();
+}
+
+export function queueHeads(db: DB): MensajeRow[] {
+  return db
+    .prepare(
+      `SELECT m.* FROM mensajes m
+       JOIN (SELECT celular_id, MIN(rowid) AS r FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' GROUP BY celular_id) h
+         ON m.rowid = h.r`,
+    )
+    .all() as MensajeRow[];
+}
+
+export function lease(db: DB, msgId: string, until: number, now: number): boolean {
+  const info = db
+    .prepare(
+      `UPDATE mensajes SET lease_until = ? WHERE msg_id = ? AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= ?)`,
+    )
+    .run(until, msgId, now);
+  return info.changes === 1;
+}
+
+export function retryLater(db: DB, msgId: string, at: number, error: string): void {
+  db.prepare(
+    `UPDATE mensajes SET lease_until = NULL, proximo_intento_at = ?, intentos = intentos + 1, error = ? WHERE msg_id = ? AND estado = 'pendiente'`,
+  ).run(at, error, msgId);
+}
+
+export function sentCounts(db: DB, celularId: number, now: number): SentCounts {
+  const q = db.prepare(
+    'SELECT COUNT(*) AS n, MIN(enviado_at) AS oldest FROM mensajes WHERE celular_id = ? AND enviado_at IS NOT NULL AND enviado_at > ?',
+  );
+  const m = q.get(celularId, now - MINUTE) as { n: number; oldest: number | null };
+  const h = q.get(celularId, now - HOUR) as { n: number; oldest: number | null };
+  const d = q.get(celularId, now - DAY) as { n: number; oldest: number | null };
+  return { minute: m.n, hour: h.n, day: d.n, oldestMinute: m.oldest, oldestHour: h.oldest, oldestDay: d.oldest };
+}
+
+export function pendingFiles(db: DB): string[] {
+  return (
+    db.prepare("SELECT json_extract(payload, '$.file') AS f FROM mensajes WHERE estado = 'pendiente' AND json_extract(payload, '$.file') IS NOT NULL").all() as Array<{
+      f: string;
+    }>
+  ).map((r) => r.f);
+}
