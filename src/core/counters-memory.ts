@@ -34,6 +34,11 @@ export class MemoryCounters implements Counters {
     return { ...w };
   }
 
+  async decr(key: string): Promise<void> {
+    const w = this.windows.get(key);
+    if (w && w.count > 0) w.count -= 1;
+  }
+
   async delete(key: string): Promise<void> {
     this.windows.delete(key);
   }

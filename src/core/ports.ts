@@ -256,6 +256,8 @@ export interface Store {
   queueHeads(): Promise<MensajeRow[]>;
   /** Claims a pending message until `until`; false when another worker holds a live lease. */
   lease(msgId: string, until: number, now: number): Promise<boolean>;
+  /** Releases every claim (at start, when no other worker can be alive on this store). */
+  releaseLeases(): Promise<number>;
   /** Gives a claimed message back for a later attempt. */
   retryLater(msgId: string, at: number, error: string): Promise<void>;
   sentCounts(celularId: number, now: number): Promise<SentCounts>;
@@ -280,6 +282,8 @@ export interface Counters {
   /** Adds one and returns the count in the current window and when it resets. */
   incr(key: string, windowMs: number): Promise<{ count: number; resetAt: number }>;
   get(key: string): Promise<{ count: number; resetAt: number } | null>;
+  /** Takes one back (never below zero); the window is unchanged. */
+  decr(key: string): Promise<void>;
   delete(key: string): Promise<void>;
 }
 
@@ -291,6 +295,8 @@ export interface QrResult {
 
 /** What the core hands a gateway to send; issue-specific kinds grow here. */
 export interface OutboundMessage {
+  /** Our msg_id: the idempotency key, so a retry after a crash is not a second send where the gateway supports it. */
+  msgId: string;
   tipo: 'texto' | 'imagen' | 'documento' | 'audio' | 'video' | 'sticker';
   destinatario: string;
   texto?: string;

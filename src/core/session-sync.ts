@@ -1,17 +1,23 @@
 import { applySessionStatus } from './celulares.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
+import { publishMessageStatus } from './message-events.js';
 import type { GatewayEvent } from './ports.js';
 
 /**
  * Turns what the gateway reports into state and bus events: session changes
- * update the celular (DESIGN §6), inbound messages become `messages.received`.
+ * update the celular (DESIGN §6), receipts move messages to `entregado` and
+ * `leido`, inbound messages become `messages.received`.
  * Events are handled one at a time, in the order the gateway gave them.
  */
 export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): { idle(): Promise<void> } {
   let chain: Promise<void> = Promise.resolve();
   const handle = async (e: GatewayEvent): Promise<void> => {
-    if (e.type === 'receipt') return; // message receipts belong to the send path
+    if (e.type === 'receipt') {
+      const r = await core.store.receipt(e.gatewayMsgId, e.estado, e.at);
+      if (r) publishMessageStatus(core, r.after, r.before.estado);
+      return;
+    }
     const celular = await core.store.getCelularByInstancia(e.instancia);
     if (!celular) return; // an instance whose line was deleted
     if (e.type === 'session') {

@@ -1,4 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import type { Clock } from '../core/clock.js';
 import {
   GatewayFailure,
@@ -40,6 +41,8 @@ interface SimFailRule {
 
 const SESSIONS = 'sim.sessions';
 const FAILS = 'sim.fail';
+/** msg_id -> gateway id of every message the simulated network took (its idempotency memory). */
+const SENT = 'sim.sent';
 
 /** A refusal of a simulator control (scan without a QR, receive while offline). */
 export class SimConflict extends Error {}
@@ -50,6 +53,8 @@ export class SimGateway implements Gateway {
   private readonly listeners: Array<(e: GatewayEvent) => void> = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
+  /** Messages really sent by this process (a retry answered from memory does not count). */
+  sentCount = 0;
 
   constructor(
     private readonly store: Store,
@@ -115,9 +120,18 @@ export class SimGateway implements Gateway {
     this.assertOpen();
     const s = await this.session(instancia);
     if (s?.status !== 'connected') throw new GatewayFailure(`session ${instancia} is not connected`, false);
+    // The network already has this message: answer as it did, send nothing again.
+    const already = await this.store.kvGet<{ gatewayMsgId: string }>(SENT, msg.msgId);
+    if (already) return { gatewayMsgId: already.gatewayMsgId };
     const rule = await this.store.kvGet<SimFailRule>(FAILS, msg.destinatario);
     if (rule) throw new GatewayFailure(rule.motivo, true);
+    if (msg.filePath) {
+      const size = await stat(msg.filePath).then((s) => s.size, () => -1);
+      if (size <= 0) throw new GatewayFailure('media file missing or empty', true);
+    }
     const gatewayMsgId = `3EB0${randomBytes(10).toString('hex').toUpperCase()}`;
+    await this.store.kvSet(SENT, msg.msgId, { gatewayMsgId, at: this.clock.now() });
+    this.sentCount += 1;
     this.later(this.opts.deliveryMs, () => this.emit({ type: 'receipt', instancia, gatewayMsgId, estado: 'entregado', at: this.clock.now() }));
     this.later(Math.max(this.opts.readMs, this.opts.deliveryMs), () =>
       this.emit({ type: 'receipt', instancia, gatewayMsgId, estado: 'leido', at: this.clock.now() }),

@@ -296,6 +296,10 @@ export class SqliteStore implements Store {
     return msgs.lease(this.db, msgId, until, now);
   }
 
+  async releaseLeases(): Promise<number> {
+    return this.db.prepare("UPDATE mensajes SET lease_until = NULL WHERE estado = 'pendiente' AND lease_until IS NOT NULL").run().changes;
+  }
+
   async retryLater(msgId: string, at: number, error: string): Promise<void> {
     msgs.retryLater(this.db, msgId, at, error);
   }

@@ -43,13 +43,13 @@ describe('sim gateway', () => {
   });
 
   it('sends only while connected, fails numbers on demand, and sends receipts', async () => {
-    await expect(sim.send('i1', { tipo: 'texto', destinatario: '14155552671', texto: 'x' })).rejects.toMatchObject({ permanent: false });
+    await expect(sim.send('i1', { msgId: 'm0', tipo: 'texto', destinatario: '14155552671', texto: 'x' })).rejects.toMatchObject({ permanent: false });
     await sim.connect('i1', '525512345678');
     await sim.scan('i1');
-    const { gatewayMsgId } = await sim.send('i1', { tipo: 'texto', destinatario: '14155552671', texto: 'x' });
+    const { gatewayMsgId } = await sim.send('i1', { msgId: 'm1', tipo: 'texto', destinatario: '14155552671', texto: 'x' });
     expect(gatewayMsgId).toMatch(/^3EB0[0-9A-F]{20}$/);
     await sim.failNumber('14155552671', 'not on the network');
-    const err = await sim.send('i1', { tipo: 'texto', destinatario: '14155552671', texto: 'x' }).catch((e: unknown) => e);
+    const err = await sim.send('i1', { msgId: 'm2', tipo: 'texto', destinatario: '14155552671', texto: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(GatewayFailure);
     expect(err).toMatchObject({ permanent: true, message: 'not on the network' });
     expect(await sim.clearFail('14155552671')).toBe(true);

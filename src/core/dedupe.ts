@@ -1,0 +1,53 @@
+import { createHash } from 'node:crypto';
+import type { Core } from './context.js';
+import { fail } from './errors.js';
+import type { Tipo } from './ports.js';
+
+/**
+ * Duplicate protection (spec, Limits): the same content to the same recipient
+ * from the same line 3 times within 120 s blocks the line for 300 s, for every
+ * send. Kept in the Counters port ("shared memory"), never in the database.
+ */
+export const DUPE_MAX = 3;
+export const DUPE_WINDOW_MS = 120_000;
+export const DUPE_BLOCK_MS = 300_000;
+
+/** What makes two messages "the same", per type (the spec's list). */
+export interface Identity {
+  tipo: Tipo;
+  destinatario: string;
+  /** Text, url+caption, url+filename, url, or the hash of decoded base64 bytes. */
+  parts: Array<string | undefined>;
+}
+
+export function identityHash(id: Identity): string {
+  return createHash('md5')
+    .update(`${id.tipo}\u0000${id.destinatario}\u0000${id.parts.map((p) => p ?? '').join('\u0000')}`)
+    .digest('hex');
+}
+
+const blockKey = (celularId: number) => `dupe:block:${celularId}`;
+const countKey = (celularId: number, hash: string) => `dupe:${celularId}:${hash}`;
+
+function blocked(secondsLeft: number): never {
+  fail('DUPLICATE_BLOCK', 'duplicate message: sending is blocked for this celular', {
+    retryAfter: secondsLeft,
+    detalle: `the same message was sent ${DUPE_MAX} times within ${DUPE_WINDOW_MS / 1000} s; the celular is blocked for ${DUPE_BLOCK_MS / 1000} s; ${secondsLeft} s remaining`,
+  });
+}
+
+/** Counts this send; refuses it (429, codigo 306) when the line is blocked or this is the 4th. */
+export async function checkDuplicate(core: Core, celularId: number, hash: string): Promise<{ count: number; release(): Promise<void> }> {
+  const now = core.clock.now();
+  const block = await core.counters.get(blockKey(celularId));
+  if (block) blocked(Math.max(1, Math.ceil((block.resetAt - now) / 1000)));
+  const key = countKey(celularId, hash);
+  const { count } = await core.counters.incr(key, DUPE_WINDOW_MS);
+  if (count > DUPE_MAX) {
+    await core.counters.decr(key);
+    await core.counters.incr(blockKey(celularId), DUPE_BLOCK_MS);
+    blocked(DUPE_BLOCK_MS / 1000);
+  }
+  // A send refused later (no balance, full queue) gives its count back.
+  return { count, release: () => core.counters.decr(key) };
+}

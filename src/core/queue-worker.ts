@@ -1,0 +1,172 @@
+import { capState } from './caps.js';
+import type { Core } from './context.js';
+import { sendingWindow } from './hours.js';
+import { publishMessageStatus } from './message-events.js';
+import { outbound } from './outbound.js';
+import { GatewayFailure, type MensajePayload, type MensajeRow } from './ports.js';
+
+/** What the worker needs of the temp-file store: to drop a file once its send has ended. */
+export interface FileRemover {
+  remove(path: string): Promise<void>;
+}
+
+/** Transient failures are retried after 5 s, 10 s, 20 s ... up to 10 min, until the TTL. */
+export function retryDelay(intentos: number, random: () => number): number {
+  const base = Math.min(600_000, 5_000 * 2 ** Math.min(intentos, 10));
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/**
+ * The humanized queue (DESIGN §5/§6). Each line's pending messages are sent
+ * in arrival order, one at a time, with a random gap after each attempt,
+ * never above the line's caps and only inside its allowed hours. Lines are
+ * independent: a slow or blocked line never delays another.
+ *
+ * Durability: a message is committed before its 200; a worker claims it with
+ * a lease before calling the gateway and records the outcome after. After a
+ * crash the claim is released at start and the message is sent again with the
+ * same msg_id, which the gateway uses as an idempotency key, so nothing
+ * accepted is lost and nothing is sent twice where the gateway honours it.
+ */
+export class QueueWorker {
+  private readonly busy = new Set<number>();
+  /** Per line: not before this time (gap, cap, window or a state to wait out). */
+  private readonly notBefore = new Map<number, number>();
+  private readonly inflight = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  private ticking = false;
+  private again = false;
+
+  constructor(
+    private readonly core: Core,
+    private readonly files: FileRemover,
+    private readonly opts: { pollMs: number; onError: (err: unknown) => void } = { pollMs: 500, onError: () => {} },
+  ) {}
+
+  async start(): Promise<void> {
+    this.running = true;
+    await this.core.store.releaseLeases();
+    this.poke();
+  }
+
+  /** Something changed (a new message, a line connected): look again now. */
+  poke(): void {
+    if (!this.running) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    void this.tick();
+  }
+
+  /** Stops taking messages and waits for the sends in flight to be recorded. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  /** Resolves when nothing is being sent (tests use it to wait for a drain step). */
+  async idle(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+
+  private schedule(ms: number): void {
+    if (!this.running) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.tick();
+    }, ms);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    if (!this.running) return;
+    this.ticking = true;
+    let wait = this.opts.pollMs;
+    try {
+      const now = this.core.clock.now();
+      for (const head of await this.core.store.queueHeads()) {
+        if (this.busy.has(head.celular_id)) continue;
+        const due = Math.max(this.notBefore.get(head.celular_id) ?? 0, head.proximo_intento_at ?? 0);
+        if (due > now) {
+          wait = Math.min(wait, due - now);
+          continue;
+        }
+        this.busy.add(head.celular_id);
+        const p = this.process(head)
+          .catch(this.opts.onError)
+          .finally(() => {
+            this.busy.delete(head.celular_id);
+            this.inflight.delete(p);
+            this.poke();
+          });
+        this.inflight.add(p);
+      }
+    } catch (err) {
+      this.opts.onError(err);
+    } finally {
+      this.ticking = false;
+    }
+    if (this.again) {
+      this.again = false;
+      setImmediate(() => this.poke());
+    } else {
+      this.schedule(Math.max(1, wait));
+    }
+  }
+
+  private gap(): number {
+    const { gapMinMs, gapMaxMs } = this.core.config.queue;
+    return gapMinMs + Math.floor(this.core.random() * (gapMaxMs - gapMinMs + 1));
+  }
+
+  private async end(m: MensajeRow, error: string): Promise<void> {
+    const after = await this.core.store.failMensaje(m.msg_id, error, this.core.clock.now());
+    if (after) publishMessageStatus(this.core, after, m.estado);
+    await this.dropFile(m);
+  }
+
+  private async dropFile(m: MensajeRow): Promise<void> {
+    const file = (JSON.parse(m.payload ?? '{}') as MensajePayload).file;
+    if (file) await this.files.remove(file);
+  }
+
+  private async process(m: MensajeRow): Promise<void> {
+    const { core } = this;
+    const now = core.clock.now();
+    const hold = (ms: number) => this.notBefore.set(m.celular_id, now + ms);
+    if (m.expira_at !== null && now >= m.expira_at) return this.end(m, 'expired: not sent within the queue TTL');
+    const celular = await core.store.getCelular(m.celular_id);
+    if (!celular) return this.end(m, 'the celular was deleted');
+    const cliente = await core.store.getCliente(celular.cliente_id);
+    // A suspended client or a line that is not active waits (until the TTL), as a person would.
+    if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia) return void hold(5_000);
+    const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
+    if (!window.open) return void hold(window.opensInMs);
+    const caps = await capState(core, celular, now);
+    if (!caps.ok) return void hold(caps.retryAfterMs);
+    if (!(await core.store.lease(m.msg_id, now + core.config.queue.leaseMs, now))) return;
+
+    const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;
+    try {
+      const { gatewayMsgId } = await core.gateway.send(celular.gateway_instancia, outbound(m.msg_id, m.tipo, m.destinatario, payload));
+      const after = await core.store.markSent(m.msg_id, gatewayMsgId, core.clock.now());
+      if (after) publishMessageStatus(core, after, 'pendiente');
+      await this.dropFile(m);
+    } catch (err) {
+      const permanent = err instanceof GatewayFailure ? err.permanent : false;
+      const reason = err instanceof Error ? err.message : String(err);
+      const at = core.clock.now() + retryDelay(m.intentos, core.random);
+      if (permanent) await this.end(m, reason);
+      else if (m.expira_at !== null && at >= m.expira_at) await this.end(m, `expired after retries: ${reason}`);
+      else await core.store.retryLater(m.msg_id, at, reason);
+    }
+    this.notBefore.set(m.celular_id, core.clock.now() + this.gap());
+  }
+}
