@@ -4,7 +4,7 @@
 _pasarela() {
   local cur="${COMP_WORDS[COMP_CWORD]}" path="_" w i next
   local -A subs=(
-    ['_']='serve login config info saldo celular admin sim completion'
+    ['_']='serve login config info saldo celular send admin sim historial completion'
     ['_ serve']=''
     ['_ login']=''
     ['_ config']='list get set unset use path'
@@ -25,6 +25,13 @@ _pasarela() {
     ['_ celular status']=''
     ['_ celular qr']=''
     ['_ celular link']=''
+    ['_ send']='text image document audio video sticker'
+    ['_ send text']=''
+    ['_ send image']=''
+    ['_ send document']=''
+    ['_ send audio']=''
+    ['_ send video']=''
+    ['_ send sticker']=''
     ['_ admin']='client balance celular audit'
     ['_ admin client']='create list show edit rotate-key'
     ['_ admin client create']=''
@@ -43,11 +50,12 @@ _pasarela() {
     ['_ sim logout']=''
     ['_ sim receive']=''
     ['_ sim fail']=''
+    ['_ historial']=''
     ['_ completion']=''
   )
   local -A opts=(
     ['_']='-V --version --url --key --profile --json --no-color --help'
-    ['_ serve']='--host --port --data-dir --gateway --log-level --trust-proxy --auth-max-failures --sim-qr-ms --sim-delivery-ms --sim-read-ms --help'
+    ['_ serve']='--host --port --data-dir --gateway --log-level --trust-proxy --auth-max-failures --tz --allow-private-urls --queue-gap-ms --queue-ttl --queue-max-pending --sim-qr-ms --sim-delivery-ms --sim-read-ms --help'
     ['_ login']='--with-key --help'
     ['_ config']='--help'
     ['_ config list']='--help'
@@ -67,6 +75,13 @@ _pasarela() {
     ['_ celular status']='--help'
     ['_ celular qr']='--wait --timeout --interval --help'
     ['_ celular link']='--nombre --wait --timeout --interval --help'
+    ['_ send']='--help'
+    ['_ send text']='--preview-url --directo --celular --retry --help'
+    ['_ send image']='--directo --celular --retry --caption --help'
+    ['_ send document']='--directo --celular --retry --caption --filename --help'
+    ['_ send audio']='--directo --celular --retry --ptt --help'
+    ['_ send video']='--directo --celular --retry --caption --help'
+    ['_ send sticker']='--directo --celular --retry --help'
     ['_ admin']='--admin-token --data-dir --help'
     ['_ admin client']='--admin-token --data-dir --help'
     ['_ admin client create']='--admin-token --data-dir --nombre --email --plan --max-celulares --saldo --help'
@@ -85,6 +100,7 @@ _pasarela() {
     ['_ sim logout']='--admin-token --data-dir --help'
     ['_ sim receive']='--admin-token --data-dir --from --text --help'
     ['_ sim fail']='--admin-token --data-dir --motivo --clear --help'
+    ['_ historial']='--celular --estado --desde --hasta --destinatario --page --por-pagina --all --format --help'
     ['_ completion']='--help'
   )
   for ((i = 1; i < COMP_CWORD; i++)); do

@@ -1,7 +1,7 @@
 // Writes the generated files that are committed: completions/, openapi.json and
 // docs/api-codigo.md. Run `npm run generate` after changing commands, route
 // schemas or the error table; test/generated.test.ts fails when they drift.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { buildProgram } from '../dist/cli/main.js';
 import { processIO } from '../dist/cli/io.js';
 import { SHELLS } from '../dist/cli/completion.js';
@@ -18,6 +18,16 @@ const contents = {
 };
 mkdirSync(new URL('../completions/', import.meta.url), { recursive: true });
 mkdirSync(new URL('../docs/', import.meta.url), { recursive: true });
+// The README carries the same table between two markers.
+const readmeUrl = new URL('../README.md', import.meta.url);
+const readme = readFileSync(readmeUrl, 'utf8');
+const start = '<!-- api_codigo:start -->\n';
+const end = '<!-- api_codigo:end -->';
+const a = readme.indexOf(start);
+const b = readme.indexOf(end);
+if (a < 0 || b < a) throw new Error('README.md lacks the api_codigo markers');
+writeFileSync(readmeUrl, readme.slice(0, a + start.length) + contents.apiCodigo + readme.slice(b));
+console.log('wrote README.md (api_codigo table)');
 for (const [name, path] of Object.entries(GENERATED_FILES)) {
   writeFileSync(new URL(`../${path}`, import.meta.url), contents[name]);
   console.log(`wrote ${path}`);

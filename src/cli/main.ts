@@ -5,7 +5,9 @@ import { registerAdmin } from './commands/admin.js';
 import { registerCelular } from './commands/celular.js';
 import { registerCompletion } from './commands/completion.js';
 import { registerConfig } from './commands/config.js';
+import { registerHistorial } from './commands/historial.js';
 import { registerLogin } from './commands/login.js';
+import { registerSend } from './commands/send.js';
 import { registerServe } from './commands/serve.js';
 import { registerSim } from './commands/sim.js';
 import { Ctx, type GlobalFlags } from './context.js';
@@ -40,8 +42,10 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
   registerConfig(program, ctxOf);
   registerAccount(program, ctxOf);
   registerCelular(program, ctxOf);
+  registerSend(program, ctxOf);
   registerAdmin(program, ctxOf);
   registerSim(program, ctxOf);
+  registerHistorial(program, ctxOf);
   registerCompletion(program, io);
   return program;
 }

@@ -10,6 +10,8 @@ import adminRoutes from './routes/admin.js';
 import celularRoutes from './routes/celulares.js';
 import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
+import sendRoutes from './routes/send.js';
+import type { SendDeps } from '../core/send.js';
 import { sharedSchemas } from './schemas/common.js';
 
 export interface AppOptions {
@@ -17,6 +19,8 @@ export interface AppOptions {
   /** Fastify logger options; false in tests that do not look at logs. */
   logger?: FastifyServerOptions['logger'];
   trustProxy?: boolean;
+  /** The temp-file store and the queue worker's wake-up; sends need them. */
+  send: SendDeps;
 }
 
 /** Query parameters whose values are credentials; masked wherever a URL is logged. */
@@ -98,7 +102,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
     return jsonParser(req, body as string, done);
   });
-  await app.register(formbody, { bodyLimit: 1024 * 1024 });
+  // No parser-level limit: each route's bodyLimit applies to form bodies as to JSON.
+  await app.register(formbody);
   for (const s of sharedSchemas) app.addSchema(s);
   await app.register(swagger, {
     openapi: {
@@ -122,6 +127,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(healthRoutes, { core });
   await app.register(accountRoutes, { core });
   await app.register(celularRoutes, { core });
+  await app.register(sendRoutes, { core, deps: opts.send });
+  await app.register(import('./routes/historial.js'), { core });
   await app.register(async (admin) => {
     await admin.register(adminRoutes, { core });
     await admin.register(simRoutes, { core });

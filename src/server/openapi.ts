@@ -4,7 +4,10 @@ import { ERRORS } from '../core/errors.js';
 import { EventBus } from '../core/events.js';
 import { SimGateway } from '../gateways/sim.js';
 import { SqliteStore } from '../store/sqlite.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildApp } from './app.js';
+import { TempFiles } from '../core/media.js';
 import { QUEUE_DEFAULTS } from '../core/context.js';
 
 /**
@@ -24,7 +27,8 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     config: { adminTokenHash: '', authMaxFailures: 1, authWindowMs: 1, tz: 'UTC', allowPrivateUrls: false, queue: QUEUE_DEFAULTS },
     random: Math.random,
   };
-  const app = await buildApp({ core });
+  // Handlers never run here; sends are only described.
+  const app = await buildApp({ core, send: { tmp: new TempFiles(join(tmpdir(), 'pasarela-openapi')), queued: () => {} } });
   await app.ready();
   const doc = app.swagger() as unknown as Record<string, unknown>;
   await app.close();

@@ -12,6 +12,8 @@ import { ADMIN_TOKEN_FILE, DB_FILE } from '../paths.js';
 import { SqliteStore } from '../store/sqlite.js';
 import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
+import { TempFiles } from '../core/media.js';
+import { QueueWorker } from '../core/queue-worker.js';
 
 export interface ServeOptions {
   host: string;
@@ -95,10 +97,17 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
       },
       random: opts.random ?? Math.random,
     };
-    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy });
+    const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
+    // Base64 files of sends that ended while the process was down, or of a crash mid-request.
+    const swept = await tmp.sweep(await store.pendingFiles());
+    let worker: QueueWorker | undefined;
+    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy, send: { tmp, queued: () => worker?.poke() } });
     app0.log = app.log;
+    if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');
+    worker = new QueueWorker(core, tmp, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();
+    await worker.start();
     await app.listen({ host: opts.host, port: opts.port });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
@@ -114,6 +123,7 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
         (closed ??= (async () => {
           app.markClosing();
           await app.close();
+          await worker.stop();
           await sync.idle();
           await gateway.close();
           await store.close();

@@ -4,6 +4,8 @@ import { SERVE_DEFAULTS } from '../../server/defaults.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { IO } from '../io.js';
 import { int } from '../parse.js';
+import { duration, msRange } from '../duration.js';
+import { isValidTz } from '../../core/hours.js';
 
 /** `pasarela serve`: the whole service in this process until SIGINT or SIGTERM. */
 export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv): void {
@@ -17,11 +19,19 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--trust-proxy', 'take client addresses from X-Forwarded-For (behind a reverse proxy)'))
     .addOption(new Option('--auth-max-failures <n>', 'failed authentications per address per minute before 429').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
+    .addOption(new Option('--tz <zone>', 'IANA time zone of allowed hours and history dates (default: the system\'s)').env('PASARELA_TZ'))
+    .addOption(new Option('--allow-private-urls', 'let media URLs point at loopback and private addresses (tests, closed networks)'))
+    .addOption(new Option('--queue-gap-ms <min-max>', 'random pause between two queued sends of one line').default([1000, 5000], '1000-5000').argParser(msRange))
+    .addOption(new Option('--queue-ttl <duration>', 'a queued message not sent within this ends as error').default(86_400_000, '24h').argParser(duration))
+    .addOption(new Option('--queue-max-pending <n>', 'pending messages per line before 429').default(10_000).argParser(int(1, 10_000_000)))
     .addOption(new Option('--sim-qr-ms <ms>', 'simulator: how often a pending QR changes').default(SERVE_DEFAULTS.simQrMs).argParser(int(100, 3_600_000)))
     .addOption(new Option('--sim-delivery-ms <ms>', 'simulator: delay of delivery receipts').default(SERVE_DEFAULTS.simDeliveryMs).argParser(int(0, 3_600_000)))
     .addOption(new Option('--sim-read-ms <ms>', 'simulator: delay of read receipts').default(SERVE_DEFAULTS.simReadMs).argParser(int(0, 3_600_000)))
     .action(async (o: Record<string, unknown>) => {
       const gateway = String(o.gateway);
+      const tz = (o.tz as string | undefined) || undefined;
+      if (tz && !isValidTz(tz)) throw new CliError(`--tz: unknown time zone "${tz}" (an IANA name such as America/Mexico_City)`, EXIT.USAGE);
+      const [gapMinMs, gapMaxMs] = o.queueGapMs as [number, number];
       // Loaded here so that client commands never pay for the server's modules.
       const { banner, startServer } = await import('../../server/serve.js');
       let server;
@@ -39,6 +49,9 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           simQrMs: Number(o.simQrMs),
           simDeliveryMs: Number(o.simDeliveryMs),
           simReadMs: Number(o.simReadMs),
+          tz,
+          allowPrivateUrls: Boolean(o.allowPrivateUrls),
+          queue: { gapMinMs, gapMaxMs, ttlMs: Number(o.queueTtl), maxPending: Number(o.queueMaxPending) },
           logStream: io.stdout,
         });
       } catch (err) {

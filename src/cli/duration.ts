@@ -1,0 +1,19 @@
+import { InvalidArgumentError } from 'commander';
+
+/** `24h`, `30m`, `45s`, `500ms`, or a bare number of milliseconds. */
+export function duration(value: string): number {
+  const m = /^([0-9]+)(ms|s|m|h|d)?$/.exec(value.trim());
+  if (!m) throw new InvalidArgumentError('expected a duration such as 24h, 30m, 45s or 500ms');
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? 'ms') as 'ms'];
+  return Number(m[1]) * unit;
+}
+
+/** `MIN-MAX` milliseconds (or one number for a fixed gap). */
+export function msRange(value: string): [number, number] {
+  const m = /^([0-9]+)(?:-([0-9]+))?$/.exec(value.trim());
+  if (!m) throw new InvalidArgumentError('expected MIN-MAX in milliseconds, such as 1000-5000');
+  const min = Number(m[1]);
+  const max = m[2] === undefined ? min : Number(m[2]);
+  if (max < min) throw new InvalidArgumentError('MAX must not be below MIN');
+  return [min, max];
+}

@@ -1,0 +1,242 @@
+import { celularInScope, type ClientPrincipal } from './auth.js';
+import { iso } from './clock.js';
+import type { Core } from './context.js';
+import { fail } from './errors.js';
+import { countryOf, normalizeNumero } from './phone.js';
+import type { CelularRow, HistoryFilter, MensajeEstado, MensajeRow } from './ports.js';
+
+/**
+ * Message history (DESIGN §8): newest first, a page at a time, with the
+ * total. Dates are whole days in the server's zone (`serve --tz`); a celular
+ * credential sees its own line only.
+ */
+
+export const ESTADOS: readonly MensajeEstado[] = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
+export const POR_PAGINA_DEFAULT = 50;
+export const POR_PAGINA_MAX = 500;
+
+export interface HistorialQuery {
+  celular_id?: number;
+  estado?: string;
+  /** YYYY-MM-DD, first day included. */
+  desde?: string;
+  /** YYYY-MM-DD, last day included. */
+  hasta?: string;
+  destinatario?: string;
+  page?: number;
+  por_pagina?: number;
+}
+
+/** Media of a history record: where it came from, never its bytes. */
+export interface MediaView {
+  url?: string;
+  filename?: string;
+  mime?: string;
+  /** Size in bytes. */
+  bytes?: number;
+}
+
+export function mensajeView(m: MensajeRow) {
+  const at = (ms: number | null) => (ms === null ? null : iso(ms));
+  return {
+    msg_id: m.msg_id,
+    celular_id: m.celular_id,
+    destinatario: m.destinatario,
+    tipo: m.tipo,
+    modo: m.modo,
+    estado: m.estado,
+    texto: m.texto,
+    media: mediaView(m.media),
+    gateway_msg_id: m.gateway_msg_id,
+    error: m.error,
+    created_at: iso(m.created_at),
+    enviado_at: at(m.enviado_at),
+    entregado_at: at(m.entregado_at),
+    leido_at: at(m.leido_at),
+  };
+}
+
+export type MensajeView = ReturnType<typeof mensajeView>;
+
+/** The stored media JSON reduced to its documented fields; anything else (or unparsable) stays on the server. */
+function mediaView(raw: string | null): MediaView | null {
+  if (raw === null) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
+  const o = parsed as Record<string, unknown>;
+  const out: MediaView = {};
+  if (typeof o.url === 'string') out.url = o.url;
+  if (typeof o.filename === 'string') out.filename = o.filename;
+  if (typeof o.mime === 'string') out.mime = o.mime;
+  if (typeof o.bytes === 'number' && Number.isFinite(o.bytes)) out.bytes = o.bytes;
+  return out;
+}
+
+interface Ymd {
+  y: number;
+  m: number;
+  d: number;
+}
+
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+function daysInMonth(y: number, m: number): number {
+  if (m === 2) return (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0 ? 29 : 28;
+  return [4, 6, 9, 11].includes(m) ? 30 : 31;
+}
+
+/** A real calendar date written YYYY-MM-DD, or null. */
+export function parseYmd(s: string): Ymd | null {
+  const r = DATE_RE.exec(s);
+  if (!r) return null;
+  const y = Number(r[1]);
+  const m = Number(r[2]);
+  const d = Number(r[3]);
+  if (y < 1 || m < 1 || m > 12 || d < 1 || d > daysInMonth(y, m)) return null;
+  return { y, m, d };
+}
+
+function nextDay({ y, m, d }: Ymd): Ymd {
+  if (d < daysInMonth(y, m)) return { y, m, d: d + 1 };
+  return m < 12 ? { y, m: m + 1, d: 1 } : { y: y + 1, m: 1, d: 1 };
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(tz: string): Intl.DateTimeFormat {
+  let f = formatters.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: tz,
+      era: 'short',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+      hourCycle: 'h23',
+    });
+    formatters.set(tz, f);
+  }
+  return f;
+}
+
+/** The wall-clock reading of instant `t` in `tz`, as if that reading were UTC (ms, whole seconds). */
+function wallClock(f: Intl.DateTimeFormat, t: number): number {
+  const p: Record<string, string> = {};
+  for (const part of f.formatToParts(t)) p[part.type] = part.value;
+  const year = p.era === 'BC' || p.era === 'B' ? 1 - Number(p.year) : Number(p.year);
+  const date = new Date(Date.UTC(2000, Number(p.month) - 1, Number(p.day), Number(p.hour), Number(p.minute), Number(p.second)));
+  date.setUTCFullYear(year);
+  return date.getTime();
+}
+
+function utcMidnight({ y, m, d }: Ymd): number {
+  const date = new Date(Date.UTC(2000, m - 1, d));
+  date.setUTCFullYear(y);
+  return date.getTime();
+}
+
+/**
+ * The first instant (ms) of day `day` in zone `tz`: local midnight, or, where
+ * a clock change skips midnight, the first instant that reads that day.
+ * Intl gives the zone's offsets; no time-zone library is needed.
+ */
+export function startOfDay(day: Ymd, tz: string): number {
+  const f = formatter(tz);
+  const midnight = utcMidnight(day);
+  // "Does instant t already read day `day` (or later) there?" Local midnight as a UTC reading is `midnight`.
+  const reached = (t: number) => wallClock(f, t) >= midnight;
+  // Two rounds of "midnight minus the offset in force" settle on local midnight whenever it exists.
+  const offsetAt = (t: number) => wallClock(f, t) - Math.floor(t / 1000) * 1000;
+  let t = midnight - offsetAt(midnight);
+  t = midnight - offsetAt(t);
+  if (reached(t) && !reached(t - 1)) return t;
+  // Midnight does not exist that day (a clock change skips it): search for the first instant of the day.
+  // Offsets lie within ±14 h, so the answer lies within ±18 h of UTC midnight.
+  let lo = midnight - 18 * 3_600_000; // not reached
+  let hi = midnight + 18 * 3_600_000; // reached
+  while (hi - lo > 1) {
+    const mid = lo + Math.floor((hi - lo) / 2);
+    if (reached(mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+function isZone(tz: string): boolean {
+  try {
+    formatter(tz);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function dateParam(name: 'desde' | 'hasta', value: string): Ymd {
+  const ymd = parseYmd(value);
+  if (!ymd) fail('INVALID_PARAMS', `${name}: "${value}" is not a calendar date written YYYY-MM-DD`);
+  return ymd;
+}
+
+function intParam(name: string, value: number | undefined, def: number, min: number, max: number): number {
+  if (value === undefined) return def;
+  if (!Number.isInteger(value) || value < min || value > max) {
+    fail('INVALID_PARAMS', `${name}: an integer from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`} is required`);
+  }
+  return value;
+}
+
+/** Turns the query of historial_listar into a store filter, or refuses it with 400/403/404. */
+export async function historyFilter(core: Core, p: ClientPrincipal, q: HistorialQuery): Promise<HistoryFilter> {
+  const page = intParam('page', q.page, 1, 1, Number.MAX_SAFE_INTEGER);
+  const porPagina = intParam('por_pagina', q.por_pagina, POR_PAGINA_DEFAULT, 1, POR_PAGINA_MAX);
+  if (page > Math.floor(Number.MAX_SAFE_INTEGER / porPagina)) fail('INVALID_PARAMS', 'page: too large');
+
+  let celular: CelularRow | null = p.kind === 'celular' ? p.celular : null;
+  if (q.celular_id !== undefined) {
+    if (!Number.isInteger(q.celular_id) || q.celular_id < 1) fail('INVALID_PARAMS', 'celular_id: a positive integer is required');
+    // A celular credential asking for its own line is fine; a sibling is 403, anything else 404.
+    celular = await celularInScope(core, p, q.celular_id);
+  }
+
+  const f: HistoryFilter = { cliente_id: p.cliente.id, page, por_pagina: porPagina };
+  if (celular) f.celular_id = celular.id;
+
+  if (q.estado !== undefined) {
+    if (!ESTADOS.includes(q.estado as MensajeEstado)) fail('INVALID_PARAMS', `estado: one of ${ESTADOS.join(', ')}`);
+    f.estado = q.estado as MensajeEstado;
+  }
+
+  const desde = q.desde !== undefined ? dateParam('desde', q.desde) : undefined;
+  const hasta = q.hasta !== undefined ? dateParam('hasta', q.hasta) : undefined;
+  if (desde && hasta && q.desde! > q.hasta!) fail('INVALID_PARAMS', `desde (${q.desde}) is after hasta (${q.hasta})`);
+  const tz = isZone(core.config.tz) ? core.config.tz : 'UTC';
+  if (desde) f.desde = startOfDay(desde, tz);
+  if (hasta) f.hasta = startOfDay(nextDay(hasta), tz);
+
+  if (q.destinatario !== undefined) {
+    const n = normalizeNumero(q.destinatario, celular ? countryOf(celular.numero) : undefined);
+    if (!n.ok) fail('INVALID_PARAMS', `destinatario: ${n.reason}`);
+    f.destinatario = n.numero;
+  }
+  return f;
+}
+
+export async function listHistorial(core: Core, p: ClientPrincipal, q: HistorialQuery) {
+  const f = await historyFilter(core, p, q);
+  const { total, rows } = await core.store.listMensajes(f);
+  return {
+    page: f.page,
+    por_pagina: f.por_pagina,
+    total,
+    total_paginas: Math.ceil(total / f.por_pagina),
+    mensajes: rows.map(mensajeView),
+  };
+}

@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import { celularInScope, type ClientPrincipal } from './auth.js';
+import { capState } from './caps.js';
+import type { Core } from './context.js';
+import { checkDuplicate, DUPE_MAX, DUPE_WINDOW_MS, identityHash } from './dedupe.js';
+import { AppError, fail } from './errors.js';
+import { sendingWindow } from './hours.js';
+import { checkMediaUrl, decodeBase64Media, type MediaTipo, type TempFiles } from './media.js';
+export type { MediaTipo };
+import { publishMessageStatus } from './message-events.js';
+import { outbound } from './outbound.js';
+import { countryOf, normalizeNumero } from './phone.js';
+import { GatewayFailure, type CelularRow, type MensajePayload, type Tipo } from './ports.js';
+
+/**
+ * One send, from a request to a committed message (DESIGN §5): who sends,
+ * to whom, what, whether it may go now, what it costs. Every HTTP send
+ * endpoint, the legacy one included, ends here.
+ */
+export interface SendRequest {
+  tipo: Tipo;
+  destinatario: string;
+  directo: boolean;
+  /** With a client key: the line to send from. */
+  celular_id?: number;
+  texto?: string;
+  preview_url?: boolean;
+  url?: string;
+  base64?: string;
+  mime?: string;
+  filename?: string;
+  caption?: string;
+  ptt?: boolean;
+}
+
+export interface SendResult {
+  msg_id: string;
+  modo: 'cola' | 'directo';
+  gateway_msg_id?: string;
+  anti_dupe: { count: number; max: number; window_s: number };
+  /** The line's balance after the charge. */
+  saldo: number;
+  estado: string;
+}
+
+export interface SendDeps {
+  tmp: TempFiles;
+  /** Wakes the queue worker when a message is queued. */
+  queued(): void;
+}
+
+async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow> {
+  if (p.kind === 'celular') return celularId === undefined || celularId === p.celular.id ? p.celular : celularInScope(core, p, celularId);
+  if (celularId === undefined) fail('INVALID_PARAMS', 'celular_id is required when sending with a client key');
+  return celularInScope(core, p, celularId);
+}
+
+export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest): Promise<SendResult> {
+  const celular = await sendingLine(core, p, req.celular_id);
+  if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
+  if (celular.estado !== 'activo') fail('CELULAR_NOT_ACTIVE', `celular ${celular.id} is ${celular.estado}; it must be activo (linked) to send`);
+
+  const dest = normalizeNumero(req.destinatario, countryOf(celular.numero));
+  if (!dest.ok) fail('INVALID_PARAMS', `destinatario: ${dest.reason}`);
+  const destinatario = dest.numero;
+
+  // What is sent, and what makes it "the same" for duplicate protection.
+  const payload: MensajePayload = {};
+  let identity: Array<string | undefined>;
+  let media: Record<string, unknown> | null = null;
+  let bytes: Buffer | null = null;
+  if (req.tipo === 'texto') {
+    if (!req.texto) fail('INVALID_PARAMS', 'mensaje is required');
+    payload.texto = req.texto;
+    if (req.preview_url) payload.preview_url = true;
+    identity = [req.texto];
+  } else if (req.url !== undefined) {
+    const checked = await checkMediaUrl(req.tipo, req.url, { allowPrivate: core.config.allowPrivateUrls });
+    Object.assign(payload, { url: checked.url, caption: req.caption, filename: req.filename, ptt: req.ptt, mime: checked.mime ?? undefined });
+    media = { url: req.url, ...(req.filename ? { filename: req.filename } : {}) };
+    // The identity is the URL as given (a redirect to a fresh signed URL must not defeat dedupe);
+    // the gateway gets the checked address after redirects.
+    identity = req.tipo === 'imagen' || req.tipo === 'video' ? [req.url, req.caption] : req.tipo === 'documento' ? [req.url, req.filename] : [req.url];
+  } else if (req.base64 !== undefined) {
+    const decoded = decodeBase64Media(req.tipo, req.base64, req.mime);
+    bytes = decoded.bytes;
+    Object.assign(payload, { mime: decoded.mime, caption: req.caption, filename: req.filename, ptt: req.ptt });
+    media = { mime: decoded.mime, bytes: decoded.bytes.length, ...(req.filename ? { filename: req.filename } : {}) };
+    identity = [decoded.sha256];
+  } else {
+    fail('INVALID_PARAMS', 'url or base64 content is required');
+  }
+
+  const now = core.clock.now();
+  if (req.directo) {
+    const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
+    if (!window.open) {
+      const retryAfter = Math.ceil(window.opensInMs / 1000);
+      fail('OUTSIDE_HOURS', `outside the allowed hours ${celular.hora_inicio_permitido}-${celular.hora_fin_permitido} (${core.config.tz}); they open in ${retryAfter} s`, { retryAfter });
+    }
+    const caps = await capState(core, celular, now);
+    if (!caps.ok) {
+      const retryAfter = Math.ceil(caps.retryAfterMs / 1000);
+      fail('RATE_CAP', `celular ${celular.id} reached its cap of ${caps.cap} sends ${caps.which}; retry in ${retryAfter} s`, { retryAfter });
+    }
+  }
+
+  const dupe = await checkDuplicate(core, celular.id, identityHash({ tipo: req.tipo, destinatario, parts: identity }));
+  const msgId = randomUUID();
+  let accepted = false;
+  try {
+    if (bytes) payload.file = await deps.tmp.write(msgId, bytes);
+    const res = await core.store.acceptMensaje(
+      {
+        msg_id: msgId,
+        cliente_id: p.cliente.id,
+        celular_id: celular.id,
+        destinatario,
+        tipo: req.tipo,
+        modo: req.directo ? 'directo' : 'cola',
+        texto: req.tipo === 'texto' ? (req.texto ?? null) : (req.caption ?? null),
+        media,
+        payload,
+        expira_at: req.directo ? null : now + core.config.queue.ttlMs,
+      },
+      { charge: p.cliente.plan === 'medido', maxPending: req.directo ? null : core.config.queue.maxPending },
+      now,
+    );
+    if (!res.ok) {
+      if (res.reason === 'saldo') fail('INSUFFICIENT_BALANCE', 'insufficient balance: the celular and the client\'s global balance are both 0', { saldo: 0 });
+      if (res.reason === 'cola_llena') fail('QUEUE_FULL', `celular ${celular.id} already has ${core.config.queue.maxPending} messages waiting`, { retryAfter: 60 });
+      fail('CELULAR_NOT_FOUND', `celular ${celular.id} not found`);
+    }
+    accepted = true;
+    const created = (await core.store.getMensaje(msgId))!;
+    publishMessageStatus(core, created, null);
+    const base = { msg_id: msgId, anti_dupe: { count: dupe.count, max: DUPE_MAX, window_s: DUPE_WINDOW_MS / 1000 }, saldo: res.saldo_celular };
+    if (!req.directo) {
+      deps.queued();
+      return { ...base, modo: 'cola', estado: 'pendiente' };
+    }
+    return { ...base, modo: 'directo', ...(await sendNow(core, celular, created.msg_id, req.tipo, destinatario, payload)) };
+  } finally {
+    if (!accepted) await dupe.release();
+    // Direct sends drop their temp file before answering; queued ones when the worker is done.
+    if (payload.file && (req.directo || !accepted)) await deps.tmp.remove(payload.file);
+  }
+}
+
+async function sendNow(core: Core, celular: CelularRow, msgId: string, tipo: Tipo, destinatario: string, payload: MensajePayload) {
+  try {
+    if (!celular.gateway_instancia) throw new GatewayFailure(`celular ${celular.id} has no gateway session`, false);
+    const { gatewayMsgId } = await core.gateway.send(celular.gateway_instancia, outbound(msgId, tipo, destinatario, payload));
+    const after = await core.store.markSent(msgId, gatewayMsgId, core.clock.now());
+    if (after) publishMessageStatus(core, after, 'pendiente');
+    return { gateway_msg_id: gatewayMsgId, estado: 'enviado' };
+  } catch (err) {
+    if (err instanceof AppError) throw err;
+    const reason = err instanceof Error ? err.message : String(err);
+    const after = await core.store.failMensaje(msgId, reason, core.clock.now());
+    if (after) publishMessageStatus(core, after, 'pendiente');
+    const saldo = (await core.store.getCelular(celular.id))?.saldo_actual ?? null;
+    fail('GATEWAY_ERROR', `the messaging network refused the message: ${reason} (msg_id ${msgId}; the charge was refunded)`, { saldo });
+  }
+}

@@ -1,0 +1,90 @@
+import type { FastifyInstance } from 'fastify';
+import type { Core } from '../../core/context.js';
+import { ESTADOS, listHistorial, POR_PAGINA_DEFAULT, POR_PAGINA_MAX, type HistorialQuery } from '../../core/historial.js';
+import { clientAuth, principal, queryOf, success } from '../http.js';
+import { errorResponses, okResponse } from '../schemas/common.js';
+
+const ts = { type: 'string', format: 'date-time' } as const;
+const tsOrNull = { ...ts, nullable: true } as const;
+const strOrNull = { type: 'string', nullable: true } as const;
+const day = { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' } as const;
+
+/** One history record (DESIGN §8). Only these fields leave the server. */
+const mensajeSchema = {
+  type: 'object',
+  properties: {
+    msg_id: { type: 'string' },
+    celular_id: { type: 'integer' },
+    destinatario: { type: 'string', description: 'country code first, digits only' },
+    tipo: { type: 'string', enum: ['texto', 'imagen', 'documento', 'audio', 'video', 'sticker'] },
+    modo: { type: 'string', enum: ['cola', 'directo'] },
+    estado: { type: 'string', enum: [...ESTADOS] },
+    texto: { ...strOrNull, description: 'the text, or the caption of a media message' },
+    media: {
+      type: 'object',
+      nullable: true,
+      description: 'where the media came from; never its bytes',
+      properties: {
+        url: { type: 'string' },
+        filename: { type: 'string' },
+        mime: { type: 'string' },
+        bytes: { type: 'integer', description: 'size in bytes' },
+      },
+      additionalProperties: false,
+    },
+    gateway_msg_id: strOrNull,
+    error: strOrNull,
+    created_at: ts,
+    enviado_at: tsOrNull,
+    entregado_at: tsOrNull,
+    leido_at: tsOrNull,
+  },
+  required: [
+    'msg_id', 'celular_id', 'destinatario', 'tipo', 'modo', 'estado', 'texto', 'media',
+    'gateway_msg_id', 'error', 'created_at', 'enviado_at', 'entregado_at', 'leido_at',
+  ],
+  additionalProperties: false,
+} as const;
+
+/** GET /api/historial_listar.php: the message history, newest first. */
+export default async function historialRoutes(app: FastifyInstance, { core }: { core: Core }) {
+  app.get('/api/historial_listar.php', {
+    preValidation: clientAuth(core),
+    schema: {
+      tags: ['historial'],
+      summary: 'Message history, newest first',
+      description:
+        'Dates are whole days in the server\'s time zone (serve --tz); hasta is included. A celular credential sees its own line only ' +
+        '(another line of the client: 403; any other id: 404). destinatario is normalised like a send\'s recipient.',
+      security: [{ bearer: [] }],
+      querystring: {
+        type: 'object',
+        properties: {
+          celular_id: { type: 'integer', minimum: 1 },
+          estado: { type: 'string', enum: [...ESTADOS] },
+          desde: { ...day, description: 'first day (YYYY-MM-DD), included' },
+          hasta: { ...day, description: 'last day (YYYY-MM-DD), included' },
+          destinatario: { type: 'string', minLength: 1, maxLength: 32 },
+          page: { type: 'integer', minimum: 1, default: 1 },
+          por_pagina: { type: 'integer', minimum: 1, maximum: POR_PAGINA_MAX, default: POR_PAGINA_DEFAULT },
+          key: { type: 'string', description: 'credential, when no Authorization header is sent' },
+        },
+      },
+      response: {
+        200: okResponse({
+          page: { type: 'integer' },
+          por_pagina: { type: 'integer' },
+          total: { type: 'integer', description: 'records matching the filters' },
+          total_paginas: { type: 'integer', description: '0 when nothing matches' },
+          mensajes: { type: 'array', items: mensajeSchema },
+        }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req) => {
+      const p = principal(req);
+      const { key: _k, ...q } = queryOf(req) as HistorialQuery & { key?: unknown };
+      return success(await listHistorial(core, p, q), { saldo: p.kind === 'celular' ? p.celular.saldo_actual : null });
+    },
+  });
+}

@@ -1,0 +1,224 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { authenticateClient } from '../../core/auth.js';
+import type { Core } from '../../core/context.js';
+import { fail } from '../../core/errors.js';
+import { MEDIA_RULES } from '../../core/media.js';
+import type { Tipo } from '../../core/ports.js';
+import { send, type MediaTipo, type SendDeps, type SendRequest, type SendResult } from '../../core/send.js';
+import { bodyOf, clientAuth, principal, success } from '../http.js';
+import { errorResponses, keyField, okResponse } from '../schemas/common.js';
+
+/**
+ * The spec's eleven send endpoints and the legacy one. Each only maps its
+ * fields onto one SendRequest; every rule lives in core/send.ts.
+ */
+
+/** `1`, `true`, `on`, `yes` are true; `0`, `false`, empty or absent are false; anything else is a 400. */
+export function boolish(value: unknown, name: string): boolean {
+  if (value === undefined || value === null || value === '' || value === false || value === 0) return false;
+  if (value === true || value === 1) return true;
+  const s = String(value).trim().toLowerCase();
+  if (['1', 'true', 'on', 'yes', 'si', 'sí'].includes(s)) return true;
+  if (['0', 'false', 'off', 'no'].includes(s)) return false;
+  return fail('INVALID_PARAMS', `${name} must be 1 or 0 (true or false), not "${String(value)}"`);
+}
+
+const flag = { type: ['boolean', 'integer', 'string'], description: '1/true or 0/false' } as const;
+const common = {
+  key: keyField,
+  destinatario: { type: 'string', minLength: 1, maxLength: 40, description: 'country code first; +, spaces and a bare national number of the line\'s country are accepted' },
+  directo: { ...flag, description: '1: send now (answer after the gateway); 0 or absent: queue' },
+  celular_id: { type: 'integer', minimum: 1, description: 'line to send from, with a client key' },
+} as const;
+const caption = { type: 'string', maxLength: 1024 } as const;
+const filename = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+\\.[A-Za-z0-9]{1,10}$', description: 'with extension' } as const;
+const url = { type: 'string', minLength: 1, maxLength: 2048, description: 'http(s) URL of the media' } as const;
+const mime = { type: 'string', maxLength: 100 } as const;
+
+const result = okResponse({
+  msg_id: { type: 'string', format: 'uuid' },
+  modo: { type: 'string', enum: ['cola', 'directo'] },
+  estado: { type: 'string' },
+  gateway_msg_id: { type: 'string' },
+  origen: { type: 'string', enum: ['base64_directo', 'base64_inline'] },
+  anti_dupe: { type: 'object', properties: { count: { type: 'integer' }, max: { type: 'integer' }, window_s: { type: 'integer' } } },
+});
+
+const MB = 1024 * 1024;
+const mb = (n: number) => `${Math.round((n / MB) * 10) / 10} MB`;
+
+/** Room for the base64 text of the largest allowed file, percent-encoded in a form, plus the other fields. */
+const base64BodyLimit = (maxBytes: number) => Math.ceil((maxBytes * 4) / 3) * 3 + 256 * 1024;
+
+interface RouteSpec {
+  path: string;
+  tipo: Tipo;
+  summary: string;
+  body: Record<string, unknown>;
+  required: string[];
+  /** Per-type name of the base64 field (the generic `data_base64` is accepted too). */
+  base64Field?: string;
+  bodyLimit?: number;
+}
+
+const NAMES: Record<MediaTipo, string> = { imagen: 'image', documento: 'document', audio: 'audio', video: 'video', sticker: 'sticker' };
+
+function routes(): RouteSpec[] {
+  const out: RouteSpec[] = [
+    {
+      path: '/api/mensaje_enviar_texto.php',
+      tipo: 'texto',
+      summary: 'Send a text message',
+      body: { mensaje: { type: 'string', minLength: 1, maxLength: 4096 }, preview_url: { ...flag, description: 'show a link preview' } },
+      required: ['mensaje'],
+    },
+  ];
+  const extra: Record<MediaTipo, Record<string, unknown>> = {
+    imagen: { caption },
+    documento: { filename, caption },
+    audio: { ptt: { ...flag, description: 'send as a voice note' }, caption },
+    video: { caption },
+    sticker: {},
+  };
+  const spanish: Record<MediaTipo, string> = { imagen: 'imagen', documento: 'documento', audio: 'audio', video: 'video', sticker: 'sticker' };
+  for (const tipo of Object.keys(extra) as MediaTipo[]) {
+    const rule = MEDIA_RULES[tipo];
+    out.push({
+      path: `/api/mensaje_enviar_${spanish[tipo]}.php`,
+      tipo,
+      summary: `Send ${tipo === 'imagen' ? 'an image' : `a ${NAMES[tipo]}`} by URL (declared size up to ${mb(rule.urlMaxBytes)})`,
+      body: { url, ...extra[tipo] },
+      required: ['url'],
+    });
+    const field = `${NAMES[tipo]}Base64`;
+    out.push({
+      path: `/api/mensaje_enviar_${spanish[tipo]}_base64.php`,
+      tipo,
+      summary: `Send ${tipo === 'imagen' ? 'an image' : `a ${NAMES[tipo]}`} as base64 (up to ${mb(rule.base64MaxBytes)}; MIME ${rule.mimes.join(', ')})`,
+      body: {
+        [field]: { type: 'string', description: 'data URI or raw base64' },
+        data_base64: { type: 'string', description: `generic name for ${field}` },
+        mime,
+        filename: tipo === 'documento' ? filename : { type: 'string', maxLength: 255, description: 'for logs only' },
+        ...(tipo === 'sticker' ? {} : { caption }),
+        ...(tipo === 'audio' ? { ptt: extra.audio.ptt } : {}),
+      },
+      required: tipo === 'documento' ? ['filename'] : [],
+      base64Field: field,
+      bodyLimit: base64BodyLimit(rule.base64MaxBytes),
+    });
+  }
+  return out;
+}
+
+function str(b: Record<string, unknown>, k: string): string | undefined {
+  const v = b[k];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function present(r: SendResult, tipo: Tipo, base64: boolean) {
+  return success(
+    {
+      msg_id: r.msg_id,
+      modo: r.modo,
+      estado: r.estado,
+      anti_dupe: r.anti_dupe,
+      ...(r.gateway_msg_id ? { gateway_msg_id: r.gateway_msg_id } : {}),
+      ...(tipo === 'imagen' && base64 ? { origen: r.modo === 'directo' ? 'base64_directo' : 'base64_inline' } : {}),
+    },
+    { descripcion: r.modo === 'directo' ? 'mensaje enviado' : 'mensaje en cola', saldo: r.saldo },
+  );
+}
+
+export default async function sendRoutes(app: FastifyInstance, { core, deps }: { core: Core; deps: SendDeps }) {
+  const auth = clientAuth(core);
+  for (const spec of routes()) {
+    app.post(spec.path, {
+      preValidation: auth,
+      ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
+      schema: {
+        tags: ['envios'],
+        summary: spec.summary,
+        security: [{ bearer: [] }],
+        body: { type: 'object', required: ['destinatario', ...spec.required], properties: { ...common, ...spec.body } },
+        response: { 200: result, ...errorResponses },
+      },
+      handler: async (req: FastifyRequest) => {
+        const b = bodyOf(req);
+        const req0: SendRequest = {
+          tipo: spec.tipo,
+          destinatario: String(b.destinatario),
+          directo: boolish(b.directo, 'directo'),
+          celular_id: b.celular_id as number | undefined,
+          texto: str(b, 'mensaje'),
+          preview_url: boolish(b.preview_url, 'preview_url'),
+          url: str(b, 'url'),
+          caption: str(b, 'caption'),
+          filename: str(b, 'filename'),
+          ptt: boolish(b.ptt, 'ptt'),
+          mime: str(b, 'mime'),
+        };
+        if (spec.base64Field) {
+          req0.base64 = str(b, spec.base64Field) ?? str(b, 'data_base64');
+          if (req0.base64 === undefined) fail('INVALID_PARAMS', `${spec.base64Field} (or data_base64) is required`);
+        }
+        return present(await send(core, deps, principal(req), req0), spec.tipo, Boolean(spec.base64Field));
+      },
+    });
+  }
+
+  // The legacy endpoint: the token in the body, text or text with one base64 file.
+  const legacySchema = {
+    tags: ['envios'],
+    summary: 'Legacy send: token in the body; text, or text with a base64 file (`mime`) of type `tipomime`',
+    body: {
+      type: 'object',
+      required: ['token', 'destinatario', 'mensaje'],
+      properties: {
+        token: { type: 'string', description: 'gateway token (64 hex) or legacy token of the celular' },
+        destinatario: common.destinatario,
+        mensaje: { type: 'string', minLength: 1, maxLength: 4096 },
+        mime: { type: 'string', description: 'the file content in base64 (the field is called mime)' },
+        tipomime: { type: 'string', maxLength: 100, description: 'MIME type of the file; required with mime' },
+        modo: { type: 'string', description: 'directo or DIRECTO for an immediate send; absent: queue' },
+      },
+    },
+    response: { 200: result, ...errorResponses },
+  };
+  for (const path of ['/panel/api_wa.php', '/api/api-legacy.php']) {
+    app.post(path, {
+      bodyLimit: base64BodyLimit(MEDIA_RULES.documento.base64MaxBytes),
+      preValidation: async (req) => {
+        const b = bodyOf(req);
+        const p = await authenticateClient(core, [typeof b.token === 'string' ? b.token : undefined], req.ip);
+        if (p.kind !== 'celular') fail('FORBIDDEN', 'the legacy endpoint takes a celular\'s gateway or legacy token, not a client key');
+        req.principal = p;
+      },
+      schema: path === '/panel/api_wa.php' ? legacySchema : { ...legacySchema, summary: 'Alias of /panel/api_wa.php' },
+      handler: async (req) => {
+        const b = bodyOf(req);
+        const modo = str(b, 'modo');
+        if (modo !== undefined && modo !== '' && modo.toLowerCase() !== 'directo' && modo.toLowerCase() !== 'cola') {
+          fail('INVALID_PARAMS', 'modo must be directo (or absent for the queue)');
+        }
+        const directo = modo?.toLowerCase() === 'directo';
+        const file = str(b, 'mime');
+        const base = { destinatario: String(b.destinatario), directo };
+        if (!file) return present(await send(core, deps, principal(req), { ...base, tipo: 'texto', texto: String(b.mensaje) }), 'texto', false);
+        const tipomime = str(b, 'tipomime')?.split(';')[0]?.trim().toLowerCase();
+        if (!tipomime) fail('INVALID_PARAMS', 'tipomime is required when mime (the file) is present');
+        const tipo: MediaTipo = tipomime.startsWith('image/') ? 'imagen' : tipomime.startsWith('audio/') ? 'audio' : tipomime.startsWith('video/') ? 'video' : 'documento';
+        const ext = tipomime.split('/')[1]?.replace(/[^a-z0-9]/g, '').slice(0, 10) || 'bin';
+        const r = await send(core, deps, principal(req), {
+          ...base,
+          tipo,
+          base64: file,
+          mime: tipomime,
+          caption: String(b.mensaje),
+          ...(tipo === 'documento' ? { filename: `archivo.${ext}` } : {}),
+        });
+        return present(r, tipo, true);
+      },
+    });
+  }
+}
