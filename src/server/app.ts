@@ -82,7 +82,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const e = toAppError(err);
       void (reply as unknown as FastifyReply).code(e.status).send(errorBody(e));
     },
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
   });
   app.removeContentTypeParser('text/plain');
   let closing = false;
