@@ -185,7 +185,15 @@ export interface NewMensaje {
 
 export type AcceptResult =
   | { ok: true; cargo: 'celular' | 'global' | null; saldo_celular: number; saldo_global: number }
-  | { ok: false; reason: 'saldo' | 'cola_llena' | 'celular' };
+  | { ok: false; reason: 'saldo' | 'cola_llena' | 'celular' }
+  | { ok: false; reason: 'cap'; retryAfterMs: number; which: string; cap: number };
+
+/** A line's caps, checked inside the acceptance of a direct send so parallel sends cannot exceed them. */
+export interface CapLimits {
+  minute: number;
+  hour: number;
+  day: number | null;
+}
 
 export interface HistoryFilter {
   cliente_id: number;
@@ -243,7 +251,7 @@ export interface Store {
    * client's global one; neither: `saldo`), records the charge, inserts the
    * message as `pendiente`.
    */
-  acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null }, now: number): Promise<AcceptResult>;
+  acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): Promise<AcceptResult>;
   getMensaje(msgId: string): Promise<MensajeRow | null>;
   getMensajeByGatewayId(gatewayMsgId: string): Promise<MensajeRow | null>;
   /** `pendiente` -> `enviado`. Returns null when the message was not pending. */

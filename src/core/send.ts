@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { celularInScope, type ClientPrincipal } from './auth.js';
-import { capState } from './caps.js';
 import type { Core } from './context.js';
 import { checkDuplicate, DUPE_MAX, DUPE_WINDOW_MS, identityHash } from './dedupe.js';
 import { AppError, fail } from './errors.js';
@@ -98,11 +97,6 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
       const retryAfter = Math.ceil(window.opensInMs / 1000);
       fail('OUTSIDE_HOURS', `outside the allowed hours ${celular.hora_inicio_permitido}-${celular.hora_fin_permitido} (${core.config.tz}); they open in ${retryAfter} s`, { retryAfter });
     }
-    const caps = await capState(core, celular, now);
-    if (!caps.ok) {
-      const retryAfter = Math.ceil(caps.retryAfterMs / 1000);
-      fail('RATE_CAP', `celular ${celular.id} reached its cap of ${caps.cap} sends ${caps.which}; retry in ${retryAfter} s`, { retryAfter });
-    }
   }
 
   const dupe = await checkDuplicate(core, celular.id, identityHash({ tipo: req.tipo, destinatario, parts: identity }));
@@ -123,11 +117,20 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
         payload,
         expira_at: req.directo ? null : now + core.config.queue.ttlMs,
       },
-      { charge: p.cliente.plan === 'medido', maxPending: req.directo ? null : core.config.queue.maxPending },
+      {
+        charge: p.cliente.plan === 'medido',
+        maxPending: req.directo ? null : core.config.queue.maxPending,
+        // Direct sends check the caps inside the same transaction, so parallel requests cannot pass them together.
+        ...(req.directo ? { caps: { minute: celular.max_envios_por_minuto, hour: celular.max_envios_por_hora, day: celular.max_envios_por_dia } } : {}),
+      },
       now,
     );
     if (!res.ok) {
       if (res.reason === 'saldo') fail('INSUFFICIENT_BALANCE', 'insufficient balance: the celular and the client\'s global balance are both 0', { saldo: 0 });
+      if (res.reason === 'cap') {
+        const retryAfter = Math.ceil(res.retryAfterMs / 1000);
+        fail('RATE_CAP', `celular ${celular.id} reached its cap of ${res.cap} sends ${res.which}; retry in ${retryAfter} s`, { retryAfter });
+      }
       if (res.reason === 'cola_llena') fail('QUEUE_FULL', `celular ${celular.id} already has ${core.config.queue.maxPending} messages waiting`, { retryAfter: 60 });
       fail('CELULAR_NOT_FOUND', `celular ${celular.id} not found`);
     }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { AcceptResult, MensajeRow, NewMensaje, SentCounts } from '../core/ports.js';
+import type { AcceptResult, CapLimits, MensajeRow, NewMensaje, SentCounts } from '../core/ports.js';
 
 /**
  * Messages in SQLite: acceptance with its charge, the queue's claims, state
@@ -23,7 +23,26 @@ function movimiento(db: DB, now: number, clienteId: number, celularId: number | 
   ).run(now, clienteId, celularId, monto, resultante, motivo);
 }
 
-export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; maxPending: number | null }, now: number): AcceptResult {
+/** Sends of a line inside each window: stored sends plus direct sends in flight (accepted, not yet answered). */
+function capHit(db: DB, celularId: number, caps: CapLimits, now: number): AcceptResult | null {
+  const q = db.prepare(
+    `SELECT COUNT(*) AS n, MIN(t) AS oldest FROM (
+       SELECT enviado_at AS t FROM mensajes WHERE celular_id = @c AND enviado_at IS NOT NULL AND enviado_at > @since
+       UNION ALL
+       SELECT created_at AS t FROM mensajes WHERE celular_id = @c AND estado = 'pendiente' AND modo = 'directo' AND created_at > @since)`,
+  );
+  let worst: { retryAfterMs: number; which: string; cap: number } | null = null;
+  for (const [cap, ms, which] of [[caps.minute, MINUTE, 'per minute'], [caps.hour, HOUR, 'per hour'], [caps.day, DAY, 'per day']] as const) {
+    if (cap === null) continue;
+    const r = q.get({ c: celularId, since: now - ms }) as { n: number; oldest: number | null };
+    if (r.n < cap) continue;
+    const retryAfterMs = Math.max(1, (r.oldest ?? now) + ms - now);
+    if (!worst || retryAfterMs > worst.retryAfterMs) worst = { retryAfterMs, which, cap };
+  }
+  return worst ? { ok: false, reason: 'cap', ...worst } : null;
+}
+
+export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): AcceptResult {
   return db
     .transaction((): AcceptResult => {
       const cel = db.prepare('SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
@@ -31,6 +50,10 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
         | undefined;
       const cli = db.prepare('SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
       if (!cel || !cli) return { ok: false, reason: 'celular' };
+      if (opts.caps) {
+        const hit = capHit(db, m.celular_id, opts.caps, now);
+        if (hit) return hit;
+      }
       if (m.modo === 'cola' && opts.maxPending !== null) {
         const { n } = db.prepare("SELECT COUNT(*) AS n FROM mensajes WHERE celular_id = ? AND estado = 'pendiente'").get(m.celular_id) as { n: number };
         if (n >= opts.maxPending) return { ok: false, reason: 'cola_llena' };

@@ -15,6 +15,7 @@ import type {
   NewCliente,
   Store,
   AcceptResult,
+  CapLimits,
   HistoryFilter,
   MensajeRow,
   NewMensaje,
@@ -264,7 +265,7 @@ export class SqliteStore implements Store {
     return r;
   }
 
-  async acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null }, now: number): Promise<AcceptResult> {
+  async acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): Promise<AcceptResult> {
     return msgs.acceptMensaje(this.db, m, opts, now);
   }
 
