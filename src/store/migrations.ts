@@ -125,7 +125,6 @@ export const MIGRATIONS: Migration[] = [
       -- Caps: sends of a line in the last minute, hour, day.
       CREATE INDEX mensajes_celular_enviado ON mensajes(celular_id, enviado_at) WHERE enviado_at IS NOT NULL;
       -- History filters, newest first.
-      CREATE INDEX mensajes_celular_fecha ON mensajes(celular_id, created_at);
       CREATE INDEX mensajes_cliente_estado_fecha ON mensajes(cliente_id, estado, created_at);
       CREATE INDEX mensajes_cliente_dest_fecha ON mensajes(cliente_id, destinatario, created_at);
     `,

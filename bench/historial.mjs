@@ -1,0 +1,278 @@
+#!/usr/bin/env node
+// History query benchmark (DESIGN §8): one page of GET /api/historial_listar.php
+// with its total, on a SQLite store of 1,000,000 messages.
+//
+//   npm run build && node bench/historial.mjs [--rows 1000000] [--runs 200] [--keep] [--without-indexes-of VERSION]
+//
+// Builds a store in a temp dir (all migrations applied, as `serve` would),
+// fills `mensajes` straight through store.db in one transaction (a fixture,
+// not the send path), then times store.listMensajes for realistic first
+// pages with their total, and the same page query without the COUNT as the
+// same-run baseline. Prints a table; writes bench/results/historial.json.
+// Target: p95 <= 50 ms for every filtered page with its total.
+// --without-indexes-of 3 drops the indexes migration 3 creates, to compare (nothing is written then).
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SqliteStore } from '../dist/store/sqlite.js';
+import { MIGRATIONS } from '../dist/store/migrations.js';
+
+const args = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : def;
+};
+const ROWS = opt('rows', 1_000_000);
+const RUNS = opt('runs', 200);
+const KEEP = args.includes('--keep');
+const WITHOUT = opt('without-indexes-of', 0);
+const TARGET_P95_MS = 50;
+const POR_PAGINA = 50;
+
+const DAY = 86_400_000;
+const DAYS = 90;
+const END = Date.UTC(2026, 2, 1);
+const START = END - DAYS * DAY;
+const CLIENTS = 3;
+const LINES = 20;
+// Uneven, as real accounts are: the largest client sends half of everything.
+const CLIENT_SHARE = [0.5, 0.3, 0.2];
+const RECIPIENTS_PER_CLIENT = 20_000;
+
+// Deterministic pseudo-random numbers (mulberry32), so every run builds the same data.
+let seed = 0x9e3779b9;
+function rand() {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = seed;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+/** Index in [0, n) with a Zipf-like skew: a few busy lines and frequent recipients, a long tail. */
+const skewed = (n, s = 1.2) => Math.min(n - 1, Math.floor(n * Math.pow(rand(), 1 + s)));
+const pickShare = (shares) => {
+  let r = rand();
+  for (let i = 0; i < shares.length; i += 1) if ((r -= shares[i]) < 0) return i;
+  return shares.length - 1;
+};
+
+const clienteId = (c) => c + 1;
+const celularId = (c, l) => c * LINES + l + 1;
+const recipient = (c, r) => `52${String(5500000000 + c * 1_000_000 + r * 37)}`;
+const TIPOS = ['texto', 'texto', 'texto', 'texto', 'texto', 'texto', 'imagen', 'documento', 'audio', 'video'];
+
+function fill(store) {
+  const db = store.db;
+  // The lines exist, so the data looks like a real store (history does not join them).
+  const now = START;
+  const insCliente = db.prepare(
+    `INSERT INTO clientes (id, nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+     VALUES (?, ?, ?, 'activo', 'medido', NULL, 0, 'x', ?, ?)`,
+  );
+  const insCelular = db.prepare(
+    `INSERT INTO celulares (id, cliente_id, numero, estado, max_envios_por_minuto, max_envios_por_hora, hora_inicio_permitido,
+       hora_fin_permitido, key_hash, created_at, updated_at)
+     VALUES (?, ?, ?, 'activo', 12, 500, '00:00', '23:59', 'x', ?, ?)`,
+  );
+  const ins = db.prepare(
+    `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, gateway_msg_id, error,
+       cobrado, cargo, payload, intentos, created_at, enviado_at, entregado_at, leido_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'celular', ?, 1, ?, ?, ?, ?)`,
+  );
+  const t0 = performance.now();
+  db.transaction(() => {
+    for (let c = 0; c < CLIENTS; c += 1) {
+      insCliente.run(clienteId(c), `Cliente ${c + 1}`, `c${c + 1}@example.com`, now, now);
+      for (let l = 0; l < LINES; l += 1) insCelular.run(celularId(c, l), clienteId(c), `5255${String(10000000 + c * 100 + l)}`, now, now);
+    }
+    const step = (END - START) / ROWS;
+    for (let i = 0; i < ROWS; i += 1) {
+      // Arrival order is time order, as in production (rowid grows with created_at).
+      const created = Math.floor(START + i * step);
+      const c = pickShare(CLIENT_SHARE);
+      const l = skewed(LINES, 0.8);
+      const r = skewed(RECIPIENTS_PER_CLIENT);
+      const tipo = TIPOS[Math.floor(rand() * TIPOS.length)];
+      const recent = END - created < DAY;
+      const x = rand();
+      // Pending only in the last day; otherwise mostly read or delivered, a few errors.
+      const estado = recent && x < 0.3 ? 'pendiente' : x < 0.05 ? 'error' : x < 0.15 ? 'enviado' : x < 0.45 ? 'entregado' : 'leido';
+      const sent = estado !== 'pendiente' && estado !== 'error';
+      const id = `${created.toString(36)}-${i.toString(36).padStart(6, '0')}`;
+      const texto = tipo === 'texto' || rand() < 0.5 ? `Hola, su pedido ${i} está en camino. Gracias por su compra.` : null;
+      const media = tipo === 'texto' ? null : JSON.stringify(rand() < 0.5 ? { url: `https://cdn.example.com/f/${i}.bin` } : { filename: `f${i}.pdf`, mime: 'application/pdf', bytes: 20000 + i });
+      ins.run(
+        id,
+        clienteId(c),
+        celularId(c, l),
+        recipient(c, r),
+        tipo,
+        rand() < 0.8 ? 'cola' : 'directo',
+        estado,
+        texto,
+        media,
+        sent ? `gw-${id}` : null,
+        estado === 'error' ? 'el número no tiene WhatsApp' : null,
+        JSON.stringify({ texto: texto ?? undefined, url: media ? `https://cdn.example.com/f/${i}.bin` : undefined }),
+        created,
+        sent ? created + 1500 : null,
+        estado === 'entregado' || estado === 'leido' ? created + 4000 : null,
+        estado === 'leido' ? created + 60000 : null,
+      );
+    }
+  })();
+  return performance.now() - t0;
+}
+
+/** The page query of src/store/sqlite-historial.ts without its COUNT: the same-run baseline. */
+function pageOnly(db, f) {
+  const where = ['cliente_id = @cliente_id'];
+  if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
+  if (f.estado !== undefined) where.push('estado = @estado');
+  if (f.destinatario !== undefined) where.push('destinatario = @destinatario');
+  if (f.desde !== undefined) where.push('created_at >= @desde');
+  if (f.hasta !== undefined) where.push('created_at < @hasta');
+  const sql = `SELECT * FROM mensajes WHERE ${where.join(' AND ')} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`;
+  return { where: where.join(' AND '), sql, rows: db.prepare(sql).all({ ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina }) };
+}
+
+const BIG = 0; // the client with half of all messages: the worst case for every filter
+const busiestLine = celularId(BIG, 0);
+const frequentRecipient = recipient(BIG, 0);
+const pick = (arr) => arr[Math.floor(rand() * arr.length)];
+const weekStart = () => END - 7 * DAY - Math.floor(rand() * (DAYS - 7)) * DAY;
+const base = (c = BIG) => ({ cliente_id: clienteId(c), page: 1, por_pagina: POR_PAGINA });
+
+/** Each scenario makes the filter of one run; parameters vary from run to run. */
+const SCENARIOS = [
+  ['client only', () => base()],
+  ['client only (each client in turn)', (i) => base(i % CLIENTS)],
+  ['client + estado=leido (most rows)', () => ({ ...base(), estado: 'leido' })],
+  ['client + estado=error (few rows)', () => ({ ...base(), estado: 'error' })],
+  ['client + celular (busiest line)', () => ({ ...base(), celular_id: busiestLine })],
+  ['client + celular (any line)', () => ({ ...base(), celular_id: celularId(BIG, Math.floor(rand() * LINES)) })],
+  ['client + destinatario (most frequent)', () => ({ ...base(), destinatario: frequentRecipient })],
+  ['client + destinatario (any)', () => ({ ...base(), destinatario: recipient(BIG, skewed(RECIPIENTS_PER_CLIENT)) })],
+  ['client + date range (1 day)', () => { const d = weekStart(); return { ...base(), desde: d, hasta: d + DAY }; }],
+  ['client + date range (7 days)', () => { const d = weekStart(); return { ...base(), desde: d, hasta: d + 7 * DAY }; }],
+  ['client + date range (30 days)', () => ({ ...base(), desde: END - 30 * DAY, hasta: END })],
+  ['client + celular + estado', () => ({ ...base(), celular_id: busiestLine, estado: pick(['leido', 'error', 'enviado']) })],
+  ['client + celular + 7 days', () => { const d = weekStart(); return { ...base(), celular_id: busiestLine, desde: d, hasta: d + 7 * DAY }; }],
+  ['client + celular + destinatario', () => ({ ...base(), celular_id: busiestLine, destinatario: recipient(BIG, skewed(RECIPIENTS_PER_CLIENT)) })],
+  ['client + celular + estado + destinatario', () => ({ ...base(), celular_id: busiestLine, estado: 'leido', destinatario: recipient(BIG, skewed(RECIPIENTS_PER_CLIENT)) })],
+  ['client + estado + destinatario', () => ({ ...base(), estado: 'leido', destinatario: recipient(BIG, skewed(RECIPIENTS_PER_CLIENT)) })],
+  ['client + estado + 7 days', () => { const d = weekStart(); return { ...base(), estado: 'error', desde: d, hasta: d + 7 * DAY }; }],
+  ['client only, page 20', () => ({ ...base(), page: 20 })],
+];
+
+const ms = (ns) => Number(ns) / 1e6;
+function stats(samples) {
+  const s = [...samples].sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)];
+  return { p50: q(0.5), p95: q(0.95), max: s[s.length - 1] };
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'pasarela-bench-'));
+  const file = join(dir, 'bench.db');
+  const store = new SqliteStore(file);
+  try {
+    const schemaVersion = store.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get().v;
+    const dropped = [...(MIGRATIONS.find((m) => m.version === WITHOUT)?.sql.matchAll(/CREATE INDEX (\w+)/g) ?? [])].map((m) => m[1]);
+    for (const name of dropped) store.db.exec(`DROP INDEX ${name}`);
+    if (dropped.length > 0) process.stderr.write(`without ${dropped.join(', ')}\n`);
+    process.stderr.write(`filling ${ROWS.toLocaleString('en')} messages (schema v${schemaVersion})...\n`);
+    const fillMs = fill(store);
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    const dbBytes = statSync(file).size;
+    process.stderr.write(`filled in ${(fillMs / 1000).toFixed(1)} s (${Math.round(ROWS / (fillMs / 1000)).toLocaleString('en')} rows/s), ${(dbBytes / 1e6).toFixed(0)} MB\n`);
+
+    const results = [];
+    for (const [name, make] of SCENARIOS) {
+      // Warm up, then alternate the two measurements so both see the same cache.
+      for (let i = 0; i < 5; i += 1) {
+        const f = make(i);
+        await store.listMensajes(f);
+        pageOnly(store.db, f);
+      }
+      const withTotal = [];
+      const pageOnlyMs = [];
+      let totals = 0;
+      let plan = { count: '', page: '' };
+      for (let i = 0; i < RUNS; i += 1) {
+        const f = make(i);
+        let t = process.hrtime.bigint();
+        const r = await store.listMensajes(f);
+        withTotal.push(ms(process.hrtime.bigint() - t));
+        totals += r.total;
+        t = process.hrtime.bigint();
+        const p = pageOnly(store.db, f);
+        pageOnlyMs.push(ms(process.hrtime.bigint() - t));
+        if (r.rows.length !== p.rows.length) throw new Error(`${name}: page sizes differ`);
+        if (i === 0) {
+          const params = { ...f, offset: 0, limit: POR_PAGINA };
+          const explain = (sql) => store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params).map((x) => x.detail).join('; ');
+          plan = { count: explain(`SELECT COUNT(*) FROM mensajes WHERE ${p.where}`), page: explain(p.sql) };
+        }
+      }
+      const w = stats(withTotal);
+      const b = stats(pageOnlyMs);
+      results.push({
+        scenario: name,
+        runs: RUNS,
+        mean_total: Math.round(totals / RUNS),
+        with_total_ms: w,
+        page_only_ms: b,
+        plan,
+        meets_target: w.p95 <= TARGET_P95_MS,
+      });
+    }
+
+    const f2 = (n) => n.toFixed(2).padStart(7);
+    const lines = [
+      `${'scenario'.padEnd(40)} ${'total'.padStart(8)} | page+total  p50     p95     max | page only  p50     p95     max`,
+      ...results.map(
+        (r) =>
+          `${r.scenario.padEnd(40)} ${String(r.mean_total).padStart(8)} |         ${f2(r.with_total_ms.p50)} ${f2(r.with_total_ms.p95)} ${f2(r.with_total_ms.max)} |        ${f2(r.page_only_ms.p50)} ${f2(r.page_only_ms.p95)} ${f2(r.page_only_ms.max)}${r.meets_target ? '' : '  <-- over target'}`,
+      ),
+    ];
+    console.log(`\n${ROWS.toLocaleString('en')} messages, ${CLIENTS} clients x ${LINES} lines, ${DAYS} days; ${RUNS} runs each; ms\n`);
+    console.log(lines.join('\n'));
+    console.log('\nplans (COUNT | page):');
+    for (const r of results) console.log(`  ${r.scenario}: ${r.plan.count} | ${r.plan.page}`);
+    const worst = Math.max(...results.map((r) => r.with_total_ms.p95));
+    console.log(`\nworst p95 with total: ${worst.toFixed(2)} ms (target ${TARGET_P95_MS} ms): ${worst <= TARGET_P95_MS ? 'met' : 'MISSED'}`);
+
+    const out = {
+      generated_at: new Date().toISOString(),
+      node: process.version,
+      cpu: cpus()[0]?.model ?? 'unknown',
+      cpus: cpus().length,
+      rows: ROWS,
+      clients: CLIENTS,
+      lines_per_client: LINES,
+      days: DAYS,
+      por_pagina: POR_PAGINA,
+      runs: RUNS,
+      schema_version: schemaVersion,
+      migrations: MIGRATIONS.map((m) => `${m.version}: ${m.name}`),
+      fill_ms: Math.round(fillMs),
+      db_bytes: dbBytes,
+      target_p95_ms: TARGET_P95_MS,
+      worst_p95_ms: worst,
+      results,
+    };
+    if (dropped.length > 0) return;
+    const outFile = join(dirname(fileURLToPath(import.meta.url)), 'results', 'historial.json');
+    mkdirSync(dirname(outFile), { recursive: true });
+    writeFileSync(outFile, `${JSON.stringify(out, null, 2)}\n`);
+    console.log(`wrote ${outFile}`);
+  } finally {
+    await store.close();
+    if (KEEP) console.log(`kept ${file}`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
