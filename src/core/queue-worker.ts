@@ -37,6 +37,7 @@ export class QueueWorker {
   private running = false;
   private ticking = false;
   private again = false;
+  private pokeQueued = false;
 
   constructor(
     private readonly core: Core,
@@ -50,16 +51,28 @@ export class QueueWorker {
     this.poke();
   }
 
-  /** Something changed (a new message, a line connected): look again now. */
+  /**
+   * Something changed (a new message, a send ended): look again soon. Pokes
+   * coalesce, so a burst of accepted messages costs one look, not one each.
+   */
   poke(): void {
     if (!this.running) return;
     if (this.ticking) {
       this.again = true;
       return;
     }
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    void this.tick();
+    if (this.pokeQueued) return;
+    this.pokeQueued = true;
+    setImmediate(() => {
+      this.pokeQueued = false;
+      if (this.ticking) {
+        this.again = true;
+        return;
+      }
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+      void this.tick();
+    });
   }
 
   /** Stops taking messages and waits for the sends in flight to be recorded. */
@@ -115,7 +128,7 @@ export class QueueWorker {
     }
     if (this.again) {
       this.again = false;
-      setImmediate(() => this.poke());
+      this.poke();
     } else {
       this.schedule(Math.max(1, wait));
     }

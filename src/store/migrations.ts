@@ -120,7 +120,7 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE mensajes ADD COLUMN expira_at INTEGER;
 
       -- The queue: pending messages of a line in arrival order (an index entry ends with the rowid).
-      CREATE INDEX mensajes_cola ON mensajes(celular_id) WHERE estado = 'pendiente';
+      CREATE INDEX mensajes_cola ON mensajes(celular_id) WHERE estado = 'pendiente' AND modo = 'cola';
       CREATE INDEX mensajes_gateway ON mensajes(gateway_msg_id) WHERE gateway_msg_id IS NOT NULL;
       -- Caps: sends of a line in the last minute, hour, day.
       CREATE INDEX mensajes_celular_enviado ON mensajes(celular_id, enviado_at) WHERE enviado_at IS NOT NULL;

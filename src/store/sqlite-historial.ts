@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { stmt } from './statements.js';
 import type { HistoryFilter, MensajeRow } from '../core/ports.js';
 
 /**
@@ -15,9 +16,8 @@ export function listMensajes(db: Database.Database, f: HistoryFilter): { total: 
   if (f.hasta !== undefined) where.push('created_at < @hasta');
   const sql = where.join(' AND ');
   const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
-  const { total } = db.prepare(`SELECT COUNT(*) AS total FROM mensajes WHERE ${sql}`).get(params) as { total: number };
-  const rows = db
-    .prepare(`SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`)
+  const { total } = stmt(db, `SELECT COUNT(*) AS total FROM mensajes WHERE ${sql}`).get(params) as { total: number };
+  const rows = stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`)
     .all(params) as MensajeRow[];
   return { total, rows };
 }

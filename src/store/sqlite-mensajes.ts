@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { stmt } from './statements.js';
 import type { AcceptResult, CapLimits, MensajeRow, NewMensaje, SentCounts } from '../core/ports.js';
 
 /**
@@ -13,11 +14,11 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
 function get(db: DB, msgId: string): MensajeRow | null {
-  return (db.prepare('SELECT * FROM mensajes WHERE msg_id = ?').get(msgId) as MensajeRow | undefined) ?? null;
+  return (stmt(db, 'SELECT * FROM mensajes WHERE msg_id = ?').get(msgId) as MensajeRow | undefined) ?? null;
 }
 
 function movimiento(db: DB, now: number, clienteId: number, celularId: number | null, monto: number, resultante: number, motivo: string): void {
-  db.prepare(
+  stmt(db, 
     `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
      VALUES (?, ?, ?, ?, ?, ?, 'sistema')`,
   ).run(now, clienteId, celularId, monto, resultante, motivo);
@@ -25,7 +26,7 @@ function movimiento(db: DB, now: number, clienteId: number, celularId: number | 
 
 /** Sends of a line inside each window: stored sends plus direct sends in flight (accepted, not yet answered). */
 function capHit(db: DB, celularId: number, caps: CapLimits, now: number): AcceptResult | null {
-  const q = db.prepare(
+  const q = stmt(db, 
     `SELECT COUNT(*) AS n, MIN(t) AS oldest FROM (
        SELECT enviado_at AS t FROM mensajes WHERE celular_id = @c AND enviado_at IS NOT NULL AND enviado_at > @since
        UNION ALL
@@ -45,17 +46,17 @@ function capHit(db: DB, celularId: number, caps: CapLimits, now: number): Accept
 export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): AcceptResult {
   return db
     .transaction((): AcceptResult => {
-      const cel = db.prepare('SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
+      const cel = stmt(db, 'SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
         | { saldo_actual: number }
         | undefined;
-      const cli = db.prepare('SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
+      const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
       if (!cel || !cli) return { ok: false, reason: 'celular' };
       if (opts.caps) {
         const hit = capHit(db, m.celular_id, opts.caps, now);
         if (hit) return hit;
       }
       if (m.modo === 'cola' && opts.maxPending !== null) {
-        const { n } = db.prepare("SELECT COUNT(*) AS n FROM mensajes WHERE celular_id = ? AND estado = 'pendiente'").get(m.celular_id) as { n: number };
+        const { n } = stmt(db, "SELECT COUNT(*) AS n FROM mensajes WHERE celular_id = ? AND estado = 'pendiente'").get(m.celular_id) as { n: number };
         if (n >= opts.maxPending) return { ok: false, reason: 'cola_llena' };
       }
       let cargo: 'celular' | 'global' | null = null;
@@ -65,18 +66,18 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
         if (saldoCelular > 0) {
           cargo = 'celular';
           saldoCelular -= 1;
-          db.prepare('UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
+          stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
           movimiento(db, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
         } else if (saldoGlobal > 0) {
           cargo = 'global';
           saldoGlobal -= 1;
-          db.prepare('UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
+          stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
           movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
         } else {
           return { ok: false, reason: 'saldo' };
         }
       }
-      db.prepare(
+      stmt(db, 
         `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
            payload, intentos, proximo_intento_at, expira_at, created_at)
          VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
@@ -99,12 +100,11 @@ export function getMensaje(db: DB, msgId: string): MensajeRow | null {
 }
 
 export function getMensajeByGatewayId(db: DB, gid: string): MensajeRow | null {
-  return (db.prepare('SELECT * FROM mensajes WHERE gateway_msg_id = ?').get(gid) as MensajeRow | undefined) ?? null;
+  return (stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ?').get(gid) as MensajeRow | undefined) ?? null;
 }
 
 export function markSent(db: DB, msgId: string, gid: string, now: number): MensajeRow | null {
-  const info = db
-    .prepare(
+  const info = stmt(db, 
       `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = ?, enviado_at = ?, lease_until = NULL, error = NULL,
          intentos = intentos + 1
        WHERE msg_id = ? AND estado = 'pendiente'`,
@@ -118,9 +118,9 @@ export function failMensaje(db: DB, msgId: string, error: string, now: number): 
     .transaction((): MensajeRow | null => {
       const m = get(db, msgId);
       if (!m || m.estado === 'error') return null;
-      db.prepare("UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
+      stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
       if (m.cobrado && m.cargo === 'celular') {
-        const r = db.prepare('UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as
+        const r = stmt(db, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as
           | { saldo_actual: number }
           | undefined;
         // A deleted line cannot take its credit back; the client's global balance does.
@@ -135,7 +135,7 @@ export function failMensaje(db: DB, msgId: string, error: string, now: number): 
 }
 
 function refundGlobal(db: DB, m: MensajeRow, now: number): void {
-  const r = db.prepare('UPDATE clientes SET saldo_global = saldo_global + 1 WHERE id = ? RETURNING saldo_global').get(m.cliente_id) as
+  const r = stmt(db, 'UPDATE clientes SET saldo_global = saldo_global + 1 WHERE id = ? RETURNING saldo_global').get(m.cliente_id) as
     | { saldo_global: number }
     | undefined;
   if (r) movimiento(db, now, m.cliente_id, null, 1, r.saldo_global, `reembolso ${m.msg_id}`);
@@ -149,25 +149,34 @@ export function receipt(db: DB, gid: string, estado: 'entregado' | 'leido', now:
       const before = getMensajeByGatewayId(db, gid);
       if (!before || RANK[before.estado] < 1 || RANK[before.estado] >= RANK[estado]) return null;
       const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
-      db.prepare(`UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ?`).run(estado, now, before.msg_id);
+      stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ?`).run(estado, now, before.msg_id);
       return { before, after: get(db, before.msg_id)! };
     })
     .immediate();
 }
 
+/**
+ * One message per line with a backlog: a skip-scan over the partial queue
+ * index (one index seek per line), so the cost follows the number of lines,
+ * not the number of pending messages.
+ */
 export function queueHeads(db: DB): MensajeRow[] {
-  return db
-    .prepare(
-      `SELECT m.* FROM mensajes m
-       JOIN (SELECT celular_id, MIN(rowid) AS r FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' GROUP BY celular_id) h
-         ON m.rowid = h.r`,
-    )
-    .all() as MensajeRow[];
+  return stmt(
+    db,
+    `WITH RECURSIVE lineas(id) AS (
+       SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
+       UNION ALL
+       SELECT (SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > lineas.id)
+       FROM lineas WHERE lineas.id IS NOT NULL
+     )
+     SELECT m.* FROM lineas
+     JOIN mensajes m ON m.rowid = (SELECT MIN(rowid) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id)
+     WHERE lineas.id IS NOT NULL`,
+  ).all() as MensajeRow[];
 }
 
 export function lease(db: DB, msgId: string, until: number, now: number): boolean {
-  const info = db
-    .prepare(
+  const info = stmt(db, 
       `UPDATE mensajes SET lease_until = ? WHERE msg_id = ? AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= ?)`,
     )
     .run(until, msgId, now);
@@ -175,13 +184,13 @@ export function lease(db: DB, msgId: string, until: number, now: number): boolea
 }
 
 export function retryLater(db: DB, msgId: string, at: number, error: string): void {
-  db.prepare(
+  stmt(db, 
     `UPDATE mensajes SET lease_until = NULL, proximo_intento_at = ?, intentos = intentos + 1, error = ? WHERE msg_id = ? AND estado = 'pendiente'`,
   ).run(at, error, msgId);
 }
 
 export function sentCounts(db: DB, celularId: number, now: number): SentCounts {
-  const q = db.prepare(
+  const q = stmt(db, 
     'SELECT COUNT(*) AS n, MIN(enviado_at) AS oldest FROM mensajes WHERE celular_id = ? AND enviado_at IS NOT NULL AND enviado_at > ?',
   );
   const m = q.get(celularId, now - MINUTE) as { n: number; oldest: number | null };
@@ -192,7 +201,7 @@ export function sentCounts(db: DB, celularId: number, now: number): SentCounts {
 
 export function pendingFiles(db: DB): string[] {
   return (
-    db.prepare("SELECT json_extract(payload, '$.file') AS f FROM mensajes WHERE estado = 'pendiente' AND json_extract(payload, '$.file') IS NOT NULL").all() as Array<{
+    stmt(db, "SELECT json_extract(payload, '$.file') AS f FROM mensajes WHERE estado = 'pendiente' AND json_extract(payload, '$.file') IS NOT NULL").all() as Array<{
       f: string;
     }>
   ).map((r) => r.f);

@@ -22,6 +22,7 @@ import type {
   SentCounts,
 } from '../core/ports.js';
 import { MIGRATIONS } from './migrations.js';
+import { stmt } from './statements.js';
 import { listMensajes } from './sqlite-historial.js';
 import * as msgs from './sqlite-mensajes.js';
 
@@ -99,8 +100,7 @@ export class SqliteStore implements Store {
   }
 
   async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
-    const info = this.db
-      .prepare(
+    const info = stmt(this.db, 
         `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
          VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
       )
@@ -109,18 +109,17 @@ export class SqliteStore implements Store {
   }
 
   async getCliente(id: number): Promise<ClienteRow | null> {
-    return (this.db.prepare('SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow | undefined) ?? null;
+    return (stmt(this.db, 'SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow | undefined) ?? null;
   }
 
   async listClientes(): Promise<ClienteRow[]> {
-    return this.db.prepare('SELECT * FROM clientes ORDER BY id').all() as ClienteRow[];
+    return stmt(this.db, 'SELECT * FROM clientes ORDER BY id').all() as ClienteRow[];
   }
 
   async updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null> {
     const cols = onlyColumns(patch, CLIENTE_COLUMNS);
     if (Object.keys(cols).length > 0) {
-      this.db
-        .prepare(`UPDATE clientes SET ${setClause(cols)}, updated_at = @now WHERE id = @id`)
+      stmt(this.db, `UPDATE clientes SET ${setClause(cols)}, updated_at = @now WHERE id = @id`)
         .run({ ...cols, now, id });
     }
     return this.getCliente(id);
@@ -128,17 +127,16 @@ export class SqliteStore implements Store {
 
   async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
     return this.db.transaction((): InsertCelularResult => {
-      const cliente = this.db.prepare('SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as
+      const cliente = stmt(this.db, 'SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as
         | { max_celulares: number | null }
         | undefined;
       if (!cliente) return { ok: false, reason: 'cliente' };
-      if (this.db.prepare('SELECT 1 FROM celulares WHERE numero = ?').get(input.numero)) return { ok: false, reason: 'taken' };
+      if (stmt(this.db, 'SELECT 1 FROM celulares WHERE numero = ?').get(input.numero)) return { ok: false, reason: 'taken' };
       if (cliente.max_celulares !== null) {
-        const { n } = this.db.prepare('SELECT COUNT(*) AS n FROM celulares WHERE cliente_id = ?').get(input.cliente_id) as { n: number };
+        const { n } = stmt(this.db, 'SELECT COUNT(*) AS n FROM celulares WHERE cliente_id = ?').get(input.cliente_id) as { n: number };
         if (n >= cliente.max_celulares) return { ok: false, reason: 'cap' };
       }
-      const info = this.db
-        .prepare(
+      const info = stmt(this.db, 
           `INSERT INTO celulares (cliente_id, numero, nombre_interno, estado, saldo_actual, max_envios_por_minuto,
              max_envios_por_hora, max_envios_por_dia, hora_inicio_permitido, hora_fin_permitido, key_hash,
              gateway_token_hash, created_at, updated_at)
@@ -146,48 +144,47 @@ export class SqliteStore implements Store {
              @max_envios_por_dia, @hora_inicio_permitido, @hora_fin_permitido, @key_hash, @gateway_token_hash, @now, @now)`,
         )
         .run({ ...input, now });
-      const celular = this.db.prepare('SELECT * FROM celulares WHERE id = ?').get(info.lastInsertRowid) as CelularRow;
+      const celular = stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(info.lastInsertRowid) as CelularRow;
       return { ok: true, celular };
     }).immediate();
   }
 
   async getCelular(id: number): Promise<CelularRow | null> {
-    return (this.db.prepare('SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow | undefined) ?? null;
+    return (stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow | undefined) ?? null;
   }
 
   async getCelularByNumero(numero: string): Promise<CelularRow | null> {
-    return (this.db.prepare('SELECT * FROM celulares WHERE numero = ?').get(numero) as CelularRow | undefined) ?? null;
+    return (stmt(this.db, 'SELECT * FROM celulares WHERE numero = ?').get(numero) as CelularRow | undefined) ?? null;
   }
 
   async getCelularByInstancia(instancia: string): Promise<CelularRow | null> {
     return (
-      (this.db.prepare('SELECT * FROM celulares WHERE gateway_instancia = ?').get(instancia) as CelularRow | undefined) ?? null
+      (stmt(this.db, 'SELECT * FROM celulares WHERE gateway_instancia = ?').get(instancia) as CelularRow | undefined) ?? null
     );
   }
 
   async getCelularByTokenHash(hash: string): Promise<CelularRow | null> {
     return (
-      (this.db
-        .prepare('SELECT * FROM celulares WHERE gateway_token_hash = ? UNION SELECT * FROM celulares WHERE legacy_token_hash = ? LIMIT 1')
+      (stmt(this.db, 'SELECT * FROM celulares WHERE gateway_token_hash = ? UNION SELECT * FROM celulares WHERE legacy_token_hash = ? LIMIT 1')
         .get(hash, hash) as CelularRow | undefined) ?? null
     );
   }
 
   async listCelulares(clienteId: number): Promise<CelularRow[]> {
-    return this.db.prepare('SELECT * FROM celulares WHERE cliente_id = ? ORDER BY id').all(clienteId) as CelularRow[];
+    return stmt(this.db, 'SELECT * FROM celulares WHERE cliente_id = ? ORDER BY id').all(clienteId) as CelularRow[];
   }
 
   async updateCelular(id: number, patch: CelularPatch, now: number): Promise<CelularRow | null> {
     const cols = onlyColumns(patch, CELULAR_COLUMNS);
     if (Object.keys(cols).length > 0) {
-      this.db.prepare(`UPDATE celulares SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
+      stmt(this.db, `UPDATE celulares SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
     }
     return this.getCelular(id);
   }
 
   async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
     return this.db.transaction(() => {
-      const info = this.db.prepare('DELETE FROM celulares WHERE id = ?').run(id);
+      const info = stmt(this.db, 'DELETE FROM celulares WHERE id = ?').run(id);
       if (info.changes === 0) return false;
       this.insertAudit(audit, now);
       return true;
@@ -196,35 +193,33 @@ export class SqliteStore implements Store {
 
   async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {
     return this.db.transaction((): BalanceResult => {
-      const cliente = this.db.prepare('SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as
+      const cliente = stmt(this.db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as
         | { saldo_global: number }
         | undefined;
       if (!cliente) return { ok: false, reason: 'cliente' };
       let saldoCelular: number | null = null;
       let resultante: number;
       if (change.celular_id !== null) {
-        const cel = this.db
-          .prepare('SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?')
+        const cel = stmt(this.db, 'SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?')
           .get(change.celular_id, change.cliente_id) as { saldo_actual: number } | undefined;
         if (!cel) return { ok: false, reason: 'celular' };
         resultante = cel.saldo_actual + change.monto;
         if (resultante < 0) return { ok: false, reason: 'negativo' };
         if (!Number.isSafeInteger(resultante)) return { ok: false, reason: 'desborde' };
-        this.db.prepare('UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(resultante, change.celular_id);
+        stmt(this.db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(resultante, change.celular_id);
         saldoCelular = resultante;
       } else {
         resultante = cliente.saldo_global + change.monto;
         if (resultante < 0) return { ok: false, reason: 'negativo' };
         if (!Number.isSafeInteger(resultante)) return { ok: false, reason: 'desborde' };
-        this.db.prepare('UPDATE clientes SET saldo_global = ? WHERE id = ?').run(resultante, change.cliente_id);
+        stmt(this.db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(resultante, change.cliente_id);
       }
-      const info = this.db
-        .prepare(
+      const info = stmt(this.db, 
           `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
            VALUES (?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(now, change.cliente_id, change.celular_id, change.monto, resultante, change.motivo, change.actor);
-      const saldoGlobal = (this.db.prepare('SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as {
+      const saldoGlobal = (stmt(this.db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as {
         saldo_global: number;
       }).saldo_global;
       return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: Number(info.lastInsertRowid) };
@@ -232,8 +227,7 @@ export class SqliteStore implements Store {
   }
 
   private insertAudit(entry: AuditEntry, now: number): void {
-    this.db
-      .prepare(
+    stmt(this.db, 
         `INSERT INTO auditoria (fecha, actor, accion, objeto_tipo, objeto_id, cliente_id, detalle)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
       )
@@ -247,15 +241,14 @@ export class SqliteStore implements Store {
   async listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]> {
     const rows = (
       filter.cliente_id === undefined
-        ? this.db.prepare('SELECT * FROM auditoria ORDER BY id DESC LIMIT ?').all(filter.limit)
-        : this.db.prepare('SELECT * FROM auditoria WHERE cliente_id = ? ORDER BY id DESC LIMIT ?').all(filter.cliente_id, filter.limit)
+        ? stmt(this.db, 'SELECT * FROM auditoria ORDER BY id DESC LIMIT ?').all(filter.limit)
+        : stmt(this.db, 'SELECT * FROM auditoria WHERE cliente_id = ? ORDER BY id DESC LIMIT ?').all(filter.cliente_id, filter.limit)
     ) as Row[];
     return rows.map((r) => ({ ...(r as unknown as AuditRecord), detalle: JSON.parse(String(r.detalle)) }));
   }
 
   async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
-    const r = this.db
-      .prepare(
+    const r = stmt(this.db, 
         `SELECT
            COALESCE(SUM(CASE WHEN created_at >= @monthStart AND estado != 'error' THEN 1 ELSE 0 END), 0) AS consumo_mes,
            COALESCE(SUM(CASE WHEN created_at >= @since30d THEN 1 ELSE 0 END), 0) AS mensajes_30d
@@ -298,7 +291,7 @@ export class SqliteStore implements Store {
   }
 
   async releaseLeases(): Promise<number> {
-    return this.db.prepare("UPDATE mensajes SET lease_until = NULL WHERE estado = 'pendiente' AND lease_until IS NOT NULL").run().changes;
+    return stmt(this.db, "UPDATE mensajes SET lease_until = NULL WHERE estado = 'pendiente' AND lease_until IS NOT NULL").run().changes;
   }
 
   async retryLater(msgId: string, at: number, error: string): Promise<void> {
@@ -318,22 +311,21 @@ export class SqliteStore implements Store {
   }
 
   async kvGet<T>(ns: string, key: string): Promise<T | null> {
-    const r = this.db.prepare('SELECT value FROM kv WHERE ns = ? AND key = ?').get(ns, key) as { value: string } | undefined;
+    const r = stmt(this.db, 'SELECT value FROM kv WHERE ns = ? AND key = ?').get(ns, key) as { value: string } | undefined;
     return r ? (JSON.parse(r.value) as T) : null;
   }
 
   async kvSet<T>(ns: string, key: string, value: T): Promise<void> {
-    this.db
-      .prepare('INSERT INTO kv (ns, key, value) VALUES (?, ?, ?) ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value')
+    stmt(this.db, 'INSERT INTO kv (ns, key, value) VALUES (?, ?, ?) ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value')
       .run(ns, key, JSON.stringify(value));
   }
 
   async kvDelete(ns: string, key: string): Promise<void> {
-    this.db.prepare('DELETE FROM kv WHERE ns = ? AND key = ?').run(ns, key);
+    stmt(this.db, 'DELETE FROM kv WHERE ns = ? AND key = ?').run(ns, key);
   }
 
   async kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>> {
-    return (this.db.prepare('SELECT key, value FROM kv WHERE ns = ? ORDER BY key').all(ns) as Array<{ key: string; value: string }>).map(
+    return (stmt(this.db, 'SELECT key, value FROM kv WHERE ns = ? ORDER BY key').all(ns) as Array<{ key: string; value: string }>).map(
       (r) => ({ key: r.key, value: JSON.parse(r.value) as T }),
     );
   }
