@@ -1,4 +1,4 @@
-import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
+import { getCountryCallingCode, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
 
 /**
  * Phone numbers in and out of the service: digits only, country code first, no
@@ -33,14 +33,20 @@ export function normalizeNumero(raw: string, defaultCountry?: CountryCode): Nume
   if (!/^[0-9]+$/.test(digits)) return { ok: false, reason: `"${raw}" has characters other than digits, +, spaces and punctuation` };
   if (digits.length < 7 || digits.length > 15) return { ok: false, reason: `"${raw}" has ${digits.length} digits; a phone number has 7 to 15` };
 
-  const asInternational = parsePhoneNumberFromString(`+${mexicanLegacyMobile(digits)}`);
-  if (asInternational?.isValid()) {
-    return { ok: true, numero: asInternational.number.slice(1), country: asInternational.country };
-  }
-  if (!international && defaultCountry) {
-    const asNational = parsePhoneNumberFromString(digits, defaultCountry);
-    if (asNational?.isValid()) return { ok: true, numero: asNational.number.slice(1), country: asNational.country };
-  }
+  const asInternational = () => {
+    const n = parsePhoneNumberFromString(`+${mexicanLegacyMobile(digits)}`);
+    return n?.isValid() ? ({ ok: true, numero: n.number.slice(1), country: n.country } as const) : null;
+  };
+  const asNational = () => {
+    if (international || !defaultCountry) return null;
+    const n = parsePhoneNumberFromString(digits, defaultCountry);
+    return n?.isValid() ? ({ ok: true, numero: n.number.slice(1), country: n.country } as const) : null;
+  };
+  // Without + or 00, digits that do not start with the line's country code are read as a national
+  // number of that country first: "477 234 5678" from a Mexican line is León, not Norway.
+  const nationalFirst = !international && defaultCountry !== undefined && !digits.startsWith(getCountryCallingCode(defaultCountry));
+  const found = nationalFirst ? (asNational() ?? asInternational()) : (asInternational() ?? asNational());
+  if (found) return found;
   return {
     ok: false,
     reason: defaultCountry

@@ -10,6 +10,9 @@ export interface FileRemover {
   remove(path: string): Promise<void>;
 }
 
+/** The longest a line waits before its state (hours, caps, estado, TTL) is checked again. */
+const HOLD_MAX_MS = 1000;
+
 /** Transient failures are retried after 5 s, 10 s, 20 s ... up to 10 min, until the TTL. */
 export function retryDelay(intentos: number, random: () => number): number {
   const base = Math.min(600_000, 5_000 * 2 ** Math.min(intentos, 10));
@@ -30,8 +33,13 @@ export function retryDelay(intentos: number, random: () => number): number {
  */
 export class QueueWorker {
   private readonly busy = new Set<number>();
-  /** Per line: not before this time (gap, cap, window or a state to wait out). */
-  private readonly notBefore = new Map<number, number>();
+  /**
+   * Per line: not before `until` (clock time: a gap, a cap, the window, a state
+   * to wait out). Waits on a line's state are also looked at again after
+   * `recheck` (monotonic time), so an edit of its hours or caps, a reconnection
+   * or its first message's TTL takes effect within a second whatever the clock says.
+   */
+  private readonly notBefore = new Map<number, { until: number; recheck: number }>();
   private readonly inflight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private running = false;
@@ -106,8 +114,9 @@ export class QueueWorker {
       const now = this.core.clock.now();
       for (const head of await this.core.store.queueHeads()) {
         if (this.busy.has(head.celular_id)) continue;
-        const due = Math.max(this.notBefore.get(head.celular_id) ?? 0, head.proximo_intento_at ?? 0);
-        if (due > now) {
+        const held = this.notBefore.get(head.celular_id);
+        const due = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
+        if (due > now && !(held && performance.now() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
           wait = Math.min(wait, due - now);
           continue;
         }
@@ -153,7 +162,7 @@ export class QueueWorker {
   private async process(m: MensajeRow): Promise<void> {
     const { core } = this;
     const now = core.clock.now();
-    const hold = (ms: number) => this.notBefore.set(m.celular_id, now + ms);
+    const hold = (ms: number) => this.notBefore.set(m.celular_id, { until: now + ms, recheck: performance.now() + HOLD_MAX_MS });
     if (m.expira_at !== null && now >= m.expira_at) return this.end(m, 'expired: not sent within the queue TTL');
     const celular = await core.store.getCelular(m.celular_id);
     if (!celular) return this.end(m, 'the celular was deleted');
@@ -180,6 +189,7 @@ export class QueueWorker {
       else if (m.expira_at !== null && at >= m.expira_at) await this.end(m, `expired after retries: ${reason}`);
       else await core.store.retryLater(m.msg_id, at, reason);
     }
-    this.notBefore.set(m.celular_id, core.clock.now() + this.gap());
+    // The human-like pause is never cut short.
+    this.notBefore.set(m.celular_id, { until: core.clock.now() + this.gap(), recheck: Number.POSITIVE_INFINITY });
   }
 }

@@ -152,7 +152,8 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
           celular_id: b.celular_id as number | undefined,
           texto: str(b, 'mensaje'),
           preview_url: boolish(b.preview_url, 'preview_url'),
-          url: str(b, 'url'),
+          // A base64 route sends the given bytes only, whatever else the body carries.
+          url: spec.base64Field ? undefined : str(b, 'url'),
           caption: str(b, 'caption'),
           filename: str(b, 'filename'),
           ptt: boolish(b.ptt, 'ptt'),

@@ -1,0 +1,266 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/**
+ * Crash test of the durable queue (DESIGN §5, §6) against the real binary:
+ * `pasarela serve` is killed with SIGKILL while its queue drains, started
+ * again on the same data directory, and must then finish every accepted
+ * message exactly once, charge each once, and leave no temp file behind.
+ *
+ * Runs of one scenario, all on one data directory:
+ *  1. set-up: a client, 3 linked lines with high caps; ~300 messages queued
+ *     (texts and base64 images) with a one-minute gap, so each line sends its
+ *     first message and holds the rest: every msg_id is known before the drain.
+ *     This run is killed too (a crash with nothing in flight).
+ *  2. drain with a short gap; SIGKILL once a given share has been sent.
+ *  3. drain to the end; SIGTERM (exit code 0); the SQLite file is then read.
+ *
+ * `npm run build` must have run first (bin/pasarela imports dist/).
+ */
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'pasarela');
+if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
+  throw new Error('dist/ is missing: run `npm run build` before the e2e tests (npm test does it)');
+}
+
+const LINES = 3;
+const TEXTS_PER_LINE = 90;
+const IMAGES_PER_LINE = 10;
+const TOTAL = LINES * (TEXTS_PER_LINE + IMAGES_PER_LINE);
+const SALDO = 1_000_000;
+/** A 1x1 PNG. */
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+
+interface Server {
+  url: string;
+  child: ResultPromise<{ reject: false }>;
+}
+
+const dirs: string[] = [];
+const children = new Set<ResultPromise<{ reject: false }>>();
+
+afterAll(() => {
+  // A failed assertion must not leave a server running.
+  for (const c of children) c.kill('SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function startServe(dataDir: string, gap: string): Promise<Server> {
+  const home = join(dataDir, '..', 'home');
+  const child = execa(
+    process.execPath,
+    [BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--queue-gap-ms', gap, '--log-level', 'warn'],
+    {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', PASARELA_CONFIG_DIR: join(home, 'config') },
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore',
+      timeout: 60_000,
+    },
+  ) as ResultPromise<{ reject: false }>;
+  children.add(child);
+  void child.finally(() => children.delete(child));
+  const url = await new Promise<string>((resolve, reject) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += String(chunk);
+      const m = /listening on (http:\/\/\S+)/.exec(seen);
+      if (m) {
+        child.stderr!.off('data', onData);
+        resolve(m[1]!);
+      }
+    };
+    child.stderr!.on('data', onData);
+    void child.then((r) => reject(new Error(`serve ended before listening (exit ${r.exitCode}, ${r.signal ?? 'no signal'}): ${seen}${String(r.stderr)}`)));
+  });
+  return { url, child };
+}
+
+async function crash(s: Server): Promise<void> {
+  s.child.kill('SIGKILL');
+  const r = await s.child;
+  expect(r.signal).toBe('SIGKILL');
+}
+
+interface Res {
+  status: number;
+  body: any;
+  text: string;
+}
+
+async function call(base: string, method: string, path: string, key: string, json?: unknown): Promise<Res> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, body, text };
+}
+
+async function ok(p: Promise<Res>, status = 200): Promise<any> {
+  const r = await p;
+  expect(r.status, r.text).toBe(status);
+  return r.body;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Messages of the client still `pendiente`, through the history endpoint. */
+async function pending(base: string, key: string): Promise<number> {
+  return (await ok(call(base, 'GET', '/api/historial_listar.php?estado=pendiente&por_pagina=1', key))).total as number;
+}
+
+async function runScenario(killShare: number): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'pasarela-crash-'));
+  dirs.push(root);
+  const dataDir = join(root, 'data');
+
+  // Run 1: set-up and queue; a one-minute gap holds every line after its first send.
+  let s = await startServe(dataDir, '60000-60000');
+  const admin = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+  const cli = await ok(call(s.url, 'POST', '/admin/clientes', admin, { nombre: 'Crash', email: 'crash@example.com', saldo: SALDO }), 201);
+  const key: string = cli.api_key;
+  const lineas: number[] = [];
+  for (let i = 0; i < LINES; i += 1) {
+    const numero = `52155${String(10_000_000 + Math.floor(Math.random() * 89_999_999))}`;
+    const c = await ok(call(s.url, 'POST', '/api/celular_crear.php', key, { numero }), 201);
+    const id: number = c.celular_id;
+    await ok(call(s.url, 'POST', `/api/celular_qr.php?id=${id}`, key));
+    await ok(call(s.url, 'POST', '/admin/sim/scan', admin, { celular_id: id }));
+    await ok(call(s.url, 'POST', `/api/celular_editar.php?id=${id}`, key, { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 }));
+    const deadline = Date.now() + 5_000;
+    while ((await ok(call(s.url, 'GET', `/api/celular.php?id=${id}`, key))).celular.estado !== 'activo') {
+      if (Date.now() > deadline) throw new Error(`celular ${id} did not become activo`);
+      await sleep(20);
+    }
+    lineas.push(id);
+  }
+
+  const jobs: Array<() => Promise<Res>> = [];
+  let n = 0;
+  for (const id of lineas) {
+    for (let i = 0; i < TEXTS_PER_LINE + IMAGES_PER_LINE; i += 1) {
+      n += 1;
+      // Distinct recipients, so duplicate protection never refuses one.
+      const destinatario = `5255${String(20_000_000 + n * 131)}`;
+      jobs.push(
+        i < IMAGES_PER_LINE
+          ? () => call(s.url, 'POST', '/api/mensaje_enviar_imagen_base64.php', key, { celular_id: id, destinatario, imageBase64: PNG, caption: `img ${n}` })
+          : () => call(s.url, 'POST', '/api/mensaje_enviar_texto.php', key, { celular_id: id, destinatario, mensaje: `mensaje ${n} de la prueba de caída` }),
+      );
+    }
+  }
+  const accepted: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 6 }, async () => {
+      while (next < jobs.length) {
+        const r = await jobs[next++]!();
+        expect(r.status, r.text).toBe(200);
+        expect(r.body.modo).toBe('cola');
+        accepted.push(r.body.msg_id as string);
+      }
+    }),
+  );
+  expect(accepted).toHaveLength(TOTAL);
+  expect(new Set(accepted).size).toBe(TOTAL);
+  expect(readdirSync(join(dataDir, 'tmp')).length).toBeGreaterThan(0);
+  await crash(s);
+
+  // Run 2: drain with a short gap; kill once `killShare` of the messages is sent.
+  s = await startServe(dataDir, '0-5');
+  const target = Math.round(TOTAL * killShare);
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const left = await pending(s.url, key);
+    if (TOTAL - left >= target) break;
+    if (Date.now() > deadline) throw new Error(`only ${TOTAL - left} of ${TOTAL} sent after 15 s`);
+  }
+  await crash(s);
+  {
+    // The state the crash left (the process is gone; nothing writes now).
+    const db = new Database(join(dataDir, 'pasarela.db'), { readonly: true, fileMustExist: true });
+    const { p, t } = db.prepare("SELECT SUM(estado = 'pendiente') AS p, COUNT(*) AS t FROM mensajes").get() as { p: number; t: number };
+    db.close();
+    expect(t).toBe(TOTAL);
+    expect(p, 'some messages still pending at the crash').toBeGreaterThan(0);
+    expect(p, 'some messages sent before the crash').toBeLessThan(TOTAL);
+  }
+
+  // Run 3: drain to the end, then a graceful stop.
+  s = await startServe(dataDir, '0-5');
+  const end = Date.now() + 20_000;
+  while ((await pending(s.url, key)) > 0) {
+    if (Date.now() > end) throw new Error('the queue did not drain in 20 s');
+    await sleep(50);
+  }
+  const saldo = await ok(call(s.url, 'GET', '/api/saldo.php', key));
+  expect(saldo.saldo_global).toBe(SALDO - TOTAL);
+  s.child.kill('SIGTERM');
+  const stopped = await s.child;
+  expect(stopped.exitCode, String(stopped.stderr)).toBe(0);
+
+  const db = new Database(join(dataDir, 'pasarela.db'), { readonly: true, fileMustExist: true });
+  try {
+    const rows = db.prepare('SELECT msg_id, estado, gateway_msg_id, error FROM mensajes').all() as Array<{
+      msg_id: string;
+      estado: string;
+      gateway_msg_id: string | null;
+      error: string | null;
+    }>;
+    const byId = new Map<string, (typeof rows)[number][]>();
+    for (const r of rows) byId.set(r.msg_id, [...(byId.get(r.msg_id) ?? []), r]);
+    // Every accepted message exactly once, and nothing else; none lost, none ended as error.
+    expect(rows).toHaveLength(TOTAL);
+    for (const id of accepted) {
+      expect(byId.get(id)?.length, `msg ${id}`).toBe(1);
+      const r = byId.get(id)![0]!;
+      expect(['enviado', 'entregado', 'leido'], `msg ${id}: ${r.estado} ${r.error ?? ''}`).toContain(r.estado);
+    }
+    // Nothing sent twice: the network took each message once, under one gateway id.
+    const sent = new Map(
+      (db.prepare("SELECT key, value FROM kv WHERE ns = 'sim.sent'").all() as Array<{ key: string; value: string }>).map((r) => [
+        r.key,
+        (JSON.parse(r.value) as { gatewayMsgId: string }).gatewayMsgId,
+      ]),
+    );
+    expect(sent.size).toBe(TOTAL);
+    const gids = rows.map((r) => r.gateway_msg_id);
+    expect(new Set(gids).size).toBe(TOTAL);
+    for (const r of rows) expect(sent.get(r.msg_id), `gateway id of ${r.msg_id}`).toBe(r.gateway_msg_id);
+    // Each message charged once, never refunded.
+    const mov = db.prepare('SELECT COUNT(*) AS n, SUM(monto) AS total FROM movimientos_saldo WHERE celular_id IS NULL AND actor = ?').get('sistema') as {
+      n: number;
+      total: number;
+    };
+    expect(mov).toEqual({ n: TOTAL, total: -TOTAL });
+    const cliente = db.prepare('SELECT saldo_global FROM clientes WHERE id = ?').get(cli.cliente.id) as { saldo_global: number };
+    expect(cliente.saldo_global).toBe(SALDO - TOTAL);
+  } finally {
+    db.close();
+  }
+  expect(readdirSync(join(dataDir, 'tmp'))).toEqual([]);
+}
+
+describe('crash: SIGKILL while the queue drains', () => {
+  it.each([
+    ['~20%', 0.2],
+    ['~70%', 0.7],
+  ])('killed after %s sent: every accepted message ends sent exactly once, charged once', async (_label, share) => {
+    await runScenario(share);
+  }, 60_000);
+});

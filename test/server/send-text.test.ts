@@ -1,0 +1,280 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, type ApiResponse, type TestServer, startTestServer } from '../helpers/server.js';
+import { admin, editCelular, link, linkedLine, mensaje, send, TEXT, uniqueText, UUID, waitEstado, waitFor, type Line } from './send-helpers.js';
+
+/**
+ * The text send endpoint over HTTP (spec "Sending messages"; DESIGN §3, §4,
+ * §5): both modes, both encodings, credentials, field errors, recipient
+ * normalisation, and the states of line and client that forbid a send.
+ */
+
+function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
+  expect(r.status, r.text).toBe(status);
+  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
+  expect(r.body).toHaveProperty('saldo');
+  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
+}
+
+function expectQueued(r: ApiResponse): void {
+  expect(r.status, r.text).toBe(200);
+  expect(r.body).toMatchObject({
+    ok: true,
+    api_codigo: 0,
+    api_texto: 'OK',
+    api_descripcion: expect.any(String),
+    texto: expect.any(String),
+    desc: expect.any(String),
+    modo: 'cola',
+    estado: 'pendiente',
+    anti_dupe: { count: 1, max: 3, window_s: 120 },
+    saldo: expect.any(Number),
+  });
+  expect(r.body.msg_id).toMatch(UUID);
+  expect(r.body).not.toHaveProperty('gateway_msg_id');
+}
+
+function expectDirect(r: ApiResponse): void {
+  expect(r.status, r.text).toBe(200);
+  expect(r.body).toMatchObject({
+    ok: true,
+    api_codigo: 0,
+    api_texto: 'OK',
+    modo: 'directo',
+    estado: 'enviado',
+    anti_dupe: { count: 1, max: 3, window_s: 120 },
+    saldo: expect.any(Number),
+    gateway_msg_id: expect.stringMatching(/\S/),
+  });
+  expect(r.body.msg_id).toMatch(UUID);
+}
+
+const DEST = '525598765432';
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 });
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+describe('text: happy paths', () => {
+  it('queue mode, JSON: 200 cola with msg_id, anti_dupe, saldo; the worker then sends it', async () => {
+    const L = await linkedLine(s, { saldo: 5 });
+    const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
+    expectQueued(r);
+    expect(r.body.saldo).toBe(0); // the celular's own balance; the charge came from the global one
+    const m = await waitEstado(s, r.body.msg_id, ['enviado', 'entregado', 'leido']);
+    expect(m).toMatchObject({ modo: 'cola', tipo: 'texto', destinatario: DEST, celular_id: L.celularId, cliente_id: L.clienteId });
+    expect(m.gateway_msg_id).toMatch(/\S/);
+  });
+
+  it('queue mode, form-encoded: 200 cola', async () => {
+    const L = await linkedLine(s);
+    const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('form') }, { form: true });
+    expectQueued(r);
+    expect((await mensaje(s, r.body.msg_id)).texto).toMatch(/^form /);
+  });
+
+  it('directo=1, JSON and form: 200 directo with gateway_msg_id, recorded as enviado', async () => {
+    const L = await linkedLine(s);
+    for (const form of [false, true]) {
+      const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }, { form });
+      expectDirect(r);
+      const m = await mensaje(s, r.body.msg_id);
+      expect(['enviado', 'entregado', 'leido']).toContain(m.estado);
+      expect(m).toMatchObject({ modo: 'directo', gateway_msg_id: r.body.gateway_msg_id });
+    }
+  });
+
+  it('directo accepts true / "true" / "1"; 0, "0" and false queue', async () => {
+    const L = await linkedLine(s);
+    for (const directo of [true, 'true', '1']) expectDirect(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo }));
+    for (const directo of [0, '0', false]) expectQueued(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo }));
+  });
+
+  it('the key in the body (JSON and form) instead of Bearer', async () => {
+    const L = await linkedLine(s);
+    expectQueued(await send(s, L, TEXT, { key: L.celularKey, destinatario: DEST, mensaje: uniqueText() }, { key: null }));
+    expectDirect(await send(s, L, TEXT, { key: L.celularKey, destinatario: DEST, mensaje: uniqueText(), directo: 1 }, { key: null, form: true }));
+  });
+
+  it('the gateway token works as the key', async () => {
+    const L = await linkedLine(s);
+    expectQueued(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() }, { key: L.gatewayToken }));
+  });
+
+  it('a client key sends with celular_id (JSON and form); without celular_id it is 400', async () => {
+    const L = await linkedLine(s);
+    const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: L.celularId }, { key: L.clientKey });
+    expectQueued(r);
+    expect((await mensaje(s, r.body.msg_id)).celular_id).toBe(L.celularId);
+    expectDirect(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: L.celularId, directo: 1 }, { key: L.clientKey, form: true }));
+    const no = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() }, { key: L.clientKey });
+    expectError(no, 400, 100);
+    expect(no.body.error).toMatch(/celular_id/);
+  });
+
+  it('a mensaje of exactly 4096 characters is accepted', async () => {
+    const L = await linkedLine(s);
+    const text = 'x'.repeat(4090) + uniqueText('').slice(-6).padStart(6, 'y');
+    expect(text.length).toBe(4096);
+    const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: text });
+    expectQueued(r);
+    expect((await mensaje(s, r.body.msg_id)).texto).toBe(text);
+  });
+});
+
+describe('text: field errors', () => {
+  let L: Line;
+  beforeAll(async () => {
+    L = await linkedLine(s);
+  });
+
+  it('missing destinatario or mensaje: 400 naming the field; nothing charged', async () => {
+    const before = (await api(s.url, 'GET', '/api/saldo.php', { key: L.celularKey })).body.saldo_global;
+    const a = await send(s, L, TEXT, { mensaje: 'hola' });
+    expectError(a, 400, 100);
+    expect(a.body.error).toMatch(/destinatario/);
+    const b = await send(s, L, TEXT, { destinatario: DEST });
+    expectError(b, 400, 100);
+    expect(b.body.error).toMatch(/mensaje/);
+    const c = await send(s, L, TEXT, { destinatario: DEST, mensaje: '' });
+    expectError(c, 400, 100);
+    expectError(await send(s, L, TEXT, { destinatario: DEST }, { form: true }), 400, 100);
+    expect((await api(s.url, 'GET', '/api/saldo.php', { key: L.celularKey })).body.saldo_global).toBe(before);
+  });
+
+  it('a mensaje of 4097 characters: 400', async () => {
+    const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: 'x'.repeat(4097) });
+    expectError(r, 400, 100);
+    expect(r.body.error).toMatch(/mensaje/);
+  });
+
+  it('invalid destinatario: 400 with a reason', async () => {
+    for (const bad of ['12', 'abc', '+52 55 12', '0000000000000000', '99999999999']) {
+      const r = await send(s, L, TEXT, { destinatario: bad, mensaje: uniqueText() });
+      expectError(r, 400, 100);
+      expect(r.body.error).toMatch(/destinatario: .{10,}/);
+    }
+  });
+
+  it('destinatario forms +52 55 9876 5432, 5215598765432 and the bare national 55 9876 5432 all become 525598765432', async () => {
+    for (const form of ['+52 55 9876 5432', '5215598765432', '55 9876 5432', '(55) 9876-5432', '+52 1 55 9876 5432']) {
+      const r = await send(s, L, TEXT, { destinatario: form, mensaje: uniqueText() });
+      expectQueued(r);
+      expect((await mensaje(s, r.body.msg_id)).destinatario, form).toBe('525598765432');
+    }
+    const h = await api(s.url, 'GET', '/api/historial_listar.php?destinatario=525598765432&por_pagina=500', { key: L.celularKey });
+    expect(h.status, h.text).toBe(200);
+    expect(h.body.mensajes.length).toBeGreaterThanOrEqual(5);
+    for (const m of h.body.mensajes) expect(m.destinatario).toBe('525598765432');
+  });
+
+  it('a bare national number is read in the country of the line (a US line: (415) 555-2672 -> 14155552672)', async () => {
+    const U = await linkedLine(s, { numero: '14155550100' });
+    const r = await send(s, U, TEXT, { destinatario: '(415) 555-2672', mensaje: uniqueText() });
+    expectQueued(r);
+    expect((await mensaje(s, r.body.msg_id)).destinatario).toBe('14155552672');
+    // With its country code it is read as given, whatever the line.
+    const e = await send(s, U, TEXT, { destinatario: '34612345678', mensaje: uniqueText() });
+    expectQueued(e);
+    expect((await mensaje(s, e.body.msg_id)).destinatario).toBe('34612345678');
+  });
+
+  // BUG: src/core/phone.ts:36-42 (normalizeNumero) tries every bare number as
+  // international first and only then as a national number of the line's
+  // country. Many valid Mexican national numbers are also valid numbers of
+  // another country when read with a country code: León '477 234 5678' becomes
+  // Norway 4772345678, Celaya 461 Sweden, Hermosillo 662 Thailand, and a US
+  // line's '(646) 222-3333' becomes New Zealand. The message goes to (and is
+  // charged for) a number in the wrong country. DESIGN §5: "a bare national
+  // number is read in the country of the sending celular's own number". Fix:
+  // without + or 00, try the line's country first when the digits do not start
+  // with that country's calling code; international otherwise.
+  it('bare national numbers that also parse as international are still read in the line\'s country', async () => {
+    const r = await send(s, L, TEXT, { destinatario: '477 234 5678', mensaje: uniqueText() });
+    expectQueued(r);
+    expect((await mensaje(s, r.body.msg_id)).destinatario).toBe('524772345678');
+    const U = await linkedLine(s, { numero: '14155550101' });
+    const u = await send(s, U, TEXT, { destinatario: '(646) 222-3333', mensaje: uniqueText() });
+    expectQueued(u);
+    expect((await mensaje(s, u.body.msg_id)).destinatario).toBe('16462223333');
+  });
+
+  it("directo='maybe': 400", async () => {
+    const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 'maybe' });
+    expectError(r, 400, 100);
+    expect(r.body.error).toMatch(/directo/);
+  });
+
+  it('a body over the route limit (1 MB): 413 with ok:false, JSON and form', async () => {
+    const big = 'x'.repeat(1024 * 1024 + 10);
+    expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: big }), 413, 102);
+    expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: big }, { form: true }), 413, 102);
+  });
+});
+
+describe('text: authority and states', () => {
+  it('a bad key: 401; no key at all: 401', async () => {
+    const L = await linkedLine(s);
+    expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: 'x' }, { key: `WA_${L.celularId}_${'A'.repeat(43)}` }), 401, 200);
+    expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: 'x' }, { key: null }), 401, 200);
+  });
+
+  it("celular 'suspendido' or 'desconectado': 403 api_codigo 301 naming the estado", async () => {
+    const L = await linkedLine(s);
+    for (const estado of ['suspendido', 'desconectado']) {
+      await editCelular(s, L, { estado });
+      for (const directo of [0, 1]) {
+        const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo });
+        expectError(r, 403, 301);
+        expect(r.body.error).toContain(estado);
+      }
+    }
+    // Never linked: desconectado from creation.
+    const N = await linkedLine(s, { link: false });
+    expectError(await send(s, N, TEXT, { destinatario: DEST, mensaje: uniqueText() }), 403, 301);
+  });
+
+  it('a line logged out from the phone becomes desconectado and cannot send (403 301) until scanned again', async () => {
+    const L = await linkedLine(s);
+    expect((await admin(s, 'POST', '/admin/sim/logout', { celular_id: L.celularId })).status).toBe(200);
+    await waitFor(async () => (await s.core.store.getCelular(L.celularId))?.estado === 'desconectado', 'desconectado');
+    expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), 403, 301);
+    await link(s, L);
+    expectDirect(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+  });
+
+  it('a suspended (or baja) client: 403 api_codigo 302', async () => {
+    const L = await linkedLine(s);
+    const r0 = await admin(s, 'POST', `/admin/clientes/${L.clienteId}`, { estado: 'suspendido' });
+    expect(r0.status, r0.text).toBe(200);
+    for (const directo of [0, 1]) {
+      const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo });
+      expectError(r, 403, 302);
+      expect(r.body.error).toContain('suspendido');
+    }
+    // With the client key and celular_id too; and a client in `baja`.
+    expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: L.celularId }, { key: L.clientKey }), 403, 302);
+    expect((await admin(s, 'POST', `/admin/clientes/${L.clienteId}`, { estado: 'baja' })).status).toBe(200);
+    expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() }), 403, 302);
+  });
+
+  it('a celular key naming a sibling line of its client with celular_id: 403', async () => {
+    const A = await linkedLine(s);
+    const sib = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: '525511112222' } });
+    expect(sib.status, sib.text).toBe(201);
+    expectError(await send(s, A, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: sib.body.celular_id }), 403, 201);
+    // Its own id is fine.
+    expectQueued(await send(s, A, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: A.celularId }));
+  });
+
+  it("another client's line with celular_id: 404 (client key and celular key)", async () => {
+    const A = await linkedLine(s);
+    const B = await linkedLine(s);
+    expectError(await send(s, A, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: B.celularId }, { key: A.clientKey }), 404, 600);
+    expectError(await send(s, A, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: B.celularId }), 404, 600);
+    expect((await api(s.url, 'GET', '/api/historial_listar.php', { key: B.celularKey })).body.total).toBe(0);
+  });
+});
