@@ -118,6 +118,9 @@ export const MIGRATIONS: Migration[] = [
       -- A worker's claim on a queued message; an expired lease is taken again after a crash.
       ALTER TABLE mensajes ADD COLUMN lease_until INTEGER;
       ALTER TABLE mensajes ADD COLUMN expira_at INTEGER;
+      -- Queued messages of the line still pending, kept with every change of estado, so the
+      -- queue-depth limit costs one row instead of a count over the backlog.
+      ALTER TABLE celulares ADD COLUMN pendientes INTEGER NOT NULL DEFAULT 0 CHECK (pendientes >= 0);
 
       -- The queue: pending messages of a line in arrival order (an index entry ends with the rowid).
       CREATE INDEX mensajes_cola ON mensajes(celular_id) WHERE estado = 'pendiente' AND modo = 'cola';

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { stmt } from './statements.js';
+import { immediate, stmt } from './statements.js';
 import type { AcceptResult, CapLimits, MensajeRow, NewMensaje, SentCounts } from '../core/ports.js';
 
 /**
@@ -44,10 +44,10 @@ function capHit(db: DB, celularId: number, caps: CapLimits, now: number): Accept
 }
 
 export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): AcceptResult {
-  return db
-    .transaction((): AcceptResult => {
-      const cel = stmt(db, 'SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
-        | { saldo_actual: number }
+  return immediate(db, (): AcceptResult => {
+      // Every refusal is decided before the first write, so a refused send changes nothing.
+      const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
+        | { saldo_actual: number; pendientes: number }
         | undefined;
       const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
       if (!cel || !cli) return { ok: false, reason: 'celular' };
@@ -55,10 +55,9 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
         const hit = capHit(db, m.celular_id, opts.caps, now);
         if (hit) return hit;
       }
-      if (m.modo === 'cola' && opts.maxPending !== null) {
-        const { n } = stmt(db, "SELECT COUNT(*) AS n FROM mensajes WHERE celular_id = ? AND estado = 'pendiente'").get(m.celular_id) as { n: number };
-        if (n >= opts.maxPending) return { ok: false, reason: 'cola_llena' };
-      }
+      if (m.modo === 'cola' && opts.maxPending !== null && cel.pendientes >= opts.maxPending) return { ok: false, reason: 'cola_llena' };
+      if (opts.charge && cel.saldo_actual <= 0 && cli.saldo_global <= 0) return { ok: false, reason: 'saldo' };
+      if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes + 1 WHERE id = ?').run(m.celular_id);
       let cargo: 'celular' | 'global' | null = null;
       let saldoCelular = cel.saldo_actual;
       let saldoGlobal = cli.saldo_global;
@@ -73,8 +72,6 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
           saldoGlobal -= 1;
           stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
           movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
-        } else {
-          return { ok: false, reason: 'saldo' };
         }
       }
       stmt(db, 
@@ -91,8 +88,7 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
         now,
       });
       return { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal };
-    })
-    .immediate();
+    });
 }
 
 export function getMensaje(db: DB, msgId: string): MensajeRow | null {
@@ -103,22 +99,31 @@ export function getMensajeByGatewayId(db: DB, gid: string): MensajeRow | null {
   return (stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ?').get(gid) as MensajeRow | undefined) ?? null;
 }
 
+/** A queued message leaves `pendiente`: its line's backlog count goes down with it. */
+function leftQueue(db: DB, m: { modo: string; celular_id: number }): void {
+  if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes - 1 WHERE id = ? AND pendientes > 0').run(m.celular_id);
+}
+
 export function markSent(db: DB, msgId: string, gid: string, now: number): MensajeRow | null {
-  const info = stmt(db, 
-      `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = ?, enviado_at = ?, lease_until = NULL, error = NULL,
-         intentos = intentos + 1
-       WHERE msg_id = ? AND estado = 'pendiente'`,
-    )
-    .run(gid, now, msgId);
-  return info.changes === 0 ? null : get(db, msgId);
+  return immediate(db, (): MensajeRow | null => {
+      const row = stmt(
+        db,
+        `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = ?, enviado_at = ?, lease_until = NULL, error = NULL,
+           intentos = intentos + 1
+         WHERE msg_id = ? AND estado = 'pendiente' RETURNING *`,
+      ).get(gid, now, msgId) as MensajeRow | undefined;
+      if (!row) return null;
+      leftQueue(db, row);
+      return row;
+    });
 }
 
 export function failMensaje(db: DB, msgId: string, error: string, now: number): MensajeRow | null {
-  return db
-    .transaction((): MensajeRow | null => {
+  return immediate(db, (): MensajeRow | null => {
       const m = get(db, msgId);
       if (!m || m.estado === 'error') return null;
       stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
+      if (m.estado === 'pendiente') leftQueue(db, m);
       if (m.cobrado && m.cargo === 'celular') {
         const r = stmt(db, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as
           | { saldo_actual: number }
@@ -130,8 +135,7 @@ export function failMensaje(db: DB, msgId: string, error: string, now: number): 
         refundGlobal(db, m, now);
       }
       return get(db, msgId);
-    })
-    .immediate();
+    });
 }
 
 function refundGlobal(db: DB, m: MensajeRow, now: number): void {
@@ -144,15 +148,13 @@ function refundGlobal(db: DB, m: MensajeRow, now: number): void {
 const RANK = { pendiente: 0, enviado: 1, entregado: 2, leido: 3, error: -1 } as const;
 
 export function receipt(db: DB, gid: string, estado: 'entregado' | 'leido', now: number): { before: MensajeRow; after: MensajeRow } | null {
-  return db
-    .transaction(() => {
+  return immediate(db, () => {
       const before = getMensajeByGatewayId(db, gid);
       if (!before || RANK[before.estado] < 1 || RANK[before.estado] >= RANK[estado]) return null;
       const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
       stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ?`).run(estado, now, before.msg_id);
       return { before, after: get(db, before.msg_id)! };
-    })
-    .immediate();
+    });
 }
 
 /**

@@ -22,7 +22,7 @@ import type {
   SentCounts,
 } from '../core/ports.js';
 import { MIGRATIONS } from './migrations.js';
-import { stmt } from './statements.js';
+import { immediate, stmt } from './statements.js';
 import { listMensajes } from './sqlite-historial.js';
 import * as msgs from './sqlite-mensajes.js';
 
@@ -126,7 +126,7 @@ export class SqliteStore implements Store {
   }
 
   async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
-    return this.db.transaction((): InsertCelularResult => {
+    return immediate(this.db, (): InsertCelularResult => {
       const cliente = stmt(this.db, 'SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as
         | { max_celulares: number | null }
         | undefined;
@@ -146,7 +146,7 @@ export class SqliteStore implements Store {
         .run({ ...input, now });
       const celular = stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(info.lastInsertRowid) as CelularRow;
       return { ok: true, celular };
-    }).immediate();
+    });
   }
 
   async getCelular(id: number): Promise<CelularRow | null> {
@@ -183,16 +183,16 @@ export class SqliteStore implements Store {
   }
 
   async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
-    return this.db.transaction(() => {
+    return immediate(this.db, () => {
       const info = stmt(this.db, 'DELETE FROM celulares WHERE id = ?').run(id);
       if (info.changes === 0) return false;
       this.insertAudit(audit, now);
       return true;
-    }).immediate();
+    });
   }
 
   async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {
-    return this.db.transaction((): BalanceResult => {
+    return immediate(this.db, (): BalanceResult => {
       const cliente = stmt(this.db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as
         | { saldo_global: number }
         | undefined;
@@ -223,7 +223,7 @@ export class SqliteStore implements Store {
         saldo_global: number;
       }).saldo_global;
       return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: Number(info.lastInsertRowid) };
-    }).immediate();
+    });
   }
 
   private insertAudit(entry: AuditEntry, now: number): void {

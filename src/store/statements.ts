@@ -19,3 +19,22 @@ export function stmt(db: Database.Database, sql: string): Database.Statement {
   }
   return s;
 }
+
+/**
+ * Runs `fn` in one BEGIN IMMEDIATE transaction (the write lock is taken at
+ * once, so two writers never deadlock on an upgrade). Nested calls join the
+ * outer transaction. Cheaper than building a better-sqlite3 transaction
+ * function on every call.
+ */
+export function immediate<T>(db: Database.Database, fn: () => T): T {
+  if (db.inTransaction) return fn();
+  stmt(db, 'BEGIN IMMEDIATE').run();
+  try {
+    const result = fn();
+    stmt(db, 'COMMIT').run();
+    return result;
+  } catch (err) {
+    if (db.inTransaction) stmt(db, 'ROLLBACK').run();
+    throw err;
+  }
+}

@@ -95,6 +95,41 @@ for (const adapter of ADAPTERS) {
       expect((await store.getCelularByInstancia('pasarela-1'))?.id).toBe(cel.celular.id);
     });
 
+    it('accepts messages atomically: a refusal changes nothing, the queue depth follows every estado change', async () => {
+      const c = await newCliente();
+      const cel = await store.insertCelular(celular(c.id, '525512345678'), 1000);
+      if (!cel.ok) throw new Error('insert');
+      let n = 0;
+      const msg = (modo: 'cola' | 'directo' = 'cola') => ({
+        msg_id: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
+        cliente_id: c.id,
+        celular_id: cel.celular.id,
+        destinatario: '14155552671',
+        tipo: 'texto' as const,
+        modo,
+        texto: 'x',
+        media: null,
+        payload: { texto: 'x' },
+        expira_at: null,
+      });
+      const opts = { charge: true, maxPending: 2 };
+      expect(await store.acceptMensaje(msg(), opts, 1)).toEqual({ ok: false, reason: 'saldo' });
+      await store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 5, motivo: 'r', actor: 'op' }, 1);
+      const a = msg();
+      expect(await store.acceptMensaje(a, opts, 2)).toMatchObject({ ok: true, cargo: 'global', saldo_global: 4 });
+      expect(await store.acceptMensaje(msg(), opts, 3)).toMatchObject({ ok: true });
+      expect(await store.acceptMensaje(msg(), opts, 4)).toEqual({ ok: false, reason: 'cola_llena' });
+      expect(await store.acceptMensaje(msg('directo'), opts, 4)).toMatchObject({ ok: true });
+      expect((await store.getCliente(c.id))?.saldo_global).toBe(2);
+      expect(await store.markSent(a.msg_id, 'G1', 5)).toMatchObject({ estado: 'enviado', gateway_msg_id: 'G1' });
+      expect(await store.markSent(a.msg_id, 'G2', 6)).toBeNull();
+      expect(await store.acceptMensaje(msg(), opts, 7)).toMatchObject({ ok: true });
+      const failed = await store.failMensaje(a.msg_id, 'x', 8);
+      expect(failed).toMatchObject({ estado: 'error', cobrado: 0 });
+      expect(await store.failMensaje(a.msg_id, 'x', 9)).toBeNull();
+      expect((await store.getCliente(c.id))?.saldo_global).toBe(2);
+    });
+
     it('keeps data and applies no migration twice on reopen', async () => {
       const c = await newCliente();
       await store.kvSet('ns', 'k', { a: 1 });
