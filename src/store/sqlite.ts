@@ -22,7 +22,7 @@ import type {
   SentCounts,
 } from '../core/ports.js';
 import { MIGRATIONS } from './migrations.js';
-import { immediate, stmt } from './statements.js';
+import { grouped, immediate, stmt } from './statements.js';
 import { listMensajes } from './sqlite-historial.js';
 import * as msgs from './sqlite-mensajes.js';
 
@@ -259,7 +259,7 @@ export class SqliteStore implements Store {
   }
 
   async acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): Promise<AcceptResult> {
-    return msgs.acceptMensaje(this.db, m, opts, now);
+    return grouped(this.db, () => msgs.acceptMensaje(this.db, m, opts, now));
   }
 
   async getMensaje(msgId: string): Promise<MensajeRow | null> {
@@ -271,15 +271,15 @@ export class SqliteStore implements Store {
   }
 
   async markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
-    return msgs.markSent(this.db, msgId, gid, now);
+    return grouped(this.db, () => msgs.markSent(this.db, msgId, gid, now));
   }
 
   async failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null> {
-    return msgs.failMensaje(this.db, msgId, error, now);
+    return grouped(this.db, () => msgs.failMensaje(this.db, msgId, error, now));
   }
 
   async receipt(gid: string, estado: 'entregado' | 'leido', now: number): Promise<{ before: MensajeRow; after: MensajeRow } | null> {
-    return msgs.receipt(this.db, gid, estado, now);
+    return grouped(this.db, () => msgs.receipt(this.db, gid, estado, now));
   }
 
   async queueHeads(): Promise<MensajeRow[]> {

@@ -38,3 +38,65 @@ export function immediate<T>(db: Database.Database, fn: () => T): T {
     throw err;
   }
 }
+
+interface Pending {
+  fn: () => unknown;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+const groups = new WeakMap<Database.Database, Pending[]>();
+
+/**
+ * Group commit: writes asked for in the same turn of the event loop share one
+ * transaction, and each caller's promise settles only after that COMMIT, so
+ * "accepted" still means "on disk" while a burst pays for one commit instead
+ * of one each. Every write runs in its own SAVEPOINT: one that throws is
+ * rolled back alone and rejects alone. Each write still sees the ones before
+ * it, so the checks inside (balances, caps, queue depth) stay exact.
+ */
+export function grouped<T>(db: Database.Database, fn: () => T): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let batch = groups.get(db);
+    if (!batch) {
+      batch = [];
+      groups.set(db, batch);
+      setImmediate(() => flush(db));
+    }
+    batch.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+  });
+}
+
+function flush(db: Database.Database): void {
+  const batch = groups.get(db) ?? [];
+  groups.delete(db);
+  if (!db.open) {
+    for (const p of batch) p.reject(new Error('the database is closed'));
+    return;
+  }
+  const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+  try {
+    stmt(db, 'BEGIN IMMEDIATE').run();
+    for (const p of batch) {
+      stmt(db, 'SAVEPOINT w').run();
+      try {
+        results.push({ ok: true, value: p.fn() });
+        stmt(db, 'RELEASE w').run();
+      } catch (error) {
+        stmt(db, 'ROLLBACK TO w').run();
+        stmt(db, 'RELEASE w').run();
+        results.push({ ok: false, error });
+      }
+    }
+    stmt(db, 'COMMIT').run();
+  } catch (error) {
+    if (db.inTransaction) stmt(db, 'ROLLBACK').run();
+    for (const p of batch) p.reject(error);
+    return;
+  }
+  batch.forEach((p, i) => {
+    const r = results[i]!;
+    if (r.ok) p.resolve(r.value);
+    else p.reject(r.error);
+  });
+}
