@@ -1,31 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 
 /** GET /api/info.php, /api/saldo.php and /api/celulares.php: fields and values. */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
-
-function expectOk(r: ApiResponse, status = 200): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK', api_descripcion: expect.any(String), texto: expect.any(String), desc: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-}
-
-const used = new Set<string>();
-function numeroNuevo(): string {
-  for (;;) {
-    const n = `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
-    if (!used.has(n)) {
-      used.add(n);
-      return n;
-    }
-  }
-}
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const CLIENTE_FIELDS = ['consumo_mes_actual', 'created_at', 'email', 'estado', 'id', 'max_celulares', 'nombre', 'plan'];

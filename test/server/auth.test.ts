@@ -1,34 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 
 /**
  * Credentials and authority (DESIGN §3): where a key may be presented, which
  * keys are refused with 401, and the 403-versus-404 scoping between two clients.
  */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
-
-function expectOk(r: ApiResponse, status = 200): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK' });
-}
-
-const used = new Set<string>();
-/** A fresh valid Mexican mobile number in the stored form (52 + 10 digits). */
-function numeroNuevo(): string {
-  for (;;) {
-    const n = `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
-    if (!used.has(n)) {
-      used.add(n);
-      return n;
-    }
-  }
-}
 
 let s: TestServer;
 let A: Seeded;

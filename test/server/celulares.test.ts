@@ -1,20 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk } from '../helpers/expect.js';
 
 /** The celular endpoints: create (and aliases), show, edit, delete, QR, status, vincular. */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
-
-function expectOk(r: ApiResponse, status = 200): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK', api_descripcion: expect.any(String), texto: expect.any(String), desc: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-}
 
 const used = new Set<string>();
 /** National part of a fresh Mexican mobile (10 digits); the stored form is 52 + this. */

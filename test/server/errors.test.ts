@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
+import { expectError, numeroNuevo } from '../helpers/expect.js';
 
 /**
  * Refusals in the DESIGN §4 error shape: unknown paths, bodies that are
@@ -8,26 +9,6 @@ import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type T
  */
 
 const STACK = /\n\s+at |\bat [\w.<>]+ \(|\.ts:\d+|\.js:\d+|node_modules|Error: /;
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  expect(r.text).not.toMatch(STACK);
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
-
-const used = new Set<string>();
-function numeroNuevo(): string {
-  for (;;) {
-    const n = `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
-    if (!used.has(n)) {
-      used.add(n);
-      return n;
-    }
-  }
-}
 
 let s: TestServer;
 let A: Seeded;

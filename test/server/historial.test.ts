@@ -3,6 +3,7 @@ import type { ManualClock } from '../../src/core/clock.js';
 import { startOfDay } from '../../src/core/historial.js';
 import type { MensajeEstado, Tipo } from '../../src/core/ports.js';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
+import { numeroNuevo } from '../helpers/expect.js';
 
 /**
  * GET /api/historial_listar.php over real HTTP. Messages are seeded straight
@@ -101,17 +102,6 @@ function expectOk(r: ApiResponse): void {
 function expectError(r: ApiResponse, status: number, apiCodigo: number): void {
   expect(r.status, r.text).toBe(status);
   expect(r.body).toMatchObject({ ok: false, api_codigo: apiCodigo, error: expect.any(String) });
-}
-
-const used = new Set<string>();
-function numeroNuevo(): string {
-  for (;;) {
-    const n = `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
-    if (!used.has(n)) {
-      used.add(n);
-      return n;
-    }
-  }
 }
 
 const qs = (q: Record<string, string | number | undefined>) => {

@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { expectError } from '../helpers/expect.js';
 import { admin, b64, dataUri, editCelular, linkedLine, mensaje, PDF, PNG, saldos, uniqueText, UUID, waitEstado, waitFor, type Line } from './send-helpers.js';
 
 /**
@@ -10,13 +11,6 @@ import { admin, b64, dataUri, editCelular, linkedLine, mensaje, PDF, PNG, saldos
  * body `token` (gateway or legacy token), text or text with one base64 file
  * in `mime` typed by `tipomime`, `modo` DIRECTO for an immediate send.
  */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
 
 function expectOk(r: ApiResponse, modo: 'cola' | 'directo', count = 1): void {
   expect(r.status, r.text).toBe(200);

@@ -5,6 +5,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { MessageStatusEvent } from '../../src/core/events.js';
 import { GatewayFailure } from '../../src/core/ports.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { expectError } from '../helpers/expect.js';
 import {
   admin,
   b64,
@@ -28,13 +29,6 @@ import {
  * failures, the pending cap, and the message states and `message.status`
  * events through the receipts of the simulated network.
  */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
 
 function expectQueued(r: ApiResponse): void {
   expect(r.status, r.text).toBe(200);

@@ -1,22 +1,12 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
+import { numeroNuevo } from '../helpers/expect.js';
 
 /**
  * Secrets (keys, gateway tokens, legacy tokens, the operator token) never
  * appear in a response that is not the one issuing them, nor in the log.
  */
-
-const used = new Set<string>();
-function numeroNuevo(): string {
-  for (;;) {
-    const n = `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
-    if (!used.has(n)) {
-      used.add(n);
-      return n;
-    }
-  }
-}
 
 const sha256 = (x: string) => createHash('sha256').update(x, 'utf8').digest('hex');
 

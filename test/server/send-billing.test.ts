@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { expectError } from '../helpers/expect.js';
 import { admin, linkedLine, mensaje, saldos, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
 
 /**
@@ -8,13 +9,6 @@ import { admin, linkedLine, mensaje, saldos, send, TEXT, uniqueText, waitEstado,
  * 402; unlimited plans are never charged; a direct send the gateway refuses
  * is refunded; consumption counts; and all of it under concurrent requests.
  */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
 
 function expectOk(r: ApiResponse, modo: 'cola' | 'directo' = 'cola'): void {
   expect(r.status, r.text).toBe(200);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { expectError } from '../helpers/expect.js';
 import {
   b64,
   dataUri,
@@ -21,13 +22,6 @@ import {
  * 120 s, then a 300 s block of the whole line), the per-line caps in direct
  * and queue mode, and the allowed sending hours in the server's zone.
  */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
 
 function expect429(r: ApiResponse, apiCodigo: number): void {
   expectError(r, 429, apiCodigo);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import type { MensajePayload } from '../../src/core/ports.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { expectError } from '../helpers/expect.js';
 import {
   admin,
   b64,
@@ -34,13 +35,6 @@ import {
  * per-type and the generic field names, data URI and raw; URL and base64
  * refusals; the temp files of base64 sends.
  */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
 
 function expectSent(r: ApiResponse, modo: 'cola' | 'directo'): void {
   expect(r.status, r.text).toBe(200);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, type ApiResponse, type TestServer, startTestServer } from '../helpers/server.js';
+import { expectError } from '../helpers/expect.js';
 import { admin, editCelular, link, linkedLine, mensaje, send, TEXT, uniqueText, UUID, waitEstado, waitFor, type Line } from './send-helpers.js';
 
 /**
@@ -7,13 +8,6 @@ import { admin, editCelular, link, linkedLine, mensaje, send, TEXT, uniqueText, 
  * §5): both modes, both encodings, credentials, field errors, recipient
  * normalisation, and the states of line and client that forbid a send.
  */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
 
 function expectQueued(r: ApiResponse): void {
   expect(r.status, r.text).toBe(200);

@@ -3,35 +3,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import type { MessagesReceivedEvent, SessionStatusEvent } from '../../src/core/events.js';
 import { api, seedClient, startTestServer, tempDir, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 
 /**
  * The linking session (QR, scan, logout, status), the simulator controls and
  * the events they publish on the internal bus (DESIGN §2, §6).
  */
-
-function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
-}
-
-function expectOk(r: ApiResponse, status = 200): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK', api_descripcion: expect.any(String) });
-  expect(r.body).toHaveProperty('saldo');
-}
-
-const used = new Set<string>();
-function numeroNuevo(): string {
-  for (;;) {
-    const n = `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
-    if (!used.has(n)) {
-      used.add(n);
-      return n;
-    }
-  }
-}
 
 /** Polls a condition for a short while (events are handled asynchronously, in microseconds). */
 async function until(cond: () => boolean, ms = 3000): Promise<void> {

@@ -1,0 +1,29 @@
+import { expect } from 'vitest';
+import type { ApiResponse } from './server.js';
+
+/** The DESIGN §4 error body, with the given status and, when given, api_codigo. */
+export function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
+  expect(r.status, r.text).toBe(status);
+  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
+  expect(r.body).toHaveProperty('saldo');
+  if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
+}
+
+/** The DESIGN §4 success envelope. */
+export function expectOk(r: ApiResponse, status = 200): void {
+  expect(r.status, r.text).toBe(status);
+  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK', api_descripcion: expect.any(String), texto: expect.any(String), desc: expect.any(String) });
+  expect(r.body).toHaveProperty('saldo');
+}
+
+const used = new Set<string>();
+/** A fresh valid Mexican mobile number in the stored form (52 + 10 digits), never the same twice in a process. */
+export function numeroNuevo(): string {
+  for (;;) {
+    const n = `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}`;
+    if (!used.has(n)) {
+      used.add(n);
+      return n;
+    }
+  }
+}
