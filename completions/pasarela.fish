@@ -30,6 +30,7 @@ complete -c pasarela -n '__fish_seen_subcommand_from serve' -l allow-private-url
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l queue-gap-ms -r -d 'random pause between two queued sends of one line'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l queue-ttl -r -d 'a queued message not sent within this ends as error'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l queue-max-pending -r -d 'pending messages per line before 429'
+complete -c pasarela -n '__fish_seen_subcommand_from serve' -l webhook-retry-ms -r -d 'first webhook retry delay; the schedule (x1, x60, x360, x1440, x3600, x7200, x7200) spans about a day at 5000'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l sim-qr-ms -r -d 'simulator: how often a pending QR changes'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l sim-delivery-ms -r -d 'simulator: delay of delivery receipts'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l sim-read-ms -r -d 'simulator: delay of read receipts'

@@ -39,6 +39,7 @@ export const ERRORS = {
   NUMBER_TAKEN: { codigo: 602, status: 409, texto: 'NUMERO_YA_REGISTRADO', meaning: 'The number is already registered as a celular.' },
   CELULAR_CAP: { codigo: 603, status: 403, texto: 'LIMITE_DE_CELULARES', meaning: 'The client has reached `max_celulares`.' },
   CONFLICT: { codigo: 604, status: 409, texto: 'CONFLICTO', meaning: 'The request conflicts with the current state (for example, a balance that would go negative).' },
+  DELIVERY_NOT_FOUND: { codigo: 605, status: 404, texto: 'ENTREGA_NO_ENCONTRADA', meaning: 'No webhook delivery with that id for this client.' },
   GATEWAY_ERROR: { codigo: 700, status: 502, texto: 'ERROR_DE_GATEWAY', meaning: 'The messaging gateway refused or failed the call.' },
   GATEWAY_NOT_SIM: { codigo: 701, status: 404, texto: 'SIMULADOR_INACTIVO', meaning: 'Simulator controls exist only when `serve --gateway sim`.' },
   INTERNAL: { codigo: 900, status: 500, texto: 'ERROR_INTERNO', meaning: 'An unexpected server fault; the log has the details, the answer never does.' },

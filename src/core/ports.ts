@@ -218,6 +218,37 @@ export interface SentCounts {
   oldestDay: number | null;
 }
 
+export interface WebhookConfig {
+  cliente_id: number;
+  url: string;
+  secret: string | null;
+  /** Subscribed kinds: messages.received, message.status, session.status, or all. */
+  eventos: string[];
+  activo: boolean;
+  updated_at: number;
+}
+
+export interface EntregaRow {
+  id: string;
+  cliente_id: number;
+  evento: string;
+  body: string;
+  estado: 'pendiente' | 'entregado' | 'fallido';
+  intentos: number;
+  proximo_intento_at: number;
+  created_at: number;
+  entregado_at: number | null;
+  ultimo_error: string | null;
+}
+
+export interface IntentoRow {
+  n: number;
+  fecha: number;
+  status: number | null;
+  duracion_ms: number;
+  error: string | null;
+}
+
 export interface Store {
   readonly dialect: string;
   createCliente(input: NewCliente, now: number): Promise<ClienteRow>;
@@ -272,6 +303,29 @@ export interface Store {
   /** Temp files still needed by pending messages (everything else in tmp/ may go). */
   pendingFiles(): Promise<string[]>;
   listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }>;
+
+  getWebhook(clienteId: number): Promise<WebhookConfig | null>;
+  /** Saves the configuration, keeping the one it replaces for restoreWebhook. */
+  setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig>;
+  /** Removes the configuration (kept for restoreWebhook); false when there was none. */
+  deleteWebhook(clienteId: number, now: number): Promise<boolean>;
+  /** Puts back the configuration the last set or delete replaced; 'nada' when there is none. */
+  restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'>;
+  enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void>;
+  /** Pending deliveries whose time has come, oldest first. */
+  dueEntregas(now: number, limit: number): Promise<EntregaRow[]>;
+  /** Records one attempt and the delivery's new state together. */
+  recordAttempt(
+    id: string,
+    attempt: { status: number | null; duracion_ms: number; error: string | null },
+    outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
+    now: number,
+  ): Promise<void>;
+  listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
+  /** Makes a delivery pending again, due now (same id); false when it is not this client's. */
+  redeliver(clienteId: number, id: string, now: number): Promise<boolean>;
+  /** Deactivates a client's configuration (a receiver answered 410 Gone). */
+  deactivateWebhook(clienteId: number, now: number): Promise<void>;
 
   /** Small durable key-value space for adapters (the simulator's sessions live here). */
   kvGet<T>(ns: string, key: string): Promise<T | null>;

@@ -12,6 +12,8 @@ import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
 import sendRoutes from './routes/send.js';
 import type { SendDeps } from '../core/send.js';
+import type { WebhookDispatcher } from '../webhooks/dispatcher.js';
+import webhookRoutes from './routes/webhook.js';
 import { sharedSchemas } from './schemas/common.js';
 
 export interface AppOptions {
@@ -21,6 +23,7 @@ export interface AppOptions {
   trustProxy?: boolean;
   /** The temp-file store and the queue worker's wake-up; sends need them. */
   send: SendDeps;
+  webhooks: WebhookDispatcher;
 }
 
 /** Query parameters whose values are credentials; masked wherever a URL is logged. */
@@ -128,6 +131,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(accountRoutes, { core });
   await app.register(celularRoutes, { core });
   await app.register(sendRoutes, { core, deps: opts.send });
+  await app.register(webhookRoutes, { core, dispatcher: opts.webhooks });
   await app.register(import('./routes/historial.js'), { core });
   await app.register(async (admin) => {
     await admin.register(adminRoutes, { core });

@@ -80,3 +80,13 @@ export function created<T extends object>(reply: FastifyReply, data: T, meta: Su
   reply.code(201);
   return success(data, meta);
 }
+
+/** `1`, `true`, `on`, `yes` are true; `0`, `false`, empty or absent are false; anything else is a 400. */
+export function boolish(value: unknown, name: string): boolean {
+  if (value === undefined || value === null || value === '' || value === false || value === 0) return false;
+  if (value === true || value === 1) return true;
+  const s = String(value).trim().toLowerCase();
+  if (['1', 'true', 'on', 'yes', 'si', 'sí'].includes(s)) return true;
+  if (['0', 'false', 'off', 'no'].includes(s)) return false;
+  return fail('INVALID_PARAMS', `${name} must be 1 or 0 (true or false), not "${String(value)}"`);
+}

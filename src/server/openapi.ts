@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from './app.js';
 import { TempFiles } from '../core/media.js';
+import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { QUEUE_DEFAULTS } from '../core/context.js';
 
 /**
@@ -28,7 +29,11 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     random: Math.random,
   };
   // Handlers never run here; sends are only described.
-  const app = await buildApp({ core, send: { tmp: new TempFiles(join(tmpdir(), 'pasarela-openapi')), queued: () => {} } });
+  const app = await buildApp({
+    core,
+    send: { tmp: new TempFiles(join(tmpdir(), 'pasarela-openapi')), queued: () => {} },
+    webhooks: new WebhookDispatcher(core, { retryBaseMs: 1, timeoutMs: 1, concurrency: 1, pollMs: 1, userAgent: '', onError: () => {} }),
+  });
   await app.ready();
   const doc = app.swagger() as unknown as Record<string, unknown>;
   await app.close();

@@ -14,6 +14,7 @@ import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
 import { TempFiles } from '../core/media.js';
 import { QueueWorker } from '../core/queue-worker.js';
+import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 
 export interface ServeOptions {
   host: string;
@@ -34,6 +35,8 @@ export interface ServeOptions {
   tz?: string;
   allowPrivateUrls?: boolean;
   queue?: Partial<QueueConfig>;
+  /** First webhook retry delay (the schedule multiplies it); 5000 by default. */
+  webhookRetryMs?: number;
   /** Where JSON logs go (stdout when serving for real). */
   logStream?: NodeJS.WritableStream;
 }
@@ -101,12 +104,23 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
     // Base64 files of sends that ended while the process was down, or of a crash mid-request.
     const swept = await tmp.sweep(await store.pendingFiles());
     let worker: QueueWorker | undefined;
-    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy, send: { tmp, queued: () => worker?.poke() } });
+    let app0log: ((err: unknown) => void) | undefined;
+    const webhooks = new WebhookDispatcher(core, {
+      retryBaseMs: opts.webhookRetryMs ?? 5000,
+      timeoutMs: 10_000,
+      concurrency: 8,
+      pollMs: 500,
+      userAgent: `pasarela-webhooks/${VERSION}`,
+      onError: (err) => app0log?.(err),
+    });
+    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy, send: { tmp, queued: () => worker?.poke() }, webhooks });
+    app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
     if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');
     worker = new QueueWorker(core, tmp, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();
+    webhooks.start();
     await worker.start();
     await app.listen({ host: opts.host, port: opts.port });
     const addr = app.server.address();
@@ -124,6 +138,7 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
           app.markClosing();
           await app.close();
           await worker.stop();
+          await webhooks.stop();
           await sync.idle();
           await gateway.close();
           await store.close();

@@ -146,4 +146,48 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX mensajes_cliente_celular_dest_fecha ON mensajes(cliente_id, celular_id, destinatario, created_at);
     `,
   },
+  {
+    version: 4,
+    name: 'webhooks: configuration, outbox, attempts',
+    sql: `
+      -- One configuration per client. The secret is kept to sign deliveries (never returned).
+      -- The prev_* columns keep the configuration the last set replaced (webhook_restaurar).
+      CREATE TABLE webhooks (
+        cliente_id INTEGER PRIMARY KEY,
+        url TEXT NOT NULL,
+        secret TEXT,
+        eventos TEXT NOT NULL,
+        activo INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        prev TEXT
+      );
+
+      -- The outbox: one row per event to deliver; the id is the webhook-id of every attempt.
+      CREATE TABLE webhook_entregas (
+        id TEXT PRIMARY KEY,
+        cliente_id INTEGER NOT NULL,
+        evento TEXT NOT NULL,
+        body TEXT NOT NULL,
+        estado TEXT NOT NULL CHECK (estado IN ('pendiente','entregado','fallido')),
+        intentos INTEGER NOT NULL DEFAULT 0,
+        proximo_intento_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        entregado_at INTEGER,
+        ultimo_error TEXT
+      );
+      CREATE INDEX webhook_entregas_cola ON webhook_entregas(cliente_id, proximo_intento_at) WHERE estado = 'pendiente';
+      CREATE INDEX webhook_entregas_cliente ON webhook_entregas(cliente_id, created_at);
+
+      CREATE TABLE webhook_intentos (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        entrega_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        fecha INTEGER NOT NULL,
+        status INTEGER,
+        duracion_ms INTEGER NOT NULL,
+        error TEXT
+      );
+      CREATE INDEX webhook_intentos_entrega ON webhook_intentos(entrega_id, n);
+    `,
+  },
 ];

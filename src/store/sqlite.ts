@@ -20,11 +20,15 @@ import type {
   MensajeRow,
   NewMensaje,
   SentCounts,
+  EntregaRow,
+  IntentoRow,
+  WebhookConfig,
 } from '../core/ports.js';
 import { MIGRATIONS } from './migrations.js';
 import { grouped, immediate, stmt } from './statements.js';
 import { listMensajes } from './sqlite-historial.js';
 import * as msgs from './sqlite-mensajes.js';
+import * as hooks from './sqlite-webhooks.js';
 
 type Row = Record<string, unknown>;
 
@@ -308,6 +312,51 @@ export class SqliteStore implements Store {
 
   async listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {
     return listMensajes(this.db, filter);
+  }
+
+  async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
+    return hooks.getWebhook(this.db, clienteId);
+  }
+
+  async setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig> {
+    return hooks.setWebhook(this.db, cfg, now);
+  }
+
+  async deleteWebhook(clienteId: number, now: number): Promise<boolean> {
+    return hooks.deleteWebhook(this.db, clienteId, now);
+  }
+
+  async restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'> {
+    return hooks.restoreWebhook(this.db, clienteId, now);
+  }
+
+  async deactivateWebhook(clienteId: number, now: number): Promise<void> {
+    hooks.deactivateWebhook(this.db, clienteId, now);
+  }
+
+  async enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void> {
+    return grouped(this.db, () => hooks.enqueueEntrega(this.db, e, now));
+  }
+
+  async dueEntregas(now: number, limit: number): Promise<EntregaRow[]> {
+    return hooks.dueEntregas(this.db, now, limit);
+  }
+
+  async recordAttempt(
+    id: string,
+    attempt: { status: number | null; duracion_ms: number; error: string | null },
+    outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
+    now: number,
+  ): Promise<void> {
+    return grouped(this.db, () => hooks.recordAttempt(this.db, id, attempt, outcome, now));
+  }
+
+  async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
+    return hooks.listEntregas(this.db, clienteId, limit);
+  }
+
+  async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {
+    return hooks.redeliver(this.db, clienteId, id, now);
   }
 
   async kvGet<T>(ns: string, key: string): Promise<T | null> {

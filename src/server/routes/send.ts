@@ -5,23 +5,13 @@ import { fail } from '../../core/errors.js';
 import { MEDIA_RULES } from '../../core/media.js';
 import type { Tipo } from '../../core/ports.js';
 import { send, type MediaTipo, type SendDeps, type SendRequest, type SendResult } from '../../core/send.js';
-import { bodyOf, clientAuth, principal, success } from '../http.js';
+import { bodyOf, boolish, clientAuth, principal, success } from '../http.js';
 import { errorResponses, keyField, okResponse } from '../schemas/common.js';
 
 /**
  * The spec's eleven send endpoints and the legacy one. Each only maps its
  * fields onto one SendRequest; every rule lives in core/send.ts.
  */
-
-/** `1`, `true`, `on`, `yes` are true; `0`, `false`, empty or absent are false; anything else is a 400. */
-export function boolish(value: unknown, name: string): boolean {
-  if (value === undefined || value === null || value === '' || value === false || value === 0) return false;
-  if (value === true || value === 1) return true;
-  const s = String(value).trim().toLowerCase();
-  if (['1', 'true', 'on', 'yes', 'si', 'sí'].includes(s)) return true;
-  if (['0', 'false', 'off', 'no'].includes(s)) return false;
-  return fail('INVALID_PARAMS', `${name} must be 1 or 0 (true or false), not "${String(value)}"`);
-}
 
 const flag = { type: ['boolean', 'integer', 'string'], description: '1/true or 0/false' } as const;
 const common = {

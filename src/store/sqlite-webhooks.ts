@@ -1,0 +1,144 @@
+import type Database from 'better-sqlite3';
+import type { EntregaRow, IntentoRow, WebhookConfig } from '../core/ports.js';
+import { immediate, stmt } from './statements.js';
+
+/** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
+type DB = Database.Database;
+
+interface WebhookRow {
+  cliente_id: number;
+  url: string;
+  secret: string | null;
+  eventos: string;
+  activo: number;
+  updated_at: number;
+  prev: string | null;
+}
+
+const toConfig = (r: WebhookRow): WebhookConfig => ({
+  cliente_id: r.cliente_id,
+  url: r.url,
+  secret: r.secret,
+  eventos: JSON.parse(r.eventos) as string[],
+  activo: r.activo === 1,
+  updated_at: r.updated_at,
+});
+
+function row(db: DB, clienteId: number): WebhookRow | undefined {
+  return stmt(db, 'SELECT * FROM webhooks WHERE cliente_id = ?').get(clienteId) as WebhookRow | undefined;
+}
+
+/** What `prev` holds: the replaced configuration, or null when there was none. */
+const snapshot = (r: WebhookRow | undefined) => JSON.stringify(r ? { url: r.url, secret: r.secret, eventos: r.eventos, activo: r.activo } : null);
+
+export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
+  const r = row(db, clienteId);
+  return r && r.url !== '' ? toConfig(r) : null;
+}
+
+export function setWebhook(db: DB, cfg: Omit<WebhookConfig, 'updated_at'>, now: number): WebhookConfig {
+  return immediate(db, () => {
+    const before = row(db, cfg.cliente_id);
+    const prev = snapshot(before && before.url !== '' ? before : undefined);
+    stmt(
+      db,
+      `INSERT INTO webhooks (cliente_id, url, secret, eventos, activo, updated_at, prev) VALUES (@cliente_id, @url, @secret, @eventos, @activo, @now, @prev)
+       ON CONFLICT (cliente_id) DO UPDATE SET url = excluded.url, secret = excluded.secret, eventos = excluded.eventos,
+         activo = excluded.activo, updated_at = excluded.updated_at, prev = excluded.prev`,
+    ).run({ ...cfg, eventos: JSON.stringify(cfg.eventos), activo: cfg.activo ? 1 : 0, now, prev });
+    return toConfig(row(db, cfg.cliente_id)!);
+  });
+}
+
+/** A removed configuration stays as an empty row whose `prev` can be restored. */
+export function deleteWebhook(db: DB, clienteId: number, now: number): boolean {
+  return immediate(db, () => {
+    const before = row(db, clienteId);
+    if (!before || before.url === '') return false;
+    stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(
+      now,
+      snapshot(before),
+      clienteId,
+    );
+    return true;
+  });
+}
+
+export function restoreWebhook(db: DB, clienteId: number, now: number): WebhookConfig | null | 'nada' {
+  return immediate(db, () => {
+    const current = row(db, clienteId);
+    if (!current || current.prev === null) return 'nada';
+    const prev = JSON.parse(current.prev) as { url: string; secret: string | null; eventos: string; activo: number } | null;
+    if (prev === null) {
+      stmt(db, 'DELETE FROM webhooks WHERE cliente_id = ?').run(clienteId);
+      return null;
+    }
+    stmt(db, 'UPDATE webhooks SET url = ?, secret = ?, eventos = ?, activo = ?, updated_at = ?, prev = NULL WHERE cliente_id = ?').run(
+      prev.url,
+      prev.secret,
+      prev.eventos,
+      prev.activo,
+      now,
+      clienteId,
+    );
+    return toConfig(row(db, clienteId)!);
+  });
+}
+
+export function deactivateWebhook(db: DB, clienteId: number, now: number): void {
+  stmt(db, 'UPDATE webhooks SET activo = 0, updated_at = ? WHERE cliente_id = ?').run(now, clienteId);
+}
+
+export function enqueueEntrega(db: DB, e: { id: string; cliente_id: number; evento: string; body: string }, now: number): void {
+  stmt(
+    db,
+    `INSERT INTO webhook_entregas (id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at)
+     VALUES (?, ?, ?, ?, 'pendiente', 0, ?, ?)`,
+  ).run(e.id, e.cliente_id, e.evento, e.body, now, now);
+}
+
+export function dueEntregas(db: DB, now: number, limit: number): EntregaRow[] {
+  return stmt(db, "SELECT * FROM webhook_entregas WHERE estado = 'pendiente' AND proximo_intento_at <= ? ORDER BY created_at, rowid LIMIT ?").all(
+    now,
+    limit,
+  ) as EntregaRow[];
+}
+
+export function recordAttempt(
+  db: DB,
+  id: string,
+  a: { status: number | null; duracion_ms: number; error: string | null },
+  o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
+  now: number,
+): void {
+  immediate(db, () => {
+    const e = stmt(db, 'SELECT intentos FROM webhook_entregas WHERE id = ?').get(id) as { intentos: number } | undefined;
+    if (!e) return;
+    const n = e.intentos + 1;
+    stmt(db, 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (?, ?, ?, ?, ?, ?)').run(
+      id,
+      n,
+      now,
+      a.status,
+      a.duracion_ms,
+      a.error,
+    );
+    stmt(
+      db,
+      `UPDATE webhook_entregas SET intentos = ?, estado = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
+         entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ? WHERE id = ?`,
+    ).run(n, o.estado, o.proximo_intento_at ?? null, o.estado, now, a.error, id);
+  });
+}
+
+export function listEntregas(db: DB, clienteId: number, limit: number): Array<EntregaRow & { intentos_detalle: IntentoRow[] }> {
+  const rows = stmt(db, 'SELECT * FROM webhook_entregas WHERE cliente_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?').all(clienteId, limit) as EntregaRow[];
+  const attempts = stmt(db, 'SELECT n, fecha, status, duracion_ms, error FROM webhook_intentos WHERE entrega_id = ? ORDER BY n');
+  return rows.map((r) => ({ ...r, intentos_detalle: attempts.all(r.id) as IntentoRow[] }));
+}
+
+export function redeliver(db: DB, clienteId: number, id: string, now: number): boolean {
+  return (
+    stmt(db, "UPDATE webhook_entregas SET estado = 'pendiente', proximo_intento_at = ? WHERE id = ? AND cliente_id = ?").run(now, id, clienteId).changes === 1
+  );
+}

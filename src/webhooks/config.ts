@@ -1,0 +1,96 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../core/auth.js';
+import { iso } from '../core/clock.js';
+import type { Core } from '../core/context.js';
+import { fail } from '../core/errors.js';
+import { isBlockedAddress, parseHttpUrl } from '../core/media-url.js';
+import type { WebhookConfig } from '../core/ports.js';
+import { SECRET_RE } from './sign.js';
+
+/** The webhook configuration of a client (spec "Webhook", DESIGN §7). */
+export const EVENT_KINDS = ['messages.received', 'message.status', 'session.status'] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+const ALL = 'all';
+
+/** Checks that a webhook host resolves only to public addresses (unless private ones are allowed). */
+export async function vetWebhookHost(url: URL, allowPrivate: boolean): Promise<void> {
+  if (allowPrivate) return;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const addresses = isIP(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
+  if (addresses.length === 0) fail('INVALID_PARAMS', `url: the host ${host} does not resolve`);
+  if (addresses.some(isBlockedAddress)) fail('INVALID_PARAMS', 'url: points at a loopback, private or link-local address (allowed only with serve --allow-private-urls)');
+}
+
+/** `eventos` as a JSON array, repeated form fields, or a comma list; default all. */
+export function parseEventos(raw: unknown): string[] {
+  if (raw === undefined || raw === null || raw === '') return [ALL];
+  const list = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => String(v).split(',')).map((v) => v.trim()).filter(Boolean);
+  const bad = list.filter((v) => v !== ALL && !(EVENT_KINDS as readonly string[]).includes(v));
+  if (bad.length > 0) fail('INVALID_PARAMS', `eventos: unknown ${bad.join(', ')}; use ${[...EVENT_KINDS, ALL].join(', ')}`);
+  if (list.length === 0) return [ALL];
+  return [...new Set(list.includes(ALL) ? [ALL] : list)];
+}
+
+export function subscribed(cfg: WebhookConfig, kind: string): boolean {
+  return cfg.eventos.includes(ALL) || cfg.eventos.includes(kind);
+}
+
+export function webhookView(clienteId: number, cfg: WebhookConfig | null) {
+  return {
+    configurado: cfg !== null,
+    cliente_id: clienteId,
+    url: cfg?.url ?? '',
+    has_secret: Boolean(cfg?.secret),
+    eventos: cfg?.eventos ?? [],
+    activo: cfg?.activo ?? false,
+    updated_at: cfg ? iso(cfg.updated_at) : null,
+  };
+}
+
+export async function getWebhook(core: Core, p: ClientPrincipal) {
+  return webhookView(p.cliente.id, await core.store.getWebhook(p.cliente.id));
+}
+
+export interface WebhookInput {
+  url?: unknown;
+  secret?: unknown;
+  eventos?: unknown;
+  activo?: boolean;
+}
+
+export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookInput) {
+  requireClientKey(p, 'configuring the webhook');
+  requireActiveClient(p);
+  if (typeof input.url !== 'string' || input.url.trim() === '') fail('INVALID_PARAMS', 'url is required (http:// or https://)');
+  let url: URL;
+  try {
+    url = parseHttpUrl(input.url.trim(), 'url');
+  } catch (err) {
+    fail('INVALID_PARAMS', (err as Error).message);
+  }
+  await vetWebhookHost(url, core.config.allowPrivateUrls);
+  let secret: string | null = null;
+  if (input.secret !== undefined && input.secret !== null && input.secret !== '') {
+    if (typeof input.secret !== 'string' || !SECRET_RE.test(input.secret)) fail('INVALID_PARAMS', 'secret: 8 to 256 printable ASCII characters, no spaces (24 or more recommended)');
+    secret = input.secret;
+  }
+  const cfg = await core.store.setWebhook(
+    { cliente_id: p.cliente.id, url: url.toString(), secret, eventos: parseEventos(input.eventos), activo: input.activo ?? true },
+    core.clock.now(),
+  );
+  return webhookView(p.cliente.id, cfg);
+}
+
+export async function deleteWebhook(core: Core, p: ClientPrincipal) {
+  requireClientKey(p, 'removing the webhook');
+  const eliminado = await core.store.deleteWebhook(p.cliente.id, core.clock.now());
+  return { ...webhookView(p.cliente.id, null), eliminado };
+}
+
+export async function restoreWebhook(core: Core, p: ClientPrincipal) {
+  requireClientKey(p, 'restoring the webhook');
+  const r = await core.store.restoreWebhook(p.cliente.id, core.clock.now());
+  if (r === 'nada') fail('CONFLICT', 'there is no earlier webhook configuration to restore');
+  return webhookView(p.cliente.id, r);
+}

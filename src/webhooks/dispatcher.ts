@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import { request } from 'undici';
+import { iso } from '../core/clock.js';
+import type { Core } from '../core/context.js';
+import type { BusEventName } from '../core/events.js';
+import type { EntregaRow } from '../core/ports.js';
+import { subscribed, vetWebhookHost } from './config.js';
+import { retryDelayMs, sign } from './sign.js';
+
+export interface DispatcherOptions {
+  /** First retry delay; the schedule multiplies it (DESIGN §7, `--webhook-retry-ms`). */
+  retryBaseMs: number;
+  timeoutMs: number;
+  /** Deliveries in flight at once, across clients (one per client at a time). */
+  concurrency: number;
+  pollMs: number;
+  userAgent: string;
+  onError: (err: unknown) => void;
+}
+
+export const TEST_EVENT = 'webhook.test';
+
+/**
+ * Webhook delivery through a durable outbox. Each event for a subscribed,
+ * active configuration becomes a row (its id is the `webhook-id` of every
+ * attempt) before anything is sent; the dispatcher posts it with fresh
+ * timestamp and signatures per attempt, records every attempt, and retries
+ * non-2xx answers and timeouts on the schedule until about a day has passed.
+ * Each client has at most one delivery in flight, taken in event order; a
+ * delivery waiting for its retry does not hold back the client's later ones,
+ * so order holds except around retries. A slow client never delays another.
+ */
+export class WebhookDispatcher {
+  private readonly busy = new Set<number>();
+  private readonly inflight = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  private ticking = false;
+  private again = false;
+  private unsubscribe: Array<() => void> = [];
+
+  constructor(
+    private readonly core: Core,
+    private readonly opts: DispatcherOptions,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    for (const kind of ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[]) {
+      this.unsubscribe.push(
+        this.core.bus.subscribe(kind, (data) => {
+          const { cliente_id, ...rest } = data;
+          this.enqueue(kind, cliente_id, data.celular_id, rest).catch(this.opts.onError);
+        }),
+      );
+    }
+    this.poke();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    for (const u of this.unsubscribe) u();
+    if (this.timer) clearTimeout(this.timer);
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  /** Writes the event to the outbox when the client's configuration wants it; returns its id. */
+  async enqueue(evento: string, clienteId: number, celularId: number | null, data: Record<string, unknown>): Promise<string | null> {
+    const cfg = await this.core.store.getWebhook(clienteId);
+    if (!cfg) return null;
+    if (evento !== TEST_EVENT && (!cfg.activo || !subscribed(cfg, evento))) return null;
+    const now = this.core.clock.now();
+    const id = `evt_${randomUUID().replace(/-/g, '')}`;
+    const body = JSON.stringify({ id, evento, fecha: iso(now), cliente_id: clienteId, celular_id: celularId, data });
+    await this.core.store.enqueueEntrega({ id, cliente_id: clienteId, evento, body }, now);
+    this.poke();
+    return id;
+  }
+
+  poke(): void {
+    if (!this.running) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), 0);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = null;
+    if (!this.running) return;
+    this.ticking = true;
+    try {
+      for (const e of await this.core.store.dueEntregas(this.core.clock.now(), 200)) {
+        if (this.inflight.size >= this.opts.concurrency) break;
+        if (this.busy.has(e.cliente_id)) continue;
+        this.busy.add(e.cliente_id);
+        const p = this.deliver(e)
+          .catch(this.opts.onError)
+          .finally(() => {
+            this.busy.delete(e.cliente_id);
+            this.inflight.delete(p);
+            this.poke();
+          });
+        this.inflight.add(p);
+      }
+    } catch (err) {
+      this.opts.onError(err);
+    } finally {
+      this.ticking = false;
+    }
+    if (this.again) {
+      this.again = false;
+      this.poke();
+    } else if (this.running) {
+      this.timer = setTimeout(() => void this.tick(), this.opts.pollMs);
+      this.timer.unref();
+    }
+  }
+
+  private async deliver(e: EntregaRow): Promise<void> {
+    const { core } = this;
+    const cfg = await core.store.getWebhook(e.cliente_id);
+    let status: number | null = null;
+    let error: string | null = null;
+    const t0 = performance.now();
+    const write = (estado: 'pendiente' | 'entregado' | 'fallido', next?: number) =>
+      core.store.recordAttempt(e.id, { status, duracion_ms: Math.round(performance.now() - t0), error }, { estado, proximo_intento_at: next }, core.clock.now());
+    if (!cfg) {
+      error = 'the webhook configuration was removed';
+      return write('fallido');
+    }
+    if (!cfg.activo && e.evento !== TEST_EVENT) {
+      error = 'the webhook configuration is not active';
+      return write('fallido');
+    }
+    try {
+      const url = new URL(cfg.url);
+      await vetWebhookHost(url, core.config.allowPrivateUrls);
+      const ts = Math.floor(core.clock.now() / 1000);
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'user-agent': this.opts.userAgent,
+        'x-service-event': e.evento,
+        'webhook-id': e.id,
+        'webhook-timestamp': String(ts),
+        ...(cfg.secret ? sign(cfg.secret, e.id, ts, e.body) : {}),
+      };
+      const res = await request(url, { method: 'POST', headers, body: e.body, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
+      status = res.statusCode;
+      await res.body.dump();
+      if (status < 200 || status >= 300) error = `HTTP ${status}`;
+    } catch (err) {
+      error = (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' ? `timeout after ${this.opts.timeoutMs / 1000} s` : (err as Error).message;
+    }
+    if (error === null) return write('entregado');
+    if (status === 410) {
+      // Gone: the receiver asks us to stop; the configuration is turned off.
+      await core.store.deactivateWebhook(e.cliente_id, core.clock.now());
+      return write('fallido');
+    }
+    const delay = retryDelayMs(this.opts.retryBaseMs, e.intentos + 1, core.random);
+    if (delay === null) return write('fallido');
+    return write('pendiente', core.clock.now() + delay);
+  }
+}

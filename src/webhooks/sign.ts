@@ -1,0 +1,56 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Webhook signatures of DESIGN §7, as pure functions (time is an argument).
+ * The key is the secret's UTF-8 bytes, so receivers using the Standard
+ * Webhooks libraries pass the secret in raw format.
+ */
+export interface SignedHeaders {
+  'x-service-signature': string;
+  'webhook-signature': string;
+}
+
+export function sign(secret: string, id: string, timestampSec: number, body: string): SignedHeaders {
+  const key = Buffer.from(secret, 'utf8');
+  return {
+    'x-service-signature': `sha256=${createHmac('sha256', key).update(body, 'utf8').digest('hex')}`,
+    'webhook-signature': `v1,${createHmac('sha256', key).update(`${id}.${timestampSec}.${body}`, 'utf8').digest('base64')}`,
+  };
+}
+
+const same = (a: string, b: string) => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
+
+/** Checks both signatures and the timestamp's freshness; what a receiver (and `webhook listen`) does. */
+export function verify(
+  secret: string,
+  headers: { id?: string; timestamp?: string; signature?: string; serviceSignature?: string },
+  body: string,
+  nowSec: number,
+  toleranceSec = 300,
+): { ok: true } | { ok: false; reason: string } {
+  const { id, timestamp, signature, serviceSignature } = headers;
+  if (!id || !timestamp || !signature || !serviceSignature) return { ok: false, reason: 'missing signature headers' };
+  const ts = Number(timestamp);
+  if (!Number.isInteger(ts) || Math.abs(nowSec - ts) > toleranceSec) return { ok: false, reason: 'timestamp outside the tolerance' };
+  const want = sign(secret, id, ts, body);
+  if (!same(want['x-service-signature'], serviceSignature)) return { ok: false, reason: 'X-Service-Signature does not match' };
+  const offered = signature.split(' ');
+  if (!offered.some((s) => same(want['webhook-signature'], s))) return { ok: false, reason: 'webhook-signature does not match' };
+  return { ok: true };
+}
+
+/** `PRINTABLE ASCII`: the only secrets accepted (they travel in config files and headers). */
+export const SECRET_RE = /^[\x21-\x7e]{8,256}$/;
+
+/** Delay before attempt n+1 (n = attempts made): base x [1, 60, 360, 1440, 3600, 7200, 7200], about a day at 5 s, with ±20% jitter. */
+export const RETRY_FACTORS = [1, 60, 360, 1440, 3600, 7200, 7200] as const;
+
+export function retryDelayMs(baseMs: number, attemptsMade: number, random: () => number): number | null {
+  const f = RETRY_FACTORS[attemptsMade - 1];
+  if (f === undefined) return null;
+  return Math.round(baseMs * f * (0.8 + 0.4 * random()));
+}
