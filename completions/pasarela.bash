@@ -4,7 +4,7 @@
 _pasarela() {
   local cur="${COMP_WORDS[COMP_CWORD]}" path="_" w i next
   local -A subs=(
-    ['_']='serve login config info saldo celular send admin sim historial completion'
+    ['_']='serve login config info saldo celular send admin sim historial webhook completion'
     ['_ serve']=''
     ['_ login']=''
     ['_ config']='list get set unset use path'
@@ -51,6 +51,15 @@ _pasarela() {
     ['_ sim receive']=''
     ['_ sim fail']=''
     ['_ historial']=''
+    ['_ webhook']='get set delete restore test deliveries redeliver listen'
+    ['_ webhook get']=''
+    ['_ webhook set']=''
+    ['_ webhook delete']=''
+    ['_ webhook restore']=''
+    ['_ webhook test']=''
+    ['_ webhook deliveries']=''
+    ['_ webhook redeliver']=''
+    ['_ webhook listen']=''
     ['_ completion']=''
   )
   local -A opts=(
@@ -101,6 +110,15 @@ _pasarela() {
     ['_ sim receive']='--admin-token --data-dir --from --text --help'
     ['_ sim fail']='--admin-token --data-dir --motivo --clear --help'
     ['_ historial']='--celular --estado --desde --hasta --destinatario --page --por-pagina --all --format --help'
+    ['_ webhook']='--help'
+    ['_ webhook get']='--help'
+    ['_ webhook set']='--secret --generate-secret --eventos --inactivo --help'
+    ['_ webhook delete']='-y --yes --help'
+    ['_ webhook restore']='--help'
+    ['_ webhook test']='--help'
+    ['_ webhook deliveries']='--limit --help'
+    ['_ webhook redeliver']='--help'
+    ['_ webhook listen']='--port --forward-to --eventos --print-secret --help'
     ['_ completion']='--help'
   )
   for ((i = 1; i < COMP_CWORD; i++)); do

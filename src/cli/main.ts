@@ -10,6 +10,7 @@ import { registerLogin } from './commands/login.js';
 import { registerSend } from './commands/send.js';
 import { registerServe } from './commands/serve.js';
 import { registerSim } from './commands/sim.js';
+import { registerWebhook } from './commands/webhook.js';
 import { Ctx, type GlobalFlags } from './context.js';
 import { CliError, EXIT, EXIT_HELP } from './exit-codes.js';
 import { makeTerm, type IO } from './io.js';
@@ -46,6 +47,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
   registerAdmin(program, ctxOf);
   registerSim(program, ctxOf);
   registerHistorial(program, ctxOf);
+  registerWebhook(program, ctxOf);
   registerCompletion(program, io);
   return program;
 }

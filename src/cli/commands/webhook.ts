@@ -1,0 +1,192 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Ctx } from '../context.js';
+import { usage } from '../exit-codes.js';
+import type { CtxOf } from '../main.js';
+import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
+import { int } from '../parse.js';
+import { generateSecret, listen, type WebhookView } from '../webhook-listen.js';
+
+interface Intento {
+  n: number;
+  fecha: string;
+  status: number | null;
+  duracion_ms: number;
+  error: string | null;
+}
+
+interface Entrega {
+  id: string;
+  evento: string;
+  estado: 'pendiente' | 'entregado' | 'fallido';
+  intentos: number;
+  created_at: string;
+  entregado_at: string | null;
+  proximo_intento_at: string | null;
+  ultimo_error: string | null;
+  intentos_detalle: Intento[];
+}
+
+const KINDS = ['messages.received', 'message.status', 'session.status', 'all'];
+
+/** `--eventos a,b`: known kinds only (a typo is a usage error, exit 2). */
+function eventos(value: string): string[] {
+  const list = [...new Set(value.split(',').map((v) => v.trim()).filter(Boolean))];
+  if (list.length === 0) throw new InvalidArgumentError(`give one or more of ${KINDS.join(', ')}`);
+  const bad = list.filter((v) => !KINDS.includes(v));
+  if (bad.length > 0) throw new InvalidArgumentError(`unknown ${bad.join(', ')}; use ${KINDS.join(', ')}`);
+  return list.includes('all') ? ['all'] : list;
+}
+
+function viewFields(ctx: Ctx, b: WebhookView): Array<[string, Cell]> {
+  const c = ctx.term.color;
+  if (!b.configurado) return [['configurado', false], ['cliente_id', b.cliente_id]];
+  return [
+    ['configurado', true],
+    ['cliente_id', b.cliente_id],
+    ['url', b.url],
+    ['eventos', b.eventos.join(',')],
+    ['secret', b.has_secret ? 'set' : c.yellow('none (deliveries are not signed)')],
+    ['activo', b.activo ? c.green('true') : c.red('false')],
+    ['updated_at', b.updated_at],
+  ];
+}
+
+const showView = (ctx: Ctx, b: WebhookView) =>
+  emit(ctx, b, () => {
+    if (!b.configurado && ctx.term.io.stdoutIsTTY) ctx.term.err('No webhook configured. Set one with: pasarela webhook set URL --generate-secret');
+    printFields(ctx.term, viewFields(ctx, b));
+  });
+
+function estadoColor(ctx: Ctx, e: string): string {
+  const c = ctx.term.color;
+  return e === 'entregado' ? c.green(e) : e === 'fallido' ? c.red(e) : c.yellow(e);
+}
+
+/** `pasarela webhook ...`: the client's webhook (DESIGN §7) and a local receiver for trying it. */
+export function registerWebhook(program: Command, ctxOf: CtxOf): void {
+  const wh = program.command('webhook').description('the client\'s webhook: show, set, delete, test, deliveries, listen locally');
+
+  wh
+    .command('get')
+    .description('the current webhook configuration')
+    .action(async (_o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      showView(ctx, await ctx.client().call<WebhookView>('GET', '/api/webhook.php', { key: ctx.key() }));
+    });
+
+  wh
+    .command('set <url>')
+    .description('point the webhook at URL (the configuration it replaces is kept: `webhook restore` puts it back)')
+    .option('--secret <secret>', 'signing secret: printable ASCII, no spaces, 24+ characters recommended')
+    .option('--generate-secret', 'make a random secret (32 bytes, base64url) and print it once')
+    .addOption(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`).default(['all'], 'all').argParser(eventos))
+    .option('--inactivo', 'save it switched off (no deliveries)')
+    .action(async (url: string, o: { secret?: string; generateSecret?: boolean; eventos: string[]; inactivo?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      if (o.secret !== undefined && o.generateSecret) throw usage('give --secret or --generate-secret, not both');
+      if (url.trim() === '') throw usage('the URL is empty');
+      const secret = o.generateSecret ? generateSecret() : o.secret;
+      const b = await ctx.client().call<WebhookView>('POST', '/api/webhook.php', {
+        key: ctx.key(),
+        json: { url, ...(secret !== undefined ? { secret } : {}), eventos: o.eventos, activo: !o.inactivo },
+      });
+      // The generated secret exists nowhere else: it goes into the JSON too.
+      emit(ctx, o.generateSecret ? { ...b, secret } : b, () => {
+        printFields(ctx.term, viewFields(ctx, b));
+        if (o.generateSecret && secret) printSecret(ctx.term, 'secret', secret);
+      });
+    });
+
+  wh
+    .command('delete')
+    .description('remove the webhook (`webhook restore` puts it back); asks first on a TTY')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .action(async (o: { yes?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      if (!o.yes) {
+        if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
+        const { confirm } = await import('@inquirer/prompts');
+        const sure = await confirm({ message: 'Remove the webhook? Events stop being delivered.', default: false });
+        if (!sure) {
+          ctx.term.err('nothing deleted');
+          return;
+        }
+      }
+      const b = await ctx.client().call<WebhookView & { eliminado: boolean }>('DELETE', '/api/webhook.php', { key: ctx.key() });
+      emit(ctx, b, () => ctx.term.err(b.eliminado ? 'Webhook removed.' : 'No webhook was configured; nothing removed.'));
+    });
+
+  wh
+    .command('restore')
+    .description('put back the configuration the last set or delete replaced (also after a `webhook listen` that was killed)')
+    .action(async (_o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await ctx.client().call<WebhookView>('POST', '/api/webhook_restaurar.php', { key: ctx.key() });
+      showView(ctx, b);
+    });
+
+  wh
+    .command('test')
+    .description('send a signed webhook.test event to the configured URL (through the real outbox)')
+    .action(async (_o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await ctx.client().call<{ id: string }>('POST', '/api/webhook_test.php', { key: ctx.key() });
+      emit(ctx, b, () => {
+        ctx.term.out(b.id);
+        if (ctx.term.io.stderrIsTTY) ctx.term.err('Queued a webhook.test event; follow it with: pasarela webhook deliveries');
+      });
+    });
+
+  wh
+    .command('deliveries')
+    .description('recent deliveries, newest first, with their attempts')
+    .addOption(new Option('--limit <n>', 'how many').default(20).argParser(int(1, 1000)))
+    .action(async (o: { limit: number }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await ctx.client().call<{ entregas: Entrega[] }>('GET', '/api/webhook_entregas.php', { key: ctx.key(), query: { limit: o.limit } });
+      emit(ctx, b, () =>
+        printTable(
+          ctx.term,
+          ['id', 'evento', 'estado', 'intentos', 'ultimo status', 'creado', 'proximo intento', 'ultimo error'],
+          b.entregas.map((e) => {
+            const last = e.intentos_detalle[e.intentos_detalle.length - 1];
+            return [e.id, e.evento, estadoColor(ctx, e.estado), e.intentos, last?.status ?? (last ? 'none' : ''), e.created_at, e.estado === 'pendiente' ? e.proximo_intento_at : '', e.ultimo_error];
+          }),
+        ),
+      );
+    });
+
+  wh
+    .command('redeliver <id>')
+    .description('deliver one event again now (same id)')
+    .action(async (id: string, _o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      if (id.trim() === '') throw usage('the delivery id is empty');
+      const b = await ctx.client().call<{ id: string; estado: string }>('POST', '/api/webhook_reenviar.php', { key: ctx.key(), query: { id } });
+      emit(ctx, b, () => {
+        if (ctx.term.io.stdoutIsTTY) ctx.term.out(`Redelivering ${b.id} (estado ${estadoColor(ctx, b.estado)}).`);
+        else ctx.term.out(`${b.id}\t${b.estado}`);
+      });
+    });
+
+  wh
+    .command('listen')
+    .description('receive the events here: a local receiver that checks signatures, prints and optionally forwards each event; the webhook is put back on Ctrl-C (the server must run on this machine with --allow-private-urls)')
+    .addOption(new Option('--port <n>', 'port on 127.0.0.1 (0: any free port)').default(0).argParser(int(0, 65535)))
+    .option('--forward-to <url>', 'POST each verified event (same body and headers) to this URL and answer with its status')
+    .addOption(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`).default(['all'], 'all').argParser(eventos))
+    .option('--print-secret', 'show the signing secret in the Ready line')
+    .action(async (o: { port: number; forwardTo?: string; eventos: string[]; printSecret?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      if (o.forwardTo !== undefined) {
+        let ok = false;
+        try {
+          ok = /^https?:$/.test(new URL(o.forwardTo).protocol);
+        } catch {
+          ok = false;
+        }
+        if (!ok) throw usage(`--forward-to "${o.forwardTo}" is not an http(s) URL`);
+      }
+      await listen(ctx, { port: o.port, forwardTo: o.forwardTo, eventos: o.eventos, printSecret: Boolean(o.printSecret) });
+    });
+}
