@@ -28,8 +28,21 @@ function row(db: DB, clienteId: number): WebhookRow | undefined {
   return stmt(db, 'SELECT * FROM webhooks WHERE cliente_id = ?').get(clienteId) as WebhookRow | undefined;
 }
 
-/** What `prev` holds: the replaced configuration, or null when there was none. */
-const snapshot = (r: WebhookRow | undefined) => JSON.stringify(r ? { url: r.url, secret: r.secret, eventos: r.eventos, activo: r.activo } : null);
+type Saved = { url: string; secret: string | null; eventos: string; activo: number } | null;
+
+/** How many replaced configurations are kept for restoreWebhook. */
+const KEEP = 10;
+
+/**
+ * `prev` holds a stack of replaced configurations, newest last (null: there
+ * was none), so a restore after a crashed `webhook listen` and another listen
+ * still reaches the original.
+ */
+function pushed(before: WebhookRow | undefined): string {
+  const stack = before?.prev ? (JSON.parse(before.prev) as Saved[]) : [];
+  const current: Saved = before && before.url !== '' ? { url: before.url, secret: before.secret, eventos: before.eventos, activo: before.activo } : null;
+  return JSON.stringify([...stack, current].slice(-KEEP));
+}
 
 export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
   const r = row(db, clienteId);
@@ -38,8 +51,7 @@ export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
 
 export function setWebhook(db: DB, cfg: Omit<WebhookConfig, 'updated_at'>, now: number): WebhookConfig {
   return immediate(db, () => {
-    const before = row(db, cfg.cliente_id);
-    const prev = snapshot(before && before.url !== '' ? before : undefined);
+    const prev = pushed(row(db, cfg.cliente_id));
     stmt(
       db,
       `INSERT INTO webhooks (cliente_id, url, secret, eventos, activo, updated_at, prev) VALUES (@cliente_id, @url, @secret, @eventos, @activo, @now, @prev)
@@ -57,7 +69,7 @@ export function deleteWebhook(db: DB, clienteId: number, now: number): boolean {
     if (!before || before.url === '') return false;
     stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(
       now,
-      snapshot(before),
+      pushed(before),
       clienteId,
     );
     return true;
@@ -67,18 +79,21 @@ export function deleteWebhook(db: DB, clienteId: number, now: number): boolean {
 export function restoreWebhook(db: DB, clienteId: number, now: number): WebhookConfig | null | 'nada' {
   return immediate(db, () => {
     const current = row(db, clienteId);
-    if (!current || current.prev === null) return 'nada';
-    const prev = JSON.parse(current.prev) as { url: string; secret: string | null; eventos: string; activo: number } | null;
+    const stack = current?.prev ? (JSON.parse(current.prev) as Saved[]) : [];
+    if (!current || stack.length === 0) return 'nada';
+    const prev = stack.pop()!;
+    const rest = stack.length > 0 ? JSON.stringify(stack) : null;
     if (prev === null) {
-      stmt(db, 'DELETE FROM webhooks WHERE cliente_id = ?').run(clienteId);
+      stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(now, rest, clienteId);
       return null;
     }
-    stmt(db, 'UPDATE webhooks SET url = ?, secret = ?, eventos = ?, activo = ?, updated_at = ?, prev = NULL WHERE cliente_id = ?').run(
+    stmt(db, 'UPDATE webhooks SET url = ?, secret = ?, eventos = ?, activo = ?, updated_at = ?, prev = ? WHERE cliente_id = ?').run(
       prev.url,
       prev.secret,
       prev.eventos,
       prev.activo,
       now,
+      rest,
       clienteId,
     );
     return toConfig(row(db, clienteId)!);

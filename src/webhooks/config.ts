@@ -72,7 +72,7 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
   await vetWebhookHost(url, core.config.allowPrivateUrls);
   let secret: string | null = null;
   if (input.secret !== undefined && input.secret !== null && input.secret !== '') {
-    if (typeof input.secret !== 'string' || !SECRET_RE.test(input.secret)) fail('INVALID_PARAMS', 'secret: 8 to 256 printable ASCII characters, no spaces (24 or more recommended)');
+    if (typeof input.secret !== 'string' || !SECRET_RE.test(input.secret)) fail('INVALID_PARAMS', 'secret: up to 256 printable ASCII characters, no spaces (24 or more recommended)');
     secret = input.secret;
   }
   const cfg = await core.store.setWebhook(

@@ -125,6 +125,7 @@ export class WebhookDispatcher {
     const cfg = await core.store.getWebhook(e.cliente_id);
     let status: number | null = null;
     let error: string | null = null;
+    let retryAfterMs = 0;
     const t0 = performance.now();
     const write = (estado: 'pendiente' | 'entregado' | 'fallido', next?: number) =>
       core.store.recordAttempt(e.id, { status, duracion_ms: Math.round(performance.now() - t0), error }, { estado, proximo_intento_at: next }, core.clock.now());
@@ -150,6 +151,9 @@ export class WebhookDispatcher {
       };
       const res = await request(url, { method: 'POST', headers, body: e.body, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
       status = res.statusCode;
+      // A receiver that says when to come back (429, 503) is not retried sooner than that.
+      const ra = Number(res.headers['retry-after']);
+      if (Number.isFinite(ra) && ra > 0) retryAfterMs = Math.min(ra, 86_400) * 1000;
       await res.body.dump();
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
@@ -163,6 +167,6 @@ export class WebhookDispatcher {
     }
     const delay = retryDelayMs(this.opts.retryBaseMs, e.intentos + 1, core.random);
     if (delay === null) return write('fallido');
-    return write('pendiente', core.clock.now() + delay);
+    return write('pendiente', core.clock.now() + Math.max(delay, retryAfterMs));
   }
 }

@@ -44,7 +44,7 @@ export function verify(
 }
 
 /** `PRINTABLE ASCII`: the only secrets accepted (they travel in config files and headers). */
-export const SECRET_RE = /^[\x21-\x7e]{8,256}$/;
+export const SECRET_RE = /^[\x21-\x7e]{1,256}$/;
 
 /** Delay before attempt n+1 (n = attempts made): base x [1, 60, 360, 1440, 3600, 7200, 7200], about a day at 5 s, with ±20% jitter. */
 export const RETRY_FACTORS = [1, 60, 360, 1440, 3600, 7200, 7200] as const;
