@@ -312,7 +312,7 @@ export interface Store {
   /** Puts back the configuration the last set or delete replaced; 'nada' when there is none. */
   restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'>;
   enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void>;
-  /** Pending deliveries whose time has come, oldest first. */
+  /** The oldest due delivery of each client, oldest first. */
   dueEntregas(now: number, limit: number): Promise<EntregaRow[]>;
   /** Records one attempt and the delivery's new state together. */
   recordAttempt(

@@ -108,7 +108,7 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
     const webhooks = new WebhookDispatcher(core, {
       retryBaseMs: opts.webhookRetryMs ?? 5000,
       timeoutMs: 10_000,
-      concurrency: 8,
+      concurrency: 32,
       pollMs: 500,
       userAgent: `pasarela-webhooks/${VERSION}`,
       onError: (err) => app0log?.(err),

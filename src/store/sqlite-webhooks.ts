@@ -113,10 +113,13 @@ export function enqueueEntrega(db: DB, e: { id: string; cliente_id: number; even
 }
 
 export function dueEntregas(db: DB, now: number, limit: number): EntregaRow[] {
-  return stmt(db, "SELECT * FROM webhook_entregas WHERE estado = 'pendiente' AND proximo_intento_at <= ? ORDER BY created_at, rowid LIMIT ?").all(
-    now,
-    limit,
-  ) as EntregaRow[];
+  // The oldest due delivery of each client: a client with a large backlog never hides the others.
+  return stmt(
+    db,
+    `SELECT * FROM webhook_entregas WHERE rowid IN (
+       SELECT MIN(rowid) FROM webhook_entregas WHERE estado = 'pendiente' AND proximo_intento_at <= ? GROUP BY cliente_id)
+     ORDER BY created_at, rowid LIMIT ?`,
+  ).all(now, limit) as EntregaRow[];
 }
 
 export function recordAttempt(

@@ -25,6 +25,7 @@ export async function vetWebhookHost(url: URL, allowPrivate: boolean): Promise<v
 /** `eventos` as a JSON array, repeated form fields, or a comma list; default all. */
 export function parseEventos(raw: unknown): string[] {
   if (raw === undefined || raw === null || raw === '') return [ALL];
+  if (Array.isArray(raw) && raw.length === 0) fail('INVALID_PARAMS', 'eventos: an empty list subscribes to nothing; leave it out for all');
   const list = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => String(v).split(',')).map((v) => v.trim()).filter(Boolean);
   const bad = list.filter((v) => v !== ALL && !(EVENT_KINDS as readonly string[]).includes(v));
   if (bad.length > 0) fail('INVALID_PARAMS', `eventos: unknown ${bad.join(', ')}; use ${[...EVENT_KINDS, ALL].join(', ')}`);

@@ -37,6 +37,7 @@ export class WebhookDispatcher {
   private running = false;
   private ticking = false;
   private again = false;
+  private retrying = 0;
   private unsubscribe: Array<() => void> = [];
 
   constructor(
@@ -93,14 +94,19 @@ export class WebhookDispatcher {
     if (!this.running) return;
     this.ticking = true;
     try {
-      for (const e of await this.core.store.dueEntregas(this.core.clock.now(), 200)) {
+      for (const e of await this.core.store.dueEntregas(this.core.clock.now(), 1000)) {
         if (this.inflight.size >= this.opts.concurrency) break;
         if (this.busy.has(e.cliente_id)) continue;
+        // Retries (receivers that already failed) may take only half the slots, so dead
+        // receivers cannot starve healthy clients.
+        if (e.intentos > 0 && this.retrying >= Math.floor(this.opts.concurrency / 2)) continue;
         this.busy.add(e.cliente_id);
+        if (e.intentos > 0) this.retrying += 1;
         const p = this.deliver(e)
           .catch(this.opts.onError)
           .finally(() => {
             this.busy.delete(e.cliente_id);
+            if (e.intentos > 0) this.retrying -= 1;
             this.inflight.delete(p);
             this.poke();
           });
@@ -152,8 +158,13 @@ export class WebhookDispatcher {
       const res = await request(url, { method: 'POST', headers, body: e.body, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
       status = res.statusCode;
       // A receiver that says when to come back (429, 503) is not retried sooner than that.
-      const ra = Number(res.headers['retry-after']);
-      if (Number.isFinite(ra) && ra > 0) retryAfterMs = Math.min(ra, 86_400) * 1000;
+      const header = res.headers['retry-after'];
+      const raw = Array.isArray(header) ? header[0] : header;
+      if (raw) {
+        // Seconds, or an HTTP date (RFC 9110).
+        const ms = /^\d+$/.test(raw.trim()) ? Number(raw) * 1000 : Date.parse(raw) - Date.now();
+        if (Number.isFinite(ms) && ms > 0) retryAfterMs = Math.min(ms, 86_400_000);
+      }
       await res.body.dump();
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {

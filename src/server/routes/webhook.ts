@@ -33,7 +33,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       activo: { type: ['boolean', 'integer', 'string'], description: 'default true' },
     },
   } as const;
-  const input = (b: Record<string, unknown>): WebhookInput => ({ url: b.url, secret: b.secret, eventos: b.eventos, activo: b.activo === undefined ? true : boolish(b.activo, 'activo') });
+  const input = (b: Record<string, unknown>): WebhookInput => ({ url: b.url, secret: b.secret, eventos: b.eventos ?? b['eventos[]'], activo: b.activo === undefined ? true : boolish(b.activo, 'activo') });
 
   app.get('/api/webhook.php', {
     preValidation: auth,
