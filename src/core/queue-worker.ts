@@ -2,6 +2,7 @@ import { capState } from './caps.js';
 import type { Core } from './context.js';
 import { sendingWindow } from './hours.js';
 import { publishMessageStatus } from './message-events.js';
+import { KeyedRunner } from './keyed-runner.js';
 import { outbound } from './outbound.js';
 import { GatewayFailure, type MensajePayload, type MensajeRow } from './ports.js';
 
@@ -32,7 +33,6 @@ export function retryDelay(intentos: number, random: () => number): number {
  * accepted is lost and nothing is sent twice where the gateway honours it.
  */
 export class QueueWorker {
-  private readonly busy = new Set<number>();
   /**
    * Per line: not before `until` (clock time: a gap, a cap, the window, a state
    * to wait out). Waits on a line's state are also looked at again after
@@ -40,107 +40,50 @@ export class QueueWorker {
    * or its first message's TTL takes effect within a second whatever the clock says.
    */
   private readonly notBefore = new Map<number, { until: number; recheck: number }>();
-  private readonly inflight = new Set<Promise<void>>();
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private ticking = false;
-  private again = false;
-  private pokeQueued = false;
+  private readonly runner: KeyedRunner<number>;
 
   constructor(
     private readonly core: Core,
     private readonly files: FileRemover,
     private readonly opts: { pollMs: number; onError: (err: unknown) => void } = { pollMs: 500, onError: () => {} },
-  ) {}
-
-  async start(): Promise<void> {
-    this.running = true;
-    await this.core.store.releaseLeases();
-    this.poke();
+  ) {
+    this.runner = new KeyedRunner(() => this.look(), opts.onError);
   }
 
-  /**
-   * Something changed (a new message, a send ended): look again soon. Pokes
-   * coalesce, so a burst of accepted messages costs one look, not one each.
-   */
+  async start(): Promise<void> {
+    await this.core.store.releaseLeases();
+    this.runner.start();
+  }
+
+  /** Something changed (a new message, a send ended): look again soon. */
   poke(): void {
-    if (!this.running) return;
-    if (this.ticking) {
-      this.again = true;
-      return;
-    }
-    if (this.pokeQueued) return;
-    this.pokeQueued = true;
-    setImmediate(() => {
-      this.pokeQueued = false;
-      if (this.ticking) {
-        this.again = true;
-        return;
-      }
-      if (this.timer) clearTimeout(this.timer);
-      this.timer = null;
-      void this.tick();
-    });
+    this.runner.poke();
   }
 
   /** Stops taking messages and waits for the sends in flight to be recorded. */
-  async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await Promise.allSettled([...this.inflight]);
+  stop(): Promise<void> {
+    return this.runner.stop();
   }
 
   /** Resolves when nothing is being sent (tests use it to wait for a drain step). */
-  async idle(): Promise<void> {
-    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  idle(): Promise<void> {
+    return this.runner.idle();
   }
 
-  private schedule(ms: number): void {
-    if (!this.running) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      void this.tick();
-    }, ms);
-    this.timer.unref();
-  }
-
-  private async tick(): Promise<void> {
-    if (!this.running) return;
-    this.ticking = true;
+  private async look(): Promise<number> {
     let wait = this.opts.pollMs;
-    try {
-      const now = this.core.clock.now();
-      for (const head of await this.core.store.queueHeads()) {
-        if (this.busy.has(head.celular_id)) continue;
-        const held = this.notBefore.get(head.celular_id);
-        const due = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
-        if (due > now && !(held && performance.now() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
-          wait = Math.min(wait, due - now);
-          continue;
-        }
-        this.busy.add(head.celular_id);
-        const p = this.process(head)
-          .catch(this.opts.onError)
-          .finally(() => {
-            this.busy.delete(head.celular_id);
-            this.inflight.delete(p);
-            this.poke();
-          });
-        this.inflight.add(p);
+    const now = this.core.clock.now();
+    for (const head of await this.core.store.queueHeads()) {
+      if (this.runner.isBusy(head.celular_id)) continue;
+      const held = this.notBefore.get(head.celular_id);
+      const due = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
+      if (due > now && !(held && performance.now() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
+        wait = Math.min(wait, due - now);
+        continue;
       }
-    } catch (err) {
-      this.opts.onError(err);
-    } finally {
-      this.ticking = false;
+      this.runner.run(head.celular_id, () => this.process(head));
     }
-    if (this.again) {
-      this.again = false;
-      this.poke();
-    } else {
-      this.schedule(Math.max(1, wait));
-    }
+    return wait;
   }
 
   private gap(): number {

@@ -4,6 +4,7 @@ import { iso } from '../core/clock.js';
 import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events.js';
 import type { EntregaRow } from '../core/ports.js';
+import { KeyedRunner } from '../core/keyed-runner.js';
 import { subscribed, vetWebhookHost } from './config.js';
 import { retryDelayMs, sign } from './sign.js';
 
@@ -31,22 +32,18 @@ export const TEST_EVENT = 'webhook.test';
  * so order holds except around retries. A slow client never delays another.
  */
 export class WebhookDispatcher {
-  private readonly busy = new Set<number>();
-  private readonly inflight = new Set<Promise<void>>();
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private ticking = false;
-  private again = false;
+  private readonly runner: KeyedRunner<number>;
   private retrying = 0;
   private unsubscribe: Array<() => void> = [];
 
   constructor(
     private readonly core: Core,
     private readonly opts: DispatcherOptions,
-  ) {}
+  ) {
+    this.runner = new KeyedRunner(() => this.look(), opts.onError);
+  }
 
   start(): void {
-    this.running = true;
     for (const kind of ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[]) {
       this.unsubscribe.push(
         this.core.bus.subscribe(kind, (data) => {
@@ -55,14 +52,16 @@ export class WebhookDispatcher {
         }),
       );
     }
-    this.poke();
+    this.runner.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
     for (const u of this.unsubscribe) u();
-    if (this.timer) clearTimeout(this.timer);
-    await Promise.allSettled([...this.inflight]);
+    await this.runner.stop();
+  }
+
+  poke(): void {
+    this.runner.poke();
   }
 
   /** Writes the event to the outbox when the client's configuration wants it; returns its id. */
@@ -78,52 +77,22 @@ export class WebhookDispatcher {
     return id;
   }
 
-  poke(): void {
-    if (!this.running) return;
-    if (this.ticking) {
-      this.again = true;
-      return;
+  private async look(): Promise<number> {
+    for (const e of await this.core.store.dueEntregas(this.core.clock.now(), 1000)) {
+      if (this.runner.inFlight >= this.opts.concurrency) break;
+      if (this.runner.isBusy(e.cliente_id)) continue;
+      // Retries (receivers that already failed) may take only half the slots, so dead
+      // receivers cannot starve healthy clients.
+      const retry = e.intentos > 0;
+      if (retry && this.retrying >= Math.floor(this.opts.concurrency / 2)) continue;
+      if (retry) this.retrying += 1;
+      this.runner.run(e.cliente_id, () =>
+        this.deliver(e).finally(() => {
+          if (retry) this.retrying -= 1;
+        }),
+      );
     }
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), 0);
-    this.timer.unref();
-  }
-
-  private async tick(): Promise<void> {
-    this.timer = null;
-    if (!this.running) return;
-    this.ticking = true;
-    try {
-      for (const e of await this.core.store.dueEntregas(this.core.clock.now(), 1000)) {
-        if (this.inflight.size >= this.opts.concurrency) break;
-        if (this.busy.has(e.cliente_id)) continue;
-        // Retries (receivers that already failed) may take only half the slots, so dead
-        // receivers cannot starve healthy clients.
-        if (e.intentos > 0 && this.retrying >= Math.floor(this.opts.concurrency / 2)) continue;
-        this.busy.add(e.cliente_id);
-        if (e.intentos > 0) this.retrying += 1;
-        const p = this.deliver(e)
-          .catch(this.opts.onError)
-          .finally(() => {
-            this.busy.delete(e.cliente_id);
-            if (e.intentos > 0) this.retrying -= 1;
-            this.inflight.delete(p);
-            this.poke();
-          });
-        this.inflight.add(p);
-      }
-    } catch (err) {
-      this.opts.onError(err);
-    } finally {
-      this.ticking = false;
-    }
-    if (this.again) {
-      this.again = false;
-      this.poke();
-    } else if (this.running) {
-      this.timer = setTimeout(() => void this.tick(), this.opts.pollMs);
-      this.timer.unref();
-    }
+    return this.opts.pollMs;
   }
 
   private async deliver(e: EntregaRow): Promise<void> {
