@@ -145,6 +145,11 @@ function pinnedLookup(pins: Map<string, LookupAddress[]>): LookupFunction {
   };
 }
 
+/** An undici Agent whose connections to `host` go only to `addresses`, already vetted (no second DNS answer). */
+export function pinnedAgent(host: string, addresses: LookupAddress[]): Agent {
+  return new Agent({ connect: { lookup: pinnedLookup(new Map([[host.replace(/^\[|\]$/g, '').toLowerCase(), addresses]])) } });
+}
+
 const seconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))} s`;
 
 function header(res: Dispatcher.ResponseData, name: string): string | null {

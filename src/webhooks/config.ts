@@ -1,3 +1,4 @@
+import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../core/auth.js';
@@ -13,13 +14,20 @@ export const EVENT_KINDS = ['messages.received', 'message.status', 'session.stat
 export type EventKind = (typeof EVENT_KINDS)[number];
 const ALL = 'all';
 
-/** Checks that a webhook host resolves only to public addresses (unless private ones are allowed). */
-export async function vetWebhookHost(url: URL, allowPrivate: boolean): Promise<void> {
-  if (allowPrivate) return;
+/**
+ * Resolves a webhook host and checks every address is public (unless private
+ * ones are allowed); the addresses are returned so the connection can be
+ * pinned to them.
+ */
+export async function vetWebhookHost(url: URL, allowPrivate: boolean): Promise<LookupAddress[]> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  const addresses = isIP(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
+  const family = isIP(host);
+  const addresses: LookupAddress[] = family !== 0 ? [{ address: host, family }] : await lookup(host, { all: true }).catch(() => []);
   if (addresses.length === 0) fail('INVALID_PARAMS', `url: the host ${host} does not resolve`);
-  if (addresses.some(isBlockedAddress)) fail('INVALID_PARAMS', 'url: points at a loopback, private or link-local address (allowed only with serve --allow-private-urls)');
+  if (!allowPrivate && addresses.some((a) => isBlockedAddress(a.address))) {
+    fail('INVALID_PARAMS', 'url: points at a loopback, private or link-local address (allowed only with serve --allow-private-urls)');
+  }
+  return addresses;
 }
 
 /** `eventos` as a JSON array, repeated form fields, or a comma list; default all. */

@@ -5,6 +5,7 @@ import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events.js';
 import type { EntregaRow } from '../core/ports.js';
 import { KeyedRunner } from '../core/keyed-runner.js';
+import { pinnedAgent } from '../core/media-url.js';
 import { subscribed, vetWebhookHost } from './config.js';
 import { retryDelayMs, sign } from './sign.js';
 
@@ -114,7 +115,8 @@ export class WebhookDispatcher {
     }
     try {
       const url = new URL(cfg.url);
-      await vetWebhookHost(url, core.config.allowPrivateUrls);
+      // Checked again before each attempt (DNS may have changed) and the connection pinned to what was checked.
+      const agent = pinnedAgent(url.hostname, await vetWebhookHost(url, core.config.allowPrivateUrls));
       const ts = Math.floor(core.clock.now() / 1000);
       const headers: Record<string, string> = {
         'content-type': 'application/json',
@@ -124,7 +126,12 @@ export class WebhookDispatcher {
         'webhook-timestamp': String(ts),
         ...(cfg.secret ? sign(cfg.secret, e.id, ts, e.body) : {}),
       };
-      const res = await request(url, { method: 'POST', headers, body: e.body, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs });
+      const res = await request(url, { method: 'POST', headers, body: e.body, dispatcher: agent, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs }).catch(
+        (err: unknown) => {
+          void agent.destroy().catch(() => {});
+          throw err;
+        },
+      );
       status = res.statusCode;
       // A receiver that says when to come back (429, 503) is not retried sooner than that.
       const header = res.headers['retry-after'];
@@ -134,7 +141,7 @@ export class WebhookDispatcher {
         const ms = /^\d+$/.test(raw.trim()) ? Number(raw) * 1000 : Date.parse(raw) - Date.now();
         if (Number.isFinite(ms) && ms > 0) retryAfterMs = Math.min(ms, 86_400_000);
       }
-      await res.body.dump();
+      await res.body.dump().finally(() => void agent.close().catch(() => {}));
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
       error = (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' ? `timeout after ${this.opts.timeoutMs / 1000} s` : (err as Error).message;
