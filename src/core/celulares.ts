@@ -185,18 +185,20 @@ export function applySessionStatus(core: Core, celularId: number, status: Sessio
       if (status === 'connected') estado = 'activo';
       else if (status === 'logged_out' || status === 'need_scan') estado = 'desconectado';
     }
-    const row = (await core.store.updateCelular(celular.id, { last_status: status, last_status_check: now, estado }, now)) ?? celular;
-    if (celular.last_status !== status && row.gateway_instancia) {
-      core.bus.publish('session.status', {
-        celular_id: row.id,
-        cliente_id: row.cliente_id,
-        gateway_instancia: row.gateway_instancia,
-        status,
-        status_anterior: celular.last_status,
-        estado: row.estado,
-        fecha: iso(now),
-      });
-    }
+    const changed = celular.last_status !== status && celular.gateway_instancia !== null;
+    const data = {
+      celular_id: celular.id,
+      cliente_id: celular.cliente_id,
+      gateway_instancia: celular.gateway_instancia ?? '',
+      status,
+      status_anterior: celular.last_status,
+      estado,
+      fecha: iso(now),
+    };
+    // A change is journaled in the same transaction as the new status, so its event cannot be lost.
+    const event = changed ? { evento: 'session.status', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: now } : undefined;
+    const row = (await core.store.updateCelular(celular.id, { last_status: status, last_status_check: now, estado }, now, event)) ?? celular;
+    if (changed) core.bus.publish('session.status', data);
     return row;
   };
   const next = (sessionLocks.get(core) ?? Promise.resolve()).then(run, run);

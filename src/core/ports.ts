@@ -249,6 +249,15 @@ export interface IntentoRow {
   error: string | null;
 }
 
+/** An event as journaled with the change that caused it (DESIGN §6 names and data). */
+export interface JournalEvent {
+  evento: string;
+  cliente_id: number;
+  celular_id: number | null;
+  data: Record<string, unknown>;
+  fecha: number;
+}
+
 export interface Store {
   readonly dialect: string;
   createCliente(input: NewCliente, now: number): Promise<ClienteRow>;
@@ -264,7 +273,8 @@ export interface Store {
   /** Looks a presented token up by its hash among gateway and legacy tokens. */
   getCelularByTokenHash(hash: string): Promise<CelularRow | null>;
   listCelulares(clienteId: number): Promise<CelularRow[]>;
-  updateCelular(id: number, patch: CelularPatch, now: number): Promise<CelularRow | null>;
+  /** With `event`, the event is journaled in the same transaction. */
+  updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
   /** Atomic: removes the row and writes the audit record together. */
   deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean>;
 
@@ -304,6 +314,14 @@ export interface Store {
   pendingFiles(): Promise<string[]>;
   listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }>;
 
+  /** Journals an event that has no state change of its own (an incoming message). */
+  journalEvent(ev: JournalEvent): Promise<void>;
+  /**
+   * Atomic: takes up to `limit` journaled events in order, turns each into an
+   * outbox delivery when `route` says so (given the client's configuration),
+   * and removes them from the journal. Returns how many were taken.
+   */
+  moveEventsToOutbox(limit: number, route: (ev: JournalEvent, cfg: WebhookConfig | null) => { id: string; body: string } | null, now: number): Promise<number>;
   getWebhook(clienteId: number): Promise<WebhookConfig | null>;
   /** Saves the configuration, keeping the one it replaces for restoreWebhook. */
   setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig>;

@@ -24,7 +24,7 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
       await applySessionStatus(core, celular.id, e.status);
       return;
     }
-    core.bus.publish('messages.received', {
+    const data = {
       celular_id: celular.id,
       cliente_id: celular.cliente_id,
       de: e.de,
@@ -33,7 +33,10 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
       media: e.media,
       gateway_msg_id: e.gatewayMsgId,
       fecha: iso(e.at),
-    });
+    };
+    // Journaled before anything else: the first durable record of an incoming message is its event.
+    await core.store.journalEvent({ evento: 'messages.received', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: e.at });
+    core.bus.publish('messages.received', data);
   };
   core.gateway.onEvent((e) => {
     chain = chain.then(() => handle(e)).catch(onError);

@@ -190,4 +190,21 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX webhook_intentos_entrega ON webhook_intentos(entrega_id, n);
     `,
   },
+  {
+    version: 5,
+    name: 'event journal',
+    sql: `
+      -- Every event, written in the same transaction as the change it reports, so a crash can
+      -- never keep the change and lose the event. The webhook dispatcher moves them to its
+      -- outbox (webhook_entregas) and deletes them.
+      CREATE TABLE eventos (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        cliente_id INTEGER NOT NULL,
+        celular_id INTEGER,
+        evento TEXT NOT NULL,
+        data TEXT NOT NULL,
+        fecha INTEGER NOT NULL
+      );
+    `,
+  },
 ];

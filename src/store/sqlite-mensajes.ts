@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { immediate, stmt } from './statements.js';
-import type { AcceptResult, CapLimits, MensajeRow, NewMensaje, SentCounts } from '../core/ports.js';
+import { messageStatusData } from '../core/event-data.js';
+import type { AcceptResult, CapLimits, JournalEvent, MensajeRow, NewMensaje, SentCounts } from '../core/ports.js';
 
 /**
  * Messages in SQLite: acceptance with its charge, the queue's claims, state
@@ -15,6 +16,21 @@ const DAY = 24 * HOUR;
 
 function get(db: DB, msgId: string): MensajeRow | null {
   return (stmt(db, 'SELECT * FROM mensajes WHERE msg_id = ?').get(msgId) as MensajeRow | undefined) ?? null;
+}
+
+/** Journals an event in the current transaction (see migration 5). */
+export function journal(db: DB, ev: JournalEvent): void {
+  stmt(db, 'INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha) VALUES (?, ?, ?, ?, ?)').run(
+    ev.cliente_id,
+    ev.celular_id,
+    ev.evento,
+    JSON.stringify(ev.data),
+    ev.fecha,
+  );
+}
+
+function journalStatus(db: DB, m: MensajeRow, anterior: string | null, now: number): void {
+  journal(db, { evento: 'message.status', cliente_id: m.cliente_id, celular_id: m.celular_id, data: { ...messageStatusData(m, anterior, now) }, fecha: now });
 }
 
 function movimiento(db: DB, now: number, clienteId: number, celularId: number | null, monto: number, resultante: number, motivo: string): void {
@@ -87,6 +103,7 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
         cargo,
         now,
       });
+      journalStatus(db, get(db, m.msg_id)!, null, now);
       return { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal };
     });
 }
@@ -114,6 +131,7 @@ export function markSent(db: DB, msgId: string, gid: string, now: number): Mensa
       ).get(gid, now, msgId) as MensajeRow | undefined;
       if (!row) return null;
       leftQueue(db, row);
+      journalStatus(db, row, 'pendiente', now);
       return row;
     });
 }
@@ -134,7 +152,9 @@ export function failMensaje(db: DB, msgId: string, error: string, now: number): 
       } else if (m.cobrado && m.cargo === 'global') {
         refundGlobal(db, m, now);
       }
-      return get(db, msgId);
+      const after = get(db, msgId)!;
+      journalStatus(db, after, m.estado, now);
+      return after;
     });
 }
 
@@ -153,7 +173,9 @@ export function receipt(db: DB, gid: string, estado: 'entregado' | 'leido', now:
       if (!before || RANK[before.estado] < 1 || RANK[before.estado] >= RANK[estado]) return null;
       const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
       stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ?`).run(estado, now, before.msg_id);
-      return { before, after: get(db, before.msg_id)! };
+      const after = get(db, before.msg_id)!;
+      journalStatus(db, after, before.estado, now);
+      return { before, after };
     });
 }
 

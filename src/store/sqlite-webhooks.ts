@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { EntregaRow, IntentoRow, WebhookConfig } from '../core/ports.js';
+import type { EntregaRow, IntentoRow, JournalEvent, WebhookConfig } from '../core/ports.js';
 import { immediate, stmt } from './statements.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
@@ -159,4 +159,27 @@ export function redeliver(db: DB, clienteId: number, id: string, now: number): b
   return (
     stmt(db, "UPDATE webhook_entregas SET estado = 'pendiente', proximo_intento_at = ? WHERE id = ? AND cliente_id = ?").run(now, id, clienteId).changes === 1
   );
+}
+
+export function moveEventsToOutbox(
+  db: DB,
+  limit: number,
+  route: (ev: JournalEvent, cfg: WebhookConfig | null) => { id: string; body: string } | null,
+  now: number,
+): number {
+  const events = stmt(db, 'SELECT * FROM eventos ORDER BY seq LIMIT ?').all(limit) as Array<{
+    seq: number;
+    cliente_id: number;
+    celular_id: number | null;
+    evento: string;
+    data: string;
+    fecha: number;
+  }>;
+  for (const e of events) {
+    const ev: JournalEvent = { evento: e.evento, cliente_id: e.cliente_id, celular_id: e.celular_id, data: JSON.parse(e.data) as Record<string, unknown>, fecha: e.fecha };
+    const out = route(ev, getWebhook(db, e.cliente_id));
+    if (out) enqueueEntrega(db, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
+    stmt(db, 'DELETE FROM eventos WHERE seq = ?').run(e.seq);
+  }
+  return events.length;
 }

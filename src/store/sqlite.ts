@@ -23,6 +23,7 @@ import type {
   EntregaRow,
   IntentoRow,
   WebhookConfig,
+  JournalEvent,
 } from '../core/ports.js';
 import { MIGRATIONS } from './migrations.js';
 import { grouped, immediate, stmt } from './statements.js';
@@ -178,11 +179,16 @@ export class SqliteStore implements Store {
     return stmt(this.db, 'SELECT * FROM celulares WHERE cliente_id = ? ORDER BY id').all(clienteId) as CelularRow[];
   }
 
-  async updateCelular(id: number, patch: CelularPatch, now: number): Promise<CelularRow | null> {
+  async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
     const cols = onlyColumns(patch, CELULAR_COLUMNS);
-    if (Object.keys(cols).length > 0) {
-      stmt(this.db, `UPDATE celulares SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
-    }
+    const write = () => {
+      if (Object.keys(cols).length > 0) {
+        stmt(this.db, `UPDATE celulares SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
+      }
+      if (event) msgs.journal(this.db, event);
+    };
+    if (event) await grouped(this.db, write);
+    else write();
     return this.getCelular(id);
   }
 
@@ -312,6 +318,18 @@ export class SqliteStore implements Store {
 
   async listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {
     return listMensajes(this.db, filter);
+  }
+
+  async journalEvent(ev: JournalEvent): Promise<void> {
+    return grouped(this.db, () => msgs.journal(this.db, ev));
+  }
+
+  async moveEventsToOutbox(
+    limit: number,
+    route: (ev: JournalEvent, cfg: WebhookConfig | null) => { id: string; body: string } | null,
+    now: number,
+  ): Promise<number> {
+    return grouped(this.db, () => hooks.moveEventsToOutbox(this.db, limit, route, now));
   }
 
   async getWebhook(clienteId: number): Promise<WebhookConfig | null> {

@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { iso } from '../core/clock.js';
 import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events.js';
-import type { EntregaRow } from '../core/ports.js';
+import type { EntregaRow, JournalEvent, WebhookConfig } from '../core/ports.js';
 import { KeyedRunner } from '../core/keyed-runner.js';
 import { pinnedAgent } from '../core/media-url.js';
 import { subscribed, vetWebhookHost } from './config.js';
@@ -46,12 +46,8 @@ export class WebhookDispatcher {
 
   start(): void {
     for (const kind of ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[]) {
-      this.unsubscribe.push(
-        this.core.bus.subscribe(kind, (data) => {
-          const { cliente_id, ...rest } = data;
-          this.enqueue(kind, cliente_id, data.celular_id, rest).catch(this.opts.onError);
-        }),
-      );
+      // Events reach the outbox through the journal (written with each change); the bus only says "look now".
+      this.unsubscribe.push(this.core.bus.subscribe(kind, () => this.poke()));
     }
     this.runner.start();
   }
@@ -65,20 +61,28 @@ export class WebhookDispatcher {
     this.runner.poke();
   }
 
-  /** Writes the event to the outbox when the client's configuration wants it; returns its id. */
-  async enqueue(evento: string, clienteId: number, celularId: number | null, data: Record<string, unknown>): Promise<string | null> {
-    const cfg = await this.core.store.getWebhook(clienteId);
+  /** The delivery an event becomes for a configuration, or null when the configuration does not want it. */
+  static route(ev: JournalEvent, cfg: WebhookConfig | null): { id: string; body: string } | null {
     if (!cfg) return null;
-    if (evento !== TEST_EVENT && (!cfg.activo || !subscribed(cfg, evento))) return null;
-    const now = this.core.clock.now();
+    if (ev.evento !== TEST_EVENT && (!cfg.activo || !subscribed(cfg, ev.evento))) return null;
+    const { cliente_id: _c, ...data } = ev.data;
     const id = `evt_${randomUUID().replace(/-/g, '')}`;
-    const body = JSON.stringify({ id, evento, fecha: iso(now), cliente_id: clienteId, celular_id: celularId, data });
-    await this.core.store.enqueueEntrega({ id, cliente_id: clienteId, evento, body }, now);
+    return { id, body: JSON.stringify({ id, evento: ev.evento, fecha: iso(ev.fecha), cliente_id: ev.cliente_id, celular_id: ev.celular_id, data }) };
+  }
+
+  /** Writes a signed test event to the outbox, whatever the subscription; returns its id (null: no configuration). */
+  async enqueueTest(clienteId: number, data: Record<string, unknown>): Promise<string | null> {
+    const now = this.core.clock.now();
+    const out = WebhookDispatcher.route({ evento: TEST_EVENT, cliente_id: clienteId, celular_id: null, data, fecha: now }, await this.core.store.getWebhook(clienteId));
+    if (!out) return null;
+    await this.core.store.enqueueEntrega({ id: out.id, cliente_id: clienteId, evento: TEST_EVENT, body: out.body }, now);
     this.poke();
-    return id;
+    return out.id;
   }
 
   private async look(): Promise<number> {
+    // Journaled events first: each becomes a delivery (or nothing) and leaves the journal in one transaction.
+    while ((await this.core.store.moveEventsToOutbox(500, WebhookDispatcher.route, this.core.clock.now())) === 500);
     for (const e of await this.core.store.dueEntregas(this.core.clock.now(), 1000)) {
       if (this.runner.inFlight >= this.opts.concurrency) break;
       if (this.runner.isBusy(e.cliente_id)) continue;

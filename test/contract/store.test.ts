@@ -130,6 +130,44 @@ for (const adapter of ADAPTERS) {
       expect((await store.getCliente(c.id))?.saldo_global).toBe(2);
     });
 
+    it('journals each change with it, and moves journaled events to the outbox in one step', async () => {
+      const c = await newCliente();
+      const cel = await store.insertCelular(celular(c.id, '525512345678'), 1000);
+      if (!cel.ok) throw new Error('insert');
+      await store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 5, motivo: 'r', actor: 'op' }, 1);
+      const m = {
+        msg_id: '00000000-0000-4000-8000-00000000000a',
+        cliente_id: c.id,
+        celular_id: cel.celular.id,
+        destinatario: '14155552671',
+        tipo: 'texto' as const,
+        modo: 'cola' as const,
+        texto: 'x',
+        media: null,
+        payload: { texto: 'x' },
+        expira_at: null,
+      };
+      await store.acceptMensaje(m, { charge: true, maxPending: null }, 2);
+      await store.markSent(m.msg_id, 'G1', 3);
+      await store.updateCelular(cel.celular.id, { last_status: 'connected' }, 4, {
+        evento: 'session.status', cliente_id: c.id, celular_id: cel.celular.id, data: { status: 'connected' }, fecha: 4,
+      });
+      const seen: Array<[string, unknown]> = [];
+      const route = (ev: { evento: string; data: Record<string, unknown> }, cfg: unknown) => {
+        seen.push([ev.evento, (ev.data as { estado?: string; status?: string }).estado ?? (ev.data as { status?: string }).status]);
+        return cfg ? { id: `evt_${seen.length}`, body: JSON.stringify(ev) } : null;
+      };
+      expect(await store.moveEventsToOutbox(10, route, 5)).toBe(3);
+      expect(seen).toEqual([['message.status', 'pendiente'], ['message.status', 'enviado'], ['session.status', 'connected']]);
+      expect(await store.moveEventsToOutbox(10, route, 6)).toBe(0);
+      // Without a configuration nothing reached the outbox; with one, the next events do.
+      expect(await store.dueEntregas(10, 10)).toEqual([]);
+      await store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 7);
+      await store.failMensaje(m.msg_id, 'x', 8);
+      expect(await store.moveEventsToOutbox(10, route, 9)).toBe(1);
+      expect((await store.dueEntregas(10, 10)).map((e) => e.evento)).toEqual(['message.status']);
+    });
+
     it('keeps data and applies no migration twice on reopen', async () => {
       const c = await newCliente();
       await store.kvSet('ns', 'k', { a: 1 });

@@ -83,7 +83,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     handler: async (req) => {
       const p = principal(req);
       requireClientKey(p, 'sending a test event');
-      const id = await dispatcher.enqueue(TEST_EVENT, p.cliente.id, null, { mensaje: 'evento de prueba de pasarela' });
+      const id = await dispatcher.enqueueTest(p.cliente.id, { mensaje: 'evento de prueba de pasarela' });
       if (!id) fail('CONFLICT', 'no webhook is configured: set one first (POST /api/webhook.php)');
       return success({ id }, { descripcion: 'evento de prueba en cola' });
     },
