@@ -1,10 +1,9 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { execa, type ResultPromise } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
+import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
 
 /**
  * Crash test of the durable queue (DESIGN §5, §6) against the real binary:
@@ -23,11 +22,6 @@ import { afterAll, describe, expect, it } from 'vitest';
  * `npm run build` must have run first (bin/pasarela imports dist/).
  */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = join(ROOT, 'bin', 'pasarela');
-if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
-  throw new Error('dist/ is missing: run `npm run build` before the e2e tests (npm test does it)');
-}
 
 const LINES = 3;
 const TEXTS_PER_LINE = 90;
@@ -38,56 +32,17 @@ const SALDO = 1_000_000;
 const PNG =
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 
-interface Server {
-  url: string;
-  child: ResultPromise<{ reject: false }>;
-}
+type Server = ServeChild;
 
 const dirs: string[] = [];
-const children = new Set<ResultPromise<{ reject: false }>>();
 
 afterAll(() => {
   // A failed assertion must not leave a server running.
-  for (const c of children) c.kill('SIGKILL');
+  killAllServeChildren();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function startServe(dataDir: string, gap: string): Promise<Server> {
-  const home = join(dataDir, '..', 'home');
-  const child = execa(
-    process.execPath,
-    [BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--queue-gap-ms', gap, '--log-level', 'warn'],
-    {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', PASARELA_CONFIG_DIR: join(home, 'config') },
-      extendEnv: false,
-      reject: false,
-      stdin: 'ignore',
-      timeout: 60_000,
-    },
-  ) as ResultPromise<{ reject: false }>;
-  children.add(child);
-  void child.finally(() => children.delete(child));
-  const url = await new Promise<string>((resolve, reject) => {
-    let seen = '';
-    const onData = (chunk: Buffer) => {
-      seen += String(chunk);
-      const m = /listening on (http:\/\/\S+)/.exec(seen);
-      if (m) {
-        child.stderr!.off('data', onData);
-        resolve(m[1]!);
-      }
-    };
-    child.stderr!.on('data', onData);
-    void child.then((r) => reject(new Error(`serve ended before listening (exit ${r.exitCode}, ${r.signal ?? 'no signal'}): ${seen}${String(r.stderr)}`)));
-  });
-  return { url, child };
-}
-
-async function crash(s: Server): Promise<void> {
-  s.child.kill('SIGKILL');
-  const r = await s.child;
-  expect(r.signal).toBe('SIGKILL');
-}
+const startServe = (dataDir: string, gap: string) => startServeChild(dataDir, ['--queue-gap-ms', gap]);
 
 interface Res {
   status: number;

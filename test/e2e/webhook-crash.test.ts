@@ -1,9 +1,8 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { execa, type ResultPromise } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
+import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
 import { expectEnvelope, expectSigned, startReceiver, waitFor, type Receiver } from '../server/webhook-helpers.js';
 
 /**
@@ -16,72 +15,22 @@ import { expectEnvelope, expectSigned, startReceiver, waitFor, type Receiver } f
  * `npm run build` must have run first (bin/pasarela imports dist/).
  */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = join(ROOT, 'bin', 'pasarela');
-if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
-  throw new Error('dist/ is missing: run `npm run build` before the e2e tests (npm test does it)');
-}
 
 const SECRET = 'crash-test-secret-0123456789abcdefghij';
 
-interface Server {
-  url: string;
-  child: ResultPromise<{ reject: false }>;
-}
+type Server = ServeChild;
 
 const dirs: string[] = [];
-const children = new Set<ResultPromise<{ reject: false }>>();
 const receivers: Receiver[] = [];
 
 afterAll(async () => {
   // A failed assertion must not leave a server running.
-  for (const c of children) c.kill('SIGKILL');
+  killAllServeChildren();
   for (const r of receivers) await r.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function startServe(dataDir: string): Promise<Server> {
-  const home = join(dataDir, '..', 'home');
-  const child = execa(
-    process.execPath,
-    [BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--allow-private-urls', '--webhook-retry-ms', '300', '--log-level', 'warn'],
-    {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', PASARELA_CONFIG_DIR: join(home, 'config') },
-      extendEnv: false,
-      reject: false,
-      stdin: 'ignore',
-      timeout: 60_000,
-    },
-  ) as ResultPromise<{ reject: false }>;
-  children.add(child);
-  void child.finally(() => children.delete(child));
-  const url = await new Promise<string>((resolve, reject) => {
-    let seen = '';
-    const onData = (chunk: Buffer) => {
-      seen += String(chunk);
-      const m = /listening on (http:\/\/\S+)/.exec(seen);
-      if (m) {
-        child.stderr!.off('data', onData);
-        resolve(m[1]!);
-      }
-    };
-    child.stderr!.on('data', onData);
-    void child.then((r) => reject(new Error(`serve ended before listening (exit ${r.exitCode}, ${r.signal ?? 'no signal'}): ${seen}${String(r.stderr)}`)));
-  });
-  return { url, child };
-}
-
-async function crash(s: Server): Promise<void> {
-  s.child.kill('SIGKILL');
-  const r = await s.child;
-  expect(r.signal).toBe('SIGKILL');
-}
-
-async function stop(s: Server): Promise<void> {
-  s.child.kill('SIGTERM');
-  const r = await s.child;
-  expect(r.exitCode, String(r.stderr)).toBe(0);
-}
+const startServe = (dataDir: string) => startServeChild(dataDir, ['--allow-private-urls', '--webhook-retry-ms', '300']);
 
 interface Res {
   status: number;
