@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { api, type ApiResponse } from '../helpers/server.js';
 import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
 
 /**
@@ -44,29 +45,10 @@ afterAll(() => {
 
 const startServe = (dataDir: string, gap: string) => startServeChild(dataDir, ['--queue-gap-ms', gap]);
 
-interface Res {
-  status: number;
-  body: any;
-  text: string;
-}
+/** The test helpers' HTTP call, in this file's argument order. */
+const call = (base: string, method: string, path: string, key: string, json?: unknown) => api(base, method, path, { key, json });
 
-async function call(base: string, method: string, path: string, key: string, json?: unknown): Promise<Res> {
-  const res = await fetch(base + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: json === undefined ? undefined : JSON.stringify(json),
-  });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, body, text };
-}
-
-async function ok(p: Promise<Res>, status = 200): Promise<any> {
+async function ok(p: Promise<ApiResponse>, status = 200): Promise<any> {
   const r = await p;
   expect(r.status, r.text).toBe(status);
   return r.body;
@@ -105,7 +87,7 @@ async function runScenario(killShare: number): Promise<void> {
     lineas.push(id);
   }
 
-  const jobs: Array<() => Promise<Res>> = [];
+  const jobs: Array<() => Promise<ApiResponse>> = [];
   let n = 0;
   for (const id of lineas) {
     for (let i = 0; i < TEXTS_PER_LINE + IMAGES_PER_LINE; i += 1) {

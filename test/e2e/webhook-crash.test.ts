@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { api, type ApiResponse } from '../helpers/server.js';
 import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
 import { expectEnvelope, expectSigned, startReceiver, waitFor, type Receiver } from '../server/webhook-helpers.js';
 
@@ -32,29 +33,10 @@ afterAll(async () => {
 
 const startServe = (dataDir: string) => startServeChild(dataDir, ['--allow-private-urls', '--webhook-retry-ms', '300']);
 
-interface Res {
-  status: number;
-  body: any;
-  text: string;
-}
+/** The test helpers' HTTP call, in this file's argument order. */
+const call = (base: string, method: string, path: string, key: string, json?: unknown) => api(base, method, path, { key, json });
 
-async function call(base: string, method: string, path: string, key: string, json?: unknown): Promise<Res> {
-  const res = await fetch(base + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: json === undefined ? undefined : JSON.stringify(json),
-  });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, body, text };
-}
-
-async function ok(p: Promise<Res>, status = 200): Promise<any> {
+async function ok(p: Promise<ApiResponse>, status = 200): Promise<any> {
   const r = await p;
   expect(r.status, r.text).toBe(status);
   return r.body;

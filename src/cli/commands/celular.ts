@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import type { CelularView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
@@ -6,24 +7,8 @@ import { emit, printFields, printSecret, printTable, type Cell } from '../output
 import { idArg, int, intOrNone, positiveInt } from '../parse.js';
 import { showQr, type QrBody } from '../qr-display.js';
 
-interface Celular {
-  id: number;
-  numero: string;
-  nombre_interno: string | null;
-  estado: string;
-  saldo_actual: number;
-  max_envios_por_minuto: number;
-  max_envios_por_hora: number;
-  max_envios_por_dia: number | null;
-  hora_inicio_permitido: string;
-  hora_fin_permitido: string;
-  gateway_instancia: string | null;
-  tiene_gateway_token: boolean;
-  tiene_token_legacy: boolean;
-  last_status: string | null;
-  last_status_check: string | null;
-  created_at: string;
-}
+/** The server's celular shape (a type-only import: nothing of the server is loaded). */
+type Celular = CelularView;
 
 const estadoColor = (ctx: Ctx, e: string) => (e === 'activo' ? ctx.term.color.green(e) : e === 'suspendido' ? ctx.term.color.red(e) : ctx.term.color.yellow(e));
 
