@@ -30,7 +30,13 @@ export interface WebhookView {
 }
 
 /** 32 random bytes as base64url (43 characters, no `whsec_` prefix: raw-format secret). */
-export const generateSecret = (): string => randomBytes(32).toString('base64url');
+/** 32 random bytes, base64url, never starting with '-' (so it can be pasted after --secret). */
+export function generateSecret(): string {
+  for (;;) {
+    const s = randomBytes(32).toString('base64url');
+    if (!s.startsWith('-')) return s;
+  }
+}
 
 export const TOLERANCE_SEC = 300;
 const MAX_BODY = 8 * 1024 * 1024;

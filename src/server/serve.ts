@@ -65,7 +65,8 @@ function adminToken(opts: ServeOptions): { token: string; source: string } {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  const t = randomBytes(32).toString('base64url');
+  // Hex, so the token never starts with '-' and can be passed as a command-line value.
+  const t = randomBytes(32).toString('hex');
   writeFileSync(file, `${t}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
   return { token: t, source: file };
