@@ -15,3 +15,4 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 export const DB_FILE = 'pasarela.db';
+export const GATEWAY_SECRET_FILE = 'gateway-secret';

@@ -48,7 +48,14 @@ function cleanNombre(nombre: string | null | undefined): string | null {
   return t === '' ? null : t;
 }
 
-async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nombre: string | null) {
+/**
+ * Inserts the line, names its gateway instance and creates (or adopts) that
+ * instance with the line's gateway token. The line exists even when the
+ * gateway cannot be reached now: the instance is then made when the line is
+ * first linked (connect creates it), without the token, which only this call
+ * knows in clear.
+ */
+async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nombre: string | null, onGatewayError: (err: unknown) => void) {
   const gatewayToken = newGatewayToken();
   const secret = newSecret();
   const now = core.clock.now();
@@ -69,20 +76,28 @@ async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nom
     if (res.reason === 'cap') fail('CELULAR_CAP', `the client has reached its cap of ${p.cliente.max_celulares} celulares`);
     fail('CLIENT_NOT_FOUND', 'client not found');
   }
+  const instancia = instanceName(res.celular);
+  const celular = (await core.store.updateCelular(res.celular.id, { gateway_instancia: instancia }, now)) ?? res.celular;
   await core.store.audit(
-    { actor: actorOf(p), accion: 'celular.crear', objeto_tipo: 'celular', objeto_id: res.celular.id, cliente_id: p.cliente.id, detalle: { numero } },
+    { actor: actorOf(p), accion: 'celular.crear', objeto_tipo: 'celular', objeto_id: celular.id, cliente_id: p.cliente.id, detalle: { numero, gateway_instancia: instancia } },
     now,
   );
-  return { celular: res.celular, api_key: celularKey(res.celular.id, secret), gateway_token: gatewayToken };
+  await core.gateway.ensureInstance(instancia, { numero, token: gatewayToken }).catch(onGatewayError);
+  return { celular, api_key: celularKey(celular.id, secret), gateway_token: gatewayToken };
 }
 
 /** Creates a line (estado `desconectado`); its key and gateway token are returned once. */
-export async function createCelular(core: Core, p: ClientPrincipal, input: { numero: string; nombre_interno?: string | null }) {
+export async function createCelular(
+  core: Core,
+  p: ClientPrincipal,
+  input: { numero: string; nombre_interno?: string | null },
+  onGatewayError: (err: unknown) => void = () => undefined,
+) {
   requireClientKey(p, 'creating a celular');
   requireActiveClient(p);
   const numero = parseNumero(input.numero);
   const nombre = cleanNombre(input.nombre_interno);
-  const created = await insertCelular(core, p, numero, nombre);
+  const created = await insertCelular(core, p, numero, nombre, onGatewayError);
   return { ...created, view: celularView(created.celular) };
 }
 
@@ -181,11 +196,13 @@ export function applySessionStatus(core: Core, celularId: number, status: Sessio
     if (!celular) return null;
     const now = core.clock.now();
     let estado = celular.estado;
+    // `connecting` and `unknown` say nothing final: a line reconnecting keeps its estado.
     if (celular.estado !== 'suspendido') {
       if (status === 'connected') estado = 'activo';
-      else if (status === 'logged_out' || status === 'need_scan') estado = 'desconectado';
+      else if (status === 'logged_out' || status === 'need_scan' || status === 'disconnected') estado = 'desconectado';
     }
-    const changed = celular.last_status !== status && celular.gateway_instancia !== null;
+    // `unknown` (the gateway has nothing for the line) is recorded but is no news to publish.
+    const changed = celular.last_status !== status && status !== 'unknown' && celular.gateway_instancia !== null;
     const data = {
       celular_id: celular.id,
       cliente_id: celular.cliente_id,
@@ -211,23 +228,37 @@ export function instanceName(celular: CelularRow): string {
   return `pasarela-${celular.id}`;
 }
 
-async function ensureInstance(core: Core, celular: CelularRow): Promise<CelularRow> {
-  if (celular.gateway_instancia) return celular;
-  return (await core.store.updateCelular(celular.id, { gateway_instancia: instanceName(celular) }, core.clock.now()))!;
+/** Lines made before instances were named at creation get their name on first link. */
+async function withInstance(core: Core, celular: CelularRow): Promise<CelularRow & { gateway_instancia: string }> {
+  if (celular.gateway_instancia) return celular as CelularRow & { gateway_instancia: string };
+  return (await core.store.updateCelular(celular.id, { gateway_instancia: instanceName(celular) }, core.clock.now())) as CelularRow & {
+    gateway_instancia: string;
+  };
 }
 
-async function qrFor(core: Core, celular: CelularRow) {
-  const withInstance = await ensureInstance(core, celular);
-  const instancia = withInstance.gateway_instancia!;
-  const res = await core.gateway.connect(instancia, withInstance.numero).catch(gatewayError);
-  const row = (await applySessionStatus(core, withInstance.id, res.status)) ?? withInstance;
-  return { celular_id: row.id, gateway_instancia: instancia, qr: res.qr, status: res.status, estado: row.estado };
+export type LinkMethod = 'qr' | 'codigo';
+
+async function linkStart(core: Core, celular: CelularRow, method: LinkMethod) {
+  const c = await withInstance(core, celular);
+  const res =
+    method === 'qr'
+      ? await core.gateway.connect(c.gateway_instancia, c.numero).then((r) => ({ status: r.status, qr: r.qr }), gatewayError)
+      : await core.gateway.pairingCode(c.gateway_instancia, c.numero).then((r) => ({ status: r.status, codigo: r.code }), gatewayError);
+  const row = (await applySessionStatus(core, c.id, res.status)) ?? c;
+  return { celular_id: row.id, gateway_instancia: c.gateway_instancia, ...res, estado: row.estado };
 }
 
 export async function celularQr(core: Core, p: ClientPrincipal, id: number) {
   const celular = await celularInScope(core, p, id);
   requireActiveClient(p);
-  return qrFor(core, celular);
+  return linkStart(core, celular, 'qr') as Promise<{ celular_id: number; gateway_instancia: string; status: SessionStatus; qr: string; estado: CelularEstado }>;
+}
+
+/** Pairing code for the line's own number: the alternative to scanning a QR. */
+export async function celularCodigo(core: Core, p: ClientPrincipal, id: number) {
+  const celular = await celularInScope(core, p, id);
+  requireActiveClient(p);
+  return linkStart(core, celular, 'codigo');
 }
 
 export async function celularStatus(core: Core, p: ClientPrincipal, id: number) {
@@ -258,19 +289,30 @@ export async function celularStatus(core: Core, p: ClientPrincipal, id: number) 
  * Registers a number (or takes the client's existing line with that number)
  * and starts QR linking. Client key only (the spec's "super admin").
  */
-export async function vincularQr(core: Core, p: ClientPrincipal, input: { numero: string; nombre?: string | null }) {
-  requireClientKey(p, 'celular_vincular_qr');
+export async function vincular(
+  core: Core,
+  p: ClientPrincipal,
+  input: { numero: string; nombre?: string | null },
+  method: LinkMethod,
+  onGatewayError: (err: unknown) => void = () => undefined,
+) {
+  requireClientKey(p, method === 'qr' ? 'celular_vincular_qr' : 'celular_vincular_codigo');
   requireActiveClient(p);
   const numero = parseNumero(input.numero);
   const existing = await core.store.getCelularByNumero(numero);
   if (existing && existing.cliente_id !== p.cliente.id) fail('NUMBER_TAKEN', `the number ${numero} is already registered`);
-  if (existing) {
-    const qr = await qrFor(core, existing);
-    return { ...qr, numero, creado: false as const };
+  if (existing) return { ...(await linkStart(core, existing, method)), numero, creado: false as const };
+  const created = await insertCelular(core, p, numero, cleanNombre(input.nombre), onGatewayError);
+  const keys = { numero, creado: true as const, api_key: created.api_key, gateway_token: created.gateway_token };
+  try {
+    return { ...(await linkStart(core, created.celular, method)), ...keys };
+  } catch (err) {
+    // The line exists and its key is shown only now: answer it, and say the link must be asked again.
+    if (!(err instanceof AppError) || err.row.codigo !== 700) throw err;
+    const c = (await core.store.getCelular(created.celular.id)) ?? created.celular;
+    const link = method === 'qr' ? { qr: '' } : { codigo: '' };
+    return { celular_id: c.id, gateway_instancia: c.gateway_instancia ?? '', status: 'unknown' as const, ...link, estado: c.estado, ...keys, aviso: `${err.message}; the celular was registered: ask for the ${method === 'qr' ? 'QR' : 'pairing code'} again` };
   }
-  const created = await insertCelular(core, p, numero, cleanNombre(input.nombre));
-  const qr = await qrFor(core, created.celular);
-  return { ...qr, numero, creado: true as const, api_key: created.api_key, gateway_token: created.gateway_token };
 }
 
 /** Operator: sets a legacy token, or makes one when none is given. Returned so the operator can hand it over. */

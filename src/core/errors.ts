@@ -41,6 +41,8 @@ export const ERRORS = {
   CONFLICT: { codigo: 604, status: 409, texto: 'CONFLICTO', meaning: 'The request conflicts with the current state (for example, a balance that would go negative).' },
   DELIVERY_NOT_FOUND: { codigo: 605, status: 404, texto: 'ENTREGA_NO_ENCONTRADA', meaning: 'No webhook delivery with that id for this client.' },
   GATEWAY_ERROR: { codigo: 700, status: 502, texto: 'ERROR_DE_GATEWAY', meaning: 'The messaging gateway refused or failed the call.' },
+  GATEWAY_RATE_LIMITED: { codigo: 702, status: 429, texto: 'GATEWAY_LIMITADO', meaning: 'A direct send the messaging network refused as rate-limited; the charge was refunded; `retry_after` says when to try again.' },
+  GATEWAY_UNSUPPORTED: { codigo: 703, status: 415, texto: 'TIPO_NO_SOPORTADO_POR_GATEWAY', meaning: 'The configured gateway cannot send this message type (for example, WAHA has no sticker route); nothing was charged.' },
   GATEWAY_NOT_SIM: { codigo: 701, status: 404, texto: 'SIMULADOR_INACTIVO', meaning: 'Simulator controls exist only when `serve --gateway sim`.' },
   INTERNAL: { codigo: 900, status: 500, texto: 'ERROR_INTERNO', meaning: 'An unexpected server fault; the log has the details, the answer never does.' },
   SHUTTING_DOWN: { codigo: 901, status: 503, texto: 'APAGANDO', meaning: 'The server is stopping; retry on another node or later.' },

@@ -8,7 +8,15 @@
 export type Plan = 'medido' | 'ilimitado';
 export type ClienteEstado = 'activo' | 'suspendido' | 'baja';
 export type CelularEstado = 'activo' | 'suspendido' | 'desconectado';
-export type SessionStatus = 'need_scan' | 'connected' | 'logged_out' | 'unknown';
+/**
+ * A line's session as pasarela names it, whatever the gateway calls it:
+ * `need_scan` (a QR or pairing code is waiting), `connecting` (starting or
+ * reconnecting), `connected`, `logged_out` (no session: the phone removed the
+ * device, or the instance is gone), `disconnected` (a session exists but is
+ * stopped or failed), `unknown` (never asked).
+ */
+export type SessionStatus = 'need_scan' | 'connecting' | 'connected' | 'logged_out' | 'disconnected' | 'unknown';
+export const SESSION_STATUSES: readonly SessionStatus[] = ['need_scan', 'connecting', 'connected', 'logged_out', 'disconnected', 'unknown'];
 
 export interface ClienteRow {
   id: number;
@@ -129,6 +137,8 @@ export interface MessageStats {
 export type Tipo = 'texto' | 'imagen' | 'documento' | 'audio' | 'video' | 'sticker';
 export type MensajeEstado = 'pendiente' | 'enviado' | 'entregado' | 'leido' | 'error';
 export type Modo = 'cola' | 'directo';
+export type ReceiptEstado = 'entregado' | 'leido' | 'error';
+export type ReceiptOutcome = { before: MensajeRow; after: MensajeRow } | 'parked' | null;
 
 /** What a gateway needs to send a stored message. */
 export interface MensajePayload {
@@ -273,6 +283,8 @@ export interface Store {
   /** Looks a presented token up by its hash among gateway and legacy tokens. */
   getCelularByTokenHash(hash: string): Promise<CelularRow | null>;
   listCelulares(clienteId: number): Promise<CelularRow[]>;
+  /** Every line that has a gateway instance, in id order, a page at a time (the health check walks them). */
+  listLineas(afterId: number, limit: number): Promise<Array<{ id: number; numero: string; gateway_instancia: string }>>;
   /** With `event`, the event is journaled in the same transaction. */
   updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
   /** Atomic: removes the row and writes the audit record together. */
@@ -295,12 +307,17 @@ export interface Store {
   acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): Promise<AcceptResult>;
   getMensaje(msgId: string): Promise<MensajeRow | null>;
   getMensajeByGatewayId(gatewayMsgId: string): Promise<MensajeRow | null>;
-  /** `pendiente` -> `enviado`. Returns null when the message was not pending. */
+  /** `pendiente` -> `enviado`, then any receipts parked for its gateway id. Returns null when the message was not pending. */
   markSent(msgId: string, gatewayMsgId: string, now: number): Promise<MensajeRow | null>;
   /** Atomic: -> `error` with a reason, refunding its charge once. Null when it had already ended in error. */
   failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null>;
-  /** Moves a sent message forward to `entregado` or `leido`; never backwards. Null when nothing changed. */
-  receipt(gatewayMsgId: string, estado: 'entregado' | 'leido', now: number): Promise<{ before: MensajeRow; after: MensajeRow } | null>;
+  /**
+   * Atomic: moves a sent message forward to `entregado` or `leido` (never
+   * backwards), or ends a sent one in `error` with its refund. A receipt for a
+   * gateway id no message has yet is parked, and markSent applies it: the
+   * network's ack can beat the gateway's answer to the send. Null when nothing changed.
+   */
+  receipt(gatewayMsgId: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome>;
   /** The oldest pending queued message of every line that has one. */
   queueHeads(): Promise<MensajeRow[]>;
   /** Claims a pending message until `until`; false when another worker holds a live lease. */
@@ -314,8 +331,10 @@ export interface Store {
   pendingFiles(): Promise<string[]>;
   listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }>;
 
-  /** Journals an event that has no state change of its own (an incoming message). */
+  /** Journals an event that has no state change of its own. */
   journalEvent(ev: JournalEvent): Promise<void>;
+  /** Atomic: journals an incoming message unless `clave` (the gateway's key for it) was journaled before; false for a repeat. */
+  journalInbound(ev: JournalEvent, clave: string | null, now: number): Promise<boolean>;
   /**
    * Atomic: takes up to `limit` journaled events in order, turns each into an
    * outbox delivery when `route` says so (given the client's configuration),
@@ -373,60 +392,145 @@ export interface QrResult {
   qr: string;
 }
 
-/** What the core hands a gateway to send; issue-specific kinds grow here. */
+export interface PairingResult {
+  status: SessionStatus;
+  /** The code the person types on the phone (Linked devices > Link with phone number); empty when already connected. */
+  code: string;
+}
+
+/** What the core hands a gateway to send. */
 export interface OutboundMessage {
   /** Our msg_id: the idempotency key, so a retry after a crash is not a second send where the gateway supports it. */
   msgId: string;
-  tipo: 'texto' | 'imagen' | 'documento' | 'audio' | 'video' | 'sticker';
+  tipo: Tipo;
+  /** Digits with country code, no `+`. */
   destinatario: string;
   texto?: string;
   url?: string;
+  /** Temp file with the decoded bytes (base64 sends). */
   filePath?: string;
   mime?: string;
   filename?: string;
   caption?: string;
+  /** Audio as a voice note. */
   ptt?: boolean;
   previewUrl?: boolean;
 }
 
+
 export type GatewayEvent =
   | { type: 'session'; instancia: string; status: SessionStatus; at: number }
-  | { type: 'receipt'; instancia: string; gatewayMsgId: string; estado: 'entregado' | 'leido'; at: number }
+  | {
+      type: 'receipt';
+      instancia: string;
+      gatewayMsgId: string;
+      /** `error`: the network reports the message failed after accepting it. */
+      estado: ReceiptEstado;
+      at: number;
+      error?: string;
+    }
   | {
       type: 'inbound';
       instancia: string;
+      /** Sender: digits with country code, or the gateway's contact id (e.g. `...@lid`) when it hides the number. */
       de: string;
       tipo: string;
       texto: string | null;
       media: Record<string, unknown> | null;
       gatewayMsgId: string;
       at: number;
+      /** Stable key of this message at the gateway; a second delivery with the same key is dropped. */
+      dedupeKey?: string;
     };
+
+/**
+ * How a gateway failure is treated: `permanent` ends the message in `error`
+ * (not on the network, bad media); `rate_limited` pauses the line and tries
+ * again after `retryAfterMs`; `transient` (timeout, gateway down, session
+ * closed) is retried with backoff in queue mode and answered 502 in direct mode.
+ */
+export type FailureKind = 'permanent' | 'rate_limited' | 'transient';
 
 /** A gateway failure, classified so callers know whether a retry can help. */
 export class GatewayFailure extends Error {
   constructor(
     message: string,
-    readonly permanent: boolean,
+    readonly kind: FailureKind,
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'GatewayFailure';
   }
+  get permanent(): boolean {
+    return this.kind === 'permanent';
+  }
 }
 
+/** One HTTP call a gateway made to pasarela's inbound endpoint (`/gateway/<name>/<instancia>`). */
+export interface InboundCall {
+  instancia: string;
+  /** Path after the instance (Evolution's "webhook by events" appends `/event-name`); '' otherwise. */
+  subpath: string;
+  headers: Record<string, string | string[] | undefined>;
+  rawBody: Buffer;
+}
+
+/** An inbound call the adapter refuses: `status` 401 (not authenticated) or 400 (not understood). */
+export class InboundRefused extends Error {
+  constructor(
+    readonly status: 400 | 401,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'InboundRefused';
+  }
+}
+
+export interface GatewayCapabilities {
+  /** Message kinds this gateway cannot send, each with the reason given to the caller. */
+  unsupported: Partial<Record<Tipo, string>>;
+}
+
+export interface InstanceSpec {
+  /** The line's own number (digits). */
+  numero: string;
+  /** The celular's gateway token, for gateways that take a per-instance token (only known at creation). */
+  token?: string;
+}
+
+/**
+ * A messaging gateway (DESIGN §2). Adapters translate; they hold no business
+ * rules (queue, dedupe, caps and billing are the core's). Every method may
+ * throw GatewayFailure; `transient` when the gateway cannot be reached.
+ */
 export interface Gateway {
   readonly name: string;
   /** True for the in-process simulator: nothing reaches a real network. */
   readonly simulated: boolean;
-  /** Returns the session's QR (creating the instance and session if needed). */
+  readonly capabilities: GatewayCapabilities;
+  /** Creates the instance, or adopts an existing one with that name, and points its events at pasarela. Idempotent. */
+  ensureInstance(instancia: string, spec: InstanceSpec): Promise<void>;
+  /** Returns the session's QR (creating the instance and starting the session if needed). */
   connect(instancia: string, numero: string): Promise<QrResult>;
-  /** Current session status as the gateway reports it. */
+  /** Asks for a pairing code for `numero`, the alternative to scanning a QR. */
+  pairingCode(instancia: string, numero: string): Promise<PairingResult>;
+  /**
+   * The session's status, checked as far as the gateway allows: where a
+   * gateway may report a dead session as open, the adapter verifies before
+   * answering `connected`.
+   */
   status(instancia: string): Promise<SessionStatus>;
   logout(instancia: string): Promise<void>;
-  /** Removes the instance; used when a celular is deleted. */
+  /** Removes the instance; used when a celular is deleted. Idempotent. */
   deleteInstance(instancia: string): Promise<void>;
   send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }>;
-  onEvent(listener: (event: GatewayEvent) => void): void;
+  /**
+   * Events the gateway reports. A listener's promise resolves once the event
+   * is durable; HTTP-fed adapters answer the gateway only after that.
+   */
+  onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void;
+  /** HTTP-fed gateways: authenticates and handles one call to the inbound endpoint. Absent when the gateway is in-process. */
+  handleInbound?(call: InboundCall): Promise<{ eventos: number }>;
   start(): Promise<void>;
   close(): Promise<void>;
 }

@@ -14,6 +14,9 @@ export interface FileRemover {
 /** The longest a line waits before its state (hours, caps, estado, TTL) is checked again. */
 const HOLD_MAX_MS = 1000;
 
+/** How long a line pauses when the network rate-limits it without saying for how long. */
+export const RATE_LIMIT_PAUSE_MS = 60_000;
+
 /** Transient failures are retried after 5 s, 10 s, 20 s ... up to 10 min, until the TTL. */
 export function retryDelay(intentos: number, random: () => number): number {
   const base = Math.min(600_000, 5_000 * 2 ** Math.min(intentos, 10));
@@ -125,14 +128,18 @@ export class QueueWorker {
       if (after) publishMessageStatus(core, after, 'pendiente');
       await this.dropFile(m);
     } catch (err) {
-      const permanent = err instanceof GatewayFailure ? err.permanent : false;
+      const kind = err instanceof GatewayFailure ? err.kind : 'transient';
       const reason = err instanceof Error ? err.message : String(err);
-      const at = core.clock.now() + retryDelay(m.intentos, core.random);
-      if (permanent) await this.end(m, reason);
+      // Rate-limited: the network's own pause, not our backoff; the whole line waits with its head message.
+      const wait = kind === 'rate_limited' ? ((err as GatewayFailure).retryAfterMs ?? RATE_LIMIT_PAUSE_MS) : retryDelay(m.intentos, core.random);
+      const at = core.clock.now() + wait;
+      if (kind === 'permanent') await this.end(m, reason);
       else if (m.expira_at !== null && at >= m.expira_at) await this.end(m, `expired after retries: ${reason}`);
-      else await core.store.retryLater(m.msg_id, at, reason);
+      else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
+      if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });
     }
-    // The human-like pause is never cut short.
-    this.notBefore.set(m.celular_id, { until: core.clock.now() + this.gap(), recheck: Number.POSITIVE_INFINITY });
+    // The human-like pause is never cut short (nor is a rate-limit pause).
+    const pause = core.clock.now() + this.gap();
+    if ((this.notBefore.get(m.celular_id)?.until ?? 0) < pause) this.notBefore.set(m.celular_id, { until: pause, recheck: Number.POSITIVE_INFINITY });
   }
 }

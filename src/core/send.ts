@@ -58,6 +58,8 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   const celular = await sendingLine(core, p, req.celular_id);
   if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
   if (celular.estado !== 'activo') fail('CELULAR_NOT_ACTIVE', `celular ${celular.id} is ${celular.estado}; it must be activo (linked) to send`);
+  const unsupported = core.gateway.capabilities.unsupported[req.tipo];
+  if (unsupported) fail('GATEWAY_UNSUPPORTED', `the ${core.gateway.name} gateway cannot send ${req.tipo} messages: ${unsupported}`);
 
   const dest = normalizeNumero(req.destinatario, countryOf(celular.numero));
   if (!dest.ok) fail('INVALID_PARAMS', `destinatario: ${dest.reason}`);
@@ -152,7 +154,7 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
 
 async function sendNow(core: Core, celular: CelularRow, msgId: string, tipo: Tipo, destinatario: string, payload: MensajePayload) {
   try {
-    if (!celular.gateway_instancia) throw new GatewayFailure(`celular ${celular.id} has no gateway session`, false);
+    if (!celular.gateway_instancia) throw new GatewayFailure(`celular ${celular.id} has no gateway session`, 'transient');
     const { gatewayMsgId } = await core.gateway.send(celular.gateway_instancia, outbound(msgId, tipo, destinatario, payload));
     const after = await core.store.markSent(msgId, gatewayMsgId, core.clock.now());
     if (after) publishMessageStatus(core, after, 'pendiente');
@@ -163,6 +165,13 @@ async function sendNow(core: Core, celular: CelularRow, msgId: string, tipo: Tip
     const after = await core.store.failMensaje(msgId, reason, core.clock.now());
     if (after) publishMessageStatus(core, after, 'pendiente');
     const saldo = (await core.store.getCelular(celular.id))?.saldo_actual ?? null;
+    if (err instanceof GatewayFailure && err.kind === 'rate_limited') {
+      const retryAfter = Math.max(1, Math.ceil((err.retryAfterMs ?? 60_000) / 1000));
+      fail('GATEWAY_RATE_LIMITED', `the messaging network is rate-limiting this line: ${reason} (msg_id ${msgId}; the charge was refunded); retry in ${retryAfter} s`, {
+        saldo,
+        retryAfter,
+      });
+    }
     fail('GATEWAY_ERROR', `the messaging network refused the message: ${reason} (msg_id ${msgId}; the charge was refunded)`, { saldo });
   }
 }

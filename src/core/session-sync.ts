@@ -5,17 +5,21 @@ import { publishMessageStatus } from './message-events.js';
 import type { GatewayEvent } from './ports.js';
 
 /**
- * Turns what the gateway reports into state and bus events: session changes
- * update the celular (DESIGN §6), receipts move messages to `entregado` and
- * `leido`, inbound messages become `messages.received`.
- * Events are handled one at a time, in the order the gateway gave them.
+ * Turns what the gateway reports into state and events: session changes
+ * update the celular (DESIGN §6), receipts move messages to `entregado`,
+ * `leido` or `error` (a receipt that beats the send's own record is parked
+ * by the store), inbound messages become `messages.received`, once per
+ * gateway key. Events are handled one at a time, in the order the gateway
+ * gave them; each listener call resolves when its event is durable, so an
+ * HTTP-fed adapter answers its gateway only then (a crash before that makes
+ * the gateway deliver again, and the key drops the repeat).
  */
 export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): { idle(): Promise<void> } {
   let chain: Promise<void> = Promise.resolve();
   const handle = async (e: GatewayEvent): Promise<void> => {
     if (e.type === 'receipt') {
-      const r = await core.store.receipt(e.gatewayMsgId, e.estado, e.at);
-      if (r) publishMessageStatus(core, r.after, r.before.estado);
+      const r = await core.store.receipt(e.gatewayMsgId, e.estado, e.at, e.error);
+      if (r && r !== 'parked') publishMessageStatus(core, r.after, r.before.estado);
       return;
     }
     const celular = await core.store.getCelularByInstancia(e.instancia);
@@ -34,12 +38,18 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
       gateway_msg_id: e.gatewayMsgId,
       fecha: iso(e.at),
     };
-    // Journaled before anything else: the first durable record of an incoming message is its event.
-    await core.store.journalEvent({ evento: 'messages.received', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: e.at });
-    core.bus.publish('messages.received', data);
+    // The first durable record of an incoming message is its event.
+    const fresh = await core.store.journalInbound(
+      { evento: 'messages.received', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: e.at },
+      e.dedupeKey ?? null,
+      core.clock.now(),
+    );
+    if (fresh) core.bus.publish('messages.received', data);
   };
   core.gateway.onEvent((e) => {
-    chain = chain.then(() => handle(e)).catch(onError);
+    const done = chain.then(() => handle(e));
+    chain = done.catch(onError);
+    return done;
   });
   return { idle: () => chain };
 }

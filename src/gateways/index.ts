@@ -3,14 +3,42 @@ import type { Gateway, Store } from '../core/ports.js';
 import { SimGateway, type SimOptions } from './sim.js';
 
 /** Gateways this build can drive; `serve --gateway NAME` picks one. */
-export const GATEWAYS = ['sim'] as const;
+export const GATEWAYS = ['sim', 'evolution', 'waha'] as const;
 export type GatewayName = (typeof GATEWAYS)[number];
+
+/** What an adapter over HTTP needs (Evolution API, WAHA). */
+export interface HttpGatewayOptions {
+  /** Base URL of the gateway's API (`--gateway-url`). */
+  url: string;
+  /** The gateway's global API key (`--gateway-key`). */
+  key: string;
+  /**
+   * Base URL at which the gateway reaches pasarela (`--gateway-callback-url`);
+   * the adapter registers `${callbackUrl}/gateway/<name>/<instancia>` on each instance.
+   */
+  callbackUrl: string;
+  /** Server secret; each instance's inbound secret is derived from it (inbound-secret.ts). */
+  secret: string;
+  /** Timeout of management calls (create, QR, status, logout). */
+  timeoutMs: number;
+  /** Timeout of a send. */
+  sendTimeoutMs: number;
+  clock: Clock;
+}
 
 export interface GatewayOptions {
   sim: SimOptions;
+  http?: HttpGatewayOptions;
 }
 
-export function createGateway(name: string, store: Store, clock: Clock, opts: GatewayOptions): Gateway {
+export async function createGateway(name: string, store: Store, clock: Clock, opts: GatewayOptions): Promise<Gateway> {
   if (name === 'sim') return new SimGateway(store, clock, opts.sim);
+  if (name === 'evolution' || name === 'waha') {
+    if (!opts.http?.url) throw new Error(`--gateway ${name} needs --gateway-url (or PASARELA_GATEWAY_URL)`);
+    if (!opts.http.key) throw new Error(`--gateway ${name} needs --gateway-key (or PASARELA_GATEWAY_KEY)`);
+    // Loaded on demand: a sim server never loads the HTTP adapters.
+    if (name === 'evolution') return new (await import('./evolution.js')).EvolutionGateway(opts.http);
+    return new (await import('./waha.js')).WahaGateway(opts.http);
+  }
   throw new Error(`unknown gateway "${name}"; this build supports: ${GATEWAYS.join(', ')}`);
 }

@@ -5,7 +5,9 @@ import {
   GatewayFailure,
   type Gateway,
   type GatewayEvent,
+  type GatewayCapabilities,
   type OutboundMessage,
+  type PairingResult,
   type QrResult,
   type SessionStatus,
   type Store,
@@ -50,7 +52,12 @@ export class SimConflict extends Error {}
 export class SimGateway implements Gateway {
   readonly name = 'sim';
   readonly simulated = true;
-  private readonly listeners: Array<(e: GatewayEvent) => void> = [];
+  readonly capabilities: GatewayCapabilities = { unsupported: {} };
+  private readonly listeners: Array<(e: GatewayEvent) => Promise<void> | void> = [];
+  /** While true the network is unreachable: every call fails as a gateway that is down would. */
+  private outage = false;
+  /** Sends still to be refused as rate-limited (the network's "slow down"). */
+  private rateLimited = 0;
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
   /** Messages really sent by this process (a retry answered from memory does not count). */
@@ -64,12 +71,13 @@ export class SimGateway implements Gateway {
 
   async start(): Promise<void> {}
 
-  onEvent(listener: (event: GatewayEvent) => void): void {
+  onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void {
     this.listeners.push(listener);
   }
 
-  private emit(e: GatewayEvent): void {
-    for (const l of this.listeners) l(e);
+  /** Resolves once every listener has handled the event (made it durable). */
+  private async emit(e: GatewayEvent): Promise<void> {
+    await Promise.all(this.listeners.map((l) => l(e)));
   }
 
   private async session(instancia: string): Promise<SimSession | null> {
@@ -78,7 +86,7 @@ export class SimGateway implements Gateway {
 
   private async save(instancia: string, s: SimSession, emit: boolean): Promise<void> {
     await this.store.kvSet(SESSIONS, instancia, s);
-    if (emit) this.emit({ type: 'session', instancia, status: s.status, at: this.clock.now() });
+    if (emit) await this.emit({ type: 'session', instancia, status: s.status, at: this.clock.now() });
   }
 
   /** WhatsApp-like `2@ref,key,key,1` content; the ref part changes every rotation. */
@@ -90,14 +98,38 @@ export class SimGateway implements Gateway {
     return `2@${ref},${noise},${identity},1`;
   }
 
-  async connect(instancia: string, numero: string): Promise<QrResult> {
+  /** The network keeps no state for an instance until a link attempt starts. */
+  async ensureInstance(): Promise<void> {
     this.assertOpen();
+  }
+
+  /** The session waiting for a scan, started now when there is none. */
+  private async linking(instancia: string, numero: string): Promise<SimSession> {
     const s = await this.session(instancia);
-    if (s?.status === 'connected') return { status: 'connected', qr: '' };
-    if (s?.status === 'need_scan') return { status: 'need_scan', qr: this.qrFor(s) };
+    if (s?.status === 'connected' || s?.status === 'need_scan') return s;
     const fresh: SimSession = { numero, status: 'need_scan', seed: randomBytes(16).toString('hex'), qrSince: this.clock.now(), connectedAt: null };
     await this.save(instancia, fresh, true);
-    return { status: 'need_scan', qr: this.qrFor(fresh) };
+    return fresh;
+  }
+
+  async connect(instancia: string, numero: string): Promise<QrResult> {
+    this.assertOpen();
+    const s = await this.linking(instancia, numero);
+    return s.status === 'connected' ? { status: 'connected', qr: '' } : { status: 'need_scan', qr: this.qrFor(s) };
+  }
+
+  async pairingCode(instancia: string, numero: string): Promise<PairingResult> {
+    this.assertOpen();
+    const s = await this.linking(instancia, numero);
+    return s.status === 'connected' ? { status: 'connected', code: '' } : { status: 'need_scan', code: this.codeFor(s) };
+  }
+
+  /** WhatsApp-like 8-character pairing code `XXXX-XXXX`, fixed for one link attempt. */
+  codeFor(s: SimSession): string {
+    const alphabet = 'ABCDEFGHJKLMNPQRSTVWXYZ23456789';
+    const d = createHmac('sha256', s.seed).update('pairing').digest();
+    const chars = Array.from(d.subarray(0, 8), (b) => alphabet[b % alphabet.length]).join('');
+    return `${chars.slice(0, 4)}-${chars.slice(4)}`;
   }
 
   async status(instancia: string): Promise<SessionStatus> {
@@ -119,37 +151,41 @@ export class SimGateway implements Gateway {
   async send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
     this.assertOpen();
     const s = await this.session(instancia);
-    if (s?.status !== 'connected') throw new GatewayFailure(`session ${instancia} is not connected`, false);
+    if (s?.status !== 'connected') throw new GatewayFailure(`session ${instancia} is not connected`, 'transient');
     // The network already has this message: answer as it did, send nothing again.
     const already = await this.store.kvGet<{ gatewayMsgId: string }>(SENT, msg.msgId);
     if (already) return { gatewayMsgId: already.gatewayMsgId };
+    if (this.rateLimited > 0) {
+      this.rateLimited -= 1;
+      throw new GatewayFailure('rate-overlimit: the network asks this line to slow down', 'rate_limited', 30_000);
+    }
     const rule = await this.store.kvGet<SimFailRule>(FAILS, msg.destinatario);
-    if (rule) throw new GatewayFailure(rule.motivo, true);
+    if (rule) throw new GatewayFailure(rule.motivo, 'permanent');
     if (msg.filePath) {
       const size = await stat(msg.filePath).then((s) => s.size, () => -1);
-      if (size <= 0) throw new GatewayFailure('media file missing or empty', true);
+      if (size <= 0) throw new GatewayFailure('media file missing or empty', 'permanent');
     }
     const gatewayMsgId = `3EB0${randomBytes(10).toString('hex').toUpperCase()}`;
     await this.store.kvSet(SENT, msg.msgId, { gatewayMsgId, at: this.clock.now() });
     this.sentCount += 1;
-    this.later(this.opts.deliveryMs, () => this.emit({ type: 'receipt', instancia, gatewayMsgId, estado: 'entregado', at: this.clock.now() }));
-    this.later(Math.max(this.opts.readMs, this.opts.deliveryMs), () =>
-      this.emit({ type: 'receipt', instancia, gatewayMsgId, estado: 'leido', at: this.clock.now() }),
-    );
+    this.later(this.opts.deliveryMs, () => this.receiptNow(instancia, gatewayMsgId, 'entregado'));
+    this.later(Math.max(this.opts.readMs, this.opts.deliveryMs), () => this.receiptNow(instancia, gatewayMsgId, 'leido'));
     return { gatewayMsgId };
   }
 
-  private later(ms: number, fn: () => void): void {
+  private later(ms: number, fn: () => Promise<void>): void {
     const t = setTimeout(() => {
       this.timers.delete(t);
-      if (!this.closed) fn();
+      // A listener's failure is reported by the listener; a timer has no caller to tell.
+      if (!this.closed) fn().catch(() => undefined);
     }, ms);
     t.unref();
     this.timers.add(t);
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new GatewayFailure('gateway is closed', false);
+    if (this.closed) throw new GatewayFailure('gateway is closed', 'transient');
+    if (this.outage) throw new GatewayFailure('sim gateway unreachable (simulated outage)', 'transient');
   }
 
   async close(): Promise<void> {
@@ -160,13 +196,19 @@ export class SimGateway implements Gateway {
 
   // Controls: what the person holding the phone, or the network, would do.
 
-  /** The phone scans the current QR. `qr`, when given, must be the one showing now. */
-  async scan(instancia: string, qr?: string): Promise<void> {
+  /**
+   * The phone scans the current QR, or types the pairing code. `qr`, when
+   * given, must be the one showing now; `code` the one issued for this attempt.
+   */
+  async scan(instancia: string, qr?: string, code?: string): Promise<void> {
     const s = await this.session(instancia);
     if (!s || s.status !== 'need_scan') {
-      throw new SimConflict(`no QR is showing for ${instancia}: request one first (celular qr)`);
+      throw new SimConflict(`no QR or pairing code is waiting for ${instancia}: request one first (celular qr, or celular link --pairing-code)`);
     }
     if (qr !== undefined && qr !== this.qrFor(s)) throw new SimConflict('that QR has expired: scan the current one');
+    if (code !== undefined && code.toUpperCase().replace(/[^A-Z0-9]/g, '') !== this.codeFor(s).replace('-', '')) {
+      throw new SimConflict('that pairing code is not the one issued for this line');
+    }
     await this.save(instancia, { ...s, status: 'connected', connectedAt: this.clock.now() }, true);
   }
 
@@ -182,8 +224,23 @@ export class SimGateway implements Gateway {
     const s = await this.session(instancia);
     if (!s || s.status !== 'connected') throw new SimConflict(`${instancia} is not connected: a line only receives while linked`);
     const gatewayMsgId = `SIM${randomBytes(10).toString('hex').toUpperCase()}`;
-    this.emit({ type: 'inbound', instancia, de, tipo: 'texto', texto, media: null, gatewayMsgId, at: this.clock.now() });
+    await this.emit({ type: 'inbound', instancia, de, tipo: 'texto', texto, media: null, gatewayMsgId, at: this.clock.now(), dedupeKey: `sim:${instancia}:${gatewayMsgId}` });
     return { gatewayMsgId };
+  }
+
+  /** The recipient's phone acknowledges a message now (receipts otherwise follow --sim-delivery-ms / --sim-read-ms). */
+  async receiptNow(instancia: string, gatewayMsgId: string, estado: 'entregado' | 'leido'): Promise<void> {
+    await this.emit({ type: 'receipt', instancia, gatewayMsgId, estado, at: this.clock.now() });
+  }
+
+  /** The next `n` sends are refused as rate-limited (retry after 30 s). */
+  rateLimitNext(n: number): void {
+    this.rateLimited = n;
+  }
+
+  /** The network becomes unreachable (true) or comes back (false). */
+  setOutage(on: boolean): void {
+    this.outage = on;
   }
 
   /** Every later send to `numero` fails permanently with `motivo`. */

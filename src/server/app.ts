@@ -13,6 +13,8 @@ import simRoutes from './routes/sim.js';
 import sendRoutes from './routes/send.js';
 import type { SendDeps } from '../core/send.js';
 import type { WebhookDispatcher } from '../webhooks/dispatcher.js';
+import type { LineHealth } from '../core/line-health.js';
+import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
 import { sharedSchemas } from './schemas/common.js';
 
@@ -24,6 +26,8 @@ export interface AppOptions {
   /** The temp-file store and the queue worker's wake-up; sends need them. */
   send: SendDeps;
   webhooks: WebhookDispatcher;
+  /** The line health check, reported by /health. */
+  health?: LineHealth;
 }
 
 /** Query parameters whose values are credentials; masked wherever a URL is logged. */
@@ -127,7 +131,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
   });
 
-  await app.register(healthRoutes, { core });
+  await app.register(healthRoutes, { core, health: opts.health });
+  await app.register(gatewayInboundRoutes, { core });
   await app.register(accountRoutes, { core });
   await app.register(celularRoutes, { core });
   await app.register(sendRoutes, { core, deps: opts.send });

@@ -7,8 +7,9 @@ import { MemoryCounters } from '../core/counters-memory.js';
 import { EventBus } from '../core/events.js';
 import { hashSecret } from '../core/keys.js';
 import { syncGatewayEvents } from '../core/session-sync.js';
-import { createGateway } from '../gateways/index.js';
-import { ADMIN_TOKEN_FILE, DB_FILE } from '../paths.js';
+import { createGateway, type HttpGatewayOptions } from '../gateways/index.js';
+import { LineHealth } from '../core/line-health.js';
+import { ADMIN_TOKEN_FILE, DB_FILE, GATEWAY_SECRET_FILE } from '../paths.js';
 import { SqliteStore } from '../store/sqlite.js';
 import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
@@ -39,6 +40,17 @@ export interface ServeOptions {
   webhookRetryMs?: number;
   /** Where JSON logs go (stdout when serving for real). */
   logStream?: NodeJS.WritableStream;
+  /** Evolution API / WAHA: base URL and global key. */
+  gatewayUrl?: string;
+  gatewayKey?: string;
+  /** Base URL at which the gateway reaches this server; default http://<host>:<port> once listening. */
+  gatewayCallbackUrl?: string;
+  /** From PASARELA_GATEWAY_SECRET; otherwise read from, or made into, <data-dir>/gateway-secret. */
+  gatewaySecret?: string;
+  gatewayTimeoutMs?: number;
+  gatewaySendTimeoutMs?: number;
+  /** Period of the line health check; 0 turns it off. */
+  healthIntervalMs?: number;
 }
 
 export { SERVE_DEFAULTS } from './defaults.js';
@@ -48,17 +60,21 @@ export interface RunningServer {
   dataDir: string;
   adminTokenSource: string;
   core: Core;
+  /** Where the gateway sends its events (null for the simulator). */
+  callbackUrl: string | null;
+  health: LineHealth;
   schemaVersion: number;
   /** Stops taking requests, lets those in flight finish, then closes the gateway and the database. */
   close(): Promise<void>;
 }
 
-function adminToken(opts: ServeOptions): { token: string; source: string } {
-  if (opts.adminToken) {
-    if (opts.adminToken.length < 16) throw new Error('PASARELA_ADMIN_TOKEN must be at least 16 characters');
-    return { token: opts.adminToken, source: 'PASARELA_ADMIN_TOKEN' };
+/** A secret given in the environment, or kept in a 0600 file of the data directory (made on first start). */
+function secretOf(dataDir: string, given: string | undefined, envName: string, fileName: string): { token: string; source: string } {
+  if (given) {
+    if (given.length < 16) throw new Error(`${envName} must be at least 16 characters`);
+    return { token: given, source: envName };
   }
-  const file = join(opts.dataDir, ADMIN_TOKEN_FILE);
+  const file = join(dataDir, fileName);
   try {
     const t = readFileSync(file, 'utf8').trim();
     if (t.length >= 16) return { token: t, source: file };
@@ -76,11 +92,22 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const clock = opts.clock ?? systemClock;
   const store = new SqliteStore(join(opts.dataDir, DB_FILE));
-  const admin = adminToken(opts);
+  const admin = secretOf(opts.dataDir, opts.adminToken, 'PASARELA_ADMIN_TOKEN', ADMIN_TOKEN_FILE);
   let core: Core | undefined;
   try {
-    const gateway = createGateway(opts.gateway, store, clock, {
+    // Shared with the adapter, which reads callbackUrl when it registers an instance: set below once listening.
+    const http: HttpGatewayOptions = {
+      url: opts.gatewayUrl ?? '',
+      key: opts.gatewayKey ?? '',
+      callbackUrl: opts.gatewayCallbackUrl?.replace(/\/+$/, '') ?? '',
+      secret: opts.gateway === 'sim' ? '' : secretOf(opts.dataDir, opts.gatewaySecret, 'PASARELA_GATEWAY_SECRET', GATEWAY_SECRET_FILE).token,
+      timeoutMs: opts.gatewayTimeoutMs ?? 15_000,
+      sendTimeoutMs: opts.gatewaySendTimeoutMs ?? 60_000,
+      clock,
+    };
+    const gateway = await createGateway(opts.gateway, store, clock, {
       sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
+      http,
     });
     const logger = loggerOptions(opts.logLevel, opts.logStream);
     const app0: { log?: { error(o: unknown, m: string): void } } = {};
@@ -114,7 +141,12 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
       userAgent: `pasarela-webhooks/${VERSION}`,
       onError: (err) => app0log?.(err),
     });
-    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy, send: { tmp, queued: () => worker?.poke() }, webhooks });
+    const health = new LineHealth(core, {
+      intervalMs: opts.healthIntervalMs ?? 60_000,
+      concurrency: 4,
+      onError: (err, instancia) => app0.log?.error({ err, instancia }, 'line health check failed'),
+    });
+    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy, send: { tmp, queued: () => worker?.poke() }, webhooks, health });
     app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
     if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');
@@ -127,10 +159,14 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+    if (!http.callbackUrl) http.callbackUrl = `http://${/^(0\.0\.0\.0|::)$/.test(opts.host) ? '127.0.0.1' : host}:${port}`;
+    health.start();
     let closed: Promise<void> | undefined;
     return {
       url: `http://${host}:${port}`,
       dataDir: opts.dataDir,
+      callbackUrl: opts.gateway === 'sim' ? null : http.callbackUrl,
+      health,
       adminTokenSource: admin.source,
       core,
       schemaVersion: store.schemaVersion(),
@@ -139,6 +175,7 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
           app.markClosing();
           await app.close();
           await worker.stop();
+          await health.stop();
           await webhooks.stop();
           await sync.idle();
           await gateway.close();
@@ -156,6 +193,7 @@ export function banner(s: RunningServer, gateway: string): string {
     `pasarela ${VERSION} listening on ${s.url}`,
     `  data directory   ${s.dataDir} (schema v${s.schemaVersion})`,
     `  gateway          ${gateway}${s.core.gateway.simulated ? ' (SIMULATED)' : ''}`,
+    ...(s.callbackUrl ? [`  gateway events   ${s.callbackUrl}/gateway/${gateway}/<instance>`] : []),
     `  operator token   ${s.adminTokenSource}`,
     `  API reference    ${s.url}/openapi.json`,
   ];

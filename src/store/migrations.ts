@@ -207,4 +207,28 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: 'early receipts and inbound dedupe',
+    sql: `
+      -- Receipts that arrive before the send they acknowledge is recorded (a fast ack racing
+      -- the gateway's answer): parked here and applied when the send is marked sent.
+      CREATE TABLE acuses_pendientes (
+        gateway_msg_id TEXT NOT NULL,
+        estado TEXT NOT NULL CHECK (estado IN ('entregado','leido','error')),
+        error TEXT,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (gateway_msg_id, estado)
+      );
+      CREATE INDEX acuses_pendientes_at ON acuses_pendientes(at);
+
+      -- Gateway message keys already journaled as incoming messages: a gateway's retry of the
+      -- same message is dropped; a different message (another key) never is.
+      CREATE TABLE entrantes_vistos (
+        clave TEXT PRIMARY KEY,
+        at INTEGER NOT NULL
+      );
+      CREATE INDEX entrantes_vistos_at ON entrantes_vistos(at);
+    `,
+  },
 ];

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { immediate, stmt } from './statements.js';
 import { messageStatusData } from '../core/event-data.js';
-import type { AcceptResult, CapLimits, JournalEvent, MensajeRow, NewMensaje, SentCounts } from '../core/ports.js';
+import type { AcceptResult, CapLimits, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome, SentCounts } from '../core/ports.js';
 
 /**
  * Messages in SQLite: acceptance with its charge, the queue's claims, state
@@ -132,8 +132,21 @@ export function markSent(db: DB, msgId: string, gid: string, now: number): Mensa
       if (!row) return null;
       leftQueue(db, row);
       journalStatus(db, row, 'pendiente', now);
-      return row;
+      return applyParked(db, row, now);
     });
+}
+
+/** Receipts parked for this send before it was recorded, applied in order now. */
+function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
+  const parked = stmt(db, 'DELETE FROM acuses_pendientes WHERE gateway_msg_id = ? RETURNING estado, error').all(row.gateway_msg_id) as Array<{
+    estado: ReceiptEstado;
+    error: string | null;
+  }>;
+  if (parked.length === 0) return row;
+  const order: ReceiptEstado[] = ['error', 'entregado', 'leido'];
+  parked.sort((a, b) => order.indexOf(a.estado) - order.indexOf(b.estado));
+  for (const p of parked) receipt(db, row.gateway_msg_id!, p.estado, now, p.error ?? undefined);
+  return get(db, row.msg_id)!;
 }
 
 export function failMensaje(db: DB, msgId: string, error: string, now: number): MensajeRow | null {
@@ -167,16 +180,51 @@ function refundGlobal(db: DB, m: MensajeRow, now: number): void {
 
 const RANK = { pendiente: 0, enviado: 1, entregado: 2, leido: 3, error: -1 } as const;
 
-export function receipt(db: DB, gid: string, estado: 'entregado' | 'leido', now: number): { before: MensajeRow; after: MensajeRow } | null {
+/** Parked receipts nobody claimed within a day were for messages that are not ours (typed on the phone). */
+const PARKED_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Moves a sent message forward (`entregado`, `leido`; never backwards) or ends
+ * it in `error` (refunded) when the network reports a failure after accepting
+ * it. A receipt for a gateway id not recorded yet is parked for markSent.
+ */
+export function receipt(db: DB, gid: string, estado: ReceiptEstado, now: number, error?: string): ReceiptOutcome {
+  return immediate(db, (): ReceiptOutcome => {
+    const before = getMensajeByGatewayId(db, gid);
+    if (!before) {
+      stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(now - PARKED_TTL_MS);
+      stmt(db, 'INSERT OR REPLACE INTO acuses_pendientes (gateway_msg_id, estado, error, at) VALUES (?, ?, ?, ?)').run(gid, estado, error ?? null, now);
+      return 'parked';
+    }
+    if (estado === 'error') {
+      if (before.estado !== 'enviado') return null;
+      const after = failMensaje(db, before.msg_id, error ?? 'the network reported the message as failed', now);
+      return after ? { before, after } : null;
+    }
+    if (RANK[before.estado] < 1 || RANK[before.estado] >= RANK[estado]) return null;
+    const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
+    stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ?`).run(estado, now, before.msg_id);
+    const after = get(db, before.msg_id)!;
+    journalStatus(db, after, before.estado, now);
+    return { before, after };
+  });
+}
+
+const SEEN_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+/**
+ * Journals an incoming message unless its gateway key was seen already
+ * (the gateway retried a delivery we answered too late). False for a repeat.
+ */
+export function journalInbound(db: DB, ev: JournalEvent, clave: string | null, now: number): boolean {
   return immediate(db, () => {
-      const before = getMensajeByGatewayId(db, gid);
-      if (!before || RANK[before.estado] < 1 || RANK[before.estado] >= RANK[estado]) return null;
-      const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
-      stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ?`).run(estado, now, before.msg_id);
-      const after = get(db, before.msg_id)!;
-      journalStatus(db, after, before.estado, now);
-      return { before, after };
-    });
+    if (clave !== null) {
+      if (stmt(db, 'INSERT OR IGNORE INTO entrantes_vistos (clave, at) VALUES (?, ?)').run(clave, now).changes === 0) return false;
+      stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(now - SEEN_TTL_MS);
+    }
+    journal(db, ev);
+    return true;
+  });
 }
 
 /**

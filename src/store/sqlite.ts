@@ -1,6 +1,8 @@
 import Database from 'better-sqlite3';
 import { chmodSync, existsSync } from 'node:fs';
 import type {
+  ReceiptEstado,
+  ReceiptOutcome,
   AuditEntry,
   AuditRecord,
   BalanceChange,
@@ -179,6 +181,13 @@ export class SqliteStore implements Store {
     return stmt(this.db, 'SELECT * FROM celulares WHERE cliente_id = ? ORDER BY id').all(clienteId) as CelularRow[];
   }
 
+  async listLineas(afterId: number, limit: number): Promise<Array<{ id: number; numero: string; gateway_instancia: string }>> {
+    return stmt(this.db, 'SELECT id, numero, gateway_instancia FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT ?').all(
+      afterId,
+      limit,
+    ) as Array<{ id: number; numero: string; gateway_instancia: string }>;
+  }
+
   async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
     const cols = onlyColumns(patch, CELULAR_COLUMNS);
     const write = () => {
@@ -288,8 +297,12 @@ export class SqliteStore implements Store {
     return grouped(this.db, () => msgs.failMensaje(this.db, msgId, error, now));
   }
 
-  async receipt(gid: string, estado: 'entregado' | 'leido', now: number): Promise<{ before: MensajeRow; after: MensajeRow } | null> {
-    return grouped(this.db, () => msgs.receipt(this.db, gid, estado, now));
+  async receipt(gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+    return grouped(this.db, () => msgs.receipt(this.db, gid, estado, now, error));
+  }
+
+  async journalInbound(ev: JournalEvent, clave: string | null, now: number): Promise<boolean> {
+    return grouped(this.db, () => msgs.journalInbound(this.db, ev, clave, now));
   }
 
   async queueHeads(): Promise<MensajeRow[]> {

@@ -172,7 +172,7 @@ describe('GET /api/celulares.php', () => {
       max_envios_por_dia: null,
       hora_inicio_permitido: '00:00',
       hora_fin_permitido: '23:59',
-      gateway_instancia: null,
+      gateway_instancia: `pasarela-${fresh.celularId}`,
       tiene_gateway_token: true,
       tiene_token_legacy: false,
       last_status_check: null,

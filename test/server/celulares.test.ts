@@ -341,11 +341,18 @@ describe('POST /api/celular_eliminar.php', () => {
 });
 
 describe('QR and session status', () => {
-  it('status before any QR: not refreshed, unknown, no instance', async () => {
+  it('status before any QR: the instance is named at creation; the gateway has no session for it yet', async () => {
     const c = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: numeroNuevo() } });
+    expect(c.body.celular.gateway_instancia).toBe(`pasarela-${c.body.celular_id}`);
     const r = await api(s.url, 'GET', `/api/celular_status.php?id=${c.body.celular_id}`, { key: c.body.api_key });
     expectOk(r);
-    expect(r.body).toMatchObject({ celular_id: c.body.celular_id, gateway_instancia: '', status: 'unknown', status_actualizado_desde_gateway: false, estado: 'desconectado' });
+    expect(r.body).toMatchObject({
+      celular_id: c.body.celular_id,
+      gateway_instancia: `pasarela-${c.body.celular_id}`,
+      status: 'unknown',
+      status_actualizado_desde_gateway: true,
+      estado: 'desconectado',
+    });
     expect(r.body.ultimo_check).toMatch(ISO);
   });
 

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import type { CelularView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
-import { usage } from '../exit-codes.js';
+import { CliError, EXIT, usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
 import { idArg, int, intOrNone, positiveInt } from '../parse.js';
@@ -44,6 +44,36 @@ async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; timeout: n
     intervalMs: o.interval,
     timeoutMs: o.timeout * 1000,
   });
+}
+
+/**
+ * Pairing-code linking: prints the code (stdout, so scripts can take it), then
+ * on a TTY or with --wait follows the line's status until it is connected.
+ */
+async function followCode(ctx: Ctx, first: QrBody & { codigo?: string }, o: { wait?: boolean; timeout: number; interval: number }) {
+  const connected = (b: { status: string }) => b.status === 'connected';
+  if (ctx.json) ctx.term.out(JSON.stringify(first, null, 2));
+  else if (!connected(first)) {
+    ctx.term.out(first.codigo ?? '');
+    ctx.term.err(`On the phone of celular ${first.celular_id}: WhatsApp > Linked devices > Link a device > Link with phone number instead, then type the code above.`);
+  }
+  if (connected(first)) {
+    if (!ctx.json) ctx.term.err(`celular ${first.celular_id} is connected`);
+    return;
+  }
+  if (!ctx.term.io.stdoutIsTTY && !o.wait) return;
+  const deadline = Date.now() + o.timeout * 1000;
+  const key = ctx.key();
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, o.interval));
+    const st = await ctx.client().call<{ status: string }>('GET', '/api/celular_status.php', { key, query: { id: first.celular_id } });
+    if (connected(st)) {
+      if (ctx.json) ctx.term.out(JSON.stringify(st));
+      else ctx.term.err(ctx.term.color.green(`✓ celular ${first.celular_id} is connected`));
+      return;
+    }
+  }
+  throw new CliError(`celular ${first.celular_id} was not linked within ${o.timeout} s; run the command again for a new code`, EXIT.ERROR);
 }
 
 /** `pasarela celular ...`: the client's phone lines. */
@@ -171,18 +201,22 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
   qrWaitOptions(
     cel
       .command('link <numero>')
-      .description('register a number (or reuse yours) and link it by QR in one step (client key)')
-      .option('--nombre <nombre>', 'internal label'),
-  ).action(async (numero: string, o: { nombre?: string; wait?: boolean; timeout: number; interval: number }, cmd: Command) => {
+      .description('register a number (or reuse yours) and link it in one step, by QR or by pairing code (client key)')
+      .option('--nombre <nombre>', 'internal label')
+      .option('--pairing-code', 'link by typing a code on the phone (Linked devices > Link with phone number) instead of scanning a QR'),
+  ).action(async (numero: string, o: { nombre?: string; pairingCode?: boolean; wait?: boolean; timeout: number; interval: number }, cmd: Command) => {
     const ctx = ctxOf(cmd);
-    const first = await ctx.client().call<QrBody & { creado: boolean; api_key?: string }>('POST', '/api/celular_vincular_qr.php', {
+    type Linked = QrBody & { creado: boolean; api_key?: string; codigo?: string; aviso?: string };
+    const first = await ctx.client().call<Linked>('POST', o.pairingCode ? '/api/celular_vincular_codigo.php' : '/api/celular_vincular_qr.php', {
       key: ctx.key(),
       json: { numero, ...(o.nombre !== undefined ? { nombre: o.nombre } : {}) },
     });
     if (!ctx.json) {
       ctx.term.err(first.creado ? `Registered celular ${first.celular_id} (${numero}).` : `Celular ${first.celular_id} already registered; linking it.`);
       if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key, 'err');
+      if (first.aviso) ctx.term.err(ctx.term.color.yellow(first.aviso));
     }
-    await followQr(ctx, first, o);
+    if (o.pairingCode) await followCode(ctx, first, o);
+    else await followQr(ctx, first, o);
   });
 }

@@ -6,6 +6,7 @@ import type { IO } from '../io.js';
 import { int } from '../parse.js';
 import { duration, msRange } from '../duration.js';
 import { isValidTz } from '../../core/hours.js';
+import { GATEWAYS } from '../../gateways/index.js';
 
 /** `pasarela serve`: the whole service in this process until SIGINT or SIGTERM. */
 export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv): void {
@@ -15,7 +16,12 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--host <host>', 'address to listen on').env('PASARELA_HOST').default(SERVE_DEFAULTS.host))
     .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').env('PASARELA_PORT').default(SERVE_DEFAULTS.port).argParser(int(0, 65535)))
     .addOption(new Option('--data-dir <dir>', 'data directory (database, operator token)').env('PASARELA_DATA_DIR'))
-    .addOption(new Option('--gateway <name>', 'messaging gateway adapter').env('PASARELA_GATEWAY').default(SERVE_DEFAULTS.gateway).choices(['sim']))
+    .addOption(new Option('--gateway <name>', 'messaging gateway adapter').env('PASARELA_GATEWAY').default(SERVE_DEFAULTS.gateway).choices([...GATEWAYS]))
+    .addOption(new Option('--gateway-url <url>', 'evolution/waha: base URL of the gateway\'s API').env('PASARELA_GATEWAY_URL'))
+    .addOption(new Option('--gateway-key <key>', 'evolution/waha: the gateway\'s global API key (prefer the environment variable: flags show in ps)').env('PASARELA_GATEWAY_KEY'))
+    .addOption(new Option('--gateway-callback-url <url>', 'evolution/waha: base URL at which the gateway reaches this server (default http://HOST:PORT)').env('PASARELA_GATEWAY_CALLBACK_URL'))
+    .addOption(new Option('--gateway-timeout <duration>', 'evolution/waha: timeout of a call to the gateway (sends get 4 times as long)').env('PASARELA_GATEWAY_TIMEOUT').default(15_000, '15s').argParser(duration))
+    .addOption(new Option('--health-interval <duration>', 'how often every line\'s session is checked with the gateway (0: never)').env('PASARELA_HEALTH_INTERVAL').default(60_000, '60s').argParser(duration))
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--trust-proxy', 'take client addresses from X-Forwarded-For (behind a reverse proxy)'))
     .addOption(new Option('--auth-max-failures <n>', 'failed authentications per address per minute before 429').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
@@ -30,6 +36,15 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--sim-read-ms <ms>', 'simulator: delay of read receipts').default(SERVE_DEFAULTS.simReadMs).argParser(int(0, 3_600_000)))
     .action(async (o: Record<string, unknown>) => {
       const gateway = String(o.gateway);
+      if (Number(o.gatewayTimeout) < 100) throw new CliError('--gateway-timeout must be at least 100ms', EXIT.USAGE);
+      if (gateway !== 'sim') {
+        for (const [flag, v] of [['--gateway-url', o.gatewayUrl], ['--gateway-key', o.gatewayKey]] as const) {
+          if (!v) throw new CliError(`--gateway ${gateway} needs ${flag} (or PASARELA_${flag.slice(2).toUpperCase().replace('-', '_')})`, EXIT.USAGE);
+        }
+        for (const [flag, v] of [['--gateway-url', o.gatewayUrl], ['--gateway-callback-url', o.gatewayCallbackUrl]] as const) {
+          if (v && !/^https?:\/\/[^/\s]+/.test(String(v))) throw new CliError(`${flag}: "${String(v)}" is not an http(s) URL`, EXIT.USAGE);
+        }
+      }
       const tz = (o.tz as string | undefined) || undefined;
       if (tz && !isValidTz(tz)) throw new CliError(`--tz: unknown time zone "${tz}" (an IANA name such as America/Mexico_City)`, EXIT.USAGE);
       const [gapMinMs, gapMaxMs] = o.queueGapMs as [number, number];
@@ -55,6 +70,13 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           webhookRetryMs: Number(o.webhookRetryMs),
           queue: { gapMinMs, gapMaxMs, ttlMs: Number(o.queueTtl), maxPending: Number(o.queueMaxPending) },
           logStream: io.stdout,
+          gatewayUrl: (o.gatewayUrl as string | undefined) || undefined,
+          gatewayKey: (o.gatewayKey as string | undefined) || undefined,
+          gatewayCallbackUrl: (o.gatewayCallbackUrl as string | undefined) || undefined,
+          gatewaySecret: env.PASARELA_GATEWAY_SECRET || undefined,
+          gatewayTimeoutMs: Number(o.gatewayTimeout),
+          gatewaySendTimeoutMs: Number(o.gatewayTimeout) * 4,
+          healthIntervalMs: Number(o.healthInterval),
         });
       } catch (err) {
         const e = err as NodeJS.ErrnoException;

@@ -14,11 +14,16 @@ export function registerSim(program: Command, ctxOf: CtxOf): void {
 
   sim
     .command('scan <celular_id>')
-    .description('the phone scans the QR showing now; the line becomes connected')
+    .description('the phone scans the QR showing now (or types the pairing code); the line becomes connected')
     .option('--qr <content>', 'scan this QR content (refused if it is no longer the current one)')
-    .action(async (id: string, o: { qr?: string }, cmd: Command) => {
+    .option('--code <codigo>', 'type this pairing code instead of scanning (refused unless it is the one issued)')
+    .action(async (id: string, o: { qr?: string; code?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const b = await call<{ celular_id: number; status: string }>(ctx, 'POST', '/admin/sim/scan', { celular_id: idArg(id), ...(o.qr ? { qr: o.qr } : {}) });
+      const b = await call<{ celular_id: number; status: string }>(ctx, 'POST', '/admin/sim/scan', {
+        celular_id: idArg(id),
+        ...(o.qr ? { qr: o.qr } : {}),
+        ...(o.code ? { codigo: o.code } : {}),
+      });
       emit(ctx, b, () => ctx.term.err(`celular ${b.celular_id}: ${b.status}`));
     });
 

@@ -1,18 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
 import {
+  celularCodigo,
   celularQr,
   celularStatus,
   createCelular,
   deleteCelular,
   editCelular,
   showCelular,
-  vincularQr,
+  vincular,
   type CelularEdit,
 } from '../../core/celulares.js';
 import { celularView } from '../../core/views.js';
 import { bodyOf, celularId, clientAuth, created, principal, success } from '../http.js';
-import { celularEditBody, errorResponses, idQuery, keyField, okResponse, qrProps } from '../schemas/common.js';
+import { celularEditBody, codigoProps, errorResponses, idQuery, keyField, okResponse, qrProps } from '../schemas/common.js';
 
 /** The spec's celular endpoints, with the hyphenated aliases its example code uses. */
 export default async function celularRoutes(app: FastifyInstance, { core }: { core: Core }) {
@@ -59,7 +60,9 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
       schema: url === '/api/celular_crear.php' ? createSchema : { ...createSchema, summary: 'Alias of /api/celular_crear.php' },
       handler: async (req, reply) => {
         const body = bodyOf(req) as { numero: string; nombre_interno?: string | null };
-        const r = await createCelular(core, principal(req), body);
+        const r = await createCelular(core, principal(req), body, (err) =>
+          req.log.warn({ err }, 'gateway instance creation failed; it will be created when the line is linked'),
+        );
         return created(
           reply,
           { celular_id: r.celular.id, estado: r.celular.estado, celular: r.view, api_key: r.api_key, gateway_token: r.gateway_token },
@@ -118,6 +121,18 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
     handler: async (req) => success(await celularQr(core, principal(req), celularId(req))),
   });
 
+  app.post('/api/celular_codigo.php', {
+    preValidation: auth,
+    schema: {
+      tags,
+      summary: 'Pairing code to link the celular from the phone, instead of scanning a QR (creates the gateway session if none)',
+      security,
+      querystring: idQuery,
+      response: { 200: okResponse(codigoProps), ...errorResponses },
+    },
+    handler: async (req) => success(await celularCodigo(core, principal(req), celularId(req))),
+  });
+
   app.get('/api/celular_status.php', {
     preValidation: auth,
     schema: {
@@ -140,38 +155,46 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
     handler: async (req) => success(await celularStatus(core, principal(req), celularId(req))),
   });
 
-  const vincularSchema = {
-    tags,
-    summary: 'Register a number (or reuse the client\'s line with it) and return its QR; client key only',
-    security,
-    body: {
-      type: 'object',
-      required: ['numero'],
-      properties: {
-        key: keyField,
-        numero: { type: 'string', minLength: 1, maxLength: 32 },
-        nombre: { type: 'string', maxLength: 80, nullable: true, description: 'internal alias' },
-      },
-    },
-    response: {
-      200: okResponse({
-        ...qrProps,
-        numero: { type: 'string' },
-        creado: { type: 'boolean', description: 'true when this call registered the celular' },
-        api_key: { type: 'string', description: 'only when creado; shown once' },
-        gateway_token: { type: 'string', description: 'only when creado; shown once' },
-      }),
-      ...errorResponses,
+  const vincularBody = {
+    type: 'object',
+    required: ['numero'],
+    properties: {
+      key: keyField,
+      numero: { type: 'string', minLength: 1, maxLength: 32 },
+      nombre: { type: 'string', maxLength: 80, nullable: true, description: 'internal alias' },
     },
   };
-  for (const url of ['/api/celular_vincular_qr.php', '/api/celular-vincular-qr.php']) {
-    app.post(url, {
-      preValidation: auth,
-      schema: url === '/api/celular_vincular_qr.php' ? vincularSchema : { ...vincularSchema, summary: 'Alias of /api/celular_vincular_qr.php' },
-      handler: async (req) => {
-        const body = bodyOf(req) as { numero: string; nombre?: string | null };
-        return success(await vincularQr(core, principal(req), body));
-      },
-    });
+  const registered = {
+    numero: { type: 'string' },
+    creado: { type: 'boolean', description: 'true when this call registered the celular' },
+    api_key: { type: 'string', description: 'only when creado; shown once' },
+    gateway_token: { type: 'string', description: 'only when creado; shown once' },
+    aviso: { type: 'string', description: 'only when the celular was registered but the gateway could not start the link: ask again' },
+  };
+  const linkRoutes = [
+    { method: 'qr', urls: ['/api/celular_vincular_qr.php', '/api/celular-vincular-qr.php'], props: qrProps, what: 'QR' },
+    { method: 'codigo', urls: ['/api/celular_vincular_codigo.php', '/api/celular-vincular-codigo.php'], props: codigoProps, what: 'pairing code' },
+  ] as const;
+  for (const { method, urls, props, what } of linkRoutes) {
+    const schema = {
+      tags,
+      summary: `Register a number (or reuse the client's line with it) and return its ${what}; client key only`,
+      security,
+      body: vincularBody,
+      response: { 200: okResponse({ ...props, ...registered }), ...errorResponses },
+    };
+    for (const url of urls) {
+      app.post(url, {
+        preValidation: auth,
+        schema: url === urls[0] ? schema : { ...schema, summary: `Alias of ${urls[0]}` },
+        handler: async (req) => {
+          const body = bodyOf(req) as { numero: string; nombre?: string | null };
+          const r = await vincular(core, principal(req), body, method, (err) =>
+            req.log.warn({ err }, 'gateway instance creation failed; it will be created when the line is linked'),
+          );
+          return success(r);
+        },
+      });
+    }
   }
 }

@@ -34,14 +34,17 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
 
   app.post('/admin/sim/scan', {
     schema: {
-      tags, security, summary: 'The phone scans the QR showing now: the session becomes connected',
-      body: celularBody({ qr: { type: 'string', description: 'when given, must be the QR showing now' } }),
+      tags, security, summary: 'The phone scans the QR showing now, or types the pairing code: the session becomes connected',
+      body: celularBody({
+        qr: { type: 'string', description: 'when given, must be the QR showing now' },
+        codigo: { type: 'string', description: 'the pairing code typed on the phone instead of scanning; must be the one issued' },
+      }),
       response: statusResponse,
     },
     handler: async (req) => {
-      const b = bodyOf(req) as { celular_id: number; qr?: string };
+      const b = bodyOf(req) as { celular_id: number; qr?: string; codigo?: string };
       const inst = await instanceOf(b.celular_id);
-      await sim().scan(inst, b.qr).catch(conflict);
+      await sim().scan(inst, b.qr, b.codigo).catch(conflict);
       return success({ celular_id: b.celular_id, status: await sim().status(inst) }, { descripcion: 'escaneado' });
     },
   });

@@ -1,3 +1,4 @@
+import { SESSION_STATUSES } from '../../core/ports.js';
 import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/celulares.js';
 
 /**
@@ -122,12 +123,28 @@ export const celularEditBody = {
   },
 } as const;
 
-export const qrProps = {
+const linkProps = {
   celular_id: { type: 'integer' },
   gateway_instancia: { type: 'string' },
-  qr: { type: 'string', description: 'QR content; render it with any QR library. Empty when already connected.' },
-  status: { type: 'string', enum: ['need_scan', 'connected', 'logged_out', 'unknown'] },
+  status: {
+    type: 'string',
+    enum: SESSION_STATUSES,
+    description: 'need_scan: waiting for the phone; connecting: the gateway is starting the session (ask again shortly); connected; logged_out; disconnected; unknown',
+  },
   estado: { type: 'string', description: 'the celular estado after this call' },
+} as const;
+
+export const qrProps = {
+  ...linkProps,
+  qr: { type: 'string', description: 'QR content; render it with any QR library. Empty when already connected, or while the gateway is still starting the session.' },
+} as const;
+
+export const codigoProps = {
+  ...linkProps,
+  codigo: {
+    type: 'string',
+    description: 'Pairing code to type on the phone (WhatsApp > Linked devices > Link with phone number). Empty when already connected.',
+  },
 } as const;
 
 export function okResponse(properties: Record<string, unknown>, description?: string) {

@@ -1,0 +1,84 @@
+import { Agent, request } from 'undici';
+import { GatewayFailure } from '../core/ports.js';
+
+/**
+ * JSON over HTTP to a gateway the operator configured (`--gateway-url`). The
+ * URL is trusted configuration, so no private-address checks here (unlike
+ * media and webhook URLs). Transport failures become transient
+ * GatewayFailures; HTTP statuses are left to the adapter to classify.
+ */
+export interface JsonReply {
+  status: number;
+  body: unknown;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface CallOptions {
+  json?: unknown;
+  query?: Record<string, string>;
+  /** Longer for sends (Evolution holds the call while it shows "typing"). */
+  timeoutMs?: number;
+}
+
+export class GatewayHttp {
+  private readonly agent: Agent;
+
+  constructor(
+    private readonly opts: { name: string; baseUrl: string; headers: Record<string, string>; timeoutMs: number },
+  ) {
+    this.agent = new Agent({ connections: 32, keepAliveTimeout: 10_000 });
+  }
+
+  async call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, o: CallOptions = {}): Promise<JsonReply> {
+    const url = new URL(path.replace(/^\//, ''), this.opts.baseUrl.endsWith('/') ? this.opts.baseUrl : `${this.opts.baseUrl}/`);
+    for (const [k, v] of Object.entries(o.query ?? {})) url.searchParams.set(k, v);
+    const timeout = o.timeoutMs ?? this.opts.timeoutMs;
+    const headers: Record<string, string> = { accept: 'application/json', ...this.opts.headers };
+    if (o.json !== undefined) headers['content-type'] = 'application/json';
+    try {
+      const res = await request(url, {
+        method,
+        headers,
+        body: o.json === undefined ? undefined : JSON.stringify(o.json),
+        dispatcher: this.agent,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        signal: AbortSignal.timeout(timeout),
+      });
+      const text = await res.body.text();
+      let body: unknown = text;
+      try {
+        body = text === '' ? null : JSON.parse(text);
+      } catch {
+        // Not JSON: the adapter sees the text.
+      }
+      return { status: res.statusCode, body, headers: res.headers };
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+      const code = e.code ?? e.cause?.code ?? e.name;
+      const what = /Timeout|ABORT/i.test(String(code)) ? `no answer within ${timeout} ms` : `unreachable (${code})`;
+      throw new GatewayFailure(`${this.opts.name} gateway ${what} on ${method} ${url.pathname}`, 'transient');
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}
+
+/** `Retry-After` in seconds or as an HTTP date, in ms; undefined when absent or unreadable. */
+export function retryAfterMs(headers: JsonReply['headers'], now = Date.now()): number | undefined {
+  const raw = headers['retry-after'];
+  const v = Array.isArray(raw) ? raw[0] : raw;
+  if (!v) return undefined;
+  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** A short, single-line rendering of a gateway's error body, for reasons stored on messages. */
+export function describeBody(body: unknown, max = 300): string {
+  const s = typeof body === 'string' ? body : JSON.stringify(body);
+  const one = (s ?? '').replace(/\s+/g, ' ').trim();
+  return one.length > max ? `${one.slice(0, max)}...` : one;
+}

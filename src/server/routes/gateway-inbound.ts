@@ -1,0 +1,49 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Core } from '../../core/context.js';
+import { fail } from '../../core/errors.js';
+import { InboundRefused } from '../../core/ports.js';
+import { success } from '../http.js';
+import { errorResponses, okResponse } from '../schemas/common.js';
+
+/** Inbound bodies carry message metadata and thumbnails, never whole media (base64 is off on the instances). */
+const INBOUND_BODY_LIMIT = 5 * 1024 * 1024;
+
+/**
+ * Where the gateway reports (its webhook, registered per instance by the
+ * adapter): `POST /gateway/<gateway>/<instancia>[/<event>]`. The adapter
+ * authenticates the call (a per-instance secret) and maps it; the answer is
+ * 200 only once every event it carried is durable, so a crash in between
+ * makes the gateway deliver again instead of losing the event.
+ */
+export default async function gatewayInboundRoutes(app: FastifyInstance, { core }: { core: Core }) {
+  // The raw bytes are needed to check a body signature (WAHA signs them).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: INBOUND_BODY_LIMIT }, (_req, body, done) => done(null, body));
+
+  const handler = async (req: FastifyRequest) => {
+    const { gateway, instancia } = req.params as { gateway: string; instancia: string; '*'?: string };
+    const gw = core.gateway;
+    if (gateway !== gw.name || !gw.handleInbound) fail('ROUTE_NOT_FOUND', `this server's gateway is ${gw.name}; it takes no events at /gateway/${gateway}`);
+    const sub = (req.params as { '*'?: string })['*'];
+    try {
+      const r = await gw.handleInbound({
+        instancia,
+        subpath: sub ? `/${sub}` : '',
+        headers: req.headers,
+        rawBody: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+      });
+      return success(r, { descripcion: 'recibido' });
+    } catch (err) {
+      if (err instanceof InboundRefused) fail(err.status === 401 ? 'UNAUTHORIZED' : 'INVALID_PARAMS', err.message);
+      throw err;
+    }
+  };
+  const schema = {
+    tags: ['gateway'],
+    summary: 'Events from the gateway (its webhook, registered on each instance by pasarela); authenticated by a per-instance secret',
+    params: { type: 'object', properties: { gateway: { type: 'string' }, instancia: { type: 'string' } } },
+    response: { 200: okResponse({ eventos: { type: 'integer', description: 'events the call carried that pasarela took' } }), ...errorResponses },
+  };
+  app.post('/gateway/:gateway/:instancia', { schema, bodyLimit: INBOUND_BODY_LIMIT, handler });
+  app.post('/gateway/:gateway/:instancia/*', { schema: { ...schema, summary: 'The same, with the event name appended (Evolution "webhook by events")' }, bodyLimit: INBOUND_BODY_LIMIT, handler });
+}
