@@ -1,0 +1,148 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ServeOptions } from '../../src/server/serve.js';
+import { instanceSecret } from '../../src/gateways/inbound-secret.js';
+import type { SimGateway } from '../../src/gateways/sim.js';
+import type { TestServer } from '../helpers/server.js';
+
+/**
+ * The far side of pasarela for the end-to-end flow: the network and the
+ * phones, for the simulator and for each gateway's fake. pasarela itself runs
+ * whole (real HTTP, real SQLite) with `--gateway <name>` pointing at it.
+ */
+export interface Network {
+  name: 'sim' | 'evolution' | 'waha';
+  serve: Partial<ServeOptions>;
+  scan(s: TestServer, instancia: string): Promise<void>;
+  enterCode(s: TestServer, instancia: string, code: string): Promise<void>;
+  receive(s: TestServer, instancia: string, from: string, text: string): Promise<void>;
+  ack(s: TestServer, instancia: string, gatewayMsgId: string, estado: 'entregado' | 'leido'): Promise<void>;
+  /** Acks posted before the send's answer (null: this network cannot race them). */
+  ackBeforeReply: ((on: boolean) => void) | null;
+  phoneLogout(s: TestServer, instancia: string): Promise<void>;
+  /** The session dies while the gateway keeps calling it open (null where it never lies). */
+  killSilently: ((instancia: string) => Promise<void> | void) | null;
+  down(s: TestServer): Promise<void>;
+  up(s: TestServer): Promise<void>;
+  /** An incoming message exactly as the gateway posts it to pasarela (null for the in-process sim). */
+  inboundCall: ((s: TestServer, instancia: string, id: string, from: string, text: string) => { headers: Record<string, string>; body: unknown }) | null;
+  close(): Promise<void>;
+}
+
+const sim = (s: TestServer) => s.core.gateway as SimGateway;
+const serverSecret = (s: TestServer) => readFileSync(join(s.dataDir, 'gateway-secret'), 'utf8').trim();
+
+export async function simNetwork(): Promise<Network> {
+  return {
+    name: 'sim',
+    serve: { gateway: 'sim', simDeliveryMs: 1e9, simReadMs: 1e9 },
+    scan: (s, i) => sim(s).scan(i),
+    enterCode: (s, i, code) => sim(s).scan(i, undefined, code),
+    receive: async (s, i, from, text) => void (await sim(s).receive(i, from, text)),
+    ack: (s, i, id, estado) => sim(s).receiptNow(i, id, estado),
+    ackBeforeReply: null,
+    phoneLogout: (s, i) => sim(s).phoneLogout(i),
+    killSilently: null,
+    down: async (s) => sim(s).setOutage(true),
+    up: async (s) => sim(s).setOutage(false),
+    inboundCall: null,
+    close: async () => undefined,
+  };
+}
+
+export async function evolutionNetwork(): Promise<Network> {
+  const fake = await (await import('../fakes/evolution.js')).startEvolutionFake();
+  return {
+    name: 'evolution',
+    serve: { gateway: 'evolution', gatewayUrl: fake.url, gatewayKey: fake.apiKey },
+    scan: async (_s, i) => {
+      await fake.scan(i);
+      await fake.settle();
+    },
+    enterCode: async (_s, i, code) => {
+      await fake.enterCode(i, code);
+      await fake.settle();
+    },
+    receive: async (_s, i, from, text) => {
+      await fake.receive(i, from, text);
+      await fake.settle();
+    },
+    ack: async (_s, i, id, estado) => {
+      await fake.ack(i, id, estado === 'entregado' ? 'DELIVERY_ACK' : 'READ');
+      await fake.settle();
+    },
+    ackBeforeReply: (on) => fake.ackBeforeReply(on),
+    phoneLogout: async (_s, i) => {
+      await fake.phoneLogout(i);
+      await fake.settle();
+    },
+    killSilently: (i) => fake.killSilently(i),
+    down: () => fake.down(),
+    up: () => fake.up(),
+    inboundCall: (s, i, id, from, text) => ({
+      headers: { 'x-pasarela-secret': instanceSecret(serverSecret(s), 'evolution', i) },
+      body: {
+        event: 'messages.upsert',
+        instance: i,
+        data: {
+          key: { remoteJid: `${from}@s.whatsapp.net`, fromMe: false, id },
+          pushName: 'Ana',
+          message: { conversation: text },
+          messageType: 'conversation',
+          messageTimestamp: Math.floor(Date.now() / 1000),
+          status: 'DELIVERY_ACK',
+        },
+        destination: `${s.url}/gateway/evolution/${i}`,
+        date_time: new Date().toISOString(),
+        sender: '5215512345678@s.whatsapp.net',
+        server_url: fake.url,
+        apikey: null,
+      },
+    }),
+    close: () => fake.close(),
+  };
+}
+
+export async function wahaNetwork(): Promise<Network> {
+  const fake = await (await import('../fakes/waha.js')).startWahaFake();
+  return {
+    name: 'waha',
+    serve: { gateway: 'waha', gatewayUrl: fake.url, gatewayKey: fake.apiKey },
+    scan: async (_s, i) => {
+      await fake.scan(i);
+      await fake.settle();
+    },
+    enterCode: async (_s, i, code) => {
+      await fake.enterCode(i, code);
+      await fake.settle();
+    },
+    receive: async (_s, i, from, text) => {
+      await fake.receive(i, from, text);
+      await fake.settle();
+    },
+    ack: async (_s, i, id, estado) => {
+      await fake.ack(i, id, estado === 'entregado' ? 'DEVICE' : 'READ');
+      await fake.settle();
+    },
+    ackBeforeReply: (on) => fake.ackBeforeReply(on),
+    phoneLogout: async (_s, i) => {
+      await fake.phoneLogout(i);
+      await fake.settle();
+    },
+    killSilently: (i) => fake.killSilently(i),
+    down: () => fake.down(),
+    up: () => fake.up(),
+    inboundCall: (s, i, id, from, text) => ({
+      headers: { 'x-pasarela-secret': instanceSecret(serverSecret(s), 'waha', i) },
+      body: {
+        id: `evt_${id}`,
+        timestamp: Date.now(),
+        event: 'message',
+        session: i,
+        payload: { id: `false_${from}@c.us_${id}`, timestamp: Math.floor(Date.now() / 1000), from: `${from}@c.us`, fromMe: false, to: '5215512345678@c.us', body: text, hasMedia: false, ack: 1, ackName: 'SERVER' },
+        engine: 'NOWEB',
+      },
+    }),
+    close: () => fake.close(),
+  };
+}
