@@ -1,6 +1,9 @@
 import { applySessionStatus } from './celulares.js';
 import type { Core } from './context.js';
 
+/** setTimeout's ceiling (about 24.8 days): a longer --health-interval would otherwise fire every millisecond. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 /** What the last health pass found, for /health and the logs. */
 export interface GatewayHealth {
   /** null until the first pass has run. */
@@ -41,8 +44,11 @@ export class LineHealth {
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      void this.checkNow().finally(() => this.schedule(this.opts.intervalMs));
-    }, ms);
+      // A pass that fails as a whole (the store cannot list the lines) is reported, never left unhandled: that would end the process.
+      void this.checkNow()
+        .catch((err: unknown) => this.opts.onError(err))
+        .finally(() => this.schedule(this.opts.intervalMs));
+    }, Math.min(ms, MAX_TIMEOUT_MS));
     this.timer.unref();
   }
 
@@ -87,6 +93,6 @@ export class LineHealth {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.running;
+    await this.running?.catch(() => undefined);
   }
 }

@@ -14,7 +14,9 @@ describe('sim gateway', () => {
     clock = new ManualClock(0);
     sim = new SimGateway(store, clock, { qrRotateMs: 1000, deliveryMs: 5, readMs: 10 });
     events = [];
-    sim.onEvent((e) => events.push(e));
+    sim.onEvent((e) => {
+      events.push(e);
+    });
   });
   afterEach(async () => {
     await sim.close();

@@ -206,7 +206,7 @@ describe('order, independence and events (gap 0)', () => {
     const real = gw.send.bind(gw);
     let failures = 1;
     gw.send = async (instancia, msg) => {
-      if (msg.destinatario === '525522223333' && failures-- > 0) throw new GatewayFailure('gateway timeout', false);
+      if (msg.destinatario === '525522223333' && failures-- > 0) throw new GatewayFailure('gateway timeout', 'transient');
       return real(instancia, msg);
     };
     try {

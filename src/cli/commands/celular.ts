@@ -214,8 +214,9 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     if (!ctx.json) {
       ctx.term.err(first.creado ? `Registered celular ${first.celular_id} (${numero}).` : `Celular ${first.celular_id} already registered; linking it.`);
       if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key, 'err');
-      if (first.aviso) ctx.term.err(ctx.term.color.yellow(first.aviso));
     }
+    // Registered (its key is above) but the gateway did not start the link: there is no QR or code to show or follow.
+    if (first.aviso) throw new CliError(first.aviso, EXIT.SERVER, first);
     if (o.pairingCode) await followCode(ctx, first, o);
     else await followQr(ctx, first, o);
   });
