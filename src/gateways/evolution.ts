@@ -1,0 +1,213 @@
+import {
+  GatewayFailure,
+  InboundRefused,
+  type Gateway,
+  type GatewayCapabilities,
+  type GatewayEvent,
+  type InboundCall,
+  type InstanceSpec,
+  type OutboundMessage,
+  type PairingResult,
+  type QrResult,
+  type SessionStatus,
+} from '../core/ports.js';
+import { classifyEvolution, CONNECTION_TROUBLE, evolutionMessage, scrub } from './evolution-failure.js';
+import { eventName, evolutionEvents } from './evolution-inbound.js';
+import { evolutionSend } from './evolution-send.js';
+import { describeBody, GatewayHttp, type JsonReply } from './http-json.js';
+import { header, instanceSecret, sameSecret } from './inbound-secret.js';
+import type { HttpGatewayOptions } from './index.js';
+
+/**
+ * The Evolution API v2 adapter (contract: shared/research/evolution-api-contract.md).
+ * It translates between the Gateway port and Evolution's HTTP API, classifies
+ * its refusals (evolution-failure.ts) and maps its webhooks (evolution-inbound.ts);
+ * every business rule stays in the core. Always called with the global key.
+ */
+export interface EvolutionTuning {
+  /** Pause before asking `connect` again when it answered without a QR (issues #2385, #1541). */
+  qrRetryPauseMs: number;
+}
+
+/** Events each instance reports to pasarela. */
+export const EVOLUTION_EVENTS = ['MESSAGES_UPSERT', 'MESSAGES_UPDATE', 'CONNECTION_UPDATE', 'QRCODE_UPDATED', 'LOGOUT_INSTANCE', 'REMOVE_INSTANCE'];
+const QR_REASKS = 3;
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+const ok = (r: JsonReply) => r.status >= 200 && r.status < 300;
+const seg = encodeURIComponent;
+
+export class EvolutionGateway implements Gateway {
+  readonly name = 'evolution';
+  readonly simulated = false;
+  readonly capabilities: GatewayCapabilities = { unsupported: {} };
+  private readonly http: GatewayHttp;
+  private readonly listeners: Array<(e: GatewayEvent) => Promise<void> | void> = [];
+  /** Restarts asked for by status(), awaited on close so none outlives the agent. */
+  private readonly restarts = new Set<Promise<unknown>>();
+  private readonly tuning: EvolutionTuning;
+
+  // opts is read at each call, not copied: serve sets callbackUrl once it listens.
+  constructor(
+    private readonly opts: HttpGatewayOptions,
+    tuning: Partial<EvolutionTuning> = {},
+  ) {
+    this.tuning = { qrRetryPauseMs: 250, ...tuning };
+    this.http = new GatewayHttp({ name: 'evolution', baseUrl: opts.url, headers: { apikey: opts.key }, timeoutMs: opts.timeoutMs });
+  }
+
+  async start(): Promise<void> {}
+
+  async close(): Promise<void> {
+    await Promise.all(this.restarts);
+    await this.http.close();
+  }
+
+  onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void {
+    this.listeners.push(listener);
+  }
+
+  private async emit(e: GatewayEvent): Promise<void> {
+    await Promise.all(this.listeners.map((l) => l(e)));
+  }
+
+  private fail(r: JsonReply, instancia: string, ...redact: Array<string | undefined>): GatewayFailure {
+    return classifyEvolution(r, { instancia, redact: [this.opts.key, this.opts.secret, ...redact.filter((s): s is string => !!s)], now: this.opts.clock.now() });
+  }
+
+  private scrub(text: string): string {
+    return scrub(text, [this.opts.key, this.opts.secret]);
+  }
+
+  private webhook(instancia: string) {
+    return {
+      enabled: true,
+      url: `${this.opts.callbackUrl}/gateway/evolution/${seg(instancia)}`,
+      headers: { 'x-pasarela-secret': instanceSecret(this.opts.secret, 'evolution', instancia) },
+      byEvents: false,
+      base64: false,
+      events: EVOLUTION_EVENTS,
+    };
+  }
+
+  async ensureInstance(instancia: string, spec: InstanceSpec): Promise<void> {
+    const r = await this.http.call('POST', '/instance/create', {
+      json: { instanceName: instancia, integration: 'WHATSAPP-BAILEYS', qrcode: false, ...(spec.token ? { token: spec.token } : {}), webhook: this.webhook(instancia) },
+    });
+    if (ok(r)) return;
+    if (!(r.status === 403 && /already in use/i.test(evolutionMessage(r.body)))) throw this.fail(r, instancia, spec.token);
+    // Adopt it, re-pointing its webhook (the callback URL or the secret may have changed).
+    const w = await this.http.call('POST', `/webhook/set/${seg(instancia)}`, { json: { webhook: this.webhook(instancia) } });
+    if (!ok(w)) throw this.fail(w, instancia);
+  }
+
+  /** A call on an instance that is created first when Evolution does not know it (it was down when the line was made). */
+  private async onInstance(instancia: string, numero: string, call: () => Promise<JsonReply>): Promise<JsonReply> {
+    const r = await call();
+    if (r.status !== 404) return r;
+    await this.ensureInstance(instancia, { numero });
+    return call();
+  }
+
+  /**
+   * `connect`, asked again while it answers with neither a code nor `open`:
+   * right after the socket starts Evolution may have no QR yet (`{count:0}`).
+   */
+  private async connectAnswer(instancia: string, numero: string, query: Record<string, string> | undefined, has: (b: Json) => boolean): Promise<Json> {
+    for (let attempt = 0; ; attempt++) {
+      const r = await this.onInstance(instancia, numero, () => this.http.call('GET', `/instance/connect/${seg(instancia)}`, { query }));
+      if (!ok(r)) throw this.fail(r, instancia);
+      const b = obj(r.body);
+      // connect catches its own errors and answers 200 {error:true, message}.
+      if (b.error === true) throw new GatewayFailure(`Evolution could not connect ${instancia}: ${this.scrub(describeBody(b.message ?? b, 200))}`, 'transient');
+      if (has(b) || obj(b.instance).state === 'open' || attempt >= QR_REASKS) return b;
+      if (this.tuning.qrRetryPauseMs > 0) await new Promise((res) => setTimeout(res, this.tuning.qrRetryPauseMs));
+    }
+  }
+
+  async connect(instancia: string, numero: string): Promise<QrResult> {
+    const b = await this.connectAnswer(instancia, numero, undefined, (x) => !!str(x.code));
+    if (str(b.code)) return { status: 'need_scan', qr: b.code as string };
+    if (obj(b.instance).state === 'open') return { status: 'connected', qr: '' };
+    return { status: 'connecting', qr: '' };
+  }
+
+  async pairingCode(instancia: string, numero: string): Promise<PairingResult> {
+    const number = numero.replace(/\D/g, '');
+    const b = await this.connectAnswer(instancia, numero, { number }, (x) => !!str(x.pairingCode));
+    if (str(b.pairingCode)) return { status: 'need_scan', code: b.pairingCode as string };
+    if (obj(b.instance).state === 'open') return { status: 'connected', code: '' };
+    throw new GatewayFailure(`Evolution gave no pairing code for ${instancia} yet`, 'transient');
+  }
+
+  async status(instancia: string): Promise<SessionStatus> {
+    const r = await this.http.call('GET', `/instance/connectionState/${seg(instancia)}`);
+    if (r.status === 404) return 'logged_out';
+    if (!ok(r)) throw this.fail(r, instancia);
+    const state = obj(obj(r.body).instance).state;
+    if (state === 'connecting') return 'connecting';
+    // Evolution reconnects by itself from every close but the terminal ones (logout, forbidden).
+    if (state === 'close') return 'logged_out';
+    if (state !== 'open') return 'disconnected';
+    return this.verifyOpen(instancia);
+  }
+
+  /**
+   * `open` is not proof of life (issues #1398, #2403): a presence update needs
+   * the live socket. `unavailable` is the idle presence, so the probe changes nothing.
+   */
+  private async verifyOpen(instancia: string): Promise<SessionStatus> {
+    const p = await this.http.call('POST', `/instance/setPresence/${seg(instancia)}`, { json: { presence: 'unavailable' } });
+    if (ok(p)) return 'connected';
+    if (p.status === 404) return 'logged_out';
+    if (!CONNECTION_TROUBLE.test(evolutionMessage(p.body))) throw this.fail(p, instancia);
+    const restart = this.http.call('POST', `/instance/restart/${seg(instancia)}`).catch(() => undefined);
+    this.restarts.add(restart);
+    void restart.finally(() => this.restarts.delete(restart));
+    return 'connecting';
+  }
+
+  async logout(instancia: string): Promise<void> {
+    const r = await this.http.call('DELETE', `/instance/logout/${seg(instancia)}`);
+    if (ok(r) || r.status === 404 || (r.status === 400 && /not connected/i.test(evolutionMessage(r.body)))) return;
+    throw this.fail(r, instancia);
+  }
+
+  async deleteInstance(instancia: string): Promise<void> {
+    const r = await this.http.call('DELETE', `/instance/delete/${seg(instancia)}`);
+    if (ok(r) || r.status === 404) return;
+    throw this.fail(r, instancia);
+  }
+
+  async send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
+    const { route, body } = await evolutionSend(msg);
+    const r = await this.http.call('POST', `/message/${route}/${seg(instancia)}`, { json: body, timeoutMs: this.opts.sendTimeoutMs });
+    if (!ok(r)) throw this.fail(r, instancia);
+    const id = str(obj(obj(r.body).key).id);
+    // Sent or not, we cannot tell: retried like any unknown answer.
+    if (!id) throw new GatewayFailure(`Evolution answered ${r.status} without a message id: ${describeBody(r.body, 120)}`, 'transient');
+    return { gatewayMsgId: id };
+  }
+
+  async handleInbound(call: InboundCall): Promise<{ eventos: number }> {
+    const { instancia } = call;
+    if (!sameSecret(header(call.headers, 'x-pasarela-secret'), instanceSecret(this.opts.secret, 'evolution', instancia))) {
+      throw new InboundRefused(401, 'missing or wrong x-pasarela-secret for this instance');
+    }
+    let body: Json;
+    try {
+      body = obj(JSON.parse(call.rawBody.toString('utf8')));
+    } catch {
+      throw new InboundRefused(400, 'the body is not JSON');
+    }
+    // With "webhook by events" the event is also the path suffix (`/messages-upsert`).
+    const raw = str(body.event) ?? (call.subpath ? call.subpath : undefined);
+    if (!raw) throw new InboundRefused(400, 'the body has no event');
+    if (body.instance != null && body.instance !== instancia) throw new InboundRefused(400, `the body is for instance ${describeBody(body.instance, 80)}, not ${instancia}`);
+    const events = evolutionEvents(instancia, eventName(raw), body.data, this.opts.clock.now());
+    for (const e of events) await this.emit(e);
+    return { eventos: events.length };
+  }
+}
