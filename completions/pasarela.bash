@@ -64,7 +64,7 @@ _pasarela() {
   )
   local -A opts=(
     ['_']='-V --version --url --key --profile --json --no-color --help'
-    ['_ serve']='--host --port --data-dir --gateway --log-level --trust-proxy --auth-max-failures --tz --allow-private-urls --queue-gap-ms --queue-ttl --queue-max-pending --webhook-retry-ms --sim-qr-ms --sim-delivery-ms --sim-read-ms --help'
+    ['_ serve']='--host --port --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --log-level --trust-proxy --auth-max-failures --tz --allow-private-urls --queue-gap-ms --queue-ttl --queue-max-pending --webhook-retry-ms --sim-qr-ms --sim-delivery-ms --sim-read-ms --help'
     ['_ login']='--with-key --help'
     ['_ config']='--help'
     ['_ config list']='--help'
@@ -83,7 +83,7 @@ _pasarela() {
     ['_ celular delete']='-y --yes --help'
     ['_ celular status']='--help'
     ['_ celular qr']='--wait --timeout --interval --help'
-    ['_ celular link']='--nombre --wait --timeout --interval --help'
+    ['_ celular link']='--nombre --pairing-code --wait --timeout --interval --help'
     ['_ send']='--help'
     ['_ send text']='--preview-url --directo --celular --retry --help'
     ['_ send image']='--directo --celular --retry --caption --help'
@@ -105,7 +105,7 @@ _pasarela() {
     ['_ admin celular rotate-key']='--admin-token --data-dir --help'
     ['_ admin audit']='--admin-token --data-dir --cliente --limit --help'
     ['_ sim']='--admin-token --data-dir --help'
-    ['_ sim scan']='--admin-token --data-dir --qr --help'
+    ['_ sim scan']='--admin-token --data-dir --qr --code --help'
     ['_ sim logout']='--admin-token --data-dir --help'
     ['_ sim receive']='--admin-token --data-dir --from --text --help'
     ['_ sim fail']='--admin-token --data-dir --motivo --clear --help'
