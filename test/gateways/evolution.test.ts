@@ -9,7 +9,7 @@ import { GatewayFailure, InboundRefused, type GatewayEvent, type OutboundMessage
 import { EvolutionGateway } from '../../src/gateways/evolution.js';
 import { classifyEvolution } from '../../src/gateways/evolution-failure.js';
 import { evolutionEvents } from '../../src/gateways/evolution-inbound.js';
-import { extensionFor } from '../../src/gateways/evolution-send.js';
+import { extensionFor } from '../../src/gateways/media-files.js';
 import type { JsonReply } from '../../src/gateways/http-json.js';
 import { instanceSecret } from '../../src/gateways/inbound-secret.js';
 import { SAMPLES, until } from './contract.js';
