@@ -62,6 +62,7 @@ export class LineHealth {
     let lineas = 0;
     let fallidas = 0;
     let lastError: string | null = null;
+    let firstFailure: { err: unknown; instancia: string } | null = null;
     const adopt = !this.adopted;
     let after = 0;
     for (;;) {
@@ -79,11 +80,17 @@ export class LineHealth {
           } catch (err) {
             fallidas += 1;
             lastError = err instanceof Error ? err.message : String(err);
-            this.opts.onError(err, l.gateway_instancia);
+            firstFailure ??= { err, instancia: l.gateway_instancia };
           }
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, this.opts.concurrency) }, worker));
+    }
+    // One report per pass, not one per line: a gateway that is down must not flood the log.
+    if (firstFailure) {
+      const { err, instancia } = firstFailure as { err: unknown; instancia: string };
+      const msg = err instanceof Error ? err.message : String(err);
+      this.opts.onError(new Error(`${fallidas} of ${lineas} lines could not be checked; first: ${instancia}: ${msg}`, { cause: err }), instancia);
     }
     // Adoption is done once every line answered; until then each pass tries again.
     if (fallidas === 0) this.adopted = true;
