@@ -50,99 +50,85 @@ export async function simNetwork(): Promise<Network> {
   };
 }
 
-export async function evolutionNetwork(): Promise<Network> {
-  const fake = await (await import('../fakes/evolution.js')).startEvolutionFake();
+/** The controls both fakes share (test/fakes/evolution.ts, test/fakes/waha.ts). */
+interface Fake {
+  url: string;
+  apiKey: string;
+  scan(i: string): Promise<unknown>;
+  enterCode(i: string, code: string): Promise<unknown>;
+  receive(i: string, from: string, text: string): Promise<unknown>;
+  ack(i: string, id: string, status: never): Promise<unknown>;
+  ackBeforeReply(on: boolean): void;
+  phoneLogout(i: string): Promise<unknown>;
+  killSilently(i: string): Promise<unknown> | unknown;
+  down(): Promise<void>;
+  up(): Promise<void>;
+  settle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A fake gateway as a Network: every control resolves once the fake's webhooks were answered. */
+function fakeNetwork(
+  name: 'evolution' | 'waha',
+  fake: Fake,
+  acks: { entregado: string; leido: string },
+  inboundBody: (s: TestServer, i: string, id: string, from: string, text: string) => unknown,
+): Network {
+  const settled =
+    <A extends unknown[]>(fn: (...a: A) => Promise<unknown>) =>
+    async (_s: TestServer, ...a: A) => {
+      await fn(...a);
+      await fake.settle();
+    };
   return {
-    name: 'evolution',
-    serve: { gateway: 'evolution', gatewayUrl: fake.url, gatewayKey: fake.apiKey },
-    scan: async (_s, i) => {
-      await fake.scan(i);
-      await fake.settle();
-    },
-    enterCode: async (_s, i, code) => {
-      await fake.enterCode(i, code);
-      await fake.settle();
-    },
-    receive: async (_s, i, from, text) => {
-      await fake.receive(i, from, text);
-      await fake.settle();
-    },
-    ack: async (_s, i, id, estado) => {
-      await fake.ack(i, id, estado === 'entregado' ? 'DELIVERY_ACK' : 'READ');
-      await fake.settle();
-    },
+    name,
+    serve: { gateway: name, gatewayUrl: fake.url, gatewayKey: fake.apiKey },
+    scan: settled((i: string) => fake.scan(i)),
+    enterCode: settled((i: string, code: string) => fake.enterCode(i, code)),
+    receive: settled((i: string, from: string, text: string) => fake.receive(i, from, text)),
+    ack: settled((i: string, id: string, estado: 'entregado' | 'leido') => fake.ack(i, id, acks[estado] as never)),
     ackBeforeReply: (on) => fake.ackBeforeReply(on),
-    phoneLogout: async (_s, i) => {
-      await fake.phoneLogout(i);
-      await fake.settle();
-    },
-    killSilently: (i) => fake.killSilently(i),
+    phoneLogout: settled((i: string) => fake.phoneLogout(i)),
+    killSilently: async (i) => void (await fake.killSilently(i)),
     down: () => fake.down(),
     up: () => fake.up(),
     inboundCall: (s, i, id, from, text) => ({
-      headers: { 'x-pasarela-secret': instanceSecret(serverSecret(s), 'evolution', i) },
-      body: {
-        event: 'messages.upsert',
-        instance: i,
-        data: {
-          key: { remoteJid: `${from}@s.whatsapp.net`, fromMe: false, id },
-          pushName: 'Ana',
-          message: { conversation: text },
-          messageType: 'conversation',
-          messageTimestamp: Math.floor(Date.now() / 1000),
-          status: 'DELIVERY_ACK',
-        },
-        destination: `${s.url}/gateway/evolution/${i}`,
-        date_time: new Date().toISOString(),
-        sender: '5215512345678@s.whatsapp.net',
-        server_url: fake.url,
-        apikey: null,
-      },
+      headers: { 'x-pasarela-secret': instanceSecret(serverSecret(s), name, i) },
+      body: inboundBody(s, i, id, from, text),
     }),
     close: () => fake.close(),
   };
 }
 
+export async function evolutionNetwork(): Promise<Network> {
+  const fake = await (await import('../fakes/evolution.js')).startEvolutionFake();
+  return fakeNetwork('evolution', fake as unknown as Fake, { entregado: 'DELIVERY_ACK', leido: 'READ' }, (s, i, id, from, text) => ({
+    event: 'messages.upsert',
+    instance: i,
+    data: {
+      key: { remoteJid: `${from}@s.whatsapp.net`, fromMe: false, id },
+      pushName: 'Ana',
+      message: { conversation: text },
+      messageType: 'conversation',
+      messageTimestamp: Math.floor(Date.now() / 1000),
+      status: 'DELIVERY_ACK',
+    },
+    destination: `${s.url}/gateway/evolution/${i}`,
+    date_time: new Date().toISOString(),
+    sender: '5215512345678@s.whatsapp.net',
+    server_url: fake.url,
+    apikey: null,
+  }));
+}
+
 export async function wahaNetwork(): Promise<Network> {
   const fake = await (await import('../fakes/waha.js')).startWahaFake();
-  return {
-    name: 'waha',
-    serve: { gateway: 'waha', gatewayUrl: fake.url, gatewayKey: fake.apiKey },
-    scan: async (_s, i) => {
-      await fake.scan(i);
-      await fake.settle();
-    },
-    enterCode: async (_s, i, code) => {
-      await fake.enterCode(i, code);
-      await fake.settle();
-    },
-    receive: async (_s, i, from, text) => {
-      await fake.receive(i, from, text);
-      await fake.settle();
-    },
-    ack: async (_s, i, id, estado) => {
-      await fake.ack(i, id, estado === 'entregado' ? 'DEVICE' : 'READ');
-      await fake.settle();
-    },
-    ackBeforeReply: (on) => fake.ackBeforeReply(on),
-    phoneLogout: async (_s, i) => {
-      await fake.phoneLogout(i);
-      await fake.settle();
-    },
-    killSilently: (i) => fake.killSilently(i),
-    down: () => fake.down(),
-    up: () => fake.up(),
-    inboundCall: (s, i, id, from, text) => ({
-      headers: { 'x-pasarela-secret': instanceSecret(serverSecret(s), 'waha', i) },
-      body: {
-        id: `evt_${id}`,
-        timestamp: Date.now(),
-        event: 'message',
-        session: i,
-        payload: { id: `false_${from}@c.us_${id}`, timestamp: Math.floor(Date.now() / 1000), from: `${from}@c.us`, fromMe: false, to: '5215512345678@c.us', body: text, hasMedia: false, ack: 1, ackName: 'SERVER' },
-        engine: 'NOWEB',
-      },
-    }),
-    close: () => fake.close(),
-  };
+  return fakeNetwork('waha', fake as unknown as Fake, { entregado: 'DEVICE', leido: 'READ' }, (_s, i, id, from, text) => ({
+    id: `evt_${id}`,
+    timestamp: Date.now(),
+    event: 'message',
+    session: i,
+    payload: { id: `false_${from}@c.us_${id}`, timestamp: Math.floor(Date.now() / 1000), from: `${from}@c.us`, fromMe: false, to: '5215512345678@c.us', body: text, hasMedia: false, ack: 1, ackName: 'SERVER' },
+    engine: 'NOWEB',
+  }));
 }
