@@ -43,8 +43,14 @@ export async function showQr(ctx: Ctx, first: QrBody, w: QrWatch): Promise<QrBod
   const sleep = w.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   let drawnLines = 0;
   let lastQr = '';
+  let waitingSaid = false;
 
   const show = (b: QrBody) => {
+    // Real gateways may need a moment before the first QR (status `connecting`): say so once, keep polling.
+    if (b.qr === '' && b.status !== 'connected' && drawing && !waitingSaid) {
+      waitingSaid = true;
+      term.err(term.color.dim(`The gateway is starting the session of celular ${b.celular_id} (${b.status}); the QR appears here as soon as it has one.`));
+    }
     if (b.status === 'connected' || b.qr === lastQr) return;
     lastQr = b.qr;
     if (ctx.json) {
