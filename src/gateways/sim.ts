@@ -45,6 +45,16 @@ const SESSIONS = 'sim.sessions';
 const FAILS = 'sim.fail';
 /** msg_id -> gateway id of every message the simulated network took (its idempotency memory). */
 const SENT = 'sim.sent';
+/** Receipts the network still owes, so that they arrive even across a restart of `serve`. */
+const RECEIPTS = 'sim.receipts';
+
+interface OwedReceipt {
+  instancia: string;
+  gatewayMsgId: string;
+  estado: 'entregado' | 'leido';
+  /** Clock time when it is due. */
+  at: number;
+}
 
 /** A refusal of a simulator control (scan without a QR, receive while offline). */
 export class SimConflict extends Error {}
@@ -69,7 +79,11 @@ export class SimGateway implements Gateway {
     private readonly opts: SimOptions = SIM_DEFAULTS,
   ) {}
 
-  async start(): Promise<void> {}
+  /** Receipts owed from before a restart go out when due (at once if overdue), as a real network's would. */
+  async start(): Promise<void> {
+    const now = this.clock.now();
+    for (const { key, value } of await this.store.kvList<OwedReceipt>(RECEIPTS)) this.arm(key, value, value.at - now);
+  }
 
   onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void {
     this.listeners.push(listener);
@@ -168,17 +182,33 @@ export class SimGateway implements Gateway {
     const gatewayMsgId = `3EB0${randomBytes(10).toString('hex').toUpperCase()}`;
     await this.store.kvSet(SENT, msg.msgId, { gatewayMsgId, at: this.clock.now() });
     this.sentCount += 1;
-    this.later(this.opts.deliveryMs, () => this.receiptNow(instancia, gatewayMsgId, 'entregado'));
-    this.later(Math.max(this.opts.readMs, this.opts.deliveryMs), () => this.receiptNow(instancia, gatewayMsgId, 'leido'));
+    await this.owe(instancia, gatewayMsgId, 'entregado', this.opts.deliveryMs);
+    await this.owe(instancia, gatewayMsgId, 'leido', Math.max(this.opts.readMs, this.opts.deliveryMs));
     return { gatewayMsgId };
   }
 
+  private async owe(instancia: string, gatewayMsgId: string, estado: 'entregado' | 'leido', inMs: number): Promise<void> {
+    const r: OwedReceipt = { instancia, gatewayMsgId, estado, at: this.clock.now() + inMs };
+    const key = `${gatewayMsgId}:${estado}`;
+    await this.store.kvSet(RECEIPTS, key, r);
+    this.arm(key, r, inMs);
+  }
+
+  /** Delivers an owed receipt after `ms`; it is forgotten only once it was handled. */
+  private arm(key: string, r: OwedReceipt, ms: number): void {
+    this.later(Math.max(0, ms), async () => {
+      await this.receiptNow(r.instancia, r.gatewayMsgId, r.estado);
+      await this.store.kvDelete(RECEIPTS, key);
+    });
+  }
+
   private later(ms: number, fn: () => Promise<void>): void {
+    // setTimeout's ceiling (~24.8 days): a longer delay would fire at once.
     const t = setTimeout(() => {
       this.timers.delete(t);
       // A listener's failure is reported by the listener; a timer has no caller to tell.
       if (!this.closed) fn().catch(() => undefined);
-    }, ms);
+    }, Math.min(ms, 2 ** 31 - 1));
     t.unref();
     this.timers.add(t);
   }

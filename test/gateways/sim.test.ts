@@ -74,4 +74,25 @@ describe('sim gateway', () => {
     expect(fresh.status).toBe('need_scan');
     await again.close();
   });
+
+  it('owes its receipts across a restart: the ones due go out when the network starts again', async () => {
+    const slow = new SimGateway(store, clock, { qrRotateMs: 1000, deliveryMs: 60_000, readMs: 120_000 });
+    await slow.connect('i2', '525512345678');
+    await slow.scan('i2');
+    const { gatewayMsgId } = await slow.send('i2', { msgId: 'm-owed', tipo: 'texto', destinatario: '14155552671', texto: 'x' });
+    await slow.close(); // the process stops before any receipt is due
+    clock.advance(90_000); // the delivery receipt is overdue when it starts again; the read one is not
+    const again = new SimGateway(store, clock, { qrRotateMs: 1000, deliveryMs: 60_000, readMs: 120_000 });
+    const seen: string[] = [];
+    again.onEvent((e) => {
+      if (e.type === 'receipt' && e.gatewayMsgId === gatewayMsgId) seen.push(e.estado);
+    });
+    await again.start();
+    const end = Date.now() + 3000;
+    while (seen.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    expect(seen).toEqual(['entregado']);
+    const owed = await store.kvList<{ estado: string }>('sim.receipts');
+    expect(owed.map((o) => o.value.estado)).toEqual(['leido']);
+    await again.close();
+  });
 });
