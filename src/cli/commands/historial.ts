@@ -68,9 +68,15 @@ function date(value: string): string {
   throw new InvalidArgumentError('expected a calendar date YYYY-MM-DD');
 }
 
-/** RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled; records end with CRLF. */
+/**
+ * RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled;
+ * records end with CRLF. A text that a spreadsheet would run as a formula
+ * (it starts with = + - @, a tab or a CR: message texts come from anyone) gets
+ * a leading `'`, the usual guard against CSV formula injection.
+ */
 export function csvField(v: unknown): string {
-  const s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  let s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
