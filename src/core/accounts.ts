@@ -3,7 +3,8 @@ import type { Core } from './context.js';
 import { fail } from './errors.js';
 import { clientKey, hashSecret, newSecret } from './keys.js';
 import type { ClienteEstado, ClientePatch, ClienteRow, Plan } from './ports.js';
-import { celularView, clienteView, DAY_MS, monthStart } from './views.js';
+import { celularView, clienteView, DAY_MS } from './views.js';
+import { startOfMonth } from './historial.js';
 
 /** Client accounts and balances: the operator's side and the client's read side. */
 
@@ -18,7 +19,8 @@ export interface NewClienteInput {
 
 async function consumoMes(core: Core, clienteId: number) {
   const now = core.clock.now();
-  return core.store.messageStats(clienteId, monthStart(now), now - 30 * DAY_MS);
+  // Calendar months in the server's zone (--tz), like allowed hours and history dates.
+  return core.store.messageStats(clienteId, startOfMonth(now, core.config.tz), now - 30 * DAY_MS);
 }
 
 export async function clienteSummary(core: Core, cliente: ClienteRow) {

@@ -170,6 +170,12 @@ export function startOfDay(day: Ymd, tz: string): number {
   return hi;
 }
 
+/** The first instant of the calendar month that instant `now` falls in, in zone `tz`. */
+export function startOfMonth(now: number, tz: string): number {
+  const local = new Date(wallClock(formatter(tz), now));
+  return startOfDay({ y: local.getUTCFullYear(), m: local.getUTCMonth() + 1, d: 1 }, tz);
+}
+
 function isZone(tz: string): boolean {
   try {
     formatter(tz);

@@ -44,10 +44,4 @@ export function clienteView(c: ClienteRow, consumoMesActual: number) {
 
 export type ClienteView = ReturnType<typeof clienteView>;
 
-/** Start of the current calendar month in UTC, for `consumo_mes_actual`. */
-export function monthStart(now: number): number {
-  const d = new Date(now);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-}
-
 export const DAY_MS = 24 * 60 * 60 * 1000;
