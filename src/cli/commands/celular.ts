@@ -212,7 +212,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       json: { numero, ...(o.nombre !== undefined ? { nombre: o.nombre } : {}) },
     });
     if (!ctx.json) {
-      ctx.term.err(first.creado ? `Registered celular ${first.celular_id} (${numero}).` : `Celular ${first.celular_id} already registered; linking it.`);
+      ctx.term.err(first.creado ? `Registered celular ${first.celular_id} (${String(first.numero ?? numero)}).` : `Celular ${first.celular_id} already registered; linking it.`);
       if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key, 'err');
     }
     // Registered (its key is above) but the gateway did not start the link: there is no QR or code to show or follow.
