@@ -214,7 +214,9 @@ export function applySessionStatus(core: Core, celularId: number, status: Sessio
     };
     // A change is journaled in the same transaction as the new status, so its event cannot be lost.
     const event = changed ? { evento: 'session.status', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: now } : undefined;
-    const row = (await core.store.updateCelular(celular.id, { last_status: status, last_status_check: now, estado }, now, event)) ?? celular;
+    // Whether the session holds a link: set by a connection, cleared by a logout or a new QR.
+    const vinculado = status === 'connected' ? 1 : status === 'logged_out' || status === 'need_scan' ? 0 : celular.vinculado;
+    const row = (await core.store.updateCelular(celular.id, { last_status: status, last_status_check: now, estado, vinculado }, now, event)) ?? celular;
     if (changed) core.bus.publish('session.status', data);
     return row;
   };

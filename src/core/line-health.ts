@@ -30,6 +30,8 @@ export class LineHealth {
   private running: Promise<void> | undefined;
   private adopted = false;
   private stopped = false;
+  /** Linked sessions found stopped and started again (for the logs and tests). */
+  restarted = 0;
 
   constructor(
     private readonly core: Core,
@@ -76,7 +78,14 @@ export class LineHealth {
           lineas += 1;
           try {
             if (adopt) await core.gateway.ensureInstance(l.gateway_instancia, { numero: l.numero });
-            await applySessionStatus(core, l.id, await core.gateway.status(l.gateway_instancia));
+            let status = await core.gateway.status(l.gateway_instancia);
+            // A linked session that stopped or failed (the gateway restarted without it, its engine crashed)
+            // is started again: with its credentials it comes back without a scan.
+            if (status === 'disconnected' && l.vinculado) {
+              status = (await core.gateway.connect(l.gateway_instancia, l.numero)).status;
+              this.restarted += 1;
+            }
+            await applySessionStatus(core, l.id, status);
           } catch (err) {
             fallidas += 1;
             lastError = err instanceof Error ? err.message : String(err);

@@ -49,8 +49,19 @@ export interface CelularRow {
   key_hash: string;
   last_status_check: number | null;
   last_status: string | null;
+  /** 1 while the session holds a link: connected once and not logged out since. */
+  vinculado: number;
   created_at: number;
   updated_at: number;
+}
+
+/** What the health check needs of a line. */
+export interface Linea {
+  id: number;
+  numero: string;
+  gateway_instancia: string;
+  /** The session held a link (see CelularRow.vinculado). */
+  vinculado: boolean;
 }
 
 export interface NewCliente {
@@ -95,6 +106,7 @@ export type CelularPatch = Partial<
     | 'key_hash'
     | 'last_status'
     | 'last_status_check'
+    | 'vinculado'
   >
 >;
 
@@ -284,7 +296,7 @@ export interface Store {
   getCelularByTokenHash(hash: string): Promise<CelularRow | null>;
   listCelulares(clienteId: number): Promise<CelularRow[]>;
   /** Every line that has a gateway instance, in id order, a page at a time (the health check walks them). */
-  listLineas(afterId: number, limit: number): Promise<Array<{ id: number; numero: string; gateway_instancia: string }>>;
+  listLineas(afterId: number, limit: number): Promise<Linea[]>;
   /** With `event`, the event is journaled in the same transaction. */
   updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
   /** Atomic: removes the row and writes the audit record together. */

@@ -231,4 +231,14 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX entrantes_vistos_at ON entrantes_vistos(at);
     `,
   },
+  {
+    version: 7,
+    name: 'linked sessions',
+    sql: `
+      -- 1 while the line's session holds a link (it was connected and has not been logged out
+      -- since): a stopped session of such a line is started again by the health check.
+      ALTER TABLE celulares ADD COLUMN vinculado INTEGER NOT NULL DEFAULT 0;
+      UPDATE celulares SET vinculado = 1 WHERE last_status = 'connected';
+    `,
+  },
 ];

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { chmodSync, existsSync } from 'node:fs';
 import type {
+  Linea,
   ReceiptEstado,
   ReceiptOutcome,
   AuditEntry,
@@ -45,7 +46,7 @@ function setClause(patch: Record<string, unknown>): string {
 const CELULAR_COLUMNS = new Set([
   'nombre_interno', 'estado', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
   'hora_inicio_permitido', 'hora_fin_permitido', 'gateway_instancia', 'legacy_token_hash', 'key_hash',
-  'last_status', 'last_status_check',
+  'last_status', 'last_status_check', 'vinculado',
 ]);
 const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
 
@@ -181,11 +182,12 @@ export class SqliteStore implements Store {
     return stmt(this.db, 'SELECT * FROM celulares WHERE cliente_id = ? ORDER BY id').all(clienteId) as CelularRow[];
   }
 
-  async listLineas(afterId: number, limit: number): Promise<Array<{ id: number; numero: string; gateway_instancia: string }>> {
-    return stmt(this.db, 'SELECT id, numero, gateway_instancia FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT ?').all(
-      afterId,
-      limit,
-    ) as Array<{ id: number; numero: string; gateway_instancia: string }>;
+  async listLineas(afterId: number, limit: number): Promise<Linea[]> {
+    const rows = stmt(
+      this.db,
+      'SELECT id, numero, gateway_instancia, vinculado FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT ?',
+    ).all(afterId, limit) as Array<Omit<Linea, 'vinculado'> & { vinculado: number }>;
+    return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
   }
 
   async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {

@@ -20,6 +20,8 @@ export interface Network {
   /** Acks posted before the send's answer (null: this network cannot race them). */
   ackBeforeReply: ((on: boolean) => void) | null;
   phoneLogout(s: TestServer, instancia: string): Promise<void>;
+  /** The gateway stops the session, credentials kept (a WAHA restart that did not restart it); null where not applicable. */
+  stopSession: ((instancia: string) => Promise<void>) | null;
   /** The session dies while the gateway keeps calling it open (null where it never lies). */
   killSilently: ((instancia: string) => Promise<void> | void) | null;
   down(s: TestServer): Promise<void>;
@@ -43,6 +45,7 @@ export async function simNetwork(): Promise<Network> {
     ackBeforeReply: null,
     phoneLogout: (s, i) => sim(s).phoneLogout(i),
     killSilently: null,
+    stopSession: null,
     down: async (s) => sim(s).setOutage(true),
     up: async (s) => sim(s).setOutage(false),
     inboundCall: null,
@@ -90,6 +93,14 @@ function fakeNetwork(
     ackBeforeReply: (on) => fake.ackBeforeReply(on),
     phoneLogout: settled((i: string) => fake.phoneLogout(i)),
     killSilently: async (i) => void (await fake.killSilently(i)),
+    stopSession:
+      name === 'waha'
+        ? async (i) => {
+            const r = await fetch(`${fake.url}/api/sessions/${encodeURIComponent(i)}/stop`, { method: 'POST', headers: { 'x-api-key': fake.apiKey } });
+            if (!r.ok) throw new Error(`stop: ${r.status}`);
+            await fake.settle();
+          }
+        : null,
     down: () => fake.down(),
     up: () => fake.up(),
     inboundCall: (s, i, id, from, text) => ({

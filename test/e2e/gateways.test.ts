@@ -174,6 +174,23 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     await waitEstado(s, queued, 'enviado', 10_000);
   });
 
+  it('line health: a linked session the gateway stopped is started again, and comes back without a scan', async () => {
+    if (!net.stopSession) return;
+    // A line never linked stays as it is: starting its session would only make QR codes nobody scans.
+    const idle = await api(s.url, 'POST', '/api/celular_crear.php', { key: line.clientKey, json: { numero: numeroNuevo() } });
+    expect(idle.status, idle.text).toBe(201);
+    await s.health.checkNow();
+    expect((await s.core.store.getCelular(idle.body.celular_id))!.last_status).toBe('disconnected');
+    expect(s.health.restarted).toBe(0);
+    await net.stopSession(instancia);
+    await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.last_status === 'disconnected', 'the stop reported');
+    expect((await s.core.store.getCelular(line.celularId))!.estado).toBe('desconectado');
+    await s.health.checkNow();
+    await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', 'activo again');
+    expect(s.health.restarted).toBeGreaterThanOrEqual(1);
+    expect((await s.core.store.getCelular(line.celularId))!.last_status).toBe('connected');
+  });
+
   it('line health: a session that dies without telling is not shown connected after a check', async () => {
     if (!net.killSilently) return;
     await net.killSilently(instancia);

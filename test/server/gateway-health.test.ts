@@ -110,13 +110,13 @@ describe('health pass on a sim server', () => {
     const L = await linkedLine(s);
     const instancia = await instanciaOf(s, L);
     events = [];
-    await setSessionSilently(s, instancia, 'disconnected');
+    await setSessionSilently(s, instancia, 'logged_out');
     await s.health.checkNow();
-    expect(await s.core.store.getCelular(L.celularId)).toMatchObject({ estado: 'desconectado', last_status: 'disconnected' });
+    expect(await s.core.store.getCelular(L.celularId)).toMatchObject({ estado: 'desconectado', last_status: 'logged_out' });
     await setSessionSilently(s, instancia, 'connected');
     await s.health.checkNow();
     expect(await s.core.store.getCelular(L.celularId)).toMatchObject({ estado: 'activo', last_status: 'connected' });
-    expect(mine(L).map((e) => e.status)).toEqual(['disconnected', 'connected']);
+    expect(mine(L).map((e) => e.status)).toEqual(['logged_out', 'connected']);
   });
 
   it('in an outage every line fails: gateway_alcanzable false, lineas_fallidas = lineas_verificadas, stored status unchanged; celular_status is not refreshed', async () => {
