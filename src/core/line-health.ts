@@ -30,6 +30,7 @@ export class LineHealth {
   private running: Promise<void> | undefined;
   private adopted = false;
   private stopped = false;
+  private reachable: boolean | null = null;
   /** Linked sessions found stopped and started again (for the logs and tests). */
   restarted = 0;
 
@@ -95,6 +96,16 @@ export class LineHealth {
       };
       await Promise.all(Array.from({ length: Math.max(1, this.opts.concurrency) }, worker));
     }
+    // Without lines, ask for one that cannot exist (ids start at 1): any answer says the gateway is up.
+    if (lineas === 0) {
+      try {
+        await core.gateway.status('pasarela-0');
+        this.reachable = true;
+      } catch (err) {
+        this.reachable = false;
+        lastError = err instanceof Error ? err.message : String(err);
+      }
+    }
     // One report per pass, not one per line: a gateway that is down must not flood the log.
     if (firstFailure) {
       const { err, instancia } = firstFailure as { err: unknown; instancia: string };
@@ -103,7 +114,7 @@ export class LineHealth {
     }
     // Adoption is done once every line answered; until then each pass tries again.
     if (fallidas === 0) this.adopted = true;
-    Object.assign(this.state, { ok: lineas === 0 ? this.state.ok : fallidas < lineas, checkedAt: core.clock.now(), lineas, fallidas, error: lastError });
+    Object.assign(this.state, { ok: lineas === 0 ? this.reachable : fallidas < lineas, checkedAt: core.clock.now(), lineas, fallidas, error: lastError });
   }
 
   async stop(): Promise<void> {

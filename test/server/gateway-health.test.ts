@@ -66,9 +66,12 @@ describe('health pass on a sim server', () => {
 
   it('before any pass /health says nothing of the gateway', async () => {
     expect(await health(s)).toMatchObject({ status: 'ok', gateway: 'sim', simulado: true, gateway_alcanzable: null, gateway_verificado: null, lineas_verificadas: 0, lineas_fallidas: 0 });
-    // A pass over no line keeps "unknown".
+    // A pass over no line asks the gateway for an instance that cannot exist: any answer means it is up.
     await s.health.checkNow();
-    expect((await health(s)).gateway_alcanzable).toBeNull();
+    expect(await health(s)).toMatchObject({ gateway_alcanzable: true, lineas_verificadas: 0 });
+    sim(s).setOutage(true);
+    await s.health.checkNow();
+    expect(await health(s)).toMatchObject({ gateway_alcanzable: false, lineas_verificadas: 0 });
   });
 
   it('a session lost without an event: logged_out, desconectado, checked now, one session.status (bus and webhook); a second pass fires nothing', async () => {

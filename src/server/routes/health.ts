@@ -22,7 +22,7 @@ export default async function healthRoutes(app: FastifyInstance, { core, health 
           gateway_alcanzable: {
             type: 'boolean',
             nullable: true,
-            description: 'from the last line health check: false when no line\'s session could be read; null before the first check or without lines',
+            description: 'from the last line health check: false when no line\'s session could be read (or, without lines, the gateway did not answer); null before the first check',
           },
           gateway_verificado: { type: 'string', format: 'date-time', nullable: true, description: 'when the last line health check ended' },
           lineas_verificadas: { type: 'integer', description: 'lines in the last check' },
