@@ -1,5 +1,5 @@
 import { GatewayFailure } from '../core/ports.js';
-import { describeBody, retryAfterMs, type JsonReply } from './http-json.js';
+import { describeBody, retryAfterMs, scrub, type JsonReply } from './http-json.js';
 
 /**
  * How Evolution API refusals become failure kinds. Evolution answers every
@@ -36,13 +36,6 @@ function notOnWhatsApp(body: unknown): { number?: string; jid?: string } | undef
   const m = (body as { response?: { message?: unknown } } | null)?.response?.message;
   if (!Array.isArray(m)) return undefined;
   return m.find((x): x is { number?: string; jid?: string } => typeof x === 'object' && x !== null && (x as { exists?: unknown }).exists === false);
-}
-
-/** `text` with every value of `redact` replaced by `***`. */
-export function scrub(text: string, redact: string[]): string {
-  let out = text;
-  for (const s of redact) if (s) out = out.split(s).join('***');
-  return out;
 }
 
 /** True when a failure says the instance's socket is closed (the session needs checking). */

@@ -1,4 +1,5 @@
 import type { GatewayEvent, ReceiptEstado, SessionStatus } from '../core/ports.js';
+import { obj, str, type Json } from './http-json.js';
 
 /**
  * Evolution API webhook envelopes (contract 4.3, 4.4) as gateway events. Pure:
@@ -6,11 +7,6 @@ import type { GatewayEvent, ReceiptEstado, SessionStatus } from '../core/ports.j
  * named here are read, so the envelope's `apikey` and any `base64` media
  * never travel further.
  */
-type Json = Record<string, unknown>;
-
-const obj = (v: unknown): Json => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
-
 /** Event name as Evolution spells it in bodies (`messages.upsert`), from any of its spellings (`MESSAGES_UPSERT`, `/messages-upsert`). */
 export function eventName(raw: string): string {
   return raw.replace(/^\/+/, '').split('/')[0]!.toLowerCase().replace(/[_-]/g, '.');

@@ -11,10 +11,11 @@ import {
   type QrResult,
   type SessionStatus,
 } from '../core/ports.js';
-import { classifyEvolution, CONNECTION_TROUBLE, evolutionMessage, scrub } from './evolution-failure.js';
+import { classifyEvolution, CONNECTION_TROUBLE, evolutionMessage } from './evolution-failure.js';
 import { eventName, evolutionEvents } from './evolution-inbound.js';
 import { evolutionSend } from './evolution-send.js';
-import { describeBody, GatewayHttp, type JsonReply } from './http-json.js';
+import { GatewayEvents, inboundJson } from './gateway-events.js';
+import { describeBody, GatewayHttp, obj, ok, scrub, str, type Json, type JsonReply } from './http-json.js';
 import { header, instanceSecret, sameSecret } from './inbound-secret.js';
 import type { HttpGatewayOptions } from './index.js';
 
@@ -33,10 +34,6 @@ export interface EvolutionTuning {
 export const EVOLUTION_EVENTS = ['MESSAGES_UPSERT', 'MESSAGES_UPDATE', 'CONNECTION_UPDATE', 'QRCODE_UPDATED', 'LOGOUT_INSTANCE', 'REMOVE_INSTANCE'];
 const QR_REASKS = 3;
 
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
-const ok = (r: JsonReply) => r.status >= 200 && r.status < 300;
 const seg = encodeURIComponent;
 
 export class EvolutionGateway implements Gateway {
@@ -44,7 +41,7 @@ export class EvolutionGateway implements Gateway {
   readonly simulated = false;
   readonly capabilities: GatewayCapabilities = { unsupported: {} };
   private readonly http: GatewayHttp;
-  private readonly listeners: Array<(e: GatewayEvent) => Promise<void> | void> = [];
+  private readonly events = new GatewayEvents();
   /** Restarts asked for by status(), awaited on close so none outlives the agent. */
   private readonly restarts = new Set<Promise<unknown>>();
   private readonly tuning: EvolutionTuning;
@@ -66,11 +63,7 @@ export class EvolutionGateway implements Gateway {
   }
 
   onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void {
-    this.listeners.push(listener);
-  }
-
-  private async emit(e: GatewayEvent): Promise<void> {
-    await Promise.all(this.listeners.map((l) => l(e)));
+    this.events.on(listener);
   }
 
   private fail(r: JsonReply, instancia: string, ...redact: Array<string | undefined>): GatewayFailure {
@@ -196,18 +189,11 @@ export class EvolutionGateway implements Gateway {
     if (!sameSecret(header(call.headers, 'x-pasarela-secret'), instanceSecret(this.opts.secret, 'evolution', instancia))) {
       throw new InboundRefused(401, 'missing or wrong x-pasarela-secret for this instance');
     }
-    let body: Json;
-    try {
-      body = obj(JSON.parse(call.rawBody.toString('utf8')));
-    } catch {
-      throw new InboundRefused(400, 'the body is not JSON');
-    }
+    const body = obj(inboundJson(call));
     // With "webhook by events" the event is also the path suffix (`/messages-upsert`).
     const raw = str(body.event) ?? (call.subpath ? call.subpath : undefined);
     if (!raw) throw new InboundRefused(400, 'the body has no event');
     if (body.instance != null && body.instance !== instancia) throw new InboundRefused(400, `the body is for instance ${describeBody(body.instance, 80)}, not ${instancia}`);
-    const events = evolutionEvents(instancia, eventName(raw), body.data, this.opts.clock.now());
-    for (const e of events) await this.emit(e);
-    return { eventos: events.length };
+    return { eventos: await this.events.emitAll(evolutionEvents(instancia, eventName(raw), body.data, this.opts.clock.now())) };
   }
 }

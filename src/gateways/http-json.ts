@@ -82,3 +82,21 @@ export function describeBody(body: unknown, max = 300): string {
   const one = (s ?? '').replace(/\s+/g, ' ').trim();
   return one.length > max ? `${one.slice(0, max)}...` : one;
 }
+
+export type Json = Record<string, unknown>;
+
+/** `v` when it is a JSON object, else an empty one (gateway bodies are read defensively). */
+export const obj = (v: unknown): Json => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
+
+/** `v` when it is a non-empty string. */
+export const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** A 2xx answer. */
+export const ok = (r: JsonReply): boolean => r.status >= 200 && r.status < 300;
+
+/** `text` with every value of `redact` (API keys, secrets) replaced by `***`. */
+export function scrub(text: string, redact: string[]): string {
+  let out = text;
+  for (const s of redact) if (s) out = out.split(s).join('***');
+  return out;
+}

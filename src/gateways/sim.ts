@@ -12,6 +12,7 @@ import {
   type SessionStatus,
   type Store,
 } from '../core/ports.js';
+import { GatewayEvents } from './gateway-events.js';
 
 /**
  * The simulated messaging network (DESIGN §2). Nothing leaves the process.
@@ -63,7 +64,7 @@ export class SimGateway implements Gateway {
   readonly name = 'sim';
   readonly simulated = true;
   readonly capabilities: GatewayCapabilities = { unsupported: {} };
-  private readonly listeners: Array<(e: GatewayEvent) => Promise<void> | void> = [];
+  private readonly events = new GatewayEvents();
   /** While true the network is unreachable: every call fails as a gateway that is down would. */
   private outage = false;
   /** Sends still to be refused as rate-limited (the network's "slow down"). */
@@ -86,12 +87,12 @@ export class SimGateway implements Gateway {
   }
 
   onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void {
-    this.listeners.push(listener);
+    this.events.on(listener);
   }
 
   /** Resolves once every listener has handled the event (made it durable). */
-  private async emit(e: GatewayEvent): Promise<void> {
-    await Promise.all(this.listeners.map((l) => l(e)));
+  private emit(e: GatewayEvent): Promise<void> {
+    return this.events.emit(e);
   }
 
   private async session(instancia: string): Promise<SimSession | null> {

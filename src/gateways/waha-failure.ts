@@ -1,5 +1,5 @@
 import { GatewayFailure } from '../core/ports.js';
-import { describeBody, retryAfterMs, type JsonReply } from './http-json.js';
+import { describeBody, retryAfterMs, scrub, type Json, type JsonReply } from './http-json.js';
 
 /**
  * How WAHA refusals become failure kinds (contract 5.4). WAHA answers a
@@ -21,7 +21,6 @@ export interface WahaFailureContext {
   now?: number;
 }
 
-type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 function text(v: unknown): string | undefined {
@@ -44,13 +43,6 @@ export function wahaMessage(body: unknown): string {
     found = text(body.message) ?? text(message.error) ?? text(message.message) ?? text(exception.message) ?? text(body.error);
   }
   return describeBody(found ?? body ?? '', 240);
-}
-
-/** `s` with every value of `redact` replaced by `***`. */
-function scrub(s: string, redact: string[]): string {
-  let out = s;
-  for (const r of redact) if (r) out = out.split(r).join('***');
-  return out;
 }
 
 /** Classifies any non-2xx answer of WAHA. */

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import type { GatewayEvent, InboundCall, ReceiptEstado, SessionStatus } from '../core/ports.js';
 import { header, sameSecret } from './inbound-secret.js';
+import { obj, str, type Json } from './http-json.js';
 import { bareId } from './waha-ids.js';
 
 /**
@@ -22,9 +23,6 @@ export function authenticWahaCall(call: InboundCall, secret: string): boolean {
   return sameSecret(header(call.headers, 'x-pasarela-secret'), secret);
 }
 
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 const SESSION: Record<string, SessionStatus> = {
   SCAN_QR_CODE: 'need_scan',

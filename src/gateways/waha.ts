@@ -12,7 +12,8 @@ import {
   type QrResult,
   type SessionStatus,
 } from '../core/ports.js';
-import { describeBody, GatewayHttp, type JsonReply } from './http-json.js';
+import { GatewayEvents, inboundJson } from './gateway-events.js';
+import { describeBody, GatewayHttp, obj, ok, str, type Json, type JsonReply } from './http-json.js';
 import { instanceSecret } from './inbound-secret.js';
 import type { HttpGatewayOptions } from './index.js';
 import { classifyWaha } from './waha-failure.js';
@@ -35,10 +36,6 @@ export interface WahaTuning {
 
 export const WAHA_EVENTS = ['message', 'message.ack', 'session.status'];
 
-type Json = Record<string, unknown>;
-const obj = (v: unknown): Json => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
-const ok = (r: JsonReply) => r.status >= 200 && r.status < 300;
 const seg = encodeURIComponent;
 
 export class WahaGateway implements Gateway {
@@ -46,7 +43,7 @@ export class WahaGateway implements Gateway {
   readonly simulated = false;
   readonly capabilities: GatewayCapabilities = { unsupported: { sticker: STICKER_UNSUPPORTED } };
   private readonly http: GatewayHttp;
-  private readonly listeners: Array<(e: GatewayEvent) => Promise<void> | void> = [];
+  private readonly events = new GatewayEvents();
   /**
    * Sessions a send found not WORKING (422) since they were last confirmed:
    * WAHA may go on reporting a dead session as WORKING (issues #2073, #137),
@@ -71,12 +68,7 @@ export class WahaGateway implements Gateway {
   }
 
   onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void {
-    this.listeners.push(listener);
-  }
-
-  /** Resolves once every listener has made the event durable. */
-  private async emit(e: GatewayEvent): Promise<void> {
-    await Promise.all(this.listeners.map((l) => l(e)));
+    this.events.on(listener);
   }
 
   private fail(r: JsonReply, instancia: string, numero?: string): GatewayFailure {
@@ -224,17 +216,9 @@ export class WahaGateway implements Gateway {
     if (!authenticWahaCall(call, instanceSecret(this.opts.secret, 'waha', call.instancia))) {
       throw new InboundRefused(401, 'missing or wrong webhook signature');
     }
-    let body: unknown;
-    try {
-      body = JSON.parse(call.rawBody.toString('utf8'));
-    } catch {
-      throw new InboundRefused(400, 'body is not JSON');
-    }
-    const envelope = obj(body);
+    const envelope = obj(inboundJson(call));
     if (envelope.session !== call.instancia) throw new InboundRefused(400, 'the session in the body is not the instance in the path');
-    const events = wahaEvents(call.instancia, envelope, this.opts.clock.now());
     // One at a time, in order: WAHA is answered only once all are durable.
-    for (const e of events) await this.emit(e);
-    return { eventos: events.length };
+    return { eventos: await this.events.emitAll(wahaEvents(call.instancia, envelope, this.opts.clock.now())) };
   }
 }

@@ -4,7 +4,7 @@ import type { Ctx } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
-import { idArg, int, intOrNone, positiveInt } from '../parse.js';
+import { idArg, int, intOrNone } from '../parse.js';
 import { showQr, type QrBody } from '../qr-display.js';
 
 /** The server's celular shape (a type-only import: nothing of the server is loaded). */
