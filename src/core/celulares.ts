@@ -1,7 +1,7 @@
 import { actorOf, celularInScope, requireActiveClient, requireClientKey, type ClientPrincipal } from './auth.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
-import { AppError, fail } from './errors.js';
+import { AppError, ERRORS, fail } from './errors.js';
 import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret, parseKey } from './keys.js';
 import { normalizeNumero } from './phone.js';
 import { GatewayFailure, type CelularEstado, type CelularPatch, type CelularRow, type SessionStatus } from './ports.js';
@@ -253,7 +253,7 @@ async function linkStart(core: Core, celular: CelularRow, method: LinkMethod) {
 export async function celularQr(core: Core, p: ClientPrincipal, id: number) {
   const celular = await celularInScope(core, p, id);
   requireActiveClient(p);
-  return linkStart(core, celular, 'qr') as Promise<{ celular_id: number; gateway_instancia: string; status: SessionStatus; qr: string; estado: CelularEstado }>;
+  return linkStart(core, celular, 'qr');
 }
 
 /** Pairing code for the line's own number: the alternative to scanning a QR. */
@@ -310,7 +310,7 @@ export async function vincular(
     return { ...(await linkStart(core, created.celular, method)), ...keys };
   } catch (err) {
     // The line exists and its key is shown only now: answer it, and say the link must be asked again.
-    if (!(err instanceof AppError) || err.row.codigo !== 700) throw err;
+    if (!(err instanceof AppError) || err.row !== ERRORS.GATEWAY_ERROR) throw err;
     const c = (await core.store.getCelular(created.celular.id)) ?? created.celular;
     const link = method === 'qr' ? { qr: '' } : { codigo: '' };
     return { celular_id: c.id, gateway_instancia: c.gateway_instancia ?? '', status: 'unknown' as const, ...link, estado: c.estado, ...keys, aviso: `${err.message}; the celular was registered: ask for the ${method === 'qr' ? 'QR' : 'pairing code'} again` };

@@ -1,5 +1,6 @@
 import { applySessionStatus } from './celulares.js';
 import type { Core } from './context.js';
+import type { Linea } from './ports.js';
 
 /** setTimeout's ceiling (about 24.8 days): a longer --health-interval would otherwise fire every millisecond. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -30,7 +31,6 @@ export class LineHealth {
   private running: Promise<void> | undefined;
   private adopted = false;
   private stopped = false;
-  private reachable: boolean | null = null;
   /** Linked sessions found stopped and started again (for the logs and tests). */
   restarted = 0;
 
@@ -60,12 +60,24 @@ export class LineHealth {
     return (this.running ??= this.pass().finally(() => (this.running = undefined)));
   }
 
+  /** One line: adopt its instance (first pass), read its session, start it again if it was linked and stopped, record it. */
+  private async checkLine(l: Linea, adopt: boolean): Promise<void> {
+    const { gateway } = this.core;
+    if (adopt) await gateway.ensureInstance(l.gateway_instancia, { numero: l.numero });
+    let status = await gateway.status(l.gateway_instancia);
+    // A linked session that stopped or failed (the gateway restarted without it, its engine crashed)
+    // is started again: with its credentials it comes back without a scan.
+    if (status === 'disconnected' && l.vinculado) {
+      status = (await gateway.connect(l.gateway_instancia, l.numero)).status;
+      this.restarted += 1;
+    }
+    await applySessionStatus(this.core, l.id, status);
+  }
+
   private async pass(): Promise<void> {
     const { core } = this;
     let lineas = 0;
-    let fallidas = 0;
-    let lastError: string | null = null;
-    let firstFailure: { err: unknown; instancia: string } | null = null;
+    const failures: Array<{ err: unknown; instancia: string }> = [];
     const adopt = !this.adopted;
     let after = 0;
     for (;;) {
@@ -77,44 +89,35 @@ export class LineHealth {
         while (next < page.length && !this.stopped) {
           const l = page[next++]!;
           lineas += 1;
-          try {
-            if (adopt) await core.gateway.ensureInstance(l.gateway_instancia, { numero: l.numero });
-            let status = await core.gateway.status(l.gateway_instancia);
-            // A linked session that stopped or failed (the gateway restarted without it, its engine crashed)
-            // is started again: with its credentials it comes back without a scan.
-            if (status === 'disconnected' && l.vinculado) {
-              status = (await core.gateway.connect(l.gateway_instancia, l.numero)).status;
-              this.restarted += 1;
-            }
-            await applySessionStatus(core, l.id, status);
-          } catch (err) {
-            fallidas += 1;
-            lastError = err instanceof Error ? err.message : String(err);
-            firstFailure ??= { err, instancia: l.gateway_instancia };
-          }
+          await this.checkLine(l, adopt).catch((err: unknown) => failures.push({ err, instancia: l.gateway_instancia }));
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, this.opts.concurrency) }, worker));
     }
-    // Without lines, ask for one that cannot exist (ids start at 1): any answer says the gateway is up.
+    let ok = failures.length < lineas;
     if (lineas === 0) {
-      try {
-        await core.gateway.status('pasarela-0');
-        this.reachable = true;
-      } catch (err) {
-        this.reachable = false;
-        lastError = err instanceof Error ? err.message : String(err);
-      }
+      // Without lines, ask for one that cannot exist (ids start at 1): any answer says the gateway is up.
+      ok = await core.gateway.status('pasarela-0').then(
+        () => true,
+        (err: unknown) => (failures.push({ err, instancia: 'pasarela-0' }), false),
+      );
     }
+    const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
     // One report per pass, not one per line: a gateway that is down must not flood the log.
-    if (firstFailure) {
-      const { err, instancia } = firstFailure as { err: unknown; instancia: string };
-      const msg = err instanceof Error ? err.message : String(err);
-      this.opts.onError(new Error(`${fallidas} of ${lineas} lines could not be checked; first: ${instancia}: ${msg}`, { cause: err }), instancia);
+    const first = failures[0];
+    if (first && lineas > 0) {
+      this.opts.onError(new Error(`${failures.length} of ${lineas} lines could not be checked; first: ${first.instancia}: ${message(first.err)}`, { cause: first.err }), first.instancia);
     }
     // Adoption is done once every line answered; until then each pass tries again.
-    if (fallidas === 0) this.adopted = true;
-    Object.assign(this.state, { ok: lineas === 0 ? this.reachable : fallidas < lineas, checkedAt: core.clock.now(), lineas, fallidas, error: lastError });
+    if (failures.length === 0) this.adopted = true;
+    const last = failures[failures.length - 1];
+    Object.assign(this.state, {
+      ok,
+      checkedAt: core.clock.now(),
+      lineas,
+      fallidas: lineas === 0 ? 0 : failures.length,
+      error: last ? message(last.err) : null,
+    });
   }
 
   async stop(): Promise<void> {
