@@ -1,5 +1,5 @@
 import { iso } from './clock.js';
-import type { CelularRow, ClienteRow } from './ports.js';
+import type { CelularRow, ClienteRow, EntregaRow, IntentoRow } from './ports.js';
 
 /**
  * Public shapes of stored rows. Hashes and other server-side fields never leave
@@ -43,5 +43,23 @@ export function clienteView(c: ClienteRow, consumoMesActual: number) {
 }
 
 export type ClienteView = ReturnType<typeof clienteView>;
+
+/** A webhook delivery with every attempt, as `webhook_entregas.php` answers it. */
+export function entregaView(r: EntregaRow & { intentos_detalle: IntentoRow[] }) {
+  const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
+  return {
+    id: r.id,
+    evento: r.evento,
+    estado: r.estado,
+    intentos: r.intentos,
+    created_at: iso(r.created_at),
+    entregado_at: isoOrNull(r.entregado_at),
+    proximo_intento_at: r.estado === 'pendiente' ? iso(r.proximo_intento_at) : null,
+    ultimo_error: r.ultimo_error,
+    intentos_detalle: r.intentos_detalle.map((a) => ({ ...a, fecha: iso(a.fecha) })),
+  };
+}
+
+export type EntregaView = ReturnType<typeof entregaView>;
 
 export const DAY_MS = 24 * 60 * 60 * 1000;

@@ -1,3 +1,4 @@
+import type { EntregaView } from '../../src/core/views.js';
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -128,17 +129,7 @@ export function expectEnvelope(h: Hit, evento: string, clienteId: number): void 
 export const setWebhook = (s: TestServer, key: string, json: Record<string, unknown>) => api(s.url, 'POST', '/api/webhook.php', { key, json });
 export const getWebhook = (s: TestServer, key: string) => api(s.url, 'GET', '/api/webhook.php', { key });
 
-export interface Entrega {
-  id: string;
-  evento: string;
-  estado: 'pendiente' | 'entregado' | 'fallido';
-  intentos: number;
-  created_at: string;
-  entregado_at: string | null;
-  proximo_intento_at: string | null;
-  ultimo_error: string | null;
-  intentos_detalle: Array<{ n: number; fecha: string; status: number | null; duracion_ms: number; error: string | null }>;
-}
+export type Entrega = EntregaView;
 
 export async function entregas(s: TestServer, key: string): Promise<Entrega[]> {
   const r = await api(s.url, 'GET', '/api/webhook_entregas.php?limit=500', { key });

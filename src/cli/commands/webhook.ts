@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import type { EntregaView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
@@ -6,25 +7,8 @@ import { emit, printFields, printSecret, printTable, type Cell } from '../output
 import { int } from '../parse.js';
 import { generateSecret, listen, type WebhookView } from '../webhook-listen.js';
 
-interface Intento {
-  n: number;
-  fecha: string;
-  status: number | null;
-  duracion_ms: number;
-  error: string | null;
-}
-
-interface Entrega {
-  id: string;
-  evento: string;
-  estado: 'pendiente' | 'entregado' | 'fallido';
-  intentos: number;
-  created_at: string;
-  entregado_at: string | null;
-  proximo_intento_at: string | null;
-  ultimo_error: string | null;
-  intentos_detalle: Intento[];
-}
+/** The server's delivery shape (a type-only import: nothing of the server is loaded). */
+type Entrega = EntregaView;
 
 const KINDS = ['messages.received', 'message.status', 'session.status', 'all'];
 

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { requireClientKey } from '../../core/auth.js';
 import type { Core } from '../../core/context.js';
 import { fail } from '../../core/errors.js';
+import { entregaView } from '../../core/views.js';
 import { deleteWebhook, getWebhook, restoreWebhook, setWebhook, type WebhookInput } from '../../webhooks/config.js';
 import { TEST_EVENT, type WebhookDispatcher } from '../../webhooks/dispatcher.js';
 import { bodyOf, boolish, clientAuth, principal, queryOf, success } from '../http.js';
@@ -125,21 +126,8 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     },
     handler: async (req) => {
       const p = principal(req);
-      const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
       const rows = await core.store.listEntregas(p.cliente.id, (queryOf(req).limit as number) ?? 50);
-      return success({
-        entregas: rows.map((r) => ({
-          id: r.id,
-          evento: r.evento,
-          estado: r.estado,
-          intentos: r.intentos,
-          created_at: iso(r.created_at),
-          entregado_at: iso(r.entregado_at),
-          proximo_intento_at: r.estado === 'pendiente' ? iso(r.proximo_intento_at) : null,
-          ultimo_error: r.ultimo_error,
-          intentos_detalle: r.intentos_detalle.map((a) => ({ ...a, fecha: iso(a.fecha) })),
-        })),
-      });
+      return success({ entregas: rows.map(entregaView) });
     },
   });
 
