@@ -206,7 +206,7 @@ export interface NewMensaje {
 }
 
 export type AcceptResult =
-  | { ok: true; cargo: 'celular' | 'global' | null; saldo_celular: number; saldo_global: number }
+  | { ok: true; cargo: 'celular' | 'global' | null; saldo_celular: number; saldo_global: number; mensaje: MensajeRow }
   | { ok: false; reason: 'saldo' | 'cola_llena' | 'celular' }
   | { ok: false; reason: 'cap'; retryAfterMs: number; which: string; cap: number };
 

@@ -137,14 +137,13 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
       fail('CELULAR_NOT_FOUND', `celular ${celular.id} not found`);
     }
     accepted = true;
-    const created = (await core.store.getMensaje(msgId))!;
-    publishMessageStatus(core, created, null);
+    publishMessageStatus(core, res.mensaje, null);
     const base = { msg_id: msgId, anti_dupe: { count: dupe.count, max: DUPE_MAX, window_s: DUPE_WINDOW_MS / 1000 }, saldo: res.saldo_celular };
     if (!req.directo) {
       deps.queued();
       return { ...base, modo: 'cola', estado: 'pendiente' };
     }
-    return { ...base, modo: 'directo', ...(await sendNow(core, celular, created.msg_id, req.tipo, destinatario, payload)) };
+    return { ...base, modo: 'directo', ...(await sendNow(core, celular, msgId, req.tipo, destinatario, payload)) };
   } finally {
     if (!accepted) await dupe.release();
     // Direct sends drop their temp file before answering; queued ones when the worker is done.

@@ -103,8 +103,9 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
         cargo,
         now,
       });
-      journalStatus(db, get(db, m.msg_id)!, null, now);
-      return { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal };
+      const mensaje = get(db, m.msg_id)!;
+      journalStatus(db, mensaje, null, now);
+      return { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
     });
 }
 
