@@ -1,26 +1,66 @@
-import type { Core } from './context.js';
 import type { CelularRow } from './ports.js';
 
+/**
+ * Per-line send caps over sliding windows (minute, hour, day), exact across
+ * direct and queued sends and across restarts. A send takes a slot before it
+ * goes out (a direct send at its acceptance, a queued one with its claim), and
+ * the store counts and takes the slot in one transaction, so no two sends can
+ * pass a cap together. A slot in flight counts in every window; once sent it
+ * counts from the moment it was sent, so no window ever holds more sends than
+ * its cap.
+ */
+
 const WINDOWS = [
-  { key: 'minute', cap: 'max_envios_por_minuto', oldest: 'oldestMinute', ms: 60_000, name: 'per minute' },
-  { key: 'hour', cap: 'max_envios_por_hora', oldest: 'oldestHour', ms: 3_600_000, name: 'per hour' },
-  { key: 'day', cap: 'max_envios_por_dia', oldest: 'oldestDay', ms: 86_400_000, name: 'per day' },
+  { cap: 'max_envios_por_minuto', ms: 60_000, name: 'per minute' },
+  { cap: 'max_envios_por_hora', ms: 3_600_000, name: 'per hour' },
+  { cap: 'max_envios_por_dia', ms: 86_400_000, name: 'per day' },
 ] as const;
 
-/**
- * Per-line send caps over sliding windows, counted from the stored sends (so
- * they hold across restarts and, later, across nodes). When a cap is reached,
- * says when the oldest send in that window leaves it.
- */
-export async function capState(core: Core, celular: CelularRow, now: number): Promise<{ ok: true } | { ok: false; retryAfterMs: number; which: string; cap: number }> {
-  const counts = await core.store.sentCounts(celular.id, now);
-  let worst: { retryAfterMs: number; which: string; cap: number } | null = null;
-  for (const w of WINDOWS) {
+/** How soon to look again when every send filling a window is still in flight (it ends or fails soon). */
+const IN_FLIGHT_RETRY_MS = 1000;
+
+/** Slots of one window: taken ones (in flight or sent), and the oldest send already made. */
+export interface SlotCount {
+  n: number;
+  /** The earliest send time in the window that is not in the future (null: all in flight). */
+  oldest: number | null;
+}
+
+export interface CapHit {
+  retryAfterMs: number;
+  which: string;
+  cap: number;
+}
+
+/** What a store needs to take a send slot atomically: the windows to count, the rule, the slot's hold. */
+export interface SlotClaim {
+  /** Window lengths, ms, in the order `decide` expects their counts. */
+  windows: number[];
+  decide(counts: SlotCount[]): CapHit | null;
+  /** A slot in flight is held until then (a crash mid-send leaves it counted as a send at that time). */
+  holdUntil: number;
+}
+
+type Caps = Pick<CelularRow, 'max_envios_por_minuto' | 'max_envios_por_hora' | 'max_envios_por_dia'>;
+
+/** The claim of one send slot of a line at `now`, held for `holdMs` while the send is in flight. */
+export function slotClaim(celular: Caps, now: number, holdMs: number): SlotClaim {
+  const binding = WINDOWS.flatMap((w) => {
     const cap = celular[w.cap];
-    if (cap === null || counts[w.key] < cap) continue;
-    const oldest = counts[w.oldest] ?? now;
-    const retryAfterMs = Math.max(1, oldest + w.ms - now);
-    if (!worst || retryAfterMs > worst.retryAfterMs) worst = { retryAfterMs, which: w.name, cap };
-  }
-  return worst ? { ok: false, ...worst } : { ok: true };
+    return cap === null ? [] : [{ cap, ms: w.ms, name: w.name }];
+  });
+  return {
+    windows: binding.map((w) => w.ms),
+    holdUntil: now + holdMs,
+    decide(counts) {
+      let worst: CapHit | null = null;
+      for (const [i, w] of binding.entries()) {
+        const c = counts[i]!;
+        if (c.n < w.cap) continue;
+        const retryAfterMs = c.oldest === null ? IN_FLIGHT_RETRY_MS : Math.max(1, c.oldest + w.ms - now);
+        if (!worst || retryAfterMs > worst.retryAfterMs) worst = { retryAfterMs, which: w.name, cap: w.cap };
+      }
+      return worst;
+    },
+  };
 }

@@ -1,3 +1,5 @@
+import type { CapHit, SlotClaim } from './caps.js';
+
 /**
  * The ports the core owns. Adapters live in src/store (SQLite today, PostgreSQL
  * later), src/core/counters-memory.ts (Redis later) and src/gateways. Methods
@@ -185,6 +187,8 @@ export interface MensajeRow {
   intentos: number;
   proximo_intento_at: number | null;
   lease_until: number | null;
+  /** The send's slot in its line's caps (see core/caps.ts): its claim's end while in flight, then enviado_at. */
+  cupo_at: number | null;
   expira_at: number | null;
   created_at: number;
   enviado_at: number | null;
@@ -210,12 +214,8 @@ export type AcceptResult =
   | { ok: false; reason: 'saldo' | 'cola_llena' | 'celular' }
   | { ok: false; reason: 'cap'; retryAfterMs: number; which: string; cap: number };
 
-/** A line's caps, checked inside the acceptance of a direct send so parallel sends cannot exceed them. */
-export interface CapLimits {
-  minute: number;
-  hour: number;
-  day: number | null;
-}
+/** Taking a queued message to send it: claimed, already taken (or no longer pending), or over a cap. */
+export type ClaimResult = { ok: true } | { ok: false; reason: 'taken' } | ({ ok: false; reason: 'cap' } & CapHit);
 
 export interface HistoryFilter {
   cliente_id: number;
@@ -228,16 +228,6 @@ export interface HistoryFilter {
   destinatario?: string;
   page: number;
   por_pagina: number;
-}
-
-export interface SentCounts {
-  minute: number;
-  hour: number;
-  day: number;
-  /** enviado_at of the oldest send still inside each window (to tell when a slot frees). */
-  oldestMinute: number | null;
-  oldestHour: number | null;
-  oldestDay: number | null;
 }
 
 export interface WebhookConfig {
@@ -314,9 +304,10 @@ export interface Store {
    * Atomic: refuses when a queued line already holds `maxPending` messages,
    * charges one credit when `charge` (the celular's balance first, then the
    * client's global one; neither: `saldo`), records the charge, inserts the
-   * message as `pendiente`.
+   * message as `pendiente`. With `slot` (a direct send), also takes the send's
+   * slot in its line's caps, or refuses with `cap` (see core/caps.ts).
    */
-  acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): Promise<AcceptResult>;
+  acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): Promise<AcceptResult>;
   getMensaje(msgId: string): Promise<MensajeRow | null>;
   getMensajeByGatewayId(gatewayMsgId: string): Promise<MensajeRow | null>;
   /** `pendiente` -> `enviado`, then any receipts parked for its gateway id. Returns null when the message was not pending. */
@@ -332,13 +323,16 @@ export interface Store {
   receipt(gatewayMsgId: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome>;
   /** The oldest pending queued message of every line that has one. */
   queueHeads(): Promise<MensajeRow[]>;
-  /** Claims a pending message until `until`; false when another worker holds a live lease. */
-  lease(msgId: string, until: number, now: number): Promise<boolean>;
-  /** Releases every claim (at start, when no other worker can be alive on this store). */
+  /**
+   * Atomic: claims a pending queued message and its slot in its line's caps
+   * until `slot.holdUntil`; `taken` when another worker holds a live claim or
+   * it is no longer pending, `cap` when the slot would pass a cap.
+   */
+  claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult>;
+  /** Releases every claim and its slot (at start, when no other worker can be alive on this store). */
   releaseLeases(): Promise<number>;
-  /** Gives a claimed message back for a later attempt. */
+  /** Gives a claimed message (and its slot) back for a later attempt. */
   retryLater(msgId: string, at: number, error: string): Promise<void>;
-  sentCounts(celularId: number, now: number): Promise<SentCounts>;
   /** Temp files still needed by pending messages (everything else in tmp/ may go). */
   pendingFiles(): Promise<string[]>;
   listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }>;
@@ -378,7 +372,10 @@ export interface Store {
 
   /** Small durable key-value space for adapters (the simulator's sessions live here). */
   kvGet<T>(ns: string, key: string): Promise<T | null>;
-  kvSet<T>(ns: string, key: string, value: T): Promise<void>;
+  /** With `expiraAt`, the entry is forgotten after then (kvExpire removes it). */
+  kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void>;
+  /** Removes up to `limit` entries expired before `now` (any namespace); returns how many. */
+  kvExpire(now: number, limit: number): Promise<number>;
   kvDelete(ns: string, key: string): Promise<void>;
   kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>>;
 

@@ -1,4 +1,4 @@
-import { capState } from './caps.js';
+import { slotClaim } from './caps.js';
 import type { Core } from './context.js';
 import { sendingWindow } from './hours.js';
 import { publishMessageStatus } from './message-events.js';
@@ -63,6 +63,16 @@ export class QueueWorker {
     this.runner.poke();
   }
 
+  /**
+   * A message was queued on a line. A line that is sending or pausing is
+   * looked at when its wait ends anyway, so an accept on it costs no look:
+   * under the human-like gaps that is nearly every accept.
+   */
+  queued(celularId: number): void {
+    if (this.runner.isBusy(celularId) || (this.notBefore.get(celularId)?.until ?? 0) > this.core.clock.now()) return;
+    this.poke();
+  }
+
   /** Stops taking messages and waits for the sends in flight to be recorded. */
   stop(): Promise<void> {
     return this.runner.stop();
@@ -117,9 +127,11 @@ export class QueueWorker {
     if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia) return void hold(5_000);
     const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
     if (!window.open) return void hold(window.opensInMs);
-    const caps = await capState(core, celular, now);
-    if (!caps.ok) return void hold(caps.retryAfterMs);
-    if (!(await core.store.lease(m.msg_id, now + core.config.queue.leaseMs, now))) return;
+    const claim = await core.store.claimQueued(m.msg_id, slotClaim(celular, now, core.config.queue.leaseMs), now);
+    if (!claim.ok) {
+      if (claim.reason === 'cap') hold(claim.retryAfterMs);
+      return;
+    }
 
     const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;
     try {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { celularInScope, type ClientPrincipal } from './auth.js';
+import { slotClaim } from './caps.js';
 import type { Core } from './context.js';
 import { checkDuplicate, DUPE_MAX, DUPE_WINDOW_MS, identityHash } from './dedupe.js';
 import { AppError, fail } from './errors.js';
@@ -44,8 +45,8 @@ export interface SendResult {
 
 export interface SendDeps {
   tmp: TempFiles;
-  /** Wakes the queue worker when a message is queued. */
-  queued(): void;
+  /** Wakes the queue worker when a message is queued on a line. */
+  queued(celularId: number): void;
 }
 
 async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow> {
@@ -122,8 +123,8 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
       {
         charge: p.cliente.plan === 'medido',
         maxPending: req.directo ? null : core.config.queue.maxPending,
-        // Direct sends check the caps inside the same transaction, so parallel requests cannot pass them together.
-        ...(req.directo ? { caps: { minute: celular.max_envios_por_minuto, hour: celular.max_envios_por_hora, day: celular.max_envios_por_dia } } : {}),
+        // A direct send takes its slot in the caps in the same transaction, so nothing racing it can pass them together.
+        ...(req.directo ? { slot: slotClaim(celular, now, core.config.queue.leaseMs) } : {}),
       },
       now,
     );
@@ -140,7 +141,7 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
     publishMessageStatus(core, res.mensaje, null);
     const base = { msg_id: msgId, anti_dupe: { count: dupe.count, max: DUPE_MAX, window_s: DUPE_WINDOW_MS / 1000 }, saldo: res.saldo_celular };
     if (!req.directo) {
-      deps.queued();
+      deps.queued(celular.id);
       return { ...base, modo: 'cola', estado: 'pendiente' };
     }
     return { ...base, modo: 'directo', ...(await sendNow(core, celular, msgId, req.tipo, destinatario, payload)) };

@@ -46,6 +46,14 @@ const SESSIONS = 'sim.sessions';
 const FAILS = 'sim.fail';
 /** msg_id -> gateway id of every message the simulated network took (its idempotency memory). */
 const SENT = 'sim.sent';
+/**
+ * How long that memory lasts: well past the queue's TTL (24 h), after which
+ * nobody sends the same msg_id again. It expires so it stays bounded.
+ */
+const SENT_TTL_MS = 48 * 60 * 60 * 1000;
+/** How often expired entries are removed, and at most how many at a time. */
+const EXPIRE_EVERY_MS = 60_000;
+const EXPIRE_BATCH = 5_000;
 /** Receipts the network still owes, so that they arrive even across a restart of `serve`. */
 const RECEIPTS = 'sim.receipts';
 
@@ -84,6 +92,18 @@ export class SimGateway implements Gateway {
   async start(): Promise<void> {
     const now = this.clock.now();
     for (const { key, value } of await this.store.kvList<OwedReceipt>(RECEIPTS)) this.arm(key, value, value.at - now);
+    this.expireLater();
+  }
+
+  /** Forgets what the network no longer needs to remember, once a minute. */
+  private expireLater(): void {
+    this.later(EXPIRE_EVERY_MS, async () => {
+      try {
+        await this.store.kvExpire(this.clock.now(), EXPIRE_BATCH);
+      } finally {
+        this.expireLater();
+      }
+    });
   }
 
   onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void {
@@ -181,7 +201,7 @@ export class SimGateway implements Gateway {
       if (size <= 0) throw new GatewayFailure('media file missing or empty', 'permanent');
     }
     const gatewayMsgId = `3EB0${randomBytes(10).toString('hex').toUpperCase()}`;
-    await this.store.kvSet(SENT, msg.msgId, { gatewayMsgId, at: this.clock.now() });
+    await this.store.kvSet(SENT, msg.msgId, { gatewayMsgId, at: this.clock.now() }, this.clock.now() + SENT_TTL_MS);
     this.sentCount += 1;
     await this.owe(instancia, gatewayMsgId, 'entregado', this.opts.deliveryMs);
     await this.owe(instancia, gatewayMsgId, 'leido', Math.max(this.opts.readMs, this.opts.deliveryMs));

@@ -146,7 +146,7 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
       concurrency: 4,
       onError: (err, instancia) => app0.log?.error({ err, instancia }, 'line health check failed'),
     });
-    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy, send: { tmp, queued: () => worker?.poke() }, webhooks, health });
+    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy, send: { tmp, queued: (celularId) => worker?.queued(celularId) }, webhooks, health });
     app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
     if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');

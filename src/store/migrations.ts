@@ -241,4 +241,23 @@ export const MIGRATIONS: Migration[] = [
       UPDATE celulares SET vinculado = 1 WHERE last_status = 'connected';
     `,
   },
+  {
+    version: 8,
+    name: 'send slots for exact caps; expiring kv entries',
+    sql: `
+      -- A send's place in its line's caps. Set when the send is claimed (a direct send at its
+      -- acceptance, a queued one with its lease) to the end of that claim, so a send in flight
+      -- counts in every window whatever its mode; set to enviado_at once sent; cleared when it
+      -- never went out. One index range per window, bounded by the cap, not by history.
+      ALTER TABLE mensajes ADD COLUMN cupo_at INTEGER;
+      UPDATE mensajes SET cupo_at = enviado_at WHERE enviado_at IS NOT NULL;
+      CREATE INDEX mensajes_celular_cupo ON mensajes(celular_id, cupo_at) WHERE cupo_at IS NOT NULL;
+      DROP INDEX mensajes_celular_enviado;
+
+      -- What an adapter must remember only for a while (the simulator's idempotency memory)
+      -- expires, so its bookkeeping stays bounded however many messages go through.
+      ALTER TABLE kv ADD COLUMN expira_at INTEGER;
+      CREATE INDEX kv_expira ON kv(expira_at) WHERE expira_at IS NOT NULL;
+    `,
+  },
 ];

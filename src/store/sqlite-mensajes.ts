@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3';
 import { immediate, stmt } from './statements.js';
 import { messageStatusData } from '../core/event-data.js';
-import type { AcceptResult, CapLimits, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome, SentCounts } from '../core/ports.js';
+import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
+import type { AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../core/ports.js';
 
 /**
  * Messages in SQLite: acceptance with its charge, the queue's claims, state
@@ -9,10 +10,6 @@ import type { AcceptResult, CapLimits, JournalEvent, MensajeRow, NewMensaje, Rec
  * one IMMEDIATE transaction.
  */
 type DB = Database.Database;
-
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
 
 function get(db: DB, msgId: string): MensajeRow | null {
   return (stmt(db, 'SELECT * FROM mensajes WHERE msg_id = ?').get(msgId) as MensajeRow | undefined) ?? null;
@@ -40,26 +37,22 @@ function movimiento(db: DB, now: number, clienteId: number, celularId: number | 
   ).run(now, clienteId, celularId, monto, resultante, motivo);
 }
 
-/** Sends of a line inside each window: stored sends plus direct sends in flight (accepted, not yet answered). */
-function capHit(db: DB, celularId: number, caps: CapLimits, now: number): AcceptResult | null {
-  const q = stmt(db, 
-    `SELECT COUNT(*) AS n, MIN(t) AS oldest FROM (
-       SELECT enviado_at AS t FROM mensajes WHERE celular_id = @c AND enviado_at IS NOT NULL AND enviado_at > @since
-       UNION ALL
-       SELECT created_at AS t FROM mensajes WHERE celular_id = @c AND estado = 'pendiente' AND modo = 'directo' AND created_at > @since)`,
+/** Slots taken in each window of a line (core/caps.ts): one index range per window, bounded by the cap. */
+function slotCounts(db: DB, celularId: number, windows: number[], now: number): SlotCount[] {
+  const q = stmt(
+    db,
+    `SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= @now THEN cupo_at END) AS oldest
+     FROM mensajes WHERE celular_id = @c AND cupo_at > @since`,
   );
-  let worst: { retryAfterMs: number; which: string; cap: number } | null = null;
-  for (const [cap, ms, which] of [[caps.minute, MINUTE, 'per minute'], [caps.hour, HOUR, 'per hour'], [caps.day, DAY, 'per day']] as const) {
-    if (cap === null) continue;
-    const r = q.get({ c: celularId, since: now - ms }) as { n: number; oldest: number | null };
-    if (r.n < cap) continue;
-    const retryAfterMs = Math.max(1, (r.oldest ?? now) + ms - now);
-    if (!worst || retryAfterMs > worst.retryAfterMs) worst = { retryAfterMs, which, cap };
-  }
-  return worst ? { ok: false, reason: 'cap', ...worst } : null;
+  return windows.map((ms) => q.get({ c: celularId, since: now - ms, now }) as SlotCount);
 }
 
-export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): AcceptResult {
+/** The slot's verdict under the current counts, or null when it may be taken. */
+function capHit(db: DB, celularId: number, slot: SlotClaim, now: number): CapHit | null {
+  return slot.windows.length === 0 ? null : slot.decide(slotCounts(db, celularId, slot.windows, now));
+}
+
+export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): AcceptResult {
   return immediate(db, (): AcceptResult => {
       // Every refusal is decided before the first write, so a refused send changes nothing.
       const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
@@ -67,9 +60,9 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
         | undefined;
       const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
       if (!cel || !cli) return { ok: false, reason: 'celular' };
-      if (opts.caps) {
-        const hit = capHit(db, m.celular_id, opts.caps, now);
-        if (hit) return hit;
+      if (opts.slot) {
+        const hit = capHit(db, m.celular_id, opts.slot, now);
+        if (hit) return { ok: false, reason: 'cap', ...hit };
       }
       if (m.modo === 'cola' && opts.maxPending !== null && cel.pendientes >= opts.maxPending) return { ok: false, reason: 'cola_llena' };
       if (opts.charge && cel.saldo_actual <= 0 && cli.saldo_global <= 0) return { ok: false, reason: 'saldo' };
@@ -92,15 +85,16 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
       }
       stmt(db, 
         `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
-           payload, intentos, proximo_intento_at, expira_at, created_at)
+           payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
          VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
-           @payload, 0, @now, @expira_at, @now)`,
+           @payload, 0, @now, @expira_at, @cupo_at, @now)`,
       ).run({
         ...m,
         media: m.media ? JSON.stringify(m.media) : null,
         payload: JSON.stringify(m.payload),
         cobrado: cargo ? 1 : 0,
         cargo,
+        cupo_at: opts.slot?.holdUntil ?? null,
         now,
       });
       const mensaje = get(db, m.msg_id)!;
@@ -126,10 +120,10 @@ export function markSent(db: DB, msgId: string, gid: string, now: number): Mensa
   return immediate(db, (): MensajeRow | null => {
       const row = stmt(
         db,
-        `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = ?, enviado_at = ?, lease_until = NULL, error = NULL,
-           intentos = intentos + 1
-         WHERE msg_id = ? AND estado = 'pendiente' RETURNING *`,
-      ).get(gid, now, msgId) as MensajeRow | undefined;
+        `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = @gid, enviado_at = @now, cupo_at = @now, lease_until = NULL,
+           error = NULL, intentos = intentos + 1
+         WHERE msg_id = @msgId AND estado = 'pendiente' RETURNING *`,
+      ).get({ gid, now, msgId }) as MensajeRow | undefined;
       if (!row) return null;
       leftQueue(db, row);
       journalStatus(db, row, 'pendiente', now);
@@ -154,7 +148,8 @@ export function failMensaje(db: DB, msgId: string, error: string, now: number): 
   return immediate(db, (): MensajeRow | null => {
       const m = get(db, msgId);
       if (!m || m.estado === 'error') return null;
-      stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
+      // A send that never went out gives its slot back; one the network took keeps it.
+      stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
       if (m.estado === 'pendiente') leftQueue(db, m);
       if (m.cobrado && m.cargo === 'celular') {
         const r = stmt(db, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as
@@ -248,28 +243,31 @@ export function queueHeads(db: DB): MensajeRow[] {
   ).all() as MensajeRow[];
 }
 
-export function lease(db: DB, msgId: string, until: number, now: number): boolean {
-  const info = stmt(db, 
-      `UPDATE mensajes SET lease_until = ? WHERE msg_id = ? AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= ?)`,
-    )
-    .run(until, msgId, now);
-  return info.changes === 1;
+/** Claims a queued message and its send slot together, so a direct send racing it cannot pass a cap with it. */
+export function claimQueued(db: DB, msgId: string, slot: SlotClaim, now: number): ClaimResult {
+  return immediate(db, (): ClaimResult => {
+    const m = stmt(db, "SELECT celular_id FROM mensajes WHERE msg_id = ? AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= ?)").get(
+      msgId,
+      now,
+    ) as { celular_id: number } | undefined;
+    if (!m) return { ok: false, reason: 'taken' };
+    const hit = capHit(db, m.celular_id, slot, now);
+    if (hit) return { ok: false, reason: 'cap', ...hit };
+    stmt(db, 'UPDATE mensajes SET lease_until = @until, cupo_at = @until WHERE msg_id = @msgId').run({ until: slot.holdUntil, msgId });
+    return { ok: true };
+  });
+}
+
+/** Every claim and its slot back (at start: no send of this store is in flight). */
+export function releaseLeases(db: DB): number {
+  return stmt(db, "UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL").run().changes;
 }
 
 export function retryLater(db: DB, msgId: string, at: number, error: string): void {
   stmt(db, 
-    `UPDATE mensajes SET lease_until = NULL, proximo_intento_at = ?, intentos = intentos + 1, error = ? WHERE msg_id = ? AND estado = 'pendiente'`,
+    `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = ?, intentos = intentos + 1, error = ?
+     WHERE msg_id = ? AND estado = 'pendiente'`,
   ).run(at, error, msgId);
-}
-
-export function sentCounts(db: DB, celularId: number, now: number): SentCounts {
-  const q = stmt(db, 
-    'SELECT COUNT(*) AS n, MIN(enviado_at) AS oldest FROM mensajes WHERE celular_id = ? AND enviado_at IS NOT NULL AND enviado_at > ?',
-  );
-  const m = q.get(celularId, now - MINUTE) as { n: number; oldest: number | null };
-  const h = q.get(celularId, now - HOUR) as { n: number; oldest: number | null };
-  const d = q.get(celularId, now - DAY) as { n: number; oldest: number | null };
-  return { minute: m.n, hour: h.n, day: d.n, oldestMinute: m.oldest, oldestHour: h.oldest, oldestDay: d.oldest };
 }
 
 export function pendingFiles(db: DB): string[] {

@@ -18,16 +18,16 @@ import type {
   NewCliente,
   Store,
   AcceptResult,
-  CapLimits,
   HistoryFilter,
   MensajeRow,
   NewMensaje,
-  SentCounts,
+  ClaimResult,
   EntregaRow,
   IntentoRow,
   WebhookConfig,
   JournalEvent,
 } from '../core/ports.js';
+import type { SlotClaim } from '../core/caps.js';
 import { MIGRATIONS } from './migrations.js';
 import { grouped, immediate, stmt } from './statements.js';
 import { listMensajes } from './sqlite-historial.js';
@@ -279,7 +279,7 @@ export class SqliteStore implements Store {
     return r;
   }
 
-  async acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; caps?: CapLimits }, now: number): Promise<AcceptResult> {
+  async acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): Promise<AcceptResult> {
     return grouped(this.db, () => msgs.acceptMensaje(this.db, m, opts, now));
   }
 
@@ -311,20 +311,16 @@ export class SqliteStore implements Store {
     return msgs.queueHeads(this.db);
   }
 
-  async lease(msgId: string, until: number, now: number): Promise<boolean> {
-    return msgs.lease(this.db, msgId, until, now);
+  async claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
+    return grouped(this.db, () => msgs.claimQueued(this.db, msgId, slot, now));
   }
 
   async releaseLeases(): Promise<number> {
-    return stmt(this.db, "UPDATE mensajes SET lease_until = NULL WHERE estado = 'pendiente' AND lease_until IS NOT NULL").run().changes;
+    return msgs.releaseLeases(this.db);
   }
 
   async retryLater(msgId: string, at: number, error: string): Promise<void> {
     msgs.retryLater(this.db, msgId, at, error);
-  }
-
-  async sentCounts(celularId: number, now: number): Promise<SentCounts> {
-    return msgs.sentCounts(this.db, celularId, now);
   }
 
   async pendingFiles(): Promise<string[]> {
@@ -397,13 +393,27 @@ export class SqliteStore implements Store {
     return r ? (JSON.parse(r.value) as T) : null;
   }
 
-  async kvSet<T>(ns: string, key: string, value: T): Promise<void> {
-    stmt(this.db, 'INSERT INTO kv (ns, key, value) VALUES (?, ?, ?) ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value')
-      .run(ns, key, JSON.stringify(value));
+  async kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void> {
+    // Grouped: an adapter's bookkeeping per message shares the commit of the writes around it.
+    return grouped(this.db, () => {
+      stmt(
+        this.db,
+        'INSERT INTO kv (ns, key, value, expira_at) VALUES (?, ?, ?, ?) ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, expira_at = excluded.expira_at',
+      ).run(ns, key, JSON.stringify(value), expiraAt ?? null);
+    });
+  }
+
+  async kvExpire(now: number, limit: number): Promise<number> {
+    return grouped(
+      this.db,
+      () => stmt(this.db, 'DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv WHERE expira_at < ? LIMIT ?)').run(now, limit).changes,
+    );
   }
 
   async kvDelete(ns: string, key: string): Promise<void> {
-    stmt(this.db, 'DELETE FROM kv WHERE ns = ? AND key = ?').run(ns, key);
+    return grouped(this.db, () => {
+      stmt(this.db, 'DELETE FROM kv WHERE ns = ? AND key = ?').run(ns, key);
+    });
   }
 
   async kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>> {

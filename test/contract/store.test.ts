@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { slotClaim } from '../../src/core/caps.js';
 import type { NewCelular, Store } from '../../src/core/ports.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../helpers/server.js';
@@ -166,6 +167,62 @@ for (const adapter of ADAPTERS) {
       await store.failMensaje(m.msg_id, 'x', 8);
       expect(await store.moveEventsToOutbox(10, route, 9)).toBe(1);
       expect((await store.dueEntregas(10, 10)).map((e) => e.evento)).toEqual(['message.status']);
+    });
+
+    it('send slots: a direct acceptance and a queued claim take slots of the same caps; in flight they count, a failure gives one back', async () => {
+      const c = await newCliente();
+      const cel = await store.insertCelular({ ...celular(c.id, '525512345678'), max_envios_por_minuto: 2 }, 1000);
+      if (!cel.ok) throw new Error('insert');
+      let n = 0;
+      const msg = (modo: 'cola' | 'directo') => ({
+        msg_id: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
+        cliente_id: c.id,
+        celular_id: cel.celular.id,
+        destinatario: '14155552671',
+        tipo: 'texto' as const,
+        modo,
+        texto: 'x',
+        media: null,
+        payload: { texto: 'x' },
+        expira_at: null,
+      });
+      const t = 100_000;
+      const slot = (now: number) => slotClaim(cel.celular, now, 60_000);
+      const q1 = msg('cola');
+      const q2 = msg('cola');
+      await store.acceptMensaje(q1, { charge: false, maxPending: null }, t);
+      await store.acceptMensaje(q2, { charge: false, maxPending: null }, t);
+      // One direct send in flight, one queued claim: the minute is full, whatever the mode of the third.
+      const d1 = msg('directo');
+      expect(await store.acceptMensaje(d1, { charge: false, maxPending: null, slot: slot(t) }, t)).toMatchObject({ ok: true });
+      expect(await store.claimQueued(q1.msg_id, slot(t), t)).toEqual({ ok: true });
+      expect(await store.claimQueued(q1.msg_id, slot(t), t)).toEqual({ ok: false, reason: 'taken' });
+      // Both in flight: no send made yet, so "ask again shortly" rather than a minute.
+      expect(await store.claimQueued(q2.msg_id, slot(t), t)).toEqual({ ok: false, reason: 'cap', retryAfterMs: 1000, which: 'per minute', cap: 2 });
+      expect(await store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t) }, t)).toMatchObject({ ok: false, reason: 'cap' });
+      // The direct send is made at t+10: it counts from then; the queued one fails for good and frees its slot.
+      await store.markSent(d1.msg_id, 'G1', t + 10);
+      await store.failMensaje(q1.msg_id, 'refused', t + 20);
+      expect(await store.claimQueued(q2.msg_id, slot(t + 30), t + 30)).toEqual({ ok: true });
+      expect(await store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t + 40) }, t + 40)).toMatchObject({
+        ok: false,
+        reason: 'cap',
+        retryAfterMs: 60_000 - 30,
+      });
+      // A claim given back for a retry frees its slot too.
+      await store.retryLater(q2.msg_id, t + 5000, 'down');
+      expect(await store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t + 50) }, t + 50)).toMatchObject({ ok: true });
+    });
+
+    it('kv entries with an expiry are removed once past it, in batches; the others stay', async () => {
+      await store.kvSet('ns', 'keep', 1);
+      await store.kvSet('ns', 'old1', 2, 10);
+      await store.kvSet('ns', 'old2', 3, 20);
+      await store.kvSet('ns', 'young', 4, 1000);
+      expect(await store.kvExpire(500, 1)).toBe(1);
+      expect(await store.kvExpire(500, 10)).toBe(1);
+      expect(await store.kvExpire(500, 10)).toBe(0);
+      expect((await store.kvList('ns')).map((e) => e.key)).toEqual(['keep', 'young']);
     });
 
     it('keeps data and applies no migration twice on reopen', async () => {

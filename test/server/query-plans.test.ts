@@ -1,0 +1,139 @@
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { SqliteStore } from '../../src/store/sqlite.js';
+import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { b64, linkedLine, PNG, send, waitEstado, waitFor, type Line } from './send-helpers.js';
+import { startReceiver, type Receiver } from './webhook-helpers.js';
+
+/**
+ * Cost flat in history: every statement the service runs on a request or a
+ * message (auth, accept, caps, dedupe, claim, send, receipts, journal, outbox,
+ * deliveries, history) is served by an index. The test records every SQL text
+ * the store prepares while a store holding many rows serves all of those
+ * paths, then fails on any plan that scans a table. A statement allowed to
+ * scan says why below, so a new one cannot slip in silently.
+ */
+
+/** Statements that may scan: run at start-up or by the operator, or reading a queue's head in rowid order. */
+const ALLOWED: Array<{ sql: RegExp; why: string }> = [
+  { sql: /FROM eventos ORDER BY seq LIMIT/, why: 'the journal is a queue: read from its head in rowid order, LIMIT rows, deleted as read' },
+  { sql: /json_extract\(payload, '\$\.file'\)/, why: 'start-up only: which temp files pending messages still need' },
+  { sql: /^SELECT \* FROM clientes ORDER BY id$/, why: 'operator: list every client' },
+  { sql: /^SELECT \* FROM auditoria ORDER BY id DESC LIMIT/, why: 'operator: newest audit records, in rowid order, LIMIT rows' },
+  { sql: /^SELECT version FROM schema_migrations|^SELECT MAX\(version\)/, why: 'start-up: a handful of rows' },
+  { sql: /^UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE/, why: 'start-up: releases claims through the partial index of pending queued messages' },
+  { sql: /FROM webhook_entregas WHERE rowid IN \( SELECT MIN\(rowid\)/, why: 'the partial index of pending deliveries: bounded by the backlog, not by history' },
+];
+
+const prepared = new Set<string>();
+const realPrepare = Database.prototype.prepare;
+let s: TestServer;
+let receiver: Receiver;
+let a: Line;
+let b: Line;
+
+beforeAll(async () => {
+  Database.prototype.prepare = function (this: Database.Database, sql: string) {
+    prepared.add(sql.replace(/\s+/g, ' ').trim());
+    return realPrepare.call(this, sql);
+  } as typeof Database.prototype.prepare;
+  receiver = await startReceiver(200);
+  s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 10, simReadMs: 20 });
+  a = await linkedLine(s, { saldo: 1000 });
+  b = await linkedLine(s, { saldo: 1000 });
+  seedHistory((s.core.store as SqliteStore).db, [a, b]);
+});
+afterAll(async () => {
+  Database.prototype.prepare = realPrepare;
+  await s?.stop();
+  await receiver?.close();
+});
+
+/** 30,000 old messages over both lines in every state and mode, with their ledger rows and parked receipts. */
+function seedHistory(db: Database.Database, lines: Line[]): void {
+  const estados = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
+  const insert = db.prepare(
+    `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, intentos, created_at, enviado_at, cupo_at, gateway_msg_id)
+     VALUES (?, ?, ?, ?, 'texto', ?, ?, 'viejo', 1, 1, ?, ?, ?, ?)`,
+  );
+  const mov = db.prepare("INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, ?, -1, 0, 'envio', 'sistema')");
+  const start = Date.now() - 90 * 86_400_000;
+  db.transaction(() => {
+    for (let i = 0; i < 30_000; i++) {
+      const line = lines[i % lines.length]!;
+      const estado = estados[i % estados.length]!;
+      const t = start + i * 200;
+      const sent = estado === 'pendiente' || estado === 'error' ? null : t + 50;
+      insert.run(
+        `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        line.clienteId,
+        line.celularId,
+        `5255${String(10_000_000 + (i % 5000))}`,
+        // Old history holds no queued message still pending; a direct one left pending by a crash, perhaps.
+        i % 3 === 0 || estado === 'pendiente' ? 'directo' : 'cola',
+        estado,
+        t,
+        sent,
+        sent,
+        sent === null ? null : `OLD${i}`,
+      );
+      mov.run(t, line.clienteId, line.celularId);
+    }
+  })();
+}
+
+const body = (i: number, extra: Record<string, unknown> = {}) => ({ destinatario: `52559877${String(1000 + i)}`, mensaje: `nuevo ${i}`, ...extra });
+
+it('serves every per-request and per-message path with an index, on a store with 30,000 messages', async () => {
+  await api(s.url, 'POST', '/api/webhook.php', { key: a.clientKey, json: { url: `${receiver.url}/hooks`, secret: 'plan-secret' } });
+  // Sends: queued and direct, a text and a base64 image, with the client key and the celular key, a duplicate, a refusal.
+  const sent: string[] = [];
+  const accepted = (r: ApiResponse) => {
+    expect(r.status, r.text).toBe(200);
+    sent.push(r.body.msg_id);
+  };
+  for (let i = 0; i < 3; i++) accepted(await send(s, a, '/api/mensaje_enviar_texto.php', body(i)));
+  accepted(await send(s, a, '/api/mensaje_enviar_texto.php', body(10, { directo: 1 })));
+  accepted(await send(s, a, '/api/mensaje_enviar_imagen_base64.php', { destinatario: '525598771111', imageBase64: b64(PNG), directo: 1 }));
+  accepted(await send(s, a, '/api/mensaje_enviar_imagen_base64.php', { destinatario: '525598771112', imageBase64: b64(PNG) }));
+  accepted(await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(20), celular_id: b.celularId } }));
+  await send(s, a, '/api/mensaje_enviar_texto.php', body(0));
+  await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: 'WA_999_nope', json: body(30) });
+  // The legacy endpoint with the gateway token.
+  await api(s.url, 'POST', '/panel/api_wa.php', { form: { token: a.gatewayToken, destinatario: '525598771113', mensaje: 'legacy' } });
+  // A permanent failure (refund), receipts to leido, a receipt before its send (parked), an incoming message.
+  await api(s.url, 'POST', '/admin/sim/fail', { key: s.adminToken, json: { numero: '525598772222', motivo: 'not on the network' } });
+  await send(s, a, '/api/mensaje_enviar_texto.php', { destinatario: '525598772222', mensaje: 'falla', directo: 1 });
+  await s.core.store.receipt('NOT-YET-SENT', 'entregado', s.clock.now());
+  await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: a.celularId, de: '525598773333', texto: 'hola' } });
+  for (const id of sent) await waitEstado(s, id, 'leido', 15_000);
+  // Webhook deliveries, their listing, a redelivery; history pages with each filter; account reads.
+  await waitFor(() => receiver.hits.length >= 10, 'webhook deliveries', 15_000);
+  const list = await api(s.url, 'GET', '/api/webhook_entregas.php', { key: a.clientKey });
+  await api(s.url, 'POST', `/api/webhook_reenviar.php?id=${list.body.entregas[0].id}`, { key: a.clientKey });
+  for (const q of ['', '&estado=leido', '&destinatario=525510001234', `&celular_id=${a.celularId}`, '&desde=2026-01-01&hasta=2026-12-31', `&celular_id=${a.celularId}&estado=error`]) {
+    expect((await api(s.url, 'GET', `/api/historial_listar.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
+  }
+  await api(s.url, 'GET', '/api/historial_listar.php', { key: a.celularKey });
+  await api(s.url, 'GET', '/api/info.php', { key: a.clientKey });
+  await api(s.url, 'GET', `/api/saldo.php?celular_id=${a.celularId}`, { key: a.clientKey });
+  await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.celularKey });
+
+  const db = (s.core.store as SqliteStore).db;
+  const scans: string[] = [];
+  for (const sql of prepared) {
+    if (!/^(SELECT|INSERT|UPDATE|DELETE|WITH)/i.test(sql) || ALLOWED.some((x) => x.sql.test(sql))) continue;
+    const names = [...new Set(sql.match(/[@:$][A-Za-z_]\w*/g) ?? [])].map((n) => n.slice(1));
+    const positional = (sql.match(/\?/g) ?? []).length;
+    const plan = realPrepare.call(db, `EXPLAIN QUERY PLAN ${sql}`);
+    const params: unknown[] = names.length > 0 ? [Object.fromEntries(names.map((n) => [n, null]))] : Array<null>(positional).fill(null);
+    const rows = (plan.all.bind(plan) as (...p: unknown[]) => Array<{ detail: string }>)(...params);
+    for (const r of rows) {
+      // A scan of a table (or of a whole index of it); CTE and subquery scans name no table of ours.
+      const m = /^SCAN (\w+)/.exec(r.detail);
+      if (m && !/^(lineas|CONSTANT)/.test(m[1]!)) scans.push(`${r.detail}  <-  ${sql}`);
+    }
+  }
+  expect(prepared.size).toBeGreaterThan(40);
+  expect(scans).toEqual([]);
+});
