@@ -3,18 +3,22 @@ import type { Counters } from './ports.js';
 
 /**
  * Fixed-window counters in process memory. Expired windows are dropped on
- * access and by a sweep every 1024 increments, so memory stays bounded by the
- * keys active within their windows.
+ * access, and each increment also looks at the next few entries of a rolling
+ * sweep, so memory stays bounded by the keys active within their windows while
+ * no single call pays for a pass over all of them.
  */
+/** Entries the rolling sweep looks at per increment: more than one, so it outpaces new keys. */
+const SWEEP_PER_OP = 4;
+
 export class MemoryCounters implements Counters {
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
-  private ops = 0;
+  private cursor: Iterator<[string, { count: number; resetAt: number }]> | null = null;
 
   constructor(private readonly clock: Clock) {}
 
   async incr(key: string, windowMs: number): Promise<{ count: number; resetAt: number }> {
     const now = this.clock.now();
-    if (++this.ops % 1024 === 0) this.sweep(now);
+    this.sweepSome(now, SWEEP_PER_OP);
     let w = this.windows.get(key);
     if (!w || w.resetAt <= now) {
       w = { count: 0, resetAt: now + windowMs };
@@ -50,5 +54,18 @@ export class MemoryCounters implements Counters {
 
   sweep(now = this.clock.now()): void {
     for (const [k, w] of this.windows) if (w.resetAt <= now) this.windows.delete(k);
+  }
+
+  /** Looks at up to `n` entries where the rolling sweep left off (deleting the current entry is safe for a Map iterator). */
+  private sweepSome(now: number, n: number): void {
+    for (let i = 0; i < n; i++) {
+      this.cursor ??= this.windows.entries();
+      const next = this.cursor.next();
+      if (next.done) {
+        this.cursor = null;
+        return;
+      }
+      if (next.value[1].resetAt <= now) this.windows.delete(next.value[0]);
+    }
   }
 }
