@@ -201,10 +201,13 @@ export class SimGateway implements Gateway {
       if (size <= 0) throw new GatewayFailure('media file missing or empty', 'permanent');
     }
     const gatewayMsgId = `3EB0${randomBytes(10).toString('hex').toUpperCase()}`;
-    await this.store.kvSet(SENT, msg.msgId, { gatewayMsgId, at: this.clock.now() }, this.clock.now() + SENT_TTL_MS);
+    // The network's memory of the send and the receipts it owes, in one commit.
+    await Promise.all([
+      this.store.kvSet(SENT, msg.msgId, { gatewayMsgId, at: this.clock.now() }, this.clock.now() + SENT_TTL_MS),
+      this.owe(instancia, gatewayMsgId, 'entregado', this.opts.deliveryMs),
+      this.owe(instancia, gatewayMsgId, 'leido', Math.max(this.opts.readMs, this.opts.deliveryMs)),
+    ]);
     this.sentCount += 1;
-    await this.owe(instancia, gatewayMsgId, 'entregado', this.opts.deliveryMs);
-    await this.owe(instancia, gatewayMsgId, 'leido', Math.max(this.opts.readMs, this.opts.deliveryMs));
     return { gatewayMsgId };
   }
 

@@ -180,7 +180,7 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
 
     it('classifies failures: not on the network is permanent, rate limits are rate_limited, not linked is transient', async () => {
       const i = await linked();
-      h.notOnNetwork('5215500000001');
+      await h.notOnNetwork('5215500000001');
       expect((await failure(h.gateway.send(i, { msgId: 'c-nope', tipo: 'texto', destinatario: '5215500000001', texto: 'x' }))).kind).toBe('permanent');
       h.rateLimitNext(1);
       const rl = await failure(h.gateway.send(i, { msgId: 'c-rl', tipo: 'texto', destinatario: TO, texto: 'x' }));

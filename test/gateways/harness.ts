@@ -42,7 +42,7 @@ export interface GatewayHarness {
   /** Every message that reached the network, in order. */
   sent(): SentRecord[];
   /** Sends to this number fail as "not on the network". */
-  notOnNetwork(numero: string): void;
+  notOnNetwork(numero: string): void | Promise<void>;
   /** The next `n` sends are refused as rate-limited. */
   rateLimitNext(n: number): void;
   /** The gateway stops answering (connections refused) until up(). */

@@ -44,7 +44,7 @@ export async function startSimHarness(): Promise<GatewayHarness & { sim: SimGate
     receive: async (i, from, text) => (await sim.receive(i, from, text)).gatewayMsgId,
     ack: (i, id, estado) => sim.receiptNow(i, id, estado),
     sent: () => sent,
-    notOnNetwork: (n) => void sim.failNumber(n, `${n} is not on the network`),
+    notOnNetwork: (n) => sim.failNumber(n, `${n} is not on the network`),
     rateLimitNext: (n) => sim.rateLimitNext(n),
     down: async () => sim.setOutage(true),
     up: async () => sim.setOutage(false),
