@@ -45,13 +45,18 @@ function record(body) {
   s.requests += 1;
   s.first_at ??= now;
   s.last_at = now;
-  let ev;
+  let parsed;
   try {
-    ev = JSON.parse(body);
+    parsed = JSON.parse(body);
   } catch {
     s.bad_json += 1;
     return;
   }
+  // One event per request today; a batch (an array of events) is counted event by event.
+  for (const ev of Array.isArray(parsed) ? parsed : [parsed]) recordEvent(ev, now);
+}
+
+function recordEvent(ev, now) {
   if (typeof ev?.id === 'string') {
     if (s.ids.has(ev.id)) s.duplicates += 1;
     else {
