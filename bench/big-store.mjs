@@ -24,7 +24,7 @@
 // The cache key is the row count, SEED_VERSION and a hash of the migrations
 // in dist/: a schema change rebuilds the store.
 import { createHash, randomUUID } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -64,7 +64,8 @@ export async function ensureBigStore({ root, cacheDir, rows, lines, rebuild, log
   if (!rebuild && existsSync(join(dir, 'meta.json'))) {
     return { dir, meta: JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')), built: false };
   }
-  rmSync(dir, { recursive: true, force: true });
+  // One store at a time in the cache: older builds (another schema, another size) go.
+  if (existsSync(cacheDir)) for (const d of readdirSync(cacheDir)) if (d.startsWith('store-')) rmSync(join(cacheDir, d), { recursive: true, force: true });
   const staging = join(cacheDir, `building-${process.pid}`);
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
