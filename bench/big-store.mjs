@@ -127,6 +127,8 @@ export async function ensureBigStore({ root, cacheDir, rows, lines, rebuild, log
       expira_at: waiting ? end + 365 * DAY : modo === 'cola' ? created + DAY : null,
       created_at: created,
       enviado_at: enviado,
+      // A sent message holds its slot in the line's caps from when it was sent (migration 8).
+      cupo_at: enviado,
       entregado_at: estado === 'entregado' || estado === 'leido' ? enviado + 1000 : null,
       leido_at: estado === 'leido' ? enviado + 60_000 : null,
     };
