@@ -131,10 +131,18 @@ export class Base64Decoder {
   }
 
   private decode(s: string, final: boolean): Buffer {
+    // The hot loop keeps its counters in locals and writes them back once.
     let ws = false;
+    let n = this.n;
+    let pad = this.pad;
+    const base = this.offset;
     for (let i = 0; i < s.length; i++) {
       const c = s.charCodeAt(i);
       const k = c < 128 ? B64[c]! : 0;
+      if (k === 1 && pad === 0 && this.trailingAt < 0 && !this.spacePending) {
+        n++;
+        continue;
+      }
       if (k === 3) {
         ws = true;
         if (c === 32) this.spacePending = true;
@@ -142,25 +150,30 @@ export class Base64Decoder {
       }
       if (k === 0 && TRIMMED.test(s[i]!)) {
         if (this.trailingAt < 0) {
-          this.trailingAt = this.offset + i;
+          this.trailingAt = base + i;
           this.trailingChar = c;
         }
         ws = true;
         continue;
       }
       if (this.trailingAt >= 0) this.badChar(this.trailingChar, this.trailingAt);
-      if (this.spacePending) this.spaceSeen = true;
+      if (this.spacePending) {
+        this.spaceSeen = true;
+        this.spacePending = false;
+      }
       if (k === 1) {
-        if (this.pad > 0) fail('BASE64_INVALID', `invalid base64: '=' padding may only stand at the end (data continues at offset ${this.offset + i})`);
-        this.n++;
+        if (pad > 0) fail('BASE64_INVALID', `invalid base64: '=' padding may only stand at the end (data continues at offset ${base + i})`);
+        n++;
       } else if (k === 2) {
-        this.pad++;
-        this.n++;
-        if (this.pad > 2) fail('BASE64_INVALID', `invalid base64: more than two '=' padding characters (offset ${this.offset + i})`);
+        pad++;
+        n++;
+        if (pad > 2) fail('BASE64_INVALID', `invalid base64: more than two '=' padding characters (offset ${base + i})`);
       } else {
-        this.badChar(c, this.offset + i);
+        this.badChar(c, base + i);
       }
     }
+    this.n = n;
+    this.pad = pad;
     this.offset += s.length;
     if (final) {
       if (this.n === 0) fail('BASE64_INVALID', 'invalid base64: the content is empty');
