@@ -30,14 +30,17 @@ async function ok(p: Promise<ApiResponse>, status = 200): Promise<any> {
   return r.body;
 }
 
-/** A linked line with one direct send done, so that a queued send waits out the queue gap. */
-async function lineOf(s: ServeChild, dataDir: string): Promise<string> {
+/** A linked line: its celular key, and a way to hold its queue (a cap of one send a minute). */
+async function lineOf(s: ServeChild, dataDir: string): Promise<{ key: string; hold: () => Promise<void> }> {
   const admin = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
   const cli = await ok(api(s.url, 'POST', '/admin/clientes', { key: admin, json: { nombre: 'Mem', email: `mem${Date.now()}@example.com`, saldo: 1000 } }), 201);
   const cel = await ok(api(s.url, 'POST', '/api/celular_crear.php', { key: cli.api_key, json: { numero: `52155${10_000_000 + Math.floor(Math.random() * 89_999_999)}` } }), 201);
   await ok(api(s.url, 'POST', `/api/celular_qr.php?id=${cel.celular_id}`, { key: cli.api_key }));
   await ok(api(s.url, 'POST', '/admin/sim/scan', { key: admin, json: { celular_id: cel.celular_id } }));
-  return cel.api_key as string;
+  const hold = async () => {
+    await ok(api(s.url, 'POST', `/api/celular_editar.php?id=${cel.celular_id}`, { key: cli.api_key, json: { max_envios_por_minuto: 1 } }));
+  };
+  return { key: cel.api_key as string, hold };
 }
 
 /** kB from /proc/<pid>/status. */
@@ -63,12 +66,13 @@ describe('a 50 MB base64 document through pasarela serve', () => {
   let s: ServeChild;
   let key: string;
   beforeAll(async () => {
-    s = await startServeChild(dataDir, ['--queue-gap-ms', '600000-600000']);
-    key = await lineOf(s, dataDir);
-    // The first send goes at once; the ones after it wait out the gap with their file in tmp/.
-    await ok(api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key, json: { destinatario: '525598765432', mensaje: 'primero', directo: 1 } }));
+    s = await startServeChild(dataDir, []);
+    const line = await lineOf(s, dataDir);
+    key = line.key;
     // Warm-up, so that first-use costs are not counted.
     await ok(api(s.url, 'POST', DOC, { key, json: { destinatario: '525598765432', filename: 'w.pdf', documentBase64: pdf(2 * MB).toString('base64'), directo: 1 } }));
+    // With that send in the last minute and a cap of one a minute, the queued sends below keep their file in tmp/.
+    await line.hold();
   });
   afterAll(async () => {
     if (s) await stop(s);
@@ -109,7 +113,7 @@ describe('body timeouts set by flags', () => {
   let key: string;
   beforeAll(async () => {
     s = await startServeChild(dataDir, ['--body-timeout', '1s', '--body-min-rate', '500', '--request-timeout', '30s']);
-    key = await lineOf(s, dataDir);
+    key = (await lineOf(s, dataDir)).key;
   });
   afterAll(async () => {
     if (s) await stop(s);
