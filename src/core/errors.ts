@@ -24,9 +24,12 @@ export const ERRORS = {
   MEDIA_TYPE_NOT_ALLOWED: { codigo: 106, status: 415, texto: 'TIPO_MIME_NO_PERMITIDO', meaning: 'The media\'s MIME type (sniffed from the bytes) is not allowed for this message type.' },
   MEDIA_URL_INVALID: { codigo: 107, status: 400, texto: 'URL_INVALIDA', meaning: 'The media URL is not http(s), points at a private address, or is not reachable.' },
   BASE64_INVALID: { codigo: 108, status: 400, texto: 'BASE64_INVALIDO', meaning: 'The base64 content is empty, uses another alphabet, or has bad padding.' },
+  REQUEST_TIMEOUT: { codigo: 109, status: 408, texto: 'TIEMPO_AGOTADO', meaning: 'The request did not arrive in time: headers too slow, a body that did not start or came too slowly, or the whole request over its time limit; the connection is closed.' },
+  HEADERS_TOO_LARGE: { codigo: 110, status: 431, texto: 'CABECERAS_DEMASIADO_GRANDES', meaning: 'The request headers are larger than the server accepts.' },
   UNAUTHORIZED: { codigo: 200, status: 401, texto: 'NO_AUTORIZADO', meaning: 'The credential is missing, unknown, or does not match.' },
   FORBIDDEN: { codigo: 201, status: 403, texto: 'PROHIBIDO', meaning: 'The credential is valid but may not perform this action.' },
   AUTH_THROTTLED: { codigo: 202, status: 429, texto: 'DEMASIADOS_INTENTOS', meaning: 'Too many failed authentications from this address; wait `retry_after` seconds.' },
+  UNAUTHENTICATED_BODY_LIMIT: { codigo: 203, status: 429, texto: 'DEMASIADOS_DATOS_SIN_AUTENTICAR', meaning: 'This address has too many body bytes in flight on requests whose credential is not yet verified; send the key in the Authorization header, or retry after `retry_after` seconds.' },
   INSUFFICIENT_BALANCE: { codigo: 300, status: 402, texto: 'SALDO_INSUFICIENTE', meaning: 'Neither the celular\'s balance nor the client\'s global balance can pay for the send.' },
   CELULAR_NOT_ACTIVE: { codigo: 301, status: 403, texto: 'CELULAR_NO_ACTIVO', meaning: 'The celular is `suspendido` or `desconectado`.' },
   CLIENT_NOT_ACTIVE: { codigo: 302, status: 403, texto: 'CLIENTE_NO_ACTIVO', meaning: 'The client is `suspendido` or `baja`.' },
@@ -46,6 +49,7 @@ export const ERRORS = {
   GATEWAY_NOT_SIM: { codigo: 701, status: 404, texto: 'SIMULADOR_INACTIVO', meaning: 'Simulator controls exist only when `serve --gateway sim`.' },
   INTERNAL: { codigo: 900, status: 500, texto: 'ERROR_INTERNO', meaning: 'An unexpected server fault; the log has the details, the answer never does.' },
   SHUTTING_DOWN: { codigo: 901, status: 503, texto: 'APAGANDO', meaning: 'The server is stopping; retry on another node or later.' },
+  SERVER_BUSY: { codigo: 902, status: 503, texto: 'SERVIDOR_OCUPADO', meaning: 'The server holds too many body bytes of requests whose credential is not yet verified; retry after `retry_after` seconds.' },
 } as const satisfies Record<string, ErrorRow>;
 
 export type ErrorName = keyof typeof ERRORS;

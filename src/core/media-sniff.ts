@@ -31,9 +31,37 @@ function at(b: Buffer, offset: number, sig: Buffer | string): boolean {
 
 const ascii = (b: Buffer, offset: number, len: number): string => b.toString('latin1', offset, Math.min(b.length, offset + len));
 
-/** The recognised MIME, or null when no signature matches and the bytes are not UTF-8 text. */
-export function sniffMime(b: Buffer, hints: SniffHints = {}): string | null {
+/**
+ * What the sniffer asks of the bytes. It never needs them whole at once: a
+ * head, a few ranges (a zip's directory at the end), and two whole-content
+ * questions, so a file can answer from disk in chunks (media-sniff-file.ts)
+ * and a buffer at once (`sniffMime`), with one set of rules.
+ */
+export type SniffQuestion =
+  | { kind: 'read'; offset: number; length: number }
+  | { kind: 'contains'; needles: Buffer[] }
+  | { kind: 'text' };
+/** `read`: the bytes (fewer at the end); `contains`: one boolean per needle; `text`: no NUL and valid UTF-8. */
+export type SniffAnswer = Buffer | boolean[] | boolean;
+export type Sniffer = Generator<SniffQuestion, string | null, SniffAnswer>;
+
+function* read(offset: number, length: number): Generator<SniffQuestion, Buffer, SniffAnswer> {
+  return (yield { kind: 'read', offset, length }) as Buffer;
+}
+function* contains(needles: Buffer[]): Generator<SniffQuestion, boolean[], SniffAnswer> {
+  return (yield { kind: 'contains', needles }) as boolean[];
+}
+function* isText(): Generator<SniffQuestion, boolean, SniffAnswer> {
+  return (yield { kind: 'text' }) as boolean;
+}
+
+/** Every signature lies within this many leading bytes. */
+const HEAD = 512;
+
+/** The rules, over content of `size` bytes that they query through questions. */
+export function* sniffer(size: number, hints: SniffHints = {}): Sniffer {
   const declared = hints.declared;
+  const b = yield* read(0, HEAD);
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
   if (at(b, 0, PNG)) return 'image/png';
   if (at(b, 0, 'GIF87a') || at(b, 0, 'GIF89a')) return 'image/gif';
@@ -45,9 +73,9 @@ export function sniffMime(b: Buffer, hints: SniffHints = {}): string | null {
   }
   if (at(b, 0, '%PDF-')) return 'application/pdf';
   if (at(b, 0, 'PK\x03\x04') || at(b, 0, 'PK\x05\x06') || at(b, 0, 'PK\x07\x08')) {
-    return ooxmlKind(b) ?? (declared !== undefined && OOXML.has(declared) ? declared : 'application/zip');
+    return (yield* ooxmlKind(size)) ?? (declared !== undefined && OOXML.has(declared) ? declared : 'application/zip');
   }
-  if (at(b, 0, OLE2)) return oleKind(b, declared);
+  if (at(b, 0, OLE2)) return yield* oleKind(declared);
   // Named so that the 415 says what was sent instead of "unknown". A DOS header
   // always holds zero bytes, which keeps a text file that starts with "MZ" text.
   if (at(b, 0, 'MZ') && b.subarray(0, 64).includes(0)) return 'application/x-msdownload';
@@ -62,8 +90,21 @@ export function sniffMime(b: Buffer, hints: SniffHints = {}): string | null {
     if ((b1 & 0xf6) === 0xf0) return 'audio/aac';
     if (b.length >= 3 && isMpegAudioFrame(b1, b[2]!)) return 'audio/mpeg';
   }
-  if (!b.includes(0) && isUtf8(b)) return declared === 'text/csv' ? 'text/csv' : 'text/plain';
+  if (yield* isText()) return declared === 'text/csv' ? 'text/csv' : 'text/plain';
   return null;
+}
+
+/** The recognised MIME of bytes in memory, or null when no signature matches and they are not UTF-8 text. */
+export function sniffMime(b: Buffer, hints: SniffHints = {}): string | null {
+  const it = sniffer(b.length, hints);
+  let step = it.next();
+  while (!step.done) {
+    const q = step.value;
+    if (q.kind === 'read') step = it.next(b.subarray(q.offset, q.offset + q.length));
+    else if (q.kind === 'contains') step = it.next(q.needles.map((n) => b.includes(n)));
+    else step = it.next(!b.includes(0) && isUtf8(b));
+  }
+  return step.value;
 }
 
 /** An 11-bit frame sync alone is weak evidence; also require a valid version, layer, bitrate and sample rate. */
@@ -91,23 +132,28 @@ function isoBmffKind(brand: string, tipo: string | undefined): string {
  * `[Content_Types].xml` plus a `word/`, `xl/` or `ppt/` part. Null when it is
  * not one or the directory cannot be read (zip64, truncated).
  */
-function ooxmlKind(b: Buffer): string | null {
-  if (b.length < 22) return null;
-  const eocd = b.lastIndexOf('PK\x05\x06', b.length - 22, 'latin1');
-  if (eocd < 0 || eocd < b.length - 22 - 0xffff) return null;
-  const cdSize = b.readUInt32LE(eocd + 12);
-  const cdOffset = b.readUInt32LE(eocd + 16);
+function* ooxmlKind(size: number): Generator<SniffQuestion, string | null, SniffAnswer> {
+  if (size < 22) return null;
+  // The end-of-directory record sits in the last 22 + 65535 bytes (its comment is at most 65535).
+  const tailStart = Math.max(0, size - 22 - 0xffff);
+  const tail = yield* read(tailStart, size - tailStart);
+  const found = tail.lastIndexOf('PK\x05\x06', tail.length - 22, 'latin1');
+  if (found < 0) return null;
+  const eocd = tailStart + found;
+  const cdSize = tail.readUInt32LE(found + 12);
+  const cdOffset = tail.readUInt32LE(found + 16);
   const end = cdOffset + cdSize;
   if (end > eocd) return null;
   let hasContentTypes = false;
   let kind: string | null = null;
   let p = cdOffset;
   for (let i = 0; i < 100_000 && p + 46 <= end; i++) {
-    if (b.readUInt32LE(p) !== 0x02014b50) break;
-    const nameLen = b.readUInt16LE(p + 28);
-    const extraLen = b.readUInt16LE(p + 30);
-    const commentLen = b.readUInt16LE(p + 32);
-    const name = b.toString('latin1', p + 46, Math.min(end, p + 46 + nameLen));
+    const h = yield* read(p, 46);
+    if (h.readUInt32LE(0) !== 0x02014b50) break;
+    const nameLen = h.readUInt16LE(28);
+    const extraLen = h.readUInt16LE(30);
+    const commentLen = h.readUInt16LE(32);
+    const name = (yield* read(p + 46, Math.min(end, p + 46 + nameLen) - (p + 46))).toString('latin1');
     if (name === '[Content_Types].xml') hasContentTypes = true;
     else if (kind === null) {
       if (name.startsWith('word/')) kind = OOXML_DOCX;
@@ -130,8 +176,9 @@ const OLE_STREAMS: Array<[Buffer, string]> = [
  * in the directory) tells them apart when exactly one is present; otherwise the
  * declared Office type, else application/msword.
  */
-function oleKind(b: Buffer, declared: string | undefined): string {
-  const found = OLE_STREAMS.filter(([name]) => b.includes(name));
+function* oleKind(declared: string | undefined): Generator<SniffQuestion, string, SniffAnswer> {
+  const present = yield* contains(OLE_STREAMS.map(([name]) => name));
+  const found = OLE_STREAMS.filter((_, i) => present[i]);
   if (found.length === 1) return found[0]![1];
   if (declared !== undefined && OLE_TYPES.has(declared)) return declared;
   return 'application/msword';

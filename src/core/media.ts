@@ -1,15 +1,16 @@
-import { createHash } from 'node:crypto';
 import { chmodSync, constants as fsConstants, mkdirSync } from 'node:fs';
 import { open, readdir, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { Base64Decoder, normalizeMime } from './base64-stream.js';
 import { fail } from './errors.js';
+import { tooLarge } from './media-size.js';
 import { sniffMime } from './media-sniff.js';
 import { probeUrl } from './media-url.js';
 import type { Tipo } from './ports.js';
 
 /**
  * Media rules for sends (spec, Limits; DESIGN §5): per-type size limits and
- * MIME lists, strict base64 decoding with the MIME sniffed from the bytes,
+ * MIME lists, the MIME checks of base64 content (decoded by base64-stream.ts),
  * media URL checks, and the temp files that hold decoded bytes until sent.
  */
 
@@ -49,105 +50,16 @@ export const MEDIA_RULES: Record<MediaTipo, MediaRule> = {
   sticker: { urlMaxBytes: 1 * MB, base64MaxBytes: 1 * MB, mimes: ['image/webp', 'image/png'] },
 };
 
-/** "17.2 MB"; whole megabytes without decimals; bytes when one decimal would hide the excess (1 MB + 1 byte). */
-function sizeText(bytes: number, max: number): { size: string; max: string } {
-  const maxText = max % MB === 0 ? `${max / MB} MB` : `${(max / MB).toFixed(1)} MB`;
-  const rounded = (bytes / MB).toFixed(1);
-  if (Number(rounded) * MB <= max) return { size: `${bytes} bytes`, max: `${maxText} (${max} bytes)` };
-  return { size: `${rounded} MB`, max: maxText };
-}
-
-function tooLarge(tipo: MediaTipo, bytes: number, max: number, what: string): never {
-  const t = sizeText(bytes, max);
-  fail('MEDIA_TOO_LARGE', `${what} too large: ${t.size}; the maximum for ${tipo} is ${t.max}`);
-}
-
-/** Lower case, no parameters; undefined when empty. */
-function normalizeMime(m: string | undefined): string | undefined {
-  const v = m?.split(';')[0]?.trim().toLowerCase();
-  return v ? v : undefined;
-}
-
-// 1 for the standard alphabet (A-Z a-z 0-9 + /), 2 for '=', 3 for ignorable whitespace.
-const B64 = new Uint8Array(128);
-for (let c = 65; c <= 90; c++) B64[c] = 1;
-for (let c = 97; c <= 122; c++) B64[c] = 1;
-for (let c = 48; c <= 57; c++) B64[c] = 1;
-B64[43] = 1;
-B64[47] = 1;
-B64[61] = 2;
-for (const c of [9, 10, 11, 12, 13, 32]) B64[c] = 3;
-
-function describeChar(c: number): string {
-  if (c >= 33 && c <= 126) return `'${String.fromCharCode(c)}'`;
-  return `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
-}
-
-/**
- * One pass over the text, no allocation: checks the alphabet and where '='
- * may stand, and counts significant characters so the decoded size is known
- * before decoding.
- */
-function scanBase64(s: string, start: number): { n: number; pad: number; hasWhitespace: boolean; hasSpace: boolean } {
-  let n = 0;
-  let pad = 0;
-  let hasWhitespace = false;
-  let hasSpace = false;
-  for (let i = start; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    const k = c < 128 ? B64[c] : 0;
-    if (k === 1) {
-      if (pad > 0) fail('BASE64_INVALID', `invalid base64: '=' padding may only stand at the end (data continues at offset ${i})`);
-      n++;
-    } else if (k === 2) {
-      pad++;
-      n++;
-      if (pad > 2) fail('BASE64_INVALID', `invalid base64: more than two '=' padding characters (offset ${i})`);
-    } else if (k === 3) {
-      hasWhitespace = true;
-      if (c === 32) hasSpace = true;
-    } else {
-      const hint = c === 45 || c === 95 ? " (base64url is not accepted: use '+' and '/')" : '';
-      fail('BASE64_INVALID', `invalid base64: character ${describeChar(c)} at offset ${i} is not in the standard alphabet${hint}`);
-    }
-  }
-  return { n, pad, hasWhitespace, hasSpace };
-}
-
-/** Splits a `data:<mime>[;param];base64,` prefix off; `start` is where the base64 begins. */
-function splitDataUri(input: string): { start: number; mime: string | undefined } {
-  if (!/^data:/i.test(input.slice(0, 5))) return { start: 0, mime: undefined };
-  const comma = input.indexOf(',', 5);
-  if (comma < 0 || comma > 512) fail('BASE64_INVALID', "invalid data URI: expected 'data:<mime>;base64,<data>'");
-  const parts = input.slice(5, comma).split(';').map((p) => p.trim().toLowerCase());
-  if (!parts.slice(1).includes('base64')) fail('BASE64_INVALID', "invalid data URI: only base64 data URIs are accepted ('data:<mime>;base64,<data>')");
-  return { start: comma + 1, mime: normalizeMime(parts[0]) };
-}
-
 const allowedList = (rule: MediaRule): string => rule.mimes.join(', ');
 
 /**
- * Strict base64 (data URI or raw; whitespace ignored) to bytes, refusing
- * before decoding what is too large, then sniffing the MIME from the bytes.
+ * The declared types of a base64 file (the `mime` field, a data URI's type)
+ * checked against the type's list; the one to trust when the bytes cannot
+ * tell (DESIGN §5). application/octet-stream says "type unknown", not a type,
+ * so it counts as no declaration.
  */
-export function decodeBase64Media(tipo: MediaTipo, input: string, declaredMime?: string): { bytes: Buffer; mime: string; sha256: string } {
+export function checkDeclaredMime(tipo: MediaTipo, declaredParam: string | undefined, uriMime: string | undefined): string | undefined {
   const rule = MEDIA_RULES[tipo];
-  const text = input.trim();
-  if (text === '') fail('BASE64_INVALID', 'invalid base64: the content is empty');
-  const { start, mime: uriMime } = splitDataUri(text);
-  const { n, pad, hasWhitespace, hasSpace } = scanBase64(text, start);
-  if (n === 0) fail('BASE64_INVALID', 'invalid base64: the content is empty');
-  if (n % 4 !== 0) {
-    // An unencoded '+' in a form body arrives as a space, which we ignore, so the length breaks.
-    const hint = hasSpace ? " (a '+' sent unencoded in a form body becomes a space)" : '';
-    fail('BASE64_INVALID', `invalid base64: length ${n} is not a multiple of 4 (missing or extra '=' padding?)${hint}`);
-  }
-  const size = (n / 4) * 3 - pad;
-  if (size > rule.base64MaxBytes) tooLarge(tipo, size, rule.base64MaxBytes, 'file');
-
-  // DESIGN §5: a declared MIME outside the list is refused as well. application/octet-stream
-  // says "type unknown", not a type, so it is treated as no declaration.
-  const declaredParam = normalizeMime(declaredMime);
   for (const [m, where] of [
     [declaredParam, 'declared'],
     [uriMime, 'in the data URI'],
@@ -156,13 +68,12 @@ export function decodeBase64Media(tipo: MediaTipo, input: string, declaredMime?:
       fail('MEDIA_TYPE_NOT_ALLOWED', `MIME ${m} (${where}) is not allowed for ${tipo}; allowed: ${allowedList(rule)}`);
     }
   }
-  const declared = [declaredParam, uriMime].find((m) => m !== undefined && m !== 'application/octet-stream');
+  return [declaredParam, uriMime].find((m) => m !== undefined && m !== 'application/octet-stream');
+}
 
-  const data = start === 0 ? text : text.slice(start);
-  const bytes = Buffer.from(hasWhitespace ? data.replace(/[\t\n\v\f\r ]+/g, '') : data, 'base64');
-  if (bytes.length > rule.base64MaxBytes) tooLarge(tipo, bytes.length, rule.base64MaxBytes, 'file');
-
-  const sniffed = sniffMime(bytes, { tipo, declared });
+/** The type of the content given what the sniffer found (null: nothing); 415 when it is not allowed. */
+export function acceptSniffed(tipo: MediaTipo, sniffed: string | null, declared: string | undefined): string {
+  const rule = MEDIA_RULES[tipo];
   // Only plain text can go unrecognised and still be what it says (a CSV in Latin-1, say).
   const mime = sniffed ?? (declared === 'text/plain' || declared === 'text/csv' ? declared : null);
   if (mime === null) {
@@ -171,7 +82,22 @@ export function decodeBase64Media(tipo: MediaTipo, input: string, declaredMime?:
   if (!rule.mimes.includes(mime)) {
     fail('MEDIA_TYPE_NOT_ALLOWED', `the content is ${mime}${declared && declared !== mime ? ` (declared ${declared})` : ''}, which is not allowed for ${tipo}; allowed: ${allowedList(rule)}`);
   }
-  return { bytes, mime, sha256: createHash('sha256').update(bytes).digest('hex') };
+  return mime;
+}
+
+/**
+ * Strict base64 (data URI or raw; whitespace ignored) to bytes in memory,
+ * refusing before decoding what is too large, then sniffing the MIME from the
+ * bytes. The HTTP routes decode to a file instead (same decoder and checks).
+ */
+export function decodeBase64Media(tipo: MediaTipo, input: string, declaredMime?: string): { bytes: Buffer; mime: string; sha256: string } {
+  const rule = MEDIA_RULES[tipo];
+  const decoder = new Base64Decoder(tipo, rule.base64MaxBytes);
+  const bytes = decoder.write(input, true);
+  const { sha256, uriMime } = decoder.end();
+  const declared = checkDeclaredMime(tipo, normalizeMime(declaredMime), uriMime);
+  const mime = acceptSniffed(tipo, sniffMime(bytes, { tipo, declared }), declared);
+  return { bytes, mime, sha256 };
 }
 
 /**
@@ -191,6 +117,15 @@ export async function checkMediaUrl(
 }
 
 const MSG_ID = /^[0-9a-f-]{36}$/;
+
+export interface TempFile {
+  path: string;
+  /** Appends; resolves once the bytes are handed to the file. */
+  write(bytes: Buffer): Promise<void>;
+  close(): Promise<void>;
+  /** Closes (if open) and removes the file. */
+  discard(): Promise<void>;
+}
 
 /**
  * Temp files for decoded base64 media: `<dataDir>/tmp/<msg_id>.bin`, mode 0600,
@@ -216,21 +151,42 @@ export class TempFiles {
     return join(this.dir, `${msgId}.bin`);
   }
 
-  async write(msgId: string, bytes: Buffer): Promise<string> {
+  /** A new file for a message, written piece by piece (an existing one is truncated). */
+  async create(msgId: string): Promise<TempFile> {
     const path = this.pathFor(msgId);
     // O_NOFOLLOW: never write through a symlink planted under the name.
     const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | (fsConstants.O_NOFOLLOW ?? 0);
     const fh = await open(path, flags, 0o600);
-    try {
-      await fh.chmod(0o600); // the file may have existed with other bits
-      await fh.writeFile(bytes);
-    } catch (err) {
+    const discard = async () => {
       await fh.close().catch(() => {});
       await unlink(path).catch(() => {});
+    };
+    try {
+      await fh.chmod(0o600); // the file may have existed with other bits
+    } catch (err) {
+      await discard();
       throw err;
     }
-    await fh.close();
-    return path;
+    return {
+      path,
+      write: async (bytes) => {
+        for (let at = 0; at < bytes.length; ) at += (await fh.write(bytes, at, bytes.length - at)).bytesWritten;
+      },
+      close: () => fh.close(),
+      discard,
+    };
+  }
+
+  async write(msgId: string, bytes: Buffer): Promise<string> {
+    const file = await this.create(msgId);
+    try {
+      await file.write(bytes);
+    } catch (err) {
+      await file.discard();
+      throw err;
+    }
+    await file.close();
+    return file.path;
   }
 
   async remove(path: string): Promise<void> {

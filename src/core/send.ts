@@ -5,7 +5,7 @@ import type { Core } from './context.js';
 import { checkDuplicate, DUPE_MAX, DUPE_WINDOW_MS, identityHash } from './dedupe.js';
 import { AppError, fail } from './errors.js';
 import { sendingWindow } from './hours.js';
-import { checkMediaUrl, decodeBase64Media, type MediaTipo, type TempFiles } from './media.js';
+import { checkMediaUrl, type MediaTipo, type TempFiles } from './media.js';
 export type { MediaTipo };
 import { publishMessageStatus } from './message-events.js';
 import { outbound } from './outbound.js';
@@ -26,11 +26,26 @@ export interface SendRequest {
   texto?: string;
   preview_url?: boolean;
   url?: string;
-  base64?: string;
+  /** Base64 content already decoded and checked into its temp file (see MediaFile). */
+  file?: MediaFile;
   mime?: string;
   filename?: string;
   caption?: string;
   ptt?: boolean;
+}
+
+/**
+ * A decoded base64 file in `TempFiles` at the message's path: the message
+ * takes the id its file was written under. send() owns it from the call on:
+ * it removes it on any refusal and after a direct send; a queued message
+ * keeps it until the worker is done.
+ */
+export interface MediaFile {
+  msgId: string;
+  path: string;
+  bytes: number;
+  mime: string;
+  sha256: string;
 }
 
 export interface SendResult {
@@ -56,6 +71,18 @@ async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | u
 }
 
 export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest): Promise<SendResult> {
+  if (!req.file) return sendChecked(core, deps, p, req);
+  let r: SendResult | undefined;
+  try {
+    r = await sendChecked(core, deps, p, req);
+    return r;
+  } finally {
+    // Refused (no result) or sent directly: the file is done. A queued one is the worker's now.
+    if (!r || r.modo === 'directo') await deps.tmp.remove(req.file.path);
+  }
+}
+
+async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest): Promise<SendResult> {
   const celular = await sendingLine(core, p, req.celular_id);
   if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
   if (celular.estado !== 'activo') fail('CELULAR_NOT_ACTIVE', `celular ${celular.id} is ${celular.estado}; it must be activo (linked) to send`);
@@ -70,7 +97,6 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   const payload: MensajePayload = {};
   let identity: Array<string | undefined>;
   let media: Record<string, unknown> | null = null;
-  let bytes: Buffer | null = null;
   if (req.tipo === 'texto') {
     if (!req.texto) fail('INVALID_PARAMS', 'mensaje is required');
     payload.texto = req.texto;
@@ -83,12 +109,11 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
     // The identity is the URL as given (a redirect to a fresh signed URL must not defeat dedupe);
     // the gateway gets the checked address after redirects.
     identity = req.tipo === 'imagen' || req.tipo === 'video' ? [req.url, req.caption] : req.tipo === 'documento' ? [req.url, req.filename] : [req.url];
-  } else if (req.base64 !== undefined) {
-    const decoded = decodeBase64Media(req.tipo, req.base64, req.mime);
-    bytes = decoded.bytes;
-    Object.assign(payload, { mime: decoded.mime, caption: req.caption, filename: req.filename, ptt: req.ptt });
-    media = { mime: decoded.mime, bytes: decoded.bytes.length, ...(req.filename ? { filename: req.filename } : {}) };
-    identity = [decoded.sha256];
+  } else if (req.file !== undefined) {
+    const f = req.file;
+    Object.assign(payload, { file: f.path, mime: f.mime, caption: req.caption, filename: req.filename, ptt: req.ptt });
+    media = { mime: f.mime, bytes: f.bytes, ...(req.filename ? { filename: req.filename } : {}) };
+    identity = [f.sha256];
   } else {
     fail('INVALID_PARAMS', 'url or base64 content is required');
   }
@@ -103,10 +128,9 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   }
 
   const dupe = await checkDuplicate(core, celular.id, identityHash({ tipo: req.tipo, destinatario, parts: identity }));
-  const msgId = randomUUID();
+  const msgId = req.file?.msgId ?? randomUUID();
   let accepted = false;
   try {
-    if (bytes) payload.file = await deps.tmp.write(msgId, bytes);
     const res = await core.store.acceptMensaje(
       {
         msg_id: msgId,
@@ -147,8 +171,6 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
     return { ...base, modo: 'directo', ...(await sendNow(core, celular, msgId, req.tipo, destinatario, payload)) };
   } finally {
     if (!accepted) await dupe.release();
-    // Direct sends drop their temp file before answering; queued ones when the worker is done.
-    if (payload.file && (req.directo || !accepted)) await deps.tmp.remove(payload.file);
   }
 }
 

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
@@ -17,6 +18,8 @@ import type { LineHealth } from '../core/line-health.js';
 import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
 import { sharedSchemas } from './schemas/common.js';
+import { installBodyGuards } from './body/body-guard.js';
+import { REQUEST_LIMITS, type RequestLimits } from './defaults.js';
 
 export interface AppOptions {
   core: Core;
@@ -28,6 +31,8 @@ export interface AppOptions {
   webhooks: WebhookDispatcher;
   /** The line health check, reported by /health. */
   health?: LineHealth;
+  /** Timeouts and unauthenticated-body bounds; REQUEST_LIMITS by default. */
+  limits?: RequestLimits;
 }
 
 /** Query parameters whose values are credentials; masked wherever a URL is logged. */
@@ -79,11 +84,31 @@ export function loggerOptions(level: string, stream?: NodeJS.WritableStream): Ex
 /** Builds the whole HTTP service around a core. Never listens: `serve` does, tests may. */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { core } = opts;
+  const limits = opts.limits ?? REQUEST_LIMITS;
   const app = Fastify({
     logger: opts.logger ?? false,
     trustProxy: opts.trustProxy ?? false,
     bodyLimit: 1024 * 1024,
     return503OnClosing: false,
+    // Node's own timers: headers, and the whole request as a backstop a little after
+    // the body guard's (which answers in our JSON). Checked every second, not every 30.
+    http: { headersTimeout: limits.headerTimeoutMs, connectionsCheckingInterval: 1000 },
+    requestTimeout: limits.requestTimeoutMs + 5000,
+    // A timeout or malformed request before any route: our JSON shape, then the connection closes.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      const e =
+        err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? new AppError('REQUEST_TIMEOUT', 'the request did not arrive in time')
+          : err.code === 'HPE_HEADER_OVERFLOW'
+            ? new AppError('HEADERS_TOO_LARGE', 'the request headers are too large')
+            : new AppError('MALFORMED_BODY', 'the request could not be parsed');
+      if (socket.writable) {
+        const body = JSON.stringify(errorBody(e));
+        socket.write(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+      }
+      socket.destroy(err);
+    },
     // A malformed URL (bad percent-escape) never reaches a route; answer it in our shape too.
     frameworkErrors: (err, _req, reply) => {
       const e = toAppError(err);
@@ -92,6 +117,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
   });
   app.removeContentTypeParser('text/plain');
+  installBodyGuards(app, limits);
   let closing = false;
   app.addHook('onRequest', async (_req, reply) => {
     if (closing) {

@@ -1,5 +1,24 @@
 import { SIM_DEFAULTS } from '../gateways/sim.js';
 
+const MiB = 1024 * 1024;
+
+/**
+ * How requests may arrive (docs/decisions.md, "Request bodies"): header and
+ * body timeouts (the body must start within bodyTimeoutMs, then keep at
+ * least bodyMinRate bytes/s), a hard cap on the whole request, and the body
+ * bytes in flight without a verified credential, per address and in all.
+ */
+export const REQUEST_LIMITS = {
+  headerTimeoutMs: 20_000,
+  bodyTimeoutMs: 20_000,
+  bodyMinRate: 500,
+  requestTimeoutMs: 600_000,
+  unauthPerAddress: 128 * MiB,
+  unauthServerWide: 512 * MiB,
+};
+
+export type RequestLimits = typeof REQUEST_LIMITS;
+
 /** Defaults of `serve`, apart from the server code so the CLI can show them without loading it. */
 export const SERVE_DEFAULTS = {
   host: '127.0.0.1',

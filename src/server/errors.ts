@@ -36,6 +36,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     const appErr = toAppError(err);
     if (appErr.status >= 500) req.log.error({ err }, 'request failed');
     if (appErr.extras.retryAfter !== undefined) reply.header('Retry-After', String(appErr.extras.retryAfter));
+    // Refused before its body was read to the end: answer and close rather than read the rest.
+    if (!req.raw.complete) reply.header('Connection', 'close');
     return reply.code(appErr.status).send(errorBody(appErr));
   });
   app.setNotFoundHandler((req, reply) => {

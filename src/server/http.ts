@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, preValidationAsyncHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, preValidationAsyncHookHandler } from 'fastify';
 import { authenticateClient, authenticateOperator, type ClientPrincipal } from '../core/auth.js';
 import type { Core } from '../core/context.js';
 import { fail } from '../core/errors.js';
@@ -36,6 +36,25 @@ export function clientAuth(core: Core): preValidationAsyncHookHandler {
   return async (req) => {
     req.principal = await authenticateClient(core, [bearer(req), ...strs(bodyOf(req).key), ...strs(queryOf(req).key)], req.ip);
   };
+}
+
+/**
+ * For routes whose bodies may be large: a key in the header or query is
+ * verified before any body byte is read (401 at once), and the body then
+ * no longer counts as unauthenticated. Without one, the body may carry it.
+ */
+export function clientAuthBeforeBody(core: Core): onRequestAsyncHookHandler {
+  return async (req) => {
+    const presented = [bearer(req), ...strs(queryOf(req).key)];
+    if (!presented.some((k) => k !== undefined && k.trim() !== '')) return;
+    req.principal = await authenticateClient(core, presented, req.ip);
+    req.bodyGuard?.authenticated();
+  };
+}
+
+/** A body `key` met while the body is still arriving, verified with the header's and query's. */
+export async function verifyBodyKey(core: Core, req: FastifyRequest, key: string): Promise<void> {
+  req.principal = await authenticateClient(core, [bearer(req), key, ...strs(queryOf(req).key)], req.ip);
 }
 
 export function operatorAuth(core: Core): preValidationAsyncHookHandler {

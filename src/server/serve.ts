@@ -51,9 +51,12 @@ export interface ServeOptions {
   gatewaySendTimeoutMs?: number;
   /** Period of the line health check; 0 turns it off. */
   healthIntervalMs?: number;
+  /** Request timeouts and unauthenticated-body bounds; REQUEST_LIMITS for what is not given. */
+  limits?: Partial<RequestLimits>;
 }
 
 export { SERVE_DEFAULTS } from './defaults.js';
+import { REQUEST_LIMITS, type RequestLimits } from './defaults.js';
 
 export interface RunningServer {
   url: string;
@@ -146,7 +149,15 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
       concurrency: 4,
       onError: (err, instancia) => app0.log?.error({ err, instancia }, 'line health check failed'),
     });
-    const app = await buildApp({ core, logger, trustProxy: opts.trustProxy, send: { tmp, queued: (celularId) => worker?.queued(celularId) }, webhooks, health });
+    const app = await buildApp({
+      core,
+      logger,
+      trustProxy: opts.trustProxy,
+      send: { tmp, queued: (celularId) => worker?.queued(celularId) },
+      webhooks,
+      health,
+      limits: { ...REQUEST_LIMITS, ...opts.limits },
+    });
     app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
     if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');

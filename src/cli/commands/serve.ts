@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { defaultDataDir } from '../../paths.js';
-import { SERVE_DEFAULTS } from '../../server/defaults.js';
+import { REQUEST_LIMITS, SERVE_DEFAULTS } from '../../server/defaults.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { IO } from '../io.js';
 import { int } from '../parse.js';
@@ -22,6 +22,12 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--gateway-callback-url <url>', 'evolution/waha: base URL at which the gateway reaches this server (default http://HOST:PORT)').env('PASARELA_GATEWAY_CALLBACK_URL'))
     .addOption(new Option('--gateway-timeout <duration>', 'evolution/waha: timeout of a call to the gateway (sends get 4 times as long)').env('PASARELA_GATEWAY_TIMEOUT').default(15_000, '15s').argParser(duration))
     .addOption(new Option('--health-interval <duration>', 'how often every line\'s session is checked with the gateway (0: never)').env('PASARELA_HEALTH_INTERVAL').default(60_000, '60s').argParser(duration))
+    .addOption(new Option('--header-timeout <duration>', 'time to receive a request\'s headers').env('PASARELA_HEADER_TIMEOUT').default(REQUEST_LIMITS.headerTimeoutMs, '20s').argParser(duration))
+    .addOption(new Option('--body-timeout <duration>', 'time for a request body to start; --body-min-rate bytes then buy a second each').env('PASARELA_BODY_TIMEOUT').default(REQUEST_LIMITS.bodyTimeoutMs, '20s').argParser(duration))
+    .addOption(new Option('--body-min-rate <bytes>', 'slowest body accepted, in bytes per second (after --body-timeout)').env('PASARELA_BODY_MIN_RATE').default(REQUEST_LIMITS.bodyMinRate).argParser(int(1, 1_000_000_000)))
+    .addOption(new Option('--request-timeout <duration>', 'hard cap on receiving a whole request, however fast its body comes').env('PASARELA_REQUEST_TIMEOUT').default(REQUEST_LIMITS.requestTimeoutMs, '10m').argParser(duration))
+    .addOption(new Option('--unauth-body-per-address <bytes>', 'body bytes in flight per client address on requests whose key is not yet verified (429 past it)').env('PASARELA_UNAUTH_BODY_PER_ADDRESS').default(REQUEST_LIMITS.unauthPerAddress, '128 MiB').argParser(int(1, Number.MAX_SAFE_INTEGER)))
+    .addOption(new Option('--unauth-body-total <bytes>', 'the same for the whole server (503 past it)').env('PASARELA_UNAUTH_BODY_TOTAL').default(REQUEST_LIMITS.unauthServerWide, '512 MiB').argParser(int(1, Number.MAX_SAFE_INTEGER)))
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--trust-proxy', 'take client addresses from X-Forwarded-For (behind a reverse proxy)'))
     .addOption(new Option('--auth-max-failures <n>', 'failed authentications per address per minute before 429').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
@@ -37,6 +43,9 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .action(async (o: Record<string, unknown>) => {
       const gateway = String(o.gateway);
       if (Number(o.gatewayTimeout) < 100) throw new CliError('--gateway-timeout must be at least 100ms', EXIT.USAGE);
+      for (const flag of ['headerTimeout', 'bodyTimeout', 'requestTimeout'] as const) {
+        if (Number(o[flag]) < 100) throw new CliError(`--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be at least 100ms`, EXIT.USAGE);
+      }
       if (gateway !== 'sim') {
         for (const [flag, v] of [['--gateway-url', o.gatewayUrl], ['--gateway-key', o.gatewayKey]] as const) {
           if (!v) throw new CliError(`--gateway ${gateway} needs ${flag} (or PASARELA_${flag.slice(2).toUpperCase().replace('-', '_')})`, EXIT.USAGE);
@@ -77,6 +86,14 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           gatewayTimeoutMs: Number(o.gatewayTimeout),
           gatewaySendTimeoutMs: Number(o.gatewayTimeout) * 4,
           healthIntervalMs: Number(o.healthInterval),
+          limits: {
+            headerTimeoutMs: Number(o.headerTimeout),
+            bodyTimeoutMs: Number(o.bodyTimeout),
+            bodyMinRate: Number(o.bodyMinRate),
+            requestTimeoutMs: Number(o.requestTimeout),
+            unauthPerAddress: Number(o.unauthBodyPerAddress),
+            unauthServerWide: Number(o.unauthBodyTotal),
+          },
         });
       } catch (err) {
         const e = err as NodeJS.ErrnoException;

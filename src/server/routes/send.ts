@@ -5,12 +5,15 @@ import { fail } from '../../core/errors.js';
 import { MEDIA_RULES } from '../../core/media.js';
 import type { Tipo } from '../../core/ports.js';
 import { send, type MediaTipo, type SendDeps, type SendRequest, type SendResult } from '../../core/send.js';
-import { bodyOf, boolish, clientAuth, principal, success } from '../http.js';
+import { streamMediaBodies, takeUpload, type MediaBodyRoute } from '../body/media-parser.js';
+import { bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';
 import { errorResponses, keyField, okResponse } from '../schemas/common.js';
 
 /**
  * The spec's eleven send endpoints and the legacy one. Each only maps its
- * fields onto one SendRequest; every rule lives in core/send.ts.
+ * fields onto one SendRequest; every rule lives in core/send.ts. Bodies with
+ * a base64 file are read as a stream (body/media-parser.ts): the file is
+ * decoded into its temp file as it arrives and reaches send() as that file.
  */
 
 const flag = { type: ['boolean', 'integer', 'string'], description: '1/true or 0/false' } as const;
@@ -120,96 +123,142 @@ function present(r: SendResult, tipo: Tipo, base64: boolean) {
   );
 }
 
+/** The legacy route's type for its `tipomime`; `documento` for anything not image, audio or video. */
+function legacyTipo(tipomime: string | undefined): MediaTipo | undefined {
+  const t = tipomime?.split(';')[0]?.trim().toLowerCase();
+  if (!t) return undefined;
+  return t.startsWith('image/') ? 'imagen' : t.startsWith('audio/') ? 'audio' : t.startsWith('video/') ? 'video' : 'documento';
+}
+
 export default async function sendRoutes(app: FastifyInstance, { core, deps }: { core: Core; deps: SendDeps }) {
   const auth = clientAuth(core);
-  for (const spec of routes()) {
-    app.post(spec.path, {
-      preValidation: auth,
-      ...(spec.bodyLimit ? { bodyLimit: spec.bodyLimit } : {}),
-      schema: {
-        tags: ['envios'],
-        summary: spec.summary,
-        security: [{ bearer: [] }],
-        body: { type: 'object', required: ['destinatario', ...spec.required], properties: { ...common, ...spec.body } },
-        response: { 200: result, ...errorResponses },
-      },
-      handler: async (req: FastifyRequest) => {
-        const b = bodyOf(req);
-        const req0: SendRequest = {
-          tipo: spec.tipo,
-          destinatario: String(b.destinatario),
-          directo: boolish(b.directo, 'directo'),
-          celular_id: b.celular_id as number | undefined,
-          texto: str(b, 'mensaje'),
-          preview_url: boolish(b.preview_url, 'preview_url'),
-          // A base64 route sends the given bytes only, whatever else the body carries.
-          url: spec.base64Field ? undefined : str(b, 'url'),
-          caption: str(b, 'caption'),
-          filename: str(b, 'filename'),
-          ptt: boolish(b.ptt, 'ptt'),
-          mime: str(b, 'mime'),
-        };
-        if (spec.base64Field) {
-          req0.base64 = str(b, spec.base64Field) ?? str(b, 'data_base64');
-          if (req0.base64 === undefined) fail('INVALID_PARAMS', `${spec.base64Field} (or data_base64) is required`);
-        }
-        return present(await send(core, deps, principal(req), req0), spec.tipo, Boolean(spec.base64Field));
-      },
-    });
+  const handler = (spec: RouteSpec) => async (req: FastifyRequest) => {
+    const b = bodyOf(req);
+    const req0: SendRequest = {
+      tipo: spec.tipo,
+      destinatario: String(b.destinatario),
+      directo: boolish(b.directo, 'directo'),
+      celular_id: b.celular_id as number | undefined,
+      texto: str(b, 'mensaje'),
+      preview_url: boolish(b.preview_url, 'preview_url'),
+      // A base64 route sends the given bytes only, whatever else the body carries.
+      url: spec.base64Field ? undefined : str(b, 'url'),
+      caption: str(b, 'caption'),
+      filename: str(b, 'filename'),
+      ptt: boolish(b.ptt, 'ptt'),
+      mime: str(b, 'mime'),
+    };
+    if (spec.base64Field) {
+      req0.file = takeUpload(req);
+      if (req0.file === undefined) fail('INVALID_PARAMS', `${spec.base64Field} (or data_base64) is required`);
+    }
+    return present(await send(core, deps, principal(req), req0), spec.tipo, Boolean(spec.base64Field));
+  };
+  const schemaOf = (spec: RouteSpec) => ({
+    tags: ['envios'],
+    summary: spec.summary,
+    security: [{ bearer: [] }],
+    body: { type: 'object', required: ['destinatario', ...spec.required], properties: { ...common, ...spec.body } },
+    response: { 200: result, ...errorResponses },
+  });
+  const specs = routes();
+  for (const spec of specs.filter((x) => !x.base64Field)) {
+    app.post(spec.path, { preValidation: auth, schema: schemaOf(spec), handler: handler(spec) });
   }
 
-  // The legacy endpoint: the token in the body, text or text with one base64 file.
-  const legacySchema = {
-    tags: ['envios'],
-    summary: 'Legacy send: token in the body; text, or text with a base64 file (`mime`) of type `tipomime`',
-    body: {
-      type: 'object',
-      required: ['token', 'destinatario', 'mensaje'],
-      properties: {
-        token: { type: 'string', description: 'gateway token (64 hex) or legacy token of the celular' },
-        destinatario: common.destinatario,
-        mensaje: { type: 'string', minLength: 1, maxLength: 4096 },
-        mime: { type: 'string', description: 'the file content in base64 (the field is called mime)' },
-        tipomime: { type: 'string', maxLength: 100, description: 'MIME type of the file; required with mime' },
-        modo: { type: 'string', description: 'directo or DIRECTO for an immediate send; absent: queue' },
+  // Base64 bodies: a header key is verified before the body; the body is streamed.
+  await app.register(async (scope) => {
+    streamMediaBodies(scope, deps.tmp);
+    const early = clientAuthBeforeBody(core);
+    for (const spec of specs.filter((x) => x.base64Field)) {
+      const mediaBody: MediaBodyRoute = {
+        fileFields: [spec.base64Field!, 'data_base64'],
+        declaredField: 'mime',
+        credentialField: 'key',
+        tipoFor: () => spec.tipo as MediaTipo,
+        authenticate: (req, key) => verifyBodyKey(core, req, key),
+      };
+      scope.post(spec.path, {
+        onRequest: early,
+        preValidation: auth,
+        bodyLimit: spec.bodyLimit,
+        config: { mediaBody },
+        schema: schemaOf(spec),
+        handler: handler(spec),
+      });
+    }
+
+    // The legacy endpoint: the token in the body, text or text with one base64 file (`mime`) of type `tipomime`.
+    const legacyAuth = async (req: FastifyRequest, token: string | undefined) => {
+      const p = await authenticateClient(core, [token], req.ip);
+      if (p.kind !== 'celular') fail('FORBIDDEN', 'the legacy endpoint takes a celular\'s gateway or legacy token, not a client key');
+      req.principal = p;
+    };
+    const legacyBody: MediaBodyRoute = {
+      fileFields: ['mime'],
+      declaredField: 'tipomime',
+      credentialField: 'token',
+      emptyIsNoFile: true,
+      tipoFor: (tipomime, atEnd) => {
+        const tipo = legacyTipo(tipomime);
+        if (!tipo && atEnd) fail('INVALID_PARAMS', 'tipomime is required when mime (the file) is present');
+        return tipo;
       },
-    },
-    response: { 200: result, ...errorResponses },
-  };
-  for (const path of ['/panel/api_wa.php', '/api/api-legacy.php']) {
-    app.post(path, {
-      bodyLimit: base64BodyLimit(MEDIA_RULES.documento.base64MaxBytes),
-      preValidation: async (req) => {
-        const b = bodyOf(req);
-        const p = await authenticateClient(core, [typeof b.token === 'string' ? b.token : undefined], req.ip);
-        if (p.kind !== 'celular') fail('FORBIDDEN', 'the legacy endpoint takes a celular\'s gateway or legacy token, not a client key');
-        req.principal = p;
+      authenticate: async (req, token) => {
+        await legacyAuth(req, token);
       },
-      schema: path === '/panel/api_wa.php' ? legacySchema : { ...legacySchema, summary: 'Alias of /panel/api_wa.php' },
-      handler: async (req) => {
-        const b = bodyOf(req);
-        const modo = str(b, 'modo');
-        if (modo !== undefined && modo !== '' && modo.toLowerCase() !== 'directo' && modo.toLowerCase() !== 'cola') {
-          fail('INVALID_PARAMS', 'modo must be directo (or absent for the queue)');
-        }
-        const directo = modo?.toLowerCase() === 'directo';
-        const file = str(b, 'mime');
-        const base = { destinatario: String(b.destinatario), directo };
-        if (!file) return present(await send(core, deps, principal(req), { ...base, tipo: 'texto', texto: String(b.mensaje) }), 'texto', false);
-        const tipomime = str(b, 'tipomime')?.split(';')[0]?.trim().toLowerCase();
-        if (!tipomime) fail('INVALID_PARAMS', 'tipomime is required when mime (the file) is present');
-        const tipo: MediaTipo = tipomime.startsWith('image/') ? 'imagen' : tipomime.startsWith('audio/') ? 'audio' : tipomime.startsWith('video/') ? 'video' : 'documento';
-        const ext = tipomime.split('/')[1]?.replace(/[^a-z0-9]/g, '').slice(0, 10) || 'bin';
-        const r = await send(core, deps, principal(req), {
-          ...base,
-          tipo,
-          base64: file,
-          mime: tipomime,
-          caption: String(b.mensaje),
-          ...(tipo === 'documento' ? { filename: `archivo.${ext}` } : {}),
-        });
-        return present(r, tipo, true);
+    };
+    const legacySchema = {
+      tags: ['envios'],
+      summary: 'Legacy send: token in the body; text, or text with a base64 file (`mime`) of type `tipomime`',
+      body: {
+        type: 'object',
+        required: ['token', 'destinatario', 'mensaje'],
+        properties: {
+          token: { type: 'string', description: 'gateway token (64 hex) or legacy token of the celular' },
+          destinatario: common.destinatario,
+          mensaje: { type: 'string', minLength: 1, maxLength: 4096 },
+          mime: { type: 'string', description: 'the file content in base64 (the field is called mime)' },
+          tipomime: { type: 'string', maxLength: 100, description: 'MIME type of the file; required with mime' },
+          modo: { type: 'string', description: 'directo or DIRECTO for an immediate send; absent: queue' },
+        },
       },
-    });
-  }
+      response: { 200: result, ...errorResponses },
+    };
+    for (const path of ['/panel/api_wa.php', '/api/api-legacy.php']) {
+      scope.post(path, {
+        bodyLimit: base64BodyLimit(MEDIA_RULES.documento.base64MaxBytes),
+        config: { mediaBody: legacyBody },
+        preValidation: async (req) => {
+          const b = bodyOf(req);
+          await legacyAuth(req, typeof b.token === 'string' ? b.token : undefined);
+        },
+        schema: path === '/panel/api_wa.php' ? legacySchema : { ...legacySchema, summary: 'Alias of /panel/api_wa.php' },
+        handler: async (req) => {
+          const b = bodyOf(req);
+          const modo = str(b, 'modo');
+          if (modo !== undefined && modo !== '' && modo.toLowerCase() !== 'directo' && modo.toLowerCase() !== 'cola') {
+            fail('INVALID_PARAMS', 'modo must be directo (or absent for the queue)');
+          }
+          const directo = modo?.toLowerCase() === 'directo';
+          const file = takeUpload(req);
+          const base = { destinatario: String(b.destinatario), directo };
+          if (!file) return present(await send(core, deps, principal(req), { ...base, tipo: 'texto', texto: String(b.mensaje) }), 'texto', false);
+          // The body parser checked the file against this type (tipomime is required with a file).
+          const tipomime = str(b, 'tipomime')!.split(';')[0]!.trim().toLowerCase();
+          const tipo = legacyTipo(tipomime)!;
+          const ext = tipomime.split('/')[1]?.replace(/[^a-z0-9]/g, '').slice(0, 10) || 'bin';
+          const r = await send(core, deps, principal(req), {
+            ...base,
+            tipo,
+            file,
+            mime: tipomime,
+            caption: String(b.mensaje),
+            ...(tipo === 'documento' ? { filename: `archivo.${ext}` } : {}),
+          });
+          return present(r, tipo, true);
+        },
+      });
+    }
+  });
 }

@@ -1,0 +1,132 @@
+import { parse as parseForm } from 'fast-querystring';
+import { describe, expect, it } from 'vitest';
+import { AppError, ERRORS } from '../../src/core/errors.js';
+import type { FieldSink } from '../../src/server/body/fields.js';
+import { FormFieldReader } from '../../src/server/body/form-reader.js';
+import { JsonFieldReader } from '../../src/server/body/json-reader.js';
+
+/**
+ * The incremental body readers, in memory: fed byte by byte or in any cut,
+ * they give the fields JSON.parse or the form parser would, and the file
+ * field in pieces.
+ */
+
+class Collect implements FieldSink {
+  fields: Record<string, unknown> = {};
+  file = '';
+  pieces = 0;
+  ended = 0;
+  constructor(private readonly streamed = 'file') {}
+  streams(name: string): boolean {
+    return name === this.streamed;
+  }
+  piece(text: string): void {
+    this.file += text;
+    this.pieces++;
+  }
+  pieceEnd(): void {
+    this.ended++;
+  }
+  field(name: string, value: unknown): void {
+    const had = this.fields[name];
+    this.fields[name] = had === undefined ? value : [...(Array.isArray(had) ? had : [had]), value];
+  }
+}
+
+const limits = { perField: 1024, total: 4096 };
+
+function readJson(body: string | Buffer, chunk = 1): Collect {
+  const sink = new Collect();
+  const r = new JsonFieldReader(sink, limits);
+  const b = Buffer.from(body);
+  for (let i = 0; i < b.length; i += chunk) r.write(b.subarray(i, i + chunk));
+  r.end();
+  return sink;
+}
+
+function readForm(body: string, chunk = 1): Collect {
+  const sink = new Collect();
+  const r = new FormFieldReader(sink, limits);
+  const b = Buffer.from(body);
+  for (let i = 0; i < b.length; i += chunk) r.write(b.subarray(i, i + chunk));
+  r.end();
+  return sink;
+}
+
+function errorOf(fn: () => unknown): AppError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+  throw new Error('expected an AppError');
+}
+
+describe('JsonFieldReader', () => {
+  const obj = {
+    a: 'plain',
+    esc: 'q"b\\s/n\nt\tu\u00e9 \ud83d\ude00 \u0001',
+    n: -12.5e3,
+    t: true,
+    f: false,
+    z: null,
+    nested: { x: [1, { y: 'z' }], s: 'with } and ] inside' },
+    file: 'QUJD/+==',
+    after: 'the file is not last',
+  };
+  const text = JSON.stringify(obj, null, 1).replace(/\//g, '\\/').replace('é', '\\u00e9').replace('😀', '\\ud83d\\ude00');
+
+  it.each([1, 2, 3, 7, 1000])('chunks of %i byte(s): the fields of JSON.parse, the file in pieces', (chunk) => {
+    const s = readJson(text, chunk);
+    const { file, ...rest } = JSON.parse(text) as Record<string, unknown>;
+    expect(s.fields).toEqual(rest);
+    expect(s.file).toBe(file);
+    expect(s.ended).toBe(1);
+  });
+
+  it('repeated fields reach the sink each time (JSON.parse keeps the last)', () => {
+    expect(readJson('{"a":"1","a":"2"}').fields).toEqual({ a: ['1', '2'] });
+  });
+
+  it('malformed bodies: 400 MALFORMED_BODY, never anything else', () => {
+    for (const bad of ['[1]', '{"a" 1}', '{"a":1,}', '{"a":tru}', '{"a":"x', '{"a":"\\x"}', '{"a":"\\u12g4"}', '{"a":"b"} x', '{"a":"\u0001"}', '{"__proto__":{"x":1}}', '{"a":{"__proto__":1}}', '{"constructor":{"prototype":{}}}', '{"a":01}', '{"a":{"b":}}', '']) {
+      const e = errorOf(() => readJson(bad, 2));
+      expect(e.row, bad).toBe(ERRORS.MALFORMED_BODY);
+    }
+  });
+
+  it('fields over their bound: 413, naming the field', () => {
+    const e = errorOf(() => readJson(`{"big":"${'x'.repeat(1100)}"}`, 100));
+    expect(e.row).toBe(ERRORS.BODY_TOO_LARGE);
+    expect(e.message).toMatch(/"big"/);
+    const many = `{${Array.from({ length: 10 }, (_, i) => `"f${i}":"${'x'.repeat(500)}"`).join(',')}}`;
+    expect(errorOf(() => readJson(many, 100)).message).toMatch(/in all/);
+    expect(errorOf(() => readJson(`{"n":[${'1,'.repeat(600)}1]}`, 100)).row).toBe(ERRORS.BODY_TOO_LARGE);
+    // The streamed field has no such bound.
+    expect(readJson(`{"file":"${'A'.repeat(5000)}"}`, 100).file).toHaveLength(5000);
+  });
+});
+
+describe('FormFieldReader', () => {
+  const body = 'a=1&b=x+y%20z&c=%E2%82%AC&bad=%zz%41&file=QU%2BJ%2FD%3D+A&a=2&flag&&empty=&t=%C3';
+  it.each([1, 2, 3, 5, 1000])('chunks of %i byte(s): the fields of the form parser, the file percent-decoded', (chunk) => {
+    const s = readForm(body, chunk);
+    const { file, ...rest } = parseForm(body) as Record<string, unknown>;
+    expect(s.fields).toEqual(rest);
+    expect(s.file).toBe(file);
+  });
+
+  it('an escape cut by a chunk end, at the end of the value, or bad, in the file', () => {
+    expect(readForm('file=%4', 1).file).toBe('%4');
+    expect(readForm('file=A%4', 2).file).toBe('A%4');
+    expect(readForm('file=%41%', 1).file).toBe('A%');
+    expect(readForm('file=%zz', 1).file).toBe('%zz');
+    expect(readForm('file=%E2%82%AC&x=1', 4).file).toBe('€');
+  });
+
+  it('fields over their bound: 413', () => {
+    expect(errorOf(() => readForm(`a=${'x'.repeat(1100)}`, 64)).row).toBe(ERRORS.BODY_TOO_LARGE);
+    expect(errorOf(() => readForm(`${'k'.repeat(1100)}=1`, 64)).row).toBe(ERRORS.BODY_TOO_LARGE);
+  });
+});
