@@ -15,7 +15,7 @@ interface WebhookRow {
   prev: string | null;
 }
 
-const toConfig = (r: WebhookRow): WebhookConfig => ({
+const toConfig = (r: Omit<WebhookRow, 'prev'>): WebhookConfig => ({
   cliente_id: r.cliente_id,
   url: r.url,
   secret: r.secret,
@@ -45,7 +45,10 @@ function pushed(before: WebhookRow | undefined): string {
 }
 
 export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
-  const r = row(db, clienteId);
+  // Read for every delivery: without `prev`, the stack of replaced configurations.
+  const r = stmt(db, 'SELECT cliente_id, url, secret, eventos, activo, updated_at FROM webhooks WHERE cliente_id = ?').get(clienteId) as
+    | Omit<WebhookRow, 'prev'>
+    | undefined;
   return r && r.url !== '' ? toConfig(r) : null;
 }
 
