@@ -199,9 +199,12 @@ export class WebhookDispatcher {
     let error: string | null = null;
     let retryAfterMs = 0;
     const t0 = performance.now();
-    const write = async (estado: 'pendiente' | 'entregado' | 'fallido', next?: number) => {
+    /** Records the attempt; `retryInMs` (from the same instant as the attempt's time) keeps it pending. */
+    const write = async (estado: 'pendiente' | 'entregado' | 'fallido', retryInMs?: number) => {
       q.settled(estado === 'entregado', this.opts.clientConcurrency);
-      await core.store.recordAttempt(e.id, { status, duracion_ms: Math.round(performance.now() - t0), error }, { estado, proximo_intento_at: next }, core.clock.now());
+      const now = core.clock.now();
+      const next = retryInMs === undefined ? undefined : now + retryInMs;
+      await core.store.recordAttempt(e.id, { status, duracion_ms: Math.round(performance.now() - t0), error }, { estado, proximo_intento_at: next }, now);
       if (next !== undefined) q.hint(next);
     };
     if (!cfg) {
@@ -253,6 +256,6 @@ export class WebhookDispatcher {
     }
     const delay = retryDelayMs(this.opts.retryBaseMs, e.intentos + 1, core.random);
     if (delay === null) return write('fallido');
-    return write('pendiente', core.clock.now() + Math.max(delay, retryAfterMs));
+    return write('pendiente', Math.max(delay, retryAfterMs));
   }
 }

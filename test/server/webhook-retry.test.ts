@@ -70,7 +70,7 @@ describe('on the system clock, first retry after 20 ms (second after 60 x 20 = 1
     const ts = hits.map((h) => Number(h.headers['webhook-timestamp']));
     expect(ts[1]!).toBeGreaterThanOrEqual(ts[0]!);
     expect(ts[2]!).toBeGreaterThanOrEqual(ts[1]!);
-    // The schedule: about 20 ms, then about 1.2 s (the dispatcher polls every 500 ms).
+    // The schedule: about 20 ms, then about 1.2 s (the dispatcher wakes when a retry falls due).
     expect(hits[1]!.at - hits[0]!.at).toBeGreaterThanOrEqual(15);
     expect(hits[2]!.at - hits[1]!.at).toBeGreaterThanOrEqual(1150);
     // A signature is only as fresh as its timestamp: same second, same signature; otherwise different.
