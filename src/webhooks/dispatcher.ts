@@ -184,11 +184,17 @@ export class WebhookDispatcher {
   private async read(q: ClientQueue, now: number): Promise<boolean> {
     if (q.unreadAt > now) return false;
     // Cleared before the read: whatever changes the outbox meanwhile hints again.
+    const hinted = q.hintAt;
     q.hintAt = Infinity;
-    const limit = READ + q.inFlight.size;
-    const rows = await this.core.store.dueEntregas(q.clienteId, now, limit);
-    q.ready = rows.filter((e) => !q.inFlight.has(e.id));
-    q.readAt = rows.length === limit ? now : ((await this.core.store.nextEntregaAt(q.clienteId, now)) ?? Infinity);
+    try {
+      const limit = READ + q.inFlight.size;
+      const rows = await this.core.store.dueEntregas(q.clienteId, now, limit);
+      q.ready = rows.filter((e) => !q.inFlight.has(e.id));
+      q.readAt = rows.length === limit ? now : ((await this.core.store.nextEntregaAt(q.clienteId, now)) ?? Infinity);
+    } catch (err) {
+      q.hint(hinted);
+      throw err;
+    }
     return q.ready.length > 0;
   }
 
