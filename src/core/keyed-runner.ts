@@ -1,11 +1,13 @@
 /**
  * The loop shared by the queue worker and the webhook dispatcher: look for
- * due work, run at most one job per key (a line, a client) at a time, look
- * again when a job ends, when poked, or after the delay the last look asked
- * for. Pokes coalesce, so a burst of new work costs one look.
+ * due work, run jobs keyed by what they belong to (a line, a client; the
+ * caller decides how many per key: one for a line, several for a client),
+ * look again when a job ends, when poked, or after the delay the last look
+ * asked for. Pokes coalesce, so a burst of new work costs one look.
  */
 export class KeyedRunner<K> {
-  private readonly busy = new Set<K>();
+  /** Jobs running per key. */
+  private readonly busy = new Map<K, number>();
   private readonly inflight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private running = false;
@@ -46,11 +48,13 @@ export class KeyedRunner<K> {
   }
 
   run(key: K, job: () => Promise<void>): void {
-    this.busy.add(key);
+    this.busy.set(key, (this.busy.get(key) ?? 0) + 1);
     const p = job()
       .catch(this.onError)
       .finally(() => {
-        this.busy.delete(key);
+        const n = this.busy.get(key)! - 1;
+        if (n === 0) this.busy.delete(key);
+        else this.busy.set(key, n);
         this.inflight.delete(p);
         this.poke();
       });

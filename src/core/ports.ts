@@ -355,8 +355,12 @@ export interface Store {
   /** Puts back the configuration the last set or delete replaced; 'nada' when there is none. */
   restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'>;
   enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void>;
-  /** The oldest due delivery of each client, oldest first. */
-  dueEntregas(now: number, limit: number): Promise<EntregaRow[]>;
+  /** A client's due deliveries (pendiente, proximo_intento_at <= now), in the order they fell due. */
+  dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]>;
+  /** When a client's next pending delivery falls due after `after`; null when none does. */
+  nextEntregaAt(clienteId: number, after: number): Promise<number | null>;
+  /** Every client with pending deliveries and when its first falls due (the dispatcher starts from this). */
+  entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>>;
   /** Records one attempt and the delivery's new state together. */
   recordAttempt(
     id: string,

@@ -31,4 +31,12 @@ export const SERVE_DEFAULTS = {
   simQrMs: SIM_DEFAULTS.qrRotateMs,
   simDeliveryMs: SIM_DEFAULTS.deliveryMs,
   simReadMs: SIM_DEFAULTS.readMs,
+  /** A webhook attempt without an answer (headers, then body) within this is a failure. */
+  webhookTimeoutMs: 10_000,
+  /** Webhook deliveries in flight at once, across clients. */
+  webhookConcurrency: 64,
+  /** Webhook deliveries in flight at once for one client. */
+  webhookClientConcurrency: 16,
+  /** How often the event journal is looked at without a poke (a safety net; new events poke). */
+  webhookPollMs: 500,
 } as const;

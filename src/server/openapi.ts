@@ -32,7 +32,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   const app = await buildApp({
     core,
     send: { tmp: new TempFiles(join(tmpdir(), 'pasarela-openapi')), queued: () => {} },
-    webhooks: new WebhookDispatcher(core, { retryBaseMs: 1, timeoutMs: 1, concurrency: 1, pollMs: 1, userAgent: '', onError: () => {} }),
+    webhooks: new WebhookDispatcher(core, { retryBaseMs: 1, timeoutMs: 1, concurrency: 1, clientConcurrency: 1, pollMs: 1, userAgent: '', onError: () => {} }),
   });
   await app.ready();
   const doc = app.swagger() as unknown as Record<string, unknown>;

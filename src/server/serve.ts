@@ -13,6 +13,7 @@ import { ADMIN_TOKEN_FILE, DB_FILE, GATEWAY_SECRET_FILE } from '../paths.js';
 import { SqliteStore } from '../store/sqlite.js';
 import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
+import { REQUEST_LIMITS, SERVE_DEFAULTS, type RequestLimits } from './defaults.js';
 import { TempFiles } from '../core/media.js';
 import { QueueWorker } from '../core/queue-worker.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
@@ -38,6 +39,11 @@ export interface ServeOptions {
   queue?: Partial<QueueConfig>;
   /** First webhook retry delay (the schedule multiplies it); 5000 by default. */
   webhookRetryMs?: number;
+  /** Webhook attempt timeout, deliveries in flight (all, per client), journal poll; SERVE_DEFAULTS otherwise. */
+  webhookTimeoutMs?: number;
+  webhookConcurrency?: number;
+  webhookClientConcurrency?: number;
+  webhookPollMs?: number;
   /** Where JSON logs go (stdout when serving for real). */
   logStream?: NodeJS.WritableStream;
   /** Evolution API / WAHA: base URL and global key. */
@@ -55,8 +61,7 @@ export interface ServeOptions {
   limits?: Partial<RequestLimits>;
 }
 
-export { SERVE_DEFAULTS } from './defaults.js';
-import { REQUEST_LIMITS, type RequestLimits } from './defaults.js';
+export { SERVE_DEFAULTS };
 
 export interface RunningServer {
   url: string;
@@ -138,9 +143,10 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
     let app0log: ((err: unknown) => void) | undefined;
     const webhooks = new WebhookDispatcher(core, {
       retryBaseMs: opts.webhookRetryMs ?? 5000,
-      timeoutMs: 10_000,
-      concurrency: 32,
-      pollMs: 500,
+      timeoutMs: opts.webhookTimeoutMs ?? SERVE_DEFAULTS.webhookTimeoutMs,
+      concurrency: opts.webhookConcurrency ?? SERVE_DEFAULTS.webhookConcurrency,
+      clientConcurrency: opts.webhookClientConcurrency ?? SERVE_DEFAULTS.webhookClientConcurrency,
+      pollMs: opts.webhookPollMs ?? SERVE_DEFAULTS.webhookPollMs,
       userAgent: `pasarela-webhooks/${VERSION}`,
       onError: (err) => app0log?.(err),
     });

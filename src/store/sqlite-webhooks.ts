@@ -15,7 +15,7 @@ interface WebhookRow {
   prev: string | null;
 }
 
-const toConfig = (r: WebhookRow): WebhookConfig => ({
+const toConfig = (r: Omit<WebhookRow, 'prev'>): WebhookConfig => ({
   cliente_id: r.cliente_id,
   url: r.url,
   secret: r.secret,
@@ -45,7 +45,10 @@ function pushed(before: WebhookRow | undefined): string {
 }
 
 export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
-  const r = row(db, clienteId);
+  // Read for every delivery: without `prev`, the stack of replaced configurations.
+  const r = stmt(db, 'SELECT cliente_id, url, secret, eventos, activo, updated_at FROM webhooks WHERE cliente_id = ?').get(clienteId) as
+    | Omit<WebhookRow, 'prev'>
+    | undefined;
   return r && r.url !== '' ? toConfig(r) : null;
 }
 
@@ -112,14 +115,30 @@ export function enqueueEntrega(db: DB, e: { id: string; cliente_id: number; even
   ).run(e.id, e.cliente_id, e.evento, e.body, now, now);
 }
 
-export function dueEntregas(db: DB, now: number, limit: number): EntregaRow[] {
-  // The oldest due delivery of each client: a client with a large backlog never hides the others.
+/** A client's due deliveries, in the order they fell due (the index's order: no sort). */
+export function dueEntregas(db: DB, clienteId: number, now: number, limit: number): EntregaRow[] {
   return stmt(
     db,
-    `SELECT * FROM webhook_entregas WHERE rowid IN (
-       SELECT MIN(rowid) FROM webhook_entregas WHERE estado = 'pendiente' AND proximo_intento_at <= ? GROUP BY cliente_id)
-     ORDER BY created_at, rowid LIMIT ?`,
-  ).all(now, limit) as EntregaRow[];
+    `SELECT * FROM webhook_entregas WHERE cliente_id = ? AND estado = 'pendiente' AND proximo_intento_at <= ?
+     ORDER BY proximo_intento_at, rowid LIMIT ?`,
+  ).all(clienteId, now, limit) as EntregaRow[];
+}
+
+/** When a client's next pending delivery falls due after `after`, or null. */
+export function nextEntregaAt(db: DB, clienteId: number, after: number): number | null {
+  const r = stmt(db, "SELECT MIN(proximo_intento_at) AS t FROM webhook_entregas WHERE cliente_id = ? AND estado = 'pendiente' AND proximo_intento_at > ?").get(
+    clienteId,
+    after,
+  ) as { t: number | null };
+  return r.t;
+}
+
+/** Every client with pending deliveries, and when its first falls due. */
+export function entregaQueues(db: DB): Array<{ cliente_id: number; next_at: number }> {
+  return stmt(db, "SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id").all() as Array<{
+    cliente_id: number;
+    next_at: number;
+  }>;
 }
 
 export function recordAttempt(
@@ -130,22 +149,20 @@ export function recordAttempt(
   now: number,
 ): void {
   immediate(db, () => {
-    const e = stmt(db, 'SELECT intentos FROM webhook_entregas WHERE id = ?').get(id) as { intentos: number } | undefined;
+    const e = stmt(
+      db,
+      `UPDATE webhook_entregas SET intentos = intentos + 1, estado = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
+         entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ? WHERE id = ? RETURNING intentos`,
+    ).get(o.estado, o.proximo_intento_at ?? null, o.estado, now, a.error, id) as { intentos: number } | undefined;
     if (!e) return;
-    const n = e.intentos + 1;
     stmt(db, 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (?, ?, ?, ?, ?, ?)').run(
       id,
-      n,
+      e.intentos,
       now,
       a.status,
       a.duracion_ms,
       a.error,
     );
-    stmt(
-      db,
-      `UPDATE webhook_entregas SET intentos = ?, estado = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
-         entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ? WHERE id = ?`,
-    ).run(n, o.estado, o.proximo_intento_at ?? null, o.estado, now, a.error, id);
   });
 }
 
@@ -175,11 +192,16 @@ export function moveEventsToOutbox(
     data: string;
     fecha: number;
   }>;
+  // A batch is mostly a few clients' events: each configuration is read once.
+  const configs = new Map<number, WebhookConfig | null>();
   for (const e of events) {
     const ev: JournalEvent = { evento: e.evento, cliente_id: e.cliente_id, celular_id: e.celular_id, data: JSON.parse(e.data) as Record<string, unknown>, fecha: e.fecha };
-    const out = route(ev, getWebhook(db, e.cliente_id));
+    let cfg = configs.get(e.cliente_id);
+    if (cfg === undefined) configs.set(e.cliente_id, (cfg = getWebhook(db, e.cliente_id)));
+    const out = route(ev, cfg);
     if (out) enqueueEntrega(db, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
-    stmt(db, 'DELETE FROM eventos WHERE seq = ?').run(e.seq);
   }
+  // The lowest seqs were read, in this transaction: everything up to the last one is what was taken.
+  if (events.length > 0) stmt(db, 'DELETE FROM eventos WHERE seq <= ?').run(events[events.length - 1]!.seq);
   return events.length;
 }

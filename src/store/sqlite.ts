@@ -367,8 +367,16 @@ export class SqliteStore implements Store {
     return grouped(this.db, () => hooks.enqueueEntrega(this.db, e, now));
   }
 
-  async dueEntregas(now: number, limit: number): Promise<EntregaRow[]> {
-    return hooks.dueEntregas(this.db, now, limit);
+  async dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]> {
+    return hooks.dueEntregas(this.db, clienteId, now, limit);
+  }
+
+  async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
+    return hooks.nextEntregaAt(this.db, clienteId, after);
+  }
+
+  async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
+    return hooks.entregaQueues(this.db);
   }
 
   async recordAttempt(

@@ -1,20 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { request } from 'undici';
+import { request, type Agent } from 'undici';
 import { iso } from '../core/clock.js';
 import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events.js';
 import type { EntregaRow, JournalEvent, WebhookConfig } from '../core/ports.js';
 import { KeyedRunner } from '../core/keyed-runner.js';
-import { pinnedAgent } from '../core/media-url.js';
-import { subscribed, vetWebhookHost } from './config.js';
+import { ReceiverAgents } from './agents.js';
+import { ClientQueue } from './client-queue.js';
+import { subscribed } from './config.js';
 import { retryDelayMs, sign } from './sign.js';
 
 export interface DispatcherOptions {
   /** First retry delay; the schedule multiplies it (DESIGN §7, `--webhook-retry-ms`). */
   retryBaseMs: number;
   timeoutMs: number;
-  /** Deliveries in flight at once, across clients (one per client at a time). */
+  /** Deliveries in flight at once, across clients. */
   concurrency: number;
+  /** Deliveries in flight at once for one client, reached while its receiver keeps answering 2xx. */
+  clientConcurrency: number;
+  /** How often the journal is looked at without a poke, and the longest wait before a due retry is seen. */
   pollMs: number;
   userAgent: string;
   onError: (err: unknown) => void;
@@ -22,19 +26,39 @@ export interface DispatcherOptions {
 
 export const TEST_EVENT = 'webhook.test';
 
+/** Due deliveries read per client at a time. */
+const READ = 100;
+/** Journaled events moved to the outbox per transaction. */
+const MOVE = 500;
+
 /**
  * Webhook delivery through a durable outbox. Each event for a subscribed,
  * active configuration becomes a row (its id is the `webhook-id` of every
  * attempt) before anything is sent; the dispatcher posts it with fresh
  * timestamp and signatures per attempt, records every attempt, and retries
  * non-2xx answers and timeouts on the schedule until about a day has passed.
- * Each client has at most one delivery in flight, taken in event order; a
- * delivery waiting for its retry does not hold back the client's later ones,
- * so order holds except around retries. A slow client never delays another.
+ *
+ * Several deliveries of a client are in flight at once over keep-alive
+ * connections, started in the order they fell due, so a receiver sees them
+ * in about event order but not strictly. Fairness: a client's window grows
+ * by one per delivered attempt and falls to one at a failure (a dead
+ * receiver holds one slot); deliveries beyond each client's first, and
+ * retries, take at most half the slots each; clients with nothing in flight
+ * are served first.
  */
 export class WebhookDispatcher {
   private readonly runner: KeyedRunner<number>;
+  private readonly agents: ReceiverAgents;
+  private readonly queues = new Map<number, ClientQueue>();
+  private readonly half: number;
   private retrying = 0;
+  /** Slots taken beyond a client's first delivery. */
+  private extra = 0;
+  /** The journal may hold events: set by the bus's pokes and every pollMs. */
+  private journal = true;
+  private journalAt = 0;
+  private loaded = false;
+  private stopping = false;
   private unsubscribe: Array<() => void> = [];
 
   constructor(
@@ -42,6 +66,8 @@ export class WebhookDispatcher {
     private readonly opts: DispatcherOptions,
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
+    this.agents = new ReceiverAgents(core.config.allowPrivateUrls);
+    this.half = Math.max(1, Math.floor(opts.concurrency / 2));
   }
 
   start(): void {
@@ -53,11 +79,16 @@ export class WebhookDispatcher {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     for (const u of this.unsubscribe) u();
     await this.runner.stop();
+    await this.agents.close();
   }
 
-  poke(): void {
+  /** Without a client: the journal has new events. With one: that client's outbox changed (a redelivery). */
+  poke(clienteId?: number): void {
+    if (clienteId === undefined) this.journal = true;
+    else this.queue(clienteId).hint(0);
     this.runner.poke();
   }
 
@@ -76,39 +107,112 @@ export class WebhookDispatcher {
     const out = WebhookDispatcher.route({ evento: TEST_EVENT, cliente_id: clienteId, celular_id: null, data, fecha: now }, await this.core.store.getWebhook(clienteId));
     if (!out) return null;
     await this.core.store.enqueueEntrega({ id: out.id, cliente_id: clienteId, evento: TEST_EVENT, body: out.body }, now);
-    this.poke();
+    this.poke(clienteId);
     return out.id;
   }
 
-  private async look(): Promise<number> {
-    // Journaled events first: each becomes a delivery (or nothing) and leaves the journal in one transaction.
-    while ((await this.core.store.moveEventsToOutbox(500, WebhookDispatcher.route, this.core.clock.now())) === 500);
-    for (const e of await this.core.store.dueEntregas(this.core.clock.now(), 1000)) {
-      if (this.runner.inFlight >= this.opts.concurrency) break;
-      if (this.runner.isBusy(e.cliente_id)) continue;
-      // Retries (receivers that already failed) may take only half the slots, so dead
-      // receivers cannot starve healthy clients.
-      const retry = e.intentos > 0;
-      if (retry && this.retrying >= Math.floor(this.opts.concurrency / 2)) continue;
-      if (retry) this.retrying += 1;
-      this.runner.run(e.cliente_id, () =>
-        this.deliver(e).finally(() => {
-          if (retry) this.retrying -= 1;
-        }),
-      );
-    }
-    return this.opts.pollMs;
+  private queue(clienteId: number): ClientQueue {
+    let q = this.queues.get(clienteId);
+    if (!q) this.queues.set(clienteId, (q = new ClientQueue(clienteId)));
+    return q;
   }
 
-  private async deliver(e: EntregaRow): Promise<void> {
+  /** The route of the move, noting which clients got deliveries. */
+  private readonly moveRoute = (ev: JournalEvent, cfg: WebhookConfig | null): { id: string; body: string } | null => {
+    const out = WebhookDispatcher.route(ev, cfg);
+    if (out) this.queue(ev.cliente_id).hint(0);
+    return out;
+  };
+
+  private async look(): Promise<number> {
+    const { store } = this.core;
+    if (!this.loaded) {
+      // After a start (or a crash): every client with pending deliveries.
+      for (const r of await store.entregaQueues()) this.queue(r.cliente_id).hint(r.next_at);
+      this.loaded = true;
+    }
+    this.agents.sweep();
+    const t = performance.now();
+    if (t - this.journalAt >= this.opts.pollMs) this.journal = true;
+    if (this.journal) {
+      // Cleared first: a poke during the move sets it again.
+      this.journal = false;
+      this.journalAt = t;
+      // Journaled events first: each becomes a delivery (or nothing) and leaves the journal in one transaction.
+      while ((await store.moveEventsToOutbox(MOVE, this.moveRoute, this.core.clock.now())) === MOVE);
+    }
+    const now = this.core.clock.now();
+    // Rounds of one start per client, those with fewest in flight first: an idle client never waits behind another's extra deliveries.
+    const order = [...this.queues.values()].filter((q) => q.ready.length > 0 || q.unreadAt <= now).sort((a, b) => a.inFlight.size - b.inFlight.size);
+    for (let more = true; more; ) {
+      more = false;
+      for (const q of order) if (await this.startOne(q, now)) more = true;
+    }
+    // Wake for the next due time nobody will poke about; completions and new events poke.
+    let next = Infinity;
+    for (const [id, q] of this.queues) {
+      if (q.idle) this.queues.delete(id);
+      else if (q.unreadAt > now) next = Math.min(next, q.unreadAt);
+    }
+    return Math.max(1, Math.min(this.opts.pollMs, next - now));
+  }
+
+  private async startOne(q: ClientQueue, now: number): Promise<boolean> {
+    if (this.stopping || this.runner.inFlight >= this.opts.concurrency) return false;
+    const extra = q.inFlight.size > 0;
+    if (q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) || (extra && this.extra >= this.half)) return false;
+    if (q.ready.length === 0 && !(await this.read(q, now))) return false;
+    // Retries (receivers that already failed) may take only half the slots, so dead receivers cannot starve healthy clients.
+    const i = this.retrying < this.half ? 0 : q.ready.findIndex((e) => e.intentos === 0);
+    if (i < 0) return false;
+    const e = q.ready.splice(i, 1)[0]!;
+    const retry = e.intentos > 0;
+    q.inFlight.add(e.id);
+    if (extra) this.extra += 1;
+    if (retry) this.retrying += 1;
+    this.runner.run(q.clienteId, () =>
+      this.deliver(q, e).finally(() => {
+        q.inFlight.delete(e.id);
+        if (extra) this.extra -= 1;
+        if (retry) this.retrying -= 1;
+      }),
+    );
+    return true;
+  }
+
+  /** Reads the client's next due deliveries into `ready`; false when none is due. */
+  private async read(q: ClientQueue, now: number): Promise<boolean> {
+    if (q.unreadAt > now) return false;
+    // Cleared before the read: whatever changes the outbox meanwhile hints again.
+    const hinted = q.hintAt;
+    q.hintAt = Infinity;
+    try {
+      const limit = READ + q.inFlight.size;
+      const rows = await this.core.store.dueEntregas(q.clienteId, now, limit);
+      q.ready = rows.filter((e) => !q.inFlight.has(e.id));
+      q.readAt = rows.length === limit ? now : ((await this.core.store.nextEntregaAt(q.clienteId, now)) ?? Infinity);
+    } catch (err) {
+      q.hint(hinted);
+      throw err;
+    }
+    return q.ready.length > 0;
+  }
+
+  private async deliver(q: ClientQueue, e: EntregaRow): Promise<void> {
     const { core } = this;
     const cfg = await core.store.getWebhook(e.cliente_id);
     let status: number | null = null;
     let error: string | null = null;
     let retryAfterMs = 0;
     const t0 = performance.now();
-    const write = (estado: 'pendiente' | 'entregado' | 'fallido', next?: number) =>
-      core.store.recordAttempt(e.id, { status, duracion_ms: Math.round(performance.now() - t0), error }, { estado, proximo_intento_at: next }, core.clock.now());
+    /** Records the attempt; `retryInMs` (from the same instant as the attempt's time) keeps it pending. */
+    const write = async (estado: 'pendiente' | 'entregado' | 'fallido', retryInMs?: number) => {
+      q.settled(estado === 'entregado', this.opts.clientConcurrency);
+      const now = core.clock.now();
+      const next = retryInMs === undefined ? undefined : now + retryInMs;
+      await core.store.recordAttempt(e.id, { status, duracion_ms: Math.round(performance.now() - t0), error }, { estado, proximo_intento_at: next }, now);
+      if (next !== undefined) q.hint(next);
+    };
     if (!cfg) {
       error = 'the webhook configuration was removed';
       return write('fallido');
@@ -119,8 +223,8 @@ export class WebhookDispatcher {
     }
     try {
       const url = new URL(cfg.url);
-      // Checked again before each attempt (DNS may have changed) and the connection pinned to what was checked.
-      const agent = pinnedAgent(url.hostname, await vetWebhookHost(url, core.config.allowPrivateUrls));
+      // Vetted again every REVET_MS or when the configuration changes, the connection pinned to what was vetted.
+      const agent: Agent = await this.agents.get(e.cliente_id, url, cfg.updated_at);
       const ts = Math.floor(core.clock.now() / 1000);
       const headers: Record<string, string> = {
         'content-type': 'application/json',
@@ -132,7 +236,7 @@ export class WebhookDispatcher {
       };
       const res = await request(url, { method: 'POST', headers, body: e.body, dispatcher: agent, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs }).catch(
         (err: unknown) => {
-          void agent.destroy().catch(() => {});
+          this.agents.drop(e.cliente_id, url, agent);
           throw err;
         },
       );
@@ -145,7 +249,7 @@ export class WebhookDispatcher {
         const ms = /^\d+$/.test(raw.trim()) ? Number(raw) * 1000 : Date.parse(raw) - Date.now();
         if (Number.isFinite(ms) && ms > 0) retryAfterMs = Math.min(ms, 86_400_000);
       }
-      await res.body.dump().finally(() => void agent.close().catch(() => {}));
+      await res.body.dump();
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
       error = (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' ? `timeout after ${this.opts.timeoutMs / 1000} s` : (err as Error).message;
@@ -158,6 +262,6 @@ export class WebhookDispatcher {
     }
     const delay = retryDelayMs(this.opts.retryBaseMs, e.intentos + 1, core.random);
     if (delay === null) return write('fallido');
-    return write('pendiente', core.clock.now() + Math.max(delay, retryAfterMs));
+    return write('pendiente', Math.max(delay, retryAfterMs));
   }
 }

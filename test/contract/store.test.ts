@@ -162,11 +162,17 @@ for (const adapter of ADAPTERS) {
       expect(seen).toEqual([['message.status', 'pendiente'], ['message.status', 'enviado'], ['session.status', 'connected']]);
       expect(await store.moveEventsToOutbox(10, route, 6)).toBe(0);
       // Without a configuration nothing reached the outbox; with one, the next events do.
-      expect(await store.dueEntregas(10, 10)).toEqual([]);
+      expect(await store.dueEntregas(c.id, 10, 10)).toEqual([]);
+      expect(await store.entregaQueues()).toEqual([]);
       await store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 7);
       await store.failMensaje(m.msg_id, 'x', 8);
       expect(await store.moveEventsToOutbox(10, route, 9)).toBe(1);
-      expect((await store.dueEntregas(10, 10)).map((e) => e.evento)).toEqual(['message.status']);
+      expect((await store.dueEntregas(c.id, 10, 10)).map((e) => e.evento)).toEqual(['message.status']);
+      // Due from the move (9): not before, and nothing else pending after it.
+      expect(await store.dueEntregas(c.id, 8, 10)).toEqual([]);
+      expect(await store.nextEntregaAt(c.id, 8)).toBe(9);
+      expect(await store.nextEntregaAt(c.id, 9)).toBeNull();
+      expect(await store.entregaQueues()).toEqual([{ cliente_id: c.id, next_at: 9 }]);
     });
 
     it('send slots: a direct acceptance and a queued claim take slots of the same caps; in flight they count, a failure gives one back', async () => {

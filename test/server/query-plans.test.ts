@@ -22,7 +22,7 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
   { sql: /^SELECT \* FROM auditoria ORDER BY id DESC LIMIT/, why: 'operator: newest audit records, in rowid order, LIMIT rows' },
   { sql: /^SELECT version FROM schema_migrations|^SELECT MAX\(version\)/, why: 'start-up: a handful of rows' },
   { sql: /^UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE/, why: 'start-up: releases claims through the partial index of pending queued messages' },
-  { sql: /FROM webhook_entregas WHERE rowid IN \( SELECT MIN\(rowid\)/, why: 'the partial index of pending deliveries: bounded by the backlog, not by history' },
+  { sql: /^SELECT cliente_id, MIN\(proximo_intento_at\) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id$/, why: 'start-up: when each client next has a delivery due, from the partial index of pending deliveries' },
 ];
 
 const prepared = new Set<string>();

@@ -36,6 +36,10 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--queue-gap-ms <min-max>', 'random pause between two queued sends of one line').default([1000, 5000], '1000-5000').argParser(msRange))
     .addOption(new Option('--queue-ttl <duration>', 'a queued message not sent within this ends as error').default(86_400_000, '24h').argParser(duration))
     .addOption(new Option('--queue-max-pending <n>', 'pending messages per line before 429').default(10_000).argParser(int(1, 10_000_000)))
+    .addOption(new Option('--webhook-timeout <duration>', 'a webhook attempt not answered within this fails (and is retried)').env('PASARELA_WEBHOOK_TIMEOUT').default(SERVE_DEFAULTS.webhookTimeoutMs, '10s').argParser(duration))
+    .addOption(new Option('--webhook-concurrency <n>', 'webhook deliveries in flight at once, across clients').env('PASARELA_WEBHOOK_CONCURRENCY').default(SERVE_DEFAULTS.webhookConcurrency).argParser(int(2, 10_000)))
+    .addOption(new Option('--webhook-client-concurrency <n>', 'webhook deliveries in flight at once for one client (1: one at a time, in event order)').env('PASARELA_WEBHOOK_CLIENT_CONCURRENCY').default(SERVE_DEFAULTS.webhookClientConcurrency).argParser(int(1, 1000)))
+    .addOption(new Option('--webhook-poll <duration>', 'how often the event journal is checked without a wake-up (new events wake the dispatcher at once)').env('PASARELA_WEBHOOK_POLL').default(SERVE_DEFAULTS.webhookPollMs, '500ms').argParser(duration))
     .addOption(new Option('--webhook-retry-ms <ms>', 'first webhook retry delay; the schedule (x1, x60, x360, x1440, x3600, x7200, x7200) spans about a day at 5000').default(5000).argParser(int(1, 3_600_000)))
     .addOption(new Option('--sim-qr-ms <ms>', 'simulator: how often a pending QR changes').default(SERVE_DEFAULTS.simQrMs).argParser(int(100, 3_600_000)))
     .addOption(new Option('--sim-delivery-ms <ms>', 'simulator: delay of delivery receipts').default(SERVE_DEFAULTS.simDeliveryMs).argParser(int(0, 3_600_000)))
@@ -46,6 +50,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
       for (const flag of ['headerTimeout', 'bodyTimeout', 'requestTimeout'] as const) {
         if (Number(o[flag]) < 100) throw new CliError(`--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be at least 100ms`, EXIT.USAGE);
       }
+      if (Number(o.webhookTimeout) < 100) throw new CliError('--webhook-timeout must be at least 100ms', EXIT.USAGE);
+      if (Number(o.webhookPoll) < 10) throw new CliError('--webhook-poll must be at least 10ms', EXIT.USAGE);
       if (gateway !== 'sim') {
         for (const [flag, v] of [['--gateway-url', o.gatewayUrl], ['--gateway-key', o.gatewayKey]] as const) {
           if (!v) throw new CliError(`--gateway ${gateway} needs ${flag} (or PASARELA_${flag.slice(2).toUpperCase().replace('-', '_')})`, EXIT.USAGE);
@@ -77,6 +83,10 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           tz,
           allowPrivateUrls: Boolean(o.allowPrivateUrls),
           webhookRetryMs: Number(o.webhookRetryMs),
+          webhookTimeoutMs: Number(o.webhookTimeout),
+          webhookConcurrency: Number(o.webhookConcurrency),
+          webhookClientConcurrency: Number(o.webhookClientConcurrency),
+          webhookPollMs: Number(o.webhookPoll),
           queue: { gapMinMs, gapMaxMs, ttlMs: Number(o.queueTtl), maxPending: Number(o.queueMaxPending) },
           logStream: io.stdout,
           gatewayUrl: (o.gatewayUrl as string | undefined) || undefined,

@@ -146,7 +146,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       const id = String(queryOf(req).id ?? bodyOf(req).id ?? '');
       if (!id) fail('INVALID_PARAMS', 'id is required');
       if (!(await core.store.redeliver(p.cliente.id, id, core.clock.now()))) fail('DELIVERY_NOT_FOUND', `no delivery ${id} for this client`);
-      dispatcher.poke();
+      dispatcher.poke(p.cliente.id);
       return success({ id, estado: 'pendiente' }, { descripcion: 'entrega reprogramada' });
     },
   });

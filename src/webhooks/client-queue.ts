@@ -1,0 +1,42 @@
+import type { EntregaRow } from '../core/ports.js';
+
+/**
+ * What the dispatcher knows of one client's outbox between looks, so that
+ * the database is read once per batch of deliveries and not at all while the
+ * client has nothing due.
+ */
+export class ClientQueue {
+  /** Due deliveries read and not started yet, in the order they fell due. */
+  ready: EntregaRow[] = [];
+  /** Ids sent and not yet recorded: never read into `ready` again meanwhile. */
+  readonly inFlight = new Set<string>();
+  /** From the last read: when the next delivery not in `ready` or in flight falls due (Infinity: none). */
+  readAt = 0;
+  /** The earliest due time of what changed the outbox since that read (a move, a test event, a redelivery, a retry). */
+  hintAt = Infinity;
+  /**
+   * How many may be in flight: one more per delivered attempt up to the
+   * maximum, one again after any failure, so a dead receiver holds one slot
+   * and a healthy one soon has all of its own.
+   */
+  window = 1;
+
+  constructor(readonly clienteId: number) {}
+
+  hint(at: number): void {
+    this.hintAt = Math.min(this.hintAt, at);
+  }
+
+  /** When the outbox may hold a due delivery that was not read yet. */
+  get unreadAt(): number {
+    return Math.min(this.readAt, this.hintAt);
+  }
+
+  get idle(): boolean {
+    return this.ready.length === 0 && this.inFlight.size === 0 && this.unreadAt === Infinity;
+  }
+
+  settled(ok: boolean, max: number): void {
+    this.window = ok ? Math.min(this.window + 1, max) : 1;
+  }
+}
