@@ -12,8 +12,8 @@ function seconds(hhmm: string, isEnd: boolean): number {
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
-/** Seconds since local midnight in `tz`. */
-export function localSecondOfDay(now: number, tz: string): number {
+/** Seconds since local midnight in `tz`, by formatting (slow: a few microseconds). */
+function formatSecondOfDay(now: number, tz: string): number {
   let f = formatters.get(tz);
   if (!f) {
     f = new Intl.DateTimeFormat('en-GB', { timeZone: tz, hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
@@ -21,6 +21,26 @@ export function localSecondOfDay(now: number, tz: string): number {
   }
   const parts = Object.fromEntries(f.formatToParts(new Date(now)).map((p) => [p.type, p.value]));
   return Number(parts.hour) * 3600 + Number(parts.minute) * 60 + Number(parts.second);
+}
+
+/**
+ * The zone's offset from UTC, formatted once per zone and UTC minute and
+ * reused: offsets change only on minute boundaries, and every send asks.
+ */
+const offsets = new Map<string, { minute: number; offsetS: number }>();
+
+/** Seconds since local midnight in `tz`. */
+export function localSecondOfDay(now: number, tz: string): number {
+  const minute = Math.floor(now / 60_000);
+  let o = offsets.get(tz);
+  if (o?.minute !== minute) {
+    const start = minute * 60_000;
+    const utcSecond = Math.floor(start / 1000) % DAY_S;
+    o = { minute, offsetS: formatSecondOfDay(start, tz) - utcSecond };
+    offsets.set(tz, o);
+  }
+  const s = Math.floor(now / 1000) + o.offsetS;
+  return ((s % DAY_S) + DAY_S) % DAY_S;
 }
 
 export function isValidTz(tz: string): boolean {

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { celularInScope, type ClientPrincipal } from './auth.js';
 import { slotClaim } from './caps.js';
 import type { Core } from './context.js';
 import { checkDuplicate, DUPE_MAX, DUPE_WINDOW_MS, identityHash } from './dedupe.js';
 import { AppError, fail } from './errors.js';
 import { sendingWindow } from './hours.js';
+import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from './media.js';
 export type { MediaTipo };
 import { publishMessageStatus } from './message-events.js';
@@ -128,7 +128,7 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   }
 
   const dupe = await checkDuplicate(core, celular.id, identityHash({ tipo: req.tipo, destinatario, parts: identity }));
-  const msgId = req.file?.msgId ?? randomUUID();
+  const msgId = req.file?.msgId ?? newMsgId();
   let accepted = false;
   try {
     const res = await core.store.acceptMensaje(

@@ -96,10 +96,16 @@ function secretOf(dataDir: string, given: string | undefined, envName: string, f
   return { token: t, source: file };
 }
 
+/** How often the WAL is copied back into the database, off the request thread. */
+const CHECKPOINT_MS = 1000;
+
 export async function startServer(opts: ServeOptions): Promise<RunningServer> {
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const clock = opts.clock ?? systemClock;
-  const store = new SqliteStore(join(opts.dataDir, DB_FILE));
+  const app0: { log?: { error(o: unknown, m: string): void } } = {};
+  const store = new SqliteStore(join(opts.dataDir, DB_FILE), {
+    background: { checkpointMs: CHECKPOINT_MS, onError: (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed') },
+  });
   const admin = secretOf(opts.dataDir, opts.adminToken, 'PASARELA_ADMIN_TOKEN', ADMIN_TOKEN_FILE);
   let core: Core | undefined;
   try {
@@ -118,7 +124,6 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
       http,
     });
     const logger = loggerOptions(opts.logLevel, opts.logStream);
-    const app0: { log?: { error(o: unknown, m: string): void } } = {};
     const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
     core = {
       store,

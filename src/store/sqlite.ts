@@ -28,6 +28,7 @@ import type {
   JournalEvent,
 } from '../core/ports.js';
 import type { SlotClaim } from '../core/caps.js';
+import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
 import { MIGRATIONS } from './migrations.js';
 import { grouped, immediate, stmt } from './statements.js';
 import { listMensajes } from './sqlite-historial.js';
@@ -70,7 +71,10 @@ export class SqliteStore implements Store {
   readonly dialect = 'sqlite';
   readonly db: Database.Database;
 
-  constructor(file: string) {
+  private checkpointer: Checkpointer | null = null;
+
+  /** With `background`, WAL checkpoints run on a thread of their own (see checkpointer.ts). */
+  constructor(file: string, opts: { background?: { checkpointMs: number; onError: (message: string) => void } } = {}) {
     const fresh = file !== ':memory:' && !existsSync(file);
     this.db = new Database(file);
     if (fresh) chmodSync(file, 0o600);
@@ -79,6 +83,10 @@ export class SqliteStore implements Store {
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
     this.migrate();
+    if (opts.background && file !== ':memory:') {
+      this.db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+      this.checkpointer = new Checkpointer(file, opts.background.checkpointMs, opts.background.onError);
+    }
   }
 
   /** Applies every migration not yet recorded; returns the versions applied now. */
@@ -431,6 +439,8 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.checkpointer?.stop();
+    this.checkpointer = null;
     if (this.db.open) this.db.close();
   }
 }

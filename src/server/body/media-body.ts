@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { Base64Decoder, normalizeMime } from '../../core/base64-stream.js';
 import { fail } from '../../core/errors.js';
+import { newMsgId } from '../../core/ids.js';
 import { acceptSniffed, checkDeclaredMime, MEDIA_RULES, type MediaTipo, type TempFile, type TempFiles } from '../../core/media.js';
 import { sniffFile } from '../../core/media-sniff-file.js';
 import { tooLarge } from '../../core/media-size.js';
@@ -38,7 +38,7 @@ export class MediaBody implements FieldSink {
   private fileField: string | undefined;
   private decoder: Base64Decoder | undefined;
   private decoded: { size: number; sha256: string; uriMime: string | undefined } | undefined;
-  private readonly msgId = randomUUID();
+  private readonly msgId = newMsgId();
   private file: TempFile | undefined;
   private pending: Buffer[] = [];
   private auth: Promise<void> | undefined;

@@ -1,0 +1,29 @@
+import { rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import { tempDir } from '../helpers/server.js';
+import { waitFor } from '../server/send-helpers.js';
+
+/**
+ * With background checkpoints the writer never copies the WAL back itself
+ * (below the backstop): the checkpoint thread does, so the database file
+ * grows while the writer only appends, and closing ends the thread.
+ */
+it('copies the WAL back into the database on its own thread; close ends it', async () => {
+  const dir = tempDir('pasarela-ckpt-');
+  const file = join(dir, 'p.db');
+  const errors: string[] = [];
+  const store = new SqliteStore(file, { background: { checkpointMs: 20, onError: (m) => errors.push(m) } });
+  try {
+    const before = statSync(file).size;
+    for (let i = 0; i < 200; i++) await store.kvSet('ns', `k${i}`, 'x'.repeat(2000));
+    // 200 rows of 2 KB: about 100 pages, far below the writer's backstop, yet they reach the file.
+    await waitFor(() => statSync(file).size > before + 200 * 1000, 'the checkpoint thread', 15_000);
+    expect(await store.kvGet('ns', 'k199')).toBe('x'.repeat(2000));
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  expect(errors).toEqual([]);
+});
