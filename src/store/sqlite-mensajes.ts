@@ -83,12 +83,13 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
           movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
         }
       }
-      stmt(db, 
+      const mensaje = stmt(
+        db,
         `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
            payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
          VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
-           @payload, 0, @now, @expira_at, @cupo_at, @now)`,
-      ).run({
+           @payload, 0, @now, @expira_at, @cupo_at, @now) RETURNING *`,
+      ).get({
         ...m,
         media: m.media ? JSON.stringify(m.media) : null,
         payload: JSON.stringify(m.payload),
@@ -96,8 +97,7 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
         cargo,
         cupo_at: opts.slot?.holdUntil ?? null,
         now,
-      });
-      const mensaje = get(db, m.msg_id)!;
+      }) as MensajeRow;
       journalStatus(db, mensaje, null, now);
       return { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
     });
@@ -199,8 +199,7 @@ export function receipt(db: DB, gid: string, estado: ReceiptEstado, now: number,
     }
     if (RANK[before.estado] < 1 || RANK[before.estado] >= RANK[estado]) return null;
     const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
-    stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ?`).run(estado, now, before.msg_id);
-    const after = get(db, before.msg_id)!;
+    const after = stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ? RETURNING *`).get(estado, now, before.msg_id) as MensajeRow;
     journalStatus(db, after, before.estado, now);
     return { before, after };
   });
