@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { slotClaim } from '../../src/core/caps.js';
-import type { NewCelular, Store } from '../../src/core/ports.js';
+import type { NewCelular, NewMensaje, Store } from '../../src/core/ports.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../helpers/server.js';
 
@@ -34,6 +34,23 @@ const celular = (cliente_id: number, numero: string): NewCelular => ({
   key_hash: 'k'.repeat(64),
   gateway_token_hash: `${numero}`.padEnd(64, 'g'),
 });
+
+/** New text messages of one line, numbered from 1, queued unless asked otherwise. */
+function messages(clienteId: number, celularId: number): (modo?: 'cola' | 'directo') => NewMensaje {
+  let n = 0;
+  return (modo = 'cola') => ({
+    msg_id: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
+    cliente_id: clienteId,
+    celular_id: celularId,
+    destinatario: '14155552671',
+    tipo: 'texto',
+    modo,
+    texto: 'x',
+    media: null,
+    payload: { texto: 'x' },
+    expira_at: null,
+  });
+}
 
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: Store contract`, () => {
@@ -100,19 +117,7 @@ for (const adapter of ADAPTERS) {
       const c = await newCliente();
       const cel = await store.insertCelular(celular(c.id, '525512345678'), 1000);
       if (!cel.ok) throw new Error('insert');
-      let n = 0;
-      const msg = (modo: 'cola' | 'directo' = 'cola') => ({
-        msg_id: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
-        cliente_id: c.id,
-        celular_id: cel.celular.id,
-        destinatario: '14155552671',
-        tipo: 'texto' as const,
-        modo,
-        texto: 'x',
-        media: null,
-        payload: { texto: 'x' },
-        expira_at: null,
-      });
+      const msg = messages(c.id, cel.celular.id);
       const opts = { charge: true, maxPending: 2 };
       expect(await store.acceptMensaje(msg(), opts, 1)).toEqual({ ok: false, reason: 'saldo' });
       await store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 5, motivo: 'r', actor: 'op' }, 1);
@@ -179,19 +184,7 @@ for (const adapter of ADAPTERS) {
       const c = await newCliente();
       const cel = await store.insertCelular({ ...celular(c.id, '525512345678'), max_envios_por_minuto: 2 }, 1000);
       if (!cel.ok) throw new Error('insert');
-      let n = 0;
-      const msg = (modo: 'cola' | 'directo') => ({
-        msg_id: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
-        cliente_id: c.id,
-        celular_id: cel.celular.id,
-        destinatario: '14155552671',
-        tipo: 'texto' as const,
-        modo,
-        texto: 'x',
-        media: null,
-        payload: { texto: 'x' },
-        expira_at: null,
-      });
+      const msg = messages(c.id, cel.celular.id);
       const t = 100_000;
       const slot = (now: number) => slotClaim(cel.celular, now, 60_000);
       const q1 = msg('cola');

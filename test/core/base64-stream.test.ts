@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Base64Decoder } from '../../src/core/base64-stream.js';
 import { AppError, ERRORS } from '../../src/core/errors.js';
+import { errorOf } from '../helpers/expect.js';
+import { zip } from '../helpers/zip.js';
 import { decodeBase64Media } from '../../src/core/media.js';
 import { sniffMime } from '../../src/core/media-sniff.js';
 import { sniffFile } from '../../src/core/media-sniff-file.js';
@@ -27,15 +29,6 @@ function decodePieces(text: string, cut: number[], max = 1024 * 1024): { bytes: 
   return { bytes: Buffer.concat(out), sha256: r.sha256, uriMime: r.uriMime };
 }
 
-function errorOf(fn: () => unknown): AppError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected an AppError');
-}
 
 /** Every way to cut `text` into two or three pieces (sampled for long texts). */
 function cuts(text: string): number[][] {
@@ -114,31 +107,6 @@ describe('sniffFile answers as sniffMime', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const MB = 1024 * 1024;
 
-  function zip(names: string[], filler = 0): Buffer {
-    const locals: Buffer[] = [];
-    const centrals: Buffer[] = [];
-    let offset = 0;
-    for (const name of names) {
-      const n = Buffer.from(name, 'latin1');
-      const data = Buffer.alloc(filler, 0x78);
-      const local = Buffer.alloc(30);
-      local.writeUInt32LE(0x04034b50, 0);
-      local.writeUInt16LE(n.length, 26);
-      const central = Buffer.alloc(46);
-      central.writeUInt32LE(0x02014b50, 0);
-      central.writeUInt16LE(n.length, 28);
-      central.writeUInt32LE(offset, 42);
-      locals.push(local, n, data);
-      centrals.push(central, n);
-      offset += 30 + n.length + data.length;
-    }
-    const cd = Buffer.concat(centrals);
-    const eocd = Buffer.alloc(22);
-    eocd.writeUInt32LE(0x06054b50, 0);
-    eocd.writeUInt32LE(cd.length, 12);
-    eocd.writeUInt32LE(offset, 16);
-    return Buffer.concat([...locals, cd, eocd]);
-  }
   const ole = (stream: string, at: number): Buffer => {
     const b = Buffer.alloc(at + 64, 0x11);
     Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]).copy(b, 0);

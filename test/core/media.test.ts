@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AppError, ERRORS, type ErrorRow } from '../../src/core/errors.js';
+import { errorOf, rejectionOf } from '../helpers/expect.js';
+import { zip } from '../helpers/zip.js';
 import { MEDIA_RULES, TempFiles, checkMediaUrl, decodeBase64Media } from '../../src/core/media.js';
 import { OOXML_DOCX, OOXML_PPTX, OOXML_XLSX } from '../../src/core/media-sniff.js';
 import { isBlockedAddress, probeUrl } from '../../src/core/media-url.js';
@@ -27,25 +29,7 @@ vi.mock('undici', async (importOriginal) => {
 
 const MB = 1024 * 1024;
 
-function errorOf(fn: () => unknown): AppError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected an AppError, nothing was thrown');
-}
 
-async function rejectionOf(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected an AppError, the promise resolved');
-}
 
 function expectError(err: AppError, row: ErrorRow, message?: RegExp): void {
   expect(err.row).toBe(row);
@@ -79,41 +63,6 @@ const EXE = pad(latin1('MZ\x90\x00\x03\x00\x00\x00'));
 const OLE_MAGIC = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
 const ole = (stream?: string): Buffer => pad(Buffer.concat([OLE_MAGIC, Buffer.alloc(504), stream ? Buffer.from(stream, 'utf16le') : Buffer.alloc(0)]), 1024);
 
-/** A stored (uncompressed) zip with the given entry names, with a real central directory. */
-function zip(names: string[]): Buffer {
-  const locals: Buffer[] = [];
-  const centrals: Buffer[] = [];
-  let offset = 0;
-  for (const name of names) {
-    const n = latin1(name);
-    const data = latin1('x');
-    const local = Buffer.alloc(30);
-    local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4);
-    local.writeUInt32LE(data.length, 18);
-    local.writeUInt32LE(data.length, 22);
-    local.writeUInt16LE(n.length, 26);
-    const central = Buffer.alloc(46);
-    central.writeUInt32LE(0x02014b50, 0);
-    central.writeUInt16LE(20, 4);
-    central.writeUInt16LE(20, 6);
-    central.writeUInt32LE(data.length, 20);
-    central.writeUInt32LE(data.length, 24);
-    central.writeUInt16LE(n.length, 28);
-    central.writeUInt32LE(offset, 42);
-    locals.push(local, n, data);
-    centrals.push(central, n);
-    offset += 30 + n.length + data.length;
-  }
-  const cd = Buffer.concat(centrals);
-  const eocd = Buffer.alloc(22);
-  eocd.writeUInt32LE(0x06054b50, 0);
-  eocd.writeUInt16LE(names.length, 8);
-  eocd.writeUInt16LE(names.length, 10);
-  eocd.writeUInt32LE(cd.length, 12);
-  eocd.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, cd, eocd]);
-}
 
 const b64 = (b: Buffer): string => b.toString('base64');
 const dataUri = (mime: string, b: Buffer): string => `data:${mime};base64,${b64(b)}`;

@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { AppError } from '../../src/core/errors.js';
 import type { ApiResponse } from './server.js';
 
 /** The DESIGN §4 error body, with the given status and, when given, api_codigo. */
@@ -26,4 +27,26 @@ export function numeroNuevo(): string {
       return n;
     }
   }
+}
+
+/** The AppError a call throws; fails when it throws nothing or something else. */
+export function errorOf(fn: () => unknown): AppError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+  throw new Error('expected an AppError, nothing was thrown');
+}
+
+/** The AppError a promise rejects with; fails when it resolves or rejects with something else. */
+export async function rejectionOf(p: Promise<unknown>): Promise<AppError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof AppError) return err;
+    throw err;
+  }
+  throw new Error('expected an AppError, the promise resolved');
 }

@@ -1,6 +1,7 @@
 import { parse as parseForm } from 'fast-querystring';
 import { describe, expect, it } from 'vitest';
 import { AppError, ERRORS } from '../../src/core/errors.js';
+import { errorOf } from '../helpers/expect.js';
 import type { FieldSink } from '../../src/server/body/fields.js';
 import { FormFieldReader } from '../../src/server/body/form-reader.js';
 import { JsonFieldReader } from '../../src/server/body/json-reader.js';
@@ -53,15 +54,6 @@ function readForm(body: string, chunk = 1): Collect {
   return sink;
 }
 
-function errorOf(fn: () => unknown): AppError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof AppError) return err;
-    throw err;
-  }
-  throw new Error('expected an AppError');
-}
 
 describe('JsonFieldReader', () => {
   const obj = {
