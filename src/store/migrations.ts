@@ -260,4 +260,36 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX kv_expira ON kv(expira_at) WHERE expira_at IS NOT NULL;
     `,
   },
+  {
+    version: 9,
+    name: 'history counts',
+    sql: `
+      -- How many messages each line of each client holds in each state, kept by triggers in the
+      -- transaction of every insert, state change and delete, so a history page's total without
+      -- a date or recipient filter is a sum over a few rows instead of a count over millions.
+      CREATE TABLE conteos_mensajes (
+        cliente_id INTEGER NOT NULL,
+        celular_id INTEGER NOT NULL,
+        estado TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (cliente_id, celular_id, estado)
+      ) WITHOUT ROWID;
+      INSERT INTO conteos_mensajes (cliente_id, celular_id, estado, n)
+        SELECT cliente_id, celular_id, estado, COUNT(*) FROM mensajes GROUP BY cliente_id, celular_id, estado;
+      CREATE INDEX conteos_mensajes_estado ON conteos_mensajes(cliente_id, estado);
+
+      CREATE TRIGGER conteos_mensajes_insert AFTER INSERT ON mensajes BEGIN
+        INSERT INTO conteos_mensajes (cliente_id, celular_id, estado, n) VALUES (NEW.cliente_id, NEW.celular_id, NEW.estado, 1)
+          ON CONFLICT (cliente_id, celular_id, estado) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER conteos_mensajes_estado AFTER UPDATE OF estado ON mensajes WHEN OLD.estado IS NOT NEW.estado BEGIN
+        UPDATE conteos_mensajes SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND celular_id = OLD.celular_id AND estado = OLD.estado;
+        INSERT INTO conteos_mensajes (cliente_id, celular_id, estado, n) VALUES (NEW.cliente_id, NEW.celular_id, NEW.estado, 1)
+          ON CONFLICT (cliente_id, celular_id, estado) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER conteos_mensajes_delete AFTER DELETE ON mensajes BEGIN
+        UPDATE conteos_mensajes SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND celular_id = OLD.celular_id AND estado = OLD.estado;
+      END;
+    `,
+  },
 ];
