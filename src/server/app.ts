@@ -92,7 +92,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return503OnClosing: false,
     // Node's own timers: headers, and the whole request as a backstop a little after
     // the body guard's (which answers in our JSON). Checked every second, not every 30.
-    http: { headersTimeout: limits.headerTimeoutMs, connectionsCheckingInterval: 1000 },
+    // Node refuses a header timeout longer than the request timeout.
+    http: { headersTimeout: Math.min(limits.headerTimeoutMs, limits.requestTimeoutMs + 5000), connectionsCheckingInterval: 1000 },
     requestTimeout: limits.requestTimeoutMs + 5000,
     // A timeout or malformed request before any route: our JSON shape, then the connection closes.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {

@@ -102,11 +102,12 @@ const CHECKPOINT_MS = 1000;
 export async function startServer(opts: ServeOptions): Promise<RunningServer> {
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const clock = opts.clock ?? systemClock;
+  // The token first: a bad one stops the start before the store (and its checkpoint thread) exists.
+  const admin = secretOf(opts.dataDir, opts.adminToken, 'PASARELA_ADMIN_TOKEN', ADMIN_TOKEN_FILE);
   const app0: { log?: { error(o: unknown, m: string): void } } = {};
   const store = new SqliteStore(join(opts.dataDir, DB_FILE), {
     background: { checkpointMs: CHECKPOINT_MS, onError: (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed') },
   });
-  const admin = secretOf(opts.dataDir, opts.adminToken, 'PASARELA_ADMIN_TOKEN', ADMIN_TOKEN_FILE);
   let core: Core | undefined;
   try {
     // Shared with the adapter, which reads callbackUrl when it registers an instance: set below once listening.

@@ -9,6 +9,26 @@ import type { HistoryFilter, MensajeRow } from '../core/ports.js';
  * the total is read from the kept counts when no date or recipient filter
  * applies, and otherwise counted over the filter's index range.
  */
+const QUARTER_MS = 900_000;
+const onQuarter = (t: number | undefined) => t === undefined || t % QUARTER_MS === 0;
+
+/**
+ * The total's query. From the counts kept by triggers (migration 9) where
+ * they answer exactly: no recipient filter, and either no dates (per line and
+ * state) or whole-quarter dates with no other filter (per client and quarter
+ * hour, which every zone's midnight is). Otherwise a count over the filter's
+ * index range.
+ */
+function totalSql(f: HistoryFilter, where: string): string {
+  const dated = f.desde !== undefined || f.hasta !== undefined;
+  if (f.destinatario === undefined && !dated) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_mensajes WHERE ${where}`;
+  if (f.destinatario === undefined && f.celular_id === undefined && f.estado === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {
+    const range = [f.desde !== undefined ? 'cuarto >= @desde / 900000' : '', f.hasta !== undefined ? 'cuarto < @hasta / 900000' : ''].filter(Boolean);
+    return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_cuartos WHERE cliente_id = @cliente_id AND ${range.join(' AND ')}`;
+  }
+  return `SELECT COUNT(*) AS total FROM mensajes WHERE ${where}`;
+}
+
 export function listMensajes(db: Database.Database, f: HistoryFilter): { total: number; rows: MensajeRow[] } {
   const where: string[] = ['cliente_id = @cliente_id'];
   if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
@@ -18,11 +38,7 @@ export function listMensajes(db: Database.Database, f: HistoryFilter): { total: 
   if (f.hasta !== undefined) where.push('created_at < @hasta');
   const sql = where.join(' AND ');
   const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
-  // Without a date or recipient filter the total is a sum of kept counts (migration 9), whatever the history size.
-  const counted = f.destinatario === undefined && f.desde === undefined && f.hasta === undefined;
-  const { total } = stmt(db, counted ? `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_mensajes WHERE ${sql}` : `SELECT COUNT(*) AS total FROM mensajes WHERE ${sql}`).get(
-    params,
-  ) as { total: number };
+  const { total } = stmt(db, totalSql(f, sql)).get(params) as { total: number };
   const rows = stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`)
     .all(params) as MensajeRow[];
   return { total, rows };

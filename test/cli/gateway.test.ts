@@ -161,7 +161,7 @@ describe('serve: gateway flags are checked before anything starts (exit 2)', () 
     expect(cb.stderr).toContain('--gateway-callback-url');
   });
 
-  it('an unknown --gateway, a bad --health-interval, a --gateway-timeout under 100ms', async () => {
+  it('an unknown --gateway, a bad --health-interval, a --gateway-timeout under 100ms, a header timeout past the request timeout', async () => {
     const r = await serve(['--gateway', 'nope']);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('nope');
@@ -170,6 +170,9 @@ describe('serve: gateway flags are checked before anything starts (exit 2)', () 
     const t = await serve(['--gateway-timeout', '50ms']);
     expect(t.exitCode).toBe(2);
     expect(t.stderr).toContain('--gateway-timeout');
+    const h = await serve(['--header-timeout', '15m']);
+    expect(h.exitCode).toBe(2);
+    expect(h.stderr).toContain('--header-timeout may not be longer than --request-timeout');
     // None of the refusals made the data directory.
     expect(existsSync(dataDir())).toBe(false);
   });

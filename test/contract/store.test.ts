@@ -235,9 +235,15 @@ for (const adapter of ADAPTERS) {
       const filters = [{}, { estado: 'enviado' as const }, { estado: 'error' as const }, { celular_id: a.celular.id }, { celular_id: b.celular.id, estado: 'pendiente' as const }];
       for (const f of filters) {
         const kept = await store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, ...f });
-        // A date filter that takes every row makes the store count the rows themselves.
-        const counted = await store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde: 0, ...f });
+        // A date filter off a quarter-hour boundary that takes every row makes the store count the rows themselves.
+        const counted = await store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde: 1, ...f });
         expect(kept.total, JSON.stringify(f)).toBe(counted.total);
+      }
+      // Whole quarter hours, no other filter: the per-quarter counts, which must agree with a count too.
+      for (const [desde, hasta] of [[0, 900_000], [0, undefined], [900_000, 1_800_000]] as const) {
+        const kept = await store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde, ...(hasta ? { hasta } : {}) });
+        const counted = await store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde: desde + 1, ...(hasta ? { hasta: hasta - 1 } : {}) });
+        expect(kept.total, `${desde}-${hasta}`).toBe(counted.total);
       }
       expect((await store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1 })).total).toBe(12);
     });

@@ -1,4 +1,6 @@
+import { once } from 'node:events';
 import { readdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawRequest } from '../helpers/raw-http.js';
@@ -202,5 +204,21 @@ describe('refused mid-body: a JSON error, no 500, no temp file', () => {
     r.destroy();
     await tmpEmpty();
     noServerErrors();
+  });
+});
+
+describe('a body nobody reads', () => {
+  it('a GET with a 200 KB body on a keep-alive connection: answered, and the next request on that connection is answered too', async () => {
+    const { port } = new URL(s.url);
+    const sock = connect(Number(port), '127.0.0.1');
+    let seen = '';
+    sock.on('data', (c: Buffer) => (seen += c.toString('latin1')));
+    await once(sock, 'connect');
+    sock.write(`GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n`);
+    sock.write(Buffer.alloc(200_000, 0x61));
+    await waitFor(() => (seen.match(/HTTP\/1\.1 200/g) ?? []).length === 1 && seen.includes('"ok":true'), 'the first answer', 10_000);
+    sock.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+    await waitFor(() => (seen.match(/HTTP\/1\.1 200/g) ?? []).length === 2, 'the second answer on the same connection', 10_000);
+    sock.destroy();
   });
 });

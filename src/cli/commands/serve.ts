@@ -50,6 +50,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
       for (const flag of ['headerTimeout', 'bodyTimeout', 'requestTimeout'] as const) {
         if (Number(o[flag]) < 100) throw new CliError(`--${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be at least 100ms`, EXIT.USAGE);
       }
+      if (Number(o.headerTimeout) > Number(o.requestTimeout)) throw new CliError('--header-timeout may not be longer than --request-timeout', EXIT.USAGE);
       if (Number(o.webhookTimeout) < 100) throw new CliError('--webhook-timeout must be at least 100ms', EXIT.USAGE);
       if (Number(o.webhookPoll) < 10) throw new CliError('--webhook-poll must be at least 10ms', EXIT.USAGE);
       if (gateway !== 'sim') {

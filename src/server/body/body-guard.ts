@@ -143,6 +143,8 @@ export function installBodyGuards(app: FastifyInstance, opts: BodyGuardOptions):
     req.bodyGuard = new BodyGuard(budget, req.ip, opts, Date.now());
   });
   app.addHook('preParsing', async (req, _reply, payload) => {
+    // Fastify never parses a GET or HEAD body: left unread, Node discards it after the answer.
+    if (req.method === 'GET' || req.method === 'HEAD') return payload;
     const h = req.headers;
     const hasBody = h['transfer-encoding'] !== undefined || Number(h['content-length'] ?? 0) > 0;
     return hasBody && req.bodyGuard ? req.bodyGuard.wrap(payload) : payload;
