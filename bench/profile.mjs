@@ -1,0 +1,127 @@
+#!/usr/bin/env node
+// Where the server's CPU goes under a send load: `serve` runs with --cpu-prof
+// (sim gateway, 50 linked lines with the highest caps, production gaps) while
+// 50 connections send texts for a while; then the profile is summed per
+// function of pasarela (dist/), by self time and by inclusive time, leaving
+// out the set-up (creating and linking the lines).
+//
+//   npm run build && node bench/profile.mjs [--directo] [--ms 10000] [--top 30] [-- extra serve flags]
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool, request } from 'undici';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const dash = args.indexOf('--');
+const own = dash < 0 ? args : args.slice(0, dash);
+const extra = dash < 0 ? [] : args.slice(dash + 1);
+const opt = (name, def) => (own.includes(`--${name}`) ? Number(own[own.indexOf(`--${name}`) + 1]) : def);
+const DIRECTO = own.includes('--directo');
+const MS = opt('ms', 10_000);
+const TOP = opt('top', 30);
+const LINES = 50;
+
+const dataDir = mkdtempSync(join(tmpdir(), 'pasarela-profile-'));
+const profDir = mkdtempSync(join(tmpdir(), 'pasarela-cpuprof-'));
+process.on('exit', () => {
+  rmSync(dataDir, { recursive: true, force: true });
+  rmSync(profDir, { recursive: true, force: true });
+});
+
+const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, join(ROOT, 'bin', 'pasarela'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', ...extra], {
+  stdio: ['ignore', 'ignore', 'pipe'],
+});
+const url = await new Promise((resolve, reject) => {
+  let seen = '';
+  child.stderr.on('data', (c) => {
+    seen += c;
+    const m = /listening on (http:\/\/\S+)/.exec(seen);
+    if (m) resolve(m[1]);
+  });
+  child.once('exit', (code) => reject(new Error(`serve ended (${code}): ${seen}`)));
+});
+const admin = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+
+async function call(method, path, key, json) {
+  const r = await request(url + path, { method, headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) }, body: json ? JSON.stringify(json) : undefined });
+  const text = await r.body.text();
+  if (r.statusCode >= 300) throw new Error(`${path}: ${r.statusCode} ${text}`);
+  return JSON.parse(text);
+}
+
+const cli = await call('POST', '/admin/clientes', admin, { nombre: 'Profile', email: 'p@example.com', saldo: 1e9 });
+const keys = [];
+for (let i = 0; i < LINES; i++) {
+  const c = await call('POST', '/api/celular_crear.php', cli.api_key, { numero: `52155${10_000_000 + i * 13}` });
+  await call('POST', `/api/celular_qr.php?id=${c.celular_id}`, cli.api_key);
+  await call('POST', '/admin/sim/scan', admin, { celular_id: c.celular_id });
+  await call('POST', `/api/celular_editar.php?id=${c.celular_id}`, cli.api_key, { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 });
+  keys.push(c.api_key);
+}
+
+const cpuMs = () => {
+  const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+};
+const pool = new Pool(url, { connections: 50 });
+let n = 0;
+let ok = 0;
+const errors = {};
+const cpu0 = cpuMs();
+const end = Date.now() + MS;
+await Promise.all(
+  Array.from({ length: 50 }, async () => {
+    while (Date.now() < end) {
+      const i = n++;
+      const r = await pool.request({
+        path: '/api/mensaje_enviar_texto.php',
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys[i % LINES]}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ destinatario: `5255${10_000_000 + i}`, mensaje: `hola ${i}`, ...(DIRECTO ? { directo: 1 } : {}) }),
+      });
+      await r.body.text();
+      if (r.statusCode === 200) ok++;
+      else errors[r.statusCode] = (errors[r.statusCode] ?? 0) + 1;
+    }
+  }),
+);
+const cpu = cpuMs() - cpu0;
+await pool.close();
+child.kill('SIGTERM');
+await new Promise((r) => child.once('exit', r));
+console.log(`${DIRECTO ? 'directo' : 'queued'} sends: ${ok} in ${MS / 1000} s (${Math.round(ok / (MS / 1000))}/s), ${(cpu / ok).toFixed(3)} ms server CPU each, errors ${JSON.stringify(errors)}`);
+
+// ---- the profile, summed per function ----
+const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+const p = JSON.parse(readFileSync(join(profDir, file), 'utf8'));
+const byId = new Map(p.nodes.map((x) => [x.id, x]));
+const parent = new Map();
+for (const x of p.nodes) for (const c of x.children ?? []) parent.set(c, x.id);
+const name = (x) => {
+  const u = x.callFrame.url;
+  const where = u.includes('/dist/') && !u.includes('node_modules') ? u.slice(u.lastIndexOf('/dist/') + 1) : u.split('/').slice(-2).join('/');
+  return `${x.callFrame.functionName || '(anonymous)'} ${where}:${x.callFrame.lineNumber + 1}`;
+};
+const time = new Map();
+p.samples.forEach((id, i) => time.set(id, (time.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
+const SETUP = /routes\/celulares|routes\/admin|routes\/sim|startServer|buildApp|cjs\/loader|esm\//;
+const self = new Map();
+const incl = new Map();
+let total = 0;
+for (const [id, t] of time) {
+  const stack = [];
+  for (let cur = id; cur !== undefined; cur = parent.get(cur)) stack.push(name(byId.get(cur)));
+  if (stack.some((s) => SETUP.test(s)) || stack[0].startsWith('(idle)')) continue;
+  total += t;
+  self.set(stack[0], (self.get(stack[0]) ?? 0) + t);
+  for (const s of new Set(stack)) incl.set(s, (incl.get(s) ?? 0) + t);
+}
+const show = (title, m, filter) => {
+  console.log(`\n${title}`);
+  for (const [k, t] of [...m].filter(([k]) => filter(k)).sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`${((t / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
+};
+show('self time (all code)', self, () => true);
+show('inclusive time (pasarela code)', incl, (k) => / dist\//.test(k));
