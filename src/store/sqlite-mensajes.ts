@@ -15,8 +15,13 @@ function get(db: DB, msgId: string): MensajeRow | null {
   return (stmt(db, 'SELECT * FROM mensajes WHERE msg_id = ?').get(msgId) as MensajeRow | undefined) ?? null;
 }
 
-/** Journals an event in the current transaction (see migration 5). */
+/**
+ * Journals an event in the current transaction (see migration 5), for a
+ * client with an active webhook only: for the others it would be written,
+ * moved and dropped, a cost on every message for nobody.
+ */
 export function journal(db: DB, ev: JournalEvent): void {
+  if (!stmt(db, "SELECT 1 FROM webhooks WHERE cliente_id = ? AND activo = 1 AND url != ''").get(ev.cliente_id)) return;
   stmt(db, 'INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha) VALUES (?, ?, ?, ?, ?)').run(
     ev.cliente_id,
     ev.celular_id,

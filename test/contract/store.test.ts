@@ -136,47 +136,36 @@ for (const adapter of ADAPTERS) {
       expect((await store.getCliente(c.id))?.saldo_global).toBe(2);
     });
 
-    it('journals each change with it, and moves journaled events to the outbox in one step', async () => {
+    it('journals each change with it for a client with an active webhook only, and moves journaled events to the outbox in one step', async () => {
       const c = await newCliente();
       const cel = await store.insertCelular(celular(c.id, '525512345678'), 1000);
       if (!cel.ok) throw new Error('insert');
       await store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 5, motivo: 'r', actor: 'op' }, 1);
-      const m = {
-        msg_id: '00000000-0000-4000-8000-00000000000a',
-        cliente_id: c.id,
-        celular_id: cel.celular.id,
-        destinatario: '14155552671',
-        tipo: 'texto' as const,
-        modo: 'cola' as const,
-        texto: 'x',
-        media: null,
-        payload: { texto: 'x' },
-        expira_at: null,
-      };
-      await store.acceptMensaje(m, { charge: true, maxPending: null }, 2);
-      await store.markSent(m.msg_id, 'G1', 3);
-      await store.updateCelular(cel.celular.id, { last_status: 'connected' }, 4, {
-        evento: 'session.status', cliente_id: c.id, celular_id: cel.celular.id, data: { status: 'connected' }, fecha: 4,
-      });
+      const m = messages(c.id, cel.celular.id)();
       const seen: Array<[string, unknown]> = [];
       const route = (ev: { evento: string; data: Record<string, unknown> }, cfg: unknown) => {
         seen.push([ev.evento, (ev.data as { estado?: string; status?: string }).estado ?? (ev.data as { status?: string }).status]);
         return cfg ? { id: `evt_${seen.length}`, body: JSON.stringify(ev) } : null;
       };
-      expect(await store.moveEventsToOutbox(10, route, 5)).toBe(3);
-      expect(seen).toEqual([['message.status', 'pendiente'], ['message.status', 'enviado'], ['session.status', 'connected']]);
-      expect(await store.moveEventsToOutbox(10, route, 6)).toBe(0);
-      // Without a configuration nothing reached the outbox; with one, the next events do.
-      expect(await store.dueEntregas(c.id, 10, 10)).toEqual([]);
-      expect(await store.entregaQueues()).toEqual([]);
-      await store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 7);
+      const connected = (fecha: number) => ({ evento: 'session.status' as const, cliente_id: c.id, celular_id: cel.celular.id, data: { status: 'connected' }, fecha });
+      // No webhook, or an inactive one: nobody to tell, nothing journaled.
+      await store.acceptMensaje(m, { charge: true, maxPending: null }, 2);
+      await store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: false }, 3);
+      await store.updateCelular(cel.celular.id, { last_status: 'connected' }, 3, connected(3));
+      expect(await store.moveEventsToOutbox(10, route, 4)).toBe(0);
+      expect(seen).toEqual([]);
+      // Active: each change journals its event with it, and the move turns them into deliveries.
+      await store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 5);
+      await store.markSent(m.msg_id, 'G1', 6);
+      await store.updateCelular(cel.celular.id, { last_status: 'connected' }, 7, connected(7));
       await store.failMensaje(m.msg_id, 'x', 8);
-      expect(await store.moveEventsToOutbox(10, route, 9)).toBe(1);
-      expect((await store.dueEntregas(c.id, 10, 10)).map((e) => e.evento)).toEqual(['message.status']);
+      expect(await store.moveEventsToOutbox(10, route, 9)).toBe(3);
+      expect(seen).toEqual([['message.status', 'enviado'], ['session.status', 'connected'], ['message.status', 'error']]);
+      expect(await store.moveEventsToOutbox(10, route, 10)).toBe(0);
+      expect((await store.dueEntregas(c.id, 10, 10)).map((e) => e.evento)).toEqual(['message.status', 'session.status', 'message.status']);
       // Due from the move (9): not before, and nothing else pending after it.
       expect(await store.dueEntregas(c.id, 8, 10)).toEqual([]);
       expect(await store.nextEntregaAt(c.id, 8)).toBe(9);
-      expect(await store.nextEntregaAt(c.id, 9)).toBeNull();
       expect(await store.entregaQueues()).toEqual([{ cliente_id: c.id, next_at: 9 }]);
     });
 
@@ -276,7 +265,7 @@ for (const adapter of ADAPTERS) {
  * the send's own record is parked and applied by markSent, in order; an
  * `error` receipt ends a sent message with its refund, once; an incoming
  * message's gateway key is journaled once. The journal is read through
- * moveEventsToOutbox (no webhook configured: nothing reaches the outbox), and
+ * moveEventsToOutbox (its route keeps every event out of the outbox), and
  * balance movements are counted through the ids changeBalance returns.
  */
 for (const adapter of ADAPTERS) {
@@ -299,6 +288,8 @@ for (const adapter of ADAPTERS) {
       if (!cel.ok) throw new Error('insert');
       const top = await store.changeBalance({ cliente_id: c.id, celular_id: null, monto: saldo, motivo: 'recarga', actor: 'op' }, 1);
       if (!top.ok) throw new Error('top-up');
+      // An active webhook, so that the client's events are journaled (the route below keeps them out of the outbox).
+      await store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 1);
       return { clienteId: c.id, celularId: cel.celular.id, movimiento: top.movimiento_id };
     }
 
