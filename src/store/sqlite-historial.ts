@@ -23,7 +23,7 @@ function totalSql(f: HistoryFilter, where: string): string {
   const dated = f.desde !== undefined || f.hasta !== undefined;
   if (f.destinatario === undefined && !dated) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_mensajes WHERE ${where}`;
   if (f.destinatario === undefined && f.celular_id === undefined && f.estado === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {
-    const range = [f.desde !== undefined ? 'cuarto >= @desde / 900000' : '', f.hasta !== undefined ? 'cuarto < @hasta / 900000' : ''].filter(Boolean);
+    const range = [f.desde !== undefined ? `cuarto >= @desde / ${QUARTER_MS}` : '', f.hasta !== undefined ? `cuarto < @hasta / ${QUARTER_MS}` : ''].filter(Boolean);
     return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_cuartos WHERE cliente_id = @cliente_id AND ${range.join(' AND ')}`;
   }
   return `SELECT COUNT(*) AS total FROM mensajes WHERE ${where}`;

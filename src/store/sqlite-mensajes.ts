@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { immediate, stmt } from './statements.js';
+import { hasActiveWebhook } from './sqlite-webhooks.js';
 import { messageStatusData } from '../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
 import type { AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../core/ports.js';
@@ -21,7 +22,7 @@ function get(db: DB, msgId: string): MensajeRow | null {
  * moved and dropped, a cost on every message for nobody.
  */
 export function journal(db: DB, ev: JournalEvent): void {
-  if (!stmt(db, "SELECT 1 FROM webhooks WHERE cliente_id = ? AND activo = 1 AND url != ''").get(ev.cliente_id)) return;
+  if (!hasActiveWebhook(db, ev.cliente_id)) return;
   stmt(db, 'INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha) VALUES (?, ?, ?, ?, ?)').run(
     ev.cliente_id,
     ev.celular_id,

@@ -52,6 +52,11 @@ export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
   return r && r.url !== '' ? toConfig(r) : null;
 }
 
+/** Whether the client has a configuration that takes events now (a deleted one keeps its row, with an empty url). */
+export function hasActiveWebhook(db: DB, clienteId: number): boolean {
+  return stmt(db, "SELECT 1 FROM webhooks WHERE cliente_id = ? AND activo = 1 AND url != ''").get(clienteId) !== undefined;
+}
+
 export function setWebhook(db: DB, cfg: Omit<WebhookConfig, 'updated_at'>, now: number): WebhookConfig {
   return immediate(db, () => {
     const prev = pushed(row(db, cfg.cliente_id));
