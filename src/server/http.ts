@@ -8,6 +8,8 @@ import { fail } from '../core/errors.js';
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: ClientPrincipal;
+    /** The keys `principal` was verified with (see authenticateOnce). */
+    verifiedWith?: string;
   }
 }
 
@@ -31,10 +33,23 @@ function bearer(req: FastifyRequest): string | undefined {
 /** A credential field; a repeated one (`?key=A&key=A`) counts once per distinct value. */
 const strs = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
+/**
+ * Verifies the keys presented, once per request: a route that checks a key
+ * before its body (or while reading it) and again after parsing presents the
+ * same keys twice, and the second check would repeat the lookups and hash.
+ */
+export async function authenticateOnce(core: Core, req: FastifyRequest, presented: Array<string | undefined>): Promise<ClientPrincipal> {
+  const keys = JSON.stringify(presented);
+  if (req.principal && req.verifiedWith === keys) return req.principal;
+  req.principal = await authenticateClient(core, presented, req.ip);
+  req.verifiedWith = keys;
+  return req.principal;
+}
+
 /** Authenticates a client or celular credential from the header, body `key` or query `key`. */
 export function clientAuth(core: Core): preValidationAsyncHookHandler {
   return async (req) => {
-    req.principal = await authenticateClient(core, [bearer(req), ...strs(bodyOf(req).key), ...strs(queryOf(req).key)], req.ip);
+    await authenticateOnce(core, req, [bearer(req), ...strs(bodyOf(req).key), ...strs(queryOf(req).key)]);
   };
 }
 
@@ -47,14 +62,14 @@ export function clientAuthBeforeBody(core: Core): onRequestAsyncHookHandler {
   return async (req) => {
     const presented = [bearer(req), ...strs(queryOf(req).key)];
     if (!presented.some((k) => k !== undefined && k.trim() !== '')) return;
-    req.principal = await authenticateClient(core, presented, req.ip);
+    await authenticateOnce(core, req, presented);
     req.bodyGuard?.authenticated();
   };
 }
 
 /** A body `key` met while the body is still arriving, verified with the header's and query's. */
 export async function verifyBodyKey(core: Core, req: FastifyRequest, key: string): Promise<void> {
-  req.principal = await authenticateClient(core, [bearer(req), key, ...strs(queryOf(req).key)], req.ip);
+  await authenticateOnce(core, req, [bearer(req), key, ...strs(queryOf(req).key)]);
 }
 
 export function operatorAuth(core: Core): preValidationAsyncHookHandler {

@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { authenticateClient } from '../../core/auth.js';
+import { normalizeMime } from '../../core/base64-stream.js';
 import type { Core } from '../../core/context.js';
 import { fail } from '../../core/errors.js';
 import { MEDIA_RULES } from '../../core/media.js';
 import type { Tipo } from '../../core/ports.js';
 import { send, type MediaTipo, type SendDeps, type SendRequest, type SendResult } from '../../core/send.js';
 import { streamMediaBodies, takeUpload, type MediaBodyRoute } from '../body/media-parser.js';
-import { bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';
+import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';
 import { errorResponses, keyField, okResponse } from '../schemas/common.js';
 
 /**
@@ -125,7 +125,7 @@ function present(r: SendResult, tipo: Tipo, base64: boolean) {
 
 /** The legacy route's type for its `tipomime`; `documento` for anything not image, audio or video. */
 function legacyTipo(tipomime: string | undefined): MediaTipo | undefined {
-  const t = tipomime?.split(';')[0]?.trim().toLowerCase();
+  const t = normalizeMime(tipomime);
   if (!t) return undefined;
   return t.startsWith('image/') ? 'imagen' : t.startsWith('audio/') ? 'audio' : t.startsWith('video/') ? 'video' : 'documento';
 }
@@ -190,7 +190,7 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
 
     // The legacy endpoint: the token in the body, text or text with one base64 file (`mime`) of type `tipomime`.
     const legacyAuth = async (req: FastifyRequest, token: string | undefined) => {
-      const p = await authenticateClient(core, [token], req.ip);
+      const p = await authenticateOnce(core, req, [token]);
       if (p.kind !== 'celular') fail('FORBIDDEN', 'the legacy endpoint takes a celular\'s gateway or legacy token, not a client key');
       req.principal = p;
     };
@@ -204,9 +204,7 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
         if (!tipo && atEnd) fail('INVALID_PARAMS', 'tipomime is required when mime (the file) is present');
         return tipo;
       },
-      authenticate: async (req, token) => {
-        await legacyAuth(req, token);
-      },
+      authenticate: legacyAuth,
     };
     const legacySchema = {
       tags: ['envios'],
@@ -245,7 +243,7 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
           const base = { destinatario: String(b.destinatario), directo };
           if (!file) return present(await send(core, deps, principal(req), { ...base, tipo: 'texto', texto: String(b.mensaje) }), 'texto', false);
           // The body parser checked the file against this type (tipomime is required with a file).
-          const tipomime = str(b, 'tipomime')!.split(';')[0]!.trim().toLowerCase();
+          const tipomime = normalizeMime(str(b, 'tipomime'))!;
           const tipo = legacyTipo(tipomime)!;
           const ext = tipomime.split('/')[1]?.replace(/[^a-z0-9]/g, '').slice(0, 10) || 'bin';
           const r = await send(core, deps, principal(req), {
