@@ -63,7 +63,6 @@ export function clientAuthBeforeBody(core: Core): onRequestAsyncHookHandler {
     const presented = [bearer(req), ...strs(queryOf(req).key)];
     if (!presented.some((k) => k !== undefined && k.trim() !== '')) return;
     await authenticateOnce(core, req, presented);
-    req.bodyGuard?.authenticated();
   };
 }
 

@@ -135,18 +135,20 @@ export interface BodyGuardOptions extends BodyTimeouts {
   unauthServerWide: number;
 }
 
-/** Watches every request body from the first byte: the guard is made on request, wraps the body before parsing. */
+/** Watches every request body from the first byte: a guard wraps the body as its parsing starts. */
 export function installBodyGuards(app: FastifyInstance, opts: BodyGuardOptions): void {
   const budget = new UnauthBudget(opts.unauthPerAddress, opts.unauthServerWide);
   app.decorateRequest('bodyGuard', undefined);
-  app.addHook('onRequest', async (req) => {
-    req.bodyGuard = new BodyGuard(budget, req.ip, opts, Date.now());
-  });
-  app.addHook('preParsing', async (req, _reply, payload) => {
+  // Made only for a request with a body, when its parsing starts: a GET costs nothing.
+  app.addHook('preParsing', async (req, reply, payload) => {
     // Fastify never parses a GET or HEAD body: left unread, Node discards it after the answer.
     if (req.method === 'GET' || req.method === 'HEAD') return payload;
     const h = req.headers;
     const hasBody = h['transfer-encoding'] !== undefined || Number(h['content-length'] ?? 0) > 0;
-    return hasBody && req.bodyGuard ? req.bodyGuard.wrap(payload) : payload;
+    if (!hasBody) return payload;
+    req.bodyGuard = new BodyGuard(budget, req.ip, opts, Date.now() - reply.elapsedTime);
+    // A key in the header or query was verified before the body (onRequest): its bytes never count.
+    if (req.principal) req.bodyGuard.authenticated();
+    return req.bodyGuard.wrap(payload);
   });
 }
