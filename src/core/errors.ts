@@ -49,6 +49,7 @@ export const ERRORS = {
   GATEWAY_NOT_SIM: { codigo: 701, status: 404, texto: 'SIMULADOR_INACTIVO', meaning: 'Simulator controls exist only when `serve --gateway sim`.' },
   INTERNAL: { codigo: 900, status: 500, texto: 'ERROR_INTERNO', meaning: 'An unexpected server fault; the log has the details, the answer never does.' },
   SHUTTING_DOWN: { codigo: 901, status: 503, texto: 'APAGANDO', meaning: 'The server is stopping; retry on another node or later.' },
+  STORE_UNAVAILABLE: { codigo: 903, status: 507, texto: 'ALMACEN_NO_DISPONIBLE', meaning: 'The store cannot take writes (a full disk, an I/O error, a read-only file); the message names the store. Nothing of the refused request was kept; `/health` answers 503 until a write succeeds again.' },
   SERVER_BUSY: { codigo: 902, status: 503, texto: 'SERVIDOR_OCUPADO', meaning: 'The server holds too many body bytes of requests whose credential is not yet verified; retry after `retry_after` seconds.' },
 } as const satisfies Record<string, ErrorRow>;
 

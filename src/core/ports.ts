@@ -331,6 +331,12 @@ export interface Store {
   claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult>;
   /** Releases every claim and its slot (at start, when no other worker can be alive on this store). */
   releaseLeases(): Promise<number>;
+  /**
+   * Direct sends still `pendiente` whose slot ended before `before` (a direct
+   * send holds its slot until the end of its claim), oldest first: sends a
+   * crash or a failed write left behind. See core/direct-recovery.ts.
+   */
+  strandedDirect(before: number, limit: number): Promise<MensajeRow[]>;
   /** Gives a claimed message (and its slot) back for a later attempt. */
   retryLater(msgId: string, at: number, error: string): Promise<void>;
   /** Temp files still needed by pending messages (everything else in tmp/ may go). */
@@ -375,6 +381,12 @@ export interface Store {
   deactivateWebhook(clienteId: number, now: number): Promise<void>;
 
   /** Small durable key-value space for adapters (the simulator's sessions live here). */
+  /**
+   * Whether the store takes writes. Free while no write has failed; after a
+   * write met a full disk or an I/O error, one small write tells whether it
+   * has recovered.
+   */
+  writeHealth(): Promise<StoreWriteHealth>;
   kvGet<T>(ns: string, key: string): Promise<T | null>;
   /** With `expiraAt`, the entry is forgotten after then (kvExpire removes it). */
   kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void>;
@@ -516,6 +528,8 @@ export interface InstanceSpec {
  * rules (queue, dedupe, caps and billing are the core's). Every method may
  * throw GatewayFailure; `transient` when the gateway cannot be reached.
  */
+export type StoreWriteHealth = { writable: true } | { writable: false; reason: string; since: number };
+
 export interface Gateway {
   readonly name: string;
   /** True for the in-process simulator: nothing reaches a real network. */
@@ -537,6 +551,12 @@ export interface Gateway {
   /** Removes the instance; used when a celular is deleted. Idempotent. */
   deleteInstance(instancia: string): Promise<void>;
   send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }>;
+  /**
+   * Whether the network took the message sent as `msgId`, for a send whose
+   * answer was lost (a crash mid-send): its id and when, or null when it never
+   * went. Absent where the gateway cannot tell (it knows nothing of our ids).
+   */
+  sentMessage?(instancia: string, msgId: string): Promise<{ gatewayMsgId: string; at: number } | null>;
   /**
    * Events the gateway reports. A listener's promise resolves once the event
    * is durable; HTTP-fed adapters answer the gateway only after that.

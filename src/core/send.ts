@@ -2,7 +2,7 @@ import { celularInScope, type ClientPrincipal } from './auth.js';
 import { slotClaim } from './caps.js';
 import type { Core } from './context.js';
 import { checkDuplicate, DUPE_MAX, DUPE_WINDOW_MS, identityHash } from './dedupe.js';
-import { AppError, fail } from './errors.js';
+import { AppError, ERRORS, fail } from './errors.js';
 import { sendingWindow } from './hours.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from './media.js';
@@ -62,6 +62,8 @@ export interface SendDeps {
   tmp: TempFiles;
   /** Wakes the queue worker when a message is queued on a line. */
   queued(celularId: number): void;
+  /** Direct sends this process has in flight, which the recovery of stranded ones leaves alone. */
+  inFlight: Set<string>;
 }
 
 async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow> {
@@ -168,7 +170,12 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
       deps.queued(celular.id);
       return { ...base, modo: 'cola', estado: 'pendiente' };
     }
-    return { ...base, modo: 'directo', ...(await sendNow(core, celular, msgId, req.tipo, destinatario, payload)) };
+    deps.inFlight.add(msgId);
+    try {
+      return { ...base, modo: 'directo', ...(await sendNow(core, celular, msgId, req.tipo, destinatario, payload)) };
+    } finally {
+      deps.inFlight.delete(msgId);
+    }
   } finally {
     if (!accepted) await dupe.release();
   }
@@ -178,7 +185,13 @@ async function sendNow(core: Core, celular: CelularRow, msgId: string, tipo: Tip
   try {
     if (!celular.gateway_instancia) throw new GatewayFailure(`celular ${celular.id} has no gateway session`, 'transient');
     const { gatewayMsgId } = await core.gateway.send(celular.gateway_instancia, outbound(msgId, tipo, destinatario, payload));
-    const after = await core.store.markSent(msgId, gatewayMsgId, core.clock.now());
+    const after = await core.store.markSent(msgId, gatewayMsgId, core.clock.now()).catch((err: unknown) => {
+      // It went, but the store cannot record it now: say so; the recovery of stranded direct sends records it later.
+      if (err instanceof AppError && err.row === ERRORS.STORE_UNAVAILABLE) {
+        fail('STORE_UNAVAILABLE', `${err.message}; msg_id ${msgId} was sent (gateway id ${gatewayMsgId}) and its state is resolved once the store takes writes again`);
+      }
+      throw err;
+    });
     if (after) publishMessageStatus(core, after, 'pendiente');
     return { gateway_msg_id: gatewayMsgId, estado: 'enviado' };
   } catch (err) {

@@ -211,6 +211,13 @@ export class SimGateway implements Gateway {
     return { gatewayMsgId };
   }
 
+  /** The network's memory of a send (kept SENT_TTL_MS): whether the message sent as `msgId` went, and when. */
+  async sentMessage(_instancia: string, msgId: string): Promise<{ gatewayMsgId: string; at: number } | null> {
+    this.assertOpen();
+    const s = await this.store.kvGet<{ gatewayMsgId: string; at: number }>(SENT, msgId);
+    return s ? { gatewayMsgId: s.gatewayMsgId, at: s.at } : null;
+  }
+
   private async owe(instancia: string, gatewayMsgId: string, estado: 'entregado' | 'leido', inMs: number): Promise<void> {
     const r: OwedReceipt = { instancia, gatewayMsgId, estado, at: this.clock.now() + inMs };
     const key = `${gatewayMsgId}:${estado}`;

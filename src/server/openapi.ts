@@ -31,7 +31,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   // Handlers never run here; sends are only described.
   const app = await buildApp({
     core,
-    send: { tmp: new TempFiles(join(tmpdir(), 'pasarela-openapi')), queued: () => {} },
+    send: { tmp: new TempFiles(join(tmpdir(), 'pasarela-openapi')), queued: () => {}, inFlight: new Set() },
     webhooks: new WebhookDispatcher(core, { retryBaseMs: 1, timeoutMs: 1, concurrency: 1, clientConcurrency: 1, pollMs: 1, userAgent: '', onError: () => {} }),
   });
   await app.ready();

@@ -11,11 +11,13 @@ import { createGateway, type HttpGatewayOptions } from '../gateways/index.js';
 import { LineHealth } from '../core/line-health.js';
 import { ADMIN_TOKEN_FILE, DB_FILE, GATEWAY_SECRET_FILE } from '../paths.js';
 import { SqliteStore } from '../store/sqlite.js';
+import { DataDirLock } from '../store/dir-lock.js';
 import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
 import { REQUEST_LIMITS, SERVE_DEFAULTS, type RequestLimits } from './defaults.js';
 import { TempFiles } from '../core/media.js';
 import { QueueWorker } from '../core/queue-worker.js';
+import { DirectRecovery } from '../core/direct-recovery.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 
 export interface ServeOptions {
@@ -55,6 +57,8 @@ export interface ServeOptions {
   gatewaySecret?: string;
   gatewayTimeoutMs?: number;
   gatewaySendTimeoutMs?: number;
+  /** Period of the pass that resolves direct sends a crash left pending; 0 turns it off (start-up still runs it). */
+  directRecoveryMs?: number;
   /** Period of the line health check; 0 turns it off. */
   healthIntervalMs?: number;
   /** Request timeouts and unauthenticated-body bounds; REQUEST_LIMITS for what is not given. */
@@ -71,6 +75,8 @@ export interface RunningServer {
   /** Where the gateway sends its events (null for the simulator). */
   callbackUrl: string | null;
   health: LineHealth;
+  /** Resolves direct sends a crash left pending (runs at start and periodically). */
+  recovery: DirectRecovery;
   schemaVersion: number;
   /** Stops taking requests, lets those in flight finish, then closes the gateway and the database. */
   close(): Promise<void>;
@@ -102,8 +108,19 @@ const CHECKPOINT_MS = 1000;
 export async function startServer(opts: ServeOptions): Promise<RunningServer> {
   mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
   const clock = opts.clock ?? systemClock;
-  // The token first: a bad one stops the start before the store (and its checkpoint thread) exists.
-  const admin = secretOf(opts.dataDir, opts.adminToken, 'PASARELA_ADMIN_TOKEN', ADMIN_TOKEN_FILE);
+  // First, so that two starts on a new directory cannot both make its secrets.
+  const lock = DataDirLock.acquire(opts.dataDir);
+  try {
+    // The token next: a bad one stops the start before the store (and its checkpoint thread) exists.
+    const admin = secretOf(opts.dataDir, opts.adminToken, 'PASARELA_ADMIN_TOKEN', ADMIN_TOKEN_FILE);
+    return await startLocked(opts, clock, admin, lock);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+}
+
+async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: string; source: string }, lock: DataDirLock): Promise<RunningServer> {
   const app0: { log?: { error(o: unknown, m: string): void } } = {};
   const store = new SqliteStore(join(opts.dataDir, DB_FILE), {
     background: { checkpointMs: CHECKPOINT_MS, onError: (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed') },
@@ -146,6 +163,7 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
     // Base64 files of sends that ended while the process was down, or of a crash mid-request.
     const swept = await tmp.sweep(await store.pendingFiles());
     let worker: QueueWorker | undefined;
+    const inFlight = new Set<string>();
     let app0log: ((err: unknown) => void) | undefined;
     const webhooks = new WebhookDispatcher(core, {
       retryBaseMs: opts.webhookRetryMs ?? 5000,
@@ -165,7 +183,7 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
       core,
       logger,
       trustProxy: opts.trustProxy,
-      send: { tmp, queued: (celularId) => worker?.queued(celularId) },
+      send: { tmp, queued: (celularId) => worker?.queued(celularId), inFlight },
       webhooks,
       health,
       limits: { ...REQUEST_LIMITS, ...opts.limits },
@@ -178,6 +196,14 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
     await gateway.start();
     webhooks.start();
     await worker.start();
+    const recovery = new DirectRecovery(core, { files: tmp, inFlight }, {
+      intervalMs: opts.directRecoveryMs ?? 60_000,
+      onError: (err) => app.log.error({ err }, 'recovery of stranded direct sends failed'),
+      onResolved: (c) => app.log.warn(c, 'direct sends left pending by a crash were resolved'),
+    });
+    // Before listening: nothing of this data directory is in flight yet (one process per directory).
+    await recovery.run(true);
+    recovery.start();
     await app.listen({ host: opts.host, port: opts.port });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
@@ -190,6 +216,7 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
       dataDir: opts.dataDir,
       callbackUrl: opts.gateway === 'sim' ? null : http.callbackUrl,
       health,
+      recovery,
       adminTokenSource: admin.source,
       core,
       schemaVersion: store.schemaVersion(),
@@ -198,11 +225,13 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
           app.markClosing();
           await app.close();
           await worker.stop();
+          await recovery.stop();
           await health.stop();
           await webhooks.stop();
           await sync.idle();
           await gateway.close();
           await store.close();
+          lock.release();
         })()),
     };
   } catch (err) {

@@ -311,4 +311,13 @@ export const MIGRATIONS: Migration[] = [
       END;
     `,
   },
+  {
+    version: 10,
+    name: 'direct sends in flight',
+    sql: `
+      -- Direct sends still pendiente: at most those in flight, plus any a crash stranded. The
+      -- start-up and periodic recovery reads them by their slot's end, whatever the history holds.
+      CREATE INDEX mensajes_directo_pendiente ON mensajes(cupo_at) WHERE estado = 'pendiente' AND modo = 'directo';
+    `,
+  },
 ];

@@ -268,6 +268,14 @@ export function releaseLeases(db: DB): number {
   return stmt(db, "UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL").run().changes;
 }
 
+/** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
+export function strandedDirect(db: DB, before: number, limit: number): MensajeRow[] {
+  return stmt(
+    db,
+    "SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < ? ORDER BY cupo_at LIMIT ?",
+  ).all(before, limit) as MensajeRow[];
+}
+
 export function retryLater(db: DB, msgId: string, at: number, error: string): void {
   stmt(db, 
     `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = ?, intentos = intentos + 1, error = ?

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { chmodSync, existsSync } from 'node:fs';
 import type {
+  StoreWriteHealth,
   Linea,
   ReceiptEstado,
   ReceiptOutcome,
@@ -31,6 +32,7 @@ import type { SlotClaim } from '../core/caps.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
 import { MIGRATIONS } from './migrations.js';
 import { grouped, immediate, stmt } from './statements.js';
+import { writeFaultOf } from './faults.js';
 import { listMensajes } from './sqlite-historial.js';
 import * as msgs from './sqlite-mensajes.js';
 import * as hooks from './sqlite-webhooks.js';
@@ -327,6 +329,10 @@ export class SqliteStore implements Store {
     return msgs.releaseLeases(this.db);
   }
 
+  async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
+    return msgs.strandedDirect(this.db, before, limit);
+  }
+
   async retryLater(msgId: string, at: number, error: string): Promise<void> {
     msgs.retryLater(this.db, msgId, at, error);
   }
@@ -436,6 +442,14 @@ export class SqliteStore implements Store {
     return (stmt(this.db, 'SELECT key, value FROM kv WHERE ns = ? ORDER BY key').all(ns) as Array<{ key: string; value: string }>).map(
       (r) => ({ key: r.key, value: JSON.parse(r.value) as T }),
     );
+  }
+
+  async writeHealth(): Promise<StoreWriteHealth> {
+    if (!writeFaultOf(this.db)) return { writable: true };
+    // Met a fault before: one small write says whether the store takes writes again.
+    await this.kvSet('salud', 'sonda', this.db.name).catch(() => undefined);
+    const f = writeFaultOf(this.db);
+    return f ? { writable: false, reason: `the store ${this.db.name} cannot be written: ${f.reason} (${f.code})`, since: f.at } : { writable: true };
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { writeFailed, writeSucceeded } from './faults.js';
 
 /**
  * Prepared statements, compiled once per database and SQL text. Preparing on
@@ -32,10 +33,11 @@ export function immediate<T>(db: Database.Database, fn: () => T): T {
   try {
     const result = fn();
     stmt(db, 'COMMIT').run();
+    writeSucceeded(db);
     return result;
   } catch (err) {
     if (db.inTransaction) stmt(db, 'ROLLBACK').run();
-    throw err;
+    throw writeFailed(db, err);
   }
 }
 
@@ -89,14 +91,16 @@ function flush(db: Database.Database): void {
       }
     }
     stmt(db, 'COMMIT').run();
+    writeSucceeded(db);
   } catch (error) {
     if (db.inTransaction) stmt(db, 'ROLLBACK').run();
-    for (const p of batch) p.reject(error);
+    const failed = writeFailed(db, error);
+    for (const p of batch) p.reject(failed);
     return;
   }
   batch.forEach((p, i) => {
     const r = results[i]!;
     if (r.ok) p.resolve(r.value);
-    else p.reject(r.error);
+    else p.reject(writeFailed(db, r.error));
   });
 }

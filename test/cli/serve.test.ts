@@ -69,6 +69,24 @@ describe('serve', () => {
     expect(String(r.stderr)).toContain('stopped');
   });
 
+  it('a second serve on a data directory in use exits 1 naming the directory and the holder; the first keeps serving', async () => {
+    const dataDir = join(cli.home, 'data-shared');
+    const first = cli.spawn(['serve', '--port', '0', '--data-dir', dataDir]);
+    const url = listening.exec(await waitForText(first.stderr, /API reference/))?.[1];
+    const second = await cli.run(['serve', '--port', '0', '--data-dir', dataDir]);
+    expect(second.exitCode).toBe(1);
+    expect(second.stderr).toContain(`data directory ${dataDir} is in use by another pasarela serve (pid ${first.pid} on `);
+    expect(second.stderr).not.toMatch(/\n\s+at /);
+    expect((await api(url!, 'GET', '/health')).status).toBe(200);
+    // Once the first stops, the directory is free again.
+    first.kill('SIGTERM');
+    expect((await first).exitCode).toBe(0);
+    const again = cli.spawn(['serve', '--port', '0', '--data-dir', dataDir]);
+    await waitForText(again.stderr, /API reference/);
+    again.kill('SIGTERM');
+    expect((await again).exitCode).toBe(0);
+  });
+
   it('a port already in use exits 1 with a clear message', async () => {
     const busy: Server = createServer();
     await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));

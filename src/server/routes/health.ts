@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
 import { iso } from '../../core/clock.js';
+import { AppError, errorBody } from '../../core/errors.js';
 import type { LineHealth } from '../../core/line-health.js';
 import { VERSION } from '../../version.js';
 import { success } from '../http.js';
@@ -29,10 +30,32 @@ export default async function healthRoutes(app: FastifyInstance, { core, health 
           lineas_fallidas: { type: 'integer', description: 'lines whose session could not be read in the last check' },
         }),
         ...errorResponses,
+        503: {
+          description: 'the store cannot take writes (a full disk, an I/O error); the service is not ready',
+          type: 'object',
+          properties: {
+            ok: { type: 'boolean' },
+            error: { type: 'string' },
+            api_codigo: { type: 'integer' },
+            api_texto: { type: 'string' },
+            api_descripcion: { type: 'string' },
+            saldo: { type: 'integer', nullable: true },
+            status: { type: 'string', enum: ['store_unavailable'] },
+            store: { type: 'string' },
+            store_error: { type: 'string', description: 'what failed, naming the store' },
+            store_error_desde: { type: 'string', format: 'date-time', description: 'when a write first failed' },
+          },
+        },
       },
     },
-    handler: async () => {
+    handler: async (_req, reply) => {
       await core.store.getCliente(0); // a real round trip to the store
+      const writes = await core.store.writeHealth();
+      if (!writes.writable) {
+        // 503 rather than the requests' 507: what a load balancer takes for "not ready".
+        const err = new AppError('STORE_UNAVAILABLE', writes.reason);
+        return reply.code(503).send({ ...errorBody(err), status: 'store_unavailable', store: core.store.dialect, store_error: writes.reason, store_error_desde: iso(writes.since) });
+      }
       return success({
         status: 'ok',
         version: VERSION,
