@@ -4,9 +4,10 @@ import { AppError } from '../core/errors.js';
 /**
  * A store that cannot take writes (a full disk, an I/O error, a file made
  * read-only under it) is not a bug of the request that met it: it is answered
- * 507 with a reason naming the store, and remembered until a write succeeds
- * again, so `/health` can say so (see docs/decisions.md, "A store that cannot
- * be written").
+ * 507 with a reason naming the store, and remembered until a probe write of
+ * some size succeeds (a small write can still fit in a page that has room
+ * while new pages cannot be had), so `/health` can say so (see
+ * docs/decisions.md, "A store that cannot be written").
  */
 const REASONS: Array<[prefix: string, reason: string]> = [
   ['SQLITE_FULL', 'the disk is full'],
@@ -33,8 +34,8 @@ export function writeFailed(db: Database.Database, err: unknown): unknown {
   return new AppError('STORE_UNAVAILABLE', `the store ${db.name} cannot be written: ${hit[1]} (${code}); retry once the operator has fixed it`);
 }
 
-/** A committed write: the store takes writes again. */
-export function writeSucceeded(db: Database.Database): void {
+/** A probe write committed: the store takes writes again. */
+export function clearWriteFault(db: Database.Database): void {
   faults.delete(db);
 }
 

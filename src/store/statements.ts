@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { writeFailed, writeSucceeded } from './faults.js';
+import { writeFailed } from './faults.js';
 
 /**
  * Prepared statements, compiled once per database and SQL text. Preparing on
@@ -33,7 +33,6 @@ export function immediate<T>(db: Database.Database, fn: () => T): T {
   try {
     const result = fn();
     stmt(db, 'COMMIT').run();
-    writeSucceeded(db);
     return result;
   } catch (err) {
     if (db.inTransaction) stmt(db, 'ROLLBACK').run();
@@ -91,7 +90,6 @@ function flush(db: Database.Database): void {
       }
     }
     stmt(db, 'COMMIT').run();
-    writeSucceeded(db);
   } catch (error) {
     if (db.inTransaction) stmt(db, 'ROLLBACK').run();
     const failed = writeFailed(db, error);
