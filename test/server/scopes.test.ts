@@ -113,7 +113,7 @@ const ROUTES: Route[] = [
     status: ownLine(),
     targeted: true,
   },
-  { method: 'POST', path: (id) => `/api/celular_editar.php?id=${id}`, note: 'estado', body: () => ({ estado: 'activo' }), status: lineClientOnly(), targeted: true },
+  { method: 'POST', path: (id) => `/api/celular_editar.php?id=${id}`, note: 'estado', body: () => ({ estado: 'activo', nombre_interno: `e${Math.floor(Math.random() * 1e6)}` }), status: lineClientOnly(), targeted: true },
   { method: 'POST', path: (id) => `/api/celular_eliminar.php?id=${id}`, body: () => ({}), status: lineClientOnly(), targeted: true, freshLineForClient: true },
   ...['/api/celular_crear.php', '/api/celular-crear.php', '/api/admin-celular-crear.php'].map(
     (p): Route => ({ method: 'POST', path: () => p, body: () => ({ numero: numeroNuevo() }), status: clientWide(201) }),
@@ -197,6 +197,8 @@ async function call(r: Route, cred: Cred, id: number): Promise<ApiResponse> {
 /** A refused call: the expected status in the error shape, no secret echoed, and the store unchanged. */
 async function expectRefused(r: Route, cred: Cred, id: number, status: number): Promise<void> {
   const before = await snapshot();
+  // A write would stamp a new time, so even a no-op update shows.
+  (s.clock as ManualClock).advance(1);
   const res = await call(r, cred, id);
   expectError(res, status);
   expect(res.text).not.toContain('receiver-token');
