@@ -36,7 +36,7 @@ complete -c pasarela -n '__fish_seen_subcommand_from serve' -l unauth-body-per-a
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l unauth-body-total -r -d 'the same for the whole server (503 past it)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l log-level -r -a 'fatal error warn info debug trace silent' -d 'log level'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l trust-proxy -d 'take client addresses from X-Forwarded-For (behind a reverse proxy)'
-complete -c pasarela -n '__fish_seen_subcommand_from serve' -l auth-max-failures -r -d 'failed authentications per address per minute before 429'
+complete -c pasarela -n '__fish_seen_subcommand_from serve' -l auth-max-failures -r -d 'failed authentications of one credential from one address per minute before 429 (the address: 10 times that)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l tz -r -d 'IANA time zone of allowed hours and history dates (default: the system\'s)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l allow-private-urls -d 'let media URLs point at loopback and private addresses (tests, closed networks)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l queue-gap-ms -r -d 'random pause between two queued sends of one line'

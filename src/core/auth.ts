@@ -1,3 +1,4 @@
+import { checkThrottle, fingerprint, recordFailure, recordSuccess } from './auth-throttle.js';
 import type { Core } from './context.js';
 import { AppError, fail } from './errors.js';
 import { hashSecret, parseKey, secretMatches } from './keys.js';
@@ -13,20 +14,6 @@ export type Principal =
   | { kind: 'celular'; cliente: ClienteRow; celular: CelularRow; via: 'key' | 'gateway_token' | 'legacy_token' };
 
 export type ClientPrincipal = Exclude<Principal, { kind: 'operator' }>;
-
-const failKey = (ip: string) => `authfail:${ip}`;
-
-async function checkThrottle(core: Core, ip: string): Promise<void> {
-  const w = await core.counters.get(failKey(ip));
-  if (w && w.count >= core.config.authMaxFailures) {
-    const retryAfter = Math.max(1, Math.ceil((w.resetAt - core.clock.now()) / 1000));
-    fail('AUTH_THROTTLED', `too many failed authentications from this address; retry in ${retryAfter} s`, { retryAfter });
-  }
-}
-
-async function recordFailure(core: Core, ip: string): Promise<void> {
-  await core.counters.incr(failKey(ip), core.config.authWindowMs);
-}
 
 /** Resolves one presented credential, or null when it is unknown. Never throws for bad input. */
 async function resolveOne(core: Core, raw: string): Promise<ClientPrincipal | null> {
@@ -58,15 +45,24 @@ async function resolveOne(core: Core, raw: string): Promise<ClientPrincipal | nu
  */
 export async function authenticateClient(core: Core, presented: Array<string | undefined>, ip: string): Promise<ClientPrincipal> {
   const keys = [...new Set(presented.filter((k): k is string => typeof k === 'string' && k.trim() !== '').map((k) => k.trim()))];
-  await checkThrottle(core, ip);
   if (keys.length === 0) fail('UNAUTHORIZED', 'missing credential: send Authorization: Bearer <key> or the key field');
+  const fp = fingerprint(keys);
+  await checkThrottle(core, 'client', ip, fp);
+  const p = await resolveAll(core, keys);
+  if (typeof p === 'string') {
+    await recordFailure(core, 'client', ip, fp);
+    fail('UNAUTHORIZED', p);
+  }
+  await recordSuccess(core, 'client', ip, fp);
+  return p;
+}
+
+/** The principal the keys name together, or why they do not. */
+async function resolveAll(core: Core, keys: string[]): Promise<ClientPrincipal | string> {
   const principals: ClientPrincipal[] = [];
   for (const k of keys) {
     const p = await resolveOne(core, k);
-    if (!p) {
-      await recordFailure(core, ip);
-      fail('UNAUTHORIZED', 'invalid credential');
-    }
+    if (!p) return 'invalid credential';
     principals.push(p);
   }
   if (principals.length === 1) return principals[0]!;
@@ -76,17 +72,19 @@ export async function authenticateClient(core: Core, presented: Array<string | u
   if (celulares.length >= 1 && sameLine && (!client || client.cliente.id === celulares[0]!.cliente.id)) {
     return celulares[0]!;
   }
-  await recordFailure(core, ip);
-  fail('UNAUTHORIZED', 'the keys presented in this request name different lines or clients');
+  return 'the keys presented in this request name different lines or clients';
 }
 
+/** Operator failures are counted apart from clients': a client's stale key never locks the operator out. */
 export async function authenticateOperator(core: Core, presented: string | undefined, ip: string): Promise<void> {
-  await checkThrottle(core, ip);
   if (!presented) fail('UNAUTHORIZED', 'missing operator token: send Authorization: Bearer <token>');
+  const fp = fingerprint([presented]);
+  await checkThrottle(core, 'operator', ip, fp);
   if (!secretMatches(presented, core.config.adminTokenHash)) {
-    await recordFailure(core, ip);
+    await recordFailure(core, 'operator', ip, fp);
     fail('UNAUTHORIZED', 'invalid operator token');
   }
+  await recordSuccess(core, 'operator', ip, fp);
 }
 
 export function requireClientKey(p: ClientPrincipal, action: string): asserts p is Extract<ClientPrincipal, { kind: 'client' }> {

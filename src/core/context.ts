@@ -6,7 +6,7 @@ import type { Counters, Gateway, Store } from './ports.js';
 export interface CoreConfig {
   /** SHA-256 of the operator token. */
   adminTokenHash: string;
-  /** Failed authentications allowed per address and window before 429. */
+  /** Failed authentications of one credential from one address per window before 429 (core/auth-throttle.ts). */
   authMaxFailures: number;
   authWindowMs: number;
   /** IANA zone of allowed hours and of history dates (`serve --tz`). */

@@ -28,7 +28,7 @@ export const ERRORS = {
   HEADERS_TOO_LARGE: { codigo: 110, status: 431, texto: 'CABECERAS_DEMASIADO_GRANDES', meaning: 'The request headers are larger than the server accepts.' },
   UNAUTHORIZED: { codigo: 200, status: 401, texto: 'NO_AUTORIZADO', meaning: 'The credential is missing, unknown, or does not match.' },
   FORBIDDEN: { codigo: 201, status: 403, texto: 'PROHIBIDO', meaning: 'The credential is valid but may not perform this action.' },
-  AUTH_THROTTLED: { codigo: 202, status: 429, texto: 'DEMASIADOS_INTENTOS', meaning: 'Too many failed authentications from this address; wait `retry_after` seconds.' },
+  AUTH_THROTTLED: { codigo: 202, status: 429, texto: 'DEMASIADOS_INTENTOS', meaning: 'Too many failed authentications with this credential from this address (or, for a credential not yet used successfully from it, from this address in all); wait `retry_after` seconds.' },
   UNAUTHENTICATED_BODY_LIMIT: { codigo: 203, status: 429, texto: 'DEMASIADOS_DATOS_SIN_AUTENTICAR', meaning: 'This address has too many body bytes in flight on requests whose credential is not yet verified; send the key in the Authorization header, or retry after `retry_after` seconds.' },
   INSUFFICIENT_BALANCE: { codigo: 300, status: 402, texto: 'SALDO_INSUFICIENTE', meaning: 'Neither the celular\'s balance nor the client\'s global balance can pay for the send.' },
   CELULAR_NOT_ACTIVE: { codigo: 301, status: 403, texto: 'CELULAR_NO_ACTIVO', meaning: 'The celular is `suspendido` or `desconectado`.' },

@@ -57,7 +57,9 @@ export function webhookView(clienteId: number, cfg: WebhookConfig | null) {
   };
 }
 
+/** Client key only: the receiver URL often carries the receiver's own token. */
 export async function getWebhook(core: Core, p: ClientPrincipal) {
+  requireClientKey(p, 'reading the webhook configuration');
   return webhookView(p.cliente.id, await core.store.getWebhook(p.cliente.id));
 }
 

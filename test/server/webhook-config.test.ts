@@ -235,13 +235,17 @@ describe('POST /api/webhook_restaurar.php', () => {
 });
 
 describe('who may do what', () => {
-  it('a celular key may read (GET, op=get) but gets 403 on POST, DELETE, op=set, op=delete, restore, test and redeliver', async () => {
+  it('a line credential gets 403 on everything, reads included (GET, op=get, deliveries): the URL may carry a token', async () => {
     const C = await seedClient(s, { numero: numeroNuevo() });
     expectOk(await set(C.clientKey, { url: HOOK, secret: SECRET, eventos: ['message.status'] }));
     const want = { url: HOOK, has_secret: true, eventos: ['message.status'], activo: true };
-    expectView(await get(C.celularKey), want, C.clienteId);
-    expectView(await legacy(C.celularKey, { op: 'get' }), want, C.clienteId);
-    expectView(await get(C.gatewayToken), want, C.clienteId);
+    for (const k of [C.celularKey, C.gatewayToken]) {
+      const r = await get(k);
+      expectError(r, 403, 201);
+      expect(r.text).not.toContain(HOOK);
+      expectError(await legacy(k, { op: 'get' }), 403, 201);
+      expectError(await call('GET', '/api/webhook_entregas.php', k), 403, 201);
+    }
 
     expectError(await set(C.celularKey, { url: 'http://127.0.0.1:9/otro' }), 403, 201);
     expectError(await setForm(C.gatewayToken, { url: 'http://127.0.0.1:9/otro' }), 403, 201);
@@ -264,7 +268,6 @@ describe('who may do what', () => {
   it("client isolation: B never sees, replaces, removes or restores A's configuration", async () => {
     expectOk(await set(A.clientKey, { url: 'http://127.0.0.1:9/de-a', secret: SECRET, eventos: ['session.status'] }));
     expectEmpty(await get(B.clientKey), B.clienteId);
-    expectEmpty(await get(B.celularKey), B.clienteId);
     expectEmpty(await legacy(B.clientKey, { op: 'get' }), B.clienteId);
     const d = await del(B.clientKey);
     expect(d.body.eliminado).toBe(false);

@@ -30,7 +30,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--unauth-body-total <bytes>', 'the same for the whole server (503 past it)').env('PASARELA_UNAUTH_BODY_TOTAL').default(REQUEST_LIMITS.unauthServerWide, '512 MiB').argParser(int(1, Number.MAX_SAFE_INTEGER)))
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--trust-proxy', 'take client addresses from X-Forwarded-For (behind a reverse proxy)'))
-    .addOption(new Option('--auth-max-failures <n>', 'failed authentications per address per minute before 429').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
+    .addOption(new Option('--auth-max-failures <n>', 'failed authentications of one credential from one address per minute before 429 (the address: 10 times that)').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
     .addOption(new Option('--tz <zone>', 'IANA time zone of allowed hours and history dates (default: the system\'s)').env('PASARELA_TZ'))
     .addOption(new Option('--allow-private-urls', 'let media URLs point at loopback and private addresses (tests, closed networks)'))
     .addOption(new Option('--queue-gap-ms <min-max>', 'random pause between two queued sends of one line').default([1000, 5000], '1000-5000').argParser(msRange))

@@ -1,18 +1,20 @@
 import type { FastifyInstance } from 'fastify';
-import { requireClientKey } from '../../core/auth.js';
 import type { Core } from '../../core/context.js';
-import { fail } from '../../core/errors.js';
-import { entregaView } from '../../core/views.js';
 import { deleteWebhook, getWebhook, restoreWebhook, setWebhook, type WebhookInput } from '../../webhooks/config.js';
+import { listDeliveries, redeliver, sendTestEvent } from '../../webhooks/deliveries.js';
 import { TEST_EVENT, type WebhookDispatcher } from '../../webhooks/dispatcher.js';
 import { bodyOf, boolish, clientAuth, principal, queryOf, success } from '../http.js';
 import { errorResponses, keyField, okResponse } from '../schemas/common.js';
 
-/** The webhook configuration (and its legacy endpoint), plus delivery observability. */
+/**
+ * The webhook configuration (and its legacy endpoint), plus delivery
+ * observability. All client-wide: the client key only (core decides).
+ */
 export default async function webhookRoutes(app: FastifyInstance, { core, dispatcher }: { core: Core; dispatcher: WebhookDispatcher }) {
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];
   const tags = ['webhook'];
+  const description = 'Client key only: a celular key, gateway token or legacy token gets 403.';
   const configProps = {
     configurado: { type: 'boolean' },
     cliente_id: { type: 'integer' },
@@ -38,17 +40,17 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
 
   app.get('/api/webhook.php', {
     preValidation: auth,
-    schema: { tags, security, summary: 'The webhook configuration', response: configResponse },
+    schema: { tags, security, description, summary: 'The webhook configuration', response: configResponse },
     handler: async (req) => success(await getWebhook(core, principal(req))),
   });
   app.post('/api/webhook.php', {
     preValidation: auth,
-    schema: { tags, security, summary: 'Create or replace the webhook configuration (the one replaced is kept for webhook_restaurar)', body: setBody, response: configResponse },
+    schema: { tags, security, description, summary: 'Create or replace the webhook configuration (the one replaced is kept for webhook_restaurar)', body: setBody, response: configResponse },
     handler: async (req) => success(await setWebhook(core, principal(req), input(bodyOf(req))), { descripcion: 'webhook configurado' }),
   });
   app.delete('/api/webhook.php', {
     preValidation: auth,
-    schema: { tags, security, summary: 'Remove the webhook configuration', response: configResponse },
+    schema: { tags, security, description, summary: 'Remove the webhook configuration', response: configResponse },
     handler: async (req) => success(await deleteWebhook(core, principal(req)), { descripcion: 'webhook eliminado' }),
   });
   app.post('/api/webhook_configurar.php', {
@@ -56,6 +58,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     schema: {
       tags,
       security,
+      description,
       summary: 'Legacy: op=get|set|delete (prefer /api/webhook.php)',
       body: { ...setBody, required: ['op'], properties: { ...setBody.properties, op: { type: 'string', enum: ['get', 'set', 'delete'] } } },
       response: configResponse,
@@ -69,7 +72,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
   });
   app.post('/api/webhook_restaurar.php', {
     preValidation: auth,
-    schema: { tags, security, summary: 'Put back the configuration the last set or delete replaced (409 when there is none)', response: configResponse },
+    schema: { tags, security, description, summary: 'Put back the configuration the last set or delete replaced (409 when there is none)', response: configResponse },
     handler: async (req) => success(await restoreWebhook(core, principal(req)), { descripcion: 'webhook restaurado' }),
   });
 
@@ -78,16 +81,11 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     schema: {
       tags,
       security,
+      description,
       summary: `Send a signed ${TEST_EVENT} event through the outbox, whatever the subscription`,
       response: { 200: okResponse({ id: { type: 'string' } }), ...errorResponses },
     },
-    handler: async (req) => {
-      const p = principal(req);
-      requireClientKey(p, 'sending a test event');
-      const id = await dispatcher.enqueueTest(p.cliente.id, { mensaje: 'evento de prueba de pasarela' });
-      if (!id) fail('CONFLICT', 'no webhook is configured: set one first (POST /api/webhook.php)');
-      return success({ id }, { descripcion: 'evento de prueba en cola' });
-    },
+    handler: async (req) => success(await sendTestEvent(dispatcher, principal(req)), { descripcion: 'evento de prueba en cola' }),
   });
 
   const intento = {
@@ -99,6 +97,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     schema: {
       tags,
       security,
+      description,
       summary: 'Recent deliveries, newest first, with every attempt',
       querystring: { type: 'object', properties: { key: keyField, limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 } } },
       response: {
@@ -124,11 +123,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
         ...errorResponses,
       },
     },
-    handler: async (req) => {
-      const p = principal(req);
-      const rows = await core.store.listEntregas(p.cliente.id, (queryOf(req).limit as number) ?? 50);
-      return success({ entregas: rows.map(entregaView) });
-    },
+    handler: async (req) => success(await listDeliveries(core, principal(req), (queryOf(req).limit as number) ?? 50)),
   });
 
   app.post('/api/webhook_reenviar.php', {
@@ -136,18 +131,14 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     schema: {
       tags,
       security,
+      description,
       summary: 'Deliver one delivery again now (same id)',
       querystring: { type: 'object', properties: { key: keyField, id: { type: 'string', maxLength: 64 } } },
       response: { 200: okResponse({ id: { type: 'string' }, estado: { type: 'string' } }), ...errorResponses },
     },
     handler: async (req) => {
-      const p = principal(req);
-      requireClientKey(p, 'redelivering');
       const id = String(queryOf(req).id ?? bodyOf(req).id ?? '');
-      if (!id) fail('INVALID_PARAMS', 'id is required');
-      if (!(await core.store.redeliver(p.cliente.id, id, core.clock.now()))) fail('DELIVERY_NOT_FOUND', `no delivery ${id} for this client`);
-      dispatcher.poke(p.cliente.id);
-      return success({ id, estado: 'pendiente' }, { descripcion: 'entrega reprogramada' });
+      return success(await redeliver(core, dispatcher, principal(req), id), { descripcion: 'entrega reprogramada' });
     },
   });
 }
