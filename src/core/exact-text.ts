@@ -157,14 +157,15 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 
 /** Refuses a string (or any string inside a parsed value, keys included) with an unpaired surrogate. */
 export function checkWellFormed(value: unknown, what: string): void {
-  if (typeof value === 'string') {
-    if (LONE_SURROGATE.test(value)) fail('INVALID_PARAMS', `${what}: not valid Unicode text (an unpaired surrogate, such as \\ud800 alone)`);
-  } else if (Array.isArray(value)) {
-    for (const v of value) checkWellFormed(v, what);
-  } else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      checkWellFormed(k, what);
-      checkWellFormed(v, what);
+  // A loop, not recursion: a body may nest as deep as JSON.parse allows.
+  const todo: unknown[] = [value];
+  while (todo.length > 0) {
+    const v = todo.pop();
+    if (typeof v === 'string') {
+      if (LONE_SURROGATE.test(v)) fail('INVALID_PARAMS', `${what}: not valid Unicode text (an unpaired surrogate, such as \\ud800 alone)`);
+    } else if (Array.isArray(v)) for (const x of v) todo.push(x);
+    else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) todo.push(k, x);
     }
   }
 }

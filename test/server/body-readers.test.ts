@@ -104,6 +104,8 @@ describe('JsonFieldReader', () => {
         expect(e.message).toBe(`${field}: not valid UTF-8 text`);
       }
     }
+    // Outside any key or value the body is simply not JSON.
+    expect(errorOf(() => readJson(Buffer.from([0x7b, 0xff, 0x7d]), 1)).row).toBe(ERRORS.MALFORMED_BODY);
     // Raw multi-byte characters cut anywhere are whole.
     expect(readJson('{"m":"añejo 😀 €"}', 1).fields).toEqual({ m: 'añejo 😀 €' });
   });

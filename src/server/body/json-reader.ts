@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { AppError, ERRORS, fail } from '../../core/errors.js';
+import { fail } from '../../core/errors.js';
 import { checkWellFormed, notText, textLabel, Utf8Check } from '../../core/exact-text.js';
 import { FieldBudget, fieldName, type FieldLimits, type FieldSink } from './fields.js';
 
@@ -72,16 +72,16 @@ export class JsonFieldReader {
     if (bad >= 0) {
       // Read up to the bad byte first, so the refusal names the field it is in.
       this.feed(this.text.write(chunk.subarray(0, bad)));
-      notText(this.where());
+      this.notUtf8();
     }
     this.feed(this.text.write(chunk));
   }
 
-  /** What the reader is in, for a refusal. */
-  private where(): string {
-    if (this.state === 'inKey') return 'a field name';
-    if (this.state === 'inString' || this.state === 'scalar' || this.state === 'nested') return textLabel(this.key);
-    return 'the body';
+  /** Bad bytes in a key or value name that field; elsewhere the body is not JSON at all. */
+  private notUtf8(): never {
+    if (this.state === 'inKey') notText('a field name');
+    if (this.state === 'inString' || this.state === 'scalar' || this.state === 'nested') notText(textLabel(this.key));
+    malformed(`bytes that are not UTF-8 text near character ${this.pos}`);
   }
 
   /** Nothing but whitespace so far. */
@@ -90,7 +90,7 @@ export class JsonFieldReader {
   }
 
   end(): void {
-    if (this.utf8.incomplete) notText(this.where());
+    if (this.utf8.incomplete) this.notUtf8();
     this.feed(this.text.end());
     if (this.state === 'start') malformed('the body is empty');
     if (this.state !== 'done') malformed('it ends before the object is closed');
@@ -301,10 +301,8 @@ export class JsonFieldReader {
  */
 export function refuseNotUtf8(body: Buffer): never {
   const ignore: FieldSink = { streams: () => false, piece: () => {}, pieceEnd: () => {}, field: () => {} };
-  try {
-    new JsonFieldReader(ignore, { perField: Infinity, total: Infinity }).write(body);
-  } catch (err) {
-    if (err instanceof AppError && err.row === ERRORS.INVALID_PARAMS) throw err;
-  }
-  notText('the body');
+  const reader = new JsonFieldReader(ignore, { perField: Infinity, total: Infinity });
+  reader.write(body);
+  reader.end();
+  malformed('bytes that are not UTF-8 text');
 }
