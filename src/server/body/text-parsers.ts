@@ -8,9 +8,8 @@ import { refuseNotUtf8 } from './json-reader.js';
  * The JSON and form parsers of every route without a base64 file (those
  * stream their bodies: media-parser.ts), and the query string: each reads
  * text exactly as sent, in the charset declared, or refuses it
- * (core/exact-text.ts). Replaces Fastify's JSON parser, @fastify/formbody
- * and fast-querystring, which replace bad bytes with U+FFFD or keep a broken
- * escape as it was sent.
+ * (core/exact-text.ts), where Fastify's own parsers would put U+FFFD for
+ * bad bytes or keep a broken escape as it was sent.
  */
 export function installTextParsers(app: FastifyInstance): void {
   const jsonParser = app.getDefaultJsonParser('error', 'error');
