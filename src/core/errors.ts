@@ -15,10 +15,10 @@ export interface ErrorRow {
 }
 
 export const ERRORS = {
-  INVALID_PARAMS: { codigo: 100, status: 400, texto: 'PARAMETROS_INVALIDOS', meaning: 'A field is missing, has the wrong type, or is out of range.' },
+  INVALID_PARAMS: { codigo: 100, status: 400, texto: 'PARAMETROS_INVALIDOS', meaning: 'A field is missing, has the wrong type, is out of range, or is not exact text (bytes that are not UTF-8, a broken percent escape, an unpaired surrogate).' },
   MALFORMED_BODY: { codigo: 101, status: 400, texto: 'CUERPO_INVALIDO', meaning: 'The body could not be parsed (malformed JSON or form data).' },
   BODY_TOO_LARGE: { codigo: 102, status: 413, texto: 'CUERPO_DEMASIADO_GRANDE', meaning: 'The request body is larger than the route allows.' },
-  UNSUPPORTED_BODY: { codigo: 103, status: 415, texto: 'TIPO_DE_CUERPO_NO_SOPORTADO', meaning: 'The body is neither JSON nor form-encoded.' },
+  UNSUPPORTED_BODY: { codigo: 103, status: 415, texto: 'TIPO_DE_CUERPO_NO_SOPORTADO', meaning: 'The body is neither JSON nor form-encoded, or declares a charset pasarela does not read (JSON: UTF-8 only; forms: UTF-8 or windows-1252, also named latin1 or iso-8859-1).' },
   ROUTE_NOT_FOUND: { codigo: 104, status: 404, texto: 'RUTA_NO_ENCONTRADA', meaning: 'No endpoint at this method and path.' },
   MEDIA_TOO_LARGE: { codigo: 105, status: 413, texto: 'ARCHIVO_DEMASIADO_GRANDE', meaning: 'The media is larger than its type allows (the message states the maximum).' },
   MEDIA_TYPE_NOT_ALLOWED: { codigo: 106, status: 415, texto: 'TIPO_MIME_NO_PERMITIDO', meaning: 'The media\'s MIME type (sniffed from the bytes) is not allowed for this message type.' },

@@ -1,5 +1,4 @@
 import { STATUS_CODES } from 'node:http';
-import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Core } from '../core/context.js';
@@ -19,6 +18,7 @@ import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
 import { sharedSchemas } from './schemas/common.js';
 import { installBodyGuards } from './body/body-guard.js';
+import { installTextParsers } from './body/text-parsers.js';
 import { REQUEST_LIMITS, type RequestLimits } from './defaults.js';
 
 export interface AppOptions {
@@ -128,16 +128,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   installErrorHandling(app);
-  // Many clients POST `?id=N` with a JSON content type and no body; that is an
-  // empty request, not malformed JSON. Everything else goes to Fastify's
-  // parser, which also refuses prototype poisoning.
-  const jsonParser = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
-    return jsonParser(req, body as string, done);
-  });
-  // No parser-level limit: each route's bodyLimit applies to form bodies as to JSON.
-  await app.register(formbody);
+  installTextParsers(app);
   for (const s of sharedSchemas) app.addSchema(s);
   await app.register(swagger, {
     openapi: {

@@ -1,14 +1,14 @@
 import { StringDecoder } from 'node:string_decoder';
+import { badEscape, decodeFormText, hexValue, textLabel, type TextCharset } from '../../core/exact-text.js';
 import { FieldBudget, fieldName, type FieldLimits, type FieldSink } from './fields.js';
 
 /**
  * An incremental reader of an application/x-www-form-urlencoded body, fed
- * chunk by chunk. The value the sink asks for is percent-decoded on the way
- * (an escape may be cut by a chunk's end; '+' is a space; the bytes are
- * UTF-8) and handed over in pieces; the other fields are collected within
- * the field limits and decoded the way the form parser of the other routes
- * does (fast-querystring: '+' is a space, and a value whose escapes do not
- * decode is kept as sent).
+ * chunk by chunk. The value the sink asks for (the base64 file) is
+ * percent-decoded on the way (an escape may be cut by a chunk's end; '+' is
+ * a space) and handed over in pieces; the other fields are collected within
+ * the field limits, then decoded in the body's charset (core/exact-text.ts):
+ * a broken escape or bytes that are not text are refused, naming the field.
  */
 
 const AMP = 0x26;
@@ -16,28 +16,33 @@ const EQ = 0x3d;
 const PLUS = 0x2b;
 const PCT = 0x25;
 
-function hexValue(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 65 && c <= 70) return c - 55;
-  if (c >= 97 && c <= 102) return c - 87;
-  return -1;
-}
+const UNLIMITED: FieldLimits = { perField: Infinity, total: Infinity };
 
-/** A name or value of a collected field. */
-export function decodeFormComponent(raw: string): string {
-  const spaced = raw.includes('+') ? raw.replace(/\+/g, ' ') : raw;
-  if (!spaced.includes('%')) return spaced;
-  try {
-    return decodeURIComponent(spaced);
-  } catch {
-    return spaced;
-  }
+/** A whole form body (or query string) as fields: a repeated name gives an array of its values. */
+export function parseForm(bytes: Buffer, charset: TextCharset = 'utf-8', prefix = ''): Record<string, string | string[]> {
+  const out = Object.create(null) as Record<string, string | string[]>;
+  const reader = new FormFieldReader(
+    {
+      streams: () => false,
+      piece: () => {},
+      pieceEnd: () => {},
+      field: (name, value) => {
+        const had = out[name];
+        out[name] = had === undefined ? (value as string) : [...(Array.isArray(had) ? had : [had]), value as string];
+      },
+    },
+    UNLIMITED,
+    charset,
+    prefix,
+  );
+  reader.write(bytes);
+  reader.end();
+  return out;
 }
 
 export class FormFieldReader {
   private readonly budget: FieldBudget;
   private inValue = false;
-  private key = '';
   /** Raw (still encoded) text of the name, or of a collected value. */
   private raw = '';
   private streaming = false;
@@ -45,9 +50,15 @@ export class FormFieldReader {
   /** A percent-escape cut by the end of a chunk ('%' or '%X'), as raw bytes. */
   private partial: number[] = [];
 
+  /** The decoded name of the current field. */
+  private name = '';
+
+  /** @param prefix before a field's name in a refusal (for a query string: "query parameter ") */
   constructor(
     private readonly sink: FieldSink,
     limits: FieldLimits,
+    private readonly charset: TextCharset = 'utf-8',
+    private readonly prefix = '',
   ) {
     this.budget = new FieldBudget(limits);
     this.budget.start();
@@ -69,15 +80,15 @@ export class FormFieldReader {
       }
       const stop = this.inValue ? chunk.indexOf(AMP, i) : nextOf(chunk, i, AMP, EQ);
       const j = stop < 0 ? chunk.length : stop;
-      this.budget.add(j - i, () => (this.inValue ? `field ${fieldName(decodeFormComponent(this.key))}` : 'a field name'));
+      this.budget.add(j - i, () => (this.inValue ? `field ${fieldName(this.name)}` : 'a field name'));
       this.raw += chunk.toString('latin1', i, j);
       i = j;
       if (stop < 0) break;
       if (chunk[i] === EQ) {
-        this.key = this.raw;
+        this.name = this.decode(this.raw, this.nameWhat());
         this.raw = '';
         this.inValue = true;
-        this.streaming = this.sink.streams(decodeFormComponent(this.key));
+        this.streaming = this.sink.streams(this.name);
         this.budget.start();
       } else this.endPair();
       i++;
@@ -90,22 +101,36 @@ export class FormFieldReader {
 
   private endPair(): void {
     if (this.inValue && this.streaming) {
-      if (this.partial.length > 0) this.sink.piece(this.utf8.write(Buffer.from(this.partial)));
-      this.partial = [];
+      if (this.partial.length > 0) badEscape(this.what(), Buffer.from(this.partial).toString('latin1'));
       const rest = this.utf8.end();
       if (rest !== '') this.sink.piece(rest);
       this.sink.pieceEnd();
     } else if (this.inValue || this.raw !== '') {
-      // Raw bytes were kept as latin1 characters; the decoding works on the UTF-8 they spell.
-      const key = decodeFormComponent(Buffer.from(this.inValue ? this.key : this.raw, 'latin1').toString('utf8'));
-      const value = this.inValue ? decodeFormComponent(Buffer.from(this.raw, 'latin1').toString('utf8')) : '';
-      if (key !== '' || value !== '') this.sink.field(key, value);
+      if (!this.inValue) {
+        this.name = this.decode(this.raw, this.nameWhat());
+        this.raw = '';
+      }
+      const value = this.decode(this.raw, this.what());
+      if (this.name !== '' || value !== '') this.sink.field(this.name, value);
     }
     this.inValue = false;
     this.streaming = false;
-    this.key = '';
+    this.name = '';
     this.raw = '';
     this.budget.start();
+  }
+
+  /** Raw bytes are kept as latin1 characters (one per byte) until the field is whole. */
+  private decode(raw: string, what: string): string {
+    return decodeFormText(Buffer.from(raw, 'latin1'), this.charset, what);
+  }
+
+  private nameWhat(): string {
+    return this.prefix ? `a ${this.prefix}name` : 'a field name';
+  }
+
+  private what(): string {
+    return `${this.prefix}${textLabel(this.name)}`;
   }
 
   /** Percent-decodes bytes of the streamed value into text pieces. */
@@ -133,11 +158,9 @@ export class FormFieldReader {
       } else {
         const hi = hexValue(src[i + 1]!);
         const lo = hexValue(src[i + 2]!);
-        if (hi < 0 || lo < 0) out[n++] = c;
-        else {
-          out[n++] = hi * 16 + lo;
-          i += 2;
-        }
+        if (hi < 0 || lo < 0) badEscape(this.what(), src.toString('latin1', i, i + 3));
+        out[n++] = hi * 16 + lo;
+        i += 2;
       }
     }
     const text = this.utf8.write(out.subarray(0, n));

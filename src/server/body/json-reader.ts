@@ -1,5 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import { fail } from '../../core/errors.js';
+import { checkWellFormed, notText, textLabel, Utf8Check } from '../../core/exact-text.js';
 import { FieldBudget, fieldName, type FieldLimits, type FieldSink } from './fields.js';
 
 /**
@@ -9,7 +10,9 @@ import { FieldBudget, fieldName, type FieldLimits, type FieldSink } from './fiel
  * never held whole; every other value (strings, numbers, literals, and
  * nested objects or arrays) is collected within the field limits and parsed
  * with JSON.parse. Keys named __proto__ (or a constructor with a prototype)
- * are refused, as Fastify's JSON parser does.
+ * are refused, as Fastify's JSON parser does. Text must be exact
+ * (core/exact-text.ts): bytes that are not UTF-8, and an unpaired surrogate
+ * in a key or a collected value, are refused naming the field.
  */
 
 type State = 'start' | 'firstKey' | 'key' | 'inKey' | 'colon' | 'value' | 'inString' | 'scalar' | 'nested' | 'afterValue' | 'done';
@@ -41,6 +44,7 @@ export function parseJsonValue(text: string): unknown {
 
 export class JsonFieldReader {
   private readonly text = new StringDecoder('utf8');
+  private readonly utf8 = new Utf8Check();
   private readonly budget: FieldBudget;
   private state: State = 'start';
   private key = '';
@@ -64,7 +68,20 @@ export class JsonFieldReader {
   }
 
   write(chunk: Buffer): void {
+    const bad = this.utf8.scan(chunk);
+    if (bad >= 0) {
+      // Read up to the bad byte first, so the refusal names the field it is in.
+      this.feed(this.text.write(chunk.subarray(0, bad)));
+      this.notUtf8();
+    }
     this.feed(this.text.write(chunk));
+  }
+
+  /** Bad bytes in a key or value name that field; elsewhere the body is not JSON at all. */
+  private notUtf8(): never {
+    if (this.state === 'inKey') notText('a field name');
+    if (this.state === 'inString' || this.state === 'scalar' || this.state === 'nested') notText(textLabel(this.key));
+    malformed(`bytes that are not UTF-8 text near character ${this.pos}`);
   }
 
   /** Nothing but whitespace so far. */
@@ -73,6 +90,7 @@ export class JsonFieldReader {
   }
 
   end(): void {
+    if (this.utf8.incomplete) this.notUtf8();
     this.feed(this.text.end());
     if (this.state === 'start') malformed('the body is empty');
     if (this.state !== 'done') malformed('it ends before the object is closed');
@@ -220,11 +238,16 @@ export class JsonFieldReader {
   private closeString(): void {
     if (this.state === 'inKey') {
       if (this.key === '__proto__') malformed('forbidden prototype property');
+      checkWellFormed(this.key, 'a field name');
       this.state = 'colon';
       return;
     }
+    // The streamed value is the base64 file: its decoder refuses anything but base64 text.
     if (this.streaming) this.sink.pieceEnd();
-    else this.sink.field(this.key, this.buf);
+    else {
+      checkWellFormed(this.buf, textLabel(this.key));
+      this.sink.field(this.key, this.buf);
+    }
     this.buf = '';
     this.state = 'afterValue';
   }
@@ -262,10 +285,24 @@ export class JsonFieldReader {
     this.buf += s.slice(from, i);
     if (this.depth === 0) {
       if (this.key === 'constructor') parseJsonValue(`{"constructor":${this.buf}}`);
-      this.sink.field(this.key, parseJsonValue(this.buf));
+      const v = parseJsonValue(this.buf);
+      checkWellFormed(v, textLabel(this.key));
+      this.sink.field(this.key, v);
       this.buf = '';
       this.state = 'afterValue';
     }
     return i;
   }
+}
+
+/**
+ * Refuses a JSON body that is not UTF-8, naming the field the first bad byte
+ * is in (for a body that is one object) by reading it that far.
+ */
+export function refuseNotUtf8(body: Buffer): never {
+  const ignore: FieldSink = { streams: () => false, piece: () => {}, pieceEnd: () => {}, field: () => {} };
+  const reader = new JsonFieldReader(ignore, { perField: Infinity, total: Infinity });
+  reader.write(body);
+  reader.end();
+  malformed('bytes that are not UTF-8 text');
 }

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, fail } from '../../core/errors.js';
+import { bodyCharset } from '../../core/exact-text.js';
 import type { TempFiles } from '../../core/media.js';
 import type { MediaFile } from '../../core/send.js';
 import { FIELD_LIMITS } from './fields.js';
@@ -58,11 +59,12 @@ async function parseMediaBody(req: FastifyRequest, payload: Readable, kind: 'jso
   const limit = req.routeOptions.bodyLimit;
   const tooLarge = () => fail('BODY_TOO_LARGE', 'request body too large for this endpoint');
   if (Number(req.headers['content-length']) > limit) tooLarge();
+  const charset = bodyCharset(req.headers['content-type'], kind);
   const body = new MediaBody(route, tmp, kind === 'json' ? 'last' : 'array', async (credential) => {
     await route.authenticate(req, credential);
     req.bodyGuard?.authenticated();
   });
-  const reader = kind === 'json' ? new JsonFieldReader(body, FIELD_LIMITS) : new FormFieldReader(body, FIELD_LIMITS);
+  const reader = kind === 'json' ? new JsonFieldReader(body, FIELD_LIMITS) : new FormFieldReader(body, FIELD_LIMITS, charset);
   let received = 0;
   try {
     for await (const chunk of payload as AsyncIterable<Buffer>) {
