@@ -13,7 +13,12 @@ function sizeText(bytes: number, max: number): { size: string; max: string } {
   return { size: `${rounded} MB`, max: maxText };
 }
 
-export function tooLarge(tipo: MediaTipo, bytes: number, max: number, what: string): never {
+/** `over`: the size is a lower bound (a body cut off past the limit), said as "over ...". */
+export function tooLargeText(tipo: MediaTipo, bytes: number, max: number, what: string, over = false): string {
   const t = sizeText(bytes, max);
-  fail('MEDIA_TOO_LARGE', `${what} too large: ${t.size}; the maximum for ${tipo} is ${t.max}`);
+  return `${what} too large: ${over ? `over ${t.max}` : t.size}; the maximum for ${tipo} is ${t.max}`;
+}
+
+export function tooLarge(tipo: MediaTipo, bytes: number, max: number, what: string): never {
+  fail('MEDIA_TOO_LARGE', tooLargeText(tipo, bytes, max, what));
 }

@@ -175,6 +175,10 @@ export class EvolutionGateway implements Gateway {
   }
 
   async send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
+    return this.opts.media ? this.opts.media.withBytes(msg, (m) => this.sendNow(instancia, m)) : this.sendNow(instancia, msg);
+  }
+
+  private async sendNow(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
     const { route, body } = await evolutionSend(msg);
     const r = await this.http.call('POST', `/message/${route}/${seg(instancia)}`, { json: body, timeoutMs: this.opts.sendTimeoutMs });
     if (!ok(r)) throw this.fail(r, instancia);
