@@ -39,6 +39,7 @@ complete -c pasarela -n '__fish_seen_subcommand_from serve' -l trust-proxy -d 't
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l auth-max-failures -r -d 'failed authentications of one credential from one address per minute before 429 (the address: 10 times that)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l tz -r -d 'IANA time zone of allowed hours and history dates (default: the system\'s)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l allow-private-urls -d 'let media URLs point at loopback and private addresses (tests, closed networks)'
+complete -c pasarela -n '__fish_seen_subcommand_from serve' -l gateway-fetches-media -d 'evolution/waha: hand the gateway media URLs to fetch itself instead of the bytes (trusted setups only; env PASARELA_GATEWAY_FETCHES_MEDIA=1)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l queue-gap-ms -r -d 'random pause between two queued sends of one line'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l queue-ttl -r -d 'a queued message not sent within this ends as error'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l queue-max-pending -r -d 'pending messages per line before 429'

@@ -79,6 +79,8 @@ export interface UrlProbeOptions {
   label?: string;
   /** Which addresses count as private; default isBlockedAddress (tests swap it to make loopback look public). */
   isBlocked?: (address: string) => boolean;
+  /** The DNS answer for a host name; default the system resolver (tests answer what a rebinding DNS would). */
+  resolve?: (host: string) => Promise<LookupAddress[]>;
 }
 
 export interface UrlProbeResult {
@@ -209,73 +211,102 @@ function networkReason(err: unknown, signal: AbortSignal, timeoutMs: number): st
 }
 
 /**
- * Vets a URL and asks its server about it: HEAD, then a one-byte ranged GET
- * when HEAD is refused or gives no size. Throws MEDIA_URL_INVALID; never reads
- * a body.
+ * One check or fetch: its deadline, and an agent whose connections go only to
+ * addresses vetted in this session (each hop's host is vetted before its request).
  */
-export async function probeUrl(input: string, opts: UrlProbeOptions): Promise<UrlProbeResult> {
+function urlSession(opts: UrlProbeOptions) {
   const label = opts.label ?? 'URL';
   const timeoutMs = opts.timeoutMs ?? DEFAULT_URL_TIMEOUT_MS;
   const isBlocked = opts.isBlocked ?? isBlockedAddress;
-  let url = parseHttpUrl(input, label);
-  // Literal private IPs are refused here, before any DNS or connection.
-  if (!opts.allowPrivate && isIP(hostOf(url)) !== 0 && isBlocked(hostOf(url))) {
-    fail('MEDIA_URL_INVALID', `${label} points at a private address (${hostOf(url)})`);
-  }
-
+  const resolve = opts.resolve ?? ((host: string) => dnsLookup(host, { all: true }));
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Timeout()), timeoutMs);
   const pins = new Map<string, LookupAddress[]>();
   const agent = new Agent({ connect: { lookup: pinnedLookup(pins) } });
   const signal = controller.signal;
-
-  const vet = async (target: URL, what: string): Promise<void> => {
-    const host = hostOf(target);
-    const family = isIP(host);
-    let addresses: LookupAddress[];
-    if (family !== 0) addresses = [{ address: host, family }];
-    else {
-      addresses = await abortable(dnsLookup(host, { all: true }), signal);
-      if (addresses.length === 0) fail('MEDIA_URL_INVALID', `${what} is not reachable (host not found)`);
-    }
-    if (!opts.allowPrivate) {
-      const bad = addresses.find((a) => isBlocked(a.address));
-      if (bad) fail('MEDIA_URL_INVALID', `${what} points at a private address (${bad.address})`);
-    }
-    pins.set(host, addresses);
+  return {
+    label,
+    timeoutMs,
+    signal,
+    /** Literal private IPs are refused before any DNS or connection. */
+    refuseLiteral(url: URL): void {
+      if (!opts.allowPrivate && isIP(hostOf(url)) !== 0 && isBlocked(hostOf(url))) {
+        fail('MEDIA_URL_INVALID', `${label} points at a private address (${hostOf(url)})`);
+      }
+    },
+    async vet(target: URL, what: string): Promise<void> {
+      const host = hostOf(target);
+      const family = isIP(host);
+      let addresses: LookupAddress[];
+      if (family !== 0) addresses = [{ address: host, family }];
+      else {
+        addresses = await abortable(resolve(host), signal);
+        if (addresses.length === 0) fail('MEDIA_URL_INVALID', `${what} is not reachable (host not found)`);
+      }
+      if (!opts.allowPrivate) {
+        const bad = addresses.find((a) => isBlocked(a.address));
+        if (bad) fail('MEDIA_URL_INVALID', `${what} points at a private address (${bad.address})`);
+      }
+      pins.set(host, addresses);
+    },
+    send(target: URL, method: 'HEAD' | 'GET', headers: Record<string, string> = {}): Promise<Dispatcher.ResponseData> {
+      return request(target, {
+        method,
+        dispatcher: agent,
+        signal,
+        headers: { 'user-agent': 'pasarela-url-check', accept: '*/*', 'accept-encoding': 'identity', ...headers },
+      });
+    },
+    /** The next hop of a redirect answer, vetted for scheme; counts hops. */
+    redirect(res: Dispatcher.ResponseData, from: URL, what: string, hops: number): URL {
+      const location = header(res, 'location');
+      if (location === null) fail('MEDIA_URL_INVALID', `${what} is not reachable (HTTP ${res.statusCode} without Location)`);
+      if (hops > MAX_REDIRECTS) fail('MEDIA_URL_INVALID', `${label} is not reachable (more than ${MAX_REDIRECTS} redirects)`);
+      let next: string;
+      try {
+        next = new URL(location, from).href;
+      } catch {
+        fail('MEDIA_URL_INVALID', `${what} redirects to an invalid URL`);
+      }
+      return parseHttpUrl(next, `${label} (redirect ${hops})`);
+    },
+    async close(): Promise<void> {
+      clearTimeout(timer);
+      await agent.destroy().catch(() => {});
+    },
   };
+}
 
-  const send = (target: URL, method: 'HEAD' | 'GET'): Promise<Dispatcher.ResponseData> =>
-    request(target, {
-      method,
-      dispatcher: agent,
-      signal,
-      headers: {
-        'user-agent': 'pasarela-url-check',
-        accept: '*/*',
-        'accept-encoding': 'identity',
-        ...(method === 'GET' ? { range: 'bytes=0-0' } : {}),
-      },
-    });
+const hopName = (label: string, hops: number): string => (hops === 0 ? label : `${label} (after ${hops} redirect${hops === 1 ? '' : 's'})`);
 
-  const discard = (res: Dispatcher.ResponseData): void => {
-    res.body.on('error', () => {});
-    res.body.destroy();
-  };
+const discard = (res: Dispatcher.ResponseData): void => {
+  res.body.on('error', () => {});
+  res.body.destroy();
+};
 
+/**
+ * Vets a URL and asks its server about it: HEAD, then a one-byte ranged GET
+ * when HEAD is refused or gives no size. Throws MEDIA_URL_INVALID; never reads
+ * a body.
+ */
+export async function probeUrl(input: string, opts: UrlProbeOptions): Promise<UrlProbeResult> {
+  const session = urlSession(opts);
+  const { label } = session;
+  let url = parseHttpUrl(input, label);
+  session.refuseLiteral(url);
   try {
     let hops = 0;
     for (;;) {
-      const what = hops === 0 ? label : `${label} (after ${hops} redirect${hops === 1 ? '' : 's'})`;
-      await vet(url, what);
-      let res = await send(url, 'HEAD');
+      const what = hopName(label, hops);
+      await session.vet(url, what);
+      let res = await session.send(url, 'HEAD');
       discard(res);
       let status = res.statusCode;
       const headMime = status >= 200 && status < 300 ? mimeOf(res) : null;
       let bytes = status === 200 ? contentLength(res) : null;
       if (!REDIRECTS.has(status) && (status !== 200 || bytes === null)) {
         // HEAD refused (405/501, or a URL signed for GET only) or silent about the size.
-        res = await send(url, 'GET');
+        res = await session.send(url, 'GET', { range: 'bytes=0-0' });
         discard(res);
         status = res.statusCode;
         if (status === 206 || status === 416) bytes = rangeTotal(res);
@@ -284,17 +315,8 @@ export async function probeUrl(input: string, opts: UrlProbeOptions): Promise<Ur
         if (status === 416 && bytes !== null) status = 206;
       }
       if (REDIRECTS.has(status)) {
-        const location = header(res, 'location');
-        if (location === null) fail('MEDIA_URL_INVALID', `${what} is not reachable (HTTP ${status} without Location)`);
         hops += 1;
-        if (hops > MAX_REDIRECTS) fail('MEDIA_URL_INVALID', `${label} is not reachable (more than ${MAX_REDIRECTS} redirects)`);
-        let next: string;
-        try {
-          next = new URL(location, url).href;
-        } catch {
-          fail('MEDIA_URL_INVALID', `${what} redirects to an invalid URL`);
-        }
-        url = parseHttpUrl(next, `${label} (redirect ${hops})`);
+        url = session.redirect(res, url, what, hops);
         continue;
       }
       if (status < 200 || status >= 300) fail('MEDIA_URL_INVALID', `${what} is not reachable (HTTP ${status})`);
@@ -302,9 +324,94 @@ export async function probeUrl(input: string, opts: UrlProbeOptions): Promise<Ur
     }
   } catch (err) {
     if (err instanceof AppError) throw err;
-    fail('MEDIA_URL_INVALID', `${label} is not reachable (${networkReason(err, signal, timeoutMs)})`);
+    fail('MEDIA_URL_INVALID', `${label} is not reachable (${networkReason(err, session.signal, session.timeoutMs)})`);
   } finally {
-    clearTimeout(timer);
-    await agent.destroy().catch(() => {});
+    await session.close();
+  }
+}
+
+/** Why a fetch failed, and whether trying again later can help. */
+export class UrlFetchFailure extends Error {
+  constructor(
+    message: string,
+    readonly kind: 'permanent' | 'transient',
+  ) {
+    super(message);
+    this.name = 'UrlFetchFailure';
+  }
+}
+
+export interface UrlFetchOptions extends UrlProbeOptions {
+  /** More than this many bytes (declared or received) fails the fetch. */
+  maxBytes: number;
+  /** What "too large" says, given the size (a lower bound when the server did not declare it). */
+  tooLarge: (bytes: number, declared: boolean) => string;
+  /** Takes each piece of the body as it arrives; the fetch waits for it (back-pressure). */
+  write: (chunk: Buffer) => Promise<void>;
+}
+
+export interface UrlFetchResult {
+  /** The URL after redirects. */
+  url: string;
+  bytes: number;
+  /** Content-Type without parameters, lower case, or null. */
+  mime: string | null;
+}
+
+/**
+ * Vets a URL exactly as probeUrl does (every hop, connections pinned to the
+ * vetted addresses) and streams its body to `write`, never holding more than a
+ * piece of it and stopping past `maxBytes`. Throws UrlFetchFailure: permanent
+ * when the same fetch would fail again (refused address, 4xx, too large),
+ * transient otherwise (timeouts, 5xx, 408/429, network errors).
+ */
+export async function fetchUrl(input: string, opts: UrlFetchOptions): Promise<UrlFetchResult> {
+  const session = urlSession(opts);
+  const { label } = session;
+  try {
+    let url = parseHttpUrl(input, label);
+    session.refuseLiteral(url);
+    let hops = 0;
+    for (;;) {
+      const what = hopName(label, hops);
+      await session.vet(url, what);
+      const res = await session.send(url, 'GET');
+      const status = res.statusCode;
+      if (REDIRECTS.has(status)) {
+        discard(res);
+        hops += 1;
+        url = session.redirect(res, url, what, hops);
+        continue;
+      }
+      if (status !== 200) {
+        discard(res);
+        const again = status >= 500 || status === 408 || status === 429;
+        throw new UrlFetchFailure(`${what} could not be fetched (HTTP ${status})`, again ? 'transient' : 'permanent');
+      }
+      const declared = contentLength(res);
+      if (declared !== null && declared > opts.maxBytes) {
+        discard(res);
+        throw new UrlFetchFailure(opts.tooLarge(declared, true), 'permanent');
+      }
+      let bytes = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > opts.maxBytes) {
+          discard(res);
+          throw new UrlFetchFailure(opts.tooLarge(bytes, false), 'permanent');
+        }
+        await opts.write(chunk);
+      }
+      if (bytes === 0) throw new UrlFetchFailure(`${what} gave an empty file`, 'permanent');
+      return { url: url.href, bytes, mime: mimeOf(res) };
+    }
+  } catch (err) {
+    if (err instanceof UrlFetchFailure) throw err;
+    // Refused addresses, schemes and redirects: the same URL fails the same way.
+    if (err instanceof AppError) throw new UrlFetchFailure(err.message, 'permanent');
+    const reason = networkReason(err, session.signal, session.timeoutMs);
+    throw new UrlFetchFailure(`${label} could not be fetched (${reason})`, reason.startsWith('TLS') ? 'permanent' : 'transient');
+  } finally {
+    await session.close();
   }
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { chmodSync, constants as fsConstants, mkdirSync } from 'node:fs';
 import { open, readdir, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -153,7 +154,18 @@ export class TempFiles {
 
   /** A new file for a message, written piece by piece (an existing one is truncated). */
   async create(msgId: string): Promise<TempFile> {
-    const path = this.pathFor(msgId);
+    return this.open(this.pathFor(msgId));
+  }
+
+  /**
+   * A new file under a fresh name, for bytes no message row points at (media
+   * fetched at send time); the start-up sweep removes any a crash left.
+   */
+  scratch(): Promise<TempFile> {
+    return this.open(join(this.dir, `fetch-${randomUUID()}.bin`));
+  }
+
+  private async open(path: string): Promise<TempFile> {
     // O_NOFOLLOW: never write through a symlink planted under the name.
     const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | (fsConstants.O_NOFOLLOW ?? 0);
     const fh = await open(path, flags, 0o600);

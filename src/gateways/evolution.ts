@@ -127,12 +127,35 @@ export class EvolutionGateway implements Gateway {
     return { status: 'connecting', qr: '' };
   }
 
+  /**
+   * Evolution asks WhatsApp for a pairing code only when a socket starts with
+   * a number; while one is `connecting` it answers the current QR and ignores
+   * `number`. A QR without a code is therefore a socket started for a QR (the
+   * line showed one): it is closed (logout is accepted while connecting) and
+   * started again with the number.
+   */
   async pairingCode(instancia: string, numero: string): Promise<PairingResult> {
     const number = numero.replace(/\D/g, '');
-    const b = await this.connectAnswer(instancia, numero, { number }, (x) => !!str(x.pairingCode));
-    if (str(b.pairingCode)) return { status: 'need_scan', code: b.pairingCode as string };
+    const hasCode = (x: Json) => !!str(x.pairingCode);
+    let b = await this.connectAnswer(instancia, numero, { number }, (x) => hasCode(x) || !!str(x.code));
+    if (!hasCode(b) && str(b.code)) {
+      await this.closePendingLink(instancia);
+      b = await this.connectAnswer(instancia, numero, { number }, hasCode);
+    }
+    if (hasCode(b)) return { status: 'need_scan', code: b.pairingCode as string };
     if (obj(b.instance).state === 'open') return { status: 'connected', code: '' };
     throw new GatewayFailure(`Evolution gave no pairing code for ${instancia} yet`, 'transient');
+  }
+
+  /** Logs out a socket still waiting for its QR, then waits (briefly) until Evolution reports it closed. */
+  private async closePendingLink(instancia: string): Promise<void> {
+    await this.logout(instancia);
+    for (let attempt = 0; attempt < QR_REASKS; attempt++) {
+      // Evolution answers the logout before its socket has ended.
+      const r = await this.http.call('GET', `/instance/connectionState/${seg(instancia)}`);
+      if (!ok(r) || obj(obj(r.body).instance).state !== 'connecting') return;
+      if (this.tuning.qrRetryPauseMs > 0) await new Promise((res) => setTimeout(res, this.tuning.qrRetryPauseMs));
+    }
   }
 
   async status(instancia: string): Promise<SessionStatus> {
@@ -175,6 +198,10 @@ export class EvolutionGateway implements Gateway {
   }
 
   async send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
+    return this.opts.media ? this.opts.media.withBytes(msg, (m) => this.sendNow(instancia, m)) : this.sendNow(instancia, msg);
+  }
+
+  private async sendNow(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
     const { route, body } = await evolutionSend(msg);
     const r = await this.http.call('POST', `/message/${route}/${seg(instancia)}`, { json: body, timeoutMs: this.opts.sendTimeoutMs });
     if (!ok(r)) throw this.fail(r, instancia);

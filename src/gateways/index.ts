@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.js';
 import type { Gateway, Store } from '../core/ports.js';
+import { MediaFetcher, type MediaFetchOptions } from './media-fetch.js';
 import { SimGateway, type SimOptions } from './sim.js';
 
 /** Gateways this build can drive; `serve --gateway NAME` picks one. */
@@ -24,11 +25,28 @@ export interface HttpGatewayOptions {
   /** Timeout of a send. */
   sendTimeoutMs: number;
   clock: Clock;
+  /** Fetches media URLs so the gateway gets bytes; absent, the gateway is handed the URL to fetch itself. */
+  media?: MediaFetcher;
 }
 
 export interface GatewayOptions {
   sim: SimOptions;
   http?: HttpGatewayOptions;
+  /** Where and how media URLs are fetched for gateways that get bytes (see gatewayGetsBytes). */
+  media?: MediaFetchOptions;
+  /** `serve --gateway-fetches-media`: the operator trusts the gateway to fetch media URLs itself. */
+  gatewayFetchesMedia?: boolean;
+}
+
+/**
+ * Who fetches a media URL. A real gateway (Evolution, WAHA) would fetch it
+ * later, with its own DNS, from inside the operator's network: a name vetted
+ * as public at accept time could point at a private address by then. So
+ * pasarela fetches it and hands the gateway bytes, unless the operator opts
+ * out. The simulator fetches nothing, so it keeps the URL.
+ */
+export function gatewayGetsBytes(name: string, gatewayFetchesMedia: boolean): boolean {
+  return name !== 'sim' && !gatewayFetchesMedia;
 }
 
 export async function createGateway(name: string, store: Store, clock: Clock, opts: GatewayOptions): Promise<Gateway> {
@@ -36,6 +54,10 @@ export async function createGateway(name: string, store: Store, clock: Clock, op
   if (name === 'evolution' || name === 'waha') {
     if (!opts.http?.url) throw new Error(`--gateway ${name} needs --gateway-url (or PASARELA_GATEWAY_URL)`);
     if (!opts.http.key) throw new Error(`--gateway ${name} needs --gateway-key (or PASARELA_GATEWAY_KEY)`);
+    const bytes = gatewayGetsBytes(name, opts.gatewayFetchesMedia ?? false);
+    if (bytes && !opts.media) throw new Error(`--gateway ${name} needs a temp directory to fetch media into`);
+    // Set on the shared options object, which the adapter reads at each call.
+    opts.http.media = bytes && opts.media ? new MediaFetcher(opts.media) : undefined;
     // Loaded on demand: a sim server never loads the HTTP adapters.
     if (name === 'evolution') return new (await import('./evolution.js')).EvolutionGateway(opts.http);
     return new (await import('./waha.js')).WahaGateway(opts.http);

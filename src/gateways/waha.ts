@@ -199,6 +199,12 @@ export class WahaGateway implements Gateway {
   }
 
   async send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
+    // Stickers are refused before anything is fetched.
+    if (msg.tipo === 'sticker' || !this.opts.media) return this.sendNow(instancia, msg);
+    return this.opts.media.withBytes(msg, (m) => this.sendNow(instancia, m));
+  }
+
+  private async sendNow(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
     const req = await wahaSend(instancia, msg);
     const r = await this.http.call('POST', `/api/${req.route}`, { json: req.body, timeoutMs: this.opts.sendTimeoutMs });
     if (!ok(r)) {

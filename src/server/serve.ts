@@ -38,6 +38,8 @@ export interface ServeOptions {
   random?: () => number;
   tz?: string;
   allowPrivateUrls?: boolean;
+  /** Evolution/WAHA are handed media URLs to fetch themselves instead of the bytes pasarela fetched (trusted setups). */
+  gatewayFetchesMedia?: boolean;
   queue?: Partial<QueueConfig>;
   /** First webhook retry delay (the schedule multiplies it); 5000 by default. */
   webhookRetryMs?: number;
@@ -137,9 +139,13 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       sendTimeoutMs: opts.gatewaySendTimeoutMs ?? 60_000,
       clock,
     };
+    const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
     const gateway = await createGateway(opts.gateway, store, clock, {
       sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
       http,
+      // A fetch is part of a send: it gets the send's time.
+      media: { tmp, allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
+      gatewayFetchesMedia: opts.gatewayFetchesMedia ?? false,
     });
     const logger = loggerOptions(opts.logLevel, opts.logStream);
     const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
@@ -159,8 +165,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       },
       random: opts.random ?? Math.random,
     };
-    const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
-    // Base64 files of sends that ended while the process was down, or of a crash mid-request.
+    // Base64 files of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
     const swept = await tmp.sweep(await store.pendingFiles());
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();

@@ -100,4 +100,12 @@ describe('serve', () => {
       await new Promise((r) => busy.close(r));
     }
   });
+
+  it('PASARELA_GATEWAY_FETCHES_MEDIA takes yes or no, never anything else as a silent yes', async () => {
+    const r = await cli.run(['serve', '--port', '0', '--data-dir', join(cli.home, 'data-fetch')], { env: { PASARELA_GATEWAY_FETCHES_MEDIA: 'maybe' } });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('PASARELA_GATEWAY_FETCHES_MEDIA: "maybe" is not 1/true/yes or 0/false/no');
+    const help = await cli.run(['serve', '--help']);
+    expect(help.stdout).toContain('--gateway-fetches-media');
+  });
 });

@@ -28,7 +28,19 @@ export interface Network {
   up(s: TestServer): Promise<void>;
   /** An incoming message exactly as the gateway posts it to pasarela (null for the in-process sim). */
   inboundCall: ((s: TestServer, instancia: string, id: string, from: string, text: string) => { headers: Record<string, string>; body: unknown }) | null;
+  /** Every send request that reached the gateway (null for the in-process sim): its exact JSON, a media URL, decoded base64 media. */
+  received: (() => ReceivedSend[]) | null;
   close(): Promise<void>;
+}
+
+export interface ReceivedSend {
+  /** The request body as the gateway got it. */
+  json: string;
+  url?: string;
+  bytes?: Buffer;
+  /** The file name and MIME type the request carried, if any. */
+  filename?: string;
+  mime?: string;
 }
 
 const sim = (s: TestServer) => s.core.gateway as SimGateway;
@@ -49,6 +61,7 @@ export async function simNetwork(): Promise<Network> {
     down: async (s) => sim(s).setOutage(true),
     up: async (s) => sim(s).setOutage(false),
     inboundCall: null,
+    received: null,
     close: async () => undefined,
   };
 }
@@ -76,6 +89,7 @@ function fakeNetwork(
   fake: Fake,
   acks: { entregado: string; leido: string },
   inboundBody: (s: TestServer, i: string, id: string, from: string, text: string) => unknown,
+  received: () => ReceivedSend[],
 ): Network {
   const settled =
     <A extends unknown[]>(fn: (...a: A) => Promise<unknown>) =>
@@ -107,12 +121,17 @@ function fakeNetwork(
       headers: { 'x-pasarela-secret': instanceSecret(serverSecret(s), name, i) },
       body: inboundBody(s, i, id, from, text),
     }),
+    received,
     close: () => fake.close(),
   };
 }
 
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
 export async function evolutionNetwork(): Promise<Network> {
   const fake = await (await import('../fakes/evolution.js')).startEvolutionFake();
+  const received = () =>
+    fake.messages.map((m) => ({ json: JSON.stringify(m.request), url: m.url, bytes: m.bytes, filename: str(m.request.fileName), mime: str(m.request.mimetype) }));
   return fakeNetwork('evolution', fake as unknown as Fake, { entregado: 'DELIVERY_ACK', leido: 'READ' }, (s, i, id, from, text) => ({
     event: 'messages.upsert',
     instance: i,
@@ -129,11 +148,16 @@ export async function evolutionNetwork(): Promise<Network> {
     sender: '5215512345678@s.whatsapp.net',
     server_url: fake.url,
     apikey: null,
-  }));
+  }), received);
 }
 
 export async function wahaNetwork(): Promise<Network> {
   const fake = await (await import('../fakes/waha.js')).startWahaFake();
+  const received = () =>
+    fake.sends.map((m) => {
+      const file = (m.body.file ?? {}) as Record<string, unknown>;
+      return { json: JSON.stringify(m.body), url: str(file.url), bytes: m.bytes, filename: str(file.filename), mime: str(file.mimetype) };
+    });
   return fakeNetwork('waha', fake as unknown as Fake, { entregado: 'DEVICE', leido: 'READ' }, (_s, i, id, from, text) => ({
     id: `evt_${id}`,
     timestamp: Date.now(),
@@ -141,5 +165,5 @@ export async function wahaNetwork(): Promise<Network> {
     session: i,
     payload: { id: `false_${from}@c.us_${id}`, timestamp: Math.floor(Date.now() / 1000), from: `${from}@c.us`, fromMe: false, to: '5215512345678@c.us', body: text, hasMedia: false, ack: 1, ackName: 'SERVER' },
     engine: 'NOWEB',
-  }));
+  }), received);
 }

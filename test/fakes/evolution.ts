@@ -40,6 +40,8 @@ export interface FakeInstance {
   number: string | null;
   qr: { code: string; base64: string; count: number } | null;
   pairingCode: string | null;
+  /** The number the socket was started with; only such a socket gets pairing codes (one with each QR). */
+  pairingNumber: string | null;
   webhook: FakeWebhook | null;
   createdAt: string;
   /** Webhook posts of this instance go out one after the other. */
@@ -224,24 +226,26 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
 
   /** A terminal close: the session is gone (phone logout, API logout). */
   async function loggedOut(inst: FakeInstance): Promise<void> {
-    Object.assign(inst, { state: 'close', linked: false, dead: false, qr: null, pairingCode: null });
+    Object.assign(inst, { state: 'close', linked: false, dead: false, qr: null, pairingCode: null, pairingNumber: null });
     const a = connectionUpdate(inst, 'close', 401);
     const b = deliver(inst, 'STATUS_INSTANCE', { instance: inst.name, status: 'closed', disconnectionAt: isoNow(), disconnectionReasonCode: 401, disconnectionObject: null });
     const c = deliver(inst, 'LOGOUT_INSTANCE', { instance: inst.name });
     await Promise.all([a, b, c]);
   }
 
-  /** The socket starts: `connecting`, and a first QR. */
-  function startSocket(inst: FakeInstance): void {
+  /** The socket starts: `connecting`, and a first QR; started with a number, a pairing code too. */
+  function startSocket(inst: FakeInstance, number: string | null = null): void {
     inst.state = 'connecting';
     inst.qr = newQr(1);
-    inst.pairingCode = null;
+    inst.pairingNumber = number;
+    inst.pairingCode = number ? newPairingCode() : null;
+    if (number) inst.number = number;
     void connectionUpdate(inst, 'connecting', 200);
     void qrUpdate(inst);
   }
 
   async function linkNow(inst: FakeInstance): Promise<void> {
-    Object.assign(inst, { state: 'open', linked: true, dead: false, qr: null, pairingCode: null });
+    Object.assign(inst, { state: 'open', linked: true, dead: false, qr: null, pairingCode: null, pairingNumber: null });
     inst.number ??= '5215512345678';
     await connectionUpdate(inst, 'open', 200);
   }
@@ -314,6 +318,7 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
       number: typeof body.number === 'string' ? body.number.replace(/\D/g, '') || null : null,
       qr: null,
       pairingCode: null,
+      pairingNumber: null,
       webhook: null,
       createdAt: isoNow(),
       chain: Promise.resolve(),
@@ -339,14 +344,14 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
     ];
   }
 
+  /**
+   * As Evolution's connectToWhatsapp: `number` counts only when the socket
+   * starts (state `close`); while `connecting` the current QR is answered and
+   * `number` ignored, so a socket started without one never gives a code.
+   */
   function connect(inst: FakeInstance, query: URLSearchParams): [number, unknown] {
     if (inst.state === 'open') return [200, stateShape(inst)];
-    if (inst.state === 'close') startSocket(inst);
-    const number = query.get('number');
-    if (number) {
-      inst.number = number.replace(/\D/g, '');
-      inst.pairingCode = newPairingCode();
-    }
+    if (inst.state === 'close') startSocket(inst, query.get('number')?.replace(/\D/g, '') || null);
     if (emptyQr > 0) {
       emptyQr -= 1;
       return [200, { count: 0 }];
@@ -608,7 +613,7 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
       const i = must(instancia);
       if (i.state !== 'connecting' || !i.qr || i.linked) throw new Error(`fake evolution: no QR is showing for ${instancia}`);
       if (i.qr.count >= QR_LIMIT) {
-        Object.assign(i, { state: 'close', qr: null, pairingCode: null });
+        Object.assign(i, { state: 'close', qr: null, pairingCode: null, pairingNumber: null });
         await Promise.all([
           deliver(i, 'QRCODE_UPDATED', { message: 'QR code limit reached, please login again', statusCode: 500 }),
           connectionUpdate(i, 'refused', 428),
@@ -616,6 +621,8 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
         return;
       }
       i.qr = newQr(i.qr.count + 1);
+      // Evolution asks WhatsApp for a new pairing code with each QR of a socket started with a number.
+      if (i.pairingNumber) i.pairingCode = newPairingCode();
       await qrUpdate(i);
     },
     async phoneLogout(instancia) {

@@ -121,6 +121,20 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
       expect(await h.gateway.pairingCode(i, LINE)).toEqual({ status: 'connected', code: '' });
     });
 
+    it('gives a pairing code for a line that already showed a QR, and that code links it', async () => {
+      const i = fresh();
+      await h.gateway.ensureInstance(i, { numero: LINE });
+      await qrOf(i);
+      const r = await until('a pairing code after the QR', async () => {
+        const p = await h.gateway.pairingCode(i, LINE);
+        expect(['need_scan', 'connecting']).toContain(p.status);
+        return p.status === 'need_scan' && p.code ? p : undefined;
+      });
+      expect(r.code).toMatch(/^[A-Z0-9]{4}-?[A-Z0-9]{4}$/);
+      await h.enterCode(i, r.code);
+      await until(`${i} connected`, async () => (await h.gateway.status(i)) === 'connected');
+    });
+
     it('sends every kind it supports, and says which it does not', async () => {
       const i = await linked();
       const base = { destinatario: TO };

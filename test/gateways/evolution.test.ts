@@ -141,6 +141,25 @@ describe('evolution adapter', () => {
       expect(lastRequest(`/instance/connect/${i}`)!.path).toBe(`/instance/connect/${i}?number=5215512345678`);
     });
 
+    it('a pairing code after a QR: the QR socket is logged out, then started again with the number', async () => {
+      const i = fresh();
+      await h.gateway.ensureInstance(i, { numero: LINE });
+      await h.gateway.connect(i, LINE);
+      const before = h.fake.requests.length;
+      const r = await h.gateway.pairingCode(i, LINE);
+      expect(r).toEqual({ status: 'need_scan', code: h.fake.instances.get(i)!.pairingCode });
+      expect(h.fake.requests.slice(before).map((q) => `${q.method} ${q.path}`)).toEqual([
+        `GET /instance/connect/${i}?number=${LINE}`,
+        `DELETE /instance/logout/${i}`,
+        `GET /instance/connectionState/${i}`,
+        `GET /instance/connect/${i}?number=${LINE}`,
+      ]);
+      // Asked again, the socket started with the number answers its code: nothing is closed.
+      const again = h.fake.requests.length;
+      expect((await h.gateway.pairingCode(i, LINE)).code).toBe(r.code);
+      expect(h.fake.requests.slice(again).map((q) => q.method)).toEqual(['GET']);
+    });
+
     it('status: unknown instance is logged_out, close is logged_out, connecting is connecting', async () => {
       expect(await h.gateway.status('evo-nunca-creada')).toBe('logged_out');
       const i = fresh();

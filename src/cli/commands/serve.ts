@@ -8,6 +8,14 @@ import { duration, msRange } from '../duration.js';
 import { isValidTz } from '../../core/hours.js';
 import { GATEWAYS } from '../../gateways/index.js';
 
+/** A yes/no environment variable: 1/true/yes or 0/false/no (or empty); anything else is a usage error, not a silent "yes". */
+function envFlag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const v = env[name]?.trim().toLowerCase();
+  if (v === undefined || v === '' || v === '0' || v === 'false' || v === 'no') return false;
+  if (v === '1' || v === 'true' || v === 'yes') return true;
+  throw new CliError(`${name}: "${env[name]}" is not 1/true/yes or 0/false/no`, EXIT.USAGE);
+}
+
 /** `pasarela serve`: the whole service in this process until SIGINT or SIGTERM. */
 export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv): void {
   program
@@ -33,6 +41,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--auth-max-failures <n>', 'failed authentications of one credential from one address per minute before 429 (the address: 10 times that)').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
     .addOption(new Option('--tz <zone>', 'IANA time zone of allowed hours and history dates (default: the system\'s)').env('PASARELA_TZ'))
     .addOption(new Option('--allow-private-urls', 'let media URLs point at loopback and private addresses (tests, closed networks)'))
+    .addOption(new Option('--gateway-fetches-media', 'evolution/waha: hand the gateway media URLs to fetch itself instead of the bytes (trusted setups only; env PASARELA_GATEWAY_FETCHES_MEDIA=1)'))
     .addOption(new Option('--queue-gap-ms <min-max>', 'random pause between two queued sends of one line').default([1000, 5000], '1000-5000').argParser(msRange))
     .addOption(new Option('--queue-ttl <duration>', 'a queued message not sent within this ends as error').default(86_400_000, '24h').argParser(duration))
     .addOption(new Option('--queue-max-pending <n>', 'pending messages per line before 429').default(10_000).argParser(int(1, 10_000_000)))
@@ -61,6 +70,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           if (v && !/^https?:\/\/[^/\s]+/.test(String(v))) throw new CliError(`${flag}: "${String(v)}" is not an http(s) URL`, EXIT.USAGE);
         }
       }
+      const gatewayFetchesMedia = Boolean(o.gatewayFetchesMedia) || envFlag(env, 'PASARELA_GATEWAY_FETCHES_MEDIA');
       const tz = (o.tz as string | undefined) || undefined;
       if (tz && !isValidTz(tz)) throw new CliError(`--tz: unknown time zone "${tz}" (an IANA name such as America/Mexico_City)`, EXIT.USAGE);
       const [gapMinMs, gapMaxMs] = o.queueGapMs as [number, number];
@@ -83,6 +93,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           simReadMs: Number(o.simReadMs),
           tz,
           allowPrivateUrls: Boolean(o.allowPrivateUrls),
+          gatewayFetchesMedia,
           webhookRetryMs: Number(o.webhookRetryMs),
           webhookTimeoutMs: Number(o.webhookTimeout),
           webhookConcurrency: Number(o.webhookConcurrency),
