@@ -270,8 +270,15 @@ export interface JournalEvent {
   fecha: number;
 }
 
-export interface Store {
-  readonly dialect: string;
+/**
+ * The store, one port per concern. Each method is one atomic operation; an
+ * adapter stores and locks, and takes its decisions from the core (the money
+ * and state rules are in core/ledger.ts, the caps in core/caps.ts). Every
+ * adapter passes the same contract suite per port (test/contract/).
+ */
+
+/** Clients, lines, balances and their ledger, the audit trail. */
+export interface AccountsStore {
   createCliente(input: NewCliente, now: number): Promise<ClienteRow>;
   getCliente(id: number): Promise<ClienteRow | null>;
   listClientes(): Promise<ClienteRow[]>;
@@ -297,9 +304,11 @@ export interface Store {
 
   audit(entry: AuditEntry, now: number): Promise<void>;
   listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]>;
+}
 
+/** Messages: acceptance with its charge, the queue's claims, state changes and receipts, history, the event journal. */
+export interface MessagesStore {
   messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats>;
-
   /**
    * Atomic: refuses when a queued line already holds `maxPending` messages,
    * charges one credit when `charge` (the celular's balance first, then the
@@ -347,6 +356,10 @@ export interface Store {
   journalEvent(ev: JournalEvent): Promise<void>;
   /** Atomic: journals an incoming message unless `clave` (the gateway's key for it) was journaled before; false for a repeat. */
   journalInbound(ev: JournalEvent, clave: string | null, now: number): Promise<boolean>;
+}
+
+/** Webhook configurations, the outbox moved from the journal, deliveries and their attempts. */
+export interface WebhooksStore {
   /**
    * Atomic: takes up to `limit` journaled events in order, turns each into an
    * outbox delivery when `route` says so (given the client's configuration),
@@ -379,14 +392,10 @@ export interface Store {
   redeliver(clienteId: number, id: string, now: number): Promise<boolean>;
   /** Deactivates a client's configuration (a receiver answered 410 Gone). */
   deactivateWebhook(clienteId: number, now: number): Promise<void>;
+}
 
-  /** Small durable key-value space for adapters (the simulator's sessions live here). */
-  /**
-   * Whether the store takes writes. Free while no write has failed; after a
-   * write met a full disk or an I/O error, one small write tells whether it
-   * has recovered.
-   */
-  writeHealth(): Promise<StoreWriteHealth>;
+/** Small durable key-value space for adapters (the simulator's sessions live here). */
+export interface KvStore {
   kvGet<T>(ns: string, key: string): Promise<T | null>;
   /** With `expiraAt`, the entry is forgotten after then (kvExpire removes it). */
   kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void>;
@@ -394,7 +403,16 @@ export interface Store {
   kvExpire(now: number, limit: number): Promise<number>;
   kvDelete(ns: string, key: string): Promise<void>;
   kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>>;
+}
 
+export interface Store extends AccountsStore, MessagesStore, WebhooksStore, KvStore {
+  readonly dialect: string;
+  /**
+   * Whether the store takes writes. Free while no write has failed; after a
+   * write met a full disk or an I/O error, a probe write tells whether it
+   * has recovered.
+   */
+  writeHealth(): Promise<StoreWriteHealth>;
   close(): Promise<void>;
 }
 

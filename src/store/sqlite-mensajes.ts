@@ -3,6 +3,7 @@ import { immediate, stmt } from './statements.js';
 import { hasActiveWebhook } from './sqlite-webhooks.js';
 import { messageStatusData } from '../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
+import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptStep, refundTarget } from '../core/ledger.js';
 import type { AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../core/ports.js';
 
 /**
@@ -60,34 +61,28 @@ function capHit(db: DB, celularId: number, slot: SlotClaim, now: number): CapHit
 
 export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): AcceptResult {
   return immediate(db, (): AcceptResult => {
-      // Every refusal is decided before the first write, so a refused send changes nothing.
       const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
         | { saldo_actual: number; pendientes: number }
         | undefined;
       const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
       if (!cel || !cli) return { ok: false, reason: 'celular' };
-      if (opts.slot) {
-        const hit = capHit(db, m.celular_id, opts.slot, now);
-        if (hit) return { ok: false, reason: 'cap', ...hit };
-      }
-      if (m.modo === 'cola' && opts.maxPending !== null && cel.pendientes >= opts.maxPending) return { ok: false, reason: 'cola_llena' };
-      if (opts.charge && cel.saldo_actual <= 0 && cli.saldo_global <= 0) return { ok: false, reason: 'saldo' };
+      const verdict = acceptVerdict(
+        { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global, pendientes: cel.pendientes, capHit: opts.slot ? capHit(db, m.celular_id, opts.slot, now) : null },
+        { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
+      );
+      if (!verdict.ok) return verdict;
       if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes + 1 WHERE id = ?').run(m.celular_id);
-      let cargo: 'celular' | 'global' | null = null;
+      const cargo = verdict.cargo;
       let saldoCelular = cel.saldo_actual;
       let saldoGlobal = cli.saldo_global;
-      if (opts.charge) {
-        if (saldoCelular > 0) {
-          cargo = 'celular';
-          saldoCelular -= 1;
-          stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
-          movimiento(db, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
-        } else if (saldoGlobal > 0) {
-          cargo = 'global';
-          saldoGlobal -= 1;
-          stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
-          movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
-        }
+      if (cargo === 'celular') {
+        saldoCelular -= 1;
+        stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
+        movimiento(db, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
+      } else if (cargo === 'global') {
+        saldoGlobal -= 1;
+        stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
+        movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
       }
       const mensaje = stmt(
         db,
@@ -144,9 +139,7 @@ function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
     error: string | null;
   }>;
   if (parked.length === 0) return row;
-  const order: ReceiptEstado[] = ['error', 'entregado', 'leido'];
-  parked.sort((a, b) => order.indexOf(a.estado) - order.indexOf(b.estado));
-  for (const p of parked) receipt(db, row.gateway_msg_id!, p.estado, now, p.error ?? undefined);
+  for (const p of parkedOrder(parked)) receipt(db, row.gateway_msg_id!, p.estado, now, p.error ?? undefined);
   return get(db, row.msg_id)!;
 }
 
@@ -157,14 +150,12 @@ export function failMensaje(db: DB, msgId: string, error: string, now: number): 
       // A send that never went out gives its slot back; one the network took keeps it.
       stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
       if (m.estado === 'pendiente') leftQueue(db, m);
-      if (m.cobrado && m.cargo === 'celular') {
-        const r = stmt(db, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as
-          | { saldo_actual: number }
-          | undefined;
-        // A deleted line cannot take its credit back; the client's global balance does.
-        if (r) movimiento(db, now, m.cliente_id, m.celular_id, 1, r.saldo_actual, `reembolso ${msgId}`);
-        else refundGlobal(db, m, now);
-      } else if (m.cobrado && m.cargo === 'global') {
+      const lineExists = m.cargo === 'celular' && stmt(db, 'SELECT 1 FROM celulares WHERE id = ?').get(m.celular_id) !== undefined;
+      const to = refundTarget(m, lineExists);
+      if (to === 'celular') {
+        const r = stmt(db, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as { saldo_actual: number };
+        movimiento(db, now, m.cliente_id, m.celular_id, 1, r.saldo_actual, `reembolso ${msgId}`);
+      } else if (to === 'global') {
         refundGlobal(db, m, now);
       }
       const after = get(db, msgId)!;
@@ -180,10 +171,6 @@ function refundGlobal(db: DB, m: MensajeRow, now: number): void {
   if (r) movimiento(db, now, m.cliente_id, null, 1, r.saldo_global, `reembolso ${m.msg_id}`);
 }
 
-const RANK = { pendiente: 0, enviado: 1, entregado: 2, leido: 3, error: -1 } as const;
-
-/** Parked receipts nobody claimed within a day were for messages that are not ours (typed on the phone). */
-const PARKED_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Moves a sent message forward (`entregado`, `leido`; never backwards) or ends
@@ -198,20 +185,18 @@ export function receipt(db: DB, gid: string, estado: ReceiptEstado, now: number,
       stmt(db, 'INSERT OR REPLACE INTO acuses_pendientes (gateway_msg_id, estado, error, at) VALUES (?, ?, ?, ?)').run(gid, estado, error ?? null, now);
       return 'parked';
     }
-    if (estado === 'error') {
-      if (before.estado !== 'enviado') return null;
+    const step = receiptStep(before.estado, estado);
+    if (step === 'ignore') return null;
+    if (step === 'fail') {
       const after = failMensaje(db, before.msg_id, error ?? 'the network reported the message as failed', now);
       return after ? { before, after } : null;
     }
-    if (RANK[before.estado] < 1 || RANK[before.estado] >= RANK[estado]) return null;
     const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
     const after = stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ? RETURNING *`).get(estado, now, before.msg_id) as MensajeRow;
     journalStatus(db, after, before.estado, now);
     return { before, after };
   });
 }
-
-const SEEN_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * Journals an incoming message unless its gateway key was seen already
@@ -221,7 +206,7 @@ export function journalInbound(db: DB, ev: JournalEvent, clave: string | null, n
   return immediate(db, () => {
     if (clave !== null) {
       if (stmt(db, 'INSERT OR IGNORE INTO entrantes_vistos (clave, at) VALUES (?, ?)').run(clave, now).changes === 0) return false;
-      stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(now - SEEN_TTL_MS);
+      stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(now - INBOUND_SEEN_TTL_MS);
     }
     journal(db, ev);
     return true;

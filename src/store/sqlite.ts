@@ -29,6 +29,7 @@ import type {
   JournalEvent,
 } from '../core/ports.js';
 import type { SlotClaim } from '../core/caps.js';
+import { balanceAfter } from '../core/ledger.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
 import { MIGRATIONS } from './migrations.js';
 import { grouped, immediate, stmt } from './statements.js';
@@ -237,15 +238,15 @@ export class SqliteStore implements Store {
         const cel = stmt(this.db, 'SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?')
           .get(change.celular_id, change.cliente_id) as { saldo_actual: number } | undefined;
         if (!cel) return { ok: false, reason: 'celular' };
-        resultante = cel.saldo_actual + change.monto;
-        if (resultante < 0) return { ok: false, reason: 'negativo' };
-        if (!Number.isSafeInteger(resultante)) return { ok: false, reason: 'desborde' };
+        const after = balanceAfter(cel.saldo_actual, change.monto);
+        if (!after.ok) return after;
+        resultante = after.resultante;
         stmt(this.db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(resultante, change.celular_id);
         saldoCelular = resultante;
       } else {
-        resultante = cliente.saldo_global + change.monto;
-        if (resultante < 0) return { ok: false, reason: 'negativo' };
-        if (!Number.isSafeInteger(resultante)) return { ok: false, reason: 'desborde' };
+        const after = balanceAfter(cliente.saldo_global, change.monto);
+        if (!after.ok) return after;
+        resultante = after.resultante;
         stmt(this.db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(resultante, change.cliente_id);
       }
       const info = stmt(this.db, 

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { ADAPTERS, celular, newCliente as newClienteOf, storeEachTest } from './adapters.js';
+
+/** Clients, lines, balances and their ledger, the audit trail; and a restart keeps them. */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: AccountsStore contract`, () => {
+    const ctx = storeEachTest(adapter);
+    const newCliente = (max: number | null = null) => newClienteOf(ctx.store, max);
+
+    it('creates celulares under the cap and refuses a taken number', async () => {
+      const c = await newCliente(1);
+      const a = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1000);
+      expect(a.ok).toBe(true);
+      expect(await ctx.store.insertCelular(celular(c.id, '525512345679'), 1000)).toEqual({ ok: false, reason: 'cap' });
+      const other = await newCliente();
+      expect(await ctx.store.insertCelular(celular(other.id, '525512345678'), 1000)).toEqual({ ok: false, reason: 'taken' });
+      expect(await ctx.store.insertCelular(celular(9999, '525512345670'), 1000)).toEqual({ ok: false, reason: 'cliente' });
+    });
+
+    it('never lets a balance go negative and records every change', async () => {
+      const c = await newCliente();
+      const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1000);
+      if (!cel.ok) throw new Error('insert');
+      expect(await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 10, motivo: 'r', actor: 'op' }, 1)).toMatchObject({ ok: true, saldo_global: 10 });
+      expect(await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: -11, motivo: 'r', actor: 'op' }, 1)).toEqual({ ok: false, reason: 'negativo' });
+      expect(await ctx.store.changeBalance({ cliente_id: c.id, celular_id: cel.celular.id, monto: 3, motivo: 'r', actor: 'op' }, 1)).toMatchObject({ ok: true, saldo_global: 10, saldo_celular: 3 });
+      expect(await ctx.store.changeBalance({ cliente_id: c.id + 1, celular_id: cel.celular.id, monto: 3, motivo: 'r', actor: 'op' }, 1)).toEqual({ ok: false, reason: 'cliente' });
+      expect((await ctx.store.getCelular(cel.celular.id))?.saldo_actual).toBe(3);
+    });
+
+    it('deletes with an audit record that outlives the row', async () => {
+      const c = await newCliente();
+      const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1000);
+      if (!cel.ok) throw new Error('insert');
+      const audit = { actor: 'cliente:1', accion: 'celular.eliminar', objeto_tipo: 'celular', objeto_id: cel.celular.id, cliente_id: c.id, detalle: { numero: '525512345678' } };
+      expect(await ctx.store.deleteCelular(cel.celular.id, audit, 2000)).toBe(true);
+      expect(await ctx.store.deleteCelular(cel.celular.id, audit, 2000)).toBe(false);
+      expect(await ctx.store.getCelular(cel.celular.id)).toBeNull();
+      const rows = await ctx.store.listAudit({ cliente_id: c.id, limit: 10 });
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ accion: 'celular.eliminar', fecha: 2000, detalle: { numero: '525512345678' } });
+    });
+
+    it('finds a line by gateway or legacy token hash and by instance', async () => {
+      const c = await newCliente();
+      const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1000);
+      if (!cel.ok) throw new Error('insert');
+      await ctx.store.updateCelular(cel.celular.id, { legacy_token_hash: 'L'.repeat(64), gateway_instancia: 'pasarela-1' }, 1001);
+      expect((await ctx.store.getCelularByTokenHash('525512345678'.padEnd(64, 'g')))?.id).toBe(cel.celular.id);
+      expect((await ctx.store.getCelularByTokenHash('L'.repeat(64)))?.id).toBe(cel.celular.id);
+      expect(await ctx.store.getCelularByTokenHash('x'.repeat(64))).toBeNull();
+      expect((await ctx.store.getCelularByInstancia('pasarela-1'))?.id).toBe(cel.celular.id);
+    });
+
+    it('keeps data and applies no migration twice on reopen', async () => {
+      const c = await newCliente();
+      await ctx.store.kvSet('ns', 'k', { a: 1 });
+      await ctx.reopen();
+      expect((await ctx.store.getCliente(c.id))?.nombre).toBe('A');
+      expect(await ctx.store.kvGet('ns', 'k')).toEqual({ a: 1 });
+      expect(await ctx.store.kvList('ns')).toEqual([{ key: 'k', value: { a: 1 } }]);
+    });
+  });
+}

@@ -1,0 +1,96 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
+import type { NewCelular, NewMensaje, Store } from '../../src/core/ports.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import { tempDir } from '../helpers/server.js';
+
+/**
+ * Every store adapter, for the contract suites (one per port: accounts,
+ * messages, webhooks, kv). SQLite today; each new adapter joins this list and
+ * must pass every suite unchanged.
+ */
+export interface StoreHandle {
+  store: Store;
+  /** Closes and opens the same store again (a restart). */
+  reopen(): Promise<Store>;
+  cleanup(): Promise<void>;
+}
+
+export interface Adapter {
+  name: string;
+  open(): Promise<StoreHandle>;
+}
+
+export const ADAPTERS: Adapter[] = [
+  {
+    name: 'sqlite',
+    async open() {
+      const dir = tempDir('pasarela-store-');
+      const file = join(dir, 'test.db');
+      return {
+        store: new SqliteStore(file),
+        reopen: async () => new SqliteStore(file),
+        cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+      };
+    },
+  },
+];
+
+/** A fresh store for each test of the enclosing describe: `ctx.store` (a restart replaces it). */
+export function storeEachTest(adapter: Adapter): { store: Store; reopen(): Promise<Store> } {
+  let h: StoreHandle;
+  const ctx = {
+    store: undefined as unknown as Store,
+    reopen: async () => {
+      await ctx.store.close();
+      ctx.store = await h.reopen();
+      return ctx.store;
+    },
+  };
+  beforeEach(async () => {
+    h = await adapter.open();
+    ctx.store = h.store;
+  });
+  afterEach(async () => {
+    await ctx.store.close();
+    await h.cleanup();
+  });
+  return ctx;
+}
+
+export const celular = (cliente_id: number, numero: string): NewCelular => ({
+  cliente_id,
+  numero,
+  nombre_interno: null,
+  estado: 'desconectado',
+  max_envios_por_minuto: 12,
+  max_envios_por_hora: 500,
+  max_envios_por_dia: null,
+  hora_inicio_permitido: '00:00',
+  hora_fin_permitido: '23:59',
+  key_hash: 'k'.repeat(64),
+  gateway_token_hash: `${numero}`.padEnd(64, 'g'),
+});
+
+/** New text messages of one line, numbered from 1, queued unless asked otherwise. */
+export function messages(clienteId: number, celularId: number): (modo?: 'cola' | 'directo') => NewMensaje {
+  let n = 0;
+  return (modo = 'cola') => ({
+    msg_id: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
+    cliente_id: clienteId,
+    celular_id: celularId,
+    destinatario: '14155552671',
+    tipo: 'texto',
+    modo,
+    texto: 'x',
+    media: null,
+    payload: { texto: 'x' },
+    expira_at: null,
+  });
+}
+
+
+/** A client (optionally capped at `max` lines), created at t=1000. */
+export const newCliente = (store: Store, max: number | null = null) =>
+  store.createCliente({ nombre: 'A', email: 'a@x.mx', plan: 'medido', estado: 'activo', max_celulares: max, saldo_global: 0, key_hash: 'h' }, 1000);

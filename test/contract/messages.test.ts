@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { slotClaim } from '../../src/core/caps.js';
+import { ADAPTERS, celular, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
+
+/** Acceptance with its charge, send slots, history totals. */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: MessagesStore contract`, () => {
+    const ctx = storeEachTest(adapter);
+    const newCliente = (max: number | null = null) => newClienteOf(ctx.store, max);
+
+    it('accepts messages atomically: a refusal changes nothing, the queue depth follows every estado change', async () => {
+      const c = await newCliente();
+      const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1000);
+      if (!cel.ok) throw new Error('insert');
+      const msg = messages(c.id, cel.celular.id);
+      const opts = { charge: true, maxPending: 2 };
+      expect(await ctx.store.acceptMensaje(msg(), opts, 1)).toEqual({ ok: false, reason: 'saldo' });
+      await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 5, motivo: 'r', actor: 'op' }, 1);
+      const a = msg();
+      expect(await ctx.store.acceptMensaje(a, opts, 2)).toMatchObject({ ok: true, cargo: 'global', saldo_global: 4 });
+      expect(await ctx.store.acceptMensaje(msg(), opts, 3)).toMatchObject({ ok: true });
+      expect(await ctx.store.acceptMensaje(msg(), opts, 4)).toEqual({ ok: false, reason: 'cola_llena' });
+      expect(await ctx.store.acceptMensaje(msg('directo'), opts, 4)).toMatchObject({ ok: true });
+      expect((await ctx.store.getCliente(c.id))?.saldo_global).toBe(2);
+      expect(await ctx.store.markSent(a.msg_id, 'G1', 5)).toMatchObject({ estado: 'enviado', gateway_msg_id: 'G1' });
+      expect(await ctx.store.markSent(a.msg_id, 'G2', 6)).toBeNull();
+      expect(await ctx.store.acceptMensaje(msg(), opts, 7)).toMatchObject({ ok: true });
+      const failed = await ctx.store.failMensaje(a.msg_id, 'x', 8);
+      expect(failed).toMatchObject({ estado: 'error', cobrado: 0 });
+      expect(await ctx.store.failMensaje(a.msg_id, 'x', 9)).toBeNull();
+      expect((await ctx.store.getCliente(c.id))?.saldo_global).toBe(2);
+    });
+
+    it('send slots: a direct acceptance and a queued claim take slots of the same caps; in flight they count, a failure gives one back', async () => {
+      const c = await newCliente();
+      const cel = await ctx.store.insertCelular({ ...celular(c.id, '525512345678'), max_envios_por_minuto: 2 }, 1000);
+      if (!cel.ok) throw new Error('insert');
+      const msg = messages(c.id, cel.celular.id);
+      const t = 100_000;
+      const slot = (now: number) => slotClaim(cel.celular, now, 60_000);
+      const q1 = msg('cola');
+      const q2 = msg('cola');
+      await ctx.store.acceptMensaje(q1, { charge: false, maxPending: null }, t);
+      await ctx.store.acceptMensaje(q2, { charge: false, maxPending: null }, t);
+      // One direct send in flight, one queued claim: the minute is full, whatever the mode of the third.
+      const d1 = msg('directo');
+      expect(await ctx.store.acceptMensaje(d1, { charge: false, maxPending: null, slot: slot(t) }, t)).toMatchObject({ ok: true });
+      expect(await ctx.store.claimQueued(q1.msg_id, slot(t), t)).toEqual({ ok: true });
+      expect(await ctx.store.claimQueued(q1.msg_id, slot(t), t)).toEqual({ ok: false, reason: 'taken' });
+      // Both in flight: no send made yet, so "ask again shortly" rather than a minute.
+      expect(await ctx.store.claimQueued(q2.msg_id, slot(t), t)).toEqual({ ok: false, reason: 'cap', retryAfterMs: 1000, which: 'per minute', cap: 2 });
+      expect(await ctx.store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t) }, t)).toMatchObject({ ok: false, reason: 'cap' });
+      // The direct send is made at t+10: it counts from then; the queued one fails for good and frees its slot.
+      await ctx.store.markSent(d1.msg_id, 'G1', t + 10);
+      await ctx.store.failMensaje(q1.msg_id, 'refused', t + 20);
+      expect(await ctx.store.claimQueued(q2.msg_id, slot(t + 30), t + 30)).toEqual({ ok: true });
+      expect(await ctx.store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t + 40) }, t + 40)).toMatchObject({
+        ok: false,
+        reason: 'cap',
+        retryAfterMs: 60_000 - 30,
+      });
+      // A claim given back for a retry frees its slot too.
+      await ctx.store.retryLater(q2.msg_id, t + 5000, 'down');
+      expect(await ctx.store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t + 50) }, t + 50)).toMatchObject({ ok: true });
+    });
+
+    it('history totals read from the kept counts equal the totals counted over the rows, through every state change', async () => {
+      const c = await newCliente();
+      const [a, b] = await Promise.all(['525512345678', '525512345679'].map((n) => ctx.store.insertCelular(celular(c.id, n), 1000)));
+      if (!a?.ok || !b?.ok) throw new Error('insert');
+      const ofA = messages(c.id, a.celular.id);
+      const ofB = messages(c.id, b.celular.id);
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        const m = { ...(i % 3 === 0 ? ofB() : ofA(i % 2 ? 'directo' : 'cola')), msg_id: `00000000-0000-4000-8000-${String(100 + i).padStart(12, '0')}` };
+        await ctx.store.acceptMensaje(m, { charge: false, maxPending: null }, 2000 + i);
+        ids.push(m.msg_id);
+      }
+      for (const [i, id] of ids.entries()) {
+        if (i % 4 === 3) await ctx.store.failMensaje(id, 'refused', 3000);
+        else if (i % 4 !== 0) await ctx.store.markSent(id, `G${i}`, 3000);
+      }
+      await ctx.store.receipt('G1', 'entregado', 4000);
+      await ctx.store.receipt('G2', 'leido', 4000);
+      await ctx.store.receipt('G5', 'error', 4000, 'lost');
+      const filters = [{}, { estado: 'enviado' as const }, { estado: 'error' as const }, { celular_id: a.celular.id }, { celular_id: b.celular.id, estado: 'pendiente' as const }];
+      for (const f of filters) {
+        const kept = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, ...f });
+        // A date filter off a quarter-hour boundary that takes every row makes the ctx.store count the rows themselves.
+        const counted = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde: 1, ...f });
+        expect(kept.total, JSON.stringify(f)).toBe(counted.total);
+      }
+      // Whole quarter hours, no other filter: the per-quarter counts, which must agree with a count too.
+      for (const [desde, hasta] of [[0, 900_000], [0, undefined], [900_000, 1_800_000]] as const) {
+        const kept = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde, ...(hasta ? { hasta } : {}) });
+        const counted = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde: desde + 1, ...(hasta ? { hasta: hasta - 1 } : {}) });
+        expect(kept.total, `${desde}-${hasta}`).toBe(counted.total);
+      }
+      expect((await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1 })).total).toBe(12);
+    });
+
+  });
+}

@@ -1,0 +1,169 @@
+import { describe, expect, it } from 'vitest';
+import { ADAPTERS, celular, storeEachTest } from './adapters.js';
+
+/**
+ * Gateway receipts and incoming messages (migration 6): a receipt that beats
+ * the send's own record is parked and applied by markSent, in order; an
+ * `error` receipt ends a sent message with its refund, once; an incoming
+ * message's gateway key is journaled once. The journal is read through
+ * moveEventsToOutbox (its route keeps every event out of the outbox), and
+ * balance movements are counted through the ids changeBalance returns.
+ */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: MessagesStore contract, gateway receipts and inbound dedupe`, () => {
+    const ctx = storeEachTest(adapter);
+    /** A client with `saldo` global credit and one line; returns the ids and the movimiento id of the top-up. */
+    async function line(saldo = 5) {
+      const c = await ctx.store.createCliente({ nombre: 'R', email: 'r@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' }, 1);
+      const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1);
+      if (!cel.ok) throw new Error('insert');
+      const top = await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: saldo, motivo: 'recarga', actor: 'op' }, 1);
+      if (!top.ok) throw new Error('top-up');
+      // An active webhook, so that the client's events are journaled (the route below keeps them out of the outbox).
+      await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 1);
+      return { clienteId: c.id, celularId: cel.celular.id, movimiento: top.movimiento_id };
+    }
+
+    let n = 0;
+    const accept = async (l: { clienteId: number; celularId: number }, now: number) => {
+      const msg_id = `00000000-0000-4000-9000-${String(++n).padStart(12, '0')}`;
+      const r = await ctx.store.acceptMensaje(
+        { msg_id, cliente_id: l.clienteId, celular_id: l.celularId, destinatario: '14155552671', tipo: 'texto', modo: 'cola', texto: 'x', media: null, payload: { texto: 'x' }, expira_at: null },
+        { charge: true, maxPending: null },
+        now,
+      );
+      expect(r).toMatchObject({ ok: true, cargo: 'global' });
+      return msg_id;
+    };
+
+    /** Takes every journaled event (in order) out of the journal. */
+    async function journal(now: number): Promise<Array<{ evento: string; data: Record<string, any>; fecha: number }>> {
+      const seen: Array<{ evento: string; data: Record<string, any>; fecha: number }> = [];
+      await ctx.store.moveEventsToOutbox(1000, (ev) => (seen.push({ evento: ev.evento, data: ev.data, fecha: ev.fecha }), null), now);
+      return seen;
+    }
+    const saldo = async (clienteId: number) => (await ctx.store.getCliente(clienteId))!.saldo_global;
+    /** The id the next movimiento gets, found by recording one (+0 is refused, so +1). */
+    const nextMovimiento = async (clienteId: number) => {
+      const r = await ctx.store.changeBalance({ cliente_id: clienteId, celular_id: null, monto: 1, motivo: 'sonda', actor: 'op' }, 1);
+      if (!r.ok) throw new Error('probe');
+      return r.movimiento_id;
+    };
+
+    it('parks receipts for an unknown gateway id; markSent applies them in order (entregado, then leido), journaling each step', async () => {
+      const l = await line();
+      const id = await accept(l, 10);
+      await journal(11);
+      // The read receipt arrives first, then the delivery one, both before the send is recorded.
+      expect(await ctx.store.receipt('G-early', 'leido', 12)).toBe('parked');
+      expect(await ctx.store.receipt('G-early', 'entregado', 13)).toBe('parked');
+      expect(await ctx.store.getMensaje(id)).toMatchObject({ estado: 'pendiente', gateway_msg_id: null, entregado_at: null, leido_at: null });
+      expect(await journal(14)).toEqual([]);
+
+      const after = await ctx.store.markSent(id, 'G-early', 20);
+      expect(after).toMatchObject({ msg_id: id, estado: 'leido', gateway_msg_id: 'G-early', enviado_at: 20, entregado_at: 20, leido_at: 20, error: null });
+      const evs = await journal(21);
+      expect(evs.map((e) => [e.evento, e.data.estado_anterior, e.data.estado])).toEqual([
+        ['message.status', 'pendiente', 'enviado'],
+        ['message.status', 'enviado', 'entregado'],
+        ['message.status', 'entregado', 'leido'],
+      ]);
+      for (const e of evs) expect(e).toMatchObject({ fecha: 20, data: { msg_id: id, gateway_msg_id: 'G-early' } });
+
+      // Applied once: the parked rows are gone, and a late repeat never moves the message backwards.
+      expect(await ctx.store.receipt('G-early', 'entregado', 30)).toBeNull();
+      expect(await ctx.store.receipt('G-early', 'leido', 31)).toBeNull();
+      expect(await journal(32)).toEqual([]);
+      // A message sent later under another gateway id gets nothing of them.
+      const other = await accept(l, 40);
+      expect(await ctx.store.markSent(other, 'G-other', 41)).toMatchObject({ estado: 'enviado', entregado_at: null, leido_at: null });
+      expect(await saldo(l.clienteId)).toBe(3);
+    });
+
+    it('receipts on a recorded send move it forward only: enviado -> entregado -> leido, never back', async () => {
+      const l = await line();
+      const id = await accept(l, 10);
+      await ctx.store.markSent(id, 'G1', 11);
+      await journal(12);
+      expect(await ctx.store.receipt('G1', 'entregado', 13)).toMatchObject({ before: { estado: 'enviado' }, after: { estado: 'entregado', entregado_at: 13 } });
+      expect(await ctx.store.receipt('G1', 'entregado', 14)).toBeNull();
+      expect(await ctx.store.receipt('G1', 'leido', 15)).toMatchObject({ before: { estado: 'entregado' }, after: { estado: 'leido', leido_at: 15, entregado_at: 13 } });
+      expect(await ctx.store.receipt('G1', 'entregado', 16)).toBeNull();
+      expect((await journal(17)).map((e) => [e.data.estado_anterior, e.data.estado, e.fecha])).toEqual([
+        ['enviado', 'entregado', 13],
+        ['entregado', 'leido', 15],
+      ]);
+    });
+
+    it("an 'error' receipt on an enviado message ends it in error with its refund: saldo restored, one movimiento, once", async () => {
+      const l = await line(5);
+      const id = await accept(l, 10);
+      expect(await saldo(l.clienteId)).toBe(4);
+      await ctx.store.markSent(id, 'G-err', 11);
+      await journal(12);
+
+      const r = await ctx.store.receipt('G-err', 'error', 13, 'recipient unreachable');
+      expect(r).toMatchObject({ before: { estado: 'enviado' }, after: { msg_id: id, estado: 'error', error: 'recipient unreachable', cobrado: 0 } });
+      expect(await saldo(l.clienteId)).toBe(5);
+      expect((await journal(14)).map((e) => [e.evento, e.data.estado_anterior, e.data.estado, e.data.error])).toEqual([
+        ['message.status', 'enviado', 'error', 'recipient unreachable'],
+      ]);
+
+      // Repeats change nothing: no second refund, and error is final.
+      expect(await ctx.store.receipt('G-err', 'error', 15, 'again')).toBeNull();
+      expect(await ctx.store.receipt('G-err', 'entregado', 16)).toBeNull();
+      expect(await ctx.store.failMensaje(id, 'again', 17)).toBeNull();
+      expect(await saldo(l.clienteId)).toBe(5);
+      expect(await journal(18)).toEqual([]);
+      // Movimientos since the top-up: the charge, the refund, and this probe.
+      expect(await nextMovimiento(l.clienteId)).toBe(l.movimiento + 3);
+    });
+
+    it("an 'error' receipt does nothing to a pendiente message (parked, applied at markSent) nor to a leido one", async () => {
+      const l = await line(5);
+      // pendiente: the receipt waits; nothing is refunded before the send is recorded.
+      const p = await accept(l, 10);
+      expect(await ctx.store.receipt('G-p', 'error', 11, 'failed early')).toBe('parked');
+      expect(await ctx.store.getMensaje(p)).toMatchObject({ estado: 'pendiente', cobrado: 1, error: null });
+      expect(await saldo(l.clienteId)).toBe(4);
+      // Once recorded, the parked failure applies, with the refund.
+      expect(await ctx.store.markSent(p, 'G-p', 12)).toMatchObject({ estado: 'error', error: 'failed early', cobrado: 0 });
+      expect(await saldo(l.clienteId)).toBe(5);
+
+      // leido: the message was read; a late failure report is ignored.
+      const r = await accept(l, 20);
+      await ctx.store.markSent(r, 'G-r', 21);
+      await ctx.store.receipt('G-r', 'leido', 22);
+      await journal(23);
+      expect(await ctx.store.receipt('G-r', 'error', 24, 'late')).toBeNull();
+      expect(await ctx.store.getMensaje(r)).toMatchObject({ estado: 'leido', error: null, cobrado: 1 });
+      expect(await saldo(l.clienteId)).toBe(4);
+      expect(await journal(25)).toEqual([]);
+    });
+
+    it('journalInbound: false for a repeated key, true for a new one; a null key never dedupes', async () => {
+      const l = await line();
+      const ev = (texto: string) => ({
+        evento: 'messages.received',
+        cliente_id: l.clienteId,
+        celular_id: l.celularId,
+        data: { texto },
+        fecha: 100,
+      });
+      expect(await ctx.store.journalInbound(ev('uno'), 'sim:i:A', 100)).toBe(true);
+      expect(await ctx.store.journalInbound(ev('uno otra vez'), 'sim:i:A', 101)).toBe(false);
+      expect(await ctx.store.journalInbound(ev('dos'), 'sim:i:B', 102)).toBe(true);
+      expect(await ctx.store.journalInbound(ev('sin clave'), null, 103)).toBe(true);
+      expect(await ctx.store.journalInbound(ev('sin clave'), null, 104)).toBe(true);
+      expect((await journal(105)).map((e) => [e.evento, e.data.texto])).toEqual([
+        ['messages.received', 'uno'],
+        ['messages.received', 'dos'],
+        ['messages.received', 'sin clave'],
+        ['messages.received', 'sin clave'],
+      ]);
+      // The key is remembered after its event left the journal.
+      expect(await ctx.store.journalInbound(ev('uno, tarde'), 'sim:i:A', 200)).toBe(false);
+      expect(await journal(201)).toEqual([]);
+    });
+  });
+}
