@@ -101,3 +101,76 @@ for (const adapter of ADAPTERS) {
 
   });
 }
+
+/** The queue's side of the messages port: heads per line, claims, retries, releases, stranded direct sends, files. */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: MessagesStore contract, the queue`, () => {
+    const ctx = storeEachTest(adapter);
+
+    async function twoLines() {
+      const c = await newClienteOf(ctx.store);
+      await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 100, motivo: 'recarga', actor: 'op' }, 1000);
+      const [a, b] = await Promise.all(['525512345678', '525512345679'].map((n) => ctx.store.insertCelular(celular(c.id, n), 1000)));
+      if (!a!.ok || !b!.ok) throw new Error('insert');
+      return { c, a: a!.celular, b: b!.celular, ofA: messages(c.id, a!.celular.id), ofB: messages(c.id, b!.celular.id) };
+    }
+    const accept = (m: ReturnType<ReturnType<typeof messages>>, now: number, cel?: Parameters<typeof slotClaim>[0]) =>
+      ctx.store.acceptMensaje(m, { charge: true, maxPending: null, ...(cel ? { slot: slotClaim(cel, now, 60_000) } : {}) }, now);
+
+    it('one head per line, oldest first; a claimed head is taken until released; a retry gives it back, due later', async () => {
+      const { a, b, ofA, ofB } = await twoLines();
+      const a1 = ofA();
+      const a2 = ofA();
+      const b1 = { ...ofB(), msg_id: '00000000-0000-4000-8000-0000000000b1' };
+      for (const m of [a1, a2, b1]) expect((await accept(m, 2000)).ok).toBe(true);
+      expect((await ctx.store.queueHeads()).map((m) => m.msg_id).sort()).toEqual([a1.msg_id, b1.msg_id].sort());
+
+      expect(await ctx.store.claimQueued(a1.msg_id, slotClaim(a, 3000, 60_000), 3000)).toEqual({ ok: true });
+      expect(await ctx.store.claimQueued(a1.msg_id, slotClaim(a, 3001, 60_000), 3001)).toEqual({ ok: false, reason: 'taken' });
+      // Once its claim has run out, another worker may take it.
+      expect(await ctx.store.claimQueued(a1.msg_id, slotClaim(a, 63_001, 60_000), 63_001)).toEqual({ ok: true });
+
+      await ctx.store.retryLater(a1.msg_id, 90_000, 'gateway down');
+      const back = (await ctx.store.getMensaje(a1.msg_id))!;
+      expect(back).toMatchObject({ estado: 'pendiente', intentos: 1, proximo_intento_at: 90_000, error: 'gateway down', lease_until: null });
+      expect(await ctx.store.claimQueued(b1.msg_id, slotClaim(b, 4000, 60_000), 4000)).toEqual({ ok: true });
+      expect(await ctx.store.releaseLeases()).toBe(1);
+      expect(await ctx.store.claimQueued(b1.msg_id, slotClaim(b, 4001, 60_000), 4001)).toEqual({ ok: true });
+      expect(await ctx.store.markSent(b1.msg_id, 'G-b1', 4002)).toMatchObject({ estado: 'enviado', gateway_msg_id: 'G-b1' });
+      expect(await ctx.store.markSent(b1.msg_id, 'G-b1', 4003)).toBeNull();
+      expect((await ctx.store.queueHeads()).map((m) => m.msg_id)).toEqual([a1.msg_id]);
+      expect((await ctx.store.getCelular(a.id))!.pendientes).toBe(2);
+    });
+
+    it('stranded direct sends: pending direct messages whose slot ended, oldest first; a queued one never is', async () => {
+      const { a, ofA } = await twoLines();
+      const d1 = ofA('directo');
+      const d2 = ofA('directo');
+      const q1 = ofA();
+      expect((await accept(d1, 2000, a)).ok).toBe(true);
+      expect((await accept(d2, 3000, a)).ok).toBe(true);
+      expect((await accept(q1, 3000)).ok).toBe(true);
+      expect(await ctx.store.strandedDirect(62_000, 10)).toEqual([]);
+      expect((await ctx.store.strandedDirect(62_001, 10)).map((m) => m.msg_id)).toEqual([d1.msg_id]);
+      expect((await ctx.store.strandedDirect(Number.MAX_SAFE_INTEGER, 10)).map((m) => m.msg_id)).toEqual([d1.msg_id, d2.msg_id]);
+      expect((await ctx.store.strandedDirect(Number.MAX_SAFE_INTEGER, 1)).map((m) => m.msg_id)).toEqual([d1.msg_id]);
+      await ctx.store.markSent(d1.msg_id, 'G-d1', 4000);
+      await ctx.store.failMensaje(d2.msg_id, 'refused', 4000);
+      expect(await ctx.store.strandedDirect(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+    });
+
+    it('temp files are listed while their message is pending only; a failed send of a deleted line is refunded to the client', async () => {
+      const { c, a, ofA } = await twoLines();
+      await ctx.store.changeBalance({ cliente_id: c.id, celular_id: a.id, monto: 1, motivo: 'recarga', actor: 'op' }, 1500);
+      const withFile = { ...ofA(), payload: { file: '/tmp/x.png', mime: 'image/png' }, tipo: 'imagen' as const };
+      const r = await accept(withFile, 2000);
+      expect(r).toMatchObject({ ok: true, cargo: 'celular' });
+      expect(await ctx.store.pendingFiles()).toEqual(['/tmp/x.png']);
+      const saldo = (await ctx.store.getCliente(c.id))!.saldo_global;
+      expect(await ctx.store.deleteCelular(a.id, { actor: 'op', accion: 'borrar', objeto_tipo: 'celular', objeto_id: a.id, cliente_id: c.id, detalle: {} }, 2500)).toBe(true);
+      expect(await ctx.store.failMensaje(withFile.msg_id, 'line deleted', 3000)).toMatchObject({ estado: 'error', cobrado: 0 });
+      expect((await ctx.store.getCliente(c.id))!.saldo_global).toBe(saldo + 1);
+      expect(await ctx.store.pendingFiles()).toEqual([]);
+    });
+  });
+}

@@ -42,3 +42,63 @@ for (const adapter of ADAPTERS) {
 
   });
 }
+
+/** A client's webhook configuration with its undo stack, and the outbox's deliveries and attempts. */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: WebhooksStore contract, configuration and deliveries`, () => {
+    const ctx = storeEachTest(adapter);
+    const cfg = (clienteId: number, url: string) => ({ cliente_id: clienteId, url, secret: 's3', eventos: ['message.status'], activo: true });
+
+    it('set replaces and can be undone; delete leaves nothing active and can be undone too; restore with nothing left says so', async () => {
+      const c = await newClienteOf(ctx.store);
+      expect(await ctx.store.getWebhook(c.id)).toBeNull();
+      expect(await ctx.store.restoreWebhook(c.id, 5)).toBe('nada');
+      expect(await ctx.store.setWebhook(cfg(c.id, 'https://a.example/h'), 10)).toMatchObject({ url: 'https://a.example/h', activo: true, updated_at: 10 });
+      await ctx.store.setWebhook(cfg(c.id, 'https://b.example/h'), 20);
+      expect(await ctx.store.deleteWebhook(c.id, 30)).toBe(true);
+      expect(await ctx.store.deleteWebhook(c.id, 31)).toBe(false);
+      expect((await ctx.store.getWebhook(c.id))?.activo ?? false).toBe(false);
+      expect(await ctx.store.restoreWebhook(c.id, 40)).toMatchObject({ url: 'https://b.example/h', activo: true });
+      expect(await ctx.store.restoreWebhook(c.id, 50)).toMatchObject({ url: 'https://a.example/h' });
+      expect(await ctx.store.restoreWebhook(c.id, 60)).toBeNull();
+      expect(await ctx.store.restoreWebhook(c.id, 70)).toBe('nada');
+      await ctx.store.setWebhook(cfg(c.id, 'https://c.example/h'), 80);
+      await ctx.store.deactivateWebhook(c.id, 90);
+      expect(await ctx.store.getWebhook(c.id)).toMatchObject({ url: 'https://c.example/h', activo: false, updated_at: 90 });
+    });
+
+    it('deliveries fall due in order, record each attempt, end delivered or failed, and can be sent again under the same id', async () => {
+      const c = await newClienteOf(ctx.store);
+      const other = await newClienteOf(ctx.store);
+      await ctx.store.enqueueEntrega({ id: 'e1', cliente_id: c.id, evento: 'message.status', body: '{"n":1}' }, 100);
+      await ctx.store.enqueueEntrega({ id: 'e2', cliente_id: c.id, evento: 'message.status', body: '{"n":2}' }, 101);
+      await ctx.store.enqueueEntrega({ id: 'o1', cliente_id: other.id, evento: 'message.status', body: '{}' }, 150);
+      expect((await ctx.store.entregaQueues()).sort((a, b) => a.cliente_id - b.cliente_id)).toEqual([
+        { cliente_id: c.id, next_at: 100 },
+        { cliente_id: other.id, next_at: 150 },
+      ]);
+      expect((await ctx.store.dueEntregas(c.id, 100, 10)).map((e) => e.id)).toEqual(['e1']);
+      expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual(['e1', 'e2']);
+
+      await ctx.store.recordAttempt('e1', { status: 500, duracion_ms: 12, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 5000 }, 200);
+      expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual(['e2']);
+      expect(await ctx.store.nextEntregaAt(c.id, 200)).toBe(5000);
+      await ctx.store.recordAttempt('e2', { status: 200, duracion_ms: 8, error: null }, { estado: 'entregado' }, 210);
+      await ctx.store.recordAttempt('e1', { status: 410, duracion_ms: 9, error: 'HTTP 410' }, { estado: 'fallido' }, 5000);
+      expect(await ctx.store.dueEntregas(c.id, 10_000, 10)).toEqual([]);
+
+      const list = await ctx.store.listEntregas(c.id, 10);
+      const e1 = list.find((e) => e.id === 'e1')!;
+      expect(e1).toMatchObject({ estado: 'fallido', intentos: 2, ultimo_error: 'HTTP 410' });
+      expect(e1.intentos_detalle.map((i) => [i.n, i.status])).toEqual([
+        [1, 500],
+        [2, 410],
+      ]);
+      expect(list.find((e) => e.id === 'e2')).toMatchObject({ estado: 'entregado', entregado_at: 210, intentos: 1 });
+
+      expect(await ctx.store.redeliver(other.id, 'e1', 6000)).toBe(false);
+      expect(await ctx.store.redeliver(c.id, 'e1', 6000)).toBe(true);
+      expect((await ctx.store.dueEntregas(c.id, 6000, 10)).map((e) => [e.id, e.estado])).toEqual([['e1', 'pendiente']]);
+    });
+  });
+}
