@@ -116,7 +116,21 @@ export class RedisCounters implements Counters {
 
   /** One round trip; rejects when Redis is unreachable or slow. */
   async ping(): Promise<void> {
-    await this.redis.ping();
+    await this.call(() => this.redis.ping());
+  }
+
+  /**
+   * A command that timed out leaves the connection with a reply owed; the
+   * connection is dropped and opened again, so later commands are not queued
+   * behind a hung one (whether the timed-out command was applied is unknown).
+   */
+  private async call<T>(command: () => Promise<T>): Promise<T> {
+    try {
+      return await command();
+    } catch (err) {
+      if (/timed out/i.test((err as Error).message)) this.redis.disconnect(true);
+      throw err;
+    }
   }
 
   /** Why Redis is not answering, as well as is known. */
@@ -126,21 +140,21 @@ export class RedisCounters implements Counters {
   }
 
   async incr(key: string, windowMs: number): Promise<{ count: number; resetAt: number }> {
-    const [count, ttl] = await this.redis.pasarelaIncr(this.prefix + key, Math.max(1, Math.ceil(windowMs)));
+    const [count, ttl] = await this.call(() => this.redis.pasarelaIncr(this.prefix + key, Math.max(1, Math.ceil(windowMs))));
     return { count, resetAt: this.clock.now() + ttl };
   }
 
   async get(key: string): Promise<{ count: number; resetAt: number } | null> {
-    const r = await this.redis.pasarelaGet(this.prefix + key);
+    const r = await this.call(() => this.redis.pasarelaGet(this.prefix + key));
     return r ? { count: r[0], resetAt: this.clock.now() + r[1] } : null;
   }
 
   async decr(key: string): Promise<void> {
-    await this.redis.pasarelaDecr(this.prefix + key);
+    await this.call(() => this.redis.pasarelaDecr(this.prefix + key));
   }
 
   async delete(key: string): Promise<void> {
-    await this.redis.del(this.prefix + key);
+    await this.call(() => this.redis.del(this.prefix + key));
   }
 
   backend(): string {
