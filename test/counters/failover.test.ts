@@ -132,6 +132,19 @@ describeWith(redis, 'Redis counters when Redis is unreachable', () => {
     expect((await f.incr('hung', LONG)).count).toBe(held + 1);
   });
 
+  it('unreachable at start, then Redis comes: back to Redis', async () => {
+    const logs: Logged[] = [];
+    await proxy.cut();
+    const f = failover(`redis://127.0.0.1:${proxy.port}`, logs);
+    await f.start();
+    expect(f.backend()).toBe('redis (unreachable: memory)');
+    await proxy.restore();
+    await waitFor(() => f.backend() === 'redis', 'the counters on Redis');
+    expect((await f.incr('late', LONG)).count).toBe(1);
+    expect((await direct.get('late'))?.count).toBe(1);
+    expect(logs.map((l) => l.level)).toEqual(['warn', 'info']);
+  });
+
   it('a second outage is warned about again', async () => {
     const logs: Logged[] = [];
     const f = failover(`redis://127.0.0.1:${proxy.port}`, logs);
