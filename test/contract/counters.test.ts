@@ -234,7 +234,7 @@ contract('memory', () => {
 describeWith(redis, 'Redis counters', () => {
   const prefix = uniqueNamespace('redis');
   const clock = new ManualClock(1_000_000);
-  const counters = new RedisCounters({ url: REDIS_URL, prefix, clock });
+  const counters = new RedisCounters({ url: REDIS_URL, prefix, clock, commandTimeoutMs: 10_000 });
   beforeAll(() => counters.connect());
   afterAll(async () => {
     await counters.close();

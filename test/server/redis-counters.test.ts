@@ -23,7 +23,8 @@ describeWith(redis, 'Redis counters shared by two servers', () => {
   let lb: Line;
   beforeAll(async () => {
     // Two data directories, one Redis: what two nodes share once the store is shared too.
-    const start = () => startTestServer({ authMaxFailures: 3, counters: REDIS_URL, countersPrefix: prefix });
+    // A generous command timeout: on a loaded machine a slow answer must not fail a server over to its own memory.
+    const start = () => startTestServer({ authMaxFailures: 3, counters: REDIS_URL, countersPrefix: prefix, countersTimeoutMs: 10_000 });
     [a, b] = await Promise.all([start(), start()]);
     [la, lb] = await Promise.all([linkedLine(a), linkedLine(b)]);
     // Fresh databases number alike, so both servers hold "line 1 of client 1": the same line as far as the counters go.
@@ -103,7 +104,7 @@ describeWith(redis, 'a server whose Redis is unreachable', () => {
     const u = new URL(REDIS_URL);
     u.hostname = '127.0.0.1';
     u.port = String(proxy.port);
-    s = await startTestServer({ counters: u.toString(), countersPrefix: prefix, countersTimeoutMs: 200, countersProbeMs: 20 });
+    s = await startTestServer({ counters: u.toString(), countersPrefix: prefix, countersTimeoutMs: 1000, countersProbeMs: 20 });
     try {
       const l = await linkedLine(s);
       expect((await send(s, l, TEXT, { destinatario: DEST, mensaje: uniqueText() })).status).toBe(200);
