@@ -34,6 +34,8 @@ complete -c pasarela -n '__fish_seen_subcommand_from serve' -l body-min-rate -r 
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l request-timeout -r -d 'hard cap on receiving a whole request, however fast its body comes'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l unauth-body-per-address -r -d 'body bytes in flight per client address on requests whose key is not yet verified (429 past it)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l unauth-body-total -r -d 'the same for the whole server (503 past it)'
+complete -c pasarela -n '__fish_seen_subcommand_from serve' -l counters -r -d 'where duplicate protection and the auth throttle count: memory (this process) or redis://[:PASSWORD@]HOST:PORT[/DB] shared by every node'
+complete -c pasarela -n '__fish_seen_subcommand_from serve' -l counters-prefix -r -d 'redis: put before every key (installations sharing one Redis need different ones)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l log-level -r -a 'fatal error warn info debug trace silent' -d 'log level'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l trust-proxy -d 'take client addresses from X-Forwarded-For (behind a reverse proxy)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l auth-max-failures -r -d 'failed authentications of one credential from one address per minute before 429 (the address: 10 times that)'

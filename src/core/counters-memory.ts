@@ -47,6 +47,10 @@ export class MemoryCounters implements Counters {
     this.windows.delete(key);
   }
 
+  backend(): string {
+    return 'memory';
+  }
+
   /** Number of live windows; exposed for the bounded-memory test. */
   size(): number {
     return this.windows.size;

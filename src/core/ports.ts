@@ -2,7 +2,7 @@ import type { CapHit, SlotClaim } from './caps.js';
 
 /**
  * The ports the core owns. Adapters live in src/store (SQLite today, PostgreSQL
- * later), src/core/counters-memory.ts (Redis later) and src/gateways. Methods
+ * later), src/core/counters-memory.ts, src/counters (Redis) and src/gateways. Methods
  * are async so that a networked adapter fits without changing callers; each
  * method that must be atomic says so and the adapter keeps that promise.
  */
@@ -418,7 +418,8 @@ export interface Store extends AccountsStore, MessagesStore, WebhooksStore, KvSt
 
 /**
  * Fixed-window counters: the "shared memory" of the spec. In memory for one
- * node; Redis (INCR + PEXPIRE) when several nodes share the load.
+ * node (src/core/counters-memory.ts); Redis when several nodes share the load
+ * (src/counters). Every adapter passes test/contract/counters.test.ts.
  */
 export interface Counters {
   /** Adds one and returns the count in the current window and when it resets. */
@@ -427,6 +428,8 @@ export interface Counters {
   /** Takes one back (never below zero); the window is unchanged. */
   decr(key: string): Promise<void>;
   delete(key: string): Promise<void>;
+  /** What holds the counts now, for /health and the start banner: 'memory', 'redis', 'redis (unreachable: memory)'. */
+  backend(): string;
 }
 
 export interface QrResult {

@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import { QUEUE_DEFAULTS, systemTz, type Core, type QueueConfig } from '../core/context.js';
 import { MemoryCounters } from '../core/counters-memory.js';
+import type { Counters } from '../core/ports.js';
+import { FailoverCounters } from '../counters/failover.js';
+import { DEFAULT_PREFIX, RedisCounters, redactUrl } from '../counters/redis.js';
 import { EventBus } from '../core/events.js';
 import { hashSecret } from '../core/keys.js';
 import { syncGatewayEvents } from '../core/session-sync.js';
@@ -65,6 +68,13 @@ export interface ServeOptions {
   healthIntervalMs?: number;
   /** Request timeouts and unauthenticated-body bounds; REQUEST_LIMITS for what is not given. */
   limits?: Partial<RequestLimits>;
+  /** Where duplicate protection and the auth throttle count: 'memory' (default) or a redis:// URL shared by every node. */
+  counters?: string;
+  /** Put before every Redis key; "pasarela:" by default. */
+  countersPrefix?: string;
+  /** A Redis command not answered within this falls back to memory (500 ms by default); and how often a lost Redis is pinged. */
+  countersTimeoutMs?: number;
+  countersProbeMs?: number;
 }
 
 export { SERVE_DEFAULTS };
@@ -80,6 +90,8 @@ export interface RunningServer {
   /** Resolves direct sends a crash left pending (runs at start and periodically). */
   recovery: DirectRecovery;
   schemaVersion: number;
+  /** Where the counters live, for the banner: "memory (this process)" or the Redis URL (password hidden) and key prefix. */
+  countersSource: string;
   /** Stops taking requests, lets those in flight finish, then closes the gateway and the database. */
   close(): Promise<void>;
 }
@@ -123,11 +135,12 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
 }
 
 async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: string; source: string }, lock: DataDirLock): Promise<RunningServer> {
-  const app0: { log?: { error(o: unknown, m: string): void } } = {};
+  const app0: { log?: { error(o: unknown, m: string): void; warn(o: unknown, m: string): void; info(o: unknown, m: string): void } } = {};
   const store = new SqliteStore(join(opts.dataDir, DB_FILE), {
     background: { checkpointMs: CHECKPOINT_MS, onError: (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed') },
   });
   let core: Core | undefined;
+  let redis: FailoverCounters | undefined;
   try {
     // Shared with the adapter, which reads callbackUrl when it registers an instance: set below once listening.
     const http: HttpGatewayOptions = {
@@ -149,9 +162,24 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
     });
     const logger = loggerOptions(opts.logLevel, opts.logStream);
     const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
+    const memory = new MemoryCounters(clock);
+    let counters: Counters = memory;
+    let countersSource = 'memory (this process)';
+    if (opts.counters && opts.counters !== 'memory') {
+      const primary = new RedisCounters({ url: opts.counters, prefix: opts.countersPrefix, clock, commandTimeoutMs: opts.countersTimeoutMs });
+      // Logged through the app's logger once it exists; a failure at start is also in the banner.
+      redis = new FailoverCounters(primary, memory, {
+        clock,
+        probeMs: opts.countersProbeMs,
+        log: { warn: (o, m) => app0.log?.warn(o, m), info: (o, m) => app0.log?.info(o, m) },
+      });
+      await redis.start();
+      counters = redis;
+      countersSource = `${redactUrl(opts.counters)} (keys ${opts.countersPrefix ?? DEFAULT_PREFIX}*)`;
+    }
     core = {
       store,
-      counters: new MemoryCounters(clock),
+      counters,
       gateway,
       clock,
       bus,
@@ -195,6 +223,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
     });
     app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
+    if (redis?.unreachable) app.log.warn({ counters: countersSource, err: redis.unreachable }, "Redis counters unreachable at start: counting in this node's memory until Redis answers");
     if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');
     worker = new QueueWorker(core, tmp, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
@@ -225,6 +254,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       adminTokenSource: admin.source,
       core,
       schemaVersion: store.schemaVersion(),
+      countersSource,
       close: () =>
         (closed ??= (async () => {
           app.markClosing();
@@ -236,11 +266,13 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
           await sync.idle();
           await gateway.close();
           await store.close();
+          await redis?.close();
           lock.release();
         })()),
     };
   } catch (err) {
     await store.close();
+    await redis?.close();
     throw err;
   }
 }
@@ -251,6 +283,7 @@ export function banner(s: RunningServer, gateway: string): string {
     `  data directory   ${s.dataDir} (schema v${s.schemaVersion})`,
     `  gateway          ${gateway}${s.core.gateway.simulated ? ' (SIMULATED)' : ''}`,
     ...(s.callbackUrl ? [`  gateway events   ${s.callbackUrl}/gateway/${gateway}/<instance>`] : []),
+    `  counters         ${s.countersSource}${/unreachable/.test(s.core.counters.backend()) ? ' - UNREACHABLE: counting in this process\'s memory until it answers' : ''}`,
     `  operator token   ${s.adminTokenSource}`,
     `  API reference    ${s.url}/openapi.json`,
   ];

@@ -108,4 +108,18 @@ describe('serve', () => {
     const help = await cli.run(['serve', '--help']);
     expect(help.stdout).toContain('--gateway-fetches-media');
   });
+
+  it('--counters / PASARELA_COUNTERS take memory or a redis:// URL (its password never echoed); the prefix has no wildcards', async () => {
+    const dir = join(cli.home, 'data-counters');
+    const bad = await cli.run(['serve', '--port', '0', '--data-dir', dir], { env: { PASARELA_COUNTERS: 'http://user:hunter2@example.com' } });
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toContain('is not "memory" nor a redis:// URL');
+    expect(bad.stderr).not.toContain('hunter2');
+    const prefix = await cli.run(['serve', '--port', '0', '--data-dir', dir, '--counters', 'redis://127.0.0.1:6379', '--counters-prefix', 'a b*']);
+    expect(prefix.exitCode).toBe(2);
+    expect(prefix.stderr).toContain('--counters-prefix');
+    const help = await cli.run(['serve', '--help']);
+    expect(help.stdout).toContain('--counters <where>');
+    expect(help.stdout).toContain('PASARELA_COUNTERS');
+  });
 });

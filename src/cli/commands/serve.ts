@@ -16,6 +16,22 @@ function envFlag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new CliError(`${name}: "${env[name]}" is not 1/true/yes or 0/false/no`, EXIT.USAGE);
 }
 
+/** --counters: "memory" or a redis:// / rediss:// URL with a host. */
+function countersOption(v: string): string {
+  const t = v.trim();
+  if (t === '' || t.toLowerCase() === 'memory') return 'memory';
+  let u: URL | undefined;
+  try {
+    u = new URL(t);
+  } catch {
+    u = undefined;
+  }
+  if (!u || !/^rediss?:$/.test(u.protocol) || !u.hostname) {
+    throw new CliError(`--counters: "${t.replace(/\/\/[^@/]*@/, '//***@')}" is not "memory" nor a redis:// URL (redis://HOST:6379)`, EXIT.USAGE);
+  }
+  return t;
+}
+
 /** `pasarela serve`: the whole service in this process until SIGINT or SIGTERM. */
 export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv): void {
   program
@@ -36,6 +52,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--request-timeout <duration>', 'hard cap on receiving a whole request, however fast its body comes').env('PASARELA_REQUEST_TIMEOUT').default(REQUEST_LIMITS.requestTimeoutMs, '10m').argParser(duration))
     .addOption(new Option('--unauth-body-per-address <bytes>', 'body bytes in flight per client address on requests whose key is not yet verified (429 past it)').env('PASARELA_UNAUTH_BODY_PER_ADDRESS').default(REQUEST_LIMITS.unauthPerAddress, '128 MiB').argParser(int(1, Number.MAX_SAFE_INTEGER)))
     .addOption(new Option('--unauth-body-total <bytes>', 'the same for the whole server (503 past it)').env('PASARELA_UNAUTH_BODY_TOTAL').default(REQUEST_LIMITS.unauthServerWide, '512 MiB').argParser(int(1, Number.MAX_SAFE_INTEGER)))
+    .addOption(new Option('--counters <where>', 'where duplicate protection and the auth throttle count: memory (this process) or redis://[:PASSWORD@]HOST:PORT[/DB] shared by every node').env('PASARELA_COUNTERS').default('memory'))
+    .addOption(new Option('--counters-prefix <prefix>', 'redis: put before every key (installations sharing one Redis need different ones)').env('PASARELA_COUNTERS_PREFIX').default('pasarela:'))
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--trust-proxy', 'take client addresses from X-Forwarded-For (behind a reverse proxy)'))
     .addOption(new Option('--auth-max-failures <n>', 'failed authentications of one credential from one address per minute before 429 (the address: 10 times that)').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
@@ -70,6 +88,9 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           if (v && !/^https?:\/\/[^/\s]+/.test(String(v))) throw new CliError(`${flag}: "${String(v)}" is not an http(s) URL`, EXIT.USAGE);
         }
       }
+      const counters = countersOption(String(o.counters));
+      const countersPrefix = String(o.countersPrefix);
+      if (!/^[^\s*?[\]]{1,100}$/.test(countersPrefix)) throw new CliError(`--counters-prefix: "${countersPrefix}" must be 1 to 100 characters, without spaces or * ? [ ]`, EXIT.USAGE);
       const gatewayFetchesMedia = Boolean(o.gatewayFetchesMedia) || envFlag(env, 'PASARELA_GATEWAY_FETCHES_MEDIA');
       const tz = (o.tz as string | undefined) || undefined;
       if (tz && !isValidTz(tz)) throw new CliError(`--tz: unknown time zone "${tz}" (an IANA name such as America/Mexico_City)`, EXIT.USAGE);
@@ -108,6 +129,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           gatewayTimeoutMs: Number(o.gatewayTimeout),
           gatewaySendTimeoutMs: Number(o.gatewayTimeout) * 4,
           healthIntervalMs: Number(o.healthInterval),
+          counters,
+          countersPrefix,
           limits: {
             headerTimeoutMs: Number(o.headerTimeout),
             bodyTimeoutMs: Number(o.bodyTimeout),

@@ -20,6 +20,10 @@ export default async function healthRoutes(app: FastifyInstance, { core, health 
           gateway: { type: 'string' },
           simulado: { type: 'boolean' },
           store: { type: 'string' },
+          counters: {
+            type: 'string',
+            description: "what holds duplicate protection and the auth throttle: 'memory' (this process), 'redis', or 'redis (unreachable: memory)' while Redis does not answer",
+          },
           gateway_alcanzable: {
             type: 'boolean',
             nullable: true,
@@ -62,6 +66,7 @@ export default async function healthRoutes(app: FastifyInstance, { core, health 
         gateway: core.gateway.name,
         simulado: core.gateway.simulated,
         store: core.store.dialect,
+        counters: core.counters.backend(),
         gateway_alcanzable: health?.state.ok ?? null,
         gateway_verificado: health?.state.checkedAt ? iso(health.state.checkedAt) : null,
         lineas_verificadas: health?.state.lineas ?? 0,
