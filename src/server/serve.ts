@@ -189,7 +189,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
         authWindowMs: opts.authWindowMs,
         tz: opts.tz ?? systemTz(),
         allowPrivateUrls: opts.allowPrivateUrls ?? false,
-        queue: { ...QUEUE_DEFAULTS, ...(opts.queue ?? {}) },
+        // A claim must outlive the longest send: a media fetch and the gateway call, each up to the send timeout.
+        queue: { ...QUEUE_DEFAULTS, leaseMs: Math.max(QUEUE_DEFAULTS.leaseMs, 2 * http.sendTimeoutMs + 10_000), ...(opts.queue ?? {}) },
       },
       random: opts.random ?? Math.random,
     };
