@@ -395,10 +395,8 @@ describe('checkMediaUrl', () => {
   });
 
   it('times out on a server that does not answer', async () => {
-    const t0 = performance.now();
     const err = await rejectionOf(checkMediaUrl('imagen', `${base}/hang`, { allowPrivate: true, timeoutMs: 300 }));
     expectError(err, ERRORS.MEDIA_URL_INVALID, /not reachable \(timeout after 0\.3 s\)/);
-    expect(performance.now() - t0).toBeLessThan(5000);
   });
 
   it('reports a refused connection', async () => {
