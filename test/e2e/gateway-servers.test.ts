@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEvolutionFake, type EvolutionFake } from '../fakes/evolution.js';
-import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { rmSync } from 'node:fs';
+import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { numeroNuevo, waitFor } from '../server/send-helpers.js';
 import { setWebhook, startReceiver, type Receiver } from '../server/webhook-helpers.js';
@@ -174,6 +175,26 @@ describe('many gateway servers', () => {
     await waitFor(() => !fake.instances.has(instanceOf(id)), 'instance deleted');
   });
 
+  it('with every server draining a line is still made, without a server; its QR says why, and it gets one once a server takes lines', async () => {
+    expectOk(await admin('POST', '/admin/gateways/default/drain'));
+    expectOk(await admin('POST', '/admin/gateways/b/drain'));
+    let id: number;
+    try {
+      id = await newLine();
+      expect((await s.core.store.getCelular(id))!.servidor_id).toBeNull();
+      const qr = track(await api(s.url, 'POST', `/api/celular_qr.php?id=${id}`, { key: clientKey }));
+      expectError(qr, 502, 700);
+      expect(qr.body.error).toMatch(/draining or full/);
+    } finally {
+      expectOk(await admin('POST', '/admin/gateways/b/undrain'));
+    }
+    const qr = track(await api(s.url, 'POST', `/api/celular_qr.php?id=${id}`, { key: clientKey }));
+    expectOk(qr);
+    expect(await serverOf(id)).toBe('b');
+    expect(b.instances.has(instanceOf(id))).toBe(true);
+    expectOk(await admin('POST', '/admin/gateways/default/undrain'));
+  });
+
   it('refuses bad input with clear errors', async () => {
     const bad = async (method: string, path: string, json: unknown, status: number, codigo: number, text: RegExp) => {
       const r = track(await admin(method, path, json));
@@ -210,6 +231,36 @@ describe('many gateway servers', () => {
       expect(r.text).not.toContain(a.apiKey);
       expect(r.text).not.toContain(b.apiKey);
     }
+  });
+});
+
+describe('at start', () => {
+  it('lines without a server go to the --gateway-url server; a server of another kind stops the start', async () => {
+    const dataDir = tempDir();
+    const first = await startTestServer({ dataDir, gateway: 'evolution', gatewayUrl: a.url, gatewayKey: a.apiKey, allowPrivateUrls: true, healthIntervalMs: 0 });
+    let lineId: number;
+    try {
+      expectOk(await api(first.url, 'POST', '/admin/gateways/default/drain', { key: first.adminToken }), 200);
+      const c = await api(first.url, 'POST', '/admin/clientes', { key: first.adminToken, json: { nombre: 'Arranque', email: 'arranque@example.com' } });
+      const cel = await api(first.url, 'POST', '/api/celular_crear.php', { key: c.body.api_key, json: { numero: numeroNuevo() } });
+      lineId = cel.body.celular_id;
+      expect((await first.core.store.getCelular(lineId))!.servidor_id).toBeNull();
+      expect((await api(first.url, 'POST', '/admin/gateways', { key: first.adminToken, json: { nombre: 'otro', url: b.url, key: b.apiKey } })).status).toBe(201);
+    } finally {
+      await first.stop();
+    }
+    const second = await startTestServer({ dataDir, gateway: 'evolution', gatewayUrl: b.url, gatewayKey: b.apiKey, allowPrivateUrls: true, healthIntervalMs: 0 });
+    try {
+      const d = (await second.core.store.getGatewayServerByNombre('default'))!;
+      // The shorthand moved to b's URL and key; its drain is kept, and the line without a server is on it.
+      expect(d).toMatchObject({ url: b.url, key: b.apiKey, estado: 'drenando' });
+      expect((await second.core.store.getCelular(lineId))!.servidor_id).toBe(d.id);
+      expect(second.logs.some((l) => l.includes('lines without a gateway server'))).toBe(true);
+    } finally {
+      await second.stop();
+    }
+    await expect(startTestServer({ dataDir, gateway: 'waha', gatewayUrl: b.url, gatewayKey: b.apiKey, healthIntervalMs: 0 })).rejects.toThrow(/"otro" is evolution .*one kind per deployment/);
+    rmSync(dataDir, { recursive: true, force: true });
   });
 });
 
