@@ -54,3 +54,10 @@ export function makeTerm(io: IO, env: NodeJS.ProcessEnv, noColorFlag = false): T
     err: (text) => void io.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
   };
 }
+
+/** All of stdin as text, trimmed (a key piped in, kept out of the process list). */
+export async function readStdin(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
+  return Buffer.concat(chunks).toString('utf8').trim();
+}

@@ -170,7 +170,12 @@ export async function deleteCelular(core: Core, p: ClientPrincipal, id: number, 
   );
   if (!deleted) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
   if (celular.gateway_instancia) {
-    await core.gateway.deleteInstance(celular.gateway_instancia).catch(onGatewayError);
+    const instancia = celular.gateway_instancia;
+    // The row is gone: with several gateway servers, the one that held the instance is named from the row read before.
+    const gw = async () => (celular.servidor_id !== null && core.gateway.onServer ? core.gateway.onServer(celular.servidor_id) : core.gateway);
+    await gw()
+      .then((g) => g.deleteInstance(instancia))
+      .catch(onGatewayError);
   }
   return { celular_id: id, numero: celular.numero, eliminado: true };
 }

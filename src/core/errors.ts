@@ -43,6 +43,7 @@ export const ERRORS = {
   CELULAR_CAP: { codigo: 603, status: 403, texto: 'LIMITE_DE_CELULARES', meaning: 'The client has reached `max_celulares`.' },
   CONFLICT: { codigo: 604, status: 409, texto: 'CONFLICTO', meaning: 'The request conflicts with the current state (for example, a balance that would go negative).' },
   DELIVERY_NOT_FOUND: { codigo: 605, status: 404, texto: 'ENTREGA_NO_ENCONTRADA', meaning: 'No webhook delivery with that id for this client.' },
+  GATEWAY_SERVER_NOT_FOUND: { codigo: 606, status: 404, texto: 'SERVIDOR_GATEWAY_NO_ENCONTRADO', meaning: 'No gateway server with that name (`GET /admin/gateways` lists them).' },
   GATEWAY_ERROR: { codigo: 700, status: 502, texto: 'ERROR_DE_GATEWAY', meaning: 'The messaging gateway refused or failed the call.' },
   GATEWAY_RATE_LIMITED: { codigo: 702, status: 429, texto: 'GATEWAY_LIMITADO', meaning: 'A direct send the messaging network refused as rate-limited; the charge was refunded; `retry_after` says when to try again.' },
   GATEWAY_UNSUPPORTED: { codigo: 703, status: 415, texto: 'TIPO_NO_SOPORTADO_POR_GATEWAY', meaning: 'The configured gateway cannot send this message type (for example, WAHA has no sticker route); nothing was charged.' },

@@ -53,6 +53,8 @@ export interface CelularRow {
   last_status: string | null;
   /** 1 while the session holds a link: connected once and not logged out since. */
   vinculado: number;
+  /** The gateway server that holds the line's instance; null until one is chosen (see core/gateway-servers.ts). */
+  servidor_id: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -109,6 +111,7 @@ export type CelularPatch = Partial<
     | 'last_status'
     | 'last_status_check'
     | 'vinculado'
+    | 'servidor_id'
   >
 >;
 
@@ -270,6 +273,32 @@ export interface JournalEvent {
   fecha: number;
 }
 
+export type GatewayServerEstado = 'activo' | 'drenando';
+
+/** One gateway server (an Evolution API or WAHA process) that holds line instances. */
+export interface GatewayServerRow {
+  id: number;
+  nombre: string;
+  /** Its kind: the `--gateway` adapter that speaks to it. */
+  tipo: string;
+  url: string;
+  /** Its global API key: a secret, never answered by the API. */
+  key: string;
+  /** `drenando`: keeps its lines, takes no new ones. */
+  estado: GatewayServerEstado;
+  /** How many lines it should hold at most; null: no cap. */
+  max_lineas: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A server with how many lines it holds now. */
+export interface GatewayServerLoad extends GatewayServerRow {
+  lineas: number;
+}
+
+export type NewGatewayServer = Pick<GatewayServerRow, 'nombre' | 'tipo' | 'url' | 'key' | 'max_lineas'>;
+
 /**
  * The store, one port per concern. Each method is one atomic operation; an
  * adapter stores and locks, and takes its decisions from the core (the money
@@ -304,6 +333,28 @@ export interface AccountsStore {
 
   audit(entry: AuditEntry, now: number): Promise<void>;
   listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]>;
+}
+
+/** The gateway servers lines are spread over (core/gateway-servers.ts holds the rules). */
+export interface GatewayServersStore {
+  /** Atomic: inserts the server unless its name is taken. */
+  addGatewayServer(input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }>;
+  /** Atomic: inserts the server, or sets the kind, URL and key of the one with that name (its estado and max_lineas are kept). */
+  putGatewayServer(input: Pick<GatewayServerRow, 'nombre' | 'tipo' | 'url' | 'key'>, now: number): Promise<GatewayServerRow>;
+  getGatewayServer(id: number): Promise<GatewayServerRow | null>;
+  getGatewayServerByNombre(nombre: string): Promise<GatewayServerRow | null>;
+  /** Every server with how many lines it holds, in id order. */
+  listGatewayServers(): Promise<GatewayServerLoad[]>;
+  setGatewayServerEstado(id: number, estado: GatewayServerEstado, now: number): Promise<GatewayServerRow | null>;
+  /**
+   * Atomic: when the line has no server yet, `choose` picks one among every
+   * server and its load (or none), and the line is given to it. Returns the
+   * line's server id (the one it had, or the one chosen); null when the line
+   * is gone or `choose` picked none.
+   */
+  assignGatewayServer(celularId: number, choose: (servers: GatewayServerLoad[]) => number | null, now: number): Promise<number | null>;
+  /** Gives every line without a server to this one (the `--gateway-url` server at start); returns how many. */
+  adoptUnassignedLines(servidorId: number, now: number): Promise<number>;
 }
 
 /** Messages: acceptance with its charge, the queue's claims, state changes and receipts, history, the event journal. */
@@ -405,7 +456,7 @@ export interface KvStore {
   kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>>;
 }
 
-export interface Store extends AccountsStore, MessagesStore, WebhooksStore, KvStore {
+export interface Store extends AccountsStore, GatewayServersStore, MessagesStore, WebhooksStore, KvStore {
   readonly dialect: string;
   /**
    * Whether the store takes writes. Free while no write has failed; after a
@@ -583,6 +634,12 @@ export interface Gateway {
    * is durable; HTTP-fed adapters answer the gateway only after that.
    */
   onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void;
+  /**
+   * Deployments spread over several gateway servers (gateways/router.ts): the
+   * adapter of one server, for a call about a line whose row no longer says
+   * where its instance is (deleted) or is about to say otherwise (moved).
+   */
+  onServer?(servidorId: number): Promise<Gateway>;
   /** HTTP-fed gateways: authenticates and handles one call to the inbound endpoint. Absent when the gateway is in-process. */
   handleInbound?(call: InboundCall): Promise<{ eventos: number }>;
   start(): Promise<void>;

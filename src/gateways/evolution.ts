@@ -33,13 +33,15 @@ export interface EvolutionTuning {
 /** Events each instance reports to pasarela. */
 export const EVOLUTION_EVENTS = ['MESSAGES_UPSERT', 'MESSAGES_UPDATE', 'CONNECTION_UPDATE', 'QRCODE_UPDATED', 'LOGOUT_INSTANCE', 'REMOVE_INSTANCE'];
 const QR_REASKS = 3;
+/** Evolution sends every kind. */
+export const EVOLUTION_CAPABILITIES: GatewayCapabilities = { unsupported: {} };
 
 const seg = encodeURIComponent;
 
 export class EvolutionGateway implements Gateway {
   readonly name = 'evolution';
   readonly simulated = false;
-  readonly capabilities: GatewayCapabilities = { unsupported: {} };
+  readonly capabilities = EVOLUTION_CAPABILITIES;
   private readonly http: GatewayHttp;
   private readonly events = new GatewayEvents();
   /** Restarts asked for by status(), awaited on close so none outlives the agent. */

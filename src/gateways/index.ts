@@ -2,6 +2,8 @@ import type { Clock } from '../core/clock.js';
 import type { Gateway, Store } from '../core/ports.js';
 import { MediaFetcher, type MediaFetchOptions } from './media-fetch.js';
 import { SimGateway, type SimOptions } from './sim.js';
+import { GatewayRouter, type RoutedServer } from './router.js';
+import { serverOfInstance } from '../core/gateway-servers.js';
 
 /** Gateways this build can drive; `serve --gateway NAME` picks one. */
 export const GATEWAYS = ['sim', 'evolution', 'waha'] as const;
@@ -58,9 +60,45 @@ export async function createGateway(name: string, store: Store, clock: Clock, op
     if (bytes && !opts.media) throw new Error(`--gateway ${name} needs a temp directory to fetch media into`);
     // Set on the shared options object, which the adapter reads at each call.
     opts.http.media = bytes && opts.media ? new MediaFetcher(opts.media) : undefined;
-    // Loaded on demand: a sim server never loads the HTTP adapters.
-    if (name === 'evolution') return new (await import('./evolution.js')).EvolutionGateway(opts.http);
-    return new (await import('./waha.js')).WahaGateway(opts.http);
+    return routedGateway(name, store, clock, opts.http);
   }
   throw new Error(`unknown gateway "${name}"; this build supports: ${GATEWAYS.join(', ')}`);
+}
+
+/**
+ * Options of one server's adapter: its URL and key, the rest read through
+ * from the shared options (serve sets callbackUrl once it listens).
+ */
+export function serverOptions(shared: HttpGatewayOptions, server: { url: string; key: string }): HttpGatewayOptions {
+  return {
+    url: server.url,
+    key: server.key,
+    get callbackUrl() {
+      return shared.callbackUrl;
+    },
+    get media() {
+      return shared.media;
+    },
+    secret: shared.secret,
+    timeoutMs: shared.timeoutMs,
+    sendTimeoutMs: shared.sendTimeoutMs,
+    clock: shared.clock,
+  };
+}
+
+/** Evolution or WAHA over the deployment's gateway servers (see router.ts and core/gateway-servers.ts). */
+async function routedGateway(name: 'evolution' | 'waha', store: Store, clock: Clock, http: HttpGatewayOptions): Promise<Gateway> {
+  // Loaded on demand: a sim server never loads the HTTP adapters.
+  const adapter =
+    name === 'evolution'
+      ? await import('./evolution.js').then((m) => ({ capabilities: m.EVOLUTION_CAPABILITIES, proto: m.EvolutionGateway.prototype, make: (s: RoutedServer) => new m.EvolutionGateway(serverOptions(http, s)) }))
+      : await import('./waha.js').then((m) => ({ capabilities: m.WAHA_CAPABILITIES, proto: m.WahaGateway.prototype, make: (s: RoutedServer) => new m.WahaGateway(serverOptions(http, s)) }));
+  return new GatewayRouter({
+    kind: name,
+    capabilities: adapter.capabilities,
+    sentMessage: 'sentMessage' in adapter.proto,
+    serverOf: (instancia) => serverOfInstance(store, name, instancia, clock.now()),
+    server: (id) => store.getGatewayServer(id),
+    make: adapter.make,
+  });
 }

@@ -35,13 +35,14 @@ export interface WahaTuning {
 }
 
 export const WAHA_EVENTS = ['message', 'message.ack', 'session.status'];
+export const WAHA_CAPABILITIES: GatewayCapabilities = { unsupported: { sticker: STICKER_UNSUPPORTED } };
 
 const seg = encodeURIComponent;
 
 export class WahaGateway implements Gateway {
   readonly name = 'waha';
   readonly simulated = false;
-  readonly capabilities: GatewayCapabilities = { unsupported: { sticker: STICKER_UNSUPPORTED } };
+  readonly capabilities = WAHA_CAPABILITIES;
   private readonly http: GatewayHttp;
   private readonly events = new GatewayEvents();
   /**

@@ -7,6 +7,7 @@ import { VERSION } from '../version.js';
 import { installErrorHandling, toAppError } from './errors.js';
 import accountRoutes from './routes/account.js';
 import adminRoutes from './routes/admin.js';
+import adminGatewayRoutes from './routes/admin-gateways.js';
 import celularRoutes from './routes/celulares.js';
 import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
@@ -158,6 +159,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(import('./routes/historial.js'), { core });
   await app.register(async (admin) => {
     await admin.register(adminRoutes, { core });
+    await admin.register(adminGatewayRoutes, { core });
     await admin.register(simRoutes, { core });
   });
 

@@ -11,6 +11,7 @@ import { EventBus } from '../core/events.js';
 import { hashSecret } from '../core/keys.js';
 import { syncGatewayEvents } from '../core/session-sync.js';
 import { createGateway, type HttpGatewayOptions } from '../gateways/index.js';
+import { registerDefaultServer } from '../core/gateway-servers.js';
 import { LineHealth } from '../core/line-health.js';
 import { ADMIN_TOKEN_FILE, DB_FILE, GATEWAY_SECRET_FILE } from '../paths.js';
 import { SqliteStore } from '../store/sqlite.js';
@@ -160,6 +161,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       media: { tmp, allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
       gatewayFetchesMedia: opts.gatewayFetchesMedia ?? false,
     });
+    // `--gateway-url` is the server named `default`; lines without a server are on it.
+    const servers = gateway.onServer && opts.gatewayUrl ? await registerDefaultServer(store, opts.gateway, opts.gatewayUrl.replace(/\/+$/, ''), opts.gatewayKey ?? '', clock.now()) : undefined;
     const logger = loggerOptions(opts.logLevel, opts.logStream);
     const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
     const memory = new MemoryCounters(clock);
@@ -226,6 +229,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
     app0.log = app.log;
     if (redis?.unreachable) app.log.warn({ counters: countersSource, err: redis.unreachable }, "Redis counters unreachable at start: counting in this node's memory until Redis answers");
     if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');
+    if (servers?.adoptadas) app.log.info({ lineas: servers.adoptadas, servidor: servers.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
     worker = new QueueWorker(core, tmp, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();

@@ -320,4 +320,26 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX mensajes_directo_pendiente ON mensajes(cupo_at) WHERE estado = 'pendiente' AND modo = 'directo';
     `,
   },
+  {
+    version: 11,
+    name: 'gateway servers',
+    sql: `
+      -- The gateway servers (Evolution API or WAHA processes) lines are spread over. The key is
+      -- the server's global API key: kept to call it, never answered by the API.
+      CREATE TABLE gateway_servidores (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        nombre TEXT NOT NULL UNIQUE,
+        tipo TEXT NOT NULL,
+        url TEXT NOT NULL,
+        key TEXT NOT NULL,
+        estado TEXT NOT NULL DEFAULT 'activo' CHECK (estado IN ('activo','drenando')),
+        max_lineas INTEGER CHECK (max_lineas IS NULL OR max_lineas >= 1),
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      -- The server that holds a line's instance; null until one is chosen.
+      ALTER TABLE celulares ADD COLUMN servidor_id INTEGER REFERENCES gateway_servidores(id);
+      CREATE INDEX celulares_servidor ON celulares(servidor_id);
+    `,
+  },
 ];

@@ -27,6 +27,10 @@ import type {
   IntentoRow,
   WebhookConfig,
   JournalEvent,
+  GatewayServerEstado,
+  GatewayServerLoad,
+  GatewayServerRow,
+  NewGatewayServer,
 } from '../core/ports.js';
 import type { SlotClaim } from '../core/caps.js';
 import { balanceAfter } from '../core/ledger.js';
@@ -37,6 +41,7 @@ import { clearWriteFault, writeFaultOf } from './faults.js';
 import { listMensajes } from './sqlite-historial.js';
 import * as msgs from './sqlite-mensajes.js';
 import * as hooks from './sqlite-webhooks.js';
+import * as servers from './sqlite-gateways.js';
 
 type Row = Record<string, unknown>;
 
@@ -50,7 +55,7 @@ function setClause(patch: Record<string, unknown>): string {
 const CELULAR_COLUMNS = new Set([
   'nombre_interno', 'estado', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
   'hora_inicio_permitido', 'hora_fin_permitido', 'gateway_instancia', 'legacy_token_hash', 'key_hash',
-  'last_status', 'last_status_check', 'vinculado',
+  'last_status', 'last_status_check', 'vinculado', 'servidor_id',
 ]);
 const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
 
@@ -224,6 +229,38 @@ export class SqliteStore implements Store {
       this.insertAudit(audit, now);
       return true;
     });
+  }
+
+  async addGatewayServer(input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }> {
+    return servers.addServer(this.db, input, now);
+  }
+
+  async putGatewayServer(input: Pick<GatewayServerRow, 'nombre' | 'tipo' | 'url' | 'key'>, now: number): Promise<GatewayServerRow> {
+    return servers.putServer(this.db, input, now);
+  }
+
+  async getGatewayServer(id: number): Promise<GatewayServerRow | null> {
+    return servers.getServer(this.db, id);
+  }
+
+  async getGatewayServerByNombre(nombre: string): Promise<GatewayServerRow | null> {
+    return servers.getServerByNombre(this.db, nombre);
+  }
+
+  async listGatewayServers(): Promise<GatewayServerLoad[]> {
+    return servers.listServers(this.db);
+  }
+
+  async setGatewayServerEstado(id: number, estado: GatewayServerEstado, now: number): Promise<GatewayServerRow | null> {
+    return servers.setEstado(this.db, id, estado, now);
+  }
+
+  async assignGatewayServer(celularId: number, choose: (servers: GatewayServerLoad[]) => number | null, now: number): Promise<number | null> {
+    return servers.assignServer(this.db, celularId, choose, now);
+  }
+
+  async adoptUnassignedLines(servidorId: number, now: number): Promise<number> {
+    return servers.adoptUnassigned(this.db, servidorId, now);
   }
 
   async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
+import { readStdin } from '../io.js';
 import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
 import { idArg, int, intOrNone, positiveInt } from '../parse.js';
 
@@ -29,6 +30,30 @@ function summaryFields(s: ClienteSummary): Array<[string, Cell]> {
   ];
 }
 
+interface GatewayServer {
+  id: number;
+  nombre: string;
+  tipo: string;
+  url: string;
+  estado: string;
+  max_lineas: number | null;
+  lineas: number;
+  tiene_key: boolean;
+  created_at: string;
+}
+
+function gatewayFields(g: GatewayServer): Array<[string, Cell]> {
+  return [
+    ['nombre', g.nombre],
+    ['tipo', g.tipo],
+    ['url', g.url],
+    ['estado', g.estado],
+    ['lineas', g.lineas],
+    ['max_lineas', g.max_lineas ?? 'sin límite'],
+    ['key', g.tiene_key ? 'set (never shown)' : 'none'],
+  ];
+}
+
 /** Operator credential options, on the `admin` and `sim` groups. */
 export function withOperatorOptions(cmd: Command): Command {
   return cmd
@@ -41,7 +66,7 @@ const call = <T>(ctx: Ctx, method: 'GET' | 'POST' | 'PATCH', path: string, json?
 
 /** `pasarela admin ...`: the operator's commands (operator token). */
 export function registerAdmin(program: Command, ctxOf: CtxOf): void {
-  const admin = withOperatorOptions(program.command('admin').description('operator commands: clients, plans, balances, tokens'));
+  const admin = withOperatorOptions(program.command('admin').description('operator commands: clients, plans, balances, tokens, gateway servers'));
 
   const client = admin.command('client').description('client accounts');
   client
@@ -177,6 +202,76 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
       const ctx = ctxOf(cmd);
       const b = await call<{ celular_id: number; api_key: string }>(ctx, 'POST', `/admin/celulares/${idArg(id)}/rotar-key`);
       emit(ctx, b, () => printSecret(ctx.term, 'Celular key', b.api_key));
+    });
+
+  const gateway = admin.command('gateway').description('gateway servers (Evolution or WAHA) lines are spread over');
+  gateway
+    .command('list')
+    .description('every gateway server with its lines and state (keys are never shown)')
+    .action(async (_o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ tipo: string; servidores: GatewayServer[] }>(ctx, 'GET', '/admin/gateways');
+      emit(ctx, b, () =>
+        printTable(
+          ctx.term,
+          ['nombre', 'tipo', 'url', 'estado', 'lineas', 'max_lineas'],
+          b.servidores.map((g) => [g.nombre, g.tipo, g.url, g.estado, g.lineas, g.max_lineas ?? 'sin límite']),
+        ),
+      );
+    });
+  gateway
+    .command('add <nombre>')
+    .description("add a server of this deployment's kind; new lines go to the least-loaded active server")
+    .requiredOption('--gateway-url <url>', "base URL of the server's API")
+    .requiredOption('--gateway-key <key>', "the server's global API key; - reads it from stdin (flags show in ps)")
+    .option('--max-lineas <n>', 'lines it should hold at most (default: no cap)', int(1, 1_000_000))
+    .action(async (nombre: string, o: { gatewayUrl: string; gatewayKey: string; maxLineas?: number }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const key = o.gatewayKey === '-' ? await readStdin(ctx.term.io.stdin) : o.gatewayKey;
+      if (!key) throw usage('--gateway-key -: nothing on stdin');
+      const b = await call<GatewayServer>(ctx, 'POST', '/admin/gateways', {
+        nombre,
+        url: o.gatewayUrl,
+        key,
+        ...(o.maxLineas !== undefined ? { max_lineas: o.maxLineas } : {}),
+      });
+      emit(ctx, b, () => printFields(ctx.term, gatewayFields(b)));
+    });
+  for (const [name, path, what] of [
+    ['drain', 'drain', 'stop giving a server new lines; it keeps the ones it has'],
+    ['undrain', 'undrain', 'let a drained server take new lines again'],
+  ] as const) {
+    gateway
+      .command(`${name} <nombre>`)
+      .description(what)
+      .action(async (nombre: string, _o, cmd: Command) => {
+        const ctx = ctxOf(cmd);
+        const b = await call<GatewayServer>(ctx, 'POST', `/admin/gateways/${encodeURIComponent(nombre)}/${path}`);
+        emit(ctx, b, () => printFields(ctx.term, gatewayFields(b)));
+      });
+  }
+  celular
+    .command('move <celular_id> <gateway>')
+    .description('move a celular to another gateway server; it is logged out there and must be linked again')
+    .action(async (id: string, nombre: string, _o, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const b = await call<{ celular_id: number; servidor: string; servidor_anterior: string | null; estado: string; instancia_anterior_eliminada: boolean; vincular: string; aviso?: string }>(
+        ctx,
+        'POST',
+        `/admin/celulares/${idArg(id)}/servidor`,
+        { servidor: nombre },
+      );
+      emit(ctx, b, () => {
+        printFields(ctx.term, [
+          ['celular', b.celular_id],
+          ['servidor', b.servidor],
+          ['servidor_anterior', b.servidor_anterior],
+          ['estado', b.estado],
+          ['instancia_anterior_eliminada', b.instancia_anterior_eliminada],
+        ]);
+        if (b.aviso) ctx.term.err(`warning: ${b.aviso}`);
+        ctx.term.err(`Link it again: pasarela celular qr ${b.celular_id}`);
+      });
     });
 
   admin

@@ -4,12 +4,7 @@ import { DEFAULT_URL } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit } from '../output.js';
-
-async function readStdin(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
-  return Buffer.concat(chunks).toString('utf8').trim();
-}
+import { readStdin } from '../io.js';
 
 /**
  * `pasarela login`: saves a server URL and key in a profile after checking

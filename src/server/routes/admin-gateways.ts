@@ -1,0 +1,95 @@
+import type { FastifyInstance } from 'fastify';
+import type { Core } from '../../core/context.js';
+import { addGatewayServer, listGatewayServers, MAX_LINEAS, moveCelular, SERVER_NAME_PATTERN, setGatewayServerEstado, type NewServerInput } from '../../core/gateway-servers.js';
+import { bodyOf, created, operatorAuth, success } from '../http.js';
+import { errorResponses, okResponse } from '../schemas/common.js';
+
+/** The gateway servers lines are spread over, and moving a line between them (operator token). */
+export default async function adminGatewayRoutes(app: FastifyInstance, { core }: { core: Core }) {
+  app.addHook('preValidation', operatorAuth(core));
+  const security = [{ operator: [] }];
+  const tags = ['operador'];
+  // The allow-list of a server in answers: no key, ever.
+  const serverProps = {
+    id: { type: 'integer' },
+    nombre: { type: 'string' },
+    tipo: { type: 'string', description: 'evolution or waha: the deployment\'s kind (serve --gateway)' },
+    url: { type: 'string' },
+    estado: { type: 'string', enum: ['activo', 'drenando'], description: 'drenando: keeps its lines, takes no new ones' },
+    max_lineas: { type: 'integer', nullable: true, description: 'null: no cap' },
+    lineas: { type: 'integer', description: 'lines it holds now' },
+    tiene_key: { type: 'boolean', description: 'the API key is kept; it is never shown' },
+    created_at: { type: 'string', format: 'date-time' },
+  } as const;
+  const nombreParams = { type: 'object', required: ['nombre'], properties: { nombre: { type: 'string', pattern: SERVER_NAME_PATTERN } } } as const;
+  const one = { 200: okResponse(serverProps), ...errorResponses };
+
+  app.get('/admin/gateways', {
+    schema: {
+      tags,
+      security,
+      summary: 'The gateway servers with how many lines each holds (never their keys)',
+      response: {
+        200: okResponse({ tipo: { type: 'string' }, total: { type: 'integer' }, servidores: { type: 'array', items: { type: 'object', properties: serverProps } } }),
+        ...errorResponses,
+      },
+    },
+    handler: async () => success(await listGatewayServers(core)),
+  });
+
+  app.post('/admin/gateways', {
+    schema: {
+      tags,
+      security,
+      summary: 'Add a gateway server of the deployment\'s kind; new lines go to the least-loaded active server',
+      body: {
+        type: 'object',
+        required: ['nombre', 'url', 'key'],
+        properties: {
+          nombre: { type: 'string', pattern: SERVER_NAME_PATTERN },
+          url: { type: 'string', minLength: 1, maxLength: 2000, description: 'base URL of the server\'s API, http(s)' },
+          key: { type: 'string', minLength: 1, maxLength: 500, description: 'its global API key; kept, never shown again' },
+          tipo: { type: 'string', description: 'defaults to the deployment\'s kind; any other is refused' },
+          max_lineas: { type: 'integer', minimum: 1, maximum: MAX_LINEAS, nullable: true, description: 'lines it should hold at most; null: no cap' },
+        },
+      },
+      response: { 201: okResponse(serverProps), ...errorResponses },
+    },
+    handler: async (req, reply) => created(reply, await addGatewayServer(core, bodyOf(req) as unknown as NewServerInput), { descripcion: 'servidor de gateway agregado' }),
+  });
+
+  app.post('/admin/gateways/:nombre/drain', {
+    schema: { tags, security, summary: 'Drain a gateway server: it keeps its lines and takes no new ones', params: nombreParams, response: one },
+    handler: async (req) => success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'drenando'), { descripcion: 'servidor drenando' }),
+  });
+
+  app.post('/admin/gateways/:nombre/undrain', {
+    schema: { tags, security, summary: 'Make a drained gateway server active again: it takes new lines', params: nombreParams, response: one },
+    handler: async (req) => success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'activo'), { descripcion: 'servidor activo' }),
+  });
+
+  app.post('/admin/celulares/:id/servidor', {
+    schema: {
+      tags,
+      security,
+      summary: 'Move a line to another gateway server: logged out and removed on the old one; it must be linked again',
+      params: { type: 'object', required: ['id'], properties: { id: { type: 'integer', minimum: 1 } } },
+      body: { type: 'object', required: ['servidor'], properties: { servidor: { type: 'string', pattern: SERVER_NAME_PATTERN, description: 'the new server\'s nombre' } } },
+      response: {
+        200: okResponse({
+          celular_id: { type: 'integer' },
+          servidor: { type: 'string' },
+          servidor_anterior: { type: 'string', nullable: true },
+          gateway_instancia: { type: 'string' },
+          estado: { type: 'string' },
+          status: { type: 'string' },
+          instancia_anterior_eliminada: { type: 'boolean', description: 'false when the old server could not be reached (see aviso)' },
+          vincular: { type: 'string', description: 'what to do next: link the line again' },
+          aviso: { type: 'string' },
+        }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req) => success(await moveCelular(core, (req.params as { id: number }).id, (bodyOf(req) as { servidor: string }).servidor), { descripcion: 'celular movido' }),
+  });
+}
