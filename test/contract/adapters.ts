@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, beforeEach } from 'vitest';
 import type { NewCelular, NewMensaje, Store } from '../../src/core/ports.js';
+import { publicName } from '../../src/store/pg/pg-db.js';
 import { PgStore } from '../../src/store/pg/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../helpers/server.js';
@@ -26,7 +27,7 @@ export const PG_ABSENT: string | null = await (async () => {
     await client.query('SELECT 1');
     return null;
   } catch (err) {
-    return `no PostgreSQL answers at ${PG_URL} (${(err as Error).message || (err as { code?: string }).code}); set PASARELA_TEST_POSTGRES_URL`;
+    return `no PostgreSQL answers at ${publicName(PG_URL)} (${(err as Error).message || (err as { code?: string }).code}); set PASARELA_TEST_POSTGRES_URL`;
   } finally {
     await client.end().catch(() => {});
   }
