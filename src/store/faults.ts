@@ -2,18 +2,32 @@ import type Database from 'better-sqlite3';
 import { AppError } from '../core/errors.js';
 
 /**
- * A store that cannot take writes (a full disk, an I/O error, a file made
- * read-only under it) is not a bug of the request that met it: it is answered
- * 507 with a reason naming the store, and remembered until a probe write of
- * some size succeeds (a small write can still fit in a page that has room
- * while new pages cannot be had), so `/health` can say so (see
- * docs/decisions.md, "A store that cannot be written").
+ * A store that cannot take writes (a full disk, an I/O error, a file or a
+ * server made read-only under it, a database server out of reach) is not a
+ * bug of the request that met it: it is answered 507 with a reason naming the
+ * store, and remembered until a probe write of some size succeeds (a small
+ * write can still fit in a page that has room while new pages cannot be had),
+ * so `/health` can say so (see docs/decisions.md, "A store that cannot be
+ * written"). One table for every adapter: SQLite's result codes and
+ * PostgreSQL's SQLSTATEs (and the socket errors of a server out of reach)
+ * never share a prefix.
  */
 const REASONS: Array<[prefix: string, reason: string]> = [
   ['SQLITE_FULL', 'the disk is full'],
   ['SQLITE_IOERR', 'an I/O error'],
   ['SQLITE_READONLY', 'it has become read-only'],
   ['SQLITE_CANTOPEN', 'a file of it cannot be opened'],
+  // PostgreSQL: disk_full first, then the rest of class 53 (insufficient resources).
+  ['53100', 'the disk is full'],
+  ['53', 'the server is out of resources'],
+  ['25006', 'it has become read-only'],
+  ['58030', 'an I/O error'],
+  ['57P', 'the server is shutting down or starting'],
+  ['08', 'the connection to it failed'],
+  ['ECONNREFUSED', 'it cannot be reached'],
+  ['ECONNRESET', 'it cannot be reached'],
+  ['ETIMEDOUT', 'it cannot be reached'],
+  ['EHOSTUNREACH', 'it cannot be reached'],
 ];
 
 export interface WriteFault {
@@ -22,23 +36,34 @@ export interface WriteFault {
   at: number;
 }
 
-const faults = new WeakMap<Database.Database, WriteFault>();
+/** Faults by store handle: a SQLite database, or a PostgreSQL store's pool. */
+const faults = new WeakMap<object, WriteFault>();
 
-/** Turns a write's error into STORE_UNAVAILABLE when the store itself failed, remembering it; any other error is returned as is. */
-export function writeFailed(db: Database.Database, err: unknown): unknown {
+/**
+ * Turns an error of the store named `name` into STORE_UNAVAILABLE when the
+ * store itself failed, remembering it under `key`; any other error is
+ * returned as is.
+ */
+export function storeFault(key: object, name: string, err: unknown): unknown {
+  if (err instanceof AppError) return err;
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return err;
   const hit = REASONS.find(([prefix]) => code.startsWith(prefix));
   if (!hit) return err;
-  faults.set(db, { reason: hit[1], code, at: Date.now() });
-  return new AppError('STORE_UNAVAILABLE', `the store ${db.name} cannot be written: ${hit[1]} (${code}); retry once the operator has fixed it`);
+  faults.set(key, { reason: hit[1], code, at: Date.now() });
+  return new AppError('STORE_UNAVAILABLE', `the store ${name} cannot be written: ${hit[1]} (${code}); retry once the operator has fixed it`);
+}
+
+/** SQLite: the database names itself by its file. */
+export function writeFailed(db: Database.Database, err: unknown): unknown {
+  return storeFault(db, db.name, err);
 }
 
 /** A probe write committed: the store takes writes again. */
-export function clearWriteFault(db: Database.Database): void {
-  faults.delete(db);
+export function clearWriteFault(key: object): void {
+  faults.delete(key);
 }
 
-export function writeFaultOf(db: Database.Database): WriteFault | null {
-  return faults.get(db) ?? null;
+export function writeFaultOf(key: object): WriteFault | null {
+  return faults.get(key) ?? null;
 }

@@ -1,15 +1,58 @@
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterEach, beforeEach } from 'vitest';
 import type { NewCelular, NewMensaje, Store } from '../../src/core/ports.js';
+import { publicName } from '../../src/store/pg/pg-db.js';
+import { PgStore } from '../../src/store/pg/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../helpers/server.js';
 
 /**
  * Every store adapter, for the contract suites (one per port: accounts,
- * messages, webhooks, kv). SQLite today; each new adapter joins this list and
- * must pass every suite unchanged.
+ * messages, webhooks, kv): SQLite, and PostgreSQL when one answers. Each
+ * adapter passes every suite unchanged.
  */
+
+/** Where the tests find PostgreSQL. */
+export const PG_URL = process.env.PASARELA_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Null when PostgreSQL answers at PG_URL; otherwise why its suites are left out. */
+export const PG_ABSENT: string | null = await (async () => {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return null;
+  } catch (err) {
+    return `no PostgreSQL answers at ${publicName(PG_URL)} (${(err as Error).message || (err as { code?: string }).code}); set PASARELA_TEST_POSTGRES_URL`;
+  } finally {
+    await client.end().catch(() => {});
+  }
+})();
+
+/** Runs one statement on the test database outside any store (schemas are made and dropped with it). */
+export async function pgAdmin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A fresh schema of its own on the test database, dropped by `drop`. */
+export async function pgSchema(): Promise<{ schema: string; drop(): Promise<void> }> {
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  await pgAdmin(`CREATE SCHEMA ${schema}`);
+  return { schema, drop: () => pgAdmin(`DROP SCHEMA ${schema} CASCADE`) };
+}
+
+/** A small pool per store: many test files run at once against one server. */
+export const openPg = (schema: string) => PgStore.open(PG_URL, { schema, max: 4 });
 export interface StoreHandle {
   store: Store;
   /** Closes and opens the same store again (a restart). */
@@ -35,6 +78,17 @@ export const ADAPTERS: Adapter[] = [
       };
     },
   },
+  ...(PG_ABSENT
+    ? []
+    : [
+        {
+          name: 'postgres',
+          async open(): Promise<StoreHandle> {
+            const s = await pgSchema();
+            return { store: await openPg(s.schema), reopen: () => openPg(s.schema), cleanup: s.drop };
+          },
+        },
+      ]),
 ];
 
 /** A fresh store for each test of the enclosing describe: `ctx.store` (a restart replaces it). */

@@ -1,0 +1,131 @@
+import pg from 'pg';
+import { storeFault } from '../faults.js';
+
+/**
+ * The PostgreSQL connection side of the store: a pool whose rows come back
+ * with the types the ports promise, single statements and transactions that
+ * turn a store failure into STORE_UNAVAILABLE, and the keys of the
+ * transaction-scoped advisory locks.
+ */
+
+/** pg hands BIGINT (and NUMERIC) back as strings; every one of ours is a ms timestamp, an id, a count or a balance, all safe integers. */
+const INT8 = 20;
+const NUMERIC = 1700;
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === INT8 || oid === NUMERIC ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+/** First key of our two-key advisory locks; the second names the object. */
+export const LOCK = { migrations: 0x7061_0001, gatewayId: 0x7061_0002, journal: 0x7061_0003, placement: 0x7061_0004 } as const;
+
+/** Deadlocks and serialization failures are retried: the transaction that lost is rolled back whole. */
+const RETRYABLE = new Set(['40P01', '40001']);
+const ATTEMPTS = 3;
+
+export type Client = pg.PoolClient;
+/** A pool or a transaction's client: what a read that runs in either takes. */
+export interface Queryable {
+  query(sql: string, params?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>;
+}
+export type Row = Record<string, unknown>;
+
+/** How the store names itself in errors and health: the URL without its password or options. */
+export function publicName(url: string): string {
+  try {
+    const u = new URL(url);
+    const user = u.username ? `${decodeURIComponent(u.username)}@` : '';
+    return `${u.protocol}//${user}${u.host}${u.pathname}`;
+  } catch {
+    return 'postgres';
+  }
+}
+
+export interface PgOptions {
+  /** A schema of its own (tests); the tables live there and in nothing else. */
+  schema?: string;
+  /** Connections in the pool. */
+  max?: number;
+}
+
+export class Db {
+  readonly pool: pg.Pool;
+  readonly name: string;
+
+  constructor(url: string, opts: PgOptions = {}) {
+    this.name = publicName(url);
+    this.pool = new pg.Pool({
+      connectionString: url,
+      types,
+      max: opts.max ?? 10,
+      ...(opts.schema ? { options: `-c search_path=${plainIdent(opts.schema)}` } : {}),
+    });
+    // An idle connection the server dropped is an event, not a crash; the next query opens another.
+    this.pool.on('error', () => {});
+  }
+
+  /** One statement, committed on its own. */
+  async query(sql: string, params: unknown[] = []): Promise<{ rows: Row[]; rowCount: number | null }> {
+    try {
+      return await this.pool.query(sql, params);
+    } catch (err) {
+      throw storeFault(this.pool, this.name, err);
+    }
+  }
+
+  async q<T = Row>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return (await this.query(sql, params)).rows as T[];
+  }
+
+  async one<T = Row>(sql: string, params: unknown[] = []): Promise<T | null> {
+    return (await this.q<T>(sql, params))[0] ?? null;
+  }
+
+  /** Runs `fn` in one READ COMMITTED transaction; the row locks it takes make it exact (see pg-mensajes.ts). */
+  async tx<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let c: Client;
+      try {
+        c = await this.pool.connect();
+      } catch (err) {
+        throw storeFault(this.pool, this.name, err);
+      }
+      try {
+        await c.query('BEGIN');
+        const result = await fn(c);
+        await c.query('COMMIT');
+        c.release();
+        return result;
+      } catch (err) {
+        let broken = false;
+        try {
+          await c.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        c.release(broken);
+        const code = (err as { code?: unknown }).code;
+        if (typeof code === 'string' && RETRYABLE.has(code) && attempt < ATTEMPTS) continue;
+        throw storeFault(this.pool, this.name, err);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.pool.ended && !this.pool.ending) await this.pool.end();
+  }
+}
+
+/** A schema name that needs no quoting anywhere (it travels in the connection's startup options). */
+export function plainIdent(s: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(s)) throw new Error(`not a plain schema name: ${s}`);
+  return s;
+}
+
+export async function rows<T = Row>(c: Client, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await c.query(sql, params)).rows as T[];
+}
+
+export async function row<T = Row>(c: Client, sql: string, params: unknown[] = []): Promise<T | null> {
+  return ((await c.query(sql, params)).rows[0] as T | undefined) ?? null;
+}

@@ -1,0 +1,363 @@
+import { messageStatusData } from '../../core/event-data.js';
+import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
+import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptStep, refundTarget } from '../../core/ledger.js';
+import type { AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../../core/ports.js';
+import { type Client, type Db, LOCK, row, rows } from './pg-db.js';
+
+/**
+ * Messages in PostgreSQL, exact with several nodes writing at once. Every
+ * transaction takes its row locks in one order: the client, then the line,
+ * then the message (the counts rows the triggers touch come last, in the
+ * order of the message's states). A transaction that will change a balance
+ * or a line's counter locks those rows first, before it touches the message,
+ * so two transactions never wait on each other in a cycle. Which rows to lock
+ * is read first from columns that never change after acceptance (client,
+ * line, mode, which balance paid), then the message's state is read again
+ * under its own lock.
+ */
+
+/** A message row as the port returns it: every column but `seq` (an arrival order SQLite keeps as its rowid). */
+export const MSG_COLS = [
+  'msg_id', 'cliente_id', 'celular_id', 'destinatario', 'tipo', 'modo', 'estado', 'texto', 'media', 'gateway_msg_id', 'error',
+  'cobrado', 'created_at', 'enviado_at', 'entregado_at', 'leido_at', 'payload', 'cargo', 'intentos', 'proximo_intento_at',
+  'lease_until', 'expira_at', 'cupo_at',
+];
+const COLS = MSG_COLS.join(', ');
+export const colsOf = (alias: string) => MSG_COLS.map((c) => `${alias}.${c}`).join(', ');
+
+/** What decides which rows a change locks: fixed once the message is accepted. */
+interface Fixed {
+  msg_id: string;
+  cliente_id: number;
+  celular_id: number;
+  modo: MensajeRow['modo'];
+  cargo: MensajeRow['cargo'];
+}
+const FIXED = 'msg_id, cliente_id, celular_id, modo, cargo';
+
+async function get(c: Client, msgId: string): Promise<MensajeRow | null> {
+  return row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);
+}
+
+/** The client's row, locked; FOR NO KEY UPDATE leaves a line's foreign-key check on the client free to proceed. */
+async function lockCliente(c: Client, id: number): Promise<{ saldo_global: number } | null> {
+  return row(c, 'SELECT saldo_global FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [id]);
+}
+
+/** The line's row, locked (null: the line was deleted). */
+async function lockCelular(c: Client, id: number): Promise<{ saldo_actual: number; pendientes: number } | null> {
+  return row(c, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [id]);
+}
+
+/**
+ * Receipts for a gateway id and the markSent that records that id take this
+ * lock first. A receipt that finds no message parks itself; without the lock,
+ * a markSent committing between the receipt's look-up and its insert would
+ * have already looked for parked rows and the receipt would stay parked for
+ * ever. Locking the message row cannot do it: while the id is unrecorded no
+ * row matches it. The lock is transaction-scoped and taken before any row
+ * lock, so it adds no cycle.
+ */
+async function lockGatewayId(c: Client, gid: string): Promise<void> {
+  await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK.gatewayId, gid]);
+}
+
+/** Journals an event in the current transaction, for a client with an active webhook only (as SQLite does). */
+export async function journal(c: Client, ev: JournalEvent): Promise<void> {
+  await c.query(
+    `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha)
+     SELECT $1::bigint, $2::bigint, $3::text, $4::text, $5::bigint
+     WHERE EXISTS (SELECT 1 FROM webhooks WHERE cliente_id = $1::bigint AND activo AND url <> '')`,
+    [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha],
+  );
+}
+
+async function journalStatus(c: Client, m: MensajeRow, anterior: string | null, now: number): Promise<void> {
+  await journal(c, { evento: 'message.status', cliente_id: m.cliente_id, celular_id: m.celular_id, data: { ...messageStatusData(m, anterior, now) }, fecha: now });
+}
+
+async function movimiento(c: Client, now: number, clienteId: number, celularId: number | null, monto: number, resultante: number, motivo: string): Promise<void> {
+  await c.query(
+    `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
+     VALUES ($1, $2, $3, $4, $5, $6, 'sistema')`,
+    [now, clienteId, celularId, monto, resultante, motivo],
+  );
+}
+
+/**
+ * Slots taken in each window of a line (core/caps.ts), counted while the
+ * caller holds the line's row lock, which every slot taker holds: one index
+ * range per window, in one round trip.
+ */
+async function capHit(c: Client, celularId: number, slot: SlotClaim, now: number): Promise<CapHit | null> {
+  if (slot.windows.length === 0) return null;
+  const counts = await rows<SlotCount>(
+    c,
+    `SELECT k.n, k.oldest FROM unnest($2::bigint[]) WITH ORDINALITY AS w(since, i)
+     CROSS JOIN LATERAL (
+       SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= $3::bigint THEN cupo_at END) AS oldest
+       FROM mensajes WHERE celular_id = $1 AND cupo_at > w.since
+     ) k ORDER BY w.i`,
+    [celularId, slot.windows.map((ms) => now - ms), now],
+  );
+  return slot.decide(counts);
+}
+
+export async function acceptMensaje(db: Db, m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): Promise<AcceptResult> {
+  return db.tx(async (c): Promise<AcceptResult> => {
+    // The client's row is locked only when its balance may pay.
+    const cli = await row<{ saldo_global: number }>(c, `SELECT saldo_global FROM clientes WHERE id = $1${opts.charge ? ' FOR NO KEY UPDATE' : ''}`, [m.cliente_id]);
+    const cel = await row<{ saldo_actual: number; pendientes: number }>(
+      c,
+      'SELECT saldo_actual, pendientes FROM celulares WHERE id = $1 AND cliente_id = $2 FOR NO KEY UPDATE',
+      [m.celular_id, m.cliente_id],
+    );
+    if (!cel || !cli) return { ok: false, reason: 'celular' };
+    const verdict = acceptVerdict(
+      { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global, pendientes: cel.pendientes, capHit: opts.slot ? await capHit(c, m.celular_id, opts.slot, now) : null },
+      { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
+    );
+    if (!verdict.ok) return verdict;
+    const cargo = verdict.cargo;
+    let saldoCelular = cel.saldo_actual;
+    let saldoGlobal = cli.saldo_global;
+    const queued = m.modo === 'cola' ? 1 : 0;
+    if (cargo === 'celular') saldoCelular -= 1;
+    if (queued || cargo === 'celular') {
+      await c.query('UPDATE celulares SET pendientes = pendientes + $2, saldo_actual = $3 WHERE id = $1', [m.celular_id, queued, saldoCelular]);
+    }
+    if (cargo === 'celular') await movimiento(c, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
+    if (cargo === 'global') {
+      saldoGlobal -= 1;
+      await c.query('UPDATE clientes SET saldo_global = $2 WHERE id = $1', [m.cliente_id, saldoGlobal]);
+      await movimiento(c, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
+    }
+    const mensaje = (await row<MensajeRow>(
+      c,
+      `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
+         payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'pendiente', $7, $8, $9, $10, $11, 0, $12, $13, $14, $12) RETURNING ${COLS}`,
+      [
+        m.msg_id, m.cliente_id, m.celular_id, m.destinatario, m.tipo, m.modo, m.texto,
+        m.media ? JSON.stringify(m.media) : null, cargo ? 1 : 0, cargo, JSON.stringify(m.payload), now, m.expira_at, opts.slot?.holdUntil ?? null,
+      ],
+    ))!;
+    await journalStatus(c, mensaje, null, now);
+    return { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+  });
+}
+
+export async function getMensaje(db: Db, msgId: string): Promise<MensajeRow | null> {
+  return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);
+}
+
+export async function getMensajeByGatewayId(db: Db, gid: string): Promise<MensajeRow | null> {
+  return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 LIMIT 1`, [gid]);
+}
+
+/** A queued message leaves `pendiente`: its line's backlog count goes down with it (the line's row is already locked). */
+async function leftQueue(c: Client, m: { modo: string; celular_id: number }): Promise<void> {
+  if (m.modo === 'cola') await c.query('UPDATE celulares SET pendientes = pendientes - 1 WHERE id = $1 AND pendientes > 0', [m.celular_id]);
+}
+
+export async function markSent(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+  return db.tx(async (c): Promise<MensajeRow | null> => {
+    await lockGatewayId(c, gid);
+    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
+    if (!f) return null;
+    // Under the gateway id's lock the parked receipts cannot change: a parked failure means a refund, so its rows are locked too.
+    const parked = await rows<{ estado: ReceiptEstado; error: string | null }>(c, 'SELECT estado, error FROM acuses_pendientes WHERE gateway_msg_id = $1', [gid]);
+    const refunds = f.cargo !== null && parked.some((p) => p.estado === 'error');
+    if (refunds) await lockCliente(c, f.cliente_id);
+    if (refunds || f.modo === 'cola') await lockCelular(c, f.celular_id);
+    const sent = await row<MensajeRow>(
+      c,
+      `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, cupo_at = $3, lease_until = NULL,
+         error = NULL, intentos = intentos + 1
+       WHERE msg_id = $1 AND estado = 'pendiente' RETURNING ${COLS}`,
+      [msgId, gid, now],
+    );
+    if (!sent) return null;
+    await leftQueue(c, sent);
+    await journalStatus(c, sent, 'pendiente', now);
+    if (parked.length === 0) return sent;
+    await c.query('DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1', [gid]);
+    for (const p of parkedOrder(parked)) await applyReceipt(c, gid, p.estado, now, p.error ?? undefined);
+    return get(c, msgId);
+  });
+}
+
+/** Ends a message in error with its refund; the caller holds the client's (when it paid) and the line's locks. */
+async function failLocked(c: Client, m: MensajeRow, error: string, now: number): Promise<MensajeRow> {
+  // A send that never went out gives its slot back; one the network took keeps it.
+  const after = (await row<MensajeRow>(
+    c,
+    `UPDATE mensajes SET estado = 'error', error = $2, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = $1 RETURNING ${COLS}`,
+    [m.msg_id, error],
+  ))!;
+  if (m.estado === 'pendiente') await leftQueue(c, m);
+  const lineExists = m.cargo === 'celular' && (await row(c, 'SELECT 1 FROM celulares WHERE id = $1', [m.celular_id])) !== null;
+  const to = refundTarget(m, lineExists);
+  if (to === 'celular') {
+    const r = (await row<{ saldo_actual: number }>(c, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = $1 RETURNING saldo_actual', [m.celular_id]))!;
+    await movimiento(c, now, m.cliente_id, m.celular_id, 1, r.saldo_actual, `reembolso ${m.msg_id}`);
+  } else if (to === 'global') {
+    const r = await row<{ saldo_global: number }>(c, 'UPDATE clientes SET saldo_global = saldo_global + 1 WHERE id = $1 RETURNING saldo_global', [m.cliente_id]);
+    if (r) await movimiento(c, now, m.cliente_id, null, 1, r.saldo_global, `reembolso ${m.msg_id}`);
+  }
+  await journalStatus(c, after, m.estado, now);
+  return after;
+}
+
+export async function failMensaje(db: Db, msgId: string, error: string, now: number): Promise<MensajeRow | null> {
+  return db.tx(async (c): Promise<MensajeRow | null> => {
+    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
+    if (!f) return null;
+    if (f.cargo !== null) await lockCliente(c, f.cliente_id);
+    await lockCelular(c, f.celular_id);
+    const m = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1 FOR UPDATE`, [msgId]);
+    if (!m || m.estado === 'error') return null;
+    return failLocked(c, m, error, now);
+  });
+}
+
+/** A receipt on a recorded send; the caller holds the gateway id's lock, and the client's and line's when it is a failure. */
+async function applyReceipt(c: Client, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+  const before = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 LIMIT 1 FOR UPDATE`, [gid]);
+  if (!before) return null;
+  const step = receiptStep(before.estado, estado);
+  if (step === 'ignore') return null;
+  if (step === 'fail') return { before, after: await failLocked(c, before, error ?? 'the network reported the message as failed', now) };
+  const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
+  const after = (await row<MensajeRow>(c, `UPDATE mensajes SET estado = $2, ${col} = $3 WHERE msg_id = $1 RETURNING ${COLS}`, [before.msg_id, estado, now]))!;
+  await journalStatus(c, after, before.estado, now);
+  return { before, after };
+}
+
+export async function receipt(db: Db, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+  return db.tx(async (c): Promise<ReceiptOutcome> => {
+    await lockGatewayId(c, gid);
+    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE gateway_msg_id = $1 LIMIT 1`, [gid]);
+    if (!f) {
+      // Old parked rows nobody claimed go, a few at a time, skipping any another transaction holds.
+      await c.query(
+        `DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
+           SELECT gateway_msg_id, estado FROM acuses_pendientes WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
+        [now - PARKED_TTL_MS],
+      );
+      await c.query(
+        `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at`,
+        [gid, estado, error ?? null, now],
+      );
+      return 'parked';
+    }
+    // Only a failure moves money: then the client's (when it paid) and the line's rows are locked first.
+    if (estado === 'error') {
+      if (f.cargo !== null) await lockCliente(c, f.cliente_id);
+      await lockCelular(c, f.celular_id);
+    }
+    return applyReceipt(c, gid, estado, now, error);
+  });
+}
+
+/** Journals an incoming message unless its gateway key was seen already; the key's primary key decides between nodes. */
+export async function journalInbound(db: Db, ev: JournalEvent, clave: string | null, now: number): Promise<boolean> {
+  return db.tx(async (c) => {
+    if (clave !== null) {
+      const r = await c.query('INSERT INTO entrantes_vistos (clave, at) VALUES ($1, $2) ON CONFLICT (clave) DO NOTHING', [clave, now]);
+      if (r.rowCount === 0) return false;
+      await c.query(
+        `DELETE FROM entrantes_vistos WHERE clave IN (
+           SELECT clave FROM entrantes_vistos WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
+        [now - INBOUND_SEEN_TTL_MS],
+      );
+    }
+    await journal(c, ev);
+    return true;
+  });
+}
+
+/**
+ * One message per line with a backlog: a loose index scan over the partial
+ * queue index (one index descent per line), so the cost follows the number
+ * of lines, not the number of pending messages.
+ */
+export async function queueHeads(db: Db): Promise<MensajeRow[]> {
+  return db.q<MensajeRow>(
+    `WITH RECURSIVE lineas(id) AS (
+       (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY celular_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
+       FROM lineas l WHERE l.id IS NOT NULL
+     )
+     SELECT ${colsOf('h')} FROM lineas l
+     CROSS JOIN LATERAL (
+       SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1
+     ) h
+     WHERE l.id IS NOT NULL
+     ORDER BY l.id`,
+  );
+}
+
+/**
+ * Claims a queued message and its send slot together. The line's row lock is
+ * what every slot taker holds while it counts, so a direct send or another
+ * node's claim cannot pass a cap with this one; the message is then locked
+ * and its lease checked under that lock, so two nodes never both claim it.
+ */
+export async function claimQueued(db: Db, msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
+  return db.tx(async (c): Promise<ClaimResult> => {
+    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
+    if (!f) return { ok: false, reason: 'taken' };
+    await lockCelular(c, f.celular_id);
+    const m = await row(
+      c,
+      "SELECT 1 FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2) FOR UPDATE",
+      [msgId, now],
+    );
+    if (!m) return { ok: false, reason: 'taken' };
+    const hit = await capHit(c, f.celular_id, slot, now);
+    if (hit) return { ok: false, reason: 'cap', ...hit };
+    await c.query('UPDATE mensajes SET lease_until = $2, cupo_at = $2 WHERE msg_id = $1', [msgId, slot.holdUntil]);
+    return { ok: true };
+  });
+}
+
+/** Every claim and its slot back (at start, when no other worker can be alive on this store). */
+export async function releaseLeases(db: Db): Promise<number> {
+  const r = await db.q<{ n: number }>(
+    `WITH r AS (UPDATE mensajes SET lease_until = NULL, cupo_at = NULL
+       WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL RETURNING 1)
+     SELECT COUNT(*) AS n FROM r`,
+  );
+  return r[0]!.n;
+}
+
+/** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
+export async function strandedDirect(db: Db, before: number, limit: number): Promise<MensajeRow[]> {
+  return db.q<MensajeRow>(
+    `SELECT ${COLS} FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < $1 ORDER BY cupo_at, seq LIMIT $2`,
+    [before, limit],
+  );
+}
+
+export async function retryLater(db: Db, msgId: string, at: number, error: string): Promise<void> {
+  await db.q(
+    `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = $2, intentos = intentos + 1, error = $3
+     WHERE msg_id = $1 AND estado = 'pendiente'`,
+    [msgId, at, error],
+  );
+}
+
+/** Each half reads its own partial index (queued, direct): the cost follows the pending messages, not the history. */
+export async function pendingFiles(db: Db): Promise<string[]> {
+  const r = await db.q<{ f: string }>(
+    `SELECT f FROM (
+       SELECT payload::jsonb ->> 'file' AS f FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
+       UNION ALL
+       SELECT payload::jsonb ->> 'file' AS f FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo'
+     ) p WHERE f IS NOT NULL`,
+  );
+  return r.map((x) => x.f);
+}

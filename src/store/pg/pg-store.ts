@@ -1,0 +1,461 @@
+import type {
+  AcceptResult,
+  AuditEntry,
+  AuditRecord,
+  BalanceChange,
+  BalanceResult,
+  CelularPatch,
+  CelularRow,
+  ClaimResult,
+  ClientePatch,
+  ClienteRow,
+  EntregaRow,
+  GatewayServerEstado,
+  GatewayServerLoad,
+  GatewayServerRow,
+  HistoryFilter,
+  InsertCelularResult,
+  IntentoRow,
+  JournalEvent,
+  Linea,
+  MensajeRow,
+  MessageStats,
+  NewCelular,
+  NewCliente,
+  NewGatewayServer,
+  NewMensaje,
+  ReceiptEstado,
+  ReceiptOutcome,
+  Store,
+  StoreWriteHealth,
+  WebhookConfig,
+} from '../../core/ports.js';
+import type { SlotClaim } from '../../core/caps.js';
+import { balanceAfter } from '../../core/ledger.js';
+import { clearWriteFault, writeFaultOf } from '../faults.js';
+import { type Client, Db, type PgOptions, row } from './pg-db.js';
+import { listMensajes } from './pg-historial.js';
+import * as msgs from './pg-mensajes.js';
+import { migrate } from './pg-migrations.js';
+import * as hooks from './pg-webhooks.js';
+import * as servers from './pg-gateways.js';
+
+const CELULAR_COLUMNS = new Set([
+  'nombre_interno', 'estado', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
+  'hora_inicio_permitido', 'hora_fin_permitido', 'gateway_instancia', 'legacy_token_hash', 'key_hash',
+  'last_status', 'last_status_check', 'vinculado', 'servidor_id',
+]);
+const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
+
+/** `SET a = $2, b = $3` from a patch whose keys are known column names; $1 is the id, the last one `now`. */
+function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: string; values: unknown[] } {
+  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
+  for (const [k] of entries) if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
+  return { set: entries.map(([k], i) => `${k} = $${i + 2}`).join(', '), values: entries.map(([, v]) => v) };
+}
+
+/** The probe of a store that met a write fault: room for this much means it takes writes again. */
+const PROBE_BYTES = 64 * 1024;
+
+/**
+ * The networked store: PostgreSQL through a pool, for any number of nodes on
+ * one database. Every method is one statement or one transaction; those that
+ * read and then write lock the rows they change (see pg-mensajes.ts for the
+ * order), so balances, caps and queue depths stay exact with several nodes
+ * writing. Open it with `PgStore.open`, which applies the migrations.
+ */
+export class PgStore implements Store {
+  readonly dialect = 'postgres';
+  readonly db: Db;
+
+  private constructor(url: string, opts: PgOptions) {
+    this.db = new Db(url, opts);
+  }
+
+  static async open(url: string, opts: PgOptions = {}): Promise<PgStore> {
+    const store = new PgStore(url, opts);
+    try {
+      await migrate(store.db);
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    return store;
+  }
+
+  /** The store's name in messages: its URL without the password. */
+  get name(): string {
+    return this.db.name;
+  }
+
+  async schemaVersion(): Promise<number> {
+    return (await this.db.one<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations'))?.v ?? 0;
+  }
+
+  async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
+    return (await this.db.one<ClienteRow>(
+      `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
+      [input.nombre, input.email, input.estado, input.plan, input.max_celulares, input.saldo_global, input.key_hash, now],
+    ))!;
+  }
+
+  async getCliente(id: number): Promise<ClienteRow | null> {
+    return this.db.one<ClienteRow>('SELECT * FROM clientes WHERE id = $1', [id]);
+  }
+
+  async listClientes(): Promise<ClienteRow[]> {
+    return this.db.q<ClienteRow>('SELECT * FROM clientes ORDER BY id');
+  }
+
+  async updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null> {
+    const p = patchSql(patch, CLIENTE_COLUMNS);
+    if (p.values.length === 0) return this.getCliente(id);
+    return this.db.one<ClienteRow>(`UPDATE clientes SET ${p.set}, updated_at = $${p.values.length + 2} WHERE id = $1 RETURNING *`, [id, ...p.values, now]);
+  }
+
+  /** The client's row lock makes the cap exact between nodes; the number's unique index settles a race for it. */
+  async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
+    return this.db.tx(async (c): Promise<InsertCelularResult> => {
+      const cliente = await row<{ max_celulares: number | null }>(c, 'SELECT max_celulares FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [input.cliente_id]);
+      if (!cliente) return { ok: false, reason: 'cliente' };
+      if (await row(c, 'SELECT 1 FROM celulares WHERE numero = $1', [input.numero])) return { ok: false, reason: 'taken' };
+      if (cliente.max_celulares !== null) {
+        const r = (await row<{ n: number }>(c, 'SELECT COUNT(*) AS n FROM celulares WHERE cliente_id = $1', [input.cliente_id]))!;
+        if (r.n >= cliente.max_celulares) return { ok: false, reason: 'cap' };
+      }
+      const celular = await row<CelularRow>(
+        c,
+        `INSERT INTO celulares (cliente_id, numero, nombre_interno, estado, saldo_actual, max_envios_por_minuto,
+           max_envios_por_hora, max_envios_por_dia, hora_inicio_permitido, hora_fin_permitido, key_hash,
+           gateway_token_hash, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+         ON CONFLICT (numero) DO NOTHING RETURNING *`,
+        [
+          input.cliente_id, input.numero, input.nombre_interno, input.estado, input.max_envios_por_minuto, input.max_envios_por_hora,
+          input.max_envios_por_dia, input.hora_inicio_permitido, input.hora_fin_permitido, input.key_hash, input.gateway_token_hash, now,
+        ],
+      );
+      return celular ? { ok: true, celular } : { ok: false, reason: 'taken' };
+    });
+  }
+
+  async getCelular(id: number): Promise<CelularRow | null> {
+    return this.db.one<CelularRow>('SELECT * FROM celulares WHERE id = $1', [id]);
+  }
+
+  async getCelularByNumero(numero: string): Promise<CelularRow | null> {
+    return this.db.one<CelularRow>('SELECT * FROM celulares WHERE numero = $1', [numero]);
+  }
+
+  async getCelularByInstancia(instancia: string): Promise<CelularRow | null> {
+    return this.db.one<CelularRow>('SELECT * FROM celulares WHERE gateway_instancia = $1', [instancia]);
+  }
+
+  async getCelularByTokenHash(hash: string): Promise<CelularRow | null> {
+    return this.db.one<CelularRow>('SELECT * FROM celulares WHERE gateway_token_hash = $1 OR legacy_token_hash = $1 LIMIT 1', [hash]);
+  }
+
+  async listCelulares(clienteId: number): Promise<CelularRow[]> {
+    return this.db.q<CelularRow>('SELECT * FROM celulares WHERE cliente_id = $1 ORDER BY id', [clienteId]);
+  }
+
+  async listLineas(afterId: number, limit: number): Promise<Linea[]> {
+    const rows = await this.db.q<Omit<Linea, 'vinculado'> & { vinculado: number }>(
+      'SELECT id, numero, gateway_instancia, vinculado FROM celulares WHERE gateway_instancia IS NOT NULL AND id > $1 ORDER BY id LIMIT $2',
+      [afterId, limit],
+    );
+    return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
+  }
+
+  async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+    const p = patchSql(patch, CELULAR_COLUMNS);
+    const write = async (c: Client) => {
+      if (p.values.length > 0) await c.query(`UPDATE celulares SET ${p.set}, updated_at = $${p.values.length + 2} WHERE id = $1`, [id, ...p.values, now]);
+      if (event) await msgs.journal(c, event);
+    };
+    if (event || p.values.length > 0) await this.db.tx(write);
+    return this.getCelular(id);
+  }
+
+  async addGatewayServer(input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }> {
+    return servers.addServer(this.db, input, now);
+  }
+
+  async putGatewayServer(input: Pick<GatewayServerRow, 'nombre' | 'tipo' | 'url' | 'key'>, now: number): Promise<GatewayServerRow> {
+    return servers.putServer(this.db, input, now);
+  }
+
+  async getGatewayServer(id: number): Promise<GatewayServerRow | null> {
+    return servers.getServer(this.db, id);
+  }
+
+  async getGatewayServerByNombre(nombre: string): Promise<GatewayServerRow | null> {
+    return servers.getServerByNombre(this.db, nombre);
+  }
+
+  async listGatewayServers(): Promise<GatewayServerLoad[]> {
+    return servers.listServers(this.db);
+  }
+
+  async setGatewayServerEstado(id: number, estado: GatewayServerEstado, now: number): Promise<GatewayServerRow | null> {
+    return servers.setEstado(this.db, id, estado, now);
+  }
+
+  async assignGatewayServer(celularId: number, choose: (servers: GatewayServerLoad[]) => number | null, now: number): Promise<number | null> {
+    return servers.assignServer(this.db, celularId, choose, now);
+  }
+
+  async adoptUnassignedLines(servidorId: number, now: number): Promise<number> {
+    return servers.adoptUnassigned(this.db, servidorId, now);
+  }
+
+  async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
+    return this.db.tx(async (c) => {
+      const r = await c.query('DELETE FROM celulares WHERE id = $1', [id]);
+      if (r.rowCount === 0) return false;
+      await this.insertAudit(c, audit, now);
+      return true;
+    });
+  }
+
+  /** Locks the client, then the line: the order every transaction takes them in. */
+  async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {
+    return this.db.tx(async (c): Promise<BalanceResult> => {
+      const cliente = await row<{ saldo_global: number }>(c, 'SELECT saldo_global FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [change.cliente_id]);
+      if (!cliente) return { ok: false, reason: 'cliente' };
+      let saldoGlobal = cliente.saldo_global;
+      let saldoCelular: number | null = null;
+      let resultante: number;
+      if (change.celular_id !== null) {
+        const cel = await row<{ saldo_actual: number }>(c, 'SELECT saldo_actual FROM celulares WHERE id = $1 AND cliente_id = $2 FOR NO KEY UPDATE', [
+          change.celular_id,
+          change.cliente_id,
+        ]);
+        if (!cel) return { ok: false, reason: 'celular' };
+        const after = balanceAfter(cel.saldo_actual, change.monto);
+        if (!after.ok) return after;
+        resultante = saldoCelular = after.resultante;
+        await c.query('UPDATE celulares SET saldo_actual = $2 WHERE id = $1', [change.celular_id, resultante]);
+      } else {
+        const after = balanceAfter(cliente.saldo_global, change.monto);
+        if (!after.ok) return after;
+        resultante = saldoGlobal = after.resultante;
+        await c.query('UPDATE clientes SET saldo_global = $2 WHERE id = $1', [change.cliente_id, resultante]);
+      }
+      const mov = (await row<{ id: number }>(
+        c,
+        `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+        [now, change.cliente_id, change.celular_id, change.monto, resultante, change.motivo, change.actor],
+      ))!;
+      return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: mov.id };
+    });
+  }
+
+  private async insertAudit(c: Client | Db, entry: AuditEntry, now: number): Promise<void> {
+    await c.query(
+      `INSERT INTO auditoria (fecha, actor, accion, objeto_tipo, objeto_id, cliente_id, detalle)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [now, entry.actor, entry.accion, entry.objeto_tipo, entry.objeto_id, entry.cliente_id, JSON.stringify(entry.detalle)],
+    );
+  }
+
+  async audit(entry: AuditEntry, now: number): Promise<void> {
+    await this.insertAudit(this.db, entry, now);
+  }
+
+  async listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]> {
+    const rows =
+      filter.cliente_id === undefined
+        ? await this.db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria ORDER BY id DESC LIMIT $1', [filter.limit])
+        : await this.db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria WHERE cliente_id = $1 ORDER BY id DESC LIMIT $2', [filter.cliente_id, filter.limit]);
+    return rows.map((r) => ({ ...r, detalle: JSON.parse(r.detalle) as Record<string, unknown> }));
+  }
+
+  async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
+    return (await this.db.one<MessageStats>(
+      `SELECT
+         COUNT(*) FILTER (WHERE created_at >= $2 AND estado <> 'error') AS consumo_mes,
+         COUNT(*) FILTER (WHERE created_at >= $3) AS mensajes_30d
+       FROM mensajes WHERE cliente_id = $1 AND created_at >= LEAST($2::bigint, $3::bigint)`,
+      [clienteId, monthStart, since30d],
+    ))!;
+  }
+
+  async acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): Promise<AcceptResult> {
+    return msgs.acceptMensaje(this.db, m, opts, now);
+  }
+
+  async getMensaje(msgId: string): Promise<MensajeRow | null> {
+    return msgs.getMensaje(this.db, msgId);
+  }
+
+  async getMensajeByGatewayId(gid: string): Promise<MensajeRow | null> {
+    return msgs.getMensajeByGatewayId(this.db, gid);
+  }
+
+  async markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+    return msgs.markSent(this.db, msgId, gid, now);
+  }
+
+  async failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null> {
+    return msgs.failMensaje(this.db, msgId, error, now);
+  }
+
+  async receipt(gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+    return msgs.receipt(this.db, gid, estado, now, error);
+  }
+
+  async journalInbound(ev: JournalEvent, clave: string | null, now: number): Promise<boolean> {
+    return msgs.journalInbound(this.db, ev, clave, now);
+  }
+
+  async queueHeads(): Promise<MensajeRow[]> {
+    return msgs.queueHeads(this.db);
+  }
+
+  async claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
+    return msgs.claimQueued(this.db, msgId, slot, now);
+  }
+
+  async releaseLeases(): Promise<number> {
+    return msgs.releaseLeases(this.db);
+  }
+
+  async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
+    return msgs.strandedDirect(this.db, before, limit);
+  }
+
+  async retryLater(msgId: string, at: number, error: string): Promise<void> {
+    return msgs.retryLater(this.db, msgId, at, error);
+  }
+
+  async pendingFiles(): Promise<string[]> {
+    return msgs.pendingFiles(this.db);
+  }
+
+  async listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {
+    return listMensajes(this.db, filter);
+  }
+
+  async journalEvent(ev: JournalEvent): Promise<void> {
+    await this.db.tx((c) => msgs.journal(c, ev));
+  }
+
+  async moveEventsToOutbox(
+    limit: number,
+    route: (ev: JournalEvent, cfg: WebhookConfig | null) => { id: string; body: string } | null,
+    now: number,
+  ): Promise<number> {
+    return hooks.moveEventsToOutbox(this.db, limit, route, now);
+  }
+
+  async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
+    return hooks.getWebhook(this.db, clienteId);
+  }
+
+  async setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig> {
+    return hooks.setWebhook(this.db, cfg, now);
+  }
+
+  async deleteWebhook(clienteId: number, now: number): Promise<boolean> {
+    return hooks.deleteWebhook(this.db, clienteId, now);
+  }
+
+  async restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'> {
+    return hooks.restoreWebhook(this.db, clienteId, now);
+  }
+
+  async deactivateWebhook(clienteId: number, now: number): Promise<void> {
+    return hooks.deactivateWebhook(this.db, clienteId, now);
+  }
+
+  async enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void> {
+    return hooks.enqueueEntrega(this.db, e, now);
+  }
+
+  async dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]> {
+    return hooks.dueEntregas(this.db, clienteId, now, limit);
+  }
+
+  async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
+    return hooks.nextEntregaAt(this.db, clienteId, after);
+  }
+
+  async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
+    return hooks.entregaQueues(this.db);
+  }
+
+  async recordAttempt(
+    id: string,
+    attempt: { status: number | null; duracion_ms: number; error: string | null },
+    outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
+    now: number,
+  ): Promise<void> {
+    return hooks.recordAttempt(this.db, id, attempt, outcome, now);
+  }
+
+  async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
+    return hooks.listEntregas(this.db, clienteId, limit);
+  }
+
+  async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {
+    return hooks.redeliver(this.db, clienteId, id, now);
+  }
+
+  async kvGet<T>(ns: string, key: string): Promise<T | null> {
+    const r = await this.db.one<{ value: string }>('SELECT value FROM kv WHERE ns = $1 AND key = $2', [ns, key]);
+    return r ? (JSON.parse(r.value) as T) : null;
+  }
+
+  async kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void> {
+    await this.db.q(
+      `INSERT INTO kv (ns, key, value, expira_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, expira_at = excluded.expira_at`,
+      [ns, key, JSON.stringify(value), expiraAt ?? null],
+    );
+  }
+
+  /** Expired entries a batch at a time; entries another node is removing are skipped, not waited for. */
+  async kvExpire(now: number, limit: number): Promise<number> {
+    const r = await this.db.query(
+      `DELETE FROM kv WHERE (ns, key) IN (
+         SELECT ns, key FROM kv WHERE expira_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [now, limit],
+    );
+    return r.rowCount ?? 0;
+  }
+
+  async kvDelete(ns: string, key: string): Promise<void> {
+    await this.db.q('DELETE FROM kv WHERE ns = $1 AND key = $2', [ns, key]);
+  }
+
+  async kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>> {
+    const rows = await this.db.q<{ key: string; value: string }>('SELECT key, value FROM kv WHERE ns = $1 ORDER BY key', [ns]);
+    return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
+  }
+
+  async writeHealth(): Promise<StoreWriteHealth> {
+    const key = this.db.pool;
+    if (!writeFaultOf(key)) return { writable: true };
+    // Met a fault before: a write that needs new pages says whether the store takes writes again.
+    try {
+      await this.db.tx(async (c) => {
+        await c.query("INSERT INTO kv (ns, key, value) VALUES ('salud', 'sonda', repeat('x', $1)) ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value", [
+          PROBE_BYTES,
+        ]);
+        await c.query("DELETE FROM kv WHERE ns = 'salud' AND key = 'sonda'");
+      });
+      clearWriteFault(key);
+    } catch {
+      // Still failing: the fault stays as first recorded.
+    }
+    const f = writeFaultOf(key);
+    return f ? { writable: false, reason: `the store ${this.db.name} cannot be written: ${f.reason} (${f.code})`, since: f.at } : { writable: true };
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}

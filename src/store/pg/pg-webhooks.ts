@@ -1,0 +1,222 @@
+import type { EntregaRow, IntentoRow, JournalEvent, WebhookConfig } from '../../core/ports.js';
+import { type Client, type Db, LOCK, type Queryable, row, rows } from './pg-db.js';
+
+/** Webhook configuration, the outbox of deliveries and their attempts, in PostgreSQL. */
+
+interface WebhookRow {
+  cliente_id: number;
+  url: string;
+  secret: string | null;
+  eventos: string;
+  activo: boolean;
+  updated_at: number;
+  prev: string | null;
+}
+
+const toConfig = (r: Omit<WebhookRow, 'prev'>): WebhookConfig => ({
+  cliente_id: r.cliente_id,
+  url: r.url,
+  secret: r.secret,
+  eventos: JSON.parse(r.eventos) as string[],
+  activo: r.activo,
+  updated_at: r.updated_at,
+});
+
+/** A replaced configuration on the undo stack: the same JSON as SQLite's (activo 0/1), so a copied row restores alike. */
+type Saved = { url: string; secret: string | null; eventos: string; activo: number } | null;
+
+/** How many replaced configurations are kept for restoreWebhook. */
+const KEEP = 10;
+
+const ENTREGA_COLS = 'id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at, entregado_at, ultimo_error';
+
+function pushed(before: WebhookRow | null): string {
+  const stack = before?.prev ? (JSON.parse(before.prev) as Saved[]) : [];
+  const current: Saved = before && before.url !== '' ? { url: before.url, secret: before.secret, eventos: before.eventos, activo: before.activo ? 1 : 0 } : null;
+  return JSON.stringify([...stack, current].slice(-KEEP));
+}
+
+/**
+ * The client's configuration row, locked. A client without one gets an empty
+ * row first (url '', what a deleted configuration leaves, which every reader
+ * treats as none), so two nodes changing a first configuration together
+ * queue on one row instead of both reading "none".
+ */
+async function lockRow(c: Client, clienteId: number, now: number): Promise<WebhookRow> {
+  await c.query(
+    `INSERT INTO webhooks (cliente_id, url, secret, eventos, activo, updated_at, prev) VALUES ($1, '', NULL, '[]', false, $2, NULL)
+     ON CONFLICT (cliente_id) DO NOTHING`,
+    [clienteId, now],
+  );
+  return (await row<WebhookRow>(c, 'SELECT * FROM webhooks WHERE cliente_id = $1 FOR UPDATE', [clienteId]))!;
+}
+
+export async function getWebhook(q: Queryable, clienteId: number): Promise<WebhookConfig | null> {
+  const r = (await q.query('SELECT cliente_id, url, secret, eventos, activo, updated_at FROM webhooks WHERE cliente_id = $1', [clienteId])).rows[0] as
+    | Omit<WebhookRow, 'prev'>
+    | undefined;
+  return r && r.url !== '' ? toConfig(r) : null;
+}
+
+export async function setWebhook(db: Db, cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig> {
+  return db.tx(async (c) => {
+    const prev = pushed(await lockRow(c, cfg.cliente_id, now));
+    const r = (await row<WebhookRow>(
+      c,
+      'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
+      [cfg.cliente_id, cfg.url, cfg.secret, JSON.stringify(cfg.eventos), cfg.activo, now, prev],
+    ))!;
+    return toConfig(r);
+  });
+}
+
+/** A removed configuration stays as an empty row whose `prev` can be restored. */
+export async function deleteWebhook(db: Db, clienteId: number, now: number): Promise<boolean> {
+  return db.tx(async (c) => {
+    const before = await row<WebhookRow>(c, 'SELECT * FROM webhooks WHERE cliente_id = $1 FOR UPDATE', [clienteId]);
+    if (!before || before.url === '') return false;
+    await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [
+      clienteId,
+      now,
+      pushed(before),
+    ]);
+    return true;
+  });
+}
+
+export async function restoreWebhook(db: Db, clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'> {
+  return db.tx(async (c) => {
+    const current = await row<WebhookRow>(c, 'SELECT * FROM webhooks WHERE cliente_id = $1 FOR UPDATE', [clienteId]);
+    const stack = current?.prev ? (JSON.parse(current.prev) as Saved[]) : [];
+    if (!current || stack.length === 0) return 'nada' as const;
+    const prev = stack.pop()!;
+    const rest = stack.length > 0 ? JSON.stringify(stack) : null;
+    if (prev === null) {
+      await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [clienteId, now, rest]);
+      return null;
+    }
+    const r = (await row<WebhookRow>(
+      c,
+      'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
+      [clienteId, prev.url, prev.secret, prev.eventos, prev.activo === 1, now, rest],
+    ))!;
+    return toConfig(r);
+  });
+}
+
+export async function deactivateWebhook(db: Db, clienteId: number, now: number): Promise<void> {
+  await db.q('UPDATE webhooks SET activo = false, updated_at = $2 WHERE cliente_id = $1', [clienteId, now]);
+}
+
+export async function enqueueEntrega(q: Queryable, e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void> {
+  await q.query(
+    `INSERT INTO webhook_entregas (id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at)
+     VALUES ($1, $2, $3, $4, 'pendiente', 0, $5, $5)`,
+    [e.id, e.cliente_id, e.evento, e.body, now],
+  );
+}
+
+/** A client's due deliveries, in the order they fell due (the partial index's order). */
+export async function dueEntregas(db: Db, clienteId: number, now: number, limit: number): Promise<EntregaRow[]> {
+  return db.q<EntregaRow>(
+    `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at <= $2
+     ORDER BY proximo_intento_at, seq LIMIT $3`,
+    [clienteId, now, limit],
+  );
+}
+
+export async function nextEntregaAt(db: Db, clienteId: number, after: number): Promise<number | null> {
+  const r = await db.one<{ t: number | null }>(
+    "SELECT MIN(proximo_intento_at) AS t FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at > $2",
+    [clienteId, after],
+  );
+  return r?.t ?? null;
+}
+
+export async function entregaQueues(db: Db): Promise<Array<{ cliente_id: number; next_at: number }>> {
+  return db.q("SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id");
+}
+
+/** The attempt number is the delivery's count after its own increment, taken under the delivery's row lock. */
+export async function recordAttempt(
+  db: Db,
+  id: string,
+  a: { status: number | null; duracion_ms: number; error: string | null },
+  o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
+  now: number,
+): Promise<void> {
+  await db.tx(async (c) => {
+    const e = await row<{ intentos: number }>(
+      c,
+      `UPDATE webhook_entregas SET intentos = intentos + 1, estado = $2, proximo_intento_at = COALESCE($3, proximo_intento_at),
+         entregado_at = CASE WHEN $2 = 'entregado' THEN $4 ELSE entregado_at END, ultimo_error = $5 WHERE id = $1 RETURNING intentos`,
+      [id, o.estado, o.proximo_intento_at ?? null, now, a.error],
+    );
+    if (!e) return;
+    await c.query('INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES ($1, $2, $3, $4, $5, $6)', [
+      id,
+      e.intentos,
+      now,
+      a.status,
+      a.duracion_ms,
+      a.error,
+    ]);
+  });
+}
+
+export async function listEntregas(db: Db, clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
+  const list = await db.q<EntregaRow>(`SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`, [
+    clienteId,
+    limit,
+  ]);
+  if (list.length === 0) return [];
+  const attempts = await db.q<IntentoRow & { entrega_id: string }>(
+    'SELECT entrega_id, n, fecha, status, duracion_ms, error FROM webhook_intentos WHERE entrega_id = ANY($1::text[]) ORDER BY entrega_id, n',
+    [list.map((e) => e.id)],
+  );
+  const by = new Map<string, IntentoRow[]>();
+  for (const { entrega_id, ...i } of attempts) (by.get(entrega_id) ?? by.set(entrega_id, []).get(entrega_id)!).push(i);
+  return list.map((e) => ({ ...e, intentos_detalle: by.get(e.id) ?? [] }));
+}
+
+export async function redeliver(db: Db, clienteId: number, id: string, now: number): Promise<boolean> {
+  const r = await db.q("UPDATE webhook_entregas SET estado = 'pendiente', proximo_intento_at = $3 WHERE id = $2 AND cliente_id = $1 RETURNING 1", [
+    clienteId,
+    id,
+    now,
+  ]);
+  return r.length === 1;
+}
+
+/**
+ * Moves journaled events to the outbox. Movers on several nodes take turns
+ * (a transaction-scoped advisory lock), so events leave the journal in order
+ * and once; the rows taken are deleted by their own keys, so an event that
+ * committed meanwhile with a lower number is left for the next move instead
+ * of being deleted unread.
+ */
+export async function moveEventsToOutbox(
+  db: Db,
+  limit: number,
+  route: (ev: JournalEvent, cfg: WebhookConfig | null) => { id: string; body: string } | null,
+  now: number,
+): Promise<number> {
+  return db.tx(async (c) => {
+    await c.query('SELECT pg_advisory_xact_lock($1, 0)', [LOCK.journal]);
+    const events = await rows<{ seq: number; cliente_id: number; celular_id: number | null; evento: string; data: string; fecha: number }>(
+      c,
+      'SELECT seq, cliente_id, celular_id, evento, data, fecha FROM eventos ORDER BY seq LIMIT $1',
+      [limit],
+    );
+    const configs = new Map<number, WebhookConfig | null>();
+    for (const e of events) {
+      const ev: JournalEvent = { evento: e.evento, cliente_id: e.cliente_id, celular_id: e.celular_id, data: JSON.parse(e.data) as Record<string, unknown>, fecha: e.fecha };
+      let cfg = configs.get(e.cliente_id);
+      if (cfg === undefined) configs.set(e.cliente_id, (cfg = await getWebhook(c, e.cliente_id)));
+      const out = route(ev, cfg);
+      if (out) await enqueueEntrega(c, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
+    }
+    if (events.length > 0) await c.query('DELETE FROM eventos WHERE seq = ANY($1::bigint[])', [events.map((e) => e.seq)]);
+    return events.length;
+  });
+}

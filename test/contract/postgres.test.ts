@@ -1,0 +1,152 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { slotClaim } from '../../src/core/caps.js';
+import { AppError } from '../../src/core/errors.js';
+import type { NewMensaje } from '../../src/core/ports.js';
+import { PgStore } from '../../src/store/pg/pg-store.js';
+import { PG_MIGRATIONS } from '../../src/store/pg/pg-migrations.js';
+import { celular, messages, openPg, PG_ABSENT, PG_URL, pgSchema } from './adapters.js';
+
+/**
+ * PostgreSQL beyond the contract suites: two stores on one schema are two
+ * nodes, and what one node's transactions make exact must stay exact with
+ * the other writing at the same moment.
+ */
+if (PG_ABSENT) it.skip(`postgres store (contract suites and these): ${PG_ABSENT}`, () => {});
+
+describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () => {
+  let schema: Awaited<ReturnType<typeof pgSchema>>;
+  let a: PgStore;
+  let b: PgStore;
+  beforeEach(async () => {
+    schema = await pgSchema();
+    [a, b] = await Promise.all([openPg(schema.schema), openPg(schema.schema)]);
+  });
+  afterEach(async () => {
+    await Promise.all([a.close(), b.close()]);
+    await schema.drop();
+  });
+
+  async function line(saldo: number, caps: Partial<ReturnType<typeof celular>> = {}) {
+    const c = await a.createCliente({ nombre: 'N', email: 'n@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' }, 1);
+    const cel = await a.insertCelular({ ...celular(c.id, '525512345678'), ...caps }, 1);
+    if (!cel.ok) throw new Error('insert');
+    if (saldo > 0) await a.changeBalance({ cliente_id: c.id, celular_id: null, monto: saldo, motivo: 'recarga', actor: 'op' }, 1);
+    return { clienteId: c.id, cel: cel.celular, msg: messages(c.id, cel.celular.id) };
+  }
+  const ledger = async (clienteId: number) =>
+    (await a.db.one<{ n: number; total: number }>('SELECT COUNT(*) AS n, COALESCE(SUM(monto), 0)::bigint AS total FROM movimientos_saldo WHERE cliente_id = $1', [clienteId]))!;
+
+  it('50 acceptances from each node against a balance of 60: exactly 60 accepted, the balance ends at 0 and equals its ledger', async () => {
+    const l = await line(60);
+    const batch: NewMensaje[] = Array.from({ length: 100 }, () => l.msg());
+    const results = await Promise.all(batch.map((m, i) => (i % 2 ? a : b).acceptMensaje(m, { charge: true, maxPending: null }, 10 + i)));
+    expect(results.filter((r) => r.ok)).toHaveLength(60);
+    expect(results.filter((r) => !r.ok && r.reason === 'saldo')).toHaveLength(40);
+    expect((await b.getCliente(l.clienteId))!.saldo_global).toBe(0);
+    expect(await ledger(l.clienteId)).toEqual({ n: 61, total: 0 });
+    expect((await a.db.one<{ pendientes: number }>('SELECT pendientes FROM celulares WHERE id = $1', [l.cel.id]))!.pendientes).toBe(60);
+
+    // Both nodes now send, fail (with refunds) and top up the same client and line at once: no deadlock, and the money adds up.
+    const accepted = batch.filter((_, i) => results[i]!.ok);
+    await Promise.all([
+      ...accepted.map((m, i) => (i % 3 === 0 ? a.failMensaje(m.msg_id, 'refused', 100) : b.markSent(m.msg_id, `G${i}`, 100))),
+      ...accepted.filter((_, i) => i % 3 === 1).map((_, i) => (i % 2 ? a : b).receipt(`G${3 * i + 1}`, 'error', 101, 'lost')),
+      ...Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).changeBalance({ cliente_id: l.clienteId, celular_id: i % 4 ? null : l.cel.id, monto: 2, motivo: 'recarga', actor: 'op' }, 102)),
+    ]);
+    const refunded = accepted.filter((_, i) => i % 3 !== 2).length;
+    const cli = (await a.getCliente(l.clienteId))!;
+    const cel = (await a.getCelular(l.cel.id))!;
+    expect(cli.saldo_global + cel.saldo_actual).toBe(refunded + 20);
+    expect((await ledger(l.clienteId)).total).toBe(refunded + 20);
+    expect((await a.db.one<{ pendientes: number }>('SELECT pendientes FROM celulares WHERE id = $1', [l.cel.id]))!.pendientes).toBe(0);
+    const kept = await a.listMensajes({ cliente_id: l.clienteId, page: 1, por_pagina: 1, estado: 'error' });
+    const counted = await a.listMensajes({ cliente_id: l.clienteId, page: 1, por_pagina: 1, estado: 'error', desde: 1 });
+    expect(kept.total).toBe(refunded);
+    expect(counted.total).toBe(refunded);
+  });
+
+  it('direct sends from both nodes on a line capped at 7 a minute: exactly 7 take a slot', async () => {
+    const l = await line(0, { max_envios_por_minuto: 7 });
+    const t = 1_000_000;
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).acceptMensaje(l.msg('directo'), { charge: false, maxPending: null, slot: slotClaim(l.cel, t, 60_000) }, t)),
+    );
+    expect(results.filter((r) => r.ok)).toHaveLength(7);
+    expect(results.filter((r) => !r.ok && r.reason === 'cap')).toHaveLength(33);
+  });
+
+  it('both nodes claim the same 30 queued messages: each is claimed once', async () => {
+    const l = await line(0, { max_envios_por_minuto: 1000, max_envios_por_hora: 1000 });
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const m = l.msg();
+      await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
+      ids.push(m.msg_id);
+    }
+    const claims = await Promise.all(ids.flatMap((id) => [a, b].map((s) => s.claimQueued(id, slotClaim(l.cel, 20, 60_000), 20))));
+    expect(claims.filter((r) => r.ok)).toHaveLength(30);
+    expect(claims.filter((r) => !r.ok && r.reason === 'taken')).toHaveLength(30);
+  });
+
+  it('receipts racing the record of their send on the other node are never left parked', async () => {
+    const l = await line(0);
+    const sends: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const m = l.msg('directo');
+      await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
+      sends.push(m.msg_id);
+    }
+    await Promise.all(sends.flatMap((id, i) => {
+      const mark = () => a.markSent(id, `G-${i}`, 20);
+      const ack = () => b.receipt(`G-${i}`, 'entregado', 21);
+      return i % 2 ? [mark(), ack()] : [ack(), mark()];
+    }));
+    for (const id of sends) expect((await b.getMensaje(id))!.estado).toBe('entregado');
+    expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+  });
+
+  it('nodes starting together apply each migration once', async () => {
+    const fresh = await pgSchema();
+    try {
+      const nodes = await Promise.all([1, 2, 3].map(() => openPg(fresh.schema)));
+      const versions = await nodes[0]!.db.q<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+      expect(versions.map((v) => v.version)).toEqual(PG_MIGRATIONS.map((m) => m.version));
+      await Promise.all(nodes.map((n) => n.close()));
+    } finally {
+      await fresh.drop();
+    }
+  });
+});
+
+describe.skipIf(PG_ABSENT !== null)('postgres: a store that cannot be written', () => {
+  it('a read-only server answers STORE_UNAVAILABLE naming the store without its password, until a probe write succeeds', async () => {
+    const s = await pgSchema();
+    const url = new URL(PG_URL);
+    // With trust authentication any password is accepted: one is put in only to check it never shows.
+    if (!url.password) url.password = 'secreto-de-prueba';
+    const store = await PgStore.open(url.toString(), { schema: s.schema, max: 1 });
+    try {
+      expect(await store.writeHealth()).toEqual({ writable: true });
+      // Every connection of the pool, the one open and any opened later (pg drops a connection a failed query ran on), is made read-only.
+      const readOnly = (c: { query(sql: string): unknown }) => void c.query('SET default_transaction_read_only = on');
+      store.db.pool.on('connect', readOnly);
+      await store.db.pool.query('SET default_transaction_read_only = on');
+      const err = await store.kvSet('ns', 'k', 1).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(AppError);
+      expect((err as AppError).row.texto).toBe('ALMACEN_NO_DISPONIBLE');
+      expect((err as AppError).message).toContain('read-only (25006)');
+      expect((err as AppError).message).toContain(`${url.hostname}:${url.port || 5432}${url.pathname}`);
+      expect((err as AppError).message).not.toContain(url.password);
+      const health = await store.writeHealth();
+      expect(health).toMatchObject({ writable: false });
+      expect(health.writable === false && health.reason).not.toContain(url.password);
+      store.db.pool.off('connect', readOnly);
+      await store.db.pool.query('SET default_transaction_read_only = off');
+      expect(await store.writeHealth()).toEqual({ writable: true });
+      await store.kvSet('ns', 'k', 1);
+    } finally {
+      await store.close();
+      await s.drop();
+    }
+  });
+});
