@@ -34,6 +34,7 @@ complete -c pasarela -n '__fish_seen_subcommand_from serve' -l body-min-rate -r 
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l request-timeout -r -d 'hard cap on receiving a whole request, however fast its body comes'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l unauth-body-per-address -r -d 'body bytes in flight per client address on requests whose key is not yet verified (429 past it)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l unauth-body-total -r -d 'the same for the whole server (503 past it)'
+complete -c pasarela -n '__fish_seen_subcommand_from serve' -l store -r -d 'where the data lives: sqlite (the data directory\'s pasarela.db) or postgres://USER[:PASSWORD]@HOST:PORT/DB (one node per database for now)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l counters -r -d 'where duplicate protection and the auth throttle count: memory (this process) or redis://[:PASSWORD@]HOST:PORT[/DB] shared by every node'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l counters-prefix -r -d 'redis: put before every key (installations sharing one Redis need different ones)'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l log-level -r -a 'fatal error warn info debug trace silent' -d 'log level'

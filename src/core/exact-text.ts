@@ -104,6 +104,7 @@ export function decodeFormText(raw: Uint8Array, charset: TextCharset, what: stri
     }
     bytes = out.subarray(0, n);
   }
+  if (bytes.includes(0)) notNul(what);
   if (charset === 'windows-1252' || isAscii(bytes)) return decodeCp1252(bytes);
   try {
     return UTF8.decode(bytes);
@@ -153,6 +154,11 @@ export class Utf8Check {
   }
 }
 
+/** U+0000 is no message text, and PostgreSQL's text cannot hold it: refused everywhere alike. */
+function notNul(what: string): never {
+  fail('INVALID_PARAMS', `${what}: contains a NUL character (U+0000)`);
+}
+
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Refuses a string (or any string inside a parsed value, keys included) with an unpaired surrogate. */
@@ -163,6 +169,7 @@ export function checkWellFormed(value: unknown, what: string): void {
     const v = todo.pop();
     if (typeof v === 'string') {
       if (LONE_SURROGATE.test(v)) fail('INVALID_PARAMS', `${what}: not valid Unicode text (an unpaired surrogate, such as \\ud800 alone)`);
+      if (v.includes('\0')) notNul(what);
     } else if (Array.isArray(v)) for (const x of v) todo.push(x);
     else if (v !== null && typeof v === 'object') {
       for (const [k, x] of Object.entries(v)) todo.push(k, x);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import { QUEUE_DEFAULTS, systemTz, type Core, type QueueConfig } from '../core/context.js';
 import { MemoryCounters } from '../core/counters-memory.js';
-import type { Counters } from '../core/ports.js';
+import type { Counters, Store } from '../core/ports.js';
 import { FailoverCounters } from '../counters/failover.js';
 import { DEFAULT_PREFIX, RedisCounters, redactUrl } from '../counters/redis.js';
 import { EventBus } from '../core/events.js';
@@ -69,6 +69,8 @@ export interface ServeOptions {
   healthIntervalMs?: number;
   /** Request timeouts and unauthenticated-body bounds; REQUEST_LIMITS for what is not given. */
   limits?: Partial<RequestLimits>;
+  /** `sqlite` (the data directory's file, the default) or a postgres:// URL. */
+  store?: string;
   /** Where duplicate protection and the auth throttle count: 'memory' (default) or a redis:// URL shared by every node. */
   counters?: string;
   /** Put before every Redis key; "pasarela:" by default. */
@@ -91,6 +93,8 @@ export interface RunningServer {
   /** Resolves direct sends a crash left pending (runs at start and periodically). */
   recovery: DirectRecovery;
   schemaVersion: number;
+  /** Where the data lives, for the banner: the SQLite file, or the PostgreSQL URL without its password. */
+  storeSource: string;
   /** Where the counters live, for the banner: "memory (this process)" or the Redis URL (password hidden) and key prefix. */
   countersSource: string;
   /** Stops taking requests, lets those in flight finish, then closes the gateway and the database. */
@@ -117,6 +121,36 @@ function secretOf(dataDir: string, given: string | undefined, envName: string, f
   return { token: t, source: file };
 }
 
+/**
+ * The store `--store` names: the data directory's SQLite file (the default),
+ * or a PostgreSQL database (`postgres://...`), held by this node alone.
+ */
+async function openStore(opts: ServeOptions, onCheckpointError: (message: string) => void): Promise<{ store: Store; source: string; schemaVersion: number; close(): Promise<void> }> {
+  if (opts.store && /^postgres(ql)?:\/\//.test(opts.store)) {
+    const { PgStore } = await import('../store/pg/pg-store.js');
+    const { PgNodeLock } = await import('../store/pg/pg-node-lock.js');
+    const pg = await PgStore.open(opts.store);
+    try {
+      const node = await PgNodeLock.acquire(pg.db);
+      return {
+        store: pg,
+        source: pg.name,
+        schemaVersion: await pg.schemaVersion(),
+        close: async () => {
+          await node.release();
+          await pg.close();
+        },
+      };
+    } catch (err) {
+      await pg.close();
+      throw err;
+    }
+  }
+  const file = join(opts.dataDir, DB_FILE);
+  const sqlite = new SqliteStore(file, { background: { checkpointMs: CHECKPOINT_MS, onError: onCheckpointError } });
+  return { store: sqlite, source: file, schemaVersion: sqlite.schemaVersion(), close: () => sqlite.close() };
+}
+
 /** How often the WAL is copied back into the database, off the request thread. */
 const CHECKPOINT_MS = 1000;
 
@@ -137,9 +171,8 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
 
 async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: string; source: string }, lock: DataDirLock): Promise<RunningServer> {
   const app0: { log?: { error(o: unknown, m: string): void; warn(o: unknown, m: string): void; info(o: unknown, m: string): void } } = {};
-  const store = new SqliteStore(join(opts.dataDir, DB_FILE), {
-    background: { checkpointMs: CHECKPOINT_MS, onError: (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed') },
-  });
+  const opened = await openStore(opts, (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed'));
+  const { store } = opened;
   let core: Core | undefined;
   let redis: FailoverCounters | undefined;
   try {
@@ -258,7 +291,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       recovery,
       adminTokenSource: admin.source,
       core,
-      schemaVersion: store.schemaVersion(),
+      schemaVersion: opened.schemaVersion,
+      storeSource: opened.source,
       countersSource,
       close: () =>
         (closed ??= (async () => {
@@ -270,13 +304,13 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
           await webhooks.stop();
           await sync.idle();
           await gateway.close();
-          await store.close();
+          await opened.close();
           await redis?.close();
           lock.release();
         })()),
     };
   } catch (err) {
-    await store.close();
+    await opened.close();
     await redis?.close();
     throw err;
   }
@@ -285,7 +319,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
 export function banner(s: RunningServer, gateway: string): string {
   const lines = [
     `pasarela ${VERSION} listening on ${s.url}`,
-    `  data directory   ${s.dataDir} (schema v${s.schemaVersion})`,
+    `  data directory   ${s.dataDir}`,
+    `  store            ${s.storeSource} (schema v${s.schemaVersion})`,
     `  gateway          ${gateway}${s.core.gateway.simulated ? ' (SIMULATED)' : ''}`,
     ...(s.callbackUrl ? [`  gateway events   ${s.callbackUrl}/gateway/${gateway}/<instance>`] : []),
     `  counters         ${s.countersSource}${/unreachable/.test(s.core.counters.backend()) ? ' - UNREACHABLE: counting in this process\'s memory until it answers' : ''}`,

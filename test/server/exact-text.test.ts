@@ -203,3 +203,14 @@ describe('other routes and the query string', () => {
     expect((await api(s.url, 'GET', `/api/saldo.php?key=${encodeURIComponent(L.celularKey)}`)).status).toBe(200);
   });
 });
+
+describe('U+0000', () => {
+  it('a NUL character is refused naming the field, in JSON, in a form and in the base64 route, on every store alike', async () => {
+    const json = await raw(TEXT, JSON.stringify({ destinatario: DEST, mensaje: `${tag()}a\u0000b` }), 'application/json');
+    expectRefused(json, 400, BAD, /^mensaje: contains a NUL character \(U\+0000\)$/);
+    const form = await raw(TEXT, `destinatario=${DEST}&mensaje=${tag()}a%00b`, FORM);
+    expectRefused(form, 400, BAD, /^mensaje: contains a NUL character \(U\+0000\)$/);
+    const img = await raw('/api/mensaje_enviar_imagen_base64.php', JSON.stringify({ destinatario: DEST, imageBase64: b64(PNG), caption: 'x\u0000' }), 'application/json');
+    expectRefused(img, 400, BAD, /^caption: contains a NUL character \(U\+0000\)$/);
+  });
+});

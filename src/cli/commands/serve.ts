@@ -32,6 +32,22 @@ function countersOption(v: string): string {
   return t;
 }
 
+/** --store: "sqlite" (the data directory's file) or a postgres:// / postgresql:// URL with a host. */
+function storeOption(v: string): string {
+  const t = v.trim();
+  if (t === '' || t.toLowerCase() === 'sqlite') return 'sqlite';
+  let u: URL | undefined;
+  try {
+    u = new URL(t);
+  } catch {
+    u = undefined;
+  }
+  if (!u || !/^postgres(ql)?:$/.test(u.protocol) || !u.hostname) {
+    throw new CliError(`--store: "${t.replace(/\/\/[^@/]*@/, '//***@')}" is not "sqlite" nor a postgres:// URL (postgres://USER@HOST:5432/DB)`, EXIT.USAGE);
+  }
+  return t;
+}
+
 /** `pasarela serve`: the whole service in this process until SIGINT or SIGTERM. */
 export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv): void {
   program
@@ -52,6 +68,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--request-timeout <duration>', 'hard cap on receiving a whole request, however fast its body comes').env('PASARELA_REQUEST_TIMEOUT').default(REQUEST_LIMITS.requestTimeoutMs, '10m').argParser(duration))
     .addOption(new Option('--unauth-body-per-address <bytes>', 'body bytes in flight per client address on requests whose key is not yet verified (429 past it)').env('PASARELA_UNAUTH_BODY_PER_ADDRESS').default(REQUEST_LIMITS.unauthPerAddress, '128 MiB').argParser(int(1, Number.MAX_SAFE_INTEGER)))
     .addOption(new Option('--unauth-body-total <bytes>', 'the same for the whole server (503 past it)').env('PASARELA_UNAUTH_BODY_TOTAL').default(REQUEST_LIMITS.unauthServerWide, '512 MiB').argParser(int(1, Number.MAX_SAFE_INTEGER)))
+    .addOption(new Option('--store <where>', 'where the data lives: sqlite (the data directory\'s pasarela.db) or postgres://USER[:PASSWORD]@HOST:PORT/DB (one node per database for now)').env('PASARELA_STORE').default('sqlite'))
     .addOption(new Option('--counters <where>', 'where duplicate protection and the auth throttle count: memory (this process) or redis://[:PASSWORD@]HOST:PORT[/DB] shared by every node').env('PASARELA_COUNTERS').default('memory'))
     .addOption(new Option('--counters-prefix <prefix>', 'redis: put before every key (installations sharing one Redis need different ones)').env('PASARELA_COUNTERS_PREFIX').default('pasarela:'))
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
@@ -88,6 +105,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           if (v && !/^https?:\/\/[^/\s]+/.test(String(v))) throw new CliError(`${flag}: "${String(v)}" is not an http(s) URL`, EXIT.USAGE);
         }
       }
+      const store = storeOption(String(o.store));
       const counters = countersOption(String(o.counters));
       const countersPrefix = String(o.countersPrefix);
       if (!/^[^\s*?[\]]{1,100}$/.test(countersPrefix)) throw new CliError(`--counters-prefix: "${countersPrefix}" must be 1 to 100 characters, without spaces or * ? [ ]`, EXIT.USAGE);
@@ -129,6 +147,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           gatewayTimeoutMs: Number(o.gatewayTimeout),
           gatewaySendTimeoutMs: Number(o.gatewayTimeout) * 4,
           healthIntervalMs: Number(o.healthInterval),
+          store,
           counters,
           countersPrefix,
           limits: {
