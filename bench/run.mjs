@@ -450,23 +450,51 @@ async function figureQueueAccept(baseline) {
  */
 async function figurePipeline(baseline, receiver) {
   const name = '2. whole pipeline, gap 0-0, msgs/s done';
+  const m = await measurePipeline(receiver, [], baseline);
+  const { base, push, st, cpu, timedOut, spanMs, perS, flags } = m;
+  const r = ratio(perS, base.per_s);
+  results.push({
+    figure: name,
+    measured:
+      `${f0(perS)} msgs/s (${st.messages_done} of ${push.ok} done in ${(spanMs / 1000).toFixed(1)} s; accepts took ${((push.ended_at - push.started_at) / 1000).toFixed(1)} s; ` +
+      `${st.distinct_ids} events, ${f0((st.distinct_ids * 1000) / spanMs)}/s${timedOut ? '; STALLED: no event for 20 s' : ''})`,
+    baseline: `${f0(base.per_s)}/s bare route (${cpuPer(base.server_cpu_ms_per_ok, 'req')})`,
+    ratio: r,
+    target: '>= 0.10',
+    met: r >= 0.1 && !timedOut && st.messages_done === PIPELINE_MESSAGES,
+    cpu: cpuPer(cpu / Math.max(1, st.messages_done)),
+    detail: { messages: PIPELINE_MESSAGES, serve_flags: flags, accept: push, receiver: st, span_ms: spanMs, server_cpu_ms: cpu, stalled: timedOut, baseline: base },
+  });
+}
+
+/**
+ * PIPELINE_MESSAGES queued sends through a server started with `extra`
+ * flags, timed until the receiver has every message.status of each; with a
+ * `baseline`, the bare route is measured first on the same client. The CPU of
+ * the PostgreSQL server processes is measured beside the node's when asked.
+ */
+async function measurePipeline(receiver, extra, baseline = null, withPostgres = false) {
   needFlags('--queue-gap-ms', '--sim-delivery-ms', '--sim-read-ms', '--allow-private-urls');
-  const flags = ['--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls'];
+  const flags = ['--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls', ...extra];
   const s = await startServe(flags);
-  let base;
+  let base = null;
   let push;
   let st;
   let cpu;
+  let pgCpu = null;
   let timedOut = false;
   try {
     await needPaths(s, '/api/webhook.php');
     const c = await setupClient(s, 50);
-    log('  baseline (bare Fastify)...');
-    base = await load({ origin: baseline.url, pid: baseline.pid, key: c.key, path: '/api/mensaje_enviar_texto.php', makeBody: (w, n) => textBody(c.lines, w, n, false) });
+    if (baseline) {
+      log('  baseline (bare Fastify)...');
+      base = await load({ origin: baseline.url, pid: baseline.pid, key: c.key, path: '/api/mensaje_enviar_texto.php', makeBody: (w, n) => textBody(c.lines, w, n, false) });
+    }
     await call(receiver.url, 'POST', '/_reset');
     await call(s.url, 'POST', '/api/webhook.php', c.key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef', eventos: 'message.status' });
     log(`  pasarela: ${PIPELINE_MESSAGES} messages, then waiting for all their events...`);
     const cpu0 = cpuMs(s.pid);
+    const pg0 = withPostgres ? postgresCpuMs() : 0;
     push = await pushN({ origin: s.url, key: c.key, path: '/api/mensaje_enviar_texto.php', n: PIPELINE_MESSAGES, makeBody: (i) => textBody(c.lines, i, 500_000 + i, false) });
     let last = -1;
     let lastChange = Date.now();
@@ -484,24 +512,115 @@ async function figurePipeline(baseline, receiver) {
       await sleep(100);
     }
     cpu = cpuMs(s.pid) - cpu0;
+    if (withPostgres) pgCpu = postgresCpuMs() - pg0;
   } finally {
     await s.stop();
   }
   const spanMs = (st.done_last_at ?? Date.now()) - push.started_at;
   const perS = (st.messages_done * 1000) / spanMs;
-  const r = ratio(perS, base.per_s);
-  results.push({
-    figure: name,
-    measured:
-      `${f0(perS)} msgs/s (${st.messages_done} of ${push.ok} done in ${(spanMs / 1000).toFixed(1)} s; accepts took ${((push.ended_at - push.started_at) / 1000).toFixed(1)} s; ` +
-      `${st.distinct_ids} events, ${f0((st.distinct_ids * 1000) / spanMs)}/s${timedOut ? '; STALLED: no event for 20 s' : ''})`,
-    baseline: `${f0(base.per_s)}/s bare route (${cpuPer(base.server_cpu_ms_per_ok, 'req')})`,
-    ratio: r,
-    target: '>= 0.10',
-    met: r >= 0.1 && !timedOut && st.messages_done === PIPELINE_MESSAGES,
-    cpu: cpuPer(cpu / Math.max(1, st.messages_done)),
-    detail: { messages: PIPELINE_MESSAGES, serve_flags: flags, accept: push, receiver: st, span_ms: spanMs, server_cpu_ms: cpu, stalled: timedOut, baseline: base },
-  });
+  return { base, push, st, cpu, pgCpu, timedOut, spanMs, perS, flags };
+}
+
+// ---------- 8. PostgreSQL beside SQLite ----------
+
+/** CPU (ms) used so far by every PostgreSQL server process on this machine (its backends do the store's work). */
+function postgresCpuMs() {
+  let total = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') total += cpuMs(pid);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return total;
+}
+
+/** A fresh schema of the bench's PostgreSQL (PASARELA_BENCH_POSTGRES_URL), and the store URL that uses it. */
+async function postgresSchema() {
+  const url = process.env.PASARELA_BENCH_POSTGRES_URL || process.env.PASARELA_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test';
+  let pg;
+  try {
+    pg = (await import('pg')).default;
+  } catch {
+    throw new NotApplicable('the pg package is not installed');
+  }
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new NotApplicable(`no PostgreSQL at ${url.replace(/\/\/[^@/]*@/, '//')}: ${err.message}`);
+  }
+  const schema = `bench_${Date.now().toString(36)}`;
+  await client.query(`CREATE SCHEMA ${schema}`);
+  await client.end();
+  const u = new URL(url);
+  u.searchParams.set('options', `-c search_path=${schema}`);
+  const drop = async () => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.query(`DROP SCHEMA ${schema} CASCADE`);
+    await c.end();
+  };
+  return { store: u.toString(), drop };
+}
+
+/** One node on PostgreSQL against one on SQLite, same load, same run: queue accepts (as figure 1) and the whole pipeline (as figure 2). */
+async function figurePostgres(receiver) {
+  needFlags('--store');
+  const accept = async (extra, withPostgres) => {
+    const s = await startServe(extra);
+    try {
+      const c = await setupClient(s, 50);
+      const pg0 = withPostgres ? postgresCpuMs() : 0;
+      const got = await load({ origin: s.url, pid: s.pid, key: c.key, path: '/api/mensaje_enviar_texto.php', makeBody: (w, n) => textBody(c.lines, w, n, false) });
+      return { got, pgCpu: withPostgres ? postgresCpuMs() - pg0 : null };
+    } finally {
+      await s.stop();
+    }
+  };
+  let pg = await postgresSchema();
+  try {
+    log('  queue accept on SQLite...');
+    const lite = await accept([], false);
+    log('  queue accept on PostgreSQL...');
+    const post = await accept(['--store', pg.store], true);
+    const r = ratio(post.got.per_s, lite.got.per_s);
+    const pgPer = post.pgCpu / Math.max(1, post.got.ok ?? post.got.per_s * (DURATION_MS / 1000));
+    results.push({
+      figure: '8a. queue accept on PostgreSQL / SQLite',
+      measured: `${f0(post.got.per_s)}/s on PostgreSQL (${lat(post.got)}, ${post.got.errors} errors; PostgreSQL CPU <= ${pgPer.toFixed(2)} ms/msg, warm-up included)`,
+      baseline: `${f0(lite.got.per_s)}/s on SQLite (${lat(lite.got)}, ${cpuPer(lite.got.server_cpu_ms_per_ok)})`,
+      ratio: r,
+      target: 'reported',
+      met: null,
+      cpu: cpuPer(post.got.server_cpu_ms_per_ok),
+      detail: { sqlite: lite.got, postgres: post.got, postgres_cpu_ms: post.pgCpu },
+    });
+  } finally {
+    await pg.drop();
+  }
+  pg = await postgresSchema();
+  try {
+    log(`  pipeline on SQLite (${PIPELINE_MESSAGES} messages)...`);
+    const lite = await measurePipeline(receiver, []);
+    log(`  pipeline on PostgreSQL (${PIPELINE_MESSAGES} messages)...`);
+    const post = await measurePipeline(receiver, ['--store', pg.store], null, true);
+    const r = ratio(post.perS, lite.perS);
+    const done = Math.max(1, post.st.messages_done);
+    results.push({
+      figure: '8b. whole pipeline on PostgreSQL / SQLite',
+      measured: `${f0(post.perS)} msgs/s on PostgreSQL (${post.st.messages_done} of ${post.push.ok} done${post.timedOut ? '; STALLED' : ''}; PostgreSQL CPU ${(post.pgCpu / done).toFixed(2)} ms/msg)`,
+      baseline: `${f0(lite.perS)} msgs/s on SQLite (${cpuPer(lite.cpu / Math.max(1, lite.st.messages_done))})`,
+      ratio: r,
+      target: 'reported',
+      met: null,
+      cpu: cpuPer(post.cpu / done),
+      detail: { sqlite: { per_s: lite.perS, server_cpu_ms: lite.cpu, receiver: lite.st }, postgres: { per_s: post.perS, server_cpu_ms: post.cpu, postgres_cpu_ms: post.pgCpu, receiver: post.st } },
+    });
+  } finally {
+    await pg.drop();
+  }
 }
 
 // ---------- 3. directo, empty store and 1M store ----------
@@ -1015,7 +1134,7 @@ async function figureWebhooks(receiver) {
 const started = Date.now();
 log(`pasarela bench: ${cpus().length} cores, node ${process.version}, load ${loadavg().map((x) => x.toFixed(2)).join(' ')}; serve flags: ${SERVE_FLAGS.size}`);
 const baseline = [1, 2, 3, 4].some(want) ? await startChild(join(HERE, 'baseline-server.mjs'), []) : null;
-const receiver = want(2) || want(7) ? await startChild(join(HERE, 'receiver.mjs'), []) : null;
+const receiver = want(2) || want(7) || want(8) ? await startChild(join(HERE, 'receiver.mjs'), []) : null;
 try {
   await figure(1, '1. queue accept, accepted/s', '>= 0.50', () => figureQueueAccept(baseline));
   await figure(2, '2. whole pipeline, gap 0-0, msgs/s done', '>= 0.10', () => figurePipeline(baseline, receiver));
@@ -1029,6 +1148,7 @@ await figure(5, '5. queue drain, 200 lines', '>= 0.95', () => figureDrain());
 await figure(6, '6. history page + total at 1M, p95', '<= 25 ms', () => figureHistorial());
 try {
   await figure(7, '7. webhook deliveries, events/s', '>= 1000 events/s', () => figureWebhooks(receiver));
+  await figure(8, '8. PostgreSQL beside SQLite', 'reported', () => figurePostgres(receiver));
 } finally {
   if (receiver) await stopQuietly(receiver);
 }
