@@ -557,6 +557,7 @@ async function postgresSchema() {
   const u = new URL(url);
   u.searchParams.set('options', `-c search_path=${schema}`);
   const drop = async () => {
+    if (process.env.PASARELA_BENCH_KEEP_SCHEMA) return log(`  kept schema ${schema}`);
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     await c.query(`DROP SCHEMA ${schema} CASCADE`);

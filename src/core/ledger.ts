@@ -72,6 +72,17 @@ export function receiptStep(current: MensajeRow['estado'], receipt: ReceiptEstad
   return RANK[current] >= 1 && RANK[current] < RANK[receipt] ? 'advance' : 'ignore';
 }
 
+/**
+ * The states an `advance` passes through, in order: a read receipt for a
+ * message not yet marked delivered (acks can arrive out of order, and a read
+ * message was delivered) passes through `entregado` first, so every message
+ * read has its delivery recorded and its `message.status` for each step.
+ */
+export function receiptPath(current: MensajeRow['estado'], receipt: ReceiptEstado): Array<'entregado' | 'leido'> {
+  if (receiptStep(current, receipt) !== 'advance') return [];
+  return receipt === 'leido' && current === 'enviado' ? ['entregado', 'leido'] : [receipt as 'entregado' | 'leido'];
+}
+
 /** Receipts parked before their send was recorded are applied in this order: a failure first, then forward. */
 export function parkedOrder<T extends { estado: ReceiptEstado }>(parked: T[]): T[] {
   const order: ReceiptEstado[] = ['error', 'entregado', 'leido'];

@@ -3,7 +3,7 @@ import { immediate, stmt } from './statements.js';
 import { hasActiveWebhook } from './sqlite-webhooks.js';
 import { messageStatusData } from '../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
-import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptStep, refundTarget } from '../core/ledger.js';
+import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../core/ledger.js';
 import type { AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../core/ports.js';
 
 /**
@@ -191,9 +191,13 @@ export function receipt(db: DB, gid: string, estado: ReceiptEstado, now: number,
       const after = failMensaje(db, before.msg_id, error ?? 'the network reported the message as failed', now);
       return after ? { before, after } : null;
     }
-    const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
-    const after = stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ? RETURNING *`).get(estado, now, before.msg_id) as MensajeRow;
-    journalStatus(db, after, before.estado, now);
+    let after = before;
+    for (const next of receiptPath(before.estado, estado)) {
+      const col = next === 'entregado' ? 'entregado_at' : 'leido_at';
+      const prev = after.estado;
+      after = stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ? RETURNING *`).get(next, now, before.msg_id) as MensajeRow;
+      journalStatus(db, after, prev, now);
+    }
     return { before, after };
   });
 }

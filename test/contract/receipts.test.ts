@@ -95,6 +95,19 @@ for (const adapter of ADAPTERS) {
       ]);
     });
 
+    it('a read receipt that beats the delivery receipt records the delivery first: both steps journaled, the late delivery ignored', async () => {
+      const l = await line();
+      const id = await accept(l, 10);
+      await ctx.store.markSent(id, 'G2', 11);
+      await journal(12);
+      expect(await ctx.store.receipt('G2', 'leido', 13)).toMatchObject({ before: { estado: 'enviado' }, after: { estado: 'leido', entregado_at: 13, leido_at: 13 } });
+      expect(await ctx.store.receipt('G2', 'entregado', 14)).toBeNull();
+      expect((await journal(15)).map((e) => [e.data.estado_anterior, e.data.estado, e.fecha])).toEqual([
+        ['enviado', 'entregado', 13],
+        ['entregado', 'leido', 13],
+      ]);
+    });
+
     it("an 'error' receipt on an enviado message ends it in error with its refund: saldo restored, one movimiento, once", async () => {
       const l = await line(5);
       const id = await accept(l, 10);

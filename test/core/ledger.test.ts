@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { acceptVerdict, balanceAfter, parkedOrder, receiptStep, refundTarget } from '../../src/core/ledger.js';
+import { acceptVerdict, balanceAfter, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../src/core/ledger.js';
 
 /** The money and state rules every store adapter applies (core/ledger.ts), without a store. */
 describe('ledger rules', () => {
@@ -50,5 +50,16 @@ describe('ledger rules', () => {
   it('parked receipts apply failure first, then delivery, then read', () => {
     const p = parkedOrder([{ estado: 'leido' as const }, { estado: 'error' as const }, { estado: 'entregado' as const }]);
     expect(p.map((x) => x.estado)).toEqual(['error', 'entregado', 'leido']);
+  });
+});
+
+describe('receipt paths', () => {
+  it('a read receipt on a message not yet delivered passes through delivered first; others are one step or none', () => {
+    expect(receiptPath('enviado', 'leido')).toEqual(['entregado', 'leido']);
+    expect(receiptPath('enviado', 'entregado')).toEqual(['entregado']);
+    expect(receiptPath('entregado', 'leido')).toEqual(['leido']);
+    expect(receiptPath('leido', 'entregado')).toEqual([]);
+    expect(receiptPath('pendiente', 'leido')).toEqual([]);
+    expect(receiptPath('enviado', 'error')).toEqual([]);
   });
 });

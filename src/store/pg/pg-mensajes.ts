@@ -1,6 +1,6 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
-import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptStep, refundTarget } from '../../core/ledger.js';
+import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
 import type { AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../../core/ports.js';
 import { type Client, type Db, LOCK, row, rows } from './pg-db.js';
 
@@ -228,9 +228,13 @@ async function applyReceipt(c: Client, gid: string, estado: ReceiptEstado, now: 
   const step = receiptStep(before.estado, estado);
   if (step === 'ignore') return null;
   if (step === 'fail') return { before, after: await failLocked(c, before, error ?? 'the network reported the message as failed', now) };
-  const col = estado === 'entregado' ? 'entregado_at' : 'leido_at';
-  const after = (await row<MensajeRow>(c, `UPDATE mensajes SET estado = $2, ${col} = $3 WHERE msg_id = $1 RETURNING ${COLS}`, [before.msg_id, estado, now]))!;
-  await journalStatus(c, after, before.estado, now);
+  let after = before;
+  for (const next of receiptPath(before.estado, estado)) {
+    const col = next === 'entregado' ? 'entregado_at' : 'leido_at';
+    const prev = after.estado;
+    after = (await row<MensajeRow>(c, `UPDATE mensajes SET estado = $2, ${col} = $3 WHERE msg_id = $1 RETURNING ${COLS}`, [before.msg_id, next, now]))!;
+    await journalStatus(c, after, prev, now);
+  }
   return { before, after };
 }
 
