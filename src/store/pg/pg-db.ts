@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { storeFault } from '../faults.js';
 
@@ -62,6 +63,7 @@ export class Db {
     });
     // An idle connection the server dropped is an event, not a crash; the next query opens another.
     this.pool.on('error', () => {});
+    this.pool.on('connect', prepareOnce);
   }
 
   /** One statement, committed on its own. */
@@ -114,6 +116,24 @@ export class Db {
   async close(): Promise<void> {
     if (!this.pool.ended && !this.pool.ending) await this.pool.end();
   }
+}
+
+/**
+ * Every statement with parameters runs as a named prepared statement, named
+ * by its text: each connection has the server parse and plan it once, not on
+ * every call (the store's statements are a fixed set, so the names are too).
+ * Statements without parameters (BEGIN, COMMIT, migrations of several
+ * statements) go as they are.
+ */
+const names = new Map<string, string>();
+function prepareOnce(client: pg.PoolClient): void {
+  const plain = client.query.bind(client) as (...a: unknown[]) => unknown;
+  (client as unknown as { query: (...a: unknown[]) => unknown }).query = (text: unknown, values?: unknown, cb?: unknown) => {
+    if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return plain(text, values, cb);
+    let name = names.get(text);
+    if (!name) names.set(text, (name = `p${createHash('sha1').update(text).digest('hex').slice(0, 16)}`));
+    return plain({ name, text, values }, cb);
+  };
 }
 
 /** A schema name that needs no quoting anywhere (it travels in the connection's startup options). */
