@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, beforeEach } from 'vitest';
 import type { NewCelular, NewMensaje, Store } from '../../src/core/ports.js';
-import { publicName } from '../../src/store/pg/pg-db.js';
 import { PgStore } from '../../src/store/pg/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../helpers/server.js';
+import { postgres, POSTGRES_URL } from '../helpers/services.js';
 
 /**
  * Every store adapter, for the contract suites (one per port: accounts,
@@ -15,23 +15,11 @@ import { tempDir } from '../helpers/server.js';
  * adapter passes every suite unchanged.
  */
 
-/** Where the tests find PostgreSQL. */
-export const PG_URL = process.env.PASARELA_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test';
+/** Where the tests find PostgreSQL (test/helpers/services.ts finds it for every suite). */
+export const PG_URL = POSTGRES_URL;
 
 /** Null when PostgreSQL answers at PG_URL; otherwise why its suites are left out. */
-export const PG_ABSENT: string | null = await (async () => {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return null;
-  } catch (err) {
-    return `no PostgreSQL answers at ${publicName(PG_URL)} (${(err as Error).message || (err as { code?: string }).code}); set PASARELA_TEST_POSTGRES_URL`;
-  } finally {
-    await client.end().catch(() => {});
-  }
-})();
+export const PG_ABSENT: string | null = postgres.available ? null : postgres.reason;
 
 /** Runs one statement on the test database outside any store (schemas are made and dropped with it). */
 export async function pgAdmin(sql: string): Promise<void> {
