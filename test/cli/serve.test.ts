@@ -122,4 +122,15 @@ describe('serve', () => {
     expect(help.stdout).toContain('--counters <where>');
     expect(help.stdout).toContain('PASARELA_COUNTERS');
   });
+
+  it('--store / PASARELA_STORE take sqlite or a postgres:// URL (its password never echoed)', async () => {
+    const dir = join(cli.home, 'data-store');
+    const bad = await cli.run(['serve', '--port', '0', '--data-dir', dir], { env: { PASARELA_STORE: 'mysql://user:hunter2@db.example/x' } });
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toContain('--store: "mysql://***@db.example/x" is not "sqlite" nor a postgres:// URL');
+    expect(bad.stderr).not.toContain('hunter2');
+    const help = await cli.run(['serve', '--help']);
+    expect(help.stdout).toContain('--store <where>');
+    expect(help.stdout).toContain('PASARELA_STORE');
+  });
 });

@@ -16,34 +16,22 @@ function envFlag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new CliError(`${name}: "${env[name]}" is not 1/true/yes or 0/false/no`, EXIT.USAGE);
 }
 
-/** --counters: "memory" or a redis:// / rediss:// URL with a host. */
-function countersOption(v: string): string {
+/**
+ * A flag that is either a plain word (the built-in default) or a URL of one of
+ * `protocols` with a host: --counters memory|redis://..., --store sqlite|postgres://...
+ * A refusal never echoes the URL's password.
+ */
+function wordOrUrl(flag: string, v: string, word: string, protocols: RegExp, example: string): string {
   const t = v.trim();
-  if (t === '' || t.toLowerCase() === 'memory') return 'memory';
+  if (t === '' || t.toLowerCase() === word) return word;
   let u: URL | undefined;
   try {
     u = new URL(t);
   } catch {
     u = undefined;
   }
-  if (!u || !/^rediss?:$/.test(u.protocol) || !u.hostname) {
-    throw new CliError(`--counters: "${t.replace(/\/\/[^@/]*@/, '//***@')}" is not "memory" nor a redis:// URL (redis://HOST:6379)`, EXIT.USAGE);
-  }
-  return t;
-}
-
-/** --store: "sqlite" (the data directory's file) or a postgres:// / postgresql:// URL with a host. */
-function storeOption(v: string): string {
-  const t = v.trim();
-  if (t === '' || t.toLowerCase() === 'sqlite') return 'sqlite';
-  let u: URL | undefined;
-  try {
-    u = new URL(t);
-  } catch {
-    u = undefined;
-  }
-  if (!u || !/^postgres(ql)?:$/.test(u.protocol) || !u.hostname) {
-    throw new CliError(`--store: "${t.replace(/\/\/[^@/]*@/, '//***@')}" is not "sqlite" nor a postgres:// URL (postgres://USER@HOST:5432/DB)`, EXIT.USAGE);
+  if (!u || !protocols.test(u.protocol) || !u.hostname) {
+    throw new CliError(`${flag}: "${t.replace(/\/\/[^@/]*@/, '//***@')}" is not "${word}" nor ${example}`, EXIT.USAGE);
   }
   return t;
 }
@@ -105,8 +93,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           if (v && !/^https?:\/\/[^/\s]+/.test(String(v))) throw new CliError(`${flag}: "${String(v)}" is not an http(s) URL`, EXIT.USAGE);
         }
       }
-      const store = storeOption(String(o.store));
-      const counters = countersOption(String(o.counters));
+      const store = wordOrUrl('--store', String(o.store), 'sqlite', /^postgres(ql)?:$/, 'a postgres:// URL (postgres://USER@HOST:5432/DB)');
+      const counters = wordOrUrl('--counters', String(o.counters), 'memory', /^rediss?:$/, 'a redis:// URL (redis://HOST:6379)');
       const countersPrefix = String(o.countersPrefix);
       if (!/^[^\s*?[\]]{1,100}$/.test(countersPrefix)) throw new CliError(`--counters-prefix: "${countersPrefix}" must be 1 to 100 characters, without spaces or * ? [ ]`, EXIT.USAGE);
       const gatewayFetchesMedia = Boolean(o.gatewayFetchesMedia) || envFlag(env, 'PASARELA_GATEWAY_FETCHES_MEDIA');
