@@ -1,47 +1,15 @@
 import type Database from 'better-sqlite3';
 import type { EntregaRow, IntentoRow, JournalEvent, WebhookConfig } from '../core/ports.js';
 import { immediate, stmt } from './statements.js';
+import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../core/webhook-undo.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
 type DB = Database.Database;
 
-interface WebhookRow {
-  cliente_id: number;
-  url: string;
-  secret: string | null;
-  eventos: string;
-  activo: number;
-  updated_at: number;
-  prev: string | null;
-}
-
-const toConfig = (r: Omit<WebhookRow, 'prev'>): WebhookConfig => ({
-  cliente_id: r.cliente_id,
-  url: r.url,
-  secret: r.secret,
-  eventos: JSON.parse(r.eventos) as string[],
-  activo: r.activo === 1,
-  updated_at: r.updated_at,
-});
+type WebhookRow = StoredWebhook & { activo: number; prev: string | null };
 
 function row(db: DB, clienteId: number): WebhookRow | undefined {
   return stmt(db, 'SELECT * FROM webhooks WHERE cliente_id = ?').get(clienteId) as WebhookRow | undefined;
-}
-
-type Saved = { url: string; secret: string | null; eventos: string; activo: number } | null;
-
-/** How many replaced configurations are kept for restoreWebhook. */
-const KEEP = 10;
-
-/**
- * `prev` holds a stack of replaced configurations, newest last (null: there
- * was none), so a restore after a crashed `webhook listen` and another listen
- * still reaches the original.
- */
-function pushed(before: WebhookRow | undefined): string {
-  const stack = before?.prev ? (JSON.parse(before.prev) as Saved[]) : [];
-  const current: Saved = before && before.url !== '' ? { url: before.url, secret: before.secret, eventos: before.eventos, activo: before.activo } : null;
-  return JSON.stringify([...stack, current].slice(-KEEP));
 }
 
 export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
@@ -49,7 +17,7 @@ export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
   const r = stmt(db, 'SELECT cliente_id, url, secret, eventos, activo, updated_at FROM webhooks WHERE cliente_id = ?').get(clienteId) as
     | Omit<WebhookRow, 'prev'>
     | undefined;
-  return r && r.url !== '' ? toConfig(r) : null;
+  return r && r.url !== '' ? webhookConfigOf(r) : null;
 }
 
 /** Whether the client has a configuration that takes events now (a deleted one keeps its row, with an empty url). */
@@ -59,14 +27,14 @@ export function hasActiveWebhook(db: DB, clienteId: number): boolean {
 
 export function setWebhook(db: DB, cfg: Omit<WebhookConfig, 'updated_at'>, now: number): WebhookConfig {
   return immediate(db, () => {
-    const prev = pushed(row(db, cfg.cliente_id));
+    const prev = pushUndo(row(db, cfg.cliente_id));
     stmt(
       db,
       `INSERT INTO webhooks (cliente_id, url, secret, eventos, activo, updated_at, prev) VALUES (@cliente_id, @url, @secret, @eventos, @activo, @now, @prev)
        ON CONFLICT (cliente_id) DO UPDATE SET url = excluded.url, secret = excluded.secret, eventos = excluded.eventos,
          activo = excluded.activo, updated_at = excluded.updated_at, prev = excluded.prev`,
     ).run({ ...cfg, eventos: JSON.stringify(cfg.eventos), activo: cfg.activo ? 1 : 0, now, prev });
-    return toConfig(row(db, cfg.cliente_id)!);
+    return webhookConfigOf(row(db, cfg.cliente_id)!);
   });
 }
 
@@ -77,7 +45,7 @@ export function deleteWebhook(db: DB, clienteId: number, now: number): boolean {
     if (!before || before.url === '') return false;
     stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(
       now,
-      pushed(before),
+      pushUndo(before),
       clienteId,
     );
     return true;
@@ -86,11 +54,9 @@ export function deleteWebhook(db: DB, clienteId: number, now: number): boolean {
 
 export function restoreWebhook(db: DB, clienteId: number, now: number): WebhookConfig | null | 'nada' {
   return immediate(db, () => {
-    const current = row(db, clienteId);
-    const stack = current?.prev ? (JSON.parse(current.prev) as Saved[]) : [];
-    if (!current || stack.length === 0) return 'nada';
-    const prev = stack.pop()!;
-    const rest = stack.length > 0 ? JSON.stringify(stack) : null;
+    const undo = popUndo(row(db, clienteId)?.prev);
+    if (!undo) return 'nada';
+    const { top: prev, rest } = undo;
     if (prev === null) {
       stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(now, rest, clienteId);
       return null;
@@ -104,7 +70,7 @@ export function restoreWebhook(db: DB, clienteId: number, now: number): WebhookC
       rest,
       clienteId,
     );
-    return toConfig(row(db, clienteId)!);
+    return webhookConfigOf(row(db, clienteId)!);
   });
 }
 

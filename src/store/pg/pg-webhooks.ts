@@ -1,40 +1,12 @@
 import type { EntregaRow, IntentoRow, JournalEvent, WebhookConfig } from '../../core/ports.js';
+import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { type Client, type Db, LOCK, type Queryable, row, rows } from './pg-db.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in PostgreSQL. */
 
-interface WebhookRow {
-  cliente_id: number;
-  url: string;
-  secret: string | null;
-  eventos: string;
-  activo: boolean;
-  updated_at: number;
-  prev: string | null;
-}
-
-const toConfig = (r: Omit<WebhookRow, 'prev'>): WebhookConfig => ({
-  cliente_id: r.cliente_id,
-  url: r.url,
-  secret: r.secret,
-  eventos: JSON.parse(r.eventos) as string[],
-  activo: r.activo,
-  updated_at: r.updated_at,
-});
-
-/** A replaced configuration on the undo stack: the same JSON as SQLite's (activo 0/1), so a copied row restores alike. */
-type Saved = { url: string; secret: string | null; eventos: string; activo: number } | null;
-
-/** How many replaced configurations are kept for restoreWebhook. */
-const KEEP = 10;
+type WebhookRow = StoredWebhook & { activo: boolean; prev: string | null };
 
 const ENTREGA_COLS = 'id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at, entregado_at, ultimo_error';
-
-function pushed(before: WebhookRow | null): string {
-  const stack = before?.prev ? (JSON.parse(before.prev) as Saved[]) : [];
-  const current: Saved = before && before.url !== '' ? { url: before.url, secret: before.secret, eventos: before.eventos, activo: before.activo ? 1 : 0 } : null;
-  return JSON.stringify([...stack, current].slice(-KEEP));
-}
 
 /**
  * The client's configuration row, locked. A client without one gets an empty
@@ -55,18 +27,18 @@ export async function getWebhook(q: Queryable, clienteId: number): Promise<Webho
   const r = (await q.query('SELECT cliente_id, url, secret, eventos, activo, updated_at FROM webhooks WHERE cliente_id = $1', [clienteId])).rows[0] as
     | Omit<WebhookRow, 'prev'>
     | undefined;
-  return r && r.url !== '' ? toConfig(r) : null;
+  return r && r.url !== '' ? webhookConfigOf(r) : null;
 }
 
 export async function setWebhook(db: Db, cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig> {
   return db.tx(async (c) => {
-    const prev = pushed(await lockRow(c, cfg.cliente_id, now));
+    const prev = pushUndo(await lockRow(c, cfg.cliente_id, now));
     const r = (await row<WebhookRow>(
       c,
       'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
       [cfg.cliente_id, cfg.url, cfg.secret, JSON.stringify(cfg.eventos), cfg.activo, now, prev],
     ))!;
-    return toConfig(r);
+    return webhookConfigOf(r);
   });
 }
 
@@ -78,7 +50,7 @@ export async function deleteWebhook(db: Db, clienteId: number, now: number): Pro
     await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [
       clienteId,
       now,
-      pushed(before),
+      pushUndo(before),
     ]);
     return true;
   });
@@ -87,10 +59,9 @@ export async function deleteWebhook(db: Db, clienteId: number, now: number): Pro
 export async function restoreWebhook(db: Db, clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'> {
   return db.tx(async (c) => {
     const current = await row<WebhookRow>(c, 'SELECT * FROM webhooks WHERE cliente_id = $1 FOR UPDATE', [clienteId]);
-    const stack = current?.prev ? (JSON.parse(current.prev) as Saved[]) : [];
-    if (!current || stack.length === 0) return 'nada' as const;
-    const prev = stack.pop()!;
-    const rest = stack.length > 0 ? JSON.stringify(stack) : null;
+    const undo = popUndo(current?.prev);
+    if (!undo) return 'nada' as const;
+    const { top: prev, rest } = undo;
     if (prev === null) {
       await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [clienteId, now, rest]);
       return null;
@@ -100,7 +71,7 @@ export async function restoreWebhook(db: Db, clienteId: number, now: number): Pr
       'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
       [clienteId, prev.url, prev.secret, prev.eventos, prev.activo === 1, now, rest],
     ))!;
-    return toConfig(r);
+    return webhookConfigOf(r);
   });
 }
 
