@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { AppError } from '../core/errors.js';
+import type { StoreWriteHealth } from '../core/ports.js';
 
 /**
  * A store that cannot take writes (a full disk, an I/O error, a file or a
@@ -30,7 +31,7 @@ const REASONS: Array<[prefix: string, reason: string]> = [
   ['EHOSTUNREACH', 'it cannot be reached'],
 ];
 
-export interface WriteFault {
+interface WriteFault {
   reason: string;
   code: string;
   at: number;
@@ -59,11 +60,22 @@ export function writeFailed(db: Database.Database, err: unknown): unknown {
   return storeFault(db, db.name, err);
 }
 
-/** A probe write committed: the store takes writes again. */
-export function clearWriteFault(key: object): void {
-  faults.delete(key);
-}
+/** The probe of a store that met a write fault: room for this much means it takes writes again. */
+export const PROBE_BYTES = 64 * 1024;
 
-export function writeFaultOf(key: object): WriteFault | null {
-  return faults.get(key) ?? null;
+/**
+ * Whether the store under `key` takes writes: free while no write has failed;
+ * after a fault, `probe` writes (and removes) PROBE_BYTES, and its commit
+ * clears the fault.
+ */
+export async function writeHealthOf(key: object, name: string, probe: () => unknown): Promise<StoreWriteHealth> {
+  if (!faults.has(key)) return { writable: true };
+  try {
+    await probe();
+    faults.delete(key);
+  } catch {
+    // Still failing: the fault stays as first recorded.
+  }
+  const f = faults.get(key);
+  return f ? { writable: false, reason: `the store ${name} cannot be written: ${f.reason} (${f.code})`, since: f.at } : { writable: true };
 }

@@ -37,7 +37,7 @@ import { balanceAfter } from '../core/ledger.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
 import { MIGRATIONS } from './migrations.js';
 import { grouped, immediate, stmt } from './statements.js';
-import { clearWriteFault, writeFaultOf } from './faults.js';
+import { PROBE_BYTES, writeHealthOf } from './faults.js';
 import { listMensajes } from './sqlite-historial.js';
 import * as msgs from './sqlite-mensajes.js';
 import * as hooks from './sqlite-webhooks.js';
@@ -69,8 +69,6 @@ function onlyColumns(patch: Record<string, unknown>, allowed: Set<string>): Reco
   return out;
 }
 
-/** The probe of a store that met a write fault: room for this much means it takes writes again. */
-const PROBE_BYTES = 64 * 1024;
 
 /**
  * The embedded store: one SQLite file in WAL mode. better-sqlite3 is
@@ -486,19 +484,12 @@ export class SqliteStore implements Store {
   }
 
   async writeHealth(): Promise<StoreWriteHealth> {
-    if (!writeFaultOf(this.db)) return { writable: true };
-    // Met a fault before: a write that needs new pages says whether the store takes writes again.
-    try {
+    return writeHealthOf(this.db, this.db.name, () =>
       immediate(this.db, () => {
         stmt(this.db, "INSERT OR REPLACE INTO kv (ns, key, value) VALUES ('salud', 'sonda', ?)").run('x'.repeat(PROBE_BYTES));
         stmt(this.db, "DELETE FROM kv WHERE ns = 'salud' AND key = 'sonda'").run();
-      });
-      clearWriteFault(this.db);
-    } catch {
-      // Still failing: the fault stays as first recorded.
-    }
-    const f = writeFaultOf(this.db);
-    return f ? { writable: false, reason: `the store ${this.db.name} cannot be written: ${f.reason} (${f.code})`, since: f.at } : { writable: true };
+      }),
+    );
   }
 
   async close(): Promise<void> {

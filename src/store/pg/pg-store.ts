@@ -32,7 +32,7 @@ import type {
 } from '../../core/ports.js';
 import type { SlotClaim } from '../../core/caps.js';
 import { balanceAfter } from '../../core/ledger.js';
-import { clearWriteFault, writeFaultOf } from '../faults.js';
+import { PROBE_BYTES, writeHealthOf } from '../faults.js';
 import { type Client, Db, type PgOptions, row } from './pg-db.js';
 import { listMensajes } from './pg-historial.js';
 import * as msgs from './pg-mensajes.js';
@@ -54,8 +54,6 @@ function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: 
   return { set: entries.map(([k], i) => `${k} = $${i + 2}`).join(', '), values: entries.map(([, v]) => v) };
 }
 
-/** The probe of a store that met a write fault: room for this much means it takes writes again. */
-const PROBE_BYTES = 64 * 1024;
 
 /**
  * The networked store: PostgreSQL through a pool, for any number of nodes on
@@ -437,23 +435,16 @@ export class PgStore implements Store {
   }
 
   async writeHealth(): Promise<StoreWriteHealth> {
-    const key = this.db.pool;
-    if (!writeFaultOf(key)) return { writable: true };
-    // Met a fault before: a write that needs new pages says whether the store takes writes again.
-    try {
-      await this.db.tx(async (c) => {
+    return writeHealthOf(this.db.pool, this.db.name, () =>
+      this.db.tx(async (c) => {
         await c.query("INSERT INTO kv (ns, key, value) VALUES ('salud', 'sonda', repeat('x', $1)) ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value", [
           PROBE_BYTES,
         ]);
         await c.query("DELETE FROM kv WHERE ns = 'salud' AND key = 'sonda'");
-      });
-      clearWriteFault(key);
-    } catch {
-      // Still failing: the fault stays as first recorded.
-    }
-    const f = writeFaultOf(key);
-    return f ? { writable: false, reason: `the store ${this.db.name} cannot be written: ${f.reason} (${f.code})`, since: f.at } : { writable: true };
+      }),
+    );
   }
+
 
   async close(): Promise<void> {
     await this.db.close();
