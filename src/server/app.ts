@@ -90,6 +90,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     logger: opts.logger ?? false,
     trustProxy: opts.trustProxy ?? false,
     bodyLimit: 1024 * 1024,
+    // Query strings are parsed once, strictly, by the onRequest hook of body/text-parsers.ts
+    // (a parser here runs inside routing, where a refusal could not become a 400).
+    routerOptions: { querystringParser: () => ({}) },
     return503OnClosing: false,
     // Node's own timers: headers, and the whole request as a backstop a little after
     // the body guard's (which answers in our JSON). Checked every second, not every 30.
