@@ -397,6 +397,25 @@ async function figure(n, name, target, fn) {
   log(`[${name}] ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 }
 
+/**
+ * Polls the receiver's stats until `done` says so; stalled when it saw no new
+ * request for 20 s, or the server died.
+ */
+async function waitReceiver(receiver, s, done) {
+  let last = -1;
+  let lastChange = Date.now();
+  for (;;) {
+    const st = await call(receiver.url, 'GET', '/_stats');
+    if (done(st)) return { st, stalled: false };
+    if (st.requests !== last) {
+      last = st.requests;
+      lastChange = Date.now();
+    }
+    if (Date.now() - lastChange > 20_000 || !s.alive()) return { st, stalled: true };
+    await sleep(100);
+  }
+}
+
 // ---------- 1. queue accept ----------
 
 async function figureQueueAccept(baseline) {
@@ -496,21 +515,7 @@ async function measurePipeline(receiver, extra, baseline = null, withPostgres = 
     const cpu0 = cpuMs(s.pid);
     const pg0 = withPostgres ? postgresCpuMs() : 0;
     push = await pushN({ origin: s.url, key: c.key, path: '/api/mensaje_enviar_texto.php', n: PIPELINE_MESSAGES, makeBody: (i) => textBody(c.lines, i, 500_000 + i, false) });
-    let last = -1;
-    let lastChange = Date.now();
-    for (;;) {
-      st = await call(receiver.url, 'GET', '/_stats');
-      if (st.messages_done >= push.ok) break;
-      if (st.requests !== last) {
-        last = st.requests;
-        lastChange = Date.now();
-      }
-      if (Date.now() - lastChange > 20_000 || !s.alive()) {
-        timedOut = true;
-        break;
-      }
-      await sleep(100);
-    }
+    ({ st, stalled: timedOut } = await waitReceiver(receiver, s, (x) => x.messages_done >= push.ok));
     cpu = cpuMs(s.pid) - cpu0;
     if (withPostgres) pgCpu = postgresCpuMs() - pg0;
   } finally {
@@ -1081,21 +1086,7 @@ async function figureWebhooks(receiver) {
     rel = await call(receiver.url, 'POST', '/_release');
     gen = await genP;
     log(`  released ${rel.released} held; waiting for ${gen.ok} distinct events...`);
-    let last = -1;
-    let lastChange = Date.now();
-    for (;;) {
-      st = await call(receiver.url, 'GET', '/_stats');
-      if (st.distinct_ids >= gen.ok) break;
-      if (st.requests !== last) {
-        last = st.requests;
-        lastChange = Date.now();
-      }
-      if (Date.now() - lastChange > 20_000 || !s.alive()) {
-        stalled = true;
-        break;
-      }
-      await sleep(100);
-    }
+    ({ st, stalled } = await waitReceiver(receiver, s, (x) => x.distinct_ids >= gen.ok));
     cpu = cpuMs(s.pid) - cpu0;
   } finally {
     await stopQuietly(s);
