@@ -1,5 +1,7 @@
 import { applySessionStatus } from './celulares.js';
 import type { Core } from './context.js';
+import { stream } from './leases.js';
+import type { NodePresence } from './node-presence.js';
 import type { Linea } from './ports.js';
 
 /** setTimeout's ceiling (about 24.8 days): a longer --health-interval would otherwise fire every millisecond. */
@@ -24,6 +26,10 @@ export interface GatewayHealth {
  * showing `activo` for long. The first pass also adopts every line's
  * instance, so the gateway's events point at this server even when its
  * callback URL changed since the instance was made.
+ *
+ * Several nodes: each line's check is a stream lease (core/leases.ts) given
+ * back with the interval as its rest, so the nodes share the lines and each
+ * line is checked about once per interval whichever node does it.
  */
 export class LineHealth {
   readonly state: GatewayHealth = { ok: null, checkedAt: null, lineas: 0, fallidas: 0, error: null };
@@ -36,6 +42,7 @@ export class LineHealth {
 
   constructor(
     private readonly core: Core,
+    private readonly node: NodePresence,
     private readonly opts: { intervalMs: number; concurrency: number; onError: (err: unknown, instancia?: string) => void },
   ) {}
 
@@ -84,15 +91,27 @@ export class LineHealth {
       const page = await core.store.listLineas(after, 200);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;
+      // Lines another node is checking, or checked within the interval, are its.
+      const taken = new Set((await this.node.take(page.map((l) => stream.salud(l.id)))).filter((a) => a.taken).map((a) => a.stream));
+      const mine = page.filter((l) => taken.has(stream.salud(l.id)));
+      // A little short of the interval: this node's next pass, an interval after this one ends, finds the line due.
+      const rest = Math.floor(this.opts.intervalMs * 0.9);
       let next = 0;
       const worker = async () => {
-        while (next < page.length && !this.stopped) {
-          const l = page[next++]!;
+        while (next < mine.length && !this.stopped) {
+          const l = mine[next++]!;
           lineas += 1;
-          await this.checkLine(l, adopt).catch((err: unknown) => failures.push({ err, instancia: l.gateway_instancia }));
+          await this.checkLine(l, adopt)
+            .catch((err: unknown) => failures.push({ err, instancia: l.gateway_instancia }))
+            .finally(() => this.node.give(stream.salud(l.id), rest).catch(this.opts.onError));
         }
       };
+      // Taken and not reached (a stop): given back at once.
+      const giveBack = async () => {
+        for (const l of mine.slice(next)) await this.node.give(stream.salud(l.id), 0);
+      };
       await Promise.all(Array.from({ length: Math.max(1, this.opts.concurrency) }, worker));
+      await giveBack();
     }
     let ok = failures.length < lineas;
     if (lineas === 0) {

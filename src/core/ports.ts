@@ -450,13 +450,60 @@ export interface KvStore {
   kvGet<T>(ns: string, key: string): Promise<T | null>;
   /** With `expiraAt`, the entry is forgotten after then (kvExpire removes it). */
   kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void>;
+  /** Stores `value` unless the key holds one already (never expiring); returns what the key holds after. Atomic across nodes. */
+  kvFirst<T>(ns: string, key: string, value: T): Promise<T>;
   /** Removes up to `limit` entries expired before `now` (any namespace); returns how many. */
   kvExpire(now: number, limit: number): Promise<number>;
   kvDelete(ns: string, key: string): Promise<void>;
   kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>>;
 }
 
-export interface Store extends AccountsStore, GatewayServersStore, MessagesStore, WebhooksStore, KvStore {
+/** A serving process, as the others see it (see core/node-presence.ts). */
+export interface NodeInfo {
+  id: string;
+  /** Host and pid, for people. */
+  label: string;
+  /** How long after its last heartbeat this node's leases may be taken: its longest send plus a margin. */
+  staleMs: number;
+}
+
+export interface NodeRow {
+  id: string;
+  label: string;
+  heartbeat_at: number;
+  started_at: number;
+  alive: boolean;
+}
+
+/** What a take found for one stream: taken by the caller, or how long before it is due (0: held by a live node). */
+export interface LeaseAnswer {
+  stream: string;
+  taken: boolean;
+  restMs: number;
+}
+
+/**
+ * Serial streams shared by the nodes of one store: a line's queue with its
+ * human gaps, a line's health check, a client's webhook stream. Each is a
+ * lease row: one holder at a time, and a durable `next_at` before which
+ * nobody takes it. A holder whose heartbeats stopped for longer than its
+ * `staleMs` is dead and its leases are free. `now` is the node's clock; a
+ * store shared by several nodes uses its own clock instead, so no two
+ * nodes' clocks are ever compared.
+ */
+export interface LeasesStore {
+  /** Records the node alive; its first beat registers it. */
+  nodeBeat(node: NodeInfo, now: number): Promise<void>;
+  /** The node stops: its row goes and its leases are free (their next_at kept). */
+  nodeLeave(nodeId: string): Promise<void>;
+  nodes(now: number): Promise<NodeRow[]>;
+  /** Takes, of `streams`, each that is due and free (unheld, held by this node, or by a dead one); never waits on another taker. */
+  leaseTake(nodeId: string, streams: string[], now: number): Promise<LeaseAnswer[]>;
+  /** Gives a held stream back, not to be taken again for `restMs`; a stream taken over meanwhile is left alone. */
+  leaseGive(nodeId: string, stream: string, restMs: number, now: number): Promise<void>;
+}
+
+export interface Store extends AccountsStore, GatewayServersStore, MessagesStore, WebhooksStore, KvStore, LeasesStore {
   readonly dialect: string;
   /**
    * Whether the store takes writes. Free while no write has failed; after a

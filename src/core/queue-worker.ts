@@ -3,6 +3,8 @@ import type { Core } from './context.js';
 import { sendingWindow } from './hours.js';
 import { publishMessageStatus } from './message-events.js';
 import { KeyedRunner } from './keyed-runner.js';
+import { stream } from './leases.js';
+import type { NodePresence } from './node-presence.js';
 import { outbound } from './outbound.js';
 import { GatewayFailure, type MensajePayload, type MensajeRow } from './ports.js';
 
@@ -29,11 +31,18 @@ export function retryDelay(intentos: number, random: () => number): number {
  * never above the line's caps and only inside its allowed hours. Lines are
  * independent: a slow or blocked line never delays another.
  *
+ * Several nodes: a line's queue is a stream lease (core/leases.ts). A node
+ * sends on a line only while it holds the line's lease, and gives it back
+ * after each attempt with the human gap as its rest, so the gap holds
+ * whichever node sends next. The lease of a dead node is taken over once it
+ * has been silent longer than its longest send (core/node-presence.ts).
+ *
  * Durability: a message is committed before its 200; a worker claims it with
  * a lease before calling the gateway and records the outcome after. After a
- * crash the claim is released at start and the message is sent again with the
- * same msg_id, which the gateway uses as an idempotency key, so nothing
- * accepted is lost and nothing is sent twice where the gateway honours it.
+ * crash the claim is freed (at start on a store served alone, on expiry
+ * otherwise) and the message is sent again with the same msg_id, which the
+ * gateway uses as an idempotency key, so nothing accepted is lost and nothing
+ * is sent twice where the gateway honours it.
  */
 export class QueueWorker {
   /**
@@ -48,13 +57,13 @@ export class QueueWorker {
   constructor(
     private readonly core: Core,
     private readonly files: FileRemover,
+    private readonly node: NodePresence,
     private readonly opts: { pollMs: number; onError: (err: unknown) => void } = { pollMs: 500, onError: () => {} },
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
   }
 
-  async start(): Promise<void> {
-    await this.core.store.releaseLeases();
+  start(): void {
     this.runner.start();
   }
 
@@ -127,15 +136,40 @@ export class QueueWorker {
     if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia) return void hold(5_000);
     const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
     if (!window.open) return void hold(window.opensInMs);
-    const claim = await core.store.claimQueued(m.msg_id, slotClaim(celular, now, core.config.queue.leaseMs), now);
-    if (!claim.ok) {
-      if (claim.reason === 'cap') hold(claim.retryAfterMs);
+    // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
+    if (!this.node.fresh()) return void hold(HOLD_MAX_MS);
+    const line = stream.cola(m.celular_id);
+    const lease = await this.node.takeOne(line);
+    if (!lease.taken) {
+      // Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon.
+      if (lease.restMs > 0) this.notBefore.set(m.celular_id, { until: now + lease.restMs, recheck: Number.POSITIVE_INFINITY });
+      else hold(HOLD_MAX_MS);
       return;
     }
+    let rest = 0;
+    try {
+      if (await this.attempt(m, celular.gateway_instancia, slotClaim(celular, now, core.config.queue.leaseMs), hold)) {
+        // The human-like pause is never cut short (nor is a rate-limit pause).
+        const pause = core.clock.now() + this.gap();
+        if ((this.notBefore.get(m.celular_id)?.until ?? 0) < pause) this.notBefore.set(m.celular_id, { until: pause, recheck: Number.POSITIVE_INFINITY });
+        rest = this.notBefore.get(m.celular_id)!.until - core.clock.now();
+      }
+    } finally {
+      await this.node.give(line, rest);
+    }
+  }
 
+  /** Claims the message and sends it; false when no attempt was made (a cap, or another worker has it). */
+  private async attempt(m: MensajeRow, instancia: string, slot: ReturnType<typeof slotClaim>, hold: (ms: number) => void): Promise<boolean> {
+    const { core } = this;
+    const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now());
+    if (!claim.ok) {
+      if (claim.reason === 'cap') hold(claim.retryAfterMs);
+      return false;
+    }
     const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;
     try {
-      const { gatewayMsgId } = await core.gateway.send(celular.gateway_instancia, outbound(m.msg_id, m.tipo, m.destinatario, payload));
+      const { gatewayMsgId } = await core.gateway.send(instancia, outbound(m.msg_id, m.tipo, m.destinatario, payload));
       const after = await core.store.markSent(m.msg_id, gatewayMsgId, core.clock.now());
       if (after) publishMessageStatus(core, after, 'pendiente');
       await this.dropFile(m);
@@ -150,8 +184,6 @@ export class QueueWorker {
       else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
       if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });
     }
-    // The human-like pause is never cut short (nor is a rate-limit pause).
-    const pause = core.clock.now() + this.gap();
-    if ((this.notBefore.get(m.celular_id)?.until ?? 0) < pause) this.notBefore.set(m.celular_id, { until: pause, recheck: Number.POSITIVE_INFINITY });
+    return true;
   }
 }

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from './app.js';
 import { TempFiles } from '../core/media.js';
+import { NodePresence } from '../core/node-presence.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { QUEUE_DEFAULTS } from '../core/context.js';
 
@@ -32,7 +33,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   const app = await buildApp({
     core,
     send: { tmp: new TempFiles(join(tmpdir(), 'pasarela-openapi')), queued: () => {}, inFlight: new Set() },
-    webhooks: new WebhookDispatcher(core, { retryBaseMs: 1, timeoutMs: 1, concurrency: 1, clientConcurrency: 1, pollMs: 1, userAgent: '', onError: () => {} }),
+    webhooks: new WebhookDispatcher(core, new NodePresence(store, clock, { sendMs: 1, onError: () => {} }), { retryBaseMs: 1, timeoutMs: 1, concurrency: 1, clientConcurrency: 1, pollMs: 1, userAgent: '', onError: () => {} }),
   });
   await app.ready();
   const doc = app.swagger() as unknown as Record<string, unknown>;

@@ -22,6 +22,8 @@ import { REQUEST_LIMITS, SERVE_DEFAULTS, type RequestLimits } from './defaults.j
 import { TempFiles } from '../core/media.js';
 import { QueueWorker } from '../core/queue-worker.js';
 import { DirectRecovery } from '../core/direct-recovery.js';
+import { NodePresence } from '../core/node-presence.js';
+import { sharedSettings } from '../core/shared-settings.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 
 export interface ServeOptions {
@@ -116,31 +118,31 @@ function secretOf(dataDir: string, given: string | undefined, envName: string, f
   }
   // Hex, so the token never starts with '-' and can be passed as a command-line value.
   const t = randomBytes(32).toString('hex');
-  writeFileSync(file, `${t}\n`, { mode: 0o600 });
+  return { token: t, source: keepSecret(dataDir, fileName, t) };
+}
+
+/** Writes a secret into its 0600 file of the data directory; returns the file's path. */
+function keepSecret(dataDir: string, fileName: string, secret: string): string {
+  const file = join(dataDir, fileName);
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
-  return { token: t, source: file };
+  return file;
 }
 
 /**
  * The store `--store` names: the data directory's SQLite file (the default),
- * or a PostgreSQL database (`postgres://...`), held by this node alone.
+ * served by this process alone, or a PostgreSQL database (`postgres://...`)
+ * that any number of nodes serve together.
  */
-async function openStore(opts: ServeOptions, onCheckpointError: (message: string) => void): Promise<{ store: Store; source: string; schemaVersion: number; close(): Promise<void> }> {
+async function openStore(
+  opts: ServeOptions,
+  onCheckpointError: (message: string) => void,
+): Promise<{ store: Store; source: string; schemaVersion: number; shared: boolean; close(): Promise<void> }> {
   if (opts.store && /^postgres(ql)?:\/\//.test(opts.store)) {
     const { PgStore } = await import('../store/pg/pg-store.js');
-    const { PgNodeLock } = await import('../store/pg/pg-node-lock.js');
     const pg = await PgStore.open(opts.store);
     try {
-      const node = await PgNodeLock.acquire(pg.db);
-      return {
-        store: pg,
-        source: pg.name,
-        schemaVersion: await pg.schemaVersion(),
-        close: async () => {
-          await node.release();
-          await pg.close();
-        },
-      };
+      return { store: pg, source: pg.name, schemaVersion: await pg.schemaVersion(), shared: true, close: () => pg.close() };
     } catch (err) {
       await pg.close();
       throw err;
@@ -148,7 +150,7 @@ async function openStore(opts: ServeOptions, onCheckpointError: (message: string
   }
   const file = join(opts.dataDir, DB_FILE);
   const sqlite = new SqliteStore(file, { background: { checkpointMs: CHECKPOINT_MS, onError: onCheckpointError } });
-  return { store: sqlite, source: file, schemaVersion: sqlite.schemaVersion(), close: () => sqlite.close() };
+  return { store: sqlite, source: file, schemaVersion: sqlite.schemaVersion(), shared: false, close: () => sqlite.close() };
 }
 
 /** How often the WAL is copied back into the database, off the request thread. */
@@ -169,7 +171,8 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
   }
 }
 
-async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: string; source: string }, lock: DataDirLock): Promise<RunningServer> {
+async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: string; source: string }, lock: DataDirLock): Promise<RunningServer> {
+  let admin = ownAdmin;
   const app0: { log?: { error(o: unknown, m: string): void; warn(o: unknown, m: string): void; info(o: unknown, m: string): void } } = {};
   const opened = await openStore(opts, (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed'));
   const { store } = opened;
@@ -186,6 +189,22 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       sendTimeoutMs: opts.gatewaySendTimeoutMs ?? 60_000,
       clock,
     };
+    let tz = opts.tz ?? systemTz();
+    if (opened.shared) {
+      // Nodes of one store share these (core/shared-settings.ts): what this node was not given, it takes from the store.
+      const mine = { adminToken: admin.token, gateway: opts.gateway, gatewaySecret: http.secret, callbackUrl: http.callbackUrl, tz };
+      const shared = await sharedSettings(store, mine, {
+        adminToken: Boolean(opts.adminToken),
+        gateway: true,
+        gatewaySecret: Boolean(opts.gatewaySecret),
+        callbackUrl: Boolean(opts.gatewayCallbackUrl),
+        tz: Boolean(opts.tz),
+      });
+      if (shared.adminToken !== admin.token) admin = { token: shared.adminToken, source: keepSecret(opts.dataDir, ADMIN_TOKEN_FILE, shared.adminToken) };
+      if (shared.gatewaySecret !== http.secret) http.secret = shared.gatewaySecret;
+      http.callbackUrl = shared.callbackUrl;
+      tz = shared.tz;
+    }
     const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
     const gateway = await createGateway(opts.gateway, store, clock, {
       sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
@@ -223,7 +242,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
         adminTokenHash: hashSecret(admin.token),
         authMaxFailures: opts.authMaxFailures,
         authWindowMs: opts.authWindowMs,
-        tz: opts.tz ?? systemTz(),
+        tz,
         allowPrivateUrls: opts.allowPrivateUrls ?? false,
         // A claim must outlive the longest send: a media fetch and the gateway call, each up to the send timeout.
         queue: { ...QUEUE_DEFAULTS, leaseMs: Math.max(QUEUE_DEFAULTS.leaseMs, 2 * http.sendTimeoutMs + 10_000), ...(opts.queue ?? {}) },
@@ -235,7 +254,10 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();
     let app0log: ((err: unknown) => void) | undefined;
-    const webhooks = new WebhookDispatcher(core, {
+    // A claim outlives the longest send: so does a silent node's hold on its streams (core/node-presence.ts).
+    const node = new NodePresence(store, clock, { sendMs: core.config.queue.leaseMs, onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
+    await node.start();
+    const webhooks = new WebhookDispatcher(core, node, {
       retryBaseMs: opts.webhookRetryMs ?? 5000,
       timeoutMs: opts.webhookTimeoutMs ?? SERVE_DEFAULTS.webhookTimeoutMs,
       concurrency: opts.webhookConcurrency ?? SERVE_DEFAULTS.webhookConcurrency,
@@ -244,7 +266,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       userAgent: `pasarela-webhooks/${VERSION}`,
       onError: (err) => app0log?.(err),
     });
-    const health = new LineHealth(core, {
+    const health = new LineHealth(core, node, {
       intervalMs: opts.healthIntervalMs ?? 60_000,
       concurrency: 4,
       onError: (err, instancia) => app0.log?.error({ err, instancia }, 'line health check failed'),
@@ -263,18 +285,20 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
     if (redis?.unreachable) app.log.warn({ counters: countersSource, err: redis.unreachable }, "Redis counters unreachable at start: counting in this node's memory until Redis answers");
     if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');
     if (servers?.adoptadas) app.log.info({ lineas: servers.adoptadas, servidor: servers.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
-    worker = new QueueWorker(core, tmp, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
+    worker = new QueueWorker(core, tmp, node, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();
     webhooks.start();
-    await worker.start();
+    // Served alone (SQLite), nothing of this store is in flight before this process starts: every claim is stale.
+    if (!opened.shared) await store.releaseLeases();
+    worker.start();
     const recovery = new DirectRecovery(core, { files: tmp, inFlight }, {
       intervalMs: opts.directRecoveryMs ?? 60_000,
       onError: (err) => app.log.error({ err }, 'recovery of stranded direct sends failed'),
       onResolved: (c) => app.log.warn(c, 'direct sends left pending by a crash were resolved'),
     });
-    // Before listening: nothing of this data directory is in flight yet (one process per directory).
-    await recovery.run(true);
+    // Before listening. Served alone, every pending direct send is stranded; shared, only those whose slot ended long ago.
+    await recovery.run(!opened.shared);
     recovery.start();
     await app.listen({ host: opts.host, port: opts.port });
     const addr = app.server.address();
@@ -303,6 +327,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
           await health.stop();
           await webhooks.stop();
           await sync.idle();
+          await node.stop().catch((err: unknown) => app.log.warn({ err }, "could not tell the store this node stopped: its streams are free once its heartbeat is stale"));
           await gateway.close();
           await opened.close();
           await redis?.close();

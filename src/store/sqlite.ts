@@ -22,11 +22,14 @@ import type {
   HistoryFilter,
   MensajeRow,
   NewMensaje,
+  NodeInfo,
+  NodeRow,
   ClaimResult,
   EntregaRow,
   IntentoRow,
   WebhookConfig,
   JournalEvent,
+  LeaseAnswer,
   GatewayServerEstado,
   GatewayServerLoad,
   GatewayServerRow,
@@ -35,6 +38,7 @@ import type {
 import type { SlotClaim } from '../core/caps.js';
 import { balanceAfter } from '../core/ledger.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
+import { MemoryLeases } from './memory-leases.js';
 import { MIGRATIONS } from './migrations.js';
 import { grouped, immediate, stmt } from './statements.js';
 import { PROBE_BYTES, writeHealthOf } from './faults.js';
@@ -454,6 +458,13 @@ export class SqliteStore implements Store {
     return r ? (JSON.parse(r.value) as T) : null;
   }
 
+  async kvFirst<T>(ns: string, key: string, value: T): Promise<T> {
+    return immediate(this.db, () => {
+      stmt(this.db, 'INSERT INTO kv (ns, key, value, expira_at) VALUES (?, ?, ?, NULL) ON CONFLICT (ns, key) DO NOTHING').run(ns, key, JSON.stringify(value));
+      return JSON.parse((stmt(this.db, 'SELECT value FROM kv WHERE ns = ? AND key = ?').get(ns, key) as { value: string }).value) as T;
+    });
+  }
+
   async kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void> {
     // Grouped: an adapter's bookkeeping per message shares the commit of the writes around it.
     return grouped(this.db, () => {
@@ -481,6 +492,29 @@ export class SqliteStore implements Store {
     return (stmt(this.db, 'SELECT key, value FROM kv WHERE ns = ? ORDER BY key').all(ns) as Array<{ key: string; value: string }>).map(
       (r) => ({ key: r.key, value: JSON.parse(r.value) as T }),
     );
+  }
+
+  // One process serves a SQLite store (the data directory's lock), so its leases live in memory.
+  private readonly leases = new MemoryLeases();
+
+  nodeBeat(node: NodeInfo, now: number): Promise<void> {
+    return this.leases.nodeBeat(node, now);
+  }
+
+  nodeLeave(nodeId: string): Promise<void> {
+    return this.leases.nodeLeave(nodeId);
+  }
+
+  nodes(now: number): Promise<NodeRow[]> {
+    return this.leases.nodes(now);
+  }
+
+  leaseTake(nodeId: string, streams: string[], now: number): Promise<LeaseAnswer[]> {
+    return this.leases.leaseTake(nodeId, streams, now);
+  }
+
+  leaseGive(nodeId: string, stream: string, restMs: number, now: number): Promise<void> {
+    return this.leases.leaseGive(nodeId, stream, restMs, now);
   }
 
   async writeHealth(): Promise<StoreWriteHealth> {

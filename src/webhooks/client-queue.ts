@@ -20,6 +20,8 @@ export class ClientQueue {
    * and a healthy one soon has all of its own.
    */
   window = 1;
+  /** This node held the client's stream lease at its last read. */
+  leased = false;
 
   constructor(readonly clienteId: number) {}
 

@@ -5,6 +5,8 @@ import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events.js';
 import type { EntregaRow, JournalEvent, WebhookConfig } from '../core/ports.js';
 import { KeyedRunner } from '../core/keyed-runner.js';
+import { stream } from '../core/leases.js';
+import type { NodePresence } from '../core/node-presence.js';
 import { ReceiverAgents } from './agents.js';
 import { ClientQueue } from './client-queue.js';
 import { subscribed } from './config.js';
@@ -30,6 +32,8 @@ export const TEST_EVENT = 'webhook.test';
 const READ = 100;
 /** Journaled events moved to the outbox per transaction. */
 const MOVE = 500;
+/** How soon a client whose stream another node holds is asked for again. */
+const HELD_RETRY_MS = 1000;
 
 /**
  * Webhook delivery through a durable outbox. Each event for a subscribed,
@@ -45,6 +49,10 @@ const MOVE = 500;
  * receiver holds one slot); deliveries beyond each client's first, and
  * retries, take at most half the slots each; clients with nothing in flight
  * are served first.
+ *
+ * Several nodes: each client's outbox is a stream lease (core/leases.ts),
+ * held by one node while it has that client's deliveries in hand and given
+ * back when it has none, so two live nodes never post the same delivery.
  */
 export class WebhookDispatcher {
   private readonly runner: KeyedRunner<number>;
@@ -63,6 +71,7 @@ export class WebhookDispatcher {
 
   constructor(
     private readonly core: Core,
+    private readonly node: NodePresence,
     private readonly opts: DispatcherOptions,
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
@@ -151,14 +160,18 @@ export class WebhookDispatcher {
     // Wake for the next due time nobody will poke about; completions and new events poke.
     let next = Infinity;
     for (const [id, q] of this.queues) {
-      if (q.idle) this.queues.delete(id);
+      if (q.idle) {
+        this.queues.delete(id);
+        if (q.leased) await this.node.give(stream.webhooks(id), 0);
+      }
       else if (q.unreadAt > now) next = Math.min(next, q.unreadAt);
     }
     return Math.max(1, Math.min(this.opts.pollMs, next - now));
   }
 
   private async startOne(q: ClientQueue, now: number): Promise<boolean> {
-    if (this.stopping || this.runner.inFlight >= this.opts.concurrency) return false;
+    // A node that cannot tell the store it is alive starts nothing: its streams may soon be another's.
+    if (this.stopping || this.runner.inFlight >= this.opts.concurrency || !this.node.fresh()) return false;
     const extra = q.inFlight.size > 0;
     if (q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) || (extra && this.extra >= this.half)) return false;
     if (q.ready.length === 0 && !(await this.read(q, now))) return false;
@@ -183,6 +196,15 @@ export class WebhookDispatcher {
   /** Reads the client's next due deliveries into `ready`; false when none is due. */
   private async read(q: ClientQueue, now: number): Promise<boolean> {
     if (q.unreadAt > now) return false;
+    // Taken at every read (this node's own lease is taken again at once): a lease lost while this node was silent is noticed.
+    const lease = await this.node.takeOne(stream.webhooks(q.clienteId));
+    q.leased = lease.taken;
+    if (!lease.taken) {
+      // The holder posts what is due; this node asks again after the rest, or soon.
+      q.readAt = now + (lease.restMs || HELD_RETRY_MS);
+      q.hintAt = Infinity;
+      return false;
+    }
     // Cleared before the read: whatever changes the outbox meanwhile hints again.
     const hinted = q.hintAt;
     q.hintAt = Infinity;

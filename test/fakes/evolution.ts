@@ -64,6 +64,8 @@ export interface FakeMessage {
   /** Decoded bytes of base64 media. */
   bytes?: Buffer;
   url?: string;
+  /** When the send reached the fake (Date.now()). */
+  at: number;
 }
 
 export interface FakeDelivery {
@@ -464,7 +466,7 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
       instanceId: inst.id,
       source: 'unknown',
     };
-    messages.push({ instance: inst.name, route, request: body, record, ...m });
+    messages.push({ instance: inst.name, route, request: body, record, ...m, at: Date.now() });
     // The network's ack can beat the answer to the send (what ackBeforeReply tests).
     if (ackFirst) await ackMessage(inst, record.key.id, 'DELIVERY_ACK');
     void deliver(inst, 'SEND_MESSAGE', record);

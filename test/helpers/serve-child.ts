@@ -27,14 +27,15 @@ export function killAllServeChildren(): void {
   for (const c of children) c.kill('SIGKILL');
 }
 
-export async function startServeChild(dataDir: string, args: string[]): Promise<ServeChild> {
+/** `timeoutMs`: the child is killed after this long, so a hung test never leaves it running. */
+export async function startServeChild(dataDir: string, args: string[], timeoutMs = 60_000): Promise<ServeChild> {
   const home = join(dataDir, '..', 'home');
   const child = execa(process.execPath, [BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', ...args], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', PASARELA_CONFIG_DIR: join(home, 'config') },
     extendEnv: false,
     reject: false,
     stdin: 'ignore',
-    timeout: 60_000,
+    timeout: timeoutMs,
   }) as ResultPromise<{ reject: false }>;
   children.add(child);
   void child.finally(() => children.delete(child));

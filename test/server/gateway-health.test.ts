@@ -222,6 +222,9 @@ describe('the periodic pass', () => {
   });
 });
 
+/** A node for passes that never reach a line: it takes nothing. */
+const idleNode = { take: async () => [], give: async () => {} } as unknown as ConstructorParameters<typeof LineHealth>[1];
+
 describe('a pass that cannot read the lines', () => {
   it('is reported through onError, not left as an unhandled rejection; the next pass still runs; stop() resolves', async () => {
     let reads = 0;
@@ -236,7 +239,7 @@ describe('a pass that cannot read the lines', () => {
       },
       gateway: {},
     } as unknown as ConstructorParameters<typeof LineHealth>[0];
-    const h = new LineHealth(core, { intervalMs: 20, concurrency: 1, onError: (err) => errors.push(err) });
+    const h = new LineHealth(core, idleNode, { intervalMs: 20, concurrency: 1, onError: (err) => errors.push(err) });
     h.start();
     try {
       await waitFor(() => reads >= 2, 'a second pass after a failed one');
@@ -256,7 +259,7 @@ describe('a very long interval', () => {
       store: { listLineas: async () => ((reads += 1), []) },
       gateway: {},
     } as unknown as ConstructorParameters<typeof LineHealth>[0];
-    const h = new LineHealth(core, { intervalMs: 30 * 24 * 3_600_000, concurrency: 1, onError: () => {} });
+    const h = new LineHealth(core, idleNode, { intervalMs: 30 * 24 * 3_600_000, concurrency: 1, onError: () => {} });
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.name);
     process.on('warning', onWarning);

@@ -1,4 +1,5 @@
 import { afterAll, expect, it } from 'vitest';
+import { systemClock } from '../../src/core/clock.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
@@ -45,13 +46,41 @@ describeWith(postgres, 'serve on PostgreSQL', () => {
     expect(saldo.body.saldo_global).toBe(8);
   });
 
-  it('one node per store: a second is refused naming the first, and starts once the first has stopped', async () => {
+  it('nodes share a store: a second takes the first one\'s operator token and time zone; one given a different one refuses, naming it', async () => {
     const url = await storeUrl();
-    const first = await startTestServer({ store: url });
-    await expect(startTestServer({ store: url, dataDir: tempDir() })).rejects.toThrow(/is already served by another pasarela serve \(pasarela serve pid \d+ on /);
-    await first.stop();
-    const again = await startTestServer({ store: url });
-    servers.push(again);
-    expect((await api(again.url, 'GET', '/health')).status).toBe(200);
+    const first = await startTestServer({ store: url, tz: 'America/Lima' });
+    servers.push(first);
+    const second = await startTestServer({ store: url, dataDir: tempDir() });
+    servers.push(second);
+    expect(second.adminToken).toBe(first.adminToken);
+    expect(second.core.config.tz).toBe('America/Lima');
+    expect((await api(second.url, 'GET', '/admin/clientes', { key: first.adminToken })).status).toBe(200);
+    await expect(startTestServer({ store: url, dataDir: tempDir(), adminToken: 'x'.repeat(40) })).rejects.toThrow(/disagrees with the other nodes of this store on the operator token/);
+    await expect(startTestServer({ store: url, dataDir: tempDir(), tz: 'Europe/Madrid' })).rejects.toThrow(/on the time zone \(--tz\)/);
   });
+
+  it('a line\'s human gap holds whichever node sends next, and each message is sent once', async () => {
+    const url = await storeUrl();
+    const gap = { gapMinMs: 700, gapMaxMs: 700 };
+    // Real time: a shared store measures a line's rest on its own clock, which a test's clock cannot move.
+    const a = await startTestServer({ store: url, queue: gap, clock: systemClock });
+    servers.push(a);
+    const b = await startTestServer({ store: url, dataDir: tempDir(), queue: gap, clock: systemClock });
+    servers.push(b);
+    const line = await linkedLine(a, { saldo: 20 });
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await send(i % 2 ? a : b, line, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText(`gap ${i}`) });
+      expect(r.status, r.text).toBe(200);
+      ids.push(r.body.msg_id as string);
+    }
+    const sent: number[] = [];
+    for (const id of ids) sent.push(((await waitEstado(a, id, ['enviado', 'entregado', 'leido'], 15_000)) as { enviado_at: number }).enviado_at);
+    // In arrival order, a gap apart, whichever node took each one.
+    for (let i = 1; i < sent.length; i++) expect(sent[i]! - sent[i - 1]!).toBeGreaterThanOrEqual(700);
+    const nodes = await a.core.store.nodes(0);
+    expect(nodes.filter((n) => n.alive)).toHaveLength(2);
+    const saldo = await api(a.url, 'GET', '/api/saldo.php', { key: line.celularKey });
+    expect(saldo.body.saldo_global).toBe(14);
+  }, 60_000);
 });

@@ -56,7 +56,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--request-timeout <duration>', 'hard cap on receiving a whole request, however fast its body comes').env('PASARELA_REQUEST_TIMEOUT').default(REQUEST_LIMITS.requestTimeoutMs, '10m').argParser(duration))
     .addOption(new Option('--unauth-body-per-address <bytes>', 'body bytes in flight per client address on requests whose key is not yet verified (429 past it)').env('PASARELA_UNAUTH_BODY_PER_ADDRESS').default(REQUEST_LIMITS.unauthPerAddress, '128 MiB').argParser(int(1, Number.MAX_SAFE_INTEGER)))
     .addOption(new Option('--unauth-body-total <bytes>', 'the same for the whole server (503 past it)').env('PASARELA_UNAUTH_BODY_TOTAL').default(REQUEST_LIMITS.unauthServerWide, '512 MiB').argParser(int(1, Number.MAX_SAFE_INTEGER)))
-    .addOption(new Option('--store <where>', 'where the data lives: sqlite (the data directory\'s pasarela.db) or postgres://USER[:PASSWORD]@HOST:PORT/DB (one node per database for now)').env('PASARELA_STORE').default('sqlite'))
+    .addOption(new Option('--store <where>', 'where the data lives: sqlite (the data directory\'s pasarela.db) or postgres://USER[:PASSWORD]@HOST:PORT/DB, which any number of nodes may serve together').env('PASARELA_STORE').default('sqlite'))
     .addOption(new Option('--counters <where>', 'where duplicate protection and the auth throttle count: memory (this process) or redis://[:PASSWORD@]HOST:PORT[/DB] shared by every node').env('PASARELA_COUNTERS').default('memory'))
     .addOption(new Option('--counters-prefix <prefix>', 'redis: put before every key (installations sharing one Redis need different ones)').env('PASARELA_COUNTERS_PREFIX').default('pasarela:'))
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
@@ -67,6 +67,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--gateway-fetches-media', 'evolution/waha: hand the gateway media URLs to fetch itself instead of the bytes (trusted setups only; env PASARELA_GATEWAY_FETCHES_MEDIA=1)'))
     .addOption(new Option('--queue-gap-ms <min-max>', 'random pause between two queued sends of one line').default([1000, 5000], '1000-5000').argParser(msRange))
     .addOption(new Option('--queue-ttl <duration>', 'a queued message not sent within this ends as error').default(86_400_000, '24h').argParser(duration))
+    .addOption(new Option('--queue-lease <duration>', 'how long a send may hold a queued message; a node silent this long plus 10s loses its lines to the others (default: twice the send timeout plus 10s, at least 60s)').argParser(duration))
     .addOption(new Option('--queue-max-pending <n>', 'pending messages per line before 429').default(10_000).argParser(int(1, 10_000_000)))
     .addOption(new Option('--webhook-timeout <duration>', 'a webhook attempt not answered within this fails (and is retried)').env('PASARELA_WEBHOOK_TIMEOUT').default(SERVE_DEFAULTS.webhookTimeoutMs, '10s').argParser(duration))
     .addOption(new Option('--webhook-concurrency <n>', 'webhook deliveries in flight at once, across clients').env('PASARELA_WEBHOOK_CONCURRENCY').default(SERVE_DEFAULTS.webhookConcurrency).argParser(int(2, 10_000)))
@@ -101,6 +102,11 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
       const tz = (o.tz as string | undefined) || undefined;
       if (tz && !isValidTz(tz)) throw new CliError(`--tz: unknown time zone "${tz}" (an IANA name such as America/Mexico_City)`, EXIT.USAGE);
       const [gapMinMs, gapMaxMs] = o.queueGapMs as [number, number];
+      const leaseMs = o.queueLease === undefined ? undefined : Number(o.queueLease);
+      // A claim that ends before a send can has another worker send the same message.
+      if (leaseMs !== undefined && leaseMs < 2 * Number(o.gatewayTimeout) * 4) {
+        throw new CliError(`--queue-lease must be at least twice the send timeout (4 x --gateway-timeout): ${(8 * Number(o.gatewayTimeout)) / 1000}s`, EXIT.USAGE);
+      }
       // Loaded here so that client commands never pay for the server's modules.
       const { banner, startServer } = await import('../../server/serve.js');
       let server;
@@ -126,7 +132,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           webhookConcurrency: Number(o.webhookConcurrency),
           webhookClientConcurrency: Number(o.webhookClientConcurrency),
           webhookPollMs: Number(o.webhookPoll),
-          queue: { gapMinMs, gapMaxMs, ttlMs: Number(o.queueTtl), maxPending: Number(o.queueMaxPending) },
+          queue: { gapMinMs, gapMaxMs, ttlMs: Number(o.queueTtl), maxPending: Number(o.queueMaxPending), ...(leaseMs === undefined ? {} : { leaseMs }) },
           logStream: io.stdout,
           gatewayUrl: (o.gatewayUrl as string | undefined) || undefined,
           gatewayKey: (o.gatewayKey as string | undefined) || undefined,

@@ -32,6 +32,7 @@ export default async function healthRoutes(app: FastifyInstance, { core, health 
           gateway_verificado: { type: 'string', format: 'date-time', nullable: true, description: 'when the last line health check ended' },
           lineas_verificadas: { type: 'integer', description: 'lines in the last check' },
           lineas_fallidas: { type: 'integer', description: 'lines whose session could not be read in the last check' },
+          nodos_vivos: { type: 'integer', description: 'serve processes of this store that beat within their takeover time (1 on SQLite)' },
         }),
         ...errorResponses,
         503: {
@@ -71,6 +72,7 @@ export default async function healthRoutes(app: FastifyInstance, { core, health 
         gateway_verificado: health?.state.checkedAt ? iso(health.state.checkedAt) : null,
         lineas_verificadas: health?.state.lineas ?? 0,
         lineas_fallidas: health?.state.fallidas ?? 0,
+        nodos_vivos: (await core.store.nodes(core.clock.now())).filter((n) => n.alive).length,
       });
     },
   });

@@ -267,6 +267,29 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE INDEX celulares_servidor ON celulares(servidor_id);
     `,
   },
+  {
+    version: 3,
+    name: 'nodes and stream leases',
+    sql: `
+      -- The serving processes of this store and their last heartbeat, on the database clock.
+      CREATE TABLE nodos (
+        id TEXT PRIMARY KEY,
+        etiqueta TEXT NOT NULL,
+        heartbeat_at BIGINT NOT NULL,
+        -- How long after its last beat this node counts as dead: its longest send plus a margin.
+        stale_ms BIGINT NOT NULL,
+        started_at BIGINT NOT NULL
+      );
+      -- One row per serial stream (a line's queue, a line's health check, a client's webhooks):
+      -- its holder, and the time before which nobody takes it (a line's human gap).
+      CREATE TABLE leases (
+        stream TEXT PRIMARY KEY,
+        nodo TEXT,
+        next_at BIGINT NOT NULL DEFAULT 0
+      );
+      CREATE INDEX leases_nodo ON leases(nodo) WHERE nodo IS NOT NULL;
+    `,
+  },
 ];
 
 /**

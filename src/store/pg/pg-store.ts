@@ -17,6 +17,7 @@ import type {
   InsertCelularResult,
   IntentoRow,
   JournalEvent,
+  LeaseAnswer,
   Linea,
   MensajeRow,
   MessageStats,
@@ -24,6 +25,8 @@ import type {
   NewCliente,
   NewGatewayServer,
   NewMensaje,
+  NodeInfo,
+  NodeRow,
   ReceiptEstado,
   ReceiptOutcome,
   Store,
@@ -39,6 +42,7 @@ import * as msgs from './pg-mensajes.js';
 import { migrate } from './pg-migrations.js';
 import * as hooks from './pg-webhooks.js';
 import * as servers from './pg-gateways.js';
+import * as leases from './pg-leases.js';
 
 const CELULAR_COLUMNS = new Set([
   'nombre_interno', 'estado', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
@@ -407,6 +411,18 @@ export class PgStore implements Store {
     return r ? (JSON.parse(r.value) as T) : null;
   }
 
+  /** The insert, or the row another node put there first (a conflicting insert waits for that row's commit). */
+  async kvFirst<T>(ns: string, key: string, value: T): Promise<T> {
+    const r = await this.db.one<{ value: string }>(
+      `WITH ins AS (INSERT INTO kv (ns, key, value, expira_at) VALUES ($1, $2, $3, NULL) ON CONFLICT (ns, key) DO NOTHING RETURNING value)
+       SELECT value FROM ins UNION ALL SELECT value FROM kv WHERE ns = $1 AND key = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
+      [ns, key, JSON.stringify(value)],
+    );
+    // Empty when the other row committed after this statement's snapshot was taken: a new statement sees it.
+    const v = r ?? (await this.db.one<{ value: string }>('SELECT value FROM kv WHERE ns = $1 AND key = $2', [ns, key]));
+    return JSON.parse(v!.value) as T;
+  }
+
   async kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void> {
     await this.db.q(
       `INSERT INTO kv (ns, key, value, expira_at) VALUES ($1, $2, $3, $4)
@@ -432,6 +448,27 @@ export class PgStore implements Store {
   async kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>> {
     const rows = await this.db.q<{ key: string; value: string }>('SELECT key, value FROM kv WHERE ns = $1 ORDER BY key', [ns]);
     return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
+  }
+
+  // Leases: on the database's clock (pg-leases.ts), so `now` is not used.
+  async nodeBeat(node: NodeInfo): Promise<void> {
+    return leases.nodeBeat(this.db, node);
+  }
+
+  async nodeLeave(nodeId: string): Promise<void> {
+    return leases.nodeLeave(this.db, nodeId);
+  }
+
+  async nodes(): Promise<NodeRow[]> {
+    return leases.nodes(this.db);
+  }
+
+  async leaseTake(nodeId: string, streams: string[]): Promise<LeaseAnswer[]> {
+    return leases.leaseTake(this.db, nodeId, streams);
+  }
+
+  async leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
+    return leases.leaseGive(this.db, nodeId, stream, restMs);
   }
 
   async writeHealth(): Promise<StoreWriteHealth> {

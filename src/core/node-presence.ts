@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Clock } from './clock.js';
+import type { LeaseAnswer, LeasesStore, NodeInfo } from './ports.js';
+
+/** Beyond its longest send, how long a silent node is still given before its streams are taken. */
+export const TAKEOVER_MARGIN_MS = 10_000;
+/** How often a node says it is alive. */
+export const BEAT_MS = 2_000;
+
+/**
+ * This process as one node among those serving a store: it beats every
+ * BEAT_MS and takes and gives stream leases (core/leases.ts) under its id.
+ *
+ * Its streams may be taken once it has been silent for its longest send
+ * (`sendMs`, the queue's claim) plus TAKEOVER_MARGIN_MS. So a node starts a
+ * new send only while `fresh()`: its last good beat is less than half the
+ * margin old. A send started then ends (its timeouts see to it) before
+ * anyone may take its stream, even if that was the node's last beat.
+ */
+export class NodePresence {
+  readonly info: NodeInfo;
+  private lastBeat = Number.NEGATIVE_INFINITY;
+  private timer: NodeJS.Timeout | undefined;
+  private beating: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: LeasesStore,
+    private readonly clock: Clock,
+    opts: { sendMs: number; onError: (err: unknown) => void },
+  ) {
+    this.info = { id: randomUUID(), label: `${hostname()} pid ${process.pid}`, staleMs: opts.sendMs + TAKEOVER_MARGIN_MS };
+    this.onError = opts.onError;
+  }
+
+  private readonly onError: (err: unknown) => void;
+
+  /** The first beat is awaited: a node the store cannot record does not start. */
+  async start(): Promise<void> {
+    await this.beat();
+    this.timer = setInterval(() => {
+      this.beating ??= this.beat()
+        .catch(this.onError)
+        .finally(() => (this.beating = undefined));
+    }, BEAT_MS);
+    this.timer.unref();
+  }
+
+  private async beat(): Promise<void> {
+    const t = performance.now();
+    await this.store.nodeBeat(this.info, this.clock.now());
+    this.lastBeat = t;
+  }
+
+  /** Recent enough a beat that a send started now ends before this node could be taken for dead. */
+  fresh(): boolean {
+    return performance.now() - this.lastBeat < TAKEOVER_MARGIN_MS / 2;
+  }
+
+  take(streams: string[]): Promise<LeaseAnswer[]> {
+    return this.store.leaseTake(this.info.id, streams, this.clock.now());
+  }
+
+  async takeOne(stream: string): Promise<LeaseAnswer> {
+    return (await this.take([stream]))[0]!;
+  }
+
+  give(stream: string, restMs: number): Promise<void> {
+    return this.store.leaseGive(this.info.id, stream, restMs, this.clock.now());
+  }
+
+  /** Stops beating and frees this node's streams for the others at once. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.beating;
+    await this.store.nodeLeave(this.info.id);
+  }
+}

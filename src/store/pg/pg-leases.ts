@@ -1,0 +1,71 @@
+import type { LeaseAnswer, NodeInfo, NodeRow } from '../../core/ports.js';
+import type { Db } from './pg-db.js';
+
+/**
+ * Nodes and stream leases in PostgreSQL (the rule is core/leases.ts). Every
+ * comparison of times is made on the database's clock, never a node's, so
+ * nodes with skewed clocks still agree on who is alive and what is due. The
+ * `now` the port passes is ignored here for that reason.
+ */
+const DB_NOW = '(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint';
+
+export async function nodeBeat(db: Db, node: NodeInfo): Promise<void> {
+  await db.query(
+    `INSERT INTO nodos (id, etiqueta, heartbeat_at, stale_ms, started_at) VALUES ($1, $2, ${DB_NOW}, $3, ${DB_NOW})
+     ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
+    [node.id, node.label, node.staleMs],
+  );
+}
+
+/** Also forgets nodes dead for an hour: their leases are free either way, and the table stays as small as the cluster. */
+export async function nodeLeave(db: Db, nodeId: string): Promise<void> {
+  await db.tx(async (c) => {
+    await c.query('UPDATE leases SET nodo = NULL WHERE nodo = $1', [nodeId]);
+    await c.query(`DELETE FROM nodos WHERE id = $1 OR heartbeat_at + stale_ms < ${DB_NOW} - 3600000`, [nodeId]);
+  });
+}
+
+export async function nodes(db: Db): Promise<NodeRow[]> {
+  return db.q<NodeRow>(
+    `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive FROM nodos ORDER BY started_at, id`,
+  );
+}
+
+/**
+ * One statement: the due and free rows among `streams` are locked with SKIP
+ * LOCKED (a row another taker is on right now is left to it, never waited
+ * for) and given to the taker; every asked stream comes back with what was
+ * found. Streams without a row yet are made, taken, by a second statement.
+ */
+export async function leaseTake(db: Db, nodeId: string, streams: string[]): Promise<LeaseAnswer[]> {
+  if (streams.length === 0) return [];
+  const found = await db.q<{ stream: string; known: boolean; taken: boolean; rest_ms: number }>(
+    `WITH n AS (SELECT ${DB_NOW} AS t),
+     c AS (
+       SELECT l.stream FROM leases l, n
+       WHERE l.stream = ANY($2::text[]) AND l.next_at <= n.t
+         AND (l.nodo IS NULL OR l.nodo = $1
+              OR NOT EXISTS (SELECT 1 FROM nodos d WHERE d.id = l.nodo AND d.heartbeat_at + d.stale_ms >= n.t))
+       FOR UPDATE OF l SKIP LOCKED
+     ),
+     u AS (UPDATE leases l SET nodo = $1 FROM c WHERE l.stream = c.stream RETURNING l.stream)
+     SELECT s.stream, l.stream IS NOT NULL AS known, u.stream IS NOT NULL AS taken, GREATEST(0, COALESCE(l.next_at, 0) - n.t) AS rest_ms
+     FROM unnest($2::text[]) AS s(stream) CROSS JOIN n
+     LEFT JOIN leases l ON l.stream = s.stream LEFT JOIN u ON u.stream = s.stream`,
+    [nodeId, streams],
+  );
+  const unknown = found.filter((f) => !f.known).map((f) => f.stream);
+  const made = new Set<string>();
+  if (unknown.length > 0) {
+    const r = await db.q<{ stream: string }>(
+      'INSERT INTO leases (stream, nodo, next_at) SELECT s, $1, 0 FROM unnest($2::text[]) AS s ON CONFLICT (stream) DO NOTHING RETURNING stream',
+      [nodeId, unknown],
+    );
+    for (const x of r) made.add(x.stream);
+  }
+  return found.map((f) => ({ stream: f.stream, taken: f.taken || made.has(f.stream), restMs: f.taken || made.has(f.stream) ? 0 : Number(f.rest_ms) }));
+}
+
+export async function leaseGive(db: Db, nodeId: string, stream: string, restMs: number): Promise<void> {
+  await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [nodeId, stream, Math.max(0, Math.round(restMs))]);
+}

@@ -1,0 +1,98 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import type { NodeInfo } from '../../src/core/ports.js';
+import { ADAPTERS, storeEachTest } from './adapters.js';
+
+/**
+ * Nodes and stream leases (core/leases.ts). Times are real: a shared store
+ * measures on its own clock, and the in-memory leases of a store served alone
+ * on the `now` they are given, here the same clock.
+ */
+const live = (id: string): NodeInfo => ({ id, label: `node ${id}`, staleMs: 60_000 });
+/** Dead a moment after each beat. */
+const frail = (id: string): NodeInfo => ({ id, label: `node ${id}`, staleMs: 0 });
+const now = () => Date.now();
+
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: LeasesStore contract`, () => {
+    const ctx = storeEachTest(adapter);
+
+    it('a stream has one holder at a time; a live holder keeps it; given back, another takes it', async () => {
+      const { store } = ctx;
+      await store.nodeBeat(live('a'), now());
+      await store.nodeBeat(live('b'), now());
+      expect(await store.leaseTake('a', ['cola:1'], now())).toEqual([{ stream: 'cola:1', taken: true, restMs: 0 }]);
+      // The holder takes its own again (a re-check); the other is told it is held (no rest to wait).
+      expect((await store.leaseTake('a', ['cola:1'], now()))[0]!.taken).toBe(true);
+      expect(await store.leaseTake('b', ['cola:1'], now())).toEqual([{ stream: 'cola:1', taken: false, restMs: 0 }]);
+      await store.leaseGive('a', 'cola:1', 0, now());
+      expect((await store.leaseTake('b', ['cola:1'], now()))[0]!.taken).toBe(true);
+    });
+
+    it('a rest holds the stream for everyone, its holder included, and says how long is left', async () => {
+      const { store } = ctx;
+      await store.nodeBeat(live('a'), now());
+      await store.nodeBeat(live('b'), now());
+      await store.leaseTake('a', ['cola:2'], now());
+      await store.leaseGive('a', 'cola:2', 5_000, now());
+      for (const who of ['a', 'b']) {
+        const [ans] = await store.leaseTake(who, ['cola:2'], now());
+        expect(ans!.taken).toBe(false);
+        expect(ans!.restMs).toBeGreaterThan(3_000);
+        expect(ans!.restMs).toBeLessThanOrEqual(5_000);
+      }
+    });
+
+    it('a holder that stopped beating longer ago than its stale time, or never beat, loses its streams', async () => {
+      const { store } = ctx;
+      await store.nodeBeat(frail('dead'), now());
+      await store.nodeBeat(live('b'), now());
+      await store.leaseTake('dead', ['webhooks:7'], now());
+      await store.leaseTake('ghost', ['salud:3'], now());
+      await sleep(20);
+      const taken = await store.leaseTake('b', ['webhooks:7', 'salud:3'], now());
+      expect(taken.map((t) => t.taken)).toEqual([true, true]);
+      const nodes = await store.nodes(now());
+      expect(nodes.find((n) => n.id === 'dead')?.alive).toBe(false);
+      expect(nodes.find((n) => n.id === 'b')?.alive).toBe(true);
+    });
+
+    it('one take answers for many streams; a give by a node that no longer holds the stream changes nothing', async () => {
+      const { store } = ctx;
+      await store.nodeBeat(live('a'), now());
+      await store.nodeBeat(live('b'), now());
+      await store.leaseTake('a', ['cola:10'], now());
+      const ans = await store.leaseTake('b', ['cola:10', 'cola:11', 'cola:12'], now());
+      expect(ans.map((x) => [x.stream, x.taken])).toEqual([['cola:10', false], ['cola:11', true], ['cola:12', true]]);
+      await store.leaseGive('b', 'cola:10', 0, now());
+      expect((await store.leaseTake('b', ['cola:10'], now()))[0]!.taken).toBe(false);
+    });
+
+    it('a node that leaves frees its streams at once and is no longer listed', async () => {
+      const { store } = ctx;
+      await store.nodeBeat(live('a'), now());
+      await store.nodeBeat(live('b'), now());
+      await store.leaseTake('a', ['cola:20', 'salud:20'], now());
+      await store.nodeLeave('a');
+      expect((await store.leaseTake('b', ['cola:20', 'salud:20'], now())).every((x) => x.taken)).toBe(true);
+      expect((await store.nodes(now())).map((n) => n.id)).toEqual(['b']);
+    });
+
+    it('nodes taking the same streams at once: each stream goes to exactly one of them', async () => {
+      const { store } = ctx;
+      const ids = ['a', 'b', 'c'];
+      for (const id of ids) await store.nodeBeat(live(id), now());
+      const streams = Array.from({ length: 30 }, (_, i) => `cola:${100 + i}`);
+      const answers = await Promise.all(ids.map((id) => store.leaseTake(id, streams, now())));
+      for (let i = 0; i < streams.length; i++) expect(answers.filter((a) => a[i]!.taken)).toHaveLength(1);
+    });
+
+    it('kvFirst: the first value stays; later ones get it back', async () => {
+      const { store } = ctx;
+      const [x, y] = await Promise.all([store.kvFirst('cluster', 'settings', { tz: 'UTC' }), store.kvFirst('cluster', 'settings', { tz: 'America/Lima' })]);
+      expect(x).toEqual(y);
+      expect(await store.kvFirst('cluster', 'settings', { tz: 'Europe/Madrid' })).toEqual(x);
+      expect(await store.kvGet('cluster', 'settings')).toEqual(x);
+    });
+  });
+}

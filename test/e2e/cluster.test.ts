@@ -1,0 +1,201 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startEvolutionFake, type EvolutionFake } from '../fakes/evolution.js';
+import { pgSchema } from '../contract/adapters.js';
+import { api, tempDir } from '../helpers/server.js';
+import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
+import { describeWith, dropRedisPrefix, postgres, POSTGRES_URL, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
+import { numeroNuevo, TEXT, waitFor } from '../server/send-helpers.js';
+import { startReceiver, type Receiver } from '../server/webhook-helpers.js';
+
+/**
+ * Three `serve` processes on one PostgreSQL and one Redis, in front of one
+ * Evolution API (a fake over real HTTP that records every send): messages go
+ * through the nodes in turn, one node is killed with SIGKILL while the queue
+ * drains, and then what every operator counts on is checked in the database
+ * and at the fake network: every accepted message ended, none was sent twice
+ * except one the dead node had in flight, each line's order and gap held,
+ * balances equal their ledgers, duplicate blocks and caps held across nodes,
+ * and every event reached the client's webhook.
+ */
+const LINES = 18;
+const MESSAGES = 1800;
+const GAP_MIN = 30;
+const SALDO = 100_000;
+
+let fake: EvolutionFake;
+let hooks: Receiver;
+let db: pg.Client;
+let dropSchema: () => Promise<void>;
+let prefix: string;
+const nodes: ServeChild[] = [];
+let token = '';
+
+const admin = (n: ServeChild, method: string, path: string, json?: unknown) => api(n.url, method, path, { key: token, json });
+
+afterAll(async () => {
+  killAllServeChildren();
+  await db?.end().catch(() => undefined);
+  await dropSchema?.().catch(() => undefined);
+  if (prefix) await dropRedisPrefix(prefix).catch(() => undefined);
+  await hooks?.close();
+  await fake?.close();
+});
+
+describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
+  describeWith(redis, 'and Redis', () => {
+    beforeAll(async () => {
+      fake = await startEvolutionFake({ apiKey: 'cluster-key-0123456789abcdef' });
+      hooks = await startReceiver(200);
+      const s = await pgSchema();
+      dropSchema = s.drop;
+      const u = new URL(POSTGRES_URL);
+      u.searchParams.set('options', `-c search_path=${s.schema}`);
+      db = new pg.Client({ connectionString: u.toString() });
+      await db.connect();
+      prefix = uniqueNamespace('redis');
+      const args = [
+        ...['--store', u.toString(), '--counters', REDIS_URL, '--counters-prefix', prefix],
+        ...['--gateway', 'evolution', '--gateway-url', fake.url, '--gateway-key', fake.apiKey, '--allow-private-urls'],
+        ...['--queue-gap-ms', `${GAP_MIN}-${2 * GAP_MIN}`, '--gateway-timeout', '500ms', '--queue-lease', '5s', '--health-interval', '0', '--webhook-retry-ms', '200'],
+      ];
+      // The first node makes the operator token and gateway secret; the others take them from the store.
+      const dirs = [tempDir(), tempDir(), tempDir()];
+      for (const d of dirs) nodes.push(await startServeChild(d, args, 300_000));
+      token = readFileSync(join(dirs[0]!, 'admin-token'), 'utf8').trim();
+    }, 60_000);
+
+    it('every accepted message ends once, in order and paced per line, with balances, dupes, caps and webhooks exact, across a SIGKILL', async () => {
+      const at = (i: number) => nodes[i % nodes.length]!;
+      // Clients and lines, made and linked through different nodes.
+      const clients: Array<{ id: number; key: string }> = [];
+      for (let c = 0; c < 3; c++) {
+        const r = await admin(at(c), 'POST', '/admin/clientes', { nombre: `Cluster ${c}`, email: `cluster${c}.${Date.now()}@example.com`, saldo: SALDO });
+        expect(r.status, r.text).toBe(201);
+        clients.push({ id: r.body.cliente.id, key: r.body.api_key });
+        const w = await api(at(c + 1).url, 'POST', '/api/webhook.php', { key: r.body.api_key, json: { url: hooks.url, eventos: ['message.status'] } });
+        expect(w.status, w.text).toBe(200);
+      }
+      const lines: Array<{ id: number; key: string; cliente: number }> = [];
+      // The load's lines, then one with a daily cap, then one for the duplicate block (which blocks its line).
+      for (let i = 0; i < LINES + 2; i++) {
+        const cli = clients[i % clients.length]!;
+        const cel = await api(at(i).url, 'POST', '/api/celular_crear.php', { key: cli.key, json: { numero: numeroNuevo() } });
+        expect(cel.status, cel.text).toBe(201);
+        const id = cel.body.celular_id as number;
+        const caps = i === LINES ? { max_envios_por_dia: 5 } : { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 };
+        expect((await api(at(i + 1).url, 'POST', '/api/celular_editar.php', { key: cli.key, json: { id, ...caps } })).status).toBe(200);
+        await waitFor(async () => {
+          const qr = await api(at(i + 2).url, 'POST', `/api/celular_qr.php?id=${id}`, { key: cli.key });
+          return qr.status === 200 && qr.body.qr !== '';
+        }, 'a QR');
+        await fake.scan(`pasarela-${id}`);
+        lines.push({ id, key: cel.body.api_key, cliente: cli.id });
+      }
+      await fake.settle();
+      await waitFor(async () => (await db.query("SELECT COUNT(*)::int AS n FROM celulares WHERE estado = 'activo'")).rows[0].n === LINES + 2, 'every line linked', 20_000);
+
+      // Duplicate protection counts across nodes (Redis): the fourth same text to one number within 2 minutes is refused, and its line blocked.
+      const dupe = { destinatario: numeroNuevo(), mensaje: 'el mismo texto' };
+      const dupes = [];
+      for (let i = 0; i < 4; i++) dupes.push(await api(at(i).url, 'POST', TEXT, { key: lines[LINES + 1]!.key, json: dupe }));
+      expect(dupes.slice(0, 3).map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(dupes[3]!.status, dupes[3]!.text).toBe(429);
+
+      // A daily cap of 5 holds across nodes: 8 queued, 5 sent, 3 wait for tomorrow.
+      const capped = lines[LINES]!;
+      for (let i = 0; i < 8; i++) {
+        const r = await api(at(i).url, 'POST', TEXT, { key: capped.key, json: { destinatario: numeroNuevo(), mensaje: `tope ${i}` } });
+        expect(r.status, r.text).toBe(200);
+      }
+
+      // The load: through the nodes in turn, 12 requests at a time.
+      const accepted: string[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 12 }, async () => {
+          while (next < MESSAGES) {
+            const i = next++;
+            const line = lines[i % LINES]!;
+            const r = await api(at(i).url, 'POST', TEXT, { key: line.key, json: { destinatario: numeroNuevo(), mensaje: `carga ${i}` } });
+            expect(r.status, r.text).toBe(200);
+            accepted.push(r.body.msg_id as string);
+          }
+        }),
+      );
+      const countSent = async () => (await db.query("SELECT COUNT(*)::int AS n FROM mensajes WHERE estado <> 'pendiente' AND texto LIKE 'carga %'")).rows[0].n as number;
+      await waitFor(async () => (await countSent()) >= MESSAGES / 3, 'a third sent', 60_000);
+      const killedAt = Date.now();
+      await crash(nodes[1]!);
+      // The two left drain the rest, the dead node's lines once it has been silent its lease (5 s) plus the margin (10 s).
+      await waitFor(async () => (await countSent()) === MESSAGES, 'every message ended', 90_000);
+
+      // Every accepted message ended sent (none failed: every line was up).
+      const rows = (
+        await db.query<{ msg_id: string; celular_id: number; texto: string; estado: string; seq: number }>(
+          "SELECT msg_id, celular_id, texto, estado, seq FROM mensajes WHERE texto LIKE 'carga %' ORDER BY seq",
+        )
+      ).rows;
+      expect(rows).toHaveLength(MESSAGES);
+      expect(new Set(rows.map((r) => r.msg_id))).toEqual(new Set(accepted));
+      expect(rows.filter((r) => !['enviado', 'entregado', 'leido'].includes(r.estado))).toEqual([]);
+
+      // At the network: each text once, but for a send the dead node had in flight, sent again after its takeover.
+      const seen = new Map<string, number[]>();
+      for (const m of fake.messages) {
+        const text = String((m.request as { text?: string }).text ?? '');
+        if (text.startsWith('carga ')) (seen.get(text) ?? seen.set(text, []).get(text)!).push(m.at);
+      }
+      expect(seen.size).toBe(MESSAGES);
+      const twice = [...seen].filter(([, ats]) => ats.length > 1);
+      for (const [text, ats] of twice) {
+        expect(ats, text).toHaveLength(2);
+        expect(ats[0]! <= killedAt && ats[1]! >= killedAt, `${text} sent twice by live nodes`).toBe(true);
+      }
+      expect(twice.length).toBeLessThanOrEqual(LINES);
+
+      // Per line: sent in arrival order, at least the smallest gap apart.
+      const first = new Map([...seen].map(([t, ats]) => [t, ats[0]!]));
+      for (const line of lines.slice(0, LINES)) {
+        const mine = rows.filter((r) => r.celular_id === line.id).map((r) => first.get(r.texto)!);
+        for (let i = 1; i < mine.length; i++) expect(mine[i]! - mine[i - 1]!, `line ${line.id} message ${i}`).toBeGreaterThanOrEqual(GAP_MIN);
+      }
+
+      // The cap: five of eight sent, across every node.
+      const tope = (await db.query("SELECT estado, COUNT(*)::int AS n FROM mensajes WHERE celular_id = $1 GROUP BY estado", [capped.id])).rows;
+      expect(tope.filter((r) => r.estado !== 'pendiente').reduce((a, r) => a + r.n, 0)).toBe(5);
+      expect(tope.find((r) => r.estado === 'pendiente')?.n).toBe(3);
+
+      // Balances equal their ledgers: one unit per message charged, none refunded.
+      for (const c of clients) {
+        const { rows: [b] } = await db.query(
+          `SELECT c.saldo_global::int AS saldo,
+             (SELECT COALESCE(SUM(monto), 0) FROM movimientos_saldo m WHERE m.cliente_id = c.id AND m.celular_id IS NULL AND m.actor = 'sistema')::int AS movido,
+             (SELECT COUNT(*) FROM mensajes x WHERE x.cliente_id = c.id AND x.cobrado = 1)::int AS cobrados
+           FROM clientes c WHERE c.id = $1`,
+          [c.id],
+        );
+        expect(b.saldo).toBe(SALDO + b.movido);
+        expect(b.movido).toBe(-b.cobrados);
+      }
+
+      // Every message's sent event reached the webhook (a retry keeps its id).
+      await waitFor(() => {
+        const got = new Set(hooks.hits.filter((h) => (h.json as { data?: { estado?: string } })?.data?.estado === 'enviado').map((h) => (h.json as { data: { msg_id: string } }).data.msg_id));
+        return accepted.every((id) => got.has(id));
+      }, 'every message.status enviado event', 60_000);
+      const ids = new Map<string, string>();
+      for (const h of hooks.hits) {
+        const j = h.json as { id: string; data: { msg_id?: string; estado?: string } };
+        const key = `${j.data.msg_id}:${j.data.estado}`;
+        if (ids.has(key)) expect(ids.get(key), `${key} delivered under two ids`).toBe(j.id);
+        ids.set(key, j.id);
+      }
+
+      await stop(nodes[0]!);
+      await stop(nodes[2]!);
+    }, 240_000);
+  });
+});
