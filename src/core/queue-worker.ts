@@ -1,15 +1,11 @@
+import { withLocalMedia } from './accepted-media.js';
 import { slotClaim } from './caps.js';
 import type { Core } from './context.js';
 import { sendingWindow } from './hours.js';
 import { publishMessageStatus } from './message-events.js';
 import { KeyedRunner } from './keyed-runner.js';
 import { outbound } from './outbound.js';
-import { GatewayFailure, type MensajePayload, type MensajeRow } from './ports.js';
-
-/** What the worker needs of the temp-file store: to drop a file once its send has ended. */
-export interface FileRemover {
-  remove(path: string): Promise<void>;
-}
+import { GatewayFailure, type AcceptedMedia, type MensajePayload, type MensajeRow } from './ports.js';
 
 /** The longest a line waits before its state (hours, caps, estado, TTL) is checked again. */
 const HOLD_MAX_MS = 1000;
@@ -47,7 +43,7 @@ export class QueueWorker {
 
   constructor(
     private readonly core: Core,
-    private readonly files: FileRemover,
+    private readonly files: Pick<AcceptedMedia, 'open' | 'remove'>,
     private readonly opts: { pollMs: number; onError: (err: unknown) => void } = { pollMs: 500, onError: () => {} },
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
@@ -134,8 +130,9 @@ export class QueueWorker {
     }
 
     const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;
+    const instancia = celular.gateway_instancia;
     try {
-      const { gatewayMsgId } = await core.gateway.send(celular.gateway_instancia, outbound(m.msg_id, m.tipo, m.destinatario, payload));
+      const { gatewayMsgId } = await withLocalMedia(this.files, payload, (p) => core.gateway.send(instancia, outbound(m.msg_id, m.tipo, m.destinatario, p)));
       const after = await core.store.markSent(m.msg_id, gatewayMsgId, core.clock.now());
       if (after) publishMessageStatus(core, after, 'pendiente');
       await this.dropFile(m);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import { QUEUE_DEFAULTS, systemTz, type Core, type QueueConfig } from '../core/context.js';
 import { MemoryCounters } from '../core/counters-memory.js';
-import type { Counters, Store } from '../core/ports.js';
+import type { AcceptedMedia, Counters, Store } from '../core/ports.js';
 import { FailoverCounters } from '../counters/failover.js';
 import { DEFAULT_PREFIX, RedisCounters, redactUrl } from '../counters/redis.js';
 import { EventBus } from '../core/events.js';
@@ -15,11 +15,13 @@ import { registerDefaultServer } from '../core/gateway-servers.js';
 import { LineHealth } from '../core/line-health.js';
 import { ADMIN_TOKEN_FILE, DB_FILE, GATEWAY_SECRET_FILE } from '../paths.js';
 import { SqliteStore } from '../store/sqlite.js';
+import { LocalMedia } from '../store/local-media.js';
 import { DataDirLock } from '../store/dir-lock.js';
 import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
 import { REQUEST_LIMITS, SERVE_DEFAULTS, type RequestLimits } from './defaults.js';
 import { TempFiles } from '../core/media.js';
+import { sweepAcceptedMedia } from '../core/accepted-media.js';
 import { QueueWorker } from '../core/queue-worker.js';
 import { DirectRecovery } from '../core/direct-recovery.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
@@ -123,17 +125,25 @@ function secretOf(dataDir: string, given: string | undefined, envName: string, f
 
 /**
  * The store `--store` names: the data directory's SQLite file (the default),
- * or a PostgreSQL database (`postgres://...`), held by this node alone.
+ * or a PostgreSQL database (`postgres://...`), held by this node alone; and
+ * where accepted media is kept with it: in `tmp` beside SQLite, in the
+ * database on PostgreSQL (any node may send a queued message).
  */
-async function openStore(opts: ServeOptions, onCheckpointError: (message: string) => void): Promise<{ store: Store; source: string; schemaVersion: number; close(): Promise<void> }> {
+async function openStore(
+  opts: ServeOptions,
+  tmp: TempFiles,
+  onCheckpointError: (message: string) => void,
+): Promise<{ store: Store; media: AcceptedMedia; source: string; schemaVersion: number; close(): Promise<void> }> {
   if (opts.store && /^postgres(ql)?:\/\//.test(opts.store)) {
     const { PgStore } = await import('../store/pg/pg-store.js');
     const { PgNodeLock } = await import('../store/pg/pg-node-lock.js');
+    const { PgMedia } = await import('../store/pg/pg-media.js');
     const pg = await PgStore.open(opts.store);
     try {
       const node = await PgNodeLock.acquire(pg.db);
       return {
         store: pg,
+        media: new PgMedia(pg.db, tmp),
         source: pg.name,
         schemaVersion: await pg.schemaVersion(),
         close: async () => {
@@ -148,7 +158,7 @@ async function openStore(opts: ServeOptions, onCheckpointError: (message: string
   }
   const file = join(opts.dataDir, DB_FILE);
   const sqlite = new SqliteStore(file, { background: { checkpointMs: CHECKPOINT_MS, onError: onCheckpointError } });
-  return { store: sqlite, source: file, schemaVersion: sqlite.schemaVersion(), close: () => sqlite.close() };
+  return { store: sqlite, media: new LocalMedia(tmp), source: file, schemaVersion: sqlite.schemaVersion(), close: () => sqlite.close() };
 }
 
 /** How often the WAL is copied back into the database, off the request thread. */
@@ -171,8 +181,9 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
 
 async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: string; source: string }, lock: DataDirLock): Promise<RunningServer> {
   const app0: { log?: { error(o: unknown, m: string): void; warn(o: unknown, m: string): void; info(o: unknown, m: string): void } } = {};
-  const opened = await openStore(opts, (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed'));
-  const { store } = opened;
+  const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
+  const opened = await openStore(opts, tmp, (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed'));
+  const { store, media } = opened;
   let core: Core | undefined;
   let redis: FailoverCounters | undefined;
   try {
@@ -186,7 +197,6 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       sendTimeoutMs: opts.gatewaySendTimeoutMs ?? 60_000,
       clock,
     };
-    const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
     const gateway = await createGateway(opts.gateway, store, clock, {
       sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
       http,
@@ -230,8 +240,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       },
       random: opts.random ?? Math.random,
     };
-    // Base64 files of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
-    const swept = await tmp.sweep(await store.pendingFiles());
+    // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
+    const swept = await sweepAcceptedMedia(store, media, clock.now());
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();
     let app0log: ((err: unknown) => void) | undefined;
@@ -253,7 +263,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
       core,
       logger,
       trustProxy: opts.trustProxy,
-      send: { tmp, queued: (celularId) => worker?.queued(celularId), inFlight },
+      send: { tmp, media, queued: (celularId) => worker?.queued(celularId), inFlight },
       webhooks,
       health,
       limits: { ...REQUEST_LIMITS, ...opts.limits },
@@ -261,14 +271,14 @@ async function startLocked(opts: ServeOptions, clock: Clock, admin: { token: str
     app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
     if (redis?.unreachable) app.log.warn({ counters: countersSource, err: redis.unreachable }, "Redis counters unreachable at start: counting in this node's memory until Redis answers");
-    if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');
+    if (swept > 0) app.log.info({ swept }, 'removed the media of ended sends');
     if (servers?.adoptadas) app.log.info({ lineas: servers.adoptadas, servidor: servers.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
-    worker = new QueueWorker(core, tmp, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
+    worker = new QueueWorker(core, media, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();
     webhooks.start();
     await worker.start();
-    const recovery = new DirectRecovery(core, { files: tmp, inFlight }, {
+    const recovery = new DirectRecovery(core, { files: media, inFlight }, {
       intervalMs: opts.directRecoveryMs ?? 60_000,
       onError: (err) => app.log.error({ err }, 'recovery of stranded direct sends failed'),
       onResolved: (c) => app.log.warn(c, 'direct sends left pending by a crash were resolved'),
