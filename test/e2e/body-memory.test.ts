@@ -65,18 +65,36 @@ async function peakGrowth(pid: number, fn: () => Promise<void>): Promise<number>
 const pdf = (size: number) => Buffer.concat([Buffer.from('%PDF-1.4\n', 'latin1'), randomBytes(size - 9)]);
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
+/**
+ * A line's celular key, after a direct send (a warm-up, so that first-use costs
+ * are not counted) and a cap of one a minute: the sends that follow stay queued.
+ */
+async function heldLine(s: ServeChild, dataDir: string): Promise<string> {
+  const line = await lineOf(s, dataDir);
+  await ok(api(s.url, 'POST', DOC, { key: line.key, json: { destinatario: '525598765432', filename: 'w.pdf', documentBase64: pdf(2 * MB).toString('base64'), directo: 1 } }));
+  await line.hold();
+  return line.key;
+}
+
+/** Posts a document body, accepted; its msg_id and the server's peak RSS growth meanwhile (logged as `what`). */
+async function postMeasured(s: ServeChild, key: string, body: Buffer, contentType: string, what: string, fileBytes: number): Promise<{ msgId: string; growth: number }> {
+  let r: ApiResponse | undefined;
+  const growth = await peakGrowth(s.child.pid!, async () => {
+    r = await api(s.url, 'POST', DOC, { key, raw: body, contentType });
+  });
+  expect(r!.status, r!.text).toBe(200);
+  console.log(`peak RSS growth for ${what}: ${(growth / MB).toFixed(1)} MB (${(growth / fileBytes).toFixed(2)}x)`);
+  return { msgId: r!.body.msg_id as string, growth };
+}
+
 describe('a 50 MB base64 document through pasarela serve', () => {
   const dataDir = join(root, 'mem');
   let s: ServeChild;
   let key: string;
   beforeAll(async () => {
     s = await startServeChild(dataDir, []);
-    const line = await lineOf(s, dataDir);
-    key = line.key;
-    // Warm-up, so that first-use costs are not counted.
-    await ok(api(s.url, 'POST', DOC, { key, json: { destinatario: '525598765432', filename: 'w.pdf', documentBase64: pdf(2 * MB).toString('base64'), directo: 1 } }));
-    // With that send in the last minute and a cap of one a minute, the queued sends below keep their file in tmp/.
-    await line.hold();
+    // The queued sends below keep their file in tmp/.
+    key = await heldLine(s, dataDir);
   });
   afterAll(async () => {
     if (s) await stop(s);
@@ -87,27 +105,17 @@ describe('a 50 MB base64 document through pasarela serve', () => {
   it('JSON: accepted; peak RSS grows by well under the file size; the queued file has the same SHA-256', async () => {
     const file = pdf(50 * MB);
     const body = Buffer.from(JSON.stringify({ destinatario: '525512345678', filename: 'grande.pdf', documentBase64: file.toString('base64') }));
-    let r: ApiResponse | undefined;
-    const growth = await peakGrowth(s.child.pid!, async () => {
-      r = await api(s.url, 'POST', DOC, { key, raw: body, contentType: 'application/json' });
-    });
-    expect(r!.status, r!.text).toBe(200);
-    console.log(`peak RSS growth for a 50 MB document (JSON): ${(growth / MB).toFixed(1)} MB (${(growth / file.length).toFixed(2)}x)`);
+    const { msgId, growth } = await postMeasured(s, key, body, 'application/json', 'a 50 MB document (JSON)', file.length);
     expect(growth).toBeLessThan(0.5 * file.length);
-    expect(sha(readFileSync(tmpFile(r!.body.msg_id)))).toBe(sha(file));
+    expect(sha(readFileSync(tmpFile(msgId)))).toBe(sha(file));
   });
 
   it('form-encoded (40 MB): accepted; the same bound; the same SHA-256', async () => {
     const file = pdf(40 * MB);
     const body = Buffer.from(new URLSearchParams({ destinatario: '14155552671', filename: 'f.pdf', data_base64: file.toString('base64') }).toString());
-    let r: ApiResponse | undefined;
-    const growth = await peakGrowth(s.child.pid!, async () => {
-      r = await api(s.url, 'POST', DOC, { key, raw: body, contentType: 'application/x-www-form-urlencoded' });
-    });
-    expect(r!.status, r!.text).toBe(200);
-    console.log(`peak RSS growth for a 40 MB document (form): ${(growth / MB).toFixed(1)} MB (${(growth / file.length).toFixed(2)}x)`);
+    const { msgId, growth } = await postMeasured(s, key, body, 'application/x-www-form-urlencoded', 'a 40 MB document (form)', file.length);
     expect(growth).toBeLessThan(0.5 * file.length);
-    expect(sha(readFileSync(tmpFile(r!.body.msg_id)))).toBe(sha(file));
+    expect(sha(readFileSync(tmpFile(msgId)))).toBe(sha(file));
   });
 });
 
@@ -124,10 +132,7 @@ describeWith(postgres, 'a 50 MB base64 document through pasarela serve --store p
     sql = new pg.Client({ connectionString: u.toString() });
     await sql.connect();
     s = await startServeChild(dataDir, ['--store', u.toString()]);
-    const line = await lineOf(s, dataDir);
-    key = line.key;
-    await ok(api(s.url, 'POST', DOC, { key, json: { destinatario: '525598765432', filename: 'w.pdf', documentBase64: pdf(2 * MB).toString('base64'), directo: 1 } }));
-    await line.hold();
+    key = await heldLine(s, dataDir);
   });
   afterAll(async () => {
     if (s) await stop(s);
@@ -148,16 +153,11 @@ describeWith(postgres, 'a 50 MB base64 document through pasarela serve --store p
   it('JSON, queued: peak RSS grows by less than the file; the chunks in the database have its SHA-256; tmp/ keeps nothing', async () => {
     const file = pdf(50 * MB);
     const body = Buffer.from(JSON.stringify({ destinatario: '525512345678', filename: 'grande.pdf', documentBase64: file.toString('base64') }));
-    let r: ApiResponse | undefined;
-    const growth = await peakGrowth(s.child.pid!, async () => {
-      r = await api(s.url, 'POST', DOC, { key, raw: body, contentType: 'application/json' });
-    });
-    expect(r!.status, r!.text).toBe(200);
-    console.log(`peak RSS growth for a 50 MB document kept in PostgreSQL (JSON): ${(growth / MB).toFixed(1)} MB (${(growth / file.length).toFixed(2)}x)`);
+    const { msgId, growth } = await postMeasured(s, key, body, 'application/json', 'a 50 MB document kept in PostgreSQL (JSON)', file.length);
     // Higher than on SQLite: each chunk's statement is built in driver buffers that V8 frees once about
     // 32 MB of them are garbage, whatever the file's size. Holding the file would grow by more than the file.
     expect(growth).toBeLessThan(0.8 * file.length);
-    expect(await keptSha(r!.body.msg_id)).toBe(sha(file));
+    expect(await keptSha(msgId)).toBe(sha(file));
     expect(readdirSync(join(dataDir, 'tmp'))).toEqual([]);
   });
 });
