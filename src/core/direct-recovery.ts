@@ -1,7 +1,6 @@
 import type { Core } from './context.js';
 import { publishMessageStatus } from './message-events.js';
-import type { MensajePayload, MensajeRow } from './ports.js';
-import type { FileRemover } from './queue-worker.js';
+import type { AcceptedMedia, MensajePayload, MensajeRow } from './ports.js';
 
 /**
  * Direct sends a crash (or a failed write after the gateway answered) left
@@ -36,7 +35,8 @@ export interface RecoveryCounts {
 }
 
 export interface RecoveryDeps {
-  files: FileRemover;
+  /** To drop a resolved send's media. */
+  files: Pick<AcceptedMedia, 'remove'>;
   /** Direct sends this process has in flight: never touched. */
   inFlight: ReadonlySet<string>;
 }

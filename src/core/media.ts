@@ -159,10 +159,11 @@ export class TempFiles {
 
   /**
    * A new file under a fresh name, for bytes no message row points at (media
-   * fetched at send time); the start-up sweep removes any a crash left.
+   * fetched at send time, a local copy of bytes kept elsewhere); the start-up
+   * sweep removes any a crash left.
    */
-  scratch(): Promise<TempFile> {
-    return this.open(join(this.dir, `fetch-${randomUUID()}.bin`));
+  scratch(kind: 'fetch' | 'send' = 'fetch'): Promise<TempFile> {
+    return this.open(join(this.dir, `${kind}-${randomUUID()}.bin`));
   }
 
   private async open(path: string): Promise<TempFile> {

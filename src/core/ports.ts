@@ -161,7 +161,11 @@ export type ReceiptOutcome = { before: MensajeRow; after: MensajeRow } | 'parked
 export interface MensajePayload {
   texto?: string;
   url?: string;
-  /** Temp file with base64-decoded bytes, named by msg_id; removed when the send ends. */
+  /**
+   * Where the base64-decoded bytes are: an AcceptedMedia reference (a file
+   * of this node's tmp/ named by msg_id, or chunks in PostgreSQL for a queued
+   * message on that store); removed when the send ends.
+   */
   file?: string;
   mime?: string;
   filename?: string;
@@ -399,7 +403,7 @@ export interface MessagesStore {
   strandedDirect(before: number, limit: number): Promise<MensajeRow[]>;
   /** Gives a claimed message (and its slot) back for a later attempt. */
   retryLater(msgId: string, at: number, error: string): Promise<void>;
-  /** Temp files still needed by pending messages (everything else in tmp/ may go). */
+  /** The media references (`payload.file`) pending messages still need; every other accepted media may go. */
   pendingFiles(): Promise<string[]>;
   listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }>;
 
@@ -515,6 +519,42 @@ export interface Store extends AccountsStore, GatewayServersStore, MessagesStore
 }
 
 /**
+ * Where the bytes of accepted base64 media live from the accept until the
+ * send ends (core/accepted-media.ts holds the rules): this node's tmp/
+ * directory beside SQLite (src/store/local-media.ts), chunks in the
+ * database on PostgreSQL, where any node may send a queued message
+ * (src/store/pg/pg-media.ts). Uploads are first staged in tmp/ (decoded and
+ * sniffed there); a reference names the bytes in a message row.
+ */
+export interface AcceptedMedia {
+  /**
+   * Makes a staged upload readable by whichever node sends its message and
+   * returns the reference for the row. Resolves once the bytes are durable;
+   * the staged file is the adapter's from the call on (kept or moved).
+   */
+  keep(msgId: string, stagedPath: string, now: number): Promise<string>;
+  /**
+   * The bytes of `ref` as a local file for a gateway, until `release`. When
+   * they are gone the path names no file, as a lost temp file would.
+   */
+  open(ref: string): Promise<LocalMediaFile>;
+  /** Removes the bytes of `ref` (or a staged file); nothing when already gone. */
+  remove(ref: string): Promise<void>;
+  /**
+   * Removes everything no reference in `keep` names, except, where other
+   * nodes write, what was kept at or after `before` (an accept may be in
+   * flight there: its bytes are kept before its row commits). Returns how many.
+   */
+  sweep(keep: Iterable<string>, before: number): Promise<number>;
+}
+
+export interface LocalMediaFile {
+  path: string;
+  /** Drops the local copy, if one was made for the send. */
+  release(): Promise<void>;
+}
+
+/**
  * Fixed-window counters: the "shared memory" of the spec. In memory for one
  * node (src/core/counters-memory.ts); Redis when several nodes share the load
  * (src/counters). Every adapter passes test/contract/counters.test.ts.
@@ -551,7 +591,7 @@ export interface OutboundMessage {
   destinatario: string;
   texto?: string;
   url?: string;
-  /** Temp file with the decoded bytes (base64 sends). */
+  /** Local file with the decoded bytes (base64 sends), readable for the whole call. */
   filePath?: string;
   mime?: string;
   filename?: string;

@@ -1,3 +1,4 @@
+import { withLocalMedia } from './accepted-media.js';
 import { slotClaim } from './caps.js';
 import type { Core } from './context.js';
 import { sendingWindow } from './hours.js';
@@ -6,12 +7,7 @@ import { KeyedRunner } from './keyed-runner.js';
 import { stream } from './leases.js';
 import type { NodePresence } from './node-presence.js';
 import { outbound } from './outbound.js';
-import { GatewayFailure, type MensajePayload, type MensajeRow } from './ports.js';
-
-/** What the worker needs of the temp-file store: to drop a file once its send has ended. */
-export interface FileRemover {
-  remove(path: string): Promise<void>;
-}
+import { GatewayFailure, type AcceptedMedia, type MensajePayload, type MensajeRow } from './ports.js';
 
 /** The longest a line waits before its state (hours, caps, estado, TTL) is checked again. */
 const HOLD_MAX_MS = 1000;
@@ -56,7 +52,7 @@ export class QueueWorker {
 
   constructor(
     private readonly core: Core,
-    private readonly files: FileRemover,
+    private readonly files: Pick<AcceptedMedia, 'open' | 'remove'>,
     private readonly node: NodePresence,
     private readonly opts: { pollMs: number; onError: (err: unknown) => void } = { pollMs: 500, onError: () => {} },
   ) {
@@ -169,7 +165,7 @@ export class QueueWorker {
     }
     const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;
     try {
-      const { gatewayMsgId } = await core.gateway.send(instancia, outbound(m.msg_id, m.tipo, m.destinatario, payload));
+      const { gatewayMsgId } = await withLocalMedia(this.files, payload, (p) => core.gateway.send(instancia, outbound(m.msg_id, m.tipo, m.destinatario, p)));
       const after = await core.store.markSent(m.msg_id, gatewayMsgId, core.clock.now());
       if (after) publishMessageStatus(core, after, 'pendiente');
       await this.dropFile(m);

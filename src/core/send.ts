@@ -10,7 +10,7 @@ export type { MediaTipo };
 import { publishMessageStatus } from './message-events.js';
 import { outbound } from './outbound.js';
 import { countryOf, normalizeNumero } from './phone.js';
-import { GatewayFailure, type CelularRow, type MensajePayload, type Tipo } from './ports.js';
+import { GatewayFailure, type AcceptedMedia, type CelularRow, type MensajePayload, type Tipo } from './ports.js';
 
 /**
  * One send, from a request to a committed message (DESIGN §5): who sends,
@@ -35,10 +35,10 @@ export interface SendRequest {
 }
 
 /**
- * A decoded base64 file in `TempFiles` at the message's path: the message
- * takes the id its file was written under. send() owns it from the call on:
- * it removes it on any refusal and after a direct send; a queued message
- * keeps it until the worker is done.
+ * A decoded base64 file staged in `TempFiles` at the message's path: the
+ * message takes the id its file was written under. send() owns it from the
+ * call on: it removes it on any refusal and after a direct send; a queued
+ * message has it kept (AcceptedMedia) until the worker is done.
  */
 export interface MediaFile {
   msgId: string;
@@ -59,7 +59,10 @@ export interface SendResult {
 }
 
 export interface SendDeps {
+  /** Where uploads are staged, on this node's disk. */
   tmp: TempFiles;
+  /** Where a queued message's bytes are kept until its send ends. */
+  media: AcceptedMedia;
   /** Wakes the queue worker when a message is queued on a line. */
   queued(celularId: number): void;
   /** Direct sends this process has in flight, which the recovery of stranded ones leaves alone. */
@@ -74,17 +77,19 @@ async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | u
 
 export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest): Promise<SendResult> {
   if (!req.file) return sendChecked(core, deps, p, req);
+  // The bytes' reference: the staged file, until a queued message has them kept.
+  const bytes = { ref: req.file.path };
   let r: SendResult | undefined;
   try {
-    r = await sendChecked(core, deps, p, req);
+    r = await sendChecked(core, deps, p, req, bytes);
     return r;
   } finally {
-    // Refused (no result) or sent directly: the file is done. A queued one is the worker's now.
-    if (!r || r.modo === 'directo') await deps.tmp.remove(req.file.path);
+    // Refused (no result) or sent directly: the bytes are done. A queued message's are the worker's now.
+    if (!r || r.modo === 'directo') await deps.media.remove(bytes.ref);
   }
 }
 
-async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest): Promise<SendResult> {
+async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, bytes = { ref: '' }): Promise<SendResult> {
   const celular = await sendingLine(core, p, req.celular_id);
   if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
   if (celular.estado !== 'activo') fail('CELULAR_NOT_ACTIVE', `celular ${celular.id} is ${celular.estado}; it must be activo (linked) to send`);
@@ -133,6 +138,8 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   const msgId = req.file?.msgId ?? newMsgId();
   let accepted = false;
   try {
+    // Queued, any node may send it: its bytes are durable where every node reads them before its row commits.
+    if (req.file && !req.directo) bytes.ref = payload.file = await deps.media.keep(msgId, req.file.path, now);
     const res = await core.store.acceptMensaje(
       {
         msg_id: msgId,

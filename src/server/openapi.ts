@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { buildApp } from './app.js';
 import { TempFiles } from '../core/media.js';
 import { NodePresence } from '../core/node-presence.js';
+import { LocalMedia } from '../store/local-media.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { QUEUE_DEFAULTS } from '../core/context.js';
 
@@ -30,9 +31,10 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     random: Math.random,
   };
   // Handlers never run here; sends are only described.
+  const tmp = new TempFiles(join(tmpdir(), 'pasarela-openapi'));
   const app = await buildApp({
     core,
-    send: { tmp: new TempFiles(join(tmpdir(), 'pasarela-openapi')), queued: () => {}, inFlight: new Set() },
+    send: { tmp, media: new LocalMedia(tmp), queued: () => {}, inFlight: new Set() },
     webhooks: new WebhookDispatcher(core, new NodePresence(store, clock, { sendMs: 1, onError: () => {} }), { retryBaseMs: 1, timeoutMs: 1, concurrency: 1, clientConcurrency: 1, pollMs: 1, userAgent: '', onError: () => {} }),
   });
   await app.ready();

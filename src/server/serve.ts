@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import { QUEUE_DEFAULTS, systemTz, type Core, type QueueConfig } from '../core/context.js';
 import { MemoryCounters } from '../core/counters-memory.js';
-import type { Counters, Store } from '../core/ports.js';
+import type { AcceptedMedia, Counters, Store } from '../core/ports.js';
 import { FailoverCounters } from '../counters/failover.js';
 import { DEFAULT_PREFIX, RedisCounters, redactUrl } from '../counters/redis.js';
 import { EventBus } from '../core/events.js';
@@ -15,11 +15,13 @@ import { registerDefaultServer } from '../core/gateway-servers.js';
 import { LineHealth } from '../core/line-health.js';
 import { ADMIN_TOKEN_FILE, DB_FILE, GATEWAY_SECRET_FILE } from '../paths.js';
 import { SqliteStore } from '../store/sqlite.js';
+import { LocalMedia } from '../store/local-media.js';
 import { DataDirLock } from '../store/dir-lock.js';
 import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
 import { REQUEST_LIMITS, SERVE_DEFAULTS, type RequestLimits } from './defaults.js';
 import { TempFiles } from '../core/media.js';
+import { sweepAcceptedMedia } from '../core/accepted-media.js';
 import { QueueWorker } from '../core/queue-worker.js';
 import { DirectRecovery } from '../core/direct-recovery.js';
 import { NodePresence } from '../core/node-presence.js';
@@ -132,17 +134,21 @@ function keepSecret(dataDir: string, fileName: string, secret: string): string {
 /**
  * The store `--store` names: the data directory's SQLite file (the default),
  * served by this process alone, or a PostgreSQL database (`postgres://...`)
- * that any number of nodes serve together.
+ * that any number of nodes serve together; and where accepted media is kept
+ * with it: in `tmp` beside SQLite, in the database on PostgreSQL (any node
+ * may send a queued message).
  */
 async function openStore(
   opts: ServeOptions,
+  tmp: TempFiles,
   onCheckpointError: (message: string) => void,
-): Promise<{ store: Store; source: string; schemaVersion: number; shared: boolean; close(): Promise<void> }> {
+): Promise<{ store: Store; media: AcceptedMedia; source: string; schemaVersion: number; shared: boolean; close(): Promise<void> }> {
   if (opts.store && /^postgres(ql)?:\/\//.test(opts.store)) {
     const { PgStore } = await import('../store/pg/pg-store.js');
+    const { PgMedia } = await import('../store/pg/pg-media.js');
     const pg = await PgStore.open(opts.store);
     try {
-      return { store: pg, source: pg.name, schemaVersion: await pg.schemaVersion(), shared: true, close: () => pg.close() };
+      return { store: pg, media: new PgMedia(pg.db, tmp), source: pg.name, schemaVersion: await pg.schemaVersion(), shared: true, close: () => pg.close() };
     } catch (err) {
       await pg.close();
       throw err;
@@ -150,7 +156,7 @@ async function openStore(
   }
   const file = join(opts.dataDir, DB_FILE);
   const sqlite = new SqliteStore(file, { background: { checkpointMs: CHECKPOINT_MS, onError: onCheckpointError } });
-  return { store: sqlite, source: file, schemaVersion: sqlite.schemaVersion(), shared: false, close: () => sqlite.close() };
+  return { store: sqlite, media: new LocalMedia(tmp), source: file, schemaVersion: sqlite.schemaVersion(), shared: false, close: () => sqlite.close() };
 }
 
 /** How often the WAL is copied back into the database, off the request thread. */
@@ -174,8 +180,9 @@ export async function startServer(opts: ServeOptions): Promise<RunningServer> {
 async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: string; source: string }, lock: DataDirLock): Promise<RunningServer> {
   let admin = ownAdmin;
   const app0: { log?: { error(o: unknown, m: string): void; warn(o: unknown, m: string): void; info(o: unknown, m: string): void } } = {};
-  const opened = await openStore(opts, (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed'));
-  const { store } = opened;
+  const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
+  const opened = await openStore(opts, tmp, (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed'));
+  const { store, media } = opened;
   let core: Core | undefined;
   let redis: FailoverCounters | undefined;
   try {
@@ -205,7 +212,6 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       http.callbackUrl = shared.callbackUrl;
       tz = shared.tz;
     }
-    const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
     const gateway = await createGateway(opts.gateway, store, clock, {
       sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
       http,
@@ -249,8 +255,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       },
       random: opts.random ?? Math.random,
     };
-    // Base64 files of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
-    const swept = await tmp.sweep(await store.pendingFiles());
+    // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
+    const swept = await sweepAcceptedMedia(store, media, clock.now());
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();
     let app0log: ((err: unknown) => void) | undefined;
@@ -275,7 +281,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       core,
       logger,
       trustProxy: opts.trustProxy,
-      send: { tmp, queued: (celularId) => worker?.queued(celularId), inFlight },
+      send: { tmp, media, queued: (celularId) => worker?.queued(celularId), inFlight },
       webhooks,
       health,
       limits: { ...REQUEST_LIMITS, ...opts.limits },
@@ -283,16 +289,16 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
     if (redis?.unreachable) app.log.warn({ counters: countersSource, err: redis.unreachable }, "Redis counters unreachable at start: counting in this node's memory until Redis answers");
-    if (swept > 0) app.log.info({ swept }, 'removed temp files of ended sends');
+    if (swept > 0) app.log.info({ swept }, 'removed the media of ended sends');
     if (servers?.adoptadas) app.log.info({ lineas: servers.adoptadas, servidor: servers.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
-    worker = new QueueWorker(core, tmp, node, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
+    worker = new QueueWorker(core, media, node, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();
     webhooks.start();
     // Served alone (SQLite), nothing of this store is in flight before this process starts: every claim is stale.
     if (!opened.shared) await store.releaseLeases();
     worker.start();
-    const recovery = new DirectRecovery(core, { files: tmp, inFlight }, {
+    const recovery = new DirectRecovery(core, { files: media, inFlight }, {
       intervalMs: opts.directRecoveryMs ?? 60_000,
       onError: (err) => app.log.error({ err }, 'recovery of stranded direct sends failed'),
       onResolved: (c) => app.log.warn(c, 'direct sends left pending by a crash were resolved'),

@@ -290,6 +290,24 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE INDEX leases_nodo ON leases(nodo) WHERE nodo IS NOT NULL;
     `,
   },
+  {
+    version: 4,
+    name: 'the bytes of queued base64 media (no SQLite counterpart: there they stay in tmp/)',
+    sql: `
+      -- Any node may send a queued message, so its media's bytes live here, in chunks (pg-media.ts):
+      -- no statement carries a whole file. creado_at lets a start-up sweep spare an accept still
+      -- in flight on another node (its bytes are kept before its row commits).
+      CREATE TABLE medios (
+        msg_id TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        data BYTEA NOT NULL,
+        creado_at BIGINT NOT NULL,
+        PRIMARY KEY (msg_id, n)
+      );
+      -- Media comes compressed (JPEG, MP4, PDF, zipped documents): out of line, without a pglz attempt.
+      ALTER TABLE medios ALTER COLUMN data SET STORAGE EXTERNAL;
+    `,
+  },
 ];
 
 /**
