@@ -91,17 +91,50 @@ export class QueueWorker {
   private async look(): Promise<number> {
     let wait = this.opts.pollMs;
     const now = this.core.clock.now();
+    const due: MensajeRow[] = [];
     for (const head of await this.core.store.queueHeads()) {
       if (this.runner.isBusy(head.celular_id)) continue;
       const held = this.notBefore.get(head.celular_id);
-      const due = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
-      if (due > now && !(held && performance.now() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
-        wait = Math.min(wait, due - now);
+      const at = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
+      if (at > now && !(held && performance.now() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
+        wait = Math.min(wait, at - now);
         continue;
       }
-      this.runner.run(head.celular_id, () => this.process(head));
+      due.push(head);
     }
+    if (due.length === 0) return wait;
+    // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
+    if (!this.node.fresh()) return Math.min(wait, HOLD_MAX_MS);
+    // One take for every due line: with several nodes, a line another node holds costs nothing more.
+    const answers = await this.node.take(due.map((h) => stream.cola(h.celular_id)));
+    answers.forEach((a, i) => {
+      const head = due[i]!;
+      if (a.taken) return this.runner.run(head.celular_id, () => this.processHeld(head));
+      // Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon.
+      this.notBefore.set(head.celular_id, a.restMs > 0 ? { until: now + a.restMs, recheck: Number.POSITIVE_INFINITY } : { until: now + HOLD_MAX_MS, recheck: performance.now() + HOLD_MAX_MS });
+      wait = Math.min(wait, a.restMs || HOLD_MAX_MS);
+    });
     return wait;
+  }
+
+  /** Works the line's head under its lease, then gives the lease back with the line's rest. */
+  private async processHeld(m: MensajeRow): Promise<void> {
+    try {
+      await this.process(m);
+    } finally {
+      await this.node.give(stream.cola(m.celular_id), this.restOf(m.celular_id));
+    }
+  }
+
+  /**
+   * What other nodes must wait before taking the line: its gap or rate-limit
+   * pause, whole. A hold on the line's state (hours, caps, estado) is no rest:
+   * every node keeps its own and looks again within a second, so an edit
+   * takes effect at once whichever node sees it first.
+   */
+  private restOf(celularId: number): number {
+    const h = this.notBefore.get(celularId);
+    return h && h.recheck === Number.POSITIVE_INFINITY ? Math.max(0, h.until - this.core.clock.now()) : 0;
   }
 
   private gap(): number {
@@ -132,26 +165,10 @@ export class QueueWorker {
     if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia) return void hold(5_000);
     const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
     if (!window.open) return void hold(window.opensInMs);
-    // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
-    if (!this.node.fresh()) return void hold(HOLD_MAX_MS);
-    const line = stream.cola(m.celular_id);
-    const lease = await this.node.takeOne(line);
-    if (!lease.taken) {
-      // Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon.
-      if (lease.restMs > 0) this.notBefore.set(m.celular_id, { until: now + lease.restMs, recheck: Number.POSITIVE_INFINITY });
-      else hold(HOLD_MAX_MS);
-      return;
-    }
-    let rest = 0;
-    try {
-      if (await this.attempt(m, celular.gateway_instancia, slotClaim(celular, now, core.config.queue.leaseMs), hold)) {
-        // The human-like pause is never cut short (nor is a rate-limit pause).
-        const pause = core.clock.now() + this.gap();
-        if ((this.notBefore.get(m.celular_id)?.until ?? 0) < pause) this.notBefore.set(m.celular_id, { until: pause, recheck: Number.POSITIVE_INFINITY });
-        rest = this.notBefore.get(m.celular_id)!.until - core.clock.now();
-      }
-    } finally {
-      await this.node.give(line, rest);
+    if (await this.attempt(m, celular.gateway_instancia, slotClaim(celular, now, core.config.queue.leaseMs), hold)) {
+      // The human-like pause is never cut short (nor is a rate-limit pause).
+      const pause = core.clock.now() + this.gap();
+      if ((this.notBefore.get(m.celular_id)?.until ?? 0) < pause) this.notBefore.set(m.celular_id, { until: pause, recheck: Number.POSITIVE_INFINITY });
     }
   }
 
