@@ -18,10 +18,11 @@ const NODE_LOCK = 0x7061_0010;
 export class PgNodeLock {
   private constructor(private readonly client: pg.PoolClient) {}
 
-  static async acquire(db: Db): Promise<PgNodeLock> {
+  /** `role` names the holder to whoever is refused: `serve`, or `migrate` while it loads the store. */
+  static async acquire(db: Db, role = 'serve'): Promise<PgNodeLock> {
     const client = await db.pool.connect();
     try {
-      const me = `pasarela serve pid ${process.pid} on ${hostname()}, since ${new Date().toISOString()}`;
+      const me = `pasarela ${role} pid ${process.pid} on ${hostname()}, since ${new Date().toISOString()}`;
       await client.query('SELECT set_config($1, $2, false)', ['application_name', me.slice(0, 63)]);
       const got = await client.query('SELECT pg_try_advisory_lock($1, hashtext(current_schema())) AS ok', [NODE_LOCK]);
       if (got.rows[0]?.ok !== true) {
@@ -30,9 +31,8 @@ export class PgNodeLock {
            WHERE l.locktype = 'advisory' AND l.classid = $1 AND l.objid::bigint = (hashtext(current_schema())::bigint & 4294967295) AND l.granted LIMIT 1`,
           [NODE_LOCK],
         );
-        throw new DataDirInUse(
-          `the PostgreSQL store ${db.name} is already served by another pasarela serve (${String(holder.rows[0]?.who ?? 'holder unknown')}); one node per store until several nodes are supported`,
-        );
+        const who = String(holder.rows[0]?.who ?? 'holder unknown');
+        throw new DataDirInUse(`the PostgreSQL store ${db.name} is already served by another pasarela serve (${who}); one node per store until several nodes are supported`, who);
       }
       return new PgNodeLock(client);
     } catch (err) {
