@@ -252,6 +252,10 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
         await view.close();
       }
       expect(existsSync(inst.mediaFile)).toBe(true);
+      // A store being served is never copied over.
+      const busy = await cli.run(['migrate', '--from', `sqlite:${inst.dataDir}`, '--to', url, '--replace']);
+      expect(busy.exitCode).toBe(1);
+      expect(busy.stderr).toMatch(new RegExp(`^error: postgres://postgres@\\S+ is in use by pasarela serve pid ${served.child.pid} on .*: stop it first\n$`));
     } finally {
       await stop(served);
     }
