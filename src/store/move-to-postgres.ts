@@ -47,7 +47,7 @@ export interface MoveReport {
   seconds: number;
 }
 
-export type Refusal = 'source' | 'target' | 'unreachable' | 'mismatch';
+export type Refusal = 'source' | 'target' | 'connect' | 'mismatch';
 
 /** Why nothing was moved, in words for the operator; `detail` is the check that failed, if one did. */
 export class MoveRefused extends Error {
@@ -75,7 +75,7 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
       await db.pool.query('SELECT 1');
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      throw new MoveRefused(`cannot reach PostgreSQL at ${db.name}: ${e.message || e.code || String(err)}`, 'unreachable');
+      throw new MoveRefused(`cannot connect to PostgreSQL at ${db.name}: ${e.message || e.code || String(err)}`, 'connect');
     }
     await migrate(db);
     const pgVersion = (await db.one<{ v: number }>('SELECT MAX(version) AS v FROM schema_migrations'))!.v;
@@ -91,7 +91,6 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
     try {
       if (!o.replace) await refuseOccupied(db, () => occupied(db));
       const serving = runningServe(source.dataDir);
-      if (serving) say(`a pasarela serve is running on ${source.dataDir} (${serving}): what it writes after the snapshot stays behind`);
       const snap = await snapshotOf(source);
       say(`snapshot of ${source.file} taken (schema ${snap.sourceVersion})`);
       try {
@@ -110,7 +109,8 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
           return { recounted, check };
         });
         // Planner statistics now rather than whenever autovacuum comes by: the first history pages are read at once.
-        await db.query(`ANALYZE ${[...COPIED, ...DERIVED].join(', ')}`);
+        // Only that: the copy is committed, so a failure here must not make it look failed.
+        await db.query(`ANALYZE ${[...COPIED, ...DERIVED].join(', ')}`).catch(() => undefined);
         return {
           ok: true,
           from: source.file,

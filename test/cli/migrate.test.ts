@@ -291,7 +291,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     }
   });
 
-  it('copies from a running serve (a snapshot, the source untouched) and from an older schema', async () => {
+  it('copies from a running serve (a snapshot, the source untouched) and from an older schema, queue counts taken from the rows', async () => {
     const inst = await install();
     const running = await startServeChild(inst.dataDir, []);
     try {
@@ -313,11 +313,23 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
       db.prepare('INSERT INTO schema_migrations VALUES (?, ?, 0)').run(m.version, m.name);
     }
     db.prepare("INSERT INTO clientes (nombre, email, estado, plan, saldo_global, key_hash, created_at, updated_at) VALUES ('V', 'v@x', 'activo', 'medido', 0, 'h', 1, 1)").run();
+    // A queue count that drifted from the rows it counts: PostgreSQL's comes from the rows.
+    db.prepare(
+      `INSERT INTO celulares (cliente_id, numero, estado, max_envios_por_minuto, max_envios_por_hora, hora_inicio_permitido, hora_fin_permitido, key_hash, created_at, updated_at, pendientes)
+       VALUES (1, '5215500000001', 'activo', 12, 500, '00:00', '23:59', 'k', 1, 1, 3)`,
+    ).run();
     db.close();
-    const { url } = await target();
+    const { schema, url } = await target();
     const r = await cli.run(['migrate', '--from', `sqlite:${old}`, '--to', url, '--json']);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ sqlite_schema: { source: 10, copied: 11 }, tables: expect.arrayContaining([{ table: 'clientes', sqlite: 1, postgres: 1 }]) });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      sqlite_schema: { source: 10, copied: 11 },
+      tables: expect.arrayContaining([{ table: 'clientes', sqlite: 1, postgres: 1 }]),
+      recounted: { pendientes_corregidos: 1 },
+    });
+    const pg = await openPg(schema);
+    expect(await pg.db.one('SELECT pendientes FROM celulares WHERE id = 1')).toEqual({ pendientes: 0 });
+    await pg.close();
     const after = new Database(old, { readonly: true });
     expect(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 10 });
     after.close();
@@ -336,7 +348,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     const inst = await install();
     const down = await cli.run(['migrate', '--from', `sqlite:${inst.dataDir}`, '--to', 'postgres://postgres:s3cret@127.0.0.1:1/test']);
     expect(down.exitCode).toBe(8);
-    expect(down.stderr).toBe('error: cannot reach PostgreSQL at postgres://postgres@127.0.0.1:1/test: connect ECONNREFUSED 127.0.0.1:1\n');
+    expect(down.stderr).toBe('error: cannot connect to PostgreSQL at postgres://postgres@127.0.0.1:1/test: connect ECONNREFUSED 127.0.0.1:1\n');
 
     const usage = await cli.run(['migrate', '--from', `sqlite:${inst.dataDir}`, '--to', 'mysql://root:s3cret@127.0.0.1/x']);
     expect(usage.exitCode).toBe(2);

@@ -72,7 +72,7 @@ export function registerMigrate(program: Command, ctxOf: CtxOf): void {
       } catch (err) {
         if (!(err instanceof MoveRefused)) throw err;
         const body = { ok: false, error: err.message, refused: err.kind, ...(err.detail ? { check: err.detail } : {}) };
-        throw new CliError(err.message, err.kind === 'unreachable' ? EXIT.UNREACHABLE : EXIT.ERROR, body);
+        throw new CliError(err.message, err.kind === 'connect' ? EXIT.UNREACHABLE : EXIT.ERROR, body);
       }
       emit(ctx, report, () => printReport(ctx, report));
     });
