@@ -4,8 +4,9 @@
 _pasarela() {
   local cur="${COMP_WORDS[COMP_CWORD]}" path="_" w i next
   local -A subs=(
-    ['_']='serve login config info saldo celular send admin sim historial webhook completion'
+    ['_']='serve migrate login config info saldo celular send admin sim historial webhook completion'
     ['_ serve']=''
+    ['_ migrate']=''
     ['_ login']=''
     ['_ config']='list get set unset use path'
     ['_ config list']=''
@@ -71,6 +72,7 @@ _pasarela() {
   local -A opts=(
     ['_']='-V --version --url --key --profile --json --no-color --help'
     ['_ serve']='--host --port --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --log-level --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --webhook-retry-ms --sim-qr-ms --sim-delivery-ms --sim-read-ms --help'
+    ['_ migrate']='--from --to --replace --help'
     ['_ login']='--with-key --help'
     ['_ config']='--help'
     ['_ config list']='--help'

@@ -2,6 +2,7 @@
 # Install: pasarela completion fish > ~/.config/fish/completions/pasarela.fish
 complete -c pasarela -f
 complete -c pasarela -n '__fish_use_subcommand' -a 'serve' -d 'run the gateway service (HTTP API, gateway adapter, embedded SQLite)'
+complete -c pasarela -n '__fish_use_subcommand' -a 'migrate' -d 'copy an SQLite installation into an empty PostgreSQL store, checked before it commits'
 complete -c pasarela -n '__fish_use_subcommand' -a 'login' -d 'save a server URL and API key in a profile, after checking them'
 complete -c pasarela -n '__fish_use_subcommand' -a 'config' -d 'saved profiles: server URL, key, operator token, data directory'
 complete -c pasarela -n '__fish_use_subcommand' -a 'info' -d 'client account: plan, state, lines, consumption'
@@ -55,6 +56,9 @@ complete -c pasarela -n '__fish_seen_subcommand_from serve' -l webhook-retry-ms 
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l sim-qr-ms -r -d 'simulator: how often a pending QR changes'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l sim-delivery-ms -r -d 'simulator: delay of delivery receipts'
 complete -c pasarela -n '__fish_seen_subcommand_from serve' -l sim-read-ms -r -d 'simulator: delay of read receipts'
+complete -c pasarela -n '__fish_seen_subcommand_from migrate' -l from -r -d 'the source: sqlite:DATA_DIR or sqlite:FILE.db (sqlite alone: the default data directory)'
+complete -c pasarela -n '__fish_seen_subcommand_from migrate' -l to -r -d 'the target: postgres://USER[:PASSWORD]@HOST:PORT/DB, empty of pasarela data'
+complete -c pasarela -n '__fish_seen_subcommand_from migrate' -l replace -d 'delete the pasarela data the target holds, in the same transaction as the copy (a second, final run)'
 complete -c pasarela -n '__fish_seen_subcommand_from login' -l with-key -d 'read the key from standard input'
 complete -c pasarela -n '__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from list get set unset use path' -a 'list' -d 'every profile and its settings (secrets masked)'
 complete -c pasarela -n '__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from list get set unset use path' -a 'get' -d 'one setting of the profile (url, key, admin_token, data_dir); secrets masked'

@@ -7,6 +7,7 @@ import { registerCompletion } from './commands/completion.js';
 import { registerConfig } from './commands/config.js';
 import { registerHistorial } from './commands/historial.js';
 import { registerLogin } from './commands/login.js';
+import { registerMigrate } from './commands/migrate.js';
 import { registerSend } from './commands/send.js';
 import { registerServe } from './commands/serve.js';
 import { registerSim } from './commands/sim.js';
@@ -39,6 +40,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
   };
 
   registerServe(program, io, env);
+  registerMigrate(program, ctxOf);
   registerLogin(program, ctxOf);
   registerConfig(program, ctxOf);
   registerAccount(program, ctxOf);

@@ -27,3 +27,25 @@ export function idArg(value: string, name = 'id'): number {
     throw usage(`${name} "${value}": ${(err as Error).message}; expected a positive integer`);
   }
 }
+
+/** A URL of one of `protocols` with a host. A refusal never echoes the URL's password. */
+export function serviceUrl(flag: string, v: string, protocols: RegExp, expected: string): string {
+  const t = v.trim();
+  let u: URL | undefined;
+  try {
+    u = new URL(t);
+  } catch {
+    u = undefined;
+  }
+  if (!u || !protocols.test(u.protocol) || !u.hostname) {
+    throw usage(`${flag}: "${t.replace(/\/\/[^@/]*@/, '//***@')}" is not ${expected}`);
+  }
+  return t;
+}
+
+/** A flag that is either a plain word (the built-in default) or such a URL: --counters memory|redis://..., --store sqlite|postgres://... */
+export function wordOrUrl(flag: string, v: string, word: string, protocols: RegExp, example: string): string {
+  const t = v.trim();
+  if (t === '' || t.toLowerCase() === word) return word;
+  return serviceUrl(flag, t, protocols, `"${word}" nor ${example}`);
+}

@@ -29,7 +29,7 @@ export class NodePresence {
     private readonly clock: Clock,
     opts: { sendMs: number; onError: (err: unknown) => void },
   ) {
-    this.info = { id: randomUUID(), label: `${hostname()} pid ${process.pid}`, staleMs: opts.sendMs + TAKEOVER_MARGIN_MS };
+    this.info = { id: randomUUID(), label: `pasarela serve pid ${process.pid} on ${hostname()}`, staleMs: opts.sendMs + TAKEOVER_MARGIN_MS };
     this.onError = opts.onError;
   }
 

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -19,6 +19,13 @@ export const HOLDER_FILE = 'serve.pid';
 
 export class DataDirInUse extends Error {
   readonly code = 'EDATADIRINUSE';
+  constructor(
+    message: string,
+    /** Who holds it, as the refusal names it. */
+    readonly holder?: string,
+  ) {
+    super(message);
+  }
 }
 
 export class DataDirLock {
@@ -41,6 +48,23 @@ export class DataDirLock {
     const holderFile = join(dataDir, HOLDER_FILE);
     writeFileSync(holderFile, `${JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() })}\n`);
     return new DataDirLock(db, holderFile);
+  }
+
+  /** Who holds the lock now, or null when nobody does; takes it for an instant when free, writes nothing. */
+  static holder(dataDir: string): string | null {
+    const file = join(dataDir, LOCK_FILE);
+    if (!existsSync(file)) return null;
+    const db = new Database(file, { timeout: 0 });
+    try {
+      db.exec('BEGIN EXCLUSIVE');
+      db.exec('ROLLBACK');
+      return null;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+      return holderOf(dataDir);
+    } finally {
+      db.close();
+    }
   }
 
   release(): void {

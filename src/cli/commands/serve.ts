@@ -3,7 +3,7 @@ import { defaultDataDir } from '../../paths.js';
 import { REQUEST_LIMITS, SERVE_DEFAULTS } from '../../server/defaults.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { IO } from '../io.js';
-import { int } from '../parse.js';
+import { int, wordOrUrl } from '../parse.js';
 import { duration, msRange } from '../duration.js';
 import { isValidTz } from '../../core/hours.js';
 import { GATEWAYS } from '../../gateways/index.js';
@@ -14,26 +14,6 @@ function envFlag(env: NodeJS.ProcessEnv, name: string): boolean {
   if (v === undefined || v === '' || v === '0' || v === 'false' || v === 'no') return false;
   if (v === '1' || v === 'true' || v === 'yes') return true;
   throw new CliError(`${name}: "${env[name]}" is not 1/true/yes or 0/false/no`, EXIT.USAGE);
-}
-
-/**
- * A flag that is either a plain word (the built-in default) or a URL of one of
- * `protocols` with a host: --counters memory|redis://..., --store sqlite|postgres://...
- * A refusal never echoes the URL's password.
- */
-function wordOrUrl(flag: string, v: string, word: string, protocols: RegExp, example: string): string {
-  const t = v.trim();
-  if (t === '' || t.toLowerCase() === word) return word;
-  let u: URL | undefined;
-  try {
-    u = new URL(t);
-  } catch {
-    u = undefined;
-  }
-  if (!u || !protocols.test(u.protocol) || !u.hostname) {
-    throw new CliError(`${flag}: "${t.replace(/\/\/[^@/]*@/, '//***@')}" is not "${word}" nor ${example}`, EXIT.USAGE);
-  }
-  return t;
 }
 
 /** `pasarela serve`: the whole service in this process until SIGINT or SIGTERM. */

@@ -1,5 +1,5 @@
 import type { LeaseAnswer, NodeInfo, NodeRow } from '../../core/ports.js';
-import type { Db } from './pg-db.js';
+import type { Db, Queryable } from './pg-db.js';
 
 /**
  * Nodes and stream leases in PostgreSQL (the rule is core/leases.ts). Every
@@ -25,10 +25,11 @@ export async function nodeLeave(db: Db, nodeId: string): Promise<void> {
   });
 }
 
-export async function nodes(db: Db): Promise<NodeRow[]> {
-  return db.q<NodeRow>(
+export async function nodes(q: Queryable): Promise<NodeRow[]> {
+  const r = await q.query(
     `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive FROM nodos ORDER BY started_at, id`,
   );
+  return r.rows as unknown as NodeRow[];
 }
 
 /**

@@ -1,0 +1,108 @@
+import type Database from 'better-sqlite3';
+import type { Client } from './pg-db.js';
+import { COPIED } from './pg-import.js';
+
+/**
+ * What `pasarela migrate` checks before it commits, on both sides: rows per
+ * table, the sums of the balances and of the ledger, each balance against its
+ * own ledger rows, and the recounted history counts against the messages.
+ * Any difference the copy made is a mismatch and the transaction is rolled
+ * back; a balance that already disagreed with its ledger in SQLite is copied
+ * as it was and reported, not refused (the copy cannot mend the source).
+ */
+
+export interface TableCount {
+  table: string;
+  sqlite: number;
+  postgres: number;
+}
+
+export interface Sums {
+  saldo_global: number;
+  saldo_celulares: number;
+  movimientos: number;
+}
+
+/** A balance that is not the sum of its ledger rows (global: celular_id null). */
+export interface LedgerGap {
+  cliente_id: number;
+  celular_id: number | null;
+  saldo: number;
+  ledger: number;
+}
+
+export interface Check {
+  tables: TableCount[];
+  sums: { sqlite: Sums; postgres: Sums };
+  /** Balances compared with their ledger. */
+  balances: number;
+  /** Gaps SQLite already had, copied as they were. */
+  gapsInSource: LedgerGap[];
+  /** What the copy got wrong; empty when it is exact. */
+  mismatches: string[];
+}
+
+/** The same questions for either store: SQLite answers at once, PostgreSQL through the transaction. */
+type Ask = (sql: string) => Promise<Array<Record<string, number | null>>>;
+
+const SUMS = `SELECT
+  (SELECT COALESCE(SUM(saldo_global), 0) FROM clientes) AS saldo_global,
+  (SELECT COALESCE(SUM(saldo_actual), 0) FROM celulares) AS saldo_celulares,
+  (SELECT COALESCE(SUM(monto), 0) FROM movimientos_saldo) AS movimientos`;
+
+async function gaps(ask: Ask): Promise<{ balances: number; gaps: LedgerGap[] }> {
+  const global = new Map<number, number>();
+  const line = new Map<number, number>();
+  for (const r of await ask('SELECT cliente_id, celular_id, SUM(monto) AS s FROM movimientos_saldo GROUP BY cliente_id, celular_id')) {
+    if (r.celular_id === null) global.set(r.cliente_id!, r.s!);
+    else line.set(r.celular_id!, (line.get(r.celular_id!) ?? 0) + r.s!);
+  }
+  const out: LedgerGap[] = [];
+  const clientes = await ask('SELECT id, saldo_global AS saldo FROM clientes ORDER BY id');
+  for (const r of clientes) {
+    const ledger = global.get(r.id!) ?? 0;
+    if (ledger !== r.saldo) out.push({ cliente_id: r.id!, celular_id: null, saldo: r.saldo!, ledger });
+  }
+  const celulares = await ask('SELECT id, cliente_id, saldo_actual AS saldo FROM celulares ORDER BY id');
+  for (const r of celulares) {
+    const ledger = line.get(r.id!) ?? 0;
+    if (ledger !== r.saldo) out.push({ cliente_id: r.cliente_id!, celular_id: r.id!, saldo: r.saldo!, ledger });
+  }
+  return { balances: clientes.length + celulares.length, gaps: out };
+}
+
+export const gapName = (g: LedgerGap) => (g.celular_id === null ? `client ${g.cliente_id}'s global balance` : `celular ${g.celular_id}'s balance`);
+
+export async function checkCopy(c: Client, src: Database.Database): Promise<Check> {
+  const lite: Ask = async (sql) => src.prepare(sql).all() as Array<Record<string, number | null>>;
+  const pg: Ask = async (sql) => (await c.query(sql)).rows as Array<Record<string, number | null>>;
+  const mismatches: string[] = [];
+
+  const tables: TableCount[] = [];
+  for (const table of COPIED) {
+    const sql = `SELECT COUNT(*) AS n FROM ${table}`;
+    const t = { table, sqlite: (await lite(sql))[0]!.n!, postgres: (await pg(sql))[0]!.n! };
+    tables.push(t);
+    if (t.sqlite !== t.postgres) mismatches.push(`${table}: ${t.sqlite} rows in SQLite, ${t.postgres} in PostgreSQL`);
+  }
+
+  const sums = { sqlite: (await lite(SUMS))[0] as unknown as Sums, postgres: (await pg(SUMS))[0] as unknown as Sums };
+  for (const k of Object.keys(sums.sqlite) as Array<keyof Sums>) {
+    if (sums.sqlite[k] !== sums.postgres[k]) mismatches.push(`sum of ${k}: ${sums.sqlite[k]} in SQLite, ${sums.postgres[k]} in PostgreSQL`);
+  }
+
+  const before = await gaps(lite);
+  const after = await gaps(pg);
+  const known = new Set(before.gaps.map((g) => JSON.stringify(g)));
+  for (const g of after.gaps) {
+    if (!known.has(JSON.stringify(g))) mismatches.push(`${gapName(g)} is ${g.saldo} but its ledger sums ${g.ledger} in PostgreSQL, unlike in SQLite`);
+  }
+
+  const mensajes = tables.find((t) => t.table === 'mensajes')!.postgres;
+  for (const k of ['conteos_mensajes', 'conteos_cuartos']) {
+    const n = (await pg(`SELECT COALESCE(SUM(n), 0) AS n FROM ${k}`))[0]!.n!;
+    if (n !== mensajes) mismatches.push(`${k} counts ${n} messages, mensajes holds ${mensajes}`);
+  }
+
+  return { tables, sums, balances: after.balances, gapsInSource: before.gaps, mismatches };
+}

@@ -1,0 +1,179 @@
+import type Database from 'better-sqlite3';
+import type { Client, Queryable } from './pg-db.js';
+
+/**
+ * Loading an SQLite store's rows into an empty PostgreSQL store, inside the
+ * caller's transaction: every table in batches (memory stays bounded by a
+ * batch, whatever the history holds), ids kept as they are (keys embed them),
+ * the history counts filled by GROUP BY afterwards, and every identity
+ * sequence set past the highest id SQLite ever gave.
+ */
+
+/** The tables copied, parents first (celulares refers to clientes and gateway_servidores). */
+export const COPIED = [
+  'clientes', 'gateway_servidores', 'celulares', 'auditoria', 'movimientos_saldo', 'mensajes',
+  'webhooks', 'webhook_entregas', 'webhook_intentos', 'eventos', 'acuses_pendientes', 'entrantes_vistos', 'kv',
+] as const;
+
+/** Kept from mensajes by triggers on both stores: counted again from the rows, never copied. */
+export const DERIVED = ['conteos_mensajes', 'conteos_cuartos'] as const;
+
+/** Each store's own bookkeeping. */
+const OWN = new Set(['schema_migrations', 'sqlite_sequence']);
+
+/** The trigger that keeps the counts on every insert: one upsert per message, off while loading. */
+const COUNT_TRIGGER = 'conteos_insert';
+
+/** Rows per INSERT: one array parameter per column, so the statement is the same for every batch. */
+const BATCH = 5000;
+
+interface Column {
+  name: string;
+  /** The PostgreSQL type of the array parameter (int8, int4, text, bool). */
+  udt: string;
+  /** What is read from SQLite: the same column, or the rowid for PostgreSQL's arrival order. */
+  source: string;
+}
+
+/** Tables of the SQLite store this copy does not know: refused rather than silently left behind. */
+export function unknownTables(src: Database.Database): string[] {
+  const known = new Set<string>([...COPIED, ...DERIVED, ...OWN]);
+  return (src.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>)
+    .map((r) => r.name)
+    .filter((n) => !known.has(n));
+}
+
+/**
+ * Columns to copy, matched by name. PostgreSQL's `seq` of a table SQLite
+ * orders by rowid takes the rowid; a column only one side has, and that
+ * PostgreSQL cannot default, means the two schemas have drifted apart.
+ */
+async function columnsOf(c: Client, src: Database.Database, table: string): Promise<Column[]> {
+  const lite = new Set((src.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((r) => r.name));
+  const pg = (
+    await c.query(
+      `SELECT column_name AS name, udt_name AS udt, (column_default IS NOT NULL OR is_identity = 'YES') AS defaulted
+       FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`,
+      [table],
+    )
+  ).rows as Array<{ name: string; udt: string; defaulted: boolean }>;
+  const cols: Column[] = [];
+  for (const p of pg) {
+    if (lite.has(p.name)) cols.push({ name: p.name, udt: p.udt, source: p.name });
+    else if (p.name === 'seq') cols.push({ name: p.name, udt: p.udt, source: 'rowid' });
+    else if (!p.defaulted) throw new Error(`PostgreSQL's ${table}.${p.name} has no SQLite column to fill it`);
+  }
+  for (const name of lite) {
+    if (!pg.some((p) => p.name === name)) throw new Error(`SQLite's ${table}.${name} has no PostgreSQL column to go to`);
+  }
+  return cols;
+}
+
+/** SQLite keeps flags as 0/1; a BOOLEAN column (the webhook's activo) takes true/false. */
+function converter(udt: string): (v: unknown) => unknown {
+  return udt === 'bool' ? (v) => (v === null ? null : v !== 0) : (v) => v;
+}
+
+/** Copies one table in rowid order, a batch per statement; returns the rows copied. */
+export async function copyTable(c: Client, src: Database.Database, table: string): Promise<number> {
+  const cols = await columnsOf(c, src, table);
+  const read = src.prepare(`SELECT rowid, ${cols.map((k) => k.source).join(', ')} FROM ${table} WHERE rowid > ? ORDER BY rowid LIMIT ${BATCH}`).raw(true);
+  const insert = `INSERT INTO ${table} (${cols.map((k) => k.name).join(', ')})
+    SELECT * FROM unnest(${cols.map((k, i) => `$${i + 1}::${k.udt}[]`).join(', ')})`;
+  const convert = cols.map((k) => converter(k.udt));
+  let after = 0;
+  let copied = 0;
+  // One batch in flight while the next is read: PostgreSQL and this process work at the same time.
+  let inFlight: Promise<unknown> = Promise.resolve();
+  try {
+    for (;;) {
+      const batch = read.all(after) as unknown[][];
+      if (batch.length === 0) break;
+      const arrays = cols.map((_, i) => batch.map((r) => convert[i]!(r[i + 1])));
+      after = batch[batch.length - 1]![0] as number;
+      copied += batch.length;
+      await inFlight;
+      inFlight = c.query(insert, arrays);
+    }
+  } finally {
+    await inFlight;
+  }
+  return copied;
+}
+
+/** Loads every table with the per-row count trigger off; the counts are filled once the rows are in. */
+export async function loadAll(c: Client, src: Database.Database, onTable: (table: string, rows: number, ms: number) => void): Promise<void> {
+  await c.query(`ALTER TABLE mensajes DISABLE TRIGGER ${COUNT_TRIGGER}`);
+  for (const table of COPIED) {
+    const t0 = performance.now();
+    onTable(table, await copyTable(c, src, table), performance.now() - t0);
+  }
+  await c.query(`ALTER TABLE mensajes ENABLE TRIGGER ${COUNT_TRIGGER}`);
+}
+
+export interface Recount {
+  conteos_mensajes: number;
+  conteos_cuartos: number;
+  /** Lines whose queue count SQLite kept differently from their pending rows (expected 0). */
+  pendientes_corregidos: number;
+}
+
+/**
+ * The history counts with one GROUP BY each, as SQLite's migration 9 filled
+ * them; and each line's queue count from its pending queued rows, which is
+ * what the copied one must be anyway.
+ */
+export async function recount(c: Client): Promise<Recount> {
+  const m = await c.query(
+    `INSERT INTO conteos_mensajes (cliente_id, celular_id, estado, n)
+     SELECT cliente_id, celular_id, estado, COUNT(*) FROM mensajes GROUP BY cliente_id, celular_id, estado`,
+  );
+  const q = await c.query(
+    `INSERT INTO conteos_cuartos (cliente_id, cuarto, n)
+     SELECT cliente_id, created_at / 900000, COUNT(*) FROM mensajes GROUP BY cliente_id, created_at / 900000`,
+  );
+  const p = await c.query(
+    `WITH q AS (SELECT celular_id, COUNT(*) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' GROUP BY celular_id)
+     UPDATE celulares l SET pendientes = COALESCE(q.n, 0) FROM celulares x LEFT JOIN q ON q.celular_id = x.id
+     WHERE l.id = x.id AND l.pendientes <> COALESCE(q.n, 0)`,
+  );
+  return { conteos_mensajes: m.rowCount ?? 0, conteos_cuartos: q.rowCount ?? 0, pendientes_corregidos: p.rowCount ?? 0 };
+}
+
+/**
+ * Every identity sequence past the highest id in its table and past the
+ * highest SQLite ever gave (`sqlite_sequence`: AUTOINCREMENT never reuses a
+ * deleted line's id, so an old key can never name a new line here either).
+ */
+export async function advanceSequences(c: Client, src: Database.Database): Promise<void> {
+  const given = new Map(
+    (src.prepare('SELECT name, seq FROM sqlite_sequence').all() as Array<{ name: string; seq: number }>).map((r) => [r.name, r.seq]),
+  );
+  const identities = (
+    await c.query(
+      `SELECT table_name AS t, column_name AS col FROM information_schema.columns
+       WHERE table_schema = current_schema() AND is_identity = 'YES' AND table_name = ANY($1)`,
+      [[...COPIED]],
+    )
+  ).rows as Array<{ t: string; col: string }>;
+  for (const { t, col } of identities) {
+    const max = ((await c.query(`SELECT MAX(${col}) AS m FROM ${t}`)).rows[0] as { m: number | null }).m ?? 0;
+    const high = Math.max(max, given.get(t) ?? 0);
+    if (high > 0) await c.query('SELECT setval(pg_get_serial_sequence($1, $2), $3)', [t, col, high]);
+  }
+}
+
+/** Tables of the target that already hold rows: pasarela data the copy would mix with. */
+export async function occupied(c: Queryable): Promise<string[]> {
+  const full: string[] = [];
+  for (const t of [...COPIED, ...DERIVED]) {
+    if ((await c.query(`SELECT 1 FROM ${t} LIMIT 1`)).rowCount) full.push(t);
+  }
+  return full;
+}
+
+/** `--replace`: empties every pasarela table of the target, in the copy's transaction. */
+export async function emptyAll(c: Client): Promise<void> {
+  // The store's own leases and queued media bytes go with the rows they belonged to.
+  await c.query(`TRUNCATE ${[...COPIED, ...DERIVED, 'leases', 'medios'].join(', ')} RESTART IDENTITY`);
+}
