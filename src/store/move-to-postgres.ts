@@ -1,7 +1,7 @@
 import { locateSqlite, queuedMedia, runningServe, SourceError, takeSnapshot, type QueuedMedia } from './sqlite-snapshot.js';
 import { Db, LOCK, type Queryable } from './pg/pg-db.js';
 import { checkCopy, type LedgerGap, type Sums, type TableCount } from './pg/pg-import-check.js';
-import { advanceSequences, COPIED, DERIVED, emptyAll, loadAll, occupied, recount, unknownTables, type Recount } from './pg/pg-import.js';
+import { advanceSequences, COPIED, DERIVED, emptyAll, importQueuedMedia, loadAll, occupied, recount, unknownTables, type Recount } from './pg/pg-import.js';
 import { migrate, PG_MIGRATIONS } from './pg/pg-migrations.js';
 import { nodes } from './pg/pg-leases.js';
 
@@ -40,7 +40,8 @@ export interface MoveReport {
   balances_checked: number;
   /** Balances that already differed from their ledger in SQLite (copied as they were). */
   ledger_gaps_in_source: LedgerGap[];
-  queued_media: QueuedMedia;
+  /** Pending messages with media in local files; `copied`: queued ones whose bytes are now in the database, `missing`: queued ones whose file was not found. */
+  queued_media: QueuedMedia & { copied: number; missing: number };
   /** The `serve` that held the data directory while the snapshot was taken, if one did. */
   serve_running: string | null;
   seconds: number;
@@ -88,20 +89,21 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
     try {
       const unknown = unknownTables(snap.db);
       if (unknown.length > 0) throw new MoveRefused(`${source.file} has tables this pasarela does not know (${unknown.join(', ')}): migrate with the pasarela that wrote it`, 'source');
-      const { recounted, check } = await db.tx(async (c) => {
+      const { recounted, check, media } = await db.tx(async (c) => {
         // A serve starting meanwhile waits at its migrations (the same lock) until the copy commits or is rolled back.
         await c.query('SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))', [LOCK.migrations]);
         await refuseServed(c, db.name);
         if (o.replace) await emptyAll(c);
         else await refuseOccupied(db, () => occupied(c));
         await loadAll(c, snap.db, (table, rows, ms) => say(`${table}: ${rows} rows (${(ms / 1000).toFixed(1)} s)`));
+        const media = await importQueuedMedia(c, Date.now());
         const recounted = await recount(c);
         await advanceSequences(c, snap.db);
         const check = await checkCopy(c, snap.db);
         if (check.mismatches.length > 0) {
           throw new MoveRefused(`the copy does not match the source, nothing was committed:\n  ${check.mismatches.join('\n  ')}`, 'mismatch', check);
         }
-        return { recounted, check };
+        return { recounted, check, media };
       });
       // Planner statistics now rather than whenever autovacuum comes by: the first history pages are read at once.
       // Only that: the copy is committed, so a failure here must not make it look failed.
@@ -120,7 +122,7 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
         sums: check.sums.postgres,
         balances_checked: check.balances,
         ledger_gaps_in_source: check.gapsInSource,
-        queued_media: queuedMedia(snap.db),
+        queued_media: { ...queuedMedia(snap.db), ...media },
         serve_running: serving,
         seconds: Math.round((performance.now() - started) / 100) / 10,
       };

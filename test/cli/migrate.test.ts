@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
@@ -60,6 +60,7 @@ interface Installation {
   lineKey: string;
   deletedLine: number;
   mediaFile: string;
+  mediaId: string;
   now: number;
 }
 
@@ -142,7 +143,7 @@ async function install(): Promise<Installation> {
   await s.kvSet('sim', 'idem-1', { gid: 'x' }, now + 3_600_000);
   await s.kvSet('otro', 'clave', 'valor con "comillas"');
   await s.close();
-  return { dataDir, clienteA: a.id, clienteB: b.id, keyA: clientKey(a.id, secretA), lineas, lineKey: celularKey(lineas[1]!, lineSecret), deletedLine: gone.celular.id, mediaFile, now };
+  return { dataDir, clienteA: a.id, clienteB: b.id, keyA: clientKey(a.id, secretA), lineas, lineKey: celularKey(lineas[1]!, lineSecret), deletedLine: gone.celular.id, mediaFile, mediaId, now };
 }
 
 /** Every port read a running service makes of what was moved, on one store. */
@@ -191,7 +192,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     for (const t of ['clientes', 'celulares', 'gateway_servidores', 'auditoria', 'movimientos_saldo', 'webhooks', 'webhook_entregas', 'webhook_intentos', 'eventos', 'acuses_pendientes', 'entrantes_vistos', 'kv']) {
       expect(rows[t]![0], t).toBeGreaterThan(0);
     }
-    expect(report.queued_media).toEqual({ messages: 1, present: 1, dirs: [join(inst.dataDir, 'tmp')] });
+    expect(report.queued_media).toEqual({ messages: 1, present: 1, dirs: [join(inst.dataDir, 'tmp')], copied: 1, missing: 0 });
     expect(report.ledger_gaps_in_source).toEqual([]);
     expect(report.recounted.pendientes_corregidos).toBe(0);
 
@@ -201,7 +202,18 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
       const before = await portView(lite, inst);
       expect(before.heads.length).toBe(3);
       expect(before.entregas.some((e) => e.estado === 'pendiente' && e.intentos_detalle.length > 0)).toBe(true);
-      expect(await portView(pg, inst)).toEqual(before);
+      // The queued image's bytes moved into the database, where any node reads them; the payload names them there.
+      const moved = await pg.getMensaje(inst.mediaId);
+      expect(JSON.parse(moved!.payload!).file).toBe(`medios:${inst.mediaId}`);
+      const chunks = await pg.db.q<{ data: Buffer }>('SELECT data FROM medios WHERE msg_id = $1 ORDER BY n', [inst.mediaId]);
+      expect(Buffer.concat(chunks.map((c) => c.data))).toEqual(readFileSync(inst.mediaFile));
+      // Otherwise every port answers as SQLite did: the image's payload (wherever a view shows it) and its file aside.
+      const payloads = [(await lite.getMensaje(inst.mediaId))!.payload!, moved!.payload!].map((p) => JSON.stringify(p).slice(1, -1));
+      const asBefore = (v: Awaited<ReturnType<typeof portView>>) => ({
+        ...(JSON.parse(payloads.reduce((j, p) => j.replaceAll(p, 'the payload'), JSON.stringify(v))) as typeof v),
+        pendingFiles: v.pendingFiles.filter((f) => !f.endsWith(`${inst.mediaId}.bin`) && f !== `medios:${inst.mediaId}`),
+      });
+      expect(asBefore(await portView(pg, inst))).toEqual(asBefore(before));
       // New rows continue after the old ones: the deleted line's id is never given again, and history keeps counting.
       const next = await pg.insertCelular(celular(inst.clienteA, '5215500000010'), Date.now());
       expect(next.ok && next.celular.id).toBe(inst.deletedLine + 1);
@@ -229,10 +241,10 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     const replaced = await cli.run(['migrate', '--from', `sqlite:${join(inst.dataDir, 'pasarela.db')}`, '--to', url, '--replace'], { timeoutMs: 120_000 });
     expect(replaced.exitCode, replaced.stderr).toBe(0);
     expect(replaced.stdout).toMatch(/^mensajes\t361\t361$/m);
-    expect(replaced.stderr).toMatch(/warning: 1 pending message\(s\) keep their media bytes in local files \(1 present, under .*tmp\)/);
+    expect(replaced.stderr).toMatch(/warning: 1 queued message\(s\) had their media copied into the database; the first serve on the new store with --data-dir /);
     expect(replaced.stderr).toContain(`--data-dir ${inst.dataDir}`);
 
-    // `serve` on the new store, with the same data directory: the same history and balances, the queued file kept.
+    // `serve` on the new store, with the same data directory: the same history and balances; the old staged file is swept.
     const served = await startServeChild(inst.dataDir, ['--store', url]);
     try {
       const h = await api(served.url, 'GET', '/api/historial_listar.php?por_pagina=5&estado=leido', { key: inst.keyA });
@@ -252,7 +264,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
       } finally {
         await view.close();
       }
-      expect(existsSync(inst.mediaFile)).toBe(true);
+      expect(existsSync(inst.mediaFile)).toBe(false);
       // A store being served is never copied over.
       const busy = await cli.run(['migrate', '--from', `sqlite:${inst.dataDir}`, '--to', url, '--replace']);
       expect(busy.exitCode).toBe(1);

@@ -21,7 +21,7 @@ import { startReceiver, type Receiver } from '../server/webhook-helpers.js';
  * and every event reached the client's webhook.
  */
 const LINES = 18;
-const MESSAGES = 1800;
+const MESSAGES = 2400;
 const GAP_MIN = 30;
 const SALDO = 100_000;
 

@@ -18,11 +18,16 @@ function sqlitePath(v: string, env: NodeJS.ProcessEnv): string {
 function warnings(r: MoveReport): string[] {
   const out: string[] = [];
   const m = r.queued_media;
-  if (m.messages > 0) {
+  if (m.missing > 0) {
     out.push(
-      `${m.messages} pending message(s) keep their media bytes in local files (${m.present} present, under ${m.dirs.join(', ')}): ` +
-        'the rows name them by path, so only a serve on this machine started with that same --data-dir can send them. ' +
-        'Let the queue drain before the final copy, or keep that data directory.',
+      `${m.missing} queued message(s) name media files not found on this machine (under ${m.dirs.join(', ')}): ` +
+        'they will end in error when their turn comes. Run migrate where the data directory is, with its tmp/ in place.',
+    );
+  }
+  if (m.copied > 0) {
+    out.push(
+      `${m.copied} queued message(s) had their media copied into the database; the first serve on the new store with --data-dir ${r.data_dir} ` +
+        'clears the old files from its tmp/, so keep a copy of that directory if you may go back to SQLite.',
     );
   }
   if (r.ledger_gaps_in_source.length > 0) {
@@ -45,7 +50,7 @@ function printReport(ctx: Ctx, r: MoveReport): void {
     ['schema', `SQLite ${r.sqlite_schema.source}${r.sqlite_schema.source === r.sqlite_schema.copied ? '' : ` (copied at ${r.sqlite_schema.copied})`}, PostgreSQL ${r.postgres_schema}`],
     ['balances', `${r.sums.saldo_global} global + ${r.sums.saldo_celulares} on lines; ledger sums ${r.sums.movimientos}; ${r.balances_checked} checked against their ledger`],
     ['recounted', `${r.recounted.conteos_mensajes} history counts, ${r.recounted.conteos_cuartos} quarter-hour counts`],
-    ['queued media', r.queued_media.messages],
+    ['queued media', `${r.queued_media.copied} copied into the database${r.queued_media.missing ? `, ${r.queued_media.missing} files missing` : ''}`],
     ['seconds', r.seconds],
   ]);
   for (const w of warnings(r)) ctx.term.err(`${ctx.term.errColor.yellow('warning:')} ${w}`);

@@ -1,5 +1,7 @@
 import type Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
 import type { Client, Queryable } from './pg-db.js';
+import { copyIntoMedios, mediosRef } from './pg-media.js';
 
 /**
  * Loading an SQLite store's rows into an empty PostgreSQL store, inside the
@@ -176,4 +178,29 @@ export async function occupied(c: Queryable): Promise<string[]> {
 export async function emptyAll(c: Client): Promise<void> {
   // The store's own leases and queued media bytes go with the rows they belonged to.
   await c.query(`TRUNCATE ${[...COPIED, ...DERIVED, 'leases', 'medios'].join(', ')} RESTART IDENTITY`);
+}
+
+/**
+ * The bytes of queued media messages, read from the source's local files
+ * into `medios` in the copy's transaction, and the payload pointed at them:
+ * any node of the new store can send them. Pending direct sends keep their
+ * path: they are stranded and resolved without being sent. A file missing
+ * here leaves its message to end as a send with a missing file would.
+ */
+export async function importQueuedMedia(c: Client, now: number): Promise<{ copied: number; missing: number }> {
+  const { rows } = await c.query(
+    "SELECT msg_id, payload::jsonb ->> 'file' AS file FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND payload::jsonb ->> 'file' IS NOT NULL",
+  );
+  let copied = 0;
+  let missing = 0;
+  for (const r of rows as Array<{ msg_id: string; file: string }>) {
+    if (!existsSync(r.file)) {
+      missing += 1;
+      continue;
+    }
+    await copyIntoMedios(c, r.msg_id, r.file, now);
+    await c.query("UPDATE mensajes SET payload = jsonb_set(payload::jsonb, '{file}', to_jsonb($2::text))::text WHERE msg_id = $1", [r.msg_id, mediosRef(r.msg_id)]);
+    copied += 1;
+  }
+  return { copied, missing };
 }

@@ -2,7 +2,7 @@ import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { TempFiles } from '../../core/media.js';
 import type { AcceptedMedia, LocalMediaFile } from '../../core/ports.js';
-import type { Db } from './pg-db.js';
+import type { Db, Queryable } from './pg-db.js';
 
 /**
  * Accepted media on PostgreSQL: any node may send a queued message, so its
@@ -16,6 +16,27 @@ import type { Db } from './pg-db.js';
 const CHUNK = 256 * 1024;
 const PREFIX = 'medios:';
 
+/** The reference a message's payload holds for bytes kept in `medios`. */
+export const mediosRef = (msgId: string): string => PREFIX + msgId;
+
+/**
+ * Copies a file into `medios`, a chunk per statement through `q` (the pool,
+ * or `pasarela migrate`'s transaction); returns how many chunks.
+ */
+export async function copyIntoMedios(q: Queryable, msgId: string, path: string, now: number): Promise<number> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(CHUNK);
+    for (let n = 0; ; n++) {
+      const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
+      if (bytesRead === 0) return n;
+      await q.query('INSERT INTO medios (msg_id, n, data, creado_at) VALUES ($1, $2, $3, $4)', [msgId, n, buf.subarray(0, bytesRead), now]);
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
 export class PgMedia implements AcceptedMedia {
   constructor(
     private readonly db: Db,
@@ -23,19 +44,9 @@ export class PgMedia implements AcceptedMedia {
   ) {}
 
   async keep(msgId: string, stagedPath: string, now: number): Promise<string> {
-    const ref = PREFIX + msgId;
+    const ref = mediosRef(msgId);
     try {
-      const fh = await open(stagedPath, 'r');
-      try {
-        const buf = Buffer.alloc(CHUNK);
-        for (let n = 0; ; n++) {
-          const { bytesRead } = await fh.read(buf, 0, CHUNK, null);
-          if (bytesRead === 0) break;
-          await this.db.query('INSERT INTO medios (msg_id, n, data, creado_at) VALUES ($1, $2, $3, $4)', [msgId, n, buf.subarray(0, bytesRead), now]);
-        }
-      } finally {
-        await fh.close();
-      }
+      await copyIntoMedios(this.db, msgId, stagedPath, now);
     } catch (err) {
       // The chunks written so far; if the database is gone for this too, a later sweep takes them.
       await this.remove(ref).catch(() => undefined);
