@@ -23,6 +23,7 @@ export class NodePresence {
   private lastBeat = Number.NEGATIVE_INFINITY;
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
+  private readonly onError: (err: unknown) => void;
 
   constructor(
     private readonly store: LeasesStore,
@@ -32,8 +33,6 @@ export class NodePresence {
     this.info = { id: randomUUID(), label: `pasarela serve pid ${process.pid} on ${hostname()}`, staleMs: opts.sendMs + TAKEOVER_MARGIN_MS };
     this.onError = opts.onError;
   }
-
-  private readonly onError: (err: unknown) => void;
 
   /** The first beat is awaited: a node the store cannot record does not start. */
   async start(): Promise<void> {
