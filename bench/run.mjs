@@ -7,7 +7,7 @@
 //   npm run bench            (= npm run build && node bench/run.mjs)
 //   node bench/run.mjs [--only 1,3] [--duration-ms 5000] [--warmup-ms 1000] [--connections 50]
 //                      [--pipeline-messages N] [--webhook-events 5000] [--rebuild-store] [--skip-historial]
-//                      [--nodes-messages 900] [--nodes-rate 30] [--nodes-rounds 1] [--nodes-cpu-prof DIR]
+//                      [--nodes-messages 900] [--nodes-rate 30] [--nodes-rounds 1] [--nodes-profile DIR [--nodes-cpu-prof]]
 //
 // The server under test is the real binary (`node bin/pasarela serve`) in a
 // child process with a fresh data directory per figure; the bare-route
@@ -50,8 +50,15 @@ const BIG_ROWS = opt('big-store-rows', 1_000_000);
 const NODES_MESSAGES = opt('nodes-messages', 900);
 const NODES_RATE = opt('nodes-rate', 30);
 const NODES_ROUNDS = opt('nodes-rounds', 1);
-/** Figure 9: --cpu-prof for every node (NODE_OPTIONS), one folder per run under this one; the measured windows are in the details, on the profiles' clock. */
-const NODES_CPU_PROF = args.includes('--nodes-cpu-prof') ? String(args[args.indexOf('--nodes-cpu-prof') + 1]) : null;
+/**
+ * Figure 9 --nodes-profile DIR: every node runs with bench/pg-count.cjs (its statements to PostgreSQL
+ * counted by text), and with --nodes-cpu-prof also with --cpu-prof, one folder per run under DIR; the
+ * measured window is in the details, on the profiles' clock. Read with `node bench/nodes-profile.mjs`.
+ * The CPU figures of a --nodes-cpu-prof run include the profiler's own cost (about 50 ms/s a node even
+ * idle): compare them with each other, not with a run without it.
+ */
+const NODES_PROFILE = args.includes('--nodes-profile') ? String(args[args.indexOf('--nodes-profile') + 1]) : null;
+const NODES_CPU_PROF = NODES_PROFILE !== null && args.includes('--nodes-cpu-prof');
 const REBUILD_STORE = args.includes('--rebuild-store');
 const SKIP_HISTORIAL = args.includes('--skip-historial');
 /** --only 1,3: run just those figures (for a quick look; the README numbers come from a full run). */
@@ -79,8 +86,8 @@ class NotApplicable extends Error {}
 // ---------- child processes ----------
 
 /** Starts a node script; resolves when its stderr names the URL it listens on. */
-function startChild(script, argv, env = {}) {
-  const child = spawn(process.execPath, [script, ...argv], {
+function startChild(script, argv, env = {}, nodeArgs = []) {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...argv], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir(), LANG: 'C.UTF-8', ...env },
   });
@@ -135,11 +142,14 @@ function needFlags(...flags) {
   if (missing.length > 0) throw new NotApplicable(`serve has no ${missing.join(', ')}`);
 }
 
-/** `env` is added to the child's (small) environment; an operator token given there is the one used (no admin-token file is written then). */
-async function startServe(extra, dataDir, env = {}) {
+/**
+ * `env` is added to the child's (small) environment; an operator token given there is the one used (no
+ * admin-token file is written then). `nodeArgs` go to node itself, before the script (--cpu-prof).
+ */
+async function startServe(extra, dataDir, env = {}, nodeArgs = []) {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'pasarela-bench-'));
   if (!dataDir) temps.push(dir);
-  const s = await startChild(BIN, ['serve', '--port', '0', '--data-dir', dir, '--log-level', 'warn', ...extra], env);
+  const s = await startChild(BIN, ['serve', '--port', '0', '--data-dir', dir, '--log-level', 'warn', ...extra], env, nodeArgs);
   return { ...s, dataDir: dir, admin: env.PASARELA_ADMIN_TOKEN ?? readFileSync(join(dir, 'admin-token'), 'utf8').trim() };
 }
 
@@ -172,6 +182,13 @@ const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).s
 function cpuMs(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+}
+
+/** Context switches so far: voluntary (the process waited, e.g. for a socket) and involuntary (preempted). */
+function ctxOf(pid) {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const n = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return { vol: n('voluntary_ctxt_switches'), invol: n('nonvoluntary_ctxt_switches') };
 }
 
 /** Resets VmHWM to the current RSS (Linux: write 5 to clear_refs); false when not allowed. */
@@ -677,7 +694,7 @@ function withAppName(store, name) {
  * The CPU of the PostgreSQL backends whose application_name starts with
  * `tag`: this figure's nodes only, because the database server may be
  * serving others meanwhile (postgresCpuMs counts every postgres process).
- * Sampled every 200 ms from pg_stat_activity; a backend keeps its last
+ * Sampled every 150-250 ms from pg_stat_activity; a backend keeps its last
  * reading after it ends, and one first seen after a snapshot counts from 0
  * (it was born after it). Each sample also counts, per node, the line leases
  * (`cola:` streams) held at that moment: a send holds one, so it shows which
@@ -693,10 +710,11 @@ async function pgWatcher(store, tag, pidOfNode) {
   let busy = null;
   const sample = async () => {
     const { rows } = await client.query('SELECT pid, application_name AS app FROM pg_stat_activity WHERE starts_with(application_name, $1)', [tag]);
-    for (const r of rows) if (!cpu.has(r.pid)) cpu.set(r.pid, { app: r.app, last: 0 });
+    for (const r of rows) if (!cpu.has(r.pid)) cpu.set(r.pid, { app: r.app, last: 0, vol: 0, invol: 0 });
     for (const [pid, b] of cpu) {
       try {
         b.last = cpuMs(pid);
+        Object.assign(b, ctxOf(pid));
       } catch {
         // Ended: its last reading stands.
       }
@@ -709,7 +727,16 @@ async function pgWatcher(store, tag, pidOfNode) {
     }
   };
   const tick = () => (busy ??= sample().finally(() => (busy = null)));
-  const timer = setInterval(() => void tick().catch(() => {}), 200);
+  // 150-250 ms apart at random: a fixed period in step with the paced, round-robin requests would see the same node's sends every time.
+  let timer;
+  const loop = () => {
+    if (timer === null) return;
+    timer = setTimeout(() => {
+      void tick().catch(() => {});
+      loop();
+    }, 150 + Math.random() * 100);
+  };
+  loop();
   return {
     /** Per application_name, the CPU ms so far (after a fresh sample). */
     async snapshot() {
@@ -723,12 +750,23 @@ async function pgWatcher(store, tag, pidOfNode) {
     delta(a, b) {
       const byApp = {};
       let total = 0;
+      const ctx = { vol: 0, invol: 0 };
       for (const [pid, x] of b) {
         const d = x.last - (a.get(pid)?.last ?? 0);
         total += d;
         byApp[x.app] = (byApp[x.app] ?? 0) + d;
+        ctx.vol += x.vol - (a.get(pid)?.vol ?? 0);
+        ctx.invol += x.invol - (a.get(pid)?.invol ?? 0);
       }
-      return { total, byApp, backends: b.size };
+      return { total, byApp, ctx, backends: b.size };
+    },
+    /** This schema's per-table counters (pg_stat_user_tables; a backend reports its own at the latest when it ends). */
+    async tables() {
+      await busy;
+      const { rows } = await client.query(
+        'SELECT relname, seq_scan, idx_scan, n_tup_ins, n_tup_upd, n_tup_del, n_tup_hot_upd FROM pg_stat_user_tables WHERE schemaname = current_schema()',
+      );
+      return new Map(rows.map((r) => [r.relname, r]));
     },
     resetHolds() {
       holds.clear();
@@ -736,7 +774,8 @@ async function pgWatcher(store, tag, pidOfNode) {
     },
     holds: () => ({ samples, per_node: pidOfNode.map((pid) => holds.get(pid) ?? 0) }),
     async close() {
-      clearInterval(timer);
+      clearTimeout(timer);
+      timer = null;
       await busy?.catch(() => {});
       await client.end();
     },
@@ -833,9 +872,12 @@ async function nodesRun(receiver, k, redisUrl, tag) {
   const pg = await postgresSchema();
   const app = `bench9_${tag}_${k}n_`;
   const token = randomBytes(24).toString('hex');
-  const profDir = NODES_CPU_PROF ? join(NODES_CPU_PROF, `${tag}-${k}n`) : null;
+  const profDir = NODES_PROFILE ? join(NODES_PROFILE, `${tag}-${k}n`) : null;
   if (profDir) mkdirSync(profDir, { recursive: true });
-  const env = { PASARELA_ADMIN_TOKEN: token, ...(profDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profDir}` } : {}) };
+  const env = { PASARELA_ADMIN_TOKEN: token, ...(profDir ? { PASARELA_BENCH_PGCOUNT_DIR: profDir } : {}) };
+  const nodeArgs = profDir ? [...(NODES_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--require', join(HERE, 'pg-count.cjs')] : [];
+  // With --nodes-profile: each node appends its statement counts to <profDir>/<pid>.jsonl.
+  const markCounts = () => profDir && nodes.forEach((x) => process.kill(x.pid, 'SIGUSR2'));
   const flags = (i) => [
     '--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls',
     '--store', withAppName(pg.store, `${app}${i + 1}`),
@@ -843,10 +885,12 @@ async function nodesRun(receiver, k, redisUrl, tag) {
   ];
   const nodes = [];
   let watch;
+  let out;
+  let tables0;
   try {
     // The first alone (it runs the migrations and records the shared settings), then the others together.
-    nodes.push(await startServe(flags(0), undefined, env));
-    nodes.push(...(await Promise.all(Array.from({ length: k - 1 }, (_, i) => startServe(flags(i + 1), undefined, env)))));
+    nodes.push(await startServe(flags(0), undefined, env, nodeArgs));
+    nodes.push(...(await Promise.all(Array.from({ length: k - 1 }, (_, i) => startServe(flags(i + 1), undefined, env, nodeArgs)))));
     const s = nodes[0];
     await needPaths(s, '/api/webhook.php');
     const vivos = await waitNodes(nodes, k);
@@ -880,10 +924,13 @@ async function nodesRun(receiver, k, redisUrl, tag) {
     log(`  ${k} node${k > 1 ? 's' : ''}: ${NODES_MESSAGES} messages at ${NODES_RATE}/s, round-robin, then waiting for all their events...`);
     watch.resetHolds();
     const all0 = postgresCpuMs();
-    const m0 = { nodes: nodes.map((x) => cpuMs(x.pid)), pg: await watch.snapshot(), mono: monoUs() };
+    tables0 = await watch.tables();
+    const m0 = { nodes: nodes.map((x) => cpuMs(x.pid)), ctx: nodes.map((x) => ctxOf(x.pid)), pg: await watch.snapshot(), mono: monoUs() };
+    markCounts();
     const push = await pushPaced({ origins, key: c.key, path: '/api/mensaje_enviar_texto.php', n: NODES_MESSAGES, perS: NODES_RATE, makeBody: (i) => body(600_000 + i) });
     const { st, stalled } = await waitReceiver(receiver, { alive: () => nodes.every((x) => x.alive()) }, (x) => x.messages_done >= push.ok);
-    const m1 = { nodes: nodes.map((x) => cpuMs(x.pid)), pg: await watch.snapshot(), mono: monoUs() };
+    const m1 = { nodes: nodes.map((x) => cpuMs(x.pid)), ctx: nodes.map((x) => ctxOf(x.pid)), pg: await watch.snapshot(), mono: monoUs() };
+    markCounts();
     const allPg = postgresCpuMs() - all0;
     const holds = watch.holds();
     const vivosAfter = await waitNodes(nodes, k);
@@ -892,7 +939,7 @@ async function nodesRun(receiver, k, redisUrl, tag) {
     const pgd = watch.delta(m0.pg, m1.pg);
     const done = Math.max(1, st.messages_done);
     const spanMs = (st.done_last_at ?? Date.now()) - push.started_at;
-    return {
+    out = {
       nodes: k,
       messages: NODES_MESSAGES,
       done: st.messages_done,
@@ -909,18 +956,46 @@ async function nodesRun(receiver, k, redisUrl, tag) {
       postgres_ms_per_msg: pgd.total / done,
       total_ms_per_msg: (serve + pgd.total) / done,
       postgres_all_processes_cpu_ms: allPg,
+      // Per message: how often the nodes and their backends went to sleep waiting (voluntary) or were preempted.
+      context_switches_per_msg: {
+        serve: {
+          voluntary: m1.ctx.reduce((a, x, i) => a + x.vol - m0.ctx[i].vol, 0) / done,
+          involuntary: m1.ctx.reduce((a, x, i) => a + x.invol - m0.ctx[i].invol, 0) / done,
+        },
+        postgres: { voluntary: pgd.ctx.vol / done, involuntary: pgd.ctx.invol / done },
+      },
       idle,
       lease_holds: holds,
       nodos_vivos: { before: vivos, after: vivosAfter },
       receiver: st,
-      ...(profDir ? { cpu_prof: { dir: profDir, pids: nodes.map((x) => x.pid), idle_us: [idle0.mono, idle1.mono], measured_us: [m0.mono, m1.mono] } } : {}),
+      ...(profDir ? { profile: { dir: profDir, pids: nodes.map((x) => x.pid), idle_us: [idle0.mono, idle1.mono], measured_us: [m0.mono, m1.mono] } } : {}),
     };
   } finally {
-    await watch?.close().catch(() => {});
     const errs = (await Promise.all(nodes.map(stopQuietly))).filter(Boolean);
     if (errs.length > 0) log(`  stopping nodes: ${errs.join('; ')}`);
+    if (out && tables0) {
+      // Read once the nodes have stopped (their backends have reported); so it also holds the few seconds after the window.
+      const t1 = await watch.tables().catch(() => null);
+      if (t1) out.table_stats_per_msg = tableDelta(tables0, t1, Math.max(1, out.done));
+    }
+    await watch?.close().catch(() => {});
     await pg.drop();
   }
+  return out;
+}
+
+/** Per table, what the window added to each counter, per message (zeros left out). */
+function tableDelta(a, b, n) {
+  const out = {};
+  for (const [rel, r] of b) {
+    const d = {};
+    for (const k of ['seq_scan', 'idx_scan', 'n_tup_ins', 'n_tup_upd', 'n_tup_hot_upd', 'n_tup_del']) {
+      const v = (Number(r[k] ?? 0) - Number(a.get(rel)?.[k] ?? 0)) / n;
+      if (v) d[k] = Number(v.toFixed(3));
+    }
+    if (Object.keys(d).length > 0) out[rel] = d;
+  }
+  return out;
 }
 
 const median = (xs) => {
@@ -945,7 +1020,8 @@ async function figureNodes(receiver) {
       const r = await nodesRun(receiver, k, redisUrl, `${tag}r${round}`);
       log(
         `    ${k}: serve ${r.serve_ms_per_msg.toFixed(2)} ms/msg (${r.serve_cpu_ms_per_node.map(f0).join('/')} ms), PostgreSQL ${r.postgres_ms_per_msg.toFixed(2)} ms/msg; ` +
-          `${r.done} of ${r.messages} done in ${(r.span_ms / 1000).toFixed(1)} s; idle ${r.idle.serve_ms_per_s.toFixed(1)} + ${r.idle.postgres_ms_per_s.toFixed(1)} ms/s; lease holds ${r.lease_holds.per_node.join('/')}`,
+          `${r.done} of ${r.messages} done in ${(r.span_ms / 1000).toFixed(1)} s; idle ${r.idle.serve_ms_per_s.toFixed(1)} + ${r.idle.postgres_ms_per_s.toFixed(1)} ms/s; lease holds ${r.lease_holds.per_node.join('/')}; ` +
+          `context switches/msg ${r.context_switches_per_msg.serve.voluntary.toFixed(0)}+${r.context_switches_per_msg.serve.involuntary.toFixed(0)} (PostgreSQL ${r.context_switches_per_msg.postgres.voluntary.toFixed(0)}+${r.context_switches_per_msg.postgres.involuntary.toFixed(0)}); load ${loadavg()[0].toFixed(1)}`,
       );
       runs[k].push(r);
     }
@@ -960,9 +1036,9 @@ async function figureNodes(receiver) {
     const r = runs[k][runs[k].length - 1];
     return (
       `${cpuPer(serve(k))} over ${k} node${k > 1 ? 's' : ''} + PostgreSQL ${pgm(k).toFixed(2)} ms/msg (total ${tot(k).toFixed(2)})${rounds}; ` +
-      `${r.done} of ${r.messages} done${r.stalled ? ' STALLED' : ''} at ${NODES_RATE}/s offered (accepted ${f0(r.accept.accepted_per_s)}/s, last done ${(r.span_ms / 1000).toFixed(1)} s); ` +
-      `idle ${r.idle.serve_ms_per_s.toFixed(1)} + ${r.idle.postgres_ms_per_s.toFixed(1)} ms/s` +
-      (k > 1 ? `; per node CPU ${r.serve_cpu_ms_per_node.map(f0).join('/')} ms, accepts ${r.accept.per_node.join('/')}, line leases seen held ${r.lease_holds.per_node.join('/')}, nodos_vivos ${r.nodos_vivos.before.join('/')}` : '')
+      `${runs[k].map((x) => x.done).join('+')} of ${runs[k].length * r.messages} done${runs[k].some((x) => x.stalled) ? ' STALLED' : ''} at ${NODES_RATE}/s offered (accepted ${f0(r.accept.accepted_per_s)}/s, last done ${(r.span_ms / 1000).toFixed(1)} s); ` +
+      `${NODES_ROUNDS > 1 ? 'last round: ' : ''}idle ${r.idle.serve_ms_per_s.toFixed(1)} + ${r.idle.postgres_ms_per_s.toFixed(1)} ms/s` +
+      (k > 1 ? `; per node CPU ${r.serve_cpu_ms_per_node.map(f0).join('/')} ms (their PostgreSQL backends ${r.postgres_cpu_ms_per_node.map(f0).join('/')}), accepts ${r.accept.per_node.join('/')}, line leases seen held ${r.lease_holds.per_node.join('/')}, nodos_vivos ${r.nodos_vivos.before.join('/')}` : '')
     );
   };
   const detail = (k) => ({
