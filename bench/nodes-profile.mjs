@@ -70,13 +70,16 @@ function profileWindow(path, from, to) {
   return { self, incl, total, idle, covered: p.startTime <= from && p.endTime >= to };
 }
 
-/** The statement counts a node appended at the window's start and end. */
-function countsWindow(dir, pid) {
+/** The statement counts a node appended nearest after each end of the window [from, to] (same clock, microseconds). */
+function countsWindow(dir, pid, [from, to]) {
   const f = join(dir, `${pid}.jsonl`);
   if (!existsSync(f)) return null;
   const snaps = readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  if (snaps.length < 2) return null;
-  const [a, b] = snaps.slice(-2);
+  // The bench signals right after reading its clock: the snapshot is the first one taken at or after that.
+  const at = (t) => snaps.find((x) => x.mono_us >= t && x.mono_us - t < 1_000_000);
+  const a = at(from);
+  const b = at(to);
+  if (!a || !b || a === b) return null;
   const out = new Map();
   for (const [k, v] of Object.entries(b.counts)) {
     const n = v.n - (a.counts[k]?.n ?? 0);
@@ -89,7 +92,7 @@ function countsWindow(dir, pid) {
 const add = (m, k, v) => m.set(k, (m.get(k) ?? 0) + v);
 const byCount = new Map();
 for (const r of profiled) {
-  const agg = byCount.get(r.nodes) ?? { runs: 0, msgs: 0, perNode: new Map(), self: new Map(), incl: new Map(), total: 0, idle: 0, cpu: 0, pgCpu: 0, ctx: new Map(), stmts: new Map(), stmtMs: new Map(), tables: new Map(), notes: [] };
+  const agg = byCount.get(r.nodes) ?? { runs: 0, msgs: 0, idleS: 0, idleStmts: new Map(), perNode: new Map(), self: new Map(), incl: new Map(), total: 0, idle: 0, cpu: 0, pgCpu: 0, ctx: new Map(), stmts: new Map(), stmtMs: new Map(), tables: new Map(), notes: [] };
   byCount.set(r.nodes, agg);
   agg.runs += 1;
   agg.msgs += r.done;
@@ -112,7 +115,12 @@ for (const r of profiled) {
       for (const [k, v] of w.self) add(agg.self, k, v);
       for (const [k, v] of w.incl) add(agg.incl, k, v);
     }
-    const c = countsWindow(r.profile.dir, pid);
+    const ic = r.profile.idle_us ? countsWindow(r.profile.dir, pid, r.profile.idle_us) : null;
+    if (ic) {
+      agg.idleS += r.idle.seconds / r.profile.pids.length;
+      for (const [k, v] of ic) add(agg.idleStmts, k, v.n);
+    }
+    const c = countsWindow(r.profile.dir, pid, r.profile.measured_us);
     if (!c) agg.notes.push(`no statement counts of pid ${pid}`);
     else
       for (const [k, v] of c) {
@@ -140,6 +148,13 @@ for (const k of counts) {
   for (const v of a.stmts.values()) n += v;
   for (const v of a.stmtMs.values()) ms += v;
   console.log(`statements ${fmt(per(a, n), 2)}/msg, waited ${fmt(per(a, ms), 2)} ms/msg in all`);
+  if (a.idleS > 0) {
+    // Per node and second with nothing to do: the polling loops and heartbeats.
+    const perNodeS = (v) => v / a.idleS / k;
+    let total = 0;
+    for (const v of a.idleStmts.values()) total += v;
+    console.log(`idle: ${fmt(perNodeS(total), 1)} statements per node per second (${fmt(a.idleS, 1)} s), most: ${[...a.idleStmts].sort((x, y) => y[1] - x[1]).slice(0, 8).map(([q, v]) => `${fmt(perNodeS(v), 2)} ${q.slice(0, 70)}`).join(' | ')}`);
+  }
   for (const note of a.notes) console.log(`  note: ${note}`);
   // Who does what: a line's lease is given back after every attempt, so [cola] gives are the sends of each node.
   const WHO = [

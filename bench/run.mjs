@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// pasarela benchmarks: the seven figures of the performance issue, each a
+// pasarela benchmarks: the figures of the performance issues, each a
 // ratio to a baseline measured in the same run, with the server's CPU per
 // message beside it (the machine is shared and noisy: absolute rates swing
 // 2x, the ratios and the CPU per message much less). See bench/README.md.
@@ -7,7 +7,8 @@
 //   npm run bench            (= npm run build && node bench/run.mjs)
 //   node bench/run.mjs [--only 1,3] [--duration-ms 5000] [--warmup-ms 1000] [--connections 50]
 //                      [--pipeline-messages N] [--webhook-events 5000] [--rebuild-store] [--skip-historial]
-//                      [--nodes-messages 900] [--nodes-rate 30] [--nodes-rounds 1] [--nodes-profile DIR [--nodes-cpu-prof]]
+//                      [--nodes-messages 600] [--nodes-rate 30] [--nodes-rounds 3] [--nodes-idle-ms 5000]
+//                      [--nodes-profile DIR [--nodes-cpu-prof]]
 //
 // The server under test is the real binary (`node bin/pasarela serve`) in a
 // child process with a fresh data directory per figure; the bare-route
@@ -46,10 +47,15 @@ const PIPELINE_MESSAGES = opt('pipeline-messages', Math.max(200, Math.round(DURA
 /** Figure 7: test events generated, then delivered. */
 const WEBHOOK_EVENTS = opt('webhook-events', 5000);
 const BIG_ROWS = opt('big-store-rows', 1_000_000);
-/** Figure 9: messages pushed at a fixed rate (requests/s, spread round-robin over the nodes), and rounds of 1, 2, 3 nodes (the median per node count is reported). */
-const NODES_MESSAGES = opt('nodes-messages', 900);
+/**
+ * Figure 9: messages pushed at a fixed rate (requests/s, spread round-robin over the nodes), in rounds of
+ * 1, 2, 3 nodes; the median per node count is reported (one round swings 10-20% on this shared machine).
+ */
+const NODES_MESSAGES = opt('nodes-messages', 600);
 const NODES_RATE = opt('nodes-rate', 30);
-const NODES_ROUNDS = opt('nodes-rounds', 1);
+const NODES_ROUNDS = opt('nodes-rounds', 3);
+/** Figure 9: the nodes' idle cost (their polling alone) is measured over this long before the load. */
+const NODES_IDLE_MS = opt('nodes-idle-ms', 5000);
 /**
  * Figure 9 --nodes-profile DIR: every node runs with bench/pg-count.cjs (its statements to PostgreSQL
  * counted by text), and with --nodes-cpu-prof also with --cpu-prof, one folder per run under DIR; the
@@ -866,7 +872,6 @@ const monoUs = () => Number(process.hrtime.bigint() / 1000n);
  * line's messages spread over all the nodes; the window ends when the
  * receiver has all four message.status events of every message.
  */
-const NODES_IDLE_MS = 5000;
 const NODES_WARMUP = 60;
 async function nodesRun(receiver, k, redisUrl, tag) {
   const pg = await postgresSchema();
@@ -876,7 +881,7 @@ async function nodesRun(receiver, k, redisUrl, tag) {
   if (profDir) mkdirSync(profDir, { recursive: true });
   const env = { PASARELA_ADMIN_TOKEN: token, ...(profDir ? { PASARELA_BENCH_PGCOUNT_DIR: profDir } : {}) };
   const nodeArgs = profDir ? [...(NODES_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--require', join(HERE, 'pg-count.cjs')] : [];
-  // With --nodes-profile: each node appends its statement counts to <profDir>/<pid>.jsonl.
+  // With --nodes-profile: each node appends its statement counts to <profDir>/<pid>.jsonl (idle start and end, measured start and end).
   const markCounts = () => profDir && nodes.forEach((x) => process.kill(x.pid, 'SIGUSR2'));
   const flags = (i) => [
     '--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls',
@@ -912,8 +917,10 @@ async function nodesRun(receiver, k, redisUrl, tag) {
     await sleep(1000);
     // Idle: what the nodes (and their backends) cost with nothing to do.
     const idle0 = { nodes: nodes.map((x) => cpuMs(x.pid)), pg: await watch.snapshot(), mono: monoUs(), at: performance.now() };
+    markCounts();
     await sleep(NODES_IDLE_MS);
     const idle1 = { nodes: nodes.map((x) => cpuMs(x.pid)), pg: await watch.snapshot(), mono: monoUs(), at: performance.now() };
+    markCounts();
     const idleS = (idle1.at - idle0.at) / 1000;
     const idle = {
       seconds: idleS,
