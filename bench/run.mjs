@@ -689,6 +689,23 @@ async function benchRedis() {
   return url;
 }
 
+/** Removes the keys a run left under its prefix (duplicate protection and auth records live up to a day). */
+async function dropRedisPrefix(url, prefix) {
+  const Redis = (await import('ioredis')).default;
+  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await r.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await r.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}
+
 /** The store URL with an application_name, so the bench can find the backends of one node in pg_stat_activity. */
 function withAppName(store, name) {
   const u = new URL(store);
@@ -883,10 +900,11 @@ async function nodesRun(receiver, k, redisUrl, tag) {
   const nodeArgs = profDir ? [...(NODES_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--require', join(HERE, 'pg-count.cjs')] : [];
   // With --nodes-profile: each node appends its statement counts to <profDir>/<pid>.jsonl (idle start and end, measured start and end).
   const markCounts = () => profDir && nodes.forEach((x) => process.kill(x.pid, 'SIGUSR2'));
+  const prefix = `pasarela-bench9:${tag}:${k}:`;
   const flags = (i) => [
     '--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls',
     '--store', withAppName(pg.store, `${app}${i + 1}`),
-    '--counters', redisUrl, '--counters-prefix', `pasarela-bench9:${tag}:${k}:`,
+    '--counters', redisUrl, '--counters-prefix', prefix,
   ];
   const nodes = [];
   let watch;
@@ -987,6 +1005,7 @@ async function nodesRun(receiver, k, redisUrl, tag) {
     }
     await watch?.close().catch(() => {});
     await pg.drop();
+    await dropRedisPrefix(redisUrl, prefix).catch((err) => log(`  could not remove the Redis keys ${prefix}*: ${err.message}`));
   }
   return out;
 }
