@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// pasarela benchmarks: the seven figures of the performance issue, each a
+// pasarela benchmarks: the figures of the performance issues, each a
 // ratio to a baseline measured in the same run, with the server's CPU per
 // message beside it (the machine is shared and noisy: absolute rates swing
 // 2x, the ratios and the CPU per message much less). See bench/README.md.
@@ -7,6 +7,8 @@
 //   npm run bench            (= npm run build && node bench/run.mjs)
 //   node bench/run.mjs [--only 1,3] [--duration-ms 5000] [--warmup-ms 1000] [--connections 50]
 //                      [--pipeline-messages N] [--webhook-events 5000] [--rebuild-store] [--skip-historial]
+//                      [--nodes-messages 600] [--nodes-rate 30] [--nodes-rounds 3] [--nodes-idle-ms 5000]
+//                      [--nodes-profile DIR [--nodes-cpu-prof]]
 //
 // The server under test is the real binary (`node bin/pasarela serve`) in a
 // child process with a fresh data directory per figure; the bare-route
@@ -19,6 +21,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -44,6 +47,24 @@ const PIPELINE_MESSAGES = opt('pipeline-messages', Math.max(200, Math.round(DURA
 /** Figure 7: test events generated, then delivered. */
 const WEBHOOK_EVENTS = opt('webhook-events', 5000);
 const BIG_ROWS = opt('big-store-rows', 1_000_000);
+/**
+ * Figure 9: messages pushed at a fixed rate (requests/s, spread round-robin over the nodes), in rounds of
+ * 1, 2, 3 nodes; the median per node count is reported (one round swings 10-20% on this shared machine).
+ */
+const NODES_MESSAGES = opt('nodes-messages', 600);
+const NODES_RATE = opt('nodes-rate', 30);
+const NODES_ROUNDS = opt('nodes-rounds', 3);
+/** Figure 9: the nodes' idle cost (their polling alone) is measured over this long before the load. */
+const NODES_IDLE_MS = opt('nodes-idle-ms', 5000);
+/**
+ * Figure 9 --nodes-profile DIR: every node runs with bench/pg-count.cjs (its statements to PostgreSQL
+ * counted by text), and with --nodes-cpu-prof also with --cpu-prof, one folder per run under DIR; the
+ * measured window is in the details, on the profiles' clock. Read with `node bench/nodes-profile.mjs`.
+ * The CPU figures of a --nodes-cpu-prof run include the profiler's own cost (about 50 ms/s a node even
+ * idle): compare them with each other, not with a run without it.
+ */
+const NODES_PROFILE = args.includes('--nodes-profile') ? String(args[args.indexOf('--nodes-profile') + 1]) : null;
+const NODES_CPU_PROF = NODES_PROFILE !== null && args.includes('--nodes-cpu-prof');
 const REBUILD_STORE = args.includes('--rebuild-store');
 const SKIP_HISTORIAL = args.includes('--skip-historial');
 /** --only 1,3: run just those figures (for a quick look; the README numbers come from a full run). */
@@ -71,10 +92,10 @@ class NotApplicable extends Error {}
 // ---------- child processes ----------
 
 /** Starts a node script; resolves when its stderr names the URL it listens on. */
-function startChild(script, argv) {
-  const child = spawn(process.execPath, [script, ...argv], {
+function startChild(script, argv, env = {}, nodeArgs = []) {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...argv], {
     stdio: ['ignore', 'ignore', 'pipe'],
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir(), LANG: 'C.UTF-8' },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir(), LANG: 'C.UTF-8', ...env },
   });
   children.add(child);
   let tail = '';
@@ -127,11 +148,15 @@ function needFlags(...flags) {
   if (missing.length > 0) throw new NotApplicable(`serve has no ${missing.join(', ')}`);
 }
 
-async function startServe(extra, dataDir) {
+/**
+ * `env` is added to the child's (small) environment; an operator token given there is the one used (no
+ * admin-token file is written then). `nodeArgs` go to node itself, before the script (--cpu-prof).
+ */
+async function startServe(extra, dataDir, env = {}, nodeArgs = []) {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'pasarela-bench-'));
   if (!dataDir) temps.push(dir);
-  const s = await startChild(BIN, ['serve', '--port', '0', '--data-dir', dir, '--log-level', 'warn', ...extra]);
-  return { ...s, dataDir: dir, admin: readFileSync(join(dir, 'admin-token'), 'utf8').trim() };
+  const s = await startChild(BIN, ['serve', '--port', '0', '--data-dir', dir, '--log-level', 'warn', ...extra], env, nodeArgs);
+  return { ...s, dataDir: dir, admin: env.PASARELA_ADMIN_TOKEN ?? readFileSync(join(dir, 'admin-token'), 'utf8').trim() };
 }
 
 /** Stops a server; a server that already died is reported, not thrown, when `quiet`. */
@@ -163,6 +188,13 @@ const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).s
 function cpuMs(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+}
+
+/** Context switches so far: voluntary (the process waited, e.g. for a socket) and involuntary (preempted). */
+function ctxOf(pid) {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const n = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return { vol: n('voluntary_ctxt_switches'), invol: n('nonvoluntary_ctxt_switches') };
 }
 
 /** Resets VmHWM to the current RSS (Linux: write 5 to clear_refs); false when not allowed. */
@@ -626,6 +658,447 @@ async function figurePostgres(receiver) {
     });
   } finally {
     await pg.drop();
+  }
+}
+
+// ---------- 9. several nodes on PostgreSQL ----------
+
+/** The bench's Redis (PASARELA_BENCH_REDIS_URL, default the local one), or n/a when it does not answer a PING. */
+async function benchRedis() {
+  const url = process.env.PASARELA_BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
+  const u = new URL(url);
+  const answer = await new Promise((resolve) => {
+    const sock = net.connect(Number(u.port || 6379), u.hostname || '127.0.0.1');
+    const t = setTimeout(() => {
+      sock.destroy();
+      resolve('no answer in 2 s');
+    }, 2000);
+    sock.once('connect', () => sock.write('PING\r\n'));
+    sock.once('data', (d) => {
+      clearTimeout(t);
+      sock.end();
+      // -NOAUTH: a Redis that wants the password the URL carries.
+      resolve(/^(\+PONG|-NOAUTH)/.test(String(d)) ? true : String(d).trim());
+    });
+    sock.once('error', (e) => {
+      clearTimeout(t);
+      resolve(e.message);
+    });
+  });
+  if (answer !== true) throw new NotApplicable(`no Redis at ${url.replace(/\/\/[^@/]*@/, '//')}: ${answer}`);
+  return url;
+}
+
+/** Removes the keys a run left under its prefix (duplicate protection and auth records live up to a day). */
+async function dropRedisPrefix(url, prefix) {
+  const Redis = (await import('ioredis')).default;
+  const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await r.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await r.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** The store URL with an application_name, so the bench can find the backends of one node in pg_stat_activity. */
+function withAppName(store, name) {
+  const u = new URL(store);
+  u.searchParams.set('application_name', name);
+  return u.toString();
+}
+
+/**
+ * The CPU of the PostgreSQL backends whose application_name starts with
+ * `tag`: this figure's nodes only, because the database server may be
+ * serving others meanwhile (postgresCpuMs counts every postgres process).
+ * Sampled every 150-250 ms from pg_stat_activity; a backend keeps its last
+ * reading after it ends, and one first seen after a snapshot counts from 0
+ * (it was born after it). Each sample also counts, per node, the line leases
+ * (`cola:` streams) held at that moment: a send holds one, so it shows which
+ * nodes send.
+ */
+async function pgWatcher(store, tag, pidOfNode) {
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: withAppName(store, 'bench-watcher') });
+  await client.connect();
+  const cpu = new Map(); // backend pid -> { app, last }
+  const holds = new Map(); // node pid -> samples holding a line lease
+  let samples = 0;
+  let busy = null;
+  const sample = async () => {
+    const { rows } = await client.query('SELECT pid, application_name AS app FROM pg_stat_activity WHERE starts_with(application_name, $1)', [tag]);
+    for (const r of rows) if (!cpu.has(r.pid)) cpu.set(r.pid, { app: r.app, last: 0, vol: 0, invol: 0 });
+    for (const [pid, b] of cpu) {
+      try {
+        b.last = cpuMs(pid);
+        Object.assign(b, ctxOf(pid));
+      } catch {
+        // Ended: its last reading stands.
+      }
+    }
+    const held = await client.query("SELECT n.etiqueta AS label, count(*)::int AS n FROM leases l JOIN nodos n ON n.id = l.nodo WHERE l.stream LIKE 'cola:%' GROUP BY 1");
+    samples += 1;
+    for (const r of held.rows) {
+      const pid = Number(/pid (\d+)/.exec(r.label)?.[1]);
+      holds.set(pid, (holds.get(pid) ?? 0) + r.n);
+    }
+  };
+  const tick = () => (busy ??= sample().finally(() => (busy = null)));
+  // 150-250 ms apart at random: a fixed period in step with the paced, round-robin requests would see the same node's sends every time.
+  let timer;
+  const loop = () => {
+    if (timer === null) return;
+    timer = setTimeout(() => {
+      void tick().catch(() => {});
+      loop();
+    }, 150 + Math.random() * 100);
+  };
+  loop();
+  return {
+    /** Per application_name, the CPU ms so far (after a fresh sample). */
+    async snapshot() {
+      await busy;
+      await tick();
+      const out = new Map();
+      for (const [pid, b] of cpu) out.set(pid, { ...b });
+      return out;
+    },
+    /** CPU ms between two snapshots, in total and per application_name. */
+    delta(a, b) {
+      const byApp = {};
+      let total = 0;
+      const ctx = { vol: 0, invol: 0 };
+      for (const [pid, x] of b) {
+        const d = x.last - (a.get(pid)?.last ?? 0);
+        total += d;
+        byApp[x.app] = (byApp[x.app] ?? 0) + d;
+        ctx.vol += x.vol - (a.get(pid)?.vol ?? 0);
+        ctx.invol += x.invol - (a.get(pid)?.invol ?? 0);
+      }
+      return { total, byApp, ctx, backends: b.size };
+    },
+    /** This schema's per-table counters (pg_stat_user_tables; a backend reports its own at the latest when it ends). */
+    async tables() {
+      await busy;
+      const { rows } = await client.query(
+        'SELECT relname, seq_scan, idx_scan, n_tup_ins, n_tup_upd, n_tup_del, n_tup_hot_upd FROM pg_stat_user_tables WHERE schemaname = current_schema()',
+      );
+      return new Map(rows.map((r) => [r.relname, r]));
+    },
+    resetHolds() {
+      holds.clear();
+      samples = 0;
+    },
+    holds: () => ({ samples, per_node: pidOfNode.map((pid) => holds.get(pid) ?? 0) }),
+    async close() {
+      clearTimeout(timer);
+      timer = null;
+      await busy?.catch(() => {});
+      await client.end();
+    },
+  };
+}
+
+/**
+ * Exactly `n` POSTs, the i-th due at i / perS seconds (open loop: a slow
+ * server does not slow the offer), to origins[i % origins.length].
+ */
+async function pushPaced({ origins, path, key, n, perS, makeBody, connections = 16 }) {
+  const pools = origins.map((o) => new Pool(o, { connections, pipelining: 1, keepAliveTimeout: 30_000 }));
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+  const perOrigin = origins.map(() => 0);
+  const statuses = {};
+  const samples = [];
+  let ok = 0;
+  let firstError;
+  let maxLag = 0;
+  const startedAt = Date.now();
+  const t0 = performance.now();
+  const jobs = [];
+  for (let i = 0; i < n; i += 1) {
+    const due = t0 + (i * 1000) / perS;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    maxLag = Math.max(maxLag, performance.now() - due);
+    const o = i % pools.length;
+    jobs.push(
+      (async () => {
+        const start = performance.now();
+        let status = 0;
+        let text;
+        try {
+          const res = await pools[o].request({ path, method: 'POST', headers, body: JSON.stringify(makeBody(i)) });
+          status = res.statusCode;
+          text = await res.body.text();
+        } catch (err) {
+          text = String(err);
+        }
+        samples.push(performance.now() - start);
+        statuses[status] = (statuses[status] ?? 0) + 1;
+        if (status >= 200 && status < 300) {
+          ok += 1;
+          perOrigin[o] += 1;
+        } else firstError ??= `${status} ${String(text).slice(0, 200)}`;
+      })(),
+    );
+  }
+  await Promise.all(jobs);
+  await Promise.all(pools.map((p) => p.close()));
+  const endedAt = Date.now();
+  return {
+    ok,
+    statuses,
+    per_node: perOrigin,
+    offered_per_s: perS,
+    accepted_per_s: (ok * 1000) / Math.max(1, endedAt - startedAt),
+    latency_ms: percentiles(samples),
+    max_pacing_lag_ms: maxLag,
+    started_at: startedAt,
+    ended_at: endedAt,
+    ...(firstError ? { first_error: firstError } : {}),
+  };
+}
+
+/** GET /health of every node until each counts `k` live nodes (or 15 s). */
+async function waitNodes(nodes, k) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const seen = await Promise.all(nodes.map(async (s) => (await call(s.url, 'GET', '/health')).nodos_vivos));
+    if (seen.every((v) => v === k) || Date.now() > deadline) return seen;
+    await sleep(200);
+  }
+}
+
+/** The process clock V8's --cpu-prof stamps its samples with (CLOCK_MONOTONIC, microseconds). */
+const monoUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/**
+ * One run of figure 9 with `k` nodes: a fresh schema, the same Redis under a
+ * prefix of its own, one operator token in every node's environment, a data
+ * directory each. The client and its 50 lines are set up through the first
+ * node; NODES_WARMUP messages per node go through the pipeline unmeasured (so
+ * no node is timed while its code is still being compiled); then
+ * NODES_IDLE_MS of nothing (each node's polling alone), then
+ * NODES_MESSAGES queued texts at NODES_RATE/s, request i to node i % k, each
+ * line's messages spread over all the nodes; the window ends when the
+ * receiver has all four message.status events of every message.
+ */
+const NODES_WARMUP = 60;
+async function nodesRun(receiver, k, redisUrl, tag) {
+  const pg = await postgresSchema();
+  const app = `bench9_${tag}_${k}n_`;
+  const token = randomBytes(24).toString('hex');
+  const profDir = NODES_PROFILE ? join(NODES_PROFILE, `${tag}-${k}n`) : null;
+  if (profDir) mkdirSync(profDir, { recursive: true });
+  const env = { PASARELA_ADMIN_TOKEN: token, ...(profDir ? { PASARELA_BENCH_PGCOUNT_DIR: profDir } : {}) };
+  const nodeArgs = profDir ? [...(NODES_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--require', join(HERE, 'pg-count.cjs')] : [];
+  // With --nodes-profile: each node appends its statement counts to <profDir>/<pid>.jsonl (idle start and end, measured start and end).
+  const markCounts = () => profDir && nodes.forEach((x) => process.kill(x.pid, 'SIGUSR2'));
+  const prefix = `pasarela-bench9:${tag}:${k}:`;
+  const flags = (i) => [
+    '--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls',
+    '--store', withAppName(pg.store, `${app}${i + 1}`),
+    '--counters', redisUrl, '--counters-prefix', prefix,
+  ];
+  const nodes = [];
+  let watch;
+  let out;
+  let tables0;
+  try {
+    // The first alone (it runs the migrations and records the shared settings), then the others together.
+    nodes.push(await startServe(flags(0), undefined, env, nodeArgs));
+    nodes.push(...(await Promise.all(Array.from({ length: k - 1 }, (_, i) => startServe(flags(i + 1), undefined, env, nodeArgs)))));
+    const s = nodes[0];
+    await needPaths(s, '/api/webhook.php');
+    const vivos = await waitNodes(nodes, k);
+    if (!vivos.every((v) => v === k)) throw new Error(`/health nodos_vivos ${vivos.join('/')} with ${k} nodes running`);
+    const c = await setupClient(s, 50);
+    // Lines linked through the first node are linked for all: the sim's sessions live in the store.
+    for (const other of nodes.slice(1)) await waitActive(other, c.key, 50);
+    await call(receiver.url, 'POST', '/_reset');
+    await call(s.url, 'POST', '/api/webhook.php', c.key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef', eventos: 'message.status' });
+    // Line (i + i/50) % 50: with any node count every line gets requests through every node.
+    const body = (i) => ({ celular_id: c.lines[(i + Math.floor(i / 50)) % 50], destinatario: destinatario(i), mensaje: `Hola, su pedido ${i} está en camino. Gracias por su compra.` });
+    const origins = nodes.map((x) => x.url);
+    // Warm-up, not measured: NODES_WARMUP messages through each node, so every node's code is compiled before the window.
+    const warm = await pushPaced({ origins, key: c.key, path: '/api/mensaje_enviar_texto.php', n: NODES_WARMUP * k, perS: NODES_RATE, makeBody: (i) => body(300_000 + i) });
+    const w = await waitReceiver(receiver, { alive: () => nodes.every((x) => x.alive()) }, (x) => x.messages_done >= warm.ok);
+    if (w.stalled) throw new Error(`warm-up stalled: ${w.st.messages_done} of ${warm.ok} done`);
+    await call(receiver.url, 'POST', '/_reset');
+    watch = await pgWatcher(pg.store, app, nodes.map((x) => x.pid));
+    await sleep(1000);
+    // Idle: what the nodes (and their backends) cost with nothing to do.
+    const idle0 = { nodes: nodes.map((x) => cpuMs(x.pid)), pg: await watch.snapshot(), mono: monoUs(), at: performance.now() };
+    markCounts();
+    await sleep(NODES_IDLE_MS);
+    const idle1 = { nodes: nodes.map((x) => cpuMs(x.pid)), pg: await watch.snapshot(), mono: monoUs(), at: performance.now() };
+    markCounts();
+    const idleS = (idle1.at - idle0.at) / 1000;
+    const idle = {
+      seconds: idleS,
+      serve_ms_per_s: idle1.nodes.reduce((a, v, i) => a + v - idle0.nodes[i], 0) / idleS,
+      per_node_ms_per_s: idle1.nodes.map((v, i) => (v - idle0.nodes[i]) / idleS),
+      postgres_ms_per_s: watch.delta(idle0.pg, idle1.pg).total / idleS,
+    };
+    log(`  ${k} node${k > 1 ? 's' : ''}: ${NODES_MESSAGES} messages at ${NODES_RATE}/s, round-robin, then waiting for all their events...`);
+    watch.resetHolds();
+    const all0 = postgresCpuMs();
+    tables0 = await watch.tables();
+    const m0 = { nodes: nodes.map((x) => cpuMs(x.pid)), ctx: nodes.map((x) => ctxOf(x.pid)), pg: await watch.snapshot(), mono: monoUs() };
+    markCounts();
+    const push = await pushPaced({ origins, key: c.key, path: '/api/mensaje_enviar_texto.php', n: NODES_MESSAGES, perS: NODES_RATE, makeBody: (i) => body(600_000 + i) });
+    const { st, stalled } = await waitReceiver(receiver, { alive: () => nodes.every((x) => x.alive()) }, (x) => x.messages_done >= push.ok);
+    const m1 = { nodes: nodes.map((x) => cpuMs(x.pid)), ctx: nodes.map((x) => ctxOf(x.pid)), pg: await watch.snapshot(), mono: monoUs() };
+    markCounts();
+    const allPg = postgresCpuMs() - all0;
+    const holds = watch.holds();
+    const vivosAfter = await waitNodes(nodes, k);
+    const perNode = m1.nodes.map((v, i) => v - m0.nodes[i]);
+    const serve = perNode.reduce((a, b) => a + b, 0);
+    const pgd = watch.delta(m0.pg, m1.pg);
+    const done = Math.max(1, st.messages_done);
+    const spanMs = (st.done_last_at ?? Date.now()) - push.started_at;
+    out = {
+      nodes: k,
+      messages: NODES_MESSAGES,
+      done: st.messages_done,
+      stalled,
+      warmup_messages: warm.ok,
+      accept: push,
+      span_ms: spanMs,
+      serve_cpu_ms: serve,
+      serve_cpu_ms_per_node: perNode,
+      serve_ms_per_msg: serve / done,
+      postgres_cpu_ms: pgd.total,
+      postgres_cpu_ms_per_node: nodes.map((_, i) => pgd.byApp[`${app}${i + 1}`] ?? 0),
+      postgres_backends: pgd.backends,
+      postgres_ms_per_msg: pgd.total / done,
+      total_ms_per_msg: (serve + pgd.total) / done,
+      postgres_all_processes_cpu_ms: allPg,
+      // Per message: how often the nodes and their backends went to sleep waiting (voluntary) or were preempted.
+      context_switches_per_msg: {
+        serve: {
+          voluntary: m1.ctx.reduce((a, x, i) => a + x.vol - m0.ctx[i].vol, 0) / done,
+          involuntary: m1.ctx.reduce((a, x, i) => a + x.invol - m0.ctx[i].invol, 0) / done,
+        },
+        postgres: { voluntary: pgd.ctx.vol / done, involuntary: pgd.ctx.invol / done },
+      },
+      idle,
+      lease_holds: holds,
+      nodos_vivos: { before: vivos, after: vivosAfter },
+      receiver: st,
+      ...(profDir ? { profile: { dir: profDir, pids: nodes.map((x) => x.pid), idle_us: [idle0.mono, idle1.mono], measured_us: [m0.mono, m1.mono] } } : {}),
+    };
+  } finally {
+    const errs = (await Promise.all(nodes.map(stopQuietly))).filter(Boolean);
+    if (errs.length > 0) log(`  stopping nodes: ${errs.join('; ')}`);
+    if (out && tables0) {
+      // Read once the nodes have stopped (their backends have reported); so it also holds the few seconds after the window.
+      const t1 = await watch.tables().catch(() => null);
+      if (t1) out.table_stats_per_msg = tableDelta(tables0, t1, Math.max(1, out.done));
+    }
+    await watch?.close().catch(() => {});
+    await pg.drop();
+    await dropRedisPrefix(redisUrl, prefix).catch((err) => log(`  could not remove the Redis keys ${prefix}*: ${err.message}`));
+  }
+  return out;
+}
+
+/** Per table, what the window added to each counter, per message (zeros left out). */
+function tableDelta(a, b, n) {
+  const out = {};
+  for (const [rel, r] of b) {
+    const d = {};
+    for (const k of ['seq_scan', 'idx_scan', 'n_tup_ins', 'n_tup_upd', 'n_tup_hot_upd', 'n_tup_del']) {
+      const v = (Number(r[k] ?? 0) - Number(a.get(rel)?.[k] ?? 0)) / n;
+      if (v) d[k] = Number(v.toFixed(3));
+    }
+    if (Object.keys(d).length > 0) out[rel] = d;
+  }
+  return out;
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/**
+ * 1, 2 and 3 nodes on one PostgreSQL (a fresh schema each) and one Redis, the
+ * same fixed offered load; CPU per message of all the nodes together, and of
+ * their PostgreSQL backends; efficiency = CPU/msg with one node / with k.
+ */
+async function figureNodes(receiver) {
+  needFlags('--store', '--counters', '--counters-prefix', '--queue-gap-ms', '--sim-delivery-ms', '--sim-read-ms', '--allow-private-urls');
+  const redisUrl = await benchRedis();
+  // n/a without a PostgreSQL; the schema is dropped at once (each run makes its own).
+  await (await postgresSchema()).drop();
+  const tag = Date.now().toString(36);
+  const runs = { 1: [], 2: [], 3: [] };
+  for (let round = 0; round < NODES_ROUNDS; round += 1) {
+    for (const k of [1, 2, 3]) {
+      const r = await nodesRun(receiver, k, redisUrl, `${tag}r${round}`);
+      log(
+        `    ${k}: serve ${r.serve_ms_per_msg.toFixed(2)} ms/msg (${r.serve_cpu_ms_per_node.map(f0).join('/')} ms), PostgreSQL ${r.postgres_ms_per_msg.toFixed(2)} ms/msg; ` +
+          `${r.done} of ${r.messages} done in ${(r.span_ms / 1000).toFixed(1)} s; idle ${r.idle.serve_ms_per_s.toFixed(1)} + ${r.idle.postgres_ms_per_s.toFixed(1)} ms/s; lease holds ${r.lease_holds.per_node.join('/')}; ` +
+          `context switches/msg ${r.context_switches_per_msg.serve.voluntary.toFixed(0)}+${r.context_switches_per_msg.serve.involuntary.toFixed(0)} (PostgreSQL ${r.context_switches_per_msg.postgres.voluntary.toFixed(0)}+${r.context_switches_per_msg.postgres.involuntary.toFixed(0)}); load ${loadavg()[0].toFixed(1)}`,
+      );
+      runs[k].push(r);
+    }
+  }
+  const pick = (k, f) => median(runs[k].map(f));
+  const serve = (k) => pick(k, (r) => r.serve_ms_per_msg);
+  const pgm = (k) => pick(k, (r) => r.postgres_ms_per_msg);
+  const tot = (k) => pick(k, (r) => r.total_ms_per_msg);
+  const allDone = (k) => runs[k].every((r) => r.done === r.messages && !r.stalled);
+  const rounds = NODES_ROUNDS > 1 ? `, median of ${NODES_ROUNDS} rounds` : '';
+  const describe = (k) => {
+    const r = runs[k][runs[k].length - 1];
+    return (
+      `${cpuPer(serve(k))} over ${k} node${k > 1 ? 's' : ''} + PostgreSQL ${pgm(k).toFixed(2)} ms/msg (total ${tot(k).toFixed(2)})${rounds}; ` +
+      `${runs[k].map((x) => x.done).join('+')} of ${runs[k].length * r.messages} done${runs[k].some((x) => x.stalled) ? ' STALLED' : ''} at ${NODES_RATE}/s offered (accepted ${f0(r.accept.accepted_per_s)}/s, last done ${(r.span_ms / 1000).toFixed(1)} s); ` +
+      `${NODES_ROUNDS > 1 ? 'last round: ' : ''}idle ${r.idle.serve_ms_per_s.toFixed(1)} + ${r.idle.postgres_ms_per_s.toFixed(1)} ms/s` +
+      (k > 1 ? `; per node CPU ${r.serve_cpu_ms_per_node.map(f0).join('/')} ms (their PostgreSQL backends ${r.postgres_cpu_ms_per_node.map(f0).join('/')}), accepts ${r.accept.per_node.join('/')}, line leases seen held ${r.lease_holds.per_node.join('/')}, nodos_vivos ${r.nodos_vivos.before.join('/')}` : '')
+    );
+  };
+  const detail = (k) => ({
+    serve_ms_per_msg: serve(k),
+    postgres_ms_per_msg: pgm(k),
+    total_ms_per_msg: tot(k),
+    messages: NODES_MESSAGES,
+    rate_per_s: NODES_RATE,
+    runs: runs[k].map((r) => ({ ...r, receiver: { ...r.receiver, by_evento: undefined } })),
+  });
+  results.push({
+    figure: '9a. one node on PostgreSQL + Redis, fixed load',
+    measured: describe(1),
+    baseline: '- (the baseline of 9b and 9c)',
+    ratio: NaN,
+    target: 'reported',
+    met: null,
+    cpu: cpuPer(serve(1)),
+    detail: detail(1),
+  });
+  for (const k of [2, 3]) {
+    const eff = ratio(serve(1), serve(k));
+    const effAll = ratio(tot(1), tot(k));
+    results.push({
+      figure: `9${k === 2 ? 'b' : 'c'}. ${k} nodes, same load, efficiency`,
+      measured: describe(k),
+      baseline: `1 node: ${cpuPer(serve(1))} + PostgreSQL ${pgm(1).toFixed(2)} ms/msg (total ${tot(1).toFixed(2)})`,
+      ratio: eff,
+      ratioText: `${f2(eff)} (with PostgreSQL ${f2(effAll)})`,
+      target: k === 3 ? '>= 0.85' : 'reported',
+      met: k === 3 ? eff >= 0.85 && allDone(1) && allDone(3) : null,
+      cpu: cpuPer(serve(k)),
+      detail: { ...detail(k), efficiency: eff, efficiency_with_postgres: effAll },
+    });
   }
 }
 
@@ -1126,7 +1599,7 @@ async function figureWebhooks(receiver) {
 const started = Date.now();
 log(`pasarela bench: ${cpus().length} cores, node ${process.version}, load ${loadavg().map((x) => x.toFixed(2)).join(' ')}; serve flags: ${SERVE_FLAGS.size}`);
 const baseline = [1, 2, 3, 4].some(want) ? await startChild(join(HERE, 'baseline-server.mjs'), []) : null;
-const receiver = want(2) || want(7) || want(8) ? await startChild(join(HERE, 'receiver.mjs'), []) : null;
+const receiver = want(2) || want(7) || want(8) || want(9) ? await startChild(join(HERE, 'receiver.mjs'), []) : null;
 try {
   await figure(1, '1. queue accept, accepted/s', '>= 0.50', () => figureQueueAccept(baseline));
   await figure(2, '2. whole pipeline, gap 0-0, msgs/s done', '>= 0.10', () => figurePipeline(baseline, receiver));
@@ -1141,6 +1614,7 @@ await figure(6, '6. history page + total at 1M, p95', '<= 25 ms', () => figureHi
 try {
   await figure(7, '7. webhook deliveries, events/s', '>= 1000 events/s', () => figureWebhooks(receiver));
   await figure(8, '8. PostgreSQL beside SQLite', 'reported', () => figurePostgres(receiver));
+  await figure(9, '9. several nodes on PostgreSQL: CPU per message, 1/2/3 nodes', '3 nodes >= 0.85 of 1', () => figureNodes(receiver));
 } finally {
   if (receiver) await stopQuietly(receiver);
 }
