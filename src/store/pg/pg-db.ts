@@ -59,6 +59,8 @@ export class Db {
       connectionString: url,
       types,
       max: opts.max ?? 10,
+      // Kept a minute, not pg's 10 s: a node under a thin load would otherwise reconnect (and prepare every statement again) all the time.
+      idleTimeoutMillis: 60_000,
       ...(opts.schema ? { options: `-c search_path=${plainIdent(opts.schema)}` } : {}),
     });
     // An idle connection the server dropped is an event, not a crash; the next query opens another.
