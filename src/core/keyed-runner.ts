@@ -12,6 +12,8 @@ export class KeyedRunner<K> {
   private timer: NodeJS.Timeout | null = null;
   private running = false;
   private looking = false;
+  /** The look in progress: stop() waits for it, so no job starts after stop() returns. */
+  private current: Promise<unknown> | null = null;
   private again = false;
   private pokeQueued = false;
 
@@ -31,6 +33,7 @@ export class KeyedRunner<K> {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    await this.current?.catch(() => undefined);
     await Promise.allSettled([...this.inflight]);
   }
 
@@ -47,7 +50,9 @@ export class KeyedRunner<K> {
     return this.busy.has(key);
   }
 
+  /** Starts a job; a stopped runner starts none (a look that ends after stop() asks in vain). */
   run(key: K, job: () => Promise<void>): void {
+    if (!this.running) return;
     this.busy.set(key, (this.busy.get(key) ?? 0) + 1);
     const p = job()
       .catch(this.onError)
@@ -86,11 +91,14 @@ export class KeyedRunner<K> {
     this.looking = true;
     let wait = 500;
     try {
-      wait = await this.look();
+      const p = this.look();
+      this.current = p;
+      wait = await p;
     } catch (err) {
       this.onError(err);
     } finally {
       this.looking = false;
+      this.current = null;
     }
     if (this.again) {
       this.again = false;

@@ -87,7 +87,7 @@ export class LineHealth {
     const failures: Array<{ err: unknown; instancia: string }> = [];
     const adopt = !this.adopted;
     let after = 0;
-    for (;;) {
+    while (!this.stopped) {
       const page = await core.store.listLineas(after, 200);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;

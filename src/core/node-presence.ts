@@ -24,6 +24,8 @@ export class NodePresence {
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
   private readonly onError: (err: unknown) => void;
+  /** Silences survived (the first beat counts one): work read under a lease before the last one may be another node's now. */
+  lapses = 0;
 
   constructor(
     private readonly store: LeasesStore,
@@ -48,6 +50,8 @@ export class NodePresence {
   private async beat(): Promise<void> {
     const t = performance.now();
     await this.store.nodeBeat(this.info, this.clock.now());
+    // Back from a silence long enough that its streams may have been taken: whoever holds work read under a lease reads again.
+    if (t - this.lastBeat >= TAKEOVER_MARGIN_MS / 2) this.lapses += 1;
     this.lastBeat = t;
   }
 

@@ -106,14 +106,18 @@ export class QueueWorker {
     // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
     if (!this.node.fresh()) return Math.min(wait, HOLD_MAX_MS);
     // One take for every due line: with several nodes, a line another node holds costs nothing more.
-    const answers = await this.node.take(due.map((h) => stream.cola(h.celular_id)));
-    answers.forEach((a, i) => {
-      const head = due[i]!;
-      if (a.taken) return this.runner.run(head.celular_id, () => this.processHeld(head));
+    const byStream = new Map(due.map((h) => [stream.cola(h.celular_id), h]));
+    for (const a of await this.node.take([...byStream.keys()])) {
+      const head = byStream.get(a.stream);
+      if (!head) continue;
+      if (a.taken) {
+        this.runner.run(head.celular_id, () => this.processHeld(head));
+        continue;
+      }
       // Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon.
       this.notBefore.set(head.celular_id, a.restMs > 0 ? { until: now + a.restMs, recheck: Number.POSITIVE_INFINITY } : { until: now + HOLD_MAX_MS, recheck: performance.now() + HOLD_MAX_MS });
       wait = Math.min(wait, a.restMs || HOLD_MAX_MS);
-    });
+    }
     return wait;
   }
 
@@ -175,9 +179,15 @@ export class QueueWorker {
   /** Claims the message and sends it; false when no attempt was made (a cap, or another worker has it). */
   private async attempt(m: MensajeRow, instancia: string, slot: ReturnType<typeof slotClaim>, hold: (ms: number) => void): Promise<boolean> {
     const { core } = this;
+    // Checked again as the last step before the send: the reads before it may have been slow.
+    if (!this.node.fresh()) {
+      hold(HOLD_MAX_MS);
+      return false;
+    }
     const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now());
     if (!claim.ok) {
-      if (claim.reason === 'cap') hold(claim.retryAfterMs);
+      // Taken: another worker's claim on it is still live; looked at again soon, not at once.
+      hold(claim.reason === 'cap' ? claim.retryAfterMs : HOLD_MAX_MS);
       return false;
     }
     const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;

@@ -260,12 +260,13 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();
     let app0log: ((err: unknown) => void) | undefined;
-    // A claim outlives the longest send: so does a silent node's hold on its streams (core/node-presence.ts).
-    const node = new NodePresence(store, clock, { sendMs: core.config.queue.leaseMs, onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
+    // A silent node's streams outlive its longest work: a send's claim, or a webhook attempt (headers, then body, each up to the timeout).
+    const webhookTimeoutMs = opts.webhookTimeoutMs ?? SERVE_DEFAULTS.webhookTimeoutMs;
+    const node = new NodePresence(store, clock, { sendMs: Math.max(core.config.queue.leaseMs, 2 * webhookTimeoutMs), onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
     await node.start();
     const webhooks = new WebhookDispatcher(core, node, {
       retryBaseMs: opts.webhookRetryMs ?? 5000,
-      timeoutMs: opts.webhookTimeoutMs ?? SERVE_DEFAULTS.webhookTimeoutMs,
+      timeoutMs: webhookTimeoutMs,
       concurrency: opts.webhookConcurrency ?? SERVE_DEFAULTS.webhookConcurrency,
       clientConcurrency: opts.webhookClientConcurrency ?? SERVE_DEFAULTS.webhookClientConcurrency,
       pollMs: opts.webhookPollMs ?? SERVE_DEFAULTS.webhookPollMs,

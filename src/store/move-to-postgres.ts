@@ -9,8 +9,9 @@ import { nodes } from './pg/pg-leases.js';
  * `pasarela migrate --from sqlite:PATH --to postgres://...`: an SQLite
  * installation's data moved into an empty PostgreSQL store in one
  * transaction, checked before it commits. The source is only read (through a
- * snapshot); the target is held with the node lock meanwhile, so no `serve`
- * starts on it halfway.
+ * snapshot). A target some node is serving (a live heartbeat) is refused,
+ * and the copy holds the migrations lock, so a `serve` starting meanwhile
+ * waits for the commit instead of starting on a half-filled store.
  */
 
 export interface MoveOptions {

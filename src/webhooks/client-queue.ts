@@ -22,6 +22,8 @@ export class ClientQueue {
   window = 1;
   /** This node held the client's stream lease at its last read. */
   leased = false;
+  /** The node's lapse count at that read (core/node-presence.ts): `ready` is stale once it moves. */
+  lapses = 0;
 
   constructor(readonly clienteId: number) {}
 

@@ -160,10 +160,13 @@ export class WebhookDispatcher {
     // Wake for the next due time nobody will poke about; completions and new events poke.
     let next = Infinity;
     for (const [id, q] of this.queues) {
-      if (q.idle) {
-        this.queues.delete(id);
-        if (q.leased) await this.node.give(stream.webhooks(id), 0);
+      // Nothing in hand: the stream goes back at once, so another node can post what it moved meanwhile
+      // (a retry due later is read by whichever node takes the stream then). Forgotten only once given.
+      if (q.leased && q.ready.length === 0 && q.inFlight.size === 0) {
+        await this.node.give(stream.webhooks(id), 0);
+        q.leased = false;
       }
+      if (q.idle) this.queues.delete(id);
       else if (q.unreadAt > now) next = Math.min(next, q.unreadAt);
     }
     return Math.max(1, Math.min(this.opts.pollMs, next - now));
@@ -174,6 +177,11 @@ export class WebhookDispatcher {
     if (this.stopping || this.runner.inFlight >= this.opts.concurrency || !this.node.fresh()) return false;
     const extra = q.inFlight.size > 0;
     if (q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) || (extra && this.extra >= this.half)) return false;
+    // Read before a silence of this node: the client's stream may be another's now, so read (and take) again.
+    if (q.lapses !== this.node.lapses) {
+      q.ready = [];
+      q.readAt = 0;
+    }
     if (q.ready.length === 0 && !(await this.read(q, now))) return false;
     // Retries (receivers that already failed) may take only half the slots, so dead receivers cannot starve healthy clients.
     const i = this.retrying < this.half ? 0 : q.ready.findIndex((e) => e.intentos === 0);
@@ -199,6 +207,7 @@ export class WebhookDispatcher {
     // Taken at every read (this node's own lease is taken again at once): a lease lost while this node was silent is noticed.
     const lease = await this.node.takeOne(stream.webhooks(q.clienteId));
     q.leased = lease.taken;
+    q.lapses = this.node.lapses;
     if (!lease.taken) {
       // The holder posts what is due; this node asks again after the rest, or soon.
       q.readAt = now + (lease.restMs || HELD_RETRY_MS);

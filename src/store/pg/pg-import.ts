@@ -198,7 +198,14 @@ export async function importQueuedMedia(c: Client, now: number): Promise<{ copie
       missing += 1;
       continue;
     }
-    await copyIntoMedios(c, r.msg_id, r.file, now);
+    try {
+      await copyIntoMedios(c, r.msg_id, r.file, now);
+    } catch (err) {
+      // Gone since it was seen (a serve still running on the source ended its send): as missing.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      missing += 1;
+      continue;
+    }
     await c.query("UPDATE mensajes SET payload = jsonb_set(payload::jsonb, '{file}', to_jsonb($2::text))::text WHERE msg_id = $1", [r.msg_id, mediosRef(r.msg_id)]);
     copied += 1;
   }

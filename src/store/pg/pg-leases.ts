@@ -36,7 +36,7 @@ export async function nodes(q: Queryable): Promise<NodeRow[]> {
  * One statement: the due and free rows among `streams` are locked with SKIP
  * LOCKED (a row another taker is on right now is left to it, never waited
  * for) and given to the taker; every asked stream comes back with what was
- * found. Streams without a row yet are made, taken, by a second statement.
+ * found, in the order asked. Streams without a row yet are made, taken, by a second statement.
  */
 export async function leaseTake(db: Db, nodeId: string, streams: string[]): Promise<LeaseAnswer[]> {
   if (streams.length === 0) return [];
@@ -51,8 +51,9 @@ export async function leaseTake(db: Db, nodeId: string, streams: string[]): Prom
      ),
      u AS (UPDATE leases l SET nodo = $1 FROM c WHERE l.stream = c.stream RETURNING l.stream)
      SELECT s.stream, l.stream IS NOT NULL AS known, u.stream IS NOT NULL AS taken, GREATEST(0, COALESCE(l.next_at, 0) - n.t) AS rest_ms
-     FROM unnest($2::text[]) AS s(stream) CROSS JOIN n
-     LEFT JOIN leases l ON l.stream = s.stream LEFT JOIN u ON u.stream = s.stream`,
+     FROM unnest($2::text[]) WITH ORDINALITY AS s(stream, ord) CROSS JOIN n
+     LEFT JOIN leases l ON l.stream = s.stream LEFT JOIN u ON u.stream = s.stream
+     ORDER BY s.ord`,
     [nodeId, streams],
   );
   const unknown = found.filter((f) => !f.known).map((f) => f.stream);
