@@ -79,14 +79,19 @@ export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   if (!req.file) return sendChecked(core, deps, p, req);
   // The bytes' reference: the staged file, until a queued message has them kept.
   const bytes = { ref: req.file.path };
-  let r: SendResult | undefined;
+  let r: SendResult;
   try {
     r = await sendChecked(core, deps, p, req, bytes);
-    return r;
-  } finally {
-    // Refused (no result) or sent directly: the bytes are done. A queued message's are the worker's now.
-    if (!r || r.modo === 'directo') await deps.media.remove(bytes.ref);
+  } catch (err) {
+    // Refused: the bytes are done. But kept bytes whose acceptance may have committed (the store failed
+    // mid-answer) stay: if the row exists they are its; if not, the start-up sweep takes them.
+    const unknown = !(err instanceof AppError) || err.row === ERRORS.STORE_UNAVAILABLE;
+    if (!(unknown && bytes.ref !== req.file.path)) await deps.media.remove(bytes.ref);
+    throw err;
   }
+  // Sent directly: the bytes are done. A queued message's are the worker's now.
+  if (r.modo === 'directo') await deps.media.remove(bytes.ref);
+  return r;
 }
 
 async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, bytes = { ref: '' }): Promise<SendResult> {
