@@ -184,6 +184,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
   const opened = await openStore(opts, tmp, (message) => app0.log?.error({ err: message }, 'background WAL checkpoint failed'));
   const { store, media } = opened;
   let core: Core | undefined;
+  // What has started, stopped in reverse if the start fails further on (a port in use, a store that stops answering).
+  const undo: Array<() => Promise<unknown>> = [];
   let redis: FailoverCounters | undefined;
   try {
     // Shared with the adapter, which reads callbackUrl when it registers an instance: set below once listening.
@@ -264,6 +266,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     const webhookTimeoutMs = opts.webhookTimeoutMs ?? SERVE_DEFAULTS.webhookTimeoutMs;
     const node = new NodePresence(store, clock, { sendMs: Math.max(core.config.queue.leaseMs, 2 * webhookTimeoutMs), onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
     await node.start();
+    undo.push(() => node.stop());
     const webhooks = new WebhookDispatcher(core, node, {
       retryBaseMs: opts.webhookRetryMs ?? 5000,
       timeoutMs: webhookTimeoutMs,
@@ -296,9 +299,11 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();
     webhooks.start();
+    undo.push(() => webhooks.stop());
     // Served alone (SQLite), nothing of this store is in flight before this process starts: every claim is stale.
     if (!opened.shared) await store.releaseLeases();
     worker.start();
+    undo.push(() => worker.stop());
     const recovery = new DirectRecovery(core, { files: media, inFlight }, {
       intervalMs: opts.directRecoveryMs ?? 60_000,
       onError: (err) => app.log.error({ err }, 'recovery of stranded direct sends failed'),
@@ -307,6 +312,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     // Before listening. Served alone, every pending direct send is stranded; shared, only those whose slot ended long ago.
     await recovery.run(!opened.shared);
     recovery.start();
+    undo.push(() => recovery.stop());
     await app.listen({ host: opts.host, port: opts.port });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
@@ -342,6 +348,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
         })()),
     };
   } catch (err) {
+    for (const stop of undo.reverse()) await stop().catch(() => undefined);
     await opened.close();
     await redis?.close();
     throw err;

@@ -59,6 +59,15 @@ describeWith(postgres, 'serve on PostgreSQL', () => {
     await expect(startTestServer({ store: url, dataDir: tempDir(), tz: 'Europe/Madrid' })).rejects.toThrow(/on the time zone \(--tz\)/);
   });
 
+  it('a start that fails after its node registered (a port in use) leaves no live node and no lease behind', async () => {
+    const url = await storeUrl();
+    const a = await startTestServer({ store: url });
+    servers.push(a);
+    const port = Number(new URL(a.url).port);
+    await expect(startTestServer({ store: url, dataDir: tempDir(), port })).rejects.toThrow(/EADDRINUSE/);
+    expect((await a.core.store.nodes(0)).map((n) => n.alive)).toEqual([true]);
+  });
+
   it('a line\'s human gap holds whichever node sends next, and each message is sent once', async () => {
     const url = await storeUrl();
     const gap = { gapMinMs: 700, gapMaxMs: 700 };
