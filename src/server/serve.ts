@@ -210,7 +210,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
         tz: Boolean(opts.tz),
       });
       if (shared.adminToken !== admin.token) admin = { token: shared.adminToken, source: keepSecret(opts.dataDir, ADMIN_TOKEN_FILE, shared.adminToken) };
-      if (shared.gatewaySecret !== http.secret) http.secret = shared.gatewaySecret;
+      http.secret = shared.gatewaySecret;
       http.callbackUrl = shared.callbackUrl;
       tz = shared.tz;
     }

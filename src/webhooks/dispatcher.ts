@@ -201,10 +201,11 @@ export class WebhookDispatcher {
     return true;
   }
 
-  /** Reads the client's next due deliveries into `ready`; false when none is due. */
+  /** Reads the client's next due deliveries into `ready`, under its stream lease; false when none is due (or another node holds it). */
   private async read(q: ClientQueue, now: number): Promise<boolean> {
     if (q.unreadAt > now) return false;
-    // Taken at every read (this node's own lease is taken again at once): a lease lost while this node was silent is noticed.
+    // Held since a read with no silence of this node in between: still ours (a lapse is what lets another node take it).
+    if (q.leased && q.lapses === this.node.lapses) return this.readDue(q, now);
     const lease = await this.node.takeOne(stream.webhooks(q.clienteId));
     q.leased = lease.taken;
     q.lapses = this.node.lapses;
@@ -214,6 +215,11 @@ export class WebhookDispatcher {
       q.hintAt = Infinity;
       return false;
     }
+    return this.readDue(q, now);
+  }
+
+  /** The read itself, the lease held. */
+  private async readDue(q: ClientQueue, now: number): Promise<boolean> {
     // Cleared before the read: whatever changes the outbox meanwhile hints again.
     const hinted = q.hintAt;
     q.hintAt = Infinity;

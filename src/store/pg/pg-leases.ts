@@ -65,7 +65,10 @@ export async function leaseTake(db: Db, nodeId: string, streams: string[]): Prom
     );
     for (const x of r) made.add(x.stream);
   }
-  return found.map((f) => ({ stream: f.stream, taken: f.taken || made.has(f.stream), restMs: f.taken || made.has(f.stream) ? 0 : Number(f.rest_ms) }));
+  return found.map((f) => {
+    const taken = f.taken || made.has(f.stream);
+    return { stream: f.stream, taken, restMs: taken ? 0 : Number(f.rest_ms) };
+  });
 }
 
 export async function leaseGive(db: Db, nodeId: string, stream: string, restMs: number): Promise<void> {
