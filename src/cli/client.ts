@@ -1,14 +1,28 @@
-import { CliError, EXIT, exitForStatus } from './exit-codes.js';
+import { ApiError, CliError, EXIT, exitForStatus } from './exit-codes.js';
+import { CODIGO_INVALID_PARAMS, explainInvalid, type FieldFlags } from './field-errors.js';
 
 /**
  * The CLI's only way to the service: HTTP with undici. Non-2xx answers become
- * CliErrors carrying the server's body and the exit code for its status.
+ * ApiErrors carrying the server's body and the exit code for its status and
+ * api_codigo.
  */
 export interface CallOptions {
   key?: string;
   json?: Record<string, unknown>;
   query?: Record<string, string | number | undefined>;
+  /** Extra request headers (Idempotency-Key). */
+  headers?: Record<string, string>;
   timeoutMs?: number;
+  /** API field -> the flag or argument that sets it, to explain a 400 in the command's terms. */
+  fields?: FieldFlags;
+}
+
+/**
+ * A server text without a trailing wait of its own ("; retry in N s", "; they
+ * open in N s"): the hint is added once, from retry_after.
+ */
+function withoutRetryHint(text: string): string {
+  return text.replace(/[\s;,.]*\(?\s*(?:retry|they open) in [0-9]+ s\s*\)?\.?$/i, '');
 }
 
 export class ApiClient {
@@ -17,7 +31,7 @@ export class ApiClient {
   async call<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, opts: CallOptions = {}): Promise<T> {
     const url = new URL(path.replace(/^\//, ''), this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'pasarela-cli' };
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'pasarela-cli', ...opts.headers };
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
     let body: string | undefined;
     if (opts.json) {
@@ -34,7 +48,14 @@ export class ApiClient {
       const code = (err as { code?: string }).code ?? '';
       throw new CliError(`cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`, EXIT.UNREACHABLE);
     }
-    const text = await res.body.text();
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      // The request went out and the answer was cut: whether it was acted on is unknown.
+      const code = (err as { code?: string }).code ?? '';
+      throw new CliError(`lost the connection to the server at ${this.baseUrl} while reading its answer (${code || (err as Error).message})`, EXIT.UNREACHABLE);
+    }
     let parsed: unknown;
     try {
       parsed = text === '' ? {} : JSON.parse(text);
@@ -42,9 +63,14 @@ export class ApiClient {
       throw new CliError(`the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`, res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR);
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return parsed as T;
-    const b = parsed as { error?: string; retry_after?: number };
-    const retry = b.retry_after !== undefined ? ` (retry in ${b.retry_after} s)` : '';
-    throw new CliError(`${b.error ?? `HTTP ${res.statusCode}`}${retry}`, exitForStatus(res.statusCode), parsed);
+    const b = (parsed ?? {}) as { error?: unknown; api_codigo?: unknown; retry_after?: unknown };
+    const apiCodigo = typeof b.api_codigo === 'number' ? b.api_codigo : undefined;
+    const retryAfter = typeof b.retry_after === 'number' && b.retry_after >= 0 ? b.retry_after : undefined;
+    const said = typeof b.error === 'string' && b.error !== '' ? b.error : `HTTP ${res.statusCode}`;
+    let reason = retryAfter !== undefined ? withoutRetryHint(said) : said;
+    if (res.statusCode === 400 && apiCodigo === CODIGO_INVALID_PARAMS && opts.fields) reason = explainInvalid(reason, opts.fields);
+    const message = retryAfter !== undefined ? `${reason} (retry in ${retryAfter} s)` : reason;
+    throw new ApiError(message, exitForStatus(res.statusCode, apiCodigo), parsed, res.statusCode, apiCodigo, retryAfter, reason);
   }
 }
 

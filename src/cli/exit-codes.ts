@@ -12,15 +12,33 @@ export const EXIT = {
   RATE_LIMITED: 6,
   SERVER: 7,
   UNREACHABLE: 8,
+  /** Refused now by the state of the line or the account; may succeed once that changes. */
+  REFUSED_NOW: 9,
+  /** The message was refused for good (the recipient cannot receive it); retrying never helps. */
+  REJECTED: 10,
+  /** A watch or a wait (`celular qr`, `--wait`) ran out of time. */
+  TIMEOUT: 11,
   INTERRUPTED: 130,
 } as const;
 
-export const EXIT_HELP = `Exit codes:
-  0  ok                         5  insufficient balance (402)
-  1  other error                6  duplicate or rate limited (429)
-  2  usage error                7  server or gateway error (5xx)
-  3  auth (401/403)             8  cannot reach the server
-  4  not found (404)`;
+/** The table behind `--help`, the OpenAPI document's `x-cli-exit-codes` and docs/decisions.md. */
+export const EXIT_TABLE: ReadonlyArray<{ code: number; meaning: string }> = [
+  { code: EXIT.OK, meaning: 'ok' },
+  { code: EXIT.ERROR, meaning: 'other error (for example 400, 409)' },
+  { code: EXIT.USAGE, meaning: 'usage error: bad command, option or value (checked before any request)' },
+  { code: EXIT.AUTH, meaning: 'bad credentials: 401, or 403 PROHIBIDO (201); no key configured' },
+  { code: EXIT.NOT_FOUND, meaning: 'not found (404)' },
+  { code: EXIT.BALANCE, meaning: 'insufficient balance (402)' },
+  { code: EXIT.RATE_LIMITED, meaning: 'duplicate or rate limited (429)' },
+  { code: EXIT.SERVER, meaning: 'server or gateway error (5xx)' },
+  { code: EXIT.UNREACHABLE, meaning: 'cannot reach the server' },
+  { code: EXIT.REFUSED_NOW, meaning: 'refused now by state: line or client not active, outside the allowed hours, line cap (403 with api_codigo 301, 302, 303, 603)' },
+  { code: EXIT.REJECTED, meaning: 'message refused for good (422 with api_codigo 704); a retry never helps' },
+  { code: EXIT.TIMEOUT, meaning: 'a watch or wait timed out' },
+  { code: EXIT.INTERRUPTED, meaning: 'a prompt was cancelled' },
+];
+
+export const EXIT_HELP = `Exit codes:\n${EXIT_TABLE.map((e) => `  ${String(e.code).padStart(3)}  ${e.meaning}`).join('\n')}`;
 
 export class CliError extends Error {
   constructor(
@@ -34,14 +52,47 @@ export class CliError extends Error {
   }
 }
 
+/**
+ * A non-2xx answer of the server. `reason` is its text without any "retry in
+ * N s" (the message adds the hint once); retries read status, code and wait.
+ */
+export class ApiError extends CliError {
+  constructor(
+    message: string,
+    exitCode: number,
+    body: unknown,
+    readonly status: number,
+    readonly apiCodigo: number | undefined,
+    readonly retryAfter: number | undefined,
+    readonly reason: string,
+  ) {
+    super(message, exitCode, body);
+    this.name = 'ApiError';
+  }
+}
+
 export function usage(message: string): CliError {
   return new CliError(message, EXIT.USAGE);
 }
 
-export function exitForStatus(status: number): number {
-  if (status === 401 || status === 403) return EXIT.AUTH;
+/** api_codigo values of a 403 that mean "not now" rather than "not you". */
+const REFUSED_NOW_CODES: ReadonlySet<number> = new Set([
+  301, // CELULAR_NO_ACTIVO
+  302, // CLIENTE_NO_ACTIVO
+  303, // FUERA_DE_HORARIO
+  603, // LIMITE_DE_CELULARES
+]);
+
+/** api_codigo of a permanent refusal of the message (DESTINATARIO_RECHAZADO). */
+export const CODIGO_REJECTED = 704;
+
+/** The exit code for an HTTP status and the body's api_codigo. */
+export function exitForStatus(status: number, apiCodigo?: number): number {
+  if (status === 401) return EXIT.AUTH;
+  if (status === 403) return apiCodigo !== undefined && REFUSED_NOW_CODES.has(apiCodigo) ? EXIT.REFUSED_NOW : EXIT.AUTH;
   if (status === 404) return EXIT.NOT_FOUND;
   if (status === 402) return EXIT.BALANCE;
+  if (status === 422 && apiCodigo === CODIGO_REJECTED) return EXIT.REJECTED;
   if (status === 429) return EXIT.RATE_LIMITED;
   if (status >= 500) return EXIT.SERVER;
   return EXIT.ERROR;

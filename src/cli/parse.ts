@@ -49,3 +49,110 @@ export function wordOrUrl(flag: string, v: string, word: string, protocols: RegE
   if (t === '' || t.toLowerCase() === word) return word;
   return serviceUrl(flag, t, protocols, `"${word}" nor ${example}`);
 }
+
+/**
+ * Checks that mirror the server's patterns and ranges, so a value it would
+ * refuse is a usage error (exit 2) naming the flag, before any request. Each
+ * is a commander parser (throws InvalidArgumentError; commander names the
+ * option); `checkArg` applies one to a positional argument.
+ */
+
+/** A positional argument through a parser: a refusal names the argument. */
+export function checkArg<T>(name: string, value: string, parse: (v: string) => T): T {
+  try {
+    return parse(value);
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) throw usage(`${name} "${value}": ${err.message}`);
+    throw err;
+  }
+}
+
+/** Characters as the server counts them (code points), not UTF-16 units. */
+const chars = (s: string) => [...s].length;
+
+/** Text of `min` to `max` characters. */
+export function text(min: number, max: number) {
+  return (value: string): string => {
+    const n = chars(value);
+    if (n < min) throw new InvalidArgumentError(min === 1 ? 'must not be empty' : `at least ${min} characters`);
+    if (n > max) throw new InvalidArgumentError(`at most ${max} characters (this one has ${n})`);
+    return value;
+  };
+}
+
+/**
+ * A time of day for --desde/--hasta: H:MM, HH:MM or HH:MM:SS, sent as
+ * HH:MM[:SS] (the server's pattern wants two-digit hours).
+ */
+export function hora(value: string): string {
+  const m = /^([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?$/.exec(value.trim());
+  if (m && Number(m[1]) <= 23 && Number(m[2]) <= 59 && (m[3] === undefined || Number(m[3]) <= 59)) {
+    return `${m[1]!.padStart(2, '0')}:${m[2]}${m[3] !== undefined ? `:${m[3]}` : ''}`;
+  }
+  throw new InvalidArgumentError('expected a time of day H:MM or HH:MM from 00:00 to 23:59, such as 8:00 or 20:30');
+}
+
+/**
+ * A phone number as the server first checks it: digits with optional +/00,
+ * spaces and punctuation, 7 to 15 digits. Whether the number exists is the
+ * server's call (it knows the line's country).
+ */
+export function phone(maxLength = 32) {
+  return (value: string): string => {
+    const compact = value.trim().replace(/[\s\-.()/]/g, '');
+    const digits = compact.replace(/^(\+|00)/, '');
+    if (value.length > maxLength || !/^[0-9]{7,15}$/.test(digits)) {
+      throw new InvalidArgumentError('expected a phone number with its country code, 7 to 15 digits, such as 5215512345678 (+, spaces and dashes are fine)');
+    }
+    return value;
+  };
+}
+
+/** Printable ASCII without spaces (secrets, tokens, keys), `min` to `max` characters. */
+export function token(min: number, max: number) {
+  return (value: string): string => {
+    if (!/^[\x21-\x7e]*$/.test(value)) throw new InvalidArgumentError('printable ASCII characters only, no spaces');
+    if (value.length < min || value.length > max) throw new InvalidArgumentError(`${min === max ? min : `${min} to ${max}`} characters (this one has ${value.length})`);
+    return value;
+  };
+}
+
+/**
+ * An Idempotency-Key: 1 to 255 printable ASCII characters; spaces only
+ * inside (HTTP would trim them from the ends and change the key).
+ */
+export function idempotencyKey(value: string): string {
+  if (!/^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/.test(value)) {
+    throw new InvalidArgumentError('expected 1 to 255 printable ASCII characters, with no space at either end');
+  }
+  return value;
+}
+
+/** An http(s) URL with a host, at most `maxLength` characters. */
+export function httpUrl(maxLength: number) {
+  return (value: string): string => {
+    let u: URL | undefined;
+    try {
+      u = new URL(value.trim());
+    } catch {
+      u = undefined;
+    }
+    if (!u || !/^https?:$/.test(u.protocol) || !u.hostname) throw new InvalidArgumentError('expected an http:// or https:// URL');
+    if (value.length > maxLength) throw new InvalidArgumentError(`at most ${maxLength} characters`);
+    return value.trim();
+  };
+}
+
+/** An email address, roughly (the server has the last word), at most 254 characters. */
+export function email(value: string): string {
+  if (value.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) throw new InvalidArgumentError('expected an email address such as ana@example.com');
+  return value;
+}
+
+/** A name of a gateway server (the server's SERVER_NAME_PATTERN). */
+export function serverName(value: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(value)) {
+    throw new InvalidArgumentError('1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit');
+  }
+  return value;
+}

@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Core } from '../core/context.js';
 import { AppError, errorBody } from '../core/errors.js';
+import { EXIT_TABLE } from '../cli/exit-codes.js';
 import { VERSION } from '../version.js';
 import { installErrorHandling, toAppError } from './errors.js';
 import accountRoutes from './routes/account.js';
@@ -141,7 +142,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         title: 'pasarela',
         version: VERSION,
         description:
-          'Self-hosted messaging gateway. Every success body carries ok:true plus api_codigo/api_texto/api_descripcion/saldo; every error body ok:false, error and the same fields (see the api_codigo table in the README).',
+          'Self-hosted messaging gateway. Every success body carries ok:true plus api_codigo/api_texto/api_descripcion/saldo; every error body ok:false, error and the same fields (see the api_codigo table in the README). ' +
+          'The x-cli-exit-codes field of this object lists the exit codes of the pasarela command line, which maps these answers (HTTP status and api_codigo) onto them.',
+        // The CLI's table (src/cli/exit-codes.ts, constants only), an OpenAPI extension the swagger types do not list.
+        ...{ 'x-cli-exit-codes': Object.fromEntries(EXIT_TABLE.map((e) => [String(e.code), e.meaning])) },
       },
       components: {
         securitySchemes: {

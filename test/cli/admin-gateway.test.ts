@@ -83,9 +83,11 @@ describe('admin gateway', () => {
     const dup = await cli.run(['admin', 'gateway', 'add', 'b', '--gateway-url', b.url, '--gateway-key', 'k'], asOperator());
     expect(dup.exitCode).toBe(1);
     expect(dup.stderr).toContain('already exists');
+    // A URL the server would refuse is a usage error before any request.
     const url = await cli.run(['admin', 'gateway', 'add', 'c', '--gateway-url', 'ftp://x.example', '--gateway-key', 'k', '--json'], asOperator());
-    expect(url.exitCode).toBe(1);
-    expect(JSON.parse(url.stdout)).toMatchObject({ ok: false, api_codigo: 100 });
+    expect(url.exitCode).toBe(2);
+    expect(url.stderr).toContain('--gateway-url');
+    expect(url.stdout).toBe('');
     const auth = await cli.run(['admin', 'gateway', 'list'], { env: { PASARELA_ADMIN_TOKEN: 'x'.repeat(32) } });
     expect(auth.exitCode).toBe(3);
     const missing = await cli.run(['admin', 'gateway', 'add', 'c', '--gateway-url', b.url], asOperator());

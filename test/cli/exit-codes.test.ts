@@ -3,16 +3,20 @@ import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exitForStatus } from '../../src/cli/exit-codes.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { Cli, ROOT, type RunResult } from './helpers.js';
 
-/** Exit codes of DESIGN §9: 0 ok, 1 other, 2 usage, 3 auth, 4 not found, 5 balance, 6 rate, 7 server, 8 unreachable. */
+/**
+ * Exit codes of DESIGN §9: 0 ok, 1 other, 2 usage, 3 bad credentials, 4 not found, 5 balance, 6 rate,
+ * 7 server, 8 unreachable, 9 refused now by state, 10 message refused for good, 11 timed out.
+ */
 let s: TestServer;
 let cli: Cli;
 let a: Seeded;
 
 beforeAll(async () => {
-  s = await startTestServer();
+  s = await startTestServer({ tz: 'UTC' });
   cli = new Cli(s.url);
   a = await seedClient(s);
 });
@@ -29,6 +33,9 @@ describe('0: help and version', () => {
     expect(help.exitCode).toBe(0);
     expect(help.stdout).toContain('Usage: pasarela');
     expect(help.stdout).toContain('Exit codes:');
+    expect(help.stdout).toMatch(/^ +9 {2}refused now by state.*301, 302, 303, 603/m);
+    expect(help.stdout).toMatch(/^ +10 {2}message refused for good \(422 with api_codigo 704\)/m);
+    expect(help.stdout).toMatch(/^ +11 {2}a watch or wait timed out/m);
     expect(version.exitCode).toBe(0);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     expect(version.stdout.trim()).toBe(pkg.version);
@@ -97,6 +104,59 @@ describe('3: authentication', () => {
     expect(code(noKey)).toEqual({ exitCode: 3, stderr: expect.stringContaining('no API key') });
     expect(code(noOperator)).toEqual({ exitCode: 3, stderr: expect.stringContaining('--admin-token') });
     expect(noOperator.stderr).toContain(join(cli.home, '.local', 'share', 'pasarela', 'admin-token'));
+  });
+});
+
+describe('9: refused now by the state of the line or the account (403 with api_codigo 301, 302, 303, 603)', () => {
+  const linked = async (opts: Parameters<typeof seedClient>[1] = {}) => {
+    const b = await seedClient(s, { saldo: 10, ...opts });
+    await api(s.url, 'POST', `/api/celular_qr.php?id=${b.celularId}`, { key: b.celularKey });
+    await api(s.url, 'POST', '/admin/sim/scan', { key: s.adminToken, json: { celular_id: b.celularId } });
+    return b;
+  };
+  const send = (key: string, extra: string[] = [], env: Record<string, string> = {}) =>
+    cli.run(['send', 'text', '5215598765432', `hola ${Math.random()}`, '--directo', ...extra], { env: { PASARELA_KEY: key, ...env } });
+
+  it('a line that is not linked (301) exits 9; a bad key still exits 3', async () => {
+    const b = await seedClient(s, { saldo: 10 });
+    const r = await send(b.celularKey, ['--json']);
+    expect(r.exitCode, r.stderr).toBe(9);
+    expect(JSON.parse(r.stdout)).toMatchObject({ api_codigo: 301 });
+    expect((await send(`WA_${b.celularId}_wrongwrongwrongwrongwrong`)).exitCode).toBe(3);
+  });
+
+  it('a client that is not active (302) exits 9, for a send and for a celular create', async () => {
+    const b = await linked();
+    expect((await cli.run(['admin', 'client', 'edit', String(b.clienteId), '--estado', 'suspendido', '--admin-token', s.adminToken])).exitCode).toBe(0);
+    expect((await send(b.celularKey)).exitCode).toBe(9);
+    expect((await cli.run(['celular', 'create', '5215577770001', '--key', b.clientKey])).exitCode).toBe(9);
+  });
+
+  it('a direct send outside the line\'s hours (303) exits 9, even with --retry; --wait-window waits, then gives up with 9', async () => {
+    const b = await linked();
+    // A half hour two hours from now (server clock, UTC): closed now, never wrapping past midnight.
+    const hh = String((new Date(s.clock.now()).getUTCHours() + 2) % 24).padStart(2, '0');
+    await api(s.url, 'POST', `/api/celular_editar.php?id=${b.celularId}`, { key: b.clientKey, json: { hora_inicio_permitido: `${hh}:00`, hora_fin_permitido: `${hh}:30` } });
+    const r = await send(b.celularKey, ['--retry', '3', '--json'], { PASARELA_MAX_WAIT_MS: '0' });
+    expect(r.exitCode).toBe(9);
+    expect(JSON.parse(r.stdout)).toMatchObject({ api_codigo: 303, retry_after: expect.any(Number) });
+    expect(r.stderr).not.toContain('retry 1/3');
+    // The server's clock does not move here, so the window never opens: a few waits, then 9.
+    const waited = await send(b.celularKey, ['--wait-window'], { PASARELA_MAX_WAIT_MS: '0' });
+    expect(waited.exitCode).toBe(9);
+    expect(waited.stderr).toMatch(/outside the allowed hours .*; waiting \d+ s.* for the window to open \(--wait-window\)/);
+  });
+
+  it('the client\'s line cap (603) exits 9', async () => {
+    const b = await seedClient(s, { max_celulares: 1 });
+    const r = await cli.run(['celular', 'create', '5215577770002', '--key', b.clientKey]);
+    expect(r.exitCode, r.stderr).toBe(9);
+  });
+
+  it('the table: 403 is 3 unless its api_codigo says "not now"; 422 is 10 only with 704; 409 stays 1', () => {
+    expect([301, 302, 303, 603].map((c) => exitForStatus(403, c))).toEqual([9, 9, 9, 9]);
+    expect([201, undefined, 999].map((c) => exitForStatus(403, c))).toEqual([3, 3, 3]);
+    expect([exitForStatus(401, 200), exitForStatus(422, 704), exitForStatus(422, 100), exitForStatus(409, 607), exitForStatus(409, 608)]).toEqual([3, 10, 1, 1, 1]);
   });
 });
 

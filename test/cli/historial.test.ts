@@ -298,15 +298,15 @@ describe('pasarela historial: exit codes', () => {
     }
   });
 
-  it('3 for a refused key or a sibling line, 4 for an unknown line, 1 for a refused filter', async () => {
+  it('3 for a refused key or a sibling line, 4 for an unknown line, 2 for a backwards date range', async () => {
     expect((await cli.run(['historial'], { env: { PASARELA_KEY: 'WAC_1_not-a-real-key' } })).exitCode).toBe(3);
     expect((await cli.run(['historial', '--celular', String(a2)], { env: { PASARELA_KEY: A.celularKey } })).exitCode).toBe(3);
     const missing = await cli.run(['historial', '--celular', '999999', '--json'], key());
     expect(missing.exitCode).toBe(4);
     expect(JSON.parse(missing.stdout)).toMatchObject({ ok: false, api_codigo: 600 });
-    // desde after hasta is the server's call (400).
+    // desde after hasta is refused before any request (usage, exit 2), naming both flags.
     const backwards = await cli.run(['historial', '--desde', '2026-03-02', '--hasta', '2026-03-01'], key());
-    expect(backwards.exitCode).toBe(1);
-    expect(backwards.stderr).toMatch(/^error: .*desde/);
+    expect(backwards.exitCode).toBe(2);
+    expect(backwards.stderr).toMatch(/^error: --desde 2026-03-02 is after --hasta 2026-03-01/);
   });
 });

@@ -8,7 +8,7 @@ import { Ctx } from '../../src/cli/context.js';
 import { CliError, EXIT } from '../../src/cli/exit-codes.js';
 import { makeTerm } from '../../src/cli/io.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { Cli, expectJsonOnly } from './helpers.js';
+import { Cli, cliCommandLine, expectJsonOnly, HAS_SCRIPT } from './helpers.js';
 
 /** `pasarela send ...` through the built CLI against a real server with a linked line. */
 let s: TestServer;
@@ -76,17 +76,94 @@ describe('send', () => {
     expect(JSON.parse((await s.core.store.getMensaje(byUrl.msg_id))!.media!)).toEqual({ url: mediaUrl });
   });
 
-  it('exit codes: 2 for a missing file or text, 3 for a bad key, 1 for a bad number, 6 for a duplicate block', async () => {
+  it('exit codes: 2 for a missing file or text or a bad number, 3 for a bad key, 1 for a number the server refuses, 6 for a duplicate block', async () => {
     expect((await cli.run(['send', 'image', '5215598765432', '/no/such/file.png'], { env: { PASARELA_KEY: key } })).exitCode).toBe(2);
     expect((await cli.run(['send', 'text', '5215598765432', ''], { env: { PASARELA_KEY: key } })).exitCode).toBe(2);
     expect((await cli.run(['send', 'text', '5215598765432', 'x'], { env: { PASARELA_KEY: 'WA_1_badbadbadbadbadbadbad' } })).exitCode).toBe(3);
+    // Not a phone number at all: refused before any request.
     const bad = await cli.run(['send', 'text', 'abc', 'x'], { env: { PASARELA_KEY: key } });
-    expect(bad.exitCode).toBe(1);
-    expect(bad.stderr).toContain('destinatario');
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toContain('destinatario "abc"');
+    // Shaped like one but no such number: the server's call (400), told with the argument's name.
+    const nonexistent = await cli.run(['send', 'text', '1234567', 'x'], { env: { PASARELA_KEY: key } });
+    expect(nonexistent.exitCode).toBe(1);
+    expect(nonexistent.stderr).toMatch(/^error: <destinatario>: /);
     const runs = [];
     for (let i = 0; i < 4; i++) runs.push(await cli.run(['send', 'text', '5215598765499', 'repetido'], { env: { PASARELA_KEY: key } }));
     expect(runs.map((r) => r.exitCode)).toEqual([0, 0, 0, 6]);
     expect(runs[3]!.stderr).toMatch(/duplicate.*retry in \d+ s/);
+  });
+});
+
+/** A new client with one linked line (and balance), through the API. */
+async function linkedLine(numero: string): Promise<{ clientKey: string; celularId: number; celularKey: string; numero: string }> {
+  const c = await api(s.url, 'POST', '/admin/clientes', { key: s.adminToken, json: { nombre: `Linea ${numero}`, email: `${numero}@example.com`, saldo: 100 } });
+  const cel = await api(s.url, 'POST', '/api/celular_crear.php', { key: c.body.api_key, json: { numero } });
+  await api(s.url, 'POST', `/api/celular_qr.php?id=${cel.body.celular_id}`, { key: cel.body.api_key });
+  await api(s.url, 'POST', '/admin/sim/scan', { key: s.adminToken, json: { celular_id: cel.body.celular_id } });
+  return { clientKey: c.body.api_key, celularId: cel.body.celular_id, celularKey: cel.body.api_key, numero: cel.body.celular.numero };
+}
+
+describe('send against the real server: retries, refusals, the line of a client key', () => {
+  it('the wait of a rate cap is said once per line, not "retry in N s (retry in N s)"', async () => {
+    const l = await linkedLine('5215520000001');
+    await api(s.url, 'POST', `/api/celular_editar.php?id=${l.celularId}`, { key: l.clientKey, json: { max_envios_por_minuto: 1 } });
+    const env = { PASARELA_KEY: l.celularKey, PASARELA_MAX_WAIT_MS: '0' };
+    expect((await cli.run(['send', 'text', '5215598765432', 'uno', '--directo'], { env })).exitCode).toBe(0);
+    const r = await cli.run(['send', 'text', '5215598765432', 'dos', '--directo', '--retry', '1'], { env });
+    expect(r.exitCode).toBe(6);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/reached its cap of 1 sends per minute; retry 1\/1 in \d+ s$/);
+    expect(lines[1]).toMatch(/^error: celular \d+ reached its cap of 1 sends per minute \(retry in \d+ s\)$/);
+    for (const line of lines) expect(line.match(/in \d+ s/g), line).toHaveLength(1);
+  });
+
+  it('a client key with exactly one line sends from it without --celular; nothing said off a TTY', async () => {
+    const l = await linkedLine('5215520000002');
+    const r = await cli.run(['send', 'text', '5215598765432', 'por la unica linea', '--json'], { env: { PASARELA_KEY: l.clientKey } });
+    const b = expectJsonOnly(r);
+    expect((await s.core.store.getMensaje(b.msg_id))?.celular_id).toBe(l.celularId);
+  });
+
+  it.runIf(HAS_SCRIPT)('on a TTY, the line chosen for a client key is said on stderr', async () => {
+    const l = await linkedLine('5215520000003');
+    const r = await cli.spawnTty(cliCommandLine(['send', 'text', '5215598765432', 'con tty']), { env: { PASARELA_KEY: l.clientKey } });
+    expect(r.exitCode).toBe(0);
+    expect(String(r.stdout)).toContain(`sending from celular ${l.celularId} (${l.numero}), this client's only line`);
+  });
+
+  it('a client key with two lines and no --celular: exit 2 naming both, nothing sent', async () => {
+    const l = await linkedLine('5215520000004');
+    const other = await api(s.url, 'POST', '/api/celular_crear.php', { key: l.clientKey, json: { numero: '5215520000005' } });
+    const r = await cli.run(['send', 'text', '5215598765432', 'cual'], { env: { PASARELA_KEY: l.clientKey } });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('--celular');
+    expect(r.stderr).toContain(`${l.celularId}\t${l.numero}\t`);
+    expect(r.stderr).toContain(`${other.body.celular_id}\t${other.body.celular.numero}\t`);
+  });
+
+  // Needs the idem branch: until it lands, the server answers 502/700 here (exit 7 after the retries).
+  it('[needs idem: 422/704] a permanent refusal (sim fail) is never retried: exit 10 at once', async () => {
+    const l = await linkedLine('5215520000006');
+    const numero = '5215587654321';
+    expect((await cli.run(['sim', 'fail', numero, '--motivo', 'no existe'], { env: { PASARELA_ADMIN_TOKEN: s.adminToken } })).exitCode).toBe(0);
+    const r = await cli.run(['send', 'text', numero, 'hola', '--directo', '--retry', '3', '--json'], { env: { PASARELA_KEY: l.celularKey, PASARELA_MAX_WAIT_MS: '0' } });
+    expect(r.stderr).not.toContain('retry 1/3');
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, api_codigo: 704 });
+    expect(r.exitCode).toBe(10);
+  });
+
+  // Needs the idem branch: until it lands, the server ignores the header and sends twice.
+  it('[needs idem: Idempotency-Key] the same --idempotency-key replays the first answer; another request under it exits 1', async () => {
+    const l = await linkedLine('5215520000007');
+    const env = { PASARELA_KEY: l.celularKey };
+    const first = expectJsonOnly(await cli.run(['send', 'text', '5215598765432', 'una vez', '--idempotency-key', 'pedido-7', '--json'], { env }));
+    const again = expectJsonOnly(await cli.run(['send', 'text', '5215598765432', 'una vez', '--idempotency-key', 'pedido-7', '--json'], { env }));
+    expect(again.msg_id).toBe(first.msg_id);
+    const other = await cli.run(['send', 'text', '5215598765432', 'otra cosa', '--idempotency-key', 'pedido-7', '--json'], { env });
+    expect(other.exitCode).toBe(1);
+    expect(JSON.parse(other.stdout)).toMatchObject({ ok: false, api_codigo: 607 });
   });
 });
 

@@ -94,14 +94,14 @@ describe('webhook get/set/delete/restore', () => {
     expect(fields(got)).toMatchObject({ url: `${receiverUrl}/b`, secret: 'set', activo: 'false' });
   });
 
-  it('exit codes: 2 for bad flags, 1 for a URL the server refuses, 3 for a celular key', async () => {
+  it('exit codes: 2 for bad flags or a URL that is not http(s), 3 for a celular key', async () => {
     const bad = await cli.run(['webhook', 'set', `${receiverUrl}/x`, '--eventos', 'message.status,nope'], { env: env() });
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toContain('nope');
     expect((await cli.run(['webhook', 'set', `${receiverUrl}/x`, '--secret', 'abcdefghijkl', '--generate-secret'], { env: env() })).exitCode).toBe(2);
     const ftp = await cli.run(['webhook', 'set', 'ftp://example.com/x', '--json'], { env: env() });
-    expect(ftp.exitCode).toBe(1);
-    expect(JSON.parse(ftp.stdout)).toMatchObject({ ok: false });
+    expect(ftp.exitCode).toBe(2);
+    expect(ftp.stderr).toContain('url "ftp://example.com/x"');
     expect((await cli.run(['webhook', 'set', `${receiverUrl}/x`], { env: { PASARELA_KEY: celularKey } })).exitCode).toBe(3);
     // Reading is client-wide too: the URL may carry the receiver's token.
     const read = await cli.run(['webhook', 'get', '--json'], { env: { PASARELA_KEY: celularKey } });

@@ -1,10 +1,10 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { readStdin } from '../io.js';
 import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
-import { idArg, int, intOrNone, positiveInt } from '../parse.js';
+import { checkArg, email, httpUrl, idArg, int, intOrNone, positiveInt, serverName, text, token } from '../parse.js';
 
 interface ClienteSummary {
   cliente: { id: number; nombre: string; email: string; estado: string; plan: string; max_celulares: number | null; consumo_mes_actual: number; created_at: string };
@@ -61,8 +61,51 @@ export function withOperatorOptions(cmd: Command): Command {
     .addOption(new Option('--data-dir <dir>', 'data directory of a local `serve`, to read its admin-token file'));
 }
 
+/** --monto: an amount of credits; 0 would change nothing and the server refuses it. */
+function nonZero(value: string): number {
+  const n = int(-1_000_000_000, 1_000_000_000)(value);
+  if (n === 0) throw new InvalidArgumentError('must not be 0 (negative amounts remove credit)');
+  return n;
+}
+
+/** A legacy token: 16 to 128 printable ASCII characters, not shaped like a WA_/WAC_ key. */
+function legacyToken(value: string): string {
+  token(16, 128)(value);
+  if (/^(WAC|WA)_[1-9][0-9]{0,15}_[A-Za-z0-9_-]{16,128}$/.test(value)) throw new InvalidArgumentError('may not have the form of a WA_ or WAC_ key');
+  return value;
+}
+
+/** --gateway-url: the base URL of a gateway's API, without credentials, query or fragment. */
+function gatewayUrl(value: string): string {
+  const v = httpUrl(2000)(value);
+  const u = new URL(v);
+  if (u.username || u.password) throw new InvalidArgumentError('may not carry credentials; give the API key with --gateway-key');
+  if (u.search || u.hash) throw new InvalidArgumentError('the base URL of the API, without a query or fragment');
+  return v;
+}
+
+/** API fields of the operator's requests and the flag or argument that sets each, to explain a 400. */
+const ADMIN_FIELDS = {
+  nombre: '--nombre',
+  email: '--email',
+  plan: '--plan',
+  estado: '--estado',
+  max_celulares: '--max-celulares',
+  saldo: '--saldo',
+  cliente_id: '--cliente',
+  celular_id: '--celular',
+  monto: '--monto',
+  motivo: '--motivo',
+  token: '[token]',
+  url: '--gateway-url',
+  key: '--gateway-key',
+  max_lineas: '--max-lineas',
+  servidor: '<gateway>',
+  limit: '--limit',
+} as const;
+
 const call = <T>(ctx: Ctx, method: 'GET' | 'POST' | 'PATCH', path: string, json?: Record<string, unknown>, query?: Record<string, string | number | undefined>) =>
-  ctx.client().call<T>(method, path, { key: ctx.adminToken(), json, query });
+  ctx.client().call<T>(method, path, { key: ctx.adminToken(), json, query, fields: ADMIN_FIELDS });
 
 /** `pasarela admin ...`: the operator's commands (operator token). */
 export function registerAdmin(program: Command, ctxOf: CtxOf): void {
@@ -72,8 +115,8 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
   client
     .command('create')
     .description('create a client; prints its key (WAC_...) once')
-    .requiredOption('--nombre <nombre>', 'name')
-    .requiredOption('--email <email>', 'contact email')
+    .requiredOption('--nombre <nombre>', 'name (up to 200 characters)', text(1, 200))
+    .requiredOption('--email <email>', 'contact email', email)
     .addOption(new Option('--plan <plan>', 'plan').choices(['medido', 'ilimitado']).default('medido'))
     .option('--max-celulares <n>', 'cap on celulares (default: none)', int(0, 100000))
     .option('--saldo <n>', 'initial global balance', int(0, 1_000_000_000))
@@ -129,8 +172,8 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
   client
     .command('edit <id>')
     .description('change name, email, plan, state or cap')
-    .option('--nombre <nombre>', 'name')
-    .option('--email <email>', 'contact email')
+    .option('--nombre <nombre>', 'name (up to 200 characters)', text(1, 200))
+    .option('--email <email>', 'contact email', email)
     .addOption(new Option('--plan <plan>', 'plan').choices(['medido', 'ilimitado']))
     .addOption(new Option('--estado <estado>', 'state').choices(['activo', 'suspendido', 'baja']))
     .option('--max-celulares <n>', 'cap on celulares, or none', intOrNone(0, 100000))
@@ -163,8 +206,8 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
     .description('add credit to a client, or to one of its celulares with --celular (negative amounts remove credit)')
     .requiredOption('--cliente <id>', 'client id', positiveInt)
     .option('--celular <id>', 'celular id (default: the client\'s global balance)', positiveInt)
-    .requiredOption('--monto <n>', 'amount (credits)', int(-1_000_000_000, 1_000_000_000))
-    .option('--motivo <text>', 'reason, kept with the change')
+    .requiredOption('--monto <n>', 'amount (credits, not 0)', nonZero)
+    .option('--motivo <text>', 'reason, kept with the change (up to 200 characters)', text(0, 200))
     .action(async (o: { cliente: number; celular?: number; monto: number; motivo?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const b = await call<{ cliente_id: number; celular_id: number | null; saldo_global: number; saldo_celular: number | null; movimiento_id: number }>(ctx, 'POST', '/admin/saldo', {
@@ -187,9 +230,11 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
   celular
     .command('legacy-token <celular_id> [token]')
     .description('set the legacy token of a celular, or make and print one')
-    .action(async (id: string, token: string | undefined, _o, cmd: Command) => {
+    .action(async (id: string, given: string | undefined, _o, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const b = await call<{ celular_id: number; token_legacy: string; generado: boolean }>(ctx, 'POST', `/admin/celulares/${idArg(id)}/token-legacy`, token ? { token } : {});
+      const n = idArg(id);
+      if (given !== undefined) checkArg('token', given, legacyToken);
+      const b = await call<{ celular_id: number; token_legacy: string; generado: boolean }>(ctx, 'POST', `/admin/celulares/${n}/token-legacy`, given ? { token: given } : {});
       emit(ctx, b, () => {
         if (b.generado) printSecret(ctx.term, 'Legacy token', b.token_legacy);
         else ctx.term.err(`Legacy token of celular ${b.celular_id} set.`);
@@ -222,13 +267,15 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
   gateway
     .command('add <nombre>')
     .description("add a server of this deployment's kind; new lines go to the least-loaded active server")
-    .requiredOption('--gateway-url <url>', "base URL of the server's API")
+    .requiredOption('--gateway-url <url>', "base URL of the server's API (http or https, no query)", gatewayUrl)
     .requiredOption('--gateway-key <key>', "the server's global API key; - reads it from stdin (flags show in ps)")
     .option('--max-lineas <n>', 'lines it should hold at most (default: no cap)', int(1, 1_000_000))
     .action(async (nombre: string, o: { gatewayUrl: string; gatewayKey: string; maxLineas?: number }, cmd: Command) => {
       const ctx = ctxOf(cmd);
+      checkArg('nombre', nombre, serverName);
       const key = o.gatewayKey === '-' ? await readStdin(ctx.term.io.stdin) : o.gatewayKey;
       if (!key) throw usage('--gateway-key -: nothing on stdin');
+      if (!/^\S{1,500}$/.test(key)) throw usage('--gateway-key: 1 to 500 characters without spaces');
       const b = await call<GatewayServer>(ctx, 'POST', '/admin/gateways', {
         nombre,
         url: o.gatewayUrl,
@@ -246,6 +293,7 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
       .description(what)
       .action(async (nombre: string, _o, cmd: Command) => {
         const ctx = ctxOf(cmd);
+        checkArg('nombre', nombre, serverName);
         const b = await call<GatewayServer>(ctx, 'POST', `/admin/gateways/${encodeURIComponent(nombre)}/${path}`);
         emit(ctx, b, () => printFields(ctx.term, gatewayFields(b)));
       });
@@ -255,10 +303,12 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
     .description('move a celular to another gateway server; it is logged out there and must be linked again')
     .action(async (id: string, nombre: string, _o, cmd: Command) => {
       const ctx = ctxOf(cmd);
+      const n = idArg(id);
+      checkArg('gateway', nombre, serverName);
       const b = await call<{ celular_id: number; servidor: string; servidor_anterior: string | null; estado: string; instancia_anterior_eliminada: boolean; vincular: string; aviso?: string }>(
         ctx,
         'POST',
-        `/admin/celulares/${idArg(id)}/servidor`,
+        `/admin/celulares/${n}/servidor`,
         { servidor: nombre },
       );
       emit(ctx, b, () => {

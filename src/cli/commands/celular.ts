@@ -4,11 +4,28 @@ import type { Ctx } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
-import { idArg, int, intOrNone } from '../parse.js';
+import type { FieldFlags } from '../field-errors.js';
+import { checkArg, hora, idArg, int, intOrNone, phone, text } from '../parse.js';
 import { showQr, type QrBody } from '../qr-display.js';
 
 /** The server's celular shape (a type-only import: nothing of the server is loaded). */
 type Celular = CelularView;
+
+/** API fields of create, link and edit, and the flag or argument that sets each. */
+const CELULAR_FIELDS: FieldFlags = {
+  numero: '<numero>',
+  nombre_interno: '--nombre',
+  nombre: '--nombre',
+  estado: '--estado',
+  max_envios_por_minuto: '--por-minuto',
+  max_envios_por_hora: '--por-hora',
+  max_envios_por_dia: '--por-dia',
+  hora_inicio_permitido: '--desde',
+  hora_fin_permitido: '--hasta',
+  id: '<id>',
+};
+
+const nombre = text(0, 80);
 
 const estadoColor = (ctx: Ctx, e: string) => (e === 'activo' ? ctx.term.color.green(e) : e === 'suspendido' ? ctx.term.color.red(e) : ctx.term.color.yellow(e));
 
@@ -107,12 +124,14 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
   cel
     .command('create <numero>')
     .description('register a line (country code first); prints its key once')
-    .option('--nombre <nombre>', 'internal label (nombre_interno, up to 80 characters)')
+    .option('--nombre <nombre>', 'internal label (nombre_interno, up to 80 characters)', nombre)
     .action(async (numero: string, o: { nombre?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
+      checkArg('numero', numero, phone());
       const b = await ctx.client().call<{ celular_id: number; celular: Celular; api_key: string; gateway_token: string }>('POST', '/api/celular_crear.php', {
         key: ctx.key(),
         json: { numero, ...(o.nombre !== undefined ? { nombre_interno: o.nombre } : {}) },
+        fields: CELULAR_FIELDS,
       });
       emit(ctx, b, () => {
         ctx.term.err(`Created celular ${b.celular_id} (${b.celular.numero}), estado ${b.celular.estado}. Link it with: pasarela celular qr ${b.celular_id}`);
@@ -124,15 +143,16 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
   cel
     .command('edit <id>')
     .description('change label, state, caps or allowed hours')
-    .option('--nombre <nombre>', 'internal label (empty string clears it)')
+    .option('--nombre <nombre>', 'internal label, up to 80 characters (empty string clears it)', nombre)
     .addOption(new Option('--estado <estado>', 'line state (client key only)').choices(['activo', 'suspendido', 'desconectado']))
     .option('--por-minuto <n>', 'max sends per minute (1-1000)', int(1, 1000))
     .option('--por-hora <n>', 'max sends per hour (1-50000)', int(1, 50000))
     .option('--por-dia <n>', 'max sends per day (1-100000, or none)', intOrNone(1, 100000))
-    .option('--desde <HH:MM>', 'start of the allowed sending window')
-    .option('--hasta <HH:MM>', 'end of the allowed sending window')
+    .option('--desde <HH:MM>', 'start of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
+    .option('--hasta <HH:MM>', 'end of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
     .action(async (id: string, o: { nombre?: string; estado?: string; porMinuto?: number; porHora?: number; porDia?: number | null; desde?: string; hasta?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
+      const n = idArg(id);
       const body: Record<string, unknown> = {};
       if (o.nombre !== undefined) body.nombre_interno = o.nombre === '' ? null : o.nombre;
       if (o.estado !== undefined) body.estado = o.estado;
@@ -142,7 +162,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       if (o.desde !== undefined) body.hora_inicio_permitido = o.desde;
       if (o.hasta !== undefined) body.hora_fin_permitido = o.hasta;
       if (Object.keys(body).length === 0) throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta');
-      const b = await ctx.client().call<{ celular: Celular }>('POST', '/api/celular_editar.php', { key: ctx.key(), query: { id: idArg(id) }, json: body });
+      const b = await ctx.client().call<{ celular: Celular }>('POST', '/api/celular_editar.php', { key: ctx.key(), query: { id: n }, json: body, fields: CELULAR_FIELDS });
       emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
     });
 
@@ -202,14 +222,16 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     cel
       .command('link <numero>')
       .description('register a number (or reuse yours) and link it in one step, by QR or by pairing code (client key)')
-      .option('--nombre <nombre>', 'internal label')
+      .option('--nombre <nombre>', 'internal label (up to 80 characters)', nombre)
       .option('--pairing-code', 'link by typing a code on the phone (Linked devices > Link with phone number) instead of scanning a QR'),
   ).action(async (numero: string, o: { nombre?: string; pairingCode?: boolean; wait?: boolean; timeout: number; interval: number }, cmd: Command) => {
     const ctx = ctxOf(cmd);
+    checkArg('numero', numero, phone());
     type Linked = QrBody & { creado: boolean; api_key?: string; codigo?: string; aviso?: string };
     const first = await ctx.client().call<Linked>('POST', o.pairingCode ? '/api/celular_vincular_codigo.php' : '/api/celular_vincular_qr.php', {
       key: ctx.key(),
       json: { numero, ...(o.nombre !== undefined ? { nombre: o.nombre } : {}) },
+      fields: CELULAR_FIELDS,
     });
     if (!ctx.json) {
       ctx.term.err(first.creado ? `Registered celular ${first.celular_id} (${String(first.numero ?? numero)}).` : `Celular ${first.celular_id} already registered; linking it.`);

@@ -3,7 +3,7 @@ import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { printJson, printTable, type Cell } from '../output.js';
-import { int, positiveInt } from '../parse.js';
+import { int, phone, positiveInt } from '../parse.js';
 
 /** One record of GET /api/historial_listar.php (DESIGN §8). */
 interface Mensaje {
@@ -53,6 +53,17 @@ const CSV_COLUMNS: Array<keyof Mensaje> = [
   'msg_id', 'celular_id', 'destinatario', 'tipo', 'modo', 'estado', 'texto', 'media',
   'gateway_msg_id', 'error', 'created_at', 'enviado_at', 'entregado_at', 'leido_at',
 ];
+
+/** Query fields and the flag that sets each, to explain a 400 in the command's terms. */
+const HISTORIAL_FIELDS = {
+  celular_id: '--celular',
+  estado: '--estado',
+  desde: '--desde',
+  hasta: '--hasta',
+  destinatario: '--destinatario',
+  page: '--page',
+  por_pagina: '--por-pagina',
+} as const;
 
 const TABLE_HEADERS = ['fecha', 'msg_id', 'celular', 'destinatario', 'tipo', 'modo', 'estado', 'texto', 'error'];
 
@@ -105,7 +116,7 @@ export function registerHistorial(program: Command, ctxOf: CtxOf): void {
     .addOption(new Option('--estado <estado>', 'only messages in this state').choices(ESTADOS))
     .option('--desde <YYYY-MM-DD>', 'from this day (included)', date)
     .option('--hasta <YYYY-MM-DD>', 'up to this day (included)', date)
-    .option('--destinatario <numero>', 'only messages to this number')
+    .option('--destinatario <numero>', 'only messages to this number', phone())
     .option('--page <n>', 'page to show (default 1)', positiveInt)
     .option('--por-pagina <n>', 'records per page, 1-500 (default 50)', int(1, 500))
     .option('--all', 'every page, from --page on (streamed for ndjson, csv and plain output)')
@@ -113,6 +124,7 @@ export function registerHistorial(program: Command, ctxOf: CtxOf): void {
     .action(async (o: Opts, cmd: Command) => {
       const ctx = ctxOf(cmd);
       if (ctx.json && o.format !== undefined && o.format !== 'json') throw usage(`--json and --format ${o.format} disagree; give one of them`);
+      if (o.desde !== undefined && o.hasta !== undefined && o.desde > o.hasta) throw usage(`--desde ${o.desde} is after --hasta ${o.hasta}`);
       const format: Format = ctx.json ? 'json' : (o.format ?? 'table');
       const key = ctx.key();
       const client = ctx.client();
@@ -128,6 +140,7 @@ export function registerHistorial(program: Command, ctxOf: CtxOf): void {
             page,
             por_pagina: o.porPagina,
           },
+          fields: HISTORIAL_FIELDS,
         });
       const term = ctx.term;
       const stdoutTty = term.io.stdoutIsTTY;

@@ -1,11 +1,17 @@
-import { readFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { CelularView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
+import type { FieldFlags } from '../field-errors.js';
 import type { CtxOf } from '../main.js';
 import { emit } from '../output.js';
-import { int, positiveInt } from '../parse.js';
+import { checkArg, httpUrl, idempotencyKey, int, phone, positiveInt, text } from '../parse.js';
+import { cappedSleep, withRetry } from '../retry.js';
+
+export { withRetry } from '../retry.js';
 
 interface SendBody {
   msg_id: string;
@@ -20,39 +26,42 @@ interface Common {
   directo?: boolean;
   celular?: number;
   retry: number;
+  idempotencyKey?: string;
+  waitWindow?: boolean;
 }
 
-/** Spanish endpoint names and the per-type base64 field of each media kind. */
+/** Spanish endpoint names, the per-type base64 field and the core's media type of each kind. */
 const KINDS = {
-  image: { path: 'imagen', field: 'imageBase64' },
-  document: { path: 'documento', field: 'documentBase64' },
-  audio: { path: 'audio', field: 'audioBase64' },
-  video: { path: 'video', field: 'videoBase64' },
-  sticker: { path: 'sticker', field: 'stickerBase64' },
+  image: { path: 'imagen', field: 'imageBase64', tipo: 'imagen' },
+  document: { path: 'documento', field: 'documentBase64', tipo: 'documento' },
+  audio: { path: 'audio', field: 'audioBase64', tipo: 'audio' },
+  video: { path: 'video', field: 'videoBase64', tipo: 'video' },
+  sticker: { path: 'sticker', field: 'stickerBase64', tipo: 'sticker' },
 } as const;
 type Kind = keyof typeof KINDS;
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** The server's limits on a send (its route schemas). */
+const MAX_TEXT = 4096;
+const MAX_CAPTION = 1024;
+const MAX_URL = 2048;
+const FILENAME = /^[^/\\]+\.[A-Za-z0-9]{1,10}$/;
 
-/**
- * Calls the server, retrying up to `retries` times on 429, 5xx and an
- * unreachable server: after `retry_after` when the server gives one, else
- * 1 s, 2 s, 4 s ... (at most 60 s). Other errors are final at once.
- */
-export async function withRetry<T>(ctx: Ctx, retries: number, call: () => Promise<T>, wait: (ms: number) => Promise<void> = sleep): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await call();
-    } catch (err) {
-      const retriable = err instanceof CliError && [EXIT.RATE_LIMITED, EXIT.SERVER, EXIT.UNREACHABLE].includes(err.exitCode as 6 | 7 | 8);
-      if (!retriable || attempt >= retries) throw err;
-      const given = (err.body as { retry_after?: number } | undefined)?.retry_after;
-      const ms = given !== undefined ? given * 1000 : Math.min(60_000, 1000 * 2 ** attempt);
-      ctx.term.err(`${err.message}; retry ${attempt + 1}/${retries} in ${Math.ceil(ms / 1000)} s`);
-      await wait(ms);
-    }
-  }
-}
+/** API fields of a send and what sets each, to explain a 400 in the command's terms. */
+const SEND_FIELDS: FieldFlags = {
+  destinatario: '<destinatario>',
+  celular_id: '--celular',
+  mensaje: '[texto]',
+  preview_url: '--preview-url',
+  url: '<archivo_o_url>',
+  caption: '--caption',
+  filename: '--filename',
+  ptt: '--ptt',
+  imageBase64: '<archivo_o_url>',
+  documentBase64: '<archivo_o_url>',
+  audioBase64: '<archivo_o_url>',
+  videoBase64: '<archivo_o_url>',
+  stickerBase64: '<archivo_o_url>',
+};
 
 async function readStdin(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
@@ -74,14 +83,67 @@ function report(ctx: Ctx, b: SendBody): void {
 const common = (cmd: Command) =>
   cmd
     .option('--directo', 'send now and wait for the gateway (default: the humanized queue)')
-    .option('--celular <id>', 'line to send from (with a client key)', positiveInt)
-    .addOption(new Option('--retry <n>', 'retries on 429, 5xx or no connection, honouring retry_after').default(0).argParser(int(0, 10)));
+    .option('--celular <id>', 'line to send from (with a client key; default: the client\'s only line)', positiveInt)
+    .addOption(
+      new Option('--retry <n>', 'retries on 429, 5xx, a lost connection or a send still in flight, honouring retry_after (never on a refusal)')
+        .default(0)
+        .argParser(int(0, 10)),
+    )
+    .option('--idempotency-key <key>', 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)', idempotencyKey)
+    .option('--wait-window', 'outside the line\'s allowed hours (with --directo), wait until they open and send then');
 
-const base = (o: Common, destinatario: string) => ({
-  destinatario,
-  ...(o.directo ? { directo: 1 } : {}),
-  ...(o.celular !== undefined ? { celular_id: o.celular } : {}),
-});
+/** A client key (WAC_...) sends from a line it names; a celular key or token is its own line. */
+const isClientKey = (key: string) => /^WAC_[1-9][0-9]*_/.test(key);
+
+/**
+ * The line to send from. With a client key and no --celular: the client's
+ * only line; several or none is a usage error that says what to do.
+ */
+async function sendingLine(ctx: Ctx, o: Common, key: string, wait: (ms: number) => Promise<void>): Promise<number | undefined> {
+  if (o.celular !== undefined || !isClientKey(key)) return o.celular;
+  const b = await withRetry(ctx, o.retry, () => ctx.client().call<{ celulares: CelularView[] }>('GET', '/api/celulares.php', { key }), wait);
+  const lines = b.celulares;
+  if (lines.length === 1) {
+    const only = lines[0]!;
+    if (ctx.term.io.stderrIsTTY) ctx.term.err(`sending from celular ${only.id} (${only.numero}), this client's only line`);
+    return only.id;
+  }
+  if (lines.length === 0) throw usage('this client has no line to send from; register one with `pasarela celular create NUMERO` and link it with `pasarela celular qr ID`');
+  const shown = lines.slice(0, 20).map((c) => `  ${c.id}\t${c.numero}\t${c.estado}${c.nombre_interno ? `\t${c.nombre_interno}` : ''}`);
+  const more = lines.length > shown.length ? `\n  ... and ${lines.length - shown.length} more (pasarela celular list)` : '';
+  throw usage(`this client has ${lines.length} lines; choose one with --celular ID:\n${shown.join('\n')}${more}`);
+}
+
+/**
+ * Sends one request with the invocation's Idempotency-Key, retried as --retry
+ * and --wait-window allow; every attempt carries the same key, so a retry of a
+ * send the server already took is answered with that first answer.
+ */
+async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<string, unknown>, timeoutMs?: number): Promise<void> {
+  const key = ctx.key();
+  const wait = cappedSleep(ctx.env);
+  const celularId = await sendingLine(ctx, o, key, wait);
+  const idemKey = o.idempotencyKey ?? `pasarela-${randomUUID()}`;
+  const json = { ...body, ...(celularId !== undefined ? { celular_id: celularId } : {}) };
+  try {
+    const b = await withRetry(
+      ctx,
+      o.retry,
+      () => ctx.client().call<SendBody>('POST', endpoint, { key, json, headers: { 'Idempotency-Key': idemKey }, fields: SEND_FIELDS, ...(timeoutMs ? { timeoutMs } : {}) }),
+      wait,
+      { waitWindow: Boolean(o.waitWindow) },
+    );
+    report(ctx, b);
+  } catch (err) {
+    // The outcome may be unknown (the server failed, or the answer was lost): the key lets a later run replay it instead of sending twice.
+    if (err instanceof CliError && (err.exitCode === EXIT.SERVER || err.exitCode === EXIT.UNREACHABLE) && o.idempotencyKey === undefined) {
+      err.message = `${err.message}\n(to try again without sending it twice, repeat the command with --idempotency-key '${idemKey}')`;
+    }
+    throw err;
+  }
+}
+
+const destinatarioArg = (v: string) => checkArg('destinatario', v, phone(40));
 
 /** `pasarela send text|image|document|audio|video|sticker`: one message. */
 export function registerSend(program: Command, ctxOf: CtxOf): void {
@@ -94,20 +156,21 @@ export function registerSend(program: Command, ctxOf: CtxOf): void {
       .option('--preview-url', 'show a preview of the first link'),
   ).action(async (destinatario: string, texto: string | undefined, o: Common & { previewUrl?: boolean }, cmd: Command) => {
     const ctx = ctxOf(cmd);
+    destinatarioArg(destinatario);
     let mensaje = texto;
     if (mensaje === undefined || mensaje === '-') {
       if (mensaje === undefined && ctx.term.io.stdinIsTTY) throw usage('missing TEXTO (give it, or "-" to read it from stdin)');
       mensaje = await readStdin(ctx.term.io.stdin);
     }
     if (!mensaje) throw usage('the text is empty');
-    const key = ctx.key();
-    const b = await withRetry(ctx, o.retry, () =>
-      ctx.client().call<SendBody>('POST', '/api/mensaje_enviar_texto.php', {
-        key,
-        json: { ...base(o, destinatario), mensaje, ...(o.previewUrl ? { preview_url: 1 } : {}) },
-      }),
-    );
-    report(ctx, b);
+    const n = [...mensaje].length;
+    if (n > MAX_TEXT) throw usage(`the text has ${n} characters; at most ${MAX_TEXT}`);
+    await deliver(ctx, o, '/api/mensaje_enviar_texto.php', {
+      destinatario,
+      ...(o.directo ? { directo: 1 } : {}),
+      mensaje,
+      ...(o.previewUrl ? { preview_url: 1 } : {}),
+    });
   });
 
   for (const kind of Object.keys(KINDS) as Kind[]) {
@@ -116,31 +179,50 @@ export function registerSend(program: Command, ctxOf: CtxOf): void {
         .command(`${kind} <destinatario> <archivo_o_url>`)
         .description(`send ${kind === 'image' ? 'an image' : kind === 'audio' ? 'audio' : `a ${kind}`}: a local file goes as base64, an http(s) URL by URL`),
     );
-    if (kind !== 'sticker' && kind !== 'audio') cmd.option('--caption <texto>', 'caption');
-    if (kind === 'document') cmd.option('--filename <nombre>', 'file name shown to the recipient (default: the local file\'s name)');
+    if (kind !== 'sticker' && kind !== 'audio') cmd.option('--caption <texto>', `caption (up to ${MAX_CAPTION} characters)`, text(0, MAX_CAPTION));
+    if (kind === 'document') {
+      cmd.option('--filename <nombre>', 'file name shown to the recipient, with its extension (default: the local file\'s name)', checkFilename);
+    }
     if (kind === 'audio') cmd.option('--ptt', 'send as a voice note');
     cmd.action(async (destinatario: string, source: string, o: Common & { caption?: string; filename?: string; ptt?: boolean }, c: Command) => {
       const ctx = ctxOf(c);
-      const { path, field } = KINDS[kind];
+      destinatarioArg(destinatario);
+      const { path, field, tipo } = KINDS[kind];
+      const base = { destinatario, ...(o.directo ? { directo: 1 } : {}) };
       const extra = {
         ...(o.caption !== undefined ? { caption: o.caption } : {}),
         ...(o.ptt ? { ptt: 1 } : {}),
       };
-      let endpoint: string;
-      let body: Record<string, unknown>;
       if (/^https?:\/\//i.test(source)) {
-        endpoint = `/api/mensaje_enviar_${path}.php`;
-        body = { ...base(o, destinatario), url: source, ...extra, ...(o.filename ? { filename: o.filename } : {}) };
-      } else {
-        const bytes = await readFile(source).catch((err: NodeJS.ErrnoException) => {
-          throw new CliError(`cannot read ${source}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`, EXIT.USAGE);
-        });
-        endpoint = `/api/mensaje_enviar_${path}_base64.php`;
-        body = { ...base(o, destinatario), [field]: bytes.toString('base64'), filename: o.filename ?? basename(source), ...extra };
+        checkArg('archivo_o_url', source, httpUrl(MAX_URL));
+        await deliver(ctx, o, `/api/mensaje_enviar_${path}.php`, { ...base, url: source, ...extra, ...(o.filename ? { filename: o.filename } : {}) }, 120_000);
+        return;
       }
-      const key = ctx.key();
-      const b = await withRetry(ctx, o.retry, () => ctx.client().call<SendBody>('POST', endpoint, { key, json: body, timeoutMs: 120_000 }));
-      report(ctx, b);
+      const cannot = (err: NodeJS.ErrnoException) => {
+        throw new CliError(`cannot read ${source}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`, EXIT.USAGE);
+      };
+      const info = await stat(source).catch(cannot);
+      if (!info.isFile()) throw usage(`${source} is not a file`);
+      if (info.size === 0) throw usage(`${source} is empty`);
+      // Loaded here only: the limits are the server's own table.
+      const { MEDIA_RULES } = await import('../../core/media.js');
+      const max = MEDIA_RULES[tipo].base64MaxBytes;
+      if (info.size > max) throw usage(`${source} is ${mb(info.size)}; ${noun(kind)} sent as a file may be at most ${mb(max)}`);
+      const filename = o.filename ?? basename(source);
+      if (kind === 'document' && o.filename === undefined && !FILENAME.test(filename)) {
+        throw usage(`the document's name "${filename}" has no extension; give the name the recipient sees with --filename NAME.pdf`);
+      }
+      const bytes = await readFile(source).catch(cannot);
+      await deliver(ctx, o, `/api/mensaje_enviar_${path}_base64.php`, { ...base, [field]: bytes.toString('base64'), filename, ...extra }, 120_000);
     });
   }
 }
+
+/** --filename: what the server's pattern takes (a name with an extension, no path). */
+function checkFilename(v: string): string {
+  if (v.length > 255 || !FILENAME.test(v)) throw new InvalidArgumentError('expected a file name with its extension and no folder, such as factura.pdf (at most 255 characters)');
+  return v;
+}
+
+const noun = (k: Kind) => (k === 'image' ? 'an image' : k === 'audio' ? 'an audio file' : `a ${k}`);
+const mb = (n: number) => `${Math.round((n / (1024 * 1024)) * 10) / 10} MB`;

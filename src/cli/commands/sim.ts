@@ -2,11 +2,14 @@ import type { Command } from 'commander';
 import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';
 import { emit, printTable } from '../output.js';
-import { idArg } from '../parse.js';
+import { checkArg, idArg, phone, text } from '../parse.js';
 import { withOperatorOptions } from './admin.js';
 
+/** API fields of the simulator's requests and the flag or argument that sets each, to explain a 400. */
+const SIM_FIELDS = { celular_id: '<celular_id>', de: '--from', texto: '--text', numero: '[numero]', motivo: '--motivo', qr: '--qr', codigo: '--code' } as const;
+
 const call = <T>(ctx: Ctx, method: 'GET' | 'POST', path: string, json?: Record<string, unknown>) =>
-  ctx.client().call<T>(method, path, { key: ctx.adminToken(), json });
+  ctx.client().call<T>(method, path, { key: ctx.adminToken(), json, fields: SIM_FIELDS });
 
 /** `pasarela sim ...`: play the phone and the network of the simulator (operator token). */
 export function registerSim(program: Command, ctxOf: CtxOf): void {
@@ -39,8 +42,8 @@ export function registerSim(program: Command, ctxOf: CtxOf): void {
   sim
     .command('receive <celular_id>')
     .description('someone sends the line a text message')
-    .requiredOption('--from <numero>', 'sender number')
-    .requiredOption('--text <texto>', 'message text')
+    .requiredOption('--from <numero>', 'sender number', phone())
+    .requiredOption('--text <texto>', 'message text (up to 4096 characters)', text(1, 4096))
     .action(async (id: string, o: { from: string; text: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const b = await call<{ celular_id: number; de: string; gateway_msg_id: string }>(ctx, 'POST', '/admin/sim/receive', { celular_id: idArg(id), de: o.from, texto: o.text });
@@ -50,7 +53,7 @@ export function registerSim(program: Command, ctxOf: CtxOf): void {
   sim
     .command('fail [numero]')
     .description('make every later send to NUMERO fail permanently; --clear undoes it; no NUMERO lists the rules')
-    .option('--motivo <text>', 'failure reason the gateway reports')
+    .option('--motivo <text>', 'failure reason the gateway reports (up to 200 characters)', text(0, 200))
     .option('--clear', 'remove the rule for NUMERO')
     .action(async (numero: string | undefined, o: { motivo?: string; clear?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
@@ -59,6 +62,7 @@ export function registerSim(program: Command, ctxOf: CtxOf): void {
         emit(ctx, b, () => printTable(ctx.term, ['numero', 'motivo'], b.reglas.map((r) => [r.numero, r.motivo])));
         return;
       }
+      checkArg('numero', numero, phone());
       const b = await call<{ numero: string; motivo: string; activo: boolean }>(ctx, 'POST', '/admin/sim/fail', {
         numero,
         activo: !o.clear,

@@ -4,7 +4,7 @@ import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
-import { int } from '../parse.js';
+import { checkArg, httpUrl, int, token } from '../parse.js';
 import { generateSecret, listen, type WebhookView } from '../webhook-listen.js';
 
 /** The server's delivery shape (a type-only import: nothing of the server is loaded). */
@@ -61,7 +61,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
   wh
     .command('set <url>')
     .description('point the webhook at URL (the configuration it replaces is kept: `webhook restore` puts it back)')
-    .option('--secret <secret>', 'signing secret: printable ASCII, no spaces, 24+ characters recommended')
+    .option('--secret <secret>', 'signing secret: up to 256 printable ASCII characters, no spaces, 24+ recommended', token(1, 256))
     .option('--generate-secret', 'make a random secret (32 bytes, base64url) and print it once')
     .addOption(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`).default(['all'], 'all').argParser(eventos))
     .option('--inactivo', 'save it switched off (no deliveries)')
@@ -69,10 +69,12 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
       const ctx = ctxOf(cmd);
       if (o.secret !== undefined && o.generateSecret) throw usage('give --secret or --generate-secret, not both');
       if (url.trim() === '') throw usage('the URL is empty');
+      checkArg('url', url, httpUrl(2048));
       const secret = o.generateSecret ? generateSecret() : o.secret;
       const b = await ctx.client().call<WebhookView>('POST', '/api/webhook.php', {
         key: ctx.key(),
         json: { url, ...(secret !== undefined ? { secret } : {}), eventos: o.eventos, activo: !o.inactivo },
+        fields: { url: '<url>', secret: '--secret', eventos: '--eventos', activo: '--inactivo' },
       });
       // The generated secret exists nowhere else: it goes into the JSON too.
       emit(ctx, o.generateSecret ? { ...b, secret } : b, () => {
@@ -124,7 +126,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
   wh
     .command('deliveries')
     .description('recent deliveries, newest first, with their attempts')
-    .addOption(new Option('--limit <n>', 'how many').default(20).argParser(int(1, 1000)))
+    .addOption(new Option('--limit <n>', 'how many (1-500)').default(20).argParser(int(1, 500)))
     .action(async (o: { limit: number }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const b = await ctx.client().call<{ entregas: Entrega[] }>('GET', '/api/webhook_entregas.php', { key: ctx.key(), query: { limit: o.limit } });
@@ -146,6 +148,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
     .action(async (id: string, _o, cmd: Command) => {
       const ctx = ctxOf(cmd);
       if (id.trim() === '') throw usage('the delivery id is empty');
+      if (id.length > 64) throw usage(`the delivery id "${id.slice(0, 70)}..." is longer than 64 characters; \`pasarela webhook deliveries\` lists the ids`);
       const b = await ctx.client().call<{ id: string; estado: string }>('POST', '/api/webhook_reenviar.php', { key: ctx.key(), query: { id } });
       emit(ctx, b, () => {
         if (ctx.term.io.stdoutIsTTY) ctx.term.out(`Redelivering ${b.id} (estado ${estadoColor(ctx, b.estado)}).`);

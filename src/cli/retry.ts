@@ -1,0 +1,105 @@
+import type { Ctx } from './context.js';
+import { ApiError, CliError, CODIGO_REJECTED, EXIT } from './exit-codes.js';
+
+/**
+ * What `send --retry N` tries again, and after how long. Only what can
+ * succeed later: 429 (after retry_after, else backoff), 5xx, a lost
+ * connection or a timeout, and a duplicate still in flight (409, api_codigo
+ * 608). Never a refusal: other 4xx, 402, 403, 422/704. A send outside the
+ * line's hours (403, api_codigo 303) is waited for only with --wait-window.
+ */
+
+/** api_codigo of a 409: the same Idempotency-Key is still being answered. */
+export const CODIGO_IN_FLIGHT = 608;
+/** api_codigo of a 403 outside the line's allowed hours (carries retry_after). */
+export const CODIGO_OUTSIDE_HOURS = 303;
+/** Consecutive waits for the window before giving up (its retry_after is when it opens). */
+export const MAX_WINDOW_WAITS = 5;
+
+export type RetryPlan =
+  /** Try again after `seconds`, as one of the --retry attempts. */
+  | { kind: 'retry'; seconds: number | undefined }
+  /** The window is closed: wait `seconds` for it (only with --wait-window; not an attempt). */
+  | { kind: 'window'; seconds: number }
+  | { kind: 'final' };
+
+export function retryPlan(err: unknown): RetryPlan {
+  if (!(err instanceof CliError)) return { kind: 'final' };
+  if (err.exitCode === EXIT.UNREACHABLE) return { kind: 'retry', seconds: undefined };
+  if (err instanceof ApiError) {
+    const s = err.retryAfter;
+    if (err.apiCodigo === CODIGO_REJECTED) return { kind: 'final' };
+    if (err.status === 429 || err.status >= 500 || err.status === 408) return { kind: 'retry', seconds: s };
+    if (err.status === 409 && err.apiCodigo === CODIGO_IN_FLIGHT) return { kind: 'retry', seconds: s };
+    if (err.status === 403 && err.apiCodigo === CODIGO_OUTSIDE_HOURS) return { kind: 'window', seconds: s ?? 60 };
+    return { kind: 'final' };
+  }
+  // A CliError that is not an answer with a JSON body (for example a 5xx that is not JSON).
+  if (err.exitCode === EXIT.RATE_LIMITED || err.exitCode === EXIT.SERVER) {
+    const given = (err.body as { retry_after?: unknown } | undefined)?.retry_after;
+    return { kind: 'retry', seconds: typeof given === 'number' ? given : undefined };
+  }
+  return { kind: 'final' };
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * The sleep the CLI uses between attempts. PASARELA_MAX_WAIT_MS caps every
+ * wait (tests set it so a retry_after of minutes takes milliseconds); the
+ * messages still say the server's figure.
+ */
+export function cappedSleep(env: NodeJS.ProcessEnv): (ms: number) => Promise<void> {
+  const raw = env.PASARELA_MAX_WAIT_MS;
+  const cap = raw !== undefined && /^[0-9]+$/.test(raw.trim()) ? Number(raw) : Number.POSITIVE_INFINITY;
+  return (ms) => sleep(Math.min(ms, cap));
+}
+
+function seconds(s: number): string {
+  if (s < 120) return `${s} s`;
+  const m = Math.round(s / 60);
+  return m < 120 ? `${s} s (${m} min)` : `${s} s (${Math.floor(m / 60)} h ${m % 60} min)`;
+}
+
+/** The error's text without the "(retry in N s)" the client adds, so a hint is printed once. */
+const reasonOf = (err: CliError) => (err instanceof ApiError ? err.reason : err.message);
+
+export interface RetryOptions {
+  /** Wait for a closed sending window (403, api_codigo 303) instead of failing. */
+  waitWindow?: boolean;
+}
+
+/**
+ * Calls the server, retrying up to `retries` times what retryPlan allows:
+ * after `retry_after` when the server gives one, else 1 s, 2 s, 4 s ... (at
+ * most 60 s). Each wait is said on stderr, once.
+ */
+export async function withRetry<T>(
+  ctx: Ctx,
+  retries: number,
+  call: () => Promise<T>,
+  wait: (ms: number) => Promise<void> = sleep,
+  opts: RetryOptions = {},
+): Promise<T> {
+  let attempt = 0;
+  let windowWaits = 0;
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      const plan = retryPlan(err);
+      const e = err as CliError;
+      if (plan.kind === 'window' && opts.waitWindow && windowWaits < MAX_WINDOW_WAITS) {
+        windowWaits += 1;
+        ctx.term.err(`${reasonOf(e)}; waiting ${seconds(plan.seconds)} for the window to open (--wait-window)`);
+        await wait(plan.seconds * 1000);
+        continue;
+      }
+      if (plan.kind !== 'retry' || attempt >= retries) throw err;
+      const ms = plan.seconds !== undefined ? plan.seconds * 1000 : Math.min(60_000, 1000 * 2 ** attempt);
+      attempt += 1;
+      ctx.term.err(`${reasonOf(e)}; retry ${attempt}/${retries} in ${seconds(Math.ceil(ms / 1000))}`);
+      await wait(ms);
+    }
+  }
+}
