@@ -40,16 +40,18 @@ __pasarela_values() {
 
 _pasarela() {
   local -A subs=(
-    ['_']='serve migrate login config info saldo celular send admin sim historial webhook completion'
+    ['_']='serve migrate login logout config info saldo celular send admin sim historial webhook completion'
     ['_ serve']=''
     ['_ migrate']=''
     ['_ login']=''
-    ['_ config']='list get set unset use path'
+    ['_ logout']=''
+    ['_ config']='list get set unset use remove path'
     ['_ config list']=''
     ['_ config get']=''
     ['_ config set']=''
     ['_ config unset']=''
     ['_ config use']=''
+    ['_ config remove']=''
     ['_ config path']=''
     ['_ info']=''
     ['_ saldo']=''
@@ -109,13 +111,15 @@ _pasarela() {
     ['_']='-V --version --url --key --profile --json --no-color'
     ['_ serve']='--host --port --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --log-level --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --webhook-retry-ms --sim-qr-ms --sim-delivery-ms --sim-read-ms'
     ['_ migrate']='--from --to --replace'
-    ['_ login']='--with-key'
+    ['_ login']='--key-stdin'
+    ['_ logout']=''
     ['_ config']=''
     ['_ config list']=''
     ['_ config get']=''
-    ['_ config set']=''
+    ['_ config set']='--key-stdin'
     ['_ config unset']=''
     ['_ config use']=''
+    ['_ config remove']='-y --yes'
     ['_ config path']=''
     ['_ info']=''
     ['_ saldo']='--celular'
@@ -288,6 +292,7 @@ _pasarela() {
     ['_ config set']='w:url,key,admin_token,data_dir -'
     ['_ config unset']='w:url,key,admin_token,data_dir'
     ['_ config use']='p'
+    ['_ config remove']='p'
     ['_ celular show']='-'
     ['_ celular create']='-'
     ['_ celular edit']='-'
@@ -318,6 +323,9 @@ _pasarela() {
     ['_ webhook redeliver']='-'
     ['_ completion']='w:bash,zsh,fish'
   )
+  local -A aliases=(
+    ['_ config rm']='remove'
+  )
   local -a paths=("_") codes
   local cmd="_" cur="${COMP_WORDS[COMP_CWORD]}" prev="" w i argc=0 opt="" vcur code all="" p trim="" prefix=""
   COMPREPLY=()
@@ -332,6 +340,7 @@ _pasarela() {
       if [[ "$w" != *=* && "${COMP_WORDS[i+1]}" != "=" ]] && __pasarela_code "$w" >/dev/null; then ((i++)); fi
       continue
     fi
+    [[ -n "${aliases["$cmd $w"]+x}" ]] && w="${aliases["$cmd $w"]}"
     if [[ -n "${subs["$cmd $w"]+x}" ]]; then
       cmd="$cmd $w"
       paths+=("$cmd")

@@ -54,7 +54,7 @@ function code(k: ValueKind): string {
 
 interface Node {
   path: string[];
-  subcommands: Array<{ name: string; description: string }>;
+  subcommands: Array<{ name: string; description: string; aliases: string[] }>;
   /** Options declared on this command; the shells add those of the commands above it. */
   own: Option[];
   args: readonly Argument[];
@@ -66,7 +66,7 @@ function walk(cmd: Command, path: string[] = [], out: Node[] = []): Node[] {
   const visible = cmd.commands.filter((c) => !isHidden(c));
   out.push({
     path,
-    subcommands: visible.map((c) => ({ name: c.name(), description: c.description() })),
+    subcommands: visible.map((c) => ({ name: c.name(), description: c.description(), aliases: c.aliases() })),
     own: cmd.options.filter((o) => !o.hidden),
     args: cmd.registeredArguments,
   });
@@ -89,6 +89,8 @@ function tables(program: Command, indent: string) {
     opts: entries(nodes.map((n) => [key(n.path), n.own.flatMap(flagsOf).join(' ')])),
     vals: entries(nodes.flatMap((n) => n.own.filter(takesValue).flatMap((o) => flagsOf(o).map((f): [string, string] => [`${key(n.path)} ${f}`, code(kindOf(o))])))),
     args: entries(nodes.filter((n) => n.args.length > 0).map((n) => [key(n.path), argCodes(n)])),
+    /** `_ config rm` -> remove: an alias is understood on the line, not offered. */
+    aliases: entries(nodes.flatMap((n) => n.subcommands.flatMap((sc) => sc.aliases.map((al): [string, string] => [`${key(n.path)} ${al}`, sc.name])))),
   };
 }
 
@@ -147,6 +149,9 @@ ${t.vals}
   local -A args=(
 ${t.args}
   )
+  local -A aliases=(
+${t.aliases}
+  )
   local -a paths=("_") codes
   local cmd="_" cur="\${COMP_WORDS[COMP_CWORD]}" prev="" w i argc=0 opt="" vcur code all="" p trim="" prefix=""
   COMPREPLY=()
@@ -161,6 +166,7 @@ ${t.args}
       if [[ "$w" != *=* && "\${COMP_WORDS[i+1]}" != "=" ]] && __pasarela_code "$w" >/dev/null; then ((i++)); fi
       continue
     fi
+    [[ -n "\${aliases["$cmd $w"]+x}" ]] && w="\${aliases["$cmd $w"]}"
     if [[ -n "\${subs["$cmd $w"]+x}" ]]; then
       cmd="$cmd $w"
       paths+=("$cmd")
@@ -245,7 +251,7 @@ __pasarela_values() {
 }
 
 _pasarela() {
-  local -A subs opts vals args
+  local -A subs opts vals args aliases
   subs=(
 ${t.subs}
   )
@@ -258,6 +264,9 @@ ${t.vals}
   args=(
 ${t.args}
   )
+  aliases=(
+${t.aliases}
+  )
   local -a paths codes all
   local cmd=_ cur=\${words[CURRENT]} w i argc=0 opt='' code p __pasarela_cmd=\${words[1]}
   paths=(_)
@@ -267,6 +276,7 @@ ${t.args}
       if [[ $w != *=* ]] && __pasarela_code $w >/dev/null; then (( i++ )); fi
       continue
     fi
+    (( \${+aliases[$cmd $w]} )) && w=\${aliases[$cmd $w]}
     if (( \${+subs[$cmd $w]} )); then
       cmd="$cmd $w"
       paths+=("$cmd")
@@ -315,6 +325,7 @@ export function fishScript(program: Command): string {
   const esc = (s: string) => s.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
   const name = (p: string[]) => p.join(' ');
   const commands = nodes.filter((n) => n.path.length > 0).map((n) => `'${name(n.path)}'`);
+  const aliases = nodes.flatMap((n) => n.subcommands.flatMap((sc) => sc.aliases.map((al) => `'${name([...n.path, al])}=${name([...n.path, sc.name])}'`)));
   const valueFlags = [...new Set(nodes.flatMap((n) => n.own.filter(takesValue).flatMap(flagsOf)))];
   /** fish arguments completing one value of kind `k`; `option`: the value of an option (-r needs one). */
   const spec = (k: ValueKind, option: boolean): string => {
@@ -333,6 +344,7 @@ export function fishScript(program: Command): string {
     '',
     `set -g __pasarela_commands ${commands.join(' ')}`,
     `set -g __pasarela_value_flags ${valueFlags.join(' ')}`,
+    `set -g __pasarela_aliases ${aliases.join(' ')}`,
     '',
     '# Prints the command path of the line ("" at the top), then how many arguments follow it.',
     'function __pasarela_state',
@@ -352,6 +364,9 @@ export function fishScript(program: Command): string {
     '                contains -- $t $__pasarela_value_flags; and set skip 1',
     "            case '*'",
     '                set -l next (string trim -- "$cmd $t")',
+    '                for a in $__pasarela_aliases',
+    '                    string match -q -- "$next=*" $a; and set next (string split -m 1 = -- $a)[2]',
+    '                end',
     '                if contains -- $next $__pasarela_commands',
     '                    set cmd $next',
     '                    set argc 0',

@@ -163,6 +163,7 @@ describe('bash', () => {
     expect(await bashComplete('--profile', '')).toEqual(['default', 'prod', 'staging']);
     expect(await bashComplete('celular', 'list', '--profile', 'p')).toEqual(['prod']);
     expect(await bashComplete('config', 'use', 's')).toEqual(['staging']);
+    expect(await bashComplete('config', 'rm', 'p')).toEqual(['prod']);
   });
 });
 
@@ -178,6 +179,7 @@ describe.skipIf(!HAS_FISH)('fish (installed)', () => {
     expect(await fishComplete('pasarela webhook set http://x --eventos all,mess')).toEqual(['all,message.status', 'all,messages.received']);
     expect(await fishComplete('pasarela --profile ')).toEqual(['default', 'prod', 'staging']);
     expect(await fishComplete('pasarela config get ')).toEqual(['admin_token', 'data_dir', 'key', 'url']);
+    expect(await fishComplete('pasarela config rm p')).toEqual(['prod']);
     expect(await fishComplete('pasarela admin client list --adm')).toEqual(['--admin-token']);
   });
 });
@@ -194,6 +196,7 @@ describe.skipIf(!HAS_ZSH)('zsh (installed)', () => {
     expect(await zshComplete('pasarela historial --format=n')).toEqual(['--format=ndjson']);
     expect(await zshComplete('pasarela --profile ')).toEqual(['default', 'prod', 'staging']);
     expect(await zshComplete('pasarela config get ')).toEqual(['admin_token', 'data_dir', 'key', 'url']);
+    expect(await zshComplete('pasarela config rm p')).toEqual(['prod']);
     expect(await zshComplete('pasarela admin client list --adm')).toEqual(['--admin-token']);
   });
 });
