@@ -5,6 +5,7 @@ import { registerAdmin } from './commands/admin.js';
 import { registerCelular } from './commands/celular.js';
 import { registerCompletion } from './commands/completion.js';
 import { completeAs } from './completion.js';
+import { addExamples } from './help-examples.js';
 import { registerConfig } from './commands/config.js';
 import { registerHistorial } from './commands/historial.js';
 import { registerLogin } from './commands/login.js';
@@ -28,6 +29,8 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) })
     .showSuggestionAfterError()
+    // Every command's --help lists the global flags too (commander copies this to each subcommand).
+    .configureHelp({ showGlobalOptions: true })
     .addOption(new Option('--url <url>', 'server URL (env PASARELA_URL; default http://127.0.0.1:8080)'))
     .addOption(new Option('--key <key>', 'API key: client WAC_..., celular WA_..., or a token (env PASARELA_KEY)'))
     .addOption(completeAs(new Option('--profile <name>', 'saved profile to use (env PASARELA_PROFILE)'), 'profile'))
@@ -52,6 +55,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
   registerHistorial(program, ctxOf);
   registerWebhook(program, ctxOf);
   registerCompletion(program, io, env);
+  addExamples(program);
   return program;
 }
 
