@@ -148,15 +148,22 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
 
   cel
     .command('delete <id>')
-    .description('delete a line for good (audited); asks first on a TTY')
+    .description('delete a line for good (audited); asks first on a TTY, naming it')
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const n = idArg(id);
       if (!o.yes) {
         if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
+        // The line is read first: a wrong id is exit 4 before any question, and the question names it.
+        const { celular: c } = await ctx.client().call<{ celular: Celular }>('GET', '/api/celular.php', { key: ctx.key(), query: { id: n } });
+        const label = c.nombre_interno ? ` “${c.nombre_interno}”` : '';
+        const numero = /^[0-9]+$/.test(c.numero) ? `+${c.numero}` : c.numero;
         const { confirm } = await import('@inquirer/prompts');
-        const sure = await confirm({ message: `Delete celular ${n} for good? Its key stops working and its session is removed.`, default: false });
+        const sure = await confirm({
+          message: `Delete celular ${c.id}${label} (${numero})? This cannot be undone: its key stops working and its session is removed.`,
+          default: false,
+        });
         if (!sure) {
           ctx.term.err('nothing deleted');
           return;
@@ -213,7 +220,8 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     });
     if (!ctx.json) {
       ctx.term.err(first.creado ? `Registered celular ${first.celular_id} (${String(first.numero ?? numero)}).` : `Celular ${first.celular_id} already registered; linking it.`);
-      if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key, 'err');
+      // On stdout like `celular create`: the one time the key is shown, a script must be able to keep it.
+      if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key);
     }
     // Registered (its key is above) but the gateway did not start the link: there is no QR or code to show or follow.
     if (first.aviso) throw new CliError(first.aviso, EXIT.SERVER, first);

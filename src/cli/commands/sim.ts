@@ -3,10 +3,9 @@ import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';
 import { emit, printTable } from '../output.js';
 import { idArg } from '../parse.js';
-import { withOperatorOptions } from './admin.js';
+import { operatorCall, withOperatorOptions } from './admin.js';
 
-const call = <T>(ctx: Ctx, method: 'GET' | 'POST', path: string, json?: Record<string, unknown>) =>
-  ctx.client().call<T>(method, path, { key: ctx.adminToken(), json });
+const call = <T>(ctx: Ctx, method: 'GET' | 'POST', path: string, json?: Record<string, unknown>) => operatorCall<T>(ctx, method, path, json);
 
 /** `pasarela sim ...`: play the phone and the network of the simulator (operator token). */
 export function registerSim(program: Command, ctxOf: CtxOf): void {
