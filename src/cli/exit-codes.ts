@@ -12,6 +12,7 @@ export const EXIT = {
   RATE_LIMITED: 6,
   SERVER: 7,
   UNREACHABLE: 8,
+  TIMEOUT: 11,
   INTERRUPTED: 130,
 } as const;
 
