@@ -1,96 +1,437 @@
-import type { Command, Option } from 'commander';
+import type { Argument, Command, Option } from 'commander';
+import { PROFILE_FIELDS } from './settings.js';
 
 /**
  * Static completion scripts generated from the command tree: no Node start
- * per TAB. The same text is committed under completions/ and a test fails
- * when it drifts from the tree.
+ * per TAB (only profile names, which live in the saved config, ask
+ * `pasarela __complete profiles`). The same text is committed under
+ * completions/ and a test fails when it drifts from the tree.
+ *
+ * What a value completes to comes from the option or argument itself: its
+ * choices, an explicit `completeAs`, or its value name (`<dir>`, `<profile>`,
+ * `<setting>`, `<archivo_o_url>`, ...; see BY_NAME). Files are offered only
+ * where a file fits.
  */
-interface Node {
-  path: string[];
-  subcommands: Array<{ name: string; description: string }>;
-  /** Options accepted here, the ancestors' included (bash offers them all). */
-  options: Option[];
-  /** Options declared on this command (fish's conditions already cover descendants). */
-  own: Option[];
+export type ValueKind = 'none' | 'file' | 'dir' | 'profile' | 'sqlite' | { words: readonly string[]; list?: boolean };
+
+const explicit = new WeakMap<Option | Argument, ValueKind>();
+
+/** Says what the value of an option or argument completes to (`list`: a comma-separated list of the words). */
+export function completeAs<T extends Option | Argument>(x: T, kind: ValueKind): T {
+  explicit.set(x, kind);
+  return x;
 }
 
-/** Each command with its subcommands and the options it accepts: its own and those of every command above it. */
-function walk(cmd: Command, path: string[] = [], out: Node[] = [], inherited: Option[] = []): Node[] {
-  const visible = cmd.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden);
-  const own = cmd.options.filter((o) => !o.hidden);
-  const options = [...inherited, ...own];
-  out.push({ path, subcommands: visible.map((c) => ({ name: c.name(), description: c.description() })), options, own });
-  for (const c of visible) walk(c, [...path, c.name()], out, path.length === 0 ? [] : options);
+/** Value names that say what they hold, whichever command declares them. */
+const BY_NAME: Record<string, ValueKind> = {
+  dir: 'dir',
+  file: 'file',
+  path: 'file',
+  archivo: 'file',
+  archivo_o_url: 'file',
+  'sqlite:PATH': 'sqlite',
+  profile: 'profile',
+  setting: { words: PROFILE_FIELDS },
+};
+
+const valueName = (o: Option) => /[<[]([^>\]]+)[>\]]/.exec(o.flags)?.[1] ?? '';
+const takesValue = (o: Option) => o.required || o.optional;
+
+export function kindOf(x: Option | Argument): ValueKind {
+  const set = explicit.get(x);
+  if (set) return set;
+  if (x.argChoices) return { words: x.argChoices };
+  const name = 'flags' in x ? valueName(x) : x.name();
+  return BY_NAME[name] ?? 'none';
+}
+
+/** One token per kind, read by the shell functions: - f d p s, w:a,b,c (a word of the list), l:a,b,c (a comma list of them). */
+function code(k: ValueKind): string {
+  if (typeof k === 'string') return { none: '-', file: 'f', dir: 'd', profile: 'p', sqlite: 's' }[k];
+  for (const w of k.words) if (!/^[A-Za-z0-9_.@+-]+$/.test(w)) throw new Error(`completion word "${w}" has a character the scripts do not quote`);
+  return `${k.list ? 'l' : 'w'}:${k.words.join(',')}`;
+}
+
+interface Node {
+  path: string[];
+  subcommands: Array<{ name: string; description: string; aliases: string[] }>;
+  /** Options declared on this command; the shells add those of the commands above it. */
+  own: Option[];
+  args: readonly Argument[];
+}
+
+const isHidden = (c: Command) => Boolean((c as unknown as { _hidden?: boolean })._hidden);
+
+function walk(cmd: Command, path: string[] = [], out: Node[] = []): Node[] {
+  const visible = cmd.commands.filter((c) => !isHidden(c));
+  out.push({
+    path,
+    subcommands: visible.map((c) => ({ name: c.name(), description: c.description(), aliases: c.aliases() })),
+    own: cmd.options.filter((o) => !o.hidden),
+    args: cmd.registeredArguments,
+  });
+  for (const c of visible) walk(c, [...path, c.name()], out);
   return out;
 }
 
 const flagsOf = (o: Option) => [o.short, o.long].filter((f): f is string => Boolean(f));
 const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+/** The code of each positional argument; a variadic last one ends in `...`. */
+const argCodes = (n: Node) => n.args.map((a) => `${code(kindOf(a))}${a.variadic ? '...' : ''}`).join(' ');
 
-export function bashScript(program: Command): string {
+/** The command-tree tables both bash and zsh read: `_ a b` names the command `pasarela a b`. */
+function tables(program: Command, indent: string) {
   const nodes = walk(program);
   const key = (p: string[]) => ['_', ...p].join(' ');
-  const subs = nodes.map((n) => `    [${shq(key(n.path))}]=${shq(n.subcommands.map((s) => s.name).join(' '))}`).join('\n');
-  const opts = nodes.map((n) => `    [${shq(key(n.path))}]=${shq([...n.options.flatMap(flagsOf), '--help'].join(' '))}`).join('\n');
+  const entries = (pairs: Array<[string, string]>) => pairs.map(([k, v]) => `${indent}[${shq(k)}]=${shq(v)}`).join('\n');
+  return {
+    subs: entries(nodes.map((n) => [key(n.path), n.subcommands.map((s) => s.name).join(' ')])),
+    opts: entries(nodes.map((n) => [key(n.path), n.own.flatMap(flagsOf).join(' ')])),
+    vals: entries(nodes.flatMap((n) => n.own.filter(takesValue).flatMap((o) => flagsOf(o).map((f): [string, string] => [`${key(n.path)} ${f}`, code(kindOf(o))])))),
+    args: entries(nodes.filter((n) => n.args.length > 0).map((n) => [key(n.path), argCodes(n)])),
+    /** `_ config rm` -> remove: an alias is understood on the line, not offered. */
+    aliases: entries(nodes.flatMap((n) => n.subcommands.flatMap((sc) => sc.aliases.map((al): [string, string] => [`${key(n.path)} ${al}`, sc.name])))),
+  };
+}
+
+export function bashScript(program: Command): string {
+  const t = tables(program, '    ');
   return `# bash completion for pasarela; generated by \`pasarela completion bash\`.
 # Install: pasarela completion bash > /etc/bash_completion.d/pasarela
 #      or: echo 'eval "$(pasarela completion bash)"' >> ~/.bashrc
+
+# The value code of option $1 on the command path so far (\$paths of the caller); fails when it takes no value.
+__pasarela_code() {
+  local p
+  for p in "\${paths[@]}"; do
+    if [[ -n "\${vals["$p $1"]+x}" ]]; then
+      printf '%s' "\${vals["$p $1"]}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Adds to COMPREPLY the values of code $1 that complete $2.
+__pasarela_values() {
+  local IFS=$'\\n' words="\${1:2}" head="" tail="$2"
+  words="\${words//,/$'\\n'}"
+  case "$1" in
+    f) compopt -o filenames 2>/dev/null; COMPREPLY+=( $(compgen -f -- "$2") ) ;;
+    d) compopt -o filenames 2>/dev/null; COMPREPLY+=( $(compgen -d -- "$2") ) ;;
+    p) COMPREPLY+=( $(compgen -W "$("\${COMP_WORDS[0]}" __complete profiles 2>/dev/null)" -- "$2") ) ;;
+    s)
+      if [[ "$2" == sqlite:* ]]; then
+        compopt -o filenames 2>/dev/null
+        COMPREPLY+=( $(compgen -P sqlite: -f -- "\${2#sqlite:}") )
+      else
+        compopt -o nospace 2>/dev/null
+        COMPREPLY+=( $(compgen -W $'sqlite\\nsqlite:' -- "$2") )
+      fi ;;
+    w:*) COMPREPLY+=( $(compgen -W "$words" -- "$2") ) ;;
+    l:*)
+      [[ "$2" == *,* ]] && head="\${2%,*}," tail="\${2##*,}"
+      compopt -o nospace 2>/dev/null
+      COMPREPLY+=( $(compgen -P "$head" -W "$words" -- "$tail") ) ;;
+  esac
+}
+
 _pasarela() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" path="_" w i next
   local -A subs=(
-${subs}
+${t.subs}
   )
   local -A opts=(
-${opts}
+${t.opts}
   )
+  local -A vals=(
+${t.vals}
+  )
+  local -A args=(
+${t.args}
+  )
+  local -A aliases=(
+${t.aliases}
+  )
+  local -a paths=("_") codes
+  local cmd="_" cur="\${COMP_WORDS[COMP_CWORD]}" prev="" w i argc=0 opt="" vcur code all="" p trim="" prefix=""
+  COMPREPLY=()
   for ((i = 1; i < COMP_CWORD; i++)); do
     w="\${COMP_WORDS[i]}"
-    [[ "$w" == -* ]] && continue
-    next="$path $w"
-    [[ -n "\${subs[$next]+x}" ]] && path="$next"
+    # bash splits --opt=value and sqlite:PATH at = and :; what follows the sign belongs to the word before.
+    if [[ "$w" == "=" || "$w" == ":" ]]; then
+      ((i++))
+      continue
+    fi
+    if [[ "$w" == -* ]]; then
+      if [[ "$w" != *=* && "\${COMP_WORDS[i+1]}" != "=" ]] && __pasarela_code "$w" >/dev/null; then ((i++)); fi
+      continue
+    fi
+    [[ -n "\${aliases["$cmd $w"]+x}" ]] && w="\${aliases["$cmd $w"]}"
+    if [[ -n "\${subs["$cmd $w"]+x}" ]]; then
+      cmd="$cmd $w"
+      paths+=("$cmd")
+      argc=0
+    else
+      ((argc++))
+    fi
   done
-  if [[ "$cur" == -* ]]; then
-    COMPREPLY=( $(compgen -W "\${opts[$path]} \${opts[_]}" -- "$cur") )
-  else
-    COMPREPLY=( $(compgen -W "\${subs[$path]}" -- "$cur") )
+  ((COMP_CWORD > 0)) && prev="\${COMP_WORDS[COMP_CWORD-1]}"
+  vcur="$cur"
+  if [[ "$cur" == --*=* ]]; then
+    opt="\${cur%%=*}" vcur="\${cur#*=}" prefix="\${cur%%=*}="
+  elif [[ "$cur" == "=" ]]; then
+    opt="$prev" vcur=""
+  elif [[ "$prev" == "=" ]]; then
+    opt="\${COMP_WORDS[COMP_CWORD-2]}"
+  elif [[ "$cur" == ":" && "$prev" == sqlite ]]; then
+    opt="\${COMP_WORDS[COMP_CWORD-2]}" vcur="sqlite:" trim="sqlite:"
+  elif [[ "$prev" == ":" && "\${COMP_WORDS[COMP_CWORD-2]}" == sqlite ]]; then
+    opt="\${COMP_WORDS[COMP_CWORD-3]}" vcur="sqlite:$cur" trim="sqlite:"
+  elif [[ "$prev" == -* ]]; then
+    opt="$prev"
   fi
+  if [[ "$opt" == -* ]] && code="$(__pasarela_code "$opt")"; then
+    __pasarela_values "$code" "$vcur"
+    # Readline replaces only what follows the last : (or =) of the word: hand back that part.
+    [[ -n "$trim" ]] && COMPREPLY=( "\${COMPREPLY[@]#"$trim"}" )
+    [[ -n "$prefix" ]] && COMPREPLY=( "\${COMPREPLY[@]/#/"$prefix"}" )
+    return 0
+  fi
+  if [[ "$cur" == -* ]]; then
+    for p in "\${paths[@]}"; do all+=" \${opts[$p]}"; done
+    COMPREPLY=( $(compgen -W "$all --help" -- "$cur") )
+    return 0
+  fi
+  COMPREPLY=( $(compgen -W "\${subs[$cmd]}" -- "$cur") )
+  read -ra codes <<< "\${args[$cmd]}"
+  if ((\${#codes[@]} > 0)); then
+    code="\${codes[argc]}"
+    [[ -z "$code" && "\${codes[-1]}" == *... ]] && code="\${codes[-1]}"
+    [[ -n "$code" ]] && __pasarela_values "\${code%...}" "$cur"
+  fi
+  return 0
 }
 complete -F _pasarela pasarela
 `;
 }
 
 export function zshScript(program: Command): string {
+  const t = tables(program, '    ');
   return `#compdef pasarela
 # zsh completion for pasarela; generated by \`pasarela completion zsh\`.
-# Install: pasarela completion zsh > "\${fpath[1]}/_pasarela"   (or eval it in ~/.zshrc)
-autoload -U +X bashcompinit && bashcompinit
-${bashScript(program).split('\n').filter((l) => !l.startsWith('#')).join('\n')}`;
+# Install: pasarela completion zsh > "\${fpath[1]}/_pasarela"
+#      or: echo 'eval "$(pasarela completion zsh)"' >> ~/.zshrc   (after compinit)
+
+# The value code of option $1 on the command path so far ($paths of the caller); fails when it takes no value.
+__pasarela_code() {
+  local p
+  for p in "\${paths[@]}"; do
+    if (( \${+vals[$p $1]} )); then
+      print -r -- "\${vals[$p $1]}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Offers the values of code $1.
+__pasarela_values() {
+  local -a ws
+  ws=( \${(s:,:)1[3,-1]} )
+  case $1 in
+    f) _files ;;
+    d) _files -/ ;;
+    p) ws=( \${(f)"$(\${__pasarela_cmd} __complete profiles 2>/dev/null)"} )
+       compadd -a ws ;;
+    s) if compset -P 'sqlite:'; then _files; else compadd -S '' sqlite:; compadd sqlite; fi ;;
+    w:*) compadd -a ws ;;
+    l:*) _values -s , value \$ws ;;
+    *) _message value ;;
+  esac
+}
+
+_pasarela() {
+  local -A subs opts vals args aliases
+  subs=(
+${t.subs}
+  )
+  opts=(
+${t.opts}
+  )
+  vals=(
+${t.vals}
+  )
+  args=(
+${t.args}
+  )
+  aliases=(
+${t.aliases}
+  )
+  local -a paths codes all
+  local cmd=_ cur=\${words[CURRENT]} w i argc=0 opt='' code p __pasarela_cmd=\${words[1]}
+  paths=(_)
+  for (( i = 2; i < CURRENT; i++ )); do
+    w=\${words[i]}
+    if [[ $w == -* ]]; then
+      if [[ $w != *=* ]] && __pasarela_code $w >/dev/null; then (( i++ )); fi
+      continue
+    fi
+    (( \${+aliases[$cmd $w]} )) && w=\${aliases[$cmd $w]}
+    if (( \${+subs[$cmd $w]} )); then
+      cmd="$cmd $w"
+      paths+=("$cmd")
+      argc=0
+    else
+      (( argc++ ))
+    fi
+  done
+  if [[ $cur == --*=* ]]; then
+    opt=\${cur%%=*}
+    compset -P '*='
+  elif (( CURRENT > 2 )) && [[ \${words[CURRENT-1]} == -* ]]; then
+    opt=\${words[CURRENT-1]}
+  fi
+  if [[ -n $opt ]] && code=$(__pasarela_code $opt); then
+    __pasarela_values $code
+    return
+  fi
+  if [[ $cur == -* ]]; then
+    for p in $paths; do all+=( \${=opts[$p]} ); done
+    compadd -- $all --help
+    return
+  fi
+  local -a names
+  names=( \${=subs[$cmd]} )
+  (( \${#names} )) && compadd -a names
+  codes=( \${=args[$cmd]} )
+  if (( \${#codes} )); then
+    code=\${codes[argc+1]}
+    [[ -z $code && \${codes[-1]} == *... ]] && code=\${codes[-1]}
+    [[ -n $code ]] && __pasarela_values \${code%...}
+  fi
+  return 0
+}
+
+if [[ \${zsh_eval_context[-1]} == loadautofunc ]]; then
+  _pasarela "$@"
+else
+  compdef _pasarela pasarela
+fi
+`;
 }
 
 export function fishScript(program: Command): string {
   const nodes = walk(program);
+  const esc = (s: string) => s.replace(/\\/g, '\\\\').replace(/'/g, "\\'");
+  const name = (p: string[]) => p.join(' ');
+  const commands = nodes.filter((n) => n.path.length > 0).map((n) => `'${name(n.path)}'`);
+  const aliases = nodes.flatMap((n) => n.subcommands.flatMap((sc) => sc.aliases.map((al) => `'${name([...n.path, al])}=${name([...n.path, sc.name])}'`)));
+  const valueFlags = [...new Set(nodes.flatMap((n) => n.own.filter(takesValue).flatMap(flagsOf)))];
+  /** fish arguments completing one value of kind `k`; `option`: the value of an option (-r needs one). */
+  const spec = (k: ValueKind, option: boolean): string => {
+    const r = option ? '-r ' : '';
+    if (k === 'file') return `${r}-F`;
+    if (k === 'dir') return `${r}-f -a '(__fish_complete_directories (commandline -ct))'`;
+    if (k === 'profile') return `${r}-f -a '(__pasarela_profiles)'`;
+    if (k === 'sqlite') return `${r}-f -a '(__pasarela_sqlite)'`;
+    if (k === 'none') return `${r}-f`;
+    if (k.list) return `${r}-f -a '(__fish_complete_list , "__pasarela_words ${k.words.join(' ')}")'`;
+    return `${r}-f -a '${k.words.join(' ')}'`;
+  };
   const lines = [
     '# fish completion for pasarela; generated by `pasarela completion fish`.',
     '# Install: pasarela completion fish > ~/.config/fish/completions/pasarela.fish',
-    'complete -c pasarela -f',
+    '',
+    `set -g __pasarela_commands ${commands.join(' ')}`,
+    `set -g __pasarela_value_flags ${valueFlags.join(' ')}`,
+    `set -g __pasarela_aliases ${aliases.join(' ')}`,
+    '',
+    '# Prints the command path of the line ("" at the top), then how many arguments follow it.',
+    'function __pasarela_state',
+    '    set -l tokens (commandline -opc)',
+    '    set -e tokens[1]',
+    "    set -l cmd ''",
+    '    set -l argc 0',
+    '    set -l skip 0',
+    '    for t in $tokens',
+    '        if test $skip = 1',
+    '            set skip 0',
+    '            continue',
+    '        end',
+    '        switch $t',
+    "            case '--*=*'",
+    "            case '-*'",
+    '                contains -- $t $__pasarela_value_flags; and set skip 1',
+    "            case '*'",
+    '                set -l next (string trim -- "$cmd $t")',
+    '                for a in $__pasarela_aliases',
+    '                    string match -q -- "$next=*" $a; and set next (string split -m 1 = -- $a)[2]',
+    '                end',
+    '                if contains -- $next $__pasarela_commands',
+    '                    set cmd $next',
+    '                    set argc 0',
+    '                else',
+    '                    set argc (math $argc + 1)',
+    '                end',
+    '        end',
+    '    end',
+    '    echo $cmd',
+    '    echo $argc',
+    'end',
+    '# True on the command $argv[1] itself.',
+    'function __pasarela_is',
+    '    set -l s (__pasarela_state)',
+    '    test "$s[1]" = "$argv[1]"',
+    'end',
+    '# True on the command $argv[1] or below it (its options hold for its subcommands too).',
+    'function __pasarela_under',
+    '    set -l cmd (__pasarela_state)[1]',
+    '    test "$cmd" = "$argv[1]"; or string match -q -- "$argv[1] *" "$cmd"',
+    'end',
+    '# True at argument number $argv[2] (from 0) of the command $argv[1]; $argv[3] = more: that one or any later.',
+    'function __pasarela_arg',
+    '    set -l s (__pasarela_state)',
+    '    test "$s[1]" = "$argv[1]"; or return 1',
+    '    if test "$argv[3]" = more',
+    '        test $s[2] -ge $argv[2]',
+    '    else',
+    '        test $s[2] -eq $argv[2]',
+    '    end',
+    'end',
+    'function __pasarela_words',
+    "    printf '%s\\n' $argv",
+    'end',
+    'function __pasarela_profiles',
+    '    set -l bin (commandline -opc)[1]',
+    '    $bin __complete profiles 2>/dev/null',
+    'end',
+    '# sqlite, or sqlite:PATH with PATH completed as a file.',
+    'function __pasarela_sqlite',
+    '    set -l tok (commandline -ct)',
+    "    if string match -q 'sqlite:*' -- $tok",
+    "        for f in (__fish_complete_path (string replace -r '^sqlite:' '' -- $tok))",
+    '            echo sqlite:$f',
+    '        end',
+    '    else',
+    "        printf '%s\\n' sqlite sqlite:",
+    '    end',
+    'end',
+    '',
   ];
-  const esc = (s: string) => s.replace(/'/g, "\\'");
   for (const n of nodes) {
-    const children = n.subcommands.map((s) => s.name).join(' ');
-    let cond: string;
-    if (n.path.length === 0) cond = '__fish_use_subcommand';
-    else {
-      const seen = n.path.map((p) => `__fish_seen_subcommand_from ${p}`).join('; and ');
-      cond = children ? `${seen}; and not __fish_seen_subcommand_from ${children}` : seen;
-    }
-    for (const s of n.subcommands) lines.push(`complete -c pasarela -n '${cond}' -a '${s.name}' -d '${esc(s.description)}'`);
+    const p = name(n.path);
+    for (const s of n.subcommands) lines.push(`complete -c pasarela -n '__pasarela_is "${p}"' -f -a '${s.name}' -d '${esc(s.description)}'`);
+    if (n.path.length > 0 && n.subcommands.length === 0 && n.args.length === 0) lines.push(`complete -c pasarela -n '__pasarela_is "${p}"' -f`);
+    n.args.forEach((a, i) => {
+      const more = a.variadic ? ' more' : '';
+      lines.push(`complete -c pasarela -n '__pasarela_arg "${p}" ${i}${more}' ${spec(kindOf(a), false)} -d '${esc(a.description || a.name())}'`);
+    });
     for (const o of n.own) {
-      const parts = [`complete -c pasarela`];
-      if (n.path.length > 0) parts.push(`-n '${n.path.map((p) => `__fish_seen_subcommand_from ${p}`).join('; and ')}'`);
+      const parts = ['complete -c pasarela'];
+      if (n.path.length > 0) parts.push(`-n '__pasarela_under "${p}"'`);
       if (o.long) parts.push(`-l ${o.long.replace(/^--/, '')}`);
       if (o.short) parts.push(`-s ${o.short.replace(/^-/, '')}`);
-      if (o.required || o.optional) parts.push('-r');
-      if (o.argChoices) parts.push(`-a '${o.argChoices.join(' ')}'`);
+      if (takesValue(o)) parts.push(spec(kindOf(o), true));
       parts.push(`-d '${esc(o.description)}'`);
       lines.push(parts.join(' '));
     }

@@ -8,6 +8,18 @@ import { Settings, type Profile } from './settings.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
+/** An operator token and, for a refusal's message, where it came from. */
+export interface OperatorCredential {
+  token: string;
+  from: string;
+}
+
+/** localhost, 127.0.0.0/8 or ::1: a server on this machine. */
+export function isLoopback(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 /** Global flags every command may read. */
 export interface GlobalFlags {
   url?: string;
@@ -77,19 +89,47 @@ export class Ctx {
     return this.flags.dataDir || this.env.PASARELA_DATA_DIR || this.profile().data_dir || defaultDataDir(this.env);
   }
 
-  /** The operator token; on the server's own machine the data directory's admin-token file works too. */
-  adminToken(): string {
-    const t = this.flags.adminToken || this.env.PASARELA_ADMIN_TOKEN || this.profile().admin_token;
-    if (t) return t;
+  /**
+   * The operator token and where it came from: --admin-token, then
+   * PASARELA_ADMIN_TOKEN, then the profile's admin_token, then the
+   * admin-token file of a data directory. The platform's default data
+   * directory is read only when the server URL is on this machine (a
+   * loopback address): its token belongs to a local `serve`, and is not sent
+   * to another server. A data directory named by --data-dir,
+   * PASARELA_DATA_DIR or the profile's data_dir is read for any URL.
+   */
+  adminCredential(): OperatorCredential {
+    if (this.flags.adminToken) return { token: this.flags.adminToken, from: 'from --admin-token' };
+    if (this.env.PASARELA_ADMIN_TOKEN) return { token: this.env.PASARELA_ADMIN_TOKEN, from: 'from PASARELA_ADMIN_TOKEN; pass --admin-token to use another' };
+    const saved = this.profile().admin_token;
+    const name = this.profileName();
+    if (saved) {
+      return {
+        token: saved,
+        from: `the admin_token saved in profile "${name}"; replace it with \`pasarela config set admin_token --key-stdin --profile ${name}\`, or pass --admin-token`,
+      };
+    }
+    const named = Boolean(this.flags.dataDir || this.env.PASARELA_DATA_DIR || this.profile().data_dir);
     const file = join(this.dataDir(), ADMIN_TOKEN_FILE);
-    try {
-      return readFileSync(file, 'utf8').trim();
-    } catch {
+    const ways = 'pass --admin-token, set PASARELA_ADMIN_TOKEN, or save one with `pasarela config set admin_token --key-stdin`';
+    if (!named && !isLoopback(this.url())) {
       throw new CliError(
-        `no operator token: pass --admin-token, set PASARELA_ADMIN_TOKEN, save one with \`pasarela config set admin_token\`, or run where ${file} is readable`,
+        `no operator token: ${ways} (${file} belongs to a server on this machine, and ${this.url()} is not one; --data-dir DIR reads DIR/${ADMIN_TOKEN_FILE} for any server)`,
         EXIT.AUTH,
       );
     }
+    let token: string;
+    try {
+      token = readFileSync(file, 'utf8').trim();
+    } catch {
+      throw new CliError(`no operator token: ${ways}, or run where ${file} is readable`, EXIT.AUTH);
+    }
+    return { token, from: `read from ${file}; is that file from this server? pass --admin-token or PASARELA_ADMIN_TOKEN` };
+  }
+
+  /** The operator token; on the server's own machine the data directory's admin-token file works too. */
+  adminToken(): string {
+    return this.adminCredential().token;
   }
 
   client(): ApiClient {

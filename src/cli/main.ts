@@ -4,6 +4,8 @@ import { registerAccount } from './commands/account.js';
 import { registerAdmin } from './commands/admin.js';
 import { registerCelular } from './commands/celular.js';
 import { registerCompletion } from './commands/completion.js';
+import { completeAs } from './completion.js';
+import { addExamples } from './help-examples.js';
 import { registerConfig } from './commands/config.js';
 import { registerHistorial } from './commands/historial.js';
 import { registerLogin } from './commands/login.js';
@@ -27,9 +29,11 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) })
     .showSuggestionAfterError()
+    // Every command's --help lists the global flags too (commander copies this to each subcommand).
+    .configureHelp({ showGlobalOptions: true })
     .addOption(new Option('--url <url>', 'server URL (env PASARELA_URL; default http://127.0.0.1:8080)'))
     .addOption(new Option('--key <key>', 'API key: client WAC_..., celular WA_..., or a token (env PASARELA_KEY)'))
-    .addOption(new Option('--profile <name>', 'saved profile to use (env PASARELA_PROFILE)'))
+    .addOption(completeAs(new Option('--profile <name>', 'saved profile to use (env PASARELA_PROFILE)'), 'profile'))
     .addOption(new Option('--json', 'print JSON only on stdout'))
     .addOption(new Option('--no-color', 'no colours (NO_COLOR is honoured too)'))
     .addHelpText('after', `\n${EXIT_HELP}\n`);
@@ -50,7 +54,8 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
   registerSim(program, ctxOf);
   registerHistorial(program, ctxOf);
   registerWebhook(program, ctxOf);
-  registerCompletion(program, io);
+  registerCompletion(program, io, env);
+  addExamples(program);
   return program;
 }
 

@@ -85,5 +85,5 @@ export async function showQr(ctx: Ctx, first: QrBody, w: QrWatch): Promise<QrBod
     if (b.status === 'connected') return done(b);
     show(b);
   }
-  throw new CliError(`celular ${first.celular_id} was not linked within ${Math.round(w.timeoutMs / 1000)} s; run the command again for a new QR`, EXIT.ERROR);
+  throw new CliError(`celular ${first.celular_id} was not linked within ${Math.round(w.timeoutMs / 1000)} s; run the command again for a new QR`, EXIT.TIMEOUT);
 }

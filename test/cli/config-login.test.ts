@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, expectJsonOnly, expectOk, fields, rows } from './helpers.js';
+import { Cli, cliCommandLine, expectJsonOnly, expectOk, fields, HAS_SCRIPT, rows } from './helpers.js';
+import { runTtyAnswering } from './tty.js';
 
 /**
  * Saved profiles and the precedence of every setting: flag, then
@@ -159,5 +160,135 @@ describe('config use / unset / path', () => {
     const path = await cli.run(['config', 'path']);
     expect(path.stdout).toBe(`${cli.configFile}\n`);
     expect(statSync(cli.configFile).mode & 0o777).toBe(0o600);
+  });
+});
+
+describe('login: where the key comes from', () => {
+  it('PASARELA_KEY alone is not saved off a TTY: exit 2, naming --key-stdin, and nothing written', async () => {
+    const r = await cli.run(['login', '--profile', 'fromenv'], { env: { ...NO_ENV, PASARELA_KEY: a.clientKey, PASARELA_URL: s.url } });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('PASARELA_KEY is set');
+    expect(r.stderr).toContain('--key-stdin');
+    expect(savedFile().profiles).not.toHaveProperty('fromenv');
+  });
+
+  it('--key-stdin reads the key from stdin (trimmed) and says what it saved, the key masked', async () => {
+    const r = await cli.run(['login', '--key-stdin', '--url', s.url, '--profile', 'piped'], { input: `  ${a.clientKey}\n`, env: NO_ENV });
+    const out = expectOk(r);
+    expect(out).toContain(`client ${a.clienteId}`);
+    expect(out).toContain('from standard input');
+    expect(out).toContain('"piped"');
+    expect(out).toMatch(/WAC_…\*+/);
+    expect(out).not.toContain(a.clientKey);
+    expect(savedFile().profiles.piped).toEqual({ url: s.url, key: a.clientKey });
+    const j = expectJsonOnly(await cli.run(['login', '--key-stdin', '--profile', 'piped', '--json'], { input: a.clientKey, env: NO_ENV }));
+    expect(j).toMatchObject({ ok: true, profile: 'piped', key_from: 'stdin', key: expect.stringMatching(/^WAC_…\*+$/) });
+    expect(JSON.stringify(j)).not.toContain(a.clientKey);
+  });
+
+  it('--key-stdin with nothing on stdin, or with --key too, is a usage error', async () => {
+    const [empty, both] = await Promise.all([
+      cli.run(['login', '--key-stdin', '--url', s.url, '--profile', 'nothing'], { input: '\n', env: NO_ENV }),
+      cli.run(['login', '--key-stdin', '--key', a.clientKey, '--url', s.url, '--profile', 'nothing'], { input: a.clientKey, env: NO_ENV }),
+    ]);
+    expect(empty.exitCode).toBe(2);
+    expect(empty.stderr).toContain('nothing on standard input');
+    expect(both.exitCode).toBe(2);
+    expect(savedFile().profiles).not.toHaveProperty('nothing');
+  });
+
+  it.skipIf(!HAS_SCRIPT)('on a TTY, PASARELA_KEY is saved only after a yes', async () => {
+    const env = { PASARELA_KEY: a.clientKey, PASARELA_URL: s.url };
+    const no = await runTtyAnswering(cli, cliCommandLine(['login', '--profile', 'asked']), [
+      [/Save that key in profile "asked"\?/, 'n'],
+      // Refused: the key is asked for instead; Ctrl-C leaves.
+      [/API key/, '\u0003'],
+    ], env);
+    expect(no.exitCode).not.toBe(0);
+    expect(savedFile().profiles).not.toHaveProperty('asked');
+    const yes = await runTtyAnswering(cli, cliCommandLine(['login', '--profile', 'asked']), [[/Save that key in profile "asked"\?/, 'y']], env);
+    expect(yes.exitCode, yes.output).toBe(0);
+    expect(yes.output).toContain('from PASARELA_KEY');
+    expect(savedFile().profiles.asked).toEqual({ url: s.url, key: a.clientKey });
+  });
+});
+
+describe('config set --key-stdin', () => {
+  it('reads a secret setting from stdin; other settings, or no value at all, are usage errors', async () => {
+    const p = ['--profile', 'stdinset'];
+    const set = await cli.run(['config', 'set', 'key', '--key-stdin', ...p], { input: `${a.clientKey}\n` });
+    expect(set.exitCode, set.stderr).toBe(0);
+    expect(set.stderr).toBe('key saved in profile "stdinset"\n');
+    expect(savedFile().profiles.stdinset).toEqual({ key: a.clientKey });
+    const [url, none, both] = await Promise.all([
+      cli.run(['config', 'set', 'url', '--key-stdin', ...p], { input: s.url }),
+      cli.run(['config', 'set', 'key', ...p]),
+      cli.run(['config', 'set', 'key', 'x', '--key-stdin', ...p], { input: 'y' }),
+    ]);
+    expect(url.exitCode).toBe(2);
+    expect(url.stderr).toContain('--key-stdin is for key and admin_token');
+    expect(none.exitCode).toBe(2);
+    expect(none.stderr).toContain('--key-stdin');
+    expect(both.exitCode).toBe(2);
+    expect(savedFile().profiles.stdinset).toEqual({ key: a.clientKey });
+  });
+});
+
+describe('logout', () => {
+  it('removes the key of the profile and keeps its URL; a second logout removes nothing', async () => {
+    const p = ['--profile', 'piped'];
+    const r = await cli.run(['logout', ...p]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('Removed the key of profile "piped"');
+    expect(savedFile().profiles.piped).toEqual({ url: s.url });
+    expect(expectJsonOnly(await cli.run(['logout', ...p, '--json']))).toEqual({ ok: true, profile: 'piped', removed: false });
+    // Without the key, commands of that profile have no credential.
+    const info = await cli.run(['info', ...p], { env: NO_ENV });
+    expect(info.exitCode).toBe(3);
+    expect(info.stderr).toContain('no API key');
+  });
+
+  it('an unknown --profile is a usage error', async () => {
+    const r = await cli.run(['logout', '--profile', 'nosuch']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('no saved profile "nosuch"');
+  });
+});
+
+describe('config remove', () => {
+  it('off a TTY needs --yes (exit 2, nothing deleted); with it the profile is gone; `rm` is the same', async () => {
+    const no = await cli.run(['config', 'remove', 'stdinset']);
+    expect(no.exitCode).toBe(2);
+    expect(no.stderr).toContain('--yes');
+    expect(savedFile().profiles).toHaveProperty('stdinset');
+    const yes = await cli.run(['config', 'remove', 'stdinset', '--yes', '--json']);
+    expect(expectJsonOnly(yes)).toMatchObject({ ok: true, removed: 'stdinset' });
+    expect(savedFile().profiles).not.toHaveProperty('stdinset');
+    const rm = await cli.run(['config', 'rm', 'urlonly', '-y']);
+    expect(rm.exitCode, rm.stderr).toBe(0);
+    expect(savedFile().profiles).not.toHaveProperty('urlonly');
+    const missing = await cli.run(['config', 'rm', 'urlonly', '-y']);
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toContain('no saved profile "urlonly"');
+  });
+
+  it('removing the current profile makes "default" current again', async () => {
+    expect((await cli.run(['config', 'set', 'url', DEAD, '--profile', 'gone'])).exitCode).toBe(0);
+    expect((await cli.run(['config', 'use', 'gone'])).exitCode).toBe(0);
+    const r = await cli.run(['config', 'remove', 'gone', '--yes']);
+    expect(r.stderr).toContain('The current profile is now "default"');
+    expect(savedFile().current).toBe('default');
+  });
+
+  it.skipIf(!HAS_SCRIPT)('on a TTY asks first, naming what the profile holds; no keeps it', async () => {
+    expect((await cli.run(['config', 'set', 'url', DEAD, '--profile', 'asked2'])).exitCode).toBe(0);
+    const no = await runTtyAnswering(cli, cliCommandLine(['config', 'remove', 'asked2']), [[/Delete profile "asked2" \(URL http:\/\/127\.0\.0\.1:1\)\? This cannot be undone/, 'n']]);
+    expect(no.exitCode).toBe(0);
+    expect(no.output).toContain('nothing deleted');
+    expect(savedFile().profiles).toHaveProperty('asked2');
+    const yes = await runTtyAnswering(cli, cliCommandLine(['config', 'remove', 'asked2']), [[/This cannot be undone/, 'y']]);
+    expect(yes.exitCode).toBe(0);
+    expect(savedFile().profiles).not.toHaveProperty('asked2');
   });
 });

@@ -45,15 +45,16 @@ describe('celular link --pairing-code', () => {
     expect(same.body.codigo).toBe(body.codigo);
   });
 
-  it('without --json and without a TTY: the code alone on stdout, the key and the hint on stderr; a second run reuses the line', async () => {
+  it('without --json and without a TTY: the new key, then the code on stdout, the hint on stderr; a second run reuses the line', async () => {
     const numero = numeroNuevo();
     const r = await cli.run(['celular', 'link', numero, '--pairing-code'], asClient());
     expect(r.exitCode, r.stderr).toBe(0);
     expectPlain(r);
-    expect(r.stdout).toMatch(/^[A-Z0-9]{4}-[A-Z0-9]{4}\n$/);
-    const code = r.stdout.trim();
+    // The key is shown once, so it goes where a script can keep it (as `celular create` does).
+    expect(r.stdout).toMatch(/^Celular key\tWA_\d+_\S+\n[A-Z0-9]{4}-[A-Z0-9]{4}\n$/);
+    const code = r.stdout.trimEnd().split('\n')[1]!;
     expect(r.stderr).toMatch(/Registered celular \d+/);
-    expect(r.stderr).toMatch(/WA_\d+_/);
+    expect(r.stderr).not.toMatch(/WA_\d+_/);
     expect(r.stderr).toContain('Link with phone number');
     const id = Number(/Registered celular (\d+)/.exec(r.stderr)![1]);
 
@@ -71,9 +72,8 @@ describe('celular link --pairing-code', () => {
     try {
       const r = await cli.run(['celular', 'link', numero, '--pairing-code'], asClient());
       expect(r.exitCode).toBe(7);
-      expect(r.stdout).toBe('');
+      expect(r.stdout).toMatch(/^Celular key\tWA_\d+_\S+\n$/);
       expect(r.stderr).toMatch(/Registered celular \d+/);
-      expect(r.stderr).toMatch(/WA_\d+_/);
       expect(r.stderr).toMatch(/error: .*ask for the pairing code again/);
       expect(r.stderr).not.toContain('Link with phone number');
       // --json: the server's answer (with the key) on stdout all the same.
@@ -99,13 +99,13 @@ describe('celular link --pairing-code', () => {
   it('--wait follows the line until the phone types the code (sim scan --code), then exits 0', async () => {
     const numero = numeroNuevo();
     const proc = cli.spawn(['celular', 'link', numero, '--pairing-code', '--wait', '--interval', '200', '--timeout', '20'], asClient());
-    const code = (await waitForText(proc.stdout, /^[A-Z0-9]{4}-[A-Z0-9]{4}\n/)).trim();
+    const code = /\n([A-Z0-9]{4}-[A-Z0-9]{4})\n/.exec(await waitForText(proc.stdout, /\n[A-Z0-9]{4}-[A-Z0-9]{4}\n/))![1]!;
     const id = (await s.core.store.getCelularByNumero(numero))!.id;
     const scan = await cli.run(['sim', 'scan', String(id), '--code', code], asOperator());
     expect(scan.exitCode, scan.stderr).toBe(0);
     const r = await proc;
     expect(r.exitCode, String(r.stderr)).toBe(0);
-    expect(String(r.stdout)).toBe(`${code}\n`);
+    expect(String(r.stdout)).toMatch(new RegExp(`^Celular key\tWA_${id}_\\S+\n${code}\n$`));
     expect(String(r.stderr)).toContain(`celular ${id} is connected`);
   });
 });

@@ -55,10 +55,10 @@ describe('celular qr --wait --json without a TTY', () => {
     expect(docs.at(-1)).toMatchObject({ celular_id: a.celularId, status: 'connected', estado: 'activo' });
   });
 
-  it('gives up after --timeout with exit 1 and a hint', async () => {
+  it('gives up after --timeout with exit 11 and a hint', async () => {
     const b = await seedClient(s);
     const r = await cli.run(['celular', 'qr', String(b.celularId), '--wait', '--interval', '200', '--timeout', '1'], { env: { PASARELA_KEY: b.clientKey } });
-    expect(r.exitCode).toBe(1);
+    expect(r.exitCode).toBe(11);
     expect(r.stdout.trim()).toMatch(/^2@/);
     expect(r.stderr).toContain('not linked within 1 s');
   });

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Ctx } from '../context.js';
-import { usage } from '../exit-codes.js';
+import type { FieldFlags } from '../field-errors.js';
+import { CliError, EXIT, usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { readStdin } from '../io.js';
 import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
@@ -57,8 +58,43 @@ function gatewayFields(g: GatewayServer): Array<[string, Cell]> {
 /** Operator credential options, on the `admin` and `sim` groups. */
 export function withOperatorOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--admin-token <token>', 'operator token (env PASARELA_ADMIN_TOKEN; else the profile; else <data-dir>/admin-token)'))
-    .addOption(new Option('--data-dir <dir>', 'data directory of a local `serve`, to read its admin-token file'));
+    .addOption(new Option('--admin-token <token>', 'operator token (env PASARELA_ADMIN_TOKEN; else the profile; else <data-dir>/admin-token, of the default data directory only for a server on this machine)'))
+    .addOption(new Option('--data-dir <dir>', 'data directory of a `serve` on this machine, to read its admin-token file (read for any --url)'));
+}
+
+/**
+ * A call with the operator token. A refusal (401) says where the token came
+ * from: a stale admin-token file of another server is the usual cause.
+ */
+export async function operatorCall<T>(
+  ctx: Ctx,
+  method: 'GET' | 'POST' | 'PATCH',
+  path: string,
+  json?: Record<string, unknown>,
+  query?: Record<string, string | number | undefined>,
+  fields?: FieldFlags,
+): Promise<T> {
+  const cred = ctx.adminCredential();
+  try {
+    return await ctx.client().call<T>(method, path, { key: cred.token, json, query, fields });
+  } catch (err) {
+    if (err instanceof CliError && err.exitCode === EXIT.AUTH) throw new CliError(`${err.message} (${cred.from})`, EXIT.AUTH, err.body);
+    throw err;
+  }
+}
+
+/**
+ * Asks before something that cannot be taken back (on a TTY), or requires
+ * --yes (off one: exit 2). False when the person says no.
+ */
+export async function confirmOrYes(ctx: Ctx, yes: boolean | undefined, message: () => Promise<string> | string): Promise<boolean> {
+  if (yes) return true;
+  if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
+  const text = await message();
+  const { confirm } = await import('@inquirer/prompts');
+  if (await confirm({ message: text, default: false })) return true;
+  ctx.term.err('nothing changed');
+  return false;
 }
 
 /** --monto: an amount of credits; 0 would change nothing and the server refuses it. */
@@ -105,7 +141,7 @@ const ADMIN_FIELDS = {
 } as const;
 
 const call = <T>(ctx: Ctx, method: 'GET' | 'POST' | 'PATCH', path: string, json?: Record<string, unknown>, query?: Record<string, string | number | undefined>) =>
-  ctx.client().call<T>(method, path, { key: ctx.adminToken(), json, query, fields: ADMIN_FIELDS });
+  operatorCall<T>(ctx, method, path, json, query, ADMIN_FIELDS);
 
 /** `pasarela admin ...`: the operator's commands (operator token). */
 export function registerAdmin(program: Command, ctxOf: CtxOf): void {
@@ -192,10 +228,18 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
 
   client
     .command('rotate-key <id>')
-    .description('issue a new client key; the old one stops working at once')
-    .action(async (id: string, _o, cmd: Command) => {
+    .description('issue a new client key; the old one stops working at once (asks first on a TTY)')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const b = await call<{ cliente_id: number; api_key: string }>(ctx, 'POST', `/admin/clientes/${idArg(id)}/rotar-key`);
+      const n = idArg(id);
+      const sure = await confirmOrYes(ctx, o.yes, async () => {
+        // Named in the question (and a wrong id is exit 4 before it).
+        const c = (await call<ClienteSummary>(ctx, 'GET', `/admin/clientes/${n}`)).cliente;
+        return `Rotate the key of client ${c.id} “${c.nombre}” (${c.email})? Its current key stops working at once, for every script that uses it.`;
+      });
+      if (!sure) return;
+      const b = await call<{ cliente_id: number; api_key: string }>(ctx, 'POST', `/admin/clientes/${n}/rotar-key`);
       emit(ctx, b, () => printSecret(ctx.term, 'Client key', b.api_key));
     });
 
@@ -242,10 +286,13 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
     });
   celular
     .command('rotate-key <celular_id>')
-    .description('issue a new celular key; the old one stops working at once')
-    .action(async (id: string, _o, cmd: Command) => {
+    .description('issue a new celular key; the old one stops working at once (asks first on a TTY)')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const b = await call<{ celular_id: number; api_key: string }>(ctx, 'POST', `/admin/celulares/${idArg(id)}/rotar-key`);
+      const n = idArg(id, 'celular_id');
+      if (!(await confirmOrYes(ctx, o.yes, () => `Rotate the key of celular ${n}? Its current key stops working at once, for every script that uses it.`))) return;
+      const b = await call<{ celular_id: number; api_key: string }>(ctx, 'POST', `/admin/celulares/${n}/rotar-key`);
       emit(ctx, b, () => printSecret(ctx.term, 'Celular key', b.api_key));
     });
 

@@ -7,6 +7,7 @@ import { emit, printFields, printSecret, printTable, type Cell } from '../output
 import type { FieldFlags } from '../field-errors.js';
 import { checkArg, hora, idArg, int, intOrNone, phone, text } from '../parse.js';
 import { showQr, type QrBody } from '../qr-display.js';
+import { Watch } from '../watch.js';
 
 /** The server's celular shape (a type-only import: nothing of the server is loaded). */
 type Celular = CelularView;
@@ -50,13 +51,19 @@ function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
 const qrWaitOptions = (cmd: Command) =>
   cmd
     .option('--wait', 'without a TTY, keep printing each new QR until the line is connected')
-    .addOption(new Option('--timeout <seconds>', 'give up after this long').default(180).argParser(int(1, 3600)))
+    .addOption(new Option('--timeout <seconds>', 'give up after this long (exit 11); a server restart meanwhile is ridden out').default(180).argParser(int(1, 3600)))
     .addOption(new Option('--interval <ms>', 'how often to check the session').default(2000).argParser(int(200, 60000)));
 
+/** The error of a link watch that ran out of time: exit 11. */
+const linkTimedOut = (id: number, seconds: number, what: string) => (cause?: string) =>
+  new CliError(`celular ${id} was not linked within ${seconds} s${cause ? ` (the server was still unreachable: ${cause})` : ''}; run the command again for a new ${what}`, EXIT.TIMEOUT);
+
+/** Follows the QR until connected; each poll rides out a server restart (see Watch). */
 async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; timeout: number; interval: number }) {
   const key = ctx.key();
+  const watch = new Watch(ctx, { deadline: Date.now() + o.timeout * 1000, timedOut: linkTimedOut(first.celular_id, o.timeout, 'QR') });
   await showQr(ctx, first, {
-    fetch: () => ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key, query: { id: first.celular_id } }),
+    fetch: () => watch.call((timeoutMs) => ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key, query: { id: first.celular_id }, timeoutMs })),
     wait: Boolean(o.wait),
     intervalMs: o.interval,
     timeoutMs: o.timeout * 1000,
@@ -79,18 +86,18 @@ async function followCode(ctx: Ctx, first: QrBody & { codigo?: string }, o: { wa
     return;
   }
   if (!ctx.term.io.stdoutIsTTY && !o.wait) return;
-  const deadline = Date.now() + o.timeout * 1000;
   const key = ctx.key();
-  while (Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, o.interval));
-    const st = await ctx.client().call<{ status: string }>('GET', '/api/celular_status.php', { key, query: { id: first.celular_id } });
+  const watch = new Watch(ctx, { deadline: Date.now() + o.timeout * 1000, timedOut: linkTimedOut(first.celular_id, o.timeout, 'code') });
+  while (watch.alive()) {
+    await watch.sleep(o.interval);
+    const st = await watch.call((timeoutMs) => ctx.client().call<{ status: string }>('GET', '/api/celular_status.php', { key, query: { id: first.celular_id }, timeoutMs }));
     if (connected(st)) {
       if (ctx.json) ctx.term.out(JSON.stringify(st));
       else ctx.term.err(ctx.term.color.green(`✓ celular ${first.celular_id} is connected`));
       return;
     }
   }
-  throw new CliError(`celular ${first.celular_id} was not linked within ${o.timeout} s; run the command again for a new code`, EXIT.ERROR);
+  throw watch.timedOut();
 }
 
 /** `pasarela celular ...`: the client's phone lines. */
@@ -168,15 +175,22 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
 
   cel
     .command('delete <id>')
-    .description('delete a line for good (audited); asks first on a TTY')
+    .description('delete a line for good (audited); asks first on a TTY, naming it')
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const n = idArg(id);
       if (!o.yes) {
         if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
+        // The line is read first: a wrong id is exit 4 before any question, and the question names it.
+        const { celular: c } = await ctx.client().call<{ celular: Celular }>('GET', '/api/celular.php', { key: ctx.key(), query: { id: n } });
+        const label = c.nombre_interno ? ` “${c.nombre_interno}”` : '';
+        const numero = /^[0-9]+$/.test(c.numero) ? `+${c.numero}` : c.numero;
         const { confirm } = await import('@inquirer/prompts');
-        const sure = await confirm({ message: `Delete celular ${n} for good? Its key stops working and its session is removed.`, default: false });
+        const sure = await confirm({
+          message: `Delete celular ${c.id}${label} (${numero})? This cannot be undone: its key stops working and its session is removed.`,
+          default: false,
+        });
         if (!sure) {
           ctx.term.err('nothing deleted');
           return;
@@ -235,7 +249,8 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     });
     if (!ctx.json) {
       ctx.term.err(first.creado ? `Registered celular ${first.celular_id} (${String(first.numero ?? numero)}).` : `Celular ${first.celular_id} already registered; linking it.`);
-      if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key, 'err');
+      // On stdout like `celular create`: the one time the key is shown, a script must be able to keep it.
+      if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key);
     }
     // Registered (its key is above) but the gateway did not start the link: there is no QR or code to show or follow.
     if (first.aviso) throw new CliError(first.aviso, EXIT.SERVER, first);

@@ -3,6 +3,7 @@ import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, printTable } from '../output.js';
 import { mask, PROFILE_FIELDS, SECRET_FIELDS, type ProfileField } from '../settings.js';
+import { readSecretStdin } from './login.js';
 
 function field(name: string): ProfileField {
   if (!(PROFILE_FIELDS as readonly string[]).includes(name)) throw usage(`unknown setting "${name}"; settings: ${PROFILE_FIELDS.join(', ')}`);
@@ -44,12 +45,20 @@ export function registerConfig(program: Command, ctxOf: CtxOf): void {
     });
 
   config
-    .command('set <setting> <value>')
+    .command('set <setting> [value]')
     .description('set one setting of the profile')
-    .action(async (name: string, value: string, _o, cmd: Command) => {
+    .option('--key-stdin', 'read the value of key or admin_token from standard input (keeps it out of shell history and the process list)')
+    .action(async (name: string, value: string | undefined, o: { keyStdin?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       ctx.creatingProfile = true;
       const f = field(name);
+      if (o.keyStdin) {
+        if (value !== undefined) throw usage('give the value or --key-stdin, not both');
+        if (!SECRET_FIELDS.has(f)) throw usage(`--key-stdin is for key and admin_token; give the ${f} as an argument`);
+        value = await readSecretStdin(ctx, '--key-stdin');
+      } else if (value === undefined) {
+        throw usage(`missing the value of ${f}${SECRET_FIELDS.has(f) ? ' (or --key-stdin to read it from standard input)' : ''}`);
+      }
       if (f === 'url' && !/^https?:\/\//.test(value)) throw usage('url must start with http:// or https://');
       ctx.settings().update(ctx.profileName(), { [f]: value });
       emit(ctx, { ok: true, profile: ctx.profileName(), setting: f }, () => ctx.term.err(`${f} saved in profile "${ctx.profileName()}"`));
@@ -73,6 +82,35 @@ export function registerConfig(program: Command, ctxOf: CtxOf): void {
       if (!(name in ctx.settings().profiles())) throw usage(`no saved profile "${name}"; saved: ${Object.keys(ctx.settings().profiles()).join(', ') || 'none'}`);
       ctx.settings().setCurrent(name);
       emit(ctx, { ok: true, current: name }, () => ctx.term.err(`current profile: ${name}`));
+    });
+
+  config
+    .command('remove <profile>')
+    .alias('rm')
+    .description('delete a saved profile and everything in it; asks first on a TTY')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .action(async (name: string, o: { yes?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const s = ctx.settings();
+      const p = s.profiles()[name];
+      if (!p) throw usage(`no saved profile "${name}"; saved: ${Object.keys(s.profiles()).join(', ') || 'none'}`);
+      if (!o.yes) {
+        if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
+        const held = [p.url ? `URL ${p.url}` : '', p.key ? 'a key' : '', p.admin_token ? 'an operator token' : ''].filter(Boolean).join(', ');
+        const { confirm } = await import('@inquirer/prompts');
+        const sure = await confirm({ message: `Delete profile "${name}"${held ? ` (${held})` : ''}? This cannot be undone.`, default: false });
+        if (!sure) {
+          ctx.term.err('nothing deleted');
+          return;
+        }
+      }
+      const wasCurrent = s.current === name;
+      s.remove(name);
+      // The current profile must name one that exists, or the unnamed default.
+      if (wasCurrent) s.setCurrent('default');
+      emit(ctx, { ok: true, removed: name, current: s.current }, () =>
+        ctx.term.err(`Deleted profile "${name}".${wasCurrent && name !== 'default' ? ' The current profile is now "default".' : ''}`),
+      );
     });
 
   config

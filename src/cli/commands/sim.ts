@@ -3,13 +3,12 @@ import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';
 import { emit, printTable } from '../output.js';
 import { checkArg, idArg, phone, text } from '../parse.js';
-import { withOperatorOptions } from './admin.js';
+import { operatorCall, withOperatorOptions } from './admin.js';
 
 /** API fields of the simulator's requests and the flag or argument that sets each, to explain a 400. */
 const SIM_FIELDS = { celular_id: '<celular_id>', de: '--from', texto: '--text', numero: '[numero]', motivo: '--motivo', qr: '--qr', codigo: '--code' } as const;
 
-const call = <T>(ctx: Ctx, method: 'GET' | 'POST', path: string, json?: Record<string, unknown>) =>
-  ctx.client().call<T>(method, path, { key: ctx.adminToken(), json, fields: SIM_FIELDS });
+const call = <T>(ctx: Ctx, method: 'GET' | 'POST', path: string, json?: Record<string, unknown>) => operatorCall<T>(ctx, method, path, json, undefined, SIM_FIELDS);
 
 /** `pasarela sim ...`: play the phone and the network of the simulator (operator token). */
 export function registerSim(program: Command, ctxOf: CtxOf): void {

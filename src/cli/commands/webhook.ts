@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { EntregaView } from '../../core/views.js';
+import { completeAs } from '../completion.js';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
@@ -63,7 +64,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
     .description('point the webhook at URL (the configuration it replaces is kept: `webhook restore` puts it back)')
     .option('--secret <secret>', 'signing secret: up to 256 printable ASCII characters, no spaces, 24+ recommended', token(1, 256))
     .option('--generate-secret', 'make a random secret (32 bytes, base64url) and print it once')
-    .addOption(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`).default(['all'], 'all').argParser(eventos))
+    .addOption(completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true }).default(['all'], 'all').argParser(eventos))
     .option('--inactivo', 'save it switched off (no deliveries)')
     .action(async (url: string, o: { secret?: string; generateSecret?: boolean; eventos: string[]; inactivo?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
@@ -161,7 +162,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
     .description('receive the events here: a local receiver that checks signatures, prints and optionally forwards each event; the webhook is put back on Ctrl-C (the server must run on this machine with --allow-private-urls)')
     .addOption(new Option('--port <n>', 'port on 127.0.0.1 (0: any free port)').default(0).argParser(int(0, 65535)))
     .option('--forward-to <url>', 'POST each verified event (same body and headers) to this URL and answer with its status')
-    .addOption(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`).default(['all'], 'all').argParser(eventos))
+    .addOption(completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true }).default(['all'], 'all').argParser(eventos))
     .option('--print-secret', 'show the signing secret in the Ready line')
     .action(async (o: { port: number; forwardTo?: string; eventos: string[]; printSecret?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
