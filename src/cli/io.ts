@@ -11,6 +11,8 @@ export interface IO {
   stdoutIsTTY: boolean;
   stderrIsTTY: boolean;
   stdinIsTTY: boolean;
+  /** Aborted once the reader of stdout or stderr has gone away (EPIPE: `pasarela ... | head -1`). */
+  closed?: AbortSignal;
 }
 
 export interface Term {
@@ -25,7 +27,24 @@ export interface Term {
   err(text: string): void;
 }
 
+/**
+ * The real process streams. A reader that goes away (`| head -1`) makes the
+ * next write fail with EPIPE: that is not an error of the command, so it is
+ * recorded in `closed` (main then ends quietly) instead of crashing the
+ * process with a stack trace.
+ */
 export function processIO(): IO {
+  const gone = new AbortController();
+  const onError = (err: NodeJS.ErrnoException) => {
+    // Once a reader is gone, later writes fail too (EPIPE, ERR_STREAM_DESTROYED): all expected.
+    if (err.code === 'EPIPE' || gone.signal.aborted) {
+      gone.abort();
+      return;
+    }
+    throw err;
+  };
+  process.stdout.on('error', onError);
+  process.stderr.on('error', onError);
   return {
     stdout: process.stdout,
     stderr: process.stderr,
@@ -33,6 +52,7 @@ export function processIO(): IO {
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
     stdinIsTTY: Boolean(process.stdin.isTTY),
+    closed: gone.signal,
   };
 }
 

@@ -54,14 +54,29 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
   return program;
 }
 
-/** Runs one invocation and returns its exit code; nothing below calls process.exit. */
+/** Settles when `signal` aborts (never, without one). */
+const aborted = (signal: AbortSignal | undefined) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) resolve();
+    else signal?.addEventListener('abort', () => resolve(), { once: true });
+  });
+
+/**
+ * Runs one invocation and returns its exit code; nothing below calls process.exit.
+ * When the reader of our output goes away (`| head -1`, io.closed), it returns
+ * 0 at once, whatever the command was doing: the reader took what it wanted,
+ * like `git log | head -1` (the shim then ends the process).
+ */
 export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Promise<number> {
   const program = buildProgram(io, env);
   const jsonMode = argv.includes('--json');
   try {
-    await program.parseAsync(argv, { from: 'user' });
+    const run = program.parseAsync(argv, { from: 'user' });
+    run.catch(() => undefined); // a run left behind by a closed pipe must not reject unhandled
+    await Promise.race([run, aborted(io.closed)]);
     return EXIT.OK;
   } catch (err) {
+    if (io.closed?.aborted) return EXIT.OK;
     if (err instanceof CommanderError) {
       if (err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
       return EXIT.USAGE;
