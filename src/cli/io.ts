@@ -11,6 +11,9 @@ export interface IO {
   stdoutIsTTY: boolean;
   stderrIsTTY: boolean;
   stdinIsTTY: boolean;
+  /** Size of the terminal stdout writes to, read when asked (it follows resizes); 0 or absent: unknown. */
+  readonly columns?: number;
+  readonly rows?: number;
   /** Aborted once the reader of stdout or stderr has gone away (EPIPE: `pasarela ... | head -1`). */
   closed?: AbortSignal;
 }
@@ -23,6 +26,14 @@ export interface Term {
   errColor: ChalkInstance;
   /** A person can answer prompts: stdin and stdout are both TTYs. */
   canPrompt: boolean;
+  /**
+   * Columns of the terminal stdout is, when it is one and its width is known
+   * (else COLUMNS); undefined off a terminal or when nothing says: then
+   * nothing is fitted to a width.
+   */
+  columns(): number | undefined;
+  /** Rows of that terminal, likewise (else LINES). */
+  rows(): number | undefined;
   out(text: string): void;
   err(text: string): void;
 }
@@ -52,6 +63,12 @@ export function processIO(): IO {
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
     stdinIsTTY: Boolean(process.stdin.isTTY),
+    get columns() {
+      return process.stdout.isTTY ? process.stdout.columns : undefined;
+    },
+    get rows() {
+      return process.stdout.isTTY ? process.stdout.rows : undefined;
+    },
     closed: gone.signal,
   };
 }
@@ -64,14 +81,23 @@ export function colorLevel(isTTY: boolean, env: NodeJS.ProcessEnv, noColorFlag: 
   return isTTY ? 1 : 0;
 }
 
+/** A positive whole number, or undefined. */
+const size = (v: number | string | undefined): number | undefined => {
+  const n = typeof v === 'number' ? v : v !== undefined && /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+};
+
 export function makeTerm(io: IO, env: NodeJS.ProcessEnv, noColorFlag = false): Term {
+  const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
   return {
     io,
     color: new Chalk({ level: colorLevel(io.stdoutIsTTY, env, noColorFlag) }),
     errColor: new Chalk({ level: colorLevel(io.stderrIsTTY, env, noColorFlag) }),
     canPrompt: io.stdinIsTTY && io.stdoutIsTTY && !env.PASARELA_NO_PROMPT,
-    out: (text) => void io.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
-    err: (text) => void io.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+    columns: () => (io.stdoutIsTTY ? (size(io.columns) ?? size(env.COLUMNS)) : undefined),
+    rows: () => (io.stdoutIsTTY ? (size(io.rows) ?? size(env.LINES)) : undefined),
+    out: (text) => void io.stdout.write(line(text)),
+    err: (text) => void io.stderr.write(line(text)),
   };
 }
 

@@ -3,14 +3,14 @@ import type { CelularView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
-import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
+import { emit, painted, printFields, printSecret, printTable, type Cell } from '../output.js';
 import { idArg, int, intOrNone } from '../parse.js';
 import { showQr, type QrBody } from '../qr-display.js';
 
 /** The server's celular shape (a type-only import: nothing of the server is loaded). */
 type Celular = CelularView;
 
-const estadoColor = (ctx: Ctx, e: string) => (e === 'activo' ? ctx.term.color.green(e) : e === 'suspendido' ? ctx.term.color.red(e) : ctx.term.color.yellow(e));
+const estadoColor = (ctx: Ctx, e: string) => painted(e, e === 'activo' ? ctx.term.color.green : e === 'suspendido' ? ctx.term.color.red : ctx.term.color.yellow);
 
 function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
   return [
@@ -179,7 +179,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       emit(ctx, b, () =>
         printFields(ctx.term, [
           ['celular', b.celular_id],
-          ['status', b.status === 'connected' ? ctx.term.color.green(b.status) : ctx.term.color.yellow(b.status)],
+          ['status', painted(b.status, b.status === 'connected' ? ctx.term.color.green : ctx.term.color.yellow)],
           ['estado', estadoColor(ctx, b.estado)],
           ['gateway_instancia', b.gateway_instancia],
           ['refrescado', b.status_actualizado_desde_gateway ? 'sí' : 'no (estado guardado)'],
