@@ -1,4 +1,5 @@
 import { Chalk, type ChalkInstance } from 'chalk';
+import { guardLine } from './terminal-text.js';
 
 /**
  * The terminal, decided once at the edge: where data and messages go, whether
@@ -34,7 +35,9 @@ export interface Term {
   columns(): number | undefined;
   /** Rows of that terminal, likewise (else LINES). */
   rows(): number | undefined;
+  /** A line to stdout. On a terminal, control characters other than our colour codes are escaped (see guardLine). */
   out(text: string): void;
+  /** A line to stderr, guarded the same way on a terminal. */
   err(text: string): void;
 }
 
@@ -89,15 +92,18 @@ const size = (v: number | string | undefined): number | undefined => {
 
 export function makeTerm(io: IO, env: NodeJS.ProcessEnv, noColorFlag = false): Term {
   const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
+  const outLevel = colorLevel(io.stdoutIsTTY, env, noColorFlag);
+  const errLevel = colorLevel(io.stderrIsTTY, env, noColorFlag);
   return {
     io,
-    color: new Chalk({ level: colorLevel(io.stdoutIsTTY, env, noColorFlag) }),
-    errColor: new Chalk({ level: colorLevel(io.stderrIsTTY, env, noColorFlag) }),
+    color: new Chalk({ level: outLevel }),
+    errColor: new Chalk({ level: errLevel }),
     canPrompt: io.stdinIsTTY && io.stdoutIsTTY && !env.PASARELA_NO_PROMPT,
     columns: () => (io.stdoutIsTTY ? (size(io.columns) ?? size(env.COLUMNS)) : undefined),
     rows: () => (io.stdoutIsTTY ? (size(io.rows) ?? size(env.LINES)) : undefined),
-    out: (text) => void io.stdout.write(line(text)),
-    err: (text) => void io.stderr.write(line(text)),
+    out: (text) => void io.stdout.write(line(io.stdoutIsTTY ? guardLine(text, outLevel > 0) : text)),
+    // (Some messages on stderr are coloured with the stdout palette: allow colour when either stream has it.)
+    err: (text) => void io.stderr.write(line(io.stderrIsTTY ? guardLine(text, errLevel > 0 || outLevel > 0) : text)),
   };
 }
 

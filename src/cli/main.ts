@@ -15,6 +15,7 @@ import { registerWebhook } from './commands/webhook.js';
 import { Ctx, type GlobalFlags } from './context.js';
 import { CliError, EXIT, EXIT_HELP } from './exit-codes.js';
 import { makeTerm, type IO } from './io.js';
+import { escapeControls, guardLine } from './terminal-text.js';
 
 export type CtxOf = (cmd: Command) => Ctx;
 
@@ -81,16 +82,21 @@ export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Prom
       if (err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
       return EXIT.USAGE;
     }
+    // Error reasons often quote the server: on a terminal its control characters are shown, not obeyed.
+    const said = (message: string) => (io.stderrIsTTY ? escapeControls(message) : message);
     if (err instanceof CliError) {
-      if (jsonMode && err.body !== undefined) io.stdout.write(`${JSON.stringify(err.body, null, 2)}\n`);
-      io.stderr.write(`error: ${err.message}\n`);
+      if (jsonMode && err.body !== undefined) {
+        const json = JSON.stringify(err.body, null, 2);
+        io.stdout.write(`${io.stdoutIsTTY ? guardLine(json, false) : json}\n`);
+      }
+      io.stderr.write(`error: ${said(err.message)}\n`);
       return err.exitCode;
     }
     if ((err as { name?: string }).name === 'ExitPromptError') {
       io.stderr.write('cancelled\n');
       return EXIT.INTERRUPTED;
     }
-    io.stderr.write(`error: ${(err as Error).message ?? String(err)}\n`);
+    io.stderr.write(`error: ${said((err as Error).message ?? String(err))}\n`);
     return EXIT.ERROR;
   }
 }

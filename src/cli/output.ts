@@ -1,6 +1,6 @@
 import type { Ctx } from './context.js';
 import type { Term } from './io.js';
-import { displayWidth, padWidth, truncateWidth, wrapWidth } from './terminal-text.js';
+import { cellSafe, displayWidth, padWidth, truncateWidth, wrapWidth } from './terminal-text.js';
 
 /**
  * One way to print results. `--json`: the JSON and nothing else on stdout.
@@ -34,7 +34,11 @@ const plainText = (v: Plain) => (v === null || v === undefined ? '' : String(v))
 /** The cell as scripts get it off a terminal: the data itself, coloured only when colour is forced. */
 const rawText = (v: Cell) => (isPainted(v) ? v.paint(plainText(v.value)) : plainText(v));
 
-/** A cell as a terminal line shows it: one line, its width, its colour. */
+/**
+ * A cell as a terminal line shows it: one line, control characters escaped
+ * (server data may carry ESC sequences, C1 controls or bidi overrides), its
+ * width, its colour.
+ */
 interface Shown {
   text: string;
   width: number;
@@ -44,7 +48,7 @@ interface Shown {
 const same = (text: string) => text;
 
 function shown(v: Cell): Shown {
-  const text = plainText(isPainted(v) ? v.value : v).replace(/\r\n|[\t\n\r]/g, ' ');
+  const text = cellSafe(plainText(isPainted(v) ? v.value : v));
   return { text, width: displayWidth(text), paint: isPainted(v) ? v.paint : same };
 }
 

@@ -1,6 +1,7 @@
 /**
  * Text as a terminal shows it: how many columns a string takes, cutting it
- * to a width without splitting a character.
+ * to a width without splitting a character, and making control characters
+ * from server data visible instead of letting the terminal obey them.
  * Hand-written on Intl.Segmenter (grapheme clusters) and Unicode property
  * escapes, so no dependency decides how wide a cell is.
  */
@@ -144,7 +145,77 @@ export function rowsTaken(line: string, columns: number): number {
   return Math.max(1, Math.ceil(displayWidth(line) / columns));
 }
 
-/** `s` without SGR sequences: what is left takes columns. */
-export function stripSgr(s: string): string {
-  return s.replace(/\x1b\[[0-9;]*m/g, '');
+/*
+ * Control characters. A terminal obeys ESC (colours, cursor moves, window
+ * title, clipboard, hyperlinks), the other C0 and C1 controls, and the
+ * bidirectional overrides reorder what follows them. Text from the server
+ * (a line's name, a message, an error reason) must not reach the terminal
+ * with them raw, so they are written as JSON-style escapes: `\u001b`,
+ * `\u0007`, `\u202e`. The same spelling JSON uses, so JSON printed to a
+ * terminal stays valid JSON with the same value.
+ */
+
+/** C0 (but tab and newline), DEL, C1, bidi marks/overrides/isolates, line/paragraph separators, lone surrogates. */
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/** The same plus tab and newline: one table cell is one line. */
+const CELL_CONTROL = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/** One SGR sequence (colour, bold, dim...): the only escape sequence our renderers put in lines. */
+const SGR = /\x1b\[([0-9;]*)m/y;
+/**
+ * The SGR parameters chalk writes at 16 colours: reset, bold, dim, italic,
+ * underline, inverse, strikethrough and their ends, the 16 colours. Not
+ * conceal (8), blink, or 256/true colour, which we never write.
+ */
+const OUR_SGR = new Set([0, 1, 2, 3, 4, 7, 9, 22, 23, 24, 27, 29, 39, 49]);
+const ourSgr = (params: string) =>
+  params.split(';').every((p) => {
+    const n = p === '' ? 0 : Number(p);
+    return OUR_SGR.has(n) || (n >= 30 && n <= 37) || (n >= 40 && n <= 47) || (n >= 90 && n <= 97) || (n >= 100 && n <= 107);
+  });
+
+const escapeOne = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/** Every control character of `s` escaped visibly; tabs and newlines kept. For messages that quote server data. */
+export function escapeControls(s: string): string {
+  return s.replace(CONTROL, escapeOne);
+}
+
+/**
+ * One table cell or field value: tabs and line breaks become spaces (a cell
+ * is one line), every other control character is escaped visibly.
+ */
+export function cellSafe(s: string): string {
+  return s.replace(/\r\n|[\t\n\r]/g, ' ').replace(CELL_CONTROL, escapeOne);
+}
+
+/**
+ * The last guard before a line reaches a terminal: every control character
+ * is escaped, except, when `colour` is on, the plain colour and style codes
+ * our renderers write. Text quoting server data is escaped fully where it is
+ * rendered (tables, fields, error reasons); this catches the rest, so with
+ * colour off no raw ESC reaches the terminal at all, and with it on a server
+ * string could at worst colour some text, never move the cursor, retitle the
+ * window, write the clipboard or hide what is printed.
+ */
+export function guardLine(s: string, colour: boolean): string {
+  if (!/[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]/.test(s)) return s;
+  if (!colour) return escapeControls(s);
+  let out = '';
+  let i = 0;
+  while (i < s.length) {
+    if (s.charCodeAt(i) === 0x1b) {
+      SGR.lastIndex = i;
+      const m = SGR.exec(s);
+      if (m && ourSgr(m[1]!)) {
+        out += m[0];
+        i += m[0].length;
+        continue;
+      }
+    }
+    const next = s.indexOf('\x1b', i + 1);
+    const end = next === -1 ? s.length : next;
+    out += escapeControls(s.slice(i, end));
+    i = end;
+  }
+  return out;
 }
