@@ -33,14 +33,27 @@ function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
 const qrWaitOptions = (cmd: Command) =>
   cmd
     .option('--wait', 'without a TTY, keep printing each new QR until the line is connected')
+    .option('--invert', 'draw the QR for a light-background terminal (the default suits light text on a dark background; use this if the phone does not read it)')
     .addOption(new Option('--timeout <seconds>', 'give up after this long').default(180).argParser(int(1, 3600)))
-    .addOption(new Option('--interval <ms>', 'how often to check the session').default(2000).argParser(int(200, 60000)));
+    .addOption(new Option('--interval <ms>', 'how often to check the session').default(2000).argParser(int(200, 60000)))
+    .addHelpText(
+      'after',
+      [
+        '',
+        'On a terminal the QR is drawn with a 4-module blank margin: some 55-65 columns',
+        'by 30-36 rows. A smaller terminal gets the size it needs and the raw code',
+        'instead (a wrapped QR is something no phone reads). The drawing uses the',
+        "terminal's own colours, blocks for the light modules: right for light text on",
+        'a dark background; with a light background, use --invert.',
+      ].join('\n'),
+    );
 
-async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; timeout: number; interval: number }) {
+async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; invert?: boolean; timeout: number; interval: number }) {
   const key = ctx.key();
   await showQr(ctx, first, {
     fetch: () => ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key, query: { id: first.celular_id } }),
     wait: Boolean(o.wait),
+    invert: Boolean(o.invert),
     intervalMs: o.interval,
     timeoutMs: o.timeout * 1000,
   });
@@ -192,7 +205,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     cel
       .command('qr <id>')
       .description('link a line: draws the QR on a TTY and follows it until connected; prints the QR content otherwise'),
-  ).action(async (id: string, o: { wait?: boolean; timeout: number; interval: number }, cmd: Command) => {
+  ).action(async (id: string, o: { wait?: boolean; invert?: boolean; timeout: number; interval: number }, cmd: Command) => {
     const ctx = ctxOf(cmd);
     const first = await ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key: ctx.key(), query: { id: idArg(id) } });
     await followQr(ctx, first, o);
@@ -204,7 +217,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       .description('register a number (or reuse yours) and link it in one step, by QR or by pairing code (client key)')
       .option('--nombre <nombre>', 'internal label')
       .option('--pairing-code', 'link by typing a code on the phone (Linked devices > Link with phone number) instead of scanning a QR'),
-  ).action(async (numero: string, o: { nombre?: string; pairingCode?: boolean; wait?: boolean; timeout: number; interval: number }, cmd: Command) => {
+  ).action(async (numero: string, o: { nombre?: string; pairingCode?: boolean; wait?: boolean; invert?: boolean; timeout: number; interval: number }, cmd: Command) => {
     const ctx = ctxOf(cmd);
     type Linked = QrBody & { creado: boolean; api_key?: string; codigo?: string; aviso?: string };
     const first = await ctx.client().call<Linked>('POST', o.pairingCode ? '/api/celular_vincular_codigo.php' : '/api/celular_vincular_qr.php', {
