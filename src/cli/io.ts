@@ -1,4 +1,5 @@
 import { Chalk, type ChalkInstance } from 'chalk';
+import { guardLine } from './terminal-text.js';
 
 /**
  * The terminal, decided once at the edge: where data and messages go, whether
@@ -11,6 +12,11 @@ export interface IO {
   stdoutIsTTY: boolean;
   stderrIsTTY: boolean;
   stdinIsTTY: boolean;
+  /** Size of the terminal stdout writes to, read when asked (it follows resizes); 0 or absent: unknown. */
+  readonly columns?: number;
+  readonly rows?: number;
+  /** Aborted once the reader of stdout or stderr has gone away (EPIPE: `pasarela ... | head -1`). */
+  closed?: AbortSignal;
 }
 
 export interface Term {
@@ -21,11 +27,38 @@ export interface Term {
   errColor: ChalkInstance;
   /** A person can answer prompts: stdin and stdout are both TTYs. */
   canPrompt: boolean;
+  /**
+   * Columns of the terminal stdout is, when it is one and its width is known
+   * (else COLUMNS); undefined off a terminal or when nothing says: then
+   * nothing is fitted to a width.
+   */
+  columns(): number | undefined;
+  /** Rows of that terminal, likewise (else LINES). */
+  rows(): number | undefined;
+  /** A line to stdout. On a terminal, control characters other than our colour codes are escaped (see guardLine). */
   out(text: string): void;
+  /** A line to stderr, guarded the same way on a terminal. */
   err(text: string): void;
 }
 
+/**
+ * The real process streams. A reader that goes away (`| head -1`) makes the
+ * next write fail with EPIPE: that is not an error of the command, so it is
+ * recorded in `closed` (main then ends quietly) instead of crashing the
+ * process with a stack trace.
+ */
 export function processIO(): IO {
+  const gone = new AbortController();
+  const onError = (err: NodeJS.ErrnoException) => {
+    // Once a reader is gone, later writes fail too (EPIPE, ERR_STREAM_DESTROYED): all expected.
+    if (err.code === 'EPIPE' || gone.signal.aborted) {
+      gone.abort();
+      return;
+    }
+    throw err;
+  };
+  process.stdout.on('error', onError);
+  process.stderr.on('error', onError);
   return {
     stdout: process.stdout,
     stderr: process.stderr,
@@ -33,6 +66,13 @@ export function processIO(): IO {
     stdoutIsTTY: Boolean(process.stdout.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
     stdinIsTTY: Boolean(process.stdin.isTTY),
+    get columns() {
+      return process.stdout.isTTY ? process.stdout.columns : undefined;
+    },
+    get rows() {
+      return process.stdout.isTTY ? process.stdout.rows : undefined;
+    },
+    closed: gone.signal,
   };
 }
 
@@ -44,14 +84,26 @@ export function colorLevel(isTTY: boolean, env: NodeJS.ProcessEnv, noColorFlag: 
   return isTTY ? 1 : 0;
 }
 
+/** A positive whole number, or undefined. */
+const size = (v: number | string | undefined): number | undefined => {
+  const n = typeof v === 'number' ? v : v !== undefined && /^\d+$/.test(v.trim()) ? Number(v) : NaN;
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+};
+
 export function makeTerm(io: IO, env: NodeJS.ProcessEnv, noColorFlag = false): Term {
+  const line = (text: string) => (text.endsWith('\n') ? text : `${text}\n`);
+  const outLevel = colorLevel(io.stdoutIsTTY, env, noColorFlag);
+  const errLevel = colorLevel(io.stderrIsTTY, env, noColorFlag);
   return {
     io,
-    color: new Chalk({ level: colorLevel(io.stdoutIsTTY, env, noColorFlag) }),
-    errColor: new Chalk({ level: colorLevel(io.stderrIsTTY, env, noColorFlag) }),
+    color: new Chalk({ level: outLevel }),
+    errColor: new Chalk({ level: errLevel }),
     canPrompt: io.stdinIsTTY && io.stdoutIsTTY && !env.PASARELA_NO_PROMPT,
-    out: (text) => void io.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
-    err: (text) => void io.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+    columns: () => (io.stdoutIsTTY ? (size(io.columns) ?? size(env.COLUMNS)) : undefined),
+    rows: () => (io.stdoutIsTTY ? (size(io.rows) ?? size(env.LINES)) : undefined),
+    out: (text) => void io.stdout.write(line(io.stdoutIsTTY ? guardLine(text, outLevel > 0) : text)),
+    // (Some messages on stderr are coloured with the stdout palette: allow colour when either stream has it.)
+    err: (text) => void io.stderr.write(line(io.stderrIsTTY ? guardLine(text, errLevel > 0 || outLevel > 0) : text)),
   };
 }
 

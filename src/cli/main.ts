@@ -17,6 +17,7 @@ import { registerWebhook } from './commands/webhook.js';
 import { Ctx, type GlobalFlags } from './context.js';
 import { CliError, EXIT, EXIT_HELP } from './exit-codes.js';
 import { makeTerm, type IO } from './io.js';
+import { escapeControls, guardLine } from './terminal-text.js';
 
 export type CtxOf = (cmd: Command) => Ctx;
 
@@ -59,28 +60,48 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
   return program;
 }
 
-/** Runs one invocation and returns its exit code; nothing below calls process.exit. */
+/** Settles when `signal` aborts (never, without one). */
+const aborted = (signal: AbortSignal | undefined) =>
+  new Promise<void>((resolve) => {
+    if (signal?.aborted) resolve();
+    else signal?.addEventListener('abort', () => resolve(), { once: true });
+  });
+
+/**
+ * Runs one invocation and returns its exit code; nothing below calls process.exit.
+ * When the reader of our output goes away (`| head -1`, io.closed), it returns
+ * 0 at once, whatever the command was doing: the reader took what it wanted,
+ * like `git log | head -1` (the shim then ends the process).
+ */
 export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Promise<number> {
   const program = buildProgram(io, env);
   const jsonMode = argv.includes('--json');
   try {
-    await program.parseAsync(argv, { from: 'user' });
+    const run = program.parseAsync(argv, { from: 'user' });
+    run.catch(() => undefined); // a run left behind by a closed pipe must not reject unhandled
+    await Promise.race([run, aborted(io.closed)]);
     return EXIT.OK;
   } catch (err) {
+    if (io.closed?.aborted) return EXIT.OK;
     if (err instanceof CommanderError) {
       if (err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
       return EXIT.USAGE;
     }
+    // Error reasons often quote the server: on a terminal its control characters are shown, not obeyed.
+    const said = (message: string) => (io.stderrIsTTY ? escapeControls(message) : message);
     if (err instanceof CliError) {
-      if (jsonMode && err.body !== undefined) io.stdout.write(`${JSON.stringify(err.body, null, 2)}\n`);
-      io.stderr.write(`error: ${err.message}\n`);
+      if (jsonMode && err.body !== undefined) {
+        const json = JSON.stringify(err.body, null, 2);
+        io.stdout.write(`${io.stdoutIsTTY ? guardLine(json, false) : json}\n`);
+      }
+      io.stderr.write(`error: ${said(err.message)}\n`);
       return err.exitCode;
     }
     if ((err as { name?: string }).name === 'ExitPromptError') {
       io.stderr.write('cancelled\n');
       return EXIT.INTERRUPTED;
     }
-    io.stderr.write(`error: ${(err as Error).message ?? String(err)}\n`);
+    io.stderr.write(`error: ${said((err as Error).message ?? String(err))}\n`);
     return EXIT.ERROR;
   }
 }

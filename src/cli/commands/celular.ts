@@ -3,7 +3,7 @@ import type { CelularView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
-import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
+import { emit, painted, printFields, printSecret, printTable, type Cell } from '../output.js';
 import type { FieldFlags } from '../field-errors.js';
 import { checkArg, hora, idArg, int, intOrNone, phone, text } from '../parse.js';
 import { showQr, type QrBody } from '../qr-display.js';
@@ -28,7 +28,7 @@ const CELULAR_FIELDS: FieldFlags = {
 
 const nombre = text(0, 80);
 
-const estadoColor = (ctx: Ctx, e: string) => (e === 'activo' ? ctx.term.color.green(e) : e === 'suspendido' ? ctx.term.color.red(e) : ctx.term.color.yellow(e));
+const estadoColor = (ctx: Ctx, e: string) => painted(e, e === 'activo' ? ctx.term.color.green : e === 'suspendido' ? ctx.term.color.red : ctx.term.color.yellow);
 
 function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
   return [
@@ -51,20 +51,33 @@ function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
 const qrWaitOptions = (cmd: Command) =>
   cmd
     .option('--wait', 'without a TTY, keep printing each new QR until the line is connected')
+    .option('--invert', 'draw the QR for a light-background terminal (the default suits light text on a dark background; use this if the phone does not read it)')
     .addOption(new Option('--timeout <seconds>', 'give up after this long (exit 11); a server restart meanwhile is ridden out').default(180).argParser(int(1, 3600)))
-    .addOption(new Option('--interval <ms>', 'how often to check the session').default(2000).argParser(int(200, 60000)));
+    .addOption(new Option('--interval <ms>', 'how often to check the session').default(2000).argParser(int(200, 60000)))
+    .addHelpText(
+      'after',
+      [
+        '',
+        'On a terminal the QR is drawn with a 4-module blank margin: some 55-65 columns',
+        'by 30-36 rows. A smaller terminal gets the size it needs and the raw code',
+        'instead (a wrapped QR is something no phone reads). The drawing uses the',
+        "terminal's own colours, blocks for the light modules: right for light text on",
+        'a dark background; with a light background, use --invert.',
+      ].join('\n'),
+    );
 
 /** The error of a link watch that ran out of time: exit 11. */
 const linkTimedOut = (id: number, seconds: number, what: string) => (cause?: string) =>
   new CliError(`celular ${id} was not linked within ${seconds} s${cause ? ` (the server was still unreachable: ${cause})` : ''}; run the command again for a new ${what}`, EXIT.TIMEOUT);
 
 /** Follows the QR until connected; each poll rides out a server restart (see Watch). */
-async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; timeout: number; interval: number }) {
+async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; invert?: boolean; timeout: number; interval: number }) {
   const key = ctx.key();
   const watch = new Watch(ctx, { deadline: Date.now() + o.timeout * 1000, timedOut: linkTimedOut(first.celular_id, o.timeout, 'QR') });
   await showQr(ctx, first, {
     fetch: () => watch.call((timeoutMs) => ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key, query: { id: first.celular_id }, timeoutMs })),
     wait: Boolean(o.wait),
+    invert: Boolean(o.invert),
     intervalMs: o.interval,
     timeoutMs: o.timeout * 1000,
   });
@@ -213,7 +226,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       emit(ctx, b, () =>
         printFields(ctx.term, [
           ['celular', b.celular_id],
-          ['status', b.status === 'connected' ? ctx.term.color.green(b.status) : ctx.term.color.yellow(b.status)],
+          ['status', painted(b.status, b.status === 'connected' ? ctx.term.color.green : ctx.term.color.yellow)],
           ['estado', estadoColor(ctx, b.estado)],
           ['gateway_instancia', b.gateway_instancia],
           ['refrescado', b.status_actualizado_desde_gateway ? 'sí' : 'no (estado guardado)'],
@@ -226,7 +239,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     cel
       .command('qr <id>')
       .description('link a line: draws the QR on a TTY and follows it until connected; prints the QR content otherwise'),
-  ).action(async (id: string, o: { wait?: boolean; timeout: number; interval: number }, cmd: Command) => {
+  ).action(async (id: string, o: { wait?: boolean; invert?: boolean; timeout: number; interval: number }, cmd: Command) => {
     const ctx = ctxOf(cmd);
     const first = await ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key: ctx.key(), query: { id: idArg(id) } });
     await followQr(ctx, first, o);
@@ -238,7 +251,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       .description('register a number (or reuse yours) and link it in one step, by QR or by pairing code (client key)')
       .option('--nombre <nombre>', 'internal label (up to 80 characters)', nombre)
       .option('--pairing-code', 'link by typing a code on the phone (Linked devices > Link with phone number) instead of scanning a QR'),
-  ).action(async (numero: string, o: { nombre?: string; pairingCode?: boolean; wait?: boolean; timeout: number; interval: number }, cmd: Command) => {
+  ).action(async (numero: string, o: { nombre?: string; pairingCode?: boolean; wait?: boolean; invert?: boolean; timeout: number; interval: number }, cmd: Command) => {
     const ctx = ctxOf(cmd);
     checkArg('numero', numero, phone());
     type Linked = QrBody & { creado: boolean; api_key?: string; codigo?: string; aviso?: string };

@@ -2,7 +2,8 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
-import { printJson, printTable, type Cell } from '../output.js';
+import { painted, printJson, printTable, type Cell } from '../output.js';
+import { truncateWidth } from '../terminal-text.js';
 import { int, phone, positiveInt } from '../parse.js';
 
 /** One record of GET /api/historial_listar.php (DESIGN §8). */
@@ -95,10 +96,11 @@ const csvRecord = (cells: unknown[]) => `${cells.map(csvField).join(',')}\r\n`;
 
 function tableRow(ctx: Ctx, m: Mensaje, tty: boolean): Cell[] {
   const texto = m.texto ?? m.media?.url ?? m.media?.filename ?? null;
-  const short = tty && texto !== null && texto.length > 40 ? `${texto.slice(0, 39)}…` : texto;
+  // On a terminal at most 40 columns of it, cut between characters (printTable may cut it further to fit).
+  const short = tty && texto !== null ? truncateWidth(texto.replace(/\s+/g, ' '), 40) : texto;
   const c = ctx.term.color;
-  const estado = m.estado === 'error' ? c.red(m.estado) : m.estado === 'pendiente' ? c.yellow(m.estado) : m.estado === 'leido' ? c.green(m.estado) : m.estado;
-  return [m.created_at, m.msg_id, m.celular_id, m.destinatario, m.tipo, m.modo, estado, tty ? short?.replace(/\s+/g, ' ') : texto, m.error];
+  const estado = painted(m.estado, m.estado === 'error' ? c.red : m.estado === 'pendiente' ? c.yellow : m.estado === 'leido' ? c.green : (s: string) => s);
+  return [m.created_at, m.msg_id, m.celular_id, m.destinatario, m.tipo, m.modo, estado, short, m.error];
 }
 
 /** Writes to stdout and waits when the pipe is full, so a large export does not pile up in memory. */

@@ -4,7 +4,7 @@ import { completeAs } from '../completion.js';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
-import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
+import { emit, painted, printFields, printSecret, printTable, type Cell } from '../output.js';
 import { checkArg, httpUrl, int, token } from '../parse.js';
 import { generateSecret, listen, type WebhookView } from '../webhook-listen.js';
 
@@ -30,8 +30,8 @@ function viewFields(ctx: Ctx, b: WebhookView): Array<[string, Cell]> {
     ['cliente_id', b.cliente_id],
     ['url', b.url],
     ['eventos', b.eventos.join(',')],
-    ['secret', b.has_secret ? 'set' : c.yellow('none (deliveries are not signed)')],
-    ['activo', b.activo ? c.green('true') : c.red('false')],
+    ['secret', b.has_secret ? 'set' : painted('none (deliveries are not signed)', c.yellow)],
+    ['activo', b.activo ? painted('true', c.green) : painted('false', c.red)],
     ['updated_at', b.updated_at],
   ];
 }
@@ -42,10 +42,11 @@ const showView = (ctx: Ctx, b: WebhookView) =>
     printFields(ctx.term, viewFields(ctx, b));
   });
 
-function estadoColor(ctx: Ctx, e: string): string {
+function estadoPaint(ctx: Ctx, e: string): (text: string) => string {
   const c = ctx.term.color;
-  return e === 'entregado' ? c.green(e) : e === 'fallido' ? c.red(e) : c.yellow(e);
+  return e === 'entregado' ? c.green : e === 'fallido' ? c.red : c.yellow;
 }
+const estadoColor = (ctx: Ctx, e: string): string => estadoPaint(ctx, e)(e);
 
 /** `pasarela webhook ...`: the client's webhook (DESIGN §7) and a local receiver for trying it. */
 export function registerWebhook(program: Command, ctxOf: CtxOf): void {
@@ -137,7 +138,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
           ['id', 'evento', 'estado', 'intentos', 'ultimo status', 'creado', 'proximo intento', 'ultimo error'],
           b.entregas.map((e) => {
             const last = e.intentos_detalle[e.intentos_detalle.length - 1];
-            return [e.id, e.evento, estadoColor(ctx, e.estado), e.intentos, last?.status ?? (last ? 'none' : ''), e.created_at, e.estado === 'pendiente' ? e.proximo_intento_at : '', e.ultimo_error];
+            return [e.id, e.evento, painted(e.estado, estadoPaint(ctx, e.estado)), e.intentos, last?.status ?? (last ? 'none' : ''), e.created_at, e.estado === 'pendiente' ? e.proximo_intento_at : '', e.ultimo_error];
           }),
         ),
       );
