@@ -59,7 +59,8 @@ export class GatewayHttp {
     } catch (err) {
       const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
       const code = e.code ?? e.cause?.code ?? e.name;
-      const what = /Timeout|ABORT/i.test(String(code)) ? `no answer within ${timeout} ms` : `unreachable (${code})`;
+      // AbortSignal.timeout's DOMException has the numeric code 23: its name says what it is.
+      const what = /Timeout|ABORT/i.test(`${String(code)} ${e.name}`) ? `no answer within ${timeout} ms` : `unreachable (${code})`;
       // Only a connection never made proves the gateway got nothing; after that, a send may have gone.
       const mayHaveSent = !NEVER_CONNECTED.has(String(code));
       throw new GatewayFailure(`${this.opts.name} gateway ${what} on ${method} ${url.pathname}`, 'transient', undefined, mayHaveSent);
