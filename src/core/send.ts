@@ -92,6 +92,8 @@ export interface SendDeps {
   queued(celularId: number): void;
   /** Direct sends this process has in flight, which the recovery of stranded ones leaves alone. */
   inFlight: Set<string>;
+  /** Idempotency-Keys (client and key) of requests between their key's look-up and their acceptance on this node. */
+  keysAccepting: Map<string, Promise<void>>;
 }
 
 async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow> {
@@ -141,6 +143,34 @@ function requestHuella(req: SendRequest, endpoint: string, celular: CelularRow):
 }
 
 async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, render: Render, bytes: { ref: string }): Promise<Outcome> {
+  if (!req.idem) return sendOnce(core, deps, p, req, render, bytes, () => {});
+  // A key's requests on this node take turns from the key's look-up to the acceptance: a concurrent
+  // repeat then finds the binding, instead of counting as a duplicate of the first for dedupe.
+  const slot = `${p.cliente.id}:${req.idem.clave}`;
+  for (let held = deps.keysAccepting.get(slot); held; held = deps.keysAccepting.get(slot)) await held;
+  let done!: () => void;
+  const turn = new Promise<void>((r) => (done = r));
+  deps.keysAccepting.set(slot, turn);
+  const leave = () => {
+    if (deps.keysAccepting.get(slot) === turn) deps.keysAccepting.delete(slot);
+    done();
+  };
+  try {
+    return await sendOnce(core, deps, p, req, render, bytes, leave);
+  } finally {
+    leave();
+  }
+}
+
+async function sendOnce(
+  core: Core,
+  deps: SendDeps,
+  p: ClientPrincipal,
+  req: SendRequest,
+  render: Render,
+  bytes: { ref: string },
+  acceptanceSettled: () => void,
+): Promise<Outcome> {
   const celular = await sendingLine(core, p, req.celular_id);
   // A repeated key is answered before anything else is checked, counted or charged.
   const replayer: Replayer<AcceptedPart, SendResult> = { sent: directResult, render };
@@ -235,6 +265,7 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
       },
       now,
     );
+    acceptanceSettled();
     if (!res.ok) {
       if (res.reason === 'idempotencia' && key) {
         // A request with the same key was accepted meanwhile: this one is its repeat.

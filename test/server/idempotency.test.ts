@@ -3,7 +3,11 @@ import { join } from 'node:path';
 import { readdirSync, rmSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
+import { authenticateClient } from '../../src/core/auth.js';
 import { IDEM_TTL_MS } from '../../src/core/idempotency.js';
+import { TempFiles } from '../../src/core/media.js';
+import { send as coreSend, type SendDeps, type SendRequest } from '../../src/core/send.js';
+import { LocalMedia } from '../../src/store/local-media.js';
 import { GatewayFailure, type Gateway } from '../../src/core/ports.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import type { SqliteStore } from '../../src/store/sqlite.js';
@@ -305,6 +309,23 @@ describe('two requests with one key at once', () => {
     expect([a, b].filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(1);
     expect(await historial(s, L)).toHaveLength(1);
     expect((await saldos(s, L)).global).toBe(9);
+  });
+
+  it('concurrent repeats never count for duplicate protection: a text sent twice, then five keyed copies started together, sends a third and blocks nothing', async () => {
+    const L = await linkedLine(s, { saldo: 10 });
+    const body = { destinatario: numeroNuevo(), mensaje: uniqueText('casi duplicado') };
+    for (let i = 0; i < 2; i++) expectFresh(await send(s, L, TEXT, body));
+    // Started in one tick, in process, so all five reach the key's look-up before the first acceptance commits.
+    const p = await authenticateClient(s.core, [L.celularKey], '127.0.0.1');
+    const tmp = new TempFiles(join(s.dataDir, 'tmp'));
+    const deps: SendDeps = { tmp, media: new LocalMedia(tmp), queued: () => {}, inFlight: new Set(), keysAccepting: new Map() };
+    const req: SendRequest = { tipo: 'texto', destinatario: body.destinatario, directo: false, texto: body.mensaje, idem: { clave: newKey(), endpoint: TEXT } };
+    const all = await Promise.all(Array.from({ length: 5 }, () => coreSend(s.core, deps, p, req, (r) => ({ ...r }))));
+    expect(all.map((a) => [a.status, a.replayed])).toEqual([[200, false], ...Array(4).fill([200, true])]);
+    expect(new Set(all.map((a) => a.body.msg_id)).size).toBe(1);
+    expect(all.map((a) => (a.body.anti_dupe as { count: number }).count)).toEqual([3, 3, 3, 3, 3]);
+    expectFresh(await send(s, L, TEXT, { ...body, mensaje: uniqueText() }));
+    expect(await historial(s, L)).toHaveLength(4);
   });
 
   it('direct: the second, while the first is in flight, gets 409 api_codigo 608 with retry_after 1; then the first answer', async () => {
