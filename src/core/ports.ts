@@ -217,9 +217,57 @@ export interface NewMensaje {
 }
 
 export type AcceptResult =
-  | { ok: true; cargo: 'celular' | 'global' | null; saldo_celular: number; saldo_global: number; mensaje: MensajeRow }
-  | { ok: false; reason: 'saldo' | 'cola_llena' | 'celular' }
+  | AcceptedMensaje
+  | { ok: false; reason: 'saldo' | 'cola_llena' | 'celular' | 'idempotencia' }
   | { ok: false; reason: 'cap'; retryAfterMs: number; which: string; cap: number };
+
+export interface AcceptedMensaje {
+  ok: true;
+  cargo: 'celular' | 'global' | null;
+  saldo_celular: number;
+  saldo_global: number;
+  mensaje: MensajeRow;
+}
+
+/**
+ * An answer kept for an Idempotency-Key (core/idempotency.ts): the HTTP
+ * status and JSON body once final; while the send is in flight, no status
+ * and the part of the answer known at acceptance.
+ */
+export interface IdemAnswer {
+  status: number | null;
+  body: string;
+}
+
+/** An Idempotency-Key bound to a send, per client. */
+export interface IdemRow extends IdemAnswer {
+  cliente_id: number;
+  clave: string;
+  /** Hash of the canonical request: the same key with another request is a conflict. */
+  huella: string;
+  msg_id: string;
+  created_at: number;
+  expira_at: number;
+}
+
+/**
+ * What acceptMensaje binds with the message: the key (the client is the
+ * message's), until when, and the answer to keep with it, made from the
+ * acceptance inside its transaction.
+ */
+export interface IdemBinding {
+  clave: string;
+  huella: string;
+  expira_at: number;
+  answer(accepted: AcceptedMensaje): IdemAnswer;
+}
+
+export interface AcceptOptions {
+  charge: boolean;
+  maxPending: number | null;
+  slot?: SlotClaim;
+  idem?: IdemBinding;
+}
 
 /** Taking a queued message to send it: claimed, already taken (or no longer pending), or over a cap. */
 export type ClaimResult = { ok: true } | { ok: false; reason: 'taken' } | ({ ok: false; reason: 'cap' } & CapHit);
@@ -370,8 +418,19 @@ export interface MessagesStore {
    * client's global one; neither: `saldo`), records the charge, inserts the
    * message as `pendiente`. With `slot` (a direct send), also takes the send's
    * slot in its line's caps, or refuses with `cap` (see core/caps.ts).
+   *
+   * With `idem`, the key is bound to the message in the same transaction:
+   * refused with `idempotencia` (nothing written) when the client's key is
+   * bound already and unexpired, checked before any other refusal; and up to
+   * a few keys expired by `now` are removed.
    */
-  acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): Promise<AcceptResult>;
+  acceptMensaje(m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult>;
+  /** The client's key, unless it expired by `now`. */
+  idemGet(clienteId: number, clave: string, now: number): Promise<IdemRow | null>;
+  /** Records a bound key's final answer; a key no longer bound to `msgId` is left alone. */
+  idemFinish(clienteId: number, clave: string, msgId: string, answer: IdemAnswer): Promise<void>;
+  /** Unbinds a key whose send provably never went out (the same guard): a retry under it is a fresh send. */
+  idemRelease(clienteId: number, clave: string, msgId: string): Promise<void>;
   getMensaje(msgId: string): Promise<MensajeRow | null>;
   getMensajeByGatewayId(gatewayMsgId: string): Promise<MensajeRow | null>;
   /** `pendiente` -> `enviado`, then any receipts parked for its gateway id. Returns null when the message was not pending. */
@@ -629,9 +688,10 @@ export type GatewayEvent =
 
 /**
  * How a gateway failure is treated: `permanent` ends the message in `error`
- * (not on the network, bad media); `rate_limited` pauses the line and tries
- * again after `retryAfterMs`; `transient` (timeout, gateway down, session
- * closed) is retried with backoff in queue mode and answered 502 in direct mode.
+ * (not on the network, bad media; 422 in direct mode); `rate_limited` pauses
+ * the line and tries again after `retryAfterMs`; `transient` (timeout,
+ * gateway down, session closed) is retried with backoff in queue mode and
+ * answered 502 in direct mode.
  */
 export type FailureKind = 'permanent' | 'rate_limited' | 'transient';
 
@@ -641,6 +701,13 @@ export class GatewayFailure extends Error {
     message: string,
     readonly kind: FailureKind,
     readonly retryAfterMs?: number,
+    /**
+     * The call may have reached the network before it failed (no answer in
+     * time, a connection lost mid-call, a success without a message id): the
+     * message may have gone. False when the gateway answered a refusal or
+     * was never reached.
+     */
+    readonly mayHaveSent = false,
   ) {
     super(message);
     this.name = 'GatewayFailure';

@@ -4,6 +4,7 @@ import type { Core } from './context.js';
 import { checkDuplicate, DUPE_MAX, DUPE_WINDOW_MS, identityHash } from './dedupe.js';
 import { AppError, ERRORS, fail } from './errors.js';
 import { sendingWindow } from './hours.js';
+import { huella, IDEM_TTL_MS, keptAnswer, keptRefusal, priorAnswer, type Answer, type Replayer } from './idempotency.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from './media.js';
 export type { MediaTipo };
@@ -32,6 +33,8 @@ export interface SendRequest {
   filename?: string;
   caption?: string;
   ptt?: boolean;
+  /** An Idempotency-Key (core/idempotency.ts) and the endpoint it came to (aliases of one endpoint share its name). */
+  idem?: { clave: string; endpoint: string };
 }
 
 /**
@@ -58,6 +61,28 @@ export interface SendResult {
   estado: string;
 }
 
+/** How the route shows a successful send (its success envelope); what a key's kept answer holds. */
+export type Render = (r: SendResult) => Record<string, unknown>;
+
+/** What the route answers: a send's success, or the answer given again for a repeated Idempotency-Key. */
+export interface SendAnswer extends Answer {
+  replayed: boolean;
+}
+
+/** The part of a direct send's answer known at acceptance, kept with its key until the gateway answers. */
+type AcceptedPart = Pick<SendResult, 'msg_id' | 'anti_dupe' | 'saldo'>;
+
+const queuedResult = (part: AcceptedPart): SendResult => ({ ...part, modo: 'cola', estado: 'pendiente' });
+const directResult = (part: AcceptedPart, gatewayMsgId: string): SendResult => ({ ...part, modo: 'directo', gateway_msg_id: gatewayMsgId, estado: 'enviado' });
+
+type Outcome = { result: SendResult } | { replay: Answer };
+
+/** A request's key in use: the client's key and the hash of the request it names. */
+interface KeyUse {
+  clave: string;
+  huella: string;
+}
+
 export interface SendDeps {
   /** Where uploads are staged, on this node's disk. */
   tmp: TempFiles;
@@ -67,6 +92,8 @@ export interface SendDeps {
   queued(celularId: number): void;
   /** Direct sends this process has in flight, which the recovery of stranded ones leaves alone. */
   inFlight: Set<string>;
+  /** Idempotency-Keys (client and key) of requests between their key's look-up and their acceptance on this node. */
+  keysAccepting: Map<string, Promise<void>>;
 }
 
 async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow> {
@@ -75,27 +102,85 @@ async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | u
   return celularInScope(core, p, celularId);
 }
 
-export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest): Promise<SendResult> {
-  if (!req.file) return sendChecked(core, deps, p, req);
+export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, render: Render): Promise<SendAnswer> {
   // The bytes' reference: the staged file, until a queued message has them kept.
-  const bytes = { ref: req.file.path };
-  let r: SendResult;
+  const bytes = { ref: req.file?.path ?? '' };
+  let o: Outcome;
   try {
-    r = await sendChecked(core, deps, p, req, bytes);
+    o = await sendChecked(core, deps, p, req, render, bytes);
   } catch (err) {
-    // Refused: the bytes are done. But kept bytes whose acceptance may have committed (the store failed
-    // mid-answer) stay: if the row exists they are its; if not, the start-up sweep takes them.
-    const unknown = !(err instanceof AppError) || err.row === ERRORS.STORE_UNAVAILABLE;
-    if (!(unknown && bytes.ref !== req.file.path)) await deps.media.remove(bytes.ref);
+    if (req.file) {
+      // Refused: the bytes are done. But kept bytes whose acceptance may have committed (the store failed
+      // mid-answer) stay: if the row exists they are its; if not, the start-up sweep takes them.
+      const unknown = !(err instanceof AppError) || err.row === ERRORS.STORE_UNAVAILABLE;
+      if (!(unknown && bytes.ref !== req.file.path)) await deps.media.remove(bytes.ref);
+    }
     throw err;
   }
-  // Sent directly: the bytes are done. A queued message's are the worker's now.
-  if (r.modo === 'directo') await deps.media.remove(bytes.ref);
-  return r;
+  // Sent directly, or answered again without a send: the bytes are done. A queued message's are the worker's now.
+  if (req.file && ('replay' in o || o.result.modo === 'directo')) await deps.media.remove(bytes.ref);
+  return 'replay' in o ? { ...o.replay, replayed: true } : { status: 200, body: render(o.result), replayed: false };
 }
 
-async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, bytes = { ref: '' }): Promise<SendResult> {
+/** The request's canonical fields, normalised as the send uses them: what makes a repeat "the same request". */
+function requestHuella(req: SendRequest, endpoint: string, celular: CelularRow): string {
+  const dest = normalizeNumero(req.destinatario, countryOf(celular.numero));
+  const opt = (v: string | undefined) => (v === undefined || v === '' ? null : v);
+  return huella({
+    endpoint,
+    celular_id: celular.id,
+    tipo: req.tipo,
+    modo: req.directo ? 'directo' : 'cola',
+    destinatario: dest.ok ? dest.numero : req.destinatario.trim(),
+    texto: req.texto ?? null,
+    preview_url: Boolean(req.preview_url),
+    url: req.url ?? null,
+    media: req.file ? `${req.file.mime} ${req.file.sha256}` : null,
+    caption: opt(req.caption),
+    filename: opt(req.filename),
+    ptt: Boolean(req.ptt),
+  });
+}
+
+async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, render: Render, bytes: { ref: string }): Promise<Outcome> {
+  if (!req.idem) return sendOnce(core, deps, p, req, render, bytes, () => {});
+  // A key's requests on this node take turns from the key's look-up to the acceptance: a concurrent
+  // repeat then finds the binding, instead of counting as a duplicate of the first for dedupe.
+  const slot = `${p.cliente.id}:${req.idem.clave}`;
+  for (let held = deps.keysAccepting.get(slot); held; held = deps.keysAccepting.get(slot)) await held;
+  let done!: () => void;
+  const turn = new Promise<void>((r) => (done = r));
+  deps.keysAccepting.set(slot, turn);
+  const leave = () => {
+    if (deps.keysAccepting.get(slot) === turn) deps.keysAccepting.delete(slot);
+    done();
+  };
+  try {
+    return await sendOnce(core, deps, p, req, render, bytes, leave);
+  } finally {
+    leave();
+  }
+}
+
+async function sendOnce(
+  core: Core,
+  deps: SendDeps,
+  p: ClientPrincipal,
+  req: SendRequest,
+  render: Render,
+  bytes: { ref: string },
+  acceptanceSettled: () => void,
+): Promise<Outcome> {
   const celular = await sendingLine(core, p, req.celular_id);
+  // A repeated key is answered before anything else is checked, counted or charged.
+  const replayer: Replayer<AcceptedPart, SendResult> = { sent: directResult, render };
+  let key: KeyUse | undefined;
+  const prior = async (k: KeyUse) => priorAnswer(core, await core.store.idemGet(p.cliente.id, k.clave, core.clock.now()), k.huella, deps.inFlight, replayer);
+  if (req.idem) {
+    key = { clave: req.idem.clave, huella: requestHuella(req, req.idem.endpoint, celular) };
+    const again = await prior(key);
+    if (again) return { replay: again };
+  }
   if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
   if (celular.estado !== 'activo') fail('CELULAR_NOT_ACTIVE', `celular ${celular.id} is ${celular.estado}; it must be activo (linked) to send`);
   const unsupported = core.gateway.capabilities.unsupported[req.tipo];
@@ -141,6 +226,7 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
 
   const dupe = await checkDuplicate(core, celular.id, identityHash({ tipo: req.tipo, destinatario, parts: identity }));
   const msgId = req.file?.msgId ?? newMsgId();
+  const antiDupe = { count: dupe.count, max: DUPE_MAX, window_s: DUPE_WINDOW_MS / 1000 };
   let accepted = false;
   try {
     // Queued, any node may send it: its bytes are durable where every node reads them before its row commits.
@@ -163,10 +249,32 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
         maxPending: req.directo ? null : core.config.queue.maxPending,
         // A direct send takes its slot in the caps in the same transaction, so nothing racing it can pass them together.
         ...(req.directo ? { slot: slotClaim(celular, now, core.config.queue.leaseMs) } : {}),
+        // The key is bound with the message; a queued send's answer is final at once and kept with it.
+        ...(key
+          ? {
+              idem: {
+                ...key,
+                expira_at: now + IDEM_TTL_MS,
+                answer: (acc) => {
+                  const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: acc.saldo_celular };
+                  return req.directo ? { status: null, body: JSON.stringify(part) } : keptAnswer(200, render(queuedResult(part)));
+                },
+              },
+            }
+          : {}),
       },
       now,
     );
+    acceptanceSettled();
     if (!res.ok) {
+      if (res.reason === 'idempotencia' && key) {
+        // A request with the same key was accepted meanwhile: this one is its repeat.
+        const again = await prior(key);
+        return {
+          replay:
+            again ?? fail('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still being processed; retry in a second for its answer', { retryAfter: 1 }),
+        };
+      }
       if (res.reason === 'saldo') fail('INSUFFICIENT_BALANCE', 'insufficient balance: the celular and the client\'s global balance are both 0', { saldo: 0 });
       if (res.reason === 'cap') {
         const retryAfter = Math.ceil(res.retryAfterMs / 1000);
@@ -177,14 +285,15 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
     }
     accepted = true;
     publishMessageStatus(core, res.mensaje, null);
-    const base = { msg_id: msgId, anti_dupe: { count: dupe.count, max: DUPE_MAX, window_s: DUPE_WINDOW_MS / 1000 }, saldo: res.saldo_celular };
+    const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: res.saldo_celular };
     if (!req.directo) {
       deps.queued(celular.id);
-      return { ...base, modo: 'cola', estado: 'pendiente' };
+      return { result: queuedResult(part) };
     }
     deps.inFlight.add(msgId);
     try {
-      return { ...base, modo: 'directo', ...(await sendNow(core, celular, msgId, req.tipo, destinatario, payload)) };
+      const keyed = key && { cliente_id: p.cliente.id, clave: key.clave, render };
+      return { result: await sendNow(core, celular, msgId, req.tipo, destinatario, payload, part, keyed) };
     } finally {
       deps.inFlight.delete(msgId);
     }
@@ -193,7 +302,19 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   }
 }
 
-async function sendNow(core: Core, celular: CelularRow, msgId: string, tipo: Tipo, destinatario: string, payload: MensajePayload) {
+/** Keeping a key's answer is best effort: without it, the key's message says the same (core/idempotency.ts). */
+const quietly = (p: Promise<void>) => p.catch(() => undefined);
+
+async function sendNow(
+  core: Core,
+  celular: CelularRow,
+  msgId: string,
+  tipo: Tipo,
+  destinatario: string,
+  payload: MensajePayload,
+  part: AcceptedPart,
+  key: { cliente_id: number; clave: string; render: Render } | undefined,
+): Promise<SendResult> {
   try {
     if (!celular.gateway_instancia) throw new GatewayFailure(`celular ${celular.id} has no gateway session`, 'transient');
     const { gatewayMsgId } = await core.gateway.send(celular.gateway_instancia, outbound(msgId, tipo, destinatario, payload));
@@ -205,20 +326,37 @@ async function sendNow(core: Core, celular: CelularRow, msgId: string, tipo: Tip
       throw err;
     });
     if (after) publishMessageStatus(core, after, 'pendiente');
-    return { gateway_msg_id: gatewayMsgId, estado: 'enviado' };
+    const result = directResult(part, gatewayMsgId);
+    if (key) await quietly(core.store.idemFinish(key.cliente_id, key.clave, msgId, keptAnswer(200, key.render(result))));
+    return result;
   } catch (err) {
     if (err instanceof AppError) throw err;
     const reason = err instanceof Error ? err.message : String(err);
     const after = await core.store.failMensaje(msgId, reason, core.clock.now());
     if (after) publishMessageStatus(core, after, 'pendiente');
     const saldo = (await core.store.getCelular(celular.id))?.saldo_actual ?? null;
-    if (err instanceof GatewayFailure && err.kind === 'rate_limited') {
-      const retryAfter = Math.max(1, Math.ceil((err.retryAfterMs ?? 60_000) / 1000));
-      fail('GATEWAY_RATE_LIMITED', `the messaging network is rate-limiting this line: ${reason} (msg_id ${msgId}; the charge was refunded); retry in ${retryAfter} s`, {
-        saldo,
-        retryAfter,
-      });
+    const refusal = gatewayRefusal(err, reason, msgId, saldo);
+    if (key) {
+      // Provably never sent (refused as rate-limited, or the gateway never reached): a retry under the key
+      // may send. Anything else may have reached the recipient, or will be refused again: the key keeps this answer.
+      const unsent = err instanceof GatewayFailure && (err.kind === 'rate_limited' || (err.kind === 'transient' && !err.mayHaveSent));
+      await quietly(unsent ? core.store.idemRelease(key.cliente_id, key.clave, msgId) : core.store.idemFinish(key.cliente_id, key.clave, msgId, keptRefusal(refusal)));
     }
-    fail('GATEWAY_ERROR', `the messaging network refused the message: ${reason} (msg_id ${msgId}; the charge was refunded)`, { saldo });
+    throw refusal;
   }
+}
+
+/** A direct send's gateway failure as its answer: refused for good (422), rate-limited (429), or failed (502). */
+function gatewayRefusal(err: unknown, reason: string, msgId: string, saldo: number | null): AppError {
+  if (err instanceof GatewayFailure && err.kind === 'rate_limited') {
+    const retryAfter = Math.max(1, Math.ceil((err.retryAfterMs ?? 60_000) / 1000));
+    return new AppError('GATEWAY_RATE_LIMITED', `the messaging network is rate-limiting this line: ${reason} (msg_id ${msgId}; the charge was refunded); retry in ${retryAfter} s`, {
+      saldo,
+      retryAfter,
+    });
+  }
+  if (err instanceof GatewayFailure && err.kind === 'permanent') {
+    return new AppError('GATEWAY_REFUSED', `the messaging network refused the message for good: ${reason} (msg_id ${msgId}; the charge was refunded); sending it again will fail again`, { saldo });
+  }
+  return new AppError('GATEWAY_ERROR', `the messaging network failed the send: ${reason} (msg_id ${msgId}; the charge was refunded)`, { saldo });
 }

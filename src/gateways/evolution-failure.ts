@@ -46,7 +46,7 @@ export function isConnectionTrouble(f: GatewayFailure): boolean {
 /** Classifies any non-2xx answer (and 200 `{error:true}` of connect/restart, passed as 400 by the caller). */
 export function classifyEvolution(reply: JsonReply, ctx: ClassifyContext): GatewayFailure {
   const { status, body } = reply;
-  const fail = (msg: string, kind: GatewayFailure['kind'], retry?: number) => new GatewayFailure(msg, kind, retry);
+  const fail = (msg: string, kind: GatewayFailure['kind'], retry?: number, mayHaveSent = false) => new GatewayFailure(msg, kind, retry, mayHaveSent);
   // Only the gateway's own text is scrubbed: it is the part that could echo a key.
   const text = scrub(evolutionMessage(body), ctx.redact);
   const retry = () => retryAfterMs(reply.headers, ctx.now) ?? DEFAULT_RETRY_MS;
@@ -62,5 +62,6 @@ export function classifyEvolution(reply: JsonReply, ctx: ClassifyContext): Gatew
   if (status === 404) return fail(`instance ${ctx.instancia} does not exist at the gateway`, 'transient');
   if (status === 413) return fail('Evolution refused the media as too large (413)', 'permanent');
   if (status === 429) return fail(`Evolution: rate limited (429)`, 'rate_limited', retry());
-  return fail(`Evolution ${status}: ${text}`, 'transient');
+  // A server error may come after the message went (Evolution failing once Baileys sent it).
+  return fail(`Evolution ${status}: ${text}`, 'transient', undefined, status >= 500);
 }

@@ -209,7 +209,7 @@ export class EvolutionGateway implements Gateway {
     if (!ok(r)) throw this.fail(r, instancia);
     const id = str(obj(obj(r.body).key).id);
     // Sent or not, we cannot tell: retried like any unknown answer.
-    if (!id) throw new GatewayFailure(`Evolution answered ${r.status} without a message id: ${describeBody(r.body, 120)}`, 'transient');
+    if (!id) throw new GatewayFailure(`Evolution answered ${r.status} without a message id: ${describeBody(r.body, 120)}`, 'transient', undefined, true);
     return { gatewayMsgId: id };
   }
 

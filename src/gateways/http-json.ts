@@ -20,6 +20,9 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+/** Transport errors raised before any byte of the request could reach the gateway. */
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ERR_INVALID_URL']);
+
 export class GatewayHttp {
   private readonly agent: Agent;
 
@@ -56,8 +59,11 @@ export class GatewayHttp {
     } catch (err) {
       const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
       const code = e.code ?? e.cause?.code ?? e.name;
-      const what = /Timeout|ABORT/i.test(String(code)) ? `no answer within ${timeout} ms` : `unreachable (${code})`;
-      throw new GatewayFailure(`${this.opts.name} gateway ${what} on ${method} ${url.pathname}`, 'transient');
+      // AbortSignal.timeout's DOMException has the numeric code 23: its name says what it is.
+      const what = /Timeout|ABORT/i.test(`${String(code)} ${e.name}`) ? `no answer within ${timeout} ms` : `unreachable (${code})`;
+      // Only a connection never made proves the gateway got nothing; after that, a send may have gone.
+      const mayHaveSent = !NEVER_CONNECTED.has(String(code));
+      throw new GatewayFailure(`${this.opts.name} gateway ${what} on ${method} ${url.pathname}`, 'transient', undefined, mayHaveSent);
     }
   }
 

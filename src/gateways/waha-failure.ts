@@ -49,7 +49,7 @@ export function wahaMessage(body: unknown): string {
 export function classifyWaha(reply: JsonReply, ctx: WahaFailureContext): GatewayFailure {
   const { status } = reply;
   const msg = wahaMessage(reply.body);
-  const fail = (m: string, kind: GatewayFailure['kind'], retry?: number) => new GatewayFailure(scrub(m, ctx.redact), kind, retry);
+  const fail = (m: string, kind: GatewayFailure['kind'], retry?: number, mayHaveSent = false) => new GatewayFailure(scrub(m, ctx.redact), kind, retry, mayHaveSent);
   const retry = () => retryAfterMs(reply.headers, ctx.now) ?? DEFAULT_RETRY_MS;
   if (status === 422) return fail(`WAHA: session ${ctx.instancia} is not working (${msg})`, 'transient');
   if (status === 400) return fail(`WAHA refused the request: ${msg}`, 'permanent');
@@ -61,5 +61,6 @@ export function classifyWaha(reply: JsonReply, ctx: WahaFailureContext): Gateway
     if (RATE_LIMITED.test(msg)) return fail(`WhatsApp rate limit (${msg})`, 'rate_limited', retry());
     if (NOT_ON_WHATSAPP.test(msg)) return fail(`${ctx.numero ?? 'the number'} is not on WhatsApp`, 'permanent');
   }
-  return fail(`WAHA ${status}: ${msg}`, 'transient');
+  // A server error may come after the message went.
+  return fail(`WAHA ${status}: ${msg}`, 'transient', undefined, status >= 500);
 }

@@ -34,7 +34,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   const tmp = new TempFiles(join(tmpdir(), 'pasarela-openapi'));
   const app = await buildApp({
     core,
-    send: { tmp, media: new LocalMedia(tmp), queued: () => {}, inFlight: new Set() },
+    send: { tmp, media: new LocalMedia(tmp), queued: () => {}, inFlight: new Set(), keysAccepting: new Map() },
     webhooks: new WebhookDispatcher(core, new NodePresence(store, clock, { sendMs: 1, onError: () => {} }), { retryBaseMs: 1, timeoutMs: 1, concurrency: 1, clientConcurrency: 1, pollMs: 1, userAgent: '', onError: () => {} }),
   });
   await app.ready();

@@ -285,7 +285,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       core,
       logger,
       trustProxy: opts.trustProxy,
-      send: { tmp, media, queued: (celularId) => worker?.queued(celularId), inFlight },
+      send: { tmp, media, queued: (celularId) => worker?.queued(celularId), inFlight, keysAccepting: new Map() },
       webhooks,
       health,
       limits: { ...REQUEST_LIMITS, ...opts.limits },

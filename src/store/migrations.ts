@@ -342,4 +342,27 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX celulares_servidor ON celulares(servidor_id);
     `,
   },
+  {
+    version: 12,
+    name: 'idempotency keys',
+    sql: `
+      -- A client's Idempotency-Key, bound to the send it named in the transaction that accepted it
+      -- (core/idempotency.ts). status and body: the answer once final (status NULL while a direct
+      -- send is in flight, body then holding the part of the answer known at acceptance). huella:
+      -- the hash of the request, so the key with another request is refused. Kept until expira_at
+      -- (24 h); each binding acceptance removes a few expired rows through the expiry index.
+      CREATE TABLE idempotencia (
+        cliente_id INTEGER NOT NULL,
+        clave TEXT NOT NULL,
+        huella TEXT NOT NULL,
+        msg_id TEXT NOT NULL,
+        status INTEGER,
+        body TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expira_at INTEGER NOT NULL,
+        PRIMARY KEY (cliente_id, clave)
+      );
+      CREATE INDEX idempotencia_expira ON idempotencia(expira_at);
+    `,
+  },
 ];

@@ -4,7 +4,8 @@ import { hasActiveWebhook } from './sqlite-webhooks.js';
 import { messageStatusData } from '../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
 import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../core/ledger.js';
-import type { AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../core/ports.js';
+import type { AcceptedMensaje, AcceptOptions, AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../core/ports.js';
+import { bindKey, keyTaken } from './sqlite-idempotencia.js';
 
 /**
  * Messages in SQLite: acceptance with its charge, the queue's claims, state
@@ -59,8 +60,10 @@ function capHit(db: DB, celularId: number, slot: SlotClaim, now: number): CapHit
   return slot.windows.length === 0 ? null : slot.decide(slotCounts(db, celularId, slot.windows, now));
 }
 
-export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): AcceptResult {
+export function acceptMensaje(db: DB, m: NewMensaje, opts: AcceptOptions, now: number): AcceptResult {
   return immediate(db, (): AcceptResult => {
+      // A key bound already is answered as a repeat, whatever else would refuse this send now.
+      if (opts.idem && keyTaken(db, m.cliente_id, opts.idem.clave, now)) return { ok: false, reason: 'idempotencia' };
       const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
         | { saldo_actual: number; pendientes: number }
         | undefined;
@@ -100,7 +103,9 @@ export function acceptMensaje(db: DB, m: NewMensaje, opts: { charge: boolean; ma
         now,
       }) as MensajeRow;
       journalStatus(db, mensaje, null, now);
-      return { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+      const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+      if (opts.idem) bindKey(db, opts.idem, accepted, now);
+      return accepted;
     });
 }
 

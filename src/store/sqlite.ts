@@ -19,6 +19,9 @@ import type {
   NewCliente,
   Store,
   AcceptResult,
+  AcceptOptions,
+  IdemAnswer,
+  IdemRow,
   HistoryFilter,
   MensajeRow,
   NewMensaje,
@@ -46,6 +49,7 @@ import { listMensajes } from './sqlite-historial.js';
 import * as msgs from './sqlite-mensajes.js';
 import * as hooks from './sqlite-webhooks.js';
 import * as servers from './sqlite-gateways.js';
+import * as idem from './sqlite-idempotencia.js';
 
 type Row = Record<string, unknown>;
 
@@ -332,8 +336,20 @@ export class SqliteStore implements Store {
     return r;
   }
 
-  async acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): Promise<AcceptResult> {
+  async acceptMensaje(m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> {
     return grouped(this.db, () => msgs.acceptMensaje(this.db, m, opts, now));
+  }
+
+  async idemGet(clienteId: number, clave: string, now: number): Promise<IdemRow | null> {
+    return idem.idemGet(this.db, clienteId, clave, now);
+  }
+
+  async idemFinish(clienteId: number, clave: string, msgId: string, answer: IdemAnswer): Promise<void> {
+    return grouped(this.db, () => idem.idemFinish(this.db, clienteId, clave, msgId, answer));
+  }
+
+  async idemRelease(clienteId: number, clave: string, msgId: string): Promise<void> {
+    return grouped(this.db, () => idem.idemRelease(this.db, clienteId, clave, msgId));
   }
 
   async getMensaje(msgId: string): Promise<MensajeRow | null> {

@@ -342,6 +342,8 @@ describe('evolution adapter', () => {
       expect(f.message).not.toMatch(/\n/);
       expect(f.message.length).toBeLessThan(320);
       if (retry !== undefined) expect(f.retryAfterMs).toBe(retry);
+      // Only a server error may follow a message that went; every other answer is a refusal (core/idempotency.ts).
+      expect(f.mayHaveSent).toBe(r.status >= 500);
     });
   });
 

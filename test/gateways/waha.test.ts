@@ -368,8 +368,10 @@ describe('WAHA failure classification', () => {
   it('a number containing 463 is not read as a rate limit', () => {
     expect(classify(reply(500, engineBody('5215546300000 is not registered'))).kind).toBe('permanent');
   });
-  it('other 5xx are transient', () => {
-    expect(classify(reply(502, 'Bad Gateway'))).toMatchObject({ kind: 'transient', message: 'WAHA 502: Bad Gateway' });
+  it('other 5xx are transient, and may follow a message that went; other refusals may not', () => {
+    expect(classify(reply(502, 'Bad Gateway'))).toMatchObject({ kind: 'transient', message: 'WAHA 502: Bad Gateway', mayHaveSent: true });
+    expect(classify(reply(422, { message: 'Session status is not as expected' }))).toMatchObject({ kind: 'transient', mayHaveSent: false });
+    expect(classify(reply(404, 'Not Found'))).toMatchObject({ kind: 'transient', mayHaveSent: false });
     expect(classify(reply(500, engineBody('Protocol error: Session closed')))).toMatchObject({ kind: 'transient' });
   });
   it('the text of a request echoed in the body is not matched (only the error text)', () => {

@@ -4,6 +4,7 @@ import type { SqliteStore } from '../../src/store/sqlite.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { b64, linkedLine, PNG, send, waitEstado, waitFor, type Line } from './send-helpers.js';
 import { startReceiver, type Receiver } from './webhook-helpers.js';
+import type { SimGateway } from '../../src/gateways/sim.js';
 
 /**
  * Cost flat in history: every statement the service runs on a request or a
@@ -82,10 +83,26 @@ function seedHistory(db: Database.Database, lines: Line[]): void {
   })();
 }
 
+/** 20,000 Idempotency-Keys bound over the last two days, half of them expired: the purge and the look-ups must not scan them. */
+async function seedKeys(db: Database.Database, line: Line): Promise<void> {
+  const insert = db.prepare(
+    `INSERT INTO idempotencia (cliente_id, clave, huella, msg_id, status, body, created_at, expira_at)
+     VALUES (?, ?, 'h', ?, 200, '{}', ?, ?)`,
+  );
+  const start = Date.now() - 2 * 86_400_000;
+  db.transaction(() => {
+    for (let i = 0; i < 20_000; i++) {
+      const t = start + i * 8_640;
+      insert.run(line.clienteId + (i % 3), `viejo-${i}`, `00000000-0000-4000-9000-${String(i).padStart(12, '0')}`, t, t + 86_400_000);
+    }
+  })();
+}
+
 const body = (i: number, extra: Record<string, unknown> = {}) => ({ destinatario: `52559877${String(1000 + i)}`, mensaje: `nuevo ${i}`, ...extra });
 
 it('serves every per-request and per-message path with an index, on a store with 30,000 messages', async () => {
   await api(s.url, 'POST', '/api/webhook.php', { key: a.clientKey, json: { url: `${receiver.url}/hooks`, secret: 'plan-secret' } });
+  await seedKeys((s.core.store as SqliteStore).db, a);
   // Sends: queued and direct, a text and a base64 image, with the client key and the celular key, a duplicate, a refusal.
   const sent: string[] = [];
   const accepted = (r: ApiResponse) => {
@@ -105,6 +122,17 @@ it('serves every per-request and per-message path with an index, on a store with
   await api(s.url, 'POST', '/admin/sim/fail', { key: s.adminToken, json: { numero: '525598772222', motivo: 'not on the network' } });
   await send(s, a, '/api/mensaje_enviar_texto.php', { destinatario: '525598772222', mensaje: 'falla', directo: 1 });
   await s.core.store.receipt('NOT-YET-SENT', 'entregado', s.clock.now());
+  // Idempotency-Keys: bound queued and direct, repeated, with another request, kept for a refusal, released after a failure that sent nothing.
+  const keyed = (k: string, extra: Record<string, unknown>) =>
+    api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: a.celularKey, json: body(40, extra), headers: { 'idempotency-key': k } });
+  accepted(await keyed('plan-cola', {}));
+  accepted(await keyed('plan-directo', { directo: 1, mensaje: 'directo con clave' }));
+  await keyed('plan-cola', {});
+  await keyed('plan-cola', { mensaje: 'otro' });
+  await keyed('plan-falla', { destinatario: '525598772222', directo: 1 });
+  (s.core.gateway as SimGateway).setOutage(true);
+  await keyed('plan-caido', { directo: 1, mensaje: 'caido' });
+  (s.core.gateway as SimGateway).setOutage(false);
   await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: a.celularId, de: '525598773333', texto: 'hola' } });
   for (const id of sent) await waitEstado(s, id, 'leido', 15_000);
   // Webhook deliveries, their listing, a redelivery; history pages with each filter; account reads.
@@ -135,5 +163,7 @@ it('serves every per-request and per-message path with an index, on a store with
     }
   }
   expect(prepared.size).toBeGreaterThan(40);
+  // The key's look-up, binding, purge, answer and release all ran.
+  expect([...prepared].filter((x) => /idempotencia/.test(x) && !/^INSERT INTO idempotencia .* VALUES \(\?, \?, 'h'/.test(x))).toHaveLength(6);
   expect(scans).toEqual([]);
 });

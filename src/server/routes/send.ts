@@ -1,10 +1,11 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeMime } from '../../core/base64-stream.js';
 import type { Core } from '../../core/context.js';
 import { fail } from '../../core/errors.js';
+import { IDEM_KEY, idemKeyOf } from '../../core/idempotency.js';
 import { MEDIA_RULES } from '../../core/media.js';
 import type { Tipo } from '../../core/ports.js';
-import { send, type MediaTipo, type SendDeps, type SendRequest, type SendResult } from '../../core/send.js';
+import { send, type MediaTipo, type SendAnswer, type SendDeps, type SendRequest, type SendResult } from '../../core/send.js';
 import { streamMediaBodies, takeUpload, type MediaBodyRoute } from '../body/media-parser.js';
 import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';
 import { errorResponses, keyField, okResponse } from '../schemas/common.js';
@@ -22,11 +23,37 @@ const common = {
   destinatario: { type: 'string', minLength: 1, maxLength: 40, description: 'country code first; +, spaces and a bare national number of the line\'s country are accepted' },
   directo: { ...flag, description: '1: send now (answer after the gateway); 0 or absent: queue' },
   celular_id: { type: 'integer', minimum: 1, description: 'line to send from, with a client key' },
+  idempotency_key: {
+    type: 'string',
+    ...IDEM_KEY,
+    description: 'the Idempotency-Key header, for clients that cannot set headers (both given must agree)',
+  },
+} as const;
+
+/** The Idempotency-Key header, for every send endpoint (core/idempotency.ts). */
+const idemHeaders = {
+  type: 'object',
+  properties: {
+    'idempotency-key': {
+      type: 'string',
+      ...IDEM_KEY,
+      description:
+        'Names this send for 24 h, per client. A repeat of the same request gets the first answer again (same status and body, header ' +
+        'Idempotent-Replayed: true) and sends, counts and charges nothing; the key with a different request answers 409 api_codigo 607; ' +
+        'a repeat while the first is still being sent answers 409 api_codigo 608 with retry_after. Refusals before acceptance keep nothing; ' +
+        'a direct send that provably never went out (rate-limited, gateway unreachable) frees the key.',
+    },
+  },
 } as const;
 const caption = { type: 'string', maxLength: 1024 } as const;
 const filename = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+\\.[A-Za-z0-9]{1,10}$', description: 'with extension' } as const;
 const url = { type: 'string', minLength: 1, maxLength: 2048, description: 'http(s) URL of the media' } as const;
 const mime = { type: 'string', maxLength: 100 } as const;
+
+/** Set on an answer given again for a repeated Idempotency-Key (of any status). */
+const replayedHeader = {
+  'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'present, "true", when this is the first answer given again for a repeated Idempotency-Key' },
+} as const;
 
 const result = okResponse({
   msg_id: { type: 'string', format: 'uuid' },
@@ -36,6 +63,20 @@ const result = okResponse({
   origen: { type: 'string', enum: ['base64_directo', 'base64_inline'] },
   anti_dupe: { type: 'object', properties: { count: { type: 'integer' }, max: { type: 'integer' }, window_s: { type: 'integer' } } },
 });
+const sent = { ...result, headers: replayedHeader };
+
+/** The refusals particular to sends, documented by status (their bodies are the common error's). */
+const idemResponses = {
+  409: {
+    description: 'api_codigo 607 IDEMPOTENCIA_CONFLICTO: the Idempotency-Key was used for a different request; 608 IDEMPOTENCIA_EN_CURSO: a request with this key is still being processed (retry_after)',
+    $ref: 'Error#',
+  },
+  422: {
+    description: 'api_codigo 704 DESTINATARIO_RECHAZADO: a direct send the gateway refused for good (refunded); sending it again will fail again',
+    headers: replayedHeader,
+    $ref: 'Error#',
+  },
+} as const;
 
 const MB = 1024 * 1024;
 const mb = (n: number) => `${Math.round((n / MB) * 10) / 10} MB`;
@@ -109,6 +150,20 @@ function str(b: Record<string, unknown>, k: string): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
+/** Where a send's answer goes: a repeated key's answer keeps its status and says it is one. */
+function answer(reply: FastifyReply, a: SendAnswer) {
+  reply.code(a.status);
+  if (a.replayed) reply.header('Idempotent-Replayed', 'true');
+  if (typeof a.body.retry_after === 'number') reply.header('Retry-After', String(a.body.retry_after));
+  return a.body;
+}
+
+/** The request's Idempotency-Key, header or field, and the endpoint it names a send of. */
+function idemOf(req: FastifyRequest, endpoint: string): SendRequest['idem'] {
+  const clave = idemKeyOf(req.headers['idempotency-key'], bodyOf(req).idempotency_key);
+  return clave === undefined ? undefined : { clave, endpoint };
+}
+
 function present(r: SendResult, tipo: Tipo, base64: boolean) {
   return success(
     {
@@ -132,8 +187,9 @@ function legacyTipo(tipomime: string | undefined): MediaTipo | undefined {
 
 export default async function sendRoutes(app: FastifyInstance, { core, deps }: { core: Core; deps: SendDeps }) {
   const auth = clientAuth(core);
-  const handler = (spec: RouteSpec) => async (req: FastifyRequest) => {
+  const handler = (spec: RouteSpec) => async (req: FastifyRequest, reply: FastifyReply) => {
     const b = bodyOf(req);
+    const idem = idemOf(req, spec.path);
     const req0: SendRequest = {
       tipo: spec.tipo,
       destinatario: String(b.destinatario),
@@ -147,19 +203,22 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
       filename: str(b, 'filename'),
       ptt: boolish(b.ptt, 'ptt'),
       mime: str(b, 'mime'),
+      ...(idem ? { idem } : {}),
     };
     if (spec.base64Field) {
       req0.file = takeUpload(req);
       if (req0.file === undefined) fail('INVALID_PARAMS', `${spec.base64Field} (or data_base64) is required`);
     }
-    return present(await send(core, deps, principal(req), req0), spec.tipo, Boolean(spec.base64Field));
+    const base64 = Boolean(spec.base64Field);
+    return answer(reply, await send(core, deps, principal(req), req0, (r) => present(r, spec.tipo, base64)));
   };
   const schemaOf = (spec: RouteSpec) => ({
     tags: ['envios'],
     summary: spec.summary,
     security: [{ bearer: [] }],
+    headers: idemHeaders,
     body: { type: 'object', required: ['destinatario', ...spec.required], properties: { ...common, ...spec.body } },
-    response: { 200: result, ...errorResponses },
+    response: { 200: sent, ...idemResponses, ...errorResponses },
   });
   const specs = routes();
   for (const spec of specs.filter((x) => !x.base64Field)) {
@@ -219,9 +278,11 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
           mime: { type: 'string', description: 'the file content in base64 (the field is called mime)' },
           tipomime: { type: 'string', maxLength: 100, description: 'MIME type of the file; required with mime' },
           modo: { type: 'string', description: 'directo or DIRECTO for an immediate send; absent: queue' },
+          idempotency_key: common.idempotency_key,
         },
       },
-      response: { 200: result, ...errorResponses },
+      headers: idemHeaders,
+      response: { 200: sent, ...idemResponses, ...errorResponses },
     };
     for (const path of ['/panel/api_wa.php', '/api/api-legacy.php']) {
       scope.post(path, {
@@ -232,29 +293,37 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
           await legacyAuth(req, typeof b.token === 'string' ? b.token : undefined);
         },
         schema: path === '/panel/api_wa.php' ? legacySchema : { ...legacySchema, summary: 'Alias of /panel/api_wa.php' },
-        handler: async (req) => {
+        handler: async (req, reply) => {
           const b = bodyOf(req);
+          // Both paths are one endpoint: a key used on one is the same request on the other.
+          const idem = idemOf(req, '/panel/api_wa.php');
           const modo = str(b, 'modo');
           if (modo !== undefined && modo !== '' && modo.toLowerCase() !== 'directo' && modo.toLowerCase() !== 'cola') {
             fail('INVALID_PARAMS', 'modo must be directo (or absent for the queue)');
           }
           const directo = modo?.toLowerCase() === 'directo';
           const file = takeUpload(req);
-          const base = { destinatario: String(b.destinatario), directo };
-          if (!file) return present(await send(core, deps, principal(req), { ...base, tipo: 'texto', texto: String(b.mensaje) }), 'texto', false);
+          const base = { destinatario: String(b.destinatario), directo, ...(idem ? { idem } : {}) };
+          if (!file) return answer(reply, await send(core, deps, principal(req), { ...base, tipo: 'texto', texto: String(b.mensaje) }, (r) => present(r, 'texto', false)));
           // The body parser checked the file against this type (tipomime is required with a file).
           const tipomime = normalizeMime(str(b, 'tipomime'))!;
           const tipo = legacyTipo(tipomime)!;
           const ext = tipomime.split('/')[1]?.replace(/[^a-z0-9]/g, '').slice(0, 10) || 'bin';
-          const r = await send(core, deps, principal(req), {
-            ...base,
-            tipo,
-            file,
-            mime: tipomime,
-            caption: String(b.mensaje),
-            ...(tipo === 'documento' ? { filename: `archivo.${ext}` } : {}),
-          });
-          return present(r, tipo, true);
+          const r = await send(
+            core,
+            deps,
+            principal(req),
+            {
+              ...base,
+              tipo,
+              file,
+              mime: tipomime,
+              caption: String(b.mensaje),
+              ...(tipo === 'documento' ? { filename: `archivo.${ext}` } : {}),
+            },
+            (x) => present(x, tipo, true),
+          );
+          return answer(reply, r);
         },
       });
     }

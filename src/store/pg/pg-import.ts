@@ -14,7 +14,7 @@ import { copyIntoMedios, mediosRef } from './pg-media.js';
 /** The tables copied, parents first (celulares refers to clientes and gateway_servidores). */
 export const COPIED = [
   'clientes', 'gateway_servidores', 'celulares', 'auditoria', 'movimientos_saldo', 'mensajes',
-  'webhooks', 'webhook_entregas', 'webhook_intentos', 'eventos', 'acuses_pendientes', 'entrantes_vistos', 'kv',
+  'webhooks', 'webhook_entregas', 'webhook_intentos', 'eventos', 'acuses_pendientes', 'entrantes_vistos', 'kv', 'idempotencia',
 ] as const;
 
 /** Kept from mensajes by triggers on both stores: counted again from the rows, never copied. */

@@ -1,7 +1,8 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
 import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
-import type { AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../../core/ports.js';
+import type { AcceptedMensaje, AcceptOptions, AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../../core/ports.js';
+import { bindKey, lockKey } from './pg-idempotencia.js';
 import { type Client, type Db, LOCK, row, rows } from './pg-db.js';
 
 /**
@@ -103,8 +104,10 @@ async function capHit(c: Client, celularId: number, slot: SlotClaim, now: number
   return slot.decide(counts);
 }
 
-export async function acceptMensaje(db: Db, m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): Promise<AcceptResult> {
+export async function acceptMensaje(db: Db, m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> {
   return db.tx(async (c): Promise<AcceptResult> => {
+    // The key's lock before any row lock; a key bound already is answered as a repeat, whatever else would refuse.
+    if (opts.idem && (await lockKey(c, m.cliente_id, opts.idem.clave, now))) return { ok: false, reason: 'idempotencia' };
     // The client's row is locked only when its balance may pay.
     const cli = await row<{ saldo_global: number }>(c, `SELECT saldo_global FROM clientes WHERE id = $1${opts.charge ? ' FOR NO KEY UPDATE' : ''}`, [m.cliente_id]);
     const cel = await row<{ saldo_actual: number; pendientes: number }>(
@@ -143,7 +146,9 @@ export async function acceptMensaje(db: Db, m: NewMensaje, opts: { charge: boole
       ],
     ))!;
     await journalStatus(c, mensaje, null, now);
-    return { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+    const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+    if (opts.idem) await bindKey(c, opts.idem, accepted, now);
+    return accepted;
   });
 }
 

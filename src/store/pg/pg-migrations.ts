@@ -308,6 +308,29 @@ export const PG_MIGRATIONS: Migration[] = [
       ALTER TABLE medios ALTER COLUMN data SET STORAGE EXTERNAL;
     `,
   },
+  {
+    version: 5,
+    name: 'idempotency keys (SQLite version 12)',
+    sql: `
+      -- A client's Idempotency-Key, bound to the send it named in the transaction that accepted it
+      -- (core/idempotency.ts). status and body: the answer once final (status NULL while a direct
+      -- send is in flight, body then holding the part of the answer known at acceptance). huella:
+      -- the hash of the request, so the key with another request is refused. Kept until expira_at
+      -- (24 h); each binding acceptance removes a few expired rows through the expiry index.
+      CREATE TABLE idempotencia (
+        cliente_id BIGINT NOT NULL,
+        clave TEXT NOT NULL,
+        huella TEXT NOT NULL,
+        msg_id TEXT NOT NULL,
+        status INTEGER,
+        body TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expira_at BIGINT NOT NULL,
+        PRIMARY KEY (cliente_id, clave)
+      );
+      CREATE INDEX idempotencia_expira ON idempotencia(expira_at);
+    `,
+  },
 ];
 
 /**

@@ -1,5 +1,8 @@
 import type {
   AcceptResult,
+  AcceptOptions,
+  IdemAnswer,
+  IdemRow,
   AuditEntry,
   AuditRecord,
   BalanceChange,
@@ -43,6 +46,7 @@ import { migrate } from './pg-migrations.js';
 import * as hooks from './pg-webhooks.js';
 import * as servers from './pg-gateways.js';
 import * as leases from './pg-leases.js';
+import * as idem from './pg-idempotencia.js';
 
 const CELULAR_COLUMNS = new Set([
   'nombre_interno', 'estado', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
@@ -285,8 +289,20 @@ export class PgStore implements Store {
     ))!;
   }
 
-  async acceptMensaje(m: NewMensaje, opts: { charge: boolean; maxPending: number | null; slot?: SlotClaim }, now: number): Promise<AcceptResult> {
+  async acceptMensaje(m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> {
     return msgs.acceptMensaje(this.db, m, opts, now);
+  }
+
+  async idemGet(clienteId: number, clave: string, now: number): Promise<IdemRow | null> {
+    return idem.idemGet(this.db, clienteId, clave, now);
+  }
+
+  async idemFinish(clienteId: number, clave: string, msgId: string, answer: IdemAnswer): Promise<void> {
+    return idem.idemFinish(this.db, clienteId, clave, msgId, answer);
+  }
+
+  async idemRelease(clienteId: number, clave: string, msgId: string): Promise<void> {
+    return idem.idemRelease(this.db, clienteId, clave, msgId);
   }
 
   async getMensaje(msgId: string): Promise<MensajeRow | null> {
