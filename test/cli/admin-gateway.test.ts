@@ -51,7 +51,7 @@ describe('admin gateway', () => {
     noKeys(r.stdout + r.stderr);
     const l = await cli.run(['admin', 'gateway', 'list'], asOperator());
     expect(l.exitCode, l.stderr).toBe(0);
-    expect(l.stdout.trim().split('\n')).toEqual([`default\tevolution\t${a.url}\tactivo\t0\tsin límite`, `b\tevolution\t${b.url}\tactivo\t0\t50`]);
+    expect(l.stdout.trim().split('\n')).toEqual([`default\tevolution\t${a.url}\tactivo\t0\tunlimited`, `b\tevolution\t${b.url}\tactivo\t0\t50`]);
     // The key reached the server: a line put on b is made there with it.
     expect((await s.core.store.getGatewayServerByNombre('b'))?.key).toBe(b.apiKey);
   });

@@ -98,7 +98,7 @@ describe('README walk-through, non-interactive', () => {
 
   it('celular status ID shows connected', async () => {
     const f = fields(expectOk(await cli.run(['celular', 'status', String(celularId)])));
-    expect(f).toMatchObject({ celular: String(celularId), status: 'connected', estado: 'activo', refrescado: 'sí' });
+    expect(f).toMatchObject({ celular: String(celularId), status: 'connected', estado: 'activo', refreshed: 'yes' });
   });
 
   it('celular list is one tab-separated line per celular, no header', async () => {
@@ -162,7 +162,7 @@ describe('README walk-through, non-interactive', () => {
     const list = rows(expectOk(await cli.run(['admin', 'client', 'list'], { env: viaEnv })));
     expect(list).toContainEqual([String(clienteId), 'Tienda Sol', 'ops@sol.example', 'activo', 'medido', '150', '1', '0']);
     const show = expectOk(await cli.run(['admin', 'client', 'show', String(clienteId)], { env: viaEnv }));
-    expect(fields(show)).toMatchObject({ id: String(clienteId), nombre: 'Tienda Sol', saldo_global: '150', max_celulares: 'sin límite' });
+    expect(fields(show)).toMatchObject({ id: String(clienteId), nombre: 'Tienda Sol', saldo_global: '150', max_celulares: 'unlimited' });
     // The client's celulares follow its fields, after an empty line.
     expect(show).toContain(`\n\n${celularId}\t525512345678\t`);
     const edit = expectJsonOnly(await cli.run(['admin', 'client', 'edit', String(clienteId), '--nombre', 'Tienda Luna', '--max-celulares', '5', '--json'], { env: viaEnv }));

@@ -22,7 +22,7 @@ function summaryFields(s: ClienteSummary): Array<[string, Cell]> {
     ['email', s.cliente.email],
     ['estado', s.cliente.estado],
     ['plan', s.cliente.plan],
-    ['max_celulares', s.cliente.max_celulares ?? 'sin límite'],
+    ['max_celulares', s.cliente.max_celulares ?? 'unlimited'],
     ['saldo_global', s.saldo_global],
     ['celulares', `${s.num_celulares} (${s.num_celulares_activos} activos)`],
     ['consumo_mes_actual', s.cliente.consumo_mes_actual],
@@ -50,7 +50,7 @@ function gatewayFields(g: GatewayServer): Array<[string, Cell]> {
     ['url', g.url],
     ['estado', g.estado],
     ['lineas', g.lineas],
-    ['max_lineas', g.max_lineas ?? 'sin límite'],
+    ['max_lineas', g.max_lineas ?? 'unlimited'],
     ['key', g.tiene_key ? 'set (never shown)' : 'none'],
   ];
 }
@@ -307,7 +307,7 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
         printTable(
           ctx.term,
           ['nombre', 'tipo', 'url', 'estado', 'lineas', 'max_lineas'],
-          b.servidores.map((g) => [g.nombre, g.tipo, g.url, g.estado, g.lineas, g.max_lineas ?? 'sin límite']),
+          b.servidores.map((g) => [g.nombre, g.tipo, g.url, g.estado, g.lineas, g.max_lineas ?? 'unlimited']),
         ),
       );
     });

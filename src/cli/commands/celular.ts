@@ -39,7 +39,7 @@ function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
     ['saldo_actual', c.saldo_actual],
     ['max_envios_por_minuto', c.max_envios_por_minuto],
     ['max_envios_por_hora', c.max_envios_por_hora],
-    ['max_envios_por_dia', c.max_envios_por_dia ?? 'sin límite'],
+    ['max_envios_por_dia', c.max_envios_por_dia ?? 'unlimited'],
     ['horario', `${c.hora_inicio_permitido}-${c.hora_fin_permitido}`],
     ['gateway_instancia', c.gateway_instancia],
     ['last_status', c.last_status],
@@ -229,7 +229,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
           ['status', painted(b.status, b.status === 'connected' ? ctx.term.color.green : ctx.term.color.yellow)],
           ['estado', estadoColor(ctx, b.estado)],
           ['gateway_instancia', b.gateway_instancia],
-          ['refrescado', b.status_actualizado_desde_gateway ? 'sí' : 'no (estado guardado)'],
+          ['refreshed', b.status_actualizado_desde_gateway ? 'yes' : 'no (the stored state)'],
           ['ultimo_check', b.ultimo_check],
         ]),
       );
