@@ -64,7 +64,7 @@ describe('README walk-through, non-interactive', () => {
   it('info and saldo use the saved profile (no URL or key in flags or env)', async () => {
     const env = { PASARELA_URL: undefined };
     const info = fields(expectOk(await cli.run(['info'], { env })));
-    expect(info).toMatchObject({ cliente: `${clienteId} Tienda Sol`, email: 'ops@sol.example', estado: 'activo', plan: 'medido', saldo_global: '100', celulares: '0 (0 activos)' });
+    expect(info).toMatchObject({ cliente: `${clienteId} Tienda Sol`, email: 'ops@sol.example', estado: 'activo', plan: 'medido', saldo_global: '100', celulares: '0 (0 active)' });
     const saldo = fields(expectOk(await cli.run(['saldo'], { env })));
     expect(saldo).toMatchObject({ plan: 'medido', saldo_global: '100', consumo_mes: '0' });
   });

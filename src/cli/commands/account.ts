@@ -36,7 +36,7 @@ export function registerAccount(program: Command, ctxOf: CtxOf): void {
           ['estado', b.cliente.estado],
           ['plan', b.cliente.plan],
           ['saldo_global', b.saldo_global],
-          ['celulares', `${b.num_celulares} (${b.num_celulares_activos} activos)`],
+          ['celulares', `${b.num_celulares} (${b.num_celulares_activos} active)`],
           ['max_celulares', b.cliente.max_celulares ?? 'unlimited'],
           ['consumo_mes_actual', b.cliente.consumo_mes_actual],
           ['mensajes_30d', b.mensajes_30d],

@@ -24,7 +24,7 @@ function summaryFields(s: ClienteSummary): Array<[string, Cell]> {
     ['plan', s.cliente.plan],
     ['max_celulares', s.cliente.max_celulares ?? 'unlimited'],
     ['saldo_global', s.saldo_global],
-    ['celulares', `${s.num_celulares} (${s.num_celulares_activos} activos)`],
+    ['celulares', `${s.num_celulares} (${s.num_celulares_activos} active)`],
     ['consumo_mes_actual', s.cliente.consumo_mes_actual],
     ['mensajes_30d', s.mensajes_30d],
     ['created_at', s.cliente.created_at],
