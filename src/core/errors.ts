@@ -44,6 +44,8 @@ export const ERRORS = {
   CONFLICT: { codigo: 604, status: 409, texto: 'CONFLICTO', meaning: 'The request conflicts with the current state (for example, a balance that would go negative).' },
   DELIVERY_NOT_FOUND: { codigo: 605, status: 404, texto: 'ENTREGA_NO_ENCONTRADA', meaning: 'No webhook delivery with that id for this client.' },
   GATEWAY_SERVER_NOT_FOUND: { codigo: 606, status: 404, texto: 'SERVIDOR_GATEWAY_NO_ENCONTRADO', meaning: 'No gateway server with that name (`GET /admin/gateways` lists them).' },
+  LISTENER_NOT_FOUND: { codigo: 607, status: 404, texto: 'ESCUCHA_NO_ENCONTRADA', meaning: 'No live webhook listener with that id for this client: it was removed, or its lease expired (register it again).' },
+  LISTENER_CAP: { codigo: 608, status: 409, texto: 'LIMITE_DE_ESCUCHAS', meaning: 'The client already has the most live webhook listeners allowed (5): remove one, or wait for an abandoned one\'s lease to expire.' },
   GATEWAY_ERROR: { codigo: 700, status: 502, texto: 'ERROR_DE_GATEWAY', meaning: 'The messaging gateway refused or failed the call.' },
   GATEWAY_RATE_LIMITED: { codigo: 702, status: 429, texto: 'GATEWAY_LIMITADO', meaning: 'A direct send the messaging network refused as rate-limited; the charge was refunded; `retry_after` says when to try again.' },
   GATEWAY_UNSUPPORTED: { codigo: 703, status: 415, texto: 'TIPO_NO_SOPORTADO_POR_GATEWAY', meaning: 'The configured gateway cannot send this message type (for example, WAHA has no sticker route); nothing was charged.' },

@@ -342,4 +342,24 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX celulares_servidor ON celulares(servidor_id);
     `,
   },
+  {
+    // 13, not 12: version 12 is another change's (idempotency keys); versions apply by number, gaps allowed.
+    version: 13,
+    name: 'webhook listeners',
+    sql: `
+      -- Temporary extra destinations of a client's events (\`webhook listen\`), each with its own
+      -- signing secret, alive while expira_at is renewed. Expired rows are removed when the
+      -- client adds another; nothing reads them meanwhile.
+      CREATE TABLE webhook_escuchas (
+        id TEXT PRIMARY KEY,
+        cliente_id INTEGER NOT NULL,
+        url TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        eventos TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expira_at INTEGER NOT NULL
+      );
+      CREATE INDEX webhook_escuchas_cliente ON webhook_escuchas(cliente_id, expira_at);
+    `,
+  },
 ];

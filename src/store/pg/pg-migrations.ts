@@ -308,6 +308,26 @@ export const PG_MIGRATIONS: Migration[] = [
       ALTER TABLE medios ALTER COLUMN data SET STORAGE EXTERNAL;
     `,
   },
+  {
+    // 6, not 5: version 5 is another change's (idempotency keys); versions apply by number, gaps allowed.
+    version: 6,
+    name: 'webhook listeners (SQLite version 13)',
+    sql: `
+      -- Temporary extra destinations of a client's events (\`webhook listen\`), each with its own
+      -- signing secret, alive while expira_at (on the clock of the node that renewed it) is renewed.
+      -- Expired rows are removed when the client adds another; nothing reads them meanwhile.
+      CREATE TABLE webhook_escuchas (
+        id TEXT PRIMARY KEY,
+        cliente_id BIGINT NOT NULL,
+        url TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        eventos TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expira_at BIGINT NOT NULL
+      );
+      CREATE INDEX webhook_escuchas_cliente ON webhook_escuchas(cliente_id, expira_at);
+    `,
+  },
 ];
 
 /**
