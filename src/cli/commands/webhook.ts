@@ -111,7 +111,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
 
   wh
     .command('test')
-    .description('send a signed webhook.test event to the configured URL (through the real outbox)')
+    .description('send a signed webhook.test event to the configured URL (through the real outbox) and a copy to each live listener (`webhook listen`)')
     .action(async (_o, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const b = await ctx.client().call<{ id: string }>('POST', '/api/webhook_test.php', { key: ctx.key() });
