@@ -118,10 +118,6 @@ export class WebhookDispatcher {
     this.copies.forget(id);
   }
 
-  /** Listener copies given up and attempted so far on this node (tests look). */
-  get listenerCopies(): { attempts: number; dropped: number } {
-    return { attempts: this.copies.attempts, dropped: this.copies.dropped };
-  }
 
   /** Without a client: the journal has new events. With one: that client's outbox changed (a redelivery). */
   poke(clienteId?: number): void {

@@ -52,10 +52,6 @@ export class ListenerCopies {
   private inFlight = 0;
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
-  /** Copies given up (attempts spent, backlog full, lease ended); for the log and tests. */
-  dropped = 0;
-  /** Attempts made, delivered or not. */
-  attempts = 0;
 
   constructor(
     private readonly core: Core,
@@ -69,12 +65,12 @@ export class ListenerCopies {
       let lane = this.lanes.get(c.escucha.id);
       // The move read the lease just now: the newest renewal known.
       if (!lane) this.lanes.set(c.escucha.id, (lane = { escucha: c.escucha, queue: [], busy: false, dueAt: 0, readAt: performance.now() }));
-      else if (c.escucha.expira_at > lane.escucha.expira_at) lane.escucha = c.escucha;
-      lane.queue.push({ ...c, intentos: 0 });
-      if (lane.queue.length > COPY_BACKLOG) {
-        this.dropped += lane.queue.length - COPY_BACKLOG;
-        lane.queue.splice(0, lane.queue.length - COPY_BACKLOG);
+      else if (c.escucha.expira_at > lane.escucha.expira_at) {
+        lane.escucha = c.escucha;
+        lane.readAt = performance.now();
       }
+      lane.queue.push({ ...c, intentos: 0 });
+      if (lane.queue.length > COPY_BACKLOG) lane.queue.splice(0, lane.queue.length - COPY_BACKLOG);
     }
     this.pump();
   }
@@ -83,7 +79,6 @@ export class ListenerCopies {
   forget(id: string): void {
     const lane = this.lanes.get(id);
     if (!lane) return;
-    this.dropped += lane.queue.length;
     lane.queue.length = 0;
     if (!lane.busy) this.lanes.delete(id);
   }
@@ -143,24 +138,21 @@ export class ListenerCopies {
       lane.readAt = performance.now();
       const live = (await this.core.store.liveEscuchas(lane.escucha.cliente_id, now)).find((e) => e.id === lane.escucha.id);
       if (!live) {
-        this.dropped += 1 + lane.queue.length;
         lane.queue.length = 0;
         return;
       }
       lane.escucha = live;
     }
     if (await this.post(lane.escucha, c)) return;
+    // Otherwise dropped: a listener is a developer's window, not a durable path.
     if (c.intentos + 1 < COPY_ATTEMPTS && !this.stopping) {
       lane.queue.unshift({ ...c, intentos: c.intentos + 1 });
       lane.dueAt = performance.now() + RETRY_MS[c.intentos]!;
-    } else {
-      this.dropped += 1;
     }
   }
 
   /** One signed POST, as a real delivery is made; true on a 2xx. */
   private async post(e: EscuchaRow, c: Pending): Promise<boolean> {
-    this.attempts += 1;
     try {
       const url = new URL(e.url);
       const agent = await this.agents.get(e.cliente_id, url, e.created_at);
