@@ -246,11 +246,14 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
   // Signals are caught from now on, so one arriving during the registration still leads to a removal.
   let stopped!: (sig: string) => void;
   const stop = new Promise<string>((r) => (stopped = r));
-  let signals = 0;
+  let firstSignalAt: number | undefined;
   const onSignal = (sig: NodeJS.Signals) => {
-    signals += 1;
-    if (signals === 1) stopped(sig);
-    else term.err('still removing the listener; one moment');
+    if (firstSignalAt === undefined) {
+      firstSignalAt = performance.now();
+      stopped(sig);
+    } else if (performance.now() - firstSignalAt > ECHO_MS) {
+      term.err('still removing the listener; one moment');
+    }
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -328,6 +331,12 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     if (server.listening) await closeServer();
   }
 }
+
+/**
+ * A second signal this soon after the first is the settings file's exit hook
+ * (conf's atomically, via when-exit) raising the first again, not a person.
+ */
+const ECHO_MS = 250;
 
 /** The server's api_codigo for a listener that is gone (removed, or its lease expired). */
 const LISTENER_GONE = 607;
