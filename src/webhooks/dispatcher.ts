@@ -118,7 +118,6 @@ export class WebhookDispatcher {
     this.copies.forget(id);
   }
 
-
   /** Without a client: the journal has new events. With one: that client's outbox changed (a redelivery). */
   poke(clienteId?: number): void {
     if (clienteId === undefined) this.journal = true;
