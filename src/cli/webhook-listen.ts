@@ -6,16 +6,31 @@ import { CliError, EXIT } from './exit-codes.js';
 
 /**
  * `pasarela webhook listen` (after `stripe listen`): a receiver on
- * 127.0.0.1 that the client's webhook points at while it runs. It checks both
- * signatures of DESIGN §7 (independently of the server's own code), prints
- * each event, optionally forwards it, and on SIGINT/SIGTERM puts back the
- * configuration it replaced (POST /api/webhook_restaurar.php).
+ * 127.0.0.1 registered as a webhook listener (POST /api/webhook_escuchas.php),
+ * so it gets a copy of the client's events, signed with a secret of its own,
+ * while the client's webhook configuration stays as it is and keeps
+ * receiving. It checks both signatures of DESIGN §7 (independently of the
+ * server's own code), prints each event, optionally forwards it, renews the
+ * listener's lease every third of it (registering again when the lease ran
+ * out, after a suspend), and removes the listener on SIGINT/SIGTERM; a killed
+ * listen's listener expires by itself.
  */
 export interface ListenOptions {
   port: number;
   forwardTo?: string;
   eventos: string[];
   printSecret: boolean;
+}
+
+/** A listener as the server shows it. */
+export interface EscuchaView {
+  id: string;
+  url: string;
+  eventos: string[];
+  created_at: string;
+  expira_at: string;
+  /** How long each renewal extends the lease. */
+  vigencia_ms: number;
 }
 
 export interface WebhookView {
@@ -29,8 +44,7 @@ export interface WebhookView {
   updated_at: string | null;
 }
 
-/** 32 random bytes as base64url (43 characters, no `whsec_` prefix: raw-format secret). */
-/** 32 random bytes, base64url, never starting with '-' (so it can be pasted after --secret). */
+/** 32 random bytes as base64url (43 characters, no `whsec_` prefix: raw-format secret), never starting with '-' (so it can be pasted after --secret). */
 export function generateSecret(): string {
   for (;;) {
     const s = randomBytes(32).toString('base64url');
@@ -163,7 +177,20 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
   const pretty = term.io.stdoutIsTTY && !ctx.json;
   const c = term.color;
   const ec = term.errColor;
-  const secret = generateSecret();
+  /** The listener registered now, and the secrets that may sign what arrives (the newest first: a delivery in flight across a new registration still verifies). */
+  let current: { escucha: EscuchaView; secret: string } | undefined;
+  let secrets: string[] = [];
+
+  const verify = (headers: IncomingHttpHeaders, raw: Buffer): { ok: true } | { ok: false; reason: string } => {
+    const now = Math.floor(Date.now() / 1000);
+    let first: { ok: false; reason: string } = { ok: false, reason: 'no listener is registered yet' };
+    for (const secret of secrets) {
+      const v = verifyDelivery(secret, headers, raw, now);
+      if (v.ok) return v;
+      if (secret === secrets[0]) first = v;
+    }
+    return first;
+  };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const reply = (status: number, body: Record<string, unknown>) => {
@@ -173,7 +200,7 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     if (req.method !== 'POST') return reply(405, { ok: false, error: 'webhook listen accepts POST deliveries only' });
     const raw = await readBody(req);
     if (raw === null) return reply(413, { ok: false, error: 'body too large' });
-    const v = verifyDelivery(secret, req.headers, raw, Math.floor(Date.now() / 1000));
+    const v = verify(req.headers, raw);
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw.toString('utf8'));
@@ -216,14 +243,17 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     });
   });
 
-  // Signals are caught from now on, so one arriving during the set still leads to a restore.
+  // Signals are caught from now on, so one arriving during the registration still leads to a removal.
   let stopped!: (sig: string) => void;
   const stop = new Promise<string>((r) => (stopped = r));
-  let signals = 0;
+  let firstSignalAt: number | undefined;
   const onSignal = (sig: NodeJS.Signals) => {
-    signals += 1;
-    if (signals === 1) stopped(sig);
-    else term.err('still restoring the previous webhook configuration; one moment');
+    if (firstSignalAt === undefined) {
+      firstSignalAt = performance.now();
+      stopped(sig);
+    } else if (performance.now() - firstSignalAt > ECHO_MS) {
+      term.err('still removing the listener; one moment');
+    }
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -233,60 +263,131 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
       server.closeAllConnections();
     });
 
+  let stopping = false;
+  let timer: NodeJS.Timeout | undefined;
+  let renewing: Promise<void> | undefined;
   try {
     const port = await listenOn(server, o.port);
     const url = `http://127.0.0.1:${port}/`;
-    const before = await client.call<WebhookView>('GET', '/api/webhook.php', { key });
-    if (/^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):[0-9]+\/$/.test(before.url)) {
-      term.err(
-        ec.yellow(
-          `note: the webhook now points at ${before.url} and will point there again when this listen ends. If that is a \`webhook listen\` that did not exit cleanly, stop this one and run \`pasarela webhook restore\` first.`,
-        ),
-      );
-    }
-    try {
-      await client.call<WebhookView>('POST', '/api/webhook.php', { key, json: { url, secret, eventos: o.eventos, activo: true } });
-    } catch (err) {
-      if (err instanceof CliError && err.exitCode === EXIT.ERROR) {
-        throw new CliError(
-          `the server refused ${url} as the webhook URL: ${err.message}. ` +
-            'The service refuses loopback and private addresses unless it runs with `pasarela serve --allow-private-urls`; `webhook listen` needs that, and a server on this machine (it delivers to 127.0.0.1).',
-          EXIT.ERROR,
-          err.body,
-        );
-      }
-      throw err;
-    }
+    const register = async () => {
+      const r = await registerListener(ctx, key, url, o.eventos);
+      current = { escucha: r.escucha, secret: r.secret };
+      secrets = [r.secret, ...secrets].slice(0, 2);
+      return current;
+    };
+    const reg = await register();
     const to = o.forwardTo ? ` and on to ${o.forwardTo}` : '';
-    const shown = o.printSecret ? `(secret: ${secret})` : '(secret hidden; --print-secret shows it)';
-    term.err(`Ready: forwarding ${o.eventos.join(',')} events to ${url}${to} ${shown}. Ctrl-C puts back the previous webhook.`);
+    const shown = o.printSecret ? `(secret: ${reg.secret})` : '(secret hidden; --print-secret shows it)';
+    term.err(
+      `Ready: forwarding ${o.eventos.join(',')} events to ${url}${to} ${shown}. ` +
+        `Listener ${reg.escucha.id}, beside the webhook configuration (left as it is). Ctrl-C stops listening.`,
+    );
+    await noteOldListen(ctx, key);
+
+    // Renewed every third of the lease; a lease that ran out (a suspend, a pause) is registered again.
+    const everyMs = () => Math.max(100, Math.floor((current?.escucha.vigencia_ms ?? 30_000) / 3));
+    const renew = async () => {
+      const id = current!.escucha.id;
+      try {
+        const r = await client.call<{ escucha: EscuchaView }>('POST', '/api/webhook_escuchas_renovar.php', { key, query: { id }, timeoutMs: Math.max(2000, everyMs()) });
+        if (current?.escucha.id === id) current.escucha = r.escucha;
+      } catch (err) {
+        if (stopping) return;
+        if (!(err instanceof CliError) || apiCodigo(err) !== LISTENER_GONE) {
+          term.err(ec.yellow(`warning: could not renew the listener ${id} (${(err as Error).message}); trying again in ${Math.ceil(everyMs() / 1000)} s`));
+          return;
+        }
+        try {
+          const again = await register();
+          const secretNote = o.printSecret ? ` (secret: ${again.secret})` : ' with a new secret';
+          term.err(ec.yellow(`warning: the listener ${id} had expired (was this process suspended?); registered again as ${again.escucha.id}${secretNote}`));
+        } catch (e) {
+          term.err(ec.yellow(`warning: the listener ${id} had expired and registering again failed (${(e as Error).message}); trying again in ${Math.ceil(everyMs() / 1000)} s`));
+        }
+      }
+    };
+    const schedule = () => {
+      timer = setTimeout(() => {
+        renewing = renew().finally(() => {
+          renewing = undefined;
+          if (!stopping) schedule();
+        });
+      }, everyMs());
+    };
+    schedule();
 
     const sig = await stop;
-    term.err(`${sig}: putting back the previous webhook configuration`);
+    stopping = true;
+    clearTimeout(timer);
+    await renewing;
+    term.err(`${sig}: removing the listener ${current!.escucha.id}`);
     await closeServer();
-    await restore(ctx, key, url);
+    await removeListener(ctx, key, current!.escucha);
   } finally {
+    stopping = true;
+    clearTimeout(timer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     if (server.listening) await closeServer();
   }
 }
 
-/** Puts back what listen replaced, unless someone has changed the webhook meanwhile. */
-async function restore(ctx: Ctx, key: string, ours: string): Promise<void> {
-  const client = ctx.client();
-  const now = await client.call<WebhookView>('GET', '/api/webhook.php', { key, timeoutMs: 10_000 });
-  if (now.url !== ours) {
-    ctx.term.err(`The webhook was changed while listening (it points at ${now.url || 'nothing'}); left as is.`);
+/**
+ * A second signal this soon after the first is the settings file's exit hook
+ * (conf's atomically, via when-exit) raising the first again, not a person.
+ */
+const ECHO_MS = 250;
+
+/** The server's api_codigo for a listener that is gone (removed, or its lease expired). */
+const LISTENER_GONE = 609;
+const apiCodigo = (err: CliError): number | undefined => (err.body as { api_codigo?: number } | undefined)?.api_codigo;
+
+/** POST /api/webhook_escuchas.php, with what to do when the server refuses. */
+async function registerListener(ctx: Ctx, key: string, url: string, eventos: string[]): Promise<{ escucha: EscuchaView; secret: string }> {
+  try {
+    return await ctx.client().call<{ escucha: EscuchaView; secret: string }>('POST', '/api/webhook_escuchas.php', { key, json: { url, eventos } });
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    if (apiCodigo(err) === 100) {
+      throw new CliError(
+        `the server refused ${url} as a webhook listener: ${err.message}. ` +
+          'It delivers to its own 127.0.0.1, so `webhook listen` needs the server on this machine (or `pasarela serve --allow-private-urls` where that address is the same).',
+        EXIT.ERROR,
+        err.body,
+      );
+    }
+    if (apiCodigo(err) === 104) {
+      throw new CliError('this server has no webhook listeners (POST /api/webhook_escuchas.php): it is older than this pasarela; upgrade it', EXIT.ERROR, err.body);
+    }
+    throw err;
+  }
+}
+
+/** DELETE /api/webhook_escuchas.php; a listener already gone, or a server that does not answer, is reported, not an error: it expires by itself. */
+async function removeListener(ctx: Ctx, key: string, e: EscuchaView): Promise<void> {
+  try {
+    await ctx.client().call('DELETE', '/api/webhook_escuchas.php', { key, query: { id: e.id }, timeoutMs: 10_000 });
+    ctx.term.err(`Removed the listener ${e.id}; the webhook configuration was not touched.`);
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    if (apiCodigo(err) === LISTENER_GONE) ctx.term.err(`The listener ${e.id} had already expired; the webhook configuration was not touched.`);
+    else ctx.term.err(ctx.term.errColor.yellow(`warning: could not remove the listener ${e.id} (${err.message}); it expires by itself within ${Math.ceil(e.vigencia_ms / 1000)} s`));
+  }
+}
+
+/** An older `webhook listen` replaced the configuration itself: say how to undo one that did not exit cleanly. */
+async function noteOldListen(ctx: Ctx, key: string): Promise<void> {
+  let cfg: WebhookView;
+  try {
+    cfg = await ctx.client().call<WebhookView>('GET', '/api/webhook.php', { key, timeoutMs: 10_000 });
+  } catch {
     return;
   }
-  try {
-    const b = await client.call<WebhookView>('POST', '/api/webhook_restaurar.php', { key, timeoutMs: 10_000 });
-    ctx.term.err(b.configurado ? `Restored the webhook: ${b.url} (${b.eventos.join(',')}${b.activo ? '' : ', inactive'}).` : 'Removed the webhook (none was configured before).');
-  } catch (err) {
-    if (!(err instanceof CliError) || err.exitCode !== EXIT.ERROR) throw err;
-    // 409: nothing kept to go back to; do not leave the webhook pointing at a closed port.
-    await client.call('DELETE', '/api/webhook.php', { key, timeoutMs: 10_000 });
-    ctx.term.err('Nothing to restore; removed the listen webhook.');
+  if (/^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):[0-9]+\/$/.test(cfg.url)) {
+    ctx.term.err(
+      ctx.term.errColor.yellow(
+        `note: the webhook configuration points at ${cfg.url}, which looks like a \`webhook listen\` of an older pasarela that did not exit cleanly; \`pasarela webhook restore\` puts back what it replaced.`,
+      ),
+    );
   }
 }

@@ -13,6 +13,8 @@ export interface CoreConfig {
   tz: string;
   /** Media and webhook URLs may point at loopback/private addresses (tests, closed networks). */
   allowPrivateUrls: boolean;
+  /** How long a webhook listener lives after its last renewal (webhooks/listeners.ts). */
+  webhookListenLeaseMs: number;
   queue: QueueConfig;
 }
 

@@ -27,6 +27,7 @@ import { DirectRecovery } from '../core/direct-recovery.js';
 import { NodePresence } from '../core/node-presence.js';
 import { sharedSettings } from '../core/shared-settings.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
+import { LISTEN_LEASE_MS } from '../webhooks/listeners.js';
 
 export interface ServeOptions {
   host: string;
@@ -56,6 +57,8 @@ export interface ServeOptions {
   webhookConcurrency?: number;
   webhookClientConcurrency?: number;
   webhookPollMs?: number;
+  /** How long a webhook listener lives after its last renewal; LISTEN_LEASE_MS (30 s) otherwise. */
+  webhookListenLeaseMs?: number;
   /** Where JSON logs go (stdout when serving for real). */
   logStream?: NodeJS.WritableStream;
   /** Evolution API / WAHA: base URL and global key. */
@@ -252,6 +255,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
         authWindowMs: opts.authWindowMs,
         tz,
         allowPrivateUrls: opts.allowPrivateUrls ?? false,
+        webhookListenLeaseMs: opts.webhookListenLeaseMs ?? LISTEN_LEASE_MS,
         // A claim must outlive the longest send: a media fetch and the gateway call, each up to the send timeout.
         queue: { ...QUEUE_DEFAULTS, leaseMs: Math.max(QUEUE_DEFAULTS.leaseMs, 2 * http.sendTimeoutMs + 10_000), ...(opts.queue ?? {}) },
       },

@@ -365,4 +365,23 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX idempotencia_expira ON idempotencia(expira_at);
     `,
   },
+  {
+    version: 13,
+    name: 'webhook listeners',
+    sql: `
+      -- Temporary extra destinations of a client's events (\`webhook listen\`), each with its own
+      -- signing secret, alive while expira_at is renewed. Expired rows are removed when the
+      -- client adds another; nothing reads them meanwhile.
+      CREATE TABLE webhook_escuchas (
+        id TEXT PRIMARY KEY,
+        cliente_id INTEGER NOT NULL,
+        url TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        eventos TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expira_at INTEGER NOT NULL
+      );
+      CREATE INDEX webhook_escuchas_cliente ON webhook_escuchas(cliente_id, expira_at);
+    `,
+  },
 ];

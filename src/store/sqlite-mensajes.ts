@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { immediate, stmt } from './statements.js';
-import { hasActiveWebhook } from './sqlite-webhooks.js';
+import { wantsEvents } from './sqlite-webhooks.js';
 import { messageStatusData } from '../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
 import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../core/ledger.js';
@@ -20,11 +20,12 @@ function get(db: DB, msgId: string): MensajeRow | null {
 
 /**
  * Journals an event in the current transaction (see migration 5), for a
- * client with an active webhook only: for the others it would be written,
- * moved and dropped, a cost on every message for nobody.
+ * client with an active webhook or a listener live at the event's time only:
+ * for the others it would be written, moved and dropped, a cost on every
+ * message for nobody.
  */
 export function journal(db: DB, ev: JournalEvent): void {
-  if (!hasActiveWebhook(db, ev.cliente_id)) return;
+  if (!wantsEvents(db, ev.cliente_id, ev.fecha)) return;
   stmt(db, 'INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha) VALUES (?, ?, ?, ?, ?)').run(
     ev.cliente_id,
     ev.celular_id,

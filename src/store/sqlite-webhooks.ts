@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { EntregaRow, IntentoRow, JournalEvent, WebhookConfig } from '../core/ports.js';
+import type { EntregaRow, EscuchaRow, EventRoute, IntentoRow, JournalEvent, ListenerCopy, WebhookConfig } from '../core/ports.js';
 import { immediate, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../core/webhook-undo.js';
 
@@ -20,9 +20,15 @@ export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
   return r && r.url !== '' ? webhookConfigOf(r) : null;
 }
 
-/** Whether the client has a configuration that takes events now (a deleted one keeps its row, with an empty url). */
-export function hasActiveWebhook(db: DB, clienteId: number): boolean {
-  return stmt(db, "SELECT 1 FROM webhooks WHERE cliente_id = ? AND activo = 1 AND url != ''").get(clienteId) !== undefined;
+/**
+ * Whether anyone takes the client's events at `at`: a configuration that is
+ * active (a deleted one keeps its row, with an empty url) or a live listener.
+ */
+export function wantsEvents(db: DB, clienteId: number, at: number): boolean {
+  return (
+    stmt(db, "SELECT 1 FROM webhooks WHERE cliente_id = ? AND activo = 1 AND url != ''").get(clienteId) !== undefined ||
+    stmt(db, 'SELECT 1 FROM webhook_escuchas WHERE cliente_id = ? AND expira_at > ? LIMIT 1').get(clienteId, at) !== undefined
+  );
 }
 
 export function setWebhook(db: DB, cfg: Omit<WebhookConfig, 'updated_at'>, now: number): WebhookConfig {
@@ -149,12 +155,7 @@ export function redeliver(db: DB, clienteId: number, id: string, now: number): b
   );
 }
 
-export function moveEventsToOutbox(
-  db: DB,
-  limit: number,
-  route: (ev: JournalEvent, cfg: WebhookConfig | null) => { id: string; body: string } | null,
-  now: number,
-): number {
+export function moveEventsToOutbox(db: DB, limit: number, route: EventRoute, now: number): { taken: number; copies: ListenerCopy[] } {
   const events = stmt(db, 'SELECT * FROM eventos ORDER BY seq LIMIT ?').all(limit) as Array<{
     seq: number;
     cliente_id: number;
@@ -163,16 +164,60 @@ export function moveEventsToOutbox(
     data: string;
     fecha: number;
   }>;
-  // A batch is mostly a few clients' events: each configuration is read once.
+  // A batch is mostly a few clients' events: each configuration and each client's listeners are read once.
   const configs = new Map<number, WebhookConfig | null>();
+  const listeners = new Map<number, EscuchaRow[]>();
+  const copies: ListenerCopy[] = [];
   for (const e of events) {
     const ev: JournalEvent = { evento: e.evento, cliente_id: e.cliente_id, celular_id: e.celular_id, data: JSON.parse(e.data) as Record<string, unknown>, fecha: e.fecha };
     let cfg = configs.get(e.cliente_id);
     if (cfg === undefined) configs.set(e.cliente_id, (cfg = getWebhook(db, e.cliente_id)));
-    const out = route(ev, cfg);
-    if (out) enqueueEntrega(db, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
+    let escuchas = listeners.get(e.cliente_id);
+    if (escuchas === undefined) listeners.set(e.cliente_id, (escuchas = liveEscuchas(db, e.cliente_id, now)));
+    const out = route(ev, cfg, escuchas);
+    if (out?.entrega) enqueueEntrega(db, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
+    for (const escucha of out?.copias ?? []) copies.push({ escucha, id: out!.id, evento: e.evento, body: out!.body });
   }
   // The lowest seqs were read, in this transaction: everything up to the last one is what was taken.
   if (events.length > 0) stmt(db, 'DELETE FROM eventos WHERE seq <= ?').run(events[events.length - 1]!.seq);
-  return events.length;
+  return { taken: events.length, copies };
+}
+
+type StoredEscucha = Omit<EscuchaRow, 'eventos'> & { eventos: string };
+
+const escuchaOf = (r: StoredEscucha): EscuchaRow => ({ ...r, eventos: JSON.parse(r.eventos) as string[] });
+
+export function liveEscuchas(db: DB, clienteId: number, now: number): EscuchaRow[] {
+  const rows = stmt(db, 'SELECT * FROM webhook_escuchas WHERE cliente_id = ? AND expira_at > ? ORDER BY created_at, id').all(clienteId, now) as StoredEscucha[];
+  return rows.map(escuchaOf);
+}
+
+export function addEscucha(db: DB, e: EscuchaRow, max: number, now: number): EscuchaRow | 'limite' {
+  return immediate(db, () => {
+    stmt(db, 'DELETE FROM webhook_escuchas WHERE cliente_id = ? AND expira_at <= ?').run(e.cliente_id, now);
+    const { n } = stmt(db, 'SELECT COUNT(*) AS n FROM webhook_escuchas WHERE cliente_id = ?').get(e.cliente_id) as { n: number };
+    if (n >= max) return 'limite';
+    stmt(db, 'INSERT INTO webhook_escuchas (id, cliente_id, url, secret, eventos, created_at, expira_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+      e.id,
+      e.cliente_id,
+      e.url,
+      e.secret,
+      JSON.stringify(e.eventos),
+      e.created_at,
+      e.expira_at,
+    );
+    return e;
+  });
+}
+
+export function renewEscucha(db: DB, clienteId: number, id: string, expiraAt: number, now: number): EscuchaRow | null {
+  const r = stmt(db, 'UPDATE webhook_escuchas SET expira_at = ? WHERE id = ? AND cliente_id = ? AND expira_at > ? RETURNING *').get(expiraAt, id, clienteId, now) as
+    | StoredEscucha
+    | undefined;
+  return r ? escuchaOf(r) : null;
+}
+
+export function deleteEscucha(db: DB, clienteId: number, id: string, now: number): boolean {
+  const r = stmt(db, 'DELETE FROM webhook_escuchas WHERE id = ? AND cliente_id = ? RETURNING expira_at').get(id, clienteId) as { expira_at: number } | undefined;
+  return r !== undefined && r.expira_at > now;
 }

@@ -29,6 +29,9 @@ import type {
   NodeRow,
   ClaimResult,
   EntregaRow,
+  EscuchaRow,
+  EventRoute,
+  ListenerCopy,
   IntentoRow,
   WebhookConfig,
   JournalEvent,
@@ -408,11 +411,7 @@ export class SqliteStore implements Store {
     return grouped(this.db, () => msgs.journal(this.db, ev));
   }
 
-  async moveEventsToOutbox(
-    limit: number,
-    route: (ev: JournalEvent, cfg: WebhookConfig | null) => { id: string; body: string } | null,
-    now: number,
-  ): Promise<number> {
+  async moveEventsToOutbox(limit: number, route: EventRoute, now: number): Promise<{ taken: number; copies: ListenerCopy[] }> {
     return grouped(this.db, () => hooks.moveEventsToOutbox(this.db, limit, route, now));
   }
 
@@ -467,6 +466,22 @@ export class SqliteStore implements Store {
 
   async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {
     return hooks.redeliver(this.db, clienteId, id, now);
+  }
+
+  async addEscucha(e: EscuchaRow, max: number, now: number): Promise<EscuchaRow | 'limite'> {
+    return hooks.addEscucha(this.db, e, max, now);
+  }
+
+  async renewEscucha(clienteId: number, id: string, expiraAt: number, now: number): Promise<EscuchaRow | null> {
+    return hooks.renewEscucha(this.db, clienteId, id, expiraAt, now);
+  }
+
+  async deleteEscucha(clienteId: number, id: string, now: number): Promise<boolean> {
+    return hooks.deleteEscucha(this.db, clienteId, id, now);
+  }
+
+  async liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]> {
+    return hooks.liveEscuchas(this.db, clienteId, now);
   }
 
   async kvGet<T>(ns: string, key: string): Promise<T | null> {

@@ -1,6 +1,6 @@
+import type { LookupAddress } from 'node:dns';
 import type { Agent } from 'undici';
 import { pinnedAgent } from '../core/media-url.js';
-import { vetWebhookHost } from './config.js';
 
 /** DNS is checked again after this long, so a host that moves to a private address is refused within it. */
 export const REVET_MS = 30_000;
@@ -40,7 +40,8 @@ export class ReceiverAgents {
   private sweptAt = 0;
 
   constructor(
-    private readonly allowPrivate: boolean,
+    /** Resolves a receiver's host and checks its addresses (throws when refused): what the agent is pinned to. */
+    private readonly vetHost: (url: URL) => Promise<LookupAddress[]>,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
@@ -106,7 +107,7 @@ export class ReceiverAgents {
   private async vet(key: string, e: Entry, url: URL, stamp: number): Promise<Agent> {
     let addresses;
     try {
-      addresses = await vetWebhookHost(url, this.allowPrivate);
+      addresses = await this.vetHost(url);
     } catch (err) {
       // Refused or unresolvable now: nothing more goes through the old connections.
       if (this.entries.get(key) === e) this.entries.delete(key);

@@ -41,7 +41,8 @@ export function parseEventos(raw: unknown): string[] {
   return [...new Set(list.includes(ALL) ? [ALL] : list)];
 }
 
-export function subscribed(cfg: WebhookConfig, kind: string): boolean {
+/** Whether a configuration or a listener takes events of `kind`. */
+export function subscribed(cfg: { eventos: string[] }, kind: string): boolean {
   return cfg.eventos.includes(ALL) || cfg.eventos.includes(kind);
 }
 

@@ -26,10 +26,10 @@ export async function redeliver(core: Core, dispatcher: WebhookDispatcher, p: Cl
   return { id, estado: 'pendiente' as const };
 }
 
-/** Queues a signed test event, whatever the subscription; 409 without a configuration. */
+/** Queues a signed test event, whatever the subscription, and copies it to live listeners; 409 with neither. */
 export async function sendTestEvent(dispatcher: WebhookDispatcher, p: ClientPrincipal) {
   requireClientKey(p, 'sending a test event');
   const id = await dispatcher.enqueueTest(p.cliente.id, { mensaje: 'evento de prueba de pasarela' });
-  if (!id) fail('CONFLICT', 'no webhook is configured: set one first (POST /api/webhook.php)');
+  if (!id) fail('CONFLICT', 'no webhook is configured and no listener is live: set one first (POST /api/webhook.php)');
   return { id };
 }

@@ -3,13 +3,15 @@ import { request, type Agent } from 'undici';
 import { iso } from '../core/clock.js';
 import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events.js';
-import type { EntregaRow, JournalEvent, WebhookConfig } from '../core/ports.js';
+import type { EntregaRow, EscuchaRow, EventRoute, JournalEvent, WebhookConfig } from '../core/ports.js';
 import { KeyedRunner } from '../core/keyed-runner.js';
 import { stream } from '../core/leases.js';
 import type { NodePresence } from '../core/node-presence.js';
 import { ReceiverAgents } from './agents.js';
 import { ClientQueue } from './client-queue.js';
-import { subscribed } from './config.js';
+import { subscribed, vetWebhookHost } from './config.js';
+import { ListenerCopies } from './listener-copies.js';
+import { vetListenerHost } from './listeners.js';
 import { retryDelayMs, sign } from './sign.js';
 
 export interface DispatcherOptions {
@@ -23,6 +25,8 @@ export interface DispatcherOptions {
   /** How often the journal is looked at without a poke, and the longest wait before a due retry is seen. */
   pollMs: number;
   userAgent: string;
+  /** Copies to webhook listeners in flight at once, apart from the deliveries' slots; LISTENER_CONCURRENCY otherwise. */
+  listenerConcurrency?: number;
   onError: (err: unknown) => void;
 }
 
@@ -34,6 +38,10 @@ const READ = 100;
 const MOVE = 500;
 /** How soon a client whose stream another node holds is asked for again. */
 const HELD_RETRY_MS = 1000;
+/** Listener copies in flight at once, by default. */
+const LISTENER_CONCURRENCY = 16;
+/** The longest a listener copy's attempt waits for an answer: a local listener answers at once or not at all. */
+const LISTENER_TIMEOUT_MS = 5000;
 
 /**
  * Webhook delivery through a durable outbox. Each event for a subscribed,
@@ -53,6 +61,9 @@ const HELD_RETRY_MS = 1000;
  * Several nodes: each client's outbox is a stream lease (core/leases.ts),
  * held by one node while it has that client's deliveries in hand and given
  * back when it has none, so two live nodes never post the same delivery.
+ *
+ * Webhook listeners (listeners.ts) get copies of the events the move hands
+ * them, from the node that moved them, outside the outbox (listener-copies.ts).
  */
 export class WebhookDispatcher {
   private readonly runner: KeyedRunner<number>;
@@ -68,6 +79,7 @@ export class WebhookDispatcher {
   private loaded = false;
   private stopping = false;
   private unsubscribe: Array<() => void> = [];
+  private readonly copies: ListenerCopies;
 
   constructor(
     private readonly core: Core,
@@ -75,7 +87,13 @@ export class WebhookDispatcher {
     private readonly opts: DispatcherOptions,
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
-    this.agents = new ReceiverAgents(core.config.allowPrivateUrls);
+    this.agents = new ReceiverAgents((url) => vetWebhookHost(url, core.config.allowPrivateUrls));
+    this.copies = new ListenerCopies(core, new ReceiverAgents(vetListenerHost(core.config.allowPrivateUrls)), {
+      concurrency: opts.listenerConcurrency ?? LISTENER_CONCURRENCY,
+      timeoutMs: Math.min(opts.timeoutMs, LISTENER_TIMEOUT_MS),
+      userAgent: opts.userAgent,
+      onError: opts.onError,
+    });
     this.half = Math.max(1, Math.floor(opts.concurrency / 2));
   }
 
@@ -91,7 +109,13 @@ export class WebhookDispatcher {
     this.stopping = true;
     for (const u of this.unsubscribe) u();
     await this.runner.stop();
+    await this.copies.stop();
     await this.agents.close();
+  }
+
+  /** A listener removed through this node: nothing more goes to it from here (other nodes see it within a second). */
+  forgetListener(id: string): void {
+    this.copies.forget(id);
   }
 
   /** Without a client: the journal has new events. With one: that client's outbox changed (a redelivery). */
@@ -105,19 +129,39 @@ export class WebhookDispatcher {
   static route(ev: JournalEvent, cfg: WebhookConfig | null): { id: string; body: string } | null {
     if (!cfg) return null;
     if (ev.evento !== TEST_EVENT && (!cfg.activo || !subscribed(cfg, ev.evento))) return null;
+    return WebhookDispatcher.envelope(ev);
+  }
+
+  /** The listeners that want an event: those subscribed to its kind, and all of them for a test event. */
+  static listenersOf(ev: JournalEvent, escuchas: EscuchaRow[]): EscuchaRow[] {
+    return escuchas.filter((e) => ev.evento === TEST_EVENT || subscribed(e, ev.evento));
+  }
+
+  /** An event's delivery: a new id and the body every attempt and every listener copy carries. */
+  static envelope(ev: JournalEvent): { id: string; body: string } {
     const { cliente_id: _c, ...data } = ev.data;
     const id = `evt_${randomUUID().replace(/-/g, '')}`;
     return { id, body: JSON.stringify({ id, evento: ev.evento, fecha: iso(ev.fecha), cliente_id: ev.cliente_id, celular_id: ev.celular_id, data }) };
   }
 
-  /** Writes a signed test event to the outbox, whatever the subscription; returns its id (null: no configuration). */
+  /**
+   * A signed test event, whatever the subscriptions: to the outbox when a
+   * configuration exists, and a copy to every live listener. Its id; null
+   * when there is neither.
+   */
   async enqueueTest(clienteId: number, data: Record<string, unknown>): Promise<string | null> {
     const now = this.core.clock.now();
-    const out = WebhookDispatcher.route({ evento: TEST_EVENT, cliente_id: clienteId, celular_id: null, data, fecha: now }, await this.core.store.getWebhook(clienteId));
-    if (!out) return null;
-    await this.core.store.enqueueEntrega({ id: out.id, cliente_id: clienteId, evento: TEST_EVENT, body: out.body }, now);
-    this.poke(clienteId);
-    return out.id;
+    const ev: JournalEvent = { evento: TEST_EVENT, cliente_id: clienteId, celular_id: null, data, fecha: now };
+    const out = WebhookDispatcher.route(ev, await this.core.store.getWebhook(clienteId));
+    const escuchas = await this.core.store.liveEscuchas(clienteId, now);
+    if (!out && escuchas.length === 0) return null;
+    const env = out ?? WebhookDispatcher.envelope(ev);
+    if (out) {
+      await this.core.store.enqueueEntrega({ id: out.id, cliente_id: clienteId, evento: TEST_EVENT, body: out.body }, now);
+      this.poke(clienteId);
+    }
+    this.copies.add(escuchas.map((escucha) => ({ escucha, id: env.id, evento: TEST_EVENT, body: env.body })));
+    return env.id;
   }
 
   private queue(clienteId: number): ClientQueue {
@@ -126,12 +170,21 @@ export class WebhookDispatcher {
     return q;
   }
 
-  /** The route of the move, noting which clients got deliveries. */
-  private readonly moveRoute = (ev: JournalEvent, cfg: WebhookConfig | null): { id: string; body: string } | null => {
+  /** The route of the move, noting which clients got deliveries; listeners get the same id and body. */
+  private readonly moveRoute: EventRoute = (ev, cfg, escuchas) => {
     const out = WebhookDispatcher.route(ev, cfg);
     if (out) this.queue(ev.cliente_id).hint(0);
-    return out;
+    const copias = WebhookDispatcher.listenersOf(ev, escuchas);
+    if (!out && copias.length === 0) return null;
+    return { ...(out ?? WebhookDispatcher.envelope(ev)), entrega: out !== null, copias };
   };
+
+  /** One move of the journal; the listener copies it routed go out once it has committed. */
+  private async move(): Promise<number> {
+    const { taken, copies } = await this.core.store.moveEventsToOutbox(MOVE, this.moveRoute, this.core.clock.now());
+    this.copies.add(copies);
+    return taken;
+  }
 
   private async look(): Promise<number> {
     const { store } = this.core;
@@ -148,7 +201,7 @@ export class WebhookDispatcher {
       this.journal = false;
       this.journalAt = t;
       // Journaled events first: each becomes a delivery (or nothing) and leaves the journal in one transaction.
-      while ((await store.moveEventsToOutbox(MOVE, this.moveRoute, this.core.clock.now())) === MOVE);
+      while ((await this.move()) === MOVE);
     }
     const now = this.core.clock.now();
     // Rounds of one start per client, those with fewest in flight first: an idle client never waits behind another's extra deliveries.

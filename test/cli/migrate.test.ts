@@ -16,6 +16,9 @@ import { api } from '../helpers/server.js';
 import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
 import { Cli, tempDir } from './helpers.js';
 
+/** The newest SQLite schema this pasarela knows. */
+const LATEST = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
 /**
  * `pasarela migrate --from sqlite:DIR --to postgres://...`, the real binary on
  * a data directory filled through the store's port: every table arrives, the
@@ -99,6 +102,8 @@ async function install(): Promise<Installation> {
   await s.setWebhook({ cliente_id: a.id, url: 'http://127.0.0.1:9/hook', secret: 'secret-0123456789', eventos: ['all'], activo: true }, now);
   await s.setWebhook({ cliente_id: b.id, url: 'http://127.0.0.1:9/b', secret: null, eventos: ['all'], activo: true }, now);
   await s.deleteWebhook(b.id, now);
+  // A live `webhook listen`: its lease belongs to the old server and is left behind.
+  await s.addEscucha({ id: 'esc_migrate', cliente_id: a.id, url: 'http://127.0.0.1:9/', secret: 'listener-secret-0123456789', eventos: ['all'], created_at: now, expira_at: now + 10 * 365 * 24 * 60 * MIN }, 5, now);
 
   // 360 messages over three lines and ten days, in every state, queued and direct, charged to either balance.
   for (let i = 0; i < 360; i++) {
@@ -142,7 +147,7 @@ async function install(): Promise<Installation> {
   await s.receipt('gw-not-yet', 'entregado', now);
   await s.journalInbound({ evento: 'messages.received', cliente_id: a.id, celular_id: lineas[0]!, data: { de: '5215599999999', texto: 'hola' }, fecha: now }, 'clave-1', now);
   let n = 0;
-  await s.moveEventsToOutbox(200, (ev) => ({ id: `ent-${++n}`, body: JSON.stringify({ evento: ev.evento, data: ev.data }) }), now);
+  await s.moveEventsToOutbox(200, (ev) => ({ id: `ent-${++n}`, body: JSON.stringify({ evento: ev.evento, data: ev.data }), entrega: true, copias: [] }), now);
   for (let i = 1; i <= 30; i++) {
     await s.recordAttempt(`ent-${i}`, { status: i % 2 ? 500 : 200, duracion_ms: 12, error: i % 2 ? 'HTTP 500' : null }, i % 2 ? { estado: 'pendiente', proximo_intento_at: now + i * 1000 } : { estado: 'entregado' }, now + i);
   }
@@ -193,7 +198,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     const r = await cli.run(['migrate', '--from', `sqlite:${inst.dataDir}`, '--to', url, '--json'], { timeoutMs: 120_000 });
     expect(r.exitCode, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout);
-    expect(report).toMatchObject({ ok: true, data_dir: inst.dataDir, sqlite_schema: { source: MIGRATIONS.at(-1)!.version, copied: MIGRATIONS.at(-1)!.version }, postgres_schema: PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version, replaced: false, serve_running: null });
+    expect(report).toMatchObject({ ok: true, data_dir: inst.dataDir, sqlite_schema: { source: LATEST, copied: LATEST }, postgres_schema: PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version, replaced: false, serve_running: null });
     const rows = Object.fromEntries(report.tables.map((t: { table: string; sqlite: number; postgres: number }) => [t.table, [t.sqlite, t.postgres]]));
     for (const [table, [lite, pg]] of Object.entries(rows) as Array<[string, [number, number]]>) expect(pg, table).toBe(lite);
     expect(rows.mensajes![0]).toBe(361);
@@ -209,6 +214,8 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     try {
       const before = await portView(lite, inst);
       expect(before.heads.length).toBe(3);
+      expect((await lite.liveEscuchas(1, Date.now())).map((e) => e.id)).toEqual(['esc_migrate']);
+      expect(await pg.db.q('SELECT id FROM webhook_escuchas')).toEqual([]);
       expect(before.entregas.some((e) => e.estado === 'pendiente' && e.intentos_detalle.length > 0)).toBe(true);
       // The queued image's bytes moved into the database, where any node reads them; the payload names them there.
       const moved = await pg.getMensaje(inst.mediaId);
@@ -344,7 +351,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     const r = await cli.run(['migrate', '--from', `sqlite:${old}`, '--to', url, '--json']);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({
-      sqlite_schema: { source: 10, copied: MIGRATIONS.at(-1)!.version },
+      sqlite_schema: { source: 10, copied: LATEST },
       tables: expect.arrayContaining([{ table: 'clientes', sqlite: 1, postgres: 1 }]),
       recounted: { pendientes_corregidos: 1 },
     });

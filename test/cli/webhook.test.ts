@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ManualClock } from '../../src/core/clock.js';
 import { generateSecret, verifyDelivery } from '../../src/cli/webhook-listen.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { numeroNuevo } from '../helpers/expect.js';
@@ -172,11 +173,9 @@ describe('webhook test/deliveries/redeliver', () => {
 });
 
 describe('webhook listen', () => {
-  it('repoints the webhook, verifies and prints each event as NDJSON, forwards it, and restores on SIGINT', async () => {
-    // The configuration listen replaces (with its own secret and events) must come back.
-    expectJsonOnly(await cli.run(['webhook', 'set', `${receiverUrl}/previa`, '--secret', SECRET, '--eventos', 'message.status', '--json'], { env: env() }));
+  /** Collects the NDJSON lines a listen prints on stdout. */
+  function ndjson(proc: ReturnType<Cli['spawn']>): any[] {
     const lines: any[] = [];
-    const proc = cli.spawn(['webhook', 'listen', '--print-secret', '--forward-to', `${receiverUrl}/fwd`], { env: env(), timeoutMs: 90_000 });
     let buf = '';
     proc.stdout?.on('data', (c: Buffer) => {
       buf += String(c);
@@ -186,13 +185,24 @@ describe('webhook listen', () => {
         buf = buf.slice(i + 1);
       }
     });
+    return lines;
+  }
+  const listeners = async (srv: TestServer, key: string): Promise<any[]> => (await api(srv.url, 'GET', '/api/webhook_escuchas.php', { key })).body.escuchas;
+
+  it('registers a listener beside the webhook (left untouched, still receiving), verifies and prints each event as NDJSON, forwards it, and removes the listener on SIGINT', async () => {
+    // The real configuration, with its own secret and events: it must neither change nor stop receiving.
+    expectJsonOnly(await cli.run(['webhook', 'set', `${receiverUrl}/previa`, '--secret', SECRET, '--eventos', 'message.status', '--json'], { env: env() }));
+    const before = await webhookView();
+    const proc = cli.spawn(['webhook', 'listen', '--print-secret', '--forward-to', `${receiverUrl}/fwd`], { env: env(), timeoutMs: 90_000 });
+    const lines = ndjson(proc);
     const ready = await waitForText(proc.stderr, /Ready:.*\n/);
     const secret = /\(secret: ([A-Za-z0-9_-]+)\)/.exec(ready)?.[1];
     const port = /to http:\/\/127\.0\.0\.1:(\d+)\//.exec(ready)?.[1];
     expect(secret, ready).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(secret).not.toBe(SECRET);
     expect(port, ready).toBeDefined();
-    const during = await webhookView();
-    expect(during).toMatchObject({ url: `http://127.0.0.1:${port}/`, has_secret: true, eventos: ['all'], activo: true });
+    expect(await webhookView()).toEqual(before);
+    expect(await listeners(s, clientKey)).toEqual([expect.objectContaining({ url: `http://127.0.0.1:${port}/`, eventos: ['all'], id: expect.stringMatching(/^esc_/) })]);
 
     // session.status, messages.received, message.status, webhook.test
     await api(s.url, 'POST', `/api/celular_qr.php?id=${celularId}`, { key: clientKey });
@@ -214,14 +224,20 @@ describe('webhook listen', () => {
     expect(seen('message.status').some((l) => l.body.data.msg_id === sent.body.msg_id)).toBe(true);
     expect(seen('webhook.test')[0].id).toBe(t.id);
 
-    // Forwarded with the same bytes and headers: a Standard Webhooks receiver accepts it.
+    // Forwarded with the same bytes and headers: a Standard Webhooks receiver accepts it with the listener's secret.
     const fwd = hits.filter((h) => h.path === '/fwd');
     const fwdTest = fwd.find((h) => h.headers['webhook-id'] === t.id)!;
     expect(fwdTest, 'forwarded webhook.test').toBeDefined();
     expect(JSON.parse(fwdTest.body)).toEqual(seen('webhook.test')[0].body);
     expectSigned(fwdTest, secret!);
-    // The gateway got the forward's 201, so the deliveries count as delivered.
+    // The real webhook got its own deliveries meanwhile, same ids and bodies, signed with its own secret.
     await until(async () => (await entrega(t.id))?.estado === 'entregado');
+    const real = hits.filter((h) => h.path === '/previa');
+    const realTest = real.find((h) => h.headers['webhook-id'] === t.id)!;
+    expect(realTest.body).toBe(fwdTest.body);
+    expectSigned(realTest, SECRET);
+    await until(async () => hits.some((h) => h.path === '/previa' && JSON.parse(h.body).data?.msg_id === sent.body.msg_id));
+    for (const h of hits.filter((x) => x.path === '/previa')) expect(['message.status', 'webhook.test']).toContain(h.headers['x-service-event']);
 
     // A forged delivery is refused with 401 and reported, not forwarded.
     const forged = JSON.stringify({ id: 'evt_forged', evento: 'message.status', data: {} });
@@ -240,35 +256,132 @@ describe('webhook listen', () => {
     const r = await proc;
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(String(r.stderr)).toContain('warning: rejected delivery evt_forged');
-    expect(String(r.stderr)).toContain(`Restored the webhook: ${receiverUrl}/previa`);
+    expect(String(r.stderr)).toMatch(/Removed the listener esc_[0-9a-f]+; the webhook configuration was not touched/);
     expect(String(r.stderr)).not.toContain(SECRET);
-    expect(await webhookView()).toMatchObject({ configurado: true, url: `${receiverUrl}/previa`, has_secret: true, eventos: ['message.status'] });
+    // Gone at once; the configuration is as it was.
+    expect(await listeners(s, clientKey)).toEqual([]);
+    expect(await webhookView()).toEqual(before);
   });
 
-  it('with no earlier webhook, SIGTERM removes the one listen set; the secret stays hidden without --print-secret', async () => {
+  it('without a webhook configuration, SIGTERM removes the listener; the secret stays hidden without --print-secret', async () => {
     expectJsonOnly(await cli.run(['webhook', 'delete', '--yes', '--json'], { env: env() }));
     const proc = cli.spawn(['webhook', 'listen', '--eventos', 'session.status'], { env: env(), timeoutMs: 60_000 });
     const ready = await waitForText(proc.stderr, /Ready:.*\n/);
     expect(ready).toContain('secret hidden');
-    expect(await webhookView()).toMatchObject({ configurado: true, eventos: ['session.status'] });
+    expect(await listeners(s, clientKey)).toEqual([expect.objectContaining({ eventos: ['session.status'] })]);
+    expect(await webhookView()).toMatchObject({ configurado: false });
     proc.kill('SIGTERM');
     const r = await proc;
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(String(r.stdout)).toBe('');
+    expect(await listeners(s, clientKey)).toEqual([]);
     expect(await webhookView()).toMatchObject({ configurado: false, url: '' });
   });
 
-  it('a server that refuses loopback URLs: exit 1 and says to use --allow-private-urls', async () => {
+  it('on the default server (no --allow-private-urls) it works; beyond 5 live listeners it exits 1 naming the limit', async () => {
     const strict = await startTestServer();
     try {
       const c = await api(strict.url, 'POST', '/admin/clientes', { key: strict.adminToken, json: { nombre: 'Strict', email: 's@example.com' } });
-      const r = await new Cli(strict.url).run(['webhook', 'listen'], { env: { PASARELA_KEY: c.body.api_key } });
-      expect(r.exitCode).toBe(1);
-      expect(r.stderr).toContain('--allow-private-urls');
-      expect((await api(strict.url, 'GET', '/api/webhook.php', { key: c.body.api_key })).body.configurado).toBe(false);
+      const key = c.body.api_key;
+      const strictCli = new Cli(strict.url);
+      const proc = strictCli.spawn(['webhook', 'listen'], { env: { PASARELA_KEY: key }, timeoutMs: 60_000 });
+      const lines = ndjson(proc);
+      await waitForText(proc.stderr, /Ready:.*\n/);
+      const t = expectJsonOnly(await strictCli.run(['webhook', 'test', '--json'], { env: { PASARELA_KEY: key } }));
+      await until(async () => lines.some((l) => l.id === t.id));
+      expect(lines.find((l) => l.id === t.id)).toMatchObject({ verified: true, evento: 'webhook.test' });
+      // Four more through the API make five: a second listen is refused.
+      for (let i = 0; i < 4; i++) expect((await api(strict.url, 'POST', '/api/webhook_escuchas.php', { key, json: { url: `${receiverUrl}/s${i}` } })).status).toBe(201);
+      const sixth = await strictCli.run(['webhook', 'listen'], { env: { PASARELA_KEY: key } });
+      expect(sixth.exitCode).toBe(1);
+      expect(sixth.stderr).toMatch(/5 live webhook listeners/);
+      proc.kill('SIGINT');
+      expect((await proc).exitCode).toBe(0);
+      expect(await listeners(strict, key)).toHaveLength(4);
+      expect((await api(strict.url, 'GET', '/api/webhook.php', { key })).body.configurado).toBe(false);
     } finally {
       await strict.stop();
     }
+  });
+
+  describe('leases', () => {
+    let short: TestServer;
+    let clock: ManualClock;
+    let key: string;
+    let shortCli: Cli;
+    beforeAll(async () => {
+      // A 900 ms lease, renewed every 300 ms; the server's clock moves only when told.
+      short = await startTestServer({ allowPrivateUrls: true, webhookListenLeaseMs: 900 });
+      clock = short.clock as ManualClock;
+      const c = await api(short.url, 'POST', '/admin/clientes', { key: short.adminToken, json: { nombre: 'Lease', email: 'l@example.com' } });
+      key = c.body.api_key;
+      shortCli = new Cli(short.url);
+      expect((await api(short.url, 'POST', '/api/webhook.php', { key, json: { url: `${receiverUrl}/k-real` } })).status).toBe(200);
+    });
+    afterAll(async () => {
+      await short?.stop();
+    });
+
+    it('killed with SIGKILL: the listener stays until its lease runs out, then is gone, and nothing more goes to its port', async () => {
+      const proc = shortCli.spawn(['webhook', 'listen'], { env: { PASARELA_KEY: key }, timeoutMs: 60_000 });
+      const ready = await waitForText(proc.stderr, /Ready:.*\n/);
+      const port = Number(/to http:\/\/127\.0\.0\.1:(\d+)\//.exec(ready)?.[1]);
+      const [l] = await listeners(short, key);
+      proc.kill('SIGKILL');
+      await proc;
+      expect((await listeners(short, key)).map((e) => e.id)).toEqual([l.id]);
+      clock.advance(901);
+      expect(await listeners(short, key)).toEqual([]);
+      expect((await api(short.url, 'POST', `/api/webhook_escuchas_renovar.php?id=${l.id}`, { key })).body.api_codigo).toBe(609);
+      // Something else now on the dead listener's port would see any copy still sent there.
+      const squatter: string[] = [];
+      const sq = createServer((req, res) => {
+        squatter.push(String(req.headers['webhook-id']));
+        res.end();
+      });
+      await new Promise<void>((r) => sq.listen(port, '127.0.0.1', r));
+      try {
+        const t1 = expectJsonOnly(await shortCli.run(['webhook', 'test', '--json'], { env: { PASARELA_KEY: key } }));
+        await until(async () => hits.some((h) => h.path === '/k-real' && h.headers['webhook-id'] === t1.id));
+        // A listener added afterwards gets the next event: by then a copy for the dead one would have been sent.
+        expect((await api(short.url, 'POST', '/api/webhook_escuchas.php', { key, json: { url: `${receiverUrl}/k-next` } })).status).toBe(201);
+        const t2 = expectJsonOnly(await shortCli.run(['webhook', 'test', '--json'], { env: { PASARELA_KEY: key } }));
+        await until(async () => hits.some((h) => h.path === '/k-next' && h.headers['webhook-id'] === t2.id));
+        expect(squatter).toEqual([]);
+      } finally {
+        sq.close();
+      }
+      clock.advance(901);
+    });
+
+    it('a listen whose lease ran out while it was suspended registers again (new secret) and keeps receiving', async () => {
+      const proc = shortCli.spawn(['webhook', 'listen', '--print-secret'], { env: { PASARELA_KEY: key }, timeoutMs: 60_000 });
+      const lines = ndjson(proc);
+      let err = '';
+      proc.stderr?.on('data', (c: Buffer) => (err += String(c)));
+      await until(async () => /Ready:.*\n/.test(err));
+      const first = /\(secret: ([A-Za-z0-9_-]+)\)/.exec(err)![1];
+      const [l] = await listeners(short, key);
+      // Time jumps past the lease (as after a suspend) until the listen notices at its next renewal.
+      await until(
+        async () => {
+          if (/registered again/.test(err)) return true;
+          clock.advance(901);
+          return false;
+        },
+        10_000,
+        50,
+      );
+      expect(err).toMatch(new RegExp(`warning: the listener ${l.id} had expired \\(was this process suspended\\?\\); registered again as esc_[0-9a-f]+ \\(secret: [A-Za-z0-9_-]{43}\\)`));
+      expect(err).not.toMatch(new RegExp(`registered again .*\\(secret: ${first}\\)`));
+      await until(async () => (await listeners(short, key)).length === 1);
+      const t = expectJsonOnly(await shortCli.run(['webhook', 'test', '--json'], { env: { PASARELA_KEY: key } }));
+      await until(async () => lines.some((x) => x.id === t.id));
+      expect(lines.find((x) => x.id === t.id)).toMatchObject({ verified: true });
+      proc.kill('SIGINT');
+      expect((await proc).exitCode).toBe(0);
+      expect(await listeners(short, key)).toEqual([]);
+    });
   });
 
   it('verifyDelivery: both signatures, constant-time, five minutes of tolerance', () => {

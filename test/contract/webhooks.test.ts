@@ -16,23 +16,23 @@ for (const adapter of ADAPTERS) {
       const seen: Array<[string, unknown]> = [];
       const route = (ev: { evento: string; data: Record<string, unknown> }, cfg: unknown) => {
         seen.push([ev.evento, (ev.data as { estado?: string; status?: string }).estado ?? (ev.data as { status?: string }).status]);
-        return cfg ? { id: `evt_${seen.length}`, body: JSON.stringify(ev) } : null;
+        return cfg ? { id: `evt_${seen.length}`, body: JSON.stringify(ev), entrega: true, copias: [] } : null;
       };
       const connected = (fecha: number) => ({ evento: 'session.status' as const, cliente_id: c.id, celular_id: cel.celular.id, data: { status: 'connected' }, fecha });
       // No webhook, or an inactive one: nobody to tell, nothing journaled.
       await ctx.store.acceptMensaje(m, { charge: true, maxPending: null }, 2);
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: false }, 3);
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 3, connected(3));
-      expect(await ctx.store.moveEventsToOutbox(10, route, 4)).toBe(0);
+      expect(await ctx.store.moveEventsToOutbox(10, route, 4)).toEqual({ taken: 0, copies: [] });
       expect(seen).toEqual([]);
       // Active: each change journals its event with it, and the move turns them into deliveries.
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 5);
       await ctx.store.markSent(m.msg_id, 'G1', 6);
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 7, connected(7));
       await ctx.store.failMensaje(m.msg_id, 'x', 8);
-      expect(await ctx.store.moveEventsToOutbox(10, route, 9)).toBe(3);
+      expect(await ctx.store.moveEventsToOutbox(10, route, 9)).toEqual({ taken: 3, copies: [] });
       expect(seen).toEqual([['message.status', 'enviado'], ['session.status', 'connected'], ['message.status', 'error']]);
-      expect(await ctx.store.moveEventsToOutbox(10, route, 10)).toBe(0);
+      expect(await ctx.store.moveEventsToOutbox(10, route, 10)).toEqual({ taken: 0, copies: [] });
       expect((await ctx.store.dueEntregas(c.id, 10, 10)).map((e) => e.evento)).toEqual(['message.status', 'session.status', 'message.status']);
       // Due from the move (9): not before, and nothing else pending after it.
       expect(await ctx.store.dueEntregas(c.id, 8, 10)).toEqual([]);
@@ -99,6 +99,85 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.redeliver(other.id, 'e1', 6000)).toBe(false);
       expect(await ctx.store.redeliver(c.id, 'e1', 6000)).toBe(true);
       expect((await ctx.store.dueEntregas(c.id, 6000, 10)).map((e) => [e.id, e.estado])).toEqual([['e1', 'pendiente']]);
+    });
+  });
+}
+
+/** Listeners (`webhook listen`): leases with a per-client limit, and what the journal's move hands them. */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: WebhooksStore contract, listeners`, () => {
+    const ctx = storeEachTest(adapter);
+    const escucha = (clienteId: number, id: string, expira_at: number, eventos = ['all']) => ({
+      id,
+      cliente_id: clienteId,
+      url: `http://127.0.0.1:9/${id}`,
+      secret: `secret-of-${id}`,
+      eventos,
+      created_at: 100,
+      expira_at,
+    });
+
+    it('adds up to the limit of live ones (expired ones do not count and are removed), renews and removes only live ones of the same client', async () => {
+      const c = await newClienteOf(ctx.store);
+      const other = await newClienteOf(ctx.store);
+      expect(await ctx.store.addEscucha(escucha(c.id, 'esc_a', 1000), 2, 100)).toMatchObject({ id: 'esc_a', eventos: ['all'], expira_at: 1000 });
+      expect(await ctx.store.addEscucha(escucha(c.id, 'esc_b', 500, ['message.status']), 2, 100)).toMatchObject({ id: 'esc_b' });
+      expect(await ctx.store.addEscucha(escucha(c.id, 'esc_c', 1000), 2, 100)).toBe('limite');
+      // Another client's limit is its own.
+      expect(await ctx.store.addEscucha(escucha(other.id, 'esc_o', 1000), 2, 100)).toMatchObject({ id: 'esc_o' });
+      expect((await ctx.store.liveEscuchas(c.id, 100)).map((e) => [e.id, e.secret, e.eventos])).toEqual([
+        ['esc_a', 'secret-of-esc_a', ['all']],
+        ['esc_b', 'secret-of-esc_b', ['message.status']],
+      ]);
+      // At 500 esc_b has expired: not live, not renewable, not removable, and no longer counted.
+      expect((await ctx.store.liveEscuchas(c.id, 500)).map((e) => e.id)).toEqual(['esc_a']);
+      expect(await ctx.store.renewEscucha(c.id, 'esc_b', 1500, 500)).toBeNull();
+      expect(await ctx.store.addEscucha(escucha(c.id, 'esc_c', 1500), 2, 500)).toMatchObject({ id: 'esc_c' });
+      expect(await ctx.store.deleteEscucha(c.id, 'esc_b', 600)).toBe(false);
+      // Renewing moves the lease; another client's id is not this client's.
+      expect(await ctx.store.renewEscucha(other.id, 'esc_a', 5000, 600)).toBeNull();
+      expect(await ctx.store.renewEscucha(c.id, 'esc_a', 5000, 600)).toMatchObject({ id: 'esc_a', expira_at: 5000 });
+      expect((await ctx.store.liveEscuchas(c.id, 2000)).map((e) => e.id)).toEqual(['esc_a']);
+      expect(await ctx.store.deleteEscucha(other.id, 'esc_a', 2000)).toBe(false);
+      expect(await ctx.store.deleteEscucha(c.id, 'esc_a', 2000)).toBe(true);
+      expect(await ctx.store.deleteEscucha(c.id, 'esc_a', 2000)).toBe(false);
+      expect(await ctx.store.liveEscuchas(c.id, 2000)).toEqual([]);
+      expect((await ctx.store.liveEscuchas(other.id, 600)).map((e) => e.id)).toEqual(['esc_o']);
+    });
+
+    it('a live listener has events journaled without a configuration; the move hands each event its client\'s live listeners and returns the copies asked for', async () => {
+      const c = await newClienteOf(ctx.store);
+      const other = await newClienteOf(ctx.store);
+      const cel = await ctx.store.insertCelular(celular(c.id, '525512345679'), 1000);
+      if (!cel.ok) throw new Error('insert');
+      const connected = (fecha: number) => ({ evento: 'session.status' as const, cliente_id: c.id, celular_id: cel.celular.id, data: { status: 'connected' }, fecha });
+      const given: Array<[string, string[]]> = [];
+      const route = (ev: { evento: string; cliente_id: number }, cfg: unknown, escuchas: Array<{ id: string }>) => {
+        given.push([ev.evento, escuchas.map((e) => e.id)]);
+        return escuchas.length > 0 ? { id: `evt_${given.length}`, body: `{"n":${given.length}}`, entrega: cfg !== null, copias: escuchas as never } : null;
+      };
+      await ctx.store.addEscucha(escucha(c.id, 'esc_1', 3000), 5, 1000);
+      await ctx.store.addEscucha(escucha(other.id, 'esc_other', 3000), 5, 1000);
+      // Live at the event's time: journaled although the client has no configuration.
+      await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2000, connected(2000));
+      const moved = await ctx.store.moveEventsToOutbox(10, route, 2100);
+      expect(moved.taken).toBe(1);
+      expect(given).toEqual([['session.status', ['esc_1']]]);
+      expect(moved.copies.map((k) => [k.escucha.id, k.escucha.secret, k.id, k.evento, k.body])).toEqual([['esc_1', 'secret-of-esc_1', 'evt_1', 'session.status', '{"n":1}']]);
+      // entrega false: nothing in the outbox.
+      expect(await ctx.store.entregaQueues()).toEqual([]);
+      // With a configuration too: both, under one id.
+      await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 2200);
+      await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2300, connected(2300));
+      expect((await ctx.store.moveEventsToOutbox(10, route, 2400)).copies.map((k) => k.id)).toEqual(['evt_2']);
+      expect((await ctx.store.dueEntregas(c.id, 2400, 10)).map((e) => e.id)).toEqual(['evt_2']);
+      // Expired at the move: the route gets no listener; without a configuration the event is not journaled at all.
+      await ctx.store.deleteWebhook(c.id, 2500);
+      await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2600, connected(2600));
+      expect(await ctx.store.moveEventsToOutbox(10, route, 3000)).toEqual({ taken: 1, copies: [] });
+      expect(given[2]).toEqual(['session.status', []]);
+      await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 3100, connected(3100));
+      expect(await ctx.store.moveEventsToOutbox(10, route, 3200)).toEqual({ taken: 0, copies: [] });
     });
   });
 }

@@ -9,7 +9,7 @@ import type { SimGateway } from '../../src/gateways/sim.js';
 /**
  * Cost flat in history: every statement the service runs on a request or a
  * message (auth, accept, caps, dedupe, claim, send, receipts, journal, outbox,
- * deliveries, history) is served by an index. The test records every SQL text
+ * deliveries, listeners, history) is served by an index. The test records every SQL text
  * the store prepares while a store holding many rows serves all of those
  * paths, then fails on any plan that scans a table. A statement allowed to
  * scan says why below, so a new one cannot slip in silently.
@@ -146,6 +146,15 @@ it('serves every per-request and per-message path with an index, on a store with
   await api(s.url, 'GET', '/api/info.php', { key: a.clientKey });
   await api(s.url, 'GET', `/api/saldo.php?celular_id=${a.celularId}`, { key: a.clientKey });
   await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.celularKey });
+  // A webhook listener of a client without a configuration: registered, renewed, listed, given a test event and an incoming message, removed.
+  const esc = await api(s.url, 'POST', '/api/webhook_escuchas.php', { key: b.clientKey, json: { url: `${receiver.url}/escucha` } });
+  expect(esc.status, esc.text).toBe(201);
+  await api(s.url, 'POST', `/api/webhook_escuchas_renovar.php?id=${esc.body.escucha.id}`, { key: b.clientKey });
+  await api(s.url, 'GET', '/api/webhook_escuchas.php', { key: b.clientKey });
+  await api(s.url, 'POST', '/api/webhook_test.php', { key: b.clientKey });
+  await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: b.celularId, de: '525598773334', texto: 'hola escucha' } });
+  await waitFor(() => receiver.hits.some((h) => h.path === '/escucha' && h.headers['x-service-event'] === 'messages.received'), 'a listener copy', 15_000);
+  await api(s.url, 'DELETE', `/api/webhook_escuchas.php?id=${esc.body.escucha.id}`, { key: b.clientKey });
 
   const db = (s.core.store as SqliteStore).db;
   const scans: string[] = [];

@@ -106,7 +106,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
 
   wh
     .command('restore')
-    .description('put back the configuration the last set or delete replaced (also after a `webhook listen` that was killed)')
+    .description('put back the configuration the last set or delete replaced (also what a killed `webhook listen` of an older pasarela, which replaced the webhook, left behind)')
     .action(async (_o, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const b = await ctx.client().call<WebhookView>('POST', '/api/webhook_restaurar.php', { key: ctx.key() });
@@ -115,7 +115,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
 
   wh
     .command('test')
-    .description('send a signed webhook.test event to the configured URL (through the real outbox)')
+    .description('send a signed webhook.test event to the configured URL (through the real outbox) and a copy to each live listener (`webhook listen`)')
     .action(async (_o, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const b = await ctx.client().call<{ id: string }>('POST', '/api/webhook_test.php', { key: ctx.key() });
@@ -160,11 +160,15 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
 
   wh
     .command('listen')
-    .description('receive the events here: a local receiver that checks signatures, prints and optionally forwards each event; the webhook is put back on Ctrl-C (the server must run on this machine with --allow-private-urls)')
+    .description(
+      'receive copies of the events here: a local receiver registered as a temporary listener beside the webhook (which is left as it is and keeps receiving); ' +
+        'it checks signatures with its own secret, prints and optionally forwards each event, and is removed on Ctrl-C (expires by itself within 30 s if killed); ' +
+        'the server must run on this machine',
+    )
     .addOption(new Option('--port <n>', 'port on 127.0.0.1 (0: any free port)').default(0).argParser(int(0, 65535)))
     .option('--forward-to <url>', 'POST each verified event (same body and headers) to this URL and answer with its status')
     .addOption(completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true }).default(['all'], 'all').argParser(eventos))
-    .option('--print-secret', 'show the signing secret in the Ready line')
+    .option('--print-secret', 'show the listener\'s signing secret (made by the server for this listen) in the Ready line')
     .action(async (o: { port: number; forwardTo?: string; eventos: string[]; printSecret?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       if (o.forwardTo !== undefined) {

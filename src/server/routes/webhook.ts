@@ -3,12 +3,14 @@ import type { Core } from '../../core/context.js';
 import { deleteWebhook, getWebhook, restoreWebhook, setWebhook, type WebhookInput } from '../../webhooks/config.js';
 import { listDeliveries, redeliver, sendTestEvent } from '../../webhooks/deliveries.js';
 import { TEST_EVENT, type WebhookDispatcher } from '../../webhooks/dispatcher.js';
-import { bodyOf, boolish, clientAuth, principal, queryOf, success } from '../http.js';
+import { addListener, LISTENERS_MAX, listListeners, removeListener, renewListener, requestFromThisMachine } from '../../webhooks/listeners.js';
+import { bodyOf, boolish, clientAuth, created, principal, queryOf, success } from '../http.js';
 import { errorResponses, keyField, okResponse } from '../schemas/common.js';
 
 /**
- * The webhook configuration (and its legacy endpoint), plus delivery
- * observability. All client-wide: the client key only (core decides).
+ * The webhook configuration (and its legacy endpoint), delivery
+ * observability, and listeners (temporary extra destinations, `webhook
+ * listen`). All client-wide: the client key only (core decides).
  */
 export default async function webhookRoutes(app: FastifyInstance, { core, dispatcher }: { core: Core; dispatcher: WebhookDispatcher }) {
   const auth = clientAuth(core);
@@ -82,7 +84,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       tags,
       security,
       description,
-      summary: `Send a signed ${TEST_EVENT} event through the outbox, whatever the subscription`,
+      summary: `Send a signed ${TEST_EVENT} event through the outbox, whatever the subscription, and a copy to every live listener (409 when there is neither a configuration nor a listener)`,
       response: { 200: okResponse({ id: { type: 'string' } }), ...errorResponses },
     },
     handler: async (req) => success(await sendTestEvent(dispatcher, principal(req)), { descripcion: 'evento de prueba en cola' }),
@@ -141,4 +143,91 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       return success(await redeliver(core, dispatcher, principal(req), id), { descripcion: 'entrega reprogramada' });
     },
   });
+
+  // ---- listeners: temporary extra destinations (webhooks/listeners.ts) ----
+  const escucha = {
+    type: 'object',
+    properties: {
+      id: { type: 'string', description: 'esc_ + 32 hex' },
+      url: { type: 'string' },
+      eventos: { type: 'array', items: { type: 'string' } },
+      created_at: { type: 'string', format: 'date-time' },
+      expira_at: { type: 'string', format: 'date-time', description: 'the lease ends here unless renewed' },
+      vigencia_ms: { type: 'integer', description: 'how long each renewal extends the lease (renew every third of it)' },
+    },
+  } as const;
+  const listenerDescription =
+    `${description} A listener gets a copy of each of the client's events it subscribes to (webhook.test always), with the same id and body as the real delivery, ` +
+    'signed with its own secret, while its lease is renewed; the configuration is never touched. Copies are best effort: a few quick attempts, nothing kept. ' +
+    `At most ${LISTENERS_MAX} live per client (409, api_codigo 610, beyond).`;
+  const idField = { type: 'string', maxLength: 64, description: 'the listener id (esc_...)' } as const;
+  const idQuery = { type: 'object', properties: { key: keyField, id: idField } } as const;
+  const idOf = (req: Parameters<typeof bodyOf>[0]) => String(queryOf(req).id ?? bodyOf(req).id ?? '');
+
+  app.get('/api/webhook_escuchas.php', {
+    preValidation: auth,
+    schema: {
+      tags,
+      security,
+      description: listenerDescription,
+      summary: 'The live webhook listeners (secrets are never returned)',
+      response: { 200: okResponse({ escuchas: { type: 'array', items: escucha } }), ...errorResponses },
+    },
+    handler: async (req) => success(await listListeners(core, principal(req))),
+  });
+  app.post('/api/webhook_escuchas.php', {
+    preValidation: auth,
+    schema: {
+      tags,
+      security,
+      description:
+        `${listenerDescription} The url is a loopback address (http://127.0.0.1:PORT/ or [::1]), accepted when the request comes from the server's own machine ` +
+        '(its peer and every X-Forwarded-For or Forwarded address are loopback) or with serve --allow-private-urls; or an https:// URL under the webhook address rule.',
+      summary: 'Register a webhook listener; its signing secret is returned only here',
+      body: {
+        type: 'object',
+        properties: {
+          key: keyField,
+          url: { type: 'string', maxLength: 2048, description: 'http://127.0.0.1:PORT/... from this machine, or https://' },
+          eventos: setBody.properties.eventos,
+        },
+      },
+      response: {
+        201: okResponse({ escucha, secret: { type: 'string', description: 'signs the copies (raw format, 43 characters); shown only now' } }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req, reply) => {
+      const b = bodyOf(req);
+      const r = await addListener(core, principal(req), { url: b.url, eventos: b.eventos ?? b['eventos[]'] }, requestFromThisMachine(req.socket.remoteAddress, req.headers));
+      return created(reply, r, { descripcion: 'escucha registrada' });
+    },
+  });
+  app.post('/api/webhook_escuchas_renovar.php', {
+    preValidation: auth,
+    schema: {
+      tags,
+      security,
+      description: `${listenerDescription} 404 (api_codigo 609) once the listener is removed or its lease has expired: register it again.`,
+      summary: 'Renew a listener\'s lease (every third of vigencia_ms)',
+      querystring: idQuery,
+      response: { 200: okResponse({ escucha }), ...errorResponses },
+    },
+    handler: async (req) => success(await renewListener(core, principal(req), idOf(req)), { descripcion: 'escucha renovada' }),
+  });
+  const removeSchema = {
+    tags,
+    security,
+    description: `${listenerDescription} No copy goes to it from then on (within a second on other nodes); 404 (api_codigo 609) when it was already removed or had expired.`,
+    summary: 'Remove a listener',
+    querystring: idQuery,
+    response: { 200: okResponse({ id: { type: 'string' }, eliminado: { type: 'boolean' } }), ...errorResponses },
+  };
+  const remove = async (req: Parameters<typeof bodyOf>[0]) => {
+    const r = await removeListener(core, principal(req), idOf(req));
+    dispatcher.forgetListener(r.id);
+    return success(r, { descripcion: 'escucha eliminada' });
+  };
+  app.delete('/api/webhook_escuchas.php', { preValidation: auth, schema: removeSchema, handler: remove });
+  app.post('/api/webhook_escuchas_eliminar.php', { preValidation: auth, schema: { ...removeSchema, summary: 'Remove a listener (POST form of DELETE /api/webhook_escuchas.php)' }, handler: remove });
 }

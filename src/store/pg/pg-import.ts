@@ -23,6 +23,12 @@ export const DERIVED = ['conteos_mensajes', 'conteos_cuartos'] as const;
 /** Each store's own bookkeeping. */
 const OWN = new Set(['schema_migrations', 'sqlite_sequence']);
 
+/**
+ * Known and never copied: a `webhook listen` lease belongs to the process
+ * that renews it against the old server; its listener registers again.
+ */
+export const LEFT_BEHIND = ['webhook_escuchas'] as const;
+
 /** The trigger that keeps the counts on every insert: one upsert per message, off while loading. */
 const COUNT_TRIGGER = 'conteos_insert';
 
@@ -39,7 +45,7 @@ interface Column {
 
 /** Tables of the SQLite store this copy does not know: refused rather than silently left behind. */
 export function unknownTables(src: Database.Database): string[] {
-  const known = new Set<string>([...COPIED, ...DERIVED, ...OWN]);
+  const known = new Set<string>([...COPIED, ...DERIVED, ...OWN, ...LEFT_BEHIND]);
   return (src.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>)
     .map((r) => r.name)
     .filter((n) => !known.has(n));
@@ -176,8 +182,8 @@ export async function occupied(c: Queryable): Promise<string[]> {
 
 /** `--replace`: empties every pasarela table of the target, in the copy's transaction. */
 export async function emptyAll(c: Client): Promise<void> {
-  // The store's own leases and queued media bytes go with the rows they belonged to.
-  await c.query(`TRUNCATE ${[...COPIED, ...DERIVED, 'leases', 'medios'].join(', ')} RESTART IDENTITY`);
+  // The store's own leases, queued media bytes and listeners go with the rows they belonged to.
+  await c.query(`TRUNCATE ${[...COPIED, ...DERIVED, ...LEFT_BEHIND, 'leases', 'medios'].join(', ')} RESTART IDENTITY`);
 }
 
 /**

@@ -331,6 +331,25 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE INDEX idempotencia_expira ON idempotencia(expira_at);
     `,
   },
+  {
+    version: 6,
+    name: 'webhook listeners (SQLite version 13)',
+    sql: `
+      -- Temporary extra destinations of a client's events (\`webhook listen\`), each with its own
+      -- signing secret, alive while expira_at (on the clock of the node that renewed it) is renewed.
+      -- Expired rows are removed when the client adds another; nothing reads them meanwhile.
+      CREATE TABLE webhook_escuchas (
+        id TEXT PRIMARY KEY,
+        cliente_id BIGINT NOT NULL,
+        url TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        eventos TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expira_at BIGINT NOT NULL
+      );
+      CREATE INDEX webhook_escuchas_cliente ON webhook_escuchas(cliente_id, expira_at);
+    `,
+  },
 ];
 
 /**

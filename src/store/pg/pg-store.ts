@@ -13,6 +13,9 @@ import type {
   ClientePatch,
   ClienteRow,
   EntregaRow,
+  EscuchaRow,
+  EventRoute,
+  ListenerCopy,
   GatewayServerEstado,
   GatewayServerLoad,
   GatewayServerRow,
@@ -361,11 +364,7 @@ export class PgStore implements Store {
     await this.db.tx((c) => msgs.journal(c, ev));
   }
 
-  async moveEventsToOutbox(
-    limit: number,
-    route: (ev: JournalEvent, cfg: WebhookConfig | null) => { id: string; body: string } | null,
-    now: number,
-  ): Promise<number> {
+  async moveEventsToOutbox(limit: number, route: EventRoute, now: number): Promise<{ taken: number; copies: ListenerCopy[] }> {
     return hooks.moveEventsToOutbox(this.db, limit, route, now);
   }
 
@@ -416,6 +415,22 @@ export class PgStore implements Store {
 
   async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
     return hooks.listEntregas(this.db, clienteId, limit);
+  }
+
+  async addEscucha(e: EscuchaRow, max: number, now: number): Promise<EscuchaRow | 'limite'> {
+    return hooks.addEscucha(this.db, e, max, now);
+  }
+
+  async renewEscucha(clienteId: number, id: string, expiraAt: number, now: number): Promise<EscuchaRow | null> {
+    return hooks.renewEscucha(this.db, clienteId, id, expiraAt, now);
+  }
+
+  async deleteEscucha(clienteId: number, id: string, now: number): Promise<boolean> {
+    return hooks.deleteEscucha(this.db, clienteId, id, now);
+  }
+
+  async liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]> {
+    return hooks.liveEscuchas(this.db, clienteId, now);
   }
 
   async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {

@@ -1,4 +1,4 @@
-import type { EntregaRow, IntentoRow, JournalEvent, WebhookConfig } from '../../core/ports.js';
+import type { EntregaRow, EscuchaRow, EventRoute, IntentoRow, JournalEvent, ListenerCopy, WebhookConfig } from '../../core/ports.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { type Client, type Db, LOCK, type Queryable, row, rows } from './pg-db.js';
 
@@ -166,14 +166,9 @@ export async function redeliver(db: Db, clienteId: number, id: string, now: numb
  * committed meanwhile with a lower number is left for the next move instead
  * of being deleted unread.
  */
-export async function moveEventsToOutbox(
-  db: Db,
-  limit: number,
-  route: (ev: JournalEvent, cfg: WebhookConfig | null) => { id: string; body: string } | null,
-  now: number,
-): Promise<number> {
+export async function moveEventsToOutbox(db: Db, limit: number, route: EventRoute, now: number): Promise<{ taken: number; copies: ListenerCopy[] }> {
   // Most looks find the journal empty: one read says so, without a transaction and the movers' lock.
-  if (!(await db.one('SELECT 1 FROM eventos ORDER BY seq LIMIT 1'))) return 0;
+  if (!(await db.one('SELECT 1 FROM eventos ORDER BY seq LIMIT 1'))) return { taken: 0, copies: [] };
   return db.tx(async (c) => {
     await c.query('SELECT pg_advisory_xact_lock($1, 0)', [LOCK.journal]);
     const events = await rows<{ seq: number; cliente_id: number; celular_id: number | null; evento: string; data: string; fecha: number }>(
@@ -182,14 +177,64 @@ export async function moveEventsToOutbox(
       [limit],
     );
     const configs = new Map<number, WebhookConfig | null>();
+    const listeners = new Map<number, EscuchaRow[]>();
+    // Of this attempt only: a transaction retried after a deadlock routes its events again.
+    const copies: ListenerCopy[] = [];
     for (const e of events) {
       const ev: JournalEvent = { evento: e.evento, cliente_id: e.cliente_id, celular_id: e.celular_id, data: JSON.parse(e.data) as Record<string, unknown>, fecha: e.fecha };
       let cfg = configs.get(e.cliente_id);
       if (cfg === undefined) configs.set(e.cliente_id, (cfg = await getWebhook(c, e.cliente_id)));
-      const out = route(ev, cfg);
-      if (out) await enqueueEntrega(c, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
+      let escuchas = listeners.get(e.cliente_id);
+      if (escuchas === undefined) listeners.set(e.cliente_id, (escuchas = await liveEscuchas(c, e.cliente_id, now)));
+      const out = route(ev, cfg, escuchas);
+      if (out?.entrega) await enqueueEntrega(c, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
+      for (const escucha of out?.copias ?? []) copies.push({ escucha, id: out!.id, evento: e.evento, body: out!.body });
     }
     if (events.length > 0) await c.query('DELETE FROM eventos WHERE seq = ANY($1::bigint[])', [events.map((e) => e.seq)]);
-    return events.length;
+    return { taken: events.length, copies };
   });
+}
+
+type StoredEscucha = Omit<EscuchaRow, 'eventos'> & { eventos: string };
+
+const escuchaOf = (r: StoredEscucha): EscuchaRow => ({ ...r, eventos: JSON.parse(r.eventos) as string[] });
+
+export async function liveEscuchas(q: Queryable, clienteId: number, now: number): Promise<EscuchaRow[]> {
+  const r = await q.query('SELECT * FROM webhook_escuchas WHERE cliente_id = $1 AND expira_at > $2 ORDER BY created_at, id', [clienteId, now]);
+  return (r.rows as StoredEscucha[]).map(escuchaOf);
+}
+
+/** Count and insert under the client's listeners lock, so two nodes adding at once cannot both pass the limit. */
+export async function addEscucha(db: Db, e: EscuchaRow, max: number, now: number): Promise<EscuchaRow | 'limite'> {
+  return db.tx(async (c) => {
+    await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2::text))', [LOCK.listeners, e.cliente_id]);
+    await c.query('DELETE FROM webhook_escuchas WHERE cliente_id = $1 AND expira_at <= $2', [e.cliente_id, now]);
+    const n = (await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM webhook_escuchas WHERE cliente_id = $1', [e.cliente_id]))!.n;
+    if (n >= max) return 'limite' as const;
+    await c.query('INSERT INTO webhook_escuchas (id, cliente_id, url, secret, eventos, created_at, expira_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+      e.id,
+      e.cliente_id,
+      e.url,
+      e.secret,
+      JSON.stringify(e.eventos),
+      e.created_at,
+      e.expira_at,
+    ]);
+    return e;
+  });
+}
+
+export async function renewEscucha(db: Db, clienteId: number, id: string, expiraAt: number, now: number): Promise<EscuchaRow | null> {
+  const r = await db.one<StoredEscucha>('UPDATE webhook_escuchas SET expira_at = $3 WHERE id = $1 AND cliente_id = $2 AND expira_at > $4 RETURNING *', [
+    id,
+    clienteId,
+    expiraAt,
+    now,
+  ]);
+  return r ? escuchaOf(r) : null;
+}
+
+export async function deleteEscucha(db: Db, clienteId: number, id: string, now: number): Promise<boolean> {
+  const r = await db.one<{ expira_at: number }>('DELETE FROM webhook_escuchas WHERE id = $1 AND cliente_id = $2 RETURNING expira_at', [id, clienteId]);
+  return r !== null && r.expira_at > now;
 }

@@ -1,0 +1,180 @@
+import { request } from 'undici';
+import type { Core } from '../core/context.js';
+import type { EscuchaRow, ListenerCopy } from '../core/ports.js';
+import type { ReceiverAgents } from './agents.js';
+import { sign } from './sign.js';
+
+export interface ListenerCopiesOptions {
+  /** Copies in flight at once, all listeners together (apart from the real deliveries' slots). */
+  concurrency: number;
+  /** A copy's attempt without an answer within this fails. */
+  timeoutMs: number;
+  userAgent: string;
+  onError: (err: unknown) => void;
+}
+
+/** Attempts per copy: the first and two quick retries. */
+export const COPY_ATTEMPTS = 3;
+const RETRY_MS = [250, 1000];
+/** How stale this node's view of a listener may grow before the store is asked again (removed on another node?). */
+const RECHECK_MS = 1000;
+/** Copies waiting per listener; beyond, the oldest are dropped. */
+export const COPY_BACKLOG = 100;
+
+interface Pending extends ListenerCopy {
+  intentos: number;
+}
+
+/** One listener's copies, posted one at a time in event order. */
+interface Lane {
+  escucha: EscuchaRow;
+  /** Not started yet; a copy being retried is back at the head. */
+  queue: Pending[];
+  busy: boolean;
+  /** performance.now() before which the head (a retry) waits. */
+  dueAt: number;
+  /** performance.now() when the lease was last read. */
+  readAt: number;
+}
+
+/**
+ * Best-effort copies of a client's events to its live listeners, in memory
+ * on the node that moved the events out of the journal. Nothing is written:
+ * a copy is tried a few times within about a second and then dropped, and a
+ * listener whose lease ended loses what was waiting for it, so a dead
+ * listener never grows a backlog. Copies have slots and connections of their
+ * own, one in flight per listener and listeners served in turn, so they
+ * never delay a real delivery or another listener.
+ */
+export class ListenerCopies {
+  private readonly lanes = new Map<string, Lane>();
+  private readonly running = new Set<Promise<void>>();
+  private inFlight = 0;
+  private stopping = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly core: Core,
+    private readonly agents: ReceiverAgents,
+    private readonly opts: ListenerCopiesOptions,
+  ) {}
+
+  add(copies: ListenerCopy[]): void {
+    if (this.stopping || copies.length === 0) return;
+    for (const c of copies) {
+      let lane = this.lanes.get(c.escucha.id);
+      // The move read the lease just now: the newest renewal known.
+      if (!lane) this.lanes.set(c.escucha.id, (lane = { escucha: c.escucha, queue: [], busy: false, dueAt: 0, readAt: performance.now() }));
+      else if (c.escucha.expira_at > lane.escucha.expira_at) {
+        lane.escucha = c.escucha;
+        lane.readAt = performance.now();
+      }
+      lane.queue.push({ ...c, intentos: 0 });
+      if (lane.queue.length > COPY_BACKLOG) lane.queue.splice(0, lane.queue.length - COPY_BACKLOG);
+    }
+    this.pump();
+  }
+
+  /** A listener removed here: what waits for it is dropped at once. */
+  forget(id: string): void {
+    const lane = this.lanes.get(id);
+    if (!lane) return;
+    lane.queue.length = 0;
+    if (!lane.busy) this.lanes.delete(id);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.timer);
+    this.lanes.clear();
+    await Promise.allSettled([...this.running]);
+    await this.agents.close();
+  }
+
+  private pump(): void {
+    if (this.stopping) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const t = performance.now();
+    let next = Infinity;
+    for (const [id, lane] of [...this.lanes]) {
+      if (lane.busy) continue;
+      if (lane.queue.length === 0) {
+        this.lanes.delete(id);
+        continue;
+      }
+      if (lane.dueAt > t) {
+        next = Math.min(next, lane.dueAt);
+        continue;
+      }
+      if (this.inFlight >= this.opts.concurrency) break;
+      // Listeners take turns: this one goes to the back.
+      this.lanes.delete(id);
+      this.lanes.set(id, lane);
+      this.start(lane);
+    }
+    if (next < Infinity) this.timer = setTimeout(() => this.pump(), Math.max(1, next - t)).unref();
+  }
+
+  private start(lane: Lane): void {
+    const c = lane.queue.shift()!;
+    lane.busy = true;
+    this.inFlight += 1;
+    const run = this.attempt(lane, c)
+      .catch((err: unknown) => this.opts.onError(err))
+      .finally(() => {
+        lane.busy = false;
+        this.inFlight -= 1;
+        this.running.delete(run);
+        this.pump();
+      });
+    this.running.add(run);
+  }
+
+  private async attempt(lane: Lane, c: Pending): Promise<void> {
+    const now = this.core.clock.now();
+    // Past the lease as last known, before a retry, or a second after the last look: the store says whether it was renewed or removed.
+    if (c.intentos > 0 || now >= lane.escucha.expira_at || performance.now() - lane.readAt >= RECHECK_MS) {
+      lane.readAt = performance.now();
+      const live = (await this.core.store.liveEscuchas(lane.escucha.cliente_id, now)).find((e) => e.id === lane.escucha.id);
+      if (!live) {
+        lane.queue.length = 0;
+        return;
+      }
+      lane.escucha = live;
+    }
+    if (await this.post(lane.escucha, c)) return;
+    // Otherwise dropped: a listener is a developer's window, not a durable path.
+    if (c.intentos + 1 < COPY_ATTEMPTS && !this.stopping) {
+      lane.queue.unshift({ ...c, intentos: c.intentos + 1 });
+      lane.dueAt = performance.now() + RETRY_MS[c.intentos]!;
+    }
+  }
+
+  /** One signed POST, as a real delivery is made; true on a 2xx. */
+  private async post(e: EscuchaRow, c: Pending): Promise<boolean> {
+    try {
+      const url = new URL(e.url);
+      const agent = await this.agents.get(e.cliente_id, url, e.created_at);
+      const ts = Math.floor(this.core.clock.now() / 1000);
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'user-agent': this.opts.userAgent,
+        'x-service-event': c.evento,
+        'webhook-id': c.id,
+        'webhook-timestamp': String(ts),
+        ...sign(e.secret, c.id, ts, c.body),
+      };
+      const res = await request(url, { method: 'POST', headers, body: c.body, dispatcher: agent, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs }).catch(
+        (err: unknown) => {
+          this.agents.drop(e.cliente_id, url, agent);
+          throw err;
+        },
+      );
+      await res.body.dump();
+      return res.statusCode >= 200 && res.statusCode < 300;
+    } catch {
+      return false;
+    }
+  }
+}
