@@ -42,6 +42,8 @@ export interface WebhookView {
   eventos: string[];
   activo: boolean;
   updated_at: string | null;
+  /** Set only: a warning, e.g. the host does not resolve now. */
+  aviso?: string;
 }
 
 /** 32 random bytes as base64url (43 characters, no `whsec_` prefix: raw-format secret), never starting with '-' (so it can be pasted after --secret). */

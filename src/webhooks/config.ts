@@ -19,10 +19,11 @@ const ALL = 'all';
  * ones are allowed); the addresses are returned so the connection can be
  * pinned to them.
  */
-export async function vetWebhookHost(url: URL, allowPrivate: boolean): Promise<LookupAddress[]> {
+export async function vetWebhookHost(url: URL, allowPrivate: boolean, opts: { unresolvedOk?: boolean } = {}): Promise<LookupAddress[]> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const family = isIP(host);
   const addresses: LookupAddress[] = family !== 0 ? [{ address: host, family }] : await lookup(host, { all: true }).catch(() => []);
+  if (addresses.length === 0 && opts.unresolvedOk) return addresses;
   if (addresses.length === 0) fail('INVALID_PARAMS', `url: the host ${host} does not resolve`);
   if (!allowPrivate && addresses.some((a) => isBlockedAddress(a.address))) {
     fail('INVALID_PARAMS', 'url: points at a loopback, private or link-local address (allowed only with serve --allow-private-urls)');
@@ -81,7 +82,10 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
   } catch (err) {
     fail('INVALID_PARAMS', (err as Error).message);
   }
-  await vetWebhookHost(url, core.config.allowPrivateUrls);
+  // A name that does not resolve now (DNS not yet published, resolver down) is
+  // saved with a warning, as Stripe saves any URL: every delivery resolves and
+  // vets the host again, so nothing reaches a private address later either.
+  const resolved = await vetWebhookHost(url, core.config.allowPrivateUrls, { unresolvedOk: true });
   let secret: string | null = null;
   if (input.secret !== undefined && input.secret !== null && input.secret !== '') {
     if (typeof input.secret !== 'string' || !SECRET_RE.test(input.secret)) fail('INVALID_PARAMS', 'secret: up to 256 printable ASCII characters, no spaces (24 or more recommended)');
@@ -91,7 +95,8 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
     { cliente_id: p.cliente.id, url: url.toString(), secret, eventos: parseEventos(input.eventos), activo: input.activo ?? true },
     core.clock.now(),
   );
-  return webhookView(p.cliente.id, cfg);
+  const aviso = resolved.length === 0 ? `the host ${url.hostname} does not resolve now: deliveries fail and are retried until it does` : undefined;
+  return { ...webhookView(p.cliente.id, cfg), ...(aviso ? { aviso } : {}) };
 }
 
 export async function deleteWebhook(core: Core, p: ClientPrincipal) {

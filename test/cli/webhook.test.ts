@@ -95,6 +95,18 @@ describe('webhook get/set/delete/restore', () => {
     expect(fields(got)).toMatchObject({ url: `${receiverUrl}/b`, secret: 'set', activo: 'false' });
   });
 
+  it('set to a host that does not resolve now: saved (exit 0) with the warning on stderr, aviso in the JSON; get shows the URL', async () => {
+    const url = 'https://hooks.pasarela-test.invalid/in';
+    const r = await cli.run(['webhook', 'set', url, '--inactivo'], { env: env() });
+    expectOk(r);
+    expect(r.stderr).toMatch(/warning: the host hooks\.pasarela-test\.invalid does not resolve now/);
+    const j = expectJsonOnly(await cli.run(['webhook', 'set', url, '--inactivo', '--json'], { env: env() }));
+    expect(j.aviso).toMatch(/does not resolve now/);
+    expect(expectJsonOnly(await cli.run(['webhook', 'get', '--json'], { env: env() }))).toMatchObject({ url, activo: false });
+    // Undo both sets: the tests below expect the configuration before them.
+    for (let i = 0; i < 2; i++) expectOk(await cli.run(['webhook', 'restore'], { env: env() }));
+  });
+
   it('exit codes: 2 for bad flags or a URL that is not http(s), 3 for a celular key', async () => {
     const bad = await cli.run(['webhook', 'set', `${receiverUrl}/x`, '--eventos', 'message.status,nope'], { env: env() });
     expect(bad.exitCode).toBe(2);

@@ -314,6 +314,21 @@ describe('private and loopback URLs on a server without --allow-private-urls', (
     // A public IP literal needs no DNS and is accepted.
     const ok = await api(p.url, 'POST', '/api/webhook.php', { key: C.clientKey, json: { url: 'http://93.184.216.34/hook', activo: false } });
     expectView(ok, { url: 'http://93.184.216.34/hook', has_secret: false, eventos: ['all'], activo: false }, C.clienteId);
+    expect(ok.body.aviso).toBeUndefined();
+  });
+
+  it('a host name that does not resolve now is saved with an aviso (deliveries resolve and vet it again); the other sets carry none', async () => {
+    // .invalid never resolves (RFC 6761), with or without a network.
+    const url = 'https://hooks.pasarela-test.invalid/in';
+    const r = await api(p.url, 'POST', '/api/webhook.php', { key: C.clientKey, json: { url, activo: false } });
+    expectView(r, { url, has_secret: false, eventos: ['all'], activo: false }, C.clienteId);
+    expect(r.body.aviso).toMatch(/hooks\.pasarela-test\.invalid does not resolve now/);
+    const l = await api(p.url, 'POST', '/api/webhook_configurar.php', { key: C.clientKey, form: { op: 'set', url, activo: 'false' } });
+    expectOk(l);
+    expect(l.body.aviso).toMatch(/does not resolve now/);
+    const g = await api(p.url, 'GET', '/api/webhook.php', { key: C.clientKey });
+    expect(g.body).toMatchObject({ url, configurado: true });
+    expect(g.body.aviso).toBeUndefined();
   });
 });
 

@@ -82,6 +82,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
       emit(ctx, o.generateSecret ? { ...b, secret } : b, () => {
         printFields(ctx.term, viewFields(ctx, b));
         if (o.generateSecret && secret) printSecret(ctx.term, 'secret', secret);
+        if (b.aviso) ctx.term.err(`warning: ${b.aviso}`);
       });
     });
 

@@ -26,6 +26,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     activo: { type: 'boolean' },
     updated_at: { type: 'string', format: 'date-time', nullable: true },
     eliminado: { type: 'boolean', description: 'DELETE only' },
+    aviso: { type: 'string', description: 'set only, when there is something to know: the host does not resolve now (saved; deliveries are retried until it does)' },
   } as const;
   const configResponse = { 200: okResponse(configProps), ...errorResponses };
   const setBody = {
