@@ -1,0 +1,58 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { ROOT, tempDir } from './helpers.js';
+
+/**
+ * The README's scripted walkthrough, run as written (the bash block that
+ * starts with `#!/usr/bin/env bash`), with only its port changed to a free
+ * one: a README whose script fails (a missing pipefail, a field that is not
+ * there, a server left running) fails here first.
+ */
+const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const HAS_CURL = spawnSync('sh', ['-c', 'command -v curl'], { stdio: 'ignore' }).status === 0;
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+describe('README', () => {
+  const block = /```sh\n(#!\/usr\/bin\/env bash\n[\s\S]*?)```/.exec(readme)?.[1];
+
+  it('has the scripted walkthrough, with set -euo pipefail and a trap that stops its server', () => {
+    expect(block).toBeDefined();
+    expect(block).toContain('set -euo pipefail');
+    expect(block).toMatch(/trap 'kill \$!' EXIT/);
+  });
+
+  it.skipIf(!HAS_CURL)('its scripted walkthrough runs as written: exit 0, the line connected, a direct send, no server left behind', async () => {
+    const port = await freePort();
+    const script = block!.replaceAll('8081', String(port));
+    const home = tempDir('pasarela-readme-');
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PASARELA_')));
+    const r = await execa('bash', ['-c', script], { cwd: ROOT, reject: false, timeout: 120_000, extendEnv: false, env: { ...env, HOME: home } });
+    expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(/"status": "connected"/);
+    expect(r.stdout).toMatch(/^[0-9a-f-]{36}\tdirecto\tenviado\t\S+$/m);
+    // The trap stopped the server: its port is free again once it has closed.
+    const free = () =>
+      new Promise<boolean>((resolve) => {
+        const srv = createServer();
+        srv.once('error', () => resolve(false));
+        srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+      });
+    let isFree = await free();
+    for (let i = 0; i < 100 && !isFree; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      isFree = await free();
+    }
+    expect(isFree, `port ${port} still taken after the script ended`).toBe(true);
+  });
+});
