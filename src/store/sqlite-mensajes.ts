@@ -246,10 +246,10 @@ export function queueHeads(db: DB): MensajeRow[] {
 /** Claims a queued message and its send slot together, so a direct send racing it cannot pass a cap with it. */
 export function claimQueued(db: DB, msgId: string, slot: SlotClaim, now: number): ClaimResult {
   return immediate(db, (): ClaimResult => {
-    const m = stmt(db, "SELECT celular_id FROM mensajes WHERE msg_id = ? AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= ?)").get(
-      msgId,
-      now,
-    ) as { celular_id: number } | undefined;
+    const m = stmt(
+      db,
+      "SELECT celular_id FROM mensajes WHERE msg_id = @msgId AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= @now) AND (proximo_intento_at IS NULL OR proximo_intento_at <= @now)",
+    ).get({ msgId, now }) as { celular_id: number } | undefined;
     if (!m) return { ok: false, reason: 'taken' };
     const hit = capHit(db, m.celular_id, slot, now);
     if (hit) return { ok: false, reason: 'cap', ...hit };

@@ -133,6 +133,8 @@ for (const adapter of ADAPTERS) {
       await ctx.store.retryLater(a1.msg_id, 90_000, 'gateway down');
       const back = (await ctx.store.getMensaje(a1.msg_id))!;
       expect(back).toMatchObject({ estado: 'pendiente', intentos: 1, proximo_intento_at: 90_000, error: 'gateway down', lease_until: null });
+      // Not before its backoff, even for a worker whose read of the queue head is older than the retry.
+      expect(await ctx.store.claimQueued(a1.msg_id, slotClaim(a, 64_000, 60_000), 64_000)).toEqual({ ok: false, reason: 'taken' });
       expect(await ctx.store.claimQueued(b1.msg_id, slotClaim(b, 4000, 60_000), 4000)).toEqual({ ok: true });
       expect(await ctx.store.releaseLeases()).toBe(1);
       expect(await ctx.store.claimQueued(b1.msg_id, slotClaim(b, 4001, 60_000), 4001)).toEqual({ ok: true });

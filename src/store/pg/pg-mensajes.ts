@@ -323,7 +323,8 @@ export async function claimQueued(db: Db, msgId: string, slot: SlotClaim, now: n
     await lockCelular(c, f.celular_id);
     const m = await row(
       c,
-      "SELECT 1 FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2) FOR UPDATE",
+      // Due too: a node whose head read is older than another node's retryLater must not skip the backoff.
+      "SELECT 1 FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2) AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) FOR UPDATE",
       [msgId, now],
     );
     if (!m) return { ok: false, reason: 'taken' };
