@@ -142,25 +142,46 @@ function requestHuella(req: SendRequest, endpoint: string, celular: CelularRow):
   });
 }
 
+/** How long a key's turn may be held across nodes if its holder dies before giving it back. */
+const KEY_TURN_MS = 60_000;
+
 async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, render: Render, bytes: { ref: string }): Promise<Outcome> {
-  if (!req.idem) return sendOnce(core, deps, p, req, render, bytes, () => {});
-  // A key's requests on this node take turns from the key's look-up to the acceptance: a concurrent
-  // repeat then finds the binding, instead of counting as a duplicate of the first for dedupe.
+  if (!req.idem) return sendOnce(core, deps, p, req, render, bytes, async () => {});
+  // A key's requests take turns from the key's look-up to the acceptance: a concurrent repeat then
+  // finds the binding, instead of counting as a duplicate of the first for dedupe. On this node they
+  // wait in line; across nodes the turn is a count in the shared counters (Redis), and a repeat that
+  // finds it taken is answered from the binding or told to come back (608), never counted.
   const slot = `${p.cliente.id}:${req.idem.clave}`;
   for (let held = deps.keysAccepting.get(slot); held; held = deps.keysAccepting.get(slot)) await held;
   let done!: () => void;
   const turn = new Promise<void>((r) => (done = r));
   deps.keysAccepting.set(slot, turn);
-  const leave = () => {
+  const turnKey = `idem-turn:${slot}`;
+  let shared = false;
+  let left = false;
+  const leave = async () => {
+    if (left) return;
+    left = true;
+    if (shared) await core.counters.delete(turnKey).catch(() => undefined);
     if (deps.keysAccepting.get(slot) === turn) deps.keysAccepting.delete(slot);
     done();
   };
   try {
+    shared = (await core.counters.incr(turnKey, KEY_TURN_MS)).count === 1;
+    if (!shared) {
+      await core.counters.decr(turnKey).catch(() => undefined);
+      const huella = requestHuella(req, req.idem.endpoint, await sendingLine(core, p, req.celular_id));
+      const kept = await core.store.idemGet(p.cliente.id, req.idem.clave, core.clock.now());
+      const again = await priorAnswer(core, kept, huella, deps.inFlight, { sent: directResult, render });
+      return { replay: again ?? fail('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS, { retryAfter: 1 }) };
+    }
     return await sendOnce(core, deps, p, req, render, bytes, leave);
   } finally {
-    leave();
+    await leave();
   }
 }
+
+const IN_PROGRESS = 'a request with this Idempotency-Key is still being processed; retry in a second for its answer';
 
 async function sendOnce(
   core: Core,
@@ -169,7 +190,7 @@ async function sendOnce(
   req: SendRequest,
   render: Render,
   bytes: { ref: string },
-  acceptanceSettled: () => void,
+  acceptanceSettled: () => Promise<void>,
 ): Promise<Outcome> {
   const celular = await sendingLine(core, p, req.celular_id);
   // A repeated key is answered before anything else is checked, counted or charged.
@@ -265,14 +286,14 @@ async function sendOnce(
       },
       now,
     );
-    acceptanceSettled();
+    await acceptanceSettled();
     if (!res.ok) {
       if (res.reason === 'idempotencia' && key) {
         // A request with the same key was accepted meanwhile: this one is its repeat.
         const again = await prior(key);
         return {
           replay:
-            again ?? fail('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still being processed; retry in a second for its answer', { retryAfter: 1 }),
+            again ?? fail('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS, { retryAfter: 1 }),
         };
       }
       if (res.reason === 'saldo') fail('INSUFFICIENT_BALANCE', 'insufficient balance: the celular and the client\'s global balance are both 0', { saldo: 0 });
@@ -293,7 +314,7 @@ async function sendOnce(
     deps.inFlight.add(msgId);
     try {
       const keyed = key && { cliente_id: p.cliente.id, clave: key.clave, render };
-      return { result: await sendNow(core, celular, msgId, req.tipo, destinatario, payload, part, keyed) };
+      return { result: await sendNow(core, celular, msgId, req.tipo, destinatario, payload, part, keyed, dupe.release) };
     } finally {
       deps.inFlight.delete(msgId);
     }
@@ -314,6 +335,8 @@ async function sendNow(
   payload: MensajePayload,
   part: AcceptedPart,
   key: { cliente_id: number; clave: string; render: Render } | undefined,
+  /** Gives the duplicate count back: a send that provably never went out is not a send to dedupe. */
+  uncount: () => Promise<void>,
 ): Promise<SendResult> {
   try {
     if (!celular.gateway_instancia) throw new GatewayFailure(`celular ${celular.id} has no gateway session`, 'transient');
@@ -336,10 +359,12 @@ async function sendNow(
     if (after) publishMessageStatus(core, after, 'pendiente');
     const saldo = (await core.store.getCelular(celular.id))?.saldo_actual ?? null;
     const refusal = gatewayRefusal(err, reason, msgId, saldo);
+    // Provably never sent (refused as rate-limited, or the gateway never reached): a retry under the key
+    // may send. Anything else may have reached the recipient, or will be refused again: the key keeps this answer.
+    const unsent = err instanceof GatewayFailure && (err.kind === 'rate_limited' || (err.kind === 'transient' && !err.mayHaveSent));
+    // Nothing reached the recipient (unsent, or refused for good): retries of it never trip duplicate protection.
+    if (unsent || (err instanceof GatewayFailure && err.kind === 'permanent')) await quietly(uncount());
     if (key) {
-      // Provably never sent (refused as rate-limited, or the gateway never reached): a retry under the key
-      // may send. Anything else may have reached the recipient, or will be refused again: the key keeps this answer.
-      const unsent = err instanceof GatewayFailure && (err.kind === 'rate_limited' || (err.kind === 'transient' && !err.mayHaveSent));
       await quietly(unsent ? core.store.idemRelease(key.cliente_id, key.clave, msgId) : core.store.idemFinish(key.cliente_id, key.clave, msgId, keptRefusal(refusal)));
     }
     throw refusal;

@@ -13,7 +13,7 @@ import type { SimGateway } from '../../src/gateways/sim.js';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { expectError } from '../helpers/expect.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, POSTGRES_URL, redis, REDIS_URL } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { admin, b64, linkedLine, numeroNuevo, PNG, saldos, send, TEXT, uniqueText, waitFor, type Line } from './send-helpers.js';
 
@@ -258,6 +258,34 @@ describe('refusals bind nothing', () => {
   });
 });
 
+describe('retries of what never went out are not duplicates', () => {
+  it('the same keyed direct text four times while the gateway is unreachable: four 502s, never 306, and the line still sends', async () => {
+    const L = await linkedLine(s, { saldo: 10 });
+    const key = newKey();
+    const body = { destinatario: numeroNuevo(), mensaje: uniqueText(), directo: 1 };
+    sim().setOutage(true);
+    try {
+      for (let i = 0; i < 4; i++) expectError(await keyed(s, L, TEXT, key, body), 502, 700);
+      // Unkeyed too: a send that provably never went out gives its duplicate count back.
+      for (let i = 0; i < 4; i++) expectError(await send(s, L, TEXT, body), 502, 700);
+    } finally {
+      sim().setOutage(false);
+    }
+    const ok = await keyed(s, L, TEXT, key, body);
+    expectFresh(ok);
+    expect(ok.body).toMatchObject({ estado: 'enviado', anti_dupe: { count: 1 } });
+  });
+
+  it('a number refused for good, sent again and again: 422 each time, never 306; another message passes', async () => {
+    const L = await linkedLine(s, { saldo: 10 });
+    const dead = numeroNuevo();
+    await admin(s, 'POST', '/admin/sim/fail', { numero: dead });
+    const body = { destinatario: dead, mensaje: uniqueText(), directo: 1 };
+    for (let i = 0; i < 5; i++) expectError(await send(s, L, TEXT, body), 422, 704);
+    expectFresh(await send(s, L, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText(), directo: 1 }));
+  });
+});
+
 describe('a direct send that may have gone, or will be refused again, keeps its key', () => {
   it('refused for good: 422 api_codigo 704, refunded; the repeat gets the same 422 and nothing reaches the gateway', async () => {
     const L = await linkedLine(s, { saldo: 5 });
@@ -485,6 +513,29 @@ async function storeUrl(): Promise<string> {
 }
 
 describeWith(postgres, 'idempotent sends on PostgreSQL', () => {
+  it.skipIf(!redis.available)('two nodes sharing Redis counters: a key raced on both never counts for duplicate protection', async () => {
+    const url = await storeUrl();
+    const prefix = `pasarela-test-idem-${process.pid}-${Date.now()}:`;
+    const opts = { store: url, counters: REDIS_URL, countersPrefix: prefix, queue: { gapMinMs: 0, gapMaxMs: 0 } };
+    const a = await startTestServer(opts);
+    pgServers.push(a);
+    const b = await startTestServer({ ...opts, dataDir: tempDir() });
+    pgServers.push(b);
+    const L = await linkedLine(a, { saldo: 50 });
+    for (let round = 0; round < 3; round++) {
+      const body = { destinatario: numeroNuevo(), mensaje: uniqueText() };
+      // Two identical sends count 2 of 3; then one key, raced on both nodes, is one more send at most.
+      for (let i = 0; i < 2; i++) expectFresh(await send(a, L, TEXT, body));
+      const k = newKey();
+      const all = await Promise.all([a, b, a, b, b, a].map((srv) => keyed(srv, L, TEXT, k, body)));
+      for (const r of all) expect([200, 409], r.text).toContain(r.status);
+      expect(all.filter((r) => r.status === 409).every((r) => r.body.api_codigo === 608)).toBe(true);
+      expect(new Set(all.filter((r) => r.status === 200).map((r) => r.body.msg_id)).size).toBe(1);
+      // The line is not blocked: another message passes.
+      expectFresh(await send(b, L, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText() }));
+    }
+  });
+
   it('repeat, conflict, two nodes racing one key, a restart, expiry', async () => {
     const url = await storeUrl();
     const c = new ManualClock(Date.now());
