@@ -70,7 +70,8 @@ export class ApiClient {
     let reason = retryAfter !== undefined ? withoutRetryHint(said) : said;
     if (res.statusCode === 400 && apiCodigo === CODIGO_INVALID_PARAMS && opts.fields) reason = explainInvalid(reason, opts.fields);
     const message = retryAfter !== undefined ? `${reason} (retry in ${retryAfter} s)` : reason;
-    throw new ApiError(message, exitForStatus(res.statusCode, apiCodigo), parsed, res.statusCode, apiCodigo, retryAfter, reason);
+    const replayed = res.headers['idempotent-replayed'] === 'true';
+    throw new ApiError(message, exitForStatus(res.statusCode, apiCodigo), parsed, res.statusCode, apiCodigo, retryAfter, reason, replayed);
   }
 }
 

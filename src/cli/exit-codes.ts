@@ -65,6 +65,8 @@ export class ApiError extends CliError {
     readonly apiCodigo: number | undefined,
     readonly retryAfter: number | undefined,
     readonly reason: string,
+    /** The server gave a first answer again (`Idempotent-Replayed: true`): final, never retried. */
+    readonly replayed = false,
   ) {
     super(message, exitCode, body);
     this.name = 'ApiError';
@@ -85,6 +87,8 @@ const REFUSED_NOW_CODES: ReadonlySet<number> = new Set([
 
 /** api_codigo of a permanent refusal of the message (DESTINATARIO_RECHAZADO). */
 export const CODIGO_REJECTED = 704;
+/** api_codigo of a direct send whose outcome is unknown (RESULTADO_INCIERTO): it may have been delivered. */
+export const CODIGO_UNCERTAIN = 705;
 
 /** The exit code for an HTTP status and the body's api_codigo. */
 export function exitForStatus(status: number, apiCodigo?: number): number {

@@ -1,11 +1,14 @@
 import type { Ctx } from './context.js';
-import { ApiError, CliError, CODIGO_REJECTED, EXIT } from './exit-codes.js';
+import { ApiError, CliError, CODIGO_REJECTED, CODIGO_UNCERTAIN, EXIT } from './exit-codes.js';
 
 /**
  * What `send --retry N` tries again, and after how long. Only what can
  * succeed later: 429 (after retry_after, else backoff), 5xx, a lost
  * connection or a timeout, and a duplicate still in flight (409, api_codigo
- * 608). Never a refusal: other 4xx, 402, 403, 422/704. A send outside the
+ * 608). Never a refusal: other 4xx, 402, 403, 422/704; never a direct send
+ * whose outcome is unknown (502/705: the key would only replay it, and a new
+ * key could send it twice); never an answer the server replayed
+ * (`Idempotent-Replayed: true`), which is final. A send outside the
  * line's hours (403, api_codigo 303) is waited for only with --wait-window.
  */
 
@@ -28,7 +31,8 @@ export function retryPlan(err: unknown): RetryPlan {
   if (err.exitCode === EXIT.UNREACHABLE) return { kind: 'retry', seconds: undefined };
   if (err instanceof ApiError) {
     const s = err.retryAfter;
-    if (err.apiCodigo === CODIGO_REJECTED) return { kind: 'final' };
+    // A first answer given again (a stored 5xx included) is final: the same key only replays it.
+    if (err.replayed || err.apiCodigo === CODIGO_REJECTED || err.apiCodigo === CODIGO_UNCERTAIN) return { kind: 'final' };
     if (err.status === 429 || err.status >= 500 || err.status === 408) return { kind: 'retry', seconds: s };
     if (err.status === 409 && err.apiCodigo === CODIGO_IN_FLIGHT) return { kind: 'retry', seconds: s };
     if (err.status === 403 && err.apiCodigo === CODIGO_OUTSIDE_HOURS) return { kind: 'window', seconds: s ?? 60 };

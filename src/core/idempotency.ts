@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Core } from './context.js';
+import { REASON_NOT_SENT } from './direct-recovery.js';
 import { AppError, errorBody, fail } from './errors.js';
 import type { IdemAnswer, IdemRow } from './ports.js';
 
@@ -13,7 +14,8 @@ import type { IdemAnswer, IdemRow } from './ports.js';
  * direct send that provably never went out (the gateway unreachable before
  * the call, or rate-limited, refunded) unbinds its key, so a retry under it
  * sends anew; every other outcome stays bound: a key never yields two sends
- * that could both reach the recipient.
+ * that could both reach the recipient. One that may have gone is answered
+ * 502/705 (outcome unknown), one that provably did not 502/700.
  */
 
 export const IDEM_TTL_MS = 24 * 3_600_000;
@@ -90,10 +92,31 @@ export async function priorAnswer<Accepted, Result>(
   if (m.enviado_at !== null && m.gateway_msg_id) {
     return { status: 200, body: how.render(how.sent(JSON.parse(row.body) as Accepted, m.gateway_msg_id)) };
   }
-  // Ended in error with no answer kept: it may have gone (a crash mid-send), so the key stays bound to it.
+  // Ended in error with no answer kept: refused for good says so (422/704), and so does a send a crash
+  // stopped before the network (502/700); otherwise it may have gone (a crash mid-send, a failure whose
+  // answer was not kept), so the outcome is unknown (502/705). The key stays bound either way.
   const saldo = (await core.store.getCelular(m.celular_id))?.saldo_actual ?? null;
-  const err = new AppError('GATEWAY_ERROR', `the direct send bound to this Idempotency-Key (msg_id ${m.msg_id}) ended in error: ${m.error ?? 'unknown'}`, { saldo });
+  const reason = m.error ?? 'unknown';
+  const said = `the direct send bound to this Idempotency-Key (msg_id ${m.msg_id}) ended in error: ${reason} (the charge was refunded)`;
+  const err = reason.startsWith(REFUSED_FOR_GOOD)
+    ? new AppError('GATEWAY_REFUSED', `${said}; sending it again will fail again`, { saldo })
+    : reason === REASON_NOT_SENT
+      ? new AppError('GATEWAY_ERROR', `${said}; nothing was sent; send it again with a new Idempotency-Key`, { saldo })
+      : uncertainSend(`the direct send bound to this Idempotency-Key ended in error: ${reason}`, m.msg_id, saldo);
   return { status: err.status, body: errorBody(err) };
+}
+
+/** How the recorded reason of a direct send the gateway refused for good begins. */
+export const REFUSED_FOR_GOOD = 'refused for good: ';
+
+/** A direct send that may have gone (502/705): what the client can and cannot learn, and what a new send risks. */
+export function uncertainSend(reason: string, msgId: string, saldo: number | null): AppError {
+  return new AppError(
+    'GATEWAY_UNCERTAIN',
+    `the outcome of the send is unknown, it may have been delivered: ${reason} (msg_id ${msgId} is recorded as error and the charge was refunded; ` +
+      'pasarela cannot learn later whether it went): check the recipient\'s chat before sending it again with a new Idempotency-Key; a repeat under this key gives this answer again',
+    { saldo },
+  );
 }
 
 /** A final answer as kept with its key. */

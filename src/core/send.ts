@@ -4,7 +4,7 @@ import type { Core } from './context.js';
 import { checkDuplicate, DUPE_MAX, DUPE_WINDOW_MS, identityHash } from './dedupe.js';
 import { AppError, ERRORS, fail } from './errors.js';
 import { sendingWindow } from './hours.js';
-import { huella, IDEM_TTL_MS, keptAnswer, keptRefusal, priorAnswer, type Answer, type Replayer } from './idempotency.js';
+import { huella, IDEM_TTL_MS, keptAnswer, keptRefusal, priorAnswer, REFUSED_FOR_GOOD, uncertainSend, type Answer, type Replayer } from './idempotency.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from './media.js';
 export type { MediaTipo };
@@ -355,7 +355,8 @@ async function sendNow(
   } catch (err) {
     if (err instanceof AppError) throw err;
     const reason = err instanceof Error ? err.message : String(err);
-    const after = await core.store.failMensaje(msgId, reason, core.clock.now());
+    // The recorded reason says a refusal for good, so a key whose answer was not kept is answered 422/704 again (core/idempotency.ts).
+    const after = await core.store.failMensaje(msgId, refusedForGood(err) ? `${REFUSED_FOR_GOOD}${reason}` : reason, core.clock.now());
     if (after) publishMessageStatus(core, after, 'pendiente');
     const saldo = (await core.store.getCelular(celular.id))?.saldo_actual ?? null;
     const refusal = gatewayRefusal(err, reason, msgId, saldo);
@@ -371,7 +372,14 @@ async function sendNow(
   }
 }
 
-/** A direct send's gateway failure as its answer: refused for good (422), rate-limited (429), or failed (502). */
+/** A failure that proves the message was refused and never went (a retry fails again). */
+const refusedForGood = (err: unknown) => err instanceof GatewayFailure && err.kind === 'permanent' && !err.mayHaveSent;
+
+/**
+ * A direct send's gateway failure as its answer: rate-limited (429), refused
+ * for good (422), outcome unknown (502/705: it may have gone), or failed
+ * before anything went out (502/700).
+ */
 function gatewayRefusal(err: unknown, reason: string, msgId: string, saldo: number | null): AppError {
   if (err instanceof GatewayFailure && err.kind === 'rate_limited') {
     const retryAfter = Math.max(1, Math.ceil((err.retryAfterMs ?? 60_000) / 1000));
@@ -380,8 +388,9 @@ function gatewayRefusal(err: unknown, reason: string, msgId: string, saldo: numb
       retryAfter,
     });
   }
-  if (err instanceof GatewayFailure && err.kind === 'permanent') {
+  if (!(err instanceof GatewayFailure) || err.mayHaveSent) return uncertainSend(reason, msgId, saldo);
+  if (err.kind === 'permanent') {
     return new AppError('GATEWAY_REFUSED', `the messaging network refused the message for good: ${reason} (msg_id ${msgId}; the charge was refunded); sending it again will fail again`, { saldo });
   }
-  return new AppError('GATEWAY_ERROR', `the messaging network failed the send: ${reason} (msg_id ${msgId}; the charge was refunded)`, { saldo });
+  return new AppError('GATEWAY_ERROR', `the messaging network failed the send before it went out: ${reason} (msg_id ${msgId}; nothing was sent; the charge was refunded)`, { saldo });
 }

@@ -5,11 +5,27 @@ import { describeBody, retryAfterMs, scrub, type JsonReply } from './http-json.j
  * How Evolution API refusals become failure kinds. Evolution answers every
  * send failure as 400 with the error's text (contract 3.1), so the text is
  * what tells a dead session from a bad request; an unknown 400 is transient
- * (retried until the queue TTL rather than dropped).
+ * (retried until the queue TTL rather than dropped). Since any failure comes
+ * as a 400, only a text that proves nothing went out (a refusal, a session
+ * closed before the send) has mayHaveSent false; an unknown 400 and a
+ * connection lost or timed out mid-send may follow a message that went.
  */
 
+/**
+ * A session closed before the send: Evolution's "instance is not connected"
+ * and Baileys' "Connection Closed", thrown when the socket is not open as a
+ * node is to be written (and a message node is written without waiting for
+ * an ack). Nothing went out, so a direct send's key is released.
+ */
+const SESSION_CLOSED = /connection closed|not connected/i;
+/**
+ * A connection that failed during the call ("Connection Lost", "Timed Out",
+ * a socket error): the message may already have been written, so the
+ * outcome is unknown (mayHaveSent).
+ */
+const CONNECTION_FAILED = /connection lost|timed out|socket/i;
 /** Text of a socket that is gone or not open; the session, not the message, is the problem. */
-export const CONNECTION_TROUBLE = /connection closed|not connected|connection lost|timed out|socket/i;
+export const CONNECTION_TROUBLE = new RegExp(`${SESSION_CLOSED.source}|${CONNECTION_FAILED.source}`, 'i');
 const RATE_LIMIT = /rate-overlimit|rate limit|too many/i;
 /** Validation texts of Evolution's schema and send routes: the same request will never pass. */
 const VALIDATION =
@@ -53,10 +69,11 @@ export function classifyEvolution(reply: JsonReply, ctx: ClassifyContext): Gatew
   if (status === 400) {
     const missing = notOnWhatsApp(body);
     if (missing) return fail(`${scrub(String(missing.number ?? missing.jid ?? 'the number').replace(/@.*/, ''), ctx.redact)} is not on WhatsApp`, 'permanent');
-    if (CONNECTION_TROUBLE.test(text)) return fail(`Evolution: the session of ${ctx.instancia} is not open (${text})`, 'transient');
+    if (SESSION_CLOSED.test(text)) return fail(`Evolution: the session of ${ctx.instancia} is not open (${text})`, 'transient');
+    if (CONNECTION_FAILED.test(text)) return fail(`Evolution: the session of ${ctx.instancia} lost its connection during the call (${text})`, 'transient', undefined, true);
     if (RATE_LIMIT.test(text)) return fail(`Evolution: rate limited (${text})`, 'rate_limited', retry());
     if (VALIDATION.test(text)) return fail(`Evolution refused the request: ${text}`, 'permanent');
-    return fail(`Evolution 400: ${text}`, 'transient');
+    return fail(`Evolution 400: ${text}`, 'transient', undefined, true);
   }
   if (status === 401 || status === 403) return fail('Evolution refused the API key', 'transient');
   if (status === 404) return fail(`instance ${ctx.instancia} does not exist at the gateway`, 'transient');

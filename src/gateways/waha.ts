@@ -213,8 +213,8 @@ export class WahaGateway implements Gateway {
       throw this.fail(r, instancia, msg.destinatario);
     }
     const id = sentMessageId(r.body);
-    // Accepted but unreadable: a retry could send it twice, so it is not retried.
-    if (!id) throw new GatewayFailure(`WAHA accepted the send but answered no message id: ${describeBody(r.body, 120)}`, 'permanent');
+    // Accepted but unreadable: a retry could send it twice, so it is not retried (permanent), and it may have gone (mayHaveSent).
+    if (!id) throw new GatewayFailure(`WAHA accepted the send but answered no message id: ${describeBody(r.body, 120)}`, 'permanent', undefined, true);
     this.suspect.delete(instancia);
     return { gatewayMsgId: id };
   }

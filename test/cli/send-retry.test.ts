@@ -10,7 +10,7 @@ import { Cli, type RunResult } from './helpers.js';
  * wait the CLI makes into none, so nothing here waits for real.
  */
 
-type Answer = { status: number; body: unknown } | 'drop';
+type Answer = { status: number; body: unknown; headers?: Record<string, string> } | 'drop';
 interface Seen {
   method: string;
   url: string;
@@ -40,7 +40,7 @@ beforeAll(async () => {
         req.socket.destroy();
         return;
       }
-      res.writeHead(next.status, { 'content-type': 'application/json' });
+      res.writeHead(next.status, { 'content-type': 'application/json', ...next.headers });
       res.end(JSON.stringify(next.body));
     });
   });
@@ -143,11 +143,41 @@ describe('--retry: only what can succeed later, always under the same key', () =
     ]);
   });
 
-  it('an outcome left unknown (5xx, lost connection) says how to try again without sending twice', async () => {
+  it('a lost connection (the CLI never got its answer) says how to try again without sending twice', async () => {
     script = ['drop'];
     const r = await send();
     expect(r.exitCode).toBe(8);
     expect(r.stderr).toContain(`--idempotency-key '${keys()[0]}'`);
+  });
+
+  it('a 5xx the server answered gives no same-key hint', async () => {
+    script = [refusal(502, 700, 'the messaging network failed the send before it went out: x (msg_id m-1; nothing was sent; the charge was refunded)')];
+    const r = await send();
+    expect(r.exitCode).toBe(7);
+    expect(r.stderr).not.toContain('--idempotency-key');
+  });
+
+  it('a direct send whose outcome is unknown (502/705) is never retried: exit 7, check historial before a new key', async () => {
+    const id = '0b6c4c1e-9a43-4f2b-8e11-3e0aa1f2b611';
+    script = [refusal(502, 705, `the outcome of the send is unknown, it may have been delivered: Evolution 400: x (msg_id ${id} is recorded as error and the charge was refunded; ...)`), { status: 200, body: SENT }];
+    const r = await send(['--retry', '3']);
+    expect(r.exitCode).toBe(7);
+    expect(seen).toHaveLength(1);
+    expect(r.stderr).toContain(`msg_id ${id} may have been delivered; check \`pasarela historial\``);
+    expect(r.stderr).toContain('a new --idempotency-key sends a new message');
+    expect(r.stderr).not.toContain(`--idempotency-key '`);
+  });
+
+  it('a replayed answer (Idempotent-Replayed: true) is final, a 5xx too: never retried', async () => {
+    script = [{ ...refusal(503, 901, 'the server is stopping'), headers: { 'idempotent-replayed': 'true' } }, { status: 200, body: SENT }];
+    const r = await send(['--retry', '3']);
+    expect(r.exitCode).toBe(7);
+    expect(seen).toHaveLength(1);
+    // The same 5xx not replayed is retried.
+    seen = [];
+    script = [refusal(503, 901, 'the server is stopping'), { status: 200, body: SENT }];
+    expect((await send(['--retry', '3'])).exitCode).toBe(0);
+    expect(seen).toHaveLength(2);
   });
 });
 

@@ -1,5 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -315,6 +317,24 @@ describe('WAHA adapter: sessions', () => {
       }
     } finally {
       await gw.close();
+    }
+  });
+
+  it('a send accepted without a message id is not retried (permanent) and may have gone (mayHaveSent)', async () => {
+    const srv = createServer((_req, res) => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true })));
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const { port } = srv.address() as AddressInfo;
+    const gw = new WahaGateway(
+      { url: `http://127.0.0.1:${port}`, key: 'k', callbackUrl: ctx.h.receiver.url, secret: TEST_SECRET, timeoutMs: 5000, sendTimeoutMs: 5000, clock: new ManualClock() },
+      { pollPauseMs: 0 },
+    );
+    try {
+      const f = await failure(gw.send('x', { msgId: 'n', tipo: 'texto', destinatario: TO, texto: 'x' }));
+      expect(f).toMatchObject({ kind: 'permanent', mayHaveSent: true });
+      expect(f.message).toMatch(/accepted the send but answered no message id/);
+    } finally {
+      await gw.close();
+      await new Promise((r) => srv.close(r));
     }
   });
 

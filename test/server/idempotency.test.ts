@@ -4,6 +4,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { authenticateClient } from '../../src/core/auth.js';
+import { REASON_NOT_SENT, REASON_UNKNOWN } from '../../src/core/direct-recovery.js';
 import { IDEM_TTL_MS } from '../../src/core/idempotency.js';
 import { TempFiles } from '../../src/core/media.js';
 import { send as coreSend, type SendDeps, type SendRequest } from '../../src/core/send.js';
@@ -305,7 +306,7 @@ describe('a direct send that may have gone, or will be refused again, keeps its 
     expect((await saldos(s, L)).global).toBe(5);
   });
 
-  it('a transient failure after the call may have reached the network (no answer in time): 502 kept, the repeat sends nothing', async () => {
+  it('a transient failure after the call may have reached the network (no answer in time): 502 api_codigo 705 kept, refunded, the repeat sends nothing', async () => {
     const L = await linkedLine(s, { saldo: 5 });
     const gw = s.core.gateway;
     const real = gw.send.bind(gw);
@@ -316,10 +317,16 @@ describe('a direct send that may have gone, or will be refused again, keeps its 
       const key = newKey();
       const body = { destinatario: numeroNuevo(), mensaje: uniqueText(), directo: 1 };
       const first = await keyed(s, L, TEXT, key, body);
-      expectError(first, 502, 700);
+      expectError(first, 502, 705);
+      expect(first.body).toMatchObject({ api_texto: 'RESULTADO_INCIERTO' });
+      expect((await saldos(s, L)).global).toBe(5);
+      expect(first.body.error).toMatch(/outcome of the send is unknown, it may have been delivered: sim gateway no answer/);
       gw.send = real;
       expectReplay(await keyed(s, L, TEXT, key, body), first);
-      expect(await historial(s, L)).toHaveLength(1);
+      const h = await historial(s, L);
+      expect(h).toHaveLength(1);
+      expect(h[0]).toMatchObject({ estado: 'error', error: 'sim gateway no answer within 60000 ms' });
+      expect(first.body.error).toContain(h[0]!.msg_id);
     } finally {
       gw.send = real;
     }
@@ -435,7 +442,11 @@ describe('an answer lost mid-send (a crash, a failed write) is the message\'s', 
     expectReplay(await keyed(s, L, TEXT, key, body), first);
   });
 
-  it('one that ended in error with no answer kept stays bound: 502 naming it, nothing sent again', async () => {
+  it.each([
+    ['outcome unknown (a crash mid-send)', REASON_UNKNOWN, 502, 705],
+    ['stopped before the network', REASON_NOT_SENT, 502, 700],
+    ['refused for good', 'refused for good: 5215500000001 is not on WhatsApp', 422, 704],
+  ] as const)('one that ended in error with no answer kept stays bound: %s is answered %s/%s naming it, nothing sent again', async (_what, reason, status, codigo) => {
     const L = await linkedLine(s, { saldo: 10 });
     const key = newKey();
     const body = { destinatario: numeroNuevo(), mensaje: uniqueText(), directo: 1 };
@@ -446,11 +457,28 @@ describe('an answer lost mid-send (a crash, a failed write) is the message\'s', 
       L.clienteId,
       key,
     );
-    db.prepare("UPDATE mensajes SET estado = 'error', enviado_at = NULL, error = 'outcome unknown' WHERE msg_id = ?").run(first.body.msg_id);
+    db.prepare("UPDATE mensajes SET estado = 'error', enviado_at = NULL, error = ? WHERE msg_id = ?").run(reason, first.body.msg_id);
     const r = await keyed(s, L, TEXT, key, body);
-    expectError(r, 502, 700);
+    expectError(r, status, codigo);
     expect(r.body.error).toContain(first.body.msg_id);
+    expect(r.body.error).toContain(reason);
     expect(r.headers.get('idempotent-replayed')).toBe('true');
+    expect(await historial(s, L)).toHaveLength(1);
+  });
+
+  it('a direct send refused for good records it in its reason, so a lost answer is rebuilt as the same 422/704', async () => {
+    const L = await linkedLine(s, { saldo: 5 });
+    const dead = numeroNuevo();
+    expect((await admin(s, 'POST', '/admin/sim/fail', { numero: dead, motivo: 'no existe en la red' })).status).toBe(200);
+    const key = newKey();
+    const body = { destinatario: dead, mensaje: uniqueText(), directo: 1 };
+    expectError(await keyed(s, L, TEXT, key, body), 422, 704);
+    const [m] = await historial(s, L);
+    expect(m).toMatchObject({ estado: 'error', error: 'refused for good: no existe en la red' });
+    (s.core.store as SqliteStore).db.prepare('UPDATE idempotencia SET status = NULL WHERE cliente_id = ? AND clave = ?').run(L.clienteId, key);
+    const r = await keyed(s, L, TEXT, key, body);
+    expectError(r, 422, 704);
+    expect(r.body.error).toMatch(/refused for good: no existe en la red.*fail again/);
     expect(await historial(s, L)).toHaveLength(1);
   });
 });

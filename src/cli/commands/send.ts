@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { CelularView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
-import { CliError, EXIT, usage } from '../exit-codes.js';
+import { ApiError, CliError, CODIGO_UNCERTAIN, EXIT, usage } from '../exit-codes.js';
 import type { FieldFlags } from '../field-errors.js';
 import type { CtxOf } from '../main.js';
 import { emit } from '../output.js';
@@ -135,8 +135,14 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
     );
     report(ctx, b);
   } catch (err) {
-    // The outcome may be unknown (the server failed, or the answer was lost): the key lets a later run replay it instead of sending twice.
-    if (err instanceof CliError && (err.exitCode === EXIT.SERVER || err.exitCode === EXIT.UNREACHABLE) && o.idempotencyKey === undefined) {
+    if (err instanceof ApiError && err.apiCodigo === CODIGO_UNCERTAIN) {
+      // The server answered: the key now only replays this; a new key sends a new message, maybe a second one.
+      const msgId = (err.body as { msg_id?: unknown } | undefined)?.msg_id;
+      const which = typeof msgId === 'string' ? msgId : (/msg_id ([^\s);,]+)/.exec(err.reason)?.[1] ?? 'the message');
+      err.message = `${err.message}\n(msg_id ${which} may have been delivered; check \`pasarela historial\` and the recipient's chat before sending again (a new --idempotency-key sends a new message))`;
+    } else if (err instanceof CliError && !(err instanceof ApiError) && err.exitCode === EXIT.UNREACHABLE && o.idempotencyKey === undefined) {
+      // The CLI lost its own request (no answer, or one cut short): whether the server took it is unknown to the CLI,
+      // and a repeat under the same key replays the server's answer or sends once.
       err.message = `${err.message}\n(to try again without sending it twice, repeat the command with --idempotency-key '${idemKey}')`;
     }
     throw err;
