@@ -364,7 +364,7 @@ async function sendNow(
     // may send. Anything else may have reached the recipient, or will be refused again: the key keeps this answer.
     const unsent = err instanceof GatewayFailure && (err.kind === 'rate_limited' || (err.kind === 'transient' && !err.mayHaveSent));
     // Nothing reached the recipient (unsent, or refused for good): retries of it never trip duplicate protection.
-    if (unsent || (err instanceof GatewayFailure && err.kind === 'permanent')) await quietly(uncount());
+    if (unsent || refusedForGood(err)) await quietly(uncount());
     if (key) {
       await quietly(unsent ? core.store.idemRelease(key.cliente_id, key.clave, msgId) : core.store.idemFinish(key.cliente_id, key.clave, msgId, keptRefusal(refusal)));
     }
