@@ -56,7 +56,13 @@ export function generateSecret(): string {
 
 export const TOLERANCE_SEC = 300;
 const MAX_BODY = 8 * 1024 * 1024;
-const FORWARD_TIMEOUT_MS = 9_000;
+/**
+ * The longest --forward-to may take, headers and body together: clearly
+ * below the server's wait for a listener copy's answer (LISTENER_TIMEOUT_MS,
+ * 5 s, webhooks/dispatcher.ts), so a slow app gets a 502 from here instead of
+ * the server timing out and sending the same event again.
+ */
+export const FORWARD_TIMEOUT_MS = 4_000;
 
 const header = (h: IncomingHttpHeaders, name: string): string | undefined => {
   const v = h[name];
@@ -107,12 +113,14 @@ async function forward(url: string, headers: IncomingHttpHeaders, body: Buffer):
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP.has(k)) out[k] = Array.isArray(v) ? v.join(', ') : v;
   const { request } = await import('undici');
   const start = Date.now();
+  const signal = AbortSignal.timeout(FORWARD_TIMEOUT_MS);
   try {
     // undici.request follows no redirects, as the service's own deliveries.
-    const res = await request(url, { method: 'POST', headers: out, body, headersTimeout: FORWARD_TIMEOUT_MS, bodyTimeout: FORWARD_TIMEOUT_MS });
+    const res = await request(url, { method: 'POST', headers: out, body, signal });
     await res.body.dump();
     return { status: res.statusCode, duracion_ms: Date.now() - start };
   } catch (err) {
+    if (signal.aborted) return { duracion_ms: Date.now() - start, error: `no answer within ${FORWARD_TIMEOUT_MS} ms` };
     const e = err as { code?: string; message?: string };
     return { duracion_ms: Date.now() - start, error: e.code ?? e.message ?? String(err) };
   }

@@ -40,8 +40,13 @@ const MOVE = 500;
 const HELD_RETRY_MS = 1000;
 /** Listener copies in flight at once, by default. */
 const LISTENER_CONCURRENCY = 16;
-/** The longest a listener copy's attempt waits for an answer: a local listener answers at once or not at all. */
-const LISTENER_TIMEOUT_MS = 5000;
+/**
+ * The longest a listener copy's attempt waits for an answer. `webhook listen
+ * --forward-to` answers only after the app behind it did, so it gives up on
+ * the app sooner (FORWARD_TIMEOUT_MS, 4 s, cli/webhook-listen.ts) and answers
+ * 502 in time; a dead listener holds a copy slot no longer than this.
+ */
+export const LISTENER_TIMEOUT_MS = 5000;
 
 /**
  * Webhook delivery through a durable outbox. Each event for a subscribed,

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
-import { generateSecret, verifyDelivery } from '../../src/cli/webhook-listen.js';
+import { FORWARD_TIMEOUT_MS, generateSecret, verifyDelivery } from '../../src/cli/webhook-listen.js';
+import { LISTENER_TIMEOUT_MS } from '../../src/webhooks/dispatcher.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { numeroNuevo } from '../helpers/expect.js';
 import { Cli, expectJsonOnly, expectOk, fields, rows, until, waitForText } from './helpers.js';
@@ -394,6 +395,10 @@ describe('webhook listen', () => {
       expect((await proc).exitCode).toBe(0);
       expect(await listeners(short, key)).toEqual([]);
     });
+  });
+
+  it('--forward-to gives up on the app (and answers 502) a second before the server stops waiting for the copy, so a slow app is not sent the event again', () => {
+    expect(FORWARD_TIMEOUT_MS + 1000).toBeLessThanOrEqual(LISTENER_TIMEOUT_MS);
   });
 
   it('verifyDelivery: both signatures, constant-time, five minutes of tolerance', () => {
