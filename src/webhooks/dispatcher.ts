@@ -73,6 +73,8 @@ export const LISTENER_TIMEOUT_MS = 5000;
 export class WebhookDispatcher {
   private readonly runner: KeyedRunner<number>;
   private readonly agents: ReceiverAgents;
+  /** The listener copies' own pool (their hosts are vetted by the listener rule); swept with the other. */
+  private readonly copyAgents: ReceiverAgents;
   private readonly queues = new Map<number, ClientQueue>();
   private readonly half: number;
   private retrying = 0;
@@ -93,7 +95,8 @@ export class WebhookDispatcher {
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
     this.agents = new ReceiverAgents((url) => vetWebhookHost(url, core.config.allowPrivateUrls));
-    this.copies = new ListenerCopies(core, new ReceiverAgents(vetListenerHost(core.config.allowPrivateUrls)), {
+    this.copyAgents = new ReceiverAgents(vetListenerHost(core.config.allowPrivateUrls));
+    this.copies = new ListenerCopies(core, this.copyAgents, {
       concurrency: opts.listenerConcurrency ?? LISTENER_CONCURRENCY,
       timeoutMs: Math.min(opts.timeoutMs, LISTENER_TIMEOUT_MS),
       userAgent: opts.userAgent,
@@ -199,6 +202,7 @@ export class WebhookDispatcher {
       this.loaded = true;
     }
     this.agents.sweep();
+    this.copyAgents.sweep();
     const t = performance.now();
     if (t - this.journalAt >= this.opts.pollMs) this.journal = true;
     if (this.journal) {
