@@ -42,6 +42,11 @@ export class Watch {
   private down = false;
   private attempt = 0;
   private lastError?: string;
+  /**
+   * Where the watch's notices go: stderr. A view drawn in place (the QR)
+   * routes them through itself, so its next redraw erases them too.
+   */
+  notify: (text: string) => void = (text) => this.ctx.term.err(text);
 
   constructor(
     private readonly ctx: Ctx,
@@ -77,14 +82,14 @@ export class Watch {
       if (left <= 0) throw this.timedOut();
       try {
         const answer = await request(Math.max(1, Math.min(left, perRequest)));
-        if (this.down) this.ctx.term.err('reconnected');
+        if (this.down) this.notify('reconnected');
         this.down = false;
         this.attempt = 0;
         return answer;
       } catch (err) {
         if (!isTransient(err)) throw err;
         this.lastError = err.message;
-        if (!this.down) this.ctx.term.err(`${err.exitCode === EXIT.SERVER ? 'server error' : 'server unreachable'}, retrying… (${err.message})`);
+        if (!this.down) this.notify(`${err.exitCode === EXIT.SERVER ? 'server error' : 'server unreachable'}, retrying… (${err.message})`);
         this.down = true;
         const pause = Math.min(maxBackoff, 250 * 2 ** this.attempt);
         this.attempt += 1;
