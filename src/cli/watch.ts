@@ -1,5 +1,5 @@
 import type { Ctx } from './context.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { ApiError, CliError, EXIT } from './exit-codes.js';
 
 /** Time for a watch: real by default, injected by tests of the logic. */
 export interface WatchClock {
@@ -24,9 +24,19 @@ export interface WatchOptions {
   clock?: WatchClock;
 }
 
-/** What a watch rides out: no connection, or a server answering 5xx (starting, stopping, overloaded). */
+/**
+ * What a watch rides out: no connection (refused, reset, timed out), a
+ * pasarela answering 503 (APAGANDO, 901: stopping; or not ready), or a 5xx
+ * that is not pasarela's JSON (a proxy's page while the server is away).
+ * Any other 5xx of the server (a deterministic 500, a 502 for a gateway
+ * that is down) would answer the same until the deadline: the watch ends at
+ * once with it (exit 7).
+ */
 export function isTransient(err: unknown): err is CliError {
-  return err instanceof CliError && (err.exitCode === EXIT.UNREACHABLE || err.exitCode === EXIT.SERVER);
+  if (!(err instanceof CliError)) return false;
+  if (err.exitCode === EXIT.UNREACHABLE) return true;
+  if (err.exitCode !== EXIT.SERVER) return false;
+  return err instanceof ApiError ? err.status === 503 : true;
 }
 
 /**

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Ctx } from '../../src/cli/context.js';
-import { CliError, EXIT } from '../../src/cli/exit-codes.js';
+import { ApiError, CliError, EXIT } from '../../src/cli/exit-codes.js';
 import { makeTerm } from '../../src/cli/io.js';
 import { showQr, type QrBody } from '../../src/cli/qr-display.js';
 import { Watch, type WatchClock } from '../../src/cli/watch.js';
@@ -155,6 +155,37 @@ describe('Watch (an injected clock)', () => {
     await expect(w.call(async () => Promise.reject(down))).rejects.toMatchObject({ exitCode: 11, message: `late: ${down.message}` });
     const w2 = new Watch(ctx, { deadline: 3000, timedOut: () => new CliError('late', EXIT.TIMEOUT), clock: clockAt(0) });
     await expect(w2.call(async () => Promise.reject(new CliError('invalid credential', EXIT.AUTH)))).rejects.toMatchObject({ exitCode: 3 });
+  });
+
+  it('a 503 (APAGANDO) is ridden out; any other 5xx of the server ends the watch at once with exit 7', async () => {
+    const apiError = (status: number, codigo: number) => new ApiError(`server said ${status}`, EXIT.SERVER, {}, status, codigo, undefined, `server said ${status}`);
+    const { ctx, stderr } = ctxWith();
+    const w = new Watch(ctx, { deadline: 60_000, timedOut: () => new CliError('late', EXIT.TIMEOUT), clock: clockAt(0) });
+    let calls = 0;
+    expect(
+      await w.call(async () => {
+        calls += 1;
+        if (calls <= 2) throw apiError(503, 901);
+        return 'ok';
+      }),
+    ).toBe('ok');
+    expect(calls).toBe(3);
+    for (const [status, codigo] of [
+      [500, 900],
+      [502, 802],
+    ]) {
+      let n = 0;
+      const w2 = new Watch(ctx, { deadline: 60_000, timedOut: () => new CliError('late', EXIT.TIMEOUT), clock: clockAt(0) });
+      await expect(
+        w2.call(async () => {
+          n += 1;
+          throw apiError(status!, codigo!);
+        }),
+      ).rejects.toMatchObject({ exitCode: 7, status });
+      expect(n).toBe(1);
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(stderr()).toMatch(/^server error, retrying… \(server said 503\)\nreconnected\n$/);
   });
 
   it('on a terminal the QR redraw erases the notices printed below the view too', async () => {
