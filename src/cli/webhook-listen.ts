@@ -12,8 +12,9 @@ import { CliError, EXIT } from './exit-codes.js';
  * receiving. It checks both signatures of DESIGN §7 (independently of the
  * server's own code), prints each event, optionally forwards it, renews the
  * listener's lease every third of it (registering again when the lease ran
- * out, after a suspend), and removes the listener on SIGINT/SIGTERM; a killed
- * listen's listener expires by itself.
+ * out, after a suspend), and removes the listener on SIGINT/SIGTERM or when
+ * the reader of its output goes away (`| jq` ended); a killed listen's
+ * listener expires by itself.
  */
 export interface ListenOptions {
   port: number;
@@ -267,6 +268,15 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // `webhook listen | jq` whose reader went away: main ends the process then, so the removal below
+  // is the command's last work (io.lastWork), which main waits for, bounded.
+  const closed = term.io.closed;
+  const onClosed = () => stopped('output closed');
+  closed?.addEventListener('abort', onClosed, { once: true });
+  let finished!: () => void;
+  const removal = new Promise<void>((r) => (finished = r));
+  term.io.lastWork?.add(removal);
+  if (closed?.aborted) onClosed();
   const closeServer = () =>
     new Promise<void>((r) => {
       server.close(() => r());
@@ -338,7 +348,10 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     clearTimeout(timer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    closed?.removeEventListener('abort', onClosed);
     if (server.listening) await closeServer();
+    finished();
+    term.io.lastWork?.delete(removal);
   }
 }
 
