@@ -1,8 +1,9 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Ctx } from './context.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { ERRORS } from '../core/errors.js';
+import { ApiError, CliError, EXIT } from './exit-codes.js';
 
 /**
  * `pasarela webhook listen` (after `stripe listen`): a receiver on
@@ -45,14 +46,6 @@ export interface WebhookView {
   updated_at: string | null;
   /** Set only: a warning, e.g. the host does not resolve now. */
   aviso?: string;
-}
-
-/** 32 random bytes as base64url (43 characters, no `whsec_` prefix: raw-format secret), never starting with '-' (so it can be pasted after --secret). */
-export function generateSecret(): string {
-  for (;;) {
-    const s = randomBytes(32).toString('base64url');
-    if (!s.startsWith('-')) return s;
-  }
 }
 
 export const TOLERANCE_SEC = 300;
@@ -313,7 +306,7 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
         if (current?.escucha.id === id) current.escucha = r.escucha;
       } catch (err) {
         if (stopping) return;
-        if (!(err instanceof CliError) || apiCodigo(err) !== LISTENER_GONE) {
+        if (apiCodigo(err) !== LISTENER_GONE) {
           term.err(ec.yellow(`warning: could not renew the listener ${id} (${(err as Error).message}); trying again in ${Math.ceil(everyMs() / 1000)} s`));
           return;
         }
@@ -362,8 +355,9 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
 const ECHO_MS = 250;
 
 /** The server's api_codigo for a listener that is gone (removed, or its lease expired). */
-const LISTENER_GONE = 609;
-const apiCodigo = (err: CliError): number | undefined => (err.body as { api_codigo?: number } | undefined)?.api_codigo;
+const LISTENER_GONE = ERRORS.LISTENER_NOT_FOUND.codigo;
+/** The api_codigo of a server's refusal; undefined for anything else. */
+const apiCodigo = (err: unknown): number | undefined => (err instanceof ApiError ? err.apiCodigo : undefined);
 
 /** POST /api/webhook_escuchas.php, with what to do when the server refuses. */
 async function registerListener(ctx: Ctx, key: string, url: string, eventos: string[]): Promise<{ escucha: EscuchaView; secret: string }> {
@@ -371,7 +365,7 @@ async function registerListener(ctx: Ctx, key: string, url: string, eventos: str
     return await ctx.client().call<{ escucha: EscuchaView; secret: string }>('POST', '/api/webhook_escuchas.php', { key, json: { url, eventos } });
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
-    if (apiCodigo(err) === 100) {
+    if (apiCodigo(err) === ERRORS.INVALID_PARAMS.codigo) {
       throw new CliError(
         `the server refused ${url} as a webhook listener: ${err.message}. ` +
           'It delivers to its own 127.0.0.1, so `webhook listen` needs the server on this machine (or `pasarela serve --allow-private-urls` where that address is the same).',
@@ -379,7 +373,7 @@ async function registerListener(ctx: Ctx, key: string, url: string, eventos: str
         err.body,
       );
     }
-    if (apiCodigo(err) === 104) {
+    if (apiCodigo(err) === ERRORS.ROUTE_NOT_FOUND.codigo) {
       throw new CliError('this server has no webhook listeners (POST /api/webhook_escuchas.php): it is older than this pasarela; upgrade it', EXIT.ERROR, err.body);
     }
     throw err;

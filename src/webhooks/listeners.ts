@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../core/auth.js';
@@ -8,6 +8,7 @@ import { fail } from '../core/errors.js';
 import { parseHttpUrl } from '../core/media-url.js';
 import type { EscuchaRow } from '../core/ports.js';
 import { parseEventos, vetWebhookHost } from './config.js';
+import { generateSecret } from './sign.js';
 
 /**
  * Webhook listeners (`webhook listen`, docs/decisions.md "Webhook
@@ -73,14 +74,6 @@ export function isLoopbackHost(host: string): boolean {
   return host.trim().toLowerCase() === 'localhost' || isLoopbackAddress(host.trim());
 }
 
-/** 32 random bytes, base64url, never starting with '-' (so it can be pasted after a flag). */
-function newSecret(): string {
-  for (;;) {
-    const s = randomBytes(32).toString('base64url');
-    if (!s.startsWith('-')) return s;
-  }
-}
-
 export function escuchaView(e: EscuchaRow, leaseMs: number) {
   return { id: e.id, url: e.url, eventos: e.eventos, created_at: iso(e.created_at), expira_at: iso(e.expira_at), vigencia_ms: leaseMs };
 }
@@ -135,7 +128,7 @@ export async function addListener(core: Core, p: ClientPrincipal, input: Listene
     id: `esc_${randomUUID().replace(/-/g, '')}`,
     cliente_id: p.cliente.id,
     url: url.toString(),
-    secret: newSecret(),
+    secret: generateSecret(),
     eventos,
     created_at: now,
     expira_at: now + leaseMs,
