@@ -17,6 +17,11 @@ export interface IO {
   readonly rows?: number;
   /** Aborted once the reader of stdout or stderr has gone away (EPIPE: `pasarela ... | head -1`). */
   closed?: AbortSignal;
+  /**
+   * Work a command must still finish once the reader has gone (removing a
+   * webhook listener): main waits for it, bounded, before the process ends.
+   */
+  lastWork?: Set<Promise<unknown>>;
 }
 
 export interface Term {
@@ -73,6 +78,7 @@ export function processIO(): IO {
       return process.stdout.isTTY ? process.stdout.rows : undefined;
     },
     closed: gone.signal,
+    lastWork: new Set(),
   };
 }
 

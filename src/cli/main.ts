@@ -67,11 +67,23 @@ const aborted = (signal: AbortSignal | undefined) =>
     else signal?.addEventListener('abort', () => resolve(), { once: true });
   });
 
+/** The longest a closed pipe waits for a command's io.lastWork (a listener's removal takes at most ~10 s). */
+const LAST_WORK_MS = 12_000;
+
+/** Settles once the command's io.lastWork has, or after LAST_WORK_MS. */
+async function lastWork(io: IO): Promise<void> {
+  if (!io.lastWork?.size) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.allSettled([...io.lastWork]), new Promise<void>((r) => (timer = setTimeout(r, LAST_WORK_MS)))]);
+  clearTimeout(timer);
+}
+
 /**
  * Runs one invocation and returns its exit code; nothing below calls process.exit.
  * When the reader of our output goes away (`| head -1`, io.closed), it returns
  * 0 at once, whatever the command was doing: the reader took what it wanted,
- * like `git log | head -1` (the shim then ends the process).
+ * like `git log | head -1` (the shim then ends the process). Only work the
+ * command put in io.lastWork (a webhook listener's removal) is waited for.
  */
 export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Promise<number> {
   const program = buildProgram(io, env);
@@ -80,9 +92,13 @@ export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Prom
     const run = program.parseAsync(argv, { from: 'user' });
     run.catch(() => undefined); // a run left behind by a closed pipe must not reject unhandled
     await Promise.race([run, aborted(io.closed)]);
+    if (io.closed?.aborted) await lastWork(io);
     return EXIT.OK;
   } catch (err) {
-    if (io.closed?.aborted) return EXIT.OK;
+    if (io.closed?.aborted) {
+      await lastWork(io);
+      return EXIT.OK;
+    }
     if (err instanceof CommanderError) {
       if (err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
       return EXIT.USAGE;

@@ -23,6 +23,8 @@ export interface QrWatch {
   /** Draw the dark modules instead of the light ones: for terminals with a light background. */
   invert?: boolean;
   sleep?: (ms: number) => Promise<void>;
+  /** The watch behind `fetch` (watch.ts): while the QR is drawn its notices are counted in the next erase. */
+  notices?: { notify: (text: string) => void };
 }
 
 /** Modules of blank margin on every side: the QR specification asks for 4, and phones read badly with less. */
@@ -116,6 +118,19 @@ export async function showQr(ctx: Ctx, first: QrBody, w: QrWatch): Promise<QrBod
   };
   const dim = (lines: string[]) => lines.map((l) => term.color.dim(l));
 
+  // A notice ("server unreachable, retrying…", "reconnected") lands below the view on the same
+  // screen (stderr, when it is the terminal too): the next erase takes its rows with the view's.
+  const notices = drawing ? w.notices : undefined;
+  const plainNotify = notices?.notify;
+  if (notices && plainNotify) {
+    notices.notify = (text) => {
+      plainNotify(text);
+      if (!term.io.stderrIsTTY || drawnRows === 0) return;
+      const columns = term.columns();
+      drawnRows += text.split('\n').reduce((n, l) => n + (columns === undefined ? 1 : rowsTaken(l, columns)), 0);
+    };
+  }
+
   const view = (b: QrBody) => {
     const columns = term.columns();
     const rows = term.rows();
@@ -181,6 +196,7 @@ export async function showQr(ctx: Ctx, first: QrBody, w: QrWatch): Promise<QrBod
   } finally {
     // A code left on screen after we stop following it would only be scanned in vain.
     if (drawing) erase();
+    if (notices && plainNotify) notices.notify = plainNotify;
   }
   throw new CliError(`celular ${first.celular_id} was not linked within ${Math.round(w.timeoutMs / 1000)} s; run the command again for a new QR`, EXIT.TIMEOUT);
 }

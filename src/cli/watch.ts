@@ -1,5 +1,5 @@
 import type { Ctx } from './context.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { ApiError, CliError, EXIT } from './exit-codes.js';
 
 /** Time for a watch: real by default, injected by tests of the logic. */
 export interface WatchClock {
@@ -24,9 +24,19 @@ export interface WatchOptions {
   clock?: WatchClock;
 }
 
-/** What a watch rides out: no connection, or a server answering 5xx (starting, stopping, overloaded). */
+/**
+ * What a watch rides out: no connection (refused, reset, timed out), a
+ * pasarela answering 503 (APAGANDO, 901: stopping; or not ready), or a 5xx
+ * that is not pasarela's JSON (a proxy's page while the server is away).
+ * Any other 5xx of the server (a deterministic 500, a 502 for a gateway
+ * that is down) would answer the same until the deadline: the watch ends at
+ * once with it (exit 7).
+ */
 export function isTransient(err: unknown): err is CliError {
-  return err instanceof CliError && (err.exitCode === EXIT.UNREACHABLE || err.exitCode === EXIT.SERVER);
+  if (!(err instanceof CliError)) return false;
+  if (err.exitCode === EXIT.UNREACHABLE) return true;
+  if (err.exitCode !== EXIT.SERVER) return false;
+  return err instanceof ApiError ? err.status === 503 : true;
 }
 
 /**
@@ -42,6 +52,11 @@ export class Watch {
   private down = false;
   private attempt = 0;
   private lastError?: string;
+  /**
+   * Where the watch's notices go: stderr. A view drawn in place (the QR)
+   * routes them through itself, so its next redraw erases them too.
+   */
+  notify: (text: string) => void = (text) => this.ctx.term.err(text);
 
   constructor(
     private readonly ctx: Ctx,
@@ -77,14 +92,14 @@ export class Watch {
       if (left <= 0) throw this.timedOut();
       try {
         const answer = await request(Math.max(1, Math.min(left, perRequest)));
-        if (this.down) this.ctx.term.err('reconnected');
+        if (this.down) this.notify('reconnected');
         this.down = false;
         this.attempt = 0;
         return answer;
       } catch (err) {
         if (!isTransient(err)) throw err;
         this.lastError = err.message;
-        if (!this.down) this.ctx.term.err(`${err.exitCode === EXIT.SERVER ? 'server error' : 'server unreachable'}, retrying… (${err.message})`);
+        if (!this.down) this.notify(`${err.exitCode === EXIT.SERVER ? 'server error' : 'server unreachable'}, retrying… (${err.message})`);
         this.down = true;
         const pause = Math.min(maxBackoff, 250 * 2 ** this.attempt);
         this.attempt += 1;

@@ -1,8 +1,9 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Ctx } from './context.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { ERRORS } from '../core/errors.js';
+import { ApiError, CliError, EXIT } from './exit-codes.js';
 
 /**
  * `pasarela webhook listen` (after `stripe listen`): a receiver on
@@ -12,8 +13,9 @@ import { CliError, EXIT } from './exit-codes.js';
  * receiving. It checks both signatures of DESIGN §7 (independently of the
  * server's own code), prints each event, optionally forwards it, renews the
  * listener's lease every third of it (registering again when the lease ran
- * out, after a suspend), and removes the listener on SIGINT/SIGTERM; a killed
- * listen's listener expires by itself.
+ * out, after a suspend), and removes the listener on SIGINT/SIGTERM or when
+ * the reader of its output goes away (`| jq` ended); a killed listen's
+ * listener expires by itself.
  */
 export interface ListenOptions {
   port: number;
@@ -46,17 +48,15 @@ export interface WebhookView {
   aviso?: string;
 }
 
-/** 32 random bytes as base64url (43 characters, no `whsec_` prefix: raw-format secret), never starting with '-' (so it can be pasted after --secret). */
-export function generateSecret(): string {
-  for (;;) {
-    const s = randomBytes(32).toString('base64url');
-    if (!s.startsWith('-')) return s;
-  }
-}
-
 export const TOLERANCE_SEC = 300;
 const MAX_BODY = 8 * 1024 * 1024;
-const FORWARD_TIMEOUT_MS = 9_000;
+/**
+ * The longest --forward-to may take, headers and body together: clearly
+ * below the server's wait for a listener copy's answer (LISTENER_TIMEOUT_MS,
+ * 5 s, webhooks/dispatcher.ts), so a slow app gets a 502 from here instead of
+ * the server timing out and sending the same event again.
+ */
+export const FORWARD_TIMEOUT_MS = 4_000;
 
 const header = (h: IncomingHttpHeaders, name: string): string | undefined => {
   const v = h[name];
@@ -107,12 +107,14 @@ async function forward(url: string, headers: IncomingHttpHeaders, body: Buffer):
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP.has(k)) out[k] = Array.isArray(v) ? v.join(', ') : v;
   const { request } = await import('undici');
   const start = Date.now();
+  const signal = AbortSignal.timeout(FORWARD_TIMEOUT_MS);
   try {
     // undici.request follows no redirects, as the service's own deliveries.
-    const res = await request(url, { method: 'POST', headers: out, body, headersTimeout: FORWARD_TIMEOUT_MS, bodyTimeout: FORWARD_TIMEOUT_MS });
+    const res = await request(url, { method: 'POST', headers: out, body, signal });
     await res.body.dump();
     return { status: res.statusCode, duracion_ms: Date.now() - start };
   } catch (err) {
+    if (signal.aborted) return { duracion_ms: Date.now() - start, error: `no answer within ${FORWARD_TIMEOUT_MS} ms` };
     const e = err as { code?: string; message?: string };
     return { duracion_ms: Date.now() - start, error: e.code ?? e.message ?? String(err) };
   }
@@ -259,6 +261,15 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // `webhook listen | jq` whose reader went away: main ends the process then, so the removal below
+  // is the command's last work (io.lastWork), which main waits for, bounded.
+  const closed = term.io.closed;
+  const onClosed = () => stopped('output closed');
+  closed?.addEventListener('abort', onClosed, { once: true });
+  let finished!: () => void;
+  const removal = new Promise<void>((r) => (finished = r));
+  term.io.lastWork?.add(removal);
+  if (closed?.aborted) onClosed();
   const closeServer = () =>
     new Promise<void>((r) => {
       server.close(() => r());
@@ -295,7 +306,7 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
         if (current?.escucha.id === id) current.escucha = r.escucha;
       } catch (err) {
         if (stopping) return;
-        if (!(err instanceof CliError) || apiCodigo(err) !== LISTENER_GONE) {
+        if (apiCodigo(err) !== LISTENER_GONE) {
           term.err(ec.yellow(`warning: could not renew the listener ${id} (${(err as Error).message}); trying again in ${Math.ceil(everyMs() / 1000)} s`));
           return;
         }
@@ -330,7 +341,10 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     clearTimeout(timer);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    closed?.removeEventListener('abort', onClosed);
     if (server.listening) await closeServer();
+    finished();
+    term.io.lastWork?.delete(removal);
   }
 }
 
@@ -341,8 +355,9 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
 const ECHO_MS = 250;
 
 /** The server's api_codigo for a listener that is gone (removed, or its lease expired). */
-const LISTENER_GONE = 609;
-const apiCodigo = (err: CliError): number | undefined => (err.body as { api_codigo?: number } | undefined)?.api_codigo;
+const LISTENER_GONE = ERRORS.LISTENER_NOT_FOUND.codigo;
+/** The api_codigo of a server's refusal; undefined for anything else. */
+const apiCodigo = (err: unknown): number | undefined => (err instanceof ApiError ? err.apiCodigo : undefined);
 
 /** POST /api/webhook_escuchas.php, with what to do when the server refuses. */
 async function registerListener(ctx: Ctx, key: string, url: string, eventos: string[]): Promise<{ escucha: EscuchaView; secret: string }> {
@@ -350,7 +365,7 @@ async function registerListener(ctx: Ctx, key: string, url: string, eventos: str
     return await ctx.client().call<{ escucha: EscuchaView; secret: string }>('POST', '/api/webhook_escuchas.php', { key, json: { url, eventos } });
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
-    if (apiCodigo(err) === 100) {
+    if (apiCodigo(err) === ERRORS.INVALID_PARAMS.codigo) {
       throw new CliError(
         `the server refused ${url} as a webhook listener: ${err.message}. ` +
           'It delivers to its own 127.0.0.1, so `webhook listen` needs the server on this machine (or `pasarela serve --allow-private-urls` where that address is the same).',
@@ -358,7 +373,7 @@ async function registerListener(ctx: Ctx, key: string, url: string, eventos: str
         err.body,
       );
     }
-    if (apiCodigo(err) === 104) {
+    if (apiCodigo(err) === ERRORS.ROUTE_NOT_FOUND.codigo) {
       throw new CliError('this server has no webhook listeners (POST /api/webhook_escuchas.php): it is older than this pasarela; upgrade it', EXIT.ERROR, err.body);
     }
     throw err;

@@ -15,6 +15,10 @@ export interface CoreConfig {
   allowPrivateUrls: boolean;
   /** How long a webhook listener lives after its last renewal (webhooks/listeners.ts). */
   webhookListenLeaseMs: number;
+  /** The address `serve --host` listens on: a loopback listener URL needs a loopback one (webhooks/listeners.ts). */
+  listenHost: string;
+  /** `serve --trust-proxy`: requests come through a proxy, which must name a loopback client for a loopback listener. */
+  trustProxy: boolean;
   queue: QueueConfig;
 }
 

@@ -27,7 +27,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     counters: new MemoryCounters(clock),
     gateway: new SimGateway(store, clock),
     bus: new EventBus(),
-    config: { adminTokenHash: '', authMaxFailures: 1, authWindowMs: 1, tz: 'UTC', allowPrivateUrls: false, webhookListenLeaseMs: 1, queue: QUEUE_DEFAULTS },
+    config: { adminTokenHash: '', authMaxFailures: 1, authWindowMs: 1, tz: 'UTC', allowPrivateUrls: false, webhookListenLeaseMs: 1, listenHost: '127.0.0.1', trustProxy: false, queue: QUEUE_DEFAULTS },
     random: Math.random,
   };
   // Handlers never run here; sends are only described.

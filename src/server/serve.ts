@@ -256,6 +256,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
         tz,
         allowPrivateUrls: opts.allowPrivateUrls ?? false,
         webhookListenLeaseMs: opts.webhookListenLeaseMs ?? LISTEN_LEASE_MS,
+        listenHost: opts.host,
+        trustProxy: opts.trustProxy,
         // A claim must outlive the longest send: a media fetch and the gateway call, each up to the send timeout.
         queue: { ...QUEUE_DEFAULTS, leaseMs: Math.max(QUEUE_DEFAULTS.leaseMs, 2 * http.sendTimeoutMs + 10_000), ...(opts.queue ?? {}) },
       },

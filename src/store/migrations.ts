@@ -371,7 +371,7 @@ export const MIGRATIONS: Migration[] = [
     sql: `
       -- Temporary extra destinations of a client's events (\`webhook listen\`), each with its own
       -- signing secret, alive while expira_at is renewed. Expired rows are removed when the
-      -- client adds another; nothing reads them meanwhile.
+      -- client adds another; meanwhile only a removal by id reads one (to answer it had expired).
       CREATE TABLE webhook_escuchas (
         id TEXT PRIMARY KEY,
         cliente_id INTEGER NOT NULL,

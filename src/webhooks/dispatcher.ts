@@ -40,8 +40,13 @@ const MOVE = 500;
 const HELD_RETRY_MS = 1000;
 /** Listener copies in flight at once, by default. */
 const LISTENER_CONCURRENCY = 16;
-/** The longest a listener copy's attempt waits for an answer: a local listener answers at once or not at all. */
-const LISTENER_TIMEOUT_MS = 5000;
+/**
+ * The longest a listener copy's attempt waits for an answer. `webhook listen
+ * --forward-to` answers only after the app behind it did, so it gives up on
+ * the app sooner (FORWARD_TIMEOUT_MS, 4 s, cli/webhook-listen.ts) and answers
+ * 502 in time; a dead listener holds a copy slot no longer than this.
+ */
+export const LISTENER_TIMEOUT_MS = 5000;
 
 /**
  * Webhook delivery through a durable outbox. Each event for a subscribed,
@@ -68,6 +73,8 @@ const LISTENER_TIMEOUT_MS = 5000;
 export class WebhookDispatcher {
   private readonly runner: KeyedRunner<number>;
   private readonly agents: ReceiverAgents;
+  /** The listener copies' own pool (their hosts are vetted by the listener rule); swept with the other. */
+  private readonly copyAgents: ReceiverAgents;
   private readonly queues = new Map<number, ClientQueue>();
   private readonly half: number;
   private retrying = 0;
@@ -88,7 +95,8 @@ export class WebhookDispatcher {
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
     this.agents = new ReceiverAgents((url) => vetWebhookHost(url, core.config.allowPrivateUrls));
-    this.copies = new ListenerCopies(core, new ReceiverAgents(vetListenerHost(core.config.allowPrivateUrls)), {
+    this.copyAgents = new ReceiverAgents(vetListenerHost(core.config.allowPrivateUrls));
+    this.copies = new ListenerCopies(core, this.copyAgents, {
       concurrency: opts.listenerConcurrency ?? LISTENER_CONCURRENCY,
       timeoutMs: Math.min(opts.timeoutMs, LISTENER_TIMEOUT_MS),
       userAgent: opts.userAgent,
@@ -194,6 +202,7 @@ export class WebhookDispatcher {
       this.loaded = true;
     }
     this.agents.sweep();
+    this.copyAgents.sweep();
     const t = performance.now();
     if (t - this.journalAt >= this.opts.pollMs) this.journal = true;
     if (this.journal) {

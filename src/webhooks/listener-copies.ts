@@ -43,8 +43,12 @@ interface Lane {
  * a copy is tried a few times within about a second and then dropped, and a
  * listener whose lease ended loses what was waiting for it, so a dead
  * listener never grows a backlog. Copies have slots and connections of their
- * own, one in flight per listener and listeners served in turn, so they
- * never delay a real delivery or another listener.
+ * own, apart from the real deliveries', so they never delay a real
+ * delivery. Those slots (`concurrency`, 16 by default) are shared by every
+ * listener of every client: one copy in flight per listener and listeners
+ * served in turn, so a slow or dead listener holds at most one slot, for up
+ * to the copy timeout per attempt; but enough slow listeners at once fill
+ * the slots, and the others' copies wait (and may be late) until one frees.
  */
 export class ListenerCopies {
   private readonly lanes = new Map<string, Lane>();

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../core/auth.js';
@@ -8,6 +8,7 @@ import { fail } from '../core/errors.js';
 import { parseHttpUrl } from '../core/media-url.js';
 import type { EscuchaRow } from '../core/ports.js';
 import { parseEventos, vetWebhookHost } from './config.js';
+import { generateSecret } from './sign.js';
 
 /**
  * Webhook listeners (`webhook listen`, docs/decisions.md "Webhook
@@ -47,9 +48,15 @@ const list = (v: string | string[] | undefined): string[] => (v === undefined ? 
  * Whether a request was made on this machine: its peer and every address a
  * proxy names in X-Forwarded-For or Forwarded are loopback. A proxy on this
  * machine makes the peer loopback for everyone, so the forwarded chain must
- * be loopback too (what a proxy adds, a remote client cannot remove).
+ * be loopback too (what a proxy adds, a remote client cannot remove). With
+ * `serve --trust-proxy` the chain must also be there: a proxy is said to be
+ * in front, and without its headers the real client is unknown.
  */
-export function requestFromThisMachine(peer: string | undefined, headers: { 'x-forwarded-for'?: string | string[]; forwarded?: string | string[] }): boolean {
+export function requestFromThisMachine(
+  peer: string | undefined,
+  headers: { 'x-forwarded-for'?: string | string[]; forwarded?: string | string[] },
+  trustProxy = false,
+): boolean {
   if (!peer || !isLoopbackAddress(peer)) return false;
   const chain = list(headers['x-forwarded-for']).flatMap((h) => h.split(','));
   for (const f of list(headers.forwarded).flatMap((h) => h.split(','))) {
@@ -58,15 +65,13 @@ export function requestFromThisMachine(peer: string | undefined, headers: { 'x-f
       if (k?.trim().toLowerCase() === 'for' && v !== undefined) chain.push(v);
     }
   }
+  if (trustProxy && chain.length === 0) return false;
   return chain.every((a) => isLoopbackAddress(hop(a)));
 }
 
-/** 32 random bytes, base64url, never starting with '-' (so it can be pasted after a flag). */
-function newSecret(): string {
-  for (;;) {
-    const s = randomBytes(32).toString('base64url');
-    if (!s.startsWith('-')) return s;
-  }
+/** `serve --host` names a loopback interface only (127.0.0.0/8, ::1, localhost); 0.0.0.0 and :: are every interface. */
+export function isLoopbackHost(host: string): boolean {
+  return host.trim().toLowerCase() === 'localhost' || isLoopbackAddress(host.trim());
 }
 
 export function escuchaView(e: EscuchaRow, leaseMs: number) {
@@ -80,9 +85,12 @@ export interface ListenerInput {
 
 /**
  * A listener's URL: a loopback address (127.0.0.0/8, [::1]) over http or
- * https, accepted when the request comes from this machine (where that
- * address is the listener's) or with `serve --allow-private-urls`; anything
- * else over https only, under the real webhook's address rule.
+ * https, accepted with `serve --allow-private-urls`, or when the request
+ * comes from this machine (where that address is the listener's) AND the
+ * server listens on loopback only. A server on a public interface may sit
+ * behind a same-host proxy that adds no forwarding headers (plain
+ * proxy_pass, stunnel, ssh -L): every remote client would then look local.
+ * Anything else over https only, under the real webhook's address rule.
  */
 async function listenerUrl(core: Core, raw: unknown, local: boolean): Promise<URL> {
   if (typeof raw !== 'string' || raw.trim() === '') fail('INVALID_PARAMS', 'url is required (http://127.0.0.1:PORT/ from this machine, or https://)');
@@ -94,8 +102,11 @@ async function listenerUrl(core: Core, raw: unknown, local: boolean): Promise<UR
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (isLoopbackAddress(host)) {
-    if (!local && !core.config.allowPrivateUrls) {
-      fail('INVALID_PARAMS', 'url: a loopback listener is accepted only from a request made on the server\'s own machine (or with serve --allow-private-urls)');
+    if (!core.config.allowPrivateUrls && !(local && isLoopbackHost(core.config.listenHost))) {
+      fail(
+        'INVALID_PARAMS',
+        'url: a loopback listener is accepted only from a request made on the server\'s own machine to a server listening on loopback (serve --host 127.0.0.1), or with serve --allow-private-urls',
+      );
     }
     return url;
   }
@@ -117,7 +128,7 @@ export async function addListener(core: Core, p: ClientPrincipal, input: Listene
     id: `esc_${randomUUID().replace(/-/g, '')}`,
     cliente_id: p.cliente.id,
     url: url.toString(),
-    secret: newSecret(),
+    secret: generateSecret(),
     eventos,
     created_at: now,
     expira_at: now + leaseMs,

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * Webhook signatures of DESIGN §7, as pure functions (time is an argument).
@@ -53,4 +53,17 @@ export function retryDelayMs(baseMs: number, attemptsMade: number, random: () =>
   const f = RETRY_FACTORS[attemptsMade - 1];
   if (f === undefined) return null;
   return Math.round(baseMs * f * (0.8 + 0.4 * random()));
+}
+
+/**
+ * A new signing secret (`webhook set --generate-secret`, a listener's): 32
+ * random bytes as base64url (43 characters, no `whsec_` prefix: raw-format
+ * secret), never starting with '-' (so it can be pasted after --secret).
+ * Pure of server code, so the CLI imports it too.
+ */
+export function generateSecret(): string {
+  for (;;) {
+    const s = randomBytes(32).toString('base64url');
+    if (!s.startsWith('-')) return s;
+  }
 }

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Ctx } from '../../src/cli/context.js';
-import { CliError, EXIT } from '../../src/cli/exit-codes.js';
+import { ApiError, CliError, EXIT } from '../../src/cli/exit-codes.js';
 import { makeTerm } from '../../src/cli/io.js';
+import { showQr, type QrBody } from '../../src/cli/qr-display.js';
 import { Watch, type WatchClock } from '../../src/cli/watch.js';
 import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
 import { api } from '../helpers/server.js';
@@ -154,5 +155,65 @@ describe('Watch (an injected clock)', () => {
     await expect(w.call(async () => Promise.reject(down))).rejects.toMatchObject({ exitCode: 11, message: `late: ${down.message}` });
     const w2 = new Watch(ctx, { deadline: 3000, timedOut: () => new CliError('late', EXIT.TIMEOUT), clock: clockAt(0) });
     await expect(w2.call(async () => Promise.reject(new CliError('invalid credential', EXIT.AUTH)))).rejects.toMatchObject({ exitCode: 3 });
+  });
+
+  it('a 503 (APAGANDO) is ridden out; any other 5xx of the server ends the watch at once with exit 7', async () => {
+    const apiError = (status: number, codigo: number) => new ApiError(`server said ${status}`, EXIT.SERVER, {}, status, codigo, undefined, `server said ${status}`);
+    const { ctx, stderr } = ctxWith();
+    const w = new Watch(ctx, { deadline: 60_000, timedOut: () => new CliError('late', EXIT.TIMEOUT), clock: clockAt(0) });
+    let calls = 0;
+    expect(
+      await w.call(async () => {
+        calls += 1;
+        if (calls <= 2) throw apiError(503, 901);
+        return 'ok';
+      }),
+    ).toBe('ok');
+    expect(calls).toBe(3);
+    for (const [status, codigo] of [
+      [500, 900],
+      [502, 802],
+    ]) {
+      let n = 0;
+      const w2 = new Watch(ctx, { deadline: 60_000, timedOut: () => new CliError('late', EXIT.TIMEOUT), clock: clockAt(0) });
+      await expect(
+        w2.call(async () => {
+          n += 1;
+          throw apiError(status!, codigo!);
+        }),
+      ).rejects.toMatchObject({ exitCode: 7, status });
+      expect(n).toBe(1);
+    }
+    await new Promise((r) => setImmediate(r));
+    expect(stderr()).toMatch(/^server error, retrying… \(server said 503\)\nreconnected\n$/);
+  });
+
+  it('on a terminal the QR redraw erases the notices printed below the view too', async () => {
+    // stdout and stderr are the same screen, as on a terminal.
+    let screen = '';
+    const tty = new PassThrough();
+    tty.on('data', (c: Buffer) => (screen += String(c)));
+    const io = { stdout: tty, stderr: tty, stdin: new PassThrough(), stdoutIsTTY: true, stderrIsTTY: true, stdinIsTTY: false, columns: 200, rows: 200 };
+    const ctx = new Ctx(makeTerm(io, { NO_COLOR: '1' }), {}, {});
+    const w = new Watch(ctx, { deadline: Number.MAX_SAFE_INTEGER, timedOut: () => new CliError('late', EXIT.TIMEOUT), clock: clockAt(0) });
+    const qr = (code: string, status = 'need_scan'): QrBody => ({ celular_id: 7, gateway_instancia: 'c7', qr: code, status });
+    const answers: Array<QrBody | CliError> = [down, down, qr('second'), qr('', 'connected')];
+    const fetch = () =>
+      w.call(async () => {
+        const a = answers.shift()!;
+        if (a instanceof CliError) throw a;
+        return a;
+      });
+    await showQr(ctx, qr('first'), { fetch, wait: true, intervalMs: 0, timeoutMs: 60_000, sleep: async () => undefined, notices: w });
+    await new Promise((r) => setImmediate(r));
+    const CURSOR_UP = /\r\u001b\[(\d+)A\u001b\[J/g;
+    const ups = [...screen.matchAll(CURSOR_UP)].map((m) => Number(m[1]));
+    const parts = screen.split(CURSOR_UP).filter((_, i) => i % 2 === 0);
+    // The first view, then the two notices; the redraw goes up over all of it.
+    expect(parts[0]).toContain('server unreachable, retrying…');
+    expect(parts[0]).toContain('reconnected\n');
+    expect(ups[0]).toBe(parts[0]!.split('\n').length - 1);
+    expect(ups[1]).toBe(parts[1]!.split('\n').length - 1);
+    expect(parts.at(-1)).toMatch(/✓ celular 7 is connected/);
   });
 });

@@ -1,13 +1,16 @@
+import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
-import { generateSecret, verifyDelivery } from '../../src/cli/webhook-listen.js';
+import { FORWARD_TIMEOUT_MS, verifyDelivery } from '../../src/cli/webhook-listen.js';
+import { generateSecret } from '../../src/webhooks/sign.js';
+import { LISTENER_TIMEOUT_MS } from '../../src/webhooks/dispatcher.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { numeroNuevo } from '../helpers/expect.js';
-import { Cli, expectJsonOnly, expectOk, fields, rows, until, waitForText } from './helpers.js';
+import { BIN, Cli, expectJsonOnly, expectOk, fields, rows, until, waitForText } from './helpers.js';
 
 /**
  * `pasarela webhook ...` through the built CLI against a real server that
@@ -290,6 +293,21 @@ describe('webhook listen', () => {
     expect(await webhookView()).toMatchObject({ configurado: false, url: '' });
   });
 
+  it('`webhook listen | jq` whose reader went away: the listener is removed before the process ends (exit 0)', async () => {
+    const child = spawn(process.execPath, [BIN, 'webhook', 'listen', '--json'], { env: cli.env(env()), stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy(); // the reader is gone: the first event printed fails with EPIPE
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += String(c)));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    await until(async () => /Ready:/.test(stderr), 30_000);
+    expect(await listeners(s, clientKey)).toHaveLength(1);
+    expect((await api(s.url, 'POST', '/api/webhook_test.php', { key: clientKey })).status).toBe(200);
+    expect(await exited, stderr).toBe(0);
+    expect(stderr).toMatch(/output closed: removing the listener esc_\w+/);
+    expect(stderr).toMatch(/Removed the listener/);
+    expect(await listeners(s, clientKey)).toEqual([]);
+  });
+
   it('on the default server (no --allow-private-urls) it works; beyond 5 live listeners it exits 1 naming the limit', async () => {
     const strict = await startTestServer();
     try {
@@ -394,6 +412,10 @@ describe('webhook listen', () => {
       expect((await proc).exitCode).toBe(0);
       expect(await listeners(short, key)).toEqual([]);
     });
+  });
+
+  it('--forward-to gives up on the app (and answers 502) a second before the server stops waiting for the copy, so a slow app is not sent the event again', () => {
+    expect(FORWARD_TIMEOUT_MS + 1000).toBeLessThanOrEqual(LISTENER_TIMEOUT_MS);
   });
 
   it('verifyDelivery: both signatures, constant-time, five minutes of tolerance', () => {

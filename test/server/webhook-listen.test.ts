@@ -287,6 +287,39 @@ describe('who may register what', () => {
     expectError(await api(strict.url, 'DELETE', '/api/webhook_escuchas.php?id=esc_x', { key: L.celularKey }), 403, 201);
     expectError(await renew(strict, L.clientKey, ''), 400, 100);
   });
+
+  it('a server on every interface (--host 0.0.0.0) refuses a loopback listener even from a loopback peer, unless --allow-private-urls; with --trust-proxy the forwarded chain must be there', async () => {
+    // A same-host proxy that adds no forwarding headers (plain proxy_pass, stunnel, ssh -L) makes every client's peer loopback.
+    const local = (srv: TestServer): TestServer => ({ ...srv, url: srv.url.replace('0.0.0.0', '127.0.0.1') });
+    const started: TestServer[] = [];
+    try {
+      for (const [over, loopbackOk] of [
+        [{ host: '0.0.0.0' }, false],
+        [{ host: '0.0.0.0', allowPrivateUrls: true }, true],
+        [{ host: 'localhost' }, true],
+      ] as const) {
+        const srv = local(await startTestServer({ ...over, queue: { gapMinMs: 0, gapMaxMs: 0 } }));
+        started.push(srv);
+        const W = await linkedLine(srv, { link: false });
+        const r = await register(srv, W.clientKey, { url: `${R.url}/wide` });
+        if (loopbackOk) expectOk(r, 201);
+        else {
+          expectError(r, 400, 100);
+          expect(r.body.error).toMatch(/to a server listening on loopback \(serve --host 127\.0\.0\.1\)/);
+          // The https rule is unchanged.
+          expectError(await register(srv, W.clientKey, { url: 'https://10.1.2.3/hooks' }), 400, 100);
+        }
+      }
+      const proxied = await startTestServer({ trustProxy: true, queue: { gapMinMs: 0, gapMaxMs: 0 } });
+      started.push(proxied);
+      const P = await linkedLine(proxied, { link: false });
+      expectError(await register(proxied, P.clientKey, { url: `${R.url}/tp` }), 400, 100);
+      expectOk(await register(proxied, P.clientKey, { url: `${R.url}/tp` }, { 'x-forwarded-for': '127.0.0.1' }), 201);
+      expectError(await register(proxied, P.clientKey, { url: `${R.url}/tp` }, { 'x-forwarded-for': '198.51.100.7' }), 400, 100);
+    } finally {
+      for (const x of started) await x.stop();
+    }
+  });
 });
 
 describeWith(postgres, 'several nodes (PostgreSQL)', () => {

@@ -78,6 +78,7 @@ async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; invert?: b
     fetch: () => watch.call((timeoutMs) => ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key, query: { id: first.celular_id }, timeoutMs })),
     wait: Boolean(o.wait),
     invert: Boolean(o.invert),
+    notices: watch,
     intervalMs: o.interval,
     timeoutMs: o.timeout * 1000,
   });

@@ -6,7 +6,8 @@ import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, painted, printFields, printSecret, printTable, type Cell } from '../output.js';
 import { checkArg, httpUrl, int, token } from '../parse.js';
-import { generateSecret, listen, type WebhookView } from '../webhook-listen.js';
+import { generateSecret } from '../../webhooks/sign.js';
+import { listen, type WebhookView } from '../webhook-listen.js';
 
 /** The server's delivery shape (a type-only import: nothing of the server is loaded). */
 type Entrega = EntregaView;

@@ -183,7 +183,8 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       security,
       description:
         `${listenerDescription} The url is a loopback address (http://127.0.0.1:PORT/ or [::1]), accepted when the request comes from the server's own machine ` +
-        '(its peer and every X-Forwarded-For or Forwarded address are loopback) or with serve --allow-private-urls; or an https:// URL under the webhook address rule.',
+        '(its peer and every X-Forwarded-For or Forwarded address are loopback; with serve --trust-proxy that chain must be present) and the server listens on loopback ' +
+        '(serve --host 127.0.0.1, ::1 or localhost), or with serve --allow-private-urls; or an https:// URL under the webhook address rule.',
       summary: 'Register a webhook listener; its signing secret is returned only here',
       body: {
         type: 'object',
@@ -200,7 +201,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     },
     handler: async (req, reply) => {
       const b = bodyOf(req);
-      const r = await addListener(core, principal(req), { url: b.url, eventos: b.eventos ?? b['eventos[]'] }, requestFromThisMachine(req.socket.remoteAddress, req.headers));
+      const r = await addListener(core, principal(req), { url: b.url, eventos: b.eventos ?? b['eventos[]'] }, requestFromThisMachine(req.socket.remoteAddress, req.headers, core.config.trustProxy));
       return created(reply, r, { descripcion: 'escucha registrada' });
     },
   });

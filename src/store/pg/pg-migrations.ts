@@ -337,7 +337,8 @@ export const PG_MIGRATIONS: Migration[] = [
     sql: `
       -- Temporary extra destinations of a client's events (\`webhook listen\`), each with its own
       -- signing secret, alive while expira_at (on the clock of the node that renewed it) is renewed.
-      -- Expired rows are removed when the client adds another; nothing reads them meanwhile.
+      -- Expired rows are removed when the client adds another; meanwhile only a removal by id
+      -- reads one (to answer it had expired).
       CREATE TABLE webhook_escuchas (
         id TEXT PRIMARY KEY,
         cliente_id BIGINT NOT NULL,
