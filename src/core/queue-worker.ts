@@ -8,6 +8,7 @@ import { stream } from './leases.js';
 import type { NodePresence } from './node-presence.js';
 import { outbound } from './outbound.js';
 import { GatewayFailure, type AcceptedMedia, type MensajePayload, type MensajeRow } from './ports.js';
+import { REFUSED_FOR_GOOD } from './idempotency.js';
 
 /** The longest a line waits before its state (hours, caps, estado, TTL) is checked again. */
 const HOLD_MAX_MS = 1000;
@@ -202,7 +203,8 @@ export class QueueWorker {
       // Rate-limited: the network's own pause, not our backoff; the whole line waits with its head message.
       const wait = kind === 'rate_limited' ? ((err as GatewayFailure).retryAfterMs ?? RATE_LIMIT_PAUSE_MS) : retryDelay(m.intentos, core.random);
       const at = core.clock.now() + wait;
-      if (kind === 'permanent') await this.end(m, reason);
+      // Said as a direct send's is, so the history reads the same whichever way a refusal came.
+      if (kind === 'permanent') await this.end(m, (err as GatewayFailure).mayHaveSent ? reason : `${REFUSED_FOR_GOOD}${reason}`);
       else if (m.expira_at !== null && at >= m.expira_at) await this.end(m, `expired after retries: ${reason}`);
       else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
       if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });

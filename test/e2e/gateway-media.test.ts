@@ -147,7 +147,7 @@ describe.each(NETWORKS)('media URLs on %s', (_name, make) => {
       const q = await post('/api/mensaje_enviar_imagen.php', { url: `${media.base}/grows.png?cola`, caption: 'otra' });
       expectOk(q);
       const m = await waitEstado(s, q.body.msg_id, 'error');
-      expect(m.error).toBe('media URL file too large: over 5 MB; the maximum for imagen is 5 MB');
+      expect(m.error).toBe('refused for good: media URL file too large: over 5 MB; the maximum for imagen is 5 MB');
       expect(m.intentos).toBe(0);
       expect(await credit()).toBe(start);
       expect(net.received!().length).toBe(before);

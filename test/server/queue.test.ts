@@ -176,7 +176,7 @@ describe('order, independence and events (gap 0)', () => {
     const id = /msg_id ([0-9a-f-]{36})/.exec(r.body.error)![1]!;
     expect(of(id).map((e) => [e.estado_anterior, e.estado, e.error])).toEqual([
       [null, 'pendiente', null],
-      ['pendiente', 'error', 'numero inexistente'],
+      ['pendiente', 'error', 'refused for good: numero inexistente'],
     ]);
   });
 
