@@ -41,10 +41,8 @@ describe('0: help and version', () => {
     expect(version.stdout.trim()).toBe(pkg.version);
   });
 
-  // BUG: src/cli/main.ts:58 maps every CommanderError except helpDisplayed/version to
-  // EXIT.USAGE; `pasarela help [command]` ends with code 'commander.help' and exitCode 0,
-  // so asking for help this way exits 2. Fix: `if (err.exitCode === 0) return EXIT.OK;`
-  // (or also accept err.code === 'commander.help' when err.exitCode === 0).
+  // `pasarela help [command]` is help asked for: commander ends it with exit code 0, which main
+  // keeps.
   it('`pasarela help celular` (help asked for) exits 0', async () => {
     const r = await cli.run(['help', 'celular']);
     expect(r.stdout).toContain('Usage: pasarela celular');
@@ -79,10 +77,7 @@ describe('2: usage errors (checked before any request)', () => {
     expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).status).toBe(200);
   });
 
-  // BUG: src/cli/client.ts:19 builds `new URL(...)` outside any try, so a malformed --url /
-  // PASARELA_URL escapes as a TypeError and main() exits 1 with a bare "error: Invalid URL".
-  // It is a usage error: validate the URL (in Ctx.url() or ApiClient's constructor) and
-  // throw usage(`--url "${u}" is not an http(s) URL`).
+  // A malformed --url / PASARELA_URL is a usage error naming the URL, checked before any request.
   it('a malformed --url is a usage error (exit 2) that names the URL', async () => {
     const r = await cli.run(['info', '--url', 'not-a-url', '--key', a.clientKey]);
     expect(r.stderr).toContain('not-a-url');

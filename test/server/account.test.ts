@@ -142,10 +142,8 @@ describe('GET /api/saldo.php', () => {
     expect(saldo.body).toMatchObject({ saldo_celular: 25, saldo_global: 7 });
   });
 
-  // BUG: src/core/accounts.ts saldo() (line 139) ignores `celular_id` when the
-  // credential is a celular key, so asking for another client's line answers 200
-  // with the caller's own line instead of 404 (DESIGN §3: never answer for
-  // another client's object; a parameter naming another line is not honoured).
+  // A parameter naming another client's line is never answered for (docs/decisions.md,
+  // credentials): a celular key asking for another line's balance gets 404, not its own.
   it('a celular key asking for another client\'s ?celular_id gets 404, not its own balance', async () => {
     const r = await api(s.url, 'GET', `/api/saldo.php?celular_id=${B.celularId}`, { key: A.celularKey });
     expectError(r, 404, 600);

@@ -264,12 +264,8 @@ describe('POST /admin/celulares/:id/token-legacy', () => {
     expect(me.body.celular_id).toBe(A.celularId);
   });
 
-  // BUG: src/core/celulares.ts setLegacyToken (line 278) accepts any printable
-  // token, but src/core/auth.ts resolveOne (line 33) routes every value shaped
-  // like WA_<id>_<secret> or WAC_<id>_<secret> to the key check, so such a legacy
-  // token is stored and reported as set yet can never authenticate.
-  // Fix: refuse tokens matching the key pattern in setLegacyToken (400), or let
-  // resolveOne fall back to the token lookup when a key-shaped value fails.
+  // Whatever legacy token the operator's API accepts must authenticate: a value shaped like a
+  // WA_/WAC_ key must not be stored only to be routed to the key check and fail there.
   it('a legacy token accepted by the operator authenticates, even one shaped like a key', async () => {
     const token = `WA_${B.celularId}_legacyLooksLikeAKey01`;
     const r = await admin('POST', `/admin/celulares/${B.celularId}/token-legacy`, { token });

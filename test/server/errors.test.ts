@@ -72,11 +72,8 @@ describe('404 for unknown paths', () => {
     expect(r.text).not.toContain(A.clientKey);
   });
 
-  // BUG: src/server/app.ts line ~58 builds Fastify without `frameworkErrors`, so
-  // a path with a broken percent-escape is answered by Fastify's own body
-  // ({error, code: FST_ERR_BAD_URL, message, statusCode}) without ok:false or
-  // api_codigo. Fix: pass `frameworkErrors: (err, req, reply) =>` replying with
-  // errorBody(new AppError('ROUTE_NOT_FOUND' or 'INVALID_PARAMS', ...)).
+  // Fastify's own errors (a broken percent-escape in the path) are answered in our error shape
+  // (ok:false, api_codigo), never Fastify's.
   it('a path with a malformed percent-escape is answered in the error shape', async () => {
     const r = await api(s.url, 'GET', '/api/%E0%A4%A', { key: A.clientKey });
     expect([400, 404]).toContain(r.status);
@@ -150,13 +147,9 @@ describe('415 for bodies that are neither JSON nor form-encoded (api_codigo 103)
     expectError(await api(s.url, 'POST', '/admin/clientes', { key: s.adminToken, raw: '<cliente/>', contentType: 'text/xml' }), 415, 103);
   });
 
-  // BUG: src/server/app.ts (buildApp, lines 58-85) keeps Fastify's built-in
-  // text/plain parser, so a text/plain body is parsed as a string: routes with a
-  // body schema answer 400 ("body: must be object") and routes without one
-  // (celular_qr, eliminar, rotar-key...) run and answer 200. DESIGN §5: every
-  // endpoint takes JSON or form bodies; errors.ts maps anything else to 415.
-  // Fix: `app.removeContentTypeParser('text/plain')` (or removeAllContentTypeParsers
-  // and re-add JSON) right after Fastify() in buildApp.
+  // Every endpoint takes JSON or form bodies only (docs/decisions.md): Fastify's built-in
+  // text/plain parser is removed, so such a body is 415 on every route, with or without a body
+  // schema.
   it('a text/plain body on a POST is refused with 415', async () => {
     for (const [path, key] of postRoutes()) {
       const r = await api(s.url, 'POST', path, { key, raw: 'numero=525512345678', contentType: 'text/plain' });
@@ -238,11 +231,8 @@ describe('never a 500, never a stack trace', () => {
     expect(s.logs.some((l) => l.includes('"level":50'))).toBe(false);
   });
 
-  // BUG: src/server/routes/admin.ts line 32: the initial `saldo` of POST
-  // /admin/clientes has no maximum, so 1e20 or 1e300 is stored (as a REAL in the
-  // INTEGER column) and later movements no longer change it: a -1 adjustment is
-  // recorded while saldo_global stays 1e20. Fix: `maximum: 1000000000` as for
-  // monto of /admin/saldo (and a Number.isSafeInteger guard in changeBalance).
+  // An initial saldo has the same bound as a balance movement: larger values would be stored as
+  // REAL and stop changing exactly.
   it('an initial saldo is refused when too large, or kept exact', async () => {
     const r = await api(s.url, 'POST', '/admin/clientes', { key: s.adminToken, json: { nombre: 'Grande', email: 'g@example.com', saldo: 1e20 } });
     if (r.status === 400) return expectError(r, 400, 100);

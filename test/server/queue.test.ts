@@ -149,13 +149,8 @@ describe('order, independence and events (gap 0)', () => {
     expect(of(id)[0]!.tipo).toBe('imagen');
   });
 
-  // BUG: when a line is held (closed hours, a cap), QueueWorker.process stores
-  // a not-before time for it (src/core/queue-worker.ts:143 `hold`, used at :151
-  // for hours and :153 for caps) that nothing clears: widening the window or
-  // raising the cap with celular_editar does not release the waiting messages;
-  // they wait until the old window would have opened (up to a day). Fix:
-  // re-evaluate held lines on each tick (hold hours/caps at most pollMs), or
-  // clear notBefore and poke the worker when a celular is edited.
+  // A hold on a line's state (hours, caps) is looked at again within a second: widening the window
+  // or raising a cap releases the waiting messages then, not when the old window would have opened.
   it('widening the allowed hours releases the messages waiting for them', async () => {
     const L = await linkedLine(s);
     clock().set(at(1, 13, 30));
@@ -327,12 +322,9 @@ describe('TTL and pending cap (ttlMs 1000, maxPending 2)', () => {
     expect(events.filter((e) => e.msg_id === r.body.msg_id).map((e) => e.estado)).toEqual(['pendiente', 'error']);
   });
 
-  // BUG: the worker only looks at a line again when its hold ends
-  // (src/core/queue-worker.ts:151 `hold(window.opensInMs)`; caps at :153) and
-  // checks the TTL only then (:144). A message held by closed hours stays
-  // `pendiente`, counted against maxPending and holding its credit, up to a day
-  // past its TTL instead of ending as error when the TTL passes. Fix: never
-  // hold a line past its head's expira_at (min(hold, expira_at - now)).
+  // A line is never held past its head message's TTL: a message waiting for closed hours ends as
+  // error when its TTL passes, instead of staying pendiente (counted and holding its credit) until
+  // the window opens.
   it('a message held by closed hours ends as error once its TTL has passed, not when the window opens', async () => {
     const L = await linkedLine(s, { saldo: 1 });
     clock().set(at(4, 12));

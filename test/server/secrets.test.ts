@@ -156,12 +156,8 @@ describe('logs', () => {
     expect(all).not.toMatch(/authorization/i);
   });
 
-  // BUG: src/server/app.ts line 23 (SECRET_PARAMS / maskUrl) masks only the
-  // literal parameter names, but Fastify's query parser decodes percent-escapes
-  // in names, so `?k%65y=WA_...` authenticates (as `key`) while the logged URL
-  // keeps the key in clear text. Fix: mask after decoding names (parse the query
-  // with the same parser and rebuild it), or log only the path plus the names
-  // of the query parameters.
+  // Fastify decodes percent-escapes in query names, so `?k%65y=WA_...` authenticates as `key`: the
+  // logged URL must be masked after that decoding, not by the literal name.
   it('a ?key= whose name is percent-encoded is not logged in clear', async () => {
     const r = await api(s.url, 'GET', `/api/info.php?k%65y=${encodeURIComponent(B.celularKey)}`);
     expect(r.status).toBe(200);

@@ -219,11 +219,8 @@ describe('media by base64', () => {
     });
   }
 
-  // BUG: src/server/routes/send.ts:155 maps `url` for every route, and
-  // src/core/send.ts:76 prefers `req.url` over `req.base64`. A base64 endpoint
-  // that also receives a `url` field silently sends the URL's content instead of
-  // the given bytes (and answers origen base64_inline). Fix: on base64 routes
-  // do not read `url` (or refuse a body that carries both with 400).
+  // A base64 endpoint sends the bytes it was given: a `url` field in the same body is not read
+  // there.
   it('a base64 endpoint sends the given bytes even if the body also carries a url', async () => {
     const L = await linkedLine(s);
     const r = await send(s, L, '/api/mensaje_enviar_imagen_base64.php', { destinatario: DESTS[0], imageBase64: b64(PNG), url: `${media.base}/img.jpg`, directo: 1 });

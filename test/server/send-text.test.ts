@@ -176,16 +176,10 @@ describe('text: field errors', () => {
     expect((await mensaje(s, e.body.msg_id)).destinatario).toBe('34612345678');
   });
 
-  // BUG: src/core/phone.ts:36-42 (normalizeNumero) tries every bare number as
-  // international first and only then as a national number of the line's
-  // country. Many valid Mexican national numbers are also valid numbers of
-  // another country when read with a country code: León '477 234 5678' becomes
-  // Norway 4772345678, Celaya 461 Sweden, Hermosillo 662 Thailand, and a US
-  // line's '(646) 222-3333' becomes New Zealand. The message goes to (and is
-  // charged for) a number in the wrong country. DESIGN §5: "a bare national
-  // number is read in the country of the sending celular's own number". Fix:
-  // without + or 00, try the line's country first when the digits do not start
-  // with that country's calling code; international otherwise.
+  // A bare national number is read in the country of the sending line first: many Mexican (or US)
+  // national numbers are also valid international numbers of another country (477 Norway, 461
+  // Sweden, 662 Thailand; (646) New Zealand), and reading them as such would send to, and charge
+  // for, the wrong country.
   it('bare national numbers that also parse as international are still read in the line\'s country', async () => {
     const r = await send(s, L, TEXT, { destinatario: '477 234 5678', mensaje: uniqueText() });
     expectQueued(r);

@@ -138,10 +138,8 @@ describe('on the system clock, first retry after 20 ms (second after 60 x 20 = 1
     expectSigned(hits[1]!, SECRET);
   });
 
-  // BUG: src/webhooks/dispatcher.ts:155 (`const ra = Number(res.headers['retry-after'])`): Retry-After may also be an
-  // HTTP-date (RFC 9110 §10.2.3, e.g. `Retry-After: Wed, 21 Oct 2026 07:28:00 GMT`); Number() of it is NaN, so the
-  // header is ignored and the receiver is called again after the base delay (20 ms here). Fix: when it is not
-  // a number, `const at = Date.parse(value); if (Number.isFinite(at)) retryAfterMs = Math.min(Math.max(0, at - core.clock.now()), 86_400_000)`.
+  // Retry-After may be an HTTP-date (RFC 9110 §10.2.3) as well as seconds; both set the next
+  // attempt.
   it('Retry-After as an HTTP-date on a 429 is honoured too', async () => {
     const L = await linkedLine(s);
     plan.set(`/c${L.clienteId}`, [{ status: 429, headers: { 'retry-after': new Date(Date.now() + 3000).toUTCString() } }]);
