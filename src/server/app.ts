@@ -125,6 +125,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   installBodyGuards(app, limits);
   let closing = false;
+  let drainingReason: string | null = null;
   app.addHook('onRequest', async (_req, reply) => {
     if (closing) {
       reply.header('Connection', 'close');
@@ -157,7 +158,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
   });
 
-  await app.register(healthRoutes, { core, health: opts.health });
+  await app.register(healthRoutes, { core, health: opts.health, draining: () => drainingReason });
   await app.register(gatewayInboundRoutes, { core });
   await app.register(accountRoutes, { core });
   await app.register(celularRoutes, { core });
@@ -175,6 +176,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.decorate('markClosing', () => {
     closing = true;
   });
+  app.decorate('markDraining', (reason: string) => {
+    drainingReason ??= reason;
+  });
   return app;
 }
 
@@ -182,5 +186,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Refuse new requests with 503 while a graceful stop lets the ones in flight finish. */
     markClosing(): void;
+    /** Turn /ready to 503 (`draining`) for the rest of the process's life: the first step of a graceful stop. */
+    markDraining(reason: string): void;
   }
 }

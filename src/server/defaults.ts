@@ -28,6 +28,8 @@ export const SERVE_DEFAULTS = {
   trustProxy: false,
   authMaxFailures: 20,
   authWindowMs: 60_000,
+  /** A graceful stop: /ready says draining this long before the listener closes. */
+  drainDelayMs: 0,
   simQrMs: SIM_DEFAULTS.qrRotateMs,
   simDeliveryMs: SIM_DEFAULTS.deliveryMs,
   simReadMs: SIM_DEFAULTS.readMs,

@@ -104,7 +104,13 @@ export interface RunningServer {
   storeSource: string;
   /** Where the counters live, for the banner: "memory (this process)" or the Redis URL (password hidden) and key prefix. */
   countersSource: string;
-  /** Stops taking requests, lets those in flight finish, then closes the gateway and the database. */
+  /**
+   * The first step of a graceful stop: /ready answers 503 (draining, with
+   * `reason`) from now on, while everything else still serves. `serve`
+   * then waits --drain-delay so a load balancer sees it, and closes.
+   */
+  drain(reason: string): void;
+  /** Stops taking requests (draining first, if not yet), lets those in flight finish, then closes the gateway and the database. */
   close(): Promise<void>;
 }
 
@@ -337,8 +343,11 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       schemaVersion: opened.schemaVersion,
       storeSource: opened.source,
       countersSource,
+      drain: (reason) => app.markDraining(reason),
       close: () =>
         (closed ??= (async () => {
+          // Readiness first: a load balancer stops sending here while the node still serves what it gets.
+          app.markDraining('the node is stopping');
           app.markClosing();
           await app.close();
           await worker.stop();

@@ -39,6 +39,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--store <where>', 'where the data lives: sqlite (the data directory\'s pasarela.db) or postgres://USER[:PASSWORD]@HOST:PORT/DB, which any number of nodes may serve together').env('PASARELA_STORE').default('sqlite'))
     .addOption(new Option('--counters <where>', 'where duplicate protection and the auth throttle count: memory (this process) or redis://[:PASSWORD@]HOST:PORT[/DB] shared by every node').env('PASARELA_COUNTERS').default('memory'))
     .addOption(new Option('--counters-prefix <prefix>', 'redis: put before every key (installations sharing one Redis need different ones)').env('PASARELA_COUNTERS_PREFIX').default('pasarela:'))
+    .addOption(new Option('--drain-delay <duration>', 'on SIGTERM/SIGINT, how long /ready answers 503 (draining) while requests are still served, before the listener closes').env('PASARELA_DRAIN_DELAY').default(SERVE_DEFAULTS.drainDelayMs, '0s').argParser(duration))
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--trust-proxy', 'take client addresses from X-Forwarded-For (behind a reverse proxy)'))
     .addOption(new Option('--auth-max-failures <n>', 'failed authentications of one credential from one address per minute before 429 (the address: 10 times that)').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
@@ -65,6 +66,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
       }
       if (Number(o.headerTimeout) > Number(o.requestTimeout)) throw new CliError('--header-timeout may not be longer than --request-timeout', EXIT.USAGE);
       if (Number(o.webhookTimeout) < 100) throw new CliError('--webhook-timeout must be at least 100ms', EXIT.USAGE);
+      if (Number(o.drainDelay) > 600_000) throw new CliError('--drain-delay may be at most 10m', EXIT.USAGE);
       if (Number(o.webhookPoll) < 10) throw new CliError('--webhook-poll must be at least 10ms', EXIT.USAGE);
       if (gateway !== 'sim') {
         for (const [flag, v] of [['--gateway-url', o.gatewayUrl], ['--gateway-key', o.gatewayKey]] as const) {
@@ -144,7 +146,11 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
         process.once('SIGINT', () => resolve('SIGINT'));
         process.once('SIGTERM', () => resolve('SIGTERM'));
       });
-      io.stderr.write(`${signal}: finishing requests in flight, then stopping…\n`);
+      const drainMs = Number(o.drainDelay);
+      io.stderr.write(`${signal}: ${drainMs > 0 ? `not ready (draining) for ${drainMs / 1000}s, then ` : ''}finishing requests in flight, then stopping…\n`);
+      // Readiness first (/ready: 503 draining), then the pause that lets a load balancer see it, then the stop as before.
+      server.drain(`the node got ${signal} and is stopping`);
+      if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
       await server.close();
       io.stderr.write('pasarela stopped\n');
     });

@@ -8,7 +8,7 @@ import { success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';
 
 /** Liveness and readiness without credentials: the process answers and the database responds. */
-export default async function healthRoutes(app: FastifyInstance, { core, health }: { core: Core; health?: LineHealth }) {
+export default async function healthRoutes(app: FastifyInstance, { core, health, draining }: { core: Core; health?: LineHealth; draining?: () => string | null }) {
   app.get('/health', {
     schema: {
       tags: ['servicio'],
@@ -73,6 +73,79 @@ export default async function healthRoutes(app: FastifyInstance, { core, health 
         lineas_verificadas: health?.state.lineas ?? 0,
         lineas_fallidas: health?.state.fallidas ?? 0,
         nodos_vivos: (await core.store.nodes(core.clock.now())).filter((n) => n.alive).length,
+      });
+    },
+  });
+
+  const motivo = {
+    type: 'object',
+    properties: {
+      codigo: { type: 'string', description: "store_unavailable, draining (not ready); gateway_unreachable (degraded, still ready)" },
+      detalle: { type: 'string' },
+    },
+  };
+  const readyShape = (description: string, ok: boolean) => ({
+    description,
+    type: 'object',
+    properties: {
+      ok: { type: 'boolean', enum: [ok] },
+      listo: { type: 'boolean', enum: [ok] },
+      draining: { type: 'boolean', description: 'the node got SIGTERM/SIGINT and is stopping' },
+      store: { type: 'string' },
+      gateway: { type: 'string' },
+      gateway_alcanzable: { type: 'boolean', nullable: true, description: 'as in /health: null before the first line health check' },
+      motivos: { type: 'array', items: motivo, description: 'why the node is not ready (empty when ready)' },
+      degradado: { type: 'array', items: motivo, description: 'what is wrong without taking the node out of rotation (a gateway that does not answer)' },
+    },
+  });
+  /**
+   * Readiness: whether a load balancer should send this node requests. Not
+   * ready (503) while the store takes no writes or the node is draining; a
+   * gateway that does not answer is reported under `degradado` but leaves the
+   * node ready, since every node shares it and sends are still accepted and
+   * queued (docs/decisions.md, "Liveness and readiness").
+   */
+  app.get('/ready', {
+    schema: {
+      tags: ['servicio'],
+      summary: 'Readiness check',
+      description: '200 when this node should take requests; 503 listing the reasons (`motivos`) when the store takes no writes or the node is draining. A gateway that does not answer is reported in `degradado` and leaves the node ready.',
+      response: {
+        200: readyShape('ready (possibly degraded)', true),
+        503: readyShape('not ready: see motivos', false),
+      },
+    },
+    handler: async (_req, reply) => {
+      const motivos: Array<{ codigo: string; detalle: string }> = [];
+      const degradado: Array<{ codigo: string; detalle: string }> = [];
+      const stopping = draining?.() ?? null;
+      if (stopping) motivos.push({ codigo: 'draining', detalle: stopping });
+      try {
+        await core.store.getCliente(0);
+        const writes = await core.store.writeHealth();
+        if (!writes.writable) motivos.push({ codigo: 'store_unavailable', detalle: writes.reason });
+      } catch (err) {
+        motivos.push({ codigo: 'store_unavailable', detalle: `the store ${core.store.dialect} does not answer: ${err instanceof Error ? err.message : String(err)}` });
+      }
+      if (health?.state.ok === false) {
+        // Counts rather than the gateway's error text, which may name its address: this route has no credentials.
+        const { lineas, fallidas, checkedAt } = health.state;
+        const when = checkedAt ? ` (checked ${iso(checkedAt)})` : '';
+        degradado.push({
+          codigo: 'gateway_unreachable',
+          detalle: lineas > 0 ? `the gateway ${core.gateway.name} could not read ${fallidas} of ${lineas} lines' sessions${when}` : `the gateway ${core.gateway.name} did not answer${when}`,
+        });
+      }
+      const listo = motivos.length === 0;
+      return reply.code(listo ? 200 : 503).send({
+        ok: listo,
+        listo,
+        draining: stopping !== null,
+        store: core.store.dialect,
+        gateway: core.gateway.name,
+        gateway_alcanzable: health?.state.ok ?? null,
+        motivos,
+        degradado,
       });
     },
   });
