@@ -1,5 +1,5 @@
 /**
- * Exit codes of DESIGN §9, a contract scripts depend on. Errors below main()
+ * Exit codes of docs/design.md §9, a contract scripts depend on. Errors below main()
  * are thrown as CliError and turned into one of these at the edge.
  */
 export const EXIT = {

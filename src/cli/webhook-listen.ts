@@ -10,7 +10,7 @@ import { ApiError, CliError, EXIT } from './exit-codes.js';
  * 127.0.0.1 registered as a webhook listener (POST /api/webhook_escuchas.php),
  * so it gets a copy of the client's events, signed with a secret of its own,
  * while the client's webhook configuration stays as it is and keeps
- * receiving. It checks both signatures of DESIGN §7 (independently of the
+ * receiving. It checks both signatures of docs/design.md §7 (independently of the
  * server's own code), prints each event, optionally forwards it, renews the
  * listener's lease every third of it (registering again when the lease ran
  * out, after a suspend), and removes the listener on SIGINT/SIGTERM or when
@@ -136,7 +136,7 @@ function readBody(req: IncomingMessage): Promise<Buffer | null> {
 const str = (v: unknown): string => (v === null || v === undefined || v === '' ? '-' : String(v));
 const clip = (s: string, n = 60) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
-/** The human summary of an event's data, by kind (DESIGN §6). */
+/** The human summary of an event's data, by kind (docs/design.md §6). */
 function summary(evento: string, data: Record<string, unknown> | undefined): string {
   const d = data ?? {};
   switch (evento) {

@@ -5,7 +5,7 @@ import { hashSecret, parseKey, secretMatches } from './keys.js';
 import type { CelularRow, ClienteRow } from './ports.js';
 
 /**
- * Who is calling (DESIGN §3). Authority checks live here so that every route
+ * Who is calling (docs/design.md §3). Authority checks live here so that every route
  * asks the same questions the same way.
  */
 export type Principal =

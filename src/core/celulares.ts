@@ -7,7 +7,7 @@ import { normalizeNumero } from './phone.js';
 import { GatewayFailure, type CelularEstado, type CelularPatch, type CelularRow, type SessionStatus } from './ports.js';
 import { celularView } from './views.js';
 
-/** Defaults of a new line (DESIGN §4): one message every 5 s, a whole-day window. */
+/** Defaults of a new line (docs/design.md §4): one message every 5 s, a whole-day window. */
 export const CELULAR_DEFAULTS = {
   max_envios_por_minuto: 12,
   max_envios_por_hora: 500,
@@ -190,7 +190,7 @@ const sessionLocks = new WeakMap<Core, Promise<unknown>>();
 
 /**
  * Records a session status seen for a line; publishes `session.status` and
- * moves the celular `estado` (DESIGN §6) when it changed. A suspended line
+ * moves the celular `estado` (docs/design.md §6) when it changed. A suspended line
  * stays suspended: suspension is the client's decision, not the session's.
  * Calls are serialised and re-read the row, so a status reported both by the
  * gateway's event and by the call that caused it is published once.

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 
 /**
- * The internal event bus. The core publishes what happened (DESIGN §6 names
+ * The internal event bus. The core publishes what happened (docs/design.md §6 names
  * and `data` shapes); the webhook dispatcher subscribes. Listeners run
  * synchronously and must not throw: a failing listener is reported through
  * `onListenerError` and never breaks the publisher.

@@ -6,7 +6,7 @@ import { countryOf, normalizeNumero } from './phone.js';
 import type { CelularRow, HistoryFilter, MensajeEstado, MensajeRow } from './ports.js';
 
 /**
- * Message history (DESIGN §8): newest first, a page at a time, with the
+ * Message history (docs/design.md §8): newest first, a page at a time, with the
  * total. Dates are whole days in the server's zone (`serve --tz`); a celular
  * credential sees its own line only.
  */

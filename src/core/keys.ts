@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
- * Credential formats of DESIGN §3. Secrets are 32 random bytes, so a plain
+ * Credential formats of docs/design.md §3. Secrets are 32 random bytes, so a plain
  * SHA-256 is a sufficient one-way store (no password stretching needed).
  */
 

@@ -10,7 +10,7 @@ import { probeUrl } from './media-url.js';
 import type { Tipo } from './ports.js';
 
 /**
- * Media rules for sends (spec, Limits; DESIGN §5): per-type size limits and
+ * Media rules for sends (spec, Limits; docs/design.md §5): per-type size limits and
  * MIME lists, the MIME checks of base64 content (decoded by base64-stream.ts),
  * media URL checks, and the temp files that hold decoded bytes until sent.
  */
@@ -56,7 +56,7 @@ const allowedList = (rule: MediaRule): string => rule.mimes.join(', ');
 /**
  * The declared types of a base64 file (the `mime` field, a data URI's type)
  * checked against the type's list; the one to trust when the bytes cannot
- * tell (DESIGN §5). application/octet-stream says "type unknown", not a type,
+ * tell (docs/design.md §5). application/octet-stream says "type unknown", not a type,
  * so it counts as no declaration.
  */
 export function checkDeclaredMime(tipo: MediaTipo, declaredParam: string | undefined, uriMime: string | undefined): string | undefined {

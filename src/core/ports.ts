@@ -332,7 +332,7 @@ export interface IntentoRow {
   error: string | null;
 }
 
-/** An event as journaled with the change that caused it (DESIGN §6 names and data). */
+/** An event as journaled with the change that caused it (docs/design.md §6 names and data). */
 export interface JournalEvent {
   evento: string;
   cliente_id: number;
@@ -796,7 +796,7 @@ export interface InstanceSpec {
 }
 
 /**
- * A messaging gateway (DESIGN §2). Adapters translate; they hold no business
+ * A messaging gateway (docs/design.md §2). Adapters translate; they hold no business
  * rules (queue, dedupe, caps and billing are the core's). Every method may
  * throw GatewayFailure; `transient` when the gateway cannot be reached.
  */

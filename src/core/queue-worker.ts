@@ -23,7 +23,7 @@ export function retryDelay(intentos: number, random: () => number): number {
 }
 
 /**
- * The humanized queue (DESIGN §5/§6). Each line's pending messages are sent
+ * The humanized queue (docs/design.md §5/§6). Each line's pending messages are sent
  * in arrival order, one at a time, with a random gap after each attempt,
  * never above the line's caps and only inside its allowed hours. Lines are
  * independent: a slow or blocked line never delays another.

@@ -14,7 +14,7 @@ import { countryOf, normalizeNumero } from './phone.js';
 import { GatewayFailure, type AcceptedMedia, type CelularRow, type MensajePayload, type Tipo } from './ports.js';
 
 /**
- * One send, from a request to a committed message (DESIGN §5): who sends,
+ * One send, from a request to a committed message (docs/design.md §5): who sends,
  * to whom, what, whether it may go now, what it costs. Every HTTP send
  * endpoint, the legacy one included, ends here.
  */

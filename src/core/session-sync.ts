@@ -6,7 +6,7 @@ import type { GatewayEvent } from './ports.js';
 
 /**
  * Turns what the gateway reports into state and events: session changes
- * update the celular (DESIGN §6), receipts move messages to `entregado`,
+ * update the celular (docs/design.md §6), receipts move messages to `entregado`,
  * `leido` or `error` (a receipt that beats the send's own record is parked
  * by the store), inbound messages become `messages.received`, once per
  * gateway key. Events are handled one at a time, in the order the gateway

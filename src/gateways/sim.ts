@@ -15,7 +15,7 @@ import {
 import { GatewayEvents } from './gateway-events.js';
 
 /**
- * The simulated messaging network (DESIGN §2). Nothing leaves the process.
+ * The simulated messaging network (docs/design.md §2). Nothing leaves the process.
  * Sessions and failure rules are kept in the store, so, as with a real
  * gateway, a linked line stays linked across restarts of `serve`.
  */

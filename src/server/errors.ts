@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { AppError, errorBody } from '../core/errors.js';
 
 /**
- * One place turns every failure into the DESIGN §4 error body: our AppErrors,
+ * One place turns every failure into the docs/design.md §4 error body: our AppErrors,
  * Fastify's own (validation, malformed or oversized bodies, media types) and
  * anything unexpected, which is logged in full and answered without detail.
  */

@@ -94,7 +94,7 @@ export interface SuccessMeta {
   saldo?: number | null;
 }
 
-/** The success envelope of DESIGN §4 around a route's data. */
+/** The success envelope of docs/design.md §4 around a route's data. */
 export function success<T extends object>(data: T, meta: SuccessMeta = {}) {
   const descripcion = meta.descripcion ?? 'OK';
   return {

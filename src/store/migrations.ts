@@ -76,7 +76,7 @@ export const MIGRATIONS: Migration[] = [
       );
       CREATE INDEX movimientos_cliente ON movimientos_saldo(cliente_id, id);
 
-      -- Sent-message history (DESIGN §8). Filled by the send path.
+      -- Sent-message history (docs/design.md §8). Filled by the send path.
       CREATE TABLE mensajes (
         msg_id TEXT PRIMARY KEY,
         cliente_id INTEGER NOT NULL,

@@ -15,7 +15,7 @@ import { vetListenerHost } from './listeners.js';
 import { retryDelayMs, sign } from './sign.js';
 
 export interface DispatcherOptions {
-  /** First retry delay; the schedule multiplies it (DESIGN §7, `--webhook-retry-ms`). */
+  /** First retry delay; the schedule multiplies it (docs/design.md §7, `--webhook-retry-ms`). */
   retryBaseMs: number;
   timeoutMs: number;
   /** Deliveries in flight at once, across clients. */

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
- * Webhook signatures of DESIGN §7, as pure functions (time is an argument).
+ * Webhook signatures of docs/design.md §7, as pure functions (time is an argument).
  * The key is the secret's UTF-8 bytes, so receivers using the Standard
  * Webhooks libraries pass the secret in raw format.
  */

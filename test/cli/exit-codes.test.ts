@@ -8,7 +8,7 @@ import { api, seedClient, startTestServer, type Seeded, type TestServer } from '
 import { Cli, ROOT, type RunResult } from './helpers.js';
 
 /**
- * Exit codes of DESIGN §9: 0 ok, 1 other, 2 usage, 3 bad credentials, 4 not found, 5 balance, 6 rate,
+ * Exit codes of docs/design.md §9: 0 ok, 1 other, 2 usage, 3 bad credentials, 4 not found, 5 balance, 6 rate,
  * 7 server, 8 unreachable, 9 refused now by state, 10 message refused for good, 11 timed out.
  */
 let s: TestServer;

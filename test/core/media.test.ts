@@ -147,7 +147,7 @@ describe('decodeBase64Media: sniffing', () => {
     expect(decodeBase64Media('documento', b64(latin1('Jos\xe9')), 'text/plain').mime).toBe('text/plain');
   });
 
-  it('refuses a declared MIME outside the list (DESIGN §5), but not application/octet-stream', () => {
+  it('refuses a declared MIME outside the list (docs/design.md §5), but not application/octet-stream', () => {
     expectError(errorOf(() => decodeBase64Media('imagen', b64(PNG), 'image/tiff')), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /image\/tiff \(declared\)/);
     expectError(errorOf(() => decodeBase64Media('imagen', dataUri('image/svg+xml', PNG))), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /image\/svg\+xml \(in the data URI\)/);
     expect(decodeBase64Media('imagen', dataUri('application/octet-stream', PNG)).mime).toBe('image/png');

@@ -7,7 +7,7 @@ import { api, type ApiResponse } from '../helpers/server.js';
 import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
 
 /**
- * Crash test of the durable queue (DESIGN §5, §6) against the real binary:
+ * Crash test of the durable queue (docs/design.md §5, §6) against the real binary:
  * `pasarela serve` is killed with SIGKILL while its queue drains, started
  * again on the same data directory, and must then finish every accepted
  * message exactly once, charge each once, and leave no temp file behind.

@@ -7,7 +7,7 @@ import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } f
 import { expectEnvelope, expectSigned, startReceiver, waitFor, type Receiver } from '../server/webhook-helpers.js';
 
 /**
- * The webhook outbox survives `kill -9` (DESIGN §7, README "Delivery"):
+ * The webhook outbox survives `kill -9` (docs/design.md §7, README "Delivery"):
  * the real binary is killed in the middle of a retry schedule, or while an
  * attempt is in flight, then started again on the same data directory; the
  * event still arrives, with the same webhook-id and body bytes, and the

@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import { AppError } from '../../src/core/errors.js';
 import type { ApiResponse } from './server.js';
 
-/** The DESIGN §4 error body, with the given status and, when given, api_codigo. */
+/** The docs/design.md §4 error body, with the given status and, when given, api_codigo. */
 export function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
   expect(r.status, r.text).toBe(status);
   expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
@@ -10,7 +10,7 @@ export function expectError(r: ApiResponse, status: number, apiCodigo?: number):
   if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
 }
 
-/** The DESIGN §4 success envelope. */
+/** The docs/design.md §4 success envelope. */
 export function expectOk(r: ApiResponse, status = 200): void {
   expect(r.status, r.text).toBe(status);
   expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK', api_descripcion: expect.any(String), texto: expect.any(String), desc: expect.any(String) });

@@ -3,7 +3,7 @@ import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type T
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 
 /**
- * Credentials and authority (DESIGN §3): where a key may be presented, which
+ * Credentials and authority (docs/design.md §3): where a key may be presented, which
  * keys are refused with 401, and the 403-versus-404 scoping between two clients.
  */
 

@@ -3,7 +3,7 @@ import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type T
 import { expectError, numeroNuevo } from '../helpers/expect.js';
 
 /**
- * Refusals in the DESIGN §4 error shape: unknown paths, bodies that are
+ * Refusals in the docs/design.md §4 error shape: unknown paths, bodies that are
  * malformed, too large or of the wrong type, validation errors; never a 500
  * and never a stack trace.
  */

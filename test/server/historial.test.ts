@@ -429,7 +429,7 @@ describe('GET /api/historial_listar.php: the record', () => {
     byId = new Map(r.body.mensajes.map((m: Record<string, unknown>) => [m.msg_id as string, m]));
   });
 
-  it('has exactly the fields of DESIGN §8: no payload, charge, lease or client columns', async () => {
+  it('has exactly the fields of docs/design.md §8: no payload, charge, lease or client columns', async () => {
     for (const m of byId.values()) expect(Object.keys(m).sort()).toEqual(RECORD_KEYS);
     const raw = (await get(A.clientKey, { por_pagina: 500 })).text;
     for (const leak of ['payload', 'cargo', 'cobrado', 'lease_until', 'intentos', 'proximo_intento_at', 'expira_at', 'cliente_id', 'payload-secret-path', 'JVBERi0xLjQK']) {

@@ -24,7 +24,7 @@ import {
 } from './send-helpers.js';
 
 /**
- * The humanized queue (DESIGN §5, §6) over HTTP: per-line order, the gap
+ * The humanized queue (docs/design.md §5, §6) over HTTP: per-line order, the gap
  * between two sends, independence of lines, the TTL, permanent gateway
  * failures, the pending cap, and the message states and `message.status`
  * events through the receipts of the simulated network.
@@ -106,7 +106,7 @@ describe('order, independence and events (gap 0)', () => {
     for (const r of rows) expect(r.enviado_at).toBeGreaterThanOrEqual(at(1, 13));
   });
 
-  it('queue mode: pendiente -> enviado -> entregado -> leido, one message.status per change with the DESIGN §6 fields', async () => {
+  it('queue mode: pendiente -> enviado -> entregado -> leido, one message.status per change with the docs/design.md §6 fields', async () => {
     const L = await linkedLine(s);
     const r = await send(s, L, TEXT, { destinatario: '+52 55 9876 5432', mensaje: uniqueText() });
     expectQueued(r);

@@ -31,7 +31,7 @@ import {
 
 /**
  * The ten media send endpoints over HTTP (spec "Sending messages", Limits;
- * DESIGN §5): by URL against a loopback media server, by base64 with the
+ * docs/design.md §5): by URL against a loopback media server, by base64 with the
  * per-type and the generic field names, data URI and raw; URL and base64
  * refusals; the temp files of base64 sends.
  */

@@ -7,7 +7,7 @@ import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 
 /**
  * The linking session (QR, scan, logout, status), the simulator controls and
- * the events they publish on the internal bus (DESIGN §2, §6).
+ * the events they publish on the internal bus (docs/design.md §2, §6).
  */
 
 /** Polls a condition for a short while (events are handled asynchronously, in microseconds). */
@@ -203,7 +203,7 @@ describe('session flow', () => {
 });
 
 describe('POST /admin/sim/receive', () => {
-  it('fires messages.received with the DESIGN §6 fields (JSON and form)', async () => {
+  it('fires messages.received with the docs/design.md §6 fields (JSON and form)', async () => {
     const c = await newCelular();
     expectOk(await api(s.url, 'POST', `/api/celular_qr.php?id=${c.id}`, { key: c.key }));
     expectOk(await op('/admin/sim/scan', { celular_id: c.id }));

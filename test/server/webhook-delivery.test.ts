@@ -5,7 +5,7 @@ import { admin, link, linkedLine, send, TEXT, uniqueText, type Line } from './se
 import { entregas, expectEnvelope, expectSigned, setWebhook, sleep, startReceiver, waitFor, type Hit, type Receiver } from './webhook-helpers.js';
 
 /**
- * Webhook deliveries over real HTTP (DESIGN §6, §7): the events of a linked
+ * Webhook deliveries over real HTTP (docs/design.md §6, §7): the events of a linked
  * line (session.status, messages.received, message.status for direct and
  * queued sends) reach a receiver on 127.0.0.1 with the documented body and
  * headers, signed twice (checked with node:crypto and with the Standard
@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 describe('what is delivered, and how it is signed', () => {
-  it('session.status: QR then scan, two signed deliveries with the DESIGN §6 data', async () => {
+  it('session.status: QR then scan, two signed deliveries with the docs/design.md §6 data', async () => {
     const L = await linkedLine(s, { link: false });
     expectOk(await setWebhook(s, L.clientKey, { url: hookOf(L), secret: SECRET, eventos: ['all'] }));
     const qr = await api(s.url, 'POST', `/api/celular_qr.php?id=${L.celularId}`, { key: L.clientKey });

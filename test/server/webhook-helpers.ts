@@ -103,7 +103,7 @@ export const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 
 const flat = (h: IncomingHttpHeaders): Record<string, string> => Object.fromEntries(Object.entries(h).map(([k, v]) => [k, String(v)]));
 
-/** Both signatures of DESIGN §7, checked as receivers would: node:crypto on the raw body, and the Standard Webhooks library (raw-secret format). */
+/** Both signatures of docs/design.md §7, checked as receivers would: node:crypto on the raw body, and the Standard Webhooks library (raw-secret format). */
 export function expectSigned(h: Hit, secret: string): void {
   expect(h.headers['x-service-signature']).toBe(`sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(h.raw).digest('hex')}`);
   expect(h.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);

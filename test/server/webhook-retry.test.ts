@@ -7,7 +7,7 @@ import { admin, linkedLine, type Line } from './send-helpers.js';
 import { entrega, entregas, expectEnvelope, expectSigned, getWebhook, setWebhook, sleep, startReceiver, waitEntrega, waitFor, type Answer, type Hit, type Receiver } from './webhook-helpers.js';
 
 /**
- * Webhook retries over real HTTP (DESIGN §7): non-2xx answers are retried on
+ * Webhook retries over real HTTP (docs/design.md §7): non-2xx answers are retried on
  * the schedule with the same webhook-id and body bytes and a fresh timestamp
  * and signature; every attempt is recorded; 410 turns the configuration off;
  * redirects are not followed; redelivery by hand; per-client order; and the

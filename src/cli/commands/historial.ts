@@ -6,7 +6,7 @@ import { painted, printJson, printTable, type Cell } from '../output.js';
 import { truncateWidth } from '../terminal-text.js';
 import { int, phone, positiveInt } from '../parse.js';
 
-/** One record of GET /api/historial_listar.php (DESIGN §8). */
+/** One record of GET /api/historial_listar.php (docs/design.md §8). */
 interface Mensaje {
   msg_id: string;
   celular_id: number;
@@ -49,7 +49,7 @@ const FORMATS = ['table', 'json', 'ndjson', 'csv'] as const;
 type Format = (typeof FORMATS)[number];
 const ESTADOS = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
 
-/** Every field of a record, in the order of DESIGN §8: the csv columns. */
+/** Every field of a record, in the order of docs/design.md §8: the csv columns. */
 const CSV_COLUMNS: Array<keyof Mensaje> = [
   'msg_id', 'celular_id', 'destinatario', 'tipo', 'modo', 'estado', 'texto', 'media',
   'gateway_msg_id', 'error', 'created_at', 'enviado_at', 'entregado_at', 'leido_at',

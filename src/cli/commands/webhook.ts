@@ -49,7 +49,7 @@ function estadoPaint(ctx: Ctx, e: string): (text: string) => string {
 }
 const estadoColor = (ctx: Ctx, e: string): string => estadoPaint(ctx, e)(e);
 
-/** `pasarela webhook ...`: the client's webhook (DESIGN §7) and a local receiver for trying it. */
+/** `pasarela webhook ...`: the client's webhook (docs/design.md §7) and a local receiver for trying it. */
 export function registerWebhook(program: Command, ctxOf: CtxOf): void {
   const wh = program.command('webhook').description('the client\'s webhook: show, set, delete, test, deliveries, listen locally');
 

@@ -5,7 +5,7 @@ import { rotateCelularKey, setLegacyToken } from '../../core/celulares.js';
 import { bodyOf, created, operatorAuth, success } from '../http.js';
 import { clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
 
-/** The operator API (DESIGN §3): clients, plans, balances, keys. Operator token only. */
+/** The operator API (docs/design.md §3): clients, plans, balances, keys. Operator token only. */
 export default async function adminRoutes(app: FastifyInstance, { core }: { core: Core }) {
   app.addHook('preValidation', operatorAuth(core));
   const security = [{ operator: [] }];

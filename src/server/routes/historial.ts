@@ -9,7 +9,7 @@ const tsOrNull = { ...ts, nullable: true } as const;
 const strOrNull = { type: 'string', nullable: true } as const;
 const day = { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' } as const;
 
-/** One history record (DESIGN §8). Only these fields leave the server. */
+/** One history record (docs/design.md §8). Only these fields leave the server. */
 const mensajeSchema = {
   type: 'object',
   properties: {

@@ -10,7 +10,7 @@ import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/celulares.js';
 const ts = { type: 'string', format: 'date-time' } as const;
 const nullable = <T extends object>(s: T) => ({ ...s, nullable: true }) as const;
 
-/** Fields every success body carries (DESIGN §4: both spec shapes at once). */
+/** Fields every success body carries (docs/design.md §4: both spec shapes at once). */
 export const envelope = {
   ok: { type: 'boolean', const: true },
   api_codigo: { type: 'integer', description: '0 on success; see the api_codigo table' },
