@@ -48,6 +48,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'celular qr': [
     'pasarela celular qr 12',
     'pasarela celular qr 12 --wait --json --timeout 300    # NDJSON, one line per QR; exit 11 if not linked in time',
+    'pasarela celular qr 12 --png qr.png                   # the QR showing now as a PNG image, then exit',
   ],
   'celular link': [
     'pasarela celular link 5215512345678 --nombre Ventas',

@@ -1,6 +1,10 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import jsqr from 'jsqr';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, cliCommandLine, ESC, HAS_SCRIPT, SGR, until, waitForText } from './helpers.js';
+import { Cli, cliCommandLine, ESC, HAS_SCRIPT, SGR, tempDir, until, waitForText } from './helpers.js';
 
 /**
  * Linking by QR: `celular qr --wait --json` off a TTY (NDJSON until
@@ -61,6 +65,38 @@ describe('celular qr --wait --json without a TTY', () => {
     expect(r.exitCode).toBe(11);
     expect(r.stdout.trim()).toMatch(/^2@/);
     expect(r.stderr).toContain('not linked within 1 s');
+  });
+});
+
+describe('celular qr --png FILE', () => {
+  it('writes the QR showing now as a PNG that decodes to the QR content, and exits 0', async () => {
+    const a = await seedClient(s);
+    const file = join(tempDir(), 'qr.png');
+    const r = await cli.run(['celular', 'qr', String(a.celularId), '--png', file, '--json'], { env: { PASARELA_KEY: a.clientKey } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const body = JSON.parse(r.stdout);
+    expect(body).toMatchObject({ celular_id: a.celularId, status: 'need_scan', png: file });
+    expect(body).not.toHaveProperty('qr_imagen');
+    const png = PNG.sync.read(readFileSync(file));
+    const found = jsqr.default(new Uint8ClampedArray(png.data.buffer, png.data.byteOffset, png.data.length), png.width, png.height);
+    expect(found?.data).toBe(body.qr);
+
+    // Text mode says where it went, on stderr; once linked there is nothing to write.
+    const again = await cli.run(['celular', 'qr', String(a.celularId), '--png', file], { env: { PASARELA_KEY: a.clientKey } });
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stderr).toContain(`written to ${file}`);
+    await scanWhenShowing(a.celularId);
+    const other = join(tempDir(), 'none.png');
+    const linked = await cli.run(['celular', 'qr', String(a.celularId), '--png', other], { env: { PASARELA_KEY: a.clientKey } });
+    expect(linked.exitCode, linked.stderr).toBe(0);
+    expect(linked.stderr).toContain('is connected: nothing to scan');
+    expect(existsSync(other)).toBe(false);
+  });
+
+  it('does not go with --wait (a usage error before any request)', async () => {
+    const r = await cli.run(['celular', 'qr', '1', '--png', 'x.png', '--wait'], { env: { PASARELA_KEY: 'WA_x' } });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('does not go with --wait');
   });
 });
 

@@ -1,3 +1,4 @@
+import { writeFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import type { CelularView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
@@ -82,6 +83,29 @@ async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; invert?: b
     intervalMs: o.interval,
     timeoutMs: o.timeout * 1000,
   });
+}
+
+/**
+ * `celular qr ID --png FILE`: asks for the QR image (`imagen=1`) and writes the
+ * decoded PNG. Connected: nothing to scan, no file, exit 0. No QR yet (the
+ * gateway is still starting the session): no file, exit 9 (ask again shortly).
+ */
+async function writeQrPng(ctx: Ctx, id: number, file: string): Promise<void> {
+  const b = await ctx.client().call<QrBody & { qr_imagen?: string }>('POST', '/api/celular_qr.php', { key: ctx.key(), query: { id, imagen: 1 } });
+  const { qr_imagen: uri = '', ...rest } = b;
+  const PREFIX = 'data:image/png;base64,';
+  if (!uri) {
+    if (b.status === 'connected') {
+      if (ctx.json) ctx.term.out(JSON.stringify(rest, null, 2));
+      else ctx.term.err(`celular ${b.celular_id} is connected: nothing to scan; ${file} not written`);
+      return;
+    }
+    throw new CliError(`celular ${b.celular_id} has no QR yet (status ${b.status}): ask again shortly; ${file} not written`, EXIT.REFUSED_NOW, rest);
+  }
+  if (!uri.startsWith(PREFIX)) throw new CliError('the server answered a qr_imagen that is not a PNG data URI', EXIT.SERVER, rest);
+  await writeFile(file, Buffer.from(uri.slice(PREFIX.length), 'base64'));
+  if (ctx.json) ctx.term.out(JSON.stringify({ ...rest, png: file }, null, 2));
+  else ctx.term.err(`QR of celular ${b.celular_id} written to ${file} (PNG); a QR is replaced after a short while: scan it soon`);
 }
 
 /**
@@ -239,9 +263,16 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
   qrWaitOptions(
     cel
       .command('qr <id>')
-      .description('link a line: draws the QR on a TTY and follows it until connected; prints the QR content otherwise'),
-  ).action(async (id: string, o: { wait?: boolean; invert?: boolean; timeout: number; interval: number }, cmd: Command) => {
+      .description('link a line: draws the QR on a TTY and follows it until connected; prints the QR content otherwise')
+      .option('--png <file>', 'write the QR showing now to FILE as a PNG image and exit (not with --wait)'),
+  ).action(async (id: string, o: { wait?: boolean; invert?: boolean; timeout: number; interval: number; png?: string }, cmd: Command) => {
     const ctx = ctxOf(cmd);
+    if (o.png !== undefined) {
+      if (o.wait) throw usage('--png writes the QR showing now and exits; it does not go with --wait');
+      if (!o.png) throw usage('--png: a file name is required');
+      await writeQrPng(ctx, idArg(id), o.png);
+      return;
+    }
     const first = await ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key: ctx.key(), query: { id: idArg(id) } });
     await followQr(ctx, first, o);
   });

@@ -12,8 +12,16 @@ import {
   type CelularEdit,
 } from '../../core/celulares.js';
 import { celularView } from '../../core/views.js';
-import { bodyOf, celularId, clientAuth, created, principal, success } from '../http.js';
+import { bodyOf, boolish, celularId, clientAuth, created, principal, queryOf, success } from '../http.js';
+import { qrPngDataUri } from '../../core/qr-image.js';
 import { celularEditBody, codigoProps, errorResponses, idQuery, keyField, okResponse, qrProps } from '../schemas/common.js';
+
+const imagenFlag = { type: ['boolean', 'integer', 'string'], description: '1/true: also answer qr_imagen, the QR as a PNG data URI; 0 or absent: no image' } as const;
+const qrQuery = { ...idQuery, properties: { ...idQuery.properties, imagen: imagenFlag } } as const;
+const qrImagenProp = {
+  type: 'string',
+  description: 'Only with imagen=1: the QR as a PNG data URI (data:image/png;base64,...); "" when there is nothing to scan (qr empty).',
+} as const;
 
 /** The spec's celular endpoints, with the hyphenated aliases its example code uses. */
 export default async function celularRoutes(app: FastifyInstance, { core }: { core: Core }) {
@@ -114,11 +122,19 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
     schema: {
       tags,
       summary: 'QR to link the celular (creates the gateway session if none)',
+      description:
+        'The default answer is the QR content (`qr`) and the session `status`. With `imagen=1` (query or body) the answer also has ' +
+        '`qr_imagen`, the same QR as a PNG data URI (`data:image/png;base64,...`), or "" when there is nothing to scan (already connected, ' +
+        'or the gateway still starting the session).',
       security,
-      querystring: idQuery,
-      response: { 200: okResponse(qrProps), ...errorResponses },
+      querystring: qrQuery,
+      response: { 200: okResponse({ ...qrProps, qr_imagen: qrImagenProp }), ...errorResponses },
     },
-    handler: async (req) => success(await celularQr(core, principal(req), celularId(req))),
+    handler: async (req) => {
+      const imagen = boolish(queryOf(req).imagen ?? bodyOf(req).imagen, 'imagen');
+      const r = await celularQr(core, principal(req), celularId(req));
+      return success(imagen ? { ...r, qr_imagen: await qrPngDataUri('qr' in r ? r.qr : '') } : r);
+    },
   });
 
   app.post('/api/celular_codigo.php', {
