@@ -63,16 +63,79 @@ export class ApiClient {
       throw new CliError(`the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`, res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR);
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return parsed as T;
-    const b = (parsed ?? {}) as { error?: unknown; api_codigo?: unknown; retry_after?: unknown };
-    const apiCodigo = typeof b.api_codigo === 'number' ? b.api_codigo : undefined;
-    const retryAfter = typeof b.retry_after === 'number' && b.retry_after >= 0 ? b.retry_after : undefined;
-    const said = typeof b.error === 'string' && b.error !== '' ? b.error : `HTTP ${res.statusCode}`;
-    let reason = retryAfter !== undefined ? withoutRetryHint(said) : said;
-    if (res.statusCode === 400 && apiCodigo === CODIGO_INVALID_PARAMS && opts.fields) reason = explainInvalid(reason, opts.fields);
-    const message = retryAfter !== undefined ? `${reason} (retry in ${retryAfter} s)` : reason;
-    const replayed = res.headers['idempotent-replayed'] === 'true';
-    throw new ApiError(message, exitForStatus(res.statusCode, apiCodigo), parsed, res.statusCode, apiCodigo, retryAfter, reason, replayed);
+    throw apiErrorOf(res.statusCode, parsed, res.headers, opts.fields);
   }
+
+  /**
+   * A request whose 2xx answer is bytes, not JSON (`admin backup`): they are
+   * written to `sink` as they come and hashed on the way (SHA-256, hex). A
+   * non-2xx answer is the same ApiError as `call` throws.
+   */
+  async download(
+    method: 'GET' | 'POST',
+    path: string,
+    sink: NodeJS.WritableStream,
+    opts: { key?: string; timeoutMs?: number } = {},
+  ): Promise<{ headers: Record<string, string | string[] | undefined>; bytes: number; sha256: string }> {
+    const url = new URL(path.replace(/^\//, ''), this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
+    const headers: Record<string, string> = { accept: 'application/octet-stream, application/json', 'user-agent': 'pasarela-cli' };
+    if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+    const timeout = opts.timeoutMs ?? 30_000;
+    const { request } = await import('undici');
+    let res;
+    try {
+      res = await request(url, { method, headers, headersTimeout: timeout, bodyTimeout: timeout });
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? '';
+      throw new CliError(`cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`, EXIT.UNREACHABLE);
+    }
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      let parsed: unknown = {};
+      try {
+        const text = await res.body.text();
+        parsed = text === '' ? {} : JSON.parse(text);
+      } catch {
+        throw new CliError(`the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`, res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR);
+      }
+      throw apiErrorOf(res.statusCode, parsed, res.headers);
+    }
+    const { createHash } = await import('node:crypto');
+    const { Transform } = await import('node:stream');
+    const { pipeline } = await import('node:stream/promises');
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const tap = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        cb(null, chunk);
+      },
+    });
+    let sinkFailed: unknown;
+    sink.once('error', (err) => (sinkFailed = err));
+    try {
+      await pipeline(res.body, tap, sink);
+    } catch (err) {
+      // Where the bytes go failed (a full disk): the caller says which file.
+      if (sinkFailed !== undefined) throw sinkFailed;
+      const code = (err as { code?: string }).code ?? '';
+      throw new CliError(`lost the connection to the server at ${this.baseUrl} while reading its answer (${code || (err as Error).message})`, EXIT.UNREACHABLE);
+    }
+    return { headers: res.headers, bytes, sha256: hash.digest('hex') };
+  }
+}
+
+/** The ApiError of a non-2xx answer and its parsed JSON body. */
+function apiErrorOf(status: number, parsed: unknown, headers: Record<string, string | string[] | undefined>, fields?: FieldFlags): ApiError {
+  const b = (parsed ?? {}) as { error?: unknown; api_codigo?: unknown; retry_after?: unknown };
+  const apiCodigo = typeof b.api_codigo === 'number' ? b.api_codigo : undefined;
+  const retryAfter = typeof b.retry_after === 'number' && b.retry_after >= 0 ? b.retry_after : undefined;
+  const said = typeof b.error === 'string' && b.error !== '' ? b.error : `HTTP ${status}`;
+  let reason = retryAfter !== undefined ? withoutRetryHint(said) : said;
+  if (status === 400 && apiCodigo === CODIGO_INVALID_PARAMS && fields) reason = explainInvalid(reason, fields);
+  const message = retryAfter !== undefined ? `${reason} (retry in ${retryAfter} s)` : reason;
+  const replayed = headers['idempotent-replayed'] === 'true';
+  return new ApiError(message, exitForStatus(status, apiCodigo), parsed, status, apiCodigo, retryAfter, reason, replayed);
 }
 
 /** Lets the process end at once instead of waiting for idle keep-alive sockets. */

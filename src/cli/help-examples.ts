@@ -81,6 +81,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'admin gateway drain': ['pasarela admin gateway drain evo-1'],
   'admin gateway undrain': ['pasarela admin gateway undrain evo-1'],
   'admin audit': ['pasarela admin audit', 'pasarela admin audit --cliente 3 --limit 10 --json'],
+  'admin backup': ['pasarela admin backup pasarela-$(date +%F).db', 'pasarela admin backup /backups/pasarela.db --force --json'],
   'sim scan': ['pasarela sim scan 12', 'pasarela sim scan 12 --code ABCD-1234'],
   'sim logout': ['pasarela sim logout 12'],
   'sim receive': ["pasarela sim receive 12 --from 5215599998888 --text 'Hola'"],

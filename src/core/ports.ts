@@ -620,6 +620,13 @@ export interface Store extends AccountsStore, GatewayServersStore, MessagesStore
    * has recovered.
    */
   writeHealth(): Promise<StoreWriteHealth>;
+  /**
+   * A consistent copy of the whole store into `file` (which must not be
+   * read until this resolves), taken while the store keeps serving; the
+   * copy's schema version is returned. Only an embedded store has one: on
+   * PostgreSQL the operator uses pg_dump.
+   */
+  backupTo?(file: string): Promise<{ schemaVersion: number }>;
   close(): Promise<void>;
 }
 

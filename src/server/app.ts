@@ -9,6 +9,7 @@ import { installErrorHandling, toAppError } from './errors.js';
 import accountRoutes from './routes/account.js';
 import adminRoutes from './routes/admin.js';
 import adminGatewayRoutes from './routes/admin-gateways.js';
+import adminBackupRoutes from './routes/admin-backup.js';
 import celularRoutes from './routes/celulares.js';
 import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
@@ -169,6 +170,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await admin.register(adminRoutes, { core });
     await admin.register(adminGatewayRoutes, { core });
     await admin.register(simRoutes, { core });
+    await admin.register(adminBackupRoutes, { core, tmpDir: opts.send.tmp.dir });
   });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

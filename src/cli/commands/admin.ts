@@ -1,4 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { createWriteStream, existsSync } from 'node:fs';
+import { link, open, rename, unlink } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import type { Ctx } from '../context.js';
 import type { FieldFlags } from '../field-errors.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
@@ -145,7 +148,7 @@ const call = <T>(ctx: Ctx, method: 'GET' | 'POST' | 'PATCH', path: string, json?
 
 /** `pasarela admin ...`: the operator's commands (operator token). */
 export function registerAdmin(program: Command, ctxOf: CtxOf): void {
-  const admin = withOperatorOptions(program.command('admin').description('operator commands: clients, plans, balances, tokens, gateway servers'));
+  const admin = withOperatorOptions(program.command('admin').description('operator commands: clients, plans, balances, tokens, gateway servers, backups'));
 
   const client = admin.command('client').description('client accounts');
   client
@@ -387,6 +390,63 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
       );
       emit(ctx, b, () =>
         printTable(ctx.term, ['id', 'fecha', 'actor', 'accion', 'objeto', 'detalle'], b.registros.map((r) => [r.id, r.fecha, r.actor, r.accion, `${r.objeto_tipo} ${r.objeto_id ?? ''}`, JSON.stringify(r.detalle)])),
+      );
+    });
+
+  admin
+    .command('backup <file>')
+    .description('a consistent copy of the SQLite store, taken while the server serves; see README "Backups and restore"')
+    .option('--force', 'replace FILE if it exists')
+    .action(async (file: string, o: { force?: boolean }, cmd: Command) => {
+      const ctx = ctxOf(cmd);
+      const dest = resolve(file);
+      if (!o.force && existsSync(dest)) throw usage(`${file} exists; give --force to replace it`);
+      const partial = `${dest}.partial`;
+      const cred = ctx.adminCredential();
+      const sink = createWriteStream(partial, { mode: 0o600 });
+      let got;
+      try {
+        got = await ctx.client().download('POST', '/admin/backup', sink, { key: cred.token, timeoutMs: 10 * 60_000 });
+      } catch (err) {
+        sink.destroy();
+        await unlink(partial).catch(() => {});
+        if (err instanceof CliError) {
+          if (err.exitCode === EXIT.AUTH) throw new CliError(`${err.message} (${cred.from})`, EXIT.AUTH, err.body);
+          throw err;
+        }
+        throw new CliError(`cannot write ${partial}: ${(err as Error).message}`, EXIT.ERROR);
+      }
+      const want = String(got.headers['x-pasarela-sha256'] ?? '');
+      const length = Number(got.headers['content-length'] ?? NaN);
+      if (want !== got.sha256 || (Number.isFinite(length) && length !== got.bytes)) {
+        await unlink(partial).catch(() => {});
+        throw new CliError(`the backup arrived damaged (${got.bytes} bytes, SHA-256 ${got.sha256}; the server sent ${want || 'no SHA-256'}); nothing was written`, EXIT.SERVER);
+      }
+      // On disk before it takes the name.
+      const fh = await open(partial, 'r+');
+      await fh.sync();
+      await fh.close();
+      if (o.force) await rename(partial, dest);
+      else {
+        // A hard link fails if FILE appeared meanwhile: never replaced without --force.
+        try {
+          await link(partial, dest);
+        } catch (err) {
+          await unlink(partial).catch(() => {});
+          if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw usage(`${file} exists; give --force to replace it`);
+          throw err;
+        }
+        await unlink(partial);
+      }
+      const schema = Number(got.headers['x-pasarela-schema'] ?? NaN);
+      const b = { ok: true, archivo: dest, bytes: got.bytes, sha256: got.sha256, schema_version: Number.isFinite(schema) ? schema : null };
+      emit(ctx, b, () =>
+        printFields(ctx.term, [
+          ['archivo', b.archivo],
+          ['bytes', b.bytes],
+          ['sha256', b.sha256],
+          ['schema_version', b.schema_version],
+        ]),
       );
     });
 }
