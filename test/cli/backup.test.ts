@@ -61,7 +61,7 @@ describe('admin backup', () => {
     }
     const b = expectJsonOnly(r);
     expect(during.length).toBeGreaterThan(0);
-    expect(b.archivo).toBe(file);
+    expect(b.file).toBe(file);
     expect(b.bytes).toBe(statSync(file).size);
     expect(b.sha256).toBe(createHash('sha256').update(readFileSync(file)).digest('hex'));
     expect(b.schema_version).toBe(s.schemaVersion);
@@ -120,7 +120,7 @@ describe('admin backup', () => {
     expect(readFileSync(file, 'utf8')).toBe('keep me');
     const f = await cli.run(['admin', 'backup', file, '--force', '--admin-token', s.adminToken]);
     expect(f.exitCode, f.stderr).toBe(0);
-    expect(f.stdout).toMatch(/^archivo\t/m);
+    expect(f.stdout).toMatch(/^file\t/m);
     expect(readFileSync(file).subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0');
   });
 });

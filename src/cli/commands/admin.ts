@@ -439,10 +439,10 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
         await unlink(partial);
       }
       const schema = Number(got.headers['x-pasarela-schema'] ?? NaN);
-      const b = { ok: true, archivo: dest, bytes: got.bytes, sha256: got.sha256, schema_version: Number.isFinite(schema) ? schema : null };
+      const b = { ok: true, file: dest, bytes: got.bytes, sha256: got.sha256, schema_version: Number.isFinite(schema) ? schema : null };
       emit(ctx, b, () =>
         printFields(ctx.term, [
-          ['archivo', b.archivo],
+          ['file', b.file],
           ['bytes', b.bytes],
           ['sha256', b.sha256],
           ['schema_version', b.schema_version],
