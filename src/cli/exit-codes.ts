@@ -1,3 +1,4 @@
+import { ERRORS } from '../core/errors.js';
 /**
  * Exit codes of docs/design.md §9, a contract scripts depend on. Errors below main()
  * are thrown as CliError and turned into one of these at the edge.
@@ -78,17 +79,14 @@ export function usage(message: string): CliError {
 }
 
 /** api_codigo values of a 403 that mean "not now" rather than "not you". */
-const REFUSED_NOW_CODES: ReadonlySet<number> = new Set([
-  301, // CELULAR_NO_ACTIVO
-  302, // CLIENTE_NO_ACTIVO
-  303, // FUERA_DE_HORARIO
-  603, // LIMITE_DE_CELULARES
-]);
+const REFUSED_NOW_CODES: ReadonlySet<number> = new Set(
+  [ERRORS.CELULAR_NOT_ACTIVE, ERRORS.CLIENT_NOT_ACTIVE, ERRORS.OUTSIDE_HOURS, ERRORS.CELULAR_CAP].map((e) => e.codigo),
+);
 
 /** api_codigo of a permanent refusal of the message (DESTINATARIO_RECHAZADO). */
-export const CODIGO_REJECTED = 704;
+export const CODIGO_REJECTED = ERRORS.GATEWAY_REFUSED.codigo;
 /** api_codigo of a direct send whose outcome is unknown (RESULTADO_INCIERTO): it may have been delivered. */
-export const CODIGO_UNCERTAIN = 705;
+export const CODIGO_UNCERTAIN = ERRORS.GATEWAY_UNCERTAIN.codigo;
 
 /** The exit code for an HTTP status and the body's api_codigo. */
 export function exitForStatus(status: number, apiCodigo?: number): number {

@@ -1,3 +1,4 @@
+import { ERRORS } from '../core/errors.js';
 /**
  * A 400 (api_codigo 100) names an API field, often in JSON-schema words
  * (`body: hora_inicio_permitido must match pattern "^([01]…"`). A command
@@ -7,7 +8,7 @@
 export type FieldFlags = Readonly<Record<string, string>>;
 
 /** api_codigo of PARAMETROS_INVALIDOS. */
-export const CODIGO_INVALID_PARAMS = 100;
+export const CODIGO_INVALID_PARAMS = ERRORS.INVALID_PARAMS.codigo;
 
 /** JSON-schema phrasing, in plain words. */
 function plain(rule: string): string {

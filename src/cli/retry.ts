@@ -1,3 +1,4 @@
+import { ERRORS } from '../core/errors.js';
 import type { Ctx } from './context.js';
 import { ApiError, CliError, CODIGO_REJECTED, CODIGO_UNCERTAIN, EXIT } from './exit-codes.js';
 
@@ -13,9 +14,9 @@ import { ApiError, CliError, CODIGO_REJECTED, CODIGO_UNCERTAIN, EXIT } from './e
  */
 
 /** api_codigo of a 409: the same Idempotency-Key is still being answered. */
-export const CODIGO_IN_FLIGHT = 608;
+export const CODIGO_IN_FLIGHT = ERRORS.IDEMPOTENCY_IN_PROGRESS.codigo;
 /** api_codigo of a 403 outside the line's allowed hours (carries retry_after). */
-export const CODIGO_OUTSIDE_HOURS = 303;
+export const CODIGO_OUTSIDE_HOURS = ERRORS.OUTSIDE_HOURS.codigo;
 /** Consecutive waits for the window before giving up (its retry_after is when it opens). */
 export const MAX_WINDOW_WAITS = 5;
 

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { createWriteStream, existsSync } from 'node:fs';
 import { link, open, rename, unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
 import type { FieldFlags } from '../field-errors.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
@@ -84,20 +85,6 @@ export async function operatorCall<T>(
     if (err instanceof CliError && err.exitCode === EXIT.AUTH) throw new CliError(`${err.message} (${cred.from})`, EXIT.AUTH, err.body);
     throw err;
   }
-}
-
-/**
- * Asks before something that cannot be taken back (on a TTY), or requires
- * --yes (off one: exit 2). False when the person says no.
- */
-export async function confirmOrYes(ctx: Ctx, yes: boolean | undefined, message: () => Promise<string> | string): Promise<boolean> {
-  if (yes) return true;
-  if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
-  const text = await message();
-  const { confirm } = await import('@inquirer/prompts');
-  if (await confirm({ message: text, default: false })) return true;
-  ctx.term.err('nothing changed');
-  return false;
 }
 
 /** --monto: an amount of credits; 0 would change nothing and the server refuses it. */

@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import type { CelularView } from '../../core/views.js';
+import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
@@ -218,22 +219,19 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const n = idArg(id);
-      if (!o.yes) {
-        if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
-        // The line is read first: a wrong id is exit 4 before any question, and the question names it.
-        const { celular: c } = await ctx.client().call<{ celular: Celular }>('GET', '/api/celular.php', { key: ctx.key(), query: { id: n } });
-        const label = c.nombre_interno ? ` “${c.nombre_interno}”` : '';
-        const numero = /^[0-9]+$/.test(c.numero) ? `+${c.numero}` : c.numero;
-        const { confirm } = await import('@inquirer/prompts');
-        const sure = await confirm({
-          message: `Delete celular ${c.id}${label} (${numero})? This cannot be undone: its key stops working and its session is removed.`,
-          default: false,
-        });
-        if (!sure) {
-          ctx.term.err('nothing deleted');
-          return;
-        }
-      }
+      const sure = await confirmOrYes(
+        ctx,
+        o.yes,
+        async () => {
+          // The line is read first: a wrong id is exit 4 before any question, and the question names it.
+          const { celular: c } = await ctx.client().call<{ celular: Celular }>('GET', '/api/celular.php', { key: ctx.key(), query: { id: n } });
+          const label = c.nombre_interno ? ` “${c.nombre_interno}”` : '';
+          const numero = /^[0-9]+$/.test(c.numero) ? `+${c.numero}` : c.numero;
+          return `Delete celular ${c.id}${label} (${numero})? This cannot be undone: its key stops working and its session is removed.`;
+        },
+        'nothing deleted',
+      );
+      if (!sure) return;
       const b = await ctx.client().call<{ celular_id: number; numero: string }>('POST', '/api/celular_eliminar.php', { key: ctx.key(), query: { id: n } });
       emit(ctx, b, () => ctx.term.err(`Deleted celular ${b.celular_id} (${b.numero}).`));
     });

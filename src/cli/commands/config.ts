@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { confirmOrYes } from '../confirm.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, printTable } from '../output.js';
@@ -94,16 +95,9 @@ export function registerConfig(program: Command, ctxOf: CtxOf): void {
       const s = ctx.settings();
       const p = s.profiles()[name];
       if (!p) throw usage(`no saved profile "${name}"; saved: ${Object.keys(s.profiles()).join(', ') || 'none'}`);
-      if (!o.yes) {
-        if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
-        const held = [p.url ? `URL ${p.url}` : '', p.key ? 'a key' : '', p.admin_token ? 'an operator token' : ''].filter(Boolean).join(', ');
-        const { confirm } = await import('@inquirer/prompts');
-        const sure = await confirm({ message: `Delete profile "${name}"${held ? ` (${held})` : ''}? This cannot be undone.`, default: false });
-        if (!sure) {
-          ctx.term.err('nothing deleted');
-          return;
-        }
-      }
+      const held = [p.url ? `URL ${p.url}` : '', p.key ? 'a key' : '', p.admin_token ? 'an operator token' : ''].filter(Boolean).join(', ');
+      const sure = await confirmOrYes(ctx, o.yes, () => `Delete profile "${name}"${held ? ` (${held})` : ''}? This cannot be undone.`, 'nothing deleted');
+      if (!sure) return;
       const wasCurrent = s.current === name;
       s.remove(name);
       // The current profile must name one that exists, or the unnamed default.

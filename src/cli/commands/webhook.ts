@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { EntregaView } from '../../core/views.js';
 import { completeAs } from '../completion.js';
+import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
@@ -93,15 +94,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (o: { yes?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      if (!o.yes) {
-        if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
-        const { confirm } = await import('@inquirer/prompts');
-        const sure = await confirm({ message: 'Remove the webhook? Events stop being delivered.', default: false });
-        if (!sure) {
-          ctx.term.err('nothing deleted');
-          return;
-        }
-      }
+      if (!(await confirmOrYes(ctx, o.yes, () => 'Remove the webhook? Events stop being delivered.', 'nothing deleted'))) return;
       const b = await ctx.client().call<WebhookView & { eliminado: boolean }>('DELETE', '/api/webhook.php', { key: ctx.key() });
       emit(ctx, b, () => ctx.term.err(b.eliminado ? 'Webhook removed.' : 'No webhook was configured; nothing removed.'));
     });
