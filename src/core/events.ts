@@ -40,7 +40,28 @@ export interface MessagesReceivedEvent {
   fecha: string;
 }
 
+/**
+ * One webhook attempt ended (internal: never delivered to a receiver). What
+ * operators watch: metrics count them, logs report a receiver that keeps failing.
+ */
+export interface WebhookAttemptEvent {
+  cliente_id: number;
+  /** The delivered event's kind (message.status, ..., webhook.test). */
+  evento: string;
+  /** What the delivery became: entregado, pendiente (retried later) or fallido (given up). */
+  estado: 'entregado' | 'pendiente' | 'fallido';
+  /** The receiver's HTTP status; null when none came (refused, timed out). */
+  status: number | null;
+  error: string | null;
+  duracion_ms: number;
+  /** Attempts made so far, this one included. */
+  intentos: number;
+  /** The delivery's age at this attempt: now minus when it was first due. */
+  edad_ms: number;
+}
+
 export interface BusEvents {
+  'webhook.attempt': WebhookAttemptEvent;
   'session.status': SessionStatusEvent;
   'message.status': MessageStatusEvent;
   'messages.received': MessagesReceivedEvent;

@@ -309,8 +309,10 @@ export class WebhookDispatcher {
       q.settled(estado === 'entregado', this.opts.clientConcurrency);
       const now = core.clock.now();
       const next = retryInMs === undefined ? undefined : now + retryInMs;
-      await core.store.recordAttempt(e.id, { status, duracion_ms: Math.round(performance.now() - t0), error }, { estado, proximo_intento_at: next }, now);
+      const duracion_ms = Math.round(performance.now() - t0);
+      await core.store.recordAttempt(e.id, { status, duracion_ms, error }, { estado, proximo_intento_at: next }, now);
       if (next !== undefined) q.hint(next);
+      core.bus.publish('webhook.attempt', { cliente_id: e.cliente_id, evento: e.evento, estado, status, error, duracion_ms, intentos: e.intentos + 1, edad_ms: Math.max(0, now - e.created_at) });
     };
     if (!cfg) {
       error = 'the webhook configuration was removed';
