@@ -16,7 +16,7 @@ export const CELULAR_DEFAULTS = {
   hora_fin_permitido: '23:59',
 } as const;
 
-/** Ranges of celular_editar (the spec's table). */
+/** Ranges of celular_editar's fields. */
 export const CELULAR_LIMITS = {
   nombre_interno: 80,
   max_envios_por_minuto: [1, 1000],
@@ -294,7 +294,7 @@ export async function celularStatus(core: Core, p: ClientPrincipal, id: number) 
 
 /**
  * Registers a number (or takes the client's existing line with that number)
- * and starts QR linking. Client key only (the spec's "super admin").
+ * and starts QR linking. Client key only.
  */
 export async function vincular(
   core: Core,

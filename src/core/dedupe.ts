@@ -4,7 +4,7 @@ import { fail } from './errors.js';
 import type { Tipo } from './ports.js';
 
 /**
- * Duplicate protection (spec, Limits): the same content to the same recipient
+ * Duplicate protection (docs/design.md §5): the same content to the same recipient
  * from the same line 3 times within 120 s blocks the line for 300 s, for every
  * send. Kept in the Counters port ("shared memory"), never in the database.
  */
@@ -12,7 +12,7 @@ export const DUPE_MAX = 3;
 export const DUPE_WINDOW_MS = 120_000;
 export const DUPE_BLOCK_MS = 300_000;
 
-/** What makes two messages "the same", per type (the spec's list). */
+/** What makes two messages "the same", per type (docs/design.md §5: the content's identity). */
 export interface Identity {
   tipo: Tipo;
   destinatario: string;

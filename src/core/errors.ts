@@ -89,7 +89,7 @@ export function fail(name: ErrorName, message: string, extras?: ErrorExtras): ne
   throw new AppError(name, message, extras);
 }
 
-/** The error body of docs/design.md §4: both spec shapes at once. */
+/** The error body of docs/design.md §4: both error shapes at once. */
 export function errorBody(err: AppError): Record<string, unknown> {
   const body: Record<string, unknown> = {
     ok: false,

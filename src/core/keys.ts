@@ -31,7 +31,7 @@ export function celularKey(id: number, secret: string): string {
   return `WA_${id}_${secret}`;
 }
 
-/** 64 lowercase hex characters, as the spec describes the gateway token. */
+/** 64 lowercase hex characters, the gateway token's shape (docs/design.md §3). */
 export function newGatewayToken(): string {
   return randomBytes(32).toString('hex');
 }

@@ -10,7 +10,7 @@ import { probeUrl } from './media-url.js';
 import type { Tipo } from './ports.js';
 
 /**
- * Media rules for sends (spec, Limits; docs/design.md §5): per-type size limits and
+ * Media rules for sends (docs/design.md §5): per-type size limits and
  * MIME lists, the MIME checks of base64 content (decoded by base64-stream.ts),
  * media URL checks, and the temp files that hold decoded bytes until sent.
  */
@@ -28,7 +28,7 @@ const MB = 1024 * 1024;
 export const MEDIA_RULES: Record<MediaTipo, MediaRule> = {
   imagen: { urlMaxBytes: 5 * MB, base64MaxBytes: 16 * MB, mimes: ['image/jpeg', 'image/png', 'image/webp', 'image/gif'] },
   documento: {
-    // The spec gives no limit for documents by URL; 100 MB is ours (the usual network limit for documents).
+    // No limit is given for documents by URL; 100 MB is ours (the usual network limit for documents).
     urlMaxBytes: 100 * MB,
     base64MaxBytes: 50 * MB,
     mimes: [
@@ -45,9 +45,9 @@ export const MEDIA_RULES: Record<MediaTipo, MediaRule> = {
     ],
   },
   audio: { urlMaxBytes: 16 * MB, base64MaxBytes: 16 * MB, mimes: ['audio/mpeg', 'audio/ogg', 'audio/opus', 'audio/wav', 'audio/mp4', 'audio/aac'] },
-  // The spec gives no limit for video by URL; 50 MB is ours, the same as base64.
+  // No limit is given for video by URL; 50 MB is ours, the same as base64.
   video: { urlMaxBytes: 50 * MB, base64MaxBytes: 50 * MB, mimes: ['video/mp4', 'video/quicktime', 'video/3gpp', 'video/webm'] },
-  // The spec gives no limit for stickers by URL; 1 MB is ours, the same as base64.
+  // No limit is given for stickers by URL; 1 MB is ours, the same as base64.
   sticker: { urlMaxBytes: 1 * MB, base64MaxBytes: 1 * MB, mimes: ['image/webp', 'image/png'] },
 };
 

@@ -2,7 +2,7 @@ import { getCountryCallingCode, parsePhoneNumberFromString, type CountryCode } f
 
 /**
  * Phone numbers in and out of the service: digits only, country code first, no
- * `+` (the spec's form). Validation uses libphonenumber's full metadata so a
+ * `+` (docs/design.md §5). Validation uses libphonenumber's full metadata so a
  * number that cannot exist is refused with a reason instead of reaching the
  * gateway.
  */

@@ -667,7 +667,7 @@ export interface LocalMediaFile {
 }
 
 /**
- * Fixed-window counters: the "shared memory" of the spec. In memory for one
+ * Fixed-window counters: the shared memory of docs/design.md §1 and §5. In memory for one
  * node (src/core/counters-memory.ts); Redis when several nodes share the load
  * (src/counters). Every adapter passes test/contract/counters.test.ts.
  */

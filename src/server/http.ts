@@ -81,7 +81,7 @@ export function principal(req: FastifyRequest): ClientPrincipal {
   return req.principal ?? fail('UNAUTHORIZED', 'missing credential');
 }
 
-/** The spec's `id` (query); a form or JSON body may carry it instead. */
+/** A celular endpoint's `id` (query); a form or JSON body may carry it instead. */
 export function celularId(req: FastifyRequest): number {
   const raw = queryOf(req).id ?? bodyOf(req).id;
   const n = typeof raw === 'string' && /^[0-9]+$/.test(raw) ? Number(raw) : raw;

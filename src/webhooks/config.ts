@@ -9,7 +9,7 @@ import { isBlockedAddress, parseHttpUrl } from '../core/media-url.js';
 import type { WebhookConfig } from '../core/ports.js';
 import { SECRET_RE } from './sign.js';
 
-/** The webhook configuration of a client (spec "Webhook", docs/design.md §7). */
+/** The webhook configuration of a client (docs/design.md §7). */
 export const EVENT_KINDS = ['messages.received', 'message.status', 'session.status'] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 const ALL = 'all';

@@ -68,7 +68,7 @@ const b64 = (b: Buffer): string => b.toString('base64');
 const dataUri = (mime: string, b: Buffer): string => `data:${mime};base64,${b64(b)}`;
 
 describe('MEDIA_RULES', () => {
-  it('has the spec limits in binary megabytes', () => {
+  it('has the limits in binary megabytes', () => {
     expect(MEDIA_RULES.imagen).toMatchObject({ urlMaxBytes: 5 * MB, base64MaxBytes: 16 * MB });
     expect(MEDIA_RULES.documento).toMatchObject({ urlMaxBytes: 100 * MB, base64MaxBytes: 50 * MB });
     expect(MEDIA_RULES.audio).toMatchObject({ urlMaxBytes: 16 * MB, base64MaxBytes: 16 * MB });

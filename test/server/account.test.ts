@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 describe('GET /api/info.php', () => {
-  it('answers the client info of the spec with a fresh client', async () => {
+  it('answers the client info with a fresh client', async () => {
     const r = await api(s.url, 'GET', '/api/info.php', { key: A.clientKey });
     expectOk(r);
     expect(Object.keys(r.body.cliente).sort()).toEqual(CLIENTE_FIELDS);
@@ -151,7 +151,7 @@ describe('GET /api/saldo.php', () => {
 });
 
 describe('GET /api/celulares.php', () => {
-  it('lists the client\'s celulares with every spec field and the defaults of a new line', async () => {
+  it('lists the client\'s celulares with every field and the defaults (docs/design.md §4) of a new line', async () => {
     const fresh = await seedClient(s, { numero: numeroNuevo() });
     const r = await api(s.url, 'GET', '/api/celulares.php', { key: fresh.clientKey });
     expectOk(r);

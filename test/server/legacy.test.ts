@@ -6,7 +6,7 @@ import { expectError } from '../helpers/expect.js';
 import { admin, b64, dataUri, editCelular, linkedLine, mensaje, PDF, PNG, saldos, uniqueText, UUID, waitEstado, waitFor, type Line } from './send-helpers.js';
 
 /**
- * The legacy endpoint (spec "Legacy endpoint"; docs/design.md §3): POST
+ * The legacy endpoint (docs/design.md §3): POST
  * /panel/api_wa.php and its alias /api/api-legacy.php, the credential in the
  * body `token` (gateway or legacy token), text or text with one base64 file
  * in `mime` typed by `tipomime`, `modo` DIRECTO for an immediate send.

@@ -71,7 +71,7 @@ describe('GET /openapi.json', () => {
     expect(doc.components.securitySchemes).toMatchObject({ bearer: { type: 'http', scheme: 'bearer' }, operator: { type: 'http', scheme: 'bearer' } });
   });
 
-  it('has components.schemas Celular, Cliente and Error with the spec fields', () => {
+  it('has components.schemas Celular, Cliente and Error with the fields of docs/design.md §4', () => {
     const { Celular, Cliente, Error: Err } = doc.components.schemas;
     expect(Object.keys(Celular.properties)).toEqual(
       expect.arrayContaining([

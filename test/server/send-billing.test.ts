@@ -4,7 +4,7 @@ import { expectError } from '../helpers/expect.js';
 import { admin, linkedLine, mensaje, saldos, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
 
 /**
- * Billing of sends (spec "Billing"; docs/design.md §5): a metered send costs 1 from
+ * Billing of sends (docs/design.md §5): a metered send costs 1 from
  * the celular's balance, else from the client's global one; both empty is
  * 402; unlimited plans are never charged; a direct send the gateway refuses
  * is refunded; consumption counts; and all of it under concurrent requests.

@@ -18,7 +18,7 @@ import {
 } from './send-helpers.js';
 
 /**
- * Limits of sends (spec Limits; docs/design.md §5): duplicate protection (3 within
+ * Limits of sends (docs/design.md §5): duplicate protection (3 within
  * 120 s, then a 300 s block of the whole line), the per-line caps in direct
  * and queue mode, and the allowed sending hours in the server's zone.
  */

@@ -30,8 +30,7 @@ import {
 } from './send-helpers.js';
 
 /**
- * The ten media send endpoints over HTTP (spec "Sending messages", Limits;
- * docs/design.md §5): by URL against a loopback media server, by base64 with the
+ * The ten media send endpoints over HTTP (docs/design.md §5): by URL against a loopback media server, by base64 with the
  * per-type and the generic field names, data URI and raw; URL and base64
  * refusals; the temp files of base64 sends.
  */

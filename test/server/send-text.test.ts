@@ -4,7 +4,7 @@ import { expectError } from '../helpers/expect.js';
 import { admin, editCelular, link, linkedLine, mensaje, send, TEXT, uniqueText, UUID, waitEstado, waitFor, type Line } from './send-helpers.js';
 
 /**
- * The text send endpoint over HTTP (spec "Sending messages"; docs/design.md §3, §4,
+ * The text send endpoint over HTTP (docs/design.md §3, §4,
  * §5): both modes, both encodings, credentials, field errors, recipient
  * normalisation, and the states of line and client that forbid a send.
  */

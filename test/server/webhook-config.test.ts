@@ -3,7 +3,7 @@ import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type T
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 
 /**
- * The webhook configuration over HTTP (spec "Webhook", docs/design.md §7): GET/POST/
+ * The webhook configuration over HTTP (docs/design.md §7): GET/POST/
  * DELETE /api/webhook.php, the legacy /api/webhook_configurar.php, restore,
  * validation, the private-address rule, who may do what, client isolation,
  * and the secret never coming back.

@@ -23,7 +23,7 @@ export interface MediaBodySpec {
   /**
    * The message type for the declared MIME; undefined while it is unknown
    * (the legacy route derives the type from it), `atEnd` when the body is
-   * complete (then a spec may refuse instead).
+   * complete (then it may refuse instead).
    */
   tipoFor(declared: string | undefined, atEnd: boolean): MediaTipo | undefined;
   /** An empty file field means "no file" (legacy: a text message) rather than empty base64. */

@@ -5,7 +5,7 @@ import { listCelulares } from '../../core/celulares.js';
 import { clientAuth, principal, queryOf, success } from '../http.js';
 import { clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
 
-/** The spec's account endpoints: info, balance, the list of lines. */
+/** The account endpoints: info, balance, the list of lines. */
 export default async function accountRoutes(app: FastifyInstance, { core }: { core: Core }) {
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];

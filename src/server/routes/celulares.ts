@@ -23,7 +23,7 @@ const qrImagenProp = {
   description: 'Only with imagen=1: the QR as a PNG data URI (data:image/png;base64,...); "" when there is nothing to scan (qr empty).',
 } as const;
 
-/** The spec's celular endpoints, with the hyphenated aliases its example code uses. */
+/** The celular endpoints, with their hyphenated aliases (docs/design.md §1: older client code uses them). */
 export default async function celularRoutes(app: FastifyInstance, { core }: { core: Core }) {
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];

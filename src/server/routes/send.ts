@@ -11,7 +11,7 @@ import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, pr
 import { errorResponses, keyField, okResponse } from '../schemas/common.js';
 
 /**
- * The spec's eleven send endpoints and the legacy one. Each only maps its
+ * The eleven send endpoints and the legacy one (docs/design.md §5). Each only maps its
  * fields onto one SendRequest; every rule lives in core/send.ts. Bodies with
  * a base64 file are read as a stream (body/media-parser.ts): the file is
  * decoded into its temp file as it arrives and reaches send() as that file.

@@ -10,7 +10,7 @@ import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/celulares.js';
 const ts = { type: 'string', format: 'date-time' } as const;
 const nullable = <T extends object>(s: T) => ({ ...s, nullable: true }) as const;
 
-/** Fields every success body carries (docs/design.md §4: both spec shapes at once). */
+/** Fields every success body carries (docs/design.md §4: both success shapes at once). */
 export const envelope = {
   ok: { type: 'boolean', const: true },
   api_codigo: { type: 'integer', description: '0 on success; see the api_codigo table' },
@@ -24,7 +24,7 @@ export const envelope = {
 export const errorSchema = {
   $id: 'Error',
   type: 'object',
-  description: 'Every refusal: both spec error shapes at once.',
+  description: 'Every refusal, in both error shapes at once: ok:false with error, and api_codigo with api_texto and api_descripcion.',
   properties: {
     ok: { type: 'boolean', const: false },
     error: { type: 'string' },
@@ -96,7 +96,7 @@ export const clienteSummaryProps = {
 
 export const sharedSchemas = [errorSchema, celularSchema, clienteSchema];
 
-/** `id` of the spec's celular endpoints: in the query string (the body is accepted too). */
+/** `id` of the celular endpoints (docs/design.md §1): in the query string (the body is accepted too). */
 export const idQuery = {
   type: 'object',
   properties: {
