@@ -51,7 +51,7 @@ export async function authenticateClient(core: Core, presented: Array<string | u
   const p = await resolveAll(core, keys);
   if (typeof p === 'string') {
     await recordFailure(core, 'client', ip, fp);
-    fail('UNAUTHORIZED', p);
+    fail('UNAUTHORIZED', p, { credentialRejected: true });
   }
   await recordSuccess(core, 'client', ip, fp);
   return p;
@@ -82,7 +82,7 @@ export async function authenticateOperator(core: Core, presented: string | undef
   await checkThrottle(core, 'operator', ip, fp);
   if (!secretMatches(presented, core.config.adminTokenHash)) {
     await recordFailure(core, 'operator', ip, fp);
-    fail('UNAUTHORIZED', 'invalid operator token');
+    fail('UNAUTHORIZED', 'invalid operator token', { credentialRejected: true });
   }
   await recordSuccess(core, 'operator', ip, fp);
 }

@@ -69,6 +69,8 @@ export interface ErrorExtras {
   detalle?: string;
   /** Balance to report in `saldo`, when one is in context. */
   saldo?: number | null;
+  /** A 401 for a credential presented and refused, not a missing one (the challenge says `invalid_token`). */
+  credentialRejected?: boolean;
 }
 
 export class AppError extends Error {

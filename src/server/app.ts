@@ -6,6 +6,7 @@ import { AppError, errorBody } from '../core/errors.js';
 import { EXIT_TABLE } from '../cli/exit-codes.js';
 import { VERSION } from '../version.js';
 import { installErrorHandling, toAppError } from './errors.js';
+import { registerDocs, servedDocument, TEMPLATE_SERVERS } from './docs.js';
 import accountRoutes from './routes/account.js';
 import adminRoutes from './routes/admin.js';
 import adminGatewayRoutes from './routes/admin-gateways.js';
@@ -149,6 +150,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         // The CLI's table (src/cli/exit-codes.ts, constants only), an OpenAPI extension the swagger types do not list.
         ...{ 'x-cli-exit-codes': Object.fromEntries(EXIT_TABLE.map((e) => [String(e.code), e.meaning])) },
       },
+      // The committed document's; a served copy names the server it came from (docs.ts).
+      servers: TEMPLATE_SERVERS,
       components: {
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', description: 'client key WAC_..., celular key WA_..., gateway token or legacy token' },
@@ -173,7 +176,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await admin.register(adminBackupRoutes, { core, tmpDir: opts.send.tmp.dir });
   });
 
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, async (req) => servedDocument(app.swagger() as unknown as Record<string, unknown>, req));
+  await registerDocs(app);
 
   app.decorate('markClosing', () => {
     closing = true;

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { AppError, errorBody } from '../core/errors.js';
+import { AppError, ERRORS, errorBody } from '../core/errors.js';
 
 /**
  * One place turns every failure into the docs/design.md §4 error body: our AppErrors,
@@ -31,11 +31,21 @@ export function toAppError(err: FastifyError | Error): AppError {
   return new AppError('INTERNAL', 'internal error');
 }
 
+/**
+ * The challenge of every 401 (RFC 7235, RFC 6750): Bearer in the realm
+ * "pasarela", plus `error="invalid_token"` when a credential was presented
+ * and refused (none given: no error code, as RFC 6750 §3.1 asks).
+ */
+export function challenge(err: AppError): string {
+  return `Bearer realm="pasarela"${err.extras.credentialRejected ? ', error="invalid_token"' : ''}`;
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const appErr = toAppError(err);
     if (appErr.status >= 500) req.log.error({ err }, 'request failed');
     if (appErr.extras.retryAfter !== undefined) reply.header('Retry-After', String(appErr.extras.retryAfter));
+    if (appErr.row === ERRORS.UNAUTHORIZED) reply.header('WWW-Authenticate', challenge(appErr));
     // Refused before its body was read to the end: answer and close rather than read the rest.
     if (!req.raw.complete) reply.header('Connection', 'close');
     return reply.code(appErr.status).send(errorBody(appErr));

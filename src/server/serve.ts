@@ -379,7 +379,7 @@ export function banner(s: RunningServer, gateway: string): string {
     ...(s.callbackUrl ? [`  gateway events   ${s.callbackUrl}/gateway/${gateway}/<instance>`] : []),
     `  counters         ${s.countersSource}${/unreachable/.test(s.core.counters.backend()) ? ' - UNREACHABLE: counting in this process\'s memory until it answers' : ''}`,
     `  operator token   ${s.adminTokenSource}`,
-    `  API reference    ${s.url}/openapi.json`,
+    `  API reference    ${s.url}/docs (the page), ${s.url}/openapi.json (OpenAPI 3)`,
   ];
   if (s.core.gateway.simulated) {
     lines.push(

@@ -13,6 +13,7 @@ export default async function accountRoutes(app: FastifyInstance, { core }: { co
   app.get('/api/info.php', {
     preValidation: auth,
     schema: {
+      operationId: 'obtenerInfo',
       tags: ['cuenta'],
       summary: 'Client info',
       security,
@@ -27,6 +28,7 @@ export default async function accountRoutes(app: FastifyInstance, { core }: { co
   app.get('/api/saldo.php', {
     preValidation: auth,
     schema: {
+      operationId: 'obtenerSaldo',
       tags: ['cuenta'],
       summary: 'Balance',
       description: 'A celular credential names its line. A client key names one with celular_id, or none (celular_id and saldo_celular are then null).',
@@ -55,6 +57,7 @@ export default async function accountRoutes(app: FastifyInstance, { core }: { co
   app.get('/api/celulares.php', {
     preValidation: auth,
     schema: {
+      operationId: 'listarCelulares',
       tags: ['celulares'],
       summary: 'List the client\'s celulares',
       security,

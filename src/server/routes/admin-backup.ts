@@ -27,6 +27,7 @@ export default async function adminBackupRoutes(app: FastifyInstance, { core, tm
 
   app.post('/admin/backup', {
     schema: {
+      operationId: 'adminCrearBackup',
       tags: ['operador'],
       security: [{ operator: [] }],
       summary: 'A consistent copy of the SQLite store, taken while serving (application/octet-stream; SHA-256 in X-Pasarela-Sha256, schema version in X-Pasarela-Schema)',

@@ -26,6 +26,7 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
 
   app.get('/admin/gateways', {
     schema: {
+      operationId: 'adminListarGateways',
       tags,
       security,
       summary: 'The gateway servers with how many lines each holds (never their keys)',
@@ -39,6 +40,7 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
 
   app.post('/admin/gateways', {
     schema: {
+      operationId: 'adminAgregarGateway',
       tags,
       security,
       summary: 'Add a gateway server of the deployment\'s kind; new lines go to the least-loaded active server',
@@ -59,17 +61,18 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
   });
 
   app.post('/admin/gateways/:nombre/drain', {
-    schema: { tags, security, summary: 'Drain a gateway server: it keeps its lines and takes no new ones', params: nombreParams, response: one },
+    schema: { operationId: 'adminDrenarGateway', tags, security, summary: 'Drain a gateway server: it keeps its lines and takes no new ones', params: nombreParams, response: one },
     handler: async (req) => success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'drenando'), { descripcion: 'servidor drenando' }),
   });
 
   app.post('/admin/gateways/:nombre/undrain', {
-    schema: { tags, security, summary: 'Make a drained gateway server active again: it takes new lines', params: nombreParams, response: one },
+    schema: { operationId: 'adminReactivarGateway', tags, security, summary: 'Make a drained gateway server active again: it takes new lines', params: nombreParams, response: one },
     handler: async (req) => success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'activo'), { descripcion: 'servidor activo' }),
   });
 
   app.post('/admin/celulares/:id/servidor', {
     schema: {
+      operationId: 'adminMoverCelular',
       tags,
       security,
       summary: 'Move a line to another gateway server: logged out and removed on the old one; it must be linked again',

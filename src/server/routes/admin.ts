@@ -3,7 +3,7 @@ import { addBalance, createCliente, editCliente, listClientes, rotateClienteKey,
 import type { Core } from '../../core/context.js';
 import { rotateCelularKey, setLegacyToken } from '../../core/celulares.js';
 import { bodyOf, created, operatorAuth, success } from '../http.js';
-import { clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
+import { aliasSchema, clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
 
 /** The operator API (docs/design.md §3): clients, plans, balances, keys. Operator token only. */
 export default async function adminRoutes(app: FastifyInstance, { core }: { core: Core }) {
@@ -23,6 +23,7 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
 
   app.post('/admin/clientes', {
     schema: {
+      operationId: 'adminCrearCliente',
       tags,
       security,
       summary: 'Create a client; its key (WAC_...) is returned once',
@@ -38,6 +39,7 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
 
   app.get('/admin/clientes', {
     schema: {
+      operationId: 'adminListarClientes',
       tags,
       security,
       summary: 'List clients',
@@ -50,27 +52,37 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
   });
 
   app.get('/admin/clientes/:id', {
-    schema: { tags, security, summary: 'One client with its celulares', params: idParams, response: { 200: okResponse({ ...clienteSummaryProps, celulares: celularesArr }), ...errorResponses } },
+    schema: { operationId: 'adminObtenerCliente', tags, security, summary: 'One client with its celulares', params: idParams, response: { 200: okResponse({ ...clienteSummaryProps, celulares: celularesArr }), ...errorResponses } },
     handler: async (req) => success(await showCliente(core, (req.params as { id: number }).id)),
   });
 
   const editSchema = { type: 'object', properties: clienteFields, additionalProperties: false } as const;
+  const editClienteSchema = {
+    operationId: 'adminEditarCliente',
+    tags,
+    security,
+    summary: 'Edit a client (nombre, email, plan, estado, max_celulares)',
+    params: idParams,
+    body: editSchema,
+    response: { 200: summary, ...errorResponses },
+  };
   for (const method of ['PATCH', 'POST'] as const) {
     app.route({
       method,
       url: '/admin/clientes/:id',
-      schema: { tags, security, summary: 'Edit a client (nombre, email, plan, estado, max_celulares)', params: idParams, body: editSchema, response: { 200: summary, ...errorResponses } },
+      schema: method === 'PATCH' ? editClienteSchema : { ...aliasSchema(editClienteSchema, 'adminEditarClienteAliasPost', 'PATCH /admin/clientes/{id}'), summary: editClienteSchema.summary },
       handler: async (req) => success(await editCliente(core, (req.params as { id: number }).id, bodyOf(req)), { descripcion: 'cliente actualizado' }),
     });
   }
 
   app.post('/admin/clientes/:id/rotar-key', {
-    schema: { tags, security, summary: 'Issue a new client key; the old one stops working', params: idParams, response: { 200: okResponse({ cliente_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses } },
+    schema: { operationId: 'adminRotarKeyCliente', tags, security, summary: 'Issue a new client key; the old one stops working', params: idParams, response: { 200: okResponse({ cliente_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses } },
     handler: async (req) => success(await rotateClienteKey(core, (req.params as { id: number }).id)),
   });
 
   app.post('/admin/saldo', {
     schema: {
+      operationId: 'adminAjustarSaldo',
       tags,
       security,
       summary: 'Add credit to a client (global) or to one of its celulares; negative amounts remove credit, never below zero',
@@ -103,6 +115,7 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
 
   app.post('/admin/celulares/:id/token-legacy', {
     schema: {
+      operationId: 'adminFijarTokenLegacy',
       tags,
       security,
       summary: 'Set the legacy token of a celular, or make one when none is given; the token is returned',
@@ -114,12 +127,13 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
   });
 
   app.post('/admin/celulares/:id/rotar-key', {
-    schema: { tags, security, summary: 'Issue a new celular key; the old one stops working', params: idParams, response: { 200: okResponse({ celular_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses } },
+    schema: { operationId: 'adminRotarKeyCelular', tags, security, summary: 'Issue a new celular key; the old one stops working', params: idParams, response: { 200: okResponse({ celular_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses } },
     handler: async (req) => success(await rotateCelularKey(core, (req.params as { id: number }).id)),
   });
 
   app.get('/admin/auditoria', {
     schema: {
+      operationId: 'adminListarAuditoria',
       tags,
       security,
       summary: 'Recent audit records (who did what, when), newest first',

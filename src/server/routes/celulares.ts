@@ -14,7 +14,7 @@ import {
 import { celularView } from '../../core/views.js';
 import { bodyOf, boolish, celularId, clientAuth, created, principal, queryOf, success } from '../http.js';
 import { qrPngDataUri } from '../../core/qr-image.js';
-import { celularEditBody, codigoProps, errorResponses, idQuery, keyField, okResponse, qrProps } from '../schemas/common.js';
+import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, keyField, okResponse, qrProps } from '../schemas/common.js';
 
 const imagenFlag = { type: ['boolean', 'integer', 'string'], description: '1/true: also answer qr_imagen, the QR as a PNG data URI; 0 or absent: no image' } as const;
 const qrQuery = { ...idQuery, properties: { ...idQuery.properties, imagen: imagenFlag } } as const;
@@ -31,7 +31,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
 
   app.get('/api/celular.php', {
     preValidation: auth,
-    schema: { tags, summary: 'One celular', security, querystring: idQuery, response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses } },
+    schema: { operationId: 'obtenerCelular', tags, summary: 'One celular', security, querystring: idQuery, response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses } },
     handler: async (req) => {
       const celular = await showCelular(core, principal(req), celularId(req));
       return success({ celular }, { saldo: celular.saldo_actual });
@@ -39,6 +39,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
   });
 
   const createSchema = {
+    operationId: 'crearCelular',
     tags,
     summary: 'Register a celular (estado desconectado); its api_key and gateway_token are returned once',
     security,
@@ -62,10 +63,11 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
       ...errorResponses,
     },
   };
-  for (const url of ['/api/celular_crear.php', '/api/celular-crear.php', '/api/admin-celular-crear.php']) {
+  const createAliases: Record<string, string> = { '/api/celular-crear.php': 'crearCelularAliasGuion', '/api/admin-celular-crear.php': 'crearCelularAliasAdmin' };
+  for (const url of ['/api/celular_crear.php', ...Object.keys(createAliases)]) {
     app.post(url, {
       preValidation: auth,
-      schema: url === '/api/celular_crear.php' ? createSchema : { ...createSchema, summary: 'Alias of /api/celular_crear.php' },
+      schema: url === '/api/celular_crear.php' ? createSchema : aliasSchema(createSchema, createAliases[url]!, '/api/celular_crear.php'),
       handler: async (req, reply) => {
         const body = bodyOf(req) as { numero: string; nombre_interno?: string | null };
         const r = await createCelular(core, principal(req), body, (err) =>
@@ -83,6 +85,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
   app.post('/api/celular_editar.php', {
     preValidation: auth,
     schema: {
+      operationId: 'editarCelular',
       tags,
       summary: 'Edit a celular (all fields optional; estado needs the client key)',
       security,
@@ -100,6 +103,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
   app.post('/api/celular_eliminar.php', {
     preValidation: auth,
     schema: {
+      operationId: 'eliminarCelular',
       tags,
       summary: 'Delete a celular (hard delete, audited; client key only)',
       security,
@@ -120,6 +124,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
   app.post('/api/celular_qr.php', {
     preValidation: auth,
     schema: {
+      operationId: 'obtenerQrCelular',
       tags,
       summary: 'QR to link the celular (creates the gateway session if none)',
       description:
@@ -140,6 +145,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
   app.post('/api/celular_codigo.php', {
     preValidation: auth,
     schema: {
+      operationId: 'obtenerCodigoCelular',
       tags,
       summary: 'Pairing code to link the celular from the phone, instead of scanning a QR (creates the gateway session if none)',
       security,
@@ -152,6 +158,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
   app.get('/api/celular_status.php', {
     preValidation: auth,
     schema: {
+      operationId: 'obtenerEstadoCelular',
       tags,
       summary: 'Session status, refreshed from the gateway',
       security,
@@ -188,11 +195,12 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
     aviso: { type: 'string', description: 'only when the celular was registered but the gateway could not start the link: ask again' },
   };
   const linkRoutes = [
-    { method: 'qr', urls: ['/api/celular_vincular_qr.php', '/api/celular-vincular-qr.php'], props: qrProps, what: 'QR' },
-    { method: 'codigo', urls: ['/api/celular_vincular_codigo.php', '/api/celular-vincular-codigo.php'], props: codigoProps, what: 'pairing code' },
+    { method: 'qr', operationId: 'vincularCelularQr', urls: ['/api/celular_vincular_qr.php', '/api/celular-vincular-qr.php'], props: qrProps, what: 'QR' },
+    { method: 'codigo', operationId: 'vincularCelularCodigo', urls: ['/api/celular_vincular_codigo.php', '/api/celular-vincular-codigo.php'], props: codigoProps, what: 'pairing code' },
   ] as const;
-  for (const { method, urls, props, what } of linkRoutes) {
+  for (const { method, operationId, urls, props, what } of linkRoutes) {
     const schema = {
+      operationId,
       tags,
       summary: `Register a number (or reuse the client's line with it) and return its ${what}; client key only`,
       security,
@@ -202,7 +210,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
     for (const url of urls) {
       app.post(url, {
         preValidation: auth,
-        schema: url === urls[0] ? schema : { ...schema, summary: `Alias of ${urls[0]}` },
+        schema: url === urls[0] ? schema : aliasSchema(schema, `${operationId}AliasGuion`, urls[0]),
         handler: async (req) => {
           const body = bodyOf(req) as { numero: string; nombre?: string | null };
           const r = await vincular(core, principal(req), body, method, (err) =>

@@ -38,7 +38,9 @@ export default async function gatewayInboundRoutes(app: FastifyInstance, { core 
       throw err;
     }
   };
+  // Internal: the gateway's callback, not part of the API clients use (left out of /openapi.json).
   const schema = {
+    hide: true,
     tags: ['gateway'],
     summary: 'Events from the gateway (its webhook, registered on each instance by pasarela); authenticated by a per-instance secret',
     params: { type: 'object', properties: { gateway: { type: 'string' }, instancia: { type: 'string' } } },

@@ -11,6 +11,7 @@ import { errorResponses, okResponse } from '../schemas/common.js';
 export default async function healthRoutes(app: FastifyInstance, { core, health, draining }: { core: Core; health?: LineHealth; draining?: () => string | null }) {
   app.get('/health', {
     schema: {
+      operationId: 'consultarSalud',
       tags: ['servicio'],
       summary: 'Health check',
       response: {
@@ -107,6 +108,7 @@ export default async function healthRoutes(app: FastifyInstance, { core, health,
    */
   app.get('/ready', {
     schema: {
+      operationId: 'consultarPreparacion',
       tags: ['servicio'],
       summary: 'Readiness check',
       description: '200 when this node should take requests; 503 listing the reasons (`motivos`) when the store takes no writes or the node is draining. A gateway that does not answer is reported in `degradado` and leaves the node ready.',

@@ -51,6 +51,7 @@ export default async function historialRoutes(app: FastifyInstance, { core }: { 
   app.get('/api/historial_listar.php', {
     preValidation: clientAuth(core),
     schema: {
+      operationId: 'listarHistorial',
       tags: ['historial'],
       summary: 'Message history, newest first',
       description:

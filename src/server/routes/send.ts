@@ -8,7 +8,7 @@ import type { Tipo } from '../../core/ports.js';
 import { send, type MediaTipo, type SendAnswer, type SendDeps, type SendRequest, type SendResult } from '../../core/send.js';
 import { streamMediaBodies, takeUpload, type MediaBodyRoute } from '../body/media-parser.js';
 import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';
-import { errorResponses, keyField, okResponse } from '../schemas/common.js';
+import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/common.js';
 
 /**
  * The eleven send endpoints and the legacy one (docs/design.md §5). Each only maps its
@@ -86,6 +86,8 @@ const base64BodyLimit = (maxBytes: number) => Math.ceil((maxBytes * 4) / 3) * 3 
 
 interface RouteSpec {
   path: string;
+  /** enviarTexto, enviarImagen, enviarImagenBase64, ... */
+  operationId: string;
   tipo: Tipo;
   summary: string;
   body: Record<string, unknown>;
@@ -101,6 +103,7 @@ function routes(): RouteSpec[] {
   const out: RouteSpec[] = [
     {
       path: '/api/mensaje_enviar_texto.php',
+      operationId: 'enviarTexto',
       tipo: 'texto',
       summary: 'Send a text message',
       body: { mensaje: { type: 'string', minLength: 1, maxLength: 4096 }, preview_url: { ...flag, description: 'show a link preview' } },
@@ -117,8 +120,10 @@ function routes(): RouteSpec[] {
   const spanish: Record<MediaTipo, string> = { imagen: 'imagen', documento: 'documento', audio: 'audio', video: 'video', sticker: 'sticker' };
   for (const tipo of Object.keys(extra) as MediaTipo[]) {
     const rule = MEDIA_RULES[tipo];
+    const operationId = `enviar${spanish[tipo][0]!.toUpperCase()}${spanish[tipo].slice(1)}`;
     out.push({
       path: `/api/mensaje_enviar_${spanish[tipo]}.php`,
+      operationId,
       tipo,
       summary: `Send ${tipo === 'imagen' ? 'an image' : `a ${NAMES[tipo]}`} by URL (declared size up to ${mb(rule.urlMaxBytes)})`,
       body: { url, ...extra[tipo] },
@@ -127,6 +132,7 @@ function routes(): RouteSpec[] {
     const field = `${NAMES[tipo]}Base64`;
     out.push({
       path: `/api/mensaje_enviar_${spanish[tipo]}_base64.php`,
+      operationId: `${operationId}Base64`,
       tipo,
       summary: `Send ${tipo === 'imagen' ? 'an image' : `a ${NAMES[tipo]}`} as base64 (up to ${mb(rule.base64MaxBytes)}; MIME ${rule.mimes.join(', ')})`,
       body: {
@@ -213,6 +219,7 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
     return answer(reply, await send(core, deps, principal(req), req0, (r) => present(r, spec.tipo, base64)));
   };
   const schemaOf = (spec: RouteSpec) => ({
+    operationId: spec.operationId,
     tags: ['envios'],
     summary: spec.summary,
     security: [{ bearer: [] }],
@@ -266,6 +273,7 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
       authenticate: legacyAuth,
     };
     const legacySchema = {
+      operationId: 'enviarLegacy',
       tags: ['envios'],
       summary: 'Legacy send: token in the body; text, or text with a base64 file (`mime`) of type `tipomime`',
       body: {
@@ -292,7 +300,7 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
           const b = bodyOf(req);
           await legacyAuth(req, typeof b.token === 'string' ? b.token : undefined);
         },
-        schema: path === '/panel/api_wa.php' ? legacySchema : { ...legacySchema, summary: 'Alias of /panel/api_wa.php' },
+        schema: path === '/panel/api_wa.php' ? legacySchema : aliasSchema(legacySchema, 'enviarLegacyAliasApi', '/panel/api_wa.php'),
         handler: async (req, reply) => {
           const b = bodyOf(req);
           // Both paths are one endpoint: a key used on one is the same request on the other.

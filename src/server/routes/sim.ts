@@ -34,6 +34,7 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
 
   app.post('/admin/sim/scan', {
     schema: {
+      operationId: 'adminSimEscanear',
       tags, security, summary: 'The phone scans the QR showing now, or types the pairing code: the session becomes connected',
       body: celularBody({
         qr: { type: 'string', description: 'when given, must be the QR showing now' },
@@ -50,7 +51,7 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
   });
 
   app.post('/admin/sim/logout', {
-    schema: { tags, security, summary: 'The phone removes the linked device: the session becomes logged_out', body: celularBody(), response: statusResponse },
+    schema: { operationId: 'adminSimCerrarSesion', tags, security, summary: 'The phone removes the linked device: the session becomes logged_out', body: celularBody(), response: statusResponse },
     handler: async (req) => {
       const b = bodyOf(req) as { celular_id: number };
       const inst = await instanceOf(b.celular_id);
@@ -61,6 +62,7 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
 
   app.post('/admin/sim/receive', {
     schema: {
+      operationId: 'adminSimRecibir',
       tags, security, summary: 'Someone sends the line a text message (fires messages.received)',
       body: celularBody({ de: { type: 'string', minLength: 1, maxLength: 32 }, texto: { type: 'string', minLength: 1, maxLength: 4096 } }, ['de', 'texto']),
       response: { 200: okResponse({ celular_id: { type: 'integer' }, de: { type: 'string' }, gateway_msg_id: { type: 'string' } }), ...errorResponses },
@@ -78,6 +80,7 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
   const failResponse = { 200: okResponse({ numero: { type: 'string' }, motivo: { type: 'string' }, activo: { type: 'boolean' } }), ...errorResponses };
   app.post('/admin/sim/fail', {
     schema: {
+      operationId: 'adminSimProgramarFallo',
       tags, security, summary: 'Every later send to this number fails permanently (activo=false clears the rule)',
       body: {
         type: 'object',
@@ -103,6 +106,7 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
 
   app.get('/admin/sim/fail', {
     schema: {
+      operationId: 'adminSimListarFallos',
       tags, security, summary: 'Numbers whose sends fail',
       response: { 200: okResponse({ reglas: { type: 'array', items: { type: 'object', properties: { numero: { type: 'string' }, motivo: { type: 'string' } } } } }), ...errorResponses },
     },

@@ -5,7 +5,7 @@ import { listDeliveries, redeliver, sendTestEvent } from '../../webhooks/deliver
 import { TEST_EVENT, type WebhookDispatcher } from '../../webhooks/dispatcher.js';
 import { addListener, LISTENERS_MAX, listListeners, removeListener, renewListener, requestFromThisMachine } from '../../webhooks/listeners.js';
 import { bodyOf, boolish, clientAuth, created, principal, queryOf, success } from '../http.js';
-import { errorResponses, keyField, okResponse } from '../schemas/common.js';
+import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/common.js';
 
 /**
  * The webhook configuration (and its legacy endpoint), delivery
@@ -43,22 +43,23 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
 
   app.get('/api/webhook.php', {
     preValidation: auth,
-    schema: { tags, security, description, summary: 'The webhook configuration', response: configResponse },
+    schema: { operationId: 'obtenerWebhook', tags, security, description, summary: 'The webhook configuration', response: configResponse },
     handler: async (req) => success(await getWebhook(core, principal(req))),
   });
   app.post('/api/webhook.php', {
     preValidation: auth,
-    schema: { tags, security, description, summary: 'Create or replace the webhook configuration (the one replaced is kept for webhook_restaurar)', body: setBody, response: configResponse },
+    schema: { operationId: 'configurarWebhook', tags, security, description, summary: 'Create or replace the webhook configuration (the one replaced is kept for webhook_restaurar)', body: setBody, response: configResponse },
     handler: async (req) => success(await setWebhook(core, principal(req), input(bodyOf(req))), { descripcion: 'webhook configurado' }),
   });
   app.delete('/api/webhook.php', {
     preValidation: auth,
-    schema: { tags, security, description, summary: 'Remove the webhook configuration', response: configResponse },
+    schema: { operationId: 'eliminarWebhook', tags, security, description, summary: 'Remove the webhook configuration', response: configResponse },
     handler: async (req) => success(await deleteWebhook(core, principal(req)), { descripcion: 'webhook eliminado' }),
   });
   app.post('/api/webhook_configurar.php', {
     preValidation: auth,
     schema: {
+      operationId: 'configurarWebhookLegacy',
       tags,
       security,
       description,
@@ -75,13 +76,14 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
   });
   app.post('/api/webhook_restaurar.php', {
     preValidation: auth,
-    schema: { tags, security, description, summary: 'Put back the configuration the last set or delete replaced (409 when there is none)', response: configResponse },
+    schema: { operationId: 'restaurarWebhook', tags, security, description, summary: 'Put back the configuration the last set or delete replaced (409 when there is none)', response: configResponse },
     handler: async (req) => success(await restoreWebhook(core, principal(req)), { descripcion: 'webhook restaurado' }),
   });
 
   app.post('/api/webhook_test.php', {
     preValidation: auth,
     schema: {
+      operationId: 'probarWebhook',
       tags,
       security,
       description,
@@ -98,6 +100,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
   app.get('/api/webhook_entregas.php', {
     preValidation: auth,
     schema: {
+      operationId: 'listarEntregasWebhook',
       tags,
       security,
       description,
@@ -132,6 +135,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
   app.post('/api/webhook_reenviar.php', {
     preValidation: auth,
     schema: {
+      operationId: 'reenviarEntregaWebhook',
       tags,
       security,
       description,
@@ -168,6 +172,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
   app.get('/api/webhook_escuchas.php', {
     preValidation: auth,
     schema: {
+      operationId: 'listarEscuchas',
       tags,
       security,
       description: listenerDescription,
@@ -179,6 +184,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
   app.post('/api/webhook_escuchas.php', {
     preValidation: auth,
     schema: {
+      operationId: 'crearEscucha',
       tags,
       security,
       description:
@@ -208,6 +214,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
   app.post('/api/webhook_escuchas_renovar.php', {
     preValidation: auth,
     schema: {
+      operationId: 'renovarEscucha',
       tags,
       security,
       description: `${listenerDescription} 404 (api_codigo 609) once the listener is removed or its lease has expired: register it again.`,
@@ -218,6 +225,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     handler: async (req) => success(await renewListener(core, principal(req), idOf(req)), { descripcion: 'escucha renovada' }),
   });
   const removeSchema = {
+    operationId: 'eliminarEscucha',
     tags,
     security,
     description: `${listenerDescription} No copy goes to it from then on (within a second on other nodes); 404 (api_codigo 609) when it was already removed or had expired.`,
@@ -231,5 +239,5 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     return success(r, { descripcion: 'escucha eliminada' });
   };
   app.delete('/api/webhook_escuchas.php', { preValidation: auth, schema: removeSchema, handler: remove });
-  app.post('/api/webhook_escuchas_eliminar.php', { preValidation: auth, schema: { ...removeSchema, summary: 'Remove a listener (POST form of DELETE /api/webhook_escuchas.php)' }, handler: remove });
+  app.post('/api/webhook_escuchas_eliminar.php', { preValidation: auth, schema: { ...aliasSchema(removeSchema, 'eliminarEscuchaAliasPost', 'DELETE /api/webhook_escuchas.php'), summary: 'Remove a listener (POST form of DELETE /api/webhook_escuchas.php)' }, handler: remove });
 }

@@ -147,6 +147,16 @@ export const codigoProps = {
   },
 } as const;
 
+/**
+ * The schema of an alias path (another URL of the same endpoint): the
+ * canonical schema with its own operationId (`<canonical>Alias<Form>`, so
+ * every operation in the document has a unique one), a summary naming the
+ * canonical path, and `x-alias-of` naming the canonical operationId.
+ */
+export function aliasSchema<T extends { operationId: string }>(schema: T, operationId: string, canonicalPath: string) {
+  return { ...schema, operationId, summary: `Alias of ${canonicalPath}`, 'x-alias-of': schema.operationId };
+}
+
 export function okResponse(properties: Record<string, unknown>, description?: string) {
   return {
     type: 'object',
