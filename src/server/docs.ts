@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SERVE_DEFAULTS } from './defaults.js';
 
@@ -69,6 +70,9 @@ export const DOCS_CSP = [
 export async function registerDocs(app: FastifyInstance): Promise<void> {
   let swaggerUi: typeof import('@fastify/swagger-ui').default;
   try {
+    // Its @fastify/static (loaded only when the plugin registers) is loaded here first, where a failure can be caught.
+    const require = createRequire(import.meta.url);
+    createRequire(require.resolve('@fastify/swagger-ui'))('@fastify/static');
     ({ default: swaggerUi } = await import('@fastify/swagger-ui'));
   } catch (err) {
     // @fastify/static loads an ES module with require(): Node 20.19 or later. The API does not depend on the page.
