@@ -23,7 +23,7 @@ import { sharedSchemas } from './schemas/common.js';
 import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
 import { REQUEST_LIMITS, type RequestLimits } from './defaults.js';
-import { installRequestIds, OneLineRequestLog, requestIdOf, socketRequestId, unroutedReply } from './request-log.js';
+import { installRequestIds, OneLineRequestLog, refusedRequestId, requestIdOf, unroutedReply } from './request-log.js';
 
 export interface AppOptions {
   core: Core;
@@ -114,8 +114,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           : err.code === 'HPE_HEADER_OVERFLOW'
             ? new AppError('HEADERS_TOO_LARGE', 'the request headers are too large')
             : new AppError('MALFORMED_BODY', 'the request could not be parsed');
-      const reqId = socketRequestId(socket);
-      app.log.info({ event: 'request.refused', reqId, res: { statusCode: e.status }, code: err.code, remoteAddress: socket.remoteAddress }, 'request refused before routing');
+      const reqId = refusedRequestId(app.log, socket, err.code, e.status);
       if (socket.writable) {
         const body = JSON.stringify(errorBody(e));
         socket.write(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${reqId}\r\nConnection: close\r\n\r\n${body}`);

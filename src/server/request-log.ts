@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 
 /**
  * Request ids and the one log line per request (docs/logs.md).
@@ -44,9 +44,25 @@ export function requestIdOf(raw: IncomingMessage): string {
  */
 const inFlight = new WeakMap<Socket, string>();
 
-/** The id of the request in flight on `socket`, or a new one (a request that never got as far as routing). */
-export function socketRequestId(socket: Socket): string {
-  return inFlight.get(socket) ?? newRequestId();
+/** Why the clientErrorHandler cut a routed request short (its code), for that request's own line. */
+const cutShort = new WeakMap<Socket, string>();
+
+/**
+ * The id a raw refusal of the clientErrorHandler answers with, its one log
+ * line written. A routed request in flight on the socket keeps its id and its
+ * own line ("request ended before its answer", with `code`); a request that
+ * never got as far as routing (malformed, headers too slow or too large) gets
+ * a new id and a `request.refused` line here.
+ */
+export function refusedRequestId(log: FastifyBaseLogger, socket: Socket, code: string | undefined, statusCode: number): string {
+  const routed = inFlight.get(socket);
+  if (routed !== undefined) {
+    if (code) cutShort.set(socket, code);
+    return routed;
+  }
+  const reqId = newRequestId();
+  log.info({ event: 'request.refused', reqId, res: { statusCode }, code, remoteAddress: socket.remoteAddress }, 'request refused before routing');
+  return reqId;
 }
 
 /**
@@ -88,8 +104,9 @@ export function unroutedReply(request: FastifyRequest, reply: FastifyReply): Fas
 /**
  * The first hook of every request: `X-Request-Id` is set before anything can
  * refuse it, so that successes, errors (the error handler keeps the headers
- * already set) and 404s all carry it. A request the client gives up on is
- * logged too, its one line saying so.
+ * already set) and 404s all carry it. A request that ends without an answer
+ * (the client went away, or the clientErrorHandler cut it short) is logged
+ * too, its one line saying so.
  */
 export function installRequestIds(app: FastifyInstance): void {
   app.addHook('onRequest', async (req, reply) => {
@@ -97,7 +114,10 @@ export function installRequestIds(app: FastifyInstance): void {
     inFlight.set(req.raw.socket, req.id);
   });
   app.addHook('onRequestAbort', async (req) => {
-    inFlight.delete(req.raw.socket);
-    req.log.info({ req }, 'request aborted by the client');
+    const socket = req.raw.socket;
+    inFlight.delete(socket);
+    const code = cutShort.get(socket);
+    cutShort.delete(socket);
+    req.log.info({ req, code }, 'request ended before its answer');
   });
 }

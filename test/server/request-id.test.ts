@@ -136,6 +136,14 @@ describe('the request log', () => {
       expect(typeof lines[0]!.responseTime).toBe('number');
     }
     expect(s.logs.some((l) => l.includes('incoming request'))).toBe(false);
+    // A client that goes away in the middle of its body: still one line, saying so.
+    const sock = connect(Number(new URL(s.url).port), '127.0.0.1');
+    await new Promise((r) => sock.once('connect', r));
+    sock.write('POST /api/celular_crear.php HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nX-Request-Id: gone-midway\r\n\r\n{"numero":');
+    sock.end();
+    const gone = await linesOf('gone-midway');
+    expect(gone).toHaveLength(1);
+    expect(gone[0]).toMatchObject({ msg: 'request ended before its answer', req: { method: 'POST', url: '/api/celular_crear.php' } });
     const all = s.logs.join('\n');
     expect(all).not.toContain(A.clientKey);
     expect(all).not.toContain(A.celularKey);
