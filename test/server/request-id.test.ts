@@ -149,3 +149,26 @@ describe('the request log', () => {
     expect(all).not.toContain(A.celularKey);
   });
 });
+
+describe('a request whose headers never finish', () => {
+  it('gets the raw 408 with an X-Request-Id, and its one line says so with that id', async () => {
+    const t = await startTestServer({ limits: { headerTimeoutMs: 300 } });
+    try {
+      const u = new URL(t.url);
+      const answer = await new Promise<string>((resolve, reject) => {
+        const sock = connect(Number(u.port), u.hostname, () => sock.write('GET /health HTTP/1.1\r\nHost: x\r\n'));
+        let buf = '';
+        sock.on('data', (d) => (buf += String(d)));
+        sock.on('error', reject);
+        sock.on('close', () => resolve(buf));
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      const id = /\r\nX-Request-Id: ([0-9a-f]{12})\r\n/.exec(answer)?.[1];
+      expect(id, answer).toBeDefined();
+      const lines = t.logs.map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l.reqId === id);
+      expect(lines).toEqual([expect.objectContaining({ event: 'request.refused', res: { statusCode: 408 }, code: 'ERR_HTTP_REQUEST_TIMEOUT' })]);
+    } finally {
+      await t.stop();
+    }
+  });
+});
