@@ -17,6 +17,8 @@ export const MAX_TRACKED_CLIENTS = 1000;
 
 /** The names in the `event` field of these lines. */
 export const LOG_EVENTS = {
+  /** Not from the bus: a request refused before routing (request-log.ts). */
+  requestRefused: 'request.refused',
   lineStatus: 'line.status',
   messageError: 'message.error',
   webhookFailing: 'webhook.failing',

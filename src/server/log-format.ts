@@ -64,7 +64,7 @@ function take(e: Entry, ...keys: string[]): unknown[] {
 /** Sentences of the events of log-events.ts; what they do not say stays as k=v. */
 const EVENTS: Record<string, (e: Entry, c: ChalkInstance) => string> = {
   // app.ts's clientErrorHandler: a request refused before it could be routed (a timeout, a malformed request).
-  'request.refused': (e, c) => {
+  [LOG_EVENTS.requestRefused]: (e, c) => {
     const [res, code, from] = take(e, 'res', 'code', 'remoteAddress');
     const status = res && typeof res === 'object' ? (res as Entry).statusCode : undefined;
     return [statusText(status, c), `refused before routing: ${text(code)}`, ...(from === undefined ? [] : [c.dim(`from ${text(from)}`)])].join(' ');

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LOG_EVENTS } from './log-events.js';
 
 /**
  * Request ids and the one log line per request (docs/logs.md).
@@ -61,7 +62,7 @@ export function refusedRequestId(log: FastifyBaseLogger, socket: Socket, code: s
     return routed;
   }
   const reqId = newRequestId();
-  log.info({ event: 'request.refused', reqId, res: { statusCode }, code, remoteAddress: socket.remoteAddress }, 'request refused before routing');
+  log.info({ event: LOG_EVENTS.requestRefused, reqId, res: { statusCode }, code, remoteAddress: socket.remoteAddress }, 'request refused before routing');
   return reqId;
 }
 
@@ -84,8 +85,13 @@ export class OneLineRequestLog extends LogController {
   override routeNotFound(): void {}
 }
 
+/** The request is no longer in flight on its socket (unless a later one, pipelined, already is). */
+function settled(request: FastifyRequest): void {
+  if (inFlight.get(request.raw.socket) === request.id) inFlight.delete(request.raw.socket);
+}
+
 function logCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-  inFlight.delete(request.raw.socket);
+  settled(request);
   const fields = { req: request, res: reply, responseTime: Math.round(reply.elapsedTime * 100) / 100 };
   if (error) reply.log.error({ ...fields, err: error }, 'request errored');
   else reply.log.info(fields, 'request completed');
@@ -115,7 +121,7 @@ export function installRequestIds(app: FastifyInstance): void {
   });
   app.addHook('onRequestAbort', async (req) => {
     const socket = req.raw.socket;
-    inFlight.delete(socket);
+    settled(req);
     const code = cutShort.get(socket);
     cutShort.delete(socket);
     req.log.info({ req, code }, 'request ended before its answer');
