@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Core } from '../core/context.js';
 import { AppError, errorBody } from '../core/errors.js';
 import { EXIT_TABLE } from '../cli/exit-codes.js';
@@ -24,6 +24,7 @@ import { sharedSchemas } from './schemas/common.js';
 import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
 import { REQUEST_LIMITS, type RequestLimits } from './defaults.js';
+import { installRequestIds, OneLineRequestLog, refusedRequestId, requestIdOf, unroutedReply } from './request-log.js';
 
 export interface AppOptions {
   core: Core;
@@ -92,6 +93,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? false,
     trustProxy: opts.trustProxy ?? false,
+    // X-Request-Id when sane, else a new id (request-log.ts); one log line per request.
+    genReqId: requestIdOf,
+    logController: new OneLineRequestLog(),
     bodyLimit: 1024 * 1024,
     // Query strings are parsed once, strictly, by the onRequest hook of body/text-parsers.ts
     // (a parser here runs inside routing, where a refusal could not become a 400).
@@ -111,20 +115,22 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
           : err.code === 'HPE_HEADER_OVERFLOW'
             ? new AppError('HEADERS_TOO_LARGE', 'the request headers are too large')
             : new AppError('MALFORMED_BODY', 'the request could not be parsed');
+      const reqId = refusedRequestId(app.log, socket, err.code, e.status);
       if (socket.writable) {
         const body = JSON.stringify(errorBody(e));
-        socket.write(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+        socket.write(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${reqId}\r\nConnection: close\r\n\r\n${body}`);
       }
       socket.destroy(err);
     },
     // A malformed URL (bad percent-escape) never reaches a route; answer it in our shape too.
-    frameworkErrors: (err, _req, reply) => {
+    frameworkErrors: (err, req, reply) => {
       const e = toAppError(err);
-      void (reply as unknown as FastifyReply).code(e.status).send(errorBody(e));
+      void unroutedReply(req as unknown as FastifyRequest, reply as unknown as FastifyReply).code(e.status).send(errorBody(e));
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
   });
   app.removeContentTypeParser('text/plain');
+  installRequestIds(app);
   installBodyGuards(app, limits);
   let closing = false;
   let drainingReason: string | null = null;

@@ -19,6 +19,8 @@ import { LocalMedia } from '../store/local-media.js';
 import { DataDirLock } from '../store/dir-lock.js';
 import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
+import { logBusEvents } from './log-events.js';
+import { prettyStream, type LogFormat } from './log-format.js';
 import { REQUEST_LIMITS, SERVE_DEFAULTS, type RequestLimits } from './defaults.js';
 import { TempFiles } from '../core/media.js';
 import { sweepAcceptedMedia } from '../core/accepted-media.js';
@@ -61,6 +63,9 @@ export interface ServeOptions {
   webhookListenLeaseMs?: number;
   /** Where JSON logs go (stdout when serving for real). */
   logStream?: NodeJS.WritableStream;
+  /** `json` (the default here) or `pretty`: readable lines (log-format.ts), coloured when `logColor`. */
+  logFormat?: LogFormat;
+  logColor?: boolean;
   /** Evolution API / WAHA: base URL and global key. */
   gatewayUrl?: string;
   gatewayKey?: string;
@@ -232,7 +237,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     });
     // `--gateway-url` is the server named `default`; lines without a server are on it.
     const servers = gateway.onServer && opts.gatewayUrl ? await registerDefaultServer(store, opts.gateway, opts.gatewayUrl.replace(/\/+$/, ''), opts.gatewayKey ?? '', clock.now()) : undefined;
-    const logger = loggerOptions(opts.logLevel, opts.logStream);
+    const logger = loggerOptions(opts.logLevel, opts.logFormat === 'pretty' ? prettyStream(opts.logStream ?? process.stdout, { color: opts.logColor ?? false }) : opts.logStream);
     const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
     const memory = new MemoryCounters(clock);
     let counters: Counters = memory;
@@ -304,6 +309,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     });
     app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
+    // Line state changes, messages ending in error, webhook receivers failing: info and warn lines (docs/logs.md).
+    logBusEvents(bus, app.log);
     if (redis?.unreachable) app.log.warn({ counters: countersSource, err: redis.unreachable }, "Redis counters unreachable at start: counting in this node's memory until Redis answers");
     if (swept > 0) app.log.info({ swept }, 'removed the media of ended sends');
     if (servers?.adoptadas) app.log.info({ lineas: servers.adoptadas, servidor: servers.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');

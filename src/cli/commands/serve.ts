@@ -7,6 +7,8 @@ import { int, wordOrUrl } from '../parse.js';
 import { duration, msRange } from '../duration.js';
 import { isValidTz } from '../../core/hours.js';
 import { GATEWAYS } from '../../gateways/index.js';
+import { colorLevel } from '../io.js';
+import { LOG_FORMATS } from '../../server/log-format.js';
 
 /** A yes/no environment variable: 1/true/yes or 0/false/no (or empty); anything else is a usage error, not a silent "yes". */
 function envFlag(env: NodeJS.ProcessEnv, name: string): boolean {
@@ -14,6 +16,28 @@ function envFlag(env: NodeJS.ProcessEnv, name: string): boolean {
   if (v === undefined || v === '' || v === '0' || v === 'false' || v === 'no') return false;
   if (v === '1' || v === 'true' || v === 'yes') return true;
   throw new CliError(`${name}: "${env[name]}" is not 1/true/yes or 0/false/no`, EXIT.USAGE);
+}
+
+/**
+ * A start that failed, as one line for stderr. The port, the address and the
+ * data directory are named with what to do; anything else (a store out of
+ * reach, a bad token, a bug) is "cannot start: <message>", its stack written
+ * before it only under --log-level debug or trace, for a bug report.
+ */
+function startFailure(e: NodeJS.ErrnoException, host: string, port: string, logLevel: string, io: IO): CliError {
+  switch (e.code) {
+    case 'EADDRINUSE':
+      return new CliError(`port ${port} on ${host} is already in use (--port or PASARELA_PORT picks another)`, EXIT.ERROR);
+    case 'EACCES':
+      if (e.syscall === 'listen') return new CliError(`not allowed to listen on port ${port} on ${host} (ports below 1024 need privileges; --port or PASARELA_PORT picks another)`, EXIT.ERROR);
+      break;
+    case 'EADDRNOTAVAIL':
+      return new CliError(`cannot listen on ${host}: not an address of this machine (--host or PASARELA_HOST)`, EXIT.ERROR);
+    case 'EDATADIRINUSE':
+      return new CliError(e.message, EXIT.ERROR);
+  }
+  if ((logLevel === 'debug' || logLevel === 'trace') && e.stack) io.stderr.write(`${e.stack}\n`);
+  return new CliError(`cannot start: ${e.message}`, EXIT.ERROR);
 }
 
 /** `pasarela serve`: the whole service in this process until SIGINT or SIGTERM. */
@@ -41,6 +65,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--counters-prefix <prefix>', 'redis: put before every key (installations sharing one Redis need different ones)').env('PASARELA_COUNTERS_PREFIX').default('pasarela:'))
     .addOption(new Option('--drain-delay <duration>', 'on SIGTERM/SIGINT, how long /ready answers 503 (draining) while requests are still served, before the listener closes').env('PASARELA_DRAIN_DELAY').default(SERVE_DEFAULTS.drainDelayMs, '0s').argParser(duration))
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
+    .addOption(new Option('--log-format <format>', 'log lines: pretty (readable) or json (one object a line); default: pretty when stdout is a terminal, json otherwise').env('PASARELA_LOG_FORMAT').choices([...LOG_FORMATS]))
     .addOption(new Option('--trust-proxy', 'take client addresses from X-Forwarded-For (behind a reverse proxy)'))
     .addOption(new Option('--auth-max-failures <n>', 'failed authentications of one credential from one address per minute before 429 (the address: 10 times that)').default(SERVE_DEFAULTS.authMaxFailures).argParser(int(1, 1_000_000)))
     .addOption(new Option('--tz <zone>', 'IANA time zone of allowed hours and history dates (default: the system\'s)').env('PASARELA_TZ'))
@@ -116,6 +141,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           webhookPollMs: Number(o.webhookPoll),
           queue: { gapMinMs, gapMaxMs, ttlMs: Number(o.queueTtl), maxPending: Number(o.queueMaxPending), ...(leaseMs === undefined ? {} : { leaseMs }) },
           logStream: io.stdout,
+          logFormat: o.logFormat === 'pretty' || o.logFormat === 'json' ? o.logFormat : io.stdoutIsTTY ? 'pretty' : 'json',
+          logColor: colorLevel(io.stdoutIsTTY, env, false) === 1,
           gatewayUrl: (o.gatewayUrl as string | undefined) || undefined,
           gatewayKey: (o.gatewayKey as string | undefined) || undefined,
           gatewayCallbackUrl: (o.gatewayCallbackUrl as string | undefined) || undefined,
@@ -136,9 +163,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           },
         });
       } catch (err) {
-        const e = err as NodeJS.ErrnoException;
-        if (e.code === 'EADDRINUSE') throw new CliError(`port ${String(o.port)} on ${String(o.host)} is already in use (--port or PASARELA_PORT picks another)`, EXIT.ERROR);
-        throw new CliError(`cannot start: ${e.message}`, EXIT.ERROR);
+        // One line, no stack trace: what went wrong is the message (docs/logs.md, "Start failures").
+        throw startFailure(err as NodeJS.ErrnoException, String(o.host), String(o.port), String(o.logLevel), io);
       }
       io.stderr.write(banner(server, gateway));
       // The first signal stops gracefully; a second one falls back to Node's default and ends the process.

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LOG_EVENTS } from './log-events.js';
+
+/**
+ * Request ids and the one log line per request (docs/logs.md).
+ *
+ * Every request gets an id: the `X-Request-Id` a client or a proxy sent when
+ * it is sane (1 to 128 visible ASCII characters), a new short one otherwise.
+ * It is answered in `X-Request-Id` on every response and logged as `reqId`
+ * on every line of the request (Fastify's child logger binds it).
+ */
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/** What a request id may be when it comes from outside: visible ASCII, no spaces, at most 128 characters. */
+const SANE_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** Random bytes taken 6 at a time (48 bits, 12 hex characters an id): one system call per 682 ids. */
+let pool = Buffer.alloc(0);
+let at = 0;
+
+/** A new request id: 12 lowercase hex characters, random (unique enough across nodes and restarts for logs). */
+export function newRequestId(): string {
+  if (at + 6 > pool.length) {
+    pool = randomBytes(4096);
+    at = 0;
+  }
+  const id = pool.toString('hex', at, at + 6);
+  at += 6;
+  return id;
+}
+
+/** Fastify's genReqId: the sane `X-Request-Id` the request carries, or a new one. */
+export function requestIdOf(raw: IncomingMessage): string {
+  const given = raw.headers[REQUEST_ID_HEADER];
+  return typeof given === 'string' && SANE_ID.test(given) ? given : newRequestId();
+}
+
+/**
+ * The request in flight on each socket, so that a raw refusal of the
+ * clientErrorHandler (a timeout while a routed request's body was still
+ * arriving) answers and logs that request's id.
+ */
+const inFlight = new WeakMap<Socket, string>();
+
+/** Why the clientErrorHandler cut a routed request short (its code), for that request's own line. */
+const cutShort = new WeakMap<Socket, string>();
+
+/**
+ * The id a raw refusal of the clientErrorHandler answers with, its one log
+ * line written. A routed request in flight on the socket keeps its id and its
+ * own line ("request ended before its answer", with `code`); a request that
+ * never got as far as routing (malformed, headers too slow or too large) gets
+ * a new id and a `request.refused` line here.
+ */
+export function refusedRequestId(log: FastifyBaseLogger, socket: Socket, code: string | undefined, statusCode: number): string {
+  const routed = inFlight.get(socket);
+  if (routed !== undefined) {
+    if (code) cutShort.set(socket, code);
+    return routed;
+  }
+  const reqId = newRequestId();
+  log.info({ event: LOG_EVENTS.requestRefused, reqId, res: { statusCode }, code, remoteAddress: socket.remoteAddress }, 'request refused before routing');
+  return reqId;
+}
+
+/**
+ * Fastify's request logging, one line per request instead of two: the
+ * "request completed" line carries the request (method, masked URL, address),
+ * the status and the time. The "incoming request" line is kept at debug
+ * level only, for following a request that hangs.
+ */
+export class OneLineRequestLog extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    logCompleted(error, request, reply);
+  }
+
+  /** The 404 handler answers in our shape; the request's own line says 404. */
+  override routeNotFound(): void {}
+}
+
+/** The request is no longer in flight on its socket (unless a later one, pipelined, already is). */
+function settled(request: FastifyRequest): void {
+  if (inFlight.get(request.raw.socket) === request.id) inFlight.delete(request.raw.socket);
+}
+
+function logCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+  settled(request);
+  const fields = { req: request, res: reply, responseTime: Math.round(reply.elapsedTime * 100) / 100 };
+  if (error) reply.log.error({ ...fields, err: error }, 'request errored');
+  else reply.log.info(fields, 'request completed');
+}
+
+/**
+ * A request refused before routing (frameworkErrors: a malformed URL) skips
+ * the hooks and Fastify's completion log: its id is answered and its line
+ * written here.
+ */
+export function unroutedReply(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  reply.raw.once('finish', () => logCompleted(null, request, reply));
+  return reply.header(REQUEST_ID_HEADER, request.id);
+}
+
+/**
+ * The first hook of every request: `X-Request-Id` is set before anything can
+ * refuse it, so that successes, errors (the error handler keeps the headers
+ * already set) and 404s all carry it. A request that ends without an answer
+ * (the client went away, or the clientErrorHandler cut it short) is logged
+ * too, its one line saying so.
+ */
+export function installRequestIds(app: FastifyInstance): void {
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header(REQUEST_ID_HEADER, req.id);
+    inFlight.set(req.raw.socket, req.id);
+  });
+  app.addHook('onRequestAbort', async (req) => {
+    const socket = req.raw.socket;
+    settled(req);
+    const code = cutShort.get(socket);
+    cutShort.delete(socket);
+    req.log.info({ req, code }, 'request ended before its answer');
+  });
+}

@@ -1,0 +1,174 @@
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
+import { numeroNuevo } from '../helpers/expect.js';
+import { waitFor } from './send-helpers.js';
+
+/**
+ * Request ids (docs/logs.md): every response carries `X-Request-Id`, a new
+ * id or the sane one the client sent; the request's one log line carries it
+ * as `reqId`, with method, masked URL, status and time.
+ */
+
+const GENERATED = /^[0-9a-f]{12}$/;
+
+let s: TestServer;
+let A: Seeded;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  A = await seedClient(s, { numero: numeroNuevo() });
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+const idOf = (r: ApiResponse): string => {
+  const id = r.headers.get('x-request-id');
+  expect(id, `X-Request-Id on ${r.status} ${r.text.slice(0, 100)}`).toBeTruthy();
+  return id!;
+};
+
+/** The parsed log lines that carry `reqId`, once there is at least one. */
+async function linesOf(reqId: string): Promise<Array<Record<string, any>>> {
+  const find = () => s.logs.map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l.reqId === reqId);
+  await waitFor(() => find().length > 0, `a log line of ${reqId}`);
+  return find();
+}
+
+/** A raw request written to the socket as is; the raw answer. */
+function rawExchange(bytes: string): Promise<{ status: number; headers: Record<string, string> }> {
+  const u = new URL(s.url);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(u.port), u.hostname, () => sock.write(bytes));
+    let buf = '';
+    sock.on('data', (d) => (buf += String(d)));
+    sock.on('error', reject);
+    sock.on('close', () => {
+      const [head = ''] = buf.split('\r\n\r\n');
+      const lines = head.split('\r\n');
+      const headers = Object.fromEntries(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      resolve({ status: Number(lines[0]!.split(' ')[1]), headers });
+    });
+  });
+}
+
+describe('X-Request-Id', () => {
+  it('is generated for every request: short, unique', async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const id = idOf(await api(s.url, 'GET', '/health'));
+      expect(id).toMatch(GENERATED);
+      ids.add(id);
+    }
+    expect(ids.size).toBe(40);
+  });
+
+  it('is on every kind of answer: 200, 201, 400 (bad JSON, bad URL), 401, 404, 415, and a raw refusal before routing', async () => {
+    const answers: Array<[number, ApiResponse]> = [
+      [200, await api(s.url, 'GET', '/api/info.php', { key: A.clientKey })],
+      [201, await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: numeroNuevo() } })],
+      [400, await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, raw: '{"numero": ', contentType: 'application/json' })],
+      [400, await api(s.url, 'GET', '/api/celular.php%zz')],
+      [401, await api(s.url, 'GET', '/api/info.php')],
+      [404, await api(s.url, 'GET', '/no/such/path')],
+      [415, await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, raw: 'x', contentType: 'application/xml' })],
+    ];
+    for (const [status, r] of answers) {
+      expect(r.status, r.text).toBe(status);
+      expect(idOf(r)).toMatch(GENERATED);
+    }
+    // A malformed request never reaches Fastify: the raw answer carries an id, logged with it.
+    const raw = await rawExchange('NOT A REQUEST\r\n\r\n');
+    expect(raw.status).toBe(400);
+    expect(raw.headers['x-request-id']).toMatch(GENERATED);
+    const [line] = await linesOf(raw.headers['x-request-id']!);
+    expect(line).toMatchObject({ level: 30, event: 'request.refused', res: { statusCode: 400 }, msg: 'request refused before routing' });
+  });
+
+  it('is the one a client or proxy sent when sane, answered and logged as is', async () => {
+    for (const given of ['proxy-7f3a', 'a', 'x'.repeat(128), 'req:1/2.3_4=5+6@7~!#$%&*()[]{}<>?|"\'']) {
+      const r = await api(s.url, 'GET', '/health', { headers: { 'X-Request-Id': given } });
+      expect(idOf(r)).toBe(given);
+    }
+    const r = await api(s.url, 'GET', `/api/info.php?key=${encodeURIComponent(A.clientKey)}`, { headers: { 'X-Request-Id': 'from-the-proxy-0001' } });
+    expect(r.status).toBe(200);
+    expect(idOf(r)).toBe('from-the-proxy-0001');
+    const lines = await linesOf('from-the-proxy-0001');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ msg: 'request completed', req: { method: 'GET', url: '/api/info.php?key=[REDACTED]' }, res: { statusCode: 200 } });
+  });
+
+  it('is replaced by a new one when the one sent is not sane (spaces, too long, not ASCII, empty, repeated)', async () => {
+    for (const given of ['two words', 'x'.repeat(129), 'ñandú', '']) {
+      const r = await api(s.url, 'GET', '/health', { headers: { 'X-Request-Id': given } });
+      expect(idOf(r)).toMatch(GENERATED);
+    }
+    // Two headers arrive joined ("a, b"): not one id.
+    const raw = await rawExchange(`GET /health HTTP/1.1\r\nHost: x\r\nX-Request-Id: a\r\nX-Request-Id: b\r\nConnection: close\r\n\r\n`);
+    expect(raw.status).toBe(200);
+    expect(raw.headers['x-request-id']).toMatch(GENERATED);
+  });
+});
+
+describe('the request log', () => {
+  it('is one line per request, with its id, method, masked URL, address, status and time', async () => {
+    const requests = [
+      await api(s.url, 'GET', '/health'),
+      await api(s.url, 'GET', `/api/saldo.php?key=${encodeURIComponent(A.clientKey)}&x=1`),
+      await api(s.url, 'GET', '/api/info.php', { key: 'WAC_999_nope' }),
+      await api(s.url, 'GET', `/nope?token=${encodeURIComponent(A.celularKey)}`),
+      await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: 'no es un numero' } }),
+    ];
+    const expected: Array<[string, string, number]> = [
+      ['GET', '/health', 200],
+      ['GET', '/api/saldo.php?key=[REDACTED]&x=1', 200],
+      ['GET', '/api/info.php', 401],
+      ['GET', '/nope?token=[REDACTED]', 404],
+      ['POST', '/api/celular_crear.php', 400],
+    ];
+    for (const [i, r] of requests.entries()) {
+      const id = idOf(r);
+      const lines = await linesOf(id);
+      expect(lines, JSON.stringify(lines)).toHaveLength(1);
+      const [method, url, status] = expected[i]!;
+      expect(lines[0]).toMatchObject({ level: 30, reqId: id, msg: 'request completed', req: { method, url, remoteAddress: '127.0.0.1' }, res: { statusCode: status } });
+      expect(typeof lines[0]!.responseTime).toBe('number');
+    }
+    expect(s.logs.some((l) => l.includes('incoming request'))).toBe(false);
+    // A client that goes away in the middle of its body: still one line, saying so.
+    const sock = connect(Number(new URL(s.url).port), '127.0.0.1');
+    await new Promise((r) => sock.once('connect', r));
+    sock.write('POST /api/celular_crear.php HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nX-Request-Id: gone-midway\r\n\r\n{"numero":');
+    sock.end();
+    const gone = await linesOf('gone-midway');
+    expect(gone).toHaveLength(1);
+    expect(gone[0]).toMatchObject({ msg: 'request ended before its answer', req: { method: 'POST', url: '/api/celular_crear.php' } });
+    const all = s.logs.join('\n');
+    expect(all).not.toContain(A.clientKey);
+    expect(all).not.toContain(A.celularKey);
+  });
+});
+
+describe('a request whose headers never finish', () => {
+  it('gets the raw 408 with an X-Request-Id, and its one line says so with that id', async () => {
+    const t = await startTestServer({ limits: { headerTimeoutMs: 300 } });
+    try {
+      const u = new URL(t.url);
+      const answer = await new Promise<string>((resolve, reject) => {
+        const sock = connect(Number(u.port), u.hostname, () => sock.write('GET /health HTTP/1.1\r\nHost: x\r\n'));
+        let buf = '';
+        sock.on('data', (d) => (buf += String(d)));
+        sock.on('error', reject);
+        sock.on('close', () => resolve(buf));
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      const id = /\r\nX-Request-Id: ([0-9a-f]{12})\r\n/.exec(answer)?.[1];
+      expect(id, answer).toBeDefined();
+      const lines = t.logs.map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l.reqId === id);
+      expect(lines).toEqual([expect.objectContaining({ event: 'request.refused', res: { statusCode: 408 }, code: 'ERR_HTTP_REQUEST_TIMEOUT' })]);
+    } finally {
+      await t.stop();
+    }
+  });
+});
