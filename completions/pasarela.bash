@@ -40,7 +40,7 @@ __pasarela_values() {
 
 _pasarela() {
   local -A subs=(
-    ['_']='serve migrate login logout config info saldo celular send admin sim historial webhook completion'
+    ['_']='serve migrate login logout config info saldo celular send admin sim historial recibidos webhook completion'
     ['_ serve']=''
     ['_ migrate']=''
     ['_ login']=''
@@ -97,6 +97,7 @@ _pasarela() {
     ['_ sim receive']=''
     ['_ sim fail']=''
     ['_ historial']=''
+    ['_ recibidos']=''
     ['_ webhook']='get set delete restore test deliveries redeliver listen'
     ['_ webhook get']=''
     ['_ webhook set']=''
@@ -110,7 +111,7 @@ _pasarela() {
   )
   local -A opts=(
     ['_']='-V --version --url --key --profile --json --no-color'
-    ['_ serve']='--host --port --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --log-level --log-format --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --webhook-retry-ms --sim-qr-ms --sim-delivery-ms --sim-read-ms'
+    ['_ serve']='--host --port --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --log-level --log-format --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --inbox-retention --webhook-retry-ms --sim-qr-ms --sim-delivery-ms --sim-read-ms'
     ['_ migrate']='--from --to --replace'
     ['_ login']='--key-stdin'
     ['_ logout']=''
@@ -166,6 +167,7 @@ _pasarela() {
     ['_ sim receive']='--from --text'
     ['_ sim fail']='--motivo --clear'
     ['_ historial']='--celular --estado --desde --hasta --destinatario --page --por-pagina --all --format'
+    ['_ recibidos']='--celular --desde --hasta --remitente --page --por-pagina --all --format'
     ['_ webhook']=''
     ['_ webhook get']=''
     ['_ webhook set']='--secret --generate-secret --eventos --inactivo'
@@ -212,6 +214,7 @@ _pasarela() {
     ['_ serve --webhook-concurrency']='-'
     ['_ serve --webhook-client-concurrency']='-'
     ['_ serve --webhook-poll']='-'
+    ['_ serve --inbox-retention']='-'
     ['_ serve --webhook-retry-ms']='-'
     ['_ serve --sim-qr-ms']='-'
     ['_ serve --sim-delivery-ms']='-'
@@ -291,6 +294,13 @@ _pasarela() {
     ['_ historial --page']='-'
     ['_ historial --por-pagina']='-'
     ['_ historial --format']='w:table,json,ndjson,csv'
+    ['_ recibidos --celular']='-'
+    ['_ recibidos --desde']='-'
+    ['_ recibidos --hasta']='-'
+    ['_ recibidos --remitente']='-'
+    ['_ recibidos --page']='-'
+    ['_ recibidos --por-pagina']='-'
+    ['_ recibidos --format']='w:table,json,ndjson,csv'
     ['_ webhook set --secret']='-'
     ['_ webhook set --eventos']='l:messages.received,message.status,session.status,all'
     ['_ webhook deliveries --limit']='-'

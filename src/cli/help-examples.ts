@@ -91,6 +91,11 @@ export const EXAMPLES: Record<string, string[]> = {
     'pasarela historial --desde 2025-01-01 --hasta 2025-01-31 --all --format csv > enero.csv',
     'pasarela historial --all --format ndjson | jq -r .msg_id',
   ],
+  recibidos: [
+    'pasarela recibidos --celular 12',
+    'pasarela recibidos --remitente 5215512345678 --desde 2025-01-01 --format csv > cliente.csv',
+    'pasarela recibidos --all --format ndjson | jq -r .texto',
+  ],
   'webhook get': ['pasarela webhook get', 'pasarela webhook get --json'],
   'webhook set': ['pasarela webhook set https://example.com/hooks/pasarela --generate-secret', 'pasarela webhook set https://example.com/hooks --eventos messages.received,message.status'],
   'webhook delete': ['pasarela webhook delete', 'pasarela webhook delete --yes'],

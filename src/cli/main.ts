@@ -10,6 +10,7 @@ import { registerConfig } from './commands/config.js';
 import { registerHistorial } from './commands/historial.js';
 import { registerLogin } from './commands/login.js';
 import { registerMigrate } from './commands/migrate.js';
+import { registerRecibidos } from './commands/recibidos.js';
 import { registerSend } from './commands/send.js';
 import { registerServe } from './commands/serve.js';
 import { registerSim } from './commands/sim.js';
@@ -54,6 +55,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
   registerAdmin(program, ctxOf);
   registerSim(program, ctxOf);
   registerHistorial(program, ctxOf);
+  registerRecibidos(program, ctxOf);
   registerWebhook(program, ctxOf);
   registerCompletion(program, io, env);
   addExamples(program);

@@ -15,16 +15,9 @@ export const ESTADOS: readonly MensajeEstado[] = ['enviado', 'entregado', 'leido
 export const POR_PAGINA_DEFAULT = 50;
 export const POR_PAGINA_MAX = 500;
 
-export interface HistorialQuery {
-  celular_id?: number;
+export interface HistorialQuery extends ListingQuery {
   estado?: string;
-  /** YYYY-MM-DD, first day included. */
-  desde?: string;
-  /** YYYY-MM-DD, last day included. */
-  hasta?: string;
   destinatario?: string;
-  page?: number;
-  por_pagina?: number;
 }
 
 /** Media of a history record: where it came from, never its bytes. */
@@ -59,7 +52,7 @@ export function mensajeView(m: MensajeRow) {
 export type MensajeView = ReturnType<typeof mensajeView>;
 
 /** The stored media JSON reduced to its documented fields; anything else (or unparsable) stays on the server. */
-function mediaView(raw: string | null): MediaView | null {
+export function mediaView(raw: string | null): MediaView | null {
   if (raw === null) return null;
   let parsed: unknown;
   try {
@@ -199,8 +192,33 @@ function intParam(name: string, value: number | undefined, def: number, min: num
   return value;
 }
 
-/** Turns the query of historial_listar into a store filter, or refuses it with 400/403/404. */
-export async function historyFilter(core: Core, p: ClientPrincipal, q: HistorialQuery): Promise<HistoryFilter> {
+/** What every listing (history, inbox) takes: a page, a line, whole days. */
+export interface ListingQuery {
+  celular_id?: number;
+  /** YYYY-MM-DD, first day included. */
+  desde?: string;
+  /** YYYY-MM-DD, last day included. */
+  hasta?: string;
+  page?: number;
+  por_pagina?: number;
+}
+
+/** The part of a listing's store filter every listing shares. */
+export interface ListingScope {
+  cliente_id: number;
+  page: number;
+  por_pagina: number;
+  celular_id?: number;
+  desde?: number;
+  hasta?: number;
+}
+
+/**
+ * The paging, line and days of a listing's query, or a refusal (400, or
+ * 403/404 for a line out of the credential's scope). `celular` is the line
+ * whose country reads a national number: the credential's, or the one named.
+ */
+export async function listingScope(core: Core, p: ClientPrincipal, q: ListingQuery): Promise<{ scope: ListingScope; celular: CelularRow | null }> {
   const page = intParam('page', q.page, 1, 1, Number.MAX_SAFE_INTEGER);
   const porPagina = intParam('por_pagina', q.por_pagina, POR_PAGINA_DEFAULT, 1, POR_PAGINA_MAX);
   if (page > Math.floor(Number.MAX_SAFE_INTEGER / porPagina)) fail('INVALID_PARAMS', 'page: too large');
@@ -212,37 +230,44 @@ export async function historyFilter(core: Core, p: ClientPrincipal, q: Historial
     celular = await celularInScope(core, p, q.celular_id);
   }
 
-  const f: HistoryFilter = { cliente_id: p.cliente.id, page, por_pagina: porPagina };
-  if (celular) f.celular_id = celular.id;
-
-  if (q.estado !== undefined) {
-    if (!ESTADOS.includes(q.estado as MensajeEstado)) fail('INVALID_PARAMS', `estado: one of ${ESTADOS.join(', ')}`);
-    f.estado = q.estado as MensajeEstado;
-  }
+  const scope: ListingScope = { cliente_id: p.cliente.id, page, por_pagina: porPagina };
+  if (celular) scope.celular_id = celular.id;
 
   const desde = q.desde !== undefined ? dateParam('desde', q.desde) : undefined;
   const hasta = q.hasta !== undefined ? dateParam('hasta', q.hasta) : undefined;
   if (desde && hasta && q.desde! > q.hasta!) fail('INVALID_PARAMS', `desde (${q.desde}) is after hasta (${q.hasta})`);
   const tz = isZone(core.config.tz) ? core.config.tz : 'UTC';
-  if (desde) f.desde = startOfDay(desde, tz);
-  if (hasta) f.hasta = startOfDay(nextDay(hasta), tz);
+  if (desde) scope.desde = startOfDay(desde, tz);
+  if (hasta) scope.hasta = startOfDay(nextDay(hasta), tz);
+  return { scope, celular };
+}
 
-  if (q.destinatario !== undefined) {
-    const n = normalizeNumero(q.destinatario, celular ? countryOf(celular.numero) : undefined);
-    if (!n.ok) fail('INVALID_PARAMS', `destinatario: ${n.reason}`);
-    f.destinatario = n.numero;
+/** A phone-number filter, normalised like a send's recipient (in the line's country when one is in context); 400 naming `field` otherwise. */
+export function numeroParam(field: string, value: string, celular: CelularRow | null): string {
+  const n = normalizeNumero(value, celular ? countryOf(celular.numero) : undefined);
+  if (!n.ok) fail('INVALID_PARAMS', `${field}: ${n.reason}`);
+  return n.numero;
+}
+
+/** The page fields of a listing's answer. */
+export function pageFields(f: { page: number; por_pagina: number }, total: number) {
+  return { page: f.page, por_pagina: f.por_pagina, total, total_paginas: Math.ceil(total / f.por_pagina) };
+}
+
+/** Turns the query of historial_listar into a store filter, or refuses it with 400/403/404. */
+export async function historyFilter(core: Core, p: ClientPrincipal, q: HistorialQuery): Promise<HistoryFilter> {
+  const { scope, celular } = await listingScope(core, p, q);
+  const f: HistoryFilter = { ...scope };
+  if (q.estado !== undefined) {
+    if (!ESTADOS.includes(q.estado as MensajeEstado)) fail('INVALID_PARAMS', `estado: one of ${ESTADOS.join(', ')}`);
+    f.estado = q.estado as MensajeEstado;
   }
+  if (q.destinatario !== undefined) f.destinatario = numeroParam('destinatario', q.destinatario, celular);
   return f;
 }
 
 export async function listHistorial(core: Core, p: ClientPrincipal, q: HistorialQuery) {
   const f = await historyFilter(core, p, q);
   const { total, rows } = await core.store.listMensajes(f);
-  return {
-    page: f.page,
-    por_pagina: f.por_pagina,
-    total,
-    total_paginas: Math.ceil(total / f.por_pagina),
-    mensajes: rows.map(mensajeView),
-  };
+  return { ...pageFields(f, total), mensajes: rows.map(mensajeView) };
 }

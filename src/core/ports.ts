@@ -285,6 +285,51 @@ export interface HistoryFilter {
   por_pagina: number;
 }
 
+/**
+ * An incoming message as the inbox keeps it (docs/design.md §10): who wrote
+ * to which line, what, and when. Media is described, never stored.
+ */
+export interface NewRecibido {
+  cliente_id: number;
+  celular_id: number;
+  /** Sender: digits with country code, or the gateway's contact id (`...@lid`) when it hides the number. */
+  de: string;
+  tipo: string;
+  texto: string | null;
+  /** Metadata only (mime, filename, bytes, url, ptt): never the bytes. */
+  media: Record<string, unknown> | null;
+  gateway_msg_id: string | null;
+  /** When the gateway says the message was sent (ms). */
+  fecha: number;
+}
+
+export interface RecibidoRow {
+  id: number;
+  cliente_id: number;
+  celular_id: number;
+  de: string;
+  tipo: string;
+  texto: string | null;
+  /** JSON of the metadata, or null. */
+  media: string | null;
+  gateway_msg_id: string | null;
+  fecha: number;
+  /** When pasarela recorded it (ms, the store's writer's clock): the inbox's order, date filters and retention. */
+  created_at: number;
+}
+
+export interface InboxFilter {
+  cliente_id: number;
+  celular_id?: number;
+  de?: string;
+  /** Inclusive start, ms (on created_at). */
+  desde?: number;
+  /** Exclusive end, ms. */
+  hasta?: number;
+  page: number;
+  por_pagina: number;
+}
+
 export interface WebhookConfig {
   cliente_id: number;
   url: string;
@@ -484,8 +529,20 @@ export interface MessagesStore {
 
   /** Journals an event that has no state change of its own. */
   journalEvent(ev: JournalEvent): Promise<void>;
-  /** Atomic: journals an incoming message unless `clave` (the gateway's key for it) was journaled before; false for a repeat. */
-  journalInbound(ev: JournalEvent, clave: string | null, now: number): Promise<boolean>;
+  /**
+   * Atomic: unless `clave` (the gateway's key for it) was seen before, keeps
+   * the incoming message in the inbox (created_at `now`) and journals its
+   * event, together; false for a repeat, which writes nothing.
+   */
+  journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean>;
+  /** One page of the inbox, newest first (created_at, then arrival), with the total matching the filter. */
+  listRecibidos(filter: InboxFilter): Promise<{ total: number; rows: RecibidoRow[] }>;
+  /**
+   * Removes up to `limit` inbox rows created before `before`, oldest first;
+   * returns how many. Safe to run from several nodes at once (each skips the
+   * rows another is removing).
+   */
+  purgeRecibidos(before: number, limit: number): Promise<number>;
 }
 
 /** Webhook configurations, the outbox moved from the journal, deliveries and their attempts. */

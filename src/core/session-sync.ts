@@ -2,14 +2,15 @@ import { applySessionStatus } from './celulares.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { publishMessageStatus } from './message-events.js';
+import { newRecibido } from './recibidos.js';
 import type { GatewayEvent } from './ports.js';
 
 /**
  * Turns what the gateway reports into state and events: session changes
  * update the celular (docs/design.md §6), receipts move messages to `entregado`,
  * `leido` or `error` (a receipt that beats the send's own record is parked
- * by the store), inbound messages become `messages.received`, once per
- * gateway key. Events are handled one at a time, in the order the gateway
+ * by the store), inbound messages become an inbox row (§10) and
+ * `messages.received`, once per gateway key. Events are handled one at a time, in the order the gateway
  * gave them; each listener call resolves when its event is durable, so an
  * HTTP-fed adapter answers its gateway only then (a crash before that makes
  * the gateway deliver again, and the key drops the repeat).
@@ -38,11 +39,13 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
       gateway_msg_id: e.gatewayMsgId,
       fecha: iso(e.at),
     };
-    // The first durable record of an incoming message is its event.
+    // The first durable record of an incoming message is its inbox row and its event, together.
+    const now = core.clock.now();
     const fresh = await core.store.journalInbound(
       { evento: 'messages.received', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: e.at },
       e.dedupeKey ?? null,
-      core.clock.now(),
+      now,
+      newRecibido(celular, e, now),
     );
     if (fresh) core.bus.publish('messages.received', data);
   };

@@ -175,6 +175,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(sendRoutes, { core, deps: opts.send });
   await app.register(webhookRoutes, { core, dispatcher: opts.webhooks });
   await app.register(import('./routes/historial.js'), { core });
+  await app.register(import('./routes/recibidos.js'), { core });
   await app.register(async (admin) => {
     await admin.register(adminRoutes, { core });
     await admin.register(adminGatewayRoutes, { core });

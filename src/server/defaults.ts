@@ -41,4 +41,8 @@ export const SERVE_DEFAULTS = {
   webhookClientConcurrency: 16,
   /** How often the event journal is looked at without a poke (a safety net; new events poke). */
   webhookPollMs: 500,
+  /** How long incoming messages stay in the inbox (recorded before now minus this are purged); 0 keeps them for ever. */
+  inboxRetentionMs: 90 * 86_400_000,
+  /** How often the inbox's purge runs (it also runs at start). */
+  inboxPurgeIntervalMs: 600_000,
 } as const;

@@ -26,6 +26,7 @@ import { TempFiles } from '../core/media.js';
 import { sweepAcceptedMedia } from '../core/accepted-media.js';
 import { QueueWorker } from '../core/queue-worker.js';
 import { DirectRecovery } from '../core/direct-recovery.js';
+import { InboxRetention } from '../core/recibidos.js';
 import { NodePresence } from '../core/node-presence.js';
 import { sharedSettings } from '../core/shared-settings.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
@@ -79,6 +80,10 @@ export interface ServeOptions {
   directRecoveryMs?: number;
   /** Period of the line health check; 0 turns it off. */
   healthIntervalMs?: number;
+  /** How long incoming messages stay in the inbox; 0 keeps them for ever. SERVE_DEFAULTS otherwise. */
+  inboxRetentionMs?: number;
+  /** Period of the inbox's purge (it runs at start too); 0: only when called (tests). SERVE_DEFAULTS otherwise. */
+  inboxPurgeIntervalMs?: number;
   /** Request timeouts and unauthenticated-body bounds; REQUEST_LIMITS for what is not given. */
   limits?: Partial<RequestLimits>;
   /** `sqlite` (the data directory's file, the default) or a postgres:// URL. */
@@ -104,6 +109,8 @@ export interface RunningServer {
   health: LineHealth;
   /** Resolves direct sends a crash left pending (runs at start and periodically). */
   recovery: DirectRecovery;
+  /** The inbox's retention: purges at start and periodically; `run()` is one pass now. */
+  inbox: InboxRetention;
   schemaVersion: number;
   /** Where the data lives, for the banner: the SQLite file, or the PostgreSQL URL without its password. */
   storeSource: string;
@@ -332,6 +339,13 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     await recovery.run(!opened.shared);
     recovery.start();
     undo.push(() => recovery.stop());
+    const inbox = new InboxRetention(core, {
+      retentionMs: opts.inboxRetentionMs ?? SERVE_DEFAULTS.inboxRetentionMs,
+      intervalMs: opts.inboxPurgeIntervalMs ?? SERVE_DEFAULTS.inboxPurgeIntervalMs,
+      onError: (err) => app.log.error({ err }, 'inbox retention purge failed'),
+    });
+    inbox.start();
+    undo.push(() => inbox.stop());
     await app.listen({ host: opts.host, port: opts.port });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
@@ -345,6 +359,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       callbackUrl: opts.gateway === 'sim' ? null : http.callbackUrl,
       health,
       recovery,
+      inbox,
       adminTokenSource: admin.source,
       core,
       schemaVersion: opened.schemaVersion,
@@ -359,6 +374,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
           await app.close();
           await worker.stop();
           await recovery.stop();
+          await inbox.stop();
           await health.stop();
           await webhooks.stop();
           await sync.idle();

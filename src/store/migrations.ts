@@ -384,4 +384,35 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX webhook_escuchas_cliente ON webhook_escuchas(cliente_id, expira_at);
     `,
   },
+  {
+    version: 14,
+    name: 'inbox',
+    sql: `
+      -- Incoming messages (docs/design.md §10), written in the transaction that records their
+      -- gateway key in entrantes_vistos, so a gateway's repeat is kept once. media: JSON metadata
+      -- (mime, filename, bytes, url, ptt), never the bytes. fecha: when the gateway says it was
+      -- sent; created_at: when pasarela recorded it, the inbox's order, date filters and retention.
+      -- Rows outlive a deleted line, like its sent messages, until the retention removes them.
+      CREATE TABLE recibidos (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        cliente_id INTEGER NOT NULL,
+        celular_id INTEGER NOT NULL,
+        de TEXT NOT NULL,
+        tipo TEXT NOT NULL,
+        texto TEXT,
+        media TEXT,
+        gateway_msg_id TEXT,
+        fecha INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      -- Every filter of a page (the client, with or without the line and the sender) is an
+      -- equality prefix; created_at then the rowid give the page's order and its date range.
+      CREATE INDEX recibidos_cliente_fecha ON recibidos(cliente_id, created_at);
+      CREATE INDEX recibidos_cliente_de_fecha ON recibidos(cliente_id, de, created_at);
+      CREATE INDEX recibidos_cliente_celular_fecha ON recibidos(cliente_id, celular_id, created_at);
+      CREATE INDEX recibidos_cliente_celular_de_fecha ON recibidos(cliente_id, celular_id, de, created_at);
+      -- The retention's purge: the oldest rows of every client, a batch at a time.
+      CREATE INDEX recibidos_created ON recibidos(created_at);
+    `,
+  },
 ];

@@ -4,7 +4,8 @@ import { wantsEvents } from './sqlite-webhooks.js';
 import { messageStatusData } from '../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
 import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../core/ledger.js';
-import type { AcceptedMensaje, AcceptOptions, AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../core/ports.js';
+import type { AcceptedMensaje, AcceptOptions, AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, NewRecibido, ReceiptEstado, ReceiptOutcome } from '../core/ports.js';
+import { insertRecibido } from './sqlite-recibidos.js';
 import { bindKey, keyTaken } from './sqlite-idempotencia.js';
 
 /**
@@ -209,15 +210,17 @@ export function receipt(db: DB, gid: string, estado: ReceiptEstado, now: number,
 }
 
 /**
- * Journals an incoming message unless its gateway key was seen already
- * (the gateway retried a delivery we answered too late). False for a repeat.
+ * Keeps an incoming message in the inbox and journals its event, unless its
+ * gateway key was seen already (the gateway retried a delivery we answered
+ * too late). False for a repeat.
  */
-export function journalInbound(db: DB, ev: JournalEvent, clave: string | null, now: number): boolean {
+export function journalInbound(db: DB, ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): boolean {
   return immediate(db, () => {
     if (clave !== null) {
       if (stmt(db, 'INSERT OR IGNORE INTO entrantes_vistos (clave, at) VALUES (?, ?)').run(clave, now).changes === 0) return false;
       stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(now - INBOUND_SEEN_TTL_MS);
     }
+    insertRecibido(db, recibido, now);
     journal(db, ev);
     return true;
   });

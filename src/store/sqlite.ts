@@ -23,6 +23,9 @@ import type {
   IdemAnswer,
   IdemRow,
   HistoryFilter,
+  InboxFilter,
+  NewRecibido,
+  RecibidoRow,
   MensajeRow,
   NewMensaje,
   NodeInfo,
@@ -53,6 +56,7 @@ import * as msgs from './sqlite-mensajes.js';
 import * as hooks from './sqlite-webhooks.js';
 import * as servers from './sqlite-gateways.js';
 import * as idem from './sqlite-idempotencia.js';
+import * as inbox from './sqlite-recibidos.js';
 
 type Row = Record<string, unknown>;
 
@@ -375,8 +379,16 @@ export class SqliteStore implements Store {
     return grouped(this.db, () => msgs.receipt(this.db, gid, estado, now, error));
   }
 
-  async journalInbound(ev: JournalEvent, clave: string | null, now: number): Promise<boolean> {
-    return grouped(this.db, () => msgs.journalInbound(this.db, ev, clave, now));
+  async journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
+    return grouped(this.db, () => msgs.journalInbound(this.db, ev, clave, now, recibido));
+  }
+
+  async listRecibidos(filter: InboxFilter): Promise<{ total: number; rows: RecibidoRow[] }> {
+    return inbox.listRecibidos(this.db, filter);
+  }
+
+  async purgeRecibidos(before: number, limit: number): Promise<number> {
+    return grouped(this.db, () => inbox.purgeRecibidos(this.db, before, limit));
   }
 
   async queueHeads(): Promise<MensajeRow[]> {

@@ -145,7 +145,12 @@ async function install(): Promise<Installation> {
   if (!m.ok) throw new Error(m.reason);
   // A receipt that beat its send, an incoming message seen, the journal half moved to the outbox, some attempts.
   await s.receipt('gw-not-yet', 'entregado', now);
-  await s.journalInbound({ evento: 'messages.received', cliente_id: a.id, celular_id: lineas[0]!, data: { de: '5215599999999', texto: 'hola' }, fecha: now }, 'clave-1', now);
+  await s.journalInbound({ evento: 'messages.received', cliente_id: a.id, celular_id: lineas[0]!, data: { de: '5215599999999', texto: 'hola' }, fecha: now }, 'clave-1', now, {
+    cliente_id: a.id, celular_id: lineas[0]!, de: '5215599999999', tipo: 'texto', texto: 'hola', media: null, gateway_msg_id: 'GW-IN-1', fecha: now - 1000,
+  });
+  await s.journalInbound({ evento: 'messages.received', cliente_id: a.id, celular_id: lineas[1]!, data: {}, fecha: now }, 'clave-2', now + 1, {
+    cliente_id: a.id, celular_id: lineas[1]!, de: '14155552671', tipo: 'audio', texto: null, media: { mime: 'audio/ogg', bytes: 1234, ptt: true }, gateway_msg_id: 'GW-IN-2', fecha: now,
+  });
   let n = 0;
   await s.moveEventsToOutbox(200, (ev) => ({ id: `ent-${++n}`, body: JSON.stringify({ evento: ev.evento, data: ev.data }), entrega: true, copias: [] }), now);
   for (let i = 1; i <= 30; i++) {
@@ -187,6 +192,10 @@ async function portView(store: Store, inst: Installation) {
     byInstance: await store.getCelularByInstancia('pasarela-1'),
     byGid: await store.getMensajeByGatewayId('gw-9'),
     keys: await Promise.all([0, 10, 350].map((i) => store.idemGet(inst.clienteA, `clave-${i}`, inst.now))),
+    inbox: await Promise.all([
+      store.listRecibidos({ cliente_id: inst.clienteA, page: 1, por_pagina: 50 }),
+      store.listRecibidos({ cliente_id: inst.clienteA, celular_id: inst.lineas[1], page: 1, por_pagina: 50 }),
+    ]),
   };
 }
 
@@ -202,7 +211,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     const rows = Object.fromEntries(report.tables.map((t: { table: string; sqlite: number; postgres: number }) => [t.table, [t.sqlite, t.postgres]]));
     for (const [table, [lite, pg]] of Object.entries(rows) as Array<[string, [number, number]]>) expect(pg, table).toBe(lite);
     expect(rows.mensajes![0]).toBe(361);
-    for (const t of ['clientes', 'celulares', 'gateway_servidores', 'auditoria', 'movimientos_saldo', 'webhooks', 'webhook_entregas', 'webhook_intentos', 'eventos', 'acuses_pendientes', 'entrantes_vistos', 'kv', 'idempotencia']) {
+    for (const t of ['clientes', 'celulares', 'gateway_servidores', 'auditoria', 'movimientos_saldo', 'webhooks', 'webhook_entregas', 'webhook_intentos', 'eventos', 'acuses_pendientes', 'entrantes_vistos', 'kv', 'idempotencia', 'recibidos']) {
       expect(rows[t]![0], t).toBeGreaterThan(0);
     }
     expect(report.queued_media).toEqual({ messages: 1, present: 1, dirs: [join(inst.dataDir, 'tmp')], copied: 1, missing: 0 });

@@ -154,7 +154,7 @@ for (const adapter of ADAPTERS) {
       expect(await journal(25)).toEqual([]);
     });
 
-    it('journalInbound: false for a repeated key, true for a new one; a null key never dedupes', async () => {
+    it('journalInbound: false for a repeated key, true for a new one; a null key never dedupes; the inbox row goes with the event', async () => {
       const l = await line();
       const ev = (texto: string) => ({
         evento: 'messages.received',
@@ -163,11 +163,14 @@ for (const adapter of ADAPTERS) {
         data: { texto },
         fecha: 100,
       });
-      expect(await ctx.store.journalInbound(ev('uno'), 'sim:i:A', 100)).toBe(true);
-      expect(await ctx.store.journalInbound(ev('uno otra vez'), 'sim:i:A', 101)).toBe(false);
-      expect(await ctx.store.journalInbound(ev('dos'), 'sim:i:B', 102)).toBe(true);
-      expect(await ctx.store.journalInbound(ev('sin clave'), null, 103)).toBe(true);
-      expect(await ctx.store.journalInbound(ev('sin clave'), null, 104)).toBe(true);
+      const rec = (texto: string) => ({ cliente_id: l.clienteId, celular_id: l.celularId, de: '14155552671', tipo: 'texto', texto, media: null, gateway_msg_id: null, fecha: 90 });
+      const inbox = async () => (await ctx.store.listRecibidos({ cliente_id: l.clienteId, page: 1, por_pagina: 50 })).rows.map((r) => r.texto);
+      expect(await ctx.store.journalInbound(ev('uno'), 'sim:i:A', 100, rec('uno'))).toBe(true);
+      expect(await ctx.store.journalInbound(ev('uno otra vez'), 'sim:i:A', 101, rec('uno otra vez'))).toBe(false);
+      expect(await ctx.store.journalInbound(ev('dos'), 'sim:i:B', 102, rec('dos'))).toBe(true);
+      expect(await ctx.store.journalInbound(ev('sin clave'), null, 103, rec('sin clave'))).toBe(true);
+      expect(await ctx.store.journalInbound(ev('sin clave'), null, 104, rec('sin clave'))).toBe(true);
+      expect(await inbox()).toEqual(['sin clave', 'sin clave', 'dos', 'uno']);
       expect((await journal(105)).map((e) => [e.evento, e.data.texto])).toEqual([
         ['messages.received', 'uno'],
         ['messages.received', 'dos'],
@@ -175,8 +178,9 @@ for (const adapter of ADAPTERS) {
         ['messages.received', 'sin clave'],
       ]);
       // The key is remembered after its event left the journal.
-      expect(await ctx.store.journalInbound(ev('uno, tarde'), 'sim:i:A', 200)).toBe(false);
+      expect(await ctx.store.journalInbound(ev('uno, tarde'), 'sim:i:A', 200, rec('uno, tarde'))).toBe(false);
       expect(await journal(201)).toEqual([]);
+      expect(await inbox()).toHaveLength(4);
     });
   });
 }

@@ -134,6 +134,9 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     await net.receive(s, instancia, '5491155554444', 'hola pasarela');
     const ev = await hooks.wait((h) => h.json?.evento === 'messages.received' && h.json.data.texto === 'hola pasarela', 5000, 'messages.received');
     expect(ev.json.data).toMatchObject({ celular_id: line.celularId, de: '5491155554444', tipo: 'texto', gateway_msg_id: expect.any(String) });
+    const kept = await api(s.url, 'GET', '/api/recibidos_listar.php?remitente=5491155554444', { key: line.celularKey });
+    expectOk(kept);
+    expect(kept.body.recibidos).toEqual([expect.objectContaining({ celular_id: line.celularId, de: '5491155554444', texto: 'hola pasarela', gateway_msg_id: ev.json.data.gateway_msg_id })]);
     if (!net.inboundCall) return;
     const call = (id: string, text: string) => net.inboundCall!(s, instancia, id, '5491166667777', text);
     const path = `/gateway/${net.name}/${instancia}`;
@@ -143,6 +146,10 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     await waitFor(() => events('messages.received').filter((d) => d.texto === 'otra vez').length >= 2, 'two distinct messages');
     await new Promise((r) => setTimeout(r, 100));
     expect(events('messages.received').filter((d) => d.texto === 'otra vez').map((d) => d.gateway_msg_id).sort()).toEqual(['DUP1', 'DUP2']);
+    // The inbox keeps them as the webhook saw them: the repeat once.
+    const inbox = await api(s.url, 'GET', `/api/recibidos_listar.php?celular_id=${line.celularId}&remitente=5491166667777`, { key: line.clientKey });
+    expectOk(inbox);
+    expect(inbox.body.recibidos.map((r: { gateway_msg_id: string }) => r.gateway_msg_id).sort()).toEqual(['DUP1', 'DUP2']);
     const forged = call('DUP3', 'forjado');
     const bad = await api(s.url, 'POST', path, { json: forged.body, headers: { 'x-pasarela-secret': 'f'.repeat(64) } });
     expectError(bad, 401, 200);

@@ -43,6 +43,7 @@ const ENDPOINTS: Array<[string, string[]]> = [
   ['/admin/sim/logout', ['post']],
   ['/admin/sim/receive', ['post']],
   ['/admin/sim/fail', ['get', 'post']],
+  ['/api/recibidos_listar.php', ['get']],
 ];
 
 describe('GET /openapi.json', () => {
@@ -88,6 +89,15 @@ describe('GET /openapi.json', () => {
     for (const schema of [Celular, Cliente]) {
       expect(Object.keys(schema.properties).filter((k) => /hash|secret|api_key|^gateway_token$|^token_legacy$/.test(k))).toEqual([]);
     }
+  });
+
+  it('documents the inbox listing: its operationId, query filters and record fields', () => {
+    const op = doc.paths['/api/recibidos_listar.php'].get;
+    expect(op.operationId).toBe('listarRecibidos');
+    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['celular_id', 'remitente', 'desde', 'hasta', 'page', 'por_pagina']));
+    const page = op.responses['200'].content['application/json'].schema;
+    expect(Object.keys(page.properties)).toEqual(expect.arrayContaining(['page', 'por_pagina', 'total', 'total_paginas', 'recibidos']));
+    expect(page.properties.recibidos.items.required).toEqual(['id', 'celular_id', 'de', 'tipo', 'texto', 'media', 'gateway_msg_id', 'fecha', 'created_at']);
   });
 
   it('refers error responses to the Error schema and celulares to Celular', () => {

@@ -9,7 +9,7 @@ import type { SimGateway } from '../../src/gateways/sim.js';
 /**
  * Cost flat in history: every statement the service runs on a request or a
  * message (auth, accept, caps, dedupe, claim, send, receipts, journal, outbox,
- * deliveries, listeners, history) is served by an index. The test records every SQL text
+ * deliveries, listeners, history, inbox) is served by an index. The test records every SQL text
  * the store prepares while a store holding many rows serves all of those
  * paths, then fails on any plan that scans a table. A statement allowed to
  * scan says why below, so a new one cannot slip in silently.
@@ -50,8 +50,20 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-/** 30,000 old messages over both lines in every state and mode, with their ledger rows and parked receipts. */
+/** 30,000 old messages over both lines in every state and mode, with their ledger rows and parked receipts; 10,000 old incoming ones. */
 function seedHistory(db: Database.Database, lines: Line[]): void {
+  const inbox = db.prepare(
+    `INSERT INTO recibidos (cliente_id, celular_id, de, tipo, texto, media, gateway_msg_id, fecha, created_at)
+     VALUES (?, ?, ?, 'texto', 'viejo', NULL, ?, ?, ?)`,
+  );
+  const since = Date.now() - 80 * 86_400_000;
+  db.transaction(() => {
+    for (let i = 0; i < 10_000; i++) {
+      const line = lines[i % lines.length]!;
+      const t = since + i * 600;
+      inbox.run(line.clienteId, line.celularId, `5255${String(20_000_000 + (i % 700))}`, `IN${i}`, t - 1000, t);
+    }
+  })();
   const estados = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
   const insert = db.prepare(
     `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, intentos, created_at, enviado_at, cupo_at, gateway_msg_id)
@@ -143,6 +155,13 @@ it('serves every per-request and per-message path with an index, on a store with
     expect((await api(s.url, 'GET', `/api/historial_listar.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
   }
   await api(s.url, 'GET', '/api/historial_listar.php', { key: a.celularKey });
+  // Inbox pages with each filter and combination, and the retention's purge.
+  const de = '&remitente=525520000007';
+  for (const q of ['', `&celular_id=${a.celularId}`, de, `&celular_id=${a.celularId}${de}`, '&desde=2026-01-01&hasta=2026-12-31', `&celular_id=${a.celularId}&desde=2026-01-01&hasta=2026-12-31`, `${de}&desde=2026-01-01&hasta=2026-12-31`, `&celular_id=${a.celularId}${de}&desde=2026-01-01`]) {
+    expect((await api(s.url, 'GET', `/api/recibidos_listar.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
+  }
+  await api(s.url, 'GET', '/api/recibidos_listar.php', { key: a.celularKey });
+  await s.inbox.run();
   await api(s.url, 'GET', '/api/info.php', { key: a.clientKey });
   await api(s.url, 'GET', `/api/saldo.php?celular_id=${a.celularId}`, { key: a.clientKey });
   await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.celularKey });
@@ -169,10 +188,18 @@ it('serves every per-request and per-message path with an index, on a store with
       // A scan of a table (or of a whole index of it); CTE and subquery scans name no table of ours.
       const m = /^SCAN (\w+)/.exec(r.detail);
       if (m && !/^(lineas|CONSTANT)/.test(m[1]!)) scans.push(`${r.detail}  <-  ${sql}`);
+      // An inbox page is read in its order from its index, never sorted (a deep page would sort the whole range).
+      if (/FROM recibidos/.test(sql) && /TEMP B-TREE/.test(r.detail)) scans.push(`${r.detail}  <-  ${sql}`);
+      // And through the index of all its filters: one of the client alone would read all of the client's days.
+      for (const col of ['celular_id', 'de']) {
+        if (/^SEARCH recibidos /.test(r.detail) && new RegExp(`\\b${col} = `).test(sql) && !r.detail.includes(`${col}=?`)) scans.push(`${r.detail}  <-  ${sql}`);
+      }
     }
   }
   expect(prepared.size).toBeGreaterThan(40);
   // The key's look-up, binding, purge, answer and release all ran.
   expect([...prepared].filter((x) => /idempotencia/.test(x) && !/^INSERT INTO idempotencia .* VALUES \(\?, \?, 'h'/.test(x))).toHaveLength(6);
+  // Every inbox statement ran: the insert, the count and the page of each of the 8 filter combinations above, the purge.
+  expect([...prepared].filter((x) => /recibidos/.test(x) && !/^INSERT INTO recibidos .* VALUES \(\?, \?, \?, 'texto', 'viejo'/.test(x))).toHaveLength(1 + 2 * 8 + 1);
   expect(scans).toEqual([]);
 });

@@ -1,5 +1,5 @@
 import { afterAll, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock, type ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
@@ -57,6 +57,27 @@ describeWith(postgres, 'serve on PostgreSQL', () => {
     expect((await api(second.url, 'GET', '/admin/clientes', { key: first.adminToken })).status).toBe(200);
     await expect(startTestServer({ store: url, dataDir: tempDir(), adminToken: 'x'.repeat(40) })).rejects.toThrow(/disagrees with the other nodes of this store on the operator token/);
     await expect(startTestServer({ store: url, dataDir: tempDir(), tz: 'Europe/Madrid' })).rejects.toThrow(/on the time zone \(--tz\)/);
+  });
+
+  it('the inbox: a message received through one node is listed by the other; both purging at once remove each row once', async () => {
+    const url = await storeUrl();
+    const a = await startTestServer({ store: url, inboxRetentionMs: 86_400_000, inboxPurgeIntervalMs: 0 });
+    servers.push(a);
+    const b = await startTestServer({ store: url, dataDir: tempDir(), inboxRetentionMs: 86_400_000, inboxPurgeIntervalMs: 0 });
+    servers.push(b);
+    const line = await linkedLine(a);
+    for (let i = 0; i < 5; i += 1) {
+      const r = await api(a.url, 'POST', '/admin/sim/receive', { key: a.adminToken, json: { celular_id: line.celularId, de: '14155552671', texto: `hola ${i}` } });
+      expect(r.status, r.text).toBe(200);
+    }
+    const listed = await api(b.url, 'GET', `/api/recibidos_listar.php?remitente=${encodeURIComponent('+1 415 555 2671')}&por_pagina=2`, { key: line.celularKey });
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body).toMatchObject({ total: 5, total_paginas: 3 });
+    expect(listed.body.recibidos.map((m: { texto: string }) => m.texto)).toEqual(['hola 4', 'hola 3']);
+    for (const n of [a, b]) (n.clock as ManualClock).advance(2 * 86_400_000);
+    const removed = await Promise.all([a.inbox.run(), b.inbox.run(), a.inbox.run(), b.inbox.run()]);
+    expect(removed.reduce((x, y) => x + y, 0)).toBe(5);
+    expect((await api(a.url, 'GET', '/api/recibidos_listar.php', { key: line.clientKey })).body.total).toBe(0);
   });
 
   it('a start that fails after its node registered (a port in use) leaves no live node and no lease behind', async () => {

@@ -79,6 +79,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--webhook-concurrency <n>', 'webhook deliveries in flight at once, across clients').env('PASARELA_WEBHOOK_CONCURRENCY').default(SERVE_DEFAULTS.webhookConcurrency).argParser(int(2, 10_000)))
     .addOption(new Option('--webhook-client-concurrency <n>', 'webhook deliveries in flight at once for one client (1: one at a time, in event order)').env('PASARELA_WEBHOOK_CLIENT_CONCURRENCY').default(SERVE_DEFAULTS.webhookClientConcurrency).argParser(int(1, 1000)))
     .addOption(new Option('--webhook-poll <duration>', 'how often the event journal is checked without a wake-up (new events wake the dispatcher at once)').env('PASARELA_WEBHOOK_POLL').default(SERVE_DEFAULTS.webhookPollMs, '500ms').argParser(duration))
+    .addOption(new Option('--inbox-retention <duration>', 'how long incoming messages are kept (pasarela recibidos lists them) before they are purged; 0 keeps them for ever').env('PASARELA_INBOX_RETENTION').default(SERVE_DEFAULTS.inboxRetentionMs, '90d').argParser(duration))
     .addOption(new Option('--webhook-retry-ms <ms>', 'first webhook retry delay; the schedule (x1, x60, x360, x1440, x3600, x7200, x7200) spans about a day at 5000').default(5000).argParser(int(1, 3_600_000)))
     .addOption(new Option('--sim-qr-ms <ms>', 'simulator: how often a pending QR changes').default(SERVE_DEFAULTS.simQrMs).argParser(int(100, 3_600_000)))
     .addOption(new Option('--sim-delivery-ms <ms>', 'simulator: delay of delivery receipts').default(SERVE_DEFAULTS.simDeliveryMs).argParser(int(0, 3_600_000)))
@@ -93,6 +94,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
       if (Number(o.webhookTimeout) < 100) throw new CliError('--webhook-timeout must be at least 100ms', EXIT.USAGE);
       if (Number(o.drainDelay) > 600_000) throw new CliError('--drain-delay may be at most 10m', EXIT.USAGE);
       if (Number(o.webhookPoll) < 10) throw new CliError('--webhook-poll must be at least 10ms', EXIT.USAGE);
+      if (Number(o.inboxRetention) !== 0 && Number(o.inboxRetention) < 3_600_000) throw new CliError('--inbox-retention must be 0 (keep for ever) or at least 1h', EXIT.USAGE);
       if (gateway !== 'sim') {
         for (const [flag, v] of [['--gateway-url', o.gatewayUrl], ['--gateway-key', o.gatewayKey]] as const) {
           if (!v) throw new CliError(`--gateway ${gateway} needs ${flag} (or PASARELA_${flag.slice(2).toUpperCase().replace('-', '_')})`, EXIT.USAGE);
@@ -150,6 +152,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           gatewayTimeoutMs: Number(o.gatewayTimeout),
           gatewaySendTimeoutMs: Number(o.gatewayTimeout) * 4,
           healthIntervalMs: Number(o.healthInterval),
+          inboxRetentionMs: Number(o.inboxRetention),
           store,
           counters,
           countersPrefix,

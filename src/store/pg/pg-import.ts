@@ -15,6 +15,7 @@ import { copyIntoMedios, mediosRef } from './pg-media.js';
 export const COPIED = [
   'clientes', 'gateway_servidores', 'celulares', 'auditoria', 'movimientos_saldo', 'mensajes',
   'webhooks', 'webhook_entregas', 'webhook_intentos', 'eventos', 'acuses_pendientes', 'entrantes_vistos', 'kv', 'idempotencia',
+  'recibidos',
 ] as const;
 
 /** Kept from mensajes by triggers on both stores: counted again from the rows, never copied. */

@@ -1,7 +1,8 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
 import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
-import type { AcceptedMensaje, AcceptOptions, AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, ReceiptEstado, ReceiptOutcome } from '../../core/ports.js';
+import type { AcceptedMensaje, AcceptOptions, AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, NewRecibido, ReceiptEstado, ReceiptOutcome } from '../../core/ports.js';
+import { insertRecibido } from './pg-recibidos.js';
 import { bindKey, lockKey } from './pg-idempotencia.js';
 import { type Client, type Db, LOCK, row, rows } from './pg-db.js';
 
@@ -271,8 +272,8 @@ export async function receipt(db: Db, gid: string, estado: ReceiptEstado, now: n
   });
 }
 
-/** Journals an incoming message unless its gateway key was seen already; the key's primary key decides between nodes. */
-export async function journalInbound(db: Db, ev: JournalEvent, clave: string | null, now: number): Promise<boolean> {
+/** Keeps an incoming message in the inbox and journals its event unless its gateway key was seen already; the key's primary key decides between nodes. */
+export async function journalInbound(db: Db, ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
   return db.tx(async (c) => {
     if (clave !== null) {
       const r = await c.query('INSERT INTO entrantes_vistos (clave, at) VALUES ($1, $2) ON CONFLICT (clave) DO NOTHING', [clave, now]);
@@ -283,6 +284,7 @@ export async function journalInbound(db: Db, ev: JournalEvent, clave: string | n
         [now - INBOUND_SEEN_TTL_MS],
       );
     }
+    await insertRecibido(c, recibido, now);
     await journal(c, ev);
     return true;
   });

@@ -20,6 +20,9 @@ import type {
   GatewayServerLoad,
   GatewayServerRow,
   HistoryFilter,
+  InboxFilter,
+  NewRecibido,
+  RecibidoRow,
   InsertCelularResult,
   IntentoRow,
   JournalEvent,
@@ -50,6 +53,7 @@ import * as hooks from './pg-webhooks.js';
 import * as servers from './pg-gateways.js';
 import * as leases from './pg-leases.js';
 import * as idem from './pg-idempotencia.js';
+import * as inbox from './pg-recibidos.js';
 
 const CELULAR_COLUMNS = new Set([
   'nombre_interno', 'estado', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
@@ -328,8 +332,16 @@ export class PgStore implements Store {
     return msgs.receipt(this.db, gid, estado, now, error);
   }
 
-  async journalInbound(ev: JournalEvent, clave: string | null, now: number): Promise<boolean> {
-    return msgs.journalInbound(this.db, ev, clave, now);
+  async journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
+    return msgs.journalInbound(this.db, ev, clave, now, recibido);
+  }
+
+  async listRecibidos(filter: InboxFilter): Promise<{ total: number; rows: RecibidoRow[] }> {
+    return inbox.listRecibidos(this.db, filter);
+  }
+
+  async purgeRecibidos(before: number, limit: number): Promise<number> {
+    return inbox.purgeRecibidos(this.db, before, limit);
   }
 
   async queueHeads(): Promise<MensajeRow[]> {

@@ -1,0 +1,75 @@
+import { Option, type Command } from 'commander';
+import type { Ctx } from '../context.js';
+import { calendarDate, FORMATS, runListing, type ListingOpts } from '../listing.js';
+import type { CtxOf } from '../main.js';
+import type { Cell } from '../output.js';
+import { truncateWidth } from '../terminal-text.js';
+import { int, phone, positiveInt } from '../parse.js';
+
+/** One record of GET /api/recibidos_listar.php (docs/design.md §10). */
+interface Recibido {
+  id: number;
+  celular_id: number;
+  de: string;
+  tipo: string;
+  texto: string | null;
+  media: { url?: string; filename?: string; mime?: string; bytes?: number; ptt?: boolean } | null;
+  gateway_msg_id: string | null;
+  fecha: string;
+  created_at: string;
+}
+
+interface Opts extends ListingOpts {
+  celular?: number;
+  remitente?: string;
+}
+
+/** Every field of a record, in the order of docs/design.md §10: the csv columns. */
+const CSV_COLUMNS: Array<keyof Recibido> = ['id', 'celular_id', 'de', 'tipo', 'texto', 'media', 'gateway_msg_id', 'fecha', 'created_at'];
+
+/** Query fields and the flag that sets each, to explain a 400 in the command's terms. */
+const RECIBIDOS_FIELDS = {
+  celular_id: '--celular',
+  remitente: '--remitente',
+  desde: '--desde',
+  hasta: '--hasta',
+  page: '--page',
+  por_pagina: '--por-pagina',
+} as const;
+
+const TABLE_HEADERS = ['recibido', 'id', 'celular', 'de', 'tipo', 'texto'];
+
+/** The text comes from whoever wrote to the line: printTable escapes its control characters (and bidi overrides) in every cell. */
+function tableRow(_ctx: Ctx, r: Recibido, tty: boolean): Cell[] {
+  const texto = r.texto ?? r.media?.filename ?? r.media?.url ?? r.media?.mime ?? null;
+  // On a terminal at most 40 columns of it, cut between characters (printTable may cut it further to fit).
+  const short = tty && texto !== null ? truncateWidth(texto.replace(/\s+/g, ' '), 40) : texto;
+  return [r.created_at, r.id, r.celular_id, r.de, r.tipo, short];
+}
+
+/** `pasarela recibidos`: the inbox, one page or all of it, as a table, JSON, NDJSON or CSV (the flags of `historial`). */
+export function registerRecibidos(program: Command, ctxOf: CtxOf): void {
+  program
+    .command('recibidos')
+    .description('incoming messages (the inbox), newest first (dates are days in the server\'s time zone)')
+    .option('--celular <id>', 'only this line (a celular key sees its own line only)', positiveInt)
+    .option('--desde <YYYY-MM-DD>', 'from this day (included)', calendarDate)
+    .option('--hasta <YYYY-MM-DD>', 'up to this day (included)', calendarDate)
+    .option('--remitente <numero>', 'only messages from this number', phone())
+    .option('--page <n>', 'page to show (default 1)', positiveInt)
+    .option('--por-pagina <n>', 'records per page, 1-500 (default 50)', int(1, 500))
+    .option('--all', 'every page, from --page on (streamed for ndjson, csv and plain output)')
+    .addOption(new Option('--format <format>', 'output format (--json means json)').choices(FORMATS))
+    .action(async (o: Opts, cmd: Command) => {
+      await runListing<Recibido>(ctxOf(cmd), o, {
+        path: '/api/recibidos_listar.php',
+        field: 'recibidos',
+        query: { celular_id: o.celular, desde: o.desde, hasta: o.hasta, remitente: o.remitente },
+        fields: RECIBIDOS_FIELDS,
+        id: (r) => r.id,
+        csvColumns: CSV_COLUMNS,
+        tableHeaders: TABLE_HEADERS,
+        tableRow,
+      });
+    });
+}

@@ -1,0 +1,152 @@
+import { InvalidArgumentError } from 'commander';
+import type { Ctx } from './context.js';
+import { usage } from './exit-codes.js';
+import type { FieldFlags } from './field-errors.js';
+import { printJson, printTable, type Cell } from './output.js';
+import { escapeControls } from './terminal-text.js';
+
+/**
+ * What every paged listing command (`historial`, `recibidos`) shares: the
+ * formats, the date flag, CSV, and the walk over one page or all of them.
+ * Each command names its path, its filters and how a record looks.
+ */
+
+export const FORMATS = ['table', 'json', 'ndjson', 'csv'] as const;
+export type Format = (typeof FORMATS)[number];
+
+/** The flags every listing has besides its filters. */
+export interface ListingOpts {
+  desde?: string;
+  hasta?: string;
+  page?: number;
+  porPagina?: number;
+  all?: boolean;
+  format?: Format;
+}
+
+/** A page as the list endpoints answer it; the records are under the listing's own field. */
+interface Page {
+  ok: true;
+  page: number;
+  por_pagina: number;
+  total: number;
+  total_paginas: number;
+  [field: string]: unknown;
+}
+
+export interface Listing<R> {
+  /** GET path of the list endpoint. */
+  path: string;
+  /** The field of a page holding its records (`mensajes`, `recibidos`). */
+  field: string;
+  /** The listing's filters (page and por_pagina are added). */
+  query: Record<string, string | number | undefined>;
+  /** Query fields and the flag that sets each, to explain a 400 in the command's terms. */
+  fields: FieldFlags;
+  /** A record's identity: `--all` skips one seen on an earlier page. */
+  id(r: R): string | number;
+  /** Every field of a record, in order: the csv columns. */
+  csvColumns: ReadonlyArray<keyof R & string>;
+  tableHeaders: string[];
+  /** `tty`: cut free text to fit a terminal. */
+  tableRow(ctx: Ctx, r: R, tty: boolean): Cell[];
+}
+
+/** A calendar date YYYY-MM-DD; anything else is a usage error (exit 2) before any request. */
+export function calendarDate(value: string): string {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (m) {
+    const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+    const t = new Date(Date.UTC(2000, mo - 1, d));
+    t.setUTCFullYear(y);
+    if (y >= 1 && t.getUTCFullYear() === y && t.getUTCMonth() === mo - 1 && t.getUTCDate() === d) return value;
+  }
+  throw new InvalidArgumentError('expected a calendar date YYYY-MM-DD');
+}
+
+/**
+ * RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled;
+ * records end with CRLF. A text that a spreadsheet would run as a formula
+ * (it starts with = + - @, a tab or a CR: message texts come from anyone) gets
+ * a leading `'`, the usual guard against CSV formula injection.
+ */
+export function csvField(v: unknown): string {
+  let s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+export const csvRecord = (cells: unknown[]) => `${cells.map(csvField).join(',')}\r\n`;
+
+/**
+ * Writes data to stdout and waits when the pipe is full, so a large export
+ * does not pile up in memory. Off a terminal the bytes go as they are; on one,
+ * control characters (ESC, C1, bidi overrides: message texts come from
+ * anyone) are escaped visibly, record ends kept.
+ */
+async function write(ctx: Ctx, text: string): Promise<void> {
+  if (text === '') return;
+  const io = ctx.term.io;
+  const out = io.stdoutIsTTY ? text.split('\r\n').map((part) => escapeControls(part)).join('\r\n') : text;
+  if (!io.stdout.write(out)) await new Promise<void>((resolve) => io.stdout.once('drain', resolve));
+}
+
+/** One page, or with `--all` every page from `--page` on, printed in the chosen format. */
+export async function runListing<R>(ctx: Ctx, o: ListingOpts, l: Listing<R>): Promise<void> {
+  if (ctx.json && o.format !== undefined && o.format !== 'json') throw usage(`--json and --format ${o.format} disagree; give one of them`);
+  if (o.desde !== undefined && o.hasta !== undefined && o.desde > o.hasta) throw usage(`--desde ${o.desde} is after --hasta ${o.hasta}`);
+  const format: Format = ctx.json ? 'json' : (o.format ?? 'table');
+  const key = ctx.key();
+  const client = ctx.client();
+  const fetchPage = async (page: number) => {
+    const b = await client.call<Page>('GET', l.path, { key, query: { ...l.query, page, por_pagina: o.porPagina }, fields: l.fields });
+    return { body: b, records: (b[l.field] ?? []) as R[] };
+  };
+  const term = ctx.term;
+  const stdoutTty = term.io.stdoutIsTTY;
+  const cols = l.csvColumns;
+  const ndjsonOf = (rs: R[]) => rs.map((r) => `${JSON.stringify(r)}\n`).join('');
+  const csvOf = (rs: R[]) => rs.map((r) => csvRecord(cols.map((k) => r[k]))).join('');
+
+  if (!o.all) {
+    const { body: b, records } = await fetchPage(o.page ?? 1);
+    if (format === 'json') printJson(term, b);
+    else if (format === 'ndjson') await write(ctx, ndjsonOf(records));
+    else if (format === 'csv') await write(ctx, csvRecord([...cols]) + csvOf(records));
+    else {
+      printTable(term, l.tableHeaders, records.map((r) => l.tableRow(ctx, r, stdoutTty)));
+      if (stdoutTty && b.total > 0) term.out(term.color.dim(`page ${b.page}/${b.total_paginas}, ${b.total} total`));
+    }
+    return;
+  }
+
+  // --all: page after page until the last one. Newer records arriving meanwhile push older ones
+  // to later pages, so a record seen once is skipped when it shows up again.
+  const streaming = format === 'ndjson' || format === 'csv' || (format === 'table' && !stdoutTty);
+  const collected: R[] = [];
+  const seen = new Set<string | number>();
+  const progress = term.io.stderrIsTTY;
+  // In place when stdout goes elsewhere; one line per page when both share the terminal.
+  const inPlace = progress && !stdoutTty;
+  let shown = false;
+  if (format === 'csv') await write(ctx, csvRecord([...cols]));
+  for (let page = o.page ?? 1; ; page += 1) {
+    const { body: b, records } = await fetchPage(page);
+    if (progress && b.total_paginas > 1) {
+      const line = term.errColor.dim(`page ${page}/${b.total_paginas}`);
+      if (inPlace) term.io.stderr.write(`\r${line}\u001b[K`);
+      else term.err(line);
+      shown = true;
+    }
+    const fresh = records.filter((r) => !seen.has(l.id(r)));
+    for (const r of fresh) seen.add(l.id(r));
+    if (!streaming) collected.push(...fresh);
+    else if (format === 'ndjson') await write(ctx, ndjsonOf(fresh));
+    else if (format === 'csv') await write(ctx, csvOf(fresh));
+    else printTable(term, l.tableHeaders, fresh.map((r) => l.tableRow(ctx, r, false)));
+    if (records.length === 0 || page >= b.total_paginas) break;
+  }
+  if (inPlace && shown) term.io.stderr.write('\r\u001b[K');
+  if (format === 'json') printJson(term, { ok: true, total: collected.length, [l.field]: collected });
+  else if (!streaming) printTable(term, l.tableHeaders, collected.map((r) => l.tableRow(ctx, r, stdoutTty)));
+}

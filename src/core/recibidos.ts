@@ -1,0 +1,143 @@
+import type { ClientPrincipal } from './auth.js';
+import { iso } from './clock.js';
+import type { Core } from './context.js';
+import { listingScope, mediaView, numeroParam, pageFields, type ListingQuery, type MediaView } from './historial.js';
+import type { CelularRow, GatewayEvent, InboxFilter, NewRecibido, RecibidoRow } from './ports.js';
+
+/**
+ * The inbox (docs/design.md §10): incoming messages as they were recorded,
+ * listed like the history (§8): newest first, a page at a time, with the
+ * total; days in the server's zone; a celular credential sees its own line.
+ * Kept for a retention period (`serve --inbox-retention`), then purged.
+ */
+
+export interface RecibidosQuery extends ListingQuery {
+  /** The sender, normalised like a send's recipient. */
+  remitente?: string;
+}
+
+/** U+0000 as U+FFFD: PostgreSQL's text cannot hold it, and a sender may write anything (the event's JSON keeps it escaped). */
+const noNul = (s: string) => s.replace(/\u0000/g, '\uFFFD');
+
+/** The inbox row of an incoming message to `celular`; a gateway time that is no instant (or not whole ms) is taken as `now`'s or rounded. */
+export function newRecibido(celular: CelularRow, e: Extract<GatewayEvent, { type: 'inbound' }>, now: number): NewRecibido {
+  const at = Math.round(e.at);
+  return {
+    cliente_id: celular.cliente_id,
+    celular_id: celular.id,
+    de: noNul(e.de),
+    tipo: noNul(e.tipo),
+    texto: e.texto === null ? null : noNul(e.texto),
+    media: e.media,
+    gateway_msg_id: noNul(e.gatewayMsgId),
+    fecha: Number.isFinite(at) && Math.abs(at) <= 8.64e15 ? at : now,
+  };
+}
+
+/** Media of an incoming message: what the gateway said about it, never its bytes. */
+export interface MediaRecibidaView extends MediaView {
+  /** An audio recorded as a voice note. */
+  ptt?: boolean;
+}
+
+function mediaRecibida(raw: string | null): MediaRecibidaView | null {
+  const m: MediaRecibidaView | null = mediaView(raw);
+  if (m === null) return null;
+  try {
+    const ptt = (JSON.parse(raw!) as { ptt?: unknown }).ptt;
+    if (typeof ptt === 'boolean') m.ptt = ptt;
+  } catch {
+    // mediaView already read it; unparsable is null there.
+  }
+  return m;
+}
+
+export function recibidoView(r: RecibidoRow) {
+  return {
+    id: r.id,
+    celular_id: r.celular_id,
+    de: r.de,
+    tipo: r.tipo,
+    texto: r.texto,
+    media: mediaRecibida(r.media),
+    gateway_msg_id: r.gateway_msg_id,
+    fecha: iso(r.fecha),
+    created_at: iso(r.created_at),
+  };
+}
+
+export type RecibidoView = ReturnType<typeof recibidoView>;
+
+/** Turns the query of recibidos_listar into a store filter, or refuses it with 400/403/404. */
+export async function inboxFilter(core: Core, p: ClientPrincipal, q: RecibidosQuery): Promise<InboxFilter> {
+  const { scope, celular } = await listingScope(core, p, q);
+  const f: InboxFilter = { ...scope };
+  if (q.remitente !== undefined) f.de = numeroParam('remitente', q.remitente, celular);
+  return f;
+}
+
+export async function listRecibidos(core: Core, p: ClientPrincipal, q: RecibidosQuery) {
+  const f = await inboxFilter(core, p, q);
+  const { total, rows } = await core.store.listRecibidos(f);
+  return { ...pageFields(f, total), recibidos: rows.map(recibidoView) };
+}
+
+/** Rows removed per statement, and statements per pass: a pass never holds the store for long. */
+export const PURGE_BATCH = 1000;
+const PURGE_BATCHES_PER_PASS = 100;
+
+/**
+ * The inbox's retention: a pass removes every row recorded more than
+ * `retentionMs` before `core.clock.now()`, oldest first, a batch per
+ * statement through the created_at index; what one pass leaves (more than
+ * PURGE_BATCH x PURGE_BATCHES_PER_PASS rows) the next one takes. Passes run
+ * at start and every `intervalMs`; `retentionMs` 0 keeps everything.
+ * Several nodes of one store purging at once skip each other's rows.
+ */
+export class InboxRetention {
+  private timer: NodeJS.Timeout | undefined;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly core: Core,
+    private readonly opts: { retentionMs: number; intervalMs: number; onError: (err: unknown) => void },
+  ) {}
+
+  get retentionMs(): number {
+    return this.opts.retentionMs;
+  }
+
+  /** One pass now (after any pass in flight); how many rows it removed. */
+  run(): Promise<number> {
+    const pass = this.chain.then(() => this.pass());
+    this.chain = pass.catch(() => undefined);
+    return pass;
+  }
+
+  private async pass(): Promise<number> {
+    if (this.opts.retentionMs <= 0) return 0;
+    const before = this.core.clock.now() - this.opts.retentionMs;
+    let removed = 0;
+    for (let i = 0; i < PURGE_BATCHES_PER_PASS; i += 1) {
+      const n = await this.core.store.purgeRecibidos(before, PURGE_BATCH);
+      removed += n;
+      if (n < PURGE_BATCH) break;
+      // Requests and messages get the store between batches.
+      await new Promise((r) => setImmediate(r));
+    }
+    return removed;
+  }
+
+  start(): void {
+    if (this.opts.retentionMs <= 0 || this.opts.intervalMs <= 0) return;
+    const tick = () => void this.run().catch(this.opts.onError);
+    tick();
+    this.timer = setInterval(tick, this.opts.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.chain;
+  }
+}

@@ -1,0 +1,84 @@
+import type { FastifyInstance } from 'fastify';
+import type { Core } from '../../core/context.js';
+import { POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
+import { listRecibidos, type RecibidosQuery } from '../../core/recibidos.js';
+import { clientAuth, principal, queryOf, success } from '../http.js';
+import { errorResponses, okResponse } from '../schemas/common.js';
+
+const ts = { type: 'string', format: 'date-time' } as const;
+const strOrNull = { type: 'string', nullable: true } as const;
+const day = { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' } as const;
+
+/** One incoming message of the inbox (docs/design.md §10). Only these fields leave the server. */
+const recibidoSchema = {
+  type: 'object',
+  properties: {
+    id: { type: 'integer', description: 'the inbox record\'s id' },
+    celular_id: { type: 'integer', description: 'the line that received it' },
+    de: { type: 'string', description: 'the sender: country code first, digits only; or the gateway\'s contact id (…@lid) when it hides the number' },
+    tipo: { type: 'string', description: 'texto, imagen, video, documento, audio, sticker, or otro for a kind pasarela does not read' },
+    texto: { ...strOrNull, description: 'the text, or the caption of a media message' },
+    media: {
+      type: 'object',
+      nullable: true,
+      description: 'what the gateway said about the media; never its bytes',
+      properties: {
+        url: { type: 'string', description: 'where the gateway serves the file, when it says' },
+        filename: { type: 'string' },
+        mime: { type: 'string' },
+        bytes: { type: 'integer', description: 'size in bytes' },
+        ptt: { type: 'boolean', description: 'an audio recorded as a voice note' },
+      },
+      additionalProperties: false,
+    },
+    gateway_msg_id: strOrNull,
+    fecha: { ...ts, description: 'when the gateway says it was sent' },
+    created_at: { ...ts, description: 'when pasarela recorded it: the order, the date filters and the retention go by this' },
+  },
+  required: ['id', 'celular_id', 'de', 'tipo', 'texto', 'media', 'gateway_msg_id', 'fecha', 'created_at'],
+  additionalProperties: false,
+} as const;
+
+/** GET /api/recibidos_listar.php: the inbox, newest first. */
+export default async function recibidosRoutes(app: FastifyInstance, { core }: { core: Core }) {
+  app.get('/api/recibidos_listar.php', {
+    preValidation: clientAuth(core),
+    schema: {
+      operationId: 'listarRecibidos',
+      tags: ['recibidos'],
+      summary: 'Incoming messages (the inbox), newest first',
+      description:
+        'Every message the lines received, kept for the server\'s retention (serve --inbox-retention). Dates are whole days in the ' +
+        'server\'s time zone (serve --tz) of when pasarela recorded the message; hasta is included. A celular credential sees its own ' +
+        'line only (another line of the client: 403; any other id: 404). remitente is normalised like a send\'s recipient.',
+      security: [{ bearer: [] }],
+      querystring: {
+        type: 'object',
+        properties: {
+          celular_id: { type: 'integer', minimum: 1 },
+          remitente: { type: 'string', minLength: 1, maxLength: 32, description: 'only messages from this number' },
+          desde: { ...day, description: 'first day (YYYY-MM-DD), included' },
+          hasta: { ...day, description: 'last day (YYYY-MM-DD), included' },
+          page: { type: 'integer', minimum: 1, default: 1 },
+          por_pagina: { type: 'integer', minimum: 1, maximum: POR_PAGINA_MAX, default: POR_PAGINA_DEFAULT },
+          key: { type: 'string', description: 'credential, when no Authorization header is sent' },
+        },
+      },
+      response: {
+        200: okResponse({
+          page: { type: 'integer' },
+          por_pagina: { type: 'integer' },
+          total: { type: 'integer', description: 'records matching the filters' },
+          total_paginas: { type: 'integer', description: '0 when nothing matches' },
+          recibidos: { type: 'array', items: recibidoSchema },
+        }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req) => {
+      const p = principal(req);
+      const { key: _k, ...q } = queryOf(req) as RecibidosQuery & { key?: unknown };
+      return success(await listRecibidos(core, p, q), { saldo: p.kind === 'celular' ? p.celular.saldo_actual : null });
+    },
+  });
+}

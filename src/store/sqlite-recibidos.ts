@@ -1,0 +1,42 @@
+import type Database from 'better-sqlite3';
+import { stmt } from './statements.js';
+import type { InboxFilter, NewRecibido, RecibidoRow } from '../core/ports.js';
+
+/**
+ * The inbox in SQLite (docs/design.md §10). Every filter of a page is an
+ * equality prefix of an index that ends with created_at (migration 14), whose
+ * entries end with the rowid: the page is read in order from the index and
+ * its total counted over the same index range (covered), never over the table.
+ */
+type DB = Database.Database;
+
+/** Keeps one incoming message; called inside journalInbound's transaction. */
+export function insertRecibido(db: DB, r: NewRecibido, now: number): void {
+  stmt(
+    db,
+    `INSERT INTO recibidos (cliente_id, celular_id, de, tipo, texto, media, gateway_msg_id, fecha, created_at)
+     VALUES (@cliente_id, @celular_id, @de, @tipo, @texto, @media, @gateway_msg_id, @fecha, @now)`,
+  ).run({ ...r, media: r.media ? JSON.stringify(r.media) : null, now });
+}
+
+export function listRecibidos(db: DB, f: InboxFilter): { total: number; rows: RecibidoRow[] } {
+  const where: string[] = ['cliente_id = @cliente_id'];
+  if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
+  if (f.de !== undefined) where.push('de = @de');
+  if (f.desde !== undefined) where.push('created_at >= @desde');
+  if (f.hasta !== undefined) where.push('created_at < @hasta');
+  const sql = where.join(' AND ');
+  // Named, not left to the planner: without ANALYZE statistics it takes a date range on
+  // (cliente_id, created_at) for narrower than the line's or the sender's equality, and would
+  // then read every message of the client in those days.
+  const index = `recibidos_cliente${f.celular_id !== undefined ? '_celular' : ''}${f.de !== undefined ? '_de' : ''}_fecha`;
+  const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
+  const { total } = stmt(db, `SELECT COUNT(*) AS total FROM recibidos INDEXED BY ${index} WHERE ${sql}`).get(params) as { total: number };
+  const rows = stmt(db, `SELECT * FROM recibidos INDEXED BY ${index} WHERE ${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all(params) as RecibidoRow[];
+  return { total, rows };
+}
+
+/** The oldest rows created before `before`, at most `limit`, through the created_at index. */
+export function purgeRecibidos(db: DB, before: number, limit: number): number {
+  return stmt(db, 'DELETE FROM recibidos WHERE id IN (SELECT id FROM recibidos WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(before, limit).changes;
+}
