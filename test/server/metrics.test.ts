@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import type { MessageStatusBusEvent } from '../../src/core/events.js';
@@ -37,6 +38,13 @@ function parse(text: string): Sample[] {
   }
   return out;
 }
+
+/** The metric families a scrape declares (`# TYPE name type`), with their types. */
+function families(text: string): Map<string, string> {
+  return new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+}
+
+const doc = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
 class Scrape {
   constructor(readonly samples: Sample[]) {}
@@ -238,6 +246,29 @@ describe('GET /metrics on one SQLite node', () => {
     expect(moved(before, now, 'pasarela_lines', { estado: 'desconectado', session: 'logged_out' })).toBe(1);
     expect(moved(before, now, 'pasarela_lines', { estado: 'activo', session: 'connected' })).toBe(0);
     expect(moved(before, now, 'pasarela_session_changes_total', { status: 'logged_out' })).toBe(1);
+  });
+
+  it('docs/metrics.md documents every pasarela_ family with its type; the Grafana dashboard queries only metrics that exist', async () => {
+    const text = (await api(s.url, 'GET', '/metrics', { key: s.adminToken })).text;
+    const declared = [...families(text)].filter(([name]) => name.startsWith('pasarela_'));
+    expect(declared.length).toBe(17);
+    const reference = doc('docs/metrics.md');
+    for (const [name, type] of declared) expect(reference, name).toMatch(new RegExp(`^\\| \`${name}\` \\| ${type}`, 'm'));
+
+    const dashboard = JSON.parse(doc('docs/grafana-dashboard.json'));
+    expect(dashboard.__inputs).toEqual([expect.objectContaining({ name: 'DS_PROMETHEUS', type: 'datasource', pluginId: 'prometheus' })]);
+    const panels = dashboard.panels.filter((p: { type: string }) => p.type !== 'row');
+    expect(panels.length).toBeGreaterThan(10);
+    const exprs: string[] = panels.flatMap((p: { datasource: { uid: string }; targets: Array<{ expr: string }> }) => {
+      expect(p.datasource.uid).toBe('${DS_PROMETHEUS}');
+      return p.targets.map((t) => t.expr);
+    });
+    const names = new Set(declared.map(([name]) => name));
+    for (const used of new Set(exprs.flatMap((e) => e.match(/\bpasarela_\w+/g) ?? []))) {
+      expect(names.has(used.replace(/_(bucket|count|sum)$/, '')), used).toBe(true);
+    }
+    // Store gauges are the store's: never summed across nodes.
+    for (const e of exprs) expect(e).not.toMatch(/sum\((?:rate\()?pasarela_(queue|webhook_backlog|lines)/);
   });
 
   it('--metrics-listen serves /metrics without credentials, the same registry, and nothing else', async () => {
