@@ -156,9 +156,11 @@ describe('GET /metrics on one SQLite node', () => {
     expect(d('pasarela_sends_finished_total')).toBe(5);
     expect(d('pasarela_message_receipts_total', { estado: 'leido' })).toBe(4);
     expect(d('pasarela_message_receipts_total', { tipo: 'texto', modo: 'cola', estado: 'leido' })).toBe(2);
-    // A delivery receipt that beat the send's own record lands with it (pendiente -> entregado): counted all the same.
-    expect(d('pasarela_message_receipts_total', { estado: 'entregado' })).toBe(events.filter((e) => e.estado === 'entregado').length);
-    expect(events.filter((e) => e.estado === 'entregado')).toHaveLength(4);
+    // One per entregado on the bus, whether it came after the send's record or landed with it (pendiente -> entregado);
+    // receipts that both beat the record land as one change to leido, so the bus, not the count of messages, says how many.
+    const entregados = events.filter((e) => e.estado === 'entregado').length;
+    expect(entregados).toBeGreaterThanOrEqual(1);
+    expect(d('pasarela_message_receipts_total', { estado: 'entregado' })).toBe(entregados);
 
     expect(d('pasarela_gateway_calls_total', { operation: 'send', outcome: 'ok' })).toBe(4);
     expect(d('pasarela_gateway_calls_total', { operation: 'send', outcome: 'permanent' })).toBe(1);
