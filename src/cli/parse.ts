@@ -28,6 +28,15 @@ export function idArg(value: string, name = 'id'): number {
   }
 }
 
+/** HOST:PORT, [IPv6]:PORT or :PORT (every address), as `--metrics-listen` takes it; empty for none. */
+export function hostPort(value: string): { host: string; port: number } | null {
+  if (value.trim() === '') return null;
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:[\]]*)):([0-9]{1,5})$/.exec(value.trim());
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new InvalidArgumentError('expected HOST:PORT, [IPv6]:PORT or :PORT (port 0 to 65535)');
+  return { host: m[1] ?? (m[2] || '0.0.0.0'), port };
+}
+
 /** A URL of one of `protocols` with a host. A refusal never echoes the URL's password. */
 export function serviceUrl(flag: string, v: string, protocols: RegExp, expected: string): string {
   const t = v.trim();

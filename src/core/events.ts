@@ -29,6 +29,14 @@ export interface MessageStatusEvent {
   fecha: string;
 }
 
+/**
+ * What the bus carries for a `message.status`: its data plus the message's
+ * modo, for metrics. Webhooks deliver the journal's copy (event-data.ts), which keeps §6's shape.
+ */
+export interface MessageStatusBusEvent extends MessageStatusEvent {
+  modo: string;
+}
+
 export interface MessagesReceivedEvent {
   celular_id: number;
   cliente_id: number;
@@ -63,7 +71,7 @@ export interface WebhookAttemptEvent {
 export interface BusEvents {
   'webhook.attempt': WebhookAttemptEvent;
   'session.status': SessionStatusEvent;
-  'message.status': MessageStatusEvent;
+  'message.status': MessageStatusBusEvent;
   'messages.received': MessagesReceivedEvent;
 }
 

@@ -146,6 +146,13 @@ export type InsertCelularResult =
   | { ok: true; celular: CelularRow }
   | { ok: false; reason: 'taken' | 'cap' | 'cliente' };
 
+/** Lines of one estado and last known session status (metrics). */
+export interface LineCount {
+  estado: CelularEstado;
+  last_status: string | null;
+  n: number;
+}
+
 export interface MessageStats {
   consumo_mes: number;
   mensajes_30d: number;
@@ -446,6 +453,9 @@ export interface AccountsStore {
 
   audit(entry: AuditEntry, now: number): Promise<void>;
   listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]>;
+
+  /** Metrics: how many lines there are of each estado and last known session status (null: never known). */
+  lineCounts(): Promise<LineCount[]>;
 }
 
 /** The gateway servers lines are spread over (core/gateway-servers.ts holds the rules). */
@@ -526,6 +536,11 @@ export interface MessagesStore {
   /** The media references (`payload.file`) pending messages still need; every other accepted media may go. */
   pendingFiles(): Promise<string[]>;
   listMensajes(filter: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }>;
+  /**
+   * Metrics: how many queued messages are pending, and when the oldest of
+   * them was accepted (null: none). Its cost follows the queue, never the history.
+   */
+  queueDepth(): Promise<{ pending: number; oldest_at: number | null }>;
 
   /** Journals an event that has no state change of its own. */
   journalEvent(ev: JournalEvent): Promise<void>;
@@ -577,6 +592,8 @@ export interface WebhooksStore {
     now: number,
   ): Promise<void>;
   listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
+  /** Metrics: the outbox's pending deliveries, and how many of them are due by `now` (the rest wait for a retry). */
+  outboxDepth(now: number): Promise<{ pending: number; due: number }>;
   /** Makes a delivery pending again, due now (same id); false when it is not this client's. */
   redeliver(clienteId: number, id: string, now: number): Promise<boolean>;
   /** Deactivates a client's configuration (a receiver answered 410 Gone). */

@@ -25,6 +25,8 @@ import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
 import { REQUEST_LIMITS, type RequestLimits } from './defaults.js';
 import { installRequestIds, OneLineRequestLog, refusedRequestId, requestIdOf, unroutedReply } from './request-log.js';
+import type { Metrics } from './metrics/metrics.js';
+import { installMetrics } from './metrics/routes.js';
 
 export interface AppOptions {
   core: Core;
@@ -38,6 +40,8 @@ export interface AppOptions {
   health?: LineHealth;
   /** Timeouts and unauthenticated-body bounds; REQUEST_LIMITS by default. */
   limits?: RequestLimits;
+  /** Prometheus metrics: every response timed, and GET /metrics for the operator (src/server/metrics/). */
+  metrics?: Metrics;
 }
 
 /** Query parameters whose values are credentials; masked wherever a URL is logged. */
@@ -144,6 +148,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   installErrorHandling(app);
   installTextParsers(app);
   for (const s of sharedSchemas) app.addSchema(s);
+  if (opts.metrics) installMetrics(app, core, opts.metrics);
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

@@ -31,6 +31,10 @@ import { NodePresence } from '../core/node-presence.js';
 import { sharedSettings } from '../core/shared-settings.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { LISTEN_LEASE_MS } from '../webhooks/listeners.js';
+import { Metrics, STORE_CACHE_MS } from './metrics/metrics.js';
+import { countBusEvents } from './metrics/bus.js';
+import { countGatewayCalls } from './metrics/gateway.js';
+import { listenMetrics, type MetricsListener } from './metrics/listener.js';
 
 export interface ServeOptions {
   host: string;
@@ -95,6 +99,10 @@ export interface ServeOptions {
   /** A Redis command not answered within this falls back to memory (500 ms by default); and how often a lost Redis is pinged. */
   countersTimeoutMs?: number;
   countersProbeMs?: number;
+  /** `--metrics-listen`: /metrics without credentials on an address of its own. */
+  metricsListen?: { host: string; port: number };
+  /** How long the store gauges of /metrics are reused (STORE_CACHE_MS); tests read the store on every scrape. */
+  metricsCacheMs?: number;
 }
 
 export { SERVE_DEFAULTS };
@@ -116,6 +124,8 @@ export interface RunningServer {
   storeSource: string;
   /** Where the counters live, for the banner: "memory (this process)" or the Redis URL (password hidden) and key prefix. */
   countersSource: string;
+  /** The `--metrics-listen` listener's URL (http://HOST:PORT/metrics); null without one. */
+  metricsUrl: string | null;
   /**
    * The first step of a graceful stop: /ready answers 503 (draining, with
    * `reason`) from now on, while everything else still serves. `serve`
@@ -235,17 +245,25 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       http.callbackUrl = shared.callbackUrl;
       tz = shared.tz;
     }
-    const gateway = await createGateway(opts.gateway, store, clock, {
+    const metrics = new Metrics({
+      store,
+      clock,
+      storeCacheMs: opts.metricsCacheMs ?? STORE_CACHE_MS,
+      info: { store: store.dialect, gateway: opts.gateway },
+      onError: (err) => app0.log?.warn({ err }, 'the store gauges of /metrics could not be read: they keep their last values'),
+    });
+    const gateway = countGatewayCalls(await createGateway(opts.gateway, store, clock, {
       sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
       http,
       // A fetch is part of a send: it gets the send's time.
       media: { tmp, allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
       gatewayFetchesMedia: opts.gatewayFetchesMedia ?? false,
-    });
+    }), metrics);
     // `--gateway-url` is the server named `default`; lines without a server are on it.
     const servers = gateway.onServer && opts.gatewayUrl ? await registerDefaultServer(store, opts.gateway, opts.gatewayUrl.replace(/\/+$/, ''), opts.gatewayKey ?? '', clock.now()) : undefined;
     const logger = loggerOptions(opts.logLevel, opts.logFormat === 'pretty' ? prettyStream(opts.logStream ?? process.stdout, { color: opts.logColor ?? false }) : opts.logStream);
     const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
+    countBusEvents(bus, metrics);
     const memory = new MemoryCounters(clock);
     let counters: Counters = memory;
     let countersSource = 'memory (this process)';
@@ -313,6 +331,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       webhooks,
       health,
       limits: { ...REQUEST_LIMITS, ...opts.limits },
+      metrics,
     });
     app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
@@ -346,6 +365,16 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     });
     inbox.start();
     undo.push(() => inbox.stop());
+    // Before the API's listener: a refused address stops the start with nothing listening.
+    let metricsListener: MetricsListener | undefined;
+    if (opts.metricsListen) {
+      const { host: mHost, port: mPort } = opts.metricsListen;
+      metricsListener = await listenMetrics(metrics, mHost, mPort, (err) => app.log.error({ err }, 'metrics scrape failed')).catch((err: unknown) => {
+        throw new Error(`--metrics-listen ${mHost}:${mPort}: ${err instanceof Error ? err.message : String(err)}`);
+      });
+      const ml = metricsListener;
+      undo.push(() => ml.close());
+    }
     await app.listen({ host: opts.host, port: opts.port });
     const addr = app.server.address();
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
@@ -365,6 +394,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       schemaVersion: opened.schemaVersion,
       storeSource: opened.source,
       countersSource,
+      metricsUrl: metricsListener?.url ?? null,
       drain: (reason) => app.markDraining(reason),
       close: () =>
         (closed ??= (async () => {
@@ -372,6 +402,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
           app.markDraining('the node is stopping');
           app.markClosing();
           await app.close();
+          await metricsListener?.close();
           await worker.stop();
           await recovery.stop();
           await inbox.stop();
@@ -402,6 +433,7 @@ export function banner(s: RunningServer, gateway: string): string {
     ...(s.callbackUrl ? [`  gateway events   ${s.callbackUrl}/gateway/${gateway}/<instance>`] : []),
     `  counters         ${s.countersSource}${/unreachable/.test(s.core.counters.backend()) ? ' - UNREACHABLE: counting in this process\'s memory until it answers' : ''}`,
     `  operator token   ${s.adminTokenSource}`,
+    `  metrics          ${s.url}/metrics (operator token)${s.metricsUrl ? `, ${s.metricsUrl} (no credentials)` : ''}`,
     `  API reference    ${s.url}/docs (the page), ${s.url}/openapi.json (OpenAPI 3)`,
   ];
   if (s.core.gateway.simulated) {

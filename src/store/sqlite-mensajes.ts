@@ -246,6 +246,28 @@ export function queueHeads(db: DB): MensajeRow[] {
   ).all() as MensajeRow[];
 }
 
+/**
+ * The queue's size and age (metrics): a count over the partial queue index,
+ * which holds pending queued messages only, and the oldest of the lines'
+ * heads, found as queueHeads finds them (a head is its line's first by rowid).
+ */
+export function queueDepth(db: DB): { pending: number; oldest_at: number | null } {
+  const { n } = stmt(db, "SELECT COUNT(*) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'").get() as { n: number };
+  if (n === 0) return { pending: 0, oldest_at: null };
+  const { t } = stmt(
+    db,
+    `WITH RECURSIVE lineas(id) AS (
+       SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
+       UNION ALL
+       SELECT (SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > lineas.id)
+       FROM lineas WHERE lineas.id IS NOT NULL
+     )
+     SELECT MIN((SELECT created_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id ORDER BY rowid LIMIT 1)) AS t
+     FROM lineas WHERE lineas.id IS NOT NULL`,
+  ).get() as { t: number | null };
+  return { pending: n, oldest_at: t };
+}
+
 /** Claims a queued message and its send slot together, so a direct send racing it cannot pass a cap with it. */
 export function claimQueued(db: DB, msgId: string, slot: SlotClaim, now: number): ClaimResult {
   return immediate(db, (): ClaimResult => {

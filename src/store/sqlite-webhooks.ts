@@ -118,6 +118,14 @@ export function entregaQueues(db: DB): Array<{ cliente_id: number; next_at: numb
   }>;
 }
 
+/** The outbox's backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
+export function outboxDepth(db: DB, now: number): { pending: number; due: number } {
+  return stmt(db, "SELECT COUNT(*) AS pending, COALESCE(SUM(proximo_intento_at <= ?), 0) AS due FROM webhook_entregas WHERE estado = 'pendiente'").get(now) as {
+    pending: number;
+    due: number;
+  };
+}
+
 export function recordAttempt(
   db: DB,
   id: string,

@@ -3,6 +3,7 @@ import { chmodSync, existsSync } from 'node:fs';
 import type {
   StoreWriteHealth,
   Linea,
+  LineCount,
   ReceiptEstado,
   ReceiptOutcome,
   AuditEntry,
@@ -222,6 +223,11 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
   }
 
+  /** One row per line: a table of phone lines, never of messages, read at most once per metrics cache period. */
+  async lineCounts(): Promise<LineCount[]> {
+    return stmt(this.db, 'SELECT estado, last_status, COUNT(*) AS n FROM celulares GROUP BY estado, last_status').all() as LineCount[];
+  }
+
   async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
     const cols = onlyColumns(patch, CELULAR_COLUMNS);
     const write = () => {
@@ -391,6 +397,10 @@ export class SqliteStore implements Store {
     return grouped(this.db, () => inbox.purgeRecibidos(this.db, before, limit));
   }
 
+  async queueDepth(): Promise<{ pending: number; oldest_at: number | null }> {
+    return msgs.queueDepth(this.db);
+  }
+
   async queueHeads(): Promise<MensajeRow[]> {
     return msgs.queueHeads(this.db);
   }
@@ -457,6 +467,10 @@ export class SqliteStore implements Store {
 
   async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
     return hooks.nextEntregaAt(this.db, clienteId, after);
+  }
+
+  async outboxDepth(now: number): Promise<{ pending: number; due: number }> {
+    return hooks.outboxDepth(this.db, now);
   }
 
   async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {

@@ -52,6 +52,24 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.getCelularByInstancia('pasarela-1'))?.id).toBe(cel.celular.id);
     });
 
+    it('counts lines by estado and last known session status (metrics)', async () => {
+      expect(await ctx.store.lineCounts()).toEqual([]);
+      const c = await newCliente();
+      const ids: number[] = [];
+      for (const n of ['525512345671', '525512345672', '525512345673']) {
+        const r = await ctx.store.insertCelular(celular(c.id, n), 1000);
+        if (!r.ok) throw new Error('insert');
+        ids.push(r.celular.id);
+      }
+      await ctx.store.updateCelular(ids[0]!, { estado: 'activo', last_status: 'connected' }, 1001);
+      await ctx.store.updateCelular(ids[1]!, { estado: 'activo', last_status: 'connected' }, 1001);
+      const order = (x: { estado: string; last_status: string | null }) => `${x.estado}/${x.last_status}`;
+      expect((await ctx.store.lineCounts()).sort((x, y) => order(x).localeCompare(order(y)))).toEqual([
+        { estado: 'activo', last_status: 'connected', n: 2 },
+        { estado: 'desconectado', last_status: null, n: 1 },
+      ]);
+    });
+
     it('keeps data and applies no migration twice on reopen', async () => {
       const c = await newCliente();
       await ctx.store.kvSet('ns', 'k', { a: 1 });

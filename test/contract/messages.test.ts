@@ -143,6 +143,27 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.queueHeads()).map((m) => m.msg_id)).toEqual([a1.msg_id]);
     });
 
+    it('queue depth (metrics): pending queued messages and when the oldest was accepted; direct and ended ones do not count', async () => {
+      const { a, ofA, ofB } = await twoLines();
+      expect(await ctx.store.queueDepth()).toEqual({ pending: 0, oldest_at: null });
+      const d1 = ofA('directo');
+      const b1 = { ...ofB(), msg_id: '00000000-0000-4000-8000-0000000000b1' };
+      const a1 = ofA();
+      const a2 = ofA();
+      expect((await accept(d1, 1000, a)).ok).toBe(true);
+      for (const [m, t] of [[b1, 1500], [a1, 2000], [a2, 2500]] as const) expect((await accept(m, t)).ok).toBe(true);
+      expect(await ctx.store.queueDepth()).toEqual({ pending: 3, oldest_at: 1500 });
+      // Claimed is still pending; sent is not.
+      expect(await ctx.store.claimQueued(b1.msg_id, slotClaim(a, 3000, 60_000), 3000)).toEqual({ ok: true });
+      expect(await ctx.store.queueDepth()).toEqual({ pending: 3, oldest_at: 1500 });
+      await ctx.store.markSent(b1.msg_id, 'G-b1', 3001);
+      expect(await ctx.store.queueDepth()).toEqual({ pending: 2, oldest_at: 2000 });
+      await ctx.store.failMensaje(a1.msg_id, 'x', 3002);
+      expect(await ctx.store.queueDepth()).toEqual({ pending: 1, oldest_at: 2500 });
+      await ctx.store.failMensaje(a2.msg_id, 'x', 3003);
+      expect(await ctx.store.queueDepth()).toEqual({ pending: 0, oldest_at: null });
+    });
+
     it('stranded direct sends: pending direct messages whose slot ended, oldest first; a queued one never is', async () => {
       const { a, ofA } = await twoLines();
       const d1 = ofA('directo');

@@ -80,12 +80,17 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.dueEntregas(c.id, 100, 10)).map((e) => e.id)).toEqual(['e1']);
       expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual(['e1', 'e2']);
 
+      expect(await ctx.store.outboxDepth(120)).toEqual({ pending: 3, due: 2 });
       await ctx.store.recordAttempt('e1', { status: 500, duracion_ms: 12, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 5000 }, 200);
       expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual(['e2']);
+      // Metrics: e1 waits for its retry; e2 and o1 are due.
+      expect(await ctx.store.outboxDepth(200)).toEqual({ pending: 3, due: 2 });
+      expect(await ctx.store.outboxDepth(5000)).toEqual({ pending: 3, due: 3 });
       expect(await ctx.store.nextEntregaAt(c.id, 200)).toBe(5000);
       await ctx.store.recordAttempt('e2', { status: 200, duracion_ms: 8, error: null }, { estado: 'entregado' }, 210);
       await ctx.store.recordAttempt('e1', { status: 410, duracion_ms: 9, error: 'HTTP 410' }, { estado: 'fallido' }, 5000);
       expect(await ctx.store.dueEntregas(c.id, 10_000, 10)).toEqual([]);
+      expect(await ctx.store.outboxDepth(10_000)).toEqual({ pending: 1, due: 1 });
 
       const list = await ctx.store.listEntregas(c.id, 10);
       const e1 = list.find((e) => e.id === 'e1')!;

@@ -140,7 +140,7 @@ describe('the rules, on a bus of their own', () => {
 
   it('messages: only the change into error is logged', () => {
     const { bus, lines } = setup();
-    const m = { msg_id: 'm1', celular_id: 3, cliente_id: 1, destinatario: '5215512345678', tipo: 'texto', gateway_msg_id: null, fecha: '' };
+    const m = { msg_id: 'm1', celular_id: 3, cliente_id: 1, destinatario: '5215512345678', tipo: 'texto', modo: 'cola' as const, gateway_msg_id: null, fecha: '' };
     bus.publish('message.status', { ...m, estado: 'enviado', estado_anterior: 'pendiente', error: null });
     bus.publish('message.status', { ...m, estado: 'error', estado_anterior: 'enviado', error: 'jid 5215512345678@s.whatsapp.net not found' });
     bus.publish('message.status', { ...m, estado: 'error', estado_anterior: 'error', error: 'again' });

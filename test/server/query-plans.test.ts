@@ -24,6 +24,9 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
   { sql: /^SELECT version FROM schema_migrations|^SELECT MAX\(version\)/, why: 'start-up: a handful of rows' },
   { sql: /^UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE/, why: 'start-up: releases claims through the partial index of pending queued messages' },
   { sql: /^SELECT cliente_id, MIN\(proximo_intento_at\) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id$/, why: 'start-up: when each client next has a delivery due, from the partial index of pending deliveries' },
+  { sql: /^SELECT COUNT\(\*\) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'$/, why: 'metrics, at most once per cache period: the queue\'s depth, counted in the partial index of pending queued messages (the queue, never the history)' },
+  { sql: /^SELECT COUNT\(\*\) AS pending, COALESCE\(SUM\(proximo_intento_at <= \?\), 0\) AS due FROM webhook_entregas WHERE estado = 'pendiente'$/, why: 'metrics, at most once per cache period: the outbox backlog, counted in the partial index of pending deliveries' },
+  { sql: /^SELECT estado, last_status, COUNT\(\*\) AS n FROM celulares GROUP BY estado, last_status$/, why: 'metrics, at most once per cache period: lines by estado and session, a row per phone line (never a message)' },
 ];
 
 const prepared = new Set<string>();
@@ -174,6 +177,13 @@ it('serves every per-request and per-message path with an index, on a store with
   await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: b.celularId, de: '525598773334', texto: 'hola escucha' } });
   await waitFor(() => receiver.hits.some((h) => h.path === '/escucha' && h.headers['x-service-event'] === 'messages.received'), 'a listener copy', 15_000);
   await api(s.url, 'DELETE', `/api/webhook_escuchas.php?id=${esc.body.escucha.id}`, { key: b.clientKey });
+  // A scrape, with a message still queued (its line outside its hours): the store gauges' statements.
+  const away = `${String((new Date().getHours() + 12) % 24).padStart(2, '0')}:00`;
+  await api(s.url, 'POST', `/api/celular_editar.php?id=${b.celularId}`, { key: b.clientKey, json: { hora_inicio_permitido: away, hora_fin_permitido: away } });
+  await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(50), celular_id: b.celularId } });
+  const metrics = await api(s.url, 'GET', '/metrics', { key: s.adminToken });
+  expect(metrics.status).toBe(200);
+  expect(metrics.text).toMatch(/^pasarela_queue_pending [1-9]/m);
 
   const db = (s.core.store as SqliteStore).db;
   const scans: string[] = [];

@@ -3,7 +3,7 @@ import { defaultDataDir } from '../../paths.js';
 import { REQUEST_LIMITS, SERVE_DEFAULTS } from '../../server/defaults.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { IO } from '../io.js';
-import { int, wordOrUrl } from '../parse.js';
+import { hostPort, int, wordOrUrl } from '../parse.js';
 import { duration, msRange } from '../duration.js';
 import { isValidTz } from '../../core/hours.js';
 import { GATEWAYS } from '../../gateways/index.js';
@@ -64,6 +64,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--counters <where>', 'where duplicate protection and the auth throttle count: memory (this process) or redis://[:PASSWORD@]HOST:PORT[/DB] shared by every node').env('PASARELA_COUNTERS').default('memory'))
     .addOption(new Option('--counters-prefix <prefix>', 'redis: put before every key (installations sharing one Redis need different ones)').env('PASARELA_COUNTERS_PREFIX').default('pasarela:'))
     .addOption(new Option('--drain-delay <duration>', 'on SIGTERM/SIGINT, how long /ready answers 503 (draining) while requests are still served, before the listener closes').env('PASARELA_DRAIN_DELAY').default(SERVE_DEFAULTS.drainDelayMs, '0s').argParser(duration))
+    .addOption(new Option('--metrics-listen <host:port>', 'also serve /metrics, without credentials, on this address of its own (a private interface Prometheus scrapes); on the API port it needs the operator token').env('PASARELA_METRICS_LISTEN').argParser(hostPort))
     .addOption(new Option('--log-level <level>', 'log level').env('PASARELA_LOG_LEVEL').default(SERVE_DEFAULTS.logLevel).choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(new Option('--log-format <format>', 'log lines: pretty (readable) or json (one object a line); default: pretty when stdout is a terminal, json otherwise').env('PASARELA_LOG_FORMAT').choices([...LOG_FORMATS]))
     .addOption(new Option('--trust-proxy', 'take client addresses from X-Forwarded-For (behind a reverse proxy)'))
@@ -156,6 +157,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           store,
           counters,
           countersPrefix,
+          metricsListen: (o.metricsListen as { host: string; port: number } | null | undefined) ?? undefined,
           limits: {
             headerTimeoutMs: Number(o.headerTimeout),
             bodyTimeoutMs: Number(o.bodyTimeout),

@@ -313,6 +313,26 @@ export async function queueHeads(db: Db): Promise<MensajeRow[]> {
 }
 
 /**
+ * The queue's size and age (metrics): a count over the partial queue index,
+ * which holds pending queued messages only, and the oldest of the lines'
+ * heads, found as queueHeads finds them.
+ */
+export async function queueDepth(db: Db): Promise<{ pending: number; oldest_at: number | null }> {
+  const [r] = await db.q<{ pending: number; oldest_at: number | null }>(
+    `WITH RECURSIVE lineas(id) AS (
+       (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY celular_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
+       FROM lineas l WHERE l.id IS NOT NULL
+     )
+     SELECT (SELECT COUNT(*) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola') AS pending,
+            MIN((SELECT created_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1)) AS oldest_at
+     FROM lineas l WHERE l.id IS NOT NULL`,
+  );
+  return { pending: r?.pending ?? 0, oldest_at: r?.oldest_at ?? null };
+}
+
+/**
  * Claims a queued message and its send slot together. The line's row lock is
  * what every slot taker holds while it counts, so a direct send or another
  * node's claim cannot pass a cap with this one; the message is then locked

@@ -28,6 +28,7 @@ import type {
   JournalEvent,
   LeaseAnswer,
   Linea,
+  LineCount,
   MensajeRow,
   MessageStats,
   NewCelular,
@@ -179,6 +180,11 @@ export class PgStore implements Store {
       [afterId, limit],
     );
     return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
+  }
+
+  /** One row per line: a table of phone lines, never of messages, read at most once per metrics cache period. */
+  async lineCounts(): Promise<LineCount[]> {
+    return this.db.q<LineCount>('SELECT estado, last_status, COUNT(*) AS n FROM celulares GROUP BY estado, last_status');
   }
 
   async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
@@ -344,6 +350,10 @@ export class PgStore implements Store {
     return inbox.purgeRecibidos(this.db, before, limit);
   }
 
+  async queueDepth(): Promise<{ pending: number; oldest_at: number | null }> {
+    return msgs.queueDepth(this.db);
+  }
+
   async queueHeads(): Promise<MensajeRow[]> {
     return msgs.queueHeads(this.db);
   }
@@ -410,6 +420,10 @@ export class PgStore implements Store {
 
   async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
     return hooks.nextEntregaAt(this.db, clienteId, after);
+  }
+
+  async outboxDepth(now: number): Promise<{ pending: number; due: number }> {
+    return hooks.outboxDepth(this.db, now);
   }
 
   async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {

@@ -108,6 +108,15 @@ export async function entregaQueues(db: Db): Promise<Array<{ cliente_id: number;
   return db.q("SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id");
 }
 
+/** The outbox's backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
+export async function outboxDepth(db: Db, now: number): Promise<{ pending: number; due: number }> {
+  const [r] = await db.q<{ pending: number; due: number }>(
+    "SELECT COUNT(*) AS pending, COUNT(*) FILTER (WHERE proximo_intento_at <= $1) AS due FROM webhook_entregas WHERE estado = 'pendiente'",
+    [now],
+  );
+  return { pending: r?.pending ?? 0, due: r?.due ?? 0 };
+}
+
 /** The attempt number is the delivery's count after its own increment, taken under the delivery's row lock. */
 export async function recordAttempt(
   db: Db,

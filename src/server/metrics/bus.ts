@@ -1,0 +1,36 @@
+import type { EventBus } from '../../core/events.js';
+import type { Metrics } from './metrics.js';
+
+/**
+ * Counts what the core publishes on the bus: sends accepted (a message.status
+ * with no estado_anterior), sends finished (leaving pendiente: enviado, or
+ * error), receipts (a sent message moving on), incoming messages, session
+ * changes and webhook attempts. Returns the unsubscribe.
+ */
+export function countBusEvents(bus: EventBus, m: Metrics): () => void {
+  const off = [
+    bus.subscribe('message.status', (e) => {
+      if (e.estado_anterior === null) {
+        m.sendsAccepted.inc({ tipo: e.tipo, modo: e.modo });
+        return;
+      }
+      if (e.estado_anterior === 'pendiente') {
+        m.sendsFinished.inc({ tipo: e.tipo, modo: e.modo, estado: e.estado === 'error' ? 'error' : 'enviado' });
+        // A receipt parked before the send was recorded lands with it (pendiente -> entregado or leido): a receipt too.
+        if (e.estado === 'entregado' || e.estado === 'leido') m.receipts.inc({ tipo: e.tipo, modo: e.modo, estado: e.estado });
+        return;
+      }
+      m.receipts.inc({ tipo: e.tipo, modo: e.modo, estado: e.estado });
+    }),
+    bus.subscribe('messages.received', (e) => m.received.inc({ tipo: m.inboundTipo(e.tipo) })),
+    bus.subscribe('session.status', (e) => m.sessionChanges.inc({ status: e.status })),
+    bus.subscribe('webhook.attempt', (e) => {
+      m.webhookAttempts.inc({ estado: e.estado });
+      m.webhookAttemptDuration.observe(e.duracion_ms / 1000);
+      if (e.estado === 'entregado') m.webhookDeliveryLatency.observe(e.edad_ms / 1000);
+    }),
+  ];
+  return () => {
+    for (const o of off) o();
+  };
+}

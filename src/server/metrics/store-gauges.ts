@@ -1,0 +1,59 @@
+import type { Clock } from '../../core/clock.js';
+import { SESSION_STATUSES, type Store } from '../../core/ports.js';
+
+const SESSIONS: ReadonlySet<string> = new Set(SESSION_STATUSES);
+
+/**
+ * The gauges read from the store at scrape time: the queue, the webhook
+ * outbox, the lines. Read at most once per `cacheMs` and never twice at
+ * once, so a scrape storm (or many Prometheus servers) cannot load the
+ * store; a failed read keeps the last values and says so (`up`).
+ */
+export class StoreGauges {
+  queue = { pending: 0, oldestAgeSeconds: 0 };
+  outbox = { pending: 0, due: 0 };
+  /** estado -> session status -> lines. */
+  lines = new Map<string, Map<string, number>>();
+  up = false;
+  private readAt = -Infinity;
+  private reading: Promise<void> | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly cacheMs: number,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  refresh(): Promise<void> {
+    if (this.reading) return this.reading;
+    if (performance.now() - this.readAt < this.cacheMs) return Promise.resolve();
+    this.reading = this.read().finally(() => {
+      this.readAt = performance.now();
+      this.reading = null;
+    });
+    return this.reading;
+  }
+
+  private async read(): Promise<void> {
+    try {
+      const now = this.clock.now();
+      const [queue, outbox, counts] = await Promise.all([this.store.queueDepth(), this.store.outboxDepth(now), this.store.lineCounts()]);
+      this.queue = { pending: queue.pending, oldestAgeSeconds: queue.oldest_at === null ? 0 : Math.max(0, now - queue.oldest_at) / 1000 };
+      this.outbox = outbox;
+      const lines = new Map<string, Map<string, number>>();
+      for (const c of counts) {
+        // A status pasarela does not name (or none yet) is `unknown`: the label keeps its six values.
+        const session = c.last_status !== null && SESSIONS.has(c.last_status) ? c.last_status : 'unknown';
+        let bySession = lines.get(c.estado);
+        if (!bySession) lines.set(c.estado, (bySession = new Map()));
+        bySession.set(session, (bySession.get(session) ?? 0) + c.n);
+      }
+      this.lines = lines;
+      this.up = true;
+    } catch (err) {
+      this.up = false;
+      this.onError(err);
+    }
+  }
+}
