@@ -203,6 +203,8 @@ describe('pasarela recibidos: filters reach the server', () => {
     const to = Date.UTC(2026, 1, 25);
     expect(await run(['--desde', '2026-02-20', '--hasta', '2026-02-24'])).toEqual(expected((x) => x.at >= from && x.at < to));
     expect(await run([], A.celularKey)).toEqual(expected((x) => x.celular_id === A.celularId));
+    // A hidden-number contact id goes to the server as is (no one here wrote from one).
+    expect(await run(['--remitente', '123456789012345@lid'])).toEqual([]);
   });
 });
 
@@ -252,6 +254,8 @@ describe('pasarela recibidos: exit codes', () => {
       ['--page', '0'],
       ['--celular', 'uno'],
       ['--remitente', 'nadie'],
+      ['--remitente', 'a b@lid'],
+      ['--remitente', `${'1'.repeat(30)}@lid`],
       ['--desde', '2026-03-02', '--hasta', '2026-03-01'],
     ]) {
       const r = await cli.run(['recibidos', ...args], key());

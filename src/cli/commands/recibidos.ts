@@ -4,7 +4,7 @@ import { calendarDate, FORMATS, runListing, type ListingOpts } from '../listing.
 import type { CtxOf } from '../main.js';
 import type { Cell } from '../output.js';
 import { truncateWidth } from '../terminal-text.js';
-import { int, phone, positiveInt } from '../parse.js';
+import { int, positiveInt, sender } from '../parse.js';
 
 /** One record of GET /api/recibidos_listar.php (docs/design.md §10). */
 interface Recibido {
@@ -55,7 +55,7 @@ export function registerRecibidos(program: Command, ctxOf: CtxOf): void {
     .option('--celular <id>', 'only this line (a celular key sees its own line only)', positiveInt)
     .option('--desde <YYYY-MM-DD>', 'from this day (included)', calendarDate)
     .option('--hasta <YYYY-MM-DD>', 'up to this day (included)', calendarDate)
-    .option('--remitente <numero>', 'only messages from this number', phone())
+    .option('--remitente <numero>', 'only messages from this number (or this contact id, …@lid)', sender())
     .option('--page <n>', 'page to show (default 1)', positiveInt)
     .option('--por-pagina <n>', 'records per page, 1-500 (default 50)', int(1, 500))
     .option('--all', 'every page, from --page on (streamed for ndjson, csv and plain output)')

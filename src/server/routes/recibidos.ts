@@ -50,13 +50,13 @@ export default async function recibidosRoutes(app: FastifyInstance, { core }: { 
       description:
         'Every message the lines received, kept for the server\'s retention (serve --inbox-retention). Dates are whole days in the ' +
         'server\'s time zone (serve --tz) of when pasarela recorded the message; hasta is included. A celular credential sees its own ' +
-        'line only (another line of the client: 403; any other id: 404). remitente is normalised like a send\'s recipient.',
+        'line only (another line of the client: 403; any other id: 404). remitente is normalised like a send\'s recipient; a contact id (…@lid) is matched as given.',
       security: [{ bearer: [] }],
       querystring: {
         type: 'object',
         properties: {
           celular_id: { type: 'integer', minimum: 1 },
-          remitente: { type: 'string', minLength: 1, maxLength: 32, description: 'only messages from this number' },
+          remitente: { type: 'string', minLength: 1, maxLength: 32, description: 'only messages from this number (normalised like a send\'s recipient), or from this contact id (…@lid), exactly' },
           desde: { ...day, description: 'first day (YYYY-MM-DD), included' },
           hasta: { ...day, description: 'last day (YYYY-MM-DD), included' },
           page: { type: 'integer', minimum: 1, default: 1 },
