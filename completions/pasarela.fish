@@ -345,7 +345,7 @@ complete -c pasarela -n '__pasarela_is "recibidos"' -f
 complete -c pasarela -n '__pasarela_under "recibidos"' -l celular -r -f -d 'only this line (a celular key sees its own line only)'
 complete -c pasarela -n '__pasarela_under "recibidos"' -l desde -r -f -d 'from this day (included)'
 complete -c pasarela -n '__pasarela_under "recibidos"' -l hasta -r -f -d 'up to this day (included)'
-complete -c pasarela -n '__pasarela_under "recibidos"' -l remitente -r -f -d 'only messages from this number'
+complete -c pasarela -n '__pasarela_under "recibidos"' -l remitente -r -f -d 'only messages from this number (or this contact id, …@lid)'
 complete -c pasarela -n '__pasarela_under "recibidos"' -l page -r -f -d 'page to show (default 1)'
 complete -c pasarela -n '__pasarela_under "recibidos"' -l por-pagina -r -f -d 'records per page, 1-500 (default 50)'
 complete -c pasarela -n '__pasarela_under "recibidos"' -l all -d 'every page, from --page on (streamed for ndjson, csv and plain output)'

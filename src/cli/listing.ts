@@ -1,8 +1,9 @@
-import { InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { Ctx } from './context.js';
 import { usage } from './exit-codes.js';
 import type { FieldFlags } from './field-errors.js';
 import { printJson, printTable, type Cell } from './output.js';
+import { int, positiveInt } from './parse.js';
 import { escapeControls } from './terminal-text.js';
 
 /**
@@ -22,6 +23,23 @@ export interface ListingOpts {
   porPagina?: number;
   all?: boolean;
   format?: Format;
+}
+
+/**
+ * The flags every listing takes (--celular, the days, the page, --all,
+ * --format), with the listing's own filters among them: `beforeDays` after
+ * --celular, `afterDays` after --hasta, in the help's order.
+ */
+export function addListingOptions(cmd: Command, filters: { beforeDays?: Option[]; afterDays?: Option[] } = {}): Command {
+  cmd.option('--celular <id>', 'only this line (a celular key sees its own line only)', positiveInt);
+  for (const o of filters.beforeDays ?? []) cmd.addOption(o);
+  cmd.option('--desde <YYYY-MM-DD>', 'from this day (included)', calendarDate).option('--hasta <YYYY-MM-DD>', 'up to this day (included)', calendarDate);
+  for (const o of filters.afterDays ?? []) cmd.addOption(o);
+  return cmd
+    .option('--page <n>', 'page to show (default 1)', positiveInt)
+    .option('--por-pagina <n>', 'records per page, 1-500 (default 50)', int(1, 500))
+    .option('--all', 'every page, from --page on (streamed for ndjson, csv and plain output)')
+    .addOption(new Option('--format <format>', 'output format (--json means json)').choices(FORMATS));
 }
 
 /** A page as the list endpoints answer it; the records are under the listing's own field. */

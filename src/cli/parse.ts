@@ -117,6 +117,18 @@ export function phone(maxLength = 32) {
   };
 }
 
+/** A sender: a phone number as phone() takes it, or a gateway contact id (`…@lid`), printable ASCII without spaces, as is. */
+export function sender(maxLength = 32) {
+  const number = phone(maxLength);
+  return (value: string): string => {
+    if (!value.includes('@')) return number(value);
+    if (value.length > maxLength || !/^[\x21-\x7e]+@[\x21-\x7e]+$/.test(value)) {
+      throw new InvalidArgumentError(`expected a phone number with its country code, or a contact id such as 123456789012345@lid (at most ${maxLength} characters, no spaces)`);
+    }
+    return value;
+  };
+}
+
 /** Printable ASCII without spaces (secrets, tokens, keys), `min` to `max` characters. */
 export function token(min: number, max: number) {
   return (value: string): string => {

@@ -51,8 +51,8 @@ export function mensajeView(m: MensajeRow) {
 
 export type MensajeView = ReturnType<typeof mensajeView>;
 
-/** The stored media JSON reduced to its documented fields; anything else (or unparsable) stays on the server. */
-export function mediaView(raw: string | null): MediaView | null {
+/** The stored media JSON as an object, or null (none, unparsable, not an object). */
+export function mediaObject(raw: string | null): Record<string, unknown> | null {
   if (raw === null) return null;
   let parsed: unknown;
   try {
@@ -60,14 +60,23 @@ export function mediaView(raw: string | null): MediaView | null {
   } catch {
     return null;
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
-  const o = parsed as Record<string, unknown>;
+  return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+}
+
+/** A media object reduced to its documented fields; anything else stays on the server. */
+export function mediaFields(o: Record<string, unknown>): MediaView {
   const out: MediaView = {};
   if (typeof o.url === 'string') out.url = o.url;
   if (typeof o.filename === 'string') out.filename = o.filename;
   if (typeof o.mime === 'string') out.mime = o.mime;
   if (typeof o.bytes === 'number' && Number.isFinite(o.bytes)) out.bytes = o.bytes;
   return out;
+}
+
+/** The stored media JSON reduced to its documented fields; anything else (or unparsable) stays on the server. */
+export function mediaView(raw: string | null): MediaView | null {
+  const o = mediaObject(raw);
+  return o === null ? null : mediaFields(o);
 }
 
 interface Ymd {

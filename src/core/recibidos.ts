@@ -1,7 +1,8 @@
 import type { ClientPrincipal } from './auth.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
-import { listingScope, mediaView, numeroParam, pageFields, type ListingQuery, type MediaView } from './historial.js';
+import { listingScope, mediaFields, mediaObject, numeroParam, pageFields, type ListingQuery, type MediaView } from './historial.js';
+import { normalizeNumero } from './phone.js';
 import type { CelularRow, GatewayEvent, InboxFilter, NewRecibido, RecibidoRow } from './ports.js';
 
 /**
@@ -12,8 +13,22 @@ import type { CelularRow, GatewayEvent, InboxFilter, NewRecibido, RecibidoRow } 
  */
 
 export interface RecibidosQuery extends ListingQuery {
-  /** The sender, normalised like a send's recipient. */
+  /** The sender: a number, normalised like a send's recipient; or a gateway contact id (`…@lid`), matched exactly. */
   remitente?: string;
+}
+
+/**
+ * The sender as the inbox keeps it: a phone number in the form every other
+ * number of pasarela has (normalizeNumero: the history's recipients, the
+ * `remitente` filter), so the old Mexican mobile `521…` a WhatsApp id
+ * carries is kept as `52…`; anything that is not a number (a hidden-number
+ * `…@lid` contact id) as the gateway gave it. The event's `de` is not
+ * touched: webhook payloads keep the gateway's digits.
+ */
+export function inboxSender(de: string): string {
+  if (!/^[0-9]+$/.test(de)) return de;
+  const n = normalizeNumero(`+${de}`);
+  return n.ok ? n.numero : de;
 }
 
 /** U+0000 as U+FFFD: PostgreSQL's text cannot hold it, and a sender may write anything (the event's JSON keeps it escaped). */
@@ -25,7 +40,7 @@ export function newRecibido(celular: CelularRow, e: Extract<GatewayEvent, { type
   return {
     cliente_id: celular.cliente_id,
     celular_id: celular.id,
-    de: noNul(e.de),
+    de: noNul(inboxSender(e.de)),
     tipo: noNul(e.tipo),
     texto: e.texto === null ? null : noNul(e.texto),
     media: e.media,
@@ -40,15 +55,12 @@ export interface MediaRecibidaView extends MediaView {
   ptt?: boolean;
 }
 
+/** Parsed once: the history's documented fields, and ptt. */
 function mediaRecibida(raw: string | null): MediaRecibidaView | null {
-  const m: MediaRecibidaView | null = mediaView(raw);
-  if (m === null) return null;
-  try {
-    const ptt = (JSON.parse(raw!) as { ptt?: unknown }).ptt;
-    if (typeof ptt === 'boolean') m.ptt = ptt;
-  } catch {
-    // mediaView already read it; unparsable is null there.
-  }
+  const o = mediaObject(raw);
+  if (o === null) return null;
+  const m: MediaRecibidaView = mediaFields(o);
+  if (typeof o.ptt === 'boolean') m.ptt = o.ptt;
   return m;
 }
 
@@ -72,7 +84,7 @@ export type RecibidoView = ReturnType<typeof recibidoView>;
 export async function inboxFilter(core: Core, p: ClientPrincipal, q: RecibidosQuery): Promise<InboxFilter> {
   const { scope, celular } = await listingScope(core, p, q);
   const f: InboxFilter = { ...scope };
-  if (q.remitente !== undefined) f.de = numeroParam('remitente', q.remitente, celular);
+  if (q.remitente !== undefined) f.de = q.remitente.includes('@') ? q.remitente : numeroParam('remitente', q.remitente, celular);
   return f;
 }
 

@@ -415,4 +415,49 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX recibidos_created ON recibidos(created_at);
     `,
   },
+  {
+    version: 15,
+    name: 'inbox counts',
+    sql: `
+      -- How many inbox rows each line of each client holds, and how many it recorded in each UTC
+      -- quarter hour, kept by triggers in the transaction of every insert and delete (the retention's
+      -- purge included), so an inbox page's total without a sender filter is a sum over a few rows
+      -- instead of a count over every row of the client (docs/design.md §10). Every zone's midnight is
+      -- on a quarter hour, so whole days in any zone are whole quarters. A quarter whose rows are all
+      -- purged loses its row; a line's total stays (one per line).
+      CREATE TABLE conteos_recibidos (
+        cliente_id INTEGER NOT NULL,
+        celular_id INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (cliente_id, celular_id)
+      ) WITHOUT ROWID;
+      CREATE TABLE conteos_recibidos_cuartos (
+        cliente_id INTEGER NOT NULL,
+        celular_id INTEGER NOT NULL,
+        cuarto INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (cliente_id, celular_id, cuarto)
+      ) WITHOUT ROWID;
+      -- Days of every line of a client: its quarters in order, n covered.
+      CREATE INDEX conteos_recibidos_cuartos_cliente ON conteos_recibidos_cuartos(cliente_id, cuarto, n);
+      INSERT INTO conteos_recibidos (cliente_id, celular_id, n)
+        SELECT cliente_id, celular_id, COUNT(*) FROM recibidos GROUP BY cliente_id, celular_id;
+      INSERT INTO conteos_recibidos_cuartos (cliente_id, celular_id, cuarto, n)
+        SELECT cliente_id, celular_id, created_at / 900000, COUNT(*) FROM recibidos GROUP BY cliente_id, celular_id, created_at / 900000;
+
+      CREATE TRIGGER conteos_recibidos_insert AFTER INSERT ON recibidos BEGIN
+        INSERT INTO conteos_recibidos (cliente_id, celular_id, n) VALUES (NEW.cliente_id, NEW.celular_id, 1)
+          ON CONFLICT (cliente_id, celular_id) DO UPDATE SET n = n + 1;
+        INSERT INTO conteos_recibidos_cuartos (cliente_id, celular_id, cuarto, n) VALUES (NEW.cliente_id, NEW.celular_id, NEW.created_at / 900000, 1)
+          ON CONFLICT (cliente_id, celular_id, cuarto) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER conteos_recibidos_delete AFTER DELETE ON recibidos BEGIN
+        UPDATE conteos_recibidos SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND celular_id = OLD.celular_id;
+        UPDATE conteos_recibidos_cuartos SET n = n - 1
+          WHERE cliente_id = OLD.cliente_id AND celular_id = OLD.celular_id AND cuarto = OLD.created_at / 900000;
+        DELETE FROM conteos_recibidos_cuartos
+          WHERE cliente_id = OLD.cliente_id AND celular_id = OLD.celular_id AND cuarto = OLD.created_at / 900000 AND n = 0;
+      END;
+    `,
+  },
 ];

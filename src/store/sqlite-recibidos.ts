@@ -5,8 +5,10 @@ import type { InboxFilter, NewRecibido, RecibidoRow } from '../core/ports.js';
 /**
  * The inbox in SQLite (docs/design.md §10). Every filter of a page is an
  * equality prefix of an index that ends with created_at (migration 14), whose
- * entries end with the rowid: the page is read in order from the index and
- * its total counted over the same index range (covered), never over the table.
+ * entries end with the rowid: the page is read in order from the index. Its
+ * total comes from the counts triggers keep (migration 15) unless a sender is
+ * named; then it is counted over that sender's index range (covered), which
+ * is bounded by one conversation, never by the client's inbox.
  */
 type DB = Database.Database;
 
@@ -17,6 +19,26 @@ export function insertRecibido(db: DB, r: NewRecibido, now: number): void {
     `INSERT INTO recibidos (cliente_id, celular_id, de, tipo, texto, media, gateway_msg_id, fecha, created_at)
      VALUES (@cliente_id, @celular_id, @de, @tipo, @texto, @media, @gateway_msg_id, @fecha, @now)`,
   ).run({ ...r, media: r.media ? JSON.stringify(r.media) : null, now });
+}
+
+export const QUARTER_MS = 900_000;
+const onQuarter = (t: number | undefined) => t === undefined || t % QUARTER_MS === 0;
+
+/**
+ * The total's query. Without a sender, from the kept counts: per line when
+ * no dates apply, per line and quarter hour for whole-quarter dates (every
+ * zone's midnight is one). Otherwise a count over the page's own index range.
+ */
+function totalSql(f: InboxFilter, index: string, where: string): string {
+  if (f.de === undefined) {
+    const line = f.celular_id !== undefined ? ' AND celular_id = @celular_id' : '';
+    if (f.desde === undefined && f.hasta === undefined) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_recibidos WHERE cliente_id = @cliente_id${line}`;
+    if (onQuarter(f.desde) && onQuarter(f.hasta)) {
+      const range = [f.desde !== undefined ? ` AND cuarto >= @desde / ${QUARTER_MS}` : '', f.hasta !== undefined ? ` AND cuarto < @hasta / ${QUARTER_MS}` : ''].join('');
+      return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_recibidos_cuartos WHERE cliente_id = @cliente_id${line}${range}`;
+    }
+  }
+  return `SELECT COUNT(*) AS total FROM recibidos INDEXED BY ${index} WHERE ${where}`;
 }
 
 export function listRecibidos(db: DB, f: InboxFilter): { total: number; rows: RecibidoRow[] } {
@@ -31,12 +53,12 @@ export function listRecibidos(db: DB, f: InboxFilter): { total: number; rows: Re
   // then read every message of the client in those days.
   const index = `recibidos_cliente${f.celular_id !== undefined ? '_celular' : ''}${f.de !== undefined ? '_de' : ''}_fecha`;
   const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
-  const { total } = stmt(db, `SELECT COUNT(*) AS total FROM recibidos INDEXED BY ${index} WHERE ${sql}`).get(params) as { total: number };
+  const { total } = stmt(db, totalSql(f, index, sql)).get(params) as { total: number };
   const rows = stmt(db, `SELECT * FROM recibidos INDEXED BY ${index} WHERE ${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all(params) as RecibidoRow[];
   return { total, rows };
 }
 
-/** The oldest rows created before `before`, at most `limit`, through the created_at index. */
+/** The oldest rows created before `before`, at most `limit`, through the created_at index; the delete trigger takes them off the counts in the same statement. */
 export function purgeRecibidos(db: DB, before: number, limit: number): number {
   return stmt(db, 'DELETE FROM recibidos WHERE id IN (SELECT id FROM recibidos WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(before, limit).changes;
 }

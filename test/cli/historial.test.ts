@@ -5,6 +5,7 @@ import type { ManualClock } from '../../src/core/clock.js';
 import type { MensajeEstado } from '../../src/core/ports.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { Cli, cliCommandLine, expectJsonOnly, expectOk, HAS_SCRIPT, rows, tempDir } from './helpers.js';
+import { parseCsv } from '../helpers/csv.js';
 
 /**
  * `pasarela historial` through the built CLI against a real server: every
@@ -77,49 +78,6 @@ function expected(f: (x: Seed) => boolean = () => true): string[] {
     .filter(f)
     .sort((x, y) => y.created_at - x.created_at || y.seq - x.seq)
     .map((x) => x.msg_id);
-}
-
-/** A small RFC 4180 reader: quoted fields may hold commas, doubled quotes and line breaks; records end with CRLF. */
-function parseCsv(text: string): string[][] {
-  const out: string[][] = [];
-  let record: string[] = [];
-  let field = '';
-  let i = 0;
-  let quoted = false;
-  while (i < text.length) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        field += '"';
-        i += 2;
-      } else if (ch === '"') {
-        quoted = false;
-        i += 1;
-      } else {
-        field += ch;
-        i += 1;
-      }
-    } else if (ch === '"' && field === '') {
-      quoted = true;
-      i += 1;
-    } else if (ch === ',') {
-      record.push(field);
-      field = '';
-      i += 1;
-    } else if (ch === '\r' && text[i + 1] === '\n') {
-      record.push(field);
-      out.push(record);
-      record = [];
-      field = '';
-      i += 2;
-    } else {
-      if (ch === '"' || ch === '\n' || ch === '\r') throw new Error(`bare ${JSON.stringify(ch)} at ${i}`);
-      field += ch;
-      i += 1;
-    }
-  }
-  if (field !== '' || record.length > 0) throw new Error('the last record does not end with CRLF');
-  return out;
 }
 
 const key = () => ({ env: { PASARELA_KEY: A.clientKey } });

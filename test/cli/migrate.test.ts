@@ -195,6 +195,9 @@ async function portView(store: Store, inst: Installation) {
     inbox: await Promise.all([
       store.listRecibidos({ cliente_id: inst.clienteA, page: 1, por_pagina: 50 }),
       store.listRecibidos({ cliente_id: inst.clienteA, celular_id: inst.lineas[1], page: 1, por_pagina: 50 }),
+      // Totals from the counts kept (recounted in PostgreSQL): by days, of the client and of a line.
+      store.listRecibidos({ cliente_id: inst.clienteA, desde: inst.now - (inst.now % 900_000), hasta: inst.now - (inst.now % 900_000) + 86_400_000, page: 1, por_pagina: 50 }),
+      store.listRecibidos({ cliente_id: inst.clienteA, celular_id: inst.lineas[0], desde: inst.now - (inst.now % 900_000), page: 1, por_pagina: 50 }),
     ]),
   };
 }
@@ -223,6 +226,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     try {
       const before = await portView(lite, inst);
       expect(before.heads.length).toBe(3);
+      expect(before.inbox.map((x) => x.total)).toEqual([2, 1, 2, 1]);
       expect((await lite.liveEscuchas(1, Date.now())).map((e) => e.id)).toEqual(['esc_migrate']);
       expect(await pg.db.q('SELECT id FROM webhook_escuchas')).toEqual([]);
       expect(before.entregas.some((e) => e.estado === 'pendiente' && e.intentos_detalle.length > 0)).toBe(true);
@@ -313,6 +317,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
           await c.query("DELETE FROM mensajes WHERE msg_id = (SELECT msg_id FROM mensajes WHERE estado = 'leido' LIMIT 1)");
           await c.query('UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = $1', [inst.lineas[1]]);
           await c.query('UPDATE conteos_mensajes SET n = n + 1 WHERE ctid = (SELECT ctid FROM conteos_mensajes LIMIT 1)');
+          await c.query('UPDATE conteos_recibidos_cuartos SET n = n + 1 WHERE ctid = (SELECT ctid FROM conteos_recibidos_cuartos LIMIT 1)');
           throw Object.assign(new Error('rolled back'), { check: await checkCopy(c, src) });
         })
         .catch((err: { check: { mismatches: string[] } }) => err.check);
@@ -321,6 +326,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
         `sum of saldo_celulares: ${sum} in SQLite, ${sum + 1} in PostgreSQL`,
         `celular ${inst.lineas[1]}'s balance is ${saldo + 1} but its ledger sums ${saldo} in PostgreSQL, unlike in SQLite`,
         'conteos_mensajes counts 361 messages, mensajes holds 360',
+        'conteos_recibidos_cuartos counts 3 messages, recibidos holds 2',
       ]);
     } finally {
       src.close();

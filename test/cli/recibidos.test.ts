@@ -5,6 +5,7 @@ import type { ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { link, linkedLine, numeroNuevo, type Line } from '../server/send-helpers.js';
 import { Cli, cliCommandLine, ESC, expectJsonOnly, expectOk, HAS_SCRIPT, rows, tempDir, type RunResult } from './helpers.js';
+import { parseCsv } from '../helpers/csv.js';
 
 /**
  * `pasarela recibidos` through the built CLI against a real server whose lines
@@ -48,48 +49,6 @@ function expected(f: (x: Seed) => boolean = () => true): string[] {
     .filter(f)
     .sort((x, y) => y.at - x.at || y.seq - x.seq)
     .map((x) => x.gid);
-}
-
-/** A small RFC 4180 reader: quoted fields may hold commas, doubled quotes and line breaks; records end with CRLF. */
-function parseCsv(text: string): string[][] {
-  const out: string[][] = [];
-  let record: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; ) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        field += '"';
-        i += 2;
-      } else if (ch === '"') {
-        quoted = false;
-        i += 1;
-      } else {
-        field += ch;
-        i += 1;
-      }
-    } else if (ch === '"' && field === '') {
-      quoted = true;
-      i += 1;
-    } else if (ch === ',') {
-      record.push(field);
-      field = '';
-      i += 1;
-    } else if (ch === '\r' && text[i + 1] === '\n') {
-      record.push(field);
-      out.push(record);
-      record = [];
-      field = '';
-      i += 2;
-    } else {
-      if (ch === '"' || ch === '\n' || ch === '\r') throw new Error(`bare ${JSON.stringify(ch)} at ${i}`);
-      field += ch;
-      i += 1;
-    }
-  }
-  if (field !== '' || record.length > 0) throw new Error('the last record does not end with CRLF');
-  return out;
 }
 
 const key = (k = A.clientKey) => ({ env: { PASARELA_KEY: k } });
@@ -203,6 +162,8 @@ describe('pasarela recibidos: filters reach the server', () => {
     const to = Date.UTC(2026, 1, 25);
     expect(await run(['--desde', '2026-02-20', '--hasta', '2026-02-24'])).toEqual(expected((x) => x.at >= from && x.at < to));
     expect(await run([], A.celularKey)).toEqual(expected((x) => x.celular_id === A.celularId));
+    // A hidden-number contact id goes to the server as is (no one here wrote from one).
+    expect(await run(['--remitente', '123456789012345@lid'])).toEqual([]);
   });
 });
 
@@ -252,6 +213,8 @@ describe('pasarela recibidos: exit codes', () => {
       ['--page', '0'],
       ['--celular', 'uno'],
       ['--remitente', 'nadie'],
+      ['--remitente', 'a b@lid'],
+      ['--remitente', `${'1'.repeat(30)}@lid`],
       ['--desde', '2026-03-02', '--hasta', '2026-03-01'],
     ]) {
       const r = await cli.run(['recibidos', ...args], key());

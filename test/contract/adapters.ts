@@ -79,9 +79,14 @@ export const ADAPTERS: Adapter[] = [
       ]),
 ];
 
-/** A fresh store for each test of the enclosing describe: `ctx.store` (a restart replaces it). */
-export function storeEachTest(adapter: Adapter): { store: Store; reopen(): Promise<Store> } {
+/**
+ * A fresh store for each test of the enclosing describe: `ctx.store` (a
+ * restart replaces it); `ctx.node()` opens another store on the same data,
+ * as a second node would (closed after the test).
+ */
+export function storeEachTest(adapter: Adapter): { store: Store; reopen(): Promise<Store>; node(): Promise<Store> } {
   let h: StoreHandle;
+  let nodes: Store[] = [];
   const ctx = {
     store: undefined as unknown as Store,
     reopen: async () => {
@@ -89,12 +94,19 @@ export function storeEachTest(adapter: Adapter): { store: Store; reopen(): Promi
       ctx.store = await h.reopen();
       return ctx.store;
     },
+    node: async () => {
+      const other = await h.reopen();
+      nodes.push(other);
+      return other;
+    },
   };
   beforeEach(async () => {
     h = await adapter.open();
     ctx.store = h.store;
   });
   afterEach(async () => {
+    for (const n of nodes) await n.close();
+    nodes = [];
     await ctx.store.close();
     await h.cleanup();
   });

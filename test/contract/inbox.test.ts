@@ -1,6 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import type { InboxFilter, NewRecibido } from '../../src/core/ports.js';
+import type { InboxFilter, NewRecibido, Store } from '../../src/core/ports.js';
+import { PgStore } from '../../src/store/pg/pg-store.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
 import { ADAPTERS, celular, newCliente, storeEachTest } from './adapters.js';
+
+const Q = 900_000;
+
+/** The kept counts against the rows, read in the store itself: each count table's sum, its rows at 0 or less, and COUNT(*). */
+async function kept(store: Store): Promise<{ lines: number; quarters: number; empty: number; rows: number }> {
+  const sql = `SELECT
+    (SELECT COALESCE(SUM(n), 0) FROM conteos_recibidos) AS lines,
+    (SELECT COALESCE(SUM(n), 0) FROM conteos_recibidos_cuartos) AS quarters,
+    (SELECT COUNT(*) FROM conteos_recibidos_cuartos WHERE n <= 0) + (SELECT COUNT(*) FROM conteos_recibidos WHERE n < 0) AS empty,
+    (SELECT COUNT(*) FROM recibidos) AS rows`;
+  const r = store instanceof SqliteStore ? store.db.prepare(sql).get() : store instanceof PgStore ? (await store.db.q(sql))[0] : null;
+  if (!r) throw new Error('a store this test cannot read');
+  const o = r as Record<string, number | string>;
+  return { lines: Number(o.lines), quarters: Number(o.quarters), empty: Number(o.empty), rows: Number(o.rows) };
+}
 
 /** The inbox (docs/design.md §10): kept with the inbound dedupe, listed by filter and page, purged by age. */
 for (const adapter of ADAPTERS) {
@@ -21,11 +38,11 @@ for (const adapter of ADAPTERS) {
 
     let n = 0;
     /** One incoming message recorded at `now` under a key of its own (or `clave`); true unless a repeat. */
-    const receive = (cliente_id: number, celular_id: number, de: string, now: number, extra: Partial<NewRecibido> & { clave?: string | null } = {}) => {
+    const receive = (cliente_id: number, celular_id: number, de: string, now: number, extra: Partial<NewRecibido> & { clave?: string | null; store?: Store } = {}) => {
       n += 1;
-      const { clave, ...rest } = extra;
+      const { clave, store = ctx.store, ...rest } = extra;
       const r: NewRecibido = { cliente_id, celular_id, de, tipo: 'texto', texto: `m${n}`, media: null, gateway_msg_id: `G${n}`, fecha: now - 500, ...rest };
-      return ctx.store.journalInbound(
+      return store.journalInbound(
         { evento: 'messages.received', cliente_id, celular_id, data: { texto: r.texto }, fecha: now },
         clave === undefined ? `test:${n}` : clave,
         now,
@@ -74,6 +91,74 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.listRecibidos({ ...base, page: 4, por_pagina: 5 })).rows).toEqual([]);
       expect(await ctx.store.listRecibidos({ ...base, de: 'nadie' })).toEqual({ total: 0, rows: [] });
       expect(await texts({ cliente_id: l.otro, page: 1, por_pagina: 50 })).toHaveLength(1);
+    });
+
+    /** Every row the filter matches, walked page by page: what the total must say. */
+    const walked = async (f: Omit<InboxFilter, 'page' | 'por_pagina'>) => {
+      let rows = 0;
+      for (let page = 1; ; page += 1) {
+        const p = await ctx.store.listRecibidos({ ...f, page, por_pagina: 500 });
+        rows += p.rows.length;
+        if (p.rows.length < 500) return rows;
+      }
+    };
+
+    it('the total is the count of the rows, by client, line and whole days, through receives and purges on two nodes at once', async () => {
+      const l = await lines();
+      // Another node on the same store (PostgreSQL); SQLite has one writer, so its operations interleave on one store.
+      const other = adapter.name === 'postgres' ? await ctx.node() : ctx.store;
+      const base = 100 * 86_400_000;
+      const at = (i: number) => base + i * 137_000;
+      const q = (k: number) => base + k * Q;
+      const filters: Array<Omit<InboxFilter, 'page' | 'por_pagina'>> = [
+        { cliente_id: l.cliente },
+        { cliente_id: l.cliente, celular_id: l.l1 },
+        { cliente_id: l.cliente, celular_id: l.l2 },
+        { cliente_id: l.otro },
+        { cliente_id: l.otro, celular_id: l.l3 },
+        { cliente_id: l.cliente, desde: q(10), hasta: q(60) },
+        { cliente_id: l.cliente, hasta: q(30) },
+        { cliente_id: l.cliente, celular_id: l.l1, desde: q(20) },
+        { cliente_id: l.cliente, celular_id: l.l2, desde: q(5), hasta: q(70) },
+        { cliente_id: l.otro, desde: q(0), hasta: q(96) },
+        // Not on a quarter: counted over the rows.
+        { cliente_id: l.cliente, desde: q(10) + 1234 },
+        // A sender: counted over the sender's rows.
+        { cliente_id: l.cliente, de: '14155552671' },
+      ];
+      const check = async (when: string) => {
+        for (const f of filters) expect((await ctx.store.listRecibidos({ ...f, page: 1, por_pagina: 1 })).total, `${when} ${JSON.stringify(f)}`).toBe(await walked(f));
+        const k = await kept(ctx.store);
+        expect({ lines: k.lines, quarters: k.quarters, empty: k.empty }, when).toEqual({ lines: k.rows, quarters: k.rows, empty: 0 });
+      };
+      const lineOf = (i: number) => (i % 3 === 0 ? [l.otro, l.l3] : [l.cliente, i % 3 === 1 ? l.l1 : l.l2]) as [number, number];
+      const senders = ['14155552671', '34612345678'];
+      let next = 0;
+      /** `count` messages received on `store`, a few at a time, oldest first. */
+      const burst = async (store: Store, count: number) => {
+        for (let j = 0; j < count; j += 5) {
+          const batch = Array.from({ length: 5 }, () => next++);
+          await Promise.all(batch.map((i) => receive(...lineOf(i), senders[i % 2]!, at(i), { store })));
+        }
+      };
+      await burst(ctx.store, 200);
+      await check('after 200 received');
+      // Rounds of receives on both nodes while both purge, in small batches, what is older than a moving cutoff.
+      for (let round = 1; round <= 4; round += 1) {
+        const cutoff = at(round * 45);
+        const purge = async (store: Store) => {
+          let removed = 0;
+          for (let got = -1; got !== 0; ) removed += got = await store.purgeRecibidos(cutoff, 7);
+          return removed;
+        };
+        await Promise.all([burst(ctx.store, 25), burst(other, 25), purge(ctx.store), purge(other), purge(ctx.store)]);
+        await check(`round ${round}`);
+      }
+      expect(await walked({ cliente_id: l.cliente })).toBeGreaterThan(0);
+      // Everything purged: every total 0, and no quarter left behind.
+      while ((await ctx.store.purgeRecibidos(at(next) + 1, 100)) > 0);
+      await check('all purged');
+      expect((await ctx.store.listRecibidos({ cliente_id: l.cliente, page: 1, por_pagina: 1 })).total).toBe(0);
     });
 
     it('a deleted line\'s rows stay, under its id', async () => {

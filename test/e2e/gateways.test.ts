@@ -157,6 +157,18 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     expectError(none, 401, 200);
   });
 
+  it('a Mexican mobile\'s WhatsApp id (521…): the event keeps the gateway\'s digits, the inbox keeps 52… like the history, found by either', async () => {
+    await net.receive(s, instancia, '5215599990000', 'hola desde méxico');
+    const ev = await hooks.wait((h) => h.json?.evento === 'messages.received' && h.json.data.texto === 'hola desde méxico', 5000, 'messages.received');
+    // The webhook payload is a contract: the sender as the gateway gave it.
+    expect(ev.json.data.de).toBe('5215599990000');
+    for (const remitente of ['5215599990000', '525599990000']) {
+      const kept = await api(s.url, 'GET', `/api/recibidos_listar.php?remitente=${remitente}`, { key: line.celularKey });
+      expectOk(kept);
+      expect(kept.body.recibidos, remitente).toEqual([expect.objectContaining({ de: '525599990000', texto: 'hola desde méxico', gateway_msg_id: ev.json.data.gateway_msg_id })]);
+    }
+  });
+
   it('a gateway that is down: direct sends answer 502 refunded; queued ones wait and go when it is back', async () => {
     await net.down(s);
     let queued: string;

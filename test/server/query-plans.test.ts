@@ -187,6 +187,13 @@ it('serves every per-request and per-message path with an index, on a store with
 
   const db = (s.core.store as SqliteStore).db;
   const scans: string[] = [];
+  // The statements of the inbox's count triggers run inside every insert and purge, never prepared on their own: each, with NEW and OLD as parameters.
+  const triggers = (realPrepare.call(db, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'recibidos'") as Database.Statement).all() as Array<{ sql: string }>;
+  expect(triggers).toHaveLength(2);
+  for (const t of triggers) {
+    const body = /\bBEGIN\b([\s\S]*)\bEND\s*$/.exec(t.sql)![1]!;
+    for (const statement of body.split(';').map((x) => x.trim()).filter(Boolean)) prepared.add(statement.replace(/\b(NEW|OLD)\.\w+/g, '?').replace(/\s+/g, ' '));
+  }
   for (const sql of prepared) {
     if (!/^(SELECT|INSERT|UPDATE|DELETE|WITH)/i.test(sql) || ALLOWED.some((x) => x.sql.test(sql))) continue;
     const names = [...new Set(sql.match(/[@:$][A-Za-z_]\w*/g) ?? [])].map((n) => n.slice(1));
@@ -199,7 +206,9 @@ it('serves every per-request and per-message path with an index, on a store with
       const m = /^SCAN (\w+)/.exec(r.detail);
       if (m && !/^(lineas|CONSTANT)/.test(m[1]!)) scans.push(`${r.detail}  <-  ${sql}`);
       // An inbox page is read in its order from its index, never sorted (a deep page would sort the whole range).
-      if (/FROM recibidos/.test(sql) && /TEMP B-TREE/.test(r.detail)) scans.push(`${r.detail}  <-  ${sql}`);
+      if (/recibidos/.test(sql) && /TEMP B-TREE/.test(r.detail)) scans.push(`${r.detail}  <-  ${sql}`);
+      // An inbox total is read from the kept counts; only a sender's (one conversation) is counted over its rows.
+      if (/^SELECT COUNT\(\*\) AS total FROM recibidos/.test(sql) && !/\bde = /.test(sql)) scans.push(`a total counted over the inbox's rows  <-  ${sql}`);
       // And through the index of all its filters: one of the client alone would read all of the client's days.
       for (const col of ['celular_id', 'de']) {
         if (/^SEARCH recibidos /.test(r.detail) && new RegExp(`\\b${col} = `).test(sql) && !r.detail.includes(`${col}=?`)) scans.push(`${r.detail}  <-  ${sql}`);
@@ -209,7 +218,12 @@ it('serves every per-request and per-message path with an index, on a store with
   expect(prepared.size).toBeGreaterThan(40);
   // The key's look-up, binding, purge, answer and release all ran.
   expect([...prepared].filter((x) => /idempotencia/.test(x) && !/^INSERT INTO idempotencia .* VALUES \(\?, \?, 'h'/.test(x))).toHaveLength(6);
-  // Every inbox statement ran: the insert, the count and the page of each of the 8 filter combinations above, the purge.
-  expect([...prepared].filter((x) => /recibidos/.test(x) && !/^INSERT INTO recibidos .* VALUES \(\?, \?, \?, 'texto', 'viejo'/.test(x))).toHaveLength(1 + 2 * 8 + 1);
+  // Every inbox statement ran: the insert, the total and the page of each of the 8 filter combinations above, the purge.
+  // Totals: kept per line (client, line) and per line and quarter hour (client, line, with dates), counted for a sender;
+  // and the 5 statements of the count triggers.
+  const inbox = [...prepared].filter((x) => /recibidos/.test(x) && !/^INSERT INTO recibidos .* VALUES \(\?, \?, \?, 'texto', 'viejo'/.test(x));
+  expect(inbox).toHaveLength(1 + 2 * 8 + 1 + 5);
+  expect(inbox.filter((x) => /^SELECT .* FROM conteos_recibidos /.test(x))).toHaveLength(2);
+  expect(inbox.filter((x) => /^SELECT .* FROM conteos_recibidos_cuartos /.test(x))).toHaveLength(2);
   expect(scans).toEqual([]);
 });

@@ -368,6 +368,23 @@ describe('what the inbox keeps', () => {
     });
     expect(Object.keys(audio.media).sort()).toEqual(['bytes', 'mime', 'ptt', 'url']);
     expect(lid).toMatchObject({ de: '123456789012345@lid', texto: 'a\uFFFDb' });
+    // A hidden-number sender is found by its contact id, exactly.
+    expect(gids(await get(B.clientKey, { remitente: '123456789012345@lid' }))).toEqual(['LID-1']);
+    expect((await get(B.clientKey, { remitente: '123456789012345@LID' })).body.total).toBe(0);
+  });
+
+  it('a Mexican mobile as WhatsApp ids carry it (521…) is kept as 52…, like the history, and found by remitente either way', async () => {
+    const inst = await instancia(B);
+    const at = day(24);
+    clock().set(at);
+    await sim().emit({ type: 'inbound', instancia: inst, de: '5215599990000', tipo: 'texto', texto: 'hola', media: null, gatewayMsgId: 'MX-1', at, dedupeKey: `sim:${inst}:MX-1` });
+    const r = await get(B.clientKey, { desde: '2026-02-24', hasta: '2026-02-24' });
+    expectPage(r);
+    expect(r.body.recibidos).toEqual([expect.objectContaining({ gateway_msg_id: 'MX-1', de: '525599990000' })]);
+    for (const remitente of ['5215599990000', '525599990000', '+52 1 55 9999 0000', '+52 55 9999 0000']) {
+      expect(gids(await get(B.clientKey, { remitente })), remitente).toEqual(['MX-1']);
+    }
+    expect(gids(await get(B.celularKey, { remitente: '55 9999 0000' }))).toEqual(['MX-1']);
   });
 
   it('a deleted line\'s messages stay in the client\'s inbox (like its history); naming the line is then 404', async () => {

@@ -1,10 +1,10 @@
 import { Option, type Command } from 'commander';
 import type { Ctx } from '../context.js';
-import { calendarDate, FORMATS, runListing, type ListingOpts } from '../listing.js';
+import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';
 import { painted, type Cell } from '../output.js';
 import { truncateWidth } from '../terminal-text.js';
-import { int, phone, positiveInt } from '../parse.js';
+import { phone } from '../parse.js';
 
 /** One record of GET /api/historial_listar.php (docs/design.md §8). */
 interface Mensaje {
@@ -62,18 +62,13 @@ function tableRow(ctx: Ctx, m: Mensaje, tty: boolean): Cell[] {
 
 /** `pasarela historial`: the message history, one page or all of it, as a table, JSON, NDJSON or CSV. */
 export function registerHistorial(program: Command, ctxOf: CtxOf): void {
-  program
+  const command = program
     .command('historial')
-    .description('message history, newest first (dates are days in the server\'s time zone)')
-    .option('--celular <id>', 'only this line (a celular key sees its own line only)', positiveInt)
-    .addOption(new Option('--estado <estado>', 'only messages in this state').choices(ESTADOS))
-    .option('--desde <YYYY-MM-DD>', 'from this day (included)', calendarDate)
-    .option('--hasta <YYYY-MM-DD>', 'up to this day (included)', calendarDate)
-    .option('--destinatario <numero>', 'only messages to this number', phone())
-    .option('--page <n>', 'page to show (default 1)', positiveInt)
-    .option('--por-pagina <n>', 'records per page, 1-500 (default 50)', int(1, 500))
-    .option('--all', 'every page, from --page on (streamed for ndjson, csv and plain output)')
-    .addOption(new Option('--format <format>', 'output format (--json means json)').choices(FORMATS))
+    .description('message history, newest first (dates are days in the server\'s time zone)');
+  addListingOptions(command, {
+    beforeDays: [new Option('--estado <estado>', 'only messages in this state').choices(ESTADOS)],
+    afterDays: [new Option('--destinatario <numero>', 'only messages to this number').argParser(phone())],
+  })
     .action(async (o: Opts, cmd: Command) => {
       await runListing<Mensaje>(ctxOf(cmd), o, {
         path: '/api/historial_listar.php',

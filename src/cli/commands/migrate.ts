@@ -49,7 +49,7 @@ function printReport(ctx: Ctx, r: MoveReport): void {
     ['snapshot', r.snapshot_at],
     ['schema', `SQLite ${r.sqlite_schema.source}${r.sqlite_schema.source === r.sqlite_schema.copied ? '' : ` (copied at ${r.sqlite_schema.copied})`}, PostgreSQL ${r.postgres_schema}`],
     ['balances', `${r.sums.saldo_global} global + ${r.sums.saldo_celulares} on lines; ledger sums ${r.sums.movimientos}; ${r.balances_checked} checked against their ledger`],
-    ['recounted', `${r.recounted.conteos_mensajes} history counts, ${r.recounted.conteos_cuartos} quarter-hour counts`],
+    ['recounted', `${r.recounted.conteos_mensajes} history counts, ${r.recounted.conteos_cuartos} quarter-hour counts, ${r.recounted.conteos_recibidos + r.recounted.conteos_recibidos_cuartos} inbox counts`],
     ['queued media', `${r.queued_media.copied} copied into the database${r.queued_media.missing ? `, ${r.queued_media.missing} files missing` : ''}`],
     ['seconds', r.seconds],
   ]);

@@ -1,10 +1,10 @@
 import { Option, type Command } from 'commander';
 import type { Ctx } from '../context.js';
-import { calendarDate, FORMATS, runListing, type ListingOpts } from '../listing.js';
+import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';
 import type { Cell } from '../output.js';
 import { truncateWidth } from '../terminal-text.js';
-import { int, phone, positiveInt } from '../parse.js';
+import { sender } from '../parse.js';
 
 /** One record of GET /api/recibidos_listar.php (docs/design.md §10). */
 interface Recibido {
@@ -49,17 +49,12 @@ function tableRow(_ctx: Ctx, r: Recibido, tty: boolean): Cell[] {
 
 /** `pasarela recibidos`: the inbox, one page or all of it, as a table, JSON, NDJSON or CSV (the flags of `historial`). */
 export function registerRecibidos(program: Command, ctxOf: CtxOf): void {
-  program
+  const command = program
     .command('recibidos')
-    .description('incoming messages (the inbox), newest first (dates are days in the server\'s time zone)')
-    .option('--celular <id>', 'only this line (a celular key sees its own line only)', positiveInt)
-    .option('--desde <YYYY-MM-DD>', 'from this day (included)', calendarDate)
-    .option('--hasta <YYYY-MM-DD>', 'up to this day (included)', calendarDate)
-    .option('--remitente <numero>', 'only messages from this number', phone())
-    .option('--page <n>', 'page to show (default 1)', positiveInt)
-    .option('--por-pagina <n>', 'records per page, 1-500 (default 50)', int(1, 500))
-    .option('--all', 'every page, from --page on (streamed for ndjson, csv and plain output)')
-    .addOption(new Option('--format <format>', 'output format (--json means json)').choices(FORMATS))
+    .description('incoming messages (the inbox), newest first (dates are days in the server\'s time zone)');
+  addListingOptions(command, {
+    afterDays: [new Option('--remitente <numero>', 'only messages from this number (or this contact id, …@lid)').argParser(sender())],
+  })
     .action(async (o: Opts, cmd: Command) => {
       await runListing<Recibido>(ctxOf(cmd), o, {
         path: '/api/recibidos_listar.php',

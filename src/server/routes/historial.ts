@@ -1,13 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
-import { ESTADOS, listHistorial, POR_PAGINA_DEFAULT, POR_PAGINA_MAX, type HistorialQuery } from '../../core/historial.js';
+import { ESTADOS, listHistorial, type HistorialQuery } from '../../core/historial.js';
 import { clientAuth, principal, queryOf, success } from '../http.js';
-import { errorResponses, okResponse } from '../schemas/common.js';
-
-const ts = { type: 'string', format: 'date-time' } as const;
-const tsOrNull = { ...ts, nullable: true } as const;
-const strOrNull = { type: 'string', nullable: true } as const;
-const day = { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' } as const;
+import { errorResponses, listingQuerystring, listingResponse, strOrNull, ts, tsOrNull } from '../schemas/common.js';
 
 /** One history record (docs/design.md §8). Only these fields leave the server. */
 const mensajeSchema = {
@@ -58,27 +53,12 @@ export default async function historialRoutes(app: FastifyInstance, { core }: { 
         'Dates are whole days in the server\'s time zone (serve --tz); hasta is included. A celular credential sees its own line only ' +
         '(another line of the client: 403; any other id: 404). destinatario is normalised like a send\'s recipient.',
       security: [{ bearer: [] }],
-      querystring: {
-        type: 'object',
-        properties: {
-          celular_id: { type: 'integer', minimum: 1 },
-          estado: { type: 'string', enum: [...ESTADOS] },
-          desde: { ...day, description: 'first day (YYYY-MM-DD), included' },
-          hasta: { ...day, description: 'last day (YYYY-MM-DD), included' },
-          destinatario: { type: 'string', minLength: 1, maxLength: 32 },
-          page: { type: 'integer', minimum: 1, default: 1 },
-          por_pagina: { type: 'integer', minimum: 1, maximum: POR_PAGINA_MAX, default: POR_PAGINA_DEFAULT },
-          key: { type: 'string', description: 'credential, when no Authorization header is sent' },
-        },
-      },
+      querystring: listingQuerystring(
+        { estado: { type: 'string', enum: [...ESTADOS] } },
+        { destinatario: { type: 'string', minLength: 1, maxLength: 32 } },
+      ),
       response: {
-        200: okResponse({
-          page: { type: 'integer' },
-          por_pagina: { type: 'integer' },
-          total: { type: 'integer', description: 'records matching the filters' },
-          total_paginas: { type: 'integer', description: '0 when nothing matches' },
-          mensajes: { type: 'array', items: mensajeSchema },
-        }),
+        200: listingResponse('mensajes', mensajeSchema),
         ...errorResponses,
       },
     },

@@ -1,13 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
-import { POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
 import { listRecibidos, type RecibidosQuery } from '../../core/recibidos.js';
 import { clientAuth, principal, queryOf, success } from '../http.js';
-import { errorResponses, okResponse } from '../schemas/common.js';
-
-const ts = { type: 'string', format: 'date-time' } as const;
-const strOrNull = { type: 'string', nullable: true } as const;
-const day = { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' } as const;
+import { errorResponses, listingQuerystring, listingResponse, strOrNull, ts } from '../schemas/common.js';
 
 /** One incoming message of the inbox (docs/design.md §10). Only these fields leave the server. */
 const recibidoSchema = {
@@ -50,28 +45,21 @@ export default async function recibidosRoutes(app: FastifyInstance, { core }: { 
       description:
         'Every message the lines received, kept for the server\'s retention (serve --inbox-retention). Dates are whole days in the ' +
         'server\'s time zone (serve --tz) of when pasarela recorded the message; hasta is included. A celular credential sees its own ' +
-        'line only (another line of the client: 403; any other id: 404). remitente is normalised like a send\'s recipient.',
+        'line only (another line of the client: 403; any other id: 404). remitente is normalised like a send\'s recipient; a contact id (…@lid) is matched as given.',
       security: [{ bearer: [] }],
-      querystring: {
-        type: 'object',
-        properties: {
-          celular_id: { type: 'integer', minimum: 1 },
-          remitente: { type: 'string', minLength: 1, maxLength: 32, description: 'only messages from this number' },
-          desde: { ...day, description: 'first day (YYYY-MM-DD), included' },
-          hasta: { ...day, description: 'last day (YYYY-MM-DD), included' },
-          page: { type: 'integer', minimum: 1, default: 1 },
-          por_pagina: { type: 'integer', minimum: 1, maximum: POR_PAGINA_MAX, default: POR_PAGINA_DEFAULT },
-          key: { type: 'string', description: 'credential, when no Authorization header is sent' },
+      querystring: listingQuerystring(
+        {
+          remitente: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 32,
+            description: 'only messages from this number (normalised like a send\'s recipient), or from this contact id (…@lid), exactly',
+          },
         },
-      },
+        {},
+      ),
       response: {
-        200: okResponse({
-          page: { type: 'integer' },
-          por_pagina: { type: 'integer' },
-          total: { type: 'integer', description: 'records matching the filters' },
-          total_paginas: { type: 'integer', description: '0 when nothing matches' },
-          recibidos: { type: 'array', items: recibidoSchema },
-        }),
+        200: listingResponse('recibidos', recibidoSchema),
         ...errorResponses,
       },
     },

@@ -1,5 +1,6 @@
 import { SESSION_STATUSES } from '../../core/ports.js';
 import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/celulares.js';
+import { POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
 
 /**
  * JSON schemas shared by routes. They validate requests, serialise responses
@@ -7,7 +8,11 @@ import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/celulares.js';
  * /openapi.json.
  */
 
-const ts = { type: 'string', format: 'date-time' } as const;
+export const ts = { type: 'string', format: 'date-time' } as const;
+export const tsOrNull = { ...ts, nullable: true } as const;
+export const strOrNull = { type: 'string', nullable: true } as const;
+/** A calendar day, YYYY-MM-DD (whole days in the server's zone). */
+export const day = { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' } as const;
 const nullable = <T extends object>(s: T) => ({ ...s, nullable: true }) as const;
 
 /** Fields every success body carries (docs/design.md §4: both success shapes at once). */
@@ -163,4 +168,36 @@ export function okResponse(properties: Record<string, unknown>, description?: st
     ...(description ? { description } : {}),
     properties: { ...envelope, ...properties },
   } as const;
+}
+
+/**
+ * The query string of a paged listing (history §8, inbox §10): the line, the
+ * listing's own filters around the days (`beforeDays`, then `afterDays`, in
+ * that order in the document), the page, and the key.
+ */
+export function listingQuerystring<B extends Record<string, object>, A extends Record<string, object>>(beforeDays: B, afterDays: A) {
+  return {
+    type: 'object',
+    properties: {
+      celular_id: { type: 'integer', minimum: 1 },
+      ...beforeDays,
+      desde: { ...day, description: 'first day (YYYY-MM-DD), included' },
+      hasta: { ...day, description: 'last day (YYYY-MM-DD), included' },
+      ...afterDays,
+      page: { type: 'integer', minimum: 1, default: 1 },
+      por_pagina: { type: 'integer', minimum: 1, maximum: POR_PAGINA_MAX, default: POR_PAGINA_DEFAULT },
+      key: { type: 'string', description: 'credential, when no Authorization header is sent' },
+    },
+  } as const;
+}
+
+/** The 200 answer of a paged listing: the page fields, then its records under `field`. */
+export function listingResponse<F extends string, I extends object>(field: F, items: I) {
+  return okResponse({
+    page: { type: 'integer' },
+    por_pagina: { type: 'integer' },
+    total: { type: 'integer', description: 'records matching the filters' },
+    total_paginas: { type: 'integer', description: '0 when nothing matches' },
+    [field]: { type: 'array', items },
+  });
 }

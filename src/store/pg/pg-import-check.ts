@@ -5,7 +5,7 @@ import { COPIED } from './pg-import.js';
 /**
  * What `pasarela migrate` checks before it commits, on both sides: rows per
  * table, the sums of the balances and of the ledger, each balance against its
- * own ledger rows, and the recounted history counts against the messages.
+ * own ledger rows, and the recounted history and inbox counts against their rows.
  * Any difference the copy made is a mismatch and the transaction is rolled
  * back; a balance that already disagreed with its ledger in SQLite is copied
  * as it was and reported, not refused (the copy cannot mend the source).
@@ -98,10 +98,12 @@ export async function checkCopy(c: Client, src: Database.Database): Promise<Chec
     if (!known.has(JSON.stringify(g))) mismatches.push(`${gapName(g)} is ${g.saldo} but its ledger sums ${g.ledger} in PostgreSQL, unlike in SQLite`);
   }
 
-  const mensajes = tables.find((t) => t.table === 'mensajes')!.postgres;
-  for (const k of ['conteos_mensajes', 'conteos_cuartos']) {
-    const n = (await pg(`SELECT COALESCE(SUM(n), 0) AS n FROM ${k}`))[0]!.n!;
-    if (n !== mensajes) mismatches.push(`${k} counts ${n} messages, mensajes holds ${mensajes}`);
+  for (const [table, counts] of [['mensajes', ['conteos_mensajes', 'conteos_cuartos']], ['recibidos', ['conteos_recibidos', 'conteos_recibidos_cuartos']]] as const) {
+    const rows = tables.find((t) => t.table === table)!.postgres;
+    for (const k of counts) {
+      const n = (await pg(`SELECT COALESCE(SUM(n), 0) AS n FROM ${k}`))[0]!.n!;
+      if (n !== rows) mismatches.push(`${k} counts ${n} messages, ${table} holds ${rows}`);
+    }
   }
 
   return { tables, sums, balances: after.balances, gapsInSource: before.gaps, mismatches };

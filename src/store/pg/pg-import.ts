@@ -18,8 +18,8 @@ export const COPIED = [
   'recibidos',
 ] as const;
 
-/** Kept from mensajes by triggers on both stores: counted again from the rows, never copied. */
-export const DERIVED = ['conteos_mensajes', 'conteos_cuartos'] as const;
+/** Kept from mensajes and recibidos by triggers on both stores: counted again from the rows, never copied. */
+export const DERIVED = ['conteos_mensajes', 'conteos_cuartos', 'conteos_recibidos', 'conteos_recibidos_cuartos'] as const;
 
 /** Each store's own bookkeeping. */
 const OWN = new Set(['schema_migrations', 'sqlite_sequence']);
@@ -30,8 +30,8 @@ const OWN = new Set(['schema_migrations', 'sqlite_sequence']);
  */
 export const LEFT_BEHIND = ['webhook_escuchas'] as const;
 
-/** The trigger that keeps the counts on every insert: one upsert per message, off while loading. */
-const COUNT_TRIGGER = 'conteos_insert';
+/** The triggers that keep the counts on every insert (one upsert per row), off while loading: table and trigger. */
+const COUNT_TRIGGERS = [['mensajes', 'conteos_insert'], ['recibidos', 'conteos_recibidos_insert']] as const;
 
 /** Rows per INSERT: one array parameter per column, so the statement is the same for every batch. */
 const BATCH = 5000;
@@ -112,24 +112,26 @@ export async function copyTable(c: Client, src: Database.Database, table: string
 
 /** Loads every table with the per-row count trigger off; the counts are filled once the rows are in. */
 export async function loadAll(c: Client, src: Database.Database, onTable: (table: string, rows: number, ms: number) => void): Promise<void> {
-  await c.query(`ALTER TABLE mensajes DISABLE TRIGGER ${COUNT_TRIGGER}`);
+  for (const [table, trigger] of COUNT_TRIGGERS) await c.query(`ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`);
   for (const table of COPIED) {
     const t0 = performance.now();
     onTable(table, await copyTable(c, src, table), performance.now() - t0);
   }
-  await c.query(`ALTER TABLE mensajes ENABLE TRIGGER ${COUNT_TRIGGER}`);
+  for (const [table, trigger] of COUNT_TRIGGERS) await c.query(`ALTER TABLE ${table} ENABLE TRIGGER ${trigger}`);
 }
 
 export interface Recount {
   conteos_mensajes: number;
   conteos_cuartos: number;
+  conteos_recibidos: number;
+  conteos_recibidos_cuartos: number;
   /** Lines whose queue count SQLite kept differently from their pending rows (expected 0). */
   pendientes_corregidos: number;
 }
 
 /**
- * The history counts with one GROUP BY each, as SQLite's migration 9 filled
- * them; and each line's queue count from its pending queued rows, which is
+ * The history and inbox counts with one GROUP BY each, as SQLite's
+ * migrations 9 and 15 filled them; and each line's queue count from its pending queued rows, which is
  * what the copied one must be anyway.
  */
 export async function recount(c: Client): Promise<Recount> {
@@ -141,12 +143,26 @@ export async function recount(c: Client): Promise<Recount> {
     `INSERT INTO conteos_cuartos (cliente_id, cuarto, n)
      SELECT cliente_id, created_at / 900000, COUNT(*) FROM mensajes GROUP BY cliente_id, created_at / 900000`,
   );
+  const r = await c.query(
+    `INSERT INTO conteos_recibidos (cliente_id, celular_id, n)
+     SELECT cliente_id, celular_id, COUNT(*) FROM recibidos GROUP BY cliente_id, celular_id`,
+  );
+  const rq = await c.query(
+    `INSERT INTO conteos_recibidos_cuartos (cliente_id, celular_id, cuarto, n)
+     SELECT cliente_id, celular_id, created_at / 900000, COUNT(*) FROM recibidos GROUP BY cliente_id, celular_id, created_at / 900000`,
+  );
   const p = await c.query(
     `WITH q AS (SELECT celular_id, COUNT(*) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' GROUP BY celular_id)
      UPDATE celulares l SET pendientes = COALESCE(q.n, 0) FROM celulares x LEFT JOIN q ON q.celular_id = x.id
      WHERE l.id = x.id AND l.pendientes <> COALESCE(q.n, 0)`,
   );
-  return { conteos_mensajes: m.rowCount ?? 0, conteos_cuartos: q.rowCount ?? 0, pendientes_corregidos: p.rowCount ?? 0 };
+  return {
+    conteos_mensajes: m.rowCount ?? 0,
+    conteos_cuartos: q.rowCount ?? 0,
+    conteos_recibidos: r.rowCount ?? 0,
+    conteos_recibidos_cuartos: rq.rowCount ?? 0,
+    pendientes_corregidos: p.rowCount ?? 0,
+  };
 }
 
 /**

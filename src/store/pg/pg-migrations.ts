@@ -380,6 +380,70 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE INDEX recibidos_created ON recibidos(created_at);
     `,
   },
+  {
+    version: 8,
+    name: 'inbox counts (SQLite version 15)',
+    sql: `
+      -- As on SQLite: inbox rows per line of each client, and per line and UTC quarter hour, kept
+      -- by triggers in the transaction of every insert and delete, so a page's total without a
+      -- sender filter is a sum over a few rows (docs/design.md §10).
+      CREATE TABLE conteos_recibidos (
+        cliente_id BIGINT NOT NULL,
+        celular_id BIGINT NOT NULL,
+        n BIGINT NOT NULL,
+        PRIMARY KEY (cliente_id, celular_id)
+      );
+      CREATE TABLE conteos_recibidos_cuartos (
+        cliente_id BIGINT NOT NULL,
+        celular_id BIGINT NOT NULL,
+        cuarto BIGINT NOT NULL,
+        n BIGINT NOT NULL,
+        PRIMARY KEY (cliente_id, celular_id, cuarto)
+      );
+      CREATE INDEX conteos_recibidos_cuartos_cliente ON conteos_recibidos_cuartos(cliente_id, cuarto) INCLUDE (n);
+      INSERT INTO conteos_recibidos (cliente_id, celular_id, n)
+        SELECT cliente_id, celular_id, COUNT(*) FROM recibidos GROUP BY cliente_id, celular_id;
+      INSERT INTO conteos_recibidos_cuartos (cliente_id, celular_id, cuarto, n)
+        SELECT cliente_id, celular_id, created_at / 900000, COUNT(*) FROM recibidos GROUP BY cliente_id, celular_id, created_at / 900000;
+
+      -- An incoming message (one row per transaction): its line's total, then its quarter.
+      CREATE FUNCTION conteos_recibidos_suma() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO conteos_recibidos AS k (cliente_id, celular_id, n) VALUES (NEW.cliente_id, NEW.celular_id, 1)
+          ON CONFLICT (cliente_id, celular_id) DO UPDATE SET n = k.n + 1;
+        INSERT INTO conteos_recibidos_cuartos AS k (cliente_id, celular_id, cuarto, n) VALUES (NEW.cliente_id, NEW.celular_id, NEW.created_at / 900000, 1)
+          ON CONFLICT (cliente_id, celular_id, cuarto) DO UPDATE SET n = k.n + 1;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER conteos_recibidos_insert AFTER INSERT ON recibidos FOR EACH ROW EXECUTE FUNCTION conteos_recibidos_suma();
+
+      -- A purge's batch, once per statement: the rows it removed, grouped, subtracted. The counts
+      -- rows are locked in one order (the lines' totals by key, then the quarters by key), the
+      -- order an insert takes them in too, so two nodes purging (and receiving) at once never wait
+      -- on each other in a cycle. Quarters left at 0 are removed (the purge only reaches quarters
+      -- older than the retention, which no insert writes to).
+      CREATE FUNCTION conteos_recibidos_resta() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM 1 FROM conteos_recibidos k
+          WHERE (k.cliente_id, k.celular_id) IN (SELECT g.cliente_id, g.celular_id FROM gone g)
+          ORDER BY k.cliente_id, k.celular_id FOR UPDATE;
+        UPDATE conteos_recibidos k SET n = k.n - g.n
+          FROM (SELECT cliente_id, celular_id, COUNT(*) AS n FROM gone GROUP BY cliente_id, celular_id) g
+          WHERE k.cliente_id = g.cliente_id AND k.celular_id = g.celular_id;
+        PERFORM 1 FROM conteos_recibidos_cuartos k
+          WHERE (k.cliente_id, k.celular_id, k.cuarto) IN (SELECT g.cliente_id, g.celular_id, g.created_at / 900000 FROM gone g)
+          ORDER BY k.cliente_id, k.celular_id, k.cuarto FOR UPDATE;
+        UPDATE conteos_recibidos_cuartos k SET n = k.n - g.n
+          FROM (SELECT cliente_id, celular_id, created_at / 900000 AS cuarto, COUNT(*) AS n FROM gone GROUP BY 1, 2, 3) g
+          WHERE k.cliente_id = g.cliente_id AND k.celular_id = g.celular_id AND k.cuarto = g.cuarto;
+        DELETE FROM conteos_recibidos_cuartos k
+          WHERE (k.cliente_id, k.celular_id, k.cuarto) IN (SELECT g.cliente_id, g.celular_id, g.created_at / 900000 FROM gone g) AND k.n = 0;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER conteos_recibidos_delete AFTER DELETE ON recibidos REFERENCING OLD TABLE AS gone
+        FOR EACH STATEMENT EXECUTE FUNCTION conteos_recibidos_resta();
+    `,
+  },
 ];
 
 /**

@@ -4,8 +4,38 @@ import type { Client, Db } from './pg-db.js';
 /**
  * The inbox in PostgreSQL, as on SQLite (docs/design.md §10): each page's
  * filters are an equality prefix of an index ending with (created_at, id),
- * which gives the page's order and its total's range (migration 7).
+ * which gives the page's order (migration 7); its total comes from the
+ * counts triggers keep (migration 8) unless a sender is named, and then is
+ * counted over that sender's index range.
  */
+const QUARTER_MS = 900_000;
+const onQuarter = (t: number | undefined) => t === undefined || t % QUARTER_MS === 0;
+
+/** `col = $n` conditions over the filter's values, numbered from 1. */
+function conditions(pairs: Array<[sql: string, value: unknown]>): { where: string; params: unknown[] } {
+  const present = pairs.filter(([, v]) => v !== undefined);
+  return { where: present.map(([sql], i) => sql.replace('?', `$${i + 1}`)).join(' AND '), params: present.map(([, v]) => v) };
+}
+
+/** The total's query: from the kept counts without a sender (see sqlite-recibidos.ts), otherwise a count over the page's index range. */
+function totalQuery(f: InboxFilter, rowsWhere: { where: string; params: unknown[] }): { sql: string; params: unknown[] } {
+  if (f.de === undefined) {
+    if (f.desde === undefined && f.hasta === undefined) {
+      const k = conditions([['cliente_id = ?', f.cliente_id], ['celular_id = ?', f.celular_id]]);
+      return { sql: `SELECT COALESCE(SUM(n), 0)::bigint AS total FROM conteos_recibidos WHERE ${k.where}`, params: k.params };
+    }
+    if (onQuarter(f.desde) && onQuarter(f.hasta)) {
+      const k = conditions([
+        ['cliente_id = ?', f.cliente_id],
+        ['celular_id = ?', f.celular_id],
+        ['cuarto >= ?', f.desde === undefined ? undefined : f.desde / QUARTER_MS],
+        ['cuarto < ?', f.hasta === undefined ? undefined : f.hasta / QUARTER_MS],
+      ]);
+      return { sql: `SELECT COALESCE(SUM(n), 0)::bigint AS total FROM conteos_recibidos_cuartos WHERE ${k.where}`, params: k.params };
+    }
+  }
+  return { sql: `SELECT COUNT(*) AS total FROM recibidos WHERE ${rowsWhere.where}`, params: rowsWhere.params };
+}
 
 const COLS = 'id, cliente_id, celular_id, de, tipo, texto, media, gateway_msg_id, fecha, created_at';
 
@@ -19,21 +49,19 @@ export async function insertRecibido(c: Client, r: NewRecibido, now: number): Pr
 }
 
 export async function listRecibidos(db: Db, f: InboxFilter): Promise<{ total: number; rows: RecibidoRow[] }> {
-  const pairs: Array<[string, unknown]> = [
+  const w = conditions([
     ['cliente_id = ?', f.cliente_id],
     ['celular_id = ?', f.celular_id],
     ['de = ?', f.de],
     ['created_at >= ?', f.desde],
     ['created_at < ?', f.hasta],
-  ];
-  const present = pairs.filter(([, v]) => v !== undefined);
-  const where = present.map(([sql], i) => sql.replace('?', `$${i + 1}`)).join(' AND ');
-  const params = present.map(([, v]) => v);
-  const n = params.length;
+  ]);
+  const t = totalQuery(f, w);
+  const n = w.params.length;
   const [[total], rows] = await Promise.all([
-    db.q<{ total: number }>(`SELECT COUNT(*) AS total FROM recibidos WHERE ${where}`, params),
-    db.q<RecibidoRow>(`SELECT ${COLS} FROM recibidos WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [
-      ...params,
+    db.q<{ total: number }>(t.sql, t.params),
+    db.q<RecibidoRow>(`SELECT ${COLS} FROM recibidos WHERE ${w.where} ORDER BY created_at DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [
+      ...w.params,
       f.por_pagina,
       (f.page - 1) * f.por_pagina,
     ]),
@@ -41,7 +69,11 @@ export async function listRecibidos(db: Db, f: InboxFilter): Promise<{ total: nu
   return { total: total!.total, rows };
 }
 
-/** The oldest rows created before `before`, at most `limit`; rows another node is removing are skipped, never waited on. */
+/**
+ * The oldest rows created before `before`, at most `limit`; rows another node
+ * is removing are skipped, never waited on. The delete's statement trigger
+ * takes the batch off the counts in the same transaction.
+ */
 export async function purgeRecibidos(db: Db, before: number, limit: number): Promise<number> {
   const r = await db.query(
     `DELETE FROM recibidos WHERE id IN (
