@@ -28,7 +28,27 @@ export function toAppError(err: FastifyError | Error): AppError {
   if (err instanceof SyntaxError || fe.statusCode === 400) return new AppError('MALFORMED_BODY', 'the body could not be parsed');
   if (fe.statusCode === 413) return new AppError('BODY_TOO_LARGE', 'request body too large');
   if (fe.statusCode === 415) return new AppError('UNSUPPORTED_BODY', 'unsupported content type');
+  const status = clientFaultStatus(err);
+  // The static files of /docs: a path out of their directory (`..`, a NUL byte) is a file that is not there.
+  if (status === 403 || status === 404) return new AppError('ROUTE_NOT_FOUND', 'no such file or endpoint');
+  // Any other refusal of the request itself (a Range or precondition a static file cannot meet, ...).
+  if (status !== undefined) return new AppError('INVALID_PARAMS', `the request cannot be answered: ${err.message}`);
   return new AppError('INTERNAL', 'internal error');
+}
+
+/**
+ * The 4xx status of an error Fastify or a plugin raised about the request
+ * itself: a FastifyError (`FST_...` code) or an http-errors error marked safe
+ * to show (`expose`, as @fastify/static's send sets for 4xx). Any other error,
+ * whatever status it carries (a library's, a gateway's), is not the client's
+ * fault: undefined, and it is answered as internal.
+ */
+function clientFaultStatus(err: Error): number | undefined {
+  const e = err as Error & { statusCode?: unknown; status?: unknown; code?: unknown; expose?: unknown };
+  const status = typeof e.statusCode === 'number' ? e.statusCode : typeof e.status === 'number' ? e.status : undefined;
+  if (status === undefined || status < 400 || status > 499) return undefined;
+  const fastify = err.name === 'FastifyError' || (typeof e.code === 'string' && e.code.startsWith('FST_'));
+  return fastify || e.expose === true ? status : undefined;
 }
 
 /**

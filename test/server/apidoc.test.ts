@@ -1,5 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERRORS } from '../../src/core/errors.js';
+import { toAppError } from '../../src/server/errors.js';
 import { openapiDocument } from '../../src/server/openapi.js';
 import { expectError, numeroNuevo } from '../helpers/expect.js';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
@@ -240,6 +242,65 @@ describe('/docs', () => {
     expect(await slash.text()).toContain('<div id="swagger-ui">');
     const missing = await api(s.url, 'GET', '/docs/static/nothing-here.js');
     expectError(missing, 404, 104);
+  });
+
+  it('answers a path out of the static files (.., a NUL byte) 404 in the error shape, never a 500 or an error-level log line', async () => {
+    for (const path of ['/docs/static/%00', '/docs/static/../../package.json', '/docs/static/a/../../x', '/docs/static/%2e%2e/%2e%2e/package.json', '/docs/static/..%2f..%2fpackage.json']) {
+      const r = await rawGet(path);
+      expectError(r, 404, 104);
+      expect(Object.keys(r.body).sort(), path).toEqual(['api_codigo', 'api_descripcion', 'api_texto', 'error', 'ok', 'saldo']);
+      expect(r.text, path).not.toContain('"name"');
+      const lines = linesOf(s, r.headers.get('x-request-id')!);
+      expect(lines.length, path).toBe(1);
+      expect(lines[0]!.level, path).toBe(30);
+      expect(lines[0]!.res.statusCode, path).toBe(404);
+    }
+  });
+
+  it('answers a Range or a precondition a static file cannot meet 400, not 500', async () => {
+    for (const headers of [{ range: 'bytes=99999999-' }, { 'if-match': '"nope"' }] as Record<string, string>[]) {
+      const r = await rawGet('/docs/static/swagger-ui.css', headers);
+      expectError(r, 400, 100);
+      expect(linesOf(s, r.headers.get('x-request-id')!).map((l) => l.level)).toEqual([30]);
+    }
+  });
+});
+
+/** The log lines of one request, parsed. */
+const linesOf = (t: TestServer, reqId: string) => t.logs.map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l.reqId === reqId);
+
+/** A GET with the path sent as is (no normalisation of `..`, as curl --path-as-is). */
+function rawGet(path: string, headers: Record<string, string> = {}): Promise<ApiResponse> {
+  const port = new URL(s.url).port;
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => {
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {}
+        resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), body, text });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('errors of Fastify and its plugins', () => {
+  it('a 4xx a plugin raises about the request keeps a 4xx; anything else, whatever status it carries, is internal', () => {
+    const fst = Object.assign(new Error('Forbidden'), { name: 'FastifyError', code: 'FST_STATIC_FORBIDDEN_PATH', statusCode: 403 });
+    expect(toAppError(fst).row).toBe(ERRORS.ROUTE_NOT_FOUND);
+    const httpError = Object.assign(new Error('Range Not Satisfiable'), { status: 416, statusCode: 416, expose: true });
+    expect(toAppError(httpError).row).toBe(ERRORS.INVALID_PARAMS);
+    // Not the client's fault: a plain error, a 5xx, a library's error that happens to carry a 404.
+    expect(toAppError(new Error('boom')).row).toBe(ERRORS.INTERNAL);
+    expect(toAppError(Object.assign(new Error('x'), { code: 'FST_SOMETHING', statusCode: 500 })).row).toBe(ERRORS.INTERNAL);
+    expect(toAppError(Object.assign(new Error('upstream said 404'), { statusCode: 404 })).row).toBe(ERRORS.INTERNAL);
+    expect(toAppError(Object.assign(new Error('hidden'), { statusCode: 403, expose: false })).row).toBe(ERRORS.INTERNAL);
   });
 });
 
