@@ -6,7 +6,7 @@ import { AppError, errorBody } from '../core/errors.js';
 import { EXIT_TABLE } from '../cli/exit-codes.js';
 import { VERSION } from '../version.js';
 import { installErrorHandling, toAppError } from './errors.js';
-import { registerDocs, servedDocument, TEMPLATE_SERVERS } from './docs.js';
+import { DOC_CONTENT_TYPE, registerDocs, ServedDocuments, serverOf, TEMPLATE_SERVERS } from './docs.js';
 import accountRoutes from './routes/account.js';
 import adminRoutes from './routes/admin.js';
 import adminGatewayRoutes from './routes/admin-gateways.js';
@@ -188,8 +188,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await admin.register(adminBackupRoutes, { core, tmpDir: opts.send.tmp.dir });
   });
 
-  app.get('/openapi.json', { schema: { hide: true } }, async (req) => servedDocument(app.swagger() as unknown as Record<string, unknown>, req));
-  await registerDocs(app);
+  // The served document, serialised once per format and kept per server URL (docs.ts).
+  const served = new ServedDocuments(() => app.swagger() as unknown as Record<string, unknown>);
+  app.get('/openapi.json', { schema: { hide: true } }, async (req, reply) => reply.type(DOC_CONTENT_TYPE.json).send(served.bytes('json', serverOf(req).url)));
+  await registerDocs(app, served);
 
   app.decorate('markClosing', () => {
     closing = true;

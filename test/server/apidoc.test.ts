@@ -1,7 +1,9 @@
 import { request as httpRequest } from 'node:http';
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/core/errors.js';
 import { toAppError } from '../../src/server/errors.js';
+import { SERVED_CACHE_MAX, ServedDocuments } from '../../src/server/docs.js';
 import { openapiDocument } from '../../src/server/openapi.js';
 import { expectError, numeroNuevo } from '../helpers/expect.js';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
@@ -289,6 +291,61 @@ function rawGet(path: string, headers: Record<string, string> = {}): Promise<Api
     req.end();
   });
 }
+
+/** The YAML library @fastify/swagger-ui writes /docs/yaml with (what it answered before the cache). */
+const yaml = createRequire(createRequire(import.meta.url).resolve('@fastify/swagger-ui'))('yaml') as { stringify(v: unknown): string };
+
+describe('the served document, serialised once', () => {
+  // The document as built (not parsed back from JSON): what is shared in it, YAML writes once with an anchor.
+  let doc: Record<string, unknown>;
+  beforeAll(async () => {
+    doc = await openapiDocument();
+  });
+  const naming = (url: string) => ({ ...doc, servers: [{ url, description: 'this server' }] });
+
+  it('/openapi.json and /docs/json: the document serialised whole, naming the server of each Host', async () => {
+    for (const [host, url] of [[undefined, s.url], ['api.example.com', 'http://api.example.com'], ['[::1]:9', 'http://[::1]:9'], ['a"b', '/']] as const) {
+      for (const path of ['/openapi.json', '/docs/json']) {
+        const r = await rawGet(path, host ? { host } : {});
+        expect(r.status, path).toBe(200);
+        expect(r.headers.get('content-type'), path).toBe('application/json; charset=utf-8');
+        expect(r.text, `${path} ${host}`).toBe(JSON.stringify(naming(url)));
+      }
+    }
+  });
+
+  it('/docs/yaml: the same YAML as serialising the served document whole, by GET and HEAD', async () => {
+    for (const [host, url] of [[undefined, s.url], ['[::1]:9', 'http://[::1]:9'], ['x', 'http://x'], ['a"b', '/']] as const) {
+      const r = await rawGet('/docs/yaml', host ? { host } : {});
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toBe('application/x-yaml; charset=utf-8');
+      expect(r.text, String(host)).toBe(yaml.stringify(naming(url)));
+    }
+    const head = await fetch(`${s.url}/docs/yaml`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect((await head.arrayBuffer()).byteLength).toBe(0);
+  });
+
+  it('keeps at most SERVED_CACHE_MAX copies, least recently used out, serialising the document once per format', () => {
+    let built = 0;
+    const served = new ServedDocuments(() => {
+      built++;
+      return doc;
+    });
+    served.setYaml(yaml.stringify);
+    const first = served.bytes('json', 'http://h0');
+    expect(served.bytes('json', 'http://h0')).toBe(first); // the same bytes, not a copy
+    for (let i = 1; i < 200; i++) {
+      const url = `http://h${i}`;
+      expect(served.bytes(i % 2 ? 'json' : 'yaml', url).toString(), url).toBe(i % 2 ? JSON.stringify(naming(url)) : yaml.stringify(naming(url)));
+      // h0 used again each time: never the least recently used, never evicted.
+      expect(served.bytes('json', 'http://h0')).toBe(first);
+      expect(served.size).toBeLessThanOrEqual(SERVED_CACHE_MAX);
+    }
+    expect(served.size).toBe(SERVED_CACHE_MAX);
+    expect(built).toBe(2);
+  });
+});
 
 describe('errors of Fastify and its plugins', () => {
   it('a 4xx a plugin raises about the request keeps a 4xx; anything else, whatever status it carries, is internal', () => {
