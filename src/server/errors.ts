@@ -52,9 +52,12 @@ function clientFaultStatus(err: Error): number | undefined {
 }
 
 /**
- * The challenge of every 401 (RFC 7235, RFC 6750): Bearer in the realm
- * "pasarela", plus `error="invalid_token"` when a credential was presented
- * and refused (none given: no error code, as RFC 6750 §3.1 asks).
+ * The challenge of every 401 of a Bearer-authenticated route (RFC 7235, RFC
+ * 6750): Bearer in the realm "pasarela", plus `error="invalid_token"` when a
+ * credential was presented and refused (none given, or one in another
+ * scheme such as Basic: no error code, as RFC 6750 §3.1 asks). The gateway
+ * callback's 401 (a per-instance secret, no HTTP authentication scheme) has
+ * none.
  */
 export function challenge(err: AppError): string {
   return `Bearer realm="pasarela"${err.extras.credentialRejected ? ', error="invalid_token"' : ''}`;
@@ -65,7 +68,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     const appErr = toAppError(err);
     if (appErr.status >= 500) req.log.error({ err }, 'request failed');
     if (appErr.extras.retryAfter !== undefined) reply.header('Retry-After', String(appErr.extras.retryAfter));
-    if (appErr.row === ERRORS.UNAUTHORIZED) reply.header('WWW-Authenticate', challenge(appErr));
+    if (appErr.row === ERRORS.UNAUTHORIZED && !appErr.extras.notBearer) reply.header('WWW-Authenticate', challenge(appErr));
     // Refused before its body was read to the end: answer and close rather than read the rest.
     if (!req.raw.complete) reply.header('Connection', 'close');
     return reply.code(appErr.status).send(errorBody(appErr));

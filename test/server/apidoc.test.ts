@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/core/errors.js';
 import { toAppError } from '../../src/server/errors.js';
 import { SERVED_CACHE_MAX, ServedDocuments } from '../../src/server/docs.js';
+import { evolutionNetwork, type Network } from '../e2e/gateways-network.js';
 import { openapiDocument } from '../../src/server/openapi.js';
 import { expectError, numeroNuevo } from '../helpers/expect.js';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
@@ -347,6 +348,31 @@ describe('the served document, serialised once', () => {
   });
 });
 
+describe('the gateway callback\'s 401', () => {
+  let net: Network;
+  let g: TestServer;
+  beforeAll(async () => {
+    net = await evolutionNetwork();
+    g = await startTestServer({ ...net.serve, healthIntervalMs: 0 });
+  });
+  afterAll(async () => {
+    await g?.stop();
+    await net?.close();
+  });
+
+  it('carries no Bearer challenge: the callback authenticates with a per-instance secret, not a Bearer token', async () => {
+    const path = '/gateway/evolution/pasarela-1';
+    const body = { event: 'messages.upsert', instance: 'pasarela-1', data: {} };
+    for (const headers of [{ 'x-pasarela-secret': 'f'.repeat(64) }, {}, { authorization: 'Bearer whatever-token-1234' }] as Record<string, string>[]) {
+      const r = await api(g.url, 'POST', path, { json: body, headers });
+      expectError(r, 401, 200);
+      expect(r.headers.get('www-authenticate'), JSON.stringify(headers)).toBeNull();
+    }
+    // The rest of that server's API still challenges.
+    expect((await api(g.url, 'GET', '/api/info.php')).headers.get('www-authenticate')).toBe(MISSING);
+  });
+});
+
 describe('errors of Fastify and its plugins', () => {
   it('a 4xx a plugin raises about the request keeps a 4xx; anything else, whatever status it carries, is internal', () => {
     const fst = Object.assign(new Error('Forbidden'), { name: 'FastifyError', code: 'FST_STATIC_FORBIDDEN_PATH', statusCode: 403 });
@@ -420,6 +446,19 @@ describe('WWW-Authenticate on 401', () => {
     expect401(await api(s.url, 'POST', '/api/webhook_escuchas.php', { key: wrongClient(), json: { url: 'https://example.com/hook' } }), INVALID);
     expect401(await api(s.url, 'POST', '/api/webhook_escuchas_renovar.php?id=esc_0', { key: wrongClient() }), INVALID);
     expect401(await api(s.url, 'GET', '/api/webhook.php', { key: wrongClient() }), INVALID);
+  });
+
+  it('an Authorization in another scheme (Basic) is no credential: Bearer realm without invalid_token; a key elsewhere still counts', async () => {
+    const basic = { authorization: `Basic ${Buffer.from('ana:secreto').toString('base64')}` };
+    expect401(await api(s.url, 'GET', '/api/info.php', { headers: basic }), MISSING);
+    expect401(await api(s.url, 'GET', '/admin/clientes', { headers: basic }), MISSING);
+    expect401(await api(s.url, 'GET', '/api/info.php', { headers: { authorization: 'Digest username="ana", realm="x"' } }), MISSING);
+    // A proxy's login in the header, the key in the query: the key is what pasarela reads.
+    const r = await api(s.url, 'GET', `/api/info.php?key=${encodeURIComponent(A.clientKey)}`, { headers: basic });
+    expect(r.status, r.text).toBe(200);
+    // A bare key (no scheme) is still a key, and a wrong one is refused as such.
+    expect((await api(s.url, 'GET', '/api/info.php', { headers: { authorization: A.clientKey } })).status).toBe(200);
+    expect401(await api(s.url, 'GET', '/api/info.php', { headers: { authorization: wrongClient() } }), INVALID);
   });
 
   it('is absent from answers that are not 401: a success, a 403, the public routes', async () => {
