@@ -71,6 +71,8 @@ export interface ErrorExtras {
   saldo?: number | null;
   /** A 401 for a credential presented and refused, not a missing one (the challenge says `invalid_token`). */
   credentialRejected?: boolean;
+  /** A 401 of a route not authenticated by a Bearer credential (the gateway callback's secret): no Bearer challenge. */
+  notBearer?: boolean;
 }
 
 export class AppError extends Error {

@@ -6,7 +6,7 @@ import { AppError, errorBody } from '../core/errors.js';
 import { EXIT_TABLE } from '../cli/exit-codes.js';
 import { VERSION } from '../version.js';
 import { installErrorHandling, toAppError } from './errors.js';
-import { registerDocs, servedDocument, TEMPLATE_SERVERS } from './docs.js';
+import { DOC_CONTENT_TYPE, registerDocs, ServedDocuments, serverOf, TEMPLATE_SERVERS } from './docs.js';
 import accountRoutes from './routes/account.js';
 import adminRoutes from './routes/admin.js';
 import adminGatewayRoutes from './routes/admin-gateways.js';
@@ -24,6 +24,7 @@ import { sharedSchemas } from './schemas/common.js';
 import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
 import { REQUEST_LIMITS, type RequestLimits } from './defaults.js';
+import { NUMBER_RUN } from './log-events.js';
 import { installRequestIds, OneLineRequestLog, refusedRequestId, requestIdOf, unroutedReply } from './request-log.js';
 import type { Metrics } from './metrics/metrics.js';
 import { installMetrics } from './metrics/routes.js';
@@ -47,16 +48,43 @@ export interface AppOptions {
 /** Query parameters whose values are credentials; masked wherever a URL is logged. */
 const SECRET_PARAMS = new Set(['key', 'token', 'secret', 'api_key']);
 
+/** Query parameters whose values are phone numbers (a recipient, a sender, a line's); masked whole wherever a URL is logged. */
+const NUMBER_PARAMS = new Set(['destinatario', 'remitente', 'numero', 'de', 'para', 'telefono']);
+
+/** Ids (`id`, `celular_id`, ...): logged as they are, whatever digits they hold. */
+const isIdParam = (name: string) => name === 'id' || name.endsWith('_id');
+
+/** A value as logged: runs of 7 or more digits (a number in a parameter of any other name) become `[number]`. */
+function maskedValue(v: string): string {
+  return v
+    .split(NUMBER_RUN)
+    .map((part) => encodeURIComponent(part))
+    .join('[number]');
+}
+
 /**
  * The URL as logged: names are decoded the way the query parser decodes them
- * (so `k%65y=` is caught too) and the values of credential parameters masked.
+ * (so `k%65y=` is caught too), the values of credential parameters masked
+ * (`[REDACTED]`), and phone numbers too (`[number]`): the whole value of a
+ * number parameter (`destinatario`, `remitente`, ...), and any run of 7 or
+ * more digits in the value of another parameter, ids apart (docs/logs.md).
  */
 export function maskUrl(url: string): string {
   const q = url.indexOf('?');
   if (q < 0) return url;
   const parts: string[] = [];
   for (const [k, v] of new URLSearchParams(url.slice(q + 1))) {
-    parts.push(`${encodeURIComponent(k)}=${SECRET_PARAMS.has(k.toLowerCase()) ? '[REDACTED]' : encodeURIComponent(v)}`);
+    const name = k.toLowerCase();
+    const value = SECRET_PARAMS.has(name)
+      ? '[REDACTED]'
+      : NUMBER_PARAMS.has(name)
+        ? v === ''
+          ? ''
+          : '[number]'
+        : isIdParam(name)
+          ? encodeURIComponent(v)
+          : maskedValue(v);
+    parts.push(`${encodeURIComponent(k)}=${value}`);
   }
   return `${url.slice(0, q)}?${parts.join('&')}`;
 }
@@ -188,8 +216,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await admin.register(adminBackupRoutes, { core, tmpDir: opts.send.tmp.dir });
   });
 
-  app.get('/openapi.json', { schema: { hide: true } }, async (req) => servedDocument(app.swagger() as unknown as Record<string, unknown>, req));
-  await registerDocs(app);
+  // The served document, serialised once per format and kept per server URL (docs.ts).
+  const served = new ServedDocuments(() => app.swagger() as unknown as Record<string, unknown>);
+  app.get('/openapi.json', { schema: { hide: true } }, async (req, reply) => reply.type(DOC_CONTENT_TYPE.json).send(served.bytes('json', serverOf(req).url)));
+  await registerDocs(app, served);
 
   app.decorate('markClosing', () => {
     closing = true;

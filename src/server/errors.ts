@@ -28,13 +28,36 @@ export function toAppError(err: FastifyError | Error): AppError {
   if (err instanceof SyntaxError || fe.statusCode === 400) return new AppError('MALFORMED_BODY', 'the body could not be parsed');
   if (fe.statusCode === 413) return new AppError('BODY_TOO_LARGE', 'request body too large');
   if (fe.statusCode === 415) return new AppError('UNSUPPORTED_BODY', 'unsupported content type');
+  const status = clientFaultStatus(err);
+  // The static files of /docs: a path out of their directory (`..`, a NUL byte) is a file that is not there.
+  if (status === 403 || status === 404) return new AppError('ROUTE_NOT_FOUND', 'no such file or endpoint');
+  // Any other refusal of the request itself (a Range or precondition a static file cannot meet, ...).
+  if (status !== undefined) return new AppError('INVALID_PARAMS', `the request cannot be answered: ${err.message}`);
   return new AppError('INTERNAL', 'internal error');
 }
 
 /**
- * The challenge of every 401 (RFC 7235, RFC 6750): Bearer in the realm
- * "pasarela", plus `error="invalid_token"` when a credential was presented
- * and refused (none given: no error code, as RFC 6750 §3.1 asks).
+ * The 4xx status of an error Fastify or a plugin raised about the request
+ * itself: a FastifyError (`FST_...` code) or an http-errors error marked safe
+ * to show (`expose`, as @fastify/static's send sets for 4xx). Any other error,
+ * whatever status it carries (a library's, a gateway's), is not the client's
+ * fault: undefined, and it is answered as internal.
+ */
+function clientFaultStatus(err: Error): number | undefined {
+  const e = err as Error & { statusCode?: unknown; status?: unknown; code?: unknown; expose?: unknown };
+  const status = typeof e.statusCode === 'number' ? e.statusCode : typeof e.status === 'number' ? e.status : undefined;
+  if (status === undefined || status < 400 || status > 499) return undefined;
+  const fastify = err.name === 'FastifyError' || (typeof e.code === 'string' && e.code.startsWith('FST_'));
+  return fastify || e.expose === true ? status : undefined;
+}
+
+/**
+ * The challenge of every 401 of a Bearer-authenticated route (RFC 7235, RFC
+ * 6750): Bearer in the realm "pasarela", plus `error="invalid_token"` when a
+ * credential was presented and refused (none given, or one in another
+ * scheme such as Basic: no error code, as RFC 6750 §3.1 asks). The gateway
+ * callback's 401 (a per-instance secret, no HTTP authentication scheme) has
+ * none.
  */
 export function challenge(err: AppError): string {
   return `Bearer realm="pasarela"${err.extras.credentialRejected ? ', error="invalid_token"' : ''}`;
@@ -45,7 +68,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     const appErr = toAppError(err);
     if (appErr.status >= 500) req.log.error({ err }, 'request failed');
     if (appErr.extras.retryAfter !== undefined) reply.header('Retry-After', String(appErr.extras.retryAfter));
-    if (appErr.row === ERRORS.UNAUTHORIZED) reply.header('WWW-Authenticate', challenge(appErr));
+    if (appErr.row === ERRORS.UNAUTHORIZED && !appErr.extras.notBearer) reply.header('WWW-Authenticate', challenge(appErr));
     // Refused before its body was read to the end: answer and close rather than read the rest.
     if (!req.raw.complete) reply.header('Connection', 'close');
     return reply.code(appErr.status).send(errorBody(appErr));

@@ -23,11 +23,23 @@ export function queryOf(req: FastifyRequest): Fields {
   return (req.query ?? {}) as Fields;
 }
 
+/** An RFC 7235 credential in some scheme: a token (the scheme), white space, then the credentials. */
+const OTHER_SCHEME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\s+\S/;
+
+/**
+ * The credential of the Authorization header: `Bearer <key>`, or a bare key
+ * (no scheme: no key has a space). Another scheme (`Basic ...`, say a proxy's
+ * login) is no credential of pasarela's: none from the header, so a key in
+ * the body or query still counts, and alone it is a 401 for a missing
+ * credential (no `invalid_token`, RFC 6750 §3.1).
+ */
 function bearer(req: FastifyRequest): string | undefined {
   const h = req.headers.authorization;
   if (!h) return undefined;
   const m = /^Bearer\s+(.+)$/i.exec(h.trim());
-  return m ? m[1] : h.trim();
+  if (m) return m[1];
+  if (OTHER_SCHEME.test(h.trim())) return undefined;
+  return h.trim();
 }
 
 /** A credential field; a repeated one (`?key=A&key=A`) counts once per distinct value. */

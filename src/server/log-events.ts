@@ -31,6 +31,9 @@ export interface EventLogger {
   warn(obj: object, msg: string): void;
 }
 
+/** A phone number as text may hold it: 7 or more digits, single spaces allowed between them, maybe a leading `+`. */
+export const NUMBER_RUN = /\+?\d(?: ?\d){6,}/g;
+
 /** Longest reason logged; gateways' reasons are short, a receiver's error could be anything. */
 const MAX_REASON = 300;
 
@@ -41,7 +44,7 @@ const MAX_REASON = 300;
  */
 export function loggedReason(reason: string | null): string | null {
   if (reason === null) return null;
-  const masked = reason.replace(/\+?\d(?: ?\d){6,}/g, '[number]');
+  const masked = reason.replace(NUMBER_RUN, '[number]');
   return masked.length > MAX_REASON ? `${masked.slice(0, MAX_REASON - 1)}…` : masked;
 }
 

@@ -43,23 +43,25 @@ export function requestIdOf(raw: IncomingMessage): string {
  * clientErrorHandler (a timeout while a routed request's body was still
  * arriving) answers and logs that request's id.
  */
-const inFlight = new WeakMap<Socket, string>();
+const inFlight = new WeakMap<Socket, FastifyRequest>();
 
 /** Why the clientErrorHandler cut a routed request short (its code), for that request's own line. */
 const cutShort = new WeakMap<Socket, string>();
 
 /**
  * The id a raw refusal of the clientErrorHandler answers with, its one log
- * line written. A routed request in flight on the socket keeps its id and its
- * own line ("request ended before its answer", with `code`); a request that
- * never got as far as routing (malformed, headers too slow or too large) gets
- * a new id and a `request.refused` line here.
+ * line written. A routed request in flight on the socket whose body was
+ * still arriving is the one refused: it keeps its id and its own line
+ * ("request ended before its answer", with `code`). Otherwise the refusal is
+ * of a request that never got as far as routing (malformed, headers too slow
+ * or too large), even one pipelined behind a complete request still being
+ * answered: a new id and a `request.refused` line here.
  */
 export function refusedRequestId(log: FastifyBaseLogger, socket: Socket, code: string | undefined, statusCode: number): string {
   const routed = inFlight.get(socket);
-  if (routed !== undefined) {
+  if (routed !== undefined && !routed.raw.complete) {
     if (code) cutShort.set(socket, code);
-    return routed;
+    return routed.id;
   }
   const reqId = newRequestId();
   log.info({ event: LOG_EVENTS.requestRefused, reqId, res: { statusCode }, code, remoteAddress: socket.remoteAddress }, 'request refused before routing');
@@ -87,7 +89,7 @@ export class OneLineRequestLog extends LogController {
 
 /** The request is no longer in flight on its socket (unless a later one, pipelined, already is). */
 function settled(request: FastifyRequest): void {
-  if (inFlight.get(request.raw.socket) === request.id) inFlight.delete(request.raw.socket);
+  if (inFlight.get(request.raw.socket) === request) inFlight.delete(request.raw.socket);
 }
 
 function logCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
@@ -117,7 +119,7 @@ export function unroutedReply(request: FastifyRequest, reply: FastifyReply): Fas
 export function installRequestIds(app: FastifyInstance): void {
   app.addHook('onRequest', async (req, reply) => {
     reply.header(REQUEST_ID_HEADER, req.id);
-    inFlight.set(req.raw.socket, req.id);
+    inFlight.set(req.raw.socket, req);
   });
   app.addHook('onRequestAbort', async (req) => {
     const socket = req.raw.socket;

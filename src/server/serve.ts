@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import { QUEUE_DEFAULTS, systemTz, type Core, type QueueConfig } from '../core/context.js';
 import { MemoryCounters } from '../core/counters-memory.js';
@@ -193,8 +193,37 @@ async function openStore(
 /** How often the WAL is copied back into the database, off the request thread. */
 const CHECKPOINT_MS = 1000;
 
+/**
+ * Makes the data directory and any missing parents (0700), one level at a
+ * time, each tried once. Node's recursive mkdirSync never returns where
+ * mkdir answers ENOENT under a parent that exists (/proc, some FUSE mounts):
+ * it retries the parent forever, at full CPU, deaf to signals. Here a level
+ * that cannot be made is an error naming the data directory.
+ */
+export function makeDataDir(dir: string): void {
+  const abs = resolve(dir);
+  const missing: string[] = [];
+  // Up to the first that exists: at most one step per component of the path.
+  for (let d = abs; !existsSync(d); ) {
+    missing.push(d);
+    const parent = dirname(d);
+    if (parent === d) break;
+    d = parent;
+  }
+  for (const d of missing.reverse()) {
+    try {
+      mkdirSync(d, { mode: 0o700 });
+    } catch (err) {
+      // Made by someone else meanwhile: fine, if it is a directory.
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST' && existsSync(d) && statSync(d).isDirectory()) continue;
+      throw new Error(`cannot create the data directory ${abs}: ${(err as Error).message}`);
+    }
+  }
+  if (!statSync(abs).isDirectory()) throw new Error(`the data directory ${abs} is not a directory`);
+}
+
 export async function startServer(opts: ServeOptions): Promise<RunningServer> {
-  mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  makeDataDir(opts.dataDir);
   const clock = opts.clock ?? systemClock;
   // First, so that two starts on a new directory cannot both make its secrets.
   const lock = DataDirLock.acquire(opts.dataDir);

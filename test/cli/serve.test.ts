@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -99,6 +99,27 @@ describe('serve', () => {
     } finally {
       await new Promise((r) => busy.close(r));
     }
+  });
+
+  // Under /proc mkdir answers ENOENT though the parent exists: Node's recursive mkdir retried it forever.
+  it.skipIf(!existsSync('/proc/self'))('a data directory that cannot be made (under /proc) exits 1 at once with one error line', async () => {
+    for (const dir of ['/proc/nope', '/proc/nope/pasarela']) {
+      const r = await cli.run(['serve', '--port', '0', '--data-dir', dir], { timeoutMs: 15_000 });
+      expect(r.exitCode, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`^error: cannot start: cannot create the data directory ${dir}: ENOENT[^\n]*\n$`));
+      expect(r.stdout).toBe('');
+    }
+  });
+
+  it('a data directory that is a file, or under one, exits 1 with one error line', async () => {
+    const file = join(cli.home, 'a-file');
+    writeFileSync(file, 'x');
+    const asDir = await cli.run(['serve', '--port', '0', '--data-dir', file]);
+    expect(asDir.exitCode).toBe(1);
+    expect(asDir.stderr).toBe(`error: cannot start: the data directory ${file} is not a directory\n`);
+    const under = await cli.run(['serve', '--port', '0', '--data-dir', join(file, 'data')]);
+    expect(under.exitCode).toBe(1);
+    expect(under.stderr).toMatch(/^error: cannot start: cannot create the data directory .*a-file\/data: ENOTDIR[^\n]*\n$/);
   });
 
   it('PASARELA_GATEWAY_FETCHES_MEDIA takes yes or no, never anything else as a silent yes', async () => {

@@ -1,5 +1,10 @@
 import { request as httpRequest } from 'node:http';
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERRORS } from '../../src/core/errors.js';
+import { toAppError } from '../../src/server/errors.js';
+import { SERVED_CACHE_MAX, ServedDocuments } from '../../src/server/docs.js';
+import { evolutionNetwork, type Network } from '../e2e/gateways-network.js';
 import { openapiDocument } from '../../src/server/openapi.js';
 import { expectError, numeroNuevo } from '../helpers/expect.js';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
@@ -241,6 +246,145 @@ describe('/docs', () => {
     const missing = await api(s.url, 'GET', '/docs/static/nothing-here.js');
     expectError(missing, 404, 104);
   });
+
+  it('answers a path out of the static files (.., a NUL byte) 404 in the error shape, never a 500 or an error-level log line', async () => {
+    for (const path of ['/docs/static/%00', '/docs/static/../../package.json', '/docs/static/a/../../x', '/docs/static/%2e%2e/%2e%2e/package.json', '/docs/static/..%2f..%2fpackage.json']) {
+      const r = await rawGet(path);
+      expectError(r, 404, 104);
+      expect(Object.keys(r.body).sort(), path).toEqual(['api_codigo', 'api_descripcion', 'api_texto', 'error', 'ok', 'saldo']);
+      expect(r.text, path).not.toContain('"name"');
+      const lines = linesOf(s, r.headers.get('x-request-id')!);
+      expect(lines.length, path).toBe(1);
+      expect(lines[0]!.level, path).toBe(30);
+      expect(lines[0]!.res.statusCode, path).toBe(404);
+    }
+  });
+
+  it('answers a Range or a precondition a static file cannot meet 400, not 500', async () => {
+    for (const headers of [{ range: 'bytes=99999999-' }, { 'if-match': '"nope"' }] as Record<string, string>[]) {
+      const r = await rawGet('/docs/static/swagger-ui.css', headers);
+      expectError(r, 400, 100);
+      expect(linesOf(s, r.headers.get('x-request-id')!).map((l) => l.level)).toEqual([30]);
+    }
+  });
+});
+
+/** The log lines of one request, parsed. */
+const linesOf = (t: TestServer, reqId: string) => t.logs.map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l.reqId === reqId);
+
+/** A GET with the path sent as is (no normalisation of `..`, as curl --path-as-is). */
+function rawGet(path: string, headers: Record<string, string> = {}): Promise<ApiResponse> {
+  const port = new URL(s.url).port;
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => {
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {}
+        resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), body, text });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The YAML library @fastify/swagger-ui writes /docs/yaml with (what it answered before the cache). */
+const yaml = createRequire(createRequire(import.meta.url).resolve('@fastify/swagger-ui'))('yaml') as { stringify(v: unknown): string };
+
+describe('the served document, serialised once', () => {
+  // The document as built (not parsed back from JSON): what is shared in it, YAML writes once with an anchor.
+  let doc: Record<string, unknown>;
+  beforeAll(async () => {
+    doc = await openapiDocument();
+  });
+  const naming = (url: string) => ({ ...doc, servers: [{ url, description: 'this server' }] });
+
+  it('/openapi.json and /docs/json: the document serialised whole, naming the server of each Host', async () => {
+    for (const [host, url] of [[undefined, s.url], ['api.example.com', 'http://api.example.com'], ['[::1]:9', 'http://[::1]:9'], ['a"b', '/']] as const) {
+      for (const path of ['/openapi.json', '/docs/json']) {
+        const r = await rawGet(path, host ? { host } : {});
+        expect(r.status, path).toBe(200);
+        expect(r.headers.get('content-type'), path).toBe('application/json; charset=utf-8');
+        expect(r.text, `${path} ${host}`).toBe(JSON.stringify(naming(url)));
+      }
+    }
+  });
+
+  it('/docs/yaml: the same YAML as serialising the served document whole, by GET and HEAD', async () => {
+    for (const [host, url] of [[undefined, s.url], ['[::1]:9', 'http://[::1]:9'], ['x', 'http://x'], ['a"b', '/']] as const) {
+      const r = await rawGet('/docs/yaml', host ? { host } : {});
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toBe('application/x-yaml; charset=utf-8');
+      expect(r.text, String(host)).toBe(yaml.stringify(naming(url)));
+    }
+    const head = await fetch(`${s.url}/docs/yaml`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect((await head.arrayBuffer()).byteLength).toBe(0);
+  });
+
+  it('keeps at most SERVED_CACHE_MAX copies, least recently used out, serialising the document once per format', () => {
+    let built = 0;
+    const served = new ServedDocuments(() => {
+      built++;
+      return doc;
+    });
+    served.setYaml(yaml.stringify);
+    const first = served.bytes('json', 'http://h0');
+    expect(served.bytes('json', 'http://h0')).toBe(first); // the same bytes, not a copy
+    for (let i = 1; i < 200; i++) {
+      const url = `http://h${i}`;
+      expect(served.bytes(i % 2 ? 'json' : 'yaml', url).toString(), url).toBe(i % 2 ? JSON.stringify(naming(url)) : yaml.stringify(naming(url)));
+      // h0 used again each time: never the least recently used, never evicted.
+      expect(served.bytes('json', 'http://h0')).toBe(first);
+      expect(served.size).toBeLessThanOrEqual(SERVED_CACHE_MAX);
+    }
+    expect(served.size).toBe(SERVED_CACHE_MAX);
+    expect(built).toBe(2);
+  });
+});
+
+describe('the gateway callback\'s 401', () => {
+  let net: Network;
+  let g: TestServer;
+  beforeAll(async () => {
+    net = await evolutionNetwork();
+    g = await startTestServer({ ...net.serve, healthIntervalMs: 0 });
+  });
+  afterAll(async () => {
+    await g?.stop();
+    await net?.close();
+  });
+
+  it('carries no Bearer challenge: the callback authenticates with a per-instance secret, not a Bearer token', async () => {
+    const path = '/gateway/evolution/pasarela-1';
+    const body = { event: 'messages.upsert', instance: 'pasarela-1', data: {} };
+    for (const headers of [{ 'x-pasarela-secret': 'f'.repeat(64) }, {}, { authorization: 'Bearer whatever-token-1234' }] as Record<string, string>[]) {
+      const r = await api(g.url, 'POST', path, { json: body, headers });
+      expectError(r, 401, 200);
+      expect(r.headers.get('www-authenticate'), JSON.stringify(headers)).toBeNull();
+    }
+    // The rest of that server's API still challenges.
+    expect((await api(g.url, 'GET', '/api/info.php')).headers.get('www-authenticate')).toBe(MISSING);
+  });
+});
+
+describe('errors of Fastify and its plugins', () => {
+  it('a 4xx a plugin raises about the request keeps a 4xx; anything else, whatever status it carries, is internal', () => {
+    const fst = Object.assign(new Error('Forbidden'), { name: 'FastifyError', code: 'FST_STATIC_FORBIDDEN_PATH', statusCode: 403 });
+    expect(toAppError(fst).row).toBe(ERRORS.ROUTE_NOT_FOUND);
+    const httpError = Object.assign(new Error('Range Not Satisfiable'), { status: 416, statusCode: 416, expose: true });
+    expect(toAppError(httpError).row).toBe(ERRORS.INVALID_PARAMS);
+    // Not the client's fault: a plain error, a 5xx, a library's error that happens to carry a 404.
+    expect(toAppError(new Error('boom')).row).toBe(ERRORS.INTERNAL);
+    expect(toAppError(Object.assign(new Error('x'), { code: 'FST_SOMETHING', statusCode: 500 })).row).toBe(ERRORS.INTERNAL);
+    expect(toAppError(Object.assign(new Error('upstream said 404'), { statusCode: 404 })).row).toBe(ERRORS.INTERNAL);
+    expect(toAppError(Object.assign(new Error('hidden'), { statusCode: 403, expose: false })).row).toBe(ERRORS.INTERNAL);
+  });
 });
 
 /** The challenge of a 401 with no credential, and of one with a credential refused. */
@@ -302,6 +446,19 @@ describe('WWW-Authenticate on 401', () => {
     expect401(await api(s.url, 'POST', '/api/webhook_escuchas.php', { key: wrongClient(), json: { url: 'https://example.com/hook' } }), INVALID);
     expect401(await api(s.url, 'POST', '/api/webhook_escuchas_renovar.php?id=esc_0', { key: wrongClient() }), INVALID);
     expect401(await api(s.url, 'GET', '/api/webhook.php', { key: wrongClient() }), INVALID);
+  });
+
+  it('an Authorization in another scheme (Basic) is no credential: Bearer realm without invalid_token; a key elsewhere still counts', async () => {
+    const basic = { authorization: `Basic ${Buffer.from('ana:secreto').toString('base64')}` };
+    expect401(await api(s.url, 'GET', '/api/info.php', { headers: basic }), MISSING);
+    expect401(await api(s.url, 'GET', '/admin/clientes', { headers: basic }), MISSING);
+    expect401(await api(s.url, 'GET', '/api/info.php', { headers: { authorization: 'Digest username="ana", realm="x"' } }), MISSING);
+    // A proxy's login in the header, the key in the query: the key is what pasarela reads.
+    const r = await api(s.url, 'GET', `/api/info.php?key=${encodeURIComponent(A.clientKey)}`, { headers: basic });
+    expect(r.status, r.text).toBe(200);
+    // A bare key (no scheme) is still a key, and a wrong one is refused as such.
+    expect((await api(s.url, 'GET', '/api/info.php', { headers: { authorization: A.clientKey } })).status).toBe(200);
+    expect401(await api(s.url, 'GET', '/api/info.php', { headers: { authorization: wrongClient() } }), INVALID);
   });
 
   it('is absent from answers that are not 401: a success, a 403, the public routes', async () => {

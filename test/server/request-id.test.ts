@@ -150,6 +150,66 @@ describe('the request log', () => {
   });
 });
 
+describe('a malformed request pipelined after a complete one', () => {
+  it('gets its own new id and request.refused line; the request before it keeps its id and no code of the other', async () => {
+    const u = new URL(s.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(u.port), u.hostname, () =>
+        sock.write(
+          'GET /health HTTP/1.1\r\nHost: x\r\nX-Request-Id: pipelined-first\r\n\r\n' +
+            'POST /api/info.php HTTP/1.1\r\nHost: x\r\nX-Request-Id: pipelined-bad\r\nContent-Length: 1x\r\n\r\n',
+        ),
+      );
+      let buf = '';
+      sock.on('data', (d) => (buf += String(d)));
+      sock.on('error', reject);
+      sock.on('close', () => resolve(buf));
+    });
+    const refused = /HTTP\/1\.1 400 [^]*?\r\nX-Request-Id: ([^\r]+)\r\n/.exec(answer);
+    expect(refused, answer).not.toBeNull();
+    const id = refused![1]!;
+    expect(id).toMatch(GENERATED);
+    expect(await linesOf(id)).toEqual([expect.objectContaining({ event: 'request.refused', res: { statusCode: 400 }, code: 'HPE_INVALID_CONTENT_LENGTH' })]);
+    const first = await linesOf('pipelined-first');
+    expect(first).toHaveLength(1);
+    expect(first[0]!.code).toBeUndefined();
+    expect(first[0]!.req).toMatchObject({ method: 'GET', url: '/health' });
+  });
+});
+
+describe('a routed request whose body turns out malformed', () => {
+  it('keeps its id in the raw 400 and on its one line, with the code; no request.refused line', async () => {
+    // Debug level: its "incoming request" line says when it was routed.
+    const t = await startTestServer({ logLevel: 'debug' });
+    try {
+      const B = await seedClient(t, { numero: numeroNuevo() });
+      const u = new URL(t.url);
+      const parsed = () => t.logs.map((l) => JSON.parse(l) as Record<string, any>);
+      const answer = await new Promise<string>((resolve, reject) => {
+        const sock = connect(Number(u.port), u.hostname, () => {
+          sock.write(
+            `POST /api/celular_crear.php HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${B.clientKey}\r\nContent-Type: application/json\r\n` +
+              'Transfer-Encoding: chunked\r\nX-Request-Id: body-cut\r\n\r\n3\r\n{"n\r\n',
+          );
+          // Once it is routed, a chunk size that is not hex.
+          void waitFor(() => parsed().some((l) => l.reqId === 'body-cut' && l.msg === 'incoming request'), 'the request routed').then(() => sock.write('zz\r\n'));
+        });
+        let buf = '';
+        sock.on('data', (d) => (buf += String(d)));
+        sock.on('error', reject);
+        sock.on('close', () => resolve(buf));
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 400 [^]*\r\nX-Request-Id: body-cut\r\n/);
+      await waitFor(() => parsed().some((l) => l.reqId === 'body-cut' && l.msg === 'request ended before its answer'), 'its line');
+      const lines = parsed().filter((l) => l.reqId === 'body-cut' && l.level >= 30);
+      expect(lines).toEqual([expect.objectContaining({ msg: 'request ended before its answer', code: 'HPE_INVALID_CHUNK_SIZE' })]);
+      expect(parsed().filter((l) => l.event === 'request.refused')).toEqual([]);
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
 describe('a request whose headers never finish', () => {
   it('gets the raw 408 with an X-Request-Id, and its one line says so with that id', async () => {
     const t = await startTestServer({ limits: { headerTimeoutMs: 300 } });

@@ -156,6 +156,32 @@ describe('logs', () => {
     expect(all).not.toMatch(/authorization/i);
   });
 
+  it('hold no phone number from a URL, in the JSON or the pretty format: number parameters masked whole, 7+ digit runs elsewhere, ids kept', async () => {
+    const pretty = await startTestServer({ logFormat: 'pretty', logColor: false });
+    try {
+      for (const t of [s, pretty]) {
+        const C = t === s ? A : await seedClient(t, { numero: numeroNuevo() });
+        const paths = [
+          `/api/recibidos_listar.php?celular_id=${C.celularId}&remitente=5215599990000`,
+          `/api/historial_listar.php?destinatario=%2B52%2055%201234%205678&celular_id=${C.celularId}`,
+          `/api/historial_listar.php?Destinatario=5215544443333&desde=2026-01-02`,
+          `/api/info.php?de=5215522221111&para=5215500001111&numero=5215566665555&telefono=5566665555`,
+          `/api/info.php?otro=tel%3A%2B5215577776666&id=12345678901`,
+        ];
+        for (const path of paths) expect((await api(t.url, 'GET', path, { key: C.clientKey })).status, path).toBeLessThan(500);
+        const all = t.logs.join('\n');
+        for (const n of ['5215599990000', '1234 5678', '1234%205678', '55%201234', '5215544443333', '5215522221111', '5215500001111', '5215566665555', '5566665555', '5215577776666']) {
+          expect(all.includes(n), `${n} in the ${t === s ? 'json' : 'pretty'} log`).toBe(false);
+        }
+        expect(all).toContain(`/api/recibidos_listar.php?celular_id=${C.celularId}&remitente=[number]`);
+        expect(all).toContain('desde=2026-01-02');
+        expect(all).toContain('otro=tel%3A[number]&id=12345678901');
+      }
+    } finally {
+      await pretty.stop();
+    }
+  });
+
   // Fastify decodes percent-escapes in query names, so `?k%65y=WA_...` authenticates as `key`: the
   // logged URL must be masked after that decoding, not by the literal name.
   it('a ?key= whose name is percent-encoded is not logged in clear', async () => {

@@ -34,7 +34,8 @@ export default async function gatewayInboundRoutes(app: FastifyInstance, { core 
       });
       return success(r, { descripcion: 'recibido' });
     } catch (err) {
-      if (err instanceof InboundRefused) fail(err.status === 401 ? 'UNAUTHORIZED' : 'INVALID_PARAMS', err.message);
+      // A per-instance secret or a body signature, not a Bearer token: its 401 carries no Bearer challenge.
+      if (err instanceof InboundRefused) fail(err.status === 401 ? 'UNAUTHORIZED' : 'INVALID_PARAMS', err.message, err.status === 401 ? { notBearer: true } : undefined);
       throw err;
     }
   };
