@@ -66,6 +66,10 @@ export interface FakeMessage {
   url?: string;
   /** When the send reached the fake (Date.now()). */
   at: number;
+  /** The client's port of the connection it came on. */
+  port?: number;
+  /** Who sent it: what the `peerOf` option named its connection when the fake accepted it (undefined without the option, or when it could not tell). */
+  peer?: string;
 }
 
 export interface FakeDelivery {
@@ -169,11 +173,13 @@ function postJson(url: string, headers: Record<string, string>, body: unknown): 
   });
 }
 
-export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promise<EvolutionFake> {
+export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remotePort: number) => string | undefined } = {}): Promise<EvolutionFake> {
   const apiKey = opts.apiKey ?? `evo-global-${hex(12)}`;
   const instances = new Map<string, FakeInstance>();
   const requests: FakeRequest[] = [];
   const messages: FakeMessage[] = [];
+  /** Each connection's client port, and who is at that end (`peerOf`), read when it was accepted. */
+  const peers = new WeakMap<Socket, { port: number; peer?: string }>();
   const deliveries: FakeDelivery[] = [];
   const inflight = new Set<Promise<unknown>>();
   const offNetwork = new Set<string>();
@@ -411,7 +417,7 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
     return { bytes: Buffer.from(raw, 'base64') };
   }
 
-  async function send(inst: FakeInstance, route: FakeMessage['route'], body: Json): Promise<[number, unknown]> {
+  async function send(inst: FakeInstance, route: FakeMessage['route'], body: Json, socket?: Socket): Promise<[number, unknown]> {
     if (body.number === undefined) throw badRequest('instance requires property "number"');
     if (typeof body.number !== 'string') throw badRequest('number is not of a type(s) string');
     let message: Json;
@@ -466,7 +472,7 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
       instanceId: inst.id,
       source: 'unknown',
     };
-    messages.push({ instance: inst.name, route, request: body, record, ...m, at: Date.now() });
+    messages.push({ instance: inst.name, route, request: body, record, ...m, at: Date.now(), ...(socket ? peers.get(socket) : {}) });
     // The network's ack can beat the answer to the send (what ackBeforeReply tests).
     if (ackFirst) await ackMessage(inst, record.key.id, 'DELIVERY_ACK');
     void deliver(inst, 'SEND_MESSAGE', record);
@@ -479,7 +485,7 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
     return [200, { presence: body.presence }];
   }
 
-  type Handler = (inst: FakeInstance | null, body: Json, query: URLSearchParams) => [number, unknown] | Promise<[number, unknown]>;
+  type Handler = (inst: FakeInstance | null, body: Json, query: URLSearchParams, socket?: Socket) => [number, unknown] | Promise<[number, unknown]>;
   const routes: Array<{ method: string; re: RegExp; handler: Handler }> = [];
   const on = (method: string, path: string, handler: Handler) => routes.push({ method, re: new RegExp(`^${path.replace(':i', '([^/]+)')}$`), handler });
   const inst = (i: FakeInstance | null) => i!;
@@ -492,7 +498,7 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
   on('POST', '/instance/setPresence/:i', (i, b) => setPresence(inst(i), b));
   on('POST', '/webhook/set/:i', (i, b) => setWebhook(inst(i), b));
   on('GET', '/webhook/find/:i', (i) => [200, inst(i).webhook]);
-  for (const r of ['sendText', 'sendMedia', 'sendWhatsAppAudio', 'sendSticker'] as const) on('POST', `/message/${r}/:i`, (i, b) => send(inst(i), r, b));
+  for (const r of ['sendText', 'sendMedia', 'sendWhatsAppAudio', 'sendSticker'] as const) on('POST', `/message/${r}/:i`, (i, b, _q, socket) => send(inst(i), r, b, socket));
   on('GET', '/instance/fetchInstances', () => [200, []]); // Answered in handle(): it depends on the key.
 
   async function handle(req: IncomingMessage, raw: Buffer): Promise<[number, unknown]> {
@@ -522,7 +528,7 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
     // The instance token opens only routes that name its instance.
     if (!global && !(key && found && found.token === key)) throw new HttpError(401, 'Unauthorized', 'Unauthorized');
     if (name !== undefined && !found) throw notFound(`The "${name}" instance does not exist`);
-    return route.handler(found ?? null, obj(body), u.searchParams);
+    return route.handler(found ?? null, obj(body), u.searchParams, req.socket);
   }
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -541,6 +547,10 @@ export async function startEvolutionFake(opts: { apiKey?: string } = {}): Promis
   const sockets = new Set<Socket>();
   server.on('connection', (s) => {
     sockets.add(s);
+    if (s.remotePort !== undefined) {
+      const peer = opts.peerOf?.(s.remotePort);
+      peers.set(s, { port: s.remotePort, ...(peer === undefined ? {} : { peer }) });
+    }
     s.on('close', () => sockets.delete(s));
   });
 
