@@ -226,6 +226,14 @@ export function journalInbound(db: DB, ev: JournalEvent, clave: string | null, n
   });
 }
 
+/** The lines with a backlog, one index seek each: a skip-scan over the partial queue index. */
+const BACKLOG_LINES = `WITH RECURSIVE lineas(id) AS (
+       SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
+       UNION ALL
+       SELECT (SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > lineas.id)
+       FROM lineas WHERE lineas.id IS NOT NULL
+     )`;
+
 /**
  * One message per line with a backlog: a skip-scan over the partial queue
  * index (one index seek per line), so the cost follows the number of lines,
@@ -234,12 +242,7 @@ export function journalInbound(db: DB, ev: JournalEvent, clave: string | null, n
 export function queueHeads(db: DB): MensajeRow[] {
   return stmt(
     db,
-    `WITH RECURSIVE lineas(id) AS (
-       SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
-       UNION ALL
-       SELECT (SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > lineas.id)
-       FROM lineas WHERE lineas.id IS NOT NULL
-     )
+    `${BACKLOG_LINES}
      SELECT m.* FROM lineas
      JOIN mensajes m ON m.rowid = (SELECT MIN(rowid) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id)
      WHERE lineas.id IS NOT NULL`,
@@ -256,12 +259,7 @@ export function queueDepth(db: DB): { pending: number; oldest_at: number | null 
   if (n === 0) return { pending: 0, oldest_at: null };
   const { t } = stmt(
     db,
-    `WITH RECURSIVE lineas(id) AS (
-       SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
-       UNION ALL
-       SELECT (SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > lineas.id)
-       FROM lineas WHERE lineas.id IS NOT NULL
-     )
+    `${BACKLOG_LINES}
      SELECT MIN((SELECT created_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id ORDER BY rowid LIMIT 1)) AS t
      FROM lineas WHERE lineas.id IS NOT NULL`,
   ).get() as { t: number | null };
