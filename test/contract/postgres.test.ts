@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { slotClaim } from '../../src/core/caps.js';
 import { AppError } from '../../src/core/errors.js';
@@ -103,6 +104,33 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     }));
     for (const id of sends) expect((await b.getMensaje(id))!.estado).toBe('entregado');
     expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+  });
+
+  it('the inbox counts migration holds off writers of the previous version until its triggers exist', async () => {
+    const fresh = await pgSchema();
+    const url = new URL(PG_URL);
+    url.searchParams.set('options', `-c search_path=${fresh.schema}`);
+    const [migrator, oldNode] = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
+    try {
+      await migrator.connect();
+      await oldNode.connect();
+      const counts = PG_MIGRATIONS.find((m) => /inbox counts/.test(m.name))!;
+      for (const m of PG_MIGRATIONS.filter((m) => m.version < counts.version)) await migrator.query(m.sql);
+      await migrator.query('BEGIN');
+      // The migration up to its triggers: the counts are filled, the triggers not made yet.
+      await migrator.query(counts.sql.slice(0, counts.sql.indexOf('CREATE FUNCTION')));
+      // A node of the previous version receiving now would be missed by the counts for good: it must wait.
+      await oldNode.query("SET lock_timeout = '300ms'");
+      const insert = oldNode.query(
+        "INSERT INTO recibidos (cliente_id, celular_id, de, tipo, texto, media, gateway_msg_id, fecha, created_at) VALUES (1, 1, '525512345678', 'texto', 'hola', NULL, 'G1', 0, 0)",
+      );
+      await expect(insert).rejects.toMatchObject({ code: '55P03' });
+      await migrator.query('ROLLBACK');
+    } finally {
+      await migrator.end().catch(() => undefined);
+      await oldNode.end().catch(() => undefined);
+      await fresh.drop();
+    }
   });
 
   it('nodes starting together apply each migration once', async () => {

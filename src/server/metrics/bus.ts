@@ -15,9 +15,11 @@ export function countBusEvents(bus: EventBus, m: Metrics): () => void {
         return;
       }
       if (e.estado_anterior === 'pendiente') {
-        m.sendsFinished.inc({ tipo: e.tipo, modo: e.modo, estado: e.estado === 'error' ? 'error' : 'enviado' });
-        // A receipt parked before the send was recorded lands with it (pendiente -> entregado or leido): a receipt too.
-        if (e.estado === 'entregado' || e.estado === 'leido') m.receipts.inc({ tipo: e.tipo, modo: e.modo, estado: e.estado });
+        // A receipt parked before the send was recorded lands with it (pendiente -> entregado, leido, or
+        // error with the gateway's id, which only a recorded send sets): the gateway took it, then the receipt.
+        const sent = e.estado !== 'error' || e.gateway_msg_id !== null;
+        m.sendsFinished.inc({ tipo: e.tipo, modo: e.modo, estado: sent ? 'enviado' : 'error' });
+        if (e.estado !== 'enviado' && sent) m.receipts.inc({ tipo: e.tipo, modo: e.modo, estado: e.estado });
         return;
       }
       m.receipts.inc({ tipo: e.tipo, modo: e.modo, estado: e.estado });

@@ -3,6 +3,9 @@ import { SESSION_STATUSES, type Store } from '../../core/ports.js';
 
 const SESSIONS: ReadonlySet<string> = new Set(SESSION_STATUSES);
 
+/** How long a scrape waits for the store's numbers before it answers with the last ones. */
+export const READ_DEADLINE_MS = 3000;
+
 /**
  * The gauges read from the store at scrape time: the queue, the webhook
  * outbox, the lines. Read at most once per `cacheMs` and never twice at
@@ -25,14 +28,27 @@ export class StoreGauges {
     private readonly onError: (err: unknown) => void,
   ) {}
 
-  refresh(): Promise<void> {
-    if (this.reading) return this.reading;
-    if (performance.now() - this.readAt < this.cacheMs) return Promise.resolve();
-    this.reading = this.read().finally(() => {
+  /**
+   * Resolves when the gauges are fresh, or after `deadlineMs` with the last
+   * values and `up` false: a store read that hangs (a pool with every
+   * connection taken, a partition) never holds a scrape, and the read left
+   * running is the only one until it settles.
+   */
+  refresh(deadlineMs = READ_DEADLINE_MS): Promise<void> {
+    if (!this.reading && performance.now() - this.readAt < this.cacheMs) return Promise.resolve();
+    this.reading ??= this.read().finally(() => {
       this.readAt = performance.now();
       this.reading = null;
     });
-    return this.reading;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        this.up = false;
+        resolve();
+      }, deadlineMs);
+      timer.unref();
+    });
+    return Promise.race([this.reading, late]).finally(() => clearTimeout(timer));
   }
 
   private async read(): Promise<void> {

@@ -387,6 +387,9 @@ export const PG_MIGRATIONS: Migration[] = [
       -- As on SQLite: inbox rows per line of each client, and per line and UTC quarter hour, kept
       -- by triggers in the transaction of every insert and delete, so a page's total without a
       -- sender filter is a sum over a few rows (docs/design.md §10).
+      -- Writers wait until the triggers exist: a node of the previous version receiving or purging
+      -- between the counts' fill and CREATE TRIGGER would leave them wrong for good.
+      LOCK TABLE recibidos IN SHARE ROW EXCLUSIVE MODE;
       CREATE TABLE conteos_recibidos (
         cliente_id BIGINT NOT NULL,
         celular_id BIGINT NOT NULL,
