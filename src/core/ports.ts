@@ -506,7 +506,13 @@ export interface MessagesStore {
   getMensajeByGatewayId(gatewayMsgId: string): Promise<MensajeRow | null>;
   /** `pendiente` -> `enviado`, then any receipts parked for its gateway id. Returns null when the message was not pending. */
   markSent(msgId: string, gatewayMsgId: string, now: number): Promise<MensajeRow | null>;
-  /** Atomic: -> `error` with a reason, refunding its charge once. Null when it had already ended in error. */
+  /**
+   * Atomic: a send that failed, `pendiente` -> `error` with a reason, refunding
+   * its charge once. Null, changing nothing, when the message is no longer
+   * pendiente: a send recorded meanwhile (a slow node's, while another node's
+   * recovery gave up on it) stays sent and charged. A failure the network
+   * reports for a sent message is a receipt (`receipt`).
+   */
   failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null>;
   /**
    * Atomic: moves a sent message forward to `entregado` or `leido` (never

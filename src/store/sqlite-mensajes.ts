@@ -150,10 +150,10 @@ function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
   return get(db, row.msg_id)!;
 }
 
-export function failMensaje(db: DB, msgId: string, error: string, now: number): MensajeRow | null {
+export function failMensaje(db: DB, msgId: string, error: string, now: number, from: 'pendiente' | 'any' = 'pendiente'): MensajeRow | null {
   return immediate(db, (): MensajeRow | null => {
       const m = get(db, msgId);
-      if (!m || m.estado === 'error') return null;
+      if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) return null;
       // A send that never went out gives its slot back; one the network took keeps it.
       stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
       if (m.estado === 'pendiente') leftQueue(db, m);
@@ -195,7 +195,7 @@ export function receipt(db: DB, gid: string, estado: ReceiptEstado, now: number,
     const step = receiptStep(before.estado, estado);
     if (step === 'ignore') return null;
     if (step === 'fail') {
-      const after = failMensaje(db, before.msg_id, error ?? 'the network reported the message as failed', now);
+      const after = failMensaje(db, before.msg_id, error ?? 'the network reported the message as failed', now, 'any');
       return after ? { before, after } : null;
     }
     let after = before;

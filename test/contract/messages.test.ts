@@ -24,10 +24,15 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.getCliente(c.id))?.saldo_global).toBe(2);
       expect(await ctx.store.markSent(a.msg_id, 'G1', 5)).toMatchObject({ estado: 'enviado', gateway_msg_id: 'G1' });
       expect(await ctx.store.markSent(a.msg_id, 'G2', 6)).toBeNull();
-      expect(await ctx.store.acceptMensaje(msg(), opts, 7)).toMatchObject({ ok: true });
-      const failed = await ctx.store.failMensaje(a.msg_id, 'x', 8);
+      const b = msg();
+      expect(await ctx.store.acceptMensaje(b, opts, 7)).toMatchObject({ ok: true, saldo_global: 1 });
+      // A send recorded meanwhile is not failed by a send-side failure (another node's recovery): it stays sent and charged.
+      expect(await ctx.store.failMensaje(a.msg_id, 'x', 8)).toBeNull();
+      expect(await ctx.store.getMensaje(a.msg_id)).toMatchObject({ estado: 'enviado', cobrado: 1 });
+      expect((await ctx.store.getCliente(c.id))?.saldo_global).toBe(1);
+      const failed = await ctx.store.failMensaje(b.msg_id, 'x', 8);
       expect(failed).toMatchObject({ estado: 'error', cobrado: 0 });
-      expect(await ctx.store.failMensaje(a.msg_id, 'x', 9)).toBeNull();
+      expect(await ctx.store.failMensaje(b.msg_id, 'x', 9)).toBeNull();
       expect((await ctx.store.getCliente(c.id))?.saldo_global).toBe(2);
     });
 

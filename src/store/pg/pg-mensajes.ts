@@ -223,7 +223,7 @@ export async function failMensaje(db: Db, msgId: string, error: string, now: num
     if (f.cargo !== null) await lockCliente(c, f.cliente_id);
     await lockCelular(c, f.celular_id);
     const m = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1 FOR UPDATE`, [msgId]);
-    if (!m || m.estado === 'error') return null;
+    if (!m || m.estado !== 'pendiente') return null;
     return failLocked(c, m, error, now);
   });
 }
