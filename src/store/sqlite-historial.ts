@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { QUARTER_MS, onQuarter } from './quarters.js';
 import { stmt } from './statements.js';
 import type { HistoryFilter, MensajeRow } from '../core/ports.js';
 
@@ -9,8 +10,6 @@ import type { HistoryFilter, MensajeRow } from '../core/ports.js';
  * the total is read from the kept counts when no date or recipient filter
  * applies, and otherwise counted over the filter's index range.
  */
-const QUARTER_MS = 900_000;
-const onQuarter = (t: number | undefined) => t === undefined || t % QUARTER_MS === 0;
 
 /**
  * The total's query. From the counts kept by triggers (migration 9) where

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { QUARTER_MS, onQuarter } from './quarters.js';
 import { stmt } from './statements.js';
 import type { InboxFilter, NewRecibido, RecibidoRow } from '../core/ports.js';
 
@@ -20,9 +21,6 @@ export function insertRecibido(db: DB, r: NewRecibido, now: number): void {
      VALUES (@cliente_id, @celular_id, @de, @tipo, @texto, @media, @gateway_msg_id, @fecha, @now)`,
   ).run({ ...r, media: r.media ? JSON.stringify(r.media) : null, now });
 }
-
-export const QUARTER_MS = 900_000;
-const onQuarter = (t: number | undefined) => t === undefined || t % QUARTER_MS === 0;
 
 /**
  * The total's query. Without a sender, from the kept counts: per line when

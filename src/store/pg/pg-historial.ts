@@ -1,5 +1,7 @@
 import type { HistoryFilter, MensajeRow } from '../../core/ports.js';
 import type { Db } from './pg-db.js';
+import { QUARTER_MS, onQuarter } from '../quarters.js';
+import { conditions, listPage, type Query, type Where } from './pg-listing.js';
 import { MSG_COLS } from './pg-mensajes.js';
 
 /**
@@ -8,17 +10,10 @@ import { MSG_COLS } from './pg-mensajes.js';
  * and ends with the page's order (created_at, seq), and the total comes from
  * the counts the triggers keep whenever they answer exactly.
  */
-const QUARTER_MS = 900_000;
-const onQuarter = (t: number | undefined) => t === undefined || t % QUARTER_MS === 0;
 
-/** `col = $n` conditions over the filter's values, numbered from 1. */
-function conditions(pairs: Array<[sql: string, value: unknown]>): { where: string; params: unknown[] } {
-  const present = pairs.filter(([, v]) => v !== undefined);
-  return { where: present.map(([sql], i) => sql.replace('?', `$${i + 1}`)).join(' AND '), params: present.map(([, v]) => v) };
-}
 
 /** The total's query: from the kept counts where they answer exactly (see sqlite-historial.ts), otherwise a count over the filter's index range. */
-function totalQuery(f: HistoryFilter, rowsWhere: { where: string; params: unknown[] }): { sql: string; params: unknown[] } {
+function totalQuery(f: HistoryFilter, rowsWhere: Where): Query {
   const dated = f.desde !== undefined || f.hasta !== undefined;
   if (f.destinatario === undefined && !dated) {
     const k = conditions([['cliente_id = ?', f.cliente_id], ['celular_id = ?', f.celular_id], ['estado = ?', f.estado]]);
@@ -44,15 +39,5 @@ export async function listMensajes(db: Db, f: HistoryFilter): Promise<{ total: n
     ['created_at >= ?', f.desde],
     ['created_at < ?', f.hasta],
   ]);
-  const t = totalQuery(f, w);
-  const n = w.params.length;
-  const [[total], rows] = await Promise.all([
-    db.q<{ total: number }>(t.sql, t.params),
-    db.q<MensajeRow>(`SELECT ${MSG_COLS.join(', ')} FROM mensajes WHERE ${w.where} ORDER BY created_at DESC, seq DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [
-      ...w.params,
-      f.por_pagina,
-      (f.page - 1) * f.por_pagina,
-    ]),
-  ]);
-  return { total: total!.total, rows };
+  return listPage<MensajeRow>(db, `SELECT ${MSG_COLS.join(', ')} FROM mensajes`, w, 'created_at DESC, seq DESC', totalQuery(f, w), f);
 }

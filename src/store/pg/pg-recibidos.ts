@@ -1,5 +1,7 @@
 import type { InboxFilter, NewRecibido, RecibidoRow } from '../../core/ports.js';
 import type { Client, Db } from './pg-db.js';
+import { QUARTER_MS, onQuarter } from '../quarters.js';
+import { conditions, listPage, type Query, type Where } from './pg-listing.js';
 
 /**
  * The inbox in PostgreSQL, as on SQLite (docs/design.md §10): each page's
@@ -8,17 +10,10 @@ import type { Client, Db } from './pg-db.js';
  * counts triggers keep (migration 8) unless a sender is named, and then is
  * counted over that sender's index range.
  */
-const QUARTER_MS = 900_000;
-const onQuarter = (t: number | undefined) => t === undefined || t % QUARTER_MS === 0;
 
-/** `col = $n` conditions over the filter's values, numbered from 1. */
-function conditions(pairs: Array<[sql: string, value: unknown]>): { where: string; params: unknown[] } {
-  const present = pairs.filter(([, v]) => v !== undefined);
-  return { where: present.map(([sql], i) => sql.replace('?', `$${i + 1}`)).join(' AND '), params: present.map(([, v]) => v) };
-}
 
 /** The total's query: from the kept counts without a sender (see sqlite-recibidos.ts), otherwise a count over the page's index range. */
-function totalQuery(f: InboxFilter, rowsWhere: { where: string; params: unknown[] }): { sql: string; params: unknown[] } {
+function totalQuery(f: InboxFilter, rowsWhere: Where): Query {
   if (f.de === undefined) {
     if (f.desde === undefined && f.hasta === undefined) {
       const k = conditions([['cliente_id = ?', f.cliente_id], ['celular_id = ?', f.celular_id]]);
@@ -56,17 +51,7 @@ export async function listRecibidos(db: Db, f: InboxFilter): Promise<{ total: nu
     ['created_at >= ?', f.desde],
     ['created_at < ?', f.hasta],
   ]);
-  const t = totalQuery(f, w);
-  const n = w.params.length;
-  const [[total], rows] = await Promise.all([
-    db.q<{ total: number }>(t.sql, t.params),
-    db.q<RecibidoRow>(`SELECT ${COLS} FROM recibidos WHERE ${w.where} ORDER BY created_at DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [
-      ...w.params,
-      f.por_pagina,
-      (f.page - 1) * f.por_pagina,
-    ]),
-  ]);
-  return { total: total!.total, rows };
+  return listPage<RecibidoRow>(db, `SELECT ${COLS} FROM recibidos`, w, 'created_at DESC, id DESC', totalQuery(f, w), f);
 }
 
 /**
