@@ -95,7 +95,9 @@ await new Promise((r) => child.once('exit', r));
 console.log(`${DIRECTO ? 'directo' : 'queued'} sends: ${ok} in ${MS / 1000} s (${Math.round(ok / (MS / 1000))}/s), ${(cpu / ok).toFixed(3)} ms server CPU each, errors ${JSON.stringify(errors)}`);
 
 // ---- the profile, summed per function ----
-const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+// The main thread's (thread id 0): the request thread; the background and checkpoint threads write their own.
+const profiles = readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile'));
+const file = profiles.find((f) => f.includes(`.${child.pid}.0.`)) ?? profiles[0];
 const p = JSON.parse(readFileSync(join(profDir, file), 'utf8'));
 const byId = new Map(p.nodes.map((x) => [x.id, x]));
 const parent = new Map();

@@ -155,7 +155,9 @@ function needFlags(...flags) {
 async function startServe(extra, dataDir, env = {}, nodeArgs = []) {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'pasarela-bench-'));
   if (!dataDir) temps.push(dir);
-  const s = await startChild(BIN, ['serve', '--port', '0', '--data-dir', dir, '--log-level', 'warn', ...extra], env, nodeArgs);
+  // PASARELA_BACKGROUND=inline in the bench's environment compares with the background on the request thread.
+  const background = process.env.PASARELA_BACKGROUND ? { PASARELA_BACKGROUND: process.env.PASARELA_BACKGROUND } : {};
+  const s = await startChild(BIN, ['serve', '--port', '0', '--data-dir', dir, '--log-level', 'warn', ...extra], { ...background, ...env }, nodeArgs);
   return { ...s, dataDir: dir, admin: env.PASARELA_ADMIN_TOKEN ?? readFileSync(join(dir, 'admin-token'), 'utf8').trim() };
 }
 
@@ -187,6 +189,12 @@ const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).s
 /** CPU time (user + system) the process has used so far, in ms (utime + stime of /proc/PID/stat). */
 function cpuMs(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+}
+
+/** The same for the process's main thread alone (the request thread of serve; its background thread is apart). */
+function requestThreadCpuMs(pid) {
+  const f = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
 }
 
@@ -306,8 +314,16 @@ async function load({ origin, pid, path, key, makeBody, connections = CONNECTION
   let lateLast = 0;
   let cpuStart;
   let cpuEnd;
-  const cpuTimer = setTimeout(() => (cpuStart = pid ? cpuMs(pid) : undefined), Math.max(0, measureFrom - performance.now()));
-  const cpuEndTimer = setTimeout(() => (cpuEnd = pid ? cpuMs(pid) : undefined), Math.max(0, end - performance.now()));
+  let mainStart;
+  let mainEnd;
+  const cpuTimer = setTimeout(() => {
+    cpuStart = pid ? cpuMs(pid) : undefined;
+    mainStart = pid ? requestThreadCpuMs(pid) : undefined;
+  }, Math.max(0, measureFrom - performance.now()));
+  const cpuEndTimer = setTimeout(() => {
+    cpuEnd = pid ? cpuMs(pid) : undefined;
+    mainEnd = pid ? requestThreadCpuMs(pid) : undefined;
+  }, Math.max(0, end - performance.now()));
   await Promise.all(
     Array.from({ length: connections }, async (_, w) => {
       while (performance.now() < end) {
@@ -359,6 +375,7 @@ async function load({ origin, pid, path, key, makeBody, connections = CONNECTION
     latency_ms: percentiles(samples),
     in_flight_at_end: { n: late, ok: lateOk, last_done_ms_after_end: lateLast },
     ...(serverCpu !== undefined ? { server_cpu_ms: serverCpu, server_cpu_ms_per_ok: cpuPerOk } : {}),
+    ...(mainStart !== undefined && mainEnd !== undefined && ok ? { request_thread_cpu_ms_per_ok: (mainEnd - mainStart) / ok } : {}),
     ...(firstError ? { first_error: firstError } : {}),
   };
 }
@@ -478,7 +495,7 @@ async function figureQueueAccept(baseline) {
   const r = ratio(got.per_s, base.per_s);
   results.push({
     figure: name,
-    measured: `${f0(got.per_s)}/s (${lat(got)}, ${got.errors} errors; worker sent ${f0(workerPerS)}/s meanwhile)`,
+    measured: `${f0(got.per_s)}/s (${lat(got)}, ${got.errors} errors; worker sent ${f0(workerPerS)}/s meanwhile; request thread ${cpuPer(got.request_thread_cpu_ms_per_ok)})`,
     baseline: `${f0(base.per_s)}/s bare route (${lat(base)}, ${cpuPer(base.server_cpu_ms_per_ok, 'req')})`,
     ratio: r,
     target: '>= 0.50',
@@ -508,7 +525,7 @@ async function figurePipeline(baseline, receiver) {
     figure: name,
     measured:
       `${f0(perS)} msgs/s (${st.messages_done} of ${push.ok} done in ${(spanMs / 1000).toFixed(1)} s; accepts took ${((push.ended_at - push.started_at) / 1000).toFixed(1)} s; ` +
-      `${st.distinct_ids} events, ${f0((st.distinct_ids * 1000) / spanMs)}/s${timedOut ? '; STALLED: no event for 20 s' : ''})`,
+      `${st.distinct_ids} events, ${f0((st.distinct_ids * 1000) / spanMs)}/s; request thread ${cpuPer(push.request_thread_cpu_ms_per_accept, 'accept')} while accepting${timedOut ? '; STALLED: no event for 20 s' : ''})`,
     baseline: `${f0(base.per_s)}/s bare route (${cpuPer(base.server_cpu_ms_per_ok, 'req')})`,
     ratio: r,
     target: '>= 0.10',
@@ -545,8 +562,11 @@ async function measurePipeline(receiver, extra, baseline = null, withPostgres = 
     await call(s.url, 'POST', '/api/webhook.php', c.key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef', eventos: 'message.status' });
     log(`  pasarela: ${PIPELINE_MESSAGES} messages, then waiting for all their events...`);
     const cpu0 = cpuMs(s.pid);
+    const main0 = requestThreadCpuMs(s.pid);
     const pg0 = withPostgres ? postgresCpuMs() : 0;
     push = await pushN({ origin: s.url, key: c.key, path: '/api/mensaje_enviar_texto.php', n: PIPELINE_MESSAGES, makeBody: (i) => textBody(c.lines, i, 500_000 + i, false) });
+    // The request thread's CPU per accept while the worker, the receipts and the deliveries run beside it.
+    push.request_thread_cpu_ms_per_accept = (requestThreadCpuMs(s.pid) - main0) / Math.max(1, push.ok);
     ({ st, stalled: timedOut } = await waitReceiver(receiver, s, (x) => x.messages_done >= push.ok));
     cpu = cpuMs(s.pid) - cpu0;
     if (withPostgres) pgCpu = postgresCpuMs() - pg0;
@@ -1127,7 +1147,7 @@ async function figureDirecto(baseline) {
   const r = ratio(empty.per_s, base.per_s);
   results.push({
     figure: nameA,
-    measured: `${f0(empty.per_s)}/s (${lat(empty)}, ${empty.errors} errors)`,
+    measured: `${f0(empty.per_s)}/s (${lat(empty)}, ${empty.errors} errors; request thread ${cpuPer(empty.request_thread_cpu_ms_per_ok)})`,
     baseline: `${f0(base.per_s)}/s bare route (${lat(base)}, ${cpuPer(base.server_cpu_ms_per_ok, 'req')})`,
     ratio: r,
     target: '>= 0.30',

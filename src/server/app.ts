@@ -16,7 +16,7 @@ import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
 import sendRoutes from './routes/send.js';
 import type { SendDeps } from '../core/send.js';
-import type { WebhookDispatcher } from '../webhooks/dispatcher.js';
+import type { WebhookControl } from '../webhooks/dispatcher.js';
 import type { LineHealth } from '../core/line-health.js';
 import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
@@ -36,7 +36,7 @@ export interface AppOptions {
   trustProxy?: boolean;
   /** The temp-file store and the queue worker's wake-up; sends need them. */
   send: SendDeps;
-  webhooks: WebhookDispatcher;
+  webhooks: WebhookControl;
   /** The line health check, reported by /health. */
   health?: LineHealth;
   /** Timeouts and unauthenticated-body bounds; REQUEST_LIMITS by default. */

@@ -25,6 +25,8 @@ export const SERVE_DEFAULTS = {
   port: 8080,
   gateway: 'sim',
   logLevel: 'info',
+  /** Where the queue worker, its receipts and webhook delivery run (`--background`): their own thread on SQLite. */
+  background: 'thread',
   trustProxy: false,
   authMaxFailures: 20,
   authWindowMs: 60_000,

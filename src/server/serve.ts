@@ -27,7 +27,7 @@ import { sweepAcceptedMedia } from '../core/accepted-media.js';
 import { QueueWorker } from '../core/queue-worker.js';
 import { DirectRecovery } from '../core/direct-recovery.js';
 import { InboxRetention } from '../core/recibidos.js';
-import { NodePresence } from '../core/node-presence.js';
+import { NodePresence, TAKEOVER_MARGIN_MS } from '../core/node-presence.js';
 import { sharedSettings } from '../core/shared-settings.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { LISTEN_LEASE_MS } from '../webhooks/listeners.js';
@@ -35,6 +35,9 @@ import { Metrics, STORE_CACHE_MS } from './metrics/metrics.js';
 import { countBusEvents } from './metrics/bus.js';
 import { countGatewayCalls } from './metrics/gateway.js';
 import { listenMetrics, type MetricsListener } from './metrics/listener.js';
+import { BackgroundThread } from './background/handle.js';
+import { mainGate, newGateBuffer } from '../store/write-gate.js';
+import type { WebhookControl } from '../webhooks/dispatcher.js';
 
 export interface ServeOptions {
   host: string;
@@ -103,6 +106,13 @@ export interface ServeOptions {
   metricsListen?: { host: string; port: number };
   /** How long the store gauges of /metrics are reused (STORE_CACHE_MS); tests read the store on every scrape. */
   metricsCacheMs?: number;
+  /**
+   * Where the queue worker, the receipts of its sends and the webhook
+   * dispatcher run: `thread` (a thread of their own, SQLite only; `serve`'s
+   * default) or `inline` (the request thread: PostgreSQL, and tests that
+   * drive a clock or the simulator's in-process controls).
+   */
+  background?: 'thread' | 'inline';
 }
 
 export { SERVE_DEFAULTS };
@@ -126,6 +136,10 @@ export interface RunningServer {
   countersSource: string;
   /** The `--metrics-listen` listener's URL (http://HOST:PORT/metrics); null without one. */
   metricsUrl: string | null;
+  /** Where the queue worker and webhook dispatcher run: their own thread, or the request thread. */
+  background: 'thread' | 'inline';
+  /** The background thread's handle, when it runs on one. */
+  thread: BackgroundThread | null;
   /**
    * The first step of a graceful stop: /ready answers 503 (draining, with
    * `reason`) from now on, while everything else still serves. `serve`
@@ -330,6 +344,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     };
     // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
     const swept = await sweepAcceptedMedia(store, media, clock.now());
+    const onThread = opts.background === 'thread' && !opened.shared;
+    if (onThread && (opts.clock || opts.random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();
     let app0log: ((err: unknown) => void) | undefined;
@@ -338,15 +354,47 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     const node = new NodePresence(store, clock, { sendMs: Math.max(core.config.queue.leaseMs, 2 * webhookTimeoutMs), onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
     await node.start();
     undo.push(() => node.stop());
-    const webhooks = new WebhookDispatcher(core, node, {
+    const webhookOptions = {
       retryBaseMs: opts.webhookRetryMs ?? 5000,
       timeoutMs: webhookTimeoutMs,
       concurrency: opts.webhookConcurrency ?? SERVE_DEFAULTS.webhookConcurrency,
       clientConcurrency: opts.webhookClientConcurrency ?? SERVE_DEFAULTS.webhookClientConcurrency,
       pollMs: opts.webhookPollMs ?? SERVE_DEFAULTS.webhookPollMs,
       userAgent: `pasarela-webhooks/${VERSION}`,
-      onError: (err) => app0log?.(err),
-    });
+    };
+    const QUEUE_POLL_MS = 500;
+    let thread: BackgroundThread | null = null;
+    let dispatcher: WebhookDispatcher | null = null;
+    if (onThread) {
+      const gate = newGateBuffer();
+      (store as SqliteStore).shareWrites(mainGate(gate));
+      thread = new BackgroundThread(
+        {
+          dbFile: join(opts.dataDir, DB_FILE),
+          tmpDir: join(opts.dataDir, 'tmp'),
+          gate,
+          gateway: opts.gateway,
+          sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
+          http: { url: http.url, key: http.key, callbackUrl: http.callbackUrl, secret: http.secret, timeoutMs: http.timeoutMs, sendTimeoutMs: http.sendTimeoutMs },
+          media: { allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
+          gatewayFetchesMedia: opts.gatewayFetchesMedia ?? false,
+          config: core.config,
+          webhooks: webhookOptions,
+          queuePollMs: QUEUE_POLL_MS,
+          sendMs: node.info.staleMs - TAKEOVER_MARGIN_MS,
+          resume: false,
+        },
+        {
+          bus,
+          metrics,
+          log: (level, obj, msg) => app0.log?.[level](obj, msg),
+          releaseClaims: () => store.releaseLeases(),
+        },
+      );
+    } else {
+      dispatcher = new WebhookDispatcher(core, node, { ...webhookOptions, onError: (err) => app0log?.(err) });
+    }
+    const webhooks: WebhookControl = thread ?? dispatcher!;
     const health = new LineHealth(core, node, {
       intervalMs: opts.healthIntervalMs ?? 60_000,
       concurrency: 4,
@@ -356,7 +404,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       core,
       logger,
       trustProxy: opts.trustProxy,
-      send: { tmp, media, queued: (celularId) => worker?.queued(celularId), inFlight, keysAccepting: new Map() },
+      send: { tmp, media, queued: (celularId) => (thread ? thread.queued(celularId) : worker?.queued(celularId)), inFlight, keysAccepting: new Map() },
       webhooks,
       health,
       limits: { ...REQUEST_LIMITS, ...opts.limits },
@@ -369,15 +417,26 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     if (redis?.unreachable) app.log.warn({ counters: countersSource, err: redis.unreachable }, "Redis counters unreachable at start: counting in this node's memory until Redis answers");
     if (swept > 0) app.log.info({ swept }, 'removed the media of ended sends');
     if (servers?.adoptadas) app.log.info({ lineas: servers.adoptadas, servidor: servers.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
-    worker = new QueueWorker(core, media, node, { pollMs: 500, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
+    if (!thread) worker = new QueueWorker(core, media, node, { pollMs: QUEUE_POLL_MS, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();
-    webhooks.start();
-    undo.push(() => webhooks.stop());
+    if (dispatcher) {
+      const d = dispatcher;
+      d.start();
+      undo.push(() => d.stop());
+    }
     // Served alone (SQLite), nothing of this store is in flight before this process starts: every claim is stale.
     if (!opened.shared) await store.releaseLeases();
-    worker.start();
-    undo.push(() => worker.stop());
+    if (thread) {
+      const t = thread;
+      await t.start();
+      undo.push(() => t.stop());
+    }
+    if (worker) {
+      const w = worker;
+      w.start();
+      undo.push(() => w.stop());
+    }
     const recovery = new DirectRecovery(core, { files: media, inFlight }, {
       intervalMs: opts.directRecoveryMs ?? 60_000,
       onError: (err) => app.log.error({ err }, 'recovery of stranded direct sends failed'),
@@ -409,6 +468,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     const port = typeof addr === 'object' && addr ? addr.port : opts.port;
     const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
     if (!http.callbackUrl) http.callbackUrl = `http://${/^(0\.0\.0\.0|::)$/.test(opts.host) ? '127.0.0.1' : host}:${port}`;
+    thread?.setCallbackUrl(http.callbackUrl);
     health.start();
     let closed: Promise<void> | undefined;
     return {
@@ -424,6 +484,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       storeSource: opened.source,
       countersSource,
       metricsUrl: metricsListener?.url ?? null,
+      background: thread ? 'thread' : 'inline',
+      thread,
       drain: (reason) => app.markDraining(reason),
       close: () =>
         (closed ??= (async () => {
@@ -432,11 +494,12 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
           app.markClosing();
           await app.close();
           await metricsListener?.close();
-          await worker.stop();
+          await worker?.stop();
+          await thread?.stop();
           await recovery.stop();
           await inbox.stop();
           await health.stop();
-          await webhooks.stop();
+          await dispatcher?.stop();
           await sync.idle();
           await node.stop().catch((err: unknown) => app.log.warn({ err }, "could not tell the store this node stopped: its streams are free once its heartbeat is stale"));
           await gateway.close();
@@ -460,6 +523,7 @@ export function banner(s: RunningServer, gateway: string): string {
     `  store            ${s.storeSource} (schema v${s.schemaVersion})`,
     `  gateway          ${gateway}${s.core.gateway.simulated ? ' (SIMULATED)' : ''}`,
     ...(s.callbackUrl ? [`  gateway events   ${s.callbackUrl}/gateway/${gateway}/<instance>`] : []),
+    `  background       ${s.background === 'thread' ? 'queue, receipts and webhooks on a thread of their own' : 'queue, receipts and webhooks on the request thread'}`,
     `  counters         ${s.countersSource}${/unreachable/.test(s.core.counters.backend()) ? ' - UNREACHABLE: counting in this process\'s memory until it answers' : ''}`,
     `  operator token   ${s.adminTokenSource}`,
     `  metrics          ${s.url}/metrics (operator token)${s.metricsUrl ? `, ${s.metricsUrl} (no credentials)` : ''}`,

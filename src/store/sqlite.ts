@@ -50,7 +50,8 @@ import { balanceAfter } from '../core/ledger.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
 import { MemoryLeases } from './memory-leases.js';
 import { MIGRATIONS } from './migrations.js';
-import { grouped, immediate, stmt } from './statements.js';
+import { grouped, immediate, stmt, useWriteGate } from './statements.js';
+import type { WriteGate } from './write-gate.js';
 import { PROBE_BYTES, writeHealthOf } from './faults.js';
 import { listMensajes } from './sqlite-historial.js';
 import * as msgs from './sqlite-mensajes.js';
@@ -133,6 +134,11 @@ export class SqliteStore implements Store {
       applied.push(m.version);
     }
     return applied;
+  }
+
+  /** Another thread of this process writes the same file (server/background/): transactions take turns through `gate`. */
+  shareWrites(gate: WriteGate): void {
+    useWriteGate(this.db, gate);
   }
 
   schemaVersion(): number {
@@ -418,7 +424,7 @@ export class SqliteStore implements Store {
   }
 
   async retryLater(msgId: string, at: number, error: string): Promise<void> {
-    msgs.retryLater(this.db, msgId, at, error);
+    return grouped(this.db, () => msgs.retryLater(this.db, msgId, at, error));
   }
 
   async pendingFiles(): Promise<string[]> {
@@ -454,7 +460,7 @@ export class SqliteStore implements Store {
   }
 
   async deactivateWebhook(clienteId: number, now: number): Promise<void> {
-    hooks.deactivateWebhook(this.db, clienteId, now);
+    return grouped(this.db, () => hooks.deactivateWebhook(this.db, clienteId, now));
   }
 
   async enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void> {

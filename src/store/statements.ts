@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { writeFailed } from './faults.js';
+import type { WriteGate } from './write-gate.js';
 
 /**
  * Prepared statements, compiled once per database and SQL text. Preparing on
@@ -29,15 +30,28 @@ export function stmt(db: Database.Database, sql: string): Database.Statement {
  */
 export function immediate<T>(db: Database.Database, fn: () => T): T {
   if (db.inTransaction) return fn();
-  stmt(db, 'BEGIN IMMEDIATE').run();
+  const gate = gates.get(db);
+  gate?.enter();
   try {
-    const result = fn();
-    stmt(db, 'COMMIT').run();
-    return result;
-  } catch (err) {
-    if (db.inTransaction) stmt(db, 'ROLLBACK').run();
-    throw writeFailed(db, err);
+    stmt(db, 'BEGIN IMMEDIATE').run();
+    try {
+      const result = fn();
+      stmt(db, 'COMMIT').run();
+      return result;
+    } catch (err) {
+      if (db.inTransaction) stmt(db, 'ROLLBACK').run();
+      throw writeFailed(db, err);
+    }
+  } finally {
+    gate?.leave();
   }
+}
+
+const gates = new WeakMap<Database.Database, WriteGate>();
+
+/** This connection's transactions take turns with another thread's through `gate` (write-gate.ts). */
+export function useWriteGate(db: Database.Database, gate: WriteGate): void {
+  gates.set(db, gate);
 }
 
 interface Pending {
@@ -69,6 +83,23 @@ export function grouped<T>(db: Database.Database, fn: () => T): Promise<T> {
 }
 
 function flush(db: Database.Database): void {
+  const gate = db.open ? gates.get(db) : undefined;
+  if (gate && !gate.tryEnter()) {
+    if (!gate.blocking) {
+      // The other thread is writing: the batch waits without blocking this thread, and writes asked for meanwhile join it.
+      void gate.whenFree().then(() => flush(db));
+      return;
+    }
+    gate.enter();
+  }
+  try {
+    commitBatch(db);
+  } finally {
+    gate?.leave();
+  }
+}
+
+function commitBatch(db: Database.Database): void {
   const batch = groups.get(db) ?? [];
   groups.delete(db);
   if (!db.open) {

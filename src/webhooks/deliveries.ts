@@ -2,7 +2,7 @@ import { requireClientKey, type ClientPrincipal } from '../core/auth.js';
 import type { Core } from '../core/context.js';
 import { fail } from '../core/errors.js';
 import { entregaView } from '../core/views.js';
-import type { WebhookDispatcher } from './dispatcher.js';
+import type { WebhookControl } from './dispatcher.js';
 
 /**
  * Delivery observability and the actions on it. Like the configuration,
@@ -18,7 +18,7 @@ export async function listDeliveries(core: Core, p: ClientPrincipal, limit: numb
 }
 
 /** Makes one delivery due again now (same id). */
-export async function redeliver(core: Core, dispatcher: WebhookDispatcher, p: ClientPrincipal, id: string) {
+export async function redeliver(core: Core, dispatcher: WebhookControl, p: ClientPrincipal, id: string) {
   requireClientKey(p, 'redelivering');
   if (!id) fail('INVALID_PARAMS', 'id is required');
   if (!(await core.store.redeliver(p.cliente.id, id, core.clock.now()))) fail('DELIVERY_NOT_FOUND', `no delivery ${id} for this client`);
@@ -27,7 +27,7 @@ export async function redeliver(core: Core, dispatcher: WebhookDispatcher, p: Cl
 }
 
 /** Queues a signed test event, whatever the subscription, and copies it to live listeners; 409 with neither. */
-export async function sendTestEvent(dispatcher: WebhookDispatcher, p: ClientPrincipal) {
+export async function sendTestEvent(dispatcher: WebhookControl, p: ClientPrincipal) {
   requireClientKey(p, 'sending a test event');
   const id = await dispatcher.enqueueTest(p.cliente.id, { mensaje: 'evento de prueba de pasarela' });
   if (!id) fail('CONFLICT', 'no webhook is configured and no listener is live: set one first (POST /api/webhook.php)');

@@ -32,6 +32,16 @@ export interface DispatcherOptions {
 
 export const TEST_EVENT = 'webhook.test';
 
+/** What the API asks of webhook delivery, wherever the dispatcher runs (this thread, or the background one: server/background/). */
+export interface WebhookControl {
+  /** Without a client: the journal has new events. With one: that client's outbox changed (a redelivery). */
+  poke(clienteId?: number): void;
+  /** A signed test event to the client's receiver and live listeners; its id, or null when there is neither. */
+  enqueueTest(clienteId: number, data: Record<string, unknown>): Promise<string | null>;
+  /** A listener removed through this node: nothing more goes to it from here. */
+  forgetListener(id: string): void;
+}
+
 /** Due deliveries read per client at a time. */
 const READ = 100;
 /** Journaled events moved to the outbox per transaction. */
@@ -70,7 +80,7 @@ export const LISTENER_TIMEOUT_MS = 5000;
  * Webhook listeners (listeners.ts) get copies of the events the move hands
  * them, from the node that moved them, outside the outbox (listener-copies.ts).
  */
-export class WebhookDispatcher {
+export class WebhookDispatcher implements WebhookControl {
   private readonly runner: KeyedRunner<number>;
   private readonly agents: ReceiverAgents;
   /** The listener copies' own pool (their hosts are vetted by the listener rule); swept with the other. */

@@ -85,6 +85,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--sim-qr-ms <ms>', 'simulator: how often a pending QR changes').default(SERVE_DEFAULTS.simQrMs).argParser(int(100, 3_600_000)))
     .addOption(new Option('--sim-delivery-ms <ms>', 'simulator: delay of delivery receipts').default(SERVE_DEFAULTS.simDeliveryMs).argParser(int(0, 3_600_000)))
     .addOption(new Option('--sim-read-ms <ms>', 'simulator: delay of read receipts').default(SERVE_DEFAULTS.simReadMs).argParser(int(0, 3_600_000)))
+    .addOption(new Option('--background <where>', 'where the queue worker, its receipts and webhook delivery run: thread (their own, off the request thread; SQLite) or inline (the request thread; always so on PostgreSQL)').env('PASARELA_BACKGROUND').default(SERVE_DEFAULTS.background).choices(['thread', 'inline']))
     .action(async (o: Record<string, unknown>) => {
       const gateway = String(o.gateway);
       if (Number(o.gatewayTimeout) < 100) throw new CliError('--gateway-timeout must be at least 100ms', EXIT.USAGE);
@@ -158,6 +159,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
           counters,
           countersPrefix,
           metricsListen: (o.metricsListen as { host: string; port: number } | null | undefined) ?? undefined,
+          background: o.background === 'inline' ? 'inline' : 'thread',
           limits: {
             headerTimeoutMs: Number(o.headerTimeout),
             bodyTimeoutMs: Number(o.bodyTimeout),

@@ -1,5 +1,5 @@
 import { GatewayFailure, type Gateway } from '../../core/ports.js';
-import type { GatewayOperation, GatewayOutcome, Metrics } from './metrics.js';
+import type { GatewayOperation, GatewayOutcome } from './metrics.js';
 
 /** The port's calls that reach the gateway, and their operation label. */
 const OPERATIONS = new Map<PropertyKey, GatewayOperation>(Object.entries({
@@ -13,6 +13,11 @@ const OPERATIONS = new Map<PropertyKey, GatewayOperation>(Object.entries({
   sentMessage: 'sent_message',
 } satisfies Partial<Record<keyof Gateway, GatewayOperation>>));
 
+/** Where counted calls go: the metrics of this thread, or a message to the request thread's (server/background/). */
+export interface GatewayCallSink {
+  gatewayCall(operation: GatewayOperation, outcome: GatewayOutcome, seconds: number): void;
+}
+
 const outcomeOf = (err: unknown): GatewayOutcome => (err instanceof GatewayFailure ? err.kind : 'error');
 
 /**
@@ -23,12 +28,11 @@ const outcomeOf = (err: unknown): GatewayOutcome => (err instanceof GatewayFailu
  * makes on itself are not counted, only the core's. The adapters of single
  * gateway servers (`onServer`) are counted the same way.
  */
-export function countGatewayCalls(gateway: Gateway, m: Metrics): Gateway {
+export function countGatewayCalls(gateway: Gateway, m: GatewayCallSink): Gateway {
   const servers = new WeakMap<Gateway, Gateway>();
   // What get() handed out per property, made again when the property changes (a test's spy).
   const made = new Map<PropertyKey, { of: unknown; f: unknown }>();
   const timed = (operation: GatewayOperation, fn: (...args: unknown[]) => Promise<unknown>) => {
-    const duration = m.gatewayDuration.labels(operation);
     return async (...args: unknown[]) => {
       const t0 = performance.now();
       let outcome: GatewayOutcome = 'ok';
@@ -38,8 +42,7 @@ export function countGatewayCalls(gateway: Gateway, m: Metrics): Gateway {
         outcome = outcomeOf(err);
         throw err;
       } finally {
-        duration.observe((performance.now() - t0) / 1000);
-        m.gatewayCalls.inc({ operation, outcome });
+        m.gatewayCall(operation, outcome, (performance.now() - t0) / 1000);
       }
     };
   };

@@ -135,6 +135,12 @@ export class Metrics {
     registers: [this.own],
   });
 
+  /** One call to the gateway, counted and timed (gateway.ts). */
+  gatewayCall(operation: GatewayOperation, outcome: GatewayOutcome, seconds: number): void {
+    this.gatewayDuration.labels(operation).observe(seconds);
+    this.gatewayCalls.inc({ operation, outcome });
+  }
+
   readonly stats: StoreGauges;
   private readonly http = new Map<string, Map<string, Map<number, HttpChild>>>();
 

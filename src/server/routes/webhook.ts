@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
 import { deleteWebhook, getWebhook, restoreWebhook, setWebhook, type WebhookInput } from '../../webhooks/config.js';
 import { listDeliveries, redeliver, sendTestEvent } from '../../webhooks/deliveries.js';
-import { TEST_EVENT, type WebhookDispatcher } from '../../webhooks/dispatcher.js';
+import { TEST_EVENT, type WebhookControl } from '../../webhooks/dispatcher.js';
 import { addListener, LISTENERS_MAX, listListeners, removeListener, renewListener, requestFromThisMachine } from '../../webhooks/listeners.js';
 import { bodyOf, boolish, clientAuth, created, principal, queryOf, success } from '../http.js';
 import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/common.js';
@@ -12,7 +12,7 @@ import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/co
  * observability, and listeners (temporary extra destinations, `webhook
  * listen`). All client-wide: the client key only (core decides).
  */
-export default async function webhookRoutes(app: FastifyInstance, { core, dispatcher }: { core: Core; dispatcher: WebhookDispatcher }) {
+export default async function webhookRoutes(app: FastifyInstance, { core, dispatcher }: { core: Core; dispatcher: WebhookControl }) {
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];
   const tags = ['webhook'];
