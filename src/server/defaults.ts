@@ -19,14 +19,20 @@ export const REQUEST_LIMITS = {
 
 export type RequestLimits = typeof REQUEST_LIMITS;
 
+/**
+ * Where `serve` runs the queue worker, its receipts and webhook delivery
+ * (`--background`): a thread of their own on SQLite. Apart from
+ * SERVE_DEFAULTS, whose other values in-process servers (tests) take as they
+ * are: those run inline unless they ask.
+ */
+export const BACKGROUND_DEFAULT = 'thread';
+
 /** Defaults of `serve`, apart from the server code so the CLI can show them without loading it. */
 export const SERVE_DEFAULTS = {
   host: '127.0.0.1',
   port: 8080,
   gateway: 'sim',
   logLevel: 'info',
-  /** Where the queue worker, its receipts and webhook delivery run (`--background`): their own thread on SQLite. */
-  background: 'thread',
   trustProxy: false,
   authMaxFailures: 20,
   authWindowMs: 60_000,

@@ -345,7 +345,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
     const swept = await sweepAcceptedMedia(store, media, clock.now());
     const onThread = opts.background === 'thread' && !opened.shared;
-    if (onThread && (opts.clock || opts.random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
+    if (onThread && ((opts.clock && opts.clock !== systemClock) || opts.random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();
     let app0log: ((err: unknown) => void) | undefined;

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { defaultDataDir } from '../../paths.js';
-import { REQUEST_LIMITS, SERVE_DEFAULTS } from '../../server/defaults.js';
+import { BACKGROUND_DEFAULT, REQUEST_LIMITS, SERVE_DEFAULTS } from '../../server/defaults.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { IO } from '../io.js';
 import { hostPort, int, wordOrUrl } from '../parse.js';
@@ -85,7 +85,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     .addOption(new Option('--sim-qr-ms <ms>', 'simulator: how often a pending QR changes').default(SERVE_DEFAULTS.simQrMs).argParser(int(100, 3_600_000)))
     .addOption(new Option('--sim-delivery-ms <ms>', 'simulator: delay of delivery receipts').default(SERVE_DEFAULTS.simDeliveryMs).argParser(int(0, 3_600_000)))
     .addOption(new Option('--sim-read-ms <ms>', 'simulator: delay of read receipts').default(SERVE_DEFAULTS.simReadMs).argParser(int(0, 3_600_000)))
-    .addOption(new Option('--background <where>', 'where the queue worker, its receipts and webhook delivery run: thread (their own, off the request thread; SQLite) or inline (the request thread; always so on PostgreSQL)').env('PASARELA_BACKGROUND').default(SERVE_DEFAULTS.background).choices(['thread', 'inline']))
+    .addOption(new Option('--background <where>', 'where the queue worker, its receipts and webhook delivery run: thread (their own, off the request thread; SQLite) or inline (the request thread; always so on PostgreSQL)').env('PASARELA_BACKGROUND').default(BACKGROUND_DEFAULT).choices(['thread', 'inline']))
     .action(async (o: Record<string, unknown>) => {
       const gateway = String(o.gateway);
       if (Number(o.gatewayTimeout) < 100) throw new CliError('--gateway-timeout must be at least 100ms', EXIT.USAGE);

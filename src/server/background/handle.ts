@@ -110,6 +110,11 @@ export class BackgroundThread implements WebhookControl {
     await exited;
   }
 
+  /** Ends the thread at once, as a crash would (tests of the supervision): it is started again as after any death. */
+  async kill(): Promise<void> {
+    await this.worker?.terminate();
+  }
+
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;

@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/core/clock.js';
+import { banner } from '../../src/server/serve.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
+import { editCelular, linkedLine, type Line } from './send-helpers.js';
+import { expectSigned, setWebhook, startReceiver, waitFor, type Receiver } from './webhook-helpers.js';
+
+/**
+ * `serve --background thread` (serve's default on SQLite): the queue worker,
+ * the simulator's receipts of its sends and webhook delivery run on a thread
+ * of their own with their own connection (server/background/). Everything
+ * they promise inline holds there too: sends end, receipts land, every
+ * event is delivered signed, metrics and caps see both threads, and a thread
+ * that dies is started again.
+ */
+
+const SECRET = 'background-secret-0123456789abcdef';
+let s: TestServer;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  receiver = await startReceiver(200);
+  s = await startTestServer({
+    background: 'thread',
+    clock: systemClock,
+    queue: { gapMinMs: 0, gapMaxMs: 0 },
+    simDeliveryMs: 1,
+    simReadMs: 1,
+    allowPrivateUrls: true,
+    metricsCacheMs: 0,
+    webhookRetryMs: 50,
+  });
+});
+
+afterAll(async () => {
+  await s?.stop();
+  await receiver?.close();
+});
+
+const sendQueued = (line: Line, n: number, texto: string) =>
+  api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: line.celularKey, json: { destinatario: numeroNuevo(), mensaje: `${texto} ${n}` } });
+
+async function estados(line: Line): Promise<string[]> {
+  const r = await api(s.url, 'GET', `/api/historial_listar.php?celular_id=${line.celularId}&por_pagina=100`, { key: line.clientKey });
+  expectOk(r);
+  return (r.body.mensajes as Array<{ estado: string }>).map((m) => m.estado);
+}
+
+async function metric(name: string, labels: string): Promise<number> {
+  const r = await api(s.url, 'GET', '/metrics', { key: s.adminToken });
+  expect(r.status).toBe(200);
+  const line = r.text.split('\n').find((l) => l.startsWith(`${name}{`) && labels.split(',').every((kv) => l.includes(kv)));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
+describe('the background thread', () => {
+  it('is where the queue and webhooks run, and the banner says so', () => {
+    expect(s.background).toBe('thread');
+    expect(s.thread).not.toBeNull();
+    expect(banner(s, 'sim')).toContain('background       queue, receipts and webhooks on a thread of their own');
+  });
+
+  it('sends queued messages to leido, delivers every message.status signed, and its metrics reach /metrics', async () => {
+    const line = await linkedLine(s, { saldo: 100 });
+    await editCelular(s, line, { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 });
+    expectOk(await setWebhook(s, line.clientKey, { url: `${receiver.url}/hooks`, secret: SECRET, eventos: 'message.status' }));
+    const sends0 = await metric('pasarela_gateway_calls_total', 'operation="send",outcome="ok"');
+    const N = 20;
+    const ids: string[] = [];
+    for (let i = 0; i < N; i++) {
+      const r = await sendQueued(line, i, 'cola');
+      expectOk(r);
+      ids.push(r.body.msg_id as string);
+    }
+    await waitFor(async () => (await estados(line)).filter((e) => e === 'leido').length === N, 'every message leido', 20_000);
+    // Four events per message (pendiente, enviado, entregado, leido), each delivered and signed.
+    const ofMsg = (id: string) => receiver.hits.filter((h) => h.json?.data?.msg_id === id).map((h) => h.json.data.estado as string);
+    await waitFor(() => ids.every((id) => new Set(ofMsg(id)).size === 4), 'four message.status events per message', 20_000);
+    for (const id of ids) expect(new Set(ofMsg(id))).toEqual(new Set(['pendiente', 'enviado', 'entregado', 'leido']));
+    for (const h of receiver.hits.slice(0, 10)) expectSigned(h, SECRET);
+    // Counted by the request thread's metrics from what the background thread reported.
+    await waitFor(async () => (await metric('pasarela_gateway_calls_total', 'operation="send",outcome="ok"')) - sends0 === N, 'gateway sends counted', 10_000);
+    expect(await metric('pasarela_webhook_attempts_total', 'estado="entregado"')).toBeGreaterThanOrEqual(4 * N);
+    expect(await metric('pasarela_sends_finished_total', 'estado="enviado",modo="cola"')).toBeGreaterThanOrEqual(N);
+  });
+
+  it('test events and redeliveries asked on the request thread go out from the background thread', async () => {
+    const line = await linkedLine(s, { saldo: 10 });
+    expectOk(await setWebhook(s, line.clientKey, { url: `${receiver.url}/test`, secret: SECRET, eventos: 'message.status' }));
+    const t = await api(s.url, 'POST', '/api/webhook_test.php', { key: line.clientKey });
+    expectOk(t);
+    const id = t.body.id as string;
+    await receiver.wait((h) => h.headers['webhook-id'] === id, 10_000, 'the test event');
+    await waitFor(async () => {
+      const r = await api(s.url, 'GET', '/api/webhook_entregas.php', { key: line.clientKey });
+      return (r.body.entregas as Array<{ id: string; estado: string }>).some((e) => e.id === id && e.estado === 'entregado');
+    }, 'the test delivery recorded entregado', 10_000);
+    expectOk(await api(s.url, 'POST', '/api/webhook_reenviar.php', { key: line.clientKey, json: { id } }));
+    await waitFor(() => receiver.of(id).length === 2, 'the redelivery, same id', 10_000);
+    expectSigned(receiver.of(id)[1]!, SECRET);
+  });
+
+  it('caps hold exactly across direct sends on the request thread and queued sends on the background thread', async () => {
+    const line = await linkedLine(s, { saldo: 100 });
+    await editCelular(s, line, { max_envios_por_minuto: 5 });
+    const sends = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: line.celularKey, json: { destinatario: numeroNuevo(), mensaje: `cap ${i}`, directo: i % 2 === 0 ? 1 : 0 } }),
+      ),
+    );
+    const direct = sends.filter((_, i) => i % 2 === 0);
+    for (const r of direct) if (r.status !== 200) expectError(r, 429);
+    for (const r of sends.filter((_, i) => i % 2 === 1)) expectOk(r);
+    const sentNow = async () => (await estados(line)).filter((e) => e !== 'pendiente' && e !== 'error').length;
+    await waitFor(async () => (await sentNow()) === 5, 'the minute cap reached', 10_000);
+    // The queued rest waits for the next minute; nothing more goes out meanwhile.
+    await new Promise((r) => setTimeout(r, 700));
+    expect(await sentNow()).toBe(5);
+    const directOk = direct.filter((r) => r.status === 200).length;
+    expect((await estados(line)).filter((e) => e === 'pendiente').length).toBe(6 + directOk - 5);
+  });
+
+  it('a thread that dies is started again, and the queue goes on', async () => {
+    const line = await linkedLine(s, { saldo: 100 });
+    const thread = s.thread!;
+    const before = thread.restarts;
+    await thread.kill();
+    // Accepted while the thread is down: committed now, sent once it is back.
+    for (let i = 0; i < 3; i++) expectOk(await sendQueued(line, i, 'after'));
+    await waitFor(() => thread.restarts === before + 1, 'the thread started again', 15_000);
+    await waitFor(async () => (await estados(line)).every((e) => e === 'leido'), 'the queued messages sent and read', 15_000);
+    expect(s.logs.some((l) => l.includes('the background thread (queue, receipts, webhooks) stopped: starting it again'))).toBe(true);
+  });
+
+  it('a driven clock cannot run on the thread (it is the system clock there)', async () => {
+    const { ManualClock } = await import('../../src/core/clock.js');
+    await expect(startTestServer({ background: 'thread', clock: new ManualClock(Date.now()) })).rejects.toThrow(/system clock/);
+  });
+});
