@@ -111,7 +111,7 @@ _pasarela() {
   )
   local -A opts=(
     ['_']='-V --version --url --key --profile --json --no-color'
-    ['_ serve']='--host --port --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --metrics-listen --log-level --log-format --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --inbox-retention --webhook-retry-ms --sim-qr-ms --sim-delivery-ms --sim-read-ms'
+    ['_ serve']='--host --port --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --metrics-listen --log-level --log-format --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --inbox-retention --webhook-retry-ms --sim-qr-ms --sim-delivery-ms --sim-read-ms --background'
     ['_ migrate']='--from --to --replace'
     ['_ login']='--key-stdin'
     ['_ logout']=''
@@ -220,6 +220,7 @@ _pasarela() {
     ['_ serve --sim-qr-ms']='-'
     ['_ serve --sim-delivery-ms']='-'
     ['_ serve --sim-read-ms']='-'
+    ['_ serve --background']='w:thread,inline'
     ['_ migrate --from']='s'
     ['_ migrate --to']='-'
     ['_ saldo --celular']='-'
