@@ -27,7 +27,7 @@ import { sweepAcceptedMedia } from '../core/accepted-media.js';
 import { QueueWorker } from '../core/queue-worker.js';
 import { DirectRecovery } from '../core/direct-recovery.js';
 import { InboxRetention } from '../core/recibidos.js';
-import { NodePresence, TAKEOVER_MARGIN_MS } from '../core/node-presence.js';
+import { NodePresence } from '../core/node-presence.js';
 import { sharedSettings } from '../core/shared-settings.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { LISTEN_LEASE_MS } from '../webhooks/listeners.js';
@@ -36,6 +36,7 @@ import { countBusEvents } from './metrics/bus.js';
 import { countGatewayCalls } from './metrics/gateway.js';
 import { listenMetrics, type MetricsListener } from './metrics/listener.js';
 import { BackgroundThread } from './background/handle.js';
+import type { BackgroundSettings } from './background/protocol.js';
 import { mainGate, newGateBuffer } from '../store/write-gate.js';
 import type { WebhookControl } from '../webhooks/dispatcher.js';
 
@@ -204,6 +205,11 @@ async function openStore(
   return { store: sqlite, media: new LocalMedia(tmp), source: file, schemaVersion: sqlite.schemaVersion(), shared: false, close: () => sqlite.close() };
 }
 
+/** The adapter options a thread can be handed: all but the clock and the media fetcher, which it makes. */
+function plainHttp({ clock: _clock, media: _media, ...plain }: HttpGatewayOptions): BackgroundSettings['http'] {
+  return plain;
+}
+
 /** How often the WAL is copied back into the database, off the request thread. */
 const CHECKPOINT_MS = 1000;
 
@@ -351,7 +357,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     let app0log: ((err: unknown) => void) | undefined;
     // A silent node's streams outlive its longest work: a send's claim, or a webhook attempt (headers, then body, each up to the timeout).
     const webhookTimeoutMs = opts.webhookTimeoutMs ?? SERVE_DEFAULTS.webhookTimeoutMs;
-    const node = new NodePresence(store, clock, { sendMs: Math.max(core.config.queue.leaseMs, 2 * webhookTimeoutMs), onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
+    const sendMs = Math.max(core.config.queue.leaseMs, 2 * webhookTimeoutMs);
+    const node = new NodePresence(store, clock, { sendMs, onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
     await node.start();
     undo.push(() => node.stop());
     const webhookOptions = {
@@ -375,13 +382,13 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
           gate,
           gateway: opts.gateway,
           sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
-          http: { url: http.url, key: http.key, callbackUrl: http.callbackUrl, secret: http.secret, timeoutMs: http.timeoutMs, sendTimeoutMs: http.sendTimeoutMs },
+          http: plainHttp(http),
           media: { allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
           gatewayFetchesMedia: opts.gatewayFetchesMedia ?? false,
           config: core.config,
           webhooks: webhookOptions,
           queuePollMs: QUEUE_POLL_MS,
-          sendMs: node.info.staleMs - TAKEOVER_MARGIN_MS,
+          sendMs,
           resume: false,
         },
         {

@@ -32,6 +32,9 @@ export interface DispatcherOptions {
 
 export const TEST_EVENT = 'webhook.test';
 
+/** The bus events whose changes are journaled for webhooks: each one means "the journal has news". */
+export const JOURNALED_EVENTS = ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[];
+
 /** What the API asks of webhook delivery, wherever the dispatcher runs (this thread, or the background one: server/background/). */
 export interface WebhookControl {
   /** Without a client: the journal has new events. With one: that client's outbox changed (a redelivery). */
@@ -116,7 +119,7 @@ export class WebhookDispatcher implements WebhookControl {
   }
 
   start(): void {
-    for (const kind of ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[]) {
+    for (const kind of JOURNALED_EVENTS) {
       // Events reach the outbox through the journal (written with each change); the bus only says "look now".
       this.unsubscribe.push(this.core.bus.subscribe(kind, () => this.poke()));
     }

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { EventBus } from '../../core/events.js';
 import { freeDeadHolder } from '../../store/write-gate.js';
-import type { WebhookControl } from '../../webhooks/dispatcher.js';
+import { JOURNALED_EVENTS, type WebhookControl } from '../../webhooks/dispatcher.js';
 import type { GatewayCallSink } from '../metrics/gateway.js';
 import type { BackgroundSettings, FromBackground, LogLevel, ToBackground } from './protocol.js';
 
@@ -58,7 +58,7 @@ export class BackgroundThread implements WebhookControl {
 
   /** Starts the thread; resolves once it works, rejects when it cannot start. */
   async start(): Promise<void> {
-    for (const kind of ['message.status', 'session.status', 'messages.received'] as const) {
+    for (const kind of JOURNALED_EVENTS) {
       // Events journaled on this thread (accepts, direct sends, gateway callbacks, linking): the dispatcher looks.
       this.unsubscribe.push(this.hooks.bus.subscribe(kind, () => this.republishing || this.poke()));
     }
