@@ -83,7 +83,12 @@ export async function ensureBigStore({ root, cacheDir, rows, lines, rebuild, log
   const db = new Database(join(staging, 'pasarela.db'));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = OFF');
-  const have = new Map(db.prepare('PRAGMA table_info(mensajes)').all().map((c) => [c.name, c]));
+  const have = new Map(
+    db
+      .prepare('PRAGMA table_info(mensajes)')
+      .all()
+      .map((c) => [c.name, c]),
+  );
   const end = Date.now() - 2 * 3_600_000;
   const start = end - DAYS * DAY;
   const rand = rng(0x9e3779b9);
@@ -158,8 +163,16 @@ export async function ensureBigStore({ root, cacheDir, rows, lines, rebuild, log
     })();
     log(`  ${Math.min(rows, from + CHUNK).toLocaleString('en')} rows (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
   }
-  if (have.has('pendientes') || db.prepare('PRAGMA table_info(celulares)').all().some((c) => c.name === 'pendientes')) {
-    db.exec(`UPDATE celulares SET pendientes = (SELECT COUNT(*) FROM mensajes m WHERE m.celular_id = celulares.id AND m.estado = 'pendiente' AND m.modo = 'cola')`);
+  if (
+    have.has('pendientes') ||
+    db
+      .prepare('PRAGMA table_info(celulares)')
+      .all()
+      .some((c) => c.name === 'pendientes')
+  ) {
+    db.exec(
+      `UPDATE celulares SET pendientes = (SELECT COUNT(*) FROM mensajes m WHERE m.celular_id = celulares.id AND m.estado = 'pendiente' AND m.modo = 'cola')`,
+    );
   }
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();

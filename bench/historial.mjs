@@ -101,7 +101,10 @@ function fill(store) {
       const sent = estado !== 'pendiente' && estado !== 'error';
       const id = `${created.toString(36)}-${i.toString(36).padStart(6, '0')}`;
       const texto = tipo === 'texto' || rand() < 0.5 ? `Hola, su pedido ${i} está en camino. Gracias por su compra.` : null;
-      const media = tipo === 'texto' ? null : JSON.stringify(rand() < 0.5 ? { url: `https://cdn.example.com/f/${i}.bin` } : { filename: `f${i}.pdf`, mime: 'application/pdf', bytes: 20000 + i });
+      const media =
+        tipo === 'texto'
+          ? null
+          : JSON.stringify(rand() < 0.5 ? { url: `https://cdn.example.com/f/${i}.bin` } : { filename: `f${i}.pdf`, mime: 'application/pdf', bytes: 20000 + i });
       ins.run(
         id,
         clienteId(c),
@@ -154,15 +157,42 @@ const SCENARIOS = [
   ['client + celular (any line)', () => ({ ...base(), celular_id: celularId(BIG, Math.floor(rand() * LINES)) })],
   ['client + destinatario (most frequent)', () => ({ ...base(), destinatario: frequentRecipient })],
   ['client + destinatario (any)', () => ({ ...base(), destinatario: recipient(BIG, skewed(RECIPIENTS_PER_CLIENT)) })],
-  ['client + date range (1 day)', () => { const d = weekStart(); return { ...base(), desde: d, hasta: d + DAY }; }],
-  ['client + date range (7 days)', () => { const d = weekStart(); return { ...base(), desde: d, hasta: d + 7 * DAY }; }],
+  [
+    'client + date range (1 day)',
+    () => {
+      const d = weekStart();
+      return { ...base(), desde: d, hasta: d + DAY };
+    },
+  ],
+  [
+    'client + date range (7 days)',
+    () => {
+      const d = weekStart();
+      return { ...base(), desde: d, hasta: d + 7 * DAY };
+    },
+  ],
   ['client + date range (30 days)', () => ({ ...base(), desde: END - 30 * DAY, hasta: END })],
   ['client + celular + estado', () => ({ ...base(), celular_id: busiestLine, estado: pick(['leido', 'error', 'enviado']) })],
-  ['client + celular + 7 days', () => { const d = weekStart(); return { ...base(), celular_id: busiestLine, desde: d, hasta: d + 7 * DAY }; }],
+  [
+    'client + celular + 7 days',
+    () => {
+      const d = weekStart();
+      return { ...base(), celular_id: busiestLine, desde: d, hasta: d + 7 * DAY };
+    },
+  ],
   ['client + celular + destinatario', () => ({ ...base(), celular_id: busiestLine, destinatario: recipient(BIG, skewed(RECIPIENTS_PER_CLIENT)) })],
-  ['client + celular + estado + destinatario', () => ({ ...base(), celular_id: busiestLine, estado: 'leido', destinatario: recipient(BIG, skewed(RECIPIENTS_PER_CLIENT)) })],
+  [
+    'client + celular + estado + destinatario',
+    () => ({ ...base(), celular_id: busiestLine, estado: 'leido', destinatario: recipient(BIG, skewed(RECIPIENTS_PER_CLIENT)) }),
+  ],
   ['client + estado + destinatario', () => ({ ...base(), estado: 'leido', destinatario: recipient(BIG, skewed(RECIPIENTS_PER_CLIENT)) })],
-  ['client + estado + 7 days', () => { const d = weekStart(); return { ...base(), estado: 'error', desde: d, hasta: d + 7 * DAY }; }],
+  [
+    'client + estado + 7 days',
+    () => {
+      const d = weekStart();
+      return { ...base(), estado: 'error', desde: d, hasta: d + 7 * DAY };
+    },
+  ],
   ['client only, page 20', () => ({ ...base(), page: 20 })],
 ];
 
@@ -186,7 +216,9 @@ async function main() {
     const fillMs = fill(store);
     store.db.pragma('wal_checkpoint(TRUNCATE)');
     const dbBytes = statSync(file).size;
-    process.stderr.write(`filled in ${(fillMs / 1000).toFixed(1)} s (${Math.round(ROWS / (fillMs / 1000)).toLocaleString('en')} rows/s), ${(dbBytes / 1e6).toFixed(0)} MB\n`);
+    process.stderr.write(
+      `filled in ${(fillMs / 1000).toFixed(1)} s (${Math.round(ROWS / (fillMs / 1000)).toLocaleString('en')} rows/s), ${(dbBytes / 1e6).toFixed(0)} MB\n`,
+    );
 
     const results = [];
     for (const [name, make] of SCENARIOS) {
@@ -212,7 +244,12 @@ async function main() {
         if (r.rows.length !== p.rows.length) throw new Error(`${name}: page sizes differ`);
         if (i === 0) {
           const params = { ...f, offset: 0, limit: POR_PAGINA };
-          const explain = (sql) => store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params).map((x) => x.detail).join('; ');
+          const explain = (sql) =>
+            store.db
+              .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+              .all(params)
+              .map((x) => x.detail)
+              .join('; ');
           plan = { count: explain(`SELECT COUNT(*) FROM mensajes WHERE ${p.where}`), page: explain(p.sql) };
         }
       }

@@ -74,7 +74,10 @@ function profileWindow(path, from, to) {
 function countsWindow(dir, pid, [from, to]) {
   const f = join(dir, `${pid}.jsonl`);
   if (!existsSync(f)) return null;
-  const snaps = readFileSync(f, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const snaps = readFileSync(f, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   // The bench signals right after reading its clock: the snapshot is the first one taken at or after that.
   const at = (t) => snaps.find((x) => x.mono_us >= t && x.mono_us - t < 1_000_000);
   const a = at(from);
@@ -92,7 +95,24 @@ function countsWindow(dir, pid, [from, to]) {
 const add = (m, k, v) => m.set(k, (m.get(k) ?? 0) + v);
 const byCount = new Map();
 for (const r of profiled) {
-  const agg = byCount.get(r.nodes) ?? { runs: 0, msgs: 0, idleS: 0, idleStmts: new Map(), perNode: new Map(), self: new Map(), incl: new Map(), total: 0, idle: 0, cpu: 0, pgCpu: 0, ctx: new Map(), stmts: new Map(), stmtMs: new Map(), tables: new Map(), notes: [] };
+  const agg = byCount.get(r.nodes) ?? {
+    runs: 0,
+    msgs: 0,
+    idleS: 0,
+    idleStmts: new Map(),
+    perNode: new Map(),
+    self: new Map(),
+    incl: new Map(),
+    total: 0,
+    idle: 0,
+    cpu: 0,
+    pgCpu: 0,
+    ctx: new Map(),
+    stmts: new Map(),
+    stmtMs: new Map(),
+    tables: new Map(),
+    notes: [],
+  };
   byCount.set(r.nodes, agg);
   agg.runs += 1;
   agg.msgs += r.done;
@@ -141,7 +161,9 @@ const pad = (s, n) => String(s).padStart(n);
 for (const k of counts) {
   const a = byCount.get(k);
   console.log(`\n=== ${k} node${k > 1 ? 's' : ''}: ${a.runs} run(s), ${a.msgs} messages ===`);
-  console.log(`serve CPU ${fmt(per(a, a.cpu))} ms/msg (from /proc)${a.profiled ? `, profiled JS ${fmt(per(a, a.total))} ms/msg` : ''}, PostgreSQL backends ${fmt(per(a, a.pgCpu))} ms/msg`);
+  console.log(
+    `serve CPU ${fmt(per(a, a.cpu))} ms/msg (from /proc)${a.profiled ? `, profiled JS ${fmt(per(a, a.total))} ms/msg` : ''}, PostgreSQL backends ${fmt(per(a, a.pgCpu))} ms/msg`,
+  );
   if (a.ctx.size > 0) console.log(`context switches per msg: ${[...a.ctx].map(([k, v]) => `${k} ${fmt(per(a, v), 1)}`).join(', ')}`);
   let n = 0;
   let ms = 0;
@@ -153,7 +175,13 @@ for (const k of counts) {
     const perNodeS = (v) => v / a.idleS / k;
     let total = 0;
     for (const v of a.idleStmts.values()) total += v;
-    console.log(`idle: ${fmt(perNodeS(total), 1)} statements per node per second (${fmt(a.idleS, 1)} s), most: ${[...a.idleStmts].sort((x, y) => y[1] - x[1]).slice(0, 8).map(([q, v]) => `${fmt(perNodeS(v), 2)} ${q.slice(0, 70)}`).join(' | ')}`);
+    console.log(
+      `idle: ${fmt(perNodeS(total), 1)} statements per node per second (${fmt(a.idleS, 1)} s), most: ${[...a.idleStmts]
+        .sort((x, y) => y[1] - x[1])
+        .slice(0, 8)
+        .map(([q, v]) => `${fmt(perNodeS(v), 2)} ${q.slice(0, 70)}`)
+        .join(' | ')}`,
+    );
   }
   for (const note of a.notes) console.log(`  note: ${note}`);
   // Who does what: a line's lease is given back after every attempt, so [cola] gives are the sends of each node.
@@ -187,14 +215,38 @@ function compare(title, pick, unit, filter = () => true, d = 3) {
   const rows = [...keys].map((key) => ({ key, v: counts.map((k) => per(byCount.get(k), pick(byCount.get(k)).get(key) ?? 0)) }));
   const grow = (r) => r.v[r.v.length - 1] - r.v[0];
   console.log(`\n${title} (${unit}; ${counts.map((k) => `${k}n`).join(' / ')}; sorted by growth ${counts[0]}n -> ${counts[counts.length - 1]}n)`);
-  for (const r of rows.sort((x, y) => grow(y) - grow(x)).slice(0, TOP)) console.log(`  ${r.v.map((x) => pad(fmt(x, d), 8)).join(' ')}  ${pad(fmt(grow(r), d), 8)}  ${r.key}`);
+  for (const r of rows.sort((x, y) => grow(y) - grow(x)).slice(0, TOP))
+    console.log(`  ${r.v.map((x) => pad(fmt(x, d), 8)).join(' ')}  ${pad(fmt(grow(r), d), 8)}  ${r.key}`);
   void lo;
   void hi;
 }
 if ([...byCount.values()].some((a) => a.profiled)) {
-  compare('inclusive JS time by pasarela function', (a) => a.incl, 'ms/msg', (k) => / dist\//.test(k));
+  compare(
+    'inclusive JS time by pasarela function',
+    (a) => a.incl,
+    'ms/msg',
+    (k) => / dist\//.test(k),
+  );
   compare('self JS time', (a) => a.self, 'ms/msg');
 }
-compare('statements to PostgreSQL', (a) => a.stmts, 'per msg', () => true, 2);
-compare('time statements waited for their answer', (a) => a.stmtMs, 'ms/msg', () => true, 2);
-compare('table counters of the run\'s schema', (a) => a.tables, 'per msg', () => true, 2);
+compare(
+  'statements to PostgreSQL',
+  (a) => a.stmts,
+  'per msg',
+  () => true,
+  2,
+);
+compare(
+  'time statements waited for their answer',
+  (a) => a.stmtMs,
+  'ms/msg',
+  () => true,
+  2,
+);
+compare(
+  "table counters of the run's schema",
+  (a) => a.tables,
+  'per msg',
+  () => true,
+  2,
+);

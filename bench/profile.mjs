@@ -31,9 +31,13 @@ process.on('exit', () => {
   rmSync(profDir, { recursive: true, force: true });
 });
 
-const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, join(ROOT, 'bin', 'pasarela'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', ...extra], {
-  stdio: ['ignore', 'ignore', 'pipe'],
-});
+const child = spawn(
+  process.execPath,
+  ['--cpu-prof', `--cpu-prof-dir=${profDir}`, join(ROOT, 'bin', 'pasarela'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', ...extra],
+  {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  },
+);
 const url = await new Promise((resolve, reject) => {
   let seen = '';
   child.stderr.on('data', (c) => {
@@ -46,7 +50,11 @@ const url = await new Promise((resolve, reject) => {
 const admin = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
 
 async function call(method, path, key, json) {
-  const r = await request(url + path, { method, headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) }, body: json ? JSON.stringify(json) : undefined });
+  const r = await request(url + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(json ? { 'content-type': 'application/json' } : {}) },
+    body: json ? JSON.stringify(json) : undefined,
+  });
   const text = await r.body.text();
   if (r.statusCode >= 300) throw new Error(`${path}: ${r.statusCode} ${text}`);
   return JSON.parse(text);
@@ -92,7 +100,9 @@ const cpu = cpuMs() - cpu0;
 await pool.close();
 child.kill('SIGTERM');
 await new Promise((r) => child.once('exit', r));
-console.log(`${DIRECTO ? 'directo' : 'queued'} sends: ${ok} in ${MS / 1000} s (${Math.round(ok / (MS / 1000))}/s), ${(cpu / ok).toFixed(3)} ms server CPU each, errors ${JSON.stringify(errors)}`);
+console.log(
+  `${DIRECTO ? 'directo' : 'queued'} sends: ${ok} in ${MS / 1000} s (${Math.round(ok / (MS / 1000))}/s), ${(cpu / ok).toFixed(3)} ms server CPU each, errors ${JSON.stringify(errors)}`,
+);
 
 // ---- the profile, summed per function ----
 // The main thread's (thread id 0): the request thread; the background and checkpoint threads write their own.
@@ -123,7 +133,11 @@ for (const [id, t] of time) {
 }
 const show = (title, m, filter) => {
   console.log(`\n${title}`);
-  for (const [k, t] of [...m].filter(([k]) => filter(k)).sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`${((t / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
+  for (const [k, t] of [...m]
+    .filter(([k]) => filter(k))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, TOP))
+    console.log(`${((t / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
 };
 show('self time (all code)', self, () => true);
 show('inclusive time (pasarela code)', incl, (k) => / dist\//.test(k));

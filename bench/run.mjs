@@ -68,7 +68,13 @@ const NODES_CPU_PROF = NODES_PROFILE !== null && args.includes('--nodes-cpu-prof
 const REBUILD_STORE = args.includes('--rebuild-store');
 const SKIP_HISTORIAL = args.includes('--skip-historial');
 /** --only 1,3: run just those figures (for a quick look; the README numbers come from a full run). */
-const ONLY = args.includes('--only') ? new Set(String(args[args.indexOf('--only') + 1]).split(',').map(Number)) : null;
+const ONLY = args.includes('--only')
+  ? new Set(
+      String(args[args.indexOf('--only') + 1])
+        .split(',')
+        .map(Number),
+    )
+  : null;
 const want = (n) => !ONLY || ONLY.has(n);
 const MB = 1024 * 1024;
 
@@ -140,9 +146,7 @@ function startChild(script, argv, env = {}, nodeArgs = []) {
 }
 
 /** The flags `serve --help` lists: figures use only flags the server under test has. */
-const SERVE_FLAGS = new Set(
-  (spawnSync(process.execPath, [BIN, 'serve', '--help'], { encoding: 'utf8' }).stdout ?? '').match(/--[a-z][a-z0-9-]*/g) ?? [],
-);
+const SERVE_FLAGS = new Set((spawnSync(process.execPath, [BIN, 'serve', '--help'], { encoding: 'utf8' }).stdout ?? '').match(/--[a-z][a-z0-9-]*/g) ?? []);
 function needFlags(...flags) {
   const missing = flags.filter((f) => !SERVE_FLAGS.has(f));
   if (missing.length > 0) throw new NotApplicable(`serve has no ${missing.join(', ')}`);
@@ -316,14 +320,20 @@ async function load({ origin, pid, path, key, makeBody, connections = CONNECTION
   let cpuEnd;
   let mainStart;
   let mainEnd;
-  const cpuTimer = setTimeout(() => {
-    cpuStart = pid ? cpuMs(pid) : undefined;
-    mainStart = pid ? requestThreadCpuMs(pid) : undefined;
-  }, Math.max(0, measureFrom - performance.now()));
-  const cpuEndTimer = setTimeout(() => {
-    cpuEnd = pid ? cpuMs(pid) : undefined;
-    mainEnd = pid ? requestThreadCpuMs(pid) : undefined;
-  }, Math.max(0, end - performance.now()));
+  const cpuTimer = setTimeout(
+    () => {
+      cpuStart = pid ? cpuMs(pid) : undefined;
+      mainStart = pid ? requestThreadCpuMs(pid) : undefined;
+    },
+    Math.max(0, measureFrom - performance.now()),
+  );
+  const cpuEndTimer = setTimeout(
+    () => {
+      cpuEnd = pid ? cpuMs(pid) : undefined;
+      mainEnd = pid ? requestThreadCpuMs(pid) : undefined;
+    },
+    Math.max(0, end - performance.now()),
+  );
   await Promise.all(
     Array.from({ length: connections }, async (_, w) => {
       while (performance.now() < end) {
@@ -441,7 +451,15 @@ async function figure(n, name, target, fn) {
   } catch (err) {
     const na = err instanceof NotApplicable;
     log(`[${name}] ${na ? 'n/a' : 'ERROR'}: ${err.stack ?? err}`);
-    results.push({ figure: name, measured: `${na ? 'n/a' : 'error'}: ${String(err.message ?? err).slice(0, 300)}`, baseline: '-', ratio: NaN, target, met: na ? null : false, cpu: '-' });
+    results.push({
+      figure: name,
+      measured: `${na ? 'n/a' : 'error'}: ${String(err.message ?? err).slice(0, 300)}`,
+      baseline: '-',
+      ratio: NaN,
+      target,
+      met: na ? null : false,
+      cpu: '-',
+    });
   }
   log(`[${name}] ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 }
@@ -501,7 +519,17 @@ async function figureQueueAccept(baseline) {
     target: '>= 0.50',
     met: r >= 0.5 && got.errors === 0,
     cpu: cpuPer(got.server_cpu_ms_per_ok),
-    detail: { lines: 50, connections: CONNECTIONS, warmup_ms: WARMUP_MS, duration_ms: DURATION_MS, serve_flags: [], pasarela: got, baseline: base, worker_sent_per_s: workerPerS, pending_at_stop: left },
+    detail: {
+      lines: 50,
+      connections: CONNECTIONS,
+      warmup_ms: WARMUP_MS,
+      duration_ms: DURATION_MS,
+      serve_flags: [],
+      pasarela: got,
+      baseline: base,
+      worker_sent_per_s: workerPerS,
+      pending_at_stop: left,
+    },
   });
 }
 
@@ -531,7 +559,16 @@ async function figurePipeline(baseline, receiver) {
     target: '>= 0.10',
     met: r >= 0.1 && !timedOut && st.messages_done === PIPELINE_MESSAGES,
     cpu: cpuPer(cpu / Math.max(1, st.messages_done)),
-    detail: { messages: PIPELINE_MESSAGES, serve_flags: flags, accept: push, receiver: st, span_ms: spanMs, server_cpu_ms: cpu, stalled: timedOut, baseline: base },
+    detail: {
+      messages: PIPELINE_MESSAGES,
+      serve_flags: flags,
+      accept: push,
+      receiver: st,
+      span_ms: spanMs,
+      server_cpu_ms: cpu,
+      stalled: timedOut,
+      baseline: base,
+    },
   });
 }
 
@@ -556,7 +593,13 @@ async function measurePipeline(receiver, extra, baseline = null, withPostgres = 
     const c = await setupClient(s, 50);
     if (baseline) {
       log('  baseline (bare Fastify)...');
-      base = await load({ origin: baseline.url, pid: baseline.pid, key: c.key, path: '/api/mensaje_enviar_texto.php', makeBody: (w, n) => textBody(c.lines, w, n, false) });
+      base = await load({
+        origin: baseline.url,
+        pid: baseline.pid,
+        key: c.key,
+        path: '/api/mensaje_enviar_texto.php',
+        makeBody: (w, n) => textBody(c.lines, w, n, false),
+      });
     }
     await call(receiver.url, 'POST', '/_reset');
     await call(s.url, 'POST', '/api/webhook.php', c.key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef', eventos: 'message.status' });
@@ -564,7 +607,13 @@ async function measurePipeline(receiver, extra, baseline = null, withPostgres = 
     const cpu0 = cpuMs(s.pid);
     const main0 = requestThreadCpuMs(s.pid);
     const pg0 = withPostgres ? postgresCpuMs() : 0;
-    push = await pushN({ origin: s.url, key: c.key, path: '/api/mensaje_enviar_texto.php', n: PIPELINE_MESSAGES, makeBody: (i) => textBody(c.lines, i, 500_000 + i, false) });
+    push = await pushN({
+      origin: s.url,
+      key: c.key,
+      path: '/api/mensaje_enviar_texto.php',
+      n: PIPELINE_MESSAGES,
+      makeBody: (i) => textBody(c.lines, i, 500_000 + i, false),
+    });
     // The request thread's CPU per accept while the worker, the receipts and the deliveries run beside it.
     push.request_thread_cpu_ms_per_accept = (requestThreadCpuMs(s.pid) - main0) / Math.max(1, push.ok);
     ({ st, stalled: timedOut } = await waitReceiver(receiver, s, (x) => x.messages_done >= push.ok));
@@ -631,7 +680,13 @@ async function figurePostgres(receiver) {
     try {
       const c = await setupClient(s, 50);
       const pg0 = withPostgres ? postgresCpuMs() : 0;
-      const got = await load({ origin: s.url, pid: s.pid, key: c.key, path: '/api/mensaje_enviar_texto.php', makeBody: (w, n) => textBody(c.lines, w, n, false) });
+      const got = await load({
+        origin: s.url,
+        pid: s.pid,
+        key: c.key,
+        path: '/api/mensaje_enviar_texto.php',
+        makeBody: (w, n) => textBody(c.lines, w, n, false),
+      });
       return { got, pgCpu: withPostgres ? postgresCpuMs() - pg0 : null };
     } finally {
       await s.stop();
@@ -674,7 +729,10 @@ async function figurePostgres(receiver) {
       target: 'reported',
       met: null,
       cpu: cpuPer(post.cpu / done),
-      detail: { sqlite: { per_s: lite.perS, server_cpu_ms: lite.cpu, receiver: lite.st }, postgres: { per_s: post.perS, server_cpu_ms: post.cpu, postgres_cpu_ms: post.pgCpu, receiver: post.st } },
+      detail: {
+        sqlite: { per_s: lite.perS, server_cpu_ms: lite.cpu, receiver: lite.st },
+        postgres: { per_s: post.perS, server_cpu_ms: post.cpu, postgres_cpu_ms: post.pgCpu, receiver: post.st },
+      },
     });
   } finally {
     await pg.drop();
@@ -762,7 +820,9 @@ async function pgWatcher(store, tag, pidOfNode) {
         // Ended: its last reading stands.
       }
     }
-    const held = await client.query("SELECT n.etiqueta AS label, count(*)::int AS n FROM leases l JOIN nodos n ON n.id = l.nodo WHERE l.stream LIKE 'cola:%' GROUP BY 1");
+    const held = await client.query(
+      "SELECT n.etiqueta AS label, count(*)::int AS n FROM leases l JOIN nodos n ON n.id = l.nodo WHERE l.stream LIKE 'cola:%' GROUP BY 1",
+    );
     samples += 1;
     for (const r of held.rows) {
       const pid = Number(/pid (\d+)/.exec(r.label)?.[1]);
@@ -774,10 +834,13 @@ async function pgWatcher(store, tag, pidOfNode) {
   let timer;
   const loop = () => {
     if (timer === null) return;
-    timer = setTimeout(() => {
-      void tick().catch(() => {});
-      loop();
-    }, 150 + Math.random() * 100);
+    timer = setTimeout(
+      () => {
+        void tick().catch(() => {});
+        loop();
+      },
+      150 + Math.random() * 100,
+    );
   };
   loop();
   return {
@@ -922,9 +985,19 @@ async function nodesRun(receiver, k, redisUrl, tag) {
   const markCounts = () => profDir && nodes.forEach((x) => process.kill(x.pid, 'SIGUSR2'));
   const prefix = `pasarela-bench9:${tag}:${k}:`;
   const flags = (i) => [
-    '--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls',
-    '--store', withAppName(pg.store, `${app}${i + 1}`),
-    '--counters', redisUrl, '--counters-prefix', prefix,
+    '--queue-gap-ms',
+    '0-0',
+    '--sim-delivery-ms',
+    '1',
+    '--sim-read-ms',
+    '1',
+    '--allow-private-urls',
+    '--store',
+    withAppName(pg.store, `${app}${i + 1}`),
+    '--counters',
+    redisUrl,
+    '--counters-prefix',
+    prefix,
   ];
   const nodes = [];
   let watch;
@@ -944,14 +1017,29 @@ async function nodesRun(receiver, k, redisUrl, tag) {
     await call(receiver.url, 'POST', '/_reset');
     await call(s.url, 'POST', '/api/webhook.php', c.key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef', eventos: 'message.status' });
     // Line (i + i/50) % 50: with any node count every line gets requests through every node.
-    const body = (i) => ({ celular_id: c.lines[(i + Math.floor(i / 50)) % 50], destinatario: destinatario(i), mensaje: `Hola, su pedido ${i} está en camino. Gracias por su compra.` });
+    const body = (i) => ({
+      celular_id: c.lines[(i + Math.floor(i / 50)) % 50],
+      destinatario: destinatario(i),
+      mensaje: `Hola, su pedido ${i} está en camino. Gracias por su compra.`,
+    });
     const origins = nodes.map((x) => x.url);
     // Warm-up, not measured: NODES_WARMUP messages through each node, so every node's code is compiled before the window.
-    const warm = await pushPaced({ origins, key: c.key, path: '/api/mensaje_enviar_texto.php', n: NODES_WARMUP * k, perS: NODES_RATE, makeBody: (i) => body(300_000 + i) });
+    const warm = await pushPaced({
+      origins,
+      key: c.key,
+      path: '/api/mensaje_enviar_texto.php',
+      n: NODES_WARMUP * k,
+      perS: NODES_RATE,
+      makeBody: (i) => body(300_000 + i),
+    });
     const w = await waitReceiver(receiver, { alive: () => nodes.every((x) => x.alive()) }, (x) => x.messages_done >= warm.ok);
     if (w.stalled) throw new Error(`warm-up stalled: ${w.st.messages_done} of ${warm.ok} done`);
     await call(receiver.url, 'POST', '/_reset');
-    watch = await pgWatcher(pg.store, app, nodes.map((x) => x.pid));
+    watch = await pgWatcher(
+      pg.store,
+      app,
+      nodes.map((x) => x.pid),
+    );
     await sleep(1000);
     // Idle: what the nodes (and their backends) cost with nothing to do.
     const idle0 = { nodes: nodes.map((x) => cpuMs(x.pid)), pg: await watch.snapshot(), mono: monoUs(), at: performance.now() };
@@ -972,7 +1060,14 @@ async function nodesRun(receiver, k, redisUrl, tag) {
     tables0 = await watch.tables();
     const m0 = { nodes: nodes.map((x) => cpuMs(x.pid)), ctx: nodes.map((x) => ctxOf(x.pid)), pg: await watch.snapshot(), mono: monoUs() };
     markCounts();
-    const push = await pushPaced({ origins, key: c.key, path: '/api/mensaje_enviar_texto.php', n: NODES_MESSAGES, perS: NODES_RATE, makeBody: (i) => body(600_000 + i) });
+    const push = await pushPaced({
+      origins,
+      key: c.key,
+      path: '/api/mensaje_enviar_texto.php',
+      n: NODES_MESSAGES,
+      perS: NODES_RATE,
+      makeBody: (i) => body(600_000 + i),
+    });
     const { st, stalled } = await waitReceiver(receiver, { alive: () => nodes.every((x) => x.alive()) }, (x) => x.messages_done >= push.ok);
     const m1 = { nodes: nodes.map((x) => cpuMs(x.pid)), ctx: nodes.map((x) => ctxOf(x.pid)), pg: await watch.snapshot(), mono: monoUs() };
     markCounts();
@@ -1084,7 +1179,9 @@ async function figureNodes(receiver) {
       `${cpuPer(serve(k))} over ${k} node${k > 1 ? 's' : ''} + PostgreSQL ${pgm(k).toFixed(2)} ms/msg (total ${tot(k).toFixed(2)})${rounds}; ` +
       `${runs[k].map((x) => x.done).join('+')} of ${runs[k].length * r.messages} done${runs[k].some((x) => x.stalled) ? ' STALLED' : ''} at ${NODES_RATE}/s offered (accepted ${f0(r.accept.accepted_per_s)}/s, last done ${(r.span_ms / 1000).toFixed(1)} s); ` +
       `${NODES_ROUNDS > 1 ? 'last round: ' : ''}idle ${r.idle.serve_ms_per_s.toFixed(1)} + ${r.idle.postgres_ms_per_s.toFixed(1)} ms/s` +
-      (k > 1 ? `; per node CPU ${r.serve_cpu_ms_per_node.map(f0).join('/')} ms (their PostgreSQL backends ${r.postgres_cpu_ms_per_node.map(f0).join('/')}), accepts ${r.accept.per_node.join('/')}, line leases seen held ${r.lease_holds.per_node.join('/')}, nodos_vivos ${r.nodos_vivos.before.join('/')}` : '')
+      (k > 1
+        ? `; per node CPU ${r.serve_cpu_ms_per_node.map(f0).join('/')} ms (their PostgreSQL backends ${r.postgres_cpu_ms_per_node.map(f0).join('/')}), accepts ${r.accept.per_node.join('/')}, line leases seen held ${r.lease_holds.per_node.join('/')}, nodos_vivos ${r.nodos_vivos.before.join('/')}`
+        : '')
     );
   };
   const detail = (k) => ({
@@ -1159,7 +1256,16 @@ async function figureDirecto(baseline) {
   if (!want(3)) return;
   log(`\n[${nameB}]`);
   try {
-    const store = await ensureBigStore({ root: ROOT, cacheDir: CACHE, rows: BIG_ROWS, lines: DIRECTO_LINES, rebuild: REBUILD_STORE, log, startServe, setupClient });
+    const store = await ensureBigStore({
+      root: ROOT,
+      cacheDir: CACHE,
+      rows: BIG_ROWS,
+      lines: DIRECTO_LINES,
+      rebuild: REBUILD_STORE,
+      log,
+      startServe,
+      setupClient,
+    });
     const dir = mkdtempSync(join(tmpdir(), 'pasarela-bench-big-'));
     temps.push(dir);
     const tc = performance.now();
@@ -1172,7 +1278,13 @@ async function figureDirecto(baseline) {
     try {
       await waitActive(big, store.meta.bench.key, DIRECTO_LINES);
       log('  pasarela, 1M-message store...');
-      got = await load({ origin: big.url, pid: big.pid, key: store.meta.bench.key, path: '/api/mensaje_enviar_texto.php', makeBody: (w, n) => textBody(store.meta.bench.lines, w, 700_000 + n, true) });
+      got = await load({
+        origin: big.url,
+        pid: big.pid,
+        key: store.meta.bench.key,
+        path: '/api/mensaje_enviar_texto.php',
+        makeBody: (w, n) => textBody(store.meta.bench.lines, w, 700_000 + n, true),
+      });
     } finally {
       await big.stop();
     }
@@ -1198,7 +1310,15 @@ async function figureDirecto(baseline) {
     });
   } catch (err) {
     log(`[${nameB}] ERROR: ${err.stack ?? err}`);
-    results.push({ figure: nameB, measured: `error: ${String(err.message ?? err).slice(0, 300)}`, baseline: '-', ratio: NaN, target: '>= 0.90', met: false, cpu: '-' });
+    results.push({
+      figure: nameB,
+      measured: `error: ${String(err.message ?? err).slice(0, 300)}`,
+      baseline: '-',
+      ratio: NaN,
+      target: '>= 0.90',
+      met: false,
+      cpu: '-',
+    });
   }
 }
 
@@ -1249,7 +1369,13 @@ async function figureDocument(baseline) {
       target: '<= 1x file (moonshot 0.1x)',
       met: x <= 1 && leftovers.length === 0,
       cpu: `${f0(got.cpu_ms)} ms/doc`,
-      detail: { file_bytes: size, body_bytes: Buffer.byteLength(payload), temp_files_left: leftovers.length, pasarela: { ...got, text: undefined }, baseline: { ...base, text: undefined } },
+      detail: {
+        file_bytes: size,
+        body_bytes: Buffer.byteLength(payload),
+        temp_files_left: leftovers.length,
+        pasarela: { ...got, text: undefined },
+        baseline: { ...base, text: undefined },
+      },
     });
   } finally {
     await s.stop();
@@ -1339,7 +1465,11 @@ async function figureHostileUploads() {
   const N = 5;
   const BYTES = 180 * MB;
   // 1 MiB of base64 text ('+' and '/' replaced so the form needs no escaping), sent again and again.
-  const chunk = Buffer.from(randomBytes((MB / 4) * 3).toString('base64').replace(/[+/]/g, 'A'));
+  const chunk = Buffer.from(
+    randomBytes((MB / 4) * 3)
+      .toString('base64')
+      .replace(/[+/]/g, 'A'),
+  );
   const s = await startServe([]);
   let died = null;
   try {
@@ -1403,7 +1533,9 @@ async function figureHostileUploads() {
       figure: name,
       measured:
         `${alive ? `peak RSS +${mb(growth)}` : `SERVER DIED (${died.code ?? died.signal})`}, /health max ${f0(health.max_ms)} ms (p95 ${f0(pct.p95)}, ${health.failed} failed of ${health.n}); ` +
-        `answers ${Object.entries(statusCounts).map(([k, v]) => `${v}x ${k}`).join(', ')}${exact ? '' : '; peak NOT reset'}`,
+        `answers ${Object.entries(statusCounts)
+          .map(([k, v]) => `${v}x ${k}`)
+          .join(', ')}${exact ? '' : '; peak NOT reset'}`,
       baseline: '- (absolute targets)',
       ratio: NaN,
       target: 'RSS <= +100 MB, /health <= 100 ms',
@@ -1416,7 +1548,15 @@ async function figureHostileUploads() {
         after,
         growth,
         peak_reset: exact,
-        health: { n: health.n, failed: health.failed, statuses: health.statuses, max_ms: health.max_ms, max_at_ms: health.max_at_ms, ...pct, samples: undefined },
+        health: {
+          n: health.n,
+          failed: health.failed,
+          statuses: health.statuses,
+          max_ms: health.max_ms,
+          max_at_ms: health.max_at_ms,
+          ...pct,
+          samples: undefined,
+        },
         bench_event_loop_delay_max_ms: loop.max / 1e6,
         server_alive: alive,
         server_exit: died,
@@ -1491,7 +1631,14 @@ async function figureDrain() {
     met: share >= 0.95,
     // Includes the receipts of the drained sends that arrived before the drain was seen done (upper bound).
     cpu: `<= ${cpuPer(cpu / Math.max(1, r.n))}`,
-    detail: { lines: LINES, queued_per_line: EACH, drained: r.n, window_ms: r.last - r.first, first_send_after_restart_ms: r.first - restartAt, server_cpu_ms: cpu },
+    detail: {
+      lines: LINES,
+      queued_per_line: EACH,
+      drained: r.n,
+      window_ms: r.last - r.first,
+      first_send_after_restart_ms: r.first - restartAt,
+      server_cpu_ms: cpu,
+    },
   });
 }
 
@@ -1502,7 +1649,16 @@ async function figureHistorial() {
   const target = '<= 25 ms';
   const script = join(HERE, 'historial.mjs');
   if (SKIP_HISTORIAL || !existsSync(script)) {
-    results.push({ figure: name, measured: 'skipped', baseline: '-', ratio: NaN, target, met: null, cpu: '-', note: SKIP_HISTORIAL ? '--skip-historial' : 'bench/historial.mjs not found' });
+    results.push({
+      figure: name,
+      measured: 'skipped',
+      baseline: '-',
+      ratio: NaN,
+      target,
+      met: null,
+      cpu: '-',
+      note: SKIP_HISTORIAL ? '--skip-historial' : 'bench/historial.mjs not found',
+    });
     return;
   }
   log('  node bench/historial.mjs (1M messages; about a minute)...');
@@ -1593,12 +1749,25 @@ async function figureWebhooks(receiver) {
     celular_id: null,
     data: { mensaje: 'evento de prueba de pasarela' },
   });
-  const hdrs = { 'x-service-event': 'webhook.test', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'x-service-signature': `sha256=${'0'.repeat(64)}` };
+  const hdrs = {
+    'x-service-event': 'webhook.test',
+    'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+    'x-service-signature': `sha256=${'0'.repeat(64)}`,
+  };
   const baseBody = (w, n) => sample.replace('0'.repeat(32), String(n).padStart(32, '0'));
   await call(receiver.url, 'POST', '/_reset');
   log('  baseline: undici straight to the receiver...');
   base = await load({ origin: receiver.url, pid: receiver.pid, path: '/hooks', makeBody: baseBody, extraHeaders: hdrs });
-  serial = await load({ origin: receiver.url, pid: receiver.pid, path: '/hooks', makeBody: baseBody, extraHeaders: hdrs, connections: 1, warmupMs: 300, durationMs: Math.min(DURATION_MS, 2000) });
+  serial = await load({
+    origin: receiver.url,
+    pid: receiver.pid,
+    path: '/hooks',
+    makeBody: baseBody,
+    extraHeaders: hdrs,
+    connections: 1,
+    warmupMs: 300,
+    durationMs: Math.min(DURATION_MS, 2000),
+  });
   const spanMs = (st.last_new_id_at ?? Date.now()) - rel.at;
   const perS = (st.distinct_ids * 1000) / Math.max(1, spanMs);
   const r = ratio(perS, base.per_s);
@@ -1610,14 +1779,29 @@ async function figureWebhooks(receiver) {
     target: '>= 1000 events/s',
     met: perS >= 1000 && !stalled && st.distinct_ids === WEBHOOK_EVENTS,
     cpu: cpuPer(cpu / Math.max(1, st.distinct_ids), 'event'),
-    detail: { events: WEBHOOK_EVENTS, generation: gen, released: rel, receiver: st, span_ms: spanMs, server_cpu_ms: cpu, generation_overlapped: overlap, stalled, baseline: base, baseline_one_connection: serial },
+    detail: {
+      events: WEBHOOK_EVENTS,
+      generation: gen,
+      released: rel,
+      receiver: st,
+      span_ms: spanMs,
+      server_cpu_ms: cpu,
+      generation_overlapped: overlap,
+      stalled,
+      baseline: base,
+      baseline_one_connection: serial,
+    },
   });
 }
 
 // ---------- main ----------
 
 const started = Date.now();
-log(`pasarela bench: ${cpus().length} cores, node ${process.version}, load ${loadavg().map((x) => x.toFixed(2)).join(' ')}; serve flags: ${SERVE_FLAGS.size}`);
+log(
+  `pasarela bench: ${cpus().length} cores, node ${process.version}, load ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}; serve flags: ${SERVE_FLAGS.size}`,
+);
 const baseline = [1, 2, 3, 4].some(want) ? await startChild(join(HERE, 'baseline-server.mjs'), []) : null;
 const receiver = want(2) || want(7) || want(8) || want(9) ? await startChild(join(HERE, 'receiver.mjs'), []) : null;
 try {
@@ -1656,7 +1840,9 @@ console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
 for (const r of results) console.log(line(cols.map(([, f]) => f(r))));
 const met = results.filter((r) => r.met === true).length;
 const judged = results.filter((r) => r.met !== null).length;
-console.log(`\ntargets met: ${met} of ${judged}${results.some((r) => r.met === null) ? ' (some n/a or skipped)' : ''}; ${((Date.now() - started) / 1000).toFixed(0)} s`);
+console.log(
+  `\ntargets met: ${met} of ${judged}${results.some((r) => r.met === null) ? ' (some n/a or skipped)' : ''}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+);
 for (const r of results) if (r.met === false) console.log(`  not met: ${r.figure}`);
 
 const outFile = join(HERE, 'results', 'latest.json');

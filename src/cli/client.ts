@@ -60,7 +60,10 @@ export class ApiClient {
     try {
       parsed = text === '' ? {} : JSON.parse(text);
     } catch {
-      throw new CliError(`the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`, res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR);
+      throw new CliError(
+        `the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`,
+        res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR,
+      );
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return parsed as T;
     throw apiErrorOf(res.statusCode, parsed, res.headers, opts.fields);
@@ -95,7 +98,10 @@ export class ApiClient {
         const text = await res.body.text();
         parsed = text === '' ? {} : JSON.parse(text);
       } catch {
-        throw new CliError(`the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`, res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR);
+        throw new CliError(
+          `the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`,
+          res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR,
+        );
       }
       throw apiErrorOf(res.statusCode, parsed, res.headers);
     }

@@ -87,7 +87,9 @@ function tables(program: Command, indent: string) {
   return {
     subs: entries(nodes.map((n) => [key(n.path), n.subcommands.map((s) => s.name).join(' ')])),
     opts: entries(nodes.map((n) => [key(n.path), n.own.flatMap(flagsOf).join(' ')])),
-    vals: entries(nodes.flatMap((n) => n.own.filter(takesValue).flatMap((o) => flagsOf(o).map((f): [string, string] => [`${key(n.path)} ${f}`, code(kindOf(o))])))),
+    vals: entries(
+      nodes.flatMap((n) => n.own.filter(takesValue).flatMap((o) => flagsOf(o).map((f): [string, string] => [`${key(n.path)} ${f}`, code(kindOf(o))]))),
+    ),
     args: entries(nodes.filter((n) => n.args.length > 0).map((n) => [key(n.path), argCodes(n)])),
     /** `_ config rm` -> remove: an alias is understood on the line, not offered. */
     aliases: entries(nodes.flatMap((n) => n.subcommands.flatMap((sc) => sc.aliases.map((al): [string, string] => [`${key(n.path)} ${al}`, sc.name])))),

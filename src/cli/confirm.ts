@@ -6,7 +6,12 @@ import { usage } from './exit-codes.js';
  * --yes (off one: exit 2). False when the person says no, after saying on
  * stderr that nothing happened.
  */
-export async function confirmOrYes(ctx: Ctx, yes: boolean | undefined, message: () => Promise<string> | string, declined = 'nothing changed'): Promise<boolean> {
+export async function confirmOrYes(
+  ctx: Ctx,
+  yes: boolean | undefined,
+  message: () => Promise<string> | string,
+  declined = 'nothing changed',
+): Promise<boolean> {
   if (yes) return true;
   if (!ctx.term.canPrompt) throw usage('--yes required when not running interactively');
   const text = await message();

@@ -33,7 +33,10 @@ export const EXIT_TABLE: ReadonlyArray<{ code: number; meaning: string }> = [
   { code: EXIT.RATE_LIMITED, meaning: 'duplicate or rate limited (429)' },
   { code: EXIT.SERVER, meaning: 'server or gateway error (5xx)' },
   { code: EXIT.UNREACHABLE, meaning: 'cannot reach the server' },
-  { code: EXIT.REFUSED_NOW, meaning: 'refused now by state: line or client not active, outside the allowed hours, line cap (403 with api_codigo 301, 302, 303, 603)' },
+  {
+    code: EXIT.REFUSED_NOW,
+    meaning: 'refused now by state: line or client not active, outside the allowed hours, line cap (403 with api_codigo 301, 302, 303, 603)',
+  },
   { code: EXIT.REJECTED, meaning: 'message refused for good (422 with api_codigo 704); a retry never helps' },
   { code: EXIT.TIMEOUT, meaning: 'a watch or wait timed out' },
   { code: EXIT.INTERRUPTED, meaning: 'a prompt was cancelled' },

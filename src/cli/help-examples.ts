@@ -50,17 +50,17 @@ export const EXAMPLES: Record<string, string[]> = {
     'pasarela celular qr 12 --wait --json --timeout 300    # NDJSON, one line per QR; exit 11 if not linked in time',
     'pasarela celular qr 12 --png qr.png                   # the QR showing now as a PNG image, then exit',
   ],
-  'celular link': [
-    'pasarela celular link 5215512345678 --nombre Ventas',
-    'pasarela celular link 5215512345678 --pairing-code --wait --timeout 300',
-  ],
+  'celular link': ['pasarela celular link 5215512345678 --nombre Ventas', 'pasarela celular link 5215512345678 --pairing-code --wait --timeout 300'],
   'send text': [
     "pasarela send text 5215512345678 'Your order has shipped'",
     "echo 'Your order has shipped' | pasarela send text 5215512345678 -",
     "pasarela send text 5215512345678 'Code 4821' --directo --celular 12 --retry 3",
   ],
   'send image': ['pasarela send image 5215512345678 ./photo.jpg --caption Invoice', 'pasarela send image 5215512345678 https://example.com/photo.jpg'],
-  'send document': ['pasarela send document 5215512345678 ./invoice.pdf --filename factura.pdf', 'pasarela send document 5215512345678 https://example.com/invoice.pdf'],
+  'send document': [
+    'pasarela send document 5215512345678 ./invoice.pdf --filename factura.pdf',
+    'pasarela send document 5215512345678 https://example.com/invoice.pdf',
+  ],
   'send audio': ['pasarela send audio 5215512345678 ./note.ogg --ptt'],
   'send video': ['pasarela send video 5215512345678 ./clip.mp4 --caption Demo'],
   'send sticker': ['pasarela send sticker 5215512345678 ./sticker.webp'],
@@ -72,7 +72,10 @@ export const EXAMPLES: Record<string, string[]> = {
   'admin client show': ['pasarela admin client show 3'],
   'admin client edit': ['pasarela admin client edit 3 --plan ilimitado', 'pasarela admin client edit 3 --estado suspendido'],
   'admin client rotate-key': ['pasarela admin client rotate-key 3', 'pasarela admin client rotate-key 3 --yes --json'],
-  'admin balance add': ['pasarela admin balance add --cliente 3 --monto 500 --motivo "bank transfer"', 'pasarela admin balance add --cliente 3 --celular 12 --monto -20'],
+  'admin balance add': [
+    'pasarela admin balance add --cliente 3 --monto 500 --motivo "bank transfer"',
+    'pasarela admin balance add --cliente 3 --celular 12 --monto -20',
+  ],
   'admin celular legacy-token': ['pasarela admin celular legacy-token 12', 'pasarela admin celular legacy-token 12 "$OLD_TOKEN"'],
   'admin celular rotate-key': ['pasarela admin celular rotate-key 12', 'pasarela admin celular rotate-key 12 --yes --json'],
   'admin celular move': ['pasarela admin celular move 12 evo-2'],
@@ -97,14 +100,21 @@ export const EXAMPLES: Record<string, string[]> = {
     'pasarela recibidos --all --format ndjson | jq -r .texto',
   ],
   'webhook get': ['pasarela webhook get', 'pasarela webhook get --json'],
-  'webhook set': ['pasarela webhook set https://example.com/hooks/pasarela --generate-secret', 'pasarela webhook set https://example.com/hooks --eventos messages.received,message.status'],
+  'webhook set': [
+    'pasarela webhook set https://example.com/hooks/pasarela --generate-secret',
+    'pasarela webhook set https://example.com/hooks --eventos messages.received,message.status',
+  ],
   'webhook delete': ['pasarela webhook delete', 'pasarela webhook delete --yes'],
   'webhook restore': ['pasarela webhook restore'],
   'webhook test': ['pasarela webhook test'],
   'webhook deliveries': ['pasarela webhook deliveries', 'pasarela webhook deliveries --limit 100 --json'],
   'webhook redeliver': ['pasarela webhook redeliver evt_4f1c2b9a8e7d4c3b9a1f0e2d3c4b5a69'],
   'webhook listen': ['pasarela webhook listen', 'pasarela webhook listen --forward-to http://127.0.0.1:3000/hooks --eventos messages.received'],
-  completion: ['pasarela completion bash > /etc/bash_completion.d/pasarela', 'pasarela completion zsh > "${fpath[1]}/_pasarela"', 'pasarela completion fish > ~/.config/fish/completions/pasarela.fish'],
+  completion: [
+    'pasarela completion bash > /etc/bash_completion.d/pasarela',
+    'pasarela completion zsh > "${fpath[1]}/_pasarela"',
+    'pasarela completion fish > ~/.config/fish/completions/pasarela.fish',
+  ],
 };
 
 export const EXIT_CODES_REFERENCE = 'Exit codes: the table in `pasarela --help` (0 ok, 2 usage, 3 auth, 8 cannot reach the server, ...).';

@@ -105,7 +105,12 @@ export const csvRecord = (cells: unknown[]) => `${cells.map(csvField).join(',')}
 async function write(ctx: Ctx, text: string): Promise<void> {
   if (text === '') return;
   const io = ctx.term.io;
-  const out = io.stdoutIsTTY ? text.split('\r\n').map((part) => escapeControls(part)).join('\r\n') : text;
+  const out = io.stdoutIsTTY
+    ? text
+        .split('\r\n')
+        .map((part) => escapeControls(part))
+        .join('\r\n')
+    : text;
   if (!io.stdout.write(out)) await new Promise<void>((resolve) => io.stdout.once('drain', resolve));
 }
 
@@ -132,7 +137,11 @@ export async function runListing<R>(ctx: Ctx, o: ListingOpts, l: Listing<R>): Pr
     else if (format === 'ndjson') await write(ctx, ndjsonOf(records));
     else if (format === 'csv') await write(ctx, csvRecord([...cols]) + csvOf(records));
     else {
-      printTable(term, l.tableHeaders, records.map((r) => l.tableRow(ctx, r, stdoutTty)));
+      printTable(
+        term,
+        l.tableHeaders,
+        records.map((r) => l.tableRow(ctx, r, stdoutTty)),
+      );
       if (stdoutTty && b.total > 0) term.out(term.color.dim(`page ${b.page}/${b.total_paginas}, ${b.total} total`));
     }
     return;
@@ -161,10 +170,20 @@ export async function runListing<R>(ctx: Ctx, o: ListingOpts, l: Listing<R>): Pr
     if (!streaming) collected.push(...fresh);
     else if (format === 'ndjson') await write(ctx, ndjsonOf(fresh));
     else if (format === 'csv') await write(ctx, csvOf(fresh));
-    else printTable(term, l.tableHeaders, fresh.map((r) => l.tableRow(ctx, r, false)));
+    else
+      printTable(
+        term,
+        l.tableHeaders,
+        fresh.map((r) => l.tableRow(ctx, r, false)),
+      );
     if (records.length === 0 || page >= b.total_paginas) break;
   }
   if (inPlace && shown) term.io.stderr.write('\r\u001b[K');
   if (format === 'json') printJson(term, { ok: true, total: collected.length, [l.field]: collected });
-  else if (!streaming) printTable(term, l.tableHeaders, collected.map((r) => l.tableRow(ctx, r, stdoutTty)));
+  else if (!streaming)
+    printTable(
+      term,
+      l.tableHeaders,
+      collected.map((r) => l.tableRow(ctx, r, stdoutTty)),
+    );
 }

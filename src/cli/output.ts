@@ -133,7 +133,11 @@ export function printTable(term: Term, headers: string[], rows: Cell[][]): void 
   const compact = fitColumns(headers, natural, columns! - 2 * (n - 1));
   if (compact !== null) {
     // gh style: two spaces between columns, no trailing blanks.
-    const line = (row: Shown[]) => row.map((c, i) => cellAt(c, compact[i]!)).join('  ').trimEnd();
+    const line = (row: Shown[]) =>
+      row
+        .map((c, i) => cellAt(c, compact[i]!))
+        .join('  ')
+        .trimEnd();
     term.out([line(head), ...cells.map(line)].join('\n'));
     return;
   }

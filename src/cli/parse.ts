@@ -123,7 +123,9 @@ export function sender(maxLength = 32) {
   return (value: string): string => {
     if (!value.includes('@')) return number(value);
     if (value.length > maxLength || !/^[\x21-\x7e]+@[\x21-\x7e]+$/.test(value)) {
-      throw new InvalidArgumentError(`expected a phone number with its country code, or a contact id such as 123456789012345@lid (at most ${maxLength} characters, no spaces)`);
+      throw new InvalidArgumentError(
+        `expected a phone number with its country code, or a contact id such as 123456789012345@lid (at most ${maxLength} characters, no spaces)`,
+      );
     }
     return value;
   };
@@ -133,7 +135,8 @@ export function sender(maxLength = 32) {
 export function token(min: number, max: number) {
   return (value: string): string => {
     if (!/^[\x21-\x7e]*$/.test(value)) throw new InvalidArgumentError('printable ASCII characters only, no spaces');
-    if (value.length < min || value.length > max) throw new InvalidArgumentError(`${min === max ? min : `${min} to ${max}`} characters (this one has ${value.length})`);
+    if (value.length < min || value.length > max)
+      throw new InvalidArgumentError(`${min === max ? min : `${min} to ${max}`} characters (this one has ${value.length})`);
     return value;
   };
 }

@@ -65,7 +65,8 @@ export function qrModules(text: string): boolean[][] {
 export function renderQr(modules: boolean[][], invert = false): string[] {
   const n = modules.length;
   const size = n + 2 * QUIET_ZONE;
-  const dark = (r: number, c: number) => r >= QUIET_ZONE && r < QUIET_ZONE + n && c >= QUIET_ZONE && c < QUIET_ZONE + n && modules[r - QUIET_ZONE]![c - QUIET_ZONE]!;
+  const dark = (r: number, c: number) =>
+    r >= QUIET_ZONE && r < QUIET_ZONE + n && c >= QUIET_ZONE && c < QUIET_ZONE + n && modules[r - QUIET_ZONE]![c - QUIET_ZONE]!;
   const ink = (r: number, c: number) => dark(r, c) === invert;
   const lines: string[] = [];
   // An odd height leaves a last half row: it is quiet zone too (light).
@@ -153,9 +154,16 @@ export async function showQr(ctx: Ctx, first: QrBody, w: QrWatch): Promise<QrBod
       const short = rows !== undefined && height > rows;
       if (!narrow && !short) return [...picture, ...dim(hintLines)];
       const terminal = rows === undefined ? `${columns}-column terminal` : `${columns}x${rows} terminal`;
-      const action = narrow && short ? `widen the terminal to ${width} columns and ${height} rows` : narrow ? `widen the terminal to ${width} columns` : `make the terminal ${height} rows tall`;
+      const action =
+        narrow && short
+          ? `widen the terminal to ${width} columns and ${height} rows`
+          : narrow
+            ? `widen the terminal to ${width} columns`
+            : `make the terminal ${height} rows tall`;
       return [
-        ...wrap(`The QR of celular ${b.celular_id} does not fit in this ${terminal}: ${action}, or scan the raw code below with another tool. It changes every few seconds; this view follows it.`).map((l) => term.color.yellow(l)),
+        ...wrap(
+          `The QR of celular ${b.celular_id} does not fit in this ${terminal}: ${action}, or scan the raw code below with another tool. It changes every few seconds; this view follows it.`,
+        ).map((l) => term.color.yellow(l)),
         escapeControls(b.qr),
       ];
     });

@@ -159,7 +159,9 @@ function listenOn(server: Server, port: number): Promise<number> {
       server.off('listening', onListening);
       reject(
         new CliError(
-          err.code === 'EADDRINUSE' ? `port ${port} on 127.0.0.1 is in use; pick another with --port (0 takes any free one)` : `cannot listen on 127.0.0.1:${port}: ${err.message}`,
+          err.code === 'EADDRINUSE'
+            ? `port ${port} on 127.0.0.1 is in use; pick another with --port (0 takes any free one)`
+            : `cannot listen on 127.0.0.1:${port}: ${err.message}`,
           EXIT.ERROR,
         ),
       );
@@ -223,7 +225,9 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     let fwd: Forwarded | undefined;
     if (o.forwardTo) fwd = await forward(o.forwardTo, req.headers, raw);
     if (pretty) {
-      term.out(`${c.green('-->')} ${c.cyan.bold(evento)} ${c.dim(id)}  ${summary(evento, obj.data as Record<string, unknown> | undefined)}  ${c.dim('(signature ok)')}`);
+      term.out(
+        `${c.green('-->')} ${c.cyan.bold(evento)} ${c.dim(id)}  ${summary(evento, obj.data as Record<string, unknown> | undefined)}  ${c.dim('(signature ok)')}`,
+      );
       if (fwd) {
         const st = fwd.status === undefined ? c.red(`failed: ${fwd.error}`) : fwd.status < 300 ? c.green(String(fwd.status)) : c.yellow(String(fwd.status));
         term.out(`${c.magenta('<--')} ${st} POST ${o.forwardTo} ${c.dim(`${fwd.duracion_ms}ms`)}`);
@@ -302,7 +306,11 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     const renew = async () => {
       const id = current!.escucha.id;
       try {
-        const r = await client.call<{ escucha: EscuchaView }>('POST', '/api/webhook_escuchas_renovar.php', { key, query: { id }, timeoutMs: Math.max(2000, everyMs()) });
+        const r = await client.call<{ escucha: EscuchaView }>('POST', '/api/webhook_escuchas_renovar.php', {
+          key,
+          query: { id },
+          timeoutMs: Math.max(2000, everyMs()),
+        });
         if (current?.escucha.id === id) current.escucha = r.escucha;
       } catch (err) {
         if (stopping) return;
@@ -315,7 +323,11 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
           const secretNote = o.printSecret ? ` (secret: ${again.secret})` : ' with a new secret';
           term.err(ec.yellow(`warning: the listener ${id} had expired (was this process suspended?); registered again as ${again.escucha.id}${secretNote}`));
         } catch (e) {
-          term.err(ec.yellow(`warning: the listener ${id} had expired and registering again failed (${(e as Error).message}); trying again in ${Math.ceil(everyMs() / 1000)} s`));
+          term.err(
+            ec.yellow(
+              `warning: the listener ${id} had expired and registering again failed (${(e as Error).message}); trying again in ${Math.ceil(everyMs() / 1000)} s`,
+            ),
+          );
         }
       }
     };
@@ -374,7 +386,11 @@ async function registerListener(ctx: Ctx, key: string, url: string, eventos: str
       );
     }
     if (apiCodigo(err) === ERRORS.ROUTE_NOT_FOUND.codigo) {
-      throw new CliError('this server has no webhook listeners (POST /api/webhook_escuchas.php): it is older than this pasarela; upgrade it', EXIT.ERROR, err.body);
+      throw new CliError(
+        'this server has no webhook listeners (POST /api/webhook_escuchas.php): it is older than this pasarela; upgrade it',
+        EXIT.ERROR,
+        err.body,
+      );
     }
     throw err;
   }
@@ -388,7 +404,12 @@ async function removeListener(ctx: Ctx, key: string, e: EscuchaView): Promise<vo
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
     if (apiCodigo(err) === LISTENER_GONE) ctx.term.err(`The listener ${e.id} had already expired; the webhook configuration was not touched.`);
-    else ctx.term.err(ctx.term.errColor.yellow(`warning: could not remove the listener ${e.id} (${err.message}); it expires by itself within ${Math.ceil(e.vigencia_ms / 1000)} s`));
+    else
+      ctx.term.err(
+        ctx.term.errColor.yellow(
+          `warning: could not remove the listener ${e.id} (${err.message}); it expires by itself within ${Math.ceil(e.vigencia_ms / 1000)} s`,
+        ),
+      );
   }
 }
 

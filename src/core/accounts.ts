@@ -54,7 +54,14 @@ export async function createCliente(core: Core, input: NewClienteInput) {
     await core.store.changeBalance({ cliente_id: row.id, celular_id: null, monto: input.saldo, motivo: 'saldo inicial', actor: 'operator' }, now);
   }
   await core.store.audit(
-    { actor: 'operator', accion: 'cliente.crear', objeto_tipo: 'cliente', objeto_id: row.id, cliente_id: row.id, detalle: { nombre: row.nombre, plan: row.plan } },
+    {
+      actor: 'operator',
+      accion: 'cliente.crear',
+      objeto_tipo: 'cliente',
+      objeto_id: row.id,
+      cliente_id: row.id,
+      detalle: { nombre: row.nombre, plan: row.plan },
+    },
     now,
   );
   const fresh = (await core.store.getCliente(row.id))!;

@@ -124,7 +124,10 @@ export class Base64Decoder {
     if (!/^data:/i.test(h.slice(0, 5))) return h;
     const comma = h.indexOf(',', 5);
     if (comma < 0 || comma > DATA_URI_MAX_HEADER) fail('BASE64_INVALID', "invalid data URI: expected 'data:<mime>;base64,<data>'");
-    const parts = h.slice(5, comma).split(';').map((p) => p.trim().toLowerCase());
+    const parts = h
+      .slice(5, comma)
+      .split(';')
+      .map((p) => p.trim().toLowerCase());
     if (!parts.slice(1).includes('base64')) fail('BASE64_INVALID', "invalid data URI: only base64 data URIs are accepted ('data:<mime>;base64,<data>')");
     this.uriMime = normalizeMime(parts[0]);
     this.onUri?.(this.uriMime);

@@ -79,7 +79,14 @@ async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nom
   const instancia = instanceName(res.celular);
   const celular = (await core.store.updateCelular(res.celular.id, { gateway_instancia: instancia }, now)) ?? res.celular;
   await core.store.audit(
-    { actor: actorOf(p), accion: 'celular.crear', objeto_tipo: 'celular', objeto_id: celular.id, cliente_id: p.cliente.id, detalle: { numero, gateway_instancia: instancia } },
+    {
+      actor: actorOf(p),
+      accion: 'celular.crear',
+      objeto_tipo: 'celular',
+      objeto_id: celular.id,
+      cliente_id: p.cliente.id,
+      detalle: { numero, gateway_instancia: instancia },
+    },
     now,
   );
   await core.gateway.ensureInstance(instancia, { numero, token: gatewayToken }).catch(onGatewayError);
@@ -226,7 +233,10 @@ export function applySessionStatus(core: Core, celularId: number, status: Sessio
     return row;
   };
   const next = (sessionLocks.get(core) ?? Promise.resolve()).then(run, run);
-  sessionLocks.set(core, next.catch(() => undefined));
+  sessionLocks.set(
+    core,
+    next.catch(() => undefined),
+  );
   return next;
 }
 
@@ -318,7 +328,15 @@ export async function vincular(
     if (!(err instanceof AppError) || err.row !== ERRORS.GATEWAY_ERROR) throw err;
     const c = (await core.store.getCelular(created.celular.id)) ?? created.celular;
     const link = method === 'qr' ? { qr: '' } : { codigo: '' };
-    return { celular_id: c.id, gateway_instancia: c.gateway_instancia ?? '', status: 'unknown' as const, ...link, estado: c.estado, ...keys, aviso: `${err.message}; the celular was registered: ask for the ${method === 'qr' ? 'QR' : 'pairing code'} again` };
+    return {
+      celular_id: c.id,
+      gateway_instancia: c.gateway_instancia ?? '',
+      status: 'unknown' as const,
+      ...link,
+      estado: c.estado,
+      ...keys,
+      aviso: `${err.message}; the celular was registered: ask for the ${method === 'qr' ? 'QR' : 'pairing code'} again`,
+    };
   }
 }
 
@@ -335,7 +353,14 @@ export async function setLegacyToken(core: Core, celularId: number, token?: stri
   const now = core.clock.now();
   await core.store.updateCelular(celularId, { legacy_token_hash: hash }, now);
   await core.store.audit(
-    { actor: 'operator', accion: 'celular.token_legacy', objeto_tipo: 'celular', objeto_id: celularId, cliente_id: celular.cliente_id, detalle: { generado: token === undefined } },
+    {
+      actor: 'operator',
+      accion: 'celular.token_legacy',
+      objeto_tipo: 'celular',
+      objeto_id: celularId,
+      cliente_id: celular.cliente_id,
+      detalle: { generado: token === undefined },
+    },
     now,
   );
   return { celular_id: celularId, token_legacy: value, generado: token === undefined };

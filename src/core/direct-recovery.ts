@@ -22,8 +22,7 @@ import type { AcceptedMedia, MensajePayload, MensajeRow } from './ports.js';
  */
 
 export const REASON_NOT_SENT = 'not sent: the service stopped before this direct send reached the network (charge refunded)';
-export const REASON_UNKNOWN =
-  'outcome unknown: the service stopped while this direct send was in flight; it may have reached the recipient (charge refunded)';
+export const REASON_UNKNOWN = 'outcome unknown: the service stopped while this direct send was in flight; it may have reached the recipient (charge refunded)';
 
 const BATCH = 100;
 

@@ -33,7 +33,11 @@ function decodeCp1252(bytes: Uint8Array): string {
 function charsetParam(contentType: string | undefined): string | undefined {
   for (const p of (contentType ?? '').split(';').slice(1)) {
     const eq = p.indexOf('=');
-    if (eq >= 0 && p.slice(0, eq).trim().toLowerCase() === 'charset') return p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    if (eq >= 0 && p.slice(0, eq).trim().toLowerCase() === 'charset')
+      return p
+        .slice(eq + 1)
+        .trim()
+        .replace(/^"(.*)"$/, '$1');
   }
   return undefined;
 }

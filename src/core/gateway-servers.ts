@@ -56,7 +56,13 @@ export async function serverOfInstance(store: AccountsStore & GatewayServersStor
  * or updates the `--gateway-url` server as `default`, and gives it every line
  * that has no server (lines made before there were several).
  */
-export async function registerDefaultServer(store: GatewayServersStore, kind: string, url: string, key: string, now: number): Promise<{ servidor: GatewayServerRow; adoptadas: number }> {
+export async function registerDefaultServer(
+  store: GatewayServersStore,
+  kind: string,
+  url: string,
+  key: string,
+  now: number,
+): Promise<{ servidor: GatewayServerRow; adoptadas: number }> {
   const other = (await store.listGatewayServers()).find((s) => s.tipo !== kind && s.nombre !== DEFAULT_SERVER);
   if (other) throw new Error(`gateway server "${other.nombre}" is ${other.tipo} but this server runs --gateway ${kind}: one kind per deployment`);
   const servidor = await store.putGatewayServer({ nombre: DEFAULT_SERVER, tipo: kind, url, key }, now);
@@ -109,7 +115,7 @@ function checkUrl(raw: string): string {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') fail('INVALID_PARAMS', `url: must be http or https, not ${u.protocol.replace(':', '')}`);
   if (u.username || u.password) fail('INVALID_PARAMS', 'url: may not carry credentials; give the API key in key');
-  if (u.search || u.hash) fail('INVALID_PARAMS', 'url: the base URL of the gateway\'s API, without a query or fragment');
+  if (u.search || u.hash) fail('INVALID_PARAMS', "url: the base URL of the gateway's API, without a query or fragment");
   return raw.replace(/\/+$/, '');
 }
 
@@ -123,19 +129,28 @@ export interface NewServerInput {
 
 export async function addGatewayServer(core: Core, input: NewServerInput) {
   const kind = serversKind(core);
-  if (!new RegExp(SERVER_NAME_PATTERN).test(input.nombre)) fail('INVALID_PARAMS', 'nombre: 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit');
+  if (!new RegExp(SERVER_NAME_PATTERN).test(input.nombre))
+    fail('INVALID_PARAMS', 'nombre: 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit');
   if (input.tipo !== undefined && input.tipo !== kind) {
     fail('INVALID_PARAMS', `tipo: this deployment runs ${kind} servers only (serve --gateway ${kind}); a ${input.tipo} server needs a deployment of its own`);
   }
   const url = checkUrl(input.url);
   if (!/^\S{1,500}$/.test(input.key)) fail('INVALID_PARAMS', 'key: 1 to 500 characters without spaces');
   const max = input.max_lineas ?? null;
-  if (max !== null && (!Number.isInteger(max) || max < 1 || max > MAX_LINEAS)) fail('INVALID_PARAMS', `max_lineas: an integer from 1 to ${MAX_LINEAS}, or null`);
+  if (max !== null && (!Number.isInteger(max) || max < 1 || max > MAX_LINEAS))
+    fail('INVALID_PARAMS', `max_lineas: an integer from 1 to ${MAX_LINEAS}, or null`);
   const now = core.clock.now();
   const r = await core.store.addGatewayServer({ nombre: input.nombre, tipo: kind, url, key: input.key, max_lineas: max }, now);
   if (!r.ok) fail('CONFLICT', `a gateway server named "${input.nombre}" already exists`);
   await core.store.audit(
-    { actor: 'operator', accion: 'gateway.agregar', objeto_tipo: 'gateway', objeto_id: r.servidor.id, cliente_id: null, detalle: { nombre: input.nombre, tipo: kind, url, max_lineas: max } },
+    {
+      actor: 'operator',
+      accion: 'gateway.agregar',
+      objeto_tipo: 'gateway',
+      objeto_id: r.servidor.id,
+      cliente_id: null,
+      detalle: { nombre: input.nombre, tipo: kind, url, max_lineas: max },
+    },
     now,
   );
   return gatewayServerView(r.servidor, 0);
@@ -147,7 +162,17 @@ export async function setGatewayServerEstado(core: Core, nombre: string, estado:
   const now = core.clock.now();
   const row = (await core.store.setGatewayServerEstado(s.id, estado, now)) ?? s;
   if (s.estado !== estado) {
-    await core.store.audit({ actor: 'operator', accion: `gateway.${estado === 'drenando' ? 'drenar' : 'activar'}`, objeto_tipo: 'gateway', objeto_id: s.id, cliente_id: null, detalle: { nombre } }, now);
+    await core.store.audit(
+      {
+        actor: 'operator',
+        accion: `gateway.${estado === 'drenando' ? 'drenar' : 'activar'}`,
+        objeto_tipo: 'gateway',
+        objeto_id: s.id,
+        cliente_id: null,
+        detalle: { nombre },
+      },
+      now,
+    );
   }
   return gatewayServerView(row, await loadOf(core, s.id));
 }
@@ -179,7 +204,14 @@ export async function moveCelular(core: Core, celularId: number, nombre: string)
   await core.store.updateCelular(celularId, { servidor_id: to.id }, now);
   const row = (await applySessionStatus(core, celularId, 'logged_out')) ?? celular;
   await core.store.audit(
-    { actor: 'operator', accion: 'celular.mover_gateway', objeto_tipo: 'celular', objeto_id: celularId, cliente_id: celular.cliente_id, detalle: { desde: from?.nombre ?? null, hacia: nombre } },
+    {
+      actor: 'operator',
+      accion: 'celular.mover_gateway',
+      objeto_tipo: 'celular',
+      objeto_id: celularId,
+      cliente_id: celular.cliente_id,
+      detalle: { desde: from?.nombre ?? null, hacia: nombre },
+    },
     now,
   );
   return {

@@ -87,7 +87,9 @@ export async function priorAnswer<Accepted, Result>(
   if (row.status !== null) return { status: row.status, body: JSON.parse(row.body) as Record<string, unknown> };
   const m = inFlight.has(row.msg_id) ? null : await core.store.getMensaje(row.msg_id);
   if (!m || m.estado === 'pendiente') {
-    fail('IDEMPOTENCY_IN_PROGRESS', `a request with this Idempotency-Key is still being processed (msg_id ${row.msg_id}); retry in a second for its answer`, { retryAfter: 1 });
+    fail('IDEMPOTENCY_IN_PROGRESS', `a request with this Idempotency-Key is still being processed (msg_id ${row.msg_id}); retry in a second for its answer`, {
+      retryAfter: 1,
+    });
   }
   if (m.enviado_at !== null && m.gateway_msg_id) {
     return { status: 200, body: how.render(how.sent(JSON.parse(row.body) as Accepted, m.gateway_msg_id)) };
@@ -114,7 +116,7 @@ export function uncertainSend(reason: string, msgId: string, saldo: number | nul
   return new AppError(
     'GATEWAY_UNCERTAIN',
     `the outcome of the send is unknown, it may have been delivered: ${reason} (msg_id ${msgId} is recorded as error and the charge was refunded; ` +
-      'pasarela cannot learn later whether it went): check the recipient\'s chat before sending it again with a new Idempotency-Key; a repeat under this key gives this answer again',
+      "pasarela cannot learn later whether it went): check the recipient's chat before sending it again with a new Idempotency-Key; a repeat under this key gives this answer again",
     { saldo },
   );
 }

@@ -5,10 +5,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
  * SHA-256 is a sufficient one-way store (no password stretching needed).
  */
 
-export type ParsedKey =
-  | { kind: 'client'; id: number; secret: string }
-  | { kind: 'celular'; id: number; secret: string }
-  | { kind: 'token'; token: string };
+export type ParsedKey = { kind: 'client'; id: number; secret: string } | { kind: 'celular'; id: number; secret: string } | { kind: 'token'; token: string };
 
 const KEY_RE = /^(WAC|WA)_([1-9][0-9]{0,15})_([A-Za-z0-9_-]{16,128})$/;
 

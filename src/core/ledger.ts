@@ -20,10 +20,7 @@ export interface AcceptState {
   capHit: CapHit | null;
 }
 
-export type AcceptVerdict =
-  | { ok: true; cargo: Cargo | null }
-  | { ok: false; reason: 'saldo' | 'cola_llena' }
-  | ({ ok: false; reason: 'cap' } & CapHit);
+export type AcceptVerdict = { ok: true; cargo: Cargo | null } | { ok: false; reason: 'saldo' | 'cola_llena' } | ({ ok: false; reason: 'cap' } & CapHit);
 
 /**
  * Whether a send is accepted, and which balance pays. Refusals in this order:

@@ -53,12 +53,15 @@ export class LineHealth {
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      // A pass that fails as a whole (the store cannot list the lines) is reported, never left unhandled: that would end the process.
-      void this.checkNow()
-        .catch((err: unknown) => this.opts.onError(err))
-        .finally(() => this.schedule(this.opts.intervalMs));
-    }, Math.min(ms, MAX_TIMEOUT_MS));
+    this.timer = setTimeout(
+      () => {
+        // A pass that fails as a whole (the store cannot list the lines) is reported, never left unhandled: that would end the process.
+        void this.checkNow()
+          .catch((err: unknown) => this.opts.onError(err))
+          .finally(() => this.schedule(this.opts.intervalMs));
+      },
+      Math.min(ms, MAX_TIMEOUT_MS),
+    );
     this.timer.unref();
   }
 
@@ -125,7 +128,10 @@ export class LineHealth {
     // One report per pass, not one per line: a gateway that is down must not flood the log.
     const first = failures[0];
     if (first && lineas > 0) {
-      this.opts.onError(new Error(`${failures.length} of ${lineas} lines could not be checked; first: ${first.instancia}: ${message(first.err)}`, { cause: first.err }), first.instancia);
+      this.opts.onError(
+        new Error(`${failures.length} of ${lineas} lines could not be checked; first: ${first.instancia}: ${message(first.err)}`, { cause: first.err }),
+        first.instancia,
+      );
     }
     // Adoption is done once every line answered; until then each pass tries again.
     if (failures.length === 0) this.adopted = true;

@@ -58,7 +58,7 @@ class WindowedFile {
   /** The file in chunks, each handed over before the next is read. */
   async *chunks(): AsyncGenerator<Buffer> {
     const buf = Buffer.alloc(Math.min(CHUNK, Math.max(1, this.size)));
-    for (let pos = 0; pos < this.size; ) {
+    for (let pos = 0; pos < this.size;) {
       const { bytesRead } = await this.fh.read(buf, 0, buf.length, pos);
       if (bytesRead === 0) return;
       yield buf.subarray(0, bytesRead);

@@ -37,10 +37,7 @@ const ascii = (b: Buffer, offset: number, len: number): string => b.toString('la
  * questions, so a file can answer from disk in chunks (media-sniff-file.ts)
  * and a buffer at once (`sniffMime`), with one set of rules.
  */
-export type SniffQuestion =
-  | { kind: 'read'; offset: number; length: number }
-  | { kind: 'contains'; needles: Buffer[] }
-  | { kind: 'text' };
+export type SniffQuestion = { kind: 'read'; offset: number; length: number } | { kind: 'contains'; needles: Buffer[] } | { kind: 'text' };
 /** `read`: the bytes (fewer at the end); `contains`: one boolean per needle; `text`: no NUL and valid UTF-8. */
 export type SniffAnswer = Buffer | boolean[] | boolean;
 export type Sniffer = Generator<SniffQuestion, string | null, SniffAnswer>;

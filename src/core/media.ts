@@ -78,10 +78,16 @@ export function acceptSniffed(tipo: MediaTipo, sniffed: string | null, declared:
   // Only plain text can go unrecognised and still be what it says (a CSV in Latin-1, say).
   const mime = sniffed ?? (declared === 'text/plain' || declared === 'text/csv' ? declared : null);
   if (mime === null) {
-    fail('MEDIA_TYPE_NOT_ALLOWED', `the content's type could not be recognised${declared ? ` (declared ${declared})` : ''}; allowed for ${tipo}: ${allowedList(rule)}`);
+    fail(
+      'MEDIA_TYPE_NOT_ALLOWED',
+      `the content's type could not be recognised${declared ? ` (declared ${declared})` : ''}; allowed for ${tipo}: ${allowedList(rule)}`,
+    );
   }
   if (!rule.mimes.includes(mime)) {
-    fail('MEDIA_TYPE_NOT_ALLOWED', `the content is ${mime}${declared && declared !== mime ? ` (declared ${declared})` : ''}, which is not allowed for ${tipo}; allowed: ${allowedList(rule)}`);
+    fail(
+      'MEDIA_TYPE_NOT_ALLOWED',
+      `the content is ${mime}${declared && declared !== mime ? ` (declared ${declared})` : ''}, which is not allowed for ${tipo}; allowed: ${allowedList(rule)}`,
+    );
   }
   return mime;
 }
@@ -183,7 +189,7 @@ export class TempFiles {
     return {
       path,
       write: async (bytes) => {
-        for (let at = 0; at < bytes.length; ) at += (await fh.write(bytes, at, bytes.length - at)).bytesWritten;
+        for (let at = 0; at < bytes.length;) at += (await fh.write(bytes, at, bytes.length - at)).bytesWritten;
       },
       close: () => fh.close(),
       discard,

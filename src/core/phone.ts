@@ -19,7 +19,9 @@ function mexicanLegacyMobile(digits: string): string {
 }
 
 export function normalizeNumero(raw: string, defaultCountry?: CountryCode): NumeroResult {
-  const compact = String(raw ?? '').trim().replace(SEPARATORS, '');
+  const compact = String(raw ?? '')
+    .trim()
+    .replace(SEPARATORS, '');
   if (compact === '') return { ok: false, reason: 'the number is empty' };
   let international = false;
   let digits = compact;

@@ -142,9 +142,7 @@ export type BalanceResult =
   | { ok: true; saldo_global: number; saldo_celular: number | null; movimiento_id: number }
   | { ok: false; reason: 'cliente' | 'celular' | 'negativo' | 'desborde' };
 
-export type InsertCelularResult =
-  | { ok: true; celular: CelularRow }
-  | { ok: false; reason: 'taken' | 'cap' | 'cliente' };
+export type InsertCelularResult = { ok: true; celular: CelularRow } | { ok: false; reason: 'taken' | 'cap' | 'cliente' };
 
 /** Lines of one estado and last known session status (metrics). */
 export interface LineCount {
@@ -624,7 +622,11 @@ export interface WebhooksStore {
  * delivery in the outbox (`entrega`) and copies for listeners (`copias`);
  * null for nothing.
  */
-export type EventRoute = (ev: JournalEvent, cfg: WebhookConfig | null, escuchas: EscuchaRow[]) => { id: string; body: string; entrega: boolean; copias: EscuchaRow[] } | null;
+export type EventRoute = (
+  ev: JournalEvent,
+  cfg: WebhookConfig | null,
+  escuchas: EscuchaRow[],
+) => { id: string; body: string; entrega: boolean; copias: EscuchaRow[] } | null;
 
 /** One event's copy for one listener, as a move hands it out. */
 export interface ListenerCopy {
@@ -792,7 +794,6 @@ export interface OutboundMessage {
   ptt?: boolean;
   previewUrl?: boolean;
 }
-
 
 export type GatewayEvent =
   | { type: 'session'; instancia: string; status: SessionStatus; at: number }

@@ -116,7 +116,10 @@ export class QueueWorker {
         continue;
       }
       // Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon.
-      this.notBefore.set(head.celular_id, a.restMs > 0 ? { until: now + a.restMs, recheck: Number.POSITIVE_INFINITY } : { until: now + HOLD_MAX_MS, recheck: performance.now() + HOLD_MAX_MS });
+      this.notBefore.set(
+        head.celular_id,
+        a.restMs > 0 ? { until: now + a.restMs, recheck: Number.POSITIVE_INFINITY } : { until: now + HOLD_MAX_MS, recheck: performance.now() + HOLD_MAX_MS },
+      );
       wait = Math.min(wait, a.restMs || HOLD_MAX_MS);
     }
     return wait;

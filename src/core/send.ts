@@ -241,7 +241,11 @@ async function sendOnce(
     const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
     if (!window.open) {
       const retryAfter = Math.ceil(window.opensInMs / 1000);
-      fail('OUTSIDE_HOURS', `outside the allowed hours ${celular.hora_inicio_permitido}-${celular.hora_fin_permitido} (${core.config.tz}); they open in ${retryAfter} s`, { retryAfter });
+      fail(
+        'OUTSIDE_HOURS',
+        `outside the allowed hours ${celular.hora_inicio_permitido}-${celular.hora_fin_permitido} (${core.config.tz}); they open in ${retryAfter} s`,
+        { retryAfter },
+      );
     }
   }
 
@@ -292,16 +296,16 @@ async function sendOnce(
         // A request with the same key was accepted meanwhile: this one is its repeat.
         const again = await prior(key);
         return {
-          replay:
-            again ?? fail('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS, { retryAfter: 1 }),
+          replay: again ?? fail('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS, { retryAfter: 1 }),
         };
       }
-      if (res.reason === 'saldo') fail('INSUFFICIENT_BALANCE', 'insufficient balance: the celular and the client\'s global balance are both 0', { saldo: 0 });
+      if (res.reason === 'saldo') fail('INSUFFICIENT_BALANCE', "insufficient balance: the celular and the client's global balance are both 0", { saldo: 0 });
       if (res.reason === 'cap') {
         const retryAfter = Math.ceil(res.retryAfterMs / 1000);
         fail('RATE_CAP', `celular ${celular.id} reached its cap of ${res.cap} sends ${res.which}; retry in ${retryAfter} s`, { retryAfter });
       }
-      if (res.reason === 'cola_llena') fail('QUEUE_FULL', `celular ${celular.id} already has ${core.config.queue.maxPending} messages waiting`, { retryAfter: 60 });
+      if (res.reason === 'cola_llena')
+        fail('QUEUE_FULL', `celular ${celular.id} already has ${core.config.queue.maxPending} messages waiting`, { retryAfter: 60 });
       fail('CELULAR_NOT_FOUND', `celular ${celular.id} not found`);
     }
     accepted = true;
@@ -344,7 +348,10 @@ async function sendNow(
     const after = await core.store.markSent(msgId, gatewayMsgId, core.clock.now()).catch((err: unknown) => {
       // It went, but the store cannot record it now: say so; the recovery of stranded direct sends records it later.
       if (err instanceof AppError && err.row === ERRORS.STORE_UNAVAILABLE) {
-        fail('STORE_UNAVAILABLE', `${err.message}; msg_id ${msgId} was sent (gateway id ${gatewayMsgId}) and its state is resolved once the store takes writes again`);
+        fail(
+          'STORE_UNAVAILABLE',
+          `${err.message}; msg_id ${msgId} was sent (gateway id ${gatewayMsgId}) and its state is resolved once the store takes writes again`,
+        );
       }
       throw err;
     });
@@ -366,7 +373,9 @@ async function sendNow(
     // Nothing reached the recipient (unsent, or refused for good): retries of it never trip duplicate protection.
     if (unsent || refusedForGood(err)) await quietly(uncount());
     if (key) {
-      await quietly(unsent ? core.store.idemRelease(key.cliente_id, key.clave, msgId) : core.store.idemFinish(key.cliente_id, key.clave, msgId, keptRefusal(refusal)));
+      await quietly(
+        unsent ? core.store.idemRelease(key.cliente_id, key.clave, msgId) : core.store.idemFinish(key.cliente_id, key.clave, msgId, keptRefusal(refusal)),
+      );
     }
     throw refusal;
   }
@@ -383,14 +392,26 @@ const refusedForGood = (err: unknown) => err instanceof GatewayFailure && err.ki
 function gatewayRefusal(err: unknown, reason: string, msgId: string, saldo: number | null): AppError {
   if (err instanceof GatewayFailure && err.kind === 'rate_limited') {
     const retryAfter = Math.max(1, Math.ceil((err.retryAfterMs ?? 60_000) / 1000));
-    return new AppError('GATEWAY_RATE_LIMITED', `the messaging network is rate-limiting this line: ${reason} (msg_id ${msgId}; the charge was refunded); retry in ${retryAfter} s`, {
-      saldo,
-      retryAfter,
-    });
+    return new AppError(
+      'GATEWAY_RATE_LIMITED',
+      `the messaging network is rate-limiting this line: ${reason} (msg_id ${msgId}; the charge was refunded); retry in ${retryAfter} s`,
+      {
+        saldo,
+        retryAfter,
+      },
+    );
   }
   if (!(err instanceof GatewayFailure) || err.mayHaveSent) return uncertainSend(reason, msgId, saldo);
   if (err.kind === 'permanent') {
-    return new AppError('GATEWAY_REFUSED', `the messaging network refused the message for good: ${reason} (msg_id ${msgId}; the charge was refunded); sending it again will fail again`, { saldo });
+    return new AppError(
+      'GATEWAY_REFUSED',
+      `the messaging network refused the message for good: ${reason} (msg_id ${msgId}; the charge was refunded); sending it again will fail again`,
+      { saldo },
+    );
   }
-  return new AppError('GATEWAY_ERROR', `the messaging network failed the send before it went out: ${reason} (msg_id ${msgId}; nothing was sent; the charge was refunded)`, { saldo });
+  return new AppError(
+    'GATEWAY_ERROR',
+    `the messaging network failed the send before it went out: ${reason} (msg_id ${msgId}; nothing was sent; the charge was refunded)`,
+    { saldo },
+  );
 }

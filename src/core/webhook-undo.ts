@@ -24,14 +24,23 @@ export interface StoredWebhook {
 }
 
 export function webhookConfigOf(r: StoredWebhook): WebhookConfig {
-  return { cliente_id: r.cliente_id, url: r.url, secret: r.secret, eventos: JSON.parse(r.eventos) as string[], activo: r.activo === true || r.activo === 1, updated_at: r.updated_at };
+  return {
+    cliente_id: r.cliente_id,
+    url: r.url,
+    secret: r.secret,
+    eventos: JSON.parse(r.eventos) as string[],
+    activo: r.activo === true || r.activo === 1,
+    updated_at: r.updated_at,
+  };
 }
 
 /** The stack after pushing what `before` holds (a row with an empty url, or none, pushes null). */
 export function pushUndo(before: StoredWebhook | null | undefined): string {
   const stack = before?.prev ? (JSON.parse(before.prev) as SavedWebhook[]) : [];
   const current: SavedWebhook =
-    before && before.url !== '' ? { url: before.url, secret: before.secret, eventos: before.eventos, activo: before.activo === true || before.activo === 1 ? 1 : 0 } : null;
+    before && before.url !== ''
+      ? { url: before.url, secret: before.secret, eventos: before.eventos, activo: before.activo === true || before.activo === 1 ? 1 : 0 }
+      : null;
   return JSON.stringify([...stack, current].slice(-UNDO_KEEP));
 }
 

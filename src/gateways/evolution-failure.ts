@@ -70,7 +70,8 @@ export function classifyEvolution(reply: JsonReply, ctx: ClassifyContext): Gatew
     const missing = notOnWhatsApp(body);
     if (missing) return fail(`${scrub(String(missing.number ?? missing.jid ?? 'the number').replace(/@.*/, ''), ctx.redact)} is not on WhatsApp`, 'permanent');
     if (SESSION_CLOSED.test(text)) return fail(`Evolution: the session of ${ctx.instancia} is not open (${text})`, 'transient');
-    if (CONNECTION_FAILED.test(text)) return fail(`Evolution: the session of ${ctx.instancia} lost its connection during the call (${text})`, 'transient', undefined, true);
+    if (CONNECTION_FAILED.test(text))
+      return fail(`Evolution: the session of ${ctx.instancia} lost its connection during the call (${text})`, 'transient', undefined, true);
     if (RATE_LIMIT.test(text)) return fail(`Evolution: rate limited (${text})`, 'rate_limited', retry());
     if (VALIDATION.test(text)) return fail(`Evolution refused the request: ${text}`, 'permanent');
     return fail(`Evolution 400: ${text}`, 'transient', undefined, true);

@@ -69,7 +69,11 @@ export class EvolutionGateway implements Gateway {
   }
 
   private fail(r: JsonReply, instancia: string, ...redact: Array<string | undefined>): GatewayFailure {
-    return classifyEvolution(r, { instancia, redact: [this.opts.key, this.opts.secret, ...redact.filter((s): s is string => !!s)], now: this.opts.clock.now() });
+    return classifyEvolution(r, {
+      instancia,
+      redact: [this.opts.key, this.opts.secret, ...redact.filter((s): s is string => !!s)],
+      now: this.opts.clock.now(),
+    });
   }
 
   private scrub(text: string): string {
@@ -89,7 +93,13 @@ export class EvolutionGateway implements Gateway {
 
   async ensureInstance(instancia: string, spec: InstanceSpec): Promise<void> {
     const r = await this.http.call('POST', '/instance/create', {
-      json: { instanceName: instancia, integration: 'WHATSAPP-BAILEYS', qrcode: false, ...(spec.token ? { token: spec.token } : {}), webhook: this.webhook(instancia) },
+      json: {
+        instanceName: instancia,
+        integration: 'WHATSAPP-BAILEYS',
+        qrcode: false,
+        ...(spec.token ? { token: spec.token } : {}),
+        webhook: this.webhook(instancia),
+      },
     });
     if (ok(r)) return;
     if (!(r.status === 403 && /already in use/i.test(evolutionMessage(r.body)))) throw this.fail(r, instancia, spec.token);
@@ -222,7 +232,8 @@ export class EvolutionGateway implements Gateway {
     // With "webhook by events" the event is also the path suffix (`/messages-upsert`).
     const raw = str(body.event) ?? (call.subpath ? call.subpath : undefined);
     if (!raw) throw new InboundRefused(400, 'the body has no event');
-    if (body.instance != null && body.instance !== instancia) throw new InboundRefused(400, `the body is for instance ${describeBody(body.instance, 80)}, not ${instancia}`);
+    if (body.instance != null && body.instance !== instancia)
+      throw new InboundRefused(400, `the body is for instance ${describeBody(body.instance, 80)}, not ${instancia}`);
     return { eventos: await this.events.emitAll(evolutionEvents(instancia, eventName(raw), body.data, this.opts.clock.now())) };
   }
 }

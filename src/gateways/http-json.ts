@@ -26,9 +26,7 @@ const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOS
 export class GatewayHttp {
   private readonly agent: Agent;
 
-  constructor(
-    private readonly opts: { name: string; baseUrl: string; headers: Record<string, string>; timeoutMs: number },
-  ) {
+  constructor(private readonly opts: { name: string; baseUrl: string; headers: Record<string, string>; timeoutMs: number }) {
     this.agent = new Agent({ connections: 32, keepAliveTimeout: 10_000 });
   }
 

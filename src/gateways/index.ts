@@ -91,8 +91,16 @@ async function routedGateway(name: 'evolution' | 'waha', store: Store, clock: Cl
   // Loaded on demand: a sim server never loads the HTTP adapters.
   const adapter =
     name === 'evolution'
-      ? await import('./evolution.js').then((m) => ({ capabilities: m.EVOLUTION_CAPABILITIES, proto: m.EvolutionGateway.prototype, make: (s: RoutedServer) => new m.EvolutionGateway(serverOptions(http, s)) }))
-      : await import('./waha.js').then((m) => ({ capabilities: m.WAHA_CAPABILITIES, proto: m.WahaGateway.prototype, make: (s: RoutedServer) => new m.WahaGateway(serverOptions(http, s)) }));
+      ? await import('./evolution.js').then((m) => ({
+          capabilities: m.EVOLUTION_CAPABILITIES,
+          proto: m.EvolutionGateway.prototype,
+          make: (s: RoutedServer) => new m.EvolutionGateway(serverOptions(http, s)),
+        }))
+      : await import('./waha.js').then((m) => ({
+          capabilities: m.WAHA_CAPABILITIES,
+          proto: m.WahaGateway.prototype,
+          make: (s: RoutedServer) => new m.WahaGateway(serverOptions(http, s)),
+        }));
   return new GatewayRouter({
     kind: name,
     capabilities: adapter.capabilities,

@@ -197,7 +197,10 @@ export class SimGateway implements Gateway {
     const rule = await this.store.kvGet<SimFailRule>(FAILS, msg.destinatario);
     if (rule) throw new GatewayFailure(rule.motivo, 'permanent');
     if (msg.filePath) {
-      const size = await stat(msg.filePath).then((s) => s.size, () => -1);
+      const size = await stat(msg.filePath).then(
+        (s) => s.size,
+        () => -1,
+      );
       if (size <= 0) throw new GatewayFailure('media file missing or empty', 'permanent');
     }
     const gatewayMsgId = `3EB0${randomBytes(10).toString('hex').toUpperCase()}`;
@@ -235,11 +238,14 @@ export class SimGateway implements Gateway {
 
   private later(ms: number, fn: () => Promise<void>): void {
     // setTimeout's ceiling (~24.8 days): a longer delay would fire at once.
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      // A listener's failure is reported by the listener; a timer has no caller to tell.
-      if (!this.closed) fn().catch(() => undefined);
-    }, Math.min(ms, 2 ** 31 - 1));
+    const t = setTimeout(
+      () => {
+        this.timers.delete(t);
+        // A listener's failure is reported by the listener; a timer has no caller to tell.
+        if (!this.closed) fn().catch(() => undefined);
+      },
+      Math.min(ms, 2 ** 31 - 1),
+    );
     t.unref();
     this.timers.add(t);
   }
@@ -285,7 +291,17 @@ export class SimGateway implements Gateway {
     const s = await this.session(instancia);
     if (!s || s.status !== 'connected') throw new SimConflict(`${instancia} is not connected: a line only receives while linked`);
     const gatewayMsgId = `SIM${randomBytes(10).toString('hex').toUpperCase()}`;
-    await this.emit({ type: 'inbound', instancia, de, tipo: 'texto', texto, media: null, gatewayMsgId, at: this.clock.now(), dedupeKey: `sim:${instancia}:${gatewayMsgId}` });
+    await this.emit({
+      type: 'inbound',
+      instancia,
+      de,
+      tipo: 'texto',
+      texto,
+      media: null,
+      gatewayMsgId,
+      at: this.clock.now(),
+      dedupeKey: `sim:${instancia}:${gatewayMsgId}`,
+    });
     return { gatewayMsgId };
   }
 

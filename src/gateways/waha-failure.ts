@@ -49,7 +49,8 @@ export function wahaMessage(body: unknown): string {
 export function classifyWaha(reply: JsonReply, ctx: WahaFailureContext): GatewayFailure {
   const { status } = reply;
   const msg = wahaMessage(reply.body);
-  const fail = (m: string, kind: GatewayFailure['kind'], retry?: number, mayHaveSent = false) => new GatewayFailure(scrub(m, ctx.redact), kind, retry, mayHaveSent);
+  const fail = (m: string, kind: GatewayFailure['kind'], retry?: number, mayHaveSent = false) =>
+    new GatewayFailure(scrub(m, ctx.redact), kind, retry, mayHaveSent);
   const retry = () => retryAfterMs(reply.headers, ctx.now) ?? DEFAULT_RETRY_MS;
   if (status === 422) return fail(`WAHA: session ${ctx.instancia} is not working (${msg})`, 'transient');
   if (status === 400) return fail(`WAHA refused the request: ${msg}`, 'permanent');

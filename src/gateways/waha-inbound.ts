@@ -23,7 +23,6 @@ export function authenticWahaCall(call: InboundCall, secret: string): boolean {
   return sameSecret(header(call.headers, 'x-pasarela-secret'), secret);
 }
 
-
 const SESSION: Record<string, SessionStatus> = {
   SCAN_QR_CODE: 'need_scan',
   WORKING: 'connected',

@@ -150,14 +150,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const reqId = refusedRequestId(app.log, socket, err.code, e.status);
       if (socket.writable) {
         const body = JSON.stringify(errorBody(e));
-        socket.write(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${reqId}\r\nConnection: close\r\n\r\n${body}`);
+        socket.write(
+          `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? ''}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nX-Request-Id: ${reqId}\r\nConnection: close\r\n\r\n${body}`,
+        );
       }
       socket.destroy(err);
     },
     // A malformed URL (bad percent-escape) never reaches a route; answer it in our shape too.
     frameworkErrors: (err, req, reply) => {
       const e = toAppError(err);
-      void unroutedReply(req as unknown as FastifyRequest, reply as unknown as FastifyReply).code(e.status).send(errorBody(e));
+      void unroutedReply(req as unknown as FastifyRequest, reply as unknown as FastifyReply)
+        .code(e.status)
+        .send(errorBody(e));
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
   });

@@ -20,7 +20,10 @@ export const TEMPLATE_SERVERS = [
     description: 'a pasarela server (pasarela serve); a copy fetched from a server names that server instead',
     variables: {
       scheme: { enum: ['http', 'https'], default: 'http' },
-      host: { default: `${SERVE_DEFAULTS.host}:${SERVE_DEFAULTS.port}`, description: 'host and port the server listens on (serve --host, --port) or its public name' },
+      host: {
+        default: `${SERVE_DEFAULTS.host}:${SERVE_DEFAULTS.port}`,
+        description: 'host and port the server listens on (serve --host, --port) or its public name',
+      },
     },
   },
 ];

@@ -57,7 +57,15 @@ export function logBusEvents(bus: EventBus, log: EventLogger, opts: { failingAft
 
   const onSession = (e: SessionStatusEvent) => {
     log.info(
-      { event: LOG_EVENTS.lineStatus, celular_id: e.celular_id, cliente_id: e.cliente_id, instancia: e.gateway_instancia, from: e.status_anterior, to: e.status, estado: e.estado },
+      {
+        event: LOG_EVENTS.lineStatus,
+        celular_id: e.celular_id,
+        cliente_id: e.cliente_id,
+        instancia: e.gateway_instancia,
+        from: e.status_anterior,
+        to: e.status,
+        estado: e.estado,
+      },
       'line status changed',
     );
   };
@@ -65,7 +73,15 @@ export function logBusEvents(bus: EventBus, log: EventLogger, opts: { failingAft
   const onMessage = (e: MessageStatusEvent) => {
     if (e.estado !== 'error' || e.estado_anterior === 'error') return;
     log.info(
-      { event: LOG_EVENTS.messageError, msg_id: e.msg_id, celular_id: e.celular_id, cliente_id: e.cliente_id, tipo: e.tipo, from: e.estado_anterior, error: loggedReason(e.error) },
+      {
+        event: LOG_EVENTS.messageError,
+        msg_id: e.msg_id,
+        celular_id: e.celular_id,
+        cliente_id: e.cliente_id,
+        tipo: e.tipo,
+        from: e.estado_anterior,
+        error: loggedReason(e.error),
+      },
       'message ended in error',
     );
   };
@@ -89,10 +105,16 @@ export function logBusEvents(bus: EventBus, log: EventLogger, opts: { failingAft
     s.failures += 1;
     if (!s.warned && s.failures >= failingAfter) {
       s.warned = true;
-      log.warn({ event: LOG_EVENTS.webhookFailing, cliente_id: a.cliente_id, failures: s.failures, evento: a.evento, status: a.status, error }, 'webhook receiver failing');
+      log.warn(
+        { event: LOG_EVENTS.webhookFailing, cliente_id: a.cliente_id, failures: s.failures, evento: a.evento, status: a.status, error },
+        'webhook receiver failing',
+      );
     }
     if (a.estado === 'fallido') {
-      log.warn({ event: LOG_EVENTS.webhookGivenUp, cliente_id: a.cliente_id, evento: a.evento, intentos: a.intentos, status: a.status, error }, 'webhook delivery given up');
+      log.warn(
+        { event: LOG_EVENTS.webhookGivenUp, cliente_id: a.cliente_id, evento: a.evento, intentos: a.intentos, status: a.status, error },
+        'webhook delivery given up',
+      );
     }
   };
 

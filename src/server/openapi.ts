@@ -27,7 +27,17 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     counters: new MemoryCounters(clock),
     gateway: new SimGateway(store, clock),
     bus: new EventBus(),
-    config: { adminTokenHash: '', authMaxFailures: 1, authWindowMs: 1, tz: 'UTC', allowPrivateUrls: false, webhookListenLeaseMs: 1, listenHost: '127.0.0.1', trustProxy: false, queue: QUEUE_DEFAULTS },
+    config: {
+      adminTokenHash: '',
+      authMaxFailures: 1,
+      authWindowMs: 1,
+      tz: 'UTC',
+      allowPrivateUrls: false,
+      webhookListenLeaseMs: 1,
+      listenHost: '127.0.0.1',
+      trustProxy: false,
+      queue: QUEUE_DEFAULTS,
+    },
     random: Math.random,
   };
   // Handlers never run here; sends are only described.
@@ -35,7 +45,15 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   const app = await buildApp({
     core,
     send: { tmp, media: new LocalMedia(tmp), queued: () => {}, inFlight: new Set(), keysAccepting: new Map() },
-    webhooks: new WebhookDispatcher(core, new NodePresence(store, clock, { sendMs: 1, onError: () => {} }), { retryBaseMs: 1, timeoutMs: 1, concurrency: 1, clientConcurrency: 1, pollMs: 1, userAgent: '', onError: () => {} }),
+    webhooks: new WebhookDispatcher(core, new NodePresence(store, clock, { sendMs: 1, onError: () => {} }), {
+      retryBaseMs: 1,
+      timeoutMs: 1,
+      concurrency: 1,
+      clientConcurrency: 1,
+      pollMs: 1,
+      userAgent: '',
+      onError: () => {},
+    }),
   });
   await app.ready();
   const doc = app.swagger() as unknown as Record<string, unknown>;

@@ -224,7 +224,7 @@ export function makeDataDir(dir: string): void {
   const abs = resolve(dir);
   const missing: string[] = [];
   // Up to the first that exists: at most one step per component of the path.
-  for (let d = abs; !existsSync(d); ) {
+  for (let d = abs; !existsSync(d);) {
     missing.push(d);
     const parent = dirname(d);
     if (parent === d) break;
@@ -301,16 +301,25 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       info: { store: store.dialect, gateway: opts.gateway },
       onError: (err) => app0.log?.warn({ err }, 'the store gauges of /metrics could not be read: they keep their last values'),
     });
-    const gateway = countGatewayCalls(await createGateway(opts.gateway, store, clock, {
-      sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
-      http,
-      // A fetch is part of a send: it gets the send's time.
-      media: { tmp, allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
-      gatewayFetchesMedia: opts.gatewayFetchesMedia ?? false,
-    }), metrics);
+    const gateway = countGatewayCalls(
+      await createGateway(opts.gateway, store, clock, {
+        sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
+        http,
+        // A fetch is part of a send: it gets the send's time.
+        media: { tmp, allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
+        gatewayFetchesMedia: opts.gatewayFetchesMedia ?? false,
+      }),
+      metrics,
+    );
     // `--gateway-url` is the server named `default`; lines without a server are on it.
-    const servers = gateway.onServer && opts.gatewayUrl ? await registerDefaultServer(store, opts.gateway, opts.gatewayUrl.replace(/\/+$/, ''), opts.gatewayKey ?? '', clock.now()) : undefined;
-    const logger = loggerOptions(opts.logLevel, opts.logFormat === 'pretty' ? prettyStream(opts.logStream ?? process.stdout, { color: opts.logColor ?? false }) : opts.logStream);
+    const servers =
+      gateway.onServer && opts.gatewayUrl
+        ? await registerDefaultServer(store, opts.gateway, opts.gatewayUrl.replace(/\/+$/, ''), opts.gatewayKey ?? '', clock.now())
+        : undefined;
+    const logger = loggerOptions(
+      opts.logLevel,
+      opts.logFormat === 'pretty' ? prettyStream(opts.logStream ?? process.stdout, { color: opts.logColor ?? false }) : opts.logStream,
+    );
     const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
     countBusEvents(bus, metrics);
     const memory = new MemoryCounters(clock);
@@ -351,7 +360,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
     const swept = await sweepAcceptedMedia(store, media, clock.now());
     const onThread = opts.background === 'thread' && !opened.shared;
-    if (onThread && ((opts.clock && opts.clock !== systemClock) || opts.random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
+    if (onThread && ((opts.clock && opts.clock !== systemClock) || opts.random))
+      throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();
     let app0log: ((err: unknown) => void) | undefined;
@@ -421,9 +431,14 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     app0.log = app.log;
     // Line state changes, messages ending in error, webhook receivers failing: info and warn lines (docs/logs.md).
     logBusEvents(bus, app.log);
-    if (redis?.unreachable) app.log.warn({ counters: countersSource, err: redis.unreachable }, "Redis counters unreachable at start: counting in this node's memory until Redis answers");
+    if (redis?.unreachable)
+      app.log.warn(
+        { counters: countersSource, err: redis.unreachable },
+        "Redis counters unreachable at start: counting in this node's memory until Redis answers",
+      );
     if (swept > 0) app.log.info({ swept }, 'removed the media of ended sends');
-    if (servers?.adoptadas) app.log.info({ lineas: servers.adoptadas, servidor: servers.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
+    if (servers?.adoptadas)
+      app.log.info({ lineas: servers.adoptadas, servidor: servers.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
     if (!thread) worker = new QueueWorker(core, media, node, { pollMs: QUEUE_POLL_MS, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();
@@ -444,11 +459,15 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       w.start();
       undo.push(() => w.stop());
     }
-    const recovery = new DirectRecovery(core, { files: media, inFlight }, {
-      intervalMs: opts.directRecoveryMs ?? 60_000,
-      onError: (err) => app.log.error({ err }, 'recovery of stranded direct sends failed'),
-      onResolved: (c) => app.log.warn(c, 'direct sends left pending by a crash were resolved'),
-    });
+    const recovery = new DirectRecovery(
+      core,
+      { files: media, inFlight },
+      {
+        intervalMs: opts.directRecoveryMs ?? 60_000,
+        onError: (err) => app.log.error({ err }, 'recovery of stranded direct sends failed'),
+        onResolved: (c) => app.log.warn(c, 'direct sends left pending by a crash were resolved'),
+      },
+    );
     // Before listening. Served alone, every pending direct send is stranded; shared, only those whose slot ended long ago.
     await recovery.run(!opened.shared);
     recovery.start();
@@ -508,7 +527,9 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
           await health.stop();
           await dispatcher?.stop();
           await sync.idle();
-          await node.stop().catch((err: unknown) => app.log.warn({ err }, "could not tell the store this node stopped: its streams are free once its heartbeat is stale"));
+          await node
+            .stop()
+            .catch((err: unknown) => app.log.warn({ err }, 'could not tell the store this node stopped: its streams are free once its heartbeat is stale'));
           await gateway.close();
           await opened.close();
           await redis?.close();
@@ -531,7 +552,7 @@ export function banner(s: RunningServer, gateway: string): string {
     `  gateway          ${gateway}${s.core.gateway.simulated ? ' (SIMULATED)' : ''}`,
     ...(s.callbackUrl ? [`  gateway events   ${s.callbackUrl}/gateway/${gateway}/<instance>`] : []),
     `  background       ${s.background === 'thread' ? 'queue, receipts and webhooks on a thread of their own' : 'queue, receipts and webhooks on the request thread'}`,
-    `  counters         ${s.countersSource}${/unreachable/.test(s.core.counters.backend()) ? ' - UNREACHABLE: counting in this process\'s memory until it answers' : ''}`,
+    `  counters         ${s.countersSource}${/unreachable/.test(s.core.counters.backend()) ? " - UNREACHABLE: counting in this process's memory until it answers" : ''}`,
     `  operator token   ${s.adminTokenSource}`,
     `  metrics          ${s.url}/metrics (operator token)${s.metricsUrl ? `, ${s.metricsUrl} (no credentials)` : ''}`,
     `  API reference    ${s.url}/docs (the page), ${s.url}/openapi.json (OpenAPI 3)`,

@@ -43,7 +43,9 @@ export class DataDirLock {
     } catch (err) {
       db.close();
       if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
-      throw new DataDirInUse(`data directory ${dataDir} is in use by another pasarela serve (${holderOf(dataDir)}); stop it, or give this one another --data-dir`);
+      throw new DataDirInUse(
+        `data directory ${dataDir} is in use by another pasarela serve (${holderOf(dataDir)}); stop it, or give this one another --data-dir`,
+      );
     }
     const holderFile = join(dataDir, HOLDER_FILE);
     writeFileSync(holderFile, `${JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() })}\n`);

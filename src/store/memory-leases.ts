@@ -33,7 +33,8 @@ export class MemoryLeases implements LeasesStore {
         this.leases.set(s, { nodo: nodeId, next_at: 0 });
         return { stream: s, taken: true, restMs: 0 };
       }
-      if (!leaseTakable(l, nodeId, l.nodo === null ? undefined : this.holders.get(l.nodo), now)) return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
+      if (!leaseTakable(l, nodeId, l.nodo === null ? undefined : this.holders.get(l.nodo), now))
+        return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
       l.nodo = nodeId;
       return { stream: s, taken: true, restMs: 0 };
     });

@@ -89,7 +89,11 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
     say(`snapshot of ${source.file} taken (schema ${snap.sourceVersion})`);
     try {
       const unknown = unknownTables(snap.db);
-      if (unknown.length > 0) throw new MoveRefused(`${source.file} has tables this pasarela does not know (${unknown.join(', ')}): migrate with the pasarela that wrote it`, 'source');
+      if (unknown.length > 0)
+        throw new MoveRefused(
+          `${source.file} has tables this pasarela does not know (${unknown.join(', ')}): migrate with the pasarela that wrote it`,
+          'source',
+        );
       const { recounted, check, media } = await db.tx(async (c) => {
         // A serve starting meanwhile waits at its migrations (the same lock) until the copy commits or is rolled back.
         await c.query('SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))', [LOCK.migrations]);

@@ -19,7 +19,11 @@ export function listServers(db: Database.Database): GatewayServerLoad[] {
   return stmt(db, LOADS).all() as GatewayServerLoad[];
 }
 
-export function addServer(db: Database.Database, input: NewGatewayServer, now: number): { ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' } {
+export function addServer(
+  db: Database.Database,
+  input: NewGatewayServer,
+  now: number,
+): { ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' } {
   return immediate(db, () => {
     if (getServerByNombre(db, input.nombre)) return { ok: false as const, reason: 'taken' as const };
     const info = stmt(

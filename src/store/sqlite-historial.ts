@@ -22,7 +22,9 @@ function totalSql(f: HistoryFilter, where: string): string {
   const dated = f.desde !== undefined || f.hasta !== undefined;
   if (f.destinatario === undefined && !dated) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_mensajes WHERE ${where}`;
   if (f.destinatario === undefined && f.celular_id === undefined && f.estado === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {
-    const range = [f.desde !== undefined ? `cuarto >= @desde / ${QUARTER_MS}` : '', f.hasta !== undefined ? `cuarto < @hasta / ${QUARTER_MS}` : ''].filter(Boolean);
+    const range = [f.desde !== undefined ? `cuarto >= @desde / ${QUARTER_MS}` : '', f.hasta !== undefined ? `cuarto < @hasta / ${QUARTER_MS}` : ''].filter(
+      Boolean,
+    );
     return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_cuartos WHERE cliente_id = @cliente_id AND ${range.join(' AND ')}`;
   }
   return `SELECT COUNT(*) AS total FROM mensajes WHERE ${where}`;
@@ -38,7 +40,6 @@ export function listMensajes(db: Database.Database, f: HistoryFilter): { total: 
   const sql = where.join(' AND ');
   const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
   const { total } = stmt(db, totalSql(f, sql)).get(params) as { total: number };
-  const rows = stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`)
-    .all(params) as MensajeRow[];
+  const rows = stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`).all(params) as MensajeRow[];
   return { total, rows };
 }

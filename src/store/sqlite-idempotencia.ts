@@ -33,11 +33,19 @@ export function bindKey(db: DB, idem: IdemBinding, accepted: AcceptedMensaje, no
 }
 
 export function idemGet(db: DB, clienteId: number, clave: string, now: number): IdemRow | null {
-  return (stmt(db, 'SELECT * FROM idempotencia WHERE cliente_id = ? AND clave = ? AND expira_at > ?').get(clienteId, clave, now) as IdemRow | undefined) ?? null;
+  return (
+    (stmt(db, 'SELECT * FROM idempotencia WHERE cliente_id = ? AND clave = ? AND expira_at > ?').get(clienteId, clave, now) as IdemRow | undefined) ?? null
+  );
 }
 
 export function idemFinish(db: DB, clienteId: number, clave: string, msgId: string, answer: IdemAnswer): void {
-  stmt(db, 'UPDATE idempotencia SET status = ?, body = ? WHERE cliente_id = ? AND clave = ? AND msg_id = ?').run(answer.status, answer.body, clienteId, clave, msgId);
+  stmt(db, 'UPDATE idempotencia SET status = ?, body = ? WHERE cliente_id = ? AND clave = ? AND msg_id = ?').run(
+    answer.status,
+    answer.body,
+    clienteId,
+    clave,
+    msgId,
+  );
 }
 
 export function idemRelease(db: DB, clienteId: number, clave: string, msgId: string): void {

@@ -4,7 +4,18 @@ import { wantsEvents } from './sqlite-webhooks.js';
 import { messageStatusData } from '../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
 import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../core/ledger.js';
-import type { AcceptedMensaje, AcceptOptions, AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, NewRecibido, ReceiptEstado, ReceiptOutcome } from '../core/ports.js';
+import type {
+  AcceptedMensaje,
+  AcceptOptions,
+  AcceptResult,
+  ClaimResult,
+  JournalEvent,
+  MensajeRow,
+  NewMensaje,
+  NewRecibido,
+  ReceiptEstado,
+  ReceiptOutcome,
+} from '../core/ports.js';
 import { insertRecibido } from './sqlite-recibidos.js';
 import { bindKey, keyTaken } from './sqlite-idempotencia.js';
 
@@ -41,7 +52,8 @@ function journalStatus(db: DB, m: MensajeRow, anterior: string | null, now: numb
 }
 
 function movimiento(db: DB, now: number, clienteId: number, celularId: number | null, monto: number, resultante: number, motivo: string): void {
-  stmt(db, 
+  stmt(
+    db,
     `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
      VALUES (?, ?, ?, ?, ?, ?, 'sistema')`,
   ).run(now, clienteId, celularId, monto, resultante, motivo);
@@ -64,51 +76,55 @@ function capHit(db: DB, celularId: number, slot: SlotClaim, now: number): CapHit
 
 export function acceptMensaje(db: DB, m: NewMensaje, opts: AcceptOptions, now: number): AcceptResult {
   return immediate(db, (): AcceptResult => {
-      // A key bound already is answered as a repeat, whatever else would refuse this send now.
-      if (opts.idem && keyTaken(db, m.cliente_id, opts.idem.clave, now)) return { ok: false, reason: 'idempotencia' };
-      const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
-        | { saldo_actual: number; pendientes: number }
-        | undefined;
-      const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
-      if (!cel || !cli) return { ok: false, reason: 'celular' };
-      const verdict = acceptVerdict(
-        { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global, pendientes: cel.pendientes, capHit: opts.slot ? capHit(db, m.celular_id, opts.slot, now) : null },
-        { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
-      );
-      if (!verdict.ok) return verdict;
-      if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes + 1 WHERE id = ?').run(m.celular_id);
-      const cargo = verdict.cargo;
-      let saldoCelular = cel.saldo_actual;
-      let saldoGlobal = cli.saldo_global;
-      if (cargo === 'celular') {
-        saldoCelular -= 1;
-        stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
-        movimiento(db, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
-      } else if (cargo === 'global') {
-        saldoGlobal -= 1;
-        stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
-        movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
-      }
-      const mensaje = stmt(
-        db,
-        `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
+    // A key bound already is answered as a repeat, whatever else would refuse this send now.
+    if (opts.idem && keyTaken(db, m.cliente_id, opts.idem.clave, now)) return { ok: false, reason: 'idempotencia' };
+    const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
+      { saldo_actual: number; pendientes: number } | undefined;
+    const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
+    if (!cel || !cli) return { ok: false, reason: 'celular' };
+    const verdict = acceptVerdict(
+      {
+        saldoCelular: cel.saldo_actual,
+        saldoGlobal: cli.saldo_global,
+        pendientes: cel.pendientes,
+        capHit: opts.slot ? capHit(db, m.celular_id, opts.slot, now) : null,
+      },
+      { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
+    );
+    if (!verdict.ok) return verdict;
+    if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes + 1 WHERE id = ?').run(m.celular_id);
+    const cargo = verdict.cargo;
+    let saldoCelular = cel.saldo_actual;
+    let saldoGlobal = cli.saldo_global;
+    if (cargo === 'celular') {
+      saldoCelular -= 1;
+      stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
+      movimiento(db, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
+    } else if (cargo === 'global') {
+      saldoGlobal -= 1;
+      stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
+      movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
+    }
+    const mensaje = stmt(
+      db,
+      `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
            payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
          VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
            @payload, 0, @now, @expira_at, @cupo_at, @now) RETURNING *`,
-      ).get({
-        ...m,
-        media: m.media ? JSON.stringify(m.media) : null,
-        payload: JSON.stringify(m.payload),
-        cobrado: cargo ? 1 : 0,
-        cargo,
-        cupo_at: opts.slot?.holdUntil ?? null,
-        now,
-      }) as MensajeRow;
-      journalStatus(db, mensaje, null, now);
-      const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
-      if (opts.idem) bindKey(db, opts.idem, accepted, now);
-      return accepted;
-    });
+    ).get({
+      ...m,
+      media: m.media ? JSON.stringify(m.media) : null,
+      payload: JSON.stringify(m.payload),
+      cobrado: cargo ? 1 : 0,
+      cargo,
+      cupo_at: opts.slot?.holdUntil ?? null,
+      now,
+    }) as MensajeRow;
+    journalStatus(db, mensaje, null, now);
+    const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+    if (opts.idem) bindKey(db, opts.idem, accepted, now);
+    return accepted;
+  });
 }
 
 export function getMensaje(db: DB, msgId: string): MensajeRow | null {
@@ -126,17 +142,17 @@ function leftQueue(db: DB, m: { modo: string; celular_id: number }): void {
 
 export function markSent(db: DB, msgId: string, gid: string, now: number): MensajeRow | null {
   return immediate(db, (): MensajeRow | null => {
-      const row = stmt(
-        db,
-        `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = @gid, enviado_at = @now, cupo_at = @now, lease_until = NULL,
+    const row = stmt(
+      db,
+      `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = @gid, enviado_at = @now, cupo_at = @now, lease_until = NULL,
            error = NULL, intentos = intentos + 1
          WHERE msg_id = @msgId AND estado = 'pendiente' RETURNING *`,
-      ).get({ gid, now, msgId }) as MensajeRow | undefined;
-      if (!row) return null;
-      leftQueue(db, row);
-      journalStatus(db, row, 'pendiente', now);
-      return applyParked(db, row, now);
-    });
+    ).get({ gid, now, msgId }) as MensajeRow | undefined;
+    if (!row) return null;
+    leftQueue(db, row);
+    journalStatus(db, row, 'pendiente', now);
+    return applyParked(db, row, now);
+  });
 }
 
 /** Receipts parked for this send before it was recorded, applied in order now. */
@@ -152,32 +168,32 @@ function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
 
 export function failMensaje(db: DB, msgId: string, error: string, now: number, from: 'pendiente' | 'any' = 'pendiente'): MensajeRow | null {
   return immediate(db, (): MensajeRow | null => {
-      const m = get(db, msgId);
-      if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) return null;
-      // A send that never went out gives its slot back; one the network took keeps it.
-      stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
-      if (m.estado === 'pendiente') leftQueue(db, m);
-      const lineExists = m.cargo === 'celular' && stmt(db, 'SELECT 1 FROM celulares WHERE id = ?').get(m.celular_id) !== undefined;
-      const to = refundTarget(m, lineExists);
-      if (to === 'celular') {
-        const r = stmt(db, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as { saldo_actual: number };
-        movimiento(db, now, m.cliente_id, m.celular_id, 1, r.saldo_actual, `reembolso ${msgId}`);
-      } else if (to === 'global') {
-        refundGlobal(db, m, now);
-      }
-      const after = get(db, msgId)!;
-      journalStatus(db, after, m.estado, now);
-      return after;
-    });
+    const m = get(db, msgId);
+    if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) return null;
+    // A send that never went out gives its slot back; one the network took keeps it.
+    stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
+    if (m.estado === 'pendiente') leftQueue(db, m);
+    const lineExists = m.cargo === 'celular' && stmt(db, 'SELECT 1 FROM celulares WHERE id = ?').get(m.celular_id) !== undefined;
+    const to = refundTarget(m, lineExists);
+    if (to === 'celular') {
+      const r = stmt(db, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as {
+        saldo_actual: number;
+      };
+      movimiento(db, now, m.cliente_id, m.celular_id, 1, r.saldo_actual, `reembolso ${msgId}`);
+    } else if (to === 'global') {
+      refundGlobal(db, m, now);
+    }
+    const after = get(db, msgId)!;
+    journalStatus(db, after, m.estado, now);
+    return after;
+  });
 }
 
 function refundGlobal(db: DB, m: MensajeRow, now: number): void {
   const r = stmt(db, 'UPDATE clientes SET saldo_global = saldo_global + 1 WHERE id = ? RETURNING saldo_global').get(m.cliente_id) as
-    | { saldo_global: number }
-    | undefined;
+    { saldo_global: number } | undefined;
   if (r) movimiento(db, now, m.cliente_id, null, 1, r.saldo_global, `reembolso ${m.msg_id}`);
 }
-
 
 /**
  * Moves a sent message forward (`entregado`, `leido`; never backwards) or ends
@@ -283,19 +299,21 @@ export function claimQueued(db: DB, msgId: string, slot: SlotClaim, now: number)
 
 /** Every claim and its slot back (at start: no send of this store is in flight). */
 export function releaseLeases(db: DB): number {
-  return stmt(db, "UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL").run().changes;
+  return stmt(db, "UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL").run()
+    .changes;
 }
 
 /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
 export function strandedDirect(db: DB, before: number, limit: number): MensajeRow[] {
-  return stmt(
-    db,
-    "SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < ? ORDER BY cupo_at LIMIT ?",
-  ).all(before, limit) as MensajeRow[];
+  return stmt(db, "SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < ? ORDER BY cupo_at LIMIT ?").all(
+    before,
+    limit,
+  ) as MensajeRow[];
 }
 
 export function retryLater(db: DB, msgId: string, at: number, error: string): void {
-  stmt(db, 
+  stmt(
+    db,
     `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = ?, intentos = intentos + 1, error = ?
      WHERE msg_id = ? AND estado = 'pendiente'`,
   ).run(at, error, msgId);
@@ -303,7 +321,10 @@ export function retryLater(db: DB, msgId: string, at: number, error: string): vo
 
 export function pendingFiles(db: DB): string[] {
   return (
-    stmt(db, "SELECT json_extract(payload, '$.file') AS f FROM mensajes WHERE estado = 'pendiente' AND json_extract(payload, '$.file') IS NOT NULL").all() as Array<{
+    stmt(
+      db,
+      "SELECT json_extract(payload, '$.file') AS f FROM mensajes WHERE estado = 'pendiente' AND json_extract(payload, '$.file') IS NOT NULL",
+    ).all() as Array<{
       f: string;
     }>
   ).map((r) => r.f);

@@ -30,9 +30,13 @@ export function insertRecibido(db: DB, r: NewRecibido, now: number): void {
 function totalSql(f: InboxFilter, index: string, where: string): string {
   if (f.de === undefined) {
     const line = f.celular_id !== undefined ? ' AND celular_id = @celular_id' : '';
-    if (f.desde === undefined && f.hasta === undefined) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_recibidos WHERE cliente_id = @cliente_id${line}`;
+    if (f.desde === undefined && f.hasta === undefined)
+      return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_recibidos WHERE cliente_id = @cliente_id${line}`;
     if (onQuarter(f.desde) && onQuarter(f.hasta)) {
-      const range = [f.desde !== undefined ? ` AND cuarto >= @desde / ${QUARTER_MS}` : '', f.hasta !== undefined ? ` AND cuarto < @hasta / ${QUARTER_MS}` : ''].join('');
+      const range = [
+        f.desde !== undefined ? ` AND cuarto >= @desde / ${QUARTER_MS}` : '',
+        f.hasta !== undefined ? ` AND cuarto < @hasta / ${QUARTER_MS}` : '',
+      ].join('');
       return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_recibidos_cuartos WHERE cliente_id = @cliente_id${line}${range}`;
     }
   }
@@ -52,7 +56,9 @@ export function listRecibidos(db: DB, f: InboxFilter): { total: number; rows: Re
   const index = `recibidos_cliente${f.celular_id !== undefined ? '_celular' : ''}${f.de !== undefined ? '_de' : ''}_fecha`;
   const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
   const { total } = stmt(db, totalSql(f, index, sql)).get(params) as { total: number };
-  const rows = stmt(db, `SELECT * FROM recibidos INDEXED BY ${index} WHERE ${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all(params) as RecibidoRow[];
+  const rows = stmt(db, `SELECT * FROM recibidos INDEXED BY ${index} WHERE ${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all(
+    params,
+  ) as RecibidoRow[];
   return { total, rows };
 }
 

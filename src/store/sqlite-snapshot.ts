@@ -78,7 +78,9 @@ export async function takeSnapshot(src: SqliteSource): Promise<Snapshot> {
     const sourceVersion = versionOf(file);
     const latest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
     if (sourceVersion > latest) {
-      throw new SourceError(`${src.file} is at schema version ${sourceVersion}, newer than this pasarela knows (${latest}): migrate with the pasarela that wrote it`);
+      throw new SourceError(
+        `${src.file} is at schema version ${sourceVersion}, newer than this pasarela knows (${latest}): migrate with the pasarela that wrote it`,
+      );
     }
     if (sourceVersion < latest) await new SqliteStore(file).close();
     const db = open(file, true);
@@ -128,7 +130,9 @@ export interface QueuedMedia {
  */
 export function queuedMedia(db: Database.Database): QueuedMedia {
   const files = (
-    db.prepare("SELECT json_extract(payload, '$.file') AS f FROM mensajes WHERE estado = 'pendiente' AND json_extract(payload, '$.file') IS NOT NULL").all() as Array<{
+    db
+      .prepare("SELECT json_extract(payload, '$.file') AS f FROM mensajes WHERE estado = 'pendiente' AND json_extract(payload, '$.file') IS NOT NULL")
+      .all() as Array<{
       f: string;
     }>
   ).map((r) => r.f);

@@ -15,8 +15,7 @@ function row(db: DB, clienteId: number): WebhookRow | undefined {
 export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
   // Read for every delivery: without `prev`, the stack of replaced configurations.
   const r = stmt(db, 'SELECT cliente_id, url, secret, eventos, activo, updated_at FROM webhooks WHERE cliente_id = ?').get(clienteId) as
-    | Omit<WebhookRow, 'prev'>
-    | undefined;
+    Omit<WebhookRow, 'prev'> | undefined;
   return r && r.url !== '' ? webhookConfigOf(r) : null;
 }
 
@@ -64,7 +63,11 @@ export function restoreWebhook(db: DB, clienteId: number, now: number): WebhookC
     if (!undo) return 'nada';
     const { top: prev, rest } = undo;
     if (prev === null) {
-      stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(now, rest, clienteId);
+      stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(
+        now,
+        rest,
+        clienteId,
+      );
       return null;
     }
     stmt(db, 'UPDATE webhooks SET url = ?, secret = ?, eventos = ?, activo = ?, updated_at = ?, prev = ? WHERE cliente_id = ?').run(
@@ -152,7 +155,10 @@ export function recordAttempt(
 }
 
 export function listEntregas(db: DB, clienteId: number, limit: number): Array<EntregaRow & { intentos_detalle: IntentoRow[] }> {
-  const rows = stmt(db, 'SELECT * FROM webhook_entregas WHERE cliente_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?').all(clienteId, limit) as EntregaRow[];
+  const rows = stmt(db, 'SELECT * FROM webhook_entregas WHERE cliente_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?').all(
+    clienteId,
+    limit,
+  ) as EntregaRow[];
   const attempts = stmt(db, 'SELECT n, fecha, status, duracion_ms, error FROM webhook_intentos WHERE entrega_id = ? ORDER BY n');
   return rows.map((r) => ({ ...r, intentos_detalle: attempts.all(r.id) as IntentoRow[] }));
 }
@@ -177,7 +183,13 @@ export function moveEventsToOutbox(db: DB, limit: number, route: EventRoute, now
   const listeners = new Map<number, EscuchaRow[]>();
   const copies: ListenerCopy[] = [];
   for (const e of events) {
-    const ev: JournalEvent = { evento: e.evento, cliente_id: e.cliente_id, celular_id: e.celular_id, data: JSON.parse(e.data) as Record<string, unknown>, fecha: e.fecha };
+    const ev: JournalEvent = {
+      evento: e.evento,
+      cliente_id: e.cliente_id,
+      celular_id: e.celular_id,
+      data: JSON.parse(e.data) as Record<string, unknown>,
+      fecha: e.fecha,
+    };
     let cfg = configs.get(e.cliente_id);
     if (cfg === undefined) configs.set(e.cliente_id, (cfg = getWebhook(db, e.cliente_id)));
     let escuchas = listeners.get(e.cliente_id);
@@ -219,13 +231,17 @@ export function addEscucha(db: DB, e: EscuchaRow, max: number, now: number): Esc
 }
 
 export function renewEscucha(db: DB, clienteId: number, id: string, expiraAt: number, now: number): EscuchaRow | null {
-  const r = stmt(db, 'UPDATE webhook_escuchas SET expira_at = ? WHERE id = ? AND cliente_id = ? AND expira_at > ? RETURNING *').get(expiraAt, id, clienteId, now) as
-    | StoredEscucha
-    | undefined;
+  const r = stmt(db, 'UPDATE webhook_escuchas SET expira_at = ? WHERE id = ? AND cliente_id = ? AND expira_at > ? RETURNING *').get(
+    expiraAt,
+    id,
+    clienteId,
+    now,
+  ) as StoredEscucha | undefined;
   return r ? escuchaOf(r) : null;
 }
 
 export function deleteEscucha(db: DB, clienteId: number, id: string, now: number): boolean {
-  const r = stmt(db, 'DELETE FROM webhook_escuchas WHERE id = ? AND cliente_id = ? RETURNING expira_at').get(id, clienteId) as { expira_at: number } | undefined;
+  const r = stmt(db, 'DELETE FROM webhook_escuchas WHERE id = ? AND cliente_id = ? RETURNING expira_at').get(id, clienteId) as
+    { expira_at: number } | undefined;
   return r !== undefined && r.expira_at > now;
 }

@@ -70,9 +70,20 @@ function setClause(patch: Record<string, unknown>): string {
 }
 
 const CELULAR_COLUMNS = new Set([
-  'nombre_interno', 'estado', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
-  'hora_inicio_permitido', 'hora_fin_permitido', 'gateway_instancia', 'legacy_token_hash', 'key_hash',
-  'last_status', 'last_status_check', 'vinculado', 'servidor_id',
+  'nombre_interno',
+  'estado',
+  'max_envios_por_minuto',
+  'max_envios_por_hora',
+  'max_envios_por_dia',
+  'hora_inicio_permitido',
+  'hora_fin_permitido',
+  'gateway_instancia',
+  'legacy_token_hash',
+  'key_hash',
+  'last_status',
+  'last_status_check',
+  'vinculado',
+  'servidor_id',
 ]);
 const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
 
@@ -85,7 +96,6 @@ function onlyColumns(patch: Record<string, unknown>, allowed: Set<string>): Reco
   }
   return out;
 }
-
 
 /**
  * The embedded store: one SQLite file in WAL mode. better-sqlite3 is
@@ -119,17 +129,13 @@ export class SqliteStore implements Store {
   migrate(): number[] {
     this.db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
-    const done = new Set(
-      (this.db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version),
-    );
+    const done = new Set((this.db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
     const applied: number[] = [];
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;
       this.db.transaction(() => {
         this.db.exec(m.sql);
-        this.db
-          .prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
-          .run(m.version, m.name, Date.now());
+        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
       })();
       applied.push(m.version);
     }
@@ -147,11 +153,11 @@ export class SqliteStore implements Store {
   }
 
   async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
-    const info = stmt(this.db, 
-        `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+    const info = stmt(
+      this.db,
+      `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
          VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
-      )
-      .run({ ...input, now });
+    ).run({ ...input, now });
     return (await this.getCliente(Number(info.lastInsertRowid)))!;
   }
 
@@ -166,31 +172,28 @@ export class SqliteStore implements Store {
   async updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null> {
     const cols = onlyColumns(patch, CLIENTE_COLUMNS);
     if (Object.keys(cols).length > 0) {
-      stmt(this.db, `UPDATE clientes SET ${setClause(cols)}, updated_at = @now WHERE id = @id`)
-        .run({ ...cols, now, id });
+      stmt(this.db, `UPDATE clientes SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
     }
     return this.getCliente(id);
   }
 
   async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
     return immediate(this.db, (): InsertCelularResult => {
-      const cliente = stmt(this.db, 'SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as
-        | { max_celulares: number | null }
-        | undefined;
+      const cliente = stmt(this.db, 'SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as { max_celulares: number | null } | undefined;
       if (!cliente) return { ok: false, reason: 'cliente' };
       if (stmt(this.db, 'SELECT 1 FROM celulares WHERE numero = ?').get(input.numero)) return { ok: false, reason: 'taken' };
       if (cliente.max_celulares !== null) {
         const { n } = stmt(this.db, 'SELECT COUNT(*) AS n FROM celulares WHERE cliente_id = ?').get(input.cliente_id) as { n: number };
         if (n >= cliente.max_celulares) return { ok: false, reason: 'cap' };
       }
-      const info = stmt(this.db, 
-          `INSERT INTO celulares (cliente_id, numero, nombre_interno, estado, saldo_actual, max_envios_por_minuto,
+      const info = stmt(
+        this.db,
+        `INSERT INTO celulares (cliente_id, numero, nombre_interno, estado, saldo_actual, max_envios_por_minuto,
              max_envios_por_hora, max_envios_por_dia, hora_inicio_permitido, hora_fin_permitido, key_hash,
              gateway_token_hash, created_at, updated_at)
            VALUES (@cliente_id, @numero, @nombre_interno, @estado, 0, @max_envios_por_minuto, @max_envios_por_hora,
              @max_envios_por_dia, @hora_inicio_permitido, @hora_fin_permitido, @key_hash, @gateway_token_hash, @now, @now)`,
-        )
-        .run({ ...input, now });
+      ).run({ ...input, now });
       const celular = stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(info.lastInsertRowid) as CelularRow;
       return { ok: true, celular };
     });
@@ -205,15 +208,15 @@ export class SqliteStore implements Store {
   }
 
   async getCelularByInstancia(instancia: string): Promise<CelularRow | null> {
-    return (
-      (stmt(this.db, 'SELECT * FROM celulares WHERE gateway_instancia = ?').get(instancia) as CelularRow | undefined) ?? null
-    );
+    return (stmt(this.db, 'SELECT * FROM celulares WHERE gateway_instancia = ?').get(instancia) as CelularRow | undefined) ?? null;
   }
 
   async getCelularByTokenHash(hash: string): Promise<CelularRow | null> {
     return (
-      (stmt(this.db, 'SELECT * FROM celulares WHERE gateway_token_hash = ? UNION SELECT * FROM celulares WHERE legacy_token_hash = ? LIMIT 1')
-        .get(hash, hash) as CelularRow | undefined) ?? null
+      (stmt(this.db, 'SELECT * FROM celulares WHERE gateway_token_hash = ? UNION SELECT * FROM celulares WHERE legacy_token_hash = ? LIMIT 1').get(
+        hash,
+        hash,
+      ) as CelularRow | undefined) ?? null
     );
   }
 
@@ -290,15 +293,13 @@ export class SqliteStore implements Store {
 
   async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {
     return immediate(this.db, (): BalanceResult => {
-      const cliente = stmt(this.db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as
-        | { saldo_global: number }
-        | undefined;
+      const cliente = stmt(this.db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as { saldo_global: number } | undefined;
       if (!cliente) return { ok: false, reason: 'cliente' };
       let saldoCelular: number | null = null;
       let resultante: number;
       if (change.celular_id !== null) {
-        const cel = stmt(this.db, 'SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?')
-          .get(change.celular_id, change.cliente_id) as { saldo_actual: number } | undefined;
+        const cel = stmt(this.db, 'SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?').get(change.celular_id, change.cliente_id) as
+          { saldo_actual: number } | undefined;
         if (!cel) return { ok: false, reason: 'celular' };
         const after = balanceAfter(cel.saldo_actual, change.monto);
         if (!after.ok) return after;
@@ -311,24 +312,26 @@ export class SqliteStore implements Store {
         resultante = after.resultante;
         stmt(this.db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(resultante, change.cliente_id);
       }
-      const info = stmt(this.db, 
-          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
+      const info = stmt(
+        this.db,
+        `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
            VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(now, change.cliente_id, change.celular_id, change.monto, resultante, change.motivo, change.actor);
-      const saldoGlobal = (stmt(this.db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as {
-        saldo_global: number;
-      }).saldo_global;
+      ).run(now, change.cliente_id, change.celular_id, change.monto, resultante, change.motivo, change.actor);
+      const saldoGlobal = (
+        stmt(this.db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as {
+          saldo_global: number;
+        }
+      ).saldo_global;
       return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: Number(info.lastInsertRowid) };
     });
   }
 
   private insertAudit(entry: AuditEntry, now: number): void {
-    stmt(this.db, 
-        `INSERT INTO auditoria (fecha, actor, accion, objeto_tipo, objeto_id, cliente_id, detalle)
+    stmt(
+      this.db,
+      `INSERT INTO auditoria (fecha, actor, accion, objeto_tipo, objeto_id, cliente_id, detalle)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(now, entry.actor, entry.accion, entry.objeto_tipo, entry.objeto_id, entry.cliente_id, JSON.stringify(entry.detalle));
+    ).run(now, entry.actor, entry.accion, entry.objeto_tipo, entry.objeto_id, entry.cliente_id, JSON.stringify(entry.detalle));
   }
 
   async audit(entry: AuditEntry, now: number): Promise<void> {
@@ -345,13 +348,13 @@ export class SqliteStore implements Store {
   }
 
   async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
-    const r = stmt(this.db, 
-        `SELECT
+    const r = stmt(
+      this.db,
+      `SELECT
            COALESCE(SUM(CASE WHEN created_at >= @monthStart AND estado != 'error' THEN 1 ELSE 0 END), 0) AS consumo_mes,
            COALESCE(SUM(CASE WHEN created_at >= @since30d THEN 1 ELSE 0 END), 0) AS mensajes_30d
          FROM mensajes WHERE cliente_id = @clienteId AND created_at >= MIN(@monthStart, @since30d)`,
-      )
-      .get({ clienteId, monthStart, since30d }) as MessageStats;
+    ).get({ clienteId, monthStart, since30d }) as MessageStats;
     return r;
   }
 
@@ -539,10 +542,7 @@ export class SqliteStore implements Store {
   }
 
   async kvExpire(now: number, limit: number): Promise<number> {
-    return grouped(
-      this.db,
-      () => stmt(this.db, 'DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv WHERE expira_at < ? LIMIT ?)').run(now, limit).changes,
-    );
+    return grouped(this.db, () => stmt(this.db, 'DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv WHERE expira_at < ? LIMIT ?)').run(now, limit).changes);
   }
 
   async kvDelete(ns: string, key: string): Promise<void> {
@@ -552,9 +552,10 @@ export class SqliteStore implements Store {
   }
 
   async kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>> {
-    return (stmt(this.db, 'SELECT key, value FROM kv WHERE ns = ? ORDER BY key').all(ns) as Array<{ key: string; value: string }>).map(
-      (r) => ({ key: r.key, value: JSON.parse(r.value) as T }),
-    );
+    return (stmt(this.db, 'SELECT key, value FROM kv WHERE ns = ? ORDER BY key').all(ns) as Array<{ key: string; value: string }>).map((r) => ({
+      key: r.key,
+      value: JSON.parse(r.value) as T,
+    }));
   }
 
   // One process serves a SQLite store (the data directory's lock), so its leases live in memory.

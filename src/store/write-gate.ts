@@ -34,9 +34,11 @@ const SLICE_MS = 5;
 const YIELD_MAX_MS = 50;
 
 /** Atomics.waitAsync (Node 16+; typed from ES2024 on). */
-const waitAsync = (Atomics as unknown as {
-  waitAsync(a: Int32Array, i: number, v: number, t: number): { async: false; value: string } | { async: true; value: Promise<string> };
-}).waitAsync;
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(a: Int32Array, i: number, v: number, t: number): { async: false; value: string } | { async: true; value: Promise<string> };
+  }
+).waitAsync;
 
 export function newGateBuffer(): SharedArrayBuffer {
   return new SharedArrayBuffer(8);

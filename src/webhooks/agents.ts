@@ -115,7 +115,10 @@ export class ReceiverAgents {
       e.agent = null;
       throw err;
     }
-    const pinned = addresses.map((a) => a.address).sort().join(' ');
+    const pinned = addresses
+      .map((a) => a.address)
+      .sort()
+      .join(' ');
     if (!e.agent || e.pinned !== pinned) {
       close(e.agent);
       e.agent = pinnedAgent(url.hostname, addresses);

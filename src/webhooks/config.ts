@@ -35,7 +35,10 @@ export async function vetWebhookHost(url: URL, allowPrivate: boolean, opts: { un
 export function parseEventos(raw: unknown): string[] {
   if (raw === undefined || raw === null || raw === '') return [ALL];
   if (Array.isArray(raw) && raw.length === 0) fail('INVALID_PARAMS', 'eventos: an empty list subscribes to nothing; leave it out for all');
-  const list = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => String(v).split(',')).map((v) => v.trim()).filter(Boolean);
+  const list = (Array.isArray(raw) ? raw : [raw])
+    .flatMap((v) => String(v).split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
   const bad = list.filter((v) => v !== ALL && !(EVENT_KINDS as readonly string[]).includes(v));
   if (bad.length > 0) fail('INVALID_PARAMS', `eventos: unknown ${bad.join(', ')}; use ${[...EVENT_KINDS, ALL].join(', ')}`);
   if (list.length === 0) return [ALL];
@@ -88,7 +91,8 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
   const resolved = await vetWebhookHost(url, core.config.allowPrivateUrls, { unresolvedOk: true });
   let secret: string | null = null;
   if (input.secret !== undefined && input.secret !== null && input.secret !== '') {
-    if (typeof input.secret !== 'string' || !SECRET_RE.test(input.secret)) fail('INVALID_PARAMS', 'secret: up to 256 printable ASCII characters, no spaces (24 or more recommended)');
+    if (typeof input.secret !== 'string' || !SECRET_RE.test(input.secret))
+      fail('INVALID_PARAMS', 'secret: up to 256 printable ASCII characters, no spaces (24 or more recommended)');
     secret = input.secret;
   }
   const cfg = await core.store.setWebhook(

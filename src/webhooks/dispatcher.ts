@@ -228,7 +228,7 @@ export class WebhookDispatcher implements WebhookControl {
     const now = this.core.clock.now();
     // Rounds of one start per client, those with fewest in flight first: an idle client never waits behind another's extra deliveries.
     const order = [...this.queues.values()].filter((q) => q.ready.length > 0 || q.unreadAt <= now).sort((a, b) => a.inFlight.size - b.inFlight.size);
-    for (let more = true; more; ) {
+    for (let more = true; more;) {
       more = false;
       for (const q of order) if (await this.startOne(q, now)) more = true;
     }
@@ -325,7 +325,16 @@ export class WebhookDispatcher implements WebhookControl {
       const duracion_ms = Math.round(performance.now() - t0);
       await core.store.recordAttempt(e.id, { status, duracion_ms, error }, { estado, proximo_intento_at: next }, now);
       if (next !== undefined) q.hint(next);
-      core.bus.publish('webhook.attempt', { cliente_id: e.cliente_id, evento: e.evento, estado, status, error, duracion_ms, intentos: e.intentos + 1, edad_ms: Math.max(0, now - e.created_at) });
+      core.bus.publish('webhook.attempt', {
+        cliente_id: e.cliente_id,
+        evento: e.evento,
+        estado,
+        status,
+        error,
+        duracion_ms,
+        intentos: e.intentos + 1,
+        edad_ms: Math.max(0, now - e.created_at),
+      });
     };
     if (!cfg) {
       error = 'the webhook configuration was removed';
@@ -348,12 +357,17 @@ export class WebhookDispatcher implements WebhookControl {
         'webhook-timestamp': String(ts),
         ...(cfg.secret ? sign(cfg.secret, e.id, ts, e.body) : {}),
       };
-      const res = await request(url, { method: 'POST', headers, body: e.body, dispatcher: agent, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs }).catch(
-        (err: unknown) => {
-          this.agents.drop(e.cliente_id, url, agent);
-          throw err;
-        },
-      );
+      const res = await request(url, {
+        method: 'POST',
+        headers,
+        body: e.body,
+        dispatcher: agent,
+        headersTimeout: this.opts.timeoutMs,
+        bodyTimeout: this.opts.timeoutMs,
+      }).catch((err: unknown) => {
+        this.agents.drop(e.cliente_id, url, agent);
+        throw err;
+      });
       status = res.statusCode;
       // A receiver that says when to come back (429, 503) is not retried sooner than that.
       const header = res.headers['retry-after'];

@@ -169,12 +169,17 @@ export class ListenerCopies {
         'webhook-timestamp': String(ts),
         ...sign(e.secret, c.id, ts, c.body),
       };
-      const res = await request(url, { method: 'POST', headers, body: c.body, dispatcher: agent, headersTimeout: this.opts.timeoutMs, bodyTimeout: this.opts.timeoutMs }).catch(
-        (err: unknown) => {
-          this.agents.drop(e.cliente_id, url, agent);
-          throw err;
-        },
-      );
+      const res = await request(url, {
+        method: 'POST',
+        headers,
+        body: c.body,
+        dispatcher: agent,
+        headersTimeout: this.opts.timeoutMs,
+        bodyTimeout: this.opts.timeoutMs,
+      }).catch((err: unknown) => {
+        this.agents.drop(e.cliente_id, url, agent);
+        throw err;
+      });
       await res.body.dump();
       return res.statusCode >= 200 && res.statusCode < 300;
     } catch {

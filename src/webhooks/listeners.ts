@@ -105,7 +105,7 @@ async function listenerUrl(core: Core, raw: unknown, local: boolean): Promise<UR
     if (!core.config.allowPrivateUrls && !(local && isLoopbackHost(core.config.listenHost))) {
       fail(
         'INVALID_PARAMS',
-        'url: a loopback listener is accepted only from a request made on the server\'s own machine to a server listening on loopback (serve --host 127.0.0.1), or with serve --allow-private-urls',
+        "url: a loopback listener is accepted only from a request made on the server's own machine to a server listening on loopback (serve --host 127.0.0.1), or with serve --allow-private-urls",
       );
     }
     return url;
@@ -144,7 +144,7 @@ export async function addListener(core: Core, p: ClientPrincipal, input: Listene
 }
 
 const requireId = (id: string): void => {
-  if (!id) fail('INVALID_PARAMS', 'id is required (the listener\'s esc_... id)');
+  if (!id) fail('INVALID_PARAMS', "id is required (the listener's esc_... id)");
 };
 
 /** Extends a live listener's lease by the full lease from now. */

@@ -34,7 +34,9 @@ describe('where the operator token came from', () => {
     writeFileSync(defaultTokenFile, `${WRONG}\n`);
     const r = await cli.run(['admin', 'client', 'list']);
     expect(r.exitCode).toBe(3);
-    expect(r.stderr).toContain(`invalid operator token (read from ${defaultTokenFile}; is that file from this server? pass --admin-token or PASARELA_ADMIN_TOKEN)`);
+    expect(r.stderr).toContain(
+      `invalid operator token (read from ${defaultTokenFile}; is that file from this server? pass --admin-token or PASARELA_ADMIN_TOKEN)`,
+    );
     // sim commands use the same credential.
     const sim = await cli.run(['sim', 'fail']);
     expect(sim.exitCode).toBe(3);
@@ -125,7 +127,12 @@ describe('key rotation asks first', () => {
     const missing = await runTtyAnswering(cli, cliCommandLine(['admin', 'client', 'rotate-key', '99999']), [], op.env);
     expect(missing.exitCode).toBe(4);
     expect(missing.output).not.toContain('Rotate the key');
-    const yes = await runTtyAnswering(cli, cliCommandLine(['admin', 'celular', 'rotate-key', String(a.celularId)]), [[/Rotate the key of celular \d+\?/, 'y']], op.env);
+    const yes = await runTtyAnswering(
+      cli,
+      cliCommandLine(['admin', 'celular', 'rotate-key', String(a.celularId)]),
+      [[/Rotate the key of celular \d+\?/, 'y']],
+      op.env,
+    );
     expect(yes.exitCode).toBe(0);
     expect(yes.output).toMatch(/WA_\d+_/);
     expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.celularKey })).status).toBe(401);
@@ -153,7 +160,7 @@ describe.skipIf(!HAS_SCRIPT)('celular delete on a TTY', () => {
 });
 
 describe('celular link', () => {
-  it('prints the new line\'s key on stdout, like celular create, before the QR content', async () => {
+  it("prints the new line's key on stdout, like celular create, before the QR content", async () => {
     const a = await seedClient(s);
     const numero = `5215577${String(Date.now()).slice(-6)}`;
     const r = await cli.run(['celular', 'link', numero], { env: { PASARELA_KEY: a.clientKey } });

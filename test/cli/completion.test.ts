@@ -47,20 +47,44 @@ afterAll(() => cli?.cleanup());
 /** What the bash function puts in COMPREPLY for these words (the last one is being completed), sorted. */
 async function bashComplete(...words: string[]): Promise<string[]> {
   const script = `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _pasarela; printf '%s\\n' "\${COMPREPLY[@]}"`;
-  const r = await execa('bash', ['--norc', '--noprofile', '-c', script, 'bash', join(cli.home, 'pasarela.bash'), 'pasarela', ...words], { extendEnv: false, env, cwd: work });
+  const r = await execa('bash', ['--norc', '--noprofile', '-c', script, 'bash', join(cli.home, 'pasarela.bash'), 'pasarela', ...words], {
+    extendEnv: false,
+    env,
+    cwd: work,
+  });
   return r.stdout.split('\n').filter(Boolean).sort();
 }
 
 /** fish's `complete -C` for a command line: the candidates, without descriptions, sorted. */
 async function fishComplete(line: string): Promise<string[]> {
-  const r = await execa('fish', ['--no-config', '-c', `source ${join(cli.home, 'pasarela.fish')}; complete -C ${JSON.stringify(line)}`], { extendEnv: false, env, cwd: work });
-  return r.stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0]!).sort();
+  const r = await execa('fish', ['--no-config', '-c', `source ${join(cli.home, 'pasarela.fish')}; complete -C ${JSON.stringify(line)}`], {
+    extendEnv: false,
+    env,
+    cwd: work,
+  });
+  return r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => l.split('\t')[0]!)
+    .sort();
 }
 
 /** What zsh's completion system offers (a pseudo-terminal; see test/helpers/zsh-capture.zsh). */
 async function zshComplete(line: string): Promise<string[]> {
-  const r = await execa('zsh', ['-f', join(ROOT, 'test', 'helpers', 'zsh-capture.zsh'), join(cli.home, 'zfunc'), line], { extendEnv: false, env, cwd: work, timeout: 15_000 });
-  return [...new Set(r.stdout.split('\n').map((l) => l.trim()).filter(Boolean))].sort();
+  const r = await execa('zsh', ['-f', join(ROOT, 'test', 'helpers', 'zsh-capture.zsh'), join(cli.home, 'zfunc'), line], {
+    extendEnv: false,
+    env,
+    cwd: work,
+    timeout: 15_000,
+  });
+  return [
+    ...new Set(
+      r.stdout
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean),
+    ),
+  ].sort();
 }
 
 describe('completion', () => {
@@ -88,7 +112,11 @@ describe('completion', () => {
     const r = await execa(process.execPath, [BIN, '__complete', 'profiles'], { extendEnv: false, env, reject: false });
     expect(r.exitCode).toBe(0);
     expect(r.stdout.split('\n').sort()).toEqual(['default', 'prod', 'staging']);
-    const none = await execa(process.execPath, [BIN, '__complete', 'profiles'], { extendEnv: false, env: { ...env, PASARELA_CONFIG_DIR: join(cli.home, 'nothing') }, reject: false });
+    const none = await execa(process.execPath, [BIN, '__complete', 'profiles'], {
+      extendEnv: false,
+      env: { ...env, PASARELA_CONFIG_DIR: join(cli.home, 'nothing') },
+      reject: false,
+    });
     expect(none.exitCode).toBe(0);
     expect(none.stdout).toBe('');
     // Hidden: not offered, not in the help.

@@ -50,7 +50,7 @@ describe('login', () => {
 });
 
 describe('login without --url', () => {
-  it('keeps the saved profile\'s URL, so `login --key K` works in a script', async () => {
+  it("keeps the saved profile's URL, so `login --key K` works in a script", async () => {
     const p = ['--profile', 'urlonly'];
     expect((await cli.run(['config', 'set', 'url', s.url, ...p], { env: NO_ENV })).exitCode).toBe(0);
     const b = expectJsonOnly(await cli.run(['login', '--key', a.clientKey, ...p, '--json'], { env: NO_ENV }));
@@ -136,7 +136,7 @@ describe('precedence: flag, then environment, then profile', () => {
     expect(flagBeatsEnv.exitCode).toBe(0);
   });
 
-  it('the profile\'s admin_token serves operator commands', async () => {
+  it("the profile's admin_token serves operator commands", async () => {
     // Profile "dead" has the token but a dead URL: the flag gives the URL, the profile the token.
     const r = await cli.run(['admin', 'client', 'show', String(a.clienteId), '--profile', 'dead', '--url', s.url, '--json'], { env: NO_ENV });
     expect(expectJsonOnly(r).cliente.id).toBe(a.clienteId);
@@ -199,11 +199,16 @@ describe('login: where the key comes from', () => {
 
   it.skipIf(!HAS_SCRIPT)('on a TTY, PASARELA_KEY is saved only after a yes', async () => {
     const env = { PASARELA_KEY: a.clientKey, PASARELA_URL: s.url };
-    const no = await runTtyAnswering(cli, cliCommandLine(['login', '--profile', 'asked']), [
-      [/Save that key in profile "asked"\?/, 'n'],
-      // Refused: the key is asked for instead; Ctrl-C leaves.
-      [/API key/, '\u0003'],
-    ], env);
+    const no = await runTtyAnswering(
+      cli,
+      cliCommandLine(['login', '--profile', 'asked']),
+      [
+        [/Save that key in profile "asked"\?/, 'n'],
+        // Refused: the key is asked for instead; Ctrl-C leaves.
+        [/API key/, '\u0003'],
+      ],
+      env,
+    );
     expect(no.exitCode).not.toBe(0);
     expect(savedFile().profiles).not.toHaveProperty('asked');
     const yes = await runTtyAnswering(cli, cliCommandLine(['login', '--profile', 'asked']), [[/Save that key in profile "asked"\?/, 'y']], env);
@@ -283,7 +288,9 @@ describe('config remove', () => {
 
   it.skipIf(!HAS_SCRIPT)('on a TTY asks first, naming what the profile holds; no keeps it', async () => {
     expect((await cli.run(['config', 'set', 'url', DEAD, '--profile', 'asked2'])).exitCode).toBe(0);
-    const no = await runTtyAnswering(cli, cliCommandLine(['config', 'remove', 'asked2']), [[/Delete profile "asked2" \(URL http:\/\/127\.0\.0\.1:1\)\? This cannot be undone/, 'n']]);
+    const no = await runTtyAnswering(cli, cliCommandLine(['config', 'remove', 'asked2']), [
+      [/Delete profile "asked2" \(URL http:\/\/127\.0\.0\.1:1\)\? This cannot be undone/, 'n'],
+    ]);
     expect(no.exitCode).toBe(0);
     expect(no.output).toContain('nothing deleted');
     expect(savedFile().profiles).toHaveProperty('asked2');

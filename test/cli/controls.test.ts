@@ -43,7 +43,10 @@ const withoutOurColours = (s: string) => s.replace(/\u001b\[(?:1|2|22|32|33|39|9
 
 describe.skipIf(!HAS_SCRIPT)('on a terminal', () => {
   it('celular list and show escape the name: no raw ESC, C1 or bidi override; the escapes are visible', async () => {
-    const [list, show] = await Promise.all([onTerminal(['celular', 'list'], { NO_COLOR: '1' }), onTerminal(['celular', 'show', String(a.celularId)], { NO_COLOR: '1' })]);
+    const [list, show] = await Promise.all([
+      onTerminal(['celular', 'list'], { NO_COLOR: '1' }),
+      onTerminal(['celular', 'show', String(a.celularId)], { NO_COLOR: '1' }),
+    ]);
     for (const r of [list, show]) {
       expect(r.exitCode, r.out).toBe(0);
       expect(r.out).not.toContain(ESC);

@@ -23,7 +23,18 @@ beforeAll(async () => {
   for (let i = 0; i < 60; i += 1) {
     const msg_id = `pipe-${String(i).padStart(3, '0')}`;
     const r = await s.core.store.acceptMensaje(
-      { msg_id, cliente_id: a.clienteId, celular_id: a.celularId, destinatario: '525512345678', tipo: 'texto', modo: 'directo', texto: `mensaje ${i}`, media: null, payload: { texto: `mensaje ${i}` }, expira_at: null },
+      {
+        msg_id,
+        cliente_id: a.clienteId,
+        celular_id: a.celularId,
+        destinatario: '525512345678',
+        tipo: 'texto',
+        modo: 'directo',
+        texto: `mensaje ${i}`,
+        media: null,
+        payload: { texto: `mensaje ${i}` },
+        expira_at: null,
+      },
       { charge: false, maxPending: null },
       clock.now() + i,
     );

@@ -127,11 +127,14 @@ describe('9: refused now by the state of the line or the account (403 with api_c
     expect((await cli.run(['celular', 'create', '5215577770001', '--key', b.clientKey])).exitCode).toBe(9);
   });
 
-  it('a direct send outside the line\'s hours (303) exits 9, even with --retry; --wait-window waits, then gives up with 9', async () => {
+  it("a direct send outside the line's hours (303) exits 9, even with --retry; --wait-window waits, then gives up with 9", async () => {
     const b = await linked();
     // A half hour two hours from now (server clock, UTC): closed now, never wrapping past midnight.
     const hh = String((new Date(s.clock.now()).getUTCHours() + 2) % 24).padStart(2, '0');
-    await api(s.url, 'POST', `/api/celular_editar.php?id=${b.celularId}`, { key: b.clientKey, json: { hora_inicio_permitido: `${hh}:00`, hora_fin_permitido: `${hh}:30` } });
+    await api(s.url, 'POST', `/api/celular_editar.php?id=${b.celularId}`, {
+      key: b.clientKey,
+      json: { hora_inicio_permitido: `${hh}:00`, hora_fin_permitido: `${hh}:30` },
+    });
     const r = await send(b.celularKey, ['--retry', '3', '--json'], { PASARELA_MAX_WAIT_MS: '0' });
     expect(r.exitCode).toBe(9);
     expect(JSON.parse(r.stdout)).toMatchObject({ api_codigo: 303, retry_after: expect.any(Number) });
@@ -142,7 +145,7 @@ describe('9: refused now by the state of the line or the account (403 with api_c
     expect(waited.stderr).toMatch(/outside the allowed hours .*; waiting \d+ s.* for the window to open \(--wait-window\)/);
   });
 
-  it('the client\'s line cap (603) exits 9', async () => {
+  it("the client's line cap (603) exits 9", async () => {
     const b = await seedClient(s, { max_celulares: 1 });
     const r = await cli.run(['celular', 'create', '5215577770002', '--key', b.clientKey]);
     expect(r.exitCode, r.stderr).toBe(9);
@@ -151,7 +154,9 @@ describe('9: refused now by the state of the line or the account (403 with api_c
   it('the table: 403 is 3 unless its api_codigo says "not now"; 422 is 10 only with 704; 409 stays 1', () => {
     expect([301, 302, 303, 603].map((c) => exitForStatus(403, c))).toEqual([9, 9, 9, 9]);
     expect([201, undefined, 999].map((c) => exitForStatus(403, c))).toEqual([3, 3, 3]);
-    expect([exitForStatus(401, 200), exitForStatus(422, 704), exitForStatus(422, 100), exitForStatus(409, 607), exitForStatus(409, 608)]).toEqual([3, 10, 1, 1, 1]);
+    expect([exitForStatus(401, 200), exitForStatus(422, 704), exitForStatus(422, 100), exitForStatus(409, 607), exitForStatus(409, 608)]).toEqual([
+      3, 10, 1, 1, 1,
+    ]);
   });
 });
 

@@ -32,7 +32,7 @@ const asClient = () => ({ env: { PASARELA_KEY: a.clientKey } });
 const asOperator = () => ({ env: { PASARELA_ADMIN_TOKEN: s.adminToken } });
 
 describe('celular link --pairing-code', () => {
-  it('--json prints one JSON document with the codigo and the new line\'s key, nothing on stderr', async () => {
+  it("--json prints one JSON document with the codigo and the new line's key, nothing on stderr", async () => {
     const numero = numeroNuevo();
     const r = await cli.run(['celular', 'link', numero, '--pairing-code', '--json'], asClient());
     const body = expectJsonOnly(r);
@@ -80,7 +80,14 @@ describe('celular link --pairing-code', () => {
       const numero2 = numeroNuevo();
       const j = await cli.run(['celular', 'link', numero2, '--pairing-code', '--json', '--wait', '--timeout', '5'], asClient());
       expect(j.exitCode).toBe(7);
-      expect(JSON.parse(j.stdout)).toMatchObject({ numero: numero2, creado: true, status: 'unknown', codigo: '', api_key: expect.stringMatching(/^WA_/), aviso: expect.any(String) });
+      expect(JSON.parse(j.stdout)).toMatchObject({
+        numero: numero2,
+        creado: true,
+        status: 'unknown',
+        codigo: '',
+        api_key: expect.stringMatching(/^WA_/),
+        aviso: expect.any(String),
+      });
     } finally {
       gw.setOutage(false);
     }
@@ -131,7 +138,8 @@ describe('sim scan --code', () => {
 
 describe('serve: gateway flags are checked before anything starts (exit 2)', () => {
   const dataDir = () => join(cli.home, 'never-made');
-  const serve = (args: string[], env: Record<string, string> = {}) => cli.run(['serve', '--port', '0', '--data-dir', dataDir(), ...args], { env, timeoutMs: 15_000 });
+  const serve = (args: string[], env: Record<string, string> = {}) =>
+    cli.run(['serve', '--port', '0', '--data-dir', dataDir(), ...args], { env, timeoutMs: 15_000 });
 
   it('--gateway evolution without --gateway-url', async () => {
     const r = await serve(['--gateway', 'evolution', '--gateway-key', 'k']);

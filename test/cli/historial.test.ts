@@ -15,8 +15,20 @@ import { parseCsv } from '../helpers/csv.js';
 const H = 3_600_000;
 const ESTADOS: MensajeEstado[] = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
 const CSV_COLUMNS = [
-  'msg_id', 'celular_id', 'destinatario', 'tipo', 'modo', 'estado', 'texto', 'media',
-  'gateway_msg_id', 'error', 'created_at', 'enviado_at', 'entregado_at', 'leido_at',
+  'msg_id',
+  'celular_id',
+  'destinatario',
+  'tipo',
+  'modo',
+  'estado',
+  'texto',
+  'media',
+  'gateway_msg_id',
+  'error',
+  'created_at',
+  'enviado_at',
+  'entregado_at',
+  'leido_at',
 ];
 const D1 = '525512345678';
 const D2 = '14155552671';
@@ -38,7 +50,14 @@ let a2: number;
 const seeds: Seed[] = [];
 let seq = 0;
 
-async function seedMensaje(o: { celular_id: number; destinatario: string; estado: MensajeEstado; at: number; texto?: string; media?: Record<string, unknown> }) {
+async function seedMensaje(o: {
+  celular_id: number;
+  destinatario: string;
+  estado: MensajeEstado;
+  at: number;
+  texto?: string;
+  media?: Record<string, unknown>;
+}) {
   const clock = s.clock as ManualClock;
   const store = s.core.store;
   seq += 1;
@@ -92,7 +111,10 @@ beforeAll(async () => {
   s = await startTestServer({ tz: 'UTC' });
   cli = new Cli(s.url);
   A = await seedClient(s);
-  const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}` } });
+  const r = await api(s.url, 'POST', '/api/celular_crear.php', {
+    key: A.clientKey,
+    json: { numero: `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}` },
+  });
   expect(r.status, r.text).toBe(201);
   a2 = r.body.celular_id;
   // 120 messages, one every 17 hours back from 2026-03-10, over both lines; then the newest has a tricky text.
@@ -120,10 +142,20 @@ describe('pasarela historial: formats of one page', () => {
     expect(r).toHaveLength(50);
     expect(r.map((x) => x[1])).toEqual(expected().slice(0, 50));
     // fecha, msg_id, celular, destinatario, tipo, modo, estado, texto, error: the text's line break becomes a space.
-    expect(r[0]).toEqual(['2026-03-10T01:00:00.000Z', seeds[120]!.msg_id, String(A.celularId), D1, 'texto', 'directo', 'enviado', TRICKY.replace('\n', ' '), '']);
+    expect(r[0]).toEqual([
+      '2026-03-10T01:00:00.000Z',
+      seeds[120]!.msg_id,
+      String(A.celularId),
+      D1,
+      'texto',
+      'directo',
+      'enviado',
+      TRICKY.replace('\n', ' '),
+      '',
+    ]);
   });
 
-  it('--json and --format json: the server\'s page as one document', async () => {
+  it("--json and --format json: the server's page as one document", async () => {
     const [j1, j2] = await Promise.all([cli.run(['historial', '--json'], key()), cli.run(['historial', '--format', 'json'], key())]);
     const b = expectJsonOnly(j1);
     expect(b).toMatchObject({ ok: true, page: 1, por_pagina: 50, total: 121, total_paginas: 3 });
@@ -191,7 +223,9 @@ describe('pasarela historial --all', () => {
   });
 
   it('with filters, from --page on', async () => {
-    const r = ndjson(expectOk(await cli.run(['historial', '--all', '--por-pagina', '7', '--estado', 'leido', '--celular', String(A.celularId), '--format', 'ndjson'], key())));
+    const r = ndjson(
+      expectOk(await cli.run(['historial', '--all', '--por-pagina', '7', '--estado', 'leido', '--celular', String(A.celularId), '--format', 'ndjson'], key())),
+    );
     expect(ids(r)).toEqual(expected((x) => x.estado === 'leido' && x.celular_id === A.celularId));
     const fromPage2 = ndjson(expectOk(await cli.run(['historial', '--all', '--page', '2', '--por-pagina', '50', '--format', 'ndjson'], key())));
     expect(ids(fromPage2)).toEqual(expected().slice(50));
@@ -218,7 +252,8 @@ describe('pasarela historial --all', () => {
 });
 
 describe('pasarela historial: filters reach the server', () => {
-  const run = async (args: string[], k = A.clientKey) => ids(ndjson(expectOk(await cli.run(['historial', '--format', 'ndjson', '--por-pagina', '500', ...args], { env: { PASARELA_KEY: k } }))));
+  const run = async (args: string[], k = A.clientKey) =>
+    ids(ndjson(expectOk(await cli.run(['historial', '--format', 'ndjson', '--por-pagina', '500', ...args], { env: { PASARELA_KEY: k } }))));
 
   it('--estado, --celular, --desde/--hasta, --destinatario, --page', async () => {
     expect(await run(['--estado', 'error'])).toEqual(expected((x) => x.estado === 'error'));

@@ -70,7 +70,11 @@ function expectJsonLines(stdout: string, seen: { token: string; reqId: string; c
   expect(mine[0]).toMatchObject({ level: 30, msg: 'request completed', req: { method: 'GET', url: '/api/info.php?key=[REDACTED]' }, res: { statusCode: 401 } });
   expect(parsed.filter((l) => l.reqId === 'proxy-given-1')).toHaveLength(1);
   expect(parsed.some((l) => l.msg === 'incoming request')).toBe(false);
-  expect(parsed.find((l) => l.event === 'line.status' && l.celular_id === seen.celularId && l.to === 'logged_out')).toMatchObject({ level: 30, from: 'connected', estado: 'desconectado' });
+  expect(parsed.find((l) => l.event === 'line.status' && l.celular_id === seen.celularId && l.to === 'logged_out')).toMatchObject({
+    level: 30,
+    from: 'connected',
+    estado: 'desconectado',
+  });
   expect(stdout).not.toContain(seen.token);
 }
 
@@ -83,9 +87,15 @@ function expectPrettyLines(stdout: string, seen: { token: string; reqId: string;
   }
   const mine = lines.filter((l) => l.includes(` ${seen.reqId} `));
   expect(mine).toHaveLength(1);
-  expect(mine[0]).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO  ${seen.reqId} GET /api/info\\.php\\?key=\\[REDACTED\\] 401 \\d+(\\.\\d+)?ms from 127\\.0\\.0\\.1$`));
+  expect(mine[0]).toMatch(
+    new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} INFO  ${seen.reqId} GET /api/info\\.php\\?key=\\[REDACTED\\] 401 \\d+(\\.\\d+)?ms from 127\\.0\\.0\\.1$`),
+  );
   expect(lines.filter((l) => l.includes(' proxy-given-1 GET /health 200 '))).toHaveLength(1);
-  expect(lines.some((l) => l.endsWith(`INFO  line ${seen.celularId} (cliente ${seen.clienteId}) connected → logged_out instancia=pasarela-${seen.celularId} estado=desconectado`))).toBe(true);
+  expect(
+    lines.some((l) =>
+      l.endsWith(`INFO  line ${seen.celularId} (cliente ${seen.clienteId}) connected → logged_out instancia=pasarela-${seen.celularId} estado=desconectado`),
+    ),
+  ).toBe(true);
   expect(stdout).not.toContain(seen.token);
 }
 

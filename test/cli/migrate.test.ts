@@ -74,8 +74,14 @@ async function install(): Promise<Installation> {
   const s = new SqliteStore(join(dataDir, 'pasarela.db'));
   const now = Date.now() - 10 * 24 * 60 * MIN;
   const secretA = newSecret();
-  const a = await s.createCliente({ nombre: 'Acme', email: 'a@acme.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: hashSecret(secretA) }, now);
-  const b = await s.createCliente({ nombre: 'Beta', email: 'b@beta.mx', plan: 'ilimitado', estado: 'suspendido', max_celulares: 2, saldo_global: 0, key_hash: 'h' }, now);
+  const a = await s.createCliente(
+    { nombre: 'Acme', email: 'a@acme.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: hashSecret(secretA) },
+    now,
+  );
+  const b = await s.createCliente(
+    { nombre: 'Beta', email: 'b@beta.mx', plan: 'ilimitado', estado: 'suspendido', max_celulares: 2, saldo_global: 0, key_hash: 'h' },
+    now,
+  );
   const gw = await s.addGatewayServer({ nombre: 'evo-1', tipo: 'evolution', url: 'http://127.0.0.1:9/evo', key: 'k'.repeat(20), max_lineas: 5 }, now);
   await s.addGatewayServer({ nombre: 'evo-2', tipo: 'evolution', url: 'http://127.0.0.1:9/evo2', key: 'k'.repeat(20), max_lineas: null }, now);
   const lineSecret = newSecret();
@@ -89,21 +95,37 @@ async function install(): Promise<Installation> {
   if (!bLine.ok) throw new Error(bLine.reason);
   const gone = await s.insertCelular(celular(a.id, '5215500000009'), now);
   if (!gone.ok) throw new Error(gone.reason);
-  await s.assignGatewayServer(lineas[0]!, () => gw.ok ? gw.servidor.id : null, now);
+  await s.assignGatewayServer(lineas[0]!, () => (gw.ok ? gw.servidor.id : null), now);
   await s.updateCelular(lineas[0]!, { gateway_instancia: 'pasarela-1', last_status: 'disconnected', last_status_check: now }, now);
   await s.changeBalance({ cliente_id: a.id, celular_id: null, monto: 1000, motivo: 'saldo inicial', actor: 'operator' }, now);
   await s.changeBalance({ cliente_id: a.id, celular_id: lineas[1]!, monto: 40, motivo: 'recarga', actor: 'operator' }, now);
   await s.changeBalance({ cliente_id: a.id, celular_id: gone.celular.id, monto: 7, motivo: 'recarga', actor: 'operator' }, now);
   await s.changeBalance({ cliente_id: a.id, celular_id: null, monto: -5, motivo: 'ajuste', actor: 'operator' }, now);
   // The highest line id is deleted: a new line on PostgreSQL must not get it back.
-  await s.deleteCelular(gone.celular.id, { actor: 'operator', accion: 'celular.eliminar', objeto_tipo: 'celular', objeto_id: gone.celular.id, cliente_id: a.id, detalle: {} }, now);
+  await s.deleteCelular(
+    gone.celular.id,
+    { actor: 'operator', accion: 'celular.eliminar', objeto_tipo: 'celular', objeto_id: gone.celular.id, cliente_id: a.id, detalle: {} },
+    now,
+  );
   // Webhooks: A's current configuration with one replaced under it; B's deleted one that can still be restored.
   await s.setWebhook({ cliente_id: a.id, url: 'http://127.0.0.1:9/old', secret: 'old-secret-0123456789', eventos: ['message.status'], activo: false }, now);
   await s.setWebhook({ cliente_id: a.id, url: 'http://127.0.0.1:9/hook', secret: 'secret-0123456789', eventos: ['all'], activo: true }, now);
   await s.setWebhook({ cliente_id: b.id, url: 'http://127.0.0.1:9/b', secret: null, eventos: ['all'], activo: true }, now);
   await s.deleteWebhook(b.id, now);
   // A live `webhook listen`: its lease belongs to the old server and is left behind.
-  await s.addEscucha({ id: 'esc_migrate', cliente_id: a.id, url: 'http://127.0.0.1:9/', secret: 'listener-secret-0123456789', eventos: ['all'], created_at: now, expira_at: now + 10 * 365 * 24 * 60 * MIN }, 5, now);
+  await s.addEscucha(
+    {
+      id: 'esc_migrate',
+      cliente_id: a.id,
+      url: 'http://127.0.0.1:9/',
+      secret: 'listener-secret-0123456789',
+      eventos: ['all'],
+      created_at: now,
+      expira_at: now + 10 * 365 * 24 * 60 * MIN,
+    },
+    5,
+    now,
+  );
 
   // 360 messages over three lines and ten days, in every state, queued and direct, charged to either balance.
   for (let i = 0; i < 360; i++) {
@@ -111,13 +133,31 @@ async function install(): Promise<Installation> {
     const linea = lineas[i % 3]!;
     const msgId = newMsgId(at);
     const r = await s.acceptMensaje(
-      { msg_id: msgId, cliente_id: a.id, celular_id: linea, destinatario: `521550000${String(1000 + (i % 7))}`, tipo: 'texto', modo: i % 4 === 0 ? 'directo' : 'cola', texto: `hola ${i} "ñ" \\ {x}`, media: null, payload: { texto: `hola ${i}` }, expira_at: null },
+      {
+        msg_id: msgId,
+        cliente_id: a.id,
+        celular_id: linea,
+        destinatario: `521550000${String(1000 + (i % 7))}`,
+        tipo: 'texto',
+        modo: i % 4 === 0 ? 'directo' : 'cola',
+        texto: `hola ${i} "ñ" \\ {x}`,
+        media: null,
+        payload: { texto: `hola ${i}` },
+        expira_at: null,
+      },
       {
         charge: true,
         maxPending: null,
         // Every tenth named by an Idempotency-Key, still bound when copied (one still in flight: no answer yet).
         ...(i % 10 === 0
-          ? { idem: { clave: `clave-${i}`, huella: `h${i}`, expira_at: Date.now() + 86_400_000, answer: () => ({ status: i === 0 ? null : 200, body: `{"n":${i}}` }) } }
+          ? {
+              idem: {
+                clave: `clave-${i}`,
+                huella: `h${i}`,
+                expira_at: Date.now() + 86_400_000,
+                answer: () => ({ status: i === 0 ? null : 200, body: `{"n":${i}}` }),
+              },
+            }
           : {}),
       },
       at,
@@ -138,29 +178,75 @@ async function install(): Promise<Installation> {
   const mediaFile = join(dataDir, 'tmp', `${mediaId}.bin`);
   writeFileSync(mediaFile, Buffer.from('89504e470d0a1a0a', 'hex'));
   const m = await s.acceptMensaje(
-    { msg_id: mediaId, cliente_id: a.id, celular_id: lineas[2]!, destinatario: '5215512340000', tipo: 'imagen', modo: 'cola', texto: 'foto', media: { filename: 'a.png', mime: 'image/png', bytes: 8 }, payload: { file: mediaFile, mime: 'image/png', filename: 'a.png', caption: 'foto' }, expira_at: null },
+    {
+      msg_id: mediaId,
+      cliente_id: a.id,
+      celular_id: lineas[2]!,
+      destinatario: '5215512340000',
+      tipo: 'imagen',
+      modo: 'cola',
+      texto: 'foto',
+      media: { filename: 'a.png', mime: 'image/png', bytes: 8 },
+      payload: { file: mediaFile, mime: 'image/png', filename: 'a.png', caption: 'foto' },
+      expira_at: null,
+    },
     { charge: true, maxPending: null },
     now + 400 * 40 * MIN,
   );
   if (!m.ok) throw new Error(m.reason);
   // A receipt that beat its send, an incoming message seen, the journal half moved to the outbox, some attempts.
   await s.receipt('gw-not-yet', 'entregado', now);
-  await s.journalInbound({ evento: 'messages.received', cliente_id: a.id, celular_id: lineas[0]!, data: { de: '5215599999999', texto: 'hola' }, fecha: now }, 'clave-1', now, {
-    cliente_id: a.id, celular_id: lineas[0]!, de: '5215599999999', tipo: 'texto', texto: 'hola', media: null, gateway_msg_id: 'GW-IN-1', fecha: now - 1000,
-  });
+  await s.journalInbound(
+    { evento: 'messages.received', cliente_id: a.id, celular_id: lineas[0]!, data: { de: '5215599999999', texto: 'hola' }, fecha: now },
+    'clave-1',
+    now,
+    {
+      cliente_id: a.id,
+      celular_id: lineas[0]!,
+      de: '5215599999999',
+      tipo: 'texto',
+      texto: 'hola',
+      media: null,
+      gateway_msg_id: 'GW-IN-1',
+      fecha: now - 1000,
+    },
+  );
   await s.journalInbound({ evento: 'messages.received', cliente_id: a.id, celular_id: lineas[1]!, data: {}, fecha: now }, 'clave-2', now + 1, {
-    cliente_id: a.id, celular_id: lineas[1]!, de: '14155552671', tipo: 'audio', texto: null, media: { mime: 'audio/ogg', bytes: 1234, ptt: true }, gateway_msg_id: 'GW-IN-2', fecha: now,
+    cliente_id: a.id,
+    celular_id: lineas[1]!,
+    de: '14155552671',
+    tipo: 'audio',
+    texto: null,
+    media: { mime: 'audio/ogg', bytes: 1234, ptt: true },
+    gateway_msg_id: 'GW-IN-2',
+    fecha: now,
   });
   let n = 0;
   await s.moveEventsToOutbox(200, (ev) => ({ id: `ent-${++n}`, body: JSON.stringify({ evento: ev.evento, data: ev.data }), entrega: true, copias: [] }), now);
   for (let i = 1; i <= 30; i++) {
-    await s.recordAttempt(`ent-${i}`, { status: i % 2 ? 500 : 200, duracion_ms: 12, error: i % 2 ? 'HTTP 500' : null }, i % 2 ? { estado: 'pendiente', proximo_intento_at: now + i * 1000 } : { estado: 'entregado' }, now + i);
+    await s.recordAttempt(
+      `ent-${i}`,
+      { status: i % 2 ? 500 : 200, duracion_ms: 12, error: i % 2 ? 'HTTP 500' : null },
+      i % 2 ? { estado: 'pendiente', proximo_intento_at: now + i * 1000 } : { estado: 'entregado' },
+      now + i,
+    );
   }
   await s.kvSet('sim', 'sesion-1', { estado: 'connected', n: 1 });
   await s.kvSet('sim', 'idem-1', { gid: 'x' }, now + 3_600_000);
   await s.kvSet('otro', 'clave', 'valor con "comillas"');
   await s.close();
-  return { dataDir, clienteA: a.id, clienteB: b.id, keyA: clientKey(a.id, secretA), lineas, lineKey: celularKey(lineas[1]!, lineSecret), deletedLine: gone.celular.id, mediaFile, mediaId, now };
+  return {
+    dataDir,
+    clienteA: a.id,
+    clienteB: b.id,
+    keyA: clientKey(a.id, secretA),
+    lineas,
+    lineKey: celularKey(lineas[1]!, lineSecret),
+    deletedLine: gone.celular.id,
+    mediaFile,
+    mediaId,
+    now,
+  };
 }
 
 /** Every port read a running service makes of what was moved, on one store. */
@@ -196,7 +282,13 @@ async function portView(store: Store, inst: Installation) {
       store.listRecibidos({ cliente_id: inst.clienteA, page: 1, por_pagina: 50 }),
       store.listRecibidos({ cliente_id: inst.clienteA, celular_id: inst.lineas[1], page: 1, por_pagina: 50 }),
       // Totals from the counts kept (recounted in PostgreSQL): by days, of the client and of a line.
-      store.listRecibidos({ cliente_id: inst.clienteA, desde: inst.now - (inst.now % 900_000), hasta: inst.now - (inst.now % 900_000) + 86_400_000, page: 1, por_pagina: 50 }),
+      store.listRecibidos({
+        cliente_id: inst.clienteA,
+        desde: inst.now - (inst.now % 900_000),
+        hasta: inst.now - (inst.now % 900_000) + 86_400_000,
+        page: 1,
+        por_pagina: 50,
+      }),
       store.listRecibidos({ cliente_id: inst.clienteA, celular_id: inst.lineas[0], desde: inst.now - (inst.now % 900_000), page: 1, por_pagina: 50 }),
     ]),
   };
@@ -210,11 +302,33 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     const r = await cli.run(['migrate', '--from', `sqlite:${inst.dataDir}`, '--to', url, '--json'], { timeoutMs: 120_000 });
     expect(r.exitCode, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout);
-    expect(report).toMatchObject({ ok: true, data_dir: inst.dataDir, sqlite_schema: { source: LATEST, copied: LATEST }, postgres_schema: PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version, replaced: false, serve_running: null });
+    expect(report).toMatchObject({
+      ok: true,
+      data_dir: inst.dataDir,
+      sqlite_schema: { source: LATEST, copied: LATEST },
+      postgres_schema: PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version,
+      replaced: false,
+      serve_running: null,
+    });
     const rows = Object.fromEntries(report.tables.map((t: { table: string; sqlite: number; postgres: number }) => [t.table, [t.sqlite, t.postgres]]));
     for (const [table, [lite, pg]] of Object.entries(rows) as Array<[string, [number, number]]>) expect(pg, table).toBe(lite);
     expect(rows.mensajes![0]).toBe(361);
-    for (const t of ['clientes', 'celulares', 'gateway_servidores', 'auditoria', 'movimientos_saldo', 'webhooks', 'webhook_entregas', 'webhook_intentos', 'eventos', 'acuses_pendientes', 'entrantes_vistos', 'kv', 'idempotencia', 'recibidos']) {
+    for (const t of [
+      'clientes',
+      'celulares',
+      'gateway_servidores',
+      'auditoria',
+      'movimientos_saldo',
+      'webhooks',
+      'webhook_entregas',
+      'webhook_intentos',
+      'eventos',
+      'acuses_pendientes',
+      'entrantes_vistos',
+      'kv',
+      'idempotencia',
+      'recibidos',
+    ]) {
       expect(rows[t]![0], t).toBeGreaterThan(0);
     }
     expect(report.queued_media).toEqual({ messages: 1, present: 1, dirs: [join(inst.dataDir, 'tmp')], copied: 1, missing: 0 });
@@ -246,7 +360,18 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
       const next = await pg.insertCelular(celular(inst.clienteA, '5215500000010'), Date.now());
       expect(next.ok && next.celular.id).toBe(inst.deletedLine + 1);
       const accepted = await pg.acceptMensaje(
-        { msg_id: newMsgId(), cliente_id: inst.clienteA, celular_id: inst.lineas[0]!, destinatario: '5215500001000', tipo: 'texto', modo: 'cola', texto: 'nuevo', media: null, payload: { texto: 'nuevo' }, expira_at: null },
+        {
+          msg_id: newMsgId(),
+          cliente_id: inst.clienteA,
+          celular_id: inst.lineas[0]!,
+          destinatario: '5215500001000',
+          tipo: 'texto',
+          modo: 'cola',
+          texto: 'nuevo',
+          media: null,
+          payload: { texto: 'nuevo' },
+          expira_at: null,
+        },
         { charge: true, maxPending: null },
         Date.now(),
       );
@@ -264,12 +389,16 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     // Never two installations in one store; --replace empties it in the copy's own transaction.
     const again = await cli.run(['migrate', '--from', `sqlite:${inst.dataDir}`, '--to', url]);
     expect(again.exitCode).toBe(1);
-    expect(again.stderr).toMatch(/^error: postgres:\/\/postgres@.* already holds pasarela data \(rows in clientes, .*mensajes.*\): migrate copies into an empty store only/);
+    expect(again.stderr).toMatch(
+      /^error: postgres:\/\/postgres@.* already holds pasarela data \(rows in clientes, .*mensajes.*\): migrate copies into an empty store only/,
+    );
     expect(again.stderr).not.toMatch(/\n\s+at /);
     const replaced = await cli.run(['migrate', '--from', `sqlite:${join(inst.dataDir, 'pasarela.db')}`, '--to', url, '--replace'], { timeoutMs: 120_000 });
     expect(replaced.exitCode, replaced.stderr).toBe(0);
     expect(replaced.stdout).toMatch(/^mensajes\t361\t361$/m);
-    expect(replaced.stderr).toMatch(/warning: 1 queued message\(s\) had their media copied into the database; the first serve on the new store with --data-dir /);
+    expect(replaced.stderr).toMatch(
+      /warning: 1 queued message\(s\) had their media copied into the database; the first serve on the new store with --data-dir /,
+    );
     expect(replaced.stderr).toContain(`--data-dir ${inst.dataDir}`);
 
     // `serve` on the new store, with the same data directory: the same history and balances; the old staged file is swept.
@@ -355,7 +484,9 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
       db.exec(m.sql);
       db.prepare('INSERT INTO schema_migrations VALUES (?, ?, 0)').run(m.version, m.name);
     }
-    db.prepare("INSERT INTO clientes (nombre, email, estado, plan, saldo_global, key_hash, created_at, updated_at) VALUES ('V', 'v@x', 'activo', 'medido', 0, 'h', 1, 1)").run();
+    db.prepare(
+      "INSERT INTO clientes (nombre, email, estado, plan, saldo_global, key_hash, created_at, updated_at) VALUES ('V', 'v@x', 'activo', 'medido', 0, 'h', 1, 1)",
+    ).run();
     // A queue count that drifted from the rows it counts: PostgreSQL's comes from the rows.
     db.prepare(
       `INSERT INTO celulares (cliente_id, numero, estado, max_envios_por_minuto, max_envios_por_hora, hora_inicio_permitido, hora_fin_permitido, key_hash, created_at, updated_at, pendientes)

@@ -62,7 +62,10 @@ describe('--json prints one JSON document and nothing else', () => {
       cli.run(['sim', 'fail', '--json'], op),
     ]);
     expect(expectJsonOnly(list).clientes).toContainEqual(expect.objectContaining({ cliente: expect.objectContaining({ id: a.clienteId }) }));
-    expect(expectJsonOnly(show)).toMatchObject({ cliente: { id: a.clienteId }, celulares: expect.arrayContaining([expect.objectContaining({ id: a.celularId })]) });
+    expect(expectJsonOnly(show)).toMatchObject({
+      cliente: { id: a.clienteId },
+      celulares: expect.arrayContaining([expect.objectContaining({ id: a.celularId })]),
+    });
     expect(expectJsonOnly(legacySet)).toMatchObject({ ok: true, celular_id: a.celularId, generado: false });
     expect(expectJsonOnly(fails)).toMatchObject({ ok: true, reglas: [] });
     // The token set by the operator works as a key.

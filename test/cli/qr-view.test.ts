@@ -12,7 +12,8 @@ import { Cli, cliCommandLine, HAS_SCRIPT, until } from './helpers.js';
  * the line is connected.
  */
 
-const CONTENT = '2@abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ,KLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopq=,rstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=,1';
+const CONTENT =
+  '2@abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ,KLMNOPQRSTUVWXYZ0123456789abcdefghijklmnopq=,rstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=,1';
 
 /** Half-block lines back into modules (true: the terminal's text colour). */
 function inked(lines: string[]): boolean[][] {
@@ -29,7 +30,7 @@ describe('renderQr', () => {
   const modules = qrModules(CONTENT);
   const n = modules.length;
 
-  it('draws the encoder\'s modules inside a quiet zone of 4 light modules on every side', () => {
+  it("draws the encoder's modules inside a quiet zone of 4 light modules on every side", () => {
     const lines = renderQr(modules);
     const size = n + 2 * QUIET_ZONE;
     expect(lines).toHaveLength(Math.ceil(size / 2));
@@ -46,7 +47,7 @@ describe('renderQr', () => {
     expect(ink[size]!.every(Boolean)).toBe(true);
   });
 
-  it('uses the same matrix as qrcode-terminal\'s own drawing (its margin aside)', () => {
+  it("uses the same matrix as qrcode-terminal's own drawing (its margin aside)", () => {
     let theirs = '';
     qrcode.generate(CONTENT, { small: true }, (s) => (theirs = s));
     const their = inked(theirs.split('\n').filter((l) => l !== ''));
@@ -151,7 +152,9 @@ describe.skipIf(!HAS_SCRIPT)('on an 80-column terminal', () => {
     const a = await seedClient(s);
     const r = await qrOnTerminal(80, 24, a, ['--timeout', '1']);
     const out = sgrless(String(r.stdout));
-    expect(out.replace(/\r\n(?!2@)/g, ' ')).toMatch(/does not fit in this 80x24 terminal: make the terminal \d+ rows tall, or scan the raw code below with another tool/);
+    expect(out.replace(/\r\n(?!2@)/g, ' ')).toMatch(
+      /does not fit in this 80x24 terminal: make the terminal \d+ rows tall, or scan the raw code below with another tool/,
+    );
     expect(out).not.toMatch(/[█▀▄]/);
     expect(out).toMatch(/^2@\S+\r$/m);
   });

@@ -39,7 +39,9 @@ describe('celular qr --wait --json without a TTY', () => {
   });
 
   it('prints one JSON line per QR until the line is connected, then exits 0', async () => {
-    const proc = cli.spawn(['celular', 'qr', String(a.celularId), '--wait', '--json', '--interval', '200', '--timeout', '20'], { env: { PASARELA_KEY: a.clientKey } });
+    const proc = cli.spawn(['celular', 'qr', String(a.celularId), '--wait', '--json', '--interval', '200', '--timeout', '20'], {
+      env: { PASARELA_KEY: a.clientKey },
+    });
     const firstLines = await waitForText(proc.stdout, /\n/);
     const first = JSON.parse(firstLines.split('\n')[0]!);
     expect(first).toMatchObject({ celular_id: a.celularId, status: 'need_scan' });
@@ -103,7 +105,9 @@ describe('celular qr --png FILE', () => {
 describe.skipIf(!HAS_SCRIPT)('on a terminal (script)', () => {
   it('celular qr draws the QR with half blocks, keeps running, and ends when scanned', async () => {
     const a = await seedClient(s);
-    const proc = cli.spawnTty(cliCommandLine(['celular', 'qr', String(a.celularId), '--interval', '200', '--timeout', '20']), { env: { PASARELA_KEY: a.clientKey } });
+    const proc = cli.spawnTty(cliCommandLine(['celular', 'qr', String(a.celularId), '--interval', '200', '--timeout', '20']), {
+      env: { PASARELA_KEY: a.clientKey },
+    });
     const drawn = await waitForText(proc.stdout, /Scan with the phone/);
     expect(drawn).toMatch(/[▀▄█]/);
     expect(drawn).not.toContain('2@'); // the picture, not the content

@@ -95,7 +95,7 @@ describe('pasarela recibidos: formats of one page', () => {
     expect(r[1]![5]).toBe(HOSTILE);
   });
 
-  it('--json and --format json: the server\'s page as one document', async () => {
+  it("--json and --format json: the server's page as one document", async () => {
     const [j1, j2] = await Promise.all([cli.run(['recibidos', '--json'], key()), cli.run(['recibidos', '--format', 'json'], key())]);
     const b = expectJsonOnly(j1);
     expect(b).toMatchObject({ ok: true, page: 1, por_pagina: 50, total: 123, total_paginas: 3 });
@@ -144,7 +144,9 @@ describe('pasarela recibidos --all', () => {
   });
 
   it('with filters, from --page on', async () => {
-    const r = ndjson(expectOk(await cli.run(['recibidos', '--all', '--por-pagina', '7', '--remitente', S2, '--celular', String(a2.celularId), '--format', 'ndjson'], key())));
+    const r = ndjson(
+      expectOk(await cli.run(['recibidos', '--all', '--por-pagina', '7', '--remitente', S2, '--celular', String(a2.celularId), '--format', 'ndjson'], key())),
+    );
     expect(gids(r)).toEqual(expected((x) => x.de === S2 && x.celular_id === a2.celularId));
     const fromPage2 = ndjson(data(await cli.run(['recibidos', '--all', '--page', '2', '--por-pagina', '50', '--format', 'ndjson'], key())));
     expect(gids(fromPage2)).toEqual(expected().slice(50));
@@ -152,12 +154,15 @@ describe('pasarela recibidos --all', () => {
 });
 
 describe('pasarela recibidos: filters reach the server', () => {
-  const run = async (args: string[], k = A.clientKey) => gids(ndjson(expectOk(await cli.run(['recibidos', '--format', 'ndjson', '--por-pagina', '500', ...args], key(k)))));
+  const run = async (args: string[], k = A.clientKey) =>
+    gids(ndjson(expectOk(await cli.run(['recibidos', '--format', 'ndjson', '--por-pagina', '500', ...args], key(k)))));
 
   it('--celular, --remitente, --desde/--hasta, a celular key', async () => {
     expect(await run(['--celular', String(a2.celularId)])).toEqual(expected((x) => x.celular_id === a2.celularId));
     expect(await run(['--remitente', '+1 415 555 2671'])).toEqual(expected((x) => x.de === S2));
-    expect(await run(['--remitente', '+52 1 55 1234 5678', '--celular', String(A.celularId)])).toEqual(expected((x) => x.de === S1 && x.celular_id === A.celularId));
+    expect(await run(['--remitente', '+52 1 55 1234 5678', '--celular', String(A.celularId)])).toEqual(
+      expected((x) => x.de === S1 && x.celular_id === A.celularId),
+    );
     const from = Date.UTC(2026, 1, 20);
     const to = Date.UTC(2026, 1, 25);
     expect(await run(['--desde', '2026-02-20', '--hasta', '2026-02-24'])).toEqual(expected((x) => x.at >= from && x.at < to));
@@ -168,17 +173,20 @@ describe('pasarela recibidos: filters reach the server', () => {
 });
 
 describe('pasarela recibidos on a terminal', () => {
-  it.skipIf(!HAS_SCRIPT)('the table has a header and the page line; a sender\'s control characters and bidi override are shown escaped, never obeyed', async () => {
-    const r = await cli.spawnTty(cliCommandLine(['recibidos', '--por-pagina', '3']), { env: { PASARELA_KEY: A.clientKey, NO_COLOR: '1' } });
-    expect(r.exitCode).toBe(0);
-    const out = String(r.stdout);
-    expect(out).toMatch(/RECIBIDO.*ID.*CELULAR.*DE.*TIPO.*TEXTO/);
-    expect(out).toMatch(/page 1\/41, 123 total/);
-    expect(out).toContain('pago \\u001b[31mrojo');
-    expect(out).not.toContain(ESC);
-    expect(out).not.toContain('\u202e');
-    expect(out).not.toContain('\u009b');
-  });
+  it.skipIf(!HAS_SCRIPT)(
+    "the table has a header and the page line; a sender's control characters and bidi override are shown escaped, never obeyed",
+    async () => {
+      const r = await cli.spawnTty(cliCommandLine(['recibidos', '--por-pagina', '3']), { env: { PASARELA_KEY: A.clientKey, NO_COLOR: '1' } });
+      expect(r.exitCode).toBe(0);
+      const out = String(r.stdout);
+      expect(out).toMatch(/RECIBIDO.*ID.*CELULAR.*DE.*TIPO.*TEXTO/);
+      expect(out).toMatch(/page 1\/41, 123 total/);
+      expect(out).toContain('pago \\u001b[31mrojo');
+      expect(out).not.toContain(ESC);
+      expect(out).not.toContain('\u202e');
+      expect(out).not.toContain('\u009b');
+    },
+  );
 
   it.skipIf(!HAS_SCRIPT)('ndjson and csv to a terminal escape them too; to a file the bytes are exact', async () => {
     for (const format of ['ndjson', 'csv']) {
@@ -192,7 +200,9 @@ describe('pasarela recibidos on a terminal', () => {
     }
     const dir = tempDir();
     const file = join(dir, 'out.ndjson');
-    const r = await cli.spawnTty(`${cliCommandLine(['recibidos', '--all', '--por-pagina', '50', '--format', 'ndjson'])} > '${file}'`, { env: { PASARELA_KEY: A.clientKey } });
+    const r = await cli.spawnTty(`${cliCommandLine(['recibidos', '--all', '--por-pagina', '50', '--format', 'ndjson'])} > '${file}'`, {
+      env: { PASARELA_KEY: A.clientKey },
+    });
     expect(r.exitCode).toBe(0);
     expect(String(r.stdout)).toMatch(/page 3\/3/);
     const recs = ndjson(readFileSync(file, 'utf8'));

@@ -23,7 +23,15 @@ let cli: Cli;
 let script: Answer[] = [];
 let seen: Seen[] = [];
 
-const SENT = { ok: true, api_codigo: 0, msg_id: '6f1c2c56-5b8e-4c1e-9a43-0a9f4c1f2b11', modo: 'directo', estado: 'enviado', gateway_msg_id: '3EB0AA', saldo: 9 };
+const SENT = {
+  ok: true,
+  api_codigo: 0,
+  msg_id: '6f1c2c56-5b8e-4c1e-9a43-0a9f4c1f2b11',
+  modo: 'directo',
+  estado: 'enviado',
+  gateway_msg_id: '3EB0AA',
+  saldo: 9,
+};
 const refusal = (status: number, api_codigo: number, error: string, extra: Record<string, unknown> = {}) => ({
   status,
   body: { ok: false, error, api_codigo, api_texto: 'X', api_descripcion: error, saldo: null, ...extra },
@@ -57,13 +65,18 @@ beforeEach(() => {
 });
 
 const send = (args: string[] = [], env: Record<string, string> = {}): Promise<RunResult> =>
-  cli.run(['send', 'text', '5215598765432', 'hola', '--directo', ...args], { env: { PASARELA_KEY: 'WA_1_aaaaaaaaaaaaaaaaaaaa', PASARELA_MAX_WAIT_MS: '0', ...env } });
+  cli.run(['send', 'text', '5215598765432', 'hola', '--directo', ...args], {
+    env: { PASARELA_KEY: 'WA_1_aaaaaaaaaaaaaaaaaaaa', PASARELA_MAX_WAIT_MS: '0', ...env },
+  });
 
 const keys = () => seen.map((s) => s.headers['idempotency-key']);
 
 describe('Idempotency-Key', () => {
   it('every send carries one, new per invocation: pasarela-<uuid>', async () => {
-    script = [{ status: 200, body: SENT }, { status: 200, body: SENT }];
+    script = [
+      { status: 200, body: SENT },
+      { status: 200, body: SENT },
+    ];
     expect((await send()).exitCode).toBe(0);
     expect((await send()).exitCode).toBe(0);
     const [a, b] = keys();
@@ -72,7 +85,7 @@ describe('Idempotency-Key', () => {
     expect(a).not.toBe(b);
   });
 
-  it('--idempotency-key passes the script\'s own; a bad one is a usage error before any request', async () => {
+  it("--idempotency-key passes the script's own; a bad one is a usage error before any request", async () => {
     script = [{ status: 200, body: SENT }];
     expect((await send(['--idempotency-key', 'pedido-42 envio 1'])).exitCode).toBe(0);
     expect(keys()).toEqual(['pedido-42 envio 1']);
@@ -159,7 +172,14 @@ describe('--retry: only what can succeed later, always under the same key', () =
 
   it('a direct send whose outcome is unknown (502/705) is never retried: exit 7, check historial before a new key', async () => {
     const id = '0b6c4c1e-9a43-4f2b-8e11-3e0aa1f2b611';
-    script = [refusal(502, 705, `the outcome of the send is unknown, it may have been delivered: Evolution 400: x (msg_id ${id} is recorded as error and the charge was refunded; ...)`), { status: 200, body: SENT }];
+    script = [
+      refusal(
+        502,
+        705,
+        `the outcome of the send is unknown, it may have been delivered: Evolution 400: x (msg_id ${id} is recorded as error and the charge was refunded; ...)`,
+      ),
+      { status: 200, body: SENT },
+    ];
     const r = await send(['--retry', '3']);
     expect(r.exitCode).toBe(7);
     expect(seen).toHaveLength(1);
@@ -169,7 +189,10 @@ describe('--retry: only what can succeed later, always under the same key', () =
   });
 
   it('a replayed answer (Idempotent-Replayed: true) is final, a 5xx too: never retried', async () => {
-    script = [{ ...refusal(503, 901, 'the server is stopping'), headers: { 'idempotent-replayed': 'true' } }, { status: 200, body: SENT }];
+    script = [
+      { ...refusal(503, 901, 'the server is stopping'), headers: { 'idempotent-replayed': 'true' } },
+      { status: 200, body: SENT },
+    ];
     const r = await send(['--retry', '3']);
     expect(r.exitCode).toBe(7);
     expect(seen).toHaveLength(1);
@@ -211,7 +234,10 @@ describe('a client key without --celular', () => {
   const line = (id: number, numero: string) => ({ id, numero, estado: 'activo', nombre_interno: null });
 
   it('one line: sends from it (celular_id in the body), nothing said off a TTY', async () => {
-    script = [{ status: 200, body: { ok: true, total: 1, celulares: [line(7, '5215511112222')] } }, { status: 200, body: SENT }];
+    script = [
+      { status: 200, body: { ok: true, total: 1, celulares: [line(7, '5215511112222')] } },
+      { status: 200, body: SENT },
+    ];
     const r = await send([], asClient);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).toBe('');

@@ -67,7 +67,9 @@ describe('send', () => {
     const pdf = join(dir, 'factura.pdf');
     writeFileSync(png, PNG);
     writeFileSync(pdf, PDF);
-    const img = expectJsonOnly(await cli.run(['send', 'image', '5215598765432', png, '--caption', 'mira', '--directo', '--json'], { env: { PASARELA_KEY: key } }));
+    const img = expectJsonOnly(
+      await cli.run(['send', 'image', '5215598765432', png, '--caption', 'mira', '--directo', '--json'], { env: { PASARELA_KEY: key } }),
+    );
     expect(img).toMatchObject({ modo: 'directo', origen: 'base64_directo' });
     const doc = expectJsonOnly(await cli.run(['send', 'document', '5215598765432', pdf, '--json'], { env: { PASARELA_KEY: key } }));
     const stored = await s.core.store.getMensaje(doc.msg_id);
@@ -148,7 +150,9 @@ describe('send against the real server: retries, refusals, the line of a client 
     const l = await linkedLine('5215520000006');
     const numero = '5215587654321';
     expect((await cli.run(['sim', 'fail', numero, '--motivo', 'no existe'], { env: { PASARELA_ADMIN_TOKEN: s.adminToken } })).exitCode).toBe(0);
-    const r = await cli.run(['send', 'text', numero, 'hola', '--directo', '--retry', '3', '--json'], { env: { PASARELA_KEY: l.celularKey, PASARELA_MAX_WAIT_MS: '0' } });
+    const r = await cli.run(['send', 'text', numero, 'hola', '--directo', '--retry', '3', '--json'], {
+      env: { PASARELA_KEY: l.celularKey, PASARELA_MAX_WAIT_MS: '0' },
+    });
     expect(r.stderr).not.toContain('retry 1/3');
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, api_codigo: 704 });
     expect(r.exitCode).toBe(10);
@@ -169,7 +173,17 @@ describe('send against the real server: retries, refusals, the line of a client 
 
 describe('--retry', () => {
   const ctx = new Ctx(
-    makeTerm({ stdout: process.stdout, stderr: { write: () => true } as unknown as NodeJS.WritableStream, stdin: process.stdin, stdoutIsTTY: false, stderrIsTTY: false, stdinIsTTY: false }, {}),
+    makeTerm(
+      {
+        stdout: process.stdout,
+        stderr: { write: () => true } as unknown as NodeJS.WritableStream,
+        stdin: process.stdin,
+        stdoutIsTTY: false,
+        stderrIsTTY: false,
+        stdinIsTTY: false,
+      },
+      {},
+    ),
     {},
     {},
   );
@@ -190,13 +204,25 @@ describe('--retry', () => {
     );
     expect(result).toBe('ok');
     expect(waits).toEqual([7000, 2000, 4000]);
-    await expect(withRetry(ctx, 3, async () => Promise.reject(new CliError('no', EXIT.BALANCE)), async () => {})).rejects.toMatchObject({ exitCode: EXIT.BALANCE });
+    await expect(
+      withRetry(
+        ctx,
+        3,
+        async () => Promise.reject(new CliError('no', EXIT.BALANCE)),
+        async () => {},
+      ),
+    ).rejects.toMatchObject({ exitCode: EXIT.BALANCE });
     let n = 0;
     await expect(
-      withRetry(ctx, 2, async () => {
-        n += 1;
-        throw new CliError('busy', EXIT.RATE_LIMITED, {});
-      }, async () => {}),
+      withRetry(
+        ctx,
+        2,
+        async () => {
+          n += 1;
+          throw new CliError('busy', EXIT.RATE_LIMITED, {});
+        },
+        async () => {},
+      ),
     ).rejects.toMatchObject({ exitCode: EXIT.RATE_LIMITED });
     expect(n).toBe(3);
   });

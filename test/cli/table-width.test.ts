@@ -36,7 +36,18 @@ beforeAll(async () => {
   for (const [i, texto] of TEXTS.entries()) {
     const msg_id = `width-${i}`;
     const r = await store.acceptMensaje(
-      { msg_id, cliente_id: a.clienteId, celular_id: a.celularId, destinatario: '525512345678', tipo: 'texto', modo: 'directo', texto, media: null, payload: { texto }, expira_at: null },
+      {
+        msg_id,
+        cliente_id: a.clienteId,
+        celular_id: a.celularId,
+        destinatario: '525512345678',
+        tipo: 'texto',
+        modo: 'directo',
+        texto,
+        media: null,
+        payload: { texto },
+        expira_at: null,
+      },
       { charge: false, maxPending: null },
       clock.now() + i,
     );

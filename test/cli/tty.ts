@@ -7,7 +7,12 @@ import type { Cli, EnvPatch } from './helpers.js';
  * matching a pattern, the answer is typed (with Enter). Answers go in order,
  * each once. Resolves with the terminal's output and the exit code.
  */
-export async function runTtyAnswering(cli: Cli, commandLine: string, answers: Array<[RegExp, string]>, env: EnvPatch = {}): Promise<{ exitCode: number; output: string }> {
+export async function runTtyAnswering(
+  cli: Cli,
+  commandLine: string,
+  answers: Array<[RegExp, string]>,
+  env: EnvPatch = {},
+): Promise<{ exitCode: number; output: string }> {
   const proc = execa('script', ['-qec', commandLine, '/dev/null'], {
     env: cli.env({ TERM: 'xterm-256color', ...env }),
     extendEnv: false,

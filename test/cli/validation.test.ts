@@ -88,7 +88,9 @@ describe('refused before any request: exit 2, the flag named', () => {
 
 describe('accepted and normalised', () => {
   it('celular edit --desde 8:00 --hasta 9:30 is sent as 08:00 and 09:30', async () => {
-    const r = await new Cli(s.url).run(['celular', 'edit', String(a.celularId), '--desde', '8:00', '--hasta', '9:30', '--json'], { env: { PASARELA_KEY: a.clientKey } });
+    const r = await new Cli(s.url).run(['celular', 'edit', String(a.celularId), '--desde', '8:00', '--hasta', '9:30', '--json'], {
+      env: { PASARELA_KEY: a.clientKey },
+    });
     const b = expectJsonOnly(r);
     expect(b.celular).toMatchObject({ hora_inicio_permitido: '08:00', hora_fin_permitido: '09:30' });
     const shown = await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey });
@@ -124,7 +126,7 @@ describe('refusals that still come from the server name the flag', () => {
     expect(r.stderr).toBe('error: --desde: is not in the expected format\n');
   });
 
-  it('a missing field and a range, in the command\'s terms; --json still prints the server\'s body', async () => {
+  it("a missing field and a range, in the command's terms; --json still prints the server's body", async () => {
     answer = invalid("body: must have required property 'mensaje'");
     const missing = await stubCli.run(['send', 'text', '5215598765432', 'hola'], { env: { PASARELA_KEY: 'WA_1_aaaaaaaaaaaaaaaaaaaa' } });
     expect(missing.stderr).toBe('error: [texto] is required\n');

@@ -64,7 +64,14 @@ describe('README walk-through, non-interactive', () => {
   it('info and saldo use the saved profile (no URL or key in flags or env)', async () => {
     const env = { PASARELA_URL: undefined };
     const info = fields(expectOk(await cli.run(['info'], { env })));
-    expect(info).toMatchObject({ cliente: `${clienteId} Tienda Sol`, email: 'ops@sol.example', estado: 'activo', plan: 'medido', saldo_global: '100', celulares: '0 (0 active)' });
+    expect(info).toMatchObject({
+      cliente: `${clienteId} Tienda Sol`,
+      email: 'ops@sol.example',
+      estado: 'activo',
+      plan: 'medido',
+      saldo_global: '100',
+      celulares: '0 (0 active)',
+    });
     const saldo = fields(expectOk(await cli.run(['saldo'], { env })));
     expect(saldo).toMatchObject({ plan: 'medido', saldo_global: '100', consumo_mes: '0' });
   });
@@ -108,18 +115,34 @@ describe('README walk-through, non-interactive', () => {
 
   it('celular show ID prints its fields', async () => {
     const f = fields(expectOk(await cli.run(['celular', 'show', String(celularId)])));
-    expect(f).toMatchObject({ id: String(celularId), numero: '525512345678', nombre_interno: 'Ventas', max_envios_por_minuto: '12', horario: '00:00-23:59', last_status: 'connected', tiene_token_legacy: 'false' });
+    expect(f).toMatchObject({
+      id: String(celularId),
+      numero: '525512345678',
+      nombre_interno: 'Ventas',
+      max_envios_por_minuto: '12',
+      horario: '00:00-23:59',
+      last_status: 'connected',
+      tiene_token_legacy: 'false',
+    });
   });
 
   it('celular edit ID --por-minuto 30 --desde 08:00 --hasta 20:00', async () => {
     const b = expectJsonOnly(await cli.run(['celular', 'edit', String(celularId), '--por-minuto', '30', '--desde', '08:00', '--hasta', '20:00', '--json']));
-    expect(b.celular).toMatchObject({ id: celularId, max_envios_por_minuto: 30, hora_inicio_permitido: '08:00', hora_fin_permitido: '20:00', max_envios_por_hora: 500 });
+    expect(b.celular).toMatchObject({
+      id: celularId,
+      max_envios_por_minuto: 30,
+      hora_inicio_permitido: '08:00',
+      hora_fin_permitido: '20:00',
+      max_envios_por_hora: 500,
+    });
   });
 
   it('admin balance add to the client (token from --admin-token), then to the celular', async () => {
     const g = expectJsonOnly(await cli.run(['admin', 'balance', 'add', '--cliente', String(clienteId), '--monto', '50', '--json', ...viaFlag]));
     expect(g).toMatchObject({ ok: true, cliente_id: clienteId, saldo_global: 150, celular_id: null });
-    const c = fields(expectOk(await cli.run(['admin', ...viaFlag, 'balance', 'add', '--cliente', String(clienteId), '--celular', String(celularId), '--monto', '7'])));
+    const c = fields(
+      expectOk(await cli.run(['admin', ...viaFlag, 'balance', 'add', '--cliente', String(clienteId), '--celular', String(celularId), '--monto', '7'])),
+    );
     expect(c).toMatchObject({ cliente: String(clienteId), celular: String(celularId), saldo_celular: '7' });
     expect(c.movimiento).toMatch(/^\d+$/);
     const check = await api(s.url, 'GET', `/api/saldo.php?celular_id=${celularId}`, { key: clientKey });
@@ -165,7 +188,9 @@ describe('README walk-through, non-interactive', () => {
     expect(fields(show)).toMatchObject({ id: String(clienteId), nombre: 'Tienda Sol', saldo_global: '150', max_celulares: 'unlimited' });
     // The client's celulares follow its fields, after an empty line.
     expect(show).toContain(`\n\n${celularId}\t525512345678\t`);
-    const edit = expectJsonOnly(await cli.run(['admin', 'client', 'edit', String(clienteId), '--nombre', 'Tienda Luna', '--max-celulares', '5', '--json'], { env: viaEnv }));
+    const edit = expectJsonOnly(
+      await cli.run(['admin', 'client', 'edit', String(clienteId), '--nombre', 'Tienda Luna', '--max-celulares', '5', '--json'], { env: viaEnv }),
+    );
     expect(edit.cliente).toMatchObject({ id: clienteId, nombre: 'Tienda Luna', max_celulares: 5 });
   });
 

@@ -70,7 +70,10 @@ describe('celular qr --wait across a server restart', () => {
   it('says once that the server is unreachable, then reconnected, and ends with success once scanned', async () => {
     const i = await install();
     const id = await newCelular(i);
-    const proc = i.cli.spawn(['celular', 'qr', String(id), '--wait', '--json', '--interval', '200', '--timeout', '90'], { env: { PASARELA_KEY: i.clientKey }, timeoutMs: 100_000 });
+    const proc = i.cli.spawn(['celular', 'qr', String(id), '--wait', '--json', '--interval', '200', '--timeout', '90'], {
+      env: { PASARELA_KEY: i.clientKey },
+      timeoutMs: 100_000,
+    });
     const out = collect(proc.stdout);
     const err = collect(proc.stderr);
     await until(async () => out().includes('\n'), 15_000);
@@ -86,7 +89,10 @@ describe('celular qr --wait across a server restart', () => {
     await until(async () => (await i.cli.run(['sim', 'scan', String(id), '--admin-token', i.token])).exitCode === 0, 20_000, 200);
     const r = await proc;
     expect(r.exitCode, String(r.stderr)).toBe(0);
-    const docs = String(r.stdout).trimEnd().split('\n').map((l) => JSON.parse(l) as { status: string });
+    const docs = String(r.stdout)
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { status: string });
     expect(docs.at(-1)).toMatchObject({ celular_id: id, status: 'connected' });
     const stderr = String(r.stderr);
     expect(stderr.split('server unreachable, retrying…').length - 1).toBe(1);
@@ -99,7 +105,9 @@ describe('a watch whose deadline passes exits 11', () => {
   it('celular link --pairing-code --wait while the server is down: exit 11 naming the timeout and the failure', async () => {
     const i = await install();
     const numero = `5215588${String(Date.now()).slice(-6)}`;
-    const proc = i.cli.spawn(['celular', 'link', numero, '--pairing-code', '--wait', '--interval', '200', '--timeout', '3'], { env: { PASARELA_KEY: i.clientKey } });
+    const proc = i.cli.spawn(['celular', 'link', numero, '--pairing-code', '--wait', '--interval', '200', '--timeout', '3'], {
+      env: { PASARELA_KEY: i.clientKey },
+    });
     const out = collect(proc.stdout);
     await until(async () => /\n[A-Z0-9]{4}-[A-Z0-9]{4}\n/.test(out()), 15_000);
     await crash(i.server);
@@ -158,7 +166,8 @@ describe('Watch (an injected clock)', () => {
   });
 
   it('a 503 (APAGANDO) is ridden out; any other 5xx of the server ends the watch at once with exit 7', async () => {
-    const apiError = (status: number, codigo: number) => new ApiError(`server said ${status}`, EXIT.SERVER, {}, status, codigo, undefined, `server said ${status}`);
+    const apiError = (status: number, codigo: number) =>
+      new ApiError(`server said ${status}`, EXIT.SERVER, {}, status, codigo, undefined, `server said ${status}`);
     const { ctx, stderr } = ctxWith();
     const w = new Watch(ctx, { deadline: 60_000, timedOut: () => new CliError('late', EXIT.TIMEOUT), clock: clockAt(0) });
     let calls = 0;

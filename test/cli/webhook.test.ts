@@ -87,12 +87,27 @@ describe('webhook get/set/delete/restore', () => {
   });
 
   it('set --generate-secret prints the secret once (in the JSON too); get never shows it', async () => {
-    const b = expectJsonOnly(await cli.run(['webhook', 'set', `${receiverUrl}/a`, '--generate-secret', '--eventos', 'message.status,session.status', '--json'], { env: env() }));
-    expect(b).toMatchObject({ ok: true, configurado: true, url: `${receiverUrl}/a`, has_secret: true, eventos: ['message.status', 'session.status'], activo: true });
+    const b = expectJsonOnly(
+      await cli.run(['webhook', 'set', `${receiverUrl}/a`, '--generate-secret', '--eventos', 'message.status,session.status', '--json'], { env: env() }),
+    );
+    expect(b).toMatchObject({
+      ok: true,
+      configurado: true,
+      url: `${receiverUrl}/a`,
+      has_secret: true,
+      eventos: ['message.status', 'session.status'],
+      activo: true,
+    });
     expect(b.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const plain = expectOk(await cli.run(['webhook', 'set', `${receiverUrl}/b`, '--generate-secret', '--inactivo'], { env: env() }));
     const f = fields(plain);
-    expect(f).toMatchObject({ configurado: 'true', url: `${receiverUrl}/b`, eventos: 'all', activo: 'false', secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    expect(f).toMatchObject({
+      configurado: 'true',
+      url: `${receiverUrl}/b`,
+      eventos: 'all',
+      activo: 'false',
+      secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+    });
     const got = expectOk(await cli.run(['webhook', 'get'], { env: env() }));
     expect(got).not.toContain(f.secret);
     expect(fields(got)).toMatchObject({ url: `${receiverUrl}/b`, secret: 'set', activo: 'false' });
@@ -217,14 +232,19 @@ describe('webhook listen', () => {
     expect(secret).not.toBe(SECRET);
     expect(port, ready).toBeDefined();
     expect(await webhookView()).toEqual(before);
-    expect(await listeners(s, clientKey)).toEqual([expect.objectContaining({ url: `http://127.0.0.1:${port}/`, eventos: ['all'], id: expect.stringMatching(/^esc_/) })]);
+    expect(await listeners(s, clientKey)).toEqual([
+      expect.objectContaining({ url: `http://127.0.0.1:${port}/`, eventos: ['all'], id: expect.stringMatching(/^esc_/) }),
+    ]);
 
     // session.status, messages.received, message.status, webhook.test
     await api(s.url, 'POST', `/api/celular_qr.php?id=${celularId}`, { key: clientKey });
     await api(s.url, 'POST', '/admin/sim/scan', { key: s.adminToken, json: { celular_id: celularId } });
     const de = numeroNuevo();
     await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: celularId, de, texto: 'hola listen' } });
-    const sent = await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: celularKey, json: { destinatario: '5215598765432', mensaje: 'hola', directo: 1 } });
+    const sent = await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', {
+      key: celularKey,
+      json: { destinatario: '5215598765432', mensaje: 'hola', directo: 1 },
+    });
     expect(sent.status, sent.text).toBe(200);
     const t = expectJsonOnly(await cli.run(['webhook', 'test', '--json'], { env: env() }));
     const seen = (evento: string) => lines.filter((l) => l.evento === evento);
@@ -234,7 +254,9 @@ describe('webhook listen', () => {
       expect(l, JSON.stringify(l)).toMatchObject({ verified: true, id: expect.any(String), evento: l.body.evento, forward: { status: 201 } });
       expect(l.body.id).toBe(l.id);
     }
-    expect(seen('session.status').map((l) => l.body.data)).toContainEqual(expect.objectContaining({ celular_id: celularId, status: 'connected', estado: 'activo' }));
+    expect(seen('session.status').map((l) => l.body.data)).toContainEqual(
+      expect.objectContaining({ celular_id: celularId, status: 'connected', estado: 'activo' }),
+    );
     expect(seen('messages.received')[0].body.data).toMatchObject({ celular_id: celularId, de, texto: 'hola listen' });
     expect(seen('message.status').some((l) => l.body.data.msg_id === sent.body.msg_id)).toBe(true);
     expect(seen('webhook.test')[0].id).toBe(t.id);
@@ -321,7 +343,8 @@ describe('webhook listen', () => {
       await until(async () => lines.some((l) => l.id === t.id));
       expect(lines.find((l) => l.id === t.id)).toMatchObject({ verified: true, evento: 'webhook.test' });
       // Four more through the API make five: a second listen is refused.
-      for (let i = 0; i < 4; i++) expect((await api(strict.url, 'POST', '/api/webhook_escuchas.php', { key, json: { url: `${receiverUrl}/s${i}` } })).status).toBe(201);
+      for (let i = 0; i < 4; i++)
+        expect((await api(strict.url, 'POST', '/api/webhook_escuchas.php', { key, json: { url: `${receiverUrl}/s${i}` } })).status).toBe(201);
       const sixth = await strictCli.run(['webhook', 'listen'], { env: { PASARELA_KEY: key } });
       expect(sixth.exitCode).toBe(1);
       expect(sixth.stderr).toMatch(/5 live webhook listeners/);
@@ -402,7 +425,11 @@ describe('webhook listen', () => {
         10_000,
         50,
       );
-      expect(err).toMatch(new RegExp(`warning: the listener ${l.id} had expired \\(was this process suspended\\?\\); registered again as esc_[0-9a-f]+ \\(secret: [A-Za-z0-9_-]{43}\\)`));
+      expect(err).toMatch(
+        new RegExp(
+          `warning: the listener ${l.id} had expired \\(was this process suspended\\?\\); registered again as esc_[0-9a-f]+ \\(secret: [A-Za-z0-9_-]{43}\\)`,
+        ),
+      );
       expect(err).not.toMatch(new RegExp(`registered again .*\\(secret: ${first}\\)`));
       await until(async () => (await listeners(short, key)).length === 1);
       const t = expectJsonOnly(await shortCli.run(['webhook', 'test', '--json'], { env: { PASARELA_KEY: key } }));
@@ -436,7 +463,10 @@ describe('webhook listen', () => {
     expect(verifyDelivery(secret, sign(now - 301), body, now)).toMatchObject({ ok: false, reason: expect.stringContaining('old') });
     expect(verifyDelivery(secret, sign(now + 301), body, now)).toMatchObject({ ok: false });
     expect(verifyDelivery(secret, sign(now), Buffer.from(`${body} `), now)).toMatchObject({ ok: false });
-    expect(verifyDelivery(secret, { ...sign(now), 'x-service-signature': 'sha256=00' }, body, now)).toMatchObject({ ok: false, reason: expect.stringContaining('X-Service-Signature') });
+    expect(verifyDelivery(secret, { ...sign(now), 'x-service-signature': 'sha256=00' }, body, now)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('X-Service-Signature'),
+    });
     expect(verifyDelivery(secret, { ...sign(now), 'webhook-signature': `v1,AAAA ${sign(now)['webhook-signature']}` }, body, now)).toEqual({ ok: true });
     expect(verifyDelivery(generateSecret(), sign(now), body, now)).toMatchObject({ ok: false });
     expect(verifyDelivery(secret, {}, body, now)).toMatchObject({ ok: false });

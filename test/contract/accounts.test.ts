@@ -21,10 +21,23 @@ for (const adapter of ADAPTERS) {
       const c = await newCliente();
       const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1000);
       if (!cel.ok) throw new Error('insert');
-      expect(await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 10, motivo: 'r', actor: 'op' }, 1)).toMatchObject({ ok: true, saldo_global: 10 });
-      expect(await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: -11, motivo: 'r', actor: 'op' }, 1)).toEqual({ ok: false, reason: 'negativo' });
-      expect(await ctx.store.changeBalance({ cliente_id: c.id, celular_id: cel.celular.id, monto: 3, motivo: 'r', actor: 'op' }, 1)).toMatchObject({ ok: true, saldo_global: 10, saldo_celular: 3 });
-      expect(await ctx.store.changeBalance({ cliente_id: c.id + 1, celular_id: cel.celular.id, monto: 3, motivo: 'r', actor: 'op' }, 1)).toEqual({ ok: false, reason: 'cliente' });
+      expect(await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 10, motivo: 'r', actor: 'op' }, 1)).toMatchObject({
+        ok: true,
+        saldo_global: 10,
+      });
+      expect(await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: -11, motivo: 'r', actor: 'op' }, 1)).toEqual({
+        ok: false,
+        reason: 'negativo',
+      });
+      expect(await ctx.store.changeBalance({ cliente_id: c.id, celular_id: cel.celular.id, monto: 3, motivo: 'r', actor: 'op' }, 1)).toMatchObject({
+        ok: true,
+        saldo_global: 10,
+        saldo_celular: 3,
+      });
+      expect(await ctx.store.changeBalance({ cliente_id: c.id + 1, celular_id: cel.celular.id, monto: 3, motivo: 'r', actor: 'op' }, 1)).toEqual({
+        ok: false,
+        reason: 'cliente',
+      });
       expect((await ctx.store.getCelular(cel.celular.id))?.saldo_actual).toBe(3);
     });
 
@@ -32,7 +45,14 @@ for (const adapter of ADAPTERS) {
       const c = await newCliente();
       const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1000);
       if (!cel.ok) throw new Error('insert');
-      const audit = { actor: 'cliente:1', accion: 'celular.eliminar', objeto_tipo: 'celular', objeto_id: cel.celular.id, cliente_id: c.id, detalle: { numero: '525512345678' } };
+      const audit = {
+        actor: 'cliente:1',
+        accion: 'celular.eliminar',
+        objeto_tipo: 'celular',
+        objeto_id: cel.celular.id,
+        cliente_id: c.id,
+        detalle: { numero: '525512345678' },
+      };
       expect(await ctx.store.deleteCelular(cel.celular.id, audit, 2000)).toBe(true);
       expect(await ctx.store.deleteCelular(cel.celular.id, audit, 2000)).toBe(false);
       expect(await ctx.store.getCelular(cel.celular.id)).toBeNull();

@@ -144,7 +144,6 @@ export function messages(clienteId: number, celularId: number): (modo?: 'cola' |
   });
 }
 
-
 /** A client (optionally capped at `max` lines), created at t=1000. */
 export const newCliente = (store: Store, max: number | null = null) =>
   store.createCliente({ nombre: 'A', email: 'a@x.mx', plan: 'medido', estado: 'activo', max_celulares: max, saldo_global: 0, key_hash: 'h' }, 1000);

@@ -181,7 +181,11 @@ function contract(name: string, subject: () => Subject): void {
       const MAX = 3;
       const core = (): Core => ({ counters: s.counters, clock: s.clock, config: { authMaxFailures: MAX, authWindowMs: LONG } }) as unknown as Core;
       const ip = () => `10.${seq++ % 250}.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
-      const throttled = (p: Promise<void>) => p.then(() => null, (e: AppError) => e);
+      const throttled = (p: Promise<void>) =>
+        p.then(
+          () => null,
+          (e: AppError) => e,
+        );
 
       it('a credential is refused after MAX failures from one address; another credential still is checked', async () => {
         const addr = ip();

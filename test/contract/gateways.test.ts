@@ -6,7 +6,13 @@ import { ADAPTERS, celular, newCliente, storeEachTest } from './adapters.js';
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: GatewayServersStore contract`, () => {
     const ctx = storeEachTest(adapter);
-    const server = (nombre: string, max_lineas: number | null = null) => ({ nombre, tipo: 'evolution', url: `http://${nombre}.example`, key: `key-${nombre}`, max_lineas });
+    const server = (nombre: string, max_lineas: number | null = null) => ({
+      nombre,
+      tipo: 'evolution',
+      url: `http://${nombre}.example`,
+      key: `key-${nombre}`,
+      max_lineas,
+    });
     const line = async (clienteId: number, n: number) => {
       const r = await ctx.store.insertCelular(celular(clienteId, `52551234${String(n).padStart(4, '0')}`), 1000);
       if (!r.ok) throw new Error('insert');
@@ -16,7 +22,16 @@ for (const adapter of ADAPTERS) {
     it('adds a server once per name; reads it by id and by name', async () => {
       const r = await ctx.store.addGatewayServer(server('a', 10), 1000);
       if (!r.ok) throw new Error('add');
-      expect(r.servidor).toMatchObject({ nombre: 'a', tipo: 'evolution', url: 'http://a.example', key: 'key-a', estado: 'activo', max_lineas: 10, created_at: 1000, updated_at: 1000 });
+      expect(r.servidor).toMatchObject({
+        nombre: 'a',
+        tipo: 'evolution',
+        url: 'http://a.example',
+        key: 'key-a',
+        estado: 'activo',
+        max_lineas: 10,
+        created_at: 1000,
+        updated_at: 1000,
+      });
       expect(await ctx.store.addGatewayServer(server('a'), 1001)).toEqual({ ok: false, reason: 'taken' });
       expect(await ctx.store.getGatewayServer(r.servidor.id)).toEqual(r.servidor);
       expect(await ctx.store.getGatewayServerByNombre('a')).toEqual(r.servidor);
@@ -42,7 +57,10 @@ for (const adapter of ADAPTERS) {
       await line(c.id, 2);
       await ctx.store.updateCelular(l1.id, { servidor_id: b.servidor.id }, 1001);
       expect((await ctx.store.getCelular(l1.id))?.servidor_id).toBe(b.servidor.id);
-      expect((await ctx.store.listGatewayServers()).map((s) => [s.nombre, s.lineas])).toEqual([['a', 0], ['b', 1]]);
+      expect((await ctx.store.listGatewayServers()).map((s) => [s.nombre, s.lineas])).toEqual([
+        ['a', 0],
+        ['b', 1],
+      ]);
       expect(await ctx.store.setGatewayServerEstado(b.servidor.id, 'drenando', 1002)).toMatchObject({ estado: 'drenando', updated_at: 1002 });
       expect((await ctx.store.listGatewayServers())[1]).toMatchObject({ nombre: 'b', estado: 'drenando', lineas: 1, key: 'key-b' });
       expect(await ctx.store.setGatewayServerEstado(b.servidor.id, 'activo', 1003)).toMatchObject({ estado: 'activo' });
@@ -64,7 +82,11 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.assignGatewayServer(ids[0]!, choose, 1001)).toBe(a.servidor.id);
       expect(await ctx.store.assignGatewayServer(ids[1]!, choose, 1001)).toBe(b.servidor.id);
       expect(await ctx.store.assignGatewayServer(ids[2]!, choose, 1001)).toBe(a.servidor.id);
-      expect(seen).toEqual([[0, 0], [1, 0], [1, 1]]);
+      expect(seen).toEqual([
+        [0, 0],
+        [1, 0],
+        [1, 1],
+      ]);
       // Already on a server: kept, choose not asked.
       expect(await ctx.store.assignGatewayServer(ids[1]!, choose, 1002)).toBe(b.servidor.id);
       expect(seen).toHaveLength(3);
@@ -91,7 +113,10 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.getCelular(l2.id))?.servidor_id).toBe(d.id);
       expect((await ctx.store.getCelular(l3.id))?.servidor_id).toBe(d.id);
       expect((await ctx.store.getCelular(l1.id))?.servidor_id).toBe(a.servidor.id);
-      expect((await ctx.store.listGatewayServers()).map((s) => [s.nombre, s.lineas, s.key])).toEqual([['a', 1, 'key-a'], ['default', 2, 'kd']]);
+      expect((await ctx.store.listGatewayServers()).map((s) => [s.nombre, s.lineas, s.key])).toEqual([
+        ['a', 1, 'key-a'],
+        ['default', 2, 'kd'],
+      ]);
     });
   });
 }

@@ -73,7 +73,7 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.idemGet(y.cliente.id, 'k', DAY))!.msg_id).toBe(other.msg_id);
     });
 
-    it('a direct send\'s answer is kept once final, only for its own message; a release frees the key for a new binding', async () => {
+    it("a direct send's answer is kept once final, only for its own message; a release frees the key for a new binding", async () => {
       const { cliente, msg } = await lineOf(ctx.store);
       const t = 5 * DAY;
       const a = msg('directo');

@@ -28,7 +28,11 @@ for (const adapter of ADAPTERS) {
       const c = await newCliente(ctx.store);
       const other = await newCliente(ctx.store);
       const ids: number[] = [];
-      for (const [cli, numero] of [[c.id, '525512345678'], [c.id, '525512345679'], [other.id, '525512345670']] as const) {
+      for (const [cli, numero] of [
+        [c.id, '525512345678'],
+        [c.id, '525512345679'],
+        [other.id, '525512345670'],
+      ] as const) {
         const cel = await ctx.store.insertCelular(celular(cli, numero), 1000);
         if (!cel.ok) throw new Error('insert');
         ids.push(cel.celular.id);
@@ -38,7 +42,13 @@ for (const adapter of ADAPTERS) {
 
     let n = 0;
     /** One incoming message recorded at `now` under a key of its own (or `clave`); true unless a repeat. */
-    const receive = (cliente_id: number, celular_id: number, de: string, now: number, extra: Partial<NewRecibido> & { clave?: string | null; store?: Store } = {}) => {
+    const receive = (
+      cliente_id: number,
+      celular_id: number,
+      de: string,
+      now: number,
+      extra: Partial<NewRecibido> & { clave?: string | null; store?: Store } = {},
+    ) => {
       n += 1;
       const { clave, store = ctx.store, ...rest } = extra;
       const r: NewRecibido = { cliente_id, celular_id, de, tipo: 'texto', texto: `m${n}`, media: null, gateway_msg_id: `G${n}`, fecha: now - 500, ...rest };
@@ -54,12 +64,25 @@ for (const adapter of ADAPTERS) {
     it('keeps every field as given, media as JSON; a repeated key writes no second row', async () => {
       const l = await lines();
       const media = { mime: 'image/jpeg', filename: 'foto.jpg', bytes: 12345, url: 'https://gw.example/f/1' };
-      expect(await receive(l.cliente, l.l1, '14155552671', 5000, { tipo: 'imagen', texto: 'pie', media, gateway_msg_id: 'GW-1', fecha: 4000, clave: 'k:1' })).toBe(true);
+      expect(
+        await receive(l.cliente, l.l1, '14155552671', 5000, { tipo: 'imagen', texto: 'pie', media, gateway_msg_id: 'GW-1', fecha: 4000, clave: 'k:1' }),
+      ).toBe(true);
       expect(await receive(l.cliente, l.l1, '14155552671', 5001, { texto: 'otra vez', clave: 'k:1' })).toBe(false);
       const { total, rows } = await ctx.store.listRecibidos({ cliente_id: l.cliente, page: 1, por_pagina: 50 });
       expect(total).toBe(1);
       expect(rows).toEqual([
-        { id: expect.any(Number), cliente_id: l.cliente, celular_id: l.l1, de: '14155552671', tipo: 'imagen', texto: 'pie', media: JSON.stringify(media), gateway_msg_id: 'GW-1', fecha: 4000, created_at: 5000 },
+        {
+          id: expect.any(Number),
+          cliente_id: l.cliente,
+          celular_id: l.l1,
+          de: '14155552671',
+          tipo: 'imagen',
+          texto: 'pie',
+          media: JSON.stringify(media),
+          gateway_msg_id: 'GW-1',
+          fecha: 4000,
+          created_at: 5000,
+        },
       ]);
       // Durable: the same after a restart.
       const again = await ctx.reopen();
@@ -127,7 +150,8 @@ for (const adapter of ADAPTERS) {
         { cliente_id: l.cliente, de: '14155552671' },
       ];
       const check = async (when: string) => {
-        for (const f of filters) expect((await ctx.store.listRecibidos({ ...f, page: 1, por_pagina: 1 })).total, `${when} ${JSON.stringify(f)}`).toBe(await walked(f));
+        for (const f of filters)
+          expect((await ctx.store.listRecibidos({ ...f, page: 1, por_pagina: 1 })).total, `${when} ${JSON.stringify(f)}`).toBe(await walked(f));
         const k = await kept(ctx.store);
         expect({ lines: k.lines, quarters: k.quarters, empty: k.empty }, when).toEqual({ lines: k.rows, quarters: k.rows, empty: 0 });
       };
@@ -148,7 +172,7 @@ for (const adapter of ADAPTERS) {
         const cutoff = at(round * 45);
         const purge = async (store: Store) => {
           let removed = 0;
-          for (let got = -1; got !== 0; ) removed += got = await store.purgeRecibidos(cutoff, 7);
+          for (let got = -1; got !== 0;) removed += got = await store.purgeRecibidos(cutoff, 7);
           return removed;
         };
         await Promise.all([burst(ctx.store, 25), burst(other, 25), purge(ctx.store), purge(other), purge(ctx.store)]);
@@ -161,10 +185,16 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.listRecibidos({ cliente_id: l.cliente, page: 1, por_pagina: 1 })).total).toBe(0);
     });
 
-    it('a deleted line\'s rows stay, under its id', async () => {
+    it("a deleted line's rows stay, under its id", async () => {
       const l = await lines();
       await receive(l.cliente, l.l2, '14155552671', 7000);
-      expect(await ctx.store.deleteCelular(l.l2, { actor: 'op', accion: 'borrar', objeto_tipo: 'celular', objeto_id: l.l2, cliente_id: l.cliente, detalle: {} }, 8000)).toBe(true);
+      expect(
+        await ctx.store.deleteCelular(
+          l.l2,
+          { actor: 'op', accion: 'borrar', objeto_tipo: 'celular', objeto_id: l.l2, cliente_id: l.cliente, detalle: {} },
+          8000,
+        ),
+      ).toBe(true);
       const { rows } = await ctx.store.listRecibidos({ cliente_id: l.cliente, page: 1, por_pagina: 50 });
       expect(rows.map((r) => r.celular_id)).toEqual([l.l2]);
     });
@@ -175,10 +205,13 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.purgeRecibidos(1000, 100)).toBe(0);
       // 1000..1009 are before 1010; a batch of 4 takes the four oldest.
       expect(await ctx.store.purgeRecibidos(1010, 4)).toBe(4);
-      const left = async () => [
-        ...(await ctx.store.listRecibidos({ cliente_id: l.cliente, page: 1, por_pagina: 100 })).rows,
-        ...(await ctx.store.listRecibidos({ cliente_id: l.otro, page: 1, por_pagina: 100 })).rows,
-      ].map((r) => r.created_at).sort((a, b) => a - b);
+      const left = async () =>
+        [
+          ...(await ctx.store.listRecibidos({ cliente_id: l.cliente, page: 1, por_pagina: 100 })).rows,
+          ...(await ctx.store.listRecibidos({ cliente_id: l.otro, page: 1, por_pagina: 100 })).rows,
+        ]
+          .map((r) => r.created_at)
+          .sort((a, b) => a - b);
       expect((await left())[0]).toBe(1004);
       expect(await ctx.store.purgeRecibidos(1010, 100)).toBe(6);
       expect((await left())[0]).toBe(1010);

@@ -16,6 +16,5 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.kvExpire(500, 10)).toBe(0);
       expect((await ctx.store.kvList('ns')).map((e) => e.key)).toEqual(['keep', 'young']);
     });
-
   });
 }

@@ -63,7 +63,11 @@ for (const adapter of ADAPTERS) {
       await store.nodeBeat(live('b'), now());
       await store.leaseTake('a', ['cola:10'], now());
       const ans = await store.leaseTake('b', ['cola:10', 'cola:11', 'cola:12'], now());
-      expect(ans.map((x) => [x.stream, x.taken])).toEqual([['cola:10', false], ['cola:11', true], ['cola:12', true]]);
+      expect(ans.map((x) => [x.stream, x.taken])).toEqual([
+        ['cola:10', false],
+        ['cola:11', true],
+        ['cola:12', true],
+      ]);
       await store.leaseGive('b', 'cola:10', 0, now());
       expect((await store.leaseTake('b', ['cola:10'], now()))[0]!.taken).toBe(false);
     });
@@ -76,7 +80,11 @@ for (const adapter of ADAPTERS) {
       await store.leaseTake('a', all, now());
       // Churn: gives and takes move rows about, as a running cluster does.
       for (const s of all.filter((_, i) => i % 3 === 0)) await store.leaseGive('a', s, 0, now());
-      await store.leaseTake('b', all.filter((_, i) => i % 6 === 0), now());
+      await store.leaseTake(
+        'b',
+        all.filter((_, i) => i % 6 === 0),
+        now(),
+      );
       const asked = [...all].sort(() => Math.random() - 0.5).slice(0, 60);
       const ans = await store.leaseTake('a', asked, now());
       expect(ans.map((x) => x.stream)).toEqual(asked);

@@ -88,7 +88,13 @@ for (const adapter of ADAPTERS) {
       await ctx.store.receipt('G1', 'entregado', 4000);
       await ctx.store.receipt('G2', 'leido', 4000);
       await ctx.store.receipt('G5', 'error', 4000, 'lost');
-      const filters = [{}, { estado: 'enviado' as const }, { estado: 'error' as const }, { celular_id: a.celular.id }, { celular_id: b.celular.id, estado: 'pendiente' as const }];
+      const filters = [
+        {},
+        { estado: 'enviado' as const },
+        { estado: 'error' as const },
+        { celular_id: a.celular.id },
+        { celular_id: b.celular.id, estado: 'pendiente' as const },
+      ];
       for (const f of filters) {
         const kept = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, ...f });
         // A date filter off a quarter-hour boundary that takes every row makes the ctx.store count the rows themselves.
@@ -96,14 +102,17 @@ for (const adapter of ADAPTERS) {
         expect(kept.total, JSON.stringify(f)).toBe(counted.total);
       }
       // Whole quarter hours, no other filter: the per-quarter counts, which must agree with a count too.
-      for (const [desde, hasta] of [[0, 900_000], [0, undefined], [900_000, 1_800_000]] as const) {
+      for (const [desde, hasta] of [
+        [0, 900_000],
+        [0, undefined],
+        [900_000, 1_800_000],
+      ] as const) {
         const kept = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde, ...(hasta ? { hasta } : {}) });
         const counted = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde: desde + 1, ...(hasta ? { hasta: hasta - 1 } : {}) });
         expect(kept.total, `${desde}-${hasta}`).toBe(counted.total);
       }
       expect((await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1 })).total).toBe(12);
     });
-
   });
 }
 
@@ -156,7 +165,12 @@ for (const adapter of ADAPTERS) {
       const a1 = ofA();
       const a2 = ofA();
       expect((await accept(d1, 1000, a)).ok).toBe(true);
-      for (const [m, t] of [[b1, 1500], [a1, 2000], [a2, 2500]] as const) expect((await accept(m, t)).ok).toBe(true);
+      for (const [m, t] of [
+        [b1, 1500],
+        [a1, 2000],
+        [a2, 2500],
+      ] as const)
+        expect((await accept(m, t)).ok).toBe(true);
       expect(await ctx.store.queueDepth()).toEqual({ pending: 3, oldest_at: 1500 });
       // Claimed is still pending; sent is not.
       expect(await ctx.store.claimQueued(b1.msg_id, slotClaim(a, 3000, 60_000), 3000)).toEqual({ ok: true });
@@ -194,7 +208,9 @@ for (const adapter of ADAPTERS) {
       expect(r).toMatchObject({ ok: true, cargo: 'celular' });
       expect(await ctx.store.pendingFiles()).toEqual(['/tmp/x.png']);
       const saldo = (await ctx.store.getCliente(c.id))!.saldo_global;
-      expect(await ctx.store.deleteCelular(a.id, { actor: 'op', accion: 'borrar', objeto_tipo: 'celular', objeto_id: a.id, cliente_id: c.id, detalle: {} }, 2500)).toBe(true);
+      expect(
+        await ctx.store.deleteCelular(a.id, { actor: 'op', accion: 'borrar', objeto_tipo: 'celular', objeto_id: a.id, cliente_id: c.id, detalle: {} }, 2500),
+      ).toBe(true);
       expect(await ctx.store.failMensaje(withFile.msg_id, 'line deleted', 3000)).toMatchObject({ estado: 'error', cobrado: 0 });
       expect((await ctx.store.getCliente(c.id))!.saldo_global).toBe(saldo + 1);
       expect(await ctx.store.pendingFiles()).toEqual([]);

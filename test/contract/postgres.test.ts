@@ -35,7 +35,10 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     return { clienteId: c.id, cel: cel.celular, msg: messages(c.id, cel.celular.id) };
   }
   const ledger = async (clienteId: number) =>
-    (await a.db.one<{ n: number; total: number }>('SELECT COUNT(*) AS n, COALESCE(SUM(monto), 0)::bigint AS total FROM movimientos_saldo WHERE cliente_id = $1', [clienteId]))!;
+    (await a.db.one<{ n: number; total: number }>(
+      'SELECT COUNT(*) AS n, COALESCE(SUM(monto), 0)::bigint AS total FROM movimientos_saldo WHERE cliente_id = $1',
+      [clienteId],
+    ))!;
 
   it('50 acceptances from each node against a balance of 60: exactly 60 accepted, the balance ends at 0 and equals its ledger', async () => {
     const l = await line(60);
@@ -52,7 +55,9 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     await Promise.all([
       ...accepted.map((m, i) => (i % 3 === 0 ? a.failMensaje(m.msg_id, 'refused', 100) : b.markSent(m.msg_id, `G${i}`, 100))),
       ...accepted.filter((_, i) => i % 3 === 1).map((_, i) => (i % 2 ? a : b).receipt(`G${3 * i + 1}`, 'error', 101, 'lost')),
-      ...Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).changeBalance({ cliente_id: l.clienteId, celular_id: i % 4 ? null : l.cel.id, monto: 2, motivo: 'recarga', actor: 'op' }, 102)),
+      ...Array.from({ length: 10 }, (_, i) =>
+        (i % 2 ? a : b).changeBalance({ cliente_id: l.clienteId, celular_id: i % 4 ? null : l.cel.id, monto: 2, motivo: 'recarga', actor: 'op' }, 102),
+      ),
     ]);
     const refunded = accepted.filter((_, i) => i % 3 !== 2).length;
     const cli = (await a.getCliente(l.clienteId))!;
@@ -70,7 +75,9 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     const l = await line(0, { max_envios_por_minuto: 7 });
     const t = 1_000_000;
     const results = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).acceptMensaje(l.msg('directo'), { charge: false, maxPending: null, slot: slotClaim(l.cel, t, 60_000) }, t)),
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 2 ? a : b).acceptMensaje(l.msg('directo'), { charge: false, maxPending: null, slot: slotClaim(l.cel, t, 60_000) }, t),
+      ),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(7);
     expect(results.filter((r) => !r.ok && r.reason === 'cap')).toHaveLength(33);
@@ -97,11 +104,13 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
       await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
       sends.push(m.msg_id);
     }
-    await Promise.all(sends.flatMap((id, i) => {
-      const mark = () => a.markSent(id, `G-${i}`, 20);
-      const ack = () => b.receipt(`G-${i}`, 'entregado', 21);
-      return i % 2 ? [mark(), ack()] : [ack(), mark()];
-    }));
+    await Promise.all(
+      sends.flatMap((id, i) => {
+        const mark = () => a.markSent(id, `G-${i}`, 20);
+        const ack = () => b.receipt(`G-${i}`, 'entregado', 21);
+        return i % 2 ? [mark(), ack()] : [ack(), mark()];
+      }),
+    );
     for (const id of sends) expect((await b.getMensaje(id))!.estado).toBe('entregado');
     expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
   });

@@ -14,7 +14,10 @@ for (const adapter of ADAPTERS) {
     const ctx = storeEachTest(adapter);
     /** A client with `saldo` global credit and one line; returns the ids and the movimiento id of the top-up. */
     async function line(saldo = 5) {
-      const c = await ctx.store.createCliente({ nombre: 'R', email: 'r@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' }, 1);
+      const c = await ctx.store.createCliente(
+        { nombre: 'R', email: 'r@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' },
+        1,
+      );
       const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1);
       if (!cel.ok) throw new Error('insert');
       const top = await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: saldo, motivo: 'recarga', actor: 'op' }, 1);
@@ -28,7 +31,18 @@ for (const adapter of ADAPTERS) {
     const accept = async (l: { clienteId: number; celularId: number }, now: number) => {
       const msg_id = `00000000-0000-4000-9000-${String(++n).padStart(12, '0')}`;
       const r = await ctx.store.acceptMensaje(
-        { msg_id, cliente_id: l.clienteId, celular_id: l.celularId, destinatario: '14155552671', tipo: 'texto', modo: 'cola', texto: 'x', media: null, payload: { texto: 'x' }, expira_at: null },
+        {
+          msg_id,
+          cliente_id: l.clienteId,
+          celular_id: l.celularId,
+          destinatario: '14155552671',
+          tipo: 'texto',
+          modo: 'cola',
+          texto: 'x',
+          media: null,
+          payload: { texto: 'x' },
+          expira_at: null,
+        },
         { charge: true, maxPending: null },
         now,
       );
@@ -87,7 +101,10 @@ for (const adapter of ADAPTERS) {
       await journal(12);
       expect(await ctx.store.receipt('G1', 'entregado', 13)).toMatchObject({ before: { estado: 'enviado' }, after: { estado: 'entregado', entregado_at: 13 } });
       expect(await ctx.store.receipt('G1', 'entregado', 14)).toBeNull();
-      expect(await ctx.store.receipt('G1', 'leido', 15)).toMatchObject({ before: { estado: 'entregado' }, after: { estado: 'leido', leido_at: 15, entregado_at: 13 } });
+      expect(await ctx.store.receipt('G1', 'leido', 15)).toMatchObject({
+        before: { estado: 'entregado' },
+        after: { estado: 'leido', leido_at: 15, entregado_at: 13 },
+      });
       expect(await ctx.store.receipt('G1', 'entregado', 16)).toBeNull();
       expect((await journal(17)).map((e) => [e.data.estado_anterior, e.data.estado, e.fecha])).toEqual([
         ['enviado', 'entregado', 13],
@@ -100,7 +117,10 @@ for (const adapter of ADAPTERS) {
       const id = await accept(l, 10);
       await ctx.store.markSent(id, 'G2', 11);
       await journal(12);
-      expect(await ctx.store.receipt('G2', 'leido', 13)).toMatchObject({ before: { estado: 'enviado' }, after: { estado: 'leido', entregado_at: 13, leido_at: 13 } });
+      expect(await ctx.store.receipt('G2', 'leido', 13)).toMatchObject({
+        before: { estado: 'enviado' },
+        after: { estado: 'leido', entregado_at: 13, leido_at: 13 },
+      });
       expect(await ctx.store.receipt('G2', 'entregado', 14)).toBeNull();
       expect((await journal(15)).map((e) => [e.data.estado_anterior, e.data.estado, e.fecha])).toEqual([
         ['enviado', 'entregado', 13],
@@ -163,7 +183,16 @@ for (const adapter of ADAPTERS) {
         data: { texto },
         fecha: 100,
       });
-      const rec = (texto: string) => ({ cliente_id: l.clienteId, celular_id: l.celularId, de: '14155552671', tipo: 'texto', texto, media: null, gateway_msg_id: null, fecha: 90 });
+      const rec = (texto: string) => ({
+        cliente_id: l.clienteId,
+        celular_id: l.celularId,
+        de: '14155552671',
+        tipo: 'texto',
+        texto,
+        media: null,
+        gateway_msg_id: null,
+        fecha: 90,
+      });
       const inbox = async () => (await ctx.store.listRecibidos({ cliente_id: l.clienteId, page: 1, por_pagina: 50 })).rows.map((r) => r.texto);
       expect(await ctx.store.journalInbound(ev('uno'), 'sim:i:A', 100, rec('uno'))).toBe(true);
       expect(await ctx.store.journalInbound(ev('uno otra vez'), 'sim:i:A', 101, rec('uno otra vez'))).toBe(false);

@@ -18,7 +18,13 @@ for (const adapter of ADAPTERS) {
         seen.push([ev.evento, (ev.data as { estado?: string; status?: string }).estado ?? (ev.data as { status?: string }).status]);
         return cfg ? { id: `evt_${seen.length}`, body: JSON.stringify(ev), entrega: true, copias: [] } : null;
       };
-      const connected = (fecha: number) => ({ evento: 'session.status' as const, cliente_id: c.id, celular_id: cel.celular.id, data: { status: 'connected' }, fecha });
+      const connected = (fecha: number) => ({
+        evento: 'session.status' as const,
+        cliente_id: c.id,
+        celular_id: cel.celular.id,
+        data: { status: 'connected' },
+        fecha,
+      });
       // No webhook, or an inactive one: nobody to tell, nothing journaled.
       await ctx.store.acceptMensaje(m, { charge: true, maxPending: null }, 2);
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: false }, 3);
@@ -31,7 +37,11 @@ for (const adapter of ADAPTERS) {
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 7, connected(7));
       await ctx.store.receipt('G1', 'error', 8, 'x');
       expect(await ctx.store.moveEventsToOutbox(10, route, 9)).toEqual({ taken: 3, copies: [] });
-      expect(seen).toEqual([['message.status', 'enviado'], ['session.status', 'connected'], ['message.status', 'error']]);
+      expect(seen).toEqual([
+        ['message.status', 'enviado'],
+        ['session.status', 'connected'],
+        ['message.status', 'error'],
+      ]);
       expect(await ctx.store.moveEventsToOutbox(10, route, 10)).toEqual({ taken: 0, copies: [] });
       expect((await ctx.store.dueEntregas(c.id, 10, 10)).map((e) => e.evento)).toEqual(['message.status', 'session.status', 'message.status']);
       // Due from the move (9): not before, and nothing else pending after it.
@@ -39,7 +49,6 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.nextEntregaAt(c.id, 8)).toBe(9);
       expect(await ctx.store.entregaQueues()).toEqual([{ cliente_id: c.id, next_at: 9 }]);
     });
-
   });
 }
 
@@ -150,12 +159,18 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.liveEscuchas(other.id, 600)).map((e) => e.id)).toEqual(['esc_o']);
     });
 
-    it('a live listener has events journaled without a configuration; the move hands each event its client\'s live listeners and returns the copies asked for', async () => {
+    it("a live listener has events journaled without a configuration; the move hands each event its client's live listeners and returns the copies asked for", async () => {
       const c = await newClienteOf(ctx.store);
       const other = await newClienteOf(ctx.store);
       const cel = await ctx.store.insertCelular(celular(c.id, '525512345679'), 1000);
       if (!cel.ok) throw new Error('insert');
-      const connected = (fecha: number) => ({ evento: 'session.status' as const, cliente_id: c.id, celular_id: cel.celular.id, data: { status: 'connected' }, fecha });
+      const connected = (fecha: number) => ({
+        evento: 'session.status' as const,
+        cliente_id: c.id,
+        celular_id: cel.celular.id,
+        data: { status: 'connected' },
+        fecha,
+      });
       const given: Array<[string, string[]]> = [];
       const route = (ev: { evento: string; cliente_id: number }, cfg: unknown, escuchas: Array<{ id: string }>) => {
         given.push([ev.evento, escuchas.map((e) => e.id)]);
@@ -168,7 +183,9 @@ for (const adapter of ADAPTERS) {
       const moved = await ctx.store.moveEventsToOutbox(10, route, 2100);
       expect(moved.taken).toBe(1);
       expect(given).toEqual([['session.status', ['esc_1']]]);
-      expect(moved.copies.map((k) => [k.escucha.id, k.escucha.secret, k.id, k.evento, k.body])).toEqual([['esc_1', 'secret-of-esc_1', 'evt_1', 'session.status', '{"n":1}']]);
+      expect(moved.copies.map((k) => [k.escucha.id, k.escucha.secret, k.id, k.evento, k.body])).toEqual([
+        ['esc_1', 'secret-of-esc_1', 'evt_1', 'session.status', '{"n":1}'],
+      ]);
       // entrega false: nothing in the outbox.
       expect(await ctx.store.entregaQueues()).toEqual([]);
       // With a configuration too: both, under one id.

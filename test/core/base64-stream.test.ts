@@ -29,7 +29,6 @@ function decodePieces(text: string, cut: number[], max = 1024 * 1024): { bytes: 
   return { bytes: Buffer.concat(out), sha256: r.sha256, uriMime: r.uriMime };
 }
 
-
 /** Every way to cut `text` into two or three pieces (sampled for long texts). */
 function cuts(text: string): number[][] {
   const out: number[][] = [[]];
@@ -63,7 +62,19 @@ describe('Base64Decoder', () => {
   });
 
   it('the same errors and offsets as the whole text, however it is cut', () => {
-    const bad = ['QUJD*A==', 'QQ==QUJD', 'Q===', 'QUJDRA', 'QUJD QUJDR', '  QUJD\u00a0QUJD', 'data:image/png,QUJD', 'data:image/png;base64', '', '  \n', `data:x;base64,${'A'.repeat(3)}-`];
+    const bad = [
+      'QUJD*A==',
+      'QQ==QUJD',
+      'Q===',
+      'QUJDRA',
+      'QUJD QUJDR',
+      '  QUJD\u00a0QUJD',
+      'data:image/png,QUJD',
+      'data:image/png;base64',
+      '',
+      '  \n',
+      `data:x;base64,${'A'.repeat(3)}-`,
+    ];
     for (const text of bad) {
       const whole = errorOf(() => decodeBase64Media('documento', text, 'text/plain'));
       for (const cut of cuts(text)) {

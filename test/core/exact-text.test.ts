@@ -10,7 +10,13 @@ const form = (s: string, charset: 'utf-8' | 'windows-1252' = 'utf-8') => decodeF
 
 describe('bodyCharset', () => {
   it('no charset, or a UTF-8 label: UTF-8, for JSON and forms', () => {
-    for (const ct of [undefined, 'application/json', 'application/json; charset=utf-8', 'application/json;charset="UTF-8"', 'application/json; foo=1; charset=utf8']) {
+    for (const ct of [
+      undefined,
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/json;charset="UTF-8"',
+      'application/json; foo=1; charset=utf8',
+    ]) {
       expect(bodyCharset(ct, 'json')).toBe('utf-8');
       expect(bodyCharset(ct, 'form')).toBe('utf-8');
     }
@@ -49,7 +55,13 @@ describe('decodeFormText', () => {
   });
 
   it('a broken escape: 400 naming the field and showing it', () => {
-    for (const [raw, shown] of [['%ZZ', '%ZZ'], ['x%E', '%E'], ['%', '%'], ['%g0', '%g0'], ['%0', '%0']]) {
+    for (const [raw, shown] of [
+      ['%ZZ', '%ZZ'],
+      ['x%E', '%E'],
+      ['%', '%'],
+      ['%g0', '%g0'],
+      ['%0', '%0'],
+    ]) {
       const e = errorOf(() => form(raw!));
       expect(e.row).toBe(ERRORS.INVALID_PARAMS);
       expect(e.message).toBe(`f: invalid percent escape ${JSON.stringify(shown)} (a % must be followed by two hex digits)`);

@@ -29,8 +29,6 @@ vi.mock('undici', async (importOriginal) => {
 
 const MB = 1024 * 1024;
 
-
-
 function expectError(err: AppError, row: ErrorRow, message?: RegExp): void {
   expect(err.row).toBe(row);
   if (message) expect(err.message).toMatch(message);
@@ -43,7 +41,8 @@ const pad = (head: Buffer | number[], len = 64): Buffer => {
 };
 const latin1 = (s: string): Buffer => Buffer.from(s, 'latin1');
 const riff = (form: string): Buffer => pad(Buffer.concat([latin1('RIFF'), Buffer.from([56, 0, 0, 0]), latin1(form), latin1('VP8 ')]));
-const ftyp = (brand: string): Buffer => pad(Buffer.concat([Buffer.from([0, 0, 0, 0x18]), latin1('ftyp'), latin1(brand), Buffer.from([0, 0, 0, 0]), latin1('isommp41')]));
+const ftyp = (brand: string): Buffer =>
+  pad(Buffer.concat([Buffer.from([0, 0, 0, 0x18]), latin1('ftyp'), latin1(brand), Buffer.from([0, 0, 0, 0]), latin1('isommp41')]));
 
 const JPEG = pad([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46]);
 const PNG = pad([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52]);
@@ -62,7 +61,6 @@ const WEBM = pad([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01]);
 const EXE = pad(latin1('MZ\x90\x00\x03\x00\x00\x00'));
 const OLE_MAGIC = Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]);
 const ole = (stream?: string): Buffer => pad(Buffer.concat([OLE_MAGIC, Buffer.alloc(504), stream ? Buffer.from(stream, 'utf16le') : Buffer.alloc(0)]), 1024);
-
 
 const b64 = (b: Buffer): string => b.toString('base64');
 const dataUri = (mime: string, b: Buffer): string => `data:${mime};base64,${b64(b)}`;
@@ -128,28 +126,72 @@ describe('decodeBase64Media: sniffing', () => {
   it('trusts the bytes over the declared MIME', () => {
     expect(decodeBase64Media('imagen', b64(PNG), 'image/jpeg').mime).toBe('image/png');
     expect(decodeBase64Media('imagen', dataUri('image/jpeg', PNG)).mime).toBe('image/png');
-    expectError(errorOf(() => decodeBase64Media('imagen', b64(EXE), 'image/png')), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /application\/x-msdownload.*declared image\/png.*allowed: image\/jpeg, image\/png, image\/webp, image\/gif/);
-    expectError(errorOf(() => decodeBase64Media('documento', b64(EXE), 'text/plain')), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /x-msdownload/);
+    expectError(
+      errorOf(() => decodeBase64Media('imagen', b64(EXE), 'image/png')),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /application\/x-msdownload.*declared image\/png.*allowed: image\/jpeg, image\/png, image\/webp, image\/gif/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('documento', b64(EXE), 'text/plain')),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /x-msdownload/,
+    );
   });
 
   it('refuses a sniffed type outside the list, naming it and the allowed ones', () => {
-    expectError(errorOf(() => decodeBase64Media('sticker', b64(JPEG))), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /image\/jpeg.*sticker.*image\/webp, image\/png/);
-    expectError(errorOf(() => decodeBase64Media('imagen', b64(ftyp('heic')))), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /image\/heic/);
-    expectError(errorOf(() => decodeBase64Media('video', b64(ftyp('heic')))), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /image\/heic/);
-    expectError(errorOf(() => decodeBase64Media('imagen', b64(Buffer.from('just text')))), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /text\/plain/);
-    expectError(errorOf(() => decodeBase64Media('audio', b64(WEBM))), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /video\/webm/);
+    expectError(
+      errorOf(() => decodeBase64Media('sticker', b64(JPEG))),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /image\/jpeg.*sticker.*image\/webp, image\/png/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('imagen', b64(ftyp('heic')))),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /image\/heic/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('video', b64(ftyp('heic')))),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /image\/heic/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('imagen', b64(Buffer.from('just text')))),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /text\/plain/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('audio', b64(WEBM))),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /video\/webm/,
+    );
   });
 
   it('refuses unrecognised bytes, falling back to the declaration only for text', () => {
     const binary = Buffer.from([0x00, 0x01, 0x02, 0x03, 0xfe, 0x00]);
-    expectError(errorOf(() => decodeBase64Media('documento', b64(binary), 'application/pdf')), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /could not be recognised \(declared application\/pdf\)/);
-    expectError(errorOf(() => decodeBase64Media('documento', b64(latin1('Jos\xe9')))), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /could not be recognised/);
+    expectError(
+      errorOf(() => decodeBase64Media('documento', b64(binary), 'application/pdf')),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /could not be recognised \(declared application\/pdf\)/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('documento', b64(latin1('Jos\xe9')))),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /could not be recognised/,
+    );
     expect(decodeBase64Media('documento', b64(latin1('Jos\xe9')), 'text/plain').mime).toBe('text/plain');
   });
 
   it('refuses a declared MIME outside the list (docs/design.md §5), but not application/octet-stream', () => {
-    expectError(errorOf(() => decodeBase64Media('imagen', b64(PNG), 'image/tiff')), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /image\/tiff \(declared\)/);
-    expectError(errorOf(() => decodeBase64Media('imagen', dataUri('image/svg+xml', PNG))), ERRORS.MEDIA_TYPE_NOT_ALLOWED, /image\/svg\+xml \(in the data URI\)/);
+    expectError(
+      errorOf(() => decodeBase64Media('imagen', b64(PNG), 'image/tiff')),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /image\/tiff \(declared\)/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('imagen', dataUri('image/svg+xml', PNG))),
+      ERRORS.MEDIA_TYPE_NOT_ALLOWED,
+      /image\/svg\+xml \(in the data URI\)/,
+    );
     expect(decodeBase64Media('imagen', dataUri('application/octet-stream', PNG)).mime).toBe('image/png');
     expect(decodeBase64Media('imagen', b64(PNG), 'IMAGE/PNG; charset=binary').mime).toBe('image/png');
   });
@@ -164,7 +206,9 @@ describe('decodeBase64Media: base64 form', () => {
   });
 
   it('ignores whitespace and newlines inside the data', () => {
-    const wrapped = b64(PDF).replace(/.{10}/g, '$&\r\n').replace(/(.{3})\r/g, '$1 \t\r');
+    const wrapped = b64(PDF)
+      .replace(/.{10}/g, '$&\r\n')
+      .replace(/(.{3})\r/g, '$1 \t\r');
     expect(wrapped).toMatch(/\s/);
     expect(decodeBase64Media('documento', `\n  ${wrapped}  \n`).bytes.equals(PDF)).toBe(true);
     expect(decodeBase64Media('documento', `data:application/pdf;base64,\n${wrapped}`).bytes.equals(PDF)).toBe(true);
@@ -176,28 +220,80 @@ describe('decodeBase64Media: base64 form', () => {
     const std = b64(Buffer.from([0xfb, 0xff, 0xfe, 0x00, 0x11, 0x22]));
     expect(std).toMatch(/[+/]/);
     const url = std.replace(/\+/g, '-').replace(/\//g, '_');
-    expectError(errorOf(() => decodeBase64Media('documento', url)), ERRORS.BASE64_INVALID, /character '[-_]' at offset \d+ is not in the standard alphabet \(base64url is not accepted/);
-    expectError(errorOf(() => decodeBase64Media('documento', 'QUJD*A==')), ERRORS.BASE64_INVALID, /'\*' at offset 4/);
-    expectError(errorOf(() => decodeBase64Media('documento', 'QUJDñA==')), ERRORS.BASE64_INVALID, /U\+00F1/);
+    expectError(
+      errorOf(() => decodeBase64Media('documento', url)),
+      ERRORS.BASE64_INVALID,
+      /character '[-_]' at offset \d+ is not in the standard alphabet \(base64url is not accepted/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('documento', 'QUJD*A==')),
+      ERRORS.BASE64_INVALID,
+      /'\*' at offset 4/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('documento', 'QUJDñA==')),
+      ERRORS.BASE64_INVALID,
+      /U\+00F1/,
+    );
   });
 
   it('refuses bad padding and lengths', () => {
-    expectError(errorOf(() => decodeBase64Media('documento', 'QQ==QUJD')), ERRORS.BASE64_INVALID, /padding may only stand at the end/);
-    expectError(errorOf(() => decodeBase64Media('documento', 'QQ=A')), ERRORS.BASE64_INVALID, /padding may only stand at the end/);
-    expectError(errorOf(() => decodeBase64Media('documento', 'Q===')), ERRORS.BASE64_INVALID, /more than two '='/);
-    expectError(errorOf(() => decodeBase64Media('documento', 'QUJDRA')), ERRORS.BASE64_INVALID, /length 6 is not a multiple of 4/);
-    expectError(errorOf(() => decodeBase64Media('documento', 'QUJDRA=')), ERRORS.BASE64_INVALID, /length 7 is not a multiple of 4/);
-    expectError(errorOf(() => decodeBase64Media('documento', 'QUJ')), ERRORS.BASE64_INVALID, /multiple of 4/);
+    expectError(
+      errorOf(() => decodeBase64Media('documento', 'QQ==QUJD')),
+      ERRORS.BASE64_INVALID,
+      /padding may only stand at the end/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('documento', 'QQ=A')),
+      ERRORS.BASE64_INVALID,
+      /padding may only stand at the end/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('documento', 'Q===')),
+      ERRORS.BASE64_INVALID,
+      /more than two '='/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('documento', 'QUJDRA')),
+      ERRORS.BASE64_INVALID,
+      /length 6 is not a multiple of 4/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('documento', 'QUJDRA=')),
+      ERRORS.BASE64_INVALID,
+      /length 7 is not a multiple of 4/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('documento', 'QUJ')),
+      ERRORS.BASE64_INVALID,
+      /multiple of 4/,
+    );
     // An unencoded '+' in a form body turns into a space; the message says so.
-    expectError(errorOf(() => decodeBase64Media('documento', 'QUJD+0FC'.replace('+', ' '))), ERRORS.BASE64_INVALID, /becomes a space/);
+    expectError(
+      errorOf(() => decodeBase64Media('documento', 'QUJD+0FC'.replace('+', ' '))),
+      ERRORS.BASE64_INVALID,
+      /becomes a space/,
+    );
   });
 
   it('refuses empty content and malformed data URIs', () => {
     for (const input of ['', '   \n', 'data:image/png;base64,', 'data:image/png;base64, \n ']) {
-      expectError(errorOf(() => decodeBase64Media('imagen', input)), ERRORS.BASE64_INVALID, /empty/);
+      expectError(
+        errorOf(() => decodeBase64Media('imagen', input)),
+        ERRORS.BASE64_INVALID,
+        /empty/,
+      );
     }
-    expectError(errorOf(() => decodeBase64Media('imagen', `data:image/png,${b64(PNG)}`)), ERRORS.BASE64_INVALID, /only base64 data URIs/);
-    expectError(errorOf(() => decodeBase64Media('imagen', 'data:image/png;base64')), ERRORS.BASE64_INVALID, /data URI/);
+    expectError(
+      errorOf(() => decodeBase64Media('imagen', `data:image/png,${b64(PNG)}`)),
+      ERRORS.BASE64_INVALID,
+      /only base64 data URIs/,
+    );
+    expectError(
+      errorOf(() => decodeBase64Media('imagen', 'data:image/png;base64')),
+      ERRORS.BASE64_INVALID,
+      /data URI/,
+    );
   });
 });
 
@@ -218,7 +314,11 @@ describe('decodeBase64Media: size', () => {
     expect(err.status).toBe(413);
     // Whitespace does not count towards the size.
     expect(decodeBase64Media('sticker', b64(pngOf(max)).replace(/.{76}/g, '$&\r\n')).bytes.length).toBe(max);
-    expectError(errorOf(() => decodeBase64Media('sticker', b64(pngOf(max + 200 * 1024)))), ERRORS.MEDIA_TOO_LARGE, /file too large: 1\.2 MB; the maximum for sticker is 1 MB$/);
+    expectError(
+      errorOf(() => decodeBase64Media('sticker', b64(pngOf(max + 200 * 1024)))),
+      ERRORS.MEDIA_TOO_LARGE,
+      /file too large: 1\.2 MB; the maximum for sticker is 1 MB$/,
+    );
   });
 
   it('refuses a huge input from its length, before decoding anything', () => {
@@ -369,7 +469,17 @@ describe('checkMediaUrl', () => {
   });
 
   it('refuses private addresses before any traffic unless allowed', async () => {
-    for (const url of ['http://127.0.0.1/x', 'http://10.0.0.1/x', 'http://0x7f.1/x', 'http://[::1]/x', 'http://[fd00::1]/x', 'http://[::ffff:10.0.0.1]/x', 'http://100.64.0.1/', 'http://0.0.0.0/', 'http://224.0.0.1/']) {
+    for (const url of [
+      'http://127.0.0.1/x',
+      'http://10.0.0.1/x',
+      'http://0x7f.1/x',
+      'http://[::1]/x',
+      'http://[fd00::1]/x',
+      'http://[::ffff:10.0.0.1]/x',
+      'http://100.64.0.1/',
+      'http://0.0.0.0/',
+      'http://224.0.0.1/',
+    ]) {
       expectError(await rejectionOf(checkMediaUrl('imagen', url, deny)), ERRORS.MEDIA_URL_INVALID, /points at a private address/);
     }
     // A name that resolves (via /etc/hosts) to loopback is refused after the lookup, before connecting.
@@ -404,15 +514,41 @@ describe('checkMediaUrl', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    expectError(await rejectionOf(checkMediaUrl('imagen', `http://127.0.0.1:${port}/x`, allow)), ERRORS.MEDIA_URL_INVALID, /not reachable \(connection refused\)/);
+    expectError(
+      await rejectionOf(checkMediaUrl('imagen', `http://127.0.0.1:${port}/x`, allow)),
+      ERRORS.MEDIA_URL_INVALID,
+      /not reachable \(connection refused\)/,
+    );
   });
 });
 
 describe('isBlockedAddress', () => {
   it.each([
-    '127.0.0.1', '127.255.0.9', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '100.127.255.255',
-    '0.0.0.0', '224.0.0.251', '255.255.255.255', '::', '::1', 'fc00::1', 'fd12:3456::1', 'fe80::1', 'fe80::1%eth0', 'ff02::1',
-    '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::ffff:a9fe:a9fe', '64:ff9b::a00:1', '2002:c0a8:101::1', 'not-an-ip',
+    '127.0.0.1',
+    '127.255.0.9',
+    '10.1.2.3',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '100.127.255.255',
+    '0.0.0.0',
+    '224.0.0.251',
+    '255.255.255.255',
+    '::',
+    '::1',
+    'fc00::1',
+    'fd12:3456::1',
+    'fe80::1',
+    'fe80::1%eth0',
+    'ff02::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+    '::ffff:a9fe:a9fe',
+    '64:ff9b::a00:1',
+    '2002:c0a8:101::1',
+    'not-an-ip',
   ])('blocks %s', (a) => expect(isBlockedAddress(a)).toBe(true));
   it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '192.169.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])(
     'allows %s',

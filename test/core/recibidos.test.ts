@@ -5,7 +5,15 @@ import { inboxSender, newRecibido, recibidoView } from '../../src/core/recibidos
 /** The inbox row of an incoming message (docs/design.md §10), without a store. */
 const celular = { id: 7, cliente_id: 3, numero: '525512345678' } as CelularRow;
 const inbound = (de: string): Extract<GatewayEvent, { type: 'inbound' }> => ({
-  type: 'inbound', instancia: 'i', de, tipo: 'texto', texto: 'hola', media: null, gatewayMsgId: 'G1', at: 1000, dedupeKey: 'k',
+  type: 'inbound',
+  instancia: 'i',
+  de,
+  tipo: 'texto',
+  texto: 'hola',
+  media: null,
+  gatewayMsgId: 'G1',
+  at: 1000,
+  dedupeKey: 'k',
 });
 
 describe('the inbox sender', () => {

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { settle, SharedSettingsConflict, type Given, type SharedSettings } from '../../src/core/shared-settings.js';
 
-const first: SharedSettings = { adminToken: 'a'.repeat(64), gateway: 'evolution', gatewaySecret: 's'.repeat(64), callbackUrl: 'http://lb:8080', tz: 'America/Lima' };
+const first: SharedSettings = {
+  adminToken: 'a'.repeat(64),
+  gateway: 'evolution',
+  gatewaySecret: 's'.repeat(64),
+  callbackUrl: 'http://lb:8080',
+  tz: 'America/Lima',
+};
 const nothingGiven: Given = { adminToken: false, gateway: true, gatewaySecret: false, callbackUrl: false, tz: false };
 
 describe('shared settings (core/shared-settings.ts)', () => {

@@ -46,11 +46,15 @@ describeWith(redis, 'Redis counters when Redis is unreachable', () => {
     const to = new URL(url);
     u.hostname = to.hostname;
     u.port = to.port;
-    const f = new FailoverCounters(new RedisCounters({ url: u.toString(), prefix, clock, commandTimeoutMs: 1000, connectTimeoutMs: 1000 }), new MemoryCounters(clock), {
-      clock,
-      probeMs: 20,
-      log: { warn: (obj, msg) => logs.push({ level: 'warn', obj, msg }), info: (obj, msg) => logs.push({ level: 'info', obj, msg }) },
-    });
+    const f = new FailoverCounters(
+      new RedisCounters({ url: u.toString(), prefix, clock, commandTimeoutMs: 1000, connectTimeoutMs: 1000 }),
+      new MemoryCounters(clock),
+      {
+        clock,
+        probeMs: 20,
+        log: { warn: (obj, msg) => logs.push({ level: 'warn', obj, msg }), info: (obj, msg) => logs.push({ level: 'info', obj, msg }) },
+      },
+    );
     open.push(f);
     return f;
   }

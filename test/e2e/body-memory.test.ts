@@ -38,7 +38,10 @@ async function ok(p: Promise<ApiResponse>, status = 200): Promise<any> {
 async function lineOf(s: ServeChild, dataDir: string): Promise<{ key: string; hold: () => Promise<void> }> {
   const admin = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
   const cli = await ok(api(s.url, 'POST', '/admin/clientes', { key: admin, json: { nombre: 'Mem', email: `mem${Date.now()}@example.com`, saldo: 1000 } }), 201);
-  const cel = await ok(api(s.url, 'POST', '/api/celular_crear.php', { key: cli.api_key, json: { numero: `52155${10_000_000 + Math.floor(Math.random() * 89_999_999)}` } }), 201);
+  const cel = await ok(
+    api(s.url, 'POST', '/api/celular_crear.php', { key: cli.api_key, json: { numero: `52155${10_000_000 + Math.floor(Math.random() * 89_999_999)}` } }),
+    201,
+  );
   await ok(api(s.url, 'POST', `/api/celular_qr.php?id=${cel.celular_id}`, { key: cli.api_key }));
   await ok(api(s.url, 'POST', '/admin/sim/scan', { key: admin, json: { celular_id: cel.celular_id } }));
   const hold = async () => {
@@ -71,13 +74,25 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
  */
 async function heldLine(s: ServeChild, dataDir: string): Promise<string> {
   const line = await lineOf(s, dataDir);
-  await ok(api(s.url, 'POST', DOC, { key: line.key, json: { destinatario: '525598765432', filename: 'w.pdf', documentBase64: pdf(2 * MB).toString('base64'), directo: 1 } }));
+  await ok(
+    api(s.url, 'POST', DOC, {
+      key: line.key,
+      json: { destinatario: '525598765432', filename: 'w.pdf', documentBase64: pdf(2 * MB).toString('base64'), directo: 1 },
+    }),
+  );
   await line.hold();
   return line.key;
 }
 
 /** Posts a document body, accepted; its msg_id and the server's peak RSS growth meanwhile (logged as `what`). */
-async function postMeasured(s: ServeChild, key: string, body: Buffer, contentType: string, what: string, fileBytes: number): Promise<{ msgId: string; growth: number }> {
+async function postMeasured(
+  s: ServeChild,
+  key: string,
+  body: Buffer,
+  contentType: string,
+  what: string,
+  fileBytes: number,
+): Promise<{ msgId: string; growth: number }> {
   let r: ApiResponse | undefined;
   const growth = await peakGrowth(s.child.pid!, async () => {
     r = await api(s.url, 'POST', DOC, { key, raw: body, contentType });

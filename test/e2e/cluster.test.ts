@@ -46,7 +46,8 @@ function fakeConnections(): Map<number, string> {
   const byPort = new Map<number, string>();
   for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
     const [, local, remote, , , , , , , inode] = line.trim().split(/\s+/);
-    if (local && remote && inode && inode !== '0' && Number.parseInt(remote.split(':')[1]!, 16) === fakePort) byPort.set(Number.parseInt(local.split(':')[1]!, 16), inode);
+    if (local && remote && inode && inode !== '0' && Number.parseInt(remote.split(':')[1]!, 16) === fakePort)
+      byPort.set(Number.parseInt(local.split(':')[1]!, 16), inode);
   }
   return byPort;
 }
@@ -110,7 +111,18 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
       const args = [
         ...['--store', u.toString(), '--counters', REDIS_URL, '--counters-prefix', prefix],
         ...['--gateway', 'evolution', '--gateway-url', fake.url, '--gateway-key', fake.apiKey, '--allow-private-urls'],
-        ...['--queue-gap-ms', `${GAP_MIN}-${2 * GAP_MIN}`, '--gateway-timeout', '500ms', '--queue-lease', '5s', '--health-interval', '0', '--webhook-retry-ms', '200'],
+        ...[
+          '--queue-gap-ms',
+          `${GAP_MIN}-${2 * GAP_MIN}`,
+          '--gateway-timeout',
+          '500ms',
+          '--queue-lease',
+          '5s',
+          '--health-interval',
+          '0',
+          '--webhook-retry-ms',
+          '200',
+        ],
       ];
       // The first node makes the operator token and gateway secret; the others take them from the store.
       const dirs = [tempDir(), tempDir(), tempDir()];
@@ -146,7 +158,11 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
         lines.push({ id, key: cel.body.api_key, cliente: cli.id });
       }
       await fake.settle();
-      await waitFor(async () => (await db.query("SELECT COUNT(*)::int AS n FROM celulares WHERE estado = 'activo'")).rows[0].n === LINES + 2, 'every line linked', 20_000);
+      await waitFor(
+        async () => (await db.query("SELECT COUNT(*)::int AS n FROM celulares WHERE estado = 'activo'")).rows[0].n === LINES + 2,
+        'every line linked',
+        20_000,
+      );
 
       // Duplicate protection counts across nodes (Redis): the fourth same text to one number within 2 minutes is refused, and its line blocked.
       const dupe = { destinatario: numeroNuevo(), mensaje: 'el mismo texto' };
@@ -176,7 +192,8 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
           }
         }),
       );
-      const countSent = async () => (await db.query("SELECT COUNT(*)::int AS n FROM mensajes WHERE estado <> 'pendiente' AND texto LIKE 'carga %'")).rows[0].n as number;
+      const countSent = async () =>
+        (await db.query("SELECT COUNT(*)::int AS n FROM mensajes WHERE estado <> 'pendiente' AND texto LIKE 'carga %'")).rows[0].n as number;
       await waitFor(async () => (await countSent()) >= MESSAGES / 3, 'a third sent', 60_000);
       const killedAt = Date.now();
       // Its connections to the fake as it dies: a request it sent on one may be read (and named) after.
@@ -209,14 +226,25 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
       expect(seen.size).toBe(MESSAGES);
       const KILLED = 'node 1';
       const sender = (m: FakeMessage) => m.peer ?? (m.port !== undefined && killedPorts.has(m.port) ? KILLED : undefined);
-      const { rows: [dead] } = await db.query<{ takeover: string }>("SELECT heartbeat_at + stale_ms AS takeover FROM nodos WHERE etiqueta LIKE $1", [`pasarela serve pid ${killedPid} on %`]);
+      const {
+        rows: [dead],
+      } = await db.query<{ takeover: string }>('SELECT heartbeat_at + stale_ms AS takeover FROM nodos WHERE etiqueta LIKE $1', [
+        `pasarela serve pid ${killedPid} on %`,
+      ]);
       const takeoverAt = Number(dead!.takeover);
       const intentos = new Map(
-        (await db.query<{ texto: string; intentos: number }>("SELECT texto, intentos FROM mensajes WHERE texto LIKE 'carga %'")).rows.map((r) => [r.texto, r.intentos]),
+        (await db.query<{ texto: string; intentos: number }>("SELECT texto, intentos FROM mensajes WHERE texto LIKE 'carga %'")).rows.map((r) => [
+          r.texto,
+          r.intentos,
+        ]),
       );
       const twice = [...seen].filter(([, sends]) => sends.length > 1);
       for (const [text, sends] of twice) {
-        const what = JSON.stringify({ intentos: intentos.get(text), sends: sends.map((m) => ({ by: sender(m) ?? `port ${m.port}`, sinceKill: m.at - killedAt })), takeoverSinceKill: takeoverAt - killedAt });
+        const what = JSON.stringify({
+          intentos: intentos.get(text),
+          sends: sends.map((m) => ({ by: sender(m) ?? `port ${m.port}`, sinceKill: m.at - killedAt })),
+          takeoverSinceKill: takeoverAt - killedAt,
+        });
         expect(sends, `${text}: ${what}`).toHaveLength(2);
         const retried = (intentos.get(text) ?? 0) >= 2;
         const [a, b] = sends as [FakeMessage, FakeMessage];
@@ -235,7 +263,10 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
         if (!order.has(text)) order.set(text, k);
       });
       const enviados = new Map(
-        (await db.query<{ texto: string; enviado_at: string }>("SELECT texto, enviado_at FROM mensajes WHERE texto LIKE 'carga %'")).rows.map((r) => [r.texto, Number(r.enviado_at)]),
+        (await db.query<{ texto: string; enviado_at: string }>("SELECT texto, enviado_at FROM mensajes WHERE texto LIKE 'carga %'")).rows.map((r) => [
+          r.texto,
+          Number(r.enviado_at),
+        ]),
       );
       for (const [k, line] of lines.slice(0, LINES).entries()) {
         const mine = rows.filter((r) => Number(r.celular_id) === line.id).map((r) => r.texto);
@@ -247,13 +278,15 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
       }
 
       // The cap: five of eight sent, across every node.
-      const tope = (await db.query("SELECT estado, COUNT(*)::int AS n FROM mensajes WHERE celular_id = $1 GROUP BY estado", [capped.id])).rows;
+      const tope = (await db.query('SELECT estado, COUNT(*)::int AS n FROM mensajes WHERE celular_id = $1 GROUP BY estado', [capped.id])).rows;
       expect(tope.filter((r) => r.estado !== 'pendiente').reduce((a, r) => a + r.n, 0)).toBe(5);
       expect(tope.find((r) => r.estado === 'pendiente')?.n).toBe(3);
 
       // Balances equal their ledgers: one unit per message charged, none refunded.
       for (const c of clients) {
-        const { rows: [b] } = await db.query(
+        const {
+          rows: [b],
+        } = await db.query(
           `SELECT c.saldo_global::int AS saldo,
              (SELECT COALESCE(SUM(monto), 0) FROM movimientos_saldo m WHERE m.cliente_id = c.id AND m.celular_id IS NULL AND m.actor = 'sistema')::int AS movido,
              (SELECT COUNT(*) FROM mensajes x WHERE x.cliente_id = c.id AND x.cobrado = 1)::int AS cobrados
@@ -265,10 +298,18 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
       }
 
       // Every message's sent event reached the webhook (a retry keeps its id).
-      await waitFor(() => {
-        const got = new Set(hooks.hits.filter((h) => (h.json as { data?: { estado?: string } })?.data?.estado === 'enviado').map((h) => (h.json as { data: { msg_id: string } }).data.msg_id));
-        return accepted.every((id) => got.has(id));
-      }, 'every message.status enviado event', 60_000);
+      await waitFor(
+        () => {
+          const got = new Set(
+            hooks.hits
+              .filter((h) => (h.json as { data?: { estado?: string } })?.data?.estado === 'enviado')
+              .map((h) => (h.json as { data: { msg_id: string } }).data.msg_id),
+          );
+          return accepted.every((id) => got.has(id));
+        },
+        'every message.status enviado event',
+        60_000,
+      );
       const ids = new Map<string, string>();
       for (const h of hooks.hits) {
         const j = h.json as { id: string; data: { msg_id?: string; estado?: string } };

@@ -101,7 +101,10 @@ describe('crash: SIGKILL during a burst of direct sends', () => {
           (JSON.parse(r.value) as { gatewayMsgId: string }).gatewayMsgId,
         ]),
       );
-      expect(rows.filter((r) => r.estado === 'pendiente'), `stranded at the crash: ${stranded}`).toEqual([]);
+      expect(
+        rows.filter((r) => r.estado === 'pendiente'),
+        `stranded at the crash: ${stranded}`,
+      ).toEqual([]);
       for (const r of rows) {
         const gid = sent.get(r.msg_id);
         if (gid) {

@@ -23,15 +23,13 @@ import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } f
  * `npm run build` must have run first (bin/pasarela imports dist/).
  */
 
-
 const LINES = 3;
 const TEXTS_PER_LINE = 90;
 const IMAGES_PER_LINE = 10;
 const TOTAL = LINES * (TEXTS_PER_LINE + IMAGES_PER_LINE);
 const SALDO = 1_000_000;
 /** A 1x1 PNG. */
-const PNG =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
 
 type Server = ServeChild;
 
@@ -197,7 +195,11 @@ describe('crash: SIGKILL while the queue drains', () => {
   it.each([
     ['~20%', 0.2],
     ['~70%', 0.7],
-  ])('killed after %s sent: every accepted message ends sent exactly once, charged once', async (_label, share) => {
-    await runScenario(share);
-  }, 60_000);
+  ])(
+    'killed after %s sent: every accepted message ends sent exactly once, charged once',
+    async (_label, share) => {
+      await runScenario(share);
+    },
+    60_000,
+  );
 });

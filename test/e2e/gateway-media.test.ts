@@ -100,7 +100,8 @@ describe.each(NETWORKS)('media URLs on %s', (_name, make) => {
     let net: Network;
     let s: TestServer;
     let line: Line;
-    const post = (path: string, body: Record<string, unknown>): Promise<ApiResponse> => api(s.url, 'POST', path, { key: line.celularKey, json: { destinatario: TO, ...body } });
+    const post = (path: string, body: Record<string, unknown>): Promise<ApiResponse> =>
+      api(s.url, 'POST', path, { key: line.celularKey, json: { destinatario: TO, ...body } });
     const credit = async () => (await s.core.store.getCelular(line.celularId))!.saldo_actual + (await s.core.store.getCliente(line.clienteId))!.saldo_global;
     const tmpFiles = () => readdirSync(join(s.dataDir, 'tmp'));
 
@@ -172,7 +173,10 @@ describe.each(NETWORKS)('media URLs on %s', (_name, make) => {
 
     it('passes the checked URL through and fetches nothing itself', async () => {
       media.hits.length = 0;
-      const r = await api(s.url, 'POST', '/api/mensaje_enviar_imagen.php', { key: line.celularKey, json: { destinatario: TO, url: `${media.base}/photo.png`, directo: 1 } });
+      const r = await api(s.url, 'POST', '/api/mensaje_enviar_imagen.php', {
+        key: line.celularKey,
+        json: { destinatario: TO, url: `${media.base}/photo.png`, directo: 1 },
+      });
       expectOk(r);
       const got = net.received!().at(-1)!;
       expect(got.url).toBe(`${media.base}/photo.png`);

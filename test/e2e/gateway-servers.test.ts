@@ -53,7 +53,14 @@ const touched = (fake: EvolutionFake, instancia: string) => fake.requests.filter
 beforeAll(async () => {
   a = await startEvolutionFake({ apiKey: 'key-of-server-a-0123456789' });
   b = await startEvolutionFake({ apiKey: 'key-of-server-b-9876543210' });
-  s = await startTestServer({ gateway: 'evolution', gatewayUrl: a.url, gatewayKey: a.apiKey, allowPrivateUrls: true, healthIntervalMs: 0, queue: { gapMinMs: 0, gapMaxMs: 0 } });
+  s = await startTestServer({
+    gateway: 'evolution',
+    gatewayUrl: a.url,
+    gatewayKey: a.apiKey,
+    allowPrivateUrls: true,
+    healthIntervalMs: 0,
+    queue: { gapMinMs: 0, gapMaxMs: 0 },
+  });
   hooks = await startReceiver(200);
   const c = await admin('POST', '/admin/clientes', { nombre: 'Muchos', email: 'muchos@example.com', saldo: 100 });
   clientKey = c.body.api_key;
@@ -71,7 +78,11 @@ describe('many gateway servers', () => {
   it('--gateway-url is the server named default; a second one is added with its key kept secret', async () => {
     const before = track(await admin('GET', '/admin/gateways'));
     expectOk(before);
-    expect(before.body).toMatchObject({ tipo: 'evolution', total: 1, servidores: [{ nombre: 'default', tipo: 'evolution', url: a.url, estado: 'activo', lineas: 0, tiene_key: true, max_lineas: null }] });
+    expect(before.body).toMatchObject({
+      tipo: 'evolution',
+      total: 1,
+      servidores: [{ nombre: 'default', tipo: 'evolution', url: a.url, estado: 'activo', lineas: 0, tiene_key: true, max_lineas: null }],
+    });
     const add = track(await admin('POST', '/admin/gateways', { nombre: 'b', url: `${b.url}/`, key: b.apiKey }));
     expect(add.status, add.text).toBe(201);
     expect(add.body).toMatchObject({ nombre: 'b', tipo: 'evolution', url: b.url, estado: 'activo', lineas: 0, tiene_key: true });
@@ -93,7 +104,10 @@ describe('many gateway servers', () => {
     expect(d.body).toMatchObject({ nombre: 'b', estado: 'drenando', lineas: 2 });
     const ids = [await newLine(), await newLine()];
     expect(await Promise.all(ids.map(serverOf))).toEqual(['default', 'default']);
-    expect((await servidores()).map((x) => [x.nombre, x.estado, x.lineas])).toEqual([['default', 'activo', 4], ['b', 'drenando', 2]]);
+    expect((await servidores()).map((x) => [x.nombre, x.estado, x.lineas])).toEqual([
+      ['default', 'activo', 4],
+      ['b', 'drenando', 2],
+    ]);
     const u = track(await admin('POST', '/admin/gateways/b/undrain'));
     expect(u.body).toMatchObject({ nombre: 'b', estado: 'activo' });
     expect(await serverOf(await newLine())).toBe('b');
@@ -114,7 +128,9 @@ describe('many gateway servers', () => {
 
       const celularKey = (await api(s.url, 'POST', `/admin/celulares/${id}/rotar-key`, { key: s.adminToken })).body.api_key;
       const text = `hola ${id} ${Math.random()}`;
-      const r = track(await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: celularKey, json: { destinatario: '5215587654321', mensaje: text, directo: 1 } }));
+      const r = track(
+        await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: celularKey, json: { destinatario: '5215587654321', mensaje: text, directo: 1 } }),
+      );
       expectOk(r);
       expect(mine.messages.filter((m) => m.instance === instanceOf(id)).map((m) => m.request.text)).toEqual([text]);
       expect(other.messages.filter((m) => m.instance === instanceOf(id))).toEqual([]);
@@ -136,13 +152,25 @@ describe('many gateway servers', () => {
     await linkOn(old, id);
     const m = track(await admin('POST', `/admin/celulares/${id}/servidor`, { servidor: to }));
     expectOk(m);
-    expect(m.body).toMatchObject({ celular_id: id, servidor: to, servidor_anterior: from, estado: 'desconectado', status: 'logged_out', instancia_anterior_eliminada: true, vincular: expect.stringContaining('linked again') });
+    expect(m.body).toMatchObject({
+      celular_id: id,
+      servidor: to,
+      servidor_anterior: from,
+      estado: 'desconectado',
+      status: 'logged_out',
+      instancia_anterior_eliminada: true,
+      vincular: expect.stringContaining('linked again'),
+    });
     expect(old.instances.has(instanceOf(id))).toBe(false);
     expect(touched(old, instanceOf(id)).map((r) => `${r.method} ${r.path.split('/').slice(0, 3).join('/')}`)).toEqual(
       expect.arrayContaining(['DELETE /instance/logout', 'DELETE /instance/delete']),
     );
     expect(await serverOf(id)).toBe(to);
-    await hooks.wait((h) => h.json?.evento === 'session.status' && h.json.data.celular_id === id && h.json.data.status === 'logged_out', 5000, 'session.status logged_out');
+    await hooks.wait(
+      (h) => h.json?.evento === 'session.status' && h.json.data.celular_id === id && h.json.data.status === 'logged_out',
+      5000,
+      'session.status logged_out',
+    );
     const oldCalls = touched(old, instanceOf(id)).length;
     await linkOn(next, id);
     expect(touched(old, instanceOf(id)).length).toBe(oldCalls);
@@ -166,7 +194,7 @@ describe('many gateway servers', () => {
     expect(await serverOf(id)).toBe(to);
   });
 
-  it("deleting a line removes its instance on its own server", async () => {
+  it('deleting a line removes its instance on its own server', async () => {
     const id = await newLine();
     const fake = (await serverOf(id)) === 'default' ? a : b;
     expect(fake.instances.has(instanceOf(id))).toBe(true);
@@ -237,7 +265,14 @@ describe('many gateway servers', () => {
 describe('at start', () => {
   it('lines without a server go to the --gateway-url server; a server of another kind stops the start', async () => {
     const dataDir = tempDir();
-    const first = await startTestServer({ dataDir, gateway: 'evolution', gatewayUrl: a.url, gatewayKey: a.apiKey, allowPrivateUrls: true, healthIntervalMs: 0 });
+    const first = await startTestServer({
+      dataDir,
+      gateway: 'evolution',
+      gatewayUrl: a.url,
+      gatewayKey: a.apiKey,
+      allowPrivateUrls: true,
+      healthIntervalMs: 0,
+    });
     let lineId: number;
     try {
       expectOk(await api(first.url, 'POST', '/admin/gateways/default/drain', { key: first.adminToken }), 200);
@@ -245,11 +280,20 @@ describe('at start', () => {
       const cel = await api(first.url, 'POST', '/api/celular_crear.php', { key: c.body.api_key, json: { numero: numeroNuevo() } });
       lineId = cel.body.celular_id;
       expect((await first.core.store.getCelular(lineId))!.servidor_id).toBeNull();
-      expect((await api(first.url, 'POST', '/admin/gateways', { key: first.adminToken, json: { nombre: 'otro', url: b.url, key: b.apiKey } })).status).toBe(201);
+      expect((await api(first.url, 'POST', '/admin/gateways', { key: first.adminToken, json: { nombre: 'otro', url: b.url, key: b.apiKey } })).status).toBe(
+        201,
+      );
     } finally {
       await first.stop();
     }
-    const second = await startTestServer({ dataDir, gateway: 'evolution', gatewayUrl: b.url, gatewayKey: b.apiKey, allowPrivateUrls: true, healthIntervalMs: 0 });
+    const second = await startTestServer({
+      dataDir,
+      gateway: 'evolution',
+      gatewayUrl: b.url,
+      gatewayKey: b.apiKey,
+      allowPrivateUrls: true,
+      healthIntervalMs: 0,
+    });
     try {
       const d = (await second.core.store.getGatewayServerByNombre('default'))!;
       // The shorthand moved to b's URL and key; its drain is kept, and the line without a server is on it.
@@ -259,7 +303,9 @@ describe('at start', () => {
     } finally {
       await second.stop();
     }
-    await expect(startTestServer({ dataDir, gateway: 'waha', gatewayUrl: b.url, gatewayKey: b.apiKey, healthIntervalMs: 0 })).rejects.toThrow(/"otro" is evolution .*one kind per deployment/);
+    await expect(startTestServer({ dataDir, gateway: 'waha', gatewayUrl: b.url, gatewayKey: b.apiKey, healthIntervalMs: 0 })).rejects.toThrow(
+      /"otro" is evolution .*one kind per deployment/,
+    );
     rmSync(dataDir, { recursive: true, force: true });
   });
 });

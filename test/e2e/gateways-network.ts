@@ -131,24 +131,36 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 export async function evolutionNetwork(): Promise<Network> {
   const fake = await (await import('../fakes/evolution.js')).startEvolutionFake();
   const received = () =>
-    fake.messages.map((m) => ({ json: JSON.stringify(m.request), url: m.url, bytes: m.bytes, filename: str(m.request.fileName), mime: str(m.request.mimetype) }));
-  return fakeNetwork('evolution', fake as unknown as Fake, { entregado: 'DELIVERY_ACK', leido: 'READ' }, (s, i, id, from, text) => ({
-    event: 'messages.upsert',
-    instance: i,
-    data: {
-      key: { remoteJid: `${from}@s.whatsapp.net`, fromMe: false, id },
-      pushName: 'Ana',
-      message: { conversation: text },
-      messageType: 'conversation',
-      messageTimestamp: Math.floor(Date.now() / 1000),
-      status: 'DELIVERY_ACK',
-    },
-    destination: `${s.url}/gateway/evolution/${i}`,
-    date_time: new Date().toISOString(),
-    sender: '5215512345678@s.whatsapp.net',
-    server_url: fake.url,
-    apikey: null,
-  }), received);
+    fake.messages.map((m) => ({
+      json: JSON.stringify(m.request),
+      url: m.url,
+      bytes: m.bytes,
+      filename: str(m.request.fileName),
+      mime: str(m.request.mimetype),
+    }));
+  return fakeNetwork(
+    'evolution',
+    fake as unknown as Fake,
+    { entregado: 'DELIVERY_ACK', leido: 'READ' },
+    (s, i, id, from, text) => ({
+      event: 'messages.upsert',
+      instance: i,
+      data: {
+        key: { remoteJid: `${from}@s.whatsapp.net`, fromMe: false, id },
+        pushName: 'Ana',
+        message: { conversation: text },
+        messageType: 'conversation',
+        messageTimestamp: Math.floor(Date.now() / 1000),
+        status: 'DELIVERY_ACK',
+      },
+      destination: `${s.url}/gateway/evolution/${i}`,
+      date_time: new Date().toISOString(),
+      sender: '5215512345678@s.whatsapp.net',
+      server_url: fake.url,
+      apikey: null,
+    }),
+    received,
+  );
 }
 
 export async function wahaNetwork(): Promise<Network> {
@@ -158,12 +170,28 @@ export async function wahaNetwork(): Promise<Network> {
       const file = (m.body.file ?? {}) as Record<string, unknown>;
       return { json: JSON.stringify(m.body), url: str(file.url), bytes: m.bytes, filename: str(file.filename), mime: str(file.mimetype) };
     });
-  return fakeNetwork('waha', fake as unknown as Fake, { entregado: 'DEVICE', leido: 'READ' }, (_s, i, id, from, text) => ({
-    id: `evt_${id}`,
-    timestamp: Date.now(),
-    event: 'message',
-    session: i,
-    payload: { id: `false_${from}@c.us_${id}`, timestamp: Math.floor(Date.now() / 1000), from: `${from}@c.us`, fromMe: false, to: '5215512345678@c.us', body: text, hasMedia: false, ack: 1, ackName: 'SERVER' },
-    engine: 'NOWEB',
-  }), received);
+  return fakeNetwork(
+    'waha',
+    fake as unknown as Fake,
+    { entregado: 'DEVICE', leido: 'READ' },
+    (_s, i, id, from, text) => ({
+      id: `evt_${id}`,
+      timestamp: Date.now(),
+      event: 'message',
+      session: i,
+      payload: {
+        id: `false_${from}@c.us_${id}`,
+        timestamp: Math.floor(Date.now() / 1000),
+        from: `${from}@c.us`,
+        fromMe: false,
+        to: '5215512345678@c.us',
+        body: text,
+        hasMedia: false,
+        ack: 1,
+        ackName: 'SERVER',
+      },
+      engine: 'NOWEB',
+    }),
+    received,
+  );
 }

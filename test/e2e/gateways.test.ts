@@ -2,7 +2,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
-import { b64, editCelular, linkedLine, MP3, numeroNuevo, PDF, startMediaServer, waitEstado, waitFor, WEBP, type Line, type MediaServer } from '../server/send-helpers.js';
+import {
+  b64,
+  editCelular,
+  linkedLine,
+  MP3,
+  numeroNuevo,
+  PDF,
+  startMediaServer,
+  waitEstado,
+  waitFor,
+  WEBP,
+  type Line,
+  type MediaServer,
+} from '../server/send-helpers.js';
 import { setWebhook, startReceiver, type Receiver } from '../server/webhook-helpers.js';
 import { evolutionNetwork, simNetwork, wahaNetwork, type Network } from './gateways-network.js';
 
@@ -78,9 +91,17 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     { tipo: 'texto', path: '/api/mensaje_enviar_texto.php', body: () => ({ mensaje: `hola ${Math.random()}` }) },
     { tipo: 'imagen', path: '/api/mensaje_enviar_imagen.php', body: () => ({ url: `${media.base}/img.png`, caption: `foto ${Math.random()}` }) },
     { tipo: 'documento', path: '/api/mensaje_enviar_documento_base64.php', body: () => ({ data_base64: b64(PDF), filename: `factura-${Math.random()}.pdf` }) },
-    { tipo: 'audio', path: '/api/mensaje_enviar_audio_base64.php', body: () => ({ data_base64: b64(Buffer.concat([MP3, Buffer.from(String(Math.random()))])), ptt: true }) },
+    {
+      tipo: 'audio',
+      path: '/api/mensaje_enviar_audio_base64.php',
+      body: () => ({ data_base64: b64(Buffer.concat([MP3, Buffer.from(String(Math.random()))])), ptt: true }),
+    },
     { tipo: 'video', path: '/api/mensaje_enviar_video.php', body: () => ({ url: `${media.base}/video.mp4`, caption: `video ${Math.random()}` }) },
-    { tipo: 'sticker', path: '/api/mensaje_enviar_sticker_base64.php', body: () => ({ data_base64: b64(Buffer.concat([WEBP, Buffer.alloc(1 + Math.floor(Math.random() * 50))])) }) },
+    {
+      tipo: 'sticker',
+      path: '/api/mensaje_enviar_sticker_base64.php',
+      body: () => ({ data_base64: b64(Buffer.concat([WEBP, Buffer.alloc(1 + Math.floor(Math.random() * 50))])) }),
+    },
   ];
 
   it('sends every kind directo and queued; receipts move each to leido; message.status goes out for each step', async () => {
@@ -111,9 +132,16 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     }
     const h = await api(s.url, 'GET', `/api/historial_listar.php?celular_id=${line.celularId}&estado=leido&por_pagina=100`, { key: line.clientKey });
     expect(h.body.total).toBe(sent.length);
-    await waitFor(() => sent.every((id) => events('message.status').some((d) => d.msg_id === id && d.estado === 'leido')), 'message.status leido for every message');
+    await waitFor(
+      () => sent.every((id) => events('message.status').some((d) => d.msg_id === id && d.estado === 'leido')),
+      'message.status leido for every message',
+    );
     for (const id of sent) {
-      expect(events('message.status').filter((d) => d.msg_id === id).map((d) => d.estado)).toEqual(['pendiente', 'enviado', 'entregado', 'leido']);
+      expect(
+        events('message.status')
+          .filter((d) => d.msg_id === id)
+          .map((d) => d.estado),
+      ).toEqual(['pendiente', 'enviado', 'entregado', 'leido']);
     }
   });
 
@@ -136,7 +164,9 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     expect(ev.json.data).toMatchObject({ celular_id: line.celularId, de: '5491155554444', tipo: 'texto', gateway_msg_id: expect.any(String) });
     const kept = await api(s.url, 'GET', '/api/recibidos_listar.php?remitente=5491155554444', { key: line.celularKey });
     expectOk(kept);
-    expect(kept.body.recibidos).toEqual([expect.objectContaining({ celular_id: line.celularId, de: '5491155554444', texto: 'hola pasarela', gateway_msg_id: ev.json.data.gateway_msg_id })]);
+    expect(kept.body.recibidos).toEqual([
+      expect.objectContaining({ celular_id: line.celularId, de: '5491155554444', texto: 'hola pasarela', gateway_msg_id: ev.json.data.gateway_msg_id }),
+    ]);
     if (!net.inboundCall) return;
     const call = (id: string, text: string) => net.inboundCall!(s, instancia, id, '5491166667777', text);
     const path = `/gateway/${net.name}/${instancia}`;
@@ -145,7 +175,12 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     }
     await waitFor(() => events('messages.received').filter((d) => d.texto === 'otra vez').length >= 2, 'two distinct messages');
     await new Promise((r) => setTimeout(r, 100));
-    expect(events('messages.received').filter((d) => d.texto === 'otra vez').map((d) => d.gateway_msg_id).sort()).toEqual(['DUP1', 'DUP2']);
+    expect(
+      events('messages.received')
+        .filter((d) => d.texto === 'otra vez')
+        .map((d) => d.gateway_msg_id)
+        .sort(),
+    ).toEqual(['DUP1', 'DUP2']);
     // The inbox keeps them as the webhook saw them: the repeat once.
     const inbox = await api(s.url, 'GET', `/api/recibidos_listar.php?celular_id=${line.celularId}&remitente=5491166667777`, { key: line.clientKey });
     expectOk(inbox);
@@ -157,7 +192,7 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     expectError(none, 401, 200);
   });
 
-  it('a Mexican mobile\'s WhatsApp id (521…): the event keeps the gateway\'s digits, the inbox keeps 52… like the history, found by either', async () => {
+  it("a Mexican mobile's WhatsApp id (521…): the event keeps the gateway's digits, the inbox keeps 52… like the history, found by either", async () => {
     await net.receive(s, instancia, '5215599990000', 'hola desde méxico');
     const ev = await hooks.wait((h) => h.json?.evento === 'messages.received' && h.json.data.texto === 'hola desde méxico', 5000, 'messages.received');
     // The webhook payload is a contract: the sender as the gateway gave it.
@@ -165,7 +200,9 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     for (const remitente of ['5215599990000', '525599990000']) {
       const kept = await api(s.url, 'GET', `/api/recibidos_listar.php?remitente=${remitente}`, { key: line.celularKey });
       expectOk(kept);
-      expect(kept.body.recibidos, remitente).toEqual([expect.objectContaining({ de: '525599990000', texto: 'hola desde méxico', gateway_msg_id: ev.json.data.gateway_msg_id })]);
+      expect(kept.body.recibidos, remitente).toEqual([
+        expect.objectContaining({ de: '525599990000', texto: 'hola desde méxico', gateway_msg_id: ev.json.data.gateway_msg_id }),
+      ]);
     }
   });
 

@@ -66,7 +66,10 @@ describeWith(postgres, 'queued media on PostgreSQL, sent by another node', () =>
     const clock = new ManualClock(NIGHT);
     const dir1 = tempDir();
     const dir2 = tempDir();
-    cleanups.push(() => rmSync(dir1, { recursive: true, force: true }), () => rmSync(dir2, { recursive: true, force: true }));
+    cleanups.push(
+      () => rmSync(dir1, { recursive: true, force: true }),
+      () => rmSync(dir2, { recursive: true, force: true }),
+    );
 
     const s1 = await serve(db.url, dir1, clock);
     const line = await linkedLine(s1, { saldo: 10 });
@@ -136,7 +139,11 @@ describeWith(postgres, 'failed media uploads on PostgreSQL leave nothing', () =>
 
   it('the client gone midway through the body: no chunk, no message, the staged part removed', async () => {
     const body = Buffer.from(JSON.stringify({ destinatario: '525512345678', imageBase64: png(900 * KB).toString('base64') }));
-    const r = new RawRequest(s.url, 'POST', IMAGE, { 'Content-Type': 'application/json', 'Content-Length': body.length, Authorization: `Bearer ${line.celularKey}` });
+    const r = new RawRequest(s.url, 'POST', IMAGE, {
+      'Content-Type': 'application/json',
+      'Content-Length': body.length,
+      Authorization: `Bearer ${line.celularKey}`,
+    });
     await r.write(body.subarray(0, body.length >> 1));
     // Part of the file is staged on this node's disk when the client goes.
     await waitFor(() => tmpFiles(s.dataDir).length > 0, 'part of the upload staged');

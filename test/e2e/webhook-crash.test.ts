@@ -16,7 +16,6 @@ import { expectEnvelope, expectSigned, startReceiver, waitFor, type Receiver } f
  * `npm run build` must have run first (bin/pasarela imports dist/).
  */
 
-
 const SECRET = 'crash-test-secret-0123456789abcdefghij';
 
 type Server = ServeChild;

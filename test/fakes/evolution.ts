@@ -133,9 +133,22 @@ const PRESENCES = ['available', 'unavailable', 'composing', 'recording', 'paused
 const INTEGRATIONS = ['WHATSAPP-BAILEYS', 'WHATSAPP-BUSINESS', 'EVOLUTION'];
 /** Evolution re-derives the mimetype from fileName's extension. */
 const MIME_BY_EXT: Record<string, string> = {
-  pdf: 'application/pdf', docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', txt: 'text/plain',
-  csv: 'text/csv', zip: 'application/zip', json: 'application/json', xml: 'application/xml', jpg: 'image/jpeg', jpeg: 'image/jpeg',
-  png: 'image/png', webp: 'image/webp', gif: 'image/gif', mp4: 'video/mp4', mp3: 'audio/mpeg', ogg: 'audio/ogg', bin: 'application/octet-stream',
+  pdf: 'application/pdf',
+  docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+  txt: 'text/plain',
+  csv: 'text/csv',
+  zip: 'application/zip',
+  json: 'application/json',
+  xml: 'application/xml',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  mp4: 'video/mp4',
+  mp3: 'audio/mpeg',
+  ogg: 'audio/ogg',
+  bin: 'application/octet-stream',
 };
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
@@ -162,11 +175,15 @@ function jwtFor(key: string): string {
 function postJson(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
     const data = Buffer.from(JSON.stringify(body));
-    const req = httpRequest(url, { method: 'POST', agent: false, timeout: 10_000, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(data.length) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = httpRequest(
+      url,
+      { method: 'POST', agent: false, timeout: 10_000, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(data.length) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', (e) => resolve({ status: 0, body: String(e) }));
     req.end(data);
@@ -236,7 +253,13 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
   async function loggedOut(inst: FakeInstance): Promise<void> {
     Object.assign(inst, { state: 'close', linked: false, dead: false, qr: null, pairingCode: null, pairingNumber: null });
     const a = connectionUpdate(inst, 'close', 401);
-    const b = deliver(inst, 'STATUS_INSTANCE', { instance: inst.name, status: 'closed', disconnectionAt: isoNow(), disconnectionReasonCode: 401, disconnectionObject: null });
+    const b = deliver(inst, 'STATUS_INSTANCE', {
+      instance: inst.name,
+      status: 'closed',
+      disconnectionAt: isoNow(),
+      disconnectionReasonCode: 401,
+      disconnectionObject: null,
+    });
     const c = deliver(inst, 'LOGOUT_INSTANCE', { instance: inst.name });
     await Promise.all([a, b, c]);
   }
@@ -339,14 +362,35 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
     return [
       201,
       {
-        instance: { instanceName: name, instanceId: inst.id, integration: inst.integration, webhookWaBusiness: null, accessTokenWaBusiness: '', status: inst.state },
+        instance: {
+          instanceName: name,
+          instanceId: inst.id,
+          integration: inst.integration,
+          webhookWaBusiness: null,
+          accessTokenWaBusiness: '',
+          status: inst.state,
+        },
         hash: inst.token,
-        webhook: { webhookUrl: inst.webhook?.url, webhookHeaders: inst.webhook?.headers, webhookByEvents: inst.webhook?.webhookByEvents, webhookBase64: inst.webhook?.webhookBase64 },
+        webhook: {
+          webhookUrl: inst.webhook?.url,
+          webhookHeaders: inst.webhook?.headers,
+          webhookByEvents: inst.webhook?.webhookByEvents,
+          webhookBase64: inst.webhook?.webhookBase64,
+        },
         websocket: { enabled: null },
         rabbitmq: { enabled: null },
         nats: { enabled: null },
         sqs: { enabled: null },
-        settings: { rejectCall: false, msgCall: '', groupsIgnore: false, alwaysOnline: false, readMessages: false, readStatus: false, syncFullHistory: false, wavoipToken: '' },
+        settings: {
+          rejectCall: false,
+          msgCall: '',
+          groupsIgnore: false,
+          alwaysOnline: false,
+          readMessages: false,
+          readStatus: false,
+          syncFullHistory: false,
+          wavoipToken: '',
+        },
         ...(body.qrcode === true ? { qrcode: qrShape(inst) } : {}),
       },
     ];
@@ -440,9 +484,18 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
       if (!fileName && m.url && type === 'document') fileName = (new URL(m.url).pathname.split('/').pop() ?? 'file').replace(/\.[^.]*$/, '');
       fileName ??= type === 'image' ? 'image.jpg' : type === 'video' ? 'video.mp4' : undefined;
       const ext = fileName && /\.([A-Za-z0-9]+)$/.exec(fileName)?.[1]?.toLowerCase();
-      const mimetype = fileName ? (ext ? MIME_BY_EXT[ext] ?? null : null) : (body.mimetype ?? null);
+      const mimetype = fileName ? (ext ? (MIME_BY_EXT[ext] ?? null) : null) : (body.mimetype ?? null);
       messageType = `${String(type)}Message`;
-      message = { [messageType]: { url: `https://mmg.whatsapp.net/${hex(8)}`, mimetype, caption: body.caption, fileName, fileLength: String(m.bytes?.length ?? 0), mediaKey: randomBytes(32).toString('base64') } };
+      message = {
+        [messageType]: {
+          url: `https://mmg.whatsapp.net/${hex(8)}`,
+          mimetype,
+          caption: body.caption,
+          fileName,
+          fileLength: String(m.bytes?.length ?? 0),
+          mediaKey: randomBytes(32).toString('base64'),
+        },
+      };
     } else if (route === 'sendWhatsAppAudio') {
       if (body.audio === undefined && !body.file) throw badRequest('instance requires property "audio"');
       m = media(body.audio);
@@ -498,7 +551,8 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
   on('POST', '/instance/setPresence/:i', (i, b) => setPresence(inst(i), b));
   on('POST', '/webhook/set/:i', (i, b) => setWebhook(inst(i), b));
   on('GET', '/webhook/find/:i', (i) => [200, inst(i).webhook]);
-  for (const r of ['sendText', 'sendMedia', 'sendWhatsAppAudio', 'sendSticker'] as const) on('POST', `/message/${r}/:i`, (i, b, _q, socket) => send(inst(i), r, b, socket));
+  for (const r of ['sendText', 'sendMedia', 'sendWhatsAppAudio', 'sendSticker'] as const)
+    on('POST', `/message/${r}/:i`, (i, b, _q, socket) => send(inst(i), r, b, socket));
   on('GET', '/instance/fetchInstances', () => [200, []]); // Answered in handle(): it depends on the key.
 
   async function handle(req: IncomingMessage, raw: Buffer): Promise<[number, unknown]> {
@@ -539,7 +593,9 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
         ([status, body]) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
         (err: unknown) => {
           const e = err instanceof HttpError ? err : new HttpError(500, 'Internal Server Error', [String(err)]);
-          res.writeHead(e.status, { 'content-type': 'application/json' }).end(JSON.stringify({ status: e.status, error: e.error, response: { message: e.detail } }));
+          res
+            .writeHead(e.status, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ status: e.status, error: e.error, response: { message: e.detail } }));
         },
       );
     });
@@ -618,7 +674,8 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
     async enterCode(instancia, code) {
       const i = must(instancia);
       const given = code.toUpperCase().replace(/[^A-Z0-9]/g, '');
-      if (i.state !== 'connecting' || !i.pairingCode || given !== i.pairingCode) throw new Error(`fake evolution: ${code} is not the pairing code issued for ${instancia}`);
+      if (i.state !== 'connecting' || !i.pairingCode || given !== i.pairingCode)
+        throw new Error(`fake evolution: ${code} is not the pairing code issued for ${instancia}`);
       await linkNow(i);
     },
     async rotateQr(instancia) {

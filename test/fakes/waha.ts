@@ -301,7 +301,18 @@ export async function startWahaFake(opts: { apiKey?: string; engine?: WahaEngine
       const name = b.name === undefined ? 'default' : b.name;
       if (typeof name !== 'string' || !/^[\w.-]+$/.test(name)) throw nest(400, 'name must be a string of letters, digits, "_", "-" and "."');
       if (sessions.has(name)) throw nest(422, `Session '${name}' already exists. Use PUT to update it.`);
-      const s: WahaFakeSession = { name, status: 'STOPPED', config: validConfig(b.config), me: null, linkedAs: null, dead: false, qr: '', code: null, startingReads: 0, starts: 0 };
+      const s: WahaFakeSession = {
+        name,
+        status: 'STOPPED',
+        config: validConfig(b.config),
+        me: null,
+        linkedAs: null,
+        dead: false,
+        qr: '',
+        code: null,
+        startingReads: 0,
+        starts: 0,
+      };
       sessions.set(name, s);
       if (b.start !== false) void start(s);
       return [201, info(s)];
@@ -363,7 +374,8 @@ export async function startWahaFake(opts: { apiKey?: string; engine?: WahaEngine
     }
     if (what === 'request-code' && method === 'POST') {
       const phoneNumber = isObj(body) ? body.phoneNumber : undefined;
-      if (typeof phoneNumber !== 'string' || !/^\d{6,15}$/.test(phoneNumber)) throw nest(400, 'phoneNumber must be a phone number in international format, digits only');
+      if (typeof phoneNumber !== 'string' || !/^\d{6,15}$/.test(phoneNumber))
+        throw nest(400, 'phoneNumber must be a phone number in international format, digits only');
       if (s.status !== 'SCAN_QR_CODE') throw nest(422, `Can request code only in SCAN_QR_CODE status. The current status is '${s.status}'`);
       s.code = { code: pairing(), phoneNumber };
       return [200, { code: s.code.code }];
@@ -388,7 +400,10 @@ export async function startWahaFake(opts: { apiKey?: string; engine?: WahaEngine
     }
     const s = sessionOf(typeof body.session === 'string' ? body.session : 'default');
     if (s.status !== 'WORKING' || s.dead) {
-      throw nest(422, `Session status is not as expected. Try again later or restart the session. Session: '${s.name}', status: '${s.dead ? 'WORKING' : s.status}', expected: 'WORKING'`);
+      throw nest(
+        422,
+        `Session status is not as expected. Try again later or restart the session. Session: '${s.name}', status: '${s.dead ? 'WORKING' : s.status}', expected: 'WORKING'`,
+      );
     }
     const chatId = body.chatId;
     const to = chatId.replace(/@.*$/, '');
@@ -404,8 +419,21 @@ export async function startWahaFake(opts: { apiKey?: string; engine?: WahaEngine
     const text = typeof body.text === 'string' ? body.text : typeof body.caption === 'string' ? body.caption : '';
     const answer =
       engine === 'NOWEB'
-        ? { key: { remoteJid: `${to}@s.whatsapp.net`, fromMe: true, id }, message: route === 'sendText' ? { conversation: text } : {}, messageTimestamp: ts, status: 'PENDING' }
-        : { id: { fromMe: true, remote: `${to}@c.us`, id, _serialized: serialized }, body: text, type: route === 'sendText' ? 'chat' : 'media', timestamp: ts, from: s.me?.id, to: `${to}@c.us`, ack: 0 };
+        ? {
+            key: { remoteJid: `${to}@s.whatsapp.net`, fromMe: true, id },
+            message: route === 'sendText' ? { conversation: text } : {},
+            messageTimestamp: ts,
+            status: 'PENDING',
+          }
+        : {
+            id: { fromMe: true, remote: `${to}@c.us`, id, _serialized: serialized },
+            body: text,
+            type: route === 'sendText' ? 'chat' : 'media',
+            timestamp: ts,
+            from: s.me?.id,
+            to: `${to}@c.us`,
+            ack: 0,
+          };
     if (ackFirst) await ackOf(s, serialized, 'DEVICE');
     return [201, answer];
   }
@@ -467,7 +495,15 @@ export async function startWahaFake(opts: { apiKey?: string; engine?: WahaEngine
     const sent = sends.find((m) => m.session === s.name && m.id === bare);
     if (!sent) throw new Error(`waha fake: no message ${id} sent by ${s.name}`);
     const ACKS: Record<AckName, number> = { ERROR: -1, PENDING: 0, SERVER: 1, DEVICE: 2, READ: 3, PLAYED: 4 };
-    return emit(s, 'message.ack', { id: sent.serialized, from: s.me?.id ?? s.linkedAs?.id ?? null, to: `${sent.to}@c.us`, participant: null, fromMe: true, ack: ACKS[ackName], ackName });
+    return emit(s, 'message.ack', {
+      id: sent.serialized,
+      from: s.me?.id ?? s.linkedAs?.id ?? null,
+      to: `${sent.to}@c.us`,
+      participant: null,
+      fromMe: true,
+      ack: ACKS[ackName],
+      ackName,
+    });
   }
 
   const settle = async () => {

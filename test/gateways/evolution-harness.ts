@@ -35,7 +35,15 @@ export async function startEvolutionHarness(
   let gateway: EvolutionGateway | undefined;
   const receiver = await startInboundReceiver(() => gateway!);
   gateway = new EvolutionGateway(
-    { url: fake.url, key: fake.apiKey, callbackUrl: receiver.url, secret: 'test-secret', timeoutMs: 2000, sendTimeoutMs: 5000, clock: opts.clock ?? systemClock },
+    {
+      url: fake.url,
+      key: fake.apiKey,
+      callbackUrl: receiver.url,
+      secret: 'test-secret',
+      timeoutMs: 2000,
+      sendTimeoutMs: 5000,
+      clock: opts.clock ?? systemClock,
+    },
     { qrRetryPauseMs: 0 },
   );
   const gw = gateway;

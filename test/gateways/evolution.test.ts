@@ -59,8 +59,17 @@ describe('evolution adapter', () => {
   }
 
   /** A webhook body posted to the receiver as Evolution would, with the instance's secret unless told otherwise. */
-  async function inbound(i: string, body: unknown, headers: Record<string, string> = { 'x-pasarela-secret': instanceSecret('test-secret', 'evolution', i) }, suffix = '') {
-    const r = await fetch(`${h.receiver.url}/gateway/evolution/${i}${suffix}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  async function inbound(
+    i: string,
+    body: unknown,
+    headers: Record<string, string> = { 'x-pasarela-secret': instanceSecret('test-secret', 'evolution', i) },
+    suffix = '',
+  ) {
+    const r = await fetch(`${h.receiver.url}/gateway/evolution/${i}${suffix}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
     return r.status;
   }
 
@@ -94,7 +103,15 @@ describe('evolution adapter', () => {
       expect(h.fake.instances.get(i)!.token).toBe('tok-123');
 
       // Another pasarela address (or a restart on another port): the same instance is adopted and its webhook moved.
-      const moved = new EvolutionGateway({ url: h.fake.url, key: h.fake.apiKey, callbackUrl: 'http://127.0.0.1:9/otro', secret: 'test-secret', timeoutMs: 2000, sendTimeoutMs: 2000, clock: new ManualClock() });
+      const moved = new EvolutionGateway({
+        url: h.fake.url,
+        key: h.fake.apiKey,
+        callbackUrl: 'http://127.0.0.1:9/otro',
+        secret: 'test-secret',
+        timeoutMs: 2000,
+        sendTimeoutMs: 2000,
+        clock: new ManualClock(),
+      });
       try {
         await moved.ensureInstance(i, { numero: LINE });
       } finally {
@@ -194,9 +211,22 @@ describe('evolution adapter', () => {
     });
 
     it('connect that answers 200 {error:true} (its own caught error) is a transient failure', async () => {
-      const srv = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ error: true, message: 'Connection Failure' })));
+      const srv = createServer((_req, res) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ error: true, message: 'Connection Failure' })),
+      );
       await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-      const gw = new EvolutionGateway({ url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, key: 'k-secreta', callbackUrl: 'http://x', secret: 's', timeoutMs: 2000, sendTimeoutMs: 2000, clock: new ManualClock() }, { qrRetryPauseMs: 0 });
+      const gw = new EvolutionGateway(
+        {
+          url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`,
+          key: 'k-secreta',
+          callbackUrl: 'http://x',
+          secret: 's',
+          timeoutMs: 2000,
+          sendTimeoutMs: 2000,
+          clock: new ManualClock(),
+        },
+        { qrRetryPauseMs: 0 },
+      );
       try {
         const f = await failure(gw.connect('x', LINE));
         expect(f.kind).toBe('transient');
@@ -262,7 +292,14 @@ describe('evolution adapter', () => {
       await send(i, { tipo: 'sticker', filePath: file('s.webp', SAMPLES.webp), mime: 'image/webp' });
       expect(bodyOf(`/message/sendSticker/${i}`)).toEqual({ number: TO, sticker: SAMPLES.webp.toString('base64') });
       await send(i, { tipo: 'video', url: 'https://media.example/v.mp4', mime: 'video/mp4', caption: 'un video', filename: 'clip' });
-      expect(bodyOf(`/message/sendMedia/${i}`)).toEqual({ number: TO, mediatype: 'video', media: 'https://media.example/v.mp4', mimetype: 'video/mp4', caption: 'un video', fileName: 'clip.mp4' });
+      expect(bodyOf(`/message/sendMedia/${i}`)).toEqual({
+        number: TO,
+        mediatype: 'video',
+        media: 'https://media.example/v.mp4',
+        mimetype: 'video/mp4',
+        caption: 'un video',
+        fileName: 'clip.mp4',
+      });
     });
 
     it('no send carries a delay', () => {
@@ -287,9 +324,21 @@ describe('evolution adapter', () => {
     });
 
     it('the API key never appears in a failure, even when the gateway echoes it', async () => {
-      const wrong = new EvolutionGateway({ url: h.fake.url, key: 'clave-equivocada-123', callbackUrl: h.receiver.url, secret: 'test-secret', timeoutMs: 2000, sendTimeoutMs: 2000, clock: new ManualClock() });
+      const wrong = new EvolutionGateway({
+        url: h.fake.url,
+        key: 'clave-equivocada-123',
+        callbackUrl: h.receiver.url,
+        secret: 'test-secret',
+        timeoutMs: 2000,
+        sendTimeoutMs: 2000,
+        clock: new ManualClock(),
+      });
       try {
-        const fs = [await failure(wrong.send(i, { msgId: 'k', tipo: 'texto', destinatario: TO, texto: 'x' })), await failure(wrong.status(i)), await failure(wrong.ensureInstance(fresh(), { numero: LINE }))];
+        const fs = [
+          await failure(wrong.send(i, { msgId: 'k', tipo: 'texto', destinatario: TO, texto: 'x' })),
+          await failure(wrong.status(i)),
+          await failure(wrong.ensureInstance(fresh(), { numero: LINE })),
+        ];
         for (const f of fs) {
           expect(f).toMatchObject({ kind: 'transient', message: 'Evolution refused the API key' });
           expect(f.message).not.toContain('clave-equivocada-123');
@@ -307,11 +356,20 @@ describe('evolution adapter', () => {
   });
 
   describe('failure classification', () => {
-    const reply = (status: number, message: unknown, headers: Record<string, string> = {}) => ({ status, headers, body: { status, error: 'x', response: { message } } });
+    const reply = (status: number, message: unknown, headers: Record<string, string> = {}) => ({
+      status,
+      headers,
+      body: { status, error: 'x', response: { message } },
+    });
     // mayHaveSent: a text that may follow a message that went (core/idempotency.ts); every other answer proves nothing went.
     const uncertain = new Set(['400 connection lost', '400 timed out', '400 socket', '400 unknown', '500', '502']);
     const rows: Array<[string, JsonReply, GatewayFailure['kind'], RegExp, number?]> = [
-      ['400 exists:false', reply(400, [{ exists: false, jid: '5215500000001@s.whatsapp.net', number: '5215500000001' }]), 'permanent', /^5215500000001 is not on WhatsApp$/],
+      [
+        '400 exists:false',
+        reply(400, [{ exists: false, jid: '5215500000001@s.whatsapp.net', number: '5215500000001' }]),
+        'permanent',
+        /^5215500000001 is not on WhatsApp$/,
+      ],
       ['400 Connection Closed', reply(400, ['Error: Connection Closed']), 'transient', /Connection Closed/],
       ['400 not connected', reply(400, ['The "x" instance is not connected']), 'transient', /not connected/],
       ['400 connection lost', reply(400, 'Connection Lost'), 'transient', /Connection Lost/],
@@ -356,11 +414,20 @@ describe('evolution adapter', () => {
     });
     const upsert = async (data: Record<string, unknown>) => {
       const before = of(i).length;
-      const d = await h.fake.post(i, 'MESSAGES_UPSERT', { pushName: 'Ana', status: 'DELIVERY_ACK', messageTimestamp: 1757464274, instanceId: 'x', source: 'android', ...data });
+      const d = await h.fake.post(i, 'MESSAGES_UPSERT', {
+        pushName: 'Ana',
+        status: 'DELIVERY_ACK',
+        messageTimestamp: 1757464274,
+        instanceId: 'x',
+        source: 'android',
+        ...data,
+      });
       expect(d?.status).toBe(200);
       return of(i).slice(before);
     };
-    const key = (id: string, remoteJid = '5491155554444@s.whatsapp.net', more: Record<string, unknown> = {}) => ({ key: { remoteJid, fromMe: false, id, ...more } });
+    const key = (id: string, remoteJid = '5491155554444@s.whatsapp.net', more: Record<string, unknown> = {}) => ({
+      key: { remoteJid, fromMe: false, id, ...more },
+    });
 
     it('a wrong or missing secret is refused with 401 and reports nothing', async () => {
       const before = events.length;
@@ -376,14 +443,36 @@ describe('evolution adapter', () => {
       expect(await inbound(i, 'not json')).toBe(400);
       expect(await inbound(i, { data: {} })).toBe(400);
       expect(await inbound(i, { event: 'messages.upsert', instance: 'otra', data: {} })).toBe(400);
-      await expect(h.gateway.handleInbound({ instancia: i, subpath: '', headers: { 'x-pasarela-secret': instanceSecret('test-secret', 'evolution', i) }, rawBody: Buffer.from('[') })).rejects.toBeInstanceOf(InboundRefused);
+      await expect(
+        h.gateway.handleInbound({
+          instancia: i,
+          subpath: '',
+          headers: { 'x-pasarela-secret': instanceSecret('test-secret', 'evolution', i) },
+          rawBody: Buffer.from('['),
+        }),
+      ).rejects.toBeInstanceOf(InboundRefused);
     });
 
     it('text: sender digits, text, network id, timestamp in ms and a dedupe key', async () => {
       const [e, more] = await upsert({ ...key('TXT1'), message: { conversation: 'hola' }, messageType: 'conversation' });
       expect(more).toBeUndefined();
-      expect(e).toEqual({ type: 'inbound', instancia: i, de: '5491155554444', tipo: 'texto', texto: 'hola', media: null, gatewayMsgId: 'TXT1', at: 1757464274000, dedupeKey: `evolution:${i}:TXT1` });
-      const [x] = await upsert({ ...key('TXT2'), message: { extendedTextMessage: { text: 'con link https://x.example' } }, messageType: 'extendedTextMessage', messageTimestamp: undefined });
+      expect(e).toEqual({
+        type: 'inbound',
+        instancia: i,
+        de: '5491155554444',
+        tipo: 'texto',
+        texto: 'hola',
+        media: null,
+        gatewayMsgId: 'TXT1',
+        at: 1757464274000,
+        dedupeKey: `evolution:${i}:TXT1`,
+      });
+      const [x] = await upsert({
+        ...key('TXT2'),
+        message: { extendedTextMessage: { text: 'con link https://x.example' } },
+        messageType: 'extendedTextMessage',
+        messageTimestamp: undefined,
+      });
       expect(x).toMatchObject({ tipo: 'texto', texto: 'con link https://x.example', at: NOW });
     });
 
@@ -392,23 +481,54 @@ describe('evolution adapter', () => {
       const b64 = 'QkFTRTY0LUJZVEVT';
       const cases: Array<[Record<string, unknown>, Record<string, unknown>]> = [
         [
-          { message: { imageMessage: { url: 'https://mmg.whatsapp.net/a', mimetype: 'image/jpeg', caption: 'foto', fileLength: '1234' }, base64: b64, mediaUrl: 'https://s3.example/a.jpg' }, messageType: 'imageMessage' },
+          {
+            message: {
+              imageMessage: { url: 'https://mmg.whatsapp.net/a', mimetype: 'image/jpeg', caption: 'foto', fileLength: '1234' },
+              base64: b64,
+              mediaUrl: 'https://s3.example/a.jpg',
+            },
+            messageType: 'imageMessage',
+          },
           { tipo: 'imagen', texto: 'foto', media: { mime: 'image/jpeg', bytes: 1234, url: 'https://s3.example/a.jpg' } },
         ],
-        [{ message: { videoMessage: { mimetype: 'video/mp4', fileLength: { low: 77, high: 0, unsigned: true } }, base64: b64 }, messageType: 'videoMessage' }, { tipo: 'video', texto: null, media: { mime: 'video/mp4', bytes: 77 } }],
         [
-          { message: { documentMessage: { mimetype: 'application/pdf', fileName: 'factura.pdf', fileLength: 99, caption: 'la factura' } }, messageType: 'documentMessage' },
+          { message: { videoMessage: { mimetype: 'video/mp4', fileLength: { low: 77, high: 0, unsigned: true } }, base64: b64 }, messageType: 'videoMessage' },
+          { tipo: 'video', texto: null, media: { mime: 'video/mp4', bytes: 77 } },
+        ],
+        [
+          {
+            message: { documentMessage: { mimetype: 'application/pdf', fileName: 'factura.pdf', fileLength: 99, caption: 'la factura' } },
+            messageType: 'documentMessage',
+          },
           { tipo: 'documento', texto: 'la factura', media: { mime: 'application/pdf', filename: 'factura.pdf', bytes: 99 } },
         ],
         [
-          { message: { documentWithCaptionMessage: { message: { documentMessage: { mimetype: 'text/csv', fileName: 'datos.csv', caption: 'datos' } } } }, messageType: 'documentWithCaptionMessage' },
+          {
+            message: { documentWithCaptionMessage: { message: { documentMessage: { mimetype: 'text/csv', fileName: 'datos.csv', caption: 'datos' } } } },
+            messageType: 'documentWithCaptionMessage',
+          },
           { tipo: 'documento', texto: 'datos', media: { mime: 'text/csv', filename: 'datos.csv' } },
         ],
-        [{ message: { audioMessage: { mimetype: 'audio/ogg; codecs=opus', ptt: true, seconds: 4 } }, messageType: 'audioMessage' }, { tipo: 'audio', texto: null, media: { mime: 'audio/ogg; codecs=opus', ptt: true } }],
-        [{ message: { audioMessage: { mimetype: 'audio/mpeg', ptt: false } }, messageType: 'audioMessage' }, { tipo: 'audio', media: { mime: 'audio/mpeg', ptt: false } }],
-        [{ message: { stickerMessage: { mimetype: 'image/webp' } }, messageType: 'stickerMessage' }, { tipo: 'sticker', texto: null, media: { mime: 'image/webp' } }],
-        [{ message: { locationMessage: { degreesLatitude: 1 } }, messageType: 'locationMessage' }, { tipo: 'otro', texto: null, media: null }],
-        [{ message: { reactionMessage: { text: '👍' } }, messageType: 'reactionMessage' }, { tipo: 'otro', texto: null, media: null }],
+        [
+          { message: { audioMessage: { mimetype: 'audio/ogg; codecs=opus', ptt: true, seconds: 4 } }, messageType: 'audioMessage' },
+          { tipo: 'audio', texto: null, media: { mime: 'audio/ogg; codecs=opus', ptt: true } },
+        ],
+        [
+          { message: { audioMessage: { mimetype: 'audio/mpeg', ptt: false } }, messageType: 'audioMessage' },
+          { tipo: 'audio', media: { mime: 'audio/mpeg', ptt: false } },
+        ],
+        [
+          { message: { stickerMessage: { mimetype: 'image/webp' } }, messageType: 'stickerMessage' },
+          { tipo: 'sticker', texto: null, media: { mime: 'image/webp' } },
+        ],
+        [
+          { message: { locationMessage: { degreesLatitude: 1 } }, messageType: 'locationMessage' },
+          { tipo: 'otro', texto: null, media: null },
+        ],
+        [
+          { message: { reactionMessage: { text: '👍' } }, messageType: 'reactionMessage' },
+          { tipo: 'otro', texto: null, media: null },
+        ],
       ];
       for (const [k, [data, expected]] of cases.entries()) {
         const got = await upsert({ ...key(`MEDIA${k}`), ...data });
@@ -421,9 +541,17 @@ describe('evolution adapter', () => {
     });
 
     it('an @lid sender is its phone number when Evolution gives it, else the @lid id', async () => {
-      const [a] = await upsert({ ...key('LID1', '123456789012345@lid', { remoteJidAlt: '5491177778888@s.whatsapp.net', addressingMode: 'lid' }), message: { conversation: 'a' }, messageType: 'conversation' });
+      const [a] = await upsert({
+        ...key('LID1', '123456789012345@lid', { remoteJidAlt: '5491177778888@s.whatsapp.net', addressingMode: 'lid' }),
+        message: { conversation: 'a' },
+        messageType: 'conversation',
+      });
       expect(a).toMatchObject({ de: '5491177778888' });
-      const [b] = await upsert({ ...key('LID2', '123456789012345@lid', { senderPn: '5491166665555@s.whatsapp.net' }), message: { conversation: 'b' }, messageType: 'conversation' });
+      const [b] = await upsert({
+        ...key('LID2', '123456789012345@lid', { senderPn: '5491166665555@s.whatsapp.net' }),
+        message: { conversation: 'b' },
+        messageType: 'conversation',
+      });
       expect(b).toMatchObject({ de: '5491166665555' });
       const [c] = await upsert({ ...key('LID3', '123456789012345@lid'), message: { conversation: 'c' }, messageType: 'conversation' });
       expect(c).toMatchObject({ de: '123456789012345@lid' });
@@ -446,7 +574,14 @@ describe('evolution adapter', () => {
         h.fake.instances.get(i)!.webhook!.webhookByEvents = false;
       }
       const before = of(i).length;
-      expect(await inbound(i, { instance: i, data: { ...key('BYEV2'), message: { conversation: 'y' }, messageType: 'conversation' } }, undefined, '/messages-upsert')).toBe(200);
+      expect(
+        await inbound(
+          i,
+          { instance: i, data: { ...key('BYEV2'), message: { conversation: 'y' }, messageType: 'conversation' } },
+          undefined,
+          '/messages-upsert',
+        ),
+      ).toBe(200);
       expect(of(i).slice(before)).toMatchObject([{ gatewayMsgId: 'BYEV2' }]);
     });
 
@@ -454,7 +589,16 @@ describe('evolution adapter', () => {
       const { gatewayMsgId: id } = await send(i, { texto: 'acuse' });
       const before = of(i).length;
       for (const status of ['PENDING', 'SERVER_ACK', 'DELIVERY_ACK', 'READ', 'PLAYED', 'ERROR', 'DELETED'] as const) {
-        await h.fake.post(i, 'MESSAGES_UPDATE', { keyId: id, remoteJid: `${TO}@s.whatsapp.net`, fromMe: true, participant: null, status, pollUpdates: null, instanceId: 'x', messageId: 'y' });
+        await h.fake.post(i, 'MESSAGES_UPDATE', {
+          keyId: id,
+          remoteJid: `${TO}@s.whatsapp.net`,
+          fromMe: true,
+          participant: null,
+          status,
+          pollUpdates: null,
+          instanceId: 'x',
+          messageId: 'y',
+        });
       }
       await h.fake.post(i, 'MESSAGES_UPDATE', { keyId: 'THEIRS', remoteJid: `${TO}@s.whatsapp.net`, fromMe: false, status: 'READ' });
       expect(of(i).slice(before)).toEqual([
@@ -497,7 +641,11 @@ describe('evolution adapter', () => {
 
   describe('the fake answers as Evolution does', () => {
     const call = async (method: string, path: string, key: string | null = h.fake.apiKey, json?: unknown) => {
-      const r = await fetch(`${h.fake.url}${path}`, { method, headers: { ...(key ? { apikey: key } : {}), ...(json ? { 'content-type': 'application/json' } : {}) }, body: json ? JSON.stringify(json) : undefined });
+      const r = await fetch(`${h.fake.url}${path}`, {
+        method,
+        headers: { ...(key ? { apikey: key } : {}), ...(json ? { 'content-type': 'application/json' } : {}) },
+        body: json ? JSON.stringify(json) : undefined,
+      });
       return { status: r.status, body: (await r.json()) as unknown };
     };
 
@@ -505,7 +653,10 @@ describe('evolution adapter', () => {
       const i = fresh();
       const created = await call('POST', '/instance/create', h.fake.apiKey, { instanceName: i, integration: 'WHATSAPP-BAILEYS', token: `tok-${i}` });
       expect(created).toMatchObject({ status: 201, body: { instance: { instanceName: i, status: 'close' }, hash: `tok-${i}` } });
-      expect(await call('GET', `/instance/connectionState/${i}`, null)).toEqual({ status: 401, body: { status: 401, error: 'Unauthorized', response: { message: 'Unauthorized' } } });
+      expect(await call('GET', `/instance/connectionState/${i}`, null)).toEqual({
+        status: 401,
+        body: { status: 401, error: 'Unauthorized', response: { message: 'Unauthorized' } },
+      });
       expect((await call('GET', `/instance/connectionState/${i}`, 'mala')).status).toBe(401);
       expect(await call('GET', `/instance/connectionState/${i}`, `tok-${i}`)).toEqual({ status: 200, body: { instance: { instanceName: i, state: 'close' } } });
       expect((await call('POST', '/instance/create', `tok-${i}`, { instanceName: fresh(), integration: 'WHATSAPP-BAILEYS' })).status).toBe(401);
@@ -514,30 +665,57 @@ describe('evolution adapter', () => {
     });
 
     it('errors: unknown instance, unknown route, name in use, bad integration, logout when closed, restart when closed', async () => {
-      expect(await call('GET', '/instance/connect/nadie')).toEqual({ status: 404, body: { status: 404, error: 'Not Found', response: { message: ['The "nadie" instance does not exist'] } } });
-      expect(await call('POST', '/no/existe')).toEqual({ status: 404, body: { status: 404, error: 'Not Found', response: { message: ['Cannot POST /no/existe'] } } });
+      expect(await call('GET', '/instance/connect/nadie')).toEqual({
+        status: 404,
+        body: { status: 404, error: 'Not Found', response: { message: ['The "nadie" instance does not exist'] } },
+      });
+      expect(await call('POST', '/no/existe')).toEqual({
+        status: 404,
+        body: { status: 404, error: 'Not Found', response: { message: ['Cannot POST /no/existe'] } },
+      });
       const i = fresh();
       await h.gateway.ensureInstance(i, { numero: LINE });
-      expect(await call('POST', '/instance/create', h.fake.apiKey, { instanceName: i, integration: 'WHATSAPP-BAILEYS' })).toMatchObject({ status: 403, body: { response: { message: [`This name "${i}" is already in use.`] } } });
-      expect(await call('POST', '/instance/create', h.fake.apiKey, { instanceName: fresh(), integration: 'BAILEYS' })).toMatchObject({ status: 400, body: { response: { message: ['Invalid integration'] } } });
-      expect(await call('DELETE', `/instance/logout/${i}`)).toMatchObject({ status: 400, body: { response: { message: [`The "${i}" instance is not connected`] } } });
+      expect(await call('POST', '/instance/create', h.fake.apiKey, { instanceName: i, integration: 'WHATSAPP-BAILEYS' })).toMatchObject({
+        status: 403,
+        body: { response: { message: [`This name "${i}" is already in use.`] } },
+      });
+      expect(await call('POST', '/instance/create', h.fake.apiKey, { instanceName: fresh(), integration: 'BAILEYS' })).toMatchObject({
+        status: 400,
+        body: { response: { message: ['Invalid integration'] } },
+      });
+      expect(await call('DELETE', `/instance/logout/${i}`)).toMatchObject({
+        status: 400,
+        body: { response: { message: [`The "${i}" instance is not connected`] } },
+      });
       expect(await call('POST', `/instance/restart/${i}`)).toEqual({ status: 200, body: { error: true, message: `The "${i}" instance is not connected` } });
-      expect(await call('GET', `/webhook/find/${i}`)).toMatchObject({ status: 200, body: { enabled: true, webhookByEvents: false, events: expect.arrayContaining(['MESSAGES_UPSERT']) } });
+      expect(await call('GET', `/webhook/find/${i}`)).toMatchObject({
+        status: 200,
+        body: { enabled: true, webhookByEvents: false, events: expect.arrayContaining(['MESSAGES_UPSERT']) },
+      });
     });
 
     it('send validations: number, blank text, data: prefix, base64 document without a name, closed session', async () => {
       const i = await linked();
       const b64 = SAMPLES.pdf.toString('base64');
-      const msg = async (route: string, body: unknown) => ((await call('POST', `/message/${route}/${i}`, h.fake.apiKey, body)).body as { response: { message: unknown } }).response.message;
+      const msg = async (route: string, body: unknown) =>
+        ((await call('POST', `/message/${route}/${i}`, h.fake.apiKey, body)).body as { response: { message: unknown } }).response.message;
       expect(await msg('sendText', { text: 'x' })).toEqual(['instance requires property "number"']);
       expect(await msg('sendText', { number: TO, text: ' ' })).toEqual(['Text is required']);
-      expect(await msg('sendMedia', { number: TO, mediatype: 'image', media: `data:image/png;base64,${b64}` })).toEqual(['Owned media must be a url or base64']);
+      expect(await msg('sendMedia', { number: TO, mediatype: 'image', media: `data:image/png;base64,${b64}` })).toEqual([
+        'Owned media must be a url or base64',
+      ]);
       expect(await msg('sendMedia', { number: TO, mediatype: 'document', media: b64 })).toEqual(['For base64 the file name must be informed.']);
       const ok = await call('POST', `/message/sendSticker/${i}`, h.fake.apiKey, { number: TO, sticker: `data:image/png;base64,${b64}` });
-      expect(ok).toMatchObject({ status: 201, body: { status: 'PENDING', messageType: 'stickerMessage', key: { fromMe: true, remoteJid: `${TO}@s.whatsapp.net` } } });
+      expect(ok).toMatchObject({
+        status: 201,
+        body: { status: 'PENDING', messageType: 'stickerMessage', key: { fromMe: true, remoteJid: `${TO}@s.whatsapp.net` } },
+      });
       h.fake.killSilently(i);
       expect(await msg('sendText', { number: TO, text: 'x' })).toEqual(['Connection Closed']);
-      expect(await call('POST', `/instance/setPresence/${i}`, h.fake.apiKey, { presence: 'unavailable' })).toMatchObject({ status: 400, body: { response: { message: ['Connection Closed'] } } });
+      expect(await call('POST', `/instance/setPresence/${i}`, h.fake.apiKey, { presence: 'unavailable' })).toMatchObject({
+        status: 400,
+        body: { response: { message: ['Connection Closed'] } },
+      });
     });
   });
 

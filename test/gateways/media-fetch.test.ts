@@ -139,7 +139,10 @@ describe('MediaFetcher', () => {
 
   it('connects to the address it vetted, not to a second DNS answer', async () => {
     // `media.test` exists only in this resolver's answer: the request reaching the server proves the connection used it.
-    const { bytes } = await handedOver(fetcher({ allowPrivate: false, isBlocked: loopbackPublic, resolve: answer('127.0.0.1') }), msg({ url: `http://media.test:${port}/photo.png` }));
+    const { bytes } = await handedOver(
+      fetcher({ allowPrivate: false, isBlocked: loopbackPublic, resolve: answer('127.0.0.1') }),
+      msg({ url: `http://media.test:${port}/photo.png` }),
+    );
     expect(bytes?.equals(PNG)).toBe(true);
     expect(seen).toEqual([{ method: 'GET', url: '/photo.png', host: `media.test:${port}` }]);
   });
@@ -166,7 +169,10 @@ describe('MediaFetcher', () => {
 
   it('vets every redirect: a hop to a private address is refused after the first request only', async () => {
     const f = await fetchFailure(
-      fetcher({ allowPrivate: false, isBlocked: loopbackPublic }).withBytes(msg({ url: `${base}/to?u=${encodeURIComponent('http://169.254.169.254/latest/meta-data')}` }), async () => undefined),
+      fetcher({ allowPrivate: false, isBlocked: loopbackPublic }).withBytes(
+        msg({ url: `${base}/to?u=${encodeURIComponent('http://169.254.169.254/latest/meta-data')}` }),
+        async () => undefined,
+      ),
     );
     expect(f.kind).toBe('permanent');
     expect(f.message).toMatch(/after 1 redirect\) points at a private address \(169\.254\.169\.254\)/);
@@ -179,7 +185,7 @@ describe('MediaFetcher', () => {
     expect(seen).toEqual([]);
   });
 
-  it('stops a body past the type\'s limit, declared or not, as a permanent failure', async () => {
+  it("stops a body past the type's limit, declared or not, as a permanent failure", async () => {
     const streamed = await fetchFailure(fetcher().withBytes(msg({ tipo: 'sticker', url: `${base}/big` }), async () => undefined));
     expect(streamed.kind).toBe('permanent');
     expect(streamed.message).toMatch(/^media URL file too large: over 1 MB; the maximum for sticker is 1 MB$/);

@@ -109,14 +109,25 @@ describe('WAHA adapter: request shapes', () => {
   });
 
   it('document with its own name keeps it', async () => {
-    const s = await sendAs({ tipo: 'documento', filePath: file('e.pdf', SAMPLES.pdf), mime: 'application/pdf', filename: 'factura.pdf', caption: 'tu factura' });
+    const s = await sendAs({
+      tipo: 'documento',
+      filePath: file('e.pdf', SAMPLES.pdf),
+      mime: 'application/pdf',
+      filename: 'factura.pdf',
+      caption: 'tu factura',
+    });
     expect(s.body).toMatchObject({ file: { filename: 'factura.pdf' }, caption: 'tu factura' });
   });
 
   it('voice note: sendVoice as ogg/opus with convert', async () => {
     const s = await sendAs({ tipo: 'audio', filePath: file('v.ogg', SAMPLES.ogg), mime: 'audio/ogg', ptt: true });
     expect(s.route).toBe('sendVoice');
-    expect(s.body).toEqual({ session: i, chatId: `${TO}@c.us`, file: { mimetype: 'audio/ogg; codecs=opus', data: SAMPLES.ogg.toString('base64') }, convert: true });
+    expect(s.body).toEqual({
+      session: i,
+      chatId: `${TO}@c.us`,
+      file: { mimetype: 'audio/ogg; codecs=opus', data: SAMPLES.ogg.toString('base64') },
+      convert: true,
+    });
   });
 
   it('plain audio goes as a file, named; video as sendVideo', async () => {
@@ -130,7 +141,9 @@ describe('WAHA adapter: request shapes', () => {
 
   it('sticker: a permanent failure naming the limitation, and no call to WAHA', async () => {
     const before = ctx.h.fake.requests.length;
-    const f = await failure(ctx.h.gateway.send(i, { msgId: 's', destinatario: TO, tipo: 'sticker', filePath: file('s.webp', SAMPLES.webp), mime: 'image/webp' }));
+    const f = await failure(
+      ctx.h.gateway.send(i, { msgId: 's', destinatario: TO, tipo: 'sticker', filePath: file('s.webp', SAMPLES.webp), mime: 'image/webp' }),
+    );
     expect(f.kind).toBe('permanent');
     expect(f.message).toBe(ctx.h.gateway.capabilities.unsupported.sticker);
     expect(f.message).toMatch(/no sticker route/);
@@ -204,7 +217,9 @@ describe('WAHA adapter: sessions', () => {
     const http = new GatewayHttp({ name: 'waha', baseUrl: ctx.h.fake.url, headers: { 'x-api-key': ctx.h.fake.apiKey }, timeoutMs: 5000 });
     const other = { url: 'http://127.0.0.1:9/other', events: ['message'] };
     try {
-      expect((await http.call('POST', '/api/sessions', { json: { name: i, start: false, config: { metadata: { a: '1' }, webhooks: [other] } } })).status).toBe(201);
+      expect((await http.call('POST', '/api/sessions', { json: { name: i, start: false, config: { metadata: { a: '1' }, webhooks: [other] } } })).status).toBe(
+        201,
+      );
     } finally {
       await http.close();
     }
@@ -246,7 +261,15 @@ describe('WAHA adapter: sessions', () => {
     const i = fresh();
     await ctx.h.gateway.ensureInstance(i, { numero: LINE });
     const slow = new WahaGateway(
-      { url: ctx.h.fake.url, key: ctx.h.fake.apiKey, callbackUrl: ctx.h.receiver.url, secret: TEST_SECRET, timeoutMs: 5000, sendTimeoutMs: 5000, clock: new ManualClock() },
+      {
+        url: ctx.h.fake.url,
+        key: ctx.h.fake.apiKey,
+        callbackUrl: ctx.h.receiver.url,
+        secret: TEST_SECRET,
+        timeoutMs: 5000,
+        sendTimeoutMs: 5000,
+        clock: new ManualClock(),
+      },
       { pollPauseMs: 0, polls: 0 },
     );
     try {
@@ -325,7 +348,15 @@ describe('WAHA adapter: sessions', () => {
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     const { port } = srv.address() as AddressInfo;
     const gw = new WahaGateway(
-      { url: `http://127.0.0.1:${port}`, key: 'k', callbackUrl: ctx.h.receiver.url, secret: TEST_SECRET, timeoutMs: 5000, sendTimeoutMs: 5000, clock: new ManualClock() },
+      {
+        url: `http://127.0.0.1:${port}`,
+        key: 'k',
+        callbackUrl: ctx.h.receiver.url,
+        secret: TEST_SECRET,
+        timeoutMs: 5000,
+        sendTimeoutMs: 5000,
+        clock: new ManualClock(),
+      },
       { pollPauseMs: 0 },
     );
     try {
@@ -358,7 +389,10 @@ describe('WAHA failure classification', () => {
   const engineBody = (message: string) => ({ statusCode: 500, exception: { message, name: 'Error' } });
 
   it('422 (session not WORKING) is transient', () => {
-    expect(classify(reply(422, nestBody(422, 'Session status is not as expected')))).toMatchObject({ kind: 'transient', message: expect.stringContaining('linea-1 is not working') });
+    expect(classify(reply(422, nestBody(422, 'Session status is not as expected')))).toMatchObject({
+      kind: 'transient',
+      message: expect.stringContaining('linea-1 is not working'),
+    });
   });
   it('400 is permanent, with the validation message', () => {
     expect(classify(reply(400, nestBody(400, ['chatId should not be empty', 'text should not be empty'])))).toMatchObject({
@@ -382,9 +416,12 @@ describe('WAHA failure classification', () => {
   it.each(['Error: 463 reachout-timelock', 'rate-overlimit', 'Too many requests, slow down'])('5xx "%s" is rate_limited', (text) => {
     expect(classify(reply(500, engineBody(text)))).toMatchObject({ kind: 'rate_limited', retryAfterMs: 60_000 });
   });
-  it.each(['jid does not exist', 'number is not registered', 'user is not on WhatsApp', 'no LID for user', 'invalid wid'])('5xx "%s" is permanent: not on WhatsApp', (text) => {
-    expect(classify(reply(500, engineBody(text)))).toMatchObject({ kind: 'permanent', message: '5215500000001 is not on WhatsApp' });
-  });
+  it.each(['jid does not exist', 'number is not registered', 'user is not on WhatsApp', 'no LID for user', 'invalid wid'])(
+    '5xx "%s" is permanent: not on WhatsApp',
+    (text) => {
+      expect(classify(reply(500, engineBody(text)))).toMatchObject({ kind: 'permanent', message: '5215500000001 is not on WhatsApp' });
+    },
+  );
   it('a number containing 463 is not read as a rate limit', () => {
     expect(classify(reply(500, engineBody('5215546300000 is not registered'))).kind).toBe('permanent');
   });
@@ -419,7 +456,10 @@ describe('WAHA inbound', () => {
     Buffer.from(JSON.stringify({ id: 'evt_1', timestamp: 1, event, session, me: null, payload, engine: 'NOWEB' }));
   const call = (rawBody: Buffer, headers: Record<string, string>) => ctx.h.gateway.handleInbound({ instancia: i, subpath: '', headers, rawBody });
   const refused = async (p: Promise<unknown>, status: number) => {
-    const e = await p.then(() => null, (x: unknown) => x);
+    const e = await p.then(
+      () => null,
+      (x: unknown) => x,
+    );
     expect(e).toBeInstanceOf(InboundRefused);
     expect((e as InboundRefused).status).toBe(status);
   };

@@ -8,7 +8,7 @@ export function parseCsv(text: string): string[][] {
   let record: string[] = [];
   let field = '';
   let quoted = false;
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const ch = text[i]!;
     if (quoted) {
       if (ch === '"' && text[i + 1] === '"') {

@@ -5,7 +5,13 @@ import type { ApiResponse } from './server.js';
 /** The docs/design.md §4 error body, with the given status and, when given, api_codigo. */
 export function expectError(r: ApiResponse, status: number, apiCodigo?: number): void {
   expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, error: expect.any(String), api_codigo: expect.any(Number), api_texto: expect.any(String), api_descripcion: expect.any(String) });
+  expect(r.body).toMatchObject({
+    ok: false,
+    error: expect.any(String),
+    api_codigo: expect.any(Number),
+    api_texto: expect.any(String),
+    api_descripcion: expect.any(String),
+  });
   expect(r.body).toHaveProperty('saldo');
   if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
 }
@@ -13,7 +19,14 @@ export function expectError(r: ApiResponse, status: number, apiCodigo?: number):
 /** The docs/design.md §4 success envelope. */
 export function expectOk(r: ApiResponse, status = 200): void {
   expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK', api_descripcion: expect.any(String), texto: expect.any(String), desc: expect.any(String) });
+  expect(r.body).toMatchObject({
+    ok: true,
+    api_codigo: 0,
+    api_texto: 'OK',
+    api_descripcion: expect.any(String),
+    texto: expect.any(String),
+    desc: expect.any(String),
+  });
   expect(r.body).toHaveProperty('saldo');
 }
 

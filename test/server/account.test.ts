@@ -7,9 +7,21 @@ import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const CLIENTE_FIELDS = ['consumo_mes_actual', 'created_at', 'email', 'estado', 'id', 'max_celulares', 'nombre', 'plan'];
 const CELULAR_FIELDS = [
-  'id', 'numero', 'nombre_interno', 'estado', 'saldo_actual', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
-  'hora_inicio_permitido', 'hora_fin_permitido', 'gateway_instancia', 'tiene_gateway_token', 'tiene_token_legacy',
-  'last_status_check', 'last_status',
+  'id',
+  'numero',
+  'nombre_interno',
+  'estado',
+  'saldo_actual',
+  'max_envios_por_minuto',
+  'max_envios_por_hora',
+  'max_envios_por_dia',
+  'hora_inicio_permitido',
+  'hora_fin_permitido',
+  'gateway_instancia',
+  'tiene_gateway_token',
+  'tiene_token_legacy',
+  'last_status_check',
+  'last_status',
 ];
 
 let s: TestServer;
@@ -52,7 +64,7 @@ describe('GET /api/info.php', () => {
     expect(r.body.cliente.id).toBe(B.clienteId);
   });
 
-  it('with a celular key, `saldo` is that line\'s balance', async () => {
+  it("with a celular key, `saldo` is that line's balance", async () => {
     const add = await admin('POST', '/admin/saldo', { cliente_id: A.clienteId, celular_id: A.celularId, monto: 11 });
     expectOk(add);
     const r = await api(s.url, 'GET', '/api/info.php', { key: A.celularKey });
@@ -100,14 +112,31 @@ describe('GET /api/saldo.php', () => {
     const r = await api(s.url, 'GET', '/api/saldo.php', { key: A.celularKey });
     expectOk(r);
     expect(r.body).toEqual(
-      expect.objectContaining({ cliente_id: A.clienteId, celular_id: A.celularId, saldo_global: 380, saldo_celular: 11, plan: 'medido', ilimitado: false, consumo_mes: 0, saldo: 11 }),
+      expect.objectContaining({
+        cliente_id: A.clienteId,
+        celular_id: A.celularId,
+        saldo_global: 380,
+        saldo_celular: 11,
+        plan: 'medido',
+        ilimitado: false,
+        consumo_mes: 0,
+        saldo: 11,
+      }),
     );
   });
 
   it('a client key alone names no line (celular_id and saldo_celular null)', async () => {
     const r = await api(s.url, 'GET', '/api/saldo.php', { key: A.clientKey });
     expectOk(r);
-    expect(r.body).toMatchObject({ cliente_id: A.clienteId, celular_id: null, saldo_celular: null, saldo_global: 380, plan: 'medido', ilimitado: false, consumo_mes: 0 });
+    expect(r.body).toMatchObject({
+      cliente_id: A.clienteId,
+      celular_id: null,
+      saldo_celular: null,
+      saldo_global: 380,
+      plan: 'medido',
+      ilimitado: false,
+      consumo_mes: 0,
+    });
   });
 
   it('a client key with ?celular_id names one of its lines', async () => {
@@ -126,7 +155,15 @@ describe('GET /api/saldo.php', () => {
   it('ilimitado plan: plan and ilimitado fields', async () => {
     const r = await api(s.url, 'GET', '/api/saldo.php', { key: B.gatewayToken });
     expectOk(r);
-    expect(r.body).toMatchObject({ cliente_id: B.clienteId, celular_id: B.celularId, saldo_global: 7, saldo_celular: 0, plan: 'ilimitado', ilimitado: true, consumo_mes: 0 });
+    expect(r.body).toMatchObject({
+      cliente_id: B.clienteId,
+      celular_id: B.celularId,
+      saldo_global: 7,
+      saldo_celular: 0,
+      plan: 'ilimitado',
+      ilimitado: true,
+      consumo_mes: 0,
+    });
   });
 
   it('an operator balance added to a celular shows in saldo_actual everywhere', async () => {
@@ -144,14 +181,14 @@ describe('GET /api/saldo.php', () => {
 
   // A parameter naming another client's line is never answered for (docs/decisions.md,
   // credentials): a celular key asking for another line's balance gets 404, not its own.
-  it('a celular key asking for another client\'s ?celular_id gets 404, not its own balance', async () => {
+  it("a celular key asking for another client's ?celular_id gets 404, not its own balance", async () => {
     const r = await api(s.url, 'GET', `/api/saldo.php?celular_id=${B.celularId}`, { key: A.celularKey });
     expectError(r, 404, 600);
   });
 });
 
 describe('GET /api/celulares.php', () => {
-  it('lists the client\'s celulares with every field and the defaults (docs/design.md §4) of a new line', async () => {
+  it("lists the client's celulares with every field and the defaults (docs/design.md §4) of a new line", async () => {
     const fresh = await seedClient(s, { numero: numeroNuevo() });
     const r = await api(s.url, 'GET', '/api/celulares.php', { key: fresh.clientKey });
     expectOk(r);
@@ -179,7 +216,7 @@ describe('GET /api/celulares.php', () => {
     expect(c.numero).toMatch(/^[0-9]+$/);
   });
 
-  it('lists only the caller\'s client, in id order, for client and celular keys alike', async () => {
+  it("lists only the caller's client, in id order, for client and celular keys alike", async () => {
     for (const key of [A.clientKey, A.celularKey, A.gatewayToken]) {
       const r = await api(s.url, 'GET', '/api/celulares.php', { key });
       expectOk(r);

@@ -57,7 +57,14 @@ describe('clients', () => {
   it('POST /admin/clientes (JSON): 201 with the summary and a WAC_ key that works', async () => {
     const r = await admin('POST', '/admin/clientes', { nombre: 'Tienda Sol', email: 'sol@example.com', plan: 'ilimitado', max_celulares: 3, saldo: 150 });
     expectOk(r, 201);
-    expect(r.body.cliente).toMatchObject({ nombre: 'Tienda Sol', email: 'sol@example.com', estado: 'activo', plan: 'ilimitado', max_celulares: 3, consumo_mes_actual: 0 });
+    expect(r.body.cliente).toMatchObject({
+      nombre: 'Tienda Sol',
+      email: 'sol@example.com',
+      estado: 'activo',
+      plan: 'ilimitado',
+      max_celulares: 3,
+      consumo_mes_actual: 0,
+    });
     expect(r.body.cliente.created_at).toMatch(ISO);
     expect(r.body).toMatchObject({ saldo_global: 150, num_celulares: 0, num_celulares_activos: 0, mensajes_30d: 0 });
     expect(r.body.api_key).toMatch(new RegExp(`^WAC_${r.body.cliente.id}_[A-Za-z0-9_-]{43}$`));
@@ -101,7 +108,13 @@ describe('clients', () => {
     expect(r.body.total).toBe(r.body.clientes.length);
     expect(r.body.total).toBeGreaterThanOrEqual(5);
     const a = r.body.clientes.find((c: { cliente: { id: number } }) => c.cliente.id === A.clienteId);
-    expect(a).toMatchObject({ saldo_global: 0, num_celulares: 1, num_celulares_activos: 0, mensajes_30d: 0, cliente: { id: A.clienteId, estado: 'activo', plan: 'medido' } });
+    expect(a).toMatchObject({
+      saldo_global: 0,
+      num_celulares: 1,
+      num_celulares_activos: 0,
+      mensajes_30d: 0,
+      cliente: { id: A.clienteId, estado: 'activo', plan: 'medido' },
+    });
     expect(a).not.toHaveProperty('api_key');
     expect(a.cliente).not.toHaveProperty('key_hash');
     const ids = r.body.clientes.map((c: { cliente: { id: number } }) => c.cliente.id);
@@ -145,7 +158,7 @@ describe('clients', () => {
     expectError(await admin('POST', '/admin/clientes/987654', { nombre: 'x' }), 404, 601);
   });
 
-  it('estado suspendido blocks the client\'s writes (403, 302); activo restores them', async () => {
+  it("estado suspendido blocks the client's writes (403, 302); activo restores them", async () => {
     const c = await seedClient(s, { numero: numeroNuevo() });
     expectOk(await admin('PATCH', `/admin/clientes/${c.clienteId}`, { estado: 'suspendido' }));
     expectError(await api(s.url, 'POST', '/api/celular_crear.php', { key: c.clientKey, json: { numero: numeroNuevo() } }), 403, 302);
@@ -177,7 +190,14 @@ describe('POST /admin/saldo', () => {
   it('adds to the global balance (JSON) and to a celular (form-encoded)', async () => {
     const g = await admin('POST', '/admin/saldo', { cliente_id: A.clienteId, monto: 100, motivo: 'recarga' });
     expectOk(g);
-    expect(g.body).toMatchObject({ cliente_id: A.clienteId, celular_id: null, saldo_global: 100, saldo_celular: null, movimiento_id: expect.any(Number), saldo: null });
+    expect(g.body).toMatchObject({
+      cliente_id: A.clienteId,
+      celular_id: null,
+      saldo_global: 100,
+      saldo_celular: null,
+      movimiento_id: expect.any(Number),
+      saldo: null,
+    });
     const c = await adminForm('POST', '/admin/saldo', { cliente_id: String(A.clienteId), celular_id: String(A.celularId), monto: '30' });
     expectOk(c);
     expect(c.body).toMatchObject({ cliente_id: A.clienteId, celular_id: A.celularId, saldo_global: 100, saldo_celular: 30, saldo: 30 });
@@ -303,7 +323,16 @@ describe('GET /admin/auditoria', () => {
   it('lists records newest first, filtered by client and limited', async () => {
     const r = await admin('GET', '/admin/auditoria');
     expectOk(r);
-    const regs = r.body.registros as Array<{ id: number; fecha: string; actor: string; accion: string; objeto_tipo: string; objeto_id: number | null; cliente_id: number | null; detalle: Record<string, unknown> }>;
+    const regs = r.body.registros as Array<{
+      id: number;
+      fecha: string;
+      actor: string;
+      accion: string;
+      objeto_tipo: string;
+      objeto_id: number | null;
+      cliente_id: number | null;
+      detalle: Record<string, unknown>;
+    }>;
     expect(regs.length).toBeGreaterThan(5);
     expect(regs.map((x) => x.id)).toEqual([...regs.map((x) => x.id)].sort((a, b) => b - a));
     for (const x of regs) {
@@ -312,7 +341,8 @@ describe('GET /admin/auditoria', () => {
       expect(typeof x.detalle).toBe('object');
     }
     const acciones = new Set(regs.map((x) => x.accion));
-    for (const a of ['cliente.crear', 'cliente.editar', 'cliente.rotar_key', 'celular.crear', 'celular.token_legacy', 'celular.rotar_key']) expect(acciones, a).toContain(a);
+    for (const a of ['cliente.crear', 'cliente.editar', 'cliente.rotar_key', 'celular.crear', 'celular.token_legacy', 'celular.rotar_key'])
+      expect(acciones, a).toContain(a);
     const crear = regs.find((x) => x.accion === 'celular.crear' && x.objeto_id === A.celularId);
     expect(crear).toMatchObject({ actor: `cliente:${A.clienteId}`, objeto_tipo: 'celular', cliente_id: A.clienteId, detalle: { numero: A.numero } });
 

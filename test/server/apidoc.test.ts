@@ -208,7 +208,11 @@ describe('/docs', () => {
 
   it('serves each file it refers to, by GET and HEAD, with its type', async () => {
     const refs = references(html);
-    for (const kind of ['css', 'js', 'png']) expect(refs.some((r) => r.endsWith(`.${kind}`)), kind).toBe(true);
+    for (const kind of ['css', 'js', 'png'])
+      expect(
+        refs.some((r) => r.endsWith(`.${kind}`)),
+        kind,
+      ).toBe(true);
     for (const ref of refs) {
       const url = new URL(ref, page.url).href;
       const kind = url.split('.').pop()!;
@@ -248,7 +252,13 @@ describe('/docs', () => {
   });
 
   it('answers a path out of the static files (.., a NUL byte) 404 in the error shape, never a 500 or an error-level log line', async () => {
-    for (const path of ['/docs/static/%00', '/docs/static/../../package.json', '/docs/static/a/../../x', '/docs/static/%2e%2e/%2e%2e/package.json', '/docs/static/..%2f..%2fpackage.json']) {
+    for (const path of [
+      '/docs/static/%00',
+      '/docs/static/../../package.json',
+      '/docs/static/a/../../x',
+      '/docs/static/%2e%2e/%2e%2e/package.json',
+      '/docs/static/..%2f..%2fpackage.json',
+    ]) {
       const r = await rawGet(path);
       expectError(r, 404, 104);
       expect(Object.keys(r.body).sort(), path).toEqual(['api_codigo', 'api_descripcion', 'api_texto', 'error', 'ok', 'saldo']);
@@ -305,7 +315,12 @@ describe('the served document, serialised once', () => {
   const naming = (url: string) => ({ ...doc, servers: [{ url, description: 'this server' }] });
 
   it('/openapi.json and /docs/json: the document serialised whole, naming the server of each Host', async () => {
-    for (const [host, url] of [[undefined, s.url], ['api.example.com', 'http://api.example.com'], ['[::1]:9', 'http://[::1]:9'], ['a"b', '/']] as const) {
+    for (const [host, url] of [
+      [undefined, s.url],
+      ['api.example.com', 'http://api.example.com'],
+      ['[::1]:9', 'http://[::1]:9'],
+      ['a"b', '/'],
+    ] as const) {
       for (const path of ['/openapi.json', '/docs/json']) {
         const r = await rawGet(path, host ? { host } : {});
         expect(r.status, path).toBe(200);
@@ -316,7 +331,12 @@ describe('the served document, serialised once', () => {
   });
 
   it('/docs/yaml: the same YAML as serialising the served document whole, by GET and HEAD', async () => {
-    for (const [host, url] of [[undefined, s.url], ['[::1]:9', 'http://[::1]:9'], ['x', 'http://x'], ['a"b', '/']] as const) {
+    for (const [host, url] of [
+      [undefined, s.url],
+      ['[::1]:9', 'http://[::1]:9'],
+      ['x', 'http://x'],
+      ['a"b', '/'],
+    ] as const) {
       const r = await rawGet('/docs/yaml', host ? { host } : {});
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toBe('application/x-yaml; charset=utf-8');
@@ -348,7 +368,7 @@ describe('the served document, serialised once', () => {
   });
 });
 
-describe('the gateway callback\'s 401', () => {
+describe("the gateway callback's 401", () => {
   let net: Network;
   let g: TestServer;
   beforeAll(async () => {
@@ -426,7 +446,7 @@ describe('WWW-Authenticate on 401', () => {
     expect401(await api(s.url, 'GET', '/admin/gateways', { key: A.clientKey }), INVALID);
   });
 
-  it('the legacy endpoint\'s token field: none, a wrong one', async () => {
+  it("the legacy endpoint's token field: none, a wrong one", async () => {
     expect401(await api(s.url, 'POST', '/panel/api_wa.php', { form: { destinatario: numeroNuevo(), mensaje: 'hola' } }), MISSING);
     expect401(await api(s.url, 'POST', '/panel/api_wa.php', { form: { token: `${legacy}-wrong`, destinatario: numeroNuevo(), mensaje: 'hola' } }), INVALID);
     expect401(await api(s.url, 'POST', '/api/api-legacy.php', { json: { token: 'f'.repeat(64), destinatario: numeroNuevo(), mensaje: 'hola' } }), INVALID);

@@ -128,7 +128,7 @@ describe('401: missing or unknown credentials', () => {
     expectError(r, 401, 200);
   });
 
-  it('a client key plus another client\'s celular key: 401', async () => {
+  it("a client key plus another client's celular key: 401", async () => {
     const r = await api(s.url, 'POST', `/api/celular_qr.php?id=${B.celularId}`, { key: A.clientKey, json: { key: B.celularKey } });
     expectError(r, 401, 200);
   });
@@ -165,7 +165,7 @@ describe('403 versus 404 between two clients', () => {
     ['POST', `/api/celular_eliminar.php?id=${id()}`, {}],
   ];
 
-  it('client A\'s key on client B\'s celular: 404, the same answer as a missing id', async () => {
+  it("client A's key on client B's celular: 404, the same answer as a missing id", async () => {
     for (const [method, path, json] of onCelular(() => B.celularId)) {
       const r = await api(s.url, method, path, { key: A.clientKey, json });
       expectError(r, 404, 600);
@@ -181,7 +181,7 @@ describe('403 versus 404 between two clients', () => {
     expect(own.body.celular.nombre_interno).not.toBe('intruso');
   });
 
-  it('a celular key of client A on client B\'s celular: 404', async () => {
+  it("a celular key of client A on client B's celular: 404", async () => {
     for (const [method, path, json] of onCelular(() => B.celularId)) {
       expectError(await api(s.url, method, path, { key: A.celularKey, json }), 404, 600);
     }
@@ -200,7 +200,14 @@ describe('403 versus 404 between two clients', () => {
   it('a celular key may edit its own caps, hours and nombre_interno', async () => {
     const r = await api(s.url, 'POST', `/api/celular_editar.php?id=${a2.id}`, {
       key: a2.key,
-      json: { nombre_interno: 'propia', max_envios_por_minuto: 20, max_envios_por_hora: 900, max_envios_por_dia: 5000, hora_inicio_permitido: '08:00', hora_fin_permitido: '20:30' },
+      json: {
+        nombre_interno: 'propia',
+        max_envios_por_minuto: 20,
+        max_envios_por_hora: 900,
+        max_envios_por_dia: 5000,
+        hora_inicio_permitido: '08:00',
+        hora_fin_permitido: '20:30',
+      },
     });
     expectOk(r);
     expect(r.body.celular).toMatchObject({

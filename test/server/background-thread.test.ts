@@ -92,10 +92,14 @@ describe('the background thread', () => {
     expectOk(t);
     const id = t.body.id as string;
     await receiver.wait((h) => h.headers['webhook-id'] === id, 10_000, 'the test event');
-    await waitFor(async () => {
-      const r = await api(s.url, 'GET', '/api/webhook_entregas.php', { key: line.clientKey });
-      return (r.body.entregas as Array<{ id: string; estado: string }>).some((e) => e.id === id && e.estado === 'entregado');
-    }, 'the test delivery recorded entregado', 10_000);
+    await waitFor(
+      async () => {
+        const r = await api(s.url, 'GET', '/api/webhook_entregas.php', { key: line.clientKey });
+        return (r.body.entregas as Array<{ id: string; estado: string }>).some((e) => e.id === id && e.estado === 'entregado');
+      },
+      'the test delivery recorded entregado',
+      10_000,
+    );
     expectOk(await api(s.url, 'POST', '/api/webhook_reenviar.php', { key: line.clientKey, json: { id } }));
     await waitFor(() => receiver.of(id).length === 2, 'the redelivery, same id', 10_000);
     expectSigned(receiver.of(id)[1]!, SECRET);
@@ -106,7 +110,10 @@ describe('the background thread', () => {
     await editCelular(s, line, { max_envios_por_minuto: 5 });
     const sends = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: line.celularKey, json: { destinatario: numeroNuevo(), mensaje: `cap ${i}`, directo: i % 2 === 0 ? 1 : 0 } }),
+        api(s.url, 'POST', '/api/mensaje_enviar_texto.php', {
+          key: line.celularKey,
+          json: { destinatario: numeroNuevo(), mensaje: `cap ${i}`, directo: i % 2 === 0 ? 1 : 0 },
+        }),
       ),
     );
     const direct = sends.filter((_, i) => i % 2 === 0);

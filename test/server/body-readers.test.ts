@@ -54,7 +54,6 @@ function readForm(body: string, chunk = 1): Collect {
   return sink;
 }
 
-
 describe('JsonFieldReader', () => {
   const obj = {
     a: 'plain',
@@ -82,7 +81,23 @@ describe('JsonFieldReader', () => {
   });
 
   it('malformed bodies: 400 MALFORMED_BODY, never anything else', () => {
-    for (const bad of ['[1]', '{"a" 1}', '{"a":1,}', '{"a":tru}', '{"a":"x', '{"a":"\\x"}', '{"a":"\\u12g4"}', '{"a":"b"} x', '{"a":"\u0001"}', '{"__proto__":{"x":1}}', '{"a":{"__proto__":1}}', '{"constructor":{"prototype":{}}}', '{"a":01}', '{"a":{"b":}}', '']) {
+    for (const bad of [
+      '[1]',
+      '{"a" 1}',
+      '{"a":1,}',
+      '{"a":tru}',
+      '{"a":"x',
+      '{"a":"\\x"}',
+      '{"a":"\\u12g4"}',
+      '{"a":"b"} x',
+      '{"a":"\u0001"}',
+      '{"__proto__":{"x":1}}',
+      '{"a":{"__proto__":1}}',
+      '{"constructor":{"prototype":{}}}',
+      '{"a":01}',
+      '{"a":{"b":}}',
+      '',
+    ]) {
       const e = errorOf(() => readJson(bad, 2));
       expect(e.row, bad).toBe(ERRORS.MALFORMED_BODY);
     }
@@ -111,7 +126,13 @@ describe('JsonFieldReader', () => {
   });
 
   it('an unpaired surrogate in a key or a collected value: 400 naming the field; a pair is joined', () => {
-    for (const [body, field] of [['{"m":"\\ud800"}', 'm'], ['{"m":"x\\udc00y"}', 'm'], ['{"m":"\\ud83d"}', 'm'], ['{"n":{"x":["\\udfff"]}}', 'n'], ['{"k\\ud800":1}', 'a field name']] as const) {
+    for (const [body, field] of [
+      ['{"m":"\\ud800"}', 'm'],
+      ['{"m":"x\\udc00y"}', 'm'],
+      ['{"m":"\\ud83d"}', 'm'],
+      ['{"n":{"x":["\\udfff"]}}', 'n'],
+      ['{"k\\ud800":1}', 'a field name'],
+    ] as const) {
       const e = errorOf(() => readJson(body, 3));
       expect(e.row, body).toBe(ERRORS.INVALID_PARAMS);
       expect(e.message, body).toMatch(new RegExp(`^${field}: not valid Unicode text`));
@@ -143,7 +164,16 @@ describe('FormFieldReader', () => {
   it('an escape cut by a chunk end joins; one cut by the end of the value, or bad, is refused naming the field', () => {
     expect(readForm('file=%E2%82%AC&x=1', 4).file).toBe('€');
     expect(readForm('file=A%41B', 1).file).toBe('AAB');
-    for (const [bad, chunk] of [['file=%4', 1], ['file=A%4', 2], ['file=%41%', 1], ['file=%zz', 1], ['file=%4&x=1', 3], ['a=%4', 1], ['a=%g1', 2], ['a=x%', 5]] as const) {
+    for (const [bad, chunk] of [
+      ['file=%4', 1],
+      ['file=A%4', 2],
+      ['file=%41%', 1],
+      ['file=%zz', 1],
+      ['file=%4&x=1', 3],
+      ['a=%4', 1],
+      ['a=%g1', 2],
+      ['a=x%', 5],
+    ] as const) {
       const e = errorOf(() => readForm(bad, chunk));
       expect(e.row, bad).toBe(ERRORS.INVALID_PARAMS);
       expect(e.message, bad).toMatch(new RegExp(`^${bad.slice(0, bad.indexOf('='))}: invalid percent escape`));
@@ -160,7 +190,12 @@ describe('FormFieldReader', () => {
     };
     expect(cp1252('m=caf%E9+%80%9F&n=%81')).toEqual({ m: 'café €Ÿ', n: '\u0081' });
     expect(cp1252(Buffer.from([0x6d, 0x3d, 0xe9]))).toEqual({ m: 'é' });
-    for (const [body, field] of [['mensaje=caf%E9', 'mensaje'], ['x=%C3', 'x'], ['x=%ED%A0%80', 'x'], ['na%FFme=1', 'a field name']] as const) {
+    for (const [body, field] of [
+      ['mensaje=caf%E9', 'mensaje'],
+      ['x=%C3', 'x'],
+      ['x=%ED%A0%80', 'x'],
+      ['na%FFme=1', 'a field name'],
+    ] as const) {
       const e = errorOf(() => readForm(body, 3));
       expect(e.row).toBe(ERRORS.INVALID_PARAMS);
       expect(e.message).toBe(`${field}: not valid UTF-8 text`);

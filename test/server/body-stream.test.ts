@@ -58,7 +58,9 @@ describe('authentication before the body', () => {
 
   it('a key in the body is honoured, before or after the file; a wrong one before the file is refused mid-upload', async () => {
     const file = b64(pdfOf(200_000));
-    const before = await api(s.url, 'POST', DOC, { json: { key: L.celularKey, destinatario: nextDest(), filename: 'a.pdf', documentBase64: file, directo: 1 } });
+    const before = await api(s.url, 'POST', DOC, {
+      json: { key: L.celularKey, destinatario: nextDest(), filename: 'a.pdf', documentBase64: file, directo: 1 },
+    });
     expect(before.status, before.text).toBe(200);
     const after = await api(s.url, 'POST', DOC, { json: { destinatario: nextDest(), filename: 'a.pdf', documentBase64: file, key: L.celularKey, directo: 1 } });
     expect(after.status, after.text).toBe(200);
@@ -75,9 +77,13 @@ describe('authentication before the body', () => {
   });
 
   it('the legacy token in the body before the file authenticates; a client key there is 403 at once', async () => {
-    const ok = await api(s.url, 'POST', '/panel/api_wa.php', { json: { token: L.gatewayToken, destinatario: nextDest(), mensaje: 'x', tipomime: 'image/png', mime: b64(PNG), modo: 'DIRECTO' } });
+    const ok = await api(s.url, 'POST', '/panel/api_wa.php', {
+      json: { token: L.gatewayToken, destinatario: nextDest(), mensaje: 'x', tipomime: 'image/png', mime: b64(PNG), modo: 'DIRECTO' },
+    });
     expect(ok.status, ok.text).toBe(200);
-    const body = Buffer.from(JSON.stringify({ token: L.clientKey, destinatario: DEST, mensaje: 'x', tipomime: 'application/pdf', mime: b64(pdfOf(8 * 1024 * 1024)) }));
+    const body = Buffer.from(
+      JSON.stringify({ token: L.clientKey, destinatario: DEST, mensaje: 'x', tipomime: 'application/pdf', mime: b64(pdfOf(8 * 1024 * 1024)) }),
+    );
     const r = new RawRequest(s.url, 'POST', '/api/api-legacy.php', { 'Content-Type': 'application/json', 'Content-Length': body.length });
     const res = await r.sendUntilAnswered(body);
     expect(res.status).toBe(403);
@@ -117,7 +123,10 @@ describe('unauthenticated body bytes: per address and server-wide', () => {
     // The first body ends (the client gives up): its bytes no longer count.
     a.destroy();
     await settle();
-    const again = await api(b.url, 'POST', '/api/mensaje_enviar_texto.php', { json: { destinatario: DEST, mensaje: 'x'.repeat(150_000) }, headers: { 'X-Forwarded-For': '10.0.0.1' } });
+    const again = await api(b.url, 'POST', '/api/mensaje_enviar_texto.php', {
+      json: { destinatario: DEST, mensaje: 'x'.repeat(150_000) },
+      headers: { 'X-Forwarded-For': '10.0.0.1' },
+    });
     expect(again.status).toBe(401);
     for (const r of [other, same]) r.destroy();
   });
@@ -158,7 +167,11 @@ describe('refused mid-body: a JSON error, no 500, no temp file', () => {
     const enc = encodeURIComponent(b64(bytes));
     expect(enc).toMatch(/%2B|%2F/);
     const body = Buffer.from(`destinatario=${DEST}&directo=1&data_base64=${enc}&filename=f.pdf`);
-    const r = new RawRequest(s.url, 'POST', DOC, { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': body.length, Authorization: `Bearer ${L.celularKey}` });
+    const r = new RawRequest(s.url, 'POST', DOC, {
+      'Content-Type': 'application/x-www-form-urlencoded',
+      'Content-Length': body.length,
+      Authorization: `Bearer ${L.celularKey}`,
+    });
     // Cut right after every '%' and after every first hex digit.
     let at = 0;
     for (let i = body.indexOf('%'); i >= 0 && i < 2000; i = body.indexOf('%', i + 1)) {
@@ -171,7 +184,9 @@ describe('refused mid-body: a JSON error, no 500, no temp file', () => {
     expect(JSON.parse((await mensaje(s, res.body.msg_id)).media!)).toMatchObject({ mime: 'application/pdf', bytes: bytes.length, filename: 'f.pdf' });
     r.destroy();
 
-    const json = JSON.stringify({ destinatario: nextDest(), documentBase64: b64(bytes), directo: 1 }).replace(/\//g, '\\/').replace(/}$/, ',"filename":"g.pdf"}');
+    const json = JSON.stringify({ destinatario: nextDest(), documentBase64: b64(bytes), directo: 1 })
+      .replace(/\//g, '\\/')
+      .replace(/}$/, ',"filename":"g.pdf"}');
     expect(json).toContain('\\/');
     const j = await api(s.url, 'POST', DOC, { key: L.celularKey, raw: json, contentType: 'application/json' });
     expect(j.status, j.text).toBe(200);
@@ -189,7 +204,11 @@ describe('refused mid-body: a JSON error, no 500, no temp file', () => {
   });
 
   it('malformed or truncated JSON: 400 101; a field over its bound: 413 102', async () => {
-    for (const raw of [`{"destinatario":"${DEST}","imageBase64":"${b64(PNG)}"`, `{"destinatario":"${DEST}" "imageBase64":"x"}`, `{"imageBase64":"${b64(PNG)}"}}`]) {
+    for (const raw of [
+      `{"destinatario":"${DEST}","imageBase64":"${b64(PNG)}"`,
+      `{"destinatario":"${DEST}" "imageBase64":"x"}`,
+      `{"imageBase64":"${b64(PNG)}"}}`,
+    ]) {
       expectError(await api(s.url, 'POST', IMG, { key: L.celularKey, raw, contentType: 'application/json' }), 400, 101);
     }
     expectError(await send(s, L, IMG, { destinatario: DEST, caption: 'x'.repeat(70_000), imageBase64: b64(PNG) }), 413, 102);

@@ -19,7 +19,9 @@ afterAll(async () => {
 
 it('20 parallel direct sends against a cap of 5 a minute: exactly 5 pass, 15 get 429 with retry_after', async () => {
   const rs = await Promise.all(
-    Array.from({ length: 20 }, (_, i) => api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key, json: { destinatario: '5215598765432', mensaje: `m${i}`, directo: 1 } })),
+    Array.from({ length: 20 }, (_, i) =>
+      api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key, json: { destinatario: '5215598765432', mensaje: `m${i}`, directo: 1 } }),
+    ),
   );
   const ok = rs.filter((r) => r.status === 200);
   const capped = rs.filter((r) => r.status === 429);

@@ -50,10 +50,12 @@ it('queued and direct sends racing on one line never pass its cap of 5 a minute 
   for (let trial = 0; trial < 5; trial++) {
     const line = await linkedLine(s, { saldo: 100 });
     await editCelular(s, line, { max_envios_por_minuto: CAP });
-    const body = (i: number, directo: boolean) => ({ destinatario: `52559876${String(5000 + trial * 100 + i)}`, mensaje: `t${trial} m${i}`, ...(directo ? { directo: 1 } : {}) });
-    const answers = await Promise.all(
-      Array.from({ length: 16 }, (_, i) => send(s, line, '/api/mensaje_enviar_texto.php', body(i, i % 2 === 1))),
-    );
+    const body = (i: number, directo: boolean) => ({
+      destinatario: `52559876${String(5000 + trial * 100 + i)}`,
+      mensaje: `t${trial} m${i}`,
+      ...(directo ? { directo: 1 } : {}),
+    });
+    const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => send(s, line, '/api/mensaje_enviar_texto.php', body(i, i % 2 === 1))));
     const direct = answers.filter((_, i) => i % 2 === 1);
     const queued = answers.filter((_, i) => i % 2 === 0);
     for (const r of queued) expect(r.status, r.text).toBe(200);

@@ -73,7 +73,9 @@ describe('POST /api/celular_crear.php and its aliases', () => {
 
   it('form-encoded, with the key in the body, on /api/celular-crear.php', async () => {
     const n = nacional();
-    const r = await api(s.url, 'POST', '/api/celular-crear.php', { form: { key: A.clientKey, numero: `+52 1 ${n.slice(0, 2)} ${n.slice(2, 6)} ${n.slice(6)}`, nombre_interno: 'Soporte' } });
+    const r = await api(s.url, 'POST', '/api/celular-crear.php', {
+      form: { key: A.clientKey, numero: `+52 1 ${n.slice(0, 2)} ${n.slice(2, 6)} ${n.slice(6)}`, nombre_interno: 'Soporte' },
+    });
     expectCreated(r, `52${n}`, 'Soporte');
   });
 
@@ -93,7 +95,15 @@ describe('POST /api/celular_crear.php and its aliases', () => {
   it('409 for a number already registered, however it is written', async () => {
     const n = nacional();
     expectOk(await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: `52${n}` } }), 201);
-    const forms = [`52${n}`, `+52${n}`, `+52 ${n.slice(0, 2)} ${n.slice(2, 6)} ${n.slice(6)}`, `521${n}`, `+52 1 ${n}`, `0052${n}`, `52-${n.slice(0, 2)}-${n.slice(2)}`];
+    const forms = [
+      `52${n}`,
+      `+52${n}`,
+      `+52 ${n.slice(0, 2)} ${n.slice(2, 6)} ${n.slice(6)}`,
+      `521${n}`,
+      `+52 1 ${n}`,
+      `0052${n}`,
+      `52-${n.slice(0, 2)}-${n.slice(2)}`,
+    ];
     for (const numero of forms) {
       const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero } });
       expectError(r, 409, 602);
@@ -222,10 +232,23 @@ describe('POST /api/celular_editar.php', () => {
   it('form-encoded: numbers are read from strings; the lower bounds are accepted', async () => {
     const r = await api(s.url, 'POST', `/api/celular_editar.php?id=${id}`, {
       key: A.clientKey,
-      form: { estado: 'activo', max_envios_por_minuto: '1', max_envios_por_hora: '1', max_envios_por_dia: '1', hora_inicio_permitido: '00:00', hora_fin_permitido: '23:59:59' },
+      form: {
+        estado: 'activo',
+        max_envios_por_minuto: '1',
+        max_envios_por_hora: '1',
+        max_envios_por_dia: '1',
+        hora_inicio_permitido: '00:00',
+        hora_fin_permitido: '23:59:59',
+      },
     });
     expectOk(r);
-    expect(r.body.celular).toMatchObject({ estado: 'activo', max_envios_por_minuto: 1, max_envios_por_hora: 1, max_envios_por_dia: 1, hora_fin_permitido: '23:59:59' });
+    expect(r.body.celular).toMatchObject({
+      estado: 'activo',
+      max_envios_por_minuto: 1,
+      max_envios_por_hora: 1,
+      max_envios_por_dia: 1,
+      hora_fin_permitido: '23:59:59',
+    });
   });
 
   it('max_envios_por_dia null removes the daily cap; nombre_interno null or blank clears it', async () => {
@@ -319,7 +342,12 @@ describe('POST /api/celular_eliminar.php', () => {
     const audit = await admin('GET', '/admin/auditoria');
     expectOk(audit);
     const rec = audit.body.registros.find((x: { accion: string; objeto_id: number }) => x.accion === 'celular.eliminar' && x.objeto_id === id);
-    expect(rec).toMatchObject({ actor: `cliente:${A.clienteId}`, objeto_tipo: 'celular', cliente_id: A.clienteId, detalle: { numero, nombre_interno: 'a borrar' } });
+    expect(rec).toMatchObject({
+      actor: `cliente:${A.clienteId}`,
+      objeto_tipo: 'celular',
+      cliente_id: A.clienteId,
+      detalle: { numero, nombre_interno: 'a borrar' },
+    });
     expect(rec.fecha).toMatch(ISO);
 
     const again = await api(s.url, 'POST', '/api/celular_crear.php', { key: B.clientKey, json: { numero } });
@@ -366,7 +394,12 @@ describe('QR and session status', () => {
     expect(f.body).toMatchObject({ celular_id: B.celularId, status: 'need_scan', qr: r.body.qr, gateway_instancia: r.body.gateway_instancia });
     const st = await api(s.url, 'GET', `/api/celular_status.php?id=${B.celularId}`, { key: B.gatewayToken });
     expectOk(st);
-    expect(st.body).toMatchObject({ celular_id: B.celularId, gateway_instancia: r.body.gateway_instancia, status: 'need_scan', status_actualizado_desde_gateway: true });
+    expect(st.body).toMatchObject({
+      celular_id: B.celularId,
+      gateway_instancia: r.body.gateway_instancia,
+      status: 'need_scan',
+      status_actualizado_desde_gateway: true,
+    });
     expect(st.body.ultimo_check).toMatch(ISO);
     expectError(await api(s.url, 'POST', '/api/celular_qr.php?id=999999', { key: B.clientKey }), 404, 600);
     expectError(await api(s.url, 'GET', '/api/celular_status.php', { key: B.clientKey }), 400, 100);
@@ -378,7 +411,13 @@ describe('POST /api/celular_vincular_qr.php', () => {
     const n = nacional();
     const r = await api(s.url, 'POST', '/api/celular_vincular_qr.php', { key: A.clientKey, json: { numero: `+52 1 ${n}`, nombre: 'Caja 1' } });
     expectOk(r);
-    expect(r.body).toMatchObject({ creado: true, numero: `52${n}`, status: 'need_scan', estado: 'desconectado', gateway_instancia: expect.stringMatching(/\S/) });
+    expect(r.body).toMatchObject({
+      creado: true,
+      numero: `52${n}`,
+      status: 'need_scan',
+      estado: 'desconectado',
+      gateway_instancia: expect.stringMatching(/\S/),
+    });
     expect(r.body.qr).toMatch(/^2@/);
     expect(r.body.api_key).toMatch(new RegExp(`^WA_${r.body.celular_id}_`));
     expect(r.body.gateway_token).toMatch(/^[0-9a-f]{64}$/);
@@ -411,7 +450,7 @@ describe('POST /api/celular_vincular_qr.php', () => {
     expect(r.body).toMatchObject({ creado: true, numero: n, status: 'need_scan' });
   });
 
-  it('another client\'s number: 409; celular key: 403; bad numero: 400', async () => {
+  it("another client's number: 409; celular key: 403; bad numero: 400", async () => {
     const r = await api(s.url, 'POST', '/api/celular_vincular_qr.php', { key: A.clientKey, json: { numero: B.numero } });
     expectError(r, 409, 602);
     expectError(await api(s.url, 'POST', '/api/celular_vincular_qr.php', { key: A.celularKey, json: { numero: A.numero } }), 403, 201);

@@ -39,7 +39,18 @@ async function strand(s: TestServer, line: Line, sent: boolean): Promise<string>
   const now = s.clock.now();
   const payload = { texto: `código ${msgId}` };
   const res = await s.core.store.acceptMensaje(
-    { msg_id: msgId, cliente_id: line.clienteId, celular_id: cel.id, destinatario, tipo: 'texto', modo: 'directo', texto: payload.texto, media: null, payload, expira_at: null },
+    {
+      msg_id: msgId,
+      cliente_id: line.clienteId,
+      celular_id: cel.id,
+      destinatario,
+      tipo: 'texto',
+      modo: 'directo',
+      texto: payload.texto,
+      media: null,
+      payload,
+      expira_at: null,
+    },
     { charge: true, maxPending: null, slot: slotClaim(cel, now, s.core.config.queue.leaseMs) },
     now,
   );
@@ -71,7 +82,10 @@ describe('direct sends a crash left pending', () => {
     expect(await saldos(s, line)).toMatchObject({ global: 9 });
     // The ledger says the same: two charges, one refund.
     const db = new Database(join(dataDir, 'pasarela.db'), { readonly: true });
-    const { total, n } = db.prepare('SELECT SUM(monto) AS total, COUNT(*) AS n FROM movimientos_saldo WHERE cliente_id = ?').get(line.clienteId) as { total: number; n: number };
+    const { total, n } = db.prepare('SELECT SUM(monto) AS total, COUNT(*) AS n FROM movimientos_saldo WHERE cliente_id = ?').get(line.clienteId) as {
+      total: number;
+      n: number;
+    };
     db.close();
     expect(total).toBe(9);
     expect(n).toBe(4);

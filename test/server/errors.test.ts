@@ -91,13 +91,22 @@ describe('400 for malformed bodies (api_codigo 101)', () => {
   });
 
   it('a prototype-poisoning body, concatenated JSON, single quotes, and bytes that are not UTF-8', async () => {
-    const bodies: Array<string | Buffer> = ['{"__proto__": {"admin": true}, "numero": "525512345678"}', Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), '{"a":1}{"b":2}', "{'numero': '1'}"];
+    const bodies: Array<string | Buffer> = [
+      '{"__proto__": {"admin": true}, "numero": "525512345678"}',
+      Buffer.from([0x7b, 0xff, 0xfe, 0x7d]),
+      '{"a":1}{"b":2}',
+      "{'numero': '1'}",
+    ];
     for (const raw of bodies) {
       const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, raw, contentType: 'application/json' });
       expectError(r, 400, 101);
     }
     // A constructor.prototype key is harmless data: it is read, and numero is then missing.
-    const c = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, raw: '{"constructor": {"prototype": {"x": 1}}}', contentType: 'application/json' });
+    const c = await api(s.url, 'POST', '/api/celular_crear.php', {
+      key: A.clientKey,
+      raw: '{"constructor": {"prototype": {"x": 1}}}',
+      contentType: 'application/json',
+    });
     expectError(c, 400);
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
     const list = await api(s.url, 'GET', '/api/celulares.php', { key: A.clientKey });
@@ -123,13 +132,19 @@ describe('413 for bodies over 1 MB (api_codigo 102)', () => {
   });
 
   it('a 1.2 MB form-encoded body', async () => {
-    const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, form: { numero: numeroNuevo(), nombre_interno: 'y'.repeat(1.2 * 1024 * 1024) } });
+    const r = await api(s.url, 'POST', '/api/celular_crear.php', {
+      key: A.clientKey,
+      form: { numero: numeroNuevo(), nombre_interno: 'y'.repeat(1.2 * 1024 * 1024) },
+    });
     expectError(r, 413, 102);
   });
 
   it('is refused before authentication, and a body just under the limit is read (then validated)', async () => {
     expectError(await api(s.url, 'POST', '/api/celular_crear.php', { raw: big(), contentType: 'application/json' }), 413, 102);
-    const under = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: numeroNuevo(), nombre_interno: 'z'.repeat(900 * 1024) } });
+    const under = await api(s.url, 'POST', '/api/celular_crear.php', {
+      key: A.clientKey,
+      json: { numero: numeroNuevo(), nombre_interno: 'z'.repeat(900 * 1024) },
+    });
     expectError(under, 400, 100);
     expect(under.text.length).toBeLessThan(2000);
     const list = await api(s.url, 'GET', '/api/celulares.php', { key: A.clientKey });
@@ -224,7 +239,11 @@ describe('never a 500, never a stack trace', () => {
       expectError(r, r.status);
     }
     // Deeply nested JSON is parsed or refused, never a crash.
-    const deep = await api(s.url, 'POST', `/api/celular_editar.php?id=${A.celularId}`, { key: k, raw: '['.repeat(100_000) + ']'.repeat(100_000), contentType: 'application/json' });
+    const deep = await api(s.url, 'POST', `/api/celular_editar.php?id=${A.celularId}`, {
+      key: k,
+      raw: '['.repeat(100_000) + ']'.repeat(100_000),
+      contentType: 'application/json',
+    });
     expectError(deep, 400);
     const h = await api(s.url, 'GET', '/health');
     expect(h.status).toBe(200);

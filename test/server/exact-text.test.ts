@@ -113,7 +113,10 @@ describe('JSON bodies', () => {
     const body = Buffer.concat([Buffer.from(`{"destinatario":"${DEST}","mensaje":"caf`), Buffer.from([0xe9]), Buffer.from('"}')]);
     expectRefused(await raw(TEXT, body, 'application/json'), 400, BAD, /^mensaje: not valid UTF-8 text$/);
     // An encoded surrogate (ED A0 80) and an overlong form (C0 AF) are not UTF-8 either.
-    for (const bytes of [[0xed, 0xa0, 0x80], [0xc0, 0xaf]]) {
+    for (const bytes of [
+      [0xed, 0xa0, 0x80],
+      [0xc0, 0xaf],
+    ]) {
       const b = Buffer.concat([Buffer.from(`{"destinatario":"${DEST}","mensaje":"x`), Buffer.from(bytes), Buffer.from('"}')]);
       expectRefused(await raw(TEXT, b, 'application/json'), 400, BAD, /^mensaje: not valid UTF-8 text$/);
     }
@@ -170,7 +173,12 @@ describe('the streamed bodies (base64 and legacy routes)', () => {
     const ok = await raw('/panel/api_wa.php', `token=${L.gatewayToken}&destinatario=${DEST}&mensaje=${t}caf%E9`, `${FORM}; charset=iso-8859-1`, undefined);
     expect(ok.status, ok.text).toBe(200);
     expect(await storedText(ok.body.msg_id)).toBe(`${t}café`);
-    expectRefused(await raw('/panel/api_wa.php', `token=${L.gatewayToken}&destinatario=${DEST}&mensaje=caf%E9`, FORM, undefined), 400, BAD, /^mensaje: not valid UTF-8 text$/);
+    expectRefused(
+      await raw('/panel/api_wa.php', `token=${L.gatewayToken}&destinatario=${DEST}&mensaje=caf%E9`, FORM, undefined),
+      400,
+      BAD,
+      /^mensaje: not valid UTF-8 text$/,
+    );
     const r = await raw('/api/api-legacy.php', `{"token":"${L.gatewayToken}","destinatario":"${DEST}","mensaje":"\\udfff"}`, 'application/json', undefined);
     expectRefused(r, 400, BAD, /^mensaje: not valid Unicode text/);
   });
@@ -210,7 +218,11 @@ describe('U+0000', () => {
     expectRefused(json, 400, BAD, /^mensaje: contains a NUL character \(U\+0000\)$/);
     const form = await raw(TEXT, `destinatario=${DEST}&mensaje=${tag()}a%00b`, FORM);
     expectRefused(form, 400, BAD, /^mensaje: contains a NUL character \(U\+0000\)$/);
-    const img = await raw('/api/mensaje_enviar_imagen_base64.php', JSON.stringify({ destinatario: DEST, imageBase64: b64(PNG), caption: 'x\u0000' }), 'application/json');
+    const img = await raw(
+      '/api/mensaje_enviar_imagen_base64.php',
+      JSON.stringify({ destinatario: DEST, imageBase64: b64(PNG), caption: 'x\u0000' }),
+      'application/json',
+    );
     expectRefused(img, 400, BAD, /^caption: contains a NUL character \(U\+0000\)$/);
   });
 });

@@ -65,7 +65,15 @@ describe('health pass on a sim server', () => {
   });
 
   it('before any pass /health says nothing of the gateway', async () => {
-    expect(await health(s)).toMatchObject({ status: 'ok', gateway: 'sim', simulado: true, gateway_alcanzable: null, gateway_verificado: null, lineas_verificadas: 0, lineas_fallidas: 0 });
+    expect(await health(s)).toMatchObject({
+      status: 'ok',
+      gateway: 'sim',
+      simulado: true,
+      gateway_alcanzable: null,
+      gateway_verificado: null,
+      lineas_verificadas: 0,
+      lineas_fallidas: 0,
+    });
     // A pass over no line asks the gateway for an instance that cannot exist: any answer means it is up.
     await s.health.checkNow();
     expect(await health(s)).toMatchObject({ gateway_alcanzable: true, lineas_verificadas: 0 });
@@ -139,7 +147,10 @@ describe('health pass on a sim server', () => {
     expect(h.lineas_verificadas).toBeGreaterThanOrEqual(2);
     expect(h.lineas_fallidas).toBe(h.lineas_verificadas);
     expect(h.gateway_verificado).toBe(iso(clock().now()));
-    for (const [line, before] of [[L1, before1], [L2, before2]] as const) {
+    for (const [line, before] of [
+      [L1, before1],
+      [L2, before2],
+    ] as const) {
       const after = (await s.core.store.getCelular(line.celularId))!;
       expect(after).toMatchObject({ estado: before.estado, last_status: before.last_status, last_status_check: before.last_status_check });
     }
@@ -148,7 +159,12 @@ describe('health pass on a sim server', () => {
 
     const st = await api(s.url, 'GET', `/api/celular_status.php?id=${L1.celularId}`, { key: L1.celularKey });
     expectOk(st);
-    expect(st.body).toMatchObject({ status: 'connected', estado: 'activo', status_actualizado_desde_gateway: false, ultimo_check: iso(before1.last_status_check!) });
+    expect(st.body).toMatchObject({
+      status: 'connected',
+      estado: 'activo',
+      status_actualizado_desde_gateway: false,
+      ultimo_check: iso(before1.last_status_check!),
+    });
 
     sim(s).setOutage(false);
     await s.health.checkNow();

@@ -176,7 +176,7 @@ describe('a message kind the gateway cannot send', () => {
 });
 
 describe('POST /gateway/<gateway>/<instancia> on a sim server', () => {
-  it('404 JSON errors: the simulator takes no HTTP events, and no other gateway is this server\'s', async () => {
+  it("404 JSON errors: the simulator takes no HTTP events, and no other gateway is this server's", async () => {
     const L = await linkedLine(s);
     const inst = `pasarela-${L.celularId}`;
     for (const path of [`/gateway/sim/${inst}`, '/gateway/sim/x', '/gateway/evolution/x', '/gateway/waha/x', `/gateway/evolution/${inst}/messages-upsert`]) {

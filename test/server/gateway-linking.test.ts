@@ -47,7 +47,13 @@ afterEach(() => {
 async function newCelular(key = A.clientKey): Promise<{ id: number; key: string; numero: string; token: string; instancia: string }> {
   const r = await api(s.url, 'POST', '/api/celular_crear.php', { key, json: { numero: numeroNuevo() } });
   expect(r.status, r.text).toBe(201);
-  return { id: r.body.celular_id, key: r.body.api_key, numero: r.body.celular.numero, token: r.body.gateway_token, instancia: r.body.celular.gateway_instancia };
+  return {
+    id: r.body.celular_id,
+    key: r.body.api_key,
+    numero: r.body.celular.numero,
+    token: r.body.gateway_token,
+    instancia: r.body.celular.gateway_instancia,
+  };
 }
 
 const codigo = (id: number, key: string) => api(s.url, 'POST', `/api/celular_codigo.php?id=${id}`, { key });
@@ -141,7 +147,7 @@ describe('POST /api/celular_codigo.php', () => {
     expectError(await op('/admin/sim/scan', { celular_id: c.id, codigo: code }), 409, 604);
   });
 
-  it('another client\'s celular: 404; no credential: 401', async () => {
+  it("another client's celular: 404; no credential: 401", async () => {
     const c = await newCelular();
     expectError(await codigo(c.id, B.clientKey), 404, 600);
     expectError(await api(s.url, 'POST', `/api/celular_codigo.php?id=${c.id}`), 401, 200);
@@ -165,7 +171,10 @@ describe('POST /api/celular_vincular_codigo.php', () => {
     expect(own.body.celular).toMatchObject({ numero, nombre_interno: 'Ventas', cliente_id: A.clienteId });
 
     // The hyphenated alias, with the number written differently: the same line, no new key.
-    const again = await api(s.url, 'POST', '/api/celular-vincular-codigo.php', { key: A.clientKey, form: { numero: `+${numero.slice(0, 2)} ${numero.slice(2)}` } });
+    const again = await api(s.url, 'POST', '/api/celular-vincular-codigo.php', {
+      key: A.clientKey,
+      form: { numero: `+${numero.slice(0, 2)} ${numero.slice(2)}` },
+    });
     expectOk(again);
     expect(again.body).toMatchObject({ numero, creado: false, celular_id: r.body.celular_id, status: 'need_scan', codigo: r.body.codigo });
     expect(again.body).not.toHaveProperty('api_key');
@@ -177,7 +186,7 @@ describe('POST /api/celular_vincular_codigo.php', () => {
     expect(linked.body).toMatchObject({ creado: false, status: 'connected', codigo: '', estado: 'activo' });
   });
 
-  it('a celular key may not call it (403); another client\'s number: 409', async () => {
+  it("a celular key may not call it (403); another client's number: 409", async () => {
     const r = await api(s.url, 'POST', '/api/celular_vincular_codigo.php', { key: A.celularKey, json: { numero: numeroNuevo() } });
     expectError(r, 403, 201);
     expectError(await api(s.url, 'POST', '/api/celular_vincular_codigo.php', { key: A.celularKey, json: { numero: A.numero } }), 403, 201);

@@ -16,8 +16,20 @@ const H = 3_600_000;
 const PATH = '/api/historial_listar.php';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const RECORD_KEYS = [
-  'celular_id', 'created_at', 'destinatario', 'entregado_at', 'enviado_at', 'error', 'estado', 'gateway_msg_id',
-  'leido_at', 'media', 'modo', 'msg_id', 'texto', 'tipo',
+  'celular_id',
+  'created_at',
+  'destinatario',
+  'entregado_at',
+  'enviado_at',
+  'error',
+  'estado',
+  'gateway_msg_id',
+  'leido_at',
+  'media',
+  'modo',
+  'msg_id',
+  'texto',
+  'tipo',
 ];
 const ESTADOS: MensajeEstado[] = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
 // Valid numbers of three countries; D1 is Mexican, as the seeded lines are.
@@ -155,7 +167,12 @@ beforeAll(async () => {
   // Client A: 30 messages over 2026-02-01..06, five a day at 00:00:00.000, 06:00, 12:00, 18:00 and 23:59:59.999.
   const slots = [0, 6 * H, 12 * H, 18 * H, 24 * H - 1];
   for (let i = 0; i < 30; i += 1) {
-    const media = i === 3 ? { url: 'https://example.com/a.jpg' } : i === 4 ? { filename: 'factura.pdf', mime: 'application/pdf', bytes: 12345, data: 'JVBERi0xLjQK' } : null;
+    const media =
+      i === 3
+        ? { url: 'https://example.com/a.jpg' }
+        : i === 4
+          ? { filename: 'factura.pdf', mime: 'application/pdf', bytes: 12345, data: 'JVBERi0xLjQK' }
+          : null;
     seeds.push(
       await seedMensaje(s, {
         cliente_id: A.clienteId,
@@ -213,7 +230,10 @@ describe('GET /api/historial_listar.php: filters', () => {
       [{ celular_id: a2 }, { celular_id: a2 }],
       [{ desde: '2026-02-03' }, { desde: day(3) }],
       [{ hasta: '2026-02-03' }, { hasta: day(4) }],
-      [{ desde: '2026-02-04', hasta: '2026-02-04' }, { desde: day(4), hasta: day(5) }],
+      [
+        { desde: '2026-02-04', hasta: '2026-02-04' },
+        { desde: day(4), hasta: day(5) },
+      ],
       [{ desde: '2026-02-08' }, { desde: day(8) }],
       [{ hasta: '2026-01-31' }, { hasta: day(1) }],
       [{ destinatario: D1 }, { destinatario: D1 }],
@@ -224,7 +244,10 @@ describe('GET /api/historial_listar.php: filters', () => {
       const r = await get(A.clientKey, { ...all(), ...q });
       expectOk(r);
       const want = expected({ cliente_id: A.clienteId, ...m });
-      expect(r.body.mensajes.map((x: { msg_id: string }) => x.msg_id), JSON.stringify(q)).toEqual(want);
+      expect(
+        r.body.mensajes.map((x: { msg_id: string }) => x.msg_id),
+        JSON.stringify(q),
+      ).toEqual(want);
       expect(r.body.total, JSON.stringify(q)).toBe(want.length);
     }
   });
@@ -244,10 +267,22 @@ describe('GET /api/historial_listar.php: filters', () => {
 
   it('filters combined', async () => {
     const cases: Array<[Record<string, string | number>, Omit<Model, 'cliente_id'>]> = [
-      [{ celular_id: A.celularId, estado: 'enviado' }, { celular_id: A.celularId, estado: 'enviado' }],
-      [{ estado: 'leido', desde: '2026-02-02', hasta: '2026-02-05' }, { estado: 'leido', desde: day(2), hasta: day(6) }],
-      [{ celular_id: a2, destinatario: D2, desde: '2026-02-03' }, { celular_id: a2, destinatario: D2, desde: day(3) }],
-      [{ destinatario: D3, estado: 'error' }, { destinatario: D3, estado: 'error' }],
+      [
+        { celular_id: A.celularId, estado: 'enviado' },
+        { celular_id: A.celularId, estado: 'enviado' },
+      ],
+      [
+        { estado: 'leido', desde: '2026-02-02', hasta: '2026-02-05' },
+        { estado: 'leido', desde: day(2), hasta: day(6) },
+      ],
+      [
+        { celular_id: a2, destinatario: D2, desde: '2026-02-03' },
+        { celular_id: a2, destinatario: D2, desde: day(3) },
+      ],
+      [
+        { destinatario: D3, estado: 'error' },
+        { destinatario: D3, estado: 'error' },
+      ],
       [
         { celular_id: A.celularId, estado: 'entregado', destinatario: D1, desde: '2026-02-01', hasta: '2026-02-06' },
         { celular_id: A.celularId, estado: 'entregado', destinatario: D1, desde: day(1), hasta: day(7) },
@@ -259,7 +294,10 @@ describe('GET /api/historial_listar.php: filters', () => {
       expectOk(r);
       const want = expected({ cliente_id: A.clienteId, ...m });
       if (want.length > 0) nonEmpty += 1;
-      expect(r.body.mensajes.map((x: { msg_id: string }) => x.msg_id), JSON.stringify(q)).toEqual(want);
+      expect(
+        r.body.mensajes.map((x: { msg_id: string }) => x.msg_id),
+        JSON.stringify(q),
+      ).toEqual(want);
       expect(r.body.total).toBe(want.length);
     }
     expect(nonEmpty).toBeGreaterThanOrEqual(3);
@@ -270,13 +308,18 @@ describe('GET /api/historial_listar.php: filters', () => {
     for (const d of ['+52 55 1234 5678', '+52 1 55 1234 5678', '52 (55) 1234-5678']) {
       const r = await get(A.clientKey, { ...all(), destinatario: d });
       expectOk(r);
-      expect(r.body.mensajes.map((x: { msg_id: string }) => x.msg_id), d).toEqual(want);
+      expect(
+        r.body.mensajes.map((x: { msg_id: string }) => x.msg_id),
+        d,
+      ).toEqual(want);
     }
     // A bare national number needs a line whose country reads it.
     expectError(await get(A.clientKey, { destinatario: '5512345678' }), 400, 100);
     const withLine = await get(A.clientKey, { ...all(), destinatario: '55 1234 5678', celular_id: A.celularId });
     expectOk(withLine);
-    expect(withLine.body.mensajes.map((x: { msg_id: string }) => x.msg_id)).toEqual(expected({ cliente_id: A.clienteId, destinatario: D1, celular_id: A.celularId }));
+    expect(withLine.body.mensajes.map((x: { msg_id: string }) => x.msg_id)).toEqual(
+      expected({ cliente_id: A.clienteId, destinatario: D1, celular_id: A.celularId }),
+    );
     const celKey = await get(A.celularKey, { ...all(), destinatario: '5512345678' });
     expectOk(celKey);
     expect(celKey.body.total).toBe(expected({ cliente_id: A.clienteId, destinatario: D1, celular_id: A.celularId }).length);
@@ -401,7 +444,7 @@ describe('GET /api/historial_listar.php: who sees what', () => {
     expect(gw.body.total).toBe(own.length);
   });
 
-  it('a client key sees all its lines and never another client\'s rows', async () => {
+  it("a client key sees all its lines and never another client's rows", async () => {
     const r = await get(A.clientKey, { por_pagina: 500 });
     expectOk(r);
     expect(new Set(r.body.mensajes.map((m: { celular_id: number }) => m.celular_id))).toEqual(new Set([A.celularId, a2]));
@@ -432,7 +475,18 @@ describe('GET /api/historial_listar.php: the record', () => {
   it('has exactly the fields of docs/design.md §8: no payload, charge, lease or client columns', async () => {
     for (const m of byId.values()) expect(Object.keys(m).sort()).toEqual(RECORD_KEYS);
     const raw = (await get(A.clientKey, { por_pagina: 500 })).text;
-    for (const leak of ['payload', 'cargo', 'cobrado', 'lease_until', 'intentos', 'proximo_intento_at', 'expira_at', 'cliente_id', 'payload-secret-path', 'JVBERi0xLjQK']) {
+    for (const leak of [
+      'payload',
+      'cargo',
+      'cobrado',
+      'lease_until',
+      'intentos',
+      'proximo_intento_at',
+      'expira_at',
+      'cliente_id',
+      'payload-secret-path',
+      'JVBERi0xLjQK',
+    ]) {
       expect(raw.includes(leak), leak).toBe(false);
     }
   });
@@ -470,7 +524,10 @@ describe('GET /api/historial_listar.php: the record', () => {
     const r = await api(s.url, 'GET', '/openapi.json');
     const op = r.body.paths[PATH]?.get;
     expect(op).toBeDefined();
-    const params = (op.parameters as Array<{ name: string; in: string }>).filter((p) => p.in === 'query').map((p) => p.name).sort();
+    const params = (op.parameters as Array<{ name: string; in: string }>)
+      .filter((p) => p.in === 'query')
+      .map((p) => p.name)
+      .sort();
     expect(params).toEqual(['celular_id', 'desde', 'destinatario', 'estado', 'hasta', 'key', 'page', 'por_pagina']);
     const body = op.responses['200'].content['application/json'].schema;
     expect(Object.keys(body.properties)).toEqual(expect.arrayContaining(['ok', 'page', 'por_pagina', 'total', 'total_paginas', 'mensajes']));
@@ -478,15 +535,39 @@ describe('GET /api/historial_listar.php: the record', () => {
   });
 });
 
-describe('days are days in the server\'s zone (serve --tz)', () => {
+describe("days are days in the server's zone (serve --tz)", () => {
   it('America/Mexico_City: 2026-03-01T05:30Z is on 2026-02-28 there, 06:00Z on 2026-03-01', async () => {
     const mx = await startTestServer({ tz: 'America/Mexico_City' });
     try {
       const c = await seedClient(mx, { numero: numeroNuevo() });
-      const late = await seedMensaje(mx, { cliente_id: c.clienteId, celular_id: c.celularId, destinatario: D1, estado: 'enviado', at: Date.parse('2026-03-01T05:30:00Z') });
-      const edge = await seedMensaje(mx, { cliente_id: c.clienteId, celular_id: c.celularId, destinatario: D1, estado: 'enviado', at: Date.parse('2026-03-01T05:59:59.999Z') });
-      const next = await seedMensaje(mx, { cliente_id: c.clienteId, celular_id: c.celularId, destinatario: D1, estado: 'enviado', at: Date.parse('2026-03-01T06:00:00Z') });
-      const early = await seedMensaje(mx, { cliente_id: c.clienteId, celular_id: c.celularId, destinatario: D1, estado: 'enviado', at: Date.parse('2026-02-28T05:59:59.999Z') });
+      const late = await seedMensaje(mx, {
+        cliente_id: c.clienteId,
+        celular_id: c.celularId,
+        destinatario: D1,
+        estado: 'enviado',
+        at: Date.parse('2026-03-01T05:30:00Z'),
+      });
+      const edge = await seedMensaje(mx, {
+        cliente_id: c.clienteId,
+        celular_id: c.celularId,
+        destinatario: D1,
+        estado: 'enviado',
+        at: Date.parse('2026-03-01T05:59:59.999Z'),
+      });
+      const next = await seedMensaje(mx, {
+        cliente_id: c.clienteId,
+        celular_id: c.celularId,
+        destinatario: D1,
+        estado: 'enviado',
+        at: Date.parse('2026-03-01T06:00:00Z'),
+      });
+      const early = await seedMensaje(mx, {
+        cliente_id: c.clienteId,
+        celular_id: c.celularId,
+        destinatario: D1,
+        estado: 'enviado',
+        at: Date.parse('2026-02-28T05:59:59.999Z'),
+      });
       const on = async (d: string) => {
         const r = await api(mx.url, 'GET', `${PATH}?desde=${d}&hasta=${d}`, { key: c.clientKey });
         expectOk(r);

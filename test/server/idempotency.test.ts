@@ -126,11 +126,19 @@ describe('a repeated key', () => {
     expectFresh(first);
     const spaced = `+${numero.slice(0, 2)} ${numero.slice(2, 4)} ${numero.slice(4)}`;
     expectReplay(await keyed(s, L, TEXT, key, { destinatario: spaced, mensaje }), first);
-    const withClientKey = await api(s.url, 'POST', TEXT, { key: L.clientKey, json: { destinatario: numero, mensaje, celular_id: L.celularId }, headers: { 'idempotency-key': key } });
+    const withClientKey = await api(s.url, 'POST', TEXT, {
+      key: L.clientKey,
+      json: { destinatario: numero, mensaje, celular_id: L.celularId },
+      headers: { 'idempotency-key': key },
+    });
     expectReplay(withClientKey, first);
     const form = await send(s, L, TEXT, { destinatario: numero, mensaje, idempotency_key: key }, { form: true });
     expectReplay(form, first);
-    const both = await api(s.url, 'POST', TEXT, { key: L.celularKey, form: { destinatario: numero, mensaje, idempotency_key: key }, headers: { 'idempotency-key': key } });
+    const both = await api(s.url, 'POST', TEXT, {
+      key: L.celularKey,
+      form: { destinatario: numero, mensaje, idempotency_key: key },
+      headers: { 'idempotency-key': key },
+    });
     expectReplay(both, first);
     expect(await historial(s, L)).toHaveLength(1);
   });
@@ -192,7 +200,9 @@ describe('the key with a different request', () => {
       expect(r.body.error).toMatch(/different request/);
     }
     // The legacy endpoint is another endpoint, even for the same text.
-    const legacy = await api(s.url, 'POST', LEGACY, { form: { token: L.gatewayToken, destinatario: body.destinatario, mensaje: body.mensaje, idempotency_key: key } });
+    const legacy = await api(s.url, 'POST', LEGACY, {
+      form: { token: L.gatewayToken, destinatario: body.destinatario, mensaje: body.mensaje, idempotency_key: key },
+    });
     expectError(legacy, 409, 607);
     expect(await historial(s, L)).toHaveLength(1);
     expect((await saldos(s, L)).global).toBe(9);
@@ -239,7 +249,10 @@ describe('refusals bind nothing', () => {
 
   it('a direct send refused as rate-limited, or with the gateway unreachable: refunded, the key free, the retry sends once', async () => {
     const L = await linkedLine(s, { saldo: 5 });
-    for (const [trip, status, codigo] of [[() => sim().rateLimitNext(1), 429, 702], [() => sim().setOutage(true), 502, 700]] as const) {
+    for (const [trip, status, codigo] of [
+      [() => sim().rateLimitNext(1), 429, 702],
+      [() => sim().setOutage(true), 502, 700],
+    ] as const) {
       const key = newKey();
       const body = { destinatario: numeroNuevo(), mensaje: uniqueText(), directo: 1 };
       trip();
@@ -428,7 +441,7 @@ describe('expiry', () => {
   });
 });
 
-describe('an answer lost mid-send (a crash, a failed write) is the message\'s', () => {
+describe("an answer lost mid-send (a crash, a failed write) is the message's", () => {
   it('a sent direct send whose answer was not kept: the repeat answers as the first would have', async () => {
     const L = await linkedLine(s, { saldo: 10 });
     const key = newKey();
@@ -446,25 +459,28 @@ describe('an answer lost mid-send (a crash, a failed write) is the message\'s', 
     ['outcome unknown (a crash mid-send)', REASON_UNKNOWN, 502, 705],
     ['stopped before the network', REASON_NOT_SENT, 502, 700],
     ['refused for good', 'refused for good: 5215500000001 is not on WhatsApp', 422, 704],
-  ] as const)('one that ended in error with no answer kept stays bound: %s is answered %s/%s naming it, nothing sent again', async (_what, reason, status, codigo) => {
-    const L = await linkedLine(s, { saldo: 10 });
-    const key = newKey();
-    const body = { destinatario: numeroNuevo(), mensaje: uniqueText(), directo: 1 };
-    const first = await keyed(s, L, TEXT, key, body);
-    const db = (s.core.store as SqliteStore).db;
-    db.prepare('UPDATE idempotencia SET status = NULL, body = ? WHERE cliente_id = ? AND clave = ?').run(
-      JSON.stringify({ msg_id: first.body.msg_id, anti_dupe: first.body.anti_dupe, saldo: first.body.saldo }),
-      L.clienteId,
-      key,
-    );
-    db.prepare("UPDATE mensajes SET estado = 'error', enviado_at = NULL, error = ? WHERE msg_id = ?").run(reason, first.body.msg_id);
-    const r = await keyed(s, L, TEXT, key, body);
-    expectError(r, status, codigo);
-    expect(r.body.error).toContain(first.body.msg_id);
-    expect(r.body.error).toContain(reason);
-    expect(r.headers.get('idempotent-replayed')).toBe('true');
-    expect(await historial(s, L)).toHaveLength(1);
-  });
+  ] as const)(
+    'one that ended in error with no answer kept stays bound: %s is answered %s/%s naming it, nothing sent again',
+    async (_what, reason, status, codigo) => {
+      const L = await linkedLine(s, { saldo: 10 });
+      const key = newKey();
+      const body = { destinatario: numeroNuevo(), mensaje: uniqueText(), directo: 1 };
+      const first = await keyed(s, L, TEXT, key, body);
+      const db = (s.core.store as SqliteStore).db;
+      db.prepare('UPDATE idempotencia SET status = NULL, body = ? WHERE cliente_id = ? AND clave = ?').run(
+        JSON.stringify({ msg_id: first.body.msg_id, anti_dupe: first.body.anti_dupe, saldo: first.body.saldo }),
+        L.clienteId,
+        key,
+      );
+      db.prepare("UPDATE mensajes SET estado = 'error', enviado_at = NULL, error = ? WHERE msg_id = ?").run(reason, first.body.msg_id);
+      const r = await keyed(s, L, TEXT, key, body);
+      expectError(r, status, codigo);
+      expect(r.body.error).toContain(first.body.msg_id);
+      expect(r.body.error).toContain(reason);
+      expect(r.headers.get('idempotent-replayed')).toBe('true');
+      expect(await historial(s, L)).toHaveLength(1);
+    },
+  );
 
   it('a direct send refused for good records it in its reason, so a lost answer is rebuilt as the same 422/704', async () => {
     const L = await linkedLine(s, { saldo: 5 });

@@ -33,7 +33,9 @@ const SENT = ['enviado', 'entregado', 'leido'];
 
 let s: TestServer;
 const legacy = (path: string, body: Record<string, unknown>, form = false): Promise<ApiResponse> =>
-  form ? api(s.url, 'POST', path, { form: Object.fromEntries(Object.entries(body).map(([k, v]) => [k, String(v)])) }) : api(s.url, 'POST', path, { json: body });
+  form
+    ? api(s.url, 'POST', path, { form: Object.fromEntries(Object.entries(body).map(([k, v]) => [k, String(v)])) })
+    : api(s.url, 'POST', path, { json: body });
 
 beforeAll(async () => {
   s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 });
@@ -87,7 +89,11 @@ describe('legacy endpoint', () => {
     expect(m).toMatchObject({ tipo: 'imagen', texto: text });
     expect(JSON.parse(m.media!)).toMatchObject({ mime: 'image/png', bytes: PNG.length });
 
-    const d = await legacy(PATHS[1]!, { token: L.gatewayToken, destinatario: DEST, mensaje: uniqueText(), mime: b64(PNG), tipomime: 'image/png', modo: 'DIRECTO' }, true);
+    const d = await legacy(
+      PATHS[1]!,
+      { token: L.gatewayToken, destinatario: DEST, mensaje: uniqueText(), mime: b64(PNG), tipomime: 'image/png', modo: 'DIRECTO' },
+      true,
+    );
     // Same bytes to the same recipient with another caption: the identity of base64 is the content.
     expectOk(d, 'directo', 2);
     expect(d.body.origen).toBe('base64_directo');
@@ -97,7 +103,14 @@ describe('legacy endpoint', () => {
   });
 
   it('a PDF with tipomime application/pdf is a document; a data URI works too', async () => {
-    const r = await legacy(PATHS[0]!, { token: L.gatewayToken, destinatario: DEST, mensaje: 'su factura', mime: dataUri('application/pdf', PDF), tipomime: 'application/pdf', modo: 'DIRECTO' });
+    const r = await legacy(PATHS[0]!, {
+      token: L.gatewayToken,
+      destinatario: DEST,
+      mensaje: 'su factura',
+      mime: dataUri('application/pdf', PDF),
+      tipomime: 'application/pdf',
+      modo: 'DIRECTO',
+    });
     expectOk(r, 'directo');
     const m = await mensaje(s, r.body.msg_id);
     expect(m).toMatchObject({ tipo: 'documento', texto: 'su factura' });

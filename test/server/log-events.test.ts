@@ -39,7 +39,15 @@ describe('over HTTP, on the system clock (webhook retries after 20 ms)', () => {
     expectOk(await admin(s, 'POST', '/admin/sim/logout', { celular_id: L.celularId }));
     await waitFor(() => events(s, 'line.status').some((e) => e.celular_id === L.celularId && e.to === 'logged_out'), 'the logged out line');
     const out = events(s, 'line.status').find((e) => e.celular_id === L.celularId && e.to === 'logged_out')!;
-    expect(out).toMatchObject({ level: 30, msg: 'line status changed', cliente_id: L.clienteId, instancia: `pasarela-${L.celularId}`, from: 'connected', to: 'logged_out', estado: 'desconectado' });
+    expect(out).toMatchObject({
+      level: 30,
+      msg: 'line status changed',
+      cliente_id: L.clienteId,
+      instancia: `pasarela-${L.celularId}`,
+      from: 'connected',
+      to: 'logged_out',
+      estado: 'desconectado',
+    });
   });
 
   it('a message ending in error: an info line with msg_id, line and reason; never the recipient nor the text', async () => {
@@ -52,7 +60,14 @@ describe('over HTTP, on the system clock (webhook retries after 20 ms)', () => {
     const msgId = /msg_id ([0-9a-f-]{36})/.exec(r.body.error)![1]!;
     await waitFor(() => events(s, 'message.error').some((e) => e.msg_id === msgId), 'the message error line');
     const line = events(s, 'message.error').find((e) => e.msg_id === msgId)!;
-    expect(line).toMatchObject({ level: 30, msg: 'message ended in error', celular_id: L.celularId, cliente_id: L.clienteId, tipo: 'texto', from: 'pendiente' });
+    expect(line).toMatchObject({
+      level: 30,
+      msg: 'message ended in error',
+      celular_id: L.celularId,
+      cliente_id: L.clienteId,
+      tipo: 'texto',
+      from: 'pendiente',
+    });
     expect(line.error).toContain('el numero [number] no existe');
     const all = s.logs.join('\n');
     expect(all).not.toContain(dead);
@@ -64,10 +79,18 @@ describe('over HTTP, on the system clock (webhook retries after 20 ms)', () => {
     const path = `/c${L.clienteId}`;
     failing.add(path);
     expectOk(await setWebhook(s, L.clientKey, { url: `${R.url}${path}`, eventos: ['messages.received'] }));
-    for (let i = 0; i < WEBHOOK_FAILING_AFTER; i++) expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto: `hola ${i}` }));
+    for (let i = 0; i < WEBHOOK_FAILING_AFTER; i++)
+      expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto: `hola ${i}` }));
     await waitFor(() => events(s, 'webhook.failing').some((e) => e.cliente_id === L.clienteId), 'the failing receiver warning');
     const warned = events(s, 'webhook.failing').filter((e) => e.cliente_id === L.clienteId);
-    expect(warned[0]).toMatchObject({ level: 40, msg: 'webhook receiver failing', failures: WEBHOOK_FAILING_AFTER, evento: 'messages.received', status: 500, error: 'HTTP 500' });
+    expect(warned[0]).toMatchObject({
+      level: 40,
+      msg: 'webhook receiver failing',
+      failures: WEBHOOK_FAILING_AFTER,
+      evento: 'messages.received',
+      status: 500,
+      error: 'HTTP 500',
+    });
     // More failures of the same streak warn no more.
     const before = R.hits.filter((h) => h.path === path).length;
     await waitFor(() => R.hits.filter((h) => h.path === path).length > before, 'another failed attempt');
@@ -97,7 +120,11 @@ describe('the rules, on a bus of their own', () => {
       throw err;
     });
     const lines: Array<{ level: 'info' | 'warn'; obj: Line; msg: string }> = [];
-    logBusEvents(bus, { info: (obj, msg) => lines.push({ level: 'info', obj, msg }), warn: (obj, msg) => lines.push({ level: 'warn', obj, msg }) }, { failingAfter: 3, ...opts });
+    logBusEvents(
+      bus,
+      { info: (obj, msg) => lines.push({ level: 'info', obj, msg }), warn: (obj, msg) => lines.push({ level: 'warn', obj, msg }) },
+      { failingAfter: 3, ...opts },
+    );
     return { bus, lines };
   };
 
@@ -106,7 +133,13 @@ describe('the rules, on a bus of their own', () => {
     bus.publish('webhook.attempt', attempt(7, 'entregado'));
     expect(lines).toEqual([]);
     bus.publish('webhook.attempt', attempt(7, 'fallido', 8));
-    expect(lines).toEqual([{ level: 'warn', msg: 'webhook delivery given up', obj: { event: 'webhook.given_up', cliente_id: 7, evento: 'message.status', intentos: 8, status: 503, error: 'HTTP 503' } }]);
+    expect(lines).toEqual([
+      {
+        level: 'warn',
+        msg: 'webhook delivery given up',
+        obj: { event: 'webhook.given_up', cliente_id: 7, evento: 'message.status', intentos: 8, status: 503, error: 'HTTP 503' },
+      },
+    ]);
   });
 
   it('streaks are per client; a recovery before the threshold says nothing; one warning per streak', () => {
@@ -140,12 +173,24 @@ describe('the rules, on a bus of their own', () => {
 
   it('messages: only the change into error is logged', () => {
     const { bus, lines } = setup();
-    const m = { msg_id: 'm1', celular_id: 3, cliente_id: 1, destinatario: '5215512345678', tipo: 'texto', modo: 'cola' as const, gateway_msg_id: null, fecha: '' };
+    const m = {
+      msg_id: 'm1',
+      celular_id: 3,
+      cliente_id: 1,
+      destinatario: '5215512345678',
+      tipo: 'texto',
+      modo: 'cola' as const,
+      gateway_msg_id: null,
+      fecha: '',
+    };
     bus.publish('message.status', { ...m, estado: 'enviado', estado_anterior: 'pendiente', error: null });
     bus.publish('message.status', { ...m, estado: 'error', estado_anterior: 'enviado', error: 'jid 5215512345678@s.whatsapp.net not found' });
     bus.publish('message.status', { ...m, estado: 'error', estado_anterior: 'error', error: 'again' });
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: 'info', obj: { event: 'message.error', msg_id: 'm1', from: 'enviado', error: 'jid [number]@s.whatsapp.net not found' } });
+    expect(lines[0]).toMatchObject({
+      level: 'info',
+      obj: { event: 'message.error', msg_id: 'm1', from: 'enviado', error: 'jid [number]@s.whatsapp.net not found' },
+    });
     expect(JSON.stringify(lines)).not.toContain('5215512345678');
   });
 

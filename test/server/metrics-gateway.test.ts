@@ -24,7 +24,8 @@ function setup() {
 const calls = async (m: Metrics, operation: string, outcome: string) =>
   (await m.gatewayCalls.get()).values.find((v) => v.labels.operation === operation && v.labels.outcome === outcome)?.value ?? 0;
 const timed = async (m: Metrics, operation: string) =>
-  (await m.gatewayDuration.get()).values.find((v) => v.metricName === 'pasarela_gateway_call_duration_seconds_count' && v.labels.operation === operation)?.value ?? 0;
+  (await m.gatewayDuration.get()).values.find((v) => v.metricName === 'pasarela_gateway_call_duration_seconds_count' && v.labels.operation === operation)
+    ?.value ?? 0;
 
 describe('countGatewayCalls', () => {
   it('counts each call by operation and outcome (a failure by its kind, anything else as error), and times it', async () => {

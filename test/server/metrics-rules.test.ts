@@ -15,8 +15,17 @@ function sample(text: string, series: string): number | undefined {
 
 describe('metrics: what the bus events count', () => {
   const base: MessageStatusBusEvent = {
-    msg_id: 'm1', celular_id: 1, cliente_id: 1, destinatario: '5215512345678', tipo: 'texto', modo: 'cola',
-    estado: 'enviado', estado_anterior: 'pendiente', gateway_msg_id: 'G1', error: null, fecha: '',
+    msg_id: 'm1',
+    celular_id: 1,
+    cliente_id: 1,
+    destinatario: '5215512345678',
+    tipo: 'texto',
+    modo: 'cola',
+    estado: 'enviado',
+    estado_anterior: 'pendiente',
+    gateway_msg_id: 'G1',
+    error: null,
+    fecha: '',
   };
 
   it('an error receipt that beat the send record counts the send as enviado and the receipt as error; a send that failed counts as error', async () => {

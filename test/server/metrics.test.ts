@@ -33,7 +33,8 @@ function parse(text: string): Sample[] {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m) throw new Error(`not an exposition line: ${line}`);
     const labels: Labels = {};
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g))
+      labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     out.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
   return out;
@@ -104,7 +105,8 @@ describe('GET /metrics on one SQLite node', () => {
     const m = new Scrape(parse(r.text));
     expect(m.get('pasarela_info', { store: 'sqlite', gateway: 'sim' })).toBe(1);
     expect(m.get('pasarela_store_stats_up')).toBe(1);
-    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds']) expect(m.has(name), name).toBe(true);
+    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds'])
+      expect(m.has(name), name).toBe(true);
     // Every known label value is there from the start, at 0.
     expect(m.samples.filter((x) => x.name === 'pasarela_sends_accepted_total')).toHaveLength(12);
     // Not part of the JSON API: left out of the OpenAPI document.
@@ -140,7 +142,11 @@ describe('GET /metrics on one SQLite node', () => {
     for (const id of ids) await waitEstado(s, id, 'leido', 15_000);
     // Every message.status event of the client delivered (5 accepted, 4 sent, 1 failed, 4 delivered, 4 read), and recorded.
     await waitFor(() => receiver.hits.length >= 18, 'the webhook deliveries', 15_000);
-    await waitFor(async () => moved(before, await scrape(s), 'pasarela_webhook_attempts_total', { estado: 'entregado' }) === receiver.hits.length, 'the attempts recorded', 15_000);
+    await waitFor(
+      async () => moved(before, await scrape(s), 'pasarela_webhook_attempts_total', { estado: 'entregado' }) === receiver.hits.length,
+      'the attempts recorded',
+      15_000,
+    );
     unsub();
     const after = await scrape(s);
     const d = (name: string, labels: Labels = {}) => moved(before, after, name, labels);
@@ -204,7 +210,10 @@ describe('GET /metrics on one SQLite node', () => {
       sim(s).setOutage(true);
       const r = await send(s, line, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('espera') });
       expect(r.status, r.text).toBe(200);
-      await waitFor(async () => moved(before, await scrape(s), 'pasarela_gateway_calls_total', { operation: 'send', outcome: 'transient' }) >= 1, 'a transient failure');
+      await waitFor(
+        async () => moved(before, await scrape(s), 'pasarela_gateway_calls_total', { operation: 'send', outcome: 'transient' }) >= 1,
+        'a transient failure',
+      );
       now = await scrape(s);
       expect(now.get('pasarela_queue_pending')).toBe(1);
       expect(now.get('pasarela_queue_oldest_pending_age_seconds')).toBe(0);
@@ -299,7 +308,7 @@ describeWith(postgres, 'GET /metrics on two nodes of one PostgreSQL store', () =
     await drop();
   });
 
-  it('store gauges are the store\'s, the same on every node; counters are each node\'s own', async () => {
+  it("store gauges are the store's, the same on every node; counters are each node's own", async () => {
     const schema = await pgSchema();
     drop = schema.drop;
     const u = new URL(POSTGRES_URL);
@@ -314,7 +323,10 @@ describeWith(postgres, 'GET /metrics on two nodes of one PostgreSQL store', () =
     const line: Line = await linkedLine(a, { saldo: 10 });
     await editCelular(a, line, { hora_inicio_permitido: '13:00', hora_fin_permitido: '14:00' });
     const [beforeA, beforeB] = [await scrape(a), await scrape(b)];
-    for (const [node, n] of [[a, 2], [b, 1]] as const) {
+    for (const [node, n] of [
+      [a, 2],
+      [b, 1],
+    ] as const) {
       for (let i = 0; i < n; i++) expect((await send(node, line, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('pg') })).status).toBe(200);
     }
     (a.clock as ManualClock).advance(60_000);

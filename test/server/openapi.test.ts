@@ -76,12 +76,27 @@ describe('GET /openapi.json', () => {
     const { Celular, Cliente, Error: Err } = doc.components.schemas;
     expect(Object.keys(Celular.properties)).toEqual(
       expect.arrayContaining([
-        'id', 'numero', 'nombre_interno', 'estado', 'saldo_actual', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
-        'hora_inicio_permitido', 'hora_fin_permitido', 'gateway_instancia', 'tiene_gateway_token', 'tiene_token_legacy', 'last_status_check', 'last_status',
+        'id',
+        'numero',
+        'nombre_interno',
+        'estado',
+        'saldo_actual',
+        'max_envios_por_minuto',
+        'max_envios_por_hora',
+        'max_envios_por_dia',
+        'hora_inicio_permitido',
+        'hora_fin_permitido',
+        'gateway_instancia',
+        'tiene_gateway_token',
+        'tiene_token_legacy',
+        'last_status_check',
+        'last_status',
       ]),
     );
     expect(Celular.properties.estado.enum).toEqual(['activo', 'suspendido', 'desconectado']);
-    expect(Object.keys(Cliente.properties)).toEqual(expect.arrayContaining(['id', 'nombre', 'email', 'estado', 'plan', 'max_celulares', 'consumo_mes_actual', 'created_at']));
+    expect(Object.keys(Cliente.properties)).toEqual(
+      expect.arrayContaining(['id', 'nombre', 'email', 'estado', 'plan', 'max_celulares', 'consumo_mes_actual', 'created_at']),
+    );
     expect(Cliente.properties.plan.enum).toEqual(['medido', 'ilimitado']);
     expect(Err.required).toEqual(expect.arrayContaining(['ok', 'error', 'api_codigo', 'api_texto', 'api_descripcion', 'saldo']));
     expect(Object.keys(Err.properties)).toEqual(expect.arrayContaining(['retry_after', 'codigo', 'detalle']));
@@ -94,7 +109,9 @@ describe('GET /openapi.json', () => {
   it('documents the inbox listing: its operationId, query filters and record fields', () => {
     const op = doc.paths['/api/recibidos_listar.php'].get;
     expect(op.operationId).toBe('listarRecibidos');
-    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['celular_id', 'remitente', 'desde', 'hasta', 'page', 'por_pagina']));
+    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['celular_id', 'remitente', 'desde', 'hasta', 'page', 'por_pagina']),
+    );
     const page = op.responses['200'].content['application/json'].schema;
     expect(Object.keys(page.properties)).toEqual(expect.arrayContaining(['page', 'por_pagina', 'total', 'total_paginas', 'recibidos']));
     expect(page.properties.recibidos.items.required).toEqual(['id', 'celular_id', 'de', 'tipo', 'texto', 'media', 'gateway_msg_id', 'fecha', 'created_at']);

@@ -29,8 +29,7 @@ function decode(uri: string): string | undefined {
   return found?.data;
 }
 
-const qr = (query: string, opts: Parameters<typeof api>[3] = { key: A.clientKey }) =>
-  api(s.url, 'POST', `/api/celular_qr.php?id=${A.celularId}${query}`, opts);
+const qr = (query: string, opts: Parameters<typeof api>[3] = { key: A.clientKey }) => api(s.url, 'POST', `/api/celular_qr.php?id=${A.celularId}${query}`, opts);
 
 describe('POST /api/celular_qr.php?imagen=1', () => {
   it('without imagen the default answer has no qr_imagen', async () => {

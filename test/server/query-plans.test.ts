@@ -22,11 +22,26 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
   { sql: /^SELECT \* FROM clientes ORDER BY id$/, why: 'operator: list every client' },
   { sql: /^SELECT \* FROM auditoria ORDER BY id DESC LIMIT/, why: 'operator: newest audit records, in rowid order, LIMIT rows' },
   { sql: /^SELECT version FROM schema_migrations|^SELECT MAX\(version\)/, why: 'start-up: a handful of rows' },
-  { sql: /^UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE/, why: 'start-up: releases claims through the partial index of pending queued messages' },
-  { sql: /^SELECT cliente_id, MIN\(proximo_intento_at\) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id$/, why: 'start-up: when each client next has a delivery due, from the partial index of pending deliveries' },
-  { sql: /^SELECT COUNT\(\*\) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'$/, why: 'metrics, at most once per cache period: the queue\'s depth, counted in the partial index of pending queued messages (the queue, never the history)' },
-  { sql: /^SELECT COUNT\(\*\) AS pending, COALESCE\(SUM\(proximo_intento_at <= \?\), 0\) AS due FROM webhook_entregas WHERE estado = 'pendiente'$/, why: 'metrics, at most once per cache period: the outbox backlog, counted in the partial index of pending deliveries' },
-  { sql: /^SELECT estado, last_status, COUNT\(\*\) AS n FROM celulares GROUP BY estado, last_status$/, why: 'metrics, at most once per cache period: lines by estado and session, a row per phone line (never a message)' },
+  {
+    sql: /^UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE/,
+    why: 'start-up: releases claims through the partial index of pending queued messages',
+  },
+  {
+    sql: /^SELECT cliente_id, MIN\(proximo_intento_at\) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id$/,
+    why: 'start-up: when each client next has a delivery due, from the partial index of pending deliveries',
+  },
+  {
+    sql: /^SELECT COUNT\(\*\) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'$/,
+    why: "metrics, at most once per cache period: the queue's depth, counted in the partial index of pending queued messages (the queue, never the history)",
+  },
+  {
+    sql: /^SELECT COUNT\(\*\) AS pending, COALESCE\(SUM\(proximo_intento_at <= \?\), 0\) AS due FROM webhook_entregas WHERE estado = 'pendiente'$/,
+    why: 'metrics, at most once per cache period: the outbox backlog, counted in the partial index of pending deliveries',
+  },
+  {
+    sql: /^SELECT estado, last_status, COUNT\(\*\) AS n FROM celulares GROUP BY estado, last_status$/,
+    why: 'metrics, at most once per cache period: lines by estado and session, a row per phone line (never a message)',
+  },
 ];
 
 const prepared = new Set<string>();
@@ -72,7 +87,9 @@ function seedHistory(db: Database.Database, lines: Line[]): void {
     `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, intentos, created_at, enviado_at, cupo_at, gateway_msg_id)
      VALUES (?, ?, ?, ?, 'texto', ?, ?, 'viejo', 1, 1, ?, ?, ?, ?)`,
   );
-  const mov = db.prepare("INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, ?, -1, 0, 'envio', 'sistema')");
+  const mov = db.prepare(
+    "INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, ?, -1, 0, 'envio', 'sistema')",
+  );
   const start = Date.now() - 90 * 86_400_000;
   db.transaction(() => {
     for (let i = 0; i < 30_000; i++) {
@@ -154,13 +171,29 @@ it('serves every per-request and per-message path with an index, on a store with
   await waitFor(() => receiver.hits.length >= 10, 'webhook deliveries', 15_000);
   const list = await api(s.url, 'GET', '/api/webhook_entregas.php', { key: a.clientKey });
   await api(s.url, 'POST', `/api/webhook_reenviar.php?id=${list.body.entregas[0].id}`, { key: a.clientKey });
-  for (const q of ['', '&estado=leido', '&destinatario=525510001234', `&celular_id=${a.celularId}`, '&desde=2026-01-01&hasta=2026-12-31', `&celular_id=${a.celularId}&estado=error`]) {
+  for (const q of [
+    '',
+    '&estado=leido',
+    '&destinatario=525510001234',
+    `&celular_id=${a.celularId}`,
+    '&desde=2026-01-01&hasta=2026-12-31',
+    `&celular_id=${a.celularId}&estado=error`,
+  ]) {
     expect((await api(s.url, 'GET', `/api/historial_listar.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
   }
   await api(s.url, 'GET', '/api/historial_listar.php', { key: a.celularKey });
   // Inbox pages with each filter and combination, and the retention's purge.
   const de = '&remitente=525520000007';
-  for (const q of ['', `&celular_id=${a.celularId}`, de, `&celular_id=${a.celularId}${de}`, '&desde=2026-01-01&hasta=2026-12-31', `&celular_id=${a.celularId}&desde=2026-01-01&hasta=2026-12-31`, `${de}&desde=2026-01-01&hasta=2026-12-31`, `&celular_id=${a.celularId}${de}&desde=2026-01-01`]) {
+  for (const q of [
+    '',
+    `&celular_id=${a.celularId}`,
+    de,
+    `&celular_id=${a.celularId}${de}`,
+    '&desde=2026-01-01&hasta=2026-12-31',
+    `&celular_id=${a.celularId}&desde=2026-01-01&hasta=2026-12-31`,
+    `${de}&desde=2026-01-01&hasta=2026-12-31`,
+    `&celular_id=${a.celularId}${de}&desde=2026-01-01`,
+  ]) {
     expect((await api(s.url, 'GET', `/api/recibidos_listar.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
   }
   await api(s.url, 'GET', '/api/recibidos_listar.php', { key: a.celularKey });
@@ -188,11 +221,17 @@ it('serves every per-request and per-message path with an index, on a store with
   const db = (s.core.store as SqliteStore).db;
   const scans: string[] = [];
   // The statements of the inbox's count triggers run inside every insert and purge, never prepared on their own: each, with NEW and OLD as parameters.
-  const triggers = (realPrepare.call(db, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'recibidos'") as Database.Statement).all() as Array<{ sql: string }>;
+  const triggers = (
+    realPrepare.call(db, "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'recibidos'") as Database.Statement
+  ).all() as Array<{ sql: string }>;
   expect(triggers).toHaveLength(2);
   for (const t of triggers) {
     const body = /\bBEGIN\b([\s\S]*)\bEND\s*$/.exec(t.sql)![1]!;
-    for (const statement of body.split(';').map((x) => x.trim()).filter(Boolean)) prepared.add(statement.replace(/\b(NEW|OLD)\.\w+/g, '?').replace(/\s+/g, ' '));
+    for (const statement of body
+      .split(';')
+      .map((x) => x.trim())
+      .filter(Boolean))
+      prepared.add(statement.replace(/\b(NEW|OLD)\.\w+/g, '?').replace(/\s+/g, ' '));
   }
   for (const sql of prepared) {
     if (!/^(SELECT|INSERT|UPDATE|DELETE|WITH)/i.test(sql) || ALLOWED.some((x) => x.sql.test(sql))) continue;
@@ -211,7 +250,8 @@ it('serves every per-request and per-message path with an index, on a store with
       if (/^SELECT COUNT\(\*\) AS total FROM recibidos/.test(sql) && !/\bde = /.test(sql)) scans.push(`a total counted over the inbox's rows  <-  ${sql}`);
       // And through the index of all its filters: one of the client alone would read all of the client's days.
       for (const col of ['celular_id', 'de']) {
-        if (/^SEARCH recibidos /.test(r.detail) && new RegExp(`\\b${col} = `).test(sql) && !r.detail.includes(`${col}=?`)) scans.push(`${r.detail}  <-  ${sql}`);
+        if (/^SEARCH recibidos /.test(r.detail) && new RegExp(`\\b${col} = `).test(sql) && !r.detail.includes(`${col}=?`))
+          scans.push(`${r.detail}  <-  ${sql}`);
       }
     }
   }

@@ -122,7 +122,19 @@ describe('order, independence and events (gap 0)', () => {
     ]);
     for (const e of evs) {
       // The bus adds modo (for metrics) to §6's fields; webhooks deliver the journal's copy without it (webhook-delivery.test.ts).
-      expect(Object.keys(e).sort()).toEqual(['celular_id', 'cliente_id', 'destinatario', 'error', 'estado', 'estado_anterior', 'fecha', 'gateway_msg_id', 'modo', 'msg_id', 'tipo']);
+      expect(Object.keys(e).sort()).toEqual([
+        'celular_id',
+        'cliente_id',
+        'destinatario',
+        'error',
+        'estado',
+        'estado_anterior',
+        'fecha',
+        'gateway_msg_id',
+        'modo',
+        'msg_id',
+        'tipo',
+      ]);
       expect(e).toMatchObject({ msg_id: id, celular_id: L.celularId, cliente_id: L.clienteId, destinatario: DEST, tipo: 'texto', modo: 'cola', error: null });
       expect(e.fecha).toMatch(ISO);
     }
@@ -344,12 +356,15 @@ describe('durability across a restart', () => {
   it('a queued base64 message survives a restart of serve with its file; orphan temp files are swept; it is sent after', async () => {
     const dataDir = tempDir();
     try {
-      const start = (time: number) =>
-        startTestServer({ ...opts, dataDir, clock: new ManualClock(time), queue: { gapMinMs: 0, gapMaxMs: 0 } });
+      const start = (time: number) => startTestServer({ ...opts, dataDir, clock: new ManualClock(time), queue: { gapMinMs: 0, gapMaxMs: 0 } });
       let s = await start(at(5, 12));
       const L = await linkedLine(s, { saldo: 1 });
       await editCelular(s, L, { hora_inicio_permitido: '13:00', hora_fin_permitido: '14:00' });
-      const r = await send(s, L, '/api/mensaje_enviar_documento_base64.php', { destinatario: DEST, documentBase64: b64(Buffer.from('%PDF-1.4 restart')), filename: 'r.pdf' });
+      const r = await send(s, L, '/api/mensaje_enviar_documento_base64.php', {
+        destinatario: DEST,
+        documentBase64: b64(Buffer.from('%PDF-1.4 restart')),
+        filename: 'r.pdf',
+      });
       expectQueued(r);
       const tmp = join(dataDir, 'tmp');
       writeFileSync(join(tmp, 'huerfano.bin'), 'x');

@@ -162,7 +162,10 @@ describe('GET /api/recibidos_listar.php: records and filters', () => {
       [{ remitente: S3 }, { de: S3 }],
       [{ desde: '2026-02-03' }, { desde: day(3) }],
       [{ hasta: '2026-02-03' }, { hasta: day(4) }],
-      [{ desde: '2026-02-04', hasta: '2026-02-04' }, { desde: day(4), hasta: day(5) }],
+      [
+        { desde: '2026-02-04', hasta: '2026-02-04' },
+        { desde: day(4), hasta: day(5) },
+      ],
       [{ desde: '2026-02-08' }, { desde: day(8) }],
       [{ hasta: '2026-01-31' }, { hasta: day(1) }],
     ];
@@ -189,10 +192,22 @@ describe('GET /api/recibidos_listar.php: records and filters', () => {
 
   it('filters combined', async () => {
     const cases: Array<[Record<string, string | number>, Omit<Model, 'cliente_id'>]> = [
-      [{ celular_id: A.celularId, remitente: S2 }, { celular_id: A.celularId, de: S2 }],
-      [{ remitente: S3, desde: '2026-02-02', hasta: '2026-02-05' }, { de: S3, desde: day(2), hasta: day(6) }],
-      [{ celular_id: a2.celularId, desde: '2026-02-03' }, { celular_id: a2.celularId, desde: day(3) }],
-      [{ celular_id: a2.celularId, remitente: S1, desde: '2026-02-01', hasta: '2026-02-06' }, { celular_id: a2.celularId, de: S1, desde: day(1), hasta: day(7) }],
+      [
+        { celular_id: A.celularId, remitente: S2 },
+        { celular_id: A.celularId, de: S2 },
+      ],
+      [
+        { remitente: S3, desde: '2026-02-02', hasta: '2026-02-05' },
+        { de: S3, desde: day(2), hasta: day(6) },
+      ],
+      [
+        { celular_id: a2.celularId, desde: '2026-02-03' },
+        { celular_id: a2.celularId, desde: day(3) },
+      ],
+      [
+        { celular_id: a2.celularId, remitente: S1, desde: '2026-02-01', hasta: '2026-02-06' },
+        { celular_id: a2.celularId, de: S1, desde: day(1), hasta: day(7) },
+      ],
     ];
     for (const [q, m] of cases) {
       const r = await get(A.clientKey, { ...all, ...q });
@@ -331,7 +346,17 @@ describe('what the inbox keeps', () => {
     const inst = await instancia(B);
     const at = day(20);
     clock().set(at);
-    const ev = (id: string, texto: string): GatewayEvent => ({ type: 'inbound', instancia: inst, de: S2, tipo: 'texto', texto, media: null, gatewayMsgId: id, at, dedupeKey: `sim:${inst}:${id}` });
+    const ev = (id: string, texto: string): GatewayEvent => ({
+      type: 'inbound',
+      instancia: inst,
+      de: S2,
+      tipo: 'texto',
+      texto,
+      media: null,
+      gatewayMsgId: id,
+      at,
+      dedupeKey: `sim:${inst}:${id}`,
+    });
     await sim().emit(ev('DUP-1', 'una vez'));
     await sim().emit(ev('DUP-1', 'una vez'));
     await sim().emit(ev('DUP-2', 'una vez'));
@@ -349,11 +374,27 @@ describe('what the inbox keeps', () => {
     const at = day(22);
     clock().set(at);
     await sim().emit({
-      type: 'inbound', instancia: inst, de: S1, tipo: 'audio', texto: null,
+      type: 'inbound',
+      instancia: inst,
+      de: S1,
+      tipo: 'audio',
+      texto: null,
       media: { mime: 'audio/ogg; codecs=opus', bytes: 4242, url: 'https://gw.example/files/a.ogg', ptt: true, base64: 'T2dnUw==' },
-      gatewayMsgId: 'MEDIA-1', at: at - 5000, dedupeKey: `sim:${inst}:MEDIA-1`,
+      gatewayMsgId: 'MEDIA-1',
+      at: at - 5000,
+      dedupeKey: `sim:${inst}:MEDIA-1`,
     });
-    await sim().emit({ type: 'inbound', instancia: inst, de: '123456789012345@lid', tipo: 'texto', texto: 'a\u0000b', media: null, gatewayMsgId: 'LID-1', at, dedupeKey: `sim:${inst}:LID-1` });
+    await sim().emit({
+      type: 'inbound',
+      instancia: inst,
+      de: '123456789012345@lid',
+      tipo: 'texto',
+      texto: 'a\u0000b',
+      media: null,
+      gatewayMsgId: 'LID-1',
+      at,
+      dedupeKey: `sim:${inst}:LID-1`,
+    });
     const r = await get(B.clientKey, { desde: '2026-02-22', hasta: '2026-02-22' });
     expectPage(r);
     const [lid, audio] = r.body.recibidos;
@@ -377,7 +418,17 @@ describe('what the inbox keeps', () => {
     const inst = await instancia(B);
     const at = day(24);
     clock().set(at);
-    await sim().emit({ type: 'inbound', instancia: inst, de: '5215599990000', tipo: 'texto', texto: 'hola', media: null, gatewayMsgId: 'MX-1', at, dedupeKey: `sim:${inst}:MX-1` });
+    await sim().emit({
+      type: 'inbound',
+      instancia: inst,
+      de: '5215599990000',
+      tipo: 'texto',
+      texto: 'hola',
+      media: null,
+      gatewayMsgId: 'MX-1',
+      at,
+      dedupeKey: `sim:${inst}:MX-1`,
+    });
     const r = await get(B.clientKey, { desde: '2026-02-24', hasta: '2026-02-24' });
     expectPage(r);
     expect(r.body.recibidos).toEqual([expect.objectContaining({ gateway_msg_id: 'MX-1', de: '525599990000' })]);
@@ -387,7 +438,7 @@ describe('what the inbox keeps', () => {
     expect(gids(await get(B.celularKey, { remitente: '55 9999 0000' }))).toEqual(['MX-1']);
   });
 
-  it('a deleted line\'s messages stay in the client\'s inbox (like its history); naming the line is then 404', async () => {
+  it("a deleted line's messages stay in the client's inbox (like its history); naming the line is then 404", async () => {
     const gone = await secondLine(B);
     const msg = await receive(gone, S2, day(23), 'antes de borrar');
     const del = await api(s.url, 'POST', `/api/celular_eliminar.php?id=${gone.celularId}`, { key: B.clientKey });
@@ -448,7 +499,16 @@ describe('retention', () => {
           { evento: 'messages.received', cliente_id: cel.cliente_id, celular_id: cel.id, data: {}, fecha: old },
           `bulk:${i}`,
           old + i,
-          { cliente_id: cel.cliente_id, celular_id: cel.id, de: S3, tipo: 'texto', texto: `viejo ${i}`, media: null, gateway_msg_id: `BULK${i}`, fecha: old + i },
+          {
+            cliente_id: cel.cliente_id,
+            celular_id: cel.id,
+            de: S3,
+            tipo: 'texto',
+            texto: `viejo ${i}`,
+            media: null,
+            gateway_msg_id: `BULK${i}`,
+            fecha: old + i,
+          },
         ),
       ),
     );

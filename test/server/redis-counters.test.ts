@@ -43,7 +43,11 @@ describeWith(redis, 'Redis counters shared by two servers', () => {
   it('3 identical sends spread over both servers: the 4th, on either, blocks the line on both', async () => {
     const mensaje = uniqueText('compartido');
     const counts: number[] = [];
-    for (const [s, l] of [[a, la], [b, lb], [a, la]] as const) {
+    for (const [s, l] of [
+      [a, la],
+      [b, lb],
+      [a, la],
+    ] as const) {
       const r = await send(s, l, TEXT, { destinatario: DEST, mensaje });
       expect(r.status, r.text).toBe(200);
       counts.push(r.body.anti_dupe.count);

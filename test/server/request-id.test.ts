@@ -132,14 +132,22 @@ describe('the request log', () => {
       const lines = await linesOf(id);
       expect(lines, JSON.stringify(lines)).toHaveLength(1);
       const [method, url, status] = expected[i]!;
-      expect(lines[0]).toMatchObject({ level: 30, reqId: id, msg: 'request completed', req: { method, url, remoteAddress: '127.0.0.1' }, res: { statusCode: status } });
+      expect(lines[0]).toMatchObject({
+        level: 30,
+        reqId: id,
+        msg: 'request completed',
+        req: { method, url, remoteAddress: '127.0.0.1' },
+        res: { statusCode: status },
+      });
       expect(typeof lines[0]!.responseTime).toBe('number');
     }
     expect(s.logs.some((l) => l.includes('incoming request'))).toBe(false);
     // A client that goes away in the middle of its body: still one line, saying so.
     const sock = connect(Number(new URL(s.url).port), '127.0.0.1');
     await new Promise((r) => sock.once('connect', r));
-    sock.write('POST /api/celular_crear.php HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nX-Request-Id: gone-midway\r\n\r\n{"numero":');
+    sock.write(
+      'POST /api/celular_crear.php HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nX-Request-Id: gone-midway\r\n\r\n{"numero":',
+    );
     sock.end();
     const gone = await linesOf('gone-midway');
     expect(gone).toHaveLength(1);
@@ -192,7 +200,9 @@ describe('a routed request whose body turns out malformed', () => {
               'Transfer-Encoding: chunked\r\nX-Request-Id: body-cut\r\n\r\n3\r\n{"n\r\n',
           );
           // Once it is routed, a chunk size that is not hex.
-          void waitFor(() => parsed().some((l) => l.reqId === 'body-cut' && l.msg === 'incoming request'), 'the request routed').then(() => sock.write('zz\r\n'));
+          void waitFor(() => parsed().some((l) => l.reqId === 'body-cut' && l.msg === 'incoming request'), 'the request routed').then(() =>
+            sock.write('zz\r\n'),
+          );
         });
         let buf = '';
         sock.on('data', (d) => (buf += String(d)));

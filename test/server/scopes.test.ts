@@ -113,11 +113,21 @@ const ROUTES: Route[] = [
     status: ownLine(),
     targeted: true,
   },
-  { method: 'POST', path: (id) => `/api/celular_editar.php?id=${id}`, note: 'estado', body: () => ({ estado: 'activo', nombre_interno: `e${Math.floor(Math.random() * 1e6)}` }), status: lineClientOnly(), targeted: true },
+  {
+    method: 'POST',
+    path: (id) => `/api/celular_editar.php?id=${id}`,
+    note: 'estado',
+    body: () => ({ estado: 'activo', nombre_interno: `e${Math.floor(Math.random() * 1e6)}` }),
+    status: lineClientOnly(),
+    targeted: true,
+  },
   { method: 'POST', path: (id) => `/api/celular_eliminar.php?id=${id}`, body: () => ({}), status: lineClientOnly(), targeted: true, freshLineForClient: true },
-  ...['/api/celular_crear.php', '/api/celular-crear.php', '/api/admin-celular-crear.php'].map(
-    (p): Route => ({ method: 'POST', path: () => p, body: () => ({ numero: numeroNuevo() }), status: clientWide(201) }),
-  ),
+  ...['/api/celular_crear.php', '/api/celular-crear.php', '/api/admin-celular-crear.php'].map((p): Route => ({
+    method: 'POST',
+    path: () => p,
+    body: () => ({ numero: numeroNuevo() }),
+    status: clientWide(201),
+  })),
   ...['/api/celular_vincular_qr.php', '/api/celular-vincular-qr.php', '/api/celular_vincular_codigo.php', '/api/celular-vincular-codigo.php'].map(
     (p): Route => ({ method: 'POST', path: () => p, body: () => ({ numero: numeroNuevo() }), status: clientWide() }),
   ),
@@ -136,25 +146,21 @@ const ROUTES: Route[] = [
   { method: 'DELETE', path: () => '/api/webhook.php', status: clientWide() },
 
   // Sends: from the line the credential names; B's key naming A's line is 404.
-  ...SENDS.map(
-    ([tipo, extra]): Route => ({
-      method: 'POST',
-      path: () => `/api/mensaje_enviar_${tipo}.php`,
-      body: (id) => ({ destinatario: dest(), celular_id: id, directo: 1, ...extra() }),
-      status: ownLine(),
-      targeted: true,
-    }),
-  ),
+  ...SENDS.map(([tipo, extra]): Route => ({
+    method: 'POST',
+    path: () => `/api/mensaje_enviar_${tipo}.php`,
+    body: (id) => ({ destinatario: dest(), celular_id: id, directo: 1, ...extra() }),
+    status: ownLine(),
+    targeted: true,
+  })),
   // The legacy endpoint takes a line's token in the body; a client key is 403.
-  ...['/panel/api_wa.php', '/api/api-legacy.php'].map(
-    (p): Route => ({
-      method: 'POST',
-      path: () => p,
-      keyIn: 'token',
-      body: () => ({ destinatario: dest(), mensaje: `legado ${Math.random()}`, modo: 'directo' }),
-      status: { none: 401, operator: 401, other: 403, legacy: 200, gateway: 200, celular: 200, client: 403 },
-    }),
-  ),
+  ...['/panel/api_wa.php', '/api/api-legacy.php'].map((p): Route => ({
+    method: 'POST',
+    path: () => p,
+    keyIn: 'token',
+    body: () => ({ destinatario: dest(), mensaje: `legado ${Math.random()}`, modo: 'directo' }),
+    status: { none: 401, operator: 401, other: 403, legacy: 200, gateway: 200, celular: 200, client: 403 },
+  })),
 
   // The operator's side: the operator token only.
   { method: 'GET', path: () => '/admin/clientes', status: operatorOnly() },

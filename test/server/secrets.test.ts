@@ -31,7 +31,20 @@ let a2: { id: number; key: string; token: string };
 let legacy: string;
 let vinculado: { id: number; key: string; token: string };
 /** Every secret this file has used or been given. */
-const secrets = (): string[] => [s.adminToken, A.clientKey, A.celularKey, A.gatewayToken, B.clientKey, B.celularKey, B.gatewayToken, a2.key, a2.token, legacy, vinculado.key, vinculado.token];
+const secrets = (): string[] => [
+  s.adminToken,
+  A.clientKey,
+  A.celularKey,
+  A.gatewayToken,
+  B.clientKey,
+  B.celularKey,
+  B.gatewayToken,
+  a2.key,
+  a2.token,
+  legacy,
+  vinculado.key,
+  vinculado.token,
+];
 
 function expectNoSecrets(r: ApiResponse, label: string, checkNames = true): void {
   expect(r.status, `${label}: ${r.text.slice(0, 200)}`).toBeLessThan(500);
@@ -78,7 +91,10 @@ describe('responses', () => {
     expectNoSecrets(await api(s.url, 'GET', `/api/celular_status.php?id=${A.celularId}`, { key: legacy }), 'status');
     expectNoSecrets(await api(s.url, 'POST', `/api/celular_qr.php?id=${A.celularId}`, { json: { key: A.celularKey } }), 'qr');
     expectNoSecrets(await api(s.url, 'POST', `/api/celular_editar.php?id=${A.celularId}`, { form: { key: A.clientKey, nombre_interno: 'editado' } }), 'editar');
-    const again = await api(s.url, 'POST', '/api/celular-vincular-qr.php', { key: A.clientKey, json: { numero: (await api(s.url, 'GET', `/api/celular.php?id=${vinculado.id}`, { key: A.clientKey })).body.celular.numero } });
+    const again = await api(s.url, 'POST', '/api/celular-vincular-qr.php', {
+      key: A.clientKey,
+      json: { numero: (await api(s.url, 'GET', `/api/celular.php?id=${vinculado.id}`, { key: A.clientKey })).body.celular.numero },
+    });
     expect(again.body.creado).toBe(false);
     expectNoSecrets(again, 'vincular (existing)');
   });
@@ -170,7 +186,18 @@ describe('logs', () => {
         ];
         for (const path of paths) expect((await api(t.url, 'GET', path, { key: C.clientKey })).status, path).toBeLessThan(500);
         const all = t.logs.join('\n');
-        for (const n of ['5215599990000', '1234 5678', '1234%205678', '55%201234', '5215544443333', '5215522221111', '5215500001111', '5215566665555', '5566665555', '5215577776666']) {
+        for (const n of [
+          '5215599990000',
+          '1234 5678',
+          '1234%205678',
+          '55%201234',
+          '5215544443333',
+          '5215522221111',
+          '5215500001111',
+          '5215566665555',
+          '5566665555',
+          '5215577776666',
+        ]) {
           expect(all.includes(n), `${n} in the ${t === s ? 'json' : 'pretty'} log`).toBe(false);
         }
         expect(all).toContain(`/api/recibidos_listar.php?celular_id=${C.celularId}&remitente=[number]`);

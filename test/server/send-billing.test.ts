@@ -159,7 +159,9 @@ describe('concurrency', () => {
   it('20 parallel direct sends with celular 3 + global 2: exactly 5 sent, the rest 402', async () => {
     const L = await linkedLine(s, { saldo: 2 });
     await celularCredit(L, 3);
-    const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => send(s, L, TEXT, { destinatario: DEST, mensaje: `directo ${i} ${uniqueText()}`, directo: 1 })));
+    const rs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => send(s, L, TEXT, { destinatario: DEST, mensaje: `directo ${i} ${uniqueText()}`, directo: 1 })),
+    );
     expect(rs.filter((r) => r.status === 200).length).toBe(5);
     expect(rs.filter((r) => r.status === 402).length).toBe(15);
     expect(await saldos(s, L)).toMatchObject({ global: 0, celular: 0 });

@@ -178,7 +178,13 @@ export async function editCelular(s: TestServer, line: Line, body: Record<string
 }
 
 /** POST a send endpoint with the celular key as Bearer and a JSON body. */
-export function send(s: TestServer, line: Line, path: string, body: Record<string, unknown>, opts: { form?: boolean; key?: string | null } = {}): Promise<ApiResponse> {
+export function send(
+  s: TestServer,
+  line: Line,
+  path: string,
+  body: Record<string, unknown>,
+  opts: { form?: boolean; key?: string | null } = {},
+): Promise<ApiResponse> {
   const key = opts.key === undefined ? line.celularKey : (opts.key ?? undefined);
   if (opts.form) {
     const form: Record<string, string> = {};

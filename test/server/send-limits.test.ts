@@ -2,20 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError } from '../helpers/expect.js';
-import {
-  b64,
-  dataUri,
-  editCelular,
-  linkedLine,
-  mensaje,
-  PNG,
-  send,
-  startMediaServer,
-  TEXT,
-  uniqueText,
-  waitEstado,
-  type MediaServer,
-} from './send-helpers.js';
+import { b64, dataUri, editCelular, linkedLine, mensaje, PNG, send, startMediaServer, TEXT, uniqueText, waitEstado, type MediaServer } from './send-helpers.js';
 
 /**
  * Limits of sends (docs/design.md §5): duplicate protection (3 within
@@ -212,7 +199,14 @@ describe('allowed hours (tz UTC)', () => {
   const T0 = Date.UTC(2026, 2, 10, 12, 0, 0); // 12:00 UTC
   const hclock = () => h.clock as ManualClock;
   beforeAll(async () => {
-    h = await startTestServer({ tz: 'UTC', clock: new ManualClock(T0), allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 });
+    h = await startTestServer({
+      tz: 'UTC',
+      clock: new ManualClock(T0),
+      allowPrivateUrls: true,
+      queue: { gapMinMs: 0, gapMaxMs: 0 },
+      simDeliveryMs: 20,
+      simReadMs: 40,
+    });
   });
   afterAll(async () => {
     await h?.stop();
@@ -264,7 +258,13 @@ describe('allowed hours (tz UTC)', () => {
 describe('allowed hours in another zone (tz America/Mexico_City, UTC-6)', () => {
   let h: TestServer;
   beforeAll(async () => {
-    h = await startTestServer({ tz: 'America/Mexico_City', clock: new ManualClock(Date.UTC(2026, 5, 1, 12, 0, 0)), queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 });
+    h = await startTestServer({
+      tz: 'America/Mexico_City',
+      clock: new ManualClock(Date.UTC(2026, 5, 1, 12, 0, 0)),
+      queue: { gapMinMs: 0, gapMaxMs: 0 },
+      simDeliveryMs: 20,
+      simReadMs: 40,
+    });
   });
   afterAll(async () => {
     await h?.stop();

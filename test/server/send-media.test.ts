@@ -78,8 +78,22 @@ interface B64Case {
   extra: Record<string, unknown>;
 }
 const B64_CASES: B64Case[] = [
-  { tipo: 'imagen', path: '/api/mensaje_enviar_imagen_base64.php', field: 'imageBase64', mime: 'image/png', bytes: PNG, extra: { caption: 'png', filename: 'a.png' } },
-  { tipo: 'documento', path: '/api/mensaje_enviar_documento_base64.php', field: 'documentBase64', mime: 'application/pdf', bytes: PDF, extra: { filename: 'contrato.pdf' } },
+  {
+    tipo: 'imagen',
+    path: '/api/mensaje_enviar_imagen_base64.php',
+    field: 'imageBase64',
+    mime: 'image/png',
+    bytes: PNG,
+    extra: { caption: 'png', filename: 'a.png' },
+  },
+  {
+    tipo: 'documento',
+    path: '/api/mensaje_enviar_documento_base64.php',
+    field: 'documentBase64',
+    mime: 'application/pdf',
+    bytes: PDF,
+    extra: { filename: 'contrato.pdf' },
+  },
   { tipo: 'audio', path: '/api/mensaje_enviar_audio_base64.php', field: 'audioBase64', mime: 'audio/mpeg', bytes: MP3, extra: { ptt: 'true' } },
   { tipo: 'video', path: '/api/mensaje_enviar_video_base64.php', field: 'videoBase64', mime: 'video/mp4', bytes: MP4, extra: { caption: 'mp4' } },
   { tipo: 'sticker', path: '/api/mensaje_enviar_sticker_base64.php', field: 'stickerBase64', mime: 'image/webp', bytes: WEBP, extra: {} },
@@ -212,7 +226,13 @@ describe('media by base64', () => {
       expectSent(uri, 'directo');
       if (c.tipo === 'imagen') expect(uri.body.origen).toBe('base64_directo');
 
-      const generic = await send(s, L, c.path, { destinatario: DESTS[2], data_base64: b64(c.bytes), mime: c.mime, filename: `archivo.${c.mime.split('/')[1]}`, directo: 1 }, { form: true });
+      const generic = await send(
+        s,
+        L,
+        c.path,
+        { destinatario: DESTS[2], data_base64: b64(c.bytes), mime: c.mime, filename: `archivo.${c.mime.split('/')[1]}`, directo: 1 },
+        { form: true },
+      );
       expectSent(generic, 'directo');
       expect(JSON.parse((await mensaje(s, generic.body.msg_id)).media!)).toMatchObject({ mime: c.mime, bytes: c.bytes.length });
     });
@@ -222,7 +242,12 @@ describe('media by base64', () => {
   // there.
   it('a base64 endpoint sends the given bytes even if the body also carries a url', async () => {
     const L = await linkedLine(s);
-    const r = await send(s, L, '/api/mensaje_enviar_imagen_base64.php', { destinatario: DESTS[0], imageBase64: b64(PNG), url: `${media.base}/img.jpg`, directo: 1 });
+    const r = await send(s, L, '/api/mensaje_enviar_imagen_base64.php', {
+      destinatario: DESTS[0],
+      imageBase64: b64(PNG),
+      url: `${media.base}/img.jpg`,
+      directo: 1,
+    });
     expectSent(r, 'directo');
     expect(JSON.parse((await mensaje(s, r.body.msg_id)).media!)).toMatchObject({ mime: 'image/png', bytes: PNG.length });
   });
@@ -242,7 +267,11 @@ describe('media by base64', () => {
     const r = await send(s, L, '/api/mensaje_enviar_documento_base64.php', { destinatario: DESTS[0], documentBase64: wrapped, filename: 'w.pdf', directo: 1 });
     expectSent(r, 'directo');
     expect(JSON.parse((await mensaje(s, r.body.msg_id)).media!)).toMatchObject({ mime: 'application/pdf', bytes: big.length });
-    const u = await send(s, L, '/api/mensaje_enviar_imagen_base64.php', { destinatario: DESTS[0], imageBase64: `DATA:IMAGE/PNG;BASE64,${b64(PNG)}`, directo: 1 });
+    const u = await send(s, L, '/api/mensaje_enviar_imagen_base64.php', {
+      destinatario: DESTS[0],
+      imageBase64: `DATA:IMAGE/PNG;BASE64,${b64(PNG)}`,
+      directo: 1,
+    });
     expectSent(u, 'directo');
   });
 
@@ -272,7 +301,11 @@ describe('media by base64', () => {
     const raw64 = b64(PNG);
     expect(raw64).toContain('+');
     const body = `destinatario=${DESTS[0]}&imageBase64=${raw64.replace(/=/g, '%3D')}`;
-    const r = await api(s.url, 'POST', '/api/mensaje_enviar_imagen_base64.php', { key: L.celularKey, raw: body, contentType: 'application/x-www-form-urlencoded' });
+    const r = await api(s.url, 'POST', '/api/mensaje_enviar_imagen_base64.php', {
+      key: L.celularKey,
+      raw: body,
+      contentType: 'application/x-www-form-urlencoded',
+    });
     expectError(r, 400, 108);
     expect(r.body.error).toMatch(/'\+'/);
   });

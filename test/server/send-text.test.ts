@@ -180,7 +180,7 @@ describe('text: field errors', () => {
   // national numbers are also valid international numbers of another country (477 Norway, 461
   // Sweden, 662 Thailand; (646) New Zealand), and reading them as such would send to, and charge
   // for, the wrong country.
-  it('bare national numbers that also parse as international are still read in the line\'s country', async () => {
+  it("bare national numbers that also parse as international are still read in the line's country", async () => {
     const r = await send(s, L, TEXT, { destinatario: '477 234 5678', mensaje: uniqueText() });
     expectQueued(r);
     expect((await mensaje(s, r.body.msg_id)).destinatario).toBe('524772345678');

@@ -77,7 +77,13 @@ describe('session flow', () => {
 
     const st = await api(s.url, 'GET', `/api/celular_status.php?id=${c.id}`, { key: c.key });
     expectOk(st);
-    expect(st.body).toMatchObject({ celular_id: c.id, gateway_instancia: instancia, status: 'connected', estado: 'activo', status_actualizado_desde_gateway: true });
+    expect(st.body).toMatchObject({
+      celular_id: c.id,
+      gateway_instancia: instancia,
+      status: 'connected',
+      estado: 'activo',
+      status_actualizado_desde_gateway: true,
+    });
     expect(st.body.ultimo_check).toMatch(ISO);
     expect(await celular(c.id, c.key)).toMatchObject({ estado: 'activo', last_status: 'connected', gateway_instancia: instancia });
 
@@ -286,7 +292,13 @@ describe('a linked session survives a restart of the server', () => {
       const off = second.core.bus.subscribe('session.status', (e) => events.push(e));
       const st = await api(second.url, 'GET', `/api/celular_status.php?id=${seeded.celularId}`, { key: seeded.celularKey });
       expectOk(st);
-      expect(st.body).toMatchObject({ celular_id: seeded.celularId, status: 'connected', estado: 'activo', status_actualizado_desde_gateway: true, gateway_instancia: qr.body.gateway_instancia });
+      expect(st.body).toMatchObject({
+        celular_id: seeded.celularId,
+        status: 'connected',
+        estado: 'activo',
+        status_actualizado_desde_gateway: true,
+        gateway_instancia: qr.body.gateway_instancia,
+      });
       // Keys and tokens survive too; the pending link attempt is still pending.
       expectOk(await api(second.url, 'GET', '/api/info.php', { key: seeded.gatewayToken }));
       const pend = await api(second.url, 'GET', `/api/celular_status.php?id=${other.body.celular_id}`, { key: seeded.clientKey });
@@ -294,7 +306,12 @@ describe('a linked session survives a restart of the server', () => {
       const again = await api(second.url, 'POST', `/api/celular_qr.php?id=${other.body.celular_id}`, { key: seeded.clientKey });
       expect(again.body).toMatchObject({ status: 'need_scan', gateway_instancia: pendingQr.body.gateway_instancia });
       // The live session can still receive and log out.
-      expectOk(await api(second.url, 'POST', '/admin/sim/receive', { key: second.adminToken, json: { celular_id: seeded.celularId, de: '5215512340000', texto: 'sigo aquí' } }));
+      expectOk(
+        await api(second.url, 'POST', '/admin/sim/receive', {
+          key: second.adminToken,
+          json: { celular_id: seeded.celularId, de: '5215512340000', texto: 'sigo aquí' },
+        }),
+      );
       expectOk(await api(second.url, 'POST', '/admin/sim/logout', { key: second.adminToken, json: { celular_id: seeded.celularId } }));
       await until(() => events.some((e) => e.status === 'logged_out'));
       // The restart itself published nothing for the connected line.

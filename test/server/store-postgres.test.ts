@@ -46,7 +46,7 @@ describeWith(postgres, 'serve on PostgreSQL', () => {
     expect(saldo.body.saldo_global).toBe(8);
   });
 
-  it('nodes share a store: a second takes the first one\'s operator token and time zone; one given a different one refuses, naming it', async () => {
+  it("nodes share a store: a second takes the first one's operator token and time zone; one given a different one refuses, naming it", async () => {
     const url = await storeUrl();
     const first = await startTestServer({ store: url, tz: 'America/Lima' });
     servers.push(first);
@@ -55,7 +55,9 @@ describeWith(postgres, 'serve on PostgreSQL', () => {
     expect(second.adminToken).toBe(first.adminToken);
     expect(second.core.config.tz).toBe('America/Lima');
     expect((await api(second.url, 'GET', '/admin/clientes', { key: first.adminToken })).status).toBe(200);
-    await expect(startTestServer({ store: url, dataDir: tempDir(), adminToken: 'x'.repeat(40) })).rejects.toThrow(/disagrees with the other nodes of this store on the operator token/);
+    await expect(startTestServer({ store: url, dataDir: tempDir(), adminToken: 'x'.repeat(40) })).rejects.toThrow(
+      /disagrees with the other nodes of this store on the operator token/,
+    );
     await expect(startTestServer({ store: url, dataDir: tempDir(), tz: 'Europe/Madrid' })).rejects.toThrow(/on the time zone \(--tz\)/);
   });
 
@@ -67,10 +69,15 @@ describeWith(postgres, 'serve on PostgreSQL', () => {
     servers.push(b);
     const line = await linkedLine(a);
     for (let i = 0; i < 5; i += 1) {
-      const r = await api(a.url, 'POST', '/admin/sim/receive', { key: a.adminToken, json: { celular_id: line.celularId, de: '14155552671', texto: `hola ${i}` } });
+      const r = await api(a.url, 'POST', '/admin/sim/receive', {
+        key: a.adminToken,
+        json: { celular_id: line.celularId, de: '14155552671', texto: `hola ${i}` },
+      });
       expect(r.status, r.text).toBe(200);
     }
-    const listed = await api(b.url, 'GET', `/api/recibidos_listar.php?remitente=${encodeURIComponent('+1 415 555 2671')}&por_pagina=2`, { key: line.celularKey });
+    const listed = await api(b.url, 'GET', `/api/recibidos_listar.php?remitente=${encodeURIComponent('+1 415 555 2671')}&por_pagina=2`, {
+      key: line.celularKey,
+    });
     expect(listed.status, listed.text).toBe(200);
     expect(listed.body).toMatchObject({ total: 5, total_paginas: 3 });
     expect(listed.body.recibidos.map((m: { texto: string }) => m.texto)).toEqual(['hola 4', 'hola 3']);
@@ -89,7 +96,7 @@ describeWith(postgres, 'serve on PostgreSQL', () => {
     expect((await a.core.store.nodes(0)).map((n) => n.alive)).toEqual([true]);
   });
 
-  it('a line\'s human gap holds whichever node sends next, and each message is sent once', async () => {
+  it("a line's human gap holds whichever node sends next, and each message is sent once", async () => {
     const url = await storeUrl();
     const gap = { gapMinMs: 700, gapMaxMs: 700 };
     // Real time: a shared store measures a line's rest on its own clock, which a test's clock cannot move.

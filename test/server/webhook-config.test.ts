@@ -152,7 +152,11 @@ describe('legacy POST /api/webhook_configurar.php', () => {
     expectEmpty(await legacy(C.clientKey, { op: 'get' }), C.clienteId);
     const st = await legacy(C.clientKey, { op: 'set', url: HOOK, secret: SECRET, eventos: ['messages.received', 'session.status'], activo: '1' });
     expectView(st, { url: HOOK, has_secret: true, eventos: ['messages.received', 'session.status'], activo: true }, C.clienteId);
-    expectView(await legacy(C.clientKey, { op: 'get' }), { url: HOOK, has_secret: true, eventos: ['messages.received', 'session.status'], activo: true }, C.clienteId);
+    expectView(
+      await legacy(C.clientKey, { op: 'get' }),
+      { url: HOOK, has_secret: true, eventos: ['messages.received', 'session.status'], activo: true },
+      C.clienteId,
+    );
     // The modern endpoint sees the same configuration.
     expectView(await get(C.clientKey), { url: HOOK, has_secret: true, eventos: ['messages.received', 'session.status'], activo: true }, C.clienteId);
     const d = await legacy(C.clientKey, { op: 'delete' });

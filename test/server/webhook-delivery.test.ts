@@ -20,7 +20,8 @@ let R: Receiver;
 
 /** A path of the receiver per client, so each test reads only its own hits. */
 const hookOf = (line: Line) => `${R.url}/c${line.clienteId}`;
-const hitsOf = (line: Line, evento?: string) => R.hits.filter((h) => h.path === `/c${line.clienteId}` && (evento === undefined || h.headers['x-service-event'] === evento));
+const hitsOf = (line: Line, evento?: string) =>
+  R.hits.filter((h) => h.path === `/c${line.clienteId}` && (evento === undefined || h.headers['x-service-event'] === evento));
 async function waitHits(line: Line, n: number, evento?: string, what = `${n} ${evento ?? ''} deliveries`): Promise<Hit[]> {
   await waitFor(() => hitsOf(line, evento).length >= n, what);
   return hitsOf(line, evento);
@@ -99,7 +100,17 @@ describe('what is delivered, and how it is signed', () => {
       expectEnvelope(h, 'message.status', L.clienteId);
       expectSigned(h, SECRET);
       expect(h.json.celular_id).toBe(L.celularId);
-      expect(Object.keys(h.json.data).sort()).toEqual(['celular_id', 'destinatario', 'error', 'estado', 'estado_anterior', 'fecha', 'gateway_msg_id', 'msg_id', 'tipo']);
+      expect(Object.keys(h.json.data).sort()).toEqual([
+        'celular_id',
+        'destinatario',
+        'error',
+        'estado',
+        'estado_anterior',
+        'fecha',
+        'gateway_msg_id',
+        'msg_id',
+        'tipo',
+      ]);
       expect(h.json.data).toMatchObject({ msg_id: msgId, celular_id: L.celularId, destinatario: DEST, tipo: 'texto', error: null });
     }
     expect(hits[0]!.json.data.gateway_msg_id).toBeNull();

@@ -19,7 +19,8 @@ let RB: Receiver;
 let A: Line;
 let B: Line;
 
-const receive = async (L: Line, texto: string) => expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto }));
+const receive = async (L: Line, texto: string) =>
+  expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto }));
 
 beforeAll(async () => {
   RA = await startReceiver('hang');

@@ -100,7 +100,10 @@ describe('copies next to the real webhook', () => {
     expect(real.map((h) => h.headers['x-service-event'])).toEqual(expect.arrayContaining(['messages.received', 'message.status', 'webhook.test']));
     for (const h of real) expectSigned(h, SECRET);
     // The "all" listener: a copy of every real delivery, same id and bytes, its own signature.
-    await waitFor(() => real.every((h) => hitsAt(R, '/todo').some((c) => c.headers['webhook-id'] === h.headers['webhook-id'])), 'a copy of each event at the listener');
+    await waitFor(
+      () => real.every((h) => hitsAt(R, '/todo').some((c) => c.headers['webhook-id'] === h.headers['webhook-id'])),
+      'a copy of each event at the listener',
+    );
     for (const h of real) {
       const copy = hitsAt(R, '/todo').find((c) => c.headers['webhook-id'] === h.headers['webhook-id'])!;
       expect(copy.body).toBe(h.body);
@@ -269,7 +272,9 @@ describe('who may register what', () => {
       expectError(r, 400, 100);
       return r.body.error as string;
     };
-    expect(await refused(`${R.url}/x`, { 'x-forwarded-for': '203.0.113.9' })).toMatch(/loopback listener is accepted only from a request made on the server's own machine/);
+    expect(await refused(`${R.url}/x`, { 'x-forwarded-for': '203.0.113.9' })).toMatch(
+      /loopback listener is accepted only from a request made on the server's own machine/,
+    );
     expect(await refused(`${R.url}/x`, { 'x-forwarded-for': '127.0.0.1, 198.51.100.7' })).toMatch(/own machine/);
     expect(await refused(`${R.url}/x`, { forwarded: 'for=198.51.100.7' })).toMatch(/own machine/);
     expect(await refused(`${R.url}/x`, { forwarded: 'for=unknown' })).toMatch(/own machine/);
@@ -338,7 +343,13 @@ describeWith(postgres, 'several nodes (PostgreSQL)', () => {
     // Real time: the nodes share the listener's lease, each on its own clock.
     const a = await startTestServer({ store: u.toString(), allowPrivateUrls: true, clock: systemClock, queue: { gapMinMs: 0, gapMaxMs: 0 } });
     servers.push(a);
-    const b = await startTestServer({ store: u.toString(), dataDir: tempDir(), allowPrivateUrls: true, clock: systemClock, queue: { gapMinMs: 0, gapMaxMs: 0 } });
+    const b = await startTestServer({
+      store: u.toString(),
+      dataDir: tempDir(),
+      allowPrivateUrls: true,
+      clock: systemClock,
+      queue: { gapMinMs: 0, gapMaxMs: 0 },
+    });
     servers.push(b);
     const L = await linkedLine(b);
     expectOk(await setWebhook(b, L.clientKey, { url: `${R.url}/pg-real`, secret: SECRET }));

@@ -4,7 +4,21 @@ import { RETRY_FACTORS } from '../../src/webhooks/sign.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 import { admin, linkedLine, type Line } from './send-helpers.js';
-import { entrega, entregas, expectEnvelope, expectSigned, getWebhook, setWebhook, sleep, startReceiver, waitEntrega, waitFor, type Answer, type Hit, type Receiver } from './webhook-helpers.js';
+import {
+  entrega,
+  entregas,
+  expectEnvelope,
+  expectSigned,
+  getWebhook,
+  setWebhook,
+  sleep,
+  startReceiver,
+  waitEntrega,
+  waitFor,
+  type Answer,
+  type Hit,
+  type Receiver,
+} from './webhook-helpers.js';
 
 /**
  * Webhook retries over real HTTP (docs/design.md §7): non-2xx answers are retried on
@@ -24,7 +38,8 @@ describe('on the system clock, first retry after 20 ms (second after 60 x 20 = 1
 
   const hookOf = (line: { clienteId: number }) => `${R.url}/c${line.clienteId}`;
   const hitsOf = (line: { clienteId: number }) => R.hits.filter((h) => h.path === `/c${line.clienteId}`);
-  const receive = async (L: Line, texto: string) => expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto }));
+  const receive = async (L: Line, texto: string) =>
+    expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto }));
 
   beforeAll(async () => {
     R = await startReceiver((h: Hit) => plan.get(h.path)?.shift() ?? 200);
@@ -75,7 +90,8 @@ describe('on the system clock, first retry after 20 ms (second after 60 x 20 = 1
     expect(hits[2]!.at - hits[1]!.at).toBeGreaterThanOrEqual(1150);
     // A signature is only as fresh as its timestamp: same second, same signature; otherwise different.
     for (const h of hits.slice(1)) {
-      if (h.headers['webhook-timestamp'] === first.headers['webhook-timestamp']) expect(h.headers['webhook-signature']).toBe(first.headers['webhook-signature']);
+      if (h.headers['webhook-timestamp'] === first.headers['webhook-timestamp'])
+        expect(h.headers['webhook-signature']).toBe(first.headers['webhook-signature']);
       else expect(h.headers['webhook-signature']).not.toBe(first.headers['webhook-signature']);
     }
   });

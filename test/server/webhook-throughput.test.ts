@@ -39,7 +39,15 @@ async function countingReceiver(delayMs: number | null): Promise<CountingReceive
     req.on('end', () => {
       const raw = Buffer.concat(chunks);
       const body = raw.toString('utf8');
-      r.hits.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers as IncomingHttpHeaders, raw, body, json: JSON.parse(body), at: Date.now() });
+      r.hits.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers as IncomingHttpHeaders,
+        raw,
+        body,
+        json: JSON.parse(body),
+        at: Date.now(),
+      });
       if (delayMs !== null) setTimeout(() => res.end('ok'), delayMs);
     });
   });

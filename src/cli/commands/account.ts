@@ -4,7 +4,16 @@ import { emit, printFields } from '../output.js';
 import { positiveInt } from '../parse.js';
 
 interface InfoBody {
-  cliente: { id: number; nombre: string; email: string; estado: string; plan: string; max_celulares: number | null; consumo_mes_actual: number; created_at: string };
+  cliente: {
+    id: number;
+    nombre: string;
+    email: string;
+    estado: string;
+    plan: string;
+    max_celulares: number | null;
+    consumo_mes_actual: number;
+    created_at: string;
+  };
   saldo_global: number;
   num_celulares: number;
   num_celulares_activos: number;
@@ -55,7 +64,12 @@ export function registerAccount(program: Command, ctxOf: CtxOf): void {
         printFields(ctx.term, [
           ['plan', b.ilimitado ? `${b.plan} (sin cargo por envío)` : b.plan],
           ['saldo_global', b.saldo_global],
-          ...(b.celular_id !== null ? ([['celular', b.celular_id], ['saldo_celular', b.saldo_celular]] as Array<[string, number | null]>) : []),
+          ...(b.celular_id !== null
+            ? ([
+                ['celular', b.celular_id],
+                ['saldo_celular', b.saldo_celular],
+              ] as Array<[string, number | null]>)
+            : []),
           ['consumo_mes', b.consumo_mes],
         ]),
       );

@@ -12,7 +12,16 @@ import { emit, printFields, printSecret, printTable, type Cell } from '../output
 import { checkArg, email, httpUrl, idArg, int, intOrNone, positiveInt, serverName, text, token } from '../parse.js';
 
 interface ClienteSummary {
-  cliente: { id: number; nombre: string; email: string; estado: string; plan: string; max_celulares: number | null; consumo_mes_actual: number; created_at: string };
+  cliente: {
+    id: number;
+    nombre: string;
+    email: string;
+    estado: string;
+    plan: string;
+    max_celulares: number | null;
+    consumo_mes_actual: number;
+    created_at: string;
+  };
   saldo_global: number;
   num_celulares: number;
   num_celulares_activos: number;
@@ -62,7 +71,12 @@ function gatewayFields(g: GatewayServer): Array<[string, Cell]> {
 /** Operator credential options, on the `admin` and `sim` groups. */
 export function withOperatorOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option('--admin-token <token>', 'operator token (env PASARELA_ADMIN_TOKEN; else the profile; else <data-dir>/admin-token, of the default data directory only for a server on this machine)'))
+    .addOption(
+      new Option(
+        '--admin-token <token>',
+        'operator token (env PASARELA_ADMIN_TOKEN; else the profile; else <data-dir>/admin-token, of the default data directory only for a server on this machine)',
+      ),
+    )
     .addOption(new Option('--data-dir <dir>', 'data directory of a `serve` on this machine, to read its admin-token file (read for any --url)'));
 }
 
@@ -130,8 +144,13 @@ const ADMIN_FIELDS = {
   limit: '--limit',
 } as const;
 
-const call = <T>(ctx: Ctx, method: 'GET' | 'POST' | 'PATCH', path: string, json?: Record<string, unknown>, query?: Record<string, string | number | undefined>) =>
-  operatorCall<T>(ctx, method, path, json, query, ADMIN_FIELDS);
+const call = <T>(
+  ctx: Ctx,
+  method: 'GET' | 'POST' | 'PATCH',
+  path: string,
+  json?: Record<string, unknown>,
+  query?: Record<string, string | number | undefined>,
+) => operatorCall<T>(ctx, method, path, json, query, ADMIN_FIELDS);
 
 /** `pasarela admin ...`: the operator's commands (operator token). */
 export function registerAdmin(program: Command, ctxOf: CtxOf): void {
@@ -171,7 +190,16 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
         printTable(
           ctx.term,
           ['id', 'nombre', 'email', 'estado', 'plan', 'saldo', 'celulares', 'consumo mes'],
-          b.clientes.map((c) => [c.cliente.id, c.cliente.nombre, c.cliente.email, c.cliente.estado, c.cliente.plan, c.saldo_global, c.num_celulares, c.cliente.consumo_mes_actual]),
+          b.clientes.map((c) => [
+            c.cliente.id,
+            c.cliente.nombre,
+            c.cliente.email,
+            c.cliente.estado,
+            c.cliente.plan,
+            c.saldo_global,
+            c.num_celulares,
+            c.cliente.consumo_mes_actual,
+          ]),
         ),
       );
     });
@@ -181,16 +209,18 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
     .description('one client and its celulares')
     .action(async (id: string, _o, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const b = await call<ClienteSummary & { celulares: Array<{ id: number; numero: string; estado: string; saldo_actual: number; last_status: string | null }> }>(
-        ctx,
-        'GET',
-        `/admin/clientes/${idArg(id)}`,
-      );
+      const b = await call<
+        ClienteSummary & { celulares: Array<{ id: number; numero: string; estado: string; saldo_actual: number; last_status: string | null }> }
+      >(ctx, 'GET', `/admin/clientes/${idArg(id)}`);
       emit(ctx, b, () => {
         printFields(ctx.term, summaryFields(b));
         if (b.celulares.length > 0) {
           ctx.term.out('');
-          printTable(ctx.term, ['celular', 'numero', 'estado', 'saldo', 'sesion'], b.celulares.map((c) => [c.id, c.numero, c.estado, c.saldo_actual, c.last_status]));
+          printTable(
+            ctx.term,
+            ['celular', 'numero', 'estado', 'saldo', 'sesion'],
+            b.celulares.map((c) => [c.id, c.numero, c.estado, c.saldo_actual, c.last_status]),
+          );
         }
       });
     });
@@ -239,22 +269,32 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
     .command('add')
     .description('add credit to a client, or to one of its celulares with --celular (negative amounts remove credit)')
     .requiredOption('--cliente <id>', 'client id', positiveInt)
-    .option('--celular <id>', 'celular id (default: the client\'s global balance)', positiveInt)
+    .option('--celular <id>', "celular id (default: the client's global balance)", positiveInt)
     .requiredOption('--monto <n>', 'amount (credits, not 0)', nonZero)
     .option('--motivo <text>', 'reason, kept with the change (up to 200 characters)', text(0, 200))
     .action(async (o: { cliente: number; celular?: number; monto: number; motivo?: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const b = await call<{ cliente_id: number; celular_id: number | null; saldo_global: number; saldo_celular: number | null; movimiento_id: number }>(ctx, 'POST', '/admin/saldo', {
-        cliente_id: o.cliente,
-        ...(o.celular !== undefined ? { celular_id: o.celular } : {}),
-        monto: o.monto,
-        ...(o.motivo !== undefined ? { motivo: o.motivo } : {}),
-      });
+      const b = await call<{ cliente_id: number; celular_id: number | null; saldo_global: number; saldo_celular: number | null; movimiento_id: number }>(
+        ctx,
+        'POST',
+        '/admin/saldo',
+        {
+          cliente_id: o.cliente,
+          ...(o.celular !== undefined ? { celular_id: o.celular } : {}),
+          monto: o.monto,
+          ...(o.motivo !== undefined ? { motivo: o.motivo } : {}),
+        },
+      );
       emit(ctx, b, () =>
         printFields(ctx.term, [
           ['cliente', b.cliente_id],
           ['saldo_global', b.saldo_global],
-          ...(b.celular_id !== null ? ([['celular', b.celular_id], ['saldo_celular', b.saldo_celular]] as Array<[string, Cell]>) : []),
+          ...(b.celular_id !== null
+            ? ([
+                ['celular', b.celular_id],
+                ['saldo_celular', b.saldo_celular],
+              ] as Array<[string, Cell]>)
+            : []),
           ['movimiento', b.movimiento_id],
         ]),
       );
@@ -268,7 +308,12 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
       const ctx = ctxOf(cmd);
       const n = idArg(id);
       if (given !== undefined) checkArg('token', given, legacyToken);
-      const b = await call<{ celular_id: number; token_legacy: string; generado: boolean }>(ctx, 'POST', `/admin/celulares/${n}/token-legacy`, given ? { token: given } : {});
+      const b = await call<{ celular_id: number; token_legacy: string; generado: boolean }>(
+        ctx,
+        'POST',
+        `/admin/celulares/${n}/token-legacy`,
+        given ? { token: given } : {},
+      );
       emit(ctx, b, () => {
         if (b.generado) printSecret(ctx.term, 'Legacy token', b.token_legacy);
         else ctx.term.err(`Legacy token of celular ${b.celular_id} set.`);
@@ -281,7 +326,8 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
     .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const n = idArg(id, 'celular_id');
-      if (!(await confirmOrYes(ctx, o.yes, () => `Rotate the key of celular ${n}? Its current key stops working at once, for every script that uses it.`))) return;
+      if (!(await confirmOrYes(ctx, o.yes, () => `Rotate the key of celular ${n}? Its current key stops working at once, for every script that uses it.`)))
+        return;
       const b = await call<{ celular_id: number; api_key: string }>(ctx, 'POST', `/admin/celulares/${n}/rotar-key`);
       emit(ctx, b, () => printSecret(ctx.term, 'Celular key', b.api_key));
     });
@@ -342,12 +388,15 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
       const ctx = ctxOf(cmd);
       const n = idArg(id);
       checkArg('gateway', nombre, serverName);
-      const b = await call<{ celular_id: number; servidor: string; servidor_anterior: string | null; estado: string; instancia_anterior_eliminada: boolean; vincular: string; aviso?: string }>(
-        ctx,
-        'POST',
-        `/admin/celulares/${n}/servidor`,
-        { servidor: nombre },
-      );
+      const b = await call<{
+        celular_id: number;
+        servidor: string;
+        servidor_anterior: string | null;
+        estado: string;
+        instancia_anterior_eliminada: boolean;
+        vincular: string;
+        aviso?: string;
+      }>(ctx, 'POST', `/admin/celulares/${n}/servidor`, { servidor: nombre });
       emit(ctx, b, () => {
         printFields(ctx.term, [
           ['celular', b.celular_id],
@@ -368,15 +417,15 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
     .option('--limit <n>', 'how many', int(1, 1000), 50)
     .action(async (o: { cliente?: number; limit: number }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const b = await call<{ registros: Array<{ id: number; fecha: string; actor: string; accion: string; objeto_tipo: string; objeto_id: number | null; detalle: unknown }> }>(
-        ctx,
-        'GET',
-        '/admin/auditoria',
-        undefined,
-        { cliente_id: o.cliente, limit: o.limit },
-      );
+      const b = await call<{
+        registros: Array<{ id: number; fecha: string; actor: string; accion: string; objeto_tipo: string; objeto_id: number | null; detalle: unknown }>;
+      }>(ctx, 'GET', '/admin/auditoria', undefined, { cliente_id: o.cliente, limit: o.limit });
       emit(ctx, b, () =>
-        printTable(ctx.term, ['id', 'fecha', 'actor', 'accion', 'objeto', 'detalle'], b.registros.map((r) => [r.id, r.fecha, r.actor, r.accion, `${r.objeto_tipo} ${r.objeto_id ?? ''}`, JSON.stringify(r.detalle)])),
+        printTable(
+          ctx.term,
+          ['id', 'fecha', 'actor', 'accion', 'objeto', 'detalle'],
+          b.registros.map((r) => [r.id, r.fecha, r.actor, r.accion, `${r.objeto_tipo} ${r.objeto_id ?? ''}`, JSON.stringify(r.detalle)]),
+        ),
       );
     });
 
@@ -407,7 +456,10 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
       const length = Number(got.headers['content-length'] ?? NaN);
       if (want !== got.sha256 || (Number.isFinite(length) && length !== got.bytes)) {
         await unlink(partial).catch(() => {});
-        throw new CliError(`the backup arrived damaged (${got.bytes} bytes, SHA-256 ${got.sha256}; the server sent ${want || 'no SHA-256'}); nothing was written`, EXIT.SERVER);
+        throw new CliError(
+          `the backup arrived damaged (${got.bytes} bytes, SHA-256 ${got.sha256}; the server sent ${want || 'no SHA-256'}); nothing was written`,
+          EXIT.SERVER,
+        );
       }
       // On disk before it takes the name.
       const fh = await open(partial, 'r+');

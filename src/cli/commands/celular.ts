@@ -30,7 +30,8 @@ const CELULAR_FIELDS: FieldFlags = {
 
 const nombre = text(0, 80);
 
-const estadoColor = (ctx: Ctx, e: string) => painted(e, e === 'activo' ? ctx.term.color.green : e === 'suspendido' ? ctx.term.color.red : ctx.term.color.yellow);
+const estadoColor = (ctx: Ctx, e: string) =>
+  painted(e, e === 'activo' ? ctx.term.color.green : e === 'suspendido' ? ctx.term.color.red : ctx.term.color.yellow);
 
 function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
   return [
@@ -53,8 +54,13 @@ function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
 const qrWaitOptions = (cmd: Command) =>
   cmd
     .option('--wait', 'without a TTY, keep printing each new QR until the line is connected')
-    .option('--invert', 'draw the QR for a light-background terminal (the default suits light text on a dark background; use this if the phone does not read it)')
-    .addOption(new Option('--timeout <seconds>', 'give up after this long (exit 11); a server restart meanwhile is ridden out').default(180).argParser(int(1, 3600)))
+    .option(
+      '--invert',
+      'draw the QR for a light-background terminal (the default suits light text on a dark background; use this if the phone does not read it)',
+    )
+    .addOption(
+      new Option('--timeout <seconds>', 'give up after this long (exit 11); a server restart meanwhile is ridden out').default(180).argParser(int(1, 3600)),
+    )
     .addOption(new Option('--interval <ms>', 'how often to check the session').default(2000).argParser(int(200, 60000)))
     .addHelpText(
       'after',
@@ -70,7 +76,10 @@ const qrWaitOptions = (cmd: Command) =>
 
 /** The error of a link watch that ran out of time: exit 11. */
 const linkTimedOut = (id: number, seconds: number, what: string) => (cause?: string) =>
-  new CliError(`celular ${id} was not linked within ${seconds} s${cause ? ` (the server was still unreachable: ${cause})` : ''}; run the command again for a new ${what}`, EXIT.TIMEOUT);
+  new CliError(
+    `celular ${id} was not linked within ${seconds} s${cause ? ` (the server was still unreachable: ${cause})` : ''}; run the command again for a new ${what}`,
+    EXIT.TIMEOUT,
+  );
 
 /** Follows the QR until connected; each poll rides out a server restart (see Watch). */
 async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; invert?: boolean; timeout: number; interval: number }) {
@@ -118,7 +127,9 @@ async function followCode(ctx: Ctx, first: QrBody & { codigo?: string }, o: { wa
   if (ctx.json) ctx.term.out(JSON.stringify(first, null, 2));
   else if (!connected(first)) {
     ctx.term.out(first.codigo ?? '');
-    ctx.term.err(`On the phone of celular ${first.celular_id}: WhatsApp > Linked devices > Link a device > Link with phone number instead, then type the code above.`);
+    ctx.term.err(
+      `On the phone of celular ${first.celular_id}: WhatsApp > Linked devices > Link a device > Link with phone number instead, then type the code above.`,
+    );
   }
   if (connected(first)) {
     if (!ctx.json) ctx.term.err(`celular ${first.celular_id} is connected`);
@@ -129,7 +140,9 @@ async function followCode(ctx: Ctx, first: QrBody & { codigo?: string }, o: { wa
   const watch = new Watch(ctx, { deadline: Date.now() + o.timeout * 1000, timedOut: linkTimedOut(first.celular_id, o.timeout, 'code') });
   while (watch.alive()) {
     await watch.sleep(o.interval);
-    const st = await watch.call((timeoutMs) => ctx.client().call<{ status: string }>('GET', '/api/celular_status.php', { key, query: { id: first.celular_id }, timeoutMs }));
+    const st = await watch.call((timeoutMs) =>
+      ctx.client().call<{ status: string }>('GET', '/api/celular_status.php', { key, query: { id: first.celular_id }, timeoutMs }),
+    );
     if (connected(st)) {
       if (ctx.json) ctx.term.out(JSON.stringify(st));
       else ctx.term.err(ctx.term.color.green(`✓ celular ${first.celular_id} is connected`));
@@ -145,7 +158,7 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
 
   cel
     .command('list')
-    .description('the client\'s celulares')
+    .description("the client's celulares")
     .action(async (_o, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const b = await ctx.client().call<{ total: number; celulares: Celular[] }>('GET', '/api/celulares.php', { key: ctx.key() });
@@ -153,7 +166,17 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
         printTable(
           ctx.term,
           ['id', 'numero', 'nombre', 'estado', 'saldo', 'sesion', 'por min', 'por hora', 'horario'],
-          b.celulares.map((c) => [c.id, c.numero, c.nombre_interno, estadoColor(ctx, c.estado), c.saldo_actual, c.last_status, c.max_envios_por_minuto, c.max_envios_por_hora, `${c.hora_inicio_permitido}-${c.hora_fin_permitido}`]),
+          b.celulares.map((c) => [
+            c.id,
+            c.numero,
+            c.nombre_interno,
+            estadoColor(ctx, c.estado),
+            c.saldo_actual,
+            c.last_status,
+            c.max_envios_por_minuto,
+            c.max_envios_por_hora,
+            `${c.hora_inicio_permitido}-${c.hora_fin_permitido}`,
+          ]),
         ),
       );
     });
@@ -196,21 +219,30 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     .option('--por-dia <n>', 'max sends per day (1-100000, or none)', intOrNone(1, 100000))
     .option('--desde <HH:MM>', 'start of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
     .option('--hasta <HH:MM>', 'end of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
-    .action(async (id: string, o: { nombre?: string; estado?: string; porMinuto?: number; porHora?: number; porDia?: number | null; desde?: string; hasta?: string }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const n = idArg(id);
-      const body: Record<string, unknown> = {};
-      if (o.nombre !== undefined) body.nombre_interno = o.nombre === '' ? null : o.nombre;
-      if (o.estado !== undefined) body.estado = o.estado;
-      if (o.porMinuto !== undefined) body.max_envios_por_minuto = o.porMinuto;
-      if (o.porHora !== undefined) body.max_envios_por_hora = o.porHora;
-      if (o.porDia !== undefined) body.max_envios_por_dia = o.porDia;
-      if (o.desde !== undefined) body.hora_inicio_permitido = o.desde;
-      if (o.hasta !== undefined) body.hora_fin_permitido = o.hasta;
-      if (Object.keys(body).length === 0) throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta');
-      const b = await ctx.client().call<{ celular: Celular }>('POST', '/api/celular_editar.php', { key: ctx.key(), query: { id: n }, json: body, fields: CELULAR_FIELDS });
-      emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
-    });
+    .action(
+      async (
+        id: string,
+        o: { nombre?: string; estado?: string; porMinuto?: number; porHora?: number; porDia?: number | null; desde?: string; hasta?: string },
+        cmd: Command,
+      ) => {
+        const ctx = ctxOf(cmd);
+        const n = idArg(id);
+        const body: Record<string, unknown> = {};
+        if (o.nombre !== undefined) body.nombre_interno = o.nombre === '' ? null : o.nombre;
+        if (o.estado !== undefined) body.estado = o.estado;
+        if (o.porMinuto !== undefined) body.max_envios_por_minuto = o.porMinuto;
+        if (o.porHora !== undefined) body.max_envios_por_hora = o.porHora;
+        if (o.porDia !== undefined) body.max_envios_por_dia = o.porDia;
+        if (o.desde !== undefined) body.hora_inicio_permitido = o.desde;
+        if (o.hasta !== undefined) body.hora_fin_permitido = o.hasta;
+        if (Object.keys(body).length === 0)
+          throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta');
+        const b = await ctx
+          .client()
+          .call<{ celular: Celular }>('POST', '/api/celular_editar.php', { key: ctx.key(), query: { id: n }, json: body, fields: CELULAR_FIELDS });
+        emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
+      },
+    );
 
   cel
     .command('delete <id>')
@@ -241,11 +273,16 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     .description('session status, refreshed from the gateway')
     .action(async (id: string, _o, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const b = await ctx.client().call<{ celular_id: number; status: string; estado: string; gateway_instancia: string; status_actualizado_desde_gateway: boolean; ultimo_check: string }>(
-        'GET',
-        '/api/celular_status.php',
-        { key: ctx.key(), query: { id: idArg(id) } },
-      );
+      const b = await ctx
+        .client()
+        .call<{
+          celular_id: number;
+          status: string;
+          estado: string;
+          gateway_instancia: string;
+          status_actualizado_desde_gateway: boolean;
+          ultimo_check: string;
+        }>('GET', '/api/celular_status.php', { key: ctx.key(), query: { id: idArg(id) } });
       emit(ctx, b, () =>
         printFields(ctx.term, [
           ['celular', b.celular_id],
@@ -281,23 +318,33 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       .description('register a number (or reuse yours) and link it in one step, by QR or by pairing code (client key)')
       .option('--nombre <nombre>', 'internal label (up to 80 characters)', nombre)
       .option('--pairing-code', 'link by typing a code on the phone (Linked devices > Link with phone number) instead of scanning a QR'),
-  ).action(async (numero: string, o: { nombre?: string; pairingCode?: boolean; wait?: boolean; invert?: boolean; timeout: number; interval: number }, cmd: Command) => {
-    const ctx = ctxOf(cmd);
-    checkArg('numero', numero, phone());
-    type Linked = QrBody & { creado: boolean; api_key?: string; codigo?: string; aviso?: string };
-    const first = await ctx.client().call<Linked>('POST', o.pairingCode ? '/api/celular_vincular_codigo.php' : '/api/celular_vincular_qr.php', {
-      key: ctx.key(),
-      json: { numero, ...(o.nombre !== undefined ? { nombre: o.nombre } : {}) },
-      fields: CELULAR_FIELDS,
-    });
-    if (!ctx.json) {
-      ctx.term.err(first.creado ? `Registered celular ${first.celular_id} (${String(first.numero ?? numero)}).` : `Celular ${first.celular_id} already registered; linking it.`);
-      // On stdout like `celular create`: the one time the key is shown, a script must be able to keep it.
-      if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key);
-    }
-    // Registered (its key is above) but the gateway did not start the link: there is no QR or code to show or follow.
-    if (first.aviso) throw new CliError(first.aviso, EXIT.SERVER, first);
-    if (o.pairingCode) await followCode(ctx, first, o);
-    else await followQr(ctx, first, o);
-  });
+  ).action(
+    async (
+      numero: string,
+      o: { nombre?: string; pairingCode?: boolean; wait?: boolean; invert?: boolean; timeout: number; interval: number },
+      cmd: Command,
+    ) => {
+      const ctx = ctxOf(cmd);
+      checkArg('numero', numero, phone());
+      type Linked = QrBody & { creado: boolean; api_key?: string; codigo?: string; aviso?: string };
+      const first = await ctx.client().call<Linked>('POST', o.pairingCode ? '/api/celular_vincular_codigo.php' : '/api/celular_vincular_qr.php', {
+        key: ctx.key(),
+        json: { numero, ...(o.nombre !== undefined ? { nombre: o.nombre } : {}) },
+        fields: CELULAR_FIELDS,
+      });
+      if (!ctx.json) {
+        ctx.term.err(
+          first.creado
+            ? `Registered celular ${first.celular_id} (${String(first.numero ?? numero)}).`
+            : `Celular ${first.celular_id} already registered; linking it.`,
+        );
+        // On stdout like `celular create`: the one time the key is shown, a script must be able to keep it.
+        if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key);
+      }
+      // Registered (its key is above) but the gateway did not start the link: there is no QR or code to show or follow.
+      if (first.aviso) throw new CliError(first.aviso, EXIT.SERVER, first);
+      if (o.pairingCode) await followCode(ctx, first, o);
+      else await followQr(ctx, first, o);
+    },
+  );
 }

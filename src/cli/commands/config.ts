@@ -23,7 +23,10 @@ export function registerConfig(program: Command, ctxOf: CtxOf): void {
       const s = ctx.settings();
       const profiles = s.profiles();
       const masked = Object.fromEntries(
-        Object.entries(profiles).map(([n, p]) => [n, Object.fromEntries(Object.entries(p).map(([k, v]) => [k, SECRET_FIELDS.has(k as ProfileField) ? mask(v) : v]))]),
+        Object.entries(profiles).map(([n, p]) => [
+          n,
+          Object.fromEntries(Object.entries(p).map(([k, v]) => [k, SECRET_FIELDS.has(k as ProfileField) ? mask(v) : v])),
+        ]),
       );
       emit(ctx, { ok: true, current: s.current, path: s.path, profiles: masked }, () =>
         printTable(
@@ -80,7 +83,8 @@ export function registerConfig(program: Command, ctxOf: CtxOf): void {
     .description('make a profile the current one')
     .action(async (name: string, _o, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      if (!(name in ctx.settings().profiles())) throw usage(`no saved profile "${name}"; saved: ${Object.keys(ctx.settings().profiles()).join(', ') || 'none'}`);
+      if (!(name in ctx.settings().profiles()))
+        throw usage(`no saved profile "${name}"; saved: ${Object.keys(ctx.settings().profiles()).join(', ') || 'none'}`);
       ctx.settings().setCurrent(name);
       emit(ctx, { ok: true, current: name }, () => ctx.term.err(`current profile: ${name}`));
     });

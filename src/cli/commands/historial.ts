@@ -34,8 +34,20 @@ const ESTADOS = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
 
 /** Every field of a record, in the order of docs/design.md §8: the csv columns. */
 const CSV_COLUMNS: Array<keyof Mensaje> = [
-  'msg_id', 'celular_id', 'destinatario', 'tipo', 'modo', 'estado', 'texto', 'media',
-  'gateway_msg_id', 'error', 'created_at', 'enviado_at', 'entregado_at', 'leido_at',
+  'msg_id',
+  'celular_id',
+  'destinatario',
+  'tipo',
+  'modo',
+  'estado',
+  'texto',
+  'media',
+  'gateway_msg_id',
+  'error',
+  'created_at',
+  'enviado_at',
+  'entregado_at',
+  'leido_at',
 ];
 
 /** Query fields and the flag that sets each, to explain a 400 in the command's terms. */
@@ -62,23 +74,20 @@ function tableRow(ctx: Ctx, m: Mensaje, tty: boolean): Cell[] {
 
 /** `pasarela historial`: the message history, one page or all of it, as a table, JSON, NDJSON or CSV. */
 export function registerHistorial(program: Command, ctxOf: CtxOf): void {
-  const command = program
-    .command('historial')
-    .description('message history, newest first (dates are days in the server\'s time zone)');
+  const command = program.command('historial').description("message history, newest first (dates are days in the server's time zone)");
   addListingOptions(command, {
     beforeDays: [new Option('--estado <estado>', 'only messages in this state').choices(ESTADOS)],
     afterDays: [new Option('--destinatario <numero>', 'only messages to this number').argParser(phone())],
-  })
-    .action(async (o: Opts, cmd: Command) => {
-      await runListing<Mensaje>(ctxOf(cmd), o, {
-        path: '/api/historial_listar.php',
-        field: 'mensajes',
-        query: { celular_id: o.celular, estado: o.estado, desde: o.desde, hasta: o.hasta, destinatario: o.destinatario },
-        fields: HISTORIAL_FIELDS,
-        id: (m) => m.msg_id,
-        csvColumns: CSV_COLUMNS,
-        tableHeaders: TABLE_HEADERS,
-        tableRow,
-      });
+  }).action(async (o: Opts, cmd: Command) => {
+    await runListing<Mensaje>(ctxOf(cmd), o, {
+      path: '/api/historial_listar.php',
+      field: 'mensajes',
+      query: { celular_id: o.celular, estado: o.estado, desde: o.desde, hasta: o.hasta, destinatario: o.destinatario },
+      fields: HISTORIAL_FIELDS,
+      id: (m) => m.msg_id,
+      csvColumns: CSV_COLUMNS,
+      tableHeaders: TABLE_HEADERS,
+      tableRow,
     });
+  });
 }

@@ -16,7 +16,8 @@ const FROM_TEXT: Record<KeyFrom, string> = { stdin: 'standard input', flag: '--k
  * it would be echoed as typed (the prompts mask it instead).
  */
 export async function readSecretStdin(ctx: Ctx, flag: string): Promise<string> {
-  if (ctx.term.io.stdinIsTTY) throw usage(`${flag} reads the key from a pipe (printf %s "$KEY" | pasarela ... ${flag}); at a terminal, leave it out and type the key at the prompt`);
+  if (ctx.term.io.stdinIsTTY)
+    throw usage(`${flag} reads the key from a pipe (printf %s "$KEY" | pasarela ... ${flag}); at a terminal, leave it out and type the key at the prompt`);
   const v = await readStdin(ctx.term.io.stdin);
   if (!v) throw usage(`${flag}: nothing on standard input`);
   return v;
@@ -67,7 +68,11 @@ export function registerLogin(program: Command, ctxOf: CtxOf): void {
         // Without a key there is a person to ask, or a usage error; the URL is asked for with it.
         if (!ctx.term.canPrompt) throw usage('not a terminal: pass --key-stdin (the key on standard input) or --key, and --url unless the default is right');
         const { input, password } = await import('@inquirer/prompts');
-        url ??= await input({ message: 'Server URL', default: saved.url ?? DEFAULT_URL, validate: (v) => /^https?:\/\/\S+$/.test(v.trim()) || 'a URL starting with http:// or https://' });
+        url ??= await input({
+          message: 'Server URL',
+          default: saved.url ?? DEFAULT_URL,
+          validate: (v) => /^https?:\/\/\S+$/.test(v.trim()) || 'a URL starting with http:// or https://',
+        });
         key = await password({ message: 'API key (WAC_... or WA_...)', mask: '*', validate: (v) => v.trim() !== '' || 'the key is required' });
         from = 'prompt';
       }
@@ -77,7 +82,8 @@ export function registerLogin(program: Command, ctxOf: CtxOf): void {
       if (!key) throw usage('the key is empty');
       const checked = url;
       const info = await new ApiClient(url).call<{ cliente: { id: number; nombre: string } }>('GET', '/api/info.php', { key }).catch((err: unknown) => {
-        if (err instanceof CliError && err.exitCode === EXIT.AUTH) throw new CliError(`the server at ${checked} refused this key; nothing saved`, EXIT.AUTH, err.body);
+        if (err instanceof CliError && err.exitCode === EXIT.AUTH)
+          throw new CliError(`the server at ${checked} refused this key; nothing saved`, EXIT.AUTH, err.body);
         throw err;
       });
       ctx.settings().update(name, { url, key });
@@ -93,7 +99,7 @@ export function registerLogin(program: Command, ctxOf: CtxOf): void {
 
   program
     .command('logout')
-    .description("remove the saved key of the profile (its URL and other settings stay)")
+    .description('remove the saved key of the profile (its URL and other settings stay)')
     .action(async (_o, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const name = ctx.profileName();
@@ -101,7 +107,11 @@ export function registerLogin(program: Command, ctxOf: CtxOf): void {
       const removed = Boolean(p.key);
       if (removed) ctx.settings().update(name, { key: undefined });
       emit(ctx, { ok: true, profile: name, removed }, () => {
-        ctx.term.err(removed ? `Removed the key of profile "${name}"${p.url ? `; its URL (${p.url}) stays` : ''}.` : `Profile "${name}" has no saved key; nothing removed.`);
+        ctx.term.err(
+          removed
+            ? `Removed the key of profile "${name}"${p.url ? `; its URL (${p.url}) stays` : ''}.`
+            : `Profile "${name}" has no saved key; nothing removed.`,
+        );
         const flag = ctx.flags.profile ? ` --profile ${name}` : '';
         if (p.admin_token) ctx.term.err(`It still holds an operator token: \`pasarela config unset admin_token${flag}\` removes it.`);
         if (ctx.env.PASARELA_KEY) ctx.term.err('PASARELA_KEY is still set in this environment, and commands still use it.');

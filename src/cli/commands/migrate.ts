@@ -31,25 +31,43 @@ function warnings(r: MoveReport): string[] {
     );
   }
   if (r.ledger_gaps_in_source.length > 0) {
-    out.push(`${r.ledger_gaps_in_source.length} balance(s) already differed from their ledger in SQLite and were copied as they were (see --json, ledger_gaps_in_source)`);
+    out.push(
+      `${r.ledger_gaps_in_source.length} balance(s) already differed from their ledger in SQLite and were copied as they were (see --json, ledger_gaps_in_source)`,
+    );
   }
-  if (r.recounted.pendientes_corregidos > 0) out.push(`${r.recounted.pendientes_corregidos} line(s) had a queue count that did not match their pending messages: set from the messages`);
+  if (r.recounted.pendientes_corregidos > 0)
+    out.push(`${r.recounted.pendientes_corregidos} line(s) had a queue count that did not match their pending messages: set from the messages`);
   if (r.serve_running) {
-    out.push(`pasarela serve was running on the source (${r.serve_running}): what it wrote after ${r.snapshot_at} is not in the copy; stop it and run migrate again with --replace for the final move`);
+    out.push(
+      `pasarela serve was running on the source (${r.serve_running}): what it wrote after ${r.snapshot_at} is not in the copy; stop it and run migrate again with --replace for the final move`,
+    );
   }
   return out;
 }
 
 function printReport(ctx: Ctx, r: MoveReport): void {
-  printTable(ctx.term, ['table', 'sqlite', 'postgres'], r.tables.map((t) => [t.table, t.sqlite, t.postgres]));
+  printTable(
+    ctx.term,
+    ['table', 'sqlite', 'postgres'],
+    r.tables.map((t) => [t.table, t.sqlite, t.postgres]),
+  );
   printFields(ctx.term, [
     ['from', r.from],
     ['data directory', r.data_dir],
     ['to', r.to],
     ['snapshot', r.snapshot_at],
-    ['schema', `SQLite ${r.sqlite_schema.source}${r.sqlite_schema.source === r.sqlite_schema.copied ? '' : ` (copied at ${r.sqlite_schema.copied})`}, PostgreSQL ${r.postgres_schema}`],
-    ['balances', `${r.sums.saldo_global} global + ${r.sums.saldo_celulares} on lines; ledger sums ${r.sums.movimientos}; ${r.balances_checked} checked against their ledger`],
-    ['recounted', `${r.recounted.conteos_mensajes} history counts, ${r.recounted.conteos_cuartos} quarter-hour counts, ${r.recounted.conteos_recibidos + r.recounted.conteos_recibidos_cuartos} inbox counts`],
+    [
+      'schema',
+      `SQLite ${r.sqlite_schema.source}${r.sqlite_schema.source === r.sqlite_schema.copied ? '' : ` (copied at ${r.sqlite_schema.copied})`}, PostgreSQL ${r.postgres_schema}`,
+    ],
+    [
+      'balances',
+      `${r.sums.saldo_global} global + ${r.sums.saldo_celulares} on lines; ledger sums ${r.sums.movimientos}; ${r.balances_checked} checked against their ledger`,
+    ],
+    [
+      'recounted',
+      `${r.recounted.conteos_mensajes} history counts, ${r.recounted.conteos_cuartos} quarter-hour counts, ${r.recounted.conteos_recibidos + r.recounted.conteos_recibidos_cuartos} inbox counts`,
+    ],
     ['queued media', `${r.queued_media.copied} copied into the database${r.queued_media.missing ? `, ${r.queued_media.missing} files missing` : ''}`],
     ['seconds', r.seconds],
   ]);
@@ -62,7 +80,9 @@ export function registerMigrate(program: Command, ctxOf: CtxOf): void {
   program
     .command('migrate')
     .description('copy an SQLite installation into an empty PostgreSQL store, checked before it commits')
-    .addOption(new Option('--from <sqlite:PATH>', 'the source: sqlite:DATA_DIR or sqlite:FILE.db (sqlite alone: the default data directory)').makeOptionMandatory())
+    .addOption(
+      new Option('--from <sqlite:PATH>', 'the source: sqlite:DATA_DIR or sqlite:FILE.db (sqlite alone: the default data directory)').makeOptionMandatory(),
+    )
     .addOption(new Option('--to <url>', 'the target: postgres://USER[:PASSWORD]@HOST:PORT/DB, empty of pasarela data').makeOptionMandatory())
     .addOption(new Option('--replace', 'delete the pasarela data the target holds, in the same transaction as the copy (a second, final run)'))
     .action(async (o: { from: string; to: string; replace?: boolean }, cmd: Command) => {

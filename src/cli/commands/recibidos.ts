@@ -49,22 +49,19 @@ function tableRow(_ctx: Ctx, r: Recibido, tty: boolean): Cell[] {
 
 /** `pasarela recibidos`: the inbox, one page or all of it, as a table, JSON, NDJSON or CSV (the flags of `historial`). */
 export function registerRecibidos(program: Command, ctxOf: CtxOf): void {
-  const command = program
-    .command('recibidos')
-    .description('incoming messages (the inbox), newest first (dates are days in the server\'s time zone)');
+  const command = program.command('recibidos').description("incoming messages (the inbox), newest first (dates are days in the server's time zone)");
   addListingOptions(command, {
     afterDays: [new Option('--remitente <numero>', 'only messages from this number (or this contact id, …@lid)').argParser(sender())],
-  })
-    .action(async (o: Opts, cmd: Command) => {
-      await runListing<Recibido>(ctxOf(cmd), o, {
-        path: '/api/recibidos_listar.php',
-        field: 'recibidos',
-        query: { celular_id: o.celular, desde: o.desde, hasta: o.hasta, remitente: o.remitente },
-        fields: RECIBIDOS_FIELDS,
-        id: (r) => r.id,
-        csvColumns: CSV_COLUMNS,
-        tableHeaders: TABLE_HEADERS,
-        tableRow,
-      });
+  }).action(async (o: Opts, cmd: Command) => {
+    await runListing<Recibido>(ctxOf(cmd), o, {
+      path: '/api/recibidos_listar.php',
+      field: 'recibidos',
+      query: { celular_id: o.celular, desde: o.desde, hasta: o.hasta, remitente: o.remitente },
+      fields: RECIBIDOS_FIELDS,
+      id: (r) => r.id,
+      csvColumns: CSV_COLUMNS,
+      tableHeaders: TABLE_HEADERS,
+      tableRow,
     });
+  });
 }

@@ -66,7 +66,9 @@ const SEND_FIELDS: FieldFlags = {
 async function readStdin(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of stream) chunks.push(Buffer.isBuffer(c) ? c : Buffer.from(String(c)));
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 function report(ctx: Ctx, b: SendBody): void {
@@ -83,14 +85,18 @@ function report(ctx: Ctx, b: SendBody): void {
 const common = (cmd: Command) =>
   cmd
     .option('--directo', 'send now and wait for the gateway (default: the humanized queue)')
-    .option('--celular <id>', 'line to send from (with a client key; default: the client\'s only line)', positiveInt)
+    .option('--celular <id>', "line to send from (with a client key; default: the client's only line)", positiveInt)
     .addOption(
       new Option('--retry <n>', 'retries on 429, 5xx, a lost connection or a send still in flight, honouring retry_after (never on a refusal)')
         .default(0)
         .argParser(int(0, 10)),
     )
-    .option('--idempotency-key <key>', 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)', idempotencyKey)
-    .option('--wait-window', 'outside the line\'s allowed hours (with --directo), wait until they open and send then');
+    .option(
+      '--idempotency-key <key>',
+      'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)',
+      idempotencyKey,
+    )
+    .option('--wait-window', "outside the line's allowed hours (with --directo), wait until they open and send then");
 
 /** A client key (WAC_...) sends from a line it names; a celular key or token is its own line. */
 const isClientKey = (key: string) => /^WAC_[1-9][0-9]*_/.test(key);
@@ -108,7 +114,8 @@ async function sendingLine(ctx: Ctx, o: Common, key: string, wait: (ms: number) 
     if (ctx.term.io.stderrIsTTY) ctx.term.err(`sending from celular ${only.id} (${only.numero}), this client's only line`);
     return only.id;
   }
-  if (lines.length === 0) throw usage('this client has no line to send from; register one with `pasarela celular create NUMERO` and link it with `pasarela celular qr ID`');
+  if (lines.length === 0)
+    throw usage('this client has no line to send from; register one with `pasarela celular create NUMERO` and link it with `pasarela celular qr ID`');
   const shown = lines.slice(0, 20).map((c) => `  ${c.id}\t${c.numero}\t${c.estado}${c.nombre_interno ? `\t${c.nombre_interno}` : ''}`);
   const more = lines.length > shown.length ? `\n  ... and ${lines.length - shown.length} more (pasarela celular list)` : '';
   throw usage(`this client has ${lines.length} lines; choose one with --celular ID:\n${shown.join('\n')}${more}`);
@@ -129,7 +136,10 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
     const b = await withRetry(
       ctx,
       o.retry,
-      () => ctx.client().call<SendBody>('POST', endpoint, { key, json, headers: { 'Idempotency-Key': idemKey }, fields: SEND_FIELDS, ...(timeoutMs ? { timeoutMs } : {}) }),
+      () =>
+        ctx
+          .client()
+          .call<SendBody>('POST', endpoint, { key, json, headers: { 'Idempotency-Key': idemKey }, fields: SEND_FIELDS, ...(timeoutMs ? { timeoutMs } : {}) }),
       wait,
       { waitWindow: Boolean(o.waitWindow) },
     );
@@ -187,7 +197,7 @@ export function registerSend(program: Command, ctxOf: CtxOf): void {
     );
     if (kind !== 'sticker' && kind !== 'audio') cmd.option('--caption <texto>', `caption (up to ${MAX_CAPTION} characters)`, text(0, MAX_CAPTION));
     if (kind === 'document') {
-      cmd.option('--filename <nombre>', 'file name shown to the recipient, with its extension (default: the local file\'s name)', checkFilename);
+      cmd.option('--filename <nombre>', "file name shown to the recipient, with its extension (default: the local file's name)", checkFilename);
     }
     if (kind === 'audio') cmd.option('--ptt', 'send as a voice note');
     cmd.action(async (destinatario: string, source: string, o: Common & { caption?: string; filename?: string; ptt?: boolean }, c: Command) => {
@@ -226,7 +236,8 @@ export function registerSend(program: Command, ctxOf: CtxOf): void {
 
 /** --filename: what the server's pattern takes (a name with an extension, no path). */
 function checkFilename(v: string): string {
-  if (v.length > 255 || !FILENAME.test(v)) throw new InvalidArgumentError('expected a file name with its extension and no folder, such as factura.pdf (at most 255 characters)');
+  if (v.length > 255 || !FILENAME.test(v))
+    throw new InvalidArgumentError('expected a file name with its extension and no folder, such as factura.pdf (at most 255 characters)');
   return v;
 }
 

@@ -8,7 +8,8 @@ import { operatorCall, withOperatorOptions } from './admin.js';
 /** API fields of the simulator's requests and the flag or argument that sets each, to explain a 400. */
 const SIM_FIELDS = { celular_id: '<celular_id>', de: '--from', texto: '--text', numero: '[numero]', motivo: '--motivo', qr: '--qr', codigo: '--code' } as const;
 
-const call = <T>(ctx: Ctx, method: 'GET' | 'POST', path: string, json?: Record<string, unknown>) => operatorCall<T>(ctx, method, path, json, undefined, SIM_FIELDS);
+const call = <T>(ctx: Ctx, method: 'GET' | 'POST', path: string, json?: Record<string, unknown>) =>
+  operatorCall<T>(ctx, method, path, json, undefined, SIM_FIELDS);
 
 /** `pasarela sim ...`: play the phone and the network of the simulator (operator token). */
 export function registerSim(program: Command, ctxOf: CtxOf): void {
@@ -45,7 +46,11 @@ export function registerSim(program: Command, ctxOf: CtxOf): void {
     .requiredOption('--text <texto>', 'message text (up to 4096 characters)', text(1, 4096))
     .action(async (id: string, o: { from: string; text: string }, cmd: Command) => {
       const ctx = ctxOf(cmd);
-      const b = await call<{ celular_id: number; de: string; gateway_msg_id: string }>(ctx, 'POST', '/admin/sim/receive', { celular_id: idArg(id), de: o.from, texto: o.text });
+      const b = await call<{ celular_id: number; de: string; gateway_msg_id: string }>(ctx, 'POST', '/admin/sim/receive', {
+        celular_id: idArg(id),
+        de: o.from,
+        texto: o.text,
+      });
       emit(ctx, b, () => ctx.term.err(`celular ${b.celular_id} received a message from ${b.de} (${b.gateway_msg_id})`));
     });
 
@@ -58,7 +63,13 @@ export function registerSim(program: Command, ctxOf: CtxOf): void {
       const ctx = ctxOf(cmd);
       if (!numero) {
         const b = await call<{ reglas: Array<{ numero: string; motivo: string }> }>(ctx, 'GET', '/admin/sim/fail');
-        emit(ctx, b, () => printTable(ctx.term, ['numero', 'motivo'], b.reglas.map((r) => [r.numero, r.motivo])));
+        emit(ctx, b, () =>
+          printTable(
+            ctx.term,
+            ['numero', 'motivo'],
+            b.reglas.map((r) => [r.numero, r.motivo]),
+          ),
+        );
         return;
       }
       checkArg('numero', numero, phone());

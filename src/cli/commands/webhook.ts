@@ -17,7 +17,14 @@ const KINDS = ['messages.received', 'message.status', 'session.status', 'all'];
 
 /** `--eventos a,b`: known kinds only (a typo is a usage error, exit 2). */
 function eventos(value: string): string[] {
-  const list = [...new Set(value.split(',').map((v) => v.trim()).filter(Boolean))];
+  const list = [
+    ...new Set(
+      value
+        .split(',')
+        .map((v) => v.trim())
+        .filter(Boolean),
+    ),
+  ];
   if (list.length === 0) throw new InvalidArgumentError(`give one or more of ${KINDS.join(', ')}`);
   const bad = list.filter((v) => !KINDS.includes(v));
   if (bad.length > 0) throw new InvalidArgumentError(`unknown ${bad.join(', ')}; use ${KINDS.join(', ')}`);
@@ -26,7 +33,11 @@ function eventos(value: string): string[] {
 
 function viewFields(ctx: Ctx, b: WebhookView): Array<[string, Cell]> {
   const c = ctx.term.color;
-  if (!b.configurado) return [['configurado', false], ['cliente_id', b.cliente_id]];
+  if (!b.configurado)
+    return [
+      ['configurado', false],
+      ['cliente_id', b.cliente_id],
+    ];
   return [
     ['configurado', true],
     ['cliente_id', b.cliente_id],
@@ -52,22 +63,24 @@ const estadoColor = (ctx: Ctx, e: string): string => estadoPaint(ctx, e)(e);
 
 /** `pasarela webhook ...`: the client's webhook (docs/design.md §7) and a local receiver for trying it. */
 export function registerWebhook(program: Command, ctxOf: CtxOf): void {
-  const wh = program.command('webhook').description('the client\'s webhook: show, set, delete, test, deliveries, listen locally');
+  const wh = program.command('webhook').description("the client's webhook: show, set, delete, test, deliveries, listen locally");
 
-  wh
-    .command('get')
+  wh.command('get')
     .description('the current webhook configuration')
     .action(async (_o, cmd: Command) => {
       const ctx = ctxOf(cmd);
       showView(ctx, await ctx.client().call<WebhookView>('GET', '/api/webhook.php', { key: ctx.key() }));
     });
 
-  wh
-    .command('set <url>')
+  wh.command('set <url>')
     .description('point the webhook at URL (the configuration it replaces is kept: `webhook restore` puts it back)')
     .option('--secret <secret>', 'signing secret: up to 256 printable ASCII characters, no spaces, 24+ recommended', token(1, 256))
     .option('--generate-secret', 'make a random secret (32 bytes, base64url) and print it once')
-    .addOption(completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true }).default(['all'], 'all').argParser(eventos))
+    .addOption(
+      completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true })
+        .default(['all'], 'all')
+        .argParser(eventos),
+    )
     .option('--inactivo', 'save it switched off (no deliveries)')
     .action(async (url: string, o: { secret?: string; generateSecret?: boolean; eventos: string[]; inactivo?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
@@ -88,8 +101,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
       });
     });
 
-  wh
-    .command('delete')
+  wh.command('delete')
     .description('remove the webhook (`webhook restore` puts it back); asks first on a TTY')
     .option('-y, --yes', 'do not ask for confirmation')
     .action(async (o: { yes?: boolean }, cmd: Command) => {
@@ -99,17 +111,17 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
       emit(ctx, b, () => ctx.term.err(b.eliminado ? 'Webhook removed.' : 'No webhook was configured; nothing removed.'));
     });
 
-  wh
-    .command('restore')
-    .description('put back the configuration the last set or delete replaced (also what a killed `webhook listen` of an older pasarela, which replaced the webhook, left behind)')
+  wh.command('restore')
+    .description(
+      'put back the configuration the last set or delete replaced (also what a killed `webhook listen` of an older pasarela, which replaced the webhook, left behind)',
+    )
     .action(async (_o, cmd: Command) => {
       const ctx = ctxOf(cmd);
       const b = await ctx.client().call<WebhookView>('POST', '/api/webhook_restaurar.php', { key: ctx.key() });
       showView(ctx, b);
     });
 
-  wh
-    .command('test')
+  wh.command('test')
     .description('send a signed webhook.test event to the configured URL (through the real outbox) and a copy to each live listener (`webhook listen`)')
     .action(async (_o, cmd: Command) => {
       const ctx = ctxOf(cmd);
@@ -120,8 +132,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
       });
     });
 
-  wh
-    .command('deliveries')
+  wh.command('deliveries')
     .description('recent deliveries, newest first, with their attempts')
     .addOption(new Option('--limit <n>', 'how many (1-500)').default(20).argParser(int(1, 500)))
     .action(async (o: { limit: number }, cmd: Command) => {
@@ -133,14 +144,22 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
           ['id', 'evento', 'estado', 'intentos', 'ultimo status', 'creado', 'proximo intento', 'ultimo error'],
           b.entregas.map((e) => {
             const last = e.intentos_detalle[e.intentos_detalle.length - 1];
-            return [e.id, e.evento, painted(e.estado, estadoPaint(ctx, e.estado)), e.intentos, last?.status ?? (last ? 'none' : ''), e.created_at, e.estado === 'pendiente' ? e.proximo_intento_at : '', e.ultimo_error];
+            return [
+              e.id,
+              e.evento,
+              painted(e.estado, estadoPaint(ctx, e.estado)),
+              e.intentos,
+              last?.status ?? (last ? 'none' : ''),
+              e.created_at,
+              e.estado === 'pendiente' ? e.proximo_intento_at : '',
+              e.ultimo_error,
+            ];
           }),
         ),
       );
     });
 
-  wh
-    .command('redeliver <id>')
+  wh.command('redeliver <id>')
     .description('deliver one event again now (same id)')
     .action(async (id: string, _o, cmd: Command) => {
       const ctx = ctxOf(cmd);
@@ -153,8 +172,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
       });
     });
 
-  wh
-    .command('listen')
+  wh.command('listen')
     .description(
       'receive copies of the events here: a local receiver registered as a temporary listener beside the webhook (which is left as it is and keeps receiving); ' +
         'it checks signatures with its own secret, prints and optionally forwards each event, and is removed on Ctrl-C (expires by itself within 30 s if killed); ' +
@@ -162,8 +180,12 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
     )
     .addOption(new Option('--port <n>', 'port on 127.0.0.1 (0: any free port)').default(0).argParser(int(0, 65535)))
     .option('--forward-to <url>', 'POST each verified event (same body and headers) to this URL and answer with its status')
-    .addOption(completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true }).default(['all'], 'all').argParser(eventos))
-    .option('--print-secret', 'show the listener\'s signing secret (made by the server for this listen) in the Ready line')
+    .addOption(
+      completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true })
+        .default(['all'], 'all')
+        .argParser(eventos),
+    )
+    .option('--print-secret', "show the listener's signing secret (made by the server for this listen) in the Ready line")
     .action(async (o: { port: number; forwardTo?: string; eventos: string[]; printSecret?: boolean }, cmd: Command) => {
       const ctx = ctxOf(cmd);
       if (o.forwardTo !== undefined) {

@@ -24,8 +24,16 @@ const RETRY_AFTER_S = 5;
 
 function overrunError(o: Exclude<Overrun, null>, budget: UnauthBudget): AppError {
   return o === 'address'
-    ? new AppError('UNAUTHENTICATED_BODY_LIMIT', `this address already has ${budget.perAddress} bytes of request bodies in flight without a verified credential; send the key in the Authorization header, or retry in ${RETRY_AFTER_S} s`, { retryAfter: RETRY_AFTER_S })
-    : new AppError('SERVER_BUSY', `the server already holds ${budget.serverWide} bytes of request bodies without a verified credential; retry in ${RETRY_AFTER_S} s`, { retryAfter: RETRY_AFTER_S });
+    ? new AppError(
+        'UNAUTHENTICATED_BODY_LIMIT',
+        `this address already has ${budget.perAddress} bytes of request bodies in flight without a verified credential; send the key in the Authorization header, or retry in ${RETRY_AFTER_S} s`,
+        { retryAfter: RETRY_AFTER_S },
+      )
+    : new AppError(
+        'SERVER_BUSY',
+        `the server already holds ${budget.serverWide} bytes of request bodies without a verified credential; retry in ${RETRY_AFTER_S} s`,
+        { retryAfter: RETRY_AFTER_S },
+      );
 }
 
 export class BodyGuard {
@@ -108,7 +116,10 @@ export class BodyGuard {
       return new AppError('REQUEST_TIMEOUT', `the request took longer than ${t.requestTimeoutMs / 1000} s to arrive`);
     }
     const s = Math.round((Date.now() - this.bodyStart) / 1000);
-    return new AppError('REQUEST_TIMEOUT', `the request body arrived too slowly (${this.received} bytes in ${s} s; it must start within ${t.bodyTimeoutMs / 1000} s, then each ${t.bodyMinRate} bytes buy a second)`);
+    return new AppError(
+      'REQUEST_TIMEOUT',
+      `the request body arrived too slowly (${this.received} bytes in ${s} s; it must start within ${t.bodyTimeoutMs / 1000} s, then each ${t.bodyMinRate} bytes buy a second)`,
+    );
   }
 
   private release(): void {

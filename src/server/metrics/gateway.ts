@@ -2,16 +2,18 @@ import { GatewayFailure, type Gateway } from '../../core/ports.js';
 import type { GatewayOperation, GatewayOutcome } from './metrics.js';
 
 /** The port's calls that reach the gateway, and their operation label. */
-const OPERATIONS = new Map<PropertyKey, GatewayOperation>(Object.entries({
-  ensureInstance: 'ensure_instance',
-  connect: 'connect',
-  pairingCode: 'pairing_code',
-  status: 'status',
-  logout: 'logout',
-  deleteInstance: 'delete_instance',
-  send: 'send',
-  sentMessage: 'sent_message',
-} satisfies Partial<Record<keyof Gateway, GatewayOperation>>));
+const OPERATIONS = new Map<PropertyKey, GatewayOperation>(
+  Object.entries({
+    ensureInstance: 'ensure_instance',
+    connect: 'connect',
+    pairingCode: 'pairing_code',
+    status: 'status',
+    logout: 'logout',
+    deleteInstance: 'delete_instance',
+    send: 'send',
+    sentMessage: 'sent_message',
+  } satisfies Partial<Record<keyof Gateway, GatewayOperation>>),
+);
 
 /** Where counted calls go: the metrics of this thread, or a message to the request thread's (server/background/). */
 export interface GatewayCallSink {

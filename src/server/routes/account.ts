@@ -59,7 +59,7 @@ export default async function accountRoutes(app: FastifyInstance, { core }: { co
     schema: {
       operationId: 'listarCelulares',
       tags: ['celulares'],
-      summary: 'List the client\'s celulares',
+      summary: "List the client's celulares",
       security,
       response: {
         200: okResponse({ cliente_id: { type: 'integer' }, total: { type: 'integer' }, celulares: { type: 'array', items: { $ref: 'Celular#' } } }),

@@ -30,7 +30,8 @@ export default async function adminBackupRoutes(app: FastifyInstance, { core, tm
       operationId: 'adminCrearBackup',
       tags: ['operador'],
       security: [{ operator: [] }],
-      summary: 'A consistent copy of the SQLite store, taken while serving (application/octet-stream; SHA-256 in X-Pasarela-Sha256, schema version in X-Pasarela-Schema)',
+      summary:
+        'A consistent copy of the SQLite store, taken while serving (application/octet-stream; SHA-256 in X-Pasarela-Sha256, schema version in X-Pasarela-Schema)',
       response: {
         200: { description: 'the SQLite database file', type: 'string', format: 'binary' },
         ...errorResponses,
@@ -39,7 +40,10 @@ export default async function adminBackupRoutes(app: FastifyInstance, { core, tm
     handler: async (req, reply) => {
       const store = core.store;
       if (!store.backupTo) {
-        fail('CONFLICT', `this server keeps its data in ${store.dialect === 'postgres' ? 'PostgreSQL' : store.dialect}: back it up with pg_dump; pasarela admin backup copies the embedded SQLite store only`);
+        fail(
+          'CONFLICT',
+          `this server keeps its data in ${store.dialect === 'postgres' ? 'PostgreSQL' : store.dialect}: back it up with pg_dump; pasarela admin backup copies the embedded SQLite store only`,
+        );
       }
       if (running) fail('CONFLICT', 'a backup is already running; retry when it ends', { retryAfter: 5 });
       running = true;

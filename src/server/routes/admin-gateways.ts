@@ -1,6 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
-import { addGatewayServer, listGatewayServers, MAX_LINEAS, moveCelular, SERVER_NAME_PATTERN, setGatewayServerEstado, type NewServerInput } from '../../core/gateway-servers.js';
+import {
+  addGatewayServer,
+  listGatewayServers,
+  MAX_LINEAS,
+  moveCelular,
+  SERVER_NAME_PATTERN,
+  setGatewayServerEstado,
+  type NewServerInput,
+} from '../../core/gateway-servers.js';
 import { bodyOf, created, operatorAuth, success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';
 
@@ -13,7 +21,7 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
   const serverProps = {
     id: { type: 'integer' },
     nombre: { type: 'string' },
-    tipo: { type: 'string', description: 'evolution or waha: the deployment\'s kind (serve --gateway)' },
+    tipo: { type: 'string', description: "evolution or waha: the deployment's kind (serve --gateway)" },
     url: { type: 'string' },
     estado: { type: 'string', enum: ['activo', 'drenando'], description: 'drenando: keeps its lines, takes no new ones' },
     max_lineas: { type: 'integer', nullable: true, description: 'null: no cap' },
@@ -31,7 +39,11 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
       security,
       summary: 'The gateway servers with how many lines each holds (never their keys)',
       response: {
-        200: okResponse({ tipo: { type: 'string' }, total: { type: 'integer' }, servidores: { type: 'array', items: { type: 'object', properties: serverProps } } }),
+        200: okResponse({
+          tipo: { type: 'string' },
+          total: { type: 'integer' },
+          servidores: { type: 'array', items: { type: 'object', properties: serverProps } },
+        }),
         ...errorResponses,
       },
     },
@@ -43,31 +55,48 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
       operationId: 'adminAgregarGateway',
       tags,
       security,
-      summary: 'Add a gateway server of the deployment\'s kind; new lines go to the least-loaded active server',
+      summary: "Add a gateway server of the deployment's kind; new lines go to the least-loaded active server",
       body: {
         type: 'object',
         required: ['nombre', 'url', 'key'],
         properties: {
           nombre: { type: 'string', pattern: SERVER_NAME_PATTERN },
-          url: { type: 'string', minLength: 1, maxLength: 2000, description: 'base URL of the server\'s API, http(s)' },
+          url: { type: 'string', minLength: 1, maxLength: 2000, description: "base URL of the server's API, http(s)" },
           key: { type: 'string', minLength: 1, maxLength: 500, description: 'its global API key; kept, never shown again' },
-          tipo: { type: 'string', description: 'defaults to the deployment\'s kind; any other is refused' },
+          tipo: { type: 'string', description: "defaults to the deployment's kind; any other is refused" },
           max_lineas: { type: 'integer', minimum: 1, maximum: MAX_LINEAS, nullable: true, description: 'lines it should hold at most; null: no cap' },
         },
       },
       response: { 201: okResponse(serverProps), ...errorResponses },
     },
-    handler: async (req, reply) => created(reply, await addGatewayServer(core, bodyOf(req) as unknown as NewServerInput), { descripcion: 'servidor de gateway agregado' }),
+    handler: async (req, reply) =>
+      created(reply, await addGatewayServer(core, bodyOf(req) as unknown as NewServerInput), { descripcion: 'servidor de gateway agregado' }),
   });
 
   app.post('/admin/gateways/:nombre/drain', {
-    schema: { operationId: 'adminDrenarGateway', tags, security, summary: 'Drain a gateway server: it keeps its lines and takes no new ones', params: nombreParams, response: one },
-    handler: async (req) => success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'drenando'), { descripcion: 'servidor drenando' }),
+    schema: {
+      operationId: 'adminDrenarGateway',
+      tags,
+      security,
+      summary: 'Drain a gateway server: it keeps its lines and takes no new ones',
+      params: nombreParams,
+      response: one,
+    },
+    handler: async (req) =>
+      success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'drenando'), { descripcion: 'servidor drenando' }),
   });
 
   app.post('/admin/gateways/:nombre/undrain', {
-    schema: { operationId: 'adminReactivarGateway', tags, security, summary: 'Make a drained gateway server active again: it takes new lines', params: nombreParams, response: one },
-    handler: async (req) => success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'activo'), { descripcion: 'servidor activo' }),
+    schema: {
+      operationId: 'adminReactivarGateway',
+      tags,
+      security,
+      summary: 'Make a drained gateway server active again: it takes new lines',
+      params: nombreParams,
+      response: one,
+    },
+    handler: async (req) =>
+      success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'activo'), { descripcion: 'servidor activo' }),
   });
 
   app.post('/admin/celulares/:id/servidor', {
@@ -77,7 +106,11 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
       security,
       summary: 'Move a line to another gateway server: logged out and removed on the old one; it must be linked again',
       params: { type: 'object', required: ['id'], properties: { id: { type: 'integer', minimum: 1 } } },
-      body: { type: 'object', required: ['servidor'], properties: { servidor: { type: 'string', pattern: SERVER_NAME_PATTERN, description: 'the new server\'s nombre' } } },
+      body: {
+        type: 'object',
+        required: ['servidor'],
+        properties: { servidor: { type: 'string', pattern: SERVER_NAME_PATTERN, description: "the new server's nombre" } },
+      },
       response: {
         200: okResponse({
           celular_id: { type: 'integer' },
@@ -93,6 +126,7 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
         ...errorResponses,
       },
     },
-    handler: async (req) => success(await moveCelular(core, (req.params as { id: number }).id, (bodyOf(req) as { servidor: string }).servidor), { descripcion: 'celular movido' }),
+    handler: async (req) =>
+      success(await moveCelular(core, (req.params as { id: number }).id, (bodyOf(req) as { servidor: string }).servidor), { descripcion: 'celular movido' }),
   });
 }

@@ -43,7 +43,10 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
       tags,
       security,
       summary: 'List clients',
-      response: { 200: okResponse({ total: { type: 'integer' }, clientes: { type: 'array', items: { type: 'object', properties: clienteSummaryProps } } }), ...errorResponses },
+      response: {
+        200: okResponse({ total: { type: 'integer' }, clientes: { type: 'array', items: { type: 'object', properties: clienteSummaryProps } } }),
+        ...errorResponses,
+      },
     },
     handler: async () => {
       const clientes = await listClientes(core);
@@ -52,7 +55,14 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
   });
 
   app.get('/admin/clientes/:id', {
-    schema: { operationId: 'adminObtenerCliente', tags, security, summary: 'One client with its celulares', params: idParams, response: { 200: okResponse({ ...clienteSummaryProps, celulares: celularesArr }), ...errorResponses } },
+    schema: {
+      operationId: 'adminObtenerCliente',
+      tags,
+      security,
+      summary: 'One client with its celulares',
+      params: idParams,
+      response: { 200: okResponse({ ...clienteSummaryProps, celulares: celularesArr }), ...errorResponses },
+    },
     handler: async (req) => success(await showCliente(core, (req.params as { id: number }).id)),
   });
 
@@ -70,13 +80,23 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
     app.route({
       method,
       url: '/admin/clientes/:id',
-      schema: method === 'PATCH' ? editClienteSchema : { ...aliasSchema(editClienteSchema, 'adminEditarClienteAliasPost', 'PATCH /admin/clientes/{id}'), summary: editClienteSchema.summary },
+      schema:
+        method === 'PATCH'
+          ? editClienteSchema
+          : { ...aliasSchema(editClienteSchema, 'adminEditarClienteAliasPost', 'PATCH /admin/clientes/{id}'), summary: editClienteSchema.summary },
       handler: async (req) => success(await editCliente(core, (req.params as { id: number }).id, bodyOf(req)), { descripcion: 'cliente actualizado' }),
     });
   }
 
   app.post('/admin/clientes/:id/rotar-key', {
-    schema: { operationId: 'adminRotarKeyCliente', tags, security, summary: 'Issue a new client key; the old one stops working', params: idParams, response: { 200: okResponse({ cliente_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses } },
+    schema: {
+      operationId: 'adminRotarKeyCliente',
+      tags,
+      security,
+      summary: 'Issue a new client key; the old one stops working',
+      params: idParams,
+      response: { 200: okResponse({ cliente_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses },
+    },
     handler: async (req) => success(await rotateClienteKey(core, (req.params as { id: number }).id)),
   });
 
@@ -127,7 +147,14 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
   });
 
   app.post('/admin/celulares/:id/rotar-key', {
-    schema: { operationId: 'adminRotarKeyCelular', tags, security, summary: 'Issue a new celular key; the old one stops working', params: idParams, response: { 200: okResponse({ celular_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses } },
+    schema: {
+      operationId: 'adminRotarKeyCelular',
+      tags,
+      security,
+      summary: 'Issue a new celular key; the old one stops working',
+      params: idParams,
+      response: { 200: okResponse({ celular_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses },
+    },
     handler: async (req) => success(await rotateCelularKey(core, (req.params as { id: number }).id)),
   });
 
@@ -137,7 +164,10 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
       tags,
       security,
       summary: 'Recent audit records (who did what, when), newest first',
-      querystring: { type: 'object', properties: { cliente_id: { type: 'integer', minimum: 1 }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } } },
+      querystring: {
+        type: 'object',
+        properties: { cliente_id: { type: 'integer', minimum: 1 }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+      },
       response: {
         200: okResponse({
           registros: {

@@ -16,7 +16,10 @@ import { bodyOf, boolish, celularId, clientAuth, created, principal, queryOf, su
 import { qrPngDataUri } from '../../core/qr-image.js';
 import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, keyField, okResponse, qrProps } from '../schemas/common.js';
 
-const imagenFlag = { type: ['boolean', 'integer', 'string'], description: '1/true: also answer qr_imagen, the QR as a PNG data URI; 0 or absent: no image' } as const;
+const imagenFlag = {
+  type: ['boolean', 'integer', 'string'],
+  description: '1/true: also answer qr_imagen, the QR as a PNG data URI; 0 or absent: no image',
+} as const;
 const qrQuery = { ...idQuery, properties: { ...idQuery.properties, imagen: imagenFlag } } as const;
 const qrImagenProp = {
   type: 'string',
@@ -31,7 +34,14 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
 
   app.get('/api/celular.php', {
     preValidation: auth,
-    schema: { operationId: 'obtenerCelular', tags, summary: 'One celular', security, querystring: idQuery, response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses } },
+    schema: {
+      operationId: 'obtenerCelular',
+      tags,
+      summary: 'One celular',
+      security,
+      querystring: idQuery,
+      response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses },
+    },
     handler: async (req) => {
       const celular = await showCelular(core, principal(req), celularId(req));
       return success({ celular }, { saldo: celular.saldo_actual });
@@ -63,7 +73,10 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
       ...errorResponses,
     },
   };
-  const createAliases: Record<string, string> = { '/api/celular-crear.php': 'crearCelularAliasGuion', '/api/admin-celular-crear.php': 'crearCelularAliasAdmin' };
+  const createAliases: Record<string, string> = {
+    '/api/celular-crear.php': 'crearCelularAliasGuion',
+    '/api/admin-celular-crear.php': 'crearCelularAliasAdmin',
+  };
   for (const url of ['/api/celular_crear.php', ...Object.keys(createAliases)]) {
     app.post(url, {
       preValidation: auth,
@@ -196,7 +209,13 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
   };
   const linkRoutes = [
     { method: 'qr', operationId: 'vincularCelularQr', urls: ['/api/celular_vincular_qr.php', '/api/celular-vincular-qr.php'], props: qrProps, what: 'QR' },
-    { method: 'codigo', operationId: 'vincularCelularCodigo', urls: ['/api/celular_vincular_codigo.php', '/api/celular-vincular-codigo.php'], props: codigoProps, what: 'pairing code' },
+    {
+      method: 'codigo',
+      operationId: 'vincularCelularCodigo',
+      urls: ['/api/celular_vincular_codigo.php', '/api/celular-vincular-codigo.php'],
+      props: codigoProps,
+      what: 'pairing code',
+    },
   ] as const;
   for (const { method, operationId, urls, props, what } of linkRoutes) {
     const schema = {

@@ -35,7 +35,8 @@ export default async function gatewayInboundRoutes(app: FastifyInstance, { core 
       return success(r, { descripcion: 'recibido' });
     } catch (err) {
       // A per-instance secret or a body signature, not a Bearer token: its 401 carries no Bearer challenge.
-      if (err instanceof InboundRefused) fail(err.status === 401 ? 'UNAUTHORIZED' : 'INVALID_PARAMS', err.message, err.status === 401 ? { notBearer: true } : undefined);
+      if (err instanceof InboundRefused)
+        fail(err.status === 401 ? 'UNAUTHORIZED' : 'INVALID_PARAMS', err.message, err.status === 401 ? { notBearer: true } : undefined);
       throw err;
     }
   };
@@ -48,5 +49,9 @@ export default async function gatewayInboundRoutes(app: FastifyInstance, { core 
     response: { 200: okResponse({ eventos: { type: 'integer', description: 'events the call carried that pasarela took' } }), ...errorResponses },
   };
   app.post('/gateway/:gateway/:instancia', { schema, bodyLimit: INBOUND_BODY_LIMIT, handler });
-  app.post('/gateway/:gateway/:instancia/*', { schema: { ...schema, summary: 'The same, with the event name appended (Evolution "webhook by events")' }, bodyLimit: INBOUND_BODY_LIMIT, handler });
+  app.post('/gateway/:gateway/:instancia/*', {
+    schema: { ...schema, summary: 'The same, with the event name appended (Evolution "webhook by events")' },
+    bodyLimit: INBOUND_BODY_LIMIT,
+    handler,
+  });
 }

@@ -8,7 +8,10 @@ import { success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';
 
 /** Liveness and readiness without credentials: the process answers and the database responds. */
-export default async function healthRoutes(app: FastifyInstance, { core, health, draining }: { core: Core; health?: LineHealth; draining?: () => string | null }) {
+export default async function healthRoutes(
+  app: FastifyInstance,
+  { core, health, draining }: { core: Core; health?: LineHealth; draining?: () => string | null },
+) {
   app.get('/health', {
     schema: {
       operationId: 'consultarSalud',
@@ -23,12 +26,14 @@ export default async function healthRoutes(app: FastifyInstance, { core, health,
           store: { type: 'string' },
           counters: {
             type: 'string',
-            description: "what holds duplicate protection and the auth throttle: 'memory' (this process), 'redis', or 'redis (unreachable: memory)' while Redis does not answer",
+            description:
+              "what holds duplicate protection and the auth throttle: 'memory' (this process), 'redis', or 'redis (unreachable: memory)' while Redis does not answer",
           },
           gateway_alcanzable: {
             type: 'boolean',
             nullable: true,
-            description: 'from the last line health check: false when no line\'s session could be read (or, without lines, the gateway did not answer); null before the first check',
+            description:
+              "from the last line health check: false when no line's session could be read (or, without lines, the gateway did not answer); null before the first check",
           },
           gateway_verificado: { type: 'string', format: 'date-time', nullable: true, description: 'when the last line health check ended' },
           lineas_verificadas: { type: 'integer', description: 'lines in the last check' },
@@ -60,7 +65,15 @@ export default async function healthRoutes(app: FastifyInstance, { core, health,
       if (!writes.writable) {
         // 503 rather than the requests' 507: what a load balancer takes for "not ready".
         const err = new AppError('STORE_UNAVAILABLE', writes.reason);
-        return reply.code(503).send({ ...errorBody(err), status: 'store_unavailable', store: core.store.dialect, store_error: writes.reason, store_error_desde: iso(writes.since) });
+        return reply
+          .code(503)
+          .send({
+            ...errorBody(err),
+            status: 'store_unavailable',
+            store: core.store.dialect,
+            store_error: writes.reason,
+            store_error_desde: iso(writes.since),
+          });
       }
       return success({
         status: 'ok',
@@ -81,7 +94,7 @@ export default async function healthRoutes(app: FastifyInstance, { core, health,
   const motivo = {
     type: 'object',
     properties: {
-      codigo: { type: 'string', description: "store_unavailable, draining (not ready); gateway_unreachable (degraded, still ready)" },
+      codigo: { type: 'string', description: 'store_unavailable, draining (not ready); gateway_unreachable (degraded, still ready)' },
       detalle: { type: 'string' },
     },
   };
@@ -111,7 +124,8 @@ export default async function healthRoutes(app: FastifyInstance, { core, health,
       operationId: 'consultarPreparacion',
       tags: ['servicio'],
       summary: 'Readiness check',
-      description: '200 when this node should take requests; 503 listing the reasons (`motivos`) when the store takes no writes or the node is draining. A gateway that does not answer is reported in `degradado` and leaves the node ready.',
+      description:
+        '200 when this node should take requests; 503 listing the reasons (`motivos`) when the store takes no writes or the node is draining. A gateway that does not answer is reported in `degradado` and leaves the node ready.',
       response: {
         200: readyShape('ready (possibly degraded)', true),
         503: readyShape('not ready: see motivos', false),
@@ -127,7 +141,10 @@ export default async function healthRoutes(app: FastifyInstance, { core, health,
         const writes = await core.store.writeHealth();
         if (!writes.writable) motivos.push({ codigo: 'store_unavailable', detalle: writes.reason });
       } catch (err) {
-        motivos.push({ codigo: 'store_unavailable', detalle: `the store ${core.store.dialect} does not answer: ${err instanceof Error ? err.message : String(err)}` });
+        motivos.push({
+          codigo: 'store_unavailable',
+          detalle: `the store ${core.store.dialect} does not answer: ${err instanceof Error ? err.message : String(err)}`,
+        });
       }
       if (health?.state.ok === false) {
         // Counts rather than the gateway's error text, which may name its address: this route has no credentials.
@@ -135,7 +152,10 @@ export default async function healthRoutes(app: FastifyInstance, { core, health,
         const when = checkedAt ? ` (checked ${iso(checkedAt)})` : '';
         degradado.push({
           codigo: 'gateway_unreachable',
-          detalle: lineas > 0 ? `the gateway ${core.gateway.name} could not read ${fallidas} of ${lineas} lines' sessions${when}` : `the gateway ${core.gateway.name} did not answer${when}`,
+          detalle:
+            lineas > 0
+              ? `the gateway ${core.gateway.name} could not read ${fallidas} of ${lineas} lines' sessions${when}`
+              : `the gateway ${core.gateway.name} did not answer${when}`,
         });
       }
       const listo = motivos.length === 0;

@@ -35,8 +35,20 @@ const mensajeSchema = {
     leido_at: tsOrNull,
   },
   required: [
-    'msg_id', 'celular_id', 'destinatario', 'tipo', 'modo', 'estado', 'texto', 'media',
-    'gateway_msg_id', 'error', 'created_at', 'enviado_at', 'entregado_at', 'leido_at',
+    'msg_id',
+    'celular_id',
+    'destinatario',
+    'tipo',
+    'modo',
+    'estado',
+    'texto',
+    'media',
+    'gateway_msg_id',
+    'error',
+    'created_at',
+    'enviado_at',
+    'entregado_at',
+    'leido_at',
   ],
   additionalProperties: false,
 } as const;
@@ -50,13 +62,10 @@ export default async function historialRoutes(app: FastifyInstance, { core }: { 
       tags: ['historial'],
       summary: 'Message history, newest first',
       description:
-        'Dates are whole days in the server\'s time zone (serve --tz); hasta is included. A celular credential sees its own line only ' +
-        '(another line of the client: 403; any other id: 404). destinatario is normalised like a send\'s recipient.',
+        "Dates are whole days in the server's time zone (serve --tz); hasta is included. A celular credential sees its own line only " +
+        "(another line of the client: 403; any other id: 404). destinatario is normalised like a send's recipient.",
       security: [{ bearer: [] }],
-      querystring: listingQuerystring(
-        { estado: { type: 'string', enum: [...ESTADOS] } },
-        { destinatario: { type: 'string', minLength: 1, maxLength: 32 } },
-      ),
+      querystring: listingQuerystring({ estado: { type: 'string', enum: [...ESTADOS] } }, { destinatario: { type: 'string', minLength: 1, maxLength: 32 } }),
       response: {
         200: listingResponse('mensajes', mensajeSchema),
         ...errorResponses,

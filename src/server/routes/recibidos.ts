@@ -8,9 +8,9 @@ import { errorResponses, listingQuerystring, listingResponse, strOrNull, ts } fr
 const recibidoSchema = {
   type: 'object',
   properties: {
-    id: { type: 'integer', description: 'the inbox record\'s id' },
+    id: { type: 'integer', description: "the inbox record's id" },
     celular_id: { type: 'integer', description: 'the line that received it' },
-    de: { type: 'string', description: 'the sender: country code first, digits only; or the gateway\'s contact id (…@lid) when it hides the number' },
+    de: { type: 'string', description: "the sender: country code first, digits only; or the gateway's contact id (…@lid) when it hides the number" },
     tipo: { type: 'string', description: 'texto, imagen, video, documento, audio, sticker, or otro for a kind pasarela does not read' },
     texto: { ...strOrNull, description: 'the text, or the caption of a media message' },
     media: {
@@ -43,9 +43,9 @@ export default async function recibidosRoutes(app: FastifyInstance, { core }: { 
       tags: ['recibidos'],
       summary: 'Incoming messages (the inbox), newest first',
       description:
-        'Every message the lines received, kept for the server\'s retention (serve --inbox-retention). Dates are whole days in the ' +
-        'server\'s time zone (serve --tz) of when pasarela recorded the message; hasta is included. A celular credential sees its own ' +
-        'line only (another line of the client: 403; any other id: 404). remitente is normalised like a send\'s recipient; a contact id (…@lid) is matched as given.',
+        "Every message the lines received, kept for the server's retention (serve --inbox-retention). Dates are whole days in the " +
+        "server's time zone (serve --tz) of when pasarela recorded the message; hasta is included. A celular credential sees its own " +
+        "line only (another line of the client: 403; any other id: 404). remitente is normalised like a send's recipient; a contact id (…@lid) is matched as given.",
       security: [{ bearer: [] }],
       querystring: listingQuerystring(
         {
@@ -53,7 +53,7 @@ export default async function recibidosRoutes(app: FastifyInstance, { core }: { 
             type: 'string',
             minLength: 1,
             maxLength: 32,
-            description: 'only messages from this number (normalised like a send\'s recipient), or from this contact id (…@lid), exactly',
+            description: "only messages from this number (normalised like a send's recipient), or from this contact id (…@lid), exactly",
           },
         },
         {},

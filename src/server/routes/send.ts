@@ -20,7 +20,12 @@ import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/co
 const flag = { type: ['boolean', 'integer', 'string'], description: '1/true or 0/false' } as const;
 const common = {
   key: keyField,
-  destinatario: { type: 'string', minLength: 1, maxLength: 40, description: 'country code first; +, spaces and a bare national number of the line\'s country are accepted' },
+  destinatario: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 40,
+    description: "country code first; +, spaces and a bare national number of the line's country are accepted",
+  },
   directo: { ...flag, description: '1: send now (answer after the gateway); 0 or absent: queue' },
   celular_id: { type: 'integer', minimum: 1, description: 'line to send from, with a client key' },
   idempotency_key: {
@@ -52,7 +57,11 @@ const mime = { type: 'string', maxLength: 100 } as const;
 
 /** Set on an answer given again for a repeated Idempotency-Key (of any status). */
 const replayedHeader = {
-  'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'present, "true", when this is the first answer given again for a repeated Idempotency-Key' },
+  'Idempotent-Replayed': {
+    type: 'string',
+    enum: ['true'],
+    description: 'present, "true", when this is the first answer given again for a repeated Idempotency-Key',
+  },
 } as const;
 
 const result = okResponse({
@@ -68,7 +77,8 @@ const sent = { ...result, headers: replayedHeader };
 /** The refusals particular to sends, documented by status (their bodies are the common error's). */
 const idemResponses = {
   409: {
-    description: 'api_codigo 607 IDEMPOTENCIA_CONFLICTO: the Idempotency-Key was used for a different request; 608 IDEMPOTENCIA_EN_CURSO: a request with this key is still being processed (retry_after)',
+    description:
+      'api_codigo 607 IDEMPOTENCIA_CONFLICTO: the Idempotency-Key was used for a different request; 608 IDEMPOTENCIA_EN_CURSO: a request with this key is still being processed (retry_after)',
     $ref: 'Error#',
   },
   422: {
@@ -257,7 +267,7 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
     // The legacy endpoint: the token in the body, text or text with one base64 file (`mime`) of type `tipomime`.
     const legacyAuth = async (req: FastifyRequest, token: string | undefined) => {
       const p = await authenticateOnce(core, req, [token]);
-      if (p.kind !== 'celular') fail('FORBIDDEN', 'the legacy endpoint takes a celular\'s gateway or legacy token, not a client key');
+      if (p.kind !== 'celular') fail('FORBIDDEN', "the legacy endpoint takes a celular's gateway or legacy token, not a client key");
       req.principal = p;
     };
     const legacyBody: MediaBodyRoute = {
@@ -312,11 +322,19 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
           const directo = modo?.toLowerCase() === 'directo';
           const file = takeUpload(req);
           const base = { destinatario: String(b.destinatario), directo, ...(idem ? { idem } : {}) };
-          if (!file) return answer(reply, await send(core, deps, principal(req), { ...base, tipo: 'texto', texto: String(b.mensaje) }, (r) => present(r, 'texto', false)));
+          if (!file)
+            return answer(
+              reply,
+              await send(core, deps, principal(req), { ...base, tipo: 'texto', texto: String(b.mensaje) }, (r) => present(r, 'texto', false)),
+            );
           // The body parser checked the file against this type (tipomime is required with a file).
           const tipomime = normalizeMime(str(b, 'tipomime'))!;
           const tipo = legacyTipo(tipomime)!;
-          const ext = tipomime.split('/')[1]?.replace(/[^a-z0-9]/g, '').slice(0, 10) || 'bin';
+          const ext =
+            tipomime
+              .split('/')[1]
+              ?.replace(/[^a-z0-9]/g, '')
+              .slice(0, 10) || 'bin';
           const r = await send(
             core,
             deps,

@@ -12,7 +12,7 @@ import { errorResponses, okResponse } from '../schemas/common.js';
  */
 export default async function simRoutes(app: FastifyInstance, { core }: { core: Core }) {
   app.addHook('preValidation', operatorAuth(core));
-  const sim = (): SimGateway => (core.gateway instanceof SimGateway ? core.gateway : fail('GATEWAY_NOT_SIM', 'the simulator is not this server\'s gateway'));
+  const sim = (): SimGateway => (core.gateway instanceof SimGateway ? core.gateway : fail('GATEWAY_NOT_SIM', "the simulator is not this server's gateway"));
   const security = [{ operator: [] }];
   const tags = ['simulador'];
 
@@ -35,7 +35,9 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
   app.post('/admin/sim/scan', {
     schema: {
       operationId: 'adminSimEscanear',
-      tags, security, summary: 'The phone scans the QR showing now, or types the pairing code: the session becomes connected',
+      tags,
+      security,
+      summary: 'The phone scans the QR showing now, or types the pairing code: the session becomes connected',
       body: celularBody({
         qr: { type: 'string', description: 'when given, must be the QR showing now' },
         codigo: { type: 'string', description: 'the pairing code typed on the phone instead of scanning; must be the one issued' },
@@ -51,7 +53,14 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
   });
 
   app.post('/admin/sim/logout', {
-    schema: { operationId: 'adminSimCerrarSesion', tags, security, summary: 'The phone removes the linked device: the session becomes logged_out', body: celularBody(), response: statusResponse },
+    schema: {
+      operationId: 'adminSimCerrarSesion',
+      tags,
+      security,
+      summary: 'The phone removes the linked device: the session becomes logged_out',
+      body: celularBody(),
+      response: statusResponse,
+    },
     handler: async (req) => {
       const b = bodyOf(req) as { celular_id: number };
       const inst = await instanceOf(b.celular_id);
@@ -63,7 +72,9 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
   app.post('/admin/sim/receive', {
     schema: {
       operationId: 'adminSimRecibir',
-      tags, security, summary: 'Someone sends the line a text message (fires messages.received)',
+      tags,
+      security,
+      summary: 'Someone sends the line a text message (fires messages.received)',
       body: celularBody({ de: { type: 'string', minLength: 1, maxLength: 32 }, texto: { type: 'string', minLength: 1, maxLength: 4096 } }, ['de', 'texto']),
       response: { 200: okResponse({ celular_id: { type: 'integer' }, de: { type: 'string' }, gateway_msg_id: { type: 'string' } }), ...errorResponses },
     },
@@ -81,7 +92,9 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
   app.post('/admin/sim/fail', {
     schema: {
       operationId: 'adminSimProgramarFallo',
-      tags, security, summary: 'Every later send to this number fails permanently (activo=false clears the rule)',
+      tags,
+      security,
+      summary: 'Every later send to this number fails permanently (activo=false clears the rule)',
       body: {
         type: 'object',
         required: ['numero'],
@@ -107,8 +120,13 @@ export default async function simRoutes(app: FastifyInstance, { core }: { core: 
   app.get('/admin/sim/fail', {
     schema: {
       operationId: 'adminSimListarFallos',
-      tags, security, summary: 'Numbers whose sends fail',
-      response: { 200: okResponse({ reglas: { type: 'array', items: { type: 'object', properties: { numero: { type: 'string' }, motivo: { type: 'string' } } } } }), ...errorResponses },
+      tags,
+      security,
+      summary: 'Numbers whose sends fail',
+      response: {
+        200: okResponse({ reglas: { type: 'array', items: { type: 'object', properties: { numero: { type: 'string' }, motivo: { type: 'string' } } } } }),
+        ...errorResponses,
+      },
     },
     handler: async () => success({ reglas: await sim().failRules() }),
   });

@@ -26,7 +26,10 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     activo: { type: 'boolean' },
     updated_at: { type: 'string', format: 'date-time', nullable: true },
     eliminado: { type: 'boolean', description: 'DELETE only' },
-    aviso: { type: 'string', description: 'set only, when there is something to know: the host does not resolve now (saved; deliveries are retried until it does)' },
+    aviso: {
+      type: 'string',
+      description: 'set only, when there is something to know: the host does not resolve now (saved; deliveries are retried until it does)',
+    },
   } as const;
   const configResponse = { 200: okResponse(configProps), ...errorResponses };
   const setBody = {
@@ -35,11 +38,20 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       key: keyField,
       url: { type: 'string', maxLength: 2048, description: 'http:// or https://' },
       secret: { type: 'string', maxLength: 256, description: 'signing secret: printable ASCII; stored, never returned' },
-      eventos: { type: ['array', 'string'], items: { type: 'string' }, description: 'messages.received, message.status, session.status or all; array, repeated fields or a comma list' },
+      eventos: {
+        type: ['array', 'string'],
+        items: { type: 'string' },
+        description: 'messages.received, message.status, session.status or all; array, repeated fields or a comma list',
+      },
       activo: { type: ['boolean', 'integer', 'string'], description: 'default true' },
     },
   } as const;
-  const input = (b: Record<string, unknown>): WebhookInput => ({ url: b.url, secret: b.secret, eventos: b.eventos ?? b['eventos[]'], activo: b.activo === undefined ? true : boolish(b.activo, 'activo') });
+  const input = (b: Record<string, unknown>): WebhookInput => ({
+    url: b.url,
+    secret: b.secret,
+    eventos: b.eventos ?? b['eventos[]'],
+    activo: b.activo === undefined ? true : boolish(b.activo, 'activo'),
+  });
 
   app.get('/api/webhook.php', {
     preValidation: auth,
@@ -48,7 +60,15 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
   });
   app.post('/api/webhook.php', {
     preValidation: auth,
-    schema: { operationId: 'configurarWebhook', tags, security, description, summary: 'Create or replace the webhook configuration (the one replaced is kept for webhook_restaurar)', body: setBody, response: configResponse },
+    schema: {
+      operationId: 'configurarWebhook',
+      tags,
+      security,
+      description,
+      summary: 'Create or replace the webhook configuration (the one replaced is kept for webhook_restaurar)',
+      body: setBody,
+      response: configResponse,
+    },
     handler: async (req) => success(await setWebhook(core, principal(req), input(bodyOf(req))), { descripcion: 'webhook configurado' }),
   });
   app.delete('/api/webhook.php', {
@@ -76,7 +96,14 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
   });
   app.post('/api/webhook_restaurar.php', {
     preValidation: auth,
-    schema: { operationId: 'restaurarWebhook', tags, security, description, summary: 'Put back the configuration the last set or delete replaced (409 when there is none)', response: configResponse },
+    schema: {
+      operationId: 'restaurarWebhook',
+      tags,
+      security,
+      description,
+      summary: 'Put back the configuration the last set or delete replaced (409 when there is none)',
+      response: configResponse,
+    },
     handler: async (req) => success(await restoreWebhook(core, principal(req)), { descripcion: 'webhook restaurado' }),
   });
 
@@ -95,7 +122,13 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
 
   const intento = {
     type: 'object',
-    properties: { n: { type: 'integer' }, fecha: { type: 'string' }, status: { type: 'integer', nullable: true }, duracion_ms: { type: 'integer' }, error: { type: 'string', nullable: true } },
+    properties: {
+      n: { type: 'integer' },
+      fecha: { type: 'string' },
+      status: { type: 'integer', nullable: true },
+      duracion_ms: { type: 'integer' },
+      error: { type: 'string', nullable: true },
+    },
   } as const;
   app.get('/api/webhook_entregas.php', {
     preValidation: auth,
@@ -207,7 +240,12 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     },
     handler: async (req, reply) => {
       const b = bodyOf(req);
-      const r = await addListener(core, principal(req), { url: b.url, eventos: b.eventos ?? b['eventos[]'] }, requestFromThisMachine(req.socket.remoteAddress, req.headers, core.config.trustProxy));
+      const r = await addListener(
+        core,
+        principal(req),
+        { url: b.url, eventos: b.eventos ?? b['eventos[]'] },
+        requestFromThisMachine(req.socket.remoteAddress, req.headers, core.config.trustProxy),
+      );
       return created(reply, r, { descripcion: 'escucha registrada' });
     },
   });
@@ -218,7 +256,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       tags,
       security,
       description: `${listenerDescription} 404 (api_codigo 609) once the listener is removed or its lease has expired: register it again.`,
-      summary: 'Renew a listener\'s lease (every third of vigencia_ms)',
+      summary: "Renew a listener's lease (every third of vigencia_ms)",
       querystring: idQuery,
       response: { 200: okResponse({ escucha }), ...errorResponses },
     },
@@ -239,5 +277,12 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     return success(r, { descripcion: 'escucha eliminada' });
   };
   app.delete('/api/webhook_escuchas.php', { preValidation: auth, schema: removeSchema, handler: remove });
-  app.post('/api/webhook_escuchas_eliminar.php', { preValidation: auth, schema: { ...aliasSchema(removeSchema, 'eliminarEscuchaAliasPost', 'DELETE /api/webhook_escuchas.php'), summary: 'Remove a listener (POST form of DELETE /api/webhook_escuchas.php)' }, handler: remove });
+  app.post('/api/webhook_escuchas_eliminar.php', {
+    preValidation: auth,
+    schema: {
+      ...aliasSchema(removeSchema, 'eliminarEscuchaAliasPost', 'DELETE /api/webhook_escuchas.php'),
+      summary: 'Remove a listener (POST form of DELETE /api/webhook_escuchas.php)',
+    },
+    handler: remove,
+  });
 }

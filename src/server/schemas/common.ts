@@ -134,14 +134,18 @@ const linkProps = {
   status: {
     type: 'string',
     enum: SESSION_STATUSES,
-    description: 'need_scan: waiting for the phone; connecting: the gateway is starting the session (ask again shortly); connected; logged_out; disconnected; unknown',
+    description:
+      'need_scan: waiting for the phone; connecting: the gateway is starting the session (ask again shortly); connected; logged_out; disconnected; unknown',
   },
   estado: { type: 'string', description: 'the celular estado after this call' },
 } as const;
 
 export const qrProps = {
   ...linkProps,
-  qr: { type: 'string', description: 'QR content; render it with any QR library. Empty when already connected, or while the gateway is still starting the session.' },
+  qr: {
+    type: 'string',
+    description: 'QR content; render it with any QR library. Empty when already connected, or while the gateway is still starting the session.',
+  },
 } as const;
 
 export const codigoProps = {

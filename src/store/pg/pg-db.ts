@@ -18,7 +18,14 @@ const types: pg.CustomTypesConfig = {
 };
 
 /** First key of our two-key advisory locks; the second names the object. */
-export const LOCK = { migrations: 0x7061_0001, gatewayId: 0x7061_0002, journal: 0x7061_0003, placement: 0x7061_0004, idempotencyKey: 0x7061_0012, listeners: 0x7061_0005 } as const;
+export const LOCK = {
+  migrations: 0x7061_0001,
+  gatewayId: 0x7061_0002,
+  journal: 0x7061_0003,
+  placement: 0x7061_0004,
+  idempotencyKey: 0x7061_0012,
+  listeners: 0x7061_0005,
+} as const;
 
 /** Deadlocks and serialization failures are retried: the transaction that lost is rolled back whole. */
 const RETRYABLE = new Set(['40P01', '40001']);

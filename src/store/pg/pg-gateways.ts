@@ -23,7 +23,11 @@ export async function listServers(db: Db): Promise<GatewayServerLoad[]> {
   return db.q<GatewayServerLoad>(LOADS);
 }
 
-export async function addServer(db: Db, input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }> {
+export async function addServer(
+  db: Db,
+  input: NewGatewayServer,
+  now: number,
+): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }> {
   const r = await db.one<GatewayServerRow>(
     `INSERT INTO gateway_servidores (nombre, tipo, url, key, estado, max_lineas, created_at, updated_at)
      VALUES ($1, $2, $3, $4, 'activo', $5, $6, $6) ON CONFLICT (nombre) DO NOTHING RETURNING *`,

@@ -11,12 +11,15 @@ import { MSG_COLS } from './pg-mensajes.js';
  * the counts the triggers keep whenever they answer exactly.
  */
 
-
 /** The total's query: from the kept counts where they answer exactly (see sqlite-historial.ts), otherwise a count over the filter's index range. */
 function totalQuery(f: HistoryFilter, rowsWhere: Where): Query {
   const dated = f.desde !== undefined || f.hasta !== undefined;
   if (f.destinatario === undefined && !dated) {
-    const k = conditions([['cliente_id = ?', f.cliente_id], ['celular_id = ?', f.celular_id], ['estado = ?', f.estado]]);
+    const k = conditions([
+      ['cliente_id = ?', f.cliente_id],
+      ['celular_id = ?', f.celular_id],
+      ['estado = ?', f.estado],
+    ]);
     return { sql: `SELECT COALESCE(SUM(n), 0)::bigint AS total FROM conteos_mensajes WHERE ${k.where}`, params: k.params };
   }
   if (f.destinatario === undefined && f.celular_id === undefined && f.estado === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {

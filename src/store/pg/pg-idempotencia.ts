@@ -43,7 +43,13 @@ export async function idemGet(db: Db, clienteId: number, clave: string, now: num
 }
 
 export async function idemFinish(db: Db, clienteId: number, clave: string, msgId: string, answer: IdemAnswer): Promise<void> {
-  await db.query('UPDATE idempotencia SET status = $4, body = $5 WHERE cliente_id = $1 AND clave = $2 AND msg_id = $3', [clienteId, clave, msgId, answer.status, answer.body]);
+  await db.query('UPDATE idempotencia SET status = $4, body = $5 WHERE cliente_id = $1 AND clave = $2 AND msg_id = $3', [
+    clienteId,
+    clave,
+    msgId,
+    answer.status,
+    answer.body,
+  ]);
 }
 
 export async function idemRelease(db: Db, clienteId: number, clave: string, msgId: string): Promise<void> {

@@ -98,7 +98,10 @@ export async function checkCopy(c: Client, src: Database.Database): Promise<Chec
     if (!known.has(JSON.stringify(g))) mismatches.push(`${gapName(g)} is ${g.saldo} but its ledger sums ${g.ledger} in PostgreSQL, unlike in SQLite`);
   }
 
-  for (const [table, counts] of [['mensajes', ['conteos_mensajes', 'conteos_cuartos']], ['recibidos', ['conteos_recibidos', 'conteos_recibidos_cuartos']]] as const) {
+  for (const [table, counts] of [
+    ['mensajes', ['conteos_mensajes', 'conteos_cuartos']],
+    ['recibidos', ['conteos_recibidos', 'conteos_recibidos_cuartos']],
+  ] as const) {
     const rows = tables.find((t) => t.table === table)!.postgres;
     for (const k of counts) {
       const n = (await pg(`SELECT COALESCE(SUM(n), 0) AS n FROM ${k}`))[0]!.n!;

@@ -13,8 +13,20 @@ import { copyIntoMedios, mediosRef } from './pg-media.js';
 
 /** The tables copied, parents first (celulares refers to clientes and gateway_servidores). */
 export const COPIED = [
-  'clientes', 'gateway_servidores', 'celulares', 'auditoria', 'movimientos_saldo', 'mensajes',
-  'webhooks', 'webhook_entregas', 'webhook_intentos', 'eventos', 'acuses_pendientes', 'entrantes_vistos', 'kv', 'idempotencia',
+  'clientes',
+  'gateway_servidores',
+  'celulares',
+  'auditoria',
+  'movimientos_saldo',
+  'mensajes',
+  'webhooks',
+  'webhook_entregas',
+  'webhook_intentos',
+  'eventos',
+  'acuses_pendientes',
+  'entrantes_vistos',
+  'kv',
+  'idempotencia',
   'recibidos',
 ] as const;
 
@@ -31,7 +43,10 @@ const OWN = new Set(['schema_migrations', 'sqlite_sequence']);
 export const LEFT_BEHIND = ['webhook_escuchas'] as const;
 
 /** The triggers that keep the counts on every insert (one upsert per row), off while loading: table and trigger. */
-const COUNT_TRIGGERS = [['mensajes', 'conteos_insert'], ['recibidos', 'conteos_recibidos_insert']] as const;
+const COUNT_TRIGGERS = [
+  ['mensajes', 'conteos_insert'],
+  ['recibidos', 'conteos_recibidos_insert'],
+] as const;
 
 /** Rows per INSERT: one array parameter per column, so the statement is the same for every batch. */
 const BATCH = 5000;
@@ -171,9 +186,7 @@ export async function recount(c: Client): Promise<Recount> {
  * deleted line's id, so an old key can never name a new line here either).
  */
 export async function advanceSequences(c: Client, src: Database.Database): Promise<void> {
-  const given = new Map(
-    (src.prepare('SELECT name, seq FROM sqlite_sequence').all() as Array<{ name: string; seq: number }>).map((r) => [r.name, r.seq]),
-  );
+  const given = new Map((src.prepare('SELECT name, seq FROM sqlite_sequence').all() as Array<{ name: string; seq: number }>).map((r) => [r.name, r.seq]));
   const identities = (
     await c.query(
       `SELECT table_name AS t, column_name AS col FROM information_schema.columns
@@ -229,7 +242,10 @@ export async function importQueuedMedia(c: Client, now: number): Promise<{ copie
       missing += 1;
       continue;
     }
-    await c.query("UPDATE mensajes SET payload = jsonb_set(payload::jsonb, '{file}', to_jsonb($2::text))::text WHERE msg_id = $1", [r.msg_id, mediosRef(r.msg_id)]);
+    await c.query("UPDATE mensajes SET payload = jsonb_set(payload::jsonb, '{file}', to_jsonb($2::text))::text WHERE msg_id = $1", [
+      r.msg_id,
+      mediosRef(r.msg_id),
+    ]);
     copied += 1;
   }
   return { copied, missing };

@@ -1,7 +1,18 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
 import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
-import type { AcceptedMensaje, AcceptOptions, AcceptResult, ClaimResult, JournalEvent, MensajeRow, NewMensaje, NewRecibido, ReceiptEstado, ReceiptOutcome } from '../../core/ports.js';
+import type {
+  AcceptedMensaje,
+  AcceptOptions,
+  AcceptResult,
+  ClaimResult,
+  JournalEvent,
+  MensajeRow,
+  NewMensaje,
+  NewRecibido,
+  ReceiptEstado,
+  ReceiptOutcome,
+} from '../../core/ports.js';
 import { insertRecibido } from './pg-recibidos.js';
 import { bindKey, lockKey } from './pg-idempotencia.js';
 import { type Client, type Db, LOCK, row, rows } from './pg-db.js';
@@ -20,9 +31,29 @@ import { type Client, type Db, LOCK, row, rows } from './pg-db.js';
 
 /** A message row as the port returns it: every column but `seq` (an arrival order SQLite keeps as its rowid). */
 export const MSG_COLS = [
-  'msg_id', 'cliente_id', 'celular_id', 'destinatario', 'tipo', 'modo', 'estado', 'texto', 'media', 'gateway_msg_id', 'error',
-  'cobrado', 'created_at', 'enviado_at', 'entregado_at', 'leido_at', 'payload', 'cargo', 'intentos', 'proximo_intento_at',
-  'lease_until', 'expira_at', 'cupo_at',
+  'msg_id',
+  'cliente_id',
+  'celular_id',
+  'destinatario',
+  'tipo',
+  'modo',
+  'estado',
+  'texto',
+  'media',
+  'gateway_msg_id',
+  'error',
+  'cobrado',
+  'created_at',
+  'enviado_at',
+  'entregado_at',
+  'leido_at',
+  'payload',
+  'cargo',
+  'intentos',
+  'proximo_intento_at',
+  'lease_until',
+  'expira_at',
+  'cupo_at',
 ];
 const COLS = MSG_COLS.join(', ');
 export const colsOf = (alias: string) => MSG_COLS.map((c) => `${alias}.${c}`).join(', ');
@@ -76,10 +107,24 @@ export async function journal(c: Client, ev: JournalEvent): Promise<void> {
 }
 
 async function journalStatus(c: Client, m: MensajeRow, anterior: string | null, now: number): Promise<void> {
-  await journal(c, { evento: 'message.status', cliente_id: m.cliente_id, celular_id: m.celular_id, data: { ...messageStatusData(m, anterior, now) }, fecha: now });
+  await journal(c, {
+    evento: 'message.status',
+    cliente_id: m.cliente_id,
+    celular_id: m.celular_id,
+    data: { ...messageStatusData(m, anterior, now) },
+    fecha: now,
+  });
 }
 
-async function movimiento(c: Client, now: number, clienteId: number, celularId: number | null, monto: number, resultante: number, motivo: string): Promise<void> {
+async function movimiento(
+  c: Client,
+  now: number,
+  clienteId: number,
+  celularId: number | null,
+  monto: number,
+  resultante: number,
+  motivo: string,
+): Promise<void> {
   await c.query(
     `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
      VALUES ($1, $2, $3, $4, $5, $6, 'sistema')`,
@@ -111,7 +156,9 @@ export async function acceptMensaje(db: Db, m: NewMensaje, opts: AcceptOptions, 
     // The key's lock before any row lock; a key bound already is answered as a repeat, whatever else would refuse.
     if (opts.idem && (await lockKey(c, m.cliente_id, opts.idem.clave, now))) return { ok: false, reason: 'idempotencia' };
     // The client's row is locked only when its balance may pay.
-    const cli = await row<{ saldo_global: number }>(c, `SELECT saldo_global FROM clientes WHERE id = $1${opts.charge ? ' FOR NO KEY UPDATE' : ''}`, [m.cliente_id]);
+    const cli = await row<{ saldo_global: number }>(c, `SELECT saldo_global FROM clientes WHERE id = $1${opts.charge ? ' FOR NO KEY UPDATE' : ''}`, [
+      m.cliente_id,
+    ]);
     const cel = await row<{ saldo_actual: number; pendientes: number }>(
       c,
       'SELECT saldo_actual, pendientes FROM celulares WHERE id = $1 AND cliente_id = $2 FOR NO KEY UPDATE',
@@ -119,7 +166,12 @@ export async function acceptMensaje(db: Db, m: NewMensaje, opts: AcceptOptions, 
     );
     if (!cel || !cli) return { ok: false, reason: 'celular' };
     const verdict = acceptVerdict(
-      { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global, pendientes: cel.pendientes, capHit: opts.slot ? await capHit(c, m.celular_id, opts.slot, now) : null },
+      {
+        saldoCelular: cel.saldo_actual,
+        saldoGlobal: cli.saldo_global,
+        pendientes: cel.pendientes,
+        capHit: opts.slot ? await capHit(c, m.celular_id, opts.slot, now) : null,
+      },
       { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
     );
     if (!verdict.ok) return verdict;
@@ -143,8 +195,20 @@ export async function acceptMensaje(db: Db, m: NewMensaje, opts: AcceptOptions, 
          payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, 'pendiente', $7, $8, $9, $10, $11, 0, $12, $13, $14, $12) RETURNING ${COLS}`,
       [
-        m.msg_id, m.cliente_id, m.celular_id, m.destinatario, m.tipo, m.modo, m.texto,
-        m.media ? JSON.stringify(m.media) : null, cargo ? 1 : 0, cargo, JSON.stringify(m.payload), now, m.expira_at, opts.slot?.holdUntil ?? null,
+        m.msg_id,
+        m.cliente_id,
+        m.celular_id,
+        m.destinatario,
+        m.tipo,
+        m.modo,
+        m.texto,
+        m.media ? JSON.stringify(m.media) : null,
+        cargo ? 1 : 0,
+        cargo,
+        JSON.stringify(m.payload),
+        now,
+        m.expira_at,
+        opts.slot?.holdUntil ?? null,
       ],
     ))!;
     await journalStatus(c, mensaje, null, now);
@@ -173,7 +237,9 @@ export async function markSent(db: Db, msgId: string, gid: string, now: number):
     const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
     if (!f) return null;
     // Under the gateway id's lock the parked receipts cannot change: a parked failure means a refund, so its rows are locked too.
-    const parked = await rows<{ estado: ReceiptEstado; error: string | null }>(c, 'SELECT estado, error FROM acuses_pendientes WHERE gateway_msg_id = $1', [gid]);
+    const parked = await rows<{ estado: ReceiptEstado; error: string | null }>(c, 'SELECT estado, error FROM acuses_pendientes WHERE gateway_msg_id = $1', [
+      gid,
+    ]);
     const refunds = f.cargo !== null && parked.some((p) => p.estado === 'error');
     if (refunds) await lockCliente(c, f.cliente_id);
     if (refunds || f.modo === 'cola') await lockCelular(c, f.celular_id);
@@ -206,10 +272,14 @@ async function failLocked(c: Client, m: MensajeRow, error: string, now: number):
   const lineExists = m.cargo === 'celular' && (await row(c, 'SELECT 1 FROM celulares WHERE id = $1', [m.celular_id])) !== null;
   const to = refundTarget(m, lineExists);
   if (to === 'celular') {
-    const r = (await row<{ saldo_actual: number }>(c, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = $1 RETURNING saldo_actual', [m.celular_id]))!;
+    const r = (await row<{ saldo_actual: number }>(c, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = $1 RETURNING saldo_actual', [
+      m.celular_id,
+    ]))!;
     await movimiento(c, now, m.cliente_id, m.celular_id, 1, r.saldo_actual, `reembolso ${m.msg_id}`);
   } else if (to === 'global') {
-    const r = await row<{ saldo_global: number }>(c, 'UPDATE clientes SET saldo_global = saldo_global + 1 WHERE id = $1 RETURNING saldo_global', [m.cliente_id]);
+    const r = await row<{ saldo_global: number }>(c, 'UPDATE clientes SET saldo_global = saldo_global + 1 WHERE id = $1 RETURNING saldo_global', [
+      m.cliente_id,
+    ]);
     if (r) await movimiento(c, now, m.cliente_id, null, 1, r.saldo_global, `reembolso ${m.msg_id}`);
   }
   await journalStatus(c, after, m.estado, now);
@@ -369,10 +439,10 @@ export async function releaseLeases(db: Db): Promise<number> {
 
 /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
 export async function strandedDirect(db: Db, before: number, limit: number): Promise<MensajeRow[]> {
-  return db.q<MensajeRow>(
-    `SELECT ${COLS} FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < $1 ORDER BY cupo_at, seq LIMIT $2`,
-    [before, limit],
-  );
+  return db.q<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < $1 ORDER BY cupo_at, seq LIMIT $2`, [
+    before,
+    limit,
+  ]);
 }
 
 export async function retryLater(db: Db, msgId: string, at: number, error: string): Promise<void> {

@@ -11,12 +11,14 @@ import { conditions, listPage, type Query, type Where } from './pg-listing.js';
  * counted over that sender's index range.
  */
 
-
 /** The total's query: from the kept counts without a sender (see sqlite-recibidos.ts), otherwise a count over the page's index range. */
 function totalQuery(f: InboxFilter, rowsWhere: Where): Query {
   if (f.de === undefined) {
     if (f.desde === undefined && f.hasta === undefined) {
-      const k = conditions([['cliente_id = ?', f.cliente_id], ['celular_id = ?', f.celular_id]]);
+      const k = conditions([
+        ['cliente_id = ?', f.cliente_id],
+        ['celular_id = ?', f.celular_id],
+      ]);
       return { sql: `SELECT COALESCE(SUM(n), 0)::bigint AS total FROM conteos_recibidos WHERE ${k.where}`, params: k.params };
     }
     if (onQuarter(f.desde) && onQuarter(f.hasta)) {

@@ -57,9 +57,20 @@ import * as idem from './pg-idempotencia.js';
 import * as inbox from './pg-recibidos.js';
 
 const CELULAR_COLUMNS = new Set([
-  'nombre_interno', 'estado', 'max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia',
-  'hora_inicio_permitido', 'hora_fin_permitido', 'gateway_instancia', 'legacy_token_hash', 'key_hash',
-  'last_status', 'last_status_check', 'vinculado', 'servidor_id',
+  'nombre_interno',
+  'estado',
+  'max_envios_por_minuto',
+  'max_envios_por_hora',
+  'max_envios_por_dia',
+  'hora_inicio_permitido',
+  'hora_fin_permitido',
+  'gateway_instancia',
+  'legacy_token_hash',
+  'key_hash',
+  'last_status',
+  'last_status_check',
+  'vinculado',
+  'servidor_id',
 ]);
 const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
 
@@ -69,7 +80,6 @@ function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: 
   for (const [k] of entries) if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
   return { set: entries.map(([k], i) => `${k} = $${i + 2}`).join(', '), values: entries.map(([, v]) => v) };
 }
-
 
 /**
  * The networked store: PostgreSQL through a pool, for any number of nodes on
@@ -146,8 +156,18 @@ export class PgStore implements Store {
          VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9, $10, $11, $12, $12)
          ON CONFLICT (numero) DO NOTHING RETURNING *`,
         [
-          input.cliente_id, input.numero, input.nombre_interno, input.estado, input.max_envios_por_minuto, input.max_envios_por_hora,
-          input.max_envios_por_dia, input.hora_inicio_permitido, input.hora_fin_permitido, input.key_hash, input.gateway_token_hash, now,
+          input.cliente_id,
+          input.numero,
+          input.nombre_interno,
+          input.estado,
+          input.max_envios_por_minuto,
+          input.max_envios_por_hora,
+          input.max_envios_por_dia,
+          input.hora_inicio_permitido,
+          input.hora_fin_permitido,
+          input.key_hash,
+          input.gateway_token_hash,
+          now,
         ],
       );
       return celular ? { ok: true, celular } : { ok: false, reason: 'taken' };
@@ -288,7 +308,10 @@ export class PgStore implements Store {
     const rows =
       filter.cliente_id === undefined
         ? await this.db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria ORDER BY id DESC LIMIT $1', [filter.limit])
-        : await this.db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria WHERE cliente_id = $1 ORDER BY id DESC LIMIT $2', [filter.cliente_id, filter.limit]);
+        : await this.db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria WHERE cliente_id = $1 ORDER BY id DESC LIMIT $2', [
+            filter.cliente_id,
+            filter.limit,
+          ]);
     return rows.map((r) => ({ ...r, detalle: JSON.parse(r.detalle) as Record<string, unknown> }));
   }
 
@@ -538,7 +561,6 @@ export class PgStore implements Store {
       }),
     );
   }
-
 
   async close(): Promise<void> {
     await this.db.close();

@@ -25,8 +25,7 @@ async function lockRow(c: Client, clienteId: number, now: number): Promise<Webho
 
 export async function getWebhook(q: Queryable, clienteId: number): Promise<WebhookConfig | null> {
   const r = (await q.query('SELECT cliente_id, url, secret, eventos, activo, updated_at FROM webhooks WHERE cliente_id = $1', [clienteId])).rows[0] as
-    | Omit<WebhookRow, 'prev'>
-    | undefined;
+    Omit<WebhookRow, 'prev'> | undefined;
   return r && r.url !== '' ? webhookConfigOf(r) : null;
 }
 
@@ -63,7 +62,11 @@ export async function restoreWebhook(db: Db, clienteId: number, now: number): Pr
     if (!undo) return 'nada' as const;
     const { top: prev, rest } = undo;
     if (prev === null) {
-      await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [clienteId, now, rest]);
+      await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [
+        clienteId,
+        now,
+        rest,
+      ]);
       return null;
     }
     const r = (await row<WebhookRow>(
@@ -190,7 +193,13 @@ export async function moveEventsToOutbox(db: Db, limit: number, route: EventRout
     // Of this attempt only: a transaction retried after a deadlock routes its events again.
     const copies: ListenerCopy[] = [];
     for (const e of events) {
-      const ev: JournalEvent = { evento: e.evento, cliente_id: e.cliente_id, celular_id: e.celular_id, data: JSON.parse(e.data) as Record<string, unknown>, fecha: e.fecha };
+      const ev: JournalEvent = {
+        evento: e.evento,
+        cliente_id: e.cliente_id,
+        celular_id: e.celular_id,
+        data: JSON.parse(e.data) as Record<string, unknown>,
+        fecha: e.fecha,
+      };
       let cfg = configs.get(e.cliente_id);
       if (cfg === undefined) configs.set(e.cliente_id, (cfg = await getWebhook(c, e.cliente_id)));
       let escuchas = listeners.get(e.cliente_id);

@@ -1,0 +1,63 @@
+/**
+ * The service's canonical paths, named once: the server registers its routes
+ * at them and the CLI calls them. Parameters are written `:name`, as Fastify
+ * reads them; `pathTo` fills them in for a client.
+ */
+export const API = {
+  health: '/health',
+  ready: '/ready',
+  metrics: '/metrics',
+
+  info: '/api/info.php',
+  saldo: '/api/saldo.php',
+  celulares: '/api/celulares.php',
+  celular: '/api/celular.php',
+  celularCrear: '/api/celular_crear.php',
+  celularEditar: '/api/celular_editar.php',
+  celularEliminar: '/api/celular_eliminar.php',
+  celularQr: '/api/celular_qr.php',
+  celularCodigo: '/api/celular_codigo.php',
+  celularStatus: '/api/celular_status.php',
+  celularVincularQr: '/api/celular_vincular_qr.php',
+  celularVincularCodigo: '/api/celular_vincular_codigo.php',
+  mensajeTexto: '/api/mensaje_enviar_texto.php',
+  historial: '/api/historial_listar.php',
+  recibidos: '/api/recibidos_listar.php',
+  webhook: '/api/webhook.php',
+  webhookConfigurar: '/api/webhook_configurar.php',
+  webhookRestaurar: '/api/webhook_restaurar.php',
+  webhookTest: '/api/webhook_test.php',
+  webhookEntregas: '/api/webhook_entregas.php',
+  webhookReenviar: '/api/webhook_reenviar.php',
+  webhookEscuchas: '/api/webhook_escuchas.php',
+  webhookEscuchasRenovar: '/api/webhook_escuchas_renovar.php',
+  webhookEscuchasEliminar: '/api/webhook_escuchas_eliminar.php',
+
+  adminClientes: '/admin/clientes',
+  adminCliente: '/admin/clientes/:id',
+  adminClienteRotarKey: '/admin/clientes/:id/rotar-key',
+  adminSaldo: '/admin/saldo',
+  adminCelularTokenLegacy: '/admin/celulares/:id/token-legacy',
+  adminCelularRotarKey: '/admin/celulares/:id/rotar-key',
+  adminCelularServidor: '/admin/celulares/:id/servidor',
+  adminAuditoria: '/admin/auditoria',
+  adminGateways: '/admin/gateways',
+  adminGatewayDrain: '/admin/gateways/:nombre/drain',
+  adminGatewayUndrain: '/admin/gateways/:nombre/undrain',
+  adminBackup: '/admin/backup',
+  simScan: '/admin/sim/scan',
+  simLogout: '/admin/sim/logout',
+  simReceive: '/admin/sim/receive',
+  simFail: '/admin/sim/fail',
+} as const;
+
+export type ApiPath = (typeof API)[keyof typeof API];
+
+/** A path with its `:name` parameters filled in (URL-encoded): `pathTo(API.adminCliente, { id: 3 })`. */
+export function pathTo(path: ApiPath, params: Record<string, string | number>): string {
+  return path.replace(/:([a-z_]+)/gi, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`pathTo: no value for :${name} in ${path}`);
+    return encodeURIComponent(String(value));
+  });
+}
