@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Core } from '../core/context.js';
 import { AppError, errorBody } from '../core/errors.js';
 import { EXIT_TABLE } from '../cli/exit-codes.js';
@@ -159,9 +159,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // A malformed URL (bad percent-escape) never reaches a route; answer it in our shape too.
     frameworkErrors: (err, req, reply) => {
       const e = toAppError(err);
-      void unroutedReply(req as unknown as FastifyRequest, reply as unknown as FastifyReply)
-        .code(e.status)
-        .send(errorBody(e));
+      void unroutedReply(req, reply).code(e.status).send(errorBody(e));
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
   });
@@ -221,7 +219,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   // The served document, serialised once per format and kept per server URL (docs.ts).
-  const served = new ServedDocuments(() => app.swagger() as unknown as Record<string, unknown>);
+  const served = new ServedDocuments(() => ({ ...app.swagger() }));
   app.get('/openapi.json', { schema: { hide: true } }, async (req, reply) => reply.type(DOC_CONTENT_TYPE.json).send(served.bytes('json', serverOf(req).url)));
   await registerDocs(app, served);
 

@@ -40,7 +40,7 @@ export function serverOf(req: FastifyRequest): { url: string; description: strin
 }
 
 /** The document with `servers` naming the server the request reached; the built document is left as it is. */
-export function servedDocument(doc: Record<string, unknown>, req: FastifyRequest): Record<string, unknown> {
+export function servedDocument<T extends object>(doc: T, req: FastifyRequest): T & { servers: Array<{ url: string; description: string }> } {
   return { ...doc, servers: [serverOf(req)] };
 }
 
@@ -69,7 +69,7 @@ export class ServedDocuments {
 
   /** `doc` is the built document, asked for once per format (after the app is ready). */
   constructor(
-    private readonly doc: () => Record<string, unknown>,
+    private readonly doc: () => object,
     private readonly max = SERVED_CACHE_MAX,
   ) {}
 
@@ -193,7 +193,7 @@ export async function registerDocs(app: FastifyInstance, served: ServedDocuments
       uiConfig: { layout: 'BaseLayout', deepLinking: true, persistAuthorization: false, displayOperationId: true },
       // Never called: the onRequest hook above answers /docs/json and /docs/yaml. Should it be, it is right, only slower.
       transformSpecificationClone: false,
-      transformSpecification: (doc, req) => servedDocument(doc as Record<string, unknown>, req),
+      transformSpecification: (doc, req) => servedDocument(doc, req),
     });
   });
 }

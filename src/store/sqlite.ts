@@ -344,7 +344,16 @@ export class SqliteStore implements Store {
         ? stmt(this.db, 'SELECT * FROM auditoria ORDER BY id DESC LIMIT ?').all(filter.limit)
         : stmt(this.db, 'SELECT * FROM auditoria WHERE cliente_id = ? ORDER BY id DESC LIMIT ?').all(filter.cliente_id, filter.limit)
     ) as Row[];
-    return rows.map((r) => ({ ...(r as unknown as AuditRecord), detalle: JSON.parse(String(r.detalle)) }));
+    return rows.map((r) => ({
+      id: Number(r.id),
+      fecha: Number(r.fecha),
+      actor: String(r.actor),
+      accion: String(r.accion),
+      objeto_tipo: String(r.objeto_tipo),
+      objeto_id: r.objeto_id === null ? null : Number(r.objeto_id),
+      cliente_id: r.cliente_id === null ? null : Number(r.cliente_id),
+      detalle: JSON.parse(String(r.detalle)) as Record<string, unknown>,
+    }));
   }
 
   async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {

@@ -33,13 +33,6 @@ const SLICE_MS = 5;
 /** The longest the background thread yields to a waiting request thread that does not come (its loop is busy). */
 const YIELD_MAX_MS = 50;
 
-/** Atomics.waitAsync (Node 16+; typed from ES2024 on). */
-const waitAsync = (
-  Atomics as unknown as {
-    waitAsync(a: Int32Array, i: number, v: number, t: number): { async: false; value: string } | { async: true; value: Promise<string> };
-  }
-).waitAsync;
-
 export function newGateBuffer(): SharedArrayBuffer {
   return new SharedArrayBuffer(8);
 }
@@ -62,7 +55,7 @@ export function mainGate(buffer: SharedArrayBuffer): WriteGate {
       while (!tryEnter()) Atomics.wait(w, HOLDER, BACKGROUND, SLICE_MS);
     },
     async whenFree() {
-      const r = waitAsync(w, HOLDER, BACKGROUND, SLICE_MS * 10);
+      const r = Atomics.waitAsync(w, HOLDER, BACKGROUND, SLICE_MS * 10);
       if (r.async) await r.value;
     },
     leave() {

@@ -137,12 +137,15 @@ export class Db {
 const names = new Map<string, string>();
 function prepareOnce(client: pg.PoolClient): void {
   const plain = client.query.bind(client) as (...a: unknown[]) => unknown;
-  (client as unknown as { query: (...a: unknown[]) => unknown }).query = (text: unknown, values?: unknown, cb?: unknown) => {
-    if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return plain(text, values, cb);
-    let name = names.get(text);
-    if (!name) names.set(text, (name = `p${createHash('sha1').update(text).digest('hex').slice(0, 16)}`));
-    return plain({ name, text, values }, cb);
-  };
+  // Every caller keeps calling client.query(text, values): the connection's own method is replaced.
+  Object.assign(client, {
+    query: (text: unknown, values?: unknown, cb?: unknown) => {
+      if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return plain(text, values, cb);
+      let name = names.get(text);
+      if (!name) names.set(text, (name = `p${createHash('sha1').update(text).digest('hex').slice(0, 16)}`));
+      return plain({ name, text, values }, cb);
+    },
+  });
 }
 
 /** A schema name that needs no quoting anywhere (it travels in the connection's startup options). */

@@ -86,7 +86,12 @@ export async function checkCopy(c: Client, src: Database.Database): Promise<Chec
     if (t.sqlite !== t.postgres) mismatches.push(`${table}: ${t.sqlite} rows in SQLite, ${t.postgres} in PostgreSQL`);
   }
 
-  const sums = { sqlite: (await lite(SUMS))[0] as unknown as Sums, postgres: (await pg(SUMS))[0] as unknown as Sums };
+  const sumsOf = (r: Record<string, number | null> | undefined): Sums => ({
+    saldo_global: r?.saldo_global ?? 0,
+    saldo_celulares: r?.saldo_celulares ?? 0,
+    movimientos: r?.movimientos ?? 0,
+  });
+  const sums = { sqlite: sumsOf((await lite(SUMS))[0]), postgres: sumsOf((await pg(SUMS))[0]) };
   for (const k of Object.keys(sums.sqlite) as Array<keyof Sums>) {
     if (sums.sqlite[k] !== sums.postgres[k]) mismatches.push(`sum of ${k}: ${sums.sqlite[k]} in SQLite, ${sums.postgres[k]} in PostgreSQL`);
   }

@@ -29,7 +29,13 @@ export async function nodes(q: Queryable): Promise<NodeRow[]> {
   const r = await q.query(
     `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive FROM nodos ORDER BY started_at, id`,
   );
-  return r.rows as unknown as NodeRow[];
+  return r.rows.map((n) => ({
+    id: String(n.id),
+    label: String(n.label),
+    heartbeat_at: Number(n.heartbeat_at),
+    started_at: Number(n.started_at),
+    alive: n.alive === true,
+  }));
 }
 
 /**
