@@ -141,6 +141,8 @@ export interface RunningServer {
   background: 'thread' | 'inline';
   /** The background thread's handle, when it runs on one. */
   thread: BackgroundThread | null;
+  /** The queue worker on the request thread (null on the background thread): tests step it instead of waiting for its poll. */
+  queue: Pick<QueueWorker, 'poke' | 'idle'> | null;
   /**
    * The first step of a graceful stop: /ready answers 503 (draining, with
    * `reason`) from now on, while everything else still serves. `serve`
@@ -512,6 +514,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       metricsUrl: metricsListener?.url ?? null,
       background: thread ? 'thread' : 'inline',
       thread,
+      queue: worker ?? null,
       drain: (reason) => app.markDraining(reason),
       close: () =>
         (closed ??= (async () => {
