@@ -3,6 +3,7 @@ import type { LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { AppError, fail } from './errors.js';
+import { FIELD_LIMITS } from './limits.js';
 
 /**
  * Vetting a URL the service will hand to a gateway (media) or call itself
@@ -12,7 +13,7 @@ import { AppError, fail } from './errors.js';
  * between the check and the connect).
  */
 
-export const MAX_URL_LENGTH = 2048;
+export const MAX_URL_LENGTH = FIELD_LIMITS.url;
 export const MAX_REDIRECTS = 3;
 export const DEFAULT_URL_TIMEOUT_MS = 5000;
 

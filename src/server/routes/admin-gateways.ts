@@ -1,19 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
-import {
-  addGatewayServer,
-  listGatewayServers,
-  MAX_LINEAS,
-  moveCelular,
-  SERVER_NAME_PATTERN,
-  setGatewayServerEstado,
-  type NewServerInput,
-} from '../../core/gateway-servers.js';
-import { bodyOf, created, operatorAuth, success } from '../http.js';
+import { addGatewayServer, listGatewayServers, MAX_LINEAS, moveCelular, SERVER_NAME_PATTERN, setGatewayServerEstado } from '../../core/gateway-servers.js';
+import { API } from '../../core/api-routes.js';
+import { FIELD_LIMITS } from '../../core/limits.js';
+import { created, operatorAuth, success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';
+import { IdParams, Nullable, Type, typed } from '../schemas/typed.js';
 
 /** The gateway servers lines are spread over, and moving a line between them (operator token). */
-export default async function adminGatewayRoutes(app: FastifyInstance, { core }: { core: Core }) {
+export default async function adminGatewayRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+  const app = typed(fastify);
   app.addHook('preValidation', operatorAuth(core));
   const security = [{ operator: [] }];
   const tags = ['operador'];
@@ -29,10 +25,10 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
     tiene_key: { type: 'boolean', description: 'the API key is kept; it is never shown' },
     created_at: { type: 'string', format: 'date-time' },
   } as const;
-  const nombreParams = { type: 'object', required: ['nombre'], properties: { nombre: { type: 'string', pattern: SERVER_NAME_PATTERN } } } as const;
+  const nombreParams = Type.Object({ nombre: Type.String({ pattern: SERVER_NAME_PATTERN }) });
   const one = { 200: okResponse(serverProps), ...errorResponses };
 
-  app.get('/admin/gateways', {
+  app.get(API.adminGateways, {
     schema: {
       operationId: 'adminListarGateways',
       tags,
@@ -50,30 +46,25 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
     handler: async () => success(await listGatewayServers(core)),
   });
 
-  app.post('/admin/gateways', {
+  app.post(API.adminGateways, {
     schema: {
       operationId: 'adminAgregarGateway',
       tags,
       security,
       summary: "Add a gateway server of the deployment's kind; new lines go to the least-loaded active server",
-      body: {
-        type: 'object',
-        required: ['nombre', 'url', 'key'],
-        properties: {
-          nombre: { type: 'string', pattern: SERVER_NAME_PATTERN },
-          url: { type: 'string', minLength: 1, maxLength: 2000, description: "base URL of the server's API, http(s)" },
-          key: { type: 'string', minLength: 1, maxLength: 500, description: 'its global API key; kept, never shown again' },
-          tipo: { type: 'string', description: "defaults to the deployment's kind; any other is refused" },
-          max_lineas: { type: 'integer', minimum: 1, maximum: MAX_LINEAS, nullable: true, description: 'lines it should hold at most; null: no cap' },
-        },
-      },
+      body: Type.Object({
+        nombre: Type.String({ pattern: SERVER_NAME_PATTERN }),
+        url: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.gatewayUrl, description: "base URL of the server's API, http(s)" }),
+        key: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.gatewayKey, description: 'its global API key; kept, never shown again' }),
+        tipo: Type.Optional(Type.String({ description: "defaults to the deployment's kind; any other is refused" })),
+        max_lineas: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: MAX_LINEAS, description: 'lines it should hold at most; null: no cap' }))),
+      }),
       response: { 201: okResponse(serverProps), ...errorResponses },
     },
-    handler: async (req, reply) =>
-      created(reply, await addGatewayServer(core, bodyOf(req) as unknown as NewServerInput), { descripcion: 'servidor de gateway agregado' }),
+    handler: async (req, reply) => created(reply, await addGatewayServer(core, req.body), { descripcion: 'servidor de gateway agregado' }),
   });
 
-  app.post('/admin/gateways/:nombre/drain', {
+  app.post(API.adminGatewayDrain, {
     schema: {
       operationId: 'adminDrenarGateway',
       tags,
@@ -82,11 +73,10 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
       params: nombreParams,
       response: one,
     },
-    handler: async (req) =>
-      success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'drenando'), { descripcion: 'servidor drenando' }),
+    handler: async (req) => success(await setGatewayServerEstado(core, req.params.nombre, 'drenando'), { descripcion: 'servidor drenando' }),
   });
 
-  app.post('/admin/gateways/:nombre/undrain', {
+  app.post(API.adminGatewayUndrain, {
     schema: {
       operationId: 'adminReactivarGateway',
       tags,
@@ -95,22 +85,17 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
       params: nombreParams,
       response: one,
     },
-    handler: async (req) =>
-      success(await setGatewayServerEstado(core, (req.params as { nombre: string }).nombre, 'activo'), { descripcion: 'servidor activo' }),
+    handler: async (req) => success(await setGatewayServerEstado(core, req.params.nombre, 'activo'), { descripcion: 'servidor activo' }),
   });
 
-  app.post('/admin/celulares/:id/servidor', {
+  app.post(API.adminCelularServidor, {
     schema: {
       operationId: 'adminMoverCelular',
       tags,
       security,
       summary: 'Move a line to another gateway server: logged out and removed on the old one; it must be linked again',
-      params: { type: 'object', required: ['id'], properties: { id: { type: 'integer', minimum: 1 } } },
-      body: {
-        type: 'object',
-        required: ['servidor'],
-        properties: { servidor: { type: 'string', pattern: SERVER_NAME_PATTERN, description: "the new server's nombre" } },
-      },
+      params: IdParams,
+      body: Type.Object({ servidor: Type.String({ pattern: SERVER_NAME_PATTERN, description: "the new server's nombre" }) }),
       response: {
         200: okResponse({
           celular_id: { type: 'integer' },
@@ -126,7 +111,6 @@ export default async function adminGatewayRoutes(app: FastifyInstance, { core }:
         ...errorResponses,
       },
     },
-    handler: async (req) =>
-      success(await moveCelular(core, (req.params as { id: number }).id, (bodyOf(req) as { servidor: string }).servidor), { descripcion: 'celular movido' }),
+    handler: async (req) => success(await moveCelular(core, req.params.id, req.body.servidor), { descripcion: 'celular movido' }),
   });
 }

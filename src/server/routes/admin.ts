@@ -2,42 +2,45 @@ import type { FastifyInstance } from 'fastify';
 import { addBalance, createCliente, editCliente, listClientes, rotateClienteKey, showCliente } from '../../core/accounts.js';
 import type { Core } from '../../core/context.js';
 import { rotateCelularKey, setLegacyToken } from '../../core/celulares.js';
-import { bodyOf, created, operatorAuth, success } from '../http.js';
+import { API } from '../../core/api-routes.js';
+import { FIELD_LIMITS, LIST_LIMITS } from '../../core/limits.js';
+import { created, operatorAuth, success } from '../http.js';
 import { aliasSchema, clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
+import { IdParams, Nullable, StringEnum, Type, typed } from '../schemas/typed.js';
 
 /** The operator API (docs/design.md §3): clients, plans, balances, keys. Operator token only. */
-export default async function adminRoutes(app: FastifyInstance, { core }: { core: Core }) {
+export default async function adminRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+  const app = typed(fastify);
   app.addHook('preValidation', operatorAuth(core));
   const security = [{ operator: [] }];
   const tags = ['operador'];
-  const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'integer', minimum: 1 } } } as const;
+  const idParams = IdParams;
   const clienteFields = {
-    nombre: { type: 'string', minLength: 1, maxLength: 200 },
-    email: { type: 'string', format: 'email', maxLength: 254 },
-    plan: { type: 'string', enum: ['medido', 'ilimitado'] },
-    estado: { type: 'string', enum: ['activo', 'suspendido', 'baja'] },
-    max_celulares: { type: 'integer', minimum: 0, maximum: 100000, nullable: true, description: 'null: no cap' },
-  } as const;
+    nombre: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.clienteNombre }),
+    email: Type.String({ format: 'email', maxLength: FIELD_LIMITS.email }),
+    plan: Type.Optional(StringEnum(['medido', 'ilimitado'])),
+    estado: Type.Optional(StringEnum(['activo', 'suspendido', 'baja'])),
+    max_celulares: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: FIELD_LIMITS.maxCelulares, description: 'null: no cap' }))),
+  };
   const summary = okResponse(clienteSummaryProps);
   const celularesArr = { type: 'array', items: { $ref: 'Celular#' } } as const;
 
-  app.post('/admin/clientes', {
+  app.post(API.adminClientes, {
     schema: {
       operationId: 'adminCrearCliente',
       tags,
       security,
       summary: 'Create a client; its key (WAC_...) is returned once',
-      body: {
-        type: 'object',
-        required: ['nombre', 'email'],
-        properties: { ...clienteFields, saldo: { type: 'integer', minimum: 0, maximum: 1000000000, description: 'initial global balance' } },
-      },
+      body: Type.Object({
+        ...clienteFields,
+        saldo: Type.Optional(Type.Integer({ minimum: 0, maximum: FIELD_LIMITS.saldo, description: 'initial global balance' })),
+      }),
       response: { 201: okResponse({ ...clienteSummaryProps, api_key: { type: 'string' } }), ...errorResponses },
     },
-    handler: async (req, reply) => created(reply, await createCliente(core, bodyOf(req) as never), { descripcion: 'cliente creado' }),
+    handler: async (req, reply) => created(reply, await createCliente(core, req.body), { descripcion: 'cliente creado' }),
   });
 
-  app.get('/admin/clientes', {
+  app.get(API.adminClientes, {
     schema: {
       operationId: 'adminListarClientes',
       tags,
@@ -54,7 +57,7 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
     },
   });
 
-  app.get('/admin/clientes/:id', {
+  app.get(API.adminCliente, {
     schema: {
       operationId: 'adminObtenerCliente',
       tags,
@@ -63,10 +66,10 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
       params: idParams,
       response: { 200: okResponse({ ...clienteSummaryProps, celulares: celularesArr }), ...errorResponses },
     },
-    handler: async (req) => success(await showCliente(core, (req.params as { id: number }).id)),
+    handler: async (req) => success(await showCliente(core, req.params.id)),
   });
 
-  const editSchema = { type: 'object', properties: clienteFields, additionalProperties: false } as const;
+  const editSchema = Type.Partial(Type.Object(clienteFields), { additionalProperties: false });
   const editClienteSchema = {
     operationId: 'adminEditarCliente',
     tags,
@@ -79,16 +82,16 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
   for (const method of ['PATCH', 'POST'] as const) {
     app.route({
       method,
-      url: '/admin/clientes/:id',
+      url: API.adminCliente,
       schema:
         method === 'PATCH'
           ? editClienteSchema
           : { ...aliasSchema(editClienteSchema, 'adminEditarClienteAliasPost', 'PATCH /admin/clientes/{id}'), summary: editClienteSchema.summary },
-      handler: async (req) => success(await editCliente(core, (req.params as { id: number }).id, bodyOf(req)), { descripcion: 'cliente actualizado' }),
+      handler: async (req) => success(await editCliente(core, req.params.id, req.body), { descripcion: 'cliente actualizado' }),
     });
   }
 
-  app.post('/admin/clientes/:id/rotar-key', {
+  app.post(API.adminClienteRotarKey, {
     schema: {
       operationId: 'adminRotarKeyCliente',
       tags,
@@ -97,25 +100,21 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
       params: idParams,
       response: { 200: okResponse({ cliente_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses },
     },
-    handler: async (req) => success(await rotateClienteKey(core, (req.params as { id: number }).id)),
+    handler: async (req) => success(await rotateClienteKey(core, req.params.id)),
   });
 
-  app.post('/admin/saldo', {
+  app.post(API.adminSaldo, {
     schema: {
       operationId: 'adminAjustarSaldo',
       tags,
       security,
       summary: 'Add credit to a client (global) or to one of its celulares; negative amounts remove credit, never below zero',
-      body: {
-        type: 'object',
-        required: ['cliente_id', 'monto'],
-        properties: {
-          cliente_id: { type: 'integer', minimum: 1 },
-          celular_id: { type: 'integer', minimum: 1, nullable: true },
-          monto: { type: 'integer', minimum: -1000000000, maximum: 1000000000 },
-          motivo: { type: 'string', maxLength: 200 },
-        },
-      },
+      body: Type.Object({
+        cliente_id: Type.Integer({ minimum: 1 }),
+        celular_id: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
+        monto: Type.Integer({ minimum: -FIELD_LIMITS.saldo, maximum: FIELD_LIMITS.saldo }),
+        motivo: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.motivo })),
+      }),
       response: {
         200: okResponse({
           cliente_id: { type: 'integer' },
@@ -128,25 +127,25 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
       },
     },
     handler: async (req) => {
-      const r = await addBalance(core, { kind: 'operator' }, bodyOf(req) as never);
+      const r = await addBalance(core, { kind: 'operator' }, req.body);
       return success(r, { descripcion: 'saldo actualizado', saldo: r.saldo_celular });
     },
   });
 
-  app.post('/admin/celulares/:id/token-legacy', {
+  app.post(API.adminCelularTokenLegacy, {
     schema: {
       operationId: 'adminFijarTokenLegacy',
       tags,
       security,
       summary: 'Set the legacy token of a celular, or make one when none is given; the token is returned',
       params: idParams,
-      body: { type: 'object', nullable: true, properties: { token: { type: 'string', minLength: 16, maxLength: 128 } } },
+      body: Nullable(Type.Object({ token: Type.Optional(Type.String({ minLength: FIELD_LIMITS.legacyToken[0], maxLength: FIELD_LIMITS.legacyToken[1] })) })),
       response: { 200: okResponse({ celular_id: { type: 'integer' }, token_legacy: { type: 'string' }, generado: { type: 'boolean' } }), ...errorResponses },
     },
-    handler: async (req) => success(await setLegacyToken(core, (req.params as { id: number }).id, (bodyOf(req) as { token?: string }).token)),
+    handler: async (req) => success(await setLegacyToken(core, req.params.id, req.body?.token)),
   });
 
-  app.post('/admin/celulares/:id/rotar-key', {
+  app.post(API.adminCelularRotarKey, {
     schema: {
       operationId: 'adminRotarKeyCelular',
       tags,
@@ -155,19 +154,19 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
       params: idParams,
       response: { 200: okResponse({ celular_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses },
     },
-    handler: async (req) => success(await rotateCelularKey(core, (req.params as { id: number }).id)),
+    handler: async (req) => success(await rotateCelularKey(core, req.params.id)),
   });
 
-  app.get('/admin/auditoria', {
+  app.get(API.adminAuditoria, {
     schema: {
       operationId: 'adminListarAuditoria',
       tags,
       security,
       summary: 'Recent audit records (who did what, when), newest first',
-      querystring: {
-        type: 'object',
-        properties: { cliente_id: { type: 'integer', minimum: 1 }, limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-      },
+      querystring: Type.Object({
+        cliente_id: Type.Optional(Type.Integer({ minimum: 1 })),
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMITS.auditoria.max, default: LIST_LIMITS.auditoria.default })),
+      }),
       response: {
         200: okResponse({
           registros: {
@@ -191,8 +190,8 @@ export default async function adminRoutes(app: FastifyInstance, { core }: { core
       },
     },
     handler: async (req) => {
-      const q = req.query as { cliente_id?: number; limit: number };
-      const rows = await core.store.listAudit({ cliente_id: q.cliente_id, limit: q.limit });
+      const q = req.query;
+      const rows = await core.store.listAudit({ cliente_id: q.cliente_id, limit: q.limit ?? LIST_LIMITS.auditoria.default });
       return success({ registros: rows.map((r) => ({ ...r, fecha: new Date(r.fecha).toISOString() })) });
     },
   });

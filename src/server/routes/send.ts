@@ -9,6 +9,9 @@ import { send, type MediaTipo, type SendAnswer, type SendDeps, type SendRequest,
 import { streamMediaBodies, takeUpload, type MediaBodyRoute } from '../body/media-parser.js';
 import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';
 import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/common.js';
+import { Flag, Type, type TProperties } from '../schemas/typed.js';
+import { FIELD_LIMITS } from '../../core/limits.js';
+import { API } from '../../core/api-routes.js';
 
 /**
  * The eleven send endpoints and the legacy one (docs/design.md §5). Each only maps its
@@ -17,43 +20,45 @@ import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/co
  * decoded into its temp file as it arrives and reaches send() as that file.
  */
 
-const flag = { type: ['boolean', 'integer', 'string'], description: '1/true or 0/false' } as const;
+const destinatario = Type.String({
+  minLength: 1,
+  maxLength: FIELD_LIMITS.destinatario,
+  description: "country code first; +, spaces and a bare national number of the line's country are accepted",
+});
+const idempotencyKey = Type.Optional(
+  Type.String({ ...IDEM_KEY, description: 'the Idempotency-Key header, for clients that cannot set headers (both given must agree)' }),
+);
 const common = {
-  key: keyField,
-  destinatario: {
-    type: 'string',
-    minLength: 1,
-    maxLength: 40,
-    description: "country code first; +, spaces and a bare national number of the line's country are accepted",
-  },
-  directo: { ...flag, description: '1: send now (answer after the gateway); 0 or absent: queue' },
-  celular_id: { type: 'integer', minimum: 1, description: 'line to send from, with a client key' },
-  idempotency_key: {
-    type: 'string',
-    ...IDEM_KEY,
-    description: 'the Idempotency-Key header, for clients that cannot set headers (both given must agree)',
-  },
-} as const;
+  key: Type.Optional(keyField),
+  destinatario,
+  directo: Type.Optional(Flag('1: send now (answer after the gateway); 0 or absent: queue')),
+  celular_id: Type.Optional(Type.Integer({ minimum: 1, description: 'line to send from, with a client key' })),
+  idempotency_key: idempotencyKey,
+};
 
 /** The Idempotency-Key header, for every send endpoint (core/idempotency.ts). */
-const idemHeaders = {
-  type: 'object',
-  properties: {
-    'idempotency-key': {
-      type: 'string',
+const idemHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
       ...IDEM_KEY,
       description:
         'Names this send for 24 h, per client. A repeat of the same request gets the first answer again (same status and body, header ' +
         'Idempotent-Replayed: true) and sends, counts and charges nothing; the key with a different request answers 409 api_codigo 607; ' +
         'a repeat while the first is still being sent answers 409 api_codigo 608 with retry_after. Refusals before acceptance keep nothing; ' +
         'a direct send that provably never went out (rate-limited, gateway unreachable) frees the key.',
-    },
-  },
-} as const;
-const caption = { type: 'string', maxLength: 1024 } as const;
-const filename = { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+\\.[A-Za-z0-9]{1,10}$', description: 'with extension' } as const;
-const url = { type: 'string', minLength: 1, maxLength: 2048, description: 'http(s) URL of the media' } as const;
-const mime = { type: 'string', maxLength: 100 } as const;
+    }),
+  ),
+});
+const caption = Type.Optional(Type.String({ maxLength: FIELD_LIMITS.caption }));
+const filename = Type.String({
+  minLength: 1,
+  maxLength: FIELD_LIMITS.filename,
+  pattern: '^[^/\\\\]+\\.[A-Za-z0-9]{1,10}$',
+  description: 'with extension',
+});
+const url = Type.String({ minLength: 1, maxLength: FIELD_LIMITS.url, description: 'http(s) URL of the media' });
+const mime = Type.Optional(Type.String({ maxLength: FIELD_LIMITS.mime }));
+const mensaje = Type.String({ minLength: 1, maxLength: FIELD_LIMITS.mensaje });
 
 /** Set on an answer given again for a repeated Idempotency-Key (of any status). */
 const replayedHeader = {
@@ -100,8 +105,8 @@ interface RouteSpec {
   operationId: string;
   tipo: Tipo;
   summary: string;
-  body: Record<string, unknown>;
-  required: string[];
+  /** The route's own fields beside `common`; those not wrapped in Type.Optional are required. */
+  body: TProperties;
   /** Per-type name of the base64 field (the generic `data_base64` is accepted too). */
   base64Field?: string;
   bodyLimit?: number;
@@ -112,18 +117,18 @@ const NAMES: Record<MediaTipo, string> = { imagen: 'image', documento: 'document
 function routes(): RouteSpec[] {
   const out: RouteSpec[] = [
     {
-      path: '/api/mensaje_enviar_texto.php',
+      path: API.mensajeTexto,
       operationId: 'enviarTexto',
       tipo: 'texto',
       summary: 'Send a text message',
-      body: { mensaje: { type: 'string', minLength: 1, maxLength: 4096 }, preview_url: { ...flag, description: 'show a link preview' } },
-      required: ['mensaje'],
+      body: { mensaje, preview_url: Type.Optional(Flag('show a link preview')) },
     },
   ];
-  const extra: Record<MediaTipo, Record<string, unknown>> = {
+  const ptt = Type.Optional(Flag('send as a voice note'));
+  const extra: Record<MediaTipo, TProperties> = {
     imagen: { caption },
-    documento: { filename, caption },
-    audio: { ptt: { ...flag, description: 'send as a voice note' }, caption },
+    documento: { filename: Type.Optional(filename), caption },
+    audio: { ptt, caption },
     video: { caption },
     sticker: {},
   };
@@ -137,7 +142,6 @@ function routes(): RouteSpec[] {
       tipo,
       summary: `Send ${tipo === 'imagen' ? 'an image' : `a ${NAMES[tipo]}`} by URL (declared size up to ${mb(rule.urlMaxBytes)})`,
       body: { url, ...extra[tipo] },
-      required: ['url'],
     });
     const field = `${NAMES[tipo]}Base64`;
     out.push({
@@ -146,14 +150,13 @@ function routes(): RouteSpec[] {
       tipo,
       summary: `Send ${tipo === 'imagen' ? 'an image' : `a ${NAMES[tipo]}`} as base64 (up to ${mb(rule.base64MaxBytes)}; MIME ${rule.mimes.join(', ')})`,
       body: {
-        [field]: { type: 'string', description: 'data URI or raw base64' },
-        data_base64: { type: 'string', description: `generic name for ${field}` },
+        [field]: Type.Optional(Type.String({ description: 'data URI or raw base64' })),
+        data_base64: Type.Optional(Type.String({ description: `generic name for ${field}` })),
         mime,
-        filename: tipo === 'documento' ? filename : { type: 'string', maxLength: 255, description: 'for logs only' },
+        filename: tipo === 'documento' ? filename : Type.Optional(Type.String({ maxLength: FIELD_LIMITS.filename, description: 'for logs only' })),
         ...(tipo === 'sticker' ? {} : { caption }),
-        ...(tipo === 'audio' ? { ptt: extra.audio.ptt } : {}),
+        ...(tipo === 'audio' ? { ptt } : {}),
       },
-      required: tipo === 'documento' ? ['filename'] : [],
       base64Field: field,
       bodyLimit: base64BodyLimit(rule.base64MaxBytes),
     });
@@ -210,7 +213,7 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
       tipo: spec.tipo,
       destinatario: String(b.destinatario),
       directo: boolish(b.directo, 'directo'),
-      celular_id: b.celular_id as number | undefined,
+      celular_id: typeof b.celular_id === 'number' ? b.celular_id : undefined,
       texto: str(b, 'mensaje'),
       preview_url: boolish(b.preview_url, 'preview_url'),
       // A base64 route sends the given bytes only, whatever else the body carries.
@@ -234,7 +237,7 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
     summary: spec.summary,
     security: [{ bearer: [] }],
     headers: idemHeaders,
-    body: { type: 'object', required: ['destinatario', ...spec.required], properties: { ...common, ...spec.body } },
+    body: Type.Object({ ...common, ...spec.body }),
     response: { 200: sent, ...idemResponses, ...errorResponses },
   });
   const specs = routes();
@@ -286,19 +289,15 @@ export default async function sendRoutes(app: FastifyInstance, { core, deps }: {
       operationId: 'enviarLegacy',
       tags: ['envios'],
       summary: 'Legacy send: token in the body; text, or text with a base64 file (`mime`) of type `tipomime`',
-      body: {
-        type: 'object',
-        required: ['token', 'destinatario', 'mensaje'],
-        properties: {
-          token: { type: 'string', description: 'gateway token (64 hex) or legacy token of the celular' },
-          destinatario: common.destinatario,
-          mensaje: { type: 'string', minLength: 1, maxLength: 4096 },
-          mime: { type: 'string', description: 'the file content in base64 (the field is called mime)' },
-          tipomime: { type: 'string', maxLength: 100, description: 'MIME type of the file; required with mime' },
-          modo: { type: 'string', description: 'directo or DIRECTO for an immediate send; absent: queue' },
-          idempotency_key: common.idempotency_key,
-        },
-      },
+      body: Type.Object({
+        token: Type.String({ description: 'gateway token (64 hex) or legacy token of the celular' }),
+        destinatario,
+        mensaje,
+        mime: Type.Optional(Type.String({ description: 'the file content in base64 (the field is called mime)' })),
+        tipomime: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.mime, description: 'MIME type of the file; required with mime' })),
+        modo: Type.Optional(Type.String({ description: 'directo or DIRECTO for an immediate send; absent: queue' })),
+        idempotency_key: idempotencyKey,
+      }),
       headers: idemHeaders,
       response: { 200: sent, ...idemResponses, ...errorResponses },
     };

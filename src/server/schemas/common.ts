@@ -1,6 +1,7 @@
 import { SESSION_STATUSES } from '../../core/ports.js';
 import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/celulares.js';
 import { POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
+import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
 
 /**
  * JSON schemas shared by routes. They validate requests, serialise responses
@@ -102,31 +103,33 @@ export const clienteSummaryProps = {
 export const sharedSchemas = [errorSchema, celularSchema, clienteSchema];
 
 /** `id` of the celular endpoints (docs/design.md §1): in the query string (the body is accepted too). */
-export const idQuery = {
-  type: 'object',
-  properties: {
-    id: { type: 'integer', minimum: 1, description: 'celular id (required; may also be sent in the body)' },
-    key: { type: 'string', description: 'credential, when no Authorization header is sent' },
-  },
-} as const;
+/** The credential as a query parameter, for clients that cannot set headers. */
+export const keyQuery = Type.String({ description: 'credential, when no Authorization header is sent' });
 
-export const keyField = { type: 'string', description: 'credential (same value as the Bearer token)' } as const;
+export const idQueryProps = {
+  id: Type.Optional(Type.Integer({ minimum: 1, description: 'celular id (required; may also be sent in the body)' })),
+  key: Type.Optional(keyQuery),
+};
+export const idQuery = Type.Object(idQueryProps);
 
-export const celularEditBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    key: keyField,
-    id: { type: 'integer', minimum: 1 },
-    estado: { type: 'string', enum: ['activo', 'suspendido', 'desconectado'], description: 'client key only' },
-    nombre_interno: nullable({ type: 'string', maxLength: CELULAR_LIMITS.nombre_interno }),
-    max_envios_por_minuto: { type: 'integer', minimum: 1, maximum: 1000 },
-    max_envios_por_hora: { type: 'integer', minimum: 1, maximum: 50000 },
-    max_envios_por_dia: nullable({ type: 'integer', minimum: 1, maximum: 100000 }),
-    hora_inicio_permitido: { type: 'string', pattern: HORA_PATTERN },
-    hora_fin_permitido: { type: 'string', pattern: HORA_PATTERN },
+export const keyField = Type.String({ description: 'credential (same value as the Bearer token)' });
+
+const range = ([minimum, maximum]: readonly [number, number]) => ({ minimum, maximum });
+
+export const celularEditBody = Type.Object(
+  {
+    key: Type.Optional(keyField),
+    id: Type.Optional(Type.Integer({ minimum: 1 })),
+    estado: Type.Optional(StringEnum(['activo', 'suspendido', 'desconectado'], { description: 'client key only' })),
+    nombre_interno: Type.Optional(Nullable(Type.String({ maxLength: CELULAR_LIMITS.nombre_interno }))),
+    max_envios_por_minuto: Type.Optional(Type.Integer(range(CELULAR_LIMITS.max_envios_por_minuto))),
+    max_envios_por_hora: Type.Optional(Type.Integer(range(CELULAR_LIMITS.max_envios_por_hora))),
+    max_envios_por_dia: Type.Optional(Nullable(Type.Integer(range(CELULAR_LIMITS.max_envios_por_dia)))),
+    hora_inicio_permitido: Type.Optional(Type.String({ pattern: HORA_PATTERN })),
+    hora_fin_permitido: Type.Optional(Type.String({ pattern: HORA_PATTERN })),
   },
-} as const;
+  { additionalProperties: false },
+);
 
 const linkProps = {
   celular_id: { type: 'integer' },
@@ -179,20 +182,19 @@ export function okResponse(properties: Record<string, unknown>, description?: st
  * listing's own filters around the days (`beforeDays`, then `afterDays`, in
  * that order in the document), the page, and the key.
  */
-export function listingQuerystring<B extends Record<string, object>, A extends Record<string, object>>(beforeDays: B, afterDays: A) {
-  return {
-    type: 'object',
-    properties: {
-      celular_id: { type: 'integer', minimum: 1 },
+export function listingQuerystring<B extends TProperties, A extends TProperties>(beforeDays: B, afterDays: A) {
+  return Type.Partial(
+    Type.Object({
+      celular_id: Type.Integer({ minimum: 1 }),
       ...beforeDays,
-      desde: { ...day, description: 'first day (YYYY-MM-DD), included' },
-      hasta: { ...day, description: 'last day (YYYY-MM-DD), included' },
+      desde: Type.String({ ...day, description: 'first day (YYYY-MM-DD), included' }),
+      hasta: Type.String({ ...day, description: 'last day (YYYY-MM-DD), included' }),
       ...afterDays,
-      page: { type: 'integer', minimum: 1, default: 1 },
-      por_pagina: { type: 'integer', minimum: 1, maximum: POR_PAGINA_MAX, default: POR_PAGINA_DEFAULT },
-      key: { type: 'string', description: 'credential, when no Authorization header is sent' },
-    },
-  } as const;
+      page: Type.Integer({ minimum: 1, default: 1 }),
+      por_pagina: Type.Integer({ minimum: 1, maximum: POR_PAGINA_MAX, default: POR_PAGINA_DEFAULT }),
+      key: keyQuery,
+    }),
+  );
 }
 
 /** The 200 answer of a paged listing: the page fields, then its records under `field`. */
