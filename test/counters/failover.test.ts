@@ -8,6 +8,7 @@ import { FailoverCounters } from '../../src/counters/failover.js';
 import { RedisCounters } from '../../src/counters/redis.js';
 import { describeWith, dropRedisPrefix, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
 import { closedPort, startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Redis unreachable (docs/decisions.md, "Redis counters"): the counters fail
@@ -22,14 +23,6 @@ interface Logged {
   level: 'warn' | 'info';
   obj: object;
   msg: string;
-}
-
-async function waitFor(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describeWith(redis, 'Redis counters when Redis is unreachable', () => {
@@ -109,7 +102,7 @@ describeWith(redis, 'Redis counters when Redis is unreachable', () => {
     expect((await direct.get('cut'))?.count).toBe(2);
 
     await proxy.restore();
-    await waitFor(() => f.backend() === 'redis', 'the counters back on Redis');
+    await until(() => f.backend() === 'redis', { what: 'the counters back on Redis' });
     expect(logs.map((l) => l.level)).toEqual(['warn', 'info']);
     expect(logs[1]!.msg).toMatch(/reachable again/);
     // Redis' count from before the outage goes on; the per-node count of the outage is left behind.
@@ -128,7 +121,7 @@ describeWith(redis, 'Redis counters when Redis is unreachable', () => {
     expect((await f.incr('hung', LONG)).count).toBe(2); // memory, without asking Redis
     expect(logs.map((l) => l.level)).toEqual(['warn']);
     proxy.stall(false);
-    await waitFor(() => f.backend() === 'redis', 'the counters back on Redis');
+    await until(() => f.backend() === 'redis', { what: 'the counters back on Redis' });
     // The increment that timed out may still reach Redis once the bytes flow (TCP delivers what was sent):
     // an outage can over-count by the commands in flight, never under-count.
     const held = (await direct.get('hung'))!.count;
@@ -143,7 +136,7 @@ describeWith(redis, 'Redis counters when Redis is unreachable', () => {
     await f.start();
     expect(f.backend()).toBe('redis (unreachable: memory)');
     await proxy.restore();
-    await waitFor(() => f.backend() === 'redis', 'the counters on Redis');
+    await until(() => f.backend() === 'redis', { what: 'the counters on Redis' });
     expect((await f.incr('late', LONG)).count).toBe(1);
     expect((await direct.get('late'))?.count).toBe(1);
     expect(logs.map((l) => l.level)).toEqual(['warn', 'info']);
@@ -158,7 +151,7 @@ describeWith(redis, 'Redis counters when Redis is unreachable', () => {
       await f.get('twice');
       await f.get('twice');
       await proxy.restore();
-      await waitFor(() => f.backend() === 'redis', 'the counters back on Redis');
+      await until(() => f.backend() === 'redis', { what: 'the counters back on Redis' });
     }
     expect(logs.map((l) => l.level)).toEqual(['warn', 'info', 'warn', 'info']);
   });

@@ -7,8 +7,9 @@ import { pgSchema } from '../contract/adapters.js';
 import { api, tempDir } from '../helpers/server.js';
 import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
 import { describeWith, dropRedisPrefix, postgres, POSTGRES_URL, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
-import { numeroNuevo, TEXT, waitFor } from '../server/send-helpers.js';
+import { numeroNuevo, TEXT } from '../server/send-helpers.js';
 import { startReceiver, type Receiver } from '../server/webhook-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Three `serve` processes on one PostgreSQL and one Redis, in front of one
@@ -150,19 +151,21 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
         const id = cel.body.celular_id as number;
         const caps = i === LINES ? { max_envios_por_dia: 5 } : { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 };
         expect((await api(at(i + 1).url, 'POST', '/api/celular_editar.php', { key: cli.key, json: { id, ...caps } })).status).toBe(200);
-        await waitFor(async () => {
-          const qr = await api(at(i + 2).url, 'POST', `/api/celular_qr.php?id=${id}`, { key: cli.key });
-          return qr.status === 200 && qr.body.qr !== '';
-        }, 'a QR');
+        await until(
+          async () => {
+            const qr = await api(at(i + 2).url, 'POST', `/api/celular_qr.php?id=${id}`, { key: cli.key });
+            return qr.status === 200 && qr.body.qr !== '';
+          },
+          { what: 'a QR' },
+        );
         await fake.scan(`pasarela-${id}`);
         lines.push({ id, key: cel.body.api_key, cliente: cli.id });
       }
       await fake.settle();
-      await waitFor(
-        async () => (await db.query("SELECT COUNT(*)::int AS n FROM celulares WHERE estado = 'activo'")).rows[0].n === LINES + 2,
-        'every line linked',
-        20_000,
-      );
+      await until(async () => (await db.query("SELECT COUNT(*)::int AS n FROM celulares WHERE estado = 'activo'")).rows[0].n === LINES + 2, {
+        what: 'every line linked',
+        timeoutMs: 20_000,
+      });
 
       // Duplicate protection counts across nodes (Redis): the fourth same text to one number within 2 minutes is refused, and its line blocked.
       const dupe = { destinatario: numeroNuevo(), mensaje: 'el mismo texto' };
@@ -194,14 +197,14 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
       );
       const countSent = async () =>
         (await db.query("SELECT COUNT(*)::int AS n FROM mensajes WHERE estado <> 'pendiente' AND texto LIKE 'carga %'")).rows[0].n as number;
-      await waitFor(async () => (await countSent()) >= MESSAGES / 3, 'a third sent', 60_000);
+      await until(async () => (await countSent()) >= MESSAGES / 3, { what: 'a third sent', timeoutMs: 60_000 });
       const killedAt = Date.now();
       // Its connections to the fake as it dies: a request it sent on one may be read (and named) after.
       const killedPid = nodes[1]!.child.pid;
       const killedPorts = portsOf(killedPid);
       await crash(nodes[1]!);
       // The two left drain the rest, the dead node's lines once it has been silent its stale time (30 s here: the longest of its send and webhook leases, plus 10 s).
-      await waitFor(async () => (await countSent()) === MESSAGES, 'every message ended', 90_000);
+      await until(async () => (await countSent()) === MESSAGES, { what: 'every message ended', timeoutMs: 90_000 });
 
       // Every accepted message ended sent (none failed: every line was up).
       const rows = (
@@ -298,7 +301,7 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
       }
 
       // Every message's sent event reached the webhook (a retry keeps its id).
-      await waitFor(
+      await until(
         () => {
           const got = new Set(
             hooks.hits
@@ -307,8 +310,7 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
           );
           return accepted.every((id) => got.has(id));
         },
-        'every message.status enviado event',
-        60_000,
+        { what: 'every message.status enviado event', timeoutMs: 60_000 },
       );
       const ids = new Map<string, string>();
       for (const h of hooks.hits) {

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REASON_NOT_SENT } from '../../src/core/direct-recovery.js';
 import { api, type ApiResponse } from '../helpers/server.js';
+import { until } from '../helpers/poll.js';
 import { crash, killAllServeChildren, startServeChild, stop } from '../helpers/serve-child.js';
 
 /**
@@ -30,8 +31,6 @@ async function ok(p: Promise<ApiResponse>, status = 200): Promise<any> {
   return r.body;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe('crash: SIGKILL during a burst of direct sends', () => {
   it('resolves every direct send the crash left pending, and every balance equals its ledger', async () => {
     const root = mkdtempSync(join(tmpdir(), 'pasarela-crash-direct-'));
@@ -47,10 +46,7 @@ describe('crash: SIGKILL during a burst of direct sends', () => {
     await ok(call('POST', `/api/celular_qr.php?id=${id}`, key));
     await ok(call('POST', '/admin/sim/scan', admin, { celular_id: id }));
     await ok(call('POST', `/api/celular_editar.php?id=${id}`, key, { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 }));
-    for (let i = 0; (await ok(call('GET', `/api/celular.php?id=${id}`, key))).celular.estado !== 'activo'; i += 1) {
-      if (i > 250) throw new Error('the line did not become activo');
-      await sleep(20);
-    }
+    await until(async () => (await ok(call('GET', `/api/celular.php?id=${id}`, key))).celular.estado === 'activo', { what: 'the line activo' });
 
     // 400 direct sends at once; the process is killed as soon as the first answers come back.
     let answered = 0;
@@ -62,7 +58,7 @@ describe('crash: SIGKILL during a burst of direct sends', () => {
         })
         .catch(() => null),
     );
-    while (answered === 0) await sleep(2);
+    await until(() => answered > 0, { what: 'a first answer', timeoutMs: 30_000, stepMs: 2 });
     await crash(s);
     const answers = (await Promise.all(sends)).filter((r): r is ApiResponse => r !== null && r.status === 200);
 
@@ -78,12 +74,11 @@ describe('crash: SIGKILL during a burst of direct sends', () => {
 
     s = await startServeChild(dataDir, ['--sim-delivery-ms', '50', '--sim-read-ms', '100']);
     // The receipts the network owed for the sends recorded at start-up arrive within a moment.
-    for (let i = 0; ; i += 1) {
-      const h = await ok(api(s.url, 'GET', '/api/historial_listar.php?estado=enviado&por_pagina=1', { key }));
-      if (h.total === 0) break;
-      if (i > 500) throw new Error(`${h.total} messages still without receipts`);
-      await sleep(20);
-    }
+    let withoutReceipts = -1;
+    await until(async () => (withoutReceipts = (await ok(api(s.url, 'GET', '/api/historial_listar.php?estado=enviado&por_pagina=1', { key }))).total) === 0, {
+      what: () => `every receipt (${withoutReceipts} messages still without one)`,
+      timeoutMs: 10_000,
+    });
     await stop(s);
 
     const db = new Database(join(dataDir, 'pasarela.db'), { readonly: true, fileMustExist: true });

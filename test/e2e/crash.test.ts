@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, type ApiResponse } from '../helpers/server.js';
+import { until } from '../helpers/poll.js';
 import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
 
 /**
@@ -52,8 +53,6 @@ async function ok(p: Promise<ApiResponse>, status = 200): Promise<any> {
   return r.body;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Messages of the client still `pendiente`, through the history endpoint. */
 async function pending(base: string, key: string): Promise<number> {
   return (await ok(call(base, 'GET', '/api/historial_listar.php?estado=pendiente&por_pagina=1', key))).total as number;
@@ -77,11 +76,7 @@ async function runScenario(killShare: number): Promise<void> {
     await ok(call(s.url, 'POST', `/api/celular_qr.php?id=${id}`, key));
     await ok(call(s.url, 'POST', '/admin/sim/scan', admin, { celular_id: id }));
     await ok(call(s.url, 'POST', `/api/celular_editar.php?id=${id}`, key, { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 }));
-    const deadline = Date.now() + 5_000;
-    while ((await ok(call(s.url, 'GET', `/api/celular.php?id=${id}`, key))).celular.estado !== 'activo') {
-      if (Date.now() > deadline) throw new Error(`celular ${id} did not become activo`);
-      await sleep(20);
-    }
+    await until(async () => (await ok(call(s.url, 'GET', `/api/celular.php?id=${id}`, key))).celular.estado === 'activo', { what: `celular ${id} activo` });
     lineas.push(id);
   }
 
@@ -119,12 +114,12 @@ async function runScenario(killShare: number): Promise<void> {
   // Run 2: drain with a short gap; kill once `killShare` of the messages is sent.
   s = await startServe(dataDir, '0-5');
   const target = Math.round(TOTAL * killShare);
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const left = await pending(s.url, key);
-    if (TOTAL - left >= target) break;
-    if (Date.now() > deadline) throw new Error(`only ${TOTAL - left} of ${TOTAL} sent after 15 s`);
-  }
+  let left = TOTAL;
+  await until(async () => TOTAL - (left = await pending(s.url, key)) >= target, {
+    what: () => `${target} of ${TOTAL} sent (${TOTAL - left} so far)`,
+    timeoutMs: 15_000,
+    stepMs: 0,
+  });
   await crash(s);
   {
     // The state the crash left (the process is gone; nothing writes now).
@@ -138,11 +133,7 @@ async function runScenario(killShare: number): Promise<void> {
 
   // Run 3: drain to the end, then a graceful stop.
   s = await startServe(dataDir, '0-5');
-  const end = Date.now() + 20_000;
-  while ((await pending(s.url, key)) > 0) {
-    if (Date.now() > end) throw new Error('the queue did not drain in 20 s');
-    await sleep(50);
-  }
+  await until(async () => (await pending(s.url, key)) === 0, { what: 'the queue drained', timeoutMs: 20_000, stepMs: 50 });
   const saldo = await ok(call(s.url, 'GET', '/api/saldo.php', key));
   expect(saldo.saldo_global).toBe(SALDO - TOTAL);
   s.child.kill('SIGTERM');

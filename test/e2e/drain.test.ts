@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, type ApiResponse } from '../helpers/server.js';
+import { until } from '../helpers/poll.js';
 import { killAllServeChildren, startServeChild } from '../helpers/serve-child.js';
 
 /**
@@ -16,8 +17,6 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 describe('serve --drain-delay', () => {
   it('on SIGTERM answers /ready 503 draining while /health answers, then exits 0', async () => {
     const root = mkdtempSync(join(tmpdir(), 'pasarela-drain-'));
@@ -29,14 +28,15 @@ describe('serve --drain-delay', () => {
 
     // Straight to the process: execa's kill() would follow with SIGKILL after 5 s, inside the drain delay.
     process.kill(s.child.pid!, 'SIGTERM');
-    let ready: ApiResponse | undefined;
-    for (const deadline = Date.now() + 8000; Date.now() < deadline; await sleep(50)) {
-      ready = await api(s.url, 'GET', '/ready');
-      if (ready.status === 503) break;
-    }
-    expect(ready?.status, ready?.text).toBe(503);
-    expect(ready!.body).toMatchObject({ ok: false, listo: false, draining: true });
-    expect(ready!.body.motivos).toEqual([{ codigo: 'draining', detalle: 'the node got SIGTERM and is stopping' }]);
+    let last: ApiResponse | undefined;
+    const ready = await until(async () => (last = await api(s.url, 'GET', '/ready')).status === 503 && last, {
+      what: () => `/ready 503 (last: ${last?.status} ${last?.text})`,
+      timeoutMs: 8000,
+      stepMs: 50,
+    });
+    expect(ready.status, ready.text).toBe(503);
+    expect(ready.body).toMatchObject({ ok: false, listo: false, draining: true });
+    expect(ready.body.motivos).toEqual([{ codigo: 'draining', detalle: 'the node got SIGTERM and is stopping' }]);
     // Liveness is not readiness: the process still answers, and so does the API.
     const health = await api(s.url, 'GET', '/health');
     expect(health.status, health.text).toBe(200);

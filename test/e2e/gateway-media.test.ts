@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
-import { linkedLine, MP4, PDF, PNG, waitEstado, waitFor, type Line } from '../server/send-helpers.js';
+import { linkedLine, MP4, PDF, PNG, waitEstado, type Line } from '../server/send-helpers.js';
 import { evolutionNetwork, wahaNetwork, type Network } from './gateways-network.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Media by URL through a real gateway (Evolution, WAHA fakes): pasarela
@@ -72,12 +73,15 @@ const TO = '5215587654321';
 async function linkLine(s: TestServer, net: Network): Promise<Line> {
   const line = await linkedLine(s, { saldo: 100, link: false });
   const instancia = (await s.core.store.getCelular(line.celularId))!.gateway_instancia!;
-  await waitFor(async () => {
-    const qr = await api(s.url, 'POST', `/api/celular_qr.php?id=${line.celularId}`, { key: line.clientKey });
-    return qr.status === 200 && qr.body.status === 'need_scan' && qr.body.qr !== '';
-  }, 'a QR');
+  await until(
+    async () => {
+      const qr = await api(s.url, 'POST', `/api/celular_qr.php?id=${line.celularId}`, { key: line.clientKey });
+      return qr.status === 200 && qr.body.status === 'need_scan' && qr.body.qr !== '';
+    },
+    { what: 'a QR' },
+  );
   await net.scan(s, instancia);
-  await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', 'celular activo');
+  await until(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', { what: 'celular activo' });
   return line;
 }
 
@@ -152,7 +156,7 @@ describe.each(NETWORKS)('media URLs on %s', (_name, make) => {
       expect(m.intentos).toBe(0);
       expect(await credit()).toBe(start);
       expect(net.received!().length).toBe(before);
-      await waitFor(() => tmpFiles().length === 0, 'temp files removed');
+      await until(() => tmpFiles().length === 0, { what: 'temp files removed' });
     });
   });
 

@@ -3,8 +3,9 @@ import { startEvolutionFake, type EvolutionFake } from '../fakes/evolution.js';
 import { rmSync } from 'node:fs';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
-import { numeroNuevo, waitFor } from '../server/send-helpers.js';
+import { numeroNuevo } from '../server/send-helpers.js';
 import { setWebhook, startReceiver, type Receiver } from '../server/webhook-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Many gateway servers: pasarela runs whole with `--gateway evolution`, its
@@ -39,13 +40,16 @@ async function newLine(): Promise<number> {
 
 async function linkOn(fake: EvolutionFake, celularId: number): Promise<void> {
   let qr: ApiResponse;
-  await waitFor(async () => {
-    qr = track(await api(s.url, 'POST', `/api/celular_qr.php?id=${celularId}`, { key: clientKey }));
-    return qr.status === 200 && qr.body.qr !== '';
-  }, 'a QR');
+  await until(
+    async () => {
+      qr = track(await api(s.url, 'POST', `/api/celular_qr.php?id=${celularId}`, { key: clientKey }));
+      return qr.status === 200 && qr.body.qr !== '';
+    },
+    { what: 'a QR' },
+  );
   await fake.scan(instanceOf(celularId));
   await fake.settle();
-  await waitFor(async () => (await s.core.store.getCelular(celularId))?.estado === 'activo', `celular ${celularId} activo`);
+  await until(async () => (await s.core.store.getCelular(celularId))?.estado === 'activo', { what: `celular ${celularId} activo` });
 }
 
 const touched = (fake: EvolutionFake, instancia: string) => fake.requests.filter((r) => r.path.includes(`/${instancia}`));
@@ -200,7 +204,7 @@ describe('many gateway servers', () => {
     expect(fake.instances.has(instanceOf(id))).toBe(true);
     const r = track(await api(s.url, 'POST', `/api/celular_eliminar.php?id=${id}`, { key: clientKey }));
     expectOk(r);
-    await waitFor(() => !fake.instances.has(instanceOf(id)), 'instance deleted');
+    await until(() => !fake.instances.has(instanceOf(id)), { what: 'instance deleted' });
   });
 
   it('with every server draining a line is still made, without a server; its QR says why, and it gets one once a server takes lines', async () => {

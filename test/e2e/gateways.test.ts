@@ -11,13 +11,13 @@ import {
   PDF,
   startMediaServer,
   waitEstado,
-  waitFor,
   WEBP,
   type Line,
   type MediaServer,
 } from '../server/send-helpers.js';
 import { setWebhook, startReceiver, type Receiver } from '../server/webhook-helpers.js';
 import { evolutionNetwork, simNetwork, wahaNetwork, type Network } from './gateways-network.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The same end-to-end flow on the simulator and on each real gateway's fake
@@ -66,13 +66,16 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
   it('links the line by QR: the gateway reports the scan, the line turns activo, session.status goes out', async () => {
     expect(instancia).toBe(`pasarela-${line.celularId}`);
     let qr: ApiResponse;
-    await waitFor(async () => {
-      qr = await api(s.url, 'POST', `/api/celular_qr.php?id=${line.celularId}`, { key: line.clientKey });
-      return qr.status === 200 && qr.body.status === 'need_scan' && qr.body.qr !== '';
-    }, 'a QR');
+    await until(
+      async () => {
+        qr = await api(s.url, 'POST', `/api/celular_qr.php?id=${line.celularId}`, { key: line.clientKey });
+        return qr.status === 200 && qr.body.status === 'need_scan' && qr.body.qr !== '';
+      },
+      { what: 'a QR' },
+    );
     expect(qr!.body.estado).toBe('desconectado');
     await net.scan(s, instancia);
-    await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', 'celular activo');
+    await until(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', { what: 'celular activo' });
     await hooks.wait((h) => h.json?.evento === 'session.status' && h.json.data.status === 'connected', 5000, 'session.status connected');
     const st = await api(s.url, 'GET', `/api/celular_status.php?id=${line.celularId}`, { key: line.clientKey });
     expect(st.body).toMatchObject({ status: 'connected', estado: 'activo', status_actualizado_desde_gateway: true });
@@ -84,7 +87,7 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     expectOk(r);
     expect(r.body).toMatchObject({ creado: true, status: 'need_scan', codigo: expect.stringMatching(/^[A-Z0-9]{4}-?[A-Z0-9]{4}$/) });
     await net.enterCode(s, r.body.gateway_instancia, r.body.codigo);
-    await waitFor(async () => (await s.core.store.getCelular(r.body.celular_id))?.estado === 'activo', 'second line activo');
+    await until(async () => (await s.core.store.getCelular(r.body.celular_id))?.estado === 'activo', { what: 'second line activo' });
   });
 
   const KINDS: Array<{ tipo: string; path: string; body: () => Record<string, unknown> }> = [
@@ -132,10 +135,9 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     }
     const h = await api(s.url, 'GET', `/api/historial_listar.php?celular_id=${line.celularId}&estado=leido&por_pagina=100`, { key: line.clientKey });
     expect(h.body.total).toBe(sent.length);
-    await waitFor(
-      () => sent.every((id) => events('message.status').some((d) => d.msg_id === id && d.estado === 'leido')),
-      'message.status leido for every message',
-    );
+    await until(() => sent.every((id) => events('message.status').some((d) => d.msg_id === id && d.estado === 'leido')), {
+      what: 'message.status leido for every message',
+    });
     for (const id of sent) {
       expect(
         events('message.status')
@@ -173,7 +175,7 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     for (const c of [call('DUP1', 'otra vez'), call('DUP1', 'otra vez'), call('DUP2', 'otra vez')]) {
       expectOk(await api(s.url, 'POST', path, { json: c.body, headers: c.headers }));
     }
-    await waitFor(() => events('messages.received').filter((d) => d.texto === 'otra vez').length >= 2, 'two distinct messages');
+    await until(() => events('messages.received').filter((d) => d.texto === 'otra vez').length >= 2, { what: 'two distinct messages' });
     await new Promise((r) => setTimeout(r, 100));
     expect(
       events('messages.received')
@@ -217,7 +219,7 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
       const q = await post('/api/mensaje_enviar_texto.php', { mensaje: `en cola ${Math.random()}` });
       expectOk(q);
       queued = q.body.msg_id;
-      await waitFor(async () => ((await s.core.store.getMensaje(queued))?.intentos ?? 0) >= 1, 'a failed attempt');
+      await until(async () => ((await s.core.store.getMensaje(queued))?.intentos ?? 0) >= 1, { what: 'a failed attempt' });
       const m = (await s.core.store.getMensaje(queued))!;
       expect(m.estado).toBe('pendiente');
       expect(m.error).toMatch(/\S/);
@@ -239,10 +241,10 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
     expect((await s.core.store.getCelular(idle.body.celular_id))!.last_status).toBe('disconnected');
     expect(s.health.restarted).toBe(0);
     await net.stopSession(instancia);
-    await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.last_status === 'disconnected', 'the stop reported');
+    await until(async () => (await s.core.store.getCelular(line.celularId))?.last_status === 'disconnected', { what: 'the stop reported' });
     expect((await s.core.store.getCelular(line.celularId))!.estado).toBe('desconectado');
     await s.health.checkNow();
-    await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', 'activo again');
+    await until(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', { what: 'activo again' });
     expect(s.health.restarted).toBeGreaterThanOrEqual(1);
     expect((await s.core.store.getCelular(line.celularId))!.last_status).toBe('connected');
   });
@@ -261,7 +263,7 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
 
   it('the phone removes the device: the line is desconectado and refuses sends', async () => {
     await net.phoneLogout(s, instancia);
-    await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'desconectado', 'celular desconectado');
+    await until(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'desconectado', { what: 'celular desconectado' });
     expectError(await post('/api/mensaje_enviar_texto.php', { mensaje: 'x', directo: 1 }), 403, 301);
   });
 

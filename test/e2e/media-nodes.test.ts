@@ -10,7 +10,8 @@ import { expectError } from '../helpers/expect.js';
 import { RawRequest } from '../helpers/raw-http.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
-import { editCelular, linkedLine, send, waitEstado, waitFor, type Line } from '../server/send-helpers.js';
+import { editCelular, linkedLine, send, waitEstado, type Line } from '../server/send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Queued media on PostgreSQL is readable by every node (issue 11): a node
@@ -111,7 +112,7 @@ describeWith(postgres, 'queued media on PostgreSQL, sent by another node', () =>
     expect(sha(got.get(b.body.msg_id)!)).toBe(sha(doc));
 
     // A send's end removes its chunks; node 2's copies for the gateway are gone too.
-    await waitFor(async () => (await db.sql('SELECT 1 FROM medios')).length === 0, 'the chunks of the sent messages removed');
+    await until(async () => (await db.sql('SELECT 1 FROM medios')).length === 0, { what: 'the chunks of the sent messages removed' });
     expect(tmpFiles(dir2)).toEqual([]);
   });
 });
@@ -146,9 +147,9 @@ describeWith(postgres, 'failed media uploads on PostgreSQL leave nothing', () =>
     });
     await r.write(body.subarray(0, body.length >> 1));
     // Part of the file is staged on this node's disk when the client goes.
-    await waitFor(() => tmpFiles(s.dataDir).length > 0, 'part of the upload staged');
+    await until(() => tmpFiles(s.dataDir).length > 0, { what: 'part of the upload staged' });
     r.destroy();
-    await waitFor(() => tmpFiles(s.dataDir).length === 0, 'the staged part removed');
+    await until(() => tmpFiles(s.dataDir).length === 0, { what: 'the staged part removed' });
     await nothingLeft(line.celularId);
     expect((await api(s.url, 'GET', '/health')).status).toBe(200);
   });

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, type ApiResponse } from '../helpers/server.js';
 import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
-import { expectEnvelope, expectSigned, startReceiver, waitFor, type Receiver } from '../server/webhook-helpers.js';
+import { expectEnvelope, expectSigned, startReceiver, type Receiver } from '../server/webhook-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The webhook outbox survives `kill -9` (docs/design.md §7, README "Delivery"):
@@ -81,7 +82,7 @@ describe('webhook outbox: SIGKILL and restart', () => {
     expectEnvelope(first, 'session.status', first.json.cliente_id);
     expect(first.json.data).toMatchObject({ celular_id: celularId, status: 'need_scan' });
     let before: Entrega | undefined;
-    await waitFor(async () => ((before = await entrega(s.url, key, id))?.intentos ?? 0) >= 1, 'the first failed attempt recorded');
+    await until(async () => ((before = await entrega(s.url, key, id))?.intentos ?? 0) >= 1, { what: 'the first failed attempt recorded' });
     await crash(s);
     expect(before).toMatchObject({ estado: 'pendiente' });
     const failedBefore = before!.intentos;
@@ -92,7 +93,7 @@ describe('webhook outbox: SIGKILL and restart', () => {
     s = await startServe(dataDir);
     const done = await (async () => {
       let e: Entrega | undefined;
-      await waitFor(async () => (e = await entrega(s.url, key, id))?.estado === 'entregado', 'delivered after the restart', 8000);
+      await until(async () => (e = await entrega(s.url, key, id))?.estado === 'entregado', { what: 'delivered after the restart', timeoutMs: 8000 });
       return e!;
     })();
     // Every attempt before the crash is still there, followed by the successful one.
@@ -130,7 +131,7 @@ describe('webhook outbox: SIGKILL and restart', () => {
     R.answer = 200;
     s = await startServe(dataDir);
     let e: Entrega | undefined;
-    await waitFor(async () => (e = await entrega(s.url, key, id))?.estado === 'entregado', 'delivered after the restart', 8000);
+    await until(async () => (e = await entrega(s.url, key, id))?.estado === 'entregado', { what: 'delivered after the restart', timeoutMs: 8000 });
     expect(e!.intentos_detalle.map((a) => a.status)).toEqual([200]);
     const hits = R.of(id);
     expect(hits).toHaveLength(2);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayFailure, type GatewayEvent, type OutboundMessage, type SessionStatus } from '../../src/core/ports.js';
+import { until } from '../helpers/poll.js';
 import type { GatewayHarness } from './harness.js';
 
 /** Tiny valid files of each media kind (magic numbers are what gateways and pasarela sniff). */
@@ -12,16 +13,6 @@ export const SAMPLES = {
   ogg: Buffer.concat([Buffer.from('OggS'), Buffer.alloc(60, 1)]),
   webp: Buffer.concat([Buffer.from('RIFF'), Buffer.from([30, 0, 0, 0]), Buffer.from('WEBPVP8 '), Buffer.alloc(18, 2)]),
 };
-
-export async function until<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /**
  * The Gateway interface's contract, the same for the simulator and for every
@@ -47,11 +38,14 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
 
     /** A QR, once the gateway has one (some answer "connecting" first). */
     async function qrOf(i: string): Promise<string> {
-      return until(`a QR for ${i}`, async () => {
-        const r = await h.gateway.connect(i, LINE);
-        expect(['need_scan', 'connecting']).toContain(r.status);
-        return r.status === 'need_scan' && r.qr;
-      });
+      return until(
+        async () => {
+          const r = await h.gateway.connect(i, LINE);
+          expect(['need_scan', 'connecting']).toContain(r.status);
+          return r.status === 'need_scan' && r.qr;
+        },
+        { what: `a QR for ${i}` },
+      );
     }
 
     async function linked(): Promise<string> {
@@ -59,7 +53,7 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
       await h.gateway.ensureInstance(i, { numero: LINE });
       await qrOf(i);
       await h.scan(i);
-      await until(`${i} connected`, async () => (await h.gateway.status(i)) === 'connected');
+      await until(async () => (await h.gateway.status(i)) === 'connected', { what: `${i} connected` });
       return i;
     }
 
@@ -103,7 +97,7 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
       const b = await qrOf(i);
       expect(b).not.toBe(a);
       await h.scan(i);
-      await until('a connected event', () => sessionEvents(i).includes('connected'));
+      await until(() => sessionEvents(i).includes('connected'), { what: 'a connected event' });
       expect(await h.gateway.status(i)).toBe('connected');
       expect(await h.gateway.connect(i, LINE)).toEqual({ status: 'connected', qr: '' });
     });
@@ -111,13 +105,16 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
     it('links by pairing code instead of a QR', async () => {
       const i = fresh();
       await h.gateway.ensureInstance(i, { numero: LINE });
-      const r = await until('a pairing code', async () => {
-        const p = await h.gateway.pairingCode(i, LINE);
-        return p.status === 'need_scan' && p.code ? p : undefined;
-      });
+      const r = await until(
+        async () => {
+          const p = await h.gateway.pairingCode(i, LINE);
+          return p.status === 'need_scan' && p.code ? p : undefined;
+        },
+        { what: 'a pairing code' },
+      );
       expect(r.code).toMatch(/^[A-Z0-9]{4}-?[A-Z0-9]{4}$/);
       await h.enterCode(i, r.code);
-      await until(`${i} connected`, async () => (await h.gateway.status(i)) === 'connected');
+      await until(async () => (await h.gateway.status(i)) === 'connected', { what: `${i} connected` });
       expect(await h.gateway.pairingCode(i, LINE)).toEqual({ status: 'connected', code: '' });
     });
 
@@ -125,14 +122,17 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
       const i = fresh();
       await h.gateway.ensureInstance(i, { numero: LINE });
       await qrOf(i);
-      const r = await until('a pairing code after the QR', async () => {
-        const p = await h.gateway.pairingCode(i, LINE);
-        expect(['need_scan', 'connecting']).toContain(p.status);
-        return p.status === 'need_scan' && p.code ? p : undefined;
-      });
+      const r = await until(
+        async () => {
+          const p = await h.gateway.pairingCode(i, LINE);
+          expect(['need_scan', 'connecting']).toContain(p.status);
+          return p.status === 'need_scan' && p.code ? p : undefined;
+        },
+        { what: 'a pairing code after the QR' },
+      );
       expect(r.code).toMatch(/^[A-Z0-9]{4}-?[A-Z0-9]{4}$/);
       await h.enterCode(i, r.code);
-      await until(`${i} connected`, async () => (await h.gateway.status(i)) === 'connected');
+      await until(async () => (await h.gateway.status(i)) === 'connected', { what: `${i} connected` });
     });
 
     it('sends every kind it supports, and says which it does not', async () => {
@@ -184,7 +184,7 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
     it('reports an incoming message with its sender, text and a stable dedupe key', async () => {
       const i = await linked();
       const id = await h.receive(i, '5491155554444', 'buenas');
-      const e = await until('the inbound event', () => events.find((x) => x.type === 'inbound' && x.instancia === i));
+      const e = await until(() => events.find((x) => x.type === 'inbound' && x.instancia === i), { what: 'the inbound event' });
       expect(e).toMatchObject({ type: 'inbound', instancia: i, de: '5491155554444', tipo: 'texto', texto: 'buenas' });
       if (e.type === 'inbound') {
         expect(e.gatewayMsgId).toBe(id.split('_').pop());
@@ -216,17 +216,20 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
       } finally {
         await h.up();
       }
-      await until('the gateway back', async () => (await h.gateway.status(i).catch(() => 'down')) === 'connected');
+      await until(async () => (await h.gateway.status(i).catch(() => 'down')) === 'connected', { what: 'the gateway back' });
       await h.gateway.send(i, { msgId: 'c-up', tipo: 'texto', destinatario: TO, texto: 'x' });
     });
 
     it('a phone that removes the device ends the session, by event and by status', async () => {
       const i = await linked();
       await h.phoneLogout(i);
-      await until('a session event off connected', () => {
-        const s = sessionEvents(i);
-        return s.length > 0 && s[s.length - 1] !== 'connected';
-      });
+      await until(
+        () => {
+          const s = sessionEvents(i);
+          return s.length > 0 && s[s.length - 1] !== 'connected';
+        },
+        { what: 'a session event off connected' },
+      );
       expect(await h.gateway.status(i)).not.toBe('connected');
     });
 

@@ -12,7 +12,8 @@ import { evolutionEvents } from '../../src/gateways/evolution-inbound.js';
 import { extensionFor } from '../../src/gateways/media-files.js';
 import type { JsonReply } from '../../src/gateways/http-json.js';
 import { instanceSecret } from '../../src/gateways/inbound-secret.js';
-import { SAMPLES, until } from './contract.js';
+import { until } from '../helpers/poll.js';
+import { SAMPLES } from './contract.js';
 import { startEvolutionHarness } from './evolution-harness.js';
 
 /**
@@ -194,7 +195,7 @@ describe('evolution adapter', () => {
       const st = await (await fetch(`${h.fake.url}/instance/connectionState/${i}`, { headers: { apikey: h.fake.apiKey } })).json();
       expect(st).toEqual({ instance: { instanceName: i, state: 'open' } });
       expect(await h.gateway.status(i)).toBe('connecting');
-      await until('a restart', () => h.fake.requests.some((r) => r.method === 'POST' && r.path === `/instance/restart/${i}`));
+      await until(() => h.fake.requests.some((r) => r.method === 'POST' && r.path === `/instance/restart/${i}`), { what: 'a restart' });
       const f = await failure(send(i, { texto: 'x' }));
       expect(f.kind).toBe('transient');
     });
@@ -348,7 +349,7 @@ describe('evolution adapter', () => {
       }
       const echoed = classifyEvolution(
         { status: 400, headers: {}, body: { status: 400, error: 'Bad Request', response: { message: ['bad apikey clave-123 for secreto-9'] } } },
-        { instancia: 'x', redact: ['clave-123', 'secreto-9'] },
+        { instancia: 'x', redact: ['clave-123', 'secreto-9'], now: 0 },
       );
       expect(echoed.message).not.toMatch(/clave-123|secreto-9/);
       expect(echoed.message).toContain('***');

@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { GatewayFailure, type GatewayEvent } from '../../src/core/ports.js';
 import { SimConflict, SimGateway } from '../../src/gateways/sim.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { until } from '../helpers/poll.js';
 
 describe('sim gateway', () => {
   let store: SqliteStore;
@@ -55,7 +56,8 @@ describe('sim gateway', () => {
     expect(err).toBeInstanceOf(GatewayFailure);
     expect(err).toMatchObject({ permanent: true, message: 'not on the network' });
     expect(await sim.clearFail('14155552671')).toBe(true);
-    await new Promise((r) => setTimeout(r, 50));
+    // The receipts come on the simulator's own timers (5 and 10 ms).
+    await until(() => events.filter((e) => e.type === 'receipt').length >= 2, { what: 'two receipts' });
     const receipts = events.filter((e) => e.type === 'receipt');
     expect(receipts.map((e) => e.type === 'receipt' && [e.gatewayMsgId, e.estado])).toEqual([
       [gatewayMsgId, 'entregado'],
@@ -88,12 +90,11 @@ describe('sim gateway', () => {
       if (e.type === 'receipt' && e.gatewayMsgId === gatewayMsgId) seen.push(e.estado);
     });
     await again.start();
-    const end = Date.now() + 3000;
-    while (seen.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    await until(() => seen.length > 0, { what: 'the overdue receipt', timeoutMs: 3000, stepMs: 5 });
     expect(seen).toEqual(['entregado']);
     // Forgotten once handled (its removal commits right after the receipt is recorded).
     const owed = async () => (await store.kvList<{ estado: string }>('sim.receipts')).map((o) => o.value.estado);
-    while ((await owed()).length > 1 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    await until(async () => (await owed()).length <= 1, { what: 'the handled receipt forgotten', timeoutMs: 3000, stepMs: 5 });
     expect(await owed()).toEqual(['leido']);
     await again.close();
   });

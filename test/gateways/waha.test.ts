@@ -12,7 +12,8 @@ import { instanceSecret } from '../../src/gateways/inbound-secret.js';
 import { WahaGateway } from '../../src/gateways/waha.js';
 import { classifyWaha } from '../../src/gateways/waha-failure.js';
 import { bareId } from '../../src/gateways/waha-ids.js';
-import { SAMPLES, until } from './contract.js';
+import { until } from '../helpers/poll.js';
+import { SAMPLES } from './contract.js';
 import { startWahaHarness, TEST_SECRET } from './waha-harness.js';
 
 type Harness = Awaited<ReturnType<typeof startWahaHarness>>;
@@ -600,6 +601,6 @@ describe('WAHA inbound', () => {
 
   it('a scan reported by WAHA arrives as a connected session event', async () => {
     const j = await linked();
-    await until('connected event', () => ctx.events.some((e) => e.type === 'session' && e.instancia === j && e.status === 'connected'));
+    await until(() => ctx.events.some((e) => e.type === 'session' && e.instancia === j && e.status === 'connected'), { what: 'connected event' });
   });
 });

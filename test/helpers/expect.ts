@@ -16,9 +16,23 @@ export function expectError(r: ApiResponse, status: number, apiCodigo?: number):
   if (apiCodigo !== undefined) expect(r.body.api_codigo).toBe(apiCodigo);
 }
 
-/** The docs/design.md §4 success envelope. */
-export function expectOk(r: ApiResponse, status = 200): void {
-  expect(r.status, r.text).toBe(status);
+export interface OkOptions {
+  /** The HTTP status; 200 unless given. */
+  status?: number;
+  /** A send's answer (docs/design.md §3): its msg_id, a numeric saldo and the duplicate counter (anti_dupe). */
+  send?: boolean;
+  /** A send's mode (implies `send`): queued answers say pendiente; direct ones enviado, with the gateway's id. */
+  modo?: 'cola' | 'directo';
+  /** The duplicate count the send was given (implies `send`). */
+  count?: number;
+  /** A listing's paging fields (page, por_pagina). */
+  paged?: boolean;
+}
+
+/** The docs/design.md §4 success envelope, with the status (a number) or what the options say the answer holds. */
+export function expectOk(r: ApiResponse, statusOrOpts: number | OkOptions = {}): void {
+  const o = typeof statusOrOpts === 'number' ? { status: statusOrOpts } : statusOrOpts;
+  expect(r.status, r.text).toBe(o.status ?? 200);
   expect(r.body).toMatchObject({
     ok: true,
     api_codigo: 0,
@@ -28,7 +42,19 @@ export function expectOk(r: ApiResponse, status = 200): void {
     desc: expect.any(String),
   });
   expect(r.body).toHaveProperty('saldo');
+  if (o.send || o.modo !== undefined || o.count !== undefined) {
+    expect(r.body).toMatchObject({ saldo: expect.any(Number), anti_dupe: { max: 3, window_s: 120 } });
+    expect(r.body.msg_id).toMatch(UUID);
+  }
+  if (o.count !== undefined) expect(r.body.anti_dupe.count).toBe(o.count);
+  if (o.modo !== undefined) {
+    expect(r.body).toMatchObject({ modo: o.modo, estado: o.modo === 'cola' ? 'pendiente' : 'enviado' });
+    if (o.modo === 'directo') expect(r.body.gateway_msg_id).toMatch(/\S/);
+  }
+  if (o.paged) expect(r.body).toMatchObject({ page: expect.any(Number), por_pagina: expect.any(Number) });
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const used = new Set<string>();
 /** A fresh valid Mexican mobile number in the stored form (52 + 10 digits), never the same twice in a process. */

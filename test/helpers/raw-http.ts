@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { until } from './poll.js';
 
 /**
  * One HTTP/1.1 request over a raw socket, for tests that must control when
@@ -100,11 +101,7 @@ export class RawRequest {
 
   /** Resolves once the server has closed the connection. */
   async closedByServer(ms = 10_000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!this.closed) {
-      if (Date.now() > deadline) throw new Error('the connection stayed open');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(() => this.closed, { what: 'the server to close the connection', timeoutMs: ms });
   }
 
   /** Writes `total` bytes from `body` in chunks until the answer comes; returns it. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ManualClock, type Clock } from '../../src/core/clock.js';
 import { SERVE_DEFAULTS, startServer, type RunningServer, type ServeOptions } from '../../src/server/serve.js';
+import { until } from './poll.js';
 
 /**
  * A real server on a loopback port with its own data directory, its JSON log
@@ -13,6 +14,12 @@ export interface TestServer extends RunningServer {
   adminToken: string;
   logs: string[];
   clock: Clock;
+  /**
+   * One full look of the queue worker at the clock's time, and the sends it
+   * started, ended: what a test asserts after it the worker has seen. Tests
+   * move the clock and step, instead of waiting for the worker's poll.
+   */
+  stepQueue(): Promise<void>;
   /** Closes the server and removes its data directory. */
   stop(): Promise<void>;
 }
@@ -33,11 +40,30 @@ export async function startTestServer(over: Partial<ServeOptions> = {}): Promise
   const clock = over.clock ?? new ManualClock(Date.now());
   const s = await startServer({ ...SERVE_DEFAULTS, port: 0, logLevel: 'info', ...over, dataDir, clock, logStream });
   const adminToken = over.adminToken ?? readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+  // Every look of the worker begins by reading the queue's heads: counted there, so a step knows a look has run.
+  let looks = 0;
+  const store = s.core.store;
+  const heads = store.queueHeads.bind(store);
+  store.queueHeads = () => {
+    looks += 1;
+    return heads();
+  };
   return {
     ...s,
     adminToken,
     logs,
     clock,
+    stepQueue: async () => {
+      const worker = s.queue;
+      if (!worker) throw new Error('the queue worker runs on the background thread (system clock): it cannot be stepped');
+      const before = looks;
+      worker.poke();
+      await until(() => looks > before, { what: 'a look of the queue worker', stepMs: 1 });
+      // Looks never overlap: once a later one has begun, the first has ended and its sends are in flight.
+      worker.poke();
+      await until(() => looks > before + 1, { what: 'a second look of the queue worker', stepMs: 1 });
+      await worker.idle();
+    },
     stop: async () => {
       await s.close();
       if (!over.dataDir) rmSync(dataDir, { recursive: true, force: true });
@@ -79,7 +105,7 @@ export async function api(base: string, method: string, path: string, opts: ApiO
     body = opts.raw;
     if (opts.contentType) headers['content-type'] = opts.contentType;
   }
-  const res = await fetch(base + path, { method, headers, body: body as BodyInit | undefined });
+  const res = await fetch(base + path, { method, headers, body: body as RequestInit['body'] });
   const text = await res.text();
   let parsed: unknown = undefined;
   try {

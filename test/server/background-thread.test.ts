@@ -4,7 +4,8 @@ import { banner } from '../../src/server/serve.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 import { editCelular, linkedLine, type Line } from './send-helpers.js';
-import { expectSigned, setWebhook, startReceiver, waitFor, type Receiver } from './webhook-helpers.js';
+import { expectSigned, setWebhook, startReceiver, type Receiver } from './webhook-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * `serve --background thread` (serve's default on SQLite): the queue worker,
@@ -73,14 +74,17 @@ describe('the background thread', () => {
       expectOk(r);
       ids.push(r.body.msg_id as string);
     }
-    await waitFor(async () => (await estados(line)).filter((e) => e === 'leido').length === N, 'every message leido', 20_000);
+    await until(async () => (await estados(line)).filter((e) => e === 'leido').length === N, { what: 'every message leido', timeoutMs: 20_000 });
     // Four events per message (pendiente, enviado, entregado, leido), each delivered and signed.
     const ofMsg = (id: string) => receiver.hits.filter((h) => h.json?.data?.msg_id === id).map((h) => h.json.data.estado as string);
-    await waitFor(() => ids.every((id) => new Set(ofMsg(id)).size === 4), 'four message.status events per message', 20_000);
+    await until(() => ids.every((id) => new Set(ofMsg(id)).size === 4), { what: 'four message.status events per message', timeoutMs: 20_000 });
     for (const id of ids) expect(new Set(ofMsg(id))).toEqual(new Set(['pendiente', 'enviado', 'entregado', 'leido']));
     for (const h of receiver.hits.slice(0, 10)) expectSigned(h, SECRET);
     // Counted by the request thread's metrics from what the background thread reported.
-    await waitFor(async () => (await metric('pasarela_gateway_calls_total', 'operation="send",outcome="ok"')) - sends0 === N, 'gateway sends counted', 10_000);
+    await until(async () => (await metric('pasarela_gateway_calls_total', 'operation="send",outcome="ok"')) - sends0 === N, {
+      what: 'gateway sends counted',
+      timeoutMs: 10_000,
+    });
     expect(await metric('pasarela_webhook_attempts_total', 'estado="entregado"')).toBeGreaterThanOrEqual(4 * N);
     expect(await metric('pasarela_sends_finished_total', 'estado="enviado",modo="cola"')).toBeGreaterThanOrEqual(N);
   });
@@ -92,16 +96,15 @@ describe('the background thread', () => {
     expectOk(t);
     const id = t.body.id as string;
     await receiver.wait((h) => h.headers['webhook-id'] === id, 10_000, 'the test event');
-    await waitFor(
+    await until(
       async () => {
         const r = await api(s.url, 'GET', '/api/webhook_entregas.php', { key: line.clientKey });
         return (r.body.entregas as Array<{ id: string; estado: string }>).some((e) => e.id === id && e.estado === 'entregado');
       },
-      'the test delivery recorded entregado',
-      10_000,
+      { what: 'the test delivery recorded entregado', timeoutMs: 10_000 },
     );
     expectOk(await api(s.url, 'POST', '/api/webhook_reenviar.php', { key: line.clientKey, json: { id } }));
-    await waitFor(() => receiver.of(id).length === 2, 'the redelivery, same id', 10_000);
+    await until(() => receiver.of(id).length === 2, { what: 'the redelivery, same id', timeoutMs: 10_000 });
     expectSigned(receiver.of(id)[1]!, SECRET);
   });
 
@@ -120,7 +123,7 @@ describe('the background thread', () => {
     for (const r of direct) if (r.status !== 200) expectError(r, 429);
     for (const r of sends.filter((_, i) => i % 2 === 1)) expectOk(r);
     const sentNow = async () => (await estados(line)).filter((e) => e !== 'pendiente' && e !== 'error').length;
-    await waitFor(async () => (await sentNow()) === 5, 'the minute cap reached', 10_000);
+    await until(async () => (await sentNow()) === 5, { what: 'the minute cap reached', timeoutMs: 10_000 });
     // The queued rest waits for the next minute; nothing more goes out meanwhile.
     await new Promise((r) => setTimeout(r, 700));
     expect(await sentNow()).toBe(5);
@@ -135,8 +138,8 @@ describe('the background thread', () => {
     await thread.kill();
     // Accepted while the thread is down: committed now, sent once it is back.
     for (let i = 0; i < 3; i++) expectOk(await sendQueued(line, i, 'after'));
-    await waitFor(() => thread.restarts === before + 1, 'the thread started again', 15_000);
-    await waitFor(async () => (await estados(line)).every((e) => e === 'leido'), 'the queued messages sent and read', 15_000);
+    await until(() => thread.restarts === before + 1, { what: 'the thread started again', timeoutMs: 15_000 });
+    await until(async () => (await estados(line)).every((e) => e === 'leido'), { what: 'the queued messages sent and read', timeoutMs: 15_000 });
     expect(s.logs.some((l) => l.includes('the background thread (queue, receipts, webhooks) stopped: starting it again'))).toBe(true);
   });
 

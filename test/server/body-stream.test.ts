@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RawRequest } from '../helpers/raw-http.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectError } from '../helpers/expect.js';
-import { b64, dataUri, linkedLine, mensaje, PDF, PNG, send, waitFor, type Line } from './send-helpers.js';
+import { b64, dataUri, linkedLine, mensaje, PDF, PNG, send, type Line } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Base64 bodies read as a stream (issue 9): authentication before the body,
@@ -24,7 +25,7 @@ const nextDest = () => dests[destSeq++ % dests.length]!;
 let s: TestServer;
 let L: Line;
 const tmpFiles = () => readdirSync(join(s.dataDir, 'tmp'));
-const tmpEmpty = () => waitFor(() => tmpFiles().length === 0, 'an empty tmp folder', 3000);
+const tmpEmpty = () => until(() => tmpFiles().length === 0, { what: 'an empty tmp folder', timeoutMs: 3000 });
 const noServerErrors = () => expect(s.logs.filter((l) => /"level":50/.test(l))).toEqual([]);
 
 /** A PDF of about `n` bytes. */
@@ -219,7 +220,7 @@ describe('refused mid-body: a JSON error, no 500, no temp file', () => {
     const body = Buffer.from(JSON.stringify({ destinatario: DEST, filename: 'a.pdf', documentBase64: b64(pdfOf(2_000_000)) }));
     const r = new RawRequest(s.url, 'POST', DOC, jsonHead(body.length, L.celularKey));
     await r.write(body.subarray(0, 1_000_000));
-    await waitFor(() => tmpFiles().length === 1, 'the temp file being written', 3000);
+    await until(() => tmpFiles().length === 1, { what: 'the temp file being written', timeoutMs: 3000 });
     r.destroy();
     await tmpEmpty();
     noServerErrors();
@@ -235,9 +236,9 @@ describe('a body nobody reads', () => {
     await once(sock, 'connect');
     sock.write(`GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n`);
     sock.write(Buffer.alloc(200_000, 0x61));
-    await waitFor(() => (seen.match(/HTTP\/1\.1 200/g) ?? []).length === 1 && seen.includes('"ok":true'), 'the first answer', 10_000);
+    await until(() => (seen.match(/HTTP\/1\.1 200/g) ?? []).length === 1 && seen.includes('"ok":true'), { what: 'the first answer', timeoutMs: 10_000 });
     sock.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
-    await waitFor(() => (seen.match(/HTTP\/1\.1 200/g) ?? []).length === 2, 'the second answer on the same connection', 10_000);
+    await until(() => (seen.match(/HTTP\/1\.1 200/g) ?? []).length === 2, { what: 'the second answer on the same connection', timeoutMs: 10_000 });
     sock.destroy();
   });
 });

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { editCelular, linkedLine, send, waitFor, type Line } from './send-helpers.js';
+import { editCelular, linkedLine, send, type Line } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Caps are exact across modes: direct sends and the queue worker take slots of
@@ -36,13 +37,12 @@ function busiestMinute(line: Line): number {
   return most;
 }
 
-/** Waits until the line has `n` sends, then across several worker polls checks that no more go out. */
+/** Waits until the line has `n` sends, then across two more looks of the worker checks that no more go out. */
 async function settlesAt(line: Line, n: number): Promise<void> {
-  await waitFor(() => sentOf(line).length >= n, `${n} sends`, 15_000);
-  const until = Date.now() + 1200;
-  while (Date.now() < until) {
+  await until(() => sentOf(line).length >= n, { what: `${n} sends`, timeoutMs: 15_000 });
+  for (let i = 0; i < 2; i++) {
+    await s.stepQueue();
     expect(sentOf(line).length).toBe(n);
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 

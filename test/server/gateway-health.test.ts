@@ -6,8 +6,9 @@ import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectOk } from '../helpers/expect.js';
 import { LineHealth } from '../../src/core/line-health.js';
-import { linkedLine, waitFor, type Line } from './send-helpers.js';
+import { linkedLine, type Line } from './send-helpers.js';
 import { setWebhook, startReceiver, type Receiver } from './webhook-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The line health check (LineHealth): a pass asks the gateway for every
@@ -155,7 +156,7 @@ describe('health pass on a sim server', () => {
       expect(after).toMatchObject({ estado: before.estado, last_status: before.last_status, last_status_check: before.last_status_check });
     }
     expect(events).toEqual([]);
-    await waitFor(() => s.logs.some((l) => l.includes('line health check failed') && l.includes('simulated outage')), 'the logged health failure');
+    await until(() => s.logs.some((l) => l.includes('line health check failed') && l.includes('simulated outage')), { what: 'the logged health failure' });
 
     const st = await api(s.url, 'GET', `/api/celular_status.php?id=${L1.celularId}`, { key: L1.celularKey });
     expectOk(st);
@@ -230,7 +231,7 @@ describe('the periodic pass', () => {
     try {
       const L = await linkedLine(s);
       await setSessionSilently(s, await instanciaOf(s, L), 'logged_out');
-      await waitFor(async () => (await s.core.store.getCelular(L.celularId))!.estado === 'desconectado', 'the periodic pass to see the lost session');
+      await until(async () => (await s.core.store.getCelular(L.celularId))!.estado === 'desconectado', { what: 'the periodic pass to see the lost session' });
       expect((await health(s)).gateway_alcanzable).toBe(true);
     } finally {
       await s.stop();
@@ -258,7 +259,7 @@ describe('a pass that cannot read the lines', () => {
     const h = new LineHealth(core, idleNode, { intervalMs: 20, concurrency: 1, onError: (err) => errors.push(err) });
     h.start();
     try {
-      await waitFor(() => reads >= 2, 'a second pass after a failed one');
+      await until(() => reads >= 2, { what: 'a second pass after a failed one' });
       expect(errors.length).toBeGreaterThanOrEqual(1);
       expect(String(errors[0])).toContain('database is locked');
     } finally {
@@ -281,7 +282,7 @@ describe('a very long interval', () => {
     process.on('warning', onWarning);
     h.start();
     try {
-      await waitFor(() => reads >= 1, 'the first pass');
+      await until(() => reads >= 1, { what: 'the first pass' });
       await new Promise((r) => setTimeout(r, 150));
       expect(reads).toBe(1);
       expect(warnings).not.toContain('TimeoutOverflowWarning');

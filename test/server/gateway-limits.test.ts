@@ -3,7 +3,8 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError } from '../helpers/expect.js';
-import { linkedLine, mensaje, saldos, send, TEXT, uniqueText, waitEstado, waitFor, type Line } from './send-helpers.js';
+import { linkedLine, mensaje, saldos, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Gateway failures by kind, over HTTP against the simulator: the network's
@@ -53,13 +54,10 @@ async function historialErrors(line: Line): Promise<Array<{ msg_id: string; esta
   return h.body.mensajes;
 }
 
-/** Asserts the messages stay `pendiente` across more than one worker poll (500 ms). */
-async function staysPending(ids: string[], ms = 700): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    for (const id of ids) expect((await mensaje(s, id)).estado, id).toBe('pendiente');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Asserts the messages are still `pendiente` after a full look of the worker at the clock's time. */
+async function staysPending(ids: string[]): Promise<void> {
+  await s.stepQueue();
+  for (const id of ids) expect((await mensaje(s, id)).estado, id).toBe('pendiente');
 }
 
 describe('the network rate-limits the line', () => {
@@ -92,7 +90,7 @@ describe('the network rate-limits the line', () => {
     sim().rateLimitNext(1);
     const t0 = clock().now();
     const first = expectQueued(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('primero') }));
-    await waitFor(async () => (await mensaje(s, first)).error !== null, 'the rate-limited attempt');
+    await until(async () => (await mensaje(s, first)).error !== null, { what: 'the rate-limited attempt' });
     const second = expectQueued(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('segundo') }));
 
     const m1 = await mensaje(s, first);
@@ -111,6 +109,7 @@ describe('the network rate-limits the line', () => {
     expect((await mensaje(s, first)).intentos).toBe(1);
 
     clock().advance(1_000);
+    await s.stepQueue();
     const a = await waitEstado(s, first, SENT);
     const b = await waitEstado(s, second, SENT);
     expect(a).toMatchObject({ intentos: 2, error: null, cobrado: 1 });
@@ -139,13 +138,14 @@ describe('the gateway cannot be reached', () => {
     sim().setOutage(true);
     const t0 = clock().now();
     const id = expectQueued(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() }));
-    await waitFor(async () => (await mensaje(s, id)).intentos === 1, 'the failed attempt');
+    await until(async () => (await mensaje(s, id)).intentos === 1, { what: 'the failed attempt' });
     const m = await mensaje(s, id);
     expect(m).toMatchObject({ estado: 'pendiente', error: expect.stringMatching(/unreachable/) });
     expect(m.error).not.toMatch(/^rate-limited/);
     expect(m.proximo_intento_at).toBe(t0 + 5_000);
     sim().setOutage(false);
     clock().advance(5_000);
+    await s.stepQueue();
     expect(await waitEstado(s, id, SENT)).toMatchObject({ intentos: 2, error: null, cobrado: 1 });
     expect((await saldos(s, L)).global).toBe(1);
   });

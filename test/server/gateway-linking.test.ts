@@ -5,7 +5,7 @@ import type { Gateway, InstanceSpec } from '../../src/core/ports.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
-import { waitFor } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Linking a line through the Gateway port against the simulator: the
@@ -79,7 +79,7 @@ describe('instance at creation', () => {
     const c = await newCelular();
     expect(c.instancia).toBe(`pasarela-${c.id}`);
     expect(await celular(c.id)).toMatchObject({ estado: 'desconectado', gateway_instancia: c.instancia });
-    await waitFor(() => s.logs.some((l) => l.includes('gateway instance creation failed')), 'the logged gateway failure');
+    await until(() => s.logs.some((l) => l.includes('gateway instance creation failed')), { what: 'the logged gateway failure' });
     sim().setOutage(false);
     // Linking later creates what is missing.
     const q = await api(s.url, 'POST', `/api/celular_qr.php?id=${c.id}`, { key: c.key });
@@ -95,7 +95,7 @@ describe('POST /api/celular_codigo.php', () => {
     expectOk(first);
     expect(first.body).toMatchObject({ celular_id: c.id, gateway_instancia: c.instancia, status: 'need_scan', estado: 'desconectado' });
     expect(first.body.codigo).toMatch(CODE);
-    await waitFor(() => sessionEvents.some((e) => e.celular_id === c.id && e.status === 'need_scan'), 'session.status need_scan');
+    await until(() => sessionEvents.some((e) => e.celular_id === c.id && e.status === 'need_scan'), { what: 'session.status need_scan' });
 
     // Asked again (by the client key too), and after a QR rotation period: the same code.
     clock().advance(25_000);
@@ -134,9 +134,9 @@ describe('POST /api/celular_codigo.php', () => {
     const ok = await op('/admin/sim/scan', { celular_id: c.id, codigo: code.replace('-', '').toLowerCase() });
     expectOk(ok);
     expect(ok.body).toMatchObject({ celular_id: c.id, status: 'connected' });
-    await waitFor(async () => (await celular(c.id)).estado === 'activo', 'celular activo');
+    await until(async () => (await celular(c.id)).estado === 'activo', { what: 'celular activo' });
     expect(await celular(c.id)).toMatchObject({ estado: 'activo', last_status: 'connected' });
-    await waitFor(() => sessionEvents.some((e) => e.celular_id === c.id && e.status === 'connected'), 'session.status connected');
+    await until(() => sessionEvents.some((e) => e.celular_id === c.id && e.status === 'connected'), { what: 'session.status connected' });
     // One more round trip so that a duplicate would have arrived.
     await api(s.url, 'GET', `/api/celular_status.php?id=${c.id}`, { key: c.key });
     expect(sessionEvents.filter((e) => e.celular_id === c.id).map((e) => [e.status_anterior, e.status, e.estado])).toEqual([
@@ -181,7 +181,7 @@ describe('POST /api/celular_vincular_codigo.php', () => {
     expect(again.body).not.toHaveProperty('gateway_token');
 
     expectOk(await op('/admin/sim/scan', { celular_id: r.body.celular_id, codigo: r.body.codigo }));
-    await waitFor(async () => (await celular(r.body.celular_id)).estado === 'activo', 'celular activo');
+    await until(async () => (await celular(r.body.celular_id)).estado === 'activo', { what: 'celular activo' });
     const linked = await api(s.url, 'POST', '/api/celular_vincular_codigo.php', { key: A.clientKey, json: { numero } });
     expect(linked.body).toMatchObject({ creado: false, status: 'connected', codigo: '', estado: 'activo' });
   });
@@ -228,7 +228,7 @@ describe('the gateway is unreachable', () => {
     expect(back.body).toMatchObject({ celular_id: id, status: 'need_scan', gateway_instancia: `pasarela-${id}` });
     expect(back.body.qr).toMatch(/^2@/);
     expectOk(await op('/admin/sim/scan', { celular_id: id, qr: back.body.qr }));
-    await waitFor(async () => (await celular(id)).estado === 'activo', 'celular activo');
+    await until(async () => (await celular(id)).estado === 'activo', { what: 'celular activo' });
   });
 
   it('celular_vincular_codigo for a new number: the same, with an empty codigo', async () => {

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import { startOfDay } from '../../src/core/historial.js';
 import type { MensajeEstado, Tipo } from '../../src/core/ports.js';
-import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
-import { numeroNuevo } from '../helpers/expect.js';
+import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 
 /**
  * GET /api/historial_listar.php over real HTTP. Messages are seeded straight
@@ -105,17 +105,6 @@ async function seedMensaje(s: TestServer, o: SeedInput): Promise<Seed> {
   return { msg_id, seq, cliente_id: o.cliente_id, celular_id: o.celular_id, destinatario: o.destinatario, estado: o.estado, created_at: o.at };
 }
 
-function expectOk(r: ApiResponse): void {
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK', page: expect.any(Number), por_pagina: expect.any(Number) });
-  expect(r.body).toHaveProperty('saldo');
-}
-
-function expectError(r: ApiResponse, status: number, apiCodigo: number): void {
-  expect(r.status, r.text).toBe(status);
-  expect(r.body).toMatchObject({ ok: false, api_codigo: apiCodigo, error: expect.any(String) });
-}
-
 const qs = (q: Record<string, string | number | undefined>) => {
   const p = new URLSearchParams();
   for (const [k, v] of Object.entries(q)) if (v !== undefined) p.set(k, String(v));
@@ -212,7 +201,7 @@ describe('GET /api/historial_listar.php: filters', () => {
 
   it('no filter: every message of the client, newest first, with the total', async () => {
     const r = await get(A.clientKey, all());
-    expectOk(r);
+    expectOk(r, { paged: true });
     const ids = r.body.mensajes.map((m: { msg_id: string }) => m.msg_id);
     expect(ids).toEqual(expected({ cliente_id: A.clienteId }));
     expect(ids).toHaveLength(32);
@@ -242,7 +231,7 @@ describe('GET /api/historial_listar.php: filters', () => {
     ];
     for (const [q, m] of cases) {
       const r = await get(A.clientKey, { ...all(), ...q });
-      expectOk(r);
+      expectOk(r, { paged: true });
       const want = expected({ cliente_id: A.clienteId, ...m });
       expect(
         r.body.mensajes.map((x: { msg_id: string }) => x.msg_id),
@@ -254,7 +243,7 @@ describe('GET /api/historial_listar.php: filters', () => {
 
   it('hasta includes its whole last day, to 23:59:59.999; desde starts at 00:00:00.000', async () => {
     const r = await get(A.clientKey, { desde: '2026-02-02', hasta: '2026-02-02' });
-    expectOk(r);
+    expectOk(r, { paged: true });
     const times = r.body.mensajes.map((m: { created_at: string }) => m.created_at);
     expect(times).toEqual([
       '2026-02-02T23:59:59.999Z',
@@ -291,7 +280,7 @@ describe('GET /api/historial_listar.php: filters', () => {
     let nonEmpty = 0;
     for (const [q, m] of cases) {
       const r = await get(A.clientKey, { ...all(), ...q });
-      expectOk(r);
+      expectOk(r, { paged: true });
       const want = expected({ cliente_id: A.clienteId, ...m });
       if (want.length > 0) nonEmpty += 1;
       expect(
@@ -307,7 +296,7 @@ describe('GET /api/historial_listar.php: filters', () => {
     const want = expected({ cliente_id: A.clienteId, destinatario: D1 });
     for (const d of ['+52 55 1234 5678', '+52 1 55 1234 5678', '52 (55) 1234-5678']) {
       const r = await get(A.clientKey, { ...all(), destinatario: d });
-      expectOk(r);
+      expectOk(r, { paged: true });
       expect(
         r.body.mensajes.map((x: { msg_id: string }) => x.msg_id),
         d,
@@ -316,12 +305,12 @@ describe('GET /api/historial_listar.php: filters', () => {
     // A bare national number needs a line whose country reads it.
     expectError(await get(A.clientKey, { destinatario: '5512345678' }), 400, 100);
     const withLine = await get(A.clientKey, { ...all(), destinatario: '55 1234 5678', celular_id: A.celularId });
-    expectOk(withLine);
+    expectOk(withLine, { paged: true });
     expect(withLine.body.mensajes.map((x: { msg_id: string }) => x.msg_id)).toEqual(
       expected({ cliente_id: A.clienteId, destinatario: D1, celular_id: A.celularId }),
     );
     const celKey = await get(A.celularKey, { ...all(), destinatario: '5512345678' });
-    expectOk(celKey);
+    expectOk(celKey, { paged: true });
     expect(celKey.body.total).toBe(expected({ cliente_id: A.clienteId, destinatario: D1, celular_id: A.celularId }).length);
     expectError(await get(A.clientKey, { destinatario: 'no-es-numero' }), 400, 100);
     expectError(await get(A.clientKey, { destinatario: '123' }), 400, 100);
@@ -333,25 +322,25 @@ describe('GET /api/historial_listar.php: pages', () => {
 
   it('50 a page by default', async () => {
     const r = await get(A.clientKey);
-    expectOk(r);
+    expectOk(r, { paged: true });
     expect(r.body).toMatchObject({ page: 1, por_pagina: 50, total: 32, total_paginas: 1 });
     expect(r.body.mensajes).toHaveLength(32);
   });
 
   it('page 2, the last page, and a page past the end (empty, with the right total)', async () => {
     const p2 = await get(A.clientKey, { por_pagina: 7, page: 2 });
-    expectOk(p2);
+    expectOk(p2, { paged: true });
     expect(p2.body).toMatchObject({ page: 2, por_pagina: 7, total: 32, total_paginas: 5 });
     expect(p2.body.mensajes.map((m: { msg_id: string }) => m.msg_id)).toEqual(everything().slice(7, 14));
     const last = await get(A.clientKey, { por_pagina: 7, page: 5 });
-    expectOk(last);
+    expectOk(last, { paged: true });
     expect(last.body.mensajes.map((m: { msg_id: string }) => m.msg_id)).toEqual(everything().slice(28));
     expect(last.body.mensajes).toHaveLength(4);
     const past = await get(A.clientKey, { por_pagina: 7, page: 6 });
-    expectOk(past);
+    expectOk(past, { paged: true });
     expect(past.body).toMatchObject({ page: 6, por_pagina: 7, total: 32, total_paginas: 5, mensajes: [] });
     const far = await get(A.clientKey, { page: 1_000_000 });
-    expectOk(far);
+    expectOk(far, { paged: true });
     expect(far.body).toMatchObject({ total: 32, mensajes: [] });
   });
 
@@ -359,7 +348,7 @@ describe('GET /api/historial_listar.php: pages', () => {
     const ids: string[] = [];
     for (let page = 1; page <= 4; page += 1) {
       const r = await get(A.clientKey, { por_pagina: 10, page });
-      expectOk(r);
+      expectOk(r, { paged: true });
       expect(r.body.total_paginas).toBe(4);
       ids.push(...r.body.mensajes.map((m: { msg_id: string }) => m.msg_id));
     }
@@ -368,16 +357,16 @@ describe('GET /api/historial_listar.php: pages', () => {
 
   it('nothing matching: total 0, total_paginas 0', async () => {
     const r = await get(A.clientKey, { desde: '2030-01-01' });
-    expectOk(r);
+    expectOk(r, { paged: true });
     expect(r.body).toMatchObject({ page: 1, total: 0, total_paginas: 0, mensajes: [] });
   });
 
   it('por_pagina from 1 to 500', async () => {
     const one = await get(A.clientKey, { por_pagina: 1 });
-    expectOk(one);
+    expectOk(one, { paged: true });
     expect(one.body).toMatchObject({ por_pagina: 1, total: 32, total_paginas: 32 });
     expect(one.body.mensajes).toHaveLength(1);
-    expectOk(await get(A.clientKey, { por_pagina: 500 }));
+    expectOk(await get(A.clientKey, { por_pagina: 500 }), { paged: true });
     for (const bad of [0, 501, -1, 2.5, 'x', '']) expectError(await get(A.clientKey, { por_pagina: bad }), 400, 100);
   });
 });
@@ -406,7 +395,7 @@ describe('GET /api/historial_listar.php: refusals', () => {
     ];
     for (const q of bad) expectError(await get(A.clientKey, q), 400, 100);
     // A leap day is a date.
-    expectOk(await get(A.clientKey, { desde: '2024-02-29', hasta: '2024-02-29' }));
+    expectOk(await get(A.clientKey, { desde: '2024-02-29', hasta: '2024-02-29' }), { paged: true });
   });
 
   it('401 without a credential or with a wrong one', async () => {
@@ -416,7 +405,7 @@ describe('GET /api/historial_listar.php: refusals', () => {
 
   it('the key may come in the query string', async () => {
     const r = await get(undefined, { key: B.clientKey });
-    expectOk(r);
+    expectOk(r, { paged: true });
     expect(r.body.total).toBe(10);
   });
 });
@@ -425,12 +414,12 @@ describe('GET /api/historial_listar.php: who sees what', () => {
   it('a celular key sees its own line only; another line of its client is 403, any other id 404', async () => {
     const own = expected({ cliente_id: A.clienteId, celular_id: A.celularId });
     const r = await get(A.celularKey, { por_pagina: 500 });
-    expectOk(r);
+    expectOk(r, { paged: true });
     expect(r.body.mensajes.map((m: { msg_id: string }) => m.msg_id)).toEqual(own);
     expect(new Set(r.body.mensajes.map((m: { celular_id: number }) => m.celular_id))).toEqual(new Set([A.celularId]));
     expect(r.body.saldo).toBe(0);
     const named = await get(A.celularKey, { por_pagina: 500, celular_id: A.celularId });
-    expectOk(named);
+    expectOk(named, { paged: true });
     expect(named.body.total).toBe(own.length);
     // Filters still apply within the line.
     const f = await get(A.celularKey, { por_pagina: 500, estado: 'leido' });
@@ -440,18 +429,18 @@ describe('GET /api/historial_listar.php: who sees what', () => {
     expectError(await get(A.celularKey, { celular_id: 999999 }), 404, 600);
     // The gateway token is a celular credential too.
     const gw = await get(A.gatewayToken, { por_pagina: 500 });
-    expectOk(gw);
+    expectOk(gw, { paged: true });
     expect(gw.body.total).toBe(own.length);
   });
 
   it("a client key sees all its lines and never another client's rows", async () => {
     const r = await get(A.clientKey, { por_pagina: 500 });
-    expectOk(r);
+    expectOk(r, { paged: true });
     expect(new Set(r.body.mensajes.map((m: { celular_id: number }) => m.celular_id))).toEqual(new Set([A.celularId, a2]));
     const bIds = new Set(seeds.filter((x) => x.cliente_id === B.clienteId).map((x) => x.msg_id));
     expect(r.body.mensajes.some((m: { msg_id: string }) => bIds.has(m.msg_id))).toBe(false);
     const b = await get(B.clientKey, { por_pagina: 500 });
-    expectOk(b);
+    expectOk(b, { paged: true });
     expect(b.body.mensajes.map((m: { msg_id: string }) => m.msg_id)).toEqual(expected({ cliente_id: B.clienteId }));
     // Another client's line: 404, as if it did not exist; so is a line that does not.
     expectError(await get(B.clientKey, { celular_id: A.celularId }), 404, 600);
@@ -468,7 +457,7 @@ describe('GET /api/historial_listar.php: the record', () => {
   let byId: Map<string, Record<string, unknown>>;
   beforeAll(async () => {
     const r = await get(A.clientKey, { por_pagina: 500 });
-    expectOk(r);
+    expectOk(r, { paged: true });
     byId = new Map(r.body.mensajes.map((m: Record<string, unknown>) => [m.msg_id as string, m]));
   });
 
@@ -570,7 +559,7 @@ describe("days are days in the server's zone (serve --tz)", () => {
       });
       const on = async (d: string) => {
         const r = await api(mx.url, 'GET', `${PATH}?desde=${d}&hasta=${d}`, { key: c.clientKey });
-        expectOk(r);
+        expectOk(r, { paged: true });
         return r.body.mensajes.map((m: { msg_id: string }) => m.msg_id);
       };
       expect(await on('2026-02-28')).toEqual([edge.msg_id, late.msg_id]);

@@ -16,7 +16,8 @@ import { expectError } from '../helpers/expect.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, POSTGRES_URL, redis, REDIS_URL } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
-import { admin, b64, linkedLine, numeroNuevo, PNG, saldos, send, TEXT, uniqueText, waitFor, type Line } from './send-helpers.js';
+import { admin, b64, linkedLine, numeroNuevo, PNG, saldos, send, TEXT, uniqueText, type Line } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Idempotent sends (core/idempotency.ts), over HTTP against the real server:
@@ -153,8 +154,8 @@ describe('a repeated key', () => {
     expectReplay(await keyed(s, L, IMAGE_B64, key, { destinatario, imageBase64: `data:image/png;base64,${b64(PNG)}`, caption: 'foto' }), first);
     expect(await historial(s, L)).toHaveLength(1);
     const tmp = join(s.dataDir, 'tmp');
-    await waitFor(async () => (await historial(s, L))[0]!.estado !== 'pendiente', 'the queued image to be sent');
-    await waitFor(() => readdirSync(tmp).length === 0, 'no staged or kept file');
+    await until(async () => (await historial(s, L))[0]!.estado !== 'pendiente', { what: 'the queued image to be sent' });
+    await until(() => readdirSync(tmp).length === 0, { what: 'no staged or kept file' });
   });
 
   it('the legacy endpoint: the form field, and its alias path is the same endpoint', async () => {
@@ -384,7 +385,7 @@ describe('two requests with one key at once', () => {
     const hold = holdSends(s.core.gateway);
     try {
       const firstP = keyed(s, L, TEXT, key, body);
-      await waitFor(() => hold.waiting() === 1, 'the first send to reach the gateway');
+      await until(() => hold.waiting() === 1, { what: 'the first send to reach the gateway' });
       const second = await keyed(s, L, TEXT, key, body);
       expectError(second, 409, 608);
       expect(second.body).toMatchObject({ api_texto: 'IDEMPOTENCIA_EN_CURSO', retry_after: 1 });

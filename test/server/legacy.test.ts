@@ -2,8 +2,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { expectError } from '../helpers/expect.js';
-import { admin, b64, dataUri, editCelular, linkedLine, mensaje, PDF, PNG, saldos, uniqueText, UUID, waitEstado, waitFor, type Line } from './send-helpers.js';
+import { expectError, expectOk } from '../helpers/expect.js';
+import { admin, b64, dataUri, editCelular, linkedLine, mensaje, PDF, PNG, saldos, uniqueText, waitEstado, type Line } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The legacy endpoint (docs/design.md §3): POST
@@ -11,21 +12,6 @@ import { admin, b64, dataUri, editCelular, linkedLine, mensaje, PDF, PNG, saldos
  * body `token` (gateway or legacy token), text or text with one base64 file
  * in `mime` typed by `tipomime`, `modo` DIRECTO for an immediate send.
  */
-
-function expectOk(r: ApiResponse, modo: 'cola' | 'directo', count = 1): void {
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({
-    ok: true,
-    api_codigo: 0,
-    api_texto: 'OK',
-    modo,
-    estado: modo === 'cola' ? 'pendiente' : 'enviado',
-    anti_dupe: { count, max: 3, window_s: 120 },
-    saldo: expect.any(Number),
-  });
-  expect(r.body.msg_id).toMatch(UUID);
-  if (modo === 'directo') expect(r.body.gateway_msg_id).toMatch(/\S/);
-}
 
 const PATHS = ['/panel/api_wa.php', '/api/api-legacy.php'];
 const DEST = '525598765432';
@@ -53,12 +39,12 @@ describe('legacy endpoint', () => {
   for (const path of PATHS) {
     it(`${path}: text with the gateway token, JSON and form-encoded, queued; a Mexican number with the old 1 is normalised`, async () => {
       const a = await legacy(path, { token: L.gatewayToken, destinatario: '5215598765432', mensaje: uniqueText('legacy') });
-      expectOk(a, 'cola');
+      expectOk(a, { modo: 'cola', count: 1 });
       const m = await waitEstado(s, a.body.msg_id, SENT);
       expect(m).toMatchObject({ tipo: 'texto', modo: 'cola', destinatario: DEST, celular_id: L.celularId });
       expect(m.texto).toMatch(/^legacy /);
       const b = await legacy(path, { token: L.gatewayToken, destinatario: DEST, mensaje: uniqueText('form') }, true);
-      expectOk(b, 'cola');
+      expectOk(b, { modo: 'cola', count: 1 });
       expect((await mensaje(s, b.body.msg_id)).texto).toMatch(/^form /);
     });
   }
@@ -69,21 +55,21 @@ describe('legacy endpoint', () => {
     const token = t.body.token_legacy as string;
     for (const modo of ['DIRECTO', 'directo']) {
       const r = await legacy(PATHS[0]!, { token, destinatario: DEST, mensaje: uniqueText(), modo });
-      expectOk(r, 'directo');
+      expectOk(r, { modo: 'directo', count: 1 });
       expect((await mensaje(s, r.body.msg_id)).modo).toBe('directo');
     }
     const f = await legacy(PATHS[1]!, { token, destinatario: DEST, mensaje: uniqueText(), modo: 'DIRECTO' }, true);
-    expectOk(f, 'directo');
+    expectOk(f, { modo: 'directo', count: 1 });
     // A token of the operator's choosing, too.
     const own = await admin(s, 'POST', `/admin/celulares/${L.celularId}/token-legacy`, { token: 'mi-token-legacy-1234' });
     expect(own.status, own.text).toBe(200);
-    expectOk(await legacy(PATHS[0]!, { token: 'mi-token-legacy-1234', destinatario: DEST, mensaje: uniqueText() }), 'cola');
+    expectOk(await legacy(PATHS[0]!, { token: 'mi-token-legacy-1234', destinatario: DEST, mensaje: uniqueText() }), { modo: 'cola', count: 1 });
   });
 
   it('text + a base64 PNG in `mime` with tipomime image/png: an image message with the text as caption', async () => {
     const text = uniqueText('mira esta foto');
     const r = await legacy(PATHS[0]!, { token: L.gatewayToken, destinatario: DEST, mensaje: text, mime: b64(PNG), tipomime: 'image/png' });
-    expectOk(r, 'cola');
+    expectOk(r, { modo: 'cola', count: 1 });
     expect(r.body.origen).toBe('base64_inline');
     const m = await waitEstado(s, r.body.msg_id, SENT);
     expect(m).toMatchObject({ tipo: 'imagen', texto: text });
@@ -95,11 +81,11 @@ describe('legacy endpoint', () => {
       true,
     );
     // Same bytes to the same recipient with another caption: the identity of base64 is the content.
-    expectOk(d, 'directo', 2);
+    expectOk(d, { modo: 'directo', count: 2 });
     expect(d.body.origen).toBe('base64_directo');
     const tmp = join(s.dataDir, 'tmp');
     expect(existsSync(join(tmp, `${d.body.msg_id}.bin`))).toBe(false);
-    await waitFor(() => readdirSync(tmp).length === 0, 'an empty tmp folder', 2000);
+    await until(() => readdirSync(tmp).length === 0, { what: 'an empty tmp folder', timeoutMs: 2000 });
   });
 
   it('a PDF with tipomime application/pdf is a document; a data URI works too', async () => {
@@ -111,7 +97,7 @@ describe('legacy endpoint', () => {
       tipomime: 'application/pdf',
       modo: 'DIRECTO',
     });
-    expectOk(r, 'directo');
+    expectOk(r, { modo: 'directo', count: 1 });
     const m = await mensaje(s, r.body.msg_id);
     expect(m).toMatchObject({ tipo: 'documento', texto: 'su factura' });
     expect(JSON.parse(m.media!)).toMatchObject({ mime: 'application/pdf', filename: expect.stringMatching(/\.pdf$/) });
@@ -127,7 +113,10 @@ describe('legacy endpoint', () => {
     const long = await legacy(PATHS[1]!, { token: t, destinatario: DEST, mensaje: 'x'.repeat(4097) });
     expectError(long, 400, 100);
     expect(long.body.error).toMatch(/mensaje/);
-    expectOk(await legacy(PATHS[1]!, { token: t, destinatario: DEST, mensaje: 'y'.repeat(4090) + uniqueText('').slice(-6).padStart(6, 'z') }), 'cola');
+    expectOk(await legacy(PATHS[1]!, { token: t, destinatario: DEST, mensaje: 'y'.repeat(4090) + uniqueText('').slice(-6).padStart(6, 'z') }), {
+      modo: 'cola',
+      count: 1,
+    });
     expectError(await legacy(PATHS[0]!, { token: t, destinatario: DEST, mensaje: uniqueText(), modo: 'rapido' }), 400, 100);
     expectError(await legacy(PATHS[0]!, { token: t, mensaje: 'x' }), 400, 100);
     expectError(await legacy(PATHS[0]!, { token: t, destinatario: DEST }), 400, 100);

@@ -4,8 +4,9 @@ import { EventBus, type WebhookAttemptEvent } from '../../src/core/events.js';
 import { logBusEvents, loggedReason, WEBHOOK_FAILING_AFTER } from '../../src/server/log-events.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
-import { admin, linkedLine, send, TEXT, uniqueText, waitFor } from './send-helpers.js';
+import { admin, linkedLine, send, TEXT, uniqueText } from './send-helpers.js';
 import { setWebhook, startReceiver, type Receiver } from './webhook-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The operator's events in the log (docs/logs.md, "Events"), over real HTTP:
@@ -35,9 +36,9 @@ describe('over HTTP, on the system clock (webhook retries after 20 ms)', () => {
 
   it('a line linked, then logged out on the phone: info lines naming the line, its client and the change', async () => {
     const L = await linkedLine(s);
-    await waitFor(() => events(s, 'line.status').some((e) => e.celular_id === L.celularId && e.to === 'connected'), 'the connected line');
+    await until(() => events(s, 'line.status').some((e) => e.celular_id === L.celularId && e.to === 'connected'), { what: 'the connected line' });
     expectOk(await admin(s, 'POST', '/admin/sim/logout', { celular_id: L.celularId }));
-    await waitFor(() => events(s, 'line.status').some((e) => e.celular_id === L.celularId && e.to === 'logged_out'), 'the logged out line');
+    await until(() => events(s, 'line.status').some((e) => e.celular_id === L.celularId && e.to === 'logged_out'), { what: 'the logged out line' });
     const out = events(s, 'line.status').find((e) => e.celular_id === L.celularId && e.to === 'logged_out')!;
     expect(out).toMatchObject({
       level: 30,
@@ -58,7 +59,7 @@ describe('over HTTP, on the system clock (webhook retries after 20 ms)', () => {
     const r = await send(s, L, TEXT, { destinatario: dead, mensaje: texto, directo: 1 });
     expectError(r, 422, 704);
     const msgId = /msg_id ([0-9a-f-]{36})/.exec(r.body.error)![1]!;
-    await waitFor(() => events(s, 'message.error').some((e) => e.msg_id === msgId), 'the message error line');
+    await until(() => events(s, 'message.error').some((e) => e.msg_id === msgId), { what: 'the message error line' });
     const line = events(s, 'message.error').find((e) => e.msg_id === msgId)!;
     expect(line).toMatchObject({
       level: 30,
@@ -81,7 +82,7 @@ describe('over HTTP, on the system clock (webhook retries after 20 ms)', () => {
     expectOk(await setWebhook(s, L.clientKey, { url: `${R.url}${path}`, eventos: ['messages.received'] }));
     for (let i = 0; i < WEBHOOK_FAILING_AFTER; i++)
       expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto: `hola ${i}` }));
-    await waitFor(() => events(s, 'webhook.failing').some((e) => e.cliente_id === L.clienteId), 'the failing receiver warning');
+    await until(() => events(s, 'webhook.failing').some((e) => e.cliente_id === L.clienteId), { what: 'the failing receiver warning' });
     const warned = events(s, 'webhook.failing').filter((e) => e.cliente_id === L.clienteId);
     expect(warned[0]).toMatchObject({
       level: 40,
@@ -93,9 +94,9 @@ describe('over HTTP, on the system clock (webhook retries after 20 ms)', () => {
     });
     // More failures of the same streak warn no more.
     const before = R.hits.filter((h) => h.path === path).length;
-    await waitFor(() => R.hits.filter((h) => h.path === path).length > before, 'another failed attempt');
+    await until(() => R.hits.filter((h) => h.path === path).length > before, { what: 'another failed attempt' });
     failing.delete(path);
-    await waitFor(() => events(s, 'webhook.recovered').some((e) => e.cliente_id === L.clienteId), 'the recovery line', 10_000);
+    await until(() => events(s, 'webhook.recovered').some((e) => e.cliente_id === L.clienteId), { what: 'the recovery line', timeoutMs: 10_000 });
     const recovered = events(s, 'webhook.recovered').find((e) => e.cliente_id === L.clienteId)!;
     expect(recovered).toMatchObject({ level: 30, msg: 'webhook receiver delivering again' });
     expect(recovered.failures).toBeGreaterThanOrEqual(WEBHOOK_FAILING_AFTER + 1);

@@ -6,8 +6,9 @@ import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
-import { admin, b64, editCelular, linkedLine, numeroNuevo, PNG, send, TEXT, uniqueText, waitEstado, waitFor, type Line } from './send-helpers.js';
+import { admin, b64, editCelular, linkedLine, numeroNuevo, PNG, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
 import { startReceiver, type Receiver } from './webhook-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * GET /metrics (docs/metrics.md): the operator token on the API's port, none
@@ -141,12 +142,11 @@ describe('GET /metrics on one SQLite node', () => {
     expect((await api(s.url, 'GET', '/no/such/route')).status).toBe(404);
     for (const id of ids) await waitEstado(s, id, 'leido', 15_000);
     // Every message.status event of the client delivered (5 accepted, 4 sent, 1 failed, 4 delivered, 4 read), and recorded.
-    await waitFor(() => receiver.hits.length >= 18, 'the webhook deliveries', 15_000);
-    await waitFor(
-      async () => moved(before, await scrape(s), 'pasarela_webhook_attempts_total', { estado: 'entregado' }) === receiver.hits.length,
-      'the attempts recorded',
-      15_000,
-    );
+    await until(() => receiver.hits.length >= 18, { what: 'the webhook deliveries', timeoutMs: 15_000 });
+    await until(async () => moved(before, await scrape(s), 'pasarela_webhook_attempts_total', { estado: 'entregado' }) === receiver.hits.length, {
+      what: 'the attempts recorded',
+      timeoutMs: 15_000,
+    });
     unsub();
     const after = await scrape(s);
     const d = (name: string, labels: Labels = {}) => moved(before, after, name, labels);
@@ -197,7 +197,7 @@ describe('GET /metrics on one SQLite node', () => {
       await api(s.url, 'POST', '/api/webhook.php', { key: line.clientKey, json: { url: `${failing.url}/hooks`, eventos: ['session.status'] } });
       const before = await scrape(s);
       expect((await api(s.url, 'POST', '/api/webhook_test.php', { key: line.clientKey })).status).toBe(200);
-      await waitFor(async () => moved(before, await scrape(s), 'pasarela_webhook_attempts_total', { estado: 'pendiente' }) === 1, 'the failed attempt');
+      await until(async () => moved(before, await scrape(s), 'pasarela_webhook_attempts_total', { estado: 'pendiente' }) === 1, { what: 'the failed attempt' });
       let now = await scrape(s);
       expect(failing.hits).toHaveLength(1);
       // Retried 5 s later by the server's clock, which only the test moves.
@@ -210,10 +210,9 @@ describe('GET /metrics on one SQLite node', () => {
       sim(s).setOutage(true);
       const r = await send(s, line, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('espera') });
       expect(r.status, r.text).toBe(200);
-      await waitFor(
-        async () => moved(before, await scrape(s), 'pasarela_gateway_calls_total', { operation: 'send', outcome: 'transient' }) >= 1,
-        'a transient failure',
-      );
+      await until(async () => moved(before, await scrape(s), 'pasarela_gateway_calls_total', { operation: 'send', outcome: 'transient' }) >= 1, {
+        what: 'a transient failure',
+      });
       now = await scrape(s);
       expect(now.get('pasarela_queue_pending')).toBe(1);
       expect(now.get('pasarela_queue_oldest_pending_age_seconds')).toBe(0);
@@ -243,7 +242,7 @@ describe('GET /metrics on one SQLite node', () => {
     const qr = await api(s.url, 'POST', `/api/celular_qr.php?id=${line.celularId}`, { key: line.clientKey });
     expect(qr.status, qr.text).toBe(200);
     expect((await admin(s, 'POST', '/admin/sim/scan', { celular_id: line.celularId })).status).toBe(200);
-    await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', 'the line activo');
+    await until(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', { what: 'the line activo' });
     now = await scrape(s);
     expect(moved(before, now, 'pasarela_lines', { estado: 'activo', session: 'connected' })).toBe(1);
     expect(moved(before, now, 'pasarela_lines', { estado: 'desconectado' })).toBe(0);
@@ -252,7 +251,7 @@ describe('GET /metrics on one SQLite node', () => {
     expect(moved(before, now, 'pasarela_gateway_calls_total', { operation: 'connect', outcome: 'ok' })).toBe(1);
 
     expect((await admin(s, 'POST', '/admin/sim/logout', { celular_id: line.celularId })).status).toBe(200);
-    await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.last_status === 'logged_out', 'the line logged out');
+    await until(async () => (await s.core.store.getCelular(line.celularId))?.last_status === 'logged_out', { what: 'the line logged out' });
     now = await scrape(s);
     expect(moved(before, now, 'pasarela_lines', { estado: 'desconectado', session: 'logged_out' })).toBe(1);
     expect(moved(before, now, 'pasarela_lines', { estado: 'activo', session: 'connected' })).toBe(0);

@@ -2,9 +2,10 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { b64, linkedLine, PNG, send, waitEstado, waitFor, type Line } from './send-helpers.js';
+import { b64, linkedLine, PNG, send, waitEstado, type Line } from './send-helpers.js';
 import { startReceiver, type Receiver } from './webhook-helpers.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Cost flat in history: every statement the service runs on a request or a
@@ -168,7 +169,7 @@ it('serves every per-request and per-message path with an index, on a store with
   await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: a.celularId, de: '525598773333', texto: 'hola' } });
   for (const id of sent) await waitEstado(s, id, 'leido', 15_000);
   // Webhook deliveries, their listing, a redelivery; history pages with each filter; account reads.
-  await waitFor(() => receiver.hits.length >= 10, 'webhook deliveries', 15_000);
+  await until(() => receiver.hits.length >= 10, { what: 'webhook deliveries', timeoutMs: 15_000 });
   const list = await api(s.url, 'GET', '/api/webhook_entregas.php', { key: a.clientKey });
   await api(s.url, 'POST', `/api/webhook_reenviar.php?id=${list.body.entregas[0].id}`, { key: a.clientKey });
   for (const q of [
@@ -208,7 +209,10 @@ it('serves every per-request and per-message path with an index, on a store with
   await api(s.url, 'GET', '/api/webhook_escuchas.php', { key: b.clientKey });
   await api(s.url, 'POST', '/api/webhook_test.php', { key: b.clientKey });
   await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: b.celularId, de: '525598773334', texto: 'hola escucha' } });
-  await waitFor(() => receiver.hits.some((h) => h.path === '/escucha' && h.headers['x-service-event'] === 'messages.received'), 'a listener copy', 15_000);
+  await until(() => receiver.hits.some((h) => h.path === '/escucha' && h.headers['x-service-event'] === 'messages.received'), {
+    what: 'a listener copy',
+    timeoutMs: 15_000,
+  });
   await api(s.url, 'DELETE', `/api/webhook_escuchas.php?id=${esc.body.escucha.id}`, { key: b.clientKey });
   // A scrape, with a message still queued (its line outside its hours): the store gauges' statements.
   const away = `${String((new Date().getHours() + 12) % 24).padStart(2, '0')}:00`;

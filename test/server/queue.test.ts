@@ -19,9 +19,9 @@ import {
   TEXT,
   uniqueText,
   waitEstado,
-  waitFor,
   type MediaServer,
 } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The humanized queue (docs/design.md §5, §6) over HTTP: per-line order, the gap
@@ -35,13 +35,10 @@ function expectQueued(r: ApiResponse): void {
   expect(r.body).toMatchObject({ ok: true, api_codigo: 0, modo: 'cola', estado: 'pendiente' });
 }
 
-/** Asserts the message stays `pendiente` across more than one worker poll (500 ms). */
-async function staysPending(s: TestServer, ids: string[], ms = 700): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    for (const id of ids) expect((await mensaje(s, id)).estado, id).toBe('pendiente');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Asserts the messages are still `pendiente` after a full look of the worker at the clock's time. */
+async function staysPending(s: TestServer, ids: string[]): Promise<void> {
+  await s.stepQueue();
+  for (const id of ids) expect((await mensaje(s, id)).estado, id).toBe('pendiente');
 }
 
 const DEST = '525598765432';
@@ -95,9 +92,12 @@ describe('order, independence and events (gap 0)', () => {
     const o = await send(s, O, TEXT, { destinatario: DEST, mensaje: uniqueText() });
     expectQueued(o);
     await waitEstado(s, o.body.msg_id, SENT);
+    // A second before the window opens, the line still waits.
+    clock().set(at(1, 12, 59, 59));
     await staysPending(s, ids);
 
     clock().set(at(1, 13));
+    await s.stepQueue();
     for (const id of ids) await waitEstado(s, id, SENT);
     const sentOrder = events.filter((e) => e.estado === 'enviado' && ids.includes(e.msg_id)).map((e) => e.msg_id);
     expect(sentOrder).toEqual(ids);
@@ -112,7 +112,7 @@ describe('order, independence and events (gap 0)', () => {
     expectQueued(r);
     const id = r.body.msg_id as string;
     const m = await waitEstado(s, id, 'leido');
-    await waitFor(() => of(id).length >= 4, 'four events');
+    await until(() => of(id).length >= 4, { what: 'four events' });
     const evs = of(id);
     expect(evs.map((e) => [e.estado_anterior, e.estado])).toEqual([
       [null, 'pendiente'],
@@ -155,7 +155,7 @@ describe('order, independence and events (gap 0)', () => {
     expect(r.body).toMatchObject({ modo: 'directo', estado: 'enviado' });
     const id = r.body.msg_id as string;
     await waitEstado(s, id, 'leido');
-    await waitFor(() => of(id).length >= 4, 'four events');
+    await until(() => of(id).length >= 4, { what: 'four events' });
     expect(of(id).map((e) => e.estado)).toEqual(['pendiente', 'enviado', 'entregado', 'leido']);
     expect(of(id).map((e) => e.estado_anterior)).toEqual([null, 'pendiente', 'enviado', 'entregado']);
     expect(of(id)[1]!.gateway_msg_id).toBe(r.body.gateway_msg_id);
@@ -170,7 +170,7 @@ describe('order, independence and events (gap 0)', () => {
     await editCelular(s, L, { hora_inicio_permitido: '15:00', hora_fin_permitido: '16:00' });
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
     expectQueued(r);
-    await staysPending(s, [r.body.msg_id], 100);
+    await staysPending(s, [r.body.msg_id]);
     await editCelular(s, L, { hora_inicio_permitido: '00:00', hora_fin_permitido: '23:59' });
     await waitEstado(s, r.body.msg_id, SENT, 2_000);
   });
@@ -198,7 +198,7 @@ describe('order, independence and events (gap 0)', () => {
     expect(m.error).toMatch(/el destinatario no usa la red/);
     expect(m.cobrado).toBe(0);
     expect(await saldos(s, L)).toMatchObject({ global: 2, consumo: 0 });
-    await waitFor(() => of(r.body.msg_id).length >= 2, 'error event');
+    await until(() => of(r.body.msg_id).length >= 2, { what: 'error event' });
     expect(of(r.body.msg_id).map((e) => [e.estado_anterior, e.estado])).toEqual([
       [null, 'pendiente'],
       ['pendiente', 'error'],
@@ -220,13 +220,16 @@ describe('order, independence and events (gap 0)', () => {
     try {
       const r = await send(s, L, TEXT, { destinatario: '525522223333', mensaje: uniqueText() });
       expectQueued(r);
-      await waitFor(async () => (await mensaje(s, r.body.msg_id)).intentos === 1, 'the first attempt');
+      await until(async () => (await mensaje(s, r.body.msg_id)).intentos === 1, { what: 'the first attempt' });
       const m1 = await mensaje(s, r.body.msg_id);
       expect(m1).toMatchObject({ estado: 'pendiente', error: 'gateway timeout' });
       expect(m1.proximo_intento_at! - s.clock.now()).toBeGreaterThanOrEqual(4_000);
       expect(m1.proximo_intento_at! - s.clock.now()).toBeLessThanOrEqual(6_000);
-      await staysPending(s, [r.body.msg_id], 300);
-      clock().advance(6_000);
+      // Not before its retry time (at least 4 s away).
+      clock().advance(3_999);
+      await staysPending(s, [r.body.msg_id]);
+      clock().advance(2_001);
+      await s.stepQueue();
       const m = await waitEstado(s, r.body.msg_id, SENT);
       expect(m).toMatchObject({ intentos: 2, error: null, cobrado: 1 });
       expect((await saldos(s, L)).global).toBe(0);
@@ -248,9 +251,10 @@ describe('order, independence and events (gap 0)', () => {
     const del = await api(s.url, 'POST', `/api/celular_eliminar.php?id=${L.celularId}`, { key: L.clientKey });
     expect(del.status, del.text).toBe(200);
     clock().advance(61_000);
+    await s.stepQueue();
     const m = await waitEstado(s, r.body.msg_id, 'error');
     expect(m.error).toMatch(/deleted/);
-    await waitFor(() => !existsSync(file), 'the file removed', 2000);
+    await until(() => !existsSync(file), { what: 'the file removed', timeoutMs: 2000 });
     const saldo = await api(s.url, 'GET', '/api/saldo.php', { key: L.clientKey });
     expect(saldo.body.saldo_global).toBe(1);
   });
@@ -275,12 +279,15 @@ describe('the gap between two sends of a line', () => {
       ids.push(r.body.msg_id);
     }
     const first = await waitEstado(s, ids[0]!, SENT);
-    await staysPending(s, ids.slice(1), 600);
-    clock().advance(10_000);
+    clock().advance(9_999);
+    await staysPending(s, ids.slice(1));
+    clock().advance(1);
+    await s.stepQueue();
     const second = await waitEstado(s, ids[1]!, SENT);
     expect(second.enviado_at! - first.enviado_at!).toBe(10_000);
     expect((await mensaje(s, ids[2]!)).estado).toBe('pendiente');
     clock().advance(10_000);
+    await s.stepQueue();
     await waitEstado(s, ids[2]!, SENT);
   });
 });
@@ -325,9 +332,10 @@ describe('TTL and pending cap (ttlMs 1000, maxPending 2)', () => {
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
     expectQueued(r);
     expect((await saldos(s, L)).global).toBe(1);
-    await staysPending(s, [r.body.msg_id], 300);
+    await staysPending(s, [r.body.msg_id]);
     await editCelular(s, L, { estado: 'suspendido' });
     clock().advance(61_000);
+    await s.stepQueue();
     const m = await waitEstado(s, r.body.msg_id, 'error');
     expect(m.error).toMatch(/expired|TTL/i);
     expect(m.cobrado).toBe(0);
@@ -344,7 +352,7 @@ describe('TTL and pending cap (ttlMs 1000, maxPending 2)', () => {
     await editCelular(s, L, { hora_inicio_permitido: '13:00', hora_fin_permitido: '14:00' });
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
     expectQueued(r);
-    await staysPending(s, [r.body.msg_id], 100);
+    await staysPending(s, [r.body.msg_id]);
     clock().advance(2_000);
     const m = await waitEstado(s, r.body.msg_id, 'error', 2_000);
     expect(m.error).toMatch(/expired/);
@@ -377,7 +385,7 @@ describe('durability across a restart', () => {
         (s.clock as ManualClock).set(at(5, 13));
         const m = await waitEstado(s, r.body.msg_id, SENT);
         expect(m.intentos).toBe(1);
-        await waitFor(() => readdirSync(tmp).length === 0, 'an empty tmp folder', 2000);
+        await until(() => readdirSync(tmp).length === 0, { what: 'an empty tmp folder', timeoutMs: 2000 });
       } finally {
         await s.stop();
       }

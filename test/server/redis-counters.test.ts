@@ -4,7 +4,8 @@ import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectError } from '../helpers/expect.js';
 import { describeWith, dropRedisPrefix, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
 import { closedPort, startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
-import { linkedLine, send, TEXT, uniqueText, waitFor, type Line } from './send-helpers.js';
+import { linkedLine, send, TEXT, uniqueText, type Line } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * `serve --counters redis://...`: duplicate protection and the auth throttle
@@ -119,7 +120,7 @@ describeWith(redis, 'a server whose Redis is unreachable', () => {
       }
       expect((await health(s)).counters).toBe('redis (unreachable: memory)');
       await proxy.restore();
-      await waitFor(async () => (await health(s!)).counters === 'redis', 'counters back on Redis');
+      await until(async () => (await health(s!)).counters === 'redis', { what: 'counters back on Redis' });
       expect((await send(s, l, TEXT, { destinatario: DEST, mensaje: uniqueText() })).status).toBe(200);
       const lines = s.logs.filter((x) => /Redis counters/.test(x));
       expect(lines).toHaveLength(2);

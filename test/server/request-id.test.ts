@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
 import { numeroNuevo } from '../helpers/expect.js';
-import { waitFor } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Request ids (docs/logs.md): every response carries `X-Request-Id`, a new
@@ -32,7 +32,7 @@ const idOf = (r: ApiResponse): string => {
 /** The parsed log lines that carry `reqId`, once there is at least one. */
 async function linesOf(reqId: string): Promise<Array<Record<string, any>>> {
   const find = () => s.logs.map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l.reqId === reqId);
-  await waitFor(() => find().length > 0, `a log line of ${reqId}`);
+  await until(() => find().length > 0, { what: `a log line of ${reqId}` });
   return find();
 }
 
@@ -200,7 +200,7 @@ describe('a routed request whose body turns out malformed', () => {
               'Transfer-Encoding: chunked\r\nX-Request-Id: body-cut\r\n\r\n3\r\n{"n\r\n',
           );
           // Once it is routed, a chunk size that is not hex.
-          void waitFor(() => parsed().some((l) => l.reqId === 'body-cut' && l.msg === 'incoming request'), 'the request routed').then(() =>
+          void until(() => parsed().some((l) => l.reqId === 'body-cut' && l.msg === 'incoming request'), { what: 'the request routed' }).then(() =>
             sock.write('zz\r\n'),
           );
         });
@@ -210,7 +210,7 @@ describe('a routed request whose body turns out malformed', () => {
         sock.on('close', () => resolve(buf));
       });
       expect(answer).toMatch(/^HTTP\/1\.1 400 [^]*\r\nX-Request-Id: body-cut\r\n/);
-      await waitFor(() => parsed().some((l) => l.reqId === 'body-cut' && l.msg === 'request ended before its answer'), 'its line');
+      await until(() => parsed().some((l) => l.reqId === 'body-cut' && l.msg === 'request ended before its answer'), { what: 'its line' });
       const lines = parsed().filter((l) => l.reqId === 'body-cut' && l.level >= 30);
       expect(lines).toEqual([expect.objectContaining({ msg: 'request ended before its answer', code: 'HPE_INVALID_CHUNK_SIZE' })]);
       expect(parsed().filter((l) => l.event === 'request.refused')).toEqual([]);

@@ -3,7 +3,8 @@ import { ManualClock } from '../../src/core/clock.js';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError, numeroNuevo } from '../helpers/expect.js';
 import { dataUri, MP3, MP4, PDF, PNG, startMediaServer, WEBP, type MediaServer } from './send-helpers.js';
-import { startReceiver, waitFor, type Receiver } from './webhook-helpers.js';
+import { startReceiver, type Receiver } from './webhook-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * Authority by credential (docs/decisions.md "Authority by credential"), one
@@ -185,12 +186,15 @@ const snapshot = async () => ({ A: await stateOf(A.clienteId), B: await stateOf(
 
 /** Deliveries settle (the receiver answers 200), so a later comparison sees no moving part. */
 async function settle(): Promise<void> {
-  await waitFor(async () => {
-    for (const c of [A.clienteId, B.clienteId]) {
-      if ((await s.core.store.listEntregas(c, 500)).some((e) => e.estado === 'pendiente')) return false;
-    }
-    return true;
-  }, 'deliveries settled');
+  await until(
+    async () => {
+      for (const c of [A.clienteId, B.clienteId]) {
+        if ((await s.core.store.listEntregas(c, 500)).some((e) => e.estado === 'pendiente')) return false;
+      }
+      return true;
+    },
+    { what: 'deliveries settled' },
+  );
 }
 
 async function call(r: Route, cred: Cred, id: number): Promise<ApiResponse> {
@@ -238,7 +242,7 @@ beforeAll(async () => {
     const key = id === A.celularId ? A.clientKey : B.clientKey;
     expect((await api(s.url, 'POST', `/api/celular_qr.php?id=${id}`, { key })).status).toBe(200);
     expect((await admin('POST', '/admin/sim/scan', { celular_id: id })).status).toBe(200);
-    await waitFor(async () => (await s.core.store.getCelular(id))?.estado === 'activo', 'line activo');
+    await until(async () => (await s.core.store.getCelular(id))?.estado === 'activo', { what: 'line activo' });
   }
   const caps = { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000, max_envios_por_dia: null };
   expect((await api(s.url, 'POST', `/api/celular_editar.php?id=${A.celularId}`, { key: A.clientKey, json: caps })).status).toBe(200);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { expectError } from '../helpers/expect.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk } from '../helpers/expect.js';
 import { admin, linkedLine, mensaje, saldos, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
 
 /**
@@ -9,11 +9,6 @@ import { admin, linkedLine, mensaje, saldos, send, TEXT, uniqueText, waitEstado,
  * 402; unlimited plans are never charged; a direct send the gateway refuses
  * is refunded; consumption counts; and all of it under concurrent requests.
  */
-
-function expectOk(r: ApiResponse, modo: 'cola' | 'directo' = 'cola'): void {
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK', modo, saldo: expect.any(Number), anti_dupe: { max: 3, window_s: 120 } });
-}
 
 const DEST = '525598765432';
 
@@ -39,17 +34,17 @@ describe('metered plan', () => {
     expect(await saldos(s, L)).toMatchObject({ global: 1, celular: 2 });
 
     const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-    expectOk(a);
+    expectOk(a, { modo: 'cola' });
     expect(a.body.saldo).toBe(1);
     expect(await saldos(s, L)).toMatchObject({ global: 1, celular: 1 });
 
     const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 });
-    expectOk(b, 'directo');
+    expectOk(b, { modo: 'directo' });
     expect(b.body.saldo).toBe(0);
     expect(await saldos(s, L)).toMatchObject({ global: 1, celular: 0 });
 
     const c = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-    expectOk(c);
+    expectOk(c, { modo: 'cola' });
     expect(c.body.saldo).toBe(0);
     expect(await saldos(s, L)).toMatchObject({ global: 0, celular: 0 });
     expect((await mensaje(s, a.body.msg_id)).cargo).toBe('celular');
@@ -72,7 +67,7 @@ describe('metered plan', () => {
     for (let i = 0; i < 4; i++) expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), 402, 300);
     await celularCredit(L, 1);
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: text });
-    expectOk(r);
+    expectOk(r, { modo: 'cola' });
     expect(r.body.anti_dupe.count).toBe(1);
   });
 
@@ -95,7 +90,7 @@ describe('metered plan', () => {
     expect(m.error).toMatch(/no existe en la red/);
 
     // Now paid from the global balance (celular emptied by a good send first).
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), 'directo');
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { modo: 'directo' });
     expect(await saldos(s, L)).toMatchObject({ global: 1, celular: 0 });
     expectError(await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText(), directo: 1 }), 422, 704);
     expect(await saldos(s, L)).toMatchObject({ global: 1, celular: 0 });
@@ -112,9 +107,9 @@ describe('metered plan', () => {
     expect(before.mensajes_30d).toBe(0);
     const dead = '525500003333';
     await admin(s, 'POST', '/admin/sim/fail', { numero: dead });
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), 'directo');
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { modo: 'directo' });
     const q = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-    expectOk(q);
+    expectOk(q, { modo: 'cola' });
     await waitEstado(s, q.body.msg_id, ['enviado', 'entregado', 'leido']);
     expectError(await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText(), directo: 1 }), 422, 704);
     const after = await info(L);
@@ -130,7 +125,7 @@ describe('unlimited plan', () => {
     const L = await linkedLine(s, { plan: 'ilimitado', saldo: 0 });
     for (const directo of [0, 1, 0]) {
       const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo });
-      expectOk(r, directo ? 'directo' : 'cola');
+      expectOk(r, { modo: directo ? 'directo' : 'cola' });
       expect(r.body.saldo).toBe(0);
       expect((await mensaje(s, r.body.msg_id)).cobrado).toBe(0);
     }

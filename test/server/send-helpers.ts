@@ -2,12 +2,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import type { MensajeRow } from '../../src/core/ports.js';
+import { until } from '../helpers/poll.js';
 import { api, type ApiResponse, type TestServer } from '../helpers/server.js';
 
 /**
  * Shared pieces of the send-path HTTP suites (send-*.test.ts, queue.test.ts,
  * legacy.test.ts): tiny real media files, a loopback media server, a linked
- * line with credit, and bounded polling. Assertion helpers stay local to each
+ * line with credit, and waits on a message's state. Assertion helpers stay local to each
  * file, as in the rest of test/server.
  */
 
@@ -168,7 +169,7 @@ export async function link(s: TestServer, line: Line): Promise<void> {
   if (qr.status !== 200) throw new Error(`qr: ${qr.status} ${qr.text}`);
   const scan = await admin(s, 'POST', '/admin/sim/scan', { celular_id: line.celularId });
   if (scan.status !== 200) throw new Error(`scan: ${scan.status} ${scan.text}`);
-  await waitFor(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', 'celular activo after scan');
+  await until(async () => (await s.core.store.getCelular(line.celularId))?.estado === 'activo', { what: 'celular activo after scan' });
 }
 
 export async function editCelular(s: TestServer, line: Line, body: Record<string, unknown>): Promise<ApiResponse> {
@@ -201,16 +202,6 @@ let textSeq = 0;
 export const uniqueText = (prefix = 'hola'): string => `${prefix} ${++textSeq} ${Math.random().toString(36).slice(2, 8)}`;
 
 // ---- waiting ----
-/** Polls `cond` every 20 ms for at most `ms` (default 5 s); fails with `what` otherwise. */
-export async function waitFor(cond: () => boolean | Promise<boolean>, what = 'condition', ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 export async function mensaje(s: TestServer, msgId: string): Promise<MensajeRow> {
   const m = await s.core.store.getMensaje(msgId);
   if (!m) throw new Error(`no message ${msgId}`);
@@ -221,17 +212,13 @@ export async function mensaje(s: TestServer, msgId: string): Promise<MensajeRow>
 export async function waitEstado(s: TestServer, msgId: string, estado: string | string[], ms = 5000): Promise<MensajeRow> {
   const want = Array.isArray(estado) ? estado : [estado];
   let last: MensajeRow | null = null;
-  await waitFor(
+  return until(
     async () => {
       last = await s.core.store.getMensaje(msgId);
-      return last !== null && want.includes(last.estado);
+      return last !== null && want.includes(last.estado) && last;
     },
-    `message ${msgId} to be ${want.join('|')}`,
-    ms,
-  ).catch((err: Error) => {
-    throw new Error(`${err.message} (last: ${last ? `${last.estado} ${last.error ?? ''}` : 'none'})`);
-  });
-  return last!;
+    { what: () => `message ${msgId} to be ${want.join('|')} (last: ${last ? `${last.estado} ${last.error ?? ''}` : 'none'})`, timeoutMs: ms },
+  );
 }
 
 /** The balances as GET /api/saldo.php reports them for the line. */

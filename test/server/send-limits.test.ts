@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { expectError } from '../helpers/expect.js';
+import { expectError, expectOk } from '../helpers/expect.js';
 import { b64, dataUri, editCelular, linkedLine, mensaje, PNG, send, startMediaServer, TEXT, uniqueText, waitEstado, type MediaServer } from './send-helpers.js';
 
 /**
@@ -28,12 +28,6 @@ function expectDupBlock(r: ApiResponse, secondsLeft?: number): void {
   }
 }
 
-function expectOk(r: ApiResponse, count?: number): void {
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, api_texto: 'OK', anti_dupe: { max: 3, window_s: 120 } });
-  if (count !== undefined) expect(r.body.anti_dupe.count).toBe(count);
-}
-
 const DEST = '525598765432';
 const OTHER = '14155552671';
 const SENT = ['enviado', 'entregado', 'leido'];
@@ -56,22 +50,22 @@ describe('duplicate protection', () => {
     const L = await linkedLine(s);
     const M = await linkedLine(s); // another line of another client: unaffected
     const text = uniqueText('dup');
-    for (const n of [1, 2, 3]) expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text, directo: n === 2 ? 1 : 0 }), n);
+    for (const n of [1, 2, 3]) expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text, directo: n === 2 ? 1 : 0 }), { count: n });
     expectDupBlock(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), 300);
 
     // Anything from that line: other text, other recipient, other type, direct mode.
     expectDupBlock(await send(s, L, TEXT, { destinatario: OTHER, mensaje: uniqueText() }), 300);
     expectDupBlock(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), 300);
     expectDupBlock(await send(s, L, '/api/mensaje_enviar_imagen_base64.php', { destinatario: OTHER, imageBase64: b64(PNG) }), 300);
-    expectOk(await send(s, M, TEXT, { destinatario: DEST, mensaje: text }), 1);
+    expectOk(await send(s, M, TEXT, { destinatario: DEST, mensaje: text }), { count: 1 });
 
     clock().advance(100_000);
     expectDupBlock(await send(s, L, TEXT, { destinatario: OTHER, mensaje: uniqueText() }), 200);
     clock().advance(199_000);
     expectDupBlock(await send(s, L, TEXT, { destinatario: OTHER, mensaje: uniqueText() }), 1);
     clock().advance(2_000); // 301 s after the block began
-    expectOk(await send(s, L, TEXT, { destinatario: OTHER, mensaje: uniqueText() }), 1);
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), 1);
+    expectOk(await send(s, L, TEXT, { destinatario: OTHER, mensaje: uniqueText() }), { count: 1 });
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 1 });
     // Only the 3 accepted + 2 after the block were stored.
     expect((await api(s.url, 'GET', '/api/historial_listar.php', { key: L.celularKey })).body.total).toBe(5);
   });
@@ -79,39 +73,39 @@ describe('duplicate protection', () => {
   it('the window is 120 s: after 121 s the count starts again at 1', async () => {
     const L = await linkedLine(s);
     const text = uniqueText('ventana');
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), 1);
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), 2);
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 1 });
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 2 });
     clock().advance(121_000);
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), 1);
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), 2);
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), 3);
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 1 });
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 2 });
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 3 });
     expectDupBlock(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }));
   });
 
   it('identity per type: recipient, url+caption, url+filename, url; base64 is the bytes whatever the filename or encoding', async () => {
     const L = await linkedLine(s);
     const text = uniqueText('identidad');
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), 1);
-    expectOk(await send(s, L, TEXT, { destinatario: OTHER, mensaje: text }), 1); // other recipient
-    expectOk(await send(s, L, TEXT, { destinatario: '+52 55 9876 5432', mensaje: text }), 2); // same recipient, other form
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 1 });
+    expectOk(await send(s, L, TEXT, { destinatario: OTHER, mensaje: text }), { count: 1 }); // other recipient
+    expectOk(await send(s, L, TEXT, { destinatario: '+52 55 9876 5432', mensaje: text }), { count: 2 }); // same recipient, other form
 
     const img = `${media.base}/img.png`;
-    expectOk(await send(s, L, '/api/mensaje_enviar_imagen.php', { destinatario: DEST, url: img, caption: 'uno' }), 1);
-    expectOk(await send(s, L, '/api/mensaje_enviar_imagen.php', { destinatario: DEST, url: img, caption: 'dos' }), 1);
-    expectOk(await send(s, L, '/api/mensaje_enviar_imagen.php', { destinatario: DEST, url: img, caption: 'uno' }), 2);
+    expectOk(await send(s, L, '/api/mensaje_enviar_imagen.php', { destinatario: DEST, url: img, caption: 'uno' }), { count: 1 });
+    expectOk(await send(s, L, '/api/mensaje_enviar_imagen.php', { destinatario: DEST, url: img, caption: 'dos' }), { count: 1 });
+    expectOk(await send(s, L, '/api/mensaje_enviar_imagen.php', { destinatario: DEST, url: img, caption: 'uno' }), { count: 2 });
 
     const doc = `${media.base}/doc.pdf`;
-    expectOk(await send(s, L, '/api/mensaje_enviar_documento.php', { destinatario: DEST, url: doc, filename: 'a.pdf' }), 1);
-    expectOk(await send(s, L, '/api/mensaje_enviar_documento.php', { destinatario: DEST, url: doc, filename: 'b.pdf' }), 1);
+    expectOk(await send(s, L, '/api/mensaje_enviar_documento.php', { destinatario: DEST, url: doc, filename: 'a.pdf' }), { count: 1 });
+    expectOk(await send(s, L, '/api/mensaje_enviar_documento.php', { destinatario: DEST, url: doc, filename: 'b.pdf' }), { count: 1 });
 
     const mp3 = `${media.base}/audio.mp3`;
-    expectOk(await send(s, L, '/api/mensaje_enviar_audio.php', { destinatario: DEST, url: mp3 }), 1);
-    expectOk(await send(s, L, '/api/mensaje_enviar_audio.php', { destinatario: DEST, url: mp3, ptt: 1, caption: 'otra' }), 2);
+    expectOk(await send(s, L, '/api/mensaje_enviar_audio.php', { destinatario: DEST, url: mp3 }), { count: 1 });
+    expectOk(await send(s, L, '/api/mensaje_enviar_audio.php', { destinatario: DEST, url: mp3, ptt: 1, caption: 'otra' }), { count: 2 });
 
     const path = '/api/mensaje_enviar_imagen_base64.php';
-    expectOk(await send(s, L, path, { destinatario: DEST, imageBase64: b64(PNG), filename: 'uno.png', caption: 'a' }), 1);
-    expectOk(await send(s, L, path, { destinatario: DEST, imageBase64: dataUri('image/png', PNG), filename: 'dos.png', caption: 'b' }), 2);
-    expectOk(await send(s, L, path, { destinatario: DEST, data_base64: b64(PNG), mime: 'image/png', filename: 'tres.png' }), 3);
+    expectOk(await send(s, L, path, { destinatario: DEST, imageBase64: b64(PNG), filename: 'uno.png', caption: 'a' }), { count: 1 });
+    expectOk(await send(s, L, path, { destinatario: DEST, imageBase64: dataUri('image/png', PNG), filename: 'dos.png', caption: 'b' }), { count: 2 });
+    expectOk(await send(s, L, path, { destinatario: DEST, data_base64: b64(PNG), mime: 'image/png', filename: 'tres.png' }), { count: 3 });
     expectDupBlock(await send(s, L, path, { destinatario: DEST, imageBase64: b64(PNG), filename: 'cuatro.png' }), 300);
   });
 });
@@ -120,9 +114,9 @@ describe('caps', () => {
   it('direct mode: max_envios_por_minuto 2 -> the 3rd is 429 api_codigo 304 with retry_after <= 60; after 61 s it goes', async () => {
     const L = await linkedLine(s, { saldo: 10 });
     await editCelular(s, L, { max_envios_por_minuto: 2 });
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
     clock().advance(10_000);
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 });
     expect429(r, 304);
     expect(r.body.retry_after).toBeLessThanOrEqual(60);
@@ -131,15 +125,15 @@ describe('caps', () => {
     // Refused before any charge or record.
     expect((await api(s.url, 'GET', '/api/saldo.php', { key: L.celularKey })).body.saldo_global).toBe(8);
     clock().advance(51_000);
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
     clock().advance(61_000);
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
   });
 
   it('direct mode: max_envios_por_hora 3 -> the 4th is 429 304 with retry_after up to an hour', async () => {
     const L = await linkedLine(s);
     await editCelular(s, L, { max_envios_por_hora: 3, max_envios_por_minuto: 1000 });
-    for (let i = 0; i < 3; i++) expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    for (let i = 0; i < 3; i++) expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 });
     expect429(r, 304);
     expect(r.body.retry_after).toBe(3600);
@@ -173,22 +167,20 @@ describe('caps', () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-      expectOk(r, 1);
+      expectOk(r, { count: 1 });
       expect(r.body.modo).toBe('cola');
       ids.push(r.body.msg_id);
     }
     const first = await waitEstado(s, ids[0]!, SENT);
     await waitEstado(s, ids[1]!, SENT);
-    // Give the worker more than one poll (500 ms) to prove it holds the 3rd.
-    const until = Date.now() + 700;
-    while (Date.now() < until) {
-      expect((await mensaje(s, ids[2]!)).estado).toBe('pendiente');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    clock().advance(61_000);
+    // Within the minute the worker holds the 3rd.
+    clock().advance(59_000);
+    await s.stepQueue();
+    expect((await mensaje(s, ids[2]!)).estado).toBe('pendiente');
+    clock().advance(2_000);
     // Poke the worker with another line's message instead of waiting for its poll.
     const P = await linkedLine(s);
-    expectOk(await send(s, P, TEXT, { destinatario: DEST, mensaje: uniqueText() }));
+    expectOk(await send(s, P, TEXT, { destinatario: DEST, mensaje: uniqueText() }), { send: true });
     const third = await waitEstado(s, ids[2]!, SENT);
     expect(third.enviado_at! - first.enviado_at!).toBeGreaterThanOrEqual(60_000);
   });
@@ -222,19 +214,19 @@ describe('allowed hours (tz UTC)', () => {
     expect(d.body.error).toMatch(/13:00-14:00/);
 
     const q = await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-    expectOk(q, 1);
-    const until = Date.now() + 700;
-    while (Date.now() < until) {
-      expect((await mensaje(h, q.body.msg_id)).estado).toBe('pendiente');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    expectOk(q, { count: 1 });
+    // A second before the window opens, the worker still holds it.
+    hclock().set(Date.UTC(2026, 2, 10, 12, 59, 59));
+    await h.stepQueue();
+    expect((await mensaje(h, q.body.msg_id)).estado).toBe('pendiente');
     hclock().set(Date.UTC(2026, 2, 10, 13, 0, 0));
+    await h.stepQueue();
     const m = await waitEstado(h, q.body.msg_id, SENT);
     expect(m.enviado_at).toBeGreaterThanOrEqual(Date.UTC(2026, 2, 10, 13, 0, 0));
 
     // An HH:MM end includes its whole minute.
     hclock().set(Date.UTC(2026, 2, 10, 14, 0, 30));
-    expectOk(await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    expectOk(await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
     hclock().set(Date.UTC(2026, 2, 10, 14, 1, 0));
     const late = await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 });
     expectError(late, 403, 303);
@@ -245,9 +237,9 @@ describe('allowed hours (tz UTC)', () => {
     const L = await linkedLine(h);
     await editCelular(h, L, { hora_inicio_permitido: '22:00', hora_fin_permitido: '06:00' });
     hclock().set(Date.UTC(2026, 2, 11, 23, 30, 0));
-    expectOk(await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    expectOk(await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
     hclock().set(Date.UTC(2026, 2, 12, 5, 0, 0));
-    expectOk(await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    expectOk(await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
     hclock().set(Date.UTC(2026, 2, 12, 12, 0, 0));
     const r = await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 });
     expectError(r, 403, 303);
@@ -273,7 +265,7 @@ describe('allowed hours in another zone (tz America/Mexico_City, UTC-6)', () => 
   it('12:00 UTC is 06:00 there: a 05:00-07:00 window is open, a 07:00-08:00 one opens in an hour', async () => {
     const L = await linkedLine(h);
     await editCelular(h, L, { hora_inicio_permitido: '05:00', hora_fin_permitido: '07:00' });
-    expectOk(await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    expectOk(await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
     await editCelular(h, L, { hora_inicio_permitido: '07:00:00', hora_fin_permitido: '08:00' });
     const r = await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 });
     expectError(r, 403, 303);

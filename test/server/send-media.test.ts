@@ -23,11 +23,11 @@ import {
   uniqueText,
   UUID,
   waitEstado,
-  waitFor,
   WEBP,
   type Line,
   type MediaServer,
 } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The ten media send endpoints over HTTP (docs/design.md §5): by URL against a loopback media server, by base64 with the
@@ -339,9 +339,9 @@ describe('media by base64', () => {
 describe('temp files of base64 sends', () => {
   // Files of the queued sends of earlier tests go right after their send is recorded.
   beforeAll(async () => {
-    await waitFor(() => tmpFiles().length === 0, 'an empty tmp folder');
+    await until(() => tmpFiles().length === 0, { what: 'an empty tmp folder' });
   });
-  const tmpEmpty = () => waitFor(() => tmpFiles().length === 0, 'an empty tmp folder', 2000);
+  const tmpEmpty = () => until(() => tmpFiles().length === 0, { what: 'an empty tmp folder', timeoutMs: 2000 });
 
   it('a direct base64 send leaves <dataDir>/tmp empty', async () => {
     const L = await linkedLine(s);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, type ApiResponse, type TestServer, startTestServer } from '../helpers/server.js';
 import { expectError } from '../helpers/expect.js';
-import { admin, editCelular, link, linkedLine, mensaje, send, TEXT, uniqueText, UUID, waitEstado, waitFor, type Line } from './send-helpers.js';
+import { admin, editCelular, link, linkedLine, mensaje, send, TEXT, uniqueText, UUID, waitEstado, type Line } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The text send endpoint over HTTP (docs/design.md §3, §4,
@@ -228,7 +229,7 @@ describe('text: authority and states', () => {
   it('a line logged out from the phone becomes desconectado and cannot send (403 301) until scanned again', async () => {
     const L = await linkedLine(s);
     expect((await admin(s, 'POST', '/admin/sim/logout', { celular_id: L.celularId })).status).toBe(200);
-    await waitFor(async () => (await s.core.store.getCelular(L.celularId))?.estado === 'desconectado', 'desconectado');
+    await until(async () => (await s.core.store.getCelular(L.celularId))?.estado === 'desconectado', { what: 'desconectado' });
     expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), 403, 301);
     await link(s, L);
     expectDirect(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));

@@ -4,20 +4,12 @@ import type { ManualClock } from '../../src/core/clock.js';
 import type { MessagesReceivedEvent, SessionStatusEvent } from '../../src/core/events.js';
 import { api, seedClient, startTestServer, tempDir, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The linking session (QR, scan, logout, status), the simulator controls and
  * the events they publish on the internal bus (docs/design.md §2, §6).
  */
-
-/** Polls a condition for a short while (events are handled asynchronously, in microseconds). */
-async function until(cond: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

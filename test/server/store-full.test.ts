@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { linkedLine, numeroNuevo, send, TEXT, waitFor } from './send-helpers.js';
+import { linkedLine, numeroNuevo, send, TEXT } from './send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * A store that cannot take writes. SQLite's own limit on the database's size
@@ -50,10 +51,13 @@ describe('a full store', () => {
     expect(well.status, well.text).toBe(200);
     expect(well.body.status).toBe('ok');
     await s.recovery.run(true);
-    await waitFor(async () => {
-      const ms = await Promise.all(accepted.map((id) => s.core.store.getMensaje(id)));
-      return ms.every((m) => m !== null && m.estado !== 'pendiente');
-    }, 'every accepted message to end');
+    await until(
+      async () => {
+        const ms = await Promise.all(accepted.map((id) => s.core.store.getMensaje(id)));
+        return ms.every((m) => m !== null && m.estado !== 'pendiente');
+      },
+      { what: 'every accepted message to end' },
+    );
     for (const id of accepted) expect((await s.core.store.getMensaje(id))!.estado, id).not.toBe('error');
 
     const ledger = db.prepare('SELECT SUM(monto) AS t FROM movimientos_saldo WHERE cliente_id = ?').get(line.clienteId) as { t: number };

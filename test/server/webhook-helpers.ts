@@ -4,12 +4,13 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { expect } from 'vitest';
+import { until } from '../helpers/poll.js';
 import { api, type TestServer } from '../helpers/server.js';
 
 /**
  * Shared pieces of the webhook HTTP suites (webhook-*.test.ts): a real
  * receiver on 127.0.0.1 that records every request, the two signature checks
- * a receiver would run, and bounded polling.
+ * a receiver would run, and waits on deliveries.
  */
 
 export interface Hit {
@@ -49,9 +50,7 @@ export async function startReceiver(answer: Receiver['answer'] = 200): Promise<R
     hanging: [],
     of: (id) => r.hits.filter((h) => h.headers['webhook-id'] === id),
     wait: async (pred = () => true, ms = 5000, what = 'a webhook request') => {
-      let found: Hit | undefined;
-      await waitFor(() => (found = r.hits.find(pred)) !== undefined, what, ms);
-      return found!;
+      return until(() => r.hits.find(pred), { what, timeoutMs: ms });
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -89,15 +88,8 @@ export async function startReceiver(answer: Receiver['answer'] = 200): Promise<R
   return r;
 }
 
-/** Polls `cond` every 20 ms for at most `ms` (default 5 s); fails with `what` otherwise. */
-export async function waitFor(cond: () => boolean | Promise<boolean>, what = 'condition', ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((res) => setTimeout(res, 20));
-  }
-}
+/** The one poller (helpers/poll.ts) in the call shape the webhook suites use. */
+export const waitFor = (cond: () => boolean | Promise<boolean>, what = 'condition', ms = 5000): Promise<true> => until(cond, { what, timeoutMs: ms });
 
 export const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 
@@ -144,15 +136,11 @@ export async function entrega(s: TestServer, key: string, id: string): Promise<E
 /** Waits until the delivery `id` satisfies `cond` and returns it. */
 export async function waitEntrega(s: TestServer, key: string, id: string, cond: (e: Entrega) => boolean, what: string, ms = 5000): Promise<Entrega> {
   let last: Entrega | undefined;
-  await waitFor(
+  return until(
     async () => {
       last = await entrega(s, key, id);
-      return last !== undefined && cond(last);
+      return last !== undefined && cond(last) && last;
     },
-    `${what} (delivery ${id})`,
-    ms,
-  ).catch((err: Error) => {
-    throw new Error(`${err.message}; last: ${JSON.stringify(last)}`);
-  });
-  return last!;
+    { what: () => `${what} (delivery ${id}); last: ${JSON.stringify(last)}`, timeoutMs: ms },
+  );
 }

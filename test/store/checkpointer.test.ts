@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { tempDir } from '../helpers/server.js';
-import { waitFor } from '../server/send-helpers.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * With background checkpoints the writer never copies the WAL back itself
@@ -19,7 +19,7 @@ it('copies the WAL back into the database on its own thread; close ends it', asy
     const before = statSync(file).size;
     for (let i = 0; i < 200; i++) await store.kvSet('ns', `k${i}`, 'x'.repeat(2000));
     // 200 rows of 2 KB: about 100 pages, far below the writer's backstop, yet they reach the file.
-    await waitFor(() => statSync(file).size > before + 200 * 1000, 'the checkpoint thread', 15_000);
+    await until(() => statSync(file).size > before + 200 * 1000, { what: 'the checkpoint thread', timeoutMs: 15_000 });
     expect(await store.kvGet('ns', 'k199')).toBe('x'.repeat(2000));
   } finally {
     await store.close();
