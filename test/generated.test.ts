@@ -5,6 +5,7 @@ import { SHELLS } from '../src/cli/completion.js';
 import { processIO } from '../src/cli/io.js';
 import { GENERATED_FILES } from '../src/generated-files.js';
 import { apiCodigoMarkdown, openapiDocument } from '../src/server/openapi.js';
+import { configTableMarkdown } from '../src/server/config.js';
 
 const committed = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
 const hint = 'run `npm run generate` and commit the result';
@@ -24,5 +25,8 @@ describe('generated files match their source', () => {
   });
   it('the README carries the same api_codigo table', () => {
     expect(committed('README.md')).toContain(apiCodigoMarkdown().trim());
+  });
+  it(`the README's configuration table is serve's settings table (server/config.ts; ${hint})`, () => {
+    expect(committed('README.md')).toContain(`<!-- serve-config:start -->\n${configTableMarkdown()}<!-- serve-config:end -->`);
   });
 });

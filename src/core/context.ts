@@ -32,9 +32,15 @@ export interface QueueConfig {
   maxPending: number;
   /** How long a worker's claim on a message lasts before another may take it. */
   leaseMs: number;
+  /** First retry delay of a transient failure; the backoff doubles it up to 120 times (core/queue-worker.ts). */
+  retryMs: number;
+  /** How long a line pauses when the network rate-limits it without saying for how long. */
+  rateLimitPauseMs: number;
+  /** The longest a line waits before its state (hours, caps, estado, TTL) is looked at again. */
+  recheckMs: number;
+  /** How long a line that cannot send (client suspended, line not active or not linked) waits before it is looked at again. */
+  inactiveHoldMs: number;
 }
-
-export const QUEUE_DEFAULTS: QueueConfig = { gapMinMs: 1000, gapMaxMs: 5000, ttlMs: 24 * 60 * 60 * 1000, maxPending: 10000, leaseMs: 60_000 };
 
 export const systemTz = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 

@@ -48,7 +48,7 @@ export class NodePresence {
   }
 
   private async beat(): Promise<void> {
-    const t = performance.now();
+    const t = this.clock.ticks();
     await this.store.nodeBeat(this.info, this.clock.now());
     // Back from a silence long enough that its streams may have been taken: whoever holds work read under a lease reads again.
     if (t - this.lastBeat >= TAKEOVER_MARGIN_MS / 2) this.lapses += 1;
@@ -57,7 +57,7 @@ export class NodePresence {
 
   /** Recent enough a beat that a send started now ends before this node could be taken for dead. */
   fresh(): boolean {
-    return performance.now() - this.lastBeat < TAKEOVER_MARGIN_MS / 2;
+    return this.clock.ticks() - this.lastBeat < TAKEOVER_MARGIN_MS / 2;
   }
 
   take(streams: string[]): Promise<LeaseAnswer[]> {

@@ -9,18 +9,10 @@ import type { NodePresence } from './node-presence.js';
 import { outbound } from './outbound.js';
 import { GatewayFailure, type AcceptedMedia, type MensajePayload, type MensajeRow } from './ports.js';
 import { REFUSED_FOR_GOOD } from './idempotency.js';
+import { backoffMs, type Backoff } from './backoff.js';
 
-/** The longest a line waits before its state (hours, caps, estado, TTL) is checked again. */
-const HOLD_MAX_MS = 1000;
-
-/** How long a line pauses when the network rate-limits it without saying for how long. */
-export const RATE_LIMIT_PAUSE_MS = 60_000;
-
-/** Transient failures are retried after 5 s, 10 s, 20 s ... up to 10 min, until the TTL. */
-export function retryDelay(intentos: number, random: () => number): number {
-  const base = Math.min(600_000, 5_000 * 2 ** Math.min(intentos, 10));
-  return Math.round(base * (0.8 + 0.4 * random()));
-}
+/** Transient failures are retried after the base (5 s), then twice as long each time up to 120 times it (10 min), until the TTL. */
+export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, factors: [1, 2, 4, 8, 16, 32, 64, 120], past: 'repeat' });
 
 /**
  * The humanized queue (docs/design.md §5/§6). Each line's pending messages are sent
@@ -45,8 +37,8 @@ export class QueueWorker {
   /**
    * Per line: not before `until` (clock time: a gap, a cap, the window, a state
    * to wait out). Waits on a line's state are also looked at again after
-   * `recheck` (monotonic time), so an edit of its hours or caps, a reconnection
-   * or its first message's TTL takes effect within a second whatever the clock says.
+   * `recheck` (the clock's ticks), so an edit of its hours or caps, a reconnection
+   * or its first message's TTL takes effect within `recheckMs` whatever the wall clock says.
    */
   private readonly notBefore = new Map<number, { until: number; recheck: number }>();
   private readonly runner: KeyedRunner<number>;
@@ -97,7 +89,7 @@ export class QueueWorker {
       if (this.runner.isBusy(head.celular_id)) continue;
       const held = this.notBefore.get(head.celular_id);
       const at = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
-      if (at > now && !(held && performance.now() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
+      if (at > now && !(held && this.core.clock.ticks() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
         wait = Math.min(wait, at - now);
         continue;
       }
@@ -105,7 +97,7 @@ export class QueueWorker {
     }
     if (due.length === 0) return wait;
     // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
-    if (!this.node.fresh()) return Math.min(wait, HOLD_MAX_MS);
+    if (!this.node.fresh()) return Math.min(wait, this.core.config.queue.recheckMs);
     // One take for every due line: with several nodes, a line another node holds costs nothing more.
     const byStream = new Map(due.map((h) => [stream.cola(h.celular_id), h]));
     for (const a of await this.node.take([...byStream.keys()])) {
@@ -118,9 +110,11 @@ export class QueueWorker {
       // Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon.
       this.notBefore.set(
         head.celular_id,
-        a.restMs > 0 ? { until: now + a.restMs, recheck: Number.POSITIVE_INFINITY } : { until: now + HOLD_MAX_MS, recheck: performance.now() + HOLD_MAX_MS },
+        a.restMs > 0
+          ? { until: now + a.restMs, recheck: Number.POSITIVE_INFINITY }
+          : { until: now + this.core.config.queue.recheckMs, recheck: this.core.clock.ticks() + this.core.config.queue.recheckMs },
       );
-      wait = Math.min(wait, a.restMs || HOLD_MAX_MS);
+      wait = Math.min(wait, a.restMs || this.core.config.queue.recheckMs);
     }
     return wait;
   }
@@ -164,13 +158,14 @@ export class QueueWorker {
   private async process(m: MensajeRow): Promise<void> {
     const { core } = this;
     const now = core.clock.now();
-    const hold = (ms: number) => this.notBefore.set(m.celular_id, { until: now + ms, recheck: performance.now() + HOLD_MAX_MS });
+    const hold = (ms: number) => this.notBefore.set(m.celular_id, { until: now + ms, recheck: this.core.clock.ticks() + this.core.config.queue.recheckMs });
     if (m.expira_at !== null && now >= m.expira_at) return this.end(m, 'expired: not sent within the queue TTL');
     const celular = await core.store.getCelular(m.celular_id);
     if (!celular) return this.end(m, 'the celular was deleted');
     const cliente = await core.store.getCliente(celular.cliente_id);
     // A suspended client or a line that is not active waits (until the TTL), as a person would.
-    if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia) return void hold(5_000);
+    if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia)
+      return void hold(core.config.queue.inactiveHoldMs);
     const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
     if (!window.open) return void hold(window.opensInMs);
     if (await this.attempt(m, celular.gateway_instancia, slotClaim(celular, now, core.config.queue.leaseMs), hold)) {
@@ -185,13 +180,13 @@ export class QueueWorker {
     const { core } = this;
     // Checked again as the last step before the send: the reads before it may have been slow.
     if (!this.node.fresh()) {
-      hold(HOLD_MAX_MS);
+      hold(this.core.config.queue.recheckMs);
       return false;
     }
     const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now());
     if (!claim.ok) {
       // Taken: another worker's claim on it is still live; looked at again soon, not at once.
-      hold(claim.reason === 'cap' ? claim.retryAfterMs : HOLD_MAX_MS);
+      hold(claim.reason === 'cap' ? claim.retryAfterMs : this.core.config.queue.recheckMs);
       return false;
     }
     const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;
@@ -204,7 +199,11 @@ export class QueueWorker {
       const kind = err instanceof GatewayFailure ? err.kind : 'transient';
       const reason = err instanceof Error ? err.message : String(err);
       // Rate-limited: the network's own pause, not our backoff; the whole line waits with its head message.
-      const wait = kind === 'rate_limited' ? ((err as GatewayFailure).retryAfterMs ?? RATE_LIMIT_PAUSE_MS) : retryDelay(m.intentos, core.random);
+      const { queue } = core.config;
+      const wait =
+        kind === 'rate_limited'
+          ? ((err as GatewayFailure).retryAfterMs ?? queue.rateLimitPauseMs)
+          : (backoffMs(queueBackoff(queue.retryMs), m.intentos + 1, core.random) ?? queue.retryMs);
       const at = core.clock.now() + wait;
       // Said as a direct send's is, so the history reads the same whichever way a refusal came.
       if (kind === 'permanent') await this.end(m, (err as GatewayFailure).mayHaveSent ? reason : `${REFUSED_FOR_GOOD}${reason}`);

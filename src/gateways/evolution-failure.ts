@@ -1,5 +1,6 @@
 import { GatewayFailure } from '../core/ports.js';
-import { describeBody, retryAfterMs, scrub, type JsonReply } from './http-json.js';
+import { retryAfterMs } from '../core/retry-after.js';
+import { describeBody, scrub, type JsonReply } from './http-json.js';
 
 /**
  * How Evolution API refusals become failure kinds. Evolution answers every
@@ -36,7 +37,8 @@ export interface ClassifyContext {
   instancia: string;
   /** Values that must never reach a message (the API key, secrets); replaced by `***`. */
   redact: string[];
-  now?: number;
+  /** Clock time, for a `Retry-After` given as a date. */
+  now: number;
 }
 
 /** The error text Evolution put in `response.message` (array of strings or objects, or a string), single line. */
@@ -65,7 +67,7 @@ export function classifyEvolution(reply: JsonReply, ctx: ClassifyContext): Gatew
   const fail = (msg: string, kind: GatewayFailure['kind'], retry?: number, mayHaveSent = false) => new GatewayFailure(msg, kind, retry, mayHaveSent);
   // Only the gateway's own text is scrubbed: it is the part that could echo a key.
   const text = scrub(evolutionMessage(body), ctx.redact);
-  const retry = () => retryAfterMs(reply.headers, ctx.now) ?? DEFAULT_RETRY_MS;
+  const retry = () => retryAfterMs(reply.headers['retry-after'], ctx.now) ?? DEFAULT_RETRY_MS;
   if (status === 400) {
     const missing = notOnWhatsApp(body);
     if (missing) return fail(`${scrub(String(missing.number ?? missing.jid ?? 'the number').replace(/@.*/, ''), ctx.redact)} is not on WhatsApp`, 'permanent');

@@ -70,16 +70,6 @@ export class GatewayHttp {
   }
 }
 
-/** `Retry-After` in seconds or as an HTTP date, in ms; undefined when absent or unreadable. */
-export function retryAfterMs(headers: JsonReply['headers'], now = Date.now()): number | undefined {
-  const raw = headers['retry-after'];
-  const v = Array.isArray(raw) ? raw[0] : raw;
-  if (!v) return undefined;
-  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
-  const at = Date.parse(v);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
-
 /** A short, single-line rendering of a gateway's error body, for reasons stored on messages. */
 export function describeBody(body: unknown, max = 300): string {
   const s = typeof body === 'string' ? body : JSON.stringify(body);

@@ -26,8 +26,6 @@ export interface SimOptions {
   readMs: number;
 }
 
-export const SIM_DEFAULTS: SimOptions = { qrRotateMs: 20_000, deliveryMs: 1000, readMs: 3000 };
-
 interface SimSession {
   numero: string;
   status: SessionStatus;
@@ -85,7 +83,8 @@ export class SimGateway implements Gateway {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
-    private readonly opts: SimOptions = SIM_DEFAULTS,
+    /** `serve --sim-qr-ms`, `--sim-delivery-ms`, `--sim-read-ms` (server/config.ts). */
+    private readonly opts: SimOptions,
   ) {}
 
   /** Receipts owed from before a restart go out when due (at once if overdue), as a real network's would. */

@@ -1,5 +1,6 @@
 import { GatewayFailure } from '../core/ports.js';
-import { describeBody, retryAfterMs, scrub, type Json, type JsonReply } from './http-json.js';
+import { retryAfterMs } from '../core/retry-after.js';
+import { describeBody, scrub, type Json, type JsonReply } from './http-json.js';
 
 /**
  * How WAHA refusals become failure kinds (contract 5.4). WAHA answers a
@@ -18,7 +19,8 @@ export interface WahaFailureContext {
   numero?: string;
   /** Values that must never reach a message (the API key, inbound secrets); replaced by `***`. */
   redact: string[];
-  now?: number;
+  /** Clock time, for a `Retry-After` given as a date. */
+  now: number;
 }
 
 const isObj = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -51,7 +53,7 @@ export function classifyWaha(reply: JsonReply, ctx: WahaFailureContext): Gateway
   const msg = wahaMessage(reply.body);
   const fail = (m: string, kind: GatewayFailure['kind'], retry?: number, mayHaveSent = false) =>
     new GatewayFailure(scrub(m, ctx.redact), kind, retry, mayHaveSent);
-  const retry = () => retryAfterMs(reply.headers, ctx.now) ?? DEFAULT_RETRY_MS;
+  const retry = () => retryAfterMs(reply.headers['retry-after'], ctx.now) ?? DEFAULT_RETRY_MS;
   if (status === 422) return fail(`WAHA: session ${ctx.instancia} is not working (${msg})`, 'transient');
   if (status === 400) return fail(`WAHA refused the request: ${msg}`, 'permanent');
   if (status === 404) return fail(`session ${ctx.instancia} does not exist at the gateway`, 'transient');

@@ -23,7 +23,7 @@ import webhookRoutes from './routes/webhook.js';
 import { sharedSchemas } from './schemas/common.js';
 import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
-import { REQUEST_LIMITS, type RequestLimits } from './defaults.js';
+import { SERVE_DEFAULTS, type RequestLimits } from './config.js';
 import { NUMBER_RUN } from './log-events.js';
 import { installRequestIds, OneLineRequestLog, refusedRequestId, requestIdOf, unroutedReply } from './request-log.js';
 import type { Metrics } from './metrics/metrics.js';
@@ -39,7 +39,7 @@ export interface AppOptions {
   webhooks: WebhookControl;
   /** The line health check, reported by /health. */
   health?: LineHealth;
-  /** Timeouts and unauthenticated-body bounds; REQUEST_LIMITS by default. */
+  /** Timeouts and unauthenticated-body bounds; SERVE_DEFAULTS' by default (config.ts). */
   limits?: RequestLimits;
   /** Prometheus metrics: every response timed, and GET /metrics for the operator (src/server/metrics/). */
   metrics?: Metrics;
@@ -121,7 +121,7 @@ export function loggerOptions(level: string, stream?: NodeJS.WritableStream): Ex
 /** Builds the whole HTTP service around a core. Never listens: `serve` does, tests may. */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { core } = opts;
-  const limits = opts.limits ?? REQUEST_LIMITS;
+  const limits = opts.limits ?? SERVE_DEFAULTS.limits;
   const app = Fastify({
     logger: opts.logger ?? false,
     trustProxy: opts.trustProxy ?? false,
@@ -200,7 +200,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         },
       },
     },
-    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
   await app.register(healthRoutes, { core, health: opts.health, draining: () => drainingReason });

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { SERVE_DEFAULTS } from './defaults.js';
+import { SERVE_DEFAULTS } from './config.js';
 
 /**
  * The API document as served, and the browsable page over it

@@ -11,7 +11,7 @@ import { TempFiles } from '../core/media.js';
 import { NodePresence } from '../core/node-presence.js';
 import { LocalMedia } from '../store/local-media.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
-import { QUEUE_DEFAULTS } from '../core/context.js';
+import { derivedLeaseMs, SERVE_DEFAULTS } from './config.js';
 
 /**
  * The OpenAPI document as the running server would serve it, built from the
@@ -25,7 +25,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     store,
     clock,
     counters: new MemoryCounters(clock),
-    gateway: new SimGateway(store, clock),
+    gateway: new SimGateway(store, clock, { qrRotateMs: SERVE_DEFAULTS.simQrMs, deliveryMs: SERVE_DEFAULTS.simDeliveryMs, readMs: SERVE_DEFAULTS.simReadMs }),
     bus: new EventBus(),
     config: {
       adminTokenHash: '',
@@ -36,7 +36,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
       webhookListenLeaseMs: 1,
       listenHost: '127.0.0.1',
       trustProxy: false,
-      queue: QUEUE_DEFAULTS,
+      queue: { ...SERVE_DEFAULTS.queue, leaseMs: derivedLeaseMs(SERVE_DEFAULTS.gatewaySendTimeoutMs) },
     },
     random: Math.random,
   };
@@ -51,6 +51,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
       concurrency: 1,
       clientConcurrency: 1,
       pollMs: 1,
+      heldRetryMs: 1,
       userAgent: '',
       onError: () => {},
     }),

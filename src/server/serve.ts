@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
-import { QUEUE_DEFAULTS, systemTz, type Core, type QueueConfig } from '../core/context.js';
+import { systemTz, type Core } from '../core/context.js';
 import { MemoryCounters } from '../core/counters-memory.js';
 import type { AcceptedMedia, Counters, Store } from '../core/ports.js';
 import { FailoverCounters } from '../counters/failover.js';
-import { DEFAULT_PREFIX, RedisCounters, redactUrl } from '../counters/redis.js';
+import { RedisCounters, redactUrl } from '../counters/redis.js';
 import { EventBus } from '../core/events.js';
 import { hashSecret } from '../core/keys.js';
 import { syncGatewayEvents } from '../core/session-sync.js';
@@ -20,8 +20,8 @@ import { DataDirLock } from '../store/dir-lock.js';
 import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
 import { logBusEvents } from './log-events.js';
-import { prettyStream, type LogFormat } from './log-format.js';
-import { REQUEST_LIMITS, SERVE_DEFAULTS, type RequestLimits } from './defaults.js';
+import { prettyStream } from './log-format.js';
+import { completeConfig, derivedLeaseMs, SERVE_DEFAULTS, type ServeConfig, type ServeOverrides } from './config.js';
 import { TempFiles } from '../core/media.js';
 import { sweepAcceptedMedia } from '../core/accepted-media.js';
 import { QueueWorker } from '../core/queue-worker.js';
@@ -30,8 +30,7 @@ import { InboxRetention } from '../core/recibidos.js';
 import { NodePresence } from '../core/node-presence.js';
 import { sharedSettings } from '../core/shared-settings.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
-import { LISTEN_LEASE_MS } from '../webhooks/listeners.js';
-import { Metrics, STORE_CACHE_MS } from './metrics/metrics.js';
+import { Metrics } from './metrics/metrics.js';
 import { countBusEvents } from './metrics/bus.js';
 import { countGatewayCalls } from './metrics/gateway.js';
 import { listenMetrics, type MetricsListener } from './metrics/listener.js';
@@ -40,81 +39,19 @@ import type { BackgroundSettings } from './background/protocol.js';
 import { mainGate, newGateBuffer } from '../store/write-gate.js';
 import type { WebhookControl } from '../webhooks/dispatcher.js';
 
-export interface ServeOptions {
-  host: string;
-  port: number;
-  dataDir: string;
-  gateway: string;
-  logLevel: string;
-  /** From PASARELA_ADMIN_TOKEN; otherwise read from, or made into, <data-dir>/admin-token. */
-  adminToken?: string;
-  trustProxy: boolean;
-  authMaxFailures: number;
-  authWindowMs: number;
-  simQrMs: number;
-  simDeliveryMs: number;
-  simReadMs: number;
+/**
+ * What startServer takes: the configuration object (config.ts), whole from
+ * the CLI or in part from a test (the rest from SERVE_DEFAULTS), and what
+ * only code can give: the clock, the randomness and where logs go.
+ */
+export type ServeOptions = ServeOverrides & {
   clock?: Clock;
   random?: () => number;
-  tz?: string;
-  allowPrivateUrls?: boolean;
-  /** Evolution/WAHA are handed media URLs to fetch themselves instead of the bytes pasarela fetched (trusted setups). */
-  gatewayFetchesMedia?: boolean;
-  queue?: Partial<QueueConfig>;
-  /** First webhook retry delay (the schedule multiplies it); 5000 by default. */
-  webhookRetryMs?: number;
-  /** Webhook attempt timeout, deliveries in flight (all, per client), journal poll; SERVE_DEFAULTS otherwise. */
-  webhookTimeoutMs?: number;
-  webhookConcurrency?: number;
-  webhookClientConcurrency?: number;
-  webhookPollMs?: number;
-  /** How long a webhook listener lives after its last renewal; LISTEN_LEASE_MS (30 s) otherwise. */
-  webhookListenLeaseMs?: number;
-  /** Where JSON logs go (stdout when serving for real). */
+  /** Where logs go (stdout when serving for real). */
   logStream?: NodeJS.WritableStream;
-  /** `json` (the default here) or `pretty`: readable lines (log-format.ts), coloured when `logColor`. */
-  logFormat?: LogFormat;
+  /** Pretty lines in colour. */
   logColor?: boolean;
-  /** Evolution API / WAHA: base URL and global key. */
-  gatewayUrl?: string;
-  gatewayKey?: string;
-  /** Base URL at which the gateway reaches this server; default http://<host>:<port> once listening. */
-  gatewayCallbackUrl?: string;
-  /** From PASARELA_GATEWAY_SECRET; otherwise read from, or made into, <data-dir>/gateway-secret. */
-  gatewaySecret?: string;
-  gatewayTimeoutMs?: number;
-  gatewaySendTimeoutMs?: number;
-  /** Period of the pass that resolves direct sends a crash left pending; 0 turns it off (start-up still runs it). */
-  directRecoveryMs?: number;
-  /** Period of the line health check; 0 turns it off. */
-  healthIntervalMs?: number;
-  /** How long incoming messages stay in the inbox; 0 keeps them for ever. SERVE_DEFAULTS otherwise. */
-  inboxRetentionMs?: number;
-  /** Period of the inbox's purge (it runs at start too); 0: only when called (tests). SERVE_DEFAULTS otherwise. */
-  inboxPurgeIntervalMs?: number;
-  /** Request timeouts and unauthenticated-body bounds; REQUEST_LIMITS for what is not given. */
-  limits?: Partial<RequestLimits>;
-  /** `sqlite` (the data directory's file, the default) or a postgres:// URL. */
-  store?: string;
-  /** Where duplicate protection and the auth throttle count: 'memory' (default) or a redis:// URL shared by every node. */
-  counters?: string;
-  /** Put before every Redis key; "pasarela:" by default. */
-  countersPrefix?: string;
-  /** A Redis command not answered within this falls back to memory (500 ms by default); and how often a lost Redis is pinged. */
-  countersTimeoutMs?: number;
-  countersProbeMs?: number;
-  /** `--metrics-listen`: /metrics without credentials on an address of its own. */
-  metricsListen?: { host: string; port: number };
-  /** How long the store gauges of /metrics are reused (STORE_CACHE_MS); tests read the store on every scrape. */
-  metricsCacheMs?: number;
-  /**
-   * Where the queue worker, the receipts of its sends and the webhook
-   * dispatcher run: `thread` (a thread of their own, SQLite only; `serve`'s
-   * default) or `inline` (the request thread: PostgreSQL, and tests that
-   * drive a clock or the simulator's in-process controls).
-   */
-  background?: 'thread' | 'inline';
-}
+};
 
 export { SERVE_DEFAULTS };
 
@@ -187,7 +124,7 @@ function keepSecret(dataDir: string, fileName: string, secret: string): string {
  * may send a queued message).
  */
 async function openStore(
-  opts: ServeOptions,
+  opts: ServeConfig,
   tmp: TempFiles,
   onCheckpointError: (message: string) => void,
 ): Promise<{ store: Store; media: AcceptedMedia; source: string; schemaVersion: number; shared: boolean; close(): Promise<void> }> {
@@ -203,7 +140,7 @@ async function openStore(
     }
   }
   const file = join(opts.dataDir, DB_FILE);
-  const sqlite = new SqliteStore(file, { background: { checkpointMs: CHECKPOINT_MS, onError: onCheckpointError } });
+  const sqlite = new SqliteStore(file, { background: { checkpointMs: opts.checkpointMs, onError: onCheckpointError } });
   return { store: sqlite, media: new LocalMedia(tmp), source: file, schemaVersion: sqlite.schemaVersion(), shared: false, close: () => sqlite.close() };
 }
 
@@ -211,9 +148,6 @@ async function openStore(
 function plainHttp({ clock: _clock, media: _media, ...plain }: HttpGatewayOptions): BackgroundSettings['http'] {
   return plain;
 }
-
-/** How often the WAL is copied back into the database, off the request thread. */
-const CHECKPOINT_MS = 1000;
 
 /**
  * Makes the data directory and any missing parents (0700), one level at a
@@ -244,22 +178,34 @@ export function makeDataDir(dir: string): void {
   if (!statSync(abs).isDirectory()) throw new Error(`the data directory ${abs} is not a directory`);
 }
 
-export async function startServer(opts: ServeOptions): Promise<RunningServer> {
+export async function startServer(given: ServeOptions): Promise<RunningServer> {
+  const { clock = systemClock, random, logStream, logColor } = given;
+  const opts = completeConfig(given);
   makeDataDir(opts.dataDir);
-  const clock = opts.clock ?? systemClock;
   // First, so that two starts on a new directory cannot both make its secrets.
   const lock = DataDirLock.acquire(opts.dataDir);
   try {
     // The token next: a bad one stops the start before the store (and its checkpoint thread) exists.
     const admin = secretOf(opts.dataDir, opts.adminToken, 'PASARELA_ADMIN_TOKEN', ADMIN_TOKEN_FILE);
-    return await startLocked(opts, clock, admin, lock);
+    return await startLocked(opts, { clock, random, logStream, logColor, drivenClock: given.clock !== undefined && given.clock !== systemClock }, admin, lock);
   } catch (err) {
     lock.release();
     throw err;
   }
 }
 
-async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: string; source: string }, lock: DataDirLock): Promise<RunningServer> {
+/** What only code gives startServer, beside the configuration. */
+interface Runtime {
+  clock: Clock;
+  random?: () => number;
+  logStream?: NodeJS.WritableStream;
+  logColor?: boolean;
+  /** A clock other than the system's: the background thread cannot follow it. */
+  drivenClock: boolean;
+}
+
+async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: string; source: string }, lock: DataDirLock): Promise<RunningServer> {
+  const { clock } = rt;
   let admin = ownAdmin;
   const app0: { log?: { error(o: unknown, m: string): void; warn(o: unknown, m: string): void; info(o: unknown, m: string): void } } = {};
   const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
@@ -276,8 +222,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       key: opts.gatewayKey ?? '',
       callbackUrl: opts.gatewayCallbackUrl?.replace(/\/+$/, '') ?? '',
       secret: opts.gateway === 'sim' ? '' : secretOf(opts.dataDir, opts.gatewaySecret, 'PASARELA_GATEWAY_SECRET', GATEWAY_SECRET_FILE).token,
-      timeoutMs: opts.gatewayTimeoutMs ?? 15_000,
-      sendTimeoutMs: opts.gatewaySendTimeoutMs ?? 60_000,
+      timeoutMs: opts.gatewayTimeoutMs,
+      sendTimeoutMs: opts.gatewaySendTimeoutMs,
       clock,
     };
     let tz = opts.tz ?? systemTz();
@@ -299,7 +245,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     const metrics = new Metrics({
       store,
       clock,
-      storeCacheMs: opts.metricsCacheMs ?? STORE_CACHE_MS,
+      storeCacheMs: opts.metricsCacheMs,
       info: { store: store.dialect, gateway: opts.gateway },
       onError: (err) => app0.log?.warn({ err }, 'the store gauges of /metrics could not be read: they keep their last values'),
     });
@@ -308,8 +254,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
         sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
         http,
         // A fetch is part of a send: it gets the send's time.
-        media: { tmp, allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
-        gatewayFetchesMedia: opts.gatewayFetchesMedia ?? false,
+        media: { tmp, allowPrivate: opts.allowPrivateUrls, timeoutMs: http.sendTimeoutMs },
+        gatewayFetchesMedia: opts.gatewayFetchesMedia,
       }),
       metrics,
     );
@@ -320,7 +266,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
         : undefined;
     const logger = loggerOptions(
       opts.logLevel,
-      opts.logFormat === 'pretty' ? prettyStream(opts.logStream ?? process.stdout, { color: opts.logColor ?? false }) : opts.logStream,
+      opts.logFormat === 'pretty' ? prettyStream(rt.logStream ?? process.stdout, { color: rt.logColor ?? false }) : rt.logStream,
     );
     const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
     countBusEvents(bus, metrics);
@@ -337,7 +283,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       });
       await redis.start();
       counters = redis;
-      countersSource = `${redactUrl(opts.counters)} (keys ${opts.countersPrefix ?? DEFAULT_PREFIX}*)`;
+      countersSource = `${redactUrl(opts.counters)} (keys ${opts.countersPrefix}*)`;
     }
     core = {
       store,
@@ -350,38 +296,36 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
         authMaxFailures: opts.authMaxFailures,
         authWindowMs: opts.authWindowMs,
         tz,
-        allowPrivateUrls: opts.allowPrivateUrls ?? false,
-        webhookListenLeaseMs: opts.webhookListenLeaseMs ?? LISTEN_LEASE_MS,
+        allowPrivateUrls: opts.allowPrivateUrls,
+        webhookListenLeaseMs: opts.webhookListenLeaseMs,
         listenHost: opts.host,
         trustProxy: opts.trustProxy,
-        // A claim must outlive the longest send: a media fetch and the gateway call, each up to the send timeout.
-        queue: { ...QUEUE_DEFAULTS, leaseMs: Math.max(QUEUE_DEFAULTS.leaseMs, 2 * http.sendTimeoutMs + 10_000), ...(opts.queue ?? {}) },
+        queue: { ...opts.queue, leaseMs: opts.queue.leaseMs ?? derivedLeaseMs(http.sendTimeoutMs) },
       },
-      random: opts.random ?? Math.random,
+      random: rt.random ?? Math.random,
     };
     // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
     const swept = await sweepAcceptedMedia(store, media, clock.now());
     const onThread = opts.background === 'thread' && !opened.shared;
-    if (onThread && ((opts.clock && opts.clock !== systemClock) || opts.random))
-      throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
+    if (onThread && (rt.drivenClock || rt.random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();
     let app0log: ((err: unknown) => void) | undefined;
     // A silent node's streams outlive its longest work: a send's claim, or a webhook attempt (headers, then body, each up to the timeout).
-    const webhookTimeoutMs = opts.webhookTimeoutMs ?? SERVE_DEFAULTS.webhookTimeoutMs;
+    const { webhookTimeoutMs } = opts;
     const sendMs = Math.max(core.config.queue.leaseMs, 2 * webhookTimeoutMs);
     const node = new NodePresence(store, clock, { sendMs, onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
     await node.start();
     undo.push(() => node.stop());
     const webhookOptions = {
-      retryBaseMs: opts.webhookRetryMs ?? 5000,
+      retryBaseMs: opts.webhookRetryMs,
       timeoutMs: webhookTimeoutMs,
-      concurrency: opts.webhookConcurrency ?? SERVE_DEFAULTS.webhookConcurrency,
-      clientConcurrency: opts.webhookClientConcurrency ?? SERVE_DEFAULTS.webhookClientConcurrency,
-      pollMs: opts.webhookPollMs ?? SERVE_DEFAULTS.webhookPollMs,
+      concurrency: opts.webhookConcurrency,
+      clientConcurrency: opts.webhookClientConcurrency,
+      pollMs: opts.webhookPollMs,
+      heldRetryMs: opts.webhookHeldRetryMs,
       userAgent: `pasarela-webhooks/${VERSION}`,
     };
-    const QUEUE_POLL_MS = 500;
     let thread: BackgroundThread | null = null;
     let dispatcher: WebhookDispatcher | null = null;
     if (onThread) {
@@ -396,10 +340,10 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
           sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
           http: plainHttp(http),
           media: { allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
-          gatewayFetchesMedia: opts.gatewayFetchesMedia ?? false,
+          gatewayFetchesMedia: opts.gatewayFetchesMedia,
           config: core.config,
           webhooks: webhookOptions,
-          queuePollMs: QUEUE_POLL_MS,
+          queuePollMs: opts.queuePollMs,
           sendMs,
           resume: false,
         },
@@ -415,8 +359,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     }
     const webhooks: WebhookControl = thread ?? dispatcher!;
     const health = new LineHealth(core, node, {
-      intervalMs: opts.healthIntervalMs ?? 60_000,
-      concurrency: 4,
+      intervalMs: opts.healthIntervalMs,
+      concurrency: opts.healthConcurrency,
       onError: (err, instancia) => app0.log?.error({ err, instancia }, 'line health check failed'),
     });
     const app = await buildApp({
@@ -426,7 +370,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       send: { tmp, media, queued: (celularId) => (thread ? thread.queued(celularId) : worker?.queued(celularId)), inFlight, keysAccepting: new Map() },
       webhooks,
       health,
-      limits: { ...REQUEST_LIMITS, ...opts.limits },
+      limits: opts.limits,
       metrics,
     });
     app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
@@ -441,7 +385,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     if (swept > 0) app.log.info({ swept }, 'removed the media of ended sends');
     if (servers?.adoptadas)
       app.log.info({ lineas: servers.adoptadas, servidor: servers.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
-    if (!thread) worker = new QueueWorker(core, media, node, { pollMs: QUEUE_POLL_MS, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
+    if (!thread)
+      worker = new QueueWorker(core, media, node, { pollMs: opts.queuePollMs, onError: (err) => app.log.error({ err }, 'queue worker step failed') });
     const sync = syncGatewayEvents(core, (err) => app.log.error({ err }, 'gateway event handling failed'));
     await gateway.start();
     if (dispatcher) {
@@ -465,7 +410,7 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
       core,
       { files: media, inFlight },
       {
-        intervalMs: opts.directRecoveryMs ?? 60_000,
+        intervalMs: opts.directRecoveryMs,
         onError: (err) => app.log.error({ err }, 'recovery of stranded direct sends failed'),
         onResolved: (c) => app.log.warn(c, 'direct sends left pending by a crash were resolved'),
       },
@@ -475,8 +420,8 @@ async function startLocked(opts: ServeOptions, clock: Clock, ownAdmin: { token: 
     recovery.start();
     undo.push(() => recovery.stop());
     const inbox = new InboxRetention(core, {
-      retentionMs: opts.inboxRetentionMs ?? SERVE_DEFAULTS.inboxRetentionMs,
-      intervalMs: opts.inboxPurgeIntervalMs ?? SERVE_DEFAULTS.inboxPurgeIntervalMs,
+      retentionMs: opts.inboxRetentionMs,
+      intervalMs: opts.inboxPurgeIntervalMs,
       onError: (err) => app.log.error({ err }, 'inbox retention purge failed'),
     });
     inbox.start();

@@ -42,7 +42,8 @@ export class ReceiverAgents {
   constructor(
     /** Resolves a receiver's host and checks its addresses (throws when refused): what the agent is pinned to. */
     private readonly vetHost: (url: URL) => Promise<LookupAddress[]>,
-    private readonly now: () => number = () => performance.now(),
+    /** Monotonic milliseconds (the clock's ticks): when to vet again and sweep. */
+    private readonly now: () => number,
   ) {}
 
   /** The agent for a client's receiver URL; throws when the host does not resolve or is refused. */

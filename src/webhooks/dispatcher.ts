@@ -12,7 +12,9 @@ import { ClientQueue } from './client-queue.js';
 import { subscribed, vetWebhookHost } from './config.js';
 import { ListenerCopies } from './listener-copies.js';
 import { vetListenerHost } from './listeners.js';
-import { retryDelayMs, sign } from './sign.js';
+import { retryAfterMs as parseRetryAfter } from '../core/retry-after.js';
+import { backoffMs } from '../core/backoff.js';
+import { sign, webhookBackoff } from './sign.js';
 
 export interface DispatcherOptions {
   /** First retry delay; the schedule multiplies it (docs/design.md §7, `--webhook-retry-ms`). */
@@ -24,6 +26,8 @@ export interface DispatcherOptions {
   clientConcurrency: number;
   /** How often the journal is looked at without a poke, and the longest wait before a due retry is seen. */
   pollMs: number;
+  /** How soon a client whose stream another node holds is asked for again. */
+  heldRetryMs: number;
   userAgent: string;
   /** Copies to webhook listeners in flight at once, apart from the deliveries' slots; LISTENER_CONCURRENCY otherwise. */
   listenerConcurrency?: number;
@@ -49,8 +53,8 @@ export interface WebhookControl {
 const READ = 100;
 /** Journaled events moved to the outbox per transaction. */
 const MOVE = 500;
-/** How soon a client whose stream another node holds is asked for again. */
-const HELD_RETRY_MS = 1000;
+/** The longest a receiver's `Retry-After` holds a delivery back. */
+const RETRY_AFTER_MAX_MS = 86_400_000;
 /** Listener copies in flight at once, by default. */
 const LISTENER_CONCURRENCY = 16;
 /**
@@ -107,8 +111,9 @@ export class WebhookDispatcher implements WebhookControl {
     private readonly opts: DispatcherOptions,
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
-    this.agents = new ReceiverAgents((url) => vetWebhookHost(url, core.config.allowPrivateUrls));
-    this.copyAgents = new ReceiverAgents(vetListenerHost(core.config.allowPrivateUrls));
+    const ticks = () => core.clock.ticks();
+    this.agents = new ReceiverAgents((url) => vetWebhookHost(url, core.config.allowPrivateUrls), ticks);
+    this.copyAgents = new ReceiverAgents(vetListenerHost(core.config.allowPrivateUrls), ticks);
     this.copies = new ListenerCopies(core, this.copyAgents, {
       concurrency: opts.listenerConcurrency ?? LISTENER_CONCURRENCY,
       timeoutMs: Math.min(opts.timeoutMs, LISTENER_TIMEOUT_MS),
@@ -216,7 +221,7 @@ export class WebhookDispatcher implements WebhookControl {
     }
     this.agents.sweep();
     this.copyAgents.sweep();
-    const t = performance.now();
+    const t = this.core.clock.ticks();
     if (t - this.journalAt >= this.opts.pollMs) this.journal = true;
     if (this.journal) {
       // Cleared first: a poke during the move sets it again.
@@ -286,7 +291,7 @@ export class WebhookDispatcher implements WebhookControl {
     q.lapses = this.node.lapses;
     if (!lease.taken) {
       // The holder posts what is due; this node asks again after the rest, or soon.
-      q.readAt = now + (lease.restMs || HELD_RETRY_MS);
+      q.readAt = now + (lease.restMs || this.opts.heldRetryMs);
       q.hintAt = Infinity;
       return false;
     }
@@ -316,13 +321,13 @@ export class WebhookDispatcher implements WebhookControl {
     let status: number | null = null;
     let error: string | null = null;
     let retryAfterMs = 0;
-    const t0 = performance.now();
+    const t0 = core.clock.ticks();
     /** Records the attempt; `retryInMs` (from the same instant as the attempt's time) keeps it pending. */
     const write = async (estado: 'pendiente' | 'entregado' | 'fallido', retryInMs?: number) => {
       q.settled(estado === 'entregado', this.opts.clientConcurrency);
       const now = core.clock.now();
       const next = retryInMs === undefined ? undefined : now + retryInMs;
-      const duracion_ms = Math.round(performance.now() - t0);
+      const duracion_ms = Math.round(core.clock.ticks() - t0);
       await core.store.recordAttempt(e.id, { status, duracion_ms, error }, { estado, proximo_intento_at: next }, now);
       if (next !== undefined) q.hint(next);
       core.bus.publish('webhook.attempt', {
@@ -370,13 +375,7 @@ export class WebhookDispatcher implements WebhookControl {
       });
       status = res.statusCode;
       // A receiver that says when to come back (429, 503) is not retried sooner than that.
-      const header = res.headers['retry-after'];
-      const raw = Array.isArray(header) ? header[0] : header;
-      if (raw) {
-        // Seconds, or an HTTP date (RFC 9110).
-        const ms = /^\d+$/.test(raw.trim()) ? Number(raw) * 1000 : Date.parse(raw) - Date.now();
-        if (Number.isFinite(ms) && ms > 0) retryAfterMs = Math.min(ms, 86_400_000);
-      }
+      retryAfterMs = Math.min(parseRetryAfter(res.headers['retry-after'], core.clock.now()) ?? 0, RETRY_AFTER_MAX_MS);
       await res.body.dump();
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
@@ -388,7 +387,7 @@ export class WebhookDispatcher implements WebhookControl {
       await core.store.deactivateWebhook(e.cliente_id, core.clock.now());
       return write('fallido');
     }
-    const delay = retryDelayMs(this.opts.retryBaseMs, e.intentos + 1, core.random);
+    const delay = backoffMs(webhookBackoff(this.opts.retryBaseMs), e.intentos + 1, core.random);
     if (delay === null) return write('fallido');
     return write('pendiente', Math.max(delay, retryAfterMs));
   }

@@ -31,9 +31,9 @@ interface Lane {
   /** Not started yet; a copy being retried is back at the head. */
   queue: Pending[];
   busy: boolean;
-  /** performance.now() before which the head (a retry) waits. */
+  /** Clock ticks before which the head (a retry) waits. */
   dueAt: number;
-  /** performance.now() when the lease was last read. */
+  /** Clock ticks when the lease was last read. */
   readAt: number;
 }
 
@@ -68,10 +68,10 @@ export class ListenerCopies {
     for (const c of copies) {
       let lane = this.lanes.get(c.escucha.id);
       // The move read the lease just now: the newest renewal known.
-      if (!lane) this.lanes.set(c.escucha.id, (lane = { escucha: c.escucha, queue: [], busy: false, dueAt: 0, readAt: performance.now() }));
+      if (!lane) this.lanes.set(c.escucha.id, (lane = { escucha: c.escucha, queue: [], busy: false, dueAt: 0, readAt: this.core.clock.ticks() }));
       else if (c.escucha.expira_at > lane.escucha.expira_at) {
         lane.escucha = c.escucha;
-        lane.readAt = performance.now();
+        lane.readAt = this.core.clock.ticks();
       }
       lane.queue.push({ ...c, intentos: 0 });
       if (lane.queue.length > COPY_BACKLOG) lane.queue.splice(0, lane.queue.length - COPY_BACKLOG);
@@ -99,7 +99,7 @@ export class ListenerCopies {
     if (this.stopping) return;
     clearTimeout(this.timer);
     this.timer = undefined;
-    const t = performance.now();
+    const t = this.core.clock.ticks();
     let next = Infinity;
     for (const [id, lane] of [...this.lanes]) {
       if (lane.busy) continue;
@@ -138,8 +138,8 @@ export class ListenerCopies {
   private async attempt(lane: Lane, c: Pending): Promise<void> {
     const now = this.core.clock.now();
     // Past the lease as last known, before a retry, or a second after the last look: the store says whether it was renewed or removed.
-    if (c.intentos > 0 || now >= lane.escucha.expira_at || performance.now() - lane.readAt >= RECHECK_MS) {
-      lane.readAt = performance.now();
+    if (c.intentos > 0 || now >= lane.escucha.expira_at || this.core.clock.ticks() - lane.readAt >= RECHECK_MS) {
+      lane.readAt = this.core.clock.ticks();
       const live = (await this.core.store.liveEscuchas(lane.escucha.cliente_id, now)).find((e) => e.id === lane.escucha.id);
       if (!live) {
         lane.queue.length = 0;
@@ -151,7 +151,7 @@ export class ListenerCopies {
     // Otherwise dropped: a listener is a developer's window, not a durable path.
     if (c.intentos + 1 < COPY_ATTEMPTS && !this.stopping) {
       lane.queue.unshift({ ...c, intentos: c.intentos + 1 });
-      lane.dueAt = performance.now() + RETRY_MS[c.intentos]!;
+      lane.dueAt = this.core.clock.ticks() + RETRY_MS[c.intentos]!;
     }
   }
 

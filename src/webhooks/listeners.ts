@@ -20,8 +20,6 @@ import { generateSecret } from './sign.js';
 
 /** Live listeners a client may have at once. */
 export const LISTENERS_MAX = 5;
-/** How long a listener lives after its last renewal (`serve` may shrink it for tests). */
-export const LISTEN_LEASE_MS = 30_000;
 
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');

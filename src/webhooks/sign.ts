@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Backoff } from '../core/backoff.js';
 
 /**
  * Webhook signatures of docs/design.md §7, as pure functions (time is an argument).
@@ -46,14 +47,10 @@ export function verify(
 /** `PRINTABLE ASCII`: the only secrets accepted (they travel in config files and headers). */
 export const SECRET_RE = /^[\x21-\x7e]{1,256}$/;
 
-/** Delay before attempt n+1 (n = attempts made): base x [1, 60, 360, 1440, 3600, 7200, 7200], about a day at 5 s, with ±20% jitter. */
+/** Delay before attempt n+1 (n = attempts made): base x [1, 60, 360, 1440, 3600, 7200, 7200], about a day at 5 s (±20%), then `fallido`. */
 export const RETRY_FACTORS = [1, 60, 360, 1440, 3600, 7200, 7200] as const;
 
-export function retryDelayMs(baseMs: number, attemptsMade: number, random: () => number): number | null {
-  const f = RETRY_FACTORS[attemptsMade - 1];
-  if (f === undefined) return null;
-  return Math.round(baseMs * f * (0.8 + 0.4 * random()));
-}
+export const webhookBackoff = (baseMs: number): Backoff => ({ baseMs, factors: RETRY_FACTORS, past: 'stop' });
 
 /**
  * A new signing secret (`webhook set --generate-secret`, a listener's): 32

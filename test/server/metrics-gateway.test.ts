@@ -17,7 +17,7 @@ function setup() {
   const store = new SqliteStore(':memory:');
   const clock = new ManualClock();
   const metrics = new Metrics({ store, clock, storeCacheMs: 0, info: { store: 'sqlite', gateway: 'sim' }, onError: () => {} });
-  const sim = new SimGateway(store, clock);
+  const sim = new SimGateway(store, clock, { qrRotateMs: 20_000, deliveryMs: 1000, readMs: 3000 });
   return { store, metrics, sim, gw: countGatewayCalls(sim, metrics) };
 }
 
