@@ -4,6 +4,7 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { AppError, fail } from './errors.js';
 import { FIELD_LIMITS } from './limits.js';
+import { toText } from './to-text.js';
 
 /**
  * Vetting a URL the service will hand to a gateway (media) or call itself
@@ -113,21 +114,15 @@ const hostOf = (url: URL): string => url.hostname.replace(/^\[|\]$/g, '').toLowe
 
 class Timeout extends Error {}
 
+/** Why `signal` aborted, as an Error (its reason is one unless someone aborted with something else). */
+const abortReason = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new Error(toText(signal.reason)));
+
 function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
+    const onAbort = (): void => reject(abortReason(signal));
     signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
+    p.finally(() => signal.removeEventListener('abort', onAbort)).then(resolve, reject);
   });
 }
 

@@ -32,6 +32,7 @@ export function inboxSender(de: string): string {
 }
 
 /** U+0000 as U+FFFD: PostgreSQL's text cannot hold it, and a sender may write anything (the event's JSON keeps it escaped). */
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what is replaced
 const noNul = (s: string) => s.replace(/\u0000/g, '\uFFFD');
 
 /** The inbox row of an incoming message to `celular`; a gateway time that is no instant (or not whole ms) is taken as `now`'s or rounded. */

@@ -318,7 +318,7 @@ async function sendOnce(
     deps.inFlight.add(msgId);
     try {
       const keyed = key && { cliente_id: p.cliente.id, clave: key.clave, render };
-      return { result: await sendNow(core, celular, msgId, req.tipo, destinatario, payload, part, keyed, dupe.release) };
+      return { result: await sendNow(core, celular, msgId, req.tipo, destinatario, payload, part, keyed, () => dupe.release()) };
     } finally {
       deps.inFlight.delete(msgId);
     }

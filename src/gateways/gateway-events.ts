@@ -14,7 +14,7 @@ export class GatewayEvents {
   }
 
   async emit(e: GatewayEvent): Promise<void> {
-    await Promise.all(this.listeners.map((l) => l(e)));
+    await Promise.all(this.listeners.map(async (l) => l(e)));
   }
 
   /** Emits one at a time, in order; resolves to how many. */

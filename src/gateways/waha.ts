@@ -103,7 +103,7 @@ export class WahaGateway implements Gateway {
     const g = await this.session(instancia);
     if (!ok(g)) throw this.fail(g, instancia);
     const config = obj(obj(g.body).config);
-    const others = Array.isArray(config.webhooks) ? config.webhooks : [];
+    const others: unknown[] = Array.isArray(config.webhooks) ? config.webhooks : [];
     if (others.some((w) => obj(w).url === hook.url)) return;
     const p = await this.http.call('PUT', `/api/sessions/${seg(instancia)}`, { json: { config: { ...config, webhooks: [...others, hook] } } });
     if (!ok(p)) throw this.fail(p, instancia);
@@ -132,7 +132,7 @@ export class WahaGateway implements Gateway {
     return info;
   }
 
-  async connect(instancia: string, numero: string): Promise<QrResult> {
+  async connect(instancia: string, _numero: string): Promise<QrResult> {
     const info = await this.running(instancia);
     if (info.status !== 'SCAN_QR_CODE') return { status: await this.judge(instancia, info), qr: '' };
     const r = await this.http.call('GET', `/api/${seg(instancia)}/auth/qr`, { query: { format: 'raw' } });

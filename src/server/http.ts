@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, preValida
 import { authenticateClient, authenticateOperator, type ClientPrincipal } from '../core/auth.js';
 import type { Core } from '../core/context.js';
 import { fail } from '../core/errors.js';
+import { toText } from '../core/to-text.js';
 
 /** Small helpers shared by route groups: credentials, ids, and the success envelope. */
 
@@ -130,8 +131,8 @@ export function created<T extends object>(reply: FastifyReply, data: T, meta: Su
 export function boolish(value: unknown, name: string): boolean {
   if (value === undefined || value === null || value === '' || value === false || value === 0) return false;
   if (value === true || value === 1) return true;
-  const s = String(value).trim().toLowerCase();
+  const s = toText(value).trim().toLowerCase();
   if (['1', 'true', 'on', 'yes', 'si', 'sí'].includes(s)) return true;
   if (['0', 'false', 'off', 'no'].includes(s)) return false;
-  return fail('INVALID_PARAMS', `${name} must be 1 or 0 (true or false), not "${String(value)}"`);
+  return fail('INVALID_PARAMS', `${name} must be 1 or 0 (true or false), not "${toText(value)}"`);
 }

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { Chalk, type ChalkInstance } from 'chalk';
 import { cellSafe, escapeControls } from '../cli/terminal-text.js';
+import { toText } from '../core/to-text.js';
 import { LOG_EVENTS } from './log-events.js';
 
 /**
@@ -39,7 +40,7 @@ function value(v: unknown): string {
 }
 
 /** Free text inside the sentence: one line, controls escaped. */
-const text = (v: unknown): string => cellSafe(v === null || v === undefined ? '-' : String(v));
+const text = (v: unknown): string => cellSafe(v === null || v === undefined ? '-' : toText(v));
 
 /** `k=v` pairs of what is left, nested objects as dotted keys. */
 function pairs(rest: Entry, c: ChalkInstance, prefix = ''): string[] {

@@ -17,6 +17,7 @@ import { FieldBudget, fieldName, type FieldLimits, type FieldSink } from './fiel
 
 type State = 'start' | 'firstKey' | 'key' | 'inKey' | 'colon' | 'value' | 'inString' | 'scalar' | 'nested' | 'afterValue' | 'done';
 
+// eslint-disable-next-line no-control-regex -- JSON escapes these control characters in strings
 const STRING_SPECIAL = /["\\\u0000-\u001f]/g;
 const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 const isWs = (c: string) => c === ' ' || c === '\t' || c === '\n' || c === '\r';

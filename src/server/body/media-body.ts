@@ -90,7 +90,8 @@ export class MediaBody implements FieldSink {
   field(name: string, value: unknown): void {
     if (this.spec.fileFields.includes(name)) fail('INVALID_PARAMS', `${name} must be a string: base64 or a data URI`);
     const had = this.fields[name];
-    this.fields[name] = this.repeated === 'array' && had !== undefined ? [...(Array.isArray(had) ? had : [had]), value] : value;
+    const before: unknown[] = Array.isArray(had) ? had : [had];
+    this.fields[name] = this.repeated === 'array' && had !== undefined ? [...before, value] : value;
     if (name === this.spec.credentialField && this.fileField === undefined && !this.authTried && typeof value === 'string') {
       this.authTried = true;
       this.auth = this.verify(value);

@@ -22,7 +22,8 @@ export function installTextParsers(app: FastifyInstance): void {
       // Many clients POST `?id=N` with a JSON content type and no body: an empty request, not malformed JSON.
       if (text.trim() === '') return done(null, undefined);
       // Fastify's parser also refuses prototype poisoning.
-      jsonParser(req, text, (err, value) => {
+      // Callback style: its outcome reaches done(), whatever it returns.
+      void jsonParser(req, text, (err, value) => {
         if (err) return done(err);
         try {
           checkFieldsWellFormed(value);

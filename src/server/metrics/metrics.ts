@@ -233,9 +233,9 @@ export class Metrics {
     const r = route ?? UNMATCHED;
     const m = METHODS.has(method) ? method : 'OTHER';
     let byMethod = this.http.get(r);
-    if (!byMethod) this.http.set(r, (byMethod = new Map()));
+    if (!byMethod) this.http.set(r, (byMethod = new Map<string, Map<number, HttpChild>>()));
     let byStatus = byMethod.get(m);
-    if (!byStatus) byMethod.set(m, (byStatus = new Map()));
+    if (!byStatus) byMethod.set(m, (byStatus = new Map<number, HttpChild>()));
     let child = byStatus.get(status);
     if (!child) byStatus.set(status, (child = this.httpDuration.labels(r, m, String(status))));
     child.observe(seconds);

@@ -62,7 +62,7 @@ export class StoreGauges {
         // A status pasarela does not name (or none yet) is `unknown`: the label keeps its six values.
         const session = c.last_status !== null && SESSIONS.has(c.last_status) ? c.last_status : 'unknown';
         let bySession = lines.get(c.estado);
-        if (!bySession) lines.set(c.estado, (bySession = new Map()));
+        if (!bySession) lines.set(c.estado, (bySession = new Map<string, number>()));
         bySession.set(session, (bySession.get(session) ?? 0) + c.n);
       }
       this.lines = lines;

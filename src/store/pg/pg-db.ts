@@ -12,10 +12,9 @@ import { storeFault } from '../faults.js';
 /** pg hands BIGINT (and NUMERIC) back as strings; every one of ours is a ms timestamp, an id, a count or a balance, all safe integers. */
 const INT8 = 20;
 const NUMERIC = 1700;
-const types: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: string) =>
-    oid === INT8 || oid === NUMERIC ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
-};
+const types = new pg.TypeOverrides();
+types.setTypeParser(INT8, 'text', Number);
+types.setTypeParser(NUMERIC, 'text', Number);
 
 /** First key of our two-key advisory locks; the second names the object. */
 export const LOCK = {
