@@ -22,6 +22,11 @@ export interface IO {
    * webhook listener): main waits for it, bounded, before the process ends.
    */
   lastWork?: Set<Promise<unknown>>;
+  /**
+   * Calls `handler` on each SIGINT or SIGTERM until the returned function is
+   * called (a command that must clean up, `webhook listen`); absent: no signals.
+   */
+  onSignal?: (handler: (sig: NodeJS.Signals) => void) => () => void;
 }
 
 export interface Term {
@@ -79,6 +84,14 @@ export function processIO(): IO {
     },
     closed: gone.signal,
     lastWork: new Set(),
+    onSignal: (handler) => {
+      process.on('SIGINT', handler);
+      process.on('SIGTERM', handler);
+      return () => {
+        process.off('SIGINT', handler);
+        process.off('SIGTERM', handler);
+      };
+    },
   };
 }
 

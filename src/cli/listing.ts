@@ -1,4 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import type { ApiPath } from '../core/api-routes.js';
 import type { Ctx } from './context.js';
 import { usage } from './exit-codes.js';
 import type { FieldFlags } from './field-errors.js';
@@ -54,7 +55,7 @@ interface Page {
 
 export interface Listing<R> {
   /** GET path of the list endpoint. */
-  path: string;
+  path: ApiPath;
   /** The field of a page holding its records (`mensajes`, `recibidos`). */
   field: string;
   /** The listing's filters (page and por_pagina are added). */

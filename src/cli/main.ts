@@ -29,7 +29,15 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
     .description('Self-hosted messaging gateway: `pasarela serve` runs the service; every other command is its client.')
     .version(VERSION, '-V, --version')
     .exitOverride()
-    .configureOutput({ writeOut: (s) => void io.stdout.write(s), writeErr: (s) => void io.stderr.write(s) })
+    // Colour and width from this invocation's io and env, not the process's (main also runs in-process in tests).
+    .configureOutput({
+      writeOut: (s) => void io.stdout.write(s),
+      writeErr: (s) => void io.stderr.write(s),
+      getOutHasColors: () => commanderColor(env) ?? (io.stdoutIsTTY && hasColors(io.stdout)),
+      getErrHasColors: () => commanderColor(env) ?? (io.stderrIsTTY && hasColors(io.stderr)),
+      getOutHelpWidth: () => (io.stdoutIsTTY ? io.columns : undefined) ?? 80,
+      getErrHelpWidth: () => (io.stderrIsTTY ? stderrColumns(io.stderr) : undefined) ?? 80,
+    })
     .showSuggestionAfterError()
     // Every command's --help lists the global flags too (commander copies this to each subcommand).
     .configureHelp({ showGlobalOptions: true })
@@ -61,6 +69,17 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
   addExamples(program);
   return program;
 }
+
+/** Commander's own colour rule (NO_COLOR, FORCE_COLOR, CLICOLOR_FORCE), read from `env`. */
+function commanderColor(env: NodeJS.ProcessEnv): boolean | undefined {
+  if (env.NO_COLOR || env.FORCE_COLOR === '0' || env.FORCE_COLOR === 'false') return false;
+  if (env.FORCE_COLOR || env.CLICOLOR_FORCE !== undefined) return true;
+  return undefined;
+}
+
+/** A terminal stream's own verdict on colour (tty.WriteStream.hasColors). */
+const hasColors = (s: NodeJS.WritableStream) => Boolean((s as { hasColors?: () => boolean }).hasColors?.());
+const stderrColumns = (s: NodeJS.WritableStream) => (s as { columns?: number }).columns;
 
 /** Settles when `signal` aborts (never, without one). */
 const aborted = (signal: AbortSignal | undefined) =>

@@ -1,8 +1,9 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Ctx } from './context.js';
+import { API } from '../core/api-routes.js';
 import { ERRORS } from '../core/errors.js';
+import { sign, verify } from '../webhooks/sign.js';
+import type { Ctx } from './context.js';
 import { ApiError, CliError, EXIT } from './exit-codes.js';
 
 /**
@@ -63,13 +64,12 @@ const header = (h: IncomingHttpHeaders, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
-const same = (a: string, b: string): boolean => {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-};
-
-/** Both signatures, in constant time, and a timestamp within five minutes of now (either side). */
+/**
+ * Both signatures and a timestamp within five minutes of now (either side),
+ * with the shared `verify` (webhooks/sign.ts); the header checks before it
+ * and the second call after it only make the reason precise (which header is
+ * missing, how old, which signatures fail).
+ */
 export function verifyDelivery(secret: string, headers: IncomingHttpHeaders, body: Buffer, nowSec: number): { ok: true } | { ok: false; reason: string } {
   const id = header(headers, 'webhook-id');
   const ts = header(headers, 'webhook-timestamp');
@@ -80,17 +80,14 @@ export function verifyDelivery(secret: string, headers: IncomingHttpHeaders, bod
   const t = Number(ts);
   if (nowSec - t > TOLERANCE_SEC) return { ok: false, reason: `webhook-timestamp is ${nowSec - t} s old (more than ${TOLERANCE_SEC} s)` };
   if (t - nowSec > TOLERANCE_SEC) return { ok: false, reason: `webhook-timestamp is ${t - nowSec} s in the future` };
-  const key = Buffer.from(secret, 'utf8');
-  const wantHex = `sha256=${createHmac('sha256', key).update(body).digest('hex')}`;
-  const hexOk = same(wantHex, hexSig.trim().toLowerCase());
-  const wantV1 = `v1,${createHmac('sha256', key).update(`${id}.${ts}.`, 'utf8').update(body).digest('base64')}`;
-  // Standard Webhooks: a space-separated list of versioned signatures; any v1 match counts.
-  let v1Ok = false;
-  for (const s of sig.split(' ')) if (same(wantV1, s)) v1Ok = true;
-  if (!hexOk && !v1Ok) return { ok: false, reason: 'neither X-Service-Signature nor webhook-signature matches the secret' };
-  if (!hexOk) return { ok: false, reason: 'X-Service-Signature does not match' };
-  if (!v1Ok) return { ok: false, reason: 'webhook-signature does not match' };
-  return { ok: true };
+  const text = body.toString('utf8');
+  // (A blank X-Service-Signature is passed as it is: a mismatch, not a missing header.)
+  const signed = { id, timestamp: ts, signature: sig, serviceSignature: hexSig.trim().toLowerCase() || hexSig };
+  const v = verify(secret, signed, text, nowSec, TOLERANCE_SEC);
+  if (v.ok || v.reason !== 'X-Service-Signature does not match') return v;
+  // verify stops at the first signature that fails: with a right X-Service-Signature, does webhook-signature match?
+  const v1 = verify(secret, { ...signed, serviceSignature: sign(secret, id, t, text)['x-service-signature'] }, text, nowSec, TOLERANCE_SEC);
+  return { ok: false, reason: v1.ok ? 'X-Service-Signature does not match' : 'neither X-Service-Signature nor webhook-signature matches the secret' };
 }
 
 interface Forwarded {
@@ -187,7 +184,7 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
   let current: { escucha: EscuchaView; secret: string } | undefined;
   let secrets: string[] = [];
 
-  const verify = (headers: IncomingHttpHeaders, raw: Buffer): { ok: true } | { ok: false; reason: string } => {
+  const check = (headers: IncomingHttpHeaders, raw: Buffer): { ok: true } | { ok: false; reason: string } => {
     const now = Math.floor(Date.now() / 1000);
     let first: { ok: false; reason: string } = { ok: false, reason: 'no listener is registered yet' };
     for (const secret of secrets) {
@@ -206,7 +203,7 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     if (req.method !== 'POST') return reply(405, { ok: false, error: 'webhook listen accepts POST deliveries only' });
     const raw = await readBody(req);
     if (raw === null) return reply(413, { ok: false, error: 'body too large' });
-    const v = verify(req.headers, raw);
+    const v = check(req.headers, raw);
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw.toString('utf8'));
@@ -263,8 +260,7 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
       term.err('still removing the listener; one moment');
     }
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const offSignal = term.io.onSignal?.(onSignal);
   // `webhook listen | jq` whose reader went away: main ends the process then, so the removal below
   // is the command's last work (io.lastWork), which main waits for, bounded.
   const closed = term.io.closed;
@@ -306,7 +302,7 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     const renew = async () => {
       const id = current!.escucha.id;
       try {
-        const r = await client.call<{ escucha: EscuchaView }>('POST', '/api/webhook_escuchas_renovar.php', {
+        const r = await client.call<{ escucha: EscuchaView }>('POST', API.webhookEscuchasRenovar, {
           key,
           query: { id },
           timeoutMs: Math.max(2000, everyMs()),
@@ -351,8 +347,7 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
   } finally {
     stopping = true;
     clearTimeout(timer);
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    offSignal?.();
     closed?.removeEventListener('abort', onClosed);
     if (server.listening) await closeServer();
     finished();
@@ -374,7 +369,7 @@ const apiCodigo = (err: unknown): number | undefined => (err instanceof ApiError
 /** POST /api/webhook_escuchas.php, with what to do when the server refuses. */
 async function registerListener(ctx: Ctx, key: string, url: string, eventos: string[]): Promise<{ escucha: EscuchaView; secret: string }> {
   try {
-    return await ctx.client().call<{ escucha: EscuchaView; secret: string }>('POST', '/api/webhook_escuchas.php', { key, json: { url, eventos } });
+    return await ctx.client().call<{ escucha: EscuchaView; secret: string }>('POST', API.webhookEscuchas, { key, json: { url, eventos } });
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
     if (apiCodigo(err) === ERRORS.INVALID_PARAMS.codigo) {
@@ -387,7 +382,7 @@ async function registerListener(ctx: Ctx, key: string, url: string, eventos: str
     }
     if (apiCodigo(err) === ERRORS.ROUTE_NOT_FOUND.codigo) {
       throw new CliError(
-        'this server has no webhook listeners (POST /api/webhook_escuchas.php): it is older than this pasarela; upgrade it',
+        `this server has no webhook listeners (POST ${API.webhookEscuchas}): it is older than this pasarela; upgrade it`,
         EXIT.ERROR,
         err.body,
       );
@@ -399,7 +394,7 @@ async function registerListener(ctx: Ctx, key: string, url: string, eventos: str
 /** DELETE /api/webhook_escuchas.php; a listener already gone, or a server that does not answer, is reported, not an error: it expires by itself. */
 async function removeListener(ctx: Ctx, key: string, e: EscuchaView): Promise<void> {
   try {
-    await ctx.client().call('DELETE', '/api/webhook_escuchas.php', { key, query: { id: e.id }, timeoutMs: 10_000 });
+    await ctx.client().call('DELETE', API.webhookEscuchas, { key, query: { id: e.id }, timeoutMs: 10_000 });
     ctx.term.err(`Removed the listener ${e.id}; the webhook configuration was not touched.`);
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
@@ -417,7 +412,7 @@ async function removeListener(ctx: Ctx, key: string, e: EscuchaView): Promise<vo
 async function noteOldListen(ctx: Ctx, key: string): Promise<void> {
   let cfg: WebhookView;
   try {
-    cfg = await ctx.client().call<WebhookView>('GET', '/api/webhook.php', { key, timeoutMs: 10_000 });
+    cfg = await ctx.client().call<WebhookView>('GET', API.webhook, { key, timeoutMs: 10_000 });
   } catch {
     return;
   }

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, cliCommandLine, expectJsonOnly, expectOk, fields, HAS_SCRIPT, rows } from './helpers.js';
+import { Cli, cliCommandLine, expectJsonOnly, expectCleanExit, fields, HAS_SCRIPT, rows } from './helpers.js';
 import { runTtyAnswering } from './tty.js';
 
 /**
@@ -81,13 +81,13 @@ describe('config', () => {
       cli.run(['config', 'list', '--json']),
       cli.run(['config', 'get', 'key', ...p]),
     ]);
-    const table = rows(expectOk(list));
+    const table = rows(expectCleanExit(list));
     expect(table).toContainEqual(['*', 'default', s.url, expect.stringMatching(/^WAC_…\*+$/), '', '']);
     expect(table).toContainEqual(['', 'dead', DEAD, expect.stringMatching(/^WAC_…\*+$/), expect.stringMatching(/\*{6}$/), '']);
     const lj = expectJsonOnly(listJson);
     expect(lj).toMatchObject({ ok: true, current: 'default', path: cli.configFile });
     expect(lj.profiles.dead.url).toBe(DEAD);
-    expect(expectOk(getKey).trim()).toMatch(/^WAC_…\*+$/);
+    expect(expectCleanExit(getKey).trim()).toMatch(/^WAC_…\*+$/);
     for (const r of [list, listJson, getKey]) {
       expect(r.stdout).not.toContain(a.clientKey);
       expect(r.stdout).not.toContain(s.adminToken);
@@ -108,7 +108,7 @@ describe('precedence: flag, then environment, then profile', () => {
       cli.run(['info'], { env: { PASARELA_URL: DEAD } }),
       cli.run(['info', '--url', s.url], { env: { PASARELA_URL: DEAD } }),
     ]);
-    expect(fields(expectOk(profileOnly)).cliente).toMatch(new RegExp(`^${a.clienteId} `));
+    expect(fields(expectCleanExit(profileOnly)).cliente).toMatch(new RegExp(`^${a.clienteId} `));
     expect(envBeatsProfile.exitCode).toBe(8);
     expect(envBeatsProfile.stderr).toContain(DEAD);
     expect(flagBeatsEnv.exitCode).toBe(0);
@@ -174,7 +174,7 @@ describe('login: where the key comes from', () => {
 
   it('--key-stdin reads the key from stdin (trimmed) and says what it saved, the key masked', async () => {
     const r = await cli.run(['login', '--key-stdin', '--url', s.url, '--profile', 'piped'], { input: `  ${a.clientKey}\n`, env: NO_ENV });
-    const out = expectOk(r);
+    const out = expectCleanExit(r);
     expect(out).toContain(`client ${a.clienteId}`);
     expect(out).toContain('from standard input');
     expect(out).toContain('"piped"');

@@ -2,22 +2,61 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { expect } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import type { IO } from '../../src/cli/io.js';
+import { until as poll } from '../helpers/poll.js';
 
 /**
- * Runs the real `pasarela` binary (bin/pasarela, which imports dist/) as a
- * child process with an isolated environment: its own HOME and config
+ * Runs the CLI with an isolated environment: its own HOME and config
  * directory, none of the caller's PASARELA_* / NO_COLOR / FORCE_COLOR.
- * `npm run build` must have run first (npm test does it).
+ * `Cli.run` calls `main(argv, io, env)` of the TypeScript source in this
+ * process with fake IO (no build needed); `Cli.runBinary`, `spawn` and
+ * `spawnTty` start the real binary (bin/pasarela, which imports dist/), for
+ * what only the shim does: its exit, signals, a terminal, a closed pipe, and
+ * `serve`. Those need `npm run build` first (npm test does it).
  */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = join(ROOT, 'bin', 'pasarela');
 
-if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
-  throw new Error('dist/ is missing: run `npm run build` before the CLI tests (npm test does it)');
+/** Throws unless dist/ is built: for the tests that start the binary. */
+export function needBuild(): void {
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
+    throw new Error('dist/ is missing: run `npm run build` before the CLI tests that start the binary (npm test does it)');
+  }
 }
+
+/** A stream that keeps everything written to it as text. */
+class TextSink extends Writable {
+  text = '';
+  private readonly decoder = new StringDecoder('utf8');
+  override _write(chunk: Buffer | string, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.text += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    cb();
+  }
+}
+
+/** IO off a terminal whose output is kept as text: stdin is `input`, or empty like /dev/null. */
+export function fakeIO(input?: string): { io: IO; stdout: () => string; stderr: () => string } {
+  const stdout = new TextSink();
+  const stderr = new TextSink();
+  const io: IO = {
+    stdout,
+    stderr,
+    stdin: Readable.from(input !== undefined ? [input] : []),
+    stdoutIsTTY: false,
+    stderrIsTTY: false,
+    stdinIsTTY: false,
+  };
+  return { io, stdout: () => stdout.text, stderr: () => stderr.text };
+}
+
+/** `serve` reads commander's env-backed options from process.env: it always runs as the binary. */
+const isServe = (args: string[]) => args.find((a) => !a.startsWith('-')) === 'serve';
 
 export type EnvPatch = Record<string, string | undefined>;
 
@@ -62,8 +101,9 @@ export class Cli {
     return Object.fromEntries(Object.entries(e).filter((kv): kv is [string, string] => kv[1] !== undefined));
   }
 
-  /** Starts the CLI without waiting for it. */
+  /** Starts the CLI binary without waiting for it. */
   spawn(args: string[], opts: RunOptions = {}): ResultPromise<{ reject: false }> {
+    needBuild();
     return execa(process.execPath, [BIN, ...args], {
       env: this.env(opts.env),
       extendEnv: false,
@@ -74,7 +114,20 @@ export class Cli {
     }) as ResultPromise<{ reject: false }>;
   }
 
+  /**
+   * One invocation in this process: `main` with fake IO (no TTY; stdin is
+   * `input`, or empty like /dev/null) and this user's environment. `serve`
+   * runs as the binary.
+   */
   async run(args: string[], opts: RunOptions = {}): Promise<RunResult> {
+    if (isServe(args)) return this.runBinary(args, opts);
+    const fake = fakeIO(opts.input);
+    const exitCode = await main(args, fake.io, this.env(opts.env));
+    return { exitCode, stdout: fake.stdout(), stderr: fake.stderr() };
+  }
+
+  /** One invocation of the binary: for what the shim itself does (its exit code, a closed pipe). */
+  async runBinary(args: string[], opts: RunOptions = {}): Promise<RunResult> {
     const r = await this.spawn(args, opts);
     return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
   }
@@ -84,6 +137,7 @@ export class Cli {
    * stdout and stderr are a pseudo-terminal. Output is the terminal's (CRLF).
    */
   spawnTty(commandLine: string, opts: RunOptions = {}): ResultPromise<{ reject: false }> {
+    needBuild();
     return execa('script', ['-qec', commandLine, '/dev/null'], {
       env: this.env({ TERM: 'xterm-256color', ...opts.env }),
       extendEnv: false,
@@ -126,8 +180,8 @@ export function expectPlain(r: RunResult): void {
   expect(r.stderr.includes(ESC), `ANSI in stderr: ${JSON.stringify(r.stderr)}`).toBe(false);
 }
 
-/** Exit 0 and plain output (off a TTY); returns stdout. */
-export function expectOk(r: RunResult): string {
+/** Exit 0 and plain output (off a TTY); returns stdout. (Not the server tests' expectOk, which checks a response body.) */
+export function expectCleanExit(r: RunResult): string {
   expect(r.exitCode, `exit ${r.exitCode}; stderr: ${r.stderr}`).toBe(0);
   expectPlain(r);
   return r.stdout;
@@ -167,12 +221,7 @@ export function waitForText(stream: NodeJS.ReadableStream | null | undefined, re
   });
 }
 
-/** Polls `fn` until it returns true. */
+/** Polls `fn` until it returns true (the shared poller, with the CLI tests' defaults: 10 s, every 100 ms). */
 export async function until(fn: () => Promise<boolean>, timeoutMs = 10_000, stepMs = 100): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
+  await poll(fn, { timeoutMs, stepMs });
 }

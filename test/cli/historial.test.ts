@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import type { MensajeEstado } from '../../src/core/ports.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, cliCommandLine, expectJsonOnly, expectOk, HAS_SCRIPT, rows, tempDir } from './helpers.js';
+import { Cli, cliCommandLine, expectJsonOnly, expectCleanExit, HAS_SCRIPT, rows, tempDir } from './helpers.js';
 import { parseCsv } from '../helpers/csv.js';
 
 /**
@@ -137,7 +137,7 @@ afterAll(async () => {
 
 describe('pasarela historial: formats of one page', () => {
   it('table off a TTY: tab-separated rows, no header, newest first, 50 a page', async () => {
-    const out = expectOk(await cli.run(['historial'], key()));
+    const out = expectCleanExit(await cli.run(['historial'], key()));
     const r = rows(out);
     expect(r).toHaveLength(50);
     expect(r.map((x) => x[1])).toEqual(expected().slice(0, 50));
@@ -164,7 +164,7 @@ describe('pasarela historial: formats of one page', () => {
   });
 
   it('--format ndjson: one record per line, every field', async () => {
-    const out = expectOk(await cli.run(['historial', '--format', 'ndjson', '--por-pagina', '20'], key()));
+    const out = expectCleanExit(await cli.run(['historial', '--format', 'ndjson', '--por-pagina', '20'], key()));
     expect(out.endsWith('\n')).toBe(true);
     const recs = ndjson(out);
     expect(recs).toHaveLength(20);
@@ -174,7 +174,7 @@ describe('pasarela historial: formats of one page', () => {
   });
 
   it('--format csv: RFC 4180 with a header; a text with a comma, quotes and a line break survives', async () => {
-    const out = expectOk(await cli.run(['historial', '--format', 'csv', '--por-pagina', '200'], key()));
+    const out = expectCleanExit(await cli.run(['historial', '--format', 'csv', '--por-pagina', '200'], key()));
     expect(out).toContain('"Hola, ""amigo""\nsegunda línea, con coma"');
     const table = parseCsv(out);
     expect(table[0]).toEqual(CSV_COLUMNS);
@@ -197,14 +197,14 @@ describe('pasarela historial --all', () => {
 
   it('ndjson: every record of the 3 pages once, newest first; no progress when stderr is not a TTY', async () => {
     const r = await cli.run([...all, '--format', 'ndjson'], key());
-    const recs = ndjson(expectOk(r));
+    const recs = ndjson(expectCleanExit(r));
     expect(r.stderr).toBe('');
     expect(recs).toHaveLength(121);
     expect(ids(recs)).toEqual(expected());
   });
 
   it('csv: one header, then every record', async () => {
-    const table = parseCsv(expectOk(await cli.run([...all, '--format', 'csv'], key())));
+    const table = parseCsv(expectCleanExit(await cli.run([...all, '--format', 'csv'], key())));
     expect(table).toHaveLength(122);
     expect(table.filter((r) => r[0] === 'msg_id')).toHaveLength(1);
     expect(table.slice(1).map((r) => r[0])).toEqual(expected());
@@ -218,16 +218,18 @@ describe('pasarela historial --all', () => {
   });
 
   it('table off a TTY: every row, no header', async () => {
-    const r = rows(expectOk(await cli.run(all, key())));
+    const r = rows(expectCleanExit(await cli.run(all, key())));
     expect(r.map((x) => x[1])).toEqual(expected());
   });
 
   it('with filters, from --page on', async () => {
     const r = ndjson(
-      expectOk(await cli.run(['historial', '--all', '--por-pagina', '7', '--estado', 'leido', '--celular', String(A.celularId), '--format', 'ndjson'], key())),
+      expectCleanExit(
+        await cli.run(['historial', '--all', '--por-pagina', '7', '--estado', 'leido', '--celular', String(A.celularId), '--format', 'ndjson'], key()),
+      ),
     );
     expect(ids(r)).toEqual(expected((x) => x.estado === 'leido' && x.celular_id === A.celularId));
-    const fromPage2 = ndjson(expectOk(await cli.run(['historial', '--all', '--page', '2', '--por-pagina', '50', '--format', 'ndjson'], key())));
+    const fromPage2 = ndjson(expectCleanExit(await cli.run(['historial', '--all', '--page', '2', '--por-pagina', '50', '--format', 'ndjson'], key())));
     expect(ids(fromPage2)).toEqual(expected().slice(50));
   });
 
@@ -253,7 +255,7 @@ describe('pasarela historial --all', () => {
 
 describe('pasarela historial: filters reach the server', () => {
   const run = async (args: string[], k = A.clientKey) =>
-    ids(ndjson(expectOk(await cli.run(['historial', '--format', 'ndjson', '--por-pagina', '500', ...args], { env: { PASARELA_KEY: k } }))));
+    ids(ndjson(expectCleanExit(await cli.run(['historial', '--format', 'ndjson', '--por-pagina', '500', ...args], { env: { PASARELA_KEY: k } }))));
 
   it('--estado, --celular, --desde/--hasta, --destinatario, --page', async () => {
     expect(await run(['--estado', 'error'])).toEqual(expected((x) => x.estado === 'error'));
@@ -265,7 +267,7 @@ describe('pasarela historial: filters reach the server', () => {
     expect(await run(['--destinatario', D1, '--estado', 'pendiente', '--celular', String(A.celularId)])).toEqual(
       expected((x) => x.destinatario === D1 && x.estado === 'pendiente' && x.celular_id === A.celularId),
     );
-    const p2 = ndjson(expectOk(await cli.run(['historial', '--format', 'ndjson', '--page', '2', '--por-pagina', '10'], key())));
+    const p2 = ndjson(expectCleanExit(await cli.run(['historial', '--format', 'ndjson', '--page', '2', '--por-pagina', '10'], key())));
     expect(ids(p2)).toEqual(expected().slice(10, 20));
     // A celular key: its own line.
     expect(await run([], A.celularKey)).toEqual(expected((x) => x.celular_id === A.celularId));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, ESC, expectJsonOnly, expectOk, rows, SGR } from './helpers.js';
+import { Cli, ESC, expectJsonOnly, expectCleanExit, rows, SGR } from './helpers.js';
 
 /**
  * What the CLI prints off a TTY: --json is one JSON document and nothing
@@ -97,7 +97,7 @@ describe('human output off a TTY', () => {
       cli.run(['celular', 'list'], { env: { ...k, FORCE_COLOR: '1' } }),
       cli.run(['celular', 'list'], { env: { ...k, FORCE_COLOR: '1', NO_COLOR: '1' } }),
     ]);
-    const table = rows(expectOk(plain));
+    const table = rows(expectCleanExit(plain));
     expect(table.length).toBe(2);
     for (const r of table) {
       expect(r).toHaveLength(9);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { link, linkedLine, numeroNuevo, type Line } from '../server/send-helpers.js';
-import { Cli, cliCommandLine, ESC, expectJsonOnly, expectOk, HAS_SCRIPT, rows, tempDir, type RunResult } from './helpers.js';
+import { Cli, cliCommandLine, ESC, expectJsonOnly, expectCleanExit, HAS_SCRIPT, rows, tempDir, type RunResult } from './helpers.js';
 import { parseCsv } from '../helpers/csv.js';
 
 /**
@@ -145,7 +145,9 @@ describe('pasarela recibidos --all', () => {
 
   it('with filters, from --page on', async () => {
     const r = ndjson(
-      expectOk(await cli.run(['recibidos', '--all', '--por-pagina', '7', '--remitente', S2, '--celular', String(a2.celularId), '--format', 'ndjson'], key())),
+      expectCleanExit(
+        await cli.run(['recibidos', '--all', '--por-pagina', '7', '--remitente', S2, '--celular', String(a2.celularId), '--format', 'ndjson'], key()),
+      ),
     );
     expect(gids(r)).toEqual(expected((x) => x.de === S2 && x.celular_id === a2.celularId));
     const fromPage2 = ndjson(data(await cli.run(['recibidos', '--all', '--page', '2', '--por-pagina', '50', '--format', 'ndjson'], key())));
@@ -155,7 +157,7 @@ describe('pasarela recibidos --all', () => {
 
 describe('pasarela recibidos: filters reach the server', () => {
   const run = async (args: string[], k = A.clientKey) =>
-    gids(ndjson(expectOk(await cli.run(['recibidos', '--format', 'ndjson', '--por-pagina', '500', ...args], key(k)))));
+    gids(ndjson(expectCleanExit(await cli.run(['recibidos', '--format', 'ndjson', '--por-pagina', '500', ...args], key(k)))));
 
   it('--celular, --remitente, --desde/--hasta, a celular key', async () => {
     expect(await run(['--celular', String(a2.celularId)])).toEqual(expected((x) => x.celular_id === a2.celularId));

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { Cli, expectJsonOnly, expectOk, fields, rows } from './helpers.js';
+import { Cli, expectJsonOnly, expectCleanExit, fields, rows } from './helpers.js';
 
 /**
  * The README walk-through as a script runs it: no TTY, no prompts, every
@@ -48,7 +48,7 @@ describe('README walk-through, non-interactive', () => {
   });
 
   it('login --url --key checks the key, saves the default profile (mode 0600) and says so', async () => {
-    const out = expectOk(await cli.run(['login', '--url', s.url, '--key', clientKey], { env: { PASARELA_URL: undefined } }));
+    const out = expectCleanExit(await cli.run(['login', '--url', s.url, '--key', clientKey], { env: { PASARELA_URL: undefined } }));
     expect(out).toContain(`client ${clienteId} (Tienda Sol)`);
     expect(out).toContain('"default"');
     expect(out).not.toContain(clientKey);
@@ -63,7 +63,7 @@ describe('README walk-through, non-interactive', () => {
 
   it('info and saldo use the saved profile (no URL or key in flags or env)', async () => {
     const env = { PASARELA_URL: undefined };
-    const info = fields(expectOk(await cli.run(['info'], { env })));
+    const info = fields(expectCleanExit(await cli.run(['info'], { env })));
     expect(info).toMatchObject({
       cliente: `${clienteId} Tienda Sol`,
       email: 'ops@sol.example',
@@ -72,13 +72,13 @@ describe('README walk-through, non-interactive', () => {
       saldo_global: '100',
       celulares: '0 (0 active)',
     });
-    const saldo = fields(expectOk(await cli.run(['saldo'], { env })));
+    const saldo = fields(expectCleanExit(await cli.run(['saldo'], { env })));
     expect(saldo).toMatchObject({ plan: 'medido', saldo_global: '100', consumo_mes: '0' });
   });
 
   it('celular create NUMERO --nombre prints the celular key once, the rest on stderr', async () => {
     const r = await cli.run(['celular', 'create', NUMERO, '--nombre', 'Ventas']);
-    const out = expectOk(r);
+    const out = expectCleanExit(r);
     const f = fields(out);
     celularKey = f['Celular key'] ?? '';
     expect(celularKey).toMatch(/^WA_\d+_[A-Za-z0-9_-]{20,}$/);
@@ -93,7 +93,7 @@ describe('README walk-through, non-interactive', () => {
 
   it('celular qr ID without a TTY prints the raw QR content and exits at once', async () => {
     const r = await cli.run(['celular', 'qr', String(celularId)]);
-    const out = expectOk(r).trim();
+    const out = expectCleanExit(r).trim();
     expect(out).toMatch(/^2@[^\s]+,[^\s]+,[^\s]+,1$/);
     expect(out.split('\n')).toHaveLength(1);
   });
@@ -104,17 +104,17 @@ describe('README walk-through, non-interactive', () => {
   });
 
   it('celular status ID shows connected', async () => {
-    const f = fields(expectOk(await cli.run(['celular', 'status', String(celularId)])));
+    const f = fields(expectCleanExit(await cli.run(['celular', 'status', String(celularId)])));
     expect(f).toMatchObject({ celular: String(celularId), status: 'connected', estado: 'activo', refreshed: 'yes' });
   });
 
   it('celular list is one tab-separated line per celular, no header', async () => {
-    const t = rows(expectOk(await cli.run(['celular', 'list'])));
+    const t = rows(expectCleanExit(await cli.run(['celular', 'list'])));
     expect(t).toEqual([[String(celularId), '525512345678', 'Ventas', 'activo', '0', 'connected', '12', '500', '00:00-23:59']]);
   });
 
   it('celular show ID prints its fields', async () => {
-    const f = fields(expectOk(await cli.run(['celular', 'show', String(celularId)])));
+    const f = fields(expectCleanExit(await cli.run(['celular', 'show', String(celularId)])));
     expect(f).toMatchObject({
       id: String(celularId),
       numero: '525512345678',
@@ -141,7 +141,7 @@ describe('README walk-through, non-interactive', () => {
     const g = expectJsonOnly(await cli.run(['admin', 'balance', 'add', '--cliente', String(clienteId), '--monto', '50', '--json', ...viaFlag]));
     expect(g).toMatchObject({ ok: true, cliente_id: clienteId, saldo_global: 150, celular_id: null });
     const c = fields(
-      expectOk(await cli.run(['admin', ...viaFlag, 'balance', 'add', '--cliente', String(clienteId), '--celular', String(celularId), '--monto', '7'])),
+      expectCleanExit(await cli.run(['admin', ...viaFlag, 'balance', 'add', '--cliente', String(clienteId), '--celular', String(celularId), '--monto', '7'])),
     );
     expect(c).toMatchObject({ cliente: String(clienteId), celular: String(celularId), saldo_celular: '7' });
     expect(c.movimiento).toMatch(/^\d+$/);
@@ -151,11 +151,11 @@ describe('README walk-through, non-interactive', () => {
 
   it('admin celular legacy-token ID prints a token that then works as --key', async () => {
     const r = await cli.run(['admin', 'celular', 'legacy-token', String(celularId)], { env: viaEnv });
-    const f = fields(expectOk(r));
+    const f = fields(expectCleanExit(r));
     legacyToken = f['Legacy token'] ?? '';
     expect(legacyToken.length).toBeGreaterThanOrEqual(16);
     expect(r.stdout.split(legacyToken).length - 1).toBe(1);
-    const info = fields(expectOk(await cli.run(['info', '--key', legacyToken], { env: { PASARELA_PROFILE: 'nonexistent' } })));
+    const info = fields(expectCleanExit(await cli.run(['info', '--key', legacyToken], { env: { PASARELA_PROFILE: 'nonexistent' } })));
     expect(info.cliente).toBe(`${clienteId} Tienda Sol`);
   });
 
@@ -168,7 +168,7 @@ describe('README walk-through, non-interactive', () => {
   it('sim fail NUM, sim fail (list), sim fail NUM --clear', async () => {
     const set = expectJsonOnly(await cli.run(['sim', 'fail', FROM, '--motivo', 'no existe', '--json', ...viaDataDir]));
     expect(set).toMatchObject({ ok: true, numero: '525599998888', motivo: 'no existe', activo: true });
-    const list = rows(expectOk(await cli.run(['sim', 'fail', ...viaDataDir])));
+    const list = rows(expectCleanExit(await cli.run(['sim', 'fail', ...viaDataDir])));
     expect(list).toEqual([['525599998888', 'no existe']]);
     const clear = expectJsonOnly(await cli.run(['sim', 'fail', FROM, '--clear', '--json'], { env: { PASARELA_DATA_DIR: s.dataDir } }));
     expect(clear).toMatchObject({ ok: true, numero: '525599998888', activo: false });
@@ -182,9 +182,9 @@ describe('README walk-through, non-interactive', () => {
   });
 
   it('admin client list / show / edit', async () => {
-    const list = rows(expectOk(await cli.run(['admin', 'client', 'list'], { env: viaEnv })));
+    const list = rows(expectCleanExit(await cli.run(['admin', 'client', 'list'], { env: viaEnv })));
     expect(list).toContainEqual([String(clienteId), 'Tienda Sol', 'ops@sol.example', 'activo', 'medido', '150', '1', '0']);
-    const show = expectOk(await cli.run(['admin', 'client', 'show', String(clienteId)], { env: viaEnv }));
+    const show = expectCleanExit(await cli.run(['admin', 'client', 'show', String(clienteId)], { env: viaEnv }));
     expect(fields(show)).toMatchObject({ id: String(clienteId), nombre: 'Tienda Sol', saldo_global: '150', max_celulares: 'unlimited' });
     // The client's celulares follow its fields, after an empty line.
     expect(show).toContain(`\n\n${celularId}\t525512345678\t`);

@@ -10,7 +10,7 @@ import { generateSecret } from '../../src/webhooks/sign.js';
 import { LISTENER_TIMEOUT_MS } from '../../src/webhooks/dispatcher.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { numeroNuevo } from '../helpers/expect.js';
-import { BIN, Cli, expectJsonOnly, expectOk, fields, rows, until, waitForText } from './helpers.js';
+import { BIN, Cli, expectJsonOnly, expectCleanExit, fields, rows, until, waitForText } from './helpers.js';
 
 /**
  * `pasarela webhook ...` through the built CLI against a real server that
@@ -83,7 +83,7 @@ describe('webhook get/set/delete/restore', () => {
   it('get before any set: not configured', async () => {
     const b = expectJsonOnly(await cli.run(['webhook', 'get', '--json'], { env: env() }));
     expect(b).toMatchObject({ ok: true, configurado: false, url: '', eventos: [], has_secret: false });
-    expect(fields(expectOk(await cli.run(['webhook', 'get'], { env: env() })))).toMatchObject({ configurado: 'false' });
+    expect(fields(expectCleanExit(await cli.run(['webhook', 'get'], { env: env() })))).toMatchObject({ configurado: 'false' });
   });
 
   it('set --generate-secret prints the secret once (in the JSON too); get never shows it', async () => {
@@ -99,7 +99,7 @@ describe('webhook get/set/delete/restore', () => {
       activo: true,
     });
     expect(b.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const plain = expectOk(await cli.run(['webhook', 'set', `${receiverUrl}/b`, '--generate-secret', '--inactivo'], { env: env() }));
+    const plain = expectCleanExit(await cli.run(['webhook', 'set', `${receiverUrl}/b`, '--generate-secret', '--inactivo'], { env: env() }));
     const f = fields(plain);
     expect(f).toMatchObject({
       configurado: 'true',
@@ -108,7 +108,7 @@ describe('webhook get/set/delete/restore', () => {
       activo: 'false',
       secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
     });
-    const got = expectOk(await cli.run(['webhook', 'get'], { env: env() }));
+    const got = expectCleanExit(await cli.run(['webhook', 'get'], { env: env() }));
     expect(got).not.toContain(f.secret);
     expect(fields(got)).toMatchObject({ url: `${receiverUrl}/b`, secret: 'set', activo: 'false' });
   });
@@ -116,13 +116,13 @@ describe('webhook get/set/delete/restore', () => {
   it('set to a host that does not resolve now: saved (exit 0) with the warning on stderr, aviso in the JSON; get shows the URL', async () => {
     const url = 'https://hooks.pasarela-test.invalid/in';
     const r = await cli.run(['webhook', 'set', url, '--inactivo'], { env: env() });
-    expectOk(r);
+    expectCleanExit(r);
     expect(r.stderr).toMatch(/warning: the host hooks\.pasarela-test\.invalid does not resolve now/);
     const j = expectJsonOnly(await cli.run(['webhook', 'set', url, '--inactivo', '--json'], { env: env() }));
     expect(j.aviso).toMatch(/does not resolve now/);
     expect(expectJsonOnly(await cli.run(['webhook', 'get', '--json'], { env: env() }))).toMatchObject({ url, activo: false });
     // Undo both sets: the tests below expect the configuration before them.
-    for (let i = 0; i < 2; i++) expectOk(await cli.run(['webhook', 'restore'], { env: env() }));
+    for (let i = 0; i < 2; i++) expectCleanExit(await cli.run(['webhook', 'restore'], { env: env() }));
   });
 
   it('exit codes: 2 for bad flags or a URL that is not http(s), 3 for a celular key', async () => {
@@ -172,11 +172,11 @@ describe('webhook test/deliveries/redeliver', () => {
     const list = expectJsonOnly(await cli.run(['webhook', 'deliveries', '--limit', '5', '--json'], { env: env() }));
     const e = list.entregas.find((x: { id: string }) => x.id === t.id);
     expect(e).toMatchObject({ evento: 'webhook.test', estado: 'entregado', intentos: 1, intentos_detalle: [{ n: 1, status: 201 }] });
-    const tsv = rows(expectOk(await cli.run(['webhook', 'deliveries'], { env: env() })));
+    const tsv = rows(expectCleanExit(await cli.run(['webhook', 'deliveries'], { env: env() })));
     const row = tsv.find((r) => r[0] === t.id)!;
     expect(row.slice(0, 5)).toEqual([t.id, 'webhook.test', 'entregado', '1', '201']);
     // Plain `test` prints the id alone.
-    const plainId = expectOk(await cli.run(['webhook', 'test'], { env: env() })).trim();
+    const plainId = expectCleanExit(await cli.run(['webhook', 'test'], { env: env() })).trim();
     expect(plainId).toMatch(/\S+/);
     await until(async () => (await entrega(plainId))?.estado === 'entregado');
   });

@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import { API } from '../../core/api-routes.js';
+import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';
 import { emit, printFields } from '../output.js';
 import { positiveInt } from '../parse.js';
@@ -30,48 +32,54 @@ interface SaldoBody {
   consumo_mes: number;
 }
 
+export async function runInfo(ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<InfoBody>('GET', API.info, { key: ctx.key() });
+  emit(ctx, b, () =>
+    printFields(ctx.term, [
+      ['cliente', `${b.cliente.id} ${b.cliente.nombre}`],
+      ['email', b.cliente.email],
+      ['estado', b.cliente.estado],
+      ['plan', b.cliente.plan],
+      ['saldo_global', b.saldo_global],
+      ['celulares', `${b.num_celulares} (${b.num_celulares_activos} active)`],
+      ['max_celulares', b.cliente.max_celulares ?? 'unlimited'],
+      ['consumo_mes_actual', b.cliente.consumo_mes_actual],
+      ['mensajes_30d', b.mensajes_30d],
+    ]),
+  );
+}
+
+export interface SaldoOptions {
+  celular?: number;
+}
+
+export async function runSaldo(o: SaldoOptions, ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<SaldoBody>('GET', API.saldo, { key: ctx.key(), query: { celular_id: o.celular } });
+  emit(ctx, b, () =>
+    printFields(ctx.term, [
+      ['plan', b.ilimitado ? `${b.plan} (sin cargo por envío)` : b.plan],
+      ['saldo_global', b.saldo_global],
+      ...(b.celular_id !== null
+        ? ([
+            ['celular', b.celular_id],
+            ['saldo_celular', b.saldo_celular],
+          ] as Array<[string, number | null]>)
+        : []),
+      ['consumo_mes', b.consumo_mes],
+    ]),
+  );
+}
+
 /** `pasarela info` and `pasarela saldo`: the account as the key sees it. */
 export function registerAccount(program: Command, ctxOf: CtxOf): void {
   program
     .command('info')
     .description('client account: plan, state, lines, consumption')
-    .action(async (_o, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const b = await ctx.client().call<InfoBody>('GET', '/api/info.php', { key: ctx.key() });
-      emit(ctx, b, () =>
-        printFields(ctx.term, [
-          ['cliente', `${b.cliente.id} ${b.cliente.nombre}`],
-          ['email', b.cliente.email],
-          ['estado', b.cliente.estado],
-          ['plan', b.cliente.plan],
-          ['saldo_global', b.saldo_global],
-          ['celulares', `${b.num_celulares} (${b.num_celulares_activos} active)`],
-          ['max_celulares', b.cliente.max_celulares ?? 'unlimited'],
-          ['consumo_mes_actual', b.cliente.consumo_mes_actual],
-          ['mensajes_30d', b.mensajes_30d],
-        ]),
-      );
-    });
+    .action((_o, cmd: Command) => runInfo(ctxOf(cmd)));
 
   program
     .command('saldo')
     .description('balances: global and of one celular')
     .option('--celular <id>', 'celular whose balance to show (with a client key)', positiveInt)
-    .action(async (o: { celular?: number }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const b = await ctx.client().call<SaldoBody>('GET', '/api/saldo.php', { key: ctx.key(), query: { celular_id: o.celular } });
-      emit(ctx, b, () =>
-        printFields(ctx.term, [
-          ['plan', b.ilimitado ? `${b.plan} (sin cargo por envío)` : b.plan],
-          ['saldo_global', b.saldo_global],
-          ...(b.celular_id !== null
-            ? ([
-                ['celular', b.celular_id],
-                ['saldo_celular', b.saldo_celular],
-              ] as Array<[string, number | null]>)
-            : []),
-          ['consumo_mes', b.consumo_mes],
-        ]),
-      );
-    });
+    .action((o: SaldoOptions, cmd: Command) => runSaldo(o, ctxOf(cmd)));
 }

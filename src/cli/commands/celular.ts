@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
+import { API } from '../../core/api-routes.js';
 import type { CelularView } from '../../core/views.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
@@ -82,11 +83,11 @@ const linkTimedOut = (id: number, seconds: number, what: string) => (cause?: str
   );
 
 /** Follows the QR until connected; each poll rides out a server restart (see Watch). */
-async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; invert?: boolean; timeout: number; interval: number }) {
+async function followQr(ctx: Ctx, first: QrBody, o: LinkWaitOptions) {
   const key = ctx.key();
   const watch = new Watch(ctx, { deadline: Date.now() + o.timeout * 1000, timedOut: linkTimedOut(first.celular_id, o.timeout, 'QR') });
   await showQr(ctx, first, {
-    fetch: () => watch.call((timeoutMs) => ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key, query: { id: first.celular_id }, timeoutMs })),
+    fetch: () => watch.call((timeoutMs) => ctx.client().call<QrBody>('POST', API.celularQr, { key, query: { id: first.celular_id }, timeoutMs })),
     wait: Boolean(o.wait),
     invert: Boolean(o.invert),
     notices: watch,
@@ -101,7 +102,7 @@ async function followQr(ctx: Ctx, first: QrBody, o: { wait?: boolean; invert?: b
  * gateway is still starting the session): no file, exit 9 (ask again shortly).
  */
 async function writeQrPng(ctx: Ctx, id: number, file: string): Promise<void> {
-  const b = await ctx.client().call<QrBody & { qr_imagen?: string }>('POST', '/api/celular_qr.php', { key: ctx.key(), query: { id, imagen: 1 } });
+  const b = await ctx.client().call<QrBody & { qr_imagen?: string }>('POST', API.celularQr, { key: ctx.key(), query: { id, imagen: 1 } });
   const { qr_imagen: uri = '', ...rest } = b;
   const PREFIX = 'data:image/png;base64,';
   if (!uri) {
@@ -141,7 +142,7 @@ async function followCode(ctx: Ctx, first: QrBody & { codigo?: string }, o: { wa
   while (watch.alive()) {
     await watch.sleep(o.interval);
     const st = await watch.call((timeoutMs) =>
-      ctx.client().call<{ status: string }>('GET', '/api/celular_status.php', { key, query: { id: first.celular_id }, timeoutMs }),
+      ctx.client().call<{ status: string }>('GET', API.celularStatus, { key, query: { id: first.celular_id }, timeoutMs }),
     );
     if (connected(st)) {
       if (ctx.json) ctx.term.out(JSON.stringify(st));
@@ -152,6 +153,186 @@ async function followCode(ctx: Ctx, first: QrBody & { codigo?: string }, o: { wa
   throw watch.timedOut();
 }
 
+export async function runCelularList(ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<{ total: number; celulares: Celular[] }>('GET', API.celulares, { key: ctx.key() });
+  emit(ctx, b, () =>
+    printTable(
+      ctx.term,
+      ['id', 'numero', 'nombre', 'estado', 'saldo', 'sesion', 'por min', 'por hora', 'horario'],
+      b.celulares.map((c) => [
+        c.id,
+        c.numero,
+        c.nombre_interno,
+        estadoColor(ctx, c.estado),
+        c.saldo_actual,
+        c.last_status,
+        c.max_envios_por_minuto,
+        c.max_envios_por_hora,
+        `${c.hora_inicio_permitido}-${c.hora_fin_permitido}`,
+      ]),
+    ),
+  );
+}
+
+export interface CelularShowOptions {
+  id: string;
+}
+
+export async function runCelularShow(o: CelularShowOptions, ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<{ celular: Celular }>('GET', API.celular, { key: ctx.key(), query: { id: idArg(o.id) } });
+  emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
+}
+
+export interface CelularCreateOptions {
+  numero: string;
+  nombre?: string;
+}
+
+export async function runCelularCreate(o: CelularCreateOptions, ctx: Ctx): Promise<void> {
+  const { numero } = o;
+  checkArg('numero', numero, phone());
+  const b = await ctx.client().call<{ celular_id: number; celular: Celular; api_key: string; gateway_token: string }>('POST', API.celularCrear, {
+    key: ctx.key(),
+    json: { numero, ...(o.nombre !== undefined ? { nombre_interno: o.nombre } : {}) },
+    fields: CELULAR_FIELDS,
+  });
+  emit(ctx, b, () => {
+    ctx.term.err(`Created celular ${b.celular_id} (${b.celular.numero}), estado ${b.celular.estado}. Link it with: pasarela celular qr ${b.celular_id}`);
+    printSecret(ctx.term, 'Celular key', b.api_key);
+    printSecret(ctx.term, 'Gateway token', b.gateway_token);
+  });
+}
+
+export interface CelularEditOptions {
+  id: string;
+  nombre?: string;
+  estado?: string;
+  porMinuto?: number;
+  porHora?: number;
+  porDia?: number | null;
+  desde?: string;
+  hasta?: string;
+}
+
+export async function runCelularEdit(o: CelularEditOptions, ctx: Ctx): Promise<void> {
+  const n = idArg(o.id);
+  const body: Record<string, unknown> = {};
+  if (o.nombre !== undefined) body.nombre_interno = o.nombre === '' ? null : o.nombre;
+  if (o.estado !== undefined) body.estado = o.estado;
+  if (o.porMinuto !== undefined) body.max_envios_por_minuto = o.porMinuto;
+  if (o.porHora !== undefined) body.max_envios_por_hora = o.porHora;
+  if (o.porDia !== undefined) body.max_envios_por_dia = o.porDia;
+  if (o.desde !== undefined) body.hora_inicio_permitido = o.desde;
+  if (o.hasta !== undefined) body.hora_fin_permitido = o.hasta;
+  if (Object.keys(body).length === 0)
+    throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta');
+  const b = await ctx.client().call<{ celular: Celular }>('POST', API.celularEditar, { key: ctx.key(), query: { id: n }, json: body, fields: CELULAR_FIELDS });
+  emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
+}
+
+export interface CelularDeleteOptions {
+  id: string;
+  yes?: boolean;
+}
+
+export async function runCelularDelete(o: CelularDeleteOptions, ctx: Ctx): Promise<void> {
+  const n = idArg(o.id);
+  const sure = await confirmOrYes(
+    ctx,
+    o.yes,
+    async () => {
+      // The line is read first: a wrong id is exit 4 before any question, and the question names it.
+      const { celular: c } = await ctx.client().call<{ celular: Celular }>('GET', API.celular, { key: ctx.key(), query: { id: n } });
+      const label = c.nombre_interno ? ` “${c.nombre_interno}”` : '';
+      const numero = /^[0-9]+$/.test(c.numero) ? `+${c.numero}` : c.numero;
+      return `Delete celular ${c.id}${label} (${numero})? This cannot be undone: its key stops working and its session is removed.`;
+    },
+    'nothing deleted',
+  );
+  if (!sure) return;
+  const b = await ctx.client().call<{ celular_id: number; numero: string }>('POST', API.celularEliminar, { key: ctx.key(), query: { id: n } });
+  emit(ctx, b, () => ctx.term.err(`Deleted celular ${b.celular_id} (${b.numero}).`));
+}
+
+export interface CelularStatusOptions {
+  id: string;
+}
+
+export async function runCelularStatus(o: CelularStatusOptions, ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<{
+    celular_id: number;
+    status: string;
+    estado: string;
+    gateway_instancia: string;
+    status_actualizado_desde_gateway: boolean;
+    ultimo_check: string;
+  }>('GET', API.celularStatus, { key: ctx.key(), query: { id: idArg(o.id) } });
+  emit(ctx, b, () =>
+    printFields(ctx.term, [
+      ['celular', b.celular_id],
+      ['status', painted(b.status, b.status === 'connected' ? ctx.term.color.green : ctx.term.color.yellow)],
+      ['estado', estadoColor(ctx, b.estado)],
+      ['gateway_instancia', b.gateway_instancia],
+      ['refreshed', b.status_actualizado_desde_gateway ? 'yes' : 'no (the stored state)'],
+      ['ultimo_check', b.ultimo_check],
+    ]),
+  );
+}
+
+/** How a link is followed: the flags of qrWaitOptions. */
+export interface LinkWaitOptions {
+  wait?: boolean;
+  invert?: boolean;
+  timeout: number;
+  interval: number;
+}
+
+export interface CelularQrOptions extends LinkWaitOptions {
+  id: string;
+  png?: string;
+}
+
+export async function runCelularQr(o: CelularQrOptions, ctx: Ctx): Promise<void> {
+  if (o.png !== undefined) {
+    if (o.wait) throw usage('--png writes the QR showing now and exits; it does not go with --wait');
+    if (!o.png) throw usage('--png: a file name is required');
+    await writeQrPng(ctx, idArg(o.id), o.png);
+    return;
+  }
+  const first = await ctx.client().call<QrBody>('POST', API.celularQr, { key: ctx.key(), query: { id: idArg(o.id) } });
+  await followQr(ctx, first, o);
+}
+
+export interface CelularLinkOptions extends LinkWaitOptions {
+  numero: string;
+  nombre?: string;
+  pairingCode?: boolean;
+}
+
+export async function runCelularLink(o: CelularLinkOptions, ctx: Ctx): Promise<void> {
+  const { numero } = o;
+  checkArg('numero', numero, phone());
+  type Linked = QrBody & { creado: boolean; api_key?: string; codigo?: string; aviso?: string };
+  const first = await ctx.client().call<Linked>('POST', o.pairingCode ? API.celularVincularCodigo : API.celularVincularQr, {
+    key: ctx.key(),
+    json: { numero, ...(o.nombre !== undefined ? { nombre: o.nombre } : {}) },
+    fields: CELULAR_FIELDS,
+  });
+  if (!ctx.json) {
+    ctx.term.err(
+      first.creado
+        ? `Registered celular ${first.celular_id} (${String(first.numero ?? numero)}).`
+        : `Celular ${first.celular_id} already registered; linking it.`,
+    );
+    // On stdout like `celular create`: the one time the key is shown, a script must be able to keep it.
+    if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key);
+  }
+  // Registered (its key is above) but the gateway did not start the link: there is no QR or code to show or follow.
+  if (first.aviso) throw new CliError(first.aviso, EXIT.SERVER, first);
+  if (o.pairingCode) await followCode(ctx, first, o);
+  else await followQr(ctx, first, o);
+}
+
 /** `pasarela celular ...`: the client's phone lines. */
 export function registerCelular(program: Command, ctxOf: CtxOf): void {
   const cel = program.command('celular').description('phone lines: list, create, edit, delete, link by QR, status');
@@ -159,55 +340,18 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
   cel
     .command('list')
     .description("the client's celulares")
-    .action(async (_o, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const b = await ctx.client().call<{ total: number; celulares: Celular[] }>('GET', '/api/celulares.php', { key: ctx.key() });
-      emit(ctx, b, () =>
-        printTable(
-          ctx.term,
-          ['id', 'numero', 'nombre', 'estado', 'saldo', 'sesion', 'por min', 'por hora', 'horario'],
-          b.celulares.map((c) => [
-            c.id,
-            c.numero,
-            c.nombre_interno,
-            estadoColor(ctx, c.estado),
-            c.saldo_actual,
-            c.last_status,
-            c.max_envios_por_minuto,
-            c.max_envios_por_hora,
-            `${c.hora_inicio_permitido}-${c.hora_fin_permitido}`,
-          ]),
-        ),
-      );
-    });
+    .action((_o, cmd: Command) => runCelularList(ctxOf(cmd)));
 
   cel
     .command('show <id>')
     .description('one celular')
-    .action(async (id: string, _o, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const b = await ctx.client().call<{ celular: Celular }>('GET', '/api/celular.php', { key: ctx.key(), query: { id: idArg(id) } });
-      emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
-    });
+    .action((id: string, _o, cmd: Command) => runCelularShow({ id }, ctxOf(cmd)));
 
   cel
     .command('create <numero>')
     .description('register a line (country code first); prints its key once')
     .option('--nombre <nombre>', 'internal label (nombre_interno, up to 80 characters)', nombre)
-    .action(async (numero: string, o: { nombre?: string }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      checkArg('numero', numero, phone());
-      const b = await ctx.client().call<{ celular_id: number; celular: Celular; api_key: string; gateway_token: string }>('POST', '/api/celular_crear.php', {
-        key: ctx.key(),
-        json: { numero, ...(o.nombre !== undefined ? { nombre_interno: o.nombre } : {}) },
-        fields: CELULAR_FIELDS,
-      });
-      emit(ctx, b, () => {
-        ctx.term.err(`Created celular ${b.celular_id} (${b.celular.numero}), estado ${b.celular.estado}. Link it with: pasarela celular qr ${b.celular_id}`);
-        printSecret(ctx.term, 'Celular key', b.api_key);
-        printSecret(ctx.term, 'Gateway token', b.gateway_token);
-      });
-    });
+    .action((numero: string, o: { nombre?: string }, cmd: Command) => runCelularCreate({ numero, ...o }, ctxOf(cmd)));
 
   cel
     .command('edit <id>')
@@ -219,98 +363,25 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     .option('--por-dia <n>', 'max sends per day (1-100000, or none)', intOrNone(1, 100000))
     .option('--desde <HH:MM>', 'start of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
     .option('--hasta <HH:MM>', 'end of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
-    .action(
-      async (
-        id: string,
-        o: { nombre?: string; estado?: string; porMinuto?: number; porHora?: number; porDia?: number | null; desde?: string; hasta?: string },
-        cmd: Command,
-      ) => {
-        const ctx = ctxOf(cmd);
-        const n = idArg(id);
-        const body: Record<string, unknown> = {};
-        if (o.nombre !== undefined) body.nombre_interno = o.nombre === '' ? null : o.nombre;
-        if (o.estado !== undefined) body.estado = o.estado;
-        if (o.porMinuto !== undefined) body.max_envios_por_minuto = o.porMinuto;
-        if (o.porHora !== undefined) body.max_envios_por_hora = o.porHora;
-        if (o.porDia !== undefined) body.max_envios_por_dia = o.porDia;
-        if (o.desde !== undefined) body.hora_inicio_permitido = o.desde;
-        if (o.hasta !== undefined) body.hora_fin_permitido = o.hasta;
-        if (Object.keys(body).length === 0)
-          throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta');
-        const b = await ctx
-          .client()
-          .call<{ celular: Celular }>('POST', '/api/celular_editar.php', { key: ctx.key(), query: { id: n }, json: body, fields: CELULAR_FIELDS });
-        emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
-      },
-    );
+    .action((id: string, o: Omit<CelularEditOptions, 'id'>, cmd: Command) => runCelularEdit({ id, ...o }, ctxOf(cmd)));
 
   cel
     .command('delete <id>')
     .description('delete a line for good (audited); asks first on a TTY, naming it')
     .option('-y, --yes', 'do not ask for confirmation')
-    .action(async (id: string, o: { yes?: boolean }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const n = idArg(id);
-      const sure = await confirmOrYes(
-        ctx,
-        o.yes,
-        async () => {
-          // The line is read first: a wrong id is exit 4 before any question, and the question names it.
-          const { celular: c } = await ctx.client().call<{ celular: Celular }>('GET', '/api/celular.php', { key: ctx.key(), query: { id: n } });
-          const label = c.nombre_interno ? ` “${c.nombre_interno}”` : '';
-          const numero = /^[0-9]+$/.test(c.numero) ? `+${c.numero}` : c.numero;
-          return `Delete celular ${c.id}${label} (${numero})? This cannot be undone: its key stops working and its session is removed.`;
-        },
-        'nothing deleted',
-      );
-      if (!sure) return;
-      const b = await ctx.client().call<{ celular_id: number; numero: string }>('POST', '/api/celular_eliminar.php', { key: ctx.key(), query: { id: n } });
-      emit(ctx, b, () => ctx.term.err(`Deleted celular ${b.celular_id} (${b.numero}).`));
-    });
+    .action((id: string, o: { yes?: boolean }, cmd: Command) => runCelularDelete({ id, ...o }, ctxOf(cmd)));
 
   cel
     .command('status <id>')
     .description('session status, refreshed from the gateway')
-    .action(async (id: string, _o, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const b = await ctx
-        .client()
-        .call<{
-          celular_id: number;
-          status: string;
-          estado: string;
-          gateway_instancia: string;
-          status_actualizado_desde_gateway: boolean;
-          ultimo_check: string;
-        }>('GET', '/api/celular_status.php', { key: ctx.key(), query: { id: idArg(id) } });
-      emit(ctx, b, () =>
-        printFields(ctx.term, [
-          ['celular', b.celular_id],
-          ['status', painted(b.status, b.status === 'connected' ? ctx.term.color.green : ctx.term.color.yellow)],
-          ['estado', estadoColor(ctx, b.estado)],
-          ['gateway_instancia', b.gateway_instancia],
-          ['refreshed', b.status_actualizado_desde_gateway ? 'yes' : 'no (the stored state)'],
-          ['ultimo_check', b.ultimo_check],
-        ]),
-      );
-    });
+    .action((id: string, _o, cmd: Command) => runCelularStatus({ id }, ctxOf(cmd)));
 
   qrWaitOptions(
     cel
       .command('qr <id>')
       .description('link a line: draws the QR on a TTY and follows it until connected; prints the QR content otherwise')
       .option('--png <file>', 'write the QR showing now to FILE as a PNG image and exit (not with --wait)'),
-  ).action(async (id: string, o: { wait?: boolean; invert?: boolean; timeout: number; interval: number; png?: string }, cmd: Command) => {
-    const ctx = ctxOf(cmd);
-    if (o.png !== undefined) {
-      if (o.wait) throw usage('--png writes the QR showing now and exits; it does not go with --wait');
-      if (!o.png) throw usage('--png: a file name is required');
-      await writeQrPng(ctx, idArg(id), o.png);
-      return;
-    }
-    const first = await ctx.client().call<QrBody>('POST', '/api/celular_qr.php', { key: ctx.key(), query: { id: idArg(id) } });
-    await followQr(ctx, first, o);
-  });
+  ).action((id: string, o: Omit<CelularQrOptions, 'id'>, cmd: Command) => runCelularQr({ id, ...o }, ctxOf(cmd)));
 
   qrWaitOptions(
     cel
@@ -318,33 +389,5 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       .description('register a number (or reuse yours) and link it in one step, by QR or by pairing code (client key)')
       .option('--nombre <nombre>', 'internal label (up to 80 characters)', nombre)
       .option('--pairing-code', 'link by typing a code on the phone (Linked devices > Link with phone number) instead of scanning a QR'),
-  ).action(
-    async (
-      numero: string,
-      o: { nombre?: string; pairingCode?: boolean; wait?: boolean; invert?: boolean; timeout: number; interval: number },
-      cmd: Command,
-    ) => {
-      const ctx = ctxOf(cmd);
-      checkArg('numero', numero, phone());
-      type Linked = QrBody & { creado: boolean; api_key?: string; codigo?: string; aviso?: string };
-      const first = await ctx.client().call<Linked>('POST', o.pairingCode ? '/api/celular_vincular_codigo.php' : '/api/celular_vincular_qr.php', {
-        key: ctx.key(),
-        json: { numero, ...(o.nombre !== undefined ? { nombre: o.nombre } : {}) },
-        fields: CELULAR_FIELDS,
-      });
-      if (!ctx.json) {
-        ctx.term.err(
-          first.creado
-            ? `Registered celular ${first.celular_id} (${String(first.numero ?? numero)}).`
-            : `Celular ${first.celular_id} already registered; linking it.`,
-        );
-        // On stdout like `celular create`: the one time the key is shown, a script must be able to keep it.
-        if (first.api_key) printSecret(ctx.term, 'Celular key', first.api_key);
-      }
-      // Registered (its key is above) but the gateway did not start the link: there is no QR or code to show or follow.
-      if (first.aviso) throw new CliError(first.aviso, EXIT.SERVER, first);
-      if (o.pairingCode) await followCode(ctx, first, o);
-      else await followQr(ctx, first, o);
-    },
-  );
+  ).action((numero: string, o: Omit<CelularLinkOptions, 'numero'>, cmd: Command) => runCelularLink({ numero, ...o }, ctxOf(cmd)));
 }

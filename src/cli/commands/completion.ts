@@ -14,21 +14,33 @@ export function registerCompletion(program: Command, io: IO, env: NodeJS.Process
     .command('completion')
     .description('print the shell completion script')
     .addArgument(new Argument('<shell>', 'shell').choices(Object.keys(SHELLS)))
-    .action((shell: keyof typeof SHELLS) => {
-      io.stdout.write(SHELLS[shell](program));
-    });
+    .action((shell: Shell) => runCompletion({ shell }, io, program));
 
   program
     .command('__complete', { hidden: true })
     .description('values for the completion scripts')
     .addArgument(new Argument('<what>').choices(['profiles']))
-    .action(() => {
-      let names: string[] = [];
-      try {
-        names = Object.keys(new Settings(env).profiles());
-      } catch {
-        names = [];
-      }
-      if (names.length > 0) io.stdout.write(`${names.join('\n')}\n`);
-    });
+    .action(() => runCompleteProfiles(io, env));
+}
+
+type Shell = keyof typeof SHELLS;
+
+export interface CompletionOptions {
+  shell: Shell;
+}
+
+/** The script for `program`'s command tree. */
+export function runCompletion(o: CompletionOptions, io: IO, program: Command): void {
+  io.stdout.write(SHELLS[o.shell](program));
+}
+
+/** The saved profile names, one a line; nothing when there is no config or it cannot be read. */
+export function runCompleteProfiles(io: IO, env: NodeJS.ProcessEnv): void {
+  let names: string[] = [];
+  try {
+    names = Object.keys(new Settings(env).profiles());
+  } catch {
+    names = [];
+  }
+  if (names.length > 0) io.stdout.write(`${names.join('\n')}\n`);
 }

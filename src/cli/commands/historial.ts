@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { API } from '../../core/api-routes.js';
 import type { Ctx } from '../context.js';
 import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';
@@ -24,7 +25,7 @@ interface Mensaje {
   leido_at: string | null;
 }
 
-interface Opts extends ListingOpts {
+export interface HistorialOptions extends ListingOpts {
   celular?: number;
   estado?: string;
   destinatario?: string;
@@ -72,22 +73,24 @@ function tableRow(ctx: Ctx, m: Mensaje, tty: boolean): Cell[] {
   return [m.created_at, m.msg_id, m.celular_id, m.destinatario, m.tipo, m.modo, estado, short, m.error];
 }
 
+export async function runHistorial(o: HistorialOptions, ctx: Ctx): Promise<void> {
+  await runListing<Mensaje>(ctx, o, {
+    path: API.historial,
+    field: 'mensajes',
+    query: { celular_id: o.celular, estado: o.estado, desde: o.desde, hasta: o.hasta, destinatario: o.destinatario },
+    fields: HISTORIAL_FIELDS,
+    id: (m) => m.msg_id,
+    csvColumns: CSV_COLUMNS,
+    tableHeaders: TABLE_HEADERS,
+    tableRow,
+  });
+}
+
 /** `pasarela historial`: the message history, one page or all of it, as a table, JSON, NDJSON or CSV. */
 export function registerHistorial(program: Command, ctxOf: CtxOf): void {
   const command = program.command('historial').description("message history, newest first (dates are days in the server's time zone)");
   addListingOptions(command, {
     beforeDays: [new Option('--estado <estado>', 'only messages in this state').choices(ESTADOS)],
     afterDays: [new Option('--destinatario <numero>', 'only messages to this number').argParser(phone())],
-  }).action(async (o: Opts, cmd: Command) => {
-    await runListing<Mensaje>(ctxOf(cmd), o, {
-      path: '/api/historial_listar.php',
-      field: 'mensajes',
-      query: { celular_id: o.celular, estado: o.estado, desde: o.desde, hasta: o.hasta, destinatario: o.destinatario },
-      fields: HISTORIAL_FIELDS,
-      id: (m) => m.msg_id,
-      csvColumns: CSV_COLUMNS,
-      tableHeaders: TABLE_HEADERS,
-      tableRow,
-    });
-  });
+  }).action((o: HistorialOptions, cmd: Command) => runHistorial(o, ctxOf(cmd)));
 }

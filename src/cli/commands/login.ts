@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { API } from '../../core/api-routes.js';
 import { ApiClient } from '../client.js';
 import { DEFAULT_URL, type Ctx } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
@@ -23,6 +24,87 @@ export async function readSecretStdin(ctx: Ctx, flag: string): Promise<string> {
   return v;
 }
 
+export interface LoginOptions {
+  keyStdin?: boolean;
+  /** The first spelling of --key-stdin. */
+  withKey?: boolean;
+}
+
+/** Checks the key (and URL) against the server, then saves them in the profile. */
+export async function runLogin(o: LoginOptions, ctx: Ctx): Promise<void> {
+  ctx.creatingProfile = true;
+  const name = ctx.profileName();
+  const saved = ctx.profile();
+  let url = ctx.flags.url || ctx.env.PASARELA_URL;
+  let key: string | undefined;
+  let from: KeyFrom = 'prompt';
+  if (o.keyStdin || o.withKey) {
+    if (ctx.flags.key) throw usage('give --key or --key-stdin, not both');
+    key = await readSecretStdin(ctx, '--key-stdin');
+    from = 'stdin';
+  } else if (ctx.flags.key) {
+    key = ctx.flags.key;
+    from = 'flag';
+  } else if (ctx.env.PASARELA_KEY) {
+    if (!ctx.term.canPrompt) {
+      throw usage(
+        `PASARELA_KEY is set, but login saves a key only when told which: pipe it in with --key-stdin (printf %s "$PASARELA_KEY" | pasarela login --key-stdin) or pass --key`,
+      );
+    }
+    const { confirm } = await import('@inquirer/prompts');
+    if (await confirm({ message: `PASARELA_KEY is set (${mask(ctx.env.PASARELA_KEY)}). Save that key in profile "${name}"?`, default: true })) {
+      key = ctx.env.PASARELA_KEY;
+      from = 'env';
+    }
+  }
+  if (!key) {
+    // Without a key there is a person to ask, or a usage error; the URL is asked for with it.
+    if (!ctx.term.canPrompt) throw usage('not a terminal: pass --key-stdin (the key on standard input) or --key, and --url unless the default is right');
+    const { input, password } = await import('@inquirer/prompts');
+    url ??= await input({
+      message: 'Server URL',
+      default: saved.url ?? DEFAULT_URL,
+      validate: (v) => /^https?:\/\/\S+$/.test(v.trim()) || 'a URL starting with http:// or https://',
+    });
+    key = await password({ message: 'API key (WAC_... or WA_...)', mask: '*', validate: (v) => v.trim() !== '' || 'the key is required' });
+    from = 'prompt';
+  }
+  url ??= saved.url ?? DEFAULT_URL;
+  url = url.trim();
+  key = key.trim();
+  if (!key) throw usage('the key is empty');
+  const checked = url;
+  const info = await new ApiClient(url).call<{ cliente: { id: number; nombre: string } }>('GET', API.info, { key }).catch((err: unknown) => {
+    if (err instanceof CliError && err.exitCode === EXIT.AUTH)
+      throw new CliError(`the server at ${checked} refused this key; nothing saved`, EXIT.AUTH, err.body);
+    throw err;
+  });
+  ctx.settings().update(name, { url, key });
+  if (!ctx.flags.profile && !ctx.env.PASARELA_PROFILE) ctx.settings().setCurrent(name);
+  const path = ctx.settings().path;
+  const result = { ok: true, profile: name, url, cliente: info.cliente, config: path, key: mask(key), key_from: from };
+  emit(ctx, result, () =>
+    ctx.term.out(
+      `Logged in to ${url} as client ${info.cliente.id} (${info.cliente.nombre}); saved the URL and the key ${mask(key)} (from ${FROM_TEXT[from]}) as profile "${name}" in ${path}.`,
+    ),
+  );
+}
+
+export function runLogout(ctx: Ctx): void {
+  const name = ctx.profileName();
+  const p = ctx.profile();
+  const removed = Boolean(p.key);
+  if (removed) ctx.settings().update(name, { key: undefined });
+  emit(ctx, { ok: true, profile: name, removed }, () => {
+    ctx.term.err(
+      removed ? `Removed the key of profile "${name}"${p.url ? `; its URL (${p.url}) stays` : ''}.` : `Profile "${name}" has no saved key; nothing removed.`,
+    );
+    const flag = ctx.flags.profile ? ` --profile ${name}` : '';
+    if (p.admin_token) ctx.term.err(`It still holds an operator token: \`pasarela config unset admin_token${flag}\` removes it.`);
+    if (ctx.env.PASARELA_KEY) ctx.term.err('PASARELA_KEY is still set in this environment, and commands still use it.');
+  });
+}
+
 /**
  * `pasarela login`: saves a server URL and key in a profile after checking
  * them against the server. The key comes from --key-stdin (kept out of shell
@@ -37,84 +119,10 @@ export function registerLogin(program: Command, ctxOf: CtxOf): void {
     .option('--key-stdin', 'read the key from standard input (keeps it out of shell history and the process list)')
     // The first spelling of --key-stdin, kept for the scripts that use it.
     .addOption(new Option('--with-key').hideHelp())
-    .action(async (o: { keyStdin?: boolean; withKey?: boolean }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      ctx.creatingProfile = true;
-      const name = ctx.profileName();
-      const saved = ctx.profile();
-      let url = ctx.flags.url || ctx.env.PASARELA_URL;
-      let key: string | undefined;
-      let from: KeyFrom = 'prompt';
-      if (o.keyStdin || o.withKey) {
-        if (ctx.flags.key) throw usage('give --key or --key-stdin, not both');
-        key = await readSecretStdin(ctx, '--key-stdin');
-        from = 'stdin';
-      } else if (ctx.flags.key) {
-        key = ctx.flags.key;
-        from = 'flag';
-      } else if (ctx.env.PASARELA_KEY) {
-        if (!ctx.term.canPrompt) {
-          throw usage(
-            `PASARELA_KEY is set, but login saves a key only when told which: pipe it in with --key-stdin (printf %s "$PASARELA_KEY" | pasarela login --key-stdin) or pass --key`,
-          );
-        }
-        const { confirm } = await import('@inquirer/prompts');
-        if (await confirm({ message: `PASARELA_KEY is set (${mask(ctx.env.PASARELA_KEY)}). Save that key in profile "${name}"?`, default: true })) {
-          key = ctx.env.PASARELA_KEY;
-          from = 'env';
-        }
-      }
-      if (!key) {
-        // Without a key there is a person to ask, or a usage error; the URL is asked for with it.
-        if (!ctx.term.canPrompt) throw usage('not a terminal: pass --key-stdin (the key on standard input) or --key, and --url unless the default is right');
-        const { input, password } = await import('@inquirer/prompts');
-        url ??= await input({
-          message: 'Server URL',
-          default: saved.url ?? DEFAULT_URL,
-          validate: (v) => /^https?:\/\/\S+$/.test(v.trim()) || 'a URL starting with http:// or https://',
-        });
-        key = await password({ message: 'API key (WAC_... or WA_...)', mask: '*', validate: (v) => v.trim() !== '' || 'the key is required' });
-        from = 'prompt';
-      }
-      url ??= saved.url ?? DEFAULT_URL;
-      url = url.trim();
-      key = key.trim();
-      if (!key) throw usage('the key is empty');
-      const checked = url;
-      const info = await new ApiClient(url).call<{ cliente: { id: number; nombre: string } }>('GET', '/api/info.php', { key }).catch((err: unknown) => {
-        if (err instanceof CliError && err.exitCode === EXIT.AUTH)
-          throw new CliError(`the server at ${checked} refused this key; nothing saved`, EXIT.AUTH, err.body);
-        throw err;
-      });
-      ctx.settings().update(name, { url, key });
-      if (!ctx.flags.profile && !ctx.env.PASARELA_PROFILE) ctx.settings().setCurrent(name);
-      const path = ctx.settings().path;
-      const result = { ok: true, profile: name, url, cliente: info.cliente, config: path, key: mask(key), key_from: from };
-      emit(ctx, result, () =>
-        ctx.term.out(
-          `Logged in to ${url} as client ${info.cliente.id} (${info.cliente.nombre}); saved the URL and the key ${mask(key)} (from ${FROM_TEXT[from]}) as profile "${name}" in ${path}.`,
-        ),
-      );
-    });
+    .action((o: LoginOptions, cmd: Command) => runLogin(o, ctxOf(cmd)));
 
   program
     .command('logout')
     .description('remove the saved key of the profile (its URL and other settings stay)')
-    .action(async (_o, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const name = ctx.profileName();
-      const p = ctx.profile();
-      const removed = Boolean(p.key);
-      if (removed) ctx.settings().update(name, { key: undefined });
-      emit(ctx, { ok: true, profile: name, removed }, () => {
-        ctx.term.err(
-          removed
-            ? `Removed the key of profile "${name}"${p.url ? `; its URL (${p.url}) stays` : ''}.`
-            : `Profile "${name}" has no saved key; nothing removed.`,
-        );
-        const flag = ctx.flags.profile ? ` --profile ${name}` : '';
-        if (p.admin_token) ctx.term.err(`It still holds an operator token: \`pasarela config unset admin_token${flag}\` removes it.`);
-        if (ctx.env.PASARELA_KEY) ctx.term.err('PASARELA_KEY is still set in this environment, and commands still use it.');
-      });
-    });
+    .action(async (_o, cmd: Command) => runLogout(ctxOf(cmd)));
 }

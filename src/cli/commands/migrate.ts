@@ -75,6 +75,28 @@ function printReport(ctx: Ctx, r: MoveReport): void {
   ctx.term.err(`✓ moved into ${r.to}; serve it with: pasarela serve --store postgres://... --data-dir ${r.data_dir}`);
 }
 
+export interface MigrateOptions {
+  from: string;
+  to: string;
+  replace?: boolean;
+}
+
+export async function runMigrate(o: MigrateOptions, ctx: Ctx): Promise<void> {
+  const from = sqlitePath(o.from, ctx.env);
+  const to = serviceUrl('--to', o.to, /^postgres(ql)?:$/, 'a postgres:// URL (postgres://USER@HOST:5432/DB)');
+  // Loaded here so that client commands never pay for the store's modules.
+  const { moveToPostgres, MoveRefused } = await import('../../store/move-to-postgres.js');
+  let report: MoveReport;
+  try {
+    report = await moveToPostgres({ from, to, replace: Boolean(o.replace), progress: ctx.json ? undefined : (line) => ctx.term.err(line) });
+  } catch (err) {
+    if (!(err instanceof MoveRefused)) throw err;
+    const body = { ok: false, error: err.message, refused: err.kind, ...(err.detail ? { check: err.detail } : {}) };
+    throw new CliError(err.message, err.kind === 'connect' ? EXIT.UNREACHABLE : EXIT.ERROR, body);
+  }
+  emit(ctx, report, () => printReport(ctx, report));
+}
+
 /** `pasarela migrate`: moves an installation from the embedded SQLite store into PostgreSQL. */
 export function registerMigrate(program: Command, ctxOf: CtxOf): void {
   program
@@ -85,20 +107,5 @@ export function registerMigrate(program: Command, ctxOf: CtxOf): void {
     )
     .addOption(new Option('--to <url>', 'the target: postgres://USER[:PASSWORD]@HOST:PORT/DB, empty of pasarela data').makeOptionMandatory())
     .addOption(new Option('--replace', 'delete the pasarela data the target holds, in the same transaction as the copy (a second, final run)'))
-    .action(async (o: { from: string; to: string; replace?: boolean }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const from = sqlitePath(o.from, ctx.env);
-      const to = serviceUrl('--to', o.to, /^postgres(ql)?:$/, 'a postgres:// URL (postgres://USER@HOST:5432/DB)');
-      // Loaded here so that client commands never pay for the store's modules.
-      const { moveToPostgres, MoveRefused } = await import('../../store/move-to-postgres.js');
-      let report: MoveReport;
-      try {
-        report = await moveToPostgres({ from, to, replace: Boolean(o.replace), progress: ctx.json ? undefined : (line) => ctx.term.err(line) });
-      } catch (err) {
-        if (!(err instanceof MoveRefused)) throw err;
-        const body = { ok: false, error: err.message, refused: err.kind, ...(err.detail ? { check: err.detail } : {}) };
-        throw new CliError(err.message, err.kind === 'connect' ? EXIT.UNREACHABLE : EXIT.ERROR, body);
-      }
-      emit(ctx, report, () => printReport(ctx, report));
-    });
+    .action((o: MigrateOptions, cmd: Command) => runMigrate(o, ctxOf(cmd)));
 }

@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { API } from '../../core/api-routes.js';
 import type { Ctx } from '../context.js';
 import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';
@@ -19,7 +20,7 @@ interface Recibido {
   created_at: string;
 }
 
-interface Opts extends ListingOpts {
+export interface RecibidosOptions extends ListingOpts {
   celular?: number;
   remitente?: string;
 }
@@ -47,21 +48,23 @@ function tableRow(_ctx: Ctx, r: Recibido, tty: boolean): Cell[] {
   return [r.created_at, r.id, r.celular_id, r.de, r.tipo, short];
 }
 
+export async function runRecibidos(o: RecibidosOptions, ctx: Ctx): Promise<void> {
+  await runListing<Recibido>(ctx, o, {
+    path: API.recibidos,
+    field: 'recibidos',
+    query: { celular_id: o.celular, desde: o.desde, hasta: o.hasta, remitente: o.remitente },
+    fields: RECIBIDOS_FIELDS,
+    id: (r) => r.id,
+    csvColumns: CSV_COLUMNS,
+    tableHeaders: TABLE_HEADERS,
+    tableRow,
+  });
+}
+
 /** `pasarela recibidos`: the inbox, one page or all of it, as a table, JSON, NDJSON or CSV (the flags of `historial`). */
 export function registerRecibidos(program: Command, ctxOf: CtxOf): void {
   const command = program.command('recibidos').description("incoming messages (the inbox), newest first (dates are days in the server's time zone)");
   addListingOptions(command, {
     afterDays: [new Option('--remitente <numero>', 'only messages from this number (or this contact id, …@lid)').argParser(sender())],
-  }).action(async (o: Opts, cmd: Command) => {
-    await runListing<Recibido>(ctxOf(cmd), o, {
-      path: '/api/recibidos_listar.php',
-      field: 'recibidos',
-      query: { celular_id: o.celular, desde: o.desde, hasta: o.hasta, remitente: o.remitente },
-      fields: RECIBIDOS_FIELDS,
-      id: (r) => r.id,
-      csvColumns: CSV_COLUMNS,
-      tableHeaders: TABLE_HEADERS,
-      tableRow,
-    });
-  });
+  }).action((o: RecibidosOptions, cmd: Command) => runRecibidos(o, ctxOf(cmd)));
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { API } from '../../core/api-routes.js';
 import type { CelularView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
 import { ApiError, CliError, CODIGO_UNCERTAIN, EXIT, usage } from '../exit-codes.js';
@@ -22,7 +23,7 @@ interface SendBody {
   saldo: number | null;
 }
 
-interface Common {
+export interface Common {
   directo?: boolean;
   celular?: number;
   retry: number;
@@ -30,15 +31,15 @@ interface Common {
   waitWindow?: boolean;
 }
 
-/** Spanish endpoint names, the per-type base64 field and the core's media type of each kind. */
+/** The endpoints by URL and by base64, the per-type base64 field and the core's media type of each kind. */
 const KINDS = {
-  image: { path: 'imagen', field: 'imageBase64', tipo: 'imagen' },
-  document: { path: 'documento', field: 'documentBase64', tipo: 'documento' },
-  audio: { path: 'audio', field: 'audioBase64', tipo: 'audio' },
-  video: { path: 'video', field: 'videoBase64', tipo: 'video' },
-  sticker: { path: 'sticker', field: 'stickerBase64', tipo: 'sticker' },
+  image: { byUrl: API.mensajeImagen, byBase64: API.mensajeImagenBase64, field: 'imageBase64', tipo: 'imagen' },
+  document: { byUrl: API.mensajeDocumento, byBase64: API.mensajeDocumentoBase64, field: 'documentBase64', tipo: 'documento' },
+  audio: { byUrl: API.mensajeAudio, byBase64: API.mensajeAudioBase64, field: 'audioBase64', tipo: 'audio' },
+  video: { byUrl: API.mensajeVideo, byBase64: API.mensajeVideoBase64, field: 'videoBase64', tipo: 'video' },
+  sticker: { byUrl: API.mensajeSticker, byBase64: API.mensajeStickerBase64, field: 'stickerBase64', tipo: 'sticker' },
 } as const;
-type Kind = keyof typeof KINDS;
+export type Kind = keyof typeof KINDS;
 
 /** The server's limits on a send (its route schemas). */
 const MAX_TEXT = 4096;
@@ -107,7 +108,7 @@ const isClientKey = (key: string) => /^WAC_[1-9][0-9]*_/.test(key);
  */
 async function sendingLine(ctx: Ctx, o: Common, key: string, wait: (ms: number) => Promise<void>): Promise<number | undefined> {
   if (o.celular !== undefined || !isClientKey(key)) return o.celular;
-  const b = await withRetry(ctx, o.retry, () => ctx.client().call<{ celulares: CelularView[] }>('GET', '/api/celulares.php', { key }), wait);
+  const b = await withRetry(ctx, o.retry, () => ctx.client().call<{ celulares: CelularView[] }>('GET', API.celulares, { key }), wait);
   const lines = b.celulares;
   if (lines.length === 1) {
     const only = lines[0]!;
@@ -161,6 +162,74 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
 
 const destinatarioArg = (v: string) => checkArg('destinatario', v, phone(40));
 
+export interface SendTextOptions extends Common {
+  destinatario: string;
+  /** The text; absent or "-": read from stdin. */
+  texto?: string;
+  previewUrl?: boolean;
+}
+
+export async function runSendText(o: SendTextOptions, ctx: Ctx): Promise<void> {
+  const { destinatario, texto } = o;
+  destinatarioArg(destinatario);
+  let mensaje = texto;
+  if (mensaje === undefined || mensaje === '-') {
+    if (mensaje === undefined && ctx.term.io.stdinIsTTY) throw usage('missing TEXTO (give it, or "-" to read it from stdin)');
+    mensaje = await readStdin(ctx.term.io.stdin);
+  }
+  if (!mensaje) throw usage('the text is empty');
+  const n = [...mensaje].length;
+  if (n > MAX_TEXT) throw usage(`the text has ${n} characters; at most ${MAX_TEXT}`);
+  await deliver(ctx, o, API.mensajeTexto, {
+    destinatario,
+    ...(o.directo ? { directo: 1 } : {}),
+    mensaje,
+    ...(o.previewUrl ? { preview_url: 1 } : {}),
+  });
+}
+
+export interface SendMediaOptions extends Common {
+  kind: Kind;
+  destinatario: string;
+  /** A local file (sent as base64) or an http(s) URL. */
+  source: string;
+  caption?: string;
+  filename?: string;
+  ptt?: boolean;
+}
+
+export async function runSendMedia(o: SendMediaOptions, ctx: Ctx): Promise<void> {
+  const { kind, destinatario, source } = o;
+  destinatarioArg(destinatario);
+  const { byUrl, byBase64, field, tipo } = KINDS[kind];
+  const base = { destinatario, ...(o.directo ? { directo: 1 } : {}) };
+  const extra = {
+    ...(o.caption !== undefined ? { caption: o.caption } : {}),
+    ...(o.ptt ? { ptt: 1 } : {}),
+  };
+  if (/^https?:\/\//i.test(source)) {
+    checkArg('archivo_o_url', source, httpUrl(MAX_URL));
+    await deliver(ctx, o, byUrl, { ...base, url: source, ...extra, ...(o.filename ? { filename: o.filename } : {}) }, 120_000);
+    return;
+  }
+  const cannot = (err: NodeJS.ErrnoException) => {
+    throw new CliError(`cannot read ${source}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`, EXIT.USAGE);
+  };
+  const info = await stat(source).catch(cannot);
+  if (!info.isFile()) throw usage(`${source} is not a file`);
+  if (info.size === 0) throw usage(`${source} is empty`);
+  // Loaded here only: the limits are the server's own table.
+  const { MEDIA_RULES } = await import('../../core/media.js');
+  const max = MEDIA_RULES[tipo].base64MaxBytes;
+  if (info.size > max) throw usage(`${source} is ${mb(info.size)}; ${noun(kind)} sent as a file may be at most ${mb(max)}`);
+  const filename = o.filename ?? basename(source);
+  if (kind === 'document' && o.filename === undefined && !FILENAME.test(filename)) {
+    throw usage(`the document's name "${filename}" has no extension; give the name the recipient sees with --filename NAME.pdf`);
+  }
+  const bytes = await readFile(source).catch(cannot);
+  await deliver(ctx, o, byBase64, { ...base, [field]: bytes.toString('base64'), filename, ...extra }, 120_000);
+}
+
 /** `pasarela send text|image|document|audio|video|sticker`: one message. */
 export function registerSend(program: Command, ctxOf: CtxOf): void {
   const send = program.command('send').description('send a message (queued by default, --directo for now)');
@@ -170,24 +239,9 @@ export function registerSend(program: Command, ctxOf: CtxOf): void {
       .command('text <destinatario> [texto]')
       .description('send a text; TEXTO "-" (or none, off a TTY) reads it from stdin')
       .option('--preview-url', 'show a preview of the first link'),
-  ).action(async (destinatario: string, texto: string | undefined, o: Common & { previewUrl?: boolean }, cmd: Command) => {
-    const ctx = ctxOf(cmd);
-    destinatarioArg(destinatario);
-    let mensaje = texto;
-    if (mensaje === undefined || mensaje === '-') {
-      if (mensaje === undefined && ctx.term.io.stdinIsTTY) throw usage('missing TEXTO (give it, or "-" to read it from stdin)');
-      mensaje = await readStdin(ctx.term.io.stdin);
-    }
-    if (!mensaje) throw usage('the text is empty');
-    const n = [...mensaje].length;
-    if (n > MAX_TEXT) throw usage(`the text has ${n} characters; at most ${MAX_TEXT}`);
-    await deliver(ctx, o, '/api/mensaje_enviar_texto.php', {
-      destinatario,
-      ...(o.directo ? { directo: 1 } : {}),
-      mensaje,
-      ...(o.previewUrl ? { preview_url: 1 } : {}),
-    });
-  });
+  ).action((destinatario: string, texto: string | undefined, o: Omit<SendTextOptions, 'destinatario' | 'texto'>, cmd: Command) =>
+    runSendText({ destinatario, texto, ...o }, ctxOf(cmd)),
+  );
 
   for (const kind of Object.keys(KINDS) as Kind[]) {
     const cmd = common(
@@ -200,37 +254,9 @@ export function registerSend(program: Command, ctxOf: CtxOf): void {
       cmd.option('--filename <nombre>', "file name shown to the recipient, with its extension (default: the local file's name)", checkFilename);
     }
     if (kind === 'audio') cmd.option('--ptt', 'send as a voice note');
-    cmd.action(async (destinatario: string, source: string, o: Common & { caption?: string; filename?: string; ptt?: boolean }, c: Command) => {
-      const ctx = ctxOf(c);
-      destinatarioArg(destinatario);
-      const { path, field, tipo } = KINDS[kind];
-      const base = { destinatario, ...(o.directo ? { directo: 1 } : {}) };
-      const extra = {
-        ...(o.caption !== undefined ? { caption: o.caption } : {}),
-        ...(o.ptt ? { ptt: 1 } : {}),
-      };
-      if (/^https?:\/\//i.test(source)) {
-        checkArg('archivo_o_url', source, httpUrl(MAX_URL));
-        await deliver(ctx, o, `/api/mensaje_enviar_${path}.php`, { ...base, url: source, ...extra, ...(o.filename ? { filename: o.filename } : {}) }, 120_000);
-        return;
-      }
-      const cannot = (err: NodeJS.ErrnoException) => {
-        throw new CliError(`cannot read ${source}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`, EXIT.USAGE);
-      };
-      const info = await stat(source).catch(cannot);
-      if (!info.isFile()) throw usage(`${source} is not a file`);
-      if (info.size === 0) throw usage(`${source} is empty`);
-      // Loaded here only: the limits are the server's own table.
-      const { MEDIA_RULES } = await import('../../core/media.js');
-      const max = MEDIA_RULES[tipo].base64MaxBytes;
-      if (info.size > max) throw usage(`${source} is ${mb(info.size)}; ${noun(kind)} sent as a file may be at most ${mb(max)}`);
-      const filename = o.filename ?? basename(source);
-      if (kind === 'document' && o.filename === undefined && !FILENAME.test(filename)) {
-        throw usage(`the document's name "${filename}" has no extension; give the name the recipient sees with --filename NAME.pdf`);
-      }
-      const bytes = await readFile(source).catch(cannot);
-      await deliver(ctx, o, `/api/mensaje_enviar_${path}_base64.php`, { ...base, [field]: bytes.toString('base64'), filename, ...extra }, 120_000);
-    });
+    cmd.action((destinatario: string, source: string, o: Omit<SendMediaOptions, 'kind' | 'destinatario' | 'source'>, c: Command) =>
+      runSendMedia({ kind, destinatario, source, ...o }, ctxOf(c)),
+    );
   }
 }
 

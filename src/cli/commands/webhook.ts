@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { API } from '../../core/api-routes.js';
 import type { EntregaView } from '../../core/views.js';
 import { completeAs } from '../completion.js';
 import { confirmOrYes } from '../confirm.js';
@@ -61,16 +62,130 @@ function estadoPaint(ctx: Ctx, e: string): (text: string) => string {
 }
 const estadoColor = (ctx: Ctx, e: string): string => estadoPaint(ctx, e)(e);
 
+export async function runWebhookGet(ctx: Ctx): Promise<void> {
+  showView(ctx, await ctx.client().call<WebhookView>('GET', API.webhook, { key: ctx.key() }));
+}
+
+export interface WebhookSetOptions {
+  url: string;
+  secret?: string;
+  generateSecret?: boolean;
+  eventos: string[];
+  inactivo?: boolean;
+}
+
+export async function runWebhookSet(o: WebhookSetOptions, ctx: Ctx): Promise<void> {
+  const { url } = o;
+  if (o.secret !== undefined && o.generateSecret) throw usage('give --secret or --generate-secret, not both');
+  if (url.trim() === '') throw usage('the URL is empty');
+  checkArg('url', url, httpUrl(2048));
+  const secret = o.generateSecret ? generateSecret() : o.secret;
+  const b = await ctx.client().call<WebhookView>('POST', API.webhook, {
+    key: ctx.key(),
+    json: { url, ...(secret !== undefined ? { secret } : {}), eventos: o.eventos, activo: !o.inactivo },
+    fields: { url: '<url>', secret: '--secret', eventos: '--eventos', activo: '--inactivo' },
+  });
+  // The generated secret exists nowhere else: it goes into the JSON too.
+  emit(ctx, o.generateSecret ? { ...b, secret } : b, () => {
+    printFields(ctx.term, viewFields(ctx, b));
+    if (o.generateSecret && secret) printSecret(ctx.term, 'secret', secret);
+    if (b.aviso) ctx.term.err(`warning: ${b.aviso}`);
+  });
+}
+
+export interface WebhookDeleteOptions {
+  yes?: boolean;
+}
+
+export async function runWebhookDelete(o: WebhookDeleteOptions, ctx: Ctx): Promise<void> {
+  if (!(await confirmOrYes(ctx, o.yes, () => 'Remove the webhook? Events stop being delivered.', 'nothing deleted'))) return;
+  const b = await ctx.client().call<WebhookView & { eliminado: boolean }>('DELETE', API.webhook, { key: ctx.key() });
+  emit(ctx, b, () => ctx.term.err(b.eliminado ? 'Webhook removed.' : 'No webhook was configured; nothing removed.'));
+}
+
+export async function runWebhookRestore(ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<WebhookView>('POST', API.webhookRestaurar, { key: ctx.key() });
+  showView(ctx, b);
+}
+
+export async function runWebhookTest(ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<{ id: string }>('POST', API.webhookTest, { key: ctx.key() });
+  emit(ctx, b, () => {
+    ctx.term.out(b.id);
+    if (ctx.term.io.stderrIsTTY) ctx.term.err('Queued a webhook.test event; follow it with: pasarela webhook deliveries');
+  });
+}
+
+export interface WebhookDeliveriesOptions {
+  limit: number;
+}
+
+export async function runWebhookDeliveries(o: WebhookDeliveriesOptions, ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<{ entregas: Entrega[] }>('GET', API.webhookEntregas, { key: ctx.key(), query: { limit: o.limit } });
+  emit(ctx, b, () =>
+    printTable(
+      ctx.term,
+      ['id', 'evento', 'estado', 'intentos', 'ultimo status', 'creado', 'proximo intento', 'ultimo error'],
+      b.entregas.map((e) => {
+        const last = e.intentos_detalle[e.intentos_detalle.length - 1];
+        return [
+          e.id,
+          e.evento,
+          painted(e.estado, estadoPaint(ctx, e.estado)),
+          e.intentos,
+          last?.status ?? (last ? 'none' : ''),
+          e.created_at,
+          e.estado === 'pendiente' ? e.proximo_intento_at : '',
+          e.ultimo_error,
+        ];
+      }),
+    ),
+  );
+}
+
+export interface WebhookRedeliverOptions {
+  id: string;
+}
+
+export async function runWebhookRedeliver(o: WebhookRedeliverOptions, ctx: Ctx): Promise<void> {
+  const { id } = o;
+  if (id.trim() === '') throw usage('the delivery id is empty');
+  if (id.length > 64) throw usage(`the delivery id "${id.slice(0, 70)}..." is longer than 64 characters; \`pasarela webhook deliveries\` lists the ids`);
+  const b = await ctx.client().call<{ id: string; estado: string }>('POST', API.webhookReenviar, { key: ctx.key(), query: { id } });
+  emit(ctx, b, () => {
+    if (ctx.term.io.stdoutIsTTY) ctx.term.out(`Redelivering ${b.id} (estado ${estadoColor(ctx, b.estado)}).`);
+    else ctx.term.out(`${b.id}\t${b.estado}`);
+  });
+}
+
+export interface WebhookListenOptions {
+  port: number;
+  forwardTo?: string;
+  eventos: string[];
+  printSecret?: boolean;
+}
+
+/** Checks --forward-to, then listens until a signal or the reader goes away (see webhook-listen.ts). */
+export async function runWebhookListen(o: WebhookListenOptions, ctx: Ctx): Promise<void> {
+  if (o.forwardTo !== undefined) {
+    let ok = false;
+    try {
+      ok = /^https?:$/.test(new URL(o.forwardTo).protocol);
+    } catch {
+      ok = false;
+    }
+    if (!ok) throw usage(`--forward-to "${o.forwardTo}" is not an http(s) URL`);
+  }
+  await listen(ctx, { port: o.port, forwardTo: o.forwardTo, eventos: o.eventos, printSecret: Boolean(o.printSecret) });
+}
+
 /** `pasarela webhook ...`: the client's webhook (docs/design.md §7) and a local receiver for trying it. */
 export function registerWebhook(program: Command, ctxOf: CtxOf): void {
   const wh = program.command('webhook').description("the client's webhook: show, set, delete, test, deliveries, listen locally");
 
   wh.command('get')
     .description('the current webhook configuration')
-    .action(async (_o, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      showView(ctx, await ctx.client().call<WebhookView>('GET', '/api/webhook.php', { key: ctx.key() }));
-    });
+    .action((_o, cmd: Command) => runWebhookGet(ctxOf(cmd)));
 
   wh.command('set <url>')
     .description('point the webhook at URL (the configuration it replaces is kept: `webhook restore` puts it back)')
@@ -82,95 +197,31 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
         .argParser(eventos),
     )
     .option('--inactivo', 'save it switched off (no deliveries)')
-    .action(async (url: string, o: { secret?: string; generateSecret?: boolean; eventos: string[]; inactivo?: boolean }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      if (o.secret !== undefined && o.generateSecret) throw usage('give --secret or --generate-secret, not both');
-      if (url.trim() === '') throw usage('the URL is empty');
-      checkArg('url', url, httpUrl(2048));
-      const secret = o.generateSecret ? generateSecret() : o.secret;
-      const b = await ctx.client().call<WebhookView>('POST', '/api/webhook.php', {
-        key: ctx.key(),
-        json: { url, ...(secret !== undefined ? { secret } : {}), eventos: o.eventos, activo: !o.inactivo },
-        fields: { url: '<url>', secret: '--secret', eventos: '--eventos', activo: '--inactivo' },
-      });
-      // The generated secret exists nowhere else: it goes into the JSON too.
-      emit(ctx, o.generateSecret ? { ...b, secret } : b, () => {
-        printFields(ctx.term, viewFields(ctx, b));
-        if (o.generateSecret && secret) printSecret(ctx.term, 'secret', secret);
-        if (b.aviso) ctx.term.err(`warning: ${b.aviso}`);
-      });
-    });
+    .action((url: string, o: Omit<WebhookSetOptions, 'url'>, cmd: Command) => runWebhookSet({ url, ...o }, ctxOf(cmd)));
 
   wh.command('delete')
     .description('remove the webhook (`webhook restore` puts it back); asks first on a TTY')
     .option('-y, --yes', 'do not ask for confirmation')
-    .action(async (o: { yes?: boolean }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      if (!(await confirmOrYes(ctx, o.yes, () => 'Remove the webhook? Events stop being delivered.', 'nothing deleted'))) return;
-      const b = await ctx.client().call<WebhookView & { eliminado: boolean }>('DELETE', '/api/webhook.php', { key: ctx.key() });
-      emit(ctx, b, () => ctx.term.err(b.eliminado ? 'Webhook removed.' : 'No webhook was configured; nothing removed.'));
-    });
+    .action((o: WebhookDeleteOptions, cmd: Command) => runWebhookDelete(o, ctxOf(cmd)));
 
   wh.command('restore')
     .description(
       'put back the configuration the last set or delete replaced (also what a killed `webhook listen` of an older pasarela, which replaced the webhook, left behind)',
     )
-    .action(async (_o, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const b = await ctx.client().call<WebhookView>('POST', '/api/webhook_restaurar.php', { key: ctx.key() });
-      showView(ctx, b);
-    });
+    .action((_o, cmd: Command) => runWebhookRestore(ctxOf(cmd)));
 
   wh.command('test')
     .description('send a signed webhook.test event to the configured URL (through the real outbox) and a copy to each live listener (`webhook listen`)')
-    .action(async (_o, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const b = await ctx.client().call<{ id: string }>('POST', '/api/webhook_test.php', { key: ctx.key() });
-      emit(ctx, b, () => {
-        ctx.term.out(b.id);
-        if (ctx.term.io.stderrIsTTY) ctx.term.err('Queued a webhook.test event; follow it with: pasarela webhook deliveries');
-      });
-    });
+    .action((_o, cmd: Command) => runWebhookTest(ctxOf(cmd)));
 
   wh.command('deliveries')
     .description('recent deliveries, newest first, with their attempts')
     .addOption(new Option('--limit <n>', 'how many (1-500)').default(20).argParser(int(1, 500)))
-    .action(async (o: { limit: number }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      const b = await ctx.client().call<{ entregas: Entrega[] }>('GET', '/api/webhook_entregas.php', { key: ctx.key(), query: { limit: o.limit } });
-      emit(ctx, b, () =>
-        printTable(
-          ctx.term,
-          ['id', 'evento', 'estado', 'intentos', 'ultimo status', 'creado', 'proximo intento', 'ultimo error'],
-          b.entregas.map((e) => {
-            const last = e.intentos_detalle[e.intentos_detalle.length - 1];
-            return [
-              e.id,
-              e.evento,
-              painted(e.estado, estadoPaint(ctx, e.estado)),
-              e.intentos,
-              last?.status ?? (last ? 'none' : ''),
-              e.created_at,
-              e.estado === 'pendiente' ? e.proximo_intento_at : '',
-              e.ultimo_error,
-            ];
-          }),
-        ),
-      );
-    });
+    .action((o: WebhookDeliveriesOptions, cmd: Command) => runWebhookDeliveries(o, ctxOf(cmd)));
 
   wh.command('redeliver <id>')
     .description('deliver one event again now (same id)')
-    .action(async (id: string, _o, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      if (id.trim() === '') throw usage('the delivery id is empty');
-      if (id.length > 64) throw usage(`the delivery id "${id.slice(0, 70)}..." is longer than 64 characters; \`pasarela webhook deliveries\` lists the ids`);
-      const b = await ctx.client().call<{ id: string; estado: string }>('POST', '/api/webhook_reenviar.php', { key: ctx.key(), query: { id } });
-      emit(ctx, b, () => {
-        if (ctx.term.io.stdoutIsTTY) ctx.term.out(`Redelivering ${b.id} (estado ${estadoColor(ctx, b.estado)}).`);
-        else ctx.term.out(`${b.id}\t${b.estado}`);
-      });
-    });
+    .action((id: string, _o, cmd: Command) => runWebhookRedeliver({ id }, ctxOf(cmd)));
 
   wh.command('listen')
     .description(
@@ -186,17 +237,5 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
         .argParser(eventos),
     )
     .option('--print-secret', "show the listener's signing secret (made by the server for this listen) in the Ready line")
-    .action(async (o: { port: number; forwardTo?: string; eventos: string[]; printSecret?: boolean }, cmd: Command) => {
-      const ctx = ctxOf(cmd);
-      if (o.forwardTo !== undefined) {
-        let ok = false;
-        try {
-          ok = /^https?:$/.test(new URL(o.forwardTo).protocol);
-        } catch {
-          ok = false;
-        }
-        if (!ok) throw usage(`--forward-to "${o.forwardTo}" is not an http(s) URL`);
-      }
-      await listen(ctx, { port: o.port, forwardTo: o.forwardTo, eventos: o.eventos, printSecret: Boolean(o.printSecret) });
-    });
+    .action((o: WebhookListenOptions, cmd: Command) => runWebhookListen(o, ctxOf(cmd)));
 }
