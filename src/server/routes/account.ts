@@ -1,16 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import { info, saldo } from '../../core/accounts.js';
+import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
 import { listCelulares } from '../../core/celulares.js';
-import { clientAuth, principal, queryOf, success } from '../http.js';
+import { clientAuth, principal, success } from '../http.js';
 import { clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
+import { Type, typed } from '../schemas/typed.js';
 
 /** The account endpoints: info, balance, the list of lines. */
-export default async function accountRoutes(app: FastifyInstance, { core }: { core: Core }) {
+export default async function accountRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+  const app = typed(fastify);
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];
 
-  app.get('/api/info.php', {
+  app.get(API.info, {
     preValidation: auth,
     schema: {
       operationId: 'obtenerInfo',
@@ -25,7 +28,7 @@ export default async function accountRoutes(app: FastifyInstance, { core }: { co
     },
   });
 
-  app.get('/api/saldo.php', {
+  app.get(API.saldo, {
     preValidation: auth,
     schema: {
       operationId: 'obtenerSaldo',
@@ -33,7 +36,7 @@ export default async function accountRoutes(app: FastifyInstance, { core }: { co
       summary: 'Balance',
       description: 'A celular credential names its line. A client key names one with celular_id, or none (celular_id and saldo_celular are then null).',
       security,
-      querystring: { type: 'object', properties: { celular_id: { type: 'integer', minimum: 1 }, key: { type: 'string' } } },
+      querystring: Type.Object({ celular_id: Type.Optional(Type.Integer({ minimum: 1 })), key: Type.Optional(Type.String()) }),
       response: {
         200: okResponse({
           cliente_id: { type: 'integer' },
@@ -48,13 +51,12 @@ export default async function accountRoutes(app: FastifyInstance, { core }: { co
       },
     },
     handler: async (req) => {
-      const id = queryOf(req).celular_id as number | undefined;
-      const data = await saldo(core, principal(req), id);
+      const data = await saldo(core, principal(req), req.query.celular_id);
       return success(data, { saldo: data.saldo_celular });
     },
   });
 
-  app.get('/api/celulares.php', {
+  app.get(API.celulares, {
     preValidation: auth,
     schema: {
       operationId: 'listarCelulares',

@@ -4,6 +4,7 @@ import { stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance } from 'fastify';
+import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
 import { fail } from '../../core/errors.js';
 import { operatorAuth } from '../http.js';
@@ -25,7 +26,7 @@ export default async function adminBackupRoutes(app: FastifyInstance, { core, tm
   app.addHook('preValidation', operatorAuth(core));
   let running = false;
 
-  app.post('/admin/backup', {
+  app.post(API.adminBackup, {
     schema: {
       operationId: 'adminCrearBackup',
       tags: ['operador'],

@@ -9,30 +9,44 @@ import {
   editCelular,
   showCelular,
   vincular,
-  type CelularEdit,
+  CELULAR_LIMITS,
 } from '../../core/celulares.js';
+import { API } from '../../core/api-routes.js';
+import { fail } from '../../core/errors.js';
+import { FIELD_LIMITS } from '../../core/limits.js';
 import { celularView } from '../../core/views.js';
-import { bodyOf, boolish, celularId, clientAuth, created, principal, queryOf, success } from '../http.js';
+import { boolish, clientAuth, created, principal, success } from '../http.js';
 import { qrPngDataUri } from '../../core/qr-image.js';
-import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, keyField, okResponse, qrProps } from '../schemas/common.js';
+import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, idQueryProps, keyField, okResponse, qrProps } from '../schemas/common.js';
+import { Flag, Nullable, Type, typed } from '../schemas/typed.js';
 
-const imagenFlag = {
-  type: ['boolean', 'integer', 'string'],
-  description: '1/true: also answer qr_imagen, the QR as a PNG data URI; 0 or absent: no image',
-} as const;
-const qrQuery = { ...idQuery, properties: { ...idQuery.properties, imagen: imagenFlag } } as const;
+/** The body of a POST that takes the celular `id` in the query string: a form or JSON body may carry it (and the key) instead. */
+const idBodyProps = {
+  key: Type.Optional(keyField),
+  id: Type.Optional(Type.Integer({ minimum: 1, description: 'celular id, when the query string has none' })),
+};
+const idBody = Nullable(Type.Object(idBodyProps));
+
+/** The celular id of a request: the query string's, else the body's; one is required. */
+const idOf = (query: { id?: number }, body?: { id?: number } | null): number =>
+  query.id ?? body?.id ?? fail('INVALID_PARAMS', 'id: a celular id (positive integer) is required');
+
+const imagenFlag = Flag('1/true: also answer qr_imagen, the QR as a PNG data URI; 0 or absent: no image');
+const qrQuery = Type.Object({ ...idQueryProps, imagen: Type.Optional(imagenFlag) });
+const qrBody = Nullable(Type.Object({ ...idBodyProps, imagen: Type.Optional(imagenFlag) }));
 const qrImagenProp = {
   type: 'string',
   description: 'Only with imagen=1: the QR as a PNG data URI (data:image/png;base64,...); "" when there is nothing to scan (qr empty).',
 } as const;
 
 /** The celular endpoints, with their hyphenated aliases (docs/design.md §1: older client code uses them). */
-export default async function celularRoutes(app: FastifyInstance, { core }: { core: Core }) {
+export default async function celularRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+  const app = typed(fastify);
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];
   const tags = ['celulares'];
 
-  app.get('/api/celular.php', {
+  app.get(API.celular, {
     preValidation: auth,
     schema: {
       operationId: 'obtenerCelular',
@@ -43,7 +57,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
       response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses },
     },
     handler: async (req) => {
-      const celular = await showCelular(core, principal(req), celularId(req));
+      const celular = await showCelular(core, principal(req), idOf(req.query));
       return success({ celular }, { saldo: celular.saldo_actual });
     },
   });
@@ -53,15 +67,11 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
     tags,
     summary: 'Register a celular (estado desconectado); its api_key and gateway_token are returned once',
     security,
-    body: {
-      type: 'object',
-      required: ['numero'],
-      properties: {
-        key: keyField,
-        numero: { type: 'string', minLength: 1, maxLength: 32, description: 'country code first; +, spaces and punctuation are accepted' },
-        nombre_interno: { type: 'string', maxLength: 80, nullable: true },
-      },
-    },
+    body: Type.Object({
+      key: Type.Optional(keyField),
+      numero: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.numero, description: 'country code first; +, spaces and punctuation are accepted' }),
+      nombre_interno: Type.Optional(Nullable(Type.String({ maxLength: CELULAR_LIMITS.nombre_interno }))),
+    }),
     response: {
       201: okResponse({
         celular_id: { type: 'integer' },
@@ -77,13 +87,12 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
     '/api/celular-crear.php': 'crearCelularAliasGuion',
     '/api/admin-celular-crear.php': 'crearCelularAliasAdmin',
   };
-  for (const url of ['/api/celular_crear.php', ...Object.keys(createAliases)]) {
+  for (const url of [API.celularCrear, ...Object.keys(createAliases)]) {
     app.post(url, {
       preValidation: auth,
-      schema: url === '/api/celular_crear.php' ? createSchema : aliasSchema(createSchema, createAliases[url]!, '/api/celular_crear.php'),
+      schema: url === API.celularCrear ? createSchema : aliasSchema(createSchema, createAliases[url]!, API.celularCrear),
       handler: async (req, reply) => {
-        const body = bodyOf(req) as { numero: string; nombre_interno?: string | null };
-        const r = await createCelular(core, principal(req), body, (err) =>
+        const r = await createCelular(core, principal(req), req.body, (err) =>
           req.log.warn({ err }, 'gateway instance creation failed; it will be created when the line is linked'),
         );
         return created(
@@ -95,7 +104,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
     });
   }
 
-  app.post('/api/celular_editar.php', {
+  app.post(API.celularEditar, {
     preValidation: auth,
     schema: {
       operationId: 'editarCelular',
@@ -107,13 +116,13 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
       response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses },
     },
     handler: async (req) => {
-      const { key: _k, id: _i, ...edit } = bodyOf(req) as CelularEdit & { key?: string; id?: number };
-      const row = await editCelular(core, principal(req), celularId(req), edit);
+      const { key: _k, id: _i, ...edit } = req.body;
+      const row = await editCelular(core, principal(req), idOf(req.query, req.body), edit);
       return success({ celular: celularView(row) }, { descripcion: 'celular actualizado', saldo: row.saldo_actual });
     },
   });
 
-  app.post('/api/celular_eliminar.php', {
+  app.post(API.celularEliminar, {
     preValidation: auth,
     schema: {
       operationId: 'eliminarCelular',
@@ -121,20 +130,21 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
       summary: 'Delete a celular (hard delete, audited; client key only)',
       security,
       querystring: idQuery,
+      body: idBody,
       response: {
         200: okResponse({ celular_id: { type: 'integer' }, numero: { type: 'string' }, eliminado: { type: 'boolean' } }),
         ...errorResponses,
       },
     },
     handler: async (req) => {
-      const r = await deleteCelular(core, principal(req), celularId(req), (err) =>
+      const r = await deleteCelular(core, principal(req), idOf(req.query, req.body), (err) =>
         req.log.warn({ err }, 'gateway instance removal failed; the celular is deleted'),
       );
       return success(r, { descripcion: 'celular eliminado' });
     },
   });
 
-  app.post('/api/celular_qr.php', {
+  app.post(API.celularQr, {
     preValidation: auth,
     schema: {
       operationId: 'obtenerQrCelular',
@@ -146,16 +156,17 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
         'or the gateway still starting the session).',
       security,
       querystring: qrQuery,
+      body: qrBody,
       response: { 200: okResponse({ ...qrProps, qr_imagen: qrImagenProp }), ...errorResponses },
     },
     handler: async (req) => {
-      const imagen = boolish(queryOf(req).imagen ?? bodyOf(req).imagen, 'imagen');
-      const r = await celularQr(core, principal(req), celularId(req));
+      const imagen = boolish(req.query.imagen ?? req.body?.imagen, 'imagen');
+      const r = await celularQr(core, principal(req), idOf(req.query, req.body));
       return success(imagen ? { ...r, qr_imagen: await qrPngDataUri('qr' in r ? r.qr : '') } : r);
     },
   });
 
-  app.post('/api/celular_codigo.php', {
+  app.post(API.celularCodigo, {
     preValidation: auth,
     schema: {
       operationId: 'obtenerCodigoCelular',
@@ -163,12 +174,13 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
       summary: 'Pairing code to link the celular from the phone, instead of scanning a QR (creates the gateway session if none)',
       security,
       querystring: idQuery,
+      body: idBody,
       response: { 200: okResponse(codigoProps), ...errorResponses },
     },
-    handler: async (req) => success(await celularCodigo(core, principal(req), celularId(req))),
+    handler: async (req) => success(await celularCodigo(core, principal(req), idOf(req.query, req.body))),
   });
 
-  app.get('/api/celular_status.php', {
+  app.get(API.celularStatus, {
     preValidation: auth,
     schema: {
       operationId: 'obtenerEstadoCelular',
@@ -188,18 +200,14 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
         ...errorResponses,
       },
     },
-    handler: async (req) => success(await celularStatus(core, principal(req), celularId(req))),
+    handler: async (req) => success(await celularStatus(core, principal(req), idOf(req.query))),
   });
 
-  const vincularBody = {
-    type: 'object',
-    required: ['numero'],
-    properties: {
-      key: keyField,
-      numero: { type: 'string', minLength: 1, maxLength: 32 },
-      nombre: { type: 'string', maxLength: 80, nullable: true, description: 'internal alias' },
-    },
-  };
+  const vincularBody = Type.Object({
+    key: Type.Optional(keyField),
+    numero: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.numero }),
+    nombre: Type.Optional(Nullable(Type.String({ maxLength: CELULAR_LIMITS.nombre_interno, description: 'internal alias' }))),
+  });
   const registered = {
     numero: { type: 'string' },
     creado: { type: 'boolean', description: 'true when this call registered the celular' },
@@ -208,11 +216,11 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
     aviso: { type: 'string', description: 'only when the celular was registered but the gateway could not start the link: ask again' },
   };
   const linkRoutes = [
-    { method: 'qr', operationId: 'vincularCelularQr', urls: ['/api/celular_vincular_qr.php', '/api/celular-vincular-qr.php'], props: qrProps, what: 'QR' },
+    { method: 'qr', operationId: 'vincularCelularQr', urls: [API.celularVincularQr, '/api/celular-vincular-qr.php'], props: qrProps, what: 'QR' },
     {
       method: 'codigo',
       operationId: 'vincularCelularCodigo',
-      urls: ['/api/celular_vincular_codigo.php', '/api/celular-vincular-codigo.php'],
+      urls: [API.celularVincularCodigo, '/api/celular-vincular-codigo.php'],
       props: codigoProps,
       what: 'pairing code',
     },
@@ -231,8 +239,7 @@ export default async function celularRoutes(app: FastifyInstance, { core }: { co
         preValidation: auth,
         schema: url === urls[0] ? schema : aliasSchema(schema, `${operationId}AliasGuion`, urls[0]),
         handler: async (req) => {
-          const body = bodyOf(req) as { numero: string; nombre?: string | null };
-          const r = await vincular(core, principal(req), body, method, (err) =>
+          const r = await vincular(core, principal(req), req.body, method, (err) =>
             req.log.warn({ err }, 'gateway instance creation failed; it will be created when the line is linked'),
           );
           return success(r);

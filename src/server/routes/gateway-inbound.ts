@@ -1,9 +1,10 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
 import { fail } from '../../core/errors.js';
-import { InboundRefused } from '../../core/ports.js';
+import { InboundRefused, type InboundCall } from '../../core/ports.js';
 import { success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';
+import { Type, typed, type Static } from '../schemas/typed.js';
 
 /** Inbound bodies carry message metadata and thumbnails, never whole media (base64 is off on the instances). */
 const INBOUND_BODY_LIMIT = 5 * 1024 * 1024;
@@ -15,16 +16,18 @@ const INBOUND_BODY_LIMIT = 5 * 1024 * 1024;
  * 200 only once every event it carried is durable, so a crash in between
  * makes the gateway deliver again instead of losing the event.
  */
-export default async function gatewayInboundRoutes(app: FastifyInstance, { core }: { core: Core }) {
+export default async function gatewayInboundRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+  const app = typed(fastify);
   // The raw bytes are needed to check a body signature (WAHA signs them).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: INBOUND_BODY_LIMIT }, (_req, body, done) => done(null, body));
 
-  const handler = async (req: FastifyRequest) => {
-    const { gateway, instancia } = req.params as { gateway: string; instancia: string; '*'?: string };
+  // Path parameters are always present; `*` only on the route with the event name appended. Hidden: no document to keep.
+  const params = Type.Object({ gateway: Type.String(), instancia: Type.String(), '*': Type.Optional(Type.String()) });
+  const handler = async (req: { params: Static<typeof params>; headers: InboundCall['headers']; body: unknown }) => {
+    const { gateway, instancia, '*': sub } = req.params;
     const gw = core.gateway;
     if (gateway !== gw.name || !gw.handleInbound) fail('ROUTE_NOT_FOUND', `this server's gateway is ${gw.name}; it takes no events at /gateway/${gateway}`);
-    const sub = (req.params as { '*'?: string })['*'];
     try {
       const r = await gw.handleInbound({
         instancia,
@@ -45,7 +48,7 @@ export default async function gatewayInboundRoutes(app: FastifyInstance, { core 
     hide: true,
     tags: ['gateway'],
     summary: 'Events from the gateway (its webhook, registered on each instance by pasarela); authenticated by a per-instance secret',
-    params: { type: 'object', properties: { gateway: { type: 'string' }, instancia: { type: 'string' } } },
+    params,
     response: { 200: okResponse({ eventos: { type: 'integer', description: 'events the call carried that pasarela took' } }), ...errorResponses },
   };
   app.post('/gateway/:gateway/:instancia', { schema, bodyLimit: INBOUND_BODY_LIMIT, handler });

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
 import { iso } from '../../core/clock.js';
 import { AppError, errorBody } from '../../core/errors.js';
@@ -12,7 +13,7 @@ export default async function healthRoutes(
   app: FastifyInstance,
   { core, health, draining }: { core: Core; health?: LineHealth; draining?: () => string | null },
 ) {
-  app.get('/health', {
+  app.get(API.health, {
     schema: {
       operationId: 'consultarSalud',
       tags: ['servicio'],
@@ -65,15 +66,13 @@ export default async function healthRoutes(
       if (!writes.writable) {
         // 503 rather than the requests' 507: what a load balancer takes for "not ready".
         const err = new AppError('STORE_UNAVAILABLE', writes.reason);
-        return reply
-          .code(503)
-          .send({
-            ...errorBody(err),
-            status: 'store_unavailable',
-            store: core.store.dialect,
-            store_error: writes.reason,
-            store_error_desde: iso(writes.since),
-          });
+        return reply.code(503).send({
+          ...errorBody(err),
+          status: 'store_unavailable',
+          store: core.store.dialect,
+          store_error: writes.reason,
+          store_error_desde: iso(writes.since),
+        });
       }
       return success({
         status: 'ok',
@@ -119,7 +118,7 @@ export default async function healthRoutes(
    * node ready, since every node shares it and sends are still accepted and
    * queued (docs/decisions.md, "Liveness and readiness").
    */
-  app.get('/ready', {
+  app.get(API.ready, {
     schema: {
       operationId: 'consultarPreparacion',
       tags: ['servicio'],

@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { ESTADOS, listHistorial, type HistorialQuery } from '../../core/historial.js';
-import { clientAuth, principal, queryOf, success } from '../http.js';
+import { ESTADOS, listHistorial } from '../../core/historial.js';
+import { FIELD_LIMITS } from '../../core/limits.js';
+import { clientAuth, principal, success } from '../http.js';
 import { errorResponses, listingQuerystring, listingResponse, strOrNull, ts, tsOrNull } from '../schemas/common.js';
+import { StringEnum, Type, typed } from '../schemas/typed.js';
 
 /** One history record (docs/design.md §8). Only these fields leave the server. */
 const mensajeSchema = {
@@ -54,8 +57,9 @@ const mensajeSchema = {
 } as const;
 
 /** GET /api/historial_listar.php: the message history, newest first. */
-export default async function historialRoutes(app: FastifyInstance, { core }: { core: Core }) {
-  app.get('/api/historial_listar.php', {
+export default async function historialRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+  const app = typed(fastify);
+  app.get(API.historial, {
     preValidation: clientAuth(core),
     schema: {
       operationId: 'listarHistorial',
@@ -65,7 +69,7 @@ export default async function historialRoutes(app: FastifyInstance, { core }: { 
         "Dates are whole days in the server's time zone (serve --tz); hasta is included. A celular credential sees its own line only " +
         "(another line of the client: 403; any other id: 404). destinatario is normalised like a send's recipient.",
       security: [{ bearer: [] }],
-      querystring: listingQuerystring({ estado: { type: 'string', enum: [...ESTADOS] } }, { destinatario: { type: 'string', minLength: 1, maxLength: 32 } }),
+      querystring: listingQuerystring({ estado: StringEnum(ESTADOS) }, { destinatario: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.numeroFiltro }) }),
       response: {
         200: listingResponse('mensajes', mensajeSchema),
         ...errorResponses,
@@ -73,7 +77,7 @@ export default async function historialRoutes(app: FastifyInstance, { core }: { 
     },
     handler: async (req) => {
       const p = principal(req);
-      const { key: _k, ...q } = queryOf(req) as HistorialQuery & { key?: unknown };
+      const { key: _k, ...q } = req.query;
       return success(await listHistorial(core, p, q), { saldo: p.kind === 'celular' ? p.celular.saldo_actual : null });
     },
   });

@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { listRecibidos, type RecibidosQuery } from '../../core/recibidos.js';
-import { clientAuth, principal, queryOf, success } from '../http.js';
+import { FIELD_LIMITS } from '../../core/limits.js';
+import { listRecibidos } from '../../core/recibidos.js';
+import { clientAuth, principal, success } from '../http.js';
 import { errorResponses, listingQuerystring, listingResponse, strOrNull, ts } from '../schemas/common.js';
+import { Type, typed } from '../schemas/typed.js';
 
 /** One incoming message of the inbox (docs/design.md §10). Only these fields leave the server. */
 const recibidoSchema = {
@@ -35,8 +38,9 @@ const recibidoSchema = {
 } as const;
 
 /** GET /api/recibidos_listar.php: the inbox, newest first. */
-export default async function recibidosRoutes(app: FastifyInstance, { core }: { core: Core }) {
-  app.get('/api/recibidos_listar.php', {
+export default async function recibidosRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+  const app = typed(fastify);
+  app.get(API.recibidos, {
     preValidation: clientAuth(core),
     schema: {
       operationId: 'listarRecibidos',
@@ -49,12 +53,11 @@ export default async function recibidosRoutes(app: FastifyInstance, { core }: { 
       security: [{ bearer: [] }],
       querystring: listingQuerystring(
         {
-          remitente: {
-            type: 'string',
+          remitente: Type.String({
             minLength: 1,
-            maxLength: 32,
+            maxLength: FIELD_LIMITS.numeroFiltro,
             description: "only messages from this number (normalised like a send's recipient), or from this contact id (…@lid), exactly",
-          },
+          }),
         },
         {},
       ),
@@ -65,7 +68,7 @@ export default async function recibidosRoutes(app: FastifyInstance, { core }: { 
     },
     handler: async (req) => {
       const p = principal(req);
-      const { key: _k, ...q } = queryOf(req) as RecibidosQuery & { key?: unknown };
+      const { key: _k, ...q } = req.query;
       return success(await listRecibidos(core, p, q), { saldo: p.kind === 'celular' ? p.celular.saldo_actual : null });
     },
   });

@@ -1,18 +1,33 @@
 import type { FastifyInstance } from 'fastify';
+import { API } from '../../core/api-routes.js';
+import type { ClientPrincipal } from '../../core/auth.js';
 import type { Core } from '../../core/context.js';
+import { FIELD_LIMITS, LIST_LIMITS } from '../../core/limits.js';
 import { deleteWebhook, getWebhook, restoreWebhook, setWebhook, type WebhookInput } from '../../webhooks/config.js';
 import { listDeliveries, redeliver, sendTestEvent } from '../../webhooks/deliveries.js';
 import { TEST_EVENT, type WebhookControl } from '../../webhooks/dispatcher.js';
 import { addListener, LISTENERS_MAX, listListeners, removeListener, renewListener, requestFromThisMachine } from '../../webhooks/listeners.js';
-import { bodyOf, boolish, clientAuth, created, principal, queryOf, success } from '../http.js';
+import { boolish, clientAuth, created, principal, success } from '../http.js';
 import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/common.js';
+import { Flag, Nullable, StringEnum, Type, typed, type Static } from '../schemas/typed.js';
+
+/** The event list: an array (JSON, repeated form fields) or a comma list. */
+const eventosField = Type.Unsafe<string[] | string>({
+  type: ['array', 'string'],
+  items: { type: 'string' },
+  description: 'messages.received, message.status, session.status or all; array, repeated fields or a comma list',
+});
+
+/** `eventos`, or PHP's repeated form field `eventos[]=…` (the form parser keeps the brackets; read, not documented). */
+const eventosOf = (b: { eventos?: string[] | string }): unknown => b.eventos ?? ('eventos[]' in b ? b['eventos[]'] : undefined);
 
 /**
  * The webhook configuration (and its legacy endpoint), delivery
  * observability, and listeners (temporary extra destinations, `webhook
  * listen`). All client-wide: the client key only (core decides).
  */
-export default async function webhookRoutes(app: FastifyInstance, { core, dispatcher }: { core: Core; dispatcher: WebhookControl }) {
+export default async function webhookRoutes(fastify: FastifyInstance, { core, dispatcher }: { core: Core; dispatcher: WebhookControl }) {
+  const app = typed(fastify);
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];
   const tags = ['webhook'];
@@ -32,33 +47,27 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     },
   } as const;
   const configResponse = { 200: okResponse(configProps), ...errorResponses };
-  const setBody = {
-    type: 'object',
-    properties: {
-      key: keyField,
-      url: { type: 'string', maxLength: 2048, description: 'http:// or https://' },
-      secret: { type: 'string', maxLength: 256, description: 'signing secret: printable ASCII; stored, never returned' },
-      eventos: {
-        type: ['array', 'string'],
-        items: { type: 'string' },
-        description: 'messages.received, message.status, session.status or all; array, repeated fields or a comma list',
-      },
-      activo: { type: ['boolean', 'integer', 'string'], description: 'default true' },
-    },
-  } as const;
-  const input = (b: Record<string, unknown>): WebhookInput => ({
+  const setProps = {
+    key: Type.Optional(keyField),
+    url: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.url, description: 'http:// or https://' })),
+    secret: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.webhookSecret, description: 'signing secret: printable ASCII; stored, never returned' })),
+    eventos: Type.Optional(eventosField),
+    activo: Type.Optional(Flag('default true')),
+  };
+  const setBody = Type.Object(setProps);
+  const input = (b: Static<typeof setBody>): WebhookInput => ({
     url: b.url,
     secret: b.secret,
-    eventos: b.eventos ?? b['eventos[]'],
+    eventos: eventosOf(b),
     activo: b.activo === undefined ? true : boolish(b.activo, 'activo'),
   });
 
-  app.get('/api/webhook.php', {
+  app.get(API.webhook, {
     preValidation: auth,
     schema: { operationId: 'obtenerWebhook', tags, security, description, summary: 'The webhook configuration', response: configResponse },
     handler: async (req) => success(await getWebhook(core, principal(req))),
   });
-  app.post('/api/webhook.php', {
+  app.post(API.webhook, {
     preValidation: auth,
     schema: {
       operationId: 'configurarWebhook',
@@ -69,14 +78,14 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       body: setBody,
       response: configResponse,
     },
-    handler: async (req) => success(await setWebhook(core, principal(req), input(bodyOf(req))), { descripcion: 'webhook configurado' }),
+    handler: async (req) => success(await setWebhook(core, principal(req), input(req.body)), { descripcion: 'webhook configurado' }),
   });
-  app.delete('/api/webhook.php', {
+  app.delete(API.webhook, {
     preValidation: auth,
     schema: { operationId: 'eliminarWebhook', tags, security, description, summary: 'Remove the webhook configuration', response: configResponse },
     handler: async (req) => success(await deleteWebhook(core, principal(req)), { descripcion: 'webhook eliminado' }),
   });
-  app.post('/api/webhook_configurar.php', {
+  app.post(API.webhookConfigurar, {
     preValidation: auth,
     schema: {
       operationId: 'configurarWebhookLegacy',
@@ -84,17 +93,17 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       security,
       description,
       summary: 'Legacy: op=get|set|delete (prefer /api/webhook.php)',
-      body: { ...setBody, required: ['op'], properties: { ...setBody.properties, op: { type: 'string', enum: ['get', 'set', 'delete'] } } },
+      body: Type.Object({ ...setProps, op: StringEnum(['get', 'set', 'delete']) }),
       response: configResponse,
     },
     handler: async (req) => {
-      const b = bodyOf(req);
+      const b = req.body;
       if (b.op === 'get') return success(await getWebhook(core, principal(req)));
       if (b.op === 'delete') return success(await deleteWebhook(core, principal(req)), { descripcion: 'webhook eliminado' });
       return success(await setWebhook(core, principal(req), input(b)), { descripcion: 'webhook configurado' });
     },
   });
-  app.post('/api/webhook_restaurar.php', {
+  app.post(API.webhookRestaurar, {
     preValidation: auth,
     schema: {
       operationId: 'restaurarWebhook',
@@ -107,7 +116,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     handler: async (req) => success(await restoreWebhook(core, principal(req)), { descripcion: 'webhook restaurado' }),
   });
 
-  app.post('/api/webhook_test.php', {
+  app.post(API.webhookTest, {
     preValidation: auth,
     schema: {
       operationId: 'probarWebhook',
@@ -130,7 +139,8 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       error: { type: 'string', nullable: true },
     },
   } as const;
-  app.get('/api/webhook_entregas.php', {
+  const entregas = LIST_LIMITS.webhookEntregas;
+  app.get(API.webhookEntregas, {
     preValidation: auth,
     schema: {
       operationId: 'listarEntregasWebhook',
@@ -138,7 +148,10 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       security,
       description,
       summary: 'Recent deliveries, newest first, with every attempt',
-      querystring: { type: 'object', properties: { key: keyField, limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 } } },
+      querystring: Type.Object({
+        key: Type.Optional(keyField),
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: entregas.max, default: entregas.default })),
+      }),
       response: {
         200: okResponse({
           entregas: {
@@ -162,10 +175,11 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
         ...errorResponses,
       },
     },
-    handler: async (req) => success(await listDeliveries(core, principal(req), (queryOf(req).limit as number) ?? 50)),
+    handler: async (req) => success(await listDeliveries(core, principal(req), req.query.limit ?? entregas.default)),
   });
 
-  app.post('/api/webhook_reenviar.php', {
+  const deliveryId = Type.String({ maxLength: FIELD_LIMITS.webhookId });
+  app.post(API.webhookReenviar, {
     preValidation: auth,
     schema: {
       operationId: 'reenviarEntregaWebhook',
@@ -173,11 +187,12 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       security,
       description,
       summary: 'Deliver one delivery again now (same id)',
-      querystring: { type: 'object', properties: { key: keyField, id: { type: 'string', maxLength: 64 } } },
+      querystring: Type.Object({ key: Type.Optional(keyField), id: Type.Optional(deliveryId) }),
+      body: Nullable(Type.Object({ key: Type.Optional(keyField), id: Type.Optional(deliveryId) })),
       response: { 200: okResponse({ id: { type: 'string' }, estado: { type: 'string' } }), ...errorResponses },
     },
     handler: async (req) => {
-      const id = String(queryOf(req).id ?? bodyOf(req).id ?? '');
+      const id = req.query.id ?? req.body?.id ?? '';
       return success(await redeliver(core, dispatcher, principal(req), id), { descripcion: 'entrega reprogramada' });
     },
   });
@@ -198,11 +213,13 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     `${description} A listener gets a copy of each of the client's events it subscribes to (webhook.test always), with the same id and body as the real delivery, ` +
     'signed with its own secret, while its lease is renewed; the configuration is never touched. Copies are best effort: a few quick attempts, nothing kept. ' +
     `At most ${LISTENERS_MAX} live per client (409, api_codigo 610, beyond).`;
-  const idField = { type: 'string', maxLength: 64, description: 'the listener id (esc_...)' } as const;
-  const idQuery = { type: 'object', properties: { key: keyField, id: idField } } as const;
-  const idOf = (req: Parameters<typeof bodyOf>[0]) => String(queryOf(req).id ?? bodyOf(req).id ?? '');
+  const idField = Type.String({ maxLength: FIELD_LIMITS.webhookId, description: 'the listener id (esc_...)' });
+  const idQuery = Type.Object({ key: Type.Optional(keyField), id: Type.Optional(idField) });
+  const idBody = Nullable(idQuery);
+  /** The listener id: the query string's, else the body's (core refuses none). */
+  const idOf = (query: { id?: string }, body: { id?: string } | null | undefined) => query.id ?? body?.id ?? '';
 
-  app.get('/api/webhook_escuchas.php', {
+  app.get(API.webhookEscuchas, {
     preValidation: auth,
     schema: {
       operationId: 'listarEscuchas',
@@ -214,7 +231,7 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     },
     handler: async (req) => success(await listListeners(core, principal(req))),
   });
-  app.post('/api/webhook_escuchas.php', {
+  app.post(API.webhookEscuchas, {
     preValidation: auth,
     schema: {
       operationId: 'crearEscucha',
@@ -225,31 +242,28 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
         '(its peer and every X-Forwarded-For or Forwarded address are loopback; with serve --trust-proxy that chain must be present) and the server listens on loopback ' +
         '(serve --host 127.0.0.1, ::1 or localhost), or with serve --allow-private-urls; or an https:// URL under the webhook address rule.',
       summary: 'Register a webhook listener; its signing secret is returned only here',
-      body: {
-        type: 'object',
-        properties: {
-          key: keyField,
-          url: { type: 'string', maxLength: 2048, description: 'http://127.0.0.1:PORT/... from this machine, or https://' },
-          eventos: setBody.properties.eventos,
-        },
-      },
+      body: Type.Object({
+        key: Type.Optional(keyField),
+        url: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.url, description: 'http://127.0.0.1:PORT/... from this machine, or https://' })),
+        eventos: Type.Optional(eventosField),
+      }),
       response: {
         201: okResponse({ escucha, secret: { type: 'string', description: 'signs the copies (raw format, 43 characters); shown only now' } }),
         ...errorResponses,
       },
     },
     handler: async (req, reply) => {
-      const b = bodyOf(req);
+      const b = req.body;
       const r = await addListener(
         core,
         principal(req),
-        { url: b.url, eventos: b.eventos ?? b['eventos[]'] },
+        { url: b.url, eventos: eventosOf(b) },
         requestFromThisMachine(req.socket.remoteAddress, req.headers, core.config.trustProxy),
       );
       return created(reply, r, { descripcion: 'escucha registrada' });
     },
   });
-  app.post('/api/webhook_escuchas_renovar.php', {
+  app.post(API.webhookEscuchasRenovar, {
     preValidation: auth,
     schema: {
       operationId: 'renovarEscucha',
@@ -258,9 +272,10 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
       description: `${listenerDescription} 404 (api_codigo 609) once the listener is removed or its lease has expired: register it again.`,
       summary: "Renew a listener's lease (every third of vigencia_ms)",
       querystring: idQuery,
+      body: idBody,
       response: { 200: okResponse({ escucha }), ...errorResponses },
     },
-    handler: async (req) => success(await renewListener(core, principal(req), idOf(req)), { descripcion: 'escucha renovada' }),
+    handler: async (req) => success(await renewListener(core, principal(req), idOf(req.query, req.body)), { descripcion: 'escucha renovada' }),
   });
   const removeSchema = {
     operationId: 'eliminarEscucha',
@@ -269,20 +284,21 @@ export default async function webhookRoutes(app: FastifyInstance, { core, dispat
     description: `${listenerDescription} No copy goes to it from then on (within a second on other nodes); 404 (api_codigo 609) when it was already removed or had expired.`,
     summary: 'Remove a listener',
     querystring: idQuery,
+    body: idBody,
     response: { 200: okResponse({ id: { type: 'string' }, eliminado: { type: 'boolean' } }), ...errorResponses },
   };
-  const remove = async (req: Parameters<typeof bodyOf>[0]) => {
-    const r = await removeListener(core, principal(req), idOf(req));
+  const remove = async (p: ClientPrincipal, id: string) => {
+    const r = await removeListener(core, p, id);
     dispatcher.forgetListener(r.id);
     return success(r, { descripcion: 'escucha eliminada' });
   };
-  app.delete('/api/webhook_escuchas.php', { preValidation: auth, schema: removeSchema, handler: remove });
-  app.post('/api/webhook_escuchas_eliminar.php', {
+  app.delete(API.webhookEscuchas, { preValidation: auth, schema: removeSchema, handler: async (req) => remove(principal(req), idOf(req.query, req.body)) });
+  app.post(API.webhookEscuchasEliminar, {
     preValidation: auth,
     schema: {
-      ...aliasSchema(removeSchema, 'eliminarEscuchaAliasPost', 'DELETE /api/webhook_escuchas.php'),
-      summary: 'Remove a listener (POST form of DELETE /api/webhook_escuchas.php)',
+      ...aliasSchema(removeSchema, 'eliminarEscuchaAliasPost', `DELETE ${API.webhookEscuchas}`),
+      summary: `Remove a listener (POST form of DELETE ${API.webhookEscuchas})`,
     },
-    handler: remove,
+    handler: async (req) => remove(principal(req), idOf(req.query, req.body)),
   });
 }
