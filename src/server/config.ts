@@ -429,6 +429,21 @@ export const SERVE_KNOBS = {
   }),
   webhookHeldRetryMs: knob({ kind: 'int', default: 1000, help: "how soon a client's outbox that another node holds is asked for again" }),
   webhookListenLeaseMs: knob({ kind: 'int', default: 30_000, help: 'how long a webhook listener lives after its last renewal' }),
+  webhookListenerConcurrency: knob({ kind: 'int', default: 16, help: "copies to webhook listeners in flight at once, apart from the deliveries' slots" }),
+  webhookListenerRetryMs: knob({ kind: 'int', default: 250, help: "a listener copy's first quick retry; the second comes 4 times as long after its attempt" }),
+  webhookListenerRecheckMs: knob({ kind: 'int', default: 1000, help: "how stale this node's view of a listener may grow before the store is asked again" }),
+  webhookRevetMs: knob({
+    kind: 'int',
+    default: 30_000,
+    help: "how long a receiver's vetted addresses are trusted before its host is resolved and checked again",
+  }),
+  webhookAgentIdleMs: knob({ kind: 'int', default: 60_000, help: "how long an unused receiver's connections are kept" }),
+  backgroundRestartMs: knob({ kind: 'int', default: 1000, help: 'a background thread that died starts again after this, doubling to 30 times it' }),
+  backgroundHealthyMs: knob({
+    kind: 'int',
+    default: 60_000,
+    help: 'a background thread that ran this long before dying starts again after the shortest delay',
+  }),
   directRecoveryMs: knob({ kind: 'int', default: 60_000, help: 'period of the pass that resolves direct sends a crash left pending; 0: only at start' }),
   healthConcurrency: knob({ kind: 'int', default: 4, help: 'lines checked with the gateway at once by the health check' }),
   inboxPurgeIntervalMs: knob({ kind: 'int', default: 600_000, help: "period of the inbox's purge (it also runs at start); 0: only when called" }),
@@ -516,6 +531,13 @@ export interface ServeConfig {
   webhookPollMs: number;
   webhookHeldRetryMs: number;
   webhookListenLeaseMs: number;
+  webhookListenerConcurrency: number;
+  webhookListenerRetryMs: number;
+  webhookListenerRecheckMs: number;
+  webhookRevetMs: number;
+  webhookAgentIdleMs: number;
+  backgroundRestartMs: number;
+  backgroundHealthyMs: number;
   /**
    * Where the queue worker, the receipts of its sends and the webhook
    * dispatcher run: `thread` (a thread of their own, SQLite only; `serve`'s
@@ -595,6 +617,13 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
     webhookPollMs: v.webhookPollMs,
     webhookHeldRetryMs: v.webhookHeldRetryMs,
     webhookListenLeaseMs: v.webhookListenLeaseMs,
+    webhookListenerConcurrency: v.webhookListenerConcurrency,
+    webhookListenerRetryMs: v.webhookListenerRetryMs,
+    webhookListenerRecheckMs: v.webhookListenerRecheckMs,
+    webhookRevetMs: v.webhookRevetMs,
+    webhookAgentIdleMs: v.webhookAgentIdleMs,
+    backgroundRestartMs: v.backgroundRestartMs,
+    backgroundHealthyMs: v.backgroundHealthyMs,
     background: v.background === 'inline' ? 'inline' : 'thread',
     simQrMs: v.simQrMs,
     simDeliveryMs: v.simDeliveryMs,

@@ -324,6 +324,11 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       clientConcurrency: opts.webhookClientConcurrency,
       pollMs: opts.webhookPollMs,
       heldRetryMs: opts.webhookHeldRetryMs,
+      listenerConcurrency: opts.webhookListenerConcurrency,
+      listenerRetryMs: opts.webhookListenerRetryMs,
+      listenerRecheckMs: opts.webhookListenerRecheckMs,
+      revetMs: opts.webhookRevetMs,
+      agentIdleMs: opts.webhookAgentIdleMs,
       userAgent: `pasarela-webhooks/${VERSION}`,
     };
     let thread: BackgroundThread | null = null;
@@ -353,6 +358,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
           log: (level, obj, msg) => app0.log?.[level](obj, msg),
           releaseClaims: () => store.releaseLeases(),
         },
+        { restartMs: opts.backgroundRestartMs, healthyMs: opts.backgroundHealthyMs, clock },
       );
     } else {
       dispatcher = new WebhookDispatcher(core, node, { ...webhookOptions, onError: (err) => app0log?.(err) });

@@ -2,10 +2,13 @@ import type { LookupAddress } from 'node:dns';
 import type { Agent } from 'undici';
 import { pinnedAgent } from '../core/media-url.js';
 
-/** DNS is checked again after this long, so a host that moves to a private address is refused within it. */
-export const REVET_MS = 30_000;
-/** An agent unused this long is closed (its idle sockets are closed by undici after a few seconds anyway). */
-const IDLE_MS = 60_000;
+/** How long a vetted receiver is trusted, and how long an unused one is kept (server/config.ts). */
+export interface AgentTiming {
+  /** DNS is checked again after this long, so a host that moves to a private address is refused within it. */
+  revetMs: number;
+  /** An agent unused this long is closed (its idle sockets are closed by undici after a few seconds anyway). */
+  idleMs: number;
+}
 /** Clients' receivers kept at once; the least recently used beyond it is closed. */
 export const MAX_AGENTS = 256;
 
@@ -31,7 +34,7 @@ const close = (agent: Agent | null): void => {
  * Keep-alive connections to webhook receivers: one undici Agent per client
  * and origin, pinned to the addresses vetted for it, so deliveries reuse
  * connections instead of paying a DNS check and a TCP (and TLS) handshake
- * each. The host is vetted again every REVET_MS or when the configuration
+ * each. The host is vetted again every `revetMs` or when the configuration
  * changes; other addresses mean a new agent, and the old one is closed once
  * its requests end.
  */
@@ -44,6 +47,7 @@ export class ReceiverAgents {
     private readonly vetHost: (url: URL) => Promise<LookupAddress[]>,
     /** Monotonic milliseconds (the clock's ticks): when to vet again and sweep. */
     private readonly now: () => number,
+    private readonly timing: AgentTiming,
   ) {}
 
   /** The agent for a client's receiver URL; throws when the host does not resolve or is refused. */
@@ -57,7 +61,7 @@ export class ReceiverAgents {
       this.entries.set(key, e);
       e.usedAt = t;
       if (e.vetting) return e.vetting;
-      if (e.agent && e.stamp === stamp && t - e.vettedAt < REVET_MS) return e.agent;
+      if (e.agent && e.stamp === stamp && t - e.vettedAt < this.timing.revetMs) return e.agent;
     } else {
       e = { agent: null, pinned: '', stamp, vettedAt: 0, usedAt: t };
       this.entries.set(key, e);
@@ -81,10 +85,10 @@ export class ReceiverAgents {
   /** Closes agents unused for a while; cheap to call often. */
   sweep(): void {
     const t = this.now();
-    if (t - this.sweptAt < REVET_MS) return;
+    if (t - this.sweptAt < this.timing.revetMs) return;
     this.sweptAt = t;
     for (const [key, e] of this.entries) {
-      if (e.vetting || t - e.usedAt < IDLE_MS) continue;
+      if (e.vetting || t - e.usedAt < this.timing.idleMs) continue;
       this.entries.delete(key);
       close(e.agent);
     }

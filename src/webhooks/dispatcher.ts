@@ -29,8 +29,14 @@ export interface DispatcherOptions {
   /** How soon a client whose stream another node holds is asked for again. */
   heldRetryMs: number;
   userAgent: string;
-  /** Copies to webhook listeners in flight at once, apart from the deliveries' slots; LISTENER_CONCURRENCY otherwise. */
-  listenerConcurrency?: number;
+  /** Copies to webhook listeners in flight at once, apart from the deliveries' slots. */
+  listenerConcurrency: number;
+  /** A listener copy's first quick retry (the second: 4 times as long), and how stale a listener's lease may be read. */
+  listenerRetryMs: number;
+  listenerRecheckMs: number;
+  /** How long a vetted receiver's addresses are trusted; how long an unused receiver's connections are kept. */
+  revetMs: number;
+  agentIdleMs: number;
   onError: (err: unknown) => void;
 }
 
@@ -55,8 +61,6 @@ const READ = 100;
 const MOVE = 500;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
 const RETRY_AFTER_MAX_MS = 86_400_000;
-/** Listener copies in flight at once, by default. */
-const LISTENER_CONCURRENCY = 16;
 /**
  * The longest a listener copy's attempt waits for an answer. `webhook listen
  * --forward-to` answers only after the app behind it did, so it gives up on
@@ -112,11 +116,14 @@ export class WebhookDispatcher implements WebhookControl {
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
     const ticks = () => core.clock.ticks();
-    this.agents = new ReceiverAgents((url) => vetWebhookHost(url, core.config.allowPrivateUrls), ticks);
-    this.copyAgents = new ReceiverAgents(vetListenerHost(core.config.allowPrivateUrls), ticks);
+    const timing = { revetMs: opts.revetMs, idleMs: opts.agentIdleMs };
+    this.agents = new ReceiverAgents((url) => vetWebhookHost(url, core.config.allowPrivateUrls), ticks, timing);
+    this.copyAgents = new ReceiverAgents(vetListenerHost(core.config.allowPrivateUrls), ticks, timing);
     this.copies = new ListenerCopies(core, this.copyAgents, {
-      concurrency: opts.listenerConcurrency ?? LISTENER_CONCURRENCY,
+      concurrency: opts.listenerConcurrency,
       timeoutMs: Math.min(opts.timeoutMs, LISTENER_TIMEOUT_MS),
+      retryMs: opts.listenerRetryMs,
+      recheckMs: opts.listenerRecheckMs,
       userAgent: opts.userAgent,
       onError: opts.onError,
     });
@@ -351,7 +358,7 @@ export class WebhookDispatcher implements WebhookControl {
     }
     try {
       const url = new URL(cfg.url);
-      // Vetted again every REVET_MS or when the configuration changes, the connection pinned to what was vetted.
+      // Vetted again every `revetMs` or when the configuration changes, the connection pinned to what was vetted.
       const agent: Agent = await this.agents.get(e.cliente_id, url, cfg.updated_at);
       const ts = Math.floor(core.clock.now() / 1000);
       const headers: Record<string, string> = {

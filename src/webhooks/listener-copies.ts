@@ -9,15 +9,16 @@ export interface ListenerCopiesOptions {
   concurrency: number;
   /** A copy's attempt without an answer within this fails. */
   timeoutMs: number;
+  /** The first quick retry of a copy; the second comes 4 times as long after its attempt. */
+  retryMs: number;
+  /** How stale this node's view of a listener may grow before the store is asked again (removed on another node?). */
+  recheckMs: number;
   userAgent: string;
   onError: (err: unknown) => void;
 }
 
 /** Attempts per copy: the first and two quick retries. */
 export const COPY_ATTEMPTS = 3;
-const RETRY_MS = [250, 1000];
-/** How stale this node's view of a listener may grow before the store is asked again (removed on another node?). */
-const RECHECK_MS = 1000;
 /** Copies waiting per listener; beyond, the oldest are dropped. */
 export const COPY_BACKLOG = 100;
 
@@ -138,7 +139,7 @@ export class ListenerCopies {
   private async attempt(lane: Lane, c: Pending): Promise<void> {
     const now = this.core.clock.now();
     // Past the lease as last known, before a retry, or a second after the last look: the store says whether it was renewed or removed.
-    if (c.intentos > 0 || now >= lane.escucha.expira_at || this.core.clock.ticks() - lane.readAt >= RECHECK_MS) {
+    if (c.intentos > 0 || now >= lane.escucha.expira_at || this.core.clock.ticks() - lane.readAt >= this.opts.recheckMs) {
       lane.readAt = this.core.clock.ticks();
       const live = (await this.core.store.liveEscuchas(lane.escucha.cliente_id, now)).find((e) => e.id === lane.escucha.id);
       if (!live) {
@@ -151,7 +152,7 @@ export class ListenerCopies {
     // Otherwise dropped: a listener is a developer's window, not a durable path.
     if (c.intentos + 1 < COPY_ATTEMPTS && !this.stopping) {
       lane.queue.unshift({ ...c, intentos: c.intentos + 1 });
-      lane.dueAt = this.core.clock.ticks() + RETRY_MS[c.intentos]!;
+      lane.dueAt = this.core.clock.ticks() + this.opts.retryMs * 4 ** c.intentos;
     }
   }
 

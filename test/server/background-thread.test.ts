@@ -31,6 +31,8 @@ beforeAll(async () => {
     allowPrivateUrls: true,
     metricsCacheMs: 0,
     webhookRetryMs: 50,
+    // A thread that dies starts again after 20 ms, not 1 s.
+    backgroundRestartMs: 20,
   });
 });
 

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import type { Clock } from '../../core/clock.js';
 import type { EventBus } from '../../core/events.js';
 import { freeDeadHolder } from '../../store/write-gate.js';
 import { JOURNALED_EVENTS, type WebhookControl } from '../../webhooks/dispatcher.js';
@@ -31,10 +32,12 @@ export interface BackgroundHooks {
 /** The compiled thread, from the sources (tests) and from dist alike: both sit two levels under the package root. */
 const ENTRY = new URL('../../../dist/server/background/thread.js', import.meta.url);
 
-const RESTART_MIN_MS = 1000;
-const RESTART_MAX_MS = 30_000;
-/** A thread that ran this long before dying starts again after the shortest delay. */
-const HEALTHY_MS = 60_000;
+/** How a dead thread is started again (server/config.ts): after `restartMs`, doubling to 30 times it; a thread that ran `healthyMs` before dying starts again after `restartMs`. */
+export interface RestartTiming {
+  restartMs: number;
+  healthyMs: number;
+  clock: Clock;
+}
 
 export class BackgroundThread implements WebhookControl {
   private worker: Worker | undefined;
@@ -43,7 +46,7 @@ export class BackgroundThread implements WebhookControl {
   private readonly replies = new Map<number, { resolve: (id: string | null) => void; reject: (err: Error) => void }>();
   private rid = 0;
   private stopping = false;
-  private restartMs = RESTART_MIN_MS;
+  private restartMs: number;
   private restartTimer: NodeJS.Timeout | undefined;
   /** True while this thread republishes the background's events: they are not news for the background. */
   private republishing = false;
@@ -54,7 +57,10 @@ export class BackgroundThread implements WebhookControl {
   constructor(
     private readonly settings: BackgroundSettings,
     private readonly hooks: BackgroundHooks,
-  ) {}
+    private readonly timing: RestartTiming,
+  ) {
+    this.restartMs = timing.restartMs;
+  }
 
   /** Starts the thread; resolves once it works, rejects when it cannot start. */
   async start(): Promise<void> {
@@ -129,7 +135,7 @@ export class BackgroundThread implements WebhookControl {
 
   private spawn(resume: boolean): Promise<void> {
     const worker = new Worker(ENTRY, { workerData: { ...this.settings, resume } });
-    const startedAt = performance.now();
+    const startedAt = this.timing.clock.ticks();
     let ready = false;
     return new Promise<void>((resolve, reject) => {
       worker.on('message', (m: FromBackground) => {
@@ -175,9 +181,9 @@ export class BackgroundThread implements WebhookControl {
         this.replies.clear();
         if (!ready) return reject(new Error(`the background thread exited (code ${code}) before it started`));
         if (this.stopping) return;
-        if (performance.now() - startedAt >= HEALTHY_MS) this.restartMs = RESTART_MIN_MS;
+        if (this.timing.clock.ticks() - startedAt >= this.timing.healthyMs) this.restartMs = this.timing.restartMs;
         const delay = this.restartMs;
-        this.restartMs = Math.min(RESTART_MAX_MS, this.restartMs * 2);
+        this.restartMs = Math.min(30 * this.timing.restartMs, this.restartMs * 2);
         this.hooks.log('error', { code, restartInMs: delay }, 'the background thread (queue, receipts, webhooks) stopped: starting it again');
         this.restartTimer = setTimeout(() => void this.restart(), delay);
       });
@@ -195,7 +201,7 @@ export class BackgroundThread implements WebhookControl {
     } catch (err) {
       this.hooks.log('error', { err }, 'the background thread could not start again');
       const delay = this.restartMs;
-      this.restartMs = Math.min(RESTART_MAX_MS, this.restartMs * 2);
+      this.restartMs = Math.min(30 * this.timing.restartMs, this.restartMs * 2);
       if (!this.stopping) this.restartTimer = setTimeout(() => void this.restart(), delay);
     }
   }
