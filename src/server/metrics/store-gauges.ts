@@ -35,9 +35,9 @@ export class StoreGauges {
    * running is the only one until it settles.
    */
   refresh(deadlineMs = READ_DEADLINE_MS): Promise<void> {
-    if (!this.reading && performance.now() - this.readAt < this.cacheMs) return Promise.resolve();
+    if (!this.reading && this.clock.ticks() - this.readAt < this.cacheMs) return Promise.resolve();
     this.reading ??= this.read().finally(() => {
-      this.readAt = performance.now();
+      this.readAt = this.clock.ticks();
       this.reading = null;
     });
     let timer: NodeJS.Timeout | undefined;
