@@ -94,14 +94,6 @@ export function principal(req: FastifyRequest): ClientPrincipal {
   return req.principal ?? fail('UNAUTHORIZED', 'missing credential');
 }
 
-/** A celular endpoint's `id` (query); a form or JSON body may carry it instead. */
-export function celularId(req: FastifyRequest): number {
-  const raw = queryOf(req).id ?? bodyOf(req).id;
-  const n = typeof raw === 'string' && /^[0-9]+$/.test(raw) ? Number(raw) : raw;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) fail('INVALID_PARAMS', 'id: a celular id (positive integer) is required');
-  return n;
-}
-
 export interface SuccessMeta {
   descripcion?: string;
   saldo?: number | null;

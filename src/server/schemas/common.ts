@@ -102,10 +102,10 @@ export const clienteSummaryProps = {
 
 export const sharedSchemas = [errorSchema, celularSchema, clienteSchema];
 
-/** `id` of the celular endpoints (docs/design.md §1): in the query string (the body is accepted too). */
 /** The credential as a query parameter, for clients that cannot set headers. */
 export const keyQuery = Type.String({ description: 'credential, when no Authorization header is sent' });
 
+/** `id` of the celular endpoints (docs/design.md §1): in the query string (the body is accepted too). */
 export const idQueryProps = {
   id: Type.Optional(Type.Integer({ minimum: 1, description: 'celular id (required; may also be sent in the body)' })),
   key: Type.Optional(keyQuery),
