@@ -16,7 +16,6 @@ export interface RawResponse {
 export class RawRequest {
   private readonly socket: Socket;
   private buf = Buffer.alloc(0);
-  private waiters: Array<() => void> = [];
   /** Set once the server closed its side (or the socket failed). */
   closed = false;
   /** Body bytes handed to the socket. */
@@ -27,11 +26,9 @@ export class RawRequest {
     this.socket = connect(Number(u.port), u.hostname);
     this.socket.on('data', (d: Buffer) => {
       this.buf = Buffer.concat([this.buf, d]);
-      this.wake();
     });
     const done = () => {
       this.closed = true;
-      this.wake();
     };
     this.socket.on('end', done);
     this.socket.on('close', done);
@@ -39,12 +36,6 @@ export class RawRequest {
     this.socket.on('error', done);
     const head = [`${method} ${path} HTTP/1.1`, `Host: ${u.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
     this.socket.write(head);
-  }
-
-  private wake(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const f of w) f();
   }
 
   /** Writes body bytes; resolves when they are handed to the kernel (or the socket is gone). */
@@ -83,20 +74,14 @@ export class RawRequest {
 
   /** Waits for the answer (or fails when the connection ends without one, or after `ms`). */
   async response(ms = 20_000): Promise<RawResponse> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const r = this.parsed();
-      if (r) return r;
-      if (this.closed) throw new Error(`connection closed without an answer: ${this.buf.toString('latin1').slice(0, 200)}`);
-      if (Date.now() > deadline) throw new Error('no answer in time');
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 50);
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
+    return until(
+      () => {
+        const r = this.parsed();
+        if (!r && this.closed) throw new Error(`connection closed without an answer: ${this.buf.toString('latin1').slice(0, 200)}`);
+        return r;
+      },
+      { what: 'an answer', timeoutMs: ms, stepMs: 5 },
+    );
   }
 
   /** Resolves once the server has closed the connection. */
