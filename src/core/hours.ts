@@ -52,13 +52,35 @@ export function isValidTz(tz: string): boolean {
   }
 }
 
+/** The zone's offset from UTC at `now`, seconds modulo a day (only compared, never added); uncached. */
+function offsetAt(now: number, tz: string): number {
+  const start = Math.floor(now / 60_000) * 60_000;
+  return (((formatSecondOfDay(start, tz) - (Math.floor(start / 1000) % DAY_S)) % DAY_S) + DAY_S) % DAY_S;
+}
+
 /** Whether the window is open now, and if not, how long until it opens. */
 export function sendingWindow(inicio: string, fin: string, now: number, tz: string): { open: true } | { open: false; opensInMs: number } {
-  const t = localSecondOfDay(now, tz);
   const start = seconds(inicio, false);
   const end = seconds(fin, true);
-  const open = start <= end ? t >= start && t <= end : t >= start || t <= end;
-  if (open) return { open: true };
-  const wait = (((start - t) % DAY_S) + DAY_S) % DAY_S;
-  return { open: false, opensInMs: Math.max(1, wait) * 1000 };
+  const isOpen = (t: number) => (start <= end ? t >= start && t <= end : t >= start || t <= end);
+  const t = localSecondOfDay(now, tz);
+  if (isOpen(t)) return { open: true };
+  const waitS = (s: number) => Math.max(1, (((start - s) % DAY_S) + DAY_S) % DAY_S);
+  let at = now + waitS(t) * 1000;
+  // The zone's clocks jump before then (daylight saving time): the window opens at the jump if the
+  // jump lands in it, or its wait counts from the jump in the new offset. Offsets change on minute boundaries.
+  const before = offsetAt(now, tz);
+  if (offsetAt(at, tz) !== before) {
+    let lo = Math.floor(now / 60_000);
+    let hi = Math.floor(at / 60_000);
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (offsetAt(mid * 60_000, tz) === before) lo = mid;
+      else hi = mid;
+    }
+    const jump = hi * 60_000;
+    const tj = (Math.floor(jump / 1000) + offsetAt(jump, tz)) % DAY_S;
+    at = isOpen(tj) ? jump : jump + waitS(tj) * 1000;
+  }
+  return { open: false, opensInMs: at - now };
 }

@@ -78,6 +78,19 @@ describe('time zones', () => {
     expect(sendingWindow('09:00', '10:00', Date.UTC(2026, 2, 29, 8, 1), 'Europe/Madrid').open).toBe(false);
   });
 
+  it('the wait until the window opens counts the jump of the clocks, both ways', () => {
+    // 01:59:59 in Madrid on 29 March 2026: one second later it is 03:00, so a 03:00 window opens in 1 s, not in 3601 s.
+    const spring = Date.UTC(2026, 2, 29, 1);
+    expect(sendingWindow('03:00', '04:00', spring - 1000, 'Europe/Madrid')).toEqual({ open: false, opensInMs: 1000 });
+    // Jumped past the start into the window (02:30-04:00 at 01:59 local): it opens at the jump.
+    expect(sendingWindow('02:30', '04:00', spring - 60_000, 'Europe/Madrid')).toEqual({ open: false, opensInMs: 60_000 });
+    // 02:30 CEST on 25 October 2026: at 01:00 UTC the clocks go back to 02:00, so 02:00-02:10 opens in 30 min, not 23.5 h.
+    const fall = Date.UTC(2026, 9, 25, 1);
+    expect(sendingWindow('02:00', '02:10', fall - 30 * 60_000, 'Europe/Madrid')).toEqual({ open: false, opensInMs: 30 * 60_000 });
+    // A window the jump does not land in: the wait after the jump is in the new offset (08:00 CEST is 06:00 UTC).
+    expect(sendingWindow('08:00', '09:00', spring - 1000, 'Europe/Madrid')).toEqual({ open: false, opensInMs: 5 * H + 1000 });
+  });
+
   it('seconds of the day are right at every instant of a minute, on both sides of an offset change (the offset is cached per minute)', () => {
     const spring = Date.UTC(2026, 2, 29, 1);
     for (const t of [spring - 60_000, spring - 1, spring, spring + 59_999, spring + 60_000]) {
