@@ -139,34 +139,6 @@ describe('on the system clock, first retry after 20 ms (second after 60 x 20 = 1
     expect(R.of(first.json.id).map((h) => h.path)).toEqual([`/c${L.clienteId}`, `/c${L.clienteId}`]);
   });
 
-  it('Retry-After (seconds) on a 503 pushes the next attempt back to at least that long', async () => {
-    const L = await linkedLine(s);
-    plan.set(`/c${L.clienteId}`, [{ status: 503, headers: { 'retry-after': '2' } }]);
-    expectOk(await setWebhook(s, L.clientKey, { url: hookOf(L), secret: SECRET, eventos: ['messages.received'] }));
-    await receive(L, 'espera');
-    const first = await R.wait((h) => h.path === `/c${L.clienteId}`);
-    const mid = await waitEntrega(s, L.clientKey, first.json.id, (e) => e.intentos === 1, 'the 503 attempt');
-    expect(Date.parse(mid.proximo_intento_at!) - Date.parse(mid.intentos_detalle[0]!.fecha)).toBeGreaterThanOrEqual(2000);
-    const done = await waitEntrega(s, L.clientKey, first.json.id, (e) => e.estado === 'entregado', 'delivered after Retry-After', 5000);
-    expect(done.intentos_detalle.map((a) => a.status)).toEqual([503, 200]);
-    const hits = R.of(first.json.id);
-    expect(hits[1]!.at - hits[0]!.at).toBeGreaterThanOrEqual(1950);
-    expectSigned(hits[1]!, SECRET);
-  });
-
-  // Retry-After may be an HTTP-date (RFC 9110 §10.2.3) as well as seconds; both set the next
-  // attempt.
-  it('Retry-After as an HTTP-date on a 429 is honoured too', async () => {
-    const L = await linkedLine(s);
-    plan.set(`/c${L.clienteId}`, [{ status: 429, headers: { 'retry-after': new Date(Date.now() + 3000).toUTCString() } }]);
-    expectOk(await setWebhook(s, L.clientKey, { url: hookOf(L), eventos: ['messages.received'] }));
-    await receive(L, 'espera fecha');
-    const first = await R.wait((h) => h.path === `/c${L.clienteId}`);
-    const mid = await waitEntrega(s, L.clientKey, first.json.id, (e) => e.intentos === 1, 'the 429 attempt');
-    expect(mid.intentos_detalle[0]!.status).toBe(429);
-    expect(Date.parse(mid.proximo_intento_at!) - Date.parse(mid.intentos_detalle[0]!.fecha)).toBeGreaterThanOrEqual(1500);
-  });
-
   it('410 Gone turns the configuration off and ends the delivery as fallido; later events are not sent', async () => {
     const L = await linkedLine(s);
     plan.set(`/c${L.clienteId}`, [410]);
@@ -273,13 +245,68 @@ describe('on the system clock, first retry after 20 ms (second after 60 x 20 = 1
   });
 });
 
+// Retry-After (RFC 9110 §10.2.3) is seconds or an HTTP-date, read against the server's clock: the next
+// attempt is at that time, not after the (much shorter) backoff.
+describe('Retry-After on a manual clock (a 20 ms backoff; the receiver asks for seconds)', () => {
+  let s: TestServer;
+  let R: Receiver;
+  const plan = new Map<string, Answer[]>();
+  const hookOf = (line: { clienteId: number }) => `${R.url}/c${line.clienteId}`;
+  const receive = async (L: Line, texto: string) =>
+    expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto }));
+
+  beforeAll(async () => {
+    R = await startReceiver((h: Hit) => plan.get(h.path)?.shift() ?? 200);
+    // On a whole second, so an HTTP-date (whole seconds) is an exact distance from it.
+    const clock = new ManualClock(Math.floor(Date.now() / 1000) * 1000);
+    s = await startTestServer({ allowPrivateUrls: true, webhookRetryMs: 20, webhookPollMs: 20, clock, random: () => 0.5 });
+  });
+  afterAll(async () => {
+    await R?.close();
+    await s?.stop();
+  });
+
+  it('Retry-After (seconds) on a 503 puts the next attempt that long after this one; it is made once the clock is there', async () => {
+    const clock = s.clock as ManualClock;
+    const L = await linkedLine(s);
+    plan.set(`/c${L.clienteId}`, [{ status: 503, headers: { 'retry-after': '2' } }]);
+    expectOk(await setWebhook(s, L.clientKey, { url: hookOf(L), secret: SECRET, eventos: ['messages.received'] }));
+    await receive(L, 'espera');
+    const first = await R.wait((h) => h.path === `/c${L.clienteId}`);
+    const mid = await waitEntrega(s, L.clientKey, first.json.id, (e) => e.intentos === 1, 'the 503 attempt');
+    const at = Date.parse(mid.proximo_intento_at!);
+    expect(at - Date.parse(mid.intentos_detalle[0]!.fecha)).toBe(2000);
+    clock.set(at);
+    const done = await waitEntrega(s, L.clientKey, first.json.id, (e) => e.estado === 'entregado', 'delivered after Retry-After', 5000);
+    expect(done.intentos_detalle.map((a) => a.status)).toEqual([503, 200]);
+    expect(Date.parse(done.intentos_detalle[1]!.fecha)).toBe(at);
+    const hits = R.of(first.json.id);
+    expect(hits).toHaveLength(2);
+    expect(Number(hits[1]!.headers['webhook-timestamp']) - Number(hits[0]!.headers['webhook-timestamp'])).toBe(2);
+    expectSigned(hits[1]!, SECRET);
+  });
+
+  it('Retry-After as an HTTP-date on a 429 is honoured too, against the server clock', async () => {
+    const clock = s.clock as ManualClock;
+    const L = await linkedLine(s);
+    plan.set(`/c${L.clienteId}`, [{ status: 429, headers: { 'retry-after': new Date(clock.now() + 3000).toUTCString() } }]);
+    expectOk(await setWebhook(s, L.clientKey, { url: hookOf(L), eventos: ['messages.received'] }));
+    await receive(L, 'espera fecha');
+    const first = await R.wait((h) => h.path === `/c${L.clienteId}`);
+    const mid = await waitEntrega(s, L.clientKey, first.json.id, (e) => e.intentos === 1, 'the 429 attempt');
+    expect(mid.intentos_detalle[0]!.status).toBe(429);
+    expect(Date.parse(mid.proximo_intento_at!) - Date.parse(mid.intentos_detalle[0]!.fecha)).toBe(3000);
+  });
+});
+
 describe('the whole schedule on a manual clock (default --webhook-retry-ms 5000, no jitter)', () => {
   let s: TestServer;
   let R: Receiver;
   let C: Seeded;
   beforeAll(async () => {
     R = await startReceiver(503);
-    s = await startTestServer({ allowPrivateUrls: true, clock: new ManualClock(Date.now()), random: () => 0.5 });
+    // A moved clock is seen within a 20 ms poll, not 500 ms.
+    s = await startTestServer({ allowPrivateUrls: true, clock: new ManualClock(Date.now()), random: () => 0.5, webhookPollMs: 20 });
     C = await seedClient(s, { numero: numeroNuevo() });
   });
   afterAll(async () => {
