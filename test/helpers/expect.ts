@@ -21,7 +21,7 @@ export interface OkOptions {
   status?: number;
   /** A send's answer (docs/design.md §3): its msg_id, a numeric saldo and the duplicate counter (anti_dupe). */
   send?: boolean;
-  /** A send's mode (implies `send`): queued answers say pendiente; direct ones enviado, with the gateway's id. */
+  /** A send's mode (implies `send`): queued answers say pendiente, with no gateway id yet; direct ones enviado, with it. */
   modo?: 'cola' | 'directo';
   /** The duplicate count the send was given (implies `send`). */
   count?: number;
@@ -50,6 +50,7 @@ export function expectOk(r: ApiResponse, statusOrOpts: number | OkOptions = {}):
   if (o.modo !== undefined) {
     expect(r.body).toMatchObject({ modo: o.modo, estado: o.modo === 'cola' ? 'pendiente' : 'enviado' });
     if (o.modo === 'directo') expect(r.body.gateway_msg_id).toMatch(/\S/);
+    else expect(r.body).not.toHaveProperty('gateway_msg_id');
   }
   if (o.paged) expect(r.body).toMatchObject({ page: expect.any(Number), por_pagina: expect.any(Number) });
 }

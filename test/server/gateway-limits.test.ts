@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { expectError } from '../helpers/expect.js';
+import { expectError, expectOk } from '../helpers/expect.js';
 import { linkedLine, mensaje, saldos, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
 import { until } from '../helpers/poll.js';
 
@@ -35,9 +35,9 @@ afterEach(() => {
   sim().rateLimitNext(0);
 });
 
+/** A queued send's answer (helpers/expect.ts), and its msg_id. */
 function expectQueued(r: ApiResponse): string {
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({ ok: true, modo: 'cola', estado: 'pendiente' });
+  expectOk(r, { modo: 'cola' });
   return r.body.msg_id as string;
 }
 

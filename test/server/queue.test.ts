@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import type { MessageStatusEvent } from '../../src/core/events.js';
 import { GatewayFailure } from '../../src/core/ports.js';
-import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { expectError } from '../helpers/expect.js';
+import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk } from '../helpers/expect.js';
 import {
   admin,
   b64,
@@ -29,11 +29,6 @@ import { until } from '../helpers/poll.js';
  * failures, the pending cap, and the message states and `message.status`
  * events through the receipts of the simulated network.
  */
-
-function expectQueued(r: ApiResponse): void {
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({ ok: true, api_codigo: 0, modo: 'cola', estado: 'pendiente' });
-}
 
 /** Asserts the messages are still `pendiente` after a full look of the worker at the clock's time. */
 async function staysPending(s: TestServer, ids: string[]): Promise<void> {
@@ -85,12 +80,12 @@ describe('order, independence and events (gap 0)', () => {
     ];
     for (const [path, body] of bodies) {
       const r = await send(s, L, path, { destinatario: DEST, ...body });
-      expectQueued(r);
+      expectOk(r, { modo: 'cola' });
       ids.push(r.body.msg_id);
     }
     // The other line goes at once.
     const o = await send(s, O, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-    expectQueued(o);
+    expectOk(o, { modo: 'cola' });
     await waitEstado(s, o.body.msg_id, SENT);
     // A second before the window opens, the line still waits.
     clock().set(at(1, 12, 59, 59));
@@ -109,7 +104,7 @@ describe('order, independence and events (gap 0)', () => {
   it('queue mode: pendiente -> enviado -> entregado -> leido, one message.status per change with the docs/design.md §6 fields', async () => {
     const L = await linkedLine(s);
     const r = await send(s, L, TEXT, { destinatario: '+52 55 9876 5432', mensaje: uniqueText() });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola' });
     const id = r.body.msg_id as string;
     const m = await waitEstado(s, id, 'leido');
     await until(() => of(id).length >= 4, { what: 'four events' });
@@ -169,7 +164,7 @@ describe('order, independence and events (gap 0)', () => {
     clock().set(at(1, 13, 30));
     await editCelular(s, L, { hora_inicio_permitido: '15:00', hora_fin_permitido: '16:00' });
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola' });
     await staysPending(s, [r.body.msg_id]);
     await editCelular(s, L, { hora_inicio_permitido: '00:00', hora_fin_permitido: '23:59' });
     await waitEstado(s, r.body.msg_id, SENT, 2_000);
@@ -193,7 +188,7 @@ describe('order, independence and events (gap 0)', () => {
     const dead = '525500004444';
     expect((await admin(s, 'POST', '/admin/sim/fail', { numero: dead, motivo: 'el destinatario no usa la red' })).status).toBe(200);
     const r = await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText() });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola' });
     const m = await waitEstado(s, r.body.msg_id, 'error');
     expect(m.error).toMatch(/el destinatario no usa la red/);
     expect(m.cobrado).toBe(0);
@@ -219,7 +214,7 @@ describe('order, independence and events (gap 0)', () => {
     };
     try {
       const r = await send(s, L, TEXT, { destinatario: '525522223333', mensaje: uniqueText() });
-      expectQueued(r);
+      expectOk(r, { modo: 'cola' });
       await until(async () => (await mensaje(s, r.body.msg_id)).intentos === 1, { what: 'the first attempt' });
       const m1 = await mensaje(s, r.body.msg_id);
       expect(m1).toMatchObject({ estado: 'pendiente', error: 'gateway timeout' });
@@ -244,7 +239,7 @@ describe('order, independence and events (gap 0)', () => {
     await editCelular(s, L, { max_envios_por_minuto: 1 });
     expect((await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 })).status).toBe(200);
     const r = await send(s, L, '/api/mensaje_enviar_imagen_base64.php', { destinatario: DEST, imageBase64: b64(PNG) });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola' });
     expect((await mensaje(s, r.body.msg_id)).cargo).toBe('celular');
     const file = join(s.dataDir, 'tmp', `${r.body.msg_id}.bin`);
     expect(existsSync(file)).toBe(true);
@@ -275,7 +270,7 @@ describe('the gap between two sends of a line', () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-      expectQueued(r);
+      expectOk(r, { modo: 'cola' });
       ids.push(r.body.msg_id);
     }
     const first = await waitEstado(s, ids[0]!, SENT);
@@ -310,7 +305,7 @@ describe('TTL and pending cap (ttlMs 1000, maxPending 2)', () => {
     const L = await linkedLine(s, { saldo: 5 });
     await editCelular(s, L, { hora_inicio_permitido: '13:00', hora_fin_permitido: '14:00' });
     const text = uniqueText('lleno');
-    for (let i = 0; i < 2; i++) expectQueued(await send(s, L, TEXT, { destinatario: DEST, mensaje: i === 0 ? text : uniqueText() }));
+    for (let i = 0; i < 2; i++) expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: i === 0 ? text : uniqueText() }), { modo: 'cola' });
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: text });
     expectError(r, 429, 305);
     expect(r.body.retry_after).toBeGreaterThan(0);
@@ -321,7 +316,7 @@ describe('TTL and pending cap (ttlMs 1000, maxPending 2)', () => {
     // Direct sends do not wait in the queue; they are refused by the hours instead.
     expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), 403, 303);
     const O = await linkedLine(s);
-    expectQueued(await send(s, O, TEXT, { destinatario: DEST, mensaje: uniqueText() }));
+    expectOk(await send(s, O, TEXT, { destinatario: DEST, mensaje: uniqueText() }), { modo: 'cola' });
   });
 
   it('a message that cannot be sent within the TTL (line suspended after acceptance) ends as error with a reason and is refunded', async () => {
@@ -330,7 +325,7 @@ describe('TTL and pending cap (ttlMs 1000, maxPending 2)', () => {
     await editCelular(s, L, { max_envios_por_minuto: 1 });
     expect((await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 })).status).toBe(200);
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola' });
     expect((await saldos(s, L)).global).toBe(1);
     await staysPending(s, [r.body.msg_id]);
     await editCelular(s, L, { estado: 'suspendido' });
@@ -351,7 +346,7 @@ describe('TTL and pending cap (ttlMs 1000, maxPending 2)', () => {
     clock().set(at(4, 12));
     await editCelular(s, L, { hora_inicio_permitido: '13:00', hora_fin_permitido: '14:00' });
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola' });
     await staysPending(s, [r.body.msg_id]);
     clock().advance(2_000);
     const m = await waitEstado(s, r.body.msg_id, 'error', 2_000);
@@ -373,7 +368,7 @@ describe('durability across a restart', () => {
         documentBase64: b64(Buffer.from('%PDF-1.4 restart')),
         filename: 'r.pdf',
       });
-      expectQueued(r);
+      expectOk(r, { modo: 'cola' });
       const tmp = join(dataDir, 'tmp');
       writeFileSync(join(tmp, 'huerfano.bin'), 'x');
       await s.stop();

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import type { MensajePayload } from '../../src/core/ports.js';
-import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { expectError } from '../helpers/expect.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk } from '../helpers/expect.js';
 import {
   admin,
   b64,
@@ -21,7 +21,6 @@ import {
   startMediaServer,
   TEXT,
   uniqueText,
-  UUID,
   waitEstado,
   WEBP,
   type Line,
@@ -34,23 +33,6 @@ import { until } from '../helpers/poll.js';
  * per-type and the generic field names, data URI and raw; URL and base64
  * refusals; the temp files of base64 sends.
  */
-
-function expectSent(r: ApiResponse, modo: 'cola' | 'directo'): void {
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({
-    ok: true,
-    api_codigo: 0,
-    api_texto: 'OK',
-    api_descripcion: expect.any(String),
-    modo,
-    estado: modo === 'cola' ? 'pendiente' : 'enviado',
-    anti_dupe: { count: 1, max: 3, window_s: 120 },
-    saldo: expect.any(Number),
-  });
-  expect(r.body.msg_id).toMatch(UUID);
-  if (modo === 'directo') expect(r.body.gateway_msg_id).toMatch(/\S/);
-  else expect(r.body).not.toHaveProperty('gateway_msg_id');
-}
 
 // Distinct valid recipients, so that repeated content never trips the duplicate counter.
 const DESTS = ['525598765432', '525512345678', '14155552671', '34612345678', '525587654321', '525511223344'];
@@ -121,13 +103,13 @@ describe('media by URL', () => {
       const L = await linkedLine(s);
       const url = media.base + c.file;
       const q = await send(s, L, c.path, { destinatario: DESTS[0], url, ...c.extra });
-      expectSent(q, 'cola');
+      expectOk(q, { modo: 'cola', count: 1 });
       const m = await waitEstado(s, q.body.msg_id, ['enviado', 'entregado', 'leido']);
       expect(m.tipo).toBe(c.tipo);
       expect(JSON.parse(m.media!)).toMatchObject({ url });
 
       const d = await send(s, L, c.path, { destinatario: DESTS[1], url, directo: 1, ...c.extra }, { form: true });
-      expectSent(d, 'directo');
+      expectOk(d, { modo: 'directo', count: 1 });
       expect((await mensaje(s, d.body.msg_id)).estado).toMatch(/^(enviado|entregado|leido)$/);
 
       const h = await api(s.url, 'GET', `/api/historial_listar.php?celular_id=${L.celularId}`, { key: L.clientKey });
@@ -141,7 +123,7 @@ describe('media by URL', () => {
     const L = await linkedLine(s);
     const url = `${media.base}/redirect.png`;
     const r = await send(s, L, '/api/mensaje_enviar_imagen.php', { destinatario: DESTS[0], url, directo: 1 });
-    expectSent(r, 'directo');
+    expectOk(r, { modo: 'directo', count: 1 });
     const m = await mensaje(s, r.body.msg_id);
     expect(JSON.parse(m.media!)).toEqual({ url });
     expect((JSON.parse(m.payload!) as MensajePayload).url).toBe(`${media.base}/img.png`);
@@ -206,7 +188,7 @@ describe('media by URL', () => {
       expect(r.body.error).toMatch(/5 MB/);
     }
     // 6 MB is within the 16 MB of audio by URL.
-    expectSent(await send(s, L, '/api/mensaje_enviar_audio.php', { destinatario: DESTS[0], url: `${media.base}/big.png` }), 'cola');
+    expectOk(await send(s, L, '/api/mensaje_enviar_audio.php', { destinatario: DESTS[0], url: `${media.base}/big.png` }), { modo: 'cola', count: 1 });
   });
 });
 
@@ -215,7 +197,7 @@ describe('media by base64', () => {
     it(`${c.path}: ${c.field} raw (queue, JSON), data URI (directo), data_base64 + mime (form)`, async () => {
       const L = await linkedLine(s);
       const raw = await send(s, L, c.path, { destinatario: DESTS[0], [c.field]: b64(c.bytes), ...c.extra });
-      expectSent(raw, 'cola');
+      expectOk(raw, { modo: 'cola', count: 1 });
       if (c.tipo === 'imagen') expect(raw.body.origen).toBe('base64_inline');
       else expect(raw.body).not.toHaveProperty('origen');
       const m = await waitEstado(s, raw.body.msg_id, ['enviado', 'entregado', 'leido']);
@@ -223,7 +205,7 @@ describe('media by base64', () => {
       expect(JSON.parse(m.media!)).toMatchObject({ mime: c.mime, bytes: c.bytes.length });
 
       const uri = await send(s, L, c.path, { destinatario: DESTS[1], [c.field]: dataUri(c.mime, c.bytes), directo: 1, ...c.extra });
-      expectSent(uri, 'directo');
+      expectOk(uri, { modo: 'directo', count: 1 });
       if (c.tipo === 'imagen') expect(uri.body.origen).toBe('base64_directo');
 
       const generic = await send(
@@ -233,7 +215,7 @@ describe('media by base64', () => {
         { destinatario: DESTS[2], data_base64: b64(c.bytes), mime: c.mime, filename: `archivo.${c.mime.split('/')[1]}`, directo: 1 },
         { form: true },
       );
-      expectSent(generic, 'directo');
+      expectOk(generic, { modo: 'directo', count: 1 });
       expect(JSON.parse((await mensaje(s, generic.body.msg_id)).media!)).toMatchObject({ mime: c.mime, bytes: c.bytes.length });
     });
   }
@@ -248,14 +230,14 @@ describe('media by base64', () => {
       url: `${media.base}/img.jpg`,
       directo: 1,
     });
-    expectSent(r, 'directo');
+    expectOk(r, { modo: 'directo', count: 1 });
     expect(JSON.parse((await mensaje(s, r.body.msg_id)).media!)).toMatchObject({ mime: 'image/png', bytes: PNG.length });
   });
 
   it('a JPEG through the image endpoint with a declared mime', async () => {
     const L = await linkedLine(s);
     const r = await send(s, L, '/api/mensaje_enviar_imagen_base64.php', { destinatario: DESTS[0], imageBase64: b64(JPEG), mime: 'image/jpeg', directo: 1 });
-    expectSent(r, 'directo');
+    expectOk(r, { modo: 'directo', count: 1 });
     expect(r.body.origen).toBe('base64_directo');
   });
 
@@ -265,14 +247,14 @@ describe('media by base64', () => {
     const wrapped = b64(big).replace(/.{76}/g, '$&\r\n');
     expect(wrapped).toContain('\r\n');
     const r = await send(s, L, '/api/mensaje_enviar_documento_base64.php', { destinatario: DESTS[0], documentBase64: wrapped, filename: 'w.pdf', directo: 1 });
-    expectSent(r, 'directo');
+    expectOk(r, { modo: 'directo', count: 1 });
     expect(JSON.parse((await mensaje(s, r.body.msg_id)).media!)).toMatchObject({ mime: 'application/pdf', bytes: big.length });
     const u = await send(s, L, '/api/mensaje_enviar_imagen_base64.php', {
       destinatario: DESTS[0],
       imageBase64: `DATA:IMAGE/PNG;BASE64,${b64(PNG)}`,
       directo: 1,
     });
-    expectSent(u, 'directo');
+    expectOk(u, { modo: 'directo', count: 1 });
   });
 
   it('no base64 field at all: 400 naming the field; a document without filename: 400', async () => {
@@ -346,7 +328,7 @@ describe('temp files of base64 sends', () => {
   it('a direct base64 send leaves <dataDir>/tmp empty', async () => {
     const L = await linkedLine(s);
     const r = await send(s, L, '/api/mensaje_enviar_documento_base64.php', { destinatario: DESTS[0], documentBase64: b64(PDF), filename: 'x.pdf', directo: 1 });
-    expectSent(r, 'directo');
+    expectOk(r, { modo: 'directo', count: 1 });
     expect(tmpFiles()).toEqual([]);
   });
 
@@ -354,9 +336,9 @@ describe('temp files of base64 sends', () => {
     const L = await linkedLine(s);
     // One send per minute: the queued one waits for the next minute.
     await editCelular(s, L, { max_envios_por_minuto: 1 });
-    expectSent(await send(s, L, TEXT, { destinatario: DESTS[0], mensaje: uniqueText(), directo: 1 }), 'directo');
+    expectOk(await send(s, L, TEXT, { destinatario: DESTS[0], mensaje: uniqueText(), directo: 1 }), { modo: 'directo', count: 1 });
     const r = await send(s, L, '/api/mensaje_enviar_imagen_base64.php', { destinatario: DESTS[1], imageBase64: b64(PNG), filename: '../../etc/passwd.png' });
-    expectSent(r, 'cola');
+    expectOk(r, { modo: 'cola', count: 1 });
     const file = join(tmpDir(), `${r.body.msg_id}.bin`);
     expect(existsSync(file)).toBe(true);
     expect(statSync(file).mode & 0o777).toBe(0o600);
@@ -375,7 +357,7 @@ describe('temp files of base64 sends', () => {
     expectError(d, 422, 704);
     expect(tmpFiles()).toEqual([]);
     const q = await send(s, L, '/api/mensaje_enviar_video_base64.php', { destinatario: dead, videoBase64: b64(MP4) });
-    expectSent(q, 'cola');
+    expectOk(q, { modo: 'cola', count: 1 });
     const m = await waitEstado(s, q.body.msg_id, 'error');
     expect(m.error).toMatch(/\S/);
     await tmpEmpty();

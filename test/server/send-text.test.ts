@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, type ApiResponse, type TestServer, startTestServer } from '../helpers/server.js';
-import { expectError } from '../helpers/expect.js';
-import { admin, editCelular, link, linkedLine, mensaje, send, TEXT, uniqueText, UUID, waitEstado, type Line } from './send-helpers.js';
+import { api, type TestServer, startTestServer } from '../helpers/server.js';
+import { expectError, expectOk } from '../helpers/expect.js';
+import { admin, editCelular, link, linkedLine, mensaje, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
 import { until } from '../helpers/poll.js';
 
 /**
@@ -9,39 +9,6 @@ import { until } from '../helpers/poll.js';
  * §5): both modes, both encodings, credentials, field errors, recipient
  * normalisation, and the states of line and client that forbid a send.
  */
-
-function expectQueued(r: ApiResponse): void {
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({
-    ok: true,
-    api_codigo: 0,
-    api_texto: 'OK',
-    api_descripcion: expect.any(String),
-    texto: expect.any(String),
-    desc: expect.any(String),
-    modo: 'cola',
-    estado: 'pendiente',
-    anti_dupe: { count: 1, max: 3, window_s: 120 },
-    saldo: expect.any(Number),
-  });
-  expect(r.body.msg_id).toMatch(UUID);
-  expect(r.body).not.toHaveProperty('gateway_msg_id');
-}
-
-function expectDirect(r: ApiResponse): void {
-  expect(r.status, r.text).toBe(200);
-  expect(r.body).toMatchObject({
-    ok: true,
-    api_codigo: 0,
-    api_texto: 'OK',
-    modo: 'directo',
-    estado: 'enviado',
-    anti_dupe: { count: 1, max: 3, window_s: 120 },
-    saldo: expect.any(Number),
-    gateway_msg_id: expect.stringMatching(/\S/),
-  });
-  expect(r.body.msg_id).toMatch(UUID);
-}
 
 const DEST = '525598765432';
 
@@ -57,7 +24,7 @@ describe('text: happy paths', () => {
   it('queue mode, JSON: 200 cola with msg_id, anti_dupe, saldo; the worker then sends it', async () => {
     const L = await linkedLine(s, { saldo: 5 });
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola', count: 1 });
     expect(r.body.saldo).toBe(0); // the celular's own balance; the charge came from the global one
     const m = await waitEstado(s, r.body.msg_id, ['enviado', 'entregado', 'leido']);
     expect(m).toMatchObject({ modo: 'cola', tipo: 'texto', destinatario: DEST, celular_id: L.celularId, cliente_id: L.clienteId });
@@ -67,7 +34,7 @@ describe('text: happy paths', () => {
   it('queue mode, form-encoded: 200 cola', async () => {
     const L = await linkedLine(s);
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('form') }, { form: true });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola', count: 1 });
     expect((await mensaje(s, r.body.msg_id)).texto).toMatch(/^form /);
   });
 
@@ -75,7 +42,7 @@ describe('text: happy paths', () => {
     const L = await linkedLine(s);
     for (const form of [false, true]) {
       const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }, { form });
-      expectDirect(r);
+      expectOk(r, { modo: 'directo', count: 1 });
       const m = await mensaje(s, r.body.msg_id);
       expect(['enviado', 'entregado', 'leido']).toContain(m.estado);
       expect(m).toMatchObject({ modo: 'directo', gateway_msg_id: r.body.gateway_msg_id });
@@ -84,27 +51,34 @@ describe('text: happy paths', () => {
 
   it('directo accepts true / "true" / "1"; 0, "0" and false queue', async () => {
     const L = await linkedLine(s);
-    for (const directo of [true, 'true', '1']) expectDirect(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo }));
-    for (const directo of [0, '0', false]) expectQueued(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo }));
+    for (const directo of [true, 'true', '1'])
+      expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo }), { modo: 'directo', count: 1 });
+    for (const directo of [0, '0', false]) expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo }), { modo: 'cola', count: 1 });
   });
 
   it('the key in the body (JSON and form) instead of Bearer', async () => {
     const L = await linkedLine(s);
-    expectQueued(await send(s, L, TEXT, { key: L.celularKey, destinatario: DEST, mensaje: uniqueText() }, { key: null }));
-    expectDirect(await send(s, L, TEXT, { key: L.celularKey, destinatario: DEST, mensaje: uniqueText(), directo: 1 }, { key: null, form: true }));
+    expectOk(await send(s, L, TEXT, { key: L.celularKey, destinatario: DEST, mensaje: uniqueText() }, { key: null }), { modo: 'cola', count: 1 });
+    expectOk(await send(s, L, TEXT, { key: L.celularKey, destinatario: DEST, mensaje: uniqueText(), directo: 1 }, { key: null, form: true }), {
+      modo: 'directo',
+      count: 1,
+    });
   });
 
   it('the gateway token works as the key', async () => {
     const L = await linkedLine(s);
-    expectQueued(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() }, { key: L.gatewayToken }));
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() }, { key: L.gatewayToken }), { modo: 'cola', count: 1 });
   });
 
   it('a client key sends with celular_id (JSON and form); without celular_id it is 400', async () => {
     const L = await linkedLine(s);
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: L.celularId }, { key: L.clientKey });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola', count: 1 });
     expect((await mensaje(s, r.body.msg_id)).celular_id).toBe(L.celularId);
-    expectDirect(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: L.celularId, directo: 1 }, { key: L.clientKey, form: true }));
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: L.celularId, directo: 1 }, { key: L.clientKey, form: true }), {
+      modo: 'directo',
+      count: 1,
+    });
     const no = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() }, { key: L.clientKey });
     expectError(no, 400, 100);
     expect(no.body.error).toMatch(/celular_id/);
@@ -115,7 +89,7 @@ describe('text: happy paths', () => {
     const text = 'x'.repeat(4090) + uniqueText('').slice(-6).padStart(6, 'y');
     expect(text.length).toBe(4096);
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: text });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola', count: 1 });
     expect((await mensaje(s, r.body.msg_id)).texto).toBe(text);
   });
 });
@@ -157,7 +131,7 @@ describe('text: field errors', () => {
   it('destinatario forms +52 55 9876 5432, 5215598765432 and the bare national 55 9876 5432 all become 525598765432', async () => {
     for (const form of ['+52 55 9876 5432', '5215598765432', '55 9876 5432', '(55) 9876-5432', '+52 1 55 9876 5432']) {
       const r = await send(s, L, TEXT, { destinatario: form, mensaje: uniqueText() });
-      expectQueued(r);
+      expectOk(r, { modo: 'cola', count: 1 });
       expect((await mensaje(s, r.body.msg_id)).destinatario, form).toBe('525598765432');
     }
     const h = await api(s.url, 'GET', '/api/historial_listar.php?destinatario=525598765432&por_pagina=500', { key: L.celularKey });
@@ -169,11 +143,11 @@ describe('text: field errors', () => {
   it('a bare national number is read in the country of the line (a US line: (415) 555-2672 -> 14155552672)', async () => {
     const U = await linkedLine(s, { numero: '14155550100' });
     const r = await send(s, U, TEXT, { destinatario: '(415) 555-2672', mensaje: uniqueText() });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola', count: 1 });
     expect((await mensaje(s, r.body.msg_id)).destinatario).toBe('14155552672');
     // With its country code it is read as given, whatever the line.
     const e = await send(s, U, TEXT, { destinatario: '34612345678', mensaje: uniqueText() });
-    expectQueued(e);
+    expectOk(e, { modo: 'cola', count: 1 });
     expect((await mensaje(s, e.body.msg_id)).destinatario).toBe('34612345678');
   });
 
@@ -183,11 +157,11 @@ describe('text: field errors', () => {
   // for, the wrong country.
   it("bare national numbers that also parse as international are still read in the line's country", async () => {
     const r = await send(s, L, TEXT, { destinatario: '477 234 5678', mensaje: uniqueText() });
-    expectQueued(r);
+    expectOk(r, { modo: 'cola', count: 1 });
     expect((await mensaje(s, r.body.msg_id)).destinatario).toBe('524772345678');
     const U = await linkedLine(s, { numero: '14155550101' });
     const u = await send(s, U, TEXT, { destinatario: '(646) 222-3333', mensaje: uniqueText() });
-    expectQueued(u);
+    expectOk(u, { modo: 'cola', count: 1 });
     expect((await mensaje(s, u.body.msg_id)).destinatario).toBe('16462223333');
   });
 
@@ -232,7 +206,7 @@ describe('text: authority and states', () => {
     await until(async () => (await s.core.store.getCelular(L.celularId))?.estado === 'desconectado', { what: 'desconectado' });
     expectError(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), 403, 301);
     await link(s, L);
-    expectDirect(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }));
+    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { modo: 'directo', count: 1 });
   });
 
   it('a suspended (or baja) client: 403 api_codigo 302', async () => {
@@ -256,7 +230,7 @@ describe('text: authority and states', () => {
     expect(sib.status, sib.text).toBe(201);
     expectError(await send(s, A, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: sib.body.celular_id }), 403, 201);
     // Its own id is fine.
-    expectQueued(await send(s, A, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: A.celularId }));
+    expectOk(await send(s, A, TEXT, { destinatario: DEST, mensaje: uniqueText(), celular_id: A.celularId }), { modo: 'cola', count: 1 });
   });
 
   it("another client's line with celular_id: 404 (client key and celular key)", async () => {
