@@ -8,8 +8,8 @@ import { api, type ApiResponse, type TestServer } from '../helpers/server.js';
 /**
  * Shared pieces of the send-path HTTP suites (send-*.test.ts, queue.test.ts,
  * legacy.test.ts): tiny real media files, a loopback media server, a linked
- * line with credit, and waits on a message's state. Assertion helpers stay local to each
- * file, as in the rest of test/server.
+ * line with credit, and waits on a message's state. The answers' checks are
+ * helpers/expect.ts (expectOk, expectError), the poller helpers/poll.ts.
  */
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
