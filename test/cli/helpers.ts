@@ -69,8 +69,9 @@ export interface RunResult {
 export interface RunOptions {
   /** Added to (or, with undefined, removed from) the base environment. */
   env?: EnvPatch;
-  /** Written to stdin; without it stdin is /dev/null. */
+  /** Written to stdin; without it stdin is /dev/null (in-process: an empty stream). */
   input?: string;
+  /** The binary is killed after this long (25 s unless given); an in-process run is bounded by the test's timeout. */
   timeoutMs?: number;
 }
 
