@@ -6,7 +6,7 @@ import { buildProgram } from '../dist/cli/main.js';
 import { processIO } from '../dist/cli/io.js';
 import { SHELLS } from '../dist/cli/completion.js';
 import { apiCodigoMarkdown, openapiDocument } from '../dist/server/openapi.js';
-import { configTableMarkdown } from '../dist/server/config.js';
+import { configTableMarkdown } from '../dist/server/config-knobs.js';
 import { GENERATED_FILES } from '../dist/generated-files.js';
 
 const program = buildProgram(processIO(), {});

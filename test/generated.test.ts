@@ -5,7 +5,7 @@ import { SHELLS } from '../src/cli/completion.js';
 import { processIO } from '../src/cli/io.js';
 import { GENERATED_FILES } from '../src/generated-files.js';
 import { apiCodigoMarkdown, openapiDocument } from '../src/server/openapi.js';
-import { configTableMarkdown } from '../src/server/config.js';
+import { configTableMarkdown } from '../src/server/config-knobs.js';
 
 const committed = (path: string) => readFileSync(new URL(`../${path}`, import.meta.url), 'utf8');
 const hint = 'run `npm run generate` and commit the result';

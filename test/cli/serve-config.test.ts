@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { Option } from 'commander';
 import { buildProgram } from '../../src/cli/main.js';
 import { processIO } from '../../src/cli/io.js';
-import { completeConfig, configOf, knobDefaults, SERVE_DEFAULTS, SERVE_KNOBS } from '../../src/server/config.js';
+import { completeConfig, configOf, SERVE_DEFAULTS } from '../../src/server/config.js';
+import { knobDefaults, SERVE_KNOBS } from '../../src/server/config-knobs.js';
 
 /**
  * `serve`'s flags come from one table (src/server/config.ts). The command-line

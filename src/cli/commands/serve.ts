@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { defaultDataDir } from '../../paths.js';
-import { configOf, SERVE_KNOBS, type Knob, type KnobValues } from '../../server/config.js';
+import { configOf } from '../../server/config.js';
+import { SERVE_KNOBS, type Knob, type KnobValues } from '../../server/config-knobs.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { IO } from '../io.js';
 import { hostPort, int, wordOrUrl } from '../parse.js';

@@ -1,0 +1,477 @@
+import { GATEWAYS } from '../gateways/index.js';
+import { LOG_FORMATS } from './log-format.js';
+
+/**
+ * Every setting of `serve` in one table: its flag and environment variable
+ * (if it has them), its default, how its value is read, its `--help` text
+ * and its line in the README's configuration table (generated from here by
+ * `npm run generate`). The CLI registers its flags from this table and builds
+ * one configuration object (ServeConfig, config.ts) from flags, environment
+ * and these defaults; the server reads every setting from that object and has no
+ * defaults of its own. Settings without a flag are timings and sizes tests
+ * shrink (docs/decisions.md, "One configuration object for `serve`").
+ *
+ * Kept free of server code, so that `--help` loads nothing of the server.
+ */
+
+/** How a flag's value is read (the CLI maps each kind to its parser). */
+export type KnobKind = 'text' | 'choice' | 'int' | 'duration' | 'range' | 'address' | 'switch' | 'secret';
+
+export interface Knob<T> {
+  kind: KnobKind;
+  default: T;
+  /** As commander takes it: `--name <value>`, or `--name` for a switch. None: a setting only code and tests set. */
+  flag?: string;
+  env?: string;
+  /** What the README adds after the variable's name (how a switch or a secret reads it). */
+  envNote?: string;
+  /** Bounds of an `int`. */
+  min?: number;
+  max?: number;
+  choices?: readonly string[];
+  /** The `--help` text (for a setting without a flag: what it is). */
+  help: string;
+  /** How `--help` shows the default, where the value itself would not read well (`15s` for 15000). */
+  helpDefault?: string;
+  /** The README's line: the default and what the setting does. */
+  doc?: string;
+  /** The README's first column for a setting that is no flag. */
+  label?: string;
+}
+
+const knob = <T>(k: Knob<T>): Knob<T> => k;
+
+const MiB = 1024 * 1024;
+
+export const SERVE_KNOBS = {
+  host: knob({ kind: 'text', flag: '--host <host>', env: 'PASARELA_HOST', default: '127.0.0.1', help: 'address to listen on', doc: '`127.0.0.1`' }),
+  port: knob({
+    kind: 'int',
+    flag: '--port <port>',
+    env: 'PASARELA_PORT',
+    default: 8080,
+    min: 0,
+    max: 65535,
+    help: 'port to listen on (0: any free port)',
+    doc: '`8080` (`0`: any free port; the banner names it)',
+  }),
+  dataDir: knob<string | undefined>({
+    kind: 'text',
+    flag: '--data-dir <dir>',
+    env: 'PASARELA_DATA_DIR',
+    default: undefined,
+    help: 'data directory (database, operator token)',
+    doc: 'per-user data folder',
+  }),
+  gateway: knob({
+    kind: 'choice',
+    flag: '--gateway <name>',
+    env: 'PASARELA_GATEWAY',
+    default: 'sim',
+    choices: GATEWAYS,
+    help: 'messaging gateway adapter',
+    doc: '`sim`; or `evolution`, `waha`',
+  }),
+  gatewayUrl: knob<string | undefined>({
+    kind: 'text',
+    flag: '--gateway-url <url>',
+    env: 'PASARELA_GATEWAY_URL',
+    default: undefined,
+    help: "evolution/waha: base URL of the gateway's API",
+    doc: "evolution/waha: the gateway's API base URL (required): the gateway server named `default`",
+  }),
+  gatewayKey: knob<string | undefined>({
+    kind: 'text',
+    flag: '--gateway-key <key>',
+    env: 'PASARELA_GATEWAY_KEY',
+    default: undefined,
+    help: "evolution/waha: the gateway's global API key (prefer the environment variable: flags show in ps)",
+    doc: 'evolution/waha: its global API key (required; prefer the variable, flags show in `ps`)',
+  }),
+  gatewayCallbackUrl: knob<string | undefined>({
+    kind: 'text',
+    flag: '--gateway-callback-url <url>',
+    env: 'PASARELA_GATEWAY_CALLBACK_URL',
+    default: undefined,
+    help: 'evolution/waha: base URL at which the gateway reaches this server (default http://HOST:PORT)',
+    doc: 'where the gateway reaches this server; `http://HOST:PORT`',
+  }),
+  gatewaySecret: knob<string | undefined>({
+    kind: 'secret',
+    label: 'gateway secret',
+    env: 'PASARELA_GATEWAY_SECRET',
+    envNote: '(16+ characters)',
+    default: undefined,
+    help: 'the secret gateways sign their events with',
+    doc: 'generated into `<data-dir>/gateway-secret`; share it between nodes',
+  }),
+  gatewayTimeoutMs: knob({
+    kind: 'duration',
+    flag: '--gateway-timeout <duration>',
+    env: 'PASARELA_GATEWAY_TIMEOUT',
+    default: 15_000,
+    helpDefault: '15s',
+    help: 'evolution/waha: timeout of a call to the gateway (sends get 4 times as long)',
+    doc: '`15s` per call to the gateway; sends get 4 times as long',
+  }),
+  healthIntervalMs: knob({
+    kind: 'duration',
+    flag: '--health-interval <duration>',
+    env: 'PASARELA_HEALTH_INTERVAL',
+    default: 60_000,
+    helpDefault: '60s',
+    help: "how often every line's session is checked with the gateway (0: never)",
+    doc: "`60s`: every line's session is checked this often (`0`: never)",
+  }),
+  headerTimeoutMs: knob({
+    kind: 'duration',
+    flag: '--header-timeout <duration>',
+    env: 'PASARELA_HEADER_TIMEOUT',
+    default: 20_000,
+    helpDefault: '20s',
+    help: "time to receive a request's headers",
+    doc: "`20s` to receive a request's headers",
+  }),
+  bodyTimeoutMs: knob({
+    kind: 'duration',
+    flag: '--body-timeout <duration>',
+    env: 'PASARELA_BODY_TIMEOUT',
+    default: 20_000,
+    helpDefault: '20s',
+    help: 'time for a request body to start; --body-min-rate bytes then buy a second each',
+    doc: '`20s` for a body to start (then `--body-min-rate`)',
+  }),
+  bodyMinRate: knob({
+    kind: 'int',
+    flag: '--body-min-rate <bytes>',
+    env: 'PASARELA_BODY_MIN_RATE',
+    default: 500,
+    min: 1,
+    max: 1_000_000_000,
+    help: 'slowest body accepted, in bytes per second (after --body-timeout)',
+    doc: "500 bytes/s: each 500 bytes extend the body's deadline by 1 s",
+  }),
+  requestTimeoutMs: knob({
+    kind: 'duration',
+    flag: '--request-timeout <duration>',
+    env: 'PASARELA_REQUEST_TIMEOUT',
+    default: 600_000,
+    helpDefault: '10m',
+    help: 'hard cap on receiving a whole request, however fast its body comes',
+    doc: '`10m`: hard cap on receiving one request',
+  }),
+  unauthPerAddress: knob({
+    kind: 'int',
+    flag: '--unauth-body-per-address <bytes>',
+    env: 'PASARELA_UNAUTH_BODY_PER_ADDRESS',
+    default: 128 * MiB,
+    helpDefault: '128 MiB',
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    help: 'body bytes in flight per client address on requests whose key is not yet verified (429 past it)',
+    doc: '134217728 (128 MiB) body bytes in flight per address before the key is verified, then 429',
+  }),
+  unauthServerWide: knob({
+    kind: 'int',
+    flag: '--unauth-body-total <bytes>',
+    env: 'PASARELA_UNAUTH_BODY_TOTAL',
+    default: 512 * MiB,
+    helpDefault: '512 MiB',
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    help: 'the same for the whole server (503 past it)',
+    doc: '536870912 (512 MiB) the same server-wide, then 503',
+  }),
+  store: knob({
+    kind: 'text',
+    flag: '--store <where>',
+    env: 'PASARELA_STORE',
+    default: 'sqlite',
+    help: "where the data lives: sqlite (the data directory's pasarela.db) or postgres://USER[:PASSWORD]@HOST:PORT/DB, which any number of nodes may serve together",
+    doc: '`sqlite`: the data directory\'s `pasarela.db`; `postgres://USER[:PASSWORD]@HOST:PORT/DB` for PostgreSQL, which any number of nodes may serve together (see "Running several nodes")',
+  }),
+  counters: knob({
+    kind: 'text',
+    flag: '--counters <where>',
+    env: 'PASARELA_COUNTERS',
+    default: 'memory',
+    help: 'where duplicate protection and the auth throttle count: memory (this process) or redis://[:PASSWORD@]HOST:PORT[/DB] shared by every node',
+    doc: '`memory`: duplicate protection and the auth throttle count in this process; `redis://[:PASSWORD@]HOST:PORT[/DB]` (or `rediss://`) to share them between nodes (see "Running several nodes")',
+  }),
+  countersPrefix: knob({
+    kind: 'text',
+    flag: '--counters-prefix <prefix>',
+    env: 'PASARELA_COUNTERS_PREFIX',
+    default: 'pasarela:',
+    help: 'redis: put before every key (installations sharing one Redis need different ones)',
+    doc: '`pasarela:`: put before every Redis key (installations sharing one Redis need different ones)',
+  }),
+  drainDelayMs: knob({
+    kind: 'duration',
+    flag: '--drain-delay <duration>',
+    env: 'PASARELA_DRAIN_DELAY',
+    default: 0,
+    helpDefault: '0s',
+    help: 'on SIGTERM/SIGINT, how long /ready answers 503 (draining) while requests are still served, before the listener closes',
+    doc: '`0s`: on SIGTERM/SIGINT, how long `/ready` answers 503 (`draining`) while everything still serves, before the listener closes (at most `10m`)',
+  }),
+  logLevel: knob({
+    kind: 'choice',
+    flag: '--log-level <level>',
+    env: 'PASARELA_LOG_LEVEL',
+    default: 'info',
+    choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+    help: 'log level',
+    doc: '`info`',
+  }),
+  metricsListen: knob<{ host: string; port: number } | null | undefined>({
+    kind: 'address',
+    flag: '--metrics-listen <host:port>',
+    env: 'PASARELA_METRICS_LISTEN',
+    default: undefined,
+    help: 'also serve /metrics, without credentials, on this address of its own (a private interface Prometheus scrapes); on the API port it needs the operator token',
+    doc: 'off: also serve `/metrics`, without credentials, on `HOST:PORT` (a private interface); on the API port `/metrics` needs the operator token',
+  }),
+  logFormat: knob<string | undefined>({
+    kind: 'choice',
+    flag: '--log-format <format>',
+    env: 'PASARELA_LOG_FORMAT',
+    default: undefined,
+    choices: LOG_FORMATS,
+    help: 'log lines: pretty (readable) or json (one object a line); default: pretty when stdout is a terminal, json otherwise',
+    doc: '`pretty` when stdout is a terminal, `json` otherwise (see "Operating pasarela")',
+  }),
+  inboxRetentionMs: knob({
+    kind: 'duration',
+    flag: '--inbox-retention <duration>',
+    env: 'PASARELA_INBOX_RETENTION',
+    default: 90 * 86_400_000,
+    helpDefault: '90d',
+    help: 'how long incoming messages are kept (pasarela recibidos lists them) before they are purged; 0 keeps them for ever',
+    doc: '`90d`: incoming messages older than this are purged (at start, then every 10 minutes); `0` keeps them for ever',
+  }),
+  adminToken: knob<string | undefined>({
+    kind: 'secret',
+    label: 'operator token',
+    env: 'PASARELA_ADMIN_TOKEN',
+    envNote: '(16+ characters)',
+    default: undefined,
+    help: 'the operator token (/admin/* API)',
+    doc: 'generated into `<data-dir>/admin-token`',
+  }),
+  trustProxy: knob({
+    kind: 'switch',
+    flag: '--trust-proxy',
+    default: false,
+    help: 'take client addresses from X-Forwarded-For (behind a reverse proxy)',
+    doc: 'off: client addresses come from the socket',
+  }),
+  authMaxFailures: knob({
+    kind: 'int',
+    flag: '--auth-max-failures <n>',
+    default: 20,
+    min: 1,
+    max: 1_000_000,
+    help: 'failed authentications of one credential from one address per minute before 429 (the address: 10 times that)',
+    doc: '20 failed authentications of one credential from one address per minute, then 429 for that credential there; an address gets 10 times that before unproven credentials are refused',
+  }),
+  tz: knob<string | undefined>({
+    kind: 'text',
+    flag: '--tz <zone>',
+    env: 'PASARELA_TZ',
+    default: undefined,
+    help: "IANA time zone of allowed hours and history dates (default: the system's)",
+    doc: "the system's zone: allowed hours and history dates",
+  }),
+  allowPrivateUrls: knob({
+    kind: 'switch',
+    flag: '--allow-private-urls',
+    default: false,
+    help: 'let media URLs point at loopback and private addresses (tests, closed networks)',
+    doc: 'off: media URLs may not point at loopback/private addresses',
+  }),
+  gatewayFetchesMedia: knob({
+    kind: 'switch',
+    flag: '--gateway-fetches-media',
+    env: 'PASARELA_GATEWAY_FETCHES_MEDIA',
+    envNote: '(`1`/`0`)',
+    default: false,
+    help: 'evolution/waha: hand the gateway media URLs to fetch itself instead of the bytes (trusted setups only; env PASARELA_GATEWAY_FETCHES_MEDIA=1)',
+    doc: 'off: pasarela fetches media URLs at send time and hands Evolution/WAHA the bytes; on, the gateway gets the URL and fetches it itself (only where the gateway cannot reach anything private)',
+  }),
+  queueGapMs: knob<[number, number]>({
+    kind: 'range',
+    flag: '--queue-gap-ms <min-max>',
+    default: [1000, 5000],
+    helpDefault: '1000-5000',
+    help: 'random pause between two queued sends of one line',
+    doc: '`1000-5000`: random pause between two queued sends of a line',
+  }),
+  queueTtlMs: knob({
+    kind: 'duration',
+    flag: '--queue-ttl <duration>',
+    default: 86_400_000,
+    helpDefault: '24h',
+    help: 'a queued message not sent within this ends as error',
+    doc: '`24h`: a queued message not sent by then ends as `error`',
+  }),
+  queueLeaseMs: knob<number | undefined>({
+    kind: 'duration',
+    flag: '--queue-lease <duration>',
+    default: undefined,
+    help: 'how long a send may hold a queued message; a node silent this long plus 10s loses its lines to the others (default: twice the send timeout plus 10s, at least 60s)',
+    doc: 'how long a send may hold a queued message (default twice the send timeout plus 10 s, at least 60 s); a node silent this long plus 10 s loses its lines to the other nodes',
+  }),
+  queueMaxPending: knob({
+    kind: 'int',
+    flag: '--queue-max-pending <n>',
+    default: 10_000,
+    min: 1,
+    max: 10_000_000,
+    help: 'pending messages per line before 429',
+    doc: '10000 pending messages per line, then 429',
+  }),
+  webhookRetryMs: knob({
+    kind: 'int',
+    flag: '--webhook-retry-ms <ms>',
+    default: 5000,
+    min: 1,
+    max: 3_600_000,
+    help: 'first webhook retry delay; the schedule (x1, x60, x360, x1440, x3600, x7200, x7200) spans about a day at 5000',
+    doc: '5000: first webhook retry delay; the schedule multiplies it',
+  }),
+  webhookTimeoutMs: knob({
+    kind: 'duration',
+    flag: '--webhook-timeout <duration>',
+    env: 'PASARELA_WEBHOOK_TIMEOUT',
+    default: 10_000,
+    helpDefault: '10s',
+    help: 'a webhook attempt not answered within this fails (and is retried)',
+    doc: '`10s`: a webhook attempt not answered by then fails (and is retried)',
+  }),
+  webhookConcurrency: knob({
+    kind: 'int',
+    flag: '--webhook-concurrency <n>',
+    env: 'PASARELA_WEBHOOK_CONCURRENCY',
+    default: 64,
+    min: 2,
+    max: 10_000,
+    help: 'webhook deliveries in flight at once, across clients',
+    doc: '64 webhook deliveries in flight across clients',
+  }),
+  webhookClientConcurrency: knob({
+    kind: 'int',
+    flag: '--webhook-client-concurrency <n>',
+    env: 'PASARELA_WEBHOOK_CLIENT_CONCURRENCY',
+    default: 16,
+    min: 1,
+    max: 1000,
+    help: 'webhook deliveries in flight at once for one client (1: one at a time, in event order)',
+    doc: '16 in flight for one client (`1`: one at a time, in event order)',
+  }),
+  webhookPollMs: knob({
+    kind: 'duration',
+    flag: '--webhook-poll <duration>',
+    env: 'PASARELA_WEBHOOK_POLL',
+    default: 500,
+    helpDefault: '500ms',
+    help: 'how often the event journal is checked without a wake-up (new events wake the dispatcher at once)',
+    doc: '`500ms`: the event journal is checked this often without a wake-up (new events wake it at once)',
+  }),
+  background: knob({
+    kind: 'choice',
+    flag: '--background <where>',
+    env: 'PASARELA_BACKGROUND',
+    default: 'thread',
+    choices: ['thread', 'inline'],
+    help: 'where the queue worker, its receipts and webhook delivery run: thread (their own, off the request thread; SQLite) or inline (the request thread; always so on PostgreSQL)',
+    doc: '`thread`: the queue worker, the receipts of its sends and webhook delivery run on a thread of their own, off the request thread (SQLite; on PostgreSQL always `inline`); `inline` keeps them on the request thread (docs/decisions.md, "The background thread")',
+  }),
+  simQrMs: knob({
+    kind: 'int',
+    flag: '--sim-qr-ms <ms>',
+    default: 20_000,
+    min: 100,
+    max: 3_600_000,
+    help: 'simulator: how often a pending QR changes',
+    doc: '20000: a pending QR changes this often',
+  }),
+  simDeliveryMs: knob({
+    kind: 'int',
+    flag: '--sim-delivery-ms <ms>',
+    default: 1000,
+    min: 0,
+    max: 3_600_000,
+    help: 'simulator: delay of delivery receipts',
+    doc: '1000: delivery receipt delay of simulated sends',
+  }),
+  simReadMs: knob({
+    kind: 'int',
+    flag: '--sim-read-ms <ms>',
+    default: 3000,
+    min: 0,
+    max: 3_600_000,
+    help: 'simulator: delay of read receipts',
+    doc: '3000: read receipt delay of simulated sends',
+  }),
+
+  // No flag: timings and sizes of the server's own loops, which tests shrink.
+  authWindowMs: knob({ kind: 'int', default: 60_000, help: 'the window of --auth-max-failures' }),
+  queuePollMs: knob({ kind: 'int', default: 500, help: 'the longest the queue worker waits before it looks at the queue again without a wake-up' }),
+  queueRetryMs: knob({ kind: 'int', default: 5000, help: 'first retry delay of a queued send that failed transiently; doubled each time up to 120 times it' }),
+  queueRateLimitPauseMs: knob({ kind: 'int', default: 60_000, help: 'how long a line pauses when the network rate-limits it without saying for how long' }),
+  queueRecheckMs: knob({ kind: 'int', default: 1000, help: "the longest a waiting line's state (hours, caps, estado, TTL) goes unchecked" }),
+  queueInactiveHoldMs: knob({
+    kind: 'int',
+    default: 5000,
+    help: 'how long a line that cannot send (client suspended, line not active) waits before it is looked at again',
+  }),
+  webhookHeldRetryMs: knob({ kind: 'int', default: 1000, help: "how soon a client's outbox that another node holds is asked for again" }),
+  webhookListenLeaseMs: knob({ kind: 'int', default: 30_000, help: 'how long a webhook listener lives after its last renewal' }),
+  webhookListenerConcurrency: knob({ kind: 'int', default: 16, help: "copies to webhook listeners in flight at once, apart from the deliveries' slots" }),
+  webhookListenerRetryMs: knob({ kind: 'int', default: 250, help: "a listener copy's first quick retry; the second comes 4 times as long after its attempt" }),
+  webhookListenerRecheckMs: knob({ kind: 'int', default: 1000, help: "how stale this node's view of a listener may grow before the store is asked again" }),
+  webhookRevetMs: knob({
+    kind: 'int',
+    default: 30_000,
+    help: "how long a receiver's vetted addresses are trusted before its host is resolved and checked again",
+  }),
+  webhookAgentIdleMs: knob({ kind: 'int', default: 60_000, help: "how long an unused receiver's connections are kept" }),
+  backgroundRestartMs: knob({ kind: 'int', default: 1000, help: 'a background thread that died starts again after this, doubling to 30 times it' }),
+  backgroundHealthyMs: knob({
+    kind: 'int',
+    default: 60_000,
+    help: 'a background thread that ran this long before dying starts again after the shortest delay',
+  }),
+  directRecoveryMs: knob({ kind: 'int', default: 60_000, help: 'period of the pass that resolves direct sends a crash left pending; 0: only at start' }),
+  healthConcurrency: knob({ kind: 'int', default: 4, help: 'lines checked with the gateway at once by the health check' }),
+  inboxPurgeIntervalMs: knob({ kind: 'int', default: 600_000, help: "period of the inbox's purge (it also runs at start); 0: only when called" }),
+  countersTimeoutMs: knob({ kind: 'int', default: 500, help: 'a Redis command not answered within this falls back to memory' }),
+  countersProbeMs: knob({ kind: 'int', default: 1000, help: 'how often a lost Redis is pinged' }),
+  metricsCacheMs: knob({ kind: 'int', default: 2000, help: 'how long the store gauges of /metrics are reused' }),
+  checkpointMs: knob({ kind: 'int', default: 1000, help: "how often SQLite's WAL is copied back into the database, off the request thread" }),
+};
+
+export type KnobName = keyof typeof SERVE_KNOBS;
+
+/** Every setting's value, as the table types it. */
+export type KnobValues = { [K in KnobName]: (typeof SERVE_KNOBS)[K] extends Knob<infer T> ? T : never };
+
+/** Each setting's default, taken from the table. */
+export function knobDefaults(): KnobValues {
+  const out: Record<string, unknown> = {};
+  for (const [name, k] of Object.entries(SERVE_KNOBS)) out[name] = k.default;
+  return out as KnobValues;
+}
+
+/** The README's configuration table: every setting with a flag or a variable (scripts/generate.mjs writes it between markers). */
+export function configTableMarkdown(): string {
+  const rows = ['| flag | env | default |', '|---|---|---|'];
+  for (const k of Object.values(SERVE_KNOBS) as Array<Knob<unknown>>) {
+    if (!k.doc) continue;
+    const name = k.flag ? `\`${k.flag.split(' ')[0]}\`` : (k.label ?? '');
+    const env = k.env ? `\`${k.env}\`${k.envNote ? ` ${k.envNote}` : ''} ` : '';
+    rows.push(`| ${name} | ${env}| ${k.doc} |`);
+  }
+  return `${rows.join('\n')}\n`;
+}
