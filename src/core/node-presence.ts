@@ -3,17 +3,22 @@ import { hostname } from 'node:os';
 import type { Clock } from './clock.js';
 import type { LeaseAnswer, LeasesStore, NodeInfo } from './ports.js';
 
-/** Beyond its longest send, how long a silent node is still given before its streams are taken. */
-export const TAKEOVER_MARGIN_MS = 10_000;
-/** How often a node says it is alive. */
-export const BEAT_MS = 2_000;
+/** How a node keeps its streams (serve's settings, server/config-knobs.ts). */
+export interface PresenceTiming {
+  /** The node's longest send: its streams are not taken while it may still be sending. */
+  sendMs: number;
+  /** How often a node says it is alive. */
+  beatMs: number;
+  /** Beyond its longest send, how long a silent node is still given before its streams are taken. */
+  takeoverMarginMs: number;
+}
 
 /**
  * This process as one node among those serving a store: it beats every
- * BEAT_MS and takes and gives stream leases (core/leases.ts) under its id.
+ * `beatMs` and takes and gives stream leases (core/leases.ts) under its id.
  *
  * Its streams may be taken once it has been silent for its longest send
- * (`sendMs`, the queue's claim) plus TAKEOVER_MARGIN_MS. So a node starts a
+ * (`sendMs`, the queue's claim) plus `takeoverMarginMs`. So a node starts a
  * new send only while `fresh()`: its last good beat is less than half the
  * margin old. A send started then ends (its timeouts see to it) before
  * anyone may take its stream, even if that was the node's last beat.
@@ -30,9 +35,9 @@ export class NodePresence {
   constructor(
     private readonly store: LeasesStore,
     private readonly clock: Clock,
-    opts: { sendMs: number; onError: (err: unknown) => void },
+    private readonly opts: PresenceTiming & { onError: (err: unknown) => void },
   ) {
-    this.info = { id: randomUUID(), label: `pasarela serve pid ${process.pid} on ${hostname()}`, staleMs: opts.sendMs + TAKEOVER_MARGIN_MS };
+    this.info = { id: randomUUID(), label: `pasarela serve pid ${process.pid} on ${hostname()}`, staleMs: opts.sendMs + opts.takeoverMarginMs };
     this.onError = opts.onError;
   }
 
@@ -43,7 +48,7 @@ export class NodePresence {
       this.beating ??= this.beat()
         .catch(this.onError)
         .finally(() => (this.beating = undefined));
-    }, BEAT_MS);
+    }, this.opts.beatMs);
     this.timer.unref();
   }
 
@@ -51,13 +56,13 @@ export class NodePresence {
     const t = this.clock.ticks();
     await this.store.nodeBeat(this.info, this.clock.now());
     // Back from a silence long enough that its streams may have been taken: whoever holds work read under a lease reads again.
-    if (t - this.lastBeat >= TAKEOVER_MARGIN_MS / 2) this.lapses += 1;
+    if (t - this.lastBeat >= this.opts.takeoverMarginMs / 2) this.lapses += 1;
     this.lastBeat = t;
   }
 
   /** Recent enough a beat that a send started now ends before this node could be taken for dead. */
   fresh(): boolean {
-    return this.clock.ticks() - this.lastBeat < TAKEOVER_MARGIN_MS / 2;
+    return this.clock.ticks() - this.lastBeat < this.opts.takeoverMarginMs / 2;
   }
 
   take(streams: string[]): Promise<LeaseAnswer[]> {

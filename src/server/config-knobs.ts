@@ -437,6 +437,12 @@ export const SERVE_KNOBS = {
     help: "how long a receiver's vetted addresses are trusted before its host is resolved and checked again",
   }),
   webhookAgentIdleMs: knob({ kind: 'int', default: 60_000, help: "how long an unused receiver's connections are kept" }),
+  nodeBeatMs: knob({ kind: 'int', default: 2000, help: 'how often this node tells the store it is alive' }),
+  nodeTakeoverMarginMs: knob({
+    kind: 'int',
+    default: 10_000,
+    help: "beyond its longest send, how long a silent node's streams (queues, outboxes) are left to it before another node takes them",
+  }),
   backgroundRestartMs: knob({ kind: 'int', default: 1000, help: 'a background thread that died starts again after this, doubling to 30 times it' }),
   backgroundHealthyMs: knob({
     kind: 'int',

@@ -79,6 +79,8 @@ export interface ServeConfig {
   webhookListenerRecheckMs: number;
   webhookRevetMs: number;
   webhookAgentIdleMs: number;
+  nodeBeatMs: number;
+  nodeTakeoverMarginMs: number;
   backgroundRestartMs: number;
   backgroundHealthyMs: number;
   /**
@@ -165,6 +167,8 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
     webhookListenerRecheckMs: v.webhookListenerRecheckMs,
     webhookRevetMs: v.webhookRevetMs,
     webhookAgentIdleMs: v.webhookAgentIdleMs,
+    nodeBeatMs: v.nodeBeatMs,
+    nodeTakeoverMarginMs: v.nodeTakeoverMarginMs,
     backgroundRestartMs: v.backgroundRestartMs,
     backgroundHealthyMs: v.backgroundHealthyMs,
     background: v.background === 'inline' ? 'inline' : 'thread',

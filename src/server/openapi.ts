@@ -45,7 +45,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   const app = await buildApp({
     core,
     send: { tmp, media: new LocalMedia(tmp), queued: () => {}, inFlight: new Set(), keysAccepting: new Map() },
-    webhooks: new WebhookDispatcher(core, new NodePresence(store, clock, { sendMs: 1, onError: () => {} }), {
+    webhooks: new WebhookDispatcher(core, new NodePresence(store, clock, { sendMs: 1, beatMs: 1, takeoverMarginMs: 1, onError: () => {} }), {
       retryBaseMs: 1,
       timeoutMs: 1,
       concurrency: 1,

@@ -314,7 +314,8 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
     // A silent node's streams outlive its longest work: a send's claim, or a webhook attempt (headers, then body, each up to the timeout).
     const { webhookTimeoutMs } = opts;
     const sendMs = Math.max(core.config.queue.leaseMs, 2 * webhookTimeoutMs);
-    const node = new NodePresence(store, clock, { sendMs, onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
+    const presence = { sendMs, beatMs: opts.nodeBeatMs, takeoverMarginMs: opts.nodeTakeoverMarginMs };
+    const node = new NodePresence(store, clock, { ...presence, onError: (err) => app0.log?.error({ err }, 'node heartbeat failed') });
     await node.start();
     undo.push(() => node.stop());
     const webhookOptions = {
@@ -349,7 +350,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
           config: core.config,
           webhooks: webhookOptions,
           queuePollMs: opts.queuePollMs,
-          sendMs,
+          presence,
           resume: false,
         },
         {

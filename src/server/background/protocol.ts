@@ -1,4 +1,5 @@
 import type { CoreConfig } from '../../core/context.js';
+import type { PresenceTiming } from '../../core/node-presence.js';
 import type { BusEventName, BusEvents } from '../../core/events.js';
 import type { SimOptions } from '../../gateways/sim.js';
 import type { DispatcherOptions } from '../../webhooks/dispatcher.js';
@@ -25,8 +26,8 @@ export interface BackgroundSettings {
   config: CoreConfig;
   webhooks: Omit<DispatcherOptions, 'onError'>;
   queuePollMs: number;
-  /** The node's longest send (NodePresence's sendMs). */
-  sendMs: number;
+  /** The node's longest send, heartbeat and takeover margin (NodePresence's). */
+  presence: PresenceTiming;
   /**
    * A restart after the thread died: the simulator's owed receipts are armed
    * again here (the first start leaves them to the request thread's adapter,

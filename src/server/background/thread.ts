@@ -84,7 +84,7 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
   const bus = new EventBus((err) => out.log('error', 'event listener failed', err));
   for (const name of BUS_EVENTS) bus.subscribe(name, (data) => out.event([name, data] as BusRecord));
   const core: Core = { store, counters: new MemoryCounters(clock), gateway, clock, bus, config: s.config, random: Math.random };
-  const node = new NodePresence(store, clock, { sendMs: s.sendMs, onError: onError('node heartbeat failed') });
+  const node = new NodePresence(store, clock, { ...s.presence, onError: onError('node heartbeat failed') });
   await node.start();
   // Receipts of the sends made here come from this thread's adapter (the simulator's timers); HTTP gateways report to the request thread.
   const sync = syncGatewayEvents(core, onError('gateway event handling failed'));
