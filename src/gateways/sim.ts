@@ -83,7 +83,7 @@ export class SimGateway implements Gateway {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
-    /** `serve --sim-qr-ms`, `--sim-delivery-ms`, `--sim-read-ms` (server/config.ts). */
+    /** `serve --sim-qr-ms`, `--sim-delivery-ms`, `--sim-read-ms` (server/config-knobs.ts). */
     private readonly opts: SimOptions,
   ) {}
 

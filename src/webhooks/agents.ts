@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import type { Agent } from 'undici';
 import { pinnedAgent } from '../core/media-url.js';
 
-/** How long a vetted receiver is trusted, and how long an unused one is kept (server/config.ts). */
+/** How long a vetted receiver is trusted, and how long an unused one is kept (server/config-knobs.ts). */
 export interface AgentTiming {
   /** DNS is checked again after this long, so a host that moves to a private address is refused within it. */
   revetMs: number;

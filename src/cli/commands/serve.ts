@@ -59,7 +59,7 @@ function parserOf(k: Knob<unknown>): ((value: string) => unknown) | undefined {
   }
 }
 
-/** The flag of a setting as commander registers it, from the table (server/config.ts). */
+/** The flag of a setting as commander registers it, from the table (server/config-knobs.ts). */
 function optionOf(k: Knob<unknown>, flag: string): Option {
   const o = new Option(flag, k.help);
   // A switch reads its variable as yes/no itself (envFlag), where commander would take any value for yes.

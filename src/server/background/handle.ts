@@ -32,7 +32,7 @@ export interface BackgroundHooks {
 /** The compiled thread, from the sources (tests) and from dist alike: both sit two levels under the package root. */
 const ENTRY = new URL('../../../dist/server/background/thread.js', import.meta.url);
 
-/** How a dead thread is started again (server/config.ts): after `restartMs`, doubling to 30 times it; a thread that ran `healthyMs` before dying starts again after `restartMs`. */
+/** How a dead thread is started again (server/config-knobs.ts): after `restartMs`, doubling to 30 times it; a thread that ran `healthyMs` before dying starts again after `restartMs`. */
 export interface RestartTiming {
   restartMs: number;
   healthyMs: number;
