@@ -111,8 +111,9 @@ async function runScenario(killShare: number): Promise<void> {
   expect(readdirSync(join(dataDir, 'tmp')).length).toBeGreaterThan(0);
   await crash(s);
 
-  // Run 2: drain with a short gap; kill once `killShare` of the messages is sent.
-  s = await startServe(dataDir, '0-5');
+  // Run 2: drain with a short gap; kill once `killShare` of the messages is sent. The gap keeps the
+  // drain a few seconds long, so the kill lands mid-drain even when a loaded machine is slow to deliver it.
+  s = await startServe(dataDir, '20-30');
   const target = Math.round(TOTAL * killShare);
   let left = TOTAL;
   await until(async () => TOTAL - (left = await pending(s.url, key)) >= target, {
