@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Clock } from '../../core/clock.js';
-import type { EventBus } from '../../core/events.js';
+import type { BusEventName, BusEvents, EventBus } from '../../core/events.js';
 import { freeDeadHolder } from '../../store/write-gate.js';
 import { JOURNALED_EVENTS, type WebhookControl } from '../../webhooks/dispatcher.js';
 import type { GatewayCallSink } from '../metrics/gateway.js';
@@ -37,6 +37,11 @@ export interface RestartTiming {
   restartMs: number;
   healthyMs: number;
   clock: Clock;
+}
+
+/** One event of the thread's on this thread's bus; generic, so the name and its data stay paired. */
+function republish<K extends BusEventName>(bus: EventBus, [name, data]: [K, BusEvents[K]]): void {
+  bus.publish(name, data);
 }
 
 export class BackgroundThread implements WebhookControl {
@@ -152,7 +157,7 @@ export class BackgroundThread implements WebhookControl {
           case 'out':
             this.republishing = true;
             try {
-              for (const [name, data] of m.events) this.hooks.bus.publish(name, data as never);
+              for (const record of m.events) republish(this.hooks.bus, record);
             } finally {
               this.republishing = false;
             }
