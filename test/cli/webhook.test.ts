@@ -471,4 +471,33 @@ describe('webhook listen', () => {
     expect(verifyDelivery(generateSecret(), sign(now), body, now)).toMatchObject({ ok: false });
     expect(verifyDelivery(secret, {}, body, now)).toMatchObject({ ok: false });
   });
+
+  it('verifyDelivery names what failed, as before it used the shared verify (webhooks/sign.ts)', () => {
+    const secret = generateSecret();
+    const body = Buffer.from(JSON.stringify({ id: 'evt_2', evento: 'webhook.test', data: {} }));
+    const now = Math.floor(Date.now() / 1000);
+    const signed = {
+      'webhook-id': 'evt_2',
+      'webhook-timestamp': String(now),
+      'webhook-signature': `v1,${createHmac('sha256', secret).update(`evt_2.${now}.`).update(body).digest('base64')}`,
+      'x-service-signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+    };
+    const reason = (h: Record<string, string>) => {
+      const v = verifyDelivery(secret, h, body, now);
+      return v.ok ? 'ok' : v.reason;
+    };
+    expect(reason(signed)).toBe('ok');
+    // The hex signature is compared trimmed and in lower case.
+    expect(reason({ ...signed, 'x-service-signature': ` ${signed['x-service-signature'].toUpperCase().replace('SHA256=', 'sha256=')} ` })).toBe('ok');
+    expect(reason({ ...signed, 'x-service-signature': 'sha256=00' })).toBe('X-Service-Signature does not match');
+    expect(reason({ ...signed, 'x-service-signature': ' ' })).toBe('X-Service-Signature does not match');
+    expect(reason({ ...signed, 'webhook-signature': 'v1,AAAA' })).toBe('webhook-signature does not match');
+    expect(reason({ ...signed, 'webhook-signature': 'v1,AAAA', 'x-service-signature': 'sha256=00' })).toBe(
+      'neither X-Service-Signature nor webhook-signature matches the secret',
+    );
+    expect(reason({ ...signed, 'webhook-timestamp': 'soon' })).toBe('webhook-timestamp is not a number');
+    expect(reason({ ...signed, 'webhook-timestamp': String(now + 400) })).toBe('webhook-timestamp is 400 s in the future');
+    const { 'webhook-id': _, ...noId } = signed;
+    expect(reason(noId)).toBe('missing webhook-id, webhook-timestamp, webhook-signature or X-Service-Signature');
+  });
 });
