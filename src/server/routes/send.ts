@@ -11,7 +11,7 @@ import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, pr
 import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/common.js';
 import { Flag, Type, type TProperties } from '../schemas/typed.js';
 import { FIELD_LIMITS } from '../../core/limits.js';
-import { API } from '../../core/api-routes.js';
+import { API, type ApiPath } from '../../core/api-routes.js';
 
 /**
  * The eleven send endpoints and the legacy one (docs/design.md §5). Each only maps its
@@ -133,11 +133,18 @@ function routes(): RouteSpec[] {
     sticker: {},
   };
   const spanish: Record<MediaTipo, string> = { imagen: 'imagen', documento: 'documento', audio: 'audio', video: 'video', sticker: 'sticker' };
+  const paths: Record<MediaTipo, [ApiPath, ApiPath]> = {
+    imagen: [API.mensajeImagen, API.mensajeImagenBase64],
+    documento: [API.mensajeDocumento, API.mensajeDocumentoBase64],
+    audio: [API.mensajeAudio, API.mensajeAudioBase64],
+    video: [API.mensajeVideo, API.mensajeVideoBase64],
+    sticker: [API.mensajeSticker, API.mensajeStickerBase64],
+  };
   for (const tipo of Object.keys(extra) as MediaTipo[]) {
     const rule = MEDIA_RULES[tipo];
     const operationId = `enviar${spanish[tipo][0]!.toUpperCase()}${spanish[tipo].slice(1)}`;
     out.push({
-      path: `/api/mensaje_enviar_${spanish[tipo]}.php`,
+      path: paths[tipo][0],
       operationId,
       tipo,
       summary: `Send ${tipo === 'imagen' ? 'an image' : `a ${NAMES[tipo]}`} by URL (declared size up to ${mb(rule.urlMaxBytes)})`,
@@ -145,7 +152,7 @@ function routes(): RouteSpec[] {
     });
     const field = `${NAMES[tipo]}Base64`;
     out.push({
-      path: `/api/mensaje_enviar_${spanish[tipo]}_base64.php`,
+      path: paths[tipo][1],
       operationId: `${operationId}Base64`,
       tipo,
       summary: `Send ${tipo === 'imagen' ? 'an image' : `a ${NAMES[tipo]}`} as base64 (up to ${mb(rule.base64MaxBytes)}; MIME ${rule.mimes.join(', ')})`,
