@@ -165,7 +165,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   app.removeContentTypeParser('text/plain');
   installRequestIds(app);
-  installBodyGuards(app, limits);
+  installBodyGuards(app, limits, core.clock);
   let closing = false;
   let drainingReason: string | null = null;
   app.addHook('onRequest', async (_req, reply) => {

@@ -1,3 +1,4 @@
+import type { Clock } from '../../core/clock.js';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../../core/errors.js';
@@ -49,6 +50,8 @@ export class BodyGuard {
     private readonly address: string,
     private readonly timeouts: BodyTimeouts,
     private readonly requestStart: number,
+    /** Monotonic milliseconds (the clock's ticks): a step of the wall clock must not cut or stretch a body's time. */
+    private readonly ticks: () => number,
   ) {}
 
   /** The request's credential is verified: its bytes no longer count. */
@@ -59,7 +62,7 @@ export class BodyGuard {
 
   /** The body as the parsers should read it: the same bytes, watched. */
   wrap(raw: Readable): Readable {
-    this.bodyStart = Date.now();
+    this.bodyStart = this.ticks();
     const t = new Transform({
       transform: (chunk: Buffer, _enc, cb) => {
         const refusal = this.onBytes(chunk.length);
@@ -100,7 +103,7 @@ export class BodyGuard {
   }
 
   private arm(): void {
-    const wait = this.deadline() - Date.now();
+    const wait = this.deadline() - this.ticks();
     if (wait <= 0) {
       this.timer = undefined;
       this.stream?.destroy(this.timeoutError());
@@ -112,10 +115,10 @@ export class BodyGuard {
 
   private timeoutError(): AppError {
     const t = this.timeouts;
-    if (Date.now() >= this.requestStart + t.requestTimeoutMs) {
+    if (this.ticks() >= this.requestStart + t.requestTimeoutMs) {
       return new AppError('REQUEST_TIMEOUT', `the request took longer than ${t.requestTimeoutMs / 1000} s to arrive`);
     }
-    const s = Math.round((Date.now() - this.bodyStart) / 1000);
+    const s = Math.round((this.ticks() - this.bodyStart) / 1000);
     return new AppError(
       'REQUEST_TIMEOUT',
       `the request body arrived too slowly (${this.received} bytes in ${s} s; it must start within ${t.bodyTimeoutMs / 1000} s, then each ${t.bodyMinRate} bytes buy a second)`,
@@ -147,7 +150,7 @@ export interface BodyGuardOptions extends BodyTimeouts {
 }
 
 /** Watches every request body from the first byte: a guard wraps the body as its parsing starts. */
-export function installBodyGuards(app: FastifyInstance, opts: BodyGuardOptions): void {
+export function installBodyGuards(app: FastifyInstance, opts: BodyGuardOptions, clock: Clock): void {
   const budget = new UnauthBudget(opts.unauthPerAddress, opts.unauthServerWide);
   app.decorateRequest('bodyGuard', undefined);
   // Made only for a request with a body, when its parsing starts: a GET costs nothing.
@@ -157,7 +160,8 @@ export function installBodyGuards(app: FastifyInstance, opts: BodyGuardOptions):
     const h = req.headers;
     const hasBody = h['transfer-encoding'] !== undefined || Number(h['content-length'] ?? 0) > 0;
     if (!hasBody) return payload;
-    req.bodyGuard = new BodyGuard(budget, req.ip, opts, Date.now() - reply.elapsedTime);
+    const ticks = () => clock.ticks();
+    req.bodyGuard = new BodyGuard(budget, req.ip, opts, ticks() - reply.elapsedTime, ticks);
     // A key in the header or query was verified before the body (onRequest): its bytes never count.
     if (req.principal) req.bodyGuard.authenticated();
     return req.bodyGuard.wrap(payload);
