@@ -117,8 +117,10 @@ export class ApiClient {
         cb(null, chunk);
       },
     });
-    let sinkFailed: unknown;
-    sink.once('error', (err) => (sinkFailed = err));
+    let sinkFailed: Error | undefined;
+    sink.once('error', (err: Error) => {
+      sinkFailed = err;
+    });
     try {
       await pipeline(res.body, tap, sink);
     } catch (err) {

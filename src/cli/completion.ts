@@ -102,7 +102,7 @@ export function bashScript(program: Command): string {
 # Install: pasarela completion bash > /etc/bash_completion.d/pasarela
 #      or: echo 'eval "$(pasarela completion bash)"' >> ~/.bashrc
 
-# The value code of option $1 on the command path so far (\$paths of the caller); fails when it takes no value.
+# The value code of option $1 on the command path so far ($paths of the caller); fails when it takes no value.
 __pasarela_code() {
   local p
   for p in "\${paths[@]}"; do
@@ -247,7 +247,7 @@ __pasarela_values() {
        compadd -a ws ;;
     s) if compset -P 'sqlite:'; then _files; else compadd -S '' sqlite:; compadd sqlite; fi ;;
     w:*) compadd -a ws ;;
-    l:*) _values -s , value \$ws ;;
+    l:*) _values -s , value $ws ;;
     *) _message value ;;
   esac
 }

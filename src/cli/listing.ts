@@ -1,3 +1,4 @@
+import { toText } from '../core/to-text.js';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ApiPath } from '../core/api-routes.js';
 import type { Ctx } from './context.js';
@@ -90,7 +91,7 @@ export function calendarDate(value: string): string {
  * a leading `'`, the usual guard against CSV formula injection.
  */
 export function csvField(v: unknown): string {
-  let s = v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  let s = v === null || v === undefined ? '' : toText(v);
   if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }

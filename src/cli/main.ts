@@ -49,7 +49,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
     .addHelpText('after', `\n${EXIT_HELP}\n`);
 
   const ctxOf: CtxOf = (cmd) => {
-    const flags = cmd.optsWithGlobals() as GlobalFlags & { color?: boolean };
+    const flags = cmd.optsWithGlobals<GlobalFlags & { color?: boolean }>();
     return new Ctx(makeTerm(io, env, flags.color === false), env, flags);
   };
 

@@ -195,7 +195,7 @@ export function emit(ctx: Ctx, data: unknown, human: () => void): void {
 export function printSecret(term: Term, label: string, value: string, to: 'out' | 'err' = 'out'): void {
   const tty = to === 'out' ? term.io.stdoutIsTTY : term.io.stderrIsTTY;
   const c = to === 'out' ? term.color : term.errColor;
-  const write = to === 'out' ? term.out : term.err;
+  const write = (line: string) => (to === 'out' ? term.out(line) : term.err(line));
   if (tty) {
     write(`${c.yellow(label)} (shown once, store it now):`);
     write(`  ${c.bold(value)}`);

@@ -114,6 +114,7 @@ export async function showQr(ctx: Ctx, first: QrBody, w: QrWatch): Promise<QrBod
     const text = lines();
     erase();
     term.io.stdout.write(`${text.join('\n')}\n`);
+    // eslint-disable-next-line no-control-regex -- colour codes take no columns
     drawnRows = columns === undefined ? text.length : text.reduce((n, l) => n + rowsTaken(l.replace(/\u001b\[[0-9;]*m/g, ''), columns), 0);
     drawnKey = key;
   };

@@ -1,3 +1,4 @@
+/* eslint-disable no-control-regex -- this file finds and escapes terminal control characters: its patterns match them on purpose */
 /**
  * Text as a terminal shows it: how many columns a string takes, cutting it
  * to a width without splitting a character, and making control characters

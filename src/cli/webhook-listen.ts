@@ -1,3 +1,4 @@
+import { toText } from '../core/to-text.js';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { API } from '../core/api-routes.js';
@@ -130,7 +131,7 @@ function readBody(req: IncomingMessage): Promise<Buffer | null> {
   });
 }
 
-const str = (v: unknown): string => (v === null || v === undefined || v === '' ? '-' : String(v));
+const str = (v: unknown): string => (v === null || v === undefined || v === '' ? '-' : toText(v));
 const clip = (s: string, n = 60) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 /** The human summary of an event's data, by kind (docs/design.md §6). */
@@ -142,7 +143,7 @@ function summary(evento: string, data: Record<string, unknown> | undefined): str
     case 'session.status':
       return `celular ${str(d.celular_id)}  status ${str(d.status_anterior)} -> ${str(d.status)}  estado ${str(d.estado)}`;
     case 'messages.received':
-      return `celular ${str(d.celular_id)}  de ${str(d.de)}  ${d.texto !== undefined && d.texto !== null ? JSON.stringify(clip(String(d.texto))) : str(d.tipo)}`;
+      return `celular ${str(d.celular_id)}  de ${str(d.de)}  ${d.texto !== undefined && d.texto !== null ? JSON.stringify(clip(toText(d.texto))) : str(d.tipo)}`;
     case 'webhook.test':
       return 'test event';
     default:

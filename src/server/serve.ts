@@ -310,7 +310,6 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
     if (onThread && (rt.drivenClock || rt.random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     let worker: QueueWorker | undefined;
     const inFlight = new Set<string>();
-    let app0log: ((err: unknown) => void) | undefined;
     // A silent node's streams outlive its longest work: a send's claim, or a webhook attempt (headers, then body, each up to the timeout).
     const { webhookTimeoutMs } = opts;
     const sendMs = Math.max(core.config.queue.leaseMs, 2 * webhookTimeoutMs);
@@ -362,7 +361,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
         { restartMs: opts.backgroundRestartMs, healthyMs: opts.backgroundHealthyMs, clock },
       );
     } else {
-      dispatcher = new WebhookDispatcher(core, node, { ...webhookOptions, onError: (err) => app0log?.(err) });
+      dispatcher = new WebhookDispatcher(core, node, { ...webhookOptions, onError: (err) => app0.log?.error({ err }, 'webhook delivery step failed') });
     }
     const webhooks: WebhookControl = thread ?? dispatcher!;
     const health = new LineHealth(core, node, {
@@ -380,7 +379,6 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       limits: opts.limits,
       metrics,
     });
-    app0log = (err) => app.log.error({ err }, 'webhook delivery step failed');
     app0.log = app.log;
     // Line state changes, messages ending in error, webhook receivers failing: info and warn lines (docs/logs.md).
     logBusEvents(bus, app.log);

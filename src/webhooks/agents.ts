@@ -97,7 +97,7 @@ export class ReceiverAgents {
   async close(): Promise<void> {
     const all = [...this.entries.values()];
     this.entries.clear();
-    await Promise.allSettled(all.map((e) => e.agent?.close()));
+    await Promise.allSettled(all.map(async (e) => e.agent?.close()));
   }
 
   private evict(): void {

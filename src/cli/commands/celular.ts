@@ -1,3 +1,4 @@
+import { toText } from '../../core/to-text.js';
 import { writeFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { API } from '../../core/api-routes.js';
@@ -321,7 +322,7 @@ export async function runCelularLink(o: CelularLinkOptions, ctx: Ctx): Promise<v
   if (!ctx.json) {
     ctx.term.err(
       first.creado
-        ? `Registered celular ${first.celular_id} (${String(first.numero ?? numero)}).`
+        ? `Registered celular ${first.celular_id} (${toText(first.numero ?? numero)}).`
         : `Celular ${first.celular_id} already registered; linking it.`,
     );
     // On stdout like `celular create`: the one time the key is shown, a script must be able to keep it.
