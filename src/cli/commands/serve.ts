@@ -152,8 +152,10 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     io.stderr.write(banner(server, gateway));
     // The first signal stops gracefully; a second one falls back to Node's default and ends the process.
     const signal = await new Promise<string>((resolve) => {
-      process.once('SIGINT', () => resolve('SIGINT'));
-      process.once('SIGTERM', () => resolve('SIGTERM'));
+      const off = io.onSignal?.((sig) => {
+        off?.();
+        resolve(sig);
+      });
     });
     const drainMs = config.drainDelayMs;
     io.stderr.write(`${signal}: ${drainMs > 0 ? `not ready (draining) for ${drainMs / 1000}s, then ` : ''}finishing requests in flight, then stopping…\n`);
