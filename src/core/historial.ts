@@ -12,6 +12,23 @@ import type { CelularRow, HistoryFilter, MensajeEstado, MensajeRow } from './por
  */
 
 export const ESTADOS: readonly MensajeEstado[] = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
+/** Every field of a history record, in the order of docs/design.md §8 (the answer's and the CLI's CSV columns). */
+export const MENSAJE_FIELDS = [
+  'msg_id',
+  'celular_id',
+  'destinatario',
+  'tipo',
+  'modo',
+  'estado',
+  'texto',
+  'media',
+  'gateway_msg_id',
+  'error',
+  'created_at',
+  'enviado_at',
+  'entregado_at',
+  'leido_at',
+] as const;
 export const POR_PAGINA_DEFAULT = 50;
 export const POR_PAGINA_MAX = 500;
 

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { API } from '../../core/api-routes.js';
+import { MENSAJE_FIELDS } from '../../core/historial.js';
 import type { Ctx } from '../context.js';
 import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';
@@ -34,22 +35,7 @@ export interface HistorialOptions extends ListingOpts {
 const ESTADOS = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
 
 /** Every field of a record, in the order of docs/design.md §8: the csv columns. */
-const CSV_COLUMNS: Array<keyof Mensaje> = [
-  'msg_id',
-  'celular_id',
-  'destinatario',
-  'tipo',
-  'modo',
-  'estado',
-  'texto',
-  'media',
-  'gateway_msg_id',
-  'error',
-  'created_at',
-  'enviado_at',
-  'entregado_at',
-  'leido_at',
-];
+const CSV_COLUMNS: ReadonlyArray<keyof Mensaje> = MENSAJE_FIELDS;
 
 /** Query fields and the flag that sets each, to explain a 400 in the command's terms. */
 const HISTORIAL_FIELDS = {

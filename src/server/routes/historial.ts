@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { ESTADOS, listHistorial } from '../../core/historial.js';
+import { ESTADOS, listHistorial, MENSAJE_FIELDS } from '../../core/historial.js';
 import { FIELD_LIMITS } from '../../core/limits.js';
 import { clientAuth, principal, success } from '../http.js';
 import { errorResponses, listingQuerystring, listingResponse, strOrNull, ts, tsOrNull } from '../schemas/common.js';
@@ -37,22 +37,7 @@ const mensajeSchema = {
     entregado_at: tsOrNull,
     leido_at: tsOrNull,
   },
-  required: [
-    'msg_id',
-    'celular_id',
-    'destinatario',
-    'tipo',
-    'modo',
-    'estado',
-    'texto',
-    'media',
-    'gateway_msg_id',
-    'error',
-    'created_at',
-    'enviado_at',
-    'entregado_at',
-    'leido_at',
-  ],
+  required: MENSAJE_FIELDS,
   additionalProperties: false,
 } as const;
 
