@@ -112,7 +112,7 @@ export class Cli {
       stripFinalNewline: false,
       timeout: opts.timeoutMs ?? 25_000,
       ...(opts.input !== undefined ? { input: opts.input } : { stdin: 'ignore' as const }),
-    }) as ResultPromise<{ reject: false }>;
+    });
   }
 
   /**

@@ -160,7 +160,7 @@ describe('--retry: only what can succeed later, always under the same key', () =
     script = ['drop'];
     const r = await send();
     expect(r.exitCode).toBe(8);
-    expect(r.stderr).toContain(`--idempotency-key '${keys()[0]}'`);
+    expect(r.stderr).toContain(`--idempotency-key '${String(keys()[0])}'`);
   });
 
   it('a 5xx the server answered gives no same-key hint', async () => {

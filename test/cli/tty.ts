@@ -23,13 +23,13 @@ export async function runTtyAnswering(
   });
   let seen = '';
   let next = 0;
-  proc.stdout!.on('data', (chunk: Buffer) => {
+  proc.stdout.on('data', (chunk: Buffer) => {
     seen += String(chunk);
     const a = answers[next];
     if (a && a[0].test(seen)) {
       next += 1;
       seen = '';
-      proc.stdin!.write(`${a[1]}\r`);
+      proc.stdin.write(`${a[1]}\r`);
     }
   });
   const r = await proc;

@@ -462,7 +462,7 @@ describe('webhook listen', () => {
     expect(verifyDelivery(secret, sign(now - 299), body, now)).toEqual({ ok: true });
     expect(verifyDelivery(secret, sign(now - 301), body, now)).toMatchObject({ ok: false, reason: expect.stringContaining('old') });
     expect(verifyDelivery(secret, sign(now + 301), body, now)).toMatchObject({ ok: false });
-    expect(verifyDelivery(secret, sign(now), Buffer.from(`${body} `), now)).toMatchObject({ ok: false });
+    expect(verifyDelivery(secret, sign(now), Buffer.from(`${body.toString('utf8')} `), now)).toMatchObject({ ok: false });
     expect(verifyDelivery(secret, { ...sign(now), 'x-service-signature': 'sha256=00' }, body, now)).toMatchObject({
       ok: false,
       reason: expect.stringContaining('X-Service-Signature'),

@@ -33,7 +33,7 @@ export async function pgAdmin(sql: string): Promise<void> {
 }
 
 /** A fresh schema of its own on the test database, dropped by `drop`. */
-export async function pgSchema(): Promise<{ schema: string; drop(): Promise<void> }> {
+export async function pgSchema(): Promise<{ schema: string; drop: () => Promise<void> }> {
   const schema = `t_${randomBytes(6).toString('hex')}`;
   await pgAdmin(`CREATE SCHEMA ${schema}`);
   return { schema, drop: () => pgAdmin(`DROP SCHEMA ${schema} CASCADE`) };

@@ -155,7 +155,7 @@ for (const adapter of ADAPTERS) {
         const k = await kept(ctx.store);
         expect({ lines: k.lines, quarters: k.quarters, empty: k.empty }, when).toEqual({ lines: k.rows, quarters: k.rows, empty: 0 });
       };
-      const lineOf = (i: number) => (i % 3 === 0 ? [l.otro, l.l3] : [l.cliente, i % 3 === 1 ? l.l1 : l.l2]) as [number, number];
+      const lineOf = (i: number): [number, number] => (i % 3 === 0 ? [l.otro, l.l3] : [l.cliente, i % 3 === 1 ? l.l1 : l.l2]);
       const senders = ['14155552671', '34612345678'];
       let next = 0;
       /** `count` messages received on `store`, a few at a time, oldest first. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Base64Decoder } from '../../src/core/base64-stream.js';
-import { AppError, ERRORS } from '../../src/core/errors.js';
+import { ERRORS } from '../../src/core/errors.js';
 import { errorOf } from '../helpers/expect.js';
 import { zip } from '../helpers/zip.js';
 import { decodeBase64Media } from '../../src/core/media.js';

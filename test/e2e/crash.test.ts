@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, type ApiResponse } from '../helpers/server.js';
 import { until } from '../helpers/poll.js';
-import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
+import { crash, killAllServeChildren, startServeChild } from '../helpers/serve-child.js';
 
 /**
  * Crash test of the durable queue (docs/design.md §5, §6) against the real binary:
@@ -31,8 +31,6 @@ const TOTAL = LINES * (TEXTS_PER_LINE + IMAGES_PER_LINE);
 const SALDO = 1_000_000;
 /** A 1x1 PNG. */
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
-
-type Server = ServeChild;
 
 const dirs: string[] = [];
 

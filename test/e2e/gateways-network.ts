@@ -76,7 +76,7 @@ interface Fake {
   ack(i: string, id: string, status: never): Promise<unknown>;
   ackBeforeReply(on: boolean): void;
   phoneLogout(i: string): Promise<unknown>;
-  killSilently(i: string): Promise<unknown> | unknown;
+  killSilently(i: string): unknown;
   down(): Promise<void>;
   up(): Promise<void>;
   settle(): Promise<void>;
@@ -140,7 +140,7 @@ export async function evolutionNetwork(): Promise<Network> {
     }));
   return fakeNetwork(
     'evolution',
-    fake as unknown as Fake,
+    fake,
     { entregado: 'DELIVERY_ACK', leido: 'READ' },
     (s, i, id, from, text) => ({
       event: 'messages.upsert',
@@ -172,7 +172,7 @@ export async function wahaNetwork(): Promise<Network> {
     });
   return fakeNetwork(
     'waha',
-    fake as unknown as Fake,
+    fake,
     { entregado: 'DEVICE', leido: 'READ' },
     (_s, i, id, from, text) => ({
       id: `evt_${id}`,

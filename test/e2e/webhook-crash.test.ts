@@ -73,7 +73,9 @@ describe('webhook outbox: SIGKILL and restart', () => {
   it('killed between two failed attempts of the retry schedule: after the restart the same event (same webhook-id, same bytes) is delivered, the earlier attempts still listed', async () => {
     const R = await startReceiver(500);
     receivers.push(R);
-    let { s, dataDir, key, celularId } = await setUp(R);
+    const started = await setUp(R);
+    const { dataDir, key, celularId } = started;
+    let { s } = started; // replaced by the restarted server
 
     // A real event: asking for a QR starts a session (need_scan) -> session.status.
     await ok(call(s.url, 'POST', `/api/celular_qr.php?id=${celularId}`, key));
@@ -121,7 +123,9 @@ describe('webhook outbox: SIGKILL and restart', () => {
   it('killed while an attempt is in flight: the unrecorded attempt is made again after the restart, same webhook-id', async () => {
     const R = await startReceiver('hang');
     receivers.push(R);
-    let { s, dataDir, key, celularId } = await setUp(R);
+    const started = await setUp(R);
+    const { dataDir, key, celularId } = started;
+    let { s } = started; // replaced by the restarted server
     await ok(call(s.url, 'POST', `/api/celular_qr.php?id=${celularId}`, key));
     const first = await R.wait((h) => h.headers['x-service-event'] === 'session.status', 5000, 'the hanging attempt');
     const id = first.json.id as string;

@@ -318,7 +318,7 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
     return {
       id: inst.webhook?.id ?? randomUUID(),
       enabled,
-      url: String(w.url ?? ''),
+      url: typeof w.url === 'string' ? w.url : w.url == null ? '' : JSON.stringify(w.url),
       headers: Object.fromEntries(Object.entries(obj(w.headers)).map(([k, v]) => [k, String(v)])),
       // enabled:false clears the list; [] means every event.
       events: enabled && Array.isArray(w.events) ? w.events.map(String) : [],
@@ -475,7 +475,8 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
     } else if (route === 'sendMedia') {
       const type = body.mediatype;
       if (type === undefined) throw badRequest('instance requires property "mediatype"');
-      if (!['image', 'video', 'document', 'audio'].includes(String(type))) throw badRequest('mediatype is not one of enum values: image,video,document,audio');
+      if (typeof type !== 'string' || !['image', 'video', 'document', 'audio'].includes(type))
+        throw badRequest('mediatype is not one of enum values: image,video,document,audio');
       if (body.media === undefined && !body.file) throw badRequest('instance requires property "media"');
       m = media(body.media);
       let fileName = typeof body.fileName === 'string' && body.fileName ? body.fileName : undefined;
@@ -485,7 +486,7 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
       fileName ??= type === 'image' ? 'image.jpg' : type === 'video' ? 'video.mp4' : undefined;
       const ext = fileName && /\.([A-Za-z0-9]+)$/.exec(fileName)?.[1]?.toLowerCase();
       const mimetype = fileName ? (ext ? (MIME_BY_EXT[ext] ?? null) : null) : (body.mimetype ?? null);
-      messageType = `${String(type)}Message`;
+      messageType = `${type}Message`;
       message = {
         [messageType]: {
           url: `https://mmg.whatsapp.net/${hex(8)}`,

@@ -32,9 +32,9 @@ export async function startEvolutionHarness(
   opts: { clock?: Clock } = {},
 ): Promise<GatewayHarness & { gateway: EvolutionGateway; fake: EvolutionFake; receiver: InboundReceiver }> {
   const fake = await startEvolutionFake();
-  let gateway: EvolutionGateway | undefined;
-  const receiver = await startInboundReceiver(() => gateway!);
-  gateway = new EvolutionGateway(
+  // The receiver asks for the gateway only when a webhook arrives, after it is made.
+  const receiver = await startInboundReceiver(() => gateway);
+  const gateway = new EvolutionGateway(
     {
       url: fake.url,
       key: fake.apiKey,
@@ -46,10 +46,9 @@ export async function startEvolutionHarness(
     },
     { qrRetryPauseMs: 0 },
   );
-  const gw = gateway;
   return {
     name: 'evolution',
-    gateway: gw,
+    gateway,
     fake,
     receiver,
     scan: (i) => fake.scan(i),
@@ -66,7 +65,7 @@ export async function startEvolutionHarness(
     killSilently: async (i) => fake.killSilently(i),
     close: async () => {
       await fake.close();
-      await gw.close();
+      await gateway.close();
       await receiver.close();
     },
   };

@@ -40,7 +40,7 @@ describe('evolution adapter', () => {
   };
   const lastRequest = (pathStart: string) => [...h.fake.requests].reverse().find((r) => r.path.startsWith(pathStart));
   const bodyOf = (pathStart: string) => lastRequest(pathStart)!.body as Record<string, unknown>;
-  const send = (i: string, m: Partial<OutboundMessage>) => h.gateway.send(i, { msgId: `m-${++n}`, tipo: 'texto', destinatario: TO, ...m } as OutboundMessage);
+  const send = (i: string, m: Partial<OutboundMessage>) => h.gateway.send(i, { msgId: `m-${++n}`, tipo: 'texto', destinatario: TO, ...m });
 
   async function failure(p: Promise<unknown>): Promise<GatewayFailure> {
     const err = await p.then(
@@ -647,7 +647,7 @@ describe('evolution adapter', () => {
         headers: { ...(key ? { apikey: key } : {}), ...(json ? { 'content-type': 'application/json' } : {}) },
         body: json ? JSON.stringify(json) : undefined,
       });
-      return { status: r.status, body: (await r.json()) as unknown };
+      return { status: r.status, body: await r.json() };
     };
 
     it('auth: 401 without or with a wrong key; the instance token opens only its own routes', async () => {

@@ -33,9 +33,9 @@ export async function startWahaHarness(
   opts: { clock?: Clock; engine?: WahaEngine } = {},
 ): Promise<GatewayHarness & { fake: WahaFake; receiver: InboundReceiver; gateway: WahaGateway }> {
   const fake = await startWahaFake({ engine: opts.engine });
-  let gateway: WahaGateway | undefined;
-  const receiver = await startInboundReceiver(() => gateway!);
-  gateway = new WahaGateway(
+  // The receiver asks for the gateway only when a webhook arrives, after it is made.
+  const receiver = await startInboundReceiver(() => gateway);
+  const gateway = new WahaGateway(
     {
       url: fake.url,
       key: fake.apiKey,
@@ -47,7 +47,6 @@ export async function startWahaHarness(
     },
     { pollPauseMs: 0 },
   );
-  const gw = gateway;
   // Each control resolves once its webhooks were answered by the adapter.
   const settled = async <T>(p: Promise<T>): Promise<T> => {
     const v = await p;
@@ -56,7 +55,7 @@ export async function startWahaHarness(
   };
   return {
     name: 'waha',
-    gateway: gw,
+    gateway,
     fake,
     receiver,
     scan: (i) => settled(fake.scan(i)),
@@ -73,7 +72,7 @@ export async function startWahaHarness(
     killSilently: (i) => fake.killSilently(i),
     close: async () => {
       await fake.close();
-      await gw.close();
+      await gateway.close();
       await receiver.close();
     },
   };

@@ -65,7 +65,7 @@ describe('WAHA adapter: request shapes', () => {
   });
   const lastSend = () => ctx.h.fake.sends[ctx.h.fake.sends.length - 1]!;
   const sendAs = async (m: Omit<OutboundMessage, 'msgId' | 'destinatario'>) => {
-    await ctx.h.gateway.send(i, { msgId: 'm', destinatario: TO, ...m } as OutboundMessage);
+    await ctx.h.gateway.send(i, { msgId: 'm', destinatario: TO, ...m });
     return lastSend();
   };
 

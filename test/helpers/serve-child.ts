@@ -45,11 +45,11 @@ export async function startServeChild(dataDir: string, args: string[], timeoutMs
       seen += String(chunk);
       const m = /listening on (http:\/\/\S+)/.exec(seen);
       if (m) {
-        child.stderr!.off('data', onData);
+        child.stderr.off('data', onData);
         resolve(m[1]!);
       }
     };
-    child.stderr!.on('data', onData);
+    child.stderr.on('data', onData);
     void child.then((r) => reject(new Error(`serve ended before listening (exit ${r.exitCode}, ${r.signal ?? 'no signal'}): ${seen}${String(r.stderr)}`)));
   });
   return { url, child };

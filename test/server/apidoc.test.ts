@@ -294,7 +294,9 @@ function rawGet(path: string, headers: Record<string, string> = {}): Promise<Api
         let body: unknown = text;
         try {
           body = JSON.parse(text);
-        } catch {}
+        } catch {
+          // not JSON: the body stays the text
+        }
         resolve({ status: res.statusCode!, headers: new Headers(res.headers as Record<string, string>), body, text });
       });
     });
@@ -304,7 +306,7 @@ function rawGet(path: string, headers: Record<string, string> = {}): Promise<Api
 }
 
 /** The YAML library @fastify/swagger-ui writes /docs/yaml with (what it answered before the cache). */
-const yaml = createRequire(createRequire(import.meta.url).resolve('@fastify/swagger-ui'))('yaml') as { stringify(v: unknown): string };
+const yaml = createRequire(createRequire(import.meta.url).resolve('@fastify/swagger-ui'))('yaml') as { stringify: (v: unknown) => string };
 
 describe('the served document, serialised once', () => {
   // The document as built (not parsed back from JSON): what is shared in it, YAML writes once with an anchor.

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
+import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError, numeroNuevo } from '../helpers/expect.js';
 
 /**
@@ -237,6 +237,7 @@ describe('never a 500, never a stack trace', () => {
       expect(r.status, `${method} ${path} -> ${r.status} ${r.text.slice(0, 200)}`).toBeGreaterThanOrEqual(400);
       expect(r.status, `${method} ${path}`).toBeLessThan(500);
       expectError(r, r.status);
+      expect(r.text, `${method} ${path}`).not.toMatch(STACK);
     }
     // Deeply nested JSON is parsed or refused, never a crash.
     const deep = await api(s.url, 'POST', `/api/celular_editar.php?id=${A.celularId}`, {
@@ -245,6 +246,7 @@ describe('never a 500, never a stack trace', () => {
       contentType: 'application/json',
     });
     expectError(deep, 400);
+    expect(deep.text).not.toMatch(STACK);
     const h = await api(s.url, 'GET', '/health');
     expect(h.status).toBe(200);
     expect(s.logs.some((l) => l.includes('"level":50'))).toBe(false);

@@ -168,7 +168,7 @@ beforeAll(async () => {
         celular_id: i % 2 === 0 ? A.celularId : a2,
         destinatario: [D1, D2, D3][i % 3]!,
         estado: ESTADOS[Math.floor(i / 2) % 5]!,
-        at: day(1 + Math.floor(i / 5), slots[i % 5]!),
+        at: day(1 + Math.floor(i / 5), slots[i % 5]),
         tipo: i === 3 ? 'imagen' : i === 4 ? 'documento' : 'texto',
         texto: i === 4 ? null : undefined,
         media,

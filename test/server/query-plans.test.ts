@@ -46,6 +46,7 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
 ];
 
 const prepared = new Set<string>();
+// eslint-disable-next-line @typescript-eslint/unbound-method -- the original, kept to restore the prototype and always called with .call(db)
 const realPrepare = Database.prototype.prepare;
 let s: TestServer;
 let receiver: Receiver;

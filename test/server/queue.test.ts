@@ -52,7 +52,7 @@ afterAll(async () => {
 
 describe('order, independence and events (gap 0)', () => {
   let s: TestServer;
-  let events: MessageStatusEvent[] = [];
+  const events: MessageStatusEvent[] = [];
   let unsub: () => void = () => {};
   const clock = () => s.clock as ManualClock;
   beforeAll(async () => {
@@ -289,7 +289,7 @@ describe('the gap between two sends of a line', () => {
 
 describe('TTL and pending cap (ttlMs 1000, maxPending 2)', () => {
   let s: TestServer;
-  let events: MessageStatusEvent[] = [];
+  const events: MessageStatusEvent[] = [];
   let unsub: () => void = () => {};
   const clock = () => s.clock as ManualClock;
   beforeAll(async () => {

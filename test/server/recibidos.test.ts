@@ -111,7 +111,7 @@ beforeAll(async () => {
   // from three senders to both lines.
   const slots = [0, 6 * H, 12 * H, 18 * H, 24 * H - 1];
   for (let i = 0; i < 30; i += 1) {
-    await receive(i % 2 === 0 ? A : a2, [S1, S2, S3][i % 3]!, day(1 + Math.floor(i / 5), slots[i % 5]!));
+    await receive(i % 2 === 0 ? A : a2, [S1, S2, S3][i % 3]!, day(1 + Math.floor(i / 5), slots[i % 5]));
   }
   // Two at the same instant: the later arrival comes first.
   for (let i = 0; i < 2; i += 1) await receive(A, S1, day(7, 10 * H));

@@ -23,7 +23,6 @@ import {
   uniqueText,
   waitEstado,
   WEBP,
-  type Line,
   type MediaServer,
 } from './send-helpers.js';
 import { until } from '../helpers/poll.js';

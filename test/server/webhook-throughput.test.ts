@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
@@ -42,7 +42,7 @@ async function countingReceiver(delayMs: number | null): Promise<CountingReceive
       r.hits.push({
         method: req.method ?? '',
         path: req.url ?? '',
-        headers: req.headers as IncomingHttpHeaders,
+        headers: req.headers,
         raw,
         body,
         json: JSON.parse(body),
