@@ -60,10 +60,14 @@ interface Node {
   args: readonly Argument[];
 }
 
-const isHidden = (c: Command) => Boolean((c as unknown as { _hidden?: boolean })._hidden);
+/** A command's subcommands as its help lists them: not the hidden ones, nor commander's implicit `help`. */
+export function visibleSubcommands(cmd: Command): Command[] {
+  const shown = new Set(cmd.createHelp().visibleCommands(cmd));
+  return cmd.commands.filter((c) => shown.has(c));
+}
 
 function walk(cmd: Command, path: string[] = [], out: Node[] = []): Node[] {
-  const visible = cmd.commands.filter((c) => !isHidden(c));
+  const visible = visibleSubcommands(cmd);
   out.push({
     path,
     subcommands: visible.map((c) => ({ name: c.name(), description: c.description(), aliases: c.aliases() })),

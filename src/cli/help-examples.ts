@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { visibleSubcommands } from './completion.js';
 
 /**
  * The Examples section of every command's --help, by command path, in one
@@ -121,8 +122,7 @@ export const EXIT_CODES_REFERENCE = 'Exit codes: the table in `pasarela --help` 
 
 /** Adds the Examples section (and the exit-code reference) to every visible command that has examples. */
 export function addExamples(cmd: Command, path: string[] = []): void {
-  for (const c of cmd.commands) {
-    if ((c as unknown as { _hidden?: boolean })._hidden) continue;
+  for (const c of visibleSubcommands(cmd)) {
     const p = [...path, c.name()];
     const lines = EXAMPLES[p.join(' ')];
     if (lines) c.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n\n${EXIT_CODES_REFERENCE}\n`);
