@@ -5,6 +5,7 @@ import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../
 import { iso } from '../core/clock.js';
 import type { Core } from '../core/context.js';
 import { fail } from '../core/errors.js';
+import { FIELD_LIMITS } from '../core/limits.js';
 import { isBlockedAddress, parseHttpUrl } from '../core/media-url.js';
 import type { WebhookConfig } from '../core/ports.js';
 import { SECRET_RE } from './sign.js';
@@ -92,7 +93,7 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
   let secret: string | null = null;
   if (input.secret !== undefined && input.secret !== null && input.secret !== '') {
     if (typeof input.secret !== 'string' || !SECRET_RE.test(input.secret))
-      fail('INVALID_PARAMS', 'secret: up to 256 printable ASCII characters, no spaces (24 or more recommended)');
+      fail('INVALID_PARAMS', `secret: up to ${FIELD_LIMITS.webhookSecret} printable ASCII characters, no spaces (24 or more recommended)`);
     secret = input.secret;
   }
   const cfg = await core.store.setWebhook(
