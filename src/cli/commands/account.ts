@@ -4,23 +4,7 @@ import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';
 import { emit, printFields } from '../output.js';
 import { positiveInt } from '../parse.js';
-
-interface InfoBody {
-  cliente: {
-    id: number;
-    nombre: string;
-    email: string;
-    estado: string;
-    plan: string;
-    max_celulares: number | null;
-    consumo_mes_actual: number;
-    created_at: string;
-  };
-  saldo_global: number;
-  num_celulares: number;
-  num_celulares_activos: number;
-  mensajes_30d: number;
-}
+import type { ClienteSummary } from './admin-clients.js';
 
 interface SaldoBody {
   cliente_id: number;
@@ -33,7 +17,7 @@ interface SaldoBody {
 }
 
 export async function runInfo(ctx: Ctx): Promise<void> {
-  const b = await ctx.client().call<InfoBody>('GET', API.info, { key: ctx.key() });
+  const b = await ctx.client().call<ClienteSummary>('GET', API.info, { key: ctx.key() });
   emit(ctx, b, () =>
     printFields(ctx.term, [
       ['cliente', `${b.cliente.id} ${b.cliente.nombre}`],
