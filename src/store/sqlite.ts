@@ -1,3 +1,4 @@
+import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from './patch-columns.js';
 import Database from 'better-sqlite3';
 import { chmodSync, existsSync } from 'node:fs';
 import type {
@@ -68,24 +69,6 @@ function setClause(patch: Record<string, unknown>): string {
     .map((k) => `${k} = @${k}`)
     .join(', ');
 }
-
-const CELULAR_COLUMNS = new Set([
-  'nombre_interno',
-  'estado',
-  'max_envios_por_minuto',
-  'max_envios_por_hora',
-  'max_envios_por_dia',
-  'hora_inicio_permitido',
-  'hora_fin_permitido',
-  'gateway_instancia',
-  'legacy_token_hash',
-  'key_hash',
-  'last_status',
-  'last_status_check',
-  'vinculado',
-  'servidor_id',
-]);
-const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
 
 function onlyColumns(patch: Record<string, unknown>, allowed: Set<string>): Record<string, unknown> {
   const out: Record<string, unknown> = {};

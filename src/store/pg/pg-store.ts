@@ -1,3 +1,4 @@
+import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from '../patch-columns.js';
 import type {
   AcceptResult,
   AcceptOptions,
@@ -55,24 +56,6 @@ import * as servers from './pg-gateways.js';
 import * as leases from './pg-leases.js';
 import * as idem from './pg-idempotencia.js';
 import * as inbox from './pg-recibidos.js';
-
-const CELULAR_COLUMNS = new Set([
-  'nombre_interno',
-  'estado',
-  'max_envios_por_minuto',
-  'max_envios_por_hora',
-  'max_envios_por_dia',
-  'hora_inicio_permitido',
-  'hora_fin_permitido',
-  'gateway_instancia',
-  'legacy_token_hash',
-  'key_hash',
-  'last_status',
-  'last_status_check',
-  'vinculado',
-  'servidor_id',
-]);
-const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
 
 /** `SET a = $2, b = $3` from a patch whose keys are known column names; $1 is the id, the last one `now`. */
 function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: string; values: unknown[] } {
