@@ -1,11 +1,13 @@
 /**
- * The one backoff of every retry (queued sends, webhook deliveries): after
+ * The backoff of durable retries (queued sends, webhook deliveries): after
  * the n-th failed attempt, wait `baseMs` times the n-th factor, ±20% so the
  * retries of many failures at once spread out instead of arriving together.
  * Past the last factor a schedule either keeps to it (`repeat`: queued sends,
  * until their TTL) or ends (`stop`: a webhook delivery becomes `fallido`).
  * Pure: the jitter's source is an argument, and so is the base (a setting of
- * `serve`, shrunk to milliseconds in tests).
+ * `serve`, shrunk to milliseconds in tests). A listener's copy (best effort,
+ * three tries) and the background thread's restarts keep plain schedules of
+ * their own: nothing is persisted for them and no crowd retries together.
  */
 export interface Backoff {
   baseMs: number;

@@ -187,8 +187,7 @@ export class BackgroundThread implements WebhookControl {
         if (!ready) return reject(new Error(`the background thread exited (code ${code}) before it started`));
         if (this.stopping) return;
         if (this.timing.clock.ticks() - startedAt >= this.timing.healthyMs) this.restartMs = this.timing.restartMs;
-        const delay = this.restartMs;
-        this.restartMs = Math.min(30 * this.timing.restartMs, this.restartMs * 2);
+        const delay = this.nextRestartDelay();
         this.hooks.log('error', { code, restartInMs: delay }, 'the background thread (queue, receipts, webhooks) stopped: starting it again');
         this.restartTimer = setTimeout(() => void this.restart(), delay);
       });
@@ -205,9 +204,15 @@ export class BackgroundThread implements WebhookControl {
       this.hooks.log('warn', { restarts: this.restarts }, 'the background thread is working again');
     } catch (err) {
       this.hooks.log('error', { err }, 'the background thread could not start again');
-      const delay = this.restartMs;
-      this.restartMs = Math.min(30 * this.timing.restartMs, this.restartMs * 2);
+      const delay = this.nextRestartDelay();
       if (!this.stopping) this.restartTimer = setTimeout(() => void this.restart(), delay);
     }
+  }
+
+  /** The wait before this restart; the next one waits twice as long, up to 30 times `restartMs`. */
+  private nextRestartDelay(): number {
+    const delay = this.restartMs;
+    this.restartMs = Math.min(30 * this.timing.restartMs, this.restartMs * 2);
+    return delay;
   }
 }

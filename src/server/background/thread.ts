@@ -11,7 +11,7 @@ import { createGateway } from '../../gateways/index.js';
 import { LocalMedia } from '../../store/local-media.js';
 import { SqliteStore } from '../../store/sqlite.js';
 import { backgroundGate } from '../../store/write-gate.js';
-import { WebhookDispatcher } from '../../webhooks/dispatcher.js';
+import { JOURNALED_EVENTS, WebhookDispatcher } from '../../webhooks/dispatcher.js';
 import { countGatewayCalls } from '../metrics/gateway.js';
 import type { GatewayOperation, GatewayOutcome } from '../metrics/metrics.js';
 import { errObject, type BackgroundSettings, type BusRecord, type FromBackground, type LogLevel, type LogLine, type ToBackground } from './protocol.js';
@@ -24,7 +24,7 @@ import { errObject, type BackgroundSettings, type BusRecord, type FromBackground
  * for its metrics and logs.
  */
 
-const BUS_EVENTS: BusEventName[] = ['message.status', 'session.status', 'messages.received', 'webhook.attempt'];
+const BUS_EVENTS: BusEventName[] = [...JOURNALED_EVENTS, 'webhook.attempt'];
 
 /** What goes to the request thread, sent once per turn of the loop. */
 class Outbox {

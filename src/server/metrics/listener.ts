@@ -1,3 +1,4 @@
+import { API } from '../../core/api-routes.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Metrics } from './metrics.js';
@@ -16,7 +17,7 @@ export interface MetricsListener {
 export async function listenMetrics(metrics: Metrics, host: string, port: number, onError: (err: unknown) => void): Promise<MetricsListener> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+    if (path !== API.metrics || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: this listener serves GET /metrics only\n');
       return;
     }

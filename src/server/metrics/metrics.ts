@@ -28,9 +28,6 @@ export const GATEWAY_OUTCOMES = ['ok', 'permanent', 'rate_limited', 'transient',
 export type GatewayOperation = (typeof GATEWAY_OPERATIONS)[number];
 export type GatewayOutcome = (typeof GATEWAY_OUTCOMES)[number];
 
-/** How long the store gauges are reused: scrapes closer together than this never reach the store. */
-export const STORE_CACHE_MS = 2000;
-
 /** The route label of a request no route matched (a 404): one series, whatever the path. */
 export const UNMATCHED = 'unmatched';
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);

@@ -1,3 +1,4 @@
+import { API } from '../../core/api-routes.js';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
 import { operatorAuth } from '../http.js';
@@ -15,7 +16,7 @@ export function installMetrics(app: FastifyInstance, core: Core, metrics: Metric
     metrics.observeHttp(req.routeOptions.url, req.method, reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
-  app.get('/metrics', { schema: { hide: true }, preValidation: operatorAuth(core) }, async (_req, reply) => {
+  app.get(API.metrics, { schema: { hide: true }, preValidation: operatorAuth(core) }, async (_req, reply) => {
     const text = await metrics.scrape();
     return reply.type(metrics.contentType).send(text);
   });

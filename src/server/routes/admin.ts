@@ -14,7 +14,6 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
   app.addHook('preValidation', operatorAuth(core));
   const security = [{ operator: [] }];
   const tags = ['operador'];
-  const idParams = IdParams;
   const clienteFields = {
     nombre: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.clienteNombre }),
     email: Type.String({ format: 'email', maxLength: FIELD_LIMITS.email }),
@@ -63,7 +62,7 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
       tags,
       security,
       summary: 'One client with its celulares',
-      params: idParams,
+      params: IdParams,
       response: { 200: okResponse({ ...clienteSummaryProps, celulares: celularesArr }), ...errorResponses },
     },
     handler: async (req) => success(await showCliente(core, req.params.id)),
@@ -75,7 +74,7 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
     tags,
     security,
     summary: 'Edit a client (nombre, email, plan, estado, max_celulares)',
-    params: idParams,
+    params: IdParams,
     body: editSchema,
     response: { 200: summary, ...errorResponses },
   };
@@ -97,7 +96,7 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
       tags,
       security,
       summary: 'Issue a new client key; the old one stops working',
-      params: idParams,
+      params: IdParams,
       response: { 200: okResponse({ cliente_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses },
     },
     handler: async (req) => success(await rotateClienteKey(core, req.params.id)),
@@ -138,7 +137,7 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
       tags,
       security,
       summary: 'Set the legacy token of a celular, or make one when none is given; the token is returned',
-      params: idParams,
+      params: IdParams,
       body: Nullable(Type.Object({ token: Type.Optional(Type.String({ minLength: FIELD_LIMITS.legacyToken[0], maxLength: FIELD_LIMITS.legacyToken[1] })) })),
       response: { 200: okResponse({ celular_id: { type: 'integer' }, token_legacy: { type: 'string' }, generado: { type: 'boolean' } }), ...errorResponses },
     },
@@ -151,7 +150,7 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
       tags,
       security,
       summary: 'Issue a new celular key; the old one stops working',
-      params: idParams,
+      params: IdParams,
       response: { 200: okResponse({ celular_id: { type: 'integer' }, api_key: { type: 'string' } }), ...errorResponses },
     },
     handler: async (req) => success(await rotateCelularKey(core, req.params.id)),

@@ -132,7 +132,6 @@ function routes(): RouteSpec[] {
     video: { caption },
     sticker: {},
   };
-  const spanish: Record<MediaTipo, string> = { imagen: 'imagen', documento: 'documento', audio: 'audio', video: 'video', sticker: 'sticker' };
   const paths: Record<MediaTipo, [ApiPath, ApiPath]> = {
     imagen: [API.mensajeImagen, API.mensajeImagenBase64],
     documento: [API.mensajeDocumento, API.mensajeDocumentoBase64],
@@ -142,7 +141,7 @@ function routes(): RouteSpec[] {
   };
   for (const tipo of Object.keys(extra) as MediaTipo[]) {
     const rule = MEDIA_RULES[tipo];
-    const operationId = `enviar${spanish[tipo][0]!.toUpperCase()}${spanish[tipo].slice(1)}`;
+    const operationId = `enviar${tipo[0]!.toUpperCase()}${tipo.slice(1)}`;
     out.push({
       path: paths[tipo][0],
       operationId,
