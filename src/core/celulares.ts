@@ -3,6 +3,7 @@ import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { AppError, ERRORS, fail } from './errors.js';
 import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret, parseKey } from './keys.js';
+import { CELULAR_LIMITS, HORA_PATTERN } from './limits.js';
 import { normalizeNumero } from './phone.js';
 import { GatewayFailure, type CelularEstado, type CelularPatch, type CelularRow, type SessionStatus } from './ports.js';
 import { celularView } from './views.js';
@@ -15,16 +16,6 @@ export const CELULAR_DEFAULTS = {
   hora_inicio_permitido: '00:00',
   hora_fin_permitido: '23:59',
 } as const;
-
-/** Ranges of celular_editar's fields. */
-export const CELULAR_LIMITS = {
-  nombre_interno: 80,
-  max_envios_por_minuto: [1, 1000],
-  max_envios_por_hora: [1, 50000],
-  max_envios_por_dia: [1, 100000],
-} as const;
-
-export const HORA_PATTERN = '^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$';
 
 export async function listCelulares(core: Core, p: ClientPrincipal) {
   const rows = await core.store.listCelulares(p.cliente.id);

@@ -1,8 +1,8 @@
 /**
  * The sizes and ranges of request fields, written once: the route schemas
  * read them (so the documentation states them) and the rules that check a
- * field themselves read the same numbers. CELULAR_LIMITS (celulares.ts) and
- * IDEM_KEY (idempotency.ts) live beside their rules.
+ * field themselves read the same numbers. IDEM_KEY (idempotency.ts) lives
+ * beside its rule.
  */
 export const FIELD_LIMITS = {
   /** A text message (sent, or received by the simulator) and the legacy route's `mensaje`. */
@@ -37,6 +37,19 @@ export const FIELD_LIMITS = {
   gatewayUrl: 2000,
   gatewayKey: 500,
 } as const;
+
+/** A document's file name: a name with an extension, no folder (the send routes' schema and the CLI's --filename). */
+export const FILENAME_PATTERN = '^[^/\\\\]+\\.[A-Za-z0-9]{1,10}$';
+
+/** Ranges of celular_editar's fields. */
+export const CELULAR_LIMITS = {
+  nombre_interno: 80,
+  max_envios_por_minuto: [1, 1000],
+  max_envios_por_hora: [1, 50000],
+  max_envios_por_dia: [1, 100000],
+} as const;
+
+export const HORA_PATTERN = '^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$';
 
 /** Pages of the listings that are not history pages (historial.ts has those). */
 export const LIST_LIMITS = {

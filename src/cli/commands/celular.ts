@@ -2,6 +2,7 @@ import { toText } from '../../core/to-text.js';
 import { writeFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { API } from '../../core/api-routes.js';
+import { CELULAR_LIMITS } from '../../core/limits.js';
 import type { CelularView } from '../../core/views.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
@@ -30,7 +31,10 @@ const CELULAR_FIELDS: FieldFlags = {
   id: '<id>',
 };
 
-const nombre = text(0, 80);
+const nombre = text(0, CELULAR_LIMITS.nombre_interno);
+const [MIN_MIN, MAX_MIN] = CELULAR_LIMITS.max_envios_por_minuto;
+const [MIN_HORA, MAX_HORA] = CELULAR_LIMITS.max_envios_por_hora;
+const [MIN_DIA, MAX_DIA] = CELULAR_LIMITS.max_envios_por_dia;
 
 const estadoColor = (ctx: Ctx, e: string) =>
   painted(e, e === 'activo' ? ctx.term.color.green : e === 'suspendido' ? ctx.term.color.red : ctx.term.color.yellow);
@@ -357,11 +361,11 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
   cel
     .command('edit <id>')
     .description('change label, state, caps or allowed hours')
-    .option('--nombre <nombre>', 'internal label, up to 80 characters (empty string clears it)', nombre)
+    .option('--nombre <nombre>', `internal label, up to ${CELULAR_LIMITS.nombre_interno} characters (empty string clears it)`, nombre)
     .addOption(new Option('--estado <estado>', 'line state (client key only)').choices(['activo', 'suspendido', 'desconectado']))
-    .option('--por-minuto <n>', 'max sends per minute (1-1000)', int(1, 1000))
-    .option('--por-hora <n>', 'max sends per hour (1-50000)', int(1, 50000))
-    .option('--por-dia <n>', 'max sends per day (1-100000, or none)', intOrNone(1, 100000))
+    .option('--por-minuto <n>', `max sends per minute (${MIN_MIN}-${MAX_MIN})`, int(MIN_MIN, MAX_MIN))
+    .option('--por-hora <n>', `max sends per hour (${MIN_HORA}-${MAX_HORA})`, int(MIN_HORA, MAX_HORA))
+    .option('--por-dia <n>', `max sends per day (${MIN_DIA}-${MAX_DIA}, or none)`, intOrNone(MIN_DIA, MAX_DIA))
     .option('--desde <HH:MM>', 'start of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
     .option('--hasta <HH:MM>', 'end of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
     .action((id: string, o: Omit<CelularEditOptions, 'id'>, cmd: Command) => runCelularEdit({ id, ...o }, ctxOf(cmd)));

@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { API } from '../../core/api-routes.js';
+import { FIELD_LIMITS, FILENAME_PATTERN } from '../../core/limits.js';
 import type { CelularView } from '../../core/views.js';
 import type { Ctx } from '../context.js';
 import { ApiError, CliError, CODIGO_UNCERTAIN, EXIT, usage } from '../exit-codes.js';
@@ -42,10 +43,8 @@ const KINDS = {
 export type Kind = keyof typeof KINDS;
 
 /** The server's limits on a send (its route schemas). */
-const MAX_TEXT = 4096;
-const MAX_CAPTION = 1024;
-const MAX_URL = 2048;
-const FILENAME = /^[^/\\]+\.[A-Za-z0-9]{1,10}$/;
+const { mensaje: MAX_TEXT, caption: MAX_CAPTION, url: MAX_URL, filename: MAX_FILENAME } = FIELD_LIMITS;
+const FILENAME = new RegExp(FILENAME_PATTERN);
 
 /** API fields of a send and what sets each, to explain a 400 in the command's terms. */
 const SEND_FIELDS: FieldFlags = {
@@ -262,8 +261,8 @@ export function registerSend(program: Command, ctxOf: CtxOf): void {
 
 /** --filename: what the server's pattern takes (a name with an extension, no path). */
 function checkFilename(v: string): string {
-  if (v.length > 255 || !FILENAME.test(v))
-    throw new InvalidArgumentError('expected a file name with its extension and no folder, such as factura.pdf (at most 255 characters)');
+  if (v.length > MAX_FILENAME || !FILENAME.test(v))
+    throw new InvalidArgumentError(`expected a file name with its extension and no folder, such as factura.pdf (at most ${MAX_FILENAME} characters)`);
   return v;
 }
 

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { API } from '../../core/api-routes.js';
+import { FIELD_LIMITS } from '../../core/limits.js';
 import type { EntregaView } from '../../core/views.js';
 import { completeAs } from '../completion.js';
 import { confirmOrYes } from '../confirm.js';
@@ -78,7 +79,7 @@ export async function runWebhookSet(o: WebhookSetOptions, ctx: Ctx): Promise<voi
   const { url } = o;
   if (o.secret !== undefined && o.generateSecret) throw usage('give --secret or --generate-secret, not both');
   if (url.trim() === '') throw usage('the URL is empty');
-  checkArg('url', url, httpUrl(2048));
+  checkArg('url', url, httpUrl(FIELD_LIMITS.url));
   const secret = o.generateSecret ? generateSecret() : o.secret;
   const b = await ctx.client().call<WebhookView>('POST', API.webhook, {
     key: ctx.key(),
@@ -189,7 +190,11 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
 
   wh.command('set <url>')
     .description('point the webhook at URL (the configuration it replaces is kept: `webhook restore` puts it back)')
-    .option('--secret <secret>', 'signing secret: up to 256 printable ASCII characters, no spaces, 24+ recommended', token(1, 256))
+    .option(
+      '--secret <secret>',
+      `signing secret: up to ${FIELD_LIMITS.webhookSecret} printable ASCII characters, no spaces, 24+ recommended`,
+      token(1, FIELD_LIMITS.webhookSecret),
+    )
     .option('--generate-secret', 'make a random secret (32 bytes, base64url) and print it once')
     .addOption(
       completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true })

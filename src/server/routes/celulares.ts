@@ -1,19 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
-import {
-  celularCodigo,
-  celularQr,
-  celularStatus,
-  createCelular,
-  deleteCelular,
-  editCelular,
-  showCelular,
-  vincular,
-  CELULAR_LIMITS,
-} from '../../core/celulares.js';
+import { celularCodigo, celularQr, celularStatus, createCelular, deleteCelular, editCelular, showCelular, vincular } from '../../core/celulares.js';
 import { API } from '../../core/api-routes.js';
 import { fail } from '../../core/errors.js';
-import { FIELD_LIMITS } from '../../core/limits.js';
+import { CELULAR_LIMITS, FIELD_LIMITS } from '../../core/limits.js';
 import { celularView } from '../../core/views.js';
 import { boolish, clientAuth, created, principal, success } from '../http.js';
 import { qrPngDataUri } from '../../core/qr-image.js';

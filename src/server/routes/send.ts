@@ -10,7 +10,7 @@ import { streamMediaBodies, takeUpload, type MediaBodyRoute } from '../body/medi
 import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';
 import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/common.js';
 import { Flag, Type, type TProperties } from '../schemas/typed.js';
-import { FIELD_LIMITS } from '../../core/limits.js';
+import { FIELD_LIMITS, FILENAME_PATTERN } from '../../core/limits.js';
 import { API, type ApiPath } from '../../core/api-routes.js';
 
 /**
@@ -53,7 +53,7 @@ const caption = Type.Optional(Type.String({ maxLength: FIELD_LIMITS.caption }));
 const filename = Type.String({
   minLength: 1,
   maxLength: FIELD_LIMITS.filename,
-  pattern: '^[^/\\\\]+\\.[A-Za-z0-9]{1,10}$',
+  pattern: FILENAME_PATTERN,
   description: 'with extension',
 });
 const url = Type.String({ minLength: 1, maxLength: FIELD_LIMITS.url, description: 'http(s) URL of the media' });

@@ -1,5 +1,5 @@
 import { SESSION_STATUSES } from '../../core/ports.js';
-import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/celulares.js';
+import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/limits.js';
 import { POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
 import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
 
