@@ -1,3 +1,5 @@
+import type { webhookView } from '../webhooks/config.js';
+import type { escuchaView } from '../webhooks/listeners.js';
 import { toText } from '../core/to-text.js';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,29 +28,11 @@ export interface ListenOptions {
   printSecret: boolean;
 }
 
-/** A listener as the server shows it. */
-export interface EscuchaView {
-  id: string;
-  url: string;
-  eventos: string[];
-  created_at: string;
-  expira_at: string;
-  /** How long each renewal extends the lease. */
-  vigencia_ms: number;
-}
+/** A listener as the server shows it (`vigencia_ms`: how long each renewal extends the lease). */
+export type EscuchaView = ReturnType<typeof escuchaView>;
 
-export interface WebhookView {
-  ok: boolean;
-  configurado: boolean;
-  cliente_id: number;
-  url: string;
-  has_secret: boolean;
-  eventos: string[];
-  activo: boolean;
-  updated_at: string | null;
-  /** Set only: a warning, e.g. the host does not resolve now. */
-  aviso?: string;
-}
+/** The webhook configuration as the server answers it; `aviso` on set only (e.g. the host does not resolve now). */
+export type WebhookView = ReturnType<typeof webhookView> & { ok: boolean; aviso?: string };
 
 export const TOLERANCE_SEC = 300;
 const MAX_BODY = 8 * 1024 * 1024;

@@ -1,3 +1,4 @@
+import type { clienteSummary } from '../../core/accounts.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { API, pathTo } from '../../core/api-routes.js';
 import { confirmOrYes } from '../confirm.js';
@@ -9,22 +10,7 @@ import { emit, printFields, printSecret, printTable, type Cell } from '../output
 import { email, idArg, int, intOrNone, positiveInt, text } from '../parse.js';
 
 /** A client as the operator's API shows it. */
-export interface ClienteSummary {
-  cliente: {
-    id: number;
-    nombre: string;
-    email: string;
-    estado: string;
-    plan: string;
-    max_celulares: number | null;
-    consumo_mes_actual: number;
-    created_at: string;
-  };
-  saldo_global: number;
-  num_celulares: number;
-  num_celulares_activos: number;
-  mensajes_30d: number;
-}
+export type ClienteSummary = Awaited<ReturnType<typeof clienteSummary>>;
 
 function summaryFields(s: ClienteSummary): Array<[string, Cell]> {
   return [

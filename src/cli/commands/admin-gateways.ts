@@ -1,3 +1,4 @@
+import type { gatewayServerView } from '../../core/gateway-servers.js';
 import { InvalidArgumentError, type Command } from 'commander';
 import { API, pathTo } from '../../core/api-routes.js';
 import type { Ctx } from '../context.js';
@@ -9,17 +10,7 @@ import { emit, printFields, printTable, type Cell } from '../output.js';
 import { checkArg, httpUrl, int, serverName } from '../parse.js';
 
 /** A gateway server as the operator's API shows it (its key never). */
-interface GatewayServer {
-  id: number;
-  nombre: string;
-  tipo: string;
-  url: string;
-  estado: string;
-  max_lineas: number | null;
-  lineas: number;
-  tiene_key: boolean;
-  created_at: string;
-}
+type GatewayServer = ReturnType<typeof gatewayServerView>;
 
 function gatewayFields(g: GatewayServer): Array<[string, Cell]> {
   return [
