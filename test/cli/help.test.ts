@@ -1,6 +1,7 @@
 import { PassThrough, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { visibleSubcommands } from '../../src/cli/completion.js';
 import { EXAMPLES } from '../../src/cli/help-examples.js';
 import type { IO } from '../../src/cli/io.js';
 import { buildProgram, main } from '../../src/cli/main.js';
@@ -23,7 +24,7 @@ function fakeIO(): { io: IO; out: () => string } {
 }
 
 function leaves(cmd: Command, path: string[] = []): string[][] {
-  const visible = cmd.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden);
+  const visible = visibleSubcommands(cmd);
   if (visible.length === 0) return [path];
   return visible.flatMap((c) => leaves(c, [...path, c.name()]));
 }

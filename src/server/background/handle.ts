@@ -171,8 +171,6 @@ export class BackgroundThread implements WebhookControl {
             else r?.resolve(m.id ?? null);
             return;
           }
-          case 'stopped':
-            return;
         }
       });
       worker.on('error', (err) => {

@@ -57,8 +57,7 @@ export type FromBackground =
   | { t: 'failed'; message: string }
   /** Coalesced per turn of the background thread's loop: what its metrics and logs would have seen. */
   | { t: 'out'; events: BusRecord[]; calls: Array<[GatewayOperation, GatewayOutcome, number]>; logs: LogLine[] }
-  | { t: 'reply'; rid: number; id?: string | null; error?: string }
-  | { t: 'stopped' };
+  | { t: 'reply'; rid: number; id?: string | null; error?: string };
 
 /** An error as a log line's `err`: what pino would show of it, across the thread boundary. */
 export function errObject(err: unknown): Record<string, unknown> {

@@ -103,7 +103,6 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
     await gateway.close();
     await store.close();
     out.flush();
-    post({ t: 'stopped' });
     port.close();
   };
   port.on('message', (m: ToBackground) => {
@@ -127,7 +126,6 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
         stopping ??= stop().catch((err: unknown) => {
           out.log('error', 'the background thread did not stop cleanly', err);
           out.flush();
-          post({ t: 'stopped' });
           port.close();
         });
         return;
