@@ -249,12 +249,15 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       info: { store: store.dialect, gateway: opts.gateway },
       onError: (err) => app0.log?.warn({ err }, 'the store gauges of /metrics could not be read: they keep their last values'),
     });
+    // The same for this thread's gateway and the background thread's.
+    const sim = { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs };
+    // A fetch is part of a send: it gets the send's time.
+    const mediaFetch = { allowPrivate: opts.allowPrivateUrls, timeoutMs: http.sendTimeoutMs };
     const gateway = countGatewayCalls(
       await createGateway(opts.gateway, store, clock, {
-        sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
+        sim,
         http,
-        // A fetch is part of a send: it gets the send's time.
-        media: { tmp, allowPrivate: opts.allowPrivateUrls, timeoutMs: http.sendTimeoutMs },
+        media: { tmp, ...mediaFetch },
         gatewayFetchesMedia: opts.gatewayFetchesMedia,
       }),
       metrics,
@@ -338,13 +341,13 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       (store as SqliteStore).shareWrites(mainGate(gate));
       thread = new BackgroundThread(
         {
-          dbFile: join(opts.dataDir, DB_FILE),
-          tmpDir: join(opts.dataDir, 'tmp'),
+          dbFile: opened.source,
+          tmpDir: tmp.dir,
           gate,
           gateway: opts.gateway,
-          sim: { qrRotateMs: opts.simQrMs, deliveryMs: opts.simDeliveryMs, readMs: opts.simReadMs },
+          sim,
           http: plainHttp(http),
-          media: { allowPrivate: opts.allowPrivateUrls ?? false, timeoutMs: http.sendTimeoutMs },
+          media: mediaFetch,
           gatewayFetchesMedia: opts.gatewayFetchesMedia,
           config: core.config,
           webhooks: webhookOptions,
