@@ -5,7 +5,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { API } from '../core/api-routes.js';
 import { ERRORS } from '../core/errors.js';
-import { sign, verify } from '../webhooks/sign.js';
+import { verify } from '../webhooks/sign.js';
 import type { Ctx } from './context.js';
 import { ApiError, CliError, EXIT } from './exit-codes.js';
 
@@ -14,8 +14,8 @@ import { ApiError, CliError, EXIT } from './exit-codes.js';
  * 127.0.0.1 registered as a webhook listener (POST /api/webhook_escuchas.php),
  * so it gets a copy of the client's events, signed with a secret of its own,
  * while the client's webhook configuration stays as it is and keeps
- * receiving. It checks both signatures of docs/design.md §7 (independently of the
- * server's own code), prints each event, optionally forwards it, renews the
+ * receiving. It checks both signatures of docs/design.md §7 (with the signing
+ * code's own verify), prints each event, optionally forwards it, renews the
  * listener's lease every third of it (registering again when the lease ran
  * out, after a suspend), and removes the listener on SIGINT/SIGTERM or when
  * the reader of its output goes away (`| jq` ended); a killed listen's
@@ -51,9 +51,9 @@ const header = (h: IncomingHttpHeaders, name: string): string | undefined => {
 
 /**
  * Both signatures and a timestamp within five minutes of now (either side),
- * with the shared `verify` (webhooks/sign.ts); the header checks before it
- * and the second call after it only make the reason precise (which header is
- * missing, how old, which signatures fail).
+ * with the shared `verify` (webhooks/sign.ts), which says which signatures
+ * fail; the header checks before it only make the reason precise (which header
+ * is missing, how old).
  */
 export function verifyDelivery(secret: string, headers: IncomingHttpHeaders, body: Buffer, nowSec: number): { ok: true } | { ok: false; reason: string } {
   const id = header(headers, 'webhook-id');
@@ -68,11 +68,7 @@ export function verifyDelivery(secret: string, headers: IncomingHttpHeaders, bod
   const text = body.toString('utf8');
   // (A blank X-Service-Signature is passed as it is: a mismatch, not a missing header.)
   const signed = { id, timestamp: ts, signature: sig, serviceSignature: hexSig.trim().toLowerCase() || hexSig };
-  const v = verify(secret, signed, text, nowSec, TOLERANCE_SEC);
-  if (v.ok || v.reason !== 'X-Service-Signature does not match') return v;
-  // verify stops at the first signature that fails: with a right X-Service-Signature, does webhook-signature match?
-  const v1 = verify(secret, { ...signed, serviceSignature: sign(secret, id, t, text)['x-service-signature'] }, text, nowSec, TOLERANCE_SEC);
-  return { ok: false, reason: v1.ok ? 'X-Service-Signature does not match' : 'neither X-Service-Signature nor webhook-signature matches the secret' };
+  return verify(secret, signed, text, nowSec, TOLERANCE_SEC);
 }
 
 interface Forwarded {

@@ -26,7 +26,7 @@ const same = (a: string, b: string) => {
   return x.length === y.length && timingSafeEqual(x, y);
 };
 
-/** Checks both signatures and the timestamp's freshness; what a receiver (and `webhook listen`) does. */
+/** Checks the timestamp's freshness and both signatures, saying which fail; what a receiver (and `webhook listen`) does. */
 export function verify(
   secret: string,
   headers: { id?: string; timestamp?: string; signature?: string; serviceSignature?: string },
@@ -39,10 +39,11 @@ export function verify(
   const ts = Number(timestamp);
   if (!Number.isInteger(ts) || Math.abs(nowSec - ts) > toleranceSec) return { ok: false, reason: 'timestamp outside the tolerance' };
   const want = sign(secret, id, ts, body);
-  if (!same(want['x-service-signature'], serviceSignature)) return { ok: false, reason: 'X-Service-Signature does not match' };
-  const offered = signature.split(' ');
-  if (!offered.some((s) => same(want['webhook-signature'], s))) return { ok: false, reason: 'webhook-signature does not match' };
-  return { ok: true };
+  const hexOk = same(want['x-service-signature'], serviceSignature);
+  const v1Ok = signature.split(' ').some((s) => same(want['webhook-signature'], s));
+  if (hexOk && v1Ok) return { ok: true };
+  if (hexOk) return { ok: false, reason: 'webhook-signature does not match' };
+  return { ok: false, reason: v1Ok ? 'X-Service-Signature does not match' : 'neither X-Service-Signature nor webhook-signature matches the secret' };
 }
 
 /** `PRINTABLE ASCII`: the only secrets accepted (they travel in config files and headers). */
