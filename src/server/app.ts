@@ -24,6 +24,7 @@ import { sharedSchemas } from './schemas/common.js';
 import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
 import { SERVE_DEFAULTS, type RequestLimits } from './config.js';
+import type { TrustProxy } from './config-knobs.js';
 import { NUMBER_RUN } from './log-events.js';
 import { installRequestIds, OneLineRequestLog, refusedRequestId, requestIdOf, unroutedReply } from './request-log.js';
 import type { Metrics } from './metrics/metrics.js';
@@ -33,7 +34,8 @@ export interface AppOptions {
   core: Core;
   /** Fastify logger options; false in tests that do not look at logs. */
   logger?: FastifyServerOptions['logger'];
-  trustProxy?: boolean;
+  /** `serve --trust-proxy`: hops or proxy addresses (config-knobs.ts); false: the socket's address. */
+  trustProxy?: TrustProxy;
   /** The temp-file store and the queue worker's wake-up; sends need them. */
   send: SendDeps;
   webhooks: WebhookControl;
@@ -118,13 +120,26 @@ export function loggerOptions(level: string, stream?: NodeJS.WritableStream): Ex
   };
 }
 
+/**
+ * Fastify's `trustProxy` for `serve --trust-proxy`: addresses go to Fastify
+ * (proxy-addr) as they are; a hop count becomes a function, since Fastify
+ * reads a bare number as "trust nothing". Either way the client is the
+ * right-most X-Forwarded-For address not trusted: the left end, which the
+ * client writes, never counts.
+ */
+export function fastifyTrustProxy(tp: TrustProxy | undefined): false | string[] | ((address: string, hop: number) => boolean) {
+  if (tp === undefined || tp === false) return false;
+  if (typeof tp === 'number') return (_address, hop) => hop < tp;
+  return tp;
+}
+
 /** Builds the whole HTTP service around a core. Never listens: `serve` does, tests may. */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { core } = opts;
   const limits = opts.limits ?? SERVE_DEFAULTS.limits;
   const app = Fastify({
     logger: opts.logger ?? false,
-    trustProxy: opts.trustProxy ?? false,
+    trustProxy: fastifyTrustProxy(opts.trustProxy),
     // X-Request-Id when sane, else a new id (request-log.ts); one log line per request.
     genReqId: requestIdOf,
     logController: new OneLineRequestLog(),

@@ -302,7 +302,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
         allowPrivateUrls: opts.allowPrivateUrls,
         webhookListenLeaseMs: opts.webhookListenLeaseMs,
         listenHost: opts.host,
-        trustProxy: opts.trustProxy,
+        trustProxy: opts.trustProxy !== false,
         queue: { ...opts.queue, leaseMs: opts.queue.leaseMs ?? derivedLeaseMs(http.sendTimeoutMs) },
       },
       random: rt.random ?? Math.random,
