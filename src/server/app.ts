@@ -18,6 +18,7 @@ import sendRoutes from './routes/send.js';
 import type { SendDeps } from '../core/send.js';
 import type { WebhookControl } from '../webhooks/dispatcher.js';
 import type { LineHealth } from '../core/line-health.js';
+import type { NodePresence } from '../core/node-presence.js';
 import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
 import { sharedSchemas } from './schemas/common.js';
@@ -43,6 +44,8 @@ export interface AppOptions {
   health?: LineHealth;
   /** Timeouts and unauthenticated-body bounds; SERVE_DEFAULTS' by default (config.ts). */
   limits?: RequestLimits;
+  /** This node among the store's: /health counts the present ones (core/node-presence.ts). */
+  node?: Pick<NodePresence, 'presentNodes'>;
   /** Prometheus metrics: every response timed, and GET /metrics for the operator (src/server/metrics/). */
   metrics?: Metrics;
 }
@@ -218,7 +221,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
-  await app.register(healthRoutes, { core, health: opts.health, draining: () => drainingReason });
+  await app.register(healthRoutes, { core, health: opts.health, node: opts.node, draining: () => drainingReason });
   await app.register(gatewayInboundRoutes, { core });
   await app.register(accountRoutes, { core });
   await app.register(celularRoutes, { core });
