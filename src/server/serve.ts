@@ -28,7 +28,7 @@ import { QueueWorker } from '../core/queue-worker.js';
 import { DirectRecovery } from '../core/direct-recovery.js';
 import { InboxRetention } from '../core/recibidos.js';
 import { NodePresence } from '../core/node-presence.js';
-import { sharedSettings } from '../core/shared-settings.js';
+import { countersSettings, sharedCounters, sharedSettings } from '../core/shared-settings.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { Metrics } from './metrics/metrics.js';
 import { countBusEvents } from './metrics/bus.js';
@@ -241,6 +241,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       http.secret = shared.gatewaySecret;
       http.callbackUrl = shared.callbackUrl;
       tz = shared.tz;
+      await sharedCounters(store, countersSettings(opts.counters || 'memory', opts.countersPrefix));
     }
     const metrics = new Metrics({
       store,
