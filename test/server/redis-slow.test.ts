@@ -16,6 +16,8 @@ import { linkedLine, numeroNuevo, send, TEXT, uniqueText, type Line } from './se
  *
  * Redis is reached through a TCP proxy that the test stalls: Redis itself
  * is healthy, one node just does not hear it in time (a loaded machine).
+ * The command timeout is a second, so that this machine's own load does not
+ * fail a node over before the stall.
  */
 
 const redisPort = Number(new URL(REDIS_URL).port || 6379);
@@ -52,7 +54,7 @@ describeWith(redis, 'a blocked line while Redis is slow for one node', () => {
   it('one node: the block it made holds when its next Redis command times out', async () => {
     const proxy = await startTcpProxy(redisHost, redisPort);
     proxies.push(proxy);
-    const s = await startTestServer({ counters: viaProxy(proxy), countersPrefix: prefix, countersTimeoutMs: 300, queue: { gapMinMs: 0, gapMaxMs: 0 } });
+    const s = await startTestServer({ counters: viaProxy(proxy), countersPrefix: prefix, countersTimeoutMs: 1000, queue: { gapMinMs: 0, gapMaxMs: 0 } });
     servers.push(s);
     const line = await linkedLine(s);
     await block(s, line);
@@ -71,9 +73,9 @@ describeWith(redis, 'a blocked line while Redis is slow for one node', () => {
       const proxy = await startTcpProxy(redisHost, redisPort);
       proxies.push(proxy);
       const common = { store: u.toString(), countersPrefix: `${prefix}pg:`, clock: systemClock, queue: { gapMinMs: 0, gapMaxMs: 0 } };
-      const a = await startTestServer({ ...common, counters: REDIS_URL });
+      const a = await startTestServer({ ...common, counters: REDIS_URL, countersTimeoutMs: 10_000 });
       servers.push(a);
-      const b = await startTestServer({ ...common, counters: viaProxy(proxy), countersTimeoutMs: 300, dataDir: tempDir() });
+      const b = await startTestServer({ ...common, counters: viaProxy(proxy), countersTimeoutMs: 1000, dataDir: tempDir() });
       servers.push(b);
       const line = await linkedLine(a);
       await block(a, line);
