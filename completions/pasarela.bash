@@ -206,6 +206,7 @@ _pasarela() {
     ['_ serve --metrics-listen']='-'
     ['_ serve --log-format']='w:pretty,json'
     ['_ serve --inbox-retention']='-'
+    ['_ serve --trust-proxy']='-'
     ['_ serve --auth-max-failures']='-'
     ['_ serve --tz']='-'
     ['_ serve --queue-gap-ms']='-'

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { isIP } from 'node:net';
 import { usage } from './exit-codes.js';
 
 /** Argument parsers for commander: a bad value is a usage error (exit 2). */
@@ -179,4 +180,42 @@ export function serverName(value: string): string {
     throw new InvalidArgumentError('1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit');
   }
   return value;
+}
+
+/** Names proxy-addr (Fastify's trustProxy) takes for ranges. */
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** One trusted proxy: an address, ADDRESS/BITS, IPv4/NETMASK, or one of PROXY_RANGES. */
+function proxyAddress(v: string): boolean {
+  if (PROXY_RANGES.has(v)) return true;
+  const [addr = '', bits, ...rest] = v.split('/');
+  const family = isIP(addr);
+  if (family === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  if (family === 4 && isIP(bits) === 4) return true;
+  return /^[0-9]{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * `--trust-proxy`'s value: a hop count (1 to 100) or a comma list of trusted
+ * proxy addresses and ranges. Given with no value, commander passes no value
+ * here and the flag means one hop (cli/commands/serve.ts).
+ */
+export function trustProxy(value: string): number | string[] {
+  const t = value.trim();
+  if (/^[0-9]+$/.test(t)) {
+    const n = Number(t);
+    if (n < 1 || n > 100) throw new InvalidArgumentError('a hop count must be from 1 to 100');
+    return n;
+  }
+  const list = t
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '');
+  const bad = list.find((a) => !proxyAddress(a));
+  if (list.length === 0 || bad !== undefined)
+    throw new InvalidArgumentError(
+      `${bad === undefined ? 'empty' : `"${bad}" is not an address`}: expected a hop count, or proxy addresses and CIDR ranges separated by commas (10.0.0.0/8,::1; also loopback, linklocal, uniquelocal)`,
+    );
+  return list;
 }

@@ -9,9 +9,13 @@ import type { Counters } from './ports.js';
  */
 /** Entries the rolling sweep looks at per increment: more than one, so it outpaces new keys. */
 const SWEEP_PER_OP = 4;
+/** Holds beyond which a hold sweeps the expired ones. */
+const HOLDS_SWEEP_AT = 1000;
 
 export class MemoryCounters implements Counters {
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
+  /** Holds (hold/unhold): each is ended by its holder, or found expired by the next hold of its key. */
+  private readonly holds = new Map<string, { holder: string; resetAt: number }>();
   private cursor: Iterator<[string, { count: number; resetAt: number }]> | null = null;
 
   constructor(private readonly clock: Clock) {}
@@ -45,6 +49,21 @@ export class MemoryCounters implements Counters {
 
   async delete(key: string): Promise<void> {
     this.windows.delete(key);
+  }
+
+  async hold(key: string, holder: string, ttlMs: number, from?: string): Promise<{ holder: string; resetAt: number }> {
+    const now = this.clock.now();
+    // A hold whose unhold went elsewhere (to Redis, back after an outage) is dropped once expired.
+    if (this.holds.size > HOLDS_SWEEP_AT) for (const [k, x] of this.holds) if (x.resetAt <= now) this.holds.delete(k);
+    const h = this.holds.get(key);
+    if (h && h.resetAt > now && h.holder !== holder && h.holder !== from) return { ...h };
+    const mine = { holder, resetAt: now + ttlMs };
+    this.holds.set(key, mine);
+    return { ...mine };
+  }
+
+  async unhold(key: string, holder: string): Promise<void> {
+    if (this.holds.get(key)?.holder === holder) this.holds.delete(key);
   }
 
   backend(): string {

@@ -36,16 +36,36 @@ function blocked(secondsLeft: number): never {
   });
 }
 
-/** Counts this send; refuses it (429, codigo 306) when the line is blocked or this is the 4th. */
+/** Where shared counters also record a line's block (the store's kv, the block's end as its value). */
+const BLOCKS_NS = 'dupe-block';
+
+/**
+ * Counts this send; refuses it (429, codigo 306) when the line is blocked or this is the 4th.
+ *
+ * Shared counters (Redis) that fail or time out answer from this node's
+ * memory, where another node's block is missing: a block made there is also
+ * written to the store, and read from it whenever the counters answered
+ * degraded, so a known block holds through one slow command or an outage.
+ * Counts meanwhile are per node, as documented.
+ */
 export async function checkDuplicate(core: Core, celularId: number, hash: string): Promise<{ count: number; release(): Promise<void> }> {
   const now = core.clock.now();
   const block = await core.counters.get(blockKey(celularId));
   if (block) blocked(Math.max(1, Math.ceil((block.resetAt - now) / 1000)));
+  if (core.counters.degraded?.()) {
+    const until = await core.store.kvGet<number>(BLOCKS_NS, String(celularId));
+    if (until !== null && until > now) blocked(Math.max(1, Math.ceil((until - now) / 1000)));
+  }
   const key = countKey(celularId, hash);
   const { count } = await core.counters.incr(key, DUPE_WINDOW_MS);
   if (count > DUPE_MAX) {
     await core.counters.decr(key);
     await core.counters.incr(blockKey(celularId), DUPE_BLOCK_MS);
+    if (core.counters.degraded) {
+      // Best effort: the counters hold the block; the store's copy is for when they cannot answer.
+      const until = now + DUPE_BLOCK_MS;
+      await core.store.kvSet(BLOCKS_NS, String(celularId), until, until).catch(() => undefined);
+    }
     blocked(DUPE_BLOCK_MS / 1000);
   }
   // A send refused later (no balance, full queue) gives its count back.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from './clock.js';
-import type { LeaseAnswer, LeasesStore, NodeInfo } from './ports.js';
+import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from './ports.js';
 
 /** How a node keeps its streams (serve's settings, server/config-knobs.ts). */
 export interface PresenceTiming {
@@ -11,6 +11,20 @@ export interface PresenceTiming {
   beatMs: number;
   /** Beyond its longest send, how long a silent node is still given before its streams are taken. */
   takeoverMarginMs: number;
+}
+
+/**
+ * Whether a node is there, for what is not a lease: counting nodes
+ * (`/health`'s nodos_vivos) and short holds such as an Idempotency-Key's
+ * turn (core/send.ts). A node is present while its last beat is younger
+ * than the takeover margin (5 beats by default): a node silent that long
+ * has stopped starting sends (NodePresence.fresh is half of it). Its leases
+ * stay its own longer, for its longest send (its stale time), so that a
+ * slow node's sends in flight are never taken over; a count or a turn need
+ * not wait that long (minutes by default).
+ */
+export function present(n: NodeRow | undefined, presentMs: number): n is NodeRow {
+  return n !== undefined && n.alive && n.silent_ms < presentMs;
 }
 
 /**
@@ -75,6 +89,23 @@ export class NodePresence {
 
   give(stream: string, restMs: number): Promise<void> {
     return this.store.leaseGive(this.info.id, stream, restMs, this.clock.now());
+  }
+
+  /** The nodes of this store present now (this one included, once it has beaten). */
+  async presentNodes(): Promise<NodeRow[]> {
+    return (await this.store.nodes(this.clock.now())).filter((n) => present(n, this.opts.takeoverMarginMs));
+  }
+
+  /**
+   * Node `id` as the holder of something short-lived: 0 when it is gone (no
+   * longer present, or never a node of this store), so its hold may be taken
+   * over; otherwise how long to wait before asking again: a second while it
+   * beats, and while it is silent, until it counts as gone.
+   */
+  async holderWaitMs(id: string): Promise<number> {
+    const n = (await this.store.nodes(this.clock.now())).find((x) => x.id === id);
+    if (!present(n, this.opts.takeoverMarginMs)) return 0;
+    return n.silent_ms < this.opts.takeoverMarginMs / 2 ? 1000 : this.opts.takeoverMarginMs - n.silent_ms;
   }
 
   /** Stops beating and frees this node's streams for the others at once. */

@@ -663,7 +663,10 @@ export interface NodeRow {
   label: string;
   heartbeat_at: number;
   started_at: number;
+  /** Within its stale time (its leases still its own). */
   alive: boolean;
+  /** How long ago its last beat was, on the store's clock (PostgreSQL's, not a node's). */
+  silent_ms: number;
 }
 
 /** What a take found for one stream: taken by the caller, or how long before it is due (0: held by a live node). */
@@ -760,6 +763,20 @@ export interface Counters {
   /** Takes one back (never below zero); the window is unchanged. */
   decr(key: string): Promise<void>;
   delete(key: string): Promise<void>;
+  /**
+   * Holds `key` for `holder` for `ttlMs` when no one else holds it, or when
+   * `from` does (a holder found gone); returns who holds it after and when
+   * that hold ends. Holding it again as its holder renews it.
+   */
+  hold(key: string, holder: string, ttlMs: number, from?: string): Promise<{ holder: string; resetAt: number }>;
+  /** Ends `holder`'s hold of `key`; another holder's is left alone. */
+  unhold(key: string, holder: string): Promise<void>;
+  /**
+   * Shared counters only: whether they answer from this node's memory now
+   * (the shared backend failed or timed out), so a count known only there
+   * (another node's duplicate block) may be missing.
+   */
+  degraded?(): boolean;
   /** What holds the counts now, for /health and the start banner: 'memory', 'redis', 'redis (unreachable: memory)'. */
   backend(): string;
 }

@@ -11,6 +11,7 @@ export type { MediaTipo };
 import { publishMessageStatus } from './message-events.js';
 import { outbound } from './outbound.js';
 import { countryOf, normalizeNumero } from './phone.js';
+import type { NodePresence } from './node-presence.js';
 import { GatewayFailure, type AcceptedMedia, type CelularRow, type MensajePayload, type Tipo } from './ports.js';
 
 /**
@@ -94,6 +95,8 @@ export interface SendDeps {
   inFlight: Set<string>;
   /** Idempotency-Keys (client and key) of requests between their key's look-up and their acceptance on this node. */
   keysAccepting: Map<string, Promise<void>>;
+  /** This node among the store's (core/node-presence.ts): key turns name their holder, and a gone holder's turn is taken over. */
+  node?: Pick<NodePresence, 'info' | 'holderWaitMs'>;
 }
 
 async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow> {
@@ -142,38 +145,51 @@ function requestHuella(req: SendRequest, endpoint: string, celular: CelularRow):
   });
 }
 
-/** How long a key's turn may be held across nodes if its holder dies before giving it back. */
+/** How long a key's turn may be held across nodes if its holder dies before giving it back (and no node is told it is gone). */
 const KEY_TURN_MS = 60_000;
+/** The holder of this process's turns when it is no node of a store's (a server built without one). */
+const THIS_PROCESS = newMsgId();
 
 async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, render: Render, bytes: { ref: string }): Promise<Outcome> {
   if (!req.idem) return sendOnce(core, deps, p, req, render, bytes, async () => {});
   // A key's requests take turns from the key's look-up to the acceptance: a concurrent repeat then
   // finds the binding, instead of counting as a duplicate of the first for dedupe. On this node they
-  // wait in line; across nodes the turn is a count in the shared counters (Redis), and a repeat that
-  // finds it taken is answered from the binding or told to come back (608), never counted.
+  // wait in line; across nodes the turn is a hold in the shared counters (Redis) naming its node, and
+  // a repeat that finds it taken is answered from the binding or told to come back (608), never
+  // counted. A turn whose node is gone (killed between look-up and acceptance) is taken over, and
+  // one whose node has gone silent is answered with the wait until it counts as gone.
   const slot = `${p.cliente.id}:${req.idem.clave}`;
   for (let held = deps.keysAccepting.get(slot); held; held = deps.keysAccepting.get(slot)) await held;
   let done!: () => void;
   const turn = new Promise<void>((r) => (done = r));
   deps.keysAccepting.set(slot, turn);
-  const turnKey = `idem-turn:${slot}`;
+  // Not the counter key the turn once was (`idem-turn:`): a node of an older version must not find a name where it counts.
+  const turnKey = `idem-hold:${slot}`;
+  const me = deps.node?.info.id ?? THIS_PROCESS;
   let shared = false;
   let left = false;
   const leave = async () => {
     if (left) return;
     left = true;
-    if (shared) await core.counters.delete(turnKey).catch(() => undefined);
+    if (shared) await core.counters.unhold(turnKey, me).catch(() => undefined);
     if (deps.keysAccepting.get(slot) === turn) deps.keysAccepting.delete(slot);
     done();
   };
   try {
-    shared = (await core.counters.incr(turnKey, KEY_TURN_MS)).count === 1;
+    let held = await core.counters.hold(turnKey, me, KEY_TURN_MS);
+    let waitMs = 1000;
+    if (held.holder !== me && deps.node) {
+      waitMs = await deps.node.holderWaitMs(held.holder);
+      if (waitMs === 0) held = await core.counters.hold(turnKey, me, KEY_TURN_MS, held.holder);
+    }
+    shared = held.holder === me;
     if (!shared) {
-      await core.counters.decr(turnKey).catch(() => undefined);
       const huella = requestHuella(req, req.idem.endpoint, await sendingLine(core, p, req.celular_id));
       const kept = await core.store.idemGet(p.cliente.id, req.idem.clave, core.clock.now());
       const again = await priorAnswer(core, kept, huella, deps.inFlight, { sent: directResult, render });
-      return { replay: again ?? fail('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS, { retryAfter: 1 }) };
+      // The real wait: a second for a live holder; until a silent one counts as gone; never past the hold's end.
+      const retryAfter = Math.max(1, Math.ceil(Math.min(waitMs || 1000, held.resetAt - core.clock.now()) / 1000));
+      return { replay: again ?? fail('IDEMPOTENCY_IN_PROGRESS', inProgress(retryAfter), { retryAfter }) };
     }
     return await sendOnce(core, deps, p, req, render, bytes, leave);
   } finally {
@@ -181,7 +197,8 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   }
 }
 
-const IN_PROGRESS = 'a request with this Idempotency-Key is still being processed; retry in a second for its answer';
+const inProgress = (retryAfter = 1) =>
+  `a request with this Idempotency-Key is still being processed; retry in ${retryAfter === 1 ? 'a second' : `${retryAfter} s`} for its answer`;
 
 async function sendOnce(
   core: Core,
@@ -296,7 +313,7 @@ async function sendOnce(
         // A request with the same key was accepted meanwhile: this one is its repeat.
         const again = await prior(key);
         return {
-          replay: again ?? fail('IDEMPOTENCY_IN_PROGRESS', IN_PROGRESS, { retryAfter: 1 }),
+          replay: again ?? fail('IDEMPOTENCY_IN_PROGRESS', inProgress(), { retryAfter: 1 }),
         };
       }
       if (res.reason === 'saldo') fail('INSUFFICIENT_BALANCE', "insufficient balance: the celular and the client's global balance are both 0", { saldo: 0 });

@@ -50,3 +50,53 @@ export function settle(recorded: SharedSettings, mine: SharedSettings, given: Gi
 export async function sharedSettings(store: KvStore, mine: SharedSettings, given: Given): Promise<SharedSettings> {
   return settle(await store.kvFirst<SharedSettings>('cluster', 'settings', mine), mine, given);
 }
+
+/**
+ * Where duplicate protection and the auth throttle count (`--counters`,
+ * `--counters-prefix`): one place for every node of a store, or a node's
+ * blocks and throttles would be its own. Compared: memory or Redis, Redis's
+ * database number and the key prefix. Not the Redis address, which may be
+ * another name of the same server on another node (a proxy, a service name).
+ * Every node gives these (a default is a choice too), so a difference is
+ * refused, never taken from the store.
+ */
+export interface CountersSettings {
+  /** `memory`, or `redis database N`. */
+  counters: string;
+  /** The key prefix; empty on memory, where it means nothing. */
+  prefix: string;
+}
+
+const COUNTERS_NAMES: Record<keyof CountersSettings, string> = {
+  counters: 'the counters (--counters: memory, or which Redis database)',
+  prefix: 'the counters key prefix (--counters-prefix)',
+};
+
+/** This node's counters settings, from `--counters` (memory or a redis:// URL) and `--counters-prefix`. */
+export function countersSettings(counters: string, prefix: string): CountersSettings {
+  if (counters === 'memory') return { counters: 'memory', prefix: '' };
+  let db = 0;
+  try {
+    db = Number(/^\/(\d+)/.exec(new URL(counters).pathname)?.[1] ?? 0);
+  } catch {
+    // Checked at the flag; an unparsable URL is database 0 here as for Redis.
+  }
+  return { counters: `redis database ${db}`, prefix };
+}
+
+/** Throws, naming each setting with both values, when this node's counters are not the store's. */
+export function settleCounters(recorded: CountersSettings, mine: CountersSettings): void {
+  const conflicts = (Object.keys(COUNTERS_NAMES) as Array<keyof CountersSettings>)
+    .filter((k) => recorded[k] !== mine[k])
+    .map((k) => `${COUNTERS_NAMES[k]}: this node ${JSON.stringify(mine[k])}, the other nodes ${JSON.stringify(recorded[k])}`);
+  if (conflicts.length > 0) {
+    throw new SharedSettingsConflict(
+      `this node disagrees with the other nodes of this store on ${conflicts.join('; ')}; every node must count in the same place (README, "Running several nodes")`,
+    );
+  }
+}
+
+/** Records this node's counters settings if it is the first; refuses a node whose settings are not the recorded ones. */
+export async function sharedCounters(store: KvStore, mine: CountersSettings): Promise<void> {
+  settleCounters(await store.kvFirst<CountersSettings>('cluster', 'counters', mine), mine);
+}

@@ -53,6 +53,10 @@ export class FailoverCounters implements Counters {
     return this.outage ? 'redis (unreachable: memory)' : 'redis';
   }
 
+  degraded(): boolean {
+    return this.outage !== null;
+  }
+
   incr(key: string, windowMs: number): Promise<{ count: number; resetAt: number }> {
     return this.run((c) => c.incr(key, windowMs));
   }
@@ -67,6 +71,14 @@ export class FailoverCounters implements Counters {
 
   delete(key: string): Promise<void> {
     return this.run((c) => c.delete(key));
+  }
+
+  hold(key: string, holder: string, ttlMs: number, from?: string): Promise<{ holder: string; resetAt: number }> {
+    return this.run((c) => c.hold(key, holder, ttlMs, from));
+  }
+
+  unhold(key: string, holder: string): Promise<void> {
+    return this.run((c) => c.unhold(key, holder));
   }
 
   async close(): Promise<void> {

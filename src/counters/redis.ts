@@ -38,11 +38,28 @@ local n = tonumber(redis.call('GET', KEYS[1]) or '0')
 if n > 0 then return redis.call('DECR', KEYS[1]) end
 return 0`;
 
+/** Holds KEYS[1] for ARGV[1] for ARGV[2] ms unless another holder (not ARGV[3]) has it. Returns {holder, ms left}. */
+const HOLD = `
+local cur = redis.call('GET', KEYS[1])
+if cur and cur ~= ARGV[1] and cur ~= ARGV[3] then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl >= 0 then return {cur, ttl} end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {ARGV[1], tonumber(ARGV[2])}`;
+
+/** Deletes KEYS[1] if ARGV[1] holds it. */
+const UNHOLD = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     pasarelaIncr(key: string, windowMs: number): Result<[number, number], Context>;
     pasarelaGet(key: string): Result<[number, number] | null, Context>;
     pasarelaDecr(key: string): Result<number, Context>;
+    pasarelaHold(key: string, holder: string, ttlMs: number, from: string): Result<[string, number], Context>;
+    pasarelaUnhold(key: string, holder: string): Result<number, Context>;
   }
 }
 
@@ -102,6 +119,8 @@ export class RedisCounters implements Counters {
     this.redis.defineCommand('pasarelaIncr', { numberOfKeys: 1, lua: INCR });
     this.redis.defineCommand('pasarelaGet', { numberOfKeys: 1, lua: GET });
     this.redis.defineCommand('pasarelaDecr', { numberOfKeys: 1, lua: DECR });
+    this.redis.defineCommand('pasarelaHold', { numberOfKeys: 1, lua: HOLD });
+    this.redis.defineCommand('pasarelaUnhold', { numberOfKeys: 1, lua: UNHOLD });
   }
 
   /** The first connection: rejects with the reason when Redis does not answer (reconnection goes on in the background). */
@@ -155,6 +174,16 @@ export class RedisCounters implements Counters {
 
   async delete(key: string): Promise<void> {
     await this.call(() => this.redis.del(this.prefix + key));
+  }
+
+  async hold(key: string, holder: string, ttlMs: number, from?: string): Promise<{ holder: string; resetAt: number }> {
+    // An empty `from` matches no holder: holder ids are never empty.
+    const [who, ttl] = await this.call(() => this.redis.pasarelaHold(this.prefix + key, holder, Math.max(1, Math.ceil(ttlMs)), from ?? ''));
+    return { holder: who, resetAt: this.clock.now() + ttl };
+  }
+
+  async unhold(key: string, holder: string): Promise<void> {
+    await this.call(() => this.redis.pasarelaUnhold(this.prefix + key, holder));
   }
 
   backend(): string {

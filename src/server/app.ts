@@ -18,12 +18,14 @@ import sendRoutes from './routes/send.js';
 import type { SendDeps } from '../core/send.js';
 import type { WebhookControl } from '../webhooks/dispatcher.js';
 import type { LineHealth } from '../core/line-health.js';
+import type { NodePresence } from '../core/node-presence.js';
 import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
 import { sharedSchemas } from './schemas/common.js';
 import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
 import { SERVE_DEFAULTS, type RequestLimits } from './config.js';
+import type { TrustProxy } from './config-knobs.js';
 import { NUMBER_RUN } from './log-events.js';
 import { installRequestIds, OneLineRequestLog, refusedRequestId, requestIdOf, unroutedReply } from './request-log.js';
 import type { Metrics } from './metrics/metrics.js';
@@ -33,7 +35,8 @@ export interface AppOptions {
   core: Core;
   /** Fastify logger options; false in tests that do not look at logs. */
   logger?: FastifyServerOptions['logger'];
-  trustProxy?: boolean;
+  /** `serve --trust-proxy`: hops or proxy addresses (config-knobs.ts); false: the socket's address. */
+  trustProxy?: TrustProxy;
   /** The temp-file store and the queue worker's wake-up; sends need them. */
   send: SendDeps;
   webhooks: WebhookControl;
@@ -41,6 +44,8 @@ export interface AppOptions {
   health?: LineHealth;
   /** Timeouts and unauthenticated-body bounds; SERVE_DEFAULTS' by default (config.ts). */
   limits?: RequestLimits;
+  /** This node among the store's: /health counts the present ones (core/node-presence.ts). */
+  node?: Pick<NodePresence, 'presentNodes'>;
   /** Prometheus metrics: every response timed, and GET /metrics for the operator (src/server/metrics/). */
   metrics?: Metrics;
 }
@@ -118,13 +123,26 @@ export function loggerOptions(level: string, stream?: NodeJS.WritableStream): Ex
   };
 }
 
+/**
+ * Fastify's `trustProxy` for `serve --trust-proxy`: addresses go to Fastify
+ * (proxy-addr) as they are; a hop count becomes a function, since Fastify
+ * reads a bare number as "trust nothing". Either way the client is the
+ * right-most X-Forwarded-For address not trusted: the left end, which the
+ * client writes, never counts.
+ */
+export function fastifyTrustProxy(tp: TrustProxy | undefined): false | string[] | ((address: string, hop: number) => boolean) {
+  if (tp === undefined || tp === false) return false;
+  if (typeof tp === 'number') return (_address, hop) => hop < tp;
+  return tp;
+}
+
 /** Builds the whole HTTP service around a core. Never listens: `serve` does, tests may. */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { core } = opts;
   const limits = opts.limits ?? SERVE_DEFAULTS.limits;
   const app = Fastify({
     logger: opts.logger ?? false,
-    trustProxy: opts.trustProxy ?? false,
+    trustProxy: fastifyTrustProxy(opts.trustProxy),
     // X-Request-Id when sane, else a new id (request-log.ts); one log line per request.
     genReqId: requestIdOf,
     logController: new OneLineRequestLog(),
@@ -203,7 +221,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     refResolver: { buildLocalReference: (json, _base, _frag, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
-  await app.register(healthRoutes, { core, health: opts.health, draining: () => drainingReason });
+  await app.register(healthRoutes, { core, health: opts.health, node: opts.node, draining: () => drainingReason });
   await app.register(gatewayInboundRoutes, { core });
   await app.register(accountRoutes, { core });
   await app.register(celularRoutes, { core });

@@ -15,7 +15,16 @@ import { LOG_FORMATS } from './log-format.js';
  */
 
 /** How a flag's value is read (the CLI maps each kind to its parser). */
-export type KnobKind = 'text' | 'choice' | 'int' | 'duration' | 'range' | 'address' | 'switch' | 'secret';
+export type KnobKind = 'text' | 'choice' | 'int' | 'duration' | 'range' | 'address' | 'switch' | 'secret' | 'proxies';
+
+/**
+ * Which proxies `serve --trust-proxy` believes: none (client addresses from the
+ * socket), a number of hops counted from this server (the right-most
+ * X-Forwarded-For entries, which those proxies appended), or the addresses
+ * and CIDR ranges of the proxies themselves (also `loopback`, `linklocal`,
+ * `uniquelocal`). The client is the right-most address not trusted.
+ */
+export type TrustProxy = false | number | string[];
 
 export interface Knob<T> {
   kind: KnobKind;
@@ -259,12 +268,12 @@ export const SERVE_KNOBS = {
     help: 'the operator token (/admin/* API)',
     doc: 'generated into `<data-dir>/admin-token`',
   }),
-  trustProxy: knob({
-    kind: 'switch',
-    flag: '--trust-proxy',
+  trustProxy: knob<TrustProxy>({
+    kind: 'proxies',
+    flag: '--trust-proxy [hops|addresses]',
     default: false,
-    help: 'take client addresses from X-Forwarded-For (behind a reverse proxy)',
-    doc: 'off: client addresses come from the socket',
+    help: 'behind reverse proxies: the client is the right-most X-Forwarded-For address not added by a trusted proxy; trusted: this many hops (no value: 1, the nearest proxy) or these proxy addresses/CIDRs, comma-separated',
+    doc: 'off: client addresses come from the socket. `--trust-proxy` alone trusts the nearest proxy (1 hop); `--trust-proxy 2` two hops; `--trust-proxy 10.0.0.0/8,127.0.0.1` the proxies at those addresses (also `loopback`, `linklocal`, `uniquelocal`). The client is the right-most `X-Forwarded-For` address not trusted, never the client-written left end',
   }),
   authMaxFailures: knob({
     kind: 'int',

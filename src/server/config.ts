@@ -1,6 +1,6 @@
 import type { QueueConfig } from '../core/context.js';
 import type { LogFormat } from './log-format.js';
-import { knobDefaults, type KnobValues } from './config-knobs.js';
+import { knobDefaults, type KnobValues, type TrustProxy } from './config-knobs.js';
 
 /*
  * The configuration object of `serve` (ServeConfig): made from the settings
@@ -59,7 +59,7 @@ export interface ServeConfig {
   inboxRetentionMs: number;
   inboxPurgeIntervalMs: number;
   adminToken?: string;
-  trustProxy: boolean;
+  trustProxy: TrustProxy;
   authMaxFailures: number;
   authWindowMs: number;
   tz?: string;

@@ -28,7 +28,7 @@ import { QueueWorker } from '../core/queue-worker.js';
 import { DirectRecovery } from '../core/direct-recovery.js';
 import { InboxRetention } from '../core/recibidos.js';
 import { NodePresence } from '../core/node-presence.js';
-import { sharedSettings } from '../core/shared-settings.js';
+import { countersSettings, sharedCounters, sharedSettings } from '../core/shared-settings.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { Metrics } from './metrics/metrics.js';
 import { countBusEvents } from './metrics/bus.js';
@@ -241,6 +241,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       http.secret = shared.gatewaySecret;
       http.callbackUrl = shared.callbackUrl;
       tz = shared.tz;
+      await sharedCounters(store, countersSettings(opts.counters || 'memory', opts.countersPrefix));
     }
     const metrics = new Metrics({
       store,
@@ -302,7 +303,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
         allowPrivateUrls: opts.allowPrivateUrls,
         webhookListenLeaseMs: opts.webhookListenLeaseMs,
         listenHost: opts.host,
-        trustProxy: opts.trustProxy,
+        trustProxy: opts.trustProxy !== false,
         queue: { ...opts.queue, leaseMs: opts.queue.leaseMs ?? derivedLeaseMs(http.sendTimeoutMs) },
       },
       random: rt.random ?? Math.random,
@@ -376,7 +377,8 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       core,
       logger,
       trustProxy: opts.trustProxy,
-      send: { tmp, media, queued: (celularId) => (thread ? thread.queued(celularId) : worker?.queued(celularId)), inFlight, keysAccepting: new Map() },
+      node,
+      send: { tmp, media, queued: (celularId) => (thread ? thread.queued(celularId) : worker?.queued(celularId)), inFlight, keysAccepting: new Map(), node },
       webhooks,
       health,
       limits: opts.limits,

@@ -23,7 +23,14 @@ export class MemoryLeases implements LeasesStore {
   }
 
   async nodes(now: number): Promise<NodeRow[]> {
-    return [...this.holders].map(([id, h]) => ({ id, label: h.label, heartbeat_at: h.heartbeat_at, started_at: h.started_at, alive: holderAlive(h, now) }));
+    return [...this.holders].map(([id, h]) => ({
+      id,
+      label: h.label,
+      heartbeat_at: h.heartbeat_at,
+      started_at: h.started_at,
+      alive: holderAlive(h, now),
+      silent_ms: Math.max(0, now - h.heartbeat_at),
+    }));
   }
 
   async leaseTake(nodeId: string, streams: string[], now: number): Promise<LeaseAnswer[]> {

@@ -137,6 +137,31 @@ function contract(name: string, subject: () => Subject): void {
       expect(counts.sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
     });
 
+    it('hold: one holder at a time; its holder renews it; unhold by another holder changes nothing; `from` takes it over', async () => {
+      const key = k('hold');
+      const t0 = s.clock.now();
+      const a = await s.counters.hold(key, 'node-a', LONG);
+      expect(a.holder).toBe('node-a');
+      expect(a.resetAt).toBeGreaterThan(t0 + LONG - SLACK);
+      expect((await s.counters.hold(key, 'node-b', LONG)).holder).toBe('node-a');
+      expect((await s.counters.hold(key, 'node-a', LONG)).holder).toBe('node-a');
+      await s.counters.unhold(key, 'node-b');
+      expect((await s.counters.hold(key, 'node-c', LONG)).holder).toBe('node-a');
+      // Taken over from a holder found gone, and only from that one.
+      expect((await s.counters.hold(key, 'node-c', LONG, 'node-x')).holder).toBe('node-a');
+      expect((await s.counters.hold(key, 'node-c', LONG, 'node-a')).holder).toBe('node-c');
+      await s.counters.unhold(key, 'node-c');
+      expect((await s.counters.hold(key, 'node-b', LONG)).holder).toBe('node-b');
+      await s.counters.unhold(key, 'node-b');
+    });
+
+    it('a hold ends with its time', async () => {
+      const key = k('hold');
+      await s.counters.hold(key, 'node-a', SHORT);
+      await s.elapse(SHORT * 2);
+      expect((await s.counters.hold(key, 'node-b', LONG)).holder).toBe('node-b');
+    });
+
     describe('duplicate protection on top', () => {
       const core = (): Core => ({ counters: s.counters, clock: s.clock }) as unknown as Core;
       const line = () => 1_000_000 + Math.floor(Math.random() * 1e9);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { settle, SharedSettingsConflict, type Given, type SharedSettings } from '../../src/core/shared-settings.js';
+import { countersSettings, settle, settleCounters, SharedSettingsConflict, type Given, type SharedSettings } from '../../src/core/shared-settings.js';
 
 const first: SharedSettings = {
   adminToken: 'a'.repeat(64),
@@ -38,5 +38,22 @@ describe('shared settings (core/shared-settings.ts)', () => {
 
   it('another gateway kind is always refused, defaulted or not', () => {
     expect(() => settle(first, { ...first, gateway: 'sim' }, nothingGiven)).toThrow(/the gateway \(--gateway\)/);
+  });
+});
+
+describe('counters settings (core/shared-settings.ts)', () => {
+  it('memory or a Redis database with its prefix; the Redis address is not part of it', () => {
+    expect(countersSettings('memory', 'pasarela:')).toEqual({ counters: 'memory', prefix: '' });
+    expect(countersSettings('redis://127.0.0.1:6379', 'a:')).toEqual({ counters: 'redis database 0', prefix: 'a:' });
+    expect(countersSettings('redis://:pw@redis.internal:6380/5', 'a:')).toEqual(countersSettings('rediss://10.0.0.7/5', 'a:'));
+  });
+
+  it('the same settings start; a difference refuses, naming each setting with both values', () => {
+    const cluster = countersSettings('redis://127.0.0.1:6379/5', 'nw:');
+    expect(() => settleCounters(cluster, countersSettings('redis://localhost/5', 'nw:'))).not.toThrow();
+    expect(() => settleCounters(cluster, countersSettings('redis://127.0.0.1:18098', 'pasarela:'))).toThrow(
+      /--counters: memory, or which Redis database\): this node "redis database 0", the other nodes "redis database 5"; the counters key prefix \(--counters-prefix\): this node "pasarela:", the other nodes "nw:"/,
+    );
+    expect(() => settleCounters(cluster, countersSettings('memory', 'nw:'))).toThrow(SharedSettingsConflict);
   });
 });

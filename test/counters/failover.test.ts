@@ -74,10 +74,17 @@ describeWith(redis, 'Redis counters when Redis is unreachable', () => {
     await f.start();
     expect(f.backend()).toBe('redis (unreachable: memory)');
     expect(f.unreachable).toMatch(/ECONNREFUSED/);
-    const core = { counters: f, clock } as unknown as Core;
+    // The store's kv, where a block is also written for when the counters answer degraded (core/dedupe.ts).
+    const kv = new Map<string, unknown>();
+    const store = {
+      kvGet: async (ns: string, k: string) => kv.get(`${ns}/${k}`) ?? null,
+      kvSet: async (ns: string, k: string, v: unknown) => kv.set(`${ns}/${k}`, v),
+    };
+    const core = { counters: f, clock, store } as unknown as Core;
     for (const n of [1, 2, 3]) expect((await checkDuplicate(core, 7, 'same')).count).toBe(n);
     const refused = await checkDuplicate(core, 7, 'same').catch((e: unknown) => e);
     expect((refused as AppError).row.texto).toBe('DUPLICADO');
+    expect(kv.get('dupe-block/7')).toBeGreaterThan(clock.now());
     expect(logs.filter((l) => l.level === 'warn')).toHaveLength(1);
     expect(logs[0]!.msg).toMatch(/unreachable.*memory/);
   });

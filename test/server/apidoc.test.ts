@@ -143,7 +143,7 @@ describe('the document', () => {
 describe('the document behind a proxy (--trust-proxy)', () => {
   let p: TestServer;
   beforeAll(async () => {
-    p = await startTestServer({ trustProxy: true });
+    p = await startTestServer({ trustProxy: 1 });
   });
   afterAll(async () => {
     await p?.stop();

@@ -97,7 +97,7 @@ describe('authentication before the body', () => {
 describe('unauthenticated body bytes: per address and server-wide', () => {
   let b: TestServer;
   beforeAll(async () => {
-    b = await startTestServer({ trustProxy: true, limits: { unauthPerAddress: 200_000, unauthServerWide: 300_000 } });
+    b = await startTestServer({ trustProxy: 1, limits: { unauthPerAddress: 200_000, unauthServerWide: 300_000 } });
   });
   afterAll(async () => {
     await b?.stop();

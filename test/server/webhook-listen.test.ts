@@ -316,7 +316,7 @@ describe('who may register what', () => {
           expectError(await register(srv, W.clientKey, { url: 'https://10.1.2.3/hooks' }), 400, 100);
         }
       }
-      const proxied = await startTestServer({ trustProxy: true, queue: { gapMinMs: 0, gapMaxMs: 0 } });
+      const proxied = await startTestServer({ trustProxy: 1, queue: { gapMinMs: 0, gapMaxMs: 0 } });
       started.push(proxied);
       const P = await linkedLine(proxied, { link: false });
       expectError(await register(proxied, P.clientKey, { url: `${R.url}/tp` }), 400, 100);

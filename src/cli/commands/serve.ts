@@ -4,7 +4,7 @@ import { configOf } from '../../server/config.js';
 import { SERVE_KNOBS, type Knob, type KnobValues } from '../../server/config-knobs.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { IO } from '../io.js';
-import { hostPort, int, wordOrUrl } from '../parse.js';
+import { hostPort, int, trustProxy, wordOrUrl } from '../parse.js';
 import { duration, msRange } from '../duration.js';
 import { isValidTz } from '../../core/hours.js';
 import { colorLevel } from '../io.js';
@@ -54,6 +54,8 @@ function parserOf(k: Knob<unknown>): ((value: string) => unknown) | undefined {
       return msRange;
     case 'address':
       return hostPort;
+    case 'proxies':
+      return trustProxy;
     default:
       return undefined;
   }
@@ -64,7 +66,7 @@ function optionOf(k: Knob<unknown>, flag: string): Option {
   const o = new Option(flag, k.help);
   // A switch reads its variable as yes/no itself (envFlag), where commander would take any value for yes.
   if (k.env && k.kind !== 'switch') o.env(k.env);
-  if (k.default !== undefined && k.kind !== 'switch') o.default(k.default, k.helpDefault);
+  if (k.default !== undefined && k.kind !== 'switch' && k.kind !== 'proxies') o.default(k.default, k.helpDefault);
   const parse = parserOf(k);
   if (parse) o.argParser(parse);
   if (k.choices) o.choices([...k.choices]);
@@ -82,6 +84,8 @@ function knobValues(o: Record<string, unknown>, options: Map<string, Option>, en
     const option = options.get(name);
     let v: unknown = option ? o[option.attributeName()] : k.env ? env[k.env] : k.default;
     if (k.kind === 'switch') v = Boolean(v) || (k.env !== undefined && envFlag(env, k.env));
+    // Given without a value (as scripts always have): the nearest proxy, one hop; never "every address".
+    if (k.kind === 'proxies') v = v === true ? 1 : (v ?? k.default);
     if (k.default === undefined && v === '') v = undefined;
     values[name] = v;
   }

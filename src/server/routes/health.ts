@@ -4,6 +4,7 @@ import type { Core } from '../../core/context.js';
 import { iso } from '../../core/clock.js';
 import { AppError, errorBody } from '../../core/errors.js';
 import type { LineHealth } from '../../core/line-health.js';
+import type { NodePresence } from '../../core/node-presence.js';
 import { VERSION } from '../../version.js';
 import { success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';
@@ -11,7 +12,7 @@ import { errorResponses, okResponse } from '../schemas/common.js';
 /** Liveness and readiness without credentials: the process answers and the database responds. */
 export default async function healthRoutes(
   app: FastifyInstance,
-  { core, health, draining }: { core: Core; health?: LineHealth; draining?: () => string | null },
+  { core, health, node, draining }: { core: Core; health?: LineHealth; node?: Pick<NodePresence, 'presentNodes'>; draining?: () => string | null },
 ) {
   app.get(API.health, {
     schema: {
@@ -39,7 +40,11 @@ export default async function healthRoutes(
           gateway_verificado: { type: 'string', format: 'date-time', nullable: true, description: 'when the last line health check ended' },
           lineas_verificadas: { type: 'integer', description: 'lines in the last check' },
           lineas_fallidas: { type: 'integer', description: 'lines whose session could not be read in the last check' },
-          nodos_vivos: { type: 'integer', description: 'serve processes of this store that beat within their takeover time (1 on SQLite)' },
+          nodos_vivos: {
+            type: 'integer',
+            description:
+              'serve processes of this store that beat within the takeover margin, 10 s (1 on SQLite); a stopped or killed node drops out within that',
+          },
         }),
         ...errorResponses,
         503: {
@@ -85,7 +90,8 @@ export default async function healthRoutes(
         gateway_verificado: health?.state.checkedAt ? iso(health.state.checkedAt) : null,
         lineas_verificadas: health?.state.lineas ?? 0,
         lineas_fallidas: health?.state.fallidas ?? 0,
-        nodos_vivos: (await core.store.nodes(core.clock.now())).filter((n) => n.alive).length,
+        // Present (a beat within the takeover margin), not merely holding its leases, which a dead node does for minutes.
+        nodos_vivos: node ? (await node.presentNodes()).length : (await core.store.nodes(core.clock.now())).filter((n) => n.alive).length,
       });
     },
   });

@@ -27,7 +27,7 @@ export async function nodeLeave(db: Db, nodeId: string): Promise<void> {
 
 export async function nodes(q: Queryable): Promise<NodeRow[]> {
   const r = await q.query(
-    `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive FROM nodos ORDER BY started_at, id`,
+    `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive, GREATEST(0, ${DB_NOW} - heartbeat_at) AS silent_ms FROM nodos ORDER BY started_at, id`,
   );
   return r.rows.map((n) => ({
     id: String(n.id),
@@ -35,6 +35,7 @@ export async function nodes(q: Queryable): Promise<NodeRow[]> {
     heartbeat_at: Number(n.heartbeat_at),
     started_at: Number(n.started_at),
     alive: n.alive === true,
+    silent_ms: Number(n.silent_ms),
   }));
 }
 
