@@ -18,7 +18,7 @@
 // that fails, is reported as n/a or error with the reason; the run goes on.
 // Prints a table; writes bench/results/latest.json with every detail.
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -67,15 +67,16 @@ const NODES_PROFILE = args.includes('--nodes-profile') ? String(args[args.indexO
 const NODES_CPU_PROF = NODES_PROFILE !== null && args.includes('--nodes-cpu-prof');
 const REBUILD_STORE = args.includes('--rebuild-store');
 const SKIP_HISTORIAL = args.includes('--skip-historial');
-/** --only 1,3: run just those figures (for a quick look; the README numbers come from a full run). */
+/** --only 1,3 or --only 4c: run just those figures (for a quick look; the README numbers come from a full run). */
 const ONLY = args.includes('--only')
   ? new Set(
       String(args[args.indexOf('--only') + 1])
         .split(',')
-        .map(Number),
+        .map((x) => x.trim()),
     )
   : null;
-const want = (n) => !ONLY || ONLY.has(n);
+/** A figure's number (4) or its id (4c): `--only 4` runs 4a, 4b and 4c; `--only 4c` only that one. */
+const want = (n) => !ONLY || ONLY.has(String(n)) || ONLY.has(String(Number.parseInt(String(n), 10)));
 const MB = 1024 * 1024;
 
 if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
@@ -1383,6 +1384,110 @@ async function figureDocument(baseline) {
 }
 
 /**
+ * The Evolution API fake of the tests (test/fakes/evolution.ts), transpiled
+ * for this run (it imports only node: modules), keeping each document's
+ * SHA-256 instead of its bytes.
+ */
+async function startEvolutionFake() {
+  const ts = (await import('typescript')).default;
+  const source = readFileSync(join(ROOT, 'test', 'fakes', 'evolution.ts'), 'utf8');
+  const js = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+  const dir = mkdtempSync(join(tmpdir(), 'pasarela-bench-fake-'));
+  temps.push(dir);
+  writeFileSync(join(dir, 'evolution.mjs'), js);
+  const { startEvolutionFake: start } = await import(join(dir, 'evolution.mjs'));
+  return start({ keepMedia: false });
+}
+
+/**
+ * Figure 4a's twin on a real gateway's API (issue 23 item 5): the same 50 MB
+ * document, directo, with `serve --gateway evolution` in front of the
+ * Evolution fake, so the answer comes once the gateway has the file. The peak
+ * RSS growth covers the accept and the send, which streams the file as base64
+ * inside the JSON body; the fake's SHA-256 of what it decoded must be the file's.
+ */
+async function figureDocumentGateway(baseline) {
+  const name = '4c. 50 MB base64 document through Evolution, peak RSS';
+  const size = 50 * MB;
+  const file = randomBytes(size);
+  file.write('%PDF-1.7\n%\u00e2\u00e3\u00cf\u00d3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n', 0, 'latin1');
+  const sha = createHash('sha256').update(file).digest('hex');
+  const fake = await startEvolutionFake();
+  let s;
+  try {
+    needFlags('--gateway', '--gateway-url', '--gateway-key', '--allow-private-urls');
+    s = await startServe(['--gateway', 'evolution', '--gateway-url', fake.url, '--gateway-key', fake.apiKey, '--allow-private-urls', '--health-interval', '0']);
+    await needPaths(s, '/api/mensaje_enviar_documento_base64.php');
+    const cli = await call(s.url, 'POST', '/admin/clientes', s.admin, { nombre: 'Bench', email: 'bench@example.com', saldo: 1000 });
+    numeroSeq += 1;
+    const cel = await call(s.url, 'POST', '/api/celular_crear.php', cli.api_key, { numero: `52155${String(10_000_000 + numeroSeq * 7)}` });
+    const instancia = `pasarela-${cel.celular_id}`;
+    for (let tries = 0; ; tries++) {
+      const qr = await call(s.url, 'POST', `/api/celular_qr.php?id=${cel.celular_id}`, cli.api_key);
+      if (qr?.qr) break;
+      if (tries > 100) throw new Error('no QR from the Evolution fake');
+      await sleep(50);
+    }
+    await fake.scan(instancia);
+    await fake.settle();
+    await waitActive(s, cli.api_key, 1);
+    const payload = JSON.stringify({
+      celular_id: cel.celular_id,
+      destinatario: destinatario(1),
+      directo: 1,
+      filename: 'informe.pdf',
+      documentBase64: file.toString('base64'),
+    });
+    const post = async (target, key) => {
+      await sleep(300);
+      const exact = resetPeak(target.pid);
+      const before = memOf(target.pid);
+      const cpu0 = cpuMs(target.pid);
+      const t = performance.now();
+      const res = await request(`${target.url}/api/mensaje_enviar_documento_base64.php`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+        body: payload,
+        bodyTimeout: 120_000,
+        headersTimeout: 120_000,
+      });
+      const text = await res.body.text();
+      const ms = performance.now() - t;
+      const after = memOf(target.pid);
+      return { status: res.statusCode, text, ms, before, after, growth: after.hwm - before.rss, peak_reset: exact, cpu_ms: cpuMs(target.pid) - cpu0 };
+    };
+    log('  baseline (bare Fastify)...');
+    const base = await post(baseline);
+    log('  pasarela -> Evolution fake...');
+    const got = await post(s, cli.api_key);
+    if (got.status !== 200) throw new Error(`document send: ${got.status} ${got.text.slice(0, 300)}`);
+    const sent = fake.messages.filter((m) => m.route === 'sendMedia');
+    const same = sent.length === 1 && sent[0].sha256 === sha && sent[0].size === size;
+    const x = got.growth / size;
+    results.push({
+      figure: name,
+      measured: `+${mb(got.growth)} = ${f2(x)}x the file (${(got.ms / 1000).toFixed(2)} s${got.peak_reset ? '' : '; peak NOT reset'}${same ? '' : '; the gateway did NOT get the file'})`,
+      baseline: `+${mb(base.growth)} = ${f2(base.growth / size)}x, bare route, same body (${(base.ms / 1000).toFixed(2)} s)`,
+      ratio: x,
+      ratioText: `${f2(x)}x file`,
+      target: '<= 1x file (moonshot 0.1x)',
+      met: x <= 1 && same,
+      cpu: `${f0(got.cpu_ms)} ms/doc`,
+      detail: {
+        file_bytes: size,
+        body_bytes: Buffer.byteLength(payload),
+        gateway_sha256_matches: same,
+        pasarela: { ...got, text: undefined },
+        baseline: { ...base, text: undefined },
+      },
+    });
+  } finally {
+    if (s) await s.stop();
+    await fake.close();
+  }
+}
+
+/**
  * One unauthenticated form-encoded upload of `bytes` of base64 text in the
  * documentBase64 field, a wrong key at the end of the body, streamed in 1 MiB
  * chunks with backpressure over its own connection. Stops sending once the
@@ -1802,7 +1907,7 @@ log(
     .map((x) => x.toFixed(2))
     .join(' ')}; serve flags: ${SERVE_FLAGS.size}`,
 );
-const baseline = [1, 2, 3, 4].some(want) ? await startChild(join(HERE, 'baseline-server.mjs'), []) : null;
+const baseline = [1, 2, 3, 4, '4c'].some(want) ? await startChild(join(HERE, 'baseline-server.mjs'), []) : null;
 const receiver = want(2) || want(7) || want(8) || want(9) ? await startChild(join(HERE, 'receiver.mjs'), []) : null;
 try {
   await figure(1, '1. queue accept, accepted/s', '>= 0.50', () => figureQueueAccept(baseline));
@@ -1810,6 +1915,7 @@ try {
   await figure(3, '3a. directo (sim), sent/s', '>= 0.30', () => figureDirecto(baseline));
   await figure(4, '4a. 50 MB base64 document, peak RSS', '<= 1x file', () => figureDocument(baseline));
   await figure(4, '4b. 5 x 180 MB unauthenticated bodies', 'RSS <= +100 MB, /health <= 100 ms', () => figureHostileUploads());
+  await figure('4c', '4c. 50 MB base64 document through Evolution, peak RSS', '<= 1x file', () => figureDocumentGateway(baseline));
 } finally {
   if (baseline) await stopQuietly(baseline);
 }

@@ -105,7 +105,7 @@ complete -c pasarela -n '__pasarela_under "serve"' -l gateway -r -f -a 'sim evol
 complete -c pasarela -n '__pasarela_under "serve"' -l gateway-url -r -f -d 'evolution/waha: base URL of the gateway\'s API'
 complete -c pasarela -n '__pasarela_under "serve"' -l gateway-key -r -f -d 'evolution/waha: the gateway\'s global API key (prefer the environment variable: flags show in ps)'
 complete -c pasarela -n '__pasarela_under "serve"' -l gateway-callback-url -r -f -d 'evolution/waha: base URL at which the gateway reaches this server (default http://HOST:PORT)'
-complete -c pasarela -n '__pasarela_under "serve"' -l gateway-timeout -r -f -d 'evolution/waha: timeout of a call to the gateway (sends get 4 times as long)'
+complete -c pasarela -n '__pasarela_under "serve"' -l gateway-timeout -r -f -d 'evolution/waha: deadline of a whole call to the gateway, answer included (sends get 4 times as long)'
 complete -c pasarela -n '__pasarela_under "serve"' -l health-interval -r -f -d 'how often every line\'s session is checked with the gateway (0: never)'
 complete -c pasarela -n '__pasarela_under "serve"' -l header-timeout -r -f -d 'time to receive a request\'s headers'
 complete -c pasarela -n '__pasarela_under "serve"' -l body-timeout -r -f -d 'time for a request body to start; --body-min-rate bytes then buy a second each'

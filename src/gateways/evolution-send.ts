@@ -1,4 +1,5 @@
 import type { OutboundMessage } from '../core/ports.js';
+import type { Base64File } from './json-body.js';
 import { fileBase64, fileNameFor } from './media-files.js';
 
 /**
@@ -11,8 +12,8 @@ export interface EvolutionSend {
   body: Record<string, unknown>;
 }
 
-/** The URL, or the temp file's bytes as raw base64. */
-async function mediaOf(msg: OutboundMessage): Promise<string> {
+/** The URL, or the temp file's bytes as raw base64 (streamed when the request is sent). */
+async function mediaOf(msg: OutboundMessage): Promise<string | Base64File> {
   return msg.url ?? fileBase64(msg);
 }
 

@@ -1,9 +1,10 @@
-import { readFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { GatewayFailure, type OutboundMessage } from '../core/ports.js';
+import { Base64File } from './json-body.js';
 
 /**
- * What the HTTP adapters need of a media message: its bytes as raw base64,
- * and a file name with an extension (gateways and phones derive the type
+ * What the HTTP adapters need of a media message: its bytes as raw base64
+ * (streamed from the file, json-body.ts), and a file name with an extension (gateways and phones derive the type
  * from it: Evolution maps a name without one to no mimetype at all).
  */
 const EXTENSIONS: Record<string, string> = {
@@ -68,10 +69,13 @@ export function fileNameFor(msg: Pick<OutboundMessage, 'filename' | 'mime' | 'ur
   return `${name || fallback}.${extensionFor(msg.mime, msg.url)}`;
 }
 
-/** The temp file's bytes as raw base64 (no `data:` prefix: Evolution refuses one, WAHA wants none). */
-export async function fileBase64(msg: OutboundMessage): Promise<string> {
+/**
+ * The temp file's bytes as raw base64 (no `data:` prefix: Evolution refuses one, WAHA wants none),
+ * read from disk only as the request is sent (json-body.ts): a send never holds the file.
+ */
+export async function fileBase64(msg: OutboundMessage): Promise<Base64File> {
   if (!msg.filePath) throw new GatewayFailure(`a ${msg.tipo} message needs a url or a file`, 'permanent');
-  const bytes = await readFile(msg.filePath).catch(() => null);
-  if (!bytes || bytes.length === 0) throw new GatewayFailure('media file missing or empty', 'permanent');
-  return bytes.toString('base64');
+  const st = await stat(msg.filePath).catch(() => null);
+  if (!st?.isFile() || st.size === 0) throw new GatewayFailure('media file missing or empty', 'permanent');
+  return new Base64File(msg.filePath, st.size);
 }

@@ -11,7 +11,7 @@ export const STICKER_UNSUPPORTED = 'WAHA has no sticker route; send the image as
 /** The format WhatsApp plays as a voice note; `convert: true` asks WAHA to transcode anything else to it. */
 export const VOICE_MIME = 'audio/ogg; codecs=opus';
 
-/** `{mimetype, filename?, url}` or, for a temp file, `{mimetype, filename?, data}` with raw base64 (no `data:` prefix). */
+/** `{mimetype, filename?, url}` or, for a temp file, `{mimetype, filename?, data}` with raw base64 (no `data:` prefix), streamed when sent. */
 async function fileOf(msg: OutboundMessage, mimetype: string, filename: string | undefined): Promise<Record<string, unknown>> {
   const file: Record<string, unknown> = { mimetype };
   if (filename) file.filename = filename;

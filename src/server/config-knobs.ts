@@ -120,8 +120,8 @@ export const SERVE_KNOBS = {
     env: 'PASARELA_GATEWAY_TIMEOUT',
     default: 15_000,
     helpDefault: '15s',
-    help: 'evolution/waha: timeout of a call to the gateway (sends get 4 times as long)',
-    doc: '`15s` per call to the gateway; sends get 4 times as long',
+    help: 'evolution/waha: deadline of a whole call to the gateway, answer included (sends get 4 times as long)',
+    doc: '`15s` per call to the gateway, all of it (connecting, the upload, reading the answer); sends get 4 times as long',
   }),
   healthIntervalMs: knob({
     kind: 'duration',

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
@@ -61,8 +61,11 @@ export interface FakeMessage {
   route: 'sendText' | 'sendMedia' | 'sendWhatsAppAudio' | 'sendSticker';
   request: Record<string, unknown>;
   record: Record<string, unknown> & { key: { id: string; remoteJid: string } };
-  /** Decoded bytes of base64 media. */
+  /** Decoded bytes of base64 media (not kept with `keepMedia: false`). */
   bytes?: Buffer;
+  /** SHA-256 (hex) and size of the decoded base64 media. */
+  sha256?: string;
+  size?: number;
   url?: string;
   /** When the send reached the fake (Date.now()). */
   at: number;
@@ -190,7 +193,14 @@ function postJson(url: string, headers: Record<string, string>, body: unknown): 
   });
 }
 
-export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remotePort: number) => string | undefined } = {}): Promise<EvolutionFake> {
+export async function startEvolutionFake(
+  opts: {
+    apiKey?: string;
+    peerOf?: (remotePort: number) => string | undefined;
+    /** false: base64 media is kept as its digest and size only (tests of large files). */
+    keepMedia?: boolean;
+  } = {},
+): Promise<EvolutionFake> {
   const apiKey = opts.apiKey ?? `evo-global-${hex(12)}`;
   const instances = new Map<string, FakeInstance>();
   const requests: FakeRequest[] = [];
@@ -526,7 +536,12 @@ export async function startEvolutionFake(opts: { apiKey?: string; peerOf?: (remo
       instanceId: inst.id,
       source: 'unknown',
     };
-    messages.push({ instance: inst.name, route, request: body, record, ...m, at: Date.now(), ...(socket ? peers.get(socket) : {}) });
+    const digest = m.bytes ? { sha256: createHash('sha256').update(m.bytes).digest('hex'), size: m.bytes.length } : {};
+    if (m.bytes && opts.keepMedia === false) {
+      for (const k of ['media', 'audio', 'sticker']) if (typeof body[k] === 'string' && !/^https?:/i.test(body[k])) body[k] = `<${m.bytes.length} bytes>`;
+      m = { url: m.url };
+    }
+    messages.push({ instance: inst.name, route, request: body, record, ...m, ...digest, at: Date.now(), ...(socket ? peers.get(socket) : {}) });
     // The network's ack can beat the answer to the send (what ackBeforeReply tests).
     if (ackFirst) await ackMessage(inst, record.key.id, 'DELIVERY_ACK');
     void deliver(inst, 'SEND_MESSAGE', record);

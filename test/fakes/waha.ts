@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -50,8 +50,11 @@ export interface WahaFakeSend {
   to: string;
   /** The exact request body. */
   body: Record<string, unknown>;
-  /** The decoded bytes of `file.data`. */
+  /** The decoded bytes of `file.data` (not kept with `keepMedia: false`). */
   bytes?: Buffer;
+  /** SHA-256 (hex) and size of the decoded `file.data`. */
+  sha256?: string;
+  size?: number;
   /** Bare WhatsApp id and its serialized form. */
   id: string;
   serialized: string;
@@ -139,7 +142,14 @@ const pairing = () => {
 };
 const SEND_ROUTES = new Set(['sendText', 'sendImage', 'sendFile', 'sendVoice', 'sendVideo']);
 
-export async function startWahaFake(opts: { apiKey?: string; engine?: WahaEngine } = {}): Promise<WahaFake> {
+export async function startWahaFake(
+  opts: {
+    apiKey?: string;
+    engine?: WahaEngine;
+    /** false: `file.data` is kept as its digest and size only (tests of large files). */
+    keepMedia?: boolean;
+  } = {},
+): Promise<WahaFake> {
   const apiKey = opts.apiKey ?? `waha-key-${randomBytes(8).toString('hex')}`;
   const engine: WahaEngine = opts.engine ?? 'NOWEB';
   const sessions = new Map<string, WahaFakeSession>();
@@ -414,7 +424,12 @@ export async function startWahaFake(opts: { apiKey?: string; engine?: WahaEngine
     if (missing.has(to)) throw engineError(`Error: The number ${to} is not registered on WhatsApp (jid does not exist)`);
     const id = waId();
     const serialized = `true_${to}@c.us_${id}`;
-    sends.push({ session: s.name, route, chatId, to, body, bytes, id, serialized });
+    const digest = bytes ? { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length } : {};
+    if (bytes && opts.keepMedia === false) {
+      (body.file as Record<string, unknown>).data = `<${bytes.length} bytes>`;
+      bytes = undefined;
+    }
+    sends.push({ session: s.name, route, chatId, to, body, bytes, ...digest, id, serialized });
     const ts = Math.floor(Date.now() / 1000);
     const text = typeof body.text === 'string' ? body.text : typeof body.caption === 'string' ? body.caption : '';
     const answer =

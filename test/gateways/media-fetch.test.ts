@@ -9,6 +9,7 @@ import { TempFiles } from '../../src/core/media.js';
 import { isBlockedAddress, probeUrl } from '../../src/core/media-url.js';
 import { GatewayFailure, type OutboundMessage } from '../../src/core/ports.js';
 import { MediaFetcher, type MediaFetchOptions } from '../../src/gateways/media-fetch.js';
+import { until } from '../helpers/poll.js';
 
 /**
  * The fetch pasarela makes for a real gateway at send time: every hop vetted,
@@ -57,6 +58,14 @@ beforeAll(async () => {
     if (u.pathname === '/gone') return void res.writeHead(404).end('no');
     if (u.pathname === '/busy') return void res.writeHead(503).end('later');
     if (u.pathname === '/hang') return; // never answers
+    if (u.pathname === '/trickle') {
+      // Headers at once, then a byte every 20 ms for as long as the connection lasts.
+      res.writeHead(200, { 'content-type': 'image/png' });
+      res.write(PNG.subarray(0, 1));
+      const t = setInterval(() => res.write(Buffer.from([0])), 20);
+      res.on('close', () => clearInterval(t));
+      return;
+    }
     res.writeHead(500).end();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -208,6 +217,18 @@ describe('MediaFetcher', () => {
       message: 'media URL could not be fetched (timeout after 0.2 s)',
     });
     expect(leftovers()).toEqual([]);
+  });
+
+  it('a body trickled a byte at a time is cut at the deadline of the whole fetch (not only between bytes): transient', async () => {
+    let sent = false;
+    const f = await fetchFailure(
+      fetcher({ timeoutMs: 300 }).withBytes(msg({ url: `${base}/trickle` }), async () => {
+        sent = true;
+      }),
+    );
+    expect(f).toMatchObject({ kind: 'transient', message: 'media URL could not be fetched (timeout after 0.3 s)' });
+    expect(sent).toBe(false);
+    await until(() => leftovers().length === 0, { what: 'the temp file removed' });
   });
 
   it('leaves messages without a URL as they are', async () => {
