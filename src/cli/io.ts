@@ -18,6 +18,12 @@ export interface IO {
   /** Aborted once the reader of stdout or stderr has gone away (EPIPE: `pasarela ... | head -1`). */
   closed?: AbortSignal;
   /**
+   * Called by a command that handles its own stdout/stderr failures (`serve`:
+   * its log drops lines and it keeps serving, server/log-sink.ts): from then on
+   * a failing stream neither aborts `closed` nor throws.
+   */
+  takeOutputErrors?: () => void;
+  /**
    * Work a command must still finish once the reader has gone (removing a
    * webhook listener): main waits for it, bounded, before the process ends.
    */
@@ -55,11 +61,14 @@ export interface Term {
  * The real process streams. A reader that goes away (`| head -1`) makes the
  * next write fail with EPIPE: that is not an error of the command, so it is
  * recorded in `closed` (main then ends quietly) instead of crashing the
- * process with a stack trace.
+ * process with a stack trace. A command that took the streams' failures
+ * (takeOutputErrors: `serve`) hears of them from its own streams instead.
  */
 export function processIO(): IO {
   const gone = new AbortController();
+  let taken = false;
   const onError = (err: NodeJS.ErrnoException) => {
+    if (taken) return;
     // Once a reader is gone, later writes fail too (EPIPE, ERR_STREAM_DESTROYED): all expected.
     if (err.code === 'EPIPE' || gone.signal.aborted) {
       gone.abort();
@@ -83,6 +92,9 @@ export function processIO(): IO {
       return process.stdout.isTTY ? process.stdout.rows : undefined;
     },
     closed: gone.signal,
+    takeOutputErrors: () => {
+      taken = true;
+    },
     lastWork: new Set(),
     onSignal: (handler) => {
       process.on('SIGINT', handler);

@@ -105,6 +105,8 @@ async function lastWork(io: IO): Promise<void> {
  * 0 at once, whatever the command was doing: the reader took what it wanted,
  * like `git log | head -1` (the shim then ends the process). Only work the
  * command put in io.lastWork (a webhook listener's removal) is waited for.
+ * `serve` takes its streams' failures itself (io.takeOutputErrors): for it a
+ * closed pipe is no stop signal, its log drops lines and it goes on serving.
  */
 export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Promise<number> {
   const program = buildProgram(io, env);

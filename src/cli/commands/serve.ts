@@ -99,6 +99,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     command.addOption(option);
   }
   command.action(async (o: Record<string, unknown>) => {
+    // A failing or closed stdout/stderr drops log lines (server/log-sink.ts): it never stops the service.
+    io.takeOutputErrors?.();
     const v = knobValues(o, options, env);
     const { gateway } = v;
     if (v.gatewayTimeoutMs < 100) throw new CliError('--gateway-timeout must be at least 100ms', EXIT.USAGE);
@@ -144,7 +146,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     const { banner, startServer } = await import('../../server/serve.js');
     let server;
     try {
-      server = await startServer({ ...config, logStream: io.stdout, logColor: colorLevel(io.stdoutIsTTY, env, false) === 1 });
+      server = await startServer({ ...config, logStream: io.stdout, logNotice: io.stderr, logColor: colorLevel(io.stdoutIsTTY, env, false) === 1 });
     } catch (err) {
       // One line, no stack trace: what went wrong is the message (docs/logs.md, "Start failures").
       throw startFailure(err as NodeJS.ErrnoException, config.host, String(config.port), config.logLevel, io);
