@@ -42,6 +42,8 @@ export interface AppOptions {
   limits?: RequestLimits;
   /** Prometheus metrics: every response timed, and GET /metrics for the operator (src/server/metrics/). */
   metrics?: Metrics;
+  /** `serve --public-url`: the server the API document names (docs.ts); `/` without it. */
+  publicUrl?: string;
 }
 
 /** Paths into logged objects that may hold a secret; pino replaces their values. */
@@ -175,8 +177,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   // The served document, serialised once per format and kept per server URL (docs.ts).
   const served = new ServedDocuments(() => ({ ...app.swagger() }));
-  app.get('/openapi.json', { schema: { hide: true } }, async (req, reply) => reply.type(DOC_CONTENT_TYPE.json).send(served.bytes('json', serverOf(req).url)));
-  await registerDocs(app, served);
+  app.get('/openapi.json', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type(DOC_CONTENT_TYPE.json).send(served.bytes('json', serverOf(opts.publicUrl).url)),
+  );
+  await registerDocs(app, served, opts.publicUrl);
 
   app.decorate('markClosing', () => {
     closing = true;

@@ -389,6 +389,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       health,
       limits: opts.limits,
       metrics,
+      publicUrl: opts.publicUrl,
     });
     app0.log = app.log;
     // Line state changes, messages ending in error, webhook receivers failing: info and warn lines (docs/logs.md).

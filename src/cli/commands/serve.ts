@@ -131,6 +131,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
         if (given && !/^https?:\/\/[^/\s]+/.test(given)) throw new CliError(`${flag}: "${given}" is not an http(s) URL`, EXIT.USAGE);
       }
     }
+    if (v.publicUrl !== undefined && !/^https?:\/\/[^/\s?#]+(\/[^\s?#]*)?$/.test(v.publicUrl))
+      throw new CliError(`--public-url: "${v.publicUrl}" is not an http(s) URL (https://api.example.com, or with a path prefix)`, EXIT.USAGE);
     v.store = wordOrUrl('--store', v.store, 'sqlite', /^postgres(ql)?:$/, 'a postgres:// URL (postgres://USER@HOST:5432/DB)');
     v.counters = wordOrUrl('--counters', v.counters, 'memory', /^rediss?:$/, 'a redis:// URL (redis://HOST:6379)');
     if (!/^[^\s*?[\]]{1,100}$/.test(v.countersPrefix))
