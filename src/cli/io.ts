@@ -51,9 +51,13 @@ export interface Term {
   columns(): number | undefined;
   /** Rows of that terminal, likewise (else LINES). */
   rows(): number | undefined;
-  /** A line to stdout. On a terminal, control characters other than our colour codes are escaped (see guardLine). */
+  /**
+   * A line to stdout. Control characters other than our colour codes are
+   * escaped (see guardLine), on a terminal or not: piped output reaches a
+   * terminal as often as not (`| grep`, `| cat`, `| less -R`).
+   */
   out(text: string): void;
-  /** A line to stderr, guarded the same way on a terminal. */
+  /** A line to stderr, guarded the same way. */
   err(text: string): void;
 }
 
@@ -132,9 +136,10 @@ export function makeTerm(io: IO, env: NodeJS.ProcessEnv, noColorFlag = false): T
     canPrompt: io.stdinIsTTY && io.stdoutIsTTY && !env.PASARELA_NO_PROMPT,
     columns: () => (io.stdoutIsTTY ? (size(io.columns) ?? size(env.COLUMNS)) : undefined),
     rows: () => (io.stdoutIsTTY ? (size(io.rows) ?? size(env.LINES)) : undefined),
-    out: (text) => void io.stdout.write(line(io.stdoutIsTTY ? guardLine(text, outLevel > 0) : text)),
+    // JSON stays JSON with the same value: a control character can only be inside a string, where its escape means the same.
+    out: (text) => void io.stdout.write(line(guardLine(text, outLevel > 0))),
     // (Some messages on stderr are coloured with the stdout palette: allow colour when either stream has it.)
-    err: (text) => void io.stderr.write(line(io.stderrIsTTY ? guardLine(text, errLevel > 0 || outLevel > 0) : text)),
+    err: (text) => void io.stderr.write(line(guardLine(text, errLevel > 0 || outLevel > 0))),
   };
 }
 
