@@ -55,8 +55,8 @@ type Stringify = (value: unknown) => string;
  * serialised once, with a mark where the server URL goes; a copy for a URL
  * is the two halves around the URL, and the last SERVED_CACHE_MAX copies are
  * kept (least recently used out), so a client asking again gets the same
- * bytes and a stream of made-up Host values costs a copy each, never more
- * memory.
+ * bytes. A server names one URL (serverOf), so it keeps one copy a format;
+ * the bound stays should that ever vary.
  */
 export class ServedDocuments {
   private readonly halves = new Map<DocFormat, [string, string]>();
