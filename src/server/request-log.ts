@@ -26,7 +26,8 @@ const SANE_ID = /^[\x21-\x7e]{1,128}$/;
  *   shown when short and plain; the number parameters (`destinatario`, ...)
  *   as `[number]`. Names are decoded as the query parser decodes them
  *   (`k%65y`, `key[]`, `key%00`: all hidden); a name shaped like a
- *   credential is hidden too.
+ *   credential, or not like a name at all (a text sent as `?hola amigo`), is
+ *   hidden too.
  * - The path: a segment shaped like a credential (`WAC_<id>_...`, or 16 or
  *   more characters with digits, as tokens are) is `[REDACTED]`; runs of 7 or
  *   more digits (a number) are `[number]`; anything after `;` in a segment
@@ -53,6 +54,9 @@ const NUMBER_PARAMS = new Set(['destinatario', 'remitente', 'numero', 'de', 'par
 /** Ids (`id`, `celular_id`, ...): shown whole when they look like ids (digits, or a message's UUID). */
 const isIdParam = (name: string) => name === 'id' || name.endsWith('_id');
 const ID_VALUE = /^(?:\d{1,20}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
+
+/** A parameter's name as names are: a word, with `.`, `-` or PHP's `[]`; up to 32 characters. */
+const NAME_SHAPE = /^[\w.[\]-]{1,32}$/;
 
 /** A shown value: short (credentials are 16 characters or more) and plain. */
 const PLAIN_VALUE = /^[\w.:+-]{0,15}$/;
@@ -94,7 +98,7 @@ function maskedQuery(query: string): string {
   const parts: string[] = [];
   for (const [k, v] of new URLSearchParams(query)) {
     const name = k.toLowerCase();
-    const shownName = credentialShaped(k) ? '[REDACTED]' : numbersMasked(k);
+    const shownName = credentialShaped(k) || !NAME_SHAPE.test(k) ? '[REDACTED]' : numbersMasked(k);
     let value: string;
     if (v === '') value = '';
     else if (NUMBER_PARAMS.has(name)) value = '[number]';

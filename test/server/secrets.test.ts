@@ -239,6 +239,7 @@ describe('logs', () => {
           `/api/${C.gatewayToken}`,
           `/api/mensaje_enviar_texto.php?mensaje=${text}&destinatario=5215512345678`,
           `/api/mensaje_enviar_texto.php?texto=${text}`,
+          `/api/mensaje_enviar_texto.php?${encodeURIComponent(`hola ${text}, te escribo`)}`,
           '/api/525512398765',
           '/api/celular.php?id=1&desde=2026-01-02&limit=20&page=2&estado=pendiente',
         ];
