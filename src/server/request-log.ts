@@ -18,8 +18,8 @@ export const REQUEST_ID_HEADER = 'x-request-id';
 const SANE_ID = /^[\x21-\x7e]{1,128}$/;
 
 /**
- * The URL as logged (docs/logs.md, "What the log never holds"): only what is
- * known to be harmless is shown, whatever name or place a client chose.
+ * The URL as logged (docs/logs.md, "Format"): only what is known to be
+ * harmless is shown, whatever name or place a client chose.
  *
  * - The query: every parameter by name, its value `[REDACTED]`, except a few
  *   names whose values are harmless (ids, paging, filters: SHOWN_PARAMS),
