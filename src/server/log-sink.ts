@@ -108,7 +108,7 @@ export function logSink(out: NodeJS.WritableStream, opts: LogSinkOptions): Writa
   }
   const writeStream = (text: string): void => {
     const o = out as NodeJS.WritableStream & { destroyed?: boolean; writableLength?: number };
-    if (broken || o.destroyed || !o.writable) return drop(linesIn(text), 'EPIPE');
+    if (broken || o.destroyed || !o.writable) return drop(linesIn(text), 'the output is closed');
     if ((o.writableLength ?? 0) > maxHeld) return drop(linesIn(text), `its reader is more than ${maxHeld} bytes behind`);
     try {
       out.write(text, (err?: Error | null) => {
