@@ -18,6 +18,12 @@ export interface IO {
   /** Aborted once the reader of stdout or stderr has gone away (EPIPE: `pasarela ... | head -1`). */
   closed?: AbortSignal;
   /**
+   * Called by a command that handles its own stdout/stderr failures (`serve`:
+   * its log drops lines and it keeps serving, server/log-sink.ts): from then on
+   * a failing stream neither aborts `closed` nor throws.
+   */
+  takeOutputErrors?: () => void;
+  /**
    * Work a command must still finish once the reader has gone (removing a
    * webhook listener): main waits for it, bounded, before the process ends.
    */
@@ -45,9 +51,13 @@ export interface Term {
   columns(): number | undefined;
   /** Rows of that terminal, likewise (else LINES). */
   rows(): number | undefined;
-  /** A line to stdout. On a terminal, control characters other than our colour codes are escaped (see guardLine). */
+  /**
+   * A line to stdout. Control characters other than our colour codes are
+   * escaped (see guardLine), on a terminal or not: piped output reaches a
+   * terminal as often as not (`| grep`, `| cat`, `| less -R`).
+   */
   out(text: string): void;
-  /** A line to stderr, guarded the same way on a terminal. */
+  /** A line to stderr, guarded the same way. */
   err(text: string): void;
 }
 
@@ -55,11 +65,14 @@ export interface Term {
  * The real process streams. A reader that goes away (`| head -1`) makes the
  * next write fail with EPIPE: that is not an error of the command, so it is
  * recorded in `closed` (main then ends quietly) instead of crashing the
- * process with a stack trace.
+ * process with a stack trace. A command that took the streams' failures
+ * (takeOutputErrors: `serve`) hears of them from its own streams instead.
  */
 export function processIO(): IO {
   const gone = new AbortController();
+  let taken = false;
   const onError = (err: NodeJS.ErrnoException) => {
+    if (taken) return;
     // Once a reader is gone, later writes fail too (EPIPE, ERR_STREAM_DESTROYED): all expected.
     if (err.code === 'EPIPE' || gone.signal.aborted) {
       gone.abort();
@@ -83,6 +96,9 @@ export function processIO(): IO {
       return process.stdout.isTTY ? process.stdout.rows : undefined;
     },
     closed: gone.signal,
+    takeOutputErrors: () => {
+      taken = true;
+    },
     lastWork: new Set(),
     onSignal: (handler) => {
       process.on('SIGINT', handler);
@@ -120,9 +136,10 @@ export function makeTerm(io: IO, env: NodeJS.ProcessEnv, noColorFlag = false): T
     canPrompt: io.stdinIsTTY && io.stdoutIsTTY && !env.PASARELA_NO_PROMPT,
     columns: () => (io.stdoutIsTTY ? (size(io.columns) ?? size(env.COLUMNS)) : undefined),
     rows: () => (io.stdoutIsTTY ? (size(io.rows) ?? size(env.LINES)) : undefined),
-    out: (text) => void io.stdout.write(line(io.stdoutIsTTY ? guardLine(text, outLevel > 0) : text)),
+    // JSON stays JSON with the same value: a control character can only be inside a string, where its escape means the same.
+    out: (text) => void io.stdout.write(line(guardLine(text, outLevel > 0))),
     // (Some messages on stderr are coloured with the stdout palette: allow colour when either stream has it.)
-    err: (text) => void io.stderr.write(line(io.stderrIsTTY ? guardLine(text, errLevel > 0 || outLevel > 0) : text)),
+    err: (text) => void io.stderr.write(line(guardLine(text, errLevel > 0 || outLevel > 0))),
   };
 }
 

@@ -100,19 +100,19 @@ export const csvRecord = (cells: unknown[]) => `${cells.map(csvField).join(',')}
 
 /**
  * Writes data to stdout and waits when the pipe is full, so a large export
- * does not pile up in memory. Off a terminal the bytes go as they are; on one,
- * control characters (ESC, C1, bidi overrides: message texts come from
- * anyone) are escaped visibly, record ends kept.
+ * does not pile up in memory. Control characters (ESC, C1, bidi overrides:
+ * message texts come from anyone) are escaped visibly, record ends, tabs and
+ * line breaks kept, on a terminal or not: a pipe or a file may end on one
+ * (`| grep`, `cat export.csv`). NDJSON keeps its values exactly (the escape
+ * is JSON's own); CSV shows them as `\u001b` (docs/decisions.md).
  */
 async function write(ctx: Ctx, text: string): Promise<void> {
   if (text === '') return;
   const io = ctx.term.io;
-  const out = io.stdoutIsTTY
-    ? text
-        .split('\r\n')
-        .map((part) => escapeControls(part))
-        .join('\r\n')
-    : text;
+  const out = text
+    .split('\r\n')
+    .map((part) => escapeControls(part))
+    .join('\r\n');
   if (!io.stdout.write(out)) await new Promise<void>((resolve) => io.stdout.once('drain', resolve));
 }
 

@@ -105,6 +105,8 @@ async function lastWork(io: IO): Promise<void> {
  * 0 at once, whatever the command was doing: the reader took what it wanted,
  * like `git log | head -1` (the shim then ends the process). Only work the
  * command put in io.lastWork (a webhook listener's removal) is waited for.
+ * `serve` takes its streams' failures itself (io.takeOutputErrors): for it a
+ * closed pipe is no stop signal, its log drops lines and it goes on serving.
  */
 export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Promise<number> {
   const program = buildProgram(io, env);
@@ -124,12 +126,12 @@ export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Prom
       if (err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
       return EXIT.USAGE;
     }
-    // Error reasons often quote the server: on a terminal its control characters are shown, not obeyed.
-    const said = (message: string) => (io.stderrIsTTY ? escapeControls(message) : message);
+    // Error reasons often quote the server: its control characters are shown, not obeyed (a pipe may end on a terminal).
+    const said = (message: string) => escapeControls(message);
     if (err instanceof CliError) {
       if (jsonMode && err.body !== undefined) {
         const json = JSON.stringify(err.body, null, 2);
-        io.stdout.write(`${io.stdoutIsTTY ? guardLine(json, false) : json}\n`);
+        io.stdout.write(`${guardLine(json, false)}\n`);
       }
       io.stderr.write(`error: ${said(err.message)}\n`);
       return err.exitCode;

@@ -1,12 +1,13 @@
 import type { Ctx } from './context.js';
 import type { Term } from './io.js';
-import { cellSafe, displayWidth, padWidth, truncateWidth, wrapWidth } from './terminal-text.js';
+import { cellSafe, displayWidth, escapeControls, padWidth, truncateWidth, wrapWidth } from './terminal-text.js';
 
 /**
  * One way to print results. `--json`: the JSON and nothing else on stdout.
  * On a TTY: tables and aligned fields, coloured unless NO_COLOR, fitted to
  * the terminal's width. Off a TTY: tab-separated lines without headers (gh
- * style), easy to cut and grep, never cut to a width.
+ * style), easy to cut and grep, never cut to a width. Either way server data
+ * has its control characters escaped visibly (`\u001b`), never raw.
  */
 export function printJson(term: Term, data: unknown): void {
   term.out(JSON.stringify(data, null, 2));
@@ -31,8 +32,16 @@ export const painted = (value: Plain, paint: (text: string) => string): Painted 
 const isPainted = (v: Cell): v is Painted => typeof v === 'object' && v !== null;
 const plainText = (v: Plain) => (v === null || v === undefined ? '' : String(v));
 
-/** The cell as scripts get it off a terminal: the data itself, coloured only when colour is forced. */
-const rawText = (v: Cell) => (isPainted(v) ? v.paint(plainText(v.value)) : plainText(v));
+/**
+ * The cell as scripts get it off a terminal: the data, its controls escaped
+ * visibly as on a terminal (a pipe may end on one), coloured only when
+ * colour is forced; `flat` (a table's cell) turns tabs and line breaks into spaces.
+ */
+const rawText = (v: Cell, flat: boolean) => {
+  const text = plainText(isPainted(v) ? v.value : v);
+  const safe = escapeControls(flat ? text.replace(/[\t\n]/g, ' ') : text);
+  return isPainted(v) ? v.paint(safe) : safe;
+};
 
 /**
  * A cell as a terminal line shows it: one line, control characters escaped
@@ -102,7 +111,7 @@ const cellAt = (c: Shown, width: number) => {
 
 export function printTable(term: Term, headers: string[], rows: Cell[][]): void {
   if (!term.io.stdoutIsTTY) {
-    for (const r of rows) term.out(r.map((v) => rawText(v).replace(/[\t\n]/g, ' ')).join('\t'));
+    for (const r of rows) term.out(r.map((v) => rawText(v, true)).join('\t'));
     return;
   }
   if (rows.length === 0) {
@@ -177,7 +186,7 @@ function printRecords(term: Term, headers: string[], cells: Shown[][], columns: 
 
 export function printFields(term: Term, pairs: Array<[string, Cell]>): void {
   if (!term.io.stdoutIsTTY) {
-    for (const [k, v] of pairs) term.out(`${k}\t${rawText(v)}`);
+    for (const [k, v] of pairs) term.out(`${k}\t${rawText(v, false)}`);
     return;
   }
   const w = Math.max(...pairs.map(([k]) => displayWidth(k)));

@@ -64,6 +64,14 @@ export const SERVE_KNOBS = {
     help: 'port to listen on (0: any free port)',
     doc: '`8080` (`0`: any free port; the banner names it)',
   }),
+  publicUrl: knob<string | undefined>({
+    kind: 'text',
+    flag: '--public-url <url>',
+    env: 'PASARELA_PUBLIC_URL',
+    default: undefined,
+    help: 'the URL clients reach this server at, named as the server in /openapi.json and /docs (default: "/", wherever the document was fetched)',
+    doc: 'none: the API document names its server `/` (where it was fetched), never a Host header',
+  }),
   dataDir: knob<string | undefined>({
     kind: 'text',
     flag: '--data-dir <dir>',

@@ -33,6 +33,8 @@ export interface RequestLimits {
 export interface ServeConfig {
   host: string;
   port: number;
+  /** The URL clients reach this server at (http(s), no trailing slash): the API document's server. */
+  publicUrl?: string;
   dataDir: string;
   gateway: string;
   gatewayUrl?: string;
@@ -106,6 +108,7 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
   return {
     host: v.host,
     port: v.port,
+    publicUrl: v.publicUrl?.replace(/\/+$/, ''),
     dataDir: v.dataDir ?? dataDir,
     gateway: v.gateway,
     gatewayUrl: v.gatewayUrl,

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { SERVE_DEFAULTS } from './config.js';
 
 /**
@@ -8,9 +8,11 @@ import { SERVE_DEFAULTS } from './config.js';
  *
  * The document is built once from the route schemas (@fastify/swagger). The
  * committed openapi.json names its server with variables (`scheme`, `host`),
- * since no one server is the right one; a served copy names the server the
- * client is talking to instead, from the request (the Host header, or with
- * `serve --trust-proxy` X-Forwarded-Host and X-Forwarded-Proto).
+ * since no one server is the right one; a served copy names this server:
+ * `serve --public-url` when it is set, else `/` (relative: the origin the
+ * document was fetched from). Never the request's Host or X-Forwarded-Host:
+ * a cache that does not key on Host would hand another client's made-up
+ * server to everyone, and Swagger UI sends the keys typed into it there.
  */
 
 /** Where the committed document says the API is: any pasarela, by default a local one. */
@@ -28,20 +30,14 @@ export const TEMPLATE_SERVERS = [
   },
 ];
 
-/** A host as a URL may carry it: a name, IPv4 or bracketed IPv6, and a port. Anything else is not echoed. */
-const HOST_RE = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$/;
-
-/** The server this request reached, as the client sees it; `/` (this origin) when the request does not say. */
-export function serverOf(req: FastifyRequest): { url: string; description: string } {
-  const host = req.host;
-  const scheme = req.protocol === 'https' ? 'https' : 'http';
-  if (typeof host === 'string' && HOST_RE.test(host)) return { url: `${scheme}://${host}`, description: 'this server' };
-  return { url: '/', description: 'this server' };
+/** The server a served document names: the configured public URL, or `/` (the origin the document came from). */
+export function serverOf(publicUrl: string | undefined): { url: string; description: string } {
+  return { url: publicUrl ?? '/', description: 'this server' };
 }
 
-/** The document with `servers` naming the server the request reached; the built document is left as it is. */
-export function servedDocument<T extends object>(doc: T, req: FastifyRequest): T & { servers: Array<{ url: string; description: string }> } {
-  return { ...doc, servers: [serverOf(req)] };
+/** The document with `servers` naming this server; the built document is left as it is. */
+export function servedDocument<T extends object>(doc: T, publicUrl: string | undefined): T & { servers: Array<{ url: string; description: string }> } {
+  return { ...doc, servers: [serverOf(publicUrl)] };
 }
 
 /** How many served copies (a format and a server URL each) are kept. */
@@ -59,8 +55,8 @@ type Stringify = (value: unknown) => string;
  * serialised once, with a mark where the server URL goes; a copy for a URL
  * is the two halves around the URL, and the last SERVED_CACHE_MAX copies are
  * kept (least recently used out), so a client asking again gets the same
- * bytes and a stream of made-up Host values costs a copy each, never more
- * memory.
+ * bytes. A server names one URL (serverOf), so it keeps one copy a format;
+ * the bound stays should that ever vary.
  */
 export class ServedDocuments {
   private readonly halves = new Map<DocFormat, [string, string]>();
@@ -159,7 +155,7 @@ export const DOCS_CSP = [
 /** The plugin's routes answered from the cache, and in what format. */
 const DOC_ROUTES: Record<string, DocFormat | undefined> = { '/docs/json': 'json', '/docs/yaml': 'yaml' };
 
-export async function registerDocs(app: FastifyInstance, served: ServedDocuments): Promise<void> {
+export async function registerDocs(app: FastifyInstance, served: ServedDocuments, publicUrl: string | undefined): Promise<void> {
   let swaggerUi: typeof import('@fastify/swagger-ui').default;
   try {
     // Its @fastify/static (loaded only when the plugin registers) is loaded here first, where a failure can be caught.
@@ -179,9 +175,12 @@ export async function registerDocs(app: FastifyInstance, served: ServedDocuments
     scope.addHook('onRequest', async (req, reply) => {
       reply.header('x-content-type-options', 'nosniff');
       reply.header('referrer-policy', 'no-referrer');
+      // The plugin redirects its index.html to the page by rewriting the URL's end, so with a query
+      // (`?url=x`) to itself, for ever: one redirect to the page, the query dropped (Swagger UI reads none).
+      if (req.routeOptions.url === '/docs/static/index.html') return reply.redirect('/docs/');
       // The document, in JSON and YAML, from the cache: the plugin's handlers would serialise all of it per request.
       const format = DOC_ROUTES[req.routeOptions.url ?? ''];
-      if (format) return reply.type(DOC_CONTENT_TYPE[format]).send(served.bytes(format, serverOf(req).url));
+      if (format) return reply.type(DOC_CONTENT_TYPE[format]).send(served.bytes(format, serverOf(publicUrl).url));
     });
     await scope.register(swaggerUi, {
       routePrefix: '/docs',
@@ -193,7 +192,7 @@ export async function registerDocs(app: FastifyInstance, served: ServedDocuments
       uiConfig: { layout: 'BaseLayout', deepLinking: true, persistAuthorization: false, displayOperationId: true },
       // Never called: the onRequest hook above answers /docs/json and /docs/yaml. Should it be, it is right, only slower.
       transformSpecificationClone: false,
-      transformSpecification: (doc, req) => servedDocument(doc, req),
+      transformSpecification: (doc) => servedDocument(doc, publicUrl),
     });
   });
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { LOG_EVENTS } from './log-events.js';
+import { LOG_EVENTS, NUMBER_RUN } from './log-events.js';
 
 /**
  * Request ids and the one log line per request (docs/logs.md).
@@ -16,6 +16,99 @@ export const REQUEST_ID_HEADER = 'x-request-id';
 
 /** What a request id may be when it comes from outside: visible ASCII, no spaces, at most 128 characters. */
 const SANE_ID = /^[\x21-\x7e]{1,128}$/;
+
+/**
+ * The URL as logged (docs/logs.md, "Format"): only what is known to be
+ * harmless is shown, whatever name or place a client chose.
+ *
+ * - The query: every parameter by name, its value `[REDACTED]`, except a few
+ *   names whose values are harmless (ids, paging, filters: SHOWN_PARAMS),
+ *   shown when short and plain; the number parameters (`destinatario`, ...)
+ *   as `[number]`. Names are decoded as the query parser decodes them
+ *   (`k%65y`, `key[]`, `key%00`: all hidden); a name shaped like a
+ *   credential, or not like a name at all (a text sent as `?hola amigo`), is
+ *   hidden too.
+ * - The path: a segment shaped like a credential (`WAC_<id>_...`, or 16 or
+ *   more characters with digits, as tokens are) is `[REDACTED]`; runs of 7 or
+ *   more digits (a number) are `[number]`; anything after `;` in a segment
+ *   and a fragment (`#...`) are `[REDACTED]`.
+ */
+export function maskUrl(url: string): string {
+  const q = url.search(/[?#]/);
+  const path = q < 0 ? url : url.slice(0, q);
+  const rest = q < 0 ? '' : url.slice(q);
+  const hash = rest.indexOf('#');
+  const query = rest.startsWith('?') ? rest.slice(1, hash < 0 ? undefined : hash) : '';
+  let out = path.split('/').map(maskedSegment).join('/');
+  if (rest.startsWith('?')) out += `?${maskedQuery(query)}`;
+  if (hash >= 0) out += hash === rest.length - 1 ? '#' : '#[REDACTED]';
+  return out;
+}
+
+/** Query parameters whose values are shown (when short and plain): ids, paging and filters. */
+const SHOWN_PARAMS = new Set(['limit', 'page', 'por_pagina', 'estado', 'desde', 'hasta', 'imagen']);
+
+/** Query parameters whose values are phone numbers (a recipient, a sender, a line's): `[number]`, so a reader sees one was given. */
+const NUMBER_PARAMS = new Set(['destinatario', 'remitente', 'numero', 'de', 'para', 'telefono']);
+
+/** Ids (`id`, `celular_id`, ...): shown whole when they look like ids (digits, or a message's UUID). */
+const isIdParam = (name: string) => name === 'id' || name.endsWith('_id');
+const ID_VALUE = /^(?:\d{1,20}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
+
+/** A parameter's name as names are: a word, with `.`, `-` or PHP's `[]`; up to 32 characters. */
+const NAME_SHAPE = /^[\w.[\]-]{1,32}$/;
+
+/** A shown value: short (credentials are 16 characters or more) and plain. */
+const PLAIN_VALUE = /^[\w.:+-]{0,15}$/;
+
+/** A client or celular key (src/core/keys.ts), anywhere in a text. */
+const KEY_SHAPE = /WAC?_\d+_/i;
+
+/** Shaped like a credential: a key, or 16+ characters with digits (gateway and legacy tokens, secrets), a file name apart. */
+const credentialShaped = (text: string): boolean => KEY_SHAPE.test(text) || (text.length >= 16 && /\d/.test(text) && !/^[\w-]+\.[a-z]{2,4}$/i.test(text));
+
+const decoded = (text: string): string => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+};
+
+/** Runs of 7 or more digits in `text` as `[number]`, the rest percent-encoded. */
+const numbersMasked = (text: string): string =>
+  text
+    .split(NUMBER_RUN)
+    .map((part) => encodeURIComponent(part))
+    .join('[number]');
+
+/** A path segment as logged. */
+function maskedSegment(segment: string): string {
+  const semi = segment.indexOf(';');
+  const head = semi < 0 ? segment : segment.slice(0, semi);
+  const params = semi < 0 ? '' : ';[REDACTED]';
+  const d = decoded(head);
+  if (credentialShaped(d)) return `[REDACTED]${params}`;
+  NUMBER_RUN.lastIndex = 0;
+  return `${NUMBER_RUN.test(d) ? numbersMasked(d) : head}${params}`;
+}
+
+/** The query as logged: names (or `[REDACTED]`), and only harmless values. */
+function maskedQuery(query: string): string {
+  const parts: string[] = [];
+  for (const [k, v] of new URLSearchParams(query)) {
+    const name = k.toLowerCase();
+    const shownName = credentialShaped(k) || !NAME_SHAPE.test(k) ? '[REDACTED]' : numbersMasked(k);
+    let value: string;
+    if (v === '') value = '';
+    else if (NUMBER_PARAMS.has(name)) value = '[number]';
+    else if (isIdParam(name) && ID_VALUE.test(v)) value = v;
+    else if (SHOWN_PARAMS.has(name) && PLAIN_VALUE.test(v) && !credentialShaped(v)) value = numbersMasked(v);
+    else value = '[REDACTED]';
+    parts.push(`${shownName}=${value}`);
+  }
+  return parts.join('&');
+}
 
 /** Random bytes taken 6 at a time (48 bits, 12 hex characters an id): one system call per 682 ids. */
 let pool = Buffer.alloc(0);

@@ -21,6 +21,7 @@ import { VERSION } from '../version.js';
 import { buildApp, loggerOptions } from './app.js';
 import { logBusEvents } from './log-events.js';
 import { prettyStream } from './log-format.js';
+import { logSink } from './log-sink.js';
 import { completeConfig, derivedLeaseMs, SERVE_DEFAULTS, type ServeConfig, type ServeOverrides } from './config.js';
 import { TempFiles } from '../core/media.js';
 import { sweepAcceptedMedia } from '../core/accepted-media.js';
@@ -47,8 +48,10 @@ import type { WebhookControl } from '../webhooks/dispatcher.js';
 export type ServeOptions = ServeOverrides & {
   clock?: Clock;
   random?: () => number;
-  /** Where logs go (stdout when serving for real). */
+  /** Where logs go (stdout when serving for real). A failing one drops lines, never stops the server (log-sink.ts). */
   logStream?: NodeJS.WritableStream;
+  /** Where a failing log output is said (stderr when serving for real); nowhere without it. */
+  logNotice?: NodeJS.WritableStream;
   /** Pretty lines in colour. */
   logColor?: boolean;
 };
@@ -179,7 +182,7 @@ export function makeDataDir(dir: string): void {
 }
 
 export async function startServer(given: ServeOptions): Promise<RunningServer> {
-  const { clock = systemClock, random, logStream, logColor } = given;
+  const { clock = systemClock, random, logStream, logNotice, logColor } = given;
   const opts = completeConfig(given);
   makeDataDir(opts.dataDir);
   // First, so that two starts on a new directory cannot both make its secrets.
@@ -187,7 +190,12 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
   try {
     // The token next: a bad one stops the start before the store (and its checkpoint thread) exists.
     const admin = secretOf(opts.dataDir, opts.adminToken, 'PASARELA_ADMIN_TOKEN', ADMIN_TOKEN_FILE);
-    return await startLocked(opts, { clock, random, logStream, logColor, drivenClock: given.clock !== undefined && given.clock !== systemClock }, admin, lock);
+    return await startLocked(
+      opts,
+      { clock, random, logStream, logNotice, logColor, drivenClock: given.clock !== undefined && given.clock !== systemClock },
+      admin,
+      lock,
+    );
   } catch (err) {
     lock.release();
     throw err;
@@ -199,6 +207,7 @@ interface Runtime {
   clock: Clock;
   random?: () => number;
   logStream?: NodeJS.WritableStream;
+  logNotice?: NodeJS.WritableStream;
   logColor?: boolean;
   /** A clock other than the system's: the background thread cannot follow it. */
   drivenClock: boolean;
@@ -268,10 +277,9 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       gateway.onServer && opts.gatewayUrl
         ? await registerDefaultServer(store, opts.gateway, opts.gatewayUrl.replace(/\/+$/, ''), opts.gatewayKey ?? '', clock.now())
         : undefined;
-    const logger = loggerOptions(
-      opts.logLevel,
-      opts.logFormat === 'pretty' ? prettyStream(rt.logStream ?? process.stdout, { color: rt.logColor ?? false }) : rt.logStream,
-    );
+    // A log output that fails drops lines (counted), never stops the server (docs/logs.md).
+    const logOut = logSink(rt.logStream ?? process.stdout, { onDrop: (n) => metrics.logLinesDropped.inc(n), notice: rt.logNotice });
+    const logger = loggerOptions(opts.logLevel, opts.logFormat === 'pretty' ? prettyStream(logOut, { color: rt.logColor ?? false }) : logOut);
     const bus = new EventBus((err, event) => app0.log?.error({ err, event }, 'event listener failed'));
     countBusEvents(bus, metrics);
     const memory = new MemoryCounters(clock);
@@ -383,6 +391,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
       health,
       limits: opts.limits,
       metrics,
+      publicUrl: opts.publicUrl,
     });
     app0.log = app.log;
     // Line state changes, messages ending in error, webhook receivers failing: info and warn lines (docs/logs.md).

@@ -5,8 +5,8 @@ import { Cli, cliCommandLine, ESC, expectJsonOnly, HAS_SCRIPT, rows } from './he
 /**
  * Server data carrying terminal controls (ESC sequences that retitle the
  * window or colour text, a C1 CSI, a bidi override) is shown escaped on a
- * terminal, never obeyed; --json stays the exact JSON; the tab-separated
- * output of a pipe keeps the data as it is.
+ * terminal, never obeyed, and through a pipe too (which may well end on a
+ * terminal: `| grep`, `| cat`); --json stays the exact JSON.
  */
 let s: TestServer;
 let cli: Cli;
@@ -91,12 +91,48 @@ describe.skipIf(!HAS_SCRIPT)('on a terminal', () => {
   });
 });
 
-describe('off a terminal', () => {
-  it('the tab-separated output and --json keep the data exactly', async () => {
+/** NOMBRE as every human format shows it: each control as a visible JSON-style escape. */
+const NOMBRE_SHOWN = 'evil \\u001b]0;pwned\\u0007 and \\u001b[31mred\\u001b[0m \\u202eabc \\u009b2J end';
+const noRawControls = (text: string, what: string) => {
+  for (const c of [ESC, '\u0007', '\u009b', '\u202e']) expect(text.includes(c), `${what}: a raw ${JSON.stringify(c)}`).toBe(false);
+};
+
+describe('off a terminal (a pipe)', () => {
+  it('the tab-separated list and the fields of show escape the controls visibly, as on a terminal; --json keeps the exact value as JSON escapes', async () => {
     const env = { env: { PASARELA_KEY: a.clientKey } };
-    const [list, json] = await Promise.all([cli.run(['celular', 'list'], env), cli.run(['celular', 'show', String(a.celularId), '--json'], env)]);
+    const [list, show, json] = await Promise.all([
+      cli.run(['celular', 'list'], env),
+      cli.run(['celular', 'show', String(a.celularId)], env),
+      cli.run(['celular', 'show', String(a.celularId), '--json'], env),
+    ]);
     expect(list.exitCode).toBe(0);
-    expect(rows(list.stdout)[0]?.[2]).toBe(NOMBRE);
+    expect(rows(list.stdout)[0]?.[2]).toBe(NOMBRE_SHOWN);
+    expect(show.exitCode).toBe(0);
+    expect(show.stdout).toContain(`\t${NOMBRE_SHOWN}\n`);
+    for (const [r, what] of [
+      [list, 'list'],
+      [show, 'show'],
+      [json, '--json'],
+    ] as const)
+      noRawControls(r.stdout, what);
     expect(expectJsonOnly(json).celular.nombre_interno).toBe(NOMBRE);
+  });
+
+  it('an error reason from the server is escaped on stderr through a pipe too, colour forced or not', async () => {
+    for (const env of [{}, { FORCE_COLOR: '1' }]) {
+      const r = await cli.run(['send', 'text', FAILING, 'hola', '--directo', '--celular', String(a.celularId)], { env: { PASARELA_KEY: a.clientKey, ...env } });
+      expect(r.exitCode).not.toBe(0);
+      expect(r.stderr).toContain('blocked \\u001b]0;pwned\\u0007 \\u001b[8mhidden\\u001b[0m');
+      noRawControls(r.stderr, 'stderr');
+      expect(r.stderr).not.toContain(`${ESC}]`);
+      expect(r.stderr).not.toContain(`${ESC}[8m`);
+    }
+  });
+
+  it('the real binary through a pipe (`celular list | cat`): no raw ESC, BEL, C1 or bidi override', async () => {
+    const r = await cli.runBinary(['celular', 'list'], { env: { PASARELA_KEY: a.clientKey } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toContain(NOMBRE_SHOWN);
+    noRawControls(r.stdout, 'celular list | cat');
   });
 });

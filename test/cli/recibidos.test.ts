@@ -20,6 +20,8 @@ const S2 = '14155552671';
 const TRICKY = 'Hola, "amigo"\nsegunda línea, con coma';
 /** What anyone may write to a line: a colour code, a window-title sequence, a C1 control, a right-to-left override. */
 const HOSTILE = `pago \u001b[31mrojo\u001b]0;titulo\u0007 \u009b2J \u202etxt.exe`;
+/** HOSTILE as the table, TSV and CSV show it: controls as visible escapes (the exact text: --json, ndjson). */
+const HOSTILE_SHOWN = 'pago \\u001b[31mrojo\\u001b]0;titulo\\u0007 \\u009b2J \\u202etxt.exe';
 const FORMULA = '=HYPERLINK("http://evil","clic")';
 
 interface Seed {
@@ -91,8 +93,8 @@ describe('pasarela recibidos: formats of one page', () => {
     expect(r).toHaveLength(50);
     // recibido, id, celular, de, tipo, texto: the text's line break becomes a space.
     expect(r[0]).toEqual(['2026-03-10T03:00:00.000Z', expect.stringMatching(/^\d+$/), String(A.celularId), S1, 'texto', TRICKY.replace('\n', ' ')]);
-    // Off a terminal a cell is the data itself (one line: tabs and line breaks become spaces).
-    expect(r[1]![5]).toBe(HOSTILE);
+    // Off a terminal a cell is one line (tabs and line breaks become spaces), its controls escaped visibly (a pipe may end on a terminal).
+    expect(r[1]![5]).toBe(HOSTILE_SHOWN);
   });
 
   it("--json and --format json: the server's page as one document", async () => {
@@ -120,7 +122,7 @@ describe('pasarela recibidos: formats of one page', () => {
     const col = (name: string) => CSV_COLUMNS.indexOf(name);
     expect(table.slice(1).map((r) => r[col('gateway_msg_id')])).toEqual(expected());
     expect(table[1]![col('texto')]).toBe(TRICKY);
-    expect(table[2]![col('texto')]).toBe(HOSTILE);
+    expect(table[2]![col('texto')]).toBe(HOSTILE_SHOWN);
     expect(table[3]![col('texto')]).toBe(`'${FORMULA}`);
     expect(table[1]![col('media')]).toBe('');
   });
@@ -190,7 +192,7 @@ describe('pasarela recibidos on a terminal', () => {
     },
   );
 
-  it.skipIf(!HAS_SCRIPT)('ndjson and csv to a terminal escape them too; to a file the bytes are exact', async () => {
+  it.skipIf(!HAS_SCRIPT)('ndjson and csv to a terminal escape them too; to a file the ndjson values are exact', async () => {
     for (const format of ['ndjson', 'csv']) {
       const r = await cli.spawnTty(cliCommandLine(['recibidos', '--por-pagina', '3', '--format', format]), { env: { PASARELA_KEY: A.clientKey } });
       expect(r.exitCode).toBe(0);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Option } from 'commander';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram, main } from '../../src/cli/main.js';
+import { fakeIO } from './helpers.js';
 import { processIO } from '../../src/cli/io.js';
 import { completeConfig, configOf, SERVE_DEFAULTS } from '../../src/server/config.js';
 import { knobDefaults, SERVE_KNOBS } from '../../src/server/config-knobs.js';
@@ -14,6 +15,7 @@ import { knobDefaults, SERVE_KNOBS } from '../../src/server/config-knobs.js';
 const CONTRACT: Array<[flag: string, env: string | undefined, shown: unknown]> = [
   ['--host', 'PASARELA_HOST', '127.0.0.1'],
   ['--port', 'PASARELA_PORT', 8080],
+  ['--public-url', 'PASARELA_PUBLIC_URL', undefined],
   ['--data-dir', 'PASARELA_DATA_DIR', undefined],
   ['--gateway', 'PASARELA_GATEWAY', 'sim'],
   ['--gateway-url', 'PASARELA_GATEWAY_URL', undefined],
@@ -110,5 +112,18 @@ describe('the configuration object', () => {
     expect(c.healthIntervalMs).toBe(60_000);
     expect(c.queue).toMatchObject({ gapMinMs: 0, gapMaxMs: 0, ttlMs: 86_400_000, retryMs: 5000 });
     expect(c.limits).toMatchObject({ headerTimeoutMs: 500, bodyTimeoutMs: 20_000 });
+  });
+});
+
+describe('serve --public-url', () => {
+  it('takes an http(s) URL, with a path prefix or not, its trailing slash dropped; anything else is a usage error naming the flag', async () => {
+    expect(configOf({ ...knobDefaults(), publicUrl: 'https://api.example.com/pasarela/' }, '/d').publicUrl).toBe('https://api.example.com/pasarela');
+    expect(configOf(knobDefaults(), '/d').publicUrl).toBeUndefined();
+    for (const bad of ['api.example.com', 'ftp://api.example.com', 'https://', 'https://a b', 'https://api.example.com/?x=1']) {
+      const fake = fakeIO();
+      const code = await main(['serve', '--port', '0', '--data-dir', '/nonexistent/never-made', '--public-url', bad], fake.io, {});
+      expect(code, bad).toBe(2);
+      expect(fake.stderr(), bad).toMatch(/^error: --public-url: .* is not an http\(s\) URL/);
+    }
   });
 });

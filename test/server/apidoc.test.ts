@@ -96,8 +96,8 @@ describe('the document', () => {
     expect(JSON.stringify(doc)).not.toContain('/gateway/{gateway}');
   });
 
-  it('served, names the server it came from', () => {
-    expect(doc.servers).toEqual([{ url: s.url, description: 'this server' }]);
+  it('served without --public-url, names its server "/": wherever the document was fetched from', () => {
+    expect(doc.servers).toEqual([{ url: '/', description: 'this server' }]);
   });
 
   it('committed, names any server with variables defaulting to a local one', async () => {
@@ -119,42 +119,42 @@ describe('the document', () => {
     expect(text).not.toContain(s.dataDir);
   });
 
-  it('ignores X-Forwarded-Host and -Proto without --trust-proxy', async () => {
-    const r = await api(s.url, 'GET', '/openapi.json', { headers: { 'x-forwarded-host': 'api.example.com', 'x-forwarded-proto': 'https' } });
-    expect(r.body.servers).toEqual([{ url: s.url, description: 'this server' }]);
-  });
-
-  it('echoes no Host that is not a host: the server is then this origin, "/"', async () => {
-    const port = new URL(s.url).port;
-    const body = await new Promise<string>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, path: '/openapi.json', headers: { host: 'a"b<script>' } }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve(text));
-      });
-      req.on('error', reject);
-      req.end();
-    });
-    expect(JSON.parse(body).servers).toEqual([{ url: '/', description: 'this server' }]);
+  it('echoes no Host (N15): any Host, X-Forwarded-Host or -Proto, the server is "/"', async () => {
+    const cases: Array<Record<string, string>> = [
+      { host: 'evil.example:443' },
+      { host: 'a"b<script>' },
+      { 'x-forwarded-host': 'api.example.com', 'x-forwarded-proto': 'https' },
+    ];
+    for (const headers of cases) {
+      for (const path of ['/openapi.json', '/docs/json']) {
+        const r = await rawGet(path, headers);
+        expect(r.status, path).toBe(200);
+        expect(r.body.servers, `${path} ${JSON.stringify(headers)}`).toEqual([{ url: '/', description: 'this server' }]);
+      }
+    }
   });
 });
 
-describe('the document behind a proxy (--trust-proxy)', () => {
+describe('the document with --public-url', () => {
   let p: TestServer;
   beforeAll(async () => {
-    p = await startTestServer({ trustProxy: 1 });
+    // Behind a proxy too: what the proxy forwards is still not the server named.
+    p = await startTestServer({ trustProxy: 1, publicUrl: 'https://api.example.com/pasarela' });
   });
   afterAll(async () => {
     await p?.stop();
   });
 
-  it('names the server the client reached through the proxy, in /openapi.json and /docs/json', async () => {
-    const headers = { 'x-forwarded-host': 'api.example.com', 'x-forwarded-proto': 'https' };
-    for (const path of ['/openapi.json', '/docs/json']) {
-      const r = await api(p.url, 'GET', path, { headers });
-      expect(r.status, path).toBe(200);
-      expect(r.body.servers, path).toEqual([{ url: 'https://api.example.com', description: 'this server' }]);
+  it('names the public URL, whatever Host or X-Forwarded-Host, in /openapi.json, /docs/json and /docs/yaml', async () => {
+    const cases: Array<Record<string, string>> = [{}, { host: 'evil.example:443' }, { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http' }];
+    for (const headers of cases) {
+      for (const path of ['/openapi.json', '/docs/json']) {
+        const r = await rawGet(path, headers, p.url);
+        expect(r.body.servers, path).toEqual([{ url: 'https://api.example.com/pasarela', description: 'this server' }]);
+      }
+      const y = await rawGet('/docs/yaml', headers, p.url);
+      expect(y.text).toContain('url: https://api.example.com/pasarela\n');
+      expect(y.text).not.toContain('evil');
     }
   });
 });
@@ -187,6 +187,17 @@ describe('/docs', () => {
     expect(html).toContain('<div id="swagger-ui">');
     expect(html).toContain('<title>pasarela API</title>');
     expect(page.headers.get('www-authenticate')).toBeNull();
+  });
+
+  it('/docs/static/index.html redirects once to the page, with or without a query (N14: never to itself)', async () => {
+    for (const path of ['/docs/static/index.html', '/docs/static/index.html?url=x', '/docs/static/index.html?url=https://evil.example/x.json&a=b']) {
+      const r = await fetch(`${s.url}${path}`, { redirect: 'manual' });
+      expect(r.status, path).toBe(302);
+      expect(r.headers.get('location'), path).toBe('/docs/');
+      const followed = await fetch(`${s.url}${path}`);
+      expect(followed.status, path).toBe(200);
+      expect(await followed.text()).toContain('<div id="swagger-ui">');
+    }
   });
 
   it('has a Content-Security-Policy that allows this origin only, and nosniff', () => {
@@ -283,8 +294,8 @@ describe('/docs', () => {
 const linesOf = (t: TestServer, reqId: string) => t.logs.map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l.reqId === reqId);
 
 /** A GET with the path sent as is (no normalisation of `..`, as curl --path-as-is). */
-function rawGet(path: string, headers: Record<string, string> = {}): Promise<ApiResponse> {
-  const port = new URL(s.url).port;
+function rawGet(path: string, headers: Record<string, string> = {}, base = s.url): Promise<ApiResponse> {
+  const port = new URL(base).port;
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, path, headers }, (res) => {
       let text = '';
@@ -316,33 +327,23 @@ describe('the served document, serialised once', () => {
   });
   const naming = (url: string) => ({ ...doc, servers: [{ url, description: 'this server' }] });
 
-  it('/openapi.json and /docs/json: the document serialised whole, naming the server of each Host', async () => {
-    for (const [host, url] of [
-      [undefined, s.url],
-      ['api.example.com', 'http://api.example.com'],
-      ['[::1]:9', 'http://[::1]:9'],
-      ['a"b', '/'],
-    ] as const) {
+  it('/openapi.json and /docs/json: the document serialised whole, naming "/" whatever the Host', async () => {
+    for (const host of [undefined, 'api.example.com', '[::1]:9', 'a"b']) {
       for (const path of ['/openapi.json', '/docs/json']) {
         const r = await rawGet(path, host ? { host } : {});
         expect(r.status, path).toBe(200);
         expect(r.headers.get('content-type'), path).toBe('application/json; charset=utf-8');
-        expect(r.text, `${path} ${host}`).toBe(JSON.stringify(naming(url)));
+        expect(r.text, `${path} ${host}`).toBe(JSON.stringify(naming('/')));
       }
     }
   });
 
   it('/docs/yaml: the same YAML as serialising the served document whole, by GET and HEAD', async () => {
-    for (const [host, url] of [
-      [undefined, s.url],
-      ['[::1]:9', 'http://[::1]:9'],
-      ['x', 'http://x'],
-      ['a"b', '/'],
-    ] as const) {
+    for (const host of [undefined, '[::1]:9', 'x', 'a"b']) {
       const r = await rawGet('/docs/yaml', host ? { host } : {});
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toBe('application/x-yaml; charset=utf-8');
-      expect(r.text, String(host)).toBe(yaml.stringify(naming(url)));
+      expect(r.text, String(host)).toBe(yaml.stringify(naming('/')));
     }
     const head = await fetch(`${s.url}/docs/yaml`, { method: 'HEAD' });
     expect(head.status).toBe(200);

@@ -122,7 +122,7 @@ describe('the request log', () => {
     ];
     const expected: Array<[string, string, number]> = [
       ['GET', '/health', 200],
-      ['GET', '/api/saldo.php?key=[REDACTED]&x=1', 200],
+      ['GET', '/api/saldo.php?key=[REDACTED]&x=[REDACTED]', 200],
       ['GET', '/api/info.php', 401],
       ['GET', '/nope?token=[REDACTED]', 404],
       ['POST', '/api/celular_crear.php', 400],

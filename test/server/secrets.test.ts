@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
 import { numeroNuevo } from '../helpers/expect.js';
+import { RawRequest } from '../helpers/raw-http.js';
 
 /**
  * Secrets (keys, gateway tokens, legacy tokens, the operator token) never
@@ -202,9 +203,74 @@ describe('logs', () => {
         }
         expect(all).toContain(`/api/recibidos_listar.php?celular_id=${C.celularId}&remitente=[number]`);
         expect(all).toContain('desde=2026-01-02');
-        expect(all).toContain('otro=tel%3A[number]&id=12345678901');
+        expect(all).toContain('otro=[REDACTED]&id=12345678901');
       }
     } finally {
+      await pretty.stop();
+    }
+  });
+
+  // Keys and texts under any name, in any place a raw request line can put them: none reaches the log,
+  // at info or at debug (where each request has a second line), in JSON or pretty.
+  it('hold no key, text or number under an unexpected name or place: ?apikey= ?x= ?key[]= ?key%00= ;key= #key= /KEY ?mensaje= /api/NUMBER', async () => {
+    const debug = await startTestServer({ logLevel: 'debug' });
+    const pretty = await startTestServer({ logLevel: 'debug', logFormat: 'pretty', logColor: false });
+    try {
+      for (const t of [s, debug, pretty]) {
+        const C = t === s ? A : await seedClient(t, { numero: numeroNuevo() });
+        const k = encodeURIComponent(C.clientKey);
+        const text = 'SECRET-TEXT-del-cliente';
+        const paths = [
+          `/api/info.php?apikey=${k}`,
+          `/api/info.php?x=${k}`,
+          `/api/info.php?key[]=${k}`,
+          `/api/info.php?key%5B%5D=${k}`,
+          `/api/info.php?key%00=${k}`,
+          `/api/info.php;key=${k}`,
+          `/api/info.php#key=${k}`,
+          `/api/info.php?${k}`,
+          `/api/info.php?${k}=1`,
+          `/${k}`,
+          `/api/${k}/info.php`,
+          `/api/info.php?limit=${k}&estado=${k}&id=${k}&desde=${k}`,
+          `/api/info.php?x=${encodeURIComponent(legacy)}&estado=${encodeURIComponent(legacy)}`,
+          `/api/${encodeURIComponent(legacy)}`,
+          `/api/info.php?x=${encodeURIComponent(C.gatewayToken)}`,
+          `/api/${C.gatewayToken}`,
+          `/api/mensaje_enviar_texto.php?mensaje=${text}&destinatario=5215512345678`,
+          `/api/mensaje_enviar_texto.php?texto=${text}`,
+          `/api/mensaje_enviar_texto.php?${encodeURIComponent(`hola ${text}, te escribo`)}`,
+          '/api/525512398765',
+          '/api/celular.php?id=1&desde=2026-01-02&limit=20&page=2&estado=pendiente',
+        ];
+        for (const path of paths) {
+          const raw = new RawRequest(t.url, path.includes('mensaje_enviar') ? 'POST' : 'GET', path, { Connection: 'close', 'Content-Length': 0 });
+          try {
+            expect((await raw.response()).status, path).toBeLessThan(500);
+          } finally {
+            raw.destroy();
+          }
+        }
+        const all = t.logs.join('\n');
+        const level = t === s ? 'info' : 'debug';
+        for (const secret of [C.clientKey, C.gatewayToken, legacy]) {
+          expect(all.includes(secret.replace(/^WAC?_\d+_/, '')), `a secret in the ${level} log`).toBe(false);
+          expect(all.includes(encodeURIComponent(secret).replace(/^WAC?_\d+_/, '')), `an encoded secret in the ${level} log`).toBe(false);
+        }
+        expect(all).not.toContain('SECRET-TEXT');
+        expect(all).not.toContain('525512398765');
+        expect(all).not.toContain('5215512345678');
+        // What is harmless stays readable.
+        expect(all).toContain('/api/info.php?apikey=[REDACTED]');
+        expect(all).toContain('/api/info.php;[REDACTED]');
+        expect(all).toContain('/api/info.php#[REDACTED]');
+        expect(all).toContain('/api/[number]');
+        expect(all).toContain('/api/mensaje_enviar_texto.php?mensaje=[REDACTED]&destinatario=[number]');
+        expect(all).toContain('/api/celular.php?id=1&desde=2026-01-02&limit=20&page=2&estado=pendiente');
+        if (t !== s) expect(t.logs.some((l) => l.includes('incoming request'))).toBe(true);
+      }
+    } finally {
+      await debug.stop();
       await pretty.stop();
     }
   });

@@ -103,6 +103,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     command.addOption(option);
   }
   command.action(async (o: Record<string, unknown>) => {
+    // A failing or closed stdout/stderr drops log lines (server/log-sink.ts): it never stops the service.
+    io.takeOutputErrors?.();
     const v = knobValues(o, options, env);
     const { gateway } = v;
     if (v.gatewayTimeoutMs < 100) throw new CliError('--gateway-timeout must be at least 100ms', EXIT.USAGE);
@@ -133,6 +135,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
         if (given && !/^https?:\/\/[^/\s]+/.test(given)) throw new CliError(`${flag}: "${given}" is not an http(s) URL`, EXIT.USAGE);
       }
     }
+    if (v.publicUrl !== undefined && !/^https?:\/\/[^/\s?#]+(\/[^\s?#]*)?$/.test(v.publicUrl))
+      throw new CliError(`--public-url: "${v.publicUrl}" is not an http(s) URL (https://api.example.com, or with a path prefix)`, EXIT.USAGE);
     v.store = wordOrUrl('--store', v.store, 'sqlite', /^postgres(ql)?:$/, 'a postgres:// URL (postgres://USER@HOST:5432/DB)');
     v.counters = wordOrUrl('--counters', v.counters, 'memory', /^rediss?:$/, 'a redis:// URL (redis://HOST:6379)');
     if (!/^[^\s*?[\]]{1,100}$/.test(v.countersPrefix))
@@ -148,7 +152,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     const { banner, startServer } = await import('../../server/serve.js');
     let server;
     try {
-      server = await startServer({ ...config, logStream: io.stdout, logColor: colorLevel(io.stdoutIsTTY, env, false) === 1 });
+      server = await startServer({ ...config, logStream: io.stdout, logNotice: io.stderr, logColor: colorLevel(io.stdoutIsTTY, env, false) === 1 });
     } catch (err) {
       // One line, no stack trace: what went wrong is the message (docs/logs.md, "Start failures").
       throw startFailure(err as NodeJS.ErrnoException, config.host, String(config.port), config.logLevel, io);

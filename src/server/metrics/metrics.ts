@@ -132,6 +132,13 @@ export class Metrics {
     registers: [this.own],
   });
 
+  /** Log lines the log output could not take (a full disk, a closed pipe): dropped, the service goes on (log-sink.ts). */
+  readonly logLinesDropped = new Counter({
+    name: 'pasarela_log_lines_dropped_total',
+    help: 'Log lines dropped because the log output (stdout) failed or could not keep up: a full disk, an I/O error, a pipe whose reader went away',
+    registers: [this.own],
+  });
+
   /** One call to the gateway, counted and timed (gateway.ts). */
   gatewayCall(operation: GatewayOperation, outcome: GatewayOutcome, seconds: number): void {
     this.gatewayDuration.labels(operation).observe(seconds);
