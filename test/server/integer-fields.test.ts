@@ -2,6 +2,11 @@ import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError } from '../helpers/expect.js';
+import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { pgSchema } from '../contract/adapters.js';
+import { createCliente, editCliente } from '../../src/core/accounts.js';
+import { moveToPostgres, MoveRefused } from '../../src/store/move-to-postgres.js';
+import { Db } from '../../src/store/pg/pg-db.js';
 
 /**
  * Every integer field of every route, found in the served /openapi.json (built
@@ -157,4 +162,58 @@ describe('integer fields', () => {
     expect(sent).toBeGreaterThan(500);
     expect(snapshot(dbOf(s))).toEqual(before);
   }, 120_000);
+});
+
+describe('a store that already holds a non-integer', () => {
+  it('a cap stored as Inf (before the schemas refused it) reads as no cap: listings, the client and info.php answer 200', async () => {
+    const B = await seedClient(s, { max_celulares: 5 });
+    dbOf(s).prepare('UPDATE clientes SET max_celulares = 9e999 WHERE id = ?').run(B.clienteId);
+    const list = await api(s.url, 'GET', '/admin/clientes', { key: s.adminToken });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body.clientes.find((c: { cliente: { id: number } }) => c.cliente.id === B.clienteId).cliente.max_celulares).toBeNull();
+    const one = await api(s.url, 'GET', `/admin/clientes/${B.clienteId}`, { key: s.adminToken });
+    expect(one.status, one.text).toBe(200);
+    expect(one.body.cliente.max_celulares).toBeNull();
+    const info = await api(s.url, 'GET', '/api/info.php', { key: B.clientKey });
+    expect(info.status, info.text).toBe(200);
+    expect(info.body.cliente.max_celulares).toBeNull();
+    // Writing a cap repairs the row.
+    const fixed = await api(s.url, 'PATCH', `/admin/clientes/${B.clienteId}`, { key: s.adminToken, json: { max_celulares: 3 } });
+    expect(fixed.status, fixed.text).toBe(200);
+    expect(fixed.body.cliente.max_celulares).toBe(3);
+    dbOf(s).prepare('UPDATE clientes SET max_celulares = 9e999 WHERE id = ?').run(B.clienteId);
+  });
+
+  it('the core refuses such a number whoever calls it, before any write', async () => {
+    for (const input of [{ max_celulares: Infinity }, { max_celulares: 1.5 }, { saldo: Infinity }, { saldo: 2 ** 53 }]) {
+      await expect(createCliente(s.core, { nombre: 'x', email: 'x@example.com', ...input })).rejects.toMatchObject({ row: { codigo: 100 } });
+    }
+    await expect(editCliente(s.core, A.clienteId, { max_celulares: Infinity })).rejects.toMatchObject({ row: { codigo: 100 } });
+  });
+});
+
+describeWith(postgres, 'migrate of a store holding a non-integer', () => {
+  it('refuses, naming the table, column and row, instead of a bare PostgreSQL error; nothing is copied', async () => {
+    const B = await seedClient(s);
+    dbOf(s).prepare('UPDATE clientes SET max_celulares = 9e999 WHERE id = ?').run(B.clienteId);
+    const target = await pgSchema();
+    try {
+      const u = new URL(POSTGRES_URL);
+      u.searchParams.set('options', `-c search_path=${target.schema}`);
+      const moved = moveToPostgres({ from: s.dataDir, to: u.toString(), replace: false });
+      await expect(moved).rejects.toBeInstanceOf(MoveRefused);
+      await expect(moved).rejects.toMatchObject({
+        kind: 'source',
+        message: expect.stringContaining(`clientes.max_celulares = "Infinity" (id ${B.clienteId})`),
+      });
+      const pg = new Db(u.toString(), { max: 1 });
+      try {
+        expect(Number((await pg.one<{ n: number }>('SELECT COUNT(*) AS n FROM clientes'))!.n)).toBe(0);
+      } finally {
+        await pg.close();
+      }
+    } finally {
+      await target.drop();
+    }
+  });
 });
