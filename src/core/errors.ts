@@ -223,6 +223,23 @@ export function fail(name: ErrorName, message: string, extras?: ErrorExtras): ne
   throw new AppError(name, message, extras);
 }
 
+/** What a write that found its disk full fails with, in Node's fs and in SQLite. */
+const DISK_FULL: Readonly<Record<string, string>> = { ENOSPC: 'the disk is full', EDQUOT: 'the disk quota is used up', SQLITE_FULL: 'the disk is full' };
+
+/**
+ * A write to `what` (a file the server makes besides its store: a base64
+ * body's temp file, a backup's copy) that failed on a full disk: 507 with the
+ * store-full code, naming it and why, rather than a 500. Any other error is
+ * returned as it is.
+ */
+export function diskFull(err: unknown, what: string): unknown {
+  if (err instanceof AppError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return err;
+  const reason = DISK_FULL[code];
+  return reason ? new AppError('STORE_UNAVAILABLE', `${what} cannot be written: ${reason} (${code}); retry once the operator has made room`) : err;
+}
+
 /** The error body of docs/design.md §4: both error shapes at once. */
 export function errorBody(err: AppError): Record<string, unknown> {
   const body: Record<string, unknown> = {

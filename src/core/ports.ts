@@ -144,6 +144,17 @@ export type BalanceResult =
 
 export type InsertCelularResult = { ok: true; celular: CelularRow } | { ok: false; reason: 'taken' | 'cap' | 'cliente' };
 
+/**
+ * What completes a new line's row in its insert's transaction: its gateway
+ * instance, named from its id, and the audit record of its creation. One
+ * transaction, so a store that fills up meanwhile leaves no line whose key
+ * was never shown.
+ */
+export interface NewCelularDone {
+  instancia(id: number): string;
+  audit(celular: CelularRow): AuditEntry;
+}
+
 /** Lines of one estado and last known session status (metrics). */
 export interface LineCount {
   estado: CelularEstado;
@@ -432,7 +443,7 @@ export interface AccountsStore {
   updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null>;
 
   /** Atomic: checks the number is free and the client's cap, then inserts. */
-  insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult>;
+  insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult>;
   getCelular(id: number): Promise<CelularRow | null>;
   getCelularByNumero(numero: string): Promise<CelularRow | null>;
   getCelularByInstancia(instancia: string): Promise<CelularRow | null>;

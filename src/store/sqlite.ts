@@ -18,6 +18,7 @@ import type {
   InsertCelularResult,
   MessageStats,
   NewCelular,
+  NewCelularDone,
   NewCliente,
   Store,
   AcceptResult,
@@ -160,7 +161,7 @@ export class SqliteStore implements Store {
     return this.getCliente(id);
   }
 
-  async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
+  async insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult> {
     return immediate(this.db, (): InsertCelularResult => {
       const cliente = stmt(this.db, 'SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as { max_celulares: number | null } | undefined;
       if (!cliente) return { ok: false, reason: 'cliente' };
@@ -177,7 +178,12 @@ export class SqliteStore implements Store {
            VALUES (@cliente_id, @numero, @nombre_interno, @estado, 0, @max_envios_por_minuto, @max_envios_por_hora,
              @max_envios_por_dia, @hora_inicio_permitido, @hora_fin_permitido, @key_hash, @gateway_token_hash, @now, @now)`,
       ).run({ ...input, now });
-      const celular = stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(info.lastInsertRowid) as CelularRow;
+      const id = Number(info.lastInsertRowid);
+      if (done) {
+        stmt(this.db, 'UPDATE celulares SET gateway_instancia = ? WHERE id = ?').run(done.instancia(id), id);
+        this.insertAudit(done.audit(stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow), now);
+      }
+      const celular = stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow;
       return { ok: true, celular };
     });
   }

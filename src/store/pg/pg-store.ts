@@ -33,6 +33,7 @@ import type {
   MensajeRow,
   MessageStats,
   NewCelular,
+  NewCelularDone,
   NewCliente,
   NewGatewayServer,
   NewMensaje,
@@ -122,7 +123,7 @@ export class PgStore implements Store {
   }
 
   /** The client's row lock makes the cap exact between nodes; the number's unique index settles a race for it. */
-  async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
+  async insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult> {
     return this.db.tx(async (c): Promise<InsertCelularResult> => {
       const cliente = await row<{ max_celulares: number | null }>(c, 'SELECT max_celulares FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [input.cliente_id]);
       if (!cliente) return { ok: false, reason: 'cliente' };
@@ -153,7 +154,14 @@ export class PgStore implements Store {
           now,
         ],
       );
-      return celular ? { ok: true, celular } : { ok: false, reason: 'taken' };
+      if (!celular) return { ok: false, reason: 'taken' };
+      if (!done) return { ok: true, celular };
+      const named = (await row<CelularRow>(c, 'UPDATE celulares SET gateway_instancia = $2 WHERE id = $1 RETURNING *', [
+        celular.id,
+        done.instancia(celular.id),
+      ]))!;
+      await this.insertAudit(c, done.audit(named), now);
+      return { ok: true, celular: named };
     });
   }
 
