@@ -180,7 +180,7 @@ export const ERRORS = {
     status: 507,
     texto: 'ALMACEN_NO_DISPONIBLE',
     meaning:
-      'The store cannot take writes (a full disk, an I/O error, a read-only file); the message names the store. Nothing of the refused request was kept; `/health` answers 503 until a write succeeds again.',
+      "The store cannot take writes (a full disk, an I/O error, a read-only file); the message names the store. Nothing of the refused request was kept; `/health` answers 503 until a write succeeds again. Also a full disk under the server's temporary files (a base64 file, a backup's copy): the message names the folder.",
   },
   SERVER_BUSY: {
     codigo: 902,
