@@ -62,6 +62,8 @@ export async function createCliente(core: Core, input: NewClienteInput) {
   checkAccountNumbers(input);
   const now = core.clock.now();
   const secret = newSecret();
+  // The row, its first credit and its audit record in one transaction: a store that fills up
+  // meanwhile leaves no client whose key was never shown, so a retry makes one client, not two.
   const row = await core.store.createCliente(
     {
       nombre: input.nombre,
@@ -73,20 +75,17 @@ export async function createCliente(core: Core, input: NewClienteInput) {
       key_hash: hashSecret(secret),
     },
     now,
-  );
-  if (input.saldo && input.saldo > 0) {
-    await core.store.changeBalance({ cliente_id: row.id, celular_id: null, monto: input.saldo, motivo: 'saldo inicial', actor: 'operator' }, now);
-  }
-  await core.store.audit(
     {
-      actor: 'operator',
-      accion: 'cliente.crear',
-      objeto_tipo: 'cliente',
-      objeto_id: row.id,
-      cliente_id: row.id,
-      detalle: { nombre: row.nombre, plan: row.plan },
+      ...(input.saldo && input.saldo > 0 ? { saldo: { monto: input.saldo, motivo: 'saldo inicial', actor: 'operator' } } : {}),
+      audit: (c) => ({
+        actor: 'operator',
+        accion: 'cliente.crear',
+        objeto_tipo: 'cliente',
+        objeto_id: c.id,
+        cliente_id: c.id,
+        detalle: { nombre: c.nombre, plan: c.plan },
+      }),
     },
-    now,
   );
   const fresh = (await core.store.getCliente(row.id))!;
   return { ...(await clienteSummary(core, fresh)), api_key: clientKey(row.id, secret) };

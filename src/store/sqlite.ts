@@ -19,6 +19,7 @@ import type {
   MessageStats,
   NewCelular,
   NewCelularDone,
+  NewClienteDone,
   NewCliente,
   Store,
   AcceptResult,
@@ -136,13 +137,25 @@ export class SqliteStore implements Store {
     return r.v ?? 0;
   }
 
-  async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
-    const info = stmt(
-      this.db,
-      `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
-         VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
-    ).run({ ...input, now });
-    return (await this.getCliente(Number(info.lastInsertRowid)))!;
+  async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
+    return immediate(this.db, () => {
+      const saldo = done?.saldo;
+      const info = stmt(
+        this.db,
+        `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+           VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
+      ).run({ ...input, saldo_global: input.saldo_global + (saldo?.monto ?? 0), now });
+      const id = Number(info.lastInsertRowid);
+      if (saldo) {
+        stmt(
+          this.db,
+          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, NULL, ?, ?, ?, ?)`,
+        ).run(now, id, saldo.monto, input.saldo_global + saldo.monto, saldo.motivo, saldo.actor);
+      }
+      const cliente = stmt(this.db, 'SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow;
+      if (done) this.insertAudit(done.audit(cliente), now);
+      return cliente;
+    });
   }
 
   async getCliente(id: number): Promise<ClienteRow | null> {

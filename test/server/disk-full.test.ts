@@ -22,6 +22,23 @@ afterEach(async () => {
 
 const dbOf = (s: TestServer) => (s.core.store as unknown as { db: Database.Database }).db;
 
+/**
+ * The store's own size limit makes the audit record of `accion` fail with SQLITE_FULL, as a full disk does, after the
+ * row it records fitted: 1 MiB more than the file may grow by, written by a trigger of the server's connection only.
+ */
+function fillAtAudit(db: Database.Database, accion: string): void {
+  db.exec('CREATE TABLE IF NOT EXISTS relleno (b BLOB)');
+  db.prepare(
+    `CREATE TEMP TRIGGER llena AFTER INSERT ON main.auditoria WHEN NEW.accion = '${accion}' BEGIN INSERT INTO relleno VALUES (zeroblob(1048576)); END`,
+  ).run();
+  db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
+}
+
+function roomAgain(db: Database.Database): void {
+  db.exec('DROP TRIGGER temp.llena');
+  db.pragma('max_page_count = 1073741823');
+}
+
 async function server(): Promise<TestServer> {
   const s = await startTestServer({ queue: { gapMinMs: 0, gapMaxMs: 0 } });
   servers.push(s);
@@ -69,13 +86,7 @@ describe('a full disk', () => {
     const c = await api(s.url, 'POST', '/admin/clientes', { key: s.adminToken, json: { nombre: 'Lleno', email: 'lleno@example.com' } });
     expect(c.status, c.text).toBe(201);
     const db = dbOf(s);
-    // The store's own size limit makes the creation's audit record fail with SQLITE_FULL, as a full disk does, after the
-    // row itself fitted: 1 MiB more than the file may grow by, written by a trigger of this connection only.
-    db.exec('CREATE TABLE relleno (b BLOB)');
-    db.exec(
-      "CREATE TEMP TRIGGER llena AFTER INSERT ON main.auditoria WHEN NEW.accion = 'celular.crear' BEGIN INSERT INTO relleno VALUES (zeroblob(1048576)); END",
-    );
-    db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
+    fillAtAudit(db, 'celular.crear');
     const numero = numeroNuevo();
     const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: c.body.api_key, json: { numero } });
     expectError(r, 507, 903);
@@ -83,8 +94,7 @@ describe('a full disk', () => {
     expect(db.prepare('SELECT COUNT(*) AS n FROM celulares WHERE numero = ?').get(numero)).toEqual({ n: 0 });
     expect((await api(s.url, 'GET', '/api/celulares.php', { key: c.body.api_key })).body.celulares).toEqual([]);
 
-    db.exec('DROP TRIGGER temp.llena');
-    db.pragma('max_page_count = 1073741823');
+    roomAgain(db);
     const retry = await api(s.url, 'POST', '/api/celular_crear.php', { key: c.body.api_key, json: { numero } });
     expect(retry.status, retry.text).toBe(201);
     expect(retry.body.celular).toMatchObject({ numero, gateway_instancia: `pasarela-${retry.body.celular_id}` });
@@ -92,6 +102,28 @@ describe('a full disk', () => {
     expect(mine.status, mine.text).toBe(200);
     const audit = await api(s.url, 'GET', `/admin/auditoria?cliente_id=${c.body.cliente.id}`, { key: s.adminToken });
     expect(audit.body.registros.filter((a: { accion: string }) => a.accion === 'celular.crear')).toHaveLength(1);
+  });
+
+  it('POST /admin/clientes when the store fills up meanwhile: 507, no client whose key was never shown, and a retry makes one', async () => {
+    const s = await server();
+    const db = dbOf(s);
+    fillAtAudit(db, 'cliente.crear');
+    const body = { nombre: 'Lleno', email: 'lleno@example.com', saldo: 50 };
+    const r = await api(s.url, 'POST', '/admin/clientes', { key: s.adminToken, json: body });
+    expectError(r, 507, 903);
+    expect(r.body.error).toContain('cannot be written: the disk is full (SQLITE_FULL)');
+    expect(db.prepare('SELECT COUNT(*) AS n FROM clientes WHERE email = ?').get(body.email)).toEqual({ n: 0 });
+    expect(db.prepare('SELECT COUNT(*) AS n FROM movimientos_saldo').get()).toEqual({ n: 0 });
+
+    roomAgain(db);
+    const retry = await api(s.url, 'POST', '/admin/clientes', { key: s.adminToken, json: body });
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.body.saldo_global).toBe(50);
+    expect(db.prepare('SELECT COUNT(*) AS n FROM clientes WHERE email = ?').get(body.email)).toEqual({ n: 1 });
+    expect(db.prepare('SELECT monto, saldo_resultante FROM movimientos_saldo WHERE cliente_id = ?').all(retry.body.cliente.id)).toEqual([
+      { monto: 50, saldo_resultante: 50 },
+    ]);
+    expect((await api(s.url, 'GET', '/api/saldo.php', { key: retry.body.api_key })).body.saldo_global).toBe(50);
   });
 
   it('POST /admin/backup when the copy does not fit: 507 with the reason, no copy left, and the next backup works', async () => {

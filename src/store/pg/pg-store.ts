@@ -34,6 +34,7 @@ import type {
   MessageStats,
   NewCelular,
   NewCelularDone,
+  NewClienteDone,
   NewCliente,
   NewGatewayServer,
   NewMensaje,
@@ -100,12 +101,25 @@ export class PgStore implements Store {
     return (await this.db.one<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations'))?.v ?? 0;
   }
 
-  async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
-    return (await this.db.one<ClienteRow>(
-      `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
-      [input.nombre, input.email, input.estado, input.plan, input.max_celulares, input.saldo_global, input.key_hash, now],
-    ))!;
+  async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
+    return this.db.tx(async (c) => {
+      const saldo = done?.saldo;
+      const saldoGlobal = input.saldo_global + (saldo?.monto ?? 0);
+      const cliente = (await row<ClienteRow>(
+        c,
+        `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
+        [input.nombre, input.email, input.estado, input.plan, input.max_celulares, saldoGlobal, input.key_hash, now],
+      ))!;
+      if (saldo) {
+        await c.query(
+          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES ($1, $2, NULL, $3, $4, $5, $6)`,
+          [now, cliente.id, saldo.monto, saldoGlobal, saldo.motivo, saldo.actor],
+        );
+      }
+      if (done) await this.insertAudit(c, done.audit(cliente), now);
+      return cliente;
+    });
   }
 
   async getCliente(id: number): Promise<ClienteRow | null> {
