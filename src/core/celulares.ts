@@ -50,6 +50,8 @@ async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nom
   const gatewayToken = newGatewayToken();
   const secret = newSecret();
   const now = core.clock.now();
+  // The row, its instance's name and its audit record in one transaction: a store that fills up
+  // meanwhile leaves no line whose key was never shown, and a retry can take the number.
   const res = await core.store.insertCelular(
     {
       cliente_id: p.cliente.id,
@@ -61,25 +63,25 @@ async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nom
       gateway_token_hash: hashSecret(gatewayToken),
     },
     now,
+    {
+      instancia: (id) => instanceName({ id }),
+      audit: (c) => ({
+        actor: actorOf(p),
+        accion: 'celular.crear',
+        objeto_tipo: 'celular',
+        objeto_id: c.id,
+        cliente_id: p.cliente.id,
+        detalle: { numero, gateway_instancia: c.gateway_instancia },
+      }),
+    },
   );
   if (!res.ok) {
     if (res.reason === 'taken') fail('NUMBER_TAKEN', `the number ${numero} is already registered`);
     if (res.reason === 'cap') fail('CELULAR_CAP', `the client has reached its cap of ${p.cliente.max_celulares} celulares`);
     fail('CLIENT_NOT_FOUND', 'client not found');
   }
-  const instancia = instanceName(res.celular);
-  const celular = (await core.store.updateCelular(res.celular.id, { gateway_instancia: instancia }, now)) ?? res.celular;
-  await core.store.audit(
-    {
-      actor: actorOf(p),
-      accion: 'celular.crear',
-      objeto_tipo: 'celular',
-      objeto_id: celular.id,
-      cliente_id: p.cliente.id,
-      detalle: { numero, gateway_instancia: instancia },
-    },
-    now,
-  );
+  const celular = res.celular;
+  const instancia = celular.gateway_instancia ?? instanceName(celular);
   await core.gateway.ensureInstance(instancia, { numero, token: gatewayToken }).catch(onGatewayError);
   return { celular, api_key: celularKey(celular.id, secret), gateway_token: gatewayToken };
 }
@@ -232,7 +234,7 @@ export function applySessionStatus(core: Core, celularId: number, status: Sessio
 }
 
 /** Instance names are stable per line and never reused (ids are never reused). */
-export function instanceName(celular: CelularRow): string {
+export function instanceName(celular: Pick<CelularRow, 'id'>): string {
   return `pasarela-${celular.id}`;
 }
 

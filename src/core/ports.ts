@@ -144,6 +144,29 @@ export type BalanceResult =
 
 export type InsertCelularResult = { ok: true; celular: CelularRow } | { ok: false; reason: 'taken' | 'cap' | 'cliente' };
 
+/**
+ * What completes a new client's row in its insert's transaction: its first
+ * credit (a ledger movement, when there is one) and the audit record of its
+ * creation. One transaction, so a store that fills up meanwhile leaves no
+ * client whose key was never shown, and a retry makes one client, not two.
+ */
+export interface NewClienteDone {
+  /** A positive amount, credited to the global balance with its ledger movement. */
+  saldo?: Pick<BalanceChange, 'monto' | 'motivo' | 'actor'>;
+  audit(cliente: ClienteRow): AuditEntry;
+}
+
+/**
+ * What completes a new line's row in its insert's transaction: its gateway
+ * instance, named from its id, and the audit record of its creation. One
+ * transaction, so a store that fills up meanwhile leaves no line whose key
+ * was never shown.
+ */
+export interface NewCelularDone {
+  instancia(id: number): string;
+  audit(celular: CelularRow): AuditEntry;
+}
+
 /** Lines of one estado and last known session status (metrics). */
 export interface LineCount {
   estado: CelularEstado;
@@ -426,13 +449,13 @@ export type NewGatewayServer = Pick<GatewayServerRow, 'nombre' | 'tipo' | 'url' 
 
 /** Clients, lines, balances and their ledger, the audit trail. */
 export interface AccountsStore {
-  createCliente(input: NewCliente, now: number): Promise<ClienteRow>;
+  createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow>;
   getCliente(id: number): Promise<ClienteRow | null>;
   listClientes(): Promise<ClienteRow[]>;
   updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null>;
 
   /** Atomic: checks the number is free and the client's cap, then inserts. */
-  insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult>;
+  insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult>;
   getCelular(id: number): Promise<CelularRow | null>;
   getCelularByNumero(numero: string): Promise<CelularRow | null>;
   getCelularByInstancia(instancia: string): Promise<CelularRow | null>;

@@ -22,6 +22,7 @@ import type { NodePresence } from '../core/node-presence.js';
 import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
 import { sharedSchemas } from './schemas/common.js';
+import { safeIntegers } from './schemas/safe-integers.js';
 import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
 import { SERVE_DEFAULTS, type RequestLimits } from './config.js';
@@ -136,7 +137,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const e = toAppError(err);
       void unroutedReply(req, reply).code(e.status).send(errorBody(e));
     },
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
+    ajv: {
+      customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true },
+      // A coerced "Infinity" or "1e999" never passes an integer field (schemas/safe-integers.ts).
+      plugins: [safeIntegers],
+    },
   });
   app.removeContentTypeParser('text/plain');
   installRequestIds(app);

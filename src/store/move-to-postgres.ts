@@ -4,6 +4,7 @@ import { checkCopy, type LedgerGap, type Sums, type TableCount } from './pg/pg-i
 import { advanceSequences, COPIED, DERIVED, emptyAll, importQueuedMedia, loadAll, occupied, recount, unknownTables, type Recount } from './pg/pg-import.js';
 import { migrate, PG_MIGRATIONS } from './pg/pg-migrations.js';
 import { nodes } from './pg/pg-leases.js';
+import { nonIntegerValues } from './sqlite-integers.js';
 
 /**
  * `pasarela migrate --from sqlite:PATH --to postgres://...`: an SQLite
@@ -92,6 +93,12 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
       if (unknown.length > 0)
         throw new MoveRefused(
           `${source.file} has tables this pasarela does not know (${unknown.join(', ')}): migrate with the pasarela that wrote it`,
+          'source',
+        );
+      const notIntegers = nonIntegerValues(snap.db, COPIED);
+      if (notIntegers.length > 0)
+        throw new MoveRefused(
+          `${source.file} holds values that are not integers where PostgreSQL needs one: ${notIntegers.join('; ')}. Write each again with the pasarela that serves it (pasarela admin client edit ID --max-celulares N for a cap), then migrate`,
           'source',
         );
       const { recounted, check, media } = await db.tx(async (c) => {

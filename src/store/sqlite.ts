@@ -18,6 +18,8 @@ import type {
   InsertCelularResult,
   MessageStats,
   NewCelular,
+  NewCelularDone,
+  NewClienteDone,
   NewCliente,
   Store,
   AcceptResult,
@@ -135,13 +137,25 @@ export class SqliteStore implements Store {
     return r.v ?? 0;
   }
 
-  async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
-    const info = stmt(
-      this.db,
-      `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
-         VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
-    ).run({ ...input, now });
-    return (await this.getCliente(Number(info.lastInsertRowid)))!;
+  async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
+    return immediate(this.db, () => {
+      const saldo = done?.saldo;
+      const info = stmt(
+        this.db,
+        `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+           VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
+      ).run({ ...input, saldo_global: input.saldo_global + (saldo?.monto ?? 0), now });
+      const id = Number(info.lastInsertRowid);
+      if (saldo) {
+        stmt(
+          this.db,
+          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, NULL, ?, ?, ?, ?)`,
+        ).run(now, id, saldo.monto, input.saldo_global + saldo.monto, saldo.motivo, saldo.actor);
+      }
+      const cliente = stmt(this.db, 'SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow;
+      if (done) this.insertAudit(done.audit(cliente), now);
+      return cliente;
+    });
   }
 
   async getCliente(id: number): Promise<ClienteRow | null> {
@@ -160,7 +174,7 @@ export class SqliteStore implements Store {
     return this.getCliente(id);
   }
 
-  async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
+  async insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult> {
     return immediate(this.db, (): InsertCelularResult => {
       const cliente = stmt(this.db, 'SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as { max_celulares: number | null } | undefined;
       if (!cliente) return { ok: false, reason: 'cliente' };
@@ -177,7 +191,12 @@ export class SqliteStore implements Store {
            VALUES (@cliente_id, @numero, @nombre_interno, @estado, 0, @max_envios_por_minuto, @max_envios_por_hora,
              @max_envios_por_dia, @hora_inicio_permitido, @hora_fin_permitido, @key_hash, @gateway_token_hash, @now, @now)`,
       ).run({ ...input, now });
-      const celular = stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(info.lastInsertRowid) as CelularRow;
+      const id = Number(info.lastInsertRowid);
+      if (done) {
+        stmt(this.db, 'UPDATE celulares SET gateway_instancia = ? WHERE id = ?').run(done.instancia(id), id);
+        this.insertAudit(done.audit(stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow), now);
+      }
+      const celular = stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow;
       return { ok: true, celular };
     });
   }

@@ -33,6 +33,8 @@ import type {
   MensajeRow,
   MessageStats,
   NewCelular,
+  NewCelularDone,
+  NewClienteDone,
   NewCliente,
   NewGatewayServer,
   NewMensaje,
@@ -99,12 +101,25 @@ export class PgStore implements Store {
     return (await this.db.one<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations'))?.v ?? 0;
   }
 
-  async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
-    return (await this.db.one<ClienteRow>(
-      `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
-      [input.nombre, input.email, input.estado, input.plan, input.max_celulares, input.saldo_global, input.key_hash, now],
-    ))!;
+  async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
+    return this.db.tx(async (c) => {
+      const saldo = done?.saldo;
+      const saldoGlobal = input.saldo_global + (saldo?.monto ?? 0);
+      const cliente = (await row<ClienteRow>(
+        c,
+        `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
+        [input.nombre, input.email, input.estado, input.plan, input.max_celulares, saldoGlobal, input.key_hash, now],
+      ))!;
+      if (saldo) {
+        await c.query(
+          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES ($1, $2, NULL, $3, $4, $5, $6)`,
+          [now, cliente.id, saldo.monto, saldoGlobal, saldo.motivo, saldo.actor],
+        );
+      }
+      if (done) await this.insertAudit(c, done.audit(cliente), now);
+      return cliente;
+    });
   }
 
   async getCliente(id: number): Promise<ClienteRow | null> {
@@ -122,7 +137,7 @@ export class PgStore implements Store {
   }
 
   /** The client's row lock makes the cap exact between nodes; the number's unique index settles a race for it. */
-  async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
+  async insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult> {
     return this.db.tx(async (c): Promise<InsertCelularResult> => {
       const cliente = await row<{ max_celulares: number | null }>(c, 'SELECT max_celulares FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [input.cliente_id]);
       if (!cliente) return { ok: false, reason: 'cliente' };
@@ -153,7 +168,14 @@ export class PgStore implements Store {
           now,
         ],
       );
-      return celular ? { ok: true, celular } : { ok: false, reason: 'taken' };
+      if (!celular) return { ok: false, reason: 'taken' };
+      if (!done) return { ok: true, celular };
+      const named = (await row<CelularRow>(c, 'UPDATE celulares SET gateway_instancia = $2 WHERE id = $1 RETURNING *', [
+        celular.id,
+        done.instancia(celular.id),
+      ]))!;
+      await this.insertAudit(c, done.audit(named), now);
+      return { ok: true, celular: named };
     });
   }
 
