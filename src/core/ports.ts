@@ -115,6 +115,9 @@ export type CelularPatch = Partial<
   >
 >;
 
+/** What a compare-and-set on a line expects to find: the session status it read, and when that was observed. */
+export type CelularExpect = Pick<CelularRow, 'estado' | 'last_status' | 'last_status_check'>;
+
 export interface AuditEntry {
   actor: string;
   accion: string;
@@ -443,6 +446,12 @@ export interface AccountsStore {
   listLineas(afterId: number, limit: number): Promise<Linea[]>;
   /** With `event`, the event is journaled in the same transaction. */
   updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
+  /**
+   * The same, only while the row still holds `expect` (a compare-and-set):
+   * null, writing and journaling nothing, when another writer changed it
+   * since it was read (or it is gone). Session statuses are applied through it.
+   */
+  updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
   /** Atomic: removes the row and writes the audit record together. */
   deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean>;
 

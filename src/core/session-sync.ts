@@ -3,7 +3,7 @@ import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { publishMessageStatus } from './message-events.js';
 import { newRecibido } from './recibidos.js';
-import type { GatewayEvent } from './ports.js';
+import type { GatewayEvent, SessionStatus } from './ports.js';
 
 /**
  * Turns what the gateway reports into state and events: session changes
@@ -26,7 +26,12 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
     const celular = await core.store.getCelularByInstancia(e.instancia);
     if (!celular) return; // an instance whose line was deleted
     if (e.type === 'session') {
-      await applySessionStatus(core, celular.id, e.status);
+      // The gateway posts a line's statuses without waiting (connecting, then open), and they may
+      // reach different nodes in any order: the event says something changed, the gateway's
+      // answer now says what is true, and the later observation wins (applySessionStatus).
+      const at = core.clock.now();
+      const now = await core.gateway.status(e.instancia).catch(() => null);
+      await applySessionStatus(core, celular.id, now === null ? e.status : reconcileStatus(e.status, now), at);
       return;
     }
     const data = {
@@ -55,4 +60,24 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
     return done;
   });
   return { idle: () => chain };
+}
+
+/** Statuses that mean the same for the line: the event's is the more precise (a QR showing, a logout's reason). */
+const SAME_STATE: Record<SessionStatus, string> = {
+  connected: 'linked',
+  connecting: 'starting',
+  need_scan: 'starting',
+  disconnected: 'down',
+  logged_out: 'down',
+  unknown: 'unknown',
+};
+
+/**
+ * The status to record for a session event, given what the gateway answers
+ * when asked right after: the event's own when both say the same state (it
+ * knows why: a QR, a logout), the answer's when the event is overtaken.
+ */
+export function reconcileStatus(event: SessionStatus, now: SessionStatus): SessionStatus {
+  if (now === 'unknown' || SAME_STATE[event] === SAME_STATE[now]) return event;
+  return now;
 }
