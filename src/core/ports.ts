@@ -526,8 +526,11 @@ export interface MessagesStore {
    * backwards), or ends a sent one in `error` with its refund. A receipt for a
    * gateway id no message has yet is parked, and markSent applies it: the
    * network's ack can beat the gateway's answer to the send. Null when nothing changed.
+   * Only a message of `celularId` (the line whose instance reported the
+   * receipt) is changed, and only its parked receipts applied to it; a line
+   * holding PARKED_PER_LINE parked ones parks no more (null).
    */
-  receipt(gatewayMsgId: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome>;
+  receipt(celularId: number, gatewayMsgId: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome>;
   /** The oldest pending queued message of every line that has one. */
   queueHeads(): Promise<MensajeRow[]>;
   /**

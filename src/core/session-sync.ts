@@ -1,5 +1,6 @@
 import { applySessionStatus } from './celulares.js';
 import { iso } from './clock.js';
+import { replaceIllFormed } from './exact-text.js';
 import type { Core } from './context.js';
 import { publishMessageStatus } from './message-events.js';
 import { newRecibido } from './recibidos.js';
@@ -17,14 +18,17 @@ import type { GatewayEvent, SessionStatus } from './ports.js';
  */
 export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): { idle(): Promise<void> } {
   let chain: Promise<void> = Promise.resolve();
-  const handle = async (e: GatewayEvent): Promise<void> => {
+  const handle = async (raw: GatewayEvent): Promise<void> => {
+    // Third parties' text follows the exact-text rule for gateway text (core/exact-text.ts): kept, never stored ill-formed.
+    const e = replaceIllFormed(raw);
+    const celular = await core.store.getCelularByInstancia(e.instancia);
+    if (!celular) return; // an instance whose line was deleted
     if (e.type === 'receipt') {
-      const r = await core.store.receipt(e.gatewayMsgId, e.estado, e.at, e.error);
+      // Bound to the instance whose secret authenticated the call: it changes only that line's messages.
+      const r = await core.store.receipt(celular.id, e.gatewayMsgId, e.estado, e.at, e.error);
       if (r && r !== 'parked') publishMessageStatus(core, r.after, r.before.estado);
       return;
     }
-    const celular = await core.store.getCelularByInstancia(e.instancia);
-    if (!celular) return; // an instance whose line was deleted
     if (e.type === 'session') {
       // The gateway posts a line's statuses without waiting (connecting, then open), and they may
       // reach different nodes in any order: the event says something changed, the gateway's

@@ -399,8 +399,8 @@ export class SqliteStore implements Store {
     return grouped(this.db, () => msgs.failMensaje(this.db, msgId, error, now));
   }
 
-  async receipt(gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
-    return grouped(this.db, () => msgs.receipt(this.db, gid, estado, now, error));
+  async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+    return grouped(this.db, () => msgs.receipt(this.db, celularId, gid, estado, now, error));
   }
 
   async journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {

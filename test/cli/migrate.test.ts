@@ -170,8 +170,8 @@ async function install(): Promise<Installation> {
       continue;
     }
     await s.markSent(msgId, `gw-${i}`, at + 1000);
-    if (estado === 'entregado' || estado === 'leido') await s.receipt(`gw-${i}`, 'entregado', at + 2000);
-    if (estado === 'leido') await s.receipt(`gw-${i}`, 'leido', at + 3000);
+    if (estado === 'entregado' || estado === 'leido') await s.receipt(linea, `gw-${i}`, 'entregado', at + 2000);
+    if (estado === 'leido') await s.receipt(linea, `gw-${i}`, 'leido', at + 3000);
   }
   // A queued image whose base64 bytes wait in the data directory's tmp/.
   const mediaId = newMsgId(now);
@@ -195,7 +195,7 @@ async function install(): Promise<Installation> {
   );
   if (!m.ok) throw new Error(m.reason);
   // A receipt that beat its send, an incoming message seen, the journal half moved to the outbox, some attempts.
-  await s.receipt('gw-not-yet', 'entregado', now);
+  await s.receipt(lineas[0]!, 'gw-not-yet', 'entregado', now);
   await s.journalInbound(
     { evento: 'messages.received', cliente_id: a.id, celular_id: lineas[0]!, data: { de: '5215599999999', texto: 'hola' }, fecha: now },
     'clave-1',
