@@ -201,11 +201,11 @@ const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
  * which a copy to PostgreSQL then alters).
  */
 export function replaceIllFormed<T>(value: T): T {
-  if (typeof value === 'string') return (LONE_SURROGATE.test(value) || value.includes('\0') ? value.replace(LONE_SURROGATES, '\ufffd').replaceAll('\0', '\ufffd') : value) as T;
+  if (typeof value === 'string')
+    return (LONE_SURROGATE.test(value) || value.includes('\0') ? value.replace(LONE_SURROGATES, '\ufffd').replaceAll('\0', '\ufffd') : value) as T;
   if (Array.isArray(value)) return value.map((v: unknown) => replaceIllFormed(v)) as T;
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [replaceIllFormed(k), replaceIllFormed(v)])) as T;
   }
   return value;
 }
-

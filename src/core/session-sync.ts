@@ -8,7 +8,9 @@ import type { GatewayEvent, SessionStatus } from './ports.js';
 
 /**
  * Turns what the gateway reports into state and events: session changes
- * update the celular (docs/design.md §6), receipts move messages to `entregado`,
+ * update the celular (docs/design.md §6) with the gateway's state asked right
+ * after, in the order observed (celulares.ts applySessionStatus); receipts,
+ * for the reporting instance's line only, move messages to `entregado`,
  * `leido` or `error` (a receipt that beats the send's own record is parked
  * by the store), inbound messages become an inbox row (§10) and
  * `messages.received`, once per gateway key. Events are handled one at a time, in the order the gateway

@@ -1,7 +1,19 @@
 import { locateSqlite, queuedMedia, runningServe, SourceError, takeSnapshot, type QueuedMedia } from './sqlite-snapshot.js';
 import { Db, LOCK, type Queryable } from './pg/pg-db.js';
 import { checkCopy, type LedgerGap, type Sums, type TableCount } from './pg/pg-import-check.js';
-import { advanceSequences, AlteredValue, COPIED, DERIVED, emptyAll, importQueuedMedia, loadAll, occupied, recount, unknownTables, type Recount } from './pg/pg-import.js';
+import {
+  advanceSequences,
+  AlteredValue,
+  COPIED,
+  DERIVED,
+  emptyAll,
+  importQueuedMedia,
+  loadAll,
+  occupied,
+  recount,
+  unknownTables,
+  type Recount,
+} from './pg/pg-import.js';
 import { migrate, PG_MIGRATIONS } from './pg/pg-migrations.js';
 import { nodes } from './pg/pg-leases.js';
 

@@ -158,10 +158,10 @@ export function markSent(db: DB, msgId: string, gid: string, now: number): Mensa
 /** Receipts parked for this send before it was recorded, applied in order now. */
 function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
   // Those its own line reported (or parked before receipts named their line).
-  const parked = stmt(
-    db,
-    'DELETE FROM acuses_pendientes WHERE gateway_msg_id = ? AND (celular_id = ? OR celular_id IS NULL) RETURNING estado, error',
-  ).all(row.gateway_msg_id, row.celular_id) as Array<{
+  const parked = stmt(db, 'DELETE FROM acuses_pendientes WHERE gateway_msg_id = ? AND (celular_id = ? OR celular_id IS NULL) RETURNING estado, error').all(
+    row.gateway_msg_id,
+    row.celular_id,
+  ) as Array<{
     estado: ReceiptEstado;
     error: string | null;
   }>;

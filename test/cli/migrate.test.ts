@@ -511,7 +511,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
 
   it('refuses, committing nothing, a text it would alter (bytes in SQLite that are not UTF-8); a real U+FFFD is copied as it is', async () => {
     const file = join(scratch(), 'texts.db');
-    new SqliteStore(file).close();
+    await new SqliteStore(file).close();
     const db = new Database(file);
     const cliente = db.prepare(
       "INSERT INTO clientes (nombre, email, estado, plan, saldo_global, key_hash, created_at, updated_at) VALUES (?, ?, 'activo', 'medido', 0, 'h', 1, 1)",

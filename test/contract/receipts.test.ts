@@ -100,7 +100,10 @@ for (const adapter of ADAPTERS) {
       const id = await accept(l, 10);
       await ctx.store.markSent(id, 'G1', 11);
       await journal(12);
-      expect(await ctx.store.receipt(l.celularId, 'G1', 'entregado', 13)).toMatchObject({ before: { estado: 'enviado' }, after: { estado: 'entregado', entregado_at: 13 } });
+      expect(await ctx.store.receipt(l.celularId, 'G1', 'entregado', 13)).toMatchObject({
+        before: { estado: 'enviado' },
+        after: { estado: 'entregado', entregado_at: 13 },
+      });
       expect(await ctx.store.receipt(l.celularId, 'G1', 'entregado', 14)).toBeNull();
       expect(await ctx.store.receipt(l.celularId, 'G1', 'leido', 15)).toMatchObject({
         before: { estado: 'entregado' },

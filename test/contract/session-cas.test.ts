@@ -25,7 +25,9 @@ for (const adapter of ADAPTERS) {
       const first = await ctx.store.updateCelularIf(read.id, read, { last_status: 'connected', last_status_check: 20, estado: 'activo' }, 20, event(20));
       expect(first).toMatchObject({ last_status: 'connected', last_status_check: 20, estado: 'activo' });
       // The one that read before it loses, and its event is not journaled.
-      expect(await ctx.store.updateCelularIf(read.id, read, { last_status: 'connecting', last_status_check: 10, estado: 'desconectado' }, 21, event(21))).toBeNull();
+      expect(
+        await ctx.store.updateCelularIf(read.id, read, { last_status: 'connecting', last_status_check: 10, estado: 'desconectado' }, 21, event(21)),
+      ).toBeNull();
       expect(await ctx.store.getCelular(read.id)).toMatchObject({ last_status: 'connected', last_status_check: 20, estado: 'activo' });
       const seen: number[] = [];
       await ctx.store.moveEventsToOutbox(100, (ev) => (seen.push(ev.fecha), null), 30);

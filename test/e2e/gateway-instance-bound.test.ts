@@ -56,7 +56,10 @@ describe.each([
       : { event: 'message.ack', session: await instancia(l), payload: { id: gid, fromMe: true, ack: -1, ackName: 'ERROR' } };
 
   it("a receipt signed with A's instance secret cannot fail B's message nor refund it; B's own can", async () => {
-    const sent = await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.celularKey, json: { destinatario: numeroNuevo(), mensaje: 'de B', directo: 1 } });
+    const sent = await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', {
+      key: b.celularKey,
+      json: { destinatario: numeroNuevo(), mensaje: 'de B', directo: 1 },
+    });
     expectOk(sent);
     const gid = sent.body.gateway_msg_id as string;
     const saldo = async () => (await s.core.store.getCliente(b.clienteId))!.saldo_global;

@@ -113,7 +113,10 @@ describeWith(postgres, 'session statuses on three nodes (PostgreSQL)', () => {
     }, 60_000);
 
     it('links 16 lines whose connecting, QR and open events reach different nodes at once or in reverse: all activo on every node', async () => {
-      const r = await api(nodes[0]!.url, 'POST', '/admin/clientes', { key: token, json: { nombre: 'Orden', email: `orden.${Date.now()}@example.com`, saldo: 10 } });
+      const r = await api(nodes[0]!.url, 'POST', '/admin/clientes', {
+        key: token,
+        json: { nombre: 'Orden', email: `orden.${Date.now()}@example.com`, saldo: 10 },
+      });
       expect(r.status, r.text).toBe(201);
       const key = r.body.api_key as string;
       const ids: number[] = [];

@@ -115,7 +115,9 @@ function checkText(src: Database.Database, table: string, column: string, rowid:
   try {
     if (raw) UTF8.decode(raw);
   } catch {
-    throw new AlteredValue(`${table}.${column} of row ${rowid} is not valid UTF-8 in SQLite (hex ${raw!.subarray(0, 32).toString('hex')}…): the copy would change it`);
+    throw new AlteredValue(
+      `${table}.${column} of row ${rowid} is not valid UTF-8 in SQLite (hex ${raw!.subarray(0, 32).toString('hex')}…): the copy would change it`,
+    );
   }
 }
 
