@@ -916,9 +916,12 @@ export interface Gateway {
   /**
    * The session's status, checked as far as the gateway allows: where a
    * gateway may report a dead session as open, the adapter verifies before
-   * answering `connected`.
+   * answering `connected`. `act: false` (a session event's re-read) asks
+   * without anything that acts on the session: no repair started from here
+   * (Evolution's restart of a socket its presence probe finds dead), so the
+   * events a repair posts cannot start another one.
    */
-  status(instancia: string): Promise<SessionStatus>;
+  status(instancia: string, opts?: { act?: boolean }): Promise<SessionStatus>;
   logout(instancia: string): Promise<void>;
   /** Removes the instance; used when a celular is deleted. Idempotent. */
   deleteInstance(instancia: string): Promise<void>;

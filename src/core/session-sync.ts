@@ -36,7 +36,8 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
       // reach different nodes in any order: the event says something changed, the gateway's
       // answer now says what is true, and the later observation wins (applySessionStatus).
       const at = core.clock.now();
-      const now = await core.gateway.status(e.instancia).catch(() => null);
+      // Asked without acting on the session: a repair's own events must not start another repair.
+      const now = await core.gateway.status(e.instancia, { act: false }).catch(() => null);
       await applySessionStatus(core, celular.id, now === null ? e.status : reconcileStatus(e.status, now), at);
       return;
     }
