@@ -115,6 +115,9 @@ export type CelularPatch = Partial<
   >
 >;
 
+/** What a compare-and-set on a line expects to find: the session status it read, and when that was observed. */
+export type CelularExpect = Pick<CelularRow, 'estado' | 'last_status' | 'last_status_check'>;
+
 export interface AuditEntry {
   actor: string;
   accion: string;
@@ -466,6 +469,12 @@ export interface AccountsStore {
   listLineas(afterId: number, limit: number): Promise<Linea[]>;
   /** With `event`, the event is journaled in the same transaction. */
   updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
+  /**
+   * The same, only while the row still holds `expect` (a compare-and-set):
+   * null, writing and journaling nothing, when another writer changed it
+   * since it was read (or it is gone). Session statuses are applied through it.
+   */
+  updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
   /** Atomic: removes the row and writes the audit record together. */
   deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean>;
 
@@ -540,8 +549,11 @@ export interface MessagesStore {
    * backwards), or ends a sent one in `error` with its refund. A receipt for a
    * gateway id no message has yet is parked, and markSent applies it: the
    * network's ack can beat the gateway's answer to the send. Null when nothing changed.
+   * Only a message of `celularId` (the line whose instance reported the
+   * receipt) is changed, and only its parked receipts applied to it; a line
+   * holding PARKED_PER_LINE parked ones parks no more (null).
    */
-  receipt(gatewayMsgId: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome>;
+  receipt(celularId: number, gatewayMsgId: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome>;
   /** The oldest pending queued message of every line that has one. */
   queueHeads(): Promise<MensajeRow[]>;
   /**
@@ -944,9 +956,12 @@ export interface Gateway {
   /**
    * The session's status, checked as far as the gateway allows: where a
    * gateway may report a dead session as open, the adapter verifies before
-   * answering `connected`.
+   * answering `connected`. `act: false` (a session event's re-read) asks
+   * without anything that acts on the session: no repair started from here
+   * (Evolution's restart of a socket its presence probe finds dead), so the
+   * events a repair posts cannot start another one.
    */
-  status(instancia: string): Promise<SessionStatus>;
+  status(instancia: string, opts?: { act?: boolean }): Promise<SessionStatus>;
   logout(instancia: string): Promise<void>;
   /** Removes the instance; used when a celular is deleted. Idempotent. */
   deleteInstance(instancia: string): Promise<void>;

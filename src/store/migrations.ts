@@ -460,4 +460,15 @@ export const MIGRATIONS: Migration[] = [
       END;
     `,
   },
+  {
+    version: 16,
+    name: 'receipts bound to their line',
+    sql: `
+      -- A parked receipt belongs to the line whose instance reported it: markSent applies it only to
+      -- that line's message, and each line may park a bounded number (core/ledger.ts PARKED_PER_LINE).
+      -- Rows parked before this version have none and apply as before.
+      ALTER TABLE acuses_pendientes ADD COLUMN celular_id INTEGER;
+      CREATE INDEX acuses_pendientes_celular ON acuses_pendientes(celular_id, at);
+    `,
+  },
 ];

@@ -1,7 +1,19 @@
 import { locateSqlite, queuedMedia, runningServe, SourceError, takeSnapshot, type QueuedMedia } from './sqlite-snapshot.js';
 import { Db, LOCK, type Queryable } from './pg/pg-db.js';
 import { checkCopy, type LedgerGap, type Sums, type TableCount } from './pg/pg-import-check.js';
-import { advanceSequences, COPIED, DERIVED, emptyAll, importQueuedMedia, loadAll, occupied, recount, unknownTables, type Recount } from './pg/pg-import.js';
+import {
+  advanceSequences,
+  AlteredValue,
+  COPIED,
+  DERIVED,
+  emptyAll,
+  importQueuedMedia,
+  loadAll,
+  occupied,
+  recount,
+  unknownTables,
+  type Recount,
+} from './pg/pg-import.js';
 import { migrate, PG_MIGRATIONS } from './pg/pg-migrations.js';
 import { nodes } from './pg/pg-leases.js';
 import { nonIntegerValues } from './sqlite-integers.js';
@@ -107,7 +119,10 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
         await refuseServed(c, db.name);
         if (o.replace) await emptyAll(c);
         else await refuseOccupied(db, () => occupied(c));
-        await loadAll(c, snap.db, (table, rows, ms) => say(`${table}: ${rows} rows (${(ms / 1000).toFixed(1)} s)`));
+        await loadAll(c, snap.db, (table, rows, ms) => say(`${table}: ${rows} rows (${(ms / 1000).toFixed(1)} s)`)).catch((err: unknown) => {
+          if (err instanceof AlteredValue) throw new MoveRefused(`a value would change in the copy, nothing was committed: ${err.message}`, 'mismatch');
+          throw err;
+        });
         const media = await importQueuedMedia(c, Date.now());
         const recounted = await recount(c);
         await advanceSequences(c, snap.db);

@@ -11,6 +11,7 @@ import type {
   AuditRecord,
   BalanceChange,
   BalanceResult,
+  CelularExpect,
   CelularPatch,
   CelularRow,
   ClientePatch,
@@ -252,6 +253,22 @@ export class SqliteStore implements Store {
     return this.getCelular(id);
   }
 
+  async updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+    const cols = onlyColumns(patch, CELULAR_COLUMNS);
+    const applied = await grouped(this.db, () => {
+      const sets = Object.keys(cols).length > 0 ? `${setClause(cols)}, ` : '';
+      const info = stmt(
+        this.db,
+        `UPDATE celulares SET ${sets}updated_at = @now
+         WHERE id = @id AND estado = @x_estado AND last_status IS @x_status AND last_status_check IS @x_check`,
+      ).run({ ...cols, now, id, x_estado: expect.estado, x_status: expect.last_status, x_check: expect.last_status_check });
+      if (info.changes === 0) return false;
+      if (event) msgs.journal(this.db, event);
+      return true;
+    });
+    return applied ? this.getCelular(id) : null;
+  }
+
   async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
     return immediate(this.db, () => {
       const info = stmt(this.db, 'DELETE FROM celulares WHERE id = ?').run(id);
@@ -401,8 +418,8 @@ export class SqliteStore implements Store {
     return grouped(this.db, () => msgs.failMensaje(this.db, msgId, error, now));
   }
 
-  async receipt(gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
-    return grouped(this.db, () => msgs.receipt(this.db, gid, estado, now, error));
+  async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+    return grouped(this.db, () => msgs.receipt(this.db, celularId, gid, estado, now, error));
   }
 
   async journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {

@@ -35,7 +35,7 @@ for (const adapter of ADAPTERS) {
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 5);
       await ctx.store.markSent(m.msg_id, 'G1', 6);
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 7, connected(7));
-      await ctx.store.receipt('G1', 'error', 8, 'x');
+      await ctx.store.receipt(cel.celular.id, 'G1', 'error', 8, 'x');
       expect(await ctx.store.moveEventsToOutbox(10, route, 9)).toEqual({ taken: 3, copies: [] });
       expect(seen).toEqual([
         ['message.status', 'enviado'],

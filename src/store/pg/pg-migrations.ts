@@ -447,6 +447,14 @@ export const PG_MIGRATIONS: Migration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION conteos_recibidos_resta();
     `,
   },
+  {
+    version: 9,
+    name: 'receipts bound to their line (SQLite version 16)',
+    sql: `
+      ALTER TABLE acuses_pendientes ADD COLUMN celular_id BIGINT;
+      CREATE INDEX acuses_pendientes_celular ON acuses_pendientes(celular_id, at);
+    `,
+  },
 ];
 
 /**

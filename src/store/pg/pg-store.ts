@@ -8,6 +8,7 @@ import type {
   AuditRecord,
   BalanceChange,
   BalanceResult,
+  CelularExpect,
   CelularPatch,
   CelularRow,
   ClaimResult,
@@ -222,6 +223,22 @@ export class PgStore implements Store {
     return this.getCelular(id);
   }
 
+  async updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+    const p = patchSql(patch, CELULAR_COLUMNS);
+    const n = p.values.length;
+    const applied = await this.db.tx(async (c) => {
+      const r = await c.query(
+        `UPDATE celulares SET ${p.set ? `${p.set}, ` : ''}updated_at = $${n + 2}
+         WHERE id = $1 AND estado = $${n + 3} AND last_status IS NOT DISTINCT FROM $${n + 4} AND last_status_check IS NOT DISTINCT FROM $${n + 5}::bigint`,
+        [id, ...p.values, now, expect.estado, expect.last_status, expect.last_status_check],
+      );
+      if (r.rowCount === 0) return false;
+      if (event) await msgs.journal(c, event);
+      return true;
+    });
+    return applied ? this.getCelular(id) : null;
+  }
+
   async addGatewayServer(input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }> {
     return servers.addServer(this.db, input, now);
   }
@@ -362,8 +379,8 @@ export class PgStore implements Store {
     return msgs.failMensaje(this.db, msgId, error, now);
   }
 
-  async receipt(gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
-    return msgs.receipt(this.db, gid, estado, now, error);
+  async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+    return msgs.receipt(this.db, celularId, gid, estado, now, error);
   }
 
   async journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
