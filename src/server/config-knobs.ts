@@ -9,7 +9,7 @@ import { LOG_FORMATS } from './log-format.js';
  * one configuration object (ServeConfig, config.ts) from flags, environment
  * and these defaults; the server reads every setting from that object and has no
  * defaults of its own. Settings without a flag are timings and sizes tests
- * shrink (docs/decisions.md, "One configuration object for `serve`").
+ * shrink (docs/decisions.md D-04).
  *
  * Kept free of server code, so that `--help` loads nothing of the server.
  */
@@ -402,7 +402,7 @@ export const SERVE_KNOBS = {
     default: 'thread',
     choices: ['thread', 'inline'],
     help: 'where the queue worker, its receipts and webhook delivery run: thread (their own, off the request thread; SQLite) or inline (the request thread; always so on PostgreSQL)',
-    doc: '`thread`: the queue worker, the receipts of its sends and webhook delivery run on a thread of their own, off the request thread (SQLite; on PostgreSQL always `inline`); `inline` keeps them on the request thread (docs/decisions.md, "The background thread")',
+    doc: '`thread`: the queue worker, the receipts of its sends and webhook delivery run on a thread of their own, off the request thread (SQLite; on PostgreSQL always `inline`); `inline` keeps them on the request thread (docs/decisions.md D-11)',
   }),
   simQrMs: knob({
     kind: 'int',

@@ -11,7 +11,7 @@ import { knobDefaults, type KnobValues, type TrustProxy } from './config-knobs.j
 /** The queue's settings as `serve` takes them: without `leaseMs` the claim is derived from the send timeout. */
 export type QueueSettings = Omit<QueueConfig, 'leaseMs'> & { leaseMs?: number };
 
-/** How requests may arrive (docs/decisions.md, "Request bodies"). */
+/** How requests may arrive (docs/decisions.md D-19). */
 export interface RequestLimits {
   headerTimeoutMs: number;
   /** The body must start within this, then keep at least bodyMinRate bytes/s. */
