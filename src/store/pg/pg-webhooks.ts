@@ -102,9 +102,13 @@ export async function dueEntregas(db: Db, clienteId: number, now: number, limit:
 /**
  * Claims up to `limit` of a client's due deliveries that nobody holds (or
  * whose claim ran out: its holder died), oldest due first, in one statement.
- * Rows another claimer has locked are skipped, not waited for, and a row
- * whose claim committed meanwhile is checked again by the lock: what it
- * returns no other claim returns until the claim is cleared or ends.
+ * Rows another claimer has locked are skipped, not waited for. The
+ * conditions are repeated outside: a row the subquery locks after another
+ * statement changed it is checked again against its newest version, but
+ * through the partial index of pending deliveries that recheck leaves out
+ * the index's own condition (estado = 'pendiente'), so a delivery recorded
+ * `entregado` a moment before would be claimed and sent again; the outer
+ * UPDATE, by primary key, rechecks everything.
  */
 export async function claimEntregas(db: Db, clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
   const list = await db.q<EntregaRow & { seq: number }>(
@@ -112,6 +116,7 @@ export async function claimEntregas(db: Db, clienteId: number, now: number, limi
        SELECT id FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at <= $2
          AND (reclamo_hasta IS NULL OR reclamo_hasta <= $2) AND (NOT $6 OR intentos = 0)
        ORDER BY proximo_intento_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
+     AND estado = 'pendiente' AND proximo_intento_at <= $2 AND (reclamo_hasta IS NULL OR reclamo_hasta <= $2)
      RETURNING seq, ${ENTREGA_COLS}`,
     [clienteId, now, limit, claim.id, claim.until, claim.firstOnly === true],
   );
