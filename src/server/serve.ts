@@ -524,7 +524,13 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
   try {
-    return await Promise.race([p.then(() => true, () => true), late]);
+    return await Promise.race([
+      p.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -125,7 +125,8 @@ for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: WebhooksStore contract, claims`, () => {
     const ctx = storeEachTest(adapter);
     const enqueue = async (clienteId: number, n: number, at: number, prefix = 'e') => {
-      for (let i = 0; i < n; i++) await ctx.store.enqueueEntrega({ id: `${prefix}${i}`, cliente_id: clienteId, evento: 'message.status', body: `{"n":${i}}` }, at + i);
+      for (let i = 0; i < n; i++)
+        await ctx.store.enqueueEntrega({ id: `${prefix}${i}`, cliente_id: clienteId, evento: 'message.status', body: `{"n":${i}}` }, at + i);
     };
     const ids = (rows: Array<{ id: string }>) => rows.map((e) => e.id);
 
@@ -142,9 +143,9 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.nextEntregaAt(c.id, 103)).toBe(1000);
       // Only the holder records, and its record clears the claim: a retry is claimable at its time.
       expect(await ctx.store.recordAttempt('e0', 'b', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 110)).toBe(false);
-      expect(await ctx.store.recordAttempt('e0', 'a', { status: 500, duracion_ms: 1, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 200 }, 110)).toBe(
-        true,
-      );
+      expect(
+        await ctx.store.recordAttempt('e0', 'a', { status: 500, duracion_ms: 1, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 200 }, 110),
+      ).toBe(true);
       expect(await ctx.store.recordAttempt('e0', 'a', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 111)).toBe(false);
       expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'd', until: 1000 }))).toEqual(['e0']);
       // Given back unattempted (only by its holder): due again at once, its attempts untouched.
@@ -160,7 +161,19 @@ for (const adapter of ADAPTERS) {
       expect(list.find((e) => e.id === 'e1')!.intentos_detalle.map((i) => i.status)).toEqual([200]);
       // What readers see of a delivery has no claim in it.
       expect(Object.keys(list[0]!).sort()).toEqual(
-        ['body', 'cliente_id', 'created_at', 'entregado_at', 'estado', 'evento', 'id', 'intentos', 'intentos_detalle', 'proximo_intento_at', 'ultimo_error'].sort(),
+        [
+          'body',
+          'cliente_id',
+          'created_at',
+          'entregado_at',
+          'estado',
+          'evento',
+          'id',
+          'intentos',
+          'intentos_detalle',
+          'proximo_intento_at',
+          'ultimo_error',
+        ].sort(),
       );
     });
 

@@ -69,7 +69,10 @@ async function sendEvents(nodes: ServeChild[], admin: string, url: string): Prom
   const keys: string[] = [];
   for (let c = 0; c < CLIENTS; c++) {
     const at = nodes[c % nodes.length]!;
-    const r = await api(at.url, 'POST', '/admin/clientes', { key: admin, json: { nombre: `Once ${c}`, email: `once${c}.${Date.now()}@example.com`, saldo: 1 } });
+    const r = await api(at.url, 'POST', '/admin/clientes', {
+      key: admin,
+      json: { nombre: `Once ${c}`, email: `once${c}.${Date.now()}@example.com`, saldo: 1 },
+    });
     expect(r.status, r.text).toBe(201);
     const w = await api(nodes[(c + 1) % nodes.length]!.url, 'POST', '/api/webhook.php', { key: r.body.api_key, json: { url: `${url}/${c}` } });
     expect(w.status, w.text).toBe(200);
@@ -92,7 +95,10 @@ async function sendEvents(nodes: ServeChild[], admin: string, url: string): Prom
 async function expectOnce(ids: string[], receiver: Awaited<ReturnType<typeof countingReceiver>>, outbox: Outbox): Promise<void> {
   expect(new Set(ids).size).toBe(EVENTS);
   let last = { entregado: 0, once: 0, intentos: 0 };
-  await until(async () => (last = await outbox.read()).entregado === EVENTS, { what: `${EVENTS} deliveries ended (last: ${JSON.stringify(last)})`, timeoutMs: 120_000 });
+  await until(async () => (last = await outbox.read()).entregado === EVENTS, {
+    what: `${EVENTS} deliveries ended (last: ${JSON.stringify(last)})`,
+    timeoutMs: 120_000,
+  });
   // Ended, so no attempt may start any more: what the receiver got is final.
   const twice = [...receiver.counts].filter(([, n]) => n !== 1);
   if (twice.length > 0 && outbox.detail) console.log(JSON.stringify(await outbox.detail(twice.map(([id]) => id)), null, 1));

@@ -76,11 +76,12 @@ describe('webhook attempts and the graceful stop', () => {
 
     trickle = false;
     s = await startServeChild(dataDir, args);
-    let e: { estado: string; intentos_detalle: Array<{ status: number | null; error: string | null }> } | undefined;
+    type Entrega = { id: string; estado: string; intentos_detalle: Array<{ status: number | null; error: string | null }> };
+    let e: Entrega | undefined;
     await until(
       async () => {
         const list = await ok(api(s.url, 'GET', '/api/webhook_entregas.php', { key }));
-        e = (list.entregas as Array<typeof e & { id: string }>).find((x) => x!.id === id);
+        e = (list.entregas as Entrega[]).find((x) => x.id === id);
         return e?.estado === 'entregado';
       },
       { what: 'the abandoned event delivered after the restart' },

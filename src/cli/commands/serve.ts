@@ -159,7 +159,9 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
       });
     });
     const drainMs = config.drainDelayMs;
-    io.stderr.write(`${signal}: ${drainMs > 0 ? `not ready (draining) for ${drainMs / 1000}s, then ` : ''}finishing requests in flight (up to ${config.stopTimeoutMs / 1000}s), then stopping…\n`);
+    io.stderr.write(
+      `${signal}: ${drainMs > 0 ? `not ready (draining) for ${drainMs / 1000}s, then ` : ''}finishing requests in flight (up to ${config.stopTimeoutMs / 1000}s), then stopping…\n`,
+    );
     // Readiness first (/ready: 503 draining), then the pause that lets a load balancer see it, then the stop as before.
     server.drain(`the node got ${signal} and is stopping`);
     if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
