@@ -102,25 +102,27 @@ export async function dueEntregas(db: Db, clienteId: number, now: number, limit:
 /**
  * Claims up to `limit` of a client's due deliveries that nobody holds (or
  * whose claim ran out: its holder died), oldest due first, in one statement.
- * Rows another claimer has locked are skipped, not waited for. The
- * conditions are repeated outside: a row the subquery locks after another
- * statement changed it is checked again against its newest version, but
- * through the partial index of pending deliveries that recheck leaves out
- * the index's own condition (estado = 'pendiente'), so a delivery recorded
- * `entregado` a moment before would be claimed and sent again; the outer
- * UPDATE, by primary key, rechecks everything.
+ * Rows another claimer has locked are skipped, not waited for. The locking
+ * pick is a CTE, run once (as `id IN (subquery)` it may be run again for
+ * each row the UPDATE looks at, taking more than `limit`), and the UPDATE
+ * checks the conditions again on the row's newest version: a delivery whose
+ * attempt was recorded after this statement's snapshot is not claimed (and
+ * sent) again.
  */
 export async function claimEntregas(db: Db, clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
   const list = await db.q<EntregaRow & { seq: number }>(
-    `UPDATE webhook_entregas SET reclamo = $4, reclamo_hasta = $5 WHERE id IN (
+    `WITH picked AS (
        SELECT id FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at <= $2
          AND (reclamo_hasta IS NULL OR reclamo_hasta <= $2) AND (NOT $6 OR intentos = 0)
        ORDER BY proximo_intento_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
-     AND estado = 'pendiente' AND proximo_intento_at <= $2 AND (reclamo_hasta IS NULL OR reclamo_hasta <= $2)
-     RETURNING seq, ${ENTREGA_COLS}`,
+     UPDATE webhook_entregas e SET reclamo = $4, reclamo_hasta = $5 FROM picked
+     WHERE e.id = picked.id AND e.estado = 'pendiente' AND e.proximo_intento_at <= $2 AND (e.reclamo_hasta IS NULL OR e.reclamo_hasta <= $2)
+     RETURNING e.seq, ${ENTREGA_COLS.split(', ')
+       .map((c) => `e.${c}`)
+       .join(', ')}`,
     [clienteId, now, limit, claim.id, claim.until, claim.firstOnly === true],
   );
-  // RETURNING's order is not the subquery's.
+  // RETURNING's order is not the pick's.
   list.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a.seq - b.seq);
   return list.map(({ seq: _s, ...e }) => e);
 }
