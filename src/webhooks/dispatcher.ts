@@ -62,6 +62,12 @@ export interface WebhookControl {
  * the room a live one has to record its outcome (a slow store write).
  */
 export const CLAIM_MARGIN_MS = 30_000;
+/**
+ * How often every client with pending deliveries is looked up again: a
+ * node that stopped (giving back what it had in hand) or died leaves due
+ * deliveries that no event of their client may hint to this one.
+ */
+const RESCAN_MS = 10_000;
 /** Journaled events moved to the outbox per transaction. */
 const MOVE = 500;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
@@ -116,7 +122,7 @@ export class WebhookDispatcher implements WebhookControl {
   /** The journal may hold events: set by the bus's pokes and every pollMs. */
   private journal = true;
   private journalAt = 0;
-  private loaded = false;
+  private loadedAt = -Infinity;
   private stopping = false;
   /** Attempts in flight, by delivery id: a stop cuts them. */
   private readonly attempts = new Map<string, AttemptDeadline>();
@@ -238,14 +244,14 @@ export class WebhookDispatcher implements WebhookControl {
 
   private async look(): Promise<number> {
     const { store } = this.core;
-    if (!this.loaded) {
-      // After a start (or a crash): every client with pending deliveries.
+    const t = this.core.clock.ticks();
+    if (t - this.loadedAt >= RESCAN_MS) {
+      // After a start (or a crash), and now and then: every client with pending deliveries.
       for (const r of await store.entregaQueues()) this.queue(r.cliente_id).hint(r.next_at);
-      this.loaded = true;
+      this.loadedAt = t;
     }
     this.agents.sweep();
     this.copyAgents.sweep();
-    const t = this.core.clock.ticks();
     if (t - this.journalAt >= this.opts.pollMs) this.journal = true;
     if (this.journal) {
       // Cleared first: a poke during the move sets it again.
