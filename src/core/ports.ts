@@ -384,6 +384,13 @@ export interface EntregaRow {
   ultimo_error: string | null;
 }
 
+/** Who claims deliveries (a token of one claim) and until when; `firstOnly`: only deliveries never attempted. */
+export interface EntregaClaim {
+  id: string;
+  until: number;
+  firstOnly?: boolean;
+}
+
 /**
  * A temporary extra destination of a client's events (`webhook listen`): it
  * gets a copy of each event it subscribes to, signed with its own secret,
@@ -619,17 +626,32 @@ export interface WebhooksStore {
   enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void>;
   /** A client's due deliveries (pendiente, proximo_intento_at <= now), in the order they fell due. */
   dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]>;
-  /** When a client's next pending delivery falls due after `after`; null when none does. */
+  /**
+   * Claims up to `limit` of a client's due deliveries for one holder, in one
+   * statement: pending, due by `now`, and not claimed (or claimed until a
+   * time that has passed: a holder that died), in the order they fell due.
+   * What one claim returns no other returns while it is in force, on any
+   * number of nodes: each due delivery is attempted once per due time.
+   */
+  claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]>;
+  /** Gives back claimed deliveries that were not attempted (a stop abandons its attempts): due again at their own time, for anyone. */
+  releaseEntregas(ids: string[], claimId: string): Promise<number>;
+  /** When a client's next pending delivery may be claimed after `after` (its due time, or the end of a claim on it); null when none. */
   nextEntregaAt(clienteId: number, after: number): Promise<number | null>;
   /** Every client with pending deliveries and when its first falls due (the dispatcher starts from this). */
   entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>>;
-  /** Records one attempt and the delivery's new state together. */
+  /**
+   * Records one attempt and the delivery's new state together, clearing its
+   * claim in the same statement; only while the claim is still `claimId`'s
+   * (false, nothing written, once it ran out and another holder took it).
+   */
   recordAttempt(
     id: string,
+    claimId: string,
     attempt: { status: number | null; duracion_ms: number; error: string | null },
     outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
     now: number,
-  ): Promise<void>;
+  ): Promise<boolean>;
   listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
   /** Metrics: the outbox's pending deliveries, and how many of them are due by `now` (the rest wait for a retry). */
   outboxDepth(now: number): Promise<{ pending: number; due: number }>;

@@ -232,6 +232,15 @@ export const SERVE_KNOBS = {
     help: 'on SIGTERM/SIGINT, how long /ready answers 503 (draining) while requests are still served, before the listener closes',
     doc: '`0s`: on SIGTERM/SIGINT, how long `/ready` answers 503 (`draining`) while everything still serves, before the listener closes (at most `10m`)',
   }),
+  stopTimeoutMs: knob({
+    kind: 'duration',
+    flag: '--stop-timeout <duration>',
+    env: 'PASARELA_STOP_TIMEOUT',
+    default: 10_000,
+    helpDefault: '10s',
+    help: 'after the drain delay, the longest a graceful stop waits for work in flight before it abandons it and exits',
+    doc: '`10s`: after `--drain-delay`, the longest a graceful stop waits for requests and sends in flight; then it abandons them (they are retried) and exits. Webhook attempts in flight are abandoned at once and stay due (at most `10m`)',
+  }),
   logLevel: knob({
     kind: 'choice',
     flag: '--log-level <level>',

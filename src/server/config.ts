@@ -53,6 +53,8 @@ export interface ServeConfig {
   countersTimeoutMs: number;
   countersProbeMs: number;
   drainDelayMs: number;
+  /** After the drain delay, how long a graceful stop waits for work in flight before abandoning it. */
+  stopTimeoutMs: number;
   logLevel: string;
   /** `json` (in-process servers) or `pretty`: readable lines (log-format.ts). */
   logFormat?: LogFormat;
@@ -133,6 +135,7 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
     countersTimeoutMs: v.countersTimeoutMs,
     countersProbeMs: v.countersProbeMs,
     drainDelayMs: v.drainDelayMs,
+    stopTimeoutMs: v.stopTimeoutMs,
     logLevel: v.logLevel,
     logFormat: v.logFormat === 'pretty' || v.logFormat === 'json' ? v.logFormat : undefined,
     metricsListen: v.metricsListen ?? undefined,

@@ -89,8 +89,14 @@ export interface RunningServer {
    * then waits --drain-delay so a load balancer sees it, and closes.
    */
   drain(reason: string): void;
-  /** Stops taking requests (draining first, if not yet), lets those in flight finish, then closes the gateway and the database. */
-  close(): Promise<void>;
+  /**
+   * Stops taking requests (draining first, if not yet), abandons the webhook
+   * attempts in flight (they stay due), lets the requests and sends in
+   * flight finish for up to --stop-timeout and abandons what is left, then
+   * closes the gateway and the database. `complete`: nothing was abandoned
+   * but webhook attempts.
+   */
+  close(): Promise<{ complete: boolean }>;
 }
 
 /** A secret given in the environment, or kept in a 0600 file of the data directory (made on first start). */
@@ -462,7 +468,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
     if (!http.callbackUrl) http.callbackUrl = `http://${/^(0\.0\.0\.0|::)$/.test(opts.host) ? '127.0.0.1' : host}:${port}`;
     thread?.setCallbackUrl(http.callbackUrl);
     health.start();
-    let closed: Promise<void> | undefined;
+    let closed: Promise<{ complete: boolean }> | undefined;
     return {
       url: `http://${host}:${port}`,
       dataDir: opts.dataDir,
@@ -485,15 +491,27 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
           // Readiness first: a load balancer stops sending here while the node still serves what it gets.
           app.markDraining('the node is stopping');
           app.markClosing();
-          await app.close();
-          await metricsListener?.close();
-          await worker?.stop();
-          await thread?.stop();
-          await recovery.stop();
-          await inbox.stop();
-          await health.stop();
-          await dispatcher?.stop();
-          await sync.idle();
+          // At once, beside the rest: a receiver may take up to --webhook-timeout to answer, and what is abandoned stays due.
+          const hooks = dispatcher?.stop();
+          const graceful = (async () => {
+            await app.close();
+            await metricsListener?.close();
+            await worker?.stop();
+            await thread?.stop();
+            await recovery.stop();
+            await inbox.stop();
+            await health.stop();
+            await hooks;
+            await sync.idle();
+          })();
+          const complete = await settlesWithin(graceful, opts.stopTimeoutMs);
+          if (!complete) {
+            // What is still in flight is abandoned: its claims run out, and another node or the next start sends it.
+            graceful.catch(() => undefined);
+            app.log.warn({ stopTimeoutMs: opts.stopTimeoutMs }, 'the graceful stop timed out: work still in flight is abandoned');
+            app.server.closeAllConnections();
+            await thread?.kill();
+          }
           await node
             .stop()
             .catch((err: unknown) => app.log.warn({ err }, 'could not tell the store this node stopped: its streams are free once its heartbeat is stale'));
@@ -501,6 +519,7 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
           await opened.close();
           await redis?.close();
           lock.release();
+          return { complete };
         })()),
     };
   } catch (err) {
@@ -508,6 +527,23 @@ async function startLocked(opts: ServeConfig, rt: Runtime, ownAdmin: { token: st
     await opened.close();
     await redis?.close();
     throw err;
+  }
+}
+
+/** Whether `p` settles within `ms` (its failure counts as settled: the stop goes on). */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([
+      p.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

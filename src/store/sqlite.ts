@@ -36,6 +36,7 @@ import type {
   NodeInfo,
   NodeRow,
   ClaimResult,
+  EntregaClaim,
   EntregaRow,
   EscuchaRow,
   EventRoute,
@@ -447,6 +448,8 @@ export class SqliteStore implements Store {
   }
 
   async releaseLeases(): Promise<number> {
+    // The webhook deliveries' claims too: nothing else serves this file.
+    hooks.releaseAllEntregaClaims(this.db);
     return msgs.releaseLeases(this.db);
   }
 
@@ -502,6 +505,14 @@ export class SqliteStore implements Store {
     return hooks.dueEntregas(this.db, clienteId, now, limit);
   }
 
+  async claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
+    return grouped(this.db, () => hooks.claimEntregas(this.db, clienteId, now, limit, claim));
+  }
+
+  async releaseEntregas(ids: string[], claimId: string): Promise<number> {
+    return grouped(this.db, () => hooks.releaseEntregas(this.db, ids, claimId));
+  }
+
   async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
     return hooks.nextEntregaAt(this.db, clienteId, after);
   }
@@ -516,11 +527,12 @@ export class SqliteStore implements Store {
 
   async recordAttempt(
     id: string,
+    claimId: string,
     attempt: { status: number | null; duracion_ms: number; error: string | null },
     outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
     now: number,
-  ): Promise<void> {
-    return grouped(this.db, () => hooks.recordAttempt(this.db, id, attempt, outcome, now));
+  ): Promise<boolean> {
+    return grouped(this.db, () => hooks.recordAttempt(this.db, id, claimId, attempt, outcome, now));
   }
 
   async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {

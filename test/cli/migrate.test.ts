@@ -223,9 +223,12 @@ async function install(): Promise<Installation> {
   });
   let n = 0;
   await s.moveEventsToOutbox(200, (ev) => ({ id: `ent-${++n}`, body: JSON.stringify({ evento: ev.evento, data: ev.data }), entrega: true, copias: [] }), now);
+  // Attempts are recorded under the claim they were made under.
+  await s.claimEntregas(a.id, now, 30, { id: 'fixture', until: now + 60_000 });
   for (let i = 1; i <= 30; i++) {
     await s.recordAttempt(
       `ent-${i}`,
+      'fixture',
       { status: i % 2 ? 500 : 200, duracion_ms: 12, error: i % 2 ? 'HTTP 500' : null },
       i % 2 ? { estado: 'pendiente', proximo_intento_at: now + i * 1000 } : { estado: 'entregado' },
       now + i,

@@ -28,6 +28,10 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
     why: 'start-up: releases claims through the partial index of pending queued messages',
   },
   {
+    sql: /^UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE reclamo_hasta IS NOT NULL$/,
+    why: "start-up: releases the webhook deliveries' claims through the partial index of claimed deliveries",
+  },
+  {
     sql: /^SELECT cliente_id, MIN\(proximo_intento_at\) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id$/,
     why: 'start-up: when each client next has a delivery due, from the partial index of pending deliveries',
   },

@@ -96,8 +96,8 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
 
   let stopping: Promise<void> | undefined;
   const stop = async () => {
-    await worker.stop();
-    await dispatcher.stop();
+    // Together: the dispatcher abandons its attempts at once (they stay due) while the worker's sends end.
+    await Promise.all([worker.stop(), dispatcher.stop()]);
     await sync.idle();
     await node.stop().catch(() => undefined);
     await gateway.close();

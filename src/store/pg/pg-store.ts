@@ -14,6 +14,7 @@ import type {
   ClaimResult,
   ClientePatch,
   ClienteRow,
+  EntregaClaim,
   EntregaRow,
   EscuchaRow,
   EventRoute,
@@ -463,6 +464,14 @@ export class PgStore implements Store {
     return hooks.dueEntregas(this.db, clienteId, now, limit);
   }
 
+  async claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
+    return hooks.claimEntregas(this.db, clienteId, now, limit, claim);
+  }
+
+  async releaseEntregas(ids: string[], claimId: string): Promise<number> {
+    return hooks.releaseEntregas(this.db, ids, claimId);
+  }
+
   async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
     return hooks.nextEntregaAt(this.db, clienteId, after);
   }
@@ -477,11 +486,12 @@ export class PgStore implements Store {
 
   async recordAttempt(
     id: string,
+    claimId: string,
     attempt: { status: number | null; duracion_ms: number; error: string | null },
     outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
     now: number,
-  ): Promise<void> {
-    return hooks.recordAttempt(this.db, id, attempt, outcome, now);
+  ): Promise<boolean> {
+    return hooks.recordAttempt(this.db, id, claimId, attempt, outcome, now);
   }
 
   async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
