@@ -9,7 +9,6 @@ import type { QueueWorker } from '../core/queue-worker.js';
 import { TempFiles } from '../core/media.js';
 import { sweepAcceptedMedia } from '../core/accepted-media.js';
 import { ADMIN_TOKEN_FILE } from '../paths.js';
-import { VERSION } from '../version.js';
 import { completeConfig, SERVE_DEFAULTS, type ServeOverrides } from './config.js';
 import { logBusEvents } from './log-events.js';
 import { coreConfigOf, makeCore } from './make-core.js';
@@ -28,6 +27,7 @@ import { storePart } from './parts/store.js';
 import { healthPart, inboxPart, lineHealth, recoveryPart } from './parts/upkeep.js';
 
 export { makeDataDir } from './parts/data-dir.js';
+export { banner } from './banner.js';
 
 /**
  * What startServer takes: the configuration object (config.ts), whole from
@@ -148,7 +148,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       publicUrl: opts.publicUrl,
     };
     const app = await parts.start(appPart(appOptions, log));
-    // Before listening.
+    // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).
     const recovery = await parts.start(recoveryPart(opts, core, { media, inFlight, shared: opened.shared }, log));
     const inbox = await parts.start(inboxPart(opts, core, log));
     const metricsListener = opts.metricsListen ? await parts.start(metricsListenerPart(opts.metricsListen, metrics, log)) : null;
@@ -181,28 +181,4 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     await parts.stop(opts.stopTimeoutMs).catch(() => undefined);
     throw err;
   }
-}
-
-export function banner(s: RunningServer, gateway: string): string {
-  const lines = [
-    `pasarela ${VERSION} listening on ${s.url}`,
-    `  data directory   ${s.dataDir}`,
-    `  store            ${s.storeSource} (schema v${s.schemaVersion})`,
-    `  gateway          ${gateway}${s.core.gateway.simulated ? ' (SIMULATED)' : ''}`,
-    ...(s.callbackUrl ? [`  gateway events   ${s.callbackUrl}/gateway/${gateway}/<instance>`] : []),
-    `  background       ${s.background === 'thread' ? 'queue, receipts and webhooks on a thread of their own' : 'queue, receipts and webhooks on the request thread'}`,
-    `  counters         ${s.countersSource}${/unreachable/.test(s.core.counters.backend()) ? " - UNREACHABLE: counting in this process's memory until it answers" : ''}`,
-    `  operator token   ${s.adminTokenSource}`,
-    `  metrics          ${s.url}/metrics (operator token)${s.metricsUrl ? `, ${s.metricsUrl} (no credentials)` : ''}`,
-    `  API reference    ${s.url}/docs (the page), ${s.url}/openapi.json (OpenAPI 3)`,
-  ];
-  if (s.core.gateway.simulated) {
-    lines.push(
-      '',
-      '  !!! SIMULATOR: the sim gateway is an in-process stand-in for the messaging network.',
-      '  !!! Nothing is delivered to real phones. Link a line with `pasarela celular qr ID`',
-      '  !!! and `pasarela sim scan ID`; start with --gateway NAME to reach a real gateway.',
-    );
-  }
-  return lines.join('\n') + '\n';
 }

@@ -15,11 +15,21 @@ export function countersPart(opts: ServeConfig, clock: Clock, log: Log): Part<{ 
       const memory = new MemoryCounters(clock);
       if (!opts.counters || opts.counters === 'memory') return { value: { counters: memory, source: 'memory (this process)' }, base: true };
       const primary = new RedisCounters({ url: opts.counters, prefix: opts.countersPrefix, clock, commandTimeoutMs: opts.countersTimeoutMs });
-      const redis = new FailoverCounters(primary, memory, { clock, probeMs: opts.countersProbeMs, log });
+      // An outage at start is logged once, below ("at start"): the failover's own line for it is left out.
+      let starting = true;
+      const failoverLog: Log = {
+        error: (o, m) => log.error(o, m),
+        warn: (o, m) => {
+          if (!starting) log.warn(o, m);
+        },
+        info: (o, m) => log.info(o, m),
+      };
+      const redis = new FailoverCounters(primary, memory, { clock, probeMs: opts.countersProbeMs, log: failoverLog });
       await redis.start().catch(async (err: unknown) => {
         await redis.close().catch(() => undefined);
         throw err;
       });
+      starting = false;
       const source = `${redactUrl(opts.counters)} (keys ${opts.countersPrefix}*)`;
       // A failure at start is also in the banner.
       if (redis.unreachable)
