@@ -1,4 +1,6 @@
 import type { QueueConfig } from '../core/context.js';
+import type { PresenceTiming } from '../core/node-presence.js';
+import type { DispatcherOptions } from '../webhooks/dispatcher.js';
 import type { LogFormat } from './log-format.js';
 import { knobDefaults, type KnobValues, type TrustProxy } from './config-knobs.js';
 
@@ -103,6 +105,38 @@ export interface ServeConfig {
 
 /** A queued message's claim without `--queue-lease`: it must outlive the longest send (a media fetch and the gateway call, each up to the send timeout), and is never under a minute. */
 export const derivedLeaseMs = (sendTimeoutMs: number): number => Math.max(60_000, 2 * sendTimeoutMs + 10_000);
+
+/*
+ * Each module's settings, read from the configuration in one place and
+ * handed whole to the module (and, plain, to the background thread).
+ */
+
+/** The webhook dispatcher's settings (webhooks/dispatcher.ts). */
+export function webhookSettings(c: ServeConfig, userAgent: string): Omit<DispatcherOptions, 'onError'> {
+  return {
+    retryBaseMs: c.webhookRetryMs,
+    timeoutMs: c.webhookTimeoutMs,
+    concurrency: c.webhookConcurrency,
+    clientConcurrency: c.webhookClientConcurrency,
+    pollMs: c.webhookPollMs,
+    heldRetryMs: c.webhookHeldRetryMs,
+    listenerConcurrency: c.webhookListenerConcurrency,
+    listenerRetryMs: c.webhookListenerRetryMs,
+    listenerRecheckMs: c.webhookListenerRecheckMs,
+    revetMs: c.webhookRevetMs,
+    agentIdleMs: c.webhookAgentIdleMs,
+    userAgent,
+  };
+}
+
+/**
+ * The node's presence timing (core/node-presence.ts): a silent node's
+ * streams outlive its longest work, a send's claim (`leaseMs`) or a webhook
+ * attempt (headers, then body, each up to the timeout).
+ */
+export function presenceSettings(c: ServeConfig, leaseMs: number): PresenceTiming {
+  return { sendMs: Math.max(leaseMs, 2 * c.webhookTimeoutMs), beatMs: c.nodeBeatMs, takeoverMarginMs: c.nodeTakeoverMarginMs };
+}
 
 /** The configuration object the table's values make. */
 export function configOf(v: KnobValues, dataDir: string): ServeConfig {
