@@ -52,15 +52,19 @@ export async function recoverDirect(core: Core, deps: RecoveryDeps, before: numb
         skipped.add(m.msg_id);
         continue;
       }
-      const outcome = await resolveOne(core, m).catch(() => 'deferred' as const);
+      const outcome = await recoverOne(core, deps.files, m).catch(() => 'deferred' as const);
       if (outcome === 'deferred') skipped.add(m.msg_id);
-      else {
-        const file = (JSON.parse(m.payload ?? '{}') as MensajePayload).file;
-        if (file) await deps.files.remove(file);
-      }
       counts[outcome] += 1;
     }
   }
+}
+
+/** Resolves one stranded direct send now (a repeat of its key that knows its sender is gone: core/send.ts). */
+export async function recoverOne(core: Core, files: Pick<AcceptedMedia, 'remove'>, m: MensajeRow): Promise<'sent' | 'failed'> {
+  const outcome = await resolveOne(core, m);
+  const file = (JSON.parse(m.payload ?? '{}') as MensajePayload).file;
+  if (file) await files.remove(file);
+  return outcome;
 }
 
 async function resolveOne(core: Core, m: MensajeRow): Promise<'sent' | 'failed'> {

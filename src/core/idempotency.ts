@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Core } from './context.js';
 import { REASON_NOT_SENT } from './direct-recovery.js';
 import { AppError, errorBody, fail } from './errors.js';
-import type { IdemAnswer, IdemRow } from './ports.js';
+import type { IdemAnswer, IdemRow, MensajeRow } from './ports.js';
 
 /**
  * Idempotent sends (docs/decisions.md D-29). A client may name
@@ -79,16 +79,28 @@ export async function priorAnswer<Accepted, Result>(
   huellaNow: string,
   inFlight: ReadonlySet<string>,
   how: Replayer<Accepted, Result>,
+  sender?: PendingSender,
 ): Promise<Answer | null> {
   if (!row) return null;
   if (row.huella !== huellaNow) {
     fail('IDEMPOTENCY_CONFLICT', `this Idempotency-Key was used for a different request (msg_id ${row.msg_id}); use a new key for a new message`);
   }
   if (row.status !== null) return { status: row.status, body: JSON.parse(row.body) as Record<string, unknown> };
-  const m = inFlight.has(row.msg_id) ? null : await core.store.getMensaje(row.msg_id);
+  let m = inFlight.has(row.msg_id) ? null : await core.store.getMensaje(row.msg_id);
+  let retryAfter = 1;
+  if (m && m.estado === 'pendiente' && m.modo === 'directo' && sender) {
+    // Nobody is sending it (see PendingSender): resolved now when its sender is known dead or its slot
+    // (past any live send's deadline) has ended, as the recovery pass would later; else the real wait.
+    const now = core.clock.now();
+    if (sender.gone === 'holder' || (m.cupo_at !== null && m.cupo_at <= now)) {
+      await sender.recover(m).catch(() => undefined);
+      m = await core.store.getMensaje(row.msg_id);
+    } else if (m.cupo_at !== null) retryAfter = Math.max(1, Math.ceil((m.cupo_at - now) / 1000));
+  }
   if (!m || m.estado === 'pendiente') {
-    fail('IDEMPOTENCY_IN_PROGRESS', `a request with this Idempotency-Key is still being processed (msg_id ${row.msg_id}); retry in a second for its answer`, {
-      retryAfter: 1,
+    const wait = retryAfter === 1 ? 'a second' : `${retryAfter} s`;
+    fail('IDEMPOTENCY_IN_PROGRESS', `a request with this Idempotency-Key is still being processed (msg_id ${row.msg_id}); retry in ${wait} for its answer`, {
+      retryAfter,
     });
   }
   if (m.enviado_at !== null && m.gateway_msg_id) {
@@ -106,6 +118,18 @@ export async function priorAnswer<Accepted, Result>(
       ? new AppError('GATEWAY_ERROR', `${said}; nothing was sent; send it again with a new Idempotency-Key`, { saldo })
       : uncertainSend(`the direct send bound to this Idempotency-Key ended in error: ${reason}`, m.msg_id, saldo);
   return { status: err.status, body: errorBody(err) };
+}
+
+/**
+ * What a repeat knows of whoever sends the pending direct send bound to its key, when it holds the
+ * key's shared turn itself (core/send.ts: a direct send keeps its turn until the gateway answered):
+ * `holder`, it took the turn over from a node that is gone; `nobody`, no turn was held (it ran out,
+ * which a live send never lets happen; or the counters lost it, so only the slot's end is trusted).
+ */
+export interface PendingSender {
+  gone: 'holder' | 'nobody';
+  /** Resolves the stranded send now (core/direct-recovery.ts). */
+  recover(m: MensajeRow): Promise<void>;
 }
 
 /** How the recorded reason of a direct send the gateway refused for good begins. */

@@ -4,7 +4,19 @@ import type { Core } from './context.js';
 import { checkDuplicate, DUPE_MAX, DUPE_WINDOW_MS, identityHash } from './dedupe.js';
 import { AppError, ERRORS, fail } from './errors.js';
 import { sendingWindow } from './hours.js';
-import { huella, IDEM_TTL_MS, keptAnswer, keptRefusal, priorAnswer, REFUSED_FOR_GOOD, uncertainSend, type Answer, type Replayer } from './idempotency.js';
+import {
+  huella,
+  IDEM_TTL_MS,
+  keptAnswer,
+  keptRefusal,
+  priorAnswer,
+  REFUSED_FOR_GOOD,
+  uncertainSend,
+  type Answer,
+  type PendingSender,
+  type Replayer,
+} from './idempotency.js';
+import { recoverOne } from './direct-recovery.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from './media.js';
 export type { MediaTipo };
@@ -157,7 +169,9 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   // wait in line; across nodes the turn is a hold in the shared counters (Redis) naming its node, and
   // a repeat that finds it taken is answered from the binding or told to come back (608), never
   // counted. A turn whose node is gone (killed between look-up and acceptance) is taken over, and
-  // one whose node has gone silent is answered with the wait until it counts as gone.
+  // one whose node has gone silent is answered with the wait until it counts as gone. A direct send
+  // keeps its shared turn until the gateway answered, so a repeat that takes over a dead node's turn
+  // knows nobody is sending the bound message any more and resolves it at once (N10).
   const slot = `${p.cliente.id}:${req.idem.clave}`;
   for (let held = deps.keysAccepting.get(slot); held; held = deps.keysAccepting.get(slot)) await held;
   let done!: () => void;
@@ -165,22 +179,32 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
   deps.keysAccepting.set(slot, turn);
   // Not the counter key the turn once was (`idem-turn:`): a node of an older version must not find a name where it counts.
   const turnKey = `idem-hold:${slot}`;
-  const me = deps.node?.info.id ?? THIS_PROCESS;
+  // Each request holds the turn under its own name on its node: a repeat on the same node is another holder.
+  const me = `${deps.node?.info.id ?? THIS_PROCESS}/${newMsgId()}`;
+  // Held through a direct send, whose deadline is well inside the lease (server/config.ts derivedLeaseMs).
+  const turnMs = Math.max(KEY_TURN_MS, core.config.queue.leaseMs);
   let shared = false;
   let left = false;
+  const releaseHere = () => {
+    if (deps.keysAccepting.get(slot) === turn) deps.keysAccepting.delete(slot);
+    done();
+  };
   const leave = async () => {
     if (left) return;
     left = true;
     if (shared) await core.counters.unhold(turnKey, me).catch(() => undefined);
-    if (deps.keysAccepting.get(slot) === turn) deps.keysAccepting.delete(slot);
-    done();
+    releaseHere();
   };
   try {
-    let held = await core.counters.hold(turnKey, me, KEY_TURN_MS);
+    let held = await core.counters.hold(turnKey, me, turnMs);
     let waitMs = 1000;
+    let tookOver = false;
     if (held.holder !== me && deps.node) {
-      waitMs = await deps.node.holderWaitMs(held.holder);
-      if (waitMs === 0) held = await core.counters.hold(turnKey, me, KEY_TURN_MS, held.holder);
+      waitMs = await deps.node.holderWaitMs(nodeOfHolder(held.holder));
+      if (waitMs === 0) {
+        held = await core.counters.hold(turnKey, me, turnMs, held.holder);
+        tookOver = held.holder === me;
+      }
     }
     shared = held.holder === me;
     if (!shared) {
@@ -191,11 +215,19 @@ async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: 
       const retryAfter = Math.max(1, Math.ceil(Math.min(waitMs || 1000, held.resetAt - core.clock.now()) / 1000));
       return { replay: again ?? fail('IDEMPOTENCY_IN_PROGRESS', inProgress(retryAfter), { retryAfter }) };
     }
-    return await sendOnce(core, deps, p, req, render, bytes, leave);
+    // Holding the shared turn, nobody else can be sending a direct send bound to this key: its sender
+    // died (a turn taken over) or its turn ran out. Counted in this node's memory alone, that is unknown.
+    const sender: PendingSender | undefined = core.counters.degraded?.()
+      ? undefined
+      : { gone: tookOver ? 'holder' : 'nobody', recover: async (m) => void (await recoverOne(core, deps.media, m)) };
+    return await sendOnce(core, deps, p, req, render, bytes, req.directo ? async () => releaseHere() : leave, sender);
   } finally {
     await leave();
   }
 }
+
+/** The node part of a turn's holder (`node/request`). */
+const nodeOfHolder = (holder: string): string => holder.split('/')[0]!;
 
 const inProgress = (retryAfter = 1) =>
   `a request with this Idempotency-Key is still being processed; retry in ${retryAfter === 1 ? 'a second' : `${retryAfter} s`} for its answer`;
@@ -208,12 +240,14 @@ async function sendOnce(
   render: Render,
   bytes: { ref: string },
   acceptanceSettled: () => Promise<void>,
+  sender?: PendingSender,
 ): Promise<Outcome> {
   const celular = await sendingLine(core, p, req.celular_id);
   // A repeated key is answered before anything else is checked, counted or charged.
   const replayer: Replayer<AcceptedPart, SendResult> = { sent: directResult, render };
   let key: KeyUse | undefined;
-  const prior = async (k: KeyUse) => priorAnswer(core, await core.store.idemGet(p.cliente.id, k.clave, core.clock.now()), k.huella, deps.inFlight, replayer);
+  const prior = async (k: KeyUse) =>
+    priorAnswer(core, await core.store.idemGet(p.cliente.id, k.clave, core.clock.now()), k.huella, deps.inFlight, replayer, sender);
   if (req.idem) {
     key = { clave: req.idem.clave, huella: requestHuella(req, req.idem.endpoint, celular) };
     const again = await prior(key);

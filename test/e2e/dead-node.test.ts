@@ -30,6 +30,7 @@ let db: pg.Client;
 let schema: { schema: string; drop: () => Promise<void> };
 let prefix: string;
 let line: Line;
+let storeUrl: string;
 
 describeWith(postgres, 'a node killed with SIGKILL', () => {
   beforeAll(async () => {
@@ -37,6 +38,7 @@ describeWith(postgres, 'a node killed with SIGKILL', () => {
     schema = await pgSchema();
     const u = new URL(POSTGRES_URL);
     u.searchParams.set('options', `-c search_path=${schema.schema}`);
+    storeUrl = u.toString();
     db = new pg.Client({ connectionString: u.toString() });
     await db.connect();
     prefix = uniqueNamespace('redis');
@@ -105,6 +107,55 @@ describeWith(postgres, 'a node killed with SIGKILL', () => {
       // Each key sent once.
       const h = await api(node0.url, 'GET', '/api/historial_listar.php?por_pagina=100', { key: line.clientKey });
       expect(h.body.mensajes).toHaveLength(KEYS);
+    },
+    90_000,
+  );
+
+  it.skipIf(!redis.available)(
+    'a direct send it left in flight is resolved by the repeat of its key once it counts as gone, not minutes later',
+    async () => {
+      const node2 = await startServeChild(join(tempDir(), 'node2'), ['--store', storeUrl, '--counters', REDIS_URL, '--counters-prefix', prefix]);
+      await until(async () => (await api(node0.url, 'GET', '/health')).body.nodos_vivos === 2, { what: 'node 2 counted', timeoutMs: 15_000 });
+      // Node 2's record of its send's outcome waits on a lock held here: it has sent, and is killed before it records it.
+      await db.query('CREATE FUNCTION stall_outcome() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_xact_lock(424242); RETURN NEW; END $$');
+      await db.query(
+        "CREATE TRIGGER stall_outcome BEFORE UPDATE ON mensajes FOR EACH ROW WHEN (OLD.estado = 'pendiente' AND NEW.estado <> 'pendiente') EXECUTE FUNCTION stall_outcome()",
+      );
+      await db.query('SELECT pg_advisory_lock(424242)');
+      const body = { destinatario: numeroNuevo(), mensaje: uniqueText('directo'), directo: 1 };
+      const key = `muerto-directo-${Date.now()}`;
+      const post = (base: string) => api(base, 'POST', TEXT, { key: line.celularKey, json: body, headers: { 'idempotency-key': key } });
+      const first = post(node2.url).catch(() => null);
+      const waiting = "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted";
+      await until(async () => (await db.query(waiting)).rowCount! > 0, { what: "node 2's outcome waiting on the lock", timeoutMs: 15_000 });
+      await crash(node2);
+      // Its connection's statement dies with it (a killed client's backend would go on once the lock is free).
+      await db.query(`SELECT pg_terminate_backend(pid) FROM (${waiting}) w`);
+      await db.query('SELECT pg_advisory_unlock(424242)');
+      await db.query('DROP TRIGGER stall_outcome ON mensajes');
+      await db.query('DROP FUNCTION stall_outcome()');
+      await first;
+
+      // The repeat on node 0, following retry_after: the send is resolved (the simulator says it went) within the margin.
+      const waits: number[] = [];
+      const r = await until(
+        async () => {
+          const a: ApiResponse = await post(node0.url);
+          if (a.status === 409) {
+            expect(a.body.api_codigo, a.text).toBe(608);
+            waits.push(a.body.retry_after as number);
+            return null;
+          }
+          return a;
+        },
+        { what: 'the repeat answered with the send', timeoutMs: 30_000, stepMs: 200 },
+      );
+      expect(r.status, r.text).toBe(200);
+      expect(r.body.estado).toBe('enviado');
+      for (const w of waits) expect(w).toBeLessThanOrEqual(MARGIN_MS / 1000);
+      const rows = await db.query('SELECT estado FROM mensajes WHERE msg_id = $1', [r.body.msg_id]);
+      expect(rows.rows).toHaveLength(1);
+      expect(['enviado', 'entregado', 'leido']).toContain(rows.rows[0].estado);
     },
     90_000,
   );
