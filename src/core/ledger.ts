@@ -3,7 +3,7 @@ import type { MensajeRow, ReceiptEstado } from './ports.js';
 
 /**
  * The money and state rules every store adapter applies inside its own
- * transaction (SQLite today, PostgreSQL next): the adapter reads the rows it
+ * transaction (both stores): the adapter reads the rows it
  * locks, asks here what to do, and writes the answer. Nothing here touches a
  * store, so the rules are the same on every adapter and testable alone.
  */
