@@ -1,5 +1,4 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -75,8 +74,31 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
+const executable = (file: string) => {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Is `tool` an executable on PATH? (Looked up without a child process, so the
+ * fast lane may import this file.) Where it is missing its tests are skipped,
+ * except under CI=true: there the test file fails, naming the tool (.ci/run
+ * installs script, zsh and fish).
+ */
+export function hasTool(tool: string): boolean {
+  const found = (process.env.PATH ?? '').split(':').some((dir) => dir !== '' && executable(join(dir, tool)));
+  if (!found && /^(1|true|yes)$/i.test(process.env.CI ?? '')) {
+    throw new Error(`\`${tool}\` is not on PATH: under CI=true its tests fail instead of being skipped (.ci/run installs it)`);
+  }
+  return found;
+}
+
 /** Is util-linux `script` (a pseudo-terminal for the CLI) on PATH? */
-export const HAS_SCRIPT = spawnSync('sh', ['-c', 'command -v script'], { stdio: 'ignore' }).status === 0;
+export const HAS_SCRIPT = hasTool('script');
 
 export function tempDir(prefix = 'pasarela-cli-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
