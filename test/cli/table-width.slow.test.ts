@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, cliCommandLine, expectCleanExit, HAS_SCRIPT, rows } from './helpers.js';
+import { Cli, cliCommandLine, HAS_SCRIPT } from './helpers.js';
 
 /**
  * Tables and field views on a terminal fit its width: every line at most
@@ -128,16 +128,5 @@ describe.skipIf(!HAS_SCRIPT)('on a terminal of 200, 80 and 40 columns', () => {
     // TEXTS[4] is 30 a's then emoji; its column is 40 wide: 30 a's, 4 emoji (8 columns), the ellipsis and one blank.
     expect(out).toContain(`${'a'.repeat(30)}${'😀'.repeat(4)}…`);
     expect(out).toContain(`x${'😀'.repeat(19)}…`);
-  });
-});
-
-describe('off a terminal nothing is cut', () => {
-  it('historial and celular list keep every character in their tab-separated lines', async () => {
-    const env = { env: { PASARELA_KEY: a.clientKey, COLUMNS: '40' } };
-    const [historial, list] = await Promise.all([cli.run(['historial'], env), cli.run(['celular', 'list'], env)]);
-    const h = rows(expectCleanExit(historial));
-    expect(h.map((r) => r[7])).toEqual([...TEXTS].reverse());
-    expect(h.find((r) => r[1] === 'width-0')?.[8]).toBe(ERROR);
-    expect(rows(expectCleanExit(list))[0]?.[2]).toBe(NOMBRE);
   });
 });

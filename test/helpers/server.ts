@@ -49,7 +49,7 @@ export async function startTestServer(over: Partial<ServeOptions> = {}): Promise
       const worker = s.queue;
       if (!worker) throw new Error('the queue worker runs on the background thread (system clock): it cannot be stepped');
       // RunningServer.queue is typed as its poke/idle only (src/server/serve.ts); the object is the QueueWorker.
-      await (worker as Pick<QueueWorker, 'step'>).step();
+      await (worker as unknown as Pick<QueueWorker, 'step'>).step();
     },
     stop: async () => {
       await s.close();

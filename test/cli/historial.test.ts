@@ -1,0 +1,286 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ManualClock } from '../../src/core/clock.js';
+import type { MensajeEstado } from '../../src/core/ports.js';
+import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { Cli, expectJsonOnly, expectCleanExit, rows } from './helpers.js';
+import { parseCsv } from '../helpers/csv.js';
+
+/**
+ * `pasarela historial` through the built CLI against a real server: every
+ * format, --all across pages, filters passed through, csv quoting, exit codes.
+ */
+
+const H = 3_600_000;
+const ESTADOS: MensajeEstado[] = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
+const CSV_COLUMNS = [
+  'msg_id',
+  'celular_id',
+  'destinatario',
+  'tipo',
+  'modo',
+  'estado',
+  'texto',
+  'media',
+  'gateway_msg_id',
+  'error',
+  'created_at',
+  'enviado_at',
+  'entregado_at',
+  'leido_at',
+];
+const D1 = '525512345678';
+const D2 = '14155552671';
+const TRICKY = 'Hola, "amigo"\nsegunda línea, con coma';
+
+interface Seed {
+  msg_id: string;
+  seq: number;
+  celular_id: number;
+  destinatario: string;
+  estado: MensajeEstado;
+  created_at: number;
+}
+
+let s: TestServer;
+let cli: Cli;
+let A: Seeded;
+let a2: number;
+const seeds: Seed[] = [];
+let seq = 0;
+
+async function seedMensaje(o: {
+  celular_id: number;
+  destinatario: string;
+  estado: MensajeEstado;
+  at: number;
+  texto?: string;
+  media?: Record<string, unknown>;
+}) {
+  const clock = s.clock as ManualClock;
+  const store = s.core.store;
+  seq += 1;
+  const msg_id = `cli-${String(seq).padStart(4, '0')}`;
+  clock.set(o.at);
+  const texto = o.texto ?? `mensaje ${seq}`;
+  const r = await store.acceptMensaje(
+    {
+      msg_id,
+      cliente_id: A.clienteId,
+      celular_id: o.celular_id,
+      destinatario: o.destinatario,
+      tipo: o.media ? 'imagen' : 'texto',
+      modo: 'directo',
+      texto,
+      media: o.media ?? null,
+      payload: { texto },
+      expira_at: null,
+    },
+    { charge: false, maxPending: null },
+    clock.now(),
+  );
+  expect(r.ok).toBe(true);
+  const gid = `gw-${msg_id}`;
+  if (o.estado === 'error') await store.failMensaje(msg_id, 'rechazado, "sin" WhatsApp', o.at + 1000);
+  else if (o.estado !== 'pendiente') {
+    await store.markSent(msg_id, gid, o.at + 1000);
+    if (o.estado !== 'enviado') await store.receipt(gid, 'entregado', o.at + 2000);
+    if (o.estado === 'leido') await store.receipt(gid, 'leido', o.at + 3000);
+  }
+  seeds.push({ msg_id, seq, celular_id: o.celular_id, destinatario: o.destinatario, estado: o.estado, created_at: o.at });
+}
+
+/** Newest first, like the server. */
+function expected(f: (x: Seed) => boolean = () => true): string[] {
+  return seeds
+    .filter(f)
+    .sort((x, y) => y.created_at - x.created_at || y.seq - x.seq)
+    .map((x) => x.msg_id);
+}
+
+const key = () => ({ env: { PASARELA_KEY: A.clientKey } });
+const ndjson = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const ids = (records: Array<Record<string, unknown>>) => records.map((m) => m.msg_id as string);
+
+beforeAll(async () => {
+  s = await startTestServer({ tz: 'UTC' });
+  cli = new Cli(s.url);
+  A = await seedClient(s);
+  const r = await api(s.url, 'POST', '/api/celular_crear.php', {
+    key: A.clientKey,
+    json: { numero: `5255${String(Math.floor(Math.random() * 1e8)).padStart(8, '0')}` },
+  });
+  expect(r.status, r.text).toBe(201);
+  a2 = r.body.celular_id;
+  // 120 messages, one every 17 hours back from 2026-03-10, over both lines; then the newest has a tricky text.
+  const end = Date.UTC(2026, 2, 10);
+  for (let i = 0; i < 120; i += 1) {
+    await seedMensaje({
+      celular_id: i % 3 === 0 ? a2 : A.celularId,
+      destinatario: i % 4 === 0 ? D2 : D1,
+      estado: ESTADOS[i % 5]!,
+      at: end - (120 - i) * 17 * H,
+      ...(i === 7 ? { media: { url: 'https://example.com/x.png', mime: 'image/png' } } : {}),
+    });
+  }
+  await seedMensaje({ celular_id: A.celularId, destinatario: D1, estado: 'enviado', at: end + H, texto: TRICKY });
+});
+afterAll(async () => {
+  cli?.cleanup();
+  await s?.stop();
+});
+
+describe('pasarela historial: formats of one page', () => {
+  it('table off a TTY: tab-separated rows, no header, newest first, 50 a page', async () => {
+    const out = expectCleanExit(await cli.run(['historial'], key()));
+    const r = rows(out);
+    expect(r).toHaveLength(50);
+    expect(r.map((x) => x[1])).toEqual(expected().slice(0, 50));
+    // fecha, msg_id, celular, destinatario, tipo, modo, estado, texto, error: the text's line break becomes a space.
+    expect(r[0]).toEqual([
+      '2026-03-10T01:00:00.000Z',
+      seeds[120]!.msg_id,
+      String(A.celularId),
+      D1,
+      'texto',
+      'directo',
+      'enviado',
+      TRICKY.replace('\n', ' '),
+      '',
+    ]);
+  });
+
+  it("--json and --format json: the server's page as one document", async () => {
+    const [j1, j2] = await Promise.all([cli.run(['historial', '--json'], key()), cli.run(['historial', '--format', 'json'], key())]);
+    const b = expectJsonOnly(j1);
+    expect(b).toMatchObject({ ok: true, page: 1, por_pagina: 50, total: 121, total_paginas: 3 });
+    expect(ids(b.mensajes)).toEqual(expected().slice(0, 50));
+    expect(expectJsonOnly(j2)).toEqual(b);
+  });
+
+  it('--format ndjson: one record per line, every field', async () => {
+    const out = expectCleanExit(await cli.run(['historial', '--format', 'ndjson', '--por-pagina', '20'], key()));
+    expect(out.endsWith('\n')).toBe(true);
+    const recs = ndjson(out);
+    expect(recs).toHaveLength(20);
+    expect(ids(recs)).toEqual(expected().slice(0, 20));
+    for (const m of recs) expect(Object.keys(m).sort()).toEqual([...CSV_COLUMNS].sort());
+    expect(recs[0]!.texto).toBe(TRICKY);
+  });
+
+  it('--format csv: RFC 4180 with a header; a text with a comma, quotes and a line break survives', async () => {
+    const out = expectCleanExit(await cli.run(['historial', '--format', 'csv', '--por-pagina', '200'], key()));
+    expect(out).toContain('"Hola, ""amigo""\nsegunda línea, con coma"');
+    const table = parseCsv(out);
+    expect(table[0]).toEqual(CSV_COLUMNS);
+    expect(table).toHaveLength(122);
+    for (const rec of table) expect(rec).toHaveLength(CSV_COLUMNS.length);
+    const col = (name: string) => CSV_COLUMNS.indexOf(name);
+    expect(table.slice(1).map((r) => r[col('msg_id')])).toEqual(expected());
+    expect(table[1]![col('texto')]).toBe(TRICKY);
+    const errRow = table.find((r) => r[col('estado')] === 'error')!;
+    expect(errRow[col('error')]).toBe('rechazado, "sin" WhatsApp');
+    const img = table.find((r) => r[col('tipo')] === 'imagen')!;
+    expect(JSON.parse(img[col('media')]!)).toEqual({ url: 'https://example.com/x.png', mime: 'image/png' });
+    // Empty for null.
+    expect(table[1]![col('leido_at')]).toBe('');
+  });
+});
+
+describe('pasarela historial --all', () => {
+  const all = ['historial', '--all', '--por-pagina', '50'];
+
+  it('ndjson: every record of the 3 pages once, newest first; no progress when stderr is not a TTY', async () => {
+    const r = await cli.run([...all, '--format', 'ndjson'], key());
+    const recs = ndjson(expectCleanExit(r));
+    expect(r.stderr).toBe('');
+    expect(recs).toHaveLength(121);
+    expect(ids(recs)).toEqual(expected());
+  });
+
+  it('csv: one header, then every record', async () => {
+    const table = parseCsv(expectCleanExit(await cli.run([...all, '--format', 'csv'], key())));
+    expect(table).toHaveLength(122);
+    expect(table.filter((r) => r[0] === 'msg_id')).toHaveLength(1);
+    expect(table.slice(1).map((r) => r[0])).toEqual(expected());
+  });
+
+  it('json: {ok, total, mensajes} with every record', async () => {
+    const b = expectJsonOnly(await cli.run([...all, '--json'], key()));
+    expect(Object.keys(b).sort()).toEqual(['mensajes', 'ok', 'total']);
+    expect(b).toMatchObject({ ok: true, total: 121 });
+    expect(ids(b.mensajes)).toEqual(expected());
+  });
+
+  it('table off a TTY: every row, no header', async () => {
+    const r = rows(expectCleanExit(await cli.run(all, key())));
+    expect(r.map((x) => x[1])).toEqual(expected());
+  });
+
+  it('with filters, from --page on', async () => {
+    const r = ndjson(
+      expectCleanExit(
+        await cli.run(['historial', '--all', '--por-pagina', '7', '--estado', 'leido', '--celular', String(A.celularId), '--format', 'ndjson'], key()),
+      ),
+    );
+    expect(ids(r)).toEqual(expected((x) => x.estado === 'leido' && x.celular_id === A.celularId));
+    const fromPage2 = ndjson(expectCleanExit(await cli.run(['historial', '--all', '--page', '2', '--por-pagina', '50', '--format', 'ndjson'], key())));
+    expect(ids(fromPage2)).toEqual(expected().slice(50));
+  });
+});
+
+describe('pasarela historial: filters reach the server', () => {
+  const run = async (args: string[], k = A.clientKey) =>
+    ids(ndjson(expectCleanExit(await cli.run(['historial', '--format', 'ndjson', '--por-pagina', '500', ...args], { env: { PASARELA_KEY: k } }))));
+
+  it('--estado, --celular, --desde/--hasta, --destinatario, --page', async () => {
+    expect(await run(['--estado', 'error'])).toEqual(expected((x) => x.estado === 'error'));
+    expect(await run(['--celular', String(a2)])).toEqual(expected((x) => x.celular_id === a2));
+    const from = Date.UTC(2026, 1, 20);
+    const to = Date.UTC(2026, 1, 25);
+    expect(await run(['--desde', '2026-02-20', '--hasta', '2026-02-24'])).toEqual(expected((x) => x.created_at >= from && x.created_at < to));
+    expect(await run(['--destinatario', '+1 415 555 2671'])).toEqual(expected((x) => x.destinatario === D2));
+    expect(await run(['--destinatario', D1, '--estado', 'pendiente', '--celular', String(A.celularId)])).toEqual(
+      expected((x) => x.destinatario === D1 && x.estado === 'pendiente' && x.celular_id === A.celularId),
+    );
+    const p2 = ndjson(expectCleanExit(await cli.run(['historial', '--format', 'ndjson', '--page', '2', '--por-pagina', '10'], key())));
+    expect(ids(p2)).toEqual(expected().slice(10, 20));
+    // A celular key: its own line.
+    expect(await run([], A.celularKey)).toEqual(expected((x) => x.celular_id === A.celularId));
+  });
+});
+
+describe('pasarela historial: exit codes', () => {
+  it('2 for a bad --format, a --format that disagrees with --json, or a bad option value; no request is made', async () => {
+    for (const args of [
+      ['--format', 'xml'],
+      ['--json', '--format', 'csv'],
+      ['--desde', '2026-02-30'],
+      ['--hasta', '2026-2-1'],
+      ['--por-pagina', '0'],
+      ['--por-pagina', '501'],
+      ['--page', '0'],
+      ['--estado', 'enviada'],
+      ['--celular', 'uno'],
+    ]) {
+      const r = await cli.run(['historial', ...args], key());
+      expect(r.exitCode, args.join(' ')).toBe(2);
+      expect(r.stdout, args.join(' ')).toBe('');
+    }
+  });
+
+  it('3 for a refused key or a sibling line, 4 for an unknown line, 2 for a backwards date range', async () => {
+    expect((await cli.run(['historial'], { env: { PASARELA_KEY: 'WAC_1_not-a-real-key' } })).exitCode).toBe(3);
+    expect((await cli.run(['historial', '--celular', String(a2)], { env: { PASARELA_KEY: A.celularKey } })).exitCode).toBe(3);
+    const missing = await cli.run(['historial', '--celular', '999999', '--json'], key());
+    expect(missing.exitCode).toBe(4);
+    expect(JSON.parse(missing.stdout)).toMatchObject({ ok: false, api_codigo: 600 });
+    // desde after hasta is refused before any request (usage, exit 2), naming both flags.
+    const backwards = await cli.run(['historial', '--desde', '2026-03-02', '--hasta', '2026-03-01'], key());
+    expect(backwards.exitCode).toBe(2);
+    expect(backwards.stderr).toMatch(/^error: --desde 2026-03-02 is after --hasta 2026-03-01/);
+  });
+});
