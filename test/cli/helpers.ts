@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { expect } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import type { HttpTransport } from '../../src/cli/client.js';
 import type { IO } from '../../src/cli/io.js';
 import { until as poll } from '../helpers/poll.js';
 
@@ -110,7 +111,11 @@ export class Cli {
   readonly configDir = join(this.home, 'config');
   readonly configFile = join(this.configDir, 'config.json');
 
-  constructor(readonly url?: string) {}
+  /** `http`: how commands reach the server in `run` (e.g. test/helpers/inject-http.ts); undici over a socket without it. */
+  constructor(
+    readonly url?: string,
+    readonly http?: HttpTransport,
+  ) {}
 
   env(patch: EnvPatch = {}): Record<string, string> {
     const e: EnvPatch = {
@@ -145,7 +150,7 @@ export class Cli {
   async run(args: string[], opts: RunOptions = {}): Promise<RunResult> {
     if (isServe(args)) return this.runBinary(args, opts);
     const fake = fakeIO(opts.input);
-    const exitCode = await main(args, fake.io, this.env(opts.env));
+    const exitCode = await main(args, fake.io, this.env(opts.env), { http: this.http });
     return { exitCode, stdout: fake.stdout(), stderr: fake.stderr() };
   }
 
