@@ -15,7 +15,7 @@ import { defineConfig } from 'vitest/config';
  * Tests run against real parts (SQLite files, a loopback HTTP server, the
  * built CLI), so timeouts leave room for a loaded 2-core machine.
  */
-const SLOW = ['test/e2e/**', 'test/**/*.slow.test.ts'];
+const SLOW = ['test/e2e/**/*.test.ts', 'test/**/*.slow.test.ts'];
 const POSTGRES_NAME = /postgres/i;
 // vitest 4.1 honours testNamePattern per project, though its ProjectConfig type leaves it out.
 const ONLY_POSTGRES = { testNamePattern: POSTGRES_NAME } as object;
