@@ -111,7 +111,7 @@ _pasarela() {
   )
   local -A opts=(
     ['_']='-V --version --url --key --profile --json --no-color'
-    ['_ serve']='--host --port --public-url --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms'
+    ['_ serve']='--host --port --public-url --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --stop-timeout --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms'
     ['_ migrate']='--from --to --replace'
     ['_ login']='--key-stdin'
     ['_ logout']=''
@@ -203,6 +203,7 @@ _pasarela() {
     ['_ serve --counters']='-'
     ['_ serve --counters-prefix']='-'
     ['_ serve --drain-delay']='-'
+    ['_ serve --stop-timeout']='-'
     ['_ serve --log-level']='w:fatal,error,warn,info,debug,trace,silent'
     ['_ serve --metrics-listen']='-'
     ['_ serve --log-format']='w:pretty,json'

@@ -22,7 +22,7 @@ export const EXIT = {
   INTERRUPTED: 130,
 } as const;
 
-/** The table behind `--help`, the OpenAPI document's `x-cli-exit-codes` and docs/decisions.md. */
+/** The table behind `--help`, the OpenAPI document's `x-cli-exit-codes` and docs/decisions.md D-58. */
 export const EXIT_TABLE: ReadonlyArray<{ code: number; meaning: string }> = [
   { code: EXIT.OK, meaning: 'ok' },
   { code: EXIT.ERROR, meaning: 'other error (for example 400, 409)' },

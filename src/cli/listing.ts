@@ -104,7 +104,7 @@ export const csvRecord = (cells: unknown[]) => `${cells.map(csvField).join(',')}
  * message texts come from anyone) are escaped visibly, record ends, tabs and
  * line breaks kept, on a terminal or not: a pipe or a file may end on one
  * (`| grep`, `cat export.csv`). NDJSON keeps its values exactly (the escape
- * is JSON's own); CSV shows them as `\u001b` (docs/decisions.md).
+ * is JSON's own); CSV shows them as `\u001b` (docs/decisions.md D-60).
  */
 async function write(ctx: Ctx, text: string): Promise<void> {
   if (text === '') return;

@@ -5,6 +5,7 @@ import { clientKey, hashSecret, newSecret } from './keys.js';
 import type { ClienteEstado, ClientePatch, ClienteRow, Plan } from './ports.js';
 import { celularView, clienteView, DAY_MS } from './views.js';
 import { startOfMonth } from './historial.js';
+import { FIELD_LIMITS } from './limits.js';
 
 /** Client accounts and balances: the operator's side and the client's read side. */
 
@@ -23,11 +24,33 @@ async function consumoMes(core: Core, clienteId: number) {
   return core.store.messageStats(clienteId, startOfMonth(now, core.config.tz), now - 30 * DAY_MS);
 }
 
+/**
+ * A client's cap as stored. Before integer fields refused "Infinity"
+ * (server/schemas/safe-integers.ts) an operator could store one (SQLite keeps
+ * the REAL Inf), and every listing of the client failed on it. It is read as
+ * what line creation made of it, no cap (null), until the operator writes a
+ * cap again.
+ */
+export function storedCap(max: number | null): number | null {
+  return max !== null && Number.isSafeInteger(max) && max >= 0 ? max : null;
+}
+
+/** The schemas refuse these already; the store must never be handed one, whoever calls. */
+function checkAccountNumbers(input: { max_celulares?: number | null; saldo?: number }): void {
+  const m = input.max_celulares;
+  if (m !== undefined && m !== null && !(Number.isSafeInteger(m) && m >= 0 && m <= FIELD_LIMITS.maxCelulares)) {
+    fail('INVALID_PARAMS', `max_celulares must be an integer from 0 to ${FIELD_LIMITS.maxCelulares}, or null`);
+  }
+  const s = input.saldo;
+  if (s !== undefined && !(Number.isSafeInteger(s) && s >= 0 && s <= FIELD_LIMITS.saldo))
+    fail('INVALID_PARAMS', `saldo must be an integer from 0 to ${FIELD_LIMITS.saldo}`);
+}
+
 export async function clienteSummary(core: Core, cliente: ClienteRow) {
   const stats = await consumoMes(core, cliente.id);
   const celulares = await core.store.listCelulares(cliente.id);
   return {
-    cliente: clienteView(cliente, stats.consumo_mes),
+    cliente: clienteView({ ...cliente, max_celulares: storedCap(cliente.max_celulares) }, stats.consumo_mes),
     saldo_global: cliente.saldo_global,
     num_celulares: celulares.length,
     num_celulares_activos: celulares.filter((c) => c.estado === 'activo').length,
@@ -36,8 +59,11 @@ export async function clienteSummary(core: Core, cliente: ClienteRow) {
 }
 
 export async function createCliente(core: Core, input: NewClienteInput) {
+  checkAccountNumbers(input);
   const now = core.clock.now();
   const secret = newSecret();
+  // The row, its first credit and its audit record in one transaction: a store that fills up
+  // meanwhile leaves no client whose key was never shown, so a retry makes one client, not two.
   const row = await core.store.createCliente(
     {
       nombre: input.nombre,
@@ -49,20 +75,17 @@ export async function createCliente(core: Core, input: NewClienteInput) {
       key_hash: hashSecret(secret),
     },
     now,
-  );
-  if (input.saldo && input.saldo > 0) {
-    await core.store.changeBalance({ cliente_id: row.id, celular_id: null, monto: input.saldo, motivo: 'saldo inicial', actor: 'operator' }, now);
-  }
-  await core.store.audit(
     {
-      actor: 'operator',
-      accion: 'cliente.crear',
-      objeto_tipo: 'cliente',
-      objeto_id: row.id,
-      cliente_id: row.id,
-      detalle: { nombre: row.nombre, plan: row.plan },
+      ...(input.saldo && input.saldo > 0 ? { saldo: { monto: input.saldo, motivo: 'saldo inicial', actor: 'operator' } } : {}),
+      audit: (c) => ({
+        actor: 'operator',
+        accion: 'cliente.crear',
+        objeto_tipo: 'cliente',
+        objeto_id: c.id,
+        cliente_id: c.id,
+        detalle: { nombre: c.nombre, plan: c.plan },
+      }),
     },
-    now,
   );
   const fresh = (await core.store.getCliente(row.id))!;
   return { ...(await clienteSummary(core, fresh)), api_key: clientKey(row.id, secret) };
@@ -86,6 +109,7 @@ export async function showCliente(core: Core, id: number) {
 export async function editCliente(core: Core, id: number, patch: Omit<ClientePatch, 'key_hash'>) {
   await getClienteOrFail(core, id);
   if (Object.values(patch).every((v) => v === undefined)) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
+  checkAccountNumbers(patch);
   const now = core.clock.now();
   const row = (await core.store.updateCliente(id, patch, now))!;
   await core.store.audit({ actor: 'operator', accion: 'cliente.editar', objeto_tipo: 'cliente', objeto_id: id, cliente_id: id, detalle: { ...patch } }, now);

@@ -4,7 +4,7 @@ import { fail } from './errors.js';
 
 /**
  * Throttling of failed authentication, in the Counters port (see
- * docs/decisions.md, "Auth throttling punishes the credential"):
+ * docs/decisions.md D-15):
  *
  * - failures are counted per (address, presented credential): after
  *   `authMaxFailures` in a window that pair gets 429 without being checked,

@@ -50,6 +50,8 @@ async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nom
   const gatewayToken = newGatewayToken();
   const secret = newSecret();
   const now = core.clock.now();
+  // The row, its instance's name and its audit record in one transaction: a store that fills up
+  // meanwhile leaves no line whose key was never shown, and a retry can take the number.
   const res = await core.store.insertCelular(
     {
       cliente_id: p.cliente.id,
@@ -61,25 +63,25 @@ async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nom
       gateway_token_hash: hashSecret(gatewayToken),
     },
     now,
+    {
+      instancia: (id) => instanceName({ id }),
+      audit: (c) => ({
+        actor: actorOf(p),
+        accion: 'celular.crear',
+        objeto_tipo: 'celular',
+        objeto_id: c.id,
+        cliente_id: p.cliente.id,
+        detalle: { numero, gateway_instancia: c.gateway_instancia },
+      }),
+    },
   );
   if (!res.ok) {
     if (res.reason === 'taken') fail('NUMBER_TAKEN', `the number ${numero} is already registered`);
     if (res.reason === 'cap') fail('CELULAR_CAP', `the client has reached its cap of ${p.cliente.max_celulares} celulares`);
     fail('CLIENT_NOT_FOUND', 'client not found');
   }
-  const instancia = instanceName(res.celular);
-  const celular = (await core.store.updateCelular(res.celular.id, { gateway_instancia: instancia }, now)) ?? res.celular;
-  await core.store.audit(
-    {
-      actor: actorOf(p),
-      accion: 'celular.crear',
-      objeto_tipo: 'celular',
-      objeto_id: celular.id,
-      cliente_id: p.cliente.id,
-      detalle: { numero, gateway_instancia: instancia },
-    },
-    now,
-  );
+  const celular = res.celular;
+  const instancia = celular.gateway_instancia ?? instanceName(celular);
   await core.gateway.ensureInstance(instancia, { numero, token: gatewayToken }).catch(onGatewayError);
   return { celular, api_key: celularKey(celular.id, secret), gateway_token: gatewayToken };
 }
@@ -186,42 +188,59 @@ function gatewayError(err: unknown): never {
 
 const sessionLocks = new WeakMap<Core, Promise<unknown>>();
 
+/** Compare-and-set rounds before giving up on a line other writers keep changing (each lost round is one of theirs applied). */
+const SESSION_CAS_ROUNDS = 20;
+
 /**
  * Records a session status seen for a line; publishes `session.status` and
  * moves the celular `estado` (docs/design.md §6) when it changed. A suspended line
  * stays suspended: suspension is the client's decision, not the session's.
- * Calls are serialised and re-read the row, so a status reported both by the
- * gateway's event and by the call that caused it is published once.
+ *
+ * `at` is when the status was observed (before the gateway call that told
+ * it). Statuses are applied in that order on any number of nodes: one
+ * observed before the recorded one (`last_status_check`) changes nothing, and
+ * the write is a compare-and-set on what was read (store.updateCelularIf), so
+ * a node that read the row before another node wrote it reads again instead of
+ * writing its stale estado over the newer one. Calls on one node are also
+ * serialised, so a status reported both by the gateway's event and by the
+ * call that caused it is published once.
  */
-export function applySessionStatus(core: Core, celularId: number, status: SessionStatus): Promise<CelularRow | null> {
+export function applySessionStatus(core: Core, celularId: number, status: SessionStatus, at?: number): Promise<CelularRow | null> {
+  const seen = at ?? core.clock.now();
   const run = async (): Promise<CelularRow | null> => {
-    const celular = await core.store.getCelular(celularId);
-    if (!celular) return null;
-    const now = core.clock.now();
-    let estado = celular.estado;
-    // `connecting` and `unknown` say nothing final: a line reconnecting keeps its estado.
-    if (celular.estado !== 'suspendido') {
-      if (status === 'connected') estado = 'activo';
-      else if (status === 'logged_out' || status === 'need_scan' || status === 'disconnected') estado = 'desconectado';
+    for (let round = 0; ; round++) {
+      const celular = await core.store.getCelular(celularId);
+      if (!celular) return null;
+      // A newer observation is recorded already (equal ones apply: the later call read the gateway no earlier).
+      if (celular.last_status_check !== null && celular.last_status_check > seen) return celular;
+      if (round >= SESSION_CAS_ROUNDS) return celular;
+      const now = core.clock.now();
+      let estado = celular.estado;
+      // `connecting` and `unknown` say nothing final: a line reconnecting keeps its estado.
+      if (celular.estado !== 'suspendido') {
+        if (status === 'connected') estado = 'activo';
+        else if (status === 'logged_out' || status === 'need_scan' || status === 'disconnected') estado = 'desconectado';
+      }
+      // `unknown` (the gateway has nothing for the line) is recorded but is no news to publish.
+      const changed = celular.last_status !== status && status !== 'unknown' && celular.gateway_instancia !== null;
+      const data = {
+        celular_id: celular.id,
+        cliente_id: celular.cliente_id,
+        gateway_instancia: celular.gateway_instancia ?? '',
+        status,
+        status_anterior: celular.last_status,
+        estado,
+        fecha: iso(now),
+      };
+      // A change is journaled in the same transaction as the new status, so its event cannot be lost.
+      const event = changed ? { evento: 'session.status', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: now } : undefined;
+      // Whether the session holds a link: set by a connection, cleared by a logout or a new QR.
+      const vinculado = status === 'connected' ? 1 : status === 'logged_out' || status === 'need_scan' ? 0 : celular.vinculado;
+      const row = await core.store.updateCelularIf(celular.id, celular, { last_status: status, last_status_check: seen, estado, vinculado }, now, event);
+      if (!row) continue; // another node (or an edit) wrote the line since it was read
+      if (changed) core.bus.publish('session.status', data);
+      return row;
     }
-    // `unknown` (the gateway has nothing for the line) is recorded but is no news to publish.
-    const changed = celular.last_status !== status && status !== 'unknown' && celular.gateway_instancia !== null;
-    const data = {
-      celular_id: celular.id,
-      cliente_id: celular.cliente_id,
-      gateway_instancia: celular.gateway_instancia ?? '',
-      status,
-      status_anterior: celular.last_status,
-      estado,
-      fecha: iso(now),
-    };
-    // A change is journaled in the same transaction as the new status, so its event cannot be lost.
-    const event = changed ? { evento: 'session.status', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: now } : undefined;
-    // Whether the session holds a link: set by a connection, cleared by a logout or a new QR.
-    const vinculado = status === 'connected' ? 1 : status === 'logged_out' || status === 'need_scan' ? 0 : celular.vinculado;
-    const row = (await core.store.updateCelular(celular.id, { last_status: status, last_status_check: now, estado, vinculado }, now, event)) ?? celular;
-    if (changed) core.bus.publish('session.status', data);
-    return row;
   };
   const next = (sessionLocks.get(core) ?? Promise.resolve()).then(run, run);
   sessionLocks.set(
@@ -232,7 +251,7 @@ export function applySessionStatus(core: Core, celularId: number, status: Sessio
 }
 
 /** Instance names are stable per line and never reused (ids are never reused). */
-export function instanceName(celular: CelularRow): string {
+export function instanceName(celular: Pick<CelularRow, 'id'>): string {
   return `pasarela-${celular.id}`;
 }
 
@@ -248,11 +267,12 @@ export type LinkMethod = 'qr' | 'codigo';
 
 async function linkStart(core: Core, celular: CelularRow, method: LinkMethod) {
   const c = await withInstance(core, celular);
+  const at = core.clock.now();
   const res =
     method === 'qr'
       ? await core.gateway.connect(c.gateway_instancia, c.numero).then((r) => ({ status: r.status, qr: r.qr }), gatewayError)
       : await core.gateway.pairingCode(c.gateway_instancia, c.numero).then((r) => ({ status: r.status, codigo: r.code }), gatewayError);
-  const row = (await applySessionStatus(core, c.id, res.status)) ?? c;
+  const row = (await applySessionStatus(core, c.id, res.status, at)) ?? c;
   return { celular_id: row.id, gateway_instancia: c.gateway_instancia, ...res, estado: row.estado };
 }
 
@@ -275,9 +295,10 @@ export async function celularStatus(core: Core, p: ClientPrincipal, id: number) 
   let status: string = celular.last_status ?? 'unknown';
   if (celular.gateway_instancia) {
     try {
+      const at = core.clock.now();
       const s = await core.gateway.status(celular.gateway_instancia);
-      celular = (await applySessionStatus(core, celular.id, s)) ?? celular;
-      status = s;
+      celular = (await applySessionStatus(core, celular.id, s, at)) ?? celular;
+      status = celular.last_status ?? s; // a newer status another call recorded meanwhile wins
       refreshed = true;
     } catch {
       // The stored status is answered, flagged as not refreshed.

@@ -14,7 +14,7 @@ import type { AcceptedMedia, MensajePayload, MensajeRow } from './ports.js';
  * - the gateway cannot tell (Evolution and WAHA know nothing of our ids): end
  *   it in `error` with a reason that says the outcome is unknown, and refund it
  *   like every error, since the client never got an answer that it was sent
- *   (docs/decisions.md, "Direct sends after a crash").
+ *   (docs/decisions.md D-30).
  *
  * At start-up every pending direct send is stranded (one process per data
  * directory, so none is in flight); afterwards a periodic pass takes those

@@ -180,7 +180,7 @@ export const ERRORS = {
     status: 507,
     texto: 'ALMACEN_NO_DISPONIBLE',
     meaning:
-      'The store cannot take writes (a full disk, an I/O error, a read-only file); the message names the store. Nothing of the refused request was kept; `/health` answers 503 until a write succeeds again.',
+      "The store cannot take writes (a full disk, an I/O error, a read-only file); the message names the store. Nothing of the refused request was kept; `/health` answers 503 until a write succeeds again. Also a full disk under the server's temporary files (a base64 file, a backup's copy): the message names the folder.",
   },
   SERVER_BUSY: {
     codigo: 902,
@@ -221,6 +221,23 @@ export class AppError extends Error {
 
 export function fail(name: ErrorName, message: string, extras?: ErrorExtras): never {
   throw new AppError(name, message, extras);
+}
+
+/** What a write that found its disk full fails with, in Node's fs and in SQLite. */
+const DISK_FULL: Readonly<Record<string, string>> = { ENOSPC: 'the disk is full', EDQUOT: 'the disk quota is used up', SQLITE_FULL: 'the disk is full' };
+
+/**
+ * A write to `what` (a file the server makes besides its store: a base64
+ * body's temp file, a backup's copy) that failed on a full disk: 507 with the
+ * store-full code, naming it and why, rather than a 500. Any other error is
+ * returned as it is.
+ */
+export function diskFull(err: unknown, what: string): unknown {
+  if (err instanceof AppError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return err;
+  const reason = DISK_FULL[code];
+  return reason ? new AppError('STORE_UNAVAILABLE', `${what} cannot be written: ${reason} (${code}); retry once the operator has made room`) : err;
 }
 
 /** The error body of docs/design.md §4: both error shapes at once. */

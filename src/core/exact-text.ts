@@ -189,3 +189,23 @@ export function checkFieldsWellFormed(body: unknown): void {
     checkWellFormed(v, textLabel(k));
   }
 }
+
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/**
+ * Text a gateway reports (an incoming message, a sender, an id) with every
+ * unpaired surrogate and NUL replaced by U+FFFD. The API refuses such text,
+ * because its client can send it again; a third party's message cannot be
+ * asked again, so it is kept, replaced the same way on every store, and never
+ * stored as invalid UTF-8 (SQLite would keep a lone surrogate as CESU bytes,
+ * which a copy to PostgreSQL then alters).
+ */
+export function replaceIllFormed<T>(value: T): T {
+  if (typeof value === 'string')
+    return (LONE_SURROGATE.test(value) || value.includes('\0') ? value.replace(LONE_SURROGATES, '\ufffd').replaceAll('\0', '\ufffd') : value) as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => replaceIllFormed(v)) as T;
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [replaceIllFormed(k), replaceIllFormed(v)])) as T;
+  }
+  return value;
+}

@@ -5,7 +5,7 @@ import { AppError, errorBody, fail } from './errors.js';
 import type { IdemAnswer, IdemRow } from './ports.js';
 
 /**
- * Idempotent sends (docs/decisions.md, "Idempotency-Key"). A client may name
+ * Idempotent sends (docs/decisions.md D-29). A client may name
  * a send with a key; the key is bound to the message in the transaction that
  * accepts it, per client, for 24 h. A repeat with the same request gets the
  * first answer again and sends, counts and charges nothing; the same key with

@@ -88,5 +88,12 @@ export function parkedOrder<T extends { estado: ReceiptEstado }>(parked: T[]): T
 
 /** Parked receipts nobody claimed within a day were for messages that are not ours (typed on the phone). */
 export const PARKED_TTL_MS = 24 * 60 * 60 * 1000;
+/**
+ * Parked receipts one line may hold: a genuine one waits only while its send's
+ * answer is on the way, so a line with this many is being flooded under its
+ * own instance's secret. Beyond it new ones are refused, not the oldest
+ * dropped: a flood then cannot push out receipts parked before it.
+ */
+export const PARKED_PER_LINE = 1000;
 /** How long an inbound message's gateway key is remembered against the gateway's retries. */
 export const INBOUND_SEEN_TTL_MS = 7 * 24 * 60 * 60 * 1000;

@@ -74,6 +74,8 @@ export class LineHealth {
   private async checkLine(l: Linea, adopt: boolean): Promise<void> {
     const { gateway } = this.core;
     if (adopt) await gateway.ensureInstance(l.gateway_instancia, { numero: l.numero });
+    // Observed when asked: an event another node applies meanwhile is newer (core/celulares.ts applySessionStatus).
+    const at = this.core.clock.now();
     let status = await gateway.status(l.gateway_instancia);
     // A linked session that stopped or failed (the gateway restarted without it, its engine crashed)
     // is started again: with its credentials it comes back without a scan.
@@ -81,7 +83,7 @@ export class LineHealth {
       status = (await gateway.connect(l.gateway_instancia, l.numero)).status;
       this.restarted += 1;
     }
-    await applySessionStatus(this.core, l.id, status);
+    await applySessionStatus(this.core, l.id, status, at);
   }
 
   private async pass(): Promise<void> {

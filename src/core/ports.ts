@@ -115,6 +115,9 @@ export type CelularPatch = Partial<
   >
 >;
 
+/** What a compare-and-set on a line expects to find: the session status it read, and when that was observed. */
+export type CelularExpect = Pick<CelularRow, 'estado' | 'last_status' | 'last_status_check'>;
+
 export interface AuditEntry {
   actor: string;
   accion: string;
@@ -143,6 +146,29 @@ export type BalanceResult =
   | { ok: false; reason: 'cliente' | 'celular' | 'negativo' | 'desborde' };
 
 export type InsertCelularResult = { ok: true; celular: CelularRow } | { ok: false; reason: 'taken' | 'cap' | 'cliente' };
+
+/**
+ * What completes a new client's row in its insert's transaction: its first
+ * credit (a ledger movement, when there is one) and the audit record of its
+ * creation. One transaction, so a store that fills up meanwhile leaves no
+ * client whose key was never shown, and a retry makes one client, not two.
+ */
+export interface NewClienteDone {
+  /** A positive amount, credited to the global balance with its ledger movement. */
+  saldo?: Pick<BalanceChange, 'monto' | 'motivo' | 'actor'>;
+  audit(cliente: ClienteRow): AuditEntry;
+}
+
+/**
+ * What completes a new line's row in its insert's transaction: its gateway
+ * instance, named from its id, and the audit record of its creation. One
+ * transaction, so a store that fills up meanwhile leaves no line whose key
+ * was never shown.
+ */
+export interface NewCelularDone {
+  instancia(id: number): string;
+  audit(celular: CelularRow): AuditEntry;
+}
 
 /** Lines of one estado and last known session status (metrics). */
 export interface LineCount {
@@ -358,6 +384,13 @@ export interface EntregaRow {
   ultimo_error: string | null;
 }
 
+/** Who claims deliveries (a token of one claim) and until when; `firstOnly`: only deliveries never attempted. */
+export interface EntregaClaim {
+  id: string;
+  until: number;
+  firstOnly?: boolean;
+}
+
 /**
  * A temporary extra destination of a client's events (`webhook listen`): it
  * gets a copy of each event it subscribes to, signed with its own secret,
@@ -426,13 +459,13 @@ export type NewGatewayServer = Pick<GatewayServerRow, 'nombre' | 'tipo' | 'url' 
 
 /** Clients, lines, balances and their ledger, the audit trail. */
 export interface AccountsStore {
-  createCliente(input: NewCliente, now: number): Promise<ClienteRow>;
+  createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow>;
   getCliente(id: number): Promise<ClienteRow | null>;
   listClientes(): Promise<ClienteRow[]>;
   updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null>;
 
   /** Atomic: checks the number is free and the client's cap, then inserts. */
-  insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult>;
+  insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult>;
   getCelular(id: number): Promise<CelularRow | null>;
   getCelularByNumero(numero: string): Promise<CelularRow | null>;
   getCelularByInstancia(instancia: string): Promise<CelularRow | null>;
@@ -443,6 +476,12 @@ export interface AccountsStore {
   listLineas(afterId: number, limit: number): Promise<Linea[]>;
   /** With `event`, the event is journaled in the same transaction. */
   updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
+  /**
+   * The same, only while the row still holds `expect` (a compare-and-set):
+   * null, writing and journaling nothing, when another writer changed it
+   * since it was read (or it is gone). Session statuses are applied through it.
+   */
+  updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
   /** Atomic: removes the row and writes the audit record together. */
   deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean>;
 
@@ -517,8 +556,11 @@ export interface MessagesStore {
    * backwards), or ends a sent one in `error` with its refund. A receipt for a
    * gateway id no message has yet is parked, and markSent applies it: the
    * network's ack can beat the gateway's answer to the send. Null when nothing changed.
+   * Only a message of `celularId` (the line whose instance reported the
+   * receipt) is changed, and only its parked receipts applied to it; a line
+   * holding PARKED_PER_LINE parked ones parks no more (null).
    */
-  receipt(gatewayMsgId: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome>;
+  receipt(celularId: number, gatewayMsgId: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome>;
   /** The oldest pending queued message of every line that has one. */
   queueHeads(): Promise<MensajeRow[]>;
   /**
@@ -584,17 +626,32 @@ export interface WebhooksStore {
   enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void>;
   /** A client's due deliveries (pendiente, proximo_intento_at <= now), in the order they fell due. */
   dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]>;
-  /** When a client's next pending delivery falls due after `after`; null when none does. */
+  /**
+   * Claims up to `limit` of a client's due deliveries for one holder, in one
+   * statement: pending, due by `now`, and not claimed (or claimed until a
+   * time that has passed: a holder that died), in the order they fell due.
+   * What one claim returns no other returns while it is in force, on any
+   * number of nodes: each due delivery is attempted once per due time.
+   */
+  claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]>;
+  /** Gives back claimed deliveries that were not attempted (a stop abandons its attempts): due again at their own time, for anyone. */
+  releaseEntregas(ids: string[], claimId: string): Promise<number>;
+  /** When a client's next pending delivery may be claimed after `after` (its due time, or the end of a claim on it); null when none. */
   nextEntregaAt(clienteId: number, after: number): Promise<number | null>;
   /** Every client with pending deliveries and when its first falls due (the dispatcher starts from this). */
   entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>>;
-  /** Records one attempt and the delivery's new state together. */
+  /**
+   * Records one attempt and the delivery's new state together, clearing its
+   * claim in the same statement; only while the claim is still `claimId`'s
+   * (false, nothing written, once it ran out and another holder took it).
+   */
   recordAttempt(
     id: string,
+    claimId: string,
     attempt: { status: number | null; duracion_ms: number; error: string | null },
     outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
     now: number,
-  ): Promise<void>;
+  ): Promise<boolean>;
   listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
   /** Metrics: the outbox's pending deliveries, and how many of them are due by `now` (the rest wait for a retry). */
   outboxDepth(now: number): Promise<{ pending: number; due: number }>;
@@ -921,9 +978,12 @@ export interface Gateway {
   /**
    * The session's status, checked as far as the gateway allows: where a
    * gateway may report a dead session as open, the adapter verifies before
-   * answering `connected`.
+   * answering `connected`. `act: false` (a session event's re-read) asks
+   * without anything that acts on the session: no repair started from here
+   * (Evolution's restart of a socket its presence probe finds dead), so the
+   * events a repair posts cannot start another one.
    */
-  status(instancia: string): Promise<SessionStatus>;
+  status(instancia: string, opts?: { act?: boolean }): Promise<SessionStatus>;
   logout(instancia: string): Promise<void>;
   /** Removes the instance; used when a celular is deleted. Idempotent. */
   deleteInstance(instancia: string): Promise<void>;

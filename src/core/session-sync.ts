@@ -1,13 +1,16 @@
 import { applySessionStatus } from './celulares.js';
 import { iso } from './clock.js';
+import { replaceIllFormed } from './exact-text.js';
 import type { Core } from './context.js';
 import { publishMessageStatus } from './message-events.js';
 import { newRecibido } from './recibidos.js';
-import type { GatewayEvent } from './ports.js';
+import type { GatewayEvent, SessionStatus } from './ports.js';
 
 /**
  * Turns what the gateway reports into state and events: session changes
- * update the celular (docs/design.md §6), receipts move messages to `entregado`,
+ * update the celular (docs/design.md §6) with the gateway's state asked right
+ * after, in the order observed (celulares.ts applySessionStatus); receipts,
+ * for the reporting instance's line only, move messages to `entregado`,
  * `leido` or `error` (a receipt that beats the send's own record is parked
  * by the store), inbound messages become an inbox row (§10) and
  * `messages.received`, once per gateway key. Events are handled one at a time, in the order the gateway
@@ -17,16 +20,25 @@ import type { GatewayEvent } from './ports.js';
  */
 export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): { idle(): Promise<void> } {
   let chain: Promise<void> = Promise.resolve();
-  const handle = async (e: GatewayEvent): Promise<void> => {
+  const handle = async (raw: GatewayEvent): Promise<void> => {
+    // Third parties' text follows the exact-text rule for gateway text (core/exact-text.ts): kept, never stored ill-formed.
+    const e = replaceIllFormed(raw);
+    const celular = await core.store.getCelularByInstancia(e.instancia);
+    if (!celular) return; // an instance whose line was deleted
     if (e.type === 'receipt') {
-      const r = await core.store.receipt(e.gatewayMsgId, e.estado, e.at, e.error);
+      // Bound to the instance whose secret authenticated the call: it changes only that line's messages.
+      const r = await core.store.receipt(celular.id, e.gatewayMsgId, e.estado, e.at, e.error);
       if (r && r !== 'parked') publishMessageStatus(core, r.after, r.before.estado);
       return;
     }
-    const celular = await core.store.getCelularByInstancia(e.instancia);
-    if (!celular) return; // an instance whose line was deleted
     if (e.type === 'session') {
-      await applySessionStatus(core, celular.id, e.status);
+      // The gateway posts a line's statuses without waiting (connecting, then open), and they may
+      // reach different nodes in any order: the event says something changed, the gateway's
+      // answer now says what is true, and the later observation wins (applySessionStatus).
+      const at = core.clock.now();
+      // Asked without acting on the session: a repair's own events must not start another repair.
+      const now = await core.gateway.status(e.instancia, { act: false }).catch(() => null);
+      await applySessionStatus(core, celular.id, now === null ? e.status : reconcileStatus(e.status, now), at);
       return;
     }
     const data = {
@@ -55,4 +67,24 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
     return done;
   });
   return { idle: () => chain };
+}
+
+/** Statuses that mean the same for the line: the event's is the more precise (a QR showing, a logout's reason). */
+const SAME_STATE: Record<SessionStatus, string> = {
+  connected: 'linked',
+  connecting: 'starting',
+  need_scan: 'starting',
+  disconnected: 'down',
+  logged_out: 'down',
+  unknown: 'unknown',
+};
+
+/**
+ * The status to record for a session event, given what the gateway answers
+ * when asked right after: the event's own when both say the same state (it
+ * knows why: a QR, a logout), the answer's when the event is overtaken.
+ */
+export function reconcileStatus(event: SessionStatus, now: SessionStatus): SessionStatus {
+  if (now === 'unknown' || SAME_STATE[event] === SAME_STATE[now]) return event;
+  return now;
 }

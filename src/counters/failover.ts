@@ -15,8 +15,8 @@ export interface FailoverOptions {
 }
 
 /**
- * Redis counters that fail open to this node's memory (docs/decisions.md,
- * "Redis counters"). The first failed command (refused, dropped, or slower
+ * Redis counters that fail open to this node's memory (docs/decisions.md
+ * D-42). The first failed command (refused, dropped, or slower
  * than the command timeout) switches every call to memory at once and logs one
  * warning; a ping in the background switches back when Redis answers, and
  * logs that too. A send never waits on a dead Redis for more than one command

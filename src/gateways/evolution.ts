@@ -170,7 +170,7 @@ export class EvolutionGateway implements Gateway {
     }
   }
 
-  async status(instancia: string): Promise<SessionStatus> {
+  async status(instancia: string, opts: { act?: boolean } = {}): Promise<SessionStatus> {
     const r = await this.http.call('GET', `/instance/connectionState/${seg(instancia)}`);
     if (r.status === 404) return 'logged_out';
     if (!ok(r)) throw this.fail(r, instancia);
@@ -179,18 +179,19 @@ export class EvolutionGateway implements Gateway {
     // Evolution reconnects by itself from every close but the terminal ones (logout, forbidden).
     if (state === 'close') return 'logged_out';
     if (state !== 'open') return 'disconnected';
-    return this.verifyOpen(instancia);
+    return this.verifyOpen(instancia, opts.act !== false);
   }
 
   /**
    * `open` is not proof of life (issues #1398, #2403): a presence update needs
    * the live socket. `unavailable` is the idle presence, so the probe changes nothing.
    */
-  private async verifyOpen(instancia: string): Promise<SessionStatus> {
+  private async verifyOpen(instancia: string, act: boolean): Promise<SessionStatus> {
     const p = await this.http.call('POST', `/instance/setPresence/${seg(instancia)}`, { json: { presence: 'unavailable' } });
     if (ok(p)) return 'connected';
     if (p.status === 404) return 'logged_out';
     if (!CONNECTION_TROUBLE.test(evolutionMessage(p.body))) throw this.fail(p, instancia);
+    if (!act) return 'connecting';
     const restart = this.http.call('POST', `/instance/restart/${seg(instancia)}`).catch(() => undefined);
     this.restarts.add(restart);
     void restart.finally(() => this.restarts.delete(restart));

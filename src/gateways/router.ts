@@ -97,8 +97,8 @@ export class GatewayRouter implements Gateway {
     return (await this.of(instancia)).pairingCode(instancia, numero);
   }
 
-  async status(instancia: string): Promise<SessionStatus> {
-    return (await this.of(instancia)).status(instancia);
+  async status(instancia: string, opts?: { act?: boolean }): Promise<SessionStatus> {
+    return (await this.of(instancia)).status(instancia, opts);
   }
 
   async logout(instancia: string): Promise<void> {

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Core } from '../core/context.js';
 import { AppError, errorBody } from '../core/errors.js';
 import { EXIT_TABLE } from '../cli/exit-codes.js';
@@ -22,6 +22,7 @@ import type { NodePresence } from '../core/node-presence.js';
 import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
 import { sharedSchemas } from './schemas/common.js';
+import { safeIntegers } from './schemas/safe-integers.js';
 import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
 import { SERVE_DEFAULTS, type RequestLimits } from './config.js';
@@ -34,6 +35,8 @@ export interface AppOptions {
   core: Core;
   /** Fastify logger options; false in tests that do not look at logs. */
   logger?: FastifyServerOptions['logger'];
+  /** A logger made before the app (`serve` logs from its first part on): instead of `logger`. */
+  loggerInstance?: FastifyBaseLogger;
   /** `serve --trust-proxy`: hops or proxy addresses (config-knobs.ts); false: the socket's address. */
   trustProxy?: TrustProxy;
   /** The temp-file store and the queue worker's wake-up; sends need them. */
@@ -98,7 +101,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { core } = opts;
   const limits = opts.limits ?? SERVE_DEFAULTS.limits;
   const app = Fastify({
-    logger: opts.logger ?? false,
+    ...(opts.loggerInstance ? { loggerInstance: opts.loggerInstance } : { logger: opts.logger ?? false }),
     trustProxy: fastifyTrustProxy(opts.trustProxy),
     // X-Request-Id when sane, else a new id (request-log.ts); one log line per request.
     genReqId: requestIdOf,
@@ -136,7 +139,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const e = toAppError(err);
       void unroutedReply(req, reply).code(e.status).send(errorBody(e));
     },
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true } },
+    ajv: {
+      customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true },
+      // A coerced "Infinity" or "1e999" never passes an integer field (schemas/safe-integers.ts).
+      plugins: [safeIntegers],
+    },
   });
   app.removeContentTypeParser('text/plain');
   installRequestIds(app);

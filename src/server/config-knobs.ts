@@ -9,7 +9,7 @@ import { LOG_FORMATS } from './log-format.js';
  * one configuration object (ServeConfig, config.ts) from flags, environment
  * and these defaults; the server reads every setting from that object and has no
  * defaults of its own. Settings without a flag are timings and sizes tests
- * shrink (docs/decisions.md, "One configuration object for `serve`").
+ * shrink (docs/decisions.md D-04).
  *
  * Kept free of server code, so that `--help` loads nothing of the server.
  */
@@ -232,6 +232,15 @@ export const SERVE_KNOBS = {
     help: 'on SIGTERM/SIGINT, how long /ready answers 503 (draining) while requests are still served, before the listener closes',
     doc: '`0s`: on SIGTERM/SIGINT, how long `/ready` answers 503 (`draining`) while everything still serves, before the listener closes (at most `10m`)',
   }),
+  stopTimeoutMs: knob({
+    kind: 'duration',
+    flag: '--stop-timeout <duration>',
+    env: 'PASARELA_STOP_TIMEOUT',
+    default: 10_000,
+    helpDefault: '10s',
+    help: 'after the drain delay, the longest a graceful stop waits for work in flight before it abandons it and exits',
+    doc: '`10s`: after `--drain-delay`, the longest a graceful stop waits for requests and sends in flight; then it abandons them (they are retried) and exits. Webhook attempts in flight are abandoned at once and stay due (at most `10m`)',
+  }),
   logLevel: knob({
     kind: 'choice',
     flag: '--log-level <level>',
@@ -402,7 +411,7 @@ export const SERVE_KNOBS = {
     default: 'thread',
     choices: ['thread', 'inline'],
     help: 'where the queue worker, its receipts and webhook delivery run: thread (their own, off the request thread; SQLite) or inline (the request thread; always so on PostgreSQL)',
-    doc: '`thread`: the queue worker, the receipts of its sends and webhook delivery run on a thread of their own, off the request thread (SQLite; on PostgreSQL always `inline`); `inline` keeps them on the request thread (docs/decisions.md, "The background thread")',
+    doc: '`thread`: the queue worker, the receipts of its sends and webhook delivery run on a thread of their own, off the request thread (SQLite; on PostgreSQL always `inline`); `inline` keeps them on the request thread (docs/decisions.md D-11)',
   }),
   simQrMs: knob({
     kind: 'int',

@@ -1,4 +1,6 @@
 import type { QueueConfig } from '../core/context.js';
+import type { PresenceTiming } from '../core/node-presence.js';
+import type { DispatcherOptions } from '../webhooks/dispatcher.js';
 import type { LogFormat } from './log-format.js';
 import { knobDefaults, type KnobValues, type TrustProxy } from './config-knobs.js';
 
@@ -11,7 +13,7 @@ import { knobDefaults, type KnobValues, type TrustProxy } from './config-knobs.j
 /** The queue's settings as `serve` takes them: without `leaseMs` the claim is derived from the send timeout. */
 export type QueueSettings = Omit<QueueConfig, 'leaseMs'> & { leaseMs?: number };
 
-/** How requests may arrive (docs/decisions.md, "Request bodies"). */
+/** How requests may arrive (docs/decisions.md D-19). */
 export interface RequestLimits {
   headerTimeoutMs: number;
   /** The body must start within this, then keep at least bodyMinRate bytes/s. */
@@ -53,6 +55,8 @@ export interface ServeConfig {
   countersTimeoutMs: number;
   countersProbeMs: number;
   drainDelayMs: number;
+  /** After the drain delay, how long a graceful stop waits for work in flight before abandoning it. */
+  stopTimeoutMs: number;
   logLevel: string;
   /** `json` (in-process servers) or `pretty`: readable lines (log-format.ts). */
   logFormat?: LogFormat;
@@ -102,6 +106,38 @@ export interface ServeConfig {
 /** A queued message's claim without `--queue-lease`: it must outlive the longest send (a media fetch and the gateway call, each up to the send timeout), and is never under a minute. */
 export const derivedLeaseMs = (sendTimeoutMs: number): number => Math.max(60_000, 2 * sendTimeoutMs + 10_000);
 
+/*
+ * Each module's settings, read from the configuration in one place and
+ * handed whole to the module (and, plain, to the background thread).
+ */
+
+/** The webhook dispatcher's settings (webhooks/dispatcher.ts). */
+export function webhookSettings(c: ServeConfig, userAgent: string): Omit<DispatcherOptions, 'onError'> {
+  return {
+    retryBaseMs: c.webhookRetryMs,
+    timeoutMs: c.webhookTimeoutMs,
+    concurrency: c.webhookConcurrency,
+    clientConcurrency: c.webhookClientConcurrency,
+    pollMs: c.webhookPollMs,
+    heldRetryMs: c.webhookHeldRetryMs,
+    listenerConcurrency: c.webhookListenerConcurrency,
+    listenerRetryMs: c.webhookListenerRetryMs,
+    listenerRecheckMs: c.webhookListenerRecheckMs,
+    revetMs: c.webhookRevetMs,
+    agentIdleMs: c.webhookAgentIdleMs,
+    userAgent,
+  };
+}
+
+/**
+ * The node's presence timing (core/node-presence.ts): a silent node's
+ * streams outlive its longest work, a send's claim (`leaseMs`) or a webhook
+ * attempt (headers, then body, each up to the timeout).
+ */
+export function presenceSettings(c: ServeConfig, leaseMs: number): PresenceTiming {
+  return { sendMs: Math.max(leaseMs, 2 * c.webhookTimeoutMs), beatMs: c.nodeBeatMs, takeoverMarginMs: c.nodeTakeoverMarginMs };
+}
+
 /** The configuration object the table's values make. */
 export function configOf(v: KnobValues, dataDir: string): ServeConfig {
   const [gapMinMs, gapMaxMs] = v.queueGapMs;
@@ -133,6 +169,7 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
     countersTimeoutMs: v.countersTimeoutMs,
     countersProbeMs: v.countersProbeMs,
     drainDelayMs: v.drainDelayMs,
+    stopTimeoutMs: v.stopTimeoutMs,
     logLevel: v.logLevel,
     logFormat: v.logFormat === 'pretty' || v.logFormat === 'json' ? v.logFormat : undefined,
     metricsListen: v.metricsListen ?? undefined,

@@ -4,7 +4,7 @@ import { SERVE_DEFAULTS } from './config.js';
 
 /**
  * The API document as served, and the browsable page over it
- * (docs/decisions.md, "The API document").
+ * (docs/decisions.md D-23).
  *
  * The document is built once from the route schemas (@fastify/swagger). The
  * committed openapi.json names its server with variables (`scheme`, `host`),

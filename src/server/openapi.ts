@@ -11,7 +11,8 @@ import { TempFiles } from '../core/media.js';
 import { NodePresence } from '../core/node-presence.js';
 import { LocalMedia } from '../store/local-media.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
-import { derivedLeaseMs, SERVE_DEFAULTS } from './config.js';
+import { presenceSettings, SERVE_DEFAULTS, webhookSettings } from './config.js';
+import { coreConfigOf, makeCore } from './make-core.js';
 
 /**
  * The OpenAPI document as the running server would serve it, built from the
@@ -21,43 +22,26 @@ import { derivedLeaseMs, SERVE_DEFAULTS } from './config.js';
 export async function openapiDocument(): Promise<Record<string, unknown>> {
   const store = new SqliteStore(':memory:');
   const clock = new ManualClock(0);
-  const core = {
+  const gateway = new SimGateway(store, clock, {
+    qrRotateMs: SERVE_DEFAULTS.simQrMs,
+    deliveryMs: SERVE_DEFAULTS.simDeliveryMs,
+    readMs: SERVE_DEFAULTS.simReadMs,
+  });
+  const defaults = { ...SERVE_DEFAULTS, dataDir: '' };
+  const core = makeCore(coreConfigOf(defaults, { adminToken: '', tz: 'UTC' }), {
     store,
     clock,
     counters: new MemoryCounters(clock),
-    gateway: new SimGateway(store, clock, { qrRotateMs: SERVE_DEFAULTS.simQrMs, deliveryMs: SERVE_DEFAULTS.simDeliveryMs, readMs: SERVE_DEFAULTS.simReadMs }),
+    gateway,
     bus: new EventBus(),
-    config: {
-      adminTokenHash: '',
-      authMaxFailures: 1,
-      authWindowMs: 1,
-      tz: 'UTC',
-      allowPrivateUrls: false,
-      webhookListenLeaseMs: 1,
-      listenHost: '127.0.0.1',
-      trustProxy: false,
-      queue: { ...SERVE_DEFAULTS.queue, leaseMs: derivedLeaseMs(SERVE_DEFAULTS.gatewaySendTimeoutMs) },
-    },
-    random: Math.random,
-  };
+  });
   // Handlers never run here; sends are only described.
   const tmp = new TempFiles(join(tmpdir(), 'pasarela-openapi'));
   const app = await buildApp({
     core,
     send: { tmp, media: new LocalMedia(tmp), queued: () => {}, inFlight: new Set(), keysAccepting: new Map() },
-    webhooks: new WebhookDispatcher(core, new NodePresence(store, clock, { sendMs: 1, beatMs: 1, takeoverMarginMs: 1, onError: () => {} }), {
-      retryBaseMs: 1,
-      timeoutMs: 1,
-      concurrency: 1,
-      clientConcurrency: 1,
-      pollMs: 1,
-      heldRetryMs: 1,
-      listenerConcurrency: 1,
-      listenerRetryMs: 1,
-      listenerRecheckMs: 1,
-      revetMs: 1,
-      agentIdleMs: 1,
-      userAgent: '',
+    webhooks: new WebhookDispatcher(core, new NodePresence(store, clock, { ...presenceSettings(defaults, core.config.queue.leaseMs), onError: () => {} }), {
+      ...webhookSettings(defaults, ''),
       onError: () => {},
     }),
   });

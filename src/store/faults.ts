@@ -8,8 +8,8 @@ import type { StoreWriteHealth } from '../core/ports.js';
  * bug of the request that met it: it is answered 507 with a reason naming the
  * store, and remembered until a probe write of some size succeeds (a small
  * write can still fit in a page that has room while new pages cannot be had),
- * so `/health` can say so (see docs/decisions.md, "A store that cannot be
- * written"). One table for every adapter: SQLite's result codes and
+ * so `/health` can say so (see docs/decisions.md
+ * D-34). One table for every adapter: SQLite's result codes and
  * PostgreSQL's SQLSTATEs (and the socket errors of a server out of reach)
  * never share a prefix.
  */

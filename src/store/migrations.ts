@@ -460,4 +460,28 @@ export const MIGRATIONS: Migration[] = [
       END;
     `,
   },
+  {
+    version: 16,
+    name: 'receipts bound to their line',
+    sql: `
+      -- A parked receipt belongs to the line whose instance reported it: markSent applies it only to
+      -- that line's message, and each line may park a bounded number (core/ledger.ts PARKED_PER_LINE).
+      -- Rows parked before this version have none and apply as before.
+      ALTER TABLE acuses_pendientes ADD COLUMN celular_id INTEGER;
+      CREATE INDEX acuses_pendientes_celular ON acuses_pendientes(celular_id, at);
+    `,
+  },
+  {
+    version: 17,
+    name: 'webhook delivery claims',
+    sql: `
+      -- A delivery being attempted is claimed (reclamo: who, reclamo_hasta: until when), in the one
+      -- statement that picks it, and the claim is cleared with the attempt's outcome: a due delivery is
+      -- attempted once per due time whoever reads it; one a dead node claimed is due again at reclamo_hasta.
+      ALTER TABLE webhook_entregas ADD COLUMN reclamo TEXT;
+      ALTER TABLE webhook_entregas ADD COLUMN reclamo_hasta INTEGER;
+      -- The claims in force, for the next time a claimed delivery may be taken again.
+      CREATE INDEX webhook_entregas_reclamo ON webhook_entregas(cliente_id, reclamo_hasta) WHERE reclamo_hasta IS NOT NULL;
+    `,
+  },
 ];

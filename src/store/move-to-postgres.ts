@@ -1,9 +1,22 @@
 import { locateSqlite, queuedMedia, runningServe, SourceError, takeSnapshot, type QueuedMedia } from './sqlite-snapshot.js';
 import { Db, LOCK, type Queryable } from './pg/pg-db.js';
 import { checkCopy, type LedgerGap, type Sums, type TableCount } from './pg/pg-import-check.js';
-import { advanceSequences, COPIED, DERIVED, emptyAll, importQueuedMedia, loadAll, occupied, recount, unknownTables, type Recount } from './pg/pg-import.js';
+import {
+  advanceSequences,
+  AlteredValue,
+  COPIED,
+  DERIVED,
+  emptyAll,
+  importQueuedMedia,
+  loadAll,
+  occupied,
+  recount,
+  unknownTables,
+  type Recount,
+} from './pg/pg-import.js';
 import { migrate, PG_MIGRATIONS } from './pg/pg-migrations.js';
 import { nodes } from './pg/pg-leases.js';
+import { nonIntegerValues } from './sqlite-integers.js';
 
 /**
  * `pasarela migrate --from sqlite:PATH --to postgres://...`: an SQLite
@@ -94,13 +107,22 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
           `${source.file} has tables this pasarela does not know (${unknown.join(', ')}): migrate with the pasarela that wrote it`,
           'source',
         );
+      const notIntegers = nonIntegerValues(snap.db, COPIED);
+      if (notIntegers.length > 0)
+        throw new MoveRefused(
+          `${source.file} holds values that are not integers where PostgreSQL needs one: ${notIntegers.join('; ')}. Write each again with the pasarela that serves it (pasarela admin client edit ID --max-celulares N for a cap), then migrate`,
+          'source',
+        );
       const { recounted, check, media } = await db.tx(async (c) => {
         // A serve starting meanwhile waits at its migrations (the same lock) until the copy commits or is rolled back.
         await c.query('SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))', [LOCK.migrations]);
         await refuseServed(c, db.name);
         if (o.replace) await emptyAll(c);
         else await refuseOccupied(db, () => occupied(c));
-        await loadAll(c, snap.db, (table, rows, ms) => say(`${table}: ${rows} rows (${(ms / 1000).toFixed(1)} s)`));
+        await loadAll(c, snap.db, (table, rows, ms) => say(`${table}: ${rows} rows (${(ms / 1000).toFixed(1)} s)`)).catch((err: unknown) => {
+          if (err instanceof AlteredValue) throw new MoveRefused(`a value would change in the copy, nothing was committed: ${err.message}`, 'mismatch');
+          throw err;
+        });
         const media = await importQueuedMedia(c, Date.now());
         const recounted = await recount(c);
         await advanceSequences(c, snap.db);

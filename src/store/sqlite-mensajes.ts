@@ -3,7 +3,7 @@ import { immediate, stmt } from './statements.js';
 import { wantsEvents } from './sqlite-webhooks.js';
 import { messageStatusData } from '../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
-import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../core/ledger.js';
+import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../core/ledger.js';
 import type {
   AcceptedMensaje,
   AcceptOptions,
@@ -157,12 +157,16 @@ export function markSent(db: DB, msgId: string, gid: string, now: number): Mensa
 
 /** Receipts parked for this send before it was recorded, applied in order now. */
 function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
-  const parked = stmt(db, 'DELETE FROM acuses_pendientes WHERE gateway_msg_id = ? RETURNING estado, error').all(row.gateway_msg_id) as Array<{
+  // Those its own line reported (or parked before receipts named their line).
+  const parked = stmt(db, 'DELETE FROM acuses_pendientes WHERE gateway_msg_id = ? AND (celular_id = ? OR celular_id IS NULL) RETURNING estado, error').all(
+    row.gateway_msg_id,
+    row.celular_id,
+  ) as Array<{
     estado: ReceiptEstado;
     error: string | null;
   }>;
   if (parked.length === 0) return row;
-  for (const p of parkedOrder(parked)) receipt(db, row.gateway_msg_id!, p.estado, now, p.error ?? undefined);
+  for (const p of parkedOrder(parked)) receipt(db, row.celular_id, row.gateway_msg_id!, p.estado, now, p.error ?? undefined);
   return get(db, row.msg_id)!;
 }
 
@@ -200,12 +204,21 @@ function refundGlobal(db: DB, m: MensajeRow, now: number): void {
  * it in `error` (refunded) when the network reports a failure after accepting
  * it. A receipt for a gateway id not recorded yet is parked for markSent.
  */
-export function receipt(db: DB, gid: string, estado: ReceiptEstado, now: number, error?: string): ReceiptOutcome {
+export function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): ReceiptOutcome {
   return immediate(db, (): ReceiptOutcome => {
-    const before = getMensajeByGatewayId(db, gid);
+    // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
+    const before = stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ? AND celular_id = ? LIMIT 1').get(gid, celularId) as MensajeRow | undefined;
     if (!before) {
       stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(now - PARKED_TTL_MS);
-      stmt(db, 'INSERT OR REPLACE INTO acuses_pendientes (gateway_msg_id, estado, error, at) VALUES (?, ?, ?, ?)').run(gid, estado, error ?? null, now);
+      const held = stmt(db, 'SELECT COUNT(*) AS n FROM acuses_pendientes WHERE celular_id = ?').get(celularId) as { n: number };
+      if (held.n >= PARKED_PER_LINE) return null;
+      stmt(db, 'INSERT OR REPLACE INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES (?, ?, ?, ?, ?)').run(
+        gid,
+        estado,
+        error ?? null,
+        now,
+        celularId,
+      );
       return 'parked';
     }
     const step = receiptStep(before.estado, estado);

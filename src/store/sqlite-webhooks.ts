@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { EntregaRow, EscuchaRow, EventRoute, IntentoRow, JournalEvent, ListenerCopy, WebhookConfig } from '../core/ports.js';
+import type { EntregaClaim, EntregaRow, EscuchaRow, EventRoute, IntentoRow, JournalEvent, ListenerCopy, WebhookConfig } from '../core/ports.js';
 import { immediate, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../core/webhook-undo.js';
 
@@ -95,21 +95,61 @@ export function enqueueEntrega(db: DB, e: { id: string; cliente_id: number; even
   ).run(e.id, e.cliente_id, e.evento, e.body, now, now);
 }
 
+/** What a delivery row is to its readers: the claim columns are the dispatcher's business only. */
+const ENTREGA_COLS = 'id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at, entregado_at, ultimo_error';
+
 /** A client's due deliveries, in the order they fell due (the index's order: no sort). */
 export function dueEntregas(db: DB, clienteId: number, now: number, limit: number): EntregaRow[] {
   return stmt(
     db,
-    `SELECT * FROM webhook_entregas WHERE cliente_id = ? AND estado = 'pendiente' AND proximo_intento_at <= ?
+    `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = ? AND estado = 'pendiente' AND proximo_intento_at <= ?
      ORDER BY proximo_intento_at, rowid LIMIT ?`,
   ).all(clienteId, now, limit) as EntregaRow[];
 }
 
-/** When a client's next pending delivery falls due after `after`, or null. */
+/**
+ * Claims up to `limit` of a client's due deliveries that nobody holds (or
+ * whose claim ran out: its holder died), oldest due first, in one statement:
+ * what it returns no other claim returns until the claim is cleared or ends.
+ */
+export function claimEntregas(db: DB, clienteId: number, now: number, limit: number, claim: EntregaClaim): EntregaRow[] {
+  const rows = stmt(
+    db,
+    `UPDATE webhook_entregas SET reclamo = @id, reclamo_hasta = @until WHERE rowid IN (
+       SELECT rowid FROM webhook_entregas WHERE cliente_id = @cliente AND estado = 'pendiente' AND proximo_intento_at <= @now
+         AND (reclamo_hasta IS NULL OR reclamo_hasta <= @now) AND (@first = 0 OR intentos = 0)
+       ORDER BY proximo_intento_at, rowid LIMIT @limit)
+     RETURNING rowid AS _r, ${ENTREGA_COLS}`,
+  ).all({ id: claim.id, until: claim.until, cliente: clienteId, now, first: claim.firstOnly ? 1 : 0, limit }) as Array<EntregaRow & { _r: number }>;
+  // RETURNING's order is not the subquery's.
+  rows.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a._r - b._r);
+  return rows.map(({ _r, ...e }) => e);
+}
+
+/** Gives back claimed deliveries that were not attempted: due again at their own time, for anyone. */
+export function releaseEntregas(db: DB, ids: string[], claimId: string): number {
+  const release = stmt(db, 'UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE id = ? AND reclamo = ?');
+  return immediate(db, () => ids.reduce((n, id) => n + release.run(id, claimId).changes, 0));
+}
+
+/** Every claim (a start of the only process that serves this file, or its background thread's death): none is in force. */
+export function releaseAllEntregaClaims(db: DB): number {
+  return stmt(db, 'UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE reclamo_hasta IS NOT NULL').run().changes;
+}
+
+/**
+ * When a client's next pending delivery may be claimed after `after`: the
+ * next due time, or the end of a claim in force (a holder that dies leaves
+ * its delivery due at that end); null when neither.
+ */
 export function nextEntregaAt(db: DB, clienteId: number, after: number): number | null {
-  const r = stmt(db, "SELECT MIN(proximo_intento_at) AS t FROM webhook_entregas WHERE cliente_id = ? AND estado = 'pendiente' AND proximo_intento_at > ?").get(
-    clienteId,
-    after,
-  ) as { t: number | null };
+  const r = stmt(
+    db,
+    `SELECT MIN(t) AS t FROM (
+       SELECT MIN(proximo_intento_at) AS t FROM webhook_entregas WHERE cliente_id = @c AND estado = 'pendiente' AND proximo_intento_at > @after
+       UNION ALL
+       SELECT MIN(reclamo_hasta) FROM webhook_entregas WHERE cliente_id = @c AND reclamo_hasta > @after)`,
+  ).get({ c: clienteId, after }) as { t: number | null };
   return r.t;
 }
 
@@ -129,20 +169,27 @@ export function outboxDepth(db: DB, now: number): { pending: number; due: number
   };
 }
 
+/**
+ * Records an attempt and the delivery's new state, clearing its claim, if
+ * the claim is still `claimId`'s; false (nothing written) when it is not:
+ * it ran out and another holder has the delivery now, and records its own.
+ */
 export function recordAttempt(
   db: DB,
   id: string,
+  claimId: string,
   a: { status: number | null; duracion_ms: number; error: string | null },
   o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
   now: number,
-): void {
-  immediate(db, () => {
+): boolean {
+  return immediate(db, () => {
     const e = stmt(
       db,
       `UPDATE webhook_entregas SET intentos = intentos + 1, estado = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
-         entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ? WHERE id = ? RETURNING intentos`,
-    ).get(o.estado, o.proximo_intento_at ?? null, o.estado, now, a.error, id) as { intentos: number } | undefined;
-    if (!e) return;
+         entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ?, reclamo = NULL, reclamo_hasta = NULL
+       WHERE id = ? AND reclamo = ? RETURNING intentos`,
+    ).get(o.estado, o.proximo_intento_at ?? null, o.estado, now, a.error, id, claimId) as { intentos: number } | undefined;
+    if (!e) return false;
     stmt(db, 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (?, ?, ?, ?, ?, ?)').run(
       id,
       e.intentos,
@@ -151,11 +198,12 @@ export function recordAttempt(
       a.duracion_ms,
       a.error,
     );
+    return true;
   });
 }
 
 export function listEntregas(db: DB, clienteId: number, limit: number): Array<EntregaRow & { intentos_detalle: IntentoRow[] }> {
-  const rows = stmt(db, 'SELECT * FROM webhook_entregas WHERE cliente_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?').all(
+  const rows = stmt(db, `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`).all(
     clienteId,
     limit,
   ) as EntregaRow[];

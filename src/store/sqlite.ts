@@ -11,6 +11,7 @@ import type {
   AuditRecord,
   BalanceChange,
   BalanceResult,
+  CelularExpect,
   CelularPatch,
   CelularRow,
   ClientePatch,
@@ -18,6 +19,8 @@ import type {
   InsertCelularResult,
   MessageStats,
   NewCelular,
+  NewCelularDone,
+  NewClienteDone,
   NewCliente,
   Store,
   AcceptResult,
@@ -33,6 +36,7 @@ import type {
   NodeInfo,
   NodeRow,
   ClaimResult,
+  EntregaClaim,
   EntregaRow,
   EscuchaRow,
   EventRoute,
@@ -135,13 +139,25 @@ export class SqliteStore implements Store {
     return r.v ?? 0;
   }
 
-  async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
-    const info = stmt(
-      this.db,
-      `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
-         VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
-    ).run({ ...input, now });
-    return (await this.getCliente(Number(info.lastInsertRowid)))!;
+  async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
+    return immediate(this.db, () => {
+      const saldo = done?.saldo;
+      const info = stmt(
+        this.db,
+        `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+           VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
+      ).run({ ...input, saldo_global: input.saldo_global + (saldo?.monto ?? 0), now });
+      const id = Number(info.lastInsertRowid);
+      if (saldo) {
+        stmt(
+          this.db,
+          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, NULL, ?, ?, ?, ?)`,
+        ).run(now, id, saldo.monto, input.saldo_global + saldo.monto, saldo.motivo, saldo.actor);
+      }
+      const cliente = stmt(this.db, 'SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow;
+      if (done) this.insertAudit(done.audit(cliente), now);
+      return cliente;
+    });
   }
 
   async getCliente(id: number): Promise<ClienteRow | null> {
@@ -160,7 +176,7 @@ export class SqliteStore implements Store {
     return this.getCliente(id);
   }
 
-  async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
+  async insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult> {
     return immediate(this.db, (): InsertCelularResult => {
       const cliente = stmt(this.db, 'SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as { max_celulares: number | null } | undefined;
       if (!cliente) return { ok: false, reason: 'cliente' };
@@ -177,7 +193,12 @@ export class SqliteStore implements Store {
            VALUES (@cliente_id, @numero, @nombre_interno, @estado, 0, @max_envios_por_minuto, @max_envios_por_hora,
              @max_envios_por_dia, @hora_inicio_permitido, @hora_fin_permitido, @key_hash, @gateway_token_hash, @now, @now)`,
       ).run({ ...input, now });
-      const celular = stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(info.lastInsertRowid) as CelularRow;
+      const id = Number(info.lastInsertRowid);
+      if (done) {
+        stmt(this.db, 'UPDATE celulares SET gateway_instancia = ? WHERE id = ?').run(done.instancia(id), id);
+        this.insertAudit(done.audit(stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow), now);
+      }
+      const celular = stmt(this.db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow;
       return { ok: true, celular };
     });
   }
@@ -231,6 +252,22 @@ export class SqliteStore implements Store {
     if (event) await grouped(this.db, write);
     else write();
     return this.getCelular(id);
+  }
+
+  async updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+    const cols = onlyColumns(patch, CELULAR_COLUMNS);
+    const applied = await grouped(this.db, () => {
+      const sets = Object.keys(cols).length > 0 ? `${setClause(cols)}, ` : '';
+      const info = stmt(
+        this.db,
+        `UPDATE celulares SET ${sets}updated_at = @now
+         WHERE id = @id AND estado = @x_estado AND last_status IS @x_status AND last_status_check IS @x_check`,
+      ).run({ ...cols, now, id, x_estado: expect.estado, x_status: expect.last_status, x_check: expect.last_status_check });
+      if (info.changes === 0) return false;
+      if (event) msgs.journal(this.db, event);
+      return true;
+    });
+    return applied ? this.getCelular(id) : null;
   }
 
   async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
@@ -382,8 +419,8 @@ export class SqliteStore implements Store {
     return grouped(this.db, () => msgs.failMensaje(this.db, msgId, error, now));
   }
 
-  async receipt(gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
-    return grouped(this.db, () => msgs.receipt(this.db, gid, estado, now, error));
+  async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+    return grouped(this.db, () => msgs.receipt(this.db, celularId, gid, estado, now, error));
   }
 
   async journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
@@ -411,6 +448,8 @@ export class SqliteStore implements Store {
   }
 
   async releaseLeases(): Promise<number> {
+    // The webhook deliveries' claims too: nothing else serves this file.
+    hooks.releaseAllEntregaClaims(this.db);
     return msgs.releaseLeases(this.db);
   }
 
@@ -466,6 +505,14 @@ export class SqliteStore implements Store {
     return hooks.dueEntregas(this.db, clienteId, now, limit);
   }
 
+  async claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
+    return grouped(this.db, () => hooks.claimEntregas(this.db, clienteId, now, limit, claim));
+  }
+
+  async releaseEntregas(ids: string[], claimId: string): Promise<number> {
+    return grouped(this.db, () => hooks.releaseEntregas(this.db, ids, claimId));
+  }
+
   async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
     return hooks.nextEntregaAt(this.db, clienteId, after);
   }
@@ -480,11 +527,12 @@ export class SqliteStore implements Store {
 
   async recordAttempt(
     id: string,
+    claimId: string,
     attempt: { status: number | null; duracion_ms: number; error: string | null },
     outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
     now: number,
-  ): Promise<void> {
-    return grouped(this.db, () => hooks.recordAttempt(this.db, id, attempt, outcome, now));
+  ): Promise<boolean> {
+    return grouped(this.db, () => hooks.recordAttempt(this.db, id, claimId, attempt, outcome, now));
   }
 
   async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {

@@ -6,11 +6,15 @@ import type { EntregaRow } from '../core/ports.js';
  * client has nothing due.
  */
 export class ClientQueue {
-  /** Due deliveries read and not started yet, in the order they fell due. */
+  /** Due deliveries claimed (all under `claim`) and not started yet, in the order they fell due; given back at the end of each look. */
   ready: EntregaRow[] = [];
-  /** Ids sent and not yet recorded: never read into `ready` again meanwhile. */
+  /** The claim `ready` was taken under (store.claimEntregas). */
+  claim = '';
+  /** Ids sent and not yet recorded. */
   readonly inFlight = new Set<string>();
-  /** From the last read: when the next delivery not in `ready` or in flight falls due (Infinity: none). */
+  /** The last claim took first attempts only (the retries' slots were full): due retries may wait unclaimed for a slot. */
+  retriesWait = false;
+  /** From the last claim: when the next delivery it did not take may be claimed (Infinity: none). */
   readAt = 0;
   /** The earliest due time of what changed the outbox since that read (a move, a test event, a redelivery, a retry). */
   hintAt = Infinity;
@@ -37,7 +41,7 @@ export class ClientQueue {
   }
 
   get idle(): boolean {
-    return this.ready.length === 0 && this.inFlight.size === 0 && this.unreadAt === Infinity;
+    return this.ready.length === 0 && this.inFlight.size === 0 && this.unreadAt === Infinity && !this.retriesWait;
   }
 
   settled(ok: boolean, max: number): void {

@@ -9,6 +9,7 @@ import { stream } from '../core/leases.js';
 import type { NodePresence } from '../core/node-presence.js';
 import { ReceiverAgents } from './agents.js';
 import { ClientQueue } from './client-queue.js';
+import { AttemptDeadline } from './deadline.js';
 import { subscribed, vetWebhookHost } from './config.js';
 import { ListenerCopies } from './listener-copies.js';
 import { vetListenerHost } from './listeners.js';
@@ -55,8 +56,18 @@ export interface WebhookControl {
   forgetListener(id: string): void;
 }
 
-/** Due deliveries read per client at a time. */
-const READ = 100;
+/**
+ * How long a claim outlives its attempt's deadline before the delivery is
+ * due again for anyone: what a node that died mid-attempt delays it by, and
+ * the room a live one has to record its outcome (a slow store write).
+ */
+export const CLAIM_MARGIN_MS = 30_000;
+/**
+ * How often every client with pending deliveries is looked up again: a
+ * node that stopped (giving back what it had in hand) or died leaves due
+ * deliveries that no event of their client may hint to this one.
+ */
+const RESCAN_MS = 10_000;
 /** Journaled events moved to the outbox per transaction. */
 const MOVE = 500;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
@@ -84,9 +95,16 @@ export const LISTENER_TIMEOUT_MS = 5000;
  * retries, take at most half the slots each; clients with nothing in flight
  * are served first.
  *
- * Several nodes: each client's outbox is a stream lease (core/leases.ts),
- * held by one node while it has that client's deliveries in hand and given
- * back when it has none, so two live nodes never post the same delivery.
+ * Each attempt is made under a claim the store gives in the statement that
+ * picks the delivery (claimEntregas) and clears with its outcome, so a due
+ * delivery is attempted once per due time, whatever reads overlap; only a
+ * node that dies mid-attempt leaves its claim to run out, and the delivery
+ * is then sent again (at least once). A stop abandons the attempts in
+ * flight and gives their claims back: they stay due, for the next start or
+ * another node. Several nodes: each client's outbox is also a stream lease
+ * (core/leases.ts), held by one node while it has that client's deliveries
+ * in hand and given back when it has none, so one node serves a client's
+ * window and fairness at a time.
  *
  * Webhook listeners (listeners.ts) get copies of the events the move hands
  * them, from the node that moved them, outside the outbox (listener-copies.ts).
@@ -104,8 +122,11 @@ export class WebhookDispatcher implements WebhookControl {
   /** The journal may hold events: set by the bus's pokes and every pollMs. */
   private journal = true;
   private journalAt = 0;
-  private loaded = false;
+  private loadedAt = -Infinity;
   private stopping = false;
+  /** Attempts in flight, by delivery id: a stop cuts them. */
+  private readonly attempts = new Map<string, AttemptDeadline>();
+  private claims = 0;
   private unsubscribe: Array<() => void> = [];
   private readonly copies: ListenerCopies;
 
@@ -141,6 +162,8 @@ export class WebhookDispatcher implements WebhookControl {
   async stop(): Promise<void> {
     this.stopping = true;
     for (const u of this.unsubscribe) u();
+    // Abandoned, not waited for (a receiver may trickle its answer up to the timeout): each gives its claim back.
+    for (const d of this.attempts.values()) d.abort('stop');
     await this.runner.stop();
     await this.copies.stop();
     await this.agents.close();
@@ -221,14 +244,14 @@ export class WebhookDispatcher implements WebhookControl {
 
   private async look(): Promise<number> {
     const { store } = this.core;
-    if (!this.loaded) {
-      // After a start (or a crash): every client with pending deliveries.
+    const t = this.core.clock.ticks();
+    if (t - this.loadedAt >= RESCAN_MS) {
+      // After a start (or a crash), and now and then: every client with pending deliveries.
       for (const r of await store.entregaQueues()) this.queue(r.cliente_id).hint(r.next_at);
-      this.loaded = true;
+      this.loadedAt = t;
     }
     this.agents.sweep();
     this.copyAgents.sweep();
-    const t = this.core.clock.ticks();
     if (t - this.journalAt >= this.opts.pollMs) this.journal = true;
     if (this.journal) {
       // Cleared first: a poke during the move sets it again.
@@ -239,10 +262,14 @@ export class WebhookDispatcher implements WebhookControl {
     }
     const now = this.core.clock.now();
     // Rounds of one start per client, those with fewest in flight first: an idle client never waits behind another's extra deliveries.
-    const order = [...this.queues.values()].filter((q) => q.ready.length > 0 || q.unreadAt <= now).sort((a, b) => a.inFlight.size - b.inFlight.size);
-    for (let more = true; more;) {
-      more = false;
-      for (const q of order) if (await this.startOne(q, now)) more = true;
+    const order = [...this.queues.values()].filter((q) => q.unreadAt <= now || this.retrySlotFor(q)).sort((a, b) => a.inFlight.size - b.inFlight.size);
+    try {
+      for (let more = true; more;) {
+        more = false;
+        for (const q of order) if (await this.startOne(q, now)) more = true;
+      }
+    } finally {
+      await this.giveBack(order, now);
     }
     // Wake for the next due time nobody will poke about; completions and new events poke.
     let next = Infinity;
@@ -264,22 +291,22 @@ export class WebhookDispatcher implements WebhookControl {
     if (this.stopping || this.runner.inFlight >= this.opts.concurrency || !this.node.fresh()) return false;
     const extra = q.inFlight.size > 0;
     if (q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) || (extra && this.extra >= this.half)) return false;
-    // Read before a silence of this node: the client's stream may be another's now, so read (and take) again.
-    if (q.lapses !== this.node.lapses) {
-      q.ready = [];
-      q.readAt = 0;
-    }
+    // Claimed before a silence of this node: the client's stream may be another's now, so take it again before the next claim
+    // (what is claimed is this node's to send whoever holds the stream).
+    if (q.lapses !== this.node.lapses) q.readAt = 0;
     if (q.ready.length === 0 && !(await this.read(q, now))) return false;
+    if (this.stopping) return false;
     // Retries (receivers that already failed) may take only half the slots, so dead receivers cannot starve healthy clients.
     const i = this.retrying < this.half ? 0 : q.ready.findIndex((e) => e.intentos === 0);
     if (i < 0) return false;
     const e = q.ready.splice(i, 1)[0]!;
     const retry = e.intentos > 0;
+    const claim = q.claim;
     q.inFlight.add(e.id);
     if (extra) this.extra += 1;
     if (retry) this.retrying += 1;
     this.runner.run(q.clienteId, () =>
-      this.deliver(q, e).finally(() => {
+      this.deliver(q, e, claim).finally(() => {
         q.inFlight.delete(e.id);
         if (extra) this.extra -= 1;
         if (retry) this.retrying -= 1;
@@ -288,11 +315,27 @@ export class WebhookDispatcher implements WebhookControl {
     return true;
   }
 
-  /** Reads the client's next due deliveries into `ready`, under its stream lease; false when none is due (or another node holds it). */
+  /** Due retries wait unclaimed for a retry's slot, and one is free now. */
+  private retrySlotFor(q: ClientQueue): boolean {
+    return q.retriesWait && this.retrying < this.half;
+  }
+
+  /** Claimed deliveries a look did not start (the slots filled): given back, and claimed again at the next look. */
+  private async giveBack(queues: ClientQueue[], now: number): Promise<void> {
+    for (const q of queues) {
+      if (q.ready.length === 0) continue;
+      const ids = q.ready.map((e) => e.id);
+      q.ready = [];
+      q.hint(now);
+      await this.core.store.releaseEntregas(ids, q.claim);
+    }
+  }
+
+  /** Claims the client's next due deliveries into `ready`, under its stream lease; false when none is due (or another node holds it). */
   private async read(q: ClientQueue, now: number): Promise<boolean> {
-    if (q.unreadAt > now) return false;
+    if (q.unreadAt > now && !this.retrySlotFor(q)) return false;
     // Held since a read with no silence of this node in between: still ours (a lapse is what lets another node take it).
-    if (q.leased && q.lapses === this.node.lapses) return this.readDue(q, now);
+    if (q.leased && q.lapses === this.node.lapses) return this.claimDue(q, now);
     const lease = await this.node.takeOne(stream.webhooks(q.clienteId));
     q.leased = lease.taken;
     q.lapses = this.node.lapses;
@@ -302,19 +345,29 @@ export class WebhookDispatcher implements WebhookControl {
       q.hintAt = Infinity;
       return false;
     }
-    return this.readDue(q, now);
+    return this.claimDue(q, now);
   }
 
-  /** The read itself, the lease held. */
-  private async readDue(q: ClientQueue, now: number): Promise<boolean> {
-    // Cleared before the read: whatever changes the outbox meanwhile hints again.
+  /**
+   * The claim itself, the lease held: as many due deliveries as the client
+   * may start now (so few wait in `ready`), first attempts only while the
+   * retries' slots are full.
+   */
+  private async claimDue(q: ClientQueue, now: number): Promise<boolean> {
+    // Cleared before the claim: whatever changes the outbox meanwhile hints again.
     const hinted = q.hintAt;
     q.hintAt = Infinity;
     try {
-      const limit = READ + q.inFlight.size;
-      const rows = await this.core.store.dueEntregas(q.clienteId, now, limit);
-      q.ready = rows.filter((e) => !q.inFlight.has(e.id));
-      q.readAt = rows.length === limit ? now : ((await this.core.store.nextEntregaAt(q.clienteId, now)) ?? Infinity);
+      const room = Math.min(q.window, this.opts.clientConcurrency) - q.inFlight.size;
+      const extras = this.half - this.extra + (q.inFlight.size === 0 ? 1 : 0);
+      const limit = Math.max(1, Math.min(room, this.opts.concurrency - this.runner.inFlight, extras));
+      const firstOnly = this.retrying >= this.half;
+      const claim = { id: `${this.node.info.id}.${++this.claims}`, until: now + this.opts.timeoutMs + CLAIM_MARGIN_MS, firstOnly };
+      q.ready = await this.core.store.claimEntregas(q.clienteId, now, limit, claim);
+      q.claim = claim.id;
+      const full = q.ready.length === limit;
+      q.retriesWait = firstOnly && !full;
+      q.readAt = full ? now : ((await this.core.store.nextEntregaAt(q.clienteId, now)) ?? Infinity);
     } catch (err) {
       q.hint(hinted);
       throw err;
@@ -322,20 +375,33 @@ export class WebhookDispatcher implements WebhookControl {
     return q.ready.length > 0;
   }
 
-  private async deliver(q: ClientQueue, e: EntregaRow): Promise<void> {
+  private async deliver(q: ClientQueue, e: EntregaRow, claim: string): Promise<void> {
+    // First, before anything is awaited: a stop from now on cuts this attempt.
+    const deadline = new AttemptDeadline(this.opts.timeoutMs);
+    this.attempts.set(e.id, deadline);
+    try {
+      await this.attempt(q, e, claim, deadline);
+    } finally {
+      deadline.done();
+      this.attempts.delete(e.id);
+    }
+  }
+
+  private async attempt(q: ClientQueue, e: EntregaRow, claim: string, deadline: AttemptDeadline): Promise<void> {
     const { core } = this;
     const cfg = await core.store.getWebhook(e.cliente_id);
     let status: number | null = null;
     let error: string | null = null;
     let retryAfterMs = 0;
     const t0 = core.clock.ticks();
-    /** Records the attempt; `retryInMs` (from the same instant as the attempt's time) keeps it pending. */
+    /** Records the attempt and clears its claim; `retryInMs` (from the same instant as the attempt's time) keeps it pending. */
     const write = async (estado: 'pendiente' | 'entregado' | 'fallido', retryInMs?: number) => {
       q.settled(estado === 'entregado', this.opts.clientConcurrency);
       const now = core.clock.now();
       const next = retryInMs === undefined ? undefined : now + retryInMs;
       const duracion_ms = Math.round(core.clock.ticks() - t0);
-      await core.store.recordAttempt(e.id, { status, duracion_ms, error }, { estado, proximo_intento_at: next }, now);
+      // False only when the claim ran out (this node was stalled past it) and another holder has the delivery: it records its own.
+      if (!(await core.store.recordAttempt(e.id, claim, { status, duracion_ms, error }, { estado, proximo_intento_at: next }, now))) return;
       if (next !== undefined) q.hint(next);
       core.bus.publish('webhook.attempt', {
         cliente_id: e.cliente_id,
@@ -359,7 +425,7 @@ export class WebhookDispatcher implements WebhookControl {
     try {
       const url = new URL(cfg.url);
       // Vetted again every `revetMs` or when the configuration changes, the connection pinned to what was vetted.
-      const agent: Agent = await this.agents.get(e.cliente_id, url, cfg.updated_at);
+      const agent: Agent = await deadline.race(this.agents.get(e.cliente_id, url, cfg.updated_at));
       const ts = Math.floor(core.clock.now() / 1000);
       const headers: Record<string, string> = {
         'content-type': 'application/json',
@@ -374,8 +440,7 @@ export class WebhookDispatcher implements WebhookControl {
         headers,
         body: e.body,
         dispatcher: agent,
-        headersTimeout: this.opts.timeoutMs,
-        bodyTimeout: this.opts.timeoutMs,
+        signal: deadline.signal,
       }).catch((err: unknown) => {
         this.agents.drop(e.cliente_id, url, agent);
         throw err;
@@ -383,10 +448,16 @@ export class WebhookDispatcher implements WebhookControl {
       status = res.statusCode;
       // A receiver that says when to come back (429, 503) is not retried sooner than that.
       retryAfterMs = Math.min(parseRetryAfter(res.headers['retry-after'], core.clock.now()) ?? 0, RETRY_AFTER_MAX_MS);
-      await res.body.dump();
+      // The whole answer within the deadline: a receiver that trickles it is cut there.
+      await res.body.dump({ limit: 128 * 1024, signal: deadline.signal });
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
-      error = (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' ? `timeout after ${this.opts.timeoutMs / 1000} s` : (err as Error).message;
+      if (deadline.cut === 'stop') {
+        // Abandoned by a stop: not an attempt of the schedule. Due again at once, here after a restart or on another node.
+        await core.store.releaseEntregas([e.id], claim);
+        return;
+      }
+      error = deadline.cut === 'timeout' ? `timeout after ${this.opts.timeoutMs / 1000} s` : (err as Error).message;
     }
     if (error === null) return write('entregado');
     if (status === 410) {

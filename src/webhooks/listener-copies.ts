@@ -2,6 +2,7 @@ import { request } from 'undici';
 import type { Core } from '../core/context.js';
 import type { EscuchaRow, ListenerCopy } from '../core/ports.js';
 import type { ReceiverAgents } from './agents.js';
+import { AttemptDeadline } from './deadline.js';
 import { sign } from './sign.js';
 
 export interface ListenerCopiesOptions {
@@ -56,6 +57,8 @@ export class ListenerCopies {
   private readonly running = new Set<Promise<void>>();
   private inFlight = 0;
   private stopping = false;
+  /** Copies' attempts in flight: a stop cuts them (a copy is not durable: nothing to give back). */
+  private readonly deadlines = new Set<AttemptDeadline>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -92,6 +95,7 @@ export class ListenerCopies {
     this.stopping = true;
     clearTimeout(this.timer);
     this.lanes.clear();
+    for (const d of this.deadlines) d.abort('stop');
     await Promise.allSettled([...this.running]);
     await this.agents.close();
   }
@@ -158,9 +162,12 @@ export class ListenerCopies {
 
   /** One signed POST, as a real delivery is made; true on a 2xx. */
   private async post(e: EscuchaRow, c: Pending): Promise<boolean> {
+    // One deadline for the whole attempt, as a delivery's (deadline.ts).
+    const deadline = new AttemptDeadline(this.opts.timeoutMs);
+    this.deadlines.add(deadline);
     try {
       const url = new URL(e.url);
-      const agent = await this.agents.get(e.cliente_id, url, e.created_at);
+      const agent = await deadline.race(this.agents.get(e.cliente_id, url, e.created_at));
       const ts = Math.floor(this.core.clock.now() / 1000);
       const headers: Record<string, string> = {
         'content-type': 'application/json',
@@ -175,16 +182,18 @@ export class ListenerCopies {
         headers,
         body: c.body,
         dispatcher: agent,
-        headersTimeout: this.opts.timeoutMs,
-        bodyTimeout: this.opts.timeoutMs,
+        signal: deadline.signal,
       }).catch((err: unknown) => {
         this.agents.drop(e.cliente_id, url, agent);
         throw err;
       });
-      await res.body.dump();
+      await res.body.dump({ limit: 128 * 1024, signal: deadline.signal });
       return res.statusCode >= 200 && res.statusCode < 300;
     } catch {
       return false;
+    } finally {
+      deadline.done();
+      this.deadlines.delete(deadline);
     }
   }
 }

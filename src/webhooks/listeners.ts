@@ -11,8 +11,8 @@ import { parseEventos, vetWebhookHost } from './config.js';
 import { generateSecret } from './sign.js';
 
 /**
- * Webhook listeners (`webhook listen`, docs/decisions.md "Webhook
- * listeners"): temporary extra destinations of a client's events, each with
+ * Webhook listeners (`webhook listen`, docs/decisions.md
+ * D-45): temporary extra destinations of a client's events, each with
  * a secret of its own, alive while the listener renews its lease. The
  * client's configuration is never touched. Client key only, like the rest of
  * the webhook API.

@@ -68,8 +68,8 @@ async function seedMensaje(o: {
   if (o.estado === 'error') await store.failMensaje(msg_id, 'rechazado, "sin" WhatsApp', o.at + 1000);
   else if (o.estado !== 'pendiente') {
     await store.markSent(msg_id, gid, o.at + 1000);
-    if (o.estado !== 'enviado') await store.receipt(gid, 'entregado', o.at + 2000);
-    if (o.estado === 'leido') await store.receipt(gid, 'leido', o.at + 3000);
+    if (o.estado !== 'enviado') await store.receipt(o.celular_id, gid, 'entregado', o.at + 2000);
+    if (o.estado === 'leido') await store.receipt(o.celular_id, gid, 'leido', o.at + 3000);
   }
   seeds.push({ msg_id, seq, celular_id: o.celular_id, destinatario: o.destinatario, estado: o.estado, created_at: o.at });
 }

@@ -170,8 +170,8 @@ async function install(): Promise<Installation> {
       continue;
     }
     await s.markSent(msgId, `gw-${i}`, at + 1000);
-    if (estado === 'entregado' || estado === 'leido') await s.receipt(`gw-${i}`, 'entregado', at + 2000);
-    if (estado === 'leido') await s.receipt(`gw-${i}`, 'leido', at + 3000);
+    if (estado === 'entregado' || estado === 'leido') await s.receipt(linea, `gw-${i}`, 'entregado', at + 2000);
+    if (estado === 'leido') await s.receipt(linea, `gw-${i}`, 'leido', at + 3000);
   }
   // A queued image whose base64 bytes wait in the data directory's tmp/.
   const mediaId = newMsgId(now);
@@ -195,7 +195,7 @@ async function install(): Promise<Installation> {
   );
   if (!m.ok) throw new Error(m.reason);
   // A receipt that beat its send, an incoming message seen, the journal half moved to the outbox, some attempts.
-  await s.receipt('gw-not-yet', 'entregado', now);
+  await s.receipt(lineas[0]!, 'gw-not-yet', 'entregado', now);
   await s.journalInbound(
     { evento: 'messages.received', cliente_id: a.id, celular_id: lineas[0]!, data: { de: '5215599999999', texto: 'hola' }, fecha: now },
     'clave-1',
@@ -223,9 +223,12 @@ async function install(): Promise<Installation> {
   });
   let n = 0;
   await s.moveEventsToOutbox(200, (ev) => ({ id: `ent-${++n}`, body: JSON.stringify({ evento: ev.evento, data: ev.data }), entrega: true, copias: [] }), now);
+  // Attempts are recorded under the claim they were made under.
+  await s.claimEntregas(a.id, now, 30, { id: 'fixture', until: now + 60_000 });
   for (let i = 1; i <= 30; i++) {
     await s.recordAttempt(
       `ent-${i}`,
+      'fixture',
       { status: i % 2 ? 500 : 200, duracion_ms: 12, error: i % 2 ? 'HTTP 500' : null },
       i % 2 ? { estado: 'pendiente', proximo_intento_at: now + i * 1000 } : { estado: 'entregado' },
       now + i,
@@ -507,6 +510,39 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     const after = new Database(old, { readonly: true });
     expect(after.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 10 });
     after.close();
+  });
+
+  it('refuses, committing nothing, a text it would alter (bytes in SQLite that are not UTF-8); a real U+FFFD is copied as it is', async () => {
+    const file = join(scratch(), 'texts.db');
+    await new SqliteStore(file).close();
+    const db = new Database(file);
+    const cliente = db.prepare(
+      "INSERT INTO clientes (nombre, email, estado, plan, saldo_global, key_hash, created_at, updated_at) VALUES (?, ?, 'activo', 'medido', 0, 'h', 1, 1)",
+    );
+    cliente.run('a\ufffdb', 'real@x');
+    db.close();
+    const ok = await target();
+    const r = await cli.run(['migrate', '--from', `sqlite:${file}`, '--to', ok.url, '--json']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const pg = await openPg(ok.schema);
+    expect(await pg.db.one("SELECT nombre FROM clientes WHERE email = 'real@x'")).toEqual({ nombre: 'a\ufffdb' });
+    await pg.close();
+
+    // A lone surrogate an older pasarela stored from a gateway's text: SQLite holds its CESU-8 bytes, which read back as three U+FFFD.
+    const bad = new Database(file);
+    const id = bad
+      .prepare(
+        "INSERT INTO clientes (nombre, email, estado, plan, saldo_global, key_hash, created_at, updated_at) VALUES (CAST(X'61EDA08062' AS TEXT), 'cesu@x', 'activo', 'medido', 0, 'h', 1, 1)",
+      )
+      .run().lastInsertRowid;
+    bad.close();
+    const refused = await target();
+    const r2 = await cli.run(['migrate', '--from', `sqlite:${file}`, '--to', refused.url]);
+    expect(r2.exitCode).toBe(1);
+    expect(r2.stderr).toContain(`clientes.nombre of row ${id} is not valid UTF-8 in SQLite (hex 61eda08062…): the copy would change it`);
+    const empty = await openPg(refused.schema);
+    expect(await empty.db.one('SELECT COUNT(*)::int AS n FROM clientes')).toEqual({ n: 0 });
+    await empty.close();
   });
 
   it('refuses, with one line and a non-zero exit, a source that is not there and a PostgreSQL out of reach', async () => {

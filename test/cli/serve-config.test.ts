@@ -33,6 +33,7 @@ const CONTRACT: Array<[flag: string, env: string | undefined, shown: unknown]> =
   ['--counters', 'PASARELA_COUNTERS', 'memory'],
   ['--counters-prefix', 'PASARELA_COUNTERS_PREFIX', 'pasarela:'],
   ['--drain-delay', 'PASARELA_DRAIN_DELAY', 0],
+  ['--stop-timeout', 'PASARELA_STOP_TIMEOUT', 10_000],
   ['--log-level', 'PASARELA_LOG_LEVEL', 'info'],
   ['--metrics-listen', 'PASARELA_METRICS_LISTEN', undefined],
   ['--log-format', 'PASARELA_LOG_FORMAT', undefined],

@@ -85,9 +85,9 @@ for (const adapter of ADAPTERS) {
         if (i % 4 === 3) await ctx.store.failMensaje(id, 'refused', 3000);
         else if (i % 4 !== 0) await ctx.store.markSent(id, `G${i}`, 3000);
       }
-      await ctx.store.receipt('G1', 'entregado', 4000);
-      await ctx.store.receipt('G2', 'leido', 4000);
-      await ctx.store.receipt('G5', 'error', 4000, 'lost');
+      await ctx.store.receipt(a.celular.id, 'G1', 'entregado', 4000);
+      await ctx.store.receipt(a.celular.id, 'G2', 'leido', 4000);
+      await ctx.store.receipt(a.celular.id, 'G5', 'error', 4000, 'lost');
       const filters = [
         {},
         { estado: 'enviado' as const },

@@ -54,7 +54,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     const accepted = batch.filter((_, i) => results[i]!.ok);
     await Promise.all([
       ...accepted.map((m, i) => (i % 3 === 0 ? a.failMensaje(m.msg_id, 'refused', 100) : b.markSent(m.msg_id, `G${i}`, 100))),
-      ...accepted.filter((_, i) => i % 3 === 1).map((_, i) => (i % 2 ? a : b).receipt(`G${3 * i + 1}`, 'error', 101, 'lost')),
+      ...accepted.filter((_, i) => i % 3 === 1).map((_, i) => (i % 2 ? a : b).receipt(l.cel.id, `G${3 * i + 1}`, 'error', 101, 'lost')),
       ...Array.from({ length: 10 }, (_, i) =>
         (i % 2 ? a : b).changeBalance({ cliente_id: l.clienteId, celular_id: i % 4 ? null : l.cel.id, monto: 2, motivo: 'recarga', actor: 'op' }, 102),
       ),
@@ -107,7 +107,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     await Promise.all(
       sends.flatMap((id, i) => {
         const mark = () => a.markSent(id, `G-${i}`, 20);
-        const ack = () => b.receipt(`G-${i}`, 'entregado', 21);
+        const ack = () => b.receipt(l.cel.id, `G-${i}`, 'entregado', 21);
         return i % 2 ? [mark(), ack()] : [ack(), mark()];
       }),
     );

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { PARKED_PER_LINE, PARKED_TTL_MS } from '../../src/core/ledger.js';
 import { ADAPTERS, celular, storeEachTest } from './adapters.js';
 
 /**
@@ -69,8 +70,8 @@ for (const adapter of ADAPTERS) {
       const id = await accept(l, 10);
       await journal(11);
       // The read receipt arrives first, then the delivery one, both before the send is recorded.
-      expect(await ctx.store.receipt('G-early', 'leido', 12)).toBe('parked');
-      expect(await ctx.store.receipt('G-early', 'entregado', 13)).toBe('parked');
+      expect(await ctx.store.receipt(l.celularId, 'G-early', 'leido', 12)).toBe('parked');
+      expect(await ctx.store.receipt(l.celularId, 'G-early', 'entregado', 13)).toBe('parked');
       expect(await ctx.store.getMensaje(id)).toMatchObject({ estado: 'pendiente', gateway_msg_id: null, entregado_at: null, leido_at: null });
       expect(await journal(14)).toEqual([]);
 
@@ -85,8 +86,8 @@ for (const adapter of ADAPTERS) {
       for (const e of evs) expect(e).toMatchObject({ fecha: 20, data: { msg_id: id, gateway_msg_id: 'G-early' } });
 
       // Applied once: the parked rows are gone, and a late repeat never moves the message backwards.
-      expect(await ctx.store.receipt('G-early', 'entregado', 30)).toBeNull();
-      expect(await ctx.store.receipt('G-early', 'leido', 31)).toBeNull();
+      expect(await ctx.store.receipt(l.celularId, 'G-early', 'entregado', 30)).toBeNull();
+      expect(await ctx.store.receipt(l.celularId, 'G-early', 'leido', 31)).toBeNull();
       expect(await journal(32)).toEqual([]);
       // A message sent later under another gateway id gets nothing of them.
       const other = await accept(l, 40);
@@ -99,13 +100,16 @@ for (const adapter of ADAPTERS) {
       const id = await accept(l, 10);
       await ctx.store.markSent(id, 'G1', 11);
       await journal(12);
-      expect(await ctx.store.receipt('G1', 'entregado', 13)).toMatchObject({ before: { estado: 'enviado' }, after: { estado: 'entregado', entregado_at: 13 } });
-      expect(await ctx.store.receipt('G1', 'entregado', 14)).toBeNull();
-      expect(await ctx.store.receipt('G1', 'leido', 15)).toMatchObject({
+      expect(await ctx.store.receipt(l.celularId, 'G1', 'entregado', 13)).toMatchObject({
+        before: { estado: 'enviado' },
+        after: { estado: 'entregado', entregado_at: 13 },
+      });
+      expect(await ctx.store.receipt(l.celularId, 'G1', 'entregado', 14)).toBeNull();
+      expect(await ctx.store.receipt(l.celularId, 'G1', 'leido', 15)).toMatchObject({
         before: { estado: 'entregado' },
         after: { estado: 'leido', leido_at: 15, entregado_at: 13 },
       });
-      expect(await ctx.store.receipt('G1', 'entregado', 16)).toBeNull();
+      expect(await ctx.store.receipt(l.celularId, 'G1', 'entregado', 16)).toBeNull();
       expect((await journal(17)).map((e) => [e.data.estado_anterior, e.data.estado, e.fecha])).toEqual([
         ['enviado', 'entregado', 13],
         ['entregado', 'leido', 15],
@@ -117,11 +121,11 @@ for (const adapter of ADAPTERS) {
       const id = await accept(l, 10);
       await ctx.store.markSent(id, 'G2', 11);
       await journal(12);
-      expect(await ctx.store.receipt('G2', 'leido', 13)).toMatchObject({
+      expect(await ctx.store.receipt(l.celularId, 'G2', 'leido', 13)).toMatchObject({
         before: { estado: 'enviado' },
         after: { estado: 'leido', entregado_at: 13, leido_at: 13 },
       });
-      expect(await ctx.store.receipt('G2', 'entregado', 14)).toBeNull();
+      expect(await ctx.store.receipt(l.celularId, 'G2', 'entregado', 14)).toBeNull();
       expect((await journal(15)).map((e) => [e.data.estado_anterior, e.data.estado, e.fecha])).toEqual([
         ['enviado', 'entregado', 13],
         ['entregado', 'leido', 13],
@@ -135,7 +139,7 @@ for (const adapter of ADAPTERS) {
       await ctx.store.markSent(id, 'G-err', 11);
       await journal(12);
 
-      const r = await ctx.store.receipt('G-err', 'error', 13, 'recipient unreachable');
+      const r = await ctx.store.receipt(l.celularId, 'G-err', 'error', 13, 'recipient unreachable');
       expect(r).toMatchObject({ before: { estado: 'enviado' }, after: { msg_id: id, estado: 'error', error: 'recipient unreachable', cobrado: 0 } });
       expect(await saldo(l.clienteId)).toBe(5);
       expect((await journal(14)).map((e) => [e.evento, e.data.estado_anterior, e.data.estado, e.data.error])).toEqual([
@@ -143,8 +147,8 @@ for (const adapter of ADAPTERS) {
       ]);
 
       // Repeats change nothing: no second refund, and error is final.
-      expect(await ctx.store.receipt('G-err', 'error', 15, 'again')).toBeNull();
-      expect(await ctx.store.receipt('G-err', 'entregado', 16)).toBeNull();
+      expect(await ctx.store.receipt(l.celularId, 'G-err', 'error', 15, 'again')).toBeNull();
+      expect(await ctx.store.receipt(l.celularId, 'G-err', 'entregado', 16)).toBeNull();
       expect(await ctx.store.failMensaje(id, 'again', 17)).toBeNull();
       expect(await saldo(l.clienteId)).toBe(5);
       expect(await journal(18)).toEqual([]);
@@ -152,11 +156,59 @@ for (const adapter of ADAPTERS) {
       expect(await nextMovimiento(l.clienteId)).toBe(l.movimiento + 3);
     });
 
+    /** A second client with its own line (another instance, another secret). */
+    async function otherLine() {
+      const c = await ctx.store.createCliente(
+        { nombre: 'O', email: 'o@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h2' },
+        1,
+      );
+      const cel = await ctx.store.insertCelular(celular(c.id, '525587654321'), 1);
+      if (!cel.ok) throw new Error('insert');
+      return cel.celular.id;
+    }
+
+    it("a receipt reported by another line changes nothing of this line's message: no error, no refund; parked, it never applies here", async () => {
+      const l = await line(5);
+      const otro = await otherLine();
+      const id = await accept(l, 10);
+      await ctx.store.markSent(id, 'G-b', 11);
+      await journal(12);
+      // The other line's instance reports this message failed: it is not that line's, so it is parked for that line.
+      expect(await ctx.store.receipt(otro, 'G-b', 'error', 13, 'forged')).toBe('parked');
+      expect(await ctx.store.getMensaje(id)).toMatchObject({ estado: 'enviado', cobrado: 1, error: null });
+      expect(await saldo(l.clienteId)).toBe(4);
+      expect(await journal(14)).toEqual([]);
+      // Its own line's receipts apply as ever.
+      expect(await ctx.store.receipt(l.celularId, 'G-b', 'entregado', 15)).toMatchObject({ after: { msg_id: id, estado: 'entregado' } });
+
+      // Parked by the other line before this line's send is recorded: markSent applies only this line's own.
+      const p = await accept(l, 20);
+      expect(await ctx.store.receipt(otro, 'G-p2', 'error', 21, 'forged early')).toBe('parked');
+      expect(await ctx.store.receipt(l.celularId, 'G-p2', 'entregado', 22)).toBe('parked');
+      expect(await ctx.store.markSent(p, 'G-p2', 23)).toMatchObject({ estado: 'entregado', error: null, cobrado: 1 });
+      expect(await saldo(l.clienteId)).toBe(3);
+    });
+
+    it('each line parks at most PARKED_PER_LINE receipts for unknown ids: the next are refused, another line still parks', async () => {
+      const l = await line(5);
+      const otro = await otherLine();
+      for (let i = 0; i < PARKED_PER_LINE; i++) expect(await ctx.store.receipt(l.celularId, `U-${i}`, 'entregado', 10)).toBe('parked');
+      expect(await ctx.store.receipt(l.celularId, 'U-over', 'entregado', 11)).toBeNull();
+      // Refused, not parked: a send later recorded under that id gets nothing of it, while those parked first still apply.
+      const id = await accept(l, 12);
+      expect(await ctx.store.markSent(id, 'U-over', 13)).toMatchObject({ estado: 'enviado', entregado_at: null });
+      const first = await accept(l, 14);
+      expect(await ctx.store.markSent(first, 'U-0', 15)).toMatchObject({ estado: 'entregado', entregado_at: 15 });
+      expect(await ctx.store.receipt(otro, 'U-other', 'entregado', 16)).toBe('parked');
+      // Once they expire, the line parks again.
+      expect(await ctx.store.receipt(l.celularId, 'U-later', 'entregado', 16 + PARKED_TTL_MS + 1)).toBe('parked');
+    }, 60_000);
+
     it("an 'error' receipt does nothing to a pendiente message (parked, applied at markSent) nor to a leido one", async () => {
       const l = await line(5);
       // pendiente: the receipt waits; nothing is refunded before the send is recorded.
       const p = await accept(l, 10);
-      expect(await ctx.store.receipt('G-p', 'error', 11, 'failed early')).toBe('parked');
+      expect(await ctx.store.receipt(l.celularId, 'G-p', 'error', 11, 'failed early')).toBe('parked');
       expect(await ctx.store.getMensaje(p)).toMatchObject({ estado: 'pendiente', cobrado: 1, error: null });
       expect(await saldo(l.clienteId)).toBe(4);
       // Once recorded, the parked failure applies, with the refund.
@@ -166,9 +218,9 @@ for (const adapter of ADAPTERS) {
       // leido: the message was read; a late failure report is ignored.
       const r = await accept(l, 20);
       await ctx.store.markSent(r, 'G-r', 21);
-      await ctx.store.receipt('G-r', 'leido', 22);
+      await ctx.store.receipt(l.celularId, 'G-r', 'leido', 22);
       await journal(23);
-      expect(await ctx.store.receipt('G-r', 'error', 24, 'late')).toBeNull();
+      expect(await ctx.store.receipt(l.celularId, 'G-r', 'error', 24, 'late')).toBeNull();
       expect(await ctx.store.getMensaje(r)).toMatchObject({ estado: 'leido', error: null, cobrado: 1 });
       expect(await saldo(l.clienteId)).toBe(4);
       expect(await journal(25)).toEqual([]);

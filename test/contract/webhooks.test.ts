@@ -35,7 +35,7 @@ for (const adapter of ADAPTERS) {
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 5);
       await ctx.store.markSent(m.msg_id, 'G1', 6);
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 7, connected(7));
-      await ctx.store.receipt('G1', 'error', 8, 'x');
+      await ctx.store.receipt(cel.celular.id, 'G1', 'error', 8, 'x');
       expect(await ctx.store.moveEventsToOutbox(10, route, 9)).toEqual({ taken: 3, copies: [] });
       expect(seen).toEqual([
         ['message.status', 'enviado'],
@@ -90,14 +90,17 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual(['e1', 'e2']);
 
       expect(await ctx.store.outboxDepth(120)).toEqual({ pending: 3, due: 2 });
-      await ctx.store.recordAttempt('e1', { status: 500, duracion_ms: 12, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 5000 }, 200);
+      expect((await ctx.store.claimEntregas(c.id, 200, 1, { id: 'k1', until: 300 })).map((e) => e.id)).toEqual(['e1']);
+      await ctx.store.recordAttempt('e1', 'k1', { status: 500, duracion_ms: 12, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 5000 }, 200);
       expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual(['e2']);
       // Metrics: e1 waits for its retry; e2 and o1 are due.
       expect(await ctx.store.outboxDepth(200)).toEqual({ pending: 3, due: 2 });
       expect(await ctx.store.outboxDepth(5000)).toEqual({ pending: 3, due: 3 });
       expect(await ctx.store.nextEntregaAt(c.id, 200)).toBe(5000);
-      await ctx.store.recordAttempt('e2', { status: 200, duracion_ms: 8, error: null }, { estado: 'entregado' }, 210);
-      await ctx.store.recordAttempt('e1', { status: 410, duracion_ms: 9, error: 'HTTP 410' }, { estado: 'fallido' }, 5000);
+      expect((await ctx.store.claimEntregas(c.id, 205, 10, { id: 'k1', until: 300 })).map((e) => e.id)).toEqual(['e2']);
+      await ctx.store.recordAttempt('e2', 'k1', { status: 200, duracion_ms: 8, error: null }, { estado: 'entregado' }, 210);
+      expect((await ctx.store.claimEntregas(c.id, 5000, 10, { id: 'k2', until: 6000 })).map((e) => e.id)).toEqual(['e1']);
+      await ctx.store.recordAttempt('e1', 'k2', { status: 410, duracion_ms: 9, error: 'HTTP 410' }, { estado: 'fallido' }, 5000);
       expect(await ctx.store.dueEntregas(c.id, 10_000, 10)).toEqual([]);
       expect(await ctx.store.outboxDepth(10_000)).toEqual({ pending: 1, due: 1 });
 
@@ -113,6 +116,93 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.redeliver(other.id, 'e1', 6000)).toBe(false);
       expect(await ctx.store.redeliver(c.id, 'e1', 6000)).toBe(true);
       expect((await ctx.store.dueEntregas(c.id, 6000, 10)).map((e) => [e.id, e.estado])).toEqual([['e1', 'pendiente']]);
+    });
+  });
+}
+
+/** Claims: each due delivery is attempted once per due time, whoever claims it, on any number of store handles (nodes). */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: WebhooksStore contract, claims`, () => {
+    const ctx = storeEachTest(adapter);
+    const enqueue = async (clienteId: number, n: number, at: number, prefix = 'e') => {
+      for (let i = 0; i < n; i++)
+        await ctx.store.enqueueEntrega({ id: `${prefix}${i}`, cliente_id: clienteId, evento: 'message.status', body: `{"n":${i}}` }, at + i);
+    };
+    const ids = (rows: Array<{ id: string }>) => rows.map((e) => e.id);
+
+    it('a claim takes due, unclaimed deliveries in order up to its limit; another claim skips them until they are recorded, given back or the claim runs out', async () => {
+      const c = await newClienteOf(ctx.store);
+      await enqueue(c.id, 4, 100);
+      // Due by 102: e0..e2, oldest first, two at most.
+      expect(ids(await ctx.store.claimEntregas(c.id, 102, 2, { id: 'a', until: 1000 }))).toEqual(['e0', 'e1']);
+      expect(ids(await ctx.store.claimEntregas(c.id, 102, 5, { id: 'b', until: 1000 }))).toEqual(['e2']);
+      expect(await ctx.store.claimEntregas(c.id, 102, 5, { id: 'c', until: 1000 })).toEqual([]);
+      // A claim in force is when the delivery may next be taken; e3 falls due at 103.
+      expect(await ctx.store.nextEntregaAt(c.id, 102)).toBe(103);
+      expect(ids(await ctx.store.claimEntregas(c.id, 103, 5, { id: 'c', until: 1000 }))).toEqual(['e3']);
+      expect(await ctx.store.nextEntregaAt(c.id, 103)).toBe(1000);
+      // Only the holder records, and its record clears the claim: a retry is claimable at its time.
+      expect(await ctx.store.recordAttempt('e0', 'b', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 110)).toBe(false);
+      expect(
+        await ctx.store.recordAttempt('e0', 'a', { status: 500, duracion_ms: 1, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 200 }, 110),
+      ).toBe(true);
+      expect(await ctx.store.recordAttempt('e0', 'a', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 111)).toBe(false);
+      expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'd', until: 1000 }))).toEqual(['e0']);
+      // Given back unattempted (only by its holder): due again at once, its attempts untouched.
+      expect(await ctx.store.releaseEntregas(['e1', 'e2'], 'b')).toBe(1);
+      expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'e', until: 1000 }))).toEqual(['e2']);
+      // A claim that ran out (its holder died): anyone takes the delivery, and the old holder's record is refused.
+      expect(ids(await ctx.store.claimEntregas(c.id, 1000, 5, { id: 'f', until: 2000 }))).toEqual(['e1', 'e2', 'e3', 'e0']);
+      expect(await ctx.store.recordAttempt('e1', 'a', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 1001)).toBe(false);
+      expect(await ctx.store.recordAttempt('e1', 'f', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 1001)).toBe(true);
+      const list = await ctx.store.listEntregas(c.id, 10);
+      expect(list.find((e) => e.id === 'e0')).toMatchObject({ estado: 'pendiente', intentos: 1 });
+      expect(list.find((e) => e.id === 'e1')).toMatchObject({ estado: 'entregado', intentos: 1 });
+      expect(list.find((e) => e.id === 'e1')!.intentos_detalle.map((i) => i.status)).toEqual([200]);
+      // What readers see of a delivery has no claim in it.
+      expect(Object.keys(list[0]!).sort()).toEqual(
+        [
+          'body',
+          'cliente_id',
+          'created_at',
+          'entregado_at',
+          'estado',
+          'evento',
+          'id',
+          'intentos',
+          'intentos_detalle',
+          'proximo_intento_at',
+          'ultimo_error',
+        ].sort(),
+      );
+    });
+
+    it('firstOnly claims deliveries never attempted and leaves due retries', async () => {
+      const c = await newClienteOf(ctx.store);
+      await enqueue(c.id, 3, 100);
+      await ctx.store.claimEntregas(c.id, 100, 1, { id: 'a', until: 1000 });
+      await ctx.store.recordAttempt('e0', 'a', { status: 500, duracion_ms: 1, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 101 }, 100);
+      expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'b', until: 1000, firstOnly: true }))).toEqual(['e1', 'e2']);
+      expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'c', until: 1000 }))).toEqual(['e0']);
+    });
+
+    it('claims racing on several handles of one store never take a delivery twice', async () => {
+      const c = await newClienteOf(ctx.store);
+      await enqueue(c.id, 120, 100);
+      const handles = [ctx.store, await ctx.node(), await ctx.node()];
+      const taken: string[] = [];
+      // Twelve claimers, four per handle, each claiming five at a time until nothing is left.
+      await Promise.all(
+        Array.from({ length: 12 }, async (_, k) => {
+          for (let round = 0; ; round++) {
+            const got = await handles[k % 3]!.claimEntregas(c.id, 500, 5, { id: `k${k}.${round}`, until: 10_000 });
+            if (got.length === 0) return;
+            taken.push(...ids(got));
+          }
+        }),
+      );
+      expect(taken.length).toBe(120);
+      expect(new Set(taken).size).toBe(120);
     });
   });
 }

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/core/errors.js';
-import { bodyCharset, checkFieldsWellFormed, decodeFormText, Utf8Check } from '../../src/core/exact-text.js';
+import { bodyCharset, checkFieldsWellFormed, decodeFormText, replaceIllFormed, Utf8Check } from '../../src/core/exact-text.js';
 import { errorOf } from '../helpers/expect.js';
 
 /** The rule of exact text: which charsets a body may declare, and what decodes. */
@@ -135,5 +135,14 @@ describe('checkFieldsWellFormed', () => {
       expect(e.row).toBe(ERRORS.INVALID_PARAMS);
       expect(e.message).toMatch(new RegExp(`^${field}: not valid Unicode text`));
     }
+  });
+});
+
+describe('replaceIllFormed: gateway text kept, never ill-formed', () => {
+  it('puts U+FFFD for each unpaired surrogate and NUL, keeps pairs and plain text, in strings, arrays and keys', () => {
+    expect(replaceIllFormed('a\ud800b\u0000c')).toBe('a\ufffdb\ufffdc');
+    expect(replaceIllFormed('\udc00\ud83d\ude00\ud83d')).toBe('\ufffd\ud83d\ude00\ufffd');
+    expect(replaceIllFormed('hola 😀')).toBe('hola 😀');
+    expect(replaceIllFormed({ texto: ['x\ud800'], 'k\u0000': 1, n: null, at: 5 })).toEqual({ texto: ['x\ufffd'], 'k\ufffd': 1, n: null, at: 5 });
   });
 });

@@ -11,7 +11,7 @@ import { closedPort, startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.j
 import { until } from '../helpers/poll.js';
 
 /**
- * Redis unreachable (docs/decisions.md, "Redis counters"): the counters fail
+ * Redis unreachable (docs/decisions.md D-42): the counters fail
  * open to this node's memory with one warning per outage, never an error to
  * the caller, and come back to Redis when it answers again (logged too). The
  * outage is a proxy in front of the real Redis, cut or stalled mid-test.

@@ -194,6 +194,9 @@ describe('evolution adapter', () => {
       h.fake.killSilently(i);
       const st = await (await fetch(`${h.fake.url}/instance/connectionState/${i}`, { headers: { apikey: h.fake.apiKey } })).json();
       expect(st).toEqual({ instance: { instanceName: i, state: 'open' } });
+      // Asked without acting (a session event's re-read): the same answer, and no restart, whose own events would ask again.
+      expect(await h.gateway.status(i, { act: false })).toBe('connecting');
+      expect(h.fake.requests.filter((r) => r.path === `/instance/restart/${i}`)).toEqual([]);
       expect(await h.gateway.status(i)).toBe('connecting');
       await until(() => h.fake.requests.some((r) => r.method === 'POST' && r.path === `/instance/restart/${i}`), { what: 'a restart' });
       const f = await failure(send(i, { texto: 'x' }));

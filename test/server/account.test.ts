@@ -179,8 +179,8 @@ describe('GET /api/saldo.php', () => {
     expect(saldo.body).toMatchObject({ saldo_celular: 25, saldo_global: 7 });
   });
 
-  // A parameter naming another client's line is never answered for (docs/decisions.md,
-  // credentials): a celular key asking for another line's balance gets 404, not its own.
+  // A parameter naming another client's line is never answered for (docs/decisions.md
+  // D-17): a celular key asking for another line's balance gets 404, not its own.
   it("a celular key asking for another client's ?celular_id gets 404, not its own balance", async () => {
     const r = await api(s.url, 'GET', `/api/saldo.php?celular_id=${B.celularId}`, { key: A.celularKey });
     expectError(r, 404, 600);

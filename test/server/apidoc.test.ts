@@ -10,7 +10,7 @@ import { expectError, numeroNuevo } from '../helpers/expect.js';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
 
 /**
- * The API document and its page (docs/decisions.md, "The API document"):
+ * The API document and its page (docs/decisions.md D-23):
  * operationIds, servers, what is left out, /docs served from bundled files
  * only, and the WWW-Authenticate challenge of every 401. Over real HTTP.
  */

@@ -162,7 +162,7 @@ describe('415 for bodies that are neither JSON nor form-encoded (api_codigo 103)
     expectError(await api(s.url, 'POST', '/admin/clientes', { key: s.adminToken, raw: '<cliente/>', contentType: 'text/xml' }), 415, 103);
   });
 
-  // Every endpoint takes JSON or form bodies only (docs/decisions.md): Fastify's built-in
+  // Every endpoint takes JSON or form bodies only (docs/decisions.md D-20): Fastify's built-in
   // text/plain parser is removed, so such a body is 415 on every route, with or without a body
   // schema.
   it('a text/plain body on a POST is refused with 415', async () => {

@@ -95,11 +95,11 @@ async function seedMensaje(s: TestServer, o: SeedInput): Promise<Seed> {
     expect(await store.markSent(msg_id, gid, clock.now())).not.toBeNull();
     if (o.estado === 'entregado' || o.estado === 'leido') {
       clock.advance(1000);
-      expect(await store.receipt(gid, 'entregado', clock.now())).not.toBeNull();
+      expect(await store.receipt(o.celular_id, gid, 'entregado', clock.now())).not.toBeNull();
     }
     if (o.estado === 'leido') {
       clock.advance(1000);
-      expect(await store.receipt(gid, 'leido', clock.now())).not.toBeNull();
+      expect(await store.receipt(o.celular_id, gid, 'leido', clock.now())).not.toBeNull();
     }
   }
   return { msg_id, seq, cliente_id: o.cliente_id, celular_id: o.celular_id, destinatario: o.destinatario, estado: o.estado, created_at: o.at };

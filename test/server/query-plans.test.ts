@@ -28,6 +28,10 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
     why: 'start-up: releases claims through the partial index of pending queued messages',
   },
   {
+    sql: /^UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE reclamo_hasta IS NOT NULL$/,
+    why: "start-up: releases the webhook deliveries' claims through the partial index of claimed deliveries",
+  },
+  {
     sql: /^SELECT cliente_id, MIN\(proximo_intento_at\) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id$/,
     why: 'start-up: when each client next has a delivery due, from the partial index of pending deliveries',
   },
@@ -155,7 +159,7 @@ it('serves every per-request and per-message path with an index, on a store with
   // A permanent failure (refund), receipts to leido, a receipt before its send (parked), an incoming message.
   await api(s.url, 'POST', '/admin/sim/fail', { key: s.adminToken, json: { numero: '525598772222', motivo: 'not on the network' } });
   await send(s, a, '/api/mensaje_enviar_texto.php', { destinatario: '525598772222', mensaje: 'falla', directo: 1 });
-  await s.core.store.receipt('NOT-YET-SENT', 'entregado', s.clock.now());
+  await s.core.store.receipt(b.celularId, 'NOT-YET-SENT', 'entregado', s.clock.now());
   // Idempotency-Keys: bound queued and direct, repeated, with another request, kept for a refusal, released after a failure that sent nothing.
   const keyed = (k: string, extra: Record<string, unknown>) =>
     api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: a.celularKey, json: body(40, extra), headers: { 'idempotency-key': k } });

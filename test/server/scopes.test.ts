@@ -7,7 +7,7 @@ import { startReceiver, type Receiver } from './webhook-helpers.js';
 import { until } from '../helpers/poll.js';
 
 /**
- * Authority by credential (docs/decisions.md "Authority by credential"), one
+ * Authority by credential (docs/decisions.md D-17), one
  * table over every client route and the operator's: for each route and each
  * kind of credential, the status, and for every refusal, that nothing in the
  * store moved (clients, lines, webhook, deliveries, messages, audit, sim

@@ -4,8 +4,8 @@ import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type T
 import { expectError } from '../helpers/expect.js';
 
 /**
- * Failed authentication is slowed down with 429 (docs/decisions.md "Auth
- * throttling punishes the credential"): per (address, credential) after 3
+ * Failed authentication is slowed down with 429 (docs/decisions.md
+ * D-15): per (address, credential) after 3
  * failures here, and per address after 10 x 3 for credentials not yet proven
  * from it. All requests of this file come from 127.0.0.1.
  */

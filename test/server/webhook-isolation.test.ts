@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { expectOk } from '../helpers/expect.js';
+import { until } from '../helpers/poll.js';
 import { admin, linkedLine, type Line } from './send-helpers.js';
 import { entregas, setWebhook, startReceiver, waitEntrega, type Receiver } from './webhook-helpers.js';
 
@@ -75,5 +78,51 @@ describe('the attempt timeout', () => {
     expect(e.intentos_detalle[0]!.duracion_ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
     expect(e.proximo_intento_at).toMatch(/Z$/);
     expect(RC.hits).toHaveLength(1);
+  });
+});
+
+describe('a receiver that trickles its answer', () => {
+  // Longer than the trickle's gap: undici's idle timers alone would never end the attempt.
+  const TRICKLE_TIMEOUT_MS = 2000;
+  let trickling: TestServer;
+  let receiver: Server;
+  let url = '';
+  const hits: string[] = [];
+
+  beforeAll(async () => {
+    // 200 and its headers at once, then one byte a second, never the end.
+    receiver = createServer((req, res) => {
+      hits.push(String(req.headers['webhook-id']));
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('.');
+        const t = setInterval(() => res.write('.'), 1000);
+        res.on('close', () => clearInterval(t));
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/t`;
+    trickling = await startTestServer({ allowPrivateUrls: true, webhookTimeoutMs: TRICKLE_TIMEOUT_MS });
+  });
+  afterAll(async () => {
+    receiver?.closeAllConnections();
+    receiver?.close();
+    await trickling?.stop();
+  });
+
+  it('is cut at --webhook-timeout (headers, body and all): a failed attempt, recorded, to be retried', async () => {
+    const A = await linkedLine(trickling);
+    expectOk(await setWebhook(trickling, A.clientKey, { url, eventos: ['messages.received'] }));
+    await receive(trickling, A, 'gota a gota');
+    await until(() => hits.length > 0, { what: 'the request to the trickling receiver' });
+    const [ea] = await entregas(trickling, A.clientKey);
+    const e = await waitEntrega(trickling, A.clientKey, ea!.id, (x) => x.intentos === 1, 'the trickled attempt cut at the timeout', 15_000);
+    expect(e.estado).toBe('pendiente');
+    // The answer began (200) but did not end in time.
+    expect(e.intentos_detalle[0]).toMatchObject({ n: 1, status: 200, error: `timeout after ${TRICKLE_TIMEOUT_MS / 1000} s` });
+    expect(e.intentos_detalle[0]!.duracion_ms).toBeGreaterThanOrEqual(TRICKLE_TIMEOUT_MS - 50);
+    expect(e.proximo_intento_at).toMatch(/Z$/);
+    expect(hits).toEqual([ea!.id]);
   });
 });

@@ -118,6 +118,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     if (v.headerTimeoutMs > v.requestTimeoutMs) throw new CliError('--header-timeout may not be longer than --request-timeout', EXIT.USAGE);
     if (v.webhookTimeoutMs < 100) throw new CliError('--webhook-timeout must be at least 100ms', EXIT.USAGE);
     if (v.drainDelayMs > 600_000) throw new CliError('--drain-delay may be at most 10m', EXIT.USAGE);
+    if (v.stopTimeoutMs > 600_000) throw new CliError('--stop-timeout may be at most 10m', EXIT.USAGE);
     if (v.webhookPollMs < 10) throw new CliError('--webhook-poll must be at least 10ms', EXIT.USAGE);
     if (v.inboxRetentionMs !== 0 && v.inboxRetentionMs < 3_600_000)
       throw new CliError('--inbox-retention must be 0 (keep for ever) or at least 1h', EXIT.USAGE);
@@ -166,11 +167,18 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
       });
     });
     const drainMs = config.drainDelayMs;
-    io.stderr.write(`${signal}: ${drainMs > 0 ? `not ready (draining) for ${drainMs / 1000}s, then ` : ''}finishing requests in flight, then stopping…\n`);
+    io.stderr.write(
+      `${signal}: ${drainMs > 0 ? `not ready (draining) for ${drainMs / 1000}s, then ` : ''}finishing requests in flight (up to ${config.stopTimeoutMs / 1000}s), then stopping…\n`,
+    );
     // Readiness first (/ready: 503 draining), then the pause that lets a load balancer see it, then the stop as before.
     server.drain(`the node got ${signal} and is stopping`);
     if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
-    await server.close();
-    io.stderr.write('pasarela stopped\n');
+    // Bounded: webhook attempts are abandoned at once (they stay due), the rest after --stop-timeout.
+    const { complete } = await server.close();
+    io.stderr.write(
+      complete
+        ? 'pasarela stopped\n'
+        : `pasarela stopped after --stop-timeout (${config.stopTimeoutMs / 1000}s), abandoning work still in flight: it is retried by another node or the next start\n`,
+    );
   });
 }

@@ -10,7 +10,7 @@ import type { BackgroundSettings, FromBackground, LogLevel, ToBackground } from 
  * The request thread's side of the background thread (thread.ts): the
  * queue worker, the receipts of its sends and the webhook dispatcher run
  * there, so that under any load they take no CPU from accepting requests
- * (docs/decisions.md, "The background thread").
+ * (docs/decisions.md D-11).
  *
  * What the request thread does that the background must know (a message
  * queued on a line, new journal events, a redelivery, a listener removed)

@@ -1,6 +1,5 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { systemClock } from '../../core/clock.js';
-import type { Core } from '../../core/context.js';
 import { MemoryCounters } from '../../core/counters-memory.js';
 import { EventBus, type BusEventName } from '../../core/events.js';
 import { TempFiles } from '../../core/media.js';
@@ -12,6 +11,7 @@ import { LocalMedia } from '../../store/local-media.js';
 import { SqliteStore } from '../../store/sqlite.js';
 import { backgroundGate } from '../../store/write-gate.js';
 import { JOURNALED_EVENTS, WebhookDispatcher } from '../../webhooks/dispatcher.js';
+import { makeCore } from '../make-core.js';
 import { countGatewayCalls } from '../metrics/gateway.js';
 import type { GatewayOperation, GatewayOutcome } from '../metrics/metrics.js';
 import { errObject, type BackgroundSettings, type BusRecord, type FromBackground, type LogLevel, type LogLine, type ToBackground } from './protocol.js';
@@ -83,7 +83,7 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
   );
   const bus = new EventBus((err) => out.log('error', 'event listener failed', err));
   for (const name of BUS_EVENTS) bus.subscribe(name, (data) => out.event([name, data] as BusRecord));
-  const core: Core = { store, counters: new MemoryCounters(clock), gateway, clock, bus, config: s.config, random: Math.random };
+  const core = makeCore(s.config, { store, counters: new MemoryCounters(clock), gateway, clock, bus });
   const node = new NodePresence(store, clock, { ...s.presence, onError: onError('node heartbeat failed') });
   await node.start();
   // Receipts of the sends made here come from this thread's adapter (the simulator's timers); HTTP gateways report to the request thread.
@@ -96,8 +96,8 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
 
   let stopping: Promise<void> | undefined;
   const stop = async () => {
-    await worker.stop();
-    await dispatcher.stop();
+    // Together: the dispatcher abandons its attempts at once (they stay due) while the worker's sends end.
+    await Promise.all([worker.stop(), dispatcher.stop()]);
     await sync.idle();
     await node.stop().catch(() => undefined);
     await gateway.close();

@@ -1,5 +1,5 @@
 import { Base64Decoder, normalizeMime } from '../../core/base64-stream.js';
-import { fail } from '../../core/errors.js';
+import { diskFull, fail } from '../../core/errors.js';
 import { newMsgId } from '../../core/ids.js';
 import { acceptSniffed, checkDeclaredMime, MEDIA_RULES, type MediaTipo, type TempFile, type TempFiles } from '../../core/media.js';
 import { sniffFile } from '../../core/media-sniff-file.js';
@@ -108,8 +108,12 @@ export class MediaBody implements FieldSink {
       await auth;
     }
     if (this.pending.length === 0) return;
-    this.file ??= await this.tmp.create(this.msgId);
-    for (const b of this.pending) await this.file.write(b);
+    try {
+      this.file ??= await this.tmp.create(this.msgId);
+      for (const b of this.pending) await this.file.write(b);
+    } catch (err) {
+      throw diskFull(err, `the temporary folder ${this.tmp.dir}`);
+    }
     this.pending = [];
   }
 

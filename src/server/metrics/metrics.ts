@@ -44,6 +44,8 @@ export interface MetricsOptions {
   storeCacheMs: number;
   info: { store: string; gateway: string };
   onError: (err: unknown) => void;
+  /** Log lines dropped so far (log-sink.ts); none without it. */
+  logLinesDropped?: () => number;
 }
 
 type HttpChild = Histogram.Internal<'route' | 'method' | 'status'>;
@@ -133,11 +135,7 @@ export class Metrics {
   });
 
   /** Log lines the log output could not take (a full disk, a closed pipe): dropped, the service goes on (log-sink.ts). */
-  readonly logLinesDropped = new Counter({
-    name: 'pasarela_log_lines_dropped_total',
-    help: 'Log lines dropped because the log output (stdout) failed or could not keep up: a full disk, an I/O error, a pipe whose reader went away',
-    registers: [this.own],
-  });
+  readonly logLinesDropped: Counter;
 
   /** One call to the gateway, counted and timed (gateway.ts). */
   gatewayCall(operation: GatewayOperation, outcome: GatewayOutcome, seconds: number): void {
@@ -149,6 +147,18 @@ export class Metrics {
   private readonly http = new Map<string, Map<string, Map<number, HttpChild>>>();
 
   constructor(opts: MetricsOptions) {
+    const dropped = opts.logLinesDropped;
+    this.logLinesDropped = new Counter({
+      name: 'pasarela_log_lines_dropped_total',
+      help: 'Log lines dropped because the log output (stdout) failed or could not keep up: a full disk, an I/O error, a pipe whose reader went away',
+      registers: [this.own],
+      // Read at each scrape: the log output is made before the metrics (serve.ts builds the logger first).
+      collect() {
+        if (!dropped) return;
+        this.reset();
+        this.inc(dropped());
+      },
+    });
     const stats = (this.stats = new StoreGauges(opts.store, opts.clock, opts.storeCacheMs, opts.onError));
     // The store gauges show what `scrape` read (or the cache kept) just before.
     new Gauge({

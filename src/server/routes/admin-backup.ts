@@ -6,7 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance } from 'fastify';
 import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { fail } from '../../core/errors.js';
+import { diskFull, fail } from '../../core/errors.js';
 import { operatorAuth } from '../http.js';
 import { errorResponses } from '../schemas/common.js';
 
@@ -74,7 +74,8 @@ export default async function adminBackupRoutes(app: FastifyInstance, { core, tm
         size = (await stat(file)).size;
       } catch (err) {
         await release();
-        throw err;
+        // The copy did not fit beside the store: 507 and why, not a 500 (the store itself is untouched).
+        throw diskFull(err, `the backup copy in ${tmpDir}`);
       }
       if (gone) {
         await release();

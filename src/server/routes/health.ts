@@ -122,7 +122,7 @@ export default async function healthRoutes(
    * ready (503) while the store takes no writes or the node is draining; a
    * gateway that does not answer is reported under `degradado` but leaves the
    * node ready, since every node shares it and sends are still accepted and
-   * queued (docs/decisions.md, "Liveness and readiness").
+   * queued (docs/decisions.md D-06).
    */
   app.get(API.ready, {
     schema: {

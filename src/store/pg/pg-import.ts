@@ -98,6 +98,29 @@ function converter(udt: string): (v: unknown) => unknown {
   return udt === 'bool' ? (v) => (v === null ? null : v !== 0) : (v) => v;
 }
 
+/** A value the copy would change (a text SQLite holds as bytes that are not UTF-8, or with a NUL PostgreSQL cannot hold): nothing is committed. */
+export class AlteredValue extends Error {}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Refuses a text the copy would alter. better-sqlite3 hands invalid UTF-8 over
+ * with U+FFFD in place of each bad byte, so a text holding U+FFFD has its
+ * stored bytes read again and checked; a real U+FFFD passes.
+ */
+function checkText(src: Database.Database, table: string, column: string, rowid: number, v: string): void {
+  if (v.includes('\0')) throw new AlteredValue(`${table}.${column} of row ${rowid} holds a NUL character, which PostgreSQL text cannot hold`);
+  if (!v.includes('\ufffd')) return;
+  const raw = (src.prepare(`SELECT CAST(${column} AS BLOB) AS b FROM ${table} WHERE rowid = ?`).get(rowid) as { b: Buffer | null }).b;
+  try {
+    if (raw) UTF8.decode(raw);
+  } catch {
+    throw new AlteredValue(
+      `${table}.${column} of row ${rowid} is not valid UTF-8 in SQLite (hex ${raw!.subarray(0, 32).toString('hex')}…): the copy would change it`,
+    );
+  }
+}
+
 /** Copies one table in rowid order, a batch per statement; returns the rows copied. */
 export async function copyTable(c: Client, src: Database.Database, table: string): Promise<number> {
   const cols = await columnsOf(c, src, table);
@@ -113,6 +136,12 @@ export async function copyTable(c: Client, src: Database.Database, table: string
     for (;;) {
       const batch = read.all(after) as unknown[][];
       if (batch.length === 0) break;
+      for (const r of batch) {
+        for (let i = 0; i < cols.length; i++) {
+          const v = r[i + 1];
+          if (typeof v === 'string') checkText(src, table, cols[i]!.source, r[0] as number, v);
+        }
+      }
       const arrays = cols.map((_, i) => batch.map((r) => convert[i]!(r[i + 1])));
       after = batch[batch.length - 1]![0] as number;
       copied += batch.length;

@@ -1,6 +1,6 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
-import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
+import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
 import type {
   AcceptedMensaje,
   AcceptOptions,
@@ -237,9 +237,12 @@ export async function markSent(db: Db, msgId: string, gid: string, now: number):
     const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
     if (!f) return null;
     // Under the gateway id's lock the parked receipts cannot change: a parked failure means a refund, so its rows are locked too.
-    const parked = await rows<{ estado: ReceiptEstado; error: string | null }>(c, 'SELECT estado, error FROM acuses_pendientes WHERE gateway_msg_id = $1', [
-      gid,
-    ]);
+    // Those its own line reported (or parked before receipts named their line).
+    const parked = await rows<{ estado: ReceiptEstado; error: string | null }>(
+      c,
+      'SELECT estado, error FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL)',
+      [gid, f.celular_id],
+    );
     const refunds = f.cargo !== null && parked.some((p) => p.estado === 'error');
     if (refunds) await lockCliente(c, f.cliente_id);
     if (refunds || f.modo === 'cola') await lockCelular(c, f.celular_id);
@@ -254,8 +257,8 @@ export async function markSent(db: Db, msgId: string, gid: string, now: number):
     await leftQueue(c, sent);
     await journalStatus(c, sent, 'pendiente', now);
     if (parked.length === 0) return sent;
-    await c.query('DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1', [gid]);
-    for (const p of parkedOrder(parked)) await applyReceipt(c, gid, p.estado, now, p.error ?? undefined);
+    await c.query('DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL)', [gid, f.celular_id]);
+    for (const p of parkedOrder(parked)) await applyReceipt(c, f.celular_id, gid, p.estado, now, p.error ?? undefined);
     return get(c, msgId);
   });
 }
@@ -299,8 +302,8 @@ export async function failMensaje(db: Db, msgId: string, error: string, now: num
 }
 
 /** A receipt on a recorded send; the caller holds the gateway id's lock, and the client's and line's when it is a failure. */
-async function applyReceipt(c: Client, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
-  const before = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 LIMIT 1 FOR UPDATE`, [gid]);
+async function applyReceipt(c: Client, celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+  const before = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1 FOR UPDATE`, [gid, celularId]);
   if (!before) return null;
   const step = receiptStep(before.estado, estado);
   if (step === 'ignore') return null;
@@ -315,21 +318,26 @@ async function applyReceipt(c: Client, gid: string, estado: ReceiptEstado, now: 
   return { before, after };
 }
 
-export async function receipt(db: Db, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+export async function receipt(db: Db, celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
   return db.tx(async (c): Promise<ReceiptOutcome> => {
     await lockGatewayId(c, gid);
-    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE gateway_msg_id = $1 LIMIT 1`, [gid]);
+    // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
+    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1`, [gid, celularId]);
     if (!f) {
+      // The line's row lock makes its count and the insert one step for every node (taken after the id's lock, as markSent does).
+      if (!(await lockCelular(c, celularId))) return null;
       // Old parked rows nobody claimed go, a few at a time, skipping any another transaction holds.
       await c.query(
         `DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
            SELECT gateway_msg_id, estado FROM acuses_pendientes WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
         [now - PARKED_TTL_MS],
       );
+      const held = await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM acuses_pendientes WHERE celular_id = $1', [celularId]);
+      if (held!.n >= PARKED_PER_LINE) return null;
       await c.query(
-        `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at`,
-        [gid, estado, error ?? null, now],
+        `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at, celular_id = excluded.celular_id`,
+        [gid, estado, error ?? null, now, celularId],
       );
       return 'parked';
     }
@@ -338,7 +346,7 @@ export async function receipt(db: Db, gid: string, estado: ReceiptEstado, now: n
       if (f.cargo !== null) await lockCliente(c, f.cliente_id);
       await lockCelular(c, f.celular_id);
     }
-    return applyReceipt(c, gid, estado, now, error);
+    return applyReceipt(c, celularId, gid, estado, now, error);
   });
 }
 

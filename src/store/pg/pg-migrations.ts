@@ -447,6 +447,25 @@ export const PG_MIGRATIONS: Migration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION conteos_recibidos_resta();
     `,
   },
+  {
+    version: 9,
+    name: 'receipts bound to their line (SQLite version 16)',
+    sql: `
+      ALTER TABLE acuses_pendientes ADD COLUMN celular_id BIGINT;
+      CREATE INDEX acuses_pendientes_celular ON acuses_pendientes(celular_id, at);
+    `,
+  },
+  {
+    version: 10,
+    name: 'webhook delivery claims (SQLite version 17)',
+    sql: `
+      -- As on SQLite: a delivery being attempted is claimed in the statement that picks it (FOR UPDATE
+      -- SKIP LOCKED), and the claim is cleared with the attempt's outcome.
+      ALTER TABLE webhook_entregas ADD COLUMN reclamo TEXT;
+      ALTER TABLE webhook_entregas ADD COLUMN reclamo_hasta BIGINT;
+      CREATE INDEX webhook_entregas_reclamo ON webhook_entregas(cliente_id, reclamo_hasta) WHERE reclamo_hasta IS NOT NULL;
+    `,
+  },
 ];
 
 /**

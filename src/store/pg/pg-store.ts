@@ -8,11 +8,13 @@ import type {
   AuditRecord,
   BalanceChange,
   BalanceResult,
+  CelularExpect,
   CelularPatch,
   CelularRow,
   ClaimResult,
   ClientePatch,
   ClienteRow,
+  EntregaClaim,
   EntregaRow,
   EscuchaRow,
   EventRoute,
@@ -33,6 +35,8 @@ import type {
   MensajeRow,
   MessageStats,
   NewCelular,
+  NewCelularDone,
+  NewClienteDone,
   NewCliente,
   NewGatewayServer,
   NewMensaje,
@@ -99,12 +103,25 @@ export class PgStore implements Store {
     return (await this.db.one<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations'))?.v ?? 0;
   }
 
-  async createCliente(input: NewCliente, now: number): Promise<ClienteRow> {
-    return (await this.db.one<ClienteRow>(
-      `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
-      [input.nombre, input.email, input.estado, input.plan, input.max_celulares, input.saldo_global, input.key_hash, now],
-    ))!;
+  async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
+    return this.db.tx(async (c) => {
+      const saldo = done?.saldo;
+      const saldoGlobal = input.saldo_global + (saldo?.monto ?? 0);
+      const cliente = (await row<ClienteRow>(
+        c,
+        `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
+        [input.nombre, input.email, input.estado, input.plan, input.max_celulares, saldoGlobal, input.key_hash, now],
+      ))!;
+      if (saldo) {
+        await c.query(
+          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES ($1, $2, NULL, $3, $4, $5, $6)`,
+          [now, cliente.id, saldo.monto, saldoGlobal, saldo.motivo, saldo.actor],
+        );
+      }
+      if (done) await this.insertAudit(c, done.audit(cliente), now);
+      return cliente;
+    });
   }
 
   async getCliente(id: number): Promise<ClienteRow | null> {
@@ -122,7 +139,7 @@ export class PgStore implements Store {
   }
 
   /** The client's row lock makes the cap exact between nodes; the number's unique index settles a race for it. */
-  async insertCelular(input: NewCelular, now: number): Promise<InsertCelularResult> {
+  async insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult> {
     return this.db.tx(async (c): Promise<InsertCelularResult> => {
       const cliente = await row<{ max_celulares: number | null }>(c, 'SELECT max_celulares FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [input.cliente_id]);
       if (!cliente) return { ok: false, reason: 'cliente' };
@@ -153,7 +170,14 @@ export class PgStore implements Store {
           now,
         ],
       );
-      return celular ? { ok: true, celular } : { ok: false, reason: 'taken' };
+      if (!celular) return { ok: false, reason: 'taken' };
+      if (!done) return { ok: true, celular };
+      const named = (await row<CelularRow>(c, 'UPDATE celulares SET gateway_instancia = $2 WHERE id = $1 RETURNING *', [
+        celular.id,
+        done.instancia(celular.id),
+      ]))!;
+      await this.insertAudit(c, done.audit(named), now);
+      return { ok: true, celular: named };
     });
   }
 
@@ -198,6 +222,22 @@ export class PgStore implements Store {
     };
     if (event || p.values.length > 0) await this.db.tx(write);
     return this.getCelular(id);
+  }
+
+  async updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+    const p = patchSql(patch, CELULAR_COLUMNS);
+    const n = p.values.length;
+    const applied = await this.db.tx(async (c) => {
+      const r = await c.query(
+        `UPDATE celulares SET ${p.set ? `${p.set}, ` : ''}updated_at = $${n + 2}
+         WHERE id = $1 AND estado = $${n + 3} AND last_status IS NOT DISTINCT FROM $${n + 4} AND last_status_check IS NOT DISTINCT FROM $${n + 5}::bigint`,
+        [id, ...p.values, now, expect.estado, expect.last_status, expect.last_status_check],
+      );
+      if (r.rowCount === 0) return false;
+      if (event) await msgs.journal(c, event);
+      return true;
+    });
+    return applied ? this.getCelular(id) : null;
   }
 
   async addGatewayServer(input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }> {
@@ -340,8 +380,8 @@ export class PgStore implements Store {
     return msgs.failMensaje(this.db, msgId, error, now);
   }
 
-  async receipt(gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
-    return msgs.receipt(this.db, gid, estado, now, error);
+  async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+    return msgs.receipt(this.db, celularId, gid, estado, now, error);
   }
 
   async journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
@@ -424,6 +464,14 @@ export class PgStore implements Store {
     return hooks.dueEntregas(this.db, clienteId, now, limit);
   }
 
+  async claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
+    return hooks.claimEntregas(this.db, clienteId, now, limit, claim);
+  }
+
+  async releaseEntregas(ids: string[], claimId: string): Promise<number> {
+    return hooks.releaseEntregas(this.db, ids, claimId);
+  }
+
   async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
     return hooks.nextEntregaAt(this.db, clienteId, after);
   }
@@ -438,11 +486,12 @@ export class PgStore implements Store {
 
   async recordAttempt(
     id: string,
+    claimId: string,
     attempt: { status: number | null; duracion_ms: number; error: string | null },
     outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
     now: number,
-  ): Promise<void> {
-    return hooks.recordAttempt(this.db, id, attempt, outcome, now);
+  ): Promise<boolean> {
+    return hooks.recordAttempt(this.db, id, claimId, attempt, outcome, now);
   }
 
   async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {

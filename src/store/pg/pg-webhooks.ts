@@ -1,4 +1,4 @@
-import type { EntregaRow, EscuchaRow, EventRoute, IntentoRow, JournalEvent, ListenerCopy, WebhookConfig } from '../../core/ports.js';
+import type { EntregaClaim, EntregaRow, EscuchaRow, EventRoute, IntentoRow, JournalEvent, ListenerCopy, WebhookConfig } from '../../core/ports.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { type Client, type Db, LOCK, type Queryable, row, rows } from './pg-db.js';
 
@@ -99,9 +99,54 @@ export async function dueEntregas(db: Db, clienteId: number, now: number, limit:
   );
 }
 
+/**
+ * Claims up to `limit` of a client's due deliveries that nobody holds (or
+ * whose claim ran out: its holder died), oldest due first, in one statement.
+ * Rows another claimer has locked are skipped, not waited for. The locking
+ * pick is a CTE, run once (as `id IN (subquery)` it may be run again for
+ * each row the UPDATE looks at, taking more than `limit`), and the UPDATE
+ * checks the conditions again on the row's newest version: a delivery whose
+ * attempt was recorded after this statement's snapshot is not claimed (and
+ * sent) again.
+ */
+export async function claimEntregas(db: Db, clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
+  const list = await db.q<EntregaRow & { seq: number }>(
+    `WITH picked AS (
+       SELECT id FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at <= $2
+         AND (reclamo_hasta IS NULL OR reclamo_hasta <= $2) AND (NOT $6 OR intentos = 0)
+       ORDER BY proximo_intento_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
+     UPDATE webhook_entregas e SET reclamo = $4, reclamo_hasta = $5 FROM picked
+     WHERE e.id = picked.id AND e.estado = 'pendiente' AND e.proximo_intento_at <= $2 AND (e.reclamo_hasta IS NULL OR e.reclamo_hasta <= $2)
+     RETURNING e.seq, ${ENTREGA_COLS.split(', ')
+       .map((c) => `e.${c}`)
+       .join(', ')}`,
+    [clienteId, now, limit, claim.id, claim.until, claim.firstOnly === true],
+  );
+  // RETURNING's order is not the pick's.
+  list.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a.seq - b.seq);
+  return list.map(({ seq: _s, ...e }) => e);
+}
+
+/** Gives back claimed deliveries that were not attempted: due again at their own time, for anyone. */
+export async function releaseEntregas(db: Db, ids: string[], claimId: string): Promise<number> {
+  if (ids.length === 0) return 0;
+  const r = await db.q('UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE id = ANY($1::text[]) AND reclamo = $2 RETURNING 1', [
+    ids,
+    claimId,
+  ]);
+  return r.length;
+}
+
+/**
+ * When a client's next pending delivery may be claimed after `after`: the
+ * next due time, or the end of a claim in force (a holder that dies leaves
+ * its delivery due at that end); null when neither.
+ */
 export async function nextEntregaAt(db: Db, clienteId: number, after: number): Promise<number | null> {
   const r = await db.one<{ t: number | null }>(
-    "SELECT MIN(proximo_intento_at) AS t FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at > $2",
+    `SELECT LEAST(
+       (SELECT MIN(proximo_intento_at) FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at > $2),
+       (SELECT MIN(reclamo_hasta) FROM webhook_entregas WHERE cliente_id = $1 AND reclamo_hasta > $2)) AS t`,
     [clienteId, after],
   );
   return r?.t ?? null;
@@ -120,22 +165,30 @@ export async function outboxDepth(db: Db, now: number): Promise<{ pending: numbe
   return { pending: r?.pending ?? 0, due: r?.due ?? 0 };
 }
 
-/** The attempt number is the delivery's count after its own increment, taken under the delivery's row lock. */
+/**
+ * Records an attempt and the delivery's new state, clearing its claim, if
+ * the claim is still `claimId`'s; false (nothing written) when it is not: it
+ * ran out and another holder has the delivery now, and records its own. The
+ * attempt number is the delivery's count after its own increment, taken
+ * under the delivery's row lock.
+ */
 export async function recordAttempt(
   db: Db,
   id: string,
+  claimId: string,
   a: { status: number | null; duracion_ms: number; error: string | null },
   o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
   now: number,
-): Promise<void> {
-  await db.tx(async (c) => {
+): Promise<boolean> {
+  return db.tx(async (c) => {
     const e = await row<{ intentos: number }>(
       c,
       `UPDATE webhook_entregas SET intentos = intentos + 1, estado = $2, proximo_intento_at = COALESCE($3, proximo_intento_at),
-         entregado_at = CASE WHEN $2 = 'entregado' THEN $4 ELSE entregado_at END, ultimo_error = $5 WHERE id = $1 RETURNING intentos`,
-      [id, o.estado, o.proximo_intento_at ?? null, now, a.error],
+         entregado_at = CASE WHEN $2 = 'entregado' THEN $4 ELSE entregado_at END, ultimo_error = $5, reclamo = NULL, reclamo_hasta = NULL
+       WHERE id = $1 AND reclamo = $6 RETURNING intentos`,
+      [id, o.estado, o.proximo_intento_at ?? null, now, a.error, claimId],
     );
-    if (!e) return;
+    if (!e) return false;
     await c.query('INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES ($1, $2, $3, $4, $5, $6)', [
       id,
       e.intentos,
@@ -144,6 +197,7 @@ export async function recordAttempt(
       a.duracion_ms,
       a.error,
     ]);
+    return true;
   });
 }
 

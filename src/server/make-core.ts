@@ -1,0 +1,42 @@
+import type { Clock } from '../core/clock.js';
+import type { Core, CoreConfig } from '../core/context.js';
+import type { EventBus } from '../core/events.js';
+import { hashSecret } from '../core/keys.js';
+import type { Counters, Gateway, Store } from '../core/ports.js';
+import { derivedLeaseMs, type ServeConfig } from './config.js';
+
+/** What the core is given to work with: the ports' adapters, the clock, the bus and the source of chance. */
+export interface CoreAdapters {
+  store: Store;
+  counters: Counters;
+  gateway: Gateway;
+  clock: Clock;
+  bus: EventBus;
+  /** Math.random unless a test drives it. */
+  random?: () => number;
+}
+
+/**
+ * The one place a Core is assembled: `serve` (serve.ts), the background
+ * thread (background/thread.ts, from the request thread's CoreConfig) and
+ * the OpenAPI generator (openapi.ts).
+ */
+export function makeCore(config: CoreConfig, adapters: CoreAdapters): Core {
+  const { store, counters, gateway, clock, bus, random = Math.random } = adapters;
+  return { store, counters, gateway, clock, bus, config, random };
+}
+
+/** The settings the core reads, from `serve`'s configuration and what the start resolved (the operator token, the zone). */
+export function coreConfigOf(opts: ServeConfig, resolved: { adminToken: string; tz: string }): CoreConfig {
+  return {
+    adminTokenHash: hashSecret(resolved.adminToken),
+    authMaxFailures: opts.authMaxFailures,
+    authWindowMs: opts.authWindowMs,
+    tz: resolved.tz,
+    allowPrivateUrls: opts.allowPrivateUrls,
+    webhookListenLeaseMs: opts.webhookListenLeaseMs,
+    listenHost: opts.host,
+    trustProxy: opts.trustProxy !== false,
+    queue: { ...opts.queue, leaseMs: opts.queue.leaseMs ?? derivedLeaseMs(opts.gatewaySendTimeoutMs) },
+  };
+}

@@ -1,0 +1,148 @@
+import type { Core } from '../../core/context.js';
+import type { AcceptedMedia } from '../../core/ports.js';
+import type { TempFiles } from '../../core/media.js';
+import { NodePresence } from '../../core/node-presence.js';
+import { QueueWorker } from '../../core/queue-worker.js';
+import { syncGatewayEvents } from '../../core/session-sync.js';
+import type { HttpGatewayOptions } from '../../gateways/index.js';
+import type { SqliteStore } from '../../store/sqlite.js';
+import { mainGate, newGateBuffer } from '../../store/write-gate.js';
+import { VERSION } from '../../version.js';
+import { WebhookDispatcher, type WebhookControl } from '../../webhooks/dispatcher.js';
+import { BackgroundThread } from '../background/handle.js';
+import type { BackgroundSettings } from '../background/protocol.js';
+import { presenceSettings, webhookSettings, type ServeConfig } from '../config.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { GatewayPart } from './gateway.js';
+import type { OpenedStore } from './store.js';
+import type { Log, Parts } from './part.js';
+
+/** This node among the store's (core/node-presence.ts): its heartbeat, and its streams freed when it stops. */
+export async function startNode(parts: Parts, opts: ServeConfig, core: Core, log: Log): Promise<NodePresence> {
+  return parts.start({
+    name: 'node presence',
+    start: async () => {
+      const node = new NodePresence(core.store, core.clock, {
+        ...presenceSettings(opts, core.config.queue.leaseMs),
+        onError: (err) => log.error({ err }, 'node heartbeat failed'),
+      });
+      await node.start();
+      const stop = () =>
+        node.stop().catch((err: unknown) => log.warn({ err }, 'could not tell the store this node stopped: its streams are free once its heartbeat is stale'));
+      return { value: node, base: true, stop };
+    },
+  });
+}
+
+/** The queue worker and the webhook dispatcher, wherever they run; what the API wakes them with. */
+export interface Background {
+  webhooks: WebhookControl;
+  queued: (celularId: number) => void;
+  thread: BackgroundThread | null;
+  /** On the request thread (null on the background thread): tests step it instead of waiting for its poll. */
+  worker: QueueWorker | null;
+}
+
+interface BackgroundDeps {
+  opts: ServeConfig;
+  core: Core;
+  node: NodePresence;
+  opened: OpenedStore;
+  media: AcceptedMedia;
+  tmp: TempFiles;
+  gw: GatewayPart;
+  metrics: Metrics;
+  log: Log;
+  /** On a thread of their own (SQLite), or on the request thread. */
+  onThread: boolean;
+}
+
+/**
+ * Starts, in this order: the handling of the gateway's events and the
+ * adapter (its timers, its instances), the webhook dispatcher (inline), the
+ * release of stale claims (SQLite), then the background thread or the queue
+ * worker. Each is a part: stopped in reverse.
+ */
+export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<Background> {
+  const { opts, core, log } = d;
+  const webhooks = webhookSettings(opts, `pasarela-webhooks/${VERSION}`);
+  await parts.start({
+    name: 'gateway events',
+    start: async () => {
+      const sync = syncGatewayEvents(core, (err) => log.error({ err }, 'gateway event handling failed'));
+      await core.gateway.start();
+      return { value: sync, stop: () => sync.idle() };
+    },
+  });
+  const dispatcher = d.onThread
+    ? null
+    : await parts.start({
+        name: 'webhook dispatcher',
+        start: () => {
+          const dispatcher = new WebhookDispatcher(core, d.node, { ...webhooks, onError: (err) => log.error({ err }, 'webhook delivery step failed') });
+          dispatcher.start();
+          let stopping: Promise<void> | undefined;
+          // At the halt, beside the rest: a receiver may take up to --webhook-timeout to answer, and what is abandoned stays due.
+          const halt = () => void (stopping ??= dispatcher.stop());
+          return { value: dispatcher, halt, stop: () => (stopping ??= dispatcher.stop()) };
+        },
+      });
+  // Served alone (SQLite), nothing of this store is in flight before this process starts: every claim is stale.
+  if (!d.opened.shared) await core.store.releaseLeases();
+  if (!dispatcher) {
+    const thread = await parts.start({
+      name: 'background thread',
+      start: async () => {
+        const thread = newThread(d, webhooks);
+        await thread.start();
+        return { value: thread, stop: () => thread.stop(), abandon: () => thread.kill() };
+      },
+    });
+    return { webhooks: thread, queued: (id) => thread.queued(id), thread, worker: null };
+  }
+  const worker = await parts.start({
+    name: 'queue worker',
+    start: () => {
+      const worker = new QueueWorker(core, d.media, d.node, { pollMs: opts.queuePollMs, onError: (err) => log.error({ err }, 'queue worker step failed') });
+      worker.start();
+      return { value: worker, stop: () => worker.stop() };
+    },
+  });
+  return { webhooks: dispatcher, queued: (id) => worker.queued(id), thread: null, worker };
+}
+
+/** The background thread on the same SQLite file, sharing the write gate (store/write-gate.ts). */
+function newThread(d: BackgroundDeps, webhooks: BackgroundSettings['webhooks']): BackgroundThread {
+  const { opts, core, gw, log } = d;
+  const gate = newGateBuffer();
+  (core.store as SqliteStore).shareWrites(mainGate(gate));
+  return new BackgroundThread(
+    {
+      dbFile: d.opened.source,
+      tmpDir: d.tmp.dir,
+      gate,
+      gateway: opts.gateway,
+      sim: gw.sim,
+      http: plainHttp(gw.http),
+      media: gw.mediaFetch,
+      gatewayFetchesMedia: opts.gatewayFetchesMedia,
+      config: core.config,
+      webhooks,
+      queuePollMs: opts.queuePollMs,
+      presence: presenceSettings(opts, core.config.queue.leaseMs),
+      resume: false,
+    },
+    {
+      bus: core.bus,
+      metrics: d.metrics,
+      log: (level, obj, msg) => log[level](obj, msg),
+      releaseClaims: () => core.store.releaseLeases(),
+    },
+    { restartMs: opts.backgroundRestartMs, healthyMs: opts.backgroundHealthyMs, clock: core.clock },
+  );
+}
+
+/** The adapter options a thread can be handed: all but the clock and the media fetcher, which it makes. */
+function plainHttp({ clock: _clock, media: _media, ...plain }: HttpGatewayOptions): BackgroundSettings['http'] {
+  return plain;
+}

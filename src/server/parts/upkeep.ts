@@ -1,0 +1,78 @@
+import type { Core } from '../../core/context.js';
+import { DirectRecovery } from '../../core/direct-recovery.js';
+import { LineHealth } from '../../core/line-health.js';
+import type { AcceptedMedia } from '../../core/ports.js';
+import type { NodePresence } from '../../core/node-presence.js';
+import { InboxRetention } from '../../core/recibidos.js';
+import type { ServeConfig } from '../config.js';
+import type { Log, Part } from './part.js';
+
+/*
+ * The periodic upkeep of the request thread: direct sends a crash left
+ * pending, the inbox's retention, the lines' health.
+ */
+
+/**
+ * Resolves the direct sends a crash left pending, once before the API
+ * listens, then periodically. Served alone (SQLite), every pending direct
+ * send is stranded; shared, only those whose slot ended long ago.
+ */
+export function recoveryPart(
+  opts: ServeConfig,
+  core: Core,
+  d: { media: AcceptedMedia; inFlight: Set<string>; shared: boolean },
+  log: Log,
+): Part<DirectRecovery> {
+  return {
+    name: 'direct-send recovery',
+    start: async () => {
+      const recovery = new DirectRecovery(
+        core,
+        { files: d.media, inFlight: d.inFlight },
+        {
+          intervalMs: opts.directRecoveryMs,
+          onError: (err) => log.error({ err }, 'recovery of stranded direct sends failed'),
+          onResolved: (c) => log.warn(c, 'direct sends left pending by a crash were resolved'),
+        },
+      );
+      await recovery.run(!d.shared);
+      recovery.start();
+      return { value: recovery, stop: () => recovery.stop() };
+    },
+  };
+}
+
+/** The inbox's retention: purges at start and periodically. */
+export function inboxPart(opts: ServeConfig, core: Core, log: Log): Part<InboxRetention> {
+  return {
+    name: 'inbox retention',
+    start: () => {
+      const inbox = new InboxRetention(core, {
+        retentionMs: opts.inboxRetentionMs,
+        intervalMs: opts.inboxPurgeIntervalMs,
+        onError: (err) => log.error({ err }, 'inbox retention purge failed'),
+      });
+      inbox.start();
+      return { value: inbox, stop: () => inbox.stop() };
+    },
+  };
+}
+
+/** The lines' health check: made before the API (which reports it), started once the callback URL is known. */
+export function lineHealth(opts: ServeConfig, core: Core, node: NodePresence, log: Log): LineHealth {
+  return new LineHealth(core, node, {
+    intervalMs: opts.healthIntervalMs,
+    concurrency: opts.healthConcurrency,
+    onError: (err, instancia) => log.error({ err, instancia }, 'line health check failed'),
+  });
+}
+
+export function healthPart(health: LineHealth): Part<LineHealth> {
+  return {
+    name: 'line health',
+    start: () => {
+      health.start();
+      return { value: health, stop: () => health.stop() };
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * One webhook attempt's overall deadline: connecting, sending, the answer's
+ * headers and its whole body together. undici's headersTimeout/bodyTimeout
+ * are idle timers, so a receiver that trickles a byte a second would hold an
+ * attempt for hours; aborting the request's signal destroys it wherever it
+ * is. `stop` (the dispatcher stopping) aborts it too, for another reason.
+ */
+export class AttemptDeadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  /** Why the attempt was cut: its time ran out, or the node is stopping; null while it runs. */
+  cut: 'timeout' | 'stop' | null = null;
+
+  constructor(readonly timeoutMs: number) {
+    this.timer = setTimeout(() => this.abort('timeout'), timeoutMs);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  abort(why: 'timeout' | 'stop'): void {
+    if (this.cut) return;
+    this.cut = why;
+    clearTimeout(this.timer);
+    this.controller.abort(new Error(why === 'timeout' ? `timeout after ${this.timeoutMs / 1000} s` : 'the node is stopping'));
+  }
+
+  /** Waits for `p` (a receiver's vetting, shared with other attempts and not cancellable) no longer than the attempt may last. */
+  race<T>(p: Promise<T>): Promise<T> {
+    if (this.signal.aborted) return Promise.reject(this.signal.reason as Error);
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => reject(this.signal.reason as Error);
+      this.signal.addEventListener('abort', onAbort, { once: true });
+      p.then(resolve, reject).finally(() => this.signal.removeEventListener('abort', onAbort));
+    });
+  }
+
+  /** The attempt ended: no timer left behind. */
+  done(): void {
+    clearTimeout(this.timer);
+  }
+}
