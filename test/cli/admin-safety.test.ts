@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectJsonOnly } from './helpers.js';
 
 /**
@@ -18,7 +19,7 @@ const WRONG = 'not-the-token-of-this-server-xxxxxxxxxxxxxxxx';
 
 beforeAll(async () => {
   s = await startTestServer();
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   const dir = join(cli.home, '.local', 'share', 'pasarela');
   mkdirSync(dir, { recursive: true });
   defaultTokenFile = join(dir, 'admin-token');

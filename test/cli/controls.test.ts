@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, ESC, expectJsonOnly, rows } from './helpers.js';
 
 /**
@@ -18,7 +19,7 @@ const MOTIVO = 'blocked \u001b]0;pwned\u0007 \u001b[8mhidden\u001b[0m';
 
 beforeAll(async () => {
   s = await startTestServer();
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   a = await seedClient(s, { saldo: 10 });
   const edit = await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.clientKey, json: { nombre_interno: NOMBRE } });
   expect(edit.status, edit.text).toBe(200);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { numeroNuevo } from '../helpers/expect.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectJsonOnly, expectPlain } from './helpers.js';
 
 /**
@@ -18,7 +19,7 @@ let a: Seeded;
 
 beforeAll(async () => {
   s = await startTestServer();
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   a = await seedClient(s);
 });
 afterAll(async () => {

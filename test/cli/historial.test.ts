@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import type { MensajeEstado } from '../../src/core/ports.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectJsonOnly, expectCleanExit, rows } from './helpers.js';
 import { parseCsv } from '../helpers/csv.js';
 
@@ -107,7 +108,7 @@ const ids = (records: Array<Record<string, unknown>>) => records.map((m) => m.ms
 
 beforeAll(async () => {
   s = await startTestServer({ tz: 'UTC' });
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   A = await seedClient(s);
   const r = await api(s.url, 'POST', '/api/celular_crear.php', {
     key: A.clientKey,

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { link, linkedLine, numeroNuevo, type Line } from '../server/send-helpers.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectJsonOnly, expectCleanExit, rows, type RunResult } from './helpers.js';
 import { parseCsv } from '../helpers/csv.js';
 
@@ -67,7 +68,7 @@ const gids = (records: Array<Record<string, unknown>>) => records.map((m) => m.g
 
 beforeAll(async () => {
   s = await startTestServer({ tz: 'UTC', inboxPurgeIntervalMs: 0, healthIntervalMs: 0 });
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   A = await linkedLine(s);
   const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: numeroNuevo() } });
   expect(r.status, r.text).toBe(201);

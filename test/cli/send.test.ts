@@ -8,6 +8,7 @@ import { Ctx } from '../../src/cli/context.js';
 import { CliError, EXIT } from '../../src/cli/exit-codes.js';
 import { makeTerm } from '../../src/cli/io.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectJsonOnly } from './helpers.js';
 
 /** `pasarela send ...` through the built CLI against a real server with a linked line. */
@@ -34,7 +35,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => media.listen(0, '127.0.0.1', r));
   mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}/foto.png`;
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
 });
 afterAll(async () => {
   cli?.cleanup();

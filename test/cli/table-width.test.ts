@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectCleanExit, rows } from './helpers.js';
 
 /**
@@ -27,7 +28,7 @@ const NOMBRE = `Ventas 😀 ${FAMILY} 漢字テスト cafe\u0301 con un nombre m
 
 beforeAll(async () => {
   s = await startTestServer();
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   a = await seedClient(s);
   const edit = await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.clientKey, json: { nombre_interno: NOMBRE } });
   expect(edit.status).toBe(200);

@@ -8,6 +8,7 @@ import { generateSecret } from '../../src/webhooks/sign.js';
 import { LISTENER_TIMEOUT_MS } from '../../src/webhooks/dispatcher.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { numeroNuevo } from '../helpers/expect.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectJsonOnly, expectCleanExit, fields, rows, until } from './helpers.js';
 
 /**
@@ -67,7 +68,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
 });
 afterAll(async () => {
   cli?.cleanup();
