@@ -1,14 +1,51 @@
 import { defineConfig } from 'vitest/config';
 
-// Tests run against real parts (HTTP server on a loopback port, SQLite files,
-// the built CLI), so timeouts leave room for a loaded 2-core machine.
+/**
+ * Two lanes, chosen by rule, never by a list of files:
+ * - fast (`npm run test:fast`): every test file except the slow ones, with
+ *   PostgreSQL switched off (PASARELA_TEST_POSTGRES=off, read by
+ *   test/helpers/services.ts): core, contract suites on SQLite, in-process
+ *   routes and commands. test/helpers/no-child.ts refuses any child process.
+ * - slow (`npm run test:slow`): test/e2e/, every `*.slow.test.ts` (the binary,
+ *   terminals, shells, `serve` as a child), and the PostgreSQL runs of the
+ *   fast files (project `postgres`: the same files, only the tests whose name
+ *   says PostgreSQL; describeWith and the contract adapters name them so).
+ * `npm test` runs all three projects once, in one vitest run, so the JSON
+ * report below counts every test once.
+ * Tests run against real parts (SQLite files, a loopback HTTP server, the
+ * built CLI), so timeouts leave room for a loaded 2-core machine.
+ */
+const SLOW = ['test/e2e/**/*.test.ts', 'test/**/*.slow.test.ts'];
+const POSTGRES_NAME = /postgres/i;
+// vitest 4.1 honours testNamePattern per project, though its ProjectConfig type leaves it out.
+const ONLY_POSTGRES = { testNamePattern: POSTGRES_NAME } as object;
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // The JSON report lets .ci/run print a plain "N passed, N failed" line.
     reporters: ['default', ['json', { outputFile: '.pasarela-test/vitest.json' }]],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'fast',
+          include: ['test/**/*.test.ts'],
+          exclude: SLOW,
+          env: { PASARELA_TEST_POSTGRES: 'off' },
+          setupFiles: ['test/helpers/no-child.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'slow', include: SLOW },
+      },
+      {
+        extends: true,
+        test: { name: 'postgres', include: ['test/**/*.test.ts'], exclude: SLOW, ...ONLY_POSTGRES },
+      },
+    ],
   },
 });

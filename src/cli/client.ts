@@ -2,9 +2,9 @@ import { ApiError, CliError, EXIT, exitForStatus } from './exit-codes.js';
 import { CODIGO_INVALID_PARAMS, explainInvalid, type FieldFlags } from './field-errors.js';
 
 /**
- * The CLI's only way to the service: HTTP with undici. Non-2xx answers become
- * ApiErrors carrying the server's body and the exit code for its status and
- * api_codigo.
+ * The CLI's only way to the service: HTTP through an HttpTransport (undici by
+ * default). Non-2xx answers become ApiErrors carrying the server's body and
+ * the exit code for its status and api_codigo.
  */
 export interface CallOptions {
   key?: string;
@@ -25,8 +25,54 @@ function withoutRetryHint(text: string): string {
   return text.replace(/[\s;,.]*\(?\s*(?:retry|they open) in [0-9]+ s\s*\)?\.?$/i, '');
 }
 
+/** One request as the client sends it: the whole URL (query included), headers, a text body. */
+export interface HttpRequest {
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  body?: string;
+  /** Deadline for the answer's headers, and again for each wait on its body. */
+  timeoutMs: number;
+}
+
+/** The answer: status, headers (lower-case names) and the body as a stream of bytes. */
+export interface HttpAnswer {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: AsyncIterable<Buffer | Uint8Array | string> & NodeJS.ReadableStream;
+}
+
+/**
+ * How the client reaches the service. A transport rejects when no answer
+ * came (refused, reset, timed out); the body stream fails when the answer is
+ * cut. Tests hand main() one over Fastify's inject (no socket, no port).
+ */
+export type HttpTransport = (req: HttpRequest) => Promise<HttpAnswer>;
+
+/** The real one: undici, loaded on first use (commands that never call the server start faster). */
+export const undiciTransport: HttpTransport = async (req) => {
+  const { request } = await import('undici');
+  const res = await request(req.url, {
+    method: req.method as 'GET',
+    headers: req.headers,
+    body: req.body,
+    headersTimeout: req.timeoutMs,
+    bodyTimeout: req.timeoutMs,
+  });
+  return { statusCode: res.statusCode, headers: res.headers, body: res.body };
+};
+
+async function readText(body: HttpAnswer['body']): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(typeof c === 'string' ? Buffer.from(c) : Buffer.from(c));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 export class ApiClient {
-  constructor(readonly baseUrl: string) {}
+  constructor(
+    readonly baseUrl: string,
+    private readonly transport: HttpTransport = undiciTransport,
+  ) {}
 
   async call<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, opts: CallOptions = {}): Promise<T> {
     const url = new URL(path.replace(/^\//, ''), this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
@@ -39,18 +85,16 @@ export class ApiClient {
       body = JSON.stringify(opts.json);
     }
     const timeout = opts.timeoutMs ?? 30_000;
-    // Loaded on first use: commands that never call the server start faster.
-    const { request } = await import('undici');
     let res;
     try {
-      res = await request(url, { method, headers, body, headersTimeout: timeout, bodyTimeout: timeout });
+      res = await this.transport({ method, url, headers, body, timeoutMs: timeout });
     } catch (err) {
       const code = (err as { code?: string }).code ?? '';
       throw new CliError(`cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`, EXIT.UNREACHABLE);
     }
     let text: string;
     try {
-      text = await res.body.text();
+      text = await readText(res.body);
     } catch (err) {
       // The request went out and the answer was cut: whether it was acted on is unknown.
       const code = (err as { code?: string }).code ?? '';
@@ -84,10 +128,9 @@ export class ApiClient {
     const headers: Record<string, string> = { accept: 'application/octet-stream, application/json', 'user-agent': 'pasarela-cli' };
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
     const timeout = opts.timeoutMs ?? 30_000;
-    const { request } = await import('undici');
     let res;
     try {
-      res = await request(url, { method, headers, headersTimeout: timeout, bodyTimeout: timeout });
+      res = await this.transport({ method, url, headers, timeoutMs: timeout });
     } catch (err) {
       const code = (err as { code?: string }).code ?? '';
       throw new CliError(`cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`, EXIT.UNREACHABLE);
@@ -95,7 +138,7 @@ export class ApiClient {
     if (res.statusCode < 200 || res.statusCode >= 300) {
       let parsed: unknown = {};
       try {
-        const text = await res.body.text();
+        const text = await readText(res.body);
         parsed = text === '' ? {} : JSON.parse(text);
       } catch {
         throw new CliError(

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ADMIN_TOKEN_FILE, defaultDataDir } from '../paths.js';
-import { ApiClient } from './client.js';
+import { ApiClient, undiciTransport, type HttpTransport } from './client.js';
 import { CliError, EXIT, usage } from './exit-codes.js';
 import type { Term } from './io.js';
 import { Settings, type Profile } from './settings.js';
@@ -41,6 +41,8 @@ export class Ctx {
     readonly term: Term,
     readonly env: NodeJS.ProcessEnv,
     readonly flags: GlobalFlags,
+    /** How clients reach the service: undici, or (in tests) Fastify's inject. */
+    readonly http: HttpTransport = undiciTransport,
   ) {}
 
   get json(): boolean {
@@ -132,7 +134,8 @@ export class Ctx {
     return this.adminCredential().token;
   }
 
-  client(): ApiClient {
-    return new ApiClient(this.url());
+  /** A client of the service at `url` (the resolved --url / profile URL unless given). */
+  client(url: string = this.url()): ApiClient {
+    return new ApiClient(url, this.http);
   }
 }

@@ -15,6 +15,7 @@ import { registerSend } from './commands/send.js';
 import { registerServe } from './commands/serve.js';
 import { registerSim } from './commands/sim.js';
 import { registerWebhook } from './commands/webhook.js';
+import type { HttpTransport } from './client.js';
 import { Ctx, type GlobalFlags } from './context.js';
 import { CliError, EXIT, EXIT_HELP } from './exit-codes.js';
 import { makeTerm, type IO } from './io.js';
@@ -22,8 +23,14 @@ import { escapeControls, guardLine } from './terminal-text.js';
 
 export type CtxOf = (cmd: Command) => Ctx;
 
+/** What a caller may hand in besides argv, io and env: the bin passes nothing. */
+export interface CliDeps {
+  /** How commands reach the service (default undici; tests pass one over Fastify's inject). */
+  http?: HttpTransport;
+}
+
 /** The whole command tree; also the source of the completion scripts. */
-export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
+export function buildProgram(io: IO, env: NodeJS.ProcessEnv, deps: CliDeps = {}): Command {
   const program = new Command('pasarela');
   program
     .description('Self-hosted messaging gateway: `pasarela serve` runs the service; every other command is its client.')
@@ -50,7 +57,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv): Command {
 
   const ctxOf: CtxOf = (cmd) => {
     const flags = cmd.optsWithGlobals<GlobalFlags & { color?: boolean }>();
-    return new Ctx(makeTerm(io, env, flags.color === false), env, flags);
+    return new Ctx(makeTerm(io, env, flags.color === false), env, flags, deps.http);
   };
 
   registerServe(program, io, env);
@@ -108,8 +115,8 @@ async function lastWork(io: IO): Promise<void> {
  * `serve` takes its streams' failures itself (io.takeOutputErrors): for it a
  * closed pipe is no stop signal, its log drops lines and it goes on serving.
  */
-export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv): Promise<number> {
-  const program = buildProgram(io, env);
+export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv, deps: CliDeps = {}): Promise<number> {
+  const program = buildProgram(io, env, deps);
   const jsonMode = argv.includes('--json');
   try {
     const run = program.parseAsync(argv, { from: 'user' });

@@ -42,6 +42,17 @@ export class KeyedRunner<K> {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
   }
 
+  /**
+   * One look now (after the one in progress, if any), then waits until no job
+   * runs: whatever was due at the clock's time has been started and has ended.
+   * For tests that drive the clock instead of waiting for the next look.
+   */
+  async step(): Promise<void> {
+    while (this.looking) await (this.current ?? Promise.resolve()).catch(() => undefined);
+    await this.tick();
+    await this.idle();
+  }
+
   get inFlight(): number {
     return this.inflight.size;
   }

@@ -76,6 +76,14 @@ export class QueueWorker {
     return this.runner.stop();
   }
 
+  /**
+   * One look at the queue at the clock's time, and the sends it started,
+   * ended: tests move the clock and step instead of waiting for the poll.
+   */
+  step(): Promise<void> {
+    return this.runner.step();
+  }
+
   /** Resolves when nothing is being sent (tests use it to wait for a drain step). */
   idle(): Promise<void> {
     return this.runner.idle();

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Core } from '../core/context.js';
@@ -6,6 +7,7 @@ import type { LineHealth } from '../core/line-health.js';
 import type { DirectRecovery } from '../core/direct-recovery.js';
 import type { InboxRetention } from '../core/recibidos.js';
 import type { QueueWorker } from '../core/queue-worker.js';
+import type { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { TempFiles } from '../core/media.js';
 import { sweepAcceptedMedia } from '../core/accepted-media.js';
 import { ADMIN_TOKEN_FILE } from '../paths.js';
@@ -71,7 +73,11 @@ export interface RunningServer {
   /** The background thread's handle, when it runs on one. */
   thread: BackgroundThread | null;
   /** The queue worker on the request thread (null on the background thread): tests step it instead of waiting for its poll. */
-  queue: Pick<QueueWorker, 'poke' | 'idle'> | null;
+  queue: Pick<QueueWorker, 'poke' | 'idle' | 'step'> | null;
+  /** The webhook dispatcher on the request thread (null on the background thread), to step likewise. */
+  dispatcher: Pick<WebhookDispatcher, 'step'> | null;
+  /** The HTTP app: tests reach its routes through `inject`, without the socket. */
+  app: FastifyInstance;
   /**
    * The first step of a graceful stop: /ready answers 503 (draining, with
    * `reason`) from now on, while everything else still serves. `serve`
@@ -173,6 +179,8 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       background: bg.thread ? 'thread' : 'inline',
       thread: bg.thread,
       queue: bg.worker,
+      dispatcher: bg.dispatcher,
+      app,
       drain: (reason) => app.markDraining(reason),
       close: () => parts.stop(opts.stopTimeoutMs),
     };

@@ -169,6 +169,15 @@ export class WebhookDispatcher implements WebhookControl {
     await this.agents.close();
   }
 
+  /**
+   * One look now, the journal moved first, and the attempts it started,
+   * ended: tests drive the clock and step instead of waiting for the poll.
+   */
+  step(): Promise<void> {
+    this.journal = true;
+    return this.runner.step();
+  }
+
   /** A listener removed through this node: nothing more goes to it from here (other nodes see it within a second). */
   forgetListener(id: string): void {
     this.copies.forget(id);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEvolutionFake, type EvolutionFake } from '../fakes/evolution.js';
 import { numeroNuevo } from '../helpers/expect.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectJsonOnly, expectPlain } from './helpers.js';
 
 /**
@@ -18,7 +19,7 @@ beforeAll(async () => {
   a = await startEvolutionFake({ apiKey: 'cli-key-of-server-a-0123' });
   b = await startEvolutionFake({ apiKey: 'cli-key-of-server-b-4567' });
   s = await startTestServer({ gateway: 'evolution', gatewayUrl: a.url, gatewayKey: a.apiKey, allowPrivateUrls: true, healthIntervalMs: 0 });
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
 });
 afterAll(async () => {
   cli?.cleanup();

@@ -2,8 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, cliCommandLine, expectJsonOnly, HAS_SCRIPT } from './helpers.js';
-import { runTtyAnswering } from './tty.js';
+import { injectTransport } from '../helpers/inject-http.js';
+import { Cli, expectJsonOnly } from './helpers.js';
 
 /**
  * Operator-token provenance (a refusal says where the token came from; the
@@ -19,7 +19,7 @@ const WRONG = 'not-the-token-of-this-server-xxxxxxxxxxxxxxxx';
 
 beforeAll(async () => {
   s = await startTestServer();
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   const dir = join(cli.home, '.local', 'share', 'pasarela');
   mkdirSync(dir, { recursive: true });
   defaultTokenFile = join(dir, 'admin-token');
@@ -116,46 +116,6 @@ describe('key rotation asks first', () => {
     expect(c.exitCode, c.stderr).toBe(0);
     expect(c.stdout).toMatch(/^Client key\tWAC_/);
     expect((await api(s.url, 'GET', '/api/info.php', { key: b.clientKey })).status).toBe(401);
-  });
-
-  it.skipIf(!HAS_SCRIPT)('on a TTY the question names the client; no changes nothing; a wrong id is exit 4 before any question', async () => {
-    const no = await runTtyAnswering(cli, cliCommandLine(['admin', 'client', 'rotate-key', String(a.clienteId)]), [[/Rotate the key of client/, 'n']], op.env);
-    expect(no.exitCode, JSON.stringify(no.output)).toBe(0);
-    expect(no.output).toMatch(new RegExp(`Rotate the key of client ${a.clienteId} “Cliente \\d+” \\(c\\d+@example\\.com\\)\\?`));
-    expect(no.output).toContain('nothing changed');
-    expect((await api(s.url, 'GET', '/api/info.php', { key: a.clientKey })).status).toBe(200);
-    const missing = await runTtyAnswering(cli, cliCommandLine(['admin', 'client', 'rotate-key', '99999']), [], op.env);
-    expect(missing.exitCode).toBe(4);
-    expect(missing.output).not.toContain('Rotate the key');
-    const yes = await runTtyAnswering(
-      cli,
-      cliCommandLine(['admin', 'celular', 'rotate-key', String(a.celularId)]),
-      [[/Rotate the key of celular \d+\?/, 'y']],
-      op.env,
-    );
-    expect(yes.exitCode).toBe(0);
-    expect(yes.output).toMatch(/WA_\d+_/);
-    expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.celularKey })).status).toBe(401);
-  });
-});
-
-describe.skipIf(!HAS_SCRIPT)('celular delete on a TTY', () => {
-  it('a wrong id is exit 4 before any question; the question names the line; no keeps it, yes deletes it', async () => {
-    const a = await seedClient(s);
-    const env = { PASARELA_KEY: a.clientKey };
-    expect((await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.clientKey, json: { nombre_interno: 'Ventas' } })).status).toBe(200);
-    const missing = await runTtyAnswering(cli, cliCommandLine(['celular', 'delete', '99999']), [], env);
-    expect(missing.exitCode).toBe(4);
-    expect(missing.output).not.toContain('Delete celular');
-    const question = new RegExp(`Delete celular ${a.celularId} “Ventas” \\(\\+${a.numero}\\)\\? This cannot be undone`);
-    const no = await runTtyAnswering(cli, cliCommandLine(['celular', 'delete', String(a.celularId)]), [[question, 'n']], env);
-    expect(no.exitCode, no.output).toBe(0);
-    expect(no.output).toContain('nothing deleted');
-    expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).status).toBe(200);
-    const yes = await runTtyAnswering(cli, cliCommandLine(['celular', 'delete', String(a.celularId)]), [[question, 'y']], env);
-    expect(yes.exitCode, yes.output).toBe(0);
-    expect(yes.output).toContain(`Deleted celular ${a.celularId}`);
-    expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).status).toBe(404);
   });
 });
 

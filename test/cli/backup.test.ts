@@ -8,6 +8,7 @@ import { api, startTestServer, tempDir, type TestServer } from '../helpers/serve
 import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { linkedLine, numeroNuevo, send, TEXT, type Line } from '../server/send-helpers.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectJsonOnly } from './helpers.js';
 
 /**
@@ -22,7 +23,7 @@ const out = tempDir('pasarela-backup-');
 
 beforeAll(async () => {
   s = await startTestServer({ queue: { gapMinMs: 0, gapMaxMs: 0 } });
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   L = await linkedLine(s, { saldo: 100_000, plan: 'ilimitado' });
 });
 afterAll(async () => {

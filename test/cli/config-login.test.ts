@@ -1,8 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, cliCommandLine, expectJsonOnly, expectCleanExit, fields, HAS_SCRIPT, rows } from './helpers.js';
-import { runTtyAnswering } from './tty.js';
+import { Cli, expectJsonOnly, expectCleanExit, fields, rows } from './helpers.js';
 
 /**
  * Saved profiles and the precedence of every setting: flag, then
@@ -196,26 +195,6 @@ describe('login: where the key comes from', () => {
     expect(both.exitCode).toBe(2);
     expect(savedFile().profiles).not.toHaveProperty('nothing');
   });
-
-  it.skipIf(!HAS_SCRIPT)('on a TTY, PASARELA_KEY is saved only after a yes', async () => {
-    const env = { PASARELA_KEY: a.clientKey, PASARELA_URL: s.url };
-    const no = await runTtyAnswering(
-      cli,
-      cliCommandLine(['login', '--profile', 'asked']),
-      [
-        [/Save that key in profile "asked"\?/, 'n'],
-        // Refused: the key is asked for instead; Ctrl-C leaves.
-        [/API key/, '\u0003'],
-      ],
-      env,
-    );
-    expect(no.exitCode).not.toBe(0);
-    expect(savedFile().profiles).not.toHaveProperty('asked');
-    const yes = await runTtyAnswering(cli, cliCommandLine(['login', '--profile', 'asked']), [[/Save that key in profile "asked"\?/, 'y']], env);
-    expect(yes.exitCode, yes.output).toBe(0);
-    expect(yes.output).toContain('from PASARELA_KEY');
-    expect(savedFile().profiles.asked).toEqual({ url: s.url, key: a.clientKey });
-  });
 });
 
 describe('config set --key-stdin', () => {
@@ -284,18 +263,5 @@ describe('config remove', () => {
     const r = await cli.run(['config', 'remove', 'gone', '--yes']);
     expect(r.stderr).toContain('The current profile is now "default"');
     expect(savedFile().current).toBe('default');
-  });
-
-  it.skipIf(!HAS_SCRIPT)('on a TTY asks first, naming what the profile holds; no keeps it', async () => {
-    expect((await cli.run(['config', 'set', 'url', DEAD, '--profile', 'asked2'])).exitCode).toBe(0);
-    const no = await runTtyAnswering(cli, cliCommandLine(['config', 'remove', 'asked2']), [
-      [/Delete profile "asked2" \(URL http:\/\/127\.0\.0\.1:1\)\? This cannot be undone/, 'n'],
-    ]);
-    expect(no.exitCode).toBe(0);
-    expect(no.output).toContain('nothing deleted');
-    expect(savedFile().profiles).toHaveProperty('asked2');
-    const yes = await runTtyAnswering(cli, cliCommandLine(['config', 'remove', 'asked2']), [[/This cannot be undone/, 'y']]);
-    expect(yes.exitCode).toBe(0);
-    expect(savedFile().profiles).not.toHaveProperty('asked2');
   });
 });

@@ -1,10 +1,10 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exitForStatus } from '../../src/cli/exit-codes.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, ROOT, type RunResult } from './helpers.js';
 
 /**
@@ -174,65 +174,38 @@ describe('1, 4, 8: conflict, not found, unreachable', () => {
 });
 
 describe('5, 6, 7: balance, rate limit, server error (from a stub server)', () => {
-  let stub: Server;
-  let stubUrl: string;
-  beforeAll(async () => {
-    // Answers like a pasarela server would on a bad day.
-    stub = createServer((req, res) => {
-      const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-        res.writeHead(status, { 'content-type': 'application/json', ...headers });
-        res.end(JSON.stringify(body));
-      };
-      if (req.url?.startsWith('/api/saldo.php')) send(402, { ok: false, error: 'saldo insuficiente', api_codigo: 300 });
-      else if (req.url?.startsWith('/api/celulares.php')) send(429, { ok: false, error: 'too many attempts', retry_after: 42 }, { 'retry-after': '42' });
-      else if (req.url?.startsWith('/api/info.php')) send(503, { ok: false, error: 'the server is stopping', api_codigo: 901 });
-      else {
-        res.writeHead(200, { 'content-type': 'text/html' });
-        res.end('<html>not pasarela</html>');
-      }
-    });
-    await new Promise<void>((r) => stub.listen(0, '127.0.0.1', r));
-    stubUrl = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
+  // Answers like a pasarela server would on a bad day; reached through inject (no socket).
+  const stub = Fastify();
+  stub.all('/*', async (req, reply) => {
+    const send = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+      reply
+        .code(status)
+        .headers({ 'content-type': 'application/json', ...headers })
+        .send(JSON.stringify(body));
+    if (req.url.startsWith('/api/saldo.php')) return send(402, { ok: false, error: 'saldo insuficiente', api_codigo: 300 });
+    if (req.url.startsWith('/api/celulares.php')) return send(429, { ok: false, error: 'too many attempts', retry_after: 42 }, { 'retry-after': '42' });
+    if (req.url.startsWith('/api/info.php')) return send(503, { ok: false, error: 'the server is stopping', api_codigo: 901 });
+    return reply.code(200).header('content-type', 'text/html').send('<html>not pasarela</html>');
   });
+  const stubUrl = 'http://stub.invalid';
+  const stubCli = new Cli(stubUrl, injectTransport(stub));
   afterAll(async () => {
-    await new Promise((r) => stub.close(r));
+    stubCli.cleanup();
+    await stub.close();
   });
 
   it('402 exits 5, 429 exits 6 (with the retry delay), 5xx exits 7, a non-JSON answer exits 1', async () => {
     const k = ['--url', stubUrl, '--key', 'WAC_1_x'];
     const [balance, rate, server, html] = await Promise.all([
-      cli.run(['saldo', ...k]),
-      cli.run(['celular', 'list', ...k, '--json']),
-      cli.run(['info', ...k]),
-      cli.run(['celular', 'show', '1', ...k]),
+      stubCli.run(['saldo', ...k]),
+      stubCli.run(['celular', 'list', ...k, '--json']),
+      stubCli.run(['info', ...k]),
+      stubCli.run(['celular', 'show', '1', ...k]),
     ]);
     expect(code(balance)).toEqual({ exitCode: 5, stderr: 'error: saldo insuficiente\n' });
     expect(code(rate)).toEqual({ exitCode: 6, stderr: 'error: too many attempts (retry in 42 s)\n' });
     expect(JSON.parse(rate.stdout)).toEqual({ ok: false, error: 'too many attempts', retry_after: 42 });
     expect(code(server)).toEqual({ exitCode: 7, stderr: 'error: the server is stopping\n' });
     expect(code(html)).toEqual({ exitCode: 1, stderr: expect.stringContaining('not JSON') });
-  });
-});
-
-describe('the binary passes on the code main returns', () => {
-  // The rest of this file runs main in-process; this is the shim's own part: the process's exit status.
-  it('bin/pasarela exits 0, 2, 3, 4 and 8 with the same stderr as main', async () => {
-    const [ok, usage, auth, notFound, unreachable] = await Promise.all([
-      cli.runBinary(['--version']),
-      cli.runBinary(['celuar', 'list']),
-      cli.runBinary(['info', '--key', `WAC_${a.clienteId}_wrongwrongwrongwrongwrong`]),
-      cli.runBinary(['admin', 'client', 'show', '99999', '--data-dir', s.dataDir]),
-      cli.runBinary(['info', '--url', 'http://127.0.0.1:1', '--key', a.clientKey]),
-    ]);
-    expect(code(ok)).toEqual({ exitCode: 0, stderr: '' });
-    expect(code(usage)).toEqual({ exitCode: 2, stderr: expect.stringContaining("unknown command 'celuar'") });
-    expect(code(auth)).toEqual({ exitCode: 3, stderr: 'error: invalid credential\n' });
-    expect(code(notFound)).toEqual({ exitCode: 4, stderr: expect.stringContaining('client 99999 not found') });
-    expect(code(unreachable)).toEqual({ exitCode: 8, stderr: expect.stringContaining('cannot reach the server at http://127.0.0.1:1') });
-    for (const [inProcess, binary] of await Promise.all(
-      [['celuar', 'list'], ['--version']].map(async (args) => [await cli.run(args), await cli.runBinary(args)] as const),
-    )) {
-      expect(binary).toEqual(inProcess);
-    }
   });
 });

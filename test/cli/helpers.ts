@@ -1,5 +1,4 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -8,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
 import { expect } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import type { HttpTransport } from '../../src/cli/client.js';
 import type { IO } from '../../src/cli/io.js';
 import { until as poll } from '../helpers/poll.js';
 
@@ -75,8 +75,31 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
+const executable = (file: string) => {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * Is `tool` an executable on PATH? (Looked up without a child process, so the
+ * fast lane may import this file.) Where it is missing its tests are skipped,
+ * except under CI=true: there the test file fails, naming the tool (.ci/run
+ * installs script, zsh and fish).
+ */
+export function hasTool(tool: string): boolean {
+  const found = (process.env.PATH ?? '').split(':').some((dir) => dir !== '' && executable(join(dir, tool)));
+  if (!found && /^(1|true|yes)$/i.test(process.env.CI ?? '')) {
+    throw new Error(`\`${tool}\` is not on PATH: under CI=true its tests fail instead of being skipped (.ci/run installs it)`);
+  }
+  return found;
+}
+
 /** Is util-linux `script` (a pseudo-terminal for the CLI) on PATH? */
-export const HAS_SCRIPT = spawnSync('sh', ['-c', 'command -v script'], { stdio: 'ignore' }).status === 0;
+export const HAS_SCRIPT = hasTool('script');
 
 export function tempDir(prefix = 'pasarela-cli-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -88,7 +111,11 @@ export class Cli {
   readonly configDir = join(this.home, 'config');
   readonly configFile = join(this.configDir, 'config.json');
 
-  constructor(readonly url?: string) {}
+  /** `http`: how commands reach the server in `run` (e.g. test/helpers/inject-http.ts); undici over a socket without it. */
+  constructor(
+    readonly url?: string,
+    readonly http?: HttpTransport,
+  ) {}
 
   env(patch: EnvPatch = {}): Record<string, string> {
     const e: EnvPatch = {
@@ -123,7 +150,7 @@ export class Cli {
   async run(args: string[], opts: RunOptions = {}): Promise<RunResult> {
     if (isServe(args)) return this.runBinary(args, opts);
     const fake = fakeIO(opts.input);
-    const exitCode = await main(args, fake.io, this.env(opts.env));
+    const exitCode = await main(args, fake.io, this.env(opts.env), { http: this.http });
     return { exitCode, stdout: fake.stdout(), stderr: fake.stderr() };
   }
 

@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import type { MensajeEstado } from '../../src/core/ports.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, cliCommandLine, expectJsonOnly, expectCleanExit, HAS_SCRIPT, rows, tempDir } from './helpers.js';
+import { injectTransport } from '../helpers/inject-http.js';
+import { Cli, expectJsonOnly, expectCleanExit, rows } from './helpers.js';
 import { parseCsv } from '../helpers/csv.js';
 
 /**
@@ -109,7 +108,7 @@ const ids = (records: Array<Record<string, unknown>>) => records.map((m) => m.ms
 
 beforeAll(async () => {
   s = await startTestServer({ tz: 'UTC' });
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   A = await seedClient(s);
   const r = await api(s.url, 'POST', '/api/celular_crear.php', {
     key: A.clientKey,
@@ -231,25 +230,6 @@ describe('pasarela historial --all', () => {
     expect(ids(r)).toEqual(expected((x) => x.estado === 'leido' && x.celular_id === A.celularId));
     const fromPage2 = ndjson(expectCleanExit(await cli.run(['historial', '--all', '--page', '2', '--por-pagina', '50', '--format', 'ndjson'], key())));
     expect(ids(fromPage2)).toEqual(expected().slice(50));
-  });
-
-  it.skipIf(!HAS_SCRIPT)('progress "page N/M" on stderr when it is a terminal; the data still goes to stdout', async () => {
-    const dir = tempDir();
-    const file = join(dir, 'out.ndjson');
-    const line = `${cliCommandLine([...all, '--format', 'ndjson'])} > '${file}'`;
-    const r = await cli.spawnTty(line, { env: { PASARELA_KEY: A.clientKey } });
-    expect(r.exitCode).toBe(0);
-    expect(String(r.stdout)).toMatch(/page 3\/3/);
-    expect(ids(ndjson(readFileSync(file, 'utf8')))).toEqual(expected());
-  });
-
-  it.skipIf(!HAS_SCRIPT)('on a TTY the table has a header row', async () => {
-    const r = await cli.spawnTty(cliCommandLine(['historial', '--por-pagina', '3']), { env: { PASARELA_KEY: A.clientKey, NO_COLOR: '1' } });
-    expect(r.exitCode).toBe(0);
-    const out = String(r.stdout);
-    expect(out).toMatch(/FECHA.*MSG_ID.*ESTADO/);
-    expect(out).toContain(seeds[120]!.msg_id);
-    expect(out).toMatch(/page 1\/41, 121 total/);
   });
 });
 

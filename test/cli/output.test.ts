@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, ESC, expectJsonOnly, expectCleanExit, rows, SGR } from './helpers.js';
 
 /**
@@ -13,7 +14,7 @@ let a: Seeded;
 
 beforeAll(async () => {
   s = await startTestServer();
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   a = await seedClient(s, { saldo: 25 });
   // A linked line, so that status/list have something to colour.
   await api(s.url, 'POST', `/api/celular_qr.php?id=${a.celularId}`, { key: a.clientKey });

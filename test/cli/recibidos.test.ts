@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { link, linkedLine, numeroNuevo, type Line } from '../server/send-helpers.js';
-import { Cli, cliCommandLine, ESC, expectJsonOnly, expectCleanExit, HAS_SCRIPT, rows, tempDir, type RunResult } from './helpers.js';
+import { injectTransport } from '../helpers/inject-http.js';
+import { Cli, expectJsonOnly, expectCleanExit, rows, type RunResult } from './helpers.js';
 import { parseCsv } from '../helpers/csv.js';
 
 /**
@@ -69,7 +68,7 @@ const gids = (records: Array<Record<string, unknown>>) => records.map((m) => m.g
 
 beforeAll(async () => {
   s = await startTestServer({ tz: 'UTC', inboxPurgeIntervalMs: 0, healthIntervalMs: 0 });
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   A = await linkedLine(s);
   const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: numeroNuevo() } });
   expect(r.status, r.text).toBe(201);
@@ -173,45 +172,6 @@ describe('pasarela recibidos: filters reach the server', () => {
     expect(await run([], A.celularKey)).toEqual(expected((x) => x.celular_id === A.celularId));
     // A hidden-number contact id goes to the server as is (no one here wrote from one).
     expect(await run(['--remitente', '123456789012345@lid'])).toEqual([]);
-  });
-});
-
-describe('pasarela recibidos on a terminal', () => {
-  it.skipIf(!HAS_SCRIPT)(
-    "the table has a header and the page line; a sender's control characters and bidi override are shown escaped, never obeyed",
-    async () => {
-      const r = await cli.spawnTty(cliCommandLine(['recibidos', '--por-pagina', '3']), { env: { PASARELA_KEY: A.clientKey, NO_COLOR: '1' } });
-      expect(r.exitCode).toBe(0);
-      const out = String(r.stdout);
-      expect(out).toMatch(/RECIBIDO.*ID.*CELULAR.*DE.*TIPO.*TEXTO/);
-      expect(out).toMatch(/page 1\/41, 123 total/);
-      expect(out).toContain('pago \\u001b[31mrojo');
-      expect(out).not.toContain(ESC);
-      expect(out).not.toContain('\u202e');
-      expect(out).not.toContain('\u009b');
-    },
-  );
-
-  it.skipIf(!HAS_SCRIPT)('ndjson and csv to a terminal escape them too; to a file the ndjson values are exact', async () => {
-    for (const format of ['ndjson', 'csv']) {
-      const r = await cli.spawnTty(cliCommandLine(['recibidos', '--por-pagina', '3', '--format', format]), { env: { PASARELA_KEY: A.clientKey } });
-      expect(r.exitCode).toBe(0);
-      const out = String(r.stdout);
-      expect(out, format).toContain('\\u202etxt.exe');
-      expect(out, format).not.toContain('\u202e');
-      expect(out, format).not.toContain('\u009b');
-      expect(out.replace(/\u001b\[[0-9;]*m/g, ''), format).not.toContain(ESC);
-    }
-    const dir = tempDir();
-    const file = join(dir, 'out.ndjson');
-    const r = await cli.spawnTty(`${cliCommandLine(['recibidos', '--all', '--por-pagina', '50', '--format', 'ndjson'])} > '${file}'`, {
-      env: { PASARELA_KEY: A.clientKey },
-    });
-    expect(r.exitCode).toBe(0);
-    expect(String(r.stdout)).toMatch(/page 3\/3/);
-    const recs = ndjson(readFileSync(file, 'utf8'));
-    expect(gids(recs)).toEqual(expected());
-    expect(recs[1]!.texto).toBe(HOSTILE);
   });
 });
 

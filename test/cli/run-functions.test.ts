@@ -6,6 +6,7 @@ import { Ctx, type GlobalFlags } from '../../src/cli/context.js';
 import { CliError, EXIT } from '../../src/cli/exit-codes.js';
 import { makeTerm } from '../../src/cli/io.js';
 import { seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, fakeIO, fields } from './helpers.js';
 
 /**
@@ -19,7 +20,7 @@ let a: Seeded;
 
 beforeAll(async () => {
   s = await startTestServer();
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   a = await seedClient(s, { saldo: 7 });
 });
 afterAll(async () => {

@@ -8,7 +8,8 @@ import { Ctx } from '../../src/cli/context.js';
 import { CliError, EXIT } from '../../src/cli/exit-codes.js';
 import { makeTerm } from '../../src/cli/io.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { Cli, cliCommandLine, expectJsonOnly, HAS_SCRIPT } from './helpers.js';
+import { injectTransport } from '../helpers/inject-http.js';
+import { Cli, expectJsonOnly } from './helpers.js';
 
 /** `pasarela send ...` through the built CLI against a real server with a linked line. */
 let s: TestServer;
@@ -34,7 +35,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => media.listen(0, '127.0.0.1', r));
   mediaUrl = `http://127.0.0.1:${(media.address() as AddressInfo).port}/foto.png`;
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
 });
 afterAll(async () => {
   cli?.cleanup();
@@ -126,13 +127,6 @@ describe('send against the real server: retries, refusals, the line of a client 
     const r = await cli.run(['send', 'text', '5215598765432', 'por la unica linea', '--json'], { env: { PASARELA_KEY: l.clientKey } });
     const b = expectJsonOnly(r);
     expect((await s.core.store.getMensaje(b.msg_id))?.celular_id).toBe(l.celularId);
-  });
-
-  it.runIf(HAS_SCRIPT)('on a TTY, the line chosen for a client key is said on stderr', async () => {
-    const l = await linkedLine('5215520000003');
-    const r = await cli.spawnTty(cliCommandLine(['send', 'text', '5215598765432', 'con tty']), { env: { PASARELA_KEY: l.clientKey } });
-    expect(r.exitCode).toBe(0);
-    expect(String(r.stdout)).toContain(`sending from celular ${l.celularId} (${l.numero}), this client's only line`);
   });
 
   it('a client key with two lines and no --celular: exit 2 naming both, nothing sent', async () => {

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectJsonOnly, expectCleanExit, fields, rows } from './helpers.js';
 
 /**
@@ -25,7 +26,7 @@ let legacyToken: string;
 
 beforeAll(async () => {
   s = await startTestServer();
-  cli = new Cli(s.url);
+  cli = new Cli(s.url, injectTransport(s.app));
   viaDataDir = ['--data-dir', s.dataDir];
   viaFlag = ['--admin-token', s.adminToken];
   viaEnv = { PASARELA_ADMIN_TOKEN: s.adminToken };

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { ManualClock, type Clock } from '../../src/core/clock.js';
+import type { FastifyInstance } from 'fastify';
 import { SERVE_DEFAULTS, startServer, type RunningServer, type ServeOptions } from '../../src/server/serve.js';
-import { until } from './poll.js';
 
 /**
  * A real server on a loopback port with its own data directory, its JSON log
@@ -28,7 +28,15 @@ export function tempDir(prefix = 'pasarela-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-export async function startTestServer(over: Partial<ServeOptions> = {}): Promise<TestServer> {
+/** Test servers whose routes `api` reaches through the app's `inject` instead of the socket (by URL). */
+const injected = new Map<string, FastifyInstance>();
+
+/**
+ * `how.inject`: `api(s.url, ...)` calls go through Fastify's inject (no
+ * socket, no connection): for route shape and refusal tests. The server
+ * still listens, for what needs a socket (receipts, raw requests).
+ */
+export async function startTestServer(over: Partial<ServeOptions> = {}, how: { inject?: boolean } = {}): Promise<TestServer> {
   const dataDir = over.dataDir ?? tempDir();
   const logs: string[] = [];
   const logStream = new Writable({
@@ -40,14 +48,7 @@ export async function startTestServer(over: Partial<ServeOptions> = {}): Promise
   const clock = over.clock ?? new ManualClock(Date.now());
   const s = await startServer({ ...SERVE_DEFAULTS, port: 0, logLevel: 'info', ...over, dataDir, clock, logStream });
   const adminToken = over.adminToken ?? readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
-  // Every look of the worker begins by reading the queue's heads: counted there, so a step knows a look has run.
-  let looks = 0;
-  const store = s.core.store;
-  const heads = store.queueHeads.bind(store);
-  store.queueHeads = () => {
-    looks += 1;
-    return heads();
-  };
+  if (how.inject) injected.set(s.url, s.app);
   return {
     ...s,
     adminToken,
@@ -56,15 +57,10 @@ export async function startTestServer(over: Partial<ServeOptions> = {}): Promise
     stepQueue: async () => {
       const worker = s.queue;
       if (!worker) throw new Error('the queue worker runs on the background thread (system clock): it cannot be stepped');
-      const before = looks;
-      worker.poke();
-      await until(() => looks > before, { what: 'a look of the queue worker', stepMs: 1 });
-      // Looks never overlap: once a later one has begun, the first has ended and its sends are in flight.
-      worker.poke();
-      await until(() => looks > before + 1, { what: 'a second look of the queue worker', stepMs: 1 });
-      await worker.idle();
+      await worker.step();
     },
     stop: async () => {
+      injected.delete(s.url);
       await s.close();
       if (!over.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
@@ -105,7 +101,8 @@ export async function api(base: string, method: string, path: string, opts: ApiO
     body = opts.raw;
     if (opts.contentType) headers['content-type'] = opts.contentType;
   }
-  const res = await fetch(base + path, { method, headers, body: body as RequestInit['body'] });
+  const app = injected.get(base);
+  const res = app ? await injectCall(app, method, path, headers, body) : await fetch(base + path, { method, headers, body: body as RequestInit['body'] });
   const text = await res.text();
   let parsed: unknown = undefined;
   try {
@@ -114,6 +111,16 @@ export async function api(base: string, method: string, path: string, opts: ApiO
     parsed = undefined;
   }
   return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+/** One call through inject, answered in fetch's shape (a text body without a type is sent as fetch would: text/plain). */
+async function injectCall(app: FastifyInstance, method: string, path: string, headers: Record<string, string>, body: string | Buffer | undefined) {
+  const h = { ...headers };
+  if (typeof body === 'string' && !Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['content-type'] = 'text/plain;charset=UTF-8';
+  const res = await app.inject({ method: method as 'GET', url: path, headers: h, ...(body !== undefined ? { payload: body } : {}) });
+  const out = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) out.append(k, String(x));
+  return { status: res.statusCode, headers: out, text: async () => res.payload };
 }
 
 export interface Seeded {

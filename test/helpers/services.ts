@@ -87,8 +87,18 @@ async function probePostgres(url: string): Promise<Service> {
   return svc;
 }
 
+/**
+ * PASARELA_TEST_POSTGRES=off (the fast lane, vitest.config.ts): PostgreSQL is
+ * left to the slow lane's `postgres` project, so its suites are skipped here
+ * whatever PASARELA_REQUIRE_SERVICES says; they run there.
+ */
+export const POSTGRES_OFF = process.env.PASARELA_TEST_POSTGRES === 'off';
+const LEFT_TO_SLOW_LANE = 'PostgreSQL runs in the slow lane (npm run test:slow)';
+
 export const redis: Service = await probeRedis(REDIS_URL);
-export const postgres: Service = await probePostgres(POSTGRES_URL);
+export const postgres: Service = POSTGRES_OFF
+  ? { name: 'PostgreSQL', url: POSTGRES_URL, available: false, reason: LEFT_TO_SLOW_LANE }
+  : await probePostgres(POSTGRES_URL);
 
 /**
  * `describe` for a suite that needs `svc`: run when it answers; otherwise
@@ -96,8 +106,12 @@ export const postgres: Service = await probePostgres(POSTGRES_URL);
  * failing test that says what is missing.
  */
 export function describeWith(svc: Service, name: string, fn: () => void): void {
+  // The slow lane picks PostgreSQL suites by name (vitest.config.ts), so the name says it.
+  if (svc.name === 'PostgreSQL' && !/postgres/i.test(name)) name = `${name} (PostgreSQL)`;
   if (svc.available) {
     describe(name, fn);
+  } else if (svc.name === 'PostgreSQL' && POSTGRES_OFF) {
+    describe.skip(`${name} [${LEFT_TO_SLOW_LANE}]`, fn);
   } else if (SERVICES_REQUIRED) {
     describe(name, () => {
       it(`needs ${svc.name} at ${svc.url}`, () => {

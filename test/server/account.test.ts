@@ -32,7 +32,7 @@ let a2: number;
 const admin = (method: string, path: string, json?: unknown) => api(s.url, method, path, { key: s.adminToken, json });
 
 beforeAll(async () => {
-  s = await startTestServer();
+  s = await startTestServer({}, { inject: true });
   A = await seedClient(s, { numero: numeroNuevo() });
   B = await seedClient(s, { numero: numeroNuevo(), saldo: 7 });
   const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: numeroNuevo(), nombre_interno: 'segunda' } });

@@ -13,7 +13,7 @@ const admin = (method: string, path: string, json?: unknown) => api(s.url, metho
 const adminForm = (method: string, path: string, form: Record<string, string>) => api(s.url, method, path, { key: s.adminToken, form });
 
 beforeAll(async () => {
-  s = await startTestServer({ authMaxFailures: 100_000 });
+  s = await startTestServer({ authMaxFailures: 100_000 }, { inject: true });
   A = await seedClient(s, { numero: numeroNuevo() });
   B = await seedClient(s, { numero: numeroNuevo() });
 });

@@ -15,7 +15,7 @@ let legacy: string;
 
 beforeAll(async () => {
   // Many refused credentials on purpose: keep the address throttle out of the way.
-  s = await startTestServer({ authMaxFailures: 100_000 });
+  s = await startTestServer({ authMaxFailures: 100_000 }, { inject: true });
   A = await seedClient(s, { numero: numeroNuevo() });
   B = await seedClient(s, { numero: numeroNuevo() });
   const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: numeroNuevo(), nombre_interno: 'hermana' } });

@@ -105,12 +105,15 @@ describe('unauthenticated body bytes: per address and server-wide', () => {
 
   const open = (ip: string, path: string, len: number) =>
     new RawRequest(b.url, 'POST', path, { 'Content-Type': 'application/json', 'Content-Length': len, 'X-Forwarded-For': ip });
-  const settle = () => new Promise((r) => setTimeout(r, 300));
+  /** A body of `len` from `ip` (no key: 401 once read, 429/503 when the budget refuses it); its bytes are freed when it ends. */
+  const probe = (ip: string, len: number) =>
+    api(b.url, 'POST', '/api/mensaje_enviar_texto.php', { json: { destinatario: DEST, mensaje: 'x'.repeat(len) }, headers: { 'X-Forwarded-For': ip } });
 
   it('past the address bound 429 with retry_after, past the server bound 503; on any route with a body; freed when a body ends', async () => {
     const a = open('10.0.0.1', '/api/mensaje_enviar_texto.php', 900_000);
     await a.write(Buffer.alloc(160_000, 0x20));
-    await settle();
+    // The server has counted a's bytes once 50 KB more from the same address go past its 200 KB.
+    await until(async () => (await probe('10.0.0.1', 50_000)).status === 429, { what: "a's bytes counted", timeoutMs: 10_000 });
     const other = open('10.0.0.2', DOC, 5_000_000);
     const busy = await other.sendUntilAnswered(Buffer.alloc(200_000, 0x20), 16 * 1024);
     expect(busy.status).toBe(503);
@@ -123,12 +126,7 @@ describe('unauthenticated body bytes: per address and server-wide', () => {
     expect(limited.headers['retry-after']).toMatch(/^\d+$/);
     // The first body ends (the client gives up): its bytes no longer count.
     a.destroy();
-    await settle();
-    const again = await api(b.url, 'POST', '/api/mensaje_enviar_texto.php', {
-      json: { destinatario: DEST, mensaje: 'x'.repeat(150_000) },
-      headers: { 'X-Forwarded-For': '10.0.0.1' },
-    });
-    expect(again.status).toBe(401);
+    await until(async () => (await probe('10.0.0.1', 150_000)).status === 401, { what: "a's bytes freed", timeoutMs: 10_000 });
     for (const r of [other, same]) r.destroy();
   });
 });

@@ -26,7 +26,7 @@ let B: Seeded;
 const admin = (method: string, path: string, json?: unknown) => api(s.url, method, path, { key: s.adminToken, json });
 
 beforeAll(async () => {
-  s = await startTestServer();
+  s = await startTestServer({}, { inject: true });
   A = await seedClient(s, { numero: numeroNuevo() });
   B = await seedClient(s, { numero: numeroNuevo() });
 });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
-/** One `serve` per data directory, in one process too (the CLI's case is in test/cli/serve.test.ts). */
+/** One `serve` per data directory, in one process too (the CLI's case is in test/cli/serve.slow.test.ts). */
 const servers: TestServer[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.stop();

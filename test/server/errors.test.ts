@@ -14,7 +14,7 @@ let s: TestServer;
 let A: Seeded;
 
 beforeAll(async () => {
-  s = await startTestServer();
+  s = await startTestServer({}, { inject: true });
   A = await seedClient(s, { numero: numeroNuevo() });
 });
 afterAll(async () => {

@@ -21,7 +21,7 @@ const UNSUPPORTED = ERRORS.UNSUPPORTED_BODY.codigo;
 let s: TestServer;
 let L: Line;
 beforeAll(async () => {
-  s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 });
+  s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 }, { inject: true });
   L = await linkedLine(s, { saldo: 1000 });
 });
 afterAll(async () => {

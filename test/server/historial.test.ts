@@ -146,7 +146,7 @@ function expected(m: Model): string[] {
 }
 
 beforeAll(async () => {
-  s = await startTestServer({ tz: 'UTC' });
+  s = await startTestServer({ tz: 'UTC' }, { inject: true });
   A = await seedClient(s, { numero: numeroNuevo() });
   B = await seedClient(s, { numero: numeroNuevo() });
   const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: numeroNuevo() } });
@@ -526,7 +526,7 @@ describe('GET /api/historial_listar.php: the record', () => {
 
 describe("days are days in the server's zone (serve --tz)", () => {
   it('America/Mexico_City: 2026-03-01T05:30Z is on 2026-02-28 there, 06:00Z on 2026-03-01', async () => {
-    const mx = await startTestServer({ tz: 'America/Mexico_City' });
+    const mx = await startTestServer({ tz: 'America/Mexico_City' }, { inject: true });
     try {
       const c = await seedClient(mx, { numero: numeroNuevo() });
       const late = await seedMensaje(mx, {

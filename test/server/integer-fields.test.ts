@@ -104,7 +104,7 @@ function snapshot(db: Database.Database): Record<string, unknown[]> {
 let s: TestServer;
 let A: Seeded;
 beforeAll(async () => {
-  s = await startTestServer({ authMaxFailures: 1_000_000 });
+  s = await startTestServer({ authMaxFailures: 1_000_000 }, { inject: true });
   A = await seedClient(s, { saldo: 100 });
 });
 afterAll(async () => {

@@ -24,7 +24,7 @@ const legacy = (path: string, body: Record<string, unknown>, form = false): Prom
     : api(s.url, 'POST', path, { json: body });
 
 beforeAll(async () => {
-  s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 });
+  s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 }, { inject: true });
 });
 afterAll(async () => {
   await s?.stop();

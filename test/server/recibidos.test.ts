@@ -103,7 +103,7 @@ async function secondLine(line: Line): Promise<Line> {
 
 beforeAll(async () => {
   // The purge runs only when a test calls it.
-  s = await startTestServer({ tz: 'UTC', inboxPurgeIntervalMs: 0, healthIntervalMs: 0 });
+  s = await startTestServer({ tz: 'UTC', inboxPurgeIntervalMs: 0, healthIntervalMs: 0 }, { inject: true });
   A = await linkedLine(s);
   a2 = await secondLine(A);
   B = await linkedLine(s);
@@ -458,7 +458,7 @@ describe('retention', () => {
   const listAll = async () => (await api(r.url, 'GET', `${PATH}?por_pagina=500`, { key: line.clientKey })).body;
 
   beforeAll(async () => {
-    r = await startTestServer({ tz: 'UTC', inboxRetentionMs: 2 * D, inboxPurgeIntervalMs: 0, healthIntervalMs: 0 });
+    r = await startTestServer({ tz: 'UTC', inboxRetentionMs: 2 * D, inboxPurgeIntervalMs: 0, healthIntervalMs: 0 }, { inject: true });
     line = await linkedLine(r);
   });
   afterAll(async () => {

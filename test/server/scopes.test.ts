@@ -218,13 +218,16 @@ async function expectRefused(r: Route, cred: Cred, id: number, status: number): 
 beforeAll(async () => {
   // Fixed noon, UTC: direct sends are inside the lines' allowed hours. Refused keys
   // are counted by the auth throttle; keep it out of the way here.
-  s = await startTestServer({
-    clock: new ManualClock(Date.UTC(2030, 5, 12, 12, 0, 0)),
-    tz: 'UTC',
-    allowPrivateUrls: true,
-    authMaxFailures: 100_000,
-    queue: { gapMinMs: 0, gapMaxMs: 0 },
-  });
+  s = await startTestServer(
+    {
+      clock: new ManualClock(Date.UTC(2030, 5, 12, 12, 0, 0)),
+      tz: 'UTC',
+      allowPrivateUrls: true,
+      authMaxFailures: 100_000,
+      queue: { gapMinMs: 0, gapMaxMs: 0 },
+    },
+    { inject: true },
+  );
   media = await startMediaServer();
   receiver = await startReceiver(200);
   hookUrl = `${receiver.url}/hooks?token=receiver-token-123`;

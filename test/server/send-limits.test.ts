@@ -70,18 +70,6 @@ describe('duplicate protection', () => {
     expect((await api(s.url, 'GET', '/api/historial_listar.php', { key: L.celularKey })).body.total).toBe(5);
   });
 
-  it('the window is 120 s: after 121 s the count starts again at 1', async () => {
-    const L = await linkedLine(s);
-    const text = uniqueText('ventana');
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 1 });
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 2 });
-    clock().advance(121_000);
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 1 });
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 2 });
-    expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }), { count: 3 });
-    expectDupBlock(await send(s, L, TEXT, { destinatario: DEST, mensaje: text }));
-  });
-
   it('identity per type: recipient, url+caption, url+filename, url; base64 is the bytes whatever the filename or encoding', async () => {
     const L = await linkedLine(s);
     const text = uniqueText('identidad');

@@ -14,7 +14,7 @@ const DEST = '525598765432';
 
 let s: TestServer;
 beforeAll(async () => {
-  s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 });
+  s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 20, simReadMs: 40 }, { inject: true });
 });
 afterAll(async () => {
   await s?.stop();

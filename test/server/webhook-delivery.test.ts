@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, type TestServer, startTestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
-import { admin, link, linkedLine, send, TEXT, uniqueText, type Line } from './send-helpers.js';
-import { entregas, expectEnvelope, expectSigned, setWebhook, sleep, startReceiver, waitFor, type Hit, type Receiver } from './webhook-helpers.js';
+import { admin, link, linkedLine, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
+import { entregas, expectEnvelope, expectSigned, setWebhook, startReceiver, waitFor, type Hit, type Receiver } from './webhook-helpers.js';
 
 /**
  * Webhook deliveries over real HTTP (docs/design.md §6, §7): the events of a linked
@@ -168,7 +168,7 @@ describe('subscriptions', () => {
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 });
     expect(r.status, r.text).toBe(200);
     expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto: 'no suscrito' }));
-    await sleep(150); // the receipts of the send (30/60 ms) have fired
+    await waitEstado(s, r.body.msg_id, 'leido'); // the receipts of the send have been recorded (and journaled)
     expectOk(await admin(s, 'POST', '/admin/sim/logout', { celular_id: L.celularId }));
     // The logout is the last event; one client's deliveries go in order, so anything before it has arrived.
     await waitFor(() => hitsOf(L).some((h) => h.json.data.status === 'logged_out'), 'the logout delivery');
@@ -187,11 +187,12 @@ describe('subscriptions', () => {
     expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto: 'inactivo' }));
     const r = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 });
     expect(r.status, r.text).toBe(200);
-    await sleep(150);
+    await waitEstado(s, r.body.msg_id, 'leido');
     const t = await api(s.url, 'POST', '/api/webhook_test.php', { key: L.clientKey });
     expectOk(t);
     await waitHits(L, 1);
-    await sleep(300);
+    // One look of the dispatcher now: the journal moved, and whatever it would have sent, ended.
+    await s.dispatcher!.step();
     expect(hitsOf(L).map((h) => h.headers['x-service-event'])).toEqual(['webhook.test']);
     expect((await entregas(s, L.clientKey)).map((e) => e.evento)).toEqual(['webhook.test']);
   });
@@ -229,7 +230,7 @@ describe('subscriptions', () => {
     expectOk(await setWebhook(s, L.clientKey, { url: hookOf(L) }));
     expectOk(await api(s.url, 'DELETE', '/api/webhook.php', { key: L.clientKey }));
     expectError(await api(s.url, 'POST', '/api/webhook_test.php', { key: L.clientKey }), 409, 604);
-    await sleep(100);
+    await s.dispatcher!.step();
     expect(hitsOf(L)).toEqual([]);
   });
 });

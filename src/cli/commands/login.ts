@@ -1,6 +1,5 @@
 import { Option, type Command } from 'commander';
 import { API } from '../../core/api-routes.js';
-import { ApiClient } from '../client.js';
 import { DEFAULT_URL, type Ctx } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
@@ -74,11 +73,14 @@ export async function runLogin(o: LoginOptions, ctx: Ctx): Promise<void> {
   key = key.trim();
   if (!key) throw usage('the key is empty');
   const checked = url;
-  const info = await new ApiClient(url).call<{ cliente: { id: number; nombre: string } }>('GET', API.info, { key }).catch((err: unknown) => {
-    if (err instanceof CliError && err.exitCode === EXIT.AUTH)
-      throw new CliError(`the server at ${checked} refused this key; nothing saved`, EXIT.AUTH, err.body);
-    throw err;
-  });
+  const info = await ctx
+    .client(url)
+    .call<{ cliente: { id: number; nombre: string } }>('GET', API.info, { key })
+    .catch((err: unknown) => {
+      if (err instanceof CliError && err.exitCode === EXIT.AUTH)
+        throw new CliError(`the server at ${checked} refused this key; nothing saved`, EXIT.AUTH, err.body);
+      throw err;
+    });
   ctx.settings().update(name, { url, key });
   if (!ctx.flags.profile && !ctx.env.PASARELA_PROFILE) ctx.settings().setCurrent(name);
   const path = ctx.settings().path;

@@ -41,6 +41,8 @@ export interface Background {
   thread: BackgroundThread | null;
   /** On the request thread (null on the background thread): tests step it instead of waiting for its poll. */
   worker: QueueWorker | null;
+  /** Likewise the webhook dispatcher. */
+  dispatcher: WebhookDispatcher | null;
 }
 
 interface BackgroundDeps {
@@ -98,7 +100,7 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
         return { value: thread, stop: () => thread.stop(), abandon: () => thread.kill() };
       },
     });
-    return { webhooks: thread, queued: (id) => thread.queued(id), thread, worker: null };
+    return { webhooks: thread, queued: (id) => thread.queued(id), thread, worker: null, dispatcher: null };
   }
   const worker = await parts.start({
     name: 'queue worker',
@@ -108,7 +110,7 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
       return { value: worker, stop: () => worker.stop() };
     },
   });
-  return { webhooks: dispatcher, queued: (id) => worker.queued(id), thread: null, worker };
+  return { webhooks: dispatcher, queued: (id) => worker.queued(id), thread: null, worker, dispatcher };
 }
 
 /** The background thread on the same SQLite file, sharing the write gate (store/write-gate.ts). */

@@ -1,9 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, Cli, ROOT, type RunResult } from './helpers.js';
+import { BIN, Cli, hasTool, ROOT, type RunResult } from './helpers.js';
 
 /**
  * `pasarela completion bash|zsh|fish`: no server needed, no config touched.
@@ -20,9 +19,9 @@ let work: string;
 /** PATH with `pasarela` (the built binary) first, so the scripts can ask it for profile names. */
 let env: Record<string, string>;
 
-const has = (shell: string) => spawnSync('sh', ['-c', `command -v ${shell}`], { stdio: 'ignore' }).status === 0;
-const HAS_FISH = has('fish');
-const HAS_ZSH = has('zsh');
+// Skipped where missing, except under CI=true (hasTool throws there).
+const HAS_FISH = hasTool('fish');
+const HAS_ZSH = hasTool('zsh');
 
 beforeAll(async () => {
   cli = new Cli('http://127.0.0.1:1');

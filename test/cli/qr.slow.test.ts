@@ -23,6 +23,13 @@ afterAll(async () => {
   await s?.stop();
 });
 
+/** Resolves once the server has logged two more QR requests of the line (the CLI polls every 200 ms). */
+async function askedAgain(celularId: number): Promise<void> {
+  const asks = () => s.logs.filter((l) => l.includes('/api/celular_qr.php') && l.includes(`id=${celularId}`)).length;
+  const before = asks();
+  await until(async () => asks() >= before + 2);
+}
+
 /** The phone scans (the operator API, not the CLI), once the CLI has asked for a QR. */
 async function scanWhenShowing(celularId: number): Promise<void> {
   await until(async () => {
@@ -46,8 +53,8 @@ describe('celular qr --wait --json without a TTY', () => {
     const first = JSON.parse(firstLines.split('\n')[0]!);
     expect(first).toMatchObject({ celular_id: a.celularId, status: 'need_scan' });
     expect(first.qr).toMatch(/^2@/);
-    // Still waiting: nothing has scanned yet.
-    await new Promise((r) => setTimeout(r, 500));
+    // Still waiting: nothing has scanned yet, and it has asked the server again since.
+    await askedAgain(a.celularId);
     expect(proc.exitCode).toBeNull();
 
     await scanWhenShowing(a.celularId);
@@ -111,7 +118,7 @@ describe.skipIf(!HAS_SCRIPT)('on a terminal (script)', () => {
     const drawn = await waitForText(proc.stdout, /Scan with the phone/);
     expect(drawn).toMatch(/[▀▄█]/);
     expect(drawn).not.toContain('2@'); // the picture, not the content
-    await new Promise((r) => setTimeout(r, 600));
+    await askedAgain(a.celularId);
     expect(proc.exitCode).toBeNull();
 
     await scanWhenShowing(a.celularId);

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { KeyedRunner } from '../../src/core/keyed-runner.js';
+
+/** A deferred: a promise the test settles. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+describe('KeyedRunner.step', () => {
+  it('runs one look now and resolves once the jobs it started have ended', async () => {
+    const done: string[] = [];
+    let due = ['a', 'b'];
+    const runner: KeyedRunner<string> = new KeyedRunner(
+      async () => {
+        for (const k of due) runner.run(k, async () => void done.push(k));
+        due = [];
+        return 60_000;
+      },
+      (err) => {
+        throw err;
+      },
+    );
+    runner.start();
+    await runner.step();
+    expect(done.sort()).toEqual(['a', 'b']);
+    due = ['c'];
+    await runner.step();
+    expect(done).toContain('c');
+    expect(runner.inFlight).toBe(0);
+    await runner.stop();
+  });
+
+  it('never overlaps a look in progress: it waits for it, then looks itself', async () => {
+    const slow = gate();
+    let looks = 0;
+    let overlapping = false;
+    let active = 0;
+    const runner = new KeyedRunner<string>(
+      async () => {
+        active += 1;
+        if (active > 1) overlapping = true;
+        looks += 1;
+        if (looks === 1) await slow.promise;
+        active -= 1;
+        return 60_000;
+      },
+      () => {},
+    );
+    runner.start();
+    // The first look (from start) is blocked on the gate; the step must wait for it.
+    await new Promise<void>((r) => setImmediate(r));
+    expect(looks).toBe(1);
+    const stepped = runner.step();
+    await new Promise<void>((r) => setImmediate(r));
+    expect(looks).toBe(1);
+    slow.open();
+    await stepped;
+    expect(looks).toBe(2);
+    expect(overlapping).toBe(false);
+    await runner.stop();
+  });
+
+  it('does nothing on a stopped runner', async () => {
+    let looks = 0;
+    const runner = new KeyedRunner<string>(
+      async () => {
+        looks += 1;
+        return 1;
+      },
+      () => {},
+    );
+    await runner.step();
+    expect(looks).toBe(0);
+  });
+});
