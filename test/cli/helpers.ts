@@ -253,3 +253,11 @@ export function waitForText(stream: NodeJS.ReadableStream | null | undefined, re
 export async function until(fn: () => Promise<boolean>, timeoutMs = 10_000, stepMs = 100): Promise<void> {
   await poll(fn, { timeoutMs, stepMs });
 }
+
+/** Records of ndjson output, and their ids. */
+export const ndjson = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+export const ids = (records: Array<Record<string, unknown>>, field = 'msg_id') => records.map((m) => m[field] as string);

@@ -102,11 +102,3 @@ export async function seedHistory(s: TestServer): Promise<History> {
       .map((x) => x.msg_id);
   return { A, a2, seeds, expected };
 }
-
-/** Records of ndjson output, and their ids. */
-export const ndjson = (stdout: string) =>
-  stdout
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-export const ids = (records: Array<Record<string, unknown>>, field = 'msg_id') => records.map((m) => m[field] as string);

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { Cli, cliCommandLine, HAS_SCRIPT, tempDir } from './helpers.js';
-import { ids, ndjson, seedHistory, type History } from './historial-fixture.js';
+import { Cli, cliCommandLine, HAS_SCRIPT, ids, ndjson, tempDir } from './helpers.js';
+import { seedHistory, type History } from './historial-fixture.js';
 
 /**
  * `pasarela historial` through the built CLI against a real server: every

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { injectTransport } from '../helpers/inject-http.js';
-import { Cli, expectJsonOnly, expectCleanExit, rows } from './helpers.js';
+import { Cli, expectJsonOnly, expectCleanExit, ids, ndjson, rows } from './helpers.js';
 import { parseCsv } from '../helpers/csv.js';
-import { D1, D2, ids, ndjson, seedHistory, TRICKY, type History } from './historial-fixture.js';
+import { D1, D2, seedHistory, TRICKY, type History } from './historial-fixture.js';
 
 /**
  * `pasarela historial` through the built CLI against a real server: every

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
-import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { link, linkedLine, numeroNuevo, type Line } from '../server/send-helpers.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { FORMULA, HOSTILE, S1, S2, seedInbox, TRICKY, type Inbox } from './recibidos-fixture.js';
+import type { Line } from '../server/send-helpers.js';
 import { injectTransport } from '../helpers/inject-http.js';
-import { Cli, expectJsonOnly, expectCleanExit, rows, type RunResult } from './helpers.js';
+import { Cli, ids, ndjson, rows, type RunResult, expectCleanExit, expectJsonOnly } from './helpers.js';
 import { parseCsv } from '../helpers/csv.js';
 
 /**
@@ -12,45 +12,15 @@ import { parseCsv } from '../helpers/csv.js';
  * filters passed through, csv quoting, hostile texts on a terminal, exit codes.
  */
 
-const H = 3_600_000;
 const CSV_COLUMNS = ['id', 'celular_id', 'de', 'tipo', 'texto', 'media', 'gateway_msg_id', 'fecha', 'created_at'];
-const S1 = '525512345678';
-const S2 = '14155552671';
-const TRICKY = 'Hola, "amigo"\nsegunda línea, con coma';
-/** What anyone may write to a line: a colour code, a window-title sequence, a C1 control, a right-to-left override. */
-const HOSTILE = `pago \u001b[31mrojo\u001b]0;titulo\u0007 \u009b2J \u202etxt.exe`;
 /** HOSTILE as the table, TSV and CSV show it: controls as visible escapes (the exact text: --json, ndjson). */
 const HOSTILE_SHOWN = 'pago \\u001b[31mrojo\\u001b]0;titulo\\u0007 \\u009b2J \\u202etxt.exe';
-const FORMULA = '=HYPERLINK("http://evil","clic")';
-
-interface Seed {
-  gid: string;
-  seq: number;
-  celular_id: number;
-  de: string;
-  at: number;
-}
 
 let s: TestServer;
 let cli: Cli;
 let A: Line;
 let a2: Line;
-const seeds: Seed[] = [];
-
-async function receive(line: Line, de: string, at: number, texto: string): Promise<void> {
-  (s.clock as ManualClock).set(at);
-  const r = await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: line.celularId, de, texto } });
-  expect(r.status, r.text).toBe(200);
-  seeds.push({ gid: r.body.gateway_msg_id, seq: seeds.length, celular_id: line.celularId, de: r.body.de, at });
-}
-
-/** Newest first, like the server. */
-function expected(f: (x: Seed) => boolean = () => true): string[] {
-  return seeds
-    .filter(f)
-    .sort((x, y) => y.at - x.at || y.seq - x.seq)
-    .map((x) => x.gid);
-}
+let expected: Inbox['expected'];
 
 const key = (k = A.clientKey) => ({ env: { PASARELA_KEY: k } });
 /** Exit 0, nothing on stderr; stdout as the data goes to a pipe or a file: the texts exact, a sender's escape codes included. */
@@ -59,27 +29,12 @@ function data(r: RunResult): string {
   expect(r.stderr).toBe('');
   return r.stdout;
 }
-const ndjson = (stdout: string) =>
-  stdout
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-const gids = (records: Array<Record<string, unknown>>) => records.map((m) => m.gateway_msg_id as string);
+const gids = (records: Array<Record<string, unknown>>) => ids(records, 'gateway_msg_id');
 
 beforeAll(async () => {
   s = await startTestServer({ tz: 'UTC', inboxPurgeIntervalMs: 0, healthIntervalMs: 0 });
   cli = new Cli(s.url, injectTransport(s.app));
-  A = await linkedLine(s);
-  const r = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero: numeroNuevo() } });
-  expect(r.status, r.text).toBe(201);
-  a2 = { ...A, celularId: r.body.celular_id, celularKey: r.body.api_key };
-  await link(s, a2);
-  // 120 messages, one every 17 hours back from 2026-03-10, to both lines from two senders; then three odd texts.
-  const end = Date.UTC(2026, 2, 10);
-  for (let i = 0; i < 120; i += 1) await receive(i % 3 === 0 ? a2 : A, i % 4 === 0 ? S2 : S1, end - (120 - i) * 17 * H, `mensaje ${i}`);
-  await receive(A, S1, end + H, FORMULA);
-  await receive(A, S2, end + 2 * H, HOSTILE);
-  await receive(A, S1, end + 3 * H, TRICKY);
+  ({ A, a2, expected } = await seedInbox(s));
 });
 afterAll(async () => {
   cli?.cleanup();
