@@ -1,78 +1,37 @@
 import { spawn } from 'node:child_process';
-import { createHmac } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
-import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { createServer } from 'node:http';
 import { numeroNuevo } from '../helpers/expect.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { entrega as entregaOf, expectSigned, SECRET, startWebhookWorld, webhookView as webhookViewOf, type Hit, type WebhookWorld } from './webhook-fixture.js';
 import { BIN, Cli, expectJsonOnly, until, waitForText } from './helpers.js';
 
 /**
  * `pasarela webhook ...` through the built CLI against a real server that
  * may deliver to loopback (allowPrivateUrls) and retries quickly.
  */
-interface Hit {
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
+let w: WebhookWorld;
 let s: TestServer;
 let cli: Cli;
 let clientKey: string;
 let celularId: number;
 let celularKey: string;
-let receiver: Server;
 let receiverUrl: string;
-const hits: Hit[] = [];
-/** What the receiver answers next (per path prefix `/fail` it always answers 500 until flipped). */
-const failing = false;
+let hits: Hit[];
 
 const env = () => ({ PASARELA_KEY: clientKey });
-const SECRET = 'un-secreto-de-prueba-de-32-chars!';
-
-/** The Standard Webhooks check a receiver would run (raw-secret format), plus the hex one. */
-function expectSigned(h: Hit, secret: string): void {
-  const headers = Object.fromEntries(Object.entries(h.headers).map(([k, v]) => [k, String(v)]));
-  expect(() => new Webhook(secret, { format: 'raw' }).verify(h.body, headers)).not.toThrow();
-  expect(h.headers['x-service-signature']).toBe(`sha256=${createHmac('sha256', secret).update(h.body).digest('hex')}`);
-  expect(h.headers['webhook-id']).toBe(JSON.parse(h.body).id);
-}
-
-async function webhookView(): Promise<any> {
-  return (await api(s.url, 'GET', '/api/webhook.php', { key: clientKey })).body;
-}
-
-async function entrega(id: string): Promise<any> {
-  const r = await api(s.url, 'GET', '/api/webhook_entregas.php?limit=50', { key: clientKey });
-  return r.body.entregas.find((e: { id: string }) => e.id === id);
-}
+const webhookView = () => webhookViewOf(w);
+const entrega = (id: string) => entregaOf(w, id);
 
 beforeAll(async () => {
-  s = await startTestServer({ allowPrivateUrls: true, webhookRetryMs: 200, queue: { gapMinMs: 0, gapMaxMs: 0 } });
-  const c = await api(s.url, 'POST', '/admin/clientes', { key: s.adminToken, json: { nombre: 'Hooks', email: 'h@example.com', saldo: 100 } });
-  clientKey = c.body.api_key;
-  const cel = await api(s.url, 'POST', '/api/celular_crear.php', { key: clientKey, json: { numero: numeroNuevo() } });
-  celularId = cel.body.celular_id;
-  celularKey = cel.body.api_key;
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      hits.push({ path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      res.writeHead(failing ? 500 : 201, { 'content-type': 'text/plain' });
-      res.end(failing ? 'boom' : 'created');
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  cli = new Cli(s.url);
+  w = await startWebhookWorld();
+  ({ s, clientKey, celularId, celularKey, receiverUrl, hits } = w);
+  cli = new Cli(w.s.url);
 });
 afterAll(async () => {
   cli?.cleanup();
-  receiver?.close();
+  w?.receiver.close();
   await s?.stop();
 });
 
