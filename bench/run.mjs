@@ -1325,6 +1325,30 @@ async function figureDirecto(baseline) {
 
 // ---------- 4. memory ----------
 
+/**
+ * One base64 document sent directly to `target` (pasarela or the bare
+ * baseline), after a pause and a reset of its peak memory: the answer, its
+ * time, the process's memory before and after and the CPU it spent.
+ */
+async function postDocument(target, key, payload) {
+  await sleep(300);
+  const exact = resetPeak(target.pid);
+  const before = memOf(target.pid);
+  const cpu0 = cpuMs(target.pid);
+  const t = performance.now();
+  const res = await request(`${target.url}/api/mensaje_enviar_documento_base64.php`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: payload,
+    bodyTimeout: 120_000,
+    headersTimeout: 120_000,
+  });
+  const text = await res.body.text();
+  const ms = performance.now() - t;
+  const after = memOf(target.pid);
+  return { status: res.statusCode, text, ms, before, after, growth: after.hwm - before.rss, peak_reset: exact, cpu_ms: cpuMs(target.pid) - cpu0 };
+}
+
 async function figureDocument(baseline) {
   const name = '4a. 50 MB base64 document, peak RSS';
   const size = 50 * MB;
@@ -1336,24 +1360,7 @@ async function figureDocument(baseline) {
     await needPaths(s, '/api/mensaje_enviar_documento_base64.php');
     const c = await setupClient(s, 1);
     const payload = JSON.stringify({ celular_id: c.lines[0], destinatario: destinatario(1), directo: 1, filename: 'informe.pdf', documentBase64: b64 });
-    const post = async (target) => {
-      await sleep(300);
-      const exact = resetPeak(target.pid);
-      const before = memOf(target.pid);
-      const cpu0 = cpuMs(target.pid);
-      const t = performance.now();
-      const res = await request(`${target.url}/api/mensaje_enviar_documento_base64.php`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${c.key}` },
-        body: payload,
-        bodyTimeout: 120_000,
-        headersTimeout: 120_000,
-      });
-      const text = await res.body.text();
-      const ms = performance.now() - t;
-      const after = memOf(target.pid);
-      return { status: res.statusCode, text, ms, before, after, growth: after.hwm - before.rss, peak_reset: exact, cpu_ms: cpuMs(target.pid) - cpu0 };
-    };
+    const post = (target) => postDocument(target, c.key, payload);
     log('  baseline (bare Fastify)...');
     const base = await post(baseline);
     log('  pasarela...');
@@ -1438,24 +1445,7 @@ async function figureDocumentGateway(baseline) {
       filename: 'informe.pdf',
       documentBase64: file.toString('base64'),
     });
-    const post = async (target, key) => {
-      await sleep(300);
-      const exact = resetPeak(target.pid);
-      const before = memOf(target.pid);
-      const cpu0 = cpuMs(target.pid);
-      const t = performance.now();
-      const res = await request(`${target.url}/api/mensaje_enviar_documento_base64.php`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-        body: payload,
-        bodyTimeout: 120_000,
-        headersTimeout: 120_000,
-      });
-      const text = await res.body.text();
-      const ms = performance.now() - t;
-      const after = memOf(target.pid);
-      return { status: res.statusCode, text, ms, before, after, growth: after.hwm - before.rss, peak_reset: exact, cpu_ms: cpuMs(target.pid) - cpu0 };
-    };
+    const post = (target, key) => postDocument(target, key, payload);
     log('  baseline (bare Fastify)...');
     const base = await post(baseline);
     log('  pasarela -> Evolution fake...');
