@@ -117,7 +117,8 @@ class Timeout extends Error {}
 /** Why `signal` aborted, as an Error (its reason is one unless someone aborted with something else). */
 const abortReason = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new Error(toText(signal.reason)));
 
-function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+/** Waits for `p` no longer than `signal` lets it: rejects with the abort's reason once it aborts. */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(abortReason(signal));

@@ -1,3 +1,5 @@
+import { abortable } from '../core/media-url.js';
+
 /**
  * One webhook attempt's overall deadline: connecting, sending, the answer's
  * headers and its whole body together. undici's headersTimeout/bodyTimeout
@@ -28,12 +30,7 @@ export class AttemptDeadline {
 
   /** Waits for `p` (a receiver's vetting, shared with other attempts and not cancellable) no longer than the attempt may last. */
   race<T>(p: Promise<T>): Promise<T> {
-    if (this.signal.aborted) return Promise.reject(this.signal.reason as Error);
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = () => reject(this.signal.reason as Error);
-      this.signal.addEventListener('abort', onAbort, { once: true });
-      p.then(resolve, reject).finally(() => this.signal.removeEventListener('abort', onAbort));
-    });
+    return abortable(p, this.signal);
   }
 
   /** The attempt ended: no timer left behind. */
