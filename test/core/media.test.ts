@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,19 +13,20 @@ import { MEDIA_RULES, TempFiles, checkMediaUrl, decodeBase64Media } from '../../
 import { OOXML_DOCX, OOXML_PPTX, OOXML_XLSX } from '../../src/core/media-sniff.js';
 import { isBlockedAddress, probeUrl } from '../../src/core/media-url.js';
 
-// Every HTTP request the code makes goes through this guard: anything but
-// 127.0.0.1 fails the test instead of leaving the machine.
-const traffic = vi.hoisted(() => ({ urls: [] as string[] }));
-vi.mock('undici', async (importOriginal) => {
-  const mod = await importOriginal<typeof import('undici')>();
-  return {
-    ...mod,
-    request: (url: string | URL, opts: Parameters<typeof mod.request>[1]) => {
-      traffic.urls.push(String(url));
-      if (new URL(String(url)).hostname !== '127.0.0.1') throw new Error(`test guard: traffic to ${String(url)}`);
-      return mod.request(url, opts);
-    },
-  };
+// Every request undici makes is recorded through its diagnostics channel
+// (it works however the module was loaded, unlike a module mock when test
+// files share a worker); anything but 127.0.0.1 fails the test in afterAll.
+const traffic = { urls: [] as string[], away: [] as string[] };
+const onRequest = (msg: unknown): void => {
+  const { request } = msg as { request: { origin: string; path: string } };
+  const url = new URL(request.path, request.origin);
+  traffic.urls.push(url.href);
+  if (url.hostname !== '127.0.0.1') traffic.away.push(url.href);
+};
+subscribe('undici:request:create', onRequest);
+afterAll(() => {
+  unsubscribe('undici:request:create', onRequest);
+  expect(traffic.away).toEqual([]);
 });
 
 const MB = 1024 * 1024;

@@ -176,7 +176,15 @@ describe.each(NETWORKS)('end to end on %s', (_name, make) => {
       expectOk(await api(s.url, 'POST', path, { json: c.body, headers: c.headers }));
     }
     await until(() => events('messages.received').filter((d) => d.texto === 'otra vez').length >= 2, { what: 'two distinct messages' });
-    await new Promise((r) => setTimeout(r, 100));
+    // DUP2 came after the repeat, so a delivery for the repeat would exist by
+    // now: once no delivery is left to make, the receiver has seen them all.
+    await until(
+      async () => {
+        const r = await api(s.url, 'GET', '/api/webhook_entregas.php?limit=500', { key: line.clientKey });
+        return (r.body.entregas as Array<{ estado: string }>).every((e) => e.estado === 'entregado');
+      },
+      { what: 'every delivery made' },
+    );
     expect(
       events('messages.received')
         .filter((d) => d.texto === 'otra vez')
