@@ -1,4 +1,6 @@
-import type { AcceptedMedia, MensajePayload, Store } from './ports.js';
+import type { AcceptedMedia } from './ports/media.js';
+import type { MensajePayload } from './ports/model.js';
+import type { Store } from './ports/store.js';
 
 /**
  * The rules around the AcceptedMedia port: a queued message's bytes are kept

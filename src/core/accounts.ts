@@ -2,7 +2,8 @@ import { actorOf, celularInScope, type ClientPrincipal, type Principal } from '.
 import type { Core } from './context.js';
 import { fail } from './errors.js';
 import { clientKey, hashSecret, newSecret } from './keys.js';
-import type { ClienteEstado, ClientePatch, ClienteRow, Plan } from './ports.js';
+import type { ClientePatch } from './ports/accounts.js';
+import type { ClienteEstado, ClienteRow, Plan } from './ports/model.js';
 import { celularView, clienteView, DAY_MS } from './views.js';
 import { startOfMonth } from './historial.js';
 import { FIELD_LIMITS } from './limits.js';

@@ -2,7 +2,7 @@ import { checkThrottle, fingerprint, recordFailure, recordSuccess } from './auth
 import type { Core } from './context.js';
 import { AppError, fail } from './errors.js';
 import { hashSecret, parseKey, secretMatches } from './keys.js';
-import type { CelularRow, ClienteRow } from './ports.js';
+import type { CelularRow, ClienteRow } from './ports/model.js';
 
 /**
  * Who is calling (docs/design.md §3). Authority checks live here so that every route

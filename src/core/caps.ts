@@ -1,4 +1,4 @@
-import type { CelularRow } from './ports.js';
+import type { CelularRow } from './ports/model.js';
 
 /**
  * Per-line send caps over sliding windows (minute, hour, day), exact across

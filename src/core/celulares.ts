@@ -5,7 +5,9 @@ import { AppError, ERRORS, fail } from './errors.js';
 import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret, parseKey } from './keys.js';
 import { CELULAR_LIMITS, HORA_PATTERN } from './limits.js';
 import { normalizeNumero } from './phone.js';
-import { GatewayFailure, type CelularEstado, type CelularPatch, type CelularRow, type SessionStatus } from './ports.js';
+import type { CelularPatch } from './ports/accounts.js';
+import { GatewayFailure } from './ports/gateway.js';
+import type { CelularEstado, CelularRow, SessionStatus } from './ports/model.js';
 import { celularView } from './views.js';
 
 /** Defaults of a new line (docs/design.md §4): one message every 5 s, a whole-day window. */

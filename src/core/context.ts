@@ -1,6 +1,8 @@
 import type { Clock } from './clock.js';
 import type { EventBus } from './events.js';
-import type { Counters, Gateway, Store } from './ports.js';
+import type { Counters } from './ports/counters.js';
+import type { Gateway } from './ports/gateway.js';
+import type { Store } from './ports/store.js';
 
 /** Settings the core reads; the server fills them from flags and environment. */
 export interface CoreConfig {

@@ -1,5 +1,5 @@
 import type { Clock } from './clock.js';
-import type { Counters } from './ports.js';
+import type { Counters } from './ports/counters.js';
 
 /**
  * Fixed-window counters in process memory. Expired windows are dropped on

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Core } from './context.js';
 import { fail } from './errors.js';
-import type { Tipo } from './ports.js';
+import type { Tipo } from './ports/model.js';
 
 /**
  * Duplicate protection (docs/design.md §5): the same content to the same recipient

@@ -1,6 +1,7 @@
 import type { Core } from './context.js';
 import { publishMessageStatus } from './message-events.js';
-import type { AcceptedMedia, MensajePayload, MensajeRow } from './ports.js';
+import type { AcceptedMedia } from './ports/media.js';
+import type { MensajePayload, MensajeRow } from './ports/model.js';
 
 /**
  * Direct sends a crash (or a failed write after the gateway answered) left

@@ -1,6 +1,6 @@
 import { iso } from './clock.js';
 import type { MessageStatusEvent } from './events.js';
-import type { MensajeRow } from './ports.js';
+import type { MensajeRow } from './ports/model.js';
 
 /** The `message.status` data of docs/design.md §6 for one change of a message; one builder for the bus and the journal. */
 export function messageStatusData(m: MensajeRow, estadoAnterior: string | null, at: number): MessageStatusEvent {

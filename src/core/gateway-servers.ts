@@ -2,7 +2,9 @@ import { applySessionStatus } from './celulares.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { AppError, fail } from './errors.js';
-import type { GatewayServerEstado, GatewayServerLoad, GatewayServerRow, GatewayServersStore, AccountsStore } from './ports.js';
+import type { AccountsStore } from './ports/accounts.js';
+import type { GatewayServerLoad, GatewayServersStore } from './ports/gateway-servers.js';
+import type { GatewayServerEstado, GatewayServerRow } from './ports/model.js';
 
 /**
  * Many gateway servers (Evolution API or WAHA processes) behind one

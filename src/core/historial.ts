@@ -3,7 +3,8 @@ import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { fail } from './errors.js';
 import { countryOf, normalizeNumero } from './phone.js';
-import type { CelularRow, HistoryFilter, MensajeEstado, MensajeRow } from './ports.js';
+import type { HistoryFilter } from './ports/messages.js';
+import type { CelularRow, MensajeEstado, MensajeRow } from './ports/model.js';
 
 /**
  * Message history (docs/design.md §8): newest first, a page at a time, with the

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Core } from './context.js';
 import { REASON_NOT_SENT } from './direct-recovery.js';
 import { AppError, errorBody, fail } from './errors.js';
-import type { IdemAnswer, IdemRow, MensajeRow } from './ports.js';
+import type { IdemAnswer, IdemRow } from './ports/messages.js';
+import type { MensajeRow } from './ports/model.js';
 
 /**
  * Idempotent sends (docs/decisions.md D-29). A client may name

@@ -1,5 +1,5 @@
 import type { CapHit } from './caps.js';
-import type { MensajeRow, ReceiptEstado } from './ports.js';
+import type { MensajeRow, ReceiptEstado } from './ports/model.js';
 
 /**
  * The money and state rules every store adapter applies inside its own

@@ -2,7 +2,7 @@ import { applySessionStatus } from './celulares.js';
 import type { Core } from './context.js';
 import { stream } from './leases.js';
 import type { NodePresence } from './node-presence.js';
-import type { Linea } from './ports.js';
+import type { Linea } from './ports/accounts.js';
 
 /** setTimeout's ceiling (about 24.8 days): a longer --health-interval would otherwise fire every millisecond. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;

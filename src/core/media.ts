@@ -7,7 +7,7 @@ import { fail } from './errors.js';
 import { tooLarge } from './media-size.js';
 import { sniffMime } from './media-sniff.js';
 import { probeUrl } from './media-url.js';
-import type { Tipo } from './ports.js';
+import type { Tipo } from './ports/model.js';
 
 /**
  * Media rules for sends (docs/design.md §5): per-type size limits and

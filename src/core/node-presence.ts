@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from './clock.js';
-import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from './ports.js';
+import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from './ports/leases.js';
 
 /** How a node keeps its streams (serve's settings, server/config-knobs.ts). */
 export interface PresenceTiming {

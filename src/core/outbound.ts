@@ -1,4 +1,5 @@
-import type { MensajePayload, OutboundMessage, Tipo } from './ports.js';
+import type { OutboundMessage } from './ports/gateway.js';
+import type { MensajePayload, Tipo } from './ports/model.js';
 
 /** The gateway's view of a stored message (one mapping for direct and queued sends). */
 export function outbound(msgId: string, tipo: Tipo, destinatario: string, p: MensajePayload): OutboundMessage {

@@ -7,7 +7,9 @@ import { KeyedRunner } from './keyed-runner.js';
 import { stream } from './leases.js';
 import type { NodePresence } from './node-presence.js';
 import { outbound } from './outbound.js';
-import { GatewayFailure, type AcceptedMedia, type MensajePayload, type MensajeRow } from './ports.js';
+import { GatewayFailure } from './ports/gateway.js';
+import type { AcceptedMedia } from './ports/media.js';
+import type { MensajePayload, MensajeRow } from './ports/model.js';
 import { REFUSED_FOR_GOOD } from './idempotency.js';
 import { backoffMs, type Backoff } from './backoff.js';
 

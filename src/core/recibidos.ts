@@ -3,7 +3,9 @@ import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { listingScope, mediaFields, mediaObject, numeroParam, pageFields, type ListingQuery, type MediaView } from './historial.js';
 import { normalizeNumero } from './phone.js';
-import type { CelularRow, GatewayEvent, InboxFilter, NewRecibido, RecibidoRow } from './ports.js';
+import type { GatewayEvent } from './ports/gateway.js';
+import type { InboxFilter, NewRecibido } from './ports/messages.js';
+import type { CelularRow, RecibidoRow } from './ports/model.js';
 
 /**
  * The inbox (docs/design.md §10): incoming messages as they were recorded,

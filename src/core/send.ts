@@ -24,7 +24,9 @@ import { publishMessageStatus } from './message-events.js';
 import { outbound } from './outbound.js';
 import { countryOf, normalizeNumero } from './phone.js';
 import type { NodePresence } from './node-presence.js';
-import { GatewayFailure, type AcceptedMedia, type CelularRow, type MensajePayload, type Tipo } from './ports.js';
+import { GatewayFailure } from './ports/gateway.js';
+import type { AcceptedMedia } from './ports/media.js';
+import type { CelularRow, MensajePayload, Tipo } from './ports/model.js';
 
 /**
  * One send, from a request to a committed message (docs/design.md §5): who sends,

@@ -4,7 +4,8 @@ import { replaceIllFormed } from './exact-text.js';
 import type { Core } from './context.js';
 import { publishMessageStatus } from './message-events.js';
 import { newRecibido } from './recibidos.js';
-import type { GatewayEvent, SessionStatus } from './ports.js';
+import type { GatewayEvent } from './ports/gateway.js';
+import type { SessionStatus } from './ports/model.js';
 
 /**
  * Turns what the gateway reports into state and events: session changes

@@ -1,4 +1,4 @@
-import type { KvStore } from './ports.js';
+import type { KvStore } from './ports/kv.js';
 
 /**
  * Settings every node of one store must share: the operator token (any node

@@ -1,5 +1,6 @@
 import { iso } from './clock.js';
-import type { CelularRow, ClienteRow, EntregaRow, IntentoRow } from './ports.js';
+import type { CelularRow, ClienteRow, EntregaRow } from './ports/model.js';
+import type { IntentoRow } from './ports/webhooks.js';
 
 /**
  * Public shapes of stored rows. Hashes and other server-side fields never leave

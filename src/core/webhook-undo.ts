@@ -1,4 +1,4 @@
-import type { WebhookConfig } from './ports.js';
+import type { WebhookConfig } from './ports/model.js';
 
 /**
  * The undo stack of a client's webhook configuration, the same on every

@@ -1,5 +1,5 @@
 import type { Clock } from '../core/clock.js';
-import type { Counters } from '../core/ports.js';
+import type { Counters } from '../core/ports/counters.js';
 import type { RedisCounters } from './redis.js';
 
 export interface CountersLog {

@@ -1,6 +1,6 @@
 import { Redis, type Result } from 'ioredis';
 import type { Clock } from '../core/clock.js';
-import type { Counters } from '../core/ports.js';
+import type { Counters } from '../core/ports/counters.js';
 
 /**
  * The Counters port on Redis, shared by every node. Each operation is one Lua

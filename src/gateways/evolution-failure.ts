@@ -1,4 +1,4 @@
-import { GatewayFailure } from '../core/ports.js';
+import { GatewayFailure } from '../core/ports/gateway.js';
 import { retryAfterMs } from '../core/retry-after.js';
 import { describeBody, scrub, type JsonReply } from './http-json.js';
 

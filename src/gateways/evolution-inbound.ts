@@ -1,4 +1,5 @@
-import type { GatewayEvent, ReceiptEstado, SessionStatus } from '../core/ports.js';
+import type { GatewayEvent } from '../core/ports/gateway.js';
+import type { ReceiptEstado, SessionStatus } from '../core/ports/model.js';
 import { obj, str, type Json } from './http-json.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { OutboundMessage } from '../core/ports.js';
+import type { OutboundMessage } from '../core/ports/gateway.js';
 import type { Base64File } from './json-body.js';
 import { fileBase64, fileNameFor } from './media-files.js';
 

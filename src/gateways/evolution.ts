@@ -9,8 +9,8 @@ import {
   type OutboundMessage,
   type PairingResult,
   type QrResult,
-  type SessionStatus,
-} from '../core/ports.js';
+} from '../core/ports/gateway.js';
+import type { SessionStatus } from '../core/ports/model.js';
 import { classifyEvolution, CONNECTION_TROUBLE, evolutionMessage } from './evolution-failure.js';
 import { eventName, evolutionEvents } from './evolution-inbound.js';
 import { evolutionSend } from './evolution-send.js';

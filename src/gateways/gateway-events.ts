@@ -1,4 +1,4 @@
-import { InboundRefused, type GatewayEvent, type InboundCall } from '../core/ports.js';
+import { InboundRefused, type GatewayEvent, type InboundCall } from '../core/ports/gateway.js';
 
 export type GatewayListener = (event: GatewayEvent) => Promise<void> | void;
 

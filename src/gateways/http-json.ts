@@ -1,5 +1,5 @@
 import { Agent, request } from 'undici';
-import { GatewayFailure } from '../core/ports.js';
+import { GatewayFailure } from '../core/ports/gateway.js';
 import { FileBodyError, jsonBody } from './json-body.js';
 
 /**

@@ -1,5 +1,6 @@
 import type { Clock } from '../core/clock.js';
-import type { Gateway, Store } from '../core/ports.js';
+import type { Gateway } from '../core/ports/gateway.js';
+import type { Store } from '../core/ports/store.js';
 import { MediaFetcher, type MediaFetchOptions } from './media-fetch.js';
 import { SimGateway, type SimOptions } from './sim.js';
 import { GatewayRouter, type RoutedServer } from './router.js';

@@ -2,7 +2,7 @@ import { MEDIA_RULES, type TempFiles } from '../core/media.js';
 import { tooLargeText } from '../core/media-size.js';
 import { sniffFile } from '../core/media-sniff-file.js';
 import { fetchUrl, UrlFetchFailure, type UrlProbeOptions } from '../core/media-url.js';
-import { GatewayFailure, type OutboundMessage } from '../core/ports.js';
+import { GatewayFailure, type OutboundMessage } from '../core/ports/gateway.js';
 
 /**
  * Media URLs fetched by pasarela at send time, for gateways that would

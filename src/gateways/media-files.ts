@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { GatewayFailure, type OutboundMessage } from '../core/ports.js';
+import { GatewayFailure, type OutboundMessage } from '../core/ports/gateway.js';
 import { Base64File } from './json-body.js';
 
 /**

@@ -9,8 +9,8 @@ import {
   type OutboundMessage,
   type PairingResult,
   type QrResult,
-  type SessionStatus,
-} from '../core/ports.js';
+} from '../core/ports/gateway.js';
+import type { SessionStatus } from '../core/ports/model.js';
 
 /** One server as the router needs it to build its adapter. */
 export interface RoutedServer {

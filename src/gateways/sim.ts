@@ -9,9 +9,9 @@ import {
   type OutboundMessage,
   type PairingResult,
   type QrResult,
-  type SessionStatus,
-  type Store,
-} from '../core/ports.js';
+} from '../core/ports/gateway.js';
+import type { SessionStatus } from '../core/ports/model.js';
+import type { Store } from '../core/ports/store.js';
 import { GatewayEvents } from './gateway-events.js';
 
 /**

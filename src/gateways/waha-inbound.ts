@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
-import type { GatewayEvent, InboundCall, ReceiptEstado, SessionStatus } from '../core/ports.js';
+import type { GatewayEvent, InboundCall } from '../core/ports/gateway.js';
+import type { ReceiptEstado, SessionStatus } from '../core/ports/model.js';
 import { header, sameSecret } from './inbound-secret.js';
 import { obj, str, type Json } from './http-json.js';
 import { bareId } from './waha-ids.js';

@@ -1,4 +1,4 @@
-import { GatewayFailure, type OutboundMessage } from '../core/ports.js';
+import { GatewayFailure, type OutboundMessage } from '../core/ports/gateway.js';
 import { fileBase64, fileNameFor } from './media-files.js';
 
 /** One outbound message as a WAHA send request (contract 5.4); the session travels in the body. */

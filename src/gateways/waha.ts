@@ -10,8 +10,8 @@ import {
   type OutboundMessage,
   type PairingResult,
   type QrResult,
-  type SessionStatus,
-} from '../core/ports.js';
+} from '../core/ports/gateway.js';
+import type { SessionStatus } from '../core/ports/model.js';
 import { GatewayEvents, inboundJson } from './gateway-events.js';
 import { describeBody, GatewayHttp, obj, ok, str, type Json, type JsonReply } from './http-json.js';
 import { instanceSecret } from './inbound-secret.js';

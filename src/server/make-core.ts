@@ -2,7 +2,9 @@ import type { Clock } from '../core/clock.js';
 import type { Core, CoreConfig } from '../core/context.js';
 import type { EventBus } from '../core/events.js';
 import { hashSecret } from '../core/keys.js';
-import type { Counters, Gateway, Store } from '../core/ports.js';
+import type { Counters } from '../core/ports/counters.js';
+import type { Gateway } from '../core/ports/gateway.js';
+import type { Store } from '../core/ports/store.js';
 import { derivedLeaseMs, type ServeConfig } from './config.js';
 
 /** What the core is given to work with: the ports' adapters, the clock, the bus and the source of chance. */

@@ -112,12 +112,12 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
     const opened = await parts.start(storePart(opts, tmp, (message) => log.error({ err: message }, 'background WAL checkpoint failed')));
     const { store, media } = opened;
-    const settings = await nodeSettings(opts, store, opened.shared, ownAdmin);
+    const settings = await nodeSettings(opts, store, opened.store.caps.shared, ownAdmin);
     const metrics = new Metrics({
       store,
       clock,
       storeCacheMs: opts.metricsCacheMs,
-      info: { store: store.dialect, gateway: opts.gateway },
+      info: { store: store.caps.name, gateway: opts.gateway },
       onError: (err) => log.warn({ err }, 'the store gauges of /metrics could not be read: they keep their last values'),
       logLinesDropped: dropped,
     });
@@ -134,7 +134,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
     const swept = await sweepAcceptedMedia(store, media, clock.now());
     if (swept > 0) log.info({ swept }, 'removed the media of ended sends');
-    const onThread = opts.background === 'thread' && !opened.shared;
+    const onThread = opts.background === 'thread' && !opened.store.caps.shared;
     const drivenClock = given.clock !== undefined && given.clock !== systemClock;
     if (onThread && (drivenClock || random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     const node = await startNode(parts, opts, core, log);
@@ -155,7 +155,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     };
     const app = await parts.start(appPart(appOptions, log));
     // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).
-    const recovery = await parts.start(recoveryPart(opts, core, { media, inFlight, shared: opened.shared }, log));
+    const recovery = await parts.start(recoveryPart(opts, core, { media, inFlight, shared: opened.store.caps.shared }, log));
     const inbox = await parts.start(inboxPart(opts, core, log));
     const metricsListener = opts.metricsListen ? await parts.start(metricsListenerPart(opts.metricsListen, metrics, log)) : null;
     const listening = await parts.start(listenerPart(app, opts.host, opts.port));

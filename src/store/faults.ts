@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { AppError } from '../core/errors.js';
-import type { StoreWriteHealth } from '../core/ports.js';
+import type { StoreWriteHealth } from '../core/ports/store.js';
 
 /**
  * A store that cannot take writes (a full disk, an I/O error, a file or a

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow } from '../core/ports.js';
+import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow } from '../core/ports/messages.js';
 import { IDEM_PURGE_BATCH } from '../core/idempotency.js';
 import { stmt } from './statements.js';
 

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { EntregaClaim, EntregaRow, EscuchaRow, EventRoute, IntentoRow, JournalEvent, ListenerCopy, WebhookConfig } from '../core/ports.js';
+import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../core/ports/model.js';
+import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy } from '../core/ports/webhooks.js';
 import { immediate, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../core/webhook-undo.js';
 

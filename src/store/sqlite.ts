@@ -2,27 +2,25 @@ import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from './patch-columns.js';
 import Database from 'better-sqlite3';
 import { chmodSync, existsSync } from 'node:fs';
 import type {
-  StoreWriteHealth,
   Linea,
   LineCount,
-  ReceiptEstado,
-  ReceiptOutcome,
-  AuditEntry,
   AuditRecord,
   BalanceChange,
   BalanceResult,
   CelularExpect,
   CelularPatch,
-  CelularRow,
   ClientePatch,
-  ClienteRow,
   InsertCelularResult,
-  MessageStats,
   NewCelular,
   NewCelularDone,
   NewClienteDone,
   NewCliente,
-  Store,
+} from '../core/ports/accounts.js';
+import type { GatewayServerLoad, NewGatewayServer } from '../core/ports/gateway-servers.js';
+import type { NodeInfo, NodeRow, LeaseAnswer } from '../core/ports/leases.js';
+import type {
+  ReceiptOutcome,
+  MessageStats,
   AcceptResult,
   AcceptOptions,
   IdemAnswer,
@@ -30,26 +28,25 @@ import type {
   HistoryFilter,
   InboxFilter,
   NewRecibido,
+  NewMensaje,
+} from '../core/ports/messages.js';
+import type {
+  ReceiptEstado,
+  AuditEntry,
+  CelularRow,
+  ClienteRow,
   RecibidoRow,
   MensajeRow,
-  NewMensaje,
-  NodeInfo,
-  NodeRow,
-  ClaimResult,
-  EntregaClaim,
   EntregaRow,
   EscuchaRow,
-  EventRoute,
-  ListenerCopy,
-  IntentoRow,
   WebhookConfig,
   JournalEvent,
-  LeaseAnswer,
   GatewayServerEstado,
-  GatewayServerLoad,
   GatewayServerRow,
-  NewGatewayServer,
-} from '../core/ports.js';
+} from '../core/ports/model.js';
+import type { ClaimResult } from '../core/ports/queue.js';
+import type { Store, StoreCaps, StoreWriteHealth } from '../core/ports/store.js';
+import type { EntregaClaim, EventRoute, ListenerCopy, IntentoRow } from '../core/ports/webhooks.js';
 import type { SlotClaim } from '../core/caps.js';
 import { balanceAfter } from '../core/ledger.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
@@ -91,7 +88,7 @@ function onlyColumns(patch: Record<string, unknown>, allowed: Set<string>): Reco
  * for any other process that opens the same file.
  */
 export class SqliteStore implements Store {
-  readonly dialect = 'sqlite';
+  readonly caps: StoreCaps = { name: 'sqlite', label: 'SQLite', shared: false };
   readonly db: Database.Database;
 
   private checkpointer: Checkpointer | null = null;

@@ -1,4 +1,4 @@
-import type { EntregaRow } from '../core/ports.js';
+import type { EntregaRow } from '../core/ports/model.js';
 
 /**
  * What the dispatcher knows of one client's outbox between looks, so that

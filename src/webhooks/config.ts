@@ -7,7 +7,7 @@ import type { Core } from '../core/context.js';
 import { fail } from '../core/errors.js';
 import { FIELD_LIMITS } from '../core/limits.js';
 import { isBlockedAddress, parseHttpUrl } from '../core/media-url.js';
-import type { WebhookConfig } from '../core/ports.js';
+import type { WebhookConfig } from '../core/ports/model.js';
 import { SECRET_RE } from './sign.js';
 
 /** The webhook configuration of a client (docs/design.md §7). */

@@ -1,6 +1,7 @@
 import { request } from 'undici';
 import type { Core } from '../core/context.js';
-import type { EscuchaRow, ListenerCopy } from '../core/ports.js';
+import type { EscuchaRow } from '../core/ports/model.js';
+import type { ListenerCopy } from '../core/ports/webhooks.js';
 import type { ReceiverAgents } from './agents.js';
 import { AttemptDeadline } from './deadline.js';
 import { sign } from './sign.js';

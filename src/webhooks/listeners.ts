@@ -6,7 +6,7 @@ import { iso } from '../core/clock.js';
 import type { Core } from '../core/context.js';
 import { fail } from '../core/errors.js';
 import { parseHttpUrl } from '../core/media-url.js';
-import type { EscuchaRow } from '../core/ports.js';
+import type { EscuchaRow } from '../core/ports/model.js';
 import { parseEventos, vetWebhookHost } from './config.js';
 import { generateSecret } from './sign.js';
 

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
-import type { MensajeEstado } from '../../src/core/ports.js';
+import type { MensajeEstado } from '../../src/core/ports/model.js';
 import { api, seedClient, type Seeded, type TestServer } from '../helpers/server.js';
 
 /**

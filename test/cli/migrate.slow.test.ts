@@ -2,7 +2,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
-import type { HistoryFilter, MensajeEstado, Store } from '../../src/core/ports.js';
+import type { HistoryFilter } from '../../src/core/ports/messages.js';
+import type { MensajeEstado } from '../../src/core/ports/model.js';
+import type { Store } from '../../src/core/ports/store.js';
 import { celularKey, clientKey, hashSecret, newSecret } from '../../src/core/keys.js';
 import { newMsgId } from '../../src/core/ids.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';

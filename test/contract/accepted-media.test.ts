@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ACCEPT_MARGIN_MS, sweepAcceptedMedia } from '../../src/core/accepted-media.js';
 import { TempFiles } from '../../src/core/media.js';
-import type { AcceptedMedia } from '../../src/core/ports.js';
+import type { AcceptedMedia } from '../../src/core/ports/media.js';
 import { LocalMedia } from '../../src/store/local-media.js';
 import type { Db } from '../../src/store/pg/pg-db.js';
 import { PgMedia } from '../../src/store/pg/pg-media.js';

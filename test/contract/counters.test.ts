@@ -6,7 +6,7 @@ import type { Core } from '../../src/core/context.js';
 import { MemoryCounters } from '../../src/core/counters-memory.js';
 import { checkDuplicate, DUPE_BLOCK_MS, DUPE_MAX, DUPE_WINDOW_MS } from '../../src/core/dedupe.js';
 import { AppError } from '../../src/core/errors.js';
-import type { Counters } from '../../src/core/ports.js';
+import type { Counters } from '../../src/core/ports/counters.js';
 import { RedisCounters } from '../../src/counters/redis.js';
 import { describeWith, dropRedisPrefix, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { IDEM_PURGE_BATCH } from '../../src/core/idempotency.js';
-import type { AcceptedMensaje, IdemBinding, Store } from '../../src/core/ports.js';
+import type { AcceptedMensaje, IdemBinding } from '../../src/core/ports/messages.js';
+import type { Store } from '../../src/core/ports/store.js';
 import { ADAPTERS, celular, messages, newCliente, storeEachTest } from './adapters.js';
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { InboxFilter, NewRecibido, Store } from '../../src/core/ports.js';
+import type { InboxFilter, NewRecibido } from '../../src/core/ports/messages.js';
+import type { Store } from '../../src/core/ports/store.js';
 import { PgStore } from '../../src/store/pg/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { ADAPTERS, celular, newCliente, storeEachTest } from './adapters.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NodeInfo } from '../../src/core/ports.js';
+import type { NodeInfo } from '../../src/core/ports/leases.js';
 import { ADAPTERS, storeEachTest } from './adapters.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pickServer } from '../../src/core/gateway-servers.js';
-import type { GatewayServerLoad } from '../../src/core/ports.js';
+import type { GatewayServerLoad } from '../../src/core/ports/gateway-servers.js';
 
 /** The least-loaded rule that places a new line on a gateway server. */
 const s = (id: number, lineas: number, max_lineas: number | null = null, over: Partial<GatewayServerLoad> = {}): GatewayServerLoad => ({

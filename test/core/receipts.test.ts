@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parkedOrder, receiptPath, receiptStep } from '../../src/core/ledger.js';
-import type { MensajeRow, ReceiptEstado } from '../../src/core/ports.js';
+import type { MensajeRow, ReceiptEstado } from '../../src/core/ports/model.js';
 
 /**
  * Receipt ranking (core/ledger.ts) over every order receipts can arrive in:

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { CelularRow, GatewayEvent } from '../../src/core/ports.js';
+import type { GatewayEvent } from '../../src/core/ports/gateway.js';
+import type { CelularRow } from '../../src/core/ports/model.js';
 import { inboxSender, newRecibido, recibidoView } from '../../src/core/recibidos.js';
 
 /** The inbox row of an incoming message (docs/design.md §10), without a store. */

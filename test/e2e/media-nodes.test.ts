@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
-import type { OutboundMessage } from '../../src/core/ports.js';
+import type { OutboundMessage } from '../../src/core/ports/gateway.js';
 import { pgSchema } from '../contract/adapters.js';
 import { expectError } from '../helpers/expect.js';
 import { RawRequest } from '../helpers/raw-http.js';

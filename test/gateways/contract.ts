@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GatewayFailure, type GatewayEvent, type OutboundMessage, type SessionStatus } from '../../src/core/ports.js';
+import { GatewayFailure, type GatewayEvent, type OutboundMessage } from '../../src/core/ports/gateway.js';
+import type { SessionStatus } from '../../src/core/ports/model.js';
 import { until } from '../helpers/poll.js';
 import type { GatewayHarness } from './harness.js';
 

@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../../src/core/clock.js';
-import type { Tipo } from '../../src/core/ports.js';
+import type { Tipo } from '../../src/core/ports/model.js';
 import { EvolutionGateway } from '../../src/gateways/evolution.js';
 import { startEvolutionFake, type EvolutionFake, type FakeMessage } from '../fakes/evolution.js';
 import { startInboundReceiver, type InboundReceiver } from '../helpers/inbound-receiver.js';

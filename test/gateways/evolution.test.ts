@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
-import { GatewayFailure, InboundRefused, type GatewayEvent, type OutboundMessage } from '../../src/core/ports.js';
+import { GatewayFailure, InboundRefused, type GatewayEvent, type OutboundMessage } from '../../src/core/ports/gateway.js';
 import { EvolutionGateway } from '../../src/gateways/evolution.js';
 import { classifyEvolution } from '../../src/gateways/evolution-failure.js';
 import { evolutionEvents } from '../../src/gateways/evolution-inbound.js';

@@ -1,4 +1,5 @@
-import type { Gateway, Tipo } from '../../src/core/ports.js';
+import type { Gateway } from '../../src/core/ports/gateway.js';
+import type { Tipo } from '../../src/core/ports/model.js';
 
 /**
  * One gateway plus the "other side" of it: the network and the phones, as

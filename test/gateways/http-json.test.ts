@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { GatewayFailure } from '../../src/core/ports.js';
+import { GatewayFailure } from '../../src/core/ports/gateway.js';
 import { GatewayHttp, MAX_ANSWER_BYTES } from '../../src/gateways/http-json.js';
 import { Base64File } from '../../src/gateways/json-body.js';
 import { until } from '../helpers/poll.js';

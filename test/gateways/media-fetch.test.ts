@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TempFiles } from '../../src/core/media.js';
 import { isBlockedAddress, probeUrl } from '../../src/core/media-url.js';
-import { GatewayFailure, type OutboundMessage } from '../../src/core/ports.js';
+import { GatewayFailure, type OutboundMessage } from '../../src/core/ports/gateway.js';
 import { MediaFetcher, type MediaFetchOptions } from '../../src/gateways/media-fetch.js';
 import { until } from '../helpers/poll.js';
 

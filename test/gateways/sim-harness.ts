@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ManualClock } from '../../src/core/clock.js';
-import type { OutboundMessage } from '../../src/core/ports.js';
+import type { OutboundMessage } from '../../src/core/ports/gateway.js';
 import { SimGateway } from '../../src/gateways/sim.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { GatewayHarness, SentRecord } from './harness.js';

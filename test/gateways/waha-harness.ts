@@ -1,5 +1,5 @@
 import { ManualClock, type Clock } from '../../src/core/clock.js';
-import type { Tipo } from '../../src/core/ports.js';
+import type { Tipo } from '../../src/core/ports/model.js';
 import { WahaGateway } from '../../src/gateways/waha.js';
 import { startWahaFake, type WahaEngine, type WahaFake, type WahaFakeSend } from '../fakes/waha.js';
 import { startInboundReceiver, type InboundReceiver } from '../helpers/inbound-receiver.js';

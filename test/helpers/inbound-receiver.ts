@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { InboundRefused, type Gateway } from '../../src/core/ports.js';
+import { InboundRefused, type Gateway } from '../../src/core/ports/gateway.js';
 
 /**
  * A bare HTTP server standing in for pasarela's inbound endpoint in gateway

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { iso, type ManualClock } from '../../src/core/clock.js';
 import type { SessionStatusEvent } from '../../src/core/events.js';
-import type { Gateway, InstanceSpec } from '../../src/core/ports.js';
+import type { Gateway, InstanceSpec } from '../../src/core/ports/gateway.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectOk } from '../helpers/expect.js';

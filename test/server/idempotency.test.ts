@@ -9,7 +9,7 @@ import { IDEM_TTL_MS } from '../../src/core/idempotency.js';
 import { TempFiles } from '../../src/core/media.js';
 import { send as coreSend, type SendDeps, type SendRequest } from '../../src/core/send.js';
 import { LocalMedia } from '../../src/store/local-media.js';
-import { GatewayFailure, type Gateway } from '../../src/core/ports.js';
+import { GatewayFailure, type Gateway } from '../../src/core/ports/gateway.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import type { SqliteStore } from '../../src/store/sqlite.js';
 import { expectError } from '../helpers/expect.js';

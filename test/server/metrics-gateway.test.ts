@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
-import { GatewayFailure, type Gateway } from '../../src/core/ports.js';
+import { GatewayFailure, type Gateway } from '../../src/core/ports/gateway.js';
 import { SimGateway } from '../../src/gateways/sim.js';
 import { countGatewayCalls } from '../../src/server/metrics/gateway.js';
 import { Metrics } from '../../src/server/metrics/metrics.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
-import type { GatewayEvent } from '../../src/core/ports.js';
+import type { GatewayEvent } from '../../src/core/ports/gateway.js';
 import { InboxRetention, PURGE_BATCH } from '../../src/core/recibidos.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';

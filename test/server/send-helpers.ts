@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
-import type { MensajeRow } from '../../src/core/ports.js';
+import type { MensajeRow } from '../../src/core/ports/model.js';
 import { until } from '../helpers/poll.js';
 import { api, type ApiResponse, type TestServer } from '../helpers/server.js';
 

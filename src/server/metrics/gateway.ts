@@ -1,4 +1,4 @@
-import { GatewayFailure, type Gateway } from '../../core/ports.js';
+import { GatewayFailure, type Gateway } from '../../core/ports/gateway.js';
 import type { GatewayOperation, GatewayOutcome } from './metrics.js';
 
 /** The port's calls that reach the gateway, and their operation label. */

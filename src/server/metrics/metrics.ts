@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Clock } from '../../core/clock.js';
-import { SESSION_STATUSES, type Store } from '../../core/ports.js';
+import { SESSION_STATUSES } from '../../core/ports/model.js';
+import type { Store } from '../../core/ports/store.js';
 import { VERSION } from '../../version.js';
 import { processRegistry } from './process.js';
 import { StoreGauges } from './store-gauges.js';

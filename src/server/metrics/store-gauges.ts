@@ -1,5 +1,6 @@
 import type { Clock } from '../../core/clock.js';
-import { SESSION_STATUSES, type Store } from '../../core/ports.js';
+import { SESSION_STATUSES } from '../../core/ports/model.js';
+import type { Store } from '../../core/ports/store.js';
 
 const SESSIONS: ReadonlySet<string> = new Set(SESSION_STATUSES);
 

@@ -1,5 +1,5 @@
 import type { Core } from '../../core/context.js';
-import type { AcceptedMedia } from '../../core/ports.js';
+import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { TempFiles } from '../../core/media.js';
 import { NodePresence } from '../../core/node-presence.js';
 import { QueueWorker } from '../../core/queue-worker.js';
@@ -90,7 +90,7 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
         },
       });
   // Served alone (SQLite), nothing of this store is in flight before this process starts: every claim is stale.
-  if (!d.opened.shared) await core.store.releaseLeases();
+  if (!d.opened.store.caps.shared) await core.store.releaseLeases();
   if (!dispatcher) {
     const thread = await parts.start({
       name: 'background thread',

@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock.js';
 import { MemoryCounters } from '../../core/counters-memory.js';
-import type { Counters } from '../../core/ports.js';
+import type { Counters } from '../../core/ports/counters.js';
 import { FailoverCounters } from '../../counters/failover.js';
 import { RedisCounters, redactUrl } from '../../counters/redis.js';
 import type { ServeConfig } from '../config.js';

@@ -1,7 +1,8 @@
 import type { Clock } from '../../core/clock.js';
 import { registerDefaultServer } from '../../core/gateway-servers.js';
 import type { TempFiles } from '../../core/media.js';
-import type { Gateway, Store } from '../../core/ports.js';
+import type { Gateway } from '../../core/ports/gateway.js';
+import type { Store } from '../../core/ports/store.js';
 import { createGateway, type HttpGatewayOptions } from '../../gateways/index.js';
 import type { ServeConfig } from '../config.js';
 import { countGatewayCalls } from '../metrics/gateway.js';

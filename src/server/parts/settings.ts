@@ -1,5 +1,5 @@
 import { systemTz } from '../../core/context.js';
-import type { Store } from '../../core/ports.js';
+import type { Store } from '../../core/ports/store.js';
 import { countersSettings, sharedCounters, sharedSettings } from '../../core/shared-settings.js';
 import { ADMIN_TOKEN_FILE, GATEWAY_SECRET_FILE } from '../../paths.js';
 import type { ServeConfig } from '../config.js';

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { TempFiles } from '../../core/media.js';
-import type { AcceptedMedia, Store } from '../../core/ports.js';
+import type { AcceptedMedia } from '../../core/ports/media.js';
+import type { Store } from '../../core/ports/store.js';
 import { DB_FILE } from '../../paths.js';
 import { LocalMedia } from '../../store/local-media.js';
 import { SqliteStore } from '../../store/sqlite.js';
@@ -13,8 +14,6 @@ export interface OpenedStore {
   /** The SQLite file, or the PostgreSQL URL without its password. */
   source: string;
   schemaVersion: number;
-  /** Served by several nodes (PostgreSQL); SQLite is this process's alone. */
-  shared: boolean;
 }
 
 /**
@@ -33,7 +32,7 @@ export function storePart(opts: ServeConfig, tmp: TempFiles, onCheckpointError: 
         const { PgMedia } = await import('../../store/pg/pg-media.js');
         const pg = await PgStore.open(opts.store);
         try {
-          const value = { store: pg, media: new PgMedia(pg.db, tmp), source: pg.name, schemaVersion: await pg.schemaVersion(), shared: true };
+          const value = { store: pg, media: new PgMedia(pg.db, tmp), source: pg.name, schemaVersion: await pg.schemaVersion() };
           return { value, base: true, stop: () => pg.close() };
         } catch (err) {
           await pg.close();
@@ -42,7 +41,7 @@ export function storePart(opts: ServeConfig, tmp: TempFiles, onCheckpointError: 
       }
       const file = join(opts.dataDir, DB_FILE);
       const sqlite = new SqliteStore(file, { background: { checkpointMs: opts.checkpointMs, onError: onCheckpointError } });
-      const value = { store: sqlite, media: new LocalMedia(tmp), source: file, schemaVersion: sqlite.schemaVersion(), shared: false };
+      const value = { store: sqlite, media: new LocalMedia(tmp), source: file, schemaVersion: sqlite.schemaVersion() };
       return { value, base: true, stop: () => sqlite.close() };
     },
   };

@@ -1,7 +1,7 @@
 import type { Core } from '../../core/context.js';
 import { DirectRecovery } from '../../core/direct-recovery.js';
 import { LineHealth } from '../../core/line-health.js';
-import type { AcceptedMedia } from '../../core/ports.js';
+import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { NodePresence } from '../../core/node-presence.js';
 import { InboxRetention } from '../../core/recibidos.js';
 import type { ServeConfig } from '../config.js';

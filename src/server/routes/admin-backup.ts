@@ -43,7 +43,7 @@ export default async function adminBackupRoutes(app: FastifyInstance, { core, tm
       if (!store.backupTo) {
         fail(
           'CONFLICT',
-          `this server keeps its data in ${store.dialect === 'postgres' ? 'PostgreSQL' : store.dialect}: back it up with pg_dump; pasarela admin backup copies the embedded SQLite store only`,
+          `this server keeps its data in ${store.caps.label}: back it up with pg_dump; pasarela admin backup copies the embedded SQLite store only`,
         );
       }
       if (running) fail('CONFLICT', 'a backup is already running; retry when it ends', { retryAfter: 5 });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
 import { fail } from '../../core/errors.js';
-import { InboundRefused, type InboundCall } from '../../core/ports.js';
+import { InboundRefused, type InboundCall } from '../../core/ports/gateway.js';
 import { success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';
 import { Type, typed, type Static } from '../schemas/typed.js';

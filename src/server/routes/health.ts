@@ -74,7 +74,7 @@ export default async function healthRoutes(
         return reply.code(503).send({
           ...errorBody(err),
           status: 'store_unavailable',
-          store: core.store.dialect,
+          store: core.store.caps.name,
           store_error: writes.reason,
           store_error_desde: iso(writes.since),
         });
@@ -84,7 +84,7 @@ export default async function healthRoutes(
         version: VERSION,
         gateway: core.gateway.name,
         simulado: core.gateway.simulated,
-        store: core.store.dialect,
+        store: core.store.caps.name,
         counters: core.counters.backend(),
         gateway_alcanzable: health?.state.ok ?? null,
         gateway_verificado: health?.state.checkedAt ? iso(health.state.checkedAt) : null,
@@ -148,7 +148,7 @@ export default async function healthRoutes(
       } catch (err) {
         motivos.push({
           codigo: 'store_unavailable',
-          detalle: `the store ${core.store.dialect} does not answer: ${err instanceof Error ? err.message : String(err)}`,
+          detalle: `the store ${core.store.caps.name} does not answer: ${err instanceof Error ? err.message : String(err)}`,
         });
       }
       if (health?.state.ok === false) {
@@ -168,7 +168,7 @@ export default async function healthRoutes(
         ok: listo,
         listo,
         draining: stopping !== null,
-        store: core.store.dialect,
+        store: core.store.caps.name,
         gateway: core.gateway.name,
         gateway_alcanzable: health?.state.ok ?? null,
         motivos,

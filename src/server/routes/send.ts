@@ -4,7 +4,7 @@ import type { Core } from '../../core/context.js';
 import { fail } from '../../core/errors.js';
 import { IDEM_KEY, idemKeyOf } from '../../core/idempotency.js';
 import { MEDIA_RULES } from '../../core/media.js';
-import type { Tipo } from '../../core/ports.js';
+import type { Tipo } from '../../core/ports/model.js';
 import { send, type MediaTipo, type SendAnswer, type SendDeps, type SendRequest, type SendResult } from '../../core/send.js';
 import { streamMediaBodies, takeUpload, type MediaBodyRoute } from '../body/media-parser.js';
 import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';

@@ -1,4 +1,4 @@
-import { SESSION_STATUSES } from '../../core/ports.js';
+import { SESSION_STATUSES } from '../../core/ports/model.js';
 import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/limits.js';
 import { POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
 import { Nullable, StringEnum, Type, type TProperties } from './typed.js';

@@ -1,4 +1,5 @@
-import type { GatewayServerEstado, GatewayServerLoad, GatewayServerRow, NewGatewayServer } from '../../core/ports.js';
+import type { GatewayServerLoad, NewGatewayServer } from '../../core/ports/gateway-servers.js';
+import type { GatewayServerEstado, GatewayServerRow } from '../../core/ports/model.js';
 import { LOCK, row, rows, type Db } from './pg-db.js';
 
 /**

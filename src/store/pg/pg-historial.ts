@@ -1,4 +1,5 @@
-import type { HistoryFilter, MensajeRow } from '../../core/ports.js';
+import type { HistoryFilter } from '../../core/ports/messages.js';
+import type { MensajeRow } from '../../core/ports/model.js';
 import type { Db } from './pg-db.js';
 import { QUARTER_MS, onQuarter } from '../quarters.js';
 import { conditions, listPage, type Query, type Where } from './pg-listing.js';

@@ -1,4 +1,4 @@
-import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow } from '../../core/ports.js';
+import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow } from '../../core/ports/messages.js';
 import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
 import { type Client, type Db, LOCK, row } from './pg-db.js';
 

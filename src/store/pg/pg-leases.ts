@@ -1,4 +1,4 @@
-import type { LeaseAnswer, NodeInfo, NodeRow } from '../../core/ports.js';
+import type { LeaseAnswer, NodeInfo, NodeRow } from '../../core/ports/leases.js';
 import type { Db, Queryable } from './pg-db.js';
 
 /**

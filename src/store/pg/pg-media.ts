@@ -1,7 +1,7 @@
 import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { TempFiles } from '../../core/media.js';
-import type { AcceptedMedia, LocalMediaFile } from '../../core/ports.js';
+import type { AcceptedMedia, LocalMediaFile } from '../../core/ports/media.js';
 import type { Db, Queryable } from './pg-db.js';
 
 /**

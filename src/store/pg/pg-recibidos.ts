@@ -1,4 +1,5 @@
-import type { InboxFilter, NewRecibido, RecibidoRow } from '../../core/ports.js';
+import type { InboxFilter, NewRecibido } from '../../core/ports/messages.js';
+import type { RecibidoRow } from '../../core/ports/model.js';
 import type { Client, Db } from './pg-db.js';
 import { QUARTER_MS, onQuarter } from '../quarters.js';
 import { conditions, listPage, type Query, type Where } from './pg-listing.js';

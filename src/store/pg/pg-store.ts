@@ -1,53 +1,50 @@
 import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from '../patch-columns.js';
 import type {
-  AcceptResult,
-  AcceptOptions,
-  IdemAnswer,
-  IdemRow,
-  AuditEntry,
   AuditRecord,
   BalanceChange,
   BalanceResult,
   CelularExpect,
   CelularPatch,
-  CelularRow,
-  ClaimResult,
   ClientePatch,
-  ClienteRow,
-  EntregaClaim,
-  EntregaRow,
-  EscuchaRow,
-  EventRoute,
-  ListenerCopy,
-  GatewayServerEstado,
-  GatewayServerLoad,
-  GatewayServerRow,
-  HistoryFilter,
-  InboxFilter,
-  NewRecibido,
-  RecibidoRow,
   InsertCelularResult,
-  IntentoRow,
-  JournalEvent,
-  LeaseAnswer,
   Linea,
   LineCount,
-  MensajeRow,
-  MessageStats,
   NewCelular,
   NewCelularDone,
   NewClienteDone,
   NewCliente,
-  NewGatewayServer,
+} from '../../core/ports/accounts.js';
+import type { GatewayServerLoad, NewGatewayServer } from '../../core/ports/gateway-servers.js';
+import type { LeaseAnswer, NodeInfo, NodeRow } from '../../core/ports/leases.js';
+import type {
+  AcceptResult,
+  AcceptOptions,
+  IdemAnswer,
+  IdemRow,
+  HistoryFilter,
+  InboxFilter,
+  NewRecibido,
+  MessageStats,
   NewMensaje,
-  NodeInfo,
-  NodeRow,
-  ReceiptEstado,
   ReceiptOutcome,
-  Store,
-  StoreWriteHealth,
+} from '../../core/ports/messages.js';
+import type {
+  AuditEntry,
+  CelularRow,
+  ClienteRow,
+  EntregaRow,
+  EscuchaRow,
+  GatewayServerEstado,
+  GatewayServerRow,
+  RecibidoRow,
+  JournalEvent,
+  MensajeRow,
+  ReceiptEstado,
   WebhookConfig,
-} from '../../core/ports.js';
+} from '../../core/ports/model.js';
+import type { ClaimResult } from '../../core/ports/queue.js';
+import type { Store, StoreCaps, StoreWriteHealth } from '../../core/ports/store.js';
+import type { EntregaClaim, EventRoute, ListenerCopy, IntentoRow } from '../../core/ports/webhooks.js';
 import type { SlotClaim } from '../../core/caps.js';
 import { balanceAfter } from '../../core/ledger.js';
 import { PROBE_BYTES, writeHealthOf } from '../faults.js';
@@ -76,7 +73,7 @@ function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: 
  * writing. Open it with `PgStore.open`, which applies the migrations.
  */
 export class PgStore implements Store {
-  readonly dialect = 'postgres';
+  readonly caps: StoreCaps = { name: 'postgres', label: 'PostgreSQL', shared: true };
   readonly db: Db;
 
   private constructor(url: string, opts: PgOptions) {

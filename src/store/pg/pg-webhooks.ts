@@ -1,4 +1,5 @@
-import type { EntregaClaim, EntregaRow, EscuchaRow, EventRoute, IntentoRow, JournalEvent, ListenerCopy, WebhookConfig } from '../../core/ports.js';
+import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
+import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy } from '../../core/ports/webhooks.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { type Client, type Db, LOCK, type Queryable, row, rows } from './pg-db.js';
 

@@ -1,0 +1,148 @@
+import type { AuditEntry, CelularEstado, CelularRow, ClienteEstado, ClienteRow, JournalEvent, Plan } from './model.js';
+
+/** What the health check needs of a line. */
+export interface Linea {
+  id: number;
+  numero: string;
+  gateway_instancia: string;
+  /** The session held a link (see CelularRow.vinculado). */
+  vinculado: boolean;
+}
+
+export interface NewCliente {
+  nombre: string;
+  email: string;
+  plan: Plan;
+  estado: ClienteEstado;
+  max_celulares: number | null;
+  saldo_global: number;
+  key_hash: string;
+}
+
+export type ClientePatch = Partial<Pick<ClienteRow, 'nombre' | 'email' | 'plan' | 'estado' | 'max_celulares' | 'key_hash'>>;
+
+export type NewCelular = Pick<
+  CelularRow,
+  | 'cliente_id'
+  | 'numero'
+  | 'nombre_interno'
+  | 'estado'
+  | 'max_envios_por_minuto'
+  | 'max_envios_por_hora'
+  | 'max_envios_por_dia'
+  | 'hora_inicio_permitido'
+  | 'hora_fin_permitido'
+  | 'key_hash'
+  | 'gateway_token_hash'
+>;
+
+export type CelularPatch = Partial<
+  Pick<
+    CelularRow,
+    | 'nombre_interno'
+    | 'estado'
+    | 'max_envios_por_minuto'
+    | 'max_envios_por_hora'
+    | 'max_envios_por_dia'
+    | 'hora_inicio_permitido'
+    | 'hora_fin_permitido'
+    | 'gateway_instancia'
+    | 'legacy_token_hash'
+    | 'key_hash'
+    | 'last_status'
+    | 'last_status_check'
+    | 'vinculado'
+    | 'servidor_id'
+  >
+>;
+
+/** What a compare-and-set on a line expects to find: the session status it read, and when that was observed. */
+export type CelularExpect = Pick<CelularRow, 'estado' | 'last_status' | 'last_status_check'>;
+
+export interface AuditRecord extends AuditEntry {
+  id: number;
+  fecha: number;
+}
+
+export interface BalanceChange {
+  cliente_id: number;
+  /** null: the client's global balance. */
+  celular_id: number | null;
+  monto: number;
+  motivo: string;
+  actor: string;
+}
+
+export type BalanceResult =
+  | { ok: true; saldo_global: number; saldo_celular: number | null; movimiento_id: number }
+  | { ok: false; reason: 'cliente' | 'celular' | 'negativo' | 'desborde' };
+
+export type InsertCelularResult = { ok: true; celular: CelularRow } | { ok: false; reason: 'taken' | 'cap' | 'cliente' };
+
+/**
+ * What completes a new client's row in its insert's transaction: its first
+ * credit (a ledger movement, when there is one) and the audit record of its
+ * creation. One transaction, so a store that fills up meanwhile leaves no
+ * client whose key was never shown, and a retry makes one client, not two.
+ */
+export interface NewClienteDone {
+  /** A positive amount, credited to the global balance with its ledger movement. */
+  saldo?: Pick<BalanceChange, 'monto' | 'motivo' | 'actor'>;
+  audit(cliente: ClienteRow): AuditEntry;
+}
+
+/**
+ * What completes a new line's row in its insert's transaction: its gateway
+ * instance, named from its id, and the audit record of its creation. One
+ * transaction, so a store that fills up meanwhile leaves no line whose key
+ * was never shown.
+ */
+export interface NewCelularDone {
+  instancia(id: number): string;
+  audit(celular: CelularRow): AuditEntry;
+}
+
+/** Lines of one estado and last known session status (metrics). */
+export interface LineCount {
+  estado: CelularEstado;
+  last_status: string | null;
+  n: number;
+}
+
+/** Clients, lines, balances and their ledger, the audit trail. */
+export interface AccountsStore {
+  createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow>;
+  getCliente(id: number): Promise<ClienteRow | null>;
+  listClientes(): Promise<ClienteRow[]>;
+  updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null>;
+
+  /** Atomic: checks the number is free and the client's cap, then inserts. */
+  insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult>;
+  getCelular(id: number): Promise<CelularRow | null>;
+  getCelularByNumero(numero: string): Promise<CelularRow | null>;
+  getCelularByInstancia(instancia: string): Promise<CelularRow | null>;
+  /** Looks a presented token up by its hash among gateway and legacy tokens. */
+  getCelularByTokenHash(hash: string): Promise<CelularRow | null>;
+  listCelulares(clienteId: number): Promise<CelularRow[]>;
+  /** Every line that has a gateway instance, in id order, a page at a time (the health check walks them). */
+  listLineas(afterId: number, limit: number): Promise<Linea[]>;
+  /** With `event`, the event is journaled in the same transaction. */
+  updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
+  /**
+   * The same, only while the row still holds `expect` (a compare-and-set):
+   * null, writing and journaling nothing, when another writer changed it
+   * since it was read (or it is gone). Session statuses are applied through it.
+   */
+  updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
+  /** Atomic: removes the row and writes the audit record together. */
+  deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean>;
+
+  /** Atomic: applies a change, refusing any that would leave a balance negative, and records it. */
+  changeBalance(change: BalanceChange, now: number): Promise<BalanceResult>;
+
+  audit(entry: AuditEntry, now: number): Promise<void>;
+  listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]>;
+
+  /** Metrics: how many lines there are of each estado and last known session status (null: never known). */
+  lineCounts(): Promise<LineCount[]>;
+}

@@ -1,0 +1,47 @@
+/** A serving process, as the others see it (see core/node-presence.ts). */
+export interface NodeInfo {
+  id: string;
+  /** Host and pid, for people. */
+  label: string;
+  /** How long after its last heartbeat this node's leases may be taken: its longest send plus a margin. */
+  staleMs: number;
+}
+
+export interface NodeRow {
+  id: string;
+  label: string;
+  heartbeat_at: number;
+  started_at: number;
+  /** Within its stale time (its leases still its own). */
+  alive: boolean;
+  /** How long ago its last beat was, on the store's clock (PostgreSQL's, not a node's). */
+  silent_ms: number;
+}
+
+/** What a take found for one stream: taken by the caller, or how long before it is due (0: held by a live node). */
+export interface LeaseAnswer {
+  stream: string;
+  taken: boolean;
+  restMs: number;
+}
+
+/**
+ * Serial streams shared by the nodes of one store: a line's queue with its
+ * human gaps, a line's health check, a client's webhook stream. Each is a
+ * lease row: one holder at a time, and a durable `next_at` before which
+ * nobody takes it. A holder whose heartbeats stopped for longer than its
+ * `staleMs` is dead and its leases are free. `now` is the node's clock; a
+ * store shared by several nodes uses its own clock instead, so no two
+ * nodes' clocks are ever compared.
+ */
+export interface LeasesStore {
+  /** Records the node alive; its first beat registers it. */
+  nodeBeat(node: NodeInfo, now: number): Promise<void>;
+  /** The node stops: its row goes and its leases are free (their next_at kept). */
+  nodeLeave(nodeId: string): Promise<void>;
+  nodes(now: number): Promise<NodeRow[]>;
+  /** Takes, of `streams`, each that is due and free (unheld, held by this node, or by a dead one); never waits on another taker. */
+  leaseTake(nodeId: string, streams: string[], now: number): Promise<LeaseAnswer[]>;
+  /** Gives a held stream back, not to be taken again for `restMs`; a stream taken over meanwhile is left alone. */
+  leaseGive(nodeId: string, stream: string, restMs: number, now: number): Promise<void>;
+}

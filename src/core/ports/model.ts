@@ -1,0 +1,206 @@
+/**
+ * The rows and small unions the ports share: clients, lines, messages,
+ * webhook configurations and deliveries, gateway servers, journal events.
+ * What one port alone takes or answers lives in that port's file.
+ */
+
+export type Plan = 'medido' | 'ilimitado';
+
+export type ClienteEstado = 'activo' | 'suspendido' | 'baja';
+
+export type CelularEstado = 'activo' | 'suspendido' | 'desconectado';
+
+/**
+ * A line's session as pasarela names it, whatever the gateway calls it:
+ * `need_scan` (a QR or pairing code is waiting), `connecting` (starting or
+ * reconnecting), `connected`, `logged_out` (no session: the phone removed the
+ * device, or the instance is gone), `disconnected` (a session exists but is
+ * stopped or failed), `unknown` (never asked).
+ */
+export type SessionStatus = 'need_scan' | 'connecting' | 'connected' | 'logged_out' | 'disconnected' | 'unknown';
+
+export const SESSION_STATUSES: readonly SessionStatus[] = ['need_scan', 'connecting', 'connected', 'logged_out', 'disconnected', 'unknown'];
+
+export interface ClienteRow {
+  id: number;
+  nombre: string;
+  email: string;
+  estado: ClienteEstado;
+  plan: Plan;
+  max_celulares: number | null;
+  saldo_global: number;
+  key_hash: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface CelularRow {
+  id: number;
+  cliente_id: number;
+  numero: string;
+  nombre_interno: string | null;
+  estado: CelularEstado;
+  saldo_actual: number;
+  max_envios_por_minuto: number;
+  max_envios_por_hora: number;
+  max_envios_por_dia: number | null;
+  hora_inicio_permitido: string;
+  hora_fin_permitido: string;
+  gateway_instancia: string | null;
+  gateway_token_hash: string | null;
+  legacy_token_hash: string | null;
+  key_hash: string;
+  last_status_check: number | null;
+  last_status: string | null;
+  /** 1 while the session holds a link: connected once and not logged out since. */
+  vinculado: number;
+  /** The gateway server that holds the line's instance; null until one is chosen (see core/gateway-servers.ts). */
+  servidor_id: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AuditEntry {
+  actor: string;
+  accion: string;
+  objeto_tipo: string;
+  objeto_id: number | null;
+  cliente_id: number | null;
+  detalle: Record<string, unknown>;
+}
+
+export type Tipo = 'texto' | 'imagen' | 'documento' | 'audio' | 'video' | 'sticker';
+
+export type MensajeEstado = 'pendiente' | 'enviado' | 'entregado' | 'leido' | 'error';
+
+export type Modo = 'cola' | 'directo';
+
+export type ReceiptEstado = 'entregado' | 'leido' | 'error';
+
+/** What a gateway needs to send a stored message. */
+export interface MensajePayload {
+  texto?: string;
+  url?: string;
+  /**
+   * Where the base64-decoded bytes are: an AcceptedMedia reference (a file
+   * of this node's tmp/ named by msg_id, or chunks in PostgreSQL for a queued
+   * message on that store); removed when the send ends.
+   */
+  file?: string;
+  mime?: string;
+  filename?: string;
+  caption?: string;
+  ptt?: boolean;
+  preview_url?: boolean;
+}
+
+export interface MensajeRow {
+  msg_id: string;
+  cliente_id: number;
+  celular_id: number;
+  destinatario: string;
+  tipo: Tipo;
+  modo: Modo;
+  estado: MensajeEstado;
+  /** Text, or the caption of a media message. */
+  texto: string | null;
+  /** JSON: `{url}` or `{filename, mime, bytes}`; never the bytes themselves. */
+  media: string | null;
+  gateway_msg_id: string | null;
+  error: string | null;
+  cobrado: number;
+  cargo: 'celular' | 'global' | null;
+  payload: string | null;
+  intentos: number;
+  proximo_intento_at: number | null;
+  lease_until: number | null;
+  /** The send's slot in its line's caps (see core/caps.ts): its claim's end while in flight, then enviado_at. */
+  cupo_at: number | null;
+  expira_at: number | null;
+  created_at: number;
+  enviado_at: number | null;
+  entregado_at: number | null;
+  leido_at: number | null;
+}
+
+export interface RecibidoRow {
+  id: number;
+  cliente_id: number;
+  celular_id: number;
+  de: string;
+  tipo: string;
+  texto: string | null;
+  /** JSON of the metadata, or null. */
+  media: string | null;
+  gateway_msg_id: string | null;
+  fecha: number;
+  /** When pasarela recorded it (ms, the store's writer's clock): the inbox's order, date filters and retention. */
+  created_at: number;
+}
+
+export interface WebhookConfig {
+  cliente_id: number;
+  url: string;
+  secret: string | null;
+  /** Subscribed kinds: messages.received, message.status, session.status, or all. */
+  eventos: string[];
+  activo: boolean;
+  updated_at: number;
+}
+
+export interface EntregaRow {
+  id: string;
+  cliente_id: number;
+  evento: string;
+  body: string;
+  estado: 'pendiente' | 'entregado' | 'fallido';
+  intentos: number;
+  proximo_intento_at: number;
+  created_at: number;
+  entregado_at: number | null;
+  ultimo_error: string | null;
+}
+
+/**
+ * A temporary extra destination of a client's events (`webhook listen`): it
+ * gets a copy of each event it subscribes to, signed with its own secret,
+ * while its lease (`expira_at`) is renewed.
+ */
+export interface EscuchaRow {
+  id: string;
+  cliente_id: number;
+  url: string;
+  /** Signs the copies; generated by the server, returned once. */
+  secret: string;
+  eventos: string[];
+  created_at: number;
+  expira_at: number;
+}
+
+/** An event as journaled with the change that caused it (docs/design.md §6 names and data). */
+export interface JournalEvent {
+  evento: string;
+  cliente_id: number;
+  celular_id: number | null;
+  data: Record<string, unknown>;
+  fecha: number;
+}
+
+export type GatewayServerEstado = 'activo' | 'drenando';
+
+/** One gateway server (an Evolution API or WAHA process) that holds line instances. */
+export interface GatewayServerRow {
+  id: number;
+  nombre: string;
+  /** Its kind: the `--gateway` adapter that speaks to it. */
+  tipo: string;
+  url: string;
+  /** Its global API key: a secret, never answered by the API. */
+  key: string;
+  /** `drenando`: keeps its lines, takes no new ones. */
+  estado: GatewayServerEstado;
+  /** How many lines it should hold at most; null: no cap. */
+  max_lineas: number | null;
+  created_at: number;
+  updated_at: number;
+}
