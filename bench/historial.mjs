@@ -15,8 +15,8 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SqliteStore } from '../dist/store/sqlite.js';
-import { MIGRATIONS } from '../dist/store/migrations.js';
+import { SqliteStore } from '../dist/store/sqlite/store.js';
+import { MIGRATIONS } from '../dist/store/sqlite/migrations.js';
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {
@@ -128,7 +128,7 @@ function fill(store) {
   return performance.now() - t0;
 }
 
-/** The page query of src/store/sqlite-historial.ts without its COUNT: the same-run baseline. */
+/** The page query of src/store/sqlite/history.ts without its COUNT: the same-run baseline. */
 function pageOnly(db, f) {
   const where = ['cliente_id = @cliente_id'];
   if (f.celular_id !== undefined) where.push('celular_id = @celular_id');

@@ -3,7 +3,7 @@ import { MemoryCounters } from '../core/counters-memory.js';
 import { ERRORS } from '../core/errors.js';
 import { EventBus } from '../core/events.js';
 import { SimGateway } from '../gateways/sim.js';
-import { SqliteStore } from '../store/sqlite.js';
+import { SqliteStore } from '../store/sqlite/store.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from './app.js';

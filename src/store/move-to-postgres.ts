@@ -1,6 +1,6 @@
-import { locateSqlite, queuedMedia, runningServe, SourceError, takeSnapshot, type QueuedMedia } from './sqlite-snapshot.js';
-import { Db, LOCK, type Queryable } from './pg/pg-db.js';
-import { checkCopy, type LedgerGap, type Sums, type TableCount } from './pg/pg-import-check.js';
+import { locateSqlite, queuedMedia, runningServe, SourceError, takeSnapshot, type QueuedMedia } from './sqlite/snapshot.js';
+import { Db, LOCK, type Queryable } from './postgres/db.js';
+import { checkCopy, type LedgerGap, type Sums, type TableCount } from './postgres/import-check.js';
 import {
   advanceSequences,
   AlteredValue,
@@ -13,10 +13,10 @@ import {
   recount,
   unknownTables,
   type Recount,
-} from './pg/pg-import.js';
-import { migrate, PG_MIGRATIONS } from './pg/pg-migrations.js';
-import { nodes } from './pg/pg-leases.js';
-import { nonIntegerValues } from './sqlite-integers.js';
+} from './postgres/import.js';
+import { migrate, PG_MIGRATIONS } from './postgres/migrations.js';
+import { nodes } from './postgres/leases.js';
+import { nonIntegerValues } from './sqlite/integers.js';
 
 /**
  * `pasarela migrate --from sqlite:PATH --to postgres://...`: an SQLite

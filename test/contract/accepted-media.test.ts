@@ -6,9 +6,9 @@ import { ACCEPT_MARGIN_MS, sweepAcceptedMedia } from '../../src/core/accepted-me
 import { TempFiles } from '../../src/core/media.js';
 import type { AcceptedMedia } from '../../src/core/ports/media.js';
 import { LocalMedia } from '../../src/store/local-media.js';
-import type { Db } from '../../src/store/pg/pg-db.js';
-import { PgMedia } from '../../src/store/pg/pg-media.js';
-import type { PgStore } from '../../src/store/pg/pg-store.js';
+import type { Db } from '../../src/store/postgres/db.js';
+import { PgMedia } from '../../src/store/postgres/media.js';
+import type { PgStore } from '../../src/store/postgres/store.js';
 import { tempDir } from '../helpers/server.js';
 import { describeWith, postgres } from '../helpers/services.js';
 import { celular, messages, newCliente, openPg, pgSchema } from './adapters.js';

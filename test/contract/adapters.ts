@@ -6,8 +6,8 @@ import { afterEach, beforeEach } from 'vitest';
 import type { NewCelular } from '../../src/core/ports/accounts.js';
 import type { NewMensaje } from '../../src/core/ports/messages.js';
 import type { Store } from '../../src/core/ports/store.js';
-import { PgStore } from '../../src/store/pg/pg-store.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { PgStore } from '../../src/store/postgres/store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { tempDir } from '../helpers/server.js';
 import { postgres, POSTGRES_URL } from '../helpers/services.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { InboxFilter, NewRecibido } from '../../src/core/ports/messages.js';
 import type { Store } from '../../src/core/ports/store.js';
-import { PgStore } from '../../src/store/pg/pg-store.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { PgStore } from '../../src/store/postgres/store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { ADAPTERS, celular, newCliente, storeEachTest } from './adapters.js';
 
 const Q = 900_000;

@@ -3,8 +3,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { slotClaim } from '../../src/core/caps.js';
 import { AppError } from '../../src/core/errors.js';
 import type { NewMensaje } from '../../src/core/ports/messages.js';
-import { PgStore } from '../../src/store/pg/pg-store.js';
-import { PG_MIGRATIONS } from '../../src/store/pg/pg-migrations.js';
+import { PgStore } from '../../src/store/postgres/store.js';
+import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { celular, messages, openPg, PG_ABSENT, PG_URL, pgSchema } from './adapters.js';
 
 /**

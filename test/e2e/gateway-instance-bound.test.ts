@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { instanceSecret } from '../../src/gateways/inbound-secret.js';
-import type { SqliteStore } from '../../src/store/sqlite.js';
+import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectOk } from '../helpers/expect.js';
 import { linkedLine, numeroNuevo, type Line } from '../server/send-helpers.js';

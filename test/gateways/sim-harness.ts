@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ManualClock } from '../../src/core/clock.js';
 import type { OutboundMessage } from '../../src/core/ports/gateway.js';
 import { SimGateway } from '../../src/gateways/sim.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { GatewayHarness, SentRecord } from './harness.js';
 
 const QR_MS = 20_000;

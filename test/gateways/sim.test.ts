@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { GatewayFailure, type GatewayEvent } from '../../src/core/ports/gateway.js';
 import { SimConflict, SimGateway } from '../../src/gateways/sim.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { until } from '../helpers/poll.js';
 
 describe('sim gateway', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
-import type { SqliteStore } from '../../src/store/sqlite.js';
+import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { editCelular, linkedLine, send, type Line } from './send-helpers.js';
 import { until } from '../helpers/poll.js';

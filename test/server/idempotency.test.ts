@@ -11,7 +11,7 @@ import { send as coreSend, type SendDeps, type SendRequest } from '../../src/cor
 import { LocalMedia } from '../../src/store/local-media.js';
 import { GatewayFailure, type Gateway } from '../../src/core/ports/gateway.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
-import type { SqliteStore } from '../../src/store/sqlite.js';
+import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import { expectError } from '../helpers/expect.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, POSTGRES_URL, redis, REDIS_URL } from '../helpers/services.js';

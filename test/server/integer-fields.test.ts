@@ -6,7 +6,7 @@ import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { createCliente, editCliente } from '../../src/core/accounts.js';
 import { moveToPostgres, MoveRefused } from '../../src/store/move-to-postgres.js';
-import { Db } from '../../src/store/pg/pg-db.js';
+import { Db } from '../../src/store/postgres/db.js';
 
 /**
  * Every integer field of every route, found in the served /openapi.json (built

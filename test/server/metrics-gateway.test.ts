@@ -4,7 +4,7 @@ import { GatewayFailure, type Gateway } from '../../src/core/ports/gateway.js';
 import { SimGateway } from '../../src/gateways/sim.js';
 import { countGatewayCalls } from '../../src/server/metrics/gateway.js';
 import { Metrics } from '../../src/server/metrics/metrics.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 
 /**
  * The gateway port counted by a proxy (src/server/metrics/gateway.ts): each

@@ -5,7 +5,7 @@ import type { Store } from '../../src/core/ports/store.js';
 import { countBusEvents } from '../../src/server/metrics/bus.js';
 import { Metrics } from '../../src/server/metrics/metrics.js';
 import { StoreGauges } from '../../src/server/metrics/store-gauges.js';
-import { SqliteStore } from '../../src/store/sqlite.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 
 /** One sample's value in a text exposition, or undefined when the series is absent. */
 function sample(text: string, series: string): number | undefined {

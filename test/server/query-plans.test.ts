@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { SqliteStore } from '../../src/store/sqlite.js';
+import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { b64, linkedLine, PNG, send, waitEstado, type Line } from './send-helpers.js';
 import { startReceiver, type Receiver } from './webhook-helpers.js';

@@ -3,7 +3,7 @@
  * send ends (core/accepted-media.ts holds the rules): this node's tmp/
  * directory beside SQLite (src/store/local-media.ts), chunks in the
  * database on PostgreSQL, where any node may send a queued message
- * (src/store/pg/pg-media.ts). Uploads are first staged in tmp/ (decoded and
+ * (src/store/postgres/media.ts). Uploads are first staged in tmp/ (decoded and
  * sniffed there); a reference names the bytes in a message row.
  */
 export interface AcceptedMedia {

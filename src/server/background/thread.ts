@@ -8,7 +8,7 @@ import { QueueWorker } from '../../core/queue-worker.js';
 import { syncGatewayEvents } from '../../core/session-sync.js';
 import { createGateway } from '../../gateways/index.js';
 import { LocalMedia } from '../../store/local-media.js';
-import { SqliteStore } from '../../store/sqlite.js';
+import { SqliteStore } from '../../store/sqlite/store.js';
 import { backgroundGate } from '../../store/write-gate.js';
 import { JOURNALED_EVENTS, WebhookDispatcher } from '../../webhooks/dispatcher.js';
 import { makeCore } from '../make-core.js';

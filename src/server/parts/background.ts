@@ -5,7 +5,7 @@ import { NodePresence } from '../../core/node-presence.js';
 import { QueueWorker } from '../../core/queue-worker.js';
 import { syncGatewayEvents } from '../../core/session-sync.js';
 import type { HttpGatewayOptions } from '../../gateways/index.js';
-import type { SqliteStore } from '../../store/sqlite.js';
+import type { SqliteStore } from '../../store/sqlite/store.js';
 import { mainGate, newGateBuffer } from '../../store/write-gate.js';
 import { VERSION } from '../../version.js';
 import { WebhookDispatcher, type WebhookControl } from '../../webhooks/dispatcher.js';

@@ -4,7 +4,7 @@ import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { Store } from '../../core/ports/store.js';
 import { DB_FILE } from '../../paths.js';
 import { LocalMedia } from '../../store/local-media.js';
-import { SqliteStore } from '../../store/sqlite.js';
+import { SqliteStore } from '../../store/sqlite/store.js';
 import type { ServeConfig } from '../config.js';
 import type { Part } from './part.js';
 
@@ -28,8 +28,8 @@ export function storePart(opts: ServeConfig, tmp: TempFiles, onCheckpointError: 
     name: 'store',
     start: async () => {
       if (opts.store && /^postgres(ql)?:\/\//.test(opts.store)) {
-        const { PgStore } = await import('../../store/pg/pg-store.js');
-        const { PgMedia } = await import('../../store/pg/pg-media.js');
+        const { PgStore } = await import('../../store/postgres/store.js');
+        const { PgMedia } = await import('../../store/postgres/media.js');
         const pg = await PgStore.open(opts.store);
         try {
           const value = { store: pg, media: new PgMedia(pg.db, tmp), source: pg.name, schemaVersion: await pg.schemaVersion() };

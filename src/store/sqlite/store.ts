@@ -1,4 +1,4 @@
-import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from './patch-columns.js';
+import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from '../patch-columns.js';
 import Database from 'better-sqlite3';
 import { chmodSync, existsSync } from 'node:fs';
 import type {
@@ -15,9 +15,9 @@ import type {
   NewCelularDone,
   NewClienteDone,
   NewCliente,
-} from '../core/ports/accounts.js';
-import type { GatewayServerLoad, NewGatewayServer } from '../core/ports/gateway-servers.js';
-import type { NodeInfo, NodeRow, LeaseAnswer } from '../core/ports/leases.js';
+} from '../../core/ports/accounts.js';
+import type { GatewayServerLoad, NewGatewayServer } from '../../core/ports/gateway-servers.js';
+import type { NodeInfo, NodeRow, LeaseAnswer } from '../../core/ports/leases.js';
 import type {
   ReceiptOutcome,
   MessageStats,
@@ -29,7 +29,7 @@ import type {
   InboxFilter,
   NewRecibido,
   NewMensaje,
-} from '../core/ports/messages.js';
+} from '../../core/ports/messages.js';
 import type {
   ReceiptEstado,
   AuditEntry,
@@ -43,24 +43,24 @@ import type {
   JournalEvent,
   GatewayServerEstado,
   GatewayServerRow,
-} from '../core/ports/model.js';
-import type { ClaimResult } from '../core/ports/queue.js';
-import type { Store, StoreCaps, StoreWriteHealth } from '../core/ports/store.js';
-import type { EntregaClaim, EventRoute, ListenerCopy, IntentoRow } from '../core/ports/webhooks.js';
-import type { SlotClaim } from '../core/caps.js';
-import { balanceAfter } from '../core/ledger.js';
+} from '../../core/ports/model.js';
+import type { ClaimResult } from '../../core/ports/queue.js';
+import type { Store, StoreCaps, StoreWriteHealth } from '../../core/ports/store.js';
+import type { EntregaClaim, EventRoute, ListenerCopy, IntentoRow } from '../../core/ports/webhooks.js';
+import type { SlotClaim } from '../../core/caps.js';
+import { balanceAfter } from '../../core/ledger.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
-import { MemoryLeases } from './memory-leases.js';
+import { MemoryLeases } from './leases.js';
 import { MIGRATIONS } from './migrations.js';
 import { grouped, immediate, stmt, useWriteGate } from './statements.js';
-import type { WriteGate } from './write-gate.js';
-import { PROBE_BYTES, writeHealthOf } from './faults.js';
-import { listMensajes } from './sqlite-historial.js';
-import * as msgs from './sqlite-mensajes.js';
-import * as hooks from './sqlite-webhooks.js';
-import * as servers from './sqlite-gateways.js';
-import * as idem from './sqlite-idempotencia.js';
-import * as inbox from './sqlite-recibidos.js';
+import type { WriteGate } from '../write-gate.js';
+import { PROBE_BYTES, writeHealthOf } from '../faults.js';
+import { listMensajes } from './history.js';
+import * as msgs from './messages.js';
+import * as hooks from './webhooks.js';
+import * as servers from './gateway-servers.js';
+import * as idem from './idempotency.js';
+import * as inbox from './inbox.js';
 
 type Row = Record<string, unknown>;
 

@@ -1,6 +1,6 @@
 import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow } from '../../core/ports/messages.js';
 import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
-import { type Client, type Db, LOCK, row } from './pg-db.js';
+import { type Client, type Db, LOCK, row } from './db.js';
 
 /**
  * Idempotency-Keys in PostgreSQL (migration 5; the rules are

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { Client } from './pg-db.js';
-import { COPIED } from './pg-import.js';
+import type { Client } from './db.js';
+import { COPIED } from './import.js';
 
 /**
  * What `pasarela migrate` checks before it commits, on both sides: rows per

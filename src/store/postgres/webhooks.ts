@@ -1,7 +1,7 @@
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy } from '../../core/ports/webhooks.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
-import { type Client, type Db, LOCK, type Queryable, row, rows } from './pg-db.js';
+import { type Client, type Db, LOCK, type Queryable, row, rows } from './db.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in PostgreSQL. */
 

@@ -1,5 +1,5 @@
 import type { LeaseAnswer, NodeInfo, NodeRow } from '../../core/ports/leases.js';
-import type { Db, Queryable } from './pg-db.js';
+import type { Db, Queryable } from './db.js';
 
 /**
  * Nodes and stream leases in PostgreSQL (the rule is core/leases.ts). Every

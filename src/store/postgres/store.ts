@@ -48,15 +48,15 @@ import type { EntregaClaim, EventRoute, ListenerCopy, IntentoRow } from '../../c
 import type { SlotClaim } from '../../core/caps.js';
 import { balanceAfter } from '../../core/ledger.js';
 import { PROBE_BYTES, writeHealthOf } from '../faults.js';
-import { type Client, Db, type PgOptions, row } from './pg-db.js';
-import { listMensajes } from './pg-historial.js';
-import * as msgs from './pg-mensajes.js';
-import { migrate } from './pg-migrations.js';
-import * as hooks from './pg-webhooks.js';
-import * as servers from './pg-gateways.js';
-import * as leases from './pg-leases.js';
-import * as idem from './pg-idempotencia.js';
-import * as inbox from './pg-recibidos.js';
+import { type Client, Db, type PgOptions, row } from './db.js';
+import { listMensajes } from './history.js';
+import * as msgs from './messages.js';
+import { migrate } from './migrations.js';
+import * as hooks from './webhooks.js';
+import * as servers from './gateway-servers.js';
+import * as leases from './leases.js';
+import * as idem from './idempotency.js';
+import * as inbox from './inbox.js';
 
 /** `SET a = $2, b = $3` from a patch whose keys are known column names; $1 is the id, the last one `now`. */
 function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: string; values: unknown[] } {
@@ -68,7 +68,7 @@ function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: 
 /**
  * The networked store: PostgreSQL through a pool, for any number of nodes on
  * one database. Every method is one statement or one transaction; those that
- * read and then write lock the rows they change (see pg-mensajes.ts for the
+ * read and then write lock the rows they change (see postgres/messages.ts for the
  * order), so balances, caps and queue depths stay exact with several nodes
  * writing. Open it with `PgStore.open`, which applies the migrations.
  */
@@ -559,7 +559,7 @@ export class PgStore implements Store {
     return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
   }
 
-  // Leases: on the database's clock (pg-leases.ts), so `now` is not used.
+  // Leases: on the database's clock (postgres/leases.ts), so `now` is not used.
   async nodeBeat(node: NodeInfo): Promise<void> {
     return leases.nodeBeat(this.db, node);
   }

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import { QUARTER_MS, onQuarter } from './quarters.js';
+import { QUARTER_MS, onQuarter } from '../quarters.js';
 import { stmt } from './statements.js';
-import type { InboxFilter, NewRecibido } from '../core/ports/messages.js';
-import type { RecibidoRow } from '../core/ports/model.js';
+import type { InboxFilter, NewRecibido } from '../../core/ports/messages.js';
+import type { RecibidoRow } from '../../core/ports/model.js';
 
 /**
  * The inbox in SQLite (docs/design.md §10). Every filter of a page is an

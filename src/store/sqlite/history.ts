@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import { QUARTER_MS, onQuarter } from './quarters.js';
+import { QUARTER_MS, onQuarter } from '../quarters.js';
 import { stmt } from './statements.js';
-import type { HistoryFilter } from '../core/ports/messages.js';
-import type { MensajeRow } from '../core/ports/model.js';
+import type { HistoryFilter } from '../../core/ports/messages.js';
+import type { MensajeRow } from '../../core/ports/model.js';
 
 /**
  * One page of history, newest first, with the total. Every filter is a

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../core/ports/model.js';
-import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy } from '../core/ports/webhooks.js';
+import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
+import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy } from '../../core/ports/webhooks.js';
 import { immediate, stmt } from './statements.js';
-import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../core/webhook-undo.js';
+import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
 type DB = Database.Database;

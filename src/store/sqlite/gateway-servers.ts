@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { GatewayServerLoad, NewGatewayServer } from '../core/ports/gateway-servers.js';
-import type { GatewayServerEstado, GatewayServerRow } from '../core/ports/model.js';
+import type { GatewayServerLoad, NewGatewayServer } from '../../core/ports/gateway-servers.js';
+import type { GatewayServerEstado, GatewayServerRow } from '../../core/ports/model.js';
 import { immediate, stmt } from './statements.js';
 
 /** The gateway servers table (migration 11) for the SQLite store; the rules that pick a server are the core's. */

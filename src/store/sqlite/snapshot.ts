@@ -2,10 +2,10 @@ import Database from 'better-sqlite3';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { DB_FILE } from '../paths.js';
-import { DataDirLock } from './dir-lock.js';
+import { DB_FILE } from '../../paths.js';
+import { DataDirLock } from '../dir-lock.js';
 import { MIGRATIONS } from './migrations.js';
-import { SqliteStore } from './sqlite.js';
+import { SqliteStore } from './store.js';
 
 /**
  * The source side of `pasarela migrate`: the SQLite store named by a data

@@ -1,14 +1,14 @@
 import type Database from 'better-sqlite3';
 import { immediate, stmt } from './statements.js';
-import { wantsEvents } from './sqlite-webhooks.js';
-import { messageStatusData } from '../core/event-data.js';
-import type { CapHit, SlotClaim, SlotCount } from '../core/caps.js';
-import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../core/ledger.js';
-import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje, NewRecibido, ReceiptOutcome } from '../core/ports/messages.js';
-import type { JournalEvent, MensajeRow, ReceiptEstado } from '../core/ports/model.js';
-import type { ClaimResult } from '../core/ports/queue.js';
-import { insertRecibido } from './sqlite-recibidos.js';
-import { bindKey, keyTaken } from './sqlite-idempotencia.js';
+import { wantsEvents } from './webhooks.js';
+import { messageStatusData } from '../../core/event-data.js';
+import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
+import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
+import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje, NewRecibido, ReceiptOutcome } from '../../core/ports/messages.js';
+import type { JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
+import type { ClaimResult } from '../../core/ports/queue.js';
+import { insertRecibido } from './inbox.js';
+import { bindKey, keyTaken } from './idempotency.js';
 
 /**
  * Messages in SQLite: acceptance with its charge, the queue's claims, state

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import type { Client, Queryable } from './pg-db.js';
-import { copyIntoMedios, mediosRef } from './pg-media.js';
+import type { Client, Queryable } from './db.js';
+import { copyIntoMedios, mediosRef } from './media.js';
 
 /**
  * Loading an SQLite store's rows into an empty PostgreSQL store, inside the

@@ -1,6 +1,6 @@
 import type { GatewayServerLoad, NewGatewayServer } from '../../core/ports/gateway-servers.js';
 import type { GatewayServerEstado, GatewayServerRow } from '../../core/ports/model.js';
-import { LOCK, row, rows, type Db } from './pg-db.js';
+import { LOCK, row, rows, type Db } from './db.js';
 
 /**
  * The gateway servers table (PostgreSQL migration 2, SQLite's 11). The rules

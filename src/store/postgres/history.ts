@@ -1,9 +1,9 @@
 import type { HistoryFilter } from '../../core/ports/messages.js';
 import type { MensajeRow } from '../../core/ports/model.js';
-import type { Db } from './pg-db.js';
+import type { Db } from './db.js';
 import { QUARTER_MS, onQuarter } from '../quarters.js';
-import { conditions, listPage, type Query, type Where } from './pg-listing.js';
-import { MSG_COLS } from './pg-mensajes.js';
+import { conditions, listPage, type Query, type Where } from './listing.js';
+import { MSG_COLS } from './messages.js';
 
 /**
  * One page of history, newest first, with the total, as on SQLite: every
@@ -12,7 +12,7 @@ import { MSG_COLS } from './pg-mensajes.js';
  * the counts the triggers keep whenever they answer exactly.
  */
 
-/** The total's query: from the kept counts where they answer exactly (see sqlite-historial.ts), otherwise a count over the filter's index range. */
+/** The total's query: from the kept counts where they answer exactly (see sqlite/history.ts), otherwise a count over the filter's index range. */
 function totalQuery(f: HistoryFilter, rowsWhere: Where): Query {
   const dated = f.desde !== undefined || f.hasta !== undefined;
   if (f.destinatario === undefined && !dated) {

@@ -1,5 +1,5 @@
-import { type HolderState, holderAlive, type LeaseState, leaseTakable } from '../core/leases.js';
-import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from '../core/ports/leases.js';
+import { type HolderState, holderAlive, type LeaseState, leaseTakable } from '../../core/leases.js';
+import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
 
 /**
  * Leases of a store that one process serves alone (SQLite: the data

@@ -1,8 +1,8 @@
 import type { InboxFilter, NewRecibido } from '../../core/ports/messages.js';
 import type { RecibidoRow } from '../../core/ports/model.js';
-import type { Client, Db } from './pg-db.js';
+import type { Client, Db } from './db.js';
 import { QUARTER_MS, onQuarter } from '../quarters.js';
-import { conditions, listPage, type Query, type Where } from './pg-listing.js';
+import { conditions, listPage, type Query, type Where } from './listing.js';
 
 /**
  * The inbox in PostgreSQL, as on SQLite (docs/design.md §10): each page's
@@ -12,7 +12,7 @@ import { conditions, listPage, type Query, type Where } from './pg-listing.js';
  * counted over that sender's index range.
  */
 
-/** The total's query: from the kept counts without a sender (see sqlite-recibidos.ts), otherwise a count over the page's index range. */
+/** The total's query: from the kept counts without a sender (see sqlite/inbox.ts), otherwise a count over the page's index range. */
 function totalQuery(f: InboxFilter, rowsWhere: Where): Query {
   if (f.de === undefined) {
     if (f.desde === undefined && f.hasta === undefined) {

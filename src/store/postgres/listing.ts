@@ -1,4 +1,4 @@
-import type { Db } from './pg-db.js';
+import type { Db } from './db.js';
 
 export interface Where {
   where: string;

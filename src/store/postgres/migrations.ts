@@ -1,5 +1,5 @@
-import type { Migration } from '../migrations.js';
-import { type Db, LOCK } from './pg-db.js';
+import type { Migration } from '../sqlite/migrations.js';
+import { type Db, LOCK } from './db.js';
 
 /**
  * Versioned schema for the PostgreSQL store. Append only, like the SQLite

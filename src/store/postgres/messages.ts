@@ -4,9 +4,9 @@ import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, par
 import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje, NewRecibido, ReceiptOutcome } from '../../core/ports/messages.js';
 import type { JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import type { ClaimResult } from '../../core/ports/queue.js';
-import { insertRecibido } from './pg-recibidos.js';
-import { bindKey, lockKey } from './pg-idempotencia.js';
-import { type Client, type Db, LOCK, row, rows } from './pg-db.js';
+import { insertRecibido } from './inbox.js';
+import { bindKey, lockKey } from './idempotency.js';
+import { type Client, type Db, LOCK, row, rows } from './db.js';
 
 /**
  * Messages in PostgreSQL, exact with several nodes writing at once. Every

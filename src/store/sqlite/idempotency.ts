@@ -1,11 +1,11 @@
 import type Database from 'better-sqlite3';
-import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow } from '../core/ports/messages.js';
-import { IDEM_PURGE_BATCH } from '../core/idempotency.js';
+import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow } from '../../core/ports/messages.js';
+import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
 import { stmt } from './statements.js';
 
 /**
  * Idempotency-Keys in SQLite (migration 12; the rules are core/idempotency.ts).
- * A key is bound inside the acceptance's transaction (sqlite-mensajes.ts),
+ * A key is bound inside the acceptance's transaction (sqlite/messages.ts),
  * which also removes a few expired keys through the expiry index.
  */
 type DB = Database.Database;

@@ -2,7 +2,7 @@ import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { TempFiles } from '../../core/media.js';
 import type { AcceptedMedia, LocalMediaFile } from '../../core/ports/media.js';
-import type { Db, Queryable } from './pg-db.js';
+import type { Db, Queryable } from './db.js';
 
 /**
  * Accepted media on PostgreSQL: any node may send a queued message, so its

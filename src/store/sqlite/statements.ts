@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import { writeFailed } from './faults.js';
-import type { WriteGate } from './write-gate.js';
+import { writeFailed } from '../faults.js';
+import type { WriteGate } from '../write-gate.js';
 
 /**
  * Prepared statements, compiled once per database and SQL text. Preparing on
