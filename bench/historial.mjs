@@ -15,7 +15,7 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SqliteStore } from '../dist/store/sqlite/store.js';
+import { openSqliteStore } from '../dist/store/sqlite/store.js';
 import { MIGRATIONS } from '../dist/store/sqlite/migrations.js';
 
 const args = process.argv.slice(2);
@@ -206,7 +206,7 @@ function stats(samples) {
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'pasarela-bench-'));
   const file = join(dir, 'bench.db');
-  const store = new SqliteStore(file);
+  const store = openSqliteStore(file);
   try {
     const schemaVersion = store.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get().v;
     const dropped = [...(MIGRATIONS.find((m) => m.version === WITHOUT)?.sql.matchAll(/CREATE INDEX (\w+)/g) ?? [])].map((m) => m[1]);

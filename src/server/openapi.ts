@@ -3,7 +3,7 @@ import { MemoryCounters } from '../core/counters-memory.js';
 import { ERRORS } from '../core/errors.js';
 import { EventBus } from '../core/events.js';
 import { SimGateway } from '../gateways/sim.js';
-import { SqliteStore } from '../store/sqlite/store.js';
+import { openSqliteStore } from '../store/sqlite/store.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from './app.js';
@@ -20,7 +20,7 @@ import { coreConfigOf, makeCore } from './make-core.js';
  * as openapi.json; a test fails when the committed copy drifts.
  */
 export async function openapiDocument(): Promise<Record<string, unknown>> {
-  const store = new SqliteStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const clock = new ManualClock(0);
   const gateway = new SimGateway(store, clock, {
     qrRotateMs: SERVE_DEFAULTS.simQrMs,

@@ -11,7 +11,7 @@ import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { Db } from '../../src/store/postgres/db.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { checkCopy } from '../../src/store/postgres/import-check.js';
-import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { celular, openPg, pgSchema } from '../contract/adapters.js';
 import { killAllServeChildren, startServeChild, stop } from '../helpers/serve-child.js';
 import { api } from '../helpers/server.js';
@@ -73,7 +73,7 @@ interface Installation {
 async function install(): Promise<Installation> {
   const dataDir = join(scratch(), 'data');
   mkdirSync(join(dataDir, 'tmp'), { recursive: true });
-  const s = new SqliteStore(join(dataDir, 'pasarela.db'));
+  const s = openSqliteStore(join(dataDir, 'pasarela.db'));
   const now = Date.now() - 10 * 24 * 60 * MIN;
   const secretA = newSecret();
   const a = await s.createCliente(
@@ -340,7 +340,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     expect(report.ledger_gaps_in_source).toEqual([]);
     expect(report.recounted.pendientes_corregidos).toBe(0);
 
-    const lite = new SqliteStore(join(inst.dataDir, 'pasarela.db'));
+    const lite = openSqliteStore(join(inst.dataDir, 'pasarela.db'));
     const pg = await openPg(schema);
     try {
       const before = await portView(lite, inst);
@@ -411,7 +411,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
     try {
       const h = await api(served.url, 'GET', '/api/historial_listar.php?por_pagina=5&estado=leido', { key: inst.keyA });
       expect(h.status, h.text).toBe(200);
-      const view = new SqliteStore(join(inst.dataDir, 'pasarela.db'));
+      const view = openSqliteStore(join(inst.dataDir, 'pasarela.db'));
       try {
         const expected = await view.listMensajes({ cliente_id: inst.clienteA, estado: 'leido', page: 1, por_pagina: 5 });
         expect(h.body.total).toBe(expected.total);
@@ -516,7 +516,7 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
 
   it('refuses, committing nothing, a text it would alter (bytes in SQLite that are not UTF-8); a real U+FFFD is copied as it is', async () => {
     const file = join(scratch(), 'texts.db');
-    await new SqliteStore(file).close();
+    await openSqliteStore(file).close();
     const db = new Database(file);
     const cliente = db.prepare(
       "INSERT INTO clientes (nombre, email, estado, plan, saldo_global, key_hash, created_at, updated_at) VALUES (?, ?, 'activo', 'medido', 0, 'h', 1, 1)",

@@ -6,8 +6,8 @@ import { afterEach, beforeEach } from 'vitest';
 import type { NewCelular } from '../../src/core/ports/accounts.js';
 import type { NewMensaje } from '../../src/core/ports/messages.js';
 import type { Store } from '../../src/core/ports/store.js';
-import { PgStore } from '../../src/store/postgres/store.js';
-import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { openPgStore } from '../../src/store/postgres/store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { tempDir } from '../helpers/server.js';
 import { postgres, POSTGRES_URL } from '../helpers/services.js';
 
@@ -42,7 +42,7 @@ export async function pgSchema(): Promise<{ schema: string; drop: () => Promise<
 }
 
 /** A small pool per store: many test files run at once against one server. */
-export const openPg = (schema: string) => PgStore.open(PG_URL, { schema, max: 4 });
+export const openPg = (schema: string) => openPgStore(PG_URL, { schema, max: 4 });
 export interface StoreHandle {
   store: Store;
   /** Closes and opens the same store again (a restart). */
@@ -62,8 +62,8 @@ export const ADAPTERS: Adapter[] = [
       const dir = tempDir('pasarela-store-');
       const file = join(dir, 'test.db');
       return {
-        store: new SqliteStore(file),
-        reopen: async () => new SqliteStore(file),
+        store: openSqliteStore(file),
+        reopen: async () => openSqliteStore(file),
         cleanup: async () => rmSync(dir, { recursive: true, force: true }),
       };
     },

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { InboxFilter, NewRecibido } from '../../src/core/ports/messages.js';
 import type { Store } from '../../src/core/ports/store.js';
-import { PgStore } from '../../src/store/postgres/store.js';
-import { SqliteStore } from '../../src/store/sqlite/store.js';
+import type { PgStore } from '../../src/store/postgres/store.js';
+import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import { ADAPTERS, celular, newCliente, storeEachTest } from './adapters.js';
 
 const Q = 900_000;
@@ -14,7 +14,12 @@ async function kept(store: Store): Promise<{ lines: number; quarters: number; em
     (SELECT COALESCE(SUM(n), 0) FROM conteos_recibidos_cuartos) AS quarters,
     (SELECT COUNT(*) FROM conteos_recibidos_cuartos WHERE n <= 0) + (SELECT COUNT(*) FROM conteos_recibidos WHERE n < 0) AS empty,
     (SELECT COUNT(*) FROM recibidos) AS rows`;
-  const r = store instanceof SqliteStore ? store.db.prepare(sql).get() : store instanceof PgStore ? (await store.db.q(sql))[0] : null;
+  const r =
+    store.caps.name === 'sqlite'
+      ? (store as SqliteStore).db.prepare(sql).get()
+      : store.caps.name === 'postgres'
+        ? (await (store as PgStore).db.q(sql))[0]
+        : null;
   if (!r) throw new Error('a store this test cannot read');
   const o = r as Record<string, number | string>;
   return { lines: Number(o.lines), quarters: Number(o.quarters), empty: Number(o.empty), rows: Number(o.rows) };

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { slotClaim } from '../../src/core/caps.js';
 import { AppError } from '../../src/core/errors.js';
 import type { NewMensaje } from '../../src/core/ports/messages.js';
-import { PgStore } from '../../src/store/postgres/store.js';
+import { openPgStore, type PgStore } from '../../src/store/postgres/store.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { celular, messages, openPg, PG_ABSENT, PG_URL, pgSchema } from './adapters.js';
 
@@ -161,7 +161,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: a store that cannot be written', 
     const url = new URL(PG_URL);
     // With trust authentication any password is accepted: one is put in only to check it never shows.
     if (!url.password) url.password = 'secreto-de-prueba';
-    const store = await PgStore.open(url.toString(), { schema: s.schema, max: 1 });
+    const store = await openPgStore(url.toString(), { schema: s.schema, max: 1 });
     try {
       expect(await store.writeHealth()).toEqual({ writable: true });
       // Every connection of the pool, the one open and any opened later (pg drops a connection a failed query ran on), is made read-only.

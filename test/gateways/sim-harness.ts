@@ -2,14 +2,14 @@ import { readFileSync } from 'node:fs';
 import { ManualClock } from '../../src/core/clock.js';
 import type { OutboundMessage } from '../../src/core/ports/gateway.js';
 import { SimGateway } from '../../src/gateways/sim.js';
-import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import type { GatewayHarness, SentRecord } from './harness.js';
 
 const QR_MS = 20_000;
 
 /** The simulator behind the contract suite's harness: its controls are the sim's own. */
 export async function startSimHarness(): Promise<GatewayHarness & { sim: SimGateway }> {
-  const store = new SqliteStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const clock = new ManualClock(Date.UTC(2026, 5, 1));
   // Receipts only on demand (ack), so the suite decides when they come.
   const sim = new SimGateway(store, clock, { qrRotateMs: QR_MS, deliveryMs: 1e9, readMs: 1e9 });

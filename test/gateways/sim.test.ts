@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { GatewayFailure, type GatewayEvent } from '../../src/core/ports/gateway.js';
 import { SimConflict, SimGateway } from '../../src/gateways/sim.js';
-import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
 import { until } from '../helpers/poll.js';
 
 describe('sim gateway', () => {
@@ -11,7 +11,7 @@ describe('sim gateway', () => {
   let sim: SimGateway;
   let events: GatewayEvent[];
   beforeEach(() => {
-    store = new SqliteStore(':memory:');
+    store = openSqliteStore(':memory:');
     clock = new ManualClock(0);
     sim = new SimGateway(store, clock, { qrRotateMs: 1000, deliveryMs: 5, readMs: 10 });
     events = [];

@@ -4,7 +4,7 @@ import { GatewayFailure, type Gateway } from '../../src/core/ports/gateway.js';
 import { SimGateway } from '../../src/gateways/sim.js';
 import { countGatewayCalls } from '../../src/server/metrics/gateway.js';
 import { Metrics } from '../../src/server/metrics/metrics.js';
-import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 
 /**
  * The gateway port counted by a proxy (src/server/metrics/gateway.ts): each
@@ -14,7 +14,7 @@ import { SqliteStore } from '../../src/store/sqlite/store.js';
  */
 
 function setup() {
-  const store = new SqliteStore(':memory:');
+  const store = openSqliteStore(':memory:');
   const clock = new ManualClock();
   const metrics = new Metrics({ store, clock, storeCacheMs: 0, info: { store: 'sqlite', gateway: 'sim' }, onError: () => {} });
   const sim = new SimGateway(store, clock, { qrRotateMs: 20_000, deliveryMs: 1000, readMs: 3000 });

@@ -5,7 +5,7 @@ import type { Store } from '../../src/core/ports/store.js';
 import { countBusEvents } from '../../src/server/metrics/bus.js';
 import { Metrics } from '../../src/server/metrics/metrics.js';
 import { StoreGauges } from '../../src/server/metrics/store-gauges.js';
-import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 
 /** One sample's value in a text exposition, or undefined when the series is absent. */
 function sample(text: string, series: string): number | undefined {
@@ -29,7 +29,7 @@ describe('metrics: what the bus events count', () => {
   };
 
   it('an error receipt that beat the send record counts the send as enviado and the receipt as error; a send that failed counts as error', async () => {
-    const store = new SqliteStore(':memory:');
+    const store = openSqliteStore(':memory:');
     const clock = new ManualClock(0);
     const metrics = new Metrics({ store, clock, storeCacheMs: 0, info: { store: 'sqlite', gateway: 'sim' }, onError: () => {} });
     const bus = new EventBus();

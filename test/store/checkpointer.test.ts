@@ -1,7 +1,7 @@
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { tempDir } from '../helpers/server.js';
 import { until } from '../helpers/poll.js';
 
@@ -14,7 +14,7 @@ it('copies the WAL back into the database on its own thread; close ends it', asy
   const dir = tempDir('pasarela-ckpt-');
   const file = join(dir, 'p.db');
   const errors: string[] = [];
-  const store = new SqliteStore(file, { background: { checkpointMs: 20, onError: (m) => errors.push(m) } });
+  const store = openSqliteStore(file, { background: { checkpointMs: 20, onError: (m) => errors.push(m) } });
   try {
     const before = statSync(file).size;
     for (let i = 0; i < 200; i++) await store.kvSet('ns', `k${i}`, 'x'.repeat(2000));

@@ -8,7 +8,7 @@ import { QueueWorker } from '../../core/queue-worker.js';
 import { syncGatewayEvents } from '../../core/session-sync.js';
 import { createGateway } from '../../gateways/index.js';
 import { LocalMedia } from '../../store/local-media.js';
-import { SqliteStore } from '../../store/sqlite/store.js';
+import { openSqliteStore } from '../../store/sqlite/store.js';
 import { backgroundGate } from '../../store/write-gate.js';
 import { JOURNALED_EVENTS, WebhookDispatcher } from '../../webhooks/dispatcher.js';
 import { makeCore } from '../make-core.js';
@@ -71,7 +71,7 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
   const post = (m: FromBackground) => port.postMessage(m);
   const out = new Outbox(port);
   const onError = (msg: string) => (err: unknown) => out.log('error', msg, err);
-  const store = new SqliteStore(s.dbFile);
+  const store = openSqliteStore(s.dbFile);
   store.shareWrites(backgroundGate(s.gate));
   const clock = systemClock;
   const tmp = new TempFiles(s.tmpDir);

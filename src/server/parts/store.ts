@@ -4,7 +4,7 @@ import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { Store } from '../../core/ports/store.js';
 import { DB_FILE } from '../../paths.js';
 import { LocalMedia } from '../../store/local-media.js';
-import { SqliteStore } from '../../store/sqlite/store.js';
+import { openSqliteStore } from '../../store/sqlite/store.js';
 import type { ServeConfig } from '../config.js';
 import type { Part } from './part.js';
 
@@ -28,9 +28,9 @@ export function storePart(opts: ServeConfig, tmp: TempFiles, onCheckpointError: 
     name: 'store',
     start: async () => {
       if (opts.store && /^postgres(ql)?:\/\//.test(opts.store)) {
-        const { PgStore } = await import('../../store/postgres/store.js');
+        const { openPgStore } = await import('../../store/postgres/store.js');
         const { PgMedia } = await import('../../store/postgres/media.js');
-        const pg = await PgStore.open(opts.store);
+        const pg = await openPgStore(opts.store);
         try {
           const value = { store: pg, media: new PgMedia(pg.db, tmp), source: pg.name, schemaVersion: await pg.schemaVersion() };
           return { value, base: true, stop: () => pg.close() };
@@ -40,7 +40,7 @@ export function storePart(opts: ServeConfig, tmp: TempFiles, onCheckpointError: 
         }
       }
       const file = join(opts.dataDir, DB_FILE);
-      const sqlite = new SqliteStore(file, { background: { checkpointMs: opts.checkpointMs, onError: onCheckpointError } });
+      const sqlite = openSqliteStore(file, { background: { checkpointMs: opts.checkpointMs, onError: onCheckpointError } });
       const value = { store: sqlite, media: new LocalMedia(tmp), source: file, schemaVersion: sqlite.schemaVersion() };
       return { value, base: true, stop: () => sqlite.close() };
     },

@@ -1,4 +1,4 @@
-import type { HistoryFilter } from '../../core/ports/messages.js';
+import type { HistoryFilter, MessagesStore } from '../../core/ports/messages.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import type { Db } from './db.js';
 import { QUARTER_MS, onQuarter } from '../quarters.js';
@@ -34,14 +34,18 @@ function totalQuery(f: HistoryFilter, rowsWhere: Where): Query {
   return { sql: `SELECT COUNT(*) AS total FROM mensajes WHERE ${rowsWhere.where}`, params: rowsWhere.params };
 }
 
-export async function listMensajes(db: Db, f: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {
-  const w = conditions([
-    ['cliente_id = ?', f.cliente_id],
-    ['celular_id = ?', f.celular_id],
-    ['estado = ?', f.estado],
-    ['destinatario = ?', f.destinatario],
-    ['created_at >= ?', f.desde],
-    ['created_at < ?', f.hasta],
-  ]);
-  return listPage<MensajeRow>(db, `SELECT ${MSG_COLS.join(', ')} FROM mensajes`, w, 'created_at DESC, seq DESC', totalQuery(f, w), f);
+export function history(db: Db): Pick<MessagesStore, 'listMensajes'> {
+  return {
+    async listMensajes(f: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {
+      const w = conditions([
+        ['cliente_id = ?', f.cliente_id],
+        ['celular_id = ?', f.celular_id],
+        ['estado = ?', f.estado],
+        ['destinatario = ?', f.destinatario],
+        ['created_at >= ?', f.desde],
+        ['created_at < ?', f.hasta],
+      ]);
+      return listPage<MensajeRow>(db, `SELECT ${MSG_COLS.join(', ')} FROM mensajes`, w, 'created_at DESC, seq DESC', totalQuery(f, w), f);
+    },
+  };
 }

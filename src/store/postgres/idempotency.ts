@@ -1,4 +1,4 @@
-import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow } from '../../core/ports/messages.js';
+import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow, MessagesStore } from '../../core/ports/messages.js';
 import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
 import { type Client, type Db, LOCK, row } from './db.js';
 
@@ -38,20 +38,22 @@ export async function bindKey(c: Client, idem: IdemBinding, accepted: AcceptedMe
   );
 }
 
-export async function idemGet(db: Db, clienteId: number, clave: string, now: number): Promise<IdemRow | null> {
-  return db.one<IdemRow>('SELECT * FROM idempotencia WHERE cliente_id = $1 AND clave = $2 AND expira_at > $3', [clienteId, clave, now]);
-}
-
-export async function idemFinish(db: Db, clienteId: number, clave: string, msgId: string, answer: IdemAnswer): Promise<void> {
-  await db.query('UPDATE idempotencia SET status = $4, body = $5 WHERE cliente_id = $1 AND clave = $2 AND msg_id = $3', [
-    clienteId,
-    clave,
-    msgId,
-    answer.status,
-    answer.body,
-  ]);
-}
-
-export async function idemRelease(db: Db, clienteId: number, clave: string, msgId: string): Promise<void> {
-  await db.query('DELETE FROM idempotencia WHERE cliente_id = $1 AND clave = $2 AND msg_id = $3', [clienteId, clave, msgId]);
+export function idempotency(db: Db): Pick<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease'> {
+  return {
+    async idemGet(clienteId: number, clave: string, now: number): Promise<IdemRow | null> {
+      return db.one<IdemRow>('SELECT * FROM idempotencia WHERE cliente_id = $1 AND clave = $2 AND expira_at > $3', [clienteId, clave, now]);
+    },
+    async idemFinish(clienteId: number, clave: string, msgId: string, answer: IdemAnswer): Promise<void> {
+      await db.query('UPDATE idempotencia SET status = $4, body = $5 WHERE cliente_id = $1 AND clave = $2 AND msg_id = $3', [
+        clienteId,
+        clave,
+        msgId,
+        answer.status,
+        answer.body,
+      ]);
+    },
+    async idemRelease(clienteId: number, clave: string, msgId: string): Promise<void> {
+      await db.query('DELETE FROM idempotencia WHERE cliente_id = $1 AND clave = $2 AND msg_id = $3', [clienteId, clave, msgId]);
+    },
+  };
 }

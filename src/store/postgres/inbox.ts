@@ -1,4 +1,4 @@
-import type { InboxFilter, NewRecibido } from '../../core/ports/messages.js';
+import type { InboxFilter, MessagesStore, NewRecibido } from '../../core/ports/messages.js';
 import type { RecibidoRow } from '../../core/ports/model.js';
 import type { Client, Db } from './db.js';
 import { QUARTER_MS, onQuarter } from '../quarters.js';
@@ -46,27 +46,30 @@ export async function insertRecibido(c: Client, r: NewRecibido, now: number): Pr
   );
 }
 
-export async function listRecibidos(db: Db, f: InboxFilter): Promise<{ total: number; rows: RecibidoRow[] }> {
-  const w = conditions([
-    ['cliente_id = ?', f.cliente_id],
-    ['celular_id = ?', f.celular_id],
-    ['de = ?', f.de],
-    ['created_at >= ?', f.desde],
-    ['created_at < ?', f.hasta],
-  ]);
-  return listPage<RecibidoRow>(db, `SELECT ${COLS} FROM recibidos`, w, 'created_at DESC, id DESC', totalQuery(f, w), f);
-}
-
-/**
- * The oldest rows created before `before`, at most `limit`; rows another node
- * is removing are skipped, never waited on. The delete's statement trigger
- * takes the batch off the counts in the same transaction.
- */
-export async function purgeRecibidos(db: Db, before: number, limit: number): Promise<number> {
-  const r = await db.query(
-    `DELETE FROM recibidos WHERE id IN (
+export function inbox(db: Db): Pick<MessagesStore, 'listRecibidos' | 'purgeRecibidos'> {
+  return {
+    async listRecibidos(f: InboxFilter): Promise<{ total: number; rows: RecibidoRow[] }> {
+      const w = conditions([
+        ['cliente_id = ?', f.cliente_id],
+        ['celular_id = ?', f.celular_id],
+        ['de = ?', f.de],
+        ['created_at >= ?', f.desde],
+        ['created_at < ?', f.hasta],
+      ]);
+      return listPage<RecibidoRow>(db, `SELECT ${COLS} FROM recibidos`, w, 'created_at DESC, id DESC', totalQuery(f, w), f);
+    },
+    /**
+     * The oldest rows created before `before`, at most `limit`; rows another node
+     * is removing are skipped, never waited on. The delete's statement trigger
+     * takes the batch off the counts in the same transaction.
+     */
+    async purgeRecibidos(before: number, limit: number): Promise<number> {
+      const r = await db.query(
+        `DELETE FROM recibidos WHERE id IN (
        SELECT id FROM recibidos WHERE created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-    [before, limit],
-  );
-  return r.rowCount ?? 0;
+        [before, limit],
+      );
+      return r.rowCount ?? 0;
+    },
+  };
 }

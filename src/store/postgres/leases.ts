@@ -1,4 +1,4 @@
-import type { LeaseAnswer, NodeInfo, NodeRow } from '../../core/ports/leases.js';
+import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
 import type { Db, Queryable } from './db.js';
 
 /**
@@ -9,22 +9,7 @@ import type { Db, Queryable } from './db.js';
  */
 const DB_NOW = '(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint';
 
-export async function nodeBeat(db: Db, node: NodeInfo): Promise<void> {
-  await db.query(
-    `INSERT INTO nodos (id, etiqueta, heartbeat_at, stale_ms, started_at) VALUES ($1, $2, ${DB_NOW}, $3, ${DB_NOW})
-     ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
-    [node.id, node.label, node.staleMs],
-  );
-}
-
-/** Also forgets nodes dead for an hour: their leases are free either way, and the table stays as small as the cluster. */
-export async function nodeLeave(db: Db, nodeId: string): Promise<void> {
-  await db.tx(async (c) => {
-    await c.query('UPDATE leases SET nodo = NULL WHERE nodo = $1', [nodeId]);
-    await c.query(`DELETE FROM nodos WHERE id = $1 OR heartbeat_at + stale_ms < ${DB_NOW} - 3600000`, [nodeId]);
-  });
-}
-
+/** Every node, alive or not, on the database's clock; `q` may be a transaction's client (`pasarela migrate`). */
 export async function nodes(q: Queryable): Promise<NodeRow[]> {
   const r = await q.query(
     `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive, GREATEST(0, ${DB_NOW} - heartbeat_at) AS silent_ms FROM nodos ORDER BY started_at, id`,
@@ -39,16 +24,35 @@ export async function nodes(q: Queryable): Promise<NodeRow[]> {
   }));
 }
 
-/**
- * One statement: the due and free rows among `streams` are locked with SKIP
- * LOCKED (a row another taker is on right now is left to it, never waited
- * for) and given to the taker; every asked stream comes back with what was
- * found, in the order asked. Streams without a row yet are made, taken, by a second statement.
- */
-export async function leaseTake(db: Db, nodeId: string, streams: string[]): Promise<LeaseAnswer[]> {
-  if (streams.length === 0) return [];
-  const found = await db.q<{ stream: string; known: boolean; taken: boolean; rest_ms: number }>(
-    `WITH n AS (SELECT ${DB_NOW} AS t),
+export function leases(db: Db): LeasesStore {
+  return {
+    async nodeBeat(node: NodeInfo): Promise<void> {
+      await db.query(
+        `INSERT INTO nodos (id, etiqueta, heartbeat_at, stale_ms, started_at) VALUES ($1, $2, ${DB_NOW}, $3, ${DB_NOW})
+     ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
+        [node.id, node.label, node.staleMs],
+      );
+    },
+    /** Also forgets nodes dead for an hour: their leases are free either way, and the table stays as small as the cluster. */
+    async nodeLeave(nodeId: string): Promise<void> {
+      await db.tx(async (c) => {
+        await c.query('UPDATE leases SET nodo = NULL WHERE nodo = $1', [nodeId]);
+        await c.query(`DELETE FROM nodos WHERE id = $1 OR heartbeat_at + stale_ms < ${DB_NOW} - 3600000`, [nodeId]);
+      });
+    },
+    nodes(): Promise<NodeRow[]> {
+      return nodes(db);
+    },
+    /**
+     * One statement: the due and free rows among `streams` are locked with SKIP
+     * LOCKED (a row another taker is on right now is left to it, never waited
+     * for) and given to the taker; every asked stream comes back with what was
+     * found, in the order asked. Streams without a row yet are made, taken, by a second statement.
+     */
+    async leaseTake(nodeId: string, streams: string[]): Promise<LeaseAnswer[]> {
+      if (streams.length === 0) return [];
+      const found = await db.q<{ stream: string; known: boolean; taken: boolean; rest_ms: number }>(
+        `WITH n AS (SELECT ${DB_NOW} AS t),
      c AS (
        SELECT l.stream FROM leases l, n
        WHERE l.stream = ANY($2::text[]) AND l.next_at <= n.t
@@ -61,23 +65,28 @@ export async function leaseTake(db: Db, nodeId: string, streams: string[]): Prom
      FROM unnest($2::text[]) WITH ORDINALITY AS s(stream, ord) CROSS JOIN n
      LEFT JOIN leases l ON l.stream = s.stream LEFT JOIN u ON u.stream = s.stream
      ORDER BY s.ord`,
-    [nodeId, streams],
-  );
-  const unknown = found.filter((f) => !f.known).map((f) => f.stream);
-  const made = new Set<string>();
-  if (unknown.length > 0) {
-    const r = await db.q<{ stream: string }>(
-      'INSERT INTO leases (stream, nodo, next_at) SELECT s, $1, 0 FROM unnest($2::text[]) AS s ON CONFLICT (stream) DO NOTHING RETURNING stream',
-      [nodeId, unknown],
-    );
-    for (const x of r) made.add(x.stream);
-  }
-  return found.map((f) => {
-    const taken = f.taken || made.has(f.stream);
-    return { stream: f.stream, taken, restMs: taken ? 0 : Number(f.rest_ms) };
-  });
-}
-
-export async function leaseGive(db: Db, nodeId: string, stream: string, restMs: number): Promise<void> {
-  await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [nodeId, stream, Math.max(0, Math.round(restMs))]);
+        [nodeId, streams],
+      );
+      const unknown = found.filter((f) => !f.known).map((f) => f.stream);
+      const made = new Set<string>();
+      if (unknown.length > 0) {
+        const r = await db.q<{ stream: string }>(
+          'INSERT INTO leases (stream, nodo, next_at) SELECT s, $1, 0 FROM unnest($2::text[]) AS s ON CONFLICT (stream) DO NOTHING RETURNING stream',
+          [nodeId, unknown],
+        );
+        for (const x of r) made.add(x.stream);
+      }
+      return found.map((f) => {
+        const taken = f.taken || made.has(f.stream);
+        return { stream: f.stream, taken, restMs: taken ? 0 : Number(f.rest_ms) };
+      });
+    },
+    async leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
+      await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [
+        nodeId,
+        stream,
+        Math.max(0, Math.round(restMs)),
+      ]);
+    },
+  };
 }

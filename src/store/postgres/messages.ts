@@ -1,9 +1,17 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
 import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
-import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje, NewRecibido, ReceiptOutcome } from '../../core/ports/messages.js';
+import type {
+  AcceptedMensaje,
+  AcceptOptions,
+  AcceptResult,
+  MessagesStore,
+  MessageStats,
+  NewMensaje,
+  NewRecibido,
+  ReceiptOutcome,
+} from '../../core/ports/messages.js';
 import type { JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
-import type { ClaimResult } from '../../core/ports/queue.js';
 import { insertRecibido } from './inbox.js';
 import { bindKey, lockKey } from './idempotency.js';
 import { type Client, type Db, LOCK, row, rows } from './db.js';
@@ -46,18 +54,18 @@ export const MSG_COLS = [
   'expira_at',
   'cupo_at',
 ];
-const COLS = MSG_COLS.join(', ');
+export const COLS = MSG_COLS.join(', ');
 export const colsOf = (alias: string) => MSG_COLS.map((c) => `${alias}.${c}`).join(', ');
 
 /** What decides which rows a change locks: fixed once the message is accepted. */
-interface Fixed {
+export interface Fixed {
   msg_id: string;
   cliente_id: number;
   celular_id: number;
   modo: MensajeRow['modo'];
   cargo: MensajeRow['cargo'];
 }
-const FIXED = 'msg_id, cliente_id, celular_id, modo, cargo';
+export const FIXED = 'msg_id, cliente_id, celular_id, modo, cargo';
 
 async function get(c: Client, msgId: string): Promise<MensajeRow | null> {
   return row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);
@@ -69,7 +77,7 @@ async function lockCliente(c: Client, id: number): Promise<{ saldo_global: numbe
 }
 
 /** The line's row, locked (null: the line was deleted). */
-async function lockCelular(c: Client, id: number): Promise<{ saldo_actual: number; pendientes: number } | null> {
+export async function lockCelular(c: Client, id: number): Promise<{ saldo_actual: number; pendientes: number } | null> {
   return row(c, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [id]);
 }
 
@@ -128,7 +136,7 @@ async function movimiento(
  * caller holds the line's row lock, which every slot taker holds: one index
  * range per window, in one round trip.
  */
-async function capHit(c: Client, celularId: number, slot: SlotClaim, now: number): Promise<CapHit | null> {
+export async function capHit(c: Client, celularId: number, slot: SlotClaim, now: number): Promise<CapHit | null> {
   if (slot.windows.length === 0) return null;
   const counts = await rows<SlotCount>(
     c,
@@ -142,116 +150,9 @@ async function capHit(c: Client, celularId: number, slot: SlotClaim, now: number
   return slot.decide(counts);
 }
 
-export async function acceptMensaje(db: Db, m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> {
-  return db.tx(async (c): Promise<AcceptResult> => {
-    // The key's lock before any row lock; a key bound already is answered as a repeat, whatever else would refuse.
-    if (opts.idem && (await lockKey(c, m.cliente_id, opts.idem.clave, now))) return { ok: false, reason: 'idempotencia' };
-    // The client's row is locked only when its balance may pay.
-    const cli = await row<{ saldo_global: number }>(c, `SELECT saldo_global FROM clientes WHERE id = $1${opts.charge ? ' FOR NO KEY UPDATE' : ''}`, [
-      m.cliente_id,
-    ]);
-    const cel = await row<{ saldo_actual: number; pendientes: number }>(
-      c,
-      'SELECT saldo_actual, pendientes FROM celulares WHERE id = $1 AND cliente_id = $2 FOR NO KEY UPDATE',
-      [m.celular_id, m.cliente_id],
-    );
-    if (!cel || !cli) return { ok: false, reason: 'celular' };
-    const verdict = acceptVerdict(
-      {
-        saldoCelular: cel.saldo_actual,
-        saldoGlobal: cli.saldo_global,
-        pendientes: cel.pendientes,
-        capHit: opts.slot ? await capHit(c, m.celular_id, opts.slot, now) : null,
-      },
-      { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
-    );
-    if (!verdict.ok) return verdict;
-    const cargo = verdict.cargo;
-    let saldoCelular = cel.saldo_actual;
-    let saldoGlobal = cli.saldo_global;
-    const queued = m.modo === 'cola' ? 1 : 0;
-    if (cargo === 'celular') saldoCelular -= 1;
-    if (queued || cargo === 'celular') {
-      await c.query('UPDATE celulares SET pendientes = pendientes + $2, saldo_actual = $3 WHERE id = $1', [m.celular_id, queued, saldoCelular]);
-    }
-    if (cargo === 'celular') await movimiento(c, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
-    if (cargo === 'global') {
-      saldoGlobal -= 1;
-      await c.query('UPDATE clientes SET saldo_global = $2 WHERE id = $1', [m.cliente_id, saldoGlobal]);
-      await movimiento(c, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
-    }
-    const mensaje = (await row<MensajeRow>(
-      c,
-      `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
-         payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'pendiente', $7, $8, $9, $10, $11, 0, $12, $13, $14, $12) RETURNING ${COLS}`,
-      [
-        m.msg_id,
-        m.cliente_id,
-        m.celular_id,
-        m.destinatario,
-        m.tipo,
-        m.modo,
-        m.texto,
-        m.media ? JSON.stringify(m.media) : null,
-        cargo ? 1 : 0,
-        cargo,
-        JSON.stringify(m.payload),
-        now,
-        m.expira_at,
-        opts.slot?.holdUntil ?? null,
-      ],
-    ))!;
-    await journalStatus(c, mensaje, null, now);
-    const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
-    if (opts.idem) await bindKey(c, opts.idem, accepted, now);
-    return accepted;
-  });
-}
-
-export async function getMensaje(db: Db, msgId: string): Promise<MensajeRow | null> {
-  return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);
-}
-
-export async function getMensajeByGatewayId(db: Db, gid: string): Promise<MensajeRow | null> {
-  return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 LIMIT 1`, [gid]);
-}
-
 /** A queued message leaves `pendiente`: its line's backlog count goes down with it (the line's row is already locked). */
 async function leftQueue(c: Client, m: { modo: string; celular_id: number }): Promise<void> {
   if (m.modo === 'cola') await c.query('UPDATE celulares SET pendientes = pendientes - 1 WHERE id = $1 AND pendientes > 0', [m.celular_id]);
-}
-
-export async function markSent(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
-  return db.tx(async (c): Promise<MensajeRow | null> => {
-    await lockGatewayId(c, gid);
-    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
-    if (!f) return null;
-    // Under the gateway id's lock the parked receipts cannot change: a parked failure means a refund, so its rows are locked too.
-    // Those its own line reported (or parked before receipts named their line).
-    const parked = await rows<{ estado: ReceiptEstado; error: string | null }>(
-      c,
-      'SELECT estado, error FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL)',
-      [gid, f.celular_id],
-    );
-    const refunds = f.cargo !== null && parked.some((p) => p.estado === 'error');
-    if (refunds) await lockCliente(c, f.cliente_id);
-    if (refunds || f.modo === 'cola') await lockCelular(c, f.celular_id);
-    const sent = await row<MensajeRow>(
-      c,
-      `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, cupo_at = $3, lease_until = NULL,
-         error = NULL, intentos = intentos + 1
-       WHERE msg_id = $1 AND estado = 'pendiente' RETURNING ${COLS}`,
-      [msgId, gid, now],
-    );
-    if (!sent) return null;
-    await leftQueue(c, sent);
-    await journalStatus(c, sent, 'pendiente', now);
-    if (parked.length === 0) return sent;
-    await c.query('DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL)', [gid, f.celular_id]);
-    for (const p of parkedOrder(parked)) await applyReceipt(c, f.celular_id, gid, p.estado, now, p.error ?? undefined);
-    return get(c, msgId);
-  });
 }
 
 /** Ends a message in error with its refund; the caller holds the client's (when it paid) and the line's locks. */
@@ -280,18 +181,6 @@ async function failLocked(c: Client, m: MensajeRow, error: string, now: number):
   return after;
 }
 
-export async function failMensaje(db: Db, msgId: string, error: string, now: number): Promise<MensajeRow | null> {
-  return db.tx(async (c): Promise<MensajeRow | null> => {
-    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
-    if (!f) return null;
-    if (f.cargo !== null) await lockCliente(c, f.cliente_id);
-    await lockCelular(c, f.celular_id);
-    const m = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1 FOR UPDATE`, [msgId]);
-    if (!m || m.estado !== 'pendiente') return null;
-    return failLocked(c, m, error, now);
-  });
-}
-
 /** A receipt on a recorded send; the caller holds the gateway id's lock, and the client's and line's when it is a failure. */
 async function applyReceipt(c: Client, celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
   const before = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1 FOR UPDATE`, [gid, celularId]);
@@ -309,157 +198,195 @@ async function applyReceipt(c: Client, celularId: number, gid: string, estado: R
   return { before, after };
 }
 
-export async function receipt(db: Db, celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
-  return db.tx(async (c): Promise<ReceiptOutcome> => {
-    await lockGatewayId(c, gid);
-    // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
-    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1`, [gid, celularId]);
-    if (!f) {
-      // The line's row lock makes its count and the insert one step for every node (taken after the id's lock, as markSent does).
-      if (!(await lockCelular(c, celularId))) return null;
-      // Old parked rows nobody claimed go, a few at a time, skipping any another transaction holds.
-      await c.query(
-        `DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
+/** What this module serves of MessagesStore; Idempotency-Keys, the inbox and the history have their own modules. */
+export type MessagesOwn = Omit<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease' | 'listRecibidos' | 'purgeRecibidos' | 'listMensajes'>;
+
+export function messages(db: Db): MessagesOwn {
+  return {
+    async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
+      return (await db.one<MessageStats>(
+        `SELECT
+         COUNT(*) FILTER (WHERE created_at >= $2 AND estado <> 'error') AS consumo_mes,
+         COUNT(*) FILTER (WHERE created_at >= $3) AS mensajes_30d
+       FROM mensajes WHERE cliente_id = $1 AND created_at >= LEAST($2::bigint, $3::bigint)`,
+        [clienteId, monthStart, since30d],
+      ))!;
+    },
+    async journalEvent(ev: JournalEvent): Promise<void> {
+      await db.tx((c) => journal(c, ev));
+    },
+    async acceptMensaje(m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> {
+      return db.tx(async (c): Promise<AcceptResult> => {
+        // The key's lock before any row lock; a key bound already is answered as a repeat, whatever else would refuse.
+        if (opts.idem && (await lockKey(c, m.cliente_id, opts.idem.clave, now))) return { ok: false, reason: 'idempotencia' };
+        // The client's row is locked only when its balance may pay.
+        const cli = await row<{ saldo_global: number }>(c, `SELECT saldo_global FROM clientes WHERE id = $1${opts.charge ? ' FOR NO KEY UPDATE' : ''}`, [
+          m.cliente_id,
+        ]);
+        const cel = await row<{ saldo_actual: number; pendientes: number }>(
+          c,
+          'SELECT saldo_actual, pendientes FROM celulares WHERE id = $1 AND cliente_id = $2 FOR NO KEY UPDATE',
+          [m.celular_id, m.cliente_id],
+        );
+        if (!cel || !cli) return { ok: false, reason: 'celular' };
+        const verdict = acceptVerdict(
+          {
+            saldoCelular: cel.saldo_actual,
+            saldoGlobal: cli.saldo_global,
+            pendientes: cel.pendientes,
+            capHit: opts.slot ? await capHit(c, m.celular_id, opts.slot, now) : null,
+          },
+          { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
+        );
+        if (!verdict.ok) return verdict;
+        const cargo = verdict.cargo;
+        let saldoCelular = cel.saldo_actual;
+        let saldoGlobal = cli.saldo_global;
+        const queued = m.modo === 'cola' ? 1 : 0;
+        if (cargo === 'celular') saldoCelular -= 1;
+        if (queued || cargo === 'celular') {
+          await c.query('UPDATE celulares SET pendientes = pendientes + $2, saldo_actual = $3 WHERE id = $1', [m.celular_id, queued, saldoCelular]);
+        }
+        if (cargo === 'celular') await movimiento(c, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
+        if (cargo === 'global') {
+          saldoGlobal -= 1;
+          await c.query('UPDATE clientes SET saldo_global = $2 WHERE id = $1', [m.cliente_id, saldoGlobal]);
+          await movimiento(c, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
+        }
+        const mensaje = (await row<MensajeRow>(
+          c,
+          `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
+         payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'pendiente', $7, $8, $9, $10, $11, 0, $12, $13, $14, $12) RETURNING ${COLS}`,
+          [
+            m.msg_id,
+            m.cliente_id,
+            m.celular_id,
+            m.destinatario,
+            m.tipo,
+            m.modo,
+            m.texto,
+            m.media ? JSON.stringify(m.media) : null,
+            cargo ? 1 : 0,
+            cargo,
+            JSON.stringify(m.payload),
+            now,
+            m.expira_at,
+            opts.slot?.holdUntil ?? null,
+          ],
+        ))!;
+        await journalStatus(c, mensaje, null, now);
+        const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+        if (opts.idem) await bindKey(c, opts.idem, accepted, now);
+        return accepted;
+      });
+    },
+    async getMensaje(msgId: string): Promise<MensajeRow | null> {
+      return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);
+    },
+    async getMensajeByGatewayId(gid: string): Promise<MensajeRow | null> {
+      return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 LIMIT 1`, [gid]);
+    },
+    async markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+      return db.tx(async (c): Promise<MensajeRow | null> => {
+        await lockGatewayId(c, gid);
+        const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
+        if (!f) return null;
+        // Under the gateway id's lock the parked receipts cannot change: a parked failure means a refund, so its rows are locked too.
+        // Those its own line reported (or parked before receipts named their line).
+        const parked = await rows<{ estado: ReceiptEstado; error: string | null }>(
+          c,
+          'SELECT estado, error FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL)',
+          [gid, f.celular_id],
+        );
+        const refunds = f.cargo !== null && parked.some((p) => p.estado === 'error');
+        if (refunds) await lockCliente(c, f.cliente_id);
+        if (refunds || f.modo === 'cola') await lockCelular(c, f.celular_id);
+        const sent = await row<MensajeRow>(
+          c,
+          `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, cupo_at = $3, lease_until = NULL,
+         error = NULL, intentos = intentos + 1
+       WHERE msg_id = $1 AND estado = 'pendiente' RETURNING ${COLS}`,
+          [msgId, gid, now],
+        );
+        if (!sent) return null;
+        await leftQueue(c, sent);
+        await journalStatus(c, sent, 'pendiente', now);
+        if (parked.length === 0) return sent;
+        await c.query('DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL)', [gid, f.celular_id]);
+        for (const p of parkedOrder(parked)) await applyReceipt(c, f.celular_id, gid, p.estado, now, p.error ?? undefined);
+        return get(c, msgId);
+      });
+    },
+    async failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null> {
+      return db.tx(async (c): Promise<MensajeRow | null> => {
+        const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
+        if (!f) return null;
+        if (f.cargo !== null) await lockCliente(c, f.cliente_id);
+        await lockCelular(c, f.celular_id);
+        const m = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1 FOR UPDATE`, [msgId]);
+        if (!m || m.estado !== 'pendiente') return null;
+        return failLocked(c, m, error, now);
+      });
+    },
+    async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+      return db.tx(async (c): Promise<ReceiptOutcome> => {
+        await lockGatewayId(c, gid);
+        // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
+        const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1`, [gid, celularId]);
+        if (!f) {
+          // The line's row lock makes its count and the insert one step for every node (taken after the id's lock, as markSent does).
+          if (!(await lockCelular(c, celularId))) return null;
+          // Old parked rows nobody claimed go, a few at a time, skipping any another transaction holds.
+          await c.query(
+            `DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
            SELECT gateway_msg_id, estado FROM acuses_pendientes WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-        [now - PARKED_TTL_MS],
-      );
-      const held = await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM acuses_pendientes WHERE celular_id = $1', [celularId]);
-      if (held!.n >= PARKED_PER_LINE) return null;
-      await c.query(
-        `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES ($1, $2, $3, $4, $5)
+            [now - PARKED_TTL_MS],
+          );
+          const held = await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM acuses_pendientes WHERE celular_id = $1', [celularId]);
+          if (held!.n >= PARKED_PER_LINE) return null;
+          await c.query(
+            `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at, celular_id = excluded.celular_id`,
-        [gid, estado, error ?? null, now, celularId],
-      );
-      return 'parked';
-    }
-    // Only a failure moves money: then the client's (when it paid) and the line's rows are locked first.
-    if (estado === 'error') {
-      if (f.cargo !== null) await lockCliente(c, f.cliente_id);
-      await lockCelular(c, f.celular_id);
-    }
-    return applyReceipt(c, celularId, gid, estado, now, error);
-  });
-}
-
-/** Keeps an incoming message in the inbox and journals its event unless its gateway key was seen already; the key's primary key decides between nodes. */
-export async function journalInbound(db: Db, ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
-  return db.tx(async (c) => {
-    if (clave !== null) {
-      const r = await c.query('INSERT INTO entrantes_vistos (clave, at) VALUES ($1, $2) ON CONFLICT (clave) DO NOTHING', [clave, now]);
-      if (r.rowCount === 0) return false;
-      await c.query(
-        `DELETE FROM entrantes_vistos WHERE clave IN (
+            [gid, estado, error ?? null, now, celularId],
+          );
+          return 'parked';
+        }
+        // Only a failure moves money: then the client's (when it paid) and the line's rows are locked first.
+        if (estado === 'error') {
+          if (f.cargo !== null) await lockCliente(c, f.cliente_id);
+          await lockCelular(c, f.celular_id);
+        }
+        return applyReceipt(c, celularId, gid, estado, now, error);
+      });
+    },
+    /** Keeps an incoming message in the inbox and journals its event unless its gateway key was seen already; the key's primary key decides between nodes. */
+    async journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
+      return db.tx(async (c) => {
+        if (clave !== null) {
+          const r = await c.query('INSERT INTO entrantes_vistos (clave, at) VALUES ($1, $2) ON CONFLICT (clave) DO NOTHING', [clave, now]);
+          if (r.rowCount === 0) return false;
+          await c.query(
+            `DELETE FROM entrantes_vistos WHERE clave IN (
            SELECT clave FROM entrantes_vistos WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-        [now - INBOUND_SEEN_TTL_MS],
-      );
-    }
-    await insertRecibido(c, recibido, now);
-    await journal(c, ev);
-    return true;
-  });
-}
-
-/**
- * One message per line with a backlog: a loose index scan over the partial
- * queue index (one index descent per line), so the cost follows the number
- * of lines, not the number of pending messages.
- */
-export async function queueHeads(db: Db): Promise<MensajeRow[]> {
-  return db.q<MensajeRow>(
-    `WITH RECURSIVE lineas(id) AS (
-       (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY celular_id LIMIT 1)
-       UNION ALL
-       SELECT (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
-       FROM lineas l WHERE l.id IS NOT NULL
-     )
-     SELECT ${colsOf('h')} FROM lineas l
-     CROSS JOIN LATERAL (
-       SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1
-     ) h
-     WHERE l.id IS NOT NULL
-     ORDER BY l.id`,
-  );
-}
-
-/**
- * The queue's size and age (metrics): a count over the partial queue index,
- * which holds pending queued messages only, and the oldest of the lines'
- * heads, found as queueHeads finds them.
- */
-export async function queueDepth(db: Db): Promise<{ pending: number; oldest_at: number | null }> {
-  const [r] = await db.q<{ pending: number; oldest_at: number | null }>(
-    `WITH RECURSIVE lineas(id) AS (
-       (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY celular_id LIMIT 1)
-       UNION ALL
-       SELECT (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
-       FROM lineas l WHERE l.id IS NOT NULL
-     )
-     SELECT (SELECT COUNT(*) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola') AS pending,
-            MIN((SELECT created_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1)) AS oldest_at
-     FROM lineas l WHERE l.id IS NOT NULL`,
-  );
-  return { pending: r?.pending ?? 0, oldest_at: r?.oldest_at ?? null };
-}
-
-/**
- * Claims a queued message and its send slot together. The line's row lock is
- * what every slot taker holds while it counts, so a direct send or another
- * node's claim cannot pass a cap with this one; the message is then locked
- * and its lease checked under that lock, so two nodes never both claim it.
- */
-export async function claimQueued(db: Db, msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
-  return db.tx(async (c): Promise<ClaimResult> => {
-    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
-    if (!f) return { ok: false, reason: 'taken' };
-    await lockCelular(c, f.celular_id);
-    const m = await row(
-      c,
-      // Due too: a node whose head read is older than another node's retryLater must not skip the backoff.
-      "SELECT 1 FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2) AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) FOR UPDATE",
-      [msgId, now],
-    );
-    if (!m) return { ok: false, reason: 'taken' };
-    const hit = await capHit(c, f.celular_id, slot, now);
-    if (hit) return { ok: false, reason: 'cap', ...hit };
-    await c.query('UPDATE mensajes SET lease_until = $2, cupo_at = $2 WHERE msg_id = $1', [msgId, slot.holdUntil]);
-    return { ok: true };
-  });
-}
-
-/** Every claim and its slot back (at start, when no other worker can be alive on this store). */
-export async function releaseLeases(db: Db): Promise<number> {
-  const r = await db.q<{ n: number }>(
-    `WITH r AS (UPDATE mensajes SET lease_until = NULL, cupo_at = NULL
-       WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL RETURNING 1)
-     SELECT COUNT(*) AS n FROM r`,
-  );
-  return r[0]!.n;
-}
-
-/** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
-export async function strandedDirect(db: Db, before: number, limit: number): Promise<MensajeRow[]> {
-  return db.q<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < $1 ORDER BY cupo_at, seq LIMIT $2`, [
-    before,
-    limit,
-  ]);
-}
-
-export async function retryLater(db: Db, msgId: string, at: number, error: string): Promise<void> {
-  await db.q(
-    `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = $2, intentos = intentos + 1, error = $3
-     WHERE msg_id = $1 AND estado = 'pendiente'`,
-    [msgId, at, error],
-  );
-}
-
-/** Each half reads its own partial index (queued, direct): the cost follows the pending messages, not the history. */
-export async function pendingFiles(db: Db): Promise<string[]> {
-  const r = await db.q<{ f: string }>(
-    `SELECT f FROM (
+            [now - INBOUND_SEEN_TTL_MS],
+          );
+        }
+        await insertRecibido(c, recibido, now);
+        await journal(c, ev);
+        return true;
+      });
+    },
+    /** Each half reads its own partial index (queued, direct): the cost follows the pending messages, not the history. */
+    async pendingFiles(): Promise<string[]> {
+      const r = await db.q<{ f: string }>(
+        `SELECT f FROM (
        SELECT payload::jsonb ->> 'file' AS f FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
        UNION ALL
        SELECT payload::jsonb ->> 'file' AS f FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo'
      ) p WHERE f IS NOT NULL`,
-  );
-  return r.map((x) => x.f);
+      );
+      return r.map((x) => x.f);
+    },
+  };
 }

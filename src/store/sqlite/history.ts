@@ -1,7 +1,7 @@
+import type { HistoryFilter, MessagesStore } from '../../core/ports/messages.js';
 import type Database from 'better-sqlite3';
 import { QUARTER_MS, onQuarter } from '../quarters.js';
 import { stmt } from './statements.js';
-import type { HistoryFilter } from '../../core/ports/messages.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 
 /**
@@ -31,16 +31,20 @@ function totalSql(f: HistoryFilter, where: string): string {
   return `SELECT COUNT(*) AS total FROM mensajes WHERE ${where}`;
 }
 
-export function listMensajes(db: Database.Database, f: HistoryFilter): { total: number; rows: MensajeRow[] } {
-  const where: string[] = ['cliente_id = @cliente_id'];
-  if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
-  if (f.estado !== undefined) where.push('estado = @estado');
-  if (f.destinatario !== undefined) where.push('destinatario = @destinatario');
-  if (f.desde !== undefined) where.push('created_at >= @desde');
-  if (f.hasta !== undefined) where.push('created_at < @hasta');
-  const sql = where.join(' AND ');
-  const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
-  const { total } = stmt(db, totalSql(f, sql)).get(params) as { total: number };
-  const rows = stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`).all(params) as MensajeRow[];
-  return { total, rows };
+export function history(db: Database.Database): Pick<MessagesStore, 'listMensajes'> {
+  return {
+    async listMensajes(f: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {
+      const where: string[] = ['cliente_id = @cliente_id'];
+      if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
+      if (f.estado !== undefined) where.push('estado = @estado');
+      if (f.destinatario !== undefined) where.push('destinatario = @destinatario');
+      if (f.desde !== undefined) where.push('created_at >= @desde');
+      if (f.hasta !== undefined) where.push('created_at < @hasta');
+      const sql = where.join(' AND ');
+      const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
+      const { total } = stmt(db, totalSql(f, sql)).get(params) as { total: number };
+      const rows = stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`).all(params) as MensajeRow[];
+      return { total, rows };
+    },
+  };
 }

@@ -1,7 +1,7 @@
+import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow, MessagesStore } from '../../core/ports/messages.js';
 import type Database from 'better-sqlite3';
-import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow } from '../../core/ports/messages.js';
 import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
-import { stmt } from './statements.js';
+import { grouped, stmt } from './statements.js';
 
 /**
  * Idempotency-Keys in SQLite (migration 12; the rules are core/idempotency.ts).
@@ -32,22 +32,28 @@ export function bindKey(db: DB, idem: IdemBinding, accepted: AcceptedMensaje, no
   stmt(db, 'DELETE FROM idempotencia WHERE rowid IN (SELECT rowid FROM idempotencia WHERE expira_at <= ? LIMIT ?)').run(now, IDEM_PURGE_BATCH);
 }
 
-export function idemGet(db: DB, clienteId: number, clave: string, now: number): IdemRow | null {
-  return (
-    (stmt(db, 'SELECT * FROM idempotencia WHERE cliente_id = ? AND clave = ? AND expira_at > ?').get(clienteId, clave, now) as IdemRow | undefined) ?? null
-  );
-}
-
-export function idemFinish(db: DB, clienteId: number, clave: string, msgId: string, answer: IdemAnswer): void {
-  stmt(db, 'UPDATE idempotencia SET status = ?, body = ? WHERE cliente_id = ? AND clave = ? AND msg_id = ?').run(
-    answer.status,
-    answer.body,
-    clienteId,
-    clave,
-    msgId,
-  );
-}
-
-export function idemRelease(db: DB, clienteId: number, clave: string, msgId: string): void {
-  stmt(db, 'DELETE FROM idempotencia WHERE cliente_id = ? AND clave = ? AND msg_id = ?').run(clienteId, clave, msgId);
+export function idempotency(db: DB): Pick<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease'> {
+  return {
+    async idemGet(clienteId: number, clave: string, now: number): Promise<IdemRow | null> {
+      return (
+        (stmt(db, 'SELECT * FROM idempotencia WHERE cliente_id = ? AND clave = ? AND expira_at > ?').get(clienteId, clave, now) as IdemRow | undefined) ?? null
+      );
+    },
+    idemFinish(clienteId: number, clave: string, msgId: string, answer: IdemAnswer): Promise<void> {
+      return grouped(db, () => {
+        stmt(db, 'UPDATE idempotencia SET status = ?, body = ? WHERE cliente_id = ? AND clave = ? AND msg_id = ?').run(
+          answer.status,
+          answer.body,
+          clienteId,
+          clave,
+          msgId,
+        );
+      });
+    },
+    idemRelease(clienteId: number, clave: string, msgId: string): Promise<void> {
+      return grouped(db, () => {
+        stmt(db, 'DELETE FROM idempotencia WHERE cliente_id = ? AND clave = ? AND msg_id = ?').run(clienteId, clave, msgId);
+      });
+    },
+  };
 }

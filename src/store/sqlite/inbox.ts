@@ -1,7 +1,7 @@
+import type { InboxFilter, MessagesStore, NewRecibido } from '../../core/ports/messages.js';
 import type Database from 'better-sqlite3';
 import { QUARTER_MS, onQuarter } from '../quarters.js';
-import { stmt } from './statements.js';
-import type { InboxFilter, NewRecibido } from '../../core/ports/messages.js';
+import { grouped, stmt } from './statements.js';
 import type { RecibidoRow } from '../../core/ports/model.js';
 
 /**
@@ -44,26 +44,32 @@ function totalSql(f: InboxFilter, index: string, where: string): string {
   return `SELECT COUNT(*) AS total FROM recibidos INDEXED BY ${index} WHERE ${where}`;
 }
 
-export function listRecibidos(db: DB, f: InboxFilter): { total: number; rows: RecibidoRow[] } {
-  const where: string[] = ['cliente_id = @cliente_id'];
-  if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
-  if (f.de !== undefined) where.push('de = @de');
-  if (f.desde !== undefined) where.push('created_at >= @desde');
-  if (f.hasta !== undefined) where.push('created_at < @hasta');
-  const sql = where.join(' AND ');
-  // Named, not left to the planner: without ANALYZE statistics it takes a date range on
-  // (cliente_id, created_at) for narrower than the line's or the sender's equality, and would
-  // then read every message of the client in those days.
-  const index = `recibidos_cliente${f.celular_id !== undefined ? '_celular' : ''}${f.de !== undefined ? '_de' : ''}_fecha`;
-  const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
-  const { total } = stmt(db, totalSql(f, index, sql)).get(params) as { total: number };
-  const rows = stmt(db, `SELECT * FROM recibidos INDEXED BY ${index} WHERE ${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all(
-    params,
-  ) as RecibidoRow[];
-  return { total, rows };
-}
-
-/** The oldest rows created before `before`, at most `limit`, through the created_at index; the delete trigger takes them off the counts in the same statement. */
-export function purgeRecibidos(db: DB, before: number, limit: number): number {
-  return stmt(db, 'DELETE FROM recibidos WHERE id IN (SELECT id FROM recibidos WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(before, limit).changes;
+export function inbox(db: DB): Pick<MessagesStore, 'listRecibidos' | 'purgeRecibidos'> {
+  return {
+    async listRecibidos(f: InboxFilter): Promise<{ total: number; rows: RecibidoRow[] }> {
+      const where: string[] = ['cliente_id = @cliente_id'];
+      if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
+      if (f.de !== undefined) where.push('de = @de');
+      if (f.desde !== undefined) where.push('created_at >= @desde');
+      if (f.hasta !== undefined) where.push('created_at < @hasta');
+      const sql = where.join(' AND ');
+      // Named, not left to the planner: without ANALYZE statistics it takes a date range on
+      // (cliente_id, created_at) for narrower than the line's or the sender's equality, and would
+      // then read every message of the client in those days.
+      const index = `recibidos_cliente${f.celular_id !== undefined ? '_celular' : ''}${f.de !== undefined ? '_de' : ''}_fecha`;
+      const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
+      const { total } = stmt(db, totalSql(f, index, sql)).get(params) as { total: number };
+      const rows = stmt(db, `SELECT * FROM recibidos INDEXED BY ${index} WHERE ${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all(
+        params,
+      ) as RecibidoRow[];
+      return { total, rows };
+    },
+    /** The oldest rows created before `before`, at most `limit`, through the created_at index; the delete trigger takes them off the counts in the same statement. */
+    purgeRecibidos(before: number, limit: number): Promise<number> {
+      return grouped(db, () => {
+        return stmt(db, 'DELETE FROM recibidos WHERE id IN (SELECT id FROM recibidos WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(before, limit)
+          .changes;
+      });
+    },
+  };
 }

@@ -7,52 +7,53 @@ import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from '../../core/por
  * one, and after a restart no stream has a holder to wait for. What is lost
  * is a line's pending human gap, which a restart cuts short.
  */
-export class MemoryLeases implements LeasesStore {
-  private readonly leases = new Map<string, LeaseState>();
-  private readonly holders = new Map<string, HolderState & { label: string; started_at: number }>();
+export function leases(): LeasesStore {
+  const leases = new Map<string, LeaseState>();
+  const holders = new Map<string, HolderState & { label: string; started_at: number }>();
+  return {
+    async nodeBeat(node: NodeInfo, now: number): Promise<void> {
+      const h = holders.get(node.id);
+      if (h) h.heartbeat_at = now;
+      else holders.set(node.id, { label: node.label, heartbeat_at: now, stale_ms: node.staleMs, started_at: now });
+    },
 
-  async nodeBeat(node: NodeInfo, now: number): Promise<void> {
-    const h = this.holders.get(node.id);
-    if (h) h.heartbeat_at = now;
-    else this.holders.set(node.id, { label: node.label, heartbeat_at: now, stale_ms: node.staleMs, started_at: now });
-  }
+    async nodeLeave(nodeId: string): Promise<void> {
+      holders.delete(nodeId);
+      for (const l of leases.values()) if (l.nodo === nodeId) l.nodo = null;
+    },
 
-  async nodeLeave(nodeId: string): Promise<void> {
-    this.holders.delete(nodeId);
-    for (const l of this.leases.values()) if (l.nodo === nodeId) l.nodo = null;
-  }
+    async nodes(now: number): Promise<NodeRow[]> {
+      return [...holders].map(([id, h]) => ({
+        id,
+        label: h.label,
+        heartbeat_at: h.heartbeat_at,
+        started_at: h.started_at,
+        alive: holderAlive(h, now),
+        silent_ms: Math.max(0, now - h.heartbeat_at),
+      }));
+    },
 
-  async nodes(now: number): Promise<NodeRow[]> {
-    return [...this.holders].map(([id, h]) => ({
-      id,
-      label: h.label,
-      heartbeat_at: h.heartbeat_at,
-      started_at: h.started_at,
-      alive: holderAlive(h, now),
-      silent_ms: Math.max(0, now - h.heartbeat_at),
-    }));
-  }
-
-  async leaseTake(nodeId: string, streams: string[], now: number): Promise<LeaseAnswer[]> {
-    return streams.map((s) => {
-      const l = this.leases.get(s);
-      if (!l) {
-        this.leases.set(s, { nodo: nodeId, next_at: 0 });
+    async leaseTake(nodeId: string, streams: string[], now: number): Promise<LeaseAnswer[]> {
+      return streams.map((s) => {
+        const l = leases.get(s);
+        if (!l) {
+          leases.set(s, { nodo: nodeId, next_at: 0 });
+          return { stream: s, taken: true, restMs: 0 };
+        }
+        if (!leaseTakable(l, nodeId, l.nodo === null ? undefined : holders.get(l.nodo), now))
+          return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
+        l.nodo = nodeId;
         return { stream: s, taken: true, restMs: 0 };
-      }
-      if (!leaseTakable(l, nodeId, l.nodo === null ? undefined : this.holders.get(l.nodo), now))
-        return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
-      l.nodo = nodeId;
-      return { stream: s, taken: true, restMs: 0 };
-    });
-  }
+      });
+    },
 
-  async leaseGive(nodeId: string, s: string, restMs: number, now: number): Promise<void> {
-    const l = this.leases.get(s);
-    if (!l || l.nodo !== nodeId) return;
-    l.nodo = null;
-    l.next_at = now + restMs;
-    // A stream with no rest ahead holds nothing worth keeping: the map stays as small as the work in hand.
-    if (restMs <= 0) this.leases.delete(s);
-  }
+    async leaseGive(nodeId: string, s: string, restMs: number, now: number): Promise<void> {
+      const l = leases.get(s);
+      if (!l || l.nodo !== nodeId) return;
+      l.nodo = null;
+      l.next_at = now + restMs;
+      // A stream with no rest ahead holds nothing worth keeping: the map stays as small as the work in hand.
+      if (restMs <= 0) leases.delete(s);
+    },
+  };
 }

@@ -1,12 +1,20 @@
 import type Database from 'better-sqlite3';
-import { immediate, stmt } from './statements.js';
+import { grouped, immediate, stmt } from './statements.js';
 import { wantsEvents } from './webhooks.js';
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
 import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
-import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje, NewRecibido, ReceiptOutcome } from '../../core/ports/messages.js';
+import type {
+  AcceptedMensaje,
+  AcceptOptions,
+  AcceptResult,
+  MessagesStore,
+  MessageStats,
+  NewMensaje,
+  NewRecibido,
+  ReceiptOutcome,
+} from '../../core/ports/messages.js';
 import type { JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
-import type { ClaimResult } from '../../core/ports/queue.js';
 import { insertRecibido } from './inbox.js';
 import { bindKey, keyTaken } from './idempotency.js';
 
@@ -61,89 +69,13 @@ function slotCounts(db: DB, celularId: number, windows: number[], now: number): 
 }
 
 /** The slot's verdict under the current counts, or null when it may be taken. */
-function capHit(db: DB, celularId: number, slot: SlotClaim, now: number): CapHit | null {
+export function capHit(db: DB, celularId: number, slot: SlotClaim, now: number): CapHit | null {
   return slot.windows.length === 0 ? null : slot.decide(slotCounts(db, celularId, slot.windows, now));
-}
-
-export function acceptMensaje(db: DB, m: NewMensaje, opts: AcceptOptions, now: number): AcceptResult {
-  return immediate(db, (): AcceptResult => {
-    // A key bound already is answered as a repeat, whatever else would refuse this send now.
-    if (opts.idem && keyTaken(db, m.cliente_id, opts.idem.clave, now)) return { ok: false, reason: 'idempotencia' };
-    const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
-      { saldo_actual: number; pendientes: number } | undefined;
-    const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
-    if (!cel || !cli) return { ok: false, reason: 'celular' };
-    const verdict = acceptVerdict(
-      {
-        saldoCelular: cel.saldo_actual,
-        saldoGlobal: cli.saldo_global,
-        pendientes: cel.pendientes,
-        capHit: opts.slot ? capHit(db, m.celular_id, opts.slot, now) : null,
-      },
-      { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
-    );
-    if (!verdict.ok) return verdict;
-    if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes + 1 WHERE id = ?').run(m.celular_id);
-    const cargo = verdict.cargo;
-    let saldoCelular = cel.saldo_actual;
-    let saldoGlobal = cli.saldo_global;
-    if (cargo === 'celular') {
-      saldoCelular -= 1;
-      stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
-      movimiento(db, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
-    } else if (cargo === 'global') {
-      saldoGlobal -= 1;
-      stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
-      movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
-    }
-    const mensaje = stmt(
-      db,
-      `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
-           payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
-         VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
-           @payload, 0, @now, @expira_at, @cupo_at, @now) RETURNING *`,
-    ).get({
-      ...m,
-      media: m.media ? JSON.stringify(m.media) : null,
-      payload: JSON.stringify(m.payload),
-      cobrado: cargo ? 1 : 0,
-      cargo,
-      cupo_at: opts.slot?.holdUntil ?? null,
-      now,
-    }) as MensajeRow;
-    journalStatus(db, mensaje, null, now);
-    const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
-    if (opts.idem) bindKey(db, opts.idem, accepted, now);
-    return accepted;
-  });
-}
-
-export function getMensaje(db: DB, msgId: string): MensajeRow | null {
-  return get(db, msgId);
-}
-
-export function getMensajeByGatewayId(db: DB, gid: string): MensajeRow | null {
-  return (stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ?').get(gid) as MensajeRow | undefined) ?? null;
 }
 
 /** A queued message leaves `pendiente`: its line's backlog count goes down with it. */
 function leftQueue(db: DB, m: { modo: string; celular_id: number }): void {
   if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes - 1 WHERE id = ? AND pendientes > 0').run(m.celular_id);
-}
-
-export function markSent(db: DB, msgId: string, gid: string, now: number): MensajeRow | null {
-  return immediate(db, (): MensajeRow | null => {
-    const row = stmt(
-      db,
-      `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = @gid, enviado_at = @now, cupo_at = @now, lease_until = NULL,
-           error = NULL, intentos = intentos + 1
-         WHERE msg_id = @msgId AND estado = 'pendiente' RETURNING *`,
-    ).get({ gid, now, msgId }) as MensajeRow | undefined;
-    if (!row) return null;
-    leftQueue(db, row);
-    journalStatus(db, row, 'pendiente', now);
-    return applyParked(db, row, now);
-  });
 }
 
 /** Receipts parked for this send before it was recorded, applied in order now. */
@@ -161,7 +93,7 @@ function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
   return get(db, row.msg_id)!;
 }
 
-export function failMensaje(db: DB, msgId: string, error: string, now: number, from: 'pendiente' | 'any' = 'pendiente'): MensajeRow | null {
+function failMensaje(db: DB, msgId: string, error: string, now: number, from: 'pendiente' | 'any' = 'pendiente'): MensajeRow | null {
   return immediate(db, (): MensajeRow | null => {
     const m = get(db, msgId);
     if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) return null;
@@ -195,7 +127,7 @@ function refundGlobal(db: DB, m: MensajeRow, now: number): void {
  * it in `error` (refunded) when the network reports a failure after accepting
  * it. A receipt for a gateway id not recorded yet is parked for markSent.
  */
-export function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): ReceiptOutcome {
+function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): ReceiptOutcome {
   return immediate(db, (): ReceiptOutcome => {
     // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
     const before = stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ? AND celular_id = ? LIMIT 1').get(gid, celularId) as MensajeRow | undefined;
@@ -229,107 +161,138 @@ export function receipt(db: DB, celularId: number, gid: string, estado: ReceiptE
   });
 }
 
-/**
- * Keeps an incoming message in the inbox and journals its event, unless its
- * gateway key was seen already (the gateway retried a delivery we answered
- * too late). False for a repeat.
- */
-export function journalInbound(db: DB, ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): boolean {
-  return immediate(db, () => {
-    if (clave !== null) {
-      if (stmt(db, 'INSERT OR IGNORE INTO entrantes_vistos (clave, at) VALUES (?, ?)').run(clave, now).changes === 0) return false;
-      stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(now - INBOUND_SEEN_TTL_MS);
-    }
-    insertRecibido(db, recibido, now);
-    journal(db, ev);
-    return true;
-  });
-}
+/** What this module serves of MessagesStore; Idempotency-Keys, the inbox and the history have their own modules. */
+export type MessagesOwn = Omit<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease' | 'listRecibidos' | 'purgeRecibidos' | 'listMensajes'>;
 
-/** The lines with a backlog, one index seek each: a skip-scan over the partial queue index. */
-const BACKLOG_LINES = `WITH RECURSIVE lineas(id) AS (
-       SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
-       UNION ALL
-       SELECT (SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > lineas.id)
-       FROM lineas WHERE lineas.id IS NOT NULL
-     )`;
-
-/**
- * One message per line with a backlog: a skip-scan over the partial queue
- * index (one index seek per line), so the cost follows the number of lines,
- * not the number of pending messages.
- */
-export function queueHeads(db: DB): MensajeRow[] {
-  return stmt(
-    db,
-    `${BACKLOG_LINES}
-     SELECT m.* FROM lineas
-     JOIN mensajes m ON m.rowid = (SELECT MIN(rowid) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id)
-     WHERE lineas.id IS NOT NULL`,
-  ).all() as MensajeRow[];
-}
-
-/**
- * The queue's size and age (metrics): a count over the partial queue index,
- * which holds pending queued messages only, and the oldest of the lines'
- * heads, found as queueHeads finds them (a head is its line's first by rowid).
- */
-export function queueDepth(db: DB): { pending: number; oldest_at: number | null } {
-  const { n } = stmt(db, "SELECT COUNT(*) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'").get() as { n: number };
-  if (n === 0) return { pending: 0, oldest_at: null };
-  const { t } = stmt(
-    db,
-    `${BACKLOG_LINES}
-     SELECT MIN((SELECT created_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id ORDER BY rowid LIMIT 1)) AS t
-     FROM lineas WHERE lineas.id IS NOT NULL`,
-  ).get() as { t: number | null };
-  return { pending: n, oldest_at: t };
-}
-
-/** Claims a queued message and its send slot together, so a direct send racing it cannot pass a cap with it. */
-export function claimQueued(db: DB, msgId: string, slot: SlotClaim, now: number): ClaimResult {
-  return immediate(db, (): ClaimResult => {
-    const m = stmt(
-      db,
-      "SELECT celular_id FROM mensajes WHERE msg_id = @msgId AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= @now) AND (proximo_intento_at IS NULL OR proximo_intento_at <= @now)",
-    ).get({ msgId, now }) as { celular_id: number } | undefined;
-    if (!m) return { ok: false, reason: 'taken' };
-    const hit = capHit(db, m.celular_id, slot, now);
-    if (hit) return { ok: false, reason: 'cap', ...hit };
-    stmt(db, 'UPDATE mensajes SET lease_until = @until, cupo_at = @until WHERE msg_id = @msgId').run({ until: slot.holdUntil, msgId });
-    return { ok: true };
-  });
-}
-
-/** Every claim and its slot back (at start: no send of this store is in flight). */
-export function releaseLeases(db: DB): number {
-  return stmt(db, "UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL").run()
-    .changes;
-}
-
-/** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
-export function strandedDirect(db: DB, before: number, limit: number): MensajeRow[] {
-  return stmt(db, "SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < ? ORDER BY cupo_at LIMIT ?").all(
-    before,
-    limit,
-  ) as MensajeRow[];
-}
-
-export function retryLater(db: DB, msgId: string, at: number, error: string): void {
-  stmt(
-    db,
-    `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = ?, intentos = intentos + 1, error = ?
-     WHERE msg_id = ? AND estado = 'pendiente'`,
-  ).run(at, error, msgId);
-}
-
-export function pendingFiles(db: DB): string[] {
-  return (
-    stmt(
-      db,
-      "SELECT json_extract(payload, '$.file') AS f FROM mensajes WHERE estado = 'pendiente' AND json_extract(payload, '$.file') IS NOT NULL",
-    ).all() as Array<{
-      f: string;
-    }>
-  ).map((r) => r.f);
+export function messages(db: DB): MessagesOwn {
+  return {
+    async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
+      const r = stmt(
+        db,
+        `SELECT
+           COALESCE(SUM(CASE WHEN created_at >= @monthStart AND estado != 'error' THEN 1 ELSE 0 END), 0) AS consumo_mes,
+           COALESCE(SUM(CASE WHEN created_at >= @since30d THEN 1 ELSE 0 END), 0) AS mensajes_30d
+         FROM mensajes WHERE cliente_id = @clienteId AND created_at >= MIN(@monthStart, @since30d)`,
+      ).get({ clienteId, monthStart, since30d }) as MessageStats;
+      return r;
+    },
+    journalEvent(ev: JournalEvent): Promise<void> {
+      return grouped(db, () => journal(db, ev));
+    },
+    acceptMensaje(m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> {
+      return grouped(db, () => {
+        return immediate(db, (): AcceptResult => {
+          // A key bound already is answered as a repeat, whatever else would refuse this send now.
+          if (opts.idem && keyTaken(db, m.cliente_id, opts.idem.clave, now)) return { ok: false, reason: 'idempotencia' };
+          const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
+            { saldo_actual: number; pendientes: number } | undefined;
+          const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
+          if (!cel || !cli) return { ok: false, reason: 'celular' };
+          const verdict = acceptVerdict(
+            {
+              saldoCelular: cel.saldo_actual,
+              saldoGlobal: cli.saldo_global,
+              pendientes: cel.pendientes,
+              capHit: opts.slot ? capHit(db, m.celular_id, opts.slot, now) : null,
+            },
+            { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
+          );
+          if (!verdict.ok) return verdict;
+          if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes + 1 WHERE id = ?').run(m.celular_id);
+          const cargo = verdict.cargo;
+          let saldoCelular = cel.saldo_actual;
+          let saldoGlobal = cli.saldo_global;
+          if (cargo === 'celular') {
+            saldoCelular -= 1;
+            stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
+            movimiento(db, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
+          } else if (cargo === 'global') {
+            saldoGlobal -= 1;
+            stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
+            movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
+          }
+          const mensaje = stmt(
+            db,
+            `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
+           payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
+         VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
+           @payload, 0, @now, @expira_at, @cupo_at, @now) RETURNING *`,
+          ).get({
+            ...m,
+            media: m.media ? JSON.stringify(m.media) : null,
+            payload: JSON.stringify(m.payload),
+            cobrado: cargo ? 1 : 0,
+            cargo,
+            cupo_at: opts.slot?.holdUntil ?? null,
+            now,
+          }) as MensajeRow;
+          journalStatus(db, mensaje, null, now);
+          const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+          if (opts.idem) bindKey(db, opts.idem, accepted, now);
+          return accepted;
+        });
+      });
+    },
+    async getMensaje(msgId: string): Promise<MensajeRow | null> {
+      return get(db, msgId);
+    },
+    async getMensajeByGatewayId(gid: string): Promise<MensajeRow | null> {
+      return (stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ?').get(gid) as MensajeRow | undefined) ?? null;
+    },
+    markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+      return grouped(db, () => {
+        return immediate(db, (): MensajeRow | null => {
+          const row = stmt(
+            db,
+            `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = @gid, enviado_at = @now, cupo_at = @now, lease_until = NULL,
+           error = NULL, intentos = intentos + 1
+         WHERE msg_id = @msgId AND estado = 'pendiente' RETURNING *`,
+          ).get({ gid, now, msgId }) as MensajeRow | undefined;
+          if (!row) return null;
+          leftQueue(db, row);
+          journalStatus(db, row, 'pendiente', now);
+          return applyParked(db, row, now);
+        });
+      });
+    },
+    failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null> {
+      return grouped(db, () => failMensaje(db, msgId, error, now));
+    },
+    /**
+     * Moves a sent message forward (`entregado`, `leido`; never backwards) or ends
+     * it in `error` (refunded) when the network reports a failure after accepting
+     * it. A receipt for a gateway id not recorded yet is parked for markSent.
+     */
+    receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+      return grouped(db, () => receipt(db, celularId, gid, estado, now, error));
+    },
+    /**
+     * Keeps an incoming message in the inbox and journals its event, unless its
+     * gateway key was seen already (the gateway retried a delivery we answered
+     * too late). False for a repeat.
+     */
+    journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
+      return grouped(db, () => {
+        return immediate(db, () => {
+          if (clave !== null) {
+            if (stmt(db, 'INSERT OR IGNORE INTO entrantes_vistos (clave, at) VALUES (?, ?)').run(clave, now).changes === 0) return false;
+            stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(now - INBOUND_SEEN_TTL_MS);
+          }
+          insertRecibido(db, recibido, now);
+          journal(db, ev);
+          return true;
+        });
+      });
+    },
+    async pendingFiles(): Promise<string[]> {
+      return (
+        stmt(
+          db,
+          "SELECT json_extract(payload, '$.file') AS f FROM mensajes WHERE estado = 'pendiente' AND json_extract(payload, '$.file') IS NOT NULL",
+        ).all() as Array<{
+          f: string;
+        }>
+      ).map((r) => r.f);
+    },
+  };
 }

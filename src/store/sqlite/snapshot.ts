@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { DB_FILE } from '../../paths.js';
 import { DataDirLock } from '../dir-lock.js';
 import { MIGRATIONS } from './migrations.js';
-import { SqliteStore } from './store.js';
+import { openSqliteStore } from './store.js';
 
 /**
  * The source side of `pasarela migrate`: the SQLite store named by a data
@@ -82,7 +82,7 @@ export async function takeSnapshot(src: SqliteSource): Promise<Snapshot> {
         `${src.file} is at schema version ${sourceVersion}, newer than this pasarela knows (${latest}): migrate with the pasarela that wrote it`,
       );
     }
-    if (sourceVersion < latest) await new SqliteStore(file).close();
+    if (sourceVersion < latest) await openSqliteStore(file).close();
     const db = open(file, true);
     return { db, sourceVersion, version: latest, takenAt, discard: () => (db.close(), discard()) };
   } catch (err) {

@@ -1,7 +1,7 @@
+import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy, WebhooksStore } from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
-import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy } from '../../core/ports/webhooks.js';
-import { immediate, stmt } from './statements.js';
+import { grouped, immediate, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
@@ -13,7 +13,7 @@ function row(db: DB, clienteId: number): WebhookRow | undefined {
   return stmt(db, 'SELECT * FROM webhooks WHERE cliente_id = ?').get(clienteId) as WebhookRow | undefined;
 }
 
-export function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
+function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
   // Read for every delivery: without `prev`, the stack of replaced configurations.
   const r = stmt(db, 'SELECT cliente_id, url, secret, eventos, activo, updated_at FROM webhooks WHERE cliente_id = ?').get(clienteId) as
     Omit<WebhookRow, 'prev'> | undefined;
@@ -31,64 +31,7 @@ export function wantsEvents(db: DB, clienteId: number, at: number): boolean {
   );
 }
 
-export function setWebhook(db: DB, cfg: Omit<WebhookConfig, 'updated_at'>, now: number): WebhookConfig {
-  return immediate(db, () => {
-    const prev = pushUndo(row(db, cfg.cliente_id));
-    stmt(
-      db,
-      `INSERT INTO webhooks (cliente_id, url, secret, eventos, activo, updated_at, prev) VALUES (@cliente_id, @url, @secret, @eventos, @activo, @now, @prev)
-       ON CONFLICT (cliente_id) DO UPDATE SET url = excluded.url, secret = excluded.secret, eventos = excluded.eventos,
-         activo = excluded.activo, updated_at = excluded.updated_at, prev = excluded.prev`,
-    ).run({ ...cfg, eventos: JSON.stringify(cfg.eventos), activo: cfg.activo ? 1 : 0, now, prev });
-    return webhookConfigOf(row(db, cfg.cliente_id)!);
-  });
-}
-
-/** A removed configuration stays as an empty row whose `prev` can be restored. */
-export function deleteWebhook(db: DB, clienteId: number, now: number): boolean {
-  return immediate(db, () => {
-    const before = row(db, clienteId);
-    if (!before || before.url === '') return false;
-    stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(
-      now,
-      pushUndo(before),
-      clienteId,
-    );
-    return true;
-  });
-}
-
-export function restoreWebhook(db: DB, clienteId: number, now: number): WebhookConfig | null | 'nada' {
-  return immediate(db, () => {
-    const undo = popUndo(row(db, clienteId)?.prev);
-    if (!undo) return 'nada';
-    const { top: prev, rest } = undo;
-    if (prev === null) {
-      stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(
-        now,
-        rest,
-        clienteId,
-      );
-      return null;
-    }
-    stmt(db, 'UPDATE webhooks SET url = ?, secret = ?, eventos = ?, activo = ?, updated_at = ?, prev = ? WHERE cliente_id = ?').run(
-      prev.url,
-      prev.secret,
-      prev.eventos,
-      prev.activo,
-      now,
-      rest,
-      clienteId,
-    );
-    return webhookConfigOf(row(db, clienteId)!);
-  });
-}
-
-export function deactivateWebhook(db: DB, clienteId: number, now: number): void {
-  stmt(db, 'UPDATE webhooks SET activo = 0, updated_at = ? WHERE cliente_id = ?').run(now, clienteId);
-}
-
-export function enqueueEntrega(db: DB, e: { id: string; cliente_id: number; evento: string; body: string }, now: number): void {
+function enqueueEntrega(db: DB, e: { id: string; cliente_id: number; evento: string; body: string }, now: number): void {
   stmt(
     db,
     `INSERT INTO webhook_entregas (id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at)
@@ -99,198 +42,267 @@ export function enqueueEntrega(db: DB, e: { id: string; cliente_id: number; even
 /** What a delivery row is to its readers: the claim columns are the dispatcher's business only. */
 const ENTREGA_COLS = 'id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at, entregado_at, ultimo_error';
 
-/** A client's due deliveries, in the order they fell due (the index's order: no sort). */
-export function dueEntregas(db: DB, clienteId: number, now: number, limit: number): EntregaRow[] {
-  return stmt(
-    db,
-    `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = ? AND estado = 'pendiente' AND proximo_intento_at <= ?
-     ORDER BY proximo_intento_at, rowid LIMIT ?`,
-  ).all(clienteId, now, limit) as EntregaRow[];
-}
-
-/**
- * Claims up to `limit` of a client's due deliveries that nobody holds (or
- * whose claim ran out: its holder died), oldest due first, in one statement:
- * what it returns no other claim returns until the claim is cleared or ends.
- */
-export function claimEntregas(db: DB, clienteId: number, now: number, limit: number, claim: EntregaClaim): EntregaRow[] {
-  const rows = stmt(
-    db,
-    `UPDATE webhook_entregas SET reclamo = @id, reclamo_hasta = @until WHERE rowid IN (
-       SELECT rowid FROM webhook_entregas WHERE cliente_id = @cliente AND estado = 'pendiente' AND proximo_intento_at <= @now
-         AND (reclamo_hasta IS NULL OR reclamo_hasta <= @now) AND (@first = 0 OR intentos = 0)
-       ORDER BY proximo_intento_at, rowid LIMIT @limit)
-     RETURNING rowid AS _r, ${ENTREGA_COLS}`,
-  ).all({ id: claim.id, until: claim.until, cliente: clienteId, now, first: claim.firstOnly ? 1 : 0, limit }) as Array<EntregaRow & { _r: number }>;
-  // RETURNING's order is not the subquery's.
-  rows.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a._r - b._r);
-  return rows.map(({ _r, ...e }) => e);
-}
-
-/** Gives back claimed deliveries that were not attempted: due again at their own time, for anyone. */
-export function releaseEntregas(db: DB, ids: string[], claimId: string): number {
-  const release = stmt(db, 'UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE id = ? AND reclamo = ?');
-  return immediate(db, () => ids.reduce((n, id) => n + release.run(id, claimId).changes, 0));
-}
-
 /** Every claim (a start of the only process that serves this file, or its background thread's death): none is in force. */
 export function releaseAllEntregaClaims(db: DB): number {
   return stmt(db, 'UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE reclamo_hasta IS NOT NULL').run().changes;
-}
-
-/**
- * When a client's next pending delivery may be claimed after `after`: the
- * next due time, or the end of a claim in force (a holder that dies leaves
- * its delivery due at that end); null when neither.
- */
-export function nextEntregaAt(db: DB, clienteId: number, after: number): number | null {
-  const r = stmt(
-    db,
-    `SELECT MIN(t) AS t FROM (
-       SELECT MIN(proximo_intento_at) AS t FROM webhook_entregas WHERE cliente_id = @c AND estado = 'pendiente' AND proximo_intento_at > @after
-       UNION ALL
-       SELECT MIN(reclamo_hasta) FROM webhook_entregas WHERE cliente_id = @c AND reclamo_hasta > @after)`,
-  ).get({ c: clienteId, after }) as { t: number | null };
-  return r.t;
-}
-
-/** Every client with pending deliveries, and when its first falls due. */
-export function entregaQueues(db: DB): Array<{ cliente_id: number; next_at: number }> {
-  return stmt(db, "SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id").all() as Array<{
-    cliente_id: number;
-    next_at: number;
-  }>;
-}
-
-/** The outbox's backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
-export function outboxDepth(db: DB, now: number): { pending: number; due: number } {
-  return stmt(db, "SELECT COUNT(*) AS pending, COALESCE(SUM(proximo_intento_at <= ?), 0) AS due FROM webhook_entregas WHERE estado = 'pendiente'").get(now) as {
-    pending: number;
-    due: number;
-  };
-}
-
-/**
- * Records an attempt and the delivery's new state, clearing its claim, if
- * the claim is still `claimId`'s; false (nothing written) when it is not:
- * it ran out and another holder has the delivery now, and records its own.
- */
-export function recordAttempt(
-  db: DB,
-  id: string,
-  claimId: string,
-  a: { status: number | null; duracion_ms: number; error: string | null },
-  o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
-  now: number,
-): boolean {
-  return immediate(db, () => {
-    const e = stmt(
-      db,
-      `UPDATE webhook_entregas SET intentos = intentos + 1, estado = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
-         entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ?, reclamo = NULL, reclamo_hasta = NULL
-       WHERE id = ? AND reclamo = ? RETURNING intentos`,
-    ).get(o.estado, o.proximo_intento_at ?? null, o.estado, now, a.error, id, claimId) as { intentos: number } | undefined;
-    if (!e) return false;
-    stmt(db, 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (?, ?, ?, ?, ?, ?)').run(
-      id,
-      e.intentos,
-      now,
-      a.status,
-      a.duracion_ms,
-      a.error,
-    );
-    return true;
-  });
-}
-
-export function listEntregas(db: DB, clienteId: number, limit: number): Array<EntregaRow & { intentos_detalle: IntentoRow[] }> {
-  const rows = stmt(db, `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`).all(
-    clienteId,
-    limit,
-  ) as EntregaRow[];
-  const attempts = stmt(db, 'SELECT n, fecha, status, duracion_ms, error FROM webhook_intentos WHERE entrega_id = ? ORDER BY n');
-  return rows.map((r) => ({ ...r, intentos_detalle: attempts.all(r.id) as IntentoRow[] }));
-}
-
-export function redeliver(db: DB, clienteId: number, id: string, now: number): boolean {
-  return (
-    stmt(db, "UPDATE webhook_entregas SET estado = 'pendiente', proximo_intento_at = ? WHERE id = ? AND cliente_id = ?").run(now, id, clienteId).changes === 1
-  );
-}
-
-export function moveEventsToOutbox(db: DB, limit: number, route: EventRoute, now: number): { taken: number; copies: ListenerCopy[] } {
-  const events = stmt(db, 'SELECT * FROM eventos ORDER BY seq LIMIT ?').all(limit) as Array<{
-    seq: number;
-    cliente_id: number;
-    celular_id: number | null;
-    evento: string;
-    data: string;
-    fecha: number;
-  }>;
-  // A batch is mostly a few clients' events: each configuration and each client's listeners are read once.
-  const configs = new Map<number, WebhookConfig | null>();
-  const listeners = new Map<number, EscuchaRow[]>();
-  const copies: ListenerCopy[] = [];
-  for (const e of events) {
-    const ev: JournalEvent = {
-      evento: e.evento,
-      cliente_id: e.cliente_id,
-      celular_id: e.celular_id,
-      data: JSON.parse(e.data) as Record<string, unknown>,
-      fecha: e.fecha,
-    };
-    let cfg = configs.get(e.cliente_id);
-    if (cfg === undefined) configs.set(e.cliente_id, (cfg = getWebhook(db, e.cliente_id)));
-    let escuchas = listeners.get(e.cliente_id);
-    if (escuchas === undefined) listeners.set(e.cliente_id, (escuchas = liveEscuchas(db, e.cliente_id, now)));
-    const out = route(ev, cfg, escuchas);
-    if (out?.entrega) enqueueEntrega(db, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
-    for (const escucha of out?.copias ?? []) copies.push({ escucha, id: out!.id, evento: e.evento, body: out!.body });
-  }
-  // The lowest seqs were read, in this transaction: everything up to the last one is what was taken.
-  if (events.length > 0) stmt(db, 'DELETE FROM eventos WHERE seq <= ?').run(events[events.length - 1]!.seq);
-  return { taken: events.length, copies };
 }
 
 type StoredEscucha = Omit<EscuchaRow, 'eventos'> & { eventos: string };
 
 const escuchaOf = (r: StoredEscucha): EscuchaRow => ({ ...r, eventos: JSON.parse(r.eventos) as string[] });
 
-export function liveEscuchas(db: DB, clienteId: number, now: number): EscuchaRow[] {
+function liveEscuchas(db: DB, clienteId: number, now: number): EscuchaRow[] {
   const rows = stmt(db, 'SELECT * FROM webhook_escuchas WHERE cliente_id = ? AND expira_at > ? ORDER BY created_at, id').all(clienteId, now) as StoredEscucha[];
   return rows.map(escuchaOf);
 }
 
-export function addEscucha(db: DB, e: EscuchaRow, max: number, now: number): EscuchaRow | 'limite' {
-  return immediate(db, () => {
-    stmt(db, 'DELETE FROM webhook_escuchas WHERE cliente_id = ? AND expira_at <= ?').run(e.cliente_id, now);
-    const { n } = stmt(db, 'SELECT COUNT(*) AS n FROM webhook_escuchas WHERE cliente_id = ?').get(e.cliente_id) as { n: number };
-    if (n >= max) return 'limite';
-    stmt(db, 'INSERT INTO webhook_escuchas (id, cliente_id, url, secret, eventos, created_at, expira_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-      e.id,
-      e.cliente_id,
-      e.url,
-      e.secret,
-      JSON.stringify(e.eventos),
-      e.created_at,
-      e.expira_at,
-    );
-    return e;
-  });
-}
-
-export function renewEscucha(db: DB, clienteId: number, id: string, expiraAt: number, now: number): EscuchaRow | null {
-  const r = stmt(db, 'UPDATE webhook_escuchas SET expira_at = ? WHERE id = ? AND cliente_id = ? AND expira_at > ? RETURNING *').get(
-    expiraAt,
-    id,
-    clienteId,
-    now,
-  ) as StoredEscucha | undefined;
-  return r ? escuchaOf(r) : null;
-}
-
-export function deleteEscucha(db: DB, clienteId: number, id: string, now: number): boolean {
-  const r = stmt(db, 'DELETE FROM webhook_escuchas WHERE id = ? AND cliente_id = ? RETURNING expira_at').get(id, clienteId) as
-    { expira_at: number } | undefined;
-  return r !== undefined && r.expira_at > now;
+export function webhooks(db: DB): WebhooksStore {
+  return {
+    async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
+      return getWebhook(db, clienteId);
+    },
+    async setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig> {
+      return immediate(db, () => {
+        const prev = pushUndo(row(db, cfg.cliente_id));
+        stmt(
+          db,
+          `INSERT INTO webhooks (cliente_id, url, secret, eventos, activo, updated_at, prev) VALUES (@cliente_id, @url, @secret, @eventos, @activo, @now, @prev)
+       ON CONFLICT (cliente_id) DO UPDATE SET url = excluded.url, secret = excluded.secret, eventos = excluded.eventos,
+         activo = excluded.activo, updated_at = excluded.updated_at, prev = excluded.prev`,
+        ).run({ ...cfg, eventos: JSON.stringify(cfg.eventos), activo: cfg.activo ? 1 : 0, now, prev });
+        return webhookConfigOf(row(db, cfg.cliente_id)!);
+      });
+    },
+    /** A removed configuration stays as an empty row whose `prev` can be restored. */
+    async deleteWebhook(clienteId: number, now: number): Promise<boolean> {
+      return immediate(db, () => {
+        const before = row(db, clienteId);
+        if (!before || before.url === '') return false;
+        stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(
+          now,
+          pushUndo(before),
+          clienteId,
+        );
+        return true;
+      });
+    },
+    async restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'> {
+      return immediate(db, () => {
+        const undo = popUndo(row(db, clienteId)?.prev);
+        if (!undo) return 'nada';
+        const { top: prev, rest } = undo;
+        if (prev === null) {
+          stmt(db, "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = 0, updated_at = ?, prev = ? WHERE cliente_id = ?").run(
+            now,
+            rest,
+            clienteId,
+          );
+          return null;
+        }
+        stmt(db, 'UPDATE webhooks SET url = ?, secret = ?, eventos = ?, activo = ?, updated_at = ?, prev = ? WHERE cliente_id = ?').run(
+          prev.url,
+          prev.secret,
+          prev.eventos,
+          prev.activo,
+          now,
+          rest,
+          clienteId,
+        );
+        return webhookConfigOf(row(db, clienteId)!);
+      });
+    },
+    deactivateWebhook(clienteId: number, now: number): Promise<void> {
+      return grouped(db, () => {
+        stmt(db, 'UPDATE webhooks SET activo = 0, updated_at = ? WHERE cliente_id = ?').run(now, clienteId);
+      });
+    },
+    enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void> {
+      return grouped(db, () => enqueueEntrega(db, e, now));
+    },
+    /** A client's due deliveries, in the order they fell due (the index's order: no sort). */
+    async dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]> {
+      return stmt(
+        db,
+        `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = ? AND estado = 'pendiente' AND proximo_intento_at <= ?
+     ORDER BY proximo_intento_at, rowid LIMIT ?`,
+      ).all(clienteId, now, limit) as EntregaRow[];
+    },
+    /**
+     * Claims up to `limit` of a client's due deliveries that nobody holds (or
+     * whose claim ran out: its holder died), oldest due first, in one statement:
+     * what it returns no other claim returns until the claim is cleared or ends.
+     */
+    claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
+      return grouped(db, () => {
+        const rows = stmt(
+          db,
+          `UPDATE webhook_entregas SET reclamo = @id, reclamo_hasta = @until WHERE rowid IN (
+       SELECT rowid FROM webhook_entregas WHERE cliente_id = @cliente AND estado = 'pendiente' AND proximo_intento_at <= @now
+         AND (reclamo_hasta IS NULL OR reclamo_hasta <= @now) AND (@first = 0 OR intentos = 0)
+       ORDER BY proximo_intento_at, rowid LIMIT @limit)
+     RETURNING rowid AS _r, ${ENTREGA_COLS}`,
+        ).all({ id: claim.id, until: claim.until, cliente: clienteId, now, first: claim.firstOnly ? 1 : 0, limit }) as Array<EntregaRow & { _r: number }>;
+        // RETURNING's order is not the subquery's.
+        rows.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a._r - b._r);
+        return rows.map(({ _r, ...e }) => e);
+      });
+    },
+    /** Gives back claimed deliveries that were not attempted: due again at their own time, for anyone. */
+    releaseEntregas(ids: string[], claimId: string): Promise<number> {
+      return grouped(db, () => {
+        const release = stmt(db, 'UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE id = ? AND reclamo = ?');
+        return immediate(db, () => ids.reduce((n, id) => n + release.run(id, claimId).changes, 0));
+      });
+    },
+    /**
+     * When a client's next pending delivery may be claimed after `after`: the
+     * next due time, or the end of a claim in force (a holder that dies leaves
+     * its delivery due at that end); null when neither.
+     */
+    async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
+      const r = stmt(
+        db,
+        `SELECT MIN(t) AS t FROM (
+       SELECT MIN(proximo_intento_at) AS t FROM webhook_entregas WHERE cliente_id = @c AND estado = 'pendiente' AND proximo_intento_at > @after
+       UNION ALL
+       SELECT MIN(reclamo_hasta) FROM webhook_entregas WHERE cliente_id = @c AND reclamo_hasta > @after)`,
+      ).get({ c: clienteId, after }) as { t: number | null };
+      return r.t;
+    },
+    /** Every client with pending deliveries, and when its first falls due. */
+    async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
+      return stmt(
+        db,
+        "SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id",
+      ).all() as Array<{
+        cliente_id: number;
+        next_at: number;
+      }>;
+    },
+    /** The outbox's backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
+    async outboxDepth(now: number): Promise<{ pending: number; due: number }> {
+      return stmt(db, "SELECT COUNT(*) AS pending, COALESCE(SUM(proximo_intento_at <= ?), 0) AS due FROM webhook_entregas WHERE estado = 'pendiente'").get(
+        now,
+      ) as {
+        pending: number;
+        due: number;
+      };
+    },
+    /**
+     * Records an attempt and the delivery's new state, clearing its claim, if
+     * the claim is still `claimId`'s; false (nothing written) when it is not:
+     * it ran out and another holder has the delivery now, and records its own.
+     */
+    recordAttempt(
+      id: string,
+      claimId: string,
+      a: { status: number | null; duracion_ms: number; error: string | null },
+      o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
+      now: number,
+    ): Promise<boolean> {
+      return grouped(db, () => {
+        return immediate(db, () => {
+          const e = stmt(
+            db,
+            `UPDATE webhook_entregas SET intentos = intentos + 1, estado = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
+         entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ?, reclamo = NULL, reclamo_hasta = NULL
+       WHERE id = ? AND reclamo = ? RETURNING intentos`,
+          ).get(o.estado, o.proximo_intento_at ?? null, o.estado, now, a.error, id, claimId) as { intentos: number } | undefined;
+          if (!e) return false;
+          stmt(db, 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (?, ?, ?, ?, ?, ?)').run(
+            id,
+            e.intentos,
+            now,
+            a.status,
+            a.duracion_ms,
+            a.error,
+          );
+          return true;
+        });
+      });
+    },
+    async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
+      const rows = stmt(db, `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`).all(
+        clienteId,
+        limit,
+      ) as EntregaRow[];
+      const attempts = stmt(db, 'SELECT n, fecha, status, duracion_ms, error FROM webhook_intentos WHERE entrega_id = ? ORDER BY n');
+      return rows.map((r) => ({ ...r, intentos_detalle: attempts.all(r.id) as IntentoRow[] }));
+    },
+    async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {
+      return (
+        stmt(db, "UPDATE webhook_entregas SET estado = 'pendiente', proximo_intento_at = ? WHERE id = ? AND cliente_id = ?").run(now, id, clienteId).changes ===
+        1
+      );
+    },
+    moveEventsToOutbox(limit: number, route: EventRoute, now: number): Promise<{ taken: number; copies: ListenerCopy[] }> {
+      return grouped(db, () => {
+        const events = stmt(db, 'SELECT * FROM eventos ORDER BY seq LIMIT ?').all(limit) as Array<{
+          seq: number;
+          cliente_id: number;
+          celular_id: number | null;
+          evento: string;
+          data: string;
+          fecha: number;
+        }>;
+        // A batch is mostly a few clients' events: each configuration and each client's listeners are read once.
+        const configs = new Map<number, WebhookConfig | null>();
+        const listeners = new Map<number, EscuchaRow[]>();
+        const copies: ListenerCopy[] = [];
+        for (const e of events) {
+          const ev: JournalEvent = {
+            evento: e.evento,
+            cliente_id: e.cliente_id,
+            celular_id: e.celular_id,
+            data: JSON.parse(e.data) as Record<string, unknown>,
+            fecha: e.fecha,
+          };
+          let cfg = configs.get(e.cliente_id);
+          if (cfg === undefined) configs.set(e.cliente_id, (cfg = getWebhook(db, e.cliente_id)));
+          let escuchas = listeners.get(e.cliente_id);
+          if (escuchas === undefined) listeners.set(e.cliente_id, (escuchas = liveEscuchas(db, e.cliente_id, now)));
+          const out = route(ev, cfg, escuchas);
+          if (out?.entrega) enqueueEntrega(db, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
+          for (const escucha of out?.copias ?? []) copies.push({ escucha, id: out!.id, evento: e.evento, body: out!.body });
+        }
+        // The lowest seqs were read, in this transaction: everything up to the last one is what was taken.
+        if (events.length > 0) stmt(db, 'DELETE FROM eventos WHERE seq <= ?').run(events[events.length - 1]!.seq);
+        return { taken: events.length, copies };
+      });
+    },
+    async liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]> {
+      return liveEscuchas(db, clienteId, now);
+    },
+    async addEscucha(e: EscuchaRow, max: number, now: number): Promise<EscuchaRow | 'limite'> {
+      return immediate(db, () => {
+        stmt(db, 'DELETE FROM webhook_escuchas WHERE cliente_id = ? AND expira_at <= ?').run(e.cliente_id, now);
+        const { n } = stmt(db, 'SELECT COUNT(*) AS n FROM webhook_escuchas WHERE cliente_id = ?').get(e.cliente_id) as { n: number };
+        if (n >= max) return 'limite';
+        stmt(db, 'INSERT INTO webhook_escuchas (id, cliente_id, url, secret, eventos, created_at, expira_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+          e.id,
+          e.cliente_id,
+          e.url,
+          e.secret,
+          JSON.stringify(e.eventos),
+          e.created_at,
+          e.expira_at,
+        );
+        return e;
+      });
+    },
+    async renewEscucha(clienteId: number, id: string, expiraAt: number, now: number): Promise<EscuchaRow | null> {
+      const r = stmt(db, 'UPDATE webhook_escuchas SET expira_at = ? WHERE id = ? AND cliente_id = ? AND expira_at > ? RETURNING *').get(
+        expiraAt,
+        id,
+        clienteId,
+        now,
+      ) as StoredEscucha | undefined;
+      return r ? escuchaOf(r) : null;
+    },
+    async deleteEscucha(clienteId: number, id: string, now: number): Promise<boolean> {
+      const r = stmt(db, 'DELETE FROM webhook_escuchas WHERE id = ? AND cliente_id = ? RETURNING expira_at').get(id, clienteId) as
+        { expira_at: number } | undefined;
+      return r !== undefined && r.expira_at > now;
+    },
+  };
 }

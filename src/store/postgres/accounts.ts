@@ -1,0 +1,246 @@
+import { balanceAfter } from '../../core/ledger.js';
+import type {
+  AccountsStore,
+  AuditRecord,
+  BalanceChange,
+  BalanceResult,
+  CelularExpect,
+  CelularPatch,
+  ClientePatch,
+  InsertCelularResult,
+  Linea,
+  LineCount,
+  NewCelular,
+  NewCelularDone,
+  NewCliente,
+  NewClienteDone,
+} from '../../core/ports/accounts.js';
+import type { AuditEntry, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
+import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from '../patch-columns.js';
+import { type Client, type Db, row } from './db.js';
+import { journal } from './messages.js';
+
+/** Clients, lines, balances with their ledger, and the audit trail, in PostgreSQL (row locks: client, then line). */
+
+/** `SET a = $2, b = $3` from a patch whose keys are known column names; $1 is the id, the last one `now`. */
+function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: string; values: unknown[] } {
+  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
+  for (const [k] of entries) if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
+  return { set: entries.map(([k], i) => `${k} = $${i + 2}`).join(', '), values: entries.map(([, v]) => v) };
+}
+
+function clienteById(db: Db, id: number): Promise<ClienteRow | null> {
+  return db.one<ClienteRow>('SELECT * FROM clientes WHERE id = $1', [id]);
+}
+
+function celularById(db: Db, id: number): Promise<CelularRow | null> {
+  return db.one<CelularRow>('SELECT * FROM celulares WHERE id = $1', [id]);
+}
+
+async function insertAudit(c: Client | Db, entry: AuditEntry, now: number): Promise<void> {
+  await c.query(
+    `INSERT INTO auditoria (fecha, actor, accion, objeto_tipo, objeto_id, cliente_id, detalle)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [now, entry.actor, entry.accion, entry.objeto_tipo, entry.objeto_id, entry.cliente_id, JSON.stringify(entry.detalle)],
+  );
+}
+
+export function accounts(db: Db): AccountsStore {
+  return {
+    async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
+      return db.tx(async (c) => {
+        const saldo = done?.saldo;
+        const saldoGlobal = input.saldo_global + (saldo?.monto ?? 0);
+        const cliente = (await row<ClienteRow>(
+          c,
+          `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
+          [input.nombre, input.email, input.estado, input.plan, input.max_celulares, saldoGlobal, input.key_hash, now],
+        ))!;
+        if (saldo) {
+          await c.query(
+            `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES ($1, $2, NULL, $3, $4, $5, $6)`,
+            [now, cliente.id, saldo.monto, saldoGlobal, saldo.motivo, saldo.actor],
+          );
+        }
+        if (done) await insertAudit(c, done.audit(cliente), now);
+        return cliente;
+      });
+    },
+
+    async getCliente(id: number): Promise<ClienteRow | null> {
+      return db.one<ClienteRow>('SELECT * FROM clientes WHERE id = $1', [id]);
+    },
+
+    async listClientes(): Promise<ClienteRow[]> {
+      return db.q<ClienteRow>('SELECT * FROM clientes ORDER BY id');
+    },
+
+    async updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null> {
+      const p = patchSql(patch, CLIENTE_COLUMNS);
+      if (p.values.length === 0) return clienteById(db, id);
+      return db.one<ClienteRow>(`UPDATE clientes SET ${p.set}, updated_at = $${p.values.length + 2} WHERE id = $1 RETURNING *`, [id, ...p.values, now]);
+    },
+
+    /** The client's row lock makes the cap exact between nodes; the number's unique index settles a race for it. */
+    async insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult> {
+      return db.tx(async (c): Promise<InsertCelularResult> => {
+        const cliente = await row<{ max_celulares: number | null }>(c, 'SELECT max_celulares FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [
+          input.cliente_id,
+        ]);
+        if (!cliente) return { ok: false, reason: 'cliente' };
+        if (await row(c, 'SELECT 1 FROM celulares WHERE numero = $1', [input.numero])) return { ok: false, reason: 'taken' };
+        if (cliente.max_celulares !== null) {
+          const r = (await row<{ n: number }>(c, 'SELECT COUNT(*) AS n FROM celulares WHERE cliente_id = $1', [input.cliente_id]))!;
+          if (r.n >= cliente.max_celulares) return { ok: false, reason: 'cap' };
+        }
+        const celular = await row<CelularRow>(
+          c,
+          `INSERT INTO celulares (cliente_id, numero, nombre_interno, estado, saldo_actual, max_envios_por_minuto,
+           max_envios_por_hora, max_envios_por_dia, hora_inicio_permitido, hora_fin_permitido, key_hash,
+           gateway_token_hash, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+         ON CONFLICT (numero) DO NOTHING RETURNING *`,
+          [
+            input.cliente_id,
+            input.numero,
+            input.nombre_interno,
+            input.estado,
+            input.max_envios_por_minuto,
+            input.max_envios_por_hora,
+            input.max_envios_por_dia,
+            input.hora_inicio_permitido,
+            input.hora_fin_permitido,
+            input.key_hash,
+            input.gateway_token_hash,
+            now,
+          ],
+        );
+        if (!celular) return { ok: false, reason: 'taken' };
+        if (!done) return { ok: true, celular };
+        const named = (await row<CelularRow>(c, 'UPDATE celulares SET gateway_instancia = $2 WHERE id = $1 RETURNING *', [
+          celular.id,
+          done.instancia(celular.id),
+        ]))!;
+        await insertAudit(c, done.audit(named), now);
+        return { ok: true, celular: named };
+      });
+    },
+
+    async getCelular(id: number): Promise<CelularRow | null> {
+      return db.one<CelularRow>('SELECT * FROM celulares WHERE id = $1', [id]);
+    },
+
+    async getCelularByNumero(numero: string): Promise<CelularRow | null> {
+      return db.one<CelularRow>('SELECT * FROM celulares WHERE numero = $1', [numero]);
+    },
+
+    async getCelularByInstancia(instancia: string): Promise<CelularRow | null> {
+      return db.one<CelularRow>('SELECT * FROM celulares WHERE gateway_instancia = $1', [instancia]);
+    },
+
+    async getCelularByTokenHash(hash: string): Promise<CelularRow | null> {
+      return db.one<CelularRow>('SELECT * FROM celulares WHERE gateway_token_hash = $1 OR legacy_token_hash = $1 LIMIT 1', [hash]);
+    },
+
+    async listCelulares(clienteId: number): Promise<CelularRow[]> {
+      return db.q<CelularRow>('SELECT * FROM celulares WHERE cliente_id = $1 ORDER BY id', [clienteId]);
+    },
+
+    async listLineas(afterId: number, limit: number): Promise<Linea[]> {
+      const rows = await db.q<Omit<Linea, 'vinculado'> & { vinculado: number }>(
+        'SELECT id, numero, gateway_instancia, vinculado FROM celulares WHERE gateway_instancia IS NOT NULL AND id > $1 ORDER BY id LIMIT $2',
+        [afterId, limit],
+      );
+      return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
+    },
+
+    /** One row per line: a table of phone lines, never of messages, read at most once per metrics cache period. */
+    async lineCounts(): Promise<LineCount[]> {
+      return db.q<LineCount>('SELECT estado, last_status, COUNT(*) AS n FROM celulares GROUP BY estado, last_status');
+    },
+
+    async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+      const p = patchSql(patch, CELULAR_COLUMNS);
+      const write = async (c: Client) => {
+        if (p.values.length > 0) await c.query(`UPDATE celulares SET ${p.set}, updated_at = $${p.values.length + 2} WHERE id = $1`, [id, ...p.values, now]);
+        if (event) await journal(c, event);
+      };
+      if (event || p.values.length > 0) await db.tx(write);
+      return celularById(db, id);
+    },
+
+    async updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+      const p = patchSql(patch, CELULAR_COLUMNS);
+      const n = p.values.length;
+      const applied = await db.tx(async (c) => {
+        const r = await c.query(
+          `UPDATE celulares SET ${p.set ? `${p.set}, ` : ''}updated_at = $${n + 2}
+         WHERE id = $1 AND estado = $${n + 3} AND last_status IS NOT DISTINCT FROM $${n + 4} AND last_status_check IS NOT DISTINCT FROM $${n + 5}::bigint`,
+          [id, ...p.values, now, expect.estado, expect.last_status, expect.last_status_check],
+        );
+        if (r.rowCount === 0) return false;
+        if (event) await journal(c, event);
+        return true;
+      });
+      return applied ? celularById(db, id) : null;
+    },
+    async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
+      return db.tx(async (c) => {
+        const r = await c.query('DELETE FROM celulares WHERE id = $1', [id]);
+        if (r.rowCount === 0) return false;
+        await insertAudit(c, audit, now);
+        return true;
+      });
+    },
+
+    /** Locks the client, then the line: the order every transaction takes them in. */
+    async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {
+      return db.tx(async (c): Promise<BalanceResult> => {
+        const cliente = await row<{ saldo_global: number }>(c, 'SELECT saldo_global FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [change.cliente_id]);
+        if (!cliente) return { ok: false, reason: 'cliente' };
+        let saldoGlobal = cliente.saldo_global;
+        let saldoCelular: number | null = null;
+        let resultante: number;
+        if (change.celular_id !== null) {
+          const cel = await row<{ saldo_actual: number }>(c, 'SELECT saldo_actual FROM celulares WHERE id = $1 AND cliente_id = $2 FOR NO KEY UPDATE', [
+            change.celular_id,
+            change.cliente_id,
+          ]);
+          if (!cel) return { ok: false, reason: 'celular' };
+          const after = balanceAfter(cel.saldo_actual, change.monto);
+          if (!after.ok) return after;
+          resultante = saldoCelular = after.resultante;
+          await c.query('UPDATE celulares SET saldo_actual = $2 WHERE id = $1', [change.celular_id, resultante]);
+        } else {
+          const after = balanceAfter(cliente.saldo_global, change.monto);
+          if (!after.ok) return after;
+          resultante = saldoGlobal = after.resultante;
+          await c.query('UPDATE clientes SET saldo_global = $2 WHERE id = $1', [change.cliente_id, resultante]);
+        }
+        const mov = (await row<{ id: number }>(
+          c,
+          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+          [now, change.cliente_id, change.celular_id, change.monto, resultante, change.motivo, change.actor],
+        ))!;
+        return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: mov.id };
+      });
+    },
+
+    async audit(entry: AuditEntry, now: number): Promise<void> {
+      await insertAudit(db, entry, now);
+    },
+
+    async listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]> {
+      const rows =
+        filter.cliente_id === undefined
+          ? await db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria ORDER BY id DESC LIMIT $1', [filter.limit])
+          : await db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria WHERE cliente_id = $1 ORDER BY id DESC LIMIT $2', [
+              filter.cliente_id,
+              filter.limit,
+            ]);
+      return rows.map((r) => ({ ...r, detalle: JSON.parse(r.detalle) as Record<string, unknown> }));
+    },
+  };
+}

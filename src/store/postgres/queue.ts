@@ -1,0 +1,103 @@
+import type { ClaimResult, QueueStore } from '../../core/ports/queue.js';
+import type { SlotClaim } from '../../core/caps.js';
+import type { MensajeRow } from '../../core/ports/model.js';
+import { row, type Db } from './db.js';
+import { capHit, COLS, colsOf, FIXED, type Fixed, lockCelular } from './messages.js';
+
+/**
+ * The queue in PostgreSQL: the lines' heads, claims with their caps slot
+ * (taken under the line's row lock, in the order postgres/messages.ts
+ * gives), retries, the direct sends a crash left pending.
+ */
+
+export function queue(db: Db): QueueStore {
+  return {
+    /**
+     * One message per line with a backlog: a loose index scan over the partial
+     * queue index (one index descent per line), so the cost follows the number
+     * of lines, not the number of pending messages.
+     */
+    async queueHeads(): Promise<MensajeRow[]> {
+      return db.q<MensajeRow>(
+        `WITH RECURSIVE lineas(id) AS (
+       (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY celular_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
+       FROM lineas l WHERE l.id IS NOT NULL
+     )
+     SELECT ${colsOf('h')} FROM lineas l
+     CROSS JOIN LATERAL (
+       SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1
+     ) h
+     WHERE l.id IS NOT NULL
+     ORDER BY l.id`,
+      );
+    },
+    /**
+     * The queue's size and age (metrics): a count over the partial queue index,
+     * which holds pending queued messages only, and the oldest of the lines'
+     * heads, found as queueHeads finds them.
+     */
+    async queueDepth(): Promise<{ pending: number; oldest_at: number | null }> {
+      const [r] = await db.q<{ pending: number; oldest_at: number | null }>(
+        `WITH RECURSIVE lineas(id) AS (
+       (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY celular_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
+       FROM lineas l WHERE l.id IS NOT NULL
+     )
+     SELECT (SELECT COUNT(*) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola') AS pending,
+            MIN((SELECT created_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1)) AS oldest_at
+     FROM lineas l WHERE l.id IS NOT NULL`,
+      );
+      return { pending: r?.pending ?? 0, oldest_at: r?.oldest_at ?? null };
+    },
+    /**
+     * Claims a queued message and its send slot together. The line's row lock is
+     * what every slot taker holds while it counts, so a direct send or another
+     * node's claim cannot pass a cap with this one; the message is then locked
+     * and its lease checked under that lock, so two nodes never both claim it.
+     */
+    async claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
+      return db.tx(async (c): Promise<ClaimResult> => {
+        const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
+        if (!f) return { ok: false, reason: 'taken' };
+        await lockCelular(c, f.celular_id);
+        const m = await row(
+          c,
+          // Due too: a node whose head read is older than another node's retryLater must not skip the backoff.
+          "SELECT 1 FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2) AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) FOR UPDATE",
+          [msgId, now],
+        );
+        if (!m) return { ok: false, reason: 'taken' };
+        const hit = await capHit(c, f.celular_id, slot, now);
+        if (hit) return { ok: false, reason: 'cap', ...hit };
+        await c.query('UPDATE mensajes SET lease_until = $2, cupo_at = $2 WHERE msg_id = $1', [msgId, slot.holdUntil]);
+        return { ok: true };
+      });
+    },
+    /** Every claim and its slot back (at start, when no other worker can be alive on this store). */
+    async releaseLeases(): Promise<number> {
+      const r = await db.q<{ n: number }>(
+        `WITH r AS (UPDATE mensajes SET lease_until = NULL, cupo_at = NULL
+       WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL RETURNING 1)
+     SELECT COUNT(*) AS n FROM r`,
+      );
+      return r[0]!.n;
+    },
+    /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
+    async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
+      return db.q<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < $1 ORDER BY cupo_at, seq LIMIT $2`, [
+        before,
+        limit,
+      ]);
+    },
+    async retryLater(msgId: string, at: number, error: string): Promise<void> {
+      await db.q(
+        `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = $2, intentos = intentos + 1, error = $3
+     WHERE msg_id = $1 AND estado = 'pendiente'`,
+        [msgId, at, error],
+      );
+    },
+  };
+}

@@ -1,0 +1,261 @@
+import type Database from 'better-sqlite3';
+import { balanceAfter } from '../../core/ledger.js';
+import type {
+  AccountsStore,
+  AuditRecord,
+  BalanceChange,
+  BalanceResult,
+  CelularExpect,
+  CelularPatch,
+  ClientePatch,
+  InsertCelularResult,
+  Linea,
+  LineCount,
+  NewCelular,
+  NewCelularDone,
+  NewCliente,
+  NewClienteDone,
+} from '../../core/ports/accounts.js';
+import type { AuditEntry, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
+import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from '../patch-columns.js';
+import { journal } from './messages.js';
+import { grouped, immediate, stmt } from './statements.js';
+
+/** Clients, lines, balances with their ledger, and the audit trail, in SQLite. */
+type DB = Database.Database;
+type Row = Record<string, unknown>;
+
+/** Builds `SET a = @a, b = @b` from a patch whose keys are known column names. */
+function setClause(patch: Record<string, unknown>): string {
+  return Object.keys(patch)
+    .map((k) => `${k} = @${k}`)
+    .join(', ');
+}
+
+function onlyColumns(patch: Record<string, unknown>, allowed: Set<string>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
+    out[k] = v;
+  }
+  return out;
+}
+
+function clienteById(db: DB, id: number): ClienteRow | null {
+  return (stmt(db, 'SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow | undefined) ?? null;
+}
+
+function celularById(db: DB, id: number): CelularRow | null {
+  return (stmt(db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow | undefined) ?? null;
+}
+
+function insertAudit(db: DB, entry: AuditEntry, now: number): void {
+  stmt(
+    db,
+    `INSERT INTO auditoria (fecha, actor, accion, objeto_tipo, objeto_id, cliente_id, detalle)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  ).run(now, entry.actor, entry.accion, entry.objeto_tipo, entry.objeto_id, entry.cliente_id, JSON.stringify(entry.detalle));
+}
+
+export function accounts(db: DB): AccountsStore {
+  return {
+    async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
+      return immediate(db, () => {
+        const saldo = done?.saldo;
+        const info = stmt(
+          db,
+          `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
+           VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
+        ).run({ ...input, saldo_global: input.saldo_global + (saldo?.monto ?? 0), now });
+        const id = Number(info.lastInsertRowid);
+        if (saldo) {
+          stmt(db, `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, NULL, ?, ?, ?, ?)`).run(
+            now,
+            id,
+            saldo.monto,
+            input.saldo_global + saldo.monto,
+            saldo.motivo,
+            saldo.actor,
+          );
+        }
+        const cliente = stmt(db, 'SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow;
+        if (done) insertAudit(db, done.audit(cliente), now);
+        return cliente;
+      });
+    },
+
+    async getCliente(id: number): Promise<ClienteRow | null> {
+      return (stmt(db, 'SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow | undefined) ?? null;
+    },
+
+    async listClientes(): Promise<ClienteRow[]> {
+      return stmt(db, 'SELECT * FROM clientes ORDER BY id').all() as ClienteRow[];
+    },
+
+    async updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null> {
+      const cols = onlyColumns(patch, CLIENTE_COLUMNS);
+      if (Object.keys(cols).length > 0) {
+        stmt(db, `UPDATE clientes SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
+      }
+      return clienteById(db, id);
+    },
+
+    async insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult> {
+      return immediate(db, (): InsertCelularResult => {
+        const cliente = stmt(db, 'SELECT max_celulares FROM clientes WHERE id = ?').get(input.cliente_id) as { max_celulares: number | null } | undefined;
+        if (!cliente) return { ok: false, reason: 'cliente' };
+        if (stmt(db, 'SELECT 1 FROM celulares WHERE numero = ?').get(input.numero)) return { ok: false, reason: 'taken' };
+        if (cliente.max_celulares !== null) {
+          const { n } = stmt(db, 'SELECT COUNT(*) AS n FROM celulares WHERE cliente_id = ?').get(input.cliente_id) as { n: number };
+          if (n >= cliente.max_celulares) return { ok: false, reason: 'cap' };
+        }
+        const info = stmt(
+          db,
+          `INSERT INTO celulares (cliente_id, numero, nombre_interno, estado, saldo_actual, max_envios_por_minuto,
+             max_envios_por_hora, max_envios_por_dia, hora_inicio_permitido, hora_fin_permitido, key_hash,
+             gateway_token_hash, created_at, updated_at)
+           VALUES (@cliente_id, @numero, @nombre_interno, @estado, 0, @max_envios_por_minuto, @max_envios_por_hora,
+             @max_envios_por_dia, @hora_inicio_permitido, @hora_fin_permitido, @key_hash, @gateway_token_hash, @now, @now)`,
+        ).run({ ...input, now });
+        const id = Number(info.lastInsertRowid);
+        if (done) {
+          stmt(db, 'UPDATE celulares SET gateway_instancia = ? WHERE id = ?').run(done.instancia(id), id);
+          insertAudit(db, done.audit(stmt(db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow), now);
+        }
+        const celular = stmt(db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow;
+        return { ok: true, celular };
+      });
+    },
+
+    async getCelular(id: number): Promise<CelularRow | null> {
+      return (stmt(db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow | undefined) ?? null;
+    },
+
+    async getCelularByNumero(numero: string): Promise<CelularRow | null> {
+      return (stmt(db, 'SELECT * FROM celulares WHERE numero = ?').get(numero) as CelularRow | undefined) ?? null;
+    },
+
+    async getCelularByInstancia(instancia: string): Promise<CelularRow | null> {
+      return (stmt(db, 'SELECT * FROM celulares WHERE gateway_instancia = ?').get(instancia) as CelularRow | undefined) ?? null;
+    },
+
+    async getCelularByTokenHash(hash: string): Promise<CelularRow | null> {
+      return (
+        (stmt(db, 'SELECT * FROM celulares WHERE gateway_token_hash = ? UNION SELECT * FROM celulares WHERE legacy_token_hash = ? LIMIT 1').get(hash, hash) as
+          CelularRow | undefined) ?? null
+      );
+    },
+
+    async listCelulares(clienteId: number): Promise<CelularRow[]> {
+      return stmt(db, 'SELECT * FROM celulares WHERE cliente_id = ? ORDER BY id').all(clienteId) as CelularRow[];
+    },
+
+    async listLineas(afterId: number, limit: number): Promise<Linea[]> {
+      const rows = stmt(
+        db,
+        'SELECT id, numero, gateway_instancia, vinculado FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT ?',
+      ).all(afterId, limit) as Array<Omit<Linea, 'vinculado'> & { vinculado: number }>;
+      return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
+    },
+
+    /** One row per line: a table of phone lines, never of messages, read at most once per metrics cache period. */
+    async lineCounts(): Promise<LineCount[]> {
+      return stmt(db, 'SELECT estado, last_status, COUNT(*) AS n FROM celulares GROUP BY estado, last_status').all() as LineCount[];
+    },
+
+    async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+      const cols = onlyColumns(patch, CELULAR_COLUMNS);
+      const write = () => {
+        if (Object.keys(cols).length > 0) {
+          stmt(db, `UPDATE celulares SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
+        }
+        if (event) journal(db, event);
+      };
+      if (event) await grouped(db, write);
+      else write();
+      return celularById(db, id);
+    },
+
+    async updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+      const cols = onlyColumns(patch, CELULAR_COLUMNS);
+      const applied = await grouped(db, () => {
+        const sets = Object.keys(cols).length > 0 ? `${setClause(cols)}, ` : '';
+        const info = stmt(
+          db,
+          `UPDATE celulares SET ${sets}updated_at = @now
+         WHERE id = @id AND estado = @x_estado AND last_status IS @x_status AND last_status_check IS @x_check`,
+        ).run({ ...cols, now, id, x_estado: expect.estado, x_status: expect.last_status, x_check: expect.last_status_check });
+        if (info.changes === 0) return false;
+        if (event) journal(db, event);
+        return true;
+      });
+      return applied ? celularById(db, id) : null;
+    },
+
+    async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
+      return immediate(db, () => {
+        const info = stmt(db, 'DELETE FROM celulares WHERE id = ?').run(id);
+        if (info.changes === 0) return false;
+        insertAudit(db, audit, now);
+        return true;
+      });
+    },
+    async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {
+      return immediate(db, (): BalanceResult => {
+        const cliente = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as { saldo_global: number } | undefined;
+        if (!cliente) return { ok: false, reason: 'cliente' };
+        let saldoCelular: number | null = null;
+        let resultante: number;
+        if (change.celular_id !== null) {
+          const cel = stmt(db, 'SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?').get(change.celular_id, change.cliente_id) as
+            { saldo_actual: number } | undefined;
+          if (!cel) return { ok: false, reason: 'celular' };
+          const after = balanceAfter(cel.saldo_actual, change.monto);
+          if (!after.ok) return after;
+          resultante = after.resultante;
+          stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(resultante, change.celular_id);
+          saldoCelular = resultante;
+        } else {
+          const after = balanceAfter(cliente.saldo_global, change.monto);
+          if (!after.ok) return after;
+          resultante = after.resultante;
+          stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(resultante, change.cliente_id);
+        }
+        const info = stmt(
+          db,
+          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        ).run(now, change.cliente_id, change.celular_id, change.monto, resultante, change.motivo, change.actor);
+        const saldoGlobal = (
+          stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as {
+            saldo_global: number;
+          }
+        ).saldo_global;
+        return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: Number(info.lastInsertRowid) };
+      });
+    },
+
+    async audit(entry: AuditEntry, now: number): Promise<void> {
+      insertAudit(db, entry, now);
+    },
+
+    async listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]> {
+      const rows = (
+        filter.cliente_id === undefined
+          ? stmt(db, 'SELECT * FROM auditoria ORDER BY id DESC LIMIT ?').all(filter.limit)
+          : stmt(db, 'SELECT * FROM auditoria WHERE cliente_id = ? ORDER BY id DESC LIMIT ?').all(filter.cliente_id, filter.limit)
+      ) as Row[];
+      return rows.map((r) => ({
+        id: Number(r.id),
+        fecha: Number(r.fecha),
+        actor: String(r.actor),
+        accion: String(r.accion),
+        objeto_tipo: String(r.objeto_tipo),
+        objeto_id: r.objeto_id === null ? null : Number(r.objeto_id),
+        cliente_id: r.cliente_id === null ? null : Number(r.cliente_id),
+        detalle: JSON.parse(String(r.detalle)) as Record<string, unknown>,
+      }));
+    },
+  };
+}

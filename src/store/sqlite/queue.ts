@@ -1,0 +1,95 @@
+import type { ClaimResult, QueueStore } from '../../core/ports/queue.js';
+import type Database from 'better-sqlite3';
+import type { SlotClaim } from '../../core/caps.js';
+import type { MensajeRow } from '../../core/ports/model.js';
+import { capHit } from './messages.js';
+import { grouped, immediate, stmt } from './statements.js';
+import { releaseAllEntregaClaims } from './webhooks.js';
+
+/**
+ * The queue in SQLite: the lines' heads, claims with their caps slot, retries,
+ * the direct sends a crash left pending. A claim runs in one IMMEDIATE
+ * transaction.
+ */
+type DB = Database.Database;
+
+/** The lines with a backlog, one index seek each: a skip-scan over the partial queue index. */
+const BACKLOG_LINES = `WITH RECURSIVE lineas(id) AS (
+       SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
+       UNION ALL
+       SELECT (SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > lineas.id)
+       FROM lineas WHERE lineas.id IS NOT NULL
+     )`;
+
+export function queue(db: DB): QueueStore {
+  return {
+    /**
+     * One message per line with a backlog: a skip-scan over the partial queue
+     * index (one index seek per line), so the cost follows the number of lines,
+     * not the number of pending messages.
+     */
+    async queueHeads(): Promise<MensajeRow[]> {
+      return stmt(
+        db,
+        `${BACKLOG_LINES}
+     SELECT m.* FROM lineas
+     JOIN mensajes m ON m.rowid = (SELECT MIN(rowid) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id)
+     WHERE lineas.id IS NOT NULL`,
+      ).all() as MensajeRow[];
+    },
+    /**
+     * The queue's size and age (metrics): a count over the partial queue index,
+     * which holds pending queued messages only, and the oldest of the lines'
+     * heads, found as queueHeads finds them (a head is its line's first by rowid).
+     */
+    async queueDepth(): Promise<{ pending: number; oldest_at: number | null }> {
+      const { n } = stmt(db, "SELECT COUNT(*) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'").get() as { n: number };
+      if (n === 0) return { pending: 0, oldest_at: null };
+      const { t } = stmt(
+        db,
+        `${BACKLOG_LINES}
+     SELECT MIN((SELECT created_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id ORDER BY rowid LIMIT 1)) AS t
+     FROM lineas WHERE lineas.id IS NOT NULL`,
+      ).get() as { t: number | null };
+      return { pending: n, oldest_at: t };
+    },
+    /** Claims a queued message and its send slot together, so a direct send racing it cannot pass a cap with it. */
+    claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
+      return grouped(db, () => {
+        return immediate(db, (): ClaimResult => {
+          const m = stmt(
+            db,
+            "SELECT celular_id FROM mensajes WHERE msg_id = @msgId AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= @now) AND (proximo_intento_at IS NULL OR proximo_intento_at <= @now)",
+          ).get({ msgId, now }) as { celular_id: number } | undefined;
+          if (!m) return { ok: false, reason: 'taken' };
+          const hit = capHit(db, m.celular_id, slot, now);
+          if (hit) return { ok: false, reason: 'cap', ...hit };
+          stmt(db, 'UPDATE mensajes SET lease_until = @until, cupo_at = @until WHERE msg_id = @msgId').run({ until: slot.holdUntil, msgId });
+          return { ok: true };
+        });
+      });
+    },
+    /** Every claim and its slot back (at start: no send of this store is in flight); the webhook deliveries' claims too, as nothing else serves this file. */
+    async releaseLeases(): Promise<number> {
+      releaseAllEntregaClaims(db);
+      return stmt(db, "UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL").run()
+        .changes;
+    },
+    /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
+    async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
+      return stmt(db, "SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < ? ORDER BY cupo_at LIMIT ?").all(
+        before,
+        limit,
+      ) as MensajeRow[];
+    },
+    retryLater(msgId: string, at: number, error: string): Promise<void> {
+      return grouped(db, () => {
+        stmt(
+          db,
+          `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = ?, intentos = intentos + 1, error = ?
+     WHERE msg_id = ? AND estado = 'pendiente'`,
+        ).run(at, error, msgId);
+      });
+    },
+  };
+}
