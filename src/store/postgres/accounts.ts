@@ -45,6 +45,7 @@ async function insertAudit(c: Client | Db, entry: AuditEntry, now: number): Prom
   );
 }
 
+/** The AccountsStore port over one pool. */
 export function accounts(db: Db): AccountsStore {
   return {
     async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {

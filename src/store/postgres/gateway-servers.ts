@@ -12,6 +12,7 @@ import { LOCK, row, rows, type Db } from './db.js';
 const LOADS = `SELECT g.*, (SELECT COUNT(*) FROM celulares c WHERE c.servidor_id = g.id) AS lineas
   FROM gateway_servidores g ORDER BY g.id`;
 
+/** The GatewayServersStore port over one pool. */
 export function gatewayServers(db: Db): GatewayServersStore {
   return {
     async getGatewayServer(id: number): Promise<GatewayServerRow | null> {

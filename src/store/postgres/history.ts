@@ -34,6 +34,7 @@ function totalQuery(f: HistoryFilter, rowsWhere: Where): Query {
   return { sql: `SELECT COUNT(*) AS total FROM mensajes WHERE ${rowsWhere.where}`, params: rowsWhere.params };
 }
 
+/** MessagesStore's history page over one pool. */
 export function history(db: Db): Pick<MessagesStore, 'listMensajes'> {
   return {
     async listMensajes(f: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {

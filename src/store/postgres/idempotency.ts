@@ -38,6 +38,7 @@ export async function bindKey(c: Client, idem: IdemBinding, accepted: AcceptedMe
   );
 }
 
+/** MessagesStore's Idempotency-Key methods over one pool (the binding itself is made inside acceptMensaje). */
 export function idempotency(db: Db): Pick<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease'> {
   return {
     async idemGet(clienteId: number, clave: string, now: number): Promise<IdemRow | null> {

@@ -46,6 +46,7 @@ export async function insertRecibido(c: Client, r: NewRecibido, now: number): Pr
   );
 }
 
+/** MessagesStore's inbox methods over one pool (the insert is made inside journalInbound). */
 export function inbox(db: Db): Pick<MessagesStore, 'listRecibidos' | 'purgeRecibidos'> {
   return {
     async listRecibidos(f: InboxFilter): Promise<{ total: number; rows: RecibidoRow[] }> {

@@ -201,6 +201,7 @@ async function applyReceipt(c: Client, celularId: number, gid: string, estado: R
 /** What this module serves of MessagesStore; Idempotency-Keys, the inbox and the history have their own modules. */
 export type MessagesOwn = Omit<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease' | 'listRecibidos' | 'purgeRecibidos' | 'listMensajes'>;
 
+/** MessagesStore's own methods over one pool: acceptance, state changes, receipts, the journal. */
 export function messages(db: Db): MessagesOwn {
   return {
     async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {

@@ -47,6 +47,7 @@ async function liveEscuchas(q: Queryable, clienteId: number, now: number): Promi
   return (r.rows as StoredEscucha[]).map(escuchaOf);
 }
 
+/** The WebhooksStore port over one pool. */
 export function webhooks(db: Db): WebhooksStore {
   return {
     async getWebhook(clienteId: number): Promise<WebhookConfig | null> {

@@ -58,6 +58,7 @@ function insertAudit(db: DB, entry: AuditEntry, now: number): void {
   ).run(now, entry.actor, entry.accion, entry.objeto_tipo, entry.objeto_id, entry.cliente_id, JSON.stringify(entry.detalle));
 }
 
+/** The AccountsStore port over one connection. */
 export function accounts(db: DB): AccountsStore {
   return {
     async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {

@@ -20,6 +20,7 @@ function listServers(db: Database.Database): GatewayServerLoad[] {
   return stmt(db, LOADS).all() as GatewayServerLoad[];
 }
 
+/** The GatewayServersStore port over one connection. */
 export function gatewayServers(db: Database.Database): GatewayServersStore {
   return {
     async getGatewayServer(id: number): Promise<GatewayServerRow | null> {

@@ -31,6 +31,7 @@ function totalSql(f: HistoryFilter, where: string): string {
   return `SELECT COUNT(*) AS total FROM mensajes WHERE ${where}`;
 }
 
+/** MessagesStore's history page over one connection. */
 export function history(db: Database.Database): Pick<MessagesStore, 'listMensajes'> {
   return {
     async listMensajes(f: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {

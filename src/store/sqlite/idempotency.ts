@@ -32,6 +32,7 @@ export function bindKey(db: DB, idem: IdemBinding, accepted: AcceptedMensaje, no
   stmt(db, 'DELETE FROM idempotencia WHERE rowid IN (SELECT rowid FROM idempotencia WHERE expira_at <= ? LIMIT ?)').run(now, IDEM_PURGE_BATCH);
 }
 
+/** MessagesStore's Idempotency-Key methods over one connection (the binding itself is made inside acceptMensaje). */
 export function idempotency(db: DB): Pick<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease'> {
   return {
     async idemGet(clienteId: number, clave: string, now: number): Promise<IdemRow | null> {

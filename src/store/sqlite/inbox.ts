@@ -44,6 +44,7 @@ function totalSql(f: InboxFilter, index: string, where: string): string {
   return `SELECT COUNT(*) AS total FROM recibidos INDEXED BY ${index} WHERE ${where}`;
 }
 
+/** MessagesStore's inbox methods over one connection (the insert is made inside journalInbound). */
 export function inbox(db: DB): Pick<MessagesStore, 'listRecibidos' | 'purgeRecibidos'> {
   return {
     async listRecibidos(f: InboxFilter): Promise<{ total: number; rows: RecibidoRow[] }> {

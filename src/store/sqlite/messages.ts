@@ -19,8 +19,9 @@ import { insertRecibido } from './inbox.js';
 import { bindKey, keyTaken } from './idempotency.js';
 
 /**
- * Messages in SQLite: acceptance with its charge, the queue's claims, state
- * changes with refunds. Each function that changes more than one row runs in
+ * Messages in SQLite: acceptance with its charge (and a direct send's caps
+ * slot), state changes with refunds, receipts, the journal (the queue's claims
+ * are queue.ts). Each function that changes more than one row runs in
  * one IMMEDIATE transaction.
  */
 type DB = Database.Database;
@@ -164,6 +165,7 @@ function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, 
 /** What this module serves of MessagesStore; Idempotency-Keys, the inbox and the history have their own modules. */
 export type MessagesOwn = Omit<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease' | 'listRecibidos' | 'purgeRecibidos' | 'listMensajes'>;
 
+/** MessagesStore's own methods over one connection: acceptance, state changes, receipts, the journal. */
 export function messages(db: DB): MessagesOwn {
   return {
     async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
@@ -258,11 +260,6 @@ export function messages(db: DB): MessagesOwn {
     failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null> {
       return grouped(db, () => failMensaje(db, msgId, error, now));
     },
-    /**
-     * Moves a sent message forward (`entregado`, `leido`; never backwards) or ends
-     * it in `error` (refunded) when the network reports a failure after accepting
-     * it. A receipt for a gateway id not recorded yet is parked for markSent.
-     */
     receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
       return grouped(db, () => receipt(db, celularId, gid, estado, now, error));
     },

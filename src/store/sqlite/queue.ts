@@ -21,6 +21,7 @@ const BACKLOG_LINES = `WITH RECURSIVE lineas(id) AS (
        FROM lineas WHERE lineas.id IS NOT NULL
      )`;
 
+/** The QueueStore port over one connection. */
 export function queue(db: DB): QueueStore {
   return {
     /**

@@ -56,6 +56,7 @@ function liveEscuchas(db: DB, clienteId: number, now: number): EscuchaRow[] {
   return rows.map(escuchaOf);
 }
 
+/** The WebhooksStore port over one connection. */
 export function webhooks(db: DB): WebhooksStore {
   return {
     async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
