@@ -51,7 +51,8 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'slow', include: SLOW },
+        // Children (serve, the binary, terminals) start slowly on a loaded machine: a test's own waits bound it.
+        test: { name: 'slow', include: SLOW, testTimeout: 120_000 },
       },
       {
         extends: true,

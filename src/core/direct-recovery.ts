@@ -1,7 +1,7 @@
 import type { Core } from './context.js';
 import { publishMessageStatus } from './message-events.js';
 import type { AcceptedMedia } from './ports/media.js';
-import type { MensajePayload, MensajeRow } from './ports/model.js';
+import type { ErrorClase, MensajePayload, MensajeRow } from './ports/model.js';
 
 /**
  * Direct sends a crash (or a failed write after the gateway answered) left
@@ -79,13 +79,13 @@ async function resolveOne(core: Core, m: MensajeRow): Promise<'sent' | 'failed'>
       if (after) publishMessageStatus(core, after, 'pendiente');
       return 'sent';
     }
-    return fail(core, m, REASON_NOT_SENT);
+    return fail(core, m, REASON_NOT_SENT, 'no_enviado');
   }
-  return fail(core, m, REASON_UNKNOWN);
+  return fail(core, m, REASON_UNKNOWN, 'incierto');
 }
 
-async function fail(core: Core, m: MensajeRow, reason: string): Promise<'failed'> {
-  const after = await core.store.failMensaje(m.msg_id, reason, core.clock.now());
+async function fail(core: Core, m: MensajeRow, reason: string, clase: ErrorClase): Promise<'failed'> {
+  const after = await core.store.failMensaje(m.msg_id, reason, clase, core.clock.now());
   if (after) publishMessageStatus(core, after, 'pendiente');
   return 'failed';
 }

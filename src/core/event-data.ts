@@ -14,6 +14,7 @@ export function messageStatusData(m: MensajeRow, estadoAnterior: string | null, 
     estado_anterior: estadoAnterior,
     gateway_msg_id: m.gateway_msg_id,
     error: m.error,
+    error_clase: m.error_clase,
     fecha: iso(at),
   };
 }

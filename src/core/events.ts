@@ -26,6 +26,8 @@ export interface MessageStatusEvent {
   estado_anterior: string | null;
   gateway_msg_id: string | null;
   error: string | null;
+  /** With estado error: its class (core/failure-class.ts); null otherwise. */
+  error_clase: string | null;
   fecha: string;
 }
 

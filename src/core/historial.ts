@@ -29,6 +29,8 @@ export const MENSAJE_FIELDS = [
   'enviado_at',
   'entregado_at',
   'leido_at',
+  // Added after the fields of docs/design.md §8: last, so CSV columns keep their places.
+  'error_clase',
 ] as const;
 export const POR_PAGINA_DEFAULT = 50;
 export const POR_PAGINA_MAX = 500;
@@ -64,6 +66,7 @@ export function mensajeView(m: MensajeRow) {
     enviado_at: at(m.enviado_at),
     entregado_at: at(m.entregado_at),
     leido_at: at(m.leido_at),
+    error_clase: m.error_clase,
   };
 }
 

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Core } from './context.js';
-import { REASON_NOT_SENT } from './direct-recovery.js';
 import { AppError, errorBody, fail } from './errors.js';
 import type { IdemAnswer, IdemRow } from './ports/messages.js';
 import type { MensajeRow } from './ports/model.js';
@@ -107,17 +106,18 @@ export async function priorAnswer<Accepted, Result>(
   if (m.enviado_at !== null && m.gateway_msg_id) {
     return { status: 200, body: how.render(how.sent(JSON.parse(row.body) as Accepted, m.gateway_msg_id)) };
   }
-  // Ended in error with no answer kept: refused for good says so (422/704), and so does a send a crash
-  // stopped before the network (502/700); otherwise it may have gone (a crash mid-send, a failure whose
+  // Ended in error with no answer kept, told by its class (core/failure-class.ts): refused for good says
+  // so (422/704), and so does a send that never reached the network, as when a crash stopped it (502/700); otherwise it may have gone (a crash mid-send, a failure whose
   // answer was not kept), so the outcome is unknown (502/705). The key stays bound either way.
   const saldo = (await core.store.getCelular(m.celular_id))?.saldo_actual ?? null;
   const reason = m.error ?? 'unknown';
   const said = `the direct send bound to this Idempotency-Key (msg_id ${m.msg_id}) ended in error: ${reason} (the charge was refunded)`;
-  const err = reason.startsWith(REFUSED_FOR_GOOD)
-    ? new AppError('GATEWAY_REFUSED', `${said}; sending it again will fail again`, { saldo })
-    : reason === REASON_NOT_SENT
-      ? new AppError('GATEWAY_ERROR', `${said}; nothing was sent; send it again with a new Idempotency-Key`, { saldo })
-      : uncertainSend(`the direct send bound to this Idempotency-Key ended in error: ${reason}`, m.msg_id, saldo);
+  const err =
+    m.error_clase === 'rechazado'
+      ? new AppError('GATEWAY_REFUSED', `${said}; sending it again will fail again`, { saldo })
+      : m.error_clase === 'no_enviado'
+        ? new AppError('GATEWAY_ERROR', `${said}; nothing was sent; send it again with a new Idempotency-Key`, { saldo })
+        : uncertainSend(`the direct send bound to this Idempotency-Key ended in error: ${reason}`, m.msg_id, saldo);
   return { status: err.status, body: errorBody(err) };
 }
 
@@ -133,7 +133,7 @@ export interface PendingSender {
   recover(m: MensajeRow): Promise<void>;
 }
 
-/** How the recorded reason of a direct send the gateway refused for good begins. */
+/** How the recorded reason of a send the gateway refused for good begins, for people (code reads `error_clase`). */
 export const REFUSED_FOR_GOOD = 'refused for good: ';
 
 /** A direct send that may have gone (502/705): what the client can and cannot learn, and what a new send risks. */

@@ -9,8 +9,9 @@ import type { NodePresence } from './node-presence.js';
 import { outbound } from './outbound.js';
 import { GatewayFailure } from './ports/gateway.js';
 import type { AcceptedMedia } from './ports/media.js';
-import type { MensajePayload, MensajeRow } from './ports/model.js';
+import type { ErrorClase, MensajePayload, MensajeRow } from './ports/model.js';
 import { REFUSED_FOR_GOOD } from './idempotency.js';
+import { failureClase } from './failure-class.js';
 import { backoffMs, type Backoff } from './backoff.js';
 
 /** Transient failures are retried after the base (5 s), then twice as long each time up to 120 times it (10 min), until the TTL. */
@@ -154,8 +155,8 @@ export class QueueWorker {
     return gapMinMs + Math.floor(this.core.random() * (gapMaxMs - gapMinMs + 1));
   }
 
-  private async end(m: MensajeRow, error: string): Promise<void> {
-    const after = await this.core.store.failMensaje(m.msg_id, error, this.core.clock.now());
+  private async end(m: MensajeRow, error: string, clase: ErrorClase): Promise<void> {
+    const after = await this.core.store.failMensaje(m.msg_id, error, clase, this.core.clock.now());
     if (after) publishMessageStatus(this.core, after, m.estado);
     await this.dropFile(m);
   }
@@ -169,9 +170,9 @@ export class QueueWorker {
     const { core } = this;
     const now = core.clock.now();
     const hold = (ms: number) => this.notBefore.set(m.celular_id, { until: now + ms, recheck: this.core.clock.ticks() + this.core.config.queue.recheckMs });
-    if (m.expira_at !== null && now >= m.expira_at) return this.end(m, 'expired: not sent within the queue TTL');
+    if (m.expira_at !== null && now >= m.expira_at) return this.end(m, 'expired: not sent within the queue TTL', 'no_enviado');
     const celular = await core.store.getCelular(m.celular_id);
-    if (!celular) return this.end(m, 'the celular was deleted');
+    if (!celular) return this.end(m, 'the celular was deleted', 'no_enviado');
     const cliente = await core.store.getCliente(celular.cliente_id);
     // A suspended client or a line that is not active waits (until the TTL), as a person would.
     if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia)
@@ -216,8 +217,9 @@ export class QueueWorker {
           : (backoffMs(queueBackoff(queue.retryMs), m.intentos + 1, core.random) ?? queue.retryMs);
       const at = core.clock.now() + wait;
       // Said as a direct send's is, so the history reads the same whichever way a refusal came.
-      if (kind === 'permanent') await this.end(m, (err as GatewayFailure).mayHaveSent ? reason : `${REFUSED_FOR_GOOD}${reason}`);
-      else if (m.expira_at !== null && at >= m.expira_at) await this.end(m, `expired after retries: ${reason}`);
+      const clase = failureClase(err);
+      if (kind === 'permanent') await this.end(m, clase === 'rechazado' ? `${REFUSED_FOR_GOOD}${reason}` : reason, clase);
+      else if (m.expira_at !== null && at >= m.expira_at) await this.end(m, `expired after retries: ${reason}`, clase);
       else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
       if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });
     }

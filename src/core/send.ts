@@ -17,6 +17,7 @@ import {
   type Replayer,
 } from './idempotency.js';
 import { recoverOne } from './direct-recovery.js';
+import { failureClase } from './failure-class.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from './media.js';
 export type { MediaTipo };
@@ -416,15 +417,16 @@ async function sendNow(
     if (err instanceof AppError) throw err;
     const reason = err instanceof Error ? err.message : String(err);
     // The recorded reason says a refusal for good, so a key whose answer was not kept is answered 422/704 again (core/idempotency.ts).
-    const after = await core.store.failMensaje(msgId, refusedForGood(err) ? `${REFUSED_FOR_GOOD}${reason}` : reason, core.clock.now());
+    const clase = failureClase(err);
+    const after = await core.store.failMensaje(msgId, clase === 'rechazado' ? `${REFUSED_FOR_GOOD}${reason}` : reason, clase, core.clock.now());
     if (after) publishMessageStatus(core, after, 'pendiente');
     const saldo = (await core.store.getCelular(celular.id))?.saldo_actual ?? null;
     const refusal = gatewayRefusal(err, reason, msgId, saldo);
     // Provably never sent (refused as rate-limited, or the gateway never reached): a retry under the key
     // may send. Anything else may have reached the recipient, or will be refused again: the key keeps this answer.
-    const unsent = err instanceof GatewayFailure && (err.kind === 'rate_limited' || (err.kind === 'transient' && !err.mayHaveSent));
+    const unsent = clase === 'no_enviado';
     // Nothing reached the recipient (unsent, or refused for good): retries of it never trip duplicate protection.
-    if (unsent || refusedForGood(err)) await quietly(uncount());
+    if (unsent || clase === 'rechazado') await quietly(uncount());
     if (key) {
       await quietly(
         unsent ? core.store.idemRelease(key.cliente_id, key.clave, msgId) : core.store.idemFinish(key.cliente_id, key.clave, msgId, keptRefusal(refusal)),
@@ -435,7 +437,6 @@ async function sendNow(
 }
 
 /** A failure that proves the message was refused and never went (a retry fails again). */
-const refusedForGood = (err: unknown) => err instanceof GatewayFailure && err.kind === 'permanent' && !err.mayHaveSent;
 
 /**
  * A direct send's gateway failure as its answer: rate-limited (429), refused

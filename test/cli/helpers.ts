@@ -229,7 +229,7 @@ export function fields(stdout: string): Record<string, string> {
 }
 
 /** Resolves with everything read so far once `stream` has produced text matching `re`. */
-export function waitForText(stream: NodeJS.ReadableStream | null | undefined, re: RegExp, timeoutMs = 15_000): Promise<string> {
+export function waitForText(stream: NodeJS.ReadableStream | null | undefined, re: RegExp, timeoutMs = 60_000): Promise<string> {
   if (!stream) return Promise.reject(new Error('no stream'));
   return new Promise((resolve, reject) => {
     let seen = '';

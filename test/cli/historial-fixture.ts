@@ -69,7 +69,7 @@ export async function seedHistory(s: TestServer): Promise<History> {
     );
     expect(r.ok).toBe(true);
     const gid = `gw-${msg_id}`;
-    if (o.estado === 'error') await store.failMensaje(msg_id, 'rechazado, "sin" WhatsApp', o.at + 1000);
+    if (o.estado === 'error') await store.failMensaje(msg_id, 'rechazado, "sin" WhatsApp', 'rechazado', o.at + 1000);
     else if (o.estado !== 'pendiente') {
       await store.markSent(msg_id, gid, o.at + 1000);
       if (o.estado !== 'enviado') await store.receipt(o.celular_id, gid, 'entregado', o.at + 2000);

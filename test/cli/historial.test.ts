@@ -25,6 +25,7 @@ const CSV_COLUMNS = [
   'enviado_at',
   'entregado_at',
   'leido_at',
+  'error_clase',
 ];
 
 let s: TestServer;

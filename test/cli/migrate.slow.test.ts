@@ -168,7 +168,7 @@ async function install(): Promise<Installation> {
     const estado = i % 4 === 0 ? ESTADOS[1 + (i % 3)]! : ESTADOS[i % 5]!;
     if (estado === 'pendiente') continue;
     if (estado === 'error') {
-      await s.failMensaje(msgId, 'gateway said no', at + 1000);
+      await s.failMensaje(msgId, 'gateway said no', 'rechazado', at + 1000);
       continue;
     }
     await s.markSent(msgId, `gw-${i}`, at + 1000);

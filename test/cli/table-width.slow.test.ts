@@ -52,7 +52,7 @@ beforeAll(async () => {
       clock.now() + i,
     );
     expect(r.ok).toBe(true);
-    if (i === 0) await store.failMensaje(msg_id, ERROR, clock.now() + 100);
+    if (i === 0) await store.failMensaje(msg_id, ERROR, 'rechazado', clock.now() + 100);
   }
 });
 afterAll(async () => {

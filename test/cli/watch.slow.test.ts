@@ -98,7 +98,8 @@ describe('celular qr --wait across a server restart', () => {
     expect(stderr.split('server unreachable, retrying…').length - 1).toBe(1);
     expect(stderr).toContain('reconnected');
     await stop(i.server);
-  });
+    // Its own waits bound it (two server starts, a restart and the watch on a loaded machine).
+  }, 120_000);
 });
 
 describe('a watch whose deadline passes exits 11', () => {

@@ -27,12 +27,13 @@ for (const adapter of ADAPTERS) {
       const b = msg();
       expect(await ctx.store.acceptMensaje(b, opts, 7)).toMatchObject({ ok: true, saldo_global: 1 });
       // A send recorded meanwhile is not failed by a send-side failure (another node's recovery): it stays sent and charged.
-      expect(await ctx.store.failMensaje(a.msg_id, 'x', 8)).toBeNull();
+      expect(await ctx.store.failMensaje(a.msg_id, 'x', 'rechazado', 8)).toBeNull();
       expect(await ctx.store.getMensaje(a.msg_id)).toMatchObject({ estado: 'enviado', cobrado: 1 });
       expect((await ctx.store.getCliente(c.id))?.saldo_global).toBe(1);
-      const failed = await ctx.store.failMensaje(b.msg_id, 'x', 8);
+      const failed = await ctx.store.failMensaje(b.msg_id, 'x', 'no_enviado', 8);
+      expect(failed).toMatchObject({ estado: 'error', error: 'x', error_clase: 'no_enviado' });
       expect(failed).toMatchObject({ estado: 'error', cobrado: 0 });
-      expect(await ctx.store.failMensaje(b.msg_id, 'x', 9)).toBeNull();
+      expect(await ctx.store.failMensaje(b.msg_id, 'x', 'rechazado', 9)).toBeNull();
       expect((await ctx.store.getCliente(c.id))?.saldo_global).toBe(2);
     });
 
@@ -57,7 +58,7 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t) }, t)).toMatchObject({ ok: false, reason: 'cap' });
       // The direct send is made at t+10: it counts from then; the queued one fails for good and frees its slot.
       await ctx.store.markSent(d1.msg_id, 'G1', t + 10);
-      await ctx.store.failMensaje(q1.msg_id, 'refused', t + 20);
+      await ctx.store.failMensaje(q1.msg_id, 'refused', 'rechazado', t + 20);
       expect(await ctx.store.claimQueued(q2.msg_id, slot(t + 30), t + 30)).toEqual({ ok: true });
       expect(await ctx.store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t + 40) }, t + 40)).toMatchObject({
         ok: false,
@@ -82,7 +83,7 @@ for (const adapter of ADAPTERS) {
         ids.push(m.msg_id);
       }
       for (const [i, id] of ids.entries()) {
-        if (i % 4 === 3) await ctx.store.failMensaje(id, 'refused', 3000);
+        if (i % 4 === 3) await ctx.store.failMensaje(id, 'refused', 'rechazado', 3000);
         else if (i % 4 !== 0) await ctx.store.markSent(id, `G${i}`, 3000);
       }
       await ctx.store.receipt(a.celular.id, 'G1', 'entregado', 4000);
@@ -177,9 +178,9 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.queueDepth()).toEqual({ pending: 3, oldest_at: 1500 });
       await ctx.store.markSent(b1.msg_id, 'G-b1', 3001);
       expect(await ctx.store.queueDepth()).toEqual({ pending: 2, oldest_at: 2000 });
-      await ctx.store.failMensaje(a1.msg_id, 'x', 3002);
+      await ctx.store.failMensaje(a1.msg_id, 'x', 'rechazado', 3002);
       expect(await ctx.store.queueDepth()).toEqual({ pending: 1, oldest_at: 2500 });
-      await ctx.store.failMensaje(a2.msg_id, 'x', 3003);
+      await ctx.store.failMensaje(a2.msg_id, 'x', 'rechazado', 3003);
       expect(await ctx.store.queueDepth()).toEqual({ pending: 0, oldest_at: null });
     });
 
@@ -196,7 +197,7 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.strandedDirect(Number.MAX_SAFE_INTEGER, 10)).map((m) => m.msg_id)).toEqual([d1.msg_id, d2.msg_id]);
       expect((await ctx.store.strandedDirect(Number.MAX_SAFE_INTEGER, 1)).map((m) => m.msg_id)).toEqual([d1.msg_id]);
       await ctx.store.markSent(d1.msg_id, 'G-d1', 4000);
-      await ctx.store.failMensaje(d2.msg_id, 'refused', 4000);
+      await ctx.store.failMensaje(d2.msg_id, 'refused', 'rechazado', 4000);
       expect(await ctx.store.strandedDirect(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
     });
 
@@ -211,7 +212,7 @@ for (const adapter of ADAPTERS) {
       expect(
         await ctx.store.deleteCelular(a.id, { actor: 'op', accion: 'borrar', objeto_tipo: 'celular', objeto_id: a.id, cliente_id: c.id, detalle: {} }, 2500),
       ).toBe(true);
-      expect(await ctx.store.failMensaje(withFile.msg_id, 'line deleted', 3000)).toMatchObject({ estado: 'error', cobrado: 0 });
+      expect(await ctx.store.failMensaje(withFile.msg_id, 'line deleted', 'rechazado', 3000)).toMatchObject({ estado: 'error', cobrado: 0 });
       expect((await ctx.store.getCliente(c.id))!.saldo_global).toBe(saldo + 1);
       expect(await ctx.store.pendingFiles()).toEqual([]);
     });

@@ -53,7 +53,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     // Both nodes now send, fail (with refunds) and top up the same client and line at once: no deadlock, and the money adds up.
     const accepted = batch.filter((_, i) => results[i]!.ok);
     await Promise.all([
-      ...accepted.map((m, i) => (i % 3 === 0 ? a.failMensaje(m.msg_id, 'refused', 100) : b.markSent(m.msg_id, `G${i}`, 100))),
+      ...accepted.map((m, i) => (i % 3 === 0 ? a.failMensaje(m.msg_id, 'refused', 'rechazado', 100) : b.markSent(m.msg_id, `G${i}`, 100))),
       ...accepted.filter((_, i) => i % 3 === 1).map((_, i) => (i % 2 ? a : b).receipt(l.cel.id, `G${3 * i + 1}`, 'error', 101, 'lost')),
       ...Array.from({ length: 10 }, (_, i) =>
         (i % 2 ? a : b).changeBalance({ cliente_id: l.clienteId, celular_id: i % 4 ? null : l.cel.id, monto: 2, motivo: 'recarga', actor: 'op' }, 102),

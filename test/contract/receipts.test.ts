@@ -140,7 +140,10 @@ for (const adapter of ADAPTERS) {
       await journal(12);
 
       const r = await ctx.store.receipt(l.celularId, 'G-err', 'error', 13, 'recipient unreachable');
-      expect(r).toMatchObject({ before: { estado: 'enviado' }, after: { msg_id: id, estado: 'error', error: 'recipient unreachable', cobrado: 0 } });
+      expect(r).toMatchObject({
+        before: { estado: 'enviado' },
+        after: { msg_id: id, estado: 'error', error: 'recipient unreachable', error_clase: 'fallido', cobrado: 0 },
+      });
       expect(await saldo(l.clienteId)).toBe(5);
       expect((await journal(14)).map((e) => [e.evento, e.data.estado_anterior, e.data.estado, e.data.error])).toEqual([
         ['message.status', 'enviado', 'error', 'recipient unreachable'],
@@ -149,7 +152,7 @@ for (const adapter of ADAPTERS) {
       // Repeats change nothing: no second refund, and error is final.
       expect(await ctx.store.receipt(l.celularId, 'G-err', 'error', 15, 'again')).toBeNull();
       expect(await ctx.store.receipt(l.celularId, 'G-err', 'entregado', 16)).toBeNull();
-      expect(await ctx.store.failMensaje(id, 'again', 17)).toBeNull();
+      expect(await ctx.store.failMensaje(id, 'again', 'rechazado', 17)).toBeNull();
       expect(await saldo(l.clienteId)).toBe(5);
       expect(await journal(18)).toEqual([]);
       // Movimientos since the top-up: the charge, the refund, and this probe.

@@ -242,6 +242,7 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
         ]),
       );
       const twice = [...seen].filter(([, sends]) => sends.length > 1);
+      let takenOverTwice = 0;
       for (const [text, sends] of twice) {
         const what = JSON.stringify({
           intentos: intentos.get(text),
@@ -253,8 +254,11 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
         const [a, b] = sends as [FakeMessage, FakeMessage];
         const takenOver = sender(a) === KILLED && sender(b) !== undefined && sender(b) !== KILLED && b.at >= takeoverAt;
         expect(retried || takenOver, `${text} sent twice, neither after a failed attempt nor by the dead node then after its takeover: ${what}`).toBe(true);
+        if (!retried) takenOverTwice += 1;
       }
-      expect(twice.length).toBeLessThanOrEqual(LINES);
+      // The dead node had at most one send in flight per line. (A retry after an attempt that timed out is
+      // the queue's documented at-least-once, and a loaded machine makes more of them: not bounded here.)
+      expect(takenOverTwice).toBeLessThanOrEqual(LINES);
 
       // Per line: sent in arrival order (the order the fake took them in: one send per line at a time),
       // at least the smallest gap apart. The gap runs from one send's record to the next one's claim, so

@@ -359,7 +359,8 @@ describe('the served document, serialised once', () => {
     served.setYaml(yaml.stringify);
     const first = served.bytes('json', 'http://h0');
     expect(served.bytes('json', 'http://h0')).toBe(first); // the same bytes, not a copy
-    for (let i = 1; i < 200; i++) {
+    // Three times the cap: every slot but h0's is evicted twice over.
+    for (let i = 1; i < SERVED_CACHE_MAX * 3; i++) {
       const url = `http://h${i}`;
       expect(served.bytes(i % 2 ? 'json' : 'yaml', url).toString(), url).toBe(i % 2 ? JSON.stringify(naming(url)) : yaml.stringify(naming(url)));
       // h0 used again each time: never the least recently used, never evicted.

@@ -78,6 +78,7 @@ describe('direct sends a crash left pending', () => {
     expect(sent.cobrado).toBe(1);
     const failed = await waitEstado(s, never, 'error');
     expect(failed.error).toBe(REASON_NOT_SENT);
+    expect(failed.error_clase).toBe('no_enviado');
     expect(failed.cobrado).toBe(0);
     expect(await saldos(s, line)).toMatchObject({ global: 9 });
     // The ledger says the same: two charges, one refund.
@@ -105,7 +106,7 @@ describe('direct sends a crash left pending', () => {
     (s.clock as ManualClock).advance(2 * s.core.config.queue.leaseMs + 1);
     expect(await s.recovery.run()).toEqual({ sent: 0, failed: 1, deferred: 0 });
     const m = (await s.core.store.getMensaje(msgId))!;
-    expect(m).toMatchObject({ estado: 'error', error: REASON_UNKNOWN, cobrado: 0 });
+    expect(m).toMatchObject({ estado: 'error', error: REASON_UNKNOWN, error_clase: 'incierto', cobrado: 0 });
     expect(await saldos(s, line)).toMatchObject({ global: 5 });
   });
 

@@ -22,6 +22,7 @@ const RECORD_KEYS = [
   'entregado_at',
   'enviado_at',
   'error',
+  'error_clase',
   'estado',
   'gateway_msg_id',
   'leido_at',
@@ -89,7 +90,7 @@ async function seedMensaje(s: TestServer, o: SeedInput): Promise<Seed> {
   const gid = `gw-${msg_id}`;
   if (o.estado === 'error') {
     clock.advance(1000);
-    expect(await store.failMensaje(msg_id, 'el número no existe', clock.now())).not.toBeNull();
+    expect(await store.failMensaje(msg_id, 'el número no existe', 'rechazado', clock.now())).not.toBeNull();
   } else if (o.estado !== 'pendiente') {
     clock.advance(1000);
     expect(await store.markSent(msg_id, gid, clock.now())).not.toBeNull();

@@ -457,12 +457,15 @@ describe("an answer lost mid-send (a crash, a failed write) is the message's", (
   });
 
   it.each([
-    ['outcome unknown (a crash mid-send)', REASON_UNKNOWN, 502, 705],
-    ['stopped before the network', REASON_NOT_SENT, 502, 700],
-    ['refused for good', 'refused for good: 5215500000001 is not on WhatsApp', 422, 704],
+    ['outcome unknown (a crash mid-send)', REASON_UNKNOWN, 'incierto', 502, 705],
+    ['stopped before the network', REASON_NOT_SENT, 'no_enviado', 502, 700],
+    ['refused for good', 'refused for good: 5215500000001 is not on WhatsApp', 'rechazado', 422, 704],
+    // The class decides, never the wording.
+    ['unknown, whatever its text says', 'refused for good? not sent? who knows', 'incierto', 502, 705],
+    ['refused for good in other words', 'el número no existe', 'rechazado', 422, 704],
   ] as const)(
     'one that ended in error with no answer kept stays bound: %s is answered %s/%s naming it, nothing sent again',
-    async (_what, reason, status, codigo) => {
+    async (_what, reason, clase, status, codigo) => {
       const L = await linkedLine(s, { saldo: 10 });
       const key = newKey();
       const body = { destinatario: numeroNuevo(), mensaje: uniqueText(), directo: 1 };
@@ -473,7 +476,7 @@ describe("an answer lost mid-send (a crash, a failed write) is the message's", (
         L.clienteId,
         key,
       );
-      db.prepare("UPDATE mensajes SET estado = 'error', enviado_at = NULL, error = ? WHERE msg_id = ?").run(reason, first.body.msg_id);
+      db.prepare("UPDATE mensajes SET estado = 'error', enviado_at = NULL, error = ?, error_clase = ? WHERE msg_id = ?").run(reason, clase, first.body.msg_id);
       const r = await keyed(s, L, TEXT, key, body);
       expectError(r, status, codigo);
       expect(r.body.error).toContain(first.body.msg_id);
@@ -491,7 +494,7 @@ describe("an answer lost mid-send (a crash, a failed write) is the message's", (
     const body = { destinatario: dead, mensaje: uniqueText(), directo: 1 };
     expectError(await keyed(s, L, TEXT, key, body), 422, 704);
     const [m] = await historial(s, L);
-    expect(m).toMatchObject({ estado: 'error', error: 'refused for good: no existe en la red' });
+    expect(m).toMatchObject({ estado: 'error', error: 'refused for good: no existe en la red', error_clase: 'rechazado' });
     (s.core.store as SqliteStore).db.prepare('UPDATE idempotencia SET status = NULL WHERE cliente_id = ? AND clave = ?').run(L.clienteId, key);
     const r = await keyed(s, L, TEXT, key, body);
     expectError(r, 422, 704);

@@ -184,9 +184,15 @@ describe('the rules, on a bus of their own', () => {
       gateway_msg_id: null,
       fecha: '',
     };
-    bus.publish('message.status', { ...m, estado: 'enviado', estado_anterior: 'pendiente', error: null });
-    bus.publish('message.status', { ...m, estado: 'error', estado_anterior: 'enviado', error: 'jid 5215512345678@s.whatsapp.net not found' });
-    bus.publish('message.status', { ...m, estado: 'error', estado_anterior: 'error', error: 'again' });
+    bus.publish('message.status', { ...m, estado: 'enviado', estado_anterior: 'pendiente', error: null, error_clase: null });
+    bus.publish('message.status', {
+      ...m,
+      estado: 'error',
+      estado_anterior: 'enviado',
+      error: 'jid 5215512345678@s.whatsapp.net not found',
+      error_clase: 'fallido',
+    });
+    bus.publish('message.status', { ...m, estado: 'error', estado_anterior: 'error', error: 'again', error_clase: 'fallido' });
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
       level: 'info',

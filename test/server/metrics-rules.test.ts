@@ -25,6 +25,7 @@ describe('metrics: what the bus events count', () => {
     estado_anterior: 'pendiente',
     gateway_msg_id: 'G1',
     error: null,
+    error_clase: null,
     fecha: '',
   };
 

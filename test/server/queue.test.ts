@@ -122,6 +122,7 @@ describe('order, independence and events (gap 0)', () => {
         'cliente_id',
         'destinatario',
         'error',
+        'error_clase',
         'estado',
         'estado_anterior',
         'fecha',
@@ -130,7 +131,16 @@ describe('order, independence and events (gap 0)', () => {
         'msg_id',
         'tipo',
       ]);
-      expect(e).toMatchObject({ msg_id: id, celular_id: L.celularId, cliente_id: L.clienteId, destinatario: DEST, tipo: 'texto', modo: 'cola', error: null });
+      expect(e).toMatchObject({
+        msg_id: id,
+        celular_id: L.celularId,
+        cliente_id: L.clienteId,
+        destinatario: DEST,
+        tipo: 'texto',
+        modo: 'cola',
+        error: null,
+        error_clase: null,
+      });
       expect(e.fecha).toMatch(ISO);
     }
     expect(evs[0]!.gateway_msg_id).toBeNull();
@@ -177,9 +187,9 @@ describe('order, independence and events (gap 0)', () => {
     const r = await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText(), directo: 1 });
     expectError(r, 422, 704);
     const id = /msg_id ([0-9a-f-]{36})/.exec(r.body.error)![1]!;
-    expect(of(id).map((e) => [e.estado_anterior, e.estado, e.error])).toEqual([
-      [null, 'pendiente', null],
-      ['pendiente', 'error', 'refused for good: numero inexistente'],
+    expect(of(id).map((e) => [e.estado_anterior, e.estado, e.error, e.error_clase])).toEqual([
+      [null, 'pendiente', null, null],
+      ['pendiente', 'error', 'refused for good: numero inexistente', 'rechazado'],
     ]);
   });
 
@@ -191,6 +201,7 @@ describe('order, independence and events (gap 0)', () => {
     expectOk(r, { modo: 'cola' });
     const m = await waitEstado(s, r.body.msg_id, 'error');
     expect(m.error).toMatch(/el destinatario no usa la red/);
+    expect(m.error_clase).toBe('rechazado');
     expect(m.cobrado).toBe(0);
     expect(await saldos(s, L)).toMatchObject({ global: 2, consumo: 0 });
     await until(() => of(r.body.msg_id).length >= 2, { what: 'error event' });
@@ -333,6 +344,7 @@ describe('TTL and pending cap (ttlMs 1000, maxPending 2)', () => {
     await s.stepQueue();
     const m = await waitEstado(s, r.body.msg_id, 'error');
     expect(m.error).toMatch(/expired|TTL/i);
+    expect(m.error_clase).toBe('no_enviado');
     expect(m.cobrado).toBe(0);
     expect((await saldos(s, L)).global).toBe(2);
     expect(events.filter((e) => e.msg_id === r.body.msg_id).map((e) => e.estado)).toEqual(['pendiente', 'error']);

@@ -104,6 +104,7 @@ describe('what is delivered, and how it is signed', () => {
         'celular_id',
         'destinatario',
         'error',
+        'error_clase',
         'estado',
         'estado_anterior',
         'fecha',
@@ -111,7 +112,7 @@ describe('what is delivered, and how it is signed', () => {
         'msg_id',
         'tipo',
       ]);
-      expect(h.json.data).toMatchObject({ msg_id: msgId, celular_id: L.celularId, destinatario: DEST, tipo: 'texto', error: null });
+      expect(h.json.data).toMatchObject({ msg_id: msgId, celular_id: L.celularId, destinatario: DEST, tipo: 'texto', error: null, error_clase: null });
     }
     expect(hits[0]!.json.data.gateway_msg_id).toBeNull();
     const gid = hits[1]!.json.data.gateway_msg_id as string;

@@ -24,6 +24,7 @@ interface Mensaje {
   enviado_at: string | null;
   entregado_at: string | null;
   leido_at: string | null;
+  error_clase: string | null;
 }
 
 export interface HistorialOptions extends ListingOpts {

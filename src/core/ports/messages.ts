@@ -1,5 +1,5 @@
 import type { SlotClaim } from '../caps.js';
-import type { JournalEvent, MensajeEstado, MensajePayload, MensajeRow, Modo, ReceiptEstado, RecibidoRow, Tipo } from './model.js';
+import type { ErrorClase, JournalEvent, MensajeEstado, MensajePayload, MensajeRow, Modo, ReceiptEstado, RecibidoRow, Tipo } from './model.js';
 
 export interface MessageStats {
   consumo_mes: number;
@@ -148,9 +148,9 @@ export interface MessagesStore {
    * its charge once. Null, changing nothing, when the message is no longer
    * pendiente: a send recorded meanwhile (a slow node's, while another node's
    * recovery gave up on it) stays sent and charged. A failure the network
-   * reports for a sent message is a receipt (`receipt`).
+   * reports for a sent message is a receipt (`receipt`, class `fallido`).
    */
-  failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null>;
+  failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null>;
   /**
    * Atomic: moves a sent message forward to `entregado` or `leido` (never
    * backwards), or ends a sent one in `error` with its refund. A receipt for a

@@ -76,6 +76,13 @@ export type MensajeEstado = 'pendiente' | 'enviado' | 'entregado' | 'leido' | 'e
 export type Modo = 'cola' | 'directo';
 
 export type ReceiptEstado = 'entregado' | 'leido' | 'error';
+/**
+ * Why a message ended in `error` (core/failure-class.ts): `rechazado`, the
+ * network refused it for good; `no_enviado`, it never reached the network;
+ * `incierto`, it may have reached the recipient; `fallido`, the network took
+ * it and reported later that it failed.
+ */
+export type ErrorClase = 'rechazado' | 'no_enviado' | 'incierto' | 'fallido';
 
 /** What a gateway needs to send a stored message. */
 export interface MensajePayload {
@@ -108,6 +115,8 @@ export interface MensajeRow {
   media: string | null;
   gateway_msg_id: string | null;
   error: string | null;
+  /** Set with `error`: what became of it, for code to read (the text is for people). */
+  error_clase: ErrorClase | null;
   cobrado: number;
   cargo: 'celular' | 'global' | null;
   payload: string | null;

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
+import { ERROR_CLASES } from '../../core/failure-class.js';
 import { ESTADOS, listHistorial, MENSAJE_FIELDS } from '../../core/historial.js';
 import { FIELD_LIMITS } from '../../core/limits.js';
 import { clientAuth, principal, success } from '../http.js';
@@ -32,6 +33,13 @@ const mensajeSchema = {
     },
     gateway_msg_id: strOrNull,
     error: strOrNull,
+    error_clase: {
+      type: 'string',
+      nullable: true,
+      enum: [...ERROR_CLASES, null],
+      description:
+        'with estado error: rechazado (refused for good by the network), no_enviado (never reached the network), incierto (may have reached the recipient), fallido (the network took it, then reported it failed)',
+    },
     created_at: ts,
     enviado_at: tsOrNull,
     entregado_at: tsOrNull,

@@ -11,7 +11,7 @@ import type {
   NewRecibido,
   ReceiptOutcome,
 } from '../../core/ports/messages.js';
-import type { JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
+import type { ErrorClase, JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { bindKey, lockKey } from './idempotency.js';
 import { type Client, type Db, LOCK, row, rows } from './db.js';
@@ -41,6 +41,7 @@ export const MSG_COLS = [
   'media',
   'gateway_msg_id',
   'error',
+  'error_clase',
   'cobrado',
   'created_at',
   'enviado_at',
@@ -156,12 +157,12 @@ async function leftQueue(c: Client, m: { modo: string; celular_id: number }): Pr
 }
 
 /** Ends a message in error with its refund; the caller holds the client's (when it paid) and the line's locks. */
-async function failLocked(c: Client, m: MensajeRow, error: string, now: number): Promise<MensajeRow> {
+async function failLocked(c: Client, m: MensajeRow, error: string, clase: ErrorClase, now: number): Promise<MensajeRow> {
   // A send that never went out gives its slot back; one the network took keeps it.
   const after = (await row<MensajeRow>(
     c,
-    `UPDATE mensajes SET estado = 'error', error = $2, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = $1 RETURNING ${COLS}`,
-    [m.msg_id, error],
+    `UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = $1 RETURNING ${COLS}`,
+    [m.msg_id, error, clase],
   ))!;
   if (m.estado === 'pendiente') await leftQueue(c, m);
   const lineExists = m.cargo === 'celular' && (await row(c, 'SELECT 1 FROM celulares WHERE id = $1', [m.celular_id])) !== null;
@@ -187,7 +188,7 @@ async function applyReceipt(c: Client, celularId: number, gid: string, estado: R
   if (!before) return null;
   const step = receiptStep(before.estado, estado);
   if (step === 'ignore') return null;
-  if (step === 'fail') return { before, after: await failLocked(c, before, error ?? 'the network reported the message as failed', now) };
+  if (step === 'fail') return { before, after: await failLocked(c, before, error ?? 'the network reported the message as failed', 'fallido', now) };
   let after = before;
   for (const next of receiptPath(before.estado, estado)) {
     const col = next === 'entregado' ? 'entregado_at' : 'leido_at';
@@ -319,7 +320,7 @@ export function messages(db: Db): MessagesOwn {
         return get(c, msgId);
       });
     },
-    async failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null> {
+    async failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null> {
       return db.tx(async (c): Promise<MensajeRow | null> => {
         const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
         if (!f) return null;
@@ -327,7 +328,7 @@ export function messages(db: Db): MessagesOwn {
         await lockCelular(c, f.celular_id);
         const m = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1 FOR UPDATE`, [msgId]);
         if (!m || m.estado !== 'pendiente') return null;
-        return failLocked(c, m, error, now);
+        return failLocked(c, m, error, clase, now);
       });
     },
     async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {

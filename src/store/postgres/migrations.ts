@@ -466,6 +466,19 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE INDEX webhook_entregas_reclamo ON webhook_entregas(cliente_id, reclamo_hasta) WHERE reclamo_hasta IS NOT NULL;
     `,
   },
+  {
+    version: 11,
+    name: 'failure class beside the error text (SQLite version 18)',
+    sql: `
+      ALTER TABLE mensajes ADD COLUMN error_clase TEXT;
+      UPDATE mensajes SET error_clase = CASE
+        WHEN enviado_at IS NOT NULL THEN 'fallido'
+        WHEN error LIKE 'refused for good: %' THEN 'rechazado'
+        WHEN error LIKE 'not sent: %' OR error LIKE 'expired%' OR error = 'the celular was deleted' THEN 'no_enviado'
+        ELSE 'incierto' END
+        WHERE estado = 'error';
+    `,
+  },
 ];
 
 /**

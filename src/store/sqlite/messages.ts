@@ -14,7 +14,7 @@ import type {
   NewRecibido,
   ReceiptOutcome,
 } from '../../core/ports/messages.js';
-import type { JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
+import type { ErrorClase, JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { bindKey, keyTaken } from './idempotency.js';
 
@@ -94,12 +94,16 @@ function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
   return get(db, row.msg_id)!;
 }
 
-function failMensaje(db: DB, msgId: string, error: string, now: number, from: 'pendiente' | 'any' = 'pendiente'): MensajeRow | null {
+function failMensaje(db: DB, msgId: string, error: string, clase: ErrorClase, now: number, from: 'pendiente' | 'any' = 'pendiente'): MensajeRow | null {
   return immediate(db, (): MensajeRow | null => {
     const m = get(db, msgId);
     if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) return null;
     // A send that never went out gives its slot back; one the network took keeps it.
-    stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = ?").run(error, msgId);
+    stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, error_clase = ?, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = ?").run(
+      error,
+      clase,
+      msgId,
+    );
     if (m.estado === 'pendiente') leftQueue(db, m);
     const lineExists = m.cargo === 'celular' && stmt(db, 'SELECT 1 FROM celulares WHERE id = ?').get(m.celular_id) !== undefined;
     const to = refundTarget(m, lineExists);
@@ -148,7 +152,7 @@ function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, 
     const step = receiptStep(before.estado, estado);
     if (step === 'ignore') return null;
     if (step === 'fail') {
-      const after = failMensaje(db, before.msg_id, error ?? 'the network reported the message as failed', now, 'any');
+      const after = failMensaje(db, before.msg_id, error ?? 'the network reported the message as failed', 'fallido', now, 'any');
       return after ? { before, after } : null;
     }
     let after = before;
@@ -257,8 +261,8 @@ export function messages(db: DB): MessagesOwn {
         });
       });
     },
-    failMensaje(msgId: string, error: string, now: number): Promise<MensajeRow | null> {
-      return grouped(db, () => failMensaje(db, msgId, error, now));
+    failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null> {
+      return grouped(db, () => failMensaje(db, msgId, error, clase, now));
     },
     receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
       return grouped(db, () => receipt(db, celularId, gid, estado, now, error));

@@ -484,4 +484,20 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX webhook_entregas_reclamo ON webhook_entregas(cliente_id, reclamo_hasta) WHERE reclamo_hasta IS NOT NULL;
     `,
   },
+  {
+    version: 18,
+    name: 'failure class beside the error text',
+    sql: `
+      -- What became of a failed message, for code to read (core/failure-class.ts, D-65); the text is
+      -- for people. Rows that failed before this version are classed from what is known of them: sent
+      -- then failed is the network's report; otherwise the wordings this service wrote; else unknown.
+      ALTER TABLE mensajes ADD COLUMN error_clase TEXT;
+      UPDATE mensajes SET error_clase = CASE
+        WHEN enviado_at IS NOT NULL THEN 'fallido'
+        WHEN error LIKE 'refused for good: %' THEN 'rechazado'
+        WHEN error LIKE 'not sent: %' OR error LIKE 'expired%' OR error = 'the celular was deleted' THEN 'no_enviado'
+        ELSE 'incierto' END
+        WHERE estado = 'error';
+    `,
+  },
 ];

@@ -1,0 +1,24 @@
+import { GatewayFailure } from './ports/gateway.js';
+import type { ErrorClase } from './ports/model.js';
+
+/**
+ * What became of a message that ended in error, as a class stored beside its
+ * `error` text (docs/decisions.md D-65). Behaviour (an Idempotency-Key's
+ * repeated answer, `send --wait`'s exit code) reads the class, never the
+ * wording, which stays free for people.
+ */
+export const ERROR_CLASES: readonly ErrorClase[] = ['rechazado', 'no_enviado', 'incierto', 'fallido'];
+
+/**
+ * A failed gateway call's class: refused for good (a retry fails again),
+ * provably never sent (rate-limited, or the gateway never took it), or
+ * unknown (it may have reached the recipient). Anything that is not a
+ * GatewayFailure is an unexpected fault mid-send: unknown.
+ */
+export function failureClase(err: unknown): ErrorClase {
+  if (!(err instanceof GatewayFailure)) return 'incierto';
+  // Rate-limited is the network declining to take it now: nothing went.
+  if (err.kind === 'rate_limited') return 'no_enviado';
+  if (err.mayHaveSent) return 'incierto';
+  return err.kind === 'permanent' ? 'rechazado' : 'no_enviado';
+}
