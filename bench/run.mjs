@@ -1734,6 +1734,13 @@ async function figureDirecto(baseline) {
  * baseline), after a pause and a reset of its peak memory: the answer, its
  * time, the process's memory before and after and the CPU it spent.
  */
+/** The warm-up of figures 4a and 4c: a 1 MiB document to the same route, unmeasured, before the 50 MB one. */
+function warmDocument(celularId) {
+  const file = randomBytes(MB);
+  file.write('%PDF-1.7\n', 0, 'latin1');
+  return JSON.stringify({ celular_id: celularId, destinatario: destinatario(2), directo: 1, filename: 'previo.pdf', documentBase64: file.toString('base64') });
+}
+
 async function postDocument(target, key, payload) {
   await sleep(300);
   const exact = resetPeak(target.pid);
@@ -1765,6 +1772,10 @@ async function figureDocument(baseline) {
     const c = await setupClient(s, 1);
     const payload = JSON.stringify({ celular_id: c.lines[0], destinatario: destinatario(1), directo: 1, filename: 'informe.pdf', documentBase64: b64 });
     const post = (target) => postDocument(target, c.key, payload);
+    log('  warm-up: a 1 MB document to each, unmeasured...');
+    const warm = warmDocument(c.lines[0]);
+    await postDocument(baseline, c.key, warm);
+    await postDocument(s, c.key, warm);
     log('  baseline (bare Fastify)...');
     const base = await post(baseline);
     log('  pasarela...');
@@ -1850,12 +1861,16 @@ async function figureDocumentGateway(baseline) {
       documentBase64: file.toString('base64'),
     });
     const post = (target, key) => postDocument(target, key, payload);
+    log('  warm-up: a 1 MB document to each, unmeasured...');
+    const warm = warmDocument(cel.celular_id);
+    await postDocument(baseline, undefined, warm);
+    await postDocument(s, cli.api_key, warm);
     log('  baseline (bare Fastify)...');
     const base = await post(baseline);
     log('  pasarela -> Evolution fake...');
     const got = await post(s, cli.api_key);
     if (got.status !== 200) throw new Error(`document send: ${got.status} ${got.text.slice(0, 300)}`);
-    const sent = fake.messages.filter((m) => m.route === 'sendMedia');
+    const sent = fake.messages.filter((m) => m.route === 'sendMedia' && m.size === size);
     const same = sent.length === 1 && sent[0].sha256 === sha && sent[0].size === size;
     const x = got.growth / size;
     results.push({
