@@ -1,13 +1,13 @@
 // What bench/pg-count.cjs counted, turned into the figures of bench/run.mjs:
 // round trips, statements and transactions per message, the simulator's
 // bookkeeping apart from the product's.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const TX = /^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b/i;
 
-/** The snapshots a node has written so far (one line each, SIGUSR2). */
+/** The snapshots a node (or one of its threads: `pid` is then `<pid>.t<threadId>`) has written so far (one line each, SIGUSR2). */
 export function countSnapshots(dir, pid) {
   const file = join(dir, `${pid}.jsonl`);
   if (!existsSync(file)) return [];
@@ -40,6 +40,33 @@ export async function takeCounts(dir, pid) {
   const mark = monoUs();
   process.kill(pid, 'SIGUSR2');
   return (await countsAt(dir, pid, [mark]))[0];
+}
+
+/**
+ * A snapshot of every thread of the node (bench/sqlite-count.cjs: the main
+ * thread's file and one per other thread), merged: the counts summed.
+ */
+export async function takeThreadCounts(dir, pid) {
+  const mark = monoUs();
+  process.kill(pid, 'SIGUSR2');
+  const [main] = await countsAt(dir, pid, [mark]);
+  const merged = { mono_us: main.mono_us, counts: structuredClone(main.counts), threads: 1 };
+  for (const f of readdirSync(dir).filter((x) => x.startsWith(`${pid}.t`) && x.endsWith('.jsonl'))) {
+    const name = f.slice(0, -'.jsonl'.length);
+    let snap;
+    for (let i = 0; i < 50 && !snap; i += 1) {
+      snap = countSnapshots(dir, name).find((x) => x.mono_us >= mark);
+      if (!snap) await sleep(20);
+    }
+    if (!snap) continue; // a thread that has ended
+    merged.threads += 1;
+    for (const [k, v] of Object.entries(snap.counts)) {
+      const o = (merged.counts[k] ??= { n: 0, ms: 0 });
+      o.n += v.n;
+      o.ms += v.ms;
+    }
+  }
+  return merged;
 }
 
 /** b - a, key by key ({ n, ms }); `pairs` is [[a, b], ...] (one pair per node), summed. */
@@ -100,4 +127,9 @@ export function perMessage(delta, n, top = 12) {
 /** "12.3 round trips (9.1 statements, 1.6 transactions; the simulator 2.0 more)" for the table. */
 export function describeTrips(p) {
   return `${p.product.round_trips.toFixed(1)} round trips/msg (${p.product.statements.toFixed(1)} statements, ${p.transactions.toFixed(2)} transactions; the simulator's own ${p.sim.statements.toFixed(1)} more)`;
+}
+
+/** The same for SQLite, where a statement is a call into the library, not a round trip. */
+export function describeStatements(p) {
+  return `${p.product.statements.toFixed(1)} statements/msg (${p.transactions.toFixed(2)} transactions; the simulator's own ${p.sim.statements.toFixed(1)} more)`;
 }

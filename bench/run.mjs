@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Pool, request } from 'undici';
 import { copyStore, ensureBigStore } from './big-store.mjs';
-import { countsAt, countsDelta, describeTrips, monoUs, perMessage, takeCounts } from './pg-statements.mjs';
+import { countsAt, countsDelta, describeStatements, describeTrips, monoUs, perMessage, takeCounts, takeThreadCounts } from './pg-statements.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -603,15 +603,18 @@ async function figurePipeline(baseline, receiver) {
  * WARMUP_MESSAGES went the same way unmeasured; with a `baseline`, the bare
  * route is measured first on the same client. The CPU of the PostgreSQL
  * server processes is measured beside the node's when asked, and the node's
- * statements are counted (bench/pg-count.cjs).
+ * statements are counted (bench/pg-count.cjs); with `countSqlite`, those it
+ * runs on SQLite, every thread (bench/sqlite-count.cjs).
  */
-async function measurePipeline(receiver, extra, baseline = null, withPostgres = false) {
+async function measurePipeline(receiver, extra, baseline = null, withPostgres = false, countSqlite = false) {
   needFlags('--queue-gap-ms', '--sim-delivery-ms', '--sim-read-ms', '--allow-private-urls');
   const flags = ['--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls', ...extra];
-  const countDir = withPostgres ? tempDir('pasarela-bench-pgcount-') : null;
+  const counter = withPostgres ? 'pg-count.cjs' : countSqlite ? 'sqlite-count.cjs' : null;
+  const countDir = counter ? tempDir('pasarela-bench-count-') : null;
   const s = countDir
-    ? await startServe(flags, undefined, { PASARELA_BENCH_PGCOUNT_DIR: countDir }, ['--require', join(HERE, 'pg-count.cjs')])
+    ? await startServe(flags, undefined, { PASARELA_BENCH_PGCOUNT_DIR: countDir }, ['--require', join(HERE, counter)])
     : await startServe(flags);
+  const take = () => (withPostgres ? takeCounts(countDir, s.pid) : takeThreadCounts(countDir, s.pid));
   let counts = null;
   let base = null;
   let push;
@@ -636,7 +639,7 @@ async function measurePipeline(receiver, extra, baseline = null, withPostgres = 
     await call(s.url, 'POST', '/api/webhook.php', c.key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef', eventos: 'message.status' });
     await warmPipeline(s, receiver, c, (i) => textBody(c.lines, i, 400_000 + i, false));
     log(`  pasarela: ${PIPELINE_MESSAGES} messages, then waiting for all their events...`);
-    const c0 = countDir ? await takeCounts(countDir, s.pid) : null;
+    const c0 = countDir ? await take() : null;
     const cpu0 = cpuMs(s.pid);
     const main0 = requestThreadCpuMs(s.pid);
     const pg0 = withPostgres ? postgresCpuMs() : 0;
@@ -652,7 +655,7 @@ async function measurePipeline(receiver, extra, baseline = null, withPostgres = 
     ({ st, stalled: timedOut } = await waitReceiver(receiver, s, (x) => x.messages_done >= push.ok));
     cpu = cpuMs(s.pid) - cpu0;
     if (withPostgres) pgCpu = postgresCpuMs() - pg0;
-    if (c0) counts = perMessage(countsDelta([[c0, await takeCounts(countDir, s.pid)]]), st.messages_done);
+    if (c0) counts = perMessage(countsDelta([[c0, await take()]]), st.messages_done);
   } finally {
     await s.stop();
   }
@@ -795,7 +798,7 @@ async function figurePostgres(receiver) {
   pg = await postgresSchema();
   try {
     log(`  pipeline on SQLite (${PIPELINE_MESSAGES} messages)...`);
-    const lite = await measurePipeline(receiver, []);
+    const lite = await measurePipeline(receiver, [], null, false, true);
     log(`  pipeline on PostgreSQL (${PIPELINE_MESSAGES} messages)...`);
     const post = await measurePipeline(receiver, ['--store', pg.store], null, true);
     const r = ratio(post.perS, lite.perS);
@@ -803,13 +806,13 @@ async function figurePostgres(receiver) {
     results.push({
       figure: '8b. whole pipeline on PostgreSQL / SQLite',
       measured: `${f0(post.perS)} msgs/s on PostgreSQL (${post.st.messages_done} of ${post.push.ok} done${post.timedOut ? '; STALLED' : ''}; PostgreSQL CPU ${(post.pgCpu / done).toFixed(2)} ms/msg; ${describeTrips(post.counts)})`,
-      baseline: `${f0(lite.perS)} msgs/s on SQLite (${cpuPer(lite.cpu / Math.max(1, lite.st.messages_done))})`,
+      baseline: `${f0(lite.perS)} msgs/s on SQLite (${cpuPer(lite.cpu / Math.max(1, lite.st.messages_done))}; ${describeStatements(lite.counts)})`,
       ratio: r,
       target: 'reported',
       met: null,
       cpu: cpuPer(post.cpu / done),
       detail: {
-        sqlite: { per_s: lite.perS, server_cpu_ms: lite.cpu, receiver: lite.st },
+        sqlite: { per_s: lite.perS, server_cpu_ms: lite.cpu, statements_per_msg: lite.counts, receiver: lite.st },
         postgres: { per_s: post.perS, server_cpu_ms: post.cpu, postgres_cpu_ms: post.pgCpu, statements_per_msg: post.counts, receiver: post.st },
       },
     });
