@@ -1,10 +1,18 @@
-// Preloaded into a `serve` node by bench/run.mjs (figure 9 with --nodes-profile):
-// counts the statements the node sends to PostgreSQL, by their text, and the
-// milliseconds each kind waited for its answer. On SIGUSR2 it appends a
-// snapshot of the counts to <PASARELA_BENCH_PGCOUNT_DIR>/<pid>.jsonl, so the
-// bench can take the difference over its measured window. Nothing of
-// pasarela is changed: pg's Client.prototype.query is wrapped before the
-// first connection is made.
+// Preloaded into a `serve` node by bench/run.mjs (figures 8, 10 and 9 with
+// --nodes-profile; and into the pg-boss anchor of figure 10): counts the
+// calls the process makes to PostgreSQL, by their text, and the milliseconds
+// each kind waited for its answer. One call of Client.query is one round trip
+// (pg sends a statement's parse, bind and execute together and waits for the
+// answer). On SIGUSR2 it appends a snapshot of the counts to
+// <PASARELA_BENCH_PGCOUNT_DIR>/<pid>.jsonl, so the bench can take the
+// difference over its measured window; a process that loads it with require()
+// reads snapshot() directly. Nothing of pasarela is changed: pg's
+// Client.prototype.query is wrapped before the first connection is made.
+//
+// Tags in front of a key: [cola|salud|webhooks] a lease statement's stream;
+// [sim] the built-in simulator's own bookkeeping (its rows in kv, namespaces
+// `sim.*`, and the expiry of kv rows, which only the simulator asks for), so
+// the bench reports it apart from the product's statements.
 'use strict';
 const { appendFileSync } = require('node:fs');
 const { join } = require('node:path');
@@ -19,6 +27,8 @@ const keyOf = (config, values) => {
   if (typeof text !== 'string') return '(other)';
   let key = keys.get(text);
   if (key === undefined) keys.set(text, (key = text.replace(/\s+/g, ' ').trim().slice(0, 160)));
+  const v0 = Array.isArray(values) ? values[0] : Array.isArray(config?.values) ? config.values[0] : undefined;
+  if (/\bkv\b/.test(text) && (typeof v0 === 'string' ? v0.startsWith('sim.') : /\bexpira_at < \$1/.test(text))) return `[sim] ${key}`;
   if (text.includes('leases')) {
     const v = [...(Array.isArray(values) ? values : Array.isArray(config?.values) ? config.values : [])].flat();
     const kind = v.map((x) => (typeof x === 'string' ? /^(cola|salud|webhooks):/.exec(x)?.[1] : undefined)).find(Boolean);
@@ -45,9 +55,10 @@ pg.Client.prototype.query = function query(config, values, callback) {
   if (r && typeof r.then === 'function') r.then(done, done);
   return r;
 };
-if (dir) {
-  process.on('SIGUSR2', () => {
-    const snapshot = { mono_us: Number(process.hrtime.bigint() / 1000n), counts: Object.fromEntries(counts) };
-    appendFileSync(join(dir, `${process.pid}.jsonl`), `${JSON.stringify(snapshot)}\n`);
-  });
-}
+/** The counts so far, copied (each { n, ms }), with the process clock. */
+const snapshot = () => ({
+  mono_us: Number(process.hrtime.bigint() / 1000n),
+  counts: Object.fromEntries([...counts].map(([k, c]) => [k, { ...c }])),
+});
+if (dir) process.on('SIGUSR2', () => appendFileSync(join(dir, `${process.pid}.jsonl`), `${JSON.stringify(snapshot())}\n`));
+module.exports = { snapshot };

@@ -9,6 +9,7 @@
 //                      [--pipeline-messages N] [--webhook-events 5000] [--rebuild-store] [--skip-historial]
 //                      [--nodes-messages 600] [--nodes-rate 30] [--nodes-rounds 3] [--nodes-idle-ms 5000]
 //                      [--nodes-profile DIR [--nodes-cpu-prof]]
+//                      [--lifecycle-messages 600] [--lifecycle-rate 30] [--live-seconds 10] [--live-rate 300]
 //
 // The server under test is the real binary (`node bin/pasarela serve`) in a
 // child process with a fresh data directory per figure; the bare-route
@@ -29,6 +30,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Pool, request } from 'undici';
 import { copyStore, ensureBigStore } from './big-store.mjs';
+import { countsAt, countsDelta, describeStatements, describeTrips, monoUs, perMessage, takeCounts, takeThreadCounts } from './pg-statements.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -65,6 +67,14 @@ const NODES_IDLE_MS = opt('nodes-idle-ms', 5000);
  */
 const NODES_PROFILE = args.includes('--nodes-profile') ? String(args[args.indexOf('--nodes-profile') + 1]) : null;
 const NODES_CPU_PROF = NODES_PROFILE !== null && args.includes('--nodes-cpu-prof');
+/** Figure 10: messages through one PostgreSQL node (and jobs through pg-boss), paced at this rate (requests/s). */
+const LIFECYCLE_MESSAGES = opt('lifecycle-messages', 600);
+const LIFECYCLE_RATE = opt('lifecycle-rate', 30);
+/** Figure 11: seconds of sending, and the queued sends/s of 11b (11a: half of it directo, half queued). */
+const LIVE_SECONDS = opt('live-seconds', 10);
+const LIVE_RATE = opt('live-rate', 300);
+/** Warm-up of the figures that push a fixed number of messages (2, 8b, 10, 11): this many go through first, unmeasured. */
+const WARMUP_MESSAGES = opt('warmup-messages', 200);
 const REBUILD_STORE = args.includes('--rebuild-store');
 const SKIP_HISTORIAL = args.includes('--skip-historial');
 /** --only 1,3 or --only 4c: run just those figures (for a quick look; the README numbers come from a full run). */
@@ -302,7 +312,19 @@ function percentiles(samples) {
  * the measured part (closed-loop throughput), and the server's CPU over it;
  * requests still in flight at the end are awaited, not counted.
  */
-async function load({ origin, pid, path, key, makeBody, connections = CONNECTIONS, warmupMs = WARMUP_MS, durationMs = DURATION_MS, extraHeaders = {} }) {
+async function load({
+  origin,
+  pid,
+  path,
+  key,
+  makeBody,
+  connections = CONNECTIONS,
+  warmupMs = WARMUP_MS,
+  durationMs = DURATION_MS,
+  extraHeaders = {},
+  atStart = () => {},
+  atEnd = () => {},
+}) {
   const pool = new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
   const headers = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...extraHeaders };
   const t0 = performance.now();
@@ -325,6 +347,7 @@ async function load({ origin, pid, path, key, makeBody, connections = CONNECTION
     () => {
       cpuStart = pid ? cpuMs(pid) : undefined;
       mainStart = pid ? requestThreadCpuMs(pid) : undefined;
+      atStart();
     },
     Math.max(0, measureFrom - performance.now()),
   );
@@ -332,6 +355,7 @@ async function load({ origin, pid, path, key, makeBody, connections = CONNECTION
     () => {
       cpuEnd = pid ? cpuMs(pid) : undefined;
       mainEnd = pid ? requestThreadCpuMs(pid) : undefined;
+      atEnd();
     },
     Math.max(0, end - performance.now()),
   );
@@ -575,14 +599,23 @@ async function figurePipeline(baseline, receiver) {
 
 /**
  * PIPELINE_MESSAGES queued sends through a server started with `extra`
- * flags, timed until the receiver has every message.status of each; with a
- * `baseline`, the bare route is measured first on the same client. The CPU of
- * the PostgreSQL server processes is measured beside the node's when asked.
+ * flags, timed until the receiver has every message.status of each, after
+ * WARMUP_MESSAGES went the same way unmeasured; with a `baseline`, the bare
+ * route is measured first on the same client. The CPU of the PostgreSQL
+ * server processes is measured beside the node's when asked, and the node's
+ * statements are counted (bench/pg-count.cjs); with `countSqlite`, those it
+ * runs on SQLite, every thread (bench/sqlite-count.cjs).
  */
-async function measurePipeline(receiver, extra, baseline = null, withPostgres = false) {
+async function measurePipeline(receiver, extra, baseline = null, withPostgres = false, countSqlite = false) {
   needFlags('--queue-gap-ms', '--sim-delivery-ms', '--sim-read-ms', '--allow-private-urls');
   const flags = ['--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls', ...extra];
-  const s = await startServe(flags);
+  const counter = withPostgres ? 'pg-count.cjs' : countSqlite ? 'sqlite-count.cjs' : null;
+  const countDir = counter ? tempDir('pasarela-bench-count-') : null;
+  const s = countDir
+    ? await startServe(flags, undefined, { PASARELA_BENCH_PGCOUNT_DIR: countDir }, ['--require', join(HERE, counter)])
+    : await startServe(flags);
+  const take = () => (withPostgres ? takeCounts(countDir, s.pid) : takeThreadCounts(countDir, s.pid));
+  let counts = null;
   let base = null;
   let push;
   let st;
@@ -604,7 +637,9 @@ async function measurePipeline(receiver, extra, baseline = null, withPostgres = 
     }
     await call(receiver.url, 'POST', '/_reset');
     await call(s.url, 'POST', '/api/webhook.php', c.key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef', eventos: 'message.status' });
+    await warmPipeline(s, receiver, c, (i) => textBody(c.lines, i, 400_000 + i, false));
     log(`  pasarela: ${PIPELINE_MESSAGES} messages, then waiting for all their events...`);
+    const c0 = countDir ? await take() : null;
     const cpu0 = cpuMs(s.pid);
     const main0 = requestThreadCpuMs(s.pid);
     const pg0 = withPostgres ? postgresCpuMs() : 0;
@@ -620,12 +655,35 @@ async function measurePipeline(receiver, extra, baseline = null, withPostgres = 
     ({ st, stalled: timedOut } = await waitReceiver(receiver, s, (x) => x.messages_done >= push.ok));
     cpu = cpuMs(s.pid) - cpu0;
     if (withPostgres) pgCpu = postgresCpuMs() - pg0;
+    if (c0) counts = perMessage(countsDelta([[c0, await take()]]), st.messages_done);
   } finally {
     await s.stop();
   }
   const spanMs = (st.done_last_at ?? Date.now()) - push.started_at;
   const perS = (st.messages_done * 1000) / spanMs;
-  return { base, push, st, cpu, pgCpu, timedOut, spanMs, perS, flags };
+  return { base, push, st, cpu, pgCpu, counts, timedOut, spanMs, perS, flags };
+}
+
+/** A fresh temporary directory, removed when the bench ends. */
+function tempDir(prefix) {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  temps.push(d);
+  return d;
+}
+
+/**
+ * The warm-up of a pipeline figure: WARMUP_MESSAGES queued sends (bodies from
+ * `body(i)`) through `s`, as fast as 50 connections push them, until the
+ * receiver has all their events; then the receiver forgets them. So no
+ * measured window pays for compiling the code or filling the caches.
+ */
+async function warmPipeline(s, receiver, c, body, path = '/api/mensaje_enviar_texto.php') {
+  if (WARMUP_MESSAGES <= 0) return;
+  log(`  warm-up: ${WARMUP_MESSAGES} messages through the pipeline, unmeasured...`);
+  const warm = await pushN({ origin: s.url, key: c.key, path, n: WARMUP_MESSAGES, makeBody: body });
+  const w = await waitReceiver(receiver, s, (x) => x.messages_done >= warm.ok);
+  if (w.stalled) throw new Error(`warm-up stalled: ${w.st.messages_done} of ${warm.ok} done`);
+  await call(receiver.url, 'POST', '/_reset');
 }
 
 // ---------- 8. PostgreSQL beside SQLite ----------
@@ -670,25 +728,48 @@ async function postgresSchema() {
     await c.query(`DROP SCHEMA ${schema} CASCADE`);
     await c.end();
   };
-  return { store: u.toString(), drop };
+  return { store: u.toString(), url, drop };
 }
 
 /** One node on PostgreSQL against one on SQLite, same load, same run: queue accepts (as figure 1) and the whole pipeline (as figure 2). */
 async function figurePostgres(receiver) {
   needFlags('--store');
+  // The measured window alone (load's warm-up left out): PostgreSQL's CPU, and on PostgreSQL the node's statements.
   const accept = async (extra, withPostgres) => {
-    const s = await startServe(extra);
+    const countDir = withPostgres ? tempDir('pasarela-bench-pgcount-') : null;
+    const s = countDir
+      ? await startServe(extra, undefined, { PASARELA_BENCH_PGCOUNT_DIR: countDir }, ['--require', join(HERE, 'pg-count.cjs')])
+      : await startServe(extra);
     try {
       const c = await setupClient(s, 50);
-      const pg0 = withPostgres ? postgresCpuMs() : 0;
+      let pg0 = 0;
+      let pg1 = 0;
+      const marks = [];
       const got = await load({
         origin: s.url,
         pid: s.pid,
         key: c.key,
         path: '/api/mensaje_enviar_texto.php',
         makeBody: (w, n) => textBody(c.lines, w, n, false),
+        atStart: () => {
+          if (!withPostgres) return;
+          pg0 = postgresCpuMs();
+          marks.push(monoUs());
+          process.kill(s.pid, 'SIGUSR2');
+        },
+        atEnd: () => {
+          if (!withPostgres) return;
+          pg1 = postgresCpuMs();
+          marks.push(monoUs());
+          process.kill(s.pid, 'SIGUSR2');
+        },
       });
-      return { got, pgCpu: withPostgres ? postgresCpuMs() - pg0 : null };
+      let counts = null;
+      if (countDir) {
+        const [a, b] = await countsAt(countDir, s.pid, marks);
+        counts = perMessage(countsDelta([[a, b]]), got.ok);
+      }
+      return { got, pgCpu: withPostgres ? pg1 - pg0 : null, counts };
     } finally {
       await s.stop();
     }
@@ -700,16 +781,16 @@ async function figurePostgres(receiver) {
     log('  queue accept on PostgreSQL...');
     const post = await accept(['--store', pg.store], true);
     const r = ratio(post.got.per_s, lite.got.per_s);
-    const pgPer = post.pgCpu / Math.max(1, post.got.ok ?? post.got.per_s * (DURATION_MS / 1000));
+    const pgPer = post.pgCpu / Math.max(1, post.got.ok);
     results.push({
       figure: '8a. queue accept on PostgreSQL / SQLite',
-      measured: `${f0(post.got.per_s)}/s on PostgreSQL (${lat(post.got)}, ${post.got.errors} errors; PostgreSQL CPU <= ${pgPer.toFixed(2)} ms/msg, warm-up included)`,
+      measured: `${f0(post.got.per_s)}/s on PostgreSQL (${lat(post.got)}, ${post.got.errors} errors; PostgreSQL CPU ${pgPer.toFixed(2)} ms/msg; ${describeTrips(post.counts)})`,
       baseline: `${f0(lite.got.per_s)}/s on SQLite (${lat(lite.got)}, ${cpuPer(lite.got.server_cpu_ms_per_ok)})`,
       ratio: r,
       target: 'reported',
       met: null,
       cpu: cpuPer(post.got.server_cpu_ms_per_ok),
-      detail: { sqlite: lite.got, postgres: post.got, postgres_cpu_ms: post.pgCpu },
+      detail: { sqlite: lite.got, postgres: post.got, postgres_cpu_ms: post.pgCpu, postgres_statements_per_msg: post.counts },
     });
   } finally {
     await pg.drop();
@@ -717,22 +798,22 @@ async function figurePostgres(receiver) {
   pg = await postgresSchema();
   try {
     log(`  pipeline on SQLite (${PIPELINE_MESSAGES} messages)...`);
-    const lite = await measurePipeline(receiver, []);
+    const lite = await measurePipeline(receiver, [], null, false, true);
     log(`  pipeline on PostgreSQL (${PIPELINE_MESSAGES} messages)...`);
     const post = await measurePipeline(receiver, ['--store', pg.store], null, true);
     const r = ratio(post.perS, lite.perS);
     const done = Math.max(1, post.st.messages_done);
     results.push({
       figure: '8b. whole pipeline on PostgreSQL / SQLite',
-      measured: `${f0(post.perS)} msgs/s on PostgreSQL (${post.st.messages_done} of ${post.push.ok} done${post.timedOut ? '; STALLED' : ''}; PostgreSQL CPU ${(post.pgCpu / done).toFixed(2)} ms/msg)`,
-      baseline: `${f0(lite.perS)} msgs/s on SQLite (${cpuPer(lite.cpu / Math.max(1, lite.st.messages_done))})`,
+      measured: `${f0(post.perS)} msgs/s on PostgreSQL (${post.st.messages_done} of ${post.push.ok} done${post.timedOut ? '; STALLED' : ''}; PostgreSQL CPU ${(post.pgCpu / done).toFixed(2)} ms/msg; ${describeTrips(post.counts)})`,
+      baseline: `${f0(lite.perS)} msgs/s on SQLite (${cpuPer(lite.cpu / Math.max(1, lite.st.messages_done))}; ${describeStatements(lite.counts)})`,
       ratio: r,
       target: 'reported',
       met: null,
       cpu: cpuPer(post.cpu / done),
       detail: {
-        sqlite: { per_s: lite.perS, server_cpu_ms: lite.cpu, receiver: lite.st },
-        postgres: { per_s: post.perS, server_cpu_ms: post.cpu, postgres_cpu_ms: post.pgCpu, receiver: post.st },
+        sqlite: { per_s: lite.perS, server_cpu_ms: lite.cpu, statements_per_msg: lite.counts, receiver: lite.st },
+        postgres: { per_s: post.perS, server_cpu_ms: post.cpu, postgres_cpu_ms: post.pgCpu, statements_per_msg: post.counts, receiver: post.st },
       },
     });
   } finally {
@@ -802,7 +883,7 @@ function withAppName(store, name) {
  * (`cola:` streams) held at that moment: a send holds one, so it shows which
  * nodes send.
  */
-async function pgWatcher(store, tag, pidOfNode) {
+async function pgWatcher(store, tag, pidOfNode, { leases = true } = {}) {
   const pg = (await import('pg')).default;
   const client = new pg.Client({ connectionString: withAppName(store, 'bench-watcher') });
   await client.connect();
@@ -821,10 +902,11 @@ async function pgWatcher(store, tag, pidOfNode) {
         // Ended: its last reading stands.
       }
     }
+    samples += 1;
+    if (!leases) return;
     const held = await client.query(
       "SELECT n.etiqueta AS label, count(*)::int AS n FROM leases l JOIN nodos n ON n.id = l.nodo WHERE l.stream LIKE 'cola:%' GROUP BY 1",
     );
-    samples += 1;
     for (const r of held.rows) {
       const pid = Number(/pid (\d+)/.exec(r.label)?.[1]);
       holds.set(pid, (holds.get(pid) ?? 0) + r.n);
@@ -902,6 +984,7 @@ async function pushPaced({ origins, path, key, n, perS, makeBody, connections = 
   let ok = 0;
   let firstError;
   let maxLag = 0;
+  let lastSentAt = null;
   const startedAt = Date.now();
   const t0 = performance.now();
   const jobs = [];
@@ -910,6 +993,7 @@ async function pushPaced({ origins, path, key, n, perS, makeBody, connections = 
     const wait = due - performance.now();
     if (wait > 1) await sleep(wait);
     maxLag = Math.max(maxLag, performance.now() - due);
+    lastSentAt = Date.now();
     const o = i % pools.length;
     jobs.push(
       (async () => {
@@ -944,6 +1028,7 @@ async function pushPaced({ origins, path, key, n, perS, makeBody, connections = 
     latency_ms: percentiles(samples),
     max_pacing_lag_ms: maxLag,
     started_at: startedAt,
+    last_sent_at: lastSentAt,
     ended_at: endedAt,
     ...(firstError ? { first_error: firstError } : {}),
   };
@@ -958,9 +1043,6 @@ async function waitNodes(nodes, k) {
     await sleep(200);
   }
 }
-
-/** The process clock V8's --cpu-prof stamps its samples with (CLOCK_MONOTONIC, microseconds). */
-const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 
 /**
  * One run of figure 9 with `k` nodes: a fresh schema, the same Redis under a
@@ -978,12 +1060,13 @@ async function nodesRun(receiver, k, redisUrl, tag) {
   const pg = await postgresSchema();
   const app = `bench9_${tag}_${k}n_`;
   const token = randomBytes(24).toString('hex');
-  const profDir = NODES_PROFILE ? join(NODES_PROFILE, `${tag}-${k}n`) : null;
-  if (profDir) mkdirSync(profDir, { recursive: true });
-  const env = { PASARELA_ADMIN_TOKEN: token, ...(profDir ? { PASARELA_BENCH_PGCOUNT_DIR: profDir } : {}) };
-  const nodeArgs = profDir ? [...(NODES_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--require', join(HERE, 'pg-count.cjs')] : [];
-  // With --nodes-profile: each node appends its statement counts to <profDir>/<pid>.jsonl (idle start and end, measured start and end).
-  const markCounts = () => profDir && nodes.forEach((x) => process.kill(x.pid, 'SIGUSR2'));
+  // Every node counts its statements (bench/pg-count.cjs), kept under --nodes-profile DIR, else in a temporary directory.
+  const profDir = NODES_PROFILE ? join(NODES_PROFILE, `${tag}-${k}n`) : tempDir('pasarela-bench-pgcount-');
+  mkdirSync(profDir, { recursive: true });
+  const env = { PASARELA_ADMIN_TOKEN: token, PASARELA_BENCH_PGCOUNT_DIR: profDir };
+  const nodeArgs = [...(NODES_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--require', join(HERE, 'pg-count.cjs')];
+  // Each node appends its statement counts to <profDir>/<pid>.jsonl (idle start and end, measured start and end).
+  const markCounts = () => nodes.forEach((x) => process.kill(x.pid, 'SIGUSR2'));
   const prefix = `pasarela-bench9:${tag}:${k}:`;
   const flags = (i) => [
     '--queue-gap-ms',
@@ -1080,6 +1163,9 @@ async function nodesRun(receiver, k, redisUrl, tag) {
     const pgd = watch.delta(m0.pg, m1.pg);
     const done = Math.max(1, st.messages_done);
     const spanMs = (st.done_last_at ?? Date.now()) - push.started_at;
+    // The snapshots of the measured window's edges, by time.
+    const snaps = await Promise.all(nodes.map((x) => countsAt(profDir, x.pid, [m0.mono, m1.mono])));
+    const statements = perMessage(countsDelta(snaps), st.messages_done);
     out = {
       nodes: k,
       messages: NODES_MESSAGES,
@@ -1096,6 +1182,7 @@ async function nodesRun(receiver, k, redisUrl, tag) {
       postgres_backends: pgd.backends,
       postgres_ms_per_msg: pgd.total / done,
       total_ms_per_msg: (serve + pgd.total) / done,
+      statements_per_msg: statements,
       postgres_all_processes_cpu_ms: allPg,
       // Per message: how often the nodes and their backends went to sleep waiting (voluntary) or were preempted.
       context_switches_per_msg: {
@@ -1109,7 +1196,9 @@ async function nodesRun(receiver, k, redisUrl, tag) {
       lease_holds: holds,
       nodos_vivos: { before: vivos, after: vivosAfter },
       receiver: st,
-      ...(profDir ? { profile: { dir: profDir, pids: nodes.map((x) => x.pid), idle_us: [idle0.mono, idle1.mono], measured_us: [m0.mono, m1.mono] } } : {}),
+      ...(NODES_PROFILE
+        ? { profile: { dir: profDir, pids: nodes.map((x) => x.pid), idle_us: [idle0.mono, idle1.mono], measured_us: [m0.mono, m1.mono] } }
+        : {}),
     };
   } finally {
     const errs = (await Promise.all(nodes.map(stopQuietly))).filter(Boolean);
@@ -1161,7 +1250,7 @@ async function figureNodes(receiver) {
     for (const k of [1, 2, 3]) {
       const r = await nodesRun(receiver, k, redisUrl, `${tag}r${round}`);
       log(
-        `    ${k}: serve ${r.serve_ms_per_msg.toFixed(2)} ms/msg (${r.serve_cpu_ms_per_node.map(f0).join('/')} ms), PostgreSQL ${r.postgres_ms_per_msg.toFixed(2)} ms/msg; ` +
+        `    ${k}: serve ${r.serve_ms_per_msg.toFixed(2)} ms/msg (${r.serve_cpu_ms_per_node.map(f0).join('/')} ms), PostgreSQL ${r.postgres_ms_per_msg.toFixed(2)} ms/msg; ${describeTrips(r.statements_per_msg)}; ` +
           `${r.done} of ${r.messages} done in ${(r.span_ms / 1000).toFixed(1)} s; idle ${r.idle.serve_ms_per_s.toFixed(1)} + ${r.idle.postgres_ms_per_s.toFixed(1)} ms/s; lease holds ${r.lease_holds.per_node.join('/')}; ` +
           `context switches/msg ${r.context_switches_per_msg.serve.voluntary.toFixed(0)}+${r.context_switches_per_msg.serve.involuntary.toFixed(0)} (PostgreSQL ${r.context_switches_per_msg.postgres.voluntary.toFixed(0)}+${r.context_switches_per_msg.postgres.involuntary.toFixed(0)}); load ${loadavg()[0].toFixed(1)}`,
       );
@@ -1172,12 +1261,14 @@ async function figureNodes(receiver) {
   const serve = (k) => pick(k, (r) => r.serve_ms_per_msg);
   const pgm = (k) => pick(k, (r) => r.postgres_ms_per_msg);
   const tot = (k) => pick(k, (r) => r.total_ms_per_msg);
+  const trips = (k) => pick(k, (r) => r.statements_per_msg.product.round_trips);
   const allDone = (k) => runs[k].every((r) => r.done === r.messages && !r.stalled);
   const rounds = NODES_ROUNDS > 1 ? `, median of ${NODES_ROUNDS} rounds` : '';
   const describe = (k) => {
     const r = runs[k][runs[k].length - 1];
     return (
       `${cpuPer(serve(k))} over ${k} node${k > 1 ? 's' : ''} + PostgreSQL ${pgm(k).toFixed(2)} ms/msg (total ${tot(k).toFixed(2)})${rounds}; ` +
+      `${trips(k).toFixed(1)} round trips/msg, ${pick(k, (x) => x.statements_per_msg.transactions).toFixed(2)} transactions (the simulator's own ${pick(k, (x) => x.statements_per_msg.sim.statements).toFixed(1)} more); ` +
       `${runs[k].map((x) => x.done).join('+')} of ${runs[k].length * r.messages} done${runs[k].some((x) => x.stalled) ? ' STALLED' : ''} at ${NODES_RATE}/s offered (accepted ${f0(r.accept.accepted_per_s)}/s, last done ${(r.span_ms / 1000).toFixed(1)} s); ` +
       `${NODES_ROUNDS > 1 ? 'last round: ' : ''}idle ${r.idle.serve_ms_per_s.toFixed(1)} + ${r.idle.postgres_ms_per_s.toFixed(1)} ms/s` +
       (k > 1
@@ -1189,6 +1280,7 @@ async function figureNodes(receiver) {
     serve_ms_per_msg: serve(k),
     postgres_ms_per_msg: pgm(k),
     total_ms_per_msg: tot(k),
+    round_trips_per_msg: trips(k),
     messages: NODES_MESSAGES,
     rate_per_s: NODES_RATE,
     runs: runs[k].map((r) => ({ ...r, receiver: { ...r.receiver, by_evento: undefined } })),
@@ -1218,6 +1310,321 @@ async function figureNodes(receiver) {
       detail: { ...detail(k), efficiency: eff, efficiency_with_postgres: effAll },
     });
   }
+}
+
+// ---------- 10. the PostgreSQL lifecycle per message, pg-boss beside it ----------
+
+/**
+ * One node on PostgreSQL, the flags of figure 2, its statements counted
+ * (bench/pg-count.cjs) and its backends' CPU read from /proc (found by
+ * application_name). WARMUP_MESSAGES go through the whole pipeline first,
+ * unmeasured; then LIFECYCLE_MESSAGES queued texts at LIFECYCLE_RATE/s (open
+ * loop), until the receiver has all four message.status events of each. Per
+ * message: the node's CPU, its backends' CPU, round trips, statements,
+ * transactions, the simulator's own statements apart. Then, same run, same
+ * PostgreSQL, pg-boss's job lifecycle (bench/pgboss-anchor.mjs) at the same
+ * rate: the anchor the figure is read against.
+ */
+async function figureLifecycle(receiver) {
+  needFlags('--store', '--queue-gap-ms', '--sim-delivery-ms', '--sim-read-ms', '--allow-private-urls');
+  const tag = Date.now().toString(36);
+  const pg = await postgresSchema();
+  const app = `bench10_${tag}_`;
+  const countDir = tempDir('pasarela-bench-pgcount-');
+  const flags = [
+    '--queue-gap-ms',
+    '0-0',
+    '--sim-delivery-ms',
+    '1',
+    '--sim-read-ms',
+    '1',
+    '--allow-private-urls',
+    '--store',
+    withAppName(pg.store, `${app}node`),
+  ];
+  let out;
+  try {
+    const s = await startServe(flags, undefined, { PASARELA_BENCH_PGCOUNT_DIR: countDir }, ['--require', join(HERE, 'pg-count.cjs')]);
+    let watch;
+    try {
+      await needPaths(s, '/api/webhook.php');
+      const c = await setupClient(s, 50);
+      await call(receiver.url, 'POST', '/_reset');
+      await call(s.url, 'POST', '/api/webhook.php', c.key, {
+        url: `${receiver.url}/hooks`,
+        secret: 'bench-secret-0123456789abcdef',
+        eventos: 'message.status',
+      });
+      const body = (i) => ({
+        celular_id: c.lines[i % 50],
+        destinatario: destinatario(i),
+        mensaje: `Hola, su pedido ${i} está en camino. Gracias por su compra.`,
+      });
+      await warmPipeline(s, receiver, c, (i) => body(800_000 + i));
+      watch = await pgWatcher(pg.store, app, [s.pid], { leases: false });
+      log(`  pasarela: ${LIFECYCLE_MESSAGES} messages at ${LIFECYCLE_RATE}/s, then waiting for all their events...`);
+      const c0 = await takeCounts(countDir, s.pid);
+      const m0 = { cpu: cpuMs(s.pid), pg: await watch.snapshot() };
+      const push = await pushPaced({
+        origins: [s.url],
+        key: c.key,
+        path: '/api/mensaje_enviar_texto.php',
+        n: LIFECYCLE_MESSAGES,
+        perS: LIFECYCLE_RATE,
+        makeBody: (i) => body(900_000 + i),
+      });
+      const { st, stalled } = await waitReceiver(receiver, s, (x) => x.messages_done >= push.ok);
+      const m1 = { cpu: cpuMs(s.pid), pg: await watch.snapshot() };
+      const c1 = await takeCounts(countDir, s.pid);
+      const done = Math.max(1, st.messages_done);
+      const pgd = watch.delta(m0.pg, m1.pg);
+      out = {
+        messages: LIFECYCLE_MESSAGES,
+        rate_per_s: LIFECYCLE_RATE,
+        done: st.messages_done,
+        stalled,
+        accept: push,
+        span_ms: (st.done_last_at ?? Date.now()) - push.started_at,
+        serve_ms_per_msg: (m1.cpu - m0.cpu) / done,
+        postgres_ms_per_msg: pgd.total / done,
+        total_ms_per_msg: (m1.cpu - m0.cpu + pgd.total) / done,
+        postgres_backends: pgd.backends,
+        statements_per_msg: perMessage(countsDelta([[c0, c1]]), st.messages_done),
+      };
+    } finally {
+      await watch?.close().catch(() => {});
+      await s.stop();
+    }
+  } finally {
+    await pg.drop();
+  }
+  const anchor = await pgBossAnchor(pg.url, tag);
+  const p = out.statements_per_msg;
+  results.push({
+    figure: '10a. PostgreSQL lifecycle per message',
+    measured:
+      `${cpuPer(out.serve_ms_per_msg)} node + PostgreSQL ${out.postgres_ms_per_msg.toFixed(2)} ms/msg = ${out.total_ms_per_msg.toFixed(2)} ms/msg; ${describeTrips(p)}; ` +
+      `${out.done} of ${out.messages} done${out.stalled ? ' STALLED' : ''} at ${LIFECYCLE_RATE}/s offered, last done ${(out.span_ms / 1000).toFixed(1)} s`,
+    baseline: '- (the baseline of 10b)',
+    ratio: NaN,
+    target: 'reported',
+    met: null,
+    cpu: cpuPer(out.serve_ms_per_msg),
+    detail: out,
+  });
+  const r = ratio(out.total_ms_per_msg, anchor.total_ms_per_job);
+  const trips = ratio(p.product.round_trips, anchor.statements_per_job.round_trips);
+  results.push({
+    figure: '10b. pasarela message / pg-boss job (send, fetch, complete)',
+    measured: `pg-boss: ${cpuPer(anchor.node_ms_per_job, 'job')} node + PostgreSQL ${anchor.postgres_ms_per_job.toFixed(2)} ms/job = ${anchor.total_ms_per_job.toFixed(2)} ms/job; ${anchor.statements_per_job.round_trips.toFixed(1)} round trips/job; ${f0(anchor.jobs_per_s)} jobs/s at ${LIFECYCLE_RATE}/s offered`,
+    baseline: `10a: ${out.total_ms_per_msg.toFixed(2)} ms/msg, ${p.product.round_trips.toFixed(1)} round trips/msg`,
+    ratio: r,
+    ratioText: `${f2(r)} CPU, ${f2(trips)} round trips`,
+    target: 'reported',
+    met: null,
+    cpu: cpuPer(anchor.node_ms_per_job, 'job'),
+    detail: { pasarela_over_pgboss_cpu: r, pasarela_over_pgboss_round_trips: trips, pgboss: anchor },
+  });
+}
+
+/**
+ * pg-boss's job lifecycle (bench/pgboss-anchor.mjs, its own process and
+ * schema) at LIFECYCLE_RATE for LIFECYCLE_MESSAGES jobs after as many
+ * warm-up jobs as figure 10's messages had; its CPU, its backends' CPU (by
+ * application_name, as pasarela's), its round trips. The schema is dropped.
+ */
+async function pgBossAnchor(url, tag) {
+  const schema = `bench_pgboss_${tag}`;
+  const app = `bench10_${tag}_pgboss`;
+  const pgMod = (await import('pg')).default;
+  const watch = await pgWatcher(url, app, [], { leases: false });
+  const child = spawn(
+    process.execPath,
+    [
+      '--require',
+      join(HERE, 'pg-count.cjs'),
+      join(HERE, 'pgboss-anchor.mjs'),
+      url,
+      schema,
+      app,
+      String(LIFECYCLE_MESSAGES),
+      String(LIFECYCLE_RATE),
+      String(WARMUP_MESSAGES),
+    ],
+    { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir(), LANG: 'C.UTF-8' } },
+  );
+  children.add(child);
+  let err = '';
+  child.stderr.on('data', (d) => (err = (err + String(d)).slice(-4000)));
+  const lines = [];
+  let wake = () => {};
+  let buf = '';
+  child.stdout.on('data', (d) => {
+    buf += String(d);
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      lines.push(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+      wake();
+    }
+  });
+  const exited = new Promise((resolve) => child.once('exit', (code) => (children.delete(child), resolve(code))));
+  const nextLine = async () => {
+    while (lines.length === 0) {
+      if (child.exitCode !== null) throw new Error(`pgboss-anchor.mjs ended (${child.exitCode}): ${err.slice(-500)}`);
+      await Promise.race([new Promise((r) => (wake = r)), sleep(500)]);
+    }
+    return lines.shift();
+  };
+  try {
+    log(`  pg-boss anchor: ${WARMUP_MESSAGES} jobs of warm-up, then ${LIFECYCLE_MESSAGES} at ${LIFECYCLE_RATE}/s...`);
+    if ((await nextLine()) !== 'warm') throw new Error('pgboss-anchor.mjs did not warm up');
+    const pg0 = await watch.snapshot();
+    child.stdin.write('go\n');
+    const res = JSON.parse(await nextLine());
+    const pg1 = await watch.snapshot();
+    await exited;
+    const pgd = watch.delta(pg0, pg1);
+    return {
+      version: JSON.parse(readFileSync(join(ROOT, 'node_modules', 'pg-boss', 'package.json'), 'utf8')).version,
+      jobs: res.jobs,
+      jobs_per_s: (res.jobs * 1000) / Math.max(1, res.ended_at - res.started_at),
+      node_ms_per_job: res.cpu_ms / res.jobs,
+      postgres_ms_per_job: pgd.total / res.jobs,
+      total_ms_per_job: (res.cpu_ms + pgd.total) / res.jobs,
+      postgres_backends: pgd.backends,
+      empty_fetches: res.empty_fetches,
+      statements_per_job: perMessage(res.counts, res.jobs),
+    };
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await watch.close().catch(() => {});
+    const c = new pgMod.Client({ connectionString: url });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await c.end();
+  }
+}
+
+// ---------- 11. live webhooks while messages flow ----------
+
+/**
+ * One client, one instant receiver (answers at once), the flags of figure 2,
+ * 50 lines, the client's webhook on message.status (four events a message).
+ * (a) LIVE_SECONDS of directo sends at LIVE_RATE/2 per second and queued
+ * ones at LIVE_RATE/2 beside them (open loop), after two seconds of the same
+ * unmeasured: events/s delivered while sending (the receiver's distinct
+ * events between the first and the last send). (b) Queued sends at
+ * LIVE_RATE/s for LIVE_SECONDS: the share of their events the receiver has
+ * 5 s after the last send, and when the last arrived.
+ */
+async function figureLive(receiver) {
+  needFlags('--queue-gap-ms', '--sim-delivery-ms', '--sim-read-ms', '--allow-private-urls');
+  const s = await startServe(['--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls']);
+  let a;
+  let b;
+  try {
+    await needPaths(s, '/api/webhook.php');
+    const c = await setupClient(s, 50);
+    await call(receiver.url, 'POST', '/_reset');
+    await call(s.url, 'POST', '/api/webhook.php', c.key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef', eventos: 'message.status' });
+    let seq = 1_000_000;
+    const send = (perS, seconds, directo) =>
+      pushPaced({
+        origins: [s.url],
+        key: c.key,
+        path: '/api/mensaje_enviar_texto.php',
+        n: Math.round(perS * seconds),
+        perS,
+        connections: 50,
+        makeBody: () => textBody(c.lines, seq, seq++, directo),
+      });
+    const mixed = (seconds) => Promise.all([send(LIVE_RATE / 2, seconds, true), send(LIVE_RATE / 2, seconds, false)]);
+    const allDone = async (pushes) => {
+      const ok = pushes.reduce((x, p) => x + p.ok, 0);
+      return { ok, ...(await waitReceiver(receiver, s, (x) => x.messages_done >= ok)) };
+    };
+    log(`  warm-up: 2 s of ${LIVE_RATE / 2}/s directo + ${LIVE_RATE / 2}/s queued, unmeasured...`);
+    const warm = await allDone(await mixed(2));
+    if (warm.stalled) throw new Error(`warm-up stalled: ${warm.st.messages_done} of ${warm.ok} done`);
+    await call(receiver.url, 'POST', '/_reset');
+
+    log(`  (a) ${LIVE_SECONDS} s of ${LIVE_RATE / 2}/s directo + ${LIVE_RATE / 2}/s queued...`);
+    const cpu0 = cpuMs(s.pid);
+    const pushes = mixed(LIVE_SECONDS);
+    const at0 = Date.now();
+    const st0 = await call(receiver.url, 'GET', '/_stats');
+    const [dir, que] = await pushes;
+    const lastSent = Math.max(dir.last_sent_at, que.last_sent_at);
+    // The receiver's count when the last request went out (the answers may still be in flight).
+    await sleep(Math.max(0, lastSent - Date.now()));
+    const st1 = await call(receiver.url, 'GET', '/_stats');
+    const at1 = Date.now();
+    const cpu1 = cpuMs(s.pid);
+    const fin = await allDone([dir, que]);
+    const cpu2 = cpuMs(s.pid);
+    a = {
+      directo: dir,
+      queued: que,
+      window_ms: at1 - at0,
+      events_in_window: st1.distinct_ids - st0.distinct_ids,
+      events_per_s: ((st1.distinct_ids - st0.distinct_ids) * 1000) / Math.max(1, at1 - at0),
+      events_by_estado_in_window: Object.fromEntries(Object.entries(st1.by_estado).map(([k, v]) => [k, v - (st0.by_estado[k] ?? 0)])),
+      server_cpu_ms_sending: cpu1 - cpu0,
+      // Sends, receipts and deliveries of the window's messages, up to their last event.
+      server_cpu_ms_per_msg: (cpu2 - cpu0) / Math.max(1, fin.st.messages_done),
+      messages_done: fin.st.messages_done,
+      events_total: fin.st.distinct_ids,
+      last_event_after_last_send_ms: (fin.st.last_new_id_at ?? Date.now()) - lastSent,
+      stalled: fin.stalled,
+      duplicates: fin.st.duplicates,
+    };
+    await call(receiver.url, 'POST', '/_reset');
+
+    log(`  (b) ${LIVE_SECONDS} s of ${LIVE_RATE}/s queued...`);
+    const q = await send(LIVE_RATE, LIVE_SECONDS, false);
+    await sleep(Math.max(0, q.last_sent_at + 5000 - Date.now()));
+    const at5 = await call(receiver.url, 'GET', '/_stats');
+    const lateBy = Date.now() - (q.last_sent_at + 5000);
+    const fin2 = await allDone([q]);
+    const expected = 4 * q.ok;
+    b = {
+      queued: q,
+      expected_events: expected,
+      events_at_5s: at5.distinct_ids,
+      share_within_5s: at5.distinct_ids / Math.max(1, expected),
+      read_late_ms: lateBy,
+      messages_done: fin2.st.messages_done,
+      events_total: fin2.st.distinct_ids,
+      last_event_after_last_send_ms: (fin2.st.last_new_id_at ?? Date.now()) - q.last_sent_at,
+      stalled: fin2.stalled,
+      duplicates: fin2.st.duplicates,
+    };
+  } finally {
+    await stopQuietly(s);
+  }
+  const sendRate = (p) => `${f0(p.accepted_per_s)}/s`;
+  results.push({
+    figure: '11a. live webhooks while sending, events/s',
+    measured:
+      `${f0(a.events_per_s)} events/s over ${(a.window_ms / 1000).toFixed(1)} s of sending (directo ${sendRate(a.directo)}, queued ${sendRate(a.queued)} accepted;` +
+      ` ${a.messages_done} of ${a.directo.ok + a.queued.ok} done, the last event ${(a.last_event_after_last_send_ms / 1000).toFixed(1)} s after the last send${a.stalled ? ' STALLED' : ''})`,
+    baseline: '- (absolute target)',
+    ratio: NaN,
+    target: '>= 1000 events/s',
+    met: a.events_per_s >= 1000 && !a.stalled,
+    cpu: cpuPer(a.server_cpu_ms_per_msg),
+    detail: { rate_per_s: LIVE_RATE, seconds: LIVE_SECONDS, ...a },
+  });
+  results.push({
+    figure: `11b. ${LIVE_RATE} queued sends/s, events within 5 s of the last send`,
+    measured: `${(b.share_within_5s * 100).toFixed(1)}% (${b.events_at_5s} of ${b.expected_events}; ${sendRate(b.queued)} accepted; all ${b.events_total} by ${(b.last_event_after_last_send_ms / 1000).toFixed(1)} s after the last send${b.stalled ? ' STALLED' : ''})`,
+    baseline: '- (absolute)',
+    ratio: b.share_within_5s,
+    target: 'reported',
+    met: null,
+    cpu: '-',
+    detail: { rate_per_s: LIVE_RATE, seconds: LIVE_SECONDS, ...b },
+  });
 }
 
 // ---------- 3. directo, empty store and 1M store ----------
@@ -1330,6 +1737,13 @@ async function figureDirecto(baseline) {
  * baseline), after a pause and a reset of its peak memory: the answer, its
  * time, the process's memory before and after and the CPU it spent.
  */
+/** The warm-up of figures 4a and 4c: a 1 MiB document to the same route, unmeasured, before the 50 MB one. */
+function warmDocument(celularId) {
+  const file = randomBytes(MB);
+  file.write('%PDF-1.7\n', 0, 'latin1');
+  return JSON.stringify({ celular_id: celularId, destinatario: destinatario(2), directo: 1, filename: 'previo.pdf', documentBase64: file.toString('base64') });
+}
+
 async function postDocument(target, key, payload) {
   await sleep(300);
   const exact = resetPeak(target.pid);
@@ -1361,6 +1775,10 @@ async function figureDocument(baseline) {
     const c = await setupClient(s, 1);
     const payload = JSON.stringify({ celular_id: c.lines[0], destinatario: destinatario(1), directo: 1, filename: 'informe.pdf', documentBase64: b64 });
     const post = (target) => postDocument(target, c.key, payload);
+    log('  warm-up: a 1 MB document to each, unmeasured...');
+    const warm = warmDocument(c.lines[0]);
+    await postDocument(baseline, c.key, warm);
+    await postDocument(s, c.key, warm);
     log('  baseline (bare Fastify)...');
     const base = await post(baseline);
     log('  pasarela...');
@@ -1446,12 +1864,16 @@ async function figureDocumentGateway(baseline) {
       documentBase64: file.toString('base64'),
     });
     const post = (target, key) => postDocument(target, key, payload);
+    log('  warm-up: a 1 MB document to each, unmeasured...');
+    const warm = warmDocument(cel.celular_id);
+    await postDocument(baseline, undefined, warm);
+    await postDocument(s, cli.api_key, warm);
     log('  baseline (bare Fastify)...');
     const base = await post(baseline);
     log('  pasarela -> Evolution fake...');
     const got = await post(s, cli.api_key);
     if (got.status !== 200) throw new Error(`document send: ${got.status} ${got.text.slice(0, 300)}`);
-    const sent = fake.messages.filter((m) => m.route === 'sendMedia');
+    const sent = fake.messages.filter((m) => m.route === 'sendMedia' && m.size === size);
     const same = sent.length === 1 && sent[0].sha256 === sha && sent[0].size === size;
     const x = got.growth / size;
     results.push({
@@ -1821,8 +2243,15 @@ async function figureWebhooks(receiver) {
     await needPaths(s, '/api/webhook.php', '/api/webhook_test.php');
     const cli = await call(s.url, 'POST', '/admin/clientes', s.admin, { nombre: 'Bench', email: 'bench@example.com', saldo: 1000 });
     const key = cli.api_key;
-    await call(receiver.url, 'POST', '/_reset?hold=1');
+    await call(receiver.url, 'POST', '/_reset');
     await call(s.url, 'POST', '/api/webhook.php', key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef' });
+    // Warm-up: a tenth of the events generated and delivered (receiver answering) before the measured batch.
+    const warmN = Math.max(100, Math.round(WEBHOOK_EVENTS / 10));
+    log(`  warm-up: ${warmN} test events delivered, unmeasured...`);
+    const warm = await pushN({ origin: s.url, key, path: '/api/webhook_test.php', n: warmN, connections: 16, makeBody: () => ({}) });
+    const ww = await waitReceiver(receiver, s, (x) => x.distinct_ids >= warm.ok);
+    if (ww.stalled) throw new Error(`warm-up stalled: ${ww.st.distinct_ids} of ${warm.ok} delivered`);
+    await call(receiver.url, 'POST', '/_reset?hold=1');
     log(`  generating ${WEBHOOK_EVENTS} test events (receiver holding deliveries)...`);
     const genP = pushN({ origin: s.url, key, path: '/api/webhook_test.php', n: WEBHOOK_EVENTS, connections: 16, makeBody: () => ({}) });
     overlap = await Promise.race([genP.then(() => false), sleep(8000).then(() => true)]);
@@ -1898,7 +2327,7 @@ log(
     .join(' ')}; serve flags: ${SERVE_FLAGS.size}`,
 );
 const baseline = [1, 2, 3, 4, '4c'].some(want) ? await startChild(join(HERE, 'baseline-server.mjs'), []) : null;
-const receiver = want(2) || want(7) || want(8) || want(9) ? await startChild(join(HERE, 'receiver.mjs'), []) : null;
+const receiver = [2, 7, 8, 9, 10, 11].some(want) ? await startChild(join(HERE, 'receiver.mjs'), []) : null;
 try {
   await figure(1, '1. queue accept, accepted/s', '>= 0.50', () => figureQueueAccept(baseline));
   await figure(2, '2. whole pipeline, gap 0-0, msgs/s done', '>= 0.10', () => figurePipeline(baseline, receiver));
@@ -1915,6 +2344,8 @@ try {
   await figure(7, '7. webhook deliveries, events/s', '>= 1000 events/s', () => figureWebhooks(receiver));
   await figure(8, '8. PostgreSQL beside SQLite', 'reported', () => figurePostgres(receiver));
   await figure(9, '9. several nodes on PostgreSQL: CPU per message, 1/2/3 nodes', '3 nodes >= 0.85 of 1', () => figureNodes(receiver));
+  await figure(10, '10. PostgreSQL lifecycle per message, pg-boss beside it', 'reported', () => figureLifecycle(receiver));
+  await figure(11, '11. live webhooks while messages flow', '>= 1000 events/s', () => figureLive(receiver));
 } finally {
   if (receiver) await stopQuietly(receiver);
 }
