@@ -4,7 +4,7 @@
  * Where a clock can be injected, tests drive it instead of waiting.
  */
 export interface UntilOptions {
-  /** Gives up after this long (real time); 5 s unless given. */
+  /** Gives up after this long (real time); 20 s unless given: a loaded 2-core machine is slow, and a passing wait ends at once. */
   timeoutMs?: number;
   /** Looks again after this long; 10 ms unless given. */
   stepMs?: number;
@@ -20,7 +20,7 @@ type Truthy<T> = Exclude<T, false | 0 | '' | null | undefined>;
  * what was awaited, for how long, and the last value seen.
  */
 export async function until<T>(fn: () => T | Promise<T>, opts: UntilOptions = {}): Promise<Truthy<T>> {
-  const timeoutMs = opts.timeoutMs ?? 5000;
+  const timeoutMs = opts.timeoutMs ?? 20_000;
   const stepMs = opts.stepMs ?? 10;
   const end = Date.now() + timeoutMs;
   for (;;) {
