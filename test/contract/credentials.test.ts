@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCliente, editCliente, rotateClienteKey } from '../../src/core/accounts.js';
 import { authenticateClient, requireActiveClient } from '../../src/core/auth.js';
-import { rotateCelularKey } from '../../src/core/celulares.js';
+import { applySessionStatus, rotateCelularKey } from '../../src/core/celulares.js';
 import { systemClock } from '../../src/core/clock.js';
 import type { Core, CoreConfig } from '../../src/core/context.js';
 import { MemoryCounters } from '../../src/core/counters-memory.js';
@@ -85,6 +85,17 @@ for (const adapter of ADAPTERS) {
       expect((await rejectionOf(authenticateClient(core, [wrong], IP))).row).toBe(ERRORS.AUTH_THROTTLED);
       expect(core.credentials.size).toBe(1);
       expect((await authenticateClient(core, [api_key], IP)).cliente.id).toBe(cliente.id);
+    });
+
+    it("a line's session connecting is seen by the next request with its key (estado and vinculado)", async () => {
+      const core = coreOn(ctx.store);
+      const { cliente } = await createCliente(core, { nombre: 'd', email: 'd@example.com' });
+      const line = await lineWithKey(ctx.store, cliente.id);
+      const before = await authenticateClient(core, [line.key], IP);
+      expect(before.kind === 'celular' && before.celular.estado).toBe('desconectado');
+      await applySessionStatus(core, line.id, 'connected');
+      const after = await authenticateClient(core, [line.key], IP);
+      expect(after.kind === 'celular' && [after.celular.estado, after.celular.vinculado]).toEqual(['activo', 1]);
     });
 
     it('a suspension is seen by the next request', async () => {
