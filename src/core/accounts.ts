@@ -1,4 +1,5 @@
 import { actorOf, celularInScope, type ClientPrincipal, type Principal } from './auth.js';
+import { invalidateCredentials } from './credential-invalidate.js';
 import type { Core } from './context.js';
 import { fail } from './errors.js';
 import { clientKey, hashSecret, newSecret } from './keys.js';
@@ -113,6 +114,7 @@ export async function editCliente(core: Core, id: number, patch: Omit<ClientePat
   checkAccountNumbers(patch);
   const now = core.clock.now();
   const row = (await core.store.updateCliente(id, patch, now))!;
+  await invalidateCredentials(core, { cliente: id });
   await core.store.audit({ actor: 'operator', accion: 'cliente.editar', objeto_tipo: 'cliente', objeto_id: id, cliente_id: id, detalle: { ...patch } }, now);
   return clienteSummary(core, row);
 }
@@ -122,6 +124,7 @@ export async function rotateClienteKey(core: Core, id: number) {
   const secret = newSecret();
   const now = core.clock.now();
   await core.store.updateCliente(id, { key_hash: hashSecret(secret) }, now);
+  await invalidateCredentials(core, { cliente: id });
   await core.store.audit({ actor: 'operator', accion: 'cliente.rotar_key', objeto_tipo: 'cliente', objeto_id: id, cliente_id: id, detalle: {} }, now);
   return { cliente_id: id, api_key: clientKey(id, secret) };
 }
@@ -161,8 +164,9 @@ export async function addBalance(core: Core, actor: Principal, input: BalanceInp
   };
 }
 
+/** Balances are read afresh: the principal may come from the credential cache, which does not follow charges (D-67). */
 export async function info(core: Core, p: ClientPrincipal) {
-  return clienteSummary(core, p.cliente);
+  return clienteSummary(core, (await core.store.getCliente(p.cliente.id)) ?? p.cliente);
 }
 
 /**
@@ -171,15 +175,16 @@ export async function info(core: Core, p: ClientPrincipal) {
  * `saldo_celular` are null).
  */
 export async function saldo(core: Core, p: ClientPrincipal, celularId: number | undefined) {
-  const cel = celularId !== undefined ? await celularInScope(core, p, celularId) : p.kind === 'celular' ? p.celular : null;
+  const cel = celularId !== undefined ? await celularInScope(core, p, celularId) : p.kind === 'celular' ? await core.store.getCelular(p.celular.id) : null;
   const stats = await consumoMes(core, p.cliente.id);
+  const cliente = (await core.store.getCliente(p.cliente.id)) ?? p.cliente;
   return {
     cliente_id: p.cliente.id,
     celular_id: cel?.id ?? null,
-    saldo_global: p.cliente.saldo_global,
+    saldo_global: cliente.saldo_global,
     saldo_celular: cel?.saldo_actual ?? null,
-    plan: p.cliente.plan,
-    ilimitado: p.cliente.plan === 'ilimitado',
+    plan: cliente.plan,
+    ilimitado: cliente.plan === 'ilimitado',
     consumo_mes: stats.consumo_mes,
   };
 }

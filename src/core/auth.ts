@@ -15,8 +15,32 @@ export type Principal =
 
 export type ClientPrincipal = Exclude<Principal, { kind: 'operator' }>;
 
-/** Resolves one presented credential, or null when it is unknown. Never throws for bad input. */
+/**
+ * Resolves one presented credential, or null when it is unknown. Never throws
+ * for bad input. A success is cached for about a second under the
+ * credential's hash (core/credential-cache.ts); a hit is still checked
+ * against the cached row's hash, and failures are never cached.
+ */
 async function resolveOne(core: Core, raw: string): Promise<ClientPrincipal | null> {
+  const keyHash = hashSecret(raw);
+  const cached = core.credentials.get(keyHash);
+  if (cached) return stillMatches(cached, raw, keyHash) ? cached : null;
+  const gen = core.credentials.generation();
+  const p = await lookupOne(core, raw);
+  if (p) core.credentials.set(keyHash, p, gen);
+  return p;
+}
+
+/** The cached principal's row still holds this credential's hash (the key is read from the raw credential, not trusted from the cache). */
+function stillMatches(p: ClientPrincipal, raw: string, hash: string): boolean {
+  const parsed = parseKey(raw);
+  if (parsed.kind === 'client') return p.kind === 'client' && p.cliente.id === parsed.id && secretMatches(parsed.secret, p.cliente.key_hash);
+  if (p.kind !== 'celular') return false;
+  if (parsed.kind === 'celular') return p.via === 'key' && p.celular.id === parsed.id && secretMatches(parsed.secret, p.celular.key_hash);
+  return p.via === 'gateway_token' ? p.celular.gateway_token_hash === hash : p.via === 'legacy_token' && p.celular.legacy_token_hash === hash;
+}
+
+async function lookupOne(core: Core, raw: string): Promise<ClientPrincipal | null> {
   const parsed = parseKey(raw);
   if (parsed.kind === 'client') {
     const cliente = await core.store.getCliente(parsed.id);

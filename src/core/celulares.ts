@@ -1,4 +1,5 @@
 import { actorOf, celularInScope, requireActiveClient, requireClientKey, type ClientPrincipal } from './auth.js';
+import { invalidateCredentials } from './credential-invalidate.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { AppError, ERRORS, fail } from './errors.js';
@@ -147,6 +148,7 @@ export async function editCelular(core: Core, p: ClientPrincipal, id: number, ed
   if (Object.keys(patch).length === 0) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
   const now = core.clock.now();
   const row = (await core.store.updateCelular(id, patch, now))!;
+  await invalidateCredentials(core, { celular: id });
   await core.store.audit(
     { actor: actorOf(p), accion: 'celular.editar', objeto_tipo: 'celular', objeto_id: id, cliente_id: celular.cliente_id, detalle: { ...patch } },
     now,
@@ -171,6 +173,7 @@ export async function deleteCelular(core: Core, p: ClientPrincipal, id: number, 
     core.clock.now(),
   );
   if (!deleted) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
+  await invalidateCredentials(core, { celular: id });
   if (celular.gateway_instancia) {
     const instancia = celular.gateway_instancia;
     // The row is gone: with several gateway servers, the one that held the instance is named from the row read before.
@@ -241,6 +244,8 @@ export function applySessionStatus(core: Core, celularId: number, status: Sessio
       const row = await core.store.updateCelularIf(celular.id, celular, { last_status: status, last_status_check: seen, estado, vinculado }, now, event);
       if (!row) continue; // another node (or an edit) wrote the line since it was read
       if (changed) core.bus.publish('session.status', data);
+      // estado and vinculado are what a send reads of the principal's line; last_status alone may be a second stale (D-67).
+      if (estado !== celular.estado || vinculado !== celular.vinculado) await invalidateCredentials(core, { celular: celular.id });
       return row;
     }
   };
@@ -260,9 +265,11 @@ export function instanceName(celular: Pick<CelularRow, 'id'>): string {
 /** Lines made before instances were named at creation get their name on first link. */
 async function withInstance(core: Core, celular: CelularRow): Promise<CelularRow & { gateway_instancia: string }> {
   if (celular.gateway_instancia) return celular as CelularRow & { gateway_instancia: string };
-  return (await core.store.updateCelular(celular.id, { gateway_instancia: instanceName(celular) }, core.clock.now())) as CelularRow & {
+  const row = (await core.store.updateCelular(celular.id, { gateway_instancia: instanceName(celular) }, core.clock.now())) as CelularRow & {
     gateway_instancia: string;
   };
+  await invalidateCredentials(core, { celular: celular.id });
+  return row;
 }
 
 export type LinkMethod = 'qr' | 'codigo';
@@ -366,6 +373,7 @@ export async function setLegacyToken(core: Core, celularId: number, token?: stri
   if (holder && holder.id !== celularId) fail('CONFLICT', 'that token is already in use by another celular');
   const now = core.clock.now();
   await core.store.updateCelular(celularId, { legacy_token_hash: hash }, now);
+  await invalidateCredentials(core, { celular: celularId });
   await core.store.audit(
     {
       actor: 'operator',
@@ -386,6 +394,7 @@ export async function rotateCelularKey(core: Core, celularId: number) {
   const secret = newSecret();
   const now = core.clock.now();
   await core.store.updateCelular(celularId, { key_hash: hashSecret(secret) }, now);
+  await invalidateCredentials(core, { celular: celularId });
   await core.store.audit(
     { actor: 'operator', accion: 'celular.rotar_key', objeto_tipo: 'celular', objeto_id: celularId, cliente_id: celular.cliente_id, detalle: {} },
     now,

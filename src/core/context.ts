@@ -1,7 +1,9 @@
 import type { Clock } from './clock.js';
+import type { CredentialCache } from './credential-cache.js';
 import type { EventBus } from './events.js';
 import type { Counters } from './ports/counters.js';
 import type { Gateway } from './ports/gateway.js';
+import type { Signals } from './ports/signals.js';
 import type { Store } from './ports/store.js';
 
 /** Settings the core reads; the server fills them from flags and environment. */
@@ -56,4 +58,8 @@ export interface Core {
   config: CoreConfig;
   /** Uniform in [0, 1): the source of queue gaps and retry jitter (injected for tests). */
   random: () => number;
+  /** Notices to every node serving the store (in-process on SQLite, LISTEN/NOTIFY on PostgreSQL). */
+  signals: Signals;
+  /** Resolved credentials for about a second, dropped by signals (core/credential-cache.ts, D-67). */
+  credentials: CredentialCache;
 }

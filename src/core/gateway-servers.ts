@@ -1,4 +1,5 @@
 import { applySessionStatus } from './celulares.js';
+import { invalidateCredentials } from './credential-invalidate.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { AppError, fail } from './errors.js';
@@ -204,6 +205,7 @@ export async function moveCelular(core: Core, celularId: number, nombre: string)
   }
   const now = core.clock.now();
   await core.store.updateCelular(celularId, { servidor_id: to.id }, now);
+  await invalidateCredentials(core, { celular: celularId });
   const row = (await applySessionStatus(core, celularId, 'logged_out')) ?? celular;
   await core.store.audit(
     {

@@ -18,7 +18,44 @@ function mexicanLegacyMobile(digits: string): string {
   return digits.length === 13 && digits.startsWith('521') ? `52${digits.slice(3)}` : digits;
 }
 
+/**
+ * Numbers this process has already found canonical: given back as they are,
+ * they are read the same way again (international first, on their digits
+ * alone), so their parse is skipped. Most clients send the canonical form,
+ * and the parse with full metadata was most of an accept's number handling.
+ */
+const canonical = new Map<string, CountryCode | undefined>();
+const CANONICAL_MAX = 10_000;
+const DIGITS = /^[0-9]{7,15}$/;
+
+/** Read international first: no line country, or digits that start with its calling code (parseNumero's order). */
+function internationalFirst(digits: string, defaultCountry: CountryCode | undefined): boolean {
+  return defaultCountry === undefined || digits.startsWith(getCountryCallingCode(defaultCountry));
+}
+
 export function normalizeNumero(raw: string, defaultCountry?: CountryCode): NumeroResult {
+  // Digits alone, read international first: what parseNumero would try first is all that is tried.
+  const plain = typeof raw === 'string' && DIGITS.test(raw) && internationalFirst(raw, defaultCountry);
+  if (!plain) return parseNumero(raw, defaultCountry);
+  if (canonical.has(raw)) return { ok: true, numero: raw, country: canonical.get(raw) };
+  // parseNumero's first reading for these digits; it depends on the digits alone, so it is the same for every line country.
+  const r = asInternational(raw);
+  if (!r) return parseNumero(raw, defaultCountry);
+  if (r.numero === raw) {
+    if (canonical.size >= CANONICAL_MAX) canonical.clear();
+    canonical.set(raw, r.country);
+  }
+  return r;
+}
+
+/** Digits (without + or 00) read as a number with its country code, or null when that is not a valid number. */
+function asInternational(digits: string): Extract<NumeroResult, { ok: true }> | null {
+  const n = parsePhoneNumberFromString(`+${mexicanLegacyMobile(digits)}`);
+  return n?.isValid() ? { ok: true, numero: n.number.slice(1), country: n.country } : null;
+}
+
+/** The parse itself, without the canonical fast path (exported for the test that proves them equal). */
+export function parseNumero(raw: string, defaultCountry?: CountryCode): NumeroResult {
   const compact = String(raw ?? '')
     .trim()
     .replace(SEPARATORS, '');
@@ -35,10 +72,6 @@ export function normalizeNumero(raw: string, defaultCountry?: CountryCode): Nume
   if (!/^[0-9]+$/.test(digits)) return { ok: false, reason: `"${raw}" has characters other than digits, +, spaces and punctuation` };
   if (digits.length < 7 || digits.length > 15) return { ok: false, reason: `"${raw}" has ${digits.length} digits; a phone number has 7 to 15` };
 
-  const asInternational = () => {
-    const n = parsePhoneNumberFromString(`+${mexicanLegacyMobile(digits)}`);
-    return n?.isValid() ? ({ ok: true, numero: n.number.slice(1), country: n.country } as const) : null;
-  };
   const asNational = () => {
     if (international || !defaultCountry) return null;
     const n = parsePhoneNumberFromString(digits, defaultCountry);
@@ -47,7 +80,7 @@ export function normalizeNumero(raw: string, defaultCountry?: CountryCode): Nume
   // Without + or 00, digits that do not start with the line's country code are read as a national
   // number of that country first: "477 234 5678" from a Mexican line is León, not Norway.
   const nationalFirst = !international && defaultCountry !== undefined && !digits.startsWith(getCountryCallingCode(defaultCountry));
-  const found = nationalFirst ? (asNational() ?? asInternational()) : (asInternational() ?? asNational());
+  const found = nationalFirst ? (asNational() ?? asInternational(digits)) : (asInternational(digits) ?? asNational());
   if (found) return found;
   return {
     ok: false,

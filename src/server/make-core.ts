@@ -1,10 +1,13 @@
 import type { Clock } from '../core/clock.js';
 import type { Core, CoreConfig } from '../core/context.js';
+import { CredentialCache } from '../core/credential-cache.js';
 import type { EventBus } from '../core/events.js';
 import { hashSecret } from '../core/keys.js';
 import type { Counters } from '../core/ports/counters.js';
 import type { Gateway } from '../core/ports/gateway.js';
+import type { Signals } from '../core/ports/signals.js';
 import type { Store } from '../core/ports/store.js';
+import { LocalSignals } from '../core/signals-local.js';
 import { derivedLeaseMs, type ServeConfig } from './config.js';
 
 /** What the core is given to work with: the ports' adapters, the clock, the bus and the source of chance. */
@@ -16,6 +19,8 @@ export interface CoreAdapters {
   bus: EventBus;
   /** Math.random unless a test drives it. */
   random?: () => number;
+  /** The store's signals (parts/store.ts); in-process when not given. */
+  signals?: Signals;
 }
 
 /**
@@ -24,8 +29,12 @@ export interface CoreAdapters {
  * the OpenAPI generator (openapi.ts).
  */
 export function makeCore(config: CoreConfig, adapters: CoreAdapters): Core {
-  const { store, counters, gateway, clock, bus, random = Math.random } = adapters;
-  return { store, counters, gateway, clock, bus, config, random };
+  const { store, counters, gateway, clock, bus, random = Math.random, signals = new LocalSignals() } = adapters;
+  const credentials = new CredentialCache({ ticks: () => clock.ticks() });
+  credentials.listen(signals);
+  // A line's estado follows its session; on SQLite the background thread's changes reach this bus, not these signals.
+  bus.subscribe('session.status', (e) => credentials.invalidate({ celular: e.celular_id }));
+  return { store, counters, gateway, clock, bus, config, random, signals, credentials };
 }
 
 /** The settings the core reads, from `serve`'s configuration and what the start resolved (the operator token, the zone). */

@@ -110,7 +110,14 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     // The token next: a bad one stops the start before the store (and its checkpoint thread) exists.
     const ownAdmin = secretOf(opts.dataDir, opts.adminToken, 'PASARELA_ADMIN_TOKEN', ADMIN_TOKEN_FILE);
     const tmp = new TempFiles(join(opts.dataDir, 'tmp'));
-    const opened = await parts.start(storePart(opts, tmp, (message) => log.error({ err: message }, 'background WAL checkpoint failed')));
+    const opened = await parts.start(
+      storePart(
+        opts,
+        tmp,
+        (message) => log.error({ err: message }, 'background WAL checkpoint failed'),
+        (err) => log.warn({ err }, 'signals between nodes (LISTEN/NOTIFY): cached credentials expire by their TTL until it listens again'),
+      ),
+    );
     const { store, media } = opened;
     const settings = await nodeSettings(opts, store, opened.store.caps.shared, ownAdmin);
     const metrics = new Metrics({
@@ -130,7 +137,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     logBusEvents(bus, log);
     const { counters, source: countersSource } = await parts.start(countersPart(opts, clock, log));
     const config = coreConfigOf(opts, { adminToken: settings.admin.token, tz: settings.tz });
-    const core = makeCore(config, { store, counters, gateway: gw.gateway, clock, bus, random });
+    const core = makeCore(config, { store, counters, gateway: gw.gateway, clock, bus, random, signals: opened.signals });
     // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
     const swept = await sweepAcceptedMedia(store, media, clock.now());
     if (swept > 0) log.info({ swept }, 'removed the media of ended sends');

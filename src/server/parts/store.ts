@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import type { TempFiles } from '../../core/media.js';
 import type { AcceptedMedia } from '../../core/ports/media.js';
+import type { Signals } from '../../core/ports/signals.js';
 import type { Store } from '../../core/ports/store.js';
+import { LocalSignals } from '../../core/signals-local.js';
 import { DB_FILE } from '../../paths.js';
 import { LocalMedia } from '../../store/local-media.js';
 import { openSqliteStore } from '../../store/sqlite/store.js';
@@ -14,6 +16,8 @@ export interface OpenedStore {
   /** The SQLite file, or the PostgreSQL URL without its password. */
   source: string;
   schemaVersion: number;
+  /** Notices to every node on this store (core/ports/signals.ts): in-process on SQLite, LISTEN/NOTIFY on PostgreSQL. */
+  signals: Signals;
 }
 
 /**
@@ -21,27 +25,37 @@ export interface OpenedStore {
  * served by this process alone, or a PostgreSQL database (`postgres://...`)
  * that any number of nodes serve together; and where accepted media is kept
  * with it: in `tmp` beside SQLite, in the database on PostgreSQL (any node
- * may send a queued message).
+ * may send a queued message); and the signals between the nodes on it.
  */
-export function storePart(opts: ServeConfig, tmp: TempFiles, onCheckpointError: (message: string) => void): Part<OpenedStore> {
+export function storePart(
+  opts: ServeConfig,
+  tmp: TempFiles,
+  onCheckpointError: (message: string) => void,
+  onSignalsError: (err: unknown) => void = () => {},
+): Part<OpenedStore> {
   return {
     name: 'store',
     start: async () => {
       if (opts.store && /^postgres(ql)?:\/\//.test(opts.store)) {
         const { openPgStore } = await import('../../store/postgres/store.js');
         const { PgMedia } = await import('../../store/postgres/media.js');
+        const { PgSignals } = await import('../../store/postgres/signals.js');
         const pg = await openPgStore(opts.store);
+        const signals = new PgSignals(opts.store, { pool: pg.db.pool, onError: onSignalsError });
         try {
-          const value = { store: pg, media: new PgMedia(pg.db, tmp), source: pg.name, schemaVersion: await pg.schemaVersion() };
-          return { value, base: true, stop: () => pg.close() };
+          // A failed first connect is retried in the background: until it listens, other nodes' notices are bounded by the TTL.
+          await signals.start();
+          const value = { store: pg, media: new PgMedia(pg.db, tmp), source: pg.name, schemaVersion: await pg.schemaVersion(), signals };
+          return { value, base: true, stop: () => signals.close().finally(() => pg.close()) };
         } catch (err) {
+          await signals.close();
           await pg.close();
           throw err;
         }
       }
       const file = join(opts.dataDir, DB_FILE);
       const sqlite = openSqliteStore(file, { background: { checkpointMs: opts.checkpointMs, onError: onCheckpointError } });
-      const value = { store: sqlite, media: new LocalMedia(tmp), source: file, schemaVersion: sqlite.schemaVersion() };
+      const value = { store: sqlite, media: new LocalMedia(tmp), source: file, schemaVersion: sqlite.schemaVersion(), signals: new LocalSignals() };
       return { value, base: true, stop: () => sqlite.close() };
     },
   };
