@@ -1,7 +1,8 @@
 import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy, WebhooksStore } from '../../core/ports/webhooks.js';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
+import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/model.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { type Client, type Db, LOCK, type Queryable, row, rows } from './db.js';
+import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in PostgreSQL. */
 
@@ -242,31 +243,16 @@ export function webhooks(db: Db): WebhooksStore {
       if (!(await db.one('SELECT 1 FROM eventos ORDER BY seq LIMIT 1'))) return { taken: 0, copies: [] };
       return db.tx(async (c) => {
         await c.query('SELECT pg_advisory_xact_lock($1, 0)', [LOCK.journal]);
-        const events = await rows<{ seq: number; cliente_id: number; celular_id: number | null; evento: string; data: string; fecha: number }>(
-          c,
-          'SELECT seq, cliente_id, celular_id, evento, data, fecha FROM eventos ORDER BY seq LIMIT $1',
-          [limit],
-        );
+        const events = await rows<JournalRow>(c, 'SELECT seq, cliente_id, celular_id, evento, data, fecha FROM eventos ORDER BY seq LIMIT $1', [limit]);
         const configs = new Map<number, WebhookConfig | null>();
         const listeners = new Map<number, EscuchaRow[]>();
-        // Of this attempt only: a transaction retried after a deadlock routes its events again.
-        const copies: ListenerCopy[] = [];
-        for (const e of events) {
-          const ev: JournalEvent = {
-            evento: e.evento,
-            cliente_id: e.cliente_id,
-            celular_id: e.celular_id,
-            data: JSON.parse(e.data) as Record<string, unknown>,
-            fecha: e.fecha,
-          };
-          let cfg = configs.get(e.cliente_id);
-          if (cfg === undefined) configs.set(e.cliente_id, (cfg = await getWebhook(c, e.cliente_id)));
-          let escuchas = listeners.get(e.cliente_id);
-          if (escuchas === undefined) listeners.set(e.cliente_id, (escuchas = await liveEscuchas(c, e.cliente_id, now)));
-          const out = route(ev, cfg, escuchas);
-          if (out?.entrega) await enqueueEntrega(c, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
-          for (const escucha of out?.copias ?? []) copies.push({ escucha, id: out!.id, evento: e.evento, body: out!.body });
+        for (const id of journalClients(events)) {
+          configs.set(id, await getWebhook(c, id));
+          listeners.set(id, await liveEscuchas(c, id, now));
         }
+        // Of this attempt only: a transaction retried after a deadlock routes its events again.
+        const { entregas, copies } = routeJournal(events, configs, listeners, route);
+        for (const e of entregas) await enqueueEntrega(c, e, now);
         if (events.length > 0) await c.query('DELETE FROM eventos WHERE seq = ANY($1::bigint[])', [events.map((e) => e.seq)]);
         return { taken: events.length, copies };
       });

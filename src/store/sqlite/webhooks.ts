@@ -1,8 +1,9 @@
 import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy, WebhooksStore } from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
+import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/model.js';
 import { grouped, immediate, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
+import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
 type DB = Database.Database;
@@ -238,34 +239,15 @@ export function webhooks(db: DB): WebhooksStore {
     },
     moveEventsToOutbox(limit: number, route: EventRoute, now: number): Promise<{ taken: number; copies: ListenerCopy[] }> {
       return grouped(db, () => {
-        const events = stmt(db, 'SELECT * FROM eventos ORDER BY seq LIMIT ?').all(limit) as Array<{
-          seq: number;
-          cliente_id: number;
-          celular_id: number | null;
-          evento: string;
-          data: string;
-          fecha: number;
-        }>;
-        // A batch is mostly a few clients' events: each configuration and each client's listeners are read once.
+        const events = stmt(db, 'SELECT seq, cliente_id, celular_id, evento, data, fecha FROM eventos ORDER BY seq LIMIT ?').all(limit) as JournalRow[];
         const configs = new Map<number, WebhookConfig | null>();
         const listeners = new Map<number, EscuchaRow[]>();
-        const copies: ListenerCopy[] = [];
-        for (const e of events) {
-          const ev: JournalEvent = {
-            evento: e.evento,
-            cliente_id: e.cliente_id,
-            celular_id: e.celular_id,
-            data: JSON.parse(e.data) as Record<string, unknown>,
-            fecha: e.fecha,
-          };
-          let cfg = configs.get(e.cliente_id);
-          if (cfg === undefined) configs.set(e.cliente_id, (cfg = getWebhook(db, e.cliente_id)));
-          let escuchas = listeners.get(e.cliente_id);
-          if (escuchas === undefined) listeners.set(e.cliente_id, (escuchas = liveEscuchas(db, e.cliente_id, now)));
-          const out = route(ev, cfg, escuchas);
-          if (out?.entrega) enqueueEntrega(db, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
-          for (const escucha of out?.copias ?? []) copies.push({ escucha, id: out!.id, evento: e.evento, body: out!.body });
+        for (const id of journalClients(events)) {
+          configs.set(id, getWebhook(db, id));
+          listeners.set(id, liveEscuchas(db, id, now));
         }
+        const { entregas, copies } = routeJournal(events, configs, listeners, route);
+        for (const e of entregas) enqueueEntrega(db, e, now);
         // The lowest seqs were read, in this transaction: everything up to the last one is what was taken.
         if (events.length > 0) stmt(db, 'DELETE FROM eventos WHERE seq <= ?').run(events[events.length - 1]!.seq);
         return { taken: events.length, copies };

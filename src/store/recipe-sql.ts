@@ -1,0 +1,35 @@
+import { type Balance, MOVEMENT_COLUMNS, type SlotValue } from '../core/recipes.js';
+
+/**
+ * The SQL of core/recipes.ts's answers, the same text for every dialect but
+ * its placeholders: `ph(i)` names the i-th parameter (1-based), `?` in SQLite,
+ * `$i` in PostgreSQL. The values come from the recipe, never from here.
+ */
+export type Placeholder = (i: number) => string;
+
+/** INSERT of one ledger row; its parameters are `movementValues(...)` from `first` on. */
+export function movementInsert(ph: Placeholder, first = 1): string {
+  return `INSERT INTO movimientos_saldo (${MOVEMENT_COLUMNS.join(', ')}) VALUES (${MOVEMENT_COLUMNS.map((_, i) => ph(first + i)).join(', ')})`;
+}
+
+/** Sets a balance to a value read under the caller's lock: parameters (saldo, id), in text order (SQLite's `?`). */
+export function balanceSet(b: Balance, ph: Placeholder): string {
+  return `UPDATE ${b.table} SET ${b.column} = ${ph(1)} WHERE id = ${ph(2)}`;
+}
+
+/** Adds to a balance atomically and reads it back as `saldo`: parameters (monto, id). */
+export function balanceAdd(b: Balance, ph: Placeholder): string {
+  return `UPDATE ${b.table} SET ${b.column} = ${b.column} + ${ph(1)} WHERE id = ${ph(2)} RETURNING ${b.column} AS saldo`;
+}
+
+/** `lease_until = …, cupo_at = …` for a slot transition; a timed value is written as `place` (the caller binds `slotTime`). */
+export function slotSet(s: { lease_until: SlotValue; cupo_at: SlotValue }, place: string): string {
+  const v = (x: SlotValue) => (x.kind === 'null' ? 'NULL' : x.kind === 'sent_at' ? 'enviado_at' : place);
+  return `lease_until = ${v(s.lease_until)}, cupo_at = ${v(s.cupo_at)}`;
+}
+
+/** The time a slot transition binds at its placeholder (null: it binds none). */
+export function slotTime(s: { lease_until: SlotValue; cupo_at: SlotValue }): number | null {
+  for (const x of [s.lease_until, s.cupo_at]) if (x.kind === 'at') return x.at;
+  return null;
+}
