@@ -1,4 +1,4 @@
-import { balanceAfter, type Cargo, refundTarget } from './ledger.js';
+import { balanceAfter, type Cargo, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, refundTarget } from './ledger.js';
 import type { MensajeRow } from './ports/model.js';
 
 /**
@@ -161,4 +161,29 @@ export function slotOn(t: SlotTransition, at?: number): { lease_until: SlotValue
     case 'fail':
       return { lease_until: none, cupo_at: { kind: 'sent_at' } };
   }
+}
+
+/** What a message's acceptance adds to its line's queued counter (`pendientes`), and what its leaving takes off. */
+export function queueDelta(m: { modo: string }): 0 | 1 {
+  return m.modo === 'cola' ? 1 : 0;
+}
+
+/** The column a receipt's step stamps with its time. */
+export function receiptColumn(next: 'entregado' | 'leido'): 'entregado_at' | 'leido_at' {
+  return next === 'entregado' ? 'entregado_at' : 'leido_at';
+}
+
+/** Whether a line holding `held` parked receipts may park one more (PARKED_PER_LINE). */
+export function parkingAllows(held: number): boolean {
+  return held < PARKED_PER_LINE;
+}
+
+/** Parked receipts stamped before this are expired (PARKED_TTL_MS). */
+export function parkedExpiredBefore(now: number): number {
+  return now - PARKED_TTL_MS;
+}
+
+/** Inbound gateway keys seen before this are forgotten (INBOUND_SEEN_TTL_MS). */
+export function inboundForgottenBefore(now: number): number {
+  return now - INBOUND_SEEN_TTL_MS;
 }

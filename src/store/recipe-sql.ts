@@ -1,4 +1,5 @@
-import { type Balance, MOVEMENT_COLUMNS, type SlotValue } from '../core/recipes.js';
+import { type Balance, MOVEMENT_COLUMNS, receiptColumn, type SlotValue } from '../core/recipes.js';
+import type { EscuchaRow } from '../core/ports/model.js';
 
 /**
  * The SQL of core/recipes.ts's answers, the same text for every dialect but
@@ -32,4 +33,25 @@ export function slotSet(s: { lease_until: SlotValue; cupo_at: SlotValue }, place
 export function slotTime(s: { lease_until: SlotValue; cupo_at: SlotValue }): number | null {
   for (const x of [s.lease_until, s.cupo_at]) if (x.kind === 'at') return x.at;
   return null;
+}
+
+/** A queued message left `pendiente`: its line's counter down by one, never below zero; parameter (line id). */
+export function pendingDown(ph: Placeholder): string {
+  return `UPDATE celulares SET pendientes = pendientes - 1 WHERE id = ${ph(1)} AND pendientes > 0`;
+}
+
+/** A receipt's step: parameters (estado, its time, msg_id); the caller adds its RETURNING. */
+export function receiptStepUpdate(next: 'entregado' | 'leido', ph: Placeholder): string {
+  return `UPDATE mensajes SET estado = ${ph(1)}, ${receiptColumn(next)} = ${ph(2)} WHERE msg_id = ${ph(3)}`;
+}
+
+const ESCUCHA_COLUMNS = ['id', 'cliente_id', 'url', 'secret', 'eventos', 'created_at', 'expira_at'] as const;
+
+/** INSERT of one listener; its parameters are `escuchaValues(e)`. */
+export function escuchaInsert(ph: Placeholder): string {
+  return `INSERT INTO webhook_escuchas (${ESCUCHA_COLUMNS.join(', ')}) VALUES (${ESCUCHA_COLUMNS.map((_, i) => ph(i + 1)).join(', ')})`;
+}
+
+export function escuchaValues(e: EscuchaRow): unknown[] {
+  return [e.id, e.cliente_id, e.url, e.secret, JSON.stringify(e.eventos), e.created_at, e.expira_at];
 }

@@ -1,6 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { balanceChange, charge, lineCapAllows, movementValues, openingBalance, refund, slotOn } from '../../src/core/recipes.js';
-import { balanceAdd, balanceSet, movementInsert, slotSet, slotTime } from '../../src/store/recipe-sql.js';
+import {
+  balanceChange,
+  charge,
+  inboundForgottenBefore,
+  lineCapAllows,
+  movementValues,
+  openingBalance,
+  parkedExpiredBefore,
+  parkingAllows,
+  queueDelta,
+  receiptColumn,
+  refund,
+  slotOn,
+} from '../../src/core/recipes.js';
+import { INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS } from '../../src/core/ledger.js';
+import { journalClients, routeJournal } from '../../src/core/journal-route.js';
+import { balanceAdd, balanceSet, escuchaInsert, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../../src/store/recipe-sql.js';
 
 /** What the stores write (core/recipes.ts), without a store, and the SQL text both dialects render it with. */
 describe('write recipes', () => {
@@ -86,5 +101,37 @@ describe('write recipes', () => {
       'x',
       'sistema',
     ]);
+  });
+
+  it('the queue counter, receipt columns, parking and inbound bounds', () => {
+    expect(queueDelta({ modo: 'cola' })).toBe(1);
+    expect(queueDelta({ modo: 'directo' })).toBe(0);
+    expect(receiptColumn('entregado')).toBe('entregado_at');
+    expect(receiptColumn('leido')).toBe('leido_at');
+    expect(parkingAllows(PARKED_PER_LINE - 1)).toBe(true);
+    expect(parkingAllows(PARKED_PER_LINE)).toBe(false);
+    expect(parkedExpiredBefore(PARKED_TTL_MS + 5)).toBe(5);
+    expect(inboundForgottenBefore(INBOUND_SEEN_TTL_MS + 5)).toBe(5);
+    expect(pendingDown(() => '?')).toBe('UPDATE celulares SET pendientes = pendientes - 1 WHERE id = ? AND pendientes > 0');
+    expect(receiptStepUpdate('leido', (i) => `$${i}`)).toBe('UPDATE mensajes SET estado = $1, leido_at = $2 WHERE msg_id = $3');
+    expect(escuchaInsert(() => '?')).toMatch(
+      /^INSERT INTO webhook_escuchas \(id, cliente_id, url, secret, eventos, created_at, expira_at\) VALUES \(\?(, \?){6}\)$/,
+    );
+  });
+
+  it('routes a journal batch: deliveries in order, listener copies, each client read once', () => {
+    const ev = (seq: number, cliente_id: number) => ({ seq, cliente_id, celular_id: null, evento: 'message.status', data: `{"n":${seq}}`, fecha: seq });
+    const events = [ev(1, 1), ev(2, 2), ev(3, 1)];
+    expect(journalClients(events)).toEqual([1, 2]);
+    const escucha = { id: 'e', cliente_id: 2, url: 'http://x', secret: 's', eventos: [], created_at: 0, expira_at: 9 };
+    const seen: number[] = [];
+    const out = routeJournal(events, new Map([[1, null]]), new Map([[2, [escucha]]]), (e, cfg, escuchas) => {
+      seen.push((e.data as { n: number }).n);
+      expect(cfg).toBeNull();
+      return { id: `id${e.fecha}`, body: 'b', entrega: e.cliente_id === 1, copias: escuchas };
+    });
+    expect(seen).toEqual([1, 2, 3]);
+    expect(out.entregas.map((x) => x.id)).toEqual(['id1', 'id3']);
+    expect(out.copies).toEqual([{ escucha, id: 'id2', evento: 'message.status', body: 'b' }]);
   });
 });

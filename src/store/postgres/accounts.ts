@@ -17,7 +17,7 @@ import type {
   NewClienteDone,
 } from '../../core/ports/accounts.js';
 import type { AuditEntry, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
-import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from '../patch-columns.js';
+import { CELULAR_COLUMNS, CLIENTE_COLUMNS, patchColumns } from '../patch-columns.js';
 import { type Client, type Db, ph, row } from './db.js';
 import { journal, writeMovement } from './messages.js';
 
@@ -25,8 +25,7 @@ import { journal, writeMovement } from './messages.js';
 
 /** `SET a = $2, b = $3` from a patch whose keys are known column names; $1 is the id, the last one `now`. */
 function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: string; values: unknown[] } {
-  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
-  for (const [k] of entries) if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
+  const entries = patchColumns(patch, allowed);
   return { set: entries.map(([k], i) => `${k} = $${i + 2}`).join(', '), values: entries.map(([, v]) => v) };
 }
 

@@ -1,13 +1,23 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
-import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep } from '../../core/ledger.js';
-import { charge, type Movement, movementValues, refund, slotOn } from '../../core/recipes.js';
-import { balanceAdd, balanceSet, movementInsert, slotSet, slotTime } from '../recipe-sql.js';
+import { acceptVerdict, parkedOrder, receiptPath, receiptStep } from '../../core/ledger.js';
+import {
+  charge,
+  inboundForgottenBefore,
+  type Movement,
+  movementValues,
+  parkedExpiredBefore,
+  parkingAllows,
+  queueDelta,
+  refund,
+  slotOn,
+} from '../../core/recipes.js';
+import { balanceAdd, balanceSet, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
 import type {
   AcceptedMensaje,
   AcceptOptions,
   AcceptResult,
-  MessagesStore,
+  MessagesOwn,
   MessageStats,
   NewMensaje,
   NewRecibido,
@@ -144,7 +154,7 @@ export async function capHit(c: Client, celularId: number, slot: SlotClaim, now:
 
 /** A queued message leaves `pendiente`: its line's backlog count goes down with it (the line's row is already locked). */
 async function leftQueue(c: Client, m: { modo: string; celular_id: number }): Promise<void> {
-  if (m.modo === 'cola') await c.query('UPDATE celulares SET pendientes = pendientes - 1 WHERE id = $1 AND pendientes > 0', [m.celular_id]);
+  if (queueDelta(m)) await c.query(pendingDown(ph), [m.celular_id]);
 }
 
 /** Ends a message in error with its refund; the caller holds the client's (when it paid) and the line's locks. */
@@ -176,16 +186,12 @@ async function applyReceipt(c: Client, celularId: number, gid: string, estado: R
   if (step === 'fail') return { before, after: await failLocked(c, before, error ?? 'the network reported the message as failed', 'fallido', now) };
   let after = before;
   for (const next of receiptPath(before.estado, estado)) {
-    const col = next === 'entregado' ? 'entregado_at' : 'leido_at';
     const prev = after.estado;
-    after = (await row<MensajeRow>(c, `UPDATE mensajes SET estado = $2, ${col} = $3 WHERE msg_id = $1 RETURNING ${COLS}`, [before.msg_id, next, now]))!;
+    after = (await row<MensajeRow>(c, `${receiptStepUpdate(next, ph)} RETURNING ${COLS}`, [next, now, before.msg_id]))!;
     await journalStatus(c, after, prev, now);
   }
   return { before, after };
 }
-
-/** What this module serves of MessagesStore; Idempotency-Keys, the inbox and the history have their own modules. */
-export type MessagesOwn = Omit<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease' | 'listRecibidos' | 'purgeRecibidos' | 'listMensajes'>;
 
 /** MessagesStore's own methods over one pool: acceptance, state changes, receipts, the journal. */
 export function messages(db: Db): MessagesOwn {
@@ -228,7 +234,7 @@ export function messages(db: Db): MessagesOwn {
         if (!verdict.ok) return verdict;
         const cargo = verdict.cargo;
         const paid = charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
-        const queued = m.modo === 'cola' ? 1 : 0;
+        const queued = queueDelta(m);
         const onLine = paid.write?.balance.table === 'celulares';
         // One statement for the line's counter and its balance (the line's balance is the recipe's value, or unchanged).
         if (queued || onLine) {
@@ -325,10 +331,10 @@ export function messages(db: Db): MessagesOwn {
           await c.query(
             `DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
            SELECT gateway_msg_id, estado FROM acuses_pendientes WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-            [now - PARKED_TTL_MS],
+            [parkedExpiredBefore(now)],
           );
           const held = await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM acuses_pendientes WHERE celular_id = $1', [celularId]);
-          if (held!.n >= PARKED_PER_LINE) return null;
+          if (!parkingAllows(held!.n)) return null;
           await c.query(
             `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at, celular_id = excluded.celular_id`,
@@ -353,7 +359,7 @@ export function messages(db: Db): MessagesOwn {
           await c.query(
             `DELETE FROM entrantes_vistos WHERE clave IN (
            SELECT clave FROM entrantes_vistos WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-            [now - INBOUND_SEEN_TTL_MS],
+            [inboundForgottenBefore(now)],
           );
         }
         await insertRecibido(c, recibido, now);

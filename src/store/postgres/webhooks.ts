@@ -1,8 +1,9 @@
 import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy, WebhooksStore } from '../../core/ports/webhooks.js';
 import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/model.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
-import { type Client, type Db, LOCK, type Queryable, row, rows } from './db.js';
+import { type Client, type Db, LOCK, ph, type Queryable, row, rows } from './db.js';
 import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
+import { escuchaInsert, escuchaValues } from '../recipe-sql.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in PostgreSQL. */
 
@@ -267,15 +268,7 @@ export function webhooks(db: Db): WebhooksStore {
         await c.query('DELETE FROM webhook_escuchas WHERE cliente_id = $1 AND expira_at <= $2', [e.cliente_id, now]);
         const n = (await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM webhook_escuchas WHERE cliente_id = $1', [e.cliente_id]))!.n;
         if (n >= max) return 'limite' as const;
-        await c.query('INSERT INTO webhook_escuchas (id, cliente_id, url, secret, eventos, created_at, expira_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-          e.id,
-          e.cliente_id,
-          e.url,
-          e.secret,
-          JSON.stringify(e.eventos),
-          e.created_at,
-          e.expira_at,
-        ]);
+        await c.query(escuchaInsert(ph), escuchaValues(e));
         return e;
       });
     },

@@ -18,7 +18,7 @@ import type {
   NewClienteDone,
 } from '../../core/ports/accounts.js';
 import type { AuditEntry, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
-import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from '../patch-columns.js';
+import { CELULAR_COLUMNS, CLIENTE_COLUMNS, patchColumns } from '../patch-columns.js';
 import { journal, writeMovement } from './messages.js';
 import { grouped, immediate, ph, stmt } from './statements.js';
 
@@ -34,13 +34,7 @@ function setClause(patch: Record<string, unknown>): string {
 }
 
 function onlyColumns(patch: Record<string, unknown>, allowed: Set<string>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === undefined) continue;
-    if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
-    out[k] = v;
-  }
-  return out;
+  return Object.fromEntries(patchColumns(patch, allowed));
 }
 
 function clienteById(db: DB, id: number): ClienteRow | null {

@@ -1,16 +1,26 @@
 import type Database from 'better-sqlite3';
 import { grouped, immediate, ph, stmt } from './statements.js';
-import { balanceAdd, balanceSet, movementInsert, slotSet, slotTime } from '../recipe-sql.js';
-import { charge, type Movement, movementValues, refund, slotOn } from '../../core/recipes.js';
+import { balanceAdd, balanceSet, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
+import {
+  charge,
+  inboundForgottenBefore,
+  type Movement,
+  movementValues,
+  parkedExpiredBefore,
+  parkingAllows,
+  queueDelta,
+  refund,
+  slotOn,
+} from '../../core/recipes.js';
 import { wantsEvents } from './webhooks.js';
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
-import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep } from '../../core/ledger.js';
+import { acceptVerdict, parkedOrder, receiptPath, receiptStep } from '../../core/ledger.js';
 import type {
   AcceptedMensaje,
   AcceptOptions,
   AcceptResult,
-  MessagesStore,
+  MessagesOwn,
   MessageStats,
   NewMensaje,
   NewRecibido,
@@ -75,7 +85,7 @@ export function capHit(db: DB, celularId: number, slot: SlotClaim, now: number):
 
 /** A queued message leaves `pendiente`: its line's backlog count goes down with it. */
 function leftQueue(db: DB, m: { modo: string; celular_id: number }): void {
-  if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes - 1 WHERE id = ? AND pendientes > 0').run(m.celular_id);
+  if (queueDelta(m)) stmt(db, pendingDown(ph)).run(m.celular_id);
 }
 
 /** Receipts parked for this send before it was recorded, applied in order now. */
@@ -127,9 +137,9 @@ function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, 
     // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
     const before = stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ? AND celular_id = ? LIMIT 1').get(gid, celularId) as MensajeRow | undefined;
     if (!before) {
-      stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(now - PARKED_TTL_MS);
+      stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(parkedExpiredBefore(now));
       const held = stmt(db, 'SELECT COUNT(*) AS n FROM acuses_pendientes WHERE celular_id = ?').get(celularId) as { n: number };
-      if (held.n >= PARKED_PER_LINE) return null;
+      if (!parkingAllows(held.n)) return null;
       stmt(db, 'INSERT OR REPLACE INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES (?, ?, ?, ?, ?)').run(
         gid,
         estado,
@@ -147,17 +157,13 @@ function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, 
     }
     let after = before;
     for (const next of receiptPath(before.estado, estado)) {
-      const col = next === 'entregado' ? 'entregado_at' : 'leido_at';
       const prev = after.estado;
-      after = stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ? RETURNING *`).get(next, now, before.msg_id) as MensajeRow;
+      after = stmt(db, `${receiptStepUpdate(next, ph)} RETURNING *`).get(next, now, before.msg_id) as MensajeRow;
       journalStatus(db, after, prev, now);
     }
     return { before, after };
   });
 }
-
-/** What this module serves of MessagesStore; Idempotency-Keys, the inbox and the history have their own modules. */
-export type MessagesOwn = Omit<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease' | 'listRecibidos' | 'purgeRecibidos' | 'listMensajes'>;
 
 /** MessagesStore's own methods over one connection: acceptance, state changes, receipts, the journal. */
 export function messages(db: DB): MessagesOwn {
@@ -194,7 +200,8 @@ export function messages(db: DB): MessagesOwn {
             { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
           );
           if (!verdict.ok) return verdict;
-          if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes + 1 WHERE id = ?').run(m.celular_id);
+          const queued = queueDelta(m);
+          if (queued) stmt(db, 'UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(queued, m.celular_id);
           const cargo = verdict.cargo;
           const paid = charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
           if (paid.write) {
@@ -262,7 +269,7 @@ export function messages(db: DB): MessagesOwn {
         return immediate(db, () => {
           if (clave !== null) {
             if (stmt(db, 'INSERT OR IGNORE INTO entrantes_vistos (clave, at) VALUES (?, ?)').run(clave, now).changes === 0) return false;
-            stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(now - INBOUND_SEEN_TTL_MS);
+            stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(inboundForgottenBefore(now));
           }
           insertRecibido(db, recibido, now);
           journal(db, ev);

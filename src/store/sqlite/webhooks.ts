@@ -1,9 +1,10 @@
 import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy, WebhooksStore } from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
 import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/model.js';
-import { grouped, immediate, stmt } from './statements.js';
+import { grouped, immediate, ph, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
+import { escuchaInsert, escuchaValues } from '../recipe-sql.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
 type DB = Database.Database;
@@ -261,15 +262,7 @@ export function webhooks(db: DB): WebhooksStore {
         stmt(db, 'DELETE FROM webhook_escuchas WHERE cliente_id = ? AND expira_at <= ?').run(e.cliente_id, now);
         const { n } = stmt(db, 'SELECT COUNT(*) AS n FROM webhook_escuchas WHERE cliente_id = ?').get(e.cliente_id) as { n: number };
         if (n >= max) return 'limite';
-        stmt(db, 'INSERT INTO webhook_escuchas (id, cliente_id, url, secret, eventos, created_at, expira_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-          e.id,
-          e.cliente_id,
-          e.url,
-          e.secret,
-          JSON.stringify(e.eventos),
-          e.created_at,
-          e.expira_at,
-        );
+        stmt(db, escuchaInsert(ph)).run(...escuchaValues(e));
         return e;
       });
     },
