@@ -55,3 +55,33 @@ export function escuchaInsert(ph: Placeholder): string {
 export function escuchaValues(e: EscuchaRow): unknown[] {
   return [e.id, e.cliente_id, e.url, e.secret, JSON.stringify(e.eventos), e.created_at, e.expira_at];
 }
+
+/**
+ * A webhook delivery's attempt, recorded if the claim is still the caller's:
+ * `update` (parameters `attemptUpdateValues`) moves the delivery and returns
+ * its attempt count; `insert` (parameters `intentoValues`) keeps the attempt.
+ */
+export function attemptSql(ph: Placeholder): { update: string; insert: string } {
+  return {
+    update: `UPDATE webhook_entregas SET intentos = intentos + 1, estado = ${ph(1)}, proximo_intento_at = COALESCE(${ph(2)}, proximo_intento_at),
+       entregado_at = CASE WHEN ${ph(3)} = 'entregado' THEN ${ph(4)} ELSE entregado_at END, ultimo_error = ${ph(5)}, reclamo = NULL, reclamo_hasta = NULL
+     WHERE id = ${ph(6)} AND reclamo = ${ph(7)} RETURNING intentos`,
+    insert: `INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (${[1, 2, 3, 4, 5, 6].map(ph).join(', ')})`,
+  };
+}
+
+export interface Attempt {
+  id: string;
+  claimId: string;
+  a: { status: number | null; duracion_ms: number; error: string | null };
+  o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number };
+  now: number;
+}
+
+export function attemptUpdateValues(t: Attempt): unknown[] {
+  return [t.o.estado, t.o.proximo_intento_at ?? null, t.o.estado, t.now, t.a.error, t.id, t.claimId];
+}
+
+export function intentoValues(t: Attempt, intentos: number): unknown[] {
+  return [t.id, intentos, t.now, t.a.status, t.a.duracion_ms, t.a.error];
+}

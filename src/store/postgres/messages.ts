@@ -1,17 +1,7 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
 import { acceptVerdict, parkedOrder, receiptPath, receiptStep } from '../../core/ledger.js';
-import {
-  charge,
-  inboundForgottenBefore,
-  type Movement,
-  movementValues,
-  parkedExpiredBefore,
-  parkingAllows,
-  queueDelta,
-  refund,
-  slotOn,
-} from '../../core/recipes.js';
+import * as recipe from '../../core/recipes.js';
 import { balanceAdd, balanceSet, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
 import type {
   AcceptedMensaje,
@@ -129,8 +119,8 @@ async function journalStatus(c: Client, m: MensajeRow, anterior: string | null, 
 }
 
 /** Writes a ledger row core/recipes.ts answered; `returning` reads a column of it back. */
-export async function writeMovement(c: Client, mv: Movement, now: number, returning = ''): Promise<{ id: number } | null> {
-  return row<{ id: number }>(c, movementInsert(ph) + (returning ? ` RETURNING ${returning}` : ''), movementValues(mv, now));
+export async function writeMovement(c: Client, mv: recipe.Movement, now: number, returning = ''): Promise<{ id: number } | null> {
+  return row<{ id: number }>(c, movementInsert(ph) + (returning ? ` RETURNING ${returning}` : ''), recipe.movementValues(mv, now));
 }
 
 /**
@@ -154,7 +144,7 @@ export async function capHit(c: Client, celularId: number, slot: SlotClaim, now:
 
 /** A queued message leaves `pendiente`: its line's backlog count goes down with it (the line's row is already locked). */
 async function leftQueue(c: Client, m: { modo: string; celular_id: number }): Promise<void> {
-  if (queueDelta(m)) await c.query(pendingDown(ph), [m.celular_id]);
+  if (recipe.queueDelta(m)) await c.query(pendingDown(ph), [m.celular_id]);
 }
 
 /** Ends a message in error with its refund; the caller holds the client's (when it paid) and the line's locks. */
@@ -162,12 +152,12 @@ async function failLocked(c: Client, m: MensajeRow, error: string, clase: ErrorC
   // A send that never went out gives its slot back; one the network took keeps it.
   const after = (await row<MensajeRow>(
     c,
-    `UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(slotOn('fail'), '$4')}, cobrado = 0 WHERE msg_id = $1 RETURNING ${COLS}`,
+    `UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$4')}, cobrado = 0 WHERE msg_id = $1 RETURNING ${COLS}`,
     [m.msg_id, error, clase],
   ))!;
   if (m.estado === 'pendiente') await leftQueue(c, m);
   const lineExists = m.cargo === 'celular' && (await row(c, 'SELECT 1 FROM celulares WHERE id = $1', [m.celular_id])) !== null;
-  const back = refund(m, lineExists);
+  const back = recipe.refund(m, lineExists);
   if (back) {
     // A deleted client has no balance left to refund to.
     const r = await row<{ saldo: number }>(c, balanceAdd(back.balance, ph), [back.monto, back.balance.id]);
@@ -233,8 +223,8 @@ export function messages(db: Db): MessagesOwn {
         );
         if (!verdict.ok) return verdict;
         const cargo = verdict.cargo;
-        const paid = charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
-        const queued = queueDelta(m);
+        const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
+        const queued = recipe.queueDelta(m);
         const onLine = paid.write?.balance.table === 'celulares';
         // One statement for the line's counter and its balance (the line's balance is the recipe's value, or unchanged).
         if (queued || onLine) {
@@ -291,7 +281,7 @@ export function messages(db: Db): MessagesOwn {
         const refunds = f.cargo !== null && parked.some((p) => p.estado === 'error');
         if (refunds) await lockCliente(c, f.cliente_id);
         if (refunds || f.modo === 'cola') await lockCelular(c, f.celular_id);
-        const slot = slotOn('sent', now);
+        const slot = recipe.slotOn('sent', now);
         const sent = await row<MensajeRow>(
           c,
           `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, ${slotSet(slot, '$4')},
@@ -331,10 +321,10 @@ export function messages(db: Db): MessagesOwn {
           await c.query(
             `DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
            SELECT gateway_msg_id, estado FROM acuses_pendientes WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-            [parkedExpiredBefore(now)],
+            [recipe.parkedExpiredBefore(now)],
           );
           const held = await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM acuses_pendientes WHERE celular_id = $1', [celularId]);
-          if (!parkingAllows(held!.n)) return null;
+          if (!recipe.parkingAllows(held!.n)) return null;
           await c.query(
             `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at, celular_id = excluded.celular_id`,
@@ -359,7 +349,7 @@ export function messages(db: Db): MessagesOwn {
           await c.query(
             `DELETE FROM entrantes_vistos WHERE clave IN (
            SELECT clave FROM entrantes_vistos WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-            [inboundForgottenBefore(now)],
+            [recipe.inboundForgottenBefore(now)],
           );
         }
         await insertRecibido(c, recibido, now);

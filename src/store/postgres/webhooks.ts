@@ -3,7 +3,7 @@ import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/mod
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { type Client, type Db, LOCK, ph, type Queryable, row, rows } from './db.js';
 import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
-import { escuchaInsert, escuchaValues } from '../recipe-sql.js';
+import { attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues } from '../recipe-sql.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in PostgreSQL. */
 
@@ -191,22 +191,11 @@ export function webhooks(db: Db): WebhooksStore {
       now: number,
     ): Promise<boolean> {
       return db.tx(async (c) => {
-        const e = await row<{ intentos: number }>(
-          c,
-          `UPDATE webhook_entregas SET intentos = intentos + 1, estado = $2, proximo_intento_at = COALESCE($3, proximo_intento_at),
-         entregado_at = CASE WHEN $2 = 'entregado' THEN $4 ELSE entregado_at END, ultimo_error = $5, reclamo = NULL, reclamo_hasta = NULL
-       WHERE id = $1 AND reclamo = $6 RETURNING intentos`,
-          [id, o.estado, o.proximo_intento_at ?? null, now, a.error, claimId],
-        );
+        const t = { id, claimId, a, o, now };
+        const sql = attemptSql(ph);
+        const e = await row<{ intentos: number }>(c, sql.update, attemptUpdateValues(t));
         if (!e) return false;
-        await c.query('INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES ($1, $2, $3, $4, $5, $6)', [
-          id,
-          e.intentos,
-          now,
-          a.status,
-          a.duracion_ms,
-          a.error,
-        ]);
+        await c.query(sql.insert, intentoValues(t, e.intentos));
         return true;
       });
     },

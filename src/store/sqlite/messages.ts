@@ -1,17 +1,7 @@
 import type Database from 'better-sqlite3';
 import { grouped, immediate, ph, stmt } from './statements.js';
 import { balanceAdd, balanceSet, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
-import {
-  charge,
-  inboundForgottenBefore,
-  type Movement,
-  movementValues,
-  parkedExpiredBefore,
-  parkingAllows,
-  queueDelta,
-  refund,
-  slotOn,
-} from '../../core/recipes.js';
+import * as recipe from '../../core/recipes.js';
 import { wantsEvents } from './webhooks.js';
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
@@ -64,8 +54,8 @@ function journalStatus(db: DB, m: MensajeRow, anterior: string | null, now: numb
 }
 
 /** Writes a ledger row core/recipes.ts answered. */
-export function writeMovement(db: DB, mv: Movement, now: number): Database.RunResult {
-  return stmt(db, movementInsert(ph)).run(...movementValues(mv, now));
+export function writeMovement(db: DB, mv: recipe.Movement, now: number): Database.RunResult {
+  return stmt(db, movementInsert(ph)).run(...recipe.movementValues(mv, now));
 }
 
 /** Slots taken in each window of a line (core/caps.ts): one index range per window, bounded by the cap. */
@@ -85,7 +75,7 @@ export function capHit(db: DB, celularId: number, slot: SlotClaim, now: number):
 
 /** A queued message leaves `pendiente`: its line's backlog count goes down with it. */
 function leftQueue(db: DB, m: { modo: string; celular_id: number }): void {
-  if (queueDelta(m)) stmt(db, pendingDown(ph)).run(m.celular_id);
+  if (recipe.queueDelta(m)) stmt(db, pendingDown(ph)).run(m.celular_id);
 }
 
 /** Receipts parked for this send before it was recorded, applied in order now. */
@@ -108,14 +98,14 @@ function failMensaje(db: DB, msgId: string, error: string, clase: ErrorClase, no
     const m = get(db, msgId);
     if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) return null;
     // A send that never went out gives its slot back; one the network took keeps it.
-    stmt(db, `UPDATE mensajes SET estado = 'error', error = ?, error_clase = ?, ${slotSet(slotOn('fail'), '?')}, cobrado = 0 WHERE msg_id = ?`).run(
+    stmt(db, `UPDATE mensajes SET estado = 'error', error = ?, error_clase = ?, ${slotSet(recipe.slotOn('fail'), '?')}, cobrado = 0 WHERE msg_id = ?`).run(
       error,
       clase,
       msgId,
     );
     if (m.estado === 'pendiente') leftQueue(db, m);
     const lineExists = m.cargo === 'celular' && stmt(db, 'SELECT 1 FROM celulares WHERE id = ?').get(m.celular_id) !== undefined;
-    const back = refund(m, lineExists);
+    const back = recipe.refund(m, lineExists);
     if (back) {
       // A deleted client has no balance left to refund to.
       const r = stmt(db, balanceAdd(back.balance, ph)).get(back.monto, back.balance.id) as { saldo: number } | undefined;
@@ -137,9 +127,9 @@ function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, 
     // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
     const before = stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ? AND celular_id = ? LIMIT 1').get(gid, celularId) as MensajeRow | undefined;
     if (!before) {
-      stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(parkedExpiredBefore(now));
+      stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(recipe.parkedExpiredBefore(now));
       const held = stmt(db, 'SELECT COUNT(*) AS n FROM acuses_pendientes WHERE celular_id = ?').get(celularId) as { n: number };
-      if (!parkingAllows(held.n)) return null;
+      if (!recipe.parkingAllows(held.n)) return null;
       stmt(db, 'INSERT OR REPLACE INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES (?, ?, ?, ?, ?)').run(
         gid,
         estado,
@@ -200,10 +190,10 @@ export function messages(db: DB): MessagesOwn {
             { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
           );
           if (!verdict.ok) return verdict;
-          const queued = queueDelta(m);
+          const queued = recipe.queueDelta(m);
           if (queued) stmt(db, 'UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(queued, m.celular_id);
           const cargo = verdict.cargo;
-          const paid = charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
+          const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
           if (paid.write) {
             stmt(db, balanceSet(paid.write.balance, ph)).run(paid.write.saldo, paid.write.balance.id);
             writeMovement(db, paid.write.movement, now);
@@ -239,7 +229,7 @@ export function messages(db: DB): MessagesOwn {
     markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
       return grouped(db, () => {
         return immediate(db, (): MensajeRow | null => {
-          const slot = slotOn('sent', now);
+          const slot = recipe.slotOn('sent', now);
           const row = stmt(
             db,
             `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = @gid, enviado_at = @now, ${slotSet(slot, '@slot')},
@@ -269,7 +259,7 @@ export function messages(db: DB): MessagesOwn {
         return immediate(db, () => {
           if (clave !== null) {
             if (stmt(db, 'INSERT OR IGNORE INTO entrantes_vistos (clave, at) VALUES (?, ?)').run(clave, now).changes === 0) return false;
-            stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(inboundForgottenBefore(now));
+            stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(recipe.inboundForgottenBefore(now));
           }
           insertRecibido(db, recibido, now);
           journal(db, ev);

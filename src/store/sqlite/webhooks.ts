@@ -4,7 +4,7 @@ import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/mod
 import { grouped, immediate, ph, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
-import { escuchaInsert, escuchaValues } from '../recipe-sql.js';
+import { attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues } from '../recipe-sql.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
 type DB = Database.Database;
@@ -205,21 +205,11 @@ export function webhooks(db: DB): WebhooksStore {
     ): Promise<boolean> {
       return grouped(db, () => {
         return immediate(db, () => {
-          const e = stmt(
-            db,
-            `UPDATE webhook_entregas SET intentos = intentos + 1, estado = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
-         entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ?, reclamo = NULL, reclamo_hasta = NULL
-       WHERE id = ? AND reclamo = ? RETURNING intentos`,
-          ).get(o.estado, o.proximo_intento_at ?? null, o.estado, now, a.error, id, claimId) as { intentos: number } | undefined;
+          const t = { id, claimId, a, o, now };
+          const sql = attemptSql(ph);
+          const e = stmt(db, sql.update).get(...attemptUpdateValues(t)) as { intentos: number } | undefined;
           if (!e) return false;
-          stmt(db, 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (?, ?, ?, ?, ?, ?)').run(
-            id,
-            e.intentos,
-            now,
-            a.status,
-            a.duracion_ms,
-            a.error,
-          );
+          stmt(db, sql.insert).run(...intentoValues(t, e.intentos));
           return true;
         });
       });
