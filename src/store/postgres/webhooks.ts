@@ -183,13 +183,7 @@ export function webhooks(db: Db): WebhooksStore {
      * attempt number is the delivery's count after its own increment, taken
      * under the delivery's row lock.
      */
-    async recordAttempt(
-      id: string,
-      claimId: string,
-      a: { status: number | null; duracion_ms: number; error: string | null },
-      o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
-      now: number,
-    ): Promise<boolean> {
+    async recordAttempt(...[id, claimId, a, o, now]: Parameters<WebhooksStore['recordAttempt']>): Promise<boolean> {
       return db.tx(async (c) => {
         const t = { id, claimId, a, o, now };
         const sql = attemptSql(ph);

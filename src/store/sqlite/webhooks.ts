@@ -196,13 +196,7 @@ export function webhooks(db: DB): WebhooksStore {
      * the claim is still `claimId`'s; false (nothing written) when it is not:
      * it ran out and another holder has the delivery now, and records its own.
      */
-    recordAttempt(
-      id: string,
-      claimId: string,
-      a: { status: number | null; duracion_ms: number; error: string | null },
-      o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
-      now: number,
-    ): Promise<boolean> {
+    recordAttempt(...[id, claimId, a, o, now]: Parameters<WebhooksStore['recordAttempt']>): Promise<boolean> {
       return grouped(db, () => {
         return immediate(db, () => {
           const t = { id, claimId, a, o, now };
