@@ -16,3 +16,10 @@ export const CELULAR_COLUMNS = new Set([
   'servidor_id',
 ]);
 export const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
+
+/** A patch's columns to set, in its order: undefined values left out, a key outside `allowed` refused (a bug). */
+export function patchColumns(patch: Record<string, unknown>, allowed: Set<string>): Array<[string, unknown]> {
+  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
+  for (const [k] of entries) if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
+  return entries;
+}

@@ -182,3 +182,6 @@ export interface MessagesStore {
    */
   purgeRecibidos(before: number, limit: number): Promise<number>;
 }
+
+/** What a store's messages module serves of MessagesStore; Idempotency-Keys, the inbox and the history have their own modules. */
+export type MessagesOwn = Omit<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease' | 'listRecibidos' | 'purgeRecibidos' | 'listMensajes'>;

@@ -1,4 +1,5 @@
-import { balanceAfter } from '../../core/ledger.js';
+import { balanceChange, lineCapAllows, openingBalance } from '../../core/recipes.js';
+import { balanceSet } from '../recipe-sql.js';
 import type {
   AccountsStore,
   AuditRecord,
@@ -16,16 +17,15 @@ import type {
   NewClienteDone,
 } from '../../core/ports/accounts.js';
 import type { AuditEntry, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
-import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from '../patch-columns.js';
-import { type Client, type Db, row } from './db.js';
-import { journal } from './messages.js';
+import { CELULAR_COLUMNS, CLIENTE_COLUMNS, patchColumns } from '../patch-columns.js';
+import { type Client, type Db, ph, row } from './db.js';
+import { journal, writeMovement } from './messages.js';
 
 /** Clients, lines, balances with their ledger, and the audit trail, in PostgreSQL (row locks: client, then line). */
 
 /** `SET a = $2, b = $3` from a patch whose keys are known column names; $1 is the id, the last one `now`. */
 function patchSql(patch: Record<string, unknown>, allowed: Set<string>): { set: string; values: unknown[] } {
-  const entries = Object.entries(patch).filter(([, v]) => v !== undefined);
-  for (const [k] of entries) if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
+  const entries = patchColumns(patch, allowed);
   return { set: entries.map(([k], i) => `${k} = $${i + 2}`).join(', '), values: entries.map(([, v]) => v) };
 }
 
@@ -50,20 +50,14 @@ export function accounts(db: Db): AccountsStore {
   return {
     async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
       return db.tx(async (c) => {
-        const saldo = done?.saldo;
-        const saldoGlobal = input.saldo_global + (saldo?.monto ?? 0);
+        const opening = openingBalance(input.saldo_global, done?.saldo);
         const cliente = (await row<ClienteRow>(
           c,
           `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
-          [input.nombre, input.email, input.estado, input.plan, input.max_celulares, saldoGlobal, input.key_hash, now],
+          [input.nombre, input.email, input.estado, input.plan, input.max_celulares, opening.saldo, input.key_hash, now],
         ))!;
-        if (saldo) {
-          await c.query(
-            `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES ($1, $2, NULL, $3, $4, $5, $6)`,
-            [now, cliente.id, saldo.monto, saldoGlobal, saldo.motivo, saldo.actor],
-          );
-        }
+        if (opening.movement) await writeMovement(c, opening.movement(cliente.id), now);
         if (done) await insertAudit(c, done.audit(cliente), now);
         return cliente;
       });
@@ -93,7 +87,7 @@ export function accounts(db: Db): AccountsStore {
         if (await row(c, 'SELECT 1 FROM celulares WHERE numero = $1', [input.numero])) return { ok: false, reason: 'taken' };
         if (cliente.max_celulares !== null) {
           const r = (await row<{ n: number }>(c, 'SELECT COUNT(*) AS n FROM celulares WHERE cliente_id = $1', [input.cliente_id]))!;
-          if (r.n >= cliente.max_celulares) return { ok: false, reason: 'cap' };
+          if (!lineCapAllows(cliente.max_celulares, r.n)) return { ok: false, reason: 'cap' };
         }
         const celular = await row<CelularRow>(
           c,
@@ -200,32 +194,21 @@ export function accounts(db: Db): AccountsStore {
       return db.tx(async (c): Promise<BalanceResult> => {
         const cliente = await row<{ saldo_global: number }>(c, 'SELECT saldo_global FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [change.cliente_id]);
         if (!cliente) return { ok: false, reason: 'cliente' };
-        let saldoGlobal = cliente.saldo_global;
-        let saldoCelular: number | null = null;
-        let resultante: number;
+        let current = cliente.saldo_global;
         if (change.celular_id !== null) {
           const cel = await row<{ saldo_actual: number }>(c, 'SELECT saldo_actual FROM celulares WHERE id = $1 AND cliente_id = $2 FOR NO KEY UPDATE', [
             change.celular_id,
             change.cliente_id,
           ]);
           if (!cel) return { ok: false, reason: 'celular' };
-          const after = balanceAfter(cel.saldo_actual, change.monto);
-          if (!after.ok) return after;
-          resultante = saldoCelular = after.resultante;
-          await c.query('UPDATE celulares SET saldo_actual = $2 WHERE id = $1', [change.celular_id, resultante]);
-        } else {
-          const after = balanceAfter(cliente.saldo_global, change.monto);
-          if (!after.ok) return after;
-          resultante = saldoGlobal = after.resultante;
-          await c.query('UPDATE clientes SET saldo_global = $2 WHERE id = $1', [change.cliente_id, resultante]);
+          current = cel.saldo_actual;
         }
-        const mov = (await row<{ id: number }>(
-          c,
-          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-          [now, change.cliente_id, change.celular_id, change.monto, resultante, change.motivo, change.actor],
-        ))!;
-        return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: mov.id };
+        const w = balanceChange(change, current);
+        if (!w.ok) return w;
+        await c.query(balanceSet(w.balance, ph), [w.saldo, w.balance.id]);
+        const mov = (await writeMovement(c, w.movement, now, 'id'))!;
+        const onLine = change.celular_id !== null;
+        return { ok: true, saldo_global: onLine ? cliente.saldo_global : w.saldo, saldo_celular: onLine ? w.saldo : null, movimiento_id: mov.id };
       });
     },
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { storeFault } from '../faults.js';
+import type { Placeholder } from '../recipe-sql.js';
 
 /**
  * The PostgreSQL connection side of the store: a pool whose rows come back
@@ -15,6 +16,9 @@ const NUMERIC = 1700;
 const types = new pg.TypeOverrides();
 types.setTypeParser(INT8, 'text', Number);
 types.setTypeParser(NUMERIC, 'text', Number);
+
+/** PostgreSQL's placeholder for recipe-sql.ts. */
+export const ph: Placeholder = (i) => `$${i}`;
 
 /** First key of our two-key advisory locks; the second names the object. */
 export const LOCK = {

@@ -1,11 +1,13 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
-import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
+import { acceptVerdict, parkedOrder, receiptPath, receiptStep } from '../../core/ledger.js';
+import * as recipe from '../../core/recipes.js';
+import { balanceAdd, balanceSet, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
 import type {
   AcceptedMensaje,
   AcceptOptions,
   AcceptResult,
-  MessagesStore,
+  MessagesOwn,
   MessageStats,
   NewMensaje,
   NewRecibido,
@@ -14,7 +16,7 @@ import type {
 import type { ErrorClase, JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { bindKey, lockKey } from './idempotency.js';
-import { type Client, type Db, LOCK, row, rows } from './db.js';
+import { type Client, type Db, LOCK, ph, row, rows } from './db.js';
 
 /**
  * Messages in PostgreSQL, exact with several nodes writing at once. Every
@@ -116,20 +118,9 @@ async function journalStatus(c: Client, m: MensajeRow, anterior: string | null, 
   });
 }
 
-async function movimiento(
-  c: Client,
-  now: number,
-  clienteId: number,
-  celularId: number | null,
-  monto: number,
-  resultante: number,
-  motivo: string,
-): Promise<void> {
-  await c.query(
-    `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
-     VALUES ($1, $2, $3, $4, $5, $6, 'sistema')`,
-    [now, clienteId, celularId, monto, resultante, motivo],
-  );
+/** Writes a ledger row core/recipes.ts answered; `returning` reads a column of it back. */
+export async function writeMovement(c: Client, mv: recipe.Movement, now: number, returning = ''): Promise<{ id: number } | null> {
+  return row<{ id: number }>(c, movementInsert(ph) + (returning ? ` RETURNING ${returning}` : ''), recipe.movementValues(mv, now));
 }
 
 /**
@@ -153,7 +144,7 @@ export async function capHit(c: Client, celularId: number, slot: SlotClaim, now:
 
 /** A queued message leaves `pendiente`: its line's backlog count goes down with it (the line's row is already locked). */
 async function leftQueue(c: Client, m: { modo: string; celular_id: number }): Promise<void> {
-  if (m.modo === 'cola') await c.query('UPDATE celulares SET pendientes = pendientes - 1 WHERE id = $1 AND pendientes > 0', [m.celular_id]);
+  if (recipe.queueDelta(m)) await c.query(pendingDown(ph), [m.celular_id]);
 }
 
 /** Ends a message in error with its refund; the caller holds the client's (when it paid) and the line's locks. */
@@ -161,22 +152,16 @@ async function failLocked(c: Client, m: MensajeRow, error: string, clase: ErrorC
   // A send that never went out gives its slot back; one the network took keeps it.
   const after = (await row<MensajeRow>(
     c,
-    `UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = $1 RETURNING ${COLS}`,
+    `UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$4')}, cobrado = 0 WHERE msg_id = $1 RETURNING ${COLS}`,
     [m.msg_id, error, clase],
   ))!;
   if (m.estado === 'pendiente') await leftQueue(c, m);
   const lineExists = m.cargo === 'celular' && (await row(c, 'SELECT 1 FROM celulares WHERE id = $1', [m.celular_id])) !== null;
-  const to = refundTarget(m, lineExists);
-  if (to === 'celular') {
-    const r = (await row<{ saldo_actual: number }>(c, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = $1 RETURNING saldo_actual', [
-      m.celular_id,
-    ]))!;
-    await movimiento(c, now, m.cliente_id, m.celular_id, 1, r.saldo_actual, `reembolso ${m.msg_id}`);
-  } else if (to === 'global') {
-    const r = await row<{ saldo_global: number }>(c, 'UPDATE clientes SET saldo_global = saldo_global + 1 WHERE id = $1 RETURNING saldo_global', [
-      m.cliente_id,
-    ]);
-    if (r) await movimiento(c, now, m.cliente_id, null, 1, r.saldo_global, `reembolso ${m.msg_id}`);
+  const back = recipe.refund(m, lineExists);
+  if (back) {
+    // A deleted client has no balance left to refund to.
+    const r = await row<{ saldo: number }>(c, balanceAdd(back.balance, ph), [back.monto, back.balance.id]);
+    if (r) await writeMovement(c, back.movement(r.saldo), now);
   }
   await journalStatus(c, after, m.estado, now);
   return after;
@@ -191,16 +176,12 @@ async function applyReceipt(c: Client, celularId: number, gid: string, estado: R
   if (step === 'fail') return { before, after: await failLocked(c, before, error ?? 'the network reported the message as failed', 'fallido', now) };
   let after = before;
   for (const next of receiptPath(before.estado, estado)) {
-    const col = next === 'entregado' ? 'entregado_at' : 'leido_at';
     const prev = after.estado;
-    after = (await row<MensajeRow>(c, `UPDATE mensajes SET estado = $2, ${col} = $3 WHERE msg_id = $1 RETURNING ${COLS}`, [before.msg_id, next, now]))!;
+    after = (await row<MensajeRow>(c, `${receiptStepUpdate(next, ph)} RETURNING ${COLS}`, [next, now, before.msg_id]))!;
     await journalStatus(c, after, prev, now);
   }
   return { before, after };
 }
-
-/** What this module serves of MessagesStore; Idempotency-Keys, the inbox and the history have their own modules. */
-export type MessagesOwn = Omit<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease' | 'listRecibidos' | 'purgeRecibidos' | 'listMensajes'>;
 
 /** MessagesStore's own methods over one pool: acceptance, state changes, receipts, the journal. */
 export function messages(db: Db): MessagesOwn {
@@ -242,19 +223,15 @@ export function messages(db: Db): MessagesOwn {
         );
         if (!verdict.ok) return verdict;
         const cargo = verdict.cargo;
-        let saldoCelular = cel.saldo_actual;
-        let saldoGlobal = cli.saldo_global;
-        const queued = m.modo === 'cola' ? 1 : 0;
-        if (cargo === 'celular') saldoCelular -= 1;
-        if (queued || cargo === 'celular') {
-          await c.query('UPDATE celulares SET pendientes = pendientes + $2, saldo_actual = $3 WHERE id = $1', [m.celular_id, queued, saldoCelular]);
+        const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
+        const queued = recipe.queueDelta(m);
+        const onLine = paid.write?.balance.table === 'celulares';
+        // One statement for the line's counter and its balance (the line's balance is the recipe's value, or unchanged).
+        if (queued || onLine) {
+          await c.query('UPDATE celulares SET pendientes = pendientes + $2, saldo_actual = $3 WHERE id = $1', [m.celular_id, queued, paid.saldoCelular]);
         }
-        if (cargo === 'celular') await movimiento(c, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
-        if (cargo === 'global') {
-          saldoGlobal -= 1;
-          await c.query('UPDATE clientes SET saldo_global = $2 WHERE id = $1', [m.cliente_id, saldoGlobal]);
-          await movimiento(c, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
-        }
+        if (paid.write && !onLine) await c.query(balanceSet(paid.write.balance, ph), [paid.write.saldo, paid.write.balance.id]);
+        if (paid.write) await writeMovement(c, paid.write.movement, now);
         const mensaje = (await row<MensajeRow>(
           c,
           `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
@@ -278,7 +255,7 @@ export function messages(db: Db): MessagesOwn {
           ],
         ))!;
         await journalStatus(c, mensaje, null, now);
-        const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+        const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
         if (opts.idem) await bindKey(c, opts.idem, accepted, now);
         return accepted;
       });
@@ -304,12 +281,13 @@ export function messages(db: Db): MessagesOwn {
         const refunds = f.cargo !== null && parked.some((p) => p.estado === 'error');
         if (refunds) await lockCliente(c, f.cliente_id);
         if (refunds || f.modo === 'cola') await lockCelular(c, f.celular_id);
+        const slot = recipe.slotOn('sent', now);
         const sent = await row<MensajeRow>(
           c,
-          `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, cupo_at = $3, lease_until = NULL,
+          `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, ${slotSet(slot, '$4')},
          error = NULL, intentos = intentos + 1
        WHERE msg_id = $1 AND estado = 'pendiente' RETURNING ${COLS}`,
-          [msgId, gid, now],
+          [msgId, gid, now, slotTime(slot)],
         );
         if (!sent) return null;
         await leftQueue(c, sent);
@@ -343,10 +321,10 @@ export function messages(db: Db): MessagesOwn {
           await c.query(
             `DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
            SELECT gateway_msg_id, estado FROM acuses_pendientes WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-            [now - PARKED_TTL_MS],
+            [recipe.parkedExpiredBefore(now)],
           );
           const held = await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM acuses_pendientes WHERE celular_id = $1', [celularId]);
-          if (held!.n >= PARKED_PER_LINE) return null;
+          if (!recipe.parkingAllows(held!.n)) return null;
           await c.query(
             `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at, celular_id = excluded.celular_id`,
@@ -371,7 +349,7 @@ export function messages(db: Db): MessagesOwn {
           await c.query(
             `DELETE FROM entrantes_vistos WHERE clave IN (
            SELECT clave FROM entrantes_vistos WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-            [now - INBOUND_SEEN_TTL_MS],
+            [recipe.inboundForgottenBefore(now)],
           );
         }
         await insertRecibido(c, recibido, now);

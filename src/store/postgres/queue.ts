@@ -2,6 +2,8 @@ import type { ClaimResult, QueueStore } from '../../core/ports/queue.js';
 import type { SlotClaim } from '../../core/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import { row, type Db } from './db.js';
+import { slotOn } from '../../core/recipes.js';
+import { slotSet, slotTime } from '../recipe-sql.js';
 import { capHit, COLS, colsOf, FIXED, type Fixed, lockCelular } from './messages.js';
 
 /**
@@ -72,14 +74,15 @@ export function queue(db: Db): QueueStore {
         if (!m) return { ok: false, reason: 'taken' };
         const hit = await capHit(c, f.celular_id, slot, now);
         if (hit) return { ok: false, reason: 'cap', ...hit };
-        await c.query('UPDATE mensajes SET lease_until = $2, cupo_at = $2 WHERE msg_id = $1', [msgId, slot.holdUntil]);
+        const taken = slotOn('claim', slot.holdUntil);
+        await c.query(`UPDATE mensajes SET ${slotSet(taken, '$2')} WHERE msg_id = $1`, [msgId, slotTime(taken)]);
         return { ok: true };
       });
     },
     /** Every claim and its slot back (at start, when no other worker can be alive on this store). */
     async releaseLeases(): Promise<number> {
       const r = await db.q<{ n: number }>(
-        `WITH r AS (UPDATE mensajes SET lease_until = NULL, cupo_at = NULL
+        `WITH r AS (UPDATE mensajes SET ${slotSet(slotOn('release'), '$1')}
        WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL RETURNING 1)
      SELECT COUNT(*) AS n FROM r`,
       );
@@ -94,7 +97,7 @@ export function queue(db: Db): QueueStore {
     },
     async retryLater(msgId: string, at: number, error: string): Promise<void> {
       await db.q(
-        `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = $2, intentos = intentos + 1, error = $3
+        `UPDATE mensajes SET ${slotSet(slotOn('retry'), '$4')}, proximo_intento_at = $2, intentos = intentos + 1, error = $3
      WHERE msg_id = $1 AND estado = 'pendiente'`,
         [msgId, at, error],
       );

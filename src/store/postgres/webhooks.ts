@@ -1,7 +1,9 @@
 import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy, WebhooksStore } from '../../core/ports/webhooks.js';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
+import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/model.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
-import { type Client, type Db, LOCK, type Queryable, row, rows } from './db.js';
+import { type Client, type Db, LOCK, ph, type Queryable, row, rows } from './db.js';
+import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
+import { attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues } from '../recipe-sql.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in PostgreSQL. */
 
@@ -181,30 +183,13 @@ export function webhooks(db: Db): WebhooksStore {
      * attempt number is the delivery's count after its own increment, taken
      * under the delivery's row lock.
      */
-    async recordAttempt(
-      id: string,
-      claimId: string,
-      a: { status: number | null; duracion_ms: number; error: string | null },
-      o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
-      now: number,
-    ): Promise<boolean> {
+    async recordAttempt(...[id, claimId, a, o, now]: Parameters<WebhooksStore['recordAttempt']>): Promise<boolean> {
       return db.tx(async (c) => {
-        const e = await row<{ intentos: number }>(
-          c,
-          `UPDATE webhook_entregas SET intentos = intentos + 1, estado = $2, proximo_intento_at = COALESCE($3, proximo_intento_at),
-         entregado_at = CASE WHEN $2 = 'entregado' THEN $4 ELSE entregado_at END, ultimo_error = $5, reclamo = NULL, reclamo_hasta = NULL
-       WHERE id = $1 AND reclamo = $6 RETURNING intentos`,
-          [id, o.estado, o.proximo_intento_at ?? null, now, a.error, claimId],
-        );
+        const t = { id, claimId, a, o, now };
+        const sql = attemptSql(ph);
+        const e = await row<{ intentos: number }>(c, sql.update, attemptUpdateValues(t));
         if (!e) return false;
-        await c.query('INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES ($1, $2, $3, $4, $5, $6)', [
-          id,
-          e.intentos,
-          now,
-          a.status,
-          a.duracion_ms,
-          a.error,
-        ]);
+        await c.query(sql.insert, intentoValues(t, e.intentos));
         return true;
       });
     },
@@ -242,31 +227,16 @@ export function webhooks(db: Db): WebhooksStore {
       if (!(await db.one('SELECT 1 FROM eventos ORDER BY seq LIMIT 1'))) return { taken: 0, copies: [] };
       return db.tx(async (c) => {
         await c.query('SELECT pg_advisory_xact_lock($1, 0)', [LOCK.journal]);
-        const events = await rows<{ seq: number; cliente_id: number; celular_id: number | null; evento: string; data: string; fecha: number }>(
-          c,
-          'SELECT seq, cliente_id, celular_id, evento, data, fecha FROM eventos ORDER BY seq LIMIT $1',
-          [limit],
-        );
+        const events = await rows<JournalRow>(c, 'SELECT seq, cliente_id, celular_id, evento, data, fecha FROM eventos ORDER BY seq LIMIT $1', [limit]);
         const configs = new Map<number, WebhookConfig | null>();
         const listeners = new Map<number, EscuchaRow[]>();
-        // Of this attempt only: a transaction retried after a deadlock routes its events again.
-        const copies: ListenerCopy[] = [];
-        for (const e of events) {
-          const ev: JournalEvent = {
-            evento: e.evento,
-            cliente_id: e.cliente_id,
-            celular_id: e.celular_id,
-            data: JSON.parse(e.data) as Record<string, unknown>,
-            fecha: e.fecha,
-          };
-          let cfg = configs.get(e.cliente_id);
-          if (cfg === undefined) configs.set(e.cliente_id, (cfg = await getWebhook(c, e.cliente_id)));
-          let escuchas = listeners.get(e.cliente_id);
-          if (escuchas === undefined) listeners.set(e.cliente_id, (escuchas = await liveEscuchas(c, e.cliente_id, now)));
-          const out = route(ev, cfg, escuchas);
-          if (out?.entrega) await enqueueEntrega(c, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
-          for (const escucha of out?.copias ?? []) copies.push({ escucha, id: out!.id, evento: e.evento, body: out!.body });
+        for (const id of journalClients(events)) {
+          configs.set(id, await getWebhook(c, id));
+          listeners.set(id, await liveEscuchas(c, id, now));
         }
+        // Of this attempt only: a transaction retried after a deadlock routes its events again.
+        const { entregas, copies } = routeJournal(events, configs, listeners, route);
+        for (const e of entregas) await enqueueEntrega(c, e, now);
         if (events.length > 0) await c.query('DELETE FROM eventos WHERE seq = ANY($1::bigint[])', [events.map((e) => e.seq)]);
         return { taken: events.length, copies };
       });
@@ -281,15 +251,7 @@ export function webhooks(db: Db): WebhooksStore {
         await c.query('DELETE FROM webhook_escuchas WHERE cliente_id = $1 AND expira_at <= $2', [e.cliente_id, now]);
         const n = (await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM webhook_escuchas WHERE cliente_id = $1', [e.cliente_id]))!.n;
         if (n >= max) return 'limite' as const;
-        await c.query('INSERT INTO webhook_escuchas (id, cliente_id, url, secret, eventos, created_at, expira_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-          e.id,
-          e.cliente_id,
-          e.url,
-          e.secret,
-          JSON.stringify(e.eventos),
-          e.created_at,
-          e.expira_at,
-        ]);
+        await c.query(escuchaInsert(ph), escuchaValues(e));
         return e;
       });
     },

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { balanceAfter } from '../../core/ledger.js';
+import { balanceChange, lineCapAllows, openingBalance } from '../../core/recipes.js';
+import { balanceSet } from '../recipe-sql.js';
 import type {
   AccountsStore,
   AuditRecord,
@@ -17,9 +18,9 @@ import type {
   NewClienteDone,
 } from '../../core/ports/accounts.js';
 import type { AuditEntry, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
-import { CELULAR_COLUMNS, CLIENTE_COLUMNS } from '../patch-columns.js';
-import { journal } from './messages.js';
-import { grouped, immediate, stmt } from './statements.js';
+import { CELULAR_COLUMNS, CLIENTE_COLUMNS, patchColumns } from '../patch-columns.js';
+import { journal, writeMovement } from './messages.js';
+import { grouped, immediate, ph, stmt } from './statements.js';
 
 /** Clients, lines, balances with their ledger, and the audit trail, in SQLite. */
 type DB = Database.Database;
@@ -33,13 +34,7 @@ function setClause(patch: Record<string, unknown>): string {
 }
 
 function onlyColumns(patch: Record<string, unknown>, allowed: Set<string>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(patch)) {
-    if (v === undefined) continue;
-    if (!allowed.has(k)) throw new Error(`unknown column ${k}`);
-    out[k] = v;
-  }
-  return out;
+  return Object.fromEntries(patchColumns(patch, allowed));
 }
 
 function clienteById(db: DB, id: number): ClienteRow | null {
@@ -63,23 +58,14 @@ export function accounts(db: DB): AccountsStore {
   return {
     async createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow> {
       return immediate(db, () => {
-        const saldo = done?.saldo;
+        const opening = openingBalance(input.saldo_global, done?.saldo);
         const info = stmt(
           db,
           `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
            VALUES (@nombre, @email, @estado, @plan, @max_celulares, @saldo_global, @key_hash, @now, @now)`,
-        ).run({ ...input, saldo_global: input.saldo_global + (saldo?.monto ?? 0), now });
+        ).run({ ...input, saldo_global: opening.saldo, now });
         const id = Number(info.lastInsertRowid);
-        if (saldo) {
-          stmt(db, `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, NULL, ?, ?, ?, ?)`).run(
-            now,
-            id,
-            saldo.monto,
-            input.saldo_global + saldo.monto,
-            saldo.motivo,
-            saldo.actor,
-          );
-        }
+        if (opening.movement) writeMovement(db, opening.movement(id), now);
         const cliente = stmt(db, 'SELECT * FROM clientes WHERE id = ?').get(id) as ClienteRow;
         if (done) insertAudit(db, done.audit(cliente), now);
         return cliente;
@@ -109,7 +95,7 @@ export function accounts(db: DB): AccountsStore {
         if (stmt(db, 'SELECT 1 FROM celulares WHERE numero = ?').get(input.numero)) return { ok: false, reason: 'taken' };
         if (cliente.max_celulares !== null) {
           const { n } = stmt(db, 'SELECT COUNT(*) AS n FROM celulares WHERE cliente_id = ?').get(input.cliente_id) as { n: number };
-          if (n >= cliente.max_celulares) return { ok: false, reason: 'cap' };
+          if (!lineCapAllows(cliente.max_celulares, n)) return { ok: false, reason: 'cap' };
         }
         const info = stmt(
           db,
@@ -206,28 +192,18 @@ export function accounts(db: DB): AccountsStore {
       return immediate(db, (): BalanceResult => {
         const cliente = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as { saldo_global: number } | undefined;
         if (!cliente) return { ok: false, reason: 'cliente' };
-        let saldoCelular: number | null = null;
-        let resultante: number;
+        let current = cliente.saldo_global;
         if (change.celular_id !== null) {
           const cel = stmt(db, 'SELECT saldo_actual FROM celulares WHERE id = ? AND cliente_id = ?').get(change.celular_id, change.cliente_id) as
             { saldo_actual: number } | undefined;
           if (!cel) return { ok: false, reason: 'celular' };
-          const after = balanceAfter(cel.saldo_actual, change.monto);
-          if (!after.ok) return after;
-          resultante = after.resultante;
-          stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(resultante, change.celular_id);
-          saldoCelular = resultante;
-        } else {
-          const after = balanceAfter(cliente.saldo_global, change.monto);
-          if (!after.ok) return after;
-          resultante = after.resultante;
-          stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(resultante, change.cliente_id);
+          current = cel.saldo_actual;
         }
-        const info = stmt(
-          db,
-          `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
-           VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        ).run(now, change.cliente_id, change.celular_id, change.monto, resultante, change.motivo, change.actor);
+        const w = balanceChange(change, current);
+        if (!w.ok) return w;
+        stmt(db, balanceSet(w.balance, ph)).run(w.saldo, w.balance.id);
+        const info = writeMovement(db, w.movement, now);
+        const saldoCelular = change.celular_id !== null ? w.saldo : null;
         const saldoGlobal = (
           stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as {
             saldo_global: number;

@@ -1,14 +1,16 @@
 import type Database from 'better-sqlite3';
-import { grouped, immediate, stmt } from './statements.js';
+import { grouped, immediate, ph, stmt } from './statements.js';
+import { balanceAdd, balanceSet, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
+import * as recipe from '../../core/recipes.js';
 import { wantsEvents } from './webhooks.js';
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
-import { acceptVerdict, INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../core/ledger.js';
+import { acceptVerdict, parkedOrder, receiptPath, receiptStep } from '../../core/ledger.js';
 import type {
   AcceptedMensaje,
   AcceptOptions,
   AcceptResult,
-  MessagesStore,
+  MessagesOwn,
   MessageStats,
   NewMensaje,
   NewRecibido,
@@ -51,12 +53,9 @@ function journalStatus(db: DB, m: MensajeRow, anterior: string | null, now: numb
   journal(db, { evento: 'message.status', cliente_id: m.cliente_id, celular_id: m.celular_id, data: { ...messageStatusData(m, anterior, now) }, fecha: now });
 }
 
-function movimiento(db: DB, now: number, clienteId: number, celularId: number | null, monto: number, resultante: number, motivo: string): void {
-  stmt(
-    db,
-    `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
-     VALUES (?, ?, ?, ?, ?, ?, 'sistema')`,
-  ).run(now, clienteId, celularId, monto, resultante, motivo);
+/** Writes a ledger row core/recipes.ts answered. */
+export function writeMovement(db: DB, mv: recipe.Movement, now: number): Database.RunResult {
+  return stmt(db, movementInsert(ph)).run(...recipe.movementValues(mv, now));
 }
 
 /** Slots taken in each window of a line (core/caps.ts): one index range per window, bounded by the cap. */
@@ -76,7 +75,7 @@ export function capHit(db: DB, celularId: number, slot: SlotClaim, now: number):
 
 /** A queued message leaves `pendiente`: its line's backlog count goes down with it. */
 function leftQueue(db: DB, m: { modo: string; celular_id: number }): void {
-  if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes - 1 WHERE id = ? AND pendientes > 0').run(m.celular_id);
+  if (recipe.queueDelta(m)) stmt(db, pendingDown(ph)).run(m.celular_id);
 }
 
 /** Receipts parked for this send before it was recorded, applied in order now. */
@@ -99,32 +98,23 @@ function failMensaje(db: DB, msgId: string, error: string, clase: ErrorClase, no
     const m = get(db, msgId);
     if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) return null;
     // A send that never went out gives its slot back; one the network took keeps it.
-    stmt(db, "UPDATE mensajes SET estado = 'error', error = ?, error_clase = ?, lease_until = NULL, cupo_at = enviado_at, cobrado = 0 WHERE msg_id = ?").run(
+    stmt(db, `UPDATE mensajes SET estado = 'error', error = ?, error_clase = ?, ${slotSet(recipe.slotOn('fail'), '?')}, cobrado = 0 WHERE msg_id = ?`).run(
       error,
       clase,
       msgId,
     );
     if (m.estado === 'pendiente') leftQueue(db, m);
     const lineExists = m.cargo === 'celular' && stmt(db, 'SELECT 1 FROM celulares WHERE id = ?').get(m.celular_id) !== undefined;
-    const to = refundTarget(m, lineExists);
-    if (to === 'celular') {
-      const r = stmt(db, 'UPDATE celulares SET saldo_actual = saldo_actual + 1 WHERE id = ? RETURNING saldo_actual').get(m.celular_id) as {
-        saldo_actual: number;
-      };
-      movimiento(db, now, m.cliente_id, m.celular_id, 1, r.saldo_actual, `reembolso ${msgId}`);
-    } else if (to === 'global') {
-      refundGlobal(db, m, now);
+    const back = recipe.refund(m, lineExists);
+    if (back) {
+      // A deleted client has no balance left to refund to.
+      const r = stmt(db, balanceAdd(back.balance, ph)).get(back.monto, back.balance.id) as { saldo: number } | undefined;
+      if (r) writeMovement(db, back.movement(r.saldo), now);
     }
     const after = get(db, msgId)!;
     journalStatus(db, after, m.estado, now);
     return after;
   });
-}
-
-function refundGlobal(db: DB, m: MensajeRow, now: number): void {
-  const r = stmt(db, 'UPDATE clientes SET saldo_global = saldo_global + 1 WHERE id = ? RETURNING saldo_global').get(m.cliente_id) as
-    { saldo_global: number } | undefined;
-  if (r) movimiento(db, now, m.cliente_id, null, 1, r.saldo_global, `reembolso ${m.msg_id}`);
 }
 
 /**
@@ -137,9 +127,9 @@ function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, 
     // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
     const before = stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ? AND celular_id = ? LIMIT 1').get(gid, celularId) as MensajeRow | undefined;
     if (!before) {
-      stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(now - PARKED_TTL_MS);
+      stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(recipe.parkedExpiredBefore(now));
       const held = stmt(db, 'SELECT COUNT(*) AS n FROM acuses_pendientes WHERE celular_id = ?').get(celularId) as { n: number };
-      if (held.n >= PARKED_PER_LINE) return null;
+      if (!recipe.parkingAllows(held.n)) return null;
       stmt(db, 'INSERT OR REPLACE INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES (?, ?, ?, ?, ?)').run(
         gid,
         estado,
@@ -157,17 +147,13 @@ function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, 
     }
     let after = before;
     for (const next of receiptPath(before.estado, estado)) {
-      const col = next === 'entregado' ? 'entregado_at' : 'leido_at';
       const prev = after.estado;
-      after = stmt(db, `UPDATE mensajes SET estado = ?, ${col} = ? WHERE msg_id = ? RETURNING *`).get(next, now, before.msg_id) as MensajeRow;
+      after = stmt(db, `${receiptStepUpdate(next, ph)} RETURNING *`).get(next, now, before.msg_id) as MensajeRow;
       journalStatus(db, after, prev, now);
     }
     return { before, after };
   });
 }
-
-/** What this module serves of MessagesStore; Idempotency-Keys, the inbox and the history have their own modules. */
-export type MessagesOwn = Omit<MessagesStore, 'idemGet' | 'idemFinish' | 'idemRelease' | 'listRecibidos' | 'purgeRecibidos' | 'listMensajes'>;
 
 /** MessagesStore's own methods over one connection: acceptance, state changes, receipts, the journal. */
 export function messages(db: DB): MessagesOwn {
@@ -204,18 +190,13 @@ export function messages(db: DB): MessagesOwn {
             { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
           );
           if (!verdict.ok) return verdict;
-          if (m.modo === 'cola') stmt(db, 'UPDATE celulares SET pendientes = pendientes + 1 WHERE id = ?').run(m.celular_id);
+          const queued = recipe.queueDelta(m);
+          if (queued) stmt(db, 'UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(queued, m.celular_id);
           const cargo = verdict.cargo;
-          let saldoCelular = cel.saldo_actual;
-          let saldoGlobal = cli.saldo_global;
-          if (cargo === 'celular') {
-            saldoCelular -= 1;
-            stmt(db, 'UPDATE celulares SET saldo_actual = ? WHERE id = ?').run(saldoCelular, m.celular_id);
-            movimiento(db, now, m.cliente_id, m.celular_id, -1, saldoCelular, `envio ${m.msg_id}`);
-          } else if (cargo === 'global') {
-            saldoGlobal -= 1;
-            stmt(db, 'UPDATE clientes SET saldo_global = ? WHERE id = ?').run(saldoGlobal, m.cliente_id);
-            movimiento(db, now, m.cliente_id, null, -1, saldoGlobal, `envio ${m.msg_id}`);
+          const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
+          if (paid.write) {
+            stmt(db, balanceSet(paid.write.balance, ph)).run(paid.write.saldo, paid.write.balance.id);
+            writeMovement(db, paid.write.movement, now);
           }
           const mensaje = stmt(
             db,
@@ -233,7 +214,7 @@ export function messages(db: DB): MessagesOwn {
             now,
           }) as MensajeRow;
           journalStatus(db, mensaje, null, now);
-          const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: saldoCelular, saldo_global: saldoGlobal, mensaje };
+          const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
           if (opts.idem) bindKey(db, opts.idem, accepted, now);
           return accepted;
         });
@@ -248,12 +229,13 @@ export function messages(db: DB): MessagesOwn {
     markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
       return grouped(db, () => {
         return immediate(db, (): MensajeRow | null => {
+          const slot = recipe.slotOn('sent', now);
           const row = stmt(
             db,
-            `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = @gid, enviado_at = @now, cupo_at = @now, lease_until = NULL,
+            `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = @gid, enviado_at = @now, ${slotSet(slot, '@slot')},
            error = NULL, intentos = intentos + 1
          WHERE msg_id = @msgId AND estado = 'pendiente' RETURNING *`,
-          ).get({ gid, now, msgId }) as MensajeRow | undefined;
+          ).get({ gid, now, msgId, slot: slotTime(slot) }) as MensajeRow | undefined;
           if (!row) return null;
           leftQueue(db, row);
           journalStatus(db, row, 'pendiente', now);
@@ -277,7 +259,7 @@ export function messages(db: DB): MessagesOwn {
         return immediate(db, () => {
           if (clave !== null) {
             if (stmt(db, 'INSERT OR IGNORE INTO entrantes_vistos (clave, at) VALUES (?, ?)').run(clave, now).changes === 0) return false;
-            stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(now - INBOUND_SEEN_TTL_MS);
+            stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(recipe.inboundForgottenBefore(now));
           }
           insertRecibido(db, recibido, now);
           journal(db, ev);

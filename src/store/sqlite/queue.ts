@@ -5,6 +5,8 @@ import type { MensajeRow } from '../../core/ports/model.js';
 import { capHit } from './messages.js';
 import { grouped, immediate, stmt } from './statements.js';
 import { releaseAllEntregaClaims } from './webhooks.js';
+import { slotOn } from '../../core/recipes.js';
+import { slotSet, slotTime } from '../recipe-sql.js';
 
 /**
  * The queue in SQLite: the lines' heads, claims with their caps slot, retries,
@@ -65,7 +67,8 @@ export function queue(db: DB): QueueStore {
           if (!m) return { ok: false, reason: 'taken' };
           const hit = capHit(db, m.celular_id, slot, now);
           if (hit) return { ok: false, reason: 'cap', ...hit };
-          stmt(db, 'UPDATE mensajes SET lease_until = @until, cupo_at = @until WHERE msg_id = @msgId').run({ until: slot.holdUntil, msgId });
+          const taken = slotOn('claim', slot.holdUntil);
+          stmt(db, `UPDATE mensajes SET ${slotSet(taken, '@until')} WHERE msg_id = @msgId`).run({ until: slotTime(taken), msgId });
           return { ok: true };
         });
       });
@@ -73,7 +76,7 @@ export function queue(db: DB): QueueStore {
     /** Every claim and its slot back (at start: no send of this store is in flight); the webhook deliveries' claims too, as nothing else serves this file. */
     async releaseLeases(): Promise<number> {
       releaseAllEntregaClaims(db);
-      return stmt(db, "UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL").run()
+      return stmt(db, `UPDATE mensajes SET ${slotSet(slotOn('release'), '?')} WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL`).run()
         .changes;
     },
     /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
@@ -87,7 +90,7 @@ export function queue(db: DB): QueueStore {
       return grouped(db, () => {
         stmt(
           db,
-          `UPDATE mensajes SET lease_until = NULL, cupo_at = NULL, proximo_intento_at = ?, intentos = intentos + 1, error = ?
+          `UPDATE mensajes SET ${slotSet(slotOn('retry'), '?')}, proximo_intento_at = ?, intentos = intentos + 1, error = ?
      WHERE msg_id = ? AND estado = 'pendiente'`,
         ).run(at, error, msgId);
       });

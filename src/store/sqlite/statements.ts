@@ -1,11 +1,15 @@
 import type Database from 'better-sqlite3';
 import { writeFailed } from '../faults.js';
 import type { WriteGate } from '../write-gate.js';
+import type { Placeholder } from '../recipe-sql.js';
 
 /**
  * Prepared statements, compiled once per database and SQL text. Preparing on
  * every call cost about an eighth of the server's CPU under load.
  */
+/** SQLite's placeholder for recipe-sql.ts: positional, bound in text order. */
+export const ph: Placeholder = () => '?';
+
 const caches = new WeakMap<Database.Database, Map<string, Database.Statement>>();
 
 export function stmt(db: Database.Database, sql: string): Database.Statement {

@@ -1,8 +1,10 @@
 import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy, WebhooksStore } from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
-import { grouped, immediate, stmt } from './statements.js';
+import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/model.js';
+import { grouped, immediate, ph, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
+import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
+import { attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues } from '../recipe-sql.js';
 
 /** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
 type DB = Database.Database;
@@ -194,30 +196,14 @@ export function webhooks(db: DB): WebhooksStore {
      * the claim is still `claimId`'s; false (nothing written) when it is not:
      * it ran out and another holder has the delivery now, and records its own.
      */
-    recordAttempt(
-      id: string,
-      claimId: string,
-      a: { status: number | null; duracion_ms: number; error: string | null },
-      o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
-      now: number,
-    ): Promise<boolean> {
+    recordAttempt(...[id, claimId, a, o, now]: Parameters<WebhooksStore['recordAttempt']>): Promise<boolean> {
       return grouped(db, () => {
         return immediate(db, () => {
-          const e = stmt(
-            db,
-            `UPDATE webhook_entregas SET intentos = intentos + 1, estado = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
-         entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ?, reclamo = NULL, reclamo_hasta = NULL
-       WHERE id = ? AND reclamo = ? RETURNING intentos`,
-          ).get(o.estado, o.proximo_intento_at ?? null, o.estado, now, a.error, id, claimId) as { intentos: number } | undefined;
+          const t = { id, claimId, a, o, now };
+          const sql = attemptSql(ph);
+          const e = stmt(db, sql.update).get(...attemptUpdateValues(t)) as { intentos: number } | undefined;
           if (!e) return false;
-          stmt(db, 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (?, ?, ?, ?, ?, ?)').run(
-            id,
-            e.intentos,
-            now,
-            a.status,
-            a.duracion_ms,
-            a.error,
-          );
+          stmt(db, sql.insert).run(...intentoValues(t, e.intentos));
           return true;
         });
       });
@@ -238,34 +224,15 @@ export function webhooks(db: DB): WebhooksStore {
     },
     moveEventsToOutbox(limit: number, route: EventRoute, now: number): Promise<{ taken: number; copies: ListenerCopy[] }> {
       return grouped(db, () => {
-        const events = stmt(db, 'SELECT * FROM eventos ORDER BY seq LIMIT ?').all(limit) as Array<{
-          seq: number;
-          cliente_id: number;
-          celular_id: number | null;
-          evento: string;
-          data: string;
-          fecha: number;
-        }>;
-        // A batch is mostly a few clients' events: each configuration and each client's listeners are read once.
+        const events = stmt(db, 'SELECT seq, cliente_id, celular_id, evento, data, fecha FROM eventos ORDER BY seq LIMIT ?').all(limit) as JournalRow[];
         const configs = new Map<number, WebhookConfig | null>();
         const listeners = new Map<number, EscuchaRow[]>();
-        const copies: ListenerCopy[] = [];
-        for (const e of events) {
-          const ev: JournalEvent = {
-            evento: e.evento,
-            cliente_id: e.cliente_id,
-            celular_id: e.celular_id,
-            data: JSON.parse(e.data) as Record<string, unknown>,
-            fecha: e.fecha,
-          };
-          let cfg = configs.get(e.cliente_id);
-          if (cfg === undefined) configs.set(e.cliente_id, (cfg = getWebhook(db, e.cliente_id)));
-          let escuchas = listeners.get(e.cliente_id);
-          if (escuchas === undefined) listeners.set(e.cliente_id, (escuchas = liveEscuchas(db, e.cliente_id, now)));
-          const out = route(ev, cfg, escuchas);
-          if (out?.entrega) enqueueEntrega(db, { id: out.id, cliente_id: e.cliente_id, evento: e.evento, body: out.body }, now);
-          for (const escucha of out?.copias ?? []) copies.push({ escucha, id: out!.id, evento: e.evento, body: out!.body });
+        for (const id of journalClients(events)) {
+          configs.set(id, getWebhook(db, id));
+          listeners.set(id, liveEscuchas(db, id, now));
         }
+        const { entregas, copies } = routeJournal(events, configs, listeners, route);
+        for (const e of entregas) enqueueEntrega(db, e, now);
         // The lowest seqs were read, in this transaction: everything up to the last one is what was taken.
         if (events.length > 0) stmt(db, 'DELETE FROM eventos WHERE seq <= ?').run(events[events.length - 1]!.seq);
         return { taken: events.length, copies };
@@ -279,15 +246,7 @@ export function webhooks(db: DB): WebhooksStore {
         stmt(db, 'DELETE FROM webhook_escuchas WHERE cliente_id = ? AND expira_at <= ?').run(e.cliente_id, now);
         const { n } = stmt(db, 'SELECT COUNT(*) AS n FROM webhook_escuchas WHERE cliente_id = ?').get(e.cliente_id) as { n: number };
         if (n >= max) return 'limite';
-        stmt(db, 'INSERT INTO webhook_escuchas (id, cliente_id, url, secret, eventos, created_at, expira_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-          e.id,
-          e.cliente_id,
-          e.url,
-          e.secret,
-          JSON.stringify(e.eventos),
-          e.created_at,
-          e.expira_at,
-        );
+        stmt(db, escuchaInsert(ph)).run(...escuchaValues(e));
         return e;
       });
     },

@@ -1,0 +1,87 @@
+import { type Balance, MOVEMENT_COLUMNS, receiptColumn, type SlotValue } from '../core/recipes.js';
+import type { EscuchaRow } from '../core/ports/model.js';
+
+/**
+ * The SQL of core/recipes.ts's answers, the same text for every dialect but
+ * its placeholders: `ph(i)` names the i-th parameter (1-based), `?` in SQLite,
+ * `$i` in PostgreSQL. The values come from the recipe, never from here.
+ */
+export type Placeholder = (i: number) => string;
+
+/** INSERT of one ledger row; its parameters are `movementValues(...)` from `first` on. */
+export function movementInsert(ph: Placeholder, first = 1): string {
+  return `INSERT INTO movimientos_saldo (${MOVEMENT_COLUMNS.join(', ')}) VALUES (${MOVEMENT_COLUMNS.map((_, i) => ph(first + i)).join(', ')})`;
+}
+
+/** Sets a balance to a value read under the caller's lock: parameters (saldo, id), in text order (SQLite's `?`). */
+export function balanceSet(b: Balance, ph: Placeholder): string {
+  return `UPDATE ${b.table} SET ${b.column} = ${ph(1)} WHERE id = ${ph(2)}`;
+}
+
+/** Adds to a balance atomically and reads it back as `saldo`: parameters (monto, id). */
+export function balanceAdd(b: Balance, ph: Placeholder): string {
+  return `UPDATE ${b.table} SET ${b.column} = ${b.column} + ${ph(1)} WHERE id = ${ph(2)} RETURNING ${b.column} AS saldo`;
+}
+
+/** `lease_until = …, cupo_at = …` for a slot transition; a timed value is written as `place` (the caller binds `slotTime`). */
+export function slotSet(s: { lease_until: SlotValue; cupo_at: SlotValue }, place: string): string {
+  const v = (x: SlotValue) => (x.kind === 'null' ? 'NULL' : x.kind === 'sent_at' ? 'enviado_at' : place);
+  return `lease_until = ${v(s.lease_until)}, cupo_at = ${v(s.cupo_at)}`;
+}
+
+/** The time a slot transition binds at its placeholder (null: it binds none). */
+export function slotTime(s: { lease_until: SlotValue; cupo_at: SlotValue }): number | null {
+  for (const x of [s.lease_until, s.cupo_at]) if (x.kind === 'at') return x.at;
+  return null;
+}
+
+/** A queued message left `pendiente`: its line's counter down by one, never below zero; parameter (line id). */
+export function pendingDown(ph: Placeholder): string {
+  return `UPDATE celulares SET pendientes = pendientes - 1 WHERE id = ${ph(1)} AND pendientes > 0`;
+}
+
+/** A receipt's step: parameters (estado, its time, msg_id); the caller adds its RETURNING. */
+export function receiptStepUpdate(next: 'entregado' | 'leido', ph: Placeholder): string {
+  return `UPDATE mensajes SET estado = ${ph(1)}, ${receiptColumn(next)} = ${ph(2)} WHERE msg_id = ${ph(3)}`;
+}
+
+const ESCUCHA_COLUMNS = ['id', 'cliente_id', 'url', 'secret', 'eventos', 'created_at', 'expira_at'] as const;
+
+/** INSERT of one listener; its parameters are `escuchaValues(e)`. */
+export function escuchaInsert(ph: Placeholder): string {
+  return `INSERT INTO webhook_escuchas (${ESCUCHA_COLUMNS.join(', ')}) VALUES (${ESCUCHA_COLUMNS.map((_, i) => ph(i + 1)).join(', ')})`;
+}
+
+export function escuchaValues(e: EscuchaRow): unknown[] {
+  return [e.id, e.cliente_id, e.url, e.secret, JSON.stringify(e.eventos), e.created_at, e.expira_at];
+}
+
+/**
+ * A webhook delivery's attempt, recorded if the claim is still the caller's:
+ * `update` (parameters `attemptUpdateValues`) moves the delivery and returns
+ * its attempt count; `insert` (parameters `intentoValues`) keeps the attempt.
+ */
+export function attemptSql(ph: Placeholder): { update: string; insert: string } {
+  return {
+    update: `UPDATE webhook_entregas SET intentos = intentos + 1, estado = ${ph(1)}, proximo_intento_at = COALESCE(${ph(2)}, proximo_intento_at),
+       entregado_at = CASE WHEN ${ph(3)} = 'entregado' THEN ${ph(4)} ELSE entregado_at END, ultimo_error = ${ph(5)}, reclamo = NULL, reclamo_hasta = NULL
+     WHERE id = ${ph(6)} AND reclamo = ${ph(7)} RETURNING intentos`,
+    insert: `INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (${[1, 2, 3, 4, 5, 6].map(ph).join(', ')})`,
+  };
+}
+
+export interface Attempt {
+  id: string;
+  claimId: string;
+  a: { status: number | null; duracion_ms: number; error: string | null };
+  o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number };
+  now: number;
+}
+
+export function attemptUpdateValues(t: Attempt): unknown[] {
+  return [t.o.estado, t.o.proximo_intento_at ?? null, t.o.estado, t.now, t.a.error, t.id, t.claimId];
+}
+
+export function intentoValues(t: Attempt, intentos: number): unknown[] {
+  return [t.id, intentos, t.now, t.a.status, t.a.duracion_ms, t.a.error];
+}
