@@ -231,7 +231,17 @@ describe('the periodic pass', () => {
     try {
       const L = await linkedLine(s);
       await setSessionSilently(s, await instanciaOf(s, L), 'logged_out');
-      await until(async () => (await s.core.store.getCelular(L.celularId))!.estado === 'desconectado', { what: 'the periodic pass to see the lost session' });
+      // Each pass rests a checked line for 0.9 of the interval on the server's (manual) clock: time is moved
+      // on, or a line checked before the session was lost would never be due again (a pass that checked it
+      // while still connected, as a loaded machine's timing sometimes has it).
+      const clock = s.clock as ManualClock;
+      await until(
+        async () => {
+          clock.advance(50);
+          return (await s.core.store.getCelular(L.celularId))!.estado === 'desconectado';
+        },
+        { what: 'the periodic pass to see the lost session' },
+      );
       expect((await health(s)).gateway_alcanzable).toBe(true);
     } finally {
       await s.stop();
