@@ -866,6 +866,11 @@ async function dropRedisPrefix(url, prefix) {
   }
 }
 
+/** A pipeline-speed `serve` node on PostgreSQL (no pacing, instant simulated receipts), its connections named `appName`. */
+function pgNodeFlags(store, appName, extra = []) {
+  return ['--queue-gap-ms', '0-0', '--sim-delivery-ms', '1', '--sim-read-ms', '1', '--allow-private-urls', '--store', withAppName(store, appName), ...extra];
+}
+
 /** The store URL with an application_name, so the bench can find the backends of one node in pg_stat_activity. */
 function withAppName(store, name) {
   const u = new URL(store);
@@ -1068,21 +1073,7 @@ async function nodesRun(receiver, k, redisUrl, tag) {
   // Each node appends its statement counts to <profDir>/<pid>.jsonl (idle start and end, measured start and end).
   const markCounts = () => nodes.forEach((x) => process.kill(x.pid, 'SIGUSR2'));
   const prefix = `pasarela-bench9:${tag}:${k}:`;
-  const flags = (i) => [
-    '--queue-gap-ms',
-    '0-0',
-    '--sim-delivery-ms',
-    '1',
-    '--sim-read-ms',
-    '1',
-    '--allow-private-urls',
-    '--store',
-    withAppName(pg.store, `${app}${i + 1}`),
-    '--counters',
-    redisUrl,
-    '--counters-prefix',
-    prefix,
-  ];
+  const flags = (i) => pgNodeFlags(pg.store, `${app}${i + 1}`, ['--counters', redisUrl, '--counters-prefix', prefix]);
   const nodes = [];
   let watch;
   let out;
@@ -1331,17 +1322,7 @@ async function figureLifecycle(receiver) {
   const pg = await postgresSchema();
   const app = `bench10_${tag}_`;
   const countDir = tempDir('pasarela-bench-pgcount-');
-  const flags = [
-    '--queue-gap-ms',
-    '0-0',
-    '--sim-delivery-ms',
-    '1',
-    '--sim-read-ms',
-    '1',
-    '--allow-private-urls',
-    '--store',
-    withAppName(pg.store, `${app}node`),
-  ];
+  const flags = pgNodeFlags(pg.store, `${app}node`);
   let out;
   try {
     const s = await startServe(flags, undefined, { PASARELA_BENCH_PGCOUNT_DIR: countDir }, ['--require', join(HERE, 'pg-count.cjs')]);
