@@ -6,10 +6,7 @@ import type { ErrorClase } from './ports/model.js';
  * `error` text (docs/decisions.md D-65). Behaviour (an Idempotency-Key's
  * repeated answer, `send --wait`'s exit code) reads the class, never the
  * wording, which stays free for people.
- */
-export const ERROR_CLASES: readonly ErrorClase[] = ['rechazado', 'no_enviado', 'incierto', 'fallido'];
-
-/**
+ *
  * A failed gateway call's class: refused for good (a retry fails again),
  * provably never sent (rate-limited, or the gateway never took it), or
  * unknown (it may have reached the recipient). Anything that is not a

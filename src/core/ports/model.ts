@@ -82,7 +82,8 @@ export type ReceiptEstado = 'entregado' | 'leido' | 'error';
  * `incierto`, it may have reached the recipient; `fallido`, the network took
  * it and reported later that it failed.
  */
-export type ErrorClase = 'rechazado' | 'no_enviado' | 'incierto' | 'fallido';
+export const ERROR_CLASES = ['rechazado', 'no_enviado', 'incierto', 'fallido'] as const;
+export type ErrorClase = (typeof ERROR_CLASES)[number];
 
 /** What a gateway needs to send a stored message. */
 export interface MensajePayload {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { ERROR_CLASES } from '../../core/failure-class.js';
+import { ERROR_CLASES } from '../../core/ports/model.js';
 import { ESTADOS, listHistorial, MENSAJE_FIELDS } from '../../core/historial.js';
 import { FIELD_LIMITS } from '../../core/limits.js';
 import { clientAuth, principal, success } from '../http.js';
