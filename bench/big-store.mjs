@@ -45,7 +45,7 @@ function rng(seed) {
 }
 
 export async function cacheKey(root, rows, lines) {
-  const { MIGRATIONS } = await import(join(root, 'dist', 'store', 'migrations.js'));
+  const { MIGRATIONS } = await import(join(root, 'dist', 'store', 'sqlite', 'migrations.js'));
   const h = createHash('sha256')
     .update(JSON.stringify({ SEED_VERSION, rows, lines, m: MIGRATIONS.map((m) => [m.version, m.sql]) }))
     .digest('hex')
