@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { AppError, ERRORS, errorBody } from '../core/errors.js';
+import { lingerOnClose } from './body/linger.js';
 
 /**
  * One place turns every failure into the docs/design.md §4 error body: our AppErrors,
@@ -70,7 +71,10 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (appErr.extras.retryAfter !== undefined) reply.header('Retry-After', String(appErr.extras.retryAfter));
     if (appErr.row === ERRORS.UNAUTHORIZED && !appErr.extras.notBearer) reply.header('WWW-Authenticate', challenge(appErr));
     // Refused before its body was read to the end: answer and close rather than read the rest.
-    if (!req.raw.complete) reply.header('Connection', 'close');
+    if (!req.raw.complete) {
+      reply.header('Connection', 'close');
+      lingerOnClose(req.raw);
+    }
     return reply.code(appErr.status).send(errorBody(appErr));
   });
   app.setNotFoundHandler((req, reply) => {

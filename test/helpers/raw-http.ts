@@ -14,16 +14,19 @@ export interface RawResponse {
 }
 
 export class RawRequest {
-  private readonly socket: Socket;
+  readonly socket: Socket;
   private buf = Buffer.alloc(0);
   /** Set once the server closed its side (or the socket failed). */
   closed = false;
   /** Body bytes handed to the socket. */
   sent = 0;
+  /** The socket's error, if any (ECONNRESET when the server reset the connection). */
+  error: Error | undefined;
 
   constructor(base: string, method: string, path: string, headers: Record<string, string | number>) {
     const u = new URL(base);
-    this.socket = connect(Number(u.port), u.hostname);
+    // Half-open allowed: after the server's FIN the client may still send (what a lingering close must absorb).
+    this.socket = connect({ port: Number(u.port), host: u.hostname, allowHalfOpen: true });
     this.socket.on('data', (d: Buffer) => {
       this.buf = Buffer.concat([this.buf, d]);
     });
@@ -33,7 +36,10 @@ export class RawRequest {
     this.socket.on('end', done);
     this.socket.on('close', done);
     // The server may close while we still write: that is what some tests wait for.
-    this.socket.on('error', done);
+    this.socket.on('error', (e) => {
+      this.error = e;
+      done();
+    });
     const head = [`${method} ${path} HTTP/1.1`, `Host: ${u.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
     this.socket.write(head);
   }
@@ -93,6 +99,11 @@ export class RawRequest {
   async sendUntilAnswered(body: Buffer, chunk = 64 * 1024): Promise<RawResponse> {
     for (let at = 0; at < body.length && !this.parsed() && !this.closed; at += chunk) await this.write(body.subarray(at, at + chunk));
     return this.response();
+  }
+
+  /** Ends our side (a FIN): the body is over as far as the client is concerned. */
+  end(): void {
+    this.socket.end();
   }
 
   destroy(): void {

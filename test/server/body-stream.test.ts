@@ -159,6 +159,19 @@ describe('refused mid-body: a JSON error, no 500, no temp file', () => {
     await tmpEmpty();
   });
 
+  it('an early answer closes without a reset: the server half-closes and drops what still comes, so the answer cannot be discarded', async () => {
+    const body = Buffer.from(JSON.stringify({ destinatario: DEST, imageBase64: b64(Buffer.concat([PNG, Buffer.alloc(20 * 1024 * 1024)])) }));
+    const r = new RawRequest(s.url, 'POST', IMG, jsonHead(body.length, L.celularKey));
+    const res = await r.sendUntilAnswered(body);
+    expect(res.status).toBe(413);
+    await r.closedByServer(); // the server's FIN, after the answer
+    // The client still had bytes on their way; a server that closed with them unread would answer them with a reset.
+    await new Promise<void>((done) => r.socket.write(Buffer.alloc(256 * 1024), () => done()));
+    r.end();
+    await until(() => r.socket.destroyed, { what: 'the connection to end' });
+    expect(r.error).toBeUndefined();
+  });
+
   it('a percent-escape split across packets, JSON escapes (\\/) in the base64, a field after the file: accepted, the same bytes', async () => {
     const bytes = pdfOf(100_000);
     bytes[500] = 0xfb; // '+' and '/' in the base64
