@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import type { Seeded, TestServer } from '../helpers/server.js';
 import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, ESC, expectJsonOnly, rows } from './helpers.js';
+import { FAILING, NOMBRE, NOMBRE_SHOWN, noRawControls, startControlsWorld } from './controls-fixture.js';
 
 /**
  * Server data carrying terminal controls (ESC sequences that retitle the
@@ -13,32 +14,14 @@ let s: TestServer;
 let cli: Cli;
 let a: Seeded;
 
-const NOMBRE = 'evil \u001b]0;pwned\u0007 and \u001b[31mred\u001b[0m \u202eabc \u009b2J end';
-const FAILING = '5215500000077';
-const MOTIVO = 'blocked \u001b]0;pwned\u0007 \u001b[8mhidden\u001b[0m';
-
 beforeAll(async () => {
-  s = await startTestServer();
+  ({ s, a } = await startControlsWorld());
   cli = new Cli(s.url, injectTransport(s.app));
-  a = await seedClient(s, { saldo: 10 });
-  const edit = await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.clientKey, json: { nombre_interno: NOMBRE } });
-  expect(edit.status, edit.text).toBe(200);
-  // Linked, with a rule that makes sends to FAILING fail with MOTIVO as the reason.
-  await api(s.url, 'POST', `/api/celular_qr.php?id=${a.celularId}`, { key: a.clientKey });
-  expect((await api(s.url, 'POST', '/admin/sim/scan', { key: s.adminToken, json: { celular_id: a.celularId } })).status).toBe(200);
-  const fail = await api(s.url, 'POST', '/admin/sim/fail', { key: s.adminToken, json: { numero: FAILING, activo: true, motivo: MOTIVO } });
-  expect(fail.status, fail.text).toBe(200);
 });
 afterAll(async () => {
   cli?.cleanup();
   await s?.stop();
 });
-
-/** NOMBRE as every human format shows it: each control as a visible JSON-style escape. */
-const NOMBRE_SHOWN = 'evil \\u001b]0;pwned\\u0007 and \\u001b[31mred\\u001b[0m \\u202eabc \\u009b2J end';
-const noRawControls = (text: string, what: string) => {
-  for (const c of [ESC, '\u0007', '\u009b', '\u202e']) expect(text.includes(c), `${what}: a raw ${JSON.stringify(c)}`).toBe(false);
-};
 
 describe('off a terminal (a pipe)', () => {
   it('the tab-separated list and the fields of show escape the controls visibly, as on a terminal; --json keeps the exact value as JSON escapes', async () => {

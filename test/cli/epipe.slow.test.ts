@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import { seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { BIN, Cli, cliCommandLine } from './helpers.js';
+import { storeMensaje } from './stored-mensaje.js';
 
 /**
  * A reader that goes away early (`pasarela ... | head -1`): the CLI ends
@@ -22,23 +23,14 @@ beforeAll(async () => {
   const clock = s.clock as ManualClock;
   for (let i = 0; i < 60; i += 1) {
     const msg_id = `pipe-${String(i).padStart(3, '0')}`;
-    const r = await s.core.store.acceptMensaje(
-      {
-        msg_id,
-        cliente_id: a.clienteId,
-        celular_id: a.celularId,
-        destinatario: '525512345678',
-        tipo: 'texto',
-        modo: 'directo',
-        texto: `mensaje ${i}`,
-        media: null,
-        payload: { texto: `mensaje ${i}` },
-        expira_at: null,
-      },
-      { charge: false, maxPending: null },
-      clock.now() + i,
-    );
-    expect(r.ok).toBe(true);
+    await storeMensaje(s, {
+      msg_id,
+      cliente_id: a.clienteId,
+      celular_id: a.celularId,
+      destinatario: '525512345678',
+      texto: `mensaje ${i}`,
+      at: clock.now() + i,
+    });
   }
 });
 afterAll(async () => {

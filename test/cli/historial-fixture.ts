@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import type { MensajeEstado } from '../../src/core/ports/model.js';
 import { api, seedClient, type Seeded, type TestServer } from '../helpers/server.js';
+import { storeMensaje } from './stored-mensaje.js';
 
 /**
  * The history both `historial` test files read (the in-process one and the
@@ -50,24 +51,15 @@ export async function seedHistory(s: TestServer): Promise<History> {
     const seq = seeds.length + 1;
     const msg_id = `cli-${String(seq).padStart(4, '0')}`;
     clock.set(o.at);
-    const texto = o.texto ?? `mensaje ${seq}`;
-    const r = await store.acceptMensaje(
-      {
-        msg_id,
-        cliente_id: A.clienteId,
-        celular_id: o.celular_id,
-        destinatario: o.destinatario,
-        tipo: o.media ? 'imagen' : 'texto',
-        modo: 'directo',
-        texto,
-        media: o.media ?? null,
-        payload: { texto },
-        expira_at: null,
-      },
-      { charge: false, maxPending: null },
-      clock.now(),
-    );
-    expect(r.ok).toBe(true);
+    await storeMensaje(s, {
+      msg_id,
+      cliente_id: A.clienteId,
+      celular_id: o.celular_id,
+      destinatario: o.destinatario,
+      texto: o.texto ?? `mensaje ${seq}`,
+      at: clock.now(),
+      media: o.media,
+    });
     const gid = `gw-${msg_id}`;
     if (o.estado === 'error') await store.failMensaje(msg_id, 'rechazado, "sin" WhatsApp', 'rechazado', o.at + 1000);
     else if (o.estado !== 'pendiente') {

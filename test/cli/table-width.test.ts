@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
-import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+import type { Seeded, TestServer } from '../helpers/server.js';
 import { injectTransport } from '../helpers/inject-http.js';
 import { Cli, expectCleanExit, rows } from './helpers.js';
+import { ERROR, NOMBRE, startWideWorld, TEXTS } from './table-width-fixture.js';
 
 /**
  * Tables and field views on a terminal fit its width: every line at most
@@ -14,47 +14,9 @@ let s: TestServer;
 let cli: Cli;
 let a: Seeded;
 
-const FAMILY = '👨\u200d👩\u200d👧';
-const FLAG = '🇲🇽';
-const TEXTS = [
-  `x${'😀'.repeat(30)}`,
-  `${FAMILY}${FLAG} ${FAMILY.repeat(12)}`,
-  '漢字テスト漢字テスト漢字テスト漢字テスト漢字テスト漢字テスト',
-  `${'e\u0301'.repeat(25)} combinados ñ y más texto para que sea largo`,
-  'a'.repeat(30) + '😀'.repeat(10), // the cut at 40 columns falls right before an emoji
-];
-const ERROR = `rechazado: 番号は無効です ${'😀'.repeat(12)} y una razón bastante larga`;
-const NOMBRE = `Ventas 😀 ${FAMILY} 漢字テスト cafe\u0301 con un nombre muy largo para la tabla`;
-
 beforeAll(async () => {
-  s = await startTestServer();
+  ({ s, a } = await startWideWorld());
   cli = new Cli(s.url, injectTransport(s.app));
-  a = await seedClient(s);
-  const edit = await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.clientKey, json: { nombre_interno: NOMBRE } });
-  expect(edit.status).toBe(200);
-  const clock = s.clock as ManualClock;
-  const store = s.core.store;
-  for (const [i, texto] of TEXTS.entries()) {
-    const msg_id = `width-${i}`;
-    const r = await store.acceptMensaje(
-      {
-        msg_id,
-        cliente_id: a.clienteId,
-        celular_id: a.celularId,
-        destinatario: '525512345678',
-        tipo: 'texto',
-        modo: 'directo',
-        texto,
-        media: null,
-        payload: { texto },
-        expira_at: null,
-      },
-      { charge: false, maxPending: null },
-      clock.now() + i,
-    );
-    expect(r.ok).toBe(true);
-    if (i === 0) await store.failMensaje(msg_id, ERROR, 'rechazado', clock.now() + 100);
-  }
 });
 afterAll(async () => {
   cli?.cleanup();
