@@ -1,31 +1,34 @@
 import { writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withRetry } from '../../src/cli/commands/send.js';
 import { Ctx } from '../../src/cli/context.js';
 import { CliError, EXIT } from '../../src/cli/exit-codes.js';
 import { makeTerm } from '../../src/cli/io.js';
-import { api, type TestServer } from '../helpers/server.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { injectTransport } from '../helpers/inject-http.js';
+import { linkedLine, startMediaServer, type MediaServer } from '../server/send-helpers.js';
 import { Cli, expectJsonOnly } from './helpers.js';
-import { linkedLine, PNG, startSendWorld } from './send-fixture.js';
 
 /** `pasarela send ...` through the built CLI against a real server with a linked line. */
 let s: TestServer;
 let cli: Cli;
 let key: string;
-let media: Server;
+let media: MediaServer;
 let mediaUrl: string;
+const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.alloc(64, 1)]);
 const PDF = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.alloc(64, 32)]);
 
 beforeAll(async () => {
-  ({ s, key, media, mediaUrl } = await startSendWorld());
+  s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 } });
+  key = (await linkedLine(s, { numero: '5215512345678' })).celularKey;
+  media = await startMediaServer();
+  mediaUrl = `${media.base}/img.png`;
   cli = new Cli(s.url, injectTransport(s.app));
 });
 afterAll(async () => {
   cli?.cleanup();
-  media?.close();
+  await media?.close();
   await s?.stop();
 });
 
@@ -86,7 +89,7 @@ describe('send', () => {
 
 describe('send against the real server: retries, refusals, the line of a client key', () => {
   it('the wait of a rate cap is said once per line, not "retry in N s (retry in N s)"', async () => {
-    const l = await linkedLine(s, '5215520000001');
+    const l = await linkedLine(s, { numero: '5215520000001' });
     await api(s.url, 'POST', `/api/celular_editar.php?id=${l.celularId}`, { key: l.clientKey, json: { max_envios_por_minuto: 1 } });
     const env = { PASARELA_KEY: l.celularKey, PASARELA_MAX_WAIT_MS: '0' };
     expect((await cli.run(['send', 'text', '5215598765432', 'uno', '--directo'], { env })).exitCode).toBe(0);
@@ -100,14 +103,14 @@ describe('send against the real server: retries, refusals, the line of a client 
   });
 
   it('a client key with exactly one line sends from it without --celular; nothing said off a TTY', async () => {
-    const l = await linkedLine(s, '5215520000002');
+    const l = await linkedLine(s, { numero: '5215520000002' });
     const r = await cli.run(['send', 'text', '5215598765432', 'por la unica linea', '--json'], { env: { PASARELA_KEY: l.clientKey } });
     const b = expectJsonOnly(r);
     expect((await s.core.store.getMensaje(b.msg_id))?.celular_id).toBe(l.celularId);
   });
 
   it('a client key with two lines and no --celular: exit 2 naming both, nothing sent', async () => {
-    const l = await linkedLine(s, '5215520000004');
+    const l = await linkedLine(s, { numero: '5215520000004' });
     const other = await api(s.url, 'POST', '/api/celular_crear.php', { key: l.clientKey, json: { numero: '5215520000005' } });
     const r = await cli.run(['send', 'text', '5215598765432', 'cual'], { env: { PASARELA_KEY: l.clientKey } });
     expect(r.exitCode).toBe(2);
@@ -118,7 +121,7 @@ describe('send against the real server: retries, refusals, the line of a client 
 
   // Needs the idem branch: until it lands, the server answers 502/700 here (exit 7 after the retries).
   it('[needs idem: 422/704] a permanent refusal (sim fail) is never retried: exit 10 at once', async () => {
-    const l = await linkedLine(s, '5215520000006');
+    const l = await linkedLine(s, { numero: '5215520000006' });
     const numero = '5215587654321';
     expect((await cli.run(['sim', 'fail', numero, '--motivo', 'no existe'], { env: { PASARELA_ADMIN_TOKEN: s.adminToken } })).exitCode).toBe(0);
     const r = await cli.run(['send', 'text', numero, 'hola', '--directo', '--retry', '3', '--json'], {
@@ -131,7 +134,7 @@ describe('send against the real server: retries, refusals, the line of a client 
 
   // Needs the idem branch: until it lands, the server ignores the header and sends twice.
   it('[needs idem: Idempotency-Key] the same --idempotency-key replays the first answer; another request under it exits 1', async () => {
-    const l = await linkedLine(s, '5215520000007');
+    const l = await linkedLine(s, { numero: '5215520000007' });
     const env = { PASARELA_KEY: l.celularKey };
     const first = expectJsonOnly(await cli.run(['send', 'text', '5215598765432', 'una vez', '--idempotency-key', 'pedido-7', '--json'], { env }));
     const again = expectJsonOnly(await cli.run(['send', 'text', '5215598765432', 'una vez', '--idempotency-key', 'pedido-7', '--json'], { env }));
