@@ -39,7 +39,7 @@ function get(db: DB, msgId: string): MensajeRow | null {
  * `subscribed`, read here in the same statement so no round trip is added).
  */
 export function journal(db: DB, ev: JournalEvent): void {
-  stmt(db, eventInsert).run(ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha);
+  stmt(db, eventInsert).run({ c: ev.cliente_id, l: ev.celular_id, e: ev.evento, d: JSON.stringify(ev.data), f: ev.fecha });
 }
 
 function journalStatus(db: DB, m: MensajeRow, anterior: string | null, now: number): void {

@@ -558,6 +558,8 @@ export const MIGRATIONS: Migration[] = [
       -- A listener's cursor: the last event it was given (0: none yet).
       ALTER TABLE webhook_escuchas ADD COLUMN visto_seq INTEGER NOT NULL DEFAULT 0;
       UPDATE webhook_escuchas SET visto_seq = (SELECT COALESCE(MAX(seq), 0) FROM eventos);
+      -- Every client's live listeners, read by the dispatcher each second: expired rows of a client that adds none again stay behind.
+      CREATE INDEX webhook_escuchas_expira ON webhook_escuchas(expira_at);
     `,
   },
 ];

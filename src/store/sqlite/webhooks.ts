@@ -25,13 +25,13 @@ function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
 /**
  * One event into the log (core/event-log.ts), a delivery when the client's
  * configuration wants it at once: active, with a URL, subscribed to its kind
- * or to all (webhooks/config.ts \`subscribed\`), read in the same statement.
- * Parameters: cliente_id, celular_id, evento, data (JSON), fecha.
+ * or to all (webhooks/config.ts \`subscribed\`; kinds are plain names, so
+ * a quoted name in the JSON list is that kind), read in the same statement.
+ * Parameters: c (cliente_id), l (celular_id), e (evento), d (data, JSON), f (fecha).
  */
 export const eventInsert = `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
-  SELECT v.c, v.l, v.e, v.d, v.f, (SELECT 'pendiente' FROM webhooks w WHERE w.cliente_id = v.c AND w.activo = 1 AND w.url != ''
-      AND EXISTS (SELECT 1 FROM json_each(w.eventos) WHERE value IN ('all', v.e))), v.f
-  FROM (SELECT ? AS c, ? AS l, ? AS e, ? AS d, ? AS f) v`;
+  VALUES (@c, @l, @e, @d, @f, (SELECT 'pendiente' FROM webhooks w WHERE w.cliente_id = @c AND w.activo = 1 AND w.url != ''
+      AND (instr(w.eventos, '"all"') > 0 OR instr(w.eventos, '"' || @e || '"') > 0)), @f)`;
 
 /** What a delivery row is to its readers: the claim columns are the dispatcher's business only. */
 const ENTREGA_COLS = 'seq, cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at, ultimo_error';
