@@ -65,13 +65,16 @@ async function liveEscuchas(q: Queryable, clienteId: number, now: number): Promi
 
 /**
  * takeEscuchaEvents in one statement. Parameters: the listener's id, now, the limit.
- * SKIP LOCKED: a listener another call holds is being served by it.
+ * SKIP LOCKED: a listener another call holds is being served by it. LATERAL:
+ * the read is planned with the cursor as a parameter, an ordered index range
+ * that stops at the limit, however far behind the listener is.
  */
-const TAKE_ESCUCHA_EVENTS = `WITH l AS (
+export const TAKE_ESCUCHA_EVENTS = `WITH l AS (
     SELECT id, cliente_id, visto_xid, visto_seq FROM webhook_escuchas WHERE id = $1 AND expira_at > $2 FOR UPDATE SKIP LOCKED),
   taken AS (
-    SELECT e.xid, e.${EVENT_COLS.split(', ').join(', e.')} FROM l JOIN eventos e ON e.cliente_id = l.cliente_id
-    WHERE (e.xid, e.seq) > (l.visto_xid, l.visto_seq) AND e.${SETTLED} ORDER BY e.xid, e.seq LIMIT $3),
+    SELECT t.* FROM l CROSS JOIN LATERAL (
+      SELECT xid, ${EVENT_COLS} FROM eventos WHERE cliente_id = l.cliente_id AND (xid, seq) > (l.visto_xid, l.visto_seq) AND ${SETTLED}
+      ORDER BY xid, seq LIMIT $3) t),
   moved AS (
     UPDATE webhook_escuchas w SET visto_xid = last.xid, visto_seq = last.seq
     FROM l, (SELECT xid, seq FROM taken ORDER BY xid DESC, seq DESC LIMIT 1) last WHERE w.id = l.id)
@@ -316,14 +319,15 @@ export function webhooks(db: Db): WebhooksStore {
     /**
      * The oldest events first, by the primary key: the first one young
      * enough bounds the batch, so a prune reads only what it may remove and
-     * the pending deliveries older than the cut. The outer conditions are
-     * checked again on a row changed meanwhile (a redelivery makes it pending).
+     * the pending deliveries older than the cut. The batch is an array, so
+     * the delete goes by the primary key; its conditions are checked again on
+     * a row changed meanwhile (a redelivery makes it pending).
      */
     async pruneEvents(before: number, limit: number): Promise<number> {
       const r = await db.q(
-        `DELETE FROM eventos WHERE seq IN (
+        `DELETE FROM eventos WHERE seq = ANY(ARRAY(
        SELECT seq FROM eventos WHERE seq < COALESCE((SELECT seq FROM eventos WHERE fecha >= $1 ORDER BY seq LIMIT 1), 9223372036854775807)
-         AND fecha < $1 AND entrega IS DISTINCT FROM 'pendiente' ORDER BY seq LIMIT $2)
+         AND fecha < $1 AND entrega IS DISTINCT FROM 'pendiente' ORDER BY seq LIMIT $2))
      AND fecha < $1 AND entrega IS DISTINCT FROM 'pendiente' RETURNING 1`,
         [before, limit],
       );
