@@ -344,10 +344,13 @@ export function webhooks(db: Db): WebhooksStore {
         const n = (await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM webhook_escuchas WHERE cliente_id = $1', [e.cliente_id]))!.n;
         if (n >= max) return 'limite' as const;
         await c.query(escuchaInsert(ph), escuchaValues(e));
-        // Its copies start after the client's newest event a reader may take now (the client index read backwards, one row).
+        // Its copies start after the client's newest event this transaction sees (the client index read backwards, one row):
+        // every event committed before is behind it, and one committed later by a transaction that takes its xid later is
+        // ahead. Not settled ones only: an event committed before by a transaction above xmin would be copied too.
+        // Left behind: an event of a transaction open meanwhile whose xid is below that newest row's (concurrent with the add).
         await c.query(
           `UPDATE webhook_escuchas SET visto_xid = l.xid, visto_seq = l.seq
-           FROM (SELECT xid, seq FROM eventos WHERE cliente_id = $2 AND ${SETTLED} ORDER BY xid DESC, seq DESC LIMIT 1) l WHERE id = $1`,
+           FROM (SELECT xid, seq FROM eventos WHERE cliente_id = $2 ORDER BY xid DESC, seq DESC LIMIT 1) l WHERE id = $1`,
           [e.id, e.cliente_id],
         );
         return e;
