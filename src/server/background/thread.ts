@@ -111,6 +111,10 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
         for (const id of m.queued) worker.queued(id);
         if (m.journal) dispatcher.poke();
         for (const id of m.clients) dispatcher.poke(id);
+        for (const e of m.events) {
+          const [id, kind] = e.split(' ');
+          dispatcher.eventMade(Number(id), kind!);
+        }
         for (const id of m.forget) dispatcher.forgetListener(id);
         return;
       case 'test':
