@@ -25,7 +25,7 @@ const SETTLED = 'xid < pg_snapshot_xmin(pg_current_snapshot())';
 /**
  * One event into the log (core/event-log.ts), a delivery when the client's
  * configuration wants it at once: active, with a URL, subscribed to its kind
- * or to all (webhooks/config.ts \`subscribed\`), read in the same statement.
+ * or to all (webhooks/config.ts `subscribed`), read in the same statement.
  * Parameters: cliente_id, celular_id, evento, data (JSON), fecha.
  */
 export const eventInsert = `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
