@@ -105,6 +105,7 @@ export interface LastAttempt {
 
 /** A delivery's attempts as the API lists them: the failed ones' rows, then the one that delivered it, from its event row. */
 export function withDelivered(e: EntregaRow, last: LastAttempt, failed: IntentoRow[]): IntentoRow[] {
-  if (e.estado !== 'entregado' || e.entregado_at === null) return failed;
+  // A delivery recorded before the log (migrated) kept every attempt in a row, the delivering one too.
+  if (e.estado !== 'entregado' || e.entregado_at === null || failed.some((f) => f.n === e.intentos)) return failed;
   return [...failed, { n: e.intentos, fecha: e.entregado_at, status: last.ultimo_status, duracion_ms: last.ultima_duracion_ms ?? 0, error: null }];
 }

@@ -54,6 +54,7 @@ for (const adapter of ADAPTERS) {
     const readers = new Map<number, string | null>();
     /** The events logged since the last read, of every client this test made, in log order (ids of one store sort as their rows). */
     async function journal(_now: number): Promise<Array<{ evento: string; data: Record<string, any>; fecha: number }>> {
+      await ctx.settled();
       const all: Array<{ id: string; evento: string; data: Record<string, any>; fecha: number }> = [];
       for (const [clienteId, after] of readers) {
         const evs = await ctx.store.eventsAfter(clienteId, after, 1000);

@@ -28,6 +28,7 @@ for (const adapter of ADAPTERS) {
         await ctx.store.updateCelularIf(read.id, read, { last_status: 'connecting', last_status_check: 10, estado: 'desconectado' }, 21, event(21)),
       ).toBeNull();
       expect(await ctx.store.getCelular(read.id)).toMatchObject({ last_status: 'connected', last_status_check: 20, estado: 'activo' });
+      await ctx.settled();
       expect((await ctx.store.eventsAfter(c.id, null, 100)).map((ev) => ev.fecha)).toEqual([20]);
       // Expecting what is there now, it writes.
       expect(await ctx.store.updateCelularIf(read.id, first!, { last_status: 'disconnected', last_status_check: 40 }, 40)).toMatchObject({

@@ -21,7 +21,7 @@ for (const adapter of ADAPTERS) {
         fecha,
       });
       const kinds = async () =>
-        (await ctx.store.eventsAfter(c.id, null, 100)).map((e) => [e.evento, (e.data as { estado?: string }).estado ?? (e.data as { status?: string }).status, e.fecha]);
+        (await ctx.settled(), await ctx.store.eventsAfter(c.id, null, 100)).map((e) => [e.evento, (e.data as { estado?: string }).estado ?? (e.data as { status?: string }).status, e.fecha]);
       // No webhook, or an inactive one: logged all the same (a stream reads them), no delivery.
       await ctx.store.acceptMensaje(m, { charge: true, maxPending: null }, 2);
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: false }, 3);
@@ -74,6 +74,7 @@ for (const adapter of ADAPTERS) {
         await ctx.store.logTestEvent(ev(other.id, n), false);
       }
       expect(new Set(ids).size).toBe(5);
+      await ctx.settled();
       for (const id of ids) expect(id).toMatch(/^evt_[0-9a-f]{32}$/);
       expect((await ctx.store.eventsAfter(c.id, null, 3)).map((e) => e.data.n)).toEqual([0, 1, 2]);
       expect((await ctx.store.eventsAfter(c.id, ids[2]!, 10)).map((e) => [e.id, e.data.n])).toEqual([
@@ -92,6 +93,7 @@ for (const adapter of ADAPTERS) {
       const ev = (n: number) => ({ evento: 'webhook.test', cliente_id: c.id, celular_id: null, data: { n }, fecha: n * 10 });
       const pend = await ctx.store.logTestEvent(ev(0), true);
       for (let n = 1; n < 8; n++) await ctx.store.logTestEvent(ev(n), n === 5);
+      await ctx.settled();
       // Older than 60: n 0..5; n 0 and 5 are pending.
       expect(await ctx.store.pruneEvents(60, 3)).toBe(3);
       expect(await ctx.store.pruneEvents(60, 3)).toBe(1);
@@ -337,6 +339,7 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.takeEscuchaEvents('esc_1', 10, 1600)).toEqual([]);
       // No configuration: logged, and the listener takes it once.
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2000, connected(2000));
+      await ctx.settled();
       const [first] = await ctx.store.takeEscuchaEvents('esc_1', 10, 2100);
       expect(first).toMatchObject({ evento: 'session.status', cliente_id: c.id, fecha: 2000, data: { status: 'connected' } });
       expect(await ctx.store.takeEscuchaEvents('esc_1', 10, 2100)).toEqual([]);
@@ -345,11 +348,13 @@ for (const adapter of ADAPTERS) {
       // With a configuration too: the listener's copy and the delivery are one event, one id.
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 2200);
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2300, connected(2300));
+      await ctx.settled();
       const [copy] = await ctx.store.takeEscuchaEvents('esc_1', 10, 2400);
       expect((await ctx.store.dueEntregas(c.id, 2400, 10)).map((e) => e.id)).toEqual([copy!.id]);
       // Many events, several handles taking at once: each event taken once, in order within each take, none lost.
       const handles = [ctx.store, await ctx.node(), await ctx.node()];
       for (let i = 0; i < 60; i++) await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2500 + i, connected(2500 + i));
+      await ctx.settled();
       const taken: number[][] = [];
       await Promise.all(
         Array.from({ length: 6 }, async (_, k) => {

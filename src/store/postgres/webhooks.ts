@@ -323,15 +323,18 @@ export function webhooks(db: Db): WebhooksStore {
      * the delete goes by the primary key; its conditions are checked again on
      * a row changed meanwhile (a redelivery makes it pending).
      */
+    /** The failed attempts' rows go with their events. */
     async pruneEvents(before: number, limit: number): Promise<number> {
-      const r = await db.q(
-        `DELETE FROM eventos WHERE seq = ANY(ARRAY(
+      const r = await db.q<{ n: number }>(
+        `WITH gone AS (DELETE FROM eventos WHERE seq = ANY(ARRAY(
        SELECT seq FROM eventos WHERE seq < COALESCE((SELECT seq FROM eventos WHERE fecha >= $1 ORDER BY seq LIMIT 1), 9223372036854775807)
          AND fecha < $1 AND entrega IS DISTINCT FROM 'pendiente' ORDER BY seq LIMIT $2))
-     AND fecha < $1 AND entrega IS DISTINCT FROM 'pendiente' RETURNING 1`,
-        [before, limit],
+     AND fecha < $1 AND entrega IS DISTINCT FROM 'pendiente' RETURNING seq),
+     attempts AS (DELETE FROM webhook_intentos WHERE entrega_id = ANY(ARRAY(SELECT 'evt_' || $3::text || lpad(to_hex(seq), 24, '0') FROM gone)))
+     SELECT COUNT(*)::int AS n FROM gone`,
+        [before, limit, await prefix()],
       );
-      return r.length;
+      return r[0]!.n;
     },
     async liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]> {
       return liveEscuchas(db, clienteId, now);

@@ -259,14 +259,19 @@ export function webhooks(db: DB): WebhooksStore {
      * the pending deliveries older than the cut.
      */
     pruneEvents(before: number, limit: number): Promise<number> {
-      return grouped(db, () => {
-        const cut = stmt(db, 'SELECT seq FROM eventos WHERE fecha >= ? ORDER BY seq LIMIT 1').get(before) as { seq: number } | undefined;
-        const upTo = cut ? cut.seq : Number.MAX_SAFE_INTEGER;
-        return stmt(
-          db,
-          "DELETE FROM eventos WHERE seq IN (SELECT seq FROM eventos WHERE seq < ? AND fecha < ? AND (entrega IS NULL OR entrega != 'pendiente') ORDER BY seq LIMIT ?)",
-        ).run(upTo, before, limit).changes;
-      });
+      return grouped(db, () =>
+        immediate(db, () => {
+          const cut = stmt(db, 'SELECT seq FROM eventos WHERE fecha >= ? ORDER BY seq LIMIT 1').get(before) as { seq: number } | undefined;
+          const gone = stmt(
+            db,
+            "DELETE FROM eventos WHERE seq IN (SELECT seq FROM eventos WHERE seq < ? AND fecha < ? AND (entrega IS NULL OR entrega != 'pendiente') ORDER BY seq LIMIT ?) RETURNING seq, entrega",
+          ).all(cut ? cut.seq : Number.MAX_SAFE_INTEGER, before, limit) as Array<{ seq: number; entrega: string | null }>;
+          // The failed attempts' rows go with their events (only a delivery has any).
+          const attempts = stmt(db, 'DELETE FROM webhook_intentos WHERE entrega_id = ?');
+          for (const g of gone) if (g.entrega !== null) attempts.run(eventId(prefix, g.seq));
+          return gone.length;
+        }),
+      );
     },
     async liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]> {
       return liveEscuchas(db, clienteId, now);
