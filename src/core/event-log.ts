@@ -52,7 +52,14 @@ export interface LoggedEvent extends JournalEvent {
 }
 
 export function loggedEvent(prefix: string, r: EventLogRow): LoggedEvent {
-  return { id: eventId(prefix, r.seq), evento: r.evento, cliente_id: r.cliente_id, celular_id: r.celular_id, data: JSON.parse(r.data) as Record<string, unknown>, fecha: r.fecha };
+  return {
+    id: eventId(prefix, r.seq),
+    evento: r.evento,
+    cliente_id: r.cliente_id,
+    celular_id: r.celular_id,
+    data: JSON.parse(r.data) as Record<string, unknown>,
+    fecha: r.fecha,
+  };
 }
 
 /**

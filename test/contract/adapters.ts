@@ -54,7 +54,8 @@ async function pgLogSettled(schema: string): Promise<void> {
   try {
     await until(
       async () =>
-        (await client.query(`SELECT NOT EXISTS (SELECT 1 FROM ${schema}.eventos WHERE xid >= pg_snapshot_xmin(pg_current_snapshot())) AS ok`)).rows[0].ok === true,
+        (await client.query(`SELECT NOT EXISTS (SELECT 1 FROM ${schema}.eventos WHERE xid >= pg_snapshot_xmin(pg_current_snapshot())) AS ok`)).rows[0].ok ===
+        true,
       { what: 'the event log to settle' },
     );
   } finally {

@@ -21,7 +21,11 @@ for (const adapter of ADAPTERS) {
         fecha,
       });
       const kinds = async () =>
-        (await ctx.settled(), await ctx.store.eventsAfter(c.id, null, 100)).map((e) => [e.evento, (e.data as { estado?: string }).estado ?? (e.data as { status?: string }).status, e.fecha]);
+        (await ctx.settled(), await ctx.store.eventsAfter(c.id, null, 100)).map((e) => [
+          e.evento,
+          (e.data as { estado?: string }).estado ?? (e.data as { status?: string }).status,
+          e.fecha,
+        ]);
       // No webhook, or an inactive one: logged all the same (a stream reads them), no delivery.
       await ctx.store.acceptMensaje(m, { charge: true, maxPending: null }, 2);
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: false }, 3);
@@ -55,7 +59,13 @@ for (const adapter of ADAPTERS) {
       // The delivery's id and body are the event's, the same bytes every time they are read.
       const logged = await ctx.store.eventsAfter(c.id, null, 100);
       expect(due.map((e) => e.id)).toEqual(logged.slice(2).map((e) => e.id));
-      expect(JSON.parse(due[0]!.body)).toMatchObject({ id: due[0]!.id, evento: 'message.status', cliente_id: c.id, celular_id: cel.celular.id, data: { estado: 'enviado' } });
+      expect(JSON.parse(due[0]!.body)).toMatchObject({
+        id: due[0]!.id,
+        evento: 'message.status',
+        cliente_id: c.id,
+        celular_id: cel.celular.id,
+        data: { estado: 'enviado' },
+      });
       expect((await ctx.store.dueEntregas(c.id, 10, 10)).map((e) => e.body)).toEqual(due.map((e) => e.body));
       // Subscribed to one kind only: the other kind is logged, not delivered.
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['session.status'], activo: true }, 9);
@@ -64,7 +74,7 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.dueEntregas(c.id, 20, 10)).map((e) => e.proximo_intento_at)).toEqual([6, 7, 8, 11]);
     });
 
-    it('reads a client\'s events after an id, in order, never another client\'s; an id of another shape reads from the start', async () => {
+    it("reads a client's events after an id, in order, never another client's; an id of another shape reads from the start", async () => {
       const c = await newCliente();
       const other = await newCliente();
       const ev = (clienteId: number, n: number) => ({ evento: 'webhook.test', cliente_id: clienteId, celular_id: null, data: { n }, fecha: 100 + n });
@@ -215,7 +225,13 @@ for (const adapter of ADAPTERS) {
       // Only the holder records, and its record clears the claim: a retry is claimable at its time.
       expect(await ctx.store.recordAttempt(idOf('e0'), 'b', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 110)).toBe(false);
       expect(
-        await ctx.store.recordAttempt(idOf('e0'), 'a', { status: 500, duracion_ms: 1, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 200 }, 110),
+        await ctx.store.recordAttempt(
+          idOf('e0'),
+          'a',
+          { status: 500, duracion_ms: 1, error: 'HTTP 500' },
+          { estado: 'pendiente', proximo_intento_at: 200 },
+          110,
+        ),
       ).toBe(true);
       expect(await ctx.store.recordAttempt(idOf('e0'), 'a', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 111)).toBe(false);
       expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'd', until: 1000 }))).toEqual(['e0']);
@@ -320,7 +336,7 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.liveEscuchas(other.id, 600)).map((e) => e.id)).toEqual(['esc_o']);
     });
 
-    it('a listener takes its client\'s events logged after it was added, each once across store handles, whatever the configuration; an expired one takes nothing', async () => {
+    it("a listener takes its client's events logged after it was added, each once across store handles, whatever the configuration; an expired one takes nothing", async () => {
       const c = await newClienteOf(ctx.store);
       const other = await newClienteOf(ctx.store);
       const cel = await ctx.store.insertCelular(celular(c.id, '525512345679'), 1000);

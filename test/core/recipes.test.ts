@@ -132,7 +132,14 @@ describe('write recipes', () => {
   });
 
   it('an event body: made from the row, the same bytes each time, the client id outside data', () => {
-    const row = { seq: 3, cliente_id: 7, celular_id: 9, evento: 'message.status', data: '{"cliente_id":7,"msg_id":"m","estado":"enviado"}', fecha: Date.UTC(2026, 10, 26) };
+    const row = {
+      seq: 3,
+      cliente_id: 7,
+      celular_id: 9,
+      evento: 'message.status',
+      data: '{"cliente_id":7,"msg_id":"m","estado":"enviado"}',
+      fecha: Date.UTC(2026, 10, 26),
+    };
     const ev = loggedEvent('0badf00d', row);
     expect(eventBody(ev)).toBe(
       '{"id":"evt_0badf00d000000000000000000000003","evento":"message.status","fecha":"2026-11-26T00:00:00.000Z","cliente_id":7,"celular_id":9,"data":{"msg_id":"m","estado":"enviado"}}',
@@ -141,7 +148,10 @@ describe('write recipes', () => {
     expect(e).toMatchObject({ id: ev.id, body: eventBody(ev), estado: 'entregado', created_at: row.fecha });
     // The delivering attempt, from the row; failed ones keep rows of their own.
     const failed = [{ n: 1, fecha: 4, status: 500, duracion_ms: 3, error: 'HTTP 500' }];
-    expect(withDelivered(e, { ultimo_status: 204, ultima_duracion_ms: 11 }, failed)).toEqual([...failed, { n: 2, fecha: 6, status: 204, duracion_ms: 11, error: null }]);
+    expect(withDelivered(e, { ultimo_status: 204, ultima_duracion_ms: 11 }, failed)).toEqual([
+      ...failed,
+      { n: 2, fecha: 6, status: 204, duracion_ms: 11, error: null },
+    ]);
     expect(withDelivered({ ...e, estado: 'fallido' }, { ultimo_status: 410, ultima_duracion_ms: 1 }, failed)).toEqual(failed);
   });
 });

@@ -140,7 +140,14 @@ export class BackgroundThread implements WebhookControl {
       const w = this.wake;
       if (!this.worker) return; // a restarting thread looks at everything when it starts
       this.wake = { queued: new Set(), journal: false, clients: new Set(), events: new Set(), forget: [] };
-      this.worker.postMessage({ t: 'wake', queued: [...w.queued], journal: w.journal, clients: [...w.clients], events: [...w.events], forget: w.forget } satisfies ToBackground);
+      this.worker.postMessage({
+        t: 'wake',
+        queued: [...w.queued],
+        journal: w.journal,
+        clients: [...w.clients],
+        events: [...w.events],
+        forget: w.forget,
+      } satisfies ToBackground);
     });
   }
 

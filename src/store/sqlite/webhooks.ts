@@ -220,7 +220,13 @@ export function webhooks(db: DB): WebhooksStore {
     },
     async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {
       const seq = seqOf(id);
-      return stmt(db, "UPDATE eventos SET entrega = 'pendiente', proximo_intento_at = ? WHERE seq = ? AND cliente_id = ? AND entrega IS NOT NULL").run(now, seq, clienteId).changes === 1;
+      return (
+        stmt(db, "UPDATE eventos SET entrega = 'pendiente', proximo_intento_at = ? WHERE seq = ? AND cliente_id = ? AND entrega IS NOT NULL").run(
+          now,
+          seq,
+          clienteId,
+        ).changes === 1
+      );
     },
     logTestEvent(ev: JournalEvent, deliver: boolean): Promise<string> {
       return grouped(db, () => {
@@ -233,7 +239,11 @@ export function webhooks(db: DB): WebhooksStore {
     },
     async eventsAfter(clienteId: number, afterId: string | null, limit: number): Promise<LoggedEvent[]> {
       const after = afterId === null ? 0 : seqOf(afterId);
-      const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT ?`).all(clienteId, after, limit) as EventLogRow[];
+      const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT ?`).all(
+        clienteId,
+        after,
+        limit,
+      ) as EventLogRow[];
       return rows.map((r) => loggedEvent(prefix, r));
     },
     /** One transaction: read past the cursor, move it. SQLite has one writer, so the log's order is its commit order. */
@@ -243,7 +253,11 @@ export function webhooks(db: DB): WebhooksStore {
           const l = stmt(db, 'SELECT cliente_id, visto_seq FROM webhook_escuchas WHERE id = ? AND expira_at > ?').get(escuchaId, now) as
             { cliente_id: number; visto_seq: number } | undefined;
           if (!l) return [];
-          const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT ?`).all(l.cliente_id, l.visto_seq, limit) as EventLogRow[];
+          const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT ?`).all(
+            l.cliente_id,
+            l.visto_seq,
+            limit,
+          ) as EventLogRow[];
           if (rows.length > 0) stmt(db, 'UPDATE webhook_escuchas SET visto_seq = ? WHERE id = ?').run(rows[rows.length - 1]!.seq, escuchaId);
           return rows.map((r) => loggedEvent(prefix, r));
         }),
