@@ -1,7 +1,7 @@
 import { request, type Agent } from 'undici';
 import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events.js';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../core/ports/model.js';
+import type { EntregaRow, EscuchaRow, JournalEvent } from '../core/ports/model.js';
 import { eventBody, type LoggedEvent } from '../core/event-log.js';
 import { KeyedRunner } from '../core/keyed-runner.js';
 import { stream } from '../core/leases.js';
@@ -11,6 +11,7 @@ import { ClientQueue } from './client-queue.js';
 import { AttemptDeadline } from './deadline.js';
 import { subscribed, vetWebhookHost } from './config.js';
 import { COPY_BACKLOG, ListenerCopies } from './listener-copies.js';
+import { announceWebhookConfig, WebhookConfigCache } from './config-cache.js';
 import { vetListenerHost } from './listeners.js';
 import { retryAfterMs as parseRetryAfter } from '../core/retry-after.js';
 import { backoffMs } from '../core/backoff.js';
@@ -61,8 +62,6 @@ export interface WebhookControl {
  * the room a live one has to record its outcome (a slow store write).
  */
 export const CLAIM_MARGIN_MS = 30_000;
-/** How long the configuration a bus event is checked against is trusted: a stale one only delays a delivery until the next look at the log. */
-const WANTS_TTL_MS = 1000;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
 const RETRY_AFTER_MAX_MS = 86_400_000;
 /**
@@ -122,8 +121,8 @@ export class WebhookDispatcher implements WebhookControl {
   private escuchas: EscuchaRow[] = [];
   private escuchasAt = -Infinity;
   private copiesDue = true;
-  /** Configurations a bus event is checked against, briefly (WANTS_TTL_MS): a client without one costs no claim. */
-  private readonly wants = new Map<number, { cfg: WebhookConfig | null; at: number }>();
+  /** Configurations for a second at most, dropped on change by any node: what an event is checked against, and each attempt's URL and secret. */
+  private readonly configs: WebhookConfigCache;
   private stopping = false;
   /** Attempts in flight, by delivery id: a stop cuts them. */
   private readonly attempts = new Map<string, AttemptDeadline>();
@@ -150,6 +149,7 @@ export class WebhookDispatcher implements WebhookControl {
       onError: opts.onError,
     });
     this.half = Math.max(1, Math.floor(opts.concurrency / 2));
+    this.configs = new WebhookConfigCache((id) => core.store.getWebhook(id), ticks);
   }
 
   start(): void {
@@ -157,7 +157,14 @@ export class WebhookDispatcher implements WebhookControl {
       // Events are logged with each change; the bus only says "look at this client now".
       this.unsubscribe.push(this.core.bus.subscribe(kind, (e) => this.eventMade(e.cliente_id, kind)));
     }
+    this.unsubscribe.push(this.configs.listen(this.core.signals));
     this.runner.start();
+  }
+
+  /** A client's configuration changed on another thread of this process (the SQLite background thread's handle says so); null: maybe any. */
+  configChanged(clienteId: number | null): void {
+    if (clienteId === null) this.configs.clear();
+    else this.configs.drop(clienteId);
   }
 
   async stop(): Promise<void> {
@@ -183,19 +190,10 @@ export class WebhookDispatcher implements WebhookControl {
   /** An event of this node: its client's deliveries are claimed at once when its configuration wants the kind; listeners look too. */
   eventMade(clienteId: number, kind: string): void {
     this.copiesDue = true;
-    const t = this.core.clock.ticks();
-    const known = this.wants.get(clienteId);
-    if (known && t - known.at < WANTS_TTL_MS) {
-      if (known.cfg?.activo && subscribed(known.cfg, kind)) this.poke(clienteId);
-      else if (this.escuchas.length > 0) this.runner.poke();
-      return;
-    }
-    this.core.store.getWebhook(clienteId).then(
+    this.configs.get(clienteId).then(
       (cfg) => {
-        if (this.wants.size >= 10_000) this.wants.clear();
-        this.wants.set(clienteId, { cfg, at: t });
         if (cfg?.activo && subscribed(cfg, kind)) this.poke(clienteId);
-        else this.runner.poke();
+        else if (this.escuchas.length > 0) this.runner.poke();
       },
       (err: unknown) => this.opts.onError(err),
     );
@@ -409,7 +407,7 @@ export class WebhookDispatcher implements WebhookControl {
 
   private async attempt(q: ClientQueue, e: EntregaRow, claim: string, deadline: AttemptDeadline): Promise<void> {
     const { core } = this;
-    const cfg = await core.store.getWebhook(e.cliente_id);
+    const cfg = await this.configs.get(e.cliente_id);
     let status: number | null = null;
     let error: string | null = null;
     let retryAfterMs = 0;
@@ -483,6 +481,7 @@ export class WebhookDispatcher implements WebhookControl {
     if (status === 410) {
       // Gone: the receiver asks us to stop; the configuration is turned off.
       await core.store.deactivateWebhook(e.cliente_id, core.clock.now());
+      await announceWebhookConfig(core.signals, e.cliente_id);
       return write('fallido');
     }
     const delay = backoffMs(webhookBackoff(this.opts.retryBaseMs), e.intentos + 1, core.random);

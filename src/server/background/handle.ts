@@ -1,4 +1,6 @@
 import { Worker } from 'node:worker_threads';
+import type { Signals } from '../../core/ports/signals.js';
+import { WEBHOOK_CONFIG_CHANNEL } from '../../webhooks/config-cache.js';
 import type { Clock } from '../../core/clock.js';
 import type { BusEventName, BusEvents, EventBus } from '../../core/events.js';
 import { freeDeadHolder } from '../../store/write-gate.js';
@@ -23,6 +25,8 @@ import type { BackgroundSettings, FromBackground, LogLevel, ToBackground } from 
  */
 export interface BackgroundHooks {
   bus: EventBus;
+  /** The request thread's signals: configuration changes made there reach the thread's dispatcher. */
+  signals: Signals;
   metrics: GatewayCallSink;
   log: (level: LogLevel, obj: Record<string, unknown>, msg: string) => void;
   /** Frees the queue claims of a thread that died (store.releaseLeases). */
@@ -73,6 +77,13 @@ export class BackgroundThread implements WebhookControl {
       // Events logged on this thread (accepts, direct sends, gateway callbacks, linking): the dispatcher looks at that client.
       this.unsubscribe.push(this.hooks.bus.subscribe(kind, (e) => this.republishing || this.eventMade(e.cliente_id, kind)));
     }
+    // Posted at once, not coalesced: a test event asked for right after the change must find the thread's copy gone.
+    this.unsubscribe.push(
+      this.hooks.signals.subscribe(WEBHOOK_CONFIG_CHANNEL, {
+        message: (p) => this.worker?.postMessage({ t: 'webhookConfig', clienteId: Number(p) } satisfies ToBackground),
+        gap: () => this.worker?.postMessage({ t: 'webhookConfig', clienteId: null } satisfies ToBackground),
+      }),
+    );
     await this.spawn(false);
   }
 

@@ -44,6 +44,8 @@ export type ToBackground =
   | { t: 'wake'; queued: number[]; journal: boolean; clients: number[]; events: string[]; forget: string[] }
   | { t: 'test'; rid: number; clienteId: number; data: Record<string, unknown> }
   | { t: 'callbackUrl'; url: string }
+  /** A client's webhook configuration changed on the request thread (null: any may have): the dispatcher's copy goes. */
+  | { t: 'webhookConfig'; clienteId: number | null }
   | { t: 'stop' };
 
 export type LogLevel = 'error' | 'warn' | 'info';

@@ -123,6 +123,9 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
           (err: unknown) => post({ t: 'reply', rid: m.rid, error: err instanceof Error ? err.message : String(err) }),
         );
         return;
+      case 'webhookConfig':
+        dispatcher.configChanged(m.clienteId);
+        return;
       case 'callbackUrl':
         http.callbackUrl = m.url;
         return;
