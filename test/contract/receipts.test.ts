@@ -271,6 +271,12 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.journalInbound(ev('uno, tarde'), 'sim:i:A', 200, rec('uno, tarde'))).toBe(false);
       expect(await journal(201)).toEqual([]);
       expect(await inbox()).toHaveLength(4);
+      // With a webhook, an incoming message's delivery is due when it is recorded, whatever time the gateway gave it.
+      await ctx.store.setWebhook({ cliente_id: l.clienteId, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 300);
+      expect(await ctx.store.journalInbound({ ...ev('del futuro'), fecha: 9_000_000 }, 'sim:i:C', 300, rec('del futuro'))).toBe(true);
+      expect((await ctx.store.dueEntregas(l.clienteId, 300, 10)).map((e) => [JSON.parse(e.body).data.texto, e.proximo_intento_at])).toEqual([
+        ['del futuro', 300],
+      ]);
     });
   });
 }

@@ -103,8 +103,8 @@ async function lockGatewayId(c: Client, gid: string): Promise<void> {
  * the client's configuration wants it now, read in the same statement
  * (postgres/webhooks.ts eventInsert), as SQLite does.
  */
-export async function journal(c: Client, ev: JournalEvent): Promise<void> {
-  await c.query(eventInsert, [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha]);
+export async function journal(c: Client, ev: JournalEvent, recordedAt = ev.fecha): Promise<void> {
+  await c.query(eventInsert, [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha, recordedAt]);
 }
 
 async function journalStatus(c: Client, m: MensajeRow, anterior: string | null, now: number): Promise<void> {
@@ -352,7 +352,8 @@ export function messages(db: Db): MessagesOwn {
           );
         }
         await insertRecibido(c, recibido, now);
-        await journal(c, ev);
+        // Its fecha is the gateway's; its delivery is due when it is recorded.
+        await journal(c, ev, now);
         return true;
       });
     },

@@ -30,7 +30,7 @@ const SETTLED = 'xid < pg_snapshot_xmin(pg_current_snapshot())';
  */
 export const eventInsert = `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
   SELECT $1::bigint, $2::bigint, $3::text, $4::text, $5::bigint, (SELECT 'pendiente'::text FROM webhooks w WHERE w.cliente_id = $1::bigint
-      AND w.activo AND w.url <> '' AND w.eventos::jsonb ?| ARRAY['all', $3::text]), $5::bigint`;
+      AND w.activo AND w.url <> '' AND w.eventos::jsonb ?| ARRAY['all', $3::text]), $6::bigint`;
 
 /**
  * The client's configuration row, locked. A client without one gets an empty

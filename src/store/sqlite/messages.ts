@@ -38,8 +38,8 @@ function get(db: DB, msgId: string): MensajeRow | null {
  * subscribed to its kind or to all: the rule of webhooks/config.ts
  * `subscribed`, read here in the same statement so no round trip is added).
  */
-export function journal(db: DB, ev: JournalEvent): void {
-  stmt(db, eventInsert).run({ c: ev.cliente_id, l: ev.celular_id, e: ev.evento, d: JSON.stringify(ev.data), f: ev.fecha });
+export function journal(db: DB, ev: JournalEvent, recordedAt = ev.fecha): void {
+  stmt(db, eventInsert).run({ c: ev.cliente_id, l: ev.celular_id, e: ev.evento, d: JSON.stringify(ev.data), f: ev.fecha, due: recordedAt });
 }
 
 function journalStatus(db: DB, m: MensajeRow, anterior: string | null, now: number): void {
@@ -255,7 +255,8 @@ export function messages(db: DB): MessagesOwn {
             stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(recipe.inboundForgottenBefore(now));
           }
           insertRecibido(db, recibido, now);
-          journal(db, ev);
+          // Its fecha is the gateway's; its delivery is due when it is recorded.
+          journal(db, ev, now);
           return true;
         });
       });

@@ -27,11 +27,11 @@ function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
  * configuration wants it at once: active, with a URL, subscribed to its kind
  * or to all (webhooks/config.ts \`subscribed\`; kinds are plain names, so
  * a quoted name in the JSON list is that kind), read in the same statement.
- * Parameters: c (cliente_id), l (celular_id), e (evento), d (data, JSON), f (fecha).
+ * Parameters: c (cliente_id), l (celular_id), e (evento), d (data, JSON), f (fecha), due (when it is recorded: a delivery is due then).
  */
 export const eventInsert = `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
   VALUES (@c, @l, @e, @d, @f, (SELECT 'pendiente' FROM webhooks w WHERE w.cliente_id = @c AND w.activo = 1 AND w.url != ''
-      AND (instr(w.eventos, '"all"') > 0 OR instr(w.eventos, '"' || @e || '"') > 0)), @f)`;
+      AND (instr(w.eventos, '"all"') > 0 OR instr(w.eventos, '"' || @e || '"') > 0)), @due)`;
 
 /** What a delivery row is to its readers: the claim columns are the dispatcher's business only. */
 const ENTREGA_COLS = 'seq, cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at, ultimo_error';
