@@ -1,5 +1,6 @@
 import type { ClientPrincipal } from './auth.js';
 import { iso } from './clock.js';
+import { Retention } from './retention.js';
 import type { Core } from './context.js';
 import { listingScope, mediaFields, mediaObject, numeroParam, pageFields, type ListingQuery, type MediaView } from './historial.js';
 import { normalizeNumero } from './phone.js';
@@ -97,62 +98,14 @@ export async function listRecibidos(core: Core, p: ClientPrincipal, q: Recibidos
   return { ...pageFields(f, total), recibidos: rows.map(recibidoView) };
 }
 
-/** Rows removed per statement, and statements per pass: a pass never holds the store for long. */
+/** Rows removed per statement: a pass never holds the store for long. */
 export const PURGE_BATCH = 1000;
-const PURGE_BATCHES_PER_PASS = 100;
 
 /**
- * The inbox's retention: a pass removes every row recorded more than
- * `retentionMs` before `core.clock.now()`, oldest first, a batch per
- * statement through the created_at index; what one pass leaves (more than
- * PURGE_BATCH x PURGE_BATCHES_PER_PASS rows) the next one takes. Passes run
- * at start and every `intervalMs`; `retentionMs` 0 keeps everything.
- * Several nodes of one store purging at once skip each other's rows.
+ * The inbox's retention (core/retention.ts): a pass removes every row
+ * recorded more than `retentionMs` before now, oldest first, a batch per
+ * statement through the created_at index; `retentionMs` 0 keeps everything.
  */
-export class InboxRetention {
-  private timer: NodeJS.Timeout | undefined;
-  private chain: Promise<unknown> = Promise.resolve();
-
-  constructor(
-    private readonly core: Core,
-    private readonly opts: { retentionMs: number; intervalMs: number; onError: (err: unknown) => void },
-  ) {}
-
-  get retentionMs(): number {
-    return this.opts.retentionMs;
-  }
-
-  /** One pass now (after any pass in flight); how many rows it removed. */
-  run(): Promise<number> {
-    const pass = this.chain.then(() => this.pass());
-    this.chain = pass.catch(() => undefined);
-    return pass;
-  }
-
-  private async pass(): Promise<number> {
-    if (this.opts.retentionMs <= 0) return 0;
-    const before = this.core.clock.now() - this.opts.retentionMs;
-    let removed = 0;
-    for (let i = 0; i < PURGE_BATCHES_PER_PASS; i += 1) {
-      const n = await this.core.store.purgeRecibidos(before, PURGE_BATCH);
-      removed += n;
-      if (n < PURGE_BATCH) break;
-      // Requests and messages get the store between batches.
-      await new Promise((r) => setImmediate(r));
-    }
-    return removed;
-  }
-
-  start(): void {
-    if (this.opts.retentionMs <= 0 || this.opts.intervalMs <= 0) return;
-    const tick = () => void this.run().catch(this.opts.onError);
-    tick();
-    this.timer = setInterval(tick, this.opts.intervalMs);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.chain;
-  }
+export function inboxRetention(core: Core, opts: { retentionMs: number; intervalMs: number; onError: (err: unknown) => void }): Retention {
+  return new Retention(core, { ...opts, batch: PURGE_BATCH, purge: (before, limit) => core.store.purgeRecibidos(before, limit) });
 }

@@ -5,7 +5,7 @@ import type { Core } from '../core/context.js';
 import { EventBus } from '../core/events.js';
 import type { LineHealth } from '../core/line-health.js';
 import type { DirectRecovery } from '../core/direct-recovery.js';
-import type { InboxRetention } from '../core/recibidos.js';
+import type { Retention } from '../core/retention.js';
 import type { QueueWorker } from '../core/queue-worker.js';
 import type { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { TempFiles } from '../core/media.js';
@@ -26,7 +26,7 @@ import { makeLogger } from './parts/log.js';
 import { Parts } from './parts/part.js';
 import { nodeSettings } from './parts/settings.js';
 import { storePart } from './parts/store.js';
-import { healthPart, inboxPart, lineHealth, recoveryPart } from './parts/upkeep.js';
+import { eventLogPart, healthPart, inboxPart, lineHealth, recoveryPart } from './parts/upkeep.js';
 
 export { makeDataDir } from './parts/data-dir.js';
 export { banner } from './banner.js';
@@ -60,7 +60,7 @@ export interface RunningServer {
   /** Resolves direct sends a crash left pending (runs at start and periodically). */
   recovery: DirectRecovery;
   /** The inbox's retention: purges at start and periodically; `run()` is one pass now. */
-  inbox: InboxRetention;
+  inbox: Retention;
   schemaVersion: number;
   /** Where the data lives, for the banner: the SQLite file, or the PostgreSQL URL without its password. */
   storeSource: string;
@@ -164,6 +164,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).
     const recovery = await parts.start(recoveryPart(opts, core, { media, inFlight, shared: opened.store.caps.shared }, log));
     const inbox = await parts.start(inboxPart(opts, core, log));
+    await parts.start(eventLogPart(opts, core, log));
     const metricsListener = opts.metricsListen ? await parts.start(metricsListenerPart(opts.metricsListen, metrics, log)) : null;
     const listening = await parts.start(listenerPart(app, opts.host, opts.port));
     const { http } = gw;

@@ -1,4 +1,5 @@
 import type { LookupAddress } from 'node:dns';
+import { announceWebhookConfig } from './config-cache.js';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../core/auth.js';
@@ -100,6 +101,7 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
     { cliente_id: p.cliente.id, url: url.toString(), secret, eventos: parseEventos(input.eventos), activo: input.activo ?? true },
     core.clock.now(),
   );
+  await announceWebhookConfig(core.signals, p.cliente.id);
   const aviso = resolved.length === 0 ? `the host ${url.hostname} does not resolve now: deliveries fail and are retried until it does` : undefined;
   return { ...webhookView(p.cliente.id, cfg), ...(aviso ? { aviso } : {}) };
 }
@@ -107,12 +109,14 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
 export async function deleteWebhook(core: Core, p: ClientPrincipal) {
   requireClientKey(p, 'removing the webhook');
   const eliminado = await core.store.deleteWebhook(p.cliente.id, core.clock.now());
+  await announceWebhookConfig(core.signals, p.cliente.id);
   return { ...webhookView(p.cliente.id, null), eliminado };
 }
 
 export async function restoreWebhook(core: Core, p: ClientPrincipal) {
   requireClientKey(p, 'restoring the webhook');
   const r = await core.store.restoreWebhook(p.cliente.id, core.clock.now());
+  await announceWebhookConfig(core.signals, p.cliente.id);
   if (r === 'nada') fail('CONFLICT', 'there is no earlier webhook configuration to restore');
   return webhookView(p.cliente.id, r);
 }

@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { request, type Agent } from 'undici';
-import { iso } from '../core/clock.js';
 import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events.js';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../core/ports/model.js';
-import type { EventRoute } from '../core/ports/webhooks.js';
+import type { EntregaRow, EscuchaRow, JournalEvent } from '../core/ports/model.js';
+import { eventBody, type LoggedEvent } from '../core/event-log.js';
 import { KeyedRunner } from '../core/keyed-runner.js';
 import { stream } from '../core/leases.js';
 import type { NodePresence } from '../core/node-presence.js';
@@ -12,7 +10,8 @@ import { ReceiverAgents } from './agents.js';
 import { ClientQueue } from './client-queue.js';
 import { AttemptDeadline } from './deadline.js';
 import { subscribed, vetWebhookHost } from './config.js';
-import { ListenerCopies } from './listener-copies.js';
+import { COPY_BACKLOG, ListenerCopies } from './listener-copies.js';
+import { announceWebhookConfig, WebhookConfigCache } from './config-cache.js';
 import { vetListenerHost } from './listeners.js';
 import { retryAfterMs as parseRetryAfter } from '../core/retry-after.js';
 import { backoffMs } from '../core/backoff.js';
@@ -26,7 +25,7 @@ export interface DispatcherOptions {
   concurrency: number;
   /** Deliveries in flight at once for one client, reached while its receiver keeps answering 2xx. */
   clientConcurrency: number;
-  /** How often the journal is looked at without a poke, and the longest wait before a due retry is seen. */
+  /** How often the log's pending deliveries (any node's) and the listeners are looked at without a poke; the longest wait before a due retry is seen. */
   pollMs: number;
   /** How soon a client whose stream another node holds is asked for again. */
   heldRetryMs: number;
@@ -44,12 +43,12 @@ export interface DispatcherOptions {
 
 export const TEST_EVENT = 'webhook.test';
 
-/** The bus events whose changes are journaled for webhooks: each one means "the journal has news". */
+/** The bus events whose changes are logged (core/event-log.ts): each one means "the log has news for this client". */
 export const JOURNALED_EVENTS = ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[];
 
 /** What the API asks of webhook delivery, wherever the dispatcher runs (this thread, or the background one: server/background/). */
 export interface WebhookControl {
-  /** Without a client: the journal has new events. With one: that client's outbox changed (a redelivery). */
+  /** Without a client: the log may have news for anyone. With one: that client's deliveries changed (an event, a redelivery). */
   poke(clienteId?: number): void;
   /** A signed test event to the client's receiver and live listeners; its id, or null when there is neither. */
   enqueueTest(clienteId: number, data: Record<string, unknown>): Promise<string | null>;
@@ -63,14 +62,6 @@ export interface WebhookControl {
  * the room a live one has to record its outcome (a slow store write).
  */
 export const CLAIM_MARGIN_MS = 30_000;
-/**
- * How often every client with pending deliveries is looked up again: a
- * node that stopped (giving back what it had in hand) or died leaves due
- * deliveries that no event of their client may hint to this one.
- */
-const RESCAN_MS = 10_000;
-/** Journaled events moved to the outbox per transaction. */
-const MOVE = 500;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
 const RETRY_AFTER_MAX_MS = 86_400_000;
 /**
@@ -82,9 +73,10 @@ const RETRY_AFTER_MAX_MS = 86_400_000;
 export const LISTENER_TIMEOUT_MS = 5000;
 
 /**
- * Webhook delivery through a durable outbox. Each event for a subscribed,
- * active configuration becomes a row (its id is the `webhook-id` of every
- * attempt) before anything is sent; the dispatcher posts it with fresh
+ * Webhook delivery from the event log (core/event-log.ts, D-69). The row of
+ * each event a subscribed, active configuration wanted is its delivery (the
+ * event's id is the `webhook-id` of every attempt), written with the change
+ * before anything is sent; the dispatcher posts it with fresh
  * timestamp and signatures per attempt, records every attempt, and retries
  * non-2xx answers and timeouts on the schedule until about a day has passed.
  *
@@ -107,8 +99,11 @@ export const LISTENER_TIMEOUT_MS = 5000;
  * in hand and given back when it has none, so one node serves a client's
  * window and fairness at a time.
  *
- * Webhook listeners (listeners.ts) get copies of the events the move hands
- * them, from the node that moved them, outside the outbox (listener-copies.ts).
+ * Webhook listeners (listeners.ts) get copies of their client's events from
+ * the log: each listener has a cursor the store moves in the statement that
+ * reads past it, so whichever node reads a batch sends it, once
+ * (listener-copies.ts). Events of other nodes are found by looking at the
+ * log every pollMs; this node's own wake the dispatcher at once.
  */
 export class WebhookDispatcher implements WebhookControl {
   private readonly runner: KeyedRunner<number>;
@@ -120,10 +115,14 @@ export class WebhookDispatcher implements WebhookControl {
   private retrying = 0;
   /** Slots taken beyond a client's first delivery. */
   private extra = 0;
-  /** The journal may hold events: set by the bus's pokes and every pollMs. */
-  private journal = true;
-  private journalAt = 0;
+  /** When the log's pending deliveries were last looked up, for every client (any node's events). */
   private loadedAt = -Infinity;
+  /** Live listeners as last read, and when; news for them from this node's bus. */
+  private escuchas: EscuchaRow[] = [];
+  private escuchasAt = -Infinity;
+  private copiesDue = true;
+  /** Configurations for a second at most, dropped on change by any node: what an event is checked against, and each attempt's URL and secret. */
+  private readonly configs: WebhookConfigCache;
   private stopping = false;
   /** Attempts in flight, by delivery id: a stop cuts them. */
   private readonly attempts = new Map<string, AttemptDeadline>();
@@ -150,14 +149,22 @@ export class WebhookDispatcher implements WebhookControl {
       onError: opts.onError,
     });
     this.half = Math.max(1, Math.floor(opts.concurrency / 2));
+    this.configs = new WebhookConfigCache((id) => core.store.getWebhook(id), ticks);
   }
 
   start(): void {
     for (const kind of JOURNALED_EVENTS) {
-      // Events reach the outbox through the journal (written with each change); the bus only says "look now".
-      this.unsubscribe.push(this.core.bus.subscribe(kind, () => this.poke()));
+      // Events are logged with each change; the bus only says "look at this client now".
+      this.unsubscribe.push(this.core.bus.subscribe(kind, (e) => this.eventMade(e.cliente_id, kind)));
     }
+    this.unsubscribe.push(this.configs.listen(this.core.signals));
     this.runner.start();
+  }
+
+  /** A client's configuration changed on another thread of this process (the SQLite background thread's handle says so); null: maybe any. */
+  configChanged(clienteId: number | null): void {
+    if (clienteId === null) this.configs.clear();
+    else this.configs.drop(clienteId);
   }
 
   async stop(): Promise<void> {
@@ -171,12 +178,25 @@ export class WebhookDispatcher implements WebhookControl {
   }
 
   /**
-   * One look now, the journal moved first, and the attempts it started,
-   * ended: tests drive the clock and step instead of waiting for the poll.
+   * One look now, the log read first, and the attempts it started, ended:
+   * tests drive the clock and step instead of waiting for the poll.
    */
   step(): Promise<void> {
-    this.journal = true;
+    this.loadedAt = -Infinity;
+    this.escuchasAt = -Infinity;
     return this.runner.step();
+  }
+
+  /** An event of this node: its client's deliveries are claimed at once when its configuration wants the kind; listeners look too. */
+  eventMade(clienteId: number, kind: string): void {
+    this.copiesDue = true;
+    this.configs.get(clienteId).then(
+      (cfg) => {
+        if (cfg?.activo && subscribed(cfg, kind)) this.poke(clienteId);
+        else if (this.escuchas.length > 0) this.runner.poke();
+      },
+      (err: unknown) => this.opts.onError(err),
+    );
   }
 
   /** A listener removed through this node: nothing more goes to it from here (other nodes see it within a second). */
@@ -184,18 +204,13 @@ export class WebhookDispatcher implements WebhookControl {
     this.copies.forget(id);
   }
 
-  /** Without a client: the journal has new events. With one: that client's outbox changed (a redelivery). */
+  /** Without a client: the log may have news for anyone. With one: that client's deliveries changed (an event, a redelivery). */
   poke(clienteId?: number): void {
-    if (clienteId === undefined) this.journal = true;
-    else this.queue(clienteId).hint(0);
+    if (clienteId === undefined) {
+      this.loadedAt = -Infinity;
+      this.copiesDue = true;
+    } else this.queue(clienteId).hint(0);
     this.runner.poke();
-  }
-
-  /** The delivery an event becomes for a configuration, or null when the configuration does not want it. */
-  static route(ev: JournalEvent, cfg: WebhookConfig | null): { id: string; body: string } | null {
-    if (!cfg) return null;
-    if (ev.evento !== TEST_EVENT && (!cfg.activo || !subscribed(cfg, ev.evento))) return null;
-    return WebhookDispatcher.envelope(ev);
   }
 
   /** The listeners that want an event: those subscribed to its kind, and all of them for a test event. */
@@ -203,31 +218,22 @@ export class WebhookDispatcher implements WebhookControl {
     return escuchas.filter((e) => ev.evento === TEST_EVENT || subscribed(e, ev.evento));
   }
 
-  /** An event's delivery: a new id and the body every attempt and every listener copy carries. */
-  static envelope(ev: JournalEvent): { id: string; body: string } {
-    const { cliente_id: _c, ...data } = ev.data;
-    const id = `evt_${randomUUID().replace(/-/g, '')}`;
-    return { id, body: JSON.stringify({ id, evento: ev.evento, fecha: iso(ev.fecha), cliente_id: ev.cliente_id, celular_id: ev.celular_id, data }) };
-  }
-
   /**
-   * A signed test event, whatever the subscriptions: to the outbox when a
-   * configuration exists, and a copy to every live listener. Its id; null
-   * when there is neither.
+   * A signed test event, whatever the subscriptions: a delivery when a
+   * configuration exists (active or not), and copies to the live listeners
+   * (they read it from the log). Its id; null when there is neither.
    */
   async enqueueTest(clienteId: number, data: Record<string, unknown>): Promise<string | null> {
     const now = this.core.clock.now();
+    const cfg = await this.core.store.getWebhook(clienteId);
+    if (!cfg && (await this.core.store.liveEscuchas(clienteId, now)).length === 0) return null;
     const ev: JournalEvent = { evento: TEST_EVENT, cliente_id: clienteId, celular_id: null, data, fecha: now };
-    const out = WebhookDispatcher.route(ev, await this.core.store.getWebhook(clienteId));
-    const escuchas = await this.core.store.liveEscuchas(clienteId, now);
-    if (!out && escuchas.length === 0) return null;
-    const env = out ?? WebhookDispatcher.envelope(ev);
-    if (out) {
-      await this.core.store.enqueueEntrega({ id: out.id, cliente_id: clienteId, evento: TEST_EVENT, body: out.body }, now);
-      this.poke(clienteId);
-    }
-    this.copies.add(escuchas.map((escucha) => ({ escucha, id: env.id, evento: TEST_EVENT, body: env.body })));
-    return env.id;
+    const id = await this.core.store.logTestEvent(ev, cfg !== null);
+    this.escuchasAt = -Infinity;
+    this.copiesDue = true;
+    if (cfg) this.poke(clienteId);
+    else this.runner.poke();
+    return id;
   }
 
   private queue(clienteId: number): ClientQueue {
@@ -236,39 +242,41 @@ export class WebhookDispatcher implements WebhookControl {
     return q;
   }
 
-  /** The route of the move, noting which clients got deliveries; listeners get the same id and body. */
-  private readonly moveRoute: EventRoute = (ev, cfg, escuchas) => {
-    const out = WebhookDispatcher.route(ev, cfg);
-    if (out) this.queue(ev.cliente_id).hint(0);
-    const copias = WebhookDispatcher.listenersOf(ev, escuchas);
-    if (!out && copias.length === 0) return null;
-    return { ...(out ?? WebhookDispatcher.envelope(ev)), entrega: out !== null, copias };
-  };
-
-  /** One move of the journal; the listener copies it routed go out once it has committed. */
-  private async move(): Promise<number> {
-    const { taken, copies } = await this.core.store.moveEventsToOutbox(MOVE, this.moveRoute, this.core.clock.now());
-    this.copies.add(copies);
-    return taken;
+  /**
+   * The listeners' copies: each live listener's events past its cursor, read
+   * and the cursor moved in one statement, then posted by this node (from
+   * memory, best effort). Looked at when this node made events, and every
+   * pollMs for the other nodes'.
+   */
+  private async tailListeners(t: number): Promise<void> {
+    const now = this.core.clock.now();
+    if (t - this.escuchasAt >= this.opts.listenerRecheckMs) {
+      this.escuchas = await this.core.store.allLiveEscuchas(now);
+      this.escuchasAt = t;
+    }
+    for (const escucha of this.escuchas) {
+      const evs: LoggedEvent[] = await this.core.store.takeEscuchaEvents(escucha.id, COPY_BACKLOG, now);
+      const wanted = evs.filter((ev) => WebhookDispatcher.listenersOf(ev, [escucha]).length > 0);
+      this.copies.add(wanted.map((ev) => ({ escucha, id: ev.id, evento: ev.evento, body: eventBody(ev) })));
+    }
   }
 
   private async look(): Promise<number> {
     const { store } = this.core;
     const t = this.core.clock.ticks();
-    if (t - this.loadedAt >= RESCAN_MS) {
-      // After a start (or a crash), and now and then: every client with pending deliveries.
-      for (const r of await store.entregaQueues()) this.queue(r.cliente_id).hint(r.next_at);
+    if (t - this.loadedAt >= this.opts.pollMs) {
+      // After a start (or a crash), and every pollMs: every client with pending deliveries, whichever node made them
+      // (a node that stopped or died leaves due deliveries no event of this node hints).
       this.loadedAt = t;
+      for (const r of await store.entregaQueues()) this.queue(r.cliente_id).hint(r.next_at);
+      this.copiesDue = true;
     }
     this.agents.sweep();
     this.copyAgents.sweep();
-    if (t - this.journalAt >= this.opts.pollMs) this.journal = true;
-    if (this.journal) {
-      // Cleared first: a poke during the move sets it again.
-      this.journal = false;
-      this.journalAt = t;
-      // Journaled events first: each becomes a delivery (or nothing) and leaves the journal in one transaction.
-      while ((await this.move()) === MOVE);
+    if (this.copiesDue) {
+      // Cleared first: an event during the read sets it again.
+      this.copiesDue = false;
+      await this.tailListeners(t);
     }
     const now = this.core.clock.now();
     // Rounds of one start per client, those with fewest in flight first: an idle client never waits behind another's extra deliveries.
@@ -399,7 +407,7 @@ export class WebhookDispatcher implements WebhookControl {
 
   private async attempt(q: ClientQueue, e: EntregaRow, claim: string, deadline: AttemptDeadline): Promise<void> {
     const { core } = this;
-    const cfg = await core.store.getWebhook(e.cliente_id);
+    const cfg = await this.configs.get(e.cliente_id);
     let status: number | null = null;
     let error: string | null = null;
     let retryAfterMs = 0;
@@ -473,6 +481,7 @@ export class WebhookDispatcher implements WebhookControl {
     if (status === 410) {
       // Gone: the receiver asks us to stop; the configuration is turned off.
       await core.store.deactivateWebhook(e.cliente_id, core.clock.now());
+      await announceWebhookConfig(core.signals, e.cliente_id);
       return write('fallido');
     }
     const delay = backoffMs(webhookBackoff(this.opts.retryBaseMs), e.intentos + 1, core.random);

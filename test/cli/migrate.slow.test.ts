@@ -223,13 +223,14 @@ async function install(): Promise<Installation> {
     gateway_msg_id: 'GW-IN-2',
     fecha: now,
   });
-  let n = 0;
-  await s.moveEventsToOutbox(200, (ev) => ({ id: `ent-${++n}`, body: JSON.stringify({ evento: ev.evento, data: ev.data }), entrega: true, copias: [] }), now);
-  // Attempts are recorded under the claim they were made under.
+  // Deliveries: test events logged as such; attempts are recorded under the claim they were made under.
+  const entregas: string[] = [];
+  for (let i = 1; i <= 30; i++)
+    entregas.push(await s.logTestEvent({ evento: 'webhook.test', cliente_id: a.id, celular_id: null, data: { i }, fecha: now }, true));
   await s.claimEntregas(a.id, now, 30, { id: 'fixture', until: now + 60_000 });
   for (let i = 1; i <= 30; i++) {
     await s.recordAttempt(
-      `ent-${i}`,
+      entregas[i - 1]!,
       'fixture',
       { status: i % 2 ? 500 : 200, duracion_ms: 12, error: i % 2 ? 'HTTP 500' : null },
       i % 2 ? { estado: 'pendiente', proximo_intento_at: now + i * 1000 } : { estado: 'entregado' },
@@ -325,7 +326,6 @@ describeWith(postgres, 'pasarela migrate --from sqlite --to postgres', () => {
       'auditoria',
       'movimientos_saldo',
       'webhooks',
-      'webhook_entregas',
       'webhook_intentos',
       'eventos',
       'acuses_pendientes',

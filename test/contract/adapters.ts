@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { until } from '../helpers/poll.js';
 import { afterEach, beforeEach } from 'vitest';
 import type { NewCelular } from '../../src/core/ports/accounts.js';
 import type { NewMensaje } from '../../src/core/ports/messages.js';
@@ -41,12 +42,35 @@ export async function pgSchema(): Promise<{ schema: string; drop: () => Promise<
   return { schema, drop: () => pgAdmin(`DROP SCHEMA ${schema} CASCADE`) };
 }
 
+/**
+ * Waits until no event of the schema's log is at or above the cluster's
+ * xmin: readers of the log (eventsAfter, listener cursors) skip rows of
+ * transactions that may still be followed by earlier ones, and other test
+ * files' open transactions hold that line back for a moment.
+ */
+async function pgLogSettled(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    await until(
+      async () =>
+        (await client.query(`SELECT NOT EXISTS (SELECT 1 FROM ${schema}.eventos WHERE xid >= pg_snapshot_xmin(pg_current_snapshot())) AS ok`)).rows[0].ok ===
+        true,
+      { what: 'the event log to settle' },
+    );
+  } finally {
+    await client.end();
+  }
+}
+
 /** A small pool per store: many test files run at once against one server. */
 export const openPg = (schema: string) => openPgStore(PG_URL, { schema, max: 4 });
 export interface StoreHandle {
   store: Store;
   /** Closes and opens the same store again (a restart). */
   reopen(): Promise<Store>;
+  /** Resolves once every event logged so far is readable by the log's followers (PostgreSQL: below every snapshot's xmin). */
+  settled(): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -64,6 +88,8 @@ export const ADAPTERS: Adapter[] = [
       return {
         store: openSqliteStore(file),
         reopen: async () => openSqliteStore(file),
+        // One writer: what committed is readable.
+        settled: async () => {},
         cleanup: async () => rmSync(dir, { recursive: true, force: true }),
       };
     },
@@ -75,7 +101,7 @@ export const ADAPTERS: Adapter[] = [
           name: 'postgres',
           async open(): Promise<StoreHandle> {
             const s = await pgSchema();
-            return { store: await openPg(s.schema), reopen: () => openPg(s.schema), cleanup: s.drop };
+            return { store: await openPg(s.schema), reopen: () => openPg(s.schema), settled: () => pgLogSettled(s.schema), cleanup: s.drop };
           },
         },
       ]),
@@ -86,7 +112,7 @@ export const ADAPTERS: Adapter[] = [
  * restart replaces it); `ctx.node()` opens another store on the same data,
  * as a second node would (closed after the test).
  */
-export function storeEachTest(adapter: Adapter): { store: Store; reopen(): Promise<Store>; node(): Promise<Store> } {
+export function storeEachTest(adapter: Adapter): { store: Store; reopen(): Promise<Store>; node(): Promise<Store>; settled(): Promise<void> } {
   let h: StoreHandle;
   let nodes: Store[] = [];
   const ctx = {
@@ -101,6 +127,7 @@ export function storeEachTest(adapter: Adapter): { store: Store; reopen(): Promi
       nodes.push(other);
       return other;
     },
+    settled: () => h.settled(),
   };
   beforeEach(async () => {
     h = await adapter.open();

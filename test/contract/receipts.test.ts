@@ -6,9 +6,9 @@ import { ADAPTERS, celular, storeEachTest } from './adapters.js';
  * Gateway receipts and incoming messages (migration 6): a receipt that beats
  * the send's own record is parked and applied by markSent, in order; an
  * `error` receipt ends a sent message with its refund, once; an incoming
- * message's gateway key is journaled once. The journal is read through
- * moveEventsToOutbox (its route keeps every event out of the outbox), and
- * balance movements are counted through the ids changeBalance returns.
+ * message's gateway key is journaled once. The event log is read past the
+ * last event each read returned, and balance movements are counted through
+ * the ids changeBalance returns.
  */
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: MessagesStore contract, gateway receipts and inbound dedupe`, () => {
@@ -23,8 +23,7 @@ for (const adapter of ADAPTERS) {
       if (!cel.ok) throw new Error('insert');
       const top = await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: saldo, motivo: 'recarga', actor: 'op' }, 1);
       if (!top.ok) throw new Error('top-up');
-      // An active webhook, so that the client's events are journaled (the route below keeps them out of the outbox).
-      await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 1);
+      readers.set(c.id, null);
       return { clienteId: c.id, celularId: cel.celular.id, movimiento: top.movimiento_id };
     }
 
@@ -51,11 +50,18 @@ for (const adapter of ADAPTERS) {
       return msg_id;
     };
 
-    /** Takes every journaled event (in order) out of the journal. */
-    async function journal(now: number): Promise<Array<{ evento: string; data: Record<string, any>; fecha: number }>> {
-      const seen: Array<{ evento: string; data: Record<string, any>; fecha: number }> = [];
-      await ctx.store.moveEventsToOutbox(1000, (ev) => (seen.push({ evento: ev.evento, data: ev.data, fecha: ev.fecha }), null), now);
-      return seen;
+    /** The last event read of each client this test made (null: none yet). */
+    const readers = new Map<number, string | null>();
+    /** The events logged since the last read, of every client this test made, in log order (ids of one store sort as their rows). */
+    async function journal(_now: number): Promise<Array<{ evento: string; data: Record<string, any>; fecha: number }>> {
+      await ctx.settled();
+      const all: Array<{ id: string; evento: string; data: Record<string, any>; fecha: number }> = [];
+      for (const [clienteId, after] of readers) {
+        const evs = await ctx.store.eventsAfter(clienteId, after, 1000);
+        if (evs.length > 0) readers.set(clienteId, evs[evs.length - 1]!.id);
+        all.push(...evs);
+      }
+      return all.sort((a, b) => (a.id < b.id ? -1 : 1)).map(({ evento, data, fecha }) => ({ evento, data, fecha }));
     }
     const saldo = async (clienteId: number) => (await ctx.store.getCliente(clienteId))!.saldo_global;
     /** The id the next movimiento gets, found by recording one (+0 is refused, so +1). */
@@ -265,6 +271,12 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.journalInbound(ev('uno, tarde'), 'sim:i:A', 200, rec('uno, tarde'))).toBe(false);
       expect(await journal(201)).toEqual([]);
       expect(await inbox()).toHaveLength(4);
+      // With a webhook, an incoming message's delivery is due when it is recorded, whatever time the gateway gave it.
+      await ctx.store.setWebhook({ cliente_id: l.clienteId, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 300);
+      expect(await ctx.store.journalInbound({ ...ev('del futuro'), fecha: 9_000_000 }, 'sim:i:C', 300, rec('del futuro'))).toBe(true);
+      expect((await ctx.store.dueEntregas(l.clienteId, 300, 10)).map((e) => [JSON.parse(e.body).data.texto, e.proximo_intento_at])).toEqual([
+        ['del futuro', 300],
+      ]);
     });
   });
 }

@@ -1,23 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { ADAPTERS, celular, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 
-/** The journal written with each change, moved to the outbox. */
+/** The event log: each change logs its event with it; the events a configuration wanted are its deliveries. */
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: WebhooksStore contract`, () => {
     const ctx = storeEachTest(adapter);
     const newCliente = (max: number | null = null) => newClienteOf(ctx.store, max);
 
-    it('journals each change with it for a client with an active webhook only, and moves journaled events to the outbox in one step', async () => {
+    it('logs every change with it, for every client; only what an active, subscribed configuration wanted at the time is a delivery', async () => {
       const c = await newCliente();
       const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1000);
       if (!cel.ok) throw new Error('insert');
       await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 5, motivo: 'r', actor: 'op' }, 1);
       const m = messages(c.id, cel.celular.id)();
-      const seen: Array<[string, unknown]> = [];
-      const route = (ev: { evento: string; data: Record<string, unknown> }, cfg: unknown) => {
-        seen.push([ev.evento, (ev.data as { estado?: string; status?: string }).estado ?? (ev.data as { status?: string }).status]);
-        return cfg ? { id: `evt_${seen.length}`, body: JSON.stringify(ev), entrega: true, copias: [] } : null;
-      };
       const connected = (fecha: number) => ({
         evento: 'session.status' as const,
         cliente_id: c.id,
@@ -25,29 +20,100 @@ for (const adapter of ADAPTERS) {
         data: { status: 'connected' },
         fecha,
       });
-      // No webhook, or an inactive one: nobody to tell, nothing journaled.
+      const kinds = async () =>
+        (await ctx.settled(), await ctx.store.eventsAfter(c.id, null, 100)).map((e) => [
+          e.evento,
+          (e.data as { estado?: string }).estado ?? (e.data as { status?: string }).status,
+          e.fecha,
+        ]);
+      // No webhook, or an inactive one: logged all the same (a stream reads them), no delivery.
       await ctx.store.acceptMensaje(m, { charge: true, maxPending: null }, 2);
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: false }, 3);
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 3, connected(3));
-      expect(await ctx.store.moveEventsToOutbox(10, route, 4)).toEqual({ taken: 0, copies: [] });
-      expect(seen).toEqual([]);
-      // Active: each change journals its event with it, and the move turns them into deliveries.
+      expect(await kinds()).toEqual([
+        ['message.status', 'pendiente', 2],
+        ['session.status', 'connected', 3],
+      ]);
+      expect(await ctx.store.entregaQueues()).toEqual([]);
+      // Active: each change logs its event with it, a delivery due at the event's time.
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 5);
       await ctx.store.markSent(m.msg_id, 'G1', 6);
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 7, connected(7));
       await ctx.store.receipt(cel.celular.id, 'G1', 'error', 8, 'x');
-      expect(await ctx.store.moveEventsToOutbox(10, route, 9)).toEqual({ taken: 3, copies: [] });
-      expect(seen).toEqual([
-        ['message.status', 'enviado'],
-        ['session.status', 'connected'],
-        ['message.status', 'error'],
+      expect(await kinds()).toEqual([
+        ['message.status', 'pendiente', 2],
+        ['session.status', 'connected', 3],
+        ['message.status', 'enviado', 6],
+        ['session.status', 'connected', 7],
+        ['message.status', 'error', 8],
       ]);
-      expect(await ctx.store.moveEventsToOutbox(10, route, 10)).toEqual({ taken: 0, copies: [] });
-      expect((await ctx.store.dueEntregas(c.id, 10, 10)).map((e) => e.evento)).toEqual(['message.status', 'session.status', 'message.status']);
-      // Due from the move (9): not before, and nothing else pending after it.
-      expect(await ctx.store.dueEntregas(c.id, 8, 10)).toEqual([]);
-      expect(await ctx.store.nextEntregaAt(c.id, 8)).toBe(9);
-      expect(await ctx.store.entregaQueues()).toEqual([{ cliente_id: c.id, next_at: 9 }]);
+      const due = await ctx.store.dueEntregas(c.id, 10, 10);
+      expect(due.map((e) => [e.evento, e.proximo_intento_at])).toEqual([
+        ['message.status', 6],
+        ['session.status', 7],
+        ['message.status', 8],
+      ]);
+      expect(await ctx.store.dueEntregas(c.id, 5, 10)).toEqual([]);
+      expect(await ctx.store.nextEntregaAt(c.id, 6)).toBe(7);
+      expect(await ctx.store.entregaQueues()).toEqual([{ cliente_id: c.id, next_at: 6 }]);
+      // The delivery's id and body are the event's, the same bytes every time they are read.
+      const logged = await ctx.store.eventsAfter(c.id, null, 100);
+      expect(due.map((e) => e.id)).toEqual(logged.slice(2).map((e) => e.id));
+      expect(JSON.parse(due[0]!.body)).toMatchObject({
+        id: due[0]!.id,
+        evento: 'message.status',
+        cliente_id: c.id,
+        celular_id: cel.celular.id,
+        data: { estado: 'enviado' },
+      });
+      expect((await ctx.store.dueEntregas(c.id, 10, 10)).map((e) => e.body)).toEqual(due.map((e) => e.body));
+      // Subscribed to one kind only: the other kind is logged, not delivered.
+      await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['session.status'], activo: true }, 9);
+      await ctx.store.receipt(cel.celular.id, 'G1', 'error', 10, 'y');
+      await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 11, connected(11));
+      expect((await ctx.store.dueEntregas(c.id, 20, 10)).map((e) => e.proximo_intento_at)).toEqual([6, 7, 8, 11]);
+    });
+
+    it("reads a client's events after an id, in order, never another client's; an id of another shape reads from the start", async () => {
+      const c = await newCliente();
+      const other = await newCliente();
+      const ev = (clienteId: number, n: number) => ({ evento: 'webhook.test', cliente_id: clienteId, celular_id: null, data: { n }, fecha: 100 + n });
+      const ids: string[] = [];
+      for (let n = 0; n < 5; n++) {
+        ids.push(await ctx.store.logTestEvent(ev(c.id, n), false));
+        await ctx.store.logTestEvent(ev(other.id, n), false);
+      }
+      expect(new Set(ids).size).toBe(5);
+      await ctx.settled();
+      for (const id of ids) expect(id).toMatch(/^evt_[0-9a-f]{32}$/);
+      expect((await ctx.store.eventsAfter(c.id, null, 3)).map((e) => e.data.n)).toEqual([0, 1, 2]);
+      expect((await ctx.store.eventsAfter(c.id, ids[2]!, 10)).map((e) => [e.id, e.data.n])).toEqual([
+        [ids[3], 3],
+        [ids[4], 4],
+      ]);
+      expect(await ctx.store.eventsAfter(c.id, ids[4]!, 10)).toEqual([]);
+      expect((await ctx.store.eventsAfter(other.id, null, 10)).every((e) => e.cliente_id === other.id)).toBe(true);
+      expect((await ctx.store.eventsAfter(c.id, 'evt_nope', 10)).length).toBe(5);
+      // No delivery was asked for.
+      expect(await ctx.store.entregaQueues()).toEqual([]);
+    });
+
+    it('prunes events older than the cut with nothing left to deliver, oldest first, a batch at a time; pending deliveries stay', async () => {
+      const c = await newCliente();
+      const ev = (n: number) => ({ evento: 'webhook.test', cliente_id: c.id, celular_id: null, data: { n }, fecha: n * 10 });
+      const pend = await ctx.store.logTestEvent(ev(0), true);
+      for (let n = 1; n < 8; n++) await ctx.store.logTestEvent(ev(n), n === 5);
+      await ctx.settled();
+      // Older than 60: n 0..5; n 0 and 5 are pending.
+      expect(await ctx.store.pruneEvents(60, 3)).toBe(3);
+      expect(await ctx.store.pruneEvents(60, 3)).toBe(1);
+      expect(await ctx.store.pruneEvents(60, 3)).toBe(0);
+      expect((await ctx.store.eventsAfter(c.id, null, 10)).map((e) => e.data.n)).toEqual([0, 5, 6, 7]);
+      const [first] = await ctx.store.claimEntregas(c.id, 100, 1, { id: 'k', until: 1000 });
+      expect(first!.id).toBe(pend);
+      await ctx.store.recordAttempt(pend, 'k', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 100);
+      expect(await ctx.store.pruneEvents(60, 10)).toBe(1);
+      expect((await ctx.store.eventsAfter(c.id, null, 10)).map((e) => e.data.n)).toEqual([5, 6, 7]);
     });
   });
 }
@@ -79,43 +145,52 @@ for (const adapter of ADAPTERS) {
     it('deliveries fall due in order, record each attempt, end delivered or failed, and can be sent again under the same id', async () => {
       const c = await newClienteOf(ctx.store);
       const other = await newClienteOf(ctx.store);
-      await ctx.store.enqueueEntrega({ id: 'e1', cliente_id: c.id, evento: 'message.status', body: '{"n":1}' }, 100);
-      await ctx.store.enqueueEntrega({ id: 'e2', cliente_id: c.id, evento: 'message.status', body: '{"n":2}' }, 101);
-      await ctx.store.enqueueEntrega({ id: 'o1', cliente_id: other.id, evento: 'message.status', body: '{}' }, 150);
+      const ev = (clienteId: number, fecha: number) => ({ evento: 'webhook.test', cliente_id: clienteId, celular_id: null, data: {}, fecha });
+      const e1 = await ctx.store.logTestEvent(ev(c.id, 100), true);
+      const e2 = await ctx.store.logTestEvent(ev(c.id, 101), true);
+      await ctx.store.logTestEvent(ev(other.id, 150), true);
       expect((await ctx.store.entregaQueues()).sort((a, b) => a.cliente_id - b.cliente_id)).toEqual([
         { cliente_id: c.id, next_at: 100 },
         { cliente_id: other.id, next_at: 150 },
       ]);
-      expect((await ctx.store.dueEntregas(c.id, 100, 10)).map((e) => e.id)).toEqual(['e1']);
-      expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual(['e1', 'e2']);
+      expect((await ctx.store.dueEntregas(c.id, 100, 10)).map((e) => e.id)).toEqual([e1]);
+      expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual([e1, e2]);
 
       expect(await ctx.store.outboxDepth(120)).toEqual({ pending: 3, due: 2 });
-      expect((await ctx.store.claimEntregas(c.id, 200, 1, { id: 'k1', until: 300 })).map((e) => e.id)).toEqual(['e1']);
-      await ctx.store.recordAttempt('e1', 'k1', { status: 500, duracion_ms: 12, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 5000 }, 200);
-      expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual(['e2']);
+      expect((await ctx.store.claimEntregas(c.id, 200, 1, { id: 'k1', until: 300 })).map((e) => e.id)).toEqual([e1]);
+      await ctx.store.recordAttempt(e1, 'k1', { status: 500, duracion_ms: 12, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 5000 }, 200);
+      expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual([e2]);
       // Metrics: e1 waits for its retry; e2 and o1 are due.
       expect(await ctx.store.outboxDepth(200)).toEqual({ pending: 3, due: 2 });
       expect(await ctx.store.outboxDepth(5000)).toEqual({ pending: 3, due: 3 });
       expect(await ctx.store.nextEntregaAt(c.id, 200)).toBe(5000);
-      expect((await ctx.store.claimEntregas(c.id, 205, 10, { id: 'k1', until: 300 })).map((e) => e.id)).toEqual(['e2']);
-      await ctx.store.recordAttempt('e2', 'k1', { status: 200, duracion_ms: 8, error: null }, { estado: 'entregado' }, 210);
-      expect((await ctx.store.claimEntregas(c.id, 5000, 10, { id: 'k2', until: 6000 })).map((e) => e.id)).toEqual(['e1']);
-      await ctx.store.recordAttempt('e1', 'k2', { status: 410, duracion_ms: 9, error: 'HTTP 410' }, { estado: 'fallido' }, 5000);
+      expect((await ctx.store.claimEntregas(c.id, 205, 10, { id: 'k1', until: 300 })).map((e) => e.id)).toEqual([e2]);
+      await ctx.store.recordAttempt(e2, 'k1', { status: 200, duracion_ms: 8, error: null }, { estado: 'entregado' }, 210);
+      expect((await ctx.store.claimEntregas(c.id, 5000, 10, { id: 'k2', until: 6000 })).map((e) => e.id)).toEqual([e1]);
+      await ctx.store.recordAttempt(e1, 'k2', { status: 410, duracion_ms: 9, error: 'HTTP 410' }, { estado: 'fallido' }, 5000);
       expect(await ctx.store.dueEntregas(c.id, 10_000, 10)).toEqual([]);
       expect(await ctx.store.outboxDepth(10_000)).toEqual({ pending: 1, due: 1 });
 
       const list = await ctx.store.listEntregas(c.id, 10);
-      const e1 = list.find((e) => e.id === 'e1')!;
-      expect(e1).toMatchObject({ estado: 'fallido', intentos: 2, ultimo_error: 'HTTP 410' });
-      expect(e1.intentos_detalle.map((i) => [i.n, i.status])).toEqual([
+      const f1 = list.find((e) => e.id === e1)!;
+      expect(f1).toMatchObject({ estado: 'fallido', intentos: 2, ultimo_error: 'HTTP 410' });
+      expect(f1.intentos_detalle.map((i) => [i.n, i.status])).toEqual([
         [1, 500],
         [2, 410],
       ]);
-      expect(list.find((e) => e.id === 'e2')).toMatchObject({ estado: 'entregado', entregado_at: 210, intentos: 1 });
+      // A delivered attempt has no row of its own: the event keeps its answer and time.
+      expect(list.find((e) => e.id === e2)).toMatchObject({ estado: 'entregado', entregado_at: 210, intentos: 1 });
+      expect(list.find((e) => e.id === e2)!.intentos_detalle).toEqual([{ n: 1, fecha: 210, status: 200, duracion_ms: 8, error: null }]);
+      // Newest first.
+      expect(list.map((e) => e.id)).toEqual([e2, e1]);
 
-      expect(await ctx.store.redeliver(other.id, 'e1', 6000)).toBe(false);
-      expect(await ctx.store.redeliver(c.id, 'e1', 6000)).toBe(true);
-      expect((await ctx.store.dueEntregas(c.id, 6000, 10)).map((e) => [e.id, e.estado])).toEqual([['e1', 'pendiente']]);
+      expect(await ctx.store.redeliver(other.id, e1, 6000)).toBe(false);
+      expect(await ctx.store.redeliver(c.id, 'evt_nope', 6000)).toBe(false);
+      expect(await ctx.store.redeliver(c.id, e1, 6000)).toBe(true);
+      expect((await ctx.store.dueEntregas(c.id, 6000, 10)).map((e) => [e.id, e.estado])).toEqual([[e1, 'pendiente']]);
+      // An event that was never a delivery cannot be redelivered.
+      const plain = await ctx.store.logTestEvent(ev(c.id, 6000), false);
+      expect(await ctx.store.redeliver(c.id, plain, 6001)).toBe(false);
     });
   });
 }
@@ -124,11 +199,17 @@ for (const adapter of ADAPTERS) {
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: WebhooksStore contract, claims`, () => {
     const ctx = storeEachTest(adapter);
-    const enqueue = async (clienteId: number, n: number, at: number, prefix = 'e') => {
-      for (let i = 0; i < n; i++)
-        await ctx.store.enqueueEntrega({ id: `${prefix}${i}`, cliente_id: clienteId, evento: 'message.status', body: `{"n":${i}}` }, at + i);
+    /** Deliveries falling due at at, at + 1, ...: named e0, e1, ... by `ids` (their event ids are the store's). */
+    let names = new Map<string, string>();
+    const enqueue = async (clienteId: number, n: number, at: number) => {
+      names = new Map();
+      for (let i = 0; i < n; i++) {
+        const id = await ctx.store.logTestEvent({ evento: 'message.status', cliente_id: clienteId, celular_id: null, data: { n: i }, fecha: at + i }, true);
+        names.set(id, `e${i}`);
+      }
     };
-    const ids = (rows: Array<{ id: string }>) => rows.map((e) => e.id);
+    const idOf = (name: string) => [...names].find(([, n]) => n === name)![0];
+    const ids = (rows: Array<{ id: string }>) => rows.map((e) => names.get(e.id) ?? e.id);
 
     it('a claim takes due, unclaimed deliveries in order up to its limit; another claim skips them until they are recorded, given back or the claim runs out', async () => {
       const c = await newClienteOf(ctx.store);
@@ -142,23 +223,29 @@ for (const adapter of ADAPTERS) {
       expect(ids(await ctx.store.claimEntregas(c.id, 103, 5, { id: 'c', until: 1000 }))).toEqual(['e3']);
       expect(await ctx.store.nextEntregaAt(c.id, 103)).toBe(1000);
       // Only the holder records, and its record clears the claim: a retry is claimable at its time.
-      expect(await ctx.store.recordAttempt('e0', 'b', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 110)).toBe(false);
+      expect(await ctx.store.recordAttempt(idOf('e0'), 'b', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 110)).toBe(false);
       expect(
-        await ctx.store.recordAttempt('e0', 'a', { status: 500, duracion_ms: 1, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 200 }, 110),
+        await ctx.store.recordAttempt(
+          idOf('e0'),
+          'a',
+          { status: 500, duracion_ms: 1, error: 'HTTP 500' },
+          { estado: 'pendiente', proximo_intento_at: 200 },
+          110,
+        ),
       ).toBe(true);
-      expect(await ctx.store.recordAttempt('e0', 'a', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 111)).toBe(false);
+      expect(await ctx.store.recordAttempt(idOf('e0'), 'a', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 111)).toBe(false);
       expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'd', until: 1000 }))).toEqual(['e0']);
       // Given back unattempted (only by its holder): due again at once, its attempts untouched.
-      expect(await ctx.store.releaseEntregas(['e1', 'e2'], 'b')).toBe(1);
+      expect(await ctx.store.releaseEntregas([idOf('e1'), idOf('e2')], 'b')).toBe(1);
       expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'e', until: 1000 }))).toEqual(['e2']);
       // A claim that ran out (its holder died): anyone takes the delivery, and the old holder's record is refused.
       expect(ids(await ctx.store.claimEntregas(c.id, 1000, 5, { id: 'f', until: 2000 }))).toEqual(['e1', 'e2', 'e3', 'e0']);
-      expect(await ctx.store.recordAttempt('e1', 'a', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 1001)).toBe(false);
-      expect(await ctx.store.recordAttempt('e1', 'f', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 1001)).toBe(true);
+      expect(await ctx.store.recordAttempt(idOf('e1'), 'a', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 1001)).toBe(false);
+      expect(await ctx.store.recordAttempt(idOf('e1'), 'f', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 1001)).toBe(true);
       const list = await ctx.store.listEntregas(c.id, 10);
-      expect(list.find((e) => e.id === 'e0')).toMatchObject({ estado: 'pendiente', intentos: 1 });
-      expect(list.find((e) => e.id === 'e1')).toMatchObject({ estado: 'entregado', intentos: 1 });
-      expect(list.find((e) => e.id === 'e1')!.intentos_detalle.map((i) => i.status)).toEqual([200]);
+      expect(list.find((e) => e.id === idOf('e0'))).toMatchObject({ estado: 'pendiente', intentos: 1 });
+      expect(list.find((e) => e.id === idOf('e1'))).toMatchObject({ estado: 'entregado', intentos: 1 });
+      expect(list.find((e) => e.id === idOf('e1'))!.intentos_detalle.map((i) => i.status)).toEqual([200]);
       // What readers see of a delivery has no claim in it.
       expect(Object.keys(list[0]!).sort()).toEqual(
         [
@@ -181,7 +268,7 @@ for (const adapter of ADAPTERS) {
       const c = await newClienteOf(ctx.store);
       await enqueue(c.id, 3, 100);
       await ctx.store.claimEntregas(c.id, 100, 1, { id: 'a', until: 1000 });
-      await ctx.store.recordAttempt('e0', 'a', { status: 500, duracion_ms: 1, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 101 }, 100);
+      await ctx.store.recordAttempt(idOf('e0'), 'a', { status: 500, duracion_ms: 1, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 101 }, 100);
       expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'b', until: 1000, firstOnly: true }))).toEqual(['e1', 'e2']);
       expect(ids(await ctx.store.claimEntregas(c.id, 200, 5, { id: 'c', until: 1000 }))).toEqual(['e0']);
     });
@@ -207,7 +294,7 @@ for (const adapter of ADAPTERS) {
   });
 }
 
-/** Listeners (`webhook listen`): leases with a per-client limit, and what the journal's move hands them. */
+/** Listeners (`webhook listen`): leases with a per-client limit, and cursors over the log. */
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: WebhooksStore contract, listeners`, () => {
     const ctx = storeEachTest(adapter);
@@ -249,7 +336,7 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.liveEscuchas(other.id, 600)).map((e) => e.id)).toEqual(['esc_o']);
     });
 
-    it("a live listener has events journaled without a configuration; the move hands each event its client's live listeners and returns the copies asked for", async () => {
+    it("a listener takes its client's events logged after it was added, each once across store handles, whatever the configuration; an expired one takes nothing", async () => {
       const c = await newClienteOf(ctx.store);
       const other = await newClienteOf(ctx.store);
       const cel = await ctx.store.insertCelular(celular(c.id, '525512345679'), 1000);
@@ -261,35 +348,46 @@ for (const adapter of ADAPTERS) {
         data: { status: 'connected' },
         fecha,
       });
-      const given: Array<[string, string[]]> = [];
-      const route = (ev: { evento: string; cliente_id: number }, cfg: unknown, escuchas: Array<{ id: string }>) => {
-        given.push([ev.evento, escuchas.map((e) => e.id)]);
-        return escuchas.length > 0 ? { id: `evt_${given.length}`, body: `{"n":${given.length}}`, entrega: cfg !== null, copias: escuchas as never } : null;
-      };
+      // Before the listener: not its to take.
+      await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 1500, connected(1500));
       await ctx.store.addEscucha(escucha(c.id, 'esc_1', 3000), 5, 1000);
       await ctx.store.addEscucha(escucha(other.id, 'esc_other', 3000), 5, 1000);
-      // Live at the event's time: journaled although the client has no configuration.
+      expect(await ctx.store.takeEscuchaEvents('esc_1', 10, 1600)).toEqual([]);
+      // No configuration: logged, and the listener takes it once.
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2000, connected(2000));
-      const moved = await ctx.store.moveEventsToOutbox(10, route, 2100);
-      expect(moved.taken).toBe(1);
-      expect(given).toEqual([['session.status', ['esc_1']]]);
-      expect(moved.copies.map((k) => [k.escucha.id, k.escucha.secret, k.id, k.evento, k.body])).toEqual([
-        ['esc_1', 'secret-of-esc_1', 'evt_1', 'session.status', '{"n":1}'],
-      ]);
-      // entrega false: nothing in the outbox.
+      await ctx.settled();
+      const [first] = await ctx.store.takeEscuchaEvents('esc_1', 10, 2100);
+      expect(first).toMatchObject({ evento: 'session.status', cliente_id: c.id, fecha: 2000, data: { status: 'connected' } });
+      expect(await ctx.store.takeEscuchaEvents('esc_1', 10, 2100)).toEqual([]);
+      expect(await ctx.store.takeEscuchaEvents('esc_other', 10, 2100)).toEqual([]);
       expect(await ctx.store.entregaQueues()).toEqual([]);
-      // With a configuration too: both, under one id.
+      // With a configuration too: the listener's copy and the delivery are one event, one id.
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 2200);
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2300, connected(2300));
-      expect((await ctx.store.moveEventsToOutbox(10, route, 2400)).copies.map((k) => k.id)).toEqual(['evt_2']);
-      expect((await ctx.store.dueEntregas(c.id, 2400, 10)).map((e) => e.id)).toEqual(['evt_2']);
-      // Expired at the move: the route gets no listener; without a configuration the event is not journaled at all.
-      await ctx.store.deleteWebhook(c.id, 2500);
-      await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2600, connected(2600));
-      expect(await ctx.store.moveEventsToOutbox(10, route, 3000)).toEqual({ taken: 1, copies: [] });
-      expect(given[2]).toEqual(['session.status', []]);
-      await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 3100, connected(3100));
-      expect(await ctx.store.moveEventsToOutbox(10, route, 3200)).toEqual({ taken: 0, copies: [] });
+      await ctx.settled();
+      const [copy] = await ctx.store.takeEscuchaEvents('esc_1', 10, 2400);
+      expect((await ctx.store.dueEntregas(c.id, 2400, 10)).map((e) => e.id)).toEqual([copy!.id]);
+      // Many events, several handles taking at once: each event taken once, in order within each take, none lost.
+      const handles = [ctx.store, await ctx.node(), await ctx.node()];
+      for (let i = 0; i < 60; i++) await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2500 + i, connected(2500 + i));
+      await ctx.settled();
+      const taken: number[][] = [];
+      await Promise.all(
+        Array.from({ length: 6 }, async (_, k) => {
+          for (;;) {
+            const got = await handles[k % 3]!.takeEscuchaEvents('esc_1', 7, 2600);
+            if (got.length === 0) return;
+            taken.push(got.map((e) => e.fecha));
+          }
+        }),
+      );
+      for (const batch of taken) expect(batch).toEqual([...batch].sort((x, y) => x - y));
+      expect(taken.flat().sort((x, y) => x - y)).toEqual(Array.from({ length: 60 }, (_, i) => 2500 + i));
+      // Expired: nothing, though events wait.
+      await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2900, connected(2900));
+      expect(await ctx.store.takeEscuchaEvents('esc_1', 10, 3000)).toEqual([]);
+      expect((await ctx.store.allLiveEscuchas(2900)).map((e) => e.id).sort()).toEqual(['esc_1', 'esc_other']);
+      expect(await ctx.store.allLiveEscuchas(3000)).toEqual([]);
     });
   });
 }

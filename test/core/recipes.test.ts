@@ -14,7 +14,8 @@ import {
   slotOn,
 } from '../../src/core/recipes.js';
 import { INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS } from '../../src/core/ledger.js';
-import { journalClients, routeJournal } from '../../src/core/journal-route.js';
+import { entregaOf, eventBody, eventId, eventSeq, loggedEvent } from '../../src/core/event-log.js';
+import { withDelivered } from '../../src/store/recipe-sql.js';
 import { balanceAdd, balanceSet, escuchaInsert, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../../src/store/recipe-sql.js';
 
 /** What the stores write (core/recipes.ts), without a store, and the SQL text both dialects render it with. */
@@ -119,19 +120,38 @@ describe('write recipes', () => {
     );
   });
 
-  it('routes a journal batch: deliveries in order, listener copies, each client read once', () => {
-    const ev = (seq: number, cliente_id: number) => ({ seq, cliente_id, celular_id: null, evento: 'message.status', data: `{"n":${seq}}`, fecha: seq });
-    const events = [ev(1, 1), ev(2, 2), ev(3, 1)];
-    expect(journalClients(events)).toEqual([1, 2]);
-    const escucha = { id: 'e', cliente_id: 2, url: 'http://x', secret: 's', eventos: [], created_at: 0, expira_at: 9 };
-    const seen: number[] = [];
-    const out = routeJournal(events, new Map([[1, null]]), new Map([[2, [escucha]]]), (e, cfg, escuchas) => {
-      seen.push((e.data as { n: number }).n);
-      expect(cfg).toBeNull();
-      return { id: `id${e.fecha}`, body: 'b', entrega: e.cliente_id === 1, copias: escuchas };
-    });
-    expect(seen).toEqual([1, 2, 3]);
-    expect(out.entregas.map((x) => x.id)).toEqual(['id1', 'id3']);
-    expect(out.copies).toEqual([{ escucha, id: 'id2', evento: 'message.status', body: 'b' }]);
+  it('event ids: 32 hex digits, prefix and sequence, read back only with the same prefix', () => {
+    expect(eventId('0badf00d', 1)).toBe('evt_0badf00d000000000000000000000001');
+    expect(eventId('0badf00d', 255)).toMatch(/^evt_[0-9a-f]{32}$/);
+    expect(eventSeq('0badf00d', eventId('0badf00d', 2 ** 40 + 7))).toBe(2 ** 40 + 7);
+    expect(eventSeq('deadbeef', eventId('0badf00d', 9))).toBeNull();
+    expect(eventSeq('0badf00d', 'evt_0badf00d00000000000000000000000g')).toBeNull();
+    expect(eventSeq('0badf00d', 'evt_0badf00d000000000000000000000000')).toBeNull();
+    expect(eventSeq('0badf00d', 'evt_0badf00d1')).toBeNull();
+    expect(eventSeq('0badf00d', `evt_0badf00d${'f'.repeat(24)}`)).toBeNull();
+  });
+
+  it('an event body: made from the row, the same bytes each time, the client id outside data', () => {
+    const row = {
+      seq: 3,
+      cliente_id: 7,
+      celular_id: 9,
+      evento: 'message.status',
+      data: '{"cliente_id":7,"msg_id":"m","estado":"enviado"}',
+      fecha: Date.UTC(2026, 10, 26),
+    };
+    const ev = loggedEvent('0badf00d', row);
+    expect(eventBody(ev)).toBe(
+      '{"id":"evt_0badf00d000000000000000000000003","evento":"message.status","fecha":"2026-11-26T00:00:00.000Z","cliente_id":7,"celular_id":9,"data":{"msg_id":"m","estado":"enviado"}}',
+    );
+    const e = entregaOf('0badf00d', { ...row, entrega: 'entregado', intentos: 2, proximo_intento_at: 5, entregado_at: 6, ultimo_error: null });
+    expect(e).toMatchObject({ id: ev.id, body: eventBody(ev), estado: 'entregado', created_at: row.fecha });
+    // The delivering attempt, from the row; failed ones keep rows of their own.
+    const failed = [{ n: 1, fecha: 4, status: 500, duracion_ms: 3, error: 'HTTP 500' }];
+    expect(withDelivered(e, { ultimo_status: 204, ultima_duracion_ms: 11 }, failed)).toEqual([
+      ...failed,
+      { n: 2, fecha: 6, status: 204, duracion_ms: 11, error: null },
+    ]);
+    expect(withDelivered({ ...e, estado: 'fallido' }, { ultimo_status: 410, ultima_duracion_ms: 1 }, failed)).toEqual(failed);
   });
 });

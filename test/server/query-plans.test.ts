@@ -18,7 +18,10 @@ import { until } from '../helpers/poll.js';
 
 /** Statements that may scan: run at start-up or by the operator, or reading a queue's head in rowid order. */
 const ALLOWED: Array<{ sql: RegExp; why: string }> = [
-  { sql: /FROM eventos ORDER BY seq LIMIT/, why: 'the journal is a queue: read from its head in rowid order, LIMIT rows, deleted as read' },
+  {
+    sql: /^SELECT seq FROM eventos WHERE fecha >= \? ORDER BY seq LIMIT 1$/,
+    why: "the event log's prune: from the log's head in rowid order to the first event young enough, past only what it removes (and pending deliveries older than the cut)",
+  },
   { sql: /json_extract\(payload, '\$\.file'\)/, why: 'start-up only: which temp files pending messages still need' },
   { sql: /^SELECT \* FROM clientes ORDER BY id$/, why: 'operator: list every client' },
   { sql: /^SELECT \* FROM auditoria ORDER BY id DESC LIMIT/, why: 'operator: newest audit records, in rowid order, LIMIT rows' },
@@ -28,19 +31,19 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
     why: 'start-up: releases claims through the partial index of pending queued messages',
   },
   {
-    sql: /^UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE reclamo_hasta IS NOT NULL$/,
+    sql: /^UPDATE eventos SET reclamo = NULL, reclamo_hasta = NULL WHERE reclamo_hasta IS NOT NULL$/,
     why: "start-up: releases the webhook deliveries' claims through the partial index of claimed deliveries",
   },
   {
-    sql: /^SELECT cliente_id, MIN\(proximo_intento_at\) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id$/,
-    why: 'start-up: when each client next has a delivery due, from the partial index of pending deliveries',
+    sql: /^SELECT cliente_id, MIN\(proximo_intento_at\) AS next_at FROM eventos WHERE entrega = 'pendiente' GROUP BY cliente_id$/,
+    why: 'at start and every webhook poll: when each client next has a delivery due, from the partial index of pending deliveries (the backlog, never the history)',
   },
   {
     sql: /^SELECT COUNT\(\*\) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'$/,
     why: "metrics, at most once per cache period: the queue's depth, counted in the partial index of pending queued messages (the queue, never the history)",
   },
   {
-    sql: /^SELECT COUNT\(\*\) AS pending, COALESCE\(SUM\(proximo_intento_at <= \?\), 0\) AS due FROM webhook_entregas WHERE estado = 'pendiente'$/,
+    sql: /^SELECT COUNT\(\*\) AS pending, COALESCE\(SUM\(proximo_intento_at <= \?\), 0\) AS due FROM eventos WHERE entrega = 'pendiente'$/,
     why: 'metrics, at most once per cache period: the outbox backlog, counted in the partial index of pending deliveries',
   },
   {

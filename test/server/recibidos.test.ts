@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import type { GatewayEvent } from '../../src/core/ports/gateway.js';
-import { InboxRetention, PURGE_BATCH } from '../../src/core/recibidos.js';
+import { inboxRetention, PURGE_BATCH } from '../../src/core/recibidos.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { admin, link, linkedLine, numeroNuevo, type Line } from './send-helpers.js';
@@ -473,7 +473,7 @@ describe('retention', () => {
       expect(x.status, x.text).toBe(200);
     }
     expect((await listAll()).total).toBe(5);
-    const keepAll = new InboxRetention(r.core, { retentionMs: 0, intervalMs: 0, onError: () => {} });
+    const keepAll = inboxRetention(r.core, { retentionMs: 0, intervalMs: 0, onError: () => {} });
     expect(await keepAll.run()).toBe(0);
     expect((await listAll()).total).toBe(5);
     // At day 4: days 0 and 1 are more than two days old; day 2 is exactly two days old and stays.

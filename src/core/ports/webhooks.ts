@@ -1,3 +1,4 @@
+import type { LoggedEvent } from '../event-log.js';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from './model.js';
 
 /** Who claims deliveries (a token of one claim) and until when; `firstOnly`: only deliveries never attempted. */
@@ -15,16 +16,31 @@ export interface IntentoRow {
   error: string | null;
 }
 
-/** Webhook configurations, the outbox moved from the journal, deliveries and their attempts. */
+/**
+ * Webhook configurations and the event log (core/event-log.ts): every event
+ * is one row, and the row of an event the client's configuration wanted is
+ * also its delivery, claimed, attempted and recorded in place.
+ */
 export interface WebhooksStore {
   /**
-   * Atomic: takes up to `limit` journaled events in order, turns each into an
-   * outbox delivery when `route` says so (given the client's configuration
-   * and its listeners live at `now`), and removes them from the journal.
-   * Returns how many were taken and the listener copies `route` asked for,
-   * of the transaction that committed only (a retried one routes again).
+   * Logs a test event now: a delivery when `deliver` (a configuration
+   * exists, whatever its subscriptions), and in the log for the client's
+   * listeners and streams either way. Its id.
    */
-  moveEventsToOutbox(limit: number, route: EventRoute, now: number): Promise<{ taken: number; copies: ListenerCopy[] }>;
+  logTestEvent(ev: JournalEvent, deliver: boolean): Promise<string>;
+  /** A client's events after the one `afterId` names (null: from the oldest kept), oldest first, at most `limit`. */
+  eventsAfter(clienteId: number, afterId: string | null, limit: number): Promise<LoggedEvent[]>;
+  /**
+   * Takes the events a listener has not had yet (its client's, in log order,
+   * at most `limit`), moving its cursor past them in the same statement:
+   * what one call returns no other call returns, on any node. Empty for a
+   * listener that is gone or expired at `now`.
+   */
+  takeEscuchaEvents(escuchaId: string, limit: number, now: number): Promise<LoggedEvent[]>;
+  /** Live listeners of every client (few: each client may have a handful), for the dispatcher's copies. */
+  allLiveEscuchas(now: number): Promise<EscuchaRow[]>;
+  /** Removes up to `limit` events older than `before` with nothing left to deliver; how many went. */
+  pruneEvents(before: number, limit: number): Promise<number>;
   getWebhook(clienteId: number): Promise<WebhookConfig | null>;
   /** Saves the configuration, keeping the one it replaces for restoreWebhook. */
   setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig>;
@@ -32,7 +48,6 @@ export interface WebhooksStore {
   deleteWebhook(clienteId: number, now: number): Promise<boolean>;
   /** Puts back the configuration the last set or delete replaced; 'nada' when there is none. */
   restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'>;
-  enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void>;
   /** A client's due deliveries (pendiente, proximo_intento_at <= now), in the order they fell due. */
   dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]>;
   /**
@@ -71,8 +86,8 @@ export interface WebhooksStore {
 
   /**
    * Atomic: removes the client's expired listeners, then adds `e` unless
-   * `max` are live at `now` ('limite'). While one is live, the client's
-   * events are journaled even without an active configuration.
+   * `max` are live at `now` ('limite'). Its copies start with the events
+   * logged after it was added.
    */
   addEscucha(e: EscuchaRow, max: number, now: number): Promise<EscuchaRow | 'limite'>;
   /** Moves a live listener's `expira_at`; null when it is not this client's or has expired. */
@@ -83,18 +98,7 @@ export interface WebhooksStore {
   liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]>;
 }
 
-/**
- * What the journal's move makes of one event, under one id and body: a
- * delivery in the outbox (`entrega`) and copies for listeners (`copias`);
- * null for nothing.
- */
-export type EventRoute = (
-  ev: JournalEvent,
-  cfg: WebhookConfig | null,
-  escuchas: EscuchaRow[],
-) => { id: string; body: string; entrega: boolean; copias: EscuchaRow[] } | null;
-
-/** One event's copy for one listener, as a move hands it out. */
+/** One event's copy for one listener. */
 export interface ListenerCopy {
   escucha: EscuchaRow;
   id: string;

@@ -1,4 +1,6 @@
 import { Worker } from 'node:worker_threads';
+import type { Signals } from '../../core/ports/signals.js';
+import { WEBHOOK_CONFIG_CHANNEL } from '../../webhooks/config-cache.js';
 import type { Clock } from '../../core/clock.js';
 import type { BusEventName, BusEvents, EventBus } from '../../core/events.js';
 import { freeDeadHolder } from '../../store/write-gate.js';
@@ -23,6 +25,8 @@ import type { BackgroundSettings, FromBackground, LogLevel, ToBackground } from 
  */
 export interface BackgroundHooks {
   bus: EventBus;
+  /** The request thread's signals: configuration changes made there reach the thread's dispatcher. */
+  signals: Signals;
   metrics: GatewayCallSink;
   log: (level: LogLevel, obj: Record<string, unknown>, msg: string) => void;
   /** Frees the queue claims of a thread that died (store.releaseLeases). */
@@ -46,7 +50,7 @@ function republish<K extends BusEventName>(bus: EventBus, [name, data]: [K, BusE
 
 export class BackgroundThread implements WebhookControl {
   private worker: Worker | undefined;
-  private wake = { queued: new Set<number>(), journal: false, clients: new Set<number>(), forget: [] as string[] };
+  private wake = { queued: new Set<number>(), journal: false, clients: new Set<number>(), events: new Set<string>(), forget: [] as string[] };
   private scheduled = false;
   private readonly replies = new Map<number, { resolve: (id: string | null) => void; reject: (err: Error) => void }>();
   private rid = 0;
@@ -70,9 +74,16 @@ export class BackgroundThread implements WebhookControl {
   /** Starts the thread; resolves once it works, rejects when it cannot start. */
   async start(): Promise<void> {
     for (const kind of JOURNALED_EVENTS) {
-      // Events journaled on this thread (accepts, direct sends, gateway callbacks, linking): the dispatcher looks.
-      this.unsubscribe.push(this.hooks.bus.subscribe(kind, () => this.republishing || this.poke()));
+      // Events logged on this thread (accepts, direct sends, gateway callbacks, linking): the dispatcher looks at that client.
+      this.unsubscribe.push(this.hooks.bus.subscribe(kind, (e) => this.republishing || this.eventMade(e.cliente_id, kind)));
     }
+    // Posted at once, not coalesced: a test event asked for right after the change must find the thread's copy gone.
+    this.unsubscribe.push(
+      this.hooks.signals.subscribe(WEBHOOK_CONFIG_CHANNEL, {
+        message: (p) => this.worker?.postMessage({ t: 'webhookConfig', clienteId: Number(p) } satisfies ToBackground),
+        gap: () => this.worker?.postMessage({ t: 'webhookConfig', clienteId: null } satisfies ToBackground),
+      }),
+    );
     await this.spawn(false);
   }
 
@@ -85,6 +96,12 @@ export class BackgroundThread implements WebhookControl {
   poke(clienteId?: number): void {
     if (clienteId === undefined) this.wake.journal = true;
     else this.wake.clients.add(clienteId);
+    this.schedule();
+  }
+
+  /** An event logged on this thread, for the dispatcher's look at its client (coalesced per client and kind). */
+  eventMade(clienteId: number, kind: string): void {
+    this.wake.events.add(`${clienteId} ${kind}`);
     this.schedule();
   }
 
@@ -133,8 +150,15 @@ export class BackgroundThread implements WebhookControl {
       this.scheduled = false;
       const w = this.wake;
       if (!this.worker) return; // a restarting thread looks at everything when it starts
-      this.wake = { queued: new Set(), journal: false, clients: new Set(), forget: [] };
-      this.worker.postMessage({ t: 'wake', queued: [...w.queued], journal: w.journal, clients: [...w.clients], forget: w.forget } satisfies ToBackground);
+      this.wake = { queued: new Set(), journal: false, clients: new Set(), events: new Set(), forget: [] };
+      this.worker.postMessage({
+        t: 'wake',
+        queued: [...w.queued],
+        journal: w.journal,
+        clients: [...w.clients],
+        events: [...w.events],
+        forget: w.forget,
+      } satisfies ToBackground);
     });
   }
 

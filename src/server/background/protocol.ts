@@ -37,10 +37,15 @@ export interface BackgroundSettings {
 }
 
 export type ToBackground =
-  /** Coalesced per turn of the request thread's loop: lines with new queued messages, new journal events, outboxes changed, listeners removed. */
-  | { t: 'wake'; queued: number[]; journal: boolean; clients: number[]; forget: string[] }
+  /**
+   * Coalesced per turn of the request thread's loop: lines with new queued messages, a look at the whole log,
+   * clients whose deliveries changed, events logged ("cliente_id kind"), listeners removed.
+   */
+  | { t: 'wake'; queued: number[]; journal: boolean; clients: number[]; events: string[]; forget: string[] }
   | { t: 'test'; rid: number; clienteId: number; data: Record<string, unknown> }
   | { t: 'callbackUrl'; url: string }
+  /** A client's webhook configuration changed on the request thread (null: any may have): the dispatcher's copy goes. */
+  | { t: 'webhookConfig'; clienteId: number | null }
   | { t: 'stop' };
 
 export type LogLevel = 'error' | 'warn' | 'info';

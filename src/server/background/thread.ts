@@ -111,6 +111,10 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
         for (const id of m.queued) worker.queued(id);
         if (m.journal) dispatcher.poke();
         for (const id of m.clients) dispatcher.poke(id);
+        for (const e of m.events) {
+          const [id, kind] = e.split(' ');
+          dispatcher.eventMade(Number(id), kind!);
+        }
         for (const id of m.forget) dispatcher.forgetListener(id);
         return;
       case 'test':
@@ -118,6 +122,9 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
           (id) => post({ t: 'reply', rid: m.rid, id }),
           (err: unknown) => post({ t: 'reply', rid: m.rid, error: err instanceof Error ? err.message : String(err) }),
         );
+        return;
+      case 'webhookConfig':
+        dispatcher.configChanged(m.clienteId);
         return;
       case 'callbackUrl':
         http.callbackUrl = m.url;

@@ -136,6 +136,7 @@ function newThread(d: BackgroundDeps, webhooks: BackgroundSettings['webhooks']):
     },
     {
       bus: core.bus,
+      signals: core.signals,
       metrics: d.metrics,
       log: (level, obj, msg) => log[level](obj, msg),
       releaseClaims: () => core.store.releaseLeases(),

@@ -3,13 +3,15 @@ import { DirectRecovery } from '../../core/direct-recovery.js';
 import { LineHealth } from '../../core/line-health.js';
 import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { NodePresence } from '../../core/node-presence.js';
-import { InboxRetention } from '../../core/recibidos.js';
+import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS } from '../../core/event-log.js';
+import { inboxRetention } from '../../core/recibidos.js';
+import { Retention } from '../../core/retention.js';
 import type { ServeConfig } from '../config.js';
 import type { Log, Part } from './part.js';
 
 /*
  * The periodic upkeep of the request thread: direct sends a crash left
- * pending, the inbox's retention, the lines' health.
+ * pending, the inbox's and the event log's retention, the lines' health.
  */
 
 /**
@@ -43,17 +45,41 @@ export function recoveryPart(
 }
 
 /** The inbox's retention: purges at start and periodically. */
-export function inboxPart(opts: ServeConfig, core: Core, log: Log): Part<InboxRetention> {
+export function inboxPart(opts: ServeConfig, core: Core, log: Log): Part<Retention> {
   return {
     name: 'inbox retention',
     start: () => {
-      const inbox = new InboxRetention(core, {
+      const inbox = inboxRetention(core, {
         retentionMs: opts.inboxRetentionMs,
         intervalMs: opts.inboxPurgeIntervalMs,
         onError: (err) => log.error({ err }, 'inbox retention purge failed'),
       });
       inbox.start();
       return { value: inbox, stop: () => inbox.stop() };
+    },
+  };
+}
+
+/**
+ * The event log's retention (D-69): events older than EVENT_RETENTION_MS
+ * with nothing left to deliver, pruned in batches every minute (or as
+ * often as the inbox, if that is sooner), each pass until none is left: a
+ * busy log gains millions of rows between two passes of the inbox's period.
+ */
+export function eventLogPart(opts: ServeConfig, core: Core, log: Log): Part<Retention> {
+  return {
+    name: 'event log retention',
+    start: () => {
+      const events = new Retention(core, {
+        retentionMs: EVENT_RETENTION_MS,
+        intervalMs: Math.min(opts.inboxPurgeIntervalMs, 60_000),
+        batch: EVENT_PRUNE_BATCH,
+        maxBatches: Infinity,
+        purge: (before, limit) => core.store.pruneEvents(before, limit),
+        onError: (err) => log.error({ err }, 'event log retention prune failed'),
+      });
+      events.start();
+      return { value: events, stop: () => events.stop() };
     },
   };
 }

@@ -24,7 +24,6 @@ export const ph: Placeholder = (i) => `$${i}`;
 export const LOCK = {
   migrations: 0x7061_0001,
   gatewayId: 0x7061_0002,
-  journal: 0x7061_0003,
   placement: 0x7061_0004,
   idempotencyKey: 0x7061_0012,
   listeners: 0x7061_0005,

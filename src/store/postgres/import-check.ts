@@ -1,10 +1,11 @@
 import type Database from 'better-sqlite3';
 import type { Client } from './db.js';
 import { COPIED } from './import.js';
+import { EVENT_PREFIX_KV } from '../../core/event-log.js';
 
 /**
  * What `pasarela migrate` checks before it commits, on both sides: rows per
- * table, the sums of the balances and of the ledger, each balance against its
+ * table, the event-id prefix, the sums of the balances and of the ledger, each balance against its
  * own ledger rows, and the recounted history and inbox counts against their rows.
  * Any difference the copy made is a mismatch and the transaction is rolled
  * back; a balance that already disagreed with its ledger in SQLite is copied
@@ -85,6 +86,14 @@ export async function checkCopy(c: Client, src: Database.Database): Promise<Chec
     tables.push(t);
     if (t.sqlite !== t.postgres) mismatches.push(`${table}: ${t.sqlite} rows in SQLite, ${t.postgres} in PostgreSQL`);
   }
+
+  // Every event id is made from the prefix: the source's, or ids (and the attempts that name them) would change.
+  const PREFIX = `SELECT value FROM kv WHERE ns = '${EVENT_PREFIX_KV.ns}' AND key = '${EVENT_PREFIX_KV.key}'`;
+  const prefixes = {
+    sqlite: (src.prepare(PREFIX).get() as { value: string } | undefined)?.value,
+    postgres: ((await c.query(PREFIX)).rows[0] as { value: string } | undefined)?.value,
+  };
+  if (prefixes.sqlite !== prefixes.postgres) mismatches.push(`event id prefix: ${prefixes.sqlite} in SQLite, ${prefixes.postgres} in PostgreSQL`);
 
   const sumsOf = (r: Record<string, number | null> | undefined): Sums => ({
     saldo_global: r?.saldo_global ?? 0,

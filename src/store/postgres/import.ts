@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import type { Client, Queryable } from './db.js';
 import { copyIntoMedios, mediosRef } from './media.js';
+import { EVENT_PREFIX_KV } from '../../core/event-log.js';
 
 /**
  * Loading an SQLite store's rows into an empty PostgreSQL store, inside the
@@ -20,9 +21,9 @@ export const COPIED = [
   'movimientos_saldo',
   'mensajes',
   'webhooks',
-  'webhook_entregas',
-  'webhook_intentos',
+  // The event log, deliveries included (D-69); its ids are the source's, with the source's prefix (kv).
   'eventos',
+  'webhook_intentos',
   'acuses_pendientes',
   'entrantes_vistos',
   'kv',
@@ -154,9 +155,17 @@ export async function copyTable(c: Client, src: Database.Database, table: string
   return copied;
 }
 
+/**
+ * The rows a migrated store holds before any use: the event-id prefix its
+ * migration chose. The source's takes its place, so every event id (and
+ * each attempt's reference to one) stays what it was.
+ */
+const OWN_ROW = `ns = '${EVENT_PREFIX_KV.ns}' AND key = '${EVENT_PREFIX_KV.key}'`;
+
 /** Loads every table with the per-row count trigger off; the counts are filled once the rows are in. */
 export async function loadAll(c: Client, src: Database.Database, onTable: (table: string, rows: number, ms: number) => void): Promise<void> {
   for (const [table, trigger] of COUNT_TRIGGERS) await c.query(`ALTER TABLE ${table} DISABLE TRIGGER ${trigger}`);
+  await c.query(`DELETE FROM kv WHERE ${OWN_ROW}`);
   for (const table of COPIED) {
     const t0 = performance.now();
     onTable(table, await copyTable(c, src, table), performance.now() - t0);
@@ -234,7 +243,9 @@ export async function advanceSequences(c: Client, src: Database.Database): Promi
 export async function occupied(c: Queryable): Promise<string[]> {
   const full: string[] = [];
   for (const t of [...COPIED, ...DERIVED]) {
-    if ((await c.query(`SELECT 1 FROM ${t} LIMIT 1`)).rowCount) full.push(t);
+    // The store's own prefix is no data of anyone's.
+    const others = t === 'kv' ? `kv WHERE NOT (${OWN_ROW})` : t;
+    if ((await c.query(`SELECT 1 FROM ${others} LIMIT 1`)).rowCount) full.push(t);
   }
   return full;
 }

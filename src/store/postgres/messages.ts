@@ -15,6 +15,7 @@ import type {
 } from '../../core/ports/messages.js';
 import type { ErrorClase, JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
+import { eventInsert } from './webhooks.js';
 import { bindKey, lockKey } from './idempotency.js';
 import { type Client, type Db, LOCK, ph, row, rows } from './db.js';
 
@@ -97,15 +98,13 @@ async function lockGatewayId(c: Client, gid: string): Promise<void> {
   await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK.gatewayId, gid]);
 }
 
-/** Journals an event in the current transaction, for a client with an active webhook or a listener live at the event's time only (as SQLite does). */
-export async function journal(c: Client, ev: JournalEvent): Promise<void> {
-  await c.query(
-    `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha)
-     SELECT $1::bigint, $2::bigint, $3::text, $4::text, $5::bigint
-     WHERE EXISTS (SELECT 1 FROM webhooks WHERE cliente_id = $1::bigint AND activo AND url <> '')
-        OR EXISTS (SELECT 1 FROM webhook_escuchas WHERE cliente_id = $1::bigint AND expira_at > $5::bigint)`,
-    [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha],
-  );
+/**
+ * Logs an event in the current transaction (D-69): one row, a delivery when
+ * the client's configuration wants it now, read in the same statement
+ * (postgres/webhooks.ts eventInsert), as SQLite does.
+ */
+export async function journal(c: Client, ev: JournalEvent, recordedAt = ev.fecha): Promise<void> {
+  await c.query(eventInsert, [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha, recordedAt]);
 }
 
 async function journalStatus(c: Client, m: MensajeRow, anterior: string | null, now: number): Promise<void> {
@@ -353,7 +352,8 @@ export function messages(db: Db): MessagesOwn {
           );
         }
         await insertRecibido(c, recibido, now);
-        await journal(c, ev);
+        // Its fecha is the gateway's; its delivery is due when it is recorded.
+        await journal(c, ev, now);
         return true;
       });
     },

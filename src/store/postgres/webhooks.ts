@@ -1,15 +1,36 @@
-import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy, WebhooksStore } from '../../core/ports/webhooks.js';
-import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/model.js';
+import type { EntregaClaim, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
+import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
-import { type Client, type Db, LOCK, ph, type Queryable, row, rows } from './db.js';
-import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
-import { attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues } from '../recipe-sql.js';
+import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
+import { type Client, type Db, LOCK, ph, type Queryable, row } from './db.js';
+import { attemptFailed, attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
-/** Webhook configuration, the outbox of deliveries and their attempts, in PostgreSQL. */
+/**
+ * Webhook configuration and the event log (its rows are the deliveries), in
+ * PostgreSQL. Sequence numbers are taken at insert, not at commit, so a
+ * reader that follows the log (a listener's copies, a stream) goes in
+ * (xid, seq) order over the rows whose transaction is below its snapshot's
+ * xmin: every transaction there has ended, so no row can still appear
+ * behind the point it reached (migration 12).
+ */
 
 type WebhookRow = StoredWebhook & { activo: boolean; prev: string | null };
 
-const ENTREGA_COLS = 'id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at, entregado_at, ultimo_error';
+/** What a delivery row is to its readers: the claim columns are the dispatcher's business only. */
+const ENTREGA_COLS = 'seq, cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at, ultimo_error';
+const EVENT_COLS = 'seq, cliente_id, celular_id, evento, data, fecha';
+/** The rows a follower of the log may read now: their transactions have all ended. */
+const SETTLED = 'xid < pg_snapshot_xmin(pg_current_snapshot())';
+
+/**
+ * One event into the log (core/event-log.ts), a delivery when the client's
+ * configuration wants it at once: active, with a URL, subscribed to its kind
+ * or to all (webhooks/config.ts `subscribed`), read in the same statement.
+ * Parameters: cliente_id, celular_id, evento, data (JSON), fecha.
+ */
+export const eventInsert = `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
+  SELECT $1::bigint, $2::bigint, $3::text, $4::text, $5::bigint, (SELECT 'pendiente'::text FROM webhooks w WHERE w.cliente_id = $1::bigint
+      AND w.activo AND w.url <> '' AND w.eventos::jsonb ?| ARRAY['all', $3::text]), $6::bigint`;
 
 /**
  * The client's configuration row, locked. A client without one gets an empty
@@ -32,25 +53,59 @@ async function getWebhook(q: Queryable, clienteId: number): Promise<WebhookConfi
   return r && r.url !== '' ? webhookConfigOf(r) : null;
 }
 
-async function enqueueEntrega(q: Queryable, e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void> {
-  await q.query(
-    `INSERT INTO webhook_entregas (id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at)
-     VALUES ($1, $2, $3, $4, 'pendiente', 0, $5, $5)`,
-    [e.id, e.cliente_id, e.evento, e.body, now],
-  );
-}
+type StoredEscucha = Omit<EscuchaRow, 'eventos'> & { eventos: string; visto_xid?: string; visto_seq?: number };
 
-type StoredEscucha = Omit<EscuchaRow, 'eventos'> & { eventos: string };
-
-const escuchaOf = (r: StoredEscucha): EscuchaRow => ({ ...r, eventos: JSON.parse(r.eventos) as string[] });
+/** A listener as the port has it: without its cursor. */
+const escuchaOf = ({ visto_xid: _x, visto_seq: _s, ...r }: StoredEscucha): EscuchaRow => ({ ...r, eventos: JSON.parse(r.eventos) as string[] });
 
 async function liveEscuchas(q: Queryable, clienteId: number, now: number): Promise<EscuchaRow[]> {
   const r = await q.query('SELECT * FROM webhook_escuchas WHERE cliente_id = $1 AND expira_at > $2 ORDER BY created_at, id', [clienteId, now]);
   return (r.rows as StoredEscucha[]).map(escuchaOf);
 }
 
+/**
+ * takeEscuchaEvents in one statement. Parameters: the listener's id, now, the limit.
+ * SKIP LOCKED: a listener another call holds is being served by it. LATERAL:
+ * the read is planned with the cursor as a parameter, an ordered index range
+ * that stops at the limit, however far behind the listener is.
+ */
+export const TAKE_ESCUCHA_EVENTS = `WITH l AS (
+    SELECT id, cliente_id, visto_xid, visto_seq FROM webhook_escuchas WHERE id = $1 AND expira_at > $2 FOR UPDATE SKIP LOCKED),
+  taken AS (
+    SELECT t.* FROM l CROSS JOIN LATERAL (
+      SELECT xid, ${EVENT_COLS} FROM eventos WHERE cliente_id = l.cliente_id AND (xid, seq) > (l.visto_xid, l.visto_seq) AND ${SETTLED}
+      ORDER BY xid, seq LIMIT $3) t),
+  moved AS (
+    UPDATE webhook_escuchas w SET visto_xid = last.xid, visto_seq = last.seq
+    FROM l, (SELECT xid, seq FROM taken ORDER BY xid DESC, seq DESC LIMIT 1) last WHERE w.id = l.id)
+  SELECT ${EVENT_COLS} FROM taken ORDER BY xid, seq`;
+
+/** The store's event-id prefix, chosen by the migration that made the log. */
+async function eventPrefix(db: Db): Promise<string> {
+  const r = await db.one<{ value: string }>('SELECT value FROM kv WHERE ns = $1 AND key = $2', [EVENT_PREFIX_KV.ns, EVENT_PREFIX_KV.key]);
+  if (!r) throw new Error('the event log has no id prefix: the store was not migrated');
+  return r.value;
+}
+
 /** The WebhooksStore port over one pool. */
 export function webhooks(db: Db): WebhooksStore {
+  // Read once, when first needed (the port is made without a round trip); a failed read is tried again next time.
+  let prefixP: Promise<string> | null = null;
+  const prefix = (): Promise<string> =>
+    (prefixP ??= eventPrefix(db).catch((err: unknown) => {
+      prefixP = null;
+      throw err;
+    }));
+  const entregas = async (list: EntregaLogRow[]) => {
+    const p = await prefix();
+    return list.map((r) => entregaOf(p, r));
+  };
+  const events = async (list: EventLogRow[]) => {
+    const p = await prefix();
+    return list.map((r) => loggedEvent(p, r));
+  };
+  /** An id of another store or shape names no row (0 matches none). */
+  const seqOf = async (id: string) => eventSeq(await prefix(), id) ?? 0;
   return {
     async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
       return getWebhook(db, clienteId);
@@ -104,49 +159,49 @@ export function webhooks(db: Db): WebhooksStore {
     async deactivateWebhook(clienteId: number, now: number): Promise<void> {
       await db.q('UPDATE webhooks SET activo = false, updated_at = $2 WHERE cliente_id = $1', [clienteId, now]);
     },
-    async enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void> {
-      return enqueueEntrega(db, e, now);
-    },
     /** A client's due deliveries, in the order they fell due (the partial index's order). */
     async dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]> {
-      return db.q<EntregaRow>(
-        `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at <= $2
+      return entregas(
+        await db.q<EntregaLogRow>(
+          `SELECT ${ENTREGA_COLS} FROM eventos WHERE cliente_id = $1 AND entrega = 'pendiente' AND proximo_intento_at <= $2
      ORDER BY proximo_intento_at, seq LIMIT $3`,
-        [clienteId, now, limit],
+          [clienteId, now, limit],
+        ),
       );
     },
     /**
      * Claims up to `limit` of a client's due deliveries that nobody holds (or
      * whose claim ran out: its holder died), oldest due first, in one statement.
      * Rows another claimer has locked are skipped, not waited for. The locking
-     * pick is a CTE, run once (as `id IN (subquery)` it may be run again for
+     * pick is a CTE, run once (as `seq IN (subquery)` it may be run again for
      * each row the UPDATE looks at, taking more than `limit`), and the UPDATE
      * checks the conditions again on the row's newest version: a delivery whose
      * attempt was recorded after this statement's snapshot is not claimed (and
      * sent) again.
      */
     async claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
-      const list = await db.q<EntregaRow & { seq: number }>(
+      const list = await db.q<EntregaLogRow>(
         `WITH picked AS (
-       SELECT id FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at <= $2
+       SELECT seq FROM eventos WHERE cliente_id = $1 AND entrega = 'pendiente' AND proximo_intento_at <= $2
          AND (reclamo_hasta IS NULL OR reclamo_hasta <= $2) AND (NOT $6 OR intentos = 0)
        ORDER BY proximo_intento_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
-     UPDATE webhook_entregas e SET reclamo = $4, reclamo_hasta = $5 FROM picked
-     WHERE e.id = picked.id AND e.estado = 'pendiente' AND e.proximo_intento_at <= $2 AND (e.reclamo_hasta IS NULL OR e.reclamo_hasta <= $2)
-     RETURNING e.seq, ${ENTREGA_COLS.split(', ')
+     UPDATE eventos e SET reclamo = $4, reclamo_hasta = $5 FROM picked
+     WHERE e.seq = picked.seq AND e.entrega = 'pendiente' AND e.proximo_intento_at <= $2 AND (e.reclamo_hasta IS NULL OR e.reclamo_hasta <= $2)
+     RETURNING ${ENTREGA_COLS.split(', ')
        .map((c) => `e.${c}`)
        .join(', ')}`,
         [clienteId, now, limit, claim.id, claim.until, claim.firstOnly === true],
       );
       // RETURNING's order is not the pick's.
       list.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a.seq - b.seq);
-      return list.map(({ seq: _s, ...e }) => e);
+      return entregas(list);
     },
     /** Gives back claimed deliveries that were not attempted: due again at their own time, for anyone. */
     async releaseEntregas(ids: string[], claimId: string): Promise<number> {
       if (ids.length === 0) return 0;
-      const r = await db.q('UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE id = ANY($1::text[]) AND reclamo = $2 RETURNING 1', [
-        ids,
+      const seqs = await Promise.all(ids.map(seqOf));
+      const r = await db.q('UPDATE eventos SET reclamo = NULL, reclamo_hasta = NULL WHERE seq = ANY($1::bigint[]) AND reclamo = $2 RETURNING 1', [
+        seqs,
         claimId,
       ]);
       return r.length;
@@ -159,19 +214,19 @@ export function webhooks(db: Db): WebhooksStore {
     async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
       const r = await db.one<{ t: number | null }>(
         `SELECT LEAST(
-       (SELECT MIN(proximo_intento_at) FROM webhook_entregas WHERE cliente_id = $1 AND estado = 'pendiente' AND proximo_intento_at > $2),
-       (SELECT MIN(reclamo_hasta) FROM webhook_entregas WHERE cliente_id = $1 AND reclamo_hasta > $2)) AS t`,
+       (SELECT MIN(proximo_intento_at) FROM eventos WHERE cliente_id = $1 AND entrega = 'pendiente' AND proximo_intento_at > $2),
+       (SELECT MIN(reclamo_hasta) FROM eventos WHERE cliente_id = $1 AND reclamo_hasta > $2)) AS t`,
         [clienteId, after],
       );
       return r?.t ?? null;
     },
     async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
-      return db.q("SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id");
+      return db.q("SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM eventos WHERE entrega = 'pendiente' GROUP BY cliente_id");
     },
-    /** The outbox's backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
+    /** The backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
     async outboxDepth(now: number): Promise<{ pending: number; due: number }> {
       const [r] = await db.q<{ pending: number; due: number }>(
-        "SELECT COUNT(*) AS pending, COUNT(*) FILTER (WHERE proximo_intento_at <= $1) AS due FROM webhook_entregas WHERE estado = 'pendiente'",
+        "SELECT COUNT(*) AS pending, COUNT(*) FILTER (WHERE proximo_intento_at <= $1) AS due FROM eventos WHERE entrega = 'pendiente'",
         [now],
       );
       return { pending: r?.pending ?? 0, due: r?.due ?? 0 };
@@ -181,65 +236,105 @@ export function webhooks(db: Db): WebhooksStore {
      * the claim is still `claimId`'s; false (nothing written) when it is not: it
      * ran out and another holder has the delivery now, and records its own. The
      * attempt number is the delivery's count after its own increment, taken
-     * under the delivery's row lock.
+     * under the delivery's row lock. A failed attempt keeps a row of its own; a
+     * delivered one is the event's.
      */
     async recordAttempt(...[id, claimId, a, o, now]: Parameters<WebhooksStore['recordAttempt']>): Promise<boolean> {
+      const t = { id, seq: await seqOf(id), claimId, a, o, now };
+      const sql = attemptSql(ph);
+      if (!attemptFailed(t)) return (await db.one(sql.update, attemptUpdateValues(t))) !== null;
       return db.tx(async (c) => {
-        const t = { id, claimId, a, o, now };
-        const sql = attemptSql(ph);
         const e = await row<{ intentos: number }>(c, sql.update, attemptUpdateValues(t));
         if (!e) return false;
         await c.query(sql.insert, intentoValues(t, e.intentos));
         return true;
       });
     },
+    /** Newest first in log order (the client index, read backwards). */
     async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
-      const list = await db.q<EntregaRow>(`SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = $1 ORDER BY created_at DESC, seq DESC LIMIT $2`, [
-        clienteId,
-        limit,
-      ]);
+      const list = await db.q<EntregaLogRow & LastAttempt>(
+        `SELECT ${ENTREGA_COLS}, ultimo_status, ultima_duracion_ms FROM eventos WHERE cliente_id = $1 AND entrega IS NOT NULL
+     ORDER BY xid DESC, seq DESC LIMIT $2`,
+        [clienteId, limit],
+      );
       if (list.length === 0) return [];
+      const p = await prefix();
+      const rows = list.map((r) => ({ r, e: entregaOf(p, r) }));
       const attempts = await db.q<IntentoRow & { entrega_id: string }>(
         'SELECT entrega_id, n, fecha, status, duracion_ms, error FROM webhook_intentos WHERE entrega_id = ANY($1::text[]) ORDER BY entrega_id, n',
-        [list.map((e) => e.id)],
+        [rows.map(({ e }) => e.id)],
       );
       const by = new Map<string, IntentoRow[]>();
       for (const { entrega_id, ...i } of attempts) (by.get(entrega_id) ?? by.set(entrega_id, []).get(entrega_id)!).push(i);
-      return list.map((e) => ({ ...e, intentos_detalle: by.get(e.id) ?? [] }));
+      return rows.map(({ r, e }) => ({ ...e, intentos_detalle: withDelivered(e, r, by.get(e.id) ?? []) }));
     },
     async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {
-      const r = await db.q("UPDATE webhook_entregas SET estado = 'pendiente', proximo_intento_at = $3 WHERE id = $2 AND cliente_id = $1 RETURNING 1", [
-        clienteId,
-        id,
-        now,
-      ]);
+      const r = await db.q(
+        "UPDATE eventos SET entrega = 'pendiente', proximo_intento_at = $3 WHERE seq = $2 AND cliente_id = $1 AND entrega IS NOT NULL RETURNING 1",
+        [clienteId, await seqOf(id), now],
+      );
       return r.length === 1;
     },
+    async logTestEvent(ev: JournalEvent, deliver: boolean): Promise<string> {
+      const r = (await db.one<{ seq: number }>(
+        'INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at) VALUES ($1, $2, $3, $4, $5, $6, $5) RETURNING seq',
+        [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha, deliver ? 'pendiente' : null],
+      ))!;
+      return eventId(await prefix(), r.seq);
+    },
     /**
-     * Moves journaled events to the outbox. Movers on several nodes take turns
-     * (a transaction-scoped advisory lock), so events leave the journal in order
-     * and once; the rows taken are deleted by their own keys, so an event that
-     * committed meanwhile with a lower number is left for the next move instead
-     * of being deleted unread.
+     * The row `afterId` names is found by its primary key and the client's
+     * events after it are read in log order. An id that names no row (of
+     * another shape, or pruned) reads by sequence alone, as SQLite does: an
+     * unknown id from the oldest kept, a pruned one after its number.
      */
-    async moveEventsToOutbox(limit: number, route: EventRoute, now: number): Promise<{ taken: number; copies: ListenerCopy[] }> {
-      // Most looks find the journal empty: one read says so, without a transaction and the movers' lock.
-      if (!(await db.one('SELECT 1 FROM eventos ORDER BY seq LIMIT 1'))) return { taken: 0, copies: [] };
-      return db.tx(async (c) => {
-        await c.query('SELECT pg_advisory_xact_lock($1, 0)', [LOCK.journal]);
-        const events = await rows<JournalRow>(c, 'SELECT seq, cliente_id, celular_id, evento, data, fecha FROM eventos ORDER BY seq LIMIT $1', [limit]);
-        const configs = new Map<number, WebhookConfig | null>();
-        const listeners = new Map<number, EscuchaRow[]>();
-        for (const id of journalClients(events)) {
-          configs.set(id, await getWebhook(c, id));
-          listeners.set(id, await liveEscuchas(c, id, now));
-        }
-        // Of this attempt only: a transaction retried after a deadlock routes its events again.
-        const { entregas, copies } = routeJournal(events, configs, listeners, route);
-        for (const e of entregas) await enqueueEntrega(c, e, now);
-        if (events.length > 0) await c.query('DELETE FROM eventos WHERE seq = ANY($1::bigint[])', [events.map((e) => e.seq)]);
-        return { taken: events.length, copies };
-      });
+    async eventsAfter(clienteId: number, afterId: string | null, limit: number): Promise<LoggedEvent[]> {
+      const after = afterId === null ? 0 : await seqOf(afterId);
+      const cursor = after === 0 ? null : await db.one<{ xid: string; seq: number }>('SELECT xid, seq FROM eventos WHERE seq = $1', [after]);
+      const list = cursor
+        ? await db.q<EventLogRow>(
+            `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = $1 AND (xid, seq) > ($2::xid8, $3::bigint) AND ${SETTLED} ORDER BY xid, seq LIMIT $4`,
+            [clienteId, cursor.xid, cursor.seq, limit],
+          )
+        : await db.q<EventLogRow>(`SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = $1 AND seq > $2 AND ${SETTLED} ORDER BY xid, seq LIMIT $3`, [
+            clienteId,
+            after,
+            limit,
+          ]);
+      return events(list);
+    },
+    /**
+     * One statement: locks the listener (one that another node holds locked
+     * is being served there, and this call returns nothing), reads its
+     * client's settled events past its cursor, and moves the cursor to the
+     * last of them. The cursor is read from the row as locked, its newest
+     * version, so two calls never hand out the same event.
+     */
+    async takeEscuchaEvents(escuchaId: string, limit: number, now: number): Promise<LoggedEvent[]> {
+      return events(await db.q<EventLogRow>(TAKE_ESCUCHA_EVENTS, [escuchaId, now, limit]));
+    },
+    async allLiveEscuchas(now: number): Promise<EscuchaRow[]> {
+      return (await db.q<StoredEscucha>('SELECT * FROM webhook_escuchas WHERE expira_at > $1 ORDER BY created_at, id', [now])).map(escuchaOf);
+    },
+    /**
+     * The oldest events first, by the primary key: the first one young
+     * enough bounds the batch, so a prune reads only what it may remove and
+     * the pending deliveries older than the cut. The batch is an array, so
+     * the delete goes by the primary key; its conditions are checked again on
+     * a row changed meanwhile (a redelivery makes it pending).
+     */
+    /** The failed attempts' rows go with their events. */
+    async pruneEvents(before: number, limit: number): Promise<number> {
+      const r = await db.q<{ n: number }>(
+        `WITH gone AS (DELETE FROM eventos WHERE seq = ANY(ARRAY(
+       SELECT seq FROM eventos WHERE seq < COALESCE((SELECT seq FROM eventos WHERE fecha >= $1 ORDER BY seq LIMIT 1), 9223372036854775807)
+         AND fecha < $1 AND entrega IS DISTINCT FROM 'pendiente' ORDER BY seq LIMIT $2))
+     AND fecha < $1 AND entrega IS DISTINCT FROM 'pendiente' RETURNING seq),
+     attempts AS (DELETE FROM webhook_intentos WHERE entrega_id = ANY(ARRAY(SELECT 'evt_' || $3::text || lpad(to_hex(seq), 24, '0') FROM gone)))
+     SELECT COUNT(*)::int AS n FROM gone`,
+        [before, limit, await prefix()],
+      );
+      return r[0]!.n;
     },
     async liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]> {
       return liveEscuchas(db, clienteId, now);
@@ -252,6 +347,15 @@ export function webhooks(db: Db): WebhooksStore {
         const n = (await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM webhook_escuchas WHERE cliente_id = $1', [e.cliente_id]))!.n;
         if (n >= max) return 'limite' as const;
         await c.query(escuchaInsert(ph), escuchaValues(e));
+        // Its copies start after the client's newest event this transaction sees (the client index read backwards, one row):
+        // every event committed before is behind it, and one committed later by a transaction that takes its xid later is
+        // ahead. Not settled ones only: an event committed before by a transaction above xmin would be copied too.
+        // Left behind: an event of a transaction open meanwhile whose xid is below that newest row's (concurrent with the add).
+        await c.query(
+          `UPDATE webhook_escuchas SET visto_xid = l.xid, visto_seq = l.seq
+           FROM (SELECT xid, seq FROM eventos WHERE cliente_id = $2 ORDER BY xid DESC, seq DESC LIMIT 1) l WHERE id = $1`,
+          [e.id, e.cliente_id],
+        );
         return e;
       });
     },

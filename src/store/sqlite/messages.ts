@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { grouped, immediate, ph, stmt } from './statements.js';
 import { balanceAdd, balanceSet, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
 import * as recipe from '../../core/recipes.js';
-import { wantsEvents } from './webhooks.js';
+import { eventInsert } from './webhooks.js';
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
 import { acceptVerdict, parkedOrder, receiptPath, receiptStep } from '../../core/ledger.js';
@@ -33,20 +33,13 @@ function get(db: DB, msgId: string): MensajeRow | null {
 }
 
 /**
- * Journals an event in the current transaction (see migration 5), for a
- * client with an active webhook or a listener live at the event's time only:
- * for the others it would be written, moved and dropped, a cost on every
- * message for nobody.
+ * Logs an event in the current transaction (D-69): one row, a delivery
+ * when the client's configuration wants it now (active, with a URL, and
+ * subscribed to its kind or to all: the rule of webhooks/config.ts
+ * `subscribed`, read here in the same statement so no round trip is added).
  */
-export function journal(db: DB, ev: JournalEvent): void {
-  if (!wantsEvents(db, ev.cliente_id, ev.fecha)) return;
-  stmt(db, 'INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha) VALUES (?, ?, ?, ?, ?)').run(
-    ev.cliente_id,
-    ev.celular_id,
-    ev.evento,
-    JSON.stringify(ev.data),
-    ev.fecha,
-  );
+export function journal(db: DB, ev: JournalEvent, recordedAt = ev.fecha): void {
+  stmt(db, eventInsert).run({ c: ev.cliente_id, l: ev.celular_id, e: ev.evento, d: JSON.stringify(ev.data), f: ev.fecha, due: recordedAt });
 }
 
 function journalStatus(db: DB, m: MensajeRow, anterior: string | null, now: number): void {
@@ -262,7 +255,8 @@ export function messages(db: DB): MessagesOwn {
             stmt(db, 'DELETE FROM entrantes_vistos WHERE at < ?').run(recipe.inboundForgottenBefore(now));
           }
           insertRecibido(db, recibido, now);
-          journal(db, ev);
+          // Its fecha is the gateway's; its delivery is due when it is recorded.
+          journal(db, ev, now);
           return true;
         });
       });

@@ -500,4 +500,66 @@ export const MIGRATIONS: Migration[] = [
         WHERE estado = 'error';
     `,
   },
+  {
+    version: 19,
+    name: 'one event log, also the webhook deliveries',
+    sql: `
+      -- D-69: every event of every client is one row, written with the change it reports and kept
+      -- at least 72 h once nothing is left to deliver. The row of an event the client's configuration
+      -- wanted is also its delivery (entrega: pendiente, entregado, fallido; NULL when nobody wanted
+      -- it), claimed and recorded in place: the journal's move and the outbox's second insert are gone.
+      -- An event's id is 'evt_' || prefix || the sequence in 24 hex digits (core/event-log.ts).
+      INSERT OR IGNORE INTO kv (ns, key, value) VALUES ('store', 'eventos_prefijo', lower(hex(randomblob(4))));
+      CREATE TABLE eventos_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        cliente_id INTEGER NOT NULL,
+        celular_id INTEGER,
+        evento TEXT NOT NULL,
+        data TEXT NOT NULL,
+        fecha INTEGER NOT NULL,
+        entrega TEXT CHECK (entrega IN ('pendiente','entregado','fallido')),
+        intentos INTEGER NOT NULL DEFAULT 0,
+        proximo_intento_at INTEGER NOT NULL,
+        entregado_at INTEGER,
+        ultimo_error TEXT,
+        -- The last attempt's answer and time: a delivered event's attempt needs no row of its own.
+        ultimo_status INTEGER,
+        ultima_duracion_ms INTEGER,
+        reclamo TEXT,
+        reclamo_hasta INTEGER,
+        legado TEXT
+      );
+      -- The outbox's history first, in the order it was made: each keeps its body's fields.
+      INSERT INTO eventos_log (cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at, ultimo_error, legado)
+        SELECT cliente_id, json_extract(body, '$.celular_id'), evento, COALESCE(json_extract(body, '$.data'), '{}'), created_at,
+               estado, intentos, proximo_intento_at, entregado_at, ultimo_error, id
+        FROM webhook_entregas ORDER BY created_at, rowid;
+      -- Then what the journal still held, routed as the move would have: to the configuration it has now.
+      INSERT INTO eventos_log (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
+        SELECT e.cliente_id, e.celular_id, e.evento, e.data, e.fecha,
+               (SELECT 'pendiente' FROM webhooks w WHERE w.cliente_id = e.cliente_id AND w.activo = 1 AND w.url != ''
+                  AND EXISTS (SELECT 1 FROM json_each(w.eventos) WHERE value IN ('all', e.evento))), e.fecha
+        FROM eventos e ORDER BY e.seq;
+      CREATE INDEX eventos_log_legado ON eventos_log(legado) WHERE legado IS NOT NULL;
+      UPDATE webhook_intentos SET entrega_id = (
+        SELECT 'evt_' || (SELECT value FROM kv WHERE ns = 'store' AND key = 'eventos_prefijo') || printf('%024x', l.seq)
+        FROM eventos_log l WHERE l.legado = webhook_intentos.entrega_id)
+        WHERE EXISTS (SELECT 1 FROM eventos_log l WHERE l.legado = webhook_intentos.entrega_id);
+      DROP INDEX eventos_log_legado;
+      ALTER TABLE eventos_log DROP COLUMN legado;
+      DROP TABLE webhook_entregas;
+      DROP TABLE eventos;
+      ALTER TABLE eventos_log RENAME TO eventos;
+      -- A client's events in order: its stream, its listeners' copies, its deliveries' list.
+      CREATE INDEX eventos_cliente ON eventos(cliente_id, seq);
+      -- The deliveries to make, by due time; and the claims in force (for when a claimed one is due again).
+      CREATE INDEX eventos_cola ON eventos(cliente_id, proximo_intento_at) WHERE entrega = 'pendiente';
+      CREATE INDEX eventos_reclamo ON eventos(cliente_id, reclamo_hasta) WHERE reclamo_hasta IS NOT NULL;
+      -- A listener's cursor: the last event it was given (0: none yet).
+      ALTER TABLE webhook_escuchas ADD COLUMN visto_seq INTEGER NOT NULL DEFAULT 0;
+      UPDATE webhook_escuchas SET visto_seq = (SELECT COALESCE(MAX(seq), 0) FROM eventos);
+      -- Every client's live listeners, read by the dispatcher each second: expired rows of a client that adds none again stay behind.
+      CREATE INDEX webhook_escuchas_expira ON webhook_escuchas(expira_at);
+    `,
+  },
 ];

@@ -1,12 +1,12 @@
-import type { EntregaClaim, EventRoute, IntentoRow, ListenerCopy, WebhooksStore } from '../../core/ports/webhooks.js';
+import type { EntregaClaim, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
-import type { EntregaRow, EscuchaRow, WebhookConfig } from '../../core/ports/model.js';
+import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { grouped, immediate, ph, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
-import { journalClients, type JournalRow, routeJournal } from '../../core/journal-route.js';
-import { attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues } from '../recipe-sql.js';
+import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
+import { attemptFailed, attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
-/** Webhook configuration, the outbox of deliveries and their attempts, in SQLite. */
+/** Webhook configuration and the event log (its rows are the deliveries), in SQLite. */
 type DB = Database.Database;
 
 type WebhookRow = StoredWebhook & { activo: number; prev: string | null };
@@ -23,35 +23,36 @@ function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
 }
 
 /**
- * Whether anyone takes the client's events at `at`: a configuration that is
- * active (a deleted one keeps its row, with an empty url) or a live listener.
+ * One event into the log (core/event-log.ts), a delivery when the client's
+ * configuration wants it at once: active, with a URL, subscribed to its kind
+ * or to all (webhooks/config.ts \`subscribed\`; kinds are plain names, so
+ * a quoted name in the JSON list is that kind), read in the same statement.
+ * Parameters: c (cliente_id), l (celular_id), e (evento), d (data, JSON), f (fecha), due (when it is recorded: a delivery is due then).
  */
-export function wantsEvents(db: DB, clienteId: number, at: number): boolean {
-  return (
-    stmt(db, "SELECT 1 FROM webhooks WHERE cliente_id = ? AND activo = 1 AND url != ''").get(clienteId) !== undefined ||
-    stmt(db, 'SELECT 1 FROM webhook_escuchas WHERE cliente_id = ? AND expira_at > ? LIMIT 1').get(clienteId, at) !== undefined
-  );
-}
-
-function enqueueEntrega(db: DB, e: { id: string; cliente_id: number; evento: string; body: string }, now: number): void {
-  stmt(
-    db,
-    `INSERT INTO webhook_entregas (id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at)
-     VALUES (?, ?, ?, ?, 'pendiente', 0, ?, ?)`,
-  ).run(e.id, e.cliente_id, e.evento, e.body, now, now);
-}
+export const eventInsert = `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
+  VALUES (@c, @l, @e, @d, @f, (SELECT 'pendiente' FROM webhooks w WHERE w.cliente_id = @c AND w.activo = 1 AND w.url != ''
+      AND (instr(w.eventos, '"all"') > 0 OR instr(w.eventos, '"' || @e || '"') > 0)), @due)`;
 
 /** What a delivery row is to its readers: the claim columns are the dispatcher's business only. */
-const ENTREGA_COLS = 'id, cliente_id, evento, body, estado, intentos, proximo_intento_at, created_at, entregado_at, ultimo_error';
+const ENTREGA_COLS = 'seq, cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at, ultimo_error';
 
 /** Every claim (a start of the only process that serves this file, or its background thread's death): none is in force. */
 export function releaseAllEntregaClaims(db: DB): number {
-  return stmt(db, 'UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE reclamo_hasta IS NOT NULL').run().changes;
+  return stmt(db, 'UPDATE eventos SET reclamo = NULL, reclamo_hasta = NULL WHERE reclamo_hasta IS NOT NULL').run().changes;
+}
+
+const EVENT_COLS = 'seq, cliente_id, celular_id, evento, data, fecha';
+
+/** The store's event-id prefix, chosen by the migration that made the log. */
+function eventPrefix(db: DB): string {
+  const r = stmt(db, 'SELECT value FROM kv WHERE ns = ? AND key = ?').get(EVENT_PREFIX_KV.ns, EVENT_PREFIX_KV.key) as { value: string } | undefined;
+  if (!r) throw new Error('the event log has no id prefix: the store was not migrated');
+  return r.value;
 }
 
 type StoredEscucha = Omit<EscuchaRow, 'eventos'> & { eventos: string };
 
-const escuchaOf = (r: StoredEscucha): EscuchaRow => ({ ...r, eventos: JSON.parse(r.eventos) as string[] });
+const escuchaOf = ({ visto_seq: _v, ...r }: StoredEscucha & { visto_seq?: number }): EscuchaRow => ({ ...r, eventos: JSON.parse(r.eventos) as string[] });
 
 function liveEscuchas(db: DB, clienteId: number, now: number): EscuchaRow[] {
   const rows = stmt(db, 'SELECT * FROM webhook_escuchas WHERE cliente_id = ? AND expira_at > ? ORDER BY created_at, id').all(clienteId, now) as StoredEscucha[];
@@ -60,6 +61,10 @@ function liveEscuchas(db: DB, clienteId: number, now: number): EscuchaRow[] {
 
 /** The WebhooksStore port over one connection. */
 export function webhooks(db: DB): WebhooksStore {
+  const prefix = eventPrefix(db);
+  const entrega = (r: EntregaLogRow) => entregaOf(prefix, r);
+  /** An id of another store or shape names no row (0 matches none). */
+  const seqOf = (id: string) => eventSeq(prefix, id) ?? 0;
   return {
     async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
       return getWebhook(db, clienteId);
@@ -119,16 +124,14 @@ export function webhooks(db: DB): WebhooksStore {
         stmt(db, 'UPDATE webhooks SET activo = 0, updated_at = ? WHERE cliente_id = ?').run(now, clienteId);
       });
     },
-    enqueueEntrega(e: { id: string; cliente_id: number; evento: string; body: string }, now: number): Promise<void> {
-      return grouped(db, () => enqueueEntrega(db, e, now));
-    },
     /** A client's due deliveries, in the order they fell due (the index's order: no sort). */
     async dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]> {
-      return stmt(
+      const rows = stmt(
         db,
-        `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = ? AND estado = 'pendiente' AND proximo_intento_at <= ?
-     ORDER BY proximo_intento_at, rowid LIMIT ?`,
-      ).all(clienteId, now, limit) as EntregaRow[];
+        `SELECT ${ENTREGA_COLS} FROM eventos WHERE cliente_id = ? AND entrega = 'pendiente' AND proximo_intento_at <= ?
+     ORDER BY proximo_intento_at, seq LIMIT ?`,
+      ).all(clienteId, now, limit) as EntregaLogRow[];
+      return rows.map(entrega);
     },
     /**
      * Claims up to `limit` of a client's due deliveries that nobody holds (or
@@ -139,22 +142,22 @@ export function webhooks(db: DB): WebhooksStore {
       return grouped(db, () => {
         const rows = stmt(
           db,
-          `UPDATE webhook_entregas SET reclamo = @id, reclamo_hasta = @until WHERE rowid IN (
-       SELECT rowid FROM webhook_entregas WHERE cliente_id = @cliente AND estado = 'pendiente' AND proximo_intento_at <= @now
+          `UPDATE eventos SET reclamo = @id, reclamo_hasta = @until WHERE seq IN (
+       SELECT seq FROM eventos WHERE cliente_id = @cliente AND entrega = 'pendiente' AND proximo_intento_at <= @now
          AND (reclamo_hasta IS NULL OR reclamo_hasta <= @now) AND (@first = 0 OR intentos = 0)
-       ORDER BY proximo_intento_at, rowid LIMIT @limit)
-     RETURNING rowid AS _r, ${ENTREGA_COLS}`,
-        ).all({ id: claim.id, until: claim.until, cliente: clienteId, now, first: claim.firstOnly ? 1 : 0, limit }) as Array<EntregaRow & { _r: number }>;
+       ORDER BY proximo_intento_at, seq LIMIT @limit)
+     RETURNING ${ENTREGA_COLS}`,
+        ).all({ id: claim.id, until: claim.until, cliente: clienteId, now, first: claim.firstOnly ? 1 : 0, limit }) as EntregaLogRow[];
         // RETURNING's order is not the subquery's.
-        rows.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a._r - b._r);
-        return rows.map(({ _r, ...e }) => e);
+        rows.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a.seq - b.seq);
+        return rows.map(entrega);
       });
     },
     /** Gives back claimed deliveries that were not attempted: due again at their own time, for anyone. */
     releaseEntregas(ids: string[], claimId: string): Promise<number> {
       return grouped(db, () => {
-        const release = stmt(db, 'UPDATE webhook_entregas SET reclamo = NULL, reclamo_hasta = NULL WHERE id = ? AND reclamo = ?');
-        return immediate(db, () => ids.reduce((n, id) => n + release.run(id, claimId).changes, 0));
+        const release = stmt(db, 'UPDATE eventos SET reclamo = NULL, reclamo_hasta = NULL WHERE seq = ? AND reclamo = ?');
+        return immediate(db, () => ids.reduce((n, id) => n + release.run(seqOf(id), claimId).changes, 0));
       });
     },
     /**
@@ -166,27 +169,22 @@ export function webhooks(db: DB): WebhooksStore {
       const r = stmt(
         db,
         `SELECT MIN(t) AS t FROM (
-       SELECT MIN(proximo_intento_at) AS t FROM webhook_entregas WHERE cliente_id = @c AND estado = 'pendiente' AND proximo_intento_at > @after
+       SELECT MIN(proximo_intento_at) AS t FROM eventos WHERE cliente_id = @c AND entrega = 'pendiente' AND proximo_intento_at > @after
        UNION ALL
-       SELECT MIN(reclamo_hasta) FROM webhook_entregas WHERE cliente_id = @c AND reclamo_hasta > @after)`,
+       SELECT MIN(reclamo_hasta) FROM eventos WHERE cliente_id = @c AND reclamo_hasta > @after)`,
       ).get({ c: clienteId, after }) as { t: number | null };
       return r.t;
     },
     /** Every client with pending deliveries, and when its first falls due. */
     async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
-      return stmt(
-        db,
-        "SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM webhook_entregas WHERE estado = 'pendiente' GROUP BY cliente_id",
-      ).all() as Array<{
+      return stmt(db, "SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM eventos WHERE entrega = 'pendiente' GROUP BY cliente_id").all() as Array<{
         cliente_id: number;
         next_at: number;
       }>;
     },
-    /** The outbox's backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
+    /** The backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
     async outboxDepth(now: number): Promise<{ pending: number; due: number }> {
-      return stmt(db, "SELECT COUNT(*) AS pending, COALESCE(SUM(proximo_intento_at <= ?), 0) AS due FROM webhook_entregas WHERE estado = 'pendiente'").get(
-        now,
-      ) as {
+      return stmt(db, "SELECT COUNT(*) AS pending, COALESCE(SUM(proximo_intento_at <= ?), 0) AS due FROM eventos WHERE entrega = 'pendiente'").get(now) as {
         pending: number;
         due: number;
       };
@@ -195,48 +193,99 @@ export function webhooks(db: DB): WebhooksStore {
      * Records an attempt and the delivery's new state, clearing its claim, if
      * the claim is still `claimId`'s; false (nothing written) when it is not:
      * it ran out and another holder has the delivery now, and records its own.
+     * A failed attempt keeps a row of its own; a delivered one is the event's.
      */
     recordAttempt(...[id, claimId, a, o, now]: Parameters<WebhooksStore['recordAttempt']>): Promise<boolean> {
       return grouped(db, () => {
         return immediate(db, () => {
-          const t = { id, claimId, a, o, now };
+          const t = { id, seq: seqOf(id), claimId, a, o, now };
           const sql = attemptSql(ph);
           const e = stmt(db, sql.update).get(...attemptUpdateValues(t)) as { intentos: number } | undefined;
           if (!e) return false;
-          stmt(db, sql.insert).run(...intentoValues(t, e.intentos));
+          if (attemptFailed(t)) stmt(db, sql.insert).run(...intentoValues(t, e.intentos));
           return true;
         });
       });
     },
     async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
-      const rows = stmt(db, `SELECT ${ENTREGA_COLS} FROM webhook_entregas WHERE cliente_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`).all(
-        clienteId,
-        limit,
-      ) as EntregaRow[];
+      const rows = stmt(
+        db,
+        `SELECT ${ENTREGA_COLS}, ultimo_status, ultima_duracion_ms FROM eventos WHERE cliente_id = ? AND entrega IS NOT NULL ORDER BY seq DESC LIMIT ?`,
+      ).all(clienteId, limit) as Array<EntregaLogRow & LastAttempt>;
       const attempts = stmt(db, 'SELECT n, fecha, status, duracion_ms, error FROM webhook_intentos WHERE entrega_id = ? ORDER BY n');
-      return rows.map((r) => ({ ...r, intentos_detalle: attempts.all(r.id) as IntentoRow[] }));
+      return rows.map((r) => {
+        const e = entrega(r);
+        return { ...e, intentos_detalle: withDelivered(e, r, attempts.all(e.id) as IntentoRow[]) };
+      });
     },
     async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {
+      const seq = seqOf(id);
       return (
-        stmt(db, "UPDATE webhook_entregas SET estado = 'pendiente', proximo_intento_at = ? WHERE id = ? AND cliente_id = ?").run(now, id, clienteId).changes ===
-        1
+        stmt(db, "UPDATE eventos SET entrega = 'pendiente', proximo_intento_at = ? WHERE seq = ? AND cliente_id = ? AND entrega IS NOT NULL").run(
+          now,
+          seq,
+          clienteId,
+        ).changes === 1
       );
     },
-    moveEventsToOutbox(limit: number, route: EventRoute, now: number): Promise<{ taken: number; copies: ListenerCopy[] }> {
+    logTestEvent(ev: JournalEvent, deliver: boolean): Promise<string> {
       return grouped(db, () => {
-        const events = stmt(db, 'SELECT seq, cliente_id, celular_id, evento, data, fecha FROM eventos ORDER BY seq LIMIT ?').all(limit) as JournalRow[];
-        const configs = new Map<number, WebhookConfig | null>();
-        const listeners = new Map<number, EscuchaRow[]>();
-        for (const id of journalClients(events)) {
-          configs.set(id, getWebhook(db, id));
-          listeners.set(id, liveEscuchas(db, id, now));
-        }
-        const { entregas, copies } = routeJournal(events, configs, listeners, route);
-        for (const e of entregas) enqueueEntrega(db, e, now);
-        // The lowest seqs were read, in this transaction: everything up to the last one is what was taken.
-        if (events.length > 0) stmt(db, 'DELETE FROM eventos WHERE seq <= ?').run(events[events.length - 1]!.seq);
-        return { taken: events.length, copies };
+        const r = stmt(
+          db,
+          'INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq',
+        ).get(ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha, deliver ? 'pendiente' : null, ev.fecha) as { seq: number };
+        return eventId(prefix, r.seq);
       });
+    },
+    async eventsAfter(clienteId: number, afterId: string | null, limit: number): Promise<LoggedEvent[]> {
+      const after = afterId === null ? 0 : seqOf(afterId);
+      const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT ?`).all(
+        clienteId,
+        after,
+        limit,
+      ) as EventLogRow[];
+      return rows.map((r) => loggedEvent(prefix, r));
+    },
+    /** One transaction: read past the cursor, move it. SQLite has one writer, so the log's order is its commit order. */
+    takeEscuchaEvents(escuchaId: string, limit: number, now: number): Promise<LoggedEvent[]> {
+      return grouped(db, () =>
+        immediate(db, () => {
+          const l = stmt(db, 'SELECT cliente_id, visto_seq FROM webhook_escuchas WHERE id = ? AND expira_at > ?').get(escuchaId, now) as
+            { cliente_id: number; visto_seq: number } | undefined;
+          if (!l) return [];
+          const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT ?`).all(
+            l.cliente_id,
+            l.visto_seq,
+            limit,
+          ) as EventLogRow[];
+          if (rows.length > 0) stmt(db, 'UPDATE webhook_escuchas SET visto_seq = ? WHERE id = ?').run(rows[rows.length - 1]!.seq, escuchaId);
+          return rows.map((r) => loggedEvent(prefix, r));
+        }),
+      );
+    },
+    async allLiveEscuchas(now: number): Promise<EscuchaRow[]> {
+      const rows = stmt(db, 'SELECT * FROM webhook_escuchas WHERE expira_at > ? ORDER BY created_at, id').all(now) as StoredEscucha[];
+      return rows.map(escuchaOf);
+    },
+    /**
+     * The oldest events first, by the primary key: the first one young
+     * enough bounds the batch, so a prune reads only what it may remove and
+     * the pending deliveries older than the cut.
+     */
+    pruneEvents(before: number, limit: number): Promise<number> {
+      return grouped(db, () =>
+        immediate(db, () => {
+          const cut = stmt(db, 'SELECT seq FROM eventos WHERE fecha >= ? ORDER BY seq LIMIT 1').get(before) as { seq: number } | undefined;
+          const gone = stmt(
+            db,
+            "DELETE FROM eventos WHERE seq IN (SELECT seq FROM eventos WHERE seq < ? AND fecha < ? AND (entrega IS NULL OR entrega != 'pendiente') ORDER BY seq LIMIT ?) RETURNING seq, entrega",
+          ).all(cut ? cut.seq : Number.MAX_SAFE_INTEGER, before, limit) as Array<{ seq: number; entrega: string | null }>;
+          // The failed attempts' rows go with their events (only a delivery has any).
+          const attempts = stmt(db, 'DELETE FROM webhook_intentos WHERE entrega_id = ?');
+          for (const g of gone) if (g.entrega !== null) attempts.run(eventId(prefix, g.seq));
+          return gone.length;
+        }),
+      );
     },
     async liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]> {
       return liveEscuchas(db, clienteId, now);
@@ -247,6 +296,8 @@ export function webhooks(db: DB): WebhooksStore {
         const { n } = stmt(db, 'SELECT COUNT(*) AS n FROM webhook_escuchas WHERE cliente_id = ?').get(e.cliente_id) as { n: number };
         if (n >= max) return 'limite';
         stmt(db, escuchaInsert(ph)).run(...escuchaValues(e));
+        // Its copies start after the newest event now (the last one of the primary key: no scan).
+        stmt(db, 'UPDATE webhook_escuchas SET visto_seq = (SELECT COALESCE(MAX(seq), 0) FROM eventos) WHERE id = ?').run(e.id);
         return e;
       });
     },
