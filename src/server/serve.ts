@@ -26,7 +26,7 @@ import { makeLogger } from './parts/log.js';
 import { Parts } from './parts/part.js';
 import { nodeSettings } from './parts/settings.js';
 import { storePart } from './parts/store.js';
-import { eventLogPart, healthPart, inboxPart, lineHealth, recoveryPart } from './parts/upkeep.js';
+import { healthPart, lineHealth, recoveryPart, retentionPart } from './parts/upkeep.js';
 
 export { makeDataDir } from './parts/data-dir.js';
 export { banner } from './banner.js';
@@ -163,8 +163,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     const app = await parts.start(appPart(appOptions, log));
     // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).
     const recovery = await parts.start(recoveryPart(opts, core, { media, inFlight, shared: opened.store.caps.shared }, log));
-    const inbox = await parts.start(inboxPart(opts, core, log));
-    await parts.start(eventLogPart(opts, core, log));
+    const { inbox } = await parts.start(retentionPart(opts, core, log));
     const metricsListener = opts.metricsListen ? await parts.start(metricsListenerPart(opts.metricsListen, metrics, log)) : null;
     const listening = await parts.start(listenerPart(app, opts.host, opts.port));
     const { http } = gw;

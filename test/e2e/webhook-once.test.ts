@@ -25,6 +25,8 @@ import { until } from '../helpers/poll.js';
  * dispatcher to send a few of them twice on PostgreSQL.
  */
 const EVENTS = Number(process.env.PASARELA_TEST_WEBHOOK_EVENTS ?? 800);
+/** Waits grow with the run: the default run's bounds, times how many more events a larger one has. */
+const SCALE = Math.max(1, EVENTS / 800);
 const CLIENTS = 8;
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -97,7 +99,7 @@ async function expectOnce(ids: string[], receiver: Awaited<ReturnType<typeof cou
   let last = { entregado: 0, once: 0, intentos: 0 };
   await until(async () => (last = await outbox.read()).entregado === EVENTS, {
     what: `${EVENTS} deliveries ended (last: ${JSON.stringify(last)})`,
-    timeoutMs: 120_000,
+    timeoutMs: 120_000 * SCALE,
   });
   // Ended, so no attempt may start any more: what the receiver got is final.
   const twice = [...receiver.counts].filter(([, n]) => n !== 1);
@@ -129,7 +131,7 @@ describe(`${EVENTS} webhook events, each delivered once`, () => {
           .get() as { entregado: number; once: number; intentos: number },
     });
     await stop(node);
-  }, 240_000);
+  }, 240_000 * SCALE);
 });
 
 describeWith(postgres, `${EVENTS} webhook events, each delivered once, on three nodes`, () => {
@@ -170,6 +172,6 @@ describeWith(postgres, `${EVENTS} webhook events, each delivered once, on three 
           ).rows,
       });
       for (const n of nodes) await stop(n);
-    }, 240_000);
+    }, 240_000 * SCALE);
   });
 });

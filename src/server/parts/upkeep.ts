@@ -44,32 +44,22 @@ export function recoveryPart(
   };
 }
 
-/** The inbox's retention: purges at start and periodically. */
-export function inboxPart(opts: ServeConfig, core: Core, log: Log): Part<Retention> {
+/**
+ * The retention passes, at start and periodically: the inbox's, and the
+ * event log's (D-69): events older than EVENT_RETENTION_MS with nothing left
+ * to deliver, every minute (or as often as the inbox, if that is sooner),
+ * each pass until none is left: a busy log gains millions of rows between
+ * two passes of the inbox's period.
+ */
+export function retentionPart(opts: ServeConfig, core: Core, log: Log): Part<{ inbox: Retention; events: Retention }> {
   return {
-    name: 'inbox retention',
+    name: 'retention',
     start: () => {
       const inbox = inboxRetention(core, {
         retentionMs: opts.inboxRetentionMs,
         intervalMs: opts.inboxPurgeIntervalMs,
         onError: (err) => log.error({ err }, 'inbox retention purge failed'),
       });
-      inbox.start();
-      return { value: inbox, stop: () => inbox.stop() };
-    },
-  };
-}
-
-/**
- * The event log's retention (D-69): events older than EVENT_RETENTION_MS
- * with nothing left to deliver, pruned in batches every minute (or as
- * often as the inbox, if that is sooner), each pass until none is left: a
- * busy log gains millions of rows between two passes of the inbox's period.
- */
-export function eventLogPart(opts: ServeConfig, core: Core, log: Log): Part<Retention> {
-  return {
-    name: 'event log retention',
-    start: () => {
       const events = new Retention(core, {
         retentionMs: EVENT_RETENTION_MS,
         intervalMs: Math.min(opts.inboxPurgeIntervalMs, 60_000),
@@ -78,8 +68,9 @@ export function eventLogPart(opts: ServeConfig, core: Core, log: Log): Part<Rete
         purge: (before, limit) => core.store.pruneEvents(before, limit),
         onError: (err) => log.error({ err }, 'event log retention prune failed'),
       });
+      inbox.start();
       events.start();
-      return { value: events, stop: () => events.stop() };
+      return { value: { inbox, events }, stop: () => Promise.all([inbox.stop(), events.stop()]) };
     },
   };
 }
