@@ -57,46 +57,6 @@ export function escuchaValues(e: EscuchaRow): unknown[] {
   return [e.id, e.cliente_id, e.url, e.secret, JSON.stringify(e.eventos), e.created_at, e.expira_at];
 }
 
-/**
- * A webhook delivery's attempt, recorded on its event row (D-69) if the
- * claim is still the caller's: \`update\` (parameters \`attemptUpdateValues\`)
- * moves the delivery, keeps the attempt's answer and time, and returns its
- * attempt count; \`insert\` (parameters \`intentoValues\`) keeps a failed
- * attempt in a row of its own (a delivered one needs none: its event holds it).
- */
-export function attemptSql(ph: Placeholder): { update: string; insert: string } {
-  return {
-    update: `UPDATE eventos SET intentos = intentos + 1, entrega = ${ph(1)}, proximo_intento_at = COALESCE(${ph(2)}, proximo_intento_at),
-       entregado_at = CASE WHEN ${ph(3)} = 'entregado' THEN ${ph(4)} ELSE entregado_at END, ultimo_error = ${ph(5)},
-       ultimo_status = ${ph(6)}, ultima_duracion_ms = ${ph(7)}, reclamo = NULL, reclamo_hasta = NULL
-     WHERE seq = ${ph(8)} AND reclamo = ${ph(9)} RETURNING intentos`,
-    insert: `INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (${[1, 2, 3, 4, 5, 6].map(ph).join(', ')})`,
-  };
-}
-
-export interface Attempt {
-  id: string;
-  /** The event row's sequence number (0 for an id that names none). */
-  seq: number;
-  claimId: string;
-  a: { status: number | null; duracion_ms: number; error: string | null };
-  o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number };
-  now: number;
-}
-
-export function attemptUpdateValues(t: Attempt): unknown[] {
-  return [t.o.estado, t.o.proximo_intento_at ?? null, t.o.estado, t.now, t.a.error, t.a.status, t.a.duracion_ms, t.seq, t.claimId];
-}
-
-/** Whether the attempt gets a row of its own: every one but a delivery. */
-export function attemptFailed(t: Attempt): boolean {
-  return t.o.estado !== 'entregado';
-}
-
-export function intentoValues(t: Attempt, intentos: number): unknown[] {
-  return [t.id, intentos, t.now, t.a.status, t.a.duracion_ms, t.a.error];
-}
-
 /** The last attempt as its event row keeps it. */
 export interface LastAttempt {
   ultimo_status: number | null;

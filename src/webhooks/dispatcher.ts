@@ -12,6 +12,7 @@ import { AttemptDeadline } from './deadline.js';
 import { subscribed, vetWebhookHost } from './config.js';
 import { COPY_BACKLOG, ListenerCopies } from './listener-copies.js';
 import { announceWebhookConfig, WebhookConfigCache } from './config-cache.js';
+import { AttemptBatch } from './attempt-batch.js';
 import { vetListenerHost } from './listeners.js';
 import { retryAfterMs as parseRetryAfter } from '../core/retry-after.js';
 import { backoffMs } from '../core/backoff.js';
@@ -123,6 +124,8 @@ export class WebhookDispatcher implements WebhookControl {
   private copiesDue = true;
   /** Configurations for a second at most, dropped on change by any node: what an event is checked against, and each attempt's URL and secret. */
   private readonly configs: WebhookConfigCache;
+  /** Outcomes written together, many deliveries per statement. */
+  private readonly records: AttemptBatch;
   private stopping = false;
   /** Attempts in flight, by delivery id: a stop cuts them. */
   private readonly attempts = new Map<string, AttemptDeadline>();
@@ -150,6 +153,7 @@ export class WebhookDispatcher implements WebhookControl {
     });
     this.half = Math.max(1, Math.floor(opts.concurrency / 2));
     this.configs = new WebhookConfigCache((id) => core.store.getWebhook(id), ticks);
+    this.records = new AttemptBatch((list) => core.store.recordAttempts(list));
   }
 
   start(): void {
@@ -419,7 +423,8 @@ export class WebhookDispatcher implements WebhookControl {
       const next = retryInMs === undefined ? undefined : now + retryInMs;
       const duracion_ms = Math.round(core.clock.ticks() - t0);
       // False only when the claim ran out (this node was stalled past it) and another holder has the delivery: it records its own.
-      if (!(await core.store.recordAttempt(e.id, claim, { status, duracion_ms, error }, { estado, proximo_intento_at: next }, now))) return;
+      const rec = { id: e.id, claimId: claim, attempt: { status, duracion_ms, error }, outcome: { estado, proximo_intento_at: next }, now };
+      if (!(await this.records.record(rec))) return;
       if (next !== undefined) q.hint(next);
       core.bus.publish('webhook.attempt', {
         cliente_id: e.cliente_id,

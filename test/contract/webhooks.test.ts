@@ -264,6 +264,35 @@ for (const adapter of ADAPTERS) {
       );
     });
 
+    it('records several attempts at once, each as it would alone: only under its own claim, a row only for a failure', async () => {
+      const c = await newClienteOf(ctx.store);
+      await enqueue(c.id, 3, 100);
+      expect(ids(await ctx.store.claimEntregas(c.id, 200, 3, { id: 'a', until: 1000 }))).toEqual(['e0', 'e1', 'e2']);
+      const ok = { status: 200, duracion_ms: 3, error: null };
+      const recorded = await ctx.store.recordAttempts([
+        { id: idOf('e0'), claimId: 'a', attempt: ok, outcome: { estado: 'entregado' }, now: 210 },
+        {
+          id: idOf('e1'),
+          claimId: 'a',
+          attempt: { status: 503, duracion_ms: 4, error: 'HTTP 503' },
+          outcome: { estado: 'pendiente', proximo_intento_at: 900 },
+          now: 211,
+        },
+        { id: idOf('e2'), claimId: 'not-mine', attempt: ok, outcome: { estado: 'entregado' }, now: 212 },
+        { id: 'evt_nope', claimId: 'a', attempt: ok, outcome: { estado: 'entregado' }, now: 213 },
+      ]);
+      expect(recorded).toEqual([true, true, false, false]);
+      expect(await ctx.store.recordAttempts([])).toEqual([]);
+      const list = await ctx.store.listEntregas(c.id, 10);
+      expect(list.find((e) => e.id === idOf('e0'))).toMatchObject({ estado: 'entregado', intentos: 1, entregado_at: 210 });
+      expect(list.find((e) => e.id === idOf('e0'))!.intentos_detalle).toEqual([{ n: 1, fecha: 210, status: 200, duracion_ms: 3, error: null }]);
+      expect(list.find((e) => e.id === idOf('e1'))).toMatchObject({ estado: 'pendiente', intentos: 1, proximo_intento_at: 900, ultimo_error: 'HTTP 503' });
+      expect(list.find((e) => e.id === idOf('e1'))!.intentos_detalle).toEqual([{ n: 1, fecha: 211, status: 503, duracion_ms: 4, error: 'HTTP 503' }]);
+      expect(list.find((e) => e.id === idOf('e2'))).toMatchObject({ estado: 'pendiente', intentos: 0 });
+      // e2's claim is still a's: a's own record goes through.
+      expect(await ctx.store.recordAttempts([{ id: idOf('e2'), claimId: 'a', attempt: ok, outcome: { estado: 'entregado' }, now: 220 }])).toEqual([true]);
+    });
+
     it('firstOnly claims deliveries never attempted and leaves due retries', async () => {
       const c = await newClienteOf(ctx.store);
       await enqueue(c.id, 3, 100);

@@ -8,6 +8,15 @@ export interface EntregaClaim {
   firstOnly?: boolean;
 }
 
+/** One attempt to record: recordAttempt's arguments. */
+export interface AttemptRecord {
+  id: string;
+  claimId: string;
+  attempt: { status: number | null; duracion_ms: number; error: string | null };
+  outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number };
+  now: number;
+}
+
 export interface IntentoRow {
   n: number;
   fecha: number;
@@ -76,6 +85,8 @@ export interface WebhooksStore {
     outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number },
     now: number,
   ): Promise<boolean>;
+  /** Several attempts' records at once (one statement on PostgreSQL, one transaction on SQLite), each answered as recordAttempt answers it. */
+  recordAttempts(list: AttemptRecord[]): Promise<boolean[]>;
   listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
   /** Metrics: the outbox's pending deliveries, and how many of them are due by `now` (the rest wait for a retry). */
   outboxDepth(now: number): Promise<{ pending: number; due: number }>;

@@ -1,9 +1,9 @@
-import type { EntregaClaim, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
+import type { AttemptRecord, EntregaClaim, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
 import { type Client, type Db, LOCK, ph, type Queryable, row } from './db.js';
-import { attemptFailed, attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues, withDelivered, type LastAttempt } from '../recipe-sql.js';
+import { escuchaInsert, escuchaValues, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
 /**
  * Webhook configuration and the event log (its rows are the deliveries), in
@@ -106,6 +106,41 @@ export function webhooks(db: Db): WebhooksStore {
   };
   /** An id of another store or shape names no row (0 matches none). */
   const seqOf = async (id: string) => eventSeq(await prefix(), id) ?? 0;
+  /**
+   * Every attempt of the list in one statement: each event row moves if its
+   * claim is still the one named (recipe-sql.ts attemptSql's update, over
+   * unnest), and the failed ones' attempt rows are written from what moved.
+   */
+  const recordAttempts = async (list: AttemptRecord[]): Promise<boolean[]> => {
+    if (list.length === 0) return [];
+    const p = await prefix();
+    const seqs = list.map((r) => eventSeq(p, r.id) ?? 0);
+    const moved = await db.q<{ seq: string }>(
+      `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::text[])
+         AS v(seq, claim, estado, next_at, error, status, dur, now, id)),
+       upd AS (UPDATE eventos e SET intentos = e.intentos + 1, entrega = v.estado, proximo_intento_at = COALESCE(v.next_at, e.proximo_intento_at),
+           entregado_at = CASE WHEN v.estado = 'entregado' THEN v.now ELSE e.entregado_at END, ultimo_error = v.error,
+           ultimo_status = v.status, ultima_duracion_ms = v.dur, reclamo = NULL, reclamo_hasta = NULL
+         FROM v WHERE e.seq = v.seq AND e.reclamo = v.claim
+         RETURNING e.seq, e.intentos, v.estado, v.error, v.status, v.dur, v.now, v.id),
+       ins AS (INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error)
+         SELECT id, intentos, now, status, dur, error FROM upd WHERE estado <> 'entregado')
+       SELECT seq::text FROM upd`,
+      [
+        seqs,
+        list.map((r) => r.claimId),
+        list.map((r) => r.outcome.estado),
+        list.map((r) => r.outcome.proximo_intento_at ?? null),
+        list.map((r) => r.attempt.error),
+        list.map((r) => r.attempt.status),
+        list.map((r) => r.attempt.duracion_ms),
+        list.map((r) => r.now),
+        list.map((r) => r.id),
+      ],
+    );
+    const done = new Set(moved.map((m) => Number(m.seq)));
+    return seqs.map((s) => done.has(s));
+  };
   return {
     async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
       return getWebhook(db, clienteId);
@@ -239,17 +274,10 @@ export function webhooks(db: Db): WebhooksStore {
      * under the delivery's row lock. A failed attempt keeps a row of its own; a
      * delivered one is the event's.
      */
-    async recordAttempt(...[id, claimId, a, o, now]: Parameters<WebhooksStore['recordAttempt']>): Promise<boolean> {
-      const t = { id, seq: await seqOf(id), claimId, a, o, now };
-      const sql = attemptSql(ph);
-      if (!attemptFailed(t)) return (await db.one(sql.update, attemptUpdateValues(t))) !== null;
-      return db.tx(async (c) => {
-        const e = await row<{ intentos: number }>(c, sql.update, attemptUpdateValues(t));
-        if (!e) return false;
-        await c.query(sql.insert, intentoValues(t, e.intentos));
-        return true;
-      });
+    async recordAttempt(id, claimId, attempt, outcome, now): Promise<boolean> {
+      return (await recordAttempts([{ id, claimId, attempt, outcome, now }]))[0]!;
     },
+    recordAttempts,
     /** Newest first in log order (the client index, read backwards). */
     async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
       const list = await db.q<EntregaLogRow & LastAttempt>(

@@ -1,10 +1,46 @@
-import type { EntregaClaim, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
+import type { AttemptRecord, EntregaClaim, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { grouped, immediate, ph, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
-import { attemptFailed, attemptSql, attemptUpdateValues, escuchaInsert, escuchaValues, intentoValues, withDelivered, type LastAttempt } from '../recipe-sql.js';
+import { escuchaInsert, escuchaValues, withDelivered, type LastAttempt } from '../recipe-sql.js';
+
+/**
+ * A webhook delivery's attempt, recorded on its event row (D-69) if the
+ * claim is still the caller's: the update (parameters attemptUpdateValues)
+ * moves the delivery, keeps the attempt's answer and time, and returns its
+ * attempt count; the insert (parameters intentoValues) keeps a failed
+ * attempt in a row of its own (a delivered one needs none: its event holds it).
+ */
+const ATTEMPT_UPDATE = `UPDATE eventos SET intentos = intentos + 1, entrega = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
+    entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ?,
+    ultimo_status = ?, ultima_duracion_ms = ?, reclamo = NULL, reclamo_hasta = NULL
+  WHERE seq = ? AND reclamo = ? RETURNING intentos`;
+const ATTEMPT_INSERT = 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (?, ?, ?, ?, ?, ?)';
+
+interface Attempt {
+  id: string;
+  /** The event row's sequence number (0 for an id that names none). */
+  seq: number;
+  claimId: string;
+  a: { status: number | null; duracion_ms: number; error: string | null };
+  o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number };
+  now: number;
+}
+
+function attemptUpdateValues(t: Attempt): unknown[] {
+  return [t.o.estado, t.o.proximo_intento_at ?? null, t.o.estado, t.now, t.a.error, t.a.status, t.a.duracion_ms, t.seq, t.claimId];
+}
+
+/** Whether the attempt gets a row of its own: every one but a delivery. */
+function attemptFailed(t: Attempt): boolean {
+  return t.o.estado !== 'entregado';
+}
+
+function intentoValues(t: Attempt, intentos: number): unknown[] {
+  return [t.id, intentos, t.now, t.a.status, t.a.duracion_ms, t.a.error];
+}
 
 /** Webhook configuration and the event log (its rows are the deliveries), in SQLite. */
 type DB = Database.Database;
@@ -65,6 +101,20 @@ export function webhooks(db: DB): WebhooksStore {
   const entrega = (r: EntregaLogRow) => entregaOf(prefix, r);
   /** An id of another store or shape names no row (0 matches none). */
   const seqOf = (id: string) => eventSeq(prefix, id) ?? 0;
+  /** Each attempt as recordAttempt says, all in one transaction (a group commit with the turn's other writes). */
+  const recordAttempts = (list: AttemptRecord[]): Promise<boolean[]> => {
+    return grouped(db, () =>
+      immediate(db, () =>
+        list.map((r) => {
+          const t = { id: r.id, seq: seqOf(r.id), claimId: r.claimId, a: r.attempt, o: r.outcome, now: r.now };
+          const e = stmt(db, ATTEMPT_UPDATE).get(...attemptUpdateValues(t)) as { intentos: number } | undefined;
+          if (!e) return false;
+          if (attemptFailed(t)) stmt(db, ATTEMPT_INSERT).run(...intentoValues(t, e.intentos));
+          return true;
+        }),
+      ),
+    );
+  };
   return {
     async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
       return getWebhook(db, clienteId);
@@ -195,18 +245,10 @@ export function webhooks(db: DB): WebhooksStore {
      * it ran out and another holder has the delivery now, and records its own.
      * A failed attempt keeps a row of its own; a delivered one is the event's.
      */
-    recordAttempt(...[id, claimId, a, o, now]: Parameters<WebhooksStore['recordAttempt']>): Promise<boolean> {
-      return grouped(db, () => {
-        return immediate(db, () => {
-          const t = { id, seq: seqOf(id), claimId, a, o, now };
-          const sql = attemptSql(ph);
-          const e = stmt(db, sql.update).get(...attemptUpdateValues(t)) as { intentos: number } | undefined;
-          if (!e) return false;
-          if (attemptFailed(t)) stmt(db, sql.insert).run(...intentoValues(t, e.intentos));
-          return true;
-        });
-      });
+    async recordAttempt(id, claimId, attempt, outcome, now): Promise<boolean> {
+      return (await recordAttempts([{ id, claimId, attempt, outcome, now }]))[0]!;
     },
+    recordAttempts,
     async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
       const rows = stmt(
         db,
