@@ -16,7 +16,7 @@ export class ClientQueue {
   retriesWait = false;
   /** From the last claim: when the next delivery it did not take may be claimed (Infinity: none). */
   readAt = 0;
-  /** The earliest due time of what changed the outbox since that read (a move, a test event, a redelivery, a retry). */
+  /** The earliest due time of what changed the client's deliveries since that read (an event, a test event, a redelivery, a retry). */
   hintAt = Infinity;
   /**
    * How many may be in flight: one more per delivered attempt up to the

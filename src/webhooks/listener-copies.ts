@@ -42,7 +42,7 @@ interface Lane {
 
 /**
  * Best-effort copies of a client's events to its live listeners, in memory
- * on the node that moved the events out of the journal. Nothing is written:
+ * on the node that took them from the log (a listener's cursor). Nothing is written:
  * a copy is tried a few times within about a second and then dropped, and a
  * listener whose lease ended loses what was waiting for it, so a dead
  * listener never grows a backlog. Copies have slots and connections of their
