@@ -112,66 +112,74 @@ async function expectOnce(ids: string[], receiver: Awaited<ReturnType<typeof cou
 }
 
 describe(`${EVENTS} webhook events, each delivered once`, () => {
-  it('on SQLite (one node)', async () => {
-    const receiver = await countingReceiver();
-    const dataDir = join(tempDir(), 'data');
-    const node = await startServeChild(dataDir, ['--allow-private-urls'], 300_000);
-    const admin = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
-    const db = new Database(join(dataDir, 'pasarela.db'), { readonly: true });
-    cleanups.push(async () => db.close());
-    const ids = await sendEvents([node], admin, receiver.url);
-    await expectOnce(ids, receiver, {
-      read: async () =>
-        db
-          .prepare(
-            `SELECT (SELECT COUNT(*) FROM eventos WHERE entrega = 'entregado') AS entregado,
+  it(
+    'on SQLite (one node)',
+    async () => {
+      const receiver = await countingReceiver();
+      const dataDir = join(tempDir(), 'data');
+      const node = await startServeChild(dataDir, ['--allow-private-urls'], 300_000);
+      const admin = readFileSync(join(dataDir, 'admin-token'), 'utf8').trim();
+      const db = new Database(join(dataDir, 'pasarela.db'), { readonly: true });
+      cleanups.push(async () => db.close());
+      const ids = await sendEvents([node], admin, receiver.url);
+      await expectOnce(ids, receiver, {
+        read: async () =>
+          db
+            .prepare(
+              `SELECT (SELECT COUNT(*) FROM eventos WHERE entrega = 'entregado') AS entregado,
                     (SELECT COUNT(*) FROM eventos WHERE entrega IS NOT NULL AND intentos = 1) AS once,
                     (SELECT COUNT(*) FROM webhook_intentos) AS intentos`,
-          )
-          .get() as { entregado: number; once: number; intentos: number },
-    });
-    await stop(node);
-  }, 240_000 * SCALE);
+            )
+            .get() as { entregado: number; once: number; intentos: number },
+      });
+      await stop(node);
+    },
+    240_000 * SCALE,
+  );
 });
 
 describeWith(postgres, `${EVENTS} webhook events, each delivered once, on three nodes`, () => {
   describeWith(redis, 'sharing one PostgreSQL schema and one Redis prefix', () => {
-    it('on PostgreSQL (three nodes)', async () => {
-      const receiver = await countingReceiver();
-      const s = await pgSchema();
-      cleanups.push(s.drop);
-      const u = new URL(POSTGRES_URL);
-      u.searchParams.set('options', `-c search_path=${s.schema}`);
-      const db = new pg.Client({ connectionString: u.toString() });
-      await db.connect();
-      cleanups.push(() => db.end());
-      const prefix = uniqueNamespace('redis');
-      cleanups.push(() => dropRedisPrefix(prefix));
-      const args = ['--store', u.toString(), '--counters', REDIS_URL, '--counters-prefix', prefix, '--allow-private-urls'];
-      const dirs = [tempDir(), tempDir(), tempDir()];
-      const nodes: ServeChild[] = [];
-      // The first node makes the schema and the operator token; the others take them from the store.
-      for (const d of dirs) nodes.push(await startServeChild(d, args, 300_000));
-      const admin = readFileSync(join(dirs[0]!, 'admin-token'), 'utf8').trim();
-      const ids = await sendEvents(nodes, admin, receiver.url);
-      await expectOnce(ids, receiver, {
-        read: async () => {
-          const r = await db.query(
-            `SELECT (SELECT COUNT(*) FROM eventos WHERE entrega = 'entregado')::int AS entregado,
+    it(
+      'on PostgreSQL (three nodes)',
+      async () => {
+        const receiver = await countingReceiver();
+        const s = await pgSchema();
+        cleanups.push(s.drop);
+        const u = new URL(POSTGRES_URL);
+        u.searchParams.set('options', `-c search_path=${s.schema}`);
+        const db = new pg.Client({ connectionString: u.toString() });
+        await db.connect();
+        cleanups.push(() => db.end());
+        const prefix = uniqueNamespace('redis');
+        cleanups.push(() => dropRedisPrefix(prefix));
+        const args = ['--store', u.toString(), '--counters', REDIS_URL, '--counters-prefix', prefix, '--allow-private-urls'];
+        const dirs = [tempDir(), tempDir(), tempDir()];
+        const nodes: ServeChild[] = [];
+        // The first node makes the schema and the operator token; the others take them from the store.
+        for (const d of dirs) nodes.push(await startServeChild(d, args, 300_000));
+        const admin = readFileSync(join(dirs[0]!, 'admin-token'), 'utf8').trim();
+        const ids = await sendEvents(nodes, admin, receiver.url);
+        await expectOnce(ids, receiver, {
+          read: async () => {
+            const r = await db.query(
+              `SELECT (SELECT COUNT(*) FROM eventos WHERE entrega = 'entregado')::int AS entregado,
                     (SELECT COUNT(*) FROM eventos WHERE entrega IS NOT NULL AND intentos = 1)::int AS once,
                     (SELECT COUNT(*) FROM webhook_intentos)::int AS intentos`,
-          );
-          return r.rows[0] as { entregado: number; once: number; intentos: number };
-        },
-        detail: async (ids) =>
-          (
-            await db.query(
-              'SELECT e.seq, e.cliente_id, e.intentos, e.fecha, e.entregado_at, e.ultimo_status, e.ultima_duracion_ms FROM eventos e WHERE e.seq = ANY($1)',
-              [ids.map((id) => Number.parseInt(id.slice(-24), 16))],
-            )
-          ).rows,
-      });
-      for (const n of nodes) await stop(n);
-    }, 240_000 * SCALE);
+            );
+            return r.rows[0] as { entregado: number; once: number; intentos: number };
+          },
+          detail: async (ids) =>
+            (
+              await db.query(
+                'SELECT e.seq, e.cliente_id, e.intentos, e.fecha, e.entregado_at, e.ultimo_status, e.ultima_duracion_ms FROM eventos e WHERE e.seq = ANY($1)',
+                [ids.map((id) => Number.parseInt(id.slice(-24), 16))],
+              )
+            ).rows,
+        });
+        for (const n of nodes) await stop(n);
+      },
+      240_000 * SCALE,
+    );
   });
 });
