@@ -389,7 +389,10 @@ export class WebhookDispatcher implements WebhookControl {
       q.claim = claim.id;
       const full = q.ready.length === limit;
       q.retriesWait = firstOnly && !full;
-      q.readAt = full ? now : ((await this.core.store.nextEntregaAt(q.clienteId, now)) ?? Infinity);
+      // Not full: nothing else is due now. What falls due later is hinted (a retry this node schedules, an event,
+      // a redelivery) or found by the look at every client's pending deliveries each pollMs (another node's, a dead
+      // holder's claim that ran out): no read of the next due time after every claim.
+      q.readAt = full ? now : Infinity;
     } catch (err) {
       q.hint(hinted);
       throw err;
