@@ -26,6 +26,8 @@ export class ClientQueue {
   window = 1;
   /** This node held the client's stream lease at its last read. */
   leased = false;
+  /** When (clock ticks) the lease was last found with nothing in hand; null while something is. */
+  emptySince: number | null = null;
   /** The node's lapse count at that read (core/node-presence.ts): `ready` is stale once it moves. */
   lapses = 0;
 

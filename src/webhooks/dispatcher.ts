@@ -63,6 +63,8 @@ export interface WebhookControl {
  * the room a live one has to record its outcome (a slow store write).
  */
 export const CLAIM_MARGIN_MS = 30_000;
+/** How long a client's stream lease is kept with nothing in hand: a flow of events pays one take, not one per event. */
+const LEASE_LINGER_MS = 100;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
 const RETRY_AFTER_MAX_MS = 86_400_000;
 /**
@@ -296,13 +298,20 @@ export class WebhookDispatcher implements WebhookControl {
     // Wake for the next due time nobody will poke about; completions and new events poke.
     let next = Infinity;
     for (const [id, q] of this.queues) {
-      // Nothing in hand: the stream goes back at once, so another node can post what it moved meanwhile
-      // (a retry due later is read by whichever node takes the stream then). Forgotten only once given.
+      // Nothing in hand for LEASE_LINGER_MS: the stream goes back, so another node can post what it logged meanwhile
+      // (a retry due later is read by whichever node takes the stream then). The linger spares a live flow of events
+      // a take and a give per event; other nodes' events are found by the look every pollMs, as while this node is busy.
       if (q.leased && q.ready.length === 0 && q.inFlight.size === 0) {
-        await this.node.give(stream.webhooks(id), 0);
-        q.leased = false;
-      }
-      if (q.idle) this.queues.delete(id);
+        q.emptySince ??= t;
+        const left = q.emptySince + LEASE_LINGER_MS - this.core.clock.ticks();
+        if (left <= 0) {
+          await this.node.give(stream.webhooks(id), 0);
+          q.leased = false;
+          q.emptySince = null;
+        } else next = Math.min(next, now + left);
+      } else q.emptySince = null;
+      // Forgotten only once given.
+      if (q.idle && !q.leased) this.queues.delete(id);
       else if (q.unreadAt > now) next = Math.min(next, q.unreadAt);
     }
     return Math.max(1, Math.min(this.opts.pollMs, next - now));
