@@ -99,7 +99,7 @@ export const LISTENER_TIMEOUT_MS = 5000;
  * flight and gives their claims back: they stay due, for the next start or
  * another node. Several nodes: each client's outbox is also a stream lease
  * (core/leases.ts), held by one node while it has that client's deliveries
- * in hand and given back when it has none, so one node serves a client's
+ * in hand and given back LEASE_LINGER_MS after it has none, so one node serves a client's
  * window and fairness at a time.
  *
  * Webhook listeners (listeners.ts) get copies of their client's events from
