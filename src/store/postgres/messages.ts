@@ -122,6 +122,10 @@ export async function writeMovement(c: Client, mv: recipe.Movement, now: number,
   return row<{ id: number }>(c, movementInsert(ph) + (returning ? ` RETURNING ${returning}` : ''), recipe.movementValues(mv, now));
 }
 
+/** One window's count of a line's slots since `since` (an index range on mensajes_celular_cupo) and the oldest taken by `now`. */
+export const SLOT_COUNT_SQL = (line: string, since: string, now: string) =>
+  `SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= ${now}::bigint THEN cupo_at END) AS oldest FROM mensajes WHERE celular_id = ${line} AND cupo_at > ${since}`;
+
 /**
  * Slots taken in each window of a line (core/caps.ts), counted while the
  * caller holds the line's row lock, which every slot taker holds: one index
@@ -132,10 +136,7 @@ export async function capHit(c: Client, celularId: number, slot: SlotClaim, now:
   const counts = await rows<SlotCount>(
     c,
     `SELECT k.n, k.oldest FROM unnest($2::bigint[]) WITH ORDINALITY AS w(since, i)
-     CROSS JOIN LATERAL (
-       SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= $3::bigint THEN cupo_at END) AS oldest
-       FROM mensajes WHERE celular_id = $1 AND cupo_at > w.since
-     ) k ORDER BY w.i`,
+     CROSS JOIN LATERAL (${SLOT_COUNT_SQL('$1', 'w.since', '$3')}) k ORDER BY w.i`,
     [celularId, slot.windows.map((ms) => now - ms), now],
   );
   return slot.decide(counts);

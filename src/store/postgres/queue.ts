@@ -1,10 +1,10 @@
 import type { ClaimResult, QueueStore } from '../../core/ports/queue.js';
-import type { SlotClaim } from '../../core/caps.js';
+import type { SlotClaim, SlotCount } from '../../core/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import { row, type Db } from './db.js';
 import { slotOn } from '../../core/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
-import { capHit, COLS, colsOf, FIXED, type Fixed, lockCelular } from './messages.js';
+import { COLS, colsOf, SLOT_COUNT_SQL } from './messages.js';
 
 /**
  * The queue in PostgreSQL: the lines' heads, claims with their caps slot
@@ -62,17 +62,29 @@ export function queue(db: Db): QueueStore {
      */
     async claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
       return db.tx(async (c): Promise<ClaimResult> => {
-        const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
-        if (!f) return { ok: false, reason: 'taken' };
-        await lockCelular(c, f.celular_id);
-        const m = await row(
+        // The line's row lock first, found through the message's line (a column that never changes).
+        const line = await row(c, 'SELECT 1 FROM celulares WHERE id = (SELECT celular_id FROM mensajes WHERE msg_id = $1) FOR NO KEY UPDATE', [msgId]);
+        if (!line) return { ok: false, reason: 'taken' };
+        // Then the message, and the line's slots counted in the same statement: its snapshot is taken after the line's lock,
+        // so no other slot taker's commit is missing from the counts. Due too: a node whose head read is older than another
+        // node's retryLater must not skip the backoff.
+        const r = await row<{ counts: SlotCount[] | null }>(
           c,
-          // Due too: a node whose head read is older than another node's retryLater must not skip the backoff.
-          "SELECT 1 FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2) AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) FOR UPDATE",
-          [msgId, now],
+          `WITH m AS (
+             SELECT celular_id FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2)
+               AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) FOR UPDATE
+           )
+           SELECT (SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
+                   FROM unnest($3::bigint[]) WITH ORDINALITY AS w(since, i)
+                   CROSS JOIN LATERAL (${SLOT_COUNT_SQL('m.celular_id', 'w.since', '$2')}) k) AS counts
+           FROM m`,
+          [msgId, now, slot.windows.map((ms) => now - ms)],
         );
-        if (!m) return { ok: false, reason: 'taken' };
-        const hit = await capHit(c, f.celular_id, slot, now);
+        if (!r) return { ok: false, reason: 'taken' };
+        const hit =
+          slot.windows.length === 0
+            ? null
+            : slot.decide((r.counts ?? []).map((k) => ({ n: Number(k.n), oldest: k.oldest === null ? null : Number(k.oldest) })));
         if (hit) return { ok: false, reason: 'cap', ...hit };
         const taken = slotOn('claim', slot.holdUntil);
         await c.query(`UPDATE mensajes SET ${slotSet(taken, '$2')} WHERE msg_id = $1`, [msgId, slotTime(taken)]);
