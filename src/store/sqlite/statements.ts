@@ -70,9 +70,13 @@ const groups = new WeakMap<Database.Database, Pending[]>();
  * Group commit: writes asked for in the same turn of the event loop share one
  * transaction, and each caller's promise settles only after that COMMIT, so
  * "accepted" still means "on disk" while a burst pays for one commit instead
- * of one each. Every write runs in its own SAVEPOINT: one that throws is
- * rolled back alone and rejects alone. Each write still sees the ones before
- * it, so the checks inside (balances, caps, queue depth) stay exact.
+ * of one each. Each write still sees the ones before it, so the checks inside
+ * (balances, caps, queue depth) stay exact. Writes decide their refusals
+ * before writing, so they throw only on faults: the batch runs as plain
+ * statements, and only when one throws is it rolled back and run again with
+ * a SAVEPOINT around each write, so the one that throws is rolled back alone
+ * and rejects alone (a write is a closure over the database, so running it
+ * again after a rollback is the same write).
  */
 export function grouped<T>(db: Database.Database, fn: () => T): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -110,21 +114,9 @@ function commitBatch(db: Database.Database): void {
     for (const p of batch) p.reject(new Error('the database is closed'));
     return;
   }
-  const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+  let results: Outcome[];
   try {
-    stmt(db, 'BEGIN IMMEDIATE').run();
-    for (const p of batch) {
-      stmt(db, 'SAVEPOINT w').run();
-      try {
-        results.push({ ok: true, value: p.fn() });
-        stmt(db, 'RELEASE w').run();
-      } catch (error) {
-        stmt(db, 'ROLLBACK TO w').run();
-        stmt(db, 'RELEASE w').run();
-        results.push({ ok: false, error });
-      }
-    }
-    stmt(db, 'COMMIT').run();
+    results = runBatch(db, batch, false) ?? runBatch(db, batch, true)!;
   } catch (error) {
     if (db.inTransaction) stmt(db, 'ROLLBACK').run();
     const failed = writeFailed(db, error);
@@ -136,4 +128,40 @@ function commitBatch(db: Database.Database): void {
     if (r.ok) p.resolve(r.value);
     else p.reject(writeFailed(db, r.error));
   });
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/**
+ * One transaction over the batch, committed. Without savepoints, a write that
+ * throws rolls the whole batch back and answers null (run it again with
+ * them), unless it is the only write: then it alone fails.
+ */
+function runBatch(db: Database.Database, batch: Pending[], savepoints: boolean): Outcome[] | null {
+  const results: Outcome[] = [];
+  stmt(db, 'BEGIN IMMEDIATE').run();
+  for (const p of batch) {
+    if (!savepoints) {
+      try {
+        results.push({ ok: true, value: p.fn() });
+      } catch (error) {
+        // Some faults (a full disk) end the transaction by themselves.
+        if (db.inTransaction) stmt(db, 'ROLLBACK').run();
+        if (batch.length > 1) return null;
+        return [{ ok: false, error }];
+      }
+      continue;
+    }
+    stmt(db, 'SAVEPOINT w').run();
+    try {
+      results.push({ ok: true, value: p.fn() });
+      stmt(db, 'RELEASE w').run();
+    } catch (error) {
+      stmt(db, 'ROLLBACK TO w').run();
+      stmt(db, 'RELEASE w').run();
+      results.push({ ok: false, error });
+    }
+  }
+  stmt(db, 'COMMIT').run();
+  return results;
 }
