@@ -64,6 +64,7 @@ export interface ServeConfig {
   metricsCacheMs: number;
   inboxRetentionMs: number;
   inboxPurgeIntervalMs: number;
+  eventPruneIntervalMs: number;
   adminToken?: string;
   trustProxy: TrustProxy;
   authMaxFailures: number;
@@ -176,6 +177,7 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
     metricsCacheMs: v.metricsCacheMs,
     inboxRetentionMs: v.inboxRetentionMs,
     inboxPurgeIntervalMs: v.inboxPurgeIntervalMs,
+    eventPruneIntervalMs: v.eventPruneIntervalMs,
     adminToken: v.adminToken,
     trustProxy: v.trustProxy,
     authMaxFailures: v.authMaxFailures,

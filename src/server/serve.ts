@@ -61,6 +61,8 @@ export interface RunningServer {
   recovery: DirectRecovery;
   /** The inbox's retention: purges at start and periodically; `run()` is one pass now. */
   inbox: Retention;
+  /** The event log's retention (D-69), likewise: its own period, `eventPruneIntervalMs`. */
+  events: Retention;
   schemaVersion: number;
   /** Where the data lives, for the banner: the SQLite file, or the PostgreSQL URL without its password. */
   storeSource: string;
@@ -163,7 +165,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     const app = await parts.start(appPart(appOptions, log));
     // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).
     const recovery = await parts.start(recoveryPart(opts, core, { media, inFlight, shared: opened.store.caps.shared }, log));
-    const { inbox } = await parts.start(retentionPart(opts, core, log));
+    const { inbox, events } = await parts.start(retentionPart(opts, core, log));
     const metricsListener = opts.metricsListen ? await parts.start(metricsListenerPart(opts.metricsListen, metrics, log)) : null;
     const listening = await parts.start(listenerPart(app, opts.host, opts.port));
     const { http } = gw;
@@ -177,6 +179,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       health,
       recovery,
       inbox,
+      events,
       adminTokenSource: settings.admin.source,
       core,
       schemaVersion: opened.schemaVersion,

@@ -12,7 +12,7 @@ import { Db } from '../../src/store/postgres/db.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { checkCopy } from '../../src/store/postgres/import-check.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
-import { celular, openPg, pgSchema } from '../contract/adapters.js';
+import { celular, claimableAt, openPg, pgSchema } from '../contract/adapters.js';
 import { killAllServeChildren, startServeChild, stop } from '../helpers/serve-child.js';
 import { api } from '../helpers/server.js';
 import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
@@ -276,7 +276,7 @@ async function portView(store: Store, inst: Installation) {
     stats: await store.messageStats(inst.clienteA, inst.now, inst.now),
     webhooks: await Promise.all(clientes.map((c) => store.getWebhook(c.id))),
     entregas: await store.listEntregas(inst.clienteA, 500),
-    due: await store.dueEntregas(inst.clienteA, inst.now + 10 * 24 * 60 * MIN, 100),
+    due: await claimableAt(store, inst.clienteA, inst.now + 10 * 24 * 60 * MIN, 100),
     queues: await store.entregaQueues(),
     kv: [await store.kvList('sim'), await store.kvList('otro')],
     audit: await store.listAudit({ limit: 100 }),

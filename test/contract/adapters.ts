@@ -6,6 +6,7 @@ import { until } from '../helpers/poll.js';
 import { afterEach, beforeEach } from 'vitest';
 import type { NewCelular } from '../../src/core/ports/accounts.js';
 import type { NewMensaje } from '../../src/core/ports/messages.js';
+import type { EntregaRow } from '../../src/core/ports/model.js';
 import type { Store } from '../../src/core/ports/store.js';
 import { openPgStore } from '../../src/store/postgres/store.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
@@ -176,3 +177,21 @@ export function messages(clienteId: number, celularId: number): (modo?: 'cola' |
 /** A client (optionally capped at `max` lines), created at t=1000. */
 export const newCliente = (store: Store, max: number | null = null) =>
   store.createCliente({ nombre: 'A', email: 'a@x.mx', plan: 'medido', estado: 'activo', max_celulares: max, saldo_global: 0, key_hash: 'h' }, 1000);
+
+let probes = 0;
+
+/**
+ * A client's deliveries a claim at `now` takes (pending, due, not held by a
+ * claim in force), in the order the dispatcher gets them, given back at once:
+ * which deliveries are due when, read through the claim the product makes
+ * and leaving the outbox as it was.
+ */
+export async function claimableAt(store: Store, clienteId: number, now: number, limit = 100): Promise<EntregaRow[]> {
+  const claim = { id: `probe.${++probes}`, until: now + 1 };
+  const rows = await store.claimEntregas(clienteId, now, limit, claim);
+  await store.releaseEntregas(
+    rows.map((e) => e.id),
+    claim.id,
+  );
+  return rows;
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PARKED_PER_LINE, PARKED_TTL_MS } from '../../src/core/ledger.js';
-import { ADAPTERS, celular, storeEachTest } from './adapters.js';
+import { ADAPTERS, celular, claimableAt, storeEachTest } from './adapters.js';
 
 /**
  * Gateway receipts and incoming messages (migration 6): a receipt that beats
@@ -274,7 +274,7 @@ for (const adapter of ADAPTERS) {
       // With a webhook, an incoming message's delivery is due when it is recorded, whatever time the gateway gave it.
       await ctx.store.setWebhook({ cliente_id: l.clienteId, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 300);
       expect(await ctx.store.journalInbound({ ...ev('del futuro'), fecha: 9_000_000 }, 'sim:i:C', 300, rec('del futuro'))).toBe(true);
-      expect((await ctx.store.dueEntregas(l.clienteId, 300, 10)).map((e) => [JSON.parse(e.body).data.texto, e.proximo_intento_at])).toEqual([
+      expect((await claimableAt(ctx.store, l.clienteId, 300, 10)).map((e) => [JSON.parse(e.body).data.texto, e.proximo_intento_at])).toEqual([
         ['del futuro', 300],
       ]);
     });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ADAPTERS, celular, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
+import { ADAPTERS, celular, claimableAt, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 
 /** The event log: each change logs its event with it; the events a configuration wanted are its deliveries. */
 for (const adapter of ADAPTERS) {
@@ -47,14 +47,16 @@ for (const adapter of ADAPTERS) {
         ['session.status', 'connected', 7],
         ['message.status', 'error', 8],
       ]);
-      const due = await ctx.store.dueEntregas(c.id, 10, 10);
+      const due = await claimableAt(ctx.store, c.id, 10, 10);
       expect(due.map((e) => [e.evento, e.proximo_intento_at])).toEqual([
         ['message.status', 6],
         ['session.status', 7],
         ['message.status', 8],
       ]);
-      expect(await ctx.store.dueEntregas(c.id, 5, 10)).toEqual([]);
-      expect(await ctx.store.nextEntregaAt(c.id, 6)).toBe(7);
+      expect(await claimableAt(ctx.store, c.id, 5, 10)).toEqual([]);
+      // The next due time after 6 is 7: a claim at 6 takes the first alone, one at 7 the second too.
+      expect((await claimableAt(ctx.store, c.id, 6)).map((e) => e.proximo_intento_at)).toEqual([6]);
+      expect((await claimableAt(ctx.store, c.id, 7)).map((e) => e.proximo_intento_at)).toEqual([6, 7]);
       expect(await ctx.store.entregaQueues()).toEqual([{ cliente_id: c.id, next_at: 6 }]);
       // The delivery's id and body are the event's, the same bytes every time they are read.
       const logged = await ctx.store.eventsAfter(c.id, null, 100);
@@ -66,12 +68,12 @@ for (const adapter of ADAPTERS) {
         celular_id: cel.celular.id,
         data: { estado: 'enviado' },
       });
-      expect((await ctx.store.dueEntregas(c.id, 10, 10)).map((e) => e.body)).toEqual(due.map((e) => e.body));
+      expect((await claimableAt(ctx.store, c.id, 10, 10)).map((e) => e.body)).toEqual(due.map((e) => e.body));
       // Subscribed to one kind only: the other kind is logged, not delivered.
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['session.status'], activo: true }, 9);
       await ctx.store.receipt(cel.celular.id, 'G1', 'error', 10, 'y');
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 11, connected(11));
-      expect((await ctx.store.dueEntregas(c.id, 20, 10)).map((e) => e.proximo_intento_at)).toEqual([6, 7, 8, 11]);
+      expect((await claimableAt(ctx.store, c.id, 20, 10)).map((e) => e.proximo_intento_at)).toEqual([6, 7, 8, 11]);
     });
 
     it("reads a client's events after an id, in order, never another client's; an id of another shape reads from the start", async () => {
@@ -153,22 +155,24 @@ for (const adapter of ADAPTERS) {
         { cliente_id: c.id, next_at: 100 },
         { cliente_id: other.id, next_at: 150 },
       ]);
-      expect((await ctx.store.dueEntregas(c.id, 100, 10)).map((e) => e.id)).toEqual([e1]);
-      expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual([e1, e2]);
+      expect((await claimableAt(ctx.store, c.id, 100, 10)).map((e) => e.id)).toEqual([e1]);
+      expect((await claimableAt(ctx.store, c.id, 200, 10)).map((e) => e.id)).toEqual([e1, e2]);
 
       expect(await ctx.store.outboxDepth(120)).toEqual({ pending: 3, due: 2 });
       expect((await ctx.store.claimEntregas(c.id, 200, 1, { id: 'k1', until: 300 })).map((e) => e.id)).toEqual([e1]);
       await ctx.store.recordAttempt(e1, 'k1', { status: 500, duracion_ms: 12, error: 'HTTP 500' }, { estado: 'pendiente', proximo_intento_at: 5000 }, 200);
-      expect((await ctx.store.dueEntregas(c.id, 200, 10)).map((e) => e.id)).toEqual([e2]);
+      expect((await claimableAt(ctx.store, c.id, 200, 10)).map((e) => e.id)).toEqual([e2]);
       // Metrics: e1 waits for its retry; e2 and o1 are due.
       expect(await ctx.store.outboxDepth(200)).toEqual({ pending: 3, due: 2 });
       expect(await ctx.store.outboxDepth(5000)).toEqual({ pending: 3, due: 3 });
-      expect(await ctx.store.nextEntregaAt(c.id, 200)).toBe(5000);
+      // e1's retry is the next due time after 200: by 4999 nothing more is due, at 5000 e1 is.
+      expect((await claimableAt(ctx.store, c.id, 4999)).map((e) => e.id)).toEqual([e2]);
+      expect((await claimableAt(ctx.store, c.id, 5000)).map((e) => e.id)).toEqual([e2, e1]);
       expect((await ctx.store.claimEntregas(c.id, 205, 10, { id: 'k1', until: 300 })).map((e) => e.id)).toEqual([e2]);
       await ctx.store.recordAttempt(e2, 'k1', { status: 200, duracion_ms: 8, error: null }, { estado: 'entregado' }, 210);
       expect((await ctx.store.claimEntregas(c.id, 5000, 10, { id: 'k2', until: 6000 })).map((e) => e.id)).toEqual([e1]);
       await ctx.store.recordAttempt(e1, 'k2', { status: 410, duracion_ms: 9, error: 'HTTP 410' }, { estado: 'fallido' }, 5000);
-      expect(await ctx.store.dueEntregas(c.id, 10_000, 10)).toEqual([]);
+      expect(await claimableAt(ctx.store, c.id, 10_000, 10)).toEqual([]);
       expect(await ctx.store.outboxDepth(10_000)).toEqual({ pending: 1, due: 1 });
 
       const list = await ctx.store.listEntregas(c.id, 10);
@@ -187,7 +191,7 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.redeliver(other.id, e1, 6000)).toBe(false);
       expect(await ctx.store.redeliver(c.id, 'evt_nope', 6000)).toBe(false);
       expect(await ctx.store.redeliver(c.id, e1, 6000)).toBe(true);
-      expect((await ctx.store.dueEntregas(c.id, 6000, 10)).map((e) => [e.id, e.estado])).toEqual([[e1, 'pendiente']]);
+      expect((await claimableAt(ctx.store, c.id, 6000, 10)).map((e) => [e.id, e.estado])).toEqual([[e1, 'pendiente']]);
       // An event that was never a delivery cannot be redelivered.
       const plain = await ctx.store.logTestEvent(ev(c.id, 6000), false);
       expect(await ctx.store.redeliver(c.id, plain, 6001)).toBe(false);
@@ -218,10 +222,10 @@ for (const adapter of ADAPTERS) {
       expect(ids(await ctx.store.claimEntregas(c.id, 102, 2, { id: 'a', until: 1000 }))).toEqual(['e0', 'e1']);
       expect(ids(await ctx.store.claimEntregas(c.id, 102, 5, { id: 'b', until: 1000 }))).toEqual(['e2']);
       expect(await ctx.store.claimEntregas(c.id, 102, 5, { id: 'c', until: 1000 })).toEqual([]);
-      // A claim in force is when the delivery may next be taken; e3 falls due at 103.
-      expect(await ctx.store.nextEntregaAt(c.id, 102)).toBe(103);
+      // A claim in force is when the delivery may next be taken; e3 falls due at 103 (nothing was claimable at 102, above).
       expect(ids(await ctx.store.claimEntregas(c.id, 103, 5, { id: 'c', until: 1000 }))).toEqual(['e3']);
-      expect(await ctx.store.nextEntregaAt(c.id, 103)).toBe(1000);
+      // All four are held until 1000: nothing may be taken before (at 1000 all four are, below).
+      expect(await ctx.store.claimEntregas(c.id, 999, 5, { id: 'early', until: 2000 })).toEqual([]);
       // Only the holder records, and its record clears the claim: a retry is claimable at its time.
       expect(await ctx.store.recordAttempt(idOf('e0'), 'b', { status: 200, duracion_ms: 1, error: null }, { estado: 'entregado' }, 110)).toBe(false);
       expect(
@@ -395,7 +399,7 @@ for (const adapter of ADAPTERS) {
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2300, connected(2300));
       await ctx.settled();
       const [copy] = await ctx.store.takeEscuchaEvents('esc_1', 10, 2400);
-      expect((await ctx.store.dueEntregas(c.id, 2400, 10)).map((e) => e.id)).toEqual([copy!.id]);
+      expect((await claimableAt(ctx.store, c.id, 2400, 10)).map((e) => e.id)).toEqual([copy!.id]);
       // Many events, several handles taking at once: each event taken once, in order within each take, none lost.
       const handles = [ctx.store, await ctx.node(), await ctx.node()];
       for (let i = 0; i < 60; i++) await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2500 + i, connected(2500 + i));

@@ -57,8 +57,6 @@ export interface WebhooksStore {
   deleteWebhook(clienteId: number, now: number): Promise<boolean>;
   /** Puts back the configuration the last set or delete replaced; 'nada' when there is none. */
   restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'>;
-  /** A client's due deliveries (pendiente, proximo_intento_at <= now), in the order they fell due. */
-  dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]>;
   /**
    * Claims up to `limit` of a client's due deliveries for one holder, in one
    * statement: pending, due by `now`, and not claimed (or claimed until a
@@ -69,8 +67,6 @@ export interface WebhooksStore {
   claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]>;
   /** Gives back claimed deliveries that were not attempted (a stop abandons its attempts): due again at their own time, for anyone. */
   releaseEntregas(ids: string[], claimId: string): Promise<number>;
-  /** When a client's next pending delivery may be claimed after `after` (its due time, or the end of a claim on it); null when none. */
-  nextEntregaAt(clienteId: number, after: number): Promise<number | null>;
   /** Every client with pending deliveries and when its first falls due (the dispatcher starts from this). */
   entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>>;
   /**

@@ -45,11 +45,11 @@ export function recoveryPart(
 }
 
 /**
- * The retention passes, at start and periodically: the inbox's, and the
- * event log's (D-69): events older than EVENT_RETENTION_MS with nothing left
- * to deliver, every minute (or as often as the inbox, if that is sooner),
- * each pass until none is left: a busy log gains millions of rows between
- * two passes of the inbox's period.
+ * The retention passes, at start and periodically, each on its own period:
+ * the inbox's, and the event log's (D-69): events older than
+ * EVENT_RETENTION_MS with nothing left to deliver, each pass until none is
+ * left: a busy log gains millions of rows between two passes of the inbox's
+ * period.
  */
 export function retentionPart(opts: ServeConfig, core: Core, log: Log): Part<{ inbox: Retention; events: Retention }> {
   return {
@@ -62,7 +62,7 @@ export function retentionPart(opts: ServeConfig, core: Core, log: Log): Part<{ i
       });
       const events = new Retention(core, {
         retentionMs: EVENT_RETENTION_MS,
-        intervalMs: Math.min(opts.inboxPurgeIntervalMs, 60_000),
+        intervalMs: opts.eventPruneIntervalMs,
         batch: EVENT_PRUNE_BATCH,
         maxBatches: Infinity,
         purge: (before, limit) => core.store.pruneEvents(before, limit),

@@ -194,16 +194,6 @@ export function webhooks(db: Db): WebhooksStore {
     async deactivateWebhook(clienteId: number, now: number): Promise<void> {
       await db.q('UPDATE webhooks SET activo = false, updated_at = $2 WHERE cliente_id = $1', [clienteId, now]);
     },
-    /** A client's due deliveries, in the order they fell due (the partial index's order). */
-    async dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]> {
-      return entregas(
-        await db.q<EntregaLogRow>(
-          `SELECT ${ENTREGA_COLS} FROM eventos WHERE cliente_id = $1 AND entrega = 'pendiente' AND proximo_intento_at <= $2
-     ORDER BY proximo_intento_at, seq LIMIT $3`,
-          [clienteId, now, limit],
-        ),
-      );
-    },
     /**
      * Claims up to `limit` of a client's due deliveries that nobody holds (or
      * whose claim ran out: its holder died), oldest due first, in one statement.
@@ -240,20 +230,6 @@ export function webhooks(db: Db): WebhooksStore {
         claimId,
       ]);
       return r.length;
-    },
-    /**
-     * When a client's next pending delivery may be claimed after `after`: the
-     * next due time, or the end of a claim in force (a holder that dies leaves
-     * its delivery due at that end); null when neither.
-     */
-    async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
-      const r = await db.one<{ t: number | null }>(
-        `SELECT LEAST(
-       (SELECT MIN(proximo_intento_at) FROM eventos WHERE cliente_id = $1 AND entrega = 'pendiente' AND proximo_intento_at > $2),
-       (SELECT MIN(reclamo_hasta) FROM eventos WHERE cliente_id = $1 AND reclamo_hasta > $2)) AS t`,
-        [clienteId, after],
-      );
-      return r?.t ?? null;
     },
     async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
       return db.q("SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM eventos WHERE entrega = 'pendiente' GROUP BY cliente_id");

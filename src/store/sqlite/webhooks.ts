@@ -174,15 +174,6 @@ export function webhooks(db: DB): WebhooksStore {
         stmt(db, 'UPDATE webhooks SET activo = 0, updated_at = ? WHERE cliente_id = ?').run(now, clienteId);
       });
     },
-    /** A client's due deliveries, in the order they fell due (the index's order: no sort). */
-    async dueEntregas(clienteId: number, now: number, limit: number): Promise<EntregaRow[]> {
-      const rows = stmt(
-        db,
-        `SELECT ${ENTREGA_COLS} FROM eventos WHERE cliente_id = ? AND entrega = 'pendiente' AND proximo_intento_at <= ?
-     ORDER BY proximo_intento_at, seq LIMIT ?`,
-      ).all(clienteId, now, limit) as EntregaLogRow[];
-      return rows.map(entrega);
-    },
     /**
      * Claims up to `limit` of a client's due deliveries that nobody holds (or
      * whose claim ran out: its holder died), oldest due first, in one statement:
@@ -209,21 +200,6 @@ export function webhooks(db: DB): WebhooksStore {
         const release = stmt(db, 'UPDATE eventos SET reclamo = NULL, reclamo_hasta = NULL WHERE seq = ? AND reclamo = ?');
         return immediate(db, () => ids.reduce((n, id) => n + release.run(seqOf(id), claimId).changes, 0));
       });
-    },
-    /**
-     * When a client's next pending delivery may be claimed after `after`: the
-     * next due time, or the end of a claim in force (a holder that dies leaves
-     * its delivery due at that end); null when neither.
-     */
-    async nextEntregaAt(clienteId: number, after: number): Promise<number | null> {
-      const r = stmt(
-        db,
-        `SELECT MIN(t) AS t FROM (
-       SELECT MIN(proximo_intento_at) AS t FROM eventos WHERE cliente_id = @c AND entrega = 'pendiente' AND proximo_intento_at > @after
-       UNION ALL
-       SELECT MIN(reclamo_hasta) FROM eventos WHERE cliente_id = @c AND reclamo_hasta > @after)`,
-      ).get({ c: clienteId, after }) as { t: number | null };
-      return r.t;
     },
     /** Every client with pending deliveries, and when its first falls due. */
     async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
