@@ -538,13 +538,22 @@ export const PG_MIGRATIONS: Migration[] = [
       ALTER SEQUENCE eventos_log_seq_seq RENAME TO eventos_seq_seq;
       -- A client's events in log order: its stream, its listeners' copies, its deliveries' list.
       CREATE INDEX eventos_cliente ON eventos(cliente_id, xid, seq);
-      -- The deliveries to make, by due time; and the claims in force (for when a claimed one is due again).
+      -- The deliveries to make, by due time; and the claims in force (dropped by version 13).
       CREATE INDEX eventos_cola ON eventos(cliente_id, proximo_intento_at, seq) WHERE entrega = 'pendiente';
       CREATE INDEX eventos_reclamo ON eventos(cliente_id, reclamo_hasta) WHERE reclamo_hasta IS NOT NULL;
       -- A listener's cursor: the (xid, seq) of the last event it was given ((0, 0): none yet). Those
       -- live now start after everything above, all of this transaction.
       ALTER TABLE webhook_escuchas ADD COLUMN visto_xid xid8 NOT NULL DEFAULT '0', ADD COLUMN visto_seq BIGINT NOT NULL DEFAULT 0;
       UPDATE webhook_escuchas SET visto_xid = pg_current_xact_id(), visto_seq = (SELECT COALESCE(MAX(seq), 0) FROM eventos);
+    `,
+  },
+  {
+    version: 13,
+    name: "the event log's claims touch no index",
+    sql: `
+      -- Claims and their release go by seq, and nothing looks claims up by their end: without this
+      -- index a claim changes no indexed column, so PostgreSQL can update the row in place (HOT).
+      DROP INDEX IF EXISTS eventos_reclamo;
     `,
   },
 ];
