@@ -37,7 +37,7 @@ export const EXIT_TABLE: ReadonlyArray<{ code: number; meaning: string }> = [
     code: EXIT.REFUSED_NOW,
     meaning: 'refused now by state: line or client not active, outside the allowed hours, line cap (403 with api_codigo 301, 302, 303, 603)',
   },
-  { code: EXIT.REJECTED, meaning: 'message refused for good (422 with api_codigo 704); a retry never helps' },
+  { code: EXIT.REJECTED, meaning: 'message refused for good (502 with api_codigo 704); a retry never helps' },
   { code: EXIT.TIMEOUT, meaning: 'a watch or wait timed out' },
   { code: EXIT.INTERRUPTED, meaning: 'a prompt was cancelled' },
 ];
@@ -97,7 +97,7 @@ export function exitForStatus(status: number, apiCodigo?: number): number {
   if (status === 403) return apiCodigo !== undefined && REFUSED_NOW_CODES.has(apiCodigo) ? EXIT.REFUSED_NOW : EXIT.AUTH;
   if (status === 404) return EXIT.NOT_FOUND;
   if (status === 402) return EXIT.BALANCE;
-  if (status === 422 && apiCodigo === CODIGO_REJECTED) return EXIT.REJECTED;
+  if (apiCodigo === CODIGO_REJECTED) return EXIT.REJECTED;
   if (status === 429) return EXIT.RATE_LIMITED;
   if (status >= 500) return EXIT.SERVER;
   return EXIT.ERROR;

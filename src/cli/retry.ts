@@ -6,7 +6,7 @@ import { ApiError, CliError, CODIGO_REJECTED, CODIGO_UNCERTAIN, EXIT } from './e
  * What `send --retry N` tries again, and after how long. Only what can
  * succeed later: 429 (after retry_after, else backoff), 5xx, a lost
  * connection or a timeout, and a duplicate still in flight (409, api_codigo
- * 608). Never a refusal: other 4xx, 402, 403, 422/704; never a direct send
+ * 608). Never a refusal: other 4xx, 402, 403, 502/704; never a direct send
  * whose outcome is unknown (502/705: the key would only replay it, and a new
  * key could send it twice); never an answer the server replayed
  * (`Idempotent-Replayed: true`), which is final. A send outside the

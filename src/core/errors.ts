@@ -160,10 +160,10 @@ export const ERRORS = {
   },
   GATEWAY_REFUSED: {
     codigo: 704,
-    status: 422,
+    status: 502,
     texto: 'DESTINATARIO_RECHAZADO',
     meaning:
-      'A direct send the gateway refused for good (a number not on the network, a request it will never accept); the charge was refunded; sending it again will fail again.',
+      'A direct send the gateway refused for good (a number not on the network, a request it will never accept): a 5xx as the spec says for a network error, told apart from a transient 700 by this code; the charge was refunded; sending it again will fail again.',
   },
   GATEWAY_UNCERTAIN: {
     codigo: 705,

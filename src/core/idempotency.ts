@@ -107,7 +107,7 @@ export async function priorAnswer<Accepted, Result>(
     return { status: 200, body: how.render(how.sent(JSON.parse(row.body) as Accepted, m.gateway_msg_id)) };
   }
   // Ended in error with no answer kept, told by its class (core/failure-class.ts): refused for good says
-  // so (422/704), and so does a send that never reached the network, as when a crash stopped it (502/700); otherwise it may have gone (a crash mid-send, a failure whose
+  // so (502/704), and so does a send that never reached the network, as when a crash stopped it (502/700); otherwise it may have gone (a crash mid-send, a failure whose
   // answer was not kept), so the outcome is unknown (502/705). The key stays bound either way.
   const saldo = (await core.store.getCelular(m.celular_id))?.saldo_actual ?? null;
   const reason = m.error ?? 'unknown';

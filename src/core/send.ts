@@ -416,7 +416,7 @@ async function sendNow(
   } catch (err) {
     if (err instanceof AppError) throw err;
     const reason = err instanceof Error ? err.message : String(err);
-    // The recorded reason says a refusal for good, so a key whose answer was not kept is answered 422/704 again (core/idempotency.ts).
+    // The recorded reason says a refusal for good, so a key whose answer was not kept is answered 502/704 again (core/idempotency.ts).
     const clase = failureClase(err);
     const after = await core.store.failMensaje(msgId, clase === 'rechazado' ? `${REFUSED_FOR_GOOD}${reason}` : reason, clase, core.clock.now());
     if (after) publishMessageStatus(core, after, 'pendiente');
@@ -440,7 +440,7 @@ async function sendNow(
 
 /**
  * A direct send's gateway failure as its answer: rate-limited (429), refused
- * for good (422), outcome unknown (502/705: it may have gone), or failed
+ * for good (502/704), outcome unknown (502/705: it may have gone), or failed
  * before anything went out (502/700).
  */
 function gatewayRefusal(err: unknown, reason: string, msgId: string, saldo: number | null): AppError {

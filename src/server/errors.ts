@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { AppError, ERRORS, errorBody } from '../core/errors.js';
+import { AppError, ERRORS, type ErrorRow, errorBody } from '../core/errors.js';
 import { lingerOnClose } from './body/linger.js';
 
 /**
@@ -64,10 +64,17 @@ export function challenge(err: AppError): string {
   return `Bearer realm="pasarela"${err.extras.credentialRejected ? ', error="invalid_token"' : ''}`;
 }
 
+/**
+ * A direct send's gateway outcomes: answers, not faults of the server. The
+ * message's own log line records them (msg_id, line, reason); the error's
+ * text may quote the gateway's reason, which can name the recipient.
+ */
+const SEND_OUTCOMES: ReadonlySet<ErrorRow> = new Set([ERRORS.GATEWAY_ERROR, ERRORS.GATEWAY_REFUSED, ERRORS.GATEWAY_UNCERTAIN]);
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const appErr = toAppError(err);
-    if (appErr.status >= 500) req.log.error({ err }, 'request failed');
+    if (appErr.status >= 500 && !SEND_OUTCOMES.has(appErr.row)) req.log.error({ err }, 'request failed');
     if (appErr.extras.retryAfter !== undefined) reply.header('Retry-After', String(appErr.extras.retryAfter));
     if (appErr.row === ERRORS.UNAUTHORIZED && !appErr.extras.notBearer) reply.header('WWW-Authenticate', challenge(appErr));
     // Refused before its body was read to the end: answer and close rather than read the rest.

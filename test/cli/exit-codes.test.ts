@@ -34,7 +34,7 @@ describe('0: help and version', () => {
     expect(help.stdout).toContain('Usage: pasarela');
     expect(help.stdout).toContain('Exit codes:');
     expect(help.stdout).toMatch(/^ +9 {2}refused now by state.*301, 302, 303, 603/m);
-    expect(help.stdout).toMatch(/^ +10 {2}message refused for good \(422 with api_codigo 704\)/m);
+    expect(help.stdout).toMatch(/^ +10 {2}message refused for good \(502 with api_codigo 704\)/m);
     expect(help.stdout).toMatch(/^ +11 {2}a watch or wait timed out/m);
     expect(version.exitCode).toBe(0);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -151,12 +151,13 @@ describe('9: refused now by the state of the line or the account (403 with api_c
     expect(r.exitCode, r.stderr).toBe(9);
   });
 
-  it('the table: 403 is 3 unless its api_codigo says "not now"; 422 is 10 only with 704; 409 stays 1', () => {
+  it('the table: 403 is 3 unless its api_codigo says "not now"; 704 is 10 (502 now, 422 from an older server); 409 stays 1', () => {
     expect([301, 302, 303, 603].map((c) => exitForStatus(403, c))).toEqual([9, 9, 9, 9]);
     expect([201, undefined, 999].map((c) => exitForStatus(403, c))).toEqual([3, 3, 3]);
-    expect([exitForStatus(401, 200), exitForStatus(422, 704), exitForStatus(422, 100), exitForStatus(409, 607), exitForStatus(409, 608)]).toEqual([
+    expect([exitForStatus(401, 200), exitForStatus(502, 704), exitForStatus(422, 100), exitForStatus(409, 607), exitForStatus(409, 608)]).toEqual([
       3, 10, 1, 1, 1,
     ]);
+    expect([exitForStatus(422, 704), exitForStatus(502, 700), exitForStatus(502, 705)]).toEqual([10, 7, 7]);
   });
 });
 

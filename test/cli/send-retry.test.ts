@@ -117,9 +117,9 @@ describe('--retry: only what can succeed later, always under the same key', () =
     expect(r.stderr).toContain('retry 4/4 in 1 s');
   });
 
-  it('never a refusal: 422/704 exits 10, 402 exits 5, 403 exits 3, 409/607 and 400 exit 1, each after one request', async () => {
+  it('never a refusal: 502/704 exits 10, 402 exits 5, 403 exits 3, 409/607 and 400 exit 1, each after one request', async () => {
     const cases: Array<[Answer, number]> = [
-      [refusal(422, 704, 'the recipient cannot receive messages'), 10],
+      [refusal(502, 704, 'the recipient cannot receive messages'), 10],
       [refusal(402, 300, 'insufficient balance'), 5],
       [refusal(403, 201, 'a celular key may not do this'), 3],
       [refusal(409, 607, 'this Idempotency-Key was used for a different request'), 1],

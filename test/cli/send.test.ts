@@ -120,7 +120,7 @@ describe('send against the real server: retries, refusals, the line of a client 
   });
 
   // Needs the idem branch: until it lands, the server answers 502/700 here (exit 7 after the retries).
-  it('[needs idem: 422/704] a permanent refusal (sim fail) is never retried: exit 10 at once', async () => {
+  it('[needs idem: 502/704] a permanent refusal (sim fail) is never retried: exit 10 at once', async () => {
     const l = await linkedLine(s, { numero: '5215520000006' });
     const numero = '5215587654321';
     expect((await cli.run(['sim', 'fail', numero, '--motivo', 'no existe'], { env: { PASARELA_ADMIN_TOKEN: s.adminToken } })).exitCode).toBe(0);

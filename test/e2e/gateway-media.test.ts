@@ -147,7 +147,7 @@ describe.each(NETWORKS)('media URLs on %s', (_name, make) => {
       const before = net.received!().length;
       const start = await credit();
       const d = await post('/api/mensaje_enviar_imagen.php', { url: `${media.base}/grows.png`, directo: 1 });
-      expectError(d, 422, 704);
+      expectError(d, 502, 704);
       expect(d.body.error).toMatch(/media URL file too large: over 5 MB; the maximum for imagen is 5 MB .*refunded/);
       const q = await post('/api/mensaje_enviar_imagen.php', { url: `${media.base}/grows.png?cola`, caption: 'otra' });
       expectOk(q);

@@ -27,7 +27,7 @@ import { until } from '../helpers/poll.js';
  * before acceptance bind nothing; a direct send that provably never went out
  * frees its key, every other outcome keeps it; 24 h on the injected clock
  * free it too; the binding survives a restart; and the same on PostgreSQL.
- * Also the permanent refusal's own answer: 422 api_codigo 704.
+ * Also the permanent refusal's own answer: 502 api_codigo 704.
  */
 
 const IMAGE_B64 = '/api/mensaje_enviar_imagen_base64.php';
@@ -291,25 +291,25 @@ describe('retries of what never went out are not duplicates', () => {
     expect(ok.body).toMatchObject({ estado: 'enviado', anti_dupe: { count: 1 } });
   });
 
-  it('a number refused for good, sent again and again: 422 each time, never 306; another message passes', async () => {
+  it('a number refused for good, sent again and again: 502/704 each time, never 306; another message passes', async () => {
     const L = await linkedLine(s, { saldo: 10 });
     const dead = numeroNuevo();
     await admin(s, 'POST', '/admin/sim/fail', { numero: dead });
     const body = { destinatario: dead, mensaje: uniqueText(), directo: 1 };
-    for (let i = 0; i < 5; i++) expectError(await send(s, L, TEXT, body), 422, 704);
+    for (let i = 0; i < 5; i++) expectError(await send(s, L, TEXT, body), 502, 704);
     expectFresh(await send(s, L, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText(), directo: 1 }));
   });
 });
 
 describe('a direct send that may have gone, or will be refused again, keeps its key', () => {
-  it('refused for good: 422 api_codigo 704, refunded; the repeat gets the same 422 and nothing reaches the gateway', async () => {
+  it('refused for good: 502 api_codigo 704, refunded; the repeat gets the same 502/704 and nothing reaches the gateway', async () => {
     const L = await linkedLine(s, { saldo: 5 });
     const dead = numeroNuevo();
     expect((await admin(s, 'POST', '/admin/sim/fail', { numero: dead, motivo: 'no existe en la red' })).status).toBe(200);
     const key = newKey();
     const body = { destinatario: dead, mensaje: uniqueText(), directo: 1 };
     const first = await keyed(s, L, TEXT, key, body);
-    expectError(first, 422, 704);
+    expectError(first, 502, 704);
     expect(first.body).toMatchObject({ api_texto: 'DESTINATARIO_RECHAZADO', saldo: 0 });
     expect(first.body.error).toMatch(/no existe en la red.*refunded.*fail again/);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
@@ -459,10 +459,10 @@ describe("an answer lost mid-send (a crash, a failed write) is the message's", (
   it.each([
     ['outcome unknown (a crash mid-send)', REASON_UNKNOWN, 'incierto', 502, 705],
     ['stopped before the network', REASON_NOT_SENT, 'no_enviado', 502, 700],
-    ['refused for good', 'refused for good: 5215500000001 is not on WhatsApp', 'rechazado', 422, 704],
+    ['refused for good', 'refused for good: 5215500000001 is not on WhatsApp', 'rechazado', 502, 704],
     // The class decides, never the wording.
     ['unknown, whatever its text says', 'refused for good? not sent? who knows', 'incierto', 502, 705],
-    ['refused for good in other words', 'el número no existe', 'rechazado', 422, 704],
+    ['refused for good in other words', 'el número no existe', 'rechazado', 502, 704],
   ] as const)(
     'one that ended in error with no answer kept stays bound: %s is answered %s/%s naming it, nothing sent again',
     async (_what, reason, clase, status, codigo) => {
@@ -486,18 +486,18 @@ describe("an answer lost mid-send (a crash, a failed write) is the message's", (
     },
   );
 
-  it('a direct send refused for good records it in its reason, so a lost answer is rebuilt as the same 422/704', async () => {
+  it('a direct send refused for good records it in its reason, so a lost answer is rebuilt as the same 502/704', async () => {
     const L = await linkedLine(s, { saldo: 5 });
     const dead = numeroNuevo();
     expect((await admin(s, 'POST', '/admin/sim/fail', { numero: dead, motivo: 'no existe en la red' })).status).toBe(200);
     const key = newKey();
     const body = { destinatario: dead, mensaje: uniqueText(), directo: 1 };
-    expectError(await keyed(s, L, TEXT, key, body), 422, 704);
+    expectError(await keyed(s, L, TEXT, key, body), 502, 704);
     const [m] = await historial(s, L);
     expect(m).toMatchObject({ estado: 'error', error: 'refused for good: no existe en la red', error_clase: 'rechazado' });
     (s.core.store as SqliteStore).db.prepare('UPDATE idempotencia SET status = NULL WHERE cliente_id = ? AND clave = ?').run(L.clienteId, key);
     const r = await keyed(s, L, TEXT, key, body);
-    expectError(r, 422, 704);
+    expectError(r, 502, 704);
     expect(r.body.error).toMatch(/refused for good: no existe en la red.*fail again/);
     expect(await historial(s, L)).toHaveLength(1);
   });
@@ -612,13 +612,13 @@ describeWith(postgres, 'idempotent sends on PostgreSQL', () => {
     expect(await historial(a, L)).toHaveLength(3);
     expect((await saldos(a, L)).global).toBe(17);
 
-    // A direct send refused for good keeps its 422 on every node.
+    // A direct send refused for good keeps its 502/704 on every node.
     const dead = numeroNuevo();
     await admin(a, 'POST', '/admin/sim/fail', { numero: dead });
     const dk = newKey();
     const deadBody = { destinatario: dead, mensaje: uniqueText(), directo: 1 };
     const refused = await keyed(a, L, TEXT, dk, deadBody);
-    expectError(refused, 422, 704);
+    expectError(refused, 502, 704);
     expectReplay(await keyed(b, L, TEXT, dk, deadBody), refused);
 
     // A node started again answers the same; 24 h later the key sends anew.

@@ -57,7 +57,7 @@ describe('over HTTP, on the system clock (webhook retries after 20 ms)', () => {
     const texto = uniqueText('secreto del mensaje');
     expectOk(await admin(s, 'POST', '/admin/sim/fail', { numero: dead, motivo: `el numero ${dead} no existe` }));
     const r = await send(s, L, TEXT, { destinatario: dead, mensaje: texto, directo: 1 });
-    expectError(r, 422, 704);
+    expectError(r, 502, 704);
     const msgId = /msg_id ([0-9a-f-]{36})/.exec(r.body.error)![1]!;
     await until(() => events(s, 'message.error').some((e) => e.msg_id === msgId), { what: 'the message error line' });
     const line = events(s, 'message.error').find((e) => e.msg_id === msgId)!;

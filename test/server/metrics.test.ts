@@ -134,11 +134,11 @@ describe('GET /metrics on one SQLite node', () => {
     const image = await send(s, line, '/api/mensaje_enviar_imagen_base64.php', { destinatario: numeroNuevo(), imageBase64: b64(PNG), directo: 1 });
     expect(image.status, image.text).toBe(200);
     ids.push(image.body.msg_id);
-    // Refused for good by the network: 422, a send finished in error.
+    // Refused for good by the network: 502/704, a send finished in error.
     const refused = numeroNuevo();
     expect((await admin(s, 'POST', '/admin/sim/fail', { numero: refused, motivo: 'not on the network' })).status).toBe(200);
     const failed = await send(s, line, TEXT, { destinatario: refused, mensaje: uniqueText('falla'), directo: 1 });
-    expect(failed.status, failed.text).toBe(422);
+    expect(failed.status, failed.text).toBe(502);
     expect((await api(s.url, 'GET', '/no/such/route')).status).toBe(404);
     for (const id of ids) await waitEstado(s, id, 'leido', 15_000);
     // Every message.status event of the client delivered (5 accepted, 4 sent, 1 failed, 4 delivered, 4 read), and recorded.
@@ -173,7 +173,7 @@ describe('GET /metrics on one SQLite node', () => {
     expect(d('pasarela_gateway_call_duration_seconds_count', { operation: 'send' })).toBe(5);
 
     expect(d(HTTP_COUNT, { route: TEXT, method: 'POST', status: '200' })).toBe(3);
-    expect(d(HTTP_COUNT, { route: TEXT, method: 'POST', status: '422' })).toBe(1);
+    expect(d(HTTP_COUNT, { route: TEXT, method: 'POST', status: '502' })).toBe(1);
     expect(d(HTTP_COUNT, { route: '/api/mensaje_enviar_imagen_base64.php', method: 'POST', status: '200' })).toBe(1);
     expect(d(HTTP_COUNT, { route: 'unmatched', method: 'GET', status: '404' })).toBe(1);
     // The raw path of a 404 never becomes a label.

@@ -185,7 +185,7 @@ describe('order, independence and events (gap 0)', () => {
     const dead = '525500005555';
     await admin(s, 'POST', '/admin/sim/fail', { numero: dead, motivo: 'numero inexistente' });
     const r = await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText(), directo: 1 });
-    expectError(r, 422, 704);
+    expectError(r, 502, 704);
     const id = /msg_id ([0-9a-f-]{36})/.exec(r.body.error)![1]!;
     expect(of(id).map((e) => [e.estado_anterior, e.estado, e.error, e.error_clase])).toEqual([
       [null, 'pendiente', null, null],

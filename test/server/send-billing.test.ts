@@ -71,14 +71,14 @@ describe('metered plan', () => {
     expect(r.body.anti_dupe.count).toBe(1);
   });
 
-  it('a direct send the gateway refuses for good: 422 api_codigo 704, recorded as error, the charge refunded (celular and global)', async () => {
+  it('a direct send the gateway refuses for good: 502 api_codigo 704, recorded as error, the charge refunded (celular and global)', async () => {
     const L = await linkedLine(s, { saldo: 1 });
     await celularCredit(L, 1);
     const dead = '525500002222';
     expect((await admin(s, 'POST', '/admin/sim/fail', { numero: dead, motivo: 'no existe en la red' })).status).toBe(200);
 
     const r = await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText(), directo: 1 });
-    expectError(r, 422, 704);
+    expectError(r, 502, 704);
     expect(r.body.api_texto).toBe('DESTINATARIO_RECHAZADO');
     expect(r.body.error).toMatch(/no existe en la red/);
     expect(r.body.saldo).toBe(1);
@@ -92,7 +92,7 @@ describe('metered plan', () => {
     // Now paid from the global balance (celular emptied by a good send first).
     expectOk(await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { modo: 'directo' });
     expect(await saldos(s, L)).toMatchObject({ global: 1, celular: 0 });
-    expectError(await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText(), directo: 1 }), 422, 704);
+    expectError(await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText(), directo: 1 }), 502, 704);
     expect(await saldos(s, L)).toMatchObject({ global: 1, celular: 0 });
 
     const h = await api(s.url, 'GET', '/api/historial_listar.php?estado=error', { key: L.celularKey });
@@ -111,7 +111,7 @@ describe('metered plan', () => {
     const q = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
     expectOk(q, { modo: 'cola' });
     await waitEstado(s, q.body.msg_id, ['enviado', 'entregado', 'leido']);
-    expectError(await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText(), directo: 1 }), 422, 704);
+    expectError(await send(s, L, TEXT, { destinatario: dead, mensaje: uniqueText(), directo: 1 }), 502, 704);
     const after = await info(L);
     expect(after.cliente.consumo_mes_actual).toBe(2);
     expect(after.mensajes_30d).toBeGreaterThanOrEqual(2);

@@ -353,7 +353,7 @@ describe('temp files of base64 sends', () => {
     const dead = '525500001111';
     expect((await admin(s, 'POST', '/admin/sim/fail', { numero: dead })).status).toBe(200);
     const d = await send(s, L, '/api/mensaje_enviar_audio_base64.php', { destinatario: dead, audioBase64: b64(MP3), directo: 1 });
-    expectError(d, 422, 704);
+    expectError(d, 502, 704);
     expect(tmpFiles()).toEqual([]);
     const q = await send(s, L, '/api/mensaje_enviar_video_base64.php', { destinatario: dead, videoBase64: b64(MP4) });
     expectOk(q, { modo: 'cola', count: 1 });

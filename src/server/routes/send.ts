@@ -86,8 +86,9 @@ const idemResponses = {
       'api_codigo 607 IDEMPOTENCIA_CONFLICTO: the Idempotency-Key was used for a different request; 608 IDEMPOTENCIA_EN_CURSO: a request with this key is still being processed (retry_after)',
     $ref: 'Error#',
   },
-  422: {
-    description: 'api_codigo 704 DESTINATARIO_RECHAZADO: a direct send the gateway refused for good (refunded); sending it again will fail again',
+  502: {
+    description:
+      'api_codigo 704 DESTINATARIO_RECHAZADO: a direct send the gateway refused for good (refunded); sending it again will fail again. 700 ERROR_DE_GATEWAY: nothing was sent (refunded), it may succeed later. 705 RESULTADO_INCIERTO: the outcome is unknown (refunded); a repeat under the same key replays it',
     headers: replayedHeader,
     $ref: 'Error#',
   },
