@@ -40,7 +40,7 @@ __pasarela_values() {
 
 _pasarela() {
   local -A subs=(
-    ['_']='serve migrate login logout config info saldo celular send admin sim historial recibidos webhook completion'
+    ['_']='serve migrate login logout config info saldo celular send mensaje admin sim historial recibidos webhook completion'
     ['_ serve']=''
     ['_ migrate']=''
     ['_ login']=''
@@ -71,6 +71,7 @@ _pasarela() {
     ['_ send audio']=''
     ['_ send video']=''
     ['_ send sticker']=''
+    ['_ mensaje']=''
     ['_ admin']='client balance celular gateway audit backup'
     ['_ admin client']='create list show edit rotate-key'
     ['_ admin client create']=''
@@ -141,6 +142,7 @@ _pasarela() {
     ['_ send audio']='--directo --celular --retry --idempotency-key --wait-window --ptt'
     ['_ send video']='--directo --celular --retry --idempotency-key --wait-window --caption'
     ['_ send sticker']='--directo --celular --retry --idempotency-key --wait-window'
+    ['_ mensaje']=''
     ['_ admin']='--admin-token --data-dir'
     ['_ admin client']=''
     ['_ admin client create']='--nombre --email --plan --max-celulares --saldo'
@@ -332,6 +334,7 @@ _pasarela() {
     ['_ send audio']='- f'
     ['_ send video']='- f'
     ['_ send sticker']='- f'
+    ['_ mensaje']='-'
     ['_ admin client show']='-'
     ['_ admin client edit']='-'
     ['_ admin client rotate-key']='-'

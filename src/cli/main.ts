@@ -9,6 +9,7 @@ import { addExamples } from './help-examples.js';
 import { registerConfig } from './commands/config.js';
 import { registerHistorial } from './commands/historial.js';
 import { registerLogin } from './commands/login.js';
+import { registerMensaje } from './commands/mensaje.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerRecibidos } from './commands/recibidos.js';
 import { registerSend } from './commands/send.js';
@@ -67,6 +68,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv, deps: CliDeps = {})
   registerAccount(program, ctxOf);
   registerCelular(program, ctxOf);
   registerSend(program, ctxOf);
+  registerMensaje(program, ctxOf);
   registerAdmin(program, ctxOf);
   registerSim(program, ctxOf);
   registerHistorial(program, ctxOf);

@@ -32,6 +32,7 @@ export const API = {
   mensajeSticker: '/api/mensaje_enviar_sticker.php',
   mensajeStickerBase64: '/api/mensaje_enviar_sticker_base64.php',
   historial: '/api/historial_listar.php',
+  mensaje: '/api/mensaje.php',
   recibidos: '/api/recibidos_listar.php',
   webhook: '/api/webhook.php',
   webhookConfigurar: '/api/webhook_configurar.php',

@@ -133,6 +133,12 @@ export const ERRORS = {
     texto: 'ESCUCHA_NO_ENCONTRADA',
     meaning: 'No live webhook listener with that id for this client: it was removed, or its lease expired (register it again).',
   },
+  MENSAJE_NOT_FOUND: {
+    codigo: 611,
+    status: 404,
+    texto: 'MENSAJE_NO_ENCONTRADO',
+    meaning: "No message with that msg_id for this credential (unknown, or another client's).",
+  },
   LISTENER_CAP: {
     codigo: 610,
     status: 409,

@@ -191,6 +191,16 @@ it('serves every per-request and per-message path with an index, on a store with
     expect((await api(s.url, 'GET', `/api/historial_listar.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
   }
   await api(s.url, 'GET', '/api/historial_listar.php', { key: a.celularKey });
+  // One message by id in each scope: the client's key, the line's key, another client's (404), an unknown id (404).
+  // (A sibling line's key is refused after the same read.)
+  for (const [key, id, status] of [
+    [a.clientKey, sent[0]!, 200],
+    [a.celularKey, sent[0]!, 200],
+    [b.clientKey, sent[0]!, 404],
+    [a.clientKey, '01a21b3d-2a89-7ea1-83be-22d9f67523ae', 404],
+  ] as const) {
+    expect((await api(s.url, 'GET', `/api/mensaje.php?msg_id=${id}`, { key })).status).toBe(status);
+  }
   // Inbox pages with each filter and combination, and the retention's purge.
   const de = '&remitente=525520000007';
   for (const q of [

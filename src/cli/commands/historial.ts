@@ -9,7 +9,7 @@ import { truncateWidth } from '../terminal-text.js';
 import { phone } from '../parse.js';
 
 /** One record of GET /api/historial_listar.php (docs/design.md §8). */
-interface Mensaje {
+export interface Mensaje {
   msg_id: string;
   celular_id: number;
   destinatario: string;

@@ -3,9 +3,10 @@ import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
 import { ERROR_CLASES } from '../../core/ports/model.js';
 import { ESTADOS, listHistorial, MENSAJE_FIELDS } from '../../core/historial.js';
+import { mensajeById } from '../../core/mensaje.js';
 import { FIELD_LIMITS } from '../../core/limits.js';
 import { clientAuth, principal, success } from '../http.js';
-import { errorResponses, listingQuerystring, listingResponse, strOrNull, ts, tsOrNull } from '../schemas/common.js';
+import { errorResponses, keyQuery, listingQuerystring, listingResponse, okResponse, strOrNull, ts, tsOrNull } from '../schemas/common.js';
 import { StringEnum, Type, typed } from '../schemas/typed.js';
 
 /** One history record (docs/design.md §8). Only these fields leave the server. */
@@ -49,7 +50,7 @@ const mensajeSchema = {
   additionalProperties: false,
 } as const;
 
-/** GET /api/historial_listar.php: the message history, newest first. */
+/** GET /api/historial_listar.php: the message history, newest first; GET /api/mensaje.php: one message by id. */
 export default async function historialRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
   const app = typed(fastify);
   app.get(API.historial, {
@@ -72,6 +73,32 @@ export default async function historialRoutes(fastify: FastifyInstance, { core }
       const p = principal(req);
       const { key: _k, ...q } = req.query;
       return success(await listHistorial(core, p, q), { saldo: p.kind === 'celular' ? p.celular.saldo_actual : null });
+    },
+  });
+
+  app.get(API.mensaje, {
+    preValidation: clientAuth(core),
+    schema: {
+      operationId: 'verMensaje',
+      tags: ['historial'],
+      summary: 'One message by its msg_id',
+      description:
+        'The message as the history lists it, by the msg_id its send answered: what became of it (estado, error, error_clase, times). ' +
+        "A client key reads any of its lines' messages, a celular key its own line's (another line of the client: 403); " +
+        "an unknown id or another client's: 404 (api_codigo 611).",
+      security: [{ bearer: [] }],
+      querystring: Type.Object({
+        msg_id: Type.String({ minLength: 1, maxLength: 64, description: 'the msg_id a send answered' }),
+        key: Type.Optional(keyQuery),
+      }),
+      response: {
+        200: okResponse({ mensaje: mensajeSchema }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req) => {
+      const p = principal(req);
+      return success({ mensaje: await mensajeById(core, p, req.query.msg_id) }, { saldo: p.kind === 'celular' ? p.celular.saldo_actual : null });
     },
   });
 }

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
+import { link, linkedLine, send, waitEstado, type Line } from './send-helpers.js';
+
+/**
+ * GET /api/mensaje.php over real HTTP: one message by the msg_id its send
+ * answered, in the credential's scope (docs/design.md §10).
+ */
+const PATH = '/api/mensaje.php';
+const TEXT = '/api/mensaje_enviar_texto.php';
+
+describe('GET /api/mensaje.php', () => {
+  let s: TestServer;
+  let a: Line;
+  let other: Line;
+  let sibling: Line;
+
+  beforeAll(async () => {
+    s = await startTestServer({ queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 5, simReadMs: 10 });
+    a = await linkedLine(s, { saldo: 20 });
+    other = await linkedLine(s);
+    const sib = await api(s.url, 'POST', '/api/celular_crear.php', { key: a.clientKey, json: { numero: numeroNuevo() } });
+    expect(sib.status, sib.text).toBe(201);
+    sibling = { ...a, celularId: sib.body.celular_id, celularKey: sib.body.api_key, gatewayToken: sib.body.gateway_token, numero: sib.body.celular.numero };
+    await link(s, sibling);
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  const get = (key: string, msgId: string) => api(s.url, 'GET', `${PATH}?msg_id=${encodeURIComponent(msgId)}`, { key });
+
+  it('answers the record the history lists, as it moves on to leido', async () => {
+    const r = await send(s, a, TEXT, { destinatario: numeroNuevo(), mensaje: 'hola por id' });
+    expect(r.status, r.text).toBe(200);
+    const id = r.body.msg_id as string;
+    const first = await get(a.clientKey, id);
+    expectOk(first);
+    expect(first.body.mensaje).toMatchObject({ msg_id: id, celular_id: a.celularId, tipo: 'texto', modo: 'cola', texto: 'hola por id' });
+    await waitEstado(s, id, 'leido');
+    const read = await get(a.clientKey, id);
+    expect(read.body.mensaje).toMatchObject({ estado: 'leido', error: null, error_clase: null });
+    expect(read.body.mensaje.leido_at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    // The same record, field for field, as its history page.
+    const page = await api(s.url, 'GET', `/api/historial_listar.php?celular_id=${a.celularId}&por_pagina=500`, { key: a.clientKey });
+    expect(page.body.mensajes.find((m: { msg_id: string }) => m.msg_id === id)).toEqual(read.body.mensaje);
+    // The line's own key reads it too, with the line's balance.
+    const own = await get(a.celularKey, id);
+    expectOk(own);
+    expect(own.body.mensaje.msg_id).toBe(id);
+    expect(own.body.saldo).toBeTypeOf('number');
+  });
+
+  it('a message that ended in error says why, with its class', async () => {
+    const dead = numeroNuevo();
+    expectOk(await api(s.url, 'POST', '/admin/sim/fail', { key: s.adminToken, json: { numero: dead, motivo: 'not on the network' } }));
+    const r = await send(s, a, TEXT, { destinatario: dead, mensaje: 'nunca', directo: 1 });
+    expectError(r, 502, 704);
+    const id = /msg_id ([0-9a-f-]{36})/.exec(r.body.error)![1]!;
+    const m = await get(a.clientKey, id);
+    expectOk(m);
+    expect(m.body.mensaje).toMatchObject({ estado: 'error', error_clase: 'rechazado', modo: 'directo' });
+    expect(m.body.mensaje.error).toContain('not on the network');
+  });
+
+  it("scopes: a sibling line's key 403; another client's message and an unknown id 404 alike; a bad id 400", async () => {
+    const r = await send(s, a, TEXT, { destinatario: numeroNuevo(), mensaje: 'alcance' });
+    const id = r.body.msg_id as string;
+    expectError(await get(sibling.celularKey, id), 403, 201);
+    // Another client cannot learn that the id exists: the same answer as an id never issued.
+    const foreign = await get(other.clientKey, id);
+    expectError(foreign, 404, 611);
+    const unknown = await get(a.clientKey, '01a21b3d-2a89-7ea1-83be-22d9f67523ae');
+    expectError(unknown, 404, 611);
+    expect(foreign.body.error.replace(id, 'X')).toBe(unknown.body.error.replace('01a21b3d-2a89-7ea1-83be-22d9f67523ae', 'X'));
+    expectError(await api(s.url, 'GET', PATH, { key: a.clientKey }), 400);
+    expectError(await get(a.clientKey, 'x'.repeat(65)), 400);
+    expectError(await get('WA_999_nope', id), 401);
+    // The sibling's own messages are its to read.
+    const mine = await api(s.url, 'POST', TEXT, {
+      key: a.clientKey,
+      json: { destinatario: numeroNuevo(), mensaje: 'del hermano', celular_id: sibling.celularId },
+    });
+    expect(mine.status, mine.text).toBe(200);
+    expectOk(await get(sibling.celularKey, mine.body.msg_id));
+  });
+});
