@@ -339,8 +339,8 @@ complete -c pasarela -n '__pasarela_under "sim fail"' -l clear -d 'remove the ru
 complete -c pasarela -n '__pasarela_is "historial"' -f
 complete -c pasarela -n '__pasarela_under "historial"' -l celular -r -f -d 'only this line (a celular key sees its own line only)'
 complete -c pasarela -n '__pasarela_under "historial"' -l estado -r -f -a 'enviado entregado leido error pendiente' -d 'only messages in this state'
-complete -c pasarela -n '__pasarela_under "historial"' -l desde -r -f -d 'from this day (included)'
-complete -c pasarela -n '__pasarela_under "historial"' -l hasta -r -f -d 'up to this day (included)'
+complete -c pasarela -n '__pasarela_under "historial"' -l desde -r -f -d 'from this day (YYYY-MM-DD, server\'s zone) or RFC 3339 instant (2026-11-26T10:00:00Z), included'
+complete -c pasarela -n '__pasarela_under "historial"' -l hasta -r -f -d 'up to this day (included) or RFC 3339 instant (excluded)'
 complete -c pasarela -n '__pasarela_under "historial"' -l destinatario -r -f -d 'only messages to this number'
 complete -c pasarela -n '__pasarela_under "historial"' -l page -r -f -d 'page to show (default 1)'
 complete -c pasarela -n '__pasarela_under "historial"' -l por-pagina -r -f -d 'records per page, 1-500 (default 50)'
@@ -348,8 +348,8 @@ complete -c pasarela -n '__pasarela_under "historial"' -l all -d 'every page, fr
 complete -c pasarela -n '__pasarela_under "historial"' -l format -r -f -a 'table json ndjson csv' -d 'output format (--json means json)'
 complete -c pasarela -n '__pasarela_is "recibidos"' -f
 complete -c pasarela -n '__pasarela_under "recibidos"' -l celular -r -f -d 'only this line (a celular key sees its own line only)'
-complete -c pasarela -n '__pasarela_under "recibidos"' -l desde -r -f -d 'from this day (included)'
-complete -c pasarela -n '__pasarela_under "recibidos"' -l hasta -r -f -d 'up to this day (included)'
+complete -c pasarela -n '__pasarela_under "recibidos"' -l desde -r -f -d 'from this day (YYYY-MM-DD, server\'s zone) or RFC 3339 instant (2026-11-26T10:00:00Z), included'
+complete -c pasarela -n '__pasarela_under "recibidos"' -l hasta -r -f -d 'up to this day (included) or RFC 3339 instant (excluded)'
 complete -c pasarela -n '__pasarela_under "recibidos"' -l remitente -r -f -d 'only messages from this number (or this contact id, …@lid)'
 complete -c pasarela -n '__pasarela_under "recibidos"' -l page -r -f -d 'page to show (default 1)'
 complete -c pasarela -n '__pasarela_under "recibidos"' -l por-pagina -r -f -d 'records per page, 1-500 (default 50)'

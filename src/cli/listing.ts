@@ -1,3 +1,4 @@
+import { parseInstant, parseYmd } from '../core/historial.js';
 import { toText } from '../core/to-text.js';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ApiPath } from '../core/api-routes.js';
@@ -35,7 +36,9 @@ export interface ListingOpts {
 export function addListingOptions(cmd: Command, filters: { beforeDays?: Option[]; afterDays?: Option[] } = {}): Command {
   cmd.option('--celular <id>', 'only this line (a celular key sees its own line only)', positiveInt);
   for (const o of filters.beforeDays ?? []) cmd.addOption(o);
-  cmd.option('--desde <YYYY-MM-DD>', 'from this day (included)', calendarDate).option('--hasta <YYYY-MM-DD>', 'up to this day (included)', calendarDate);
+  cmd
+    .option('--desde <day|instant>', "from this day (YYYY-MM-DD, server's zone) or RFC 3339 instant (2026-11-26T10:00:00Z), included", dayOrInstant)
+    .option('--hasta <day|instant>', 'up to this day (included) or RFC 3339 instant (excluded)', dayOrInstant);
   for (const o of filters.afterDays ?? []) cmd.addOption(o);
   return cmd
     .option('--page <n>', 'page to show (default 1)', positiveInt)
@@ -72,16 +75,10 @@ export interface Listing<R> {
   tableRow(ctx: Ctx, r: R, tty: boolean): Cell[];
 }
 
-/** A calendar date YYYY-MM-DD; anything else is a usage error (exit 2) before any request. */
-export function calendarDate(value: string): string {
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
-  if (m) {
-    const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-    const t = new Date(Date.UTC(2000, mo - 1, d));
-    t.setUTCFullYear(y);
-    if (y >= 1 && t.getUTCFullYear() === y && t.getUTCMonth() === mo - 1 && t.getUTCDate() === d) return value;
-  }
-  throw new InvalidArgumentError('expected a calendar date YYYY-MM-DD');
+/** A listing bound: a calendar day, or an RFC 3339 instant with its offset (a cron job's exact window); anything else is a usage error (exit 2) before any request. */
+export function dayOrInstant(value: string): string {
+  if (parseYmd(value) || parseInstant(value) !== null) return value;
+  throw new InvalidArgumentError('expected a calendar date YYYY-MM-DD or an RFC 3339 instant with its offset, such as 2026-11-26T10:00:00Z');
 }
 
 /**
@@ -119,7 +116,10 @@ async function write(ctx: Ctx, text: string): Promise<void> {
 /** One page, or with `--all` every page from `--page` on, printed in the chosen format. */
 export async function runListing<R>(ctx: Ctx, o: ListingOpts, l: Listing<R>): Promise<void> {
   if (ctx.json && o.format !== undefined && o.format !== 'json') throw usage(`--json and --format ${o.format} disagree; give one of them`);
-  if (o.desde !== undefined && o.hasta !== undefined && o.desde > o.hasta) throw usage(`--desde ${o.desde} is after --hasta ${o.hasta}`);
+  // Two days compare as text; an instant's order is the server's to judge (a day is read in its zone).
+  if (o.desde !== undefined && o.hasta !== undefined && parseYmd(o.desde) && parseYmd(o.hasta) && o.desde > o.hasta) {
+    throw usage(`--desde ${o.desde} is after --hasta ${o.hasta}`);
+  }
   const format: Format = ctx.json ? 'json' : (o.format ?? 'table');
   const key = ctx.key();
   const client = ctx.client();

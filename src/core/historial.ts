@@ -208,10 +208,47 @@ function isZone(tz: string): boolean {
   }
 }
 
-function dateParam(name: 'desde' | 'hasta', value: string): Ymd {
+const INSTANT_RE = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+/**
+ * An RFC 3339 instant (a date, a time and Z or an offset; fractions of a
+ * second kept to the millisecond, rounded up so that a bound never takes in
+ * a millisecond before it), or null when `s` is not one. A time without an
+ * offset names no instant: it is not one.
+ */
+export function parseInstant(s: string): number | null {
+  const r = INSTANT_RE.exec(s);
+  if (!r) return null;
+  const ymd = parseYmd(r[1]!);
+  const [h, mi, sec] = [Number(r[2]), Number(r[3]), Number(r[4])];
+  // 60: a leap second, read as the last millisecond of its minute.
+  if (!ymd || h > 23 || mi > 59 || sec > 60) return null;
+  const offH = r[8] === undefined ? 0 : Number(r[8]);
+  const offM = r[9] === undefined ? 0 : Number(r[9]);
+  if (offH > 23 || offM > 59) return null;
+  const frac = r[5] === undefined ? 0 : Math.ceil(Number(`0.${r[5]}`) * 1000);
+  const offset = (r[7] === '-' ? -1 : 1) * (offH * 60 + offM) * 60_000;
+  const t = utcMidnight(ymd) + ((h * 60 + mi) * 60 + Math.min(sec, 59)) * 1000 + (sec === 60 ? 999 : frac) - offset;
+  return t;
+}
+
+/**
+ * A listing's `desde` (first instant included) or `hasta` (first instant
+ * excluded) in ms: a day in the server's zone (hasta: the day included), or
+ * an RFC 3339 instant taken as it is, so that a cron job's windows [desde,
+ * hasta) follow each other without overlap or gap.
+ */
+function boundParam(name: 'desde' | 'hasta', value: string, tz: string): number {
   const ymd = parseYmd(value);
-  if (!ymd) fail('INVALID_PARAMS', `${name}: "${value}" is not a calendar date written YYYY-MM-DD`);
-  return ymd;
+  if (ymd) return startOfDay(name === 'hasta' ? nextDay(ymd) : ymd, tz);
+  const t = parseInstant(value);
+  if (t === null) {
+    fail(
+      'INVALID_PARAMS',
+      `${name}: "${value}" is neither a calendar date written YYYY-MM-DD nor an RFC 3339 instant with its offset (2026-11-26T10:00:00Z, 2026-11-26T04:00:00-06:00)`,
+    );
+  }
+  return t;
 }
 
 function intParam(name: string, value: number | undefined, def: number, min: number, max: number): number {
@@ -222,12 +259,17 @@ function intParam(name: string, value: number | undefined, def: number, min: num
   return value;
 }
 
-/** What every listing (history, inbox) takes: a page, a line, whole days. */
+/** The zone a listing's days are read in (and its answer names): the server's, or UTC when that is not a zone. */
+export function listingZone(core: Core): string {
+  return isZone(core.config.tz) ? core.config.tz : 'UTC';
+}
+
+/** What every listing (history, inbox) takes: a page, a line, whole days or instants. */
 export interface ListingQuery {
   celular_id?: number;
-  /** YYYY-MM-DD, first day included. */
+  /** YYYY-MM-DD, first day included; or an RFC 3339 instant, included. */
   desde?: string;
-  /** YYYY-MM-DD, last day included. */
+  /** YYYY-MM-DD, last day included; or an RFC 3339 instant, excluded. */
   hasta?: string;
   page?: number;
   por_pagina?: number;
@@ -263,12 +305,14 @@ export async function listingScope(core: Core, p: ClientPrincipal, q: ListingQue
   const scope: ListingScope = { cliente_id: p.cliente.id, page, por_pagina: porPagina };
   if (celular) scope.celular_id = celular.id;
 
-  const desde = q.desde !== undefined ? dateParam('desde', q.desde) : undefined;
-  const hasta = q.hasta !== undefined ? dateParam('hasta', q.hasta) : undefined;
-  if (desde && hasta && q.desde! > q.hasta!) fail('INVALID_PARAMS', `desde (${q.desde}) is after hasta (${q.hasta})`);
-  const tz = isZone(core.config.tz) ? core.config.tz : 'UTC';
-  if (desde) scope.desde = startOfDay(desde, tz);
-  if (hasta) scope.hasta = startOfDay(nextDay(hasta), tz);
+  const tz = listingZone(core);
+  if (q.desde !== undefined) scope.desde = boundParam('desde', q.desde, tz);
+  if (q.hasta !== undefined) scope.hasta = boundParam('hasta', q.hasta, tz);
+  if (scope.desde !== undefined && scope.hasta !== undefined) {
+    // Two days compare as days (hasta's bound is the next midnight); otherwise as instants, an empty window allowed.
+    const backwards = parseYmd(q.desde!) && parseYmd(q.hasta!) ? q.desde! > q.hasta! : scope.desde > scope.hasta;
+    if (backwards) fail('INVALID_PARAMS', `desde (${q.desde}) is after hasta (${q.hasta})`);
+  }
   return { scope, celular };
 }
 
@@ -279,9 +323,9 @@ export function numeroParam(field: string, value: string, celular: CelularRow | 
   return n.numero;
 }
 
-/** The page fields of a listing's answer. */
-export function pageFields(f: { page: number; por_pagina: number }, total: number) {
-  return { page: f.page, por_pagina: f.por_pagina, total, total_paginas: Math.ceil(total / f.por_pagina) };
+/** The page fields of a listing's answer, and the zone its days were read in. */
+export function pageFields(core: Core, f: { page: number; por_pagina: number }, total: number) {
+  return { page: f.page, por_pagina: f.por_pagina, total, total_paginas: Math.ceil(total / f.por_pagina), zona_horaria: listingZone(core) };
 }
 
 /** Turns the query of historial_listar into a store filter, or refuses it with 400/403/404. */
@@ -299,5 +343,5 @@ export async function historyFilter(core: Core, p: ClientPrincipal, q: Historial
 export async function listHistorial(core: Core, p: ClientPrincipal, q: HistorialQuery) {
   const f = await historyFilter(core, p, q);
   const { total, rows } = await core.store.listMensajes(f);
-  return { ...pageFields(f, total), mensajes: rows.map(mensajeView) };
+  return { ...pageFields(core, f, total), mensajes: rows.map(mensajeView) };
 }

@@ -95,7 +95,7 @@ export async function inboxFilter(core: Core, p: ClientPrincipal, q: RecibidosQu
 export async function listRecibidos(core: Core, p: ClientPrincipal, q: RecibidosQuery) {
   const f = await inboxFilter(core, p, q);
   const { total, rows } = await core.store.listRecibidos(f);
-  return { ...pageFields(f, total), recibidos: rows.map(recibidoView) };
+  return { ...pageFields(core, f, total), recibidos: rows.map(recibidoView) };
 }
 
 /** Rows removed per statement: a pass never holds the store for long. */

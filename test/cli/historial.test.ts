@@ -156,6 +156,12 @@ describe('pasarela historial: filters reach the server', () => {
     const from = Date.UTC(2026, 1, 20);
     const to = Date.UTC(2026, 1, 25);
     expect(await run(['--desde', '2026-02-20', '--hasta', '2026-02-24'])).toEqual(expected((x) => x.created_at >= from && x.created_at < to));
+    // Instants, as a cron job passes its last run and now: desde included, hasta excluded; a day and an instant mix.
+    const at = Date.UTC(2026, 1, 22, 6);
+    expect(await run(['--desde', '2026-02-20T00:00:00Z', '--hasta', '2026-02-22T01:00:00-05:00'])).toEqual(
+      expected((x) => x.created_at >= from && x.created_at < at),
+    );
+    expect(await run(['--desde', '2026-02-22T06:00:00Z', '--hasta', '2026-02-24'])).toEqual(expected((x) => x.created_at >= at && x.created_at < to));
     expect(await run(['--destinatario', '+1 415 555 2671'])).toEqual(expected((x) => x.destinatario === D2));
     expect(await run(['--destinatario', D1, '--estado', 'pendiente', '--celular', String(A.celularId)])).toEqual(
       expected((x) => x.destinatario === D1 && x.estado === 'pendiente' && x.celular_id === A.celularId),
@@ -174,6 +180,8 @@ describe('pasarela historial: exit codes', () => {
       ['--json', '--format', 'csv'],
       ['--desde', '2026-02-30'],
       ['--hasta', '2026-2-1'],
+      ['--desde', '2026-02-20T10:00:00'],
+      ['--hasta', '2026-02-20 25:00:00Z'],
       ['--por-pagina', '0'],
       ['--por-pagina', '501'],
       ['--page', '0'],

@@ -255,6 +255,34 @@ describe('GET /api/historial_listar.php: filters', () => {
     ]);
   });
 
+  it('RFC 3339 instants: desde included, hasta excluded, to the millisecond; offsets read; windows in a row neither overlap nor miss', async () => {
+    const ids = async (q: Record<string, string>) => {
+      const r = await get(A.clientKey, { ...q, por_pagina: 500 });
+      expectOk(r, { paged: true });
+      expect(r.body.zona_horaria).toBe('UTC');
+      return r.body.mensajes.map((m: { msg_id: string }) => m.msg_id) as string[];
+    };
+    const all = (desde: number, hasta: number) => expected({ cliente_id: A.clienteId, desde, hasta });
+    // 06:00:00.000 and 12:00:00.000 on the 2nd are seeds: the first is in, the second out.
+    const six = await ids({ desde: '2026-02-02T06:00:00Z', hasta: '2026-02-02T12:00:00Z' });
+    expect(six).toEqual(all(day(2, 6 * H), day(2, 12 * H)));
+    expect(six).toHaveLength(1);
+    // The same instants with an offset; a fraction below the millisecond rounds up, so 12:00:00.000 is now in.
+    expect(await ids({ desde: '2026-02-02T00:00:00-06:00', hasta: '2026-02-02T06:00:00.0001-06:00' })).toEqual(all(day(2, 6 * H), day(2, 12 * H) + 1));
+    expect(await ids({ desde: '2026-02-02T07:00:00.000+01:00', hasta: '2026-02-02T12:00:00.001Z' })).toHaveLength(2);
+    // A day and an instant together: the day starts at its midnight in the server's zone.
+    expect(await ids({ desde: '2026-02-03', hasta: '2026-02-03T18:00:00Z' })).toEqual(all(day(3), day(3, 18 * H)));
+    // A cron job pulling [last run, now) again and again sees every message once.
+    const cuts = ['2026-02-01T00:00:00Z', '2026-02-02T06:00:00Z', '2026-02-03T23:59:59.999Z', '2026-02-05T12:00:00+01:00', '2026-02-07T00:00:00Z'];
+    const pulled: string[] = [];
+    for (let i = 0; i + 1 < cuts.length; i += 1) pulled.push(...(await ids({ desde: cuts[i]!, hasta: cuts[i + 1]! })));
+    expect([...pulled].sort()).toEqual(all(day(1), day(7)).sort());
+    expect(new Set(pulled).size).toBe(pulled.length);
+    // desde after hasta, in any form, is refused.
+    expectError(await get(A.clientKey, { desde: '2026-02-02T12:00:00Z', hasta: '2026-02-02T06:00:00Z' }), 400, 100);
+    expectError(await get(A.clientKey, { desde: '2026-02-03', hasta: '2026-02-02T23:00:00Z' }), 400, 100);
+  });
+
   it('filters combined', async () => {
     const cases: Array<[Record<string, string | number>, Omit<Model, 'cliente_id'>]> = [
       [
@@ -388,7 +416,10 @@ describe('GET /api/historial_listar.php: refusals', () => {
       { desde: '2026-00-10' },
       { desde: '2026-2-1' },
       { desde: '20260201' },
-      { hasta: '2026-02-01T00:00:00Z' },
+      { hasta: '2026-02-01T00:00:00' },
+      { desde: '2026-02-01T24:00:00Z' },
+      { desde: '2026-02-30T10:00:00Z' },
+      { hasta: '2026-02-01T10:00:00+25:00' },
       { hasta: 'ayer' },
       { desde: '2026-02-05', hasta: '2026-02-04' },
       { celular_id: 0 },
@@ -564,6 +595,10 @@ describe("days are days in the server's zone (serve --tz)", () => {
         return r.body.mensajes.map((m: { msg_id: string }) => m.msg_id);
       };
       expect(await on('2026-02-28')).toEqual([edge.msg_id, late.msg_id]);
+      // An instant is the same instant whatever the zone; the answer names the zone its days were read in.
+      const inst = await api(mx.url, 'GET', `${PATH}?desde=2026-03-01T05:30:00Z&hasta=2026-03-01T06:00:00Z`, { key: c.clientKey });
+      expect(inst.body.mensajes.map((m: { msg_id: string }) => m.msg_id)).toEqual([edge.msg_id, late.msg_id]);
+      expect(inst.body.zona_horaria).toBe('America/Mexico_City');
       expect(await on('2026-03-01')).toEqual([next.msg_id]);
       expect(await on('2026-02-27')).toEqual([early.msg_id]);
       const range = await api(mx.url, 'GET', `${PATH}?desde=2026-02-28`, { key: c.clientKey });

@@ -168,6 +168,15 @@ describe('GET /api/recibidos_listar.php: records and filters', () => {
       ],
       [{ desde: '2026-02-08' }, { desde: day(8) }],
       [{ hasta: '2026-01-31' }, { hasta: day(1) }],
+      // RFC 3339 instants: desde included, hasta excluded, offsets read.
+      [
+        { desde: '2026-02-02T06:00:00Z', hasta: '2026-02-02T12:00:00Z' },
+        { desde: day(2) + 6 * H, hasta: day(2) + 12 * H },
+      ],
+      [
+        { desde: '2026-02-02T00:00:00-06:00', hasta: '2026-02-04' },
+        { desde: day(2) + 6 * H, hasta: day(5) },
+      ],
     ];
     for (const [q, m] of cases) {
       const r = await get(A.clientKey, { ...all, ...q });

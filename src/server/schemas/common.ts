@@ -12,8 +12,8 @@ import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
 export const ts = { type: 'string', format: 'date-time' } as const;
 export const tsOrNull = { ...ts, nullable: true } as const;
 export const strOrNull = { type: 'string', nullable: true } as const;
-/** A calendar day, YYYY-MM-DD (whole days in the server's zone). */
-export const day = { type: 'string', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' } as const;
+/** A day or an RFC 3339 instant: the shape here, the calendar and the clock read by core/historial.ts (which says what is wrong). */
+const dayOrInstant = { type: 'string', minLength: 10, maxLength: 40, pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}' } as const;
 const nullable = <T extends object>(s: T) => ({ ...s, nullable: true }) as const;
 
 /** Fields every success body carries (docs/design.md §4: both success shapes at once). */
@@ -187,8 +187,11 @@ export function listingQuerystring<B extends TProperties, A extends TProperties>
     Type.Object({
       celular_id: Type.Integer({ minimum: 1 }),
       ...beforeDays,
-      desde: Type.String({ ...day, description: 'first day (YYYY-MM-DD), included' }),
-      hasta: Type.String({ ...day, description: 'last day (YYYY-MM-DD), included' }),
+      desde: Type.String({
+        ...dayOrInstant,
+        description: "first day (YYYY-MM-DD, in the server's zone), included; or an RFC 3339 instant (2026-11-26T10:00:00Z), included",
+      }),
+      hasta: Type.String({ ...dayOrInstant, description: "last day (YYYY-MM-DD, in the server's zone), included; or an RFC 3339 instant, excluded" }),
       ...afterDays,
       page: Type.Integer({ minimum: 1, default: 1 }),
       por_pagina: Type.Integer({ minimum: 1, maximum: POR_PAGINA_MAX, default: POR_PAGINA_DEFAULT }),
@@ -204,6 +207,7 @@ export function listingResponse<F extends string, I extends object>(field: F, it
     por_pagina: { type: 'integer' },
     total: { type: 'integer', description: 'records matching the filters' },
     total_paginas: { type: 'integer', description: '0 when nothing matches' },
+    zona_horaria: { type: 'string', description: "the server's time zone (serve --tz), in which desde/hasta days are read" },
     [field]: { type: 'array', items },
   });
 }
