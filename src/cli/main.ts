@@ -109,6 +109,16 @@ async function lastWork(io: IO): Promise<void> {
 }
 
 /**
+ * `help send text` as `send text --help`: commander's help command reads one
+ * level only, and printed the help of `send`.
+ */
+function nestedHelp(argv: string[]): string[] {
+  const words = argv.slice(1);
+  if (argv[0] !== 'help' || words.length < 2 || words.some((w) => w.startsWith('-'))) return argv;
+  return [...words, '--help'];
+}
+
+/**
  * Runs one invocation and returns its exit code; nothing below calls process.exit.
  * When the reader of our output goes away (`| head -1`, io.closed), it returns
  * 0 at once, whatever the command was doing: the reader took what it wanted,
@@ -121,7 +131,7 @@ export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv, deps:
   const program = buildProgram(io, env, deps);
   const jsonMode = argv.includes('--json');
   try {
-    const run = program.parseAsync(argv, { from: 'user' });
+    const run = program.parseAsync(nestedHelp(argv), { from: 'user' });
     run.catch(() => undefined); // a run left behind by a closed pipe must not reject unhandled
     await Promise.race([run, aborted(io.closed)]);
     if (io.closed?.aborted) await lastWork(io);

@@ -163,7 +163,7 @@ export async function showQr(ctx: Ctx, first: QrBody, w: QrWatch): Promise<QrBod
             : `make the terminal ${height} rows tall`;
       return [
         ...wrap(
-          `The QR of celular ${b.celular_id} does not fit in this ${terminal}: ${action}, or scan the raw code below with another tool. It changes every few seconds; this view follows it.`,
+          `The QR of celular ${b.celular_id} does not fit in this ${terminal}: ${action}, or write it as an image with \`pasarela celular qr ${b.celular_id} --png qr.png\` and open that (it holds the QR of that moment: write it again if the phone says it expired). It changes every few seconds; this view follows it. The raw code:`,
         ).map((l) => term.color.yellow(l)),
         escapeControls(b.qr),
       ];

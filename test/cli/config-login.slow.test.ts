@@ -47,6 +47,19 @@ describe('login: where the key comes from', () => {
   });
 });
 
+describe('login: the server before the key', () => {
+  it.skipIf(!HAS_SCRIPT)('on a TTY, a URL with no server behind it is told before the key is asked for (exit 8)', async () => {
+    const r = await runTtyAnswering(cli, cliCommandLine(['login', '--url', DEAD, '--profile', 'nowhere']), [[/API key/, '\u0003']], {
+      PASARELA_KEY: undefined,
+      PASARELA_URL: undefined,
+    });
+    expect(r.exitCode, r.output).toBe(8);
+    expect(r.output).not.toMatch(/API key/);
+    expect(r.output).toContain('127.0.0.1:1');
+    expect(savedFile().profiles).not.toHaveProperty('nowhere');
+  });
+});
+
 describe('config remove', () => {
   it.skipIf(!HAS_SCRIPT)('on a TTY asks first, naming what the profile holds; no keeps it', async () => {
     expect((await cli.run(['config', 'set', 'url', DEAD, '--profile', 'asked2'])).exitCode).toBe(0);

@@ -173,7 +173,9 @@ describe('login: where the key comes from', () => {
 
   it('--key-stdin reads the key from stdin (trimmed) and says what it saved, the key masked', async () => {
     const r = await cli.run(['login', '--key-stdin', '--url', s.url, '--profile', 'piped'], { input: `  ${a.clientKey}\n`, env: NO_ENV });
-    const out = expectCleanExit(r);
+    // The confirmation is a message: on stderr, stdout left empty.
+    expect(expectCleanExit(r)).toBe('');
+    const out = r.stderr;
     expect(out).toContain(`client ${a.clienteId}`);
     expect(out).toContain('from standard input');
     expect(out).toContain('"piped"');

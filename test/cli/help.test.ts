@@ -55,6 +55,21 @@ describe('--help of every leaf command', () => {
     expect(help).toContain('pasarela --help');
   });
 
+  it('help takes a nested command: `help send text` is `send text --help`, `help admin client create` three levels down', async () => {
+    for (const name of ['send text', 'admin client create', 'celular qr']) {
+      const viaHelp = fakeIO();
+      const viaFlag = fakeIO();
+      expect(await main(['help', ...name.split(' ')], viaHelp.io, {})).toBe(0);
+      expect(await main([...name.split(' '), '--help'], viaFlag.io, {})).toBe(0);
+      expect(viaHelp.out()).toBe(viaFlag.out());
+      expect(viaHelp.out()).toContain(`pasarela ${name}`);
+    }
+    // One level still works as commander has it.
+    const one = fakeIO();
+    expect(await main(['help', 'send'], one.io, {})).toBe(0);
+    expect(one.out()).toMatch(/Usage: pasarela send/);
+  });
+
   it('has no examples for commands that do not exist', () => {
     const names = new Set(all.map((p) => p.join(' ')));
     expect(Object.keys(EXAMPLES).filter((k) => !names.has(k))).toEqual([]);

@@ -97,7 +97,7 @@ describe.skipIf(!HAS_SCRIPT)('on an 80-column terminal', () => {
     const r = await qrOnTerminal(80, 24, a, ['--timeout', '1']);
     const out = sgrless(String(r.stdout));
     expect(out.replace(/\r\n(?!2@)/g, ' ')).toMatch(
-      /does not fit in this 80x24 terminal: make the terminal \d+ rows tall, or scan the raw code below with another tool/,
+      /does not fit in this 80x24 terminal: make the terminal \d+ rows tall, or write it as an image with `pasarela celular qr \d+ --png qr\.png`/,
     );
     expect(out).not.toMatch(/[█▀▄]/);
     expect(out).toMatch(/^2@\S+\r$/m);

@@ -49,7 +49,10 @@ describe('README walk-through, non-interactive', () => {
   });
 
   it('login --url --key checks the key, saves the default profile (mode 0600) and says so', async () => {
-    const out = expectCleanExit(await cli.run(['login', '--url', s.url, '--key', clientKey], { env: { PASARELA_URL: undefined } }));
+    const r = await cli.run(['login', '--url', s.url, '--key', clientKey], { env: { PASARELA_URL: undefined } });
+    // The confirmation is on stderr; stdout stays empty for scripts.
+    expect(expectCleanExit(r)).toBe('');
+    const out = r.stderr;
     expect(out).toContain(`client ${clienteId} (Tienda Sol)`);
     expect(out).toContain('"default"');
     expect(out).not.toContain(clientKey);

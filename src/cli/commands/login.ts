@@ -65,6 +65,8 @@ export async function runLogin(o: LoginOptions, ctx: Ctx): Promise<void> {
       default: saved.url ?? DEFAULT_URL,
       validate: (v) => /^https?:\/\/\S+$/.test(v.trim()) || 'a URL starting with http:// or https://',
     });
+    // The server first: a wrong URL is told before the key is typed, not after.
+    await ctx.client(url.trim()).call('GET', API.health);
     key = await password({ message: 'API key (WAC_... or WA_...)', mask: '*', validate: (v) => v.trim() !== '' || 'the key is required' });
     from = 'prompt';
   }
@@ -85,8 +87,9 @@ export async function runLogin(o: LoginOptions, ctx: Ctx): Promise<void> {
   if (!ctx.flags.profile && !ctx.env.PASARELA_PROFILE) ctx.settings().setCurrent(name);
   const path = ctx.settings().path;
   const result = { ok: true, profile: name, url, cliente: info.cliente, config: path, key: mask(key), key_from: from };
+  // A confirmation, not output: stderr, as every command's messages (stdout stays for --json).
   emit(ctx, result, () =>
-    ctx.term.out(
+    ctx.term.err(
       `Logged in to ${url} as client ${info.cliente.id} (${info.cliente.nombre}); saved the URL and the key ${mask(key)} (from ${FROM_TEXT[from]}) as profile "${name}" in ${path}.`,
     ),
   );
