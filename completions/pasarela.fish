@@ -2,7 +2,7 @@
 # Install: pasarela completion fish > ~/.config/fish/completions/pasarela.fish
 
 set -g __pasarela_commands 'serve' 'migrate' 'login' 'logout' 'config' 'config list' 'config get' 'config set' 'config unset' 'config use' 'config remove' 'config path' 'info' 'saldo' 'celular' 'celular list' 'celular show' 'celular create' 'celular edit' 'celular delete' 'celular status' 'celular qr' 'celular link' 'send' 'send text' 'send image' 'send document' 'send audio' 'send video' 'send sticker' 'mensaje' 'admin' 'admin client' 'admin client create' 'admin client list' 'admin client show' 'admin client edit' 'admin client rotate-key' 'admin balance' 'admin balance add' 'admin celular' 'admin celular legacy-token' 'admin celular rotate-key' 'admin celular move' 'admin gateway' 'admin gateway list' 'admin gateway add' 'admin gateway drain' 'admin gateway undrain' 'admin audit' 'admin backup' 'sim' 'sim scan' 'sim logout' 'sim receive' 'sim fail' 'historial' 'recibidos' 'webhook' 'webhook get' 'webhook set' 'webhook delete' 'webhook restore' 'webhook test' 'webhook deliveries' 'webhook redeliver' 'webhook listen' 'completion'
-set -g __pasarela_value_flags --url --key --profile --host --port --public-url --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --stop-timeout --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms --from --to --celular --nombre --estado --por-minuto --por-hora --por-dia --desde --hasta --png --timeout --interval --retry --idempotency-key --caption --filename --admin-token --email --plan --max-celulares --saldo --cliente --monto --motivo --max-lineas --limit --qr --code --text --destinatario --page --por-pagina --format --remitente --secret --eventos --forward-to
+set -g __pasarela_value_flags --url --key --profile --host --port --public-url --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --stop-timeout --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms --from --to --celular --nombre --estado --por-minuto --por-hora --por-dia --desde --hasta --png --timeout --interval --retry --idempotency-key --max-wait --caption --filename --admin-token --email --plan --max-celulares --saldo --cliente --monto --motivo --max-lineas --limit --qr --code --text --destinatario --page --por-pagina --format --remitente --secret --eventos --forward-to
 set -g __pasarela_aliases 'config rm=config remove'
 
 # Prints the command path of the line ("" at the top), then how many arguments follow it.
@@ -219,6 +219,7 @@ complete -c pasarela -n '__pasarela_under "send text"' -l celular -r -f -d 'line
 complete -c pasarela -n '__pasarela_under "send text"' -l retry -r -f -d 'retries on 429, 5xx, a lost connection or a send still in flight, honouring retry_after (never on a refusal)'
 complete -c pasarela -n '__pasarela_under "send text"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send text"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
+complete -c pasarela -n '__pasarela_under "send text"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
 complete -c pasarela -n '__pasarela_arg "send image" 0' -f -d 'destinatario'
 complete -c pasarela -n '__pasarela_arg "send image" 1' -F -d 'archivo_o_url'
 complete -c pasarela -n '__pasarela_under "send image"' -l directo -d 'send now and wait for the gateway (default: the humanized queue)'
@@ -226,6 +227,7 @@ complete -c pasarela -n '__pasarela_under "send image"' -l celular -r -f -d 'lin
 complete -c pasarela -n '__pasarela_under "send image"' -l retry -r -f -d 'retries on 429, 5xx, a lost connection or a send still in flight, honouring retry_after (never on a refusal)'
 complete -c pasarela -n '__pasarela_under "send image"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send image"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
+complete -c pasarela -n '__pasarela_under "send image"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
 complete -c pasarela -n '__pasarela_under "send image"' -l caption -r -f -d 'caption (up to 1024 characters)'
 complete -c pasarela -n '__pasarela_arg "send document" 0' -f -d 'destinatario'
 complete -c pasarela -n '__pasarela_arg "send document" 1' -F -d 'archivo_o_url'
@@ -234,6 +236,7 @@ complete -c pasarela -n '__pasarela_under "send document"' -l celular -r -f -d '
 complete -c pasarela -n '__pasarela_under "send document"' -l retry -r -f -d 'retries on 429, 5xx, a lost connection or a send still in flight, honouring retry_after (never on a refusal)'
 complete -c pasarela -n '__pasarela_under "send document"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send document"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
+complete -c pasarela -n '__pasarela_under "send document"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
 complete -c pasarela -n '__pasarela_under "send document"' -l caption -r -f -d 'caption (up to 1024 characters)'
 complete -c pasarela -n '__pasarela_under "send document"' -l filename -r -f -d 'file name shown to the recipient, with its extension (default: the local file\'s name)'
 complete -c pasarela -n '__pasarela_arg "send audio" 0' -f -d 'destinatario'
@@ -243,6 +246,7 @@ complete -c pasarela -n '__pasarela_under "send audio"' -l celular -r -f -d 'lin
 complete -c pasarela -n '__pasarela_under "send audio"' -l retry -r -f -d 'retries on 429, 5xx, a lost connection or a send still in flight, honouring retry_after (never on a refusal)'
 complete -c pasarela -n '__pasarela_under "send audio"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send audio"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
+complete -c pasarela -n '__pasarela_under "send audio"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
 complete -c pasarela -n '__pasarela_under "send audio"' -l ptt -d 'send as a voice note'
 complete -c pasarela -n '__pasarela_arg "send video" 0' -f -d 'destinatario'
 complete -c pasarela -n '__pasarela_arg "send video" 1' -F -d 'archivo_o_url'
@@ -251,6 +255,7 @@ complete -c pasarela -n '__pasarela_under "send video"' -l celular -r -f -d 'lin
 complete -c pasarela -n '__pasarela_under "send video"' -l retry -r -f -d 'retries on 429, 5xx, a lost connection or a send still in flight, honouring retry_after (never on a refusal)'
 complete -c pasarela -n '__pasarela_under "send video"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send video"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
+complete -c pasarela -n '__pasarela_under "send video"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
 complete -c pasarela -n '__pasarela_under "send video"' -l caption -r -f -d 'caption (up to 1024 characters)'
 complete -c pasarela -n '__pasarela_arg "send sticker" 0' -f -d 'destinatario'
 complete -c pasarela -n '__pasarela_arg "send sticker" 1' -F -d 'archivo_o_url'
@@ -259,6 +264,7 @@ complete -c pasarela -n '__pasarela_under "send sticker"' -l celular -r -f -d 'l
 complete -c pasarela -n '__pasarela_under "send sticker"' -l retry -r -f -d 'retries on 429, 5xx, a lost connection or a send still in flight, honouring retry_after (never on a refusal)'
 complete -c pasarela -n '__pasarela_under "send sticker"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send sticker"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
+complete -c pasarela -n '__pasarela_under "send sticker"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
 complete -c pasarela -n '__pasarela_arg "mensaje" 0' -f -d 'the id a send printed'
 complete -c pasarela -n '__pasarela_is "admin"' -f -a 'client' -d 'client accounts'
 complete -c pasarela -n '__pasarela_is "admin"' -f -a 'balance' -d 'balances'

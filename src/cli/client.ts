@@ -109,7 +109,11 @@ export class ApiClient {
         res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR,
       );
     }
-    if (res.statusCode >= 200 && res.statusCode < 300) return parsed as T;
+    if (res.statusCode >= 200 && res.statusCode < 300) {
+      // A first answer given again under its Idempotency-Key says so in the body too (`--json`); the header alone was easy to miss.
+      if (res.headers['idempotent-replayed'] === 'true' && typeof parsed === 'object' && parsed !== null) (parsed as Record<string, unknown>).replayed = true;
+      return parsed as T;
+    }
     throw apiErrorOf(res.statusCode, parsed, res.headers, opts.fields);
   }
 

@@ -72,6 +72,8 @@ const reasonOf = (err: CliError) => (err instanceof ApiError ? err.reason : err.
 export interface RetryOptions {
   /** Wait for a closed sending window (403, api_codigo 303) instead of failing. */
   waitWindow?: boolean;
+  /** The most the waits may add up to (ms): a wait past it fails at once instead (a late one-time code is worse than none). */
+  maxWaitMs?: number;
 }
 
 /**
@@ -88,6 +90,14 @@ export async function withRetry<T>(
 ): Promise<T> {
   let attempt = 0;
   let windowWaits = 0;
+  let waited = 0;
+  const budget = opts.maxWaitMs ?? Number.POSITIVE_INFINITY;
+  // A wait that would take the total past --max-wait is not made: the error stands, with the reason.
+  const overBudget = (e: CliError, ms: number) => {
+    if (waited + ms <= budget) return false;
+    e.message = `${e.message}\n(not waiting ${seconds(Math.ceil(ms / 1000))} more: --max-wait ${seconds(Math.round(budget / 1000))} ${waited > 0 ? `and ${seconds(Math.round(waited / 1000))} waited already` : 'allows less'})`;
+    return true;
+  };
   for (;;) {
     try {
       return await call();
@@ -95,15 +105,19 @@ export async function withRetry<T>(
       const plan = retryPlan(err);
       const e = err as CliError;
       if (plan.kind === 'window' && opts.waitWindow && windowWaits < MAX_WINDOW_WAITS) {
+        if (overBudget(e, plan.seconds * 1000)) throw err;
         windowWaits += 1;
         ctx.term.err(`${reasonOf(e)}; waiting ${seconds(plan.seconds)} for the window to open (--wait-window)`);
+        waited += plan.seconds * 1000;
         await wait(plan.seconds * 1000);
         continue;
       }
       if (plan.kind !== 'retry' || attempt >= retries) throw err;
       const ms = plan.seconds !== undefined ? plan.seconds * 1000 : Math.min(60_000, 1000 * 2 ** attempt);
+      if (overBudget(e, ms)) throw err;
       attempt += 1;
       ctx.term.err(`${reasonOf(e)}; retry ${attempt}/${retries} in ${seconds(Math.ceil(ms / 1000))}`);
+      waited += ms;
       await wait(ms);
     }
   }

@@ -204,6 +204,38 @@ describe('--retry: only what can succeed later, always under the same key', () =
   });
 });
 
+describe('--max-wait', () => {
+  it('a wait past it is not made: the error stands at once, with why; waits within it are made', async () => {
+    // A duplicate block of 298 s: an OTP must not go 5 minutes late.
+    script = [refusal(429, 305, 'duplicate message: sending is blocked for this celular', { retry_after: 298 }), { status: 200, body: SENT }];
+    const late = await send(['--retry', '2', '--max-wait', '30s']);
+    expect(late.exitCode).toBe(6);
+    expect(seen).toHaveLength(1);
+    expect(late.stderr).toContain('not waiting 298 s (5 min) more: --max-wait 30 s allows less');
+    // The budget is for all the waits together: 20 s, then 20 s more would pass 30 s.
+    seen = [];
+    script = [
+      refusal(503, 901, 'the server is stopping', { retry_after: 20 }),
+      refusal(503, 901, 'the server is stopping', { retry_after: 20 }),
+      { status: 200, body: SENT },
+    ];
+    const twice = await send(['--retry', '3', '--max-wait', '30s']);
+    expect(twice.exitCode).toBe(7);
+    expect(seen).toHaveLength(2);
+    expect(twice.stderr).toContain('--max-wait 30 s and 20 s waited already');
+    // Within the budget it waits and sends; --wait-window counts too.
+    seen = [];
+    script = [refusal(503, 901, 'the server is stopping', { retry_after: 20 }), { status: 200, body: SENT }];
+    expect((await send(['--retry', '3', '--max-wait', '30s'])).exitCode).toBe(0);
+    seen = [];
+    script = [refusal(403, 303, 'outside the allowed hours 08:00-20:00 (UTC)', { retry_after: 7200 }), { status: 200, body: SENT }];
+    const window = await send(['--wait-window', '--max-wait', '1m']);
+    expect(window.exitCode).toBe(9);
+    expect(seen).toHaveLength(1);
+    expect((await send(['--max-wait', 'soon'])).exitCode).toBe(2);
+  });
+});
+
 describe('--wait-window', () => {
   it('sleeps retry_after once the window is closed, says so on stderr, then sends under the same key', async () => {
     script = [refusal(403, 303, 'outside the allowed hours 08:00-20:00 (UTC); they open in 7200 s', { retry_after: 7200 }), { status: 200, body: SENT }];

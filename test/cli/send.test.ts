@@ -139,6 +139,13 @@ describe('send against the real server: retries, refusals, the line of a client 
     const first = expectJsonOnly(await cli.run(['send', 'text', '5215598765432', 'una vez', '--idempotency-key', 'pedido-7', '--json'], { env }));
     const again = expectJsonOnly(await cli.run(['send', 'text', '5215598765432', 'una vez', '--idempotency-key', 'pedido-7', '--json'], { env }));
     expect(again.msg_id).toBe(first.msg_id);
+    // The replay says so: a field with --json, a line on stderr otherwise (stdout keeps its columns).
+    expect(first.replayed).toBeUndefined();
+    expect(again.replayed).toBe(true);
+    const plain = await cli.run(['send', 'text', '5215598765432', 'una vez', '--idempotency-key', 'pedido-7'], { env });
+    expect(plain.exitCode, plain.stderr).toBe(0);
+    expect(plain.stdout.split('\t')[0]).toBe(first.msg_id);
+    expect(plain.stderr).toBe(`replayed: this Idempotency-Key was answered before (msg_id ${first.msg_id}); nothing was sent now\n`);
     const other = await cli.run(['send', 'text', '5215598765432', 'otra cosa', '--idempotency-key', 'pedido-7', '--json'], { env });
     expect(other.exitCode).toBe(1);
     expect(JSON.parse(other.stdout)).toMatchObject({ ok: false, api_codigo: 607 });

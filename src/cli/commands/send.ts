@@ -12,6 +12,7 @@ import type { CtxOf } from '../main.js';
 import { emit } from '../output.js';
 import { checkArg, httpUrl, idempotencyKey, int, phone, positiveInt, text } from '../parse.js';
 import { cappedSleep, withRetry } from '../retry.js';
+import { duration } from '../duration.js';
 
 export { withRetry } from '../retry.js';
 
@@ -22,6 +23,8 @@ interface SendBody {
   gateway_msg_id?: string;
   anti_dupe?: { count: number; max: number };
   saldo: number | null;
+  /** Set by the client when the server replayed the key's first answer (Idempotent-Replayed). */
+  replayed?: boolean;
 }
 
 export interface Common {
@@ -30,6 +33,8 @@ export interface Common {
   retry: number;
   idempotencyKey?: string;
   waitWindow?: boolean;
+  /** ms */
+  maxWait?: number;
 }
 
 /** The endpoints by URL and by base64, the per-type base64 field and the core's media type of each kind. */
@@ -73,6 +78,7 @@ async function readStdin(stream: NodeJS.ReadableStream): Promise<string> {
 
 function report(ctx: Ctx, b: SendBody): void {
   emit(ctx, b, () => {
+    if (b.replayed) ctx.term.err(`replayed: this Idempotency-Key was answered before (msg_id ${b.msg_id}); nothing was sent now`);
     if (ctx.term.io.stdoutIsTTY) {
       const what = b.modo === 'directo' ? ctx.term.color.green(`sent (gateway id ${b.gateway_msg_id ?? '?'})`) : ctx.term.color.cyan('queued');
       ctx.term.out(`${what}  msg_id ${b.msg_id}${b.anti_dupe ? `  (identical sends: ${b.anti_dupe.count}/${b.anti_dupe.max})` : ''}`);
@@ -96,7 +102,8 @@ const common = (cmd: Command) =>
       'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)',
       idempotencyKey,
     )
-    .option('--wait-window', "outside the line's allowed hours (with --directo), wait until they open and send then");
+    .option('--wait-window', "outside the line's allowed hours (with --directo), wait until they open and send then")
+    .option('--max-wait <duration>', 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead', duration);
 
 /** A client key (WAC_...) sends from a line it names; a celular key or token is its own line. */
 const isClientKey = (key: string) => /^WAC_[1-9][0-9]*_/.test(key);
@@ -141,7 +148,7 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
           .client()
           .call<SendBody>('POST', endpoint, { key, json, headers: { 'Idempotency-Key': idemKey }, fields: SEND_FIELDS, ...(timeoutMs ? { timeoutMs } : {}) }),
       wait,
-      { waitWindow: Boolean(o.waitWindow) },
+      { waitWindow: Boolean(o.waitWindow), maxWaitMs: o.maxWait },
     );
     report(ctx, b);
   } catch (err) {
