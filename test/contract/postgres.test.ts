@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { slotClaim } from '../../src/core/caps.js';
 import { AppError } from '../../src/core/errors.js';
+import { MESSAGE_STATUS_FIELDS, messageStatusData } from '../../src/core/event-data.js';
 import type { NewMensaje } from '../../src/core/ports/messages.js';
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
@@ -113,6 +114,62 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     );
     for (const id of sends) expect((await b.getMensaje(id))!.estado).toBe('entregado');
     expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+  });
+
+  it('a receipt that parks just after the send was recorded and its parked receipts were read applies itself, each step once', async () => {
+    const l = await line(0);
+    const m = l.msg('directo');
+    await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
+    // Another session holds the line's row: the receipt, having found no message, waits there to park.
+    const hold = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${schema.schema}` });
+    await hold.connect();
+    try {
+      await hold.query('BEGIN');
+      await hold.query('SELECT 1 FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [l.cel.id]);
+      const holder = (await hold.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      const ack = b.receipt(l.cel.id, 'G-late', 'leido', 21);
+      const waiting = async () =>
+        (await hold.query('SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holder])).rows[0].n;
+      while ((await waiting()) === 0) await new Promise((r) => setTimeout(r, 20));
+      // The send is recorded (a direct one takes no line lock) and finds nothing parked.
+      expect((await a.markSent(m.msg_id, 'G-late', 20))!.estado).toBe('enviado');
+      expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+      await hold.query('COMMIT');
+      // Parked, it looks again, sees the send and applies itself: delivered, then read.
+      const r = await ack;
+      expect(r).not.toBe('parked');
+      expect(r && r !== 'parked' ? [r.before.estado, r.after.estado] : r).toEqual(['enviado', 'leido']);
+    } finally {
+      await hold.end();
+    }
+    const final = (await a.getMensaje(m.msg_id))!;
+    expect(final).toMatchObject({ estado: 'leido', entregado_at: 21, leido_at: 21 });
+    expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+    const steps = (await a.eventsAfter(l.clienteId, null, 100)).filter((e) => e.evento === 'message.status').map((e) => e.data);
+    expect(steps.map((d) => [d.estado_anterior, d.estado])).toEqual([
+      [null, 'pendiente'],
+      ['pendiente', 'enviado'],
+      ['enviado', 'entregado'],
+      ['entregado', 'leido'],
+    ]);
+    // The data built in SQL is core's, field for field and in its order.
+    expect(steps[1]).toEqual(messageStatusData({ ...final, estado: 'enviado' }, 'pendiente', 20));
+    expect(steps[3]).toEqual(messageStatusData(final, 'entregado', 21));
+    for (const d of steps.slice(1)) expect(Object.keys(d)).toEqual([...MESSAGE_STATUS_FIELDS]);
+  });
+
+  it('a send recorded with receipts parked on both nodes applies each once, in order, and leaves none parked', async () => {
+    const l = await line(0);
+    const m = l.msg('cola');
+    await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
+    expect(await b.receipt(l.cel.id, 'G-p', 'leido', 12)).toBe('parked');
+    expect(await a.receipt(l.cel.id, 'G-p', 'entregado', 11)).toBe('parked');
+    const sent = (await b.markSent(m.msg_id, 'G-p', 20))!;
+    expect(sent).toMatchObject({ estado: 'leido', entregado_at: 20, leido_at: 20 });
+    expect(await a.db.one('SELECT pendientes FROM celulares WHERE id = $1', [l.cel.id])).toEqual({ pendientes: 0 });
+    expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+    const steps = (await a.eventsAfter(l.clienteId, null, 100)).filter((e) => e.evento === 'message.status').map((e) => e.data.estado);
+    expect(steps).toEqual(['pendiente', 'enviado', 'entregado', 'leido']);
   });
 
   it('the inbox counts migration holds off writers of the previous version until its triggers exist', async () => {
