@@ -41,6 +41,12 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
       [clienteId],
     ))!;
 
+  /** The message.status data of a client in log order, read from the table (the readers' API waits for other test files' transactions). */
+  const statusLog = async (clienteId: number) =>
+    (await a.db.q<{ data: string }>("SELECT data FROM eventos WHERE cliente_id = $1 AND evento = 'message.status' ORDER BY seq", [clienteId])).map(
+      (r) => JSON.parse(r.data) as Record<string, any>,
+    );
+
   it('50 acceptances from each node against a balance of 60: exactly 60 accepted, the balance ends at 0 and equals its ledger', async () => {
     const l = await line(60);
     const batch: NewMensaje[] = Array.from({ length: 100 }, () => l.msg());
@@ -145,7 +151,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     const final = (await a.getMensaje(m.msg_id))!;
     expect(final).toMatchObject({ estado: 'leido', entregado_at: 21, leido_at: 21 });
     expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
-    const steps = (await a.eventsAfter(l.clienteId, null, 100)).filter((e) => e.evento === 'message.status').map((e) => e.data);
+    const steps = await statusLog(l.clienteId);
     expect(steps.map((d) => [d.estado_anterior, d.estado])).toEqual([
       [null, 'pendiente'],
       ['pendiente', 'enviado'],
@@ -168,8 +174,43 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     expect(sent).toMatchObject({ estado: 'leido', entregado_at: 20, leido_at: 20 });
     expect(await a.db.one('SELECT pendientes FROM celulares WHERE id = $1', [l.cel.id])).toEqual({ pendientes: 0 });
     expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
-    const steps = (await a.eventsAfter(l.clienteId, null, 100)).filter((e) => e.evento === 'message.status').map((e) => e.data.estado);
+    const steps = (await statusLog(l.clienteId)).map((d) => d.estado);
     expect(steps).toEqual(['pendiente', 'enviado', 'entregado', 'leido']);
+  });
+
+  it('the send recorded on one node while the other fails the same message: one wins each, refunded once, one event each, the counter exact', async () => {
+    const l = await line(30);
+    const batch = Array.from({ length: 30 }, (_, i) => l.msg(i % 2 ? 'cola' : 'directo'));
+    for (const m of batch) expect((await a.acceptMensaje(m, { charge: true, maxPending: null }, 10)).ok).toBe(true);
+    const outcomes = await Promise.all(
+      batch.map(async (m, i) => {
+        const send = () => a.markSent(m.msg_id, `G-r${i}`, 20);
+        const fail = () => b.failMensaje(m.msg_id, 'gave up', 'no_enviado', 20);
+        // Either first; the failure's transaction takes longer, so it is given a head start of a few ms on half of them.
+        const failFirst = async () => {
+          const failing = fail();
+          await new Promise((r) => setTimeout(r, i % 5));
+          return [await send(), await failing] as const;
+        };
+        const [sent, failed] = i % 2 ? await Promise.all([send(), fail()]) : await failFirst();
+        // A read receipt right after, whichever won: it moves only a sent message.
+        await (i % 2 ? a : b).receipt(l.cel.id, `G-r${i}`, 'leido', 21);
+        return { sent: sent !== null, failed: failed !== null };
+      }),
+    );
+    for (const o of outcomes) expect(o.sent !== o.failed).toBe(true);
+    const failed = outcomes.filter((o) => o.failed).length;
+    expect((await a.getCliente(l.clienteId))!.saldo_global).toBe(failed);
+    expect((await ledger(l.clienteId)).total).toBe(failed);
+    expect(await a.db.one('SELECT pendientes FROM celulares WHERE id = $1', [l.cel.id])).toEqual({ pendientes: 0 });
+    const steps = (await statusLog(l.clienteId)).filter((d) => d.estado_anterior !== null);
+    for (const [i, m] of batch.entries()) {
+      const mine = steps.filter((d) => d.msg_id === m.msg_id).map((d) => `${d.estado_anterior}>${d.estado}`);
+      expect(mine, m.msg_id).toEqual(outcomes[i]!.failed ? ['pendiente>error'] : ['pendiente>enviado', 'enviado>entregado', 'entregado>leido']);
+    }
+    // A failed message never got its id: its receipt stays parked (until it expires); a sent one's never does.
+    const parked = (await a.db.q<{ g: string }>('SELECT gateway_msg_id AS g FROM acuses_pendientes ORDER BY 1')).map((r) => r.g);
+    expect(parked).toEqual(outcomes.flatMap((o, i) => (o.failed ? [`G-r${i}`] : [])).sort());
   });
 
   it('the inbox counts migration holds off writers of the previous version until its triggers exist', async () => {

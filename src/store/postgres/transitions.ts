@@ -149,22 +149,53 @@ async function lockForRefund(c: Client, f: Pick<Fixed, 'cargo' | 'cliente_id' | 
   return (await lockCelular(c, f.celular_id)) !== null;
 }
 
-/** Ends a message in error with its refund; the caller holds the client's (when it paid) and the line's locks, and says whether the line exists. */
-async function failLocked(c: Client, m: MensajeRow, error: string, clase: ErrorClase, now: number, lineExists: boolean): Promise<MensajeRow> {
-  // A send that never went out gives its slot back; one the network took keeps it.
-  const after = (await row<MensajeRow>(
-    c,
-    `UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$4')}, cobrado = 0 WHERE msg_id = $1 RETURNING ${COLS}`,
-    [m.msg_id, error, clase],
-  ))!;
-  if (m.estado === 'pendiente' && recipe.queueDelta(m)) await c.query(pendingDown(ph), [m.celular_id]);
-  const back = recipe.refund(m, m.cargo === 'celular' && lineExists);
+/**
+ * A failure's statement: the message from the state it is in (`$4`, which
+ * guards it) to error, a queued message's line counter if it was pending,
+ * its event. Parameters: msg_id, error, class, that state, now, now as the
+ * event's ISO date. A send that never went out gives its slot back; one the
+ * network took keeps it (recipes.ts slotOn).
+ */
+const FAIL = `WITH f AS (
+    UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$5::bigint')}, cobrado = 0
+    WHERE msg_id = $1 AND estado = $4::text RETURNING ${COLS}),
+  -- recipes.ts queueDelta: a queued message (modo 'cola') left the line's queue.
+  down AS (${pendingDown(() => `(SELECT celular_id FROM f WHERE modo = 'cola' AND $4::text = 'pendiente')`)}),
+  ev AS (${eventInsertOf(
+    {
+      cliente: 's.cliente_id',
+      celular: 's.celular_id',
+      evento: `'message.status'::text`,
+      data: statusData(fieldOf('s', { estado_anterior: '$4::text', fecha: '$6::text' })),
+      fecha: '$5::bigint',
+      recordedAt: '$5::bigint',
+    },
+    'FROM f s',
+  )})
+  SELECT ${COLS} FROM f`;
+
+/**
+ * Ends a message in error with its refund, if it is still in `m.estado`
+ * (null otherwise); the caller holds the client's (when it paid) and the
+ * line's locks, and says whether the line exists. `m.cobrado` is what it
+ * paid: only a failure changes it, and a failure meanwhile fails the guard.
+ */
+async function failLocked(
+  c: Client,
+  m: Pick<MensajeRow, 'msg_id' | 'estado' | 'cobrado'>,
+  error: string,
+  clase: ErrorClase,
+  now: number,
+  lineExists: boolean,
+): Promise<MensajeRow | null> {
+  const after = await row<MensajeRow>(c, FAIL, [m.msg_id, error, clase, m.estado, now, iso(now)]);
+  if (!after) return null;
+  const back = recipe.refund({ ...after, cobrado: m.cobrado }, after.cargo === 'celular' && lineExists);
   if (back) {
     // A deleted client has no balance left to refund to.
     const r = await row<{ saldo: number }>(c, balanceAdd(back.balance, ph), [back.monto, back.balance.id]);
     if (r) await writeMovement(c, back.movement(r.saldo), now);
   }
-  await journalStatus(c, after, m.estado, now);
   return after;
 }
 
@@ -182,7 +213,11 @@ async function applyReceipt(
   if (!before) return null;
   const step = receiptStep(before.estado, estado);
   if (step === 'ignore') return null;
-  if (step === 'fail') return { before, after: await failLocked(c, before, error ?? 'the network reported the message as failed', 'fallido', now, lineExists) };
+  if (step === 'fail') {
+    // Locked above as `before`: the guard holds.
+    const after = await failLocked(c, before, error ?? 'the network reported the message as failed', 'fallido', now, lineExists);
+    return after && { before, after };
+  }
   let after = before;
   for (const next of receiptPath(before.estado, estado)) {
     const prev = after.estado;
@@ -267,12 +302,11 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
     },
     async failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null> {
       return db.tx(async (c): Promise<MensajeRow | null> => {
-        const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE msg_id = $1`, [msgId]);
+        const f = await row<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = $1`, [msgId]);
         if (!f) return null;
         const lineExists = await lockForRefund(c, f);
-        const m = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1 FOR UPDATE`, [msgId]);
-        if (!m || m.estado !== 'pendiente') return null;
-        return failLocked(c, m, error, clase, now, lineExists);
+        // Only a pending message fails here: one sent meanwhile stays sent and charged (the guard, under the message's lock).
+        return failLocked(c, { ...f, estado: 'pendiente' }, error, clase, now, lineExists);
       });
     },
     async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
