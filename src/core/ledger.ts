@@ -80,6 +80,15 @@ export function receiptPath(current: MensajeRow['estado'], receipt: ReceiptEstad
   return receipt === 'leido' && current === 'enviado' ? ['entregado', 'leido'] : [receipt as 'entregado' | 'leido'];
 }
 
+/**
+ * Every state a receipt advances from, with the steps it makes from there
+ * (receiptPath): what a store renders into the one statement that applies
+ * the receipt to whatever state it finds the message in.
+ */
+export function receiptSources(receipt: ReceiptEstado): Array<{ from: MensajeRow['estado']; path: Array<'entregado' | 'leido'> }> {
+  return (Object.keys(RANK) as Array<MensajeRow['estado']>).map((from) => ({ from, path: receiptPath(from, receipt) })).filter((s) => s.path.length > 0);
+}
+
 /** Receipts parked before their send was recorded are applied in this order: a failure first, then forward. */
 export function parkedOrder<T extends { estado: ReceiptEstado }>(parked: T[]): T[] {
   const order: ReceiptEstado[] = ['error', 'entregado', 'leido'];

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { slotClaim } from '../../src/core/caps.js';
 import { AppError } from '../../src/core/errors.js';
+import { MESSAGE_STATUS_FIELDS, messageStatusData } from '../../src/core/event-data.js';
 import type { NewMensaje } from '../../src/core/ports/messages.js';
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
@@ -39,6 +40,12 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
       'SELECT COUNT(*) AS n, COALESCE(SUM(monto), 0)::bigint AS total FROM movimientos_saldo WHERE cliente_id = $1',
       [clienteId],
     ))!;
+
+  /** The message.status data of a client in log order, read from the table (the readers' API waits for other test files' transactions). */
+  const statusLog = async (clienteId: number) =>
+    (await a.db.q<{ data: string }>("SELECT data FROM eventos WHERE cliente_id = $1 AND evento = 'message.status' ORDER BY seq", [clienteId])).map(
+      (r) => JSON.parse(r.data) as Record<string, any>,
+    );
 
   it('50 acceptances from each node against a balance of 60: exactly 60 accepted, the balance ends at 0 and equals its ledger', async () => {
     const l = await line(60);
@@ -113,6 +120,97 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     );
     for (const id of sends) expect((await b.getMensaje(id))!.estado).toBe('entregado');
     expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+  });
+
+  it('a receipt that parks just after the send was recorded and its parked receipts were read applies itself, each step once', async () => {
+    const l = await line(0);
+    const m = l.msg('directo');
+    await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
+    // Another session holds the line's row: the receipt, having found no message, waits there to park.
+    const hold = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${schema.schema}` });
+    await hold.connect();
+    try {
+      await hold.query('BEGIN');
+      await hold.query('SELECT 1 FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [l.cel.id]);
+      const holder = (await hold.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      const ack = b.receipt(l.cel.id, 'G-late', 'leido', 21);
+      const waiting = async () =>
+        (await hold.query('SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holder])).rows[0].n;
+      while ((await waiting()) === 0) await new Promise((r) => setTimeout(r, 20));
+      // The send is recorded (a direct one takes no line lock) and finds nothing parked.
+      expect((await a.markSent(m.msg_id, 'G-late', 20))!.estado).toBe('enviado');
+      expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+      await hold.query('COMMIT');
+      // Parked, it looks again, sees the send and applies itself: delivered, then read.
+      const r = await ack;
+      expect(r).not.toBe('parked');
+      expect(r && r !== 'parked' ? [r.before.estado, r.after.estado] : r).toEqual(['enviado', 'leido']);
+    } finally {
+      await hold.end();
+    }
+    const final = (await a.getMensaje(m.msg_id))!;
+    expect(final).toMatchObject({ estado: 'leido', entregado_at: 21, leido_at: 21 });
+    expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+    const steps = await statusLog(l.clienteId);
+    expect(steps.map((d) => [d.estado_anterior, d.estado])).toEqual([
+      [null, 'pendiente'],
+      ['pendiente', 'enviado'],
+      ['enviado', 'entregado'],
+      ['entregado', 'leido'],
+    ]);
+    // The data built in SQL is core's, field for field and in its order.
+    expect(steps[1]).toEqual(messageStatusData({ ...final, estado: 'enviado' }, 'pendiente', 20));
+    expect(steps[3]).toEqual(messageStatusData(final, 'entregado', 21));
+    for (const d of steps.slice(1)) expect(Object.keys(d)).toEqual([...MESSAGE_STATUS_FIELDS]);
+  });
+
+  it('a send recorded with receipts parked on both nodes applies each once, in order, and leaves none parked', async () => {
+    const l = await line(0);
+    const m = l.msg('cola');
+    await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
+    expect(await b.receipt(l.cel.id, 'G-p', 'leido', 12)).toBe('parked');
+    expect(await a.receipt(l.cel.id, 'G-p', 'entregado', 11)).toBe('parked');
+    const sent = (await b.markSent(m.msg_id, 'G-p', 20))!;
+    expect(sent).toMatchObject({ estado: 'leido', entregado_at: 20, leido_at: 20 });
+    expect(await a.db.one('SELECT pendientes FROM celulares WHERE id = $1', [l.cel.id])).toEqual({ pendientes: 0 });
+    expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
+    const steps = (await statusLog(l.clienteId)).map((d) => d.estado);
+    expect(steps).toEqual(['pendiente', 'enviado', 'entregado', 'leido']);
+  });
+
+  it('the send recorded on one node while the other fails the same message: one wins each, refunded once, one event each, the counter exact', async () => {
+    const l = await line(30);
+    const batch = Array.from({ length: 30 }, (_, i) => l.msg(i % 2 ? 'cola' : 'directo'));
+    for (const m of batch) expect((await a.acceptMensaje(m, { charge: true, maxPending: null }, 10)).ok).toBe(true);
+    const outcomes = await Promise.all(
+      batch.map(async (m, i) => {
+        const send = () => a.markSent(m.msg_id, `G-r${i}`, 20);
+        const fail = () => b.failMensaje(m.msg_id, 'gave up', 'no_enviado', 20);
+        // Either first; the failure's transaction takes longer, so it is given a head start of a few ms on half of them.
+        const failFirst = async () => {
+          const failing = fail();
+          await new Promise((r) => setTimeout(r, i % 5));
+          return [await send(), await failing] as const;
+        };
+        const [sent, failed] = i % 2 ? await Promise.all([send(), fail()]) : await failFirst();
+        // A read receipt right after, whichever won: it moves only a sent message.
+        await (i % 2 ? a : b).receipt(l.cel.id, `G-r${i}`, 'leido', 21);
+        return { sent: sent !== null, failed: failed !== null };
+      }),
+    );
+    for (const o of outcomes) expect(o.sent !== o.failed).toBe(true);
+    const failed = outcomes.filter((o) => o.failed).length;
+    expect((await a.getCliente(l.clienteId))!.saldo_global).toBe(failed);
+    expect((await ledger(l.clienteId)).total).toBe(failed);
+    expect(await a.db.one('SELECT pendientes FROM celulares WHERE id = $1', [l.cel.id])).toEqual({ pendientes: 0 });
+    const steps = (await statusLog(l.clienteId)).filter((d) => d.estado_anterior !== null);
+    for (const [i, m] of batch.entries()) {
+      const mine = steps.filter((d) => d.msg_id === m.msg_id).map((d) => `${d.estado_anterior}>${d.estado}`);
+      expect(mine, m.msg_id).toEqual(outcomes[i]!.failed ? ['pendiente>error'] : ['pendiente>enviado', 'enviado>entregado', 'entregado>leido']);
+    }
+    // A failed message never got its id: its receipt stays parked (until it expires); a sent one's never does.
+    const parked = (await a.db.q<{ g: string }>('SELECT gateway_msg_id AS g FROM acuses_pendientes ORDER BY 1')).map((r) => r.g);
+    expect(parked).toEqual(outcomes.flatMap((o, i) => (o.failed ? [`G-r${i}`] : [])).sort());
   });
 
   it('the inbox counts migration holds off writers of the previous version until its triggers exist', async () => {

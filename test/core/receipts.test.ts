@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parkedOrder, receiptPath, receiptStep } from '../../src/core/ledger.js';
+import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../src/core/ledger.js';
 import type { MensajeRow, ReceiptEstado } from '../../src/core/ports/model.js';
 
 /**
@@ -86,5 +86,17 @@ describe('receipts in any order', () => {
       );
       expect(estado, seq.join(',')).toBe(seq.includes('error') ? 'error' : seq.includes('leido') ? 'leido' : 'entregado');
     }
+  });
+
+  it("a receipt's sources (what a one-statement store renders) are exactly the states it advances, each with its path", () => {
+    const states: Array<MensajeRow['estado']> = ['pendiente', 'enviado', 'entregado', 'leido', 'error'];
+    for (const r of ['entregado', 'leido', 'error'] as ReceiptEstado[]) {
+      expect(receiptSources(r)).toEqual(states.filter((s) => receiptStep(s, r) === 'advance').map((from) => ({ from, path: receiptPath(from, r) })));
+    }
+    expect(receiptSources('leido')).toEqual([
+      { from: 'enviado', path: ['entregado', 'leido'] },
+      { from: 'entregado', path: ['leido'] },
+    ]);
+    expect(receiptSources('error')).toEqual([]);
   });
 });

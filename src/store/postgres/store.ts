@@ -11,6 +11,7 @@ import { leases } from './leases.js';
 import { messages } from './messages.js';
 import { migrate } from './migrations.js';
 import { queue } from './queue.js';
+import { transitions } from './transitions.js';
 import { webhooks } from './webhooks.js';
 
 /** Any number of nodes serve one database together. */
@@ -47,6 +48,7 @@ export async function openPgStore(url: string, opts: PgOptions = {}): Promise<Pg
     ...accounts(db),
     ...gatewayServers(db),
     ...messages(db),
+    ...transitions(db),
     ...idempotency(db),
     ...inbox(db),
     ...history(db),

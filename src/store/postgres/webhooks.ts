@@ -22,15 +22,37 @@ const EVENT_COLS = 'seq, cliente_id, celular_id, evento, data, fecha';
 /** The rows a follower of the log may read now: their transactions have all ended. */
 const SETTLED = 'xid < pg_snapshot_xmin(pg_current_snapshot())';
 
+/** The values of one event row, as SQL expressions. */
+export interface EventValues {
+  cliente: string;
+  celular: string;
+  evento: string;
+  data: string;
+  fecha: string;
+  recordedAt: string;
+}
+
 /**
- * One event into the log (core/event-log.ts), a delivery when the client's
+ * Events into the log (core/event-log.ts), each a delivery when the client's
  * configuration wants it at once: active, with a URL, subscribed to its kind
  * or to all (webhooks/config.ts `subscribed`), read in the same statement.
- * Parameters: cliente_id, celular_id, evento, data (JSON), fecha.
+ * `from` (with its FROM) makes one row per row it yields.
  */
-export const eventInsert = `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
-  SELECT $1::bigint, $2::bigint, $3::text, $4::text, $5::bigint, (SELECT 'pendiente'::text FROM webhooks w WHERE w.cliente_id = $1::bigint
-      AND w.activo AND w.url <> '' AND w.eventos::jsonb ?| ARRAY['all', $3::text]), $6::bigint`;
+export function eventInsertOf(v: EventValues, from = ''): string {
+  return `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
+  SELECT ${v.cliente}, ${v.celular}, ${v.evento}, ${v.data}, ${v.fecha}, (SELECT 'pendiente'::text FROM webhooks w WHERE w.cliente_id = ${v.cliente}
+      AND w.activo AND w.url <> '' AND w.eventos::jsonb ?| ARRAY['all', ${v.evento}]), ${v.recordedAt}${from ? ` ${from}` : ''}`;
+}
+
+/** One event. Parameters: cliente_id, celular_id, evento, data (JSON), fecha, when it is recorded. */
+export const eventInsert = eventInsertOf({
+  cliente: '$1::bigint',
+  celular: '$2::bigint',
+  evento: '$3::text',
+  data: '$4::text',
+  fecha: '$5::bigint',
+  recordedAt: '$6::bigint',
+});
 
 /**
  * The client's configuration row, locked. A client without one gets an empty

@@ -1,0 +1,339 @@
+import { iso } from '../../core/clock.js';
+import { MESSAGE_STATUS_FIELDS, type MessageStatusField } from '../../core/event-data.js';
+import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../core/ledger.js';
+import * as recipe from '../../core/recipes.js';
+import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
+import type { ErrorClase, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
+import { balanceAdd, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
+import { type Client, type Db, LOCK, ph, row, rows } from './db.js';
+import { COLS, colsOf, FIXED, type Fixed, journalStatus, lockCelular, writeMovement } from './messages.js';
+import { eventInsertOf } from './webhooks.js';
+
+/**
+ * A message's state changes after acceptance, in PostgreSQL: the send's
+ * record, a failed send, receipts. The common ones (a send recorded, a
+ * delivery or read receipt on a recorded send) are one autocommitted
+ * statement each: the message's UPDATE guarded by its state, the line's
+ * counter, and the `message.status` rows built from what the UPDATE
+ * returned. The rare ones (a failure and its refund, a receipt that beats
+ * its send and is parked, parked receipts applied) keep a transaction.
+ *
+ * Lock order, as in messages.ts: the client, the line, the parked receipt,
+ * the message (then the counts rows the triggers touch). A statement that
+ * changes the line's counter locks the line in a sub-select its UPDATE
+ * joins, so the line is locked before the message row is.
+ *
+ * A receipt that finds no message parks itself; the send's record must then
+ * find it. No lock is needed for that: each side writes, commits, and then
+ * reads what the other wrote (in READ COMMITTED each statement reads what
+ * had committed when it began):
+ * - markSent commits its UPDATE (at tU) and afterwards reads the parked
+ *   receipts of its gateway id;
+ * - a receipt that found no message parks itself (committed at tP) and
+ *   afterwards looks for the message again.
+ * If tP < tU, markSent's read (begun after tU) sees the parked row; if
+ * tU < tP, the receipt's second look (begun after tP) sees the message.
+ * Either way one of them applies it, and both may try: whoever applies it
+ * first deletes the parked row in the same transaction, and the other's
+ * DELETE ... RETURNING then returns nothing (it waits on the row while the
+ * first is open, then finds it gone), so it is applied exactly once and
+ * never left parked. (The send's statement does hold its id's advisory lock
+ * to its commit, but only so that a receipt that missed a send in flight
+ * waits for it and finds it, rather than paying for parking.)
+ */
+
+type Step = 'entregado' | 'leido';
+const STEPS: Step[] = ['entregado', 'leido'];
+
+/** The `message.status` data as SQL (json_build_object keeps the order of core's one list of fields). */
+function statusData(expr: (f: MessageStatusField) => string): string {
+  return `json_build_object(${MESSAGE_STATUS_FIELDS.map((f) => `'${f}', ${expr(f)}`).join(', ')})::text`;
+}
+
+/** A field of the data from row `alias`, but the step's own (`step`). */
+const fieldOf = (alias: string, step: Partial<Record<MessageStatusField, string>>) => (f: MessageStatusField) => step[f] ?? `${alias}.${f}`;
+
+/**
+ * markSent's one statement. Parameters: msg_id, gateway id, now, the slot's
+ * time, now as the event's ISO date, the gateway id lock's first key. The
+ * line is locked (a queued message's counter goes down) by `line`, which the
+ * UPDATE joins, so before the message. The gateway id's lock (`g`, before
+ * any row lock, held to the commit) lets a receipt that missed the send in
+ * flight wait for it instead of parking (see `receipt`).
+ */
+function markSentSql(slot: ReturnType<typeof recipe.slotOn>): string {
+  return `WITH g AS (SELECT pg_advisory_xact_lock($6, hashtext($2))),
+  m AS (SELECT msg_id, celular_id, modo FROM g, mensajes WHERE msg_id = $1),
+  line AS (SELECT c.id FROM celulares c JOIN m ON c.id = m.celular_id WHERE m.modo = 'cola' FOR NO KEY UPDATE OF c),
+  sent AS (
+    UPDATE mensajes x SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, ${slotSet(slot, '$4::bigint')}, error = NULL, intentos = x.intentos + 1
+    FROM m LEFT JOIN line ON true WHERE x.msg_id = m.msg_id AND x.estado = 'pendiente'
+    RETURNING ${colsOf('x')}),
+  -- recipes.ts queueDelta: a queued message (modo 'cola') left the line's queue.
+  down AS (${pendingDown(() => `(SELECT celular_id FROM sent WHERE modo = 'cola')`)}),
+  ev AS (${eventInsertOf(
+    {
+      cliente: 's.cliente_id',
+      celular: 's.celular_id',
+      evento: `'message.status'::text`,
+      data: statusData(fieldOf('s', { estado_anterior: `'pendiente'::text`, fecha: '$5::text' })),
+      fecha: '$3::bigint',
+      recordedAt: '$3::bigint',
+    },
+    'FROM sent s',
+  )})
+  SELECT ${COLS} FROM sent`;
+}
+
+/**
+ * A delivery or read receipt in one statement. Parameters: gateway id, line,
+ * the receipt, now, now as the event's ISO date, and the receipt's sources
+ * (ledger.ts receiptSources) as three arrays, one row per step: the state
+ * it starts from, the step's state, the state before the step. The message
+ * is locked by `b` and moved from the state read under that lock, one event
+ * per step in order (a read receipt on a sent message: delivered, then
+ * read). One row when the line has a message of that id (`hallado`; the
+ * rest null when the receipt moved nothing), none when it has none.
+ */
+const RECEIPT_ADVANCE = `WITH path AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS p(desde, estado, anterior, orden)),
+  b AS (SELECT msg_id, estado, entregado_at, leido_at FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1 FOR UPDATE),
+  moved AS (
+    UPDATE mensajes x SET estado = $3::text,
+      ${STEPS.map((s) => `${recipe.receiptColumn(s)} = CASE WHEN EXISTS (SELECT 1 FROM path p WHERE p.desde = b.estado AND p.estado = '${s}') THEN $4::bigint ELSE x.${recipe.receiptColumn(s)} END`).join(',\n      ')}
+    FROM b WHERE x.msg_id = b.msg_id AND b.estado IN (SELECT desde FROM path)
+    RETURNING ${colsOf('x')}, b.estado AS antes_estado, b.entregado_at AS antes_entregado_at, b.leido_at AS antes_leido_at),
+  ev AS (${eventInsertOf(
+    {
+      cliente: 's.cliente_id',
+      celular: 's.celular_id',
+      evento: `'message.status'::text`,
+      data: statusData(fieldOf('s', { estado: 'p.estado', estado_anterior: 'p.anterior', fecha: '$5::text' })),
+      fecha: '$4::bigint',
+      recordedAt: '$4::bigint',
+    },
+    'FROM moved s JOIN path p ON p.desde = s.antes_estado ORDER BY p.orden',
+  )})
+  SELECT b.msg_id AS hallado, u.* FROM b LEFT JOIN moved u ON true`;
+
+type Moved = MensajeRow & { hallado: string; antes_estado: MensajeRow['estado']; antes_entregado_at: number | null; antes_leido_at: number | null };
+
+/** RECEIPT_ADVANCE's parameters after the first five: receiptSources as one row per step. */
+function sourceArrays(estado: ReceiptEstado): [string[], string[], string[]] {
+  const from: string[] = [];
+  const to: string[] = [];
+  const prev: string[] = [];
+  for (const s of receiptSources(estado)) {
+    let at: string = s.from;
+    for (const next of s.path) {
+      from.push(s.from);
+      to.push(next);
+      prev.push(at);
+      at = next;
+    }
+  }
+  return [from, to, prev];
+}
+
+async function get(c: Client, msgId: string): Promise<MensajeRow | null> {
+  return row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);
+}
+
+/** The client's row, locked; FOR NO KEY UPDATE leaves a line's foreign-key check on the client free to proceed. */
+async function lockCliente(c: Client, id: number): Promise<void> {
+  await c.query('SELECT 1 FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [id]);
+}
+
+/** The rows a failure moves money on, locked in order: the client's when it paid, the line's. */
+async function lockForRefund(c: Client, f: Pick<Fixed, 'cargo' | 'cliente_id' | 'celular_id'>): Promise<boolean> {
+  if (f.cargo !== null) await lockCliente(c, f.cliente_id);
+  return (await lockCelular(c, f.celular_id)) !== null;
+}
+
+/**
+ * A failure's statement: the message from the state it is in (`$4`, which
+ * guards it) to error, a queued message's line counter if it was pending,
+ * its event. Parameters: msg_id, error, class, that state, now, now as the
+ * event's ISO date. A send that never went out gives its slot back; one the
+ * network took keeps it (recipes.ts slotOn).
+ */
+const FAIL = `WITH f AS (
+    UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$5::bigint')}, cobrado = 0
+    WHERE msg_id = $1 AND estado = $4::text RETURNING ${COLS}),
+  -- recipes.ts queueDelta: a queued message (modo 'cola') left the line's queue.
+  down AS (${pendingDown(() => `(SELECT celular_id FROM f WHERE modo = 'cola' AND $4::text = 'pendiente')`)}),
+  ev AS (${eventInsertOf(
+    {
+      cliente: 's.cliente_id',
+      celular: 's.celular_id',
+      evento: `'message.status'::text`,
+      data: statusData(fieldOf('s', { estado_anterior: '$4::text', fecha: '$6::text' })),
+      fecha: '$5::bigint',
+      recordedAt: '$5::bigint',
+    },
+    'FROM f s',
+  )})
+  SELECT ${COLS} FROM f`;
+
+/**
+ * Ends a message in error with its refund, if it is still in `m.estado`
+ * (null otherwise); the caller holds the client's (when it paid) and the
+ * line's locks, and says whether the line exists. `m.cobrado` is what it
+ * paid: only a failure changes it, and a failure meanwhile fails the guard.
+ */
+async function failLocked(
+  c: Client,
+  m: Pick<MensajeRow, 'msg_id' | 'estado' | 'cobrado'>,
+  error: string,
+  clase: ErrorClase,
+  now: number,
+  lineExists: boolean,
+): Promise<MensajeRow | null> {
+  const after = await row<MensajeRow>(c, FAIL, [m.msg_id, error, clase, m.estado, now, iso(now)]);
+  if (!after) return null;
+  const back = recipe.refund({ ...after, cobrado: m.cobrado }, after.cargo === 'celular' && lineExists);
+  if (back) {
+    // A deleted client has no balance left to refund to.
+    const r = await row<{ saldo: number }>(c, balanceAdd(back.balance, ph), [back.monto, back.balance.id]);
+    if (r) await writeMovement(c, back.movement(r.saldo), now);
+  }
+  return after;
+}
+
+/** A receipt on a recorded send, in a transaction; a failure's caller holds the client's and line's locks (`lineExists` from the latter). */
+async function applyReceipt(
+  c: Client,
+  celularId: number,
+  gid: string,
+  estado: ReceiptEstado,
+  now: number,
+  error: string | undefined,
+  lineExists: boolean,
+): Promise<ReceiptOutcome> {
+  const before = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1 FOR UPDATE`, [gid, celularId]);
+  if (!before) return null;
+  const step = receiptStep(before.estado, estado);
+  if (step === 'ignore') return null;
+  if (step === 'fail') {
+    // Locked above as `before`: the guard holds.
+    const after = await failLocked(c, before, error ?? 'the network reported the message as failed', 'fallido', now, lineExists);
+    return after && { before, after };
+  }
+  let after = before;
+  for (const next of receiptPath(before.estado, estado)) {
+    const prev = after.estado;
+    after = (await row<MensajeRow>(c, `${receiptStepUpdate(next, ph)} RETURNING ${COLS}`, [next, now, before.msg_id]))!;
+    await journalStatus(c, after, prev, now);
+  }
+  return { before, after };
+}
+
+/** What a receipt did to its line's message; 'absent' when the line has no message of that gateway id (yet). */
+type Applied = ReceiptOutcome | 'absent';
+
+/** A delivery or read receipt: one statement. */
+async function advance(db: Db, celularId: number, gid: string, estado: ReceiptEstado, now: number): Promise<Applied> {
+  const r = await db.one<Moved>(RECEIPT_ADVANCE, [gid, celularId, estado, now, iso(now), ...sourceArrays(estado)]);
+  if (!r) return 'absent';
+  if (r.msg_id === null) return null;
+  const { hallado: _h, antes_estado, antes_entregado_at, antes_leido_at, ...after } = r;
+  return { before: { ...after, estado: antes_estado, entregado_at: antes_entregado_at, leido_at: antes_leido_at }, after };
+}
+
+/** A failure the network reports: its refund needs the client's and line's locks first, so a transaction. */
+async function failByReceipt(db: Db, celularId: number, gid: string, now: number, error: string | undefined): Promise<Applied> {
+  return db.tx(async (c): Promise<Applied> => {
+    // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
+    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1`, [gid, celularId]);
+    if (!f) return 'absent';
+    return applyReceipt(c, celularId, gid, 'error', now, error, await lockForRefund(c, f));
+  });
+}
+
+/** Parks a receipt for an id no message of the line has yet; false when the line is gone or holds PARKED_PER_LINE already. */
+async function park(db: Db, celularId: number, gid: string, estado: ReceiptEstado, now: number, error: string | undefined): Promise<boolean> {
+  return db.tx(async (c): Promise<boolean> => {
+    // The line's row lock makes its count and the insert one step for every node.
+    if (!(await lockCelular(c, celularId))) return false;
+    // Old parked rows nobody claimed go, a few at a time, skipping any another transaction holds.
+    await c.query(
+      `DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
+         SELECT gateway_msg_id, estado FROM acuses_pendientes WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
+      [recipe.parkedExpiredBefore(now)],
+    );
+    const held = await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM acuses_pendientes WHERE celular_id = $1', [celularId]);
+    if (!recipe.parkingAllows(held!.n)) return false;
+    await c.query(
+      `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at, celular_id = excluded.celular_id`,
+      [gid, estado, error ?? null, now, celularId],
+    );
+    return true;
+  });
+}
+
+/** markSent, failMensaje and receipt over one pool. */
+export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
+  return {
+    async markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+      const slot = recipe.slotOn('sent', now);
+      const sent = await db.one<MensajeRow>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId]);
+      if (!sent) return null;
+      // Read after the record committed (see the top of this file): a receipt parked before it is seen here.
+      // Those its own line reported (or parked before receipts named their line).
+      const parked = await db.q<{ estado: ReceiptEstado }>(
+        'SELECT estado FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL)',
+        [gid, sent.celular_id],
+      );
+      if (parked.length === 0) return sent;
+      return db.tx(async (c): Promise<MensajeRow | null> => {
+        // A parked failure means a refund: its rows are locked before the parked rows are claimed.
+        const lineExists = parked.some((p) => p.estado === 'error') ? await lockForRefund(c, sent) : true;
+        // Claimed by deleting them: a receipt that saw this send after parking finds its row gone and leaves it to us.
+        // Only those read above: one parked since then is its receipt's own to apply (it sees this send when it looks again).
+        const claimed = await rows<{ estado: ReceiptEstado; error: string | null }>(
+          c,
+          `DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL) AND estado = ANY($3::text[])
+           RETURNING estado, error`,
+          [gid, sent.celular_id, parked.map((p) => p.estado)],
+        );
+        for (const p of parkedOrder(claimed)) await applyReceipt(c, sent.celular_id, gid, p.estado, now, p.error ?? undefined, lineExists);
+        return get(c, msgId);
+      });
+    },
+    async failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null> {
+      return db.tx(async (c): Promise<MensajeRow | null> => {
+        const f = await row<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = $1`, [msgId]);
+        if (!f) return null;
+        const lineExists = await lockForRefund(c, f);
+        // Only a pending message fails here: one sent meanwhile stays sent and charged (the guard, under the message's lock).
+        return failLocked(c, { ...f, estado: 'pendiente' }, error, clase, now, lineExists);
+      });
+    },
+    async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
+      const apply = () => (estado === 'error' ? failByReceipt(db, celularId, gid, now, error) : advance(db, celularId, gid, estado, now));
+      let done = await apply();
+      if (done === 'absent') {
+        // A send being recorded holds its id's lock to its commit: waited for (the lock is let go at once), then looked for again.
+        // Only spares that race the parking; what keeps no receipt parked for ever is the reading after each commit.
+        await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK.gatewayId, gid]);
+        done = await apply();
+      }
+      if (done !== 'absent') return done;
+      if (!(await park(db, celularId, gid, estado, now, error))) return null;
+      // Looked for again after the parked row committed (see the top of this file): a send recorded before it is seen here.
+      const f = await db.one<Fixed>(`SELECT ${FIXED} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1`, [gid, celularId]);
+      if (!f) return 'parked';
+      return db.tx(async (c): Promise<ReceiptOutcome> => {
+        const lineExists = estado === 'error' ? await lockForRefund(c, f) : true;
+        const mine = await row(c, 'DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND estado = $2 AND celular_id = $3 RETURNING 1', [
+          gid,
+          estado,
+          celularId,
+        ]);
+        // Gone: the send's record claimed it and applied it.
+        if (!mine) return 'parked';
+        return applyReceipt(c, celularId, gid, estado, now, error, lineExists);
+      });
+    },
+  };
+}
