@@ -22,15 +22,25 @@ const EVENT_COLS = 'seq, cliente_id, celular_id, evento, data, fecha';
 /** The rows a follower of the log may read now: their transactions have all ended. */
 const SETTLED = 'xid < pg_snapshot_xmin(pg_current_snapshot())';
 
+/** The columns `eventRow` fills, in its order. */
+export const EVENT_ROW_COLS = 'cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at';
+
 /**
- * One event into the log (core/event-log.ts), a delivery when the client's
- * configuration wants it at once: active, with a URL, subscribed to its kind
- * or to all (webhooks/config.ts `subscribed`), read in the same statement.
- * Parameters: cliente_id, celular_id, evento, data (JSON), fecha.
+ * One event of the log (core/event-log.ts) as a SELECT list for
+ * EVENT_ROW_COLS, a delivery when the client's configuration wants it at
+ * once: active, with a URL, subscribed to its kind or to all
+ * (webhooks/config.ts `subscribed`), read in the same statement. Its
+ * arguments are the SQL of cliente_id, celular_id, evento, data (JSON),
+ * fecha and the time its delivery is due (a statement's own placeholders).
  */
-export const eventInsert = `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
-  SELECT $1::bigint, $2::bigint, $3::text, $4::text, $5::bigint, (SELECT 'pendiente'::text FROM webhooks w WHERE w.cliente_id = $1::bigint
-      AND w.activo AND w.url <> '' AND w.eventos::jsonb ?| ARRAY['all', $3::text]), $6::bigint`;
+export function eventRow(cliente: string, celular: string, evento: string, data: string, fecha: string, due: string): string {
+  return `${cliente}::bigint, ${celular}::bigint, ${evento}::text, ${data}::text, ${fecha}::bigint, (SELECT 'pendiente'::text FROM webhooks w WHERE w.cliente_id = ${cliente}::bigint
+      AND w.activo AND w.url <> '' AND w.eventos::jsonb ?| ARRAY['all', ${evento}::text]), ${due}::bigint`;
+}
+
+/** One event into the log. Parameters: cliente_id, celular_id, evento, data (JSON), fecha, due. */
+export const eventInsert = `INSERT INTO eventos (${EVENT_ROW_COLS})
+  SELECT ${eventRow('$1', '$2', '$3', '$4', '$5', '$6')}`;
 
 /**
  * The client's configuration row, locked. A client without one gets an empty
