@@ -34,9 +34,10 @@ import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
  * binding of another transaction prevents. Failing (a), the slots are counted
  * again (exact now) and the verdict asked again: two more round trips, only
  * when a send raced this one on a capped line. Failing (b), the send is the
- * key's repeat, as the old read would have answered. A refusal writes
- * nothing, so it holds at the first statement's snapshot; only a key bound
- * since then outranks it, checked afresh then.
+ * key's repeat, as a read under the key's lock would have answered. A
+ * refusal writes nothing, so it holds at the first statement's snapshot;
+ * only a key bound since then outranks it, checked afresh then (one more
+ * round trip, on refusals with a key only).
  */
 
 /** What the first statement reads. */
@@ -204,10 +205,8 @@ async function writeAccept(
     SELECT EXISTS (SELECT 1 FROM go) AS go, ${colsOf('msg')} FROM (SELECT 1) one LEFT JOIN msg ON true`,
     values,
   );
-  const written = r!;
-  if (written.msg_id == null) return { go: written.go, mensaje: null };
-  const { go, ...row_ } = written;
-  return { go, mensaje: row_ as MensajeRow };
+  const { go, ...inserted } = r!;
+  return { go, mensaje: inserted.msg_id == null ? null : (inserted as MensajeRow) };
 }
 
 /** The row an accepted message is inserted as, and answered with (its key's kept answer is built from it before the write). */
