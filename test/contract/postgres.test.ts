@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { slotClaim } from '../../src/core/caps.js';
 import { AppError } from '../../src/core/errors.js';
-import type { NewMensaje } from '../../src/core/ports/messages.js';
+import type { AcceptOptions, NewMensaje } from '../../src/core/ports/messages.js';
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { LOCK } from '../../src/store/postgres/db.js';
@@ -145,6 +145,34 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
       await holder.end().catch(() => undefined);
       await probe.end().catch(() => undefined);
     }
+  });
+
+  it('an acceptance is four round trips (BEGIN, a read, a write, COMMIT) whatever its options; a refusal writes nothing', async () => {
+    const l = await line(2, { max_envios_por_minuto: 1000 });
+    const queries: string[] = [];
+    const wrapped = new WeakSet<object>();
+    a.db.pool.on('acquire', (client) => {
+      if (wrapped.has(client)) return;
+      wrapped.add(client);
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      Object.assign(client, { query: (...args: unknown[]) => (queries.push(String(args[0]).split(/\s/)[0]!), query(...args)) });
+    });
+    const t = 1_000_000;
+    const slot = () => slotClaim(l.cel, t, 60_000);
+    const idem = (clave: string) => ({ clave, huella: 'h', expira_at: t + 1000, answer: () => ({ status: 200, body: '{}' }) });
+    const trips = async (m: NewMensaje, opts: AcceptOptions) => {
+      queries.length = 0;
+      const r = await a.acceptMensaje(m, opts, t);
+      return { ok: r.ok, queries: [...queries] };
+    };
+    const four = { ok: true, queries: ['BEGIN', 'WITH', 'WITH', 'COMMIT'] };
+    expect(await trips(l.msg(), { charge: true, maxPending: 10 })).toEqual(four);
+    expect(await trips(l.msg(), { charge: false, maxPending: null, idem: idem('a') })).toEqual(four);
+    expect(await trips(l.msg('directo'), { charge: true, maxPending: null, slot: slot(), idem: idem('b') })).toEqual(four);
+    // The client's balance is spent: a credit on the line's pays the next, then none is left.
+    await a.changeBalance({ cliente_id: l.clienteId, celular_id: l.cel.id, monto: 1, motivo: 'r', actor: 'op' }, t);
+    expect(await trips(l.msg('directo'), { charge: true, maxPending: null, slot: slot() })).toEqual(four);
+    expect(await trips(l.msg('directo'), { charge: true, maxPending: null, slot: slot() })).toEqual({ ok: false, queries: ['BEGIN', 'WITH', 'COMMIT'] });
   });
 
   it('both nodes claim the same 30 queued messages: each is claimed once', async () => {
