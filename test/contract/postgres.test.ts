@@ -95,7 +95,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     await probe.connect();
     try {
       const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
-      const locks = (clave: string) => [
+      const locks = (clave: string): Array<{ take: string; test: string; args: unknown[] }> => [
         {
           take: 'SELECT pg_advisory_xact_lock($1, hashtext($2))',
           test: 'SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS got',
