@@ -135,5 +135,16 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.getCliente(cliente.id))!.saldo_global).toBe(9);
       for (const m of tries) if (m !== winner) expect(await ctx.store.getMensaje(m.msg_id)).toBeNull();
     });
+
+    it('acceptances racing for one key on two nodes while the winner spends the last credit: the others are its repeats, not refused for balance', async () => {
+      const { cliente, msg } = await lineOf(ctx.store);
+      await ctx.store.changeBalance({ cliente_id: cliente.id, celular_id: null, monto: -9, motivo: 'r', actor: 'op' }, 1);
+      const other = await ctx.node();
+      const tries = Array.from({ length: 8 }, () => msg());
+      const results = await Promise.all(tries.map((m, i) => (i % 2 ? other : ctx.store).acceptMensaje(m, { ...opts, idem: binding('last', 2 * DAY) }, DAY)));
+      expect(results.filter((r) => r.ok)).toHaveLength(1);
+      expect(results.filter((r) => !r.ok)).toEqual(Array(7).fill({ ok: false, reason: 'idempotencia' }));
+      expect((await ctx.store.getCliente(cliente.id))!.saldo_global).toBe(0);
+    });
   });
 }

@@ -37,6 +37,59 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.getCliente(c.id))?.saldo_global).toBe(2);
     });
 
+    it("the line's balance pays first, then the client's; a refused send (cap, full queue, no balance) writes nothing and leaves its key free", async () => {
+      const c = await newCliente();
+      const cel = await ctx.store.insertCelular({ ...celular(c.id, '525512345678'), max_envios_por_minuto: 1 }, 1000);
+      if (!cel.ok) throw new Error('insert');
+      const id = cel.celular.id;
+      const msg = messages(c.id, id);
+      const credit = async (celularId: number | null) => {
+        const r = await ctx.store.changeBalance({ cliente_id: c.id, celular_id: celularId, monto: 1, motivo: 'r', actor: 'op' }, 1);
+        if (!r.ok) throw new Error('credit');
+        return r.movimiento_id;
+      };
+      await credit(id);
+      const first = await credit(null);
+      const t = 100_000;
+      const slot = slotClaim(cel.celular, t, 60_000);
+      const idem = (clave: string) => ({ clave, huella: 'h', expira_at: t + 1000, answer: () => ({ status: 200, body: '{}' }) });
+      expect(await ctx.store.acceptMensaje(msg(), { charge: true, maxPending: 2, idem: idem('k1') }, t)).toMatchObject({
+        ok: true,
+        cargo: 'celular',
+        saldo_celular: 0,
+        saldo_global: 1,
+      });
+      expect(await ctx.store.acceptMensaje(msg(), { charge: true, maxPending: 2 }, t)).toMatchObject({
+        ok: true,
+        cargo: 'global',
+        saldo_celular: 0,
+        saldo_global: 0,
+      });
+      expect(await ctx.store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot }, t)).toMatchObject({ ok: true, cargo: null });
+
+      expect(await ctx.store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot, idem: idem('k2') }, t)).toMatchObject({
+        ok: false,
+        reason: 'cap',
+      });
+      expect(await ctx.store.acceptMensaje(msg(), { charge: false, maxPending: 2, idem: idem('k3') }, t)).toEqual({ ok: false, reason: 'cola_llena' });
+      expect(await ctx.store.acceptMensaje(msg(), { charge: true, maxPending: null, idem: idem('k4') }, t)).toEqual({ ok: false, reason: 'saldo' });
+      // A bound key is answered as a repeat before any refusal.
+      expect(await ctx.store.acceptMensaje(msg(), { charge: true, maxPending: null, idem: idem('k1') }, t)).toEqual({ ok: false, reason: 'idempotencia' });
+
+      // Two charges' ledger rows between the credits, nothing else (not even an id a rolled-back row took).
+      expect(await credit(null)).toBe(first + 3);
+      for (const k of ['k2', 'k3', 'k4']) expect(await ctx.store.idemGet(c.id, k, t)).toBeNull();
+      expect(await ctx.store.idemGet(c.id, 'k1', t)).toMatchObject({ status: 200, body: '{}' });
+      const history = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 10 });
+      expect(history.total).toBe(3);
+      expect(history.rows.map((r) => `${r.cargo}:${r.cobrado}`).sort()).toEqual(['celular:1', 'global:1', 'null:0']);
+      await ctx.settled();
+      const statuses = (await ctx.store.eventsAfter(c.id, null, 100)).filter((e) => e.evento === 'message.status');
+      expect(statuses.map((e) => e.data.msg_id).sort()).toEqual(history.rows.map((r) => r.msg_id).sort());
+      expect(await ctx.store.getCelular(id)).toMatchObject({ saldo_actual: 0 });
+      expect(await ctx.store.getCliente(c.id)).toMatchObject({ saldo_global: 1 });
+    });
+
     it('send slots: a direct acceptance and a queued claim take slots of the same caps; in flight they count, a failure gives one back', async () => {
       const c = await newCliente();
       const cel = await ctx.store.insertCelular({ ...celular(c.id, '525512345678'), max_envios_por_minuto: 2 }, 1000);

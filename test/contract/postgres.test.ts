@@ -1,11 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { slotClaim } from '../../src/core/caps.js';
 import { AppError } from '../../src/core/errors.js';
 import { MESSAGE_STATUS_FIELDS, messageStatusData } from '../../src/core/event-data.js';
-import type { NewMensaje } from '../../src/core/ports/messages.js';
+import type { AcceptOptions, NewMensaje } from '../../src/core/ports/messages.js';
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { LOCK } from '../../src/store/postgres/db.js';
+import { until } from '../helpers/poll.js';
 import { celular, messages, openPg, PG_ABSENT, PG_URL, pgSchema } from './adapters.js';
 
 /**
@@ -88,6 +91,95 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     );
     expect(results.filter((r) => r.ok)).toHaveLength(7);
     expect(results.filter((r) => !r.ok && r.reason === 'cap')).toHaveLength(33);
+  });
+
+  it("an acceptance takes the key's lock, then the client's row, then the line's: none while the one before it is held by another", async () => {
+    const l = await line(5);
+    const url = new URL(PG_URL);
+    url.searchParams.set('options', `-c search_path=${schema.schema}`);
+    const [holder, probe] = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
+    await holder.connect();
+    await probe.connect();
+    try {
+      const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      const locks = (clave: string): Array<{ take: string; test: string; args: unknown[] }> => [
+        {
+          take: 'SELECT pg_advisory_xact_lock($1, hashtext($2))',
+          test: 'SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS got',
+          args: [LOCK.idempotencyKey, `${l.clienteId}:${clave}`],
+        },
+        {
+          take: 'SELECT 1 FROM clientes WHERE id = $1 FOR NO KEY UPDATE',
+          test: 'SELECT true AS got FROM clientes WHERE id = $1 FOR NO KEY UPDATE NOWAIT',
+          args: [l.clienteId],
+        },
+        {
+          take: 'SELECT 1 FROM celulares WHERE id = $1 FOR NO KEY UPDATE',
+          test: 'SELECT true AS got FROM celulares WHERE id = $1 FOR NO KEY UPDATE NOWAIT',
+          args: [l.cel.id],
+        },
+      ];
+      /** Whether another transaction could take the lock now (it is let go at once). */
+      const free = async (lock: { test: string; args: unknown[] }) => {
+        await probe.query('BEGIN');
+        try {
+          return (await probe.query(lock.test, lock.args)).rows[0].got === true;
+        } catch (err) {
+          if ((err as { code?: string }).code === '55P03') return false;
+          throw err;
+        } finally {
+          await probe.query('ROLLBACK');
+        }
+      };
+      // A random key: advisory locks are the database's, and other schemas' tests take theirs.
+      const run = randomUUID();
+      for (const held of [0, 1, 2]) {
+        const clave = `${run}-${held}`;
+        const order = locks(clave);
+        await holder.query('BEGIN');
+        await holder.query(order[held]!.take, order[held]!.args);
+        const idem = { clave, huella: 'h', expira_at: 1000, answer: () => ({ status: 200, body: '{}' }) };
+        const accepted = a.acceptMensaje(l.msg(), { charge: true, maxPending: null, idem }, 10);
+        await until(async () => (await probe.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid])).rowCount === 1, {
+          what: 'the acceptance to wait for the held lock',
+        });
+        // Waiting on lock `held`: it holds those before it, and none after.
+        for (const [i, lock] of order.entries()) if (i !== held) expect(await free(lock)).toBe(i > held);
+        await holder.query('ROLLBACK');
+        expect(await accepted).toMatchObject({ ok: true });
+      }
+    } finally {
+      await holder.end().catch(() => undefined);
+      await probe.end().catch(() => undefined);
+    }
+  });
+
+  it('an acceptance is four round trips (BEGIN, a read, a write, COMMIT) whatever its options; a refusal writes nothing', async () => {
+    const l = await line(2, { max_envios_por_minuto: 1000 });
+    const queries: string[] = [];
+    const wrapped = new WeakSet<object>();
+    a.db.pool.on('acquire', (client) => {
+      if (wrapped.has(client)) return;
+      wrapped.add(client);
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      Object.assign(client, { query: (...args: unknown[]) => (queries.push(String(args[0]).split(/\s/)[0]!), query(...args)) });
+    });
+    const t = 1_000_000;
+    const slot = () => slotClaim(l.cel, t, 60_000);
+    const idem = (clave: string) => ({ clave, huella: 'h', expira_at: t + 1000, answer: () => ({ status: 200, body: '{}' }) });
+    const trips = async (m: NewMensaje, opts: AcceptOptions) => {
+      queries.length = 0;
+      const r = await a.acceptMensaje(m, opts, t);
+      return { ok: r.ok, queries: [...queries] };
+    };
+    const four = { ok: true, queries: ['BEGIN', 'WITH', 'WITH', 'COMMIT'] };
+    expect(await trips(l.msg(), { charge: true, maxPending: 10 })).toEqual(four);
+    expect(await trips(l.msg(), { charge: false, maxPending: null, idem: idem('a') })).toEqual(four);
+    expect(await trips(l.msg('directo'), { charge: true, maxPending: null, slot: slot(), idem: idem('b') })).toEqual(four);
+    // The client's balance is spent: a credit on the line's pays the next, then none is left.
+    await a.changeBalance({ cliente_id: l.clienteId, celular_id: l.cel.id, monto: 1, motivo: 'r', actor: 'op' }, t);
+    expect(await trips(l.msg('directo'), { charge: true, maxPending: null, slot: slot() })).toEqual(four);
+    expect(await trips(l.msg('directo'), { charge: true, maxPending: null, slot: slot() })).toEqual({ ok: false, queries: ['BEGIN', 'WITH', 'COMMIT'] });
   });
 
   it('both nodes claim the same 30 queued messages: each is claimed once', async () => {

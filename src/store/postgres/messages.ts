@@ -1,13 +1,12 @@
 import { messageStatusData } from '../../core/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
-import { acceptVerdict } from '../../core/ledger.js';
 import * as recipe from '../../core/recipes.js';
-import { balanceSet, movementInsert } from '../recipe-sql.js';
-import type { AcceptedMensaje, AcceptOptions, AcceptResult, MessagesOwn, MessageStats, NewMensaje, NewRecibido } from '../../core/ports/messages.js';
+import { movementInsert } from '../recipe-sql.js';
+import type { AcceptOptions, AcceptResult, MessagesOwn, MessageStats, NewMensaje, NewRecibido } from '../../core/ports/messages.js';
 import type { JournalEvent, MensajeRow } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
-import { bindKey, lockKey } from './idempotency.js';
+import { accept } from './accept.js';
 import { type Client, type Db, ph, row, rows } from './db.js';
 
 /**
@@ -129,66 +128,7 @@ export function messages(db: Db): Omit<MessagesOwn, 'markSent' | 'failMensaje' |
       await db.tx((c) => journal(c, ev));
     },
     async acceptMensaje(m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> {
-      return db.tx(async (c): Promise<AcceptResult> => {
-        // The key's lock before any row lock; a key bound already is answered as a repeat, whatever else would refuse.
-        if (opts.idem && (await lockKey(c, m.cliente_id, opts.idem.clave, now))) return { ok: false, reason: 'idempotencia' };
-        // The client's row is locked only when its balance may pay.
-        const cli = await row<{ saldo_global: number }>(c, `SELECT saldo_global FROM clientes WHERE id = $1${opts.charge ? ' FOR NO KEY UPDATE' : ''}`, [
-          m.cliente_id,
-        ]);
-        const cel = await row<{ saldo_actual: number; pendientes: number }>(
-          c,
-          'SELECT saldo_actual, pendientes FROM celulares WHERE id = $1 AND cliente_id = $2 FOR NO KEY UPDATE',
-          [m.celular_id, m.cliente_id],
-        );
-        if (!cel || !cli) return { ok: false, reason: 'celular' };
-        const verdict = acceptVerdict(
-          {
-            saldoCelular: cel.saldo_actual,
-            saldoGlobal: cli.saldo_global,
-            pendientes: cel.pendientes,
-            capHit: opts.slot ? await capHit(c, m.celular_id, opts.slot, now) : null,
-          },
-          { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
-        );
-        if (!verdict.ok) return verdict;
-        const cargo = verdict.cargo;
-        const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
-        const queued = recipe.queueDelta(m);
-        const onLine = paid.write?.balance.table === 'celulares';
-        // One statement for the line's counter and its balance (the line's balance is the recipe's value, or unchanged).
-        if (queued || onLine) {
-          await c.query('UPDATE celulares SET pendientes = pendientes + $2, saldo_actual = $3 WHERE id = $1', [m.celular_id, queued, paid.saldoCelular]);
-        }
-        if (paid.write && !onLine) await c.query(balanceSet(paid.write.balance, ph), [paid.write.saldo, paid.write.balance.id]);
-        if (paid.write) await writeMovement(c, paid.write.movement, now);
-        const mensaje = (await row<MensajeRow>(
-          c,
-          `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
-         payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'pendiente', $7, $8, $9, $10, $11, 0, $12, $13, $14, $12) RETURNING ${COLS}`,
-          [
-            m.msg_id,
-            m.cliente_id,
-            m.celular_id,
-            m.destinatario,
-            m.tipo,
-            m.modo,
-            m.texto,
-            m.media ? JSON.stringify(m.media) : null,
-            cargo ? 1 : 0,
-            cargo,
-            JSON.stringify(m.payload),
-            now,
-            m.expira_at,
-            opts.slot?.holdUntil ?? null,
-          ],
-        ))!;
-        await journalStatus(c, mensaje, null, now);
-        const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
-        if (opts.idem) await bindKey(c, opts.idem, accepted, now);
-        return accepted;
-      });
+      return db.tx((c) => accept(c, m, opts, now));
     },
     async getMensaje(msgId: string): Promise<MensajeRow | null> {
       return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);

@@ -22,6 +22,22 @@ const EVENT_COLS = 'seq, cliente_id, celular_id, evento, data, fecha';
 /** The rows a follower of the log may read now: their transactions have all ended. */
 const SETTLED = 'xid < pg_snapshot_xmin(pg_current_snapshot())';
 
+/** The columns `eventRow` fills, in its order. */
+export const EVENT_ROW_COLS = 'cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at';
+
+/**
+ * One event of the log (core/event-log.ts) as a SELECT list for
+ * EVENT_ROW_COLS, a delivery when the client's configuration wants it at
+ * once: active, with a URL, subscribed to its kind or to all
+ * (webhooks/config.ts `subscribed`), read in the same statement. Its
+ * arguments are the SQL of cliente_id, celular_id, evento, data (JSON),
+ * fecha and the time its delivery is due (a statement's own placeholders or columns).
+ */
+export function eventRow(cliente: string, celular: string, evento: string, data: string, fecha: string, due: string): string {
+  return `${cliente}::bigint, ${celular}::bigint, ${evento}::text, ${data}::text, ${fecha}::bigint, (SELECT 'pendiente'::text FROM webhooks w WHERE w.cliente_id = ${cliente}::bigint
+      AND w.activo AND w.url <> '' AND w.eventos::jsonb ?| ARRAY['all', ${evento}::text]), ${due}::bigint`;
+}
+
 /** The values of one event row, as SQL expressions. */
 export interface EventValues {
   cliente: string;
@@ -32,27 +48,14 @@ export interface EventValues {
   recordedAt: string;
 }
 
-/**
- * Events into the log (core/event-log.ts), each a delivery when the client's
- * configuration wants it at once: active, with a URL, subscribed to its kind
- * or to all (webhooks/config.ts `subscribed`), read in the same statement.
- * `from` (with its FROM) makes one row per row it yields.
- */
+/** Events into the log, one row per row `from` (with its FROM) yields, or one. */
 export function eventInsertOf(v: EventValues, from = ''): string {
-  return `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at)
-  SELECT ${v.cliente}, ${v.celular}, ${v.evento}, ${v.data}, ${v.fecha}, (SELECT 'pendiente'::text FROM webhooks w WHERE w.cliente_id = ${v.cliente}
-      AND w.activo AND w.url <> '' AND w.eventos::jsonb ?| ARRAY['all', ${v.evento}]), ${v.recordedAt}${from ? ` ${from}` : ''}`;
+  return `INSERT INTO eventos (${EVENT_ROW_COLS})
+  SELECT ${eventRow(v.cliente, v.celular, v.evento, v.data, v.fecha, v.recordedAt)}${from ? ` ${from}` : ''}`;
 }
 
-/** One event. Parameters: cliente_id, celular_id, evento, data (JSON), fecha, when it is recorded. */
-export const eventInsert = eventInsertOf({
-  cliente: '$1::bigint',
-  celular: '$2::bigint',
-  evento: '$3::text',
-  data: '$4::text',
-  fecha: '$5::bigint',
-  recordedAt: '$6::bigint',
-});
+/** One event into the log. Parameters: cliente_id, celular_id, evento, data (JSON), fecha, when it is recorded. */
+export const eventInsert = eventInsertOf({ cliente: '$1', celular: '$2', evento: '$3', data: '$4', fecha: '$5', recordedAt: '$6' });
 
 /**
  * The client's configuration row, locked. A client without one gets an empty
