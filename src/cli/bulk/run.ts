@@ -27,9 +27,6 @@ export interface BulkDeps {
   line?: () => Promise<number | undefined>;
 }
 
-/** Exit code when some rows were refused (docs/design.md §10). */
-export const EXIT_SOME_REFUSED = 12;
-
 /** A stream of the file's bytes that also hashes them. */
 function hashedStream(file: string, hash: ReturnType<typeof createHash>): NodeJS.ReadableStream {
   const s = createReadStream(file);
@@ -122,7 +119,7 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
       }
     }
     ctx.term.err(`dry run: ${first.total - first.invalid} of ${first.total} rows would be sent (${modo}), ${first.invalid} refused; nothing was sent`);
-    if (first.invalid > 0) throw new CliError(`${first.invalid} rows would be refused`, EXIT_SOME_REFUSED);
+    if (first.invalid > 0) throw new CliError(`${first.invalid} rows would be refused`, EXIT.SOME_REFUSED);
     return;
   }
 
@@ -230,9 +227,9 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
   }
   if (stop) {
     const text = `stopped at row ${stop.row}: ${STOP_TEXT[stop.reason]}; ${t.unsent} rows not sent (${unreached} never tried); fix it and run the same command again to send them`;
-    throw new CliError(text, stop.reason === 'balance' ? EXIT_SOME_REFUSED : stopExit(stop.reason));
+    throw new CliError(text, stop.reason === 'balance' ? EXIT.SOME_REFUSED : stopExit(stop.reason));
   }
-  if (t.refused > 0) throw new CliError(`${t.refused} of ${t.total} rows refused`, EXIT_SOME_REFUSED);
+  if (t.refused > 0) throw new CliError(`${t.refused} of ${t.total} rows refused`, EXIT.SOME_REFUSED);
 }
 
 function stopExit(reason: StopReason): number {
