@@ -7,7 +7,7 @@ import { makeTerm } from '../../src/cli/io.js';
 import { ManualClock } from '../../src/core/clock.js';
 import { injectTransport } from '../helpers/inject-http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { admin, editCelular, linkedLine, type Line } from '../server/send-helpers.js';
+import { admin, editCelular, linkedLine, PNG, startMediaServer, type Line } from '../server/send-helpers.js';
 import { Cli, fakeIO, ndjson } from './helpers.js';
 
 /** `pasarela send bulk FILE.csv` in-process against a real server: NDJSON per row, exit codes, reruns, 402, 429. */
@@ -154,5 +154,37 @@ describe('send bulk', () => {
     for (const w of waits) expect(w).toBeLessThanOrEqual(60_000);
     expect(io.stderr()).toMatch(/waiting [0-9]+ s \(retry_after\)/);
     expect(await count(l)).toBe(5);
+  });
+
+  it('--media-column: a local file goes as base64 and a URL by URL, the text as caption; a missing file is that row refused', async () => {
+    const l = await linkedLine(s, { saldo: 100 });
+    const media = await startMediaServer();
+    try {
+      const png = join(cli.home, 'foto.png');
+      writeFileSync(png, PNG);
+      file += 1;
+      const csv = join(cli.home, `media-${file}.csv`);
+      writeFileSync(
+        csv,
+        [
+          'destinatario,nombre,archivo',
+          `5215511110001,Ana,${png}`,
+          `5215511110002,Luis,${media.base}/img.png`,
+          `5215511110003,Eva,${join(cli.home, 'no.png')}`,
+        ].join('\n'),
+      );
+      const r = await cli.run(['send', 'bulk', csv, '--text', 'Para {nombre}', '--media-column', 'archivo'], { env: { PASARELA_KEY: l.celularKey } });
+      expect(r.exitCode, r.stderr).toBe(12);
+      const byRow = Object.fromEntries(ndjson(r.stdout).map((x) => [x.row, x]));
+      const local = await s.core.store.getMensaje(byRow[1]!.msg_id as string);
+      expect(local).toMatchObject({ tipo: 'imagen' });
+      expect(JSON.parse(local!.media!)).toMatchObject({ filename: 'foto.png', mime: 'image/png' });
+      const byUrl = await s.core.store.getMensaje(byRow[2]!.msg_id as string);
+      expect(JSON.parse(byUrl!.media!)).toEqual({ url: `${media.base}/img.png` });
+      expect(byUrl?.texto).toBe('Para Luis');
+      expect(byRow[3]).toMatchObject({ ok: false, http: null, error: expect.stringContaining('no such file') });
+    } finally {
+      await media.close();
+    }
   });
 });
