@@ -131,6 +131,16 @@ describe('send bulk', () => {
     expect(await count(l)).toBe(6);
   });
 
+  it('a refused key stops the run at once with exit 3; the rows after it are reported as not sent', async () => {
+    const csv = campaign(5);
+    const r = await cli.run(['send', 'bulk', csv, '--text', 'Hola {nombre}', '--concurrency', '1'], { env: { PASARELA_KEY: 'WA_1_badbadbadbadbadbadbad' } });
+    expect(r.exitCode).toBe(3);
+    const lines = ndjson(r.stdout);
+    expect(lines).toHaveLength(5);
+    expect(lines[0]).toMatchObject({ row: 1, ok: false, http: 401 });
+    expect(lines.slice(1).every((x) => x.ok === false && x.http === null && String(x.error).startsWith('not sent'))).toBe(true);
+  });
+
   it('429 retry_after is honoured: direct sends over a per-minute cap wait as told, on a driven clock, and all go', async () => {
     const l = await linkedLine(s, { saldo: 100 });
     await editCelular(s, l, { max_envios_por_minuto: 2 });

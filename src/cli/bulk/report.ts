@@ -46,14 +46,14 @@ export class BulkReport {
     const bar = new cliProgress.SingleBar(
       {
         stream: this.ctx.term.io.stderr,
-        format: '{bar} {percentage}% | {value}/{total} rows | {rate} rows/s | ETA {eta_formatted} | refused {refused}',
+        format: '{bar} {percentage}% | {value}/{total} rows | {rate} rows/s | ETA {eta_formatted} | refused {refused}{status}',
         hideCursor: true,
         etaBuffer: 200,
         fps: 5,
       },
       cliProgress.Presets.shades_classic,
     );
-    bar.start(this.tally.total, 0, { rate: '0', refused: 0 });
+    bar.start(this.tally.total, 0, { rate: '0', refused: 0, status: '' });
     this.bar = bar;
   }
 
@@ -65,7 +65,13 @@ export class BulkReport {
     if (this.ndjson) this.ctx.term.io.stdout.write(`${JSON.stringify(o)}\n`);
     else if (!o.ok && !unsent && this.refusals.length < SHOWN_REFUSALS) this.refusals.push(o);
     const done = this.tally.accepted + this.tally.refused + this.tally.unsent;
-    this.bar?.update(done, { rate: this.rate(done).toFixed(1), refused: this.tally.refused });
+    this.bar?.update(done, { rate: this.rate(done).toFixed(1), refused: this.tally.refused, status: '' });
+  }
+
+  /** A wait the run is in (a 429's retry_after): on the bar on a TTY, once per kind on stderr off one. */
+  status(text: string, firstOfItsKind: boolean): void {
+    if (this.bar) this.bar.update(this.tally.accepted + this.tally.refused + this.tally.unsent, { status: ` | ${text}` });
+    else if (firstOfItsKind) this.ctx.term.err(text);
   }
 
   private seconds(): number {

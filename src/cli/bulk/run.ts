@@ -157,9 +157,9 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
     retries: o.retry,
     stopped: () => halt.signal.aborted,
     note: (text: string) => {
-      // Said once per kind of wait: a 429 storm is one line, not one per row.
+      // Said once per kind of wait off a TTY: a 429 storm is one line, not one per row.
       const kind = text.replace(/[0-9]+/g, 'N');
-      if (!ctx.term.io.stderrIsTTY && !notes.has(kind)) ctx.term.err(text);
+      report.status(text, !notes.has(kind));
       notes.add(kind);
     },
   };
@@ -185,8 +185,10 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
   await report.start();
   const inFlight = new Set<Promise<void>>();
   let unreached = 0;
+  // Hashed again as it is sent: a file changed between the two reads is said (its rows' keys are the first read's).
+  const again = createHash('sha256');
   try {
-    for await (const { row, record } of csvRows(createReadStream(o.file))) {
+    for await (const { row, record } of csvRows(hashedStream(o.file, again))) {
       const p = prepareRow(o.spec, row, record);
       if (halt.signal.aborted) {
         if (interrupted) break;
@@ -218,6 +220,9 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
   }
 
   const t = report.tally;
+  if (!interrupted && !stop && again.digest('hex') !== first.sha256) {
+    ctx.term.err(`warning: ${o.file} changed while it was being sent; its rows went under the keys of the file as first read`);
+  }
   if (interrupted) {
     const left = t.total - t.accepted - t.refused;
     throw new CliError(
