@@ -81,6 +81,26 @@ describe('send bulk', () => {
     expect(await count(l)).toBe(0);
   });
 
+  it('a file separated by ";" needs --delimiter (the error says so); one not in UTF-8 is refused before any send', async () => {
+    const l = await linkedLine(s, { saldo: 100 });
+    const env = { PASARELA_KEY: l.celularKey };
+    const semi = join(cli.home, 'punto-y-coma.csv');
+    writeFileSync(semi, 'destinatario;nombre\n5215511112001;Ana\n5215511112002;José\n');
+    const hint = await cli.run(['send', 'bulk', semi, '--text', 'Hola {nombre}'], { env });
+    expect(hint.exitCode).toBe(2);
+    expect(hint.stderr).toContain('--delimiter');
+    const ok = await cli.run(['send', 'bulk', semi, '--text', 'Hola {nombre}', '--delimiter', ';'], { env });
+    expect(ok.exitCode, ok.stderr).toBe(0);
+    const jose = ndjson(ok.stdout).find((x) => x.row === 2)!;
+    expect((await s.core.store.getMensaje(jose.msg_id as string))?.texto).toBe('Hola José');
+    const latin1 = join(cli.home, 'latin1.csv');
+    writeFileSync(latin1, Buffer.from('destinatario,nombre\n5215511112003,José\n', 'latin1'));
+    const bad = await cli.run(['send', 'bulk', latin1, '--text', 'Hola {nombre}'], { env });
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toContain('not UTF-8');
+    expect(await count(l)).toBe(2);
+  });
+
   it('--dry-run checks every row and sends nothing', async () => {
     const l = await linkedLine(s, { saldo: 100 });
     const csv = campaign(3);

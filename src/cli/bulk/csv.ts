@@ -16,6 +16,10 @@ export interface CsvRow {
 /** The file cannot be read as a campaign (exit 2, before any send). */
 export class CsvFileError extends Error {}
 
+/** The separators a campaign file may use: a spreadsheet saves `;` where the comma is the decimal mark. */
+export const DELIMITERS = [',', ';', '\t'] as const;
+export type Delimiter = (typeof DELIMITERS)[number];
+
 /** A record longer than this is a broken quote, not a message (the longest text is a few KB). */
 const MAX_RECORD_CHARS = 1_000_000;
 
@@ -37,8 +41,8 @@ export function headerProblem(header: readonly string[]): string | undefined {
  * `onHeader` sees the header before the first row (and for a file with only
  * a header). Throws CsvFileError for a file that is not CSV as we take it.
  */
-export async function* csvRows(source: NodeJS.ReadableStream, onHeader?: (header: string[]) => void): AsyncGenerator<CsvRow> {
-  const parser = parse({ bom: true, skip_empty_lines: true, max_record_size: MAX_RECORD_CHARS });
+export async function* csvRows(source: NodeJS.ReadableStream, onHeader?: (header: string[]) => void, delimiter: Delimiter = ','): AsyncGenerator<CsvRow> {
+  const parser = parse({ bom: true, skip_empty_lines: true, max_record_size: MAX_RECORD_CHARS, delimiter });
   // A read error of the file ends the parser with it, so the loop below throws it.
   source.on('error', (err: Error) => parser.destroy(err));
   source.pipe(parser);
@@ -48,6 +52,11 @@ export async function* csvRows(source: NodeJS.ReadableStream, onHeader?: (header
     for await (const fields of parser as AsyncIterable<string[]>) {
       if (header === undefined) {
         header = fields.map((h) => h.trim());
+        const other = DELIMITERS.find((d) => d !== delimiter && header!.length === 1 && header![0]!.includes(d));
+        if (other)
+          throw new CsvFileError(
+            `the header is one column, "${header[0]}": is the file separated by "${other === '\t' ? '\\t' : other}"? say so with --delimiter`,
+          );
         const problem = headerProblem(header);
         if (problem) throw new CsvFileError(problem);
         onHeader?.(header);

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { TextDecoder } from 'node:util';
 import type { Ctx } from '../context.js';
 import { CliError, EXIT, usage } from '../exit-codes.js';
 import { sleep as realSleep } from '../retry.js';
-import { csvRows, CsvFileError } from './csv.js';
+import { csvRows, CsvFileError, type Delimiter } from './csv.js';
 import { rowKey } from './keys.js';
 import { BulkReport } from './report.js';
 import { prepareRow, specMissing, type BulkSpec, type Prepared } from './rows.js';
@@ -12,6 +13,7 @@ import { Gate, localFileProblem, requestOf, sendRow, type RowResult, type StopRe
 
 export interface BulkOptions {
   file: string;
+  delimiter?: Delimiter;
   spec: BulkSpec;
   celular?: number;
   directo?: boolean;
@@ -27,10 +29,21 @@ export interface BulkDeps {
   line?: () => Promise<number | undefined>;
 }
 
-/** A stream of the file's bytes that also hashes them. */
-function hashedStream(file: string, hash: ReturnType<typeof createHash>): NodeJS.ReadableStream {
+/**
+ * A stream of the file's bytes that also hashes them and, with `utf8`, checks
+ * they are UTF-8: a file saved in another encoding would have its accents
+ * replaced in every text, so it is refused instead (exit 2).
+ */
+function hashedStream(file: string, hash: ReturnType<typeof createHash>, utf8?: TextDecoder): NodeJS.ReadableStream {
   const s = createReadStream(file);
-  s.on('data', (c) => hash.update(c));
+  s.on('data', (c: Buffer | string) => {
+    hash.update(c);
+    try {
+      utf8?.decode(typeof c === 'string' ? Buffer.from(c) : c, { stream: true });
+    } catch {
+      s.destroy(new CsvFileError(`${file} is not UTF-8 text; save it as "CSV UTF-8" (or convert it, e.g. with iconv -f latin1 -t utf-8)`));
+    }
+  });
   return s;
 }
 
@@ -56,12 +69,17 @@ async function firstPass(o: BulkOptions): Promise<FirstPass> {
   let invalid = 0;
   const checked = new Map<string, boolean>();
   try {
-    const rows = csvRows(hashedStream(o.file, hash), (header) => {
-      const missing = specMissing(o.spec, header);
-      if (missing.length) {
-        throw new CsvFileError(`${o.file} has no column ${missing.map((c) => `"${c}"`).join(', ')} (its columns: ${header.join(', ')})`);
-      }
-    });
+    const utf8 = new TextDecoder('utf-8', { fatal: true });
+    const rows = csvRows(
+      hashedStream(o.file, hash, utf8),
+      (header) => {
+        const missing = specMissing(o.spec, header);
+        if (missing.length) {
+          throw new CsvFileError(`${o.file} has no column ${missing.map((c) => `"${c}"`).join(', ')} (its columns: ${header.join(', ')})`);
+        }
+      },
+      o.delimiter,
+    );
     for await (const { row, record } of rows) {
       total += 1;
       const p = prepareRow(o.spec, row, record);
@@ -73,6 +91,11 @@ async function firstPass(o: BulkOptions): Promise<FirstPass> {
         ok = checked.get(k) ?? true;
       }
       if (!ok) invalid += 1;
+    }
+    try {
+      utf8.decode(); // a character cut at the end of the file
+    } catch {
+      throw new CsvFileError(`${o.file} is not UTF-8 text: it ends inside a character`);
     }
   } catch (err) {
     if (err instanceof CsvFileError) throw usage(err.message);
@@ -105,7 +128,7 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
   const modo = o.directo ? 'directo' : 'cola';
 
   if (o.dryRun) {
-    for await (const { row, record } of csvRows(createReadStream(o.file))) {
+    for await (const { row, record } of csvRows(createReadStream(o.file), undefined, o.delimiter)) {
       const p = prepareRow(o.spec, row, record);
       const problem = p.ok && p.media && !/^https?:\/\//i.test(p.media.source) ? await localFileProblem(p.media.source, p.media.kind) : undefined;
       const ok = p.ok && problem === undefined;
@@ -188,7 +211,7 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
   // Hashed again as it is sent: a file changed between the two reads is said (its rows' keys are the first read's).
   const again = createHash('sha256');
   try {
-    for await (const { row, record } of csvRows(hashedStream(o.file, again))) {
+    for await (const { row, record } of csvRows(hashedStream(o.file, again), undefined, o.delimiter)) {
       const p = prepareRow(o.spec, row, record);
       if (halt.signal.aborted) {
         if (interrupted) break;

@@ -1,4 +1,5 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { DELIMITERS, type Delimiter } from '../bulk/csv.js';
 import { MEDIA_KINDS, type BulkSpec, type MediaKind } from '../bulk/rows.js';
 import { runSendBulk, type BulkDeps } from '../bulk/run.js';
 import { parseTemplate, TemplateError } from '../bulk/template.js';
@@ -11,6 +12,7 @@ import { sendingLine } from './send.js';
 
 export interface SendBulkOptions {
   file: string;
+  delimiter?: Delimiter;
   text?: string;
   textColumn?: string;
   toColumn: string;
@@ -55,6 +57,7 @@ export async function runSendBulkCommand(o: SendBulkOptions, ctx: Ctx, deps: Bul
   await runSendBulk(
     {
       file: o.file,
+      ...(o.delimiter !== undefined ? { delimiter: o.delimiter } : {}),
       spec,
       ...(o.celular !== undefined ? { celular: o.celular } : {}),
       directo: Boolean(o.directo),
@@ -80,6 +83,7 @@ export function registerSendBulk(send: Command, ctxOf: CtxOf): void {
     .addOption(new Option('--to-column <col>', 'the column with the recipient').default('destinatario'))
     .option('--media-column <col>', 'a column with a URL or a local file to send with each row (the text is its caption)')
     .addOption(new Option('--media-type <tipo>', "what the files are (default: by each file's extension, else document)").choices([...MEDIA_KINDS]))
+    .option('--delimiter <char>', 'what separates the fields: "," (default), ";" or "\\t" (tab)', delimiterArg)
     .option('--celular <id>', "line to send from (with a client key; default: the client's only line)", positiveInt)
     .option('--directo', 'send each row now and wait for the gateway (default: the humanized queue)')
     .option('--dry-run', 'check the file and print what each row would send; send nothing')
@@ -88,4 +92,12 @@ export function registerSendBulk(send: Command, ctxOf: CtxOf): void {
       new Option('--retry <n>', 'retries of a row on 5xx or a lost connection (a 429 is waited out as its retry_after says)').default(2).argParser(int(0, 10)),
     )
     .action((file: string, o: Omit<SendBulkOptions, 'file'>, cmd: Command) => runSendBulkCommand({ file, ...o }, ctxOf(cmd)));
+}
+
+/** --delimiter: one of DELIMITERS; `\t` and `tab` name the tab. */
+function delimiterArg(v: string): Delimiter {
+  const d = v === '\\t' || v.toLowerCase() === 'tab' ? '\t' : v;
+  const found = DELIMITERS.find((x) => x === d);
+  if (!found) throw new InvalidArgumentError('expected ",", ";" or "\\t" (tab)');
+  return found;
 }
