@@ -10,6 +10,7 @@
 //                      [--nodes-messages 600] [--nodes-rate 30] [--nodes-rounds 3] [--nodes-idle-ms 5000]
 //                      [--nodes-profile DIR [--nodes-cpu-prof]]
 //                      [--lifecycle-messages 600] [--lifecycle-rate 30] [--live-seconds 10] [--live-rate 300]
+//                      [--bulk-rows 2000] [--bulk-loop 40]
 //
 // The server under test is the real binary (`node bin/pasarela serve`) in a
 // child process with a fresh data directory per figure; the bare-route
@@ -75,6 +76,9 @@ const LIVE_SECONDS = opt('live-seconds', 10);
 const LIVE_RATE = opt('live-rate', 300);
 /** Warm-up of the figures that push a fixed number of messages (2, 8b, 10, 11): this many go through first, unmeasured. */
 const WARMUP_MESSAGES = opt('warmup-messages', 200);
+/** Figure 12: rows of the `send bulk` campaign, and sends of the plain `send text` loop it is compared with. */
+const BULK_ROWS = opt('bulk-rows', 2000);
+const BULK_LOOP = opt('bulk-loop', 40);
 const REBUILD_STORE = args.includes('--rebuild-store');
 const SKIP_HISTORIAL = args.includes('--skip-historial');
 /** --only 1,3 or --only 4c: run just those figures (for a quick look; the README numbers come from a full run). */
@@ -2299,6 +2303,77 @@ async function figureWebhooks(receiver) {
   });
 }
 
+// ---------- 12. campaigns ----------
+
+/** Runs the CLI binary; resolves with its exit code and how long it took. */
+function runCli(argv, env) {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [BIN, ...argv], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir(), LANG: 'C.UTF-8', ...env },
+  });
+  children.add(child);
+  let err = '';
+  child.stderr.on('data', (d) => (err = (err + String(d)).slice(-2000)));
+  return new Promise((resolve) =>
+    child.once('exit', (code) => {
+      children.delete(child);
+      resolve({ code, ms: performance.now() - t0, stderr: err });
+    }),
+  );
+}
+
+/**
+ * `send bulk` of BULK_ROWS queued texts (default concurrency) against the
+ * rows/s of what a script did before it: a loop of `pasarela send text`, one
+ * process per row (BULK_LOOP rows). Both against the same server and line;
+ * wall time of the CLI, from its start to its exit.
+ */
+async function figureBulk() {
+  const name = '12. send bulk, rows/s';
+  const s = await startServe(['--queue-gap-ms', '0-0']);
+  let loop;
+  let bulk;
+  try {
+    const c = await setupClient(s, 1);
+    const env = { PASARELA_URL: s.url, PASARELA_KEY: c.key, PASARELA_CONFIG_DIR: mkdtempSync(join(tmpdir(), 'pasarela-bench-cli-')) };
+    temps.push(env.PASARELA_CONFIG_DIR);
+    const celular = String(c.lines[0]);
+    log(`  a loop of ${BULK_LOOP} \`send text\`...`);
+    const t0 = performance.now();
+    for (let i = 0; i < BULK_LOOP; i += 1) {
+      const r = await runCli(['send', 'text', destinatario(2_000_000 + i), `Hola Cliente ${i}, su pedido está en camino.`, '--celular', celular], env);
+      if (r.code !== 0) throw new Error(`send text exited ${r.code}: ${r.stderr}`);
+    }
+    const loopMs = performance.now() - t0;
+    loop = { rows: BULK_LOOP, ms: loopMs, per_s: (BULK_LOOP * 1000) / loopMs };
+    const dir = mkdtempSync(join(tmpdir(), 'pasarela-bench-bulk-'));
+    temps.push(dir);
+    const file = join(dir, 'campania.csv');
+    const lines = ['destinatario,nombre'];
+    for (let i = 0; i < BULK_ROWS; i += 1) lines.push(`${destinatario(3_000_000 + i)},Cliente ${i}`);
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    log(`  send bulk of ${BULK_ROWS} rows...`);
+    const cpu0 = cpuMs(s.pid);
+    const r = await runCli(['send', 'bulk', file, '--text', 'Hola {nombre}, su pedido está en camino.', '--celular', celular], env);
+    if (r.code !== 0) throw new Error(`send bulk exited ${r.code}: ${r.stderr}`);
+    bulk = { rows: BULK_ROWS, ms: r.ms, per_s: (BULK_ROWS * 1000) / r.ms, server_cpu_ms: cpuMs(s.pid) - cpu0, summary: r.stderr.trim() };
+  } finally {
+    await s.stop();
+  }
+  const q = ratio(bulk.per_s, loop.per_s);
+  results.push({
+    figure: name,
+    measured: `${f0(bulk.per_s)} rows/s (${BULK_ROWS} rows in ${(bulk.ms / 1000).toFixed(1)} s, concurrency 4)`,
+    baseline: `${f2(loop.per_s)} rows/s, a loop of \`send text\` (${BULK_LOOP} in ${(loop.ms / 1000).toFixed(1)} s)`,
+    ratio: q,
+    target: '>= 10',
+    met: q >= 10,
+    cpu: cpuPer(bulk.server_cpu_ms / BULK_ROWS, 'row'),
+    detail: { bulk, loop },
+  });
+}
+
 // ---------- main ----------
 
 const started = Date.now();
@@ -2330,6 +2405,7 @@ try {
 } finally {
   if (receiver) await stopQuietly(receiver);
 }
+await figure(12, '12. send bulk, rows/s', '>= 10', () => figureBulk());
 
 const cols = [
   ['figure', (r) => r.figure],

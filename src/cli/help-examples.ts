@@ -57,6 +57,11 @@ export const EXAMPLES: Record<string, string[]> = {
     "echo 'Your order has shipped' | pasarela send text 5215512345678 -",
     "pasarela send text 5215512345678 'Code 4821' --directo --celular 12 --retry 3",
   ],
+  'send bulk': [
+    "pasarela send bulk clientes.csv --text 'Hola {nombre}, tu pedido salió' --dry-run",
+    "pasarela send bulk clientes.csv --text 'Hola {nombre}' > resultado.ndjson    # one JSON line per row; exit 12 if some were refused",
+    'pasarela send bulk promo.csv --text-column mensaje --media-column foto --concurrency 8',
+  ],
   'send image': ['pasarela send image 5215512345678 ./photo.jpg --caption Invoice', 'pasarela send image 5215512345678 https://example.com/photo.jpg'],
   'send document': [
     'pasarela send document 5215512345678 ./invoice.pdf --filename factura.pdf',

@@ -13,6 +13,7 @@ import { emit } from '../output.js';
 import { checkArg, httpUrl, idempotencyKey, int, phone, positiveInt, text } from '../parse.js';
 import { cappedSleep, withRetry } from '../retry.js';
 import { duration } from '../duration.js';
+import { registerSendBulk } from './send-bulk.js';
 
 export { withRetry } from '../retry.js';
 
@@ -112,7 +113,7 @@ const isClientKey = (key: string) => /^WAC_[1-9][0-9]*_/.test(key);
  * The line to send from. With a client key and no --celular: the client's
  * only line; several or none is a usage error that says what to do.
  */
-async function sendingLine(ctx: Ctx, o: Common, key: string, wait: (ms: number) => Promise<void>): Promise<number | undefined> {
+export async function sendingLine(ctx: Ctx, o: Common, key: string, wait: (ms: number) => Promise<void>): Promise<number | undefined> {
   if (o.celular !== undefined || !isClientKey(key)) return o.celular;
   const b = await withRetry(ctx, o.retry, () => ctx.client().call<{ celulares: CelularView[] }>('GET', API.celulares, { key }), wait);
   const lines = b.celulares;
@@ -264,6 +265,8 @@ export function registerSend(program: Command, ctxOf: CtxOf): void {
       runSendMedia({ kind, destinatario, source, ...o }, ctxOf(c)),
     );
   }
+
+  registerSendBulk(send, ctxOf);
 }
 
 /** --filename: what the server's pattern takes (a name with an extension, no path). */
