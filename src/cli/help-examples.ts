@@ -90,6 +90,11 @@ export const EXAMPLES: Record<string, string[]> = {
   'sim logout': ['pasarela sim logout 12'],
   'sim receive': ["pasarela sim receive 12 --from 5215599998888 --text 'Hola'"],
   'sim fail': ["pasarela sim fail 5215599998888 --motivo 'number not on WhatsApp'", 'pasarela sim fail 5215599998888 --clear', 'pasarela sim fail'],
+  eventos: [
+    'pasarela eventos --follow',
+    'pasarela eventos --follow --eventos message.status --json | jq -r .data.estado',
+    'pasarela eventos --desde-id "$(tail -n1 ultimos.ndjson | jq -r .id)" >> ultimos.ndjson',
+  ],
   historial: [
     'pasarela historial --celular 12 --estado error',
     'pasarela historial --desde 2025-01-01 --hasta 2025-01-31 --all --format csv > enero.csv',
