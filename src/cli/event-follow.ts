@@ -68,9 +68,11 @@ export async function followEvents(ctx: Ctx, o: FollowOptions, each: (ev: Stream
   let last = o.desdeId;
   let stopped = false;
   let current: HttpAnswer['body'] | undefined;
+  let wakeUp = () => {};
   const off = ctx.term.io.onSignal?.(() => {
     stopped = true;
     (current as { destroy?: () => void } | undefined)?.destroy?.();
+    wakeUp();
   });
   let pause = 250;
   let down = false;
@@ -107,7 +109,14 @@ export async function followEvents(ctx: Ctx, o: FollowOptions, each: (ev: Stream
         }
         if (!down) ctx.term.err(`connection lost (${(err as Error).message}); reconnecting…`);
         down = true;
-        await new Promise((r) => setTimeout(r, pause));
+        // A signal during the pause ends it at once.
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, pause);
+          wakeUp = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
         pause = Math.min(pause * 2, MAX_PAUSE_MS);
       }
     }

@@ -93,7 +93,7 @@ export const EXAMPLES: Record<string, string[]> = {
   eventos: [
     'pasarela eventos --follow',
     'pasarela eventos --follow --eventos message.status --json | jq -r .data.estado',
-    'pasarela eventos --desde-id "$(tail -n1 ultimos.ndjson | jq -r .id)" >> ultimos.ndjson',
+    'pasarela eventos --desde-id "$(tail -n1 eventos.ndjson | cut -d\'"\' -f4)" >> eventos.ndjson',
   ],
   historial: [
     'pasarela historial --celular 12 --estado error',

@@ -4,7 +4,7 @@ import { fail } from './errors.js';
 import { eventBody, type LoggedEvent } from './event-log.js';
 
 /**
- * What a client's event stream (`GET /api/eventos.php`, docs/design.md §10)
+ * What a client's event stream (`GET /api/eventos.php`, docs/design.md §11)
  * carries: its events from the store's log, in log order, filtered by kind
  * and line, resumed after an event id (docs/decisions.md D-71). The pump
  * that reads and writes them is in event-stream-pump.ts.

@@ -10,7 +10,7 @@ import { admin, linkedLine, numeroNuevo, send, TEXT, uniqueText, type Line } fro
 import { setWebhook, startReceiver, type Receiver } from './webhook-helpers.js';
 
 /**
- * The event stream, `GET /api/eventos.php` (docs/design.md §10, D-71), over
+ * The event stream, `GET /api/eventos.php` (docs/design.md §11, D-71), over
  * real HTTP: each event with its id, kind and the webhook body's bytes; the
  * filters and the celular scope; another client's events never; resuming by
  * Last-Event-ID (and desde_id), across a restart on the same SQLite file;

@@ -9,7 +9,7 @@ import { truncateWidth } from '../terminal-text.js';
 
 /**
  * `pasarela eventos`: the client's events from the event stream (docs/design.md
- * §10). Off a terminal (or with --json) one NDJSON line per event, the webhook
+ * §11). Off a terminal (or with --json) one NDJSON line per event, the webhook
  * body as the server sent it (id, evento, fecha, cliente_id, celular_id,
  * data); on one a readable line. Without --follow it prints what the log
  * holds after --desde-id (all of it without) and exits 0.

@@ -44,7 +44,10 @@ export default async function eventosRoutes(fastify: FastifyInstance, { core, st
         'last-event-id': Type.Optional(Type.String({ maxLength: FIELD_LIMITS.webhookId, description: 'resume after this event' })),
       }),
       response: {
-        200: { description: 'text/event-stream: `id:`, `event:` and `data:` lines per event', type: 'string' },
+        200: {
+          description: 'Server-Sent Events: per event `id:`, `event:` and `data:` lines, and `: ping` comments',
+          content: { 'text/event-stream': { schema: { type: 'string' } } },
+        },
         ...errorResponses,
       },
     },
