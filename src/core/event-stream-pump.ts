@@ -113,6 +113,7 @@ class EventStream {
     while (!this.stopped) {
       this.pending = false;
       const batch = await this.core.store.eventsAfter(this.scope.clienteId, this.cursor, this.timing.batch);
+      if (this.stopped) return;
       this.read += batch.length;
       for (const ev of batch) {
         if (this.stopped) return;

@@ -122,6 +122,7 @@ describe('what a stream carries', () => {
     expectError(await api(s.url, 'GET', `${PATH}?celular_id=${other.celularId}`, { key: L.clientKey }), 404, 600);
     expectError(await api(s.url, 'GET', `${PATH}?eventos=message.status,nada`, { key: L.clientKey }), 400, 100);
     expectError(await api(s.url, 'GET', PATH, {}), 401, 200);
+    expect((await api(s.url, 'HEAD', PATH, { key: L.clientKey })).status).toBe(404);
   });
 
   it("another client's events never appear, whatever is made meanwhile", async () => {

@@ -16,6 +16,8 @@ const BODY_HIGH_WATER = 16 * 1024;
 export default async function eventosRoutes(fastify: FastifyInstance, { core, streams }: { core: Core; streams: EventStreams }) {
   const app = typed(fastify);
   app.get(API.eventos, {
+    // A HEAD would open a stream nobody reads.
+    exposeHeadRoute: false,
     preValidation: clientAuth(core),
     schema: {
       operationId: 'seguirEventos',
