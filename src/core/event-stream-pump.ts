@@ -1,8 +1,9 @@
 import type { Writable } from 'node:stream';
+import type { ClientPrincipal } from './auth.js';
 import type { Core } from './context.js';
 import { fail } from './errors.js';
 import type { BusEventName } from './events.js';
-import { inScope, sseFrame, type StreamScope } from './event-stream.js';
+import { inScope, sseFrame, streamScope, streamStart, type StreamQuery, type StreamScope } from './event-stream.js';
 
 /**
  * The streams open on this node and the loop that feeds each from the
@@ -180,6 +181,17 @@ export class EventStreams {
     private readonly timing: StreamTiming = STREAM_TIMING,
   ) {
     for (const kind of WAKE_KINDS) this.unsubscribe.push(core.bus.subscribe(kind, (e) => this.wake(e.cliente_id)));
+  }
+
+  /**
+   * A principal's stream, as the route asks for it: its scope (400, 403,
+   * 404), where it starts (410), then the cap (429). Resolves once it runs,
+   * with its end.
+   */
+  async start(p: ClientPrincipal, q: StreamQuery & { follow: boolean; lastId?: string }, io: StreamIo): Promise<{ done: Promise<void> }> {
+    const scope = await streamScope(this.core, p, q);
+    const after = await streamStart(this.core, scope, q.lastId, q.follow);
+    return { done: this.open(scope, after, q.follow, io) };
   }
 
   /** Starts a stream after `after` (null: from the oldest kept); refused past the client's cap or while the server stops. */

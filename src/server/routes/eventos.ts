@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
 import type { EventStreams } from '../../core/event-stream-pump.js';
-import { STREAM_EVENT_KINDS, streamScope, streamStart } from '../../core/event-stream.js';
+import { STREAM_EVENT_KINDS } from '../../core/event-stream.js';
 import { FIELD_LIMITS } from '../../core/limits.js';
 import { boolish, clientAuth, principal } from '../http.js';
 import { errorResponses, keyQuery } from '../schemas/common.js';
@@ -54,13 +54,12 @@ export default async function eventosRoutes(fastify: FastifyInstance, { core, st
       },
     },
     handler: async (req, reply) => {
-      const p = principal(req);
-      const scope = await streamScope(core, p, req.query);
       const follow = req.query.seguir === undefined ? true : boolish(req.query.seguir, 'seguir');
-      const after = await streamStart(core, scope, req.headers['last-event-id'] ?? req.query.desde_id, follow);
+      const lastId = req.headers['last-event-id'] ?? req.query.desde_id;
       const out = new PassThrough({ highWaterMark: BODY_HIGH_WATER });
       const cut = () => reply.raw.destroy();
-      streams.open(scope, after, follow, { out, below: () => reply.raw.writableLength, cut }).catch((err: unknown) => {
+      const { done } = await streams.start(principal(req), { ...req.query, follow, lastId }, { out, below: () => reply.raw.writableLength, cut });
+      done.catch((err: unknown) => {
         req.log.error({ err }, 'event stream failed');
         cut();
       });
