@@ -10,6 +10,7 @@
 //                      [--nodes-messages 600] [--nodes-rate 30] [--nodes-rounds 3] [--nodes-idle-ms 5000]
 //                      [--nodes-profile DIR [--nodes-cpu-prof]]
 //                      [--lifecycle-messages 600] [--lifecycle-rate 30] [--live-seconds 10] [--live-rate 300]
+//                      [--stream-readers 10] [--stream-events 2000]
 //                      [--bulk-rows 2000] [--bulk-loop 40]
 //
 // The server under test is the real binary (`node bin/pasarela serve`) in a
@@ -59,6 +60,9 @@ const NODES_RATE = opt('nodes-rate', 30);
 const NODES_ROUNDS = opt('nodes-rounds', 3);
 /** Figure 9: the nodes' idle cost (their polling alone) is measured over this long before the load. */
 const NODES_IDLE_MS = opt('nodes-idle-ms', 5000);
+/** Figure 12: event stream readers of one client, and the events made while they read. */
+const STREAM_READERS = opt('stream-readers', 10);
+const STREAM_EVENTS = opt('stream-events', 2000);
 /**
  * Figure 9 --nodes-profile DIR: every node runs with bench/pg-count.cjs (its statements to PostgreSQL
  * counted by text), and with --nodes-cpu-prof also with --cpu-prof, one folder per run under DIR; the
@@ -2303,7 +2307,123 @@ async function figureWebhooks(receiver) {
   });
 }
 
-// ---------- 12. campaigns ----------
+// ---------- 12. event stream ----------
+
+/**
+ * `GET /api/eventos.php` read by STREAM_READERS concurrent SSE readers of one
+ * client while STREAM_EVENTS incoming messages are made through the simulator
+ * (16 connections): each event's latency from just before its request was
+ * sent to its arrival at each reader, and events/s delivered to all readers
+ * together. The baseline is the rate the same requests are made at.
+ */
+async function figureEventStream() {
+  const name = '12. event stream, 10 readers';
+  const s = await startServe([]);
+  const readers = [];
+  let gen;
+  let cpu;
+  try {
+    await needPaths(s, '/api/eventos.php');
+    const { key, lines } = await setupClient(s, 1);
+    const sentAt = new Map();
+    const lat = [];
+    let delivered = 0;
+    let lastAt = 0;
+    for (let r = 0; r < STREAM_READERS; r++) {
+      readers.push(
+        await new Promise((resolve, reject) => {
+          const req = http.get(`${s.url}/api/eventos.php?eventos=messages.received`, { headers: { authorization: `Bearer ${key}` } }, (res) => {
+            if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
+            let buf = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk) => {
+              buf += chunk;
+              let i;
+              while ((i = buf.indexOf('\n\n')) >= 0) {
+                const frame = buf.slice(0, i);
+                buf = buf.slice(i + 2);
+                const data = /^data: (.*)$/m.exec(frame)?.[1];
+                if (!data) continue;
+                const t = sentAt.get(JSON.parse(data).data.texto);
+                if (t !== undefined) lat.push(performance.now() - t);
+                delivered += 1;
+                lastAt = performance.now();
+              }
+            });
+            resolve(req);
+          });
+          req.on('error', reject);
+        }),
+      );
+    }
+    const cpu0 = cpuMs(s.pid);
+    const t0 = performance.now();
+    gen = await pushN({
+      origin: s.url,
+      key: s.admin,
+      path: '/admin/sim/receive',
+      n: STREAM_EVENTS,
+      connections: 16,
+      makeBody: (i) => {
+        sentAt.set(`bench ${i}`, performance.now());
+        return { celular_id: lines[0], de: '5215599990000', texto: `bench ${i}` };
+      },
+    });
+    const want = gen.ok * STREAM_READERS;
+    const deadline = Date.now() + 60_000;
+    while (delivered < want && Date.now() < deadline) await sleep(20);
+    cpu = cpuMs(s.pid) - cpu0;
+    const spanMs = lastAt - t0;
+    // The backlog: as many readers reading everything kept at once (seguir=0), the stream's own rate.
+    for (const r of readers.splice(0)) r.destroy();
+    await sleep(200);
+    const b0 = performance.now();
+    const backlog = await Promise.all(
+      Array.from({ length: STREAM_READERS }, async () => {
+        const res = await request(`${s.url}/api/eventos.php?eventos=messages.received&seguir=0`, { headers: { authorization: `Bearer ${key}` } });
+        if (res.statusCode !== 200) throw new Error(`backlog stream answered ${res.statusCode}`);
+        let n = 0;
+        let tail = '';
+        for await (const chunk of res.body) {
+          // A marker split between two chunks is counted once: the previous chunk's last bytes go first.
+          const text = tail + String(chunk);
+          n += (text.match(/\nevent: /g) ?? []).length;
+          tail = text.slice(-7);
+        }
+        return n;
+      }),
+    );
+    const backlogPerS = (backlog.reduce((a, b) => a + b, 0) * 1000) / (performance.now() - b0);
+    const genPerS = (gen.ok * 1000) / Math.max(1, gen.ended_at - gen.started_at);
+    const perS = (delivered * 1000) / Math.max(1, spanMs);
+    const pct = percentiles(lat);
+    results.push({
+      figure: name,
+      measured: `${f0(perS)} events/s to ${STREAM_READERS} readers live (${delivered} of ${want}), latency p50 ${pct.p50.toFixed(1)} ms, p95 ${pct.p95.toFixed(1)} ms; backlog ${f0(backlogPerS)} events/s`,
+      baseline: `${f0(genPerS)} events/s made (sim receive, 16 conns)`,
+      ratio: ratio(perS / STREAM_READERS, genPerS),
+      target: 'reported',
+      met: null,
+      cpu: cpuPer(cpu / Math.max(1, delivered), 'event sent'),
+      detail: {
+        readers: STREAM_READERS,
+        events: STREAM_EVENTS,
+        generation: gen,
+        delivered,
+        span_ms: spanMs,
+        latency_ms: pct,
+        server_cpu_ms: cpu,
+        backlog,
+        backlog_per_s: backlogPerS,
+      },
+    });
+  } finally {
+    for (const r of readers) r.destroy();
+    await stopQuietly(s);
+  }
+}
+
+// ---------- 13. campaigns ----------
 
 /** Runs the CLI binary; resolves with its exit code and how long it took. */
 function runCli(argv, env) {
@@ -2330,7 +2450,7 @@ function runCli(argv, env) {
  * wall time of the CLI, from its start to its exit.
  */
 async function figureBulk() {
-  const name = '12. send bulk, rows/s';
+  const name = '13. send bulk, rows/s';
   const s = await startServe(['--queue-gap-ms', '0-0']);
   let loop;
   let bulk;
@@ -2396,6 +2516,7 @@ try {
 }
 await figure(5, '5. queue drain, 200 lines', '>= 0.95', () => figureDrain());
 await figure(6, '6. history page + total at 1M, p95', '<= 25 ms', () => figureHistorial());
+await figure(12, '12. event stream, 10 readers', 'reported', () => figureEventStream());
 try {
   await figure(7, '7. webhook deliveries, events/s', '>= 1000 events/s', () => figureWebhooks(receiver));
   await figure(8, '8. PostgreSQL beside SQLite', 'reported', () => figurePostgres(receiver));
@@ -2405,7 +2526,7 @@ try {
 } finally {
   if (receiver) await stopQuietly(receiver);
 }
-await figure(12, '12. send bulk, rows/s', '>= 10', () => figureBulk());
+await figure(13, '13. send bulk, rows/s', '>= 10', () => figureBulk());
 
 const cols = [
   ['figure', (r) => r.figure],

@@ -40,7 +40,7 @@ __pasarela_values() {
 
 _pasarela() {
   local -A subs=(
-    ['_']='serve migrate login logout config info saldo celular send mensaje admin sim historial recibidos webhook completion'
+    ['_']='serve migrate login logout config info saldo celular send mensaje admin sim historial recibidos webhook eventos completion'
     ['_ serve']=''
     ['_ migrate']=''
     ['_ login']=''
@@ -109,6 +109,7 @@ _pasarela() {
     ['_ webhook deliveries']=''
     ['_ webhook redeliver']=''
     ['_ webhook listen']=''
+    ['_ eventos']=''
     ['_ completion']=''
   )
   local -A opts=(
@@ -181,6 +182,7 @@ _pasarela() {
     ['_ webhook deliveries']='--limit'
     ['_ webhook redeliver']=''
     ['_ webhook listen']='--port --forward-to --eventos --print-secret'
+    ['_ eventos']='-f --follow --eventos --celular --desde-id'
     ['_ completion']=''
   )
   local -A vals=(
@@ -331,6 +333,9 @@ _pasarela() {
     ['_ webhook listen --port']='-'
     ['_ webhook listen --forward-to']='-'
     ['_ webhook listen --eventos']='l:messages.received,message.status,session.status,all'
+    ['_ eventos --eventos']='l:message.status,session.status,messages.received,webhook.test,all'
+    ['_ eventos --celular']='-'
+    ['_ eventos --desde-id']='-'
   )
   local -A args=(
     ['_ config get']='w:url,key,admin_token,data_dir'

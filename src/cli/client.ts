@@ -118,6 +118,37 @@ export class ApiClient {
   }
 
   /**
+   * A GET whose 2xx answer is a stream read as it comes (`eventos`: Server-Sent
+   * Events); `timeoutMs` bounds the headers and each wait for more bytes. A
+   * non-2xx answer is the same ApiError as `call` throws.
+   */
+  async stream(path: string, opts: CallOptions): Promise<HttpAnswer> {
+    const url = new URL(path.replace(/^\//, ''), this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { accept: 'text/event-stream, application/json', 'user-agent': 'pasarela-cli', ...opts.headers };
+    if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+    let res;
+    try {
+      res = await this.transport({ method: 'GET', url, headers, timeoutMs: opts.timeoutMs ?? 30_000 });
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? '';
+      throw new CliError(`cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`, EXIT.UNREACHABLE);
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return res;
+    let parsed: unknown;
+    try {
+      const text = await readText(res.body);
+      parsed = text === '' ? {} : JSON.parse(text);
+    } catch {
+      throw new CliError(
+        `the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`,
+        res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR,
+      );
+    }
+    throw apiErrorOf(res.statusCode, parsed, res.headers, opts.fields);
+  }
+
+  /**
    * A request whose 2xx answer is bytes, not JSON (`admin backup`): they are
    * written to `sink` as they come and hashed on the way (SHA-256, hex). A
    * non-2xx answer is the same ApiError as `call` throws.

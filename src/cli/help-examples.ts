@@ -96,6 +96,11 @@ export const EXAMPLES: Record<string, string[]> = {
   'sim receive': ["pasarela sim receive 12 --from 5215599998888 --text 'Hola'"],
   'sim fail': ["pasarela sim fail 5215599998888 --motivo 'number not on WhatsApp'", 'pasarela sim fail 5215599998888 --clear', 'pasarela sim fail'],
   mensaje: ['pasarela mensaje 0193a1c2-7f3e-7b10-9c4d-2e8f5a6b7c8d', 'pasarela mensaje "$MSG_ID" --json | jq -r .mensaje.estado'],
+  eventos: [
+    'pasarela eventos --follow',
+    'pasarela eventos --follow --eventos message.status --json | jq -r .data.estado',
+    'pasarela eventos --desde-id "$(tail -n1 eventos.ndjson | cut -d\'"\' -f4)" >> eventos.ndjson',
+  ],
   historial: [
     'pasarela historial --celular 12 --estado error',
     'pasarela historial --desde 2025-01-01 --hasta 2025-01-31 --all --format csv > enero.csv',

@@ -7,6 +7,7 @@ import { registerCompletion } from './commands/completion.js';
 import { completeAs } from './completion.js';
 import { addExamples } from './help-examples.js';
 import { registerConfig } from './commands/config.js';
+import { registerEventos } from './commands/eventos.js';
 import { registerHistorial } from './commands/historial.js';
 import { registerLogin } from './commands/login.js';
 import { registerMensaje } from './commands/mensaje.js';
@@ -74,6 +75,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv, deps: CliDeps = {})
   registerHistorial(program, ctxOf);
   registerRecibidos(program, ctxOf);
   registerWebhook(program, ctxOf);
+  registerEventos(program, ctxOf);
   registerCompletion(program, io, env);
   addExamples(program);
   return program;

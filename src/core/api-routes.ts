@@ -43,6 +43,7 @@ export const API = {
   webhookEscuchas: '/api/webhook_escuchas.php',
   webhookEscuchasRenovar: '/api/webhook_escuchas_renovar.php',
   webhookEscuchasEliminar: '/api/webhook_escuchas_eliminar.php',
+  eventos: '/api/eventos.php',
 
   adminClientes: '/admin/clientes',
   adminCliente: '/admin/clientes/:id',

@@ -145,6 +145,19 @@ export const ERRORS = {
     texto: 'LIMITE_DE_ESCUCHAS',
     meaning: "The client already has the most live webhook listeners allowed (5): remove one, or wait for an abandoned one's lease to expire.",
   },
+  STREAM_CAP: {
+    codigo: 614,
+    status: 429,
+    texto: 'LIMITE_DE_FLUJOS',
+    meaning: 'The client already has the most event streams (`/api/eventos.php`) open on this node (10): close one, or retry after `retry_after` seconds.',
+  },
+  EVENT_NOT_KEPT: {
+    codigo: 615,
+    status: 410,
+    texto: 'EVENTO_NO_DISPONIBLE',
+    meaning:
+      "The event a stream was asked to resume after (`Last-Event-ID` or `desde_id`) is not in the client's log: older than 72 h, or never this client's. Nothing was streamed; connect again without it and read the state afresh (history, inbox).",
+  },
   GATEWAY_ERROR: {
     codigo: 700,
     status: 502,

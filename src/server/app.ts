@@ -21,6 +21,8 @@ import type { LineHealth } from '../core/line-health.js';
 import type { NodePresence } from '../core/node-presence.js';
 import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
+import eventosRoutes from './routes/eventos.js';
+import { EventStreams, STREAM_TIMING, type StreamTiming } from '../core/event-stream-pump.js';
 import { sharedSchemas } from './schemas/common.js';
 import { safeIntegers } from './schemas/safe-integers.js';
 import { installBodyGuards } from './body/body-guard.js';
@@ -52,6 +54,8 @@ export interface AppOptions {
   metrics?: Metrics;
   /** `serve --public-url`: the server the API document names (docs.ts); `/` without it. */
   publicUrl?: string;
+  /** The event streams' timing (core/event-stream-pump.ts); tests shorten it. */
+  streamTiming?: Partial<StreamTiming>;
 }
 
 /** Paths into logged objects that may hold a secret; pino replaces their values. */
@@ -192,6 +196,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(sendRoutes, { core, deps: opts.send });
   await app.register(webhookRoutes, { core, dispatcher: opts.webhooks });
   await app.register(import('./routes/historial.js'), { core });
+  // Ended at the halt (clients resume on another node) and at any close: an open stream would hold the close.
+  const streams = new EventStreams(core, { ...STREAM_TIMING, ...opts.streamTiming });
+  app.decorate('eventStreams', streams);
+  app.addHook('preClose', (done) => {
+    streams.closeAll();
+    done();
+  });
+  await app.register(eventosRoutes, { core, streams });
   await app.register(import('./routes/recibidos.js'), { core });
   await app.register(async (admin) => {
     await admin.register(adminRoutes, { core });
@@ -209,6 +221,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   app.decorate('markClosing', () => {
     closing = true;
+    streams.closeAll();
   });
   app.decorate('markDraining', (reason: string) => {
     drainingReason ??= reason;
@@ -222,5 +235,7 @@ declare module 'fastify' {
     markClosing(): void;
     /** Turn /ready to 503 (`draining`) for the rest of the process's life: the first step of a graceful stop. */
     markDraining(reason: string): void;
+    /** This node's open event streams (`/api/eventos.php`). */
+    eventStreams: EventStreams;
   }
 }

@@ -21,6 +21,7 @@ import { startBackground, startNode } from './parts/background.js';
 import { countersPart } from './parts/counters.js';
 import { dataDirPart, secretOf } from './parts/data-dir.js';
 import { gatewayPart } from './parts/gateway.js';
+import type { StreamTiming } from '../core/event-stream-pump.js';
 import { appPart, listenerPart, metricsListenerPart } from './parts/http.js';
 import { makeLogger } from './parts/log.js';
 import { Parts } from './parts/part.js';
@@ -45,6 +46,8 @@ export type ServeOptions = ServeOverrides & {
   logNotice?: NodeJS.WritableStream;
   /** Pretty lines in colour. */
   logColor?: boolean;
+  /** The event streams' timing (core/event-stream-pump.ts): tests shorten the poll, the ping and the stall cut. */
+  streamTiming?: Partial<StreamTiming>;
 };
 
 export { SERVE_DEFAULTS };
@@ -161,6 +164,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       limits: opts.limits,
       metrics,
       publicUrl: opts.publicUrl,
+      streamTiming: given.streamTiming,
     };
     const app = await parts.start(appPart(appOptions, log));
     // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).

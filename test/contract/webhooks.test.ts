@@ -100,6 +100,29 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.entregaQueues()).toEqual([]);
     });
 
+    it("eventKept: the client's event while it is in the log; never another client's, a pruned one or an id of another shape", async () => {
+      const c = await newCliente();
+      const other = await newCliente();
+      const ev = (clienteId: number, n: number) => ({ evento: 'webhook.test', cliente_id: clienteId, celular_id: null, data: { n }, fecha: n });
+      const old = await ctx.store.logTestEvent(ev(c.id, 1), false);
+      const young = await ctx.store.logTestEvent(ev(c.id, 1000), false);
+      const theirs = await ctx.store.logTestEvent(ev(other.id, 1000), false);
+      await ctx.settled();
+      expect(await ctx.store.eventKept(c.id, old)).toBe(true);
+      expect(await ctx.store.eventKept(c.id, young)).toBe(true);
+      expect(await ctx.store.eventKept(c.id, theirs)).toBe(false);
+      expect(await ctx.store.eventKept(other.id, theirs)).toBe(true);
+      expect(await ctx.store.eventKept(c.id, 'evt_nope')).toBe(false);
+      expect(await ctx.store.eventKept(c.id, `evt_ffffffff${'0'.repeat(23)}1`)).toBe(false);
+      expect(await ctx.store.pruneEvents(500, 10)).toBeGreaterThanOrEqual(1);
+      expect(await ctx.store.eventKept(c.id, old)).toBe(false);
+      expect(await ctx.store.eventKept(c.id, young)).toBe(true);
+      expect(await ctx.store.newestEventId(c.id)).toBe(young);
+      expect(await ctx.store.newestEventId(other.id)).toBe(theirs);
+      expect(await ctx.store.newestEventId((await newCliente()).id)).toBeNull();
+      expect(await ctx.store.eventsAfter(c.id, await ctx.store.newestEventId(c.id), 10)).toEqual([]);
+    });
+
     it('prunes events older than the cut with nothing left to deliver, oldest first, a batch at a time; pending deliveries stay', async () => {
       const c = await newCliente();
       const ev = (n: number) => ({ evento: 'webhook.test', cliente_id: c.id, celular_id: null, data: { n }, fecha: n * 10 });

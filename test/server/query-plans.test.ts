@@ -232,6 +232,16 @@ it('serves every per-request and per-message path with an index, on a store with
     timeoutMs: 15_000,
   });
   await api(s.url, 'DELETE', `/api/webhook_escuchas.php?id=${esc.body.escucha.id}`, { key: b.clientKey });
+  // The event stream: from the log's start, resumed after an id (checked kept), and following from the newest.
+  const stream = async (q: string, headers: Record<string, string> = {}) => {
+    const r = await fetch(`${s.url}/api/eventos.php${q}`, { headers: { authorization: `Bearer ${a.clientKey}`, ...headers } });
+    expect(r.status).toBe(200);
+    return r;
+  };
+  const everything = await (await stream('?seguir=0')).text();
+  const firstId = /^id: (\S+)$/m.exec(everything)![1]!;
+  await (await stream('?seguir=0', { 'last-event-id': firstId })).text();
+  await (await stream('')).body!.cancel();
   // A scrape, with a message still queued (its line outside its hours): the store gauges' statements.
   const away = `${String((new Date().getHours() + 12) % 24).padStart(2, '0')}:00`;
   await api(s.url, 'POST', `/api/celular_editar.php?id=${b.celularId}`, { key: b.clientKey, json: { hora_inicio_permitido: away, hora_fin_permitido: away } });

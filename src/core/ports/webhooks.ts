@@ -39,6 +39,10 @@ export interface WebhooksStore {
   logTestEvent(ev: JournalEvent, deliver: boolean): Promise<string>;
   /** A client's events after the one `afterId` names (null: from the oldest kept), oldest first, at most `limit`. */
   eventsAfter(clienteId: number, afterId: string | null, limit: number): Promise<LoggedEvent[]>;
+  /** Whether `id` names one of the client's events still in the log (false for another client's, a pruned one, or an id of another shape). */
+  eventKept(clienteId: number, id: string): Promise<boolean>;
+  /** The id of the client's newest event in log order (what eventsAfter would read last), null for none: a stream that starts now starts after it. */
+  newestEventId(clienteId: number): Promise<string | null>;
   /**
    * Takes the events a listener has not had yet (its client's, in log order,
    * at most `limit`), moving its cursor past them in the same statement:
