@@ -2,7 +2,7 @@
 # Install: pasarela completion fish > ~/.config/fish/completions/pasarela.fish
 
 set -g __pasarela_commands 'serve' 'migrate' 'login' 'logout' 'config' 'config list' 'config get' 'config set' 'config unset' 'config use' 'config remove' 'config path' 'info' 'saldo' 'celular' 'celular list' 'celular show' 'celular create' 'celular edit' 'celular delete' 'celular status' 'celular qr' 'celular link' 'send' 'send text' 'send image' 'send document' 'send audio' 'send video' 'send sticker' 'send bulk' 'mensaje' 'admin' 'admin client' 'admin client create' 'admin client list' 'admin client show' 'admin client edit' 'admin client rotate-key' 'admin balance' 'admin balance add' 'admin celular' 'admin celular legacy-token' 'admin celular rotate-key' 'admin celular move' 'admin gateway' 'admin gateway list' 'admin gateway add' 'admin gateway drain' 'admin gateway undrain' 'admin audit' 'admin backup' 'sim' 'sim scan' 'sim logout' 'sim receive' 'sim fail' 'historial' 'recibidos' 'webhook' 'webhook get' 'webhook set' 'webhook delete' 'webhook restore' 'webhook test' 'webhook deliveries' 'webhook redeliver' 'webhook listen' 'eventos' 'completion'
-set -g __pasarela_value_flags --url --key --profile --host --port --public-url --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --stop-timeout --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms --from --to --celular --nombre --estado --por-minuto --por-hora --por-dia --desde --hasta --png --timeout --interval --retry --idempotency-key --max-wait --caption --filename --text --text-column --to-column --media-column --media-type --delimiter --concurrency --admin-token --email --plan --max-celulares --saldo --cliente --monto --motivo --max-lineas --limit --qr --code --destinatario --page --por-pagina --format --remitente --secret --eventos --forward-to --desde-id
+set -g __pasarela_value_flags --url --key --profile --host --port --public-url --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --stop-timeout --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms --from --to --celular --nombre --estado --por-minuto --por-hora --por-dia --desde --hasta --png --timeout --interval --retry --idempotency-key --max-wait --wait --caption --filename --text --text-column --to-column --media-column --media-type --delimiter --concurrency --admin-token --email --plan --max-celulares --saldo --cliente --monto --motivo --max-lineas --limit --qr --code --destinatario --page --por-pagina --format --remitente --secret --eventos --forward-to --desde-id
 set -g __pasarela_aliases 'config rm=config remove'
 
 # Prints the command path of the line ("" at the top), then how many arguments follow it.
@@ -222,6 +222,8 @@ complete -c pasarela -n '__pasarela_under "send text"' -l retry -r -f -d 'retrie
 complete -c pasarela -n '__pasarela_under "send text"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send text"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
 complete -c pasarela -n '__pasarela_under "send text"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
+complete -c pasarela -n '__pasarela_under "send text"' -l wait -r -f -a 'enviado entregado leido' -d 'after acceptance, wait until the message is enviado, entregado (the default) or leido; print its record'
+complete -c pasarela -n '__pasarela_under "send text"' -l timeout -r -f -d 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11'
 complete -c pasarela -n '__pasarela_arg "send image" 0' -f -d 'destinatario'
 complete -c pasarela -n '__pasarela_arg "send image" 1' -F -d 'archivo_o_url'
 complete -c pasarela -n '__pasarela_under "send image"' -l directo -d 'send now and wait for the gateway (default: the humanized queue)'
@@ -230,6 +232,8 @@ complete -c pasarela -n '__pasarela_under "send image"' -l retry -r -f -d 'retri
 complete -c pasarela -n '__pasarela_under "send image"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send image"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
 complete -c pasarela -n '__pasarela_under "send image"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
+complete -c pasarela -n '__pasarela_under "send image"' -l wait -r -f -a 'enviado entregado leido' -d 'after acceptance, wait until the message is enviado, entregado (the default) or leido; print its record'
+complete -c pasarela -n '__pasarela_under "send image"' -l timeout -r -f -d 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11'
 complete -c pasarela -n '__pasarela_under "send image"' -l caption -r -f -d 'caption (up to 1024 characters)'
 complete -c pasarela -n '__pasarela_arg "send document" 0' -f -d 'destinatario'
 complete -c pasarela -n '__pasarela_arg "send document" 1' -F -d 'archivo_o_url'
@@ -239,6 +243,8 @@ complete -c pasarela -n '__pasarela_under "send document"' -l retry -r -f -d 're
 complete -c pasarela -n '__pasarela_under "send document"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send document"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
 complete -c pasarela -n '__pasarela_under "send document"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
+complete -c pasarela -n '__pasarela_under "send document"' -l wait -r -f -a 'enviado entregado leido' -d 'after acceptance, wait until the message is enviado, entregado (the default) or leido; print its record'
+complete -c pasarela -n '__pasarela_under "send document"' -l timeout -r -f -d 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11'
 complete -c pasarela -n '__pasarela_under "send document"' -l caption -r -f -d 'caption (up to 1024 characters)'
 complete -c pasarela -n '__pasarela_under "send document"' -l filename -r -f -d 'file name shown to the recipient, with its extension (default: the local file\'s name)'
 complete -c pasarela -n '__pasarela_arg "send audio" 0' -f -d 'destinatario'
@@ -249,6 +255,8 @@ complete -c pasarela -n '__pasarela_under "send audio"' -l retry -r -f -d 'retri
 complete -c pasarela -n '__pasarela_under "send audio"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send audio"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
 complete -c pasarela -n '__pasarela_under "send audio"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
+complete -c pasarela -n '__pasarela_under "send audio"' -l wait -r -f -a 'enviado entregado leido' -d 'after acceptance, wait until the message is enviado, entregado (the default) or leido; print its record'
+complete -c pasarela -n '__pasarela_under "send audio"' -l timeout -r -f -d 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11'
 complete -c pasarela -n '__pasarela_under "send audio"' -l ptt -d 'send as a voice note'
 complete -c pasarela -n '__pasarela_arg "send video" 0' -f -d 'destinatario'
 complete -c pasarela -n '__pasarela_arg "send video" 1' -F -d 'archivo_o_url'
@@ -258,6 +266,8 @@ complete -c pasarela -n '__pasarela_under "send video"' -l retry -r -f -d 'retri
 complete -c pasarela -n '__pasarela_under "send video"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send video"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
 complete -c pasarela -n '__pasarela_under "send video"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
+complete -c pasarela -n '__pasarela_under "send video"' -l wait -r -f -a 'enviado entregado leido' -d 'after acceptance, wait until the message is enviado, entregado (the default) or leido; print its record'
+complete -c pasarela -n '__pasarela_under "send video"' -l timeout -r -f -d 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11'
 complete -c pasarela -n '__pasarela_under "send video"' -l caption -r -f -d 'caption (up to 1024 characters)'
 complete -c pasarela -n '__pasarela_arg "send sticker" 0' -f -d 'destinatario'
 complete -c pasarela -n '__pasarela_arg "send sticker" 1' -F -d 'archivo_o_url'
@@ -267,6 +277,8 @@ complete -c pasarela -n '__pasarela_under "send sticker"' -l retry -r -f -d 'ret
 complete -c pasarela -n '__pasarela_under "send sticker"' -l idempotency-key -r -f -d 'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)'
 complete -c pasarela -n '__pasarela_under "send sticker"' -l wait-window -d 'outside the line\'s allowed hours (with --directo), wait until they open and send then'
 complete -c pasarela -n '__pasarela_under "send sticker"' -l max-wait -r -f -d 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead'
+complete -c pasarela -n '__pasarela_under "send sticker"' -l wait -r -f -a 'enviado entregado leido' -d 'after acceptance, wait until the message is enviado, entregado (the default) or leido; print its record'
+complete -c pasarela -n '__pasarela_under "send sticker"' -l timeout -r -f -d 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11'
 complete -c pasarela -n '__pasarela_arg "send bulk" 0' -f -d 'archivo.csv'
 complete -c pasarela -n '__pasarela_under "send bulk"' -l text -r -f -d 'the text, with {columna} replaced by that column of the row ({{ and }} for literal braces); with media, the caption'
 complete -c pasarela -n '__pasarela_under "send bulk"' -l text-column -r -f -d 'the text as it is in this column'

@@ -25,6 +25,10 @@ export interface FollowOptions {
   eventos?: string;
   celular?: number;
   desdeId?: string;
+  /** Called each time the stream is open (what happens from then on will come through it). */
+  onOpen?: (stop: () => void) => void | Promise<void>;
+  /** Ends the reading when aborted (a --timeout). */
+  signal?: AbortSignal;
 }
 
 /** The server pings at least every 15 s: a connection silent this long is dead. */
@@ -61,19 +65,26 @@ export class SseParser {
   }
 }
 
-/** Calls `each` for every event until the stream ends (not following) or a signal stops it; the last id seen. */
-export async function followEvents(ctx: Ctx, o: FollowOptions, each: (ev: StreamedEvent) => void): Promise<string | undefined> {
+/**
+ * Calls `each` for every event until the stream ends (not following), a
+ * signal or `o.signal` stops it, or `each` (or `o.onOpen`) asks to stop by
+ * calling `stop`; the last id seen.
+ */
+export async function followEvents(ctx: Ctx, o: FollowOptions, each: (ev: StreamedEvent, stop: () => void) => void): Promise<string | undefined> {
   const client = ctx.client();
   const key = ctx.key();
   let last = o.desdeId;
   let stopped = false;
   let current: HttpAnswer['body'] | undefined;
   let wakeUp = () => {};
-  const off = ctx.term.io.onSignal?.(() => {
+  const stop = () => {
     stopped = true;
     (current as { destroy?: () => void } | undefined)?.destroy?.();
     wakeUp();
-  });
+  };
+  const off = ctx.term.io.onSignal?.(stop);
+  o.signal?.addEventListener('abort', stop, { once: true });
+  if (o.signal?.aborted) stop();
   let pause = 250;
   let down = false;
   try {
@@ -87,14 +98,18 @@ export async function followEvents(ctx: Ctx, o: FollowOptions, each: (ev: Stream
           fields: { eventos: '--eventos', celular_id: '--celular', 'last-event-id': '--desde-id' },
         });
         current = res.body;
+        if (stopped) (res.body as { destroy?: () => void }).destroy?.();
         if (down) ctx.term.err(`reconnected; resuming after ${last ?? 'the start'}`);
         down = false;
         pause = 250;
         const parser = new SseParser();
+        await o.onOpen?.(stop);
+        if (stopped) return last;
         for await (const chunk of res.body) {
           for (const ev of parser.push(chunk)) {
             last = ev.id;
-            each(ev);
+            each(ev, stop);
+            if (stopped) return last;
           }
         }
         if (!o.follow || stopped) return last;
@@ -123,5 +138,6 @@ export async function followEvents(ctx: Ctx, o: FollowOptions, each: (ev: Stream
     return last;
   } finally {
     off?.();
+    o.signal?.removeEventListener('abort', stop);
   }
 }

@@ -7,7 +7,16 @@ import type { Mensaje } from './historial.js';
 
 /** `pasarela mensaje MSG_ID`: what became of one message (GET /api/mensaje.php); exit 4 when the credential cannot see it. */
 export async function runMensaje(msgId: string, ctx: Ctx): Promise<void> {
-  const b = await ctx.client().call<{ mensaje: Mensaje }>('GET', API.mensaje, { key: ctx.key(), query: { msg_id: msgId } });
+  printMensaje(ctx, await fetchMensaje(ctx, msgId));
+}
+
+/** GET /api/mensaje.php: the answer, its record under `mensaje`. */
+export function fetchMensaje(ctx: Ctx, msgId: string): Promise<{ mensaje: Mensaje }> {
+  return ctx.client().call<{ mensaje: Mensaje }>('GET', API.mensaje, { key: ctx.key(), query: { msg_id: msgId } });
+}
+
+/** One record as fields (the answer with --json). */
+export function printMensaje(ctx: Ctx, b: { mensaje: Mensaje }): void {
   const m = b.mensaje;
   const c = ctx.term.color;
   const media = m.media ? [m.media.filename, m.media.mime, m.media.url].filter(Boolean).join(' ') : null;

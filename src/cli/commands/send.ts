@@ -14,6 +14,8 @@ import { checkArg, httpUrl, idempotencyKey, int, phone, positiveInt, text } from
 import { cappedSleep, withRetry } from '../retry.js';
 import { duration } from '../duration.js';
 import { registerSendBulk } from './send-bulk.js';
+import { printMensaje } from './mensaje.js';
+import { WAIT_ESTADOS, waitForMensaje, type WaitEstado } from '../wait-delivery.js';
 
 export { withRetry } from '../retry.js';
 
@@ -36,6 +38,10 @@ export interface Common {
   waitWindow?: boolean;
   /** ms */
   maxWait?: number;
+  /** --wait: the state to wait for after acceptance (true: entregado). */
+  wait?: WaitEstado | true;
+  /** --timeout of --wait, ms (commander's default: 60 s). */
+  timeout?: number;
 }
 
 /** The endpoints by URL and by base64, the per-type base64 field and the core's media type of each kind. */
@@ -89,6 +95,27 @@ function report(ctx: Ctx, b: SendBody): void {
   });
 }
 
+/**
+ * --wait: follows the accepted message to `target`; prints its record (exit
+ * 0), or the record and why it failed (exit 10 refused for good, 7
+ * otherwise), or on timeout the send's answer and where it stands (exit 11).
+ */
+async function settle(ctx: Ctx, b: SendBody, target: WaitEstado, timeoutMs: number): Promise<void> {
+  const r = await waitForMensaje(ctx, b.msg_id, target, timeoutMs);
+  if (r.kind === 'timeout') {
+    report(ctx, b);
+    throw new CliError(`msg_id ${b.msg_id} is ${r.estado ?? b.estado}, not ${target}, after ${Math.round(timeoutMs / 1000)} s (--timeout)`, EXIT.TIMEOUT);
+  }
+  printMensaje(ctx, r.answer);
+  if (r.kind === 'error') {
+    const m = r.answer.mensaje;
+    throw new CliError(
+      `msg_id ${m.msg_id} ended in error (${m.error_clase ?? 'error'}): ${m.error ?? 'no reason given'}`,
+      m.error_clase === 'rechazado' ? EXIT.REJECTED : EXIT.SERVER,
+    );
+  }
+}
+
 const common = (cmd: Command) =>
   cmd
     .option('--directo', 'send now and wait for the gateway (default: the humanized queue)')
@@ -104,7 +131,20 @@ const common = (cmd: Command) =>
       idempotencyKey,
     )
     .option('--wait-window', "outside the line's allowed hours (with --directo), wait until they open and send then")
-    .option('--max-wait <duration>', 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead', duration);
+    .option('--max-wait <duration>', 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead', duration)
+    .addOption(
+      new Option('--wait [estado]', 'after acceptance, wait until the message is enviado, entregado (the default) or leido; print its record').choices(
+        WAIT_ESTADOS,
+      ),
+    )
+    .addOption(
+      new Option('--timeout <duration>', 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11').default(60_000, '60s').argParser(seconds),
+    );
+
+/** A duration; a bare number is seconds here (as `celular qr --timeout`). */
+function seconds(v: string): number {
+  return /^[0-9]+$/.test(v.trim()) ? Number(v) * 1000 : duration(v);
+}
 
 /** A client key (WAC_...) sends from a line it names; a celular key or token is its own line. */
 const isClientKey = (key: string) => /^WAC_[1-9][0-9]*_/.test(key);
@@ -151,7 +191,8 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
       wait,
       { waitWindow: Boolean(o.waitWindow), maxWaitMs: o.maxWait },
     );
-    report(ctx, b);
+    if (o.wait) await settle(ctx, b, o.wait === true ? 'entregado' : o.wait, o.timeout ?? 60_000);
+    else report(ctx, b);
   } catch (err) {
     if (err instanceof ApiError && err.apiCodigo === CODIGO_UNCERTAIN) {
       // The server answered: the key now only replays this; a new key sends a new message, maybe a second one.
