@@ -181,7 +181,7 @@ _pasarela() {
     ['_ webhook test']=''
     ['_ webhook deliveries']='--limit'
     ['_ webhook redeliver']=''
-    ['_ webhook listen']='--port --forward-to --eventos --print-secret'
+    ['_ webhook listen']='--port --forward-to --eventos --print-secret --stream --secret'
     ['_ eventos']='-f --follow --eventos --celular --desde-id'
     ['_ completion']=''
   )
@@ -345,6 +345,7 @@ _pasarela() {
     ['_ webhook listen --port']='-'
     ['_ webhook listen --forward-to']='-'
     ['_ webhook listen --eventos']='l:messages.received,message.status,session.status,all'
+    ['_ webhook listen --secret']='-'
     ['_ eventos --eventos']='l:message.status,session.status,messages.received,webhook.test,all'
     ['_ eventos --celular']='-'
     ['_ eventos --desde-id']='-'

@@ -413,6 +413,8 @@ complete -c pasarela -n '__pasarela_under "webhook listen"' -l port -r -f -d 'po
 complete -c pasarela -n '__pasarela_under "webhook listen"' -l forward-to -r -f -d 'POST each verified event (same body and headers) to this URL and answer with its status'
 complete -c pasarela -n '__pasarela_under "webhook listen"' -l eventos -r -f -a '(__fish_complete_list , "__pasarela_words messages.received message.status session.status all")' -d 'comma list of messages.received, message.status, session.status, all'
 complete -c pasarela -n '__pasarela_under "webhook listen"' -l print-secret -d 'show the listener\'s signing secret (made by the server for this listen) in the Ready line'
+complete -c pasarela -n '__pasarela_under "webhook listen"' -l stream -d 'follow the event stream instead of receiving deliveries: no inbound connection, so it works with a remote server (also chosen when the server cannot reach this machine)'
+complete -c pasarela -n '__pasarela_under "webhook listen"' -l secret -r -f -d 'with --stream: sign forwarded events with this secret (your app\'s), so its signature check passes unchanged; implies --stream'
 complete -c pasarela -n '__pasarela_is "eventos"' -f
 complete -c pasarela -n '__pasarela_under "eventos"' -l follow -s f -d 'keep reading as events happen (a dropped connection resumes where it stopped)'
 complete -c pasarela -n '__pasarela_under "eventos"' -l eventos -r -f -a '(__fish_complete_list , "__pasarela_words message.status session.status messages.received webhook.test all")' -d 'comma list of message.status, session.status, messages.received, webhook.test, all (default all)'

@@ -71,7 +71,7 @@ export function verifyDelivery(secret: string, headers: IncomingHttpHeaders, bod
   return verify(secret, signed, text, nowSec, TOLERANCE_SEC);
 }
 
-interface Forwarded {
+export interface Forwarded {
   status?: number;
   duracion_ms: number;
   error?: string;
@@ -80,7 +80,7 @@ interface Forwarded {
 /** Headers passed on to --forward-to: all but the hop-by-hop ones and those undici sets itself. */
 const HOP = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'expect', 'upgrade', 'proxy-connection', 'te', 'trailer']);
 
-async function forward(url: string, headers: IncomingHttpHeaders, body: Buffer): Promise<Forwarded> {
+export async function forward(url: string, headers: IncomingHttpHeaders, body: Buffer): Promise<Forwarded> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP.has(k)) out[k] = Array.isArray(v) ? v.join(', ') : v;
   const { request } = await import('undici');
@@ -128,6 +128,25 @@ function summary(evento: string, data: Record<string, unknown> | undefined): str
       return 'test event';
     default:
       return clip(JSON.stringify(d), 100);
+  }
+}
+
+/** One event as `webhook listen` shows it: a line on a terminal, NDJSON otherwise; and what forwarding it answered. */
+export function printEvent(ctx: Ctx, e: { id: string; evento: string; parsed: unknown; note: string; forwardTo?: string; fwd?: Forwarded }): void {
+  const term = ctx.term;
+  const c = term.color;
+  const obj = e.parsed && typeof e.parsed === 'object' ? (e.parsed as Record<string, unknown>) : {};
+  if (term.io.stdoutIsTTY && !ctx.json) {
+    term.out(
+      `${c.green('-->')} ${c.cyan.bold(e.evento)} ${c.dim(e.id)}  ${summary(e.evento, obj.data as Record<string, unknown> | undefined)}  ${c.dim(`(${e.note})`)}`,
+    );
+    if (e.fwd) {
+      const f = e.fwd;
+      const st = f.status === undefined ? c.red(`failed: ${f.error}`) : f.status < 300 ? c.green(String(f.status)) : c.yellow(String(f.status));
+      term.out(`${c.magenta('<--')} ${st} POST ${e.forwardTo} ${c.dim(`${f.duracion_ms}ms`)}`);
+    }
+  } else {
+    term.out(JSON.stringify({ id: e.id, evento: e.evento, verified: true, body: e.parsed, ...(e.fwd ? { forward: { url: e.forwardTo, ...e.fwd } } : {}) }));
   }
 }
 
@@ -202,17 +221,7 @@ export async function listen(ctx: Ctx, o: ListenOptions): Promise<void> {
     }
     let fwd: Forwarded | undefined;
     if (o.forwardTo) fwd = await forward(o.forwardTo, req.headers, raw);
-    if (pretty) {
-      term.out(
-        `${c.green('-->')} ${c.cyan.bold(evento)} ${c.dim(id)}  ${summary(evento, obj.data as Record<string, unknown> | undefined)}  ${c.dim('(signature ok)')}`,
-      );
-      if (fwd) {
-        const st = fwd.status === undefined ? c.red(`failed: ${fwd.error}`) : fwd.status < 300 ? c.green(String(fwd.status)) : c.yellow(String(fwd.status));
-        term.out(`${c.magenta('<--')} ${st} POST ${o.forwardTo} ${c.dim(`${fwd.duracion_ms}ms`)}`);
-      }
-    } else {
-      term.out(JSON.stringify({ id, evento, verified: true, body: parsed, ...(fwd ? { forward: { url: o.forwardTo, ...fwd } } : {}) }));
-    }
+    printEvent(ctx, { id, evento, parsed, note: 'signature ok', forwardTo: o.forwardTo, fwd });
     if (!fwd) return reply(200, { ok: true });
     if (fwd.status === undefined) {
       term.err(ec.yellow(`warning: forwarding ${id} to ${o.forwardTo} failed (${fwd.error}); answered 502`));
@@ -347,6 +356,9 @@ const LISTENER_GONE = ERRORS.LISTENER_NOT_FOUND.codigo;
 /** The api_codigo of a server's refusal; undefined for anything else. */
 const apiCodigo = (err: unknown): number | undefined => (err instanceof ApiError ? err.apiCodigo : undefined);
 
+/** The server will not deliver to this machine's 127.0.0.1 (it runs elsewhere): the stream can serve instead. */
+export class ListenerUnreachable extends CliError {}
+
 /** POST /api/webhook_escuchas.php, with what to do when the server refuses. */
 async function registerListener(ctx: Ctx, key: string, url: string, eventos: string[]): Promise<{ escucha: EscuchaView; secret: string }> {
   try {
@@ -354,7 +366,7 @@ async function registerListener(ctx: Ctx, key: string, url: string, eventos: str
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
     if (apiCodigo(err) === ERRORS.INVALID_PARAMS.codigo) {
-      throw new CliError(
+      throw new ListenerUnreachable(
         `the server refused ${url} as a webhook listener: ${err.message}. ` +
           'It delivers to its own 127.0.0.1, so `webhook listen` needs the server on this machine (or `pasarela serve --allow-private-urls` where that address is the same).',
         EXIT.ERROR,

@@ -10,7 +10,8 @@ import type { CtxOf } from '../main.js';
 import { emit, painted, printFields, printSecret, printTable, type Cell } from '../output.js';
 import { checkArg, httpUrl, int, token } from '../parse.js';
 import { generateSecret } from '../../webhooks/sign.js';
-import { listen, type WebhookView } from '../webhook-listen.js';
+import { listen, ListenerUnreachable, type WebhookView } from '../webhook-listen.js';
+import { listenByStream } from '../webhook-listen-stream.js';
 
 /** The server's delivery shape (a type-only import: nothing of the server is loaded). */
 type Entrega = EntregaView;
@@ -164,6 +165,8 @@ export interface WebhookListenOptions {
   forwardTo?: string;
   eventos: string[];
   printSecret?: boolean;
+  stream?: boolean;
+  secret?: string;
 }
 
 /** Checks --forward-to, then listens until a signal or the reader goes away (see webhook-listen.ts). */
@@ -177,7 +180,16 @@ export async function runWebhookListen(o: WebhookListenOptions, ctx: Ctx): Promi
     }
     if (!ok) throw usage(`--forward-to "${o.forwardTo}" is not an http(s) URL`);
   }
-  await listen(ctx, { port: o.port, forwardTo: o.forwardTo, eventos: o.eventos, printSecret: Boolean(o.printSecret) });
+  const byStream = () => listenByStream(ctx, { forwardTo: o.forwardTo, eventos: o.eventos, secret: o.secret, printSecret: Boolean(o.printSecret) });
+  if (o.stream || o.secret !== undefined) return byStream();
+  try {
+    await listen(ctx, { port: o.port, forwardTo: o.forwardTo, eventos: o.eventos, printSecret: Boolean(o.printSecret) });
+  } catch (err) {
+    // The server cannot deliver to this machine (it runs elsewhere): the stream needs no inbound connection.
+    if (!(err instanceof ListenerUnreachable)) throw err;
+    ctx.term.err(`${err.message.split('. ')[0]}; following the event stream instead.`);
+    await byStream();
+  }
 }
 
 /** `pasarela webhook ...`: the client's webhook (docs/design.md §7) and a local receiver for trying it. */
@@ -242,5 +254,14 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
         .argParser(eventos),
     )
     .option('--print-secret', "show the listener's signing secret (made by the server for this listen) in the Ready line")
+    .option(
+      '--stream',
+      'follow the event stream instead of receiving deliveries: no inbound connection, so it works with a remote server (also chosen when the server cannot reach this machine)',
+    )
+    .option(
+      '--secret <secret>',
+      "with --stream: sign forwarded events with this secret (your app's), so its signature check passes unchanged; implies --stream",
+      token(1, FIELD_LIMITS.webhookSecret),
+    )
     .action((o: WebhookListenOptions, cmd: Command) => runWebhookListen(o, ctxOf(cmd)));
 }
