@@ -24,6 +24,7 @@ export type { MediaTipo };
 import { publishMessageStatus } from './message-events.js';
 import { outbound } from './outbound.js';
 import { countryOf, normalizeNumero } from './phone.js';
+import { iso } from './clock.js';
 import type { NodePresence } from './node-presence.js';
 import { GatewayFailure } from './ports/gateway.js';
 import type { AcceptedMedia } from './ports/media.js';
@@ -75,6 +76,8 @@ export interface SendResult {
   /** The line's balance after the charge. */
   saldo: number;
   estado: string;
+  /** A queued send accepted while the line's allowed hours are closed: when they open, and it may go (ISO). */
+  envio_desde?: string;
 }
 
 /** How the route shows a successful send (its success envelope); what a key's kept answer holds. */
@@ -86,7 +89,7 @@ export interface SendAnswer extends Answer {
 }
 
 /** The part of a direct send's answer known at acceptance, kept with its key until the gateway answers. */
-type AcceptedPart = Pick<SendResult, 'msg_id' | 'anti_dupe' | 'saldo'>;
+type AcceptedPart = Pick<SendResult, 'msg_id' | 'anti_dupe' | 'saldo' | 'envio_desde'>;
 
 const queuedResult = (part: AcceptedPart): SendResult => ({ ...part, modo: 'cola', estado: 'pendiente' });
 const directResult = (part: AcceptedPart, gatewayMsgId: string): SendResult => ({ ...part, modo: 'directo', gateway_msg_id: gatewayMsgId, estado: 'enviado' });
@@ -291,8 +294,10 @@ async function sendOnce(
   }
 
   const now = core.clock.now();
+  const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
+  // A queued send waits for the window; its answer says from when, so a script that forgot --directo learns it now.
+  const envioDesde = window.open ? {} : { envio_desde: iso(now + window.opensInMs) };
   if (req.directo) {
-    const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
     if (!window.open) {
       const retryAfter = Math.ceil(window.opensInMs / 1000);
       fail(
@@ -335,7 +340,7 @@ async function sendOnce(
                 ...key,
                 expira_at: now + IDEM_TTL_MS,
                 answer: (acc) => {
-                  const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: acc.saldo_celular };
+                  const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: acc.saldo_celular, ...envioDesde };
                   return req.directo ? { status: null, body: JSON.stringify(part) } : keptAnswer(200, render(queuedResult(part)));
                 },
               },
@@ -364,7 +369,7 @@ async function sendOnce(
     }
     accepted = true;
     publishMessageStatus(core, res.mensaje, null);
-    const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: res.saldo_celular };
+    const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: res.saldo_celular, ...envioDesde };
     if (!req.directo) {
       deps.queued(celular.id);
       return { result: queuedResult(part) };

@@ -204,6 +204,16 @@ describe('--retry: only what can succeed later, always under the same key', () =
   });
 });
 
+describe('a queued send outside the allowed hours', () => {
+  it('says on stderr when it will go; stdout keeps its columns', async () => {
+    script = [{ status: 200, body: { ...SENT, modo: 'cola', estado: 'pendiente', gateway_msg_id: undefined, envio_desde: '2026-03-10T13:00:00.000Z' } }];
+    const r = await cli.run(['send', 'text', '5215598765432', 'hola'], { env: { PASARELA_KEY: 'WA_1_aaaaaaaaaaaaaaaaaaaa', PASARELA_MAX_WAIT_MS: '0' } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toBe(`${SENT.msg_id}\tcola\tpendiente\t\n`);
+    expect(r.stderr).toBe("note: the line's allowed hours are closed; this queued message waits until they open (2026-03-10T13:00:00.000Z)\n");
+  });
+});
+
 describe('--max-wait', () => {
   it('a wait past it is not made: the error stands at once, with why; waits within it are made', async () => {
     // A duplicate block of 298 s: an OTP must not go 5 minutes late.

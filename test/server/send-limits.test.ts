@@ -203,6 +203,8 @@ describe('allowed hours (tz UTC)', () => {
 
     const q = await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
     expectOk(q, { count: 1 });
+    // Its answer says from when it may go; one accepted inside the window says nothing of the kind.
+    expect(q.body.envio_desde).toBe('2026-03-10T13:00:00.000Z');
     // A second before the window opens, the worker still holds it.
     hclock().set(Date.UTC(2026, 2, 10, 12, 59, 59));
     await h.stepQueue();
@@ -215,6 +217,9 @@ describe('allowed hours (tz UTC)', () => {
     // An HH:MM end includes its whole minute.
     hclock().set(Date.UTC(2026, 2, 10, 14, 0, 30));
     expectOk(await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 }), { send: true });
+    const inside = await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
+    expectOk(inside, { count: 1 });
+    expect(inside.body).not.toHaveProperty('envio_desde');
     hclock().set(Date.UTC(2026, 2, 10, 14, 1, 0));
     const late = await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText(), directo: 1 });
     expectError(late, 403, 303);

@@ -28,6 +28,8 @@ interface SendBody {
   saldo: number | null;
   /** Set by the client when the server replayed the key's first answer (Idempotent-Replayed). */
   replayed?: boolean;
+  /** A queued send outside the line's hours: when they open. */
+  envio_desde?: string;
 }
 
 export interface Common {
@@ -86,6 +88,7 @@ async function readStdin(stream: NodeJS.ReadableStream): Promise<string> {
 function report(ctx: Ctx, b: SendBody): void {
   emit(ctx, b, () => {
     if (b.replayed) ctx.term.err(`replayed: this Idempotency-Key was answered before (msg_id ${b.msg_id}); nothing was sent now`);
+    if (b.envio_desde) ctx.term.err(`note: the line's allowed hours are closed; this queued message waits until they open (${b.envio_desde})`);
     if (ctx.term.io.stdoutIsTTY) {
       const what = b.modo === 'directo' ? ctx.term.color.green(`sent (gateway id ${b.gateway_msg_id ?? '?'})`) : ctx.term.color.cyan('queued');
       ctx.term.out(`${what}  msg_id ${b.msg_id}${b.anti_dupe ? `  (identical sends: ${b.anti_dupe.count}/${b.anti_dupe.max})` : ''}`);

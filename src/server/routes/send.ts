@@ -76,6 +76,11 @@ const result = okResponse({
   gateway_msg_id: { type: 'string' },
   origen: { type: 'string', enum: ['base64_directo', 'base64_inline'] },
   anti_dupe: { type: 'object', properties: { count: { type: 'integer' }, max: { type: 'integer' }, window_s: { type: 'integer' } } },
+  envio_desde: {
+    type: 'string',
+    format: 'date-time',
+    description: "a queued send accepted while the line's allowed hours are closed: when they open (it waits until then)",
+  },
 });
 const sent = { ...result, headers: replayedHeader };
 
@@ -198,6 +203,7 @@ function present(r: SendResult, tipo: Tipo, base64: boolean) {
       estado: r.estado,
       anti_dupe: r.anti_dupe,
       ...(r.gateway_msg_id ? { gateway_msg_id: r.gateway_msg_id } : {}),
+      ...(r.envio_desde && r.modo === 'cola' ? { envio_desde: r.envio_desde } : {}),
       ...(tipo === 'imagen' && base64 ? { origen: r.modo === 'directo' ? 'base64_directo' : 'base64_inline' } : {}),
     },
     { descripcion: r.modo === 'directo' ? 'mensaje enviado' : 'mensaje en cola', saldo: r.saldo },
