@@ -158,7 +158,7 @@ _pasarela() {
     ['_ admin celular']=''
     ['_ admin celular legacy-token']=''
     ['_ admin celular rotate-key']='-y --yes'
-    ['_ admin celular move']=''
+    ['_ admin celular move']='-y --yes'
     ['_ admin gateway']=''
     ['_ admin gateway list']=''
     ['_ admin gateway add']='--gateway-url --gateway-key --max-lineas'

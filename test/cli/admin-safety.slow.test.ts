@@ -56,6 +56,22 @@ describe('key rotation asks first', () => {
   });
 });
 
+describe.skipIf(!HAS_SCRIPT)('admin celular move on a TTY', () => {
+  it('asks first, naming the line and the server: no sends nothing; yes makes the request', async () => {
+    const a = await seedClient(s);
+    const env = { PASARELA_ADMIN_TOKEN: s.adminToken };
+    const line = () => cliCommandLine(['admin', 'celular', 'move', String(a.celularId), 'evo-nueva']);
+    const question = new RegExp(`Move celular ${a.celularId} to gateway server "evo-nueva"\\?`);
+    const no = await runTtyAnswering(cli, line(), [[question, 'n']], env);
+    expect(no.exitCode, JSON.stringify(no.output)).toBe(0);
+    expect(no.output).toContain('nothing changed');
+    // Yes: the request is made (and this sim server says why it cannot move lines).
+    const yes = await runTtyAnswering(cli, line(), [[question, 'y']], env);
+    expect(yes.exitCode, JSON.stringify(yes.output)).toBe(1);
+    expect(yes.output).toMatch(/gateway servers are for evolution or waha/);
+  });
+});
+
 describe.skipIf(!HAS_SCRIPT)('celular delete on a TTY', () => {
   it('a wrong id is exit 4 before any question; the question names the line; no keeps it, yes deletes it', async () => {
     const a = await seedClient(s);

@@ -51,11 +51,21 @@ export async function runCelularRotateKey(o: CelularRotateKeyOptions, ctx: Ctx):
 export interface CelularMoveOptions {
   celularId: string;
   gateway: string;
+  yes?: boolean;
 }
 
 export async function runCelularMove(o: CelularMoveOptions, ctx: Ctx): Promise<void> {
   const n = idArg(o.celularId);
   checkArg('gateway', o.gateway, serverName);
+  // A person at a terminal is asked, since relinking needs the phone in hand; a script goes on as it always did (no --yes needed off a TTY).
+  if (!o.yes && ctx.term.canPrompt) {
+    const sure = await confirmOrYes(
+      ctx,
+      false,
+      () => `Move celular ${n} to gateway server "${o.gateway}"? A linked line is logged out and must be linked again with its phone.`,
+    );
+    if (!sure) return;
+  }
   const b = await call<{
     celular_id: number;
     servidor: string;
@@ -92,6 +102,7 @@ export function registerAdminCelulares(admin: Command, ctxOf: CtxOf): void {
     .action((celularId: string, o: { yes?: boolean }, cmd: Command) => runCelularRotateKey({ celularId, ...o }, ctxOf(cmd)));
   celular
     .command('move <celular_id> <gateway>')
-    .description('move a celular to another gateway server; it is logged out there and must be linked again')
-    .action((celularId: string, gateway: string, _o, cmd: Command) => runCelularMove({ celularId, gateway }, ctxOf(cmd)));
+    .description('move a celular to another gateway server; it is logged out there and must be linked again (asks first on a TTY)')
+    .option('-y, --yes', 'do not ask for confirmation')
+    .action((celularId: string, gateway: string, o: { yes?: boolean }, cmd: Command) => runCelularMove({ celularId, gateway, ...o }, ctxOf(cmd)));
 }
