@@ -102,10 +102,15 @@ export async function listClientes(core: Core) {
   return Promise.all(rows.map((r) => clienteSummary(core, r)));
 }
 
+/** The operator's view of one client: its lines, each with the gateway server it is on (by name; null before it is placed). */
 export async function showCliente(core: Core, id: number) {
   const cliente = await getClienteOrFail(core, id);
   const celulares = await core.store.listCelulares(id);
-  return { ...(await clienteSummary(core, cliente)), celulares: celulares.map(celularView) };
+  const servers = new Map((await core.store.listGatewayServers()).map((g) => [g.id, g.nombre]));
+  return {
+    ...(await clienteSummary(core, cliente)),
+    celulares: celulares.map((c) => ({ ...celularView(c), servidor: c.servidor_id === null ? null : (servers.get(c.servidor_id) ?? null) })),
+  };
 }
 
 export async function editCliente(core: Core, id: number, patch: Omit<ClientePatch, 'key_hash'>) {

@@ -70,11 +70,18 @@ describe('admin gateway', () => {
     const id = cel.body.celular_id as number;
     const where = (await s.core.store.getGatewayServer((await s.core.store.getCelular(id))!.servidor_id!))!.nombre;
     const to = where === 'default' ? 'b' : 'default';
+    // The operator sees which server a line is on: `admin client show`, a column at the end, and its JSON.
+    const lineOf = async () =>
+      (await cli.run(['admin', 'client', 'show', String(c.body.cliente.id)], asOperator())).stdout.split('\n').find((l) => l.startsWith(`${id}\t`));
+    expect((await lineOf())?.split('\t').at(-1)).toBe(where);
     const r = await cli.run(['admin', 'celular', 'move', String(id), to], asOperator());
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain(`servidor\t${to}`);
     expect(r.stderr).toContain(`pasarela celular qr ${id}`);
     expect((await s.core.store.getCelular(id))!.servidor_id).toBe((await s.core.store.getGatewayServerByNombre(to))!.id);
+    expect((await lineOf())?.split('\t').at(-1)).toBe(to);
+    const json = expectJsonOnly(await cli.run(['admin', 'client', 'show', String(c.body.cliente.id), '--json'], asOperator()));
+    expect(json.celulares).toEqual([expect.objectContaining({ id, servidor: to })]);
   });
 
   it('errors keep the exit-code contract: unknown server 4, duplicate 1, bad URL 1, no token 3, missing option 2', async () => {

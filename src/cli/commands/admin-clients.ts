@@ -75,19 +75,19 @@ export interface ClientShowOptions {
 }
 
 export async function runClientShow(o: ClientShowOptions, ctx: Ctx): Promise<void> {
-  const b = await call<ClienteSummary & { celulares: Array<{ id: number; numero: string; estado: string; saldo_actual: number; last_status: string | null }> }>(
-    ctx,
-    'GET',
-    pathTo(API.adminCliente, { id: idArg(o.id) }),
-  );
+  const b = await call<
+    ClienteSummary & {
+      celulares: Array<{ id: number; numero: string; estado: string; saldo_actual: number; last_status: string | null; servidor?: string | null }>;
+    }
+  >(ctx, 'GET', pathTo(API.adminCliente, { id: idArg(o.id) }));
   emit(ctx, b, () => {
     printFields(ctx.term, summaryFields(b));
     if (b.celulares.length > 0) {
       ctx.term.out('');
       printTable(
         ctx.term,
-        ['celular', 'numero', 'estado', 'saldo', 'sesion'],
-        b.celulares.map((c) => [c.id, c.numero, c.estado, c.saldo_actual, c.last_status]),
+        ['celular', 'numero', 'estado', 'saldo', 'sesion', 'servidor'],
+        b.celulares.map((c) => [c.id, c.numero, c.estado, c.saldo_actual, c.last_status, c.servidor ?? null]),
       );
     }
   });

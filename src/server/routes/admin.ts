@@ -5,7 +5,7 @@ import { rotateCelularKey, setLegacyToken } from '../../core/celulares.js';
 import { API } from '../../core/api-routes.js';
 import { FIELD_LIMITS, LIST_LIMITS } from '../../core/limits.js';
 import { created, operatorAuth, success } from '../http.js';
-import { aliasSchema, clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
+import { aliasSchema, celularSchema, clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
 import { IdParams, Nullable, StringEnum, Type, typed } from '../schemas/typed.js';
 
 /** The operator API (docs/design.md §3): clients, plans, balances, keys. Operator token only. */
@@ -23,6 +23,17 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
   };
   const summary = okResponse(clienteSummaryProps);
   const celularesArr = { type: 'array', items: { $ref: 'Celular#' } } as const;
+  // The operator also sees which gateway server each line is on.
+  const operatorCelulares = {
+    type: 'array',
+    items: {
+      type: 'object',
+      properties: {
+        ...celularSchema.properties,
+        servidor: { type: 'string', nullable: true, description: 'the gateway server the line is on (admin gateway list)' },
+      },
+    },
+  } as const;
 
   app.post(API.adminClientes, {
     schema: {
@@ -63,7 +74,7 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
       security,
       summary: 'One client with its celulares',
       params: IdParams,
-      response: { 200: okResponse({ ...clienteSummaryProps, celulares: celularesArr }), ...errorResponses },
+      response: { 200: okResponse({ ...clienteSummaryProps, celulares: operatorCelulares }), ...errorResponses },
     },
     handler: async (req) => success(await showCliente(core, req.params.id)),
   });
