@@ -22,7 +22,6 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
     max_celulares: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: FIELD_LIMITS.maxCelulares, description: 'null: no cap' }))),
   };
   const summary = okResponse(clienteSummaryProps);
-  const celularesArr = { type: 'array', items: { $ref: 'Celular#' } } as const;
   // The operator also sees which gateway server each line is on.
   const operatorCelulares = {
     type: 'array',
