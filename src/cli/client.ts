@@ -68,6 +68,9 @@ async function readText(body: HttpAnswer['body']): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** Connection errors that mean the request never reached any server. */
+const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
 export class ApiClient {
   constructor(
     readonly baseUrl: string,
@@ -90,7 +93,13 @@ export class ApiClient {
       res = await this.transport({ method, url, headers, body, timeoutMs: timeout });
     } catch (err) {
       const code = (err as { code?: string }).code ?? '';
-      throw new CliError(`cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`, EXIT.UNREACHABLE);
+      const e = new CliError(
+        `cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`,
+        EXIT.UNREACHABLE,
+      );
+      // No connection was ever made: the request cannot have been acted on.
+      if (NEVER_CONNECTED.has(code)) e.neverSent = true;
+      throw e;
     }
     let text: string;
     try {

@@ -48,6 +48,8 @@ export const EXIT_TABLE: ReadonlyArray<{ code: number; meaning: string }> = [
 export const EXIT_HELP = `Exit codes:\n${EXIT_TABLE.map((e) => `  ${String(e.code).padStart(3)}  ${e.meaning}`).join('\n')}`;
 
 export class CliError extends Error {
+  /** The request never reached a server (refused, no such host): nothing can have been done with it. */
+  neverSent = false;
   constructor(
     message: string,
     readonly exitCode: number,

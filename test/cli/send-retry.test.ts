@@ -163,6 +163,15 @@ describe('--retry: only what can succeed later, always under the same key', () =
     expect(r.stderr).toContain(`--idempotency-key '${String(keys()[0])}'`);
   });
 
+  it('a refused connection (nothing can have been sent) gives no same-key hint', async () => {
+    const r = await cli.run(['send', 'text', '5215598765432', 'hola', '--directo', '--url', 'http://127.0.0.1:1'], {
+      env: { PASARELA_KEY: 'WA_1_aaaaaaaaaaaaaaaaaaaa', PASARELA_MAX_WAIT_MS: '0' },
+    });
+    expect(r.exitCode).toBe(8);
+    expect(r.stderr).toContain('ECONNREFUSED');
+    expect(r.stderr).not.toContain('--idempotency-key');
+  });
+
   it('a 5xx the server answered gives no same-key hint', async () => {
     script = [refusal(502, 700, 'the messaging network failed the send before it went out: x (msg_id m-1; nothing was sent; the charge was refunded)')];
     const r = await send();

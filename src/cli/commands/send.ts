@@ -202,7 +202,7 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
       const msgId = (err.body as { msg_id?: unknown } | undefined)?.msg_id;
       const which = typeof msgId === 'string' ? msgId : (/msg_id ([^\s);,]+)/.exec(err.reason)?.[1] ?? 'the message');
       err.message = `${err.message}\n(msg_id ${which} may have been delivered; check \`pasarela historial\` and the recipient's chat before sending again (a new --idempotency-key sends a new message))`;
-    } else if (err instanceof CliError && !(err instanceof ApiError) && err.exitCode === EXIT.UNREACHABLE && o.idempotencyKey === undefined) {
+    } else if (err instanceof CliError && !(err instanceof ApiError) && err.exitCode === EXIT.UNREACHABLE && !err.neverSent && o.idempotencyKey === undefined) {
       // The CLI lost its own request (no answer, or one cut short): whether the server took it is unknown to the CLI,
       // and a repeat under the same key replays the server's answer or sends once.
       err.message = `${err.message}\n(to try again without sending it twice, repeat the command with --idempotency-key '${idemKey}')`;
