@@ -77,6 +77,40 @@ export class ApiClient {
     private readonly transport: HttpTransport = undiciTransport,
   ) {}
 
+  /** The request through the transport; one that never reached the server is exit 8, marked when nothing can have been sent. */
+  private async send(req: HttpRequest): Promise<HttpAnswer> {
+    try {
+      return await this.transport(req);
+    } catch (err) {
+      const code = (err as { code?: string }).code ?? '';
+      const e = new CliError(
+        `cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`,
+        EXIT.UNREACHABLE,
+      );
+      // No connection was ever made: the request cannot have been acted on.
+      if (NEVER_CONNECTED.has(code)) e.neverSent = true;
+      throw e;
+    }
+  }
+
+  /** An answer's JSON body (empty: {}); a body that is not JSON is not a pasarela server's. */
+  private json(status: number, text: string): unknown {
+    try {
+      return text === '' ? {} : JSON.parse(text);
+    } catch {
+      throw new CliError(
+        `the server at ${this.baseUrl} answered ${status} with a body that is not JSON; is it a pasarela server?`,
+        status >= 500 ? EXIT.SERVER : EXIT.ERROR,
+      );
+    }
+  }
+
+  /** A non-2xx answer as the ApiError `call` throws (an answer cut short reads as not JSON). */
+  private async refusal(res: HttpAnswer, fields?: FieldFlags): Promise<never> {
+    const text = await readText(res.body).catch(() => '\u0000');
+    throw apiErrorOf(res.statusCode, this.json(res.statusCode, text), res.headers, fields);
+  }
+
   async call<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, opts: CallOptions = {}): Promise<T> {
     const url = new URL(path.replace(/^\//, ''), this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
@@ -88,19 +122,7 @@ export class ApiClient {
       body = JSON.stringify(opts.json);
     }
     const timeout = opts.timeoutMs ?? 30_000;
-    let res;
-    try {
-      res = await this.transport({ method, url, headers, body, timeoutMs: timeout });
-    } catch (err) {
-      const code = (err as { code?: string }).code ?? '';
-      const e = new CliError(
-        `cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`,
-        EXIT.UNREACHABLE,
-      );
-      // No connection was ever made: the request cannot have been acted on.
-      if (NEVER_CONNECTED.has(code)) e.neverSent = true;
-      throw e;
-    }
+    const res = await this.send({ method, url, headers, body, timeoutMs: timeout });
     let text: string;
     try {
       text = await readText(res.body);
@@ -109,15 +131,7 @@ export class ApiClient {
       const code = (err as { code?: string }).code ?? '';
       throw new CliError(`lost the connection to the server at ${this.baseUrl} while reading its answer (${code || (err as Error).message})`, EXIT.UNREACHABLE);
     }
-    let parsed: unknown;
-    try {
-      parsed = text === '' ? {} : JSON.parse(text);
-    } catch {
-      throw new CliError(
-        `the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`,
-        res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR,
-      );
-    }
+    const parsed = this.json(res.statusCode, text);
     if (res.statusCode >= 200 && res.statusCode < 300) {
       // A first answer given again under its Idempotency-Key says so in the body too (`--json`); the header alone was easy to miss.
       if (res.headers['idempotent-replayed'] === 'true' && typeof parsed === 'object' && parsed !== null) (parsed as Record<string, unknown>).replayed = true;
@@ -136,25 +150,9 @@ export class ApiClient {
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { accept: 'text/event-stream, application/json', 'user-agent': 'pasarela-cli', ...opts.headers };
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
-    let res;
-    try {
-      res = await this.transport({ method: 'GET', url, headers, timeoutMs: opts.timeoutMs ?? 30_000 });
-    } catch (err) {
-      const code = (err as { code?: string }).code ?? '';
-      throw new CliError(`cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`, EXIT.UNREACHABLE);
-    }
+    const res = await this.send({ method: 'GET', url, headers, timeoutMs: opts.timeoutMs ?? 30_000 });
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
-    let parsed: unknown;
-    try {
-      const text = await readText(res.body);
-      parsed = text === '' ? {} : JSON.parse(text);
-    } catch {
-      throw new CliError(
-        `the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`,
-        res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR,
-      );
-    }
-    throw apiErrorOf(res.statusCode, parsed, res.headers, opts.fields);
+    return this.refusal(res, opts.fields);
   }
 
   /**
@@ -172,26 +170,8 @@ export class ApiClient {
     const headers: Record<string, string> = { accept: 'application/octet-stream, application/json', 'user-agent': 'pasarela-cli' };
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
     const timeout = opts.timeoutMs ?? 30_000;
-    let res;
-    try {
-      res = await this.transport({ method, url, headers, timeoutMs: timeout });
-    } catch (err) {
-      const code = (err as { code?: string }).code ?? '';
-      throw new CliError(`cannot reach the server at ${this.baseUrl} (${code || (err as Error).message}); is \`pasarela serve\` running?`, EXIT.UNREACHABLE);
-    }
-    if (res.statusCode < 200 || res.statusCode >= 300) {
-      let parsed: unknown = {};
-      try {
-        const text = await readText(res.body);
-        parsed = text === '' ? {} : JSON.parse(text);
-      } catch {
-        throw new CliError(
-          `the server at ${this.baseUrl} answered ${res.statusCode} with a body that is not JSON; is it a pasarela server?`,
-          res.statusCode >= 500 ? EXIT.SERVER : EXIT.ERROR,
-        );
-      }
-      throw apiErrorOf(res.statusCode, parsed, res.headers);
-    }
+    const res = await this.send({ method, url, headers, timeoutMs: timeout });
+    if (res.statusCode < 200 || res.statusCode >= 300) await this.refusal(res);
     const { createHash } = await import('node:crypto');
     const { Transform } = await import('node:stream');
     const { pipeline } = await import('node:stream/promises');
