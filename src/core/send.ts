@@ -296,7 +296,8 @@ async function sendOnce(
   const now = core.clock.now();
   const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
   // A queued send waits for the window; its answer says from when, so a script that forgot --directo learns it now.
-  const envioDesde = window.open ? {} : { envio_desde: iso(now + window.opensInMs) };
+  // The wait is whole seconds from now: the window opens on the second it lands in.
+  const envioDesde = window.open ? {} : { envio_desde: iso(Math.floor((now + window.opensInMs) / 1000) * 1000) };
   if (req.directo) {
     if (!window.open) {
       const retryAfter = Math.ceil(window.opensInMs / 1000);

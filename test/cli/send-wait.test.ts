@@ -45,6 +45,10 @@ it('a queued message the network refuses for good: its record and exit 10', asyn
   expect(r.exitCode, r.stderr).toBe(10);
   expect(fields(r.stdout).estado).toBe('error');
   expect(r.stderr).toMatch(/ended in error \(rechazado\)/);
+  // Sent directly, the refusal is the send's own answer (502/704): its record is printed all the same.
+  const direct = await cli.run(['send', 'text', dead, 'nunca llega', '--directo', '--wait'], { env: { PASARELA_KEY: L.celularKey } });
+  expect(direct.exitCode, direct.stderr).toBe(10);
+  expect(fields(direct.stdout)).toMatchObject({ estado: 'error', tipo: 'texto (directo)' });
 });
 
 it('the timeout: exit 11 with the msg_id on stdout, the message left where it is', async () => {

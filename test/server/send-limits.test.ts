@@ -205,6 +205,10 @@ describe('allowed hours (tz UTC)', () => {
     expectOk(q, { count: 1 });
     // Its answer says from when it may go; one accepted inside the window says nothing of the kind.
     expect(q.body.envio_desde).toBe('2026-03-10T13:00:00.000Z');
+    // Accepted a fraction of a second later, it still names the opening second, not a fraction past it.
+    hclock().set(Date.UTC(2026, 2, 10, 12, 0, 0, 585));
+    const q2 = await send(h, L, TEXT, { destinatario: DEST, mensaje: uniqueText() });
+    expect(q2.body.envio_desde).toBe('2026-03-10T13:00:00.000Z');
     // A second before the window opens, the worker still holds it.
     hclock().set(Date.UTC(2026, 2, 10, 12, 59, 59));
     await h.stepQueue();

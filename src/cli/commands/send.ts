@@ -14,7 +14,7 @@ import { checkArg, httpUrl, idempotencyKey, int, phone, positiveInt, text } from
 import { cappedSleep, withRetry } from '../retry.js';
 import { duration } from '../duration.js';
 import { registerSendBulk } from './send-bulk.js';
-import { printMensaje } from './mensaje.js';
+import { fetchMensaje, printMensaje } from './mensaje.js';
 import { WAIT_ESTADOS, waitForMensaje, type WaitEstado } from '../wait-delivery.js';
 
 export { withRetry } from '../retry.js';
@@ -119,6 +119,14 @@ async function settle(ctx: Ctx, b: SendBody, target: WaitEstado, timeoutMs: numb
   }
 }
 
+/** The record of the message a failed direct send names (`msg_id ...` in its reason), when the server has one. */
+async function printFailedRecord(ctx: Ctx, err: ApiError): Promise<void> {
+  const msgId = /msg_id ([0-9a-f-]{36})/.exec(err.reason)?.[1];
+  if (!msgId) return;
+  const record = await fetchMensaje(ctx, msgId).catch(() => null);
+  if (record && !ctx.json) printMensaje(ctx, record);
+}
+
 const common = (cmd: Command) =>
   cmd
     .option('--directo', 'send now and wait for the gateway (default: the humanized queue)')
@@ -197,6 +205,8 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
     if (o.wait) await settle(ctx, b, o.wait === true ? 'entregado' : o.wait, o.timeout ?? 60_000);
     else report(ctx, b);
   } catch (err) {
+    // --wait promised the record of a message that ended in error: a direct send refused at once has one too.
+    if (o.wait && err instanceof ApiError && err.status >= 500) await printFailedRecord(ctx, err);
     if (err instanceof ApiError && err.apiCodigo === CODIGO_UNCERTAIN) {
       // The server answered: the key now only replays this; a new key sends a new message, maybe a second one.
       const msgId = (err.body as { msg_id?: unknown } | undefined)?.msg_id;
