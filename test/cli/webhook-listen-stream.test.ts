@@ -82,3 +82,27 @@ it('forwards each event with the delivery body bytes, its headers and signatures
     ['messages.received', 'adiós', 204],
   ]);
 });
+
+it('without --stream, against a server that will not deliver to this machine, it says so and follows the stream instead', async () => {
+  // A server listening on every interface (not loopback) refuses a loopback listener URL without --allow-private-urls.
+  const wide = await startTestServer({ host: '0.0.0.0', streamTiming: { pollMs: 50 } });
+  const wideCli = new Cli(wide.url);
+  try {
+    const line = await linkedLine(wide);
+    const before = hits.length;
+    const fake = fakeIO();
+    let signal: ((sig: NodeJS.Signals) => void) | undefined;
+    const io: IO = { ...fake.io, onSignal: (h) => ((signal = h), () => (signal = undefined)) };
+    const run = main(['webhook', 'listen', '--forward-to', appUrl, '--eventos', 'messages.received'], io, wideCli.env({ PASARELA_KEY: line.clientKey }));
+    await until(() => wide.app.eventStreams.stats().some((x) => x.clienteId === line.clienteId), { what: 'the stream open' });
+    expect((await admin(wide, 'POST', '/admin/sim/receive', { celular_id: line.celularId, de: numeroNuevo(), texto: 'de lejos' })).status).toBe(200);
+    await until(() => hits.length > before, { what: 'the forwarded event' });
+    signal!('SIGINT');
+    expect(await run).toBe(0);
+    expect(fake.stderr()).toMatch(/the server refused .* as a webhook listener.*following the event stream instead/);
+    expect(JSON.parse(hits.at(-1)!.body).data.texto).toBe('de lejos');
+  } finally {
+    wideCli.cleanup();
+    await wide.stop();
+  }
+});
