@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { linkedLine, numeroNuevo, send, TEXT, type Line } from '../server/send-helpers.js';
 import { injectTransport } from '../helpers/inject-http.js';
@@ -129,8 +129,7 @@ describe('admin backup', () => {
 describeWith(postgres, 'admin backup on PostgreSQL', () => {
   it('is refused with a pointer to pg_dump', async () => {
     const sch = await pgSchema();
-    const u = new URL(POSTGRES_URL);
-    u.searchParams.set('options', `-c search_path=${sch.schema}`);
+    const u = new URL(schemaUrl(sch.schema));
     const pg = await startTestServer({ store: u.toString() });
     try {
       const r = await api(pg.url, 'POST', '/admin/backup', { key: pg.adminToken });

@@ -15,7 +15,7 @@ import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { celular, claimableAt, openPg, pgSchema } from '../contract/adapters.js';
 import { killAllServeChildren, startServeChild, stop } from '../helpers/serve-child.js';
 import { api } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, POSTGRES_URL, schemaUrl } from '../helpers/services.js';
 import { Cli, tempDir } from './helpers.js';
 
 /** The newest SQLite schema this pasarela knows. */
@@ -48,8 +48,7 @@ function scratch(): string {
 async function target(): Promise<{ schema: string; url: string }> {
   const s = await pgSchema();
   drops.push(s.drop);
-  const u = new URL(POSTGRES_URL);
-  u.searchParams.set('options', `-c search_path=${s.schema}`);
+  const u = new URL(schemaUrl(s.schema));
   return { schema: s.schema, url: u.toString() };
 }
 

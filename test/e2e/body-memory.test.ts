@@ -8,7 +8,7 @@ import { pgSchema } from '../contract/adapters.js';
 import { RawRequest } from '../helpers/raw-http.js';
 import { api, type ApiResponse } from '../helpers/server.js';
 import { killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 
 /**
  * Bounded memory per request, against the real binary (issue 9): a 50 MB
@@ -142,8 +142,7 @@ describeWith(postgres, 'a 50 MB base64 document through pasarela serve --store p
   let sql: pg.Client;
   beforeAll(async () => {
     schema = await pgSchema();
-    const u = new URL(POSTGRES_URL);
-    u.searchParams.set('options', `-c search_path=${schema.schema}`);
+    const u = new URL(schemaUrl(schema.schema));
     sql = new pg.Client({ connectionString: u.toString() });
     await sql.connect();
     s = await startServeChild(dataDir, ['--store', u.toString()]);

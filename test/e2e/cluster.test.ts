@@ -6,7 +6,7 @@ import { startEvolutionFake, type EvolutionFake, type FakeMessage } from '../fak
 import { pgSchema } from '../contract/adapters.js';
 import { api, tempDir } from '../helpers/server.js';
 import { crash, killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
-import { describeWith, dropRedisPrefix, postgres, POSTGRES_URL, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
+import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, uniqueNamespace, schemaUrl } from '../helpers/services.js';
 import { numeroNuevo, TEXT } from '../server/send-helpers.js';
 import { startReceiver, type Receiver } from '../server/webhook-helpers.js';
 import { until } from '../helpers/poll.js';
@@ -104,8 +104,7 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
       hooks = await startReceiver(200);
       const s = await pgSchema();
       dropSchema = s.drop;
-      const u = new URL(POSTGRES_URL);
-      u.searchParams.set('options', `-c search_path=${s.schema}`);
+      const u = new URL(schemaUrl(s.schema));
       db = new pg.Client({ connectionString: u.toString() });
       await db.connect();
       prefix = uniqueNamespace('redis');

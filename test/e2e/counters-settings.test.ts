@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { pgSchema } from '../contract/adapters.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
-import { describeWith, dropRedisPrefix, postgres, POSTGRES_URL, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
+import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, uniqueNamespace, schemaUrl } from '../helpers/services.js';
 import { closedPort } from '../helpers/tcp-proxy.js';
 import { Cli } from '../cli/helpers.js';
 
@@ -28,8 +28,7 @@ afterAll(async () => {
 async function storeUrl(): Promise<string> {
   const s = await pgSchema();
   drops.push(s.drop);
-  const u = new URL(POSTGRES_URL);
-  u.searchParams.set('options', `-c search_path=${s.schema}`);
+  const u = new URL(schemaUrl(s.schema));
   return u.toString();
 }
 

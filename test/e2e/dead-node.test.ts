@@ -5,7 +5,7 @@ import { systemClock } from '../../src/core/clock.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { crash, killAllServeChildren, startServeChild, type ServeChild } from '../helpers/serve-child.js';
-import { describeWith, dropRedisPrefix, postgres, POSTGRES_URL, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
+import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, uniqueNamespace, schemaUrl } from '../helpers/services.js';
 import { until } from '../helpers/poll.js';
 import { linkedLine, numeroNuevo, TEXT, uniqueText, type Line } from '../server/send-helpers.js';
 
@@ -36,8 +36,7 @@ describeWith(postgres, 'a node killed with SIGKILL', () => {
   beforeAll(async () => {
     if (!redis.available) return;
     schema = await pgSchema();
-    const u = new URL(POSTGRES_URL);
-    u.searchParams.set('options', `-c search_path=${schema.schema}`);
+    const u = new URL(schemaUrl(schema.schema));
     storeUrl = u.toString();
     db = new pg.Client({ connectionString: u.toString() });
     await db.connect();

@@ -9,7 +9,7 @@ import { pgSchema } from '../contract/adapters.js';
 import { expectError } from '../helpers/expect.js';
 import { RawRequest } from '../helpers/raw-http.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { editCelular, linkedLine, send, waitEstado, type Line } from '../server/send-helpers.js';
 import { until } from '../helpers/poll.js';
 
@@ -45,8 +45,7 @@ afterAll(async () => {
 /** A schema of its own: the store URL for serve, and an SQL client on it for the checks. */
 async function schemaStore(): Promise<{ url: string; sql: <T>(text: string, params?: unknown[]) => Promise<T[]> }> {
   const s = await pgSchema();
-  const u = new URL(POSTGRES_URL);
-  u.searchParams.set('options', `-c search_path=${s.schema}`);
+  const u = new URL(schemaUrl(s.schema));
   const client = new pg.Client({ connectionString: u.toString() });
   await client.connect();
   cleanups.push(s.drop, () => client.end());

@@ -7,7 +7,7 @@ import { startEvolutionFake, type EvolutionFake } from '../fakes/evolution.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, tempDir } from '../helpers/server.js';
 import { killAllServeChildren, startServeChild, type ServeChild } from '../helpers/serve-child.js';
-import { describeWith, dropRedisPrefix, postgres, POSTGRES_URL, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
+import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, uniqueNamespace, schemaUrl } from '../helpers/services.js';
 import { numeroNuevo } from '../server/send-helpers.js';
 
 /**
@@ -99,8 +99,7 @@ describeWith(postgres, 'session statuses on three nodes (PostgreSQL)', () => {
       const callback = `http://127.0.0.1:${(balancer.address() as AddressInfo).port}`;
       const s = await pgSchema();
       dropSchema = s.drop;
-      const u = new URL(POSTGRES_URL);
-      u.searchParams.set('options', `-c search_path=${s.schema}`);
+      const u = new URL(schemaUrl(s.schema));
       prefix = uniqueNamespace('redis');
       const args = [
         ...['--store', u.toString(), '--counters', REDIS_URL, '--counters-prefix', prefix],

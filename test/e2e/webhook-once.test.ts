@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { pgSchema } from '../contract/adapters.js';
 import { api, tempDir } from '../helpers/server.js';
 import { killAllServeChildren, startServeChild, stop, type ServeChild } from '../helpers/serve-child.js';
-import { describeWith, dropRedisPrefix, postgres, POSTGRES_URL, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
+import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, uniqueNamespace, schemaUrl } from '../helpers/services.js';
 import { until } from '../helpers/poll.js';
 
 /**
@@ -146,8 +146,7 @@ describeWith(postgres, `${EVENTS} webhook events, each delivered once, on three 
         const receiver = await countingReceiver();
         const s = await pgSchema();
         cleanups.push(s.drop);
-        const u = new URL(POSTGRES_URL);
-        u.searchParams.set('options', `-c search_path=${s.schema}`);
+        const u = new URL(schemaUrl(s.schema));
         const db = new pg.Client({ connectionString: u.toString() });
         await db.connect();
         cleanups.push(() => db.end());

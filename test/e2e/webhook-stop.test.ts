@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { api, type ApiResponse } from '../helpers/server.js';
 import { killAllServeChildren, startServeChild, stop } from '../helpers/serve-child.js';
 import { pgSchema } from '../contract/adapters.js';
-import { describeWith, dropRedisPrefix, postgres, POSTGRES_URL, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
+import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, uniqueNamespace, schemaUrl } from '../helpers/services.js';
 import { until } from '../helpers/poll.js';
 
 /**
@@ -114,8 +114,7 @@ describeWith(postgres, 'webhook attempts abandoned by a stop, on two PostgreSQL 
       cleanups.push(sc.drop);
       const prefix = uniqueNamespace('redis');
       cleanups.push(() => dropRedisPrefix(prefix));
-      const u = new URL(POSTGRES_URL);
-      u.searchParams.set('options', `-c search_path=${sc.schema}`);
+      const u = new URL(schemaUrl(sc.schema));
       const args = ['--store', u.toString(), '--counters', REDIS_URL, '--counters-prefix', prefix, '--allow-private-urls', '--webhook-timeout', '60s'];
       const [da, db] = [mkdtempSync(join(tmpdir(), 'pasarela-whstop-a-')), mkdtempSync(join(tmpdir(), 'pasarela-whstop-b-'))];
       dirs.push(da, db);

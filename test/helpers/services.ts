@@ -13,6 +13,13 @@ import { describe, it } from 'vitest';
  */
 
 export const POSTGRES_URL = process.env.PASARELA_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test';
+
+/** The test database's URL with its `search_path` on `schema`: a store of its own for a test (pgSchema makes the schema). */
+export function schemaUrl(schema: string): string {
+  const u = new URL(POSTGRES_URL);
+  u.searchParams.set('options', `-c search_path=${schema}`);
+  return u.toString();
+}
 export const REDIS_URL = process.env.PASARELA_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 export const SERVICES_REQUIRED = /^(1|true|yes)$/i.test(process.env.PASARELA_REQUIRE_SERVICES ?? '');
 

@@ -4,7 +4,7 @@ import { pgSchema } from '../contract/adapters.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { until } from '../helpers/poll.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { openStream, type SseEvent, type SseStream } from './eventos-helpers.js';
 import { admin, linkedLine, numeroNuevo, send, TEXT, uniqueText, type Line } from './send-helpers.js';
 import { setWebhook, startReceiver, type Receiver } from './webhook-helpers.js';
@@ -291,8 +291,7 @@ describeWith(postgres, 'several nodes (PostgreSQL)', () => {
   it('a stream on node A carries the events made on node B, in order per line, and resumes on B by Last-Event-ID (PostgreSQL)', async () => {
     const schema = await pgSchema();
     drops.push(schema.drop);
-    const u = new URL(POSTGRES_URL);
-    u.searchParams.set('options', `-c search_path=${schema.schema}`);
+    const u = new URL(schemaUrl(schema.schema));
     const a = await startTestServer({ store: u.toString(), clock: systemClock, queue: { gapMinMs: 0, gapMaxMs: 0 }, streamTiming: { pollMs: 200 } });
     servers.push(a);
     const b = await startTestServer({ store: u.toString(), dataDir: tempDir(), clock: systemClock, queue: { gapMinMs: 0, gapMaxMs: 0 } });

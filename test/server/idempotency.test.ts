@@ -14,7 +14,7 @@ import type { SimGateway } from '../../src/gateways/sim.js';
 import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import { expectError } from '../helpers/expect.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL, redis, REDIS_URL } from '../helpers/services.js';
+import { describeWith, postgres, redis, REDIS_URL, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { admin, b64, linkedLine, numeroNuevo, PNG, saldos, send, TEXT, uniqueText, type Line } from './send-helpers.js';
 import { until } from '../helpers/poll.js';
@@ -555,8 +555,7 @@ afterAll(async () => {
 async function storeUrl(): Promise<string> {
   const sch = await pgSchema();
   drops.push(sch.drop);
-  const u = new URL(POSTGRES_URL);
-  u.searchParams.set('options', `-c search_path=${sch.schema}`);
+  const u = new URL(schemaUrl(sch.schema));
   return u.toString();
 }
 

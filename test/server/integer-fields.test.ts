@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError } from '../helpers/expect.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { createCliente, editCliente } from '../../src/core/accounts.js';
 import { moveToPostgres, MoveRefused } from '../../src/store/move-to-postgres.js';
@@ -198,8 +198,7 @@ describeWith(postgres, 'migrate of a store holding a non-integer', () => {
     dbOf(s).prepare('UPDATE clientes SET max_celulares = 9e999 WHERE id = ?').run(B.clienteId);
     const target = await pgSchema();
     try {
-      const u = new URL(POSTGRES_URL);
-      u.searchParams.set('options', `-c search_path=${target.schema}`);
+      const u = new URL(schemaUrl(target.schema));
       const moved = moveToPostgres({ from: s.dataDir, to: u.toString(), replace: false });
       await expect(moved).rejects.toBeInstanceOf(MoveRefused);
       await expect(moved).rejects.toMatchObject({

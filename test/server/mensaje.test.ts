@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COLS } from '../../src/store/postgres/messages.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 import { link, linkedLine, send, waitEstado, type Line } from './send-helpers.js';
 
@@ -109,8 +109,7 @@ describeWith(postgres, 'GET /api/mensaje.php among 1,000,000 messages (PostgreSQ
   beforeAll(async () => {
     const schema = await pgSchema();
     drop = schema.drop;
-    const u = new URL(POSTGRES_URL);
-    u.searchParams.set('options', `-c search_path=${schema.schema}`);
+    const u = new URL(schemaUrl(schema.schema));
     url = u.toString();
     s = await startTestServer({ store: url, queue: { gapMinMs: 0, gapMaxMs: 0 }, simDeliveryMs: 5, simReadMs: 10 });
     a = await linkedLine(s, { saldo: 20 });

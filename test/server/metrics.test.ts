@@ -4,7 +4,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import type { MessageStatusBusEvent } from '../../src/core/events.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { admin, b64, editCelular, linkedLine, numeroNuevo, PNG, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
 import { startReceiver, type Receiver } from './webhook-helpers.js';
@@ -310,8 +310,7 @@ describeWith(postgres, 'GET /metrics on two nodes of one PostgreSQL store', () =
   it("store gauges are the store's, the same on every node; counters are each node's own", async () => {
     const schema = await pgSchema();
     drop = schema.drop;
-    const u = new URL(POSTGRES_URL);
-    u.searchParams.set('options', `-c search_path=${schema.schema}`);
+    const u = new URL(schemaUrl(schema.schema));
     // Noon UTC, the line's window 13:00-14:00: what is queued waits, on whichever node.
     const t = Date.UTC(2026, 0, 5, 12, 0);
     const common = { store: u.toString(), tz: 'UTC', healthIntervalMs: 0, metricsCacheMs: 0, queue: { gapMinMs: 0, gapMaxMs: 0 } };

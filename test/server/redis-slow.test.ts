@@ -4,7 +4,7 @@ import { DUPE_MAX } from '../../src/core/dedupe.js';
 import { pgSchema } from '../contract/adapters.js';
 import { expectError } from '../helpers/expect.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
-import { describeWith, dropRedisPrefix, postgres, POSTGRES_URL, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
+import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, uniqueNamespace, schemaUrl } from '../helpers/services.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { linkedLine, numeroNuevo, send, TEXT, uniqueText, type Line } from './send-helpers.js';
 
@@ -68,8 +68,7 @@ describeWith(redis, 'a blocked line while Redis is slow for one node', () => {
   describeWith(postgres, 'two nodes on PostgreSQL', () => {
     it('a block made on one node holds on another whose Redis command times out', async () => {
       schema = await pgSchema();
-      const u = new URL(POSTGRES_URL);
-      u.searchParams.set('options', `-c search_path=${schema.schema}`);
+      const u = new URL(schemaUrl(schema.schema));
       const proxy = await startTcpProxy(redisHost, redisPort);
       proxies.push(proxy);
       const common = { store: u.toString(), countersPrefix: `${prefix}pg:`, clock: systemClock, queue: { gapMinMs: 0, gapMaxMs: 0 } };

@@ -1,7 +1,7 @@
 import { afterAll, expect, it } from 'vitest';
 import { systemClock, type ManualClock } from '../../src/core/clock.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { linkedLine, numeroNuevo, send, TEXT, uniqueText, waitEstado } from './send-helpers.js';
 
@@ -21,8 +21,7 @@ afterAll(async () => {
 async function storeUrl(): Promise<string> {
   const s = await pgSchema();
   drops.push(s.drop);
-  const u = new URL(POSTGRES_URL);
-  u.searchParams.set('options', `-c search_path=${s.schema}`);
+  const u = new URL(schemaUrl(s.schema));
   return u.toString();
 }
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock, type ManualClock } from '../../src/core/clock.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, POSTGRES_URL } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { admin, linkedLine, numeroNuevo, send, TEXT, uniqueText, type Line } from './send-helpers.js';
 import { entregas, expectEnvelope, expectSigned, getWebhook, setWebhook, startReceiver, waitFor, type Hit, type Receiver } from './webhook-helpers.js';
@@ -339,8 +339,7 @@ describeWith(postgres, 'several nodes (PostgreSQL)', () => {
   it('a listener registered on one node gets the events another node produced, and the real webhook gets each once', async () => {
     const schema = await pgSchema();
     drops.push(schema.drop);
-    const u = new URL(POSTGRES_URL);
-    u.searchParams.set('options', `-c search_path=${schema.schema}`);
+    const u = new URL(schemaUrl(schema.schema));
     // Real time: the nodes share the listener's lease, each on its own clock.
     const a = await startTestServer({ store: u.toString(), allowPrivateUrls: true, clock: systemClock, queue: { gapMinMs: 0, gapMaxMs: 0 } });
     servers.push(a);
