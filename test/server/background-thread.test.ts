@@ -62,6 +62,11 @@ describe('the background thread', () => {
     expect(s.background).toBe('thread');
     expect(s.thread).not.toBeNull();
     expect(banner(s, 'sim')).toContain('background       queue, receipts and webhooks on a thread of their own');
+    // The zone days and allowed hours are read in; a real gateway's URL, never its credentials.
+    expect(banner(s, 'sim')).toContain(`  time zone        ${s.core.config.tz} (`);
+    const evo = banner(s, 'evolution', 'http://ops:s3cret@evo.example:8080/');
+    expect(evo).toContain('gateway          evolution (SIMULATED) at http://evo.example:8080/');
+    expect(evo).not.toContain('s3cret');
   });
 
   it('sends queued messages to leido, delivers every message.status signed, and its metrics reach /metrics', async () => {

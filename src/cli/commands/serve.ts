@@ -158,7 +158,7 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
       // One line, no stack trace: what went wrong is the message (docs/logs.md, "Start failures").
       throw startFailure(err as NodeJS.ErrnoException, config.host, String(config.port), config.logLevel, io);
     }
-    io.stderr.write(banner(server, gateway));
+    io.stderr.write(banner(server, gateway, config.gatewayUrl));
     // The first signal stops gracefully; a second one falls back to Node's default and ends the process.
     const signal = await new Promise<string>((resolve) => {
       const off = io.onSignal?.((sig) => {
