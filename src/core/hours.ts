@@ -63,6 +63,8 @@ export function sendingWindow(inicio: string, fin: string, now: number, tz: stri
   const start = seconds(inicio, false);
   const end = seconds(fin, true);
   const isOpen = (t: number) => (start <= end ? t >= start && t <= end : t >= start || t <= end);
+  // A window of the whole day (the default, 00:00-23:59) is open whatever the local time: no need to read it, on every send.
+  if (start === 0 && end >= DAY_S - 1) return { open: true };
   const t = localSecondOfDay(now, tz);
   if (isOpen(t)) return { open: true };
   const waitS = (s: number) => Math.max(1, (((start - s) % DAY_S) + DAY_S) % DAY_S);
