@@ -119,9 +119,15 @@ async function settle(ctx: Ctx, b: SendBody, target: WaitEstado, timeoutMs: numb
   }
 }
 
+/** The msg_id a failed direct send's answer names: its body's field, or `msg_id ...` in its reason. */
+function failedMsgId(err: ApiError): string | undefined {
+  const field = (err.body as { msg_id?: unknown } | undefined)?.msg_id;
+  return typeof field === 'string' ? field : /msg_id ([^\s);,]+)/.exec(err.reason)?.[1];
+}
+
 /** The record of the message a failed direct send names (`msg_id ...` in its reason), when the server has one. */
 async function printFailedRecord(ctx: Ctx, err: ApiError): Promise<void> {
-  const msgId = /msg_id ([0-9a-f-]{36})/.exec(err.reason)?.[1];
+  const msgId = failedMsgId(err);
   if (!msgId) return;
   const record = await fetchMensaje(ctx, msgId).catch(() => null);
   if (record && !ctx.json) printMensaje(ctx, record);
@@ -209,8 +215,7 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
     if (o.wait && err instanceof ApiError && err.status >= 500) await printFailedRecord(ctx, err);
     if (err instanceof ApiError && err.apiCodigo === CODIGO_UNCERTAIN) {
       // The server answered: the key now only replays this; a new key sends a new message, maybe a second one.
-      const msgId = (err.body as { msg_id?: unknown } | undefined)?.msg_id;
-      const which = typeof msgId === 'string' ? msgId : (/msg_id ([^\s);,]+)/.exec(err.reason)?.[1] ?? 'the message');
+      const which = failedMsgId(err) ?? 'the message';
       err.message = `${err.message}\n(msg_id ${which} may have been delivered; check \`pasarela historial\` and the recipient's chat before sending again (a new --idempotency-key sends a new message))`;
     } else if (err instanceof CliError && !(err instanceof ApiError) && err.exitCode === EXIT.UNREACHABLE && !err.neverSent && o.idempotencyKey === undefined) {
       // The CLI lost its own request (no answer, or one cut short): whether the server took it is unknown to the CLI,
