@@ -10,7 +10,8 @@ import type { CelularRow, ClienteRow } from './ports/model.js';
  */
 export type Principal =
   | { kind: 'operator' }
-  | { kind: 'client'; cliente: ClienteRow }
+  /** `operador`: the operator acting on this client's pages in the panel (audited as such). */
+  | { kind: 'client'; cliente: ClienteRow; operador?: true }
   | { kind: 'celular'; cliente: ClienteRow; celular: CelularRow; via: 'key' | 'gateway_token' | 'legacy_token' };
 
 export type ClientPrincipal = Exclude<Principal, { kind: 'operator' }>;
@@ -136,6 +137,6 @@ export async function celularInScope(core: Core, p: ClientPrincipal, id: number)
 /** The string written to audit records for who acted. */
 export function actorOf(p: Principal): string {
   if (p.kind === 'operator') return 'operator';
-  if (p.kind === 'client') return `cliente:${p.cliente.id}`;
+  if (p.kind === 'client') return p.operador ? `operator(cliente:${p.cliente.id})` : `cliente:${p.cliente.id}`;
   return `celular:${p.celular.id}(${p.via})`;
 }

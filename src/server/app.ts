@@ -22,6 +22,7 @@ import type { NodePresence } from '../core/node-presence.js';
 import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
 import eventosRoutes from './routes/eventos.js';
+import panel from './panel/index.js';
 import { EventStreams, STREAM_TIMING, type StreamTiming } from '../core/event-stream-pump.js';
 import { sharedSchemas } from './schemas/common.js';
 import { safeIntegers } from './schemas/safe-integers.js';
@@ -211,6 +212,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await admin.register(simRoutes, { core });
     await admin.register(adminBackupRoutes, { core, tmpDir: opts.send.tmp.dir });
   });
+
+  await app.register(panel, { prefix: '/panel', core, send: opts.send, webhooks: opts.webhooks });
 
   // The served document, serialised once per format and kept per server URL (docs.ts).
   const served = new ServedDocuments(() => ({ ...app.swagger() }));

@@ -1,0 +1,122 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { authenticateClient, authenticateOperator, type Principal } from './auth.js';
+import type { Core } from './context.js';
+import { hashSecret, parseKey, secretMatches } from './keys.js';
+
+/**
+ * The operator panel's sign-in sessions (D-75). A session names who signed in
+ * and the stored hash of the credential used, never the credential: each
+ * request checks that hash against the row as it is now, so a rotated key, a
+ * deleted line or client, or a new operator token ends every session opened
+ * with the old one. Sessions live in the store's key-value space, so any node
+ * serves them; the cookie holds a random id, and the store only its hash.
+ */
+export const PANEL_SESSION = {
+  /** Signed out after this long without a request. */
+  idleMs: 30 * 60_000,
+  /** Signed out this long after signing in, however active. */
+  absoluteMs: 12 * 3_600_000,
+  /** The idle deadline is moved forward at most this often (each move is a write). */
+  touchEveryMs: 60_000,
+  namespace: 'panel-sesion',
+} as const;
+
+export type PanelRole = 'operator' | 'client' | 'celular';
+
+export interface PanelSession {
+  role: PanelRole;
+  clienteId?: number;
+  celularId?: number;
+  /** Which of the line's credentials signed in (a celular key, its gateway token or legacy token). */
+  via?: 'key' | 'gateway_token' | 'legacy_token';
+  /** The stored hash the session was opened with (operator token hash, key_hash, token hash). */
+  credential: string;
+  /** The form token every change must carry. */
+  csrf: string;
+  createdAt: number;
+  seenAt: number;
+}
+
+/** A session id as the cookie carries it: 32 random bytes, base64url. */
+export const newSessionId = (): string => randomBytes(32).toString('base64url');
+const storeKey = (id: string): string => hashSecret(id);
+const expiryOf = (s: PanelSession): number => Math.min(s.seenAt + PANEL_SESSION.idleMs, s.createdAt + PANEL_SESSION.absoluteMs);
+
+/**
+ * Signs in with one credential: the operator token, a client key, a celular
+ * key or a line's gateway or legacy token. The API's authentication and its
+ * throttle decide; a refusal throws the API's error (401, 429).
+ */
+export async function signIn(core: Core, raw: string, ip: string): Promise<{ id: string; session: PanelSession }> {
+  const credential = raw.trim();
+  const now = core.clock.now();
+  const base = { csrf: randomBytes(24).toString('base64url'), createdAt: now, seenAt: now };
+  let session: PanelSession;
+  if (parseKey(credential).kind === 'token' && secretMatches(credential, core.config.adminTokenHash)) {
+    await authenticateOperator(core, credential, ip);
+    session = { ...base, role: 'operator', credential: core.config.adminTokenHash };
+  } else {
+    const p = await authenticateClient(core, [credential], ip);
+    session =
+      p.kind === 'client'
+        ? { ...base, role: 'client', clienteId: p.cliente.id, credential: p.cliente.key_hash }
+        : { ...base, role: 'celular', clienteId: p.cliente.id, celularId: p.celular.id, via: p.via, credential: storedHashOf(p.celular, p.via) ?? '' };
+  }
+  const id = newSessionId();
+  await core.store.kvSet(PANEL_SESSION.namespace, storeKey(id), session, expiryOf(session));
+  return { id, session };
+}
+
+const storedHashOf = (
+  c: { key_hash: string; gateway_token_hash: string | null; legacy_token_hash: string | null },
+  via: 'key' | 'gateway_token' | 'legacy_token',
+) => (via === 'key' ? c.key_hash : via === 'gateway_token' ? c.gateway_token_hash : c.legacy_token_hash);
+
+const sameHash = (a: string | null | undefined, b: string): boolean => {
+  if (!a) return false;
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
+
+/**
+ * The session behind a cookie's id and who it acts as now, or null when it
+ * is unknown, expired, or its credential no longer holds (the session is
+ * then removed). Moves the idle deadline forward at most once a minute.
+ */
+export async function resumeSession(core: Core, id: string): Promise<{ session: PanelSession; principal: Principal } | null> {
+  if (!/^[A-Za-z0-9_-]{43}$/.test(id)) return null;
+  const key = storeKey(id);
+  const session = await core.store.kvGet<PanelSession>(PANEL_SESSION.namespace, key);
+  if (!session) return null;
+  const now = core.clock.now();
+  const principal = now < expiryOf(session) ? await principalOf(core, session) : null;
+  if (!principal) {
+    await core.store.kvDelete(PANEL_SESSION.namespace, key);
+    return null;
+  }
+  if (now - session.seenAt >= PANEL_SESSION.touchEveryMs) {
+    session.seenAt = now;
+    await core.store.kvSet(PANEL_SESSION.namespace, key, session, expiryOf(session));
+  }
+  return { session, principal };
+}
+
+async function principalOf(core: Core, s: PanelSession): Promise<Principal | null> {
+  if (s.role === 'operator') return sameHash(core.config.adminTokenHash, s.credential) ? { kind: 'operator' } : null;
+  const cliente = s.clienteId === undefined ? null : await core.store.getCliente(s.clienteId);
+  if (!cliente) return null;
+  if (s.role === 'client') return sameHash(cliente.key_hash, s.credential) ? { kind: 'client', cliente } : null;
+  const celular = s.celularId === undefined ? null : await core.store.getCelular(s.celularId);
+  if (!celular || celular.cliente_id !== cliente.id || !s.via) return null;
+  return sameHash(storedHashOf(celular, s.via), s.credential) ? { kind: 'celular', cliente, celular, via: s.via } : null;
+}
+
+export async function signOut(core: Core, id: string): Promise<void> {
+  await core.store.kvDelete(PANEL_SESSION.namespace, storeKey(id));
+}
+
+/** A form's token against the session's, in constant time. */
+export function csrfMatches(session: PanelSession, presented: unknown): boolean {
+  return typeof presented === 'string' && sameHash(session.csrf, presented);
+}
