@@ -37,7 +37,7 @@ function files(): Map<string, Loaded> {
 }
 
 /** The URL a page links an asset by (its hash in the query, so a new version is a new URL). */
-export function assetUrl(name: keyof typeof FILES  ): string {
+export function assetUrl(name: keyof typeof FILES): string {
   return `/panel/assets/${name}?v=${files().get(name)!.hash}`;
 }
 
