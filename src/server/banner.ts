@@ -13,6 +13,7 @@ export function banner(s: RunningServer, gateway: string, gatewayUrl?: string): 
     `  background       ${s.background === 'thread' ? 'queue, receipts and webhooks on a thread of their own' : 'queue, receipts and webhooks on the request thread'}`,
     `  counters         ${s.countersSource}${/unreachable/.test(s.core.counters.backend()) ? " - UNREACHABLE: counting in this process's memory until it answers" : ''}`,
     `  operator token   ${s.adminTokenSource}`,
+    `  panel            ${s.url}/panel/ (sign in with the operator token, a client key or a celular key)`,
     `  metrics          ${s.url}/metrics (operator token)${s.metricsUrl ? `, ${s.metricsUrl} (no credentials)` : ''}`,
     `  API reference    ${s.url}/docs (the page), ${s.url}/openapi.json (OpenAPI 3)`,
   ];
