@@ -94,6 +94,8 @@ describe('the panel sign-in', () => {
         expect(first.headers.get('location')).toBe(home);
       }
     }
+    // Nor in the log.
+    for (const cred of [s.adminToken, a.clientKey, a.celularKey, a.gatewayToken]) expect(s.logs.join('\n')).not.toContain(cred);
   });
 
   it('goes back only to a panel page after signing in', async () => {
