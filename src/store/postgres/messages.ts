@@ -14,7 +14,10 @@ import { type Client, type Db, ph, row, rows } from './db.js';
  * transaction (and statement) takes its row locks in one order: the client,
  * then the line, then a parked receipt (transitions.ts), then the message
  * (the counts rows the triggers touch come last, in the order of the
- * message's states). A transaction that will change a balance
+ * message's states; the message's own side rows, state-paths.ts, are
+ * written after its row by the same statement, and the only other writer of
+ * a slot row, a send forgetting old slots, skips locked ones). A
+ * transaction that will change a balance
  * or a line's counter locks those rows first, before it touches the message,
  * so two transactions never wait on each other in a cycle. Which rows to lock
  * is read first from columns that never change after acceptance (client,
