@@ -55,7 +55,10 @@ async function admin(sql) {
   }
 }
 
-/** The same shape as bench/historial.mjs, drawn by PostgreSQL: shares 0.5/0.3/0.2, skewed lines and recipients, pending only in the last day. */
+/**
+ * The same shape as bench/historial.mjs, drawn by PostgreSQL: shares 0.5/0.3/0.2, skewed lines and recipients, pending only
+ * in the last day, and none of the third client's (a filter that matches nothing).
+ */
 async function fill(store) {
   const db = store.db;
   const t0 = performance.now();
@@ -97,7 +100,7 @@ async function fill(store) {
            LEAST(${RECIPIENTS - 1}, floor(${RECIPIENTS} * power(r3, 2.2)))::int AS rcp,
            CASE WHEN r4 < 0.6 THEN 'texto' WHEN r4 < 0.7 THEN 'imagen' WHEN r4 < 0.8 THEN 'documento' WHEN r4 < 0.9 THEN 'audio' ELSE 'video' END AS tipo,
            CASE WHEN r5 < 0.8 THEN 'cola' ELSE 'directo' END AS modo,
-           CASE WHEN ${END} - created < ${DAY} AND r6 < 0.3 THEN 'pendiente' WHEN r6 < 0.05 THEN 'error' WHEN r6 < 0.15 THEN 'enviado'
+           CASE WHEN ${END} - created < ${DAY} AND r6 < 0.3 AND r1 < 0.8 THEN 'pendiente' WHEN r6 < 0.05 THEN 'error' WHEN r6 < 0.15 THEN 'enviado'
                 WHEN r6 < 0.45 THEN 'entregado' ELSE 'leido' END AS estado
          FROM (SELECT i, (${START} + i * ${(END - START) / ROWS})::bigint AS created, random() r1, random() r2, random() r3, random() r4, random() r5, random() r6
                FROM generate_series(0::bigint, ${ROWS - 1}) i) g
@@ -151,6 +154,7 @@ const SCENARIOS = [
   ['client + estado=leido (most rows)', () => ({ ...base(), estado: 'leido' })],
   ['client + estado=error (few rows)', () => ({ ...base(), estado: 'error' })],
   ['client + estado=pendiente (last day)', () => ({ ...base(), estado: 'pendiente' })],
+  ['client + estado=pendiente (none: the third client)', () => ({ ...base(2), estado: 'pendiente' })],
   ['client + celular (busiest line)', () => ({ ...base(), celular_id: busiestLine })],
   ['client + celular (any line)', () => ({ ...base(), celular_id: celularId(0, Math.floor(rand() * LINES)) })],
   ['client + destinatario (most frequent)', () => ({ ...base(), destinatario: recipient(0, 0) })],
