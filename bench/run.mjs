@@ -736,7 +736,49 @@ async function postgresSchema() {
     await c.query(`DROP SCHEMA ${schema} CASCADE`);
     await c.end();
   };
-  return { store: u.toString(), url, drop };
+  return { store: u.toString(), url, schema, drop };
+}
+
+/**
+ * The database's write-ahead log position (cluster-wide: another writer on the same server adds to a
+ * difference), and the schema's tables' row counters (inserts, updates, HOT updates): read after the
+ * nodes stopped, when their backends have reported.
+ */
+async function pgWal(url) {
+  const pg = (await import('pg')).default;
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0].lsn;
+  } finally {
+    await c.end();
+  }
+}
+async function pgWalSince(url, lsn) {
+  const pg = (await import('pg')).default;
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return Number((await c.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn) AS b', [lsn])).rows[0].b);
+  } finally {
+    await c.end();
+  }
+}
+async function pgTableWrites(url, schema) {
+  const pg = (await import('pg')).default;
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('SELECT pg_stat_clear_snapshot()');
+    const { rows } = await c.query(
+      `SELECT relname AS t, n_tup_ins::int AS ins, n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot, n_tup_del::int AS del
+       FROM pg_stat_user_tables WHERE schemaname = $1 AND (n_tup_ins + n_tup_upd + n_tup_del) > 0 ORDER BY relname`,
+      [schema],
+    );
+    return rows;
+  } finally {
+    await c.end();
+  }
 }
 
 /** One node on PostgreSQL against one on SQLite, same load, same run: queue accepts (as figure 1) and the whole pipeline (as figure 2). */
@@ -1353,7 +1395,7 @@ async function figureLifecycle(receiver) {
       watch = await pgWatcher(pg.store, app, [s.pid], { leases: false });
       log(`  pasarela: ${LIFECYCLE_MESSAGES} messages at ${LIFECYCLE_RATE}/s, then waiting for all their events...`);
       const c0 = await takeCounts(countDir, s.pid);
-      const m0 = { cpu: cpuMs(s.pid), pg: await watch.snapshot() };
+      const m0 = { cpu: cpuMs(s.pid), pg: await watch.snapshot(), wal: await pgWal(pg.url) };
       const push = await pushPaced({
         origins: [s.url],
         key: c.key,
@@ -1363,7 +1405,7 @@ async function figureLifecycle(receiver) {
         makeBody: (i) => body(900_000 + i),
       });
       const { st, stalled } = await waitReceiver(receiver, s, (x) => x.messages_done >= push.ok);
-      const m1 = { cpu: cpuMs(s.pid), pg: await watch.snapshot() };
+      const m1 = { cpu: cpuMs(s.pid), pg: await watch.snapshot(), wal: await pgWalSince(pg.url, m0.wal) };
       const c1 = await takeCounts(countDir, s.pid);
       const done = Math.max(1, st.messages_done);
       const pgd = watch.delta(m0.pg, m1.pg);
@@ -1379,11 +1421,14 @@ async function figureLifecycle(receiver) {
         total_ms_per_msg: (m1.cpu - m0.cpu + pgd.total) / done,
         postgres_backends: pgd.backends,
         statements_per_msg: perMessage(countsDelta([[c0, c1]]), st.messages_done),
+        wal_bytes_per_msg: m1.wal / done,
       };
     } finally {
       await watch?.close().catch(() => {});
       await s.stop();
     }
+    // Warm-up included: the share of updates that were HOT (no index entry written) is what it shows.
+    if (out) out.table_writes = await pgTableWrites(pg.url, pg.schema).catch((err) => `unread: ${err.message}`);
   } finally {
     await pg.drop();
   }
@@ -1393,6 +1438,7 @@ async function figureLifecycle(receiver) {
     figure: '10a. PostgreSQL lifecycle per message',
     measured:
       `${cpuPer(out.serve_ms_per_msg)} node + PostgreSQL ${out.postgres_ms_per_msg.toFixed(2)} ms/msg = ${out.total_ms_per_msg.toFixed(2)} ms/msg; ${describeTrips(p)}; ` +
+      `WAL ${(out.wal_bytes_per_msg / 1024).toFixed(1)} KiB/msg (the whole database server's); ` +
       `${out.done} of ${out.messages} done${out.stalled ? ' STALLED' : ''} at ${LIFECYCLE_RATE}/s offered, last done ${(out.span_ms / 1000).toFixed(1)} s`,
     baseline: '- (the baseline of 10b)',
     ratio: NaN,

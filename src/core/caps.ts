@@ -16,6 +16,14 @@ const WINDOWS = [
   { cap: 'max_envios_por_dia', ms: 86_400_000, name: 'per day' },
 ] as const;
 
+/** Clock skew between nodes a forgotten slot must outlast: a node whose clock lags counts a little further back. */
+const SLOT_FORGET_MARGIN_MS = 3_600_000;
+
+/** Slots that ended before this are counted by no window of any node, so a store may forget them. */
+export function slotsForgottenBefore(now: number): number {
+  return now - Math.max(...WINDOWS.map((w) => w.ms)) - SLOT_FORGET_MARGIN_MS;
+}
+
 /** How soon to look again when every send filling a window is still in flight (it ends or fails soon). */
 const IN_FLIGHT_RETRY_MS = 1000;
 

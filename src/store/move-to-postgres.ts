@@ -11,6 +11,7 @@ import {
   loadAll,
   occupied,
   recount,
+  STATE_PATHS,
   unknownTables,
   type Recount,
 } from './postgres/import.js';
@@ -123,8 +124,10 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
           if (err instanceof AlteredValue) throw new MoveRefused(`a value would change in the copy, nothing was committed: ${err.message}`, 'mismatch');
           throw err;
         });
-        const media = await importQueuedMedia(c, Date.now());
-        const recounted = await recount(c);
+        const now = Date.now();
+        // The counts and the side tables first: the queued media is found through the pending messages' table.
+        const recounted = await recount(c, now);
+        const media = await importQueuedMedia(c, now);
         await advanceSequences(c, snap.db);
         const check = await checkCopy(c, snap.db);
         if (check.mismatches.length > 0) {
@@ -134,7 +137,7 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
       });
       // Planner statistics now rather than whenever autovacuum comes by: the first history pages are read at once.
       // Only that: the copy is committed, so a failure here must not make it look failed.
-      await db.query(`ANALYZE ${[...COPIED, ...DERIVED].join(', ')}`).catch(() => undefined);
+      await db.query(`ANALYZE ${[...COPIED, ...DERIVED, ...STATE_PATHS].join(', ')}`).catch(() => undefined);
       return {
         ok: true,
         from: source.file,

@@ -377,3 +377,92 @@ describe.skipIf(PG_ABSENT !== null)('postgres: a store that cannot be written', 
     }
   });
 });
+
+describe.skipIf(PG_ABSENT !== null)('postgres: the narrow write set (migration 14)', () => {
+  it('a store at version 13 with pending, sent and parked rows moves to 14: the queue, the caps, the receipts and the recovery continue', async () => {
+    const fresh = await pgSchema();
+    const url = new URL(PG_URL);
+    url.searchParams.set('options', `-c search_path=${fresh.schema}`);
+    const old = new pg.Client({ connectionString: url.toString() });
+    const now = Date.now();
+    let store: PgStore | null = null;
+    try {
+      // Version 13, written as its code wrote it: the state in mensajes' own indexed columns.
+      await old.connect();
+      await old.query('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
+      for (const m of PG_MIGRATIONS.filter((m) => m.version <= 13)) {
+        await old.query(m.sql);
+        await old.query('INSERT INTO schema_migrations VALUES ($1, $2, 0)', [m.version, m.name]);
+      }
+      await old.query(
+        "INSERT INTO clientes (id, nombre, email, estado, plan, key_hash, created_at, updated_at) VALUES (1, 'A', 'a@x.mx', 'activo', 'medido', 'h', 0, 0)",
+      );
+      await old.query(
+        `INSERT INTO celulares (id, cliente_id, numero, estado, max_envios_por_minuto, max_envios_por_hora, hora_inicio_permitido, hora_fin_permitido,
+           key_hash, created_at, updated_at, pendientes)
+         VALUES (1, 1, '525512345678', 'activo', 3, 500, '00:00', '23:59', 'k', 0, 0, 3)`,
+      );
+      const msg = (id: string, modo: string, estado: string, extra: Record<string, unknown>) =>
+        old.query(
+          `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, payload, created_at, ${Object.keys(extra).join(', ')})
+           VALUES ($1, 1, 1, '14155552671', 'texto', $2, $3, 'x', '{}', $4, ${Object.keys(extra)
+             .map((_, i) => `$${i + 5}`)
+             .join(', ')})`,
+          [id, modo, estado, now - 60_000, ...Object.values(extra)],
+        );
+      // Sent a minute ago (a slot in the minute window), its delivery still to come; a direct send in flight; three queued,
+      // the first claimed by a worker that died.
+      await msg('sent', 'cola', 'enviado', { gateway_msg_id: 'G-old', enviado_at: now - 30_000, cupo_at: now - 30_000, intentos: 1 });
+      await msg('direct', 'directo', 'pendiente', { cupo_at: now + 5_000 });
+      await msg('q1', 'cola', 'pendiente', { lease_until: now + 5_000, cupo_at: now + 5_000 });
+      await msg('q2', 'cola', 'pendiente', { intentos: 0 });
+      await msg('q3', 'cola', 'pendiente', { intentos: 0 });
+      // Sent two days ago: no window counts its slot any more.
+      await msg('ancient', 'cola', 'leido', { gateway_msg_id: 'G-ancient', enviado_at: now - 2 * 86_400_000, cupo_at: now - 2 * 86_400_000 });
+      // A receipt that came before the record of q1's send.
+      await old.query("INSERT INTO acuses_pendientes (gateway_msg_id, estado, at, celular_id) VALUES ('G-q1', 'entregado', $1, 1)", [now - 1_000]);
+      await old.end();
+
+      store = await openPg(fresh.schema);
+      const indexes = await store.db.q<{ n: string }>("SELECT indexname AS n FROM pg_indexes WHERE schemaname = $1 AND tablename = 'mensajes' ORDER BY 1", [
+        fresh.schema,
+      ]);
+      expect(indexes.map((i) => i.n)).toEqual(['mensajes_cliente_celular_fecha', 'mensajes_cliente_dest_fecha', 'mensajes_cliente_fecha', 'mensajes_pkey']);
+      expect(await store.queueDepth()).toEqual({ pending: 3, oldest_at: now - 60_000 });
+      const slots = async () => (await store!.db.q<{ seq: number }>('SELECT seq FROM cupos ORDER BY seq')).map((k) => Number(k.seq));
+      expect(await slots()).toEqual([1, 2, 3]);
+      // The dead worker's claim is released at start; the line's head is then claimable.
+      expect(await store.releaseLeases()).toBe(1);
+      expect((await store.queueHeads()).map((m) => m.msg_id)).toEqual(['q1']);
+      const caps = { max_envios_por_minuto: 3, max_envios_por_hora: 500, max_envios_por_dia: null };
+      // Three a minute: the sent one and the direct one in flight hold two, so q1 takes the third and q2 is capped.
+      expect(await store.claimQueued('q1', slotClaim(caps, now, 10_000), now)).toEqual({ ok: true });
+      expect(await store.claimQueued('q2', slotClaim(caps, now, 10_000), now)).toMatchObject({ ok: false, reason: 'cap' });
+      // q1's send is recorded: the parked delivery receipt is applied, and q2 heads the queue.
+      expect((await store.markSent('q1', 'G-q1', now + 1))!.estado).toBe('entregado');
+      expect((await store.queueHeads()).map((m) => m.msg_id)).toEqual(['q2']);
+      // The receipt of the message sent before the migration finds it by its gateway id.
+      expect(await store.receipt(1, 'G-old', 'leido', now + 2)).toMatchObject({ before: { estado: 'enviado' }, after: { estado: 'leido' } });
+      expect((await store.getMensajeByGatewayId('G-old'))!.msg_id).toBe('sent');
+      // The direct send is recovered once its slot ends, and fails back to its slot.
+      expect((await store.strandedDirect(now + 5_001, 10)).map((m) => m.msg_id)).toEqual(['direct']);
+      expect((await store.failMensaje('direct', 'lost', 'no_enviado', now + 6_000))!.estado).toBe('error');
+      expect(await store.strandedDirect(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+      // A slot no window counts (left by a node that stopped) goes with the line's next send.
+      await store.db.q('INSERT INTO cupos (seq, celular_id, cupo_at) VALUES (999, 1, $1)', [now - 2 * 86_400_000]);
+      // Its slot given back, q2 takes it: the queue goes on in order.
+      expect(await store.claimQueued('q2', slotClaim(caps, now + 6_000, 10_000), now + 6_000)).toEqual({ ok: true });
+      expect((await store.markSent('q2', 'G-q2', now + 6_001))!.estado).toBe('enviado');
+      expect((await store.queueHeads()).map((m) => m.msg_id)).toEqual(['q3']);
+      expect(await slots()).toEqual([1, 3, 4]);
+      expect(await store.queueDepth()).toMatchObject({ pending: 1 });
+      expect((await store.db.one<{ pendientes: number }>('SELECT pendientes FROM celulares WHERE id = 1'))!.pendientes).toBe(1);
+      // Totals still from the kept counts.
+      expect((await store.listMensajes({ cliente_id: 1, page: 1, por_pagina: 10, estado: 'enviado' })).rows.map((m) => m.msg_id)).toEqual(['q2']);
+    } finally {
+      await old.end().catch(() => undefined);
+      await store?.close();
+      await fresh.drop();
+    }
+  });
+});

@@ -9,6 +9,7 @@ import { balanceSet } from '../recipe-sql.js';
 import { type Client, LOCK, row } from './db.js';
 import { COLS, colsOf } from './messages.js';
 import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
+import { enterPending, slotSync } from './state-paths.js';
 
 /**
  * A send's acceptance in PostgreSQL in four round trips: BEGIN, one
@@ -64,7 +65,7 @@ function slotCountsSql(celular: string, since: string, now: string): string {
       FROM unnest(${since}) WITH ORDINALITY AS w(since, i)
       CROSS JOIN LATERAL (
         SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= ${now} THEN cupo_at END) AS oldest
-        FROM mensajes WHERE celular_id = ${celular} AND cupo_at > w.since) k)`;
+        FROM cupos WHERE celular_id = ${celular} AND cupo_at > w.since) k)`;
 }
 
 const windowsSince = (opts: AcceptOptions, now: number) => (opts.slot?.windows ?? []).map((ms) => now - ms);
@@ -154,7 +155,7 @@ async function writeAccept(
         counts.map((k) => k.n),
         'bigint[]',
       )}) AS w(since, n)
-      WHERE (SELECT COUNT(*) FROM mensajes WHERE celular_id = ${cel} AND cupo_at > w.since) > w.n))`,
+      WHERE (SELECT COUNT(*) FROM cupos WHERE celular_id = ${cel} AND cupo_at > w.since) > w.n))`,
   );
   const idem = opts.idem;
   let key = '';
@@ -189,7 +190,10 @@ async function writeAccept(
       `mov AS (INSERT INTO movimientos_saldo (${cols}) SELECT ${cols} FROM ${asRecord('movimientos_saldo', p, Object.fromEntries(recipe.MOVEMENT_COLUMNS.map((k, i) => [k, mv[i]])))} r, ok)`,
     );
   }
-  ctes.push(`msg AS (INSERT INTO mensajes (${COLS}) SELECT ${colsOf('r')} FROM ${asRecord('mensajes', p, { ...mensaje })} r, ok RETURNING ${COLS})`);
+  ctes.push(`msg AS (INSERT INTO mensajes (${COLS}) SELECT ${colsOf('r')} FROM ${asRecord('mensajes', p, { ...mensaje })} r, ok RETURNING ${COLS}, seq)`);
+  // Its access paths (state-paths.ts): it is pending, and a direct send holds its slot from now.
+  ctes.push(`pend AS (${enterPending('msg')})`);
+  if (mensaje.cupo_at !== null) ctes.push(`slot AS (${slotSync('msg', { kind: 'at', at: mensaje.cupo_at })})`);
   const data = p(JSON.stringify(messageStatusData(mensaje, null, now)), 'text');
   const at = p(now, 'bigint');
   ctes.push(`ev AS (INSERT INTO eventos (${EVENT_ROW_COLS}) SELECT ${eventRow(cli, cel, p('message.status', 'text'), data, at, at)} FROM msg)`);

@@ -6,16 +6,21 @@ import { conditions, listPage, type Query, type Where } from './listing.js';
 import { MSG_COLS } from './messages.js';
 
 /**
- * One page of history, newest first, with the total, as on SQLite: every
- * filter is a column of an index that leads with the client (and the line)
- * and ends with the page's order (created_at, seq), and the total comes from
- * the counts the triggers keep whenever they answer exactly.
+ * One page of history, newest first, with the total, as on SQLite: the
+ * client (and the line, or the recipient) lead an index that ends with the
+ * page's order (created_at, seq), and the total comes from the counts the
+ * triggers keep whenever they answer exactly. estado is in no index (D-73:
+ * a message's changing state touches none): the page filters it while
+ * reading the date order, and stops at the count of matches when the kept
+ * counts know it.
  */
+
+/** Whether the counts by line and estado answer the filter's total exactly: no recipient, no dates. */
+const keptCount = (f: HistoryFilter) => f.destinatario === undefined && f.desde === undefined && f.hasta === undefined;
 
 /** The total's query: from the kept counts where they answer exactly (see sqlite/history.ts), otherwise a count over the filter's index range. */
 function totalQuery(f: HistoryFilter, rowsWhere: Where): Query {
-  const dated = f.desde !== undefined || f.hasta !== undefined;
-  if (f.destinatario === undefined && !dated) {
+  if (keptCount(f)) {
     const k = conditions([
       ['cliente_id = ?', f.cliente_id],
       ['celular_id = ?', f.celular_id],
@@ -46,7 +51,11 @@ export function history(db: Db): Pick<MessagesStore, 'listMensajes'> {
         ['created_at >= ?', f.desde],
         ['created_at < ?', f.hasta],
       ]);
-      return listPage<MensajeRow>(db, `SELECT ${MSG_COLS.join(', ')} FROM mensajes`, w, 'created_at DESC, seq DESC', totalQuery(f, w), f);
+      const total = totalQuery(f, w);
+      // estado is in no index (D-73): with a kept count, the page stops at the last message in that state. The count's
+      // parameters are the page's own first ones (client, line, estado: no recipient, no dates), read in the page's statement.
+      const bound = f.estado !== undefined && keptCount(f) ? `SELECT total FROM (${total.sql}) k` : undefined;
+      return listPage<MensajeRow>(db, `SELECT ${MSG_COLS.join(', ')} FROM mensajes`, w, 'created_at DESC, seq DESC', total, f, bound);
     },
   };
 }

@@ -3,6 +3,8 @@ import { existsSync } from 'node:fs';
 import type { Client, Queryable } from './db.js';
 import { copyIntoMedios, mediosRef } from './media.js';
 import { EVENT_PREFIX_KV } from '../../core/event-log.js';
+import { slotsForgottenBefore } from '../../core/caps.js';
+import { FILL_STATE_PATHS } from './state-paths.js';
 
 /**
  * Loading an SQLite store's rows into an empty PostgreSQL store, inside the
@@ -33,6 +35,9 @@ export const COPIED = [
 
 /** Kept from mensajes and recibidos by triggers on both stores: counted again from the rows, never copied. */
 export const DERIVED = ['conteos_mensajes', 'conteos_cuartos', 'conteos_recibidos', 'conteos_recibidos_cuartos'] as const;
+
+/** PostgreSQL's side tables of the messages' changing state (state-paths.ts), filled from mensajes by recount. */
+export const STATE_PATHS = ['mensajes_pendientes', 'cupos', 'ids_gateway'] as const;
 
 /** Each store's own bookkeeping. */
 const OWN = new Set(['schema_migrations', 'sqlite_sequence']);
@@ -185,9 +190,11 @@ export interface Recount {
 /**
  * The history and inbox counts with one GROUP BY each, as SQLite's
  * migrations 9 and 15 filled them; and each line's queue count from its pending queued rows, which is
- * what the copied one must be anyway.
+ * what the copied one must be anyway. The side tables of the messages' changing state
+ * (state-paths.ts: pending messages, slots still counted at `now`, gateway ids) are filled too.
  */
-export async function recount(c: Client): Promise<Recount> {
+export async function recount(c: Client, now: number): Promise<Recount> {
+  for (const sql of FILL_STATE_PATHS) await c.query(sql, sql.includes('$1') ? [slotsForgottenBefore(now)] : []);
   const m = await c.query(
     `INSERT INTO conteos_mensajes (cliente_id, celular_id, estado, n)
      SELECT cliente_id, celular_id, estado, COUNT(*) FROM mensajes GROUP BY cliente_id, celular_id, estado`,
@@ -205,7 +212,7 @@ export async function recount(c: Client): Promise<Recount> {
      SELECT cliente_id, celular_id, created_at / 900000, COUNT(*) FROM recibidos GROUP BY cliente_id, celular_id, created_at / 900000`,
   );
   const p = await c.query(
-    `WITH q AS (SELECT celular_id, COUNT(*) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' GROUP BY celular_id)
+    `WITH q AS (SELECT celular_id, COUNT(*) AS n FROM mensajes_pendientes WHERE modo = 'cola' GROUP BY celular_id)
      UPDATE celulares l SET pendientes = COALESCE(q.n, 0) FROM celulares x LEFT JOIN q ON q.celular_id = x.id
      WHERE l.id = x.id AND l.pendientes <> COALESCE(q.n, 0)`,
   );
@@ -253,7 +260,7 @@ export async function occupied(c: Queryable): Promise<string[]> {
 /** `--replace`: empties every pasarela table of the target, in the copy's transaction. */
 export async function emptyAll(c: Client): Promise<void> {
   // The store's own leases, queued media bytes and listeners go with the rows they belonged to.
-  await c.query(`TRUNCATE ${[...COPIED, ...DERIVED, ...LEFT_BEHIND, 'leases', 'medios'].join(', ')} RESTART IDENTITY`);
+  await c.query(`TRUNCATE ${[...COPIED, ...DERIVED, ...STATE_PATHS, ...LEFT_BEHIND, 'leases', 'medios'].join(', ')} RESTART IDENTITY`);
 }
 
 /**
@@ -265,7 +272,9 @@ export async function emptyAll(c: Client): Promise<void> {
  */
 export async function importQueuedMedia(c: Client, now: number): Promise<{ copied: number; missing: number }> {
   const { rows } = await c.query(
-    "SELECT msg_id, payload::jsonb ->> 'file' AS file FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND payload::jsonb ->> 'file' IS NOT NULL",
+    // The pending side table is filled by recount, which runs first.
+    `SELECT m.msg_id, m.payload::jsonb ->> 'file' AS file FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id
+     WHERE p.modo = 'cola' AND m.payload::jsonb ->> 'file' IS NOT NULL`,
   );
   let copied = 0;
   let missing = 0;

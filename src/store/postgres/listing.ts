@@ -16,7 +16,13 @@ export function conditions(pairs: Array<[sql: string, value: unknown]>): Where {
   return { where: present.map(([sql], i) => sql.replace('?', `$${i + 1}`)).join(' AND '), params: present.map(([, v]) => v) };
 }
 
-/** One page of a listing (history, inbox) with its total, the two queries in flight together. */
+/**
+ * One page of a listing (history, inbox) with its total, the two queries in
+ * flight together. `bound`: SQL of the exact number of matching rows over the
+ * page's own parameters, when a kept count knows it and the page's index
+ * does not hold the filter: the page's LIMIT stops at the last match, rather
+ * than reading the rest of the order for matches that are not there.
+ */
 export async function listPage<T>(
   db: Db,
   select: string,
@@ -24,11 +30,14 @@ export async function listPage<T>(
   order: string,
   total: Query,
   page: { page: number; por_pagina: number },
+  bound?: string,
 ): Promise<{ total: number; rows: T[] }> {
   const n = w.params.length;
+  const [limit, offset] = [`$${n + 1}`, `$${n + 2}`];
+  const cap = bound === undefined ? limit : `LEAST(${limit}::bigint, GREATEST(0, (${bound}) - ${offset}::bigint))`;
   const [[t], rows] = await Promise.all([
     db.q<{ total: number }>(total.sql, total.params),
-    db.q<T>(`${select} WHERE ${w.where} ORDER BY ${order} LIMIT $${n + 1} OFFSET $${n + 2}`, [...w.params, page.por_pagina, (page.page - 1) * page.por_pagina]),
+    db.q<T>(`${select} WHERE ${w.where} ORDER BY ${order} LIMIT ${cap} OFFSET ${offset}`, [...w.params, page.por_pagina, (page.page - 1) * page.por_pagina]),
   ]);
   return { total: t!.total, rows };
 }

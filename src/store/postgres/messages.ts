@@ -14,7 +14,10 @@ import { type Client, type Db, ph, row, rows } from './db.js';
  * transaction (and statement) takes its row locks in one order: the client,
  * then the line, then a parked receipt (transitions.ts), then the message
  * (the counts rows the triggers touch come last, in the order of the
- * message's states). A transaction that will change a balance
+ * message's states; the message's own side rows, state-paths.ts, are
+ * written after its row by the same statement, and the only other writer of
+ * a slot row, a send forgetting old slots, skips locked ones). A
+ * transaction that will change a balance
  * or a line's counter locks those rows first, before it touches the message,
  * so two transactions never wait on each other in a cycle. Which rows to lock
  * is read first from columns that never change after acceptance (client,
@@ -92,9 +95,9 @@ export async function writeMovement(c: Client, mv: recipe.Movement, now: number,
   return row<{ id: number }>(c, movementInsert(ph) + (returning ? ` RETURNING ${returning}` : ''), recipe.movementValues(mv, now));
 }
 
-/** One window's count of a line's slots since `since` (an index range on mensajes_celular_cupo) and the oldest taken by `now`. */
+/** One window's count of a line's slots since `since` (an index range on cupos_celular) and the oldest taken by `now`. */
 export const SLOT_COUNT_SQL = (line: string, since: string, now: string) =>
-  `SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= ${now}::bigint THEN cupo_at END) AS oldest FROM mensajes WHERE celular_id = ${line} AND cupo_at > ${since}`;
+  `SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= ${now}::bigint THEN cupo_at END) AS oldest FROM cupos WHERE celular_id = ${line} AND cupo_at > ${since}`;
 
 /**
  * Slots taken in each window of a line (core/caps.ts), counted while the
@@ -134,7 +137,7 @@ export function messages(db: Db): Omit<MessagesOwn, 'markSent' | 'failMensaje' |
       return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);
     },
     async getMensajeByGatewayId(gid: string): Promise<MensajeRow | null> {
-      return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 LIMIT 1`, [gid]);
+      return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE msg_id = (SELECT msg_id FROM ids_gateway WHERE gateway_msg_id = $1 LIMIT 1)`, [gid]);
     },
     /** Keeps an incoming message in the inbox and journals its event unless its gateway key was seen already; the key's primary key decides between nodes. */
     async journalInbound(ev: JournalEvent, clave: string | null, now: number, recibido: NewRecibido): Promise<boolean> {
@@ -154,14 +157,11 @@ export function messages(db: Db): Omit<MessagesOwn, 'markSent' | 'failMensaje' |
         return true;
       });
     },
-    /** Each half reads its own partial index (queued, direct): the cost follows the pending messages, not the history. */
+    /** Read from the pending messages' side table (state-paths.ts): the cost follows the pending messages, not the history. */
     async pendingFiles(): Promise<string[]> {
       const r = await db.q<{ f: string }>(
-        `SELECT f FROM (
-       SELECT payload::jsonb ->> 'file' AS f FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
-       UNION ALL
-       SELECT payload::jsonb ->> 'file' AS f FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo'
-     ) p WHERE f IS NOT NULL`,
+        `SELECT f FROM (SELECT m.payload::jsonb ->> 'file' AS f FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id) x
+     WHERE f IS NOT NULL`,
       );
       return r.map((x) => x.f);
     },

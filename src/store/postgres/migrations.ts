@@ -556,6 +556,66 @@ export const PG_MIGRATIONS: Migration[] = [
       DROP INDEX IF EXISTS eventos_reclamo;
     `,
   },
+  {
+    version: 14,
+    name: 'a narrow write set: the state a send changes touches no index of mensajes (D-73)',
+    sql: `
+      -- Writers of the previous version wait until this commits: a row they wrote between the copies
+      -- below and the end would be missing from the side tables.
+      LOCK TABLE mensajes IN SHARE ROW EXCLUSIVE MODE;
+      -- mensajes keeps every column, but only indexes on columns fixed at acceptance (the key and three
+      -- history orders), so a state change (estado, lease, slot, gateway id, times) is a HOT update:
+      -- one new row version on the same page and no index entry. The access paths on changing state
+      -- are small side tables, written and deleted by the statements that change that state.
+      -- Pending messages: the queue (queued ones by line in arrival order) and the direct sends in
+      -- flight or stranded by a crash (by their slot's end, which does not change while pending).
+      -- A row leaves when its message leaves pendiente.
+      CREATE TABLE mensajes_pendientes (
+        seq BIGINT PRIMARY KEY,
+        msg_id TEXT NOT NULL,
+        celular_id BIGINT NOT NULL,
+        modo TEXT NOT NULL,
+        cupo_at BIGINT
+      );
+      CREATE INDEX mensajes_pendientes_cola ON mensajes_pendientes(celular_id, seq) WHERE modo = 'cola';
+      CREATE INDEX mensajes_pendientes_directo ON mensajes_pendientes(cupo_at, seq) WHERE modo = 'directo';
+      -- A line's caps slots (mensajes.cupo_at, mirrored): one row per slot held, counted by window.
+      -- Slots older than the longest window are pruned by the sends of their line (core/caps.ts).
+      CREATE TABLE cupos (
+        seq BIGINT PRIMARY KEY,
+        celular_id BIGINT NOT NULL,
+        cupo_at BIGINT NOT NULL
+      );
+      CREATE INDEX cupos_celular ON cupos(celular_id, cupo_at);
+      -- Gateway id to message, for receipts; kept as long as the message (receipts may come any time).
+      CREATE TABLE ids_gateway (
+        gateway_msg_id TEXT NOT NULL,
+        celular_id BIGINT NOT NULL,
+        msg_id TEXT NOT NULL,
+        PRIMARY KEY (gateway_msg_id, celular_id, msg_id)
+      );
+      INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, cupo_at)
+        SELECT seq, msg_id, celular_id, modo, cupo_at FROM mensajes WHERE estado = 'pendiente';
+      -- Slots of the last 25 hours (the day window and a margin): older ones no window counts.
+      INSERT INTO cupos (seq, celular_id, cupo_at)
+        SELECT seq, celular_id, cupo_at FROM mensajes WHERE cupo_at > (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 90000000;
+      INSERT INTO ids_gateway (gateway_msg_id, celular_id, msg_id)
+        SELECT gateway_msg_id, celular_id, msg_id FROM mensajes WHERE gateway_msg_id IS NOT NULL ON CONFLICT DO NOTHING;
+      DROP INDEX mensajes_cola;
+      DROP INDEX mensajes_gateway;
+      DROP INDEX mensajes_celular_cupo;
+      DROP INDEX mensajes_directo_pendiente;
+      -- estado filters read the client's (or the line's) date order and filter; destinatario with a line
+      -- reads the client's destinatario order and filters the line.
+      DROP INDEX mensajes_cliente_estado_fecha;
+      DROP INDEX mensajes_cliente_celular_estado_fecha;
+      DROP INDEX mensajes_cliente_celular_dest_fecha;
+      -- Room on each page for the versions a message's life adds (claim, send, delivery, read): a
+      -- HOT update needs free space on the row's own page, and a page filled to 100% by inserts has
+      -- none, so the update would go to another page and index entries again. Pages written from now on.
+      ALTER TABLE mensajes SET (fillfactor = 80);
+    `,
+  },
 ];
 
 /**

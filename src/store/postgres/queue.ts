@@ -4,52 +4,52 @@ import type { MensajeRow } from '../../core/ports/model.js';
 import { row, type Db } from './db.js';
 import { slotOn } from '../../core/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
-import { COLS, colsOf, SLOT_COUNT_SQL } from './messages.js';
+import { colsOf, SLOT_COUNT_SQL } from './messages.js';
+import { STATE_COLS, slotSync, stateColsOf } from './state-paths.js';
 
 /**
  * The queue in PostgreSQL: the lines' heads, claims with their caps slot
  * (taken under the line's row lock, in the order postgres/messages.ts
- * gives), retries, the direct sends a crash left pending.
+ * gives), retries, the direct sends a crash left pending. Every path to a
+ * pending message or a slot goes through the side tables (state-paths.ts).
  */
+
+/** The lines with queued messages pending, one index descent each (`lineas(id)`, ended by a null). */
+const LINEAS = `lineas(id) AS (
+       (SELECT celular_id FROM mensajes_pendientes WHERE modo = 'cola' ORDER BY celular_id LIMIT 1)
+       UNION ALL
+       SELECT (SELECT celular_id FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
+       FROM lineas l WHERE l.id IS NOT NULL
+     )`;
 
 export function queue(db: Db): QueueStore {
   return {
     /**
-     * One message per line with a backlog: a loose index scan over the partial
-     * queue index (one index descent per line), so the cost follows the number
-     * of lines, not the number of pending messages.
+     * One message per line with a backlog: a loose index scan over the pending
+     * side table's queue index (one index descent per line), so the cost
+     * follows the number of lines, not the number of pending messages.
      */
     async queueHeads(): Promise<MensajeRow[]> {
       return db.q<MensajeRow>(
-        `WITH RECURSIVE lineas(id) AS (
-       (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY celular_id LIMIT 1)
-       UNION ALL
-       SELECT (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
-       FROM lineas l WHERE l.id IS NOT NULL
-     )
-     SELECT ${colsOf('h')} FROM lineas l
-     CROSS JOIN LATERAL (
-       SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1
-     ) h
+        `WITH RECURSIVE ${LINEAS}
+     SELECT ${colsOf('m')} FROM lineas l
+     CROSS JOIN LATERAL (SELECT msg_id FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1) h
+     JOIN mensajes m ON m.msg_id = h.msg_id
      WHERE l.id IS NOT NULL
      ORDER BY l.id`,
       );
     },
     /**
-     * The queue's size and age (metrics): a count over the partial queue index,
-     * which holds pending queued messages only, and the oldest of the lines'
-     * heads, found as queueHeads finds them.
+     * The queue's size and age (metrics): a count over the pending side
+     * table's queue index, and the oldest of the lines' heads, found as
+     * queueHeads finds them.
      */
     async queueDepth(): Promise<{ pending: number; oldest_at: number | null }> {
       const [r] = await db.q<{ pending: number; oldest_at: number | null }>(
-        `WITH RECURSIVE lineas(id) AS (
-       (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY celular_id LIMIT 1)
-       UNION ALL
-       SELECT (SELECT celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
-       FROM lineas l WHERE l.id IS NOT NULL
-     )
-     SELECT (SELECT COUNT(*) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola') AS pending,
-            MIN((SELECT created_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1)) AS oldest_at
+        `WITH RECURSIVE ${LINEAS}
+     SELECT (SELECT COUNT(*) FROM mensajes_pendientes WHERE modo = 'cola') AS pending,
+            MIN((SELECT m.created_at FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id
+                 WHERE p.modo = 'cola' AND p.celular_id = l.id ORDER BY p.seq LIMIT 1)) AS oldest_at
      FROM lineas l WHERE l.id IS NOT NULL`,
       );
       return { pending: r?.pending ?? 0, oldest_at: r?.oldest_at ?? null };
@@ -87,30 +87,41 @@ export function queue(db: Db): QueueStore {
             : slot.decide((r.counts ?? []).map((k) => ({ n: Number(k.n), oldest: k.oldest === null ? null : Number(k.oldest) })));
         if (hit) return { ok: false, reason: 'cap', ...hit };
         const taken = slotOn('claim', slot.holdUntil);
-        await c.query(`UPDATE mensajes SET ${slotSet(taken, '$2')} WHERE msg_id = $1`, [msgId, slotTime(taken)]);
+        await c.query(
+          `WITH u AS (UPDATE mensajes SET ${slotSet(taken, '$2')} WHERE msg_id = $1 RETURNING ${STATE_COLS}),
+           slot AS (${slotSync('u', taken.cupo_at)})
+           SELECT 1`,
+          [msgId, slotTime(taken)],
+        );
         return { ok: true };
       });
     },
     /** Every claim and its slot back (at start, when no other worker can be alive on this store). */
     async releaseLeases(): Promise<number> {
+      const free = slotOn('release');
       const r = await db.q<{ n: number }>(
-        `WITH r AS (UPDATE mensajes SET ${slotSet(slotOn('release'), '$1')}
-       WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL RETURNING 1)
+        `WITH r AS (UPDATE mensajes x SET ${slotSet(free, '$1')} FROM mensajes_pendientes p
+       WHERE p.modo = 'cola' AND x.msg_id = p.msg_id AND x.estado = 'pendiente' AND x.lease_until IS NOT NULL RETURNING ${stateColsOf('x')}),
+     slot AS (${slotSync('r', free.cupo_at)})
      SELECT COUNT(*) AS n FROM r`,
       );
       return r[0]!.n;
     },
     /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
     async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
-      return db.q<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < $1 ORDER BY cupo_at, seq LIMIT $2`, [
-        before,
-        limit,
-      ]);
+      return db.q<MensajeRow>(
+        `SELECT ${colsOf('m')} FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id
+     WHERE p.modo = 'directo' AND p.cupo_at < $1 ORDER BY p.cupo_at, p.seq LIMIT $2`,
+        [before, limit],
+      );
     },
     async retryLater(msgId: string, at: number, error: string): Promise<void> {
+      const back = slotOn('retry');
       await db.q(
-        `UPDATE mensajes SET ${slotSet(slotOn('retry'), '$4')}, proximo_intento_at = $2, intentos = intentos + 1, error = $3
-     WHERE msg_id = $1 AND estado = 'pendiente'`,
+        `WITH u AS (UPDATE mensajes SET ${slotSet(back, '$4')}, proximo_intento_at = $2, intentos = intentos + 1, error = $3
+       WHERE msg_id = $1 AND estado = 'pendiente' RETURNING ${STATE_COLS}),
+     slot AS (${slotSync('u', back.cupo_at)})
+     SELECT 1`,
         [msgId, at, error],
       );
     },

@@ -8,6 +8,8 @@ import { balanceAdd, pendingDown, receiptStepUpdate, slotSet, slotTime } from '.
 import { type Client, type Db, LOCK, ph, row, rows } from './db.js';
 import { COLS, colsOf, FIXED, type Fixed, journalStatus, lockCelular, writeMovement } from './messages.js';
 import { eventInsertOf } from './webhooks.js';
+import { byGateway, forgetSlots, leavePending, mapGateway, slotSync } from './state-paths.js';
+import { slotsForgottenBefore } from '../../core/caps.js';
 
 /**
  * A message's state changes after acceptance, in PostgreSQL: the send's
@@ -55,7 +57,8 @@ const fieldOf = (alias: string, step: Partial<Record<MessageStatusField, string>
 
 /**
  * markSent's one statement. Parameters: msg_id, gateway id, now, the slot's
- * time, now as the event's ISO date, the gateway id lock's first key. The
+ * time, now as the event's ISO date, the gateway id lock's first key, the
+ * time before which the line's slots are forgotten (core/caps.ts). The
  * line is locked (a queued message's counter goes down) by `line`, which the
  * UPDATE joins, so before the message. The gateway id's lock (`g`, before
  * any row lock, held to the commit) lets a receipt that missed the send in
@@ -68,7 +71,12 @@ function markSentSql(slot: ReturnType<typeof recipe.slotOn>): string {
   sent AS (
     UPDATE mensajes x SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, ${slotSet(slot, '$4::bigint')}, error = NULL, intentos = x.intentos + 1
     FROM m LEFT JOIN line ON true WHERE x.msg_id = m.msg_id AND x.estado = 'pendiente'
-    RETURNING ${colsOf('x')}),
+    RETURNING ${colsOf('x')}, x.seq),
+  -- Its access paths (state-paths.ts): no longer pending, its slot from now, its gateway id; and a few of its line's old slots go.
+  pend AS (${leavePending('sent')}),
+  slot AS (${slotSync('sent', slot.cupo_at)}),
+  gw AS (${mapGateway('sent')}),
+  old AS (${forgetSlots('sent', '$7::bigint')}),
   -- recipes.ts queueDelta: a queued message (modo 'cola') left the line's queue.
   down AS (${pendingDown(() => `(SELECT celular_id FROM sent WHERE modo = 'cola')`)}),
   ev AS (${eventInsertOf(
@@ -96,7 +104,7 @@ function markSentSql(slot: ReturnType<typeof recipe.slotOn>): string {
  * rest null when the receipt moved nothing), none when it has none.
  */
 const RECEIPT_ADVANCE = `WITH path AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS p(desde, estado, anterior, orden)),
-  b AS (SELECT msg_id, estado, entregado_at, leido_at FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1 FOR UPDATE),
+  b AS (SELECT msg_id, estado, entregado_at, leido_at FROM mensajes WHERE ${byGateway('$1', '$2')} FOR UPDATE),
   moved AS (
     UPDATE mensajes x SET estado = $3::text,
       ${STEPS.map((s) => `${recipe.receiptColumn(s)} = CASE WHEN EXISTS (SELECT 1 FROM path p WHERE p.desde = b.estado AND p.estado = '${s}') THEN $4::bigint ELSE x.${recipe.receiptColumn(s)} END`).join(',\n      ')}
@@ -158,7 +166,10 @@ async function lockForRefund(c: Client, f: Pick<Fixed, 'cargo' | 'cliente_id' | 
  */
 const FAIL = `WITH f AS (
     UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$5::bigint')}, cobrado = 0
-    WHERE msg_id = $1 AND estado = $4::text RETURNING ${COLS}),
+    WHERE msg_id = $1 AND estado = $4::text RETURNING ${COLS}, seq),
+  -- Its access paths (state-paths.ts): no longer pending; a slot never used given back.
+  pend AS (${leavePending('f')}),
+  slot AS (${slotSync('f', recipe.slotOn('fail').cupo_at)}),
   -- recipes.ts queueDelta: a queued message (modo 'cola') left the line's queue.
   down AS (${pendingDown(() => `(SELECT celular_id FROM f WHERE modo = 'cola' AND $4::text = 'pendiente')`)}),
   ev AS (${eventInsertOf(
@@ -209,7 +220,7 @@ async function applyReceipt(
   error: string | undefined,
   lineExists: boolean,
 ): Promise<ReceiptOutcome> {
-  const before = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1 FOR UPDATE`, [gid, celularId]);
+  const before = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE ${byGateway('$1', '$2')} FOR UPDATE`, [gid, celularId]);
   if (!before) return null;
   const step = receiptStep(before.estado, estado);
   if (step === 'ignore') return null;
@@ -243,7 +254,7 @@ async function advance(db: Db, celularId: number, gid: string, estado: ReceiptEs
 async function failByReceipt(db: Db, celularId: number, gid: string, now: number, error: string | undefined): Promise<Applied> {
   return db.tx(async (c): Promise<Applied> => {
     // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
-    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1`, [gid, celularId]);
+    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE ${byGateway('$1', '$2')}`, [gid, celularId]);
     if (!f) return 'absent';
     return applyReceipt(c, celularId, gid, 'error', now, error, await lockForRefund(c, f));
   });
@@ -276,7 +287,7 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
   return {
     async markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
       const slot = recipe.slotOn('sent', now);
-      const sent = await db.one<MensajeRow>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId]);
+      const sent = await db.one<MensajeRow>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId, slotsForgottenBefore(now)]);
       if (!sent) return null;
       // Read after the record committed (see the top of this file): a receipt parked before it is seen here.
       // Those its own line reported (or parked before receipts named their line).
@@ -321,7 +332,7 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
       if (done !== 'absent') return done;
       if (!(await park(db, celularId, gid, estado, now, error))) return null;
       // Looked for again after the parked row committed (see the top of this file): a send recorded before it is seen here.
-      const f = await db.one<Fixed>(`SELECT ${FIXED} FROM mensajes WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1`, [gid, celularId]);
+      const f = await db.one<Fixed>(`SELECT ${FIXED} FROM mensajes WHERE ${byGateway('$1', '$2')}`, [gid, celularId]);
       if (!f) return 'parked';
       return db.tx(async (c): Promise<ReceiptOutcome> => {
         const lineExists = estado === 'error' ? await lockForRefund(c, f) : true;
