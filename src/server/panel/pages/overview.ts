@@ -47,11 +47,11 @@ function figures(o: Overview): Html {
       <table>
         <thead>
           <tr>
-            <th scope="col">pendiente</th>
-            <th scope="col">enviado</th>
-            <th scope="col">entregado</th>
-            <th scope="col">leido</th>
-            <th scope="col">error</th>
+            <th scope="col" class="num">pendiente</th>
+            <th scope="col" class="num">enviado</th>
+            <th scope="col" class="num">entregado</th>
+            <th scope="col" class="num">leido</th>
+            <th scope="col" class="num">error</th>
           </tr>
         </thead>
         <tbody>
