@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { iso } from '../../../core/clock.js';
+import { shortTime } from './overview.js';
 import { AppError } from '../../../core/errors.js';
 import { requireOperator, signedIn } from '../context.js';
 import { field } from '../forms.js';
@@ -62,7 +63,7 @@ export default async function auditoriaPages(app: FastifyInstance, { core }: Pan
                       (r) =>
                         html`<tr>
                           <td class="num">${r.id}</td>
-                          <td><time datetime="${iso(r.fecha)}">${iso(r.fecha)}</time></td>
+                          <td><time datetime="${iso(r.fecha)}">${shortTime(r.fecha)}</time></td>
                           <td>${r.actor}</td>
                           <td>${r.accion}</td>
                           <td>${r.objeto_tipo}${r.objeto_id !== null ? ` ${r.objeto_id}` : ''}</td>

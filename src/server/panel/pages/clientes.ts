@@ -263,12 +263,14 @@ export default async function clientesPages(app: FastifyInstance, deps: PanelDep
     const values = formValues(req);
     try {
       oneOf(values, 'plan', PLANS);
+      const saldo = intField(values, 'saldo');
+      const max = intField(values, 'max_celulares');
       const r = await createCliente(core, {
         nombre: values.nombre ?? '',
         email: values.email ?? '',
         ...(values.plan ? { plan: values.plan as Plan } : {}),
-        ...(intField(values, 'saldo') !== undefined ? { saldo: intField(values, 'saldo') } : {}),
-        ...(intField(values, 'max_celulares') !== undefined ? { max_celulares: intField(values, 'max_celulares') } : {}),
+        ...(saldo !== undefined ? { saldo } : {}),
+        ...(max !== undefined ? { max_celulares: max } : {}),
       });
       return keyPage(
         req,

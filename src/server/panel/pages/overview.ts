@@ -6,6 +6,9 @@ import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
 
+/** A time as people read it in a table: to the second, in UTC (the datetime attribute keeps it whole). */
+export const shortTime = (ms: number): string => `${iso(ms).slice(0, 19).replace('T', ' ')} UTC`;
+
 /** The figures region asks for itself again this often (each poll reads the store, so it shows every node's work). */
 export const OVERVIEW_POLL = 'every 5s';
 export const OVERVIEW_FRAGMENT = '/panel/resumen';
@@ -114,7 +117,7 @@ function figures(o: Overview): Html {
                       <td><a href="/panel/c/${f.cliente_id}/webhook">${f.nombre ?? 'client'} (${f.cliente_id})</a></td>
                       <td class="num">${f.pendientes}</td>
                       <td class="num">${f.intentos}</td>
-                      <td><time datetime="${iso(f.desde)}">${iso(f.desde)}</time></td>
+                      <td><time datetime="${iso(f.desde)}">${shortTime(f.desde)}</time></td>
                       <td>${f.ultimo_error ?? ''}</td>
                     </tr>`,
                 )}
@@ -122,7 +125,7 @@ function figures(o: Overview): Html {
             </table>
           </div>`
     }
-    <p class="hint">Read at <time datetime="${iso(o.at)}">${iso(o.at)}</time>; refreshed every 5 seconds while this page is open.</p>
+    <p class="hint">Read at <time datetime="${iso(o.at)}">${shortTime(o.at)}</time>; refreshed every 5 seconds while this page is open.</p>
   </section>`;
 }
 
