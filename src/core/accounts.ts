@@ -37,6 +37,17 @@ export function storedCap(max: number | null): number | null {
   return max !== null && Number.isSafeInteger(max) && max >= 0 ? max : null;
 }
 
+/** The API schema's `format: email` (ajv-formats, full mode), so the panel's form refuses what the API refuses. */
+const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+
+/** The API's schema refuses these already; a caller without it (the panel) gets the same refusal here. */
+function checkClienteText(input: { nombre?: string; email?: string }): void {
+  const { nombre, email } = input;
+  if (nombre !== undefined && (nombre.trim() === '' || nombre.length > FIELD_LIMITS.clienteNombre))
+    fail('INVALID_PARAMS', `nombre: 1 to ${FIELD_LIMITS.clienteNombre} characters, not only spaces`);
+  if (email !== undefined && (email.length > FIELD_LIMITS.email || !EMAIL.test(email))) fail('INVALID_PARAMS', 'email: must be an email address');
+}
+
 /** The schemas refuse these already; the store must never be handed one, whoever calls. */
 function checkAccountNumbers(input: { max_celulares?: number | null; saldo?: number }): void {
   const m = input.max_celulares;
@@ -61,6 +72,7 @@ export async function clienteSummary(core: Core, cliente: ClienteRow) {
 }
 
 export async function createCliente(core: Core, input: NewClienteInput) {
+  checkClienteText(input);
   checkAccountNumbers(input);
   const now = core.clock.now();
   const secret = newSecret();
@@ -102,6 +114,18 @@ export async function listClientes(core: Core) {
   return Promise.all(rows.map((r) => clienteSummary(core, r)));
 }
 
+/**
+ * The operator's search of clients (the panel): by id when the text is a
+ * number, else by a part of the name or the email, any case; in id order, at
+ * most `limit`. Rows only: a summary per client would read each one's month.
+ */
+export async function findClientes(core: Core, text: string, limit: number): Promise<{ clientes: ClienteRow[]; mas: boolean }> {
+  const q = text.trim().toLowerCase();
+  const rows = await core.store.listClientes();
+  const found = q === '' ? rows : rows.filter((c) => String(c.id) === q || c.nombre.toLowerCase().includes(q) || c.email.toLowerCase().includes(q));
+  return { clientes: found.slice(0, limit), mas: found.length > limit };
+}
+
 /** The operator's view of one client: its lines, each with the gateway server it is on (by name; null before it is placed). */
 export async function showCliente(core: Core, id: number) {
   const cliente = await getClienteOrFail(core, id);
@@ -116,6 +140,7 @@ export async function showCliente(core: Core, id: number) {
 export async function editCliente(core: Core, id: number, patch: Omit<ClientePatch, 'key_hash'>) {
   await getClienteOrFail(core, id);
   if (Object.values(patch).every((v) => v === undefined)) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
+  checkClienteText(patch);
   checkAccountNumbers(patch);
   const now = core.clock.now();
   const row = (await core.store.updateCliente(id, patch, now))!;
@@ -144,6 +169,9 @@ export interface BalanceInput {
 /** Adds (or, with a negative amount, removes) credit; a balance never goes below zero. */
 export async function addBalance(core: Core, actor: Principal, input: BalanceInput) {
   if (!Number.isSafeInteger(input.monto) || input.monto === 0) fail('INVALID_PARAMS', 'monto must be a non-zero integer');
+  // The API's schema bounds these; the panel's form has no schema in front of it.
+  if (Math.abs(input.monto) > FIELD_LIMITS.saldo) fail('INVALID_PARAMS', `monto must be from -${FIELD_LIMITS.saldo} to ${FIELD_LIMITS.saldo}`);
+  if (input.motivo !== undefined && input.motivo.length > FIELD_LIMITS.motivo) fail('INVALID_PARAMS', `motivo: at most ${FIELD_LIMITS.motivo} characters`);
   const res = await core.store.changeBalance(
     {
       cliente_id: input.cliente_id,

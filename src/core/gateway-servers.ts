@@ -108,6 +108,17 @@ export async function listGatewayServers(core: Core) {
   return { tipo: core.gateway.name, total: servers.length, servidores: servers.map((s) => gatewayServerView(s, s.lineas)) };
 }
 
+/** The lines a server holds, in id order, at most `limit` (with one more read to say whether there are others). */
+export async function serverLines(core: Core, servidorId: number, limit: number) {
+  const rows = await core.store.celularesOnServer(servidorId, limit + 1);
+  return {
+    celulares: rows
+      .slice(0, limit)
+      .map((c) => ({ id: c.id, cliente_id: c.cliente_id, numero: c.numero, nombre_interno: c.nombre_interno, estado: c.estado, last_status: c.last_status })),
+    mas: rows.length > limit,
+  };
+}
+
 /** An http(s) URL without credentials in it (the key has its own field, kept secret). */
 function checkUrl(raw: string): string {
   let u: URL;

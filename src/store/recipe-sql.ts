@@ -69,3 +69,16 @@ export function withDelivered(e: EntregaRow, last: LastAttempt, failed: IntentoR
   if (e.estado !== 'entregado' || e.entregado_at === null || failed.some((f) => f.n === e.intentos)) return failed;
   return [...failed, { n: e.intentos, fecha: e.entregado_at, status: last.ultimo_status, duracion_ms: last.ultima_duracion_ms ?? 0, error: null }];
 }
+
+/**
+ * The overview's failing webhooks: per client, the pending deliveries with a
+ * failed attempt (the pending deliveries' partial index), and the newest one's
+ * error by its key; parameter (limit).
+ */
+export function failingWebhooksSelect(ph: Placeholder): string {
+  return `SELECT f.cliente_id, f.pendientes, f.intentos, f.desde, (SELECT e.ultimo_error FROM eventos e WHERE e.seq = f.ultimo) AS ultimo_error
+    FROM (SELECT cliente_id, COUNT(*) AS pendientes, MAX(intentos) AS intentos, MIN(fecha) AS desde, MAX(seq) AS ultimo
+          FROM eventos WHERE entrega = 'pendiente' AND intentos > 0
+          GROUP BY cliente_id ORDER BY COUNT(*) DESC, cliente_id LIMIT ${ph(1)}) f
+    ORDER BY f.pendientes DESC, f.cliente_id`;
+}

@@ -61,6 +61,20 @@ for (const adapter of ADAPTERS) {
       expect(rows[0]).toMatchObject({ accion: 'celular.eliminar', fecha: 2000, detalle: { numero: '525512345678' } });
     });
 
+    it('pages the audit trail newest first by id, for everyone or one client', async () => {
+      const a = await newCliente();
+      const b = await newCliente();
+      for (const [i, c] of [a, b, a, a, b].entries()) {
+        await ctx.store.audit({ actor: 'operator', accion: `x.${i}`, objeto_tipo: 'cliente', objeto_id: c.id, cliente_id: c.id, detalle: {} }, 2000 + i);
+      }
+      const first = await ctx.store.listAudit({ limit: 2 });
+      expect(first.map((r) => r.accion)).toEqual(['x.4', 'x.3']);
+      expect((await ctx.store.listAudit({ limit: 2, before_id: first[1]!.id })).map((r) => r.accion)).toEqual(['x.2', 'x.1']);
+      const ofA = await ctx.store.listAudit({ cliente_id: a.id, limit: 2 });
+      expect(ofA.map((r) => r.accion)).toEqual(['x.3', 'x.2']);
+      expect((await ctx.store.listAudit({ cliente_id: a.id, limit: 2, before_id: ofA[1]!.id })).map((r) => r.accion)).toEqual(['x.0']);
+    });
+
     it('finds a line by gateway or legacy token hash and by instance', async () => {
       const c = await newCliente();
       const cel = await ctx.store.insertCelular(celular(c.id, '525512345678'), 1000);

@@ -117,6 +117,10 @@ for (const adapter of ADAPTERS) {
         ['a', 1, 'key-a'],
         ['default', 2, 'kd'],
       ]);
+      // Which lines each holds, in id order, as many as asked.
+      expect((await ctx.store.celularesOnServer(d.id, 10)).map((l) => l.id)).toEqual([l2.id, l3.id]);
+      expect((await ctx.store.celularesOnServer(d.id, 1)).map((l) => l.id)).toEqual([l2.id]);
+      expect((await ctx.store.celularesOnServer(a.servidor.id, 10)).map((l) => l.id)).toEqual([l1.id]);
     });
   });
 }

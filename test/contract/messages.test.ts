@@ -37,6 +37,30 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.getCliente(c.id))?.saldo_global).toBe(2);
     });
 
+    it('counts the messages of every client created since a time, by estado (the overview)', async () => {
+      expect(await ctx.store.recentByEstado(0)).toEqual([]);
+      const opts = { charge: false, maxPending: 100 };
+      const ids: string[] = [];
+      for (const [k, numero] of ['525512345671', '525512345672'].entries()) {
+        const c = await newCliente();
+        const cel = await ctx.store.insertCelular(celular(c.id, numero), 1000);
+        if (!cel.ok) throw new Error('insert');
+        const msg = messages(c.id, cel.celular.id);
+        for (const at of [1000, 5000, 6000]) {
+          // Each client's own ids: the helper numbers from 1 for every line.
+          const m = { ...msg(), msg_id: `00000000-0000-4000-800${k}-${String(at).padStart(12, '0')}` };
+          ids.push(m.msg_id);
+          expect(await ctx.store.acceptMensaje(m, opts, at)).toMatchObject({ ok: true });
+        }
+      }
+      await ctx.store.markSent(ids[5]!, 'G1', 6001);
+      expect(await ctx.store.recentByEstado(5000)).toEqual([
+        { estado: 'enviado', n: 1 },
+        { estado: 'pendiente', n: 3 },
+      ]);
+      expect(await ctx.store.recentByEstado(6001)).toEqual([]);
+    });
+
     it("the line's balance pays first, then the client's; a refused send (cap, full queue, no balance) writes nothing and leaves its key free", async () => {
       const c = await newCliente();
       const cel = await ctx.store.insertCelular({ ...celular(c.id, '525512345678'), max_envios_por_minuto: 1 }, 1000);

@@ -188,6 +188,8 @@ for (const adapter of ADAPTERS) {
       // Metrics: e1 waits for its retry; e2 and o1 are due.
       expect(await ctx.store.outboxDepth(200)).toEqual({ pending: 3, due: 2 });
       expect(await ctx.store.outboxDepth(5000)).toEqual({ pending: 3, due: 3 });
+      // The overview: c's pending e1 has failed once; the other client's delivery has not been tried.
+      expect(await ctx.store.failingWebhooks(10)).toEqual([{ cliente_id: c.id, pendientes: 1, intentos: 1, desde: 100, ultimo_error: 'HTTP 500' }]);
       // e1's retry is the next due time after 200: by 4999 nothing more is due, at 5000 e1 is.
       expect((await claimableAt(ctx.store, c.id, 4999)).map((e) => e.id)).toEqual([e2]);
       expect((await claimableAt(ctx.store, c.id, 5000)).map((e) => e.id)).toEqual([e2, e1]);

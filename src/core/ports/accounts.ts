@@ -64,6 +64,13 @@ export interface AuditRecord extends AuditEntry {
   fecha: number;
 }
 
+export interface AuditFilter {
+  cliente_id?: number;
+  /** Only records with a smaller id (the next page after a page that ended at this id). */
+  before_id?: number;
+  limit: number;
+}
+
 export interface BalanceChange {
   cliente_id: number;
   /** null: the client's global balance. */
@@ -141,7 +148,8 @@ export interface AccountsStore {
   changeBalance(change: BalanceChange, now: number): Promise<BalanceResult>;
 
   audit(entry: AuditEntry, now: number): Promise<void>;
-  listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]>;
+  /** Newest first; `before_id` pages by id (keyset: the records below it), served by the primary key or (cliente_id, id). */
+  listAudit(filter: AuditFilter): Promise<AuditRecord[]>;
 
   /** Metrics: how many lines there are of each estado and last known session status (null: never known). */
   lineCounts(): Promise<LineCount[]>;

@@ -1,4 +1,4 @@
-import type { GatewayServerEstado, GatewayServerRow } from './model.js';
+import type { CelularRow, GatewayServerEstado, GatewayServerRow } from './model.js';
 
 /** A server with how many lines it holds now. */
 export interface GatewayServerLoad extends GatewayServerRow {
@@ -18,6 +18,8 @@ export interface GatewayServersStore {
   /** Every server with how many lines it holds, in id order. */
   listGatewayServers(): Promise<GatewayServerLoad[]>;
   setGatewayServerEstado(id: number, estado: GatewayServerEstado, now: number): Promise<GatewayServerRow | null>;
+  /** The lines a server holds, in id order, at most `limit` (the index on celulares.servidor_id). */
+  celularesOnServer(servidorId: number, limit: number): Promise<CelularRow[]>;
   /**
    * Atomic: when the line has no server yet, `choose` picks one among every
    * server and its load (or none), and the line is given to it. Returns the

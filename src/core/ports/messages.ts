@@ -121,6 +121,13 @@ export interface InboxFilter {
 export interface MessagesStore {
   messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats>;
   /**
+   * The operator's overview: messages of every client created at or after
+   * `since`, by estado. Each client's part is a range of its (cliente_id,
+   * created_at) index, so the cost follows the window and the number of
+   * clients, never the history.
+   */
+  recentByEstado(since: number): Promise<Array<{ estado: MensajeEstado; n: number }>>;
+  /**
    * Atomic: refuses when a queued line already holds `maxPending` messages,
    * charges one credit when `charge` (the celular's balance first, then the
    * client's global one; neither: `saldo`), records the charge, inserts the

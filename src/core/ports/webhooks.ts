@@ -17,6 +17,19 @@ export interface AttemptRecord {
   now: number;
 }
 
+/** A client whose pending deliveries fail (the overview). */
+export interface FailingWebhook {
+  cliente_id: number;
+  /** Pending deliveries that have failed at least once. */
+  pendientes: number;
+  /** The most attempts any of them has had. */
+  intentos: number;
+  /** When the oldest of them was logged, ms. */
+  desde: number;
+  /** The newest one's last error. */
+  ultimo_error: string | null;
+}
+
 export interface IntentoRow {
   n: number;
   fecha: number;
@@ -90,6 +103,13 @@ export interface WebhooksStore {
   listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
   /** Metrics: the outbox's pending deliveries, and how many of them are due by `now` (the rest wait for a retry). */
   outboxDepth(now: number): Promise<{ pending: number; due: number }>;
+  /**
+   * The operator's overview: clients whose pending deliveries have failed at
+   * least once (their receiver is down or refusing), most waiting first. Read
+   * from the pending deliveries' partial index like outboxDepth: the cost
+   * follows the backlog, not the log.
+   */
+  failingWebhooks(limit: number): Promise<FailingWebhook[]>;
   /** Makes a delivery pending again, due now (same id); false when it is not this client's. */
   redeliver(clienteId: number, id: string, now: number): Promise<boolean>;
   /** Deactivates a client's configuration (a receiver answered 410 Gone). */

@@ -37,6 +37,10 @@ export interface PanelDeps {
 export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   // Only the dependencies go on to the pages (opts also carries this plugin's prefix).
   const deps: PanelDeps = { core: opts.core, send: opts.send, webhooks: opts.webhooks };
+  // Pages, not API: none of them goes into the API document (openapi.json, /docs).
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...(route.schema ?? {}), hide: true };
+  });
   await app.register(cookie);
   app.addHook('onRequest', async (req, reply) => {
     reply

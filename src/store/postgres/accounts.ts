@@ -2,6 +2,7 @@ import { balanceChange, lineCapAllows, openingBalance } from '../../core/recipes
 import { balanceSet } from '../recipe-sql.js';
 import type {
   AccountsStore,
+  AuditFilter,
   AuditRecord,
   BalanceChange,
   BalanceResult,
@@ -216,12 +217,14 @@ export function accounts(db: Db): AccountsStore {
       await insertAudit(db, entry, now);
     },
 
-    async listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]> {
+    async listAudit(filter: AuditFilter): Promise<AuditRecord[]> {
+      const before = filter.before_id ?? Number.MAX_SAFE_INTEGER;
       const rows =
         filter.cliente_id === undefined
-          ? await db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria ORDER BY id DESC LIMIT $1', [filter.limit])
-          : await db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria WHERE cliente_id = $1 ORDER BY id DESC LIMIT $2', [
+          ? await db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria WHERE id < $1 ORDER BY id DESC LIMIT $2', [before, filter.limit])
+          : await db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria WHERE cliente_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3', [
               filter.cliente_id,
+              before,
               filter.limit,
             ]);
       return rows.map((r) => ({ ...r, detalle: JSON.parse(r.detalle) as Record<string, unknown> }));

@@ -1,5 +1,5 @@
 import type { GatewayServerLoad, GatewayServersStore, NewGatewayServer } from '../../core/ports/gateway-servers.js';
-import type { GatewayServerEstado, GatewayServerRow } from '../../core/ports/model.js';
+import type { CelularRow, GatewayServerEstado, GatewayServerRow } from '../../core/ports/model.js';
 import { LOCK, row, rows, type Db } from './db.js';
 
 /**
@@ -23,6 +23,9 @@ export function gatewayServers(db: Db): GatewayServersStore {
     },
     async listGatewayServers(): Promise<GatewayServerLoad[]> {
       return db.q<GatewayServerLoad>(LOADS);
+    },
+    async celularesOnServer(servidorId: number, limit: number): Promise<CelularRow[]> {
+      return db.q<CelularRow>('SELECT * FROM celulares WHERE servidor_id = $1 ORDER BY id LIMIT $2', [servidorId, limit]);
     },
     async addGatewayServer(input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }> {
       const r = await db.one<GatewayServerRow>(

@@ -3,7 +3,7 @@ import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
 import * as recipe from '../../core/recipes.js';
 import { movementInsert } from '../recipe-sql.js';
 import type { AcceptOptions, AcceptResult, MessagesOwn, MessageStats, NewMensaje, NewRecibido } from '../../core/ports/messages.js';
-import type { JournalEvent, MensajeRow } from '../../core/ports/model.js';
+import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
 import { accept } from './accept.js';
@@ -126,6 +126,15 @@ export function messages(db: Db): Omit<MessagesOwn, 'markSent' | 'failMensaje' |
        FROM mensajes WHERE cliente_id = $1 AND created_at >= LEAST($2::bigint, $3::bigint)`,
         [clienteId, monthStart, since30d],
       ))!;
+    },
+    async recentByEstado(since: number): Promise<Array<{ estado: MensajeEstado; n: number }>> {
+      // A lateral range per client on mensajes_cliente_fecha; OFFSET 0 keeps the planner from flattening it into a scan of mensajes.
+      return db.q<{ estado: MensajeEstado; n: number }>(
+        `SELECT m.estado, COUNT(*) AS n FROM clientes c
+         CROSS JOIN LATERAL (SELECT estado FROM mensajes WHERE cliente_id = c.id AND created_at >= $1 OFFSET 0) m
+         GROUP BY m.estado ORDER BY m.estado`,
+        [since],
+      );
     },
     async journalEvent(ev: JournalEvent): Promise<void> {
       await db.tx((c) => journal(c, ev));

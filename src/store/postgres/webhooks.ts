@@ -1,9 +1,9 @@
-import type { AttemptRecord, EntregaClaim, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
+import type { AttemptRecord, EntregaClaim, FailingWebhook, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
 import { type Client, type Db, LOCK, ph, type Queryable, row } from './db.js';
-import { escuchaInsert, escuchaValues, withDelivered, type LastAttempt } from '../recipe-sql.js';
+import { escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
 /**
  * Webhook configuration and the event log (its rows are the deliveries), in
@@ -258,6 +258,9 @@ export function webhooks(db: Db): WebhooksStore {
     },
     async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
       return db.q("SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM eventos WHERE entrega = 'pendiente' GROUP BY cliente_id");
+    },
+    async failingWebhooks(limit: number): Promise<FailingWebhook[]> {
+      return db.q<FailingWebhook>(failingWebhooksSelect(ph), [limit]);
     },
     /** The backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
     async outboxDepth(now: number): Promise<{ pending: number; due: number }> {

@@ -3,6 +3,7 @@ import { balanceChange, lineCapAllows, openingBalance } from '../../core/recipes
 import { balanceSet } from '../recipe-sql.js';
 import type {
   AccountsStore,
+  AuditFilter,
   AuditRecord,
   BalanceChange,
   BalanceResult,
@@ -217,11 +218,12 @@ export function accounts(db: DB): AccountsStore {
       insertAudit(db, entry, now);
     },
 
-    async listAudit(filter: { cliente_id?: number; limit: number }): Promise<AuditRecord[]> {
+    async listAudit(filter: AuditFilter): Promise<AuditRecord[]> {
+      const before = filter.before_id ?? Number.MAX_SAFE_INTEGER;
       const rows = (
         filter.cliente_id === undefined
-          ? stmt(db, 'SELECT * FROM auditoria ORDER BY id DESC LIMIT ?').all(filter.limit)
-          : stmt(db, 'SELECT * FROM auditoria WHERE cliente_id = ? ORDER BY id DESC LIMIT ?').all(filter.cliente_id, filter.limit)
+          ? stmt(db, 'SELECT * FROM auditoria WHERE id < ? ORDER BY id DESC LIMIT ?').all(before, filter.limit)
+          : stmt(db, 'SELECT * FROM auditoria WHERE cliente_id = ? AND id < ? ORDER BY id DESC LIMIT ?').all(filter.cliente_id, before, filter.limit)
       ) as Row[];
       return rows.map((r) => ({
         id: Number(r.id),

@@ -1,6 +1,6 @@
 import type { GatewayServerLoad, GatewayServersStore, NewGatewayServer } from '../../core/ports/gateway-servers.js';
 import type Database from 'better-sqlite3';
-import type { GatewayServerEstado, GatewayServerRow } from '../../core/ports/model.js';
+import type { CelularRow, GatewayServerEstado, GatewayServerRow } from '../../core/ports/model.js';
 import { immediate, stmt } from './statements.js';
 
 /** The gateway servers table (migration 11) for the SQLite store; the rules that pick a server are the core's. */
@@ -31,6 +31,9 @@ export function gatewayServers(db: Database.Database): GatewayServersStore {
     },
     async listGatewayServers(): Promise<GatewayServerLoad[]> {
       return listServers(db);
+    },
+    async celularesOnServer(servidorId: number, limit: number): Promise<CelularRow[]> {
+      return stmt(db, 'SELECT * FROM celulares WHERE servidor_id = ? ORDER BY id LIMIT ?').all(servidorId, limit) as CelularRow[];
     },
     async addGatewayServer(input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }> {
       return immediate(db, () => {

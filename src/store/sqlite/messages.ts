@@ -16,7 +16,7 @@ import type {
   NewRecibido,
   ReceiptOutcome,
 } from '../../core/ports/messages.js';
-import type { ErrorClase, JournalEvent, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
+import type { ErrorClase, JournalEvent, MensajeEstado, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { bindKey, keyTaken } from './idempotency.js';
 
@@ -160,6 +160,14 @@ export function messages(db: DB): MessagesOwn {
          FROM mensajes WHERE cliente_id = @clienteId AND created_at >= MIN(@monthStart, @since30d)`,
       ).get({ clienteId, monthStart, since30d }) as MessageStats;
       return r;
+    },
+    async recentByEstado(since: number): Promise<Array<{ estado: MensajeEstado; n: number }>> {
+      // CROSS JOIN keeps clients as the outer loop: each client's part is a range of mensajes_cliente_fecha.
+      return stmt(
+        db,
+        `SELECT m.estado, COUNT(*) AS n FROM clientes c CROSS JOIN mensajes m
+         WHERE m.cliente_id = c.id AND m.created_at >= ? GROUP BY m.estado ORDER BY m.estado`,
+      ).all(since) as Array<{ estado: MensajeEstado; n: number }>;
     },
     journalEvent(ev: JournalEvent): Promise<void> {
       return grouped(db, () => journal(db, ev));

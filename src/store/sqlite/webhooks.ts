@@ -1,10 +1,10 @@
-import type { AttemptRecord, EntregaClaim, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
+import type { AttemptRecord, EntregaClaim, FailingWebhook, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { grouped, immediate, ph, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
-import { escuchaInsert, escuchaValues, withDelivered, type LastAttempt } from '../recipe-sql.js';
+import { escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
 /**
  * A webhook delivery's attempt, recorded on its event row (D-69) if the
@@ -207,6 +207,9 @@ export function webhooks(db: DB): WebhooksStore {
         cliente_id: number;
         next_at: number;
       }>;
+    },
+    async failingWebhooks(limit: number): Promise<FailingWebhook[]> {
+      return stmt(db, failingWebhooksSelect(ph)).all(limit) as FailingWebhook[];
     },
     /** The backlog (metrics): a count over the partial index of pending deliveries, which holds their due times too. */
     async outboxDepth(now: number): Promise<{ pending: number; due: number }> {

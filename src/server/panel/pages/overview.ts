@@ -1,9 +1,151 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { html } from '../html.js';
+import { iso } from '../../../core/clock.js';
+import { overview, type Overview } from '../../../core/overview.js';
+import { requireOperator } from '../context.js';
+import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
-import { sendPage } from '../layout.js';
+import { sendFragment, sendPage } from '../layout.js';
 
-// Being built (issue 27): the operator's overview.
-export async function renderOverview(_deps: PanelDeps, req: FastifyRequest, reply: FastifyReply) {
-  return sendPage(req, reply, { title: 'Overview', current: 'overview' }, html`<p>Overview.</p>`);
+/** A time as people read it in a table: to the second, in UTC (the datetime attribute keeps it whole). */
+export const shortTime = (ms: number): string => `${iso(ms).slice(0, 19).replace('T', ' ')} UTC`;
+
+/** The figures region asks for itself again this often (each poll reads the store, so it shows every node's work). */
+export const OVERVIEW_POLL = 'every 5s';
+export const OVERVIEW_FRAGMENT = '/panel/resumen';
+
+const stat = (n: number | string, label: string) => html`<div class="stat"><span class="n">${n}</span><span class="l">${label}</span></div>`;
+
+function age(seconds: number | null): string {
+  if (seconds === null) return 'none';
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.floor(seconds / 60)} min`;
+  return `${Math.floor(seconds / 3600)} h`;
+}
+
+function countsTable(caption: string, head: string, counts: Record<string, number>, empty: string): Html {
+  const rows = Object.entries(counts).filter(([, n]) => n > 0);
+  if (rows.length === 0) return html`<h3>${caption}</h3><p class="empty">${empty}</p>`;
+  return html`<h3>${caption}</h3>
+    <div class="table-wrap">
+      <table>
+        <thead><tr><th scope="col">${head}</th><th scope="col" class="num">Lines</th></tr></thead>
+        <tbody>
+          ${rows.map(([k, n]) => html`<tr><td>${k}</td><td class="num">${n}</td></tr>`)}
+        </tbody>
+      </table>
+    </div>`;
+}
+
+/** The live part of the overview: everything read from the store, polled by htmx. */
+function figures(o: Overview): Html {
+  const hour = o.ultima_hora;
+  const sent = hour.enviado + hour.entregado + hour.leido;
+  return html`<section id="figures" class="figures" hx-get="${OVERVIEW_FRAGMENT}" hx-trigger="${OVERVIEW_POLL}" hx-swap="outerHTML">
+    <div class="grid">
+      ${stat(o.nodos_vivos, 'nodes alive')} ${stat(o.cola.pendientes, 'queued messages')} ${stat(age(o.cola.mas_antiguo_s), 'oldest queued message')}
+      ${stat(o.webhooks.pendientes, `webhook deliveries waiting (${o.webhooks.vencidas} due now)`)} ${stat(o.lineas.total, 'lines')}
+    </div>
+    <h2>Sends of the last hour</h2>
+    <div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col" class="num">pendiente</th>
+            <th scope="col" class="num">enviado</th>
+            <th scope="col" class="num">entregado</th>
+            <th scope="col" class="num">leido</th>
+            <th scope="col" class="num">error</th>
+          </tr>
+        </thead>
+        <tbody>
+          <tr>
+            <td class="num">${hour.pendiente}</td>
+            <td class="num">${hour.enviado}</td>
+            <td class="num">${hour.entregado}</td>
+            <td class="num">${hour.leido}</td>
+            <td class="num">${hour.error}</td>
+          </tr>
+        </tbody>
+      </table>
+    </div>
+    <p class="hint">${sent} sent of ${sent + hour.pendiente + hour.error} accepted in the last hour.</p>
+    <h2>Lines</h2>
+    <div class="grid">
+      <div>${countsTable('By estado', 'estado', o.lineas.por_estado, 'No lines yet. Create a client, then its lines from its page.')}</div>
+      <div>${countsTable('By session status', 'status', o.lineas.por_sesion, 'No sessions yet.')}</div>
+    </div>
+    <h2>Gateway servers</h2>
+    ${
+      o.servidores.length === 0
+        ? html`<p class="empty">No gateway servers: this deployment runs ${o.gateway}${o.simulado ? ' (simulated)' : ''} without a list of servers.</p>`
+        : html`<div class="table-wrap">
+            <table>
+              <thead><tr><th scope="col">Server</th><th scope="col">estado</th><th scope="col" class="num">Lines</th></tr></thead>
+              <tbody>
+                ${o.servidores.map(
+                  (g) =>
+                    html`<tr>
+                      <td>${g.nombre}</td>
+                      <td><span class="badge ${g.estado === 'activo' ? 'ok' : 'warn'}">${g.estado}</span></td>
+                      <td class="num">${g.lineas}${g.max_lineas !== null ? html` of ${g.max_lineas}` : ''}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>
+          <p><a href="/panel/servidores">Manage gateway servers</a></p>`
+    }
+    <h2>Failing webhooks</h2>
+    ${
+      o.webhooks_fallando.length === 0
+        ? html`<p class="empty">No webhook is failing: every pending delivery is on its first try.</p>`
+        : html`<div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Client</th>
+                  <th scope="col" class="num">Failing deliveries</th>
+                  <th scope="col" class="num">Most attempts</th>
+                  <th scope="col">Since</th>
+                  <th scope="col">Last error</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${o.webhooks_fallando.map(
+                  (f) =>
+                    html`<tr>
+                      <td><a href="/panel/c/${f.cliente_id}/webhook">${f.nombre ?? 'client'} (${f.cliente_id})</a></td>
+                      <td class="num">${f.pendientes}</td>
+                      <td class="num">${f.intentos}</td>
+                      <td><time datetime="${iso(f.desde)}">${shortTime(f.desde)}</time></td>
+                      <td>${f.ultimo_error ?? ''}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`
+    }
+    <p class="hint">Read at <time datetime="${iso(o.at)}">${shortTime(o.at)}</time>; refreshed every 5 seconds while this page is open.</p>
+  </section>`;
+}
+
+/** /panel/ for the operator: what runs where (fixed while the process lives), then the live figures. */
+export async function renderOverview(deps: PanelDeps, req: FastifyRequest, reply: FastifyReply) {
+  requireOperator(req);
+  const o = await overview(deps.core);
+  return sendPage(
+    req,
+    reply,
+    { title: 'Overview', current: 'overview' },
+    html`<p>
+        Store <strong>${o.store}</strong> · counters <strong>${o.counters}</strong> · gateway <strong>${o.gateway}</strong>${o.simulado ? ' (simulated)' : ''}
+      </p>
+      ${figures(o)}`,
+  );
+}
+
+/** The figures region alone, for htmx's poll. */
+export async function renderOverviewFigures(deps: PanelDeps, req: FastifyRequest, reply: FastifyReply) {
+  requireOperator(req);
+  return sendFragment(reply, figures(await overview(deps.core)));
 }
