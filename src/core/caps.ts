@@ -16,6 +16,9 @@ const WINDOWS = [
   { cap: 'max_envios_por_dia', ms: 86_400_000, name: 'per day' },
 ] as const;
 
+/** A slot older than this counts in no window, so a store may forget it. */
+export const LONGEST_WINDOW_MS = Math.max(...WINDOWS.map((w) => w.ms));
+
 /** How soon to look again when every send filling a window is still in flight (it ends or fails soon). */
 const IN_FLIGHT_RETRY_MS = 1000;
 

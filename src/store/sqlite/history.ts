@@ -5,11 +5,12 @@ import { stmt } from './statements.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 
 /**
- * One page of history, newest first, with the total. Every filter is a
- * column of an index that leads with the client or the line and ends with
- * created_at (migrations 2 and 3), so a page stays fast at millions of rows;
- * the total is read from the kept counts when no date or recipient filter
- * applies, and otherwise counted over the filter's index range.
+ * One page of history, newest first, with the total. Three indexes serve it
+ * (D-74, migration 20): the client's, the line's and the recipient's dates,
+ * each in created_at then rowid order, so a page is read in its order. A
+ * state is a filter over those (no index on a column that changes after the
+ * insert); the total is read from the kept counts when no date or recipient
+ * filter applies, and otherwise counted over the filter's index range.
  */
 
 /**
@@ -36,7 +37,8 @@ export function history(db: Database.Database): Pick<MessagesStore, 'listMensaje
   return {
     async listMensajes(f: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {
       const where: string[] = ['cliente_id = @cliente_id'];
-      if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
+      // A line with a recipient reads the recipient's dates (fewer rows than the line's): `+` keeps the line's index out of the choice.
+      if (f.celular_id !== undefined) where.push(f.destinatario !== undefined ? '+celular_id = @celular_id' : 'celular_id = @celular_id');
       if (f.estado !== undefined) where.push('estado = @estado');
       if (f.destinatario !== undefined) where.push('destinatario = @destinatario');
       if (f.desde !== undefined) where.push('created_at >= @desde');
