@@ -36,7 +36,11 @@ export function keepSlot(db: DB, m: { msg_id: string; celular_id: number; cupo_a
     );
 }
 
-/** A line takes a slot: the ones that count in no window any more go (a range of its slots index, about one per send). */
+/**
+ * A line takes a slot: the ones that count in no window any more go, a range
+ * at the head of its slots index (about one a send; after a day idle, a day's
+ * worth once, bounded by the line's caps).
+ */
 export function pruneSlots(db: DB, celularId: number, now: number): void {
   stmt(db, 'DELETE FROM cupos WHERE celular_id = ? AND cupo_at <= ?').run(celularId, now - LONGEST_WINDOW_MS);
 }

@@ -587,14 +587,18 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX directos_cupo ON directos(cupo_at);
       INSERT INTO directos (msg_id, cupo_at) SELECT msg_id, cupo_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at IS NOT NULL;
       -- Caps slots (core/caps.ts): the value of mensajes.cupo_at while it is set. A slot older than
-      -- the longest window counts in none, so a line's are pruned when it takes a new one.
+      -- the longest window (a day) counts in none, so a line's are pruned when it takes a new one.
+      -- Only the slots of the last two days before the newest are copied: the newest is at most a
+      -- claim's hold past the time this runs, so the older ones count in no window now, and a line's
+      -- first send after the upgrade does not prune its whole history.
       CREATE TABLE cupos (
         msg_id TEXT PRIMARY KEY,
         celular_id INTEGER NOT NULL,
         cupo_at INTEGER NOT NULL
       ) WITHOUT ROWID;
       CREATE INDEX cupos_linea ON cupos(celular_id, cupo_at);
-      INSERT INTO cupos (msg_id, celular_id, cupo_at) SELECT msg_id, celular_id, cupo_at FROM mensajes WHERE cupo_at IS NOT NULL;
+      INSERT INTO cupos (msg_id, celular_id, cupo_at) SELECT msg_id, celular_id, cupo_at FROM mensajes
+        WHERE cupo_at > (SELECT MAX(cupo_at) FROM mensajes) - 2 * 86400000;
       -- The gateway's id of a sent message, for its receipts: set once, kept as long as the message.
       CREATE TABLE gateway_ids (
         gateway_msg_id TEXT NOT NULL,
