@@ -154,6 +154,11 @@ for (const adapter of ADAPTERS) {
         // A date filter off a quarter-hour boundary that takes every row makes the ctx.store count the rows themselves.
         const counted = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde: 1, ...f });
         expect(kept.total, JSON.stringify(f)).toBe(counted.total);
+        // And the same pages: one a kept count bounds (PostgreSQL stops reading at the last match) holds every match, past the last one none.
+        for (const page of [1, 2, 3, 4]) {
+          const ids = async (x: object) => (await ctx.store.listMensajes({ cliente_id: c.id, page, por_pagina: 2, ...f, ...x })).rows.map((m) => m.msg_id);
+          expect(await ids({}), `${JSON.stringify(f)} page ${page}`).toEqual(await ids({ desde: 1 }));
+        }
       }
       // Whole quarter hours, no other filter: the per-quarter counts, which must agree with a count too.
       for (const [desde, hasta] of [

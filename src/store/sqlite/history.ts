@@ -20,9 +20,11 @@ import type { MensajeRow } from '../../core/ports/model.js';
  * hour, which every zone's midnight is). Otherwise a count over the filter's
  * index range.
  */
+/** Whether the counts by line and state answer the filter's total exactly: no recipient, no dates. */
+const keptCount = (f: HistoryFilter) => f.destinatario === undefined && f.desde === undefined && f.hasta === undefined;
+
 function totalSql(f: HistoryFilter, where: string): string {
-  const dated = f.desde !== undefined || f.hasta !== undefined;
-  if (f.destinatario === undefined && !dated) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_mensajes WHERE ${where}`;
+  if (keptCount(f)) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_mensajes WHERE ${where}`;
   if (f.destinatario === undefined && f.celular_id === undefined && f.estado === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {
     const range = [f.desde !== undefined ? `cuarto >= @desde / ${QUARTER_MS}` : '', f.hasta !== undefined ? `cuarto < @hasta / ${QUARTER_MS}` : ''].filter(
       Boolean,
@@ -44,10 +46,23 @@ export function history(db: Database.Database): Pick<MessagesStore, 'listMensaje
       if (f.desde !== undefined) where.push('created_at >= @desde');
       if (f.hasta !== undefined) where.push('created_at < @hasta');
       const sql = where.join(' AND ');
-      const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
-      const { total } = stmt(db, totalSql(f, sql)).get(params) as { total: number };
-      const rows = stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`).all(params) as MensajeRow[];
-      return { total, rows };
+      const offset = (f.page - 1) * f.por_pagina;
+      // The total and the page in one snapshot, so a kept count can bound the page (the background thread writes too).
+      return db.transaction(() => {
+        const { total } = stmt(db, totalSql(f, sql)).get(f) as { total: number };
+        // A state is in no index: with its kept count, the page stops at the last message in that state instead of
+        // reading the rest of the dates for matches that are not there (none at all, past the last page).
+        const limit = f.estado !== undefined && keptCount(f) ? Math.min(f.por_pagina, Math.max(0, total - offset)) : f.por_pagina;
+        const rows =
+          limit === 0
+            ? []
+            : (stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`).all({
+                ...f,
+                offset,
+                limit,
+              }) as MensajeRow[]);
+        return { total, rows };
+      })();
     },
   };
 }
