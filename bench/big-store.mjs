@@ -174,6 +174,17 @@ export async function ensureBigStore({ root, cacheDir, rows, lines, rebuild, log
       `UPDATE celulares SET pendientes = (SELECT COUNT(*) FROM mensajes m WHERE m.celular_id = celulares.id AND m.estado = 'pendiente' AND m.modo = 'cola')`,
     );
   }
+  // A schema that reads a message's changing state through side tables (D-74, migration 20) gets them filled from
+  // the rows, as that migration fills them, so the backlog and the stranded direct sends are seen as on a real store.
+  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cola'").get()) {
+    db.exec(`
+      INSERT INTO cola (msg_id, celular_id) SELECT msg_id, celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY rowid;
+      INSERT INTO directos (msg_id, cupo_at) SELECT msg_id, cupo_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at IS NOT NULL;
+      INSERT INTO cupos (msg_id, celular_id, cupo_at) SELECT msg_id, celular_id, cupo_at FROM mensajes
+        WHERE cupo_at > (SELECT MAX(cupo_at) FROM mensajes) - 2 * 86400000;
+      INSERT INTO gateway_ids (gateway_msg_id, celular_id, msg_id) SELECT gateway_msg_id, celular_id, msg_id FROM mensajes WHERE gateway_msg_id IS NOT NULL;
+    `);
+  }
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
   const meta = {

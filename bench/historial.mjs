@@ -131,7 +131,7 @@ function fill(store) {
 /** The page query of src/store/sqlite/history.ts without its COUNT: the same-run baseline. */
 function pageOnly(db, f) {
   const where = ['cliente_id = @cliente_id'];
-  if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
+  if (f.celular_id !== undefined) where.push(f.destinatario !== undefined ? '+celular_id = @celular_id' : 'celular_id = @celular_id');
   if (f.estado !== undefined) where.push('estado = @estado');
   if (f.destinatario !== undefined) where.push('destinatario = @destinatario');
   if (f.desde !== undefined) where.push('created_at >= @desde');

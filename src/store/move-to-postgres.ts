@@ -18,6 +18,7 @@ import {
 import { migrate, PG_MIGRATIONS } from './postgres/migrations.js';
 import { nodes } from './postgres/leases.js';
 import { nonIntegerValues } from './sqlite/integers.js';
+import { SQLITE_ACCESS_PATHS } from './sqlite/access-paths.js';
 
 /**
  * `pasarela migrate --from sqlite:PATH --to postgres://...`: an SQLite
@@ -102,7 +103,8 @@ export async function moveToPostgres(o: MoveOptions): Promise<MoveReport> {
     const snap = await snapshotOf(source);
     say(`snapshot of ${source.file} taken (schema ${snap.sourceVersion})`);
     try {
-      const unknown = unknownTables(snap.db);
+      // SQLite's side tables of a message's changing state are paths PostgreSQL keeps in its own indexes.
+      const unknown = unknownTables(snap.db).filter((t) => !(SQLITE_ACCESS_PATHS as readonly string[]).includes(t));
       if (unknown.length > 0)
         throw new MoveRefused(
           `${source.file} has tables this pasarela does not know (${unknown.join(', ')}): migrate with the pasarela that wrote it`,

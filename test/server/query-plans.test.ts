@@ -28,7 +28,7 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
   { sql: /^SELECT version FROM schema_migrations|^SELECT MAX\(version\)/, why: 'start-up: a handful of rows' },
   {
     sql: /^UPDATE mensajes SET lease_until = NULL, cupo_at = NULL WHERE/,
-    why: 'start-up: releases claims through the partial index of pending queued messages',
+    why: 'start-up: releases claims of the messages in the queue table (pending queued ones only)',
   },
   {
     sql: /^UPDATE eventos SET reclamo = NULL, reclamo_hasta = NULL WHERE reclamo_hasta IS NOT NULL$/,
@@ -39,8 +39,8 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
     why: 'at start and every webhook poll: when each client next has a delivery due, from the partial index of pending deliveries (the backlog, never the history)',
   },
   {
-    sql: /^SELECT COUNT\(\*\) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'$/,
-    why: "metrics, at most once per cache period: the queue's depth, counted in the partial index of pending queued messages (the queue, never the history)",
+    sql: /^SELECT COUNT\(\*\) AS n FROM cola$/,
+    why: "metrics, at most once per cache period: the queue's depth, counted in the queue table (pending queued messages, never the history)",
   },
   {
     sql: /^SELECT COUNT\(\*\) AS pending, COALESCE\(SUM\(proximo_intento_at <= \?\), 0\) AS due FROM eventos WHERE entrega = 'pendiente'$/,

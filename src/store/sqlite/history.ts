@@ -5,11 +5,12 @@ import { stmt } from './statements.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 
 /**
- * One page of history, newest first, with the total. Every filter is a
- * column of an index that leads with the client or the line and ends with
- * created_at (migrations 2 and 3), so a page stays fast at millions of rows;
- * the total is read from the kept counts when no date or recipient filter
- * applies, and otherwise counted over the filter's index range.
+ * One page of history, newest first, with the total. Three indexes serve it
+ * (D-74, migration 20): the client's, the line's and the recipient's dates,
+ * each in created_at then rowid order, so a page is read in its order. A
+ * state is a filter over those (no index on a column that changes after the
+ * insert); the total is read from the kept counts when no date or recipient
+ * filter applies, and otherwise counted over the filter's index range.
  */
 
 /**
@@ -19,9 +20,11 @@ import type { MensajeRow } from '../../core/ports/model.js';
  * hour, which every zone's midnight is). Otherwise a count over the filter's
  * index range.
  */
+/** Whether the counts by line and state answer the filter's total exactly: no recipient, no dates. */
+const keptCount = (f: HistoryFilter) => f.destinatario === undefined && f.desde === undefined && f.hasta === undefined;
+
 function totalSql(f: HistoryFilter, where: string): string {
-  const dated = f.desde !== undefined || f.hasta !== undefined;
-  if (f.destinatario === undefined && !dated) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_mensajes WHERE ${where}`;
+  if (keptCount(f)) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_mensajes WHERE ${where}`;
   if (f.destinatario === undefined && f.celular_id === undefined && f.estado === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {
     const range = [f.desde !== undefined ? `cuarto >= @desde / ${QUARTER_MS}` : '', f.hasta !== undefined ? `cuarto < @hasta / ${QUARTER_MS}` : ''].filter(
       Boolean,
@@ -36,16 +39,30 @@ export function history(db: Database.Database): Pick<MessagesStore, 'listMensaje
   return {
     async listMensajes(f: HistoryFilter): Promise<{ total: number; rows: MensajeRow[] }> {
       const where: string[] = ['cliente_id = @cliente_id'];
-      if (f.celular_id !== undefined) where.push('celular_id = @celular_id');
+      // A line with a recipient reads the recipient's dates (fewer rows than the line's): `+` keeps the line's index out of the choice.
+      if (f.celular_id !== undefined) where.push(f.destinatario !== undefined ? '+celular_id = @celular_id' : 'celular_id = @celular_id');
       if (f.estado !== undefined) where.push('estado = @estado');
       if (f.destinatario !== undefined) where.push('destinatario = @destinatario');
       if (f.desde !== undefined) where.push('created_at >= @desde');
       if (f.hasta !== undefined) where.push('created_at < @hasta');
       const sql = where.join(' AND ');
-      const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
-      const { total } = stmt(db, totalSql(f, sql)).get(params) as { total: number };
-      const rows = stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`).all(params) as MensajeRow[];
-      return { total, rows };
+      const offset = (f.page - 1) * f.por_pagina;
+      // The total and the page in one snapshot, so a kept count can bound the page (the background thread writes too).
+      return db.transaction(() => {
+        const { total } = stmt(db, totalSql(f, sql)).get(f) as { total: number };
+        // A state is in no index: with its kept count, the page stops at the last message in that state instead of
+        // reading the rest of the dates for matches that are not there (none at all, past the last page).
+        const limit = f.estado !== undefined && keptCount(f) ? Math.min(f.por_pagina, Math.max(0, total - offset)) : f.por_pagina;
+        const rows =
+          limit === 0
+            ? []
+            : (stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`).all({
+                ...f,
+                offset,
+                limit,
+              }) as MensajeRow[]);
+        return { total, rows };
+      })();
     },
   };
 }

@@ -19,6 +19,7 @@ import type {
 import type { ErrorClase, JournalEvent, MensajeEstado, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { bindKey, keyTaken } from './idempotency.js';
+import { enterPending, keepSlot, leavePending, mapGatewayId, pruneSlots } from './access-paths.js';
 
 /**
  * Messages in SQLite: acceptance with its charge (and a direct send's caps
@@ -56,7 +57,7 @@ function slotCounts(db: DB, celularId: number, windows: number[], now: number): 
   const q = stmt(
     db,
     `SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= @now THEN cupo_at END) AS oldest
-     FROM mensajes WHERE celular_id = @c AND cupo_at > @since`,
+     FROM cupos WHERE celular_id = @c AND cupo_at > @since`,
   );
   return windows.map((ms) => q.get({ c: celularId, since: now - ms, now }) as SlotCount);
 }
@@ -66,8 +67,9 @@ export function capHit(db: DB, celularId: number, slot: SlotClaim, now: number):
   return slot.windows.length === 0 ? null : slot.decide(slotCounts(db, celularId, slot.windows, now));
 }
 
-/** A queued message leaves `pendiente`: its line's backlog count goes down with it. */
-function leftQueue(db: DB, m: { modo: string; celular_id: number }): void {
+/** A message leaves `pendiente`: out of the queue (its line's backlog count goes down with it) or of the direct sends in flight. */
+function leftPending(db: DB, m: { msg_id: string; modo: string; celular_id: number }): void {
+  leavePending(db, m);
   if (recipe.queueDelta(m)) stmt(db, pendingDown(ph)).run(m.celular_id);
 }
 
@@ -96,7 +98,7 @@ function failMensaje(db: DB, msgId: string, error: string, clase: ErrorClase, no
       clase,
       msgId,
     );
-    if (m.estado === 'pendiente') leftQueue(db, m);
+    if (m.estado === 'pendiente') leftPending(db, m);
     const lineExists = m.cargo === 'celular' && stmt(db, 'SELECT 1 FROM celulares WHERE id = ?').get(m.celular_id) !== undefined;
     const back = recipe.refund(m, lineExists);
     if (back) {
@@ -105,6 +107,7 @@ function failMensaje(db: DB, msgId: string, error: string, clase: ErrorClase, no
       if (r) writeMovement(db, back.movement(r.saldo), now);
     }
     const after = get(db, msgId)!;
+    if (after.cupo_at !== m.cupo_at) keepSlot(db, after);
     journalStatus(db, after, m.estado, now);
     return after;
   });
@@ -118,7 +121,10 @@ function failMensaje(db: DB, msgId: string, error: string, clase: ErrorClase, no
 function receipt(db: DB, celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): ReceiptOutcome {
   return immediate(db, (): ReceiptOutcome => {
     // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
-    const before = stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ? AND celular_id = ? LIMIT 1').get(gid, celularId) as MensajeRow | undefined;
+    const before = stmt(db, 'SELECT m.* FROM gateway_ids g JOIN mensajes m ON m.msg_id = g.msg_id WHERE g.gateway_msg_id = ? AND g.celular_id = ? LIMIT 1').get(
+      gid,
+      celularId,
+    ) as MensajeRow | undefined;
     if (!before) {
       stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(recipe.parkedExpiredBefore(now));
       const held = stmt(db, 'SELECT COUNT(*) AS n FROM acuses_pendientes WHERE celular_id = ?').get(celularId) as { n: number };
@@ -214,6 +220,11 @@ export function messages(db: DB): MessagesOwn {
             cupo_at: opts.slot?.holdUntil ?? null,
             now,
           }) as MensajeRow;
+          enterPending(db, mensaje);
+          if (mensaje.cupo_at !== null) {
+            pruneSlots(db, mensaje.celular_id, now);
+            keepSlot(db, mensaje);
+          }
           journalStatus(db, mensaje, null, now);
           const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
           if (opts.idem) bindKey(db, opts.idem, accepted, now);
@@ -225,7 +236,10 @@ export function messages(db: DB): MessagesOwn {
       return get(db, msgId);
     },
     async getMensajeByGatewayId(gid: string): Promise<MensajeRow | null> {
-      return (stmt(db, 'SELECT * FROM mensajes WHERE gateway_msg_id = ?').get(gid) as MensajeRow | undefined) ?? null;
+      return (
+        (stmt(db, 'SELECT m.* FROM gateway_ids g JOIN mensajes m ON m.msg_id = g.msg_id WHERE g.gateway_msg_id = ? LIMIT 1').get(gid) as
+          MensajeRow | undefined) ?? null
+      );
     },
     markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
       return grouped(db, () => {
@@ -238,7 +252,9 @@ export function messages(db: DB): MessagesOwn {
          WHERE msg_id = @msgId AND estado = 'pendiente' RETURNING *`,
           ).get({ gid, now, msgId, slot: slotTime(slot) }) as MensajeRow | undefined;
           if (!row) return null;
-          leftQueue(db, row);
+          leftPending(db, row);
+          keepSlot(db, row);
+          mapGatewayId(db, row);
           journalStatus(db, row, 'pendiente', now);
           return applyParked(db, row, now);
         });

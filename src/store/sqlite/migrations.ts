@@ -562,4 +562,61 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX webhook_escuchas_expira ON webhook_escuchas(expira_at);
     `,
   },
+  {
+    version: 20,
+    name: 'a narrow write set: mensajes written once, its changing state in side tables',
+    sql: `
+      -- D-74: a message's row is written once with four indexes (its key and three for history);
+      -- every column that changes after the insert is read through one of these small tables
+      -- instead, written and deleted by the statements that change that state.
+      --
+      -- The queue: pending queued messages, a line's in arrival order (seq), left when the message
+      -- leaves pendiente. seq is the table's own rowid alias, so VACUUM keeps it.
+      CREATE TABLE cola (
+        seq INTEGER PRIMARY KEY,
+        msg_id TEXT NOT NULL UNIQUE,
+        celular_id INTEGER NOT NULL
+      );
+      CREATE INDEX cola_linea ON cola(celular_id);
+      INSERT INTO cola (msg_id, celular_id) SELECT msg_id, celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY rowid;
+      -- Direct sends still pendiente, by the end of their slot (core/direct-recovery.ts).
+      CREATE TABLE directos (
+        msg_id TEXT PRIMARY KEY,
+        cupo_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX directos_cupo ON directos(cupo_at);
+      INSERT INTO directos (msg_id, cupo_at) SELECT msg_id, cupo_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at IS NOT NULL;
+      -- Caps slots (core/caps.ts): the value of mensajes.cupo_at while it is set. A slot older than
+      -- the longest window (a day) counts in none, so a line's are pruned when it takes a new one.
+      -- Only the slots of the last two days before the newest are copied: the newest is at most a
+      -- claim's hold past the time this runs, so the older ones count in no window now, and a line's
+      -- first send after the upgrade does not prune its whole history.
+      CREATE TABLE cupos (
+        msg_id TEXT PRIMARY KEY,
+        celular_id INTEGER NOT NULL,
+        cupo_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX cupos_linea ON cupos(celular_id, cupo_at);
+      INSERT INTO cupos (msg_id, celular_id, cupo_at) SELECT msg_id, celular_id, cupo_at FROM mensajes
+        WHERE cupo_at > (SELECT MAX(cupo_at) FROM mensajes) - 2 * 86400000;
+      -- The gateway's id of a sent message, for its receipts: set once, kept as long as the message.
+      CREATE TABLE gateway_ids (
+        gateway_msg_id TEXT NOT NULL,
+        celular_id INTEGER NOT NULL,
+        msg_id TEXT NOT NULL,
+        PRIMARY KEY (gateway_msg_id, celular_id, msg_id)
+      ) WITHOUT ROWID;
+      INSERT INTO gateway_ids (gateway_msg_id, celular_id, msg_id) SELECT gateway_msg_id, celular_id, msg_id FROM mensajes WHERE gateway_msg_id IS NOT NULL;
+
+      DROP INDEX mensajes_cola;
+      DROP INDEX mensajes_directo_pendiente;
+      DROP INDEX mensajes_celular_cupo;
+      DROP INDEX mensajes_gateway;
+      -- History filters on estado read the client's (or the line's) dates and skip other states;
+      -- a line with a recipient reads the recipient's (history.ts).
+      DROP INDEX mensajes_cliente_estado_fecha;
+      DROP INDEX mensajes_cliente_celular_estado_fecha;
+      DROP INDEX mensajes_cliente_celular_dest_fecha;
+    `,
+  },
 ];

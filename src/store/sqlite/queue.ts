@@ -7,6 +7,7 @@ import { grouped, immediate, stmt } from './statements.js';
 import { releaseAllEntregaClaims } from './webhooks.js';
 import { slotOn } from '../../core/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
+import { keepSlot, pruneSlots } from './access-paths.js';
 
 /**
  * The queue in SQLite: the lines' heads, claims with their caps slot, retries,
@@ -15,11 +16,11 @@ import { slotSet, slotTime } from '../recipe-sql.js';
  */
 type DB = Database.Database;
 
-/** The lines with a backlog, one index seek each: a skip-scan over the partial queue index. */
+/** The lines with a backlog, one index seek each: a skip-scan over the queue's line index. */
 const BACKLOG_LINES = `WITH RECURSIVE lineas(id) AS (
-       SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'
+       SELECT MIN(celular_id) FROM cola
        UNION ALL
-       SELECT (SELECT MIN(celular_id) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id > lineas.id)
+       SELECT (SELECT MIN(celular_id) FROM cola WHERE celular_id > lineas.id)
        FROM lineas WHERE lineas.id IS NOT NULL
      )`;
 
@@ -27,7 +28,7 @@ const BACKLOG_LINES = `WITH RECURSIVE lineas(id) AS (
 export function queue(db: DB): QueueStore {
   return {
     /**
-     * One message per line with a backlog: a skip-scan over the partial queue
+     * One message per line with a backlog: a skip-scan over the queue's line
      * index (one index seek per line), so the cost follows the number of lines,
      * not the number of pending messages.
      */
@@ -36,22 +37,23 @@ export function queue(db: DB): QueueStore {
         db,
         `${BACKLOG_LINES}
      SELECT m.* FROM lineas
-     JOIN mensajes m ON m.rowid = (SELECT MIN(rowid) FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id)
+     JOIN cola c ON c.seq = (SELECT MIN(seq) FROM cola WHERE celular_id = lineas.id)
+     JOIN mensajes m ON m.msg_id = c.msg_id
      WHERE lineas.id IS NOT NULL`,
       ).all() as MensajeRow[];
     },
     /**
-     * The queue's size and age (metrics): a count over the partial queue index,
-     * which holds pending queued messages only, and the oldest of the lines'
-     * heads, found as queueHeads finds them (a head is its line's first by rowid).
+     * The queue's size and age (metrics): a count over the queue, which holds
+     * pending queued messages only, and the oldest of the lines' heads, found
+     * as queueHeads finds them (a head is its line's first in the queue).
      */
     async queueDepth(): Promise<{ pending: number; oldest_at: number | null }> {
-      const { n } = stmt(db, "SELECT COUNT(*) AS n FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola'").get() as { n: number };
+      const { n } = stmt(db, 'SELECT COUNT(*) AS n FROM cola').get() as { n: number };
       if (n === 0) return { pending: 0, oldest_at: null };
       const { t } = stmt(
         db,
         `${BACKLOG_LINES}
-     SELECT MIN((SELECT created_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' AND celular_id = lineas.id ORDER BY rowid LIMIT 1)) AS t
+     SELECT MIN((SELECT m.created_at FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.celular_id = lineas.id ORDER BY c.seq LIMIT 1)) AS t
      FROM lineas WHERE lineas.id IS NOT NULL`,
       ).get() as { t: number | null };
       return { pending: n, oldest_at: t };
@@ -69,6 +71,8 @@ export function queue(db: DB): QueueStore {
           if (hit) return { ok: false, reason: 'cap', ...hit };
           const taken = slotOn('claim', slot.holdUntil);
           stmt(db, `UPDATE mensajes SET ${slotSet(taken, '@until')} WHERE msg_id = @msgId`).run({ until: slotTime(taken), msgId });
+          pruneSlots(db, m.celular_id, now);
+          keepSlot(db, { msg_id: msgId, celular_id: m.celular_id, cupo_at: slotTime(taken) });
           return { ok: true };
         });
       });
@@ -76,23 +80,30 @@ export function queue(db: DB): QueueStore {
     /** Every claim and its slot back (at start: no send of this store is in flight); the webhook deliveries' claims too, as nothing else serves this file. */
     async releaseLeases(): Promise<number> {
       releaseAllEntregaClaims(db);
-      return stmt(db, `UPDATE mensajes SET ${slotSet(slotOn('release'), '?')} WHERE estado = 'pendiente' AND modo = 'cola' AND lease_until IS NOT NULL`).run()
-        .changes;
+      return immediate(db, () => {
+        const released = stmt(
+          db,
+          `UPDATE mensajes SET ${slotSet(slotOn('release'), '?')} WHERE msg_id IN (SELECT msg_id FROM cola) AND lease_until IS NOT NULL RETURNING msg_id, celular_id, cupo_at`,
+        ).all() as Array<{ msg_id: string; celular_id: number; cupo_at: null }>;
+        for (const m of released) keepSlot(db, m);
+        return released.length;
+      });
     },
     /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
     async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
-      return stmt(db, "SELECT * FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at < ? ORDER BY cupo_at LIMIT ?").all(
+      return stmt(db, 'SELECT m.* FROM directos d JOIN mensajes m ON m.msg_id = d.msg_id WHERE d.cupo_at < ? ORDER BY d.cupo_at LIMIT ?').all(
         before,
         limit,
       ) as MensajeRow[];
     },
     retryLater(msgId: string, at: number, error: string): Promise<void> {
       return grouped(db, () => {
-        stmt(
+        const m = stmt(
           db,
           `UPDATE mensajes SET ${slotSet(slotOn('retry'), '?')}, proximo_intento_at = ?, intentos = intentos + 1, error = ?
-     WHERE msg_id = ? AND estado = 'pendiente'`,
-        ).run(at, error, msgId);
+     WHERE msg_id = ? AND estado = 'pendiente' RETURNING msg_id, celular_id, cupo_at`,
+        ).get(at, error, msgId) as { msg_id: string; celular_id: number; cupo_at: number | null } | undefined;
+        if (m) keepSlot(db, m);
       });
     },
   };
