@@ -284,21 +284,28 @@ async function linePage(
 function moveSection(req: FastifyRequest, row: CelularRow, servers: Array<{ id: number; nombre: string; estado: string }>, form?: FormState): Html {
   const errors = form?.errors ?? NO_ERRORS;
   const here = servers.find((g) => g.id === row.servidor_id);
-  if (servers.length === 0)
-    return html`<h2>Gateway server</h2>
-      <p class="empty">This deployment has no gateway servers to move the line between (the simulator, or one gateway URL without servers).</p>`;
-  return html`<h2>Gateway server</h2>
+  const others = servers.filter((g) => g.id !== row.servidor_id);
+  const head = html`<h2>Gateway server</h2>
+    ${generalError(errors)}`;
+  if (others.length === 0)
+    return html`${head}
+      <p class="empty">
+        ${
+          servers.length === 0
+            ? 'This deployment has no gateway servers to move the line between (the simulator, or one gateway URL).'
+            : 'There is no other gateway server to move the line to: add one on the Gateway servers page.'
+        }
+      </p>`;
+  return html`${head}
     <p>On ${here ? here.nombre : html`<span class="empty">none yet</span>`}. A moved line is logged out and must be linked again.</p>
     <form method="post" action="${lineUrl(row.cliente_id, row.id)}/mover" class="card narrow">
-      ${csrfField(req)} ${generalError(errors)}
+      ${csrfField(req)}
       ${selectField(
         {
           name: 'servidor',
           label: 'Move to',
           value: form?.values.servidor,
-          options: servers
-            .filter((g) => g.id !== row.servidor_id)
-            .map((g) => [g.nombre, g.estado === 'activo' ? g.nombre : `${g.nombre} (${g.estado})`] as const),
+          options: others.map((g) => [g.nombre, g.estado === 'activo' ? g.nombre : `${g.nombre} (${g.estado})`] as const),
         },
         errors,
       )}
