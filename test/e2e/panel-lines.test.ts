@@ -188,6 +188,16 @@ it('a celular key sees its own line only', async () => {
   await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Not allowed');
   await expect.poll(() => page.getByRole('alert').textContent()).toContain('api_codigo 201');
   expect(await page.content()).not.toContain(sibling.body.celular.numero);
+
+  // Its own line it may link, here by pairing code: the phone types the code and the page follows.
+  await page.goto(`${s.url}/panel/c/${a.clienteId}/celulares/${a.celularId}/vincular`);
+  await page.getByRole('button', { name: 'Get a pairing code' }).click();
+  const codigo = (await page.locator('#codigo').textContent())!.trim();
+  expect(codigo).toMatch(/^[A-Z0-9]{4}-[A-Z0-9]{4}$/);
+  await screenshots(page, 'vincular-codigo');
+  const typed = await api(s.url, 'POST', '/admin/sim/scan', { key: s.adminToken, json: { celular_id: a.celularId, codigo } });
+  expect(typed.status, typed.text).toBe(200);
+  await page.getByText('The line is linked').waitFor({ timeout: 15_000 });
 });
 
 it('a line named with markup renders it as text', async () => {
