@@ -376,7 +376,7 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
         html`<p class="notice" role="status">Line ${r.celular.numero} is created (estado ${r.celular.estado}). Link it to WhatsApp next.</p>
           <div class="card">
             <h2>The line's keys: copy them now</h2>
-            <p>They are shown only on this page. The panel keeps no copy; a lost key is replaced by rotating it.</p>
+            <p>They are shown only on this page: pasarela keeps no copy, so a lost key can only be replaced (the operator rotates it).</p>
             <p><strong>api_key</strong> (sends and reads as this line only):</p>
             <p class="actions"><code id="new-key" class="secret">${r.api_key}</code> <button type="button" data-copy="new-key">Copy</button></p>
             <p><strong>gateway_token</strong> (for the legacy endpoint /panel/api_wa.php):</p>

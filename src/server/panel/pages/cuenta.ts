@@ -24,7 +24,7 @@ export default async function cuentaPages(app: FastifyInstance, { core }: PanelD
       html`<div class="grid">
           <div class="stat"><span class="n">${c.plan}</span><span class="l">plan${ilimitado ? ' (sends are not charged)' : ''}</span></div>
           <div class="stat"><span class="n">${cuenta.saldo_global}</span><span class="l">saldo global</span></div>
-          <div class="stat"><span class="n">${c.consumo_mes_actual}</span><span class="l">messages charged this month</span></div>
+          <div class="stat"><span class="n">${c.consumo_mes_actual}</span><span class="l">consumo_mes: messages this month, failed ones left out</span></div>
           <div class="stat"><span class="n">${cuenta.mensajes_30d}</span><span class="l">messages in the last 30 days</span></div>
           <div class="stat">
             <span class="n">${cuenta.num_celulares_activos} / ${cuenta.num_celulares}</span

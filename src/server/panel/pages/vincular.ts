@@ -5,7 +5,7 @@ import { AppError } from '../../../core/errors.js';
 import type { CelularRow } from '../../../core/ports/model.js';
 import { qrPngDataUri } from '../../../core/qr-image.js';
 import { clientScope, panelOf, signedIn } from '../context.js';
-import { csrfField } from '../forms.js';
+import { csrfField, formValues } from '../forms.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
@@ -67,8 +67,7 @@ function linkPage(req: FastifyRequest, reply: FastifyReply, cid: number, row: Ce
     req,
     reply,
     { title: `Link line ${row.numero}`, clienteId: cid, current: 'celulares' },
-    html`<p>Session: ${statusBadge(row.last_status)} · estado ${estadoBadge(row.estado)}${row.nombre_interno ? html` · ${row.nombre_interno}` : ''}</p>
-      ${body}
+    html`${row.nombre_interno ? html`<p>${row.nombre_interno}</p>` : ''} ${body}
       <div class="actions">
         <form method="post" action="${url}/vincular">
           ${csrfField(req)}<input type="hidden" name="metodo" value="qr" /><button type="submit">Show a QR</button>
@@ -86,19 +85,21 @@ export default async function vincularPages(app: FastifyInstance, { core }: Pane
 
   app.get<{ Params: Params }>('/c/:cid/celulares/:id/vincular', pre, async (req, reply) => {
     const { cid, row } = await lineOf(core, req);
-    const intro =
-      row.last_status === 'connected'
-        ? html`<p>This line is linked. Link it again only after it was logged out (or moved to another gateway server).</p>`
-        : html`<p>Link the line's phone to pasarela: show a QR to scan with WhatsApp on the phone, or get a pairing code to type there.</p>`;
+    // The status as last seen; once linking starts, the polled fragment tells it.
+    const intro = html`<p>Session: ${statusBadge(row.last_status)} · estado ${estadoBadge(row.estado)}</p>
+      ${
+        row.last_status === 'connected'
+          ? html`<p>This line is linked. Link it again only after it was logged out (or moved to another gateway server).</p>`
+          : html`<p>Link the line's phone to pasarela: show a QR to scan with WhatsApp on the phone, or get a pairing code to type there.</p>`
+      }`;
     return linkPage(req, reply, cid, row, intro);
   });
 
   app.post<{ Params: Params }>('/c/:cid/celulares/:id/vincular', pre, async (req, reply) => {
     const { cid, id, p, row } = await lineOf(core, req);
-    const metodo = (req.body as Record<string, unknown> | undefined)?.metodo;
+    const metodo = formValues(req).metodo;
     if (metodo === 'codigo') {
       const r = await celularCodigo(core, p, id);
-      const fresh = (await core.store.getCelular(id)) ?? row;
       const body =
         r.status === 'connected'
           ? connected(cid, id)
@@ -108,12 +109,11 @@ export default async function vincularPages(app: FastifyInstance, { core }: Pane
                 <p>On the phone: WhatsApp, Settings, Linked devices, Link a device, then "Link with phone number instead", and type this code.</p>
               </div>
               ${codeStatusFragment(cid, id, r.status)}`;
-      return linkPage(req, reply, cid, fresh, body);
+      return linkPage(req, reply, cid, row, body);
     }
     if (metodo !== 'qr') throw new AppError('INVALID_PARAMS', 'metodo must be qr or codigo');
     const r = await celularQr(core, p, id);
-    const fresh = (await core.store.getCelular(id)) ?? row;
-    return linkPage(req, reply, cid, fresh, await qrFragment(req, cid, id, r));
+    return linkPage(req, reply, cid, row, await qrFragment(req, cid, id, r));
   });
 
   app.post<{ Params: Params }>('/c/:cid/celulares/:id/vincular/qr', pre, async (req, reply) => {
