@@ -82,6 +82,13 @@ describe('the lines pages', () => {
     expect(estado.text).toMatch(/id="f-estado-error"[^>]*>estado must be one of activo, suspendido, desconectado/);
     const row = await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey });
     expect(row.body.celular).toMatchObject({ max_envios_por_minuto: 12, estado: 'activo' });
+
+    // A field the form leaves out changes nothing; an emptied daily cap is no cap.
+    expect((await post(client, line, { max_envios_por_dia: '40' })).status).toBe(303);
+    const saved = await post(client, line, { nombre_interno: 'Soporte', max_envios_por_dia: '' });
+    expect(saved.status, saved.text).toBe(303);
+    const after = await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey });
+    expect(after.body.celular).toMatchObject({ nombre_interno: 'Soporte', max_envios_por_minuto: 12, max_envios_por_dia: null, hora_fin_permitido: '23:59' });
   });
 
   it('refuses a test text longer than the API takes, beside mensaje', async () => {

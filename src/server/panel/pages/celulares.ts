@@ -324,19 +324,26 @@ function deleteSection(req: FastifyRequest, row: CelularRow, url: string, form?:
     </form>`;
 }
 
-/** The changes the settings form asks for: only the fields that differ from the line (so the audit records what changed). */
+/**
+ * The changes the settings form asks for: only the fields it sent that differ
+ * from the line (so the audit records what changed; a field left out changes
+ * nothing).
+ */
 function editOf(values: Record<string, string>, row: CelularRow, withEstado: boolean): CelularEdit {
   const edit: CelularEdit = {};
-  const nombre = (values.nombre_interno ?? '').trim();
-  if (nombre !== (row.nombre_interno ?? '')) edit.nombre_interno = nombre === '' ? null : nombre;
+  if (values.nombre_interno !== undefined) {
+    const nombre = values.nombre_interno.trim();
+    if (nombre !== (row.nombre_interno ?? '')) edit.nombre_interno = nombre === '' ? null : nombre;
+  }
   for (const k of ['max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia'] as const) {
-    // An empty cap is null: no daily cap, and for the others the API's own refusal of null.
+    if (values[k] === undefined) continue;
+    // An emptied cap is null: no daily cap, and for the others the API's own refusal of null.
     const v = intField(values, k) ?? null;
     if (v !== row[k]) edit[k] = v as number;
   }
   for (const k of ['hora_inicio_permitido', 'hora_fin_permitido'] as const) {
-    const v = (values[k] ?? '').trim();
-    if (v !== row[k]) edit[k] = v;
+    const v = values[k]?.trim();
+    if (v !== undefined && v !== row[k]) edit[k] = v;
   }
   if (withEstado && values.estado !== undefined && values.estado !== row.estado) edit.estado = values.estado as CelularEstado;
   return edit;
