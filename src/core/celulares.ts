@@ -8,7 +8,7 @@ import { CELULAR_LIMITS, HORA_PATTERN } from './limits.js';
 import { normalizeNumero } from './phone.js';
 import type { CelularPatch } from './ports/accounts.js';
 import { GatewayFailure } from './ports/gateway.js';
-import type { CelularEstado, CelularRow, SessionStatus } from './ports/model.js';
+import { CELULAR_ESTADOS, type CelularEstado, type CelularRow, type SessionStatus } from './ports/model.js';
 import { celularView } from './views.js';
 
 /** Defaults of a new line (docs/design.md §4): one message every 5 s, a whole-day window. */
@@ -124,6 +124,8 @@ export async function editCelular(core: Core, p: ClientPrincipal, id: number, ed
   requireActiveClient(p);
   if (edit.estado !== undefined) requireClientKey(p, 'changing estado');
   const patch: CelularPatch = {};
+  // The API's schema refuses any other estado first; the panel's forms reach this check.
+  if (edit.estado !== undefined && !CELULAR_ESTADOS.includes(edit.estado)) fail('INVALID_PARAMS', `estado must be one of ${CELULAR_ESTADOS.join(', ')}`);
   if (edit.estado !== undefined) patch.estado = edit.estado;
   if (edit.nombre_interno !== undefined) patch.nombre_interno = cleanNombre(edit.nombre_interno);
   for (const k of ['max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia'] as const) {

@@ -25,6 +25,7 @@ import { publishMessageStatus } from './message-events.js';
 import { outbound } from './outbound.js';
 import { countryOf, normalizeNumero } from './phone.js';
 import { iso } from './clock.js';
+import { FIELD_LIMITS } from './limits.js';
 import type { NodePresence } from './node-presence.js';
 import { GatewayFailure } from './ports/gateway.js';
 import type { AcceptedMedia } from './ports/media.js';
@@ -274,6 +275,8 @@ async function sendOnce(
   let media: Record<string, unknown> | null = null;
   if (req.tipo === 'texto') {
     if (!req.texto) fail('INVALID_PARAMS', 'mensaje is required');
+    // The routes' schemas refuse a longer one first (code points, as they count); the panel's form reaches this check.
+    if ([...req.texto].length > FIELD_LIMITS.mensaje) fail('INVALID_PARAMS', `mensaje must be at most ${FIELD_LIMITS.mensaje} characters`);
     payload.texto = req.texto;
     if (req.preview_url) payload.preview_url = true;
     identity = [req.texto];

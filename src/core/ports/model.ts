@@ -10,6 +10,8 @@ export type ClienteEstado = 'activo' | 'suspendido' | 'baja';
 
 export type CelularEstado = 'activo' | 'suspendido' | 'desconectado';
 
+export const CELULAR_ESTADOS: readonly CelularEstado[] = ['activo', 'suspendido', 'desconectado'];
+
 /**
  * A line's session as pasarela names it, whatever the gateway calls it:
  * `need_scan` (a QR or pairing code is waiting), `connecting` (starting or

@@ -67,6 +67,8 @@ export interface FieldSpec {
   maxlength?: number;
   autocomplete?: string;
   placeholder?: string;
+  /** A typed confirmation: panel.js keeps the form's button disabled until the field holds exactly this. */
+  confirm?: string;
 }
 
 /** A labelled input; its hint and error are tied to it for screen readers. */
@@ -80,7 +82,7 @@ export function field(f: FieldSpec, errors: FormErrors = NO_ERRORS): Html {
       id="${id}"
       name="${f.name}"
       type="${f.type ?? 'text'}"
-      ${f.value !== undefined && f.value !== null ? html` value="${String(f.value)}"` : ''}${f.required ? html` required` : ''}${f.min !== undefined ? html` min="${f.min}"` : ''}${f.max !== undefined ? html` max="${f.max}"` : ''}${f.maxlength !== undefined ? html` maxlength="${f.maxlength}"` : ''}${f.autocomplete ? html` autocomplete="${f.autocomplete}"` : ''}${f.placeholder ? html` placeholder="${f.placeholder}"` : ''}${described ? html` aria-describedby="${described}"` : ''}${err ? html` aria-invalid="true"` : ''}
+      ${f.value !== undefined && f.value !== null ? html` value="${String(f.value)}"` : ''}${f.required ? html` required` : ''}${f.min !== undefined ? html` min="${f.min}"` : ''}${f.max !== undefined ? html` max="${f.max}"` : ''}${f.maxlength !== undefined ? html` maxlength="${f.maxlength}"` : ''}${f.autocomplete ? html` autocomplete="${f.autocomplete}"` : ''}${f.placeholder ? html` placeholder="${f.placeholder}"` : ''}${f.confirm !== undefined ? html` data-confirm="${f.confirm}"` : ''}${described ? html` aria-describedby="${described}"` : ''}${err ? html` aria-invalid="true"` : ''}
     />
     ${f.hint ? html`<small id="${id}-hint" class="hint">${f.hint}</small>` : ''}
     ${err ? html`<p id="${id}-error" class="field-error" role="alert">${errorText(err)}</p>` : ''}

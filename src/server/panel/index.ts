@@ -37,7 +37,7 @@ export interface PanelDeps {
 export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   // Only the dependencies go on to the pages (opts also carries this plugin's prefix).
   const deps: PanelDeps = { core: opts.core, send: opts.send, webhooks: opts.webhooks };
-  // Pages, not API: none of them goes into the API document (openapi.json, /docs).
+  // Pages, not API: none of them goes into the API document (openapi.json, /docs); the legacy endpoint, registered elsewhere, stays.
   app.addHook('onRoute', (route) => {
     route.schema = { ...(route.schema ?? {}), hide: true };
   });

@@ -1,4 +1,4 @@
-import { SESSION_STATUSES } from '../../core/ports/model.js';
+import { CELULAR_ESTADOS, SESSION_STATUSES } from '../../core/ports/model.js';
 import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/limits.js';
 import { POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
 import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
@@ -120,7 +120,7 @@ export const celularEditBody = Type.Object(
   {
     key: Type.Optional(keyField),
     id: Type.Optional(Type.Integer({ minimum: 1 })),
-    estado: Type.Optional(StringEnum(['activo', 'suspendido', 'desconectado'], { description: 'client key only' })),
+    estado: Type.Optional(StringEnum(CELULAR_ESTADOS, { description: 'client key only' })),
     nombre_interno: Type.Optional(Nullable(Type.String({ maxLength: CELULAR_LIMITS.nombre_interno }))),
     max_envios_por_minuto: Type.Optional(Type.Integer(range(CELULAR_LIMITS.max_envios_por_minuto))),
     max_envios_por_hora: Type.Optional(Type.Integer(range(CELULAR_LIMITS.max_envios_por_hora))),

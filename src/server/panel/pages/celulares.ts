@@ -1,5 +1,496 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { celularInScope, type ClientPrincipal } from '../../../core/auth.js';
+import { celularStatus, createCelular, deleteCelular, editCelular, listCelulares, type CelularEdit } from '../../../core/celulares.js';
+import { AppError } from '../../../core/errors.js';
+import { listGatewayServers, moveCelular } from '../../../core/gateway-servers.js';
+import { CELULAR_LIMITS, FIELD_LIMITS } from '../../../core/limits.js';
+import { mensajeById } from '../../../core/mensaje.js';
+import { CELULAR_ESTADOS, type CelularEstado, type CelularRow } from '../../../core/ports/model.js';
+import { send, type SendRequest, type SendResult } from '../../../core/send.js';
+import { boolish } from '../../http.js';
+import { clientScope, flash, panelOf, redirect, requireOperator, signedIn } from '../context.js';
+import { csrfField, field, formErrorsOf, formValues, generalError, intField, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
+import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
+import { sendFragment, sendPage } from '../layout.js';
+import { estadoBadge, lineUrl, pathId, statusBadge } from './lines-common.js';
 
-// Being built (issue 27): the celulares pages.
-export default async function celularesPages(_app: FastifyInstance, _deps: PanelDeps) {}
+/**
+ * /panel/c/:cid/celulares: a client's lines (list, create) and one line's
+ * page (its session live, a test send, settings, delete, move). Every change
+ * is the core function the celular API routes call; a refusal is shown
+ * beside the field it names, with the API's status and api_codigo.
+ */
+
+const CREATE_FIELDS = ['numero', 'nombre_interno'] as const;
+const EDIT_FIELDS = [
+  'nombre_interno',
+  'max_envios_por_minuto',
+  'max_envios_por_hora',
+  'max_envios_por_dia',
+  'hora_inicio_permitido',
+  'hora_fin_permitido',
+  'estado',
+] as const;
+const SEND_FIELDS = ['destinatario', 'mensaje', 'directo'] as const;
+const DELETE_FIELDS = ['confirmacion'] as const;
+const MOVE_FIELDS = ['servidor'] as const;
+
+/** A form as last sent (what was typed) and its errors; absent: the form as the line stands. */
+interface FormState {
+  values: Record<string, string>;
+  errors: FormErrors;
+}
+
+/** What a line page shows beside the line itself: a form answered in place, or a test send's result. */
+interface LineForms {
+  edit?: FormState;
+  send?: FormState;
+  sent?: SendResult;
+  del?: FormState;
+  move?: FormState;
+}
+
+type Params = { cid: string; id: string };
+
+/** The client's scope and the line in it (core's celularInScope: another client's line is 404, a sibling of a celular session's line 403). */
+async function lineOf(core: PanelDeps['core'], req: FastifyRequest<{ Params: Params }>) {
+  const cid = pathId(req.params.cid);
+  const id = pathId(req.params.id);
+  const p = await clientScope(core, req, cid);
+  const row = await celularInScope(core, p, id);
+  return { cid, id, p, row };
+}
+
+function listPage(req: FastifyRequest, reply: FastifyReply, cid: number, rows: Awaited<ReturnType<typeof listCelulares>>, form?: FormState, status = 200) {
+  const errors = form?.errors ?? NO_ERRORS;
+  const v = form?.values ?? {};
+  return sendPage(
+    req,
+    reply,
+    { title: 'Lines', clienteId: cid, current: 'celulares' },
+    html`${
+      rows.celulares.length === 0
+        ? html`<p class="empty">No lines yet. Create one below.</p>`
+        : html`<div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th>numero</th>
+                  <th>nombre_interno</th>
+                  <th>estado</th>
+                  <th>session</th>
+                  <th class="num">saldo</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${rows.celulares.map(
+                  (l) =>
+                    html`<tr>
+                      <td><a href="${lineUrl(cid, l.id)}">${l.numero}</a></td>
+                      <td>${l.nombre_interno ?? ''}</td>
+                      <td>${estadoBadge(l.estado)}</td>
+                      <td>${statusBadge(l.last_status)}</td>
+                      <td class="num">${l.saldo_actual}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`
+    }
+      <h2>Create a line</h2>
+      <form method="post" action="/panel/c/${cid}/celulares" class="card narrow">
+        ${csrfField(req)} ${generalError(errors)}
+        ${field(
+          {
+            name: 'numero',
+            label: 'numero',
+            type: 'tel',
+            required: true,
+            value: v.numero,
+            maxlength: FIELD_LIMITS.numero,
+            hint: 'The phone number of the line, country code first (+, spaces and dashes are fine).',
+          },
+          errors,
+        )}
+        ${field(
+          {
+            name: 'nombre_interno',
+            label: 'nombre_interno',
+            value: v.nombre_interno,
+            maxlength: CELULAR_LIMITS.nombre_interno,
+            hint: 'Optional: a name for your own use.',
+          },
+          errors,
+        )}
+        <button type="submit">Create line</button>
+      </form>`,
+    status,
+  );
+}
+
+/** The line's settings as the form shows them: what was typed after a refusal, else the line's own. */
+function settingsValues(row: CelularRow, form?: FormState): Record<string, string> {
+  if (form) return form.values;
+  return {
+    nombre_interno: row.nombre_interno ?? '',
+    max_envios_por_minuto: String(row.max_envios_por_minuto),
+    max_envios_por_hora: String(row.max_envios_por_hora),
+    max_envios_por_dia: row.max_envios_por_dia === null ? '' : String(row.max_envios_por_dia),
+    hora_inicio_permitido: row.hora_inicio_permitido,
+    hora_fin_permitido: row.hora_fin_permitido,
+    estado: row.estado,
+  };
+}
+
+const range = (k: keyof typeof CELULAR_LIMITS & `max_${string}`) => `${CELULAR_LIMITS[k][0]} to ${CELULAR_LIMITS[k][1]}`;
+
+/** The session status, refreshed from the gateway every few seconds while the page is open. */
+function sessionFragment(cid: number, id: number, status: string, estado: string): Html {
+  return html`<span id="sesion" hx-get="${lineUrl(cid, id)}/sesion" hx-trigger="every 5s" hx-swap="outerHTML" aria-live="polite"
+    >${statusBadge(status)} ${estadoBadge(estado)}</span
+  >`;
+}
+
+/** A test send's estado, followed until it is final (leido or error). */
+function envioFragment(cid: number, id: number, msgId: string, estado: string): Html {
+  const done = estado === 'leido' || estado === 'error';
+  return html`<span
+    id="envio-estado"
+    ${done ? '' : html`hx-get="${lineUrl(cid, id)}/envios/${msgId}" hx-trigger="every 2s" hx-swap="outerHTML"`}
+    aria-live="polite"
+    >${estado}</span
+  >`;
+}
+
+async function linePage(
+  deps: PanelDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  p: ClientPrincipal,
+  cid: number,
+  row: CelularRow,
+  forms: LineForms = {},
+  status = 200,
+) {
+  const operator = panelOf(req).principal.kind === 'operator';
+  const clientKey = p.kind === 'client';
+  const url = lineUrl(cid, row.id);
+  const servers = operator ? (await listGatewayServers(deps.core)).servidores : [];
+  const s = settingsValues(row, forms.edit);
+  const editErrors = forms.edit?.errors ?? NO_ERRORS;
+  const sendErrors = forms.send?.errors ?? NO_ERRORS;
+  const sv = forms.send?.values ?? {};
+  const sent = forms.sent;
+  const num = (name: (typeof EDIT_FIELDS)[number], label: string, hint: string) => field({ name, label, type: 'number', value: s[name], hint }, editErrors);
+  return sendPage(
+    req,
+    reply,
+    { title: `Line ${row.numero}`, clienteId: cid, current: 'celulares' },
+    html`<dl class="facts">
+        <dt>nombre_interno</dt>
+        <dd>${row.nombre_interno ?? html`<span class="empty">none</span>`}</dd>
+        <dt>Session</dt>
+        <dd>${sessionFragment(cid, row.id, row.last_status ?? 'unknown', row.estado)}</dd>
+        <dt>saldo</dt>
+        <dd>${row.saldo_actual}</dd>
+        <dt>celular id</dt>
+        <dd>${row.id}</dd>
+        <dt>gateway_instancia</dt>
+        <dd>${row.gateway_instancia ?? html`<span class="empty">none yet (made when the line is linked)</span>`}</dd>
+      </dl>
+      <p class="actions">
+        <a class="button" href="${url}/vincular">Link this line</a>
+        <a class="button secondary" href="/panel/c/${cid}/historial?celular_id=${row.id}">History of this line</a>
+      </p>
+
+      <h2>Send a test text</h2>
+      ${
+        sent
+          ? html`<div class="card" role="status">
+            <p>
+              Accepted: msg_id <code>${sent.msg_id}</code>, modo ${sent.modo}, estado
+              ${envioFragment(cid, row.id, sent.msg_id, sent.estado)}${sent.envio_desde ? html`, sent from ${sent.envio_desde}` : ''}.
+            </p>
+            <p><a href="/panel/c/${cid}/historial?celular_id=${row.id}">See it in the history of this line</a></p>
+          </div>`
+          : ''
+      }
+      <form method="post" action="${url}/enviar" class="card narrow">
+        ${csrfField(req)} ${generalError(sendErrors)}
+        ${field(
+          {
+            name: 'destinatario',
+            label: 'destinatario',
+            type: 'tel',
+            required: true,
+            value: sv.destinatario,
+            maxlength: FIELD_LIMITS.destinatario,
+            hint: "Country code first; a national number of the line's country works too.",
+          },
+          sendErrors,
+        )}
+        ${field({ name: 'mensaje', label: 'mensaje', required: true, value: sv.mensaje, maxlength: FIELD_LIMITS.mensaje }, sendErrors)}
+        ${selectField(
+          {
+            name: 'directo',
+            label: 'How to send',
+            value: sv.directo ?? '0',
+            options: [
+              ['0', "Queue it (the worker sends it within the line's caps and hours)"],
+              ['1', 'Directly (now; the answer waits for the gateway)'],
+            ],
+          },
+          sendErrors,
+        )}
+        <button type="submit">Send test text</button>
+      </form>
+
+      <h2>Settings</h2>
+      <form method="post" action="${url}" class="card">
+        ${csrfField(req)} ${generalError(editErrors)}
+        ${field({ name: 'nombre_interno', label: 'nombre_interno', value: s.nombre_interno, maxlength: CELULAR_LIMITS.nombre_interno }, editErrors)}
+        <div class="form-row">
+          ${num('max_envios_por_minuto', 'max_envios_por_minuto', `Sends a minute: ${range('max_envios_por_minuto')}.`)}
+          ${num('max_envios_por_hora', 'max_envios_por_hora', `Sends an hour: ${range('max_envios_por_hora')}.`)}
+          ${num('max_envios_por_dia', 'max_envios_por_dia', `Sends a day: ${range('max_envios_por_dia')}; empty for no daily cap.`)}
+        </div>
+        <div class="form-row">
+          ${field({ name: 'hora_inicio_permitido', label: 'hora_inicio_permitido', value: s.hora_inicio_permitido, placeholder: 'HH:MM', hint: 'Sends may start at (HH:MM, server time).' }, editErrors)}
+          ${field({ name: 'hora_fin_permitido', label: 'hora_fin_permitido', value: s.hora_fin_permitido, placeholder: 'HH:MM', hint: 'Sends end at (HH:MM).' }, editErrors)}
+        </div>
+        ${
+          clientKey
+            ? selectField(
+                {
+                  name: 'estado',
+                  label: 'estado',
+                  value: s.estado,
+                  options: CELULAR_ESTADOS.map((e) => [e, e] as const),
+                  hint: 'suspendido stops every send of the line; the session sets activo or desconectado.',
+                },
+                editErrors,
+              )
+            : ''
+        }
+        <button type="submit">Save settings</button>
+      </form>
+
+      ${operator ? moveSection(req, row, servers, forms.move) : ''} ${clientKey ? deleteSection(req, row, url, forms.del) : ''}`,
+    status,
+  );
+}
+
+function moveSection(req: FastifyRequest, row: CelularRow, servers: Array<{ id: number; nombre: string; estado: string }>, form?: FormState): Html {
+  const errors = form?.errors ?? NO_ERRORS;
+  const here = servers.find((g) => g.id === row.servidor_id);
+  const others = servers.filter((g) => g.id !== row.servidor_id);
+  const head = html`<h2>Gateway server</h2>
+    ${generalError(errors)}`;
+  if (others.length === 0)
+    return html`${head}
+      <p class="empty">
+        ${
+          servers.length === 0
+            ? 'This deployment has no gateway servers to move the line between (the simulator, or one gateway URL).'
+            : 'There is no other gateway server to move the line to: add one on the Gateway servers page.'
+        }
+      </p>`;
+  return html`${head}
+    <p>On ${here ? here.nombre : html`<span class="empty">none yet</span>`}. A moved line is logged out and must be linked again.</p>
+    <form method="post" action="${lineUrl(row.cliente_id, row.id)}/mover" class="card narrow">
+      ${csrfField(req)}
+      ${selectField(
+        {
+          name: 'servidor',
+          label: 'Move to',
+          value: form?.values.servidor,
+          options: others.map((g) => [g.nombre, g.estado === 'activo' ? g.nombre : `${g.nombre} (${g.estado})`] as const),
+        },
+        errors,
+      )}
+      <button type="submit">Move line</button>
+    </form>`;
+}
+
+function deleteSection(req: FastifyRequest, row: CelularRow, url: string, form?: FormState): Html {
+  const errors = form?.errors ?? NO_ERRORS;
+  return html`<h2>Delete this line</h2>
+    <form method="post" action="${url}/eliminar" class="card narrow danger-zone">
+      ${csrfField(req)} ${generalError(errors)}
+      <p>Deleting removes the line, its key and its gateway session for good.</p>
+      ${field({ name: 'confirmacion', label: `Type the line's numero (${row.numero}) to confirm`, value: form?.values.confirmacion, autocomplete: 'off', confirm: row.numero }, errors)}
+      <button type="submit" class="danger">Delete line</button>
+    </form>`;
+}
+
+/**
+ * The changes the settings form asks for: only the fields it sent that differ
+ * from the line (so the audit records what changed; a field left out changes
+ * nothing).
+ */
+function editOf(values: Record<string, string>, row: CelularRow, withEstado: boolean): CelularEdit {
+  const edit: CelularEdit = {};
+  if (values.nombre_interno !== undefined) {
+    const nombre = values.nombre_interno.trim();
+    if (nombre !== (row.nombre_interno ?? '')) edit.nombre_interno = nombre === '' ? null : nombre;
+  }
+  for (const k of ['max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia'] as const) {
+    if (values[k] === undefined) continue;
+    // An emptied cap is null: no daily cap, and for the others the API's own refusal of null.
+    const v = intField(values, k) ?? null;
+    if (v !== row[k]) edit[k] = v as number;
+  }
+  for (const k of ['hora_inicio_permitido', 'hora_fin_permitido'] as const) {
+    const v = values[k]?.trim();
+    if (v !== undefined && v !== row[k]) edit[k] = v;
+  }
+  if (withEstado && values.estado !== undefined && values.estado !== row.estado) edit.estado = values.estado as CelularEstado;
+  return edit;
+}
+
+/** A refusal of a form: beside its field, or above the form; the gateway's own refusals (502, 503) are the API's answers too, not server faults. */
+function refusal(err: unknown, fields: readonly string[]): FormErrors {
+  if (err instanceof AppError && err.status > 500) return { fields: {}, general: err };
+  return formErrorsOf(err, fields);
+}
+
+export default async function celularesPages(app: FastifyInstance, deps: PanelDeps) {
+  const { core } = deps;
+  const pre = { preHandler: signedIn(core) };
+
+  app.get<{ Params: { cid: string } }>('/c/:cid/celulares', pre, async (req, reply) => {
+    const cid = pathId(req.params.cid);
+    const p = await clientScope(core, req, cid);
+    // A line's session sees its own line, never a list of its siblings.
+    if (p.kind === 'celular') return redirect(req, reply, lineUrl(cid, p.celular.id));
+    return listPage(req, reply, cid, await listCelulares(core, p));
+  });
+
+  app.post<{ Params: { cid: string } }>('/c/:cid/celulares', pre, async (req, reply) => {
+    const cid = pathId(req.params.cid);
+    const p = await clientScope(core, req, cid);
+    const values = formValues(req);
+    try {
+      const r = await createCelular(core, p, { numero: values.numero ?? '', nombre_interno: values.nombre_interno ?? null }, (err) =>
+        req.log.warn({ err }, 'gateway instance creation failed; it will be created when the line is linked'),
+      );
+      // The keys exist in clear only in this answer: rendered here, never redirected with.
+      return sendPage(
+        req,
+        reply,
+        { title: 'Line created', clienteId: cid, current: 'celulares' },
+        html`<p class="notice" role="status">Line ${r.celular.numero} is created (estado ${r.celular.estado}). Link it to WhatsApp next.</p>
+          <div class="card">
+            <h2>The line's keys: copy them now</h2>
+            <p>They are shown only on this page: pasarela keeps no copy, so a lost key can only be replaced (the operator rotates it).</p>
+            <p><strong>api_key</strong> (sends and reads as this line only):</p>
+            <p class="actions"><code id="new-key" class="secret">${r.api_key}</code> <button type="button" data-copy="new-key">Copy</button></p>
+            <p><strong>gateway_token</strong> (for the legacy endpoint /panel/api_wa.php):</p>
+            <p class="actions"><code id="new-token" class="secret">${r.gateway_token}</code> <button type="button" data-copy="new-token">Copy</button></p>
+          </div>
+          <p class="actions">
+            <a class="button" href="${lineUrl(cid, r.celular.id)}/vincular">Link this line</a>
+            <a class="button secondary" href="${lineUrl(cid, r.celular.id)}">Line page</a>
+            <a href="/panel/c/${cid}/celulares">Back to the lines</a>
+          </p>`,
+        201,
+      );
+    } catch (err) {
+      // A line's session may not create (core refuses it): the refusal page, not the list of siblings.
+      if (p.kind === 'celular') throw err;
+      const errors = refusal(err, CREATE_FIELDS);
+      return listPage(req, reply, cid, await listCelulares(core, p), { values, errors }, (errors.general ?? Object.values(errors.fields)[0])!.status);
+    }
+  });
+
+  app.get<{ Params: Params }>('/c/:cid/celulares/:id', pre, async (req, reply) => {
+    const { cid, p, row } = await lineOf(core, req);
+    return linePage(deps, req, reply, p, cid, row);
+  });
+
+  app.post<{ Params: Params }>('/c/:cid/celulares/:id', pre, async (req, reply) => {
+    const { cid, id, p, row } = await lineOf(core, req);
+    const values = formValues(req);
+    try {
+      await editCelular(core, p, id, editOf(values, row, p.kind === 'client'));
+    } catch (err) {
+      const errors = refusal(err, EDIT_FIELDS);
+      return linePage(deps, req, reply, p, cid, row, { edit: { values, errors } }, statusOf(errors));
+    }
+    flash(req, reply, 'Settings saved.');
+    return redirect(req, reply, lineUrl(cid, id));
+  });
+
+  app.post<{ Params: Params }>('/c/:cid/celulares/:id/enviar', pre, async (req, reply) => {
+    const { cid, id, p, row } = await lineOf(core, req);
+    const values = formValues(req);
+    try {
+      // The text route's request (routes/send.ts), from the form's fields.
+      const sreq: SendRequest = {
+        tipo: 'texto',
+        destinatario: values.destinatario ?? '',
+        directo: boolish(values.directo, 'directo'),
+        celular_id: id,
+        texto: values.mensaje ?? '',
+      };
+      // Without an Idempotency-Key nothing is replayed: the answer is always rendered from this send's result.
+      let result: SendResult | undefined;
+      await send(core, deps.send, p, sreq, (r) => {
+        result = r;
+        return { msg_id: r.msg_id };
+      });
+      const fresh = (await core.store.getCelular(id)) ?? row;
+      return linePage(deps, req, reply, p, cid, fresh, { sent: result!, send: { values: { directo: values.directo ?? '0' }, errors: NO_ERRORS } });
+    } catch (err) {
+      const errors = refusal(err, SEND_FIELDS);
+      return linePage(deps, req, reply, p, cid, row, { send: { values, errors } }, statusOf(errors));
+    }
+  });
+
+  app.post<{ Params: Params }>('/c/:cid/celulares/:id/eliminar', pre, async (req, reply) => {
+    const { cid, id, p, row } = await lineOf(core, req);
+    const values = formValues(req);
+    try {
+      // The typed confirmation is checked here too: a form sent without the page's script deletes nothing by mistake.
+      if ((values.confirmacion ?? '').trim() !== row.numero)
+        throw new AppError('INVALID_PARAMS', `confirmacion: type the line's numero, ${row.numero}, to delete it`);
+      await deleteCelular(core, p, id, (err) => req.log.warn({ err }, 'gateway instance removal failed; the celular is deleted'));
+    } catch (err) {
+      const errors = refusal(err, DELETE_FIELDS);
+      return linePage(deps, req, reply, p, cid, row, { del: { values, errors } }, statusOf(errors));
+    }
+    flash(req, reply, `Line ${row.numero} deleted.`);
+    return redirect(req, reply, `/panel/c/${cid}/celulares`);
+  });
+
+  app.post<{ Params: Params }>('/c/:cid/celulares/:id/mover', pre, async (req, reply) => {
+    requireOperator(req);
+    const { cid, id, p, row } = await lineOf(core, req);
+    const values = formValues(req);
+    let aviso: string | undefined;
+    try {
+      aviso = (await moveCelular(core, id, values.servidor ?? '')).aviso;
+    } catch (err) {
+      const errors = refusal(err, MOVE_FIELDS);
+      return linePage(deps, req, reply, p, cid, row, { move: { values, errors } }, statusOf(errors));
+    }
+    flash(req, reply, `Line moved to ${values.servidor}: link it again.${aviso ? ` Note: ${aviso}` : ''}`);
+    return redirect(req, reply, lineUrl(cid, id));
+  });
+
+  app.get<{ Params: Params }>('/c/:cid/celulares/:id/sesion', pre, async (req, reply) => {
+    const { cid, id, p } = await lineOf(core, req);
+    const st = await celularStatus(core, p, id);
+    return sendFragment(reply, sessionFragment(cid, id, st.status, st.estado));
+  });
+
+  app.get<{ Params: Params & { msgId: string } }>('/c/:cid/celulares/:id/envios/:msgId', pre, async (req, reply) => {
+    const { cid, id, p } = await lineOf(core, req);
+    const m = await mensajeById(core, p, req.params.msgId);
+    if (m.celular_id !== id) throw new AppError('MENSAJE_NOT_FOUND', `message ${m.msg_id} is not of celular ${id}`);
+    return sendFragment(reply, envioFragment(cid, id, m.msg_id, m.estado));
+  });
+}
+
+const statusOf = (errors: FormErrors): number => (errors.general ?? Object.values(errors.fields)[0])!.status;

@@ -1,5 +1,74 @@
 import type { FastifyInstance } from 'fastify';
+import { info } from '../../../core/accounts.js';
+import { listCelulares } from '../../../core/celulares.js';
+import { clientScope, redirect, signedIn } from '../context.js';
 import type { PanelDeps } from '../index.js';
+import { html } from '../html.js';
+import { sendPage } from '../layout.js';
+import { estadoBadge, lineUrl, pathId, statusBadge } from './lines-common.js';
 
-// Being built (issue 27): the cuenta pages.
-export default async function cuentaPages(_app: FastifyInstance, _deps: PanelDeps) {}
+/** /panel/c/:cid/: the client's account: plan, balances (global and per line) and this month's consumption. */
+export default async function cuentaPages(app: FastifyInstance, { core }: PanelDeps) {
+  app.get<{ Params: { cid: string } }>('/c/:cid/', { preHandler: signedIn(core) }, async (req, reply) => {
+    const cid = pathId(req.params.cid);
+    const p = await clientScope(core, req, cid);
+    // A line's session has no account page: its line is all it may see.
+    if (p.kind === 'celular') return redirect(req, reply, lineUrl(cid, p.celular.id));
+    const [cuenta, lineas] = await Promise.all([info(core, p), listCelulares(core, p)]);
+    const c = cuenta.cliente;
+    const ilimitado = c.plan === 'ilimitado';
+    return sendPage(
+      req,
+      reply,
+      { title: `Account: ${c.nombre}`, clienteId: cid, current: 'cuenta' },
+      html`<div class="grid">
+          <div class="stat"><span class="n">${c.plan}</span><span class="l">plan${ilimitado ? ' (sends are not charged)' : ''}</span></div>
+          <div class="stat"><span class="n">${cuenta.saldo_global}</span><span class="l">saldo global</span></div>
+          <div class="stat"><span class="n">${c.consumo_mes_actual}</span><span class="l">consumo_mes: messages this month, failed ones left out</span></div>
+          <div class="stat"><span class="n">${cuenta.mensajes_30d}</span><span class="l">messages in the last 30 days</span></div>
+          <div class="stat">
+            <span class="n">${cuenta.num_celulares_activos} / ${cuenta.num_celulares}</span
+            ><span class="l">lines activo${c.max_celulares !== null ? html` (at most ${c.max_celulares})` : ''}</span>
+          </div>
+        </div>
+        <dl class="facts">
+          <dt>Client</dt>
+          <dd>${c.nombre} (${c.id})</dd>
+          <dt>email</dt>
+          <dd>${c.email}</dd>
+          <dt>estado</dt>
+          <dd>${c.estado}</dd>
+        </dl>
+        <h2>Balance per line</h2>
+        ${
+          lineas.celulares.length === 0
+            ? html`<p class="empty">No lines yet. <a href="/panel/c/${cid}/celulares">Create one on the Lines page.</a></p>`
+            : html`<div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th>numero</th>
+                    <th>nombre_interno</th>
+                    <th>estado</th>
+                    <th>session</th>
+                    <th class="num">saldo</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${lineas.celulares.map(
+                    (l) =>
+                      html`<tr>
+                        <td><a href="${lineUrl(cid, l.id)}">${l.numero}</a></td>
+                        <td>${l.nombre_interno ?? ''}</td>
+                        <td>${estadoBadge(l.estado)}</td>
+                        <td>${statusBadge(l.last_status)}</td>
+                        <td class="num">${l.saldo_actual}</td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`
+        }`,
+    );
+  });
+}

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
+
+/**
+ * The lines and linking pages in process (the browser flows are in
+ * test/e2e/panel-lines.test.ts): the pairing-code flow, refusals the
+ * browser cannot easily send (a forged form, an unknown estado, a text over
+ * the API's size), the operator's move under the simulator, and paths that
+ * name no page.
+ */
+
+let s: TestServer;
+
+beforeAll(async () => {
+  s = await startTestServer({}, { inject: true });
+});
+afterAll(async () => {
+  await s?.stop();
+});
+
+interface Session {
+  cookie: string;
+  csrf: string;
+}
+
+/** Signs in as the sign-in form does, and reads the CSRF token the panel's pages carry. */
+async function signIn(credencial: string): Promise<Session> {
+  const r = await api(s.url, 'POST', '/panel/login', { form: { credencial } });
+  expect(r.status, r.text).toBe(303);
+  const cookie = r.headers.get('set-cookie')!.split(';')[0]!;
+  // Every signed-in page carries the token (the sign-out form); the first page may be a redirect to the client's own.
+  let to = r.headers.get('location')!;
+  for (let hops = 0; hops < 3; hops++) {
+    const page = await api(s.url, 'GET', to, { headers: { cookie } });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1];
+    if (csrf) return { cookie, csrf };
+    to = page.headers.get('location') ?? to;
+  }
+  throw new Error(`no CSRF token on the pages after signing in (last: ${to})`);
+}
+
+const get = (who: Session, path: string) => api(s.url, 'GET', path, { headers: { cookie: who.cookie } });
+const post = (who: Session, path: string, form: Record<string, string>, csrf = true) =>
+  api(s.url, 'POST', path, { headers: { cookie: who.cookie }, form: csrf ? { _csrf: who.csrf, ...form } : form });
+
+const op = (path: string, json: unknown) => api(s.url, 'POST', path, { key: s.adminToken, json });
+
+describe('the lines pages', () => {
+  let a: Seeded;
+  let client: Session;
+  let line: string;
+  beforeAll(async () => {
+    a = await seedClient(s, { saldo: 10 });
+    client = await signIn(a.clientKey);
+    line = `/panel/c/${a.clienteId}/celulares/${a.celularId}`;
+  });
+
+  it('links by pairing code: the code, then the status followed until connected', async () => {
+    const r = await post(client, `${line}/vincular`, { metodo: 'codigo' });
+    expect(r.status, r.text).toBe(200);
+    const codigo = /<code id="codigo"[^>]*>([A-Z0-9]{4}-[A-Z0-9]{4})<\/code>/.exec(r.text)?.[1];
+    expect(codigo).toBeDefined();
+    expect(r.text).toContain(`hx-get="${line}/vincular/estado"`);
+    const waiting = await get(client, `${line}/vincular/estado`);
+    expect(waiting.text).toContain('waiting for a scan');
+    expect(waiting.text).toContain('hx-trigger="every 2s"');
+
+    expect((await op('/admin/sim/scan', { celular_id: a.celularId, codigo })).status).toBe(200);
+    const linked = await get(client, `${line}/vincular/estado`);
+    expect(linked.text).toContain('The line is linked');
+    expect(linked.text).not.toContain('hx-trigger');
+    // The line page's own status fragment says so too.
+    expect((await get(client, `${line}/sesion`)).text).toContain('connected');
+  });
+
+  it('changes nothing on a forged form, and refuses an unknown estado beside its field', async () => {
+    const forged = await post(client, line, { max_envios_por_minuto: '99' }, false);
+    expect(forged.status).toBe(403);
+    expect(forged.text).toContain('api_codigo 201');
+    const estado = await post(client, line, { estado: 'borrado' });
+    expect(estado.status).toBe(400);
+    expect(estado.text).toMatch(/id="f-estado-error"[^>]*>estado must be one of activo, suspendido, desconectado/);
+    const row = await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey });
+    expect(row.body.celular).toMatchObject({ max_envios_por_minuto: 12, estado: 'activo' });
+
+    // A field the form leaves out changes nothing; an emptied daily cap is no cap.
+    expect((await post(client, line, { max_envios_por_dia: '40' })).status).toBe(303);
+    const saved = await post(client, line, { nombre_interno: 'Soporte', max_envios_por_dia: '' });
+    expect(saved.status, saved.text).toBe(303);
+    const after = await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey });
+    expect(after.body.celular).toMatchObject({ nombre_interno: 'Soporte', max_envios_por_minuto: 12, max_envios_por_dia: null, hora_fin_permitido: '23:59' });
+  });
+
+  it('refuses a test text longer than the API takes, beside mensaje', async () => {
+    const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'x'.repeat(4097), directo: '1' });
+    expect(r.status).toBe(400);
+    expect(r.text).toMatch(/id="f-mensaje-error"[^>]*>mensaje must be at most 4096 characters/);
+  });
+
+  it("shows the operator no move under the simulator, refuses the client's move, and 404s paths that name no page", async () => {
+    const operator = await signIn(s.adminToken);
+    const page = await get(operator, line);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('no gateway servers to move the line between');
+    const moved = await post(operator, `${line}/mover`, { servidor: 'otro' });
+    expect(moved.status).toBe(400);
+    expect(moved.text).toContain('gateway servers are for evolution or waha');
+    expect((await post(client, `${line}/mover`, { servidor: 'otro' })).status).toBe(403);
+
+    for (const path of [`/panel/c/x/celulares`, `/panel/c/${a.clienteId}/celulares/0`, `/panel/c/${a.clienteId}/celulares/1e3`]) {
+      const r = await get(client, path);
+      expect(r.status, path).toBe(404);
+    }
+    // Another client's pages are not found, not forbidden: ids tell a stranger nothing.
+    const b = await seedClient(s);
+    expect((await get(client, `/panel/c/${b.clienteId}/celulares/${b.celularId}`)).status).toBe(404);
+    expect((await get(client, `/panel/c/${a.clienteId}/celulares/${b.celularId}`)).status).toBe(404);
+  });
+});
