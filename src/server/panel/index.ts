@@ -38,6 +38,10 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   // Only the dependencies go on to the pages (opts also carries this plugin's prefix).
   const deps: PanelDeps = { core: opts.core, send: opts.send, webhooks: opts.webhooks };
   await app.register(cookie);
+  // Pages, not API: none of them belongs in /openapi.json.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
   app.addHook('onRequest', async (req, reply) => {
     reply
       .header(
