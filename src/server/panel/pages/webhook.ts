@@ -91,7 +91,7 @@ function deliveriesFragment(req: FastifyRequest, cid: number, entregas: EntregaV
                         </ol>`
                     }
                   </td>
-                  <td><code>${e.id}</code></td>
+                  <td class="id"><code>${e.id}</code></td>
                   <td>
                     <form method="post" action="/panel/c/${cid}/webhook/reenviar">
                       ${csrfField(req)}<input type="hidden" name="id" value="${e.id}" />
