@@ -10,13 +10,19 @@
 // pages with their total, and the same page query without the COUNT as the
 // same-run baseline. Prints a table; writes bench/results/historial.json.
 // Target: p95 <= 25 ms for every filtered page with its total (the issue's figure 6).
+// Then the panel (figure 14): the same store served by `serve` in-process, the
+// history page and the webhook deliveries timed through the real app (inject
+// with a signed-in operator session) on this store and on a 100-message one;
+// p95 per page and the ratio go under `panel` in the same file. --skip-panel leaves it out.
 // --without-indexes-of 3 drops the indexes migration 3 creates, to compare (nothing is written then).
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Writable } from 'node:stream';
 import { openSqliteStore } from '../dist/store/sqlite/store.js';
 import { MIGRATIONS } from '../dist/store/sqlite/migrations.js';
+import { SERVE_DEFAULTS, startServer } from '../dist/server/serve.js';
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {
@@ -27,6 +33,13 @@ const ROWS = opt('rows', 1_000_000);
 const RUNS = opt('runs', 200);
 const KEEP = args.includes('--keep');
 const WITHOUT = opt('without-indexes-of', 0);
+const PANEL = !args.includes('--skip-panel');
+const PANEL_RUNS = opt('panel-runs', RUNS);
+const SMALL_ROWS = 100;
+/** The 1M page may take this many times the 100-message page's p95 (figure 14). */
+const PANEL_TARGET_RATIO = 1.5;
+/** One webhook delivery (a message.status event) for every this many messages. */
+const MESSAGES_PER_DELIVERY = 4;
 const TARGET_P95_MS = 25;
 const POR_PAGINA = 50;
 
@@ -62,7 +75,7 @@ const celularId = (c, l) => c * LINES + l + 1;
 const recipient = (c, r) => `52${String(5500000000 + c * 1_000_000 + r * 37)}`;
 const TIPOS = ['texto', 'texto', 'texto', 'texto', 'texto', 'texto', 'imagen', 'documento', 'audio', 'video'];
 
-function fill(store) {
+function fill(store, rows = ROWS, shares = CLIENT_SHARE) {
   const db = store.db;
   // The lines exist, so the data looks like a real store (history does not join them).
   const now = START;
@@ -80,17 +93,21 @@ function fill(store) {
        cobrado, cargo, payload, intentos, created_at, enviado_at, entregado_at, leido_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 'celular', ?, 1, ?, ?, ?, ?)`,
   );
+  const insEvento = db.prepare(
+    `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at, ultimo_status, ultima_duracion_ms)
+     VALUES (?, ?, 'message.status', ?, ?, 'entregado', 1, ?, ?, 200, 40)`,
+  );
   const t0 = performance.now();
   db.transaction(() => {
     for (let c = 0; c < CLIENTS; c += 1) {
       insCliente.run(clienteId(c), `Cliente ${c + 1}`, `c${c + 1}@example.com`, now, now);
       for (let l = 0; l < LINES; l += 1) insCelular.run(celularId(c, l), clienteId(c), `5255${String(10000000 + c * 100 + l)}`, now, now);
     }
-    const step = (END - START) / ROWS;
-    for (let i = 0; i < ROWS; i += 1) {
+    const step = (END - START) / rows;
+    for (let i = 0; i < rows; i += 1) {
       // Arrival order is time order, as in production (rowid grows with created_at).
       const created = Math.floor(START + i * step);
-      const c = pickShare(CLIENT_SHARE);
+      const c = pickShare(shares);
       const l = skewed(LINES, 0.8);
       const r = skewed(RECIPIENTS_PER_CLIENT);
       const tipo = TIPOS[Math.floor(rand() * TIPOS.length)];
@@ -123,6 +140,10 @@ function fill(store) {
         estado === 'entregado' || estado === 'leido' ? created + 4000 : null,
         estado === 'leido' ? created + 60000 : null,
       );
+      // The webhook deliveries the panel lists: a message.status event delivered at the first attempt.
+      if (i % MESSAGES_PER_DELIVERY === 0) {
+        insEvento.run(clienteId(c), celularId(c, l), JSON.stringify({ msg_id: id, estado }), created + 1500, created + 1500, created + 1540);
+      }
     }
   })();
   return performance.now() - t0;
@@ -203,10 +224,114 @@ function stats(samples) {
   return { p50: q(0.5), p95: q(0.95), max: s[s.length - 1] };
 }
 
+const PANEL_TOKEN = 'bench-panel-operator-token-0123456789abcdef';
+/** The pages figure 14 times, all of the busiest client (an operator session acts for it). */
+const PANEL_PAGES = [
+  ['history page', `/panel/c/${clienteId(BIG)}/historial`],
+  ['history page, estado=error', `/panel/c/${clienteId(BIG)}/historial?estado=error`],
+  ['history page, one line', `/panel/c/${clienteId(BIG)}/historial?celular_id=${busiestLine}`],
+  ['history page, destinatario', `/panel/c/${clienteId(BIG)}/historial?destinatario=${frequentRecipient}`],
+  ['webhook page (deliveries)', `/panel/c/${clienteId(BIG)}/webhook`],
+  ['deliveries fragment (polled)', `/panel/c/${clienteId(BIG)}/webhook/entregas`],
+];
+
+/**
+ * Serves the store in `dir` with `serve` in-process (no pruning, so the
+ * fixture's old events stay) and times each panel page through the app
+ * (inject: server time, no socket) with a signed-in operator session.
+ */
+async function timePanel(dir) {
+  const quiet = new Writable({ write: (_c, _e, cb) => cb() });
+  const s = await startServer({
+    ...SERVE_DEFAULTS,
+    port: 0,
+    host: '127.0.0.1',
+    dataDir: dir,
+    logLevel: 'error',
+    logStream: quiet,
+    adminToken: PANEL_TOKEN,
+    eventPruneIntervalMs: 0,
+    inboxPurgeIntervalMs: 0,
+  });
+  try {
+    const app = s.app;
+    const login = await app.inject({
+      method: 'POST',
+      url: '/panel/login',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `credencial=${encodeURIComponent(PANEL_TOKEN)}`,
+    });
+    const session = login.cookies.find((c) => c.name === 'pasarela_panel');
+    if (login.statusCode !== 303 || !session) throw new Error(`panel sign-in: ${login.statusCode} ${login.payload.slice(0, 300)}`);
+    const cookie = `pasarela_panel=${session.value}`;
+    const out = [];
+    for (const [page, url] of PANEL_PAGES) {
+      const get = async () => {
+        const r = await app.inject({ method: 'GET', url, headers: { cookie } });
+        if (r.statusCode !== 200) throw new Error(`${url}: ${r.statusCode} ${r.payload.slice(0, 300)}`);
+        return r;
+      };
+      for (let i = 0; i < 5; i += 1) await get();
+      const samples = [];
+      let rows = 0;
+      for (let i = 0; i < PANEL_RUNS; i += 1) {
+        const t = process.hrtime.bigint();
+        const r = await get();
+        samples.push(ms(process.hrtime.bigint() - t));
+        rows = (r.payload.match(/<tr>/g) ?? []).length - 1;
+      }
+      out.push({ page, url, runs: PANEL_RUNS, rows_shown: Math.max(0, rows), ms: stats(samples) });
+    }
+    return out;
+  } finally {
+    await s.close();
+  }
+}
+
+/** Figure 14: each panel page on a 100-message store and on the big one; the ratio of their p95. */
+async function panelFigure(bigDir) {
+  const smallDir = mkdtempSync(join(tmpdir(), 'pasarela-bench-small-'));
+  try {
+    const small = openSqliteStore(join(smallDir, 'pasarela.db'));
+    // All of them the busiest client's, so its first pages are full on both stores.
+    fill(small, SMALL_ROWS, [1, 0, 0]);
+    await small.close();
+    process.stderr.write(`panel pages on ${SMALL_ROWS} messages...\n`);
+    const onSmall = await timePanel(smallDir);
+    process.stderr.write(`panel pages on ${ROWS.toLocaleString('en')} messages...\n`);
+    const onBig = await timePanel(bigDir);
+    const pages = onBig.map((b, i) => ({
+      page: b.page,
+      url: b.url,
+      small: { rows_shown: onSmall[i].rows_shown, ms: onSmall[i].ms },
+      big: { rows_shown: b.rows_shown, ms: b.ms },
+      ratio_p95: b.ms.p95 / onSmall[i].ms.p95,
+      // The same page: as many rows rendered on both stores (a filter that matches 2 of 100 messages renders less, whatever the store).
+      same_rows: b.rows_shown === onSmall[i].rows_shown,
+    }));
+    const comparable = pages.filter((p) => p.same_rows);
+    const worst = (comparable.length > 0 ? comparable : pages).reduce((a, b) => (b.ratio_p95 > a.ratio_p95 ? b : a));
+    return {
+      small_rows: SMALL_ROWS,
+      rows: ROWS,
+      deliveries: Math.ceil(ROWS / MESSAGES_PER_DELIVERY),
+      runs: PANEL_RUNS,
+      target_ratio: PANEL_TARGET_RATIO,
+      worst_ratio: worst.ratio_p95,
+      worst_page: worst.page,
+      pages,
+    };
+  } finally {
+    rmSync(smallDir, { recursive: true, force: true });
+  }
+}
+
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'pasarela-bench-'));
-  const file = join(dir, 'bench.db');
+  // serve's file name: the panel phase serves this same store.
+  const file = join(dir, 'pasarela.db');
   const store = openSqliteStore(file);
+  let closed = false;
   try {
     const schemaVersion = store.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get().v;
     const dropped = [...(MIGRATIONS.find((m) => m.version === WITHOUT)?.sql.matchAll(/CREATE INDEX (\w+)/g) ?? [])].map((m) => m[1]);
@@ -281,6 +406,25 @@ async function main() {
     const worst = Math.max(...results.map((r) => r.with_total_ms.p95));
     console.log(`\nworst p95 with total: ${worst.toFixed(2)} ms (target ${TARGET_P95_MS} ms): ${worst <= TARGET_P95_MS ? 'met' : 'MISSED'}`);
 
+    let panel = null;
+    if (PANEL && dropped.length === 0) {
+      // The fixture's pendiente messages are ended first, so the served store's queue worker sits idle while pages are timed.
+      store.db.prepare("UPDATE mensajes SET estado = 'error', error = 'bench fixture' WHERE estado = 'pendiente'").run();
+      await store.close();
+      closed = true;
+      panel = await panelFigure(dir);
+      const f = (n) => n.toFixed(2).padStart(7);
+      console.log(`\npanel pages (figure 14), server time through the app, ms; ${SMALL_ROWS} vs ${ROWS.toLocaleString('en')} messages:`);
+      const big = `${ROWS >= 1e6 ? `${ROWS / 1e6}M` : ROWS} msgs`;
+      console.log(`${'page'.padEnd(32)} | ${`${SMALL_ROWS} msgs`.padEnd(9)} rows     p50     p95 | ${big.padEnd(9)} rows     p50     p95 | ratio p95`);
+      for (const p of panel.pages) {
+        console.log(
+          `${p.page.padEnd(32)} | ${''.padEnd(9)} ${String(p.small.rows_shown).padStart(4)} ${f(p.small.ms.p50)} ${f(p.small.ms.p95)} | ${''.padEnd(9)} ${String(p.big.rows_shown).padStart(4)} ${f(p.big.ms.p50)} ${f(p.big.ms.p95)} | ${p.ratio_p95.toFixed(2)}${p.same_rows ? '' : ' (fewer rows on the small store)'}`,
+        );
+      }
+      console.log(`worst ratio, pages showing as many rows on both: ${panel.worst_ratio.toFixed(2)} (${panel.worst_page}); target <= ${PANEL_TARGET_RATIO}`);
+    }
+
     const out = {
       generated_at: new Date().toISOString(),
       node: process.version,
@@ -299,6 +443,7 @@ async function main() {
       target_p95_ms: TARGET_P95_MS,
       worst_p95_ms: worst,
       results,
+      panel,
     };
     if (dropped.length > 0) return;
     const outFile = join(dirname(fileURLToPath(import.meta.url)), 'results', 'historial.json');
@@ -306,7 +451,7 @@ async function main() {
     writeFileSync(outFile, `${JSON.stringify(out, null, 2)}\n`);
     console.log(`wrote ${outFile}`);
   } finally {
-    await store.close();
+    if (!closed) await store.close();
     if (KEEP) console.log(`kept ${file}`);
     else rmSync(dir, { recursive: true, force: true });
   }

@@ -2196,6 +2196,27 @@ async function figureDrain() {
 
 // ---------- 6. history ----------
 
+/** bench/historial.mjs, run once for figures 6 and 14 (it measures both on the same 1M store); its stdout. */
+let historialRun = null;
+function runHistorialScript() {
+  historialRun ??= (async () => {
+    log('  node bench/historial.mjs (1M messages, then the panel pages; a few minutes)...');
+    const out = await new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [join(HERE, 'historial.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+      children.add(child);
+      let text = '';
+      child.stdout.on('data', (d) => (text += d));
+      child.once('exit', (code) => {
+        children.delete(child);
+        if (code === 0) resolve(text);
+        else reject(new Error(`bench/historial.mjs exited ${code}:\n${text.slice(-1000)}`));
+      });
+    });
+    return out;
+  })();
+  return historialRun;
+}
+
 async function figureHistorial() {
   const name = '6. history page + total at 1M, p95';
   const target = '<= 25 ms';
@@ -2213,18 +2234,7 @@ async function figureHistorial() {
     });
     return;
   }
-  log('  node bench/historial.mjs (1M messages; about a minute)...');
-  const out = await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.add(child);
-    let text = '';
-    child.stdout.on('data', (d) => (text += d));
-    child.once('exit', (code) => {
-      children.delete(child);
-      if (code === 0) resolve(text);
-      else reject(new Error(`bench/historial.mjs exited ${code}:\n${text.slice(-1000)}`));
-    });
-  });
+  const out = await runHistorialScript();
   let worst;
   let pageOnly;
   let rows;
@@ -2540,6 +2550,37 @@ async function figureBulk() {
   });
 }
 
+// ---------- 14. panel pages at 1M ----------
+
+/**
+ * A page of the panel's history or webhook deliveries, timed through the real
+ * app (bench/historial.mjs serves its 1M store in-process and signs in an
+ * operator session) against the same pages on a 100-message store: same
+ * time, since both read through the API's indexes. The figure is the worst
+ * p95 ratio among pages that render as many rows on both stores.
+ */
+async function figurePanel() {
+  const name = '14. panel history/deliveries page, 1M vs 100 messages, p95';
+  const target = '<= 1.5x';
+  const script = join(HERE, 'historial.mjs');
+  if (SKIP_HISTORIAL || !existsSync(script)) throw new NotApplicable(SKIP_HISTORIAL ? '--skip-historial' : 'bench/historial.mjs not found');
+  await runHistorialScript();
+  const j = JSON.parse(readFileSync(join(HERE, 'results', 'historial.json'), 'utf8'));
+  const panel = j.panel;
+  if (!panel) throw new Error('bench/results/historial.json has no panel section (run without --skip-panel)');
+  const w = panel.pages.find((p) => p.page === panel.worst_page);
+  results.push({
+    figure: name,
+    measured: `${f2(w.big.ms.p95)} ms p95 at ${panel.rows.toLocaleString('en')} (${w.page})`,
+    baseline: `${f2(w.small.ms.p95)} ms at ${panel.small_rows}`,
+    ratio: panel.worst_ratio,
+    target,
+    met: panel.worst_ratio <= panel.target_ratio,
+    cpu: '- (in-process, inject)',
+    detail: { ...panel, results_file: 'bench/results/historial.json' },
+  });
+}
+
 // ---------- main ----------
 
 const started = Date.now();
@@ -2573,6 +2614,7 @@ try {
   if (receiver) await stopQuietly(receiver);
 }
 await figure(13, '13. send bulk, rows/s', '>= 10', () => figureBulk());
+await figure(14, '14. panel history/deliveries page, 1M vs 100 messages, p95', '<= 1.5x', () => figurePanel());
 
 const cols = [
   ['figure', (r) => r.figure],

@@ -1,5 +1,5 @@
 import { parseInstant, parseYmd } from '../core/historial.js';
-import { toText } from '../core/to-text.js';
+import { csvRecord } from '../core/csv.js';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ApiPath } from '../core/api-routes.js';
 import type { Ctx } from './context.js';
@@ -80,20 +80,6 @@ export function dayOrInstant(value: string): string {
   if (parseYmd(value) || parseInstant(value) !== null) return value;
   throw new InvalidArgumentError('expected a calendar date YYYY-MM-DD or an RFC 3339 instant with its offset, such as 2026-11-26T10:00:00Z');
 }
-
-/**
- * RFC 4180: a field with a comma, quote, CR or LF is quoted, quotes doubled;
- * records end with CRLF. A text that a spreadsheet would run as a formula
- * (it starts with = + - @, a tab or a CR: message texts come from anyone) gets
- * a leading `'`, the usual guard against CSV formula injection.
- */
-export function csvField(v: unknown): string {
-  let s = v === null || v === undefined ? '' : toText(v);
-  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
-
-export const csvRecord = (cells: unknown[]) => `${cells.map(csvField).join(',')}\r\n`;
 
 /**
  * Writes data to stdout and waits when the pipe is full, so a large export

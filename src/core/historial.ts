@@ -345,3 +345,21 @@ export async function listHistorial(core: Core, p: ClientPrincipal, q: Historial
   const { total, rows } = await core.store.listMensajes(f);
   return { ...pageFields(core, f, total), mensajes: rows.map(mensajeView) };
 }
+
+/**
+ * Every record a history query selects (its page and por_pagina aside),
+ * newest first, one store page at a time through the same read as a listing:
+ * an export of any size holds one page in memory. The window is closed at
+ * the instant the export starts (hasta, if later, is brought down to it), so
+ * messages accepted meanwhile do not shift the pages under it.
+ */
+export async function* exportHistorial(core: Core, p: ClientPrincipal, q: HistorialQuery): AsyncGenerator<MensajeView[]> {
+  const { page: _p, por_pagina: _pp, ...filters } = q;
+  const f = await historyFilter(core, p, filters);
+  const hasta = Math.min(f.hasta ?? Number.MAX_SAFE_INTEGER, core.clock.now() + 1);
+  for (let page = 1; ; page++) {
+    const { rows } = await core.store.listMensajes({ ...f, hasta, page, por_pagina: POR_PAGINA_MAX });
+    if (rows.length > 0) yield rows.map(mensajeView);
+    if (rows.length < POR_PAGINA_MAX) return;
+  }
+}

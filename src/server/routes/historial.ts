@@ -4,10 +4,9 @@ import type { Core } from '../../core/context.js';
 import { ERROR_CLASES } from '../../core/ports/model.js';
 import { ESTADOS, listHistorial, MENSAJE_FIELDS } from '../../core/historial.js';
 import { mensajeById } from '../../core/mensaje.js';
-import { FIELD_LIMITS } from '../../core/limits.js';
 import { clientAuth, principal, success } from '../http.js';
-import { errorResponses, keyQuery, listingQuerystring, listingResponse, okResponse, strOrNull, ts, tsOrNull } from '../schemas/common.js';
-import { StringEnum, Type, typed } from '../schemas/typed.js';
+import { errorResponses, historialQuerystring, keyQuery, listingResponse, okResponse, strOrNull, ts, tsOrNull } from '../schemas/common.js';
+import { Type, typed } from '../schemas/typed.js';
 
 /** One history record (docs/design.md §8). Only these fields leave the server. */
 const mensajeSchema = {
@@ -63,7 +62,7 @@ export default async function historialRoutes(fastify: FastifyInstance, { core }
         "Dates are whole days in the server's time zone (serve --tz); hasta is included. A celular credential sees its own line only " +
         "(another line of the client: 403; any other id: 404). destinatario is normalised like a send's recipient.",
       security: [{ bearer: [] }],
-      querystring: listingQuerystring({ estado: StringEnum(ESTADOS) }, { destinatario: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.numeroFiltro }) }),
+      querystring: historialQuerystring,
       response: {
         200: listingResponse('mensajes', mensajeSchema),
         ...errorResponses,

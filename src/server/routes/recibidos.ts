@@ -1,11 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { FIELD_LIMITS } from '../../core/limits.js';
 import { listRecibidos } from '../../core/recibidos.js';
 import { clientAuth, principal, success } from '../http.js';
-import { errorResponses, listingQuerystring, listingResponse, strOrNull, ts } from '../schemas/common.js';
-import { Type, typed } from '../schemas/typed.js';
+import { errorResponses, listingResponse, recibidosQuerystring, strOrNull, ts } from '../schemas/common.js';
+import { typed } from '../schemas/typed.js';
 
 /** One incoming message of the inbox (docs/design.md §10). Only these fields leave the server. */
 const recibidoSchema = {
@@ -51,16 +50,7 @@ export default async function recibidosRoutes(fastify: FastifyInstance, { core }
         "server's time zone (serve --tz) of when pasarela recorded the message; hasta is included. A celular credential sees its own " +
         "line only (another line of the client: 403; any other id: 404). remitente is normalised like a send's recipient; a contact id (…@lid) is matched as given.",
       security: [{ bearer: [] }],
-      querystring: listingQuerystring(
-        {
-          remitente: Type.String({
-            minLength: 1,
-            maxLength: FIELD_LIMITS.numeroFiltro,
-            description: "only messages from this number (normalised like a send's recipient), or from this contact id (…@lid), exactly",
-          }),
-        },
-        {},
-      ),
+      querystring: recibidosQuerystring,
       response: {
         200: listingResponse('recibidos', recibidoSchema),
         ...errorResponses,

@@ -1,6 +1,6 @@
 import { CELULAR_ESTADOS, SESSION_STATUSES } from '../../core/ports/model.js';
-import { CELULAR_LIMITS, HORA_PATTERN } from '../../core/limits.js';
-import { POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
+import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN } from '../../core/limits.js';
+import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
 import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
 
 /**
@@ -199,6 +199,24 @@ export function listingQuerystring<B extends TProperties, A extends TProperties>
     }),
   );
 }
+
+/** The query of GET /api/historial_listar.php, which the panel's history page and its exports read too. */
+export const historialQuerystring = listingQuerystring(
+  { estado: StringEnum(ESTADOS) },
+  { destinatario: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.numeroFiltro }) },
+);
+
+/** The query of GET /api/recibidos_listar.php, which the panel's inbox page reads too. */
+export const recibidosQuerystring = listingQuerystring(
+  {
+    remitente: Type.String({
+      minLength: 1,
+      maxLength: FIELD_LIMITS.numeroFiltro,
+      description: "only messages from this number (normalised like a send's recipient), or from this contact id (…@lid), exactly",
+    }),
+  },
+  {},
+);
 
 /** The 200 answer of a paged listing: the page fields, then its records under `field`. */
 export function listingResponse<F extends string, I extends object>(field: F, items: I) {

@@ -1,5 +1,102 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { listRecibidos, type RecibidoView } from '../../../core/recibidos.js';
+import { recibidosQuerystring } from '../../schemas/common.js';
+import { clientScope, signedIn } from '../context.js';
+import { field, formErrorsOf, NO_ERRORS, type FormErrors } from '../forms.js';
+import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
+import { sendPage } from '../layout.js';
+import { cidOf, cut, dropEmptyFilters, pager, typedFilters } from '../listing.js';
+import { filterForm, lineOptions } from './historial.js';
 
-// Being built (issue 27): the recibidos pages.
-export default async function recibidosPages(_app: FastifyInstance, _deps: PanelDeps) {}
+/**
+ * The inbox (`/panel/c/:cid/recibidos`): the filters of GET
+ * /api/recibidos_listar.php, read by the same schema and core, a page at a time.
+ */
+
+const FILTERS = ['remitente', 'celular_id', 'desde', 'hasta', 'por_pagina'] as const;
+
+function table(rows: RecibidoView[], empty: Html): Html {
+  if (rows.length === 0) return empty;
+  return html`<div class="table-wrap">
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">created_at</th>
+          <th scope="col">celular</th>
+          <th scope="col">de</th>
+          <th scope="col">tipo</th>
+          <th scope="col">texto</th>
+          <th scope="col">fecha</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${rows.map(
+          (r) => html`<tr>
+            <td class="nowrap">${r.created_at}</td>
+            <td class="num">${r.celular_id}</td>
+            <td>${r.de}</td>
+            <td>${r.tipo}</td>
+            <td>${cut(r.texto ?? r.media?.filename ?? r.media?.url ?? null)}</td>
+            <td class="nowrap">${r.fecha}</td>
+          </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
+}
+
+export default async function recibidosPages(app: FastifyInstance, deps: PanelDeps) {
+  const { core } = deps;
+  app.get(
+    '/c/:cid/recibidos',
+    { preHandler: signedIn(core), preValidation: dropEmptyFilters, attachValidation: true, schema: { querystring: recibidosQuerystring } },
+    async (req: FastifyRequest, reply: FastifyReply) => {
+      const cid = cidOf(req);
+      const p = await clientScope(core, req, cid);
+      const path = `/panel/c/${cid}/recibidos`;
+      const values = typedFilters(req);
+      const lines = await lineOptions(deps, p);
+      let refused: FormErrors = NO_ERRORS;
+      let listing: Awaited<ReturnType<typeof listRecibidos>> | null = null;
+      let status = 200;
+      try {
+        if (req.validationError) throw req.validationError;
+        listing = await listRecibidos(core, p, req.query as Parameters<typeof listRecibidos>[2]);
+      } catch (err) {
+        refused = formErrorsOf(
+          err,
+          FILTERS.filter((f) => f !== 'celular_id' || lines !== null),
+        );
+        status = (refused.general ?? Object.values(refused.fields)[0]!).status;
+      }
+      const form = filterForm(
+        path,
+        values,
+        lines,
+        refused,
+        field(
+          { name: 'remitente', label: 'From (remitente)', type: 'text', value: values.remitente, hint: 'A number, or a contact id (…@lid) as listed' },
+          refused,
+        ),
+      );
+      const info = { title: 'Inbox', clienteId: cid, current: 'recibidos' };
+      if (!listing) return sendPage(req, reply, info, form, status);
+      const { page: _page, ...filters } = values;
+      const empty = Object.keys(filters).some((k) => k !== 'por_pagina')
+        ? html`<p class="empty">No incoming message matches these filters. Widen them, or clear them.</p>`
+        : html`<p class="empty">Nothing received yet. Messages sent to a linked line appear here.</p>`;
+      return sendPage(
+        req,
+        reply,
+        info,
+        html`${form}
+          <p role="status">
+            ${listing.total} ${listing.total === 1 ? 'message' : 'messages'} · page ${listing.page} of ${Math.max(1, listing.total_paginas)} · days read in
+            ${listing.zona_horaria}
+          </p>
+          ${table(listing.recibidos, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
+      );
+    },
+  );
+}

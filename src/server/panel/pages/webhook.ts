@@ -1,5 +1,282 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ClientPrincipal } from '../../../core/auth.js';
+import { AppError } from '../../../core/errors.js';
+import { FIELD_LIMITS } from '../../../core/limits.js';
+import type { EntregaView } from '../../../core/views.js';
+import { deleteWebhook, EVENT_KINDS, getWebhook, setWebhook } from '../../../webhooks/config.js';
+import { listDeliveries, redeliver, sendTestEvent } from '../../../webhooks/deliveries.js';
+import { generateSecret } from '../../../webhooks/sign.js';
+import { clientScope, flash, redirect, signedIn } from '../context.js';
+import { csrfField, errorText, field, formErrorsOf, formValues, generalError, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
+import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
+import { sendFragment, sendPage } from '../layout.js';
+import { cidOf, cut } from '../listing.js';
 
-// Being built (issue 27): the webhook pages.
-export default async function webhookPages(_app: FastifyInstance, _deps: PanelDeps) {}
+/**
+ * The client's webhook (`/panel/c/:cid/webhook`): its configuration (set,
+ * delete), a test event, and the deliveries with every attempt and a
+ * redeliver button, refreshed in place. All through webhooks/config.ts and
+ * webhooks/deliveries.ts as the API: client-wide, so a celular session gets
+ * the API's 403.
+ */
+
+/** Deliveries the page shows (the newest): the API's default page. */
+const DELIVERIES_SHOWN = 20;
+/** How often the deliveries refresh while the page is open. */
+const POLL = 'every 3s';
+const EVENTOS = [...EVENT_KINDS, 'all'] as const;
+const FIELDS = ['url', 'secret', 'eventos'] as const;
+
+/** How the form's secret is chosen: a new random one (shown once), one typed, or none (unsigned deliveries). */
+const SECRET_MODES = [
+  ['generar', 'Generate a new secret (shown once)'],
+  ['propio', 'Use the secret typed below'],
+  ['ninguno', 'No secret (deliveries are not signed)'],
+] as const;
+
+interface View {
+  errors?: FormErrors;
+  /** What was typed, on a refused save. */
+  values?: Record<string, string>;
+  eventos?: string[];
+  /** A secret just generated: shown on this answer only. */
+  secret?: string;
+  notice?: string;
+  status?: number;
+}
+
+function badge(estado: string): Html {
+  const tone = estado === 'fallido' ? 'bad' : estado === 'pendiente' ? 'warn' : 'ok';
+  return html`<span class="badge ${tone}">${estado}</span>`;
+}
+
+/** The deliveries, newest first, each with its attempts; polled in place while the page is open. */
+function deliveriesFragment(req: FastifyRequest, cid: number, entregas: EntregaView[]): Html {
+  const body =
+    entregas.length === 0
+      ? html`<p class="empty">No deliveries yet. Set a URL above and send a test event.</p>`
+      : html`<div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">created_at</th>
+                <th scope="col">evento</th>
+                <th scope="col">estado</th>
+                <th scope="col" class="num">intentos</th>
+                <th scope="col">Attempts (status, time, answer)</th>
+                <th scope="col">id</th>
+                <th scope="col"><span class="visually-hidden">Action</span></th>
+              </tr>
+            </thead>
+            <tbody>
+              ${entregas.map(
+                (e) => html`<tr>
+                  <td class="nowrap">${e.created_at}</td>
+                  <td>${e.evento}</td>
+                  <td>${badge(e.estado)}</td>
+                  <td class="num">${e.intentos}</td>
+                  <td>
+                    ${
+                      e.intentos_detalle.length === 0
+                        ? html`<span class="empty">${e.proximo_intento_at ? `due ${e.proximo_intento_at}` : 'none'}</span>`
+                        : html`<ol class="attempts">
+                          ${e.intentos_detalle.map(
+                            (a) =>
+                              html`<li>
+                                <span class="code">${a.status === null ? 'no answer' : `HTTP ${a.status}`}</span> · ${a.duracion_ms} ms · ${a.fecha}
+                                ${a.error ? html` · ${cut(a.error, 160)}` : ''}
+                              </li>`,
+                          )}
+                        </ol>`
+                    }
+                  </td>
+                  <td class="id"><code>${e.id}</code></td>
+                  <td>
+                    <form method="post" action="/panel/c/${cid}/webhook/reenviar">
+                      ${csrfField(req)}<input type="hidden" name="id" value="${e.id}" />
+                      <button type="submit" class="secondary" aria-label="Redeliver ${e.id}">Redeliver</button>
+                    </form>
+                  </td>
+                </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>`;
+  return html`<section id="entregas" aria-labelledby="entregas-h" hx-get="/panel/c/${cid}/webhook/entregas" hx-trigger="${POLL}" hx-swap="outerHTML">
+    <h2 id="entregas-h">Deliveries</h2>
+    ${body}
+  </section>`;
+}
+
+function eventosField(checked: readonly string[], errors: FormErrors): Html {
+  const err = errors.fields.eventos;
+  return html`<fieldset class="field checks${err ? ' invalid' : ''}" ${err ? html`aria-describedby="f-eventos-error"` : ''}>
+    <legend>Events (eventos)</legend>
+    ${EVENTOS.map(
+      (e) =>
+        html`<label class="check"
+          ><input type="checkbox" name="eventos" value="${e}" ${checked.includes(e) ? html`checked` : ''} /> ${e === 'all' ? 'all (every kind, present and future)' : e}</label
+        >`,
+    )}
+    <small class="hint">None checked means all, as in the API.</small>
+    ${err ? html`<p id="f-eventos-error" class="field-error" role="alert">${errorText(err)}</p>` : ''}
+  </fieldset>`;
+}
+
+async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: FastifyReply, cid: number, p: ClientPrincipal, v: View = {}) {
+  const cfg = await getWebhook(deps.core, p);
+  const { entregas } = await listDeliveries(deps.core, p, DELIVERIES_SHOWN);
+  const errors = v.errors ?? NO_ERRORS;
+  const values = v.values ?? { url: cfg.url, secret_modo: cfg.configurado && !cfg.has_secret ? 'ninguno' : 'generar' };
+  const checked = v.eventos ?? (cfg.configurado ? cfg.eventos : ['all']);
+  const current = cfg.configurado
+    ? html`<dl class="card facts">
+        <dt>URL</dt>
+        <dd><code>${cfg.url}</code></dd>
+        <dt>eventos</dt>
+        <dd>${cfg.eventos.join(', ')}</dd>
+        <dt>activo</dt>
+        <dd>${cfg.activo ? html`<span class="badge ok">yes</span>` : html`<span class="badge bad">no</span>`}</dd>
+        <dt>Signed</dt>
+        <dd>${cfg.has_secret ? 'yes (the secret is never shown again)' : 'no secret'}</dd>
+        <dt>updated_at</dt>
+        <dd>${cfg.updated_at}</dd>
+      </dl>`
+    : html`<p class="empty">No webhook yet. Set a URL below to receive this client's events.</p>`;
+  const secretShown = v.secret
+    ? html`<div class="card" role="status">
+        <p><strong>The signing secret.</strong> Copy it now into your receiver: it is not shown again. A new save with "Generate" replaces it.</p>
+        <p><code id="new-key" class="secret">${v.secret}</code> <button type="button" data-copy="new-key">Copy</button></p>
+      </div>`
+    : '';
+  return sendPage(
+    req,
+    reply,
+    { title: 'Webhook', clienteId: cid, current: 'webhook' },
+    html`${v.notice ? html`<p class="notice" role="status">${v.notice}</p>` : ''} ${secretShown}
+      <h2>Configuration</h2>
+      ${current}
+      <form method="post" action="/panel/c/${cid}/webhook" class="card" aria-label="Set the webhook">
+        ${csrfField(req)} ${generalError(errors)}
+        ${field({ name: 'url', label: 'URL', type: 'url', value: values.url, required: true, maxlength: FIELD_LIMITS.url, hint: 'http:// or https://; events are POSTed here' }, errors)}
+        ${selectField({ name: 'secret_modo', label: 'Signing secret', options: SECRET_MODES, value: values.secret_modo }, errors)}
+        ${field(
+          {
+            name: 'secret',
+            label: 'Your own secret',
+            value: values.secret_modo === 'propio' ? values.secret : undefined,
+            maxlength: FIELD_LIMITS.webhookSecret,
+            autocomplete: 'off',
+            hint: 'Only with "Use the secret typed below": printable ASCII, no spaces, 24 characters or more',
+          },
+          errors,
+        )}
+        ${eventosField(checked, errors)}
+        <label class="check"><input type="checkbox" name="activo" value="1" ${values.activo === undefined || values.activo === '1' ? html`checked` : ''} /> Active (activo)</label>
+        <p class="hint">Saving replaces the whole configuration, secret included; the one replaced can be restored with the API (webhook_restaurar).</p>
+        <button type="submit">Save webhook</button>
+      </form>
+      <div class="actions">
+        <form method="post" action="/panel/c/${cid}/webhook/probar">
+          ${csrfField(req)}<button type="submit" class="secondary">Send a test event</button>
+        </form>
+        ${
+          cfg.configurado
+            ? html`<form method="post" action="/panel/c/${cid}/webhook/eliminar">
+              ${csrfField(req)}<button type="submit" class="danger">Delete the webhook</button>
+            </form>`
+            : ''
+        }
+      </div>
+      ${deliveriesFragment(req, cid, entregas)}`,
+    v.status ?? 200,
+  );
+}
+
+/** `eventos` of the form: each checked box (a repeated field). */
+function eventosOf(req: FastifyRequest): string[] {
+  const raw = (req.body as Record<string, unknown> | undefined)?.eventos;
+  return (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw]).filter((x): x is string => typeof x === 'string');
+}
+
+export default async function webhookPages(app: FastifyInstance, deps: PanelDeps) {
+  const { core } = deps;
+  const opts = { preHandler: signedIn(core) };
+  const scope = async (req: FastifyRequest) => {
+    const cid = cidOf(req);
+    return { cid, p: await clientScope(core, req, cid) };
+  };
+
+  app.get('/c/:cid/webhook', opts, async (req, reply) => {
+    const { cid, p } = await scope(req);
+    return renderWebhook(deps, req, reply, cid, p);
+  });
+
+  app.get('/c/:cid/webhook/entregas', opts, async (req, reply) => {
+    const { cid, p } = await scope(req);
+    const { entregas } = await listDeliveries(core, p, DELIVERIES_SHOWN);
+    return sendFragment(reply, deliveriesFragment(req, cid, entregas));
+  });
+
+  app.post('/c/:cid/webhook', opts, async (req, reply) => {
+    const { cid, p } = await scope(req);
+    const values = formValues(req);
+    const eventos = eventosOf(req);
+    const mode = values.secret_modo ?? 'generar';
+    const secret = mode === 'generar' ? generateSecret() : mode === 'propio' ? values.secret : undefined;
+    try {
+      // "Use the secret typed below" with nothing typed would save an unsigned webhook without saying so.
+      if (mode === 'propio' && !values.secret) throw new AppError('INVALID_PARAMS', 'secret: type the secret, or choose another option');
+      const r = await setWebhook(core, p, { url: values.url, secret, eventos: eventos.length > 0 ? eventos : undefined, activo: values.activo === '1' });
+      if (mode === 'generar' || r.aviso) {
+        const notice = r.aviso ? `Webhook saved. Note: ${r.aviso}.` : 'Webhook saved.';
+        return renderWebhook(deps, req, reply, cid, p, { notice, ...(mode === 'generar' ? { secret } : {}) });
+      }
+      flash(req, reply, 'Webhook saved.');
+      return redirect(req, reply, `/panel/c/${cid}/webhook`);
+    } catch (err) {
+      const errors = formErrorsOf(err, FIELDS);
+      const e = errors.general ?? Object.values(errors.fields)[0]!;
+      return renderWebhook(deps, req, reply, cid, p, { errors, values: { ...values, activo: values.activo ?? '0' }, eventos, status: e.status });
+    }
+  });
+
+  /** An action answered by the page: a notice after a redirect, or the page with the API's refusal. */
+  const action = (run: (p: ClientPrincipal, values: Record<string, string>) => Promise<string>) => async (req: FastifyRequest, reply: FastifyReply) => {
+    const { cid, p } = await scope(req);
+    try {
+      const notice = await run(p, formValues(req));
+      flash(req, reply, notice);
+      return redirect(req, reply, `/panel/c/${cid}/webhook`);
+    } catch (err) {
+      const errors = formErrorsOf(err, []);
+      return renderWebhook(deps, req, reply, cid, p, { errors, status: errors.general!.status });
+    }
+  };
+
+  app.post(
+    '/c/:cid/webhook/probar',
+    opts,
+    action(async (p) => {
+      await sendTestEvent(deps.webhooks, p);
+      return 'Test event queued: it appears under Deliveries in a moment.';
+    }),
+  );
+  app.post(
+    '/c/:cid/webhook/eliminar',
+    opts,
+    action(async (p) => {
+      await deleteWebhook(core, p);
+      return 'Webhook removed: no more events are delivered.';
+    }),
+  );
+  app.post(
+    '/c/:cid/webhook/reenviar',
+    opts,
+    action(async (p, values) => {
+      await redeliver(core, deps.webhooks, p, values.id ?? '');
+      return 'Delivery queued again.';
+    }),
+  );
+}

@@ -1,0 +1,66 @@
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../../core/errors.js';
+import { parseForm } from '../body/form-reader.js';
+import { html, type Html } from './html.js';
+
+/**
+ * What the panel's paged listings (history, inbox) share. Their filter form
+ * is a GET form whose query string is validated by the API route's own
+ * schema (attached to the page's route, so a bad value is the API's 400) and
+ * then by core, so both refusals land beside the field at fault.
+ */
+
+/** A client page's `:cid`: a positive integer, else there is no such page. */
+export function cidOf(req: FastifyRequest): number {
+  const raw = (req.params as { cid?: string }).cid ?? '';
+  if (!/^[1-9]\d{0,14}$/.test(raw)) throw new AppError('ROUTE_NOT_FOUND', 'there is no such page');
+  return Number(raw);
+}
+
+/**
+ * preValidation of a listing page: a GET form sends every field, the empty
+ * ones as "": those are filters not set, left out before the API's schema
+ * reads the query (which would refuse an empty estado or page).
+ */
+export async function dropEmptyFilters(req: FastifyRequest): Promise<void> {
+  const q = req.query as Record<string, unknown> | undefined;
+  if (!q) return;
+  for (const [k, v] of Object.entries(q)) if (v === '' || k === 'key') delete q[k];
+}
+
+/** The filters as typed (the first value of each), to show them back in the form and carry them to other pages. */
+export function typedFilters(req: FastifyRequest): Record<string, string> {
+  const i = req.url.indexOf('?');
+  const out: Record<string, string> = {};
+  if (i < 0) return out;
+  for (const [k, v] of Object.entries(parseForm(Buffer.from(req.url.slice(i + 1), 'latin1'), 'utf-8'))) {
+    const first = Array.isArray(v) ? v[0] : v;
+    if (first !== undefined && first !== '' && k !== 'key') out[k] = first;
+  }
+  return out;
+}
+
+/** The query string of `filters` with `over` applied (a page, no page). */
+export function queryOf(filters: Record<string, string>, over: Record<string, string | undefined> = {}): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries({ ...filters, ...over })) if (v !== undefined && v !== '') q.set(k, v);
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+/** Previous/next links of a listing, keeping its filters. */
+export function pager(path: string, filters: Record<string, string>, page: number, totalPaginas: number): Html {
+  if (totalPaginas <= 1) return html``;
+  const to = (n: number) => `${path}${queryOf(filters, { page: String(n) })}`;
+  return html`<nav class="pager" aria-label="Pages">
+    ${page > 1 ? html`<a href="${to(page - 1)}" rel="prev">Previous page</a>` : html`<span class="off">Previous page</span>`}
+    <span>Page ${page} of ${totalPaginas}</span>
+    ${page < totalPaginas ? html`<a href="${to(page + 1)}" rel="next">Next page</a>` : html`<span class="off">Next page</span>`}
+  </nav>`;
+}
+
+/** A long free text cut for a table cell (the export carries it whole). */
+export function cut(s: string | null, max = 80): string {
+  if (s === null) return '';
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
