@@ -73,6 +73,8 @@ export async function getWebhook(core: Core, p: ClientPrincipal) {
 export interface WebhookInput {
   url?: unknown;
   secret?: unknown;
+  /** Keep the configured secret (the panel's default when editing); `secret` is then ignored. */
+  keepSecret?: boolean;
   eventos?: unknown;
   activo?: boolean;
 }
@@ -92,7 +94,8 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
   // vets the host again, so nothing reaches a private address later either.
   const resolved = await vetWebhookHost(url, core.config.allowPrivateUrls, { unresolvedOk: true });
   let secret: string | null = null;
-  if (input.secret !== undefined && input.secret !== null && input.secret !== '') {
+  if (input.keepSecret) secret = (await core.store.getWebhook(p.cliente.id))?.secret ?? null;
+  else if (input.secret !== undefined && input.secret !== null && input.secret !== '') {
     if (typeof input.secret !== 'string' || !SECRET_RE.test(input.secret))
       fail('INVALID_PARAMS', `secret: up to ${FIELD_LIMITS.webhookSecret} printable ASCII characters, no spaces (24 or more recommended)`);
     secret = input.secret;

@@ -189,6 +189,16 @@ describe('webhook', () => {
     const again = await c.get(`/panel/c/${L.clienteId}/webhook`);
     expect(again.text).not.toContain(secret!);
     expect(again.text).toContain('message.status');
+    // Editing the events keeps the secret by default (the form's first choice): the receiver's check goes on passing.
+    expect(again.text).toMatch(/<option value="mantener"\s+selected>/);
+    const edited = await c.post(`/panel/c/${L.clienteId}/webhook`, {
+      url: `${R.url}/panel`,
+      secret_modo: 'mantener',
+      eventos: ['message.status', 'session.status'],
+      activo: '1',
+    });
+    expect(edited.status).toBe(303);
+    expect((await s.core.store.getWebhook(L.clienteId))?.secret).toBe(secret);
 
     const probe = await c.post(`/panel/c/${L.clienteId}/webhook/probar`, {});
     expect(probe.status).toBe(303);

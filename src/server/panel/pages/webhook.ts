@@ -28,8 +28,9 @@ const POLL = 'every 3s';
 const EVENTOS = [...EVENT_KINDS, 'all'] as const;
 const FIELDS = ['url', 'secret', 'eventos'] as const;
 
-/** How the form's secret is chosen: a new random one (shown once), one typed, or none (unsigned deliveries). */
+/** How the form's secret is chosen: the one configured (editing), a new random one (shown once), one typed, or none (unsigned deliveries). */
 const SECRET_MODES = [
+  ['mantener', 'Keep the current secret'],
   ['generar', 'Generate a new secret (shown once)'],
   ['propio', 'Use the secret typed below'],
   ['ninguno', 'No secret (deliveries are not signed)'],
@@ -128,7 +129,7 @@ async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: Fastif
   const cfg = await getWebhook(deps.core, p);
   const { entregas } = await listDeliveries(deps.core, p, DELIVERIES_SHOWN);
   const errors = v.errors ?? NO_ERRORS;
-  const values = v.values ?? { url: cfg.url, secret_modo: cfg.configurado && !cfg.has_secret ? 'ninguno' : 'generar' };
+  const values = v.values ?? { url: cfg.url, secret_modo: !cfg.configurado ? 'generar' : cfg.has_secret ? 'mantener' : 'ninguno' };
   const checked = v.eventos ?? (cfg.configurado ? cfg.eventos : ['all']);
   const current = cfg.configurado
     ? html`<dl class="card facts">
@@ -160,7 +161,7 @@ async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: Fastif
       <form method="post" action="/panel/c/${cid}/webhook" class="card" aria-label="Set the webhook">
         ${csrfField(req)} ${generalError(errors)}
         ${field({ name: 'url', label: 'URL', type: 'url', value: values.url, required: true, maxlength: FIELD_LIMITS.url, hint: 'http:// or https://; events are POSTed here' }, errors)}
-        ${selectField({ name: 'secret_modo', label: 'Signing secret', options: SECRET_MODES, value: values.secret_modo }, errors)}
+        ${selectField({ name: 'secret_modo', label: 'Signing secret', options: cfg.has_secret ? SECRET_MODES : SECRET_MODES.slice(1), value: values.secret_modo }, errors)}
         ${field(
           {
             name: 'secret',
@@ -228,7 +229,13 @@ export default async function webhookPages(app: FastifyInstance, deps: PanelDeps
     try {
       // "Use the secret typed below" with nothing typed would save an unsigned webhook without saying so.
       if (mode === 'propio' && !values.secret) throw new AppError('INVALID_PARAMS', 'secret: type the secret, or choose another option');
-      const r = await setWebhook(core, p, { url: values.url, secret, eventos: eventos.length > 0 ? eventos : undefined, activo: values.activo === '1' });
+      const r = await setWebhook(core, p, {
+        url: values.url,
+        secret,
+        keepSecret: mode === 'mantener',
+        eventos: eventos.length > 0 ? eventos : undefined,
+        activo: values.activo === '1',
+      });
       if (mode === 'generar' || r.aviso) {
         const notice = r.aviso ? `Webhook saved. Note: ${r.aviso}.` : 'Webhook saved.';
         return renderWebhook(deps, req, reply, cid, p, { notice, ...(mode === 'generar' ? { secret } : {}) });
