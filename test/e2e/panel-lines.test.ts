@@ -109,6 +109,11 @@ it('the client creates a line, links it by QR without a reload, and a test text 
     `/panel/c/${a.clienteId}/historial?celular_id=${line.id}`,
   );
   await screenshots(page, 'celular');
+  // Found in the history as leido, by following the link.
+  await page.getByRole('link', { name: 'See it in the history of this line' }).click();
+  const row = page.getByRole('row').filter({ hasText: msgId });
+  await expect.poll(() => row.textContent()).toContain('leido');
+  expect(await row.textContent()).toContain('hola desde el panel');
 });
 
 it("a bad value shows the API's error beside its field, and delete asks for the line's numero", async () => {
