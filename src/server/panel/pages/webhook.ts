@@ -175,7 +175,7 @@ async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: Fastif
         )}
         ${eventosField(checked, errors)}
         <label class="check"><input type="checkbox" name="activo" value="1" ${values.activo === undefined || values.activo === '1' ? html`checked` : ''} /> Active (activo)</label>
-        <p class="hint">Saving replaces the whole configuration, secret included; the one replaced can be restored with the API (webhook_restaurar).</p>
+        <p class="hint">Saving replaces the whole configuration (the secret only when you choose a new one or none); the one replaced can be restored with the API (webhook_restaurar).</p>
         <button type="submit">Save webhook</button>
       </form>
       <div class="actions">
