@@ -13,7 +13,7 @@ import { csrfField, field, formErrorsOf, formValues, generalError, intField, NO_
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
-import { estadoBadge, lineUrl, pathId, statusBadge } from './lines-common.js';
+import { estadoBadge, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
 
 /**
  * /panel/c/:cid/celulares: a client's lines (list, create) and one line's
@@ -69,35 +69,7 @@ function listPage(req: FastifyRequest, reply: FastifyReply, cid: number, rows: A
     req,
     reply,
     { title: 'Lines', clienteId: cid, current: 'celulares' },
-    html`${
-      rows.celulares.length === 0
-        ? html`<p class="empty">No lines yet. Create one below.</p>`
-        : html`<div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>numero</th>
-                  <th>nombre_interno</th>
-                  <th>estado</th>
-                  <th>session</th>
-                  <th class="num">saldo</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${rows.celulares.map(
-                  (l) =>
-                    html`<tr>
-                      <td><a href="${lineUrl(cid, l.id)}">${l.numero}</a></td>
-                      <td>${l.nombre_interno ?? ''}</td>
-                      <td>${estadoBadge(l.estado)}</td>
-                      <td>${statusBadge(l.last_status)}</td>
-                      <td class="num">${l.saldo_actual}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>
-          </div>`
-    }
+    html`${linesTable(cid, rows.celulares, html`<p class="empty">No lines yet. Create one below.</p>`)}
       <h2>Create a line</h2>
       <form method="post" action="/panel/c/${cid}/celulares" class="card narrow">
         ${csrfField(req)} ${generalError(errors)}

@@ -5,7 +5,7 @@ import { clientScope, redirect, signedIn } from '../context.js';
 import type { PanelDeps } from '../index.js';
 import { html } from '../html.js';
 import { sendPage } from '../layout.js';
-import { estadoBadge, lineUrl, pathId, statusBadge } from './lines-common.js';
+import { lineUrl, linesTable, pathId } from './lines-common.js';
 
 /** /panel/c/:cid/: the client's account: plan, balances (global and per line) and this month's consumption. */
 export default async function cuentaPages(app: FastifyInstance, { core }: PanelDeps) {
@@ -40,35 +40,7 @@ export default async function cuentaPages(app: FastifyInstance, { core }: PanelD
           <dd>${c.estado}</dd>
         </dl>
         <h2>Balance per line</h2>
-        ${
-          lineas.celulares.length === 0
-            ? html`<p class="empty">No lines yet. <a href="/panel/c/${cid}/celulares">Create one on the Lines page.</a></p>`
-            : html`<div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th>numero</th>
-                    <th>nombre_interno</th>
-                    <th>estado</th>
-                    <th>session</th>
-                    <th class="num">saldo</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${lineas.celulares.map(
-                    (l) =>
-                      html`<tr>
-                        <td><a href="${lineUrl(cid, l.id)}">${l.numero}</a></td>
-                        <td>${l.nombre_interno ?? ''}</td>
-                        <td>${estadoBadge(l.estado)}</td>
-                        <td>${statusBadge(l.last_status)}</td>
-                        <td class="num">${l.saldo_actual}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>
-            </div>`
-        }`,
+        ${linesTable(cid, lineas.celulares, html`<p class="empty">No lines yet. <a href="/panel/c/${cid}/celulares">Create one on the Lines page.</a></p>`)}`,
     );
   });
 }

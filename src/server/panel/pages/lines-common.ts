@@ -1,5 +1,6 @@
 import { AppError } from '../../../core/errors.js';
 import type { CelularEstado, SessionStatus } from '../../../core/ports/model.js';
+import type { celularView } from '../../../core/views.js';
 import { html, type Html } from '../html.js';
 
 /** What the account, lines and linking pages share: ids from the path, and how a line's state reads. */
@@ -33,4 +34,37 @@ const ESTADO_TONE: Record<CelularEstado, 'ok' | 'warn' | 'bad'> = { activo: 'ok'
 /** The line's estado (activo, desconectado, suspendido), as the API names it. */
 export function estadoBadge(estado: string): Html {
   return html`<span class="badge ${ESTADO_TONE[estado as CelularEstado] ?? ''}">${estado}</span>`;
+}
+
+/** A client's lines as a table (the account and the lines pages), or `empty` when there are none. */
+export function linesTable(
+  cid: number,
+  lines: ReadonlyArray<Pick<ReturnType<typeof celularView>, 'id' | 'numero' | 'nombre_interno' | 'estado' | 'last_status' | 'saldo_actual'>>,
+  empty: Html,
+): Html {
+  if (lines.length === 0) return empty;
+  return html`<div class="table-wrap">
+    <table>
+      <thead>
+        <tr>
+          <th>numero</th>
+          <th>nombre_interno</th>
+          <th>estado</th>
+          <th>session</th>
+          <th class="num">saldo</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${lines.map(
+          (l) => html`<tr>
+            <td><a href="${lineUrl(cid, l.id)}">${l.numero}</a></td>
+            <td>${l.nombre_interno ?? ''}</td>
+            <td>${estadoBadge(l.estado)}</td>
+            <td>${statusBadge(l.last_status)}</td>
+            <td class="num">${l.saldo_actual}</td>
+          </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
 }
