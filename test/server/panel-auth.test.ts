@@ -126,6 +126,19 @@ describe('the panel sign-in', () => {
     expect((await get('/panel/', cookie)).status).toBe(303);
   });
 
+  it('answers a live part refused for good with the refusal in its place (so its polling ends), a page with the error page', async () => {
+    const { cookie } = await session(s.adminToken);
+    const part = await fetch(`${s.url}/panel/c/999999/celulares/1/sesion`, { headers: { cookie, 'hx-request': 'true' } });
+    expect(part.status).toBe(200);
+    const text = await part.text();
+    expect(text).toMatch(/^<p class="error" role="alert">/);
+    expect(text).toContain('api_codigo 601');
+    expect(text).not.toContain('hx-trigger');
+    const page = await fetch(`${s.url}/panel/c/999999/celulares/1`, { headers: { cookie } });
+    expect(page.status).toBe(404);
+    expect(await page.text()).toContain('<!doctype html>');
+  });
+
   it('ends a session after its idle time, and after its absolute time however active', async () => {
     const idle = await session(s.adminToken);
     clock().advance(PANEL_SESSION.idleMs + 1_000);

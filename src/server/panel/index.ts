@@ -9,7 +9,7 @@ import { registerAssets } from './assets.js';
 import { redirect } from './context.js';
 import { errorText } from './forms.js';
 import { html } from './html.js';
-import { sendPage } from './layout.js';
+import { sendFragment, sendPage } from './layout.js';
 import loginPages from './pages/login.js';
 import homePages from './pages/home.js';
 import clientesPages from './pages/clientes.js';
@@ -81,6 +81,9 @@ function errorPage(err: FastifyError | Error, req: FastifyRequest, reply: Fastif
   if (e.status >= 500) req.log.error({ err }, 'panel request failed');
   if (e.row === ERRORS.UNAUTHORIZED && req.url !== '/panel/login') return redirect(req, reply, '/panel/login');
   if (e.extras.retryAfter !== undefined) reply.header('Retry-After', String(e.extras.retryAfter));
+  // A live part refused for good (a suspended client's QR, a line deleted meanwhile): the refusal takes the part's
+  // place, so it shows and the polling ends. htmx swaps only a 2xx; a fault (5xx) keeps polling, it may pass.
+  if (req.headers['hx-request'] === 'true' && e.status < 500) return sendFragment(reply, html`<p class="error" role="alert">${errorText(e)}</p>`);
   const title = e.status === 404 ? 'Not found' : e.status === 403 ? 'Not allowed' : e.status >= 500 ? 'Something went wrong' : 'That did not work';
   return sendPage(
     req,
