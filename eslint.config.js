@@ -27,6 +27,11 @@ export default tseslint.config(
     extends: [tseslint.configs.disableTypeChecked],
   },
   {
+    // The panel's script runs in the browser, as a classic script.
+    files: ['assets/panel/**/*.js'],
+    languageOptions: { globals: globals.browser, sourceType: 'script' },
+  },
+  {
     // Preloaded with `node --require` (bench/pg-count.cjs): CommonJS by necessity.
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs' },
