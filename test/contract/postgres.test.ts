@@ -379,7 +379,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: a store that cannot be written', 
 });
 
 describe.skipIf(PG_ABSENT !== null)('postgres: the narrow write set (migration 14)', () => {
-  it('a store at version 13 with pending, sent and parked rows moves to 14: the queue, the caps, the receipts and the recovery continue', async () => {
+  it('a store at version 13 with pending, sent and parked rows moves to the latest: the queue, the caps, the receipts, the recovery and the quarter-hour counts continue', async () => {
     const fresh = await pgSchema();
     const url = new URL(PG_URL);
     url.searchParams.set('options', `-c search_path=${fresh.schema}`);
@@ -459,6 +459,15 @@ describe.skipIf(PG_ABSENT !== null)('postgres: the narrow write set (migration 1
       expect((await store.db.one<{ pendientes: number }>('SELECT pendientes FROM celulares WHERE id = 1'))!.pendientes).toBe(1);
       // Totals still from the kept counts.
       expect((await store.listMensajes({ cliente_id: 1, page: 1, por_pagina: 10, estado: 'enviado' })).rows.map((m) => m.msg_id)).toEqual(['q2']);
+      // Migration 15 counted the rows by quarter hour and estado, and every change since kept them (D-73).
+      const byQuarter = (sql: string) =>
+        store!.db.q<{ k: string }>(`SELECT cliente_id || ' ' || cuarto || ' ' || estado || ' ' || n AS k FROM (${sql}) x ORDER BY 1`);
+      const kept = await byQuarter('SELECT cliente_id, cuarto, estado, n FROM conteos_cuartos WHERE n <> 0');
+      expect(kept).toEqual(await byQuarter('SELECT cliente_id, created_at / 900000 AS cuarto, estado, COUNT(*) AS n FROM mensajes GROUP BY 1, 2, 3'));
+      expect(kept.length).toBeGreaterThan(2);
+      const day = Math.floor(now / 86_400_000) * 86_400_000;
+      const today = { cliente_id: 1, page: 1, por_pagina: 10, desde: day, hasta: day + 86_400_000 };
+      expect((await store.listMensajes({ ...today, estado: 'error' })).total).toBe(now - 60_000 >= day ? 1 : 0);
     } finally {
       await old.end().catch(() => undefined);
       await store?.close();
