@@ -332,6 +332,30 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     }
   });
 
+  it('the quarter counts by estado migration holds off writers of the previous version until its trigger function is replaced', async () => {
+    const fresh = await pgSchema();
+    const url = new URL(PG_URL);
+    url.searchParams.set('options', `-c search_path=${fresh.schema}`);
+    const [migrator, oldNode] = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
+    try {
+      await migrator.connect();
+      await oldNode.connect();
+      const counts = PG_MIGRATIONS.find((m) => /quarter-hour counts by estado/.test(m.name))!;
+      for (const m of PG_MIGRATIONS.filter((m) => m.version < counts.version)) await migrator.query(m.sql);
+      await migrator.query('BEGIN');
+      // The migration up to its trigger function: the counts refilled, the old function (no estado kept) still in place.
+      await migrator.query(counts.sql.slice(0, counts.sql.indexOf('CREATE OR REPLACE FUNCTION')));
+      // A node of the previous version changing a message's state now would leave its quarter's counts wrong: it must wait.
+      await oldNode.query("SET lock_timeout = '300ms'");
+      await expect(oldNode.query("UPDATE mensajes SET estado = 'enviado' WHERE msg_id = 'm1'")).rejects.toMatchObject({ code: '55P03' });
+      await migrator.query('ROLLBACK');
+    } finally {
+      await migrator.end().catch(() => undefined);
+      await oldNode.end().catch(() => undefined);
+      await fresh.drop();
+    }
+  });
+
   it('nodes starting together apply each migration once', async () => {
     const fresh = await pgSchema();
     try {
