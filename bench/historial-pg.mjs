@@ -110,7 +110,13 @@ async function fill(store) {
     await client.query(
       'INSERT INTO conteos_mensajes (cliente_id, celular_id, estado, n) SELECT cliente_id, celular_id, estado, COUNT(*) FROM mensajes GROUP BY 1, 2, 3',
     );
-    await client.query('INSERT INTO conteos_cuartos (cliente_id, cuarto, n) SELECT cliente_id, created_at / 900000, COUNT(*) FROM mensajes GROUP BY 1, 2');
+    // By estado too from migration 15 on (D-73); the schema of an earlier build has no such column.
+    const byEstado = (await client.query("SELECT 1 FROM pg_attribute WHERE attrelid = 'conteos_cuartos'::regclass AND attname = 'estado'")).rowCount;
+    await client.query(
+      byEstado
+        ? 'INSERT INTO conteos_cuartos (cliente_id, cuarto, estado, n) SELECT cliente_id, created_at / 900000, estado, COUNT(*) FROM mensajes GROUP BY 1, 2, 3'
+        : 'INSERT INTO conteos_cuartos (cliente_id, cuarto, n) SELECT cliente_id, created_at / 900000, COUNT(*) FROM mensajes GROUP BY 1, 2',
+    );
     // The narrow schema's side tables, from the rows (as its migration and `pasarela migrate` fill them).
     if ((await client.query("SELECT to_regclass('mensajes_pendientes') IS NOT NULL AS y")).rows[0].y) {
       await client.query(

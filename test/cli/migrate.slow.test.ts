@@ -263,6 +263,15 @@ async function portView(store: Store, inst: Installation) {
     { cliente_id: inst.clienteA, celular_id: inst.lineas[1], estado: 'leido', page: 1, por_pagina: 20 },
     { cliente_id: inst.clienteA, destinatario: '5215500001003', page: 1, por_pagina: 100 },
     { cliente_id: inst.clienteA, desde: inst.now + 2 * 24 * 60 * MIN, hasta: inst.now + 5 * 24 * 60 * MIN, page: 2, por_pagina: 25 },
+    // An estado on whole quarter hours: its total from the quarter-hour counts by estado (recounted in PostgreSQL).
+    {
+      cliente_id: inst.clienteA,
+      estado: 'leido',
+      desde: inst.now - (inst.now % 900_000),
+      hasta: inst.now - (inst.now % 900_000) + 10 * 24 * 60 * MIN,
+      page: 1,
+      por_pagina: 25,
+    },
   ];
   const clientes = await store.listClientes();
   return {

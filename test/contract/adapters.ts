@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { until } from '../helpers/poll.js';
 import { afterEach, beforeEach } from 'vitest';
@@ -72,6 +73,8 @@ export interface StoreHandle {
   reopen(): Promise<Store>;
   /** Resolves once every event logged so far is readable by the log's followers (PostgreSQL: below every snapshot's xmin). */
   settled(): Promise<void>;
+  /** Runs SQL on the store's data from another connection: what no port does (deleting messages, for the count triggers). */
+  exec(sql: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -91,6 +94,14 @@ export const ADAPTERS: Adapter[] = [
         reopen: async () => openSqliteStore(file),
         // One writer: what committed is readable.
         settled: async () => {},
+        exec: async (sql) => {
+          const db = new Database(file);
+          try {
+            db.exec(sql);
+          } finally {
+            db.close();
+          }
+        },
         cleanup: async () => rmSync(dir, { recursive: true, force: true }),
       };
     },
@@ -102,7 +113,13 @@ export const ADAPTERS: Adapter[] = [
           name: 'postgres',
           async open(): Promise<StoreHandle> {
             const s = await pgSchema();
-            return { store: await openPg(s.schema), reopen: () => openPg(s.schema), settled: () => pgLogSettled(s.schema), cleanup: s.drop };
+            return {
+              store: await openPg(s.schema),
+              reopen: () => openPg(s.schema),
+              settled: () => pgLogSettled(s.schema),
+              exec: (sql) => pgAdmin(`SET search_path TO ${s.schema}; ${sql}`),
+              cleanup: s.drop,
+            };
           },
         },
       ]),
@@ -113,7 +130,13 @@ export const ADAPTERS: Adapter[] = [
  * restart replaces it); `ctx.node()` opens another store on the same data,
  * as a second node would (closed after the test).
  */
-export function storeEachTest(adapter: Adapter): { store: Store; reopen(): Promise<Store>; node(): Promise<Store>; settled(): Promise<void> } {
+export function storeEachTest(adapter: Adapter): {
+  store: Store;
+  reopen(): Promise<Store>;
+  node(): Promise<Store>;
+  settled(): Promise<void>;
+  exec(sql: string): Promise<void>;
+} {
   let h: StoreHandle;
   let nodes: Store[] = [];
   const ctx = {
@@ -129,6 +152,7 @@ export function storeEachTest(adapter: Adapter): { store: Store; reopen(): Promi
       return other;
     },
     settled: () => h.settled(),
+    exec: (sql: string) => h.exec(sql),
   };
   beforeEach(async () => {
     h = await adapter.open();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { slotClaim } from '../../src/core/caps.js';
+import type { HistoryFilter } from '../../src/core/ports/messages.js';
 import { ADAPTERS, celular, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 
 /** Acceptance with its charge, send slots, history totals. */
@@ -147,54 +148,73 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t + 50) }, t + 50)).toMatchObject({ ok: true });
     });
 
-    it('history totals read from the kept counts equal the totals counted over the rows, through every state change', async () => {
+    it('history totals read from the kept counts equal the totals counted over the rows, through every state change and a delete', async () => {
       const c = await newCliente();
       const [a, b] = await Promise.all(['525512345678', '525512345679'].map((n) => ctx.store.insertCelular(celular(c.id, n), 1000)));
       if (!a?.ok || !b?.ok) throw new Error('insert');
       const ofA = messages(c.id, a.celular.id);
       const ofB = messages(c.id, b.celular.id);
       const ids: string[] = [];
+      // Accepted 400 s apart, so they fall in six quarter hours and never on a quarter's first or last millisecond.
       for (let i = 0; i < 12; i++) {
         const m = { ...(i % 3 === 0 ? ofB() : ofA(i % 2 ? 'directo' : 'cola')), msg_id: `00000000-0000-4000-8000-${String(100 + i).padStart(12, '0')}` };
-        await ctx.store.acceptMensaje(m, { charge: false, maxPending: null }, 2000 + i);
+        await ctx.store.acceptMensaje(m, { charge: false, maxPending: null }, 1000 + i * 400_000);
         ids.push(m.msg_id);
       }
+      const later = 10_000_000;
       for (const [i, id] of ids.entries()) {
-        if (i % 4 === 3) await ctx.store.failMensaje(id, 'refused', 'rechazado', 3000);
-        else if (i % 4 !== 0) await ctx.store.markSent(id, `G${i}`, 3000);
+        if (i % 4 === 3) await ctx.store.failMensaje(id, 'refused', 'rechazado', later);
+        else if (i % 4 !== 0) await ctx.store.markSent(id, `G${i}`, later);
       }
-      await ctx.store.receipt(a.celular.id, 'G1', 'entregado', 4000);
-      await ctx.store.receipt(a.celular.id, 'G2', 'leido', 4000);
-      await ctx.store.receipt(a.celular.id, 'G5', 'error', 4000, 'lost');
-      const filters = [
-        {},
-        { estado: 'enviado' as const },
-        { estado: 'error' as const },
-        { celular_id: a.celular.id },
-        { celular_id: b.celular.id, estado: 'pendiente' as const },
-      ];
-      for (const f of filters) {
-        const kept = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, ...f });
-        // A date filter off a quarter-hour boundary that takes every row makes the ctx.store count the rows themselves.
-        const counted = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde: 1, ...f });
-        expect(kept.total, JSON.stringify(f)).toBe(counted.total);
-        // And the same pages: one a kept count bounds (PostgreSQL stops reading at the last match) holds every match, past the last one none.
-        for (const page of [1, 2, 3, 4]) {
-          const ids = async (x: object) => (await ctx.store.listMensajes({ cliente_id: c.id, page, por_pagina: 2, ...f, ...x })).rows.map((m) => m.msg_id);
-          expect(await ids({}), `${JSON.stringify(f)} page ${page}`).toEqual(await ids({ desde: 1 }));
+      await ctx.store.receipt(a.celular.id, 'G1', 'entregado', later);
+      await ctx.store.receipt(a.celular.id, 'G2', 'leido', later);
+      await ctx.store.receipt(a.celular.id, 'G5', 'entregado', later);
+      await ctx.store.receipt(a.celular.id, 'G10', 'error', later, 'lost');
+
+      const estados = [undefined, 'pendiente', 'enviado', 'entregado', 'leido', 'error'] as const;
+      const total = async (f: Omit<HistoryFilter, 'cliente_id' | 'page' | 'por_pagina'>) =>
+        (await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, ...f })).total;
+      const agree = async (messages: number) => {
+        const filters = [
+          {},
+          { estado: 'enviado' as const },
+          { estado: 'error' as const },
+          { celular_id: a.celular.id },
+          { celular_id: b.celular.id, estado: 'pendiente' as const },
+        ];
+        for (const f of filters) {
+          // A date filter off a quarter-hour boundary that takes every row makes the store count the rows themselves.
+          expect(await total(f), JSON.stringify(f)).toBe(await total({ desde: 1, ...f }));
+          // And the same pages: one a kept count bounds (PostgreSQL stops reading at the last match) holds every match, past the last one none.
+          for (const page of [1, 2, 3, 4]) {
+            const ids = async (x: object) => (await ctx.store.listMensajes({ cliente_id: c.id, page, por_pagina: 2, ...f, ...x })).rows.map((m) => m.msg_id);
+            expect(await ids({}), `${JSON.stringify(f)} page ${page}`).toEqual(await ids({ desde: 1 }));
+          }
         }
-      }
-      // Whole quarter hours, no other filter: the per-quarter counts, which must agree with a count too.
-      for (const [desde, hasta] of [
-        [0, 900_000],
-        [0, undefined],
-        [900_000, 1_800_000],
-      ] as const) {
-        const kept = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde, ...(hasta ? { hasta } : {}) });
-        const counted = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1, desde: desde + 1, ...(hasta ? { hasta: hasta - 1 } : {}) });
-        expect(kept.total, `${desde}-${hasta}`).toBe(counted.total);
-      }
-      expect((await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1 })).total).toBe(12);
+        // Whole quarter hours, with or without an estado: the per-quarter counts, which must agree with a count over the same rows.
+        for (const [desde, hasta] of [
+          [0, 900_000],
+          [0, undefined],
+          [900_000, 2_700_000],
+          [1_800_000, undefined],
+        ] as const) {
+          for (const estado of estados) {
+            const f = { desde, ...(hasta ? { hasta } : {}), ...(estado ? { estado } : {}) };
+            expect(await total(f), JSON.stringify(f)).toBe(await total({ ...f, desde: desde + 1, ...(hasta ? { hasta: hasta - 1 } : {}) }));
+          }
+        }
+        let byEstado = 0;
+        for (const estado of estados.slice(1)) byEstado += await total({ desde: 0, ...(estado ? { estado } : {}) });
+        expect(byEstado).toBe(messages);
+        expect(await total({})).toBe(messages);
+      };
+      await agree(12);
+      expect(await total({ desde: 900_000, hasta: 2_700_000, estado: 'entregado' })).toBe(1);
+
+      // Nothing in the product deletes a message (no retention for the history), but the counts' delete trigger must hold too.
+      await ctx.exec(`DELETE FROM mensajes WHERE msg_id IN ('${ids[5]}', '${ids[7]}')`);
+      await agree(10);
+      expect(await total({ desde: 900_000, hasta: 2_700_000, estado: 'entregado' })).toBe(0);
     });
   });
 }

@@ -332,6 +332,30 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     }
   });
 
+  it('the quarter counts by estado migration holds off writers of the previous version until its trigger function is replaced', async () => {
+    const fresh = await pgSchema();
+    const url = new URL(PG_URL);
+    url.searchParams.set('options', `-c search_path=${fresh.schema}`);
+    const [migrator, oldNode] = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
+    try {
+      await migrator.connect();
+      await oldNode.connect();
+      const counts = PG_MIGRATIONS.find((m) => /quarter-hour counts by estado/.test(m.name))!;
+      for (const m of PG_MIGRATIONS.filter((m) => m.version < counts.version)) await migrator.query(m.sql);
+      await migrator.query('BEGIN');
+      // The migration up to its trigger function: the counts refilled, the old function (no estado kept) still in place.
+      await migrator.query(counts.sql.slice(0, counts.sql.indexOf('CREATE OR REPLACE FUNCTION')));
+      // A node of the previous version changing a message's state now would leave its quarter's counts wrong: it must wait.
+      await oldNode.query("SET lock_timeout = '300ms'");
+      await expect(oldNode.query("UPDATE mensajes SET estado = 'enviado' WHERE msg_id = 'm1'")).rejects.toMatchObject({ code: '55P03' });
+      await migrator.query('ROLLBACK');
+    } finally {
+      await migrator.end().catch(() => undefined);
+      await oldNode.end().catch(() => undefined);
+      await fresh.drop();
+    }
+  });
+
   it('nodes starting together apply each migration once', async () => {
     const fresh = await pgSchema();
     try {
@@ -379,7 +403,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: a store that cannot be written', 
 });
 
 describe.skipIf(PG_ABSENT !== null)('postgres: the narrow write set (migration 14)', () => {
-  it('a store at version 13 with pending, sent and parked rows moves to 14: the queue, the caps, the receipts and the recovery continue', async () => {
+  it('a store at version 13 with pending, sent and parked rows moves to the latest: the queue, the caps, the receipts, the recovery and the quarter-hour counts continue', async () => {
     const fresh = await pgSchema();
     const url = new URL(PG_URL);
     url.searchParams.set('options', `-c search_path=${fresh.schema}`);
@@ -459,6 +483,15 @@ describe.skipIf(PG_ABSENT !== null)('postgres: the narrow write set (migration 1
       expect((await store.db.one<{ pendientes: number }>('SELECT pendientes FROM celulares WHERE id = 1'))!.pendientes).toBe(1);
       // Totals still from the kept counts.
       expect((await store.listMensajes({ cliente_id: 1, page: 1, por_pagina: 10, estado: 'enviado' })).rows.map((m) => m.msg_id)).toEqual(['q2']);
+      // Migration 15 counted the rows by quarter hour and estado, and every change since kept them (D-73).
+      const byQuarter = (sql: string) =>
+        store!.db.q<{ k: string }>(`SELECT cliente_id || ' ' || cuarto || ' ' || estado || ' ' || n AS k FROM (${sql}) x ORDER BY 1`);
+      const kept = await byQuarter('SELECT cliente_id, cuarto, estado, n FROM conteos_cuartos WHERE n <> 0');
+      expect(kept).toEqual(await byQuarter('SELECT cliente_id, created_at / 900000 AS cuarto, estado, COUNT(*) AS n FROM mensajes GROUP BY 1, 2, 3'));
+      expect(kept.length).toBeGreaterThan(2);
+      const day = Math.floor(now / 86_400_000) * 86_400_000;
+      const today = { cliente_id: 1, page: 1, por_pagina: 10, desde: day, hasta: day + 86_400_000 };
+      expect((await store.listMensajes({ ...today, estado: 'error' })).total).toBe(now - 60_000 >= day ? 1 : 0);
     } finally {
       await old.end().catch(() => undefined);
       await store?.close();

@@ -80,7 +80,7 @@ it('a store of the previous version migrates and its queue, caps, receipts and r
   previousVersion(file);
   store = openSqliteStore(file);
   const s = store;
-  expect(s.schemaVersion()).toBe(NARROW.version);
+  expect(s.schemaVersion()).toBe(MIGRATIONS.at(-1)!.version);
   // The message row keeps its key and three history indexes, none on a column that changes.
   const indexes = s.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mensajes' ORDER BY name").all() as Array<{ name: string }>;
   expect(indexes.map((i) => i.name)).toEqual([
@@ -116,4 +116,14 @@ it('a store of the previous version migrates and its queue, caps, receipts and r
   expect(await s.strandedDirect(NOW, 10)).toEqual([]);
   // Its slot given back (never sent), and the day-and-a-half-old one pruned by q0's claim: s1 and q0 remain.
   expect(s.db.prepare('SELECT msg_id FROM cupos ORDER BY msg_id').all()).toEqual([{ msg_id: 'q0' }, { msg_id: 's1' }]);
+
+  // Migration 21 counted the rows by quarter hour and estado, and every change since kept them (D-74).
+  const kept = s.db.prepare('SELECT cliente_id, cuarto, estado, n FROM conteos_cuartos WHERE n <> 0 ORDER BY 1, 2, 3').all();
+  expect(kept).toEqual(
+    s.db.prepare('SELECT cliente_id, created_at / 900000 AS cuarto, estado, COUNT(*) AS n FROM mensajes GROUP BY 1, 2, 3 ORDER BY 1, 2, 3').all(),
+  );
+  expect(kept.length).toBeGreaterThan(2);
+  const day = { cliente_id: 1, page: 1, por_pagina: 10, desde: NOW - 86_400_000, hasta: NOW };
+  expect((await s.listMensajes({ ...day, estado: 'error' })).total).toBe(1);
+  expect((await s.listMensajes({ ...day, estado: 'leido' })).total).toBe(0);
 });

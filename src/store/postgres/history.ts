@@ -28,11 +28,12 @@ function totalQuery(f: HistoryFilter, rowsWhere: Where): Query {
     ]);
     return { sql: `SELECT COALESCE(SUM(n), 0)::bigint AS total FROM conteos_mensajes WHERE ${k.where}`, params: k.params };
   }
-  if (f.destinatario === undefined && f.celular_id === undefined && f.estado === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {
+  if (f.destinatario === undefined && f.celular_id === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {
     const k = conditions([
       ['cliente_id = ?', f.cliente_id],
       ['cuarto >= ?', f.desde === undefined ? undefined : f.desde / QUARTER_MS],
       ['cuarto < ?', f.hasta === undefined ? undefined : f.hasta / QUARTER_MS],
+      ['estado = ?', f.estado],
     ]);
     return { sql: `SELECT COALESCE(SUM(n), 0)::bigint AS total FROM conteos_cuartos WHERE ${k.where}`, params: k.params };
   }

@@ -200,8 +200,8 @@ export async function recount(c: Client, now: number): Promise<Recount> {
      SELECT cliente_id, celular_id, estado, COUNT(*) FROM mensajes GROUP BY cliente_id, celular_id, estado`,
   );
   const q = await c.query(
-    `INSERT INTO conteos_cuartos (cliente_id, cuarto, n)
-     SELECT cliente_id, created_at / 900000, COUNT(*) FROM mensajes GROUP BY cliente_id, created_at / 900000`,
+    `INSERT INTO conteos_cuartos (cliente_id, cuarto, estado, n)
+     SELECT cliente_id, created_at / 900000, estado, COUNT(*) FROM mensajes GROUP BY cliente_id, created_at / 900000, estado`,
   );
   const r = await c.query(
     `INSERT INTO conteos_recibidos (cliente_id, celular_id, n)

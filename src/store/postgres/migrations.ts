@@ -616,6 +616,51 @@ export const PG_MIGRATIONS: Migration[] = [
       ALTER TABLE mensajes SET (fillfactor = 80);
     `,
   },
+  {
+    version: 15,
+    name: 'quarter-hour counts by estado (SQLite version 21)',
+    sql: `
+      -- Writers of the previous version wait until this commits: a message they inserted or moved
+      -- between the fill below and the new trigger function would be counted wrong for good.
+      LOCK TABLE mensajes IN SHARE ROW EXCLUSIVE MODE;
+      -- D-73: a history page with an estado and a date range totals from the quarter-hour counts
+      -- instead of reading every row of the range (no index holds estado). estado joins the key of
+      -- the existing counts rather than a table of its own: an insert and a delete still write one
+      -- counts row, and only a change of state adds two (-1 its old state, +1 its new one). Last in
+      -- the key, so a total of all states still reads one key range.
+      DROP TABLE conteos_cuartos;
+      CREATE TABLE conteos_cuartos (
+        cliente_id BIGINT NOT NULL,
+        cuarto BIGINT NOT NULL,
+        estado TEXT NOT NULL,
+        n BIGINT NOT NULL,
+        PRIMARY KEY (cliente_id, cuarto, estado)
+      );
+      INSERT INTO conteos_cuartos (cliente_id, cuarto, estado, n)
+        SELECT cliente_id, created_at / 900000, estado, COUNT(*) FROM mensajes GROUP BY cliente_id, created_at / 900000, estado;
+      -- The same trigger function, the quarter's rows now kept on a change of state too. A message's
+      -- counts rows are still locked in the order of its states (its line's old and new, then its
+      -- quarter's old and new), so transactions never wait on each other's counts in a cycle.
+      CREATE OR REPLACE FUNCTION conteos_suma() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP <> 'INSERT' THEN
+          UPDATE conteos_mensajes SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND celular_id = OLD.celular_id AND estado = OLD.estado;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+          INSERT INTO conteos_mensajes AS k (cliente_id, celular_id, estado, n) VALUES (NEW.cliente_id, NEW.celular_id, NEW.estado, 1)
+            ON CONFLICT (cliente_id, celular_id, estado) DO UPDATE SET n = k.n + 1;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+          UPDATE conteos_cuartos SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND cuarto = OLD.created_at / 900000 AND estado = OLD.estado;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+          INSERT INTO conteos_cuartos AS k (cliente_id, cuarto, estado, n) VALUES (NEW.cliente_id, NEW.created_at / 900000, NEW.estado, 1)
+            ON CONFLICT (cliente_id, cuarto, estado) DO UPDATE SET n = k.n + 1;
+        END IF;
+        RETURN NULL;
+      END $$;
+    `,
+  },
 ];
 
 /**

@@ -9,27 +9,31 @@ import type { MensajeRow } from '../../core/ports/model.js';
  * (D-74, migration 20): the client's, the line's and the recipient's dates,
  * each in created_at then rowid order, so a page is read in its order. A
  * state is a filter over those (no index on a column that changes after the
- * insert); the total is read from the kept counts when no date or recipient
- * filter applies, and otherwise counted over the filter's index range.
+ * insert); the total is read from the kept counts when no recipient filter
+ * applies and the dates, if any, fall on quarter hours (and no line is asked
+ * with them), and otherwise counted over the filter's index range.
  */
 
-/**
- * The total's query. From the counts kept by triggers (migration 9) where
- * they answer exactly: no recipient filter, and either no dates (per line and
- * state) or whole-quarter dates with no other filter (per client and quarter
- * hour, which every zone's midnight is). Otherwise a count over the filter's
- * index range.
- */
 /** Whether the counts by line and state answer the filter's total exactly: no recipient, no dates. */
 const keptCount = (f: HistoryFilter) => f.destinatario === undefined && f.desde === undefined && f.hasta === undefined;
 
+/**
+ * The total's query. From the counts kept by triggers (migrations 9 and 21)
+ * where they answer exactly: no recipient filter, and either no dates (per
+ * line and state) or whole-quarter dates without a line (per client, quarter
+ * hour, which every zone's midnight is, and state). Otherwise a count over
+ * the filter's index range.
+ */
 function totalSql(f: HistoryFilter, where: string): string {
   if (keptCount(f)) return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_mensajes WHERE ${where}`;
-  if (f.destinatario === undefined && f.celular_id === undefined && f.estado === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {
-    const range = [f.desde !== undefined ? `cuarto >= @desde / ${QUARTER_MS}` : '', f.hasta !== undefined ? `cuarto < @hasta / ${QUARTER_MS}` : ''].filter(
-      Boolean,
-    );
-    return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_cuartos WHERE cliente_id = @cliente_id AND ${range.join(' AND ')}`;
+  if (f.destinatario === undefined && f.celular_id === undefined && onQuarter(f.desde) && onQuarter(f.hasta)) {
+    const range = [
+      'cliente_id = @cliente_id',
+      f.desde !== undefined ? `cuarto >= @desde / ${QUARTER_MS}` : '',
+      f.hasta !== undefined ? `cuarto < @hasta / ${QUARTER_MS}` : '',
+      f.estado !== undefined ? 'estado = @estado' : '',
+    ].filter(Boolean);
+    return `SELECT COALESCE(SUM(n), 0) AS total FROM conteos_cuartos WHERE ${range.join(' AND ')}`;
   }
   return `SELECT COUNT(*) AS total FROM mensajes WHERE ${where}`;
 }

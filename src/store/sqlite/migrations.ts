@@ -619,4 +619,39 @@ export const MIGRATIONS: Migration[] = [
       DROP INDEX mensajes_cliente_celular_dest_fecha;
     `,
   },
+  {
+    version: 21,
+    name: 'quarter-hour counts by estado',
+    sql: `
+      -- D-74: a history page with an estado and a date range totals from the quarter-hour counts
+      -- instead of reading every row of the range (no index holds estado). estado joins the key of
+      -- the existing counts rather than a table of its own: an insert and a delete still write one
+      -- counts row, and only a change of state adds two (-1 its old state, +1 its new one). Last in
+      -- the key, so a total of all states still reads one key range.
+      DROP TRIGGER conteos_cuartos_insert;
+      DROP TRIGGER conteos_cuartos_delete;
+      DROP TABLE conteos_cuartos;
+      CREATE TABLE conteos_cuartos (
+        cliente_id INTEGER NOT NULL,
+        cuarto INTEGER NOT NULL,
+        estado TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (cliente_id, cuarto, estado)
+      ) WITHOUT ROWID;
+      INSERT INTO conteos_cuartos (cliente_id, cuarto, estado, n)
+        SELECT cliente_id, created_at / 900000, estado, COUNT(*) FROM mensajes GROUP BY cliente_id, created_at / 900000, estado;
+      CREATE TRIGGER conteos_cuartos_insert AFTER INSERT ON mensajes BEGIN
+        INSERT INTO conteos_cuartos (cliente_id, cuarto, estado, n) VALUES (NEW.cliente_id, NEW.created_at / 900000, NEW.estado, 1)
+          ON CONFLICT (cliente_id, cuarto, estado) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER conteos_cuartos_estado AFTER UPDATE OF estado ON mensajes WHEN OLD.estado IS NOT NEW.estado BEGIN
+        UPDATE conteos_cuartos SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND cuarto = OLD.created_at / 900000 AND estado = OLD.estado;
+        INSERT INTO conteos_cuartos (cliente_id, cuarto, estado, n) VALUES (NEW.cliente_id, NEW.created_at / 900000, NEW.estado, 1)
+          ON CONFLICT (cliente_id, cuarto, estado) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER conteos_cuartos_delete AFTER DELETE ON mensajes BEGIN
+        UPDATE conteos_cuartos SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND cuarto = OLD.created_at / 900000 AND estado = OLD.estado;
+      END;
+    `,
+  },
 ];
