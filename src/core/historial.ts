@@ -357,9 +357,13 @@ export async function* exportHistorial(core: Core, p: ClientPrincipal, q: Histor
   const { page: _p, por_pagina: _pp, ...filters } = q;
   const f = await historyFilter(core, p, filters);
   const hasta = Math.min(f.hasta ?? Number.MAX_SAFE_INTEGER, core.clock.now() + 1);
-  for (let page = 1; ; page++) {
-    const { rows } = await core.store.listMensajes({ ...f, hasta, page, por_pagina: POR_PAGINA_MAX });
+  // Each page starts after the last row of the one before (keyset, no offset) and counts no total: a page costs the
+  // same at the end of a million rows as at the start.
+  let despues: string | undefined;
+  for (;;) {
+    const { rows } = await core.store.listMensajes({ ...f, hasta, page: 1, por_pagina: POR_PAGINA_MAX, sinTotal: true, ...(despues ? { despues } : {}) });
     if (rows.length > 0) yield rows.map(mensajeView);
     if (rows.length < POR_PAGINA_MAX) return;
+    despues = rows[rows.length - 1]!.msg_id;
   }
 }

@@ -148,6 +148,32 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.acceptMensaje(msg('directo'), { charge: false, maxPending: null, slot: slot(t + 50) }, t + 50)).toMatchObject({ ok: true });
     });
 
+    it('history read by keyset (after a msg_id, no total) walks the same rows in the same order as the pages, ties in time included', async () => {
+      const c = await newCliente();
+      const l = await ctx.store.insertCelular(celular(c.id, '525512340000'), 1000);
+      if (!l?.ok) throw new Error('insert');
+      const next = messages(c.id, l.celular.id);
+      // Eleven messages, several accepted in the same millisecond: the order's tie is broken by arrival.
+      for (let i = 0; i < 11; i++) {
+        const m = { ...next(i % 2 ? 'directo' : 'cola'), msg_id: `00000000-0000-4000-8000-${String(300 + i).padStart(12, '0')}` };
+        await ctx.store.acceptMensaje(m, { charge: false, maxPending: null }, 5000 + Math.floor(i / 3) * 1000);
+      }
+      for (const f of [{}, { estado: 'pendiente' as const }, { celular_id: l.celular.id }, { desde: 6000 }]) {
+        const all = (await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 100, ...f })).rows.map((m) => m.msg_id);
+        const walked: string[] = [];
+        let despues: string | undefined;
+        for (;;) {
+          const r = await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 4, sinTotal: true, ...f, ...(despues ? { despues } : {}) });
+          expect(r.total).toBe(-1);
+          walked.push(...r.rows.map((m) => m.msg_id));
+          if (r.rows.length < 4) break;
+          despues = r.rows[r.rows.length - 1]!.msg_id;
+        }
+        expect(walked, JSON.stringify(f)).toEqual(all);
+        expect(all.length).toBeGreaterThan(0);
+      }
+    });
+
     it('history totals read from the kept counts equal the totals counted over the rows, through every state change and a delete', async () => {
       const c = await newCliente();
       const [a, b] = await Promise.all(['525512345678', '525512345679'].map((n) => ctx.store.insertCelular(celular(c.id, n), 1000)));

@@ -85,6 +85,10 @@ export interface HistoryFilter {
   destinatario?: string;
   page: number;
   por_pagina: number;
+  /** Only the messages after this one (msg_id) in the page's order: an export's next page, read without an offset. */
+  despues?: string;
+  /** Leave the total out (an export reads every page and needs none): `total` is then -1. */
+  sinTotal?: boolean;
 }
 
 /**

@@ -51,11 +51,13 @@ export function history(db: Db): Pick<MessagesStore, 'listMensajes'> {
         ['destinatario = ?', f.destinatario],
         ['created_at >= ?', f.desde],
         ['created_at < ?', f.hasta],
+        // Keyset: the rows after a given one, by the page's own index order (its msg_id found by its key).
+        ['(created_at, seq) < (SELECT created_at, seq FROM mensajes WHERE msg_id = ?)', f.despues],
       ]);
-      const total = totalQuery(f, w);
+      const total = f.sinTotal ? null : totalQuery(f, w);
       // estado is in no index (D-73): with a kept count, the page stops at the last message in that state. The count's
       // parameters are the page's own first ones (client, line, estado: no recipient, no dates), read in the page's statement.
-      const bound = f.estado !== undefined && keptCount(f) ? `SELECT total FROM (${total.sql}) k` : undefined;
+      const bound = total && f.estado !== undefined && keptCount(f) ? `SELECT total FROM (${total.sql}) k` : undefined;
       return listPage<MensajeRow>(db, `SELECT ${MSG_COLS.join(', ')} FROM mensajes`, w, 'created_at DESC, seq DESC', total, f, bound);
     },
   };

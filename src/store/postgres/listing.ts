@@ -17,8 +17,8 @@ export function conditions(pairs: Array<[sql: string, value: unknown]>): Where {
 }
 
 /**
- * One page of a listing (history, inbox) with its total, the two queries in
- * flight together. `bound`: SQL of the exact number of matching rows over the
+ * One page of a listing (history, inbox) with its total (-1 without a
+ * total query), the two queries in flight together. `bound`: SQL of the exact number of matching rows over the
  * page's own parameters, when a kept count knows it and the page's index
  * does not hold the filter: the page's LIMIT stops at the last match, rather
  * than reading the rest of the order for matches that are not there.
@@ -28,7 +28,7 @@ export async function listPage<T>(
   select: string,
   w: Where,
   order: string,
-  total: Query,
+  total: Query | null,
   page: { page: number; por_pagina: number },
   bound?: string,
 ): Promise<{ total: number; rows: T[] }> {
@@ -36,7 +36,7 @@ export async function listPage<T>(
   const [limit, offset] = [`$${n + 1}`, `$${n + 2}`];
   const cap = bound === undefined ? limit : `LEAST(${limit}::bigint, GREATEST(0, (${bound}) - ${offset}::bigint))`;
   const [[t], rows] = await Promise.all([
-    db.q<{ total: number }>(total.sql, total.params),
+    total ? db.q<{ total: number }>(total.sql, total.params) : [{ total: -1 }],
     db.q<T>(`${select} WHERE ${w.where} ORDER BY ${order} LIMIT ${cap} OFFSET ${offset}`, [...w.params, page.por_pagina, (page.page - 1) * page.por_pagina]),
   ]);
   return { total: t!.total, rows };

@@ -49,14 +49,16 @@ export function history(db: Database.Database): Pick<MessagesStore, 'listMensaje
       if (f.destinatario !== undefined) where.push('destinatario = @destinatario');
       if (f.desde !== undefined) where.push('created_at >= @desde');
       if (f.hasta !== undefined) where.push('created_at < @hasta');
+      // Keyset: the rows after a given one, by the page's own index order (its msg_id found by its unique index).
+      if (f.despues !== undefined) where.push('(created_at, rowid) < (SELECT created_at, rowid FROM mensajes WHERE msg_id = @despues)');
       const sql = where.join(' AND ');
       const offset = (f.page - 1) * f.por_pagina;
       // The total and the page in one snapshot, so a kept count can bound the page (the background thread writes too).
       return db.transaction(() => {
-        const { total } = stmt(db, totalSql(f, sql)).get(f) as { total: number };
+        const { total } = f.sinTotal ? { total: -1 } : (stmt(db, totalSql(f, sql)).get(f) as { total: number });
         // A state is in no index: with its kept count, the page stops at the last message in that state instead of
         // reading the rest of the dates for matches that are not there (none at all, past the last page).
-        const limit = f.estado !== undefined && keptCount(f) ? Math.min(f.por_pagina, Math.max(0, total - offset)) : f.por_pagina;
+        const limit = f.estado !== undefined && keptCount(f) && !f.sinTotal ? Math.min(f.por_pagina, Math.max(0, total - offset)) : f.por_pagina;
         const rows =
           limit === 0
             ? []
