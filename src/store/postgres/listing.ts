@@ -39,5 +39,5 @@ export async function listPage<T>(
     total ? db.q<{ total: number }>(total.sql, total.params) : [{ total: -1 }],
     db.q<T>(`${select} WHERE ${w.where} ORDER BY ${order} LIMIT ${cap} OFFSET ${offset}`, [...w.params, page.por_pagina, (page.page - 1) * page.por_pagina]),
   ]);
-  return { total: t!.total, rows };
+  return { total: t.total, rows };
 }
