@@ -97,6 +97,23 @@ describe('the lines pages', () => {
     expect(r.text).toMatch(/id="f-mensaje-error"[^>]*>mensaje must be at most 4096 characters/);
   });
 
+  it('answers a test send with a redirect to the line page naming it, so a reload shows it and sends nothing again', async () => {
+    const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'prueba', directo: '0' });
+    expect(r.status, r.text).toBe(303);
+    const to = r.headers.get('location')!;
+    const msgId = new URL(to, s.url).searchParams.get('enviado')!;
+    expect(to.startsWith(`${line}?`)).toBe(true);
+    for (let i = 0; i < 2; i++) {
+      const page = await get(client, to);
+      expect(page.status).toBe(200);
+      expect(page.text).toContain(`Accepted: msg_id <code>${msgId}</code>, modo cola`);
+    }
+    const sent = await api(s.url, 'GET', `/api/historial_listar.php?celular_id=${a.celularId}`, { key: a.clientKey });
+    expect(sent.body.mensajes.filter((m: { texto: string }) => m.texto === 'prueba')).toHaveLength(1);
+    // An id that is not this line's shows nothing.
+    expect((await get(client, `${line}?enviado=01a21c3d-0000-7000-8000-000000000000`)).text).not.toContain('Accepted: msg_id');
+  });
+
   it("shows the operator no move under the simulator, refuses the client's move, and 404s paths that name no page", async () => {
     const operator = await signIn(s.adminToken);
     const page = await get(operator, line);

@@ -46,7 +46,8 @@ interface FormState {
 interface LineForms {
   edit?: FormState;
   send?: FormState;
-  sent?: SendResult;
+  /** A test send just accepted (the page it redirected to names it): what the notice shows. */
+  sent?: Pick<SendResult, 'msg_id' | 'modo' | 'estado' | 'envio_desde'>;
   del?: FormState;
   move?: FormState;
 }
@@ -133,6 +134,14 @@ function envioFragment(cid: number, id: number, msgId: string, estado: string): 
     aria-live="polite"
     >${estado}</span
   >`;
+}
+
+/** The test send a line's page was sent to after its POST (`?enviado=msg_id`), read afresh; one of another line shows nothing. */
+async function sentOf(core: PanelDeps['core'], p: ClientPrincipal, id: number, q: Record<string, unknown>): Promise<Pick<LineForms, 'sent'>> {
+  if (typeof q.enviado !== 'string') return {};
+  const m = await mensajeById(core, p, q.enviado).catch(() => null);
+  if (!m || m.celular_id !== id) return {};
+  return { sent: { msg_id: m.msg_id, modo: m.modo, estado: m.estado, ...(typeof q.envio_desde === 'string' ? { envio_desde: q.envio_desde } : {}) } };
 }
 
 async function linePage(
@@ -377,8 +386,8 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
   });
 
   app.get<{ Params: Params }>('/c/:cid/celulares/:id', pre, async (req, reply) => {
-    const { cid, p, row } = await lineOf(core, req);
-    return linePage(deps, req, reply, p, cid, row);
+    const { cid, id, p, row } = await lineOf(core, req);
+    return linePage(deps, req, reply, p, cid, row, { ...(await sentOf(core, p, id, req.query as Record<string, unknown>)) });
   });
 
   app.post<{ Params: Params }>('/c/:cid/celulares/:id', pre, async (req, reply) => {
@@ -412,8 +421,9 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
         result = r;
         return { msg_id: r.msg_id };
       });
-      const fresh = (await core.store.getCelular(id)) ?? row;
-      return linePage(deps, req, reply, p, cid, fresh, { sent: result!, send: { values: { directo: values.directo ?? '0' }, errors: NO_ERRORS } });
+      // Post/redirect/get: a reload of the page shows the send again, it does not make it again.
+      const q = new URLSearchParams({ enviado: result!.msg_id, ...(result!.envio_desde ? { envio_desde: result!.envio_desde } : {}) });
+      return redirect(req, reply, `${lineUrl(cid, id)}?${q.toString()}`);
     } catch (err) {
       const errors = refusal(err, SEND_FIELDS);
       return linePage(deps, req, reply, p, cid, row, { send: { values, errors } }, statusOf(errors));
