@@ -216,6 +216,10 @@ describe('webhook', () => {
 
   it("refuses a bad URL beside its field, and gives a celular session the API's 403", async () => {
     const c = await signIn(L.clientKey);
+    // A secret choice the form does not offer is refused beside the secret, not saved unsigned.
+    const odd = await c.post(`/panel/c/${L.clienteId}/webhook`, { url: 'https://example.com/x', secret_modo: 'otro', activo: '1' });
+    expect(odd.status).toBe(400);
+    expect(odd.text).toMatch(/id="f-secret-error"/);
     const bad = await c.post(`/panel/c/${L.clienteId}/webhook`, { url: 'ftp://example.com/x', secret_modo: 'ninguno', activo: '1' });
     expect(bad.status).toBe(400);
     expect(bad.text).toContain('id="f-url-error"');

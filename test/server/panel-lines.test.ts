@@ -110,6 +110,8 @@ describe('the lines pages', () => {
     }
     const sent = await api(s.url, 'GET', `/api/historial_listar.php?celular_id=${a.celularId}`, { key: a.clientKey });
     expect(sent.body.mensajes.filter((m: { texto: string }) => m.texto === 'prueba')).toHaveLength(1);
+    // A time that is not an instant, written into the link by hand, is not shown.
+    expect((await get(client, `${to}&envio_desde=${encodeURIComponent('call +52 555 now')}`)).text).not.toContain('call +52');
     // An id that is not this line's shows nothing.
     expect((await get(client, `${line}?enviado=01a21c3d-0000-7000-8000-000000000000`)).text).not.toContain('Accepted: msg_id');
   });

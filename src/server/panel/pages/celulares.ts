@@ -136,12 +136,22 @@ function envioFragment(cid: number, id: number, msgId: string, estado: string): 
   >`;
 }
 
+/** An instant as the API writes one (what `envio_desde` may be: the link is the server's own, but anyone can write one). */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?(Z|[+-]\d{2}:\d{2})$/;
+
 /** The test send a line's page was sent to after its POST (`?enviado=msg_id`), read afresh; one of another line shows nothing. */
 async function sentOf(core: PanelDeps['core'], p: ClientPrincipal, id: number, q: Record<string, unknown>): Promise<Pick<LineForms, 'sent'>> {
   if (typeof q.enviado !== 'string') return {};
   const m = await mensajeById(core, p, q.enviado).catch(() => null);
   if (!m || m.celular_id !== id) return {};
-  return { sent: { msg_id: m.msg_id, modo: m.modo, estado: m.estado, ...(typeof q.envio_desde === 'string' ? { envio_desde: q.envio_desde } : {}) } };
+  return {
+    sent: {
+      msg_id: m.msg_id,
+      modo: m.modo,
+      estado: m.estado,
+      ...(typeof q.envio_desde === 'string' && ISO_INSTANT.test(q.envio_desde) ? { envio_desde: q.envio_desde } : {}),
+    },
+  };
 }
 
 async function linePage(

@@ -229,6 +229,9 @@ export default async function webhookPages(app: FastifyInstance, deps: PanelDeps
     try {
       // "Use the secret typed below" with nothing typed would save an unsigned webhook without saying so.
       if (mode === 'propio' && !values.secret) throw new AppError('INVALID_PARAMS', 'secret: type the secret, or choose another option');
+      // A choice the form does not offer would otherwise save the webhook unsigned.
+      if (!SECRET_MODES.some(([m]) => m === mode))
+        throw new AppError('INVALID_PARAMS', `secret: choose one of the form's options (${SECRET_MODES.map(([m]) => m).join(', ')})`);
       const r = await setWebhook(core, p, {
         url: values.url,
         secret,
