@@ -66,10 +66,10 @@ function table(rows: MensajeView[], empty: Html): Html {
       <thead>
         <tr>
           <th scope="col">created_at</th>
+          <th scope="col">estado</th>
           <th scope="col">celular</th>
           <th scope="col">destinatario</th>
           <th scope="col">tipo</th>
-          <th scope="col">estado</th>
           <th scope="col">texto</th>
           <th scope="col">error</th>
           <th scope="col">msg_id</th>
@@ -79,10 +79,10 @@ function table(rows: MensajeView[], empty: Html): Html {
         ${rows.map(
           (m) => html`<tr>
             <td class="nowrap">${m.created_at}</td>
+            <td>${estadoBadge(m.estado)}</td>
             <td class="num">${m.celular_id}</td>
             <td>${m.destinatario}</td>
             <td>${m.tipo}</td>
-            <td>${estadoBadge(m.estado)}</td>
             <td>${cut(m.texto ?? m.media?.filename ?? m.media?.url ?? null)}</td>
             <td>${cut(m.error)}</td>
             <td><code>${m.msg_id}</code></td>
