@@ -214,7 +214,7 @@ async function writeAccept(
 }
 
 /** The row an accepted message is inserted as, and answered with (its key's kept answer is built from it before the write). */
-function acceptedRow(m: NewMensaje, cargo: AcceptedMensaje['cargo'], opts: AcceptOptions, now: number): MensajeRow {
+export function acceptedRow(m: NewMensaje, cargo: AcceptedMensaje['cargo'], opts: AcceptOptions, now: number): MensajeRow {
   return {
     msg_id: m.msg_id,
     cliente_id: m.cliente_id,

@@ -6,7 +6,7 @@ import type { AcceptOptions, AcceptResult, MessagesOwn, MessageStats, NewMensaje
 import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
-import { accept } from './accept.js';
+import { acceptTurns } from './accept-turn.js';
 import { type Client, type Db, ph, row, rows } from './db.js';
 
 /**
@@ -117,6 +117,7 @@ export async function capHit(c: Client, celularId: number, slot: SlotClaim, now:
 
 /** MessagesStore's own methods over one pool: acceptance, the journal; the state changes after acceptance are transitions.ts's. */
 export function messages(db: Db): Omit<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
+  const acceptOne = acceptTurns(db);
   return {
     async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
       return (await db.one<MessageStats>(
@@ -140,7 +141,7 @@ export function messages(db: Db): Omit<MessagesOwn, 'markSent' | 'failMensaje' |
       await db.tx((c) => journal(c, ev));
     },
     async acceptMensaje(m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> {
-      return db.tx((c) => accept(c, m, opts, now));
+      return acceptOne(m, opts, now);
     },
     async getMensaje(msgId: string): Promise<MensajeRow | null> {
       return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);

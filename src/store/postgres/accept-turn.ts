@@ -1,0 +1,205 @@
+import { acceptTurn, keyOf, type TurnItem, type TurnRead } from '../../core/accept-turn.js';
+import { messageStatusData } from '../../core/event-data.js';
+import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
+import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje } from '../../core/ports/messages.js';
+import type { MensajeRow } from '../../core/ports/model.js';
+import * as recipe from '../../core/recipes.js';
+import { Turns } from '../../core/turns.js';
+import { AppError } from '../../core/errors.js';
+import { accept, acceptedRow } from './accept.js';
+import { type Client, type Db, LOCK, rows } from './db.js';
+import { COLS, colsOf } from './messages.js';
+import { enterPending } from './state-paths.js';
+import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
+
+/**
+ * Queued sends accepted together (group commit, core/turns.ts): the sends
+ * that arrive while a turn commits go in the next one, in four round trips
+ * whatever their number: BEGIN, one statement that takes every lock and
+ * reads the balances, queues and keys, one that writes every message,
+ * charge, ledger row, event and key binding (unnest and JSON record sets),
+ * COMMIT. Core decides each send in order (core/accept-turn.ts).
+ *
+ * Locks, in the order of a single acceptance (accept.ts), each kind in
+ * ascending order so two turns cannot wait on each other in a cycle: the
+ * keys' advisory locks, then the clients' rows, then the lines'. Each CTE's
+ * scan is gated on the whole of the one before it (a count, which reads it
+ * all). The locked rows are read at their newest version; the keys'
+ * bindings are not (the statement's snapshot may predate a binding its
+ * lock's previous holder committed), so the write binds each key only where
+ * none is live and counts the bindings it made: one short means such a
+ * race, and the turn is rolled back and each send taken alone (accept.ts
+ * sees the binding then).
+ *
+ * A direct send takes a caps slot at acceptance, counted against its line's
+ * recent sends: it keeps the single path, as does every send of a turn that
+ * failed (each then in a transaction of its own, so one bad send fails only
+ * itself).
+ */
+
+const LOCK_AND_READ = `WITH k AS MATERIALIZED (
+    SELECT pg_advisory_xact_lock($1::int, h) FROM (SELECT DISTINCT hashtext(x) AS h FROM unnest($2::text[]) x) s ORDER BY h),
+  cli AS MATERIALIZED (
+    SELECT id, saldo_global FROM clientes WHERE id = ANY($3::bigint[]) AND (SELECT COUNT(*) FROM k) >= 0 ORDER BY id FOR NO KEY UPDATE),
+  cel AS MATERIALIZED (
+    SELECT id, cliente_id, saldo_actual, pendientes FROM celulares WHERE id = ANY($4::bigint[]) AND (SELECT COUNT(*) FROM cli) >= 0
+    ORDER BY id FOR NO KEY UPDATE)
+  SELECT 'cliente' AS t, id, NULL::bigint AS cliente_id, saldo_global AS saldo, NULL::int AS pendientes, NULL::text AS clave FROM cli
+  UNION ALL SELECT 'celular', id, cliente_id, saldo_actual, pendientes, NULL FROM cel
+  UNION ALL SELECT 'clave', NULL, i.cliente_id, NULL, NULL, i.clave FROM idempotencia i
+    JOIN unnest($5::bigint[], $6::text[], $7::bigint[]) u(cliente_id, clave, now) ON i.cliente_id = u.cliente_id AND i.clave = u.clave
+    WHERE i.expira_at > u.now`;
+
+const IDEM_COLS = 'cliente_id, clave, huella, msg_id, status, body, created_at, expira_at';
+const MOV_COLS = recipe.MOVEMENT_COLUMNS.join(', ');
+
+/**
+ * Everything the turn's accepted sends write. Parameters: the clients'
+ * global balances (ids, values), the lines' (ids, saldo_actual, queue
+ * delta), the ledger rows, the messages (in arrival order), each message's
+ * event data, the key bindings (JSON record sets), now and the purge's size.
+ * The purge of expired keys runs only when keys were bound, after them, and
+ * never waits (see accept.ts).
+ */
+let write = '';
+// Built on first use: messages.ts, which gives the columns, imports this module.
+const writeSql = () =>
+  (write ||= `WITH bal AS (
+    UPDATE clientes c SET saldo_global = v.saldo FROM unnest($1::bigint[], $2::bigint[]) v(id, saldo) WHERE c.id = v.id),
+  cel AS (
+    UPDATE celulares c SET saldo_actual = v.saldo, pendientes = c.pendientes + v.d
+    FROM unnest($3::bigint[], $4::bigint[], $5::int[]) v(id, saldo, d) WHERE c.id = v.id),
+  mov AS (INSERT INTO movimientos_saldo (${MOV_COLS}) SELECT ${MOV_COLS} FROM json_populate_recordset(NULL::movimientos_saldo, $6::json)),
+  msg AS (
+    INSERT INTO mensajes (${COLS}) SELECT ${colsOf('r')} FROM json_populate_recordset(NULL::mensajes, $7::json) WITH ORDINALITY r
+    ORDER BY r.ordinality RETURNING ${COLS}, seq),
+  pend AS (${enterPending('msg')}),
+  ev AS (INSERT INTO eventos (${EVENT_ROW_COLS})
+    SELECT ${eventRow('s.cliente_id', 's.celular_id', `'message.status'`, 'd.data', 's.created_at', 's.created_at')}
+    FROM msg s JOIN unnest($8::text[], $9::text[]) d(msg_id, data) ON d.msg_id = s.msg_id ORDER BY s.seq),
+  idem AS (INSERT INTO idempotencia (${IDEM_COLS}) SELECT ${IDEM_COLS} FROM json_populate_recordset(NULL::idempotencia, $10::json)
+    ON CONFLICT (cliente_id, clave) DO UPDATE SET huella = excluded.huella, msg_id = excluded.msg_id, status = excluded.status,
+      body = excluded.body, created_at = excluded.created_at, expira_at = excluded.expira_at
+    WHERE idempotencia.expira_at <= excluded.created_at RETURNING cliente_id, clave),
+  purge AS (DELETE FROM idempotencia WHERE (cliente_id, clave) IN (
+    SELECT cliente_id, clave FROM idempotencia WHERE expira_at <= $11::bigint
+      AND (cliente_id, clave) NOT IN (SELECT cliente_id, clave FROM idem) AND EXISTS (SELECT 1 FROM idem)
+    LIMIT $12::int FOR UPDATE SKIP LOCKED))
+  SELECT ${COLS}, (SELECT COUNT(*) FROM idem) AS ligadas FROM msg`);
+
+/** One send of a turn, with the time it arrived at. */
+interface Pending extends TurnItem {
+  now: number;
+}
+
+/** What the lock-and-read statement returns. */
+interface LockedRow {
+  t: 'cliente' | 'celular' | 'clave';
+  id: number;
+  cliente_id: number;
+  saldo: number;
+  pendientes: number;
+  clave: string;
+}
+
+async function readTurn(c: Client, items: Pending[]): Promise<TurnRead> {
+  const keyed = items.filter((i) => i.opts.idem);
+  const read: TurnRead = { clientes: new Map(), celulares: new Map(), bound: new Set() };
+  const locked = await rows<LockedRow>(c, LOCK_AND_READ, [
+    LOCK.idempotencyKey,
+    keyed.map((i) => keyOf(i.m.cliente_id, i.opts.idem!.clave)),
+    [...new Set(items.map((i) => i.m.cliente_id))],
+    [...new Set(items.map((i) => i.m.celular_id))],
+    keyed.map((i) => i.m.cliente_id),
+    keyed.map((i) => i.opts.idem!.clave),
+    keyed.map((i) => i.now),
+  ]);
+  for (const r of locked) {
+    if (r.t === 'cliente') read.clientes.set(r.id, { saldo_global: r.saldo });
+    else if (r.t === 'celular') read.celulares.set(r.id, { cliente_id: r.cliente_id, saldo_actual: r.saldo, pendientes: r.pendientes });
+    else read.bound.add(keyOf(r.cliente_id, r.clave));
+  }
+  return read;
+}
+
+/** A key bound by another transaction between the turn's read and its lock: the turn is taken again, each send alone. */
+class KeyRace extends Error {}
+
+/** One turn in the caller's transaction: every send decided, the accepted ones written in one statement. */
+async function acceptAll(c: Client, items: Pending[]): Promise<AcceptResult[]> {
+  const verdicts = acceptTurn(items, await readTurn(c, items));
+  const clientes = new Map<number, number>();
+  const celulares = new Map<number, { saldo: number; d: number }>();
+  const movements: Record<string, unknown>[] = [];
+  const mensajes: MensajeRow[] = [];
+  const data: string[] = [];
+  const keys: Record<string, unknown>[] = [];
+  const answers = verdicts.map((v, i): AcceptResult => {
+    if (!v.ok) return v;
+    const { m, opts, now } = items[i]!;
+    const { paid } = v;
+    if (paid.write?.balance.table === 'clientes') clientes.set(m.cliente_id, paid.saldoGlobal);
+    const queued = recipe.queueDelta(m);
+    if (queued || paid.write?.balance.table === 'celulares') {
+      const line = celulares.get(m.celular_id);
+      celulares.set(m.celular_id, { saldo: paid.saldoCelular, d: (line?.d ?? 0) + queued });
+    }
+    if (paid.write) {
+      const values = recipe.movementValues(paid.write.movement, now);
+      movements.push(Object.fromEntries(recipe.MOVEMENT_COLUMNS.map((k, j) => [k, values[j]])));
+    }
+    const mensaje = acceptedRow(m, v.cargo, opts, now);
+    const accepted: AcceptedMensaje = { ok: true, cargo: v.cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
+    mensajes.push(mensaje);
+    data.push(JSON.stringify(messageStatusData(mensaje, null, now)));
+    if (opts.idem) {
+      const a = opts.idem.answer(accepted);
+      keys.push({
+        cliente_id: m.cliente_id,
+        clave: opts.idem.clave,
+        huella: opts.idem.huella,
+        msg_id: m.msg_id,
+        status: a.status,
+        body: a.body,
+        created_at: now,
+        expira_at: opts.idem.expira_at,
+      });
+    }
+    return accepted;
+  });
+  if (mensajes.length === 0) return answers;
+  const lines = [...celulares];
+  const written = await rows<MensajeRow & { ligadas: number }>(c, writeSql(), [
+    [...clientes.keys()],
+    [...clientes.values()],
+    lines.map(([id]) => id),
+    lines.map(([, l]) => l.saldo),
+    lines.map(([, l]) => l.d),
+    JSON.stringify(movements),
+    JSON.stringify(mensajes),
+    mensajes.map((m) => m.msg_id),
+    data,
+    JSON.stringify(keys),
+    Math.max(...items.map((i) => i.now)),
+    IDEM_PURGE_BATCH,
+  ]);
+  if ((written[0]?.ligadas ?? 0) < keys.length) throw new KeyRace('an Idempotency-Key was bound meanwhile');
+  const byId = new Map(written.map(({ ligadas: _, ...w }) => [w.msg_id, w]));
+  return answers.map((a) => (a.ok ? { ...a, mensaje: byId.get(a.mensaje.msg_id)! } : a));
+}
+
+/** Group commit for MessagesStore.acceptMensaje: a direct send (which takes a caps slot) alone, queued sends in turns. */
+export function acceptTurns(db: Db, opts: { max: number; concurrent: number } = { max: 100, concurrent: 1 }) {
+  const turns = new Turns<Pending, AcceptResult>(async (items) => {
+    try {
+      const answers = await db.tx((c) => acceptAll(c, items));
+      return answers.map((value) => ({ status: 'fulfilled', value }));
+    } catch (err) {
+      // A store that cannot be written fails every send at once; otherwise one bad send must not fail the others: each alone.
+      if (err instanceof AppError || (items.length === 1 && !(err instanceof KeyRace))) throw err;
+      return Promise.allSettled(items.map((i) => db.tx((c) => accept(c, i.m, i.opts, i.now))));
+    }
+  }, opts);
+  return (m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> =>
+    opts.slot ? db.tx((c) => accept(c, m, opts, now)) : turns.add({ m, opts, now });
+}
