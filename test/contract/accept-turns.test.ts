@@ -158,5 +158,27 @@ for (const adapter of ADAPTERS) {
       }
       expect((await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 10 })).total).toBe(20);
     });
+    it('turns racing the records of sends on the same lines all complete (the counts rows are taken in one order)', async () => {
+      const c = await newCliente();
+      const ids = await lines(c.id, ['525512345671', '525512345672', '525512345673']);
+      const sends = ids.map((id, k) => {
+        const next = messages(c.id, id);
+        return (modo: 'cola' | 'directo' = 'cola') => {
+          const m = next(modo);
+          return { ...m, msg_id: m.msg_id.replace('-8000-', `-800${k}-`) };
+        };
+      });
+      const opts = { charge: false, maxPending: null };
+      const direct = sends.flatMap((send) => Array.from({ length: 10 }, () => send('directo')));
+      for (const m of direct) expect(await ctx.store.acceptMensaje(m, opts, 10)).toMatchObject({ ok: true });
+      const queued = sends.flatMap((send) => Array.from({ length: 20 }, () => send()));
+      const [accepted, recorded] = await Promise.all([
+        Promise.all(queued.map((m, i) => ctx.store.acceptMensaje(m, opts, 20 + i))),
+        Promise.all(direct.map((m, i) => ctx.store.markSent(m.msg_id, `G${i}`, 30 + i))),
+      ]);
+      expect(accepted.filter((r) => r.ok)).toHaveLength(60);
+      expect(recorded.filter((r) => r?.estado === 'enviado')).toHaveLength(30);
+      expect((await ctx.store.listMensajes({ cliente_id: c.id, estado: 'pendiente', page: 1, por_pagina: 1 })).total).toBe(60);
+    });
   });
 }

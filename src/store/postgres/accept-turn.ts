@@ -70,9 +70,15 @@ const writeSql = () =>
     UPDATE celulares c SET saldo_actual = v.saldo, pendientes = c.pendientes + v.d
     FROM unnest($3::bigint[], $4::bigint[], $5::int[]) v(id, saldo, d) WHERE c.id = v.id),
   mov AS (INSERT INTO movimientos_saldo (${MOV_COLS}) SELECT ${MOV_COLS} FROM json_populate_recordset(NULL::movimientos_saldo, $6::json)),
+  -- The counts rows the inserts' trigger will take, one message at a time: taken first, lines then quarters, each in order,
+  -- so the turn never holds a quarter while it waits for a line's row (a send's record takes the line's, then the quarter's).
+  lineas AS MATERIALIZED (SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM json_populate_recordset(NULL::mensajes, $7::json)) r
+    USING (cliente_id, celular_id) WHERE k.estado = 'pendiente' ORDER BY k.cliente_id, k.celular_id FOR UPDATE OF k),
+  cuartos AS MATERIALIZED (SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM json_populate_recordset(NULL::mensajes, $7::json)) r
+    USING (cliente_id, cuarto) WHERE k.estado = 'pendiente' AND (SELECT COUNT(*) FROM lineas) >= 0 ORDER BY k.cliente_id, k.cuarto FOR UPDATE OF k),
   msg AS (
     INSERT INTO mensajes (${COLS}) SELECT ${colsOf('r')} FROM json_populate_recordset(NULL::mensajes, $7::json) WITH ORDINALITY r
-    ORDER BY r.ordinality RETURNING ${COLS}, seq),
+    WHERE (SELECT COUNT(*) FROM cuartos) >= 0 ORDER BY r.ordinality RETURNING ${COLS}, seq),
   pend AS (${enterPending('msg')}),
   ev AS (INSERT INTO eventos (${EVENT_ROW_COLS})
     SELECT ${eventRow('s.cliente_id', 's.celular_id', `'message.status'`, 'd.data', 's.created_at', 's.created_at')}
@@ -122,6 +128,26 @@ async function readTurn(c: Client, items: Pending[]): Promise<TurnRead> {
   return read;
 }
 
+/**
+ * A refused send whose key another transaction bound while the turn waited
+ * for the key's lock is a repeat, as the single path answers it: read again
+ * now that the locks are held (one more round trip, only for refused sends
+ * with a key). A refusal writes nothing, so the others stand.
+ */
+async function refusalsOfBoundKeys(c: Client, items: Pending[], answers: AcceptResult[]): Promise<void> {
+  const refused = items.flatMap((it, i) => (!answers[i]!.ok && answers[i]!.reason !== 'idempotencia' && it.opts.idem ? [i] : []));
+  if (refused.length === 0) return;
+  const bound = await rows<{ cliente_id: number; clave: string }>(
+    c,
+    `SELECT i.cliente_id, i.clave FROM idempotencia i
+     JOIN unnest($1::bigint[], $2::text[], $3::bigint[]) u(cliente_id, clave, now) ON i.cliente_id = u.cliente_id AND i.clave = u.clave
+     WHERE i.expira_at > u.now`,
+    [refused.map((i) => items[i]!.m.cliente_id), refused.map((i) => items[i]!.opts.idem!.clave), refused.map((i) => items[i]!.now)],
+  );
+  const keys = new Set(bound.map((b) => keyOf(b.cliente_id, b.clave)));
+  for (const i of refused) if (keys.has(keyOf(items[i]!.m.cliente_id, items[i]!.opts.idem!.clave))) answers[i] = { ok: false, reason: 'idempotencia' };
+}
+
 /** A key bound by another transaction between the turn's read and its lock: the turn is taken again, each send alone. */
 class KeyRace extends Error {}
 
@@ -167,6 +193,7 @@ async function acceptAll(c: Client, items: Pending[]): Promise<AcceptResult[]> {
     }
     return accepted;
   });
+  await refusalsOfBoundKeys(c, items, answers);
   if (mensajes.length === 0) return answers;
   const lines = [...celulares];
   const written = await rows<MensajeRow & { ligadas: number }>(c, writeSql(), [
@@ -197,7 +224,16 @@ export function acceptTurns(db: Db, opts: { max: number; concurrent: number } = 
     } catch (err) {
       // A store that cannot be written fails every send at once; otherwise one bad send must not fail the others: each alone.
       if (err instanceof AppError || (items.length === 1 && !(err instanceof KeyRace))) throw err;
-      return Promise.allSettled(items.map((i) => db.tx((c) => accept(c, i.m, i.opts, i.now))));
+      // In arrival order, one after another: each line's sends keep their order, and the first of two on a key wins.
+      const out: Array<PromiseSettledResult<AcceptResult>> = [];
+      for (const i of items) {
+        try {
+          out.push({ status: 'fulfilled', value: await db.tx((c) => accept(c, i.m, i.opts, i.now)) });
+        } catch (reason) {
+          out.push({ status: 'rejected', reason });
+        }
+      }
+      return out;
     }
   }, opts);
   return (m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> =>

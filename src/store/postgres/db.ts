@@ -77,12 +77,16 @@ export class Db {
     this.pool.on('connect', prepareOnce);
   }
 
-  /** One statement, committed on its own. */
+  /** One statement, committed on its own; one that lost a deadlock had no effect, so it is run again. */
   async query(sql: string, params: unknown[] = []): Promise<{ rows: Row[]; rowCount: number | null }> {
-    try {
-      return await this.pool.query(sql, params);
-    } catch (err) {
-      throw storeFault(this.pool, this.name, err);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.pool.query(sql, params);
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        if (typeof code === 'string' && RETRYABLE.has(code) && attempt < ATTEMPTS) continue;
+        throw storeFault(this.pool, this.name, err);
+      }
     }
   }
 
