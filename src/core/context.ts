@@ -1,4 +1,5 @@
 import type { Clock } from './clock.js';
+import type { LineReads } from './line-reads.js';
 import type { CredentialCache } from './credential-cache.js';
 import type { EventBus } from './events.js';
 import type { Counters } from './ports/counters.js';
@@ -62,4 +63,6 @@ export interface Core {
   signals: Signals;
   /** Resolved credentials for about a second, dropped by signals (core/credential-cache.ts, D-67). */
   credentials: CredentialCache;
+  /** A line and its client as the queue worker and gateway events read them, about a second on a shared store (core/line-reads.ts, D-80). */
+  lines: LineReads;
 }

@@ -103,7 +103,7 @@ export function targetPayload(target: CredentialTarget): string {
   return 'cliente' in target ? `cliente:${target.cliente}` : `celular:${target.celular}`;
 }
 
-function parseTarget(payload: string): CredentialTarget | null {
+export function parseTarget(payload: string): CredentialTarget | null {
   const m = /^(cliente|celular):(\d+)$/.exec(payload);
   if (!m) return null;
   const id = Number(m[2]);

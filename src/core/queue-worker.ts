@@ -171,9 +171,9 @@ export class QueueWorker {
     const now = core.clock.now();
     const hold = (ms: number) => this.notBefore.set(m.celular_id, { until: now + ms, recheck: this.core.clock.ticks() + this.core.config.queue.recheckMs });
     if (m.expira_at !== null && now >= m.expira_at) return this.end(m, 'expired: not sent within the queue TTL', 'no_enviado');
-    const celular = await core.store.getCelular(m.celular_id);
+    const celular = await core.lines.celular(m.celular_id);
     if (!celular) return this.end(m, 'the celular was deleted', 'no_enviado');
-    const cliente = await core.store.getCliente(celular.cliente_id);
+    const cliente = await core.lines.cliente(celular.cliente_id);
     // A suspended client or a line that is not active waits (until the TTL), as a person would.
     if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia)
       return void hold(core.config.queue.inactiveHoldMs);

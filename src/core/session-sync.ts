@@ -24,7 +24,7 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
   const handle = async (raw: GatewayEvent): Promise<void> => {
     // Third parties' text follows the exact-text rule for gateway text (core/exact-text.ts): kept, never stored ill-formed.
     const e = replaceIllFormed(raw);
-    const celular = await core.store.getCelularByInstancia(e.instancia);
+    const celular = await core.lines.byInstancia(e.instancia);
     if (!celular) return; // an instance whose line was deleted
     if (e.type === 'receipt') {
       // Bound to the instance whose secret authenticated the call: it changes only that line's messages.

@@ -1,6 +1,7 @@
 import type { Clock } from '../core/clock.js';
 import type { Core, CoreConfig } from '../core/context.js';
 import { CredentialCache } from '../core/credential-cache.js';
+import { LineReads } from '../core/line-reads.js';
 import type { EventBus } from '../core/events.js';
 import { hashSecret } from '../core/keys.js';
 import type { Counters } from '../core/ports/counters.js';
@@ -33,8 +34,13 @@ export function makeCore(config: CoreConfig, adapters: CoreAdapters): Core {
   const credentials = new CredentialCache({ ticks: () => clock.ticks() });
   credentials.listen(signals);
   // A line's estado follows its session; on SQLite the background thread's changes reach this bus, not these signals.
-  bus.subscribe('session.status', (e) => credentials.invalidate({ celular: e.celular_id }));
-  return { store, counters, gateway, clock, bus, config, random, signals, credentials };
+  const lines = new LineReads(store, () => clock.ticks());
+  lines.listen(signals);
+  bus.subscribe('session.status', (e) => {
+    credentials.invalidate({ celular: e.celular_id });
+    lines.invalidate({ celular: e.celular_id });
+  });
+  return { store, counters, gateway, clock, bus, config, random, signals, credentials, lines };
 }
 
 /** The settings the core reads, from `serve`'s configuration and what the start resolved (the operator token, the zone). */

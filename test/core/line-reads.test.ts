@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { LineReads } from '../../src/core/line-reads.js';
+import { LocalSignals } from '../../src/core/signals-local.js';
+import { CREDENTIALS_CHANNEL, targetPayload } from '../../src/core/credential-cache.js';
+import type { CelularRow, ClienteRow } from '../../src/core/ports/model.js';
+
+/** A store of one client and its lines that counts its reads. */
+function fakeStore(shared: boolean) {
+  const reads = { celular: 0, instancia: 0, cliente: 0 };
+  const lines = new Map<number, Partial<CelularRow>>([
+    [1, { id: 1, cliente_id: 7, estado: 'activo', gateway_instancia: 'i-1' }],
+    [2, { id: 2, cliente_id: 7, estado: 'activo', gateway_instancia: 'i-2' }],
+  ]);
+  const cliente: Partial<ClienteRow> = { id: 7, estado: 'activo' };
+  return {
+    reads,
+    lines,
+    cliente,
+    store: {
+      caps: { name: shared ? 'postgres' : 'sqlite', label: '', shared },
+      getCelular: async (id: number) => (reads.celular++, (lines.get(id) as CelularRow | undefined) ?? null),
+      getCelularByInstancia: async (i: string) => (reads.instancia++, ([...lines.values()].find((l) => l.gateway_instancia === i) as CelularRow) ?? null),
+      getCliente: async (id: number) => (reads.cliente++, id === 7 ? ({ ...cliente } as ClienteRow) : null),
+    },
+  };
+}
+
+describe('LineReads: the worker’s reads of a line and its client', () => {
+  it('on a shared store, a read is kept for the TTL (by id and by instance), then read again', async () => {
+    const f = fakeStore(true);
+    let t = 0;
+    const lines = new LineReads(f.store, () => t, 1000);
+    await lines.celular(1);
+    await lines.celular(1);
+    expect(await lines.byInstancia('i-1')).toMatchObject({ id: 1 });
+    await lines.cliente(7);
+    await lines.cliente(7);
+    expect(f.reads).toEqual({ celular: 1, instancia: 0, cliente: 1 });
+    t = 1000;
+    await lines.celular(1);
+    await lines.cliente(7);
+    expect(f.reads).toEqual({ celular: 2, instancia: 0, cliente: 2 });
+  });
+
+  it('a signal naming the line drops it; one naming the client drops the client and its lines; a gap drops everything', async () => {
+    const f = fakeStore(true);
+    const signals = new LocalSignals();
+    const lines = new LineReads(f.store, () => 0, 1000);
+    lines.listen(signals);
+    await lines.celular(1);
+    await lines.celular(2);
+    await lines.cliente(7);
+    f.lines.get(1)!.estado = 'suspendido';
+    await signals.publish(CREDENTIALS_CHANNEL, targetPayload({ celular: 1 }));
+    expect(await lines.celular(1)).toMatchObject({ estado: 'suspendido' });
+    expect(f.reads.celular).toBe(3);
+    await lines.celular(2);
+    expect(f.reads.celular).toBe(3);
+    f.cliente.estado = 'suspendido';
+    await signals.publish(CREDENTIALS_CHANNEL, targetPayload({ cliente: 7 }));
+    expect(await lines.cliente(7)).toMatchObject({ estado: 'suspendido' });
+    await lines.celular(2);
+    expect(f.reads).toMatchObject({ celular: 4, cliente: 2 });
+  });
+
+  it('a read that raced a drop is not kept; a line moved to another instance is not found under the old one', async () => {
+    const f = fakeStore(true);
+    const lines = new LineReads(f.store, () => 0, 1000);
+    const pending = lines.celular(1);
+    lines.invalidate({ celular: 1 });
+    await pending;
+    await lines.celular(1);
+    expect(f.reads.celular).toBe(2);
+    f.lines.get(1)!.gateway_instancia = 'i-9';
+    lines.invalidate({ celular: 1 });
+    expect(await lines.byInstancia('i-1')).toBeNull();
+    expect(await lines.byInstancia('i-9')).toMatchObject({ id: 1 });
+  });
+
+  it('on a store served alone every call reads through', async () => {
+    const f = fakeStore(false);
+    const lines = new LineReads(f.store, () => 0, 1000);
+    await lines.celular(1);
+    await lines.celular(1);
+    await lines.cliente(7);
+    await lines.cliente(7);
+    expect(f.reads).toEqual({ celular: 2, instancia: 0, cliente: 2 });
+  });
+});
