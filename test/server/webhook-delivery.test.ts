@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { until } from '../helpers/poll.js';
 import { api, type TestServer, startTestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { admin, link, linkedLine, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
@@ -120,9 +121,14 @@ describe('what is delivered, and how it is signed', () => {
     if (directo) expect(gid).toBe(r.body.gateway_msg_id);
     for (const h of hits.slice(2)) expect(h.json.data.gateway_msg_id).toBe(gid);
     expect(new Set(hits.map((h) => h.json.id)).size).toBe(4);
-    // Every delivery is recorded as delivered at the first attempt.
-    const mine = (await entregas(s, L.clientKey)).filter((e) => hits.some((h) => h.json.id === e.id));
-    expect(mine).toHaveLength(4);
+    // Every delivery is recorded as delivered at the first attempt (recorded once its answer is in: the receiver may see the post first).
+    const mine = await until(
+      async () => {
+        const rows = (await entregas(s, L.clientKey)).filter((e) => hits.some((h) => h.json.id === e.id));
+        return rows.length === 4 && rows.every((e) => e.estado !== 'pendiente') ? rows : null;
+      },
+      { what: 'the four deliveries recorded' },
+    );
     for (const e of mine) {
       expect(e).toMatchObject({ evento: 'message.status', estado: 'entregado', intentos: 1, ultimo_error: null, proximo_intento_at: null });
       expect(e.intentos_detalle).toHaveLength(1);
