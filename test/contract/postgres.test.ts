@@ -93,6 +93,20 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     expect(results.filter((r) => !r.ok && r.reason === 'cap')).toHaveLength(33);
   });
 
+  it('claims of queued sends and direct acceptances from both nodes on a line capped at 7 a minute: exactly 7 take a slot', async () => {
+    const l = await line(0, { max_envios_por_minuto: 7 });
+    const t = 1_000_000;
+    const queued = Array.from({ length: 20 }, () => l.msg());
+    for (const m of queued) await a.acceptMensaje(m, { charge: false, maxPending: null }, t);
+    const slot = () => slotClaim(l.cel, t, 60_000);
+    const [claims, direct] = await Promise.all([
+      Promise.all(queued.map((m, i) => (i % 2 ? a : b).claimQueued(m.msg_id, slot(), t))),
+      Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? b : a).acceptMensaje(l.msg('directo'), { charge: false, maxPending: null, slot: slot() }, t))),
+    ]);
+    expect(claims.filter((r) => r.ok).length + direct.filter((r) => r.ok).length).toBe(7);
+    expect(claims.filter((r) => !r.ok && r.reason === 'cap').length + direct.filter((r) => !r.ok && r.reason === 'cap').length).toBe(33);
+  });
+
   it("an acceptance takes the key's lock, then the client's row, then the line's: none while the one before it is held by another", async () => {
     const l = await line(5);
     const url = new URL(PG_URL);

@@ -22,6 +22,13 @@ const LINEAS = `lineas(id) AS (
        FROM lineas l WHERE l.id IS NOT NULL
      )`;
 
+/** A line's slots in each window (`$3`, since; `$2`, now) as JSON, in the windows' order. */
+const slotCounts = (line: string) => `(SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
+  FROM unnest($3::bigint[]) WITH ORDINALITY AS w(since, i) CROSS JOIN LATERAL (${SLOT_COUNT_SQL(line, 'w.since', '$2')}) k)`;
+
+/** JSON numbers as the counts core decides on. */
+const countsOf = (j: SlotCount[] | null): SlotCount[] => (j ?? []).map((k) => ({ n: Number(k.n), oldest: k.oldest === null ? null : Number(k.oldest) }));
+
 export function queue(db: Db): QueueStore {
   return {
     /**
@@ -61,39 +68,48 @@ export function queue(db: Db): QueueStore {
      * and its lease checked under that lock, so two nodes never both claim it.
      */
     async claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
+      const since = slot.windows.map((ms) => now - ms);
       return db.tx(async (c): Promise<ClaimResult> => {
-        // The line's row lock first, found through the message's line (a column that never changes).
-        const line = await row(c, 'SELECT 1 FROM celulares WHERE id = (SELECT celular_id FROM mensajes WHERE msg_id = $1) FOR NO KEY UPDATE', [msgId]);
-        if (!line) return { ok: false, reason: 'taken' };
-        // Then the message, and the line's slots counted in the same statement: its snapshot is taken after the line's lock,
-        // so no other slot taker's commit is missing from the counts. Due too: a node whose head read is older than another
-        // node's retryLater must not skip the backoff.
-        const r = await row<{ counts: SlotCount[] | null }>(
+        // The line's row lock first, found through the message's line (a column that never changes); then the message,
+        // locked, so its lease and due time are read at their newest; and the line's slots. The statement's snapshot may
+        // predate the line's lock, so the counts may miss a slot its previous holder took: the write below checks them.
+        const r = await row<{ celular_id: number; counts: SlotCount[] | null }>(
           c,
-          `WITH m AS (
+          `WITH line AS MATERIALIZED (
+             SELECT id FROM celulares WHERE id = (SELECT celular_id FROM mensajes WHERE msg_id = $1) FOR NO KEY UPDATE
+           ),
+           m AS MATERIALIZED (
              SELECT celular_id FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2)
-               AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) FOR UPDATE
+               AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0 FOR UPDATE
            )
-           SELECT (SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
-                   FROM unnest($3::bigint[]) WITH ORDINALITY AS w(since, i)
-                   CROSS JOIN LATERAL (${SLOT_COUNT_SQL('m.celular_id', 'w.since', '$2')}) k) AS counts
+           SELECT m.celular_id, ${slotCounts('m.celular_id')} AS counts
            FROM m`,
-          [msgId, now, slot.windows.map((ms) => now - ms)],
+          [msgId, now, since],
         );
         if (!r) return { ok: false, reason: 'taken' };
-        const hit =
-          slot.windows.length === 0
-            ? null
-            : slot.decide((r.counts ?? []).map((k) => ({ n: Number(k.n), oldest: k.oldest === null ? null : Number(k.oldest) })));
-        if (hit) return { ok: false, reason: 'cap', ...hit };
+        let counts = countsOf(r.counts);
         const taken = slotOn('claim', slot.holdUntil);
-        await c.query(
-          `WITH u AS (UPDATE mensajes SET ${slotSet(taken, '$2')} WHERE msg_id = $1 RETURNING ${STATE_COLS}),
-           slot AS (${slotSync('u', taken.cupo_at)})
-           SELECT 1`,
-          [msgId, slotTime(taken)],
-        );
-        return { ok: true };
+        for (let attempt = 1; ; attempt++) {
+          const hit = slot.windows.length === 0 ? null : slot.decide(counts);
+          if (hit) return { ok: false, reason: 'cap', ...hit };
+          // Written only if the line holds no more slots than counted (every slot taker holds the line's lock, so none is
+          // added until this commits; fewer, freed meanwhile, cannot turn a claim into a cap). This statement sees every commit.
+          const w = await row<{ go: boolean }>(
+            c,
+            `WITH go AS MATERIALIZED (SELECT 1 WHERE NOT EXISTS (
+               SELECT 1 FROM unnest($3::bigint[], $4::bigint[]) AS w(since, n)
+               WHERE (SELECT COUNT(*) FROM cupos WHERE celular_id = $5 AND cupo_at > w.since) > w.n)),
+             u AS (UPDATE mensajes SET ${slotSet(taken, '$2')} WHERE msg_id = $1 AND EXISTS (SELECT 1 FROM go) RETURNING ${STATE_COLS}),
+             slot AS (${slotSync('u', taken.cupo_at)})
+             SELECT EXISTS (SELECT 1 FROM go) AS go`,
+            [msgId, slotTime(taken), since, counts.map((k) => k.n), r.celular_id],
+          );
+          if (w!.go) return { ok: true };
+          if (attempt > 1) throw new Error(`caps slots of line ${r.celular_id} changed under its lock`);
+          // A slot taken by the line's previous lock holder: counted now, under the lock, it cannot change again.
+          const again = await row<{ counts: SlotCount[] | null }>(c, `SELECT ${slotCounts('$1::bigint')} AS counts`, [r.celular_id, now, since]);
+          counts = countsOf(again!.counts);
+        }
       });
     },
     /** Every claim and its slot back (at start, when no other worker can be alive on this store). */
