@@ -1,5 +1,4 @@
 import { iso } from '../../core/clock.js';
-import { MESSAGE_STATUS_FIELDS, type MessageStatusField } from '../../core/event-data.js';
 import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../core/ledger.js';
 import * as recipe from '../../core/recipes.js';
 import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
@@ -10,6 +9,8 @@ import { COLS, colsOf, FIXED, type Fixed, journalStatus, lockCelular, writeMovem
 import { eventInsertOf } from './webhooks.js';
 import { byGateway, forgetSlots, leavePending, mapGateway, slotSync } from './state-paths.js';
 import { slotsForgottenBefore } from '../../core/caps.js';
+import { fieldOf, statusData } from './status-sql.js';
+import { sentTurns } from './sent-turn.js';
 
 /**
  * A message's state changes after acceptance, in PostgreSQL: the send's
@@ -46,14 +47,6 @@ import { slotsForgottenBefore } from '../../core/caps.js';
 
 type Step = 'entregado' | 'leido';
 const STEPS: Step[] = ['entregado', 'leido'];
-
-/** The `message.status` data as SQL (json_build_object keeps the order of core's one list of fields). */
-function statusData(expr: (f: MessageStatusField) => string): string {
-  return `json_build_object(${MESSAGE_STATUS_FIELDS.map((f) => `'${f}', ${expr(f)}`).join(', ')})::text`;
-}
-
-/** A field of the data from row `alias`, but the step's own (`step`). */
-const fieldOf = (alias: string, step: Partial<Record<MessageStatusField, string>>) => (f: MessageStatusField) => step[f] ?? `${alias}.${f}`;
 
 /**
  * markSent's one statement. Parameters: msg_id, gateway id, now, the slot's
@@ -282,35 +275,55 @@ async function park(db: Db, celularId: number, gid: string, estado: ReceiptEstad
   });
 }
 
+/** markSent's statement for one message, committed on its own: the row sent, or null when it was not pending. */
+export async function recordSent(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+  const slot = recipe.slotOn('sent', now);
+  return db.one<MensajeRow>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId, slotsForgottenBefore(now)]);
+}
+
+/** The receipts parked for sent messages (gateway id, line), one list per message in order: those their own line reported (or parked before receipts named their line). */
+export async function parkedFor(db: Db, sent: Array<{ gid: string; celular_id: number }>): Promise<ReceiptEstado[][]> {
+  const found = await db.q<{ orden: number; estado: ReceiptEstado }>(
+    `SELECT u.orden, a.estado FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY u(gid, celular_id, orden)
+     JOIN acuses_pendientes a ON a.gateway_msg_id = u.gid AND (a.celular_id = u.celular_id OR a.celular_id IS NULL)`,
+    [sent.map((s) => s.gid), sent.map((s) => s.celular_id)],
+  );
+  const out = sent.map((): ReceiptEstado[] => []);
+  for (const f of found) out[f.orden - 1]!.push(f.estado);
+  return out;
+}
+
+/** The receipts `parked` (read after `sent` committed) claimed and applied to it: the message as they left it. */
+export async function applyParked(db: Db, sent: MensajeRow, gid: string, parked: ReceiptEstado[], now: number): Promise<MensajeRow | null> {
+  if (parked.length === 0) return sent;
+  return db.tx(async (c): Promise<MensajeRow | null> => {
+    // A parked failure means a refund: its rows are locked before the parked rows are claimed.
+    const lineExists = parked.includes('error') ? await lockForRefund(c, sent) : true;
+    // Claimed by deleting them: a receipt that saw this send after parking finds its row gone and leaves it to us.
+    // Only those read above: one parked since then is its receipt's own to apply (it sees this send when it looks again).
+    const claimed = await rows<{ estado: ReceiptEstado; error: string | null }>(
+      c,
+      `DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL) AND estado = ANY($3::text[])
+       RETURNING estado, error`,
+      [gid, sent.celular_id, parked],
+    );
+    for (const p of parkedOrder(claimed)) await applyReceipt(c, sent.celular_id, gid, p.estado, now, p.error ?? undefined, lineExists);
+    return get(c, sent.msg_id);
+  });
+}
+
+/** markSent for one message alone: its statement, then (read after it committed, see the top of this file) its parked receipts. */
+export async function markSentAlone(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+  const sent = await recordSent(db, msgId, gid, now);
+  if (!sent) return null;
+  const [parked] = await parkedFor(db, [{ gid, celular_id: sent.celular_id }]);
+  return applyParked(db, sent, gid, parked!, now);
+}
+
 /** markSent, failMensaje and receipt over one pool. */
 export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
   return {
-    async markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
-      const slot = recipe.slotOn('sent', now);
-      const sent = await db.one<MensajeRow>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId, slotsForgottenBefore(now)]);
-      if (!sent) return null;
-      // Read after the record committed (see the top of this file): a receipt parked before it is seen here.
-      // Those its own line reported (or parked before receipts named their line).
-      const parked = await db.q<{ estado: ReceiptEstado }>(
-        'SELECT estado FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL)',
-        [gid, sent.celular_id],
-      );
-      if (parked.length === 0) return sent;
-      return db.tx(async (c): Promise<MensajeRow | null> => {
-        // A parked failure means a refund: its rows are locked before the parked rows are claimed.
-        const lineExists = parked.some((p) => p.estado === 'error') ? await lockForRefund(c, sent) : true;
-        // Claimed by deleting them: a receipt that saw this send after parking finds its row gone and leaves it to us.
-        // Only those read above: one parked since then is its receipt's own to apply (it sees this send when it looks again).
-        const claimed = await rows<{ estado: ReceiptEstado; error: string | null }>(
-          c,
-          `DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL) AND estado = ANY($3::text[])
-           RETURNING estado, error`,
-          [gid, sent.celular_id, parked.map((p) => p.estado)],
-        );
-        for (const p of parkedOrder(claimed)) await applyReceipt(c, sent.celular_id, gid, p.estado, now, p.error ?? undefined, lineExists);
-        return get(c, msgId);
-      });
-    },
+    markSent: sentTurns(db, { alone: markSentAlone, parkedFor, applyParked }),
     async failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null> {
       return db.tx(async (c): Promise<MensajeRow | null> => {
         const f = await row<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = $1`, [msgId]);
