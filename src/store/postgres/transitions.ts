@@ -20,6 +20,9 @@ import { sentTurns } from './sent-turn.js';
  * counter, and the `message.status` rows built from what the UPDATE
  * returned. The rare ones (a failure and its refund, a receipt that beats
  * its send and is parked, parked receipts applied) keep a transaction.
+ * Sends recorded at the same time go in turns (sent-turn.ts): one statement
+ * does this file's markSent statement for each of them, and one read then
+ * looks for the parked receipts of them all, after it committed, as below.
  *
  * Lock order, as in messages.ts: the client, the line, the parked receipt,
  * the message (then the counts rows the triggers touch). A statement that
