@@ -172,5 +172,47 @@ for (const adapter of ADAPTERS) {
       for (const l of lines) await expectQueued(clienteId, l.id, l === badLine ? 1 : 0);
       expect(await total(clienteId, { desde: 0, hasta: 900_000, estado: 'enviado' })).toBe(7);
     });
+
+    it('a burst of receipts on recorded sends: each moves its own message once, a second for one id after the first, unknown ids parked, a failure refunded once', async () => {
+      const { clienteId, lines } = await setup(2, 6, 12);
+      const ids = lines.flatMap((l) => l.msgs.map((id) => ({ id, line: l.id })));
+      for (const [k, { id }] of ids.entries()) expect(await ctx.store.markSent(id, gidOf(id), 20 + k)).toMatchObject({ estado: 'enviado' });
+      const [a, b] = lines as [{ id: number; msgs: string[] }, { id: number; msgs: string[] }];
+      const failed = b.msgs[5]!;
+      type Call = [line: number, gid: string, estado: 'entregado' | 'leido' | 'error'];
+      const calls: Call[] = [];
+      for (const [k, { id, line }] of ids.entries()) {
+        if (id === failed) continue;
+        calls.push([line, gidOf(id), 'entregado']);
+        if (k % 2 === 0) calls.push([line, gidOf(id), 'leido']);
+      }
+      calls.push([a.id, 'G-unknown', 'entregado'], [b.id, gidOf(a.msgs[0]!), 'leido'], [b.id, gidOf(failed), 'error']);
+      const results = await Promise.all(
+        calls.map(([line, gid, estado], k) => ctx.store.receipt(line, gid, estado, 100 + k, estado === 'error' ? 'no entregado' : undefined)),
+      );
+      const seen = new Set<string>();
+      results.forEach((r, k) => {
+        const [line, gid, estado] = calls[k]!;
+        if (gid === 'G-unknown' || (line === b.id && gid === gidOf(a.msgs[0]!))) return expect(r, `${k}`).toBe('parked');
+        const again = seen.has(gid);
+        seen.add(gid);
+        const from = estado === 'error' ? 'enviado' : again ? 'entregado' : 'enviado';
+        expect(r, `${k}`).toMatchObject({ before: { estado: from, gateway_msg_id: gid }, after: { estado, gateway_msg_id: gid } });
+      });
+      const evs = await statuses(clienteId);
+      for (const [k, { id }] of ids.entries()) {
+        const want = id === failed ? ['enviado', 'error'] : k % 2 === 0 ? ['enviado', 'entregado', 'leido'] : ['enviado', 'entregado'];
+        expect(
+          evs.filter(([m]) => m === id).map(([, e]) => e),
+          id,
+        ).toEqual(want);
+      }
+      // Twelve paid, one refunded.
+      expect((await ctx.store.getCliente(clienteId))!.saldo_global).toBe(1);
+      expect(await total(clienteId, { desde: 0, hasta: 900_000, estado: 'leido' })).toBe(6);
+      expect(await total(clienteId, { estado: 'entregado' })).toBe(5);
+      expect(await total(clienteId, { celular_id: b.id, estado: 'error' })).toBe(1);
+      expect(await total(clienteId, { estado: 'enviado' })).toBe(0);
+    });
   });
 }

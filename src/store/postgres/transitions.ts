@@ -11,6 +11,7 @@ import { byGateway, forgetSlots, leavePending, mapGateway, slotSync } from './st
 import { slotsForgottenBefore } from '../../core/caps.js';
 import { fieldOf, statusData } from './status-sql.js';
 import { sentTurns } from './sent-turn.js';
+import { type Applied, receiptTurns } from './receipt-turn.js';
 
 /**
  * A message's state changes after acceptance, in PostgreSQL: the send's
@@ -234,9 +235,6 @@ async function applyReceipt(
   return { before, after };
 }
 
-/** What a receipt did to its line's message; 'absent' when the line has no message of that gateway id (yet). */
-type Applied = ReceiptOutcome | 'absent';
-
 /** A delivery or read receipt: one statement. */
 async function advance(db: Db, celularId: number, gid: string, estado: ReceiptEstado, now: number): Promise<Applied> {
   const r = await db.one<Moved>(RECEIPT_ADVANCE, [gid, celularId, estado, now, iso(now), ...sourceArrays(estado)]);
@@ -325,6 +323,7 @@ export async function markSentAlone(db: Db, msgId: string, gid: string, now: num
 
 /** markSent, failMensaje and receipt over one pool. */
 export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
+  const advanceInTurn = receiptTurns(db, (i) => advance(db, i.celularId, i.gid, i.estado, i.now), sourceArrays);
   return {
     markSent: sentTurns(db, { alone: markSentAlone, parkedFor, applyParked }),
     async failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null> {
@@ -338,7 +337,8 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
     },
     async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
       const apply = () => (estado === 'error' ? failByReceipt(db, celularId, gid, now, error) : advance(db, celularId, gid, estado, now));
-      let done = await apply();
+      // The first look of a delivery or read receipt goes in a turn with the others arriving meanwhile (receipt-turn.ts).
+      let done = estado === 'error' ? await apply() : await advanceInTurn({ celularId, gid, estado, now });
       if (done === 'absent') {
         // A send being recorded holds its id's lock to its commit: waited for (the lock is let go at once), then looked for again.
         // Only spares that race the parking; what keeps no receipt parked for ever is the reading after each commit.
