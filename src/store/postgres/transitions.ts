@@ -324,8 +324,20 @@ export async function markSentAlone(db: Db, msgId: string, gid: string, now: num
 /** markSent, failMensaje and receipt over one pool. */
 export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
   const advanceInTurn = receiptTurns(db, (i) => advance(db, i.celularId, i.gid, i.estado, i.now), sourceArrays);
+  const sendTurn = sentTurns(db, { alone: markSentAlone, parkedFor, applyParked });
+  /** This node's sends being recorded, by gateway id: waiting for a turn they hold no lock yet (see `receipt`). */
+  const sending = new Map<string, Promise<void>>();
   return {
-    markSent: sentTurns(db, { alone: markSentAlone, parkedFor, applyParked }),
+    markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+      const p = sendTurn(msgId, gid, now);
+      const settled = p.then(
+        () => {},
+        () => {},
+      );
+      sending.set(gid, settled);
+      void settled.then(() => sending.get(gid) === settled && sending.delete(gid));
+      return p;
+    },
     async failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null> {
       return db.tx(async (c): Promise<MensajeRow | null> => {
         const f = await row<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = $1`, [msgId]);
@@ -341,7 +353,9 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
       let done = estado === 'error' ? await apply() : await advanceInTurn({ celularId, gid, estado, now });
       if (done === 'absent') {
         // A send being recorded holds its id's lock to its commit: waited for (the lock is let go at once), then looked for again.
+        // One of this node's still waiting for its turn holds no lock yet: waited for here.
         // Only spares that race the parking; what keeps no receipt parked for ever is the reading after each commit.
+        await sending.get(gid);
         await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK.gatewayId, gid]);
         done = await apply();
       }
