@@ -15,7 +15,9 @@ import type { SessionStatus } from './ports/model.js';
  * `leido` or `error` (a receipt that beats the send's own record is parked
  * by the store), inbound messages become an inbox row (§10) and
  * `messages.received`, once per gateway key. Events are handled one at a time, in the order the gateway
- * gave them; each listener call resolves when its event is durable, so an
+ * gave them, but receipts: those of one gateway id in that order, those of different ids at once (they
+ * change different messages; a PostgreSQL store applies those arriving together in one statement,
+ * D-79). Each listener call resolves when its event is durable, so an
  * HTTP-fed adapter answers its gateway only then (a crash before that makes
  * the gateway deliver again, and the key drops the repeat).
  */
@@ -62,12 +64,24 @@ export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): 
     );
     if (fresh) core.bus.publish('messages.received', data);
   };
+  /** Receipts in flight, one lane per gateway id of an instance: the last of each. */
+  const lanes = new Map<string, Promise<void>>();
   core.gateway.onEvent((e) => {
+    if (e.type === 'receipt') {
+      const key = `${e.instancia}\n${e.gatewayMsgId}`;
+      const done = (lanes.get(key) ?? Promise.resolve()).then(() => handle(e));
+      const tail = done.catch(onError);
+      lanes.set(key, tail);
+      void tail.then(() => {
+        if (lanes.get(key) === tail) lanes.delete(key);
+      });
+      return done;
+    }
     const done = chain.then(() => handle(e));
     chain = done.catch(onError);
     return done;
   });
-  return { idle: () => chain };
+  return { idle: () => Promise.all([chain, ...lanes.values()]).then(() => {}) };
 }
 
 /** Statuses that mean the same for the line: the event's is the more precise (a QR showing, a logout's reason). */

@@ -48,6 +48,13 @@ export const forgetSlots = (from: string, before: string) =>
       SELECT k.seq FROM cupos k WHERE k.celular_id = (SELECT celular_id FROM ${from} LIMIT 1) AND k.cupo_at < ${before}
         AND k.seq NOT IN (SELECT seq FROM ${from}) LIMIT 16 FOR UPDATE SKIP LOCKED)`;
 
+/** forgetSlots for each line of the rows in `from`: a few of each line's old slots. */
+export const forgetSlotsOfLines = (from: string, before: string) =>
+  `DELETE FROM cupos WHERE seq IN (
+      SELECT f.seq FROM (SELECT DISTINCT celular_id FROM ${from}) l CROSS JOIN LATERAL (
+        SELECT k.seq FROM cupos k WHERE k.celular_id = l.celular_id AND k.cupo_at < ${before}
+          AND k.seq NOT IN (SELECT seq FROM ${from}) LIMIT 16 FOR UPDATE SKIP LOCKED) f)`;
+
 /** The gateway ids the rows in `from` were sent under. */
 export const mapGateway = (from: string) =>
   `INSERT INTO ids_gateway (gateway_msg_id, celular_id, msg_id) SELECT gateway_msg_id, celular_id, msg_id FROM ${from}

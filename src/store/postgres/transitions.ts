@@ -1,5 +1,4 @@
 import { iso } from '../../core/clock.js';
-import { MESSAGE_STATUS_FIELDS, type MessageStatusField } from '../../core/event-data.js';
 import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../core/ledger.js';
 import * as recipe from '../../core/recipes.js';
 import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
@@ -10,6 +9,9 @@ import { COLS, colsOf, FIXED, type Fixed, journalStatus, lockCelular, writeMovem
 import { eventInsertOf } from './webhooks.js';
 import { byGateway, forgetSlots, leavePending, mapGateway, slotSync } from './state-paths.js';
 import { slotsForgottenBefore } from '../../core/caps.js';
+import { fieldOf, statusData } from './status-sql.js';
+import { sentTurns } from './sent-turn.js';
+import { type Applied, receiptTurns } from './receipt-turn.js';
 
 /**
  * A message's state changes after acceptance, in PostgreSQL: the send's
@@ -19,6 +21,12 @@ import { slotsForgottenBefore } from '../../core/caps.js';
  * counter, and the `message.status` rows built from what the UPDATE
  * returned. The rare ones (a failure and its refund, a receipt that beats
  * its send and is parked, parked receipts applied) keep a transaction.
+ * Sends recorded at the same time go in turns (sent-turn.ts): one statement
+ * does this file's markSent statement for each of them, and one read then
+ * looks for the parked receipts of them all, after it committed, as below.
+ * So does the first look of delivery and read receipts (receipt-turn.ts,
+ * RECEIPT_ADVANCE for each); what follows a look that found nothing is per
+ * receipt, as below.
  *
  * Lock order, as in messages.ts: the client, the line, the parked receipt,
  * the message (then the counts rows the triggers touch). A statement that
@@ -46,14 +54,6 @@ import { slotsForgottenBefore } from '../../core/caps.js';
 
 type Step = 'entregado' | 'leido';
 const STEPS: Step[] = ['entregado', 'leido'];
-
-/** The `message.status` data as SQL (json_build_object keeps the order of core's one list of fields). */
-function statusData(expr: (f: MessageStatusField) => string): string {
-  return `json_build_object(${MESSAGE_STATUS_FIELDS.map((f) => `'${f}', ${expr(f)}`).join(', ')})::text`;
-}
-
-/** A field of the data from row `alias`, but the step's own (`step`). */
-const fieldOf = (alias: string, step: Partial<Record<MessageStatusField, string>>) => (f: MessageStatusField) => step[f] ?? `${alias}.${f}`;
 
 /**
  * markSent's one statement. Parameters: msg_id, gateway id, now, the slot's
@@ -238,9 +238,6 @@ async function applyReceipt(
   return { before, after };
 }
 
-/** What a receipt did to its line's message; 'absent' when the line has no message of that gateway id (yet). */
-type Applied = ReceiptOutcome | 'absent';
-
 /** A delivery or read receipt: one statement. */
 async function advance(db: Db, celularId: number, gid: string, estado: ReceiptEstado, now: number): Promise<Applied> {
   const r = await db.one<Moved>(RECEIPT_ADVANCE, [gid, celularId, estado, now, iso(now), ...sourceArrays(estado)]);
@@ -282,34 +279,67 @@ async function park(db: Db, celularId: number, gid: string, estado: ReceiptEstad
   });
 }
 
+/** markSent's statement for one message, committed on its own: the row sent, or null when it was not pending. */
+export async function recordSent(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+  const slot = recipe.slotOn('sent', now);
+  return db.one<MensajeRow>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId, slotsForgottenBefore(now)]);
+}
+
+/** The receipts parked for sent messages (gateway id, line), one list per message in order: those their own line reported (or parked before receipts named their line). */
+export async function parkedFor(db: Db, sent: Array<{ gid: string; celular_id: number }>): Promise<ReceiptEstado[][]> {
+  const found = await db.q<{ orden: number; estado: ReceiptEstado }>(
+    `SELECT u.orden, a.estado FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY u(gid, celular_id, orden)
+     JOIN acuses_pendientes a ON a.gateway_msg_id = u.gid AND (a.celular_id = u.celular_id OR a.celular_id IS NULL)`,
+    [sent.map((s) => s.gid), sent.map((s) => s.celular_id)],
+  );
+  const out = sent.map((): ReceiptEstado[] => []);
+  for (const f of found) out[f.orden - 1]!.push(f.estado);
+  return out;
+}
+
+/** The receipts `parked` (read after `sent` committed) claimed and applied to it: the message as they left it. */
+export async function applyParked(db: Db, sent: MensajeRow, gid: string, parked: ReceiptEstado[], now: number): Promise<MensajeRow | null> {
+  if (parked.length === 0) return sent;
+  return db.tx(async (c): Promise<MensajeRow | null> => {
+    // A parked failure means a refund: its rows are locked before the parked rows are claimed.
+    const lineExists = parked.includes('error') ? await lockForRefund(c, sent) : true;
+    // Claimed by deleting them: a receipt that saw this send after parking finds its row gone and leaves it to us.
+    // Only those read above: one parked since then is its receipt's own to apply (it sees this send when it looks again).
+    const claimed = await rows<{ estado: ReceiptEstado; error: string | null }>(
+      c,
+      `DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL) AND estado = ANY($3::text[])
+       RETURNING estado, error`,
+      [gid, sent.celular_id, parked],
+    );
+    for (const p of parkedOrder(claimed)) await applyReceipt(c, sent.celular_id, gid, p.estado, now, p.error ?? undefined, lineExists);
+    return get(c, sent.msg_id);
+  });
+}
+
+/** markSent for one message alone: its statement, then (read after it committed, see the top of this file) its parked receipts. */
+export async function markSentAlone(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+  const sent = await recordSent(db, msgId, gid, now);
+  if (!sent) return null;
+  const [parked] = await parkedFor(db, [{ gid, celular_id: sent.celular_id }]);
+  return applyParked(db, sent, gid, parked!, now);
+}
+
 /** markSent, failMensaje and receipt over one pool. */
 export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
+  const advanceInTurn = receiptTurns(db, (i) => advance(db, i.celularId, i.gid, i.estado, i.now), sourceArrays);
+  const sendTurn = sentTurns(db, { alone: markSentAlone, parkedFor, applyParked });
+  /** This node's sends being recorded, by gateway id: waiting for a turn they hold no lock yet (see `receipt`). */
+  const sending = new Map<string, Promise<void>>();
   return {
-    async markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
-      const slot = recipe.slotOn('sent', now);
-      const sent = await db.one<MensajeRow>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId, slotsForgottenBefore(now)]);
-      if (!sent) return null;
-      // Read after the record committed (see the top of this file): a receipt parked before it is seen here.
-      // Those its own line reported (or parked before receipts named their line).
-      const parked = await db.q<{ estado: ReceiptEstado }>(
-        'SELECT estado FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL)',
-        [gid, sent.celular_id],
+    markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+      const p = sendTurn(msgId, gid, now);
+      const settled = p.then(
+        () => {},
+        () => {},
       );
-      if (parked.length === 0) return sent;
-      return db.tx(async (c): Promise<MensajeRow | null> => {
-        // A parked failure means a refund: its rows are locked before the parked rows are claimed.
-        const lineExists = parked.some((p) => p.estado === 'error') ? await lockForRefund(c, sent) : true;
-        // Claimed by deleting them: a receipt that saw this send after parking finds its row gone and leaves it to us.
-        // Only those read above: one parked since then is its receipt's own to apply (it sees this send when it looks again).
-        const claimed = await rows<{ estado: ReceiptEstado; error: string | null }>(
-          c,
-          `DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL) AND estado = ANY($3::text[])
-           RETURNING estado, error`,
-          [gid, sent.celular_id, parked.map((p) => p.estado)],
-        );
-        for (const p of parkedOrder(claimed)) await applyReceipt(c, sent.celular_id, gid, p.estado, now, p.error ?? undefined, lineExists);
-        return get(c, msgId);
-      });
+      sending.set(gid, settled);
+      void settled.then(() => sending.get(gid) === settled && sending.delete(gid));
+      return p;
     },
     async failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null> {
       return db.tx(async (c): Promise<MensajeRow | null> => {
@@ -322,10 +352,13 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
     },
     async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
       const apply = () => (estado === 'error' ? failByReceipt(db, celularId, gid, now, error) : advance(db, celularId, gid, estado, now));
-      let done = await apply();
+      // The first look of a delivery or read receipt goes in a turn with the others arriving meanwhile (receipt-turn.ts).
+      let done = estado === 'error' ? await apply() : await advanceInTurn({ celularId, gid, estado, now });
       if (done === 'absent') {
         // A send being recorded holds its id's lock to its commit: waited for (the lock is let go at once), then looked for again.
+        // One of this node's still waiting for its turn holds no lock yet: waited for here.
         // Only spares that race the parking; what keeps no receipt parked for ever is the reading after each commit.
+        await sending.get(gid);
         await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK.gatewayId, gid]);
         done = await apply();
       }

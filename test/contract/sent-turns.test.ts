@@ -1,0 +1,218 @@
+import { describe, expect, it } from 'vitest';
+import type { MensajeRow } from '../../src/core/ports/model.js';
+import { ADAPTERS, celular, messages, newCliente, storeEachTest } from './adapters.js';
+
+/**
+ * Sends recorded together: concurrent markSent calls go through the store's
+ * group commit (on PostgreSQL a turn of several in one statement, D-79);
+ * each is recorded as if it were alone, in the order it arrived: its row,
+ * its gateway id, its event once, its line's counter, its counts, and the
+ * receipts parked for it applied exactly once, also with receipts arriving
+ * meanwhile.
+ */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: sends recorded in turns`, () => {
+    const ctx = storeEachTest(adapter);
+
+    /** A client with `saldo` global credit and `n` lines, each with `per` queued messages accepted (charged); their ids per line. */
+    async function setup(n: number, per: number, saldo = 0) {
+      const c = await newCliente(ctx.store);
+      if (saldo > 0) {
+        const top = await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: saldo, motivo: 'r', actor: 'op' }, 1);
+        if (!top.ok) throw new Error('top-up');
+      }
+      const lines: Array<{ id: number; msgs: string[] }> = [];
+      for (let k = 0; k < n; k++) {
+        const r = await ctx.store.insertCelular(celular(c.id, `52551234567${k}`), 1);
+        if (!r.ok) throw new Error('insert');
+        const next = messages(c.id, r.celular.id);
+        const msgs: string[] = [];
+        for (let j = 0; j < per; j++) {
+          const m = next();
+          const msg_id = m.msg_id.replace('-8000-', `-80${String(k).padStart(2, '0')}-`);
+          const a = await ctx.store.acceptMensaje({ ...m, msg_id }, { charge: saldo > 0, maxPending: null }, 10);
+          expect(a).toMatchObject({ ok: true });
+          msgs.push(msg_id);
+        }
+        lines.push({ id: r.celular.id, msgs });
+      }
+      return { clienteId: c.id, lines };
+    }
+
+    const gidOf = (msgId: string) => `G-${msgId.slice(-16)}`;
+    /** The client's message.status events after the acceptances', as [msg_id, estado] in log order. */
+    async function statuses(clienteId: number): Promise<Array<[string, string]>> {
+      await ctx.settled();
+      const evs = await ctx.store.eventsAfter(clienteId, null, 10_000);
+      return evs
+        .filter((e) => e.evento === 'message.status' && e.data.estado !== 'pendiente')
+        .map((e) => [String(e.data.msg_id), String(e.data.estado)] as [string, string]);
+    }
+    /** The line's queue holds exactly `n`: a full queue at that length, room at one more. */
+    async function expectQueued(clienteId: number, lineId: number, n: number) {
+      const probe = { ...messages(clienteId, lineId)(), msg_id: `00000000-0000-4000-9999-${String(lineId).padStart(12, '0')}` };
+      expect(await ctx.store.acceptMensaje(probe, { charge: false, maxPending: n }, 50)).toEqual({ ok: false, reason: 'cola_llena' });
+    }
+    const total = async (clienteId: number, f: object) => (await ctx.store.listMensajes({ cliente_id: clienteId, page: 1, por_pagina: 1, ...f })).total;
+
+    it('a burst over several lines records each message once, in arrival order: its row, event, queue counter and counts exact; repeats and unknown ids are null', async () => {
+      const { clienteId, lines } = await setup(3, 8);
+      // Interleaved over the lines; the last two of each line stay queued.
+      const calls: string[] = [];
+      for (let j = 0; j < 6; j++) for (const l of lines) calls.push(l.msgs[j]!);
+      const twice = lines[1]!.msgs[2]!;
+      const unknown = '00000000-0000-4000-8abc-000000000001';
+      const all = [...calls.slice(0, 10), twice, unknown, ...calls.slice(10)];
+      const results = await Promise.all(all.map((id, k) => ctx.store.markSent(id, id === twice && k === 10 ? 'G-other' : gidOf(id), 20 + k)));
+
+      // Each first call recorded its message; the repeat found it sent already, and an unknown id changed nothing.
+      results.forEach((r, k) => {
+        if (all[k] === unknown || k === 10) expect(r, `${k}`).toBeNull();
+        else
+          expect(r, `${k}`).toMatchObject({ msg_id: all[k], estado: 'enviado', gateway_msg_id: gidOf(all[k]!), enviado_at: 20 + k, intentos: 1, error: null });
+      });
+      for (const id of calls) expect(await ctx.store.getMensajeByGatewayId(gidOf(id))).toMatchObject({ msg_id: id, estado: 'enviado' });
+      expect(await ctx.store.getMensajeByGatewayId('G-other')).toBeNull();
+      // One event per message recorded, in the order the calls arrived.
+      expect(await statuses(clienteId)).toEqual(calls.map((id) => [id, 'enviado']));
+      // Each line's queue lost exactly the six sent; the head is the first still queued.
+      for (const l of lines) await expectQueued(clienteId, l.id, 2);
+      const heads = await ctx.store.queueHeads();
+      for (const l of lines) expect(heads.find((h) => h.celular_id === l.id)?.msg_id).toBe(l.msgs[6]);
+      // The counts: by line (conteos per line) and by whole quarters (per client and quarter).
+      for (const f of [{}, { desde: 0, hasta: 900_000 }]) {
+        expect(await total(clienteId, { ...f, estado: 'enviado' })).toBe(18);
+        expect(await total(clienteId, { ...f, estado: 'pendiente' })).toBe(6);
+        for (const l of lines) expect(await total(clienteId, { ...f, celular_id: l.id, estado: 'enviado' })).toBe(6);
+      }
+    });
+
+    it('receipts parked before a burst are applied once each, in order, to their own message: steps journaled, a failure refunded once', async () => {
+      const { clienteId, lines } = await setup(2, 5, 10);
+      const [a, b] = lines as [{ id: number; msgs: string[] }, { id: number; msgs: string[] }];
+      // Parked: a read then a delivery on a's 2nd, a delivery on b's 3rd, a failure on b's 4th; one for a's 5th reported by line b.
+      expect(await ctx.store.receipt(a.id, gidOf(a.msgs[1]!), 'leido', 11)).toBe('parked');
+      expect(await ctx.store.receipt(a.id, gidOf(a.msgs[1]!), 'entregado', 12)).toBe('parked');
+      expect(await ctx.store.receipt(b.id, gidOf(b.msgs[2]!), 'entregado', 13)).toBe('parked');
+      expect(await ctx.store.receipt(b.id, gidOf(b.msgs[3]!), 'error', 14, 'rechazado por la red')).toBe('parked');
+      expect(await ctx.store.receipt(b.id, gidOf(a.msgs[4]!), 'leido', 15)).toBe('parked');
+      const saldo = (await ctx.store.getCliente(clienteId))!.saldo_global;
+      expect(saldo).toBe(0);
+
+      const calls = [0, 1, 2, 3, 4].flatMap((j) => [a.msgs[j]!, b.msgs[j]!]);
+      const results = await Promise.all(calls.map((id, k) => ctx.store.markSent(id, gidOf(id), 30 + k)));
+      const state = (r: MensajeRow | null) => r?.estado;
+      expect(results.map(state)).toEqual(['enviado', 'enviado', 'leido', 'enviado', 'enviado', 'entregado', 'enviado', 'error', 'enviado', 'enviado']);
+      expect(results[7]).toMatchObject({ error: 'rechazado por la red', error_clase: 'fallido', cobrado: 0 });
+
+      // Each message's steps once and in order; every enviado event in arrival order.
+      const evs = await statuses(clienteId);
+      expect(evs.filter(([, e]) => e === 'enviado').map(([id]) => id)).toEqual(calls);
+      const of = (id: string) => evs.filter(([m]) => m === id).map(([, e]) => e);
+      expect(of(a.msgs[1]!)).toEqual(['enviado', 'entregado', 'leido']);
+      expect(of(b.msgs[2]!)).toEqual(['enviado', 'entregado']);
+      expect(of(b.msgs[3]!)).toEqual(['enviado', 'error']);
+      expect(of(a.msgs[4]!)).toEqual(['enviado']);
+      // The failure's refund, once: one credit back of the ten paid.
+      expect((await ctx.store.getCliente(clienteId))!.saldo_global).toBe(1);
+      // Nothing is left parked for these ids: the same receipts now find their messages and change nothing.
+      expect(await ctx.store.receipt(a.id, gidOf(a.msgs[1]!), 'leido', 60)).toBeNull();
+      expect(await ctx.store.receipt(b.id, gidOf(b.msgs[3]!), 'error', 61, 'again')).toBeNull();
+      expect((await ctx.store.getCliente(clienteId))!.saldo_global).toBe(1);
+      for (const l of lines) await expectQueued(clienteId, l.id, 0);
+      expect(await total(clienteId, { desde: 0, hasta: 900_000, estado: 'error' })).toBe(1);
+      expect(await total(clienteId, { desde: 0, hasta: 900_000, estado: 'enviado' })).toBe(7);
+    });
+
+    it('receipts racing a burst of sends are applied exactly once each, whichever comes first', async () => {
+      const { clienteId, lines } = await setup(3, 6);
+      const ids = lines.flatMap((l) => l.msgs.map((id) => ({ id, line: l.id })));
+      // For each message its send's record and its delivery receipt, issued together; a third of them also a read receipt.
+      const work = ids.flatMap(({ id, line }, k) => [
+        () => ctx.store.markSent(id, gidOf(id), 100 + k),
+        () => ctx.store.receipt(line, gidOf(id), 'entregado', 100 + k),
+        ...(k % 3 === 0 ? [() => ctx.store.receipt(line, gidOf(id), 'leido', 101 + k)] : []),
+      ]);
+      const out = await Promise.all(work.map((w) => w()));
+      expect(out.filter((r) => r !== null && typeof r === 'object' && 'msg_id' in r)).toHaveLength(ids.length);
+      const evs = await statuses(clienteId);
+      for (const [k, { id }] of ids.entries()) {
+        const want = k % 3 === 0 ? 'leido' : 'entregado';
+        expect((await ctx.store.getMensaje(id))?.estado, id).toBe(want);
+        expect(
+          evs.filter(([m]) => m === id).map(([, e]) => e),
+          id,
+        ).toEqual(k % 3 === 0 ? ['enviado', 'entregado', 'leido'] : ['enviado', 'entregado']);
+      }
+      for (const l of lines) await expectQueued(clienteId, l.id, 0);
+      expect(await total(clienteId, { desde: 0, hasta: 900_000, estado: 'leido' })).toBe(6);
+      expect(await total(clienteId, { estado: 'entregado' })).toBe(12);
+      expect(await total(clienteId, { estado: 'enviado' })).toBe(0);
+    });
+
+    it('a message that cannot be recorded fails alone: the others of its turn are recorded, each once and in order', async () => {
+      const { clienteId, lines } = await setup(2, 4);
+      // A store that refuses one gateway id (a stand-in for any fault of one message).
+      await ctx.exec(
+        adapter.name === 'sqlite'
+          ? `CREATE TRIGGER bad_gid BEFORE UPDATE OF gateway_msg_id ON mensajes WHEN NEW.gateway_msg_id = 'G-BAD' BEGIN SELECT RAISE(ABORT, 'bad gateway id'); END;`
+          : `CREATE FUNCTION bad_gid() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.gateway_msg_id = 'G-BAD' THEN RAISE EXCEPTION 'bad gateway id'; END IF; RETURN NEW; END $$;
+             CREATE TRIGGER bad_gid BEFORE UPDATE ON mensajes FOR EACH ROW EXECUTE FUNCTION bad_gid();`,
+      );
+      const calls = [0, 1, 2, 3].flatMap((j) => lines.map((l) => l.msgs[j]!));
+      const bad = calls[5]!;
+      const results = await Promise.allSettled(calls.map((id, k) => ctx.store.markSent(id, id === bad ? 'G-BAD' : gidOf(id), 70 + k)));
+      results.forEach((r, k) => {
+        if (calls[k] === bad) expect(r.status, `${k}`).toBe('rejected');
+        else expect(r, `${k}`).toMatchObject({ status: 'fulfilled', value: { msg_id: calls[k], estado: 'enviado', enviado_at: 70 + k } });
+      });
+      expect(await statuses(clienteId)).toEqual(calls.filter((id) => id !== bad).map((id) => [id, 'enviado']));
+      expect(await ctx.store.getMensaje(bad)).toMatchObject({ estado: 'pendiente', intentos: 0 });
+      const badLine = lines.find((l) => l.msgs.includes(bad))!;
+      for (const l of lines) await expectQueued(clienteId, l.id, l === badLine ? 1 : 0);
+      expect(await total(clienteId, { desde: 0, hasta: 900_000, estado: 'enviado' })).toBe(7);
+    });
+
+    it('a burst of receipts on recorded sends: each moves its own message once, a second for one id after the first, unknown ids parked, a failure refunded once', async () => {
+      const { clienteId, lines } = await setup(2, 6, 12);
+      const ids = lines.flatMap((l) => l.msgs.map((id) => ({ id, line: l.id })));
+      for (const [k, { id }] of ids.entries()) expect(await ctx.store.markSent(id, gidOf(id), 20 + k)).toMatchObject({ estado: 'enviado' });
+      const [a, b] = lines as [{ id: number; msgs: string[] }, { id: number; msgs: string[] }];
+      const failed = b.msgs[5]!;
+      type Call = [line: number, gid: string, estado: 'entregado' | 'leido' | 'error'];
+      const calls: Call[] = [];
+      for (const [k, { id, line }] of ids.entries()) {
+        if (id === failed) continue;
+        calls.push([line, gidOf(id), 'entregado']);
+        if (k % 2 === 0) calls.push([line, gidOf(id), 'leido']);
+      }
+      calls.push([a.id, 'G-unknown', 'entregado'], [b.id, gidOf(a.msgs[0]!), 'leido'], [b.id, gidOf(failed), 'error']);
+      const results = await Promise.all(
+        calls.map(([line, gid, estado], k) => ctx.store.receipt(line, gid, estado, 100 + k, estado === 'error' ? 'no entregado' : undefined)),
+      );
+      const seen = new Set<string>();
+      results.forEach((r, k) => {
+        const [line, gid, estado] = calls[k]!;
+        if (gid === 'G-unknown' || (line === b.id && gid === gidOf(a.msgs[0]!))) return expect(r, `${k}`).toBe('parked');
+        const again = seen.has(gid);
+        seen.add(gid);
+        const from = estado === 'error' ? 'enviado' : again ? 'entregado' : 'enviado';
+        expect(r, `${k}`).toMatchObject({ before: { estado: from, gateway_msg_id: gid }, after: { estado, gateway_msg_id: gid } });
+      });
+      const evs = await statuses(clienteId);
+      for (const [k, { id }] of ids.entries()) {
+        const want = id === failed ? ['enviado', 'error'] : k % 2 === 0 ? ['enviado', 'entregado', 'leido'] : ['enviado', 'entregado'];
+        expect(
+          evs.filter(([m]) => m === id).map(([, e]) => e),
+          id,
+        ).toEqual(want);
+      }
+      // Twelve paid, one refunded.
+      expect((await ctx.store.getCliente(clienteId))!.saldo_global).toBe(1);
+      expect(await total(clienteId, { desde: 0, hasta: 900_000, estado: 'leido' })).toBe(6);
+      expect(await total(clienteId, { estado: 'entregado' })).toBe(5);
+      expect(await total(clienteId, { celular_id: b.id, estado: 'error' })).toBe(1);
+      expect(await total(clienteId, { estado: 'enviado' })).toBe(0);
+    });
+  });
+}
