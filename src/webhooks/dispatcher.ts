@@ -65,6 +65,16 @@ export interface WebhookControl {
 export const CLAIM_MARGIN_MS = 30_000;
 /** How long a client's stream lease is kept with nothing in hand: a flow of events pays one take, not one per event. */
 const LEASE_LINGER_MS = 100;
+/**
+ * How long a finished attempt's record waits on PostgreSQL for the next claim
+ * (any client's) to carry it (store.recordAndClaim) before it is written
+ * alone: at a thin flow of events each delivery then costs one round trip,
+ * not two (D-78). Its claim holds the delivery meanwhile; a node that dies in
+ * this window sends it again once the claim runs out, as one that dies
+ * mid-attempt. A listing may show a delivery the receiver has as pending for
+ * this long.
+ */
+export const RECORD_LINGER_MS = 25;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
 const RETRY_AFTER_MAX_MS = 86_400_000;
 /**
@@ -126,12 +136,16 @@ export class WebhookDispatcher implements WebhookControl {
   private copiesDue = true;
   /** Configurations for a second at most, dropped on change by any node: what an event is checked against, and each attempt's URL and secret. */
   private readonly configs: WebhookConfigCache;
-  /** Outcomes written together, many deliveries per statement. */
+  /** Outcomes written together, many deliveries per statement, most with the next claim. */
   private readonly records: AttemptBatch;
   private stopping = false;
   /** Attempts in flight, by delivery id: a stop cuts them. */
   private readonly attempts = new Map<string, AttemptDeadline>();
   private claims = 0;
+  /** Attempts holding a slot (across clients): from their start until their answer, before their record. */
+  private sending = 0;
+  /** The last look left due work for want of a slot. */
+  private starved = false;
   private unsubscribe: Array<() => void> = [];
   private readonly copies: ListenerCopies;
 
@@ -155,7 +169,8 @@ export class WebhookDispatcher implements WebhookControl {
     });
     this.half = Math.max(1, Math.floor(opts.concurrency / 2));
     this.configs = new WebhookConfigCache((id) => core.store.getWebhook(id), ticks);
-    this.records = new AttemptBatch((list) => core.store.recordAttempts(list));
+    // Only where a statement is a round trip over the network (PostgreSQL); SQLite's records are written at once, as before.
+    this.records = new AttemptBatch((list) => core.store.recordAttempts(list), core.store.caps.shared ? RECORD_LINGER_MS : 0);
   }
 
   start(): void {
@@ -178,6 +193,8 @@ export class WebhookDispatcher implements WebhookControl {
     for (const u of this.unsubscribe) u();
     // Abandoned, not waited for (a receiver may trickle its answer up to the timeout): each gives its claim back.
     for (const d of this.attempts.values()) d.abort('stop');
+    // Records waiting for a claim are written now: no claim comes after a stop.
+    this.records.drain();
     await this.runner.stop();
     await this.copies.stop();
     await this.agents.close();
@@ -270,6 +287,7 @@ export class WebhookDispatcher implements WebhookControl {
   private async look(): Promise<number> {
     const { store } = this.core;
     const t = this.core.clock.ticks();
+    this.starved = false;
     if (t - this.loadedAt >= this.opts.pollMs) {
       // After a start (or a crash), and every pollMs: every client with pending deliveries, whichever node made them
       // (a node that stopped or died leaves due deliveries no event of this node hints).
@@ -319,9 +337,10 @@ export class WebhookDispatcher implements WebhookControl {
 
   private async startOne(q: ClientQueue, now: number): Promise<boolean> {
     // A node that cannot tell the store it is alive starts nothing: its streams may soon be another's.
-    if (this.stopping || this.runner.inFlight >= this.opts.concurrency || !this.node.fresh()) return false;
+    if (this.stopping || !this.node.fresh()) return false;
     const extra = q.inFlight.size > 0;
-    if (q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) || (extra && this.extra >= this.half)) return false;
+    if (this.sending >= this.opts.concurrency || q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) || (extra && this.extra >= this.half))
+      return this.waitSlot(q, now);
     // Claimed before a silence of this node: the client's stream may be another's now, so take it again before the next claim
     // (what is claimed is this node's to send whoever holds the stream).
     if (q.lapses !== this.node.lapses) q.readAt = 0;
@@ -329,21 +348,34 @@ export class WebhookDispatcher implements WebhookControl {
     if (this.stopping) return false;
     // Retries (receivers that already failed) may take only half the slots, so dead receivers cannot starve healthy clients.
     const i = this.retrying < this.half ? 0 : q.ready.findIndex((e) => e.intentos === 0);
-    if (i < 0) return false;
+    if (i < 0) return this.waitSlot(q, now);
     const e = q.ready.splice(i, 1)[0]!;
     const retry = e.intentos > 0;
     const claim = q.claim;
     q.inFlight.add(e.id);
+    this.sending += 1;
     if (extra) this.extra += 1;
     if (retry) this.retrying += 1;
-    this.runner.run(q.clienteId, () =>
-      this.deliver(q, e, claim).finally(() => {
-        q.inFlight.delete(e.id);
-        if (extra) this.extra -= 1;
-        if (retry) this.retrying -= 1;
-      }),
-    );
+    // The slot is given back when the attempt has its answer, before its record (which may wait for a claim): the job, until recorded.
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      q.inFlight.delete(e.id);
+      this.sending -= 1;
+      if (extra) this.extra -= 1;
+      if (retry) this.retrying -= 1;
+      // A look that found the slots full looks again now, not when the job ends (its record may wait for a claim).
+      if (this.starved) this.runner.poke();
+    };
+    this.runner.run(q.clienteId, () => this.deliver(q, e, claim, release).finally(release));
     return true;
+  }
+
+  /** The client has due work a full slot kept from starting: a slot given back pokes a look (false: nothing started). */
+  private waitSlot(q: ClientQueue, now: number): false {
+    if (q.ready.length > 0 || q.unreadAt <= now || q.retriesWait) this.starved = true;
+    return false;
   }
 
   /** Due retries wait unclaimed for a retry's slot, and one is free now. */
@@ -391,10 +423,16 @@ export class WebhookDispatcher implements WebhookControl {
     try {
       const room = Math.min(q.window, this.opts.clientConcurrency) - q.inFlight.size;
       const extras = this.half - this.extra + (q.inFlight.size === 0 ? 1 : 0);
-      const limit = Math.max(1, Math.min(room, this.opts.concurrency - this.runner.inFlight, extras));
+      const limit = Math.max(1, Math.min(room, this.opts.concurrency - this.sending, extras));
       const firstOnly = this.retrying >= this.half;
       const claim = { id: `${this.node.info.id}.${++this.claims}`, until: now + this.opts.timeoutMs + CLAIM_MARGIN_MS, firstOnly };
-      q.ready = await this.core.store.claimEntregas(q.clienteId, now, limit, claim);
+      const { store } = this.core;
+      // The records waiting for a claim ride on this one (recordAndClaim): one round trip for both.
+      q.ready = await this.records.carry(async (list) =>
+        list.length > 0
+          ? store.recordAndClaim(list, { clienteId: q.clienteId, now, limit, claim })
+          : { recorded: [], claimed: await store.claimEntregas(q.clienteId, now, limit, claim) },
+      );
       q.claim = claim.id;
       const full = q.ready.length === limit;
       q.retriesWait = firstOnly && !full;
@@ -409,19 +447,19 @@ export class WebhookDispatcher implements WebhookControl {
     return q.ready.length > 0;
   }
 
-  private async deliver(q: ClientQueue, e: EntregaRow, claim: string): Promise<void> {
+  private async deliver(q: ClientQueue, e: EntregaRow, claim: string, release: () => void): Promise<void> {
     // First, before anything is awaited: a stop from now on cuts this attempt.
     const deadline = new AttemptDeadline(this.opts.timeoutMs);
     this.attempts.set(e.id, deadline);
     try {
-      await this.attempt(q, e, claim, deadline);
+      await this.attempt(q, e, claim, deadline, release);
     } finally {
       deadline.done();
       this.attempts.delete(e.id);
     }
   }
 
-  private async attempt(q: ClientQueue, e: EntregaRow, claim: string, deadline: AttemptDeadline): Promise<void> {
+  private async attempt(q: ClientQueue, e: EntregaRow, claim: string, deadline: AttemptDeadline, release: () => void): Promise<void> {
     const { core } = this;
     const cfg = await this.configs.get(e.cliente_id);
     let status: number | null = null;
@@ -431,6 +469,7 @@ export class WebhookDispatcher implements WebhookControl {
     /** Records the attempt and clears its claim; `retryInMs` (from the same instant as the attempt's time) keeps it pending. */
     const write = async (estado: 'pendiente' | 'entregado' | 'fallido', retryInMs?: number) => {
       q.settled(estado === 'entregado', this.opts.clientConcurrency);
+      release();
       const now = core.clock.now();
       const next = retryInMs === undefined ? undefined : now + retryInMs;
       const duracion_ms = Math.round(core.clock.ticks() - t0);
