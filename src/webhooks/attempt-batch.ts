@@ -14,8 +14,9 @@ interface Waiting {
  * claim, of any client, to carry it (store.recordAndClaim: one round trip
  * for both), and is written alone only when no claim came (D-78). A record
  * that schedules a retry does not wait (its due time is hinted only once it
- * is recorded), nor does any after drain(). While one write alone is in
- * flight, what ends meanwhile goes in the next.
+ * is recorded), nor does any after drain(); and flush() writes what waits
+ * (the dispatcher's slots, which the records hold, are wanted). While one
+ * write alone is in flight, what ends meanwhile goes in the next.
  */
 export class AttemptBatch {
   private waiting: Waiting[] = [];
@@ -59,10 +60,17 @@ export class AttemptBatch {
     return r.claimed;
   }
 
+  /** What waits for a claim is written at the next turn (something waits for the slots these records hold). */
+  flush(): void {
+    if (this.waiting.length === 0) return;
+    this.urgent = true;
+    this.schedule();
+  }
+
   /** From now on nothing waits for a claim (a stop): what waits is written at once. */
   drain(): void {
     this.draining = true;
-    if (this.waiting.length > 0) this.schedule();
+    this.flush();
   }
 
   private take(): Waiting[] {
@@ -82,11 +90,11 @@ export class AttemptBatch {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      void this.flush();
+      void this.writeAlone();
     });
   }
 
-  private async flush(): Promise<void> {
+  private async writeAlone(): Promise<void> {
     const batch = this.take();
     if (batch.length === 0) return;
     this.writing = true;

@@ -142,10 +142,6 @@ export class WebhookDispatcher implements WebhookControl {
   /** Attempts in flight, by delivery id: a stop cuts them. */
   private readonly attempts = new Map<string, AttemptDeadline>();
   private claims = 0;
-  /** Attempts holding a slot (across clients): from their start until their answer, before their record. */
-  private sending = 0;
-  /** The last look left due work for want of a slot. */
-  private starved = false;
   private unsubscribe: Array<() => void> = [];
   private readonly copies: ListenerCopies;
 
@@ -287,7 +283,6 @@ export class WebhookDispatcher implements WebhookControl {
   private async look(): Promise<number> {
     const { store } = this.core;
     const t = this.core.clock.ticks();
-    this.starved = false;
     if (t - this.loadedAt >= this.opts.pollMs) {
       // After a start (or a crash), and every pollMs: every client with pending deliveries, whichever node made them
       // (a node that stopped or died leaves due deliveries no event of this node hints).
@@ -339,7 +334,11 @@ export class WebhookDispatcher implements WebhookControl {
     // A node that cannot tell the store it is alive starts nothing: its streams may soon be another's.
     if (this.stopping || !this.node.fresh()) return false;
     const extra = q.inFlight.size > 0;
-    if (this.sending >= this.opts.concurrency || q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) || (extra && this.extra >= this.half))
+    if (
+      this.runner.inFlight >= this.opts.concurrency ||
+      q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) ||
+      (extra && this.extra >= this.half)
+    )
       return this.waitSlot(q, now);
     // Claimed before a silence of this node: the client's stream may be another's now, so take it again before the next claim
     // (what is claimed is this node's to send whoever holds the stream).
@@ -353,28 +352,26 @@ export class WebhookDispatcher implements WebhookControl {
     const retry = e.intentos > 0;
     const claim = q.claim;
     q.inFlight.add(e.id);
-    this.sending += 1;
     if (extra) this.extra += 1;
     if (retry) this.retrying += 1;
-    // The slot is given back when the attempt has its answer, before its record (which may wait for a claim): the job, until recorded.
-    let held = true;
-    const release = () => {
-      if (!held) return;
-      held = false;
-      q.inFlight.delete(e.id);
-      this.sending -= 1;
-      if (extra) this.extra -= 1;
-      if (retry) this.retrying -= 1;
-      // A look that found the slots full looks again now, not when the job ends (its record may wait for a claim).
-      if (this.starved) this.runner.poke();
-    };
-    this.runner.run(q.clienteId, () => this.deliver(q, e, claim, release).finally(release));
+    this.runner.run(q.clienteId, () =>
+      this.deliver(q, e, claim).finally(() => {
+        q.inFlight.delete(e.id);
+        if (extra) this.extra -= 1;
+        if (retry) this.retrying -= 1;
+      }),
+    );
     return true;
   }
 
-  /** The client has due work a full slot kept from starting: a slot given back pokes a look (false: nothing started). */
+  /**
+   * The client has due work the slots kept from starting: the records waiting
+   * for a claim, which hold slots until written, are written now (a record
+   * waits for a claim only while no due work waits for its slot). False:
+   * nothing started.
+   */
   private waitSlot(q: ClientQueue, now: number): false {
-    if (q.ready.length > 0 || q.unreadAt <= now || q.retriesWait) this.starved = true;
+    if (q.ready.length > 0 || q.unreadAt <= now || q.retriesWait) this.records.flush();
     return false;
   }
 
@@ -423,7 +420,7 @@ export class WebhookDispatcher implements WebhookControl {
     try {
       const room = Math.min(q.window, this.opts.clientConcurrency) - q.inFlight.size;
       const extras = this.half - this.extra + (q.inFlight.size === 0 ? 1 : 0);
-      const limit = Math.max(1, Math.min(room, this.opts.concurrency - this.sending, extras));
+      const limit = Math.max(1, Math.min(room, this.opts.concurrency - this.runner.inFlight, extras));
       const firstOnly = this.retrying >= this.half;
       const claim = { id: `${this.node.info.id}.${++this.claims}`, until: now + this.opts.timeoutMs + CLAIM_MARGIN_MS, firstOnly };
       const { store } = this.core;
@@ -447,19 +444,19 @@ export class WebhookDispatcher implements WebhookControl {
     return q.ready.length > 0;
   }
 
-  private async deliver(q: ClientQueue, e: EntregaRow, claim: string, release: () => void): Promise<void> {
+  private async deliver(q: ClientQueue, e: EntregaRow, claim: string): Promise<void> {
     // First, before anything is awaited: a stop from now on cuts this attempt.
     const deadline = new AttemptDeadline(this.opts.timeoutMs);
     this.attempts.set(e.id, deadline);
     try {
-      await this.attempt(q, e, claim, deadline, release);
+      await this.attempt(q, e, claim, deadline);
     } finally {
       deadline.done();
       this.attempts.delete(e.id);
     }
   }
 
-  private async attempt(q: ClientQueue, e: EntregaRow, claim: string, deadline: AttemptDeadline, release: () => void): Promise<void> {
+  private async attempt(q: ClientQueue, e: EntregaRow, claim: string, deadline: AttemptDeadline): Promise<void> {
     const { core } = this;
     const cfg = await this.configs.get(e.cliente_id);
     let status: number | null = null;
@@ -469,7 +466,6 @@ export class WebhookDispatcher implements WebhookControl {
     /** Records the attempt and clears its claim; `retryInMs` (from the same instant as the attempt's time) keeps it pending. */
     const write = async (estado: 'pendiente' | 'entregado' | 'fallido', retryInMs?: number) => {
       q.settled(estado === 'entregado', this.opts.clientConcurrency);
-      release();
       const now = core.clock.now();
       const next = retryInMs === undefined ? undefined : now + retryInMs;
       const duracion_ms = Math.round(core.clock.ticks() - t0);

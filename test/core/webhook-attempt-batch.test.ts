@@ -62,6 +62,17 @@ describe('webhook attempt records', () => {
     expect(w.alone).toEqual([['a', 'r']]);
   });
 
+  it('flush writes what waits (its slots are wanted); what ends after it waits again', async () => {
+    const w = world(60_000);
+    const a = w.batch.record(rec('a'));
+    w.batch.flush();
+    expect(await a).toBe(true);
+    expect(w.alone).toEqual([['a']]);
+    void w.batch.record(rec('b'));
+    expect(await w.batch.carry(async (list) => ({ recorded: list.map(() => true), claimed: list.map((r) => r.id) }))).toEqual(['b']);
+    expect(w.alone).toEqual([['a']]);
+  });
+
   it('after drain nothing waits: what waited is written, and so is each record after', async () => {
     const w = world(60_000);
     const a = w.batch.record(rec('a'));
