@@ -65,6 +65,16 @@ export interface WebhookControl {
 export const CLAIM_MARGIN_MS = 30_000;
 /** How long a client's stream lease is kept with nothing in hand: a flow of events pays one take, not one per event. */
 const LEASE_LINGER_MS = 100;
+/**
+ * How long a finished attempt's record waits on PostgreSQL for the next claim
+ * (any client's) to carry it (store.recordAndClaim) before it is written
+ * alone: at a thin flow of events each delivery then costs one round trip,
+ * not two (D-78). Its claim holds the delivery meanwhile; a node that dies in
+ * this window sends it again once the claim runs out, as one that dies
+ * mid-attempt. A listing may show a delivery the receiver has as pending for
+ * this long.
+ */
+export const RECORD_LINGER_MS = 25;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
 const RETRY_AFTER_MAX_MS = 86_400_000;
 /**
@@ -126,7 +136,7 @@ export class WebhookDispatcher implements WebhookControl {
   private copiesDue = true;
   /** Configurations for a second at most, dropped on change by any node: what an event is checked against, and each attempt's URL and secret. */
   private readonly configs: WebhookConfigCache;
-  /** Outcomes written together, many deliveries per statement. */
+  /** Outcomes written together, many deliveries per statement, most with the next claim. */
   private readonly records: AttemptBatch;
   private stopping = false;
   /** Attempts in flight, by delivery id: a stop cuts them. */
@@ -155,7 +165,8 @@ export class WebhookDispatcher implements WebhookControl {
     });
     this.half = Math.max(1, Math.floor(opts.concurrency / 2));
     this.configs = new WebhookConfigCache((id) => core.store.getWebhook(id), ticks);
-    this.records = new AttemptBatch((list) => core.store.recordAttempts(list));
+    // Only where a statement is a round trip over the network (PostgreSQL); SQLite's records are written at once, as before.
+    this.records = new AttemptBatch((list) => core.store.recordAttempts(list), core.store.caps.shared ? RECORD_LINGER_MS : 0);
   }
 
   start(): void {
@@ -178,6 +189,8 @@ export class WebhookDispatcher implements WebhookControl {
     for (const u of this.unsubscribe) u();
     // Abandoned, not waited for (a receiver may trickle its answer up to the timeout): each gives its claim back.
     for (const d of this.attempts.values()) d.abort('stop');
+    // Records waiting for a claim are written now: no claim comes after a stop.
+    this.records.drain();
     await this.runner.stop();
     await this.copies.stop();
     await this.agents.close();
@@ -319,9 +332,14 @@ export class WebhookDispatcher implements WebhookControl {
 
   private async startOne(q: ClientQueue, now: number): Promise<boolean> {
     // A node that cannot tell the store it is alive starts nothing: its streams may soon be another's.
-    if (this.stopping || this.runner.inFlight >= this.opts.concurrency || !this.node.fresh()) return false;
+    if (this.stopping || !this.node.fresh()) return false;
     const extra = q.inFlight.size > 0;
-    if (q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) || (extra && this.extra >= this.half)) return false;
+    if (
+      this.runner.inFlight >= this.opts.concurrency ||
+      q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) ||
+      (extra && this.extra >= this.half)
+    )
+      return this.waitSlot(q, now);
     // Claimed before a silence of this node: the client's stream may be another's now, so take it again before the next claim
     // (what is claimed is this node's to send whoever holds the stream).
     if (q.lapses !== this.node.lapses) q.readAt = 0;
@@ -329,7 +347,7 @@ export class WebhookDispatcher implements WebhookControl {
     if (this.stopping) return false;
     // Retries (receivers that already failed) may take only half the slots, so dead receivers cannot starve healthy clients.
     const i = this.retrying < this.half ? 0 : q.ready.findIndex((e) => e.intentos === 0);
-    if (i < 0) return false;
+    if (i < 0) return this.waitSlot(q, now);
     const e = q.ready.splice(i, 1)[0]!;
     const retry = e.intentos > 0;
     const claim = q.claim;
@@ -344,6 +362,17 @@ export class WebhookDispatcher implements WebhookControl {
       }),
     );
     return true;
+  }
+
+  /**
+   * The client has due work the slots kept from starting: the records waiting
+   * for a claim, which hold slots until written, are written now (a record
+   * waits for a claim only while no due work waits for its slot). False:
+   * nothing started.
+   */
+  private waitSlot(q: ClientQueue, now: number): false {
+    if (q.ready.length > 0 || q.unreadAt <= now || q.retriesWait) this.records.flush();
+    return false;
   }
 
   /** Due retries wait unclaimed for a retry's slot, and one is free now. */
@@ -394,7 +423,13 @@ export class WebhookDispatcher implements WebhookControl {
       const limit = Math.max(1, Math.min(room, this.opts.concurrency - this.runner.inFlight, extras));
       const firstOnly = this.retrying >= this.half;
       const claim = { id: `${this.node.info.id}.${++this.claims}`, until: now + this.opts.timeoutMs + CLAIM_MARGIN_MS, firstOnly };
-      q.ready = await this.core.store.claimEntregas(q.clienteId, now, limit, claim);
+      const { store } = this.core;
+      // The records waiting for a claim ride on this one (recordAndClaim): one round trip for both.
+      q.ready = await this.records.carry(async (list) =>
+        list.length > 0
+          ? store.recordAndClaim(list, { clienteId: q.clienteId, now, limit, claim })
+          : { recorded: [], claimed: await store.claimEntregas(q.clienteId, now, limit, claim) },
+      );
       q.claim = claim.id;
       const full = q.ready.length === limit;
       q.retriesWait = firstOnly && !full;

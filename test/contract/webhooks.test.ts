@@ -322,6 +322,44 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.recordAttempts([{ id: idOf('e2'), claimId: 'a', attempt: ok, outcome: { estado: 'entregado' }, now: 220 }])).toEqual([true]);
     });
 
+    it('records and claims in one call, each as it would alone; the claim never takes a delivery the same call records', async () => {
+      const c = await newClienteOf(ctx.store);
+      const other = await newClienteOf(ctx.store);
+      await enqueue(c.id, 4, 100);
+      expect(ids(await ctx.store.claimEntregas(c.id, 101, 2, { id: 'a', until: 150 }))).toEqual(['e0', 'e1']);
+      const ok = { status: 200, duracion_ms: 3, error: null };
+      const failed = { status: 500, duracion_ms: 4, error: 'HTTP 500' };
+      // Past a's claim (until 150) e0 and e1 are claimable again, but this very call names them (e0's record is refused): e2 and e3 are taken.
+      const both = await ctx.store.recordAndClaim(
+        [
+          { id: idOf('e1'), claimId: 'a', attempt: failed, outcome: { estado: 'pendiente', proximo_intento_at: 160 }, now: 151 },
+          { id: idOf('e0'), claimId: 'not-mine', attempt: ok, outcome: { estado: 'entregado' }, now: 151 },
+        ],
+        { clienteId: c.id, now: 160, limit: 2, claim: { id: 'b', until: 1000 } },
+      );
+      expect(both.recorded).toEqual([true, false]);
+      expect(ids(both.claimed)).toEqual(['e2', 'e3']);
+      expect(both.claimed[0]).toMatchObject({ estado: 'pendiente', intentos: 0, cliente_id: c.id });
+      // e1 was recorded (a retry due at 160), e0 not: the next claim takes both.
+      expect(ids(await ctx.store.claimEntregas(c.id, 160, 5, { id: 'c', until: 1000 }))).toEqual(['e0', 'e1']);
+      const list = await ctx.store.listEntregas(c.id, 10);
+      expect(list.find((e) => e.id === idOf('e1'))).toMatchObject({ estado: 'pendiente', intentos: 1, ultimo_error: 'HTTP 500' });
+      expect(list.find((e) => e.id === idOf('e1'))!.intentos_detalle).toEqual([{ n: 1, fecha: 151, status: 500, duracion_ms: 4, error: 'HTTP 500' }]);
+      // Records of any client ride on one client's claim; nothing due for it: an empty claim, the records still made.
+      const more = await ctx.store.recordAndClaim(
+        [
+          { id: idOf('e0'), claimId: 'c', attempt: ok, outcome: { estado: 'entregado' }, now: 170 },
+          { id: idOf('e2'), claimId: 'b', attempt: ok, outcome: { estado: 'entregado' }, now: 171 },
+        ],
+        { clienteId: other.id, now: 170, limit: 5, claim: { id: 'd', until: 1000 } },
+      );
+      expect(more).toEqual({ recorded: [true, true], claimed: [] });
+      const after = await ctx.store.listEntregas(c.id, 10);
+      expect(after.find((e) => e.id === idOf('e2'))).toMatchObject({ estado: 'entregado', intentos: 1, entregado_at: 171 });
+      // No records: a plain claim.
+      expect(await ctx.store.recordAndClaim([], { clienteId: c.id, now: 2000, limit: 5, claim: { id: 'e', until: 3000 } })).toMatchObject({ recorded: [] });
+    });
+
     it('firstOnly claims deliveries never attempted and leaves due retries', async () => {
       const c = await newClienteOf(ctx.store);
       await enqueue(c.id, 3, 100);

@@ -17,6 +17,14 @@ export interface AttemptRecord {
   now: number;
 }
 
+/** claimEntregas's arguments: up to `limit` of one client's deliveries due by `now`, under `claim`. */
+export interface EntregaClaimRequest {
+  clienteId: number;
+  now: number;
+  limit: number;
+  claim: EntregaClaim;
+}
+
 /** A client whose pending deliveries fail (the overview). */
 export interface FailingWebhook {
   cliente_id: number;
@@ -100,6 +108,13 @@ export interface WebhooksStore {
   ): Promise<boolean>;
   /** Several attempts' records at once (one statement on PostgreSQL, one transaction on SQLite), each answered as recordAttempt answers it. */
   recordAttempts(list: AttemptRecord[]): Promise<boolean[]>;
+  /**
+   * recordAttempts(list) and claimEntregas(claim) in one statement
+   * (PostgreSQL) or transaction (SQLite), each answered as it would be alone:
+   * a dispatcher's finished attempts ride on its next claim, one round trip
+   * for both. The claim never takes a delivery the same call records.
+   */
+  recordAndClaim(list: AttemptRecord[], claim: EntregaClaimRequest): Promise<{ recorded: boolean[]; claimed: EntregaRow[] }>;
   listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
   /** Metrics: the outbox's pending deliveries, and how many of them are due by `now` (the rest wait for a retry). */
   outboxDepth(now: number): Promise<{ pending: number; due: number }>;

@@ -1,4 +1,4 @@
-import type { AttemptRecord, EntregaClaim, FailingWebhook, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
+import type { AttemptRecord, EntregaClaim, EntregaClaimRequest, FailingWebhook, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
@@ -105,6 +105,33 @@ export const TAKE_ESCUCHA_EVENTS = `WITH l AS (
     FROM l, (SELECT xid, seq FROM taken ORDER BY xid DESC, seq DESC LIMIT 1) last WHERE w.id = l.id)
   SELECT ${EVENT_COLS} FROM taken ORDER BY xid, seq`;
 
+/**
+ * claimEntregas as CTEs (picked, claimed) whose parameters start at $n:
+ * cliente_id, now, limit, claim id, until, first attempts only. `also`: a
+ * further condition on the pick. The locking pick is a CTE, run once (as
+ * `seq IN (subquery)` it may be run again for each row the UPDATE looks at,
+ * taking more than `limit`), and the UPDATE checks the conditions again on
+ * the row's newest version: a delivery whose attempt was recorded after this
+ * statement's snapshot is not claimed (and sent) again.
+ */
+function claimSql(n: number, also: string): string {
+  const [cliente, now, limit, id, until, first] = [0, 1, 2, 3, 4, 5].map((i) => `$${n + i}`);
+  return `picked AS (
+       SELECT seq FROM eventos WHERE cliente_id = ${cliente} AND entrega = 'pendiente' AND proximo_intento_at <= ${now}
+         AND (reclamo_hasta IS NULL OR reclamo_hasta <= ${now}) AND (NOT ${first} OR intentos = 0) ${also}
+       ORDER BY proximo_intento_at, seq LIMIT ${limit} FOR UPDATE SKIP LOCKED),
+     claimed AS (UPDATE eventos e SET reclamo = ${id}, reclamo_hasta = ${until} FROM picked
+     WHERE e.seq = picked.seq AND e.entrega = 'pendiente' AND e.proximo_intento_at <= ${now} AND (e.reclamo_hasta IS NULL OR e.reclamo_hasta <= ${now})
+     RETURNING ${ENTREGA_COLS.split(', ')
+       .map((c) => `e.${c}`)
+       .join(', ')})`;
+}
+
+const claimParams = (r: EntregaClaimRequest): unknown[] => [r.clienteId, r.now, r.limit, r.claim.id, r.claim.until, r.claim.firstOnly === true];
+
+/** RETURNING's order is not the pick's: oldest due first. */
+const sortClaimed = (list: EntregaLogRow[]): EntregaLogRow[] => list.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a.seq - b.seq);
+
 /** The store's event-id prefix, chosen by the migration that made the log. */
 async function eventPrefix(db: Db): Promise<string> {
   const r = await db.one<{ value: string }>('SELECT value FROM kv WHERE ns = $1 AND key = $2', [EVENT_PREFIX_KV.ns, EVENT_PREFIX_KV.key]);
@@ -132,16 +159,12 @@ export function webhooks(db: Db): WebhooksStore {
   /** An id of another store or shape names no row (0 matches none). */
   const seqOf = async (id: string) => eventSeq(await prefix(), id) ?? 0;
   /**
-   * Every attempt of the list in one statement: each event row moves if its
-   * claim is still the one named (recipe-sql.ts attemptSql's update, over
-   * unnest), and the failed ones' attempt rows are written from what moved.
+   * The attempts of `list` as recordAttempts's CTEs (v, upd, ins) and their
+   * parameters from $1: each event row moves if its claim is still the one
+   * named (recipe-sql.ts attemptSql's update, over unnest), and the failed
+   * ones' attempt rows are written from what moved. $1 is the rows' seqs.
    */
-  const recordAttempts = async (list: AttemptRecord[]): Promise<boolean[]> => {
-    if (list.length === 0) return [];
-    const p = await prefix();
-    const seqs = list.map((r) => eventSeq(p, r.id) ?? 0);
-    const moved = await db.q<{ seq: string }>(
-      `WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::text[])
+  const RECORD_CTES = `v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::text[])
          AS v(seq, claim, estado, next_at, error, status, dur, now, id)),
        upd AS (UPDATE eventos e SET intentos = e.intentos + 1, entrega = v.estado, proximo_intento_at = COALESCE(v.next_at, e.proximo_intento_at),
            entregado_at = CASE WHEN v.estado = 'entregado' THEN v.now ELSE e.entregado_at END, ultimo_error = v.error,
@@ -149,20 +172,23 @@ export function webhooks(db: Db): WebhooksStore {
          FROM v WHERE e.seq = v.seq AND e.reclamo = v.claim
          RETURNING e.seq, e.intentos, v.estado, v.error, v.status, v.dur, v.now, v.id),
        ins AS (INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error)
-         SELECT id, intentos, now, status, dur, error FROM upd WHERE estado <> 'entregado')
-       SELECT seq::text FROM upd`,
-      [
-        seqs,
-        list.map((r) => r.claimId),
-        list.map((r) => r.outcome.estado),
-        list.map((r) => r.outcome.proximo_intento_at ?? null),
-        list.map((r) => r.attempt.error),
-        list.map((r) => r.attempt.status),
-        list.map((r) => r.attempt.duracion_ms),
-        list.map((r) => r.now),
-        list.map((r) => r.id),
-      ],
-    );
+         SELECT id, intentos, now, status, dur, error FROM upd WHERE estado <> 'entregado')`;
+  const recordParams = (seqs: number[], list: AttemptRecord[]): unknown[] => [
+    seqs,
+    list.map((r) => r.claimId),
+    list.map((r) => r.outcome.estado),
+    list.map((r) => r.outcome.proximo_intento_at ?? null),
+    list.map((r) => r.attempt.error),
+    list.map((r) => r.attempt.status),
+    list.map((r) => r.attempt.duracion_ms),
+    list.map((r) => r.now),
+    list.map((r) => r.id),
+  ];
+  const recordAttempts = async (list: AttemptRecord[]): Promise<boolean[]> => {
+    if (list.length === 0) return [];
+    const p = await prefix();
+    const seqs = list.map((r) => eventSeq(p, r.id) ?? 0);
+    const moved = await db.q<{ seq: string }>(`WITH ${RECORD_CTES} SELECT seq::text FROM upd`, recordParams(seqs, list));
     const done = new Set(moved.map((m) => Number(m.seq)));
     return seqs.map((s) => done.has(s));
   };
@@ -221,30 +247,34 @@ export function webhooks(db: Db): WebhooksStore {
     },
     /**
      * Claims up to `limit` of a client's due deliveries that nobody holds (or
-     * whose claim ran out: its holder died), oldest due first, in one statement.
-     * Rows another claimer has locked are skipped, not waited for. The locking
-     * pick is a CTE, run once (as `seq IN (subquery)` it may be run again for
-     * each row the UPDATE looks at, taking more than `limit`), and the UPDATE
-     * checks the conditions again on the row's newest version: a delivery whose
-     * attempt was recorded after this statement's snapshot is not claimed (and
-     * sent) again.
+     * whose claim ran out: its holder died), oldest due first, in one statement
+     * (claimSql). Rows another claimer has locked are skipped, not waited for.
      */
     async claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
-      const list = await db.q<EntregaLogRow>(
-        `WITH picked AS (
-       SELECT seq FROM eventos WHERE cliente_id = $1 AND entrega = 'pendiente' AND proximo_intento_at <= $2
-         AND (reclamo_hasta IS NULL OR reclamo_hasta <= $2) AND (NOT $6 OR intentos = 0)
-       ORDER BY proximo_intento_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
-     UPDATE eventos e SET reclamo = $4, reclamo_hasta = $5 FROM picked
-     WHERE e.seq = picked.seq AND e.entrega = 'pendiente' AND e.proximo_intento_at <= $2 AND (e.reclamo_hasta IS NULL OR e.reclamo_hasta <= $2)
-     RETURNING ${ENTREGA_COLS.split(', ')
-       .map((c) => `e.${c}`)
-       .join(', ')}`,
-        [clienteId, now, limit, claim.id, claim.until, claim.firstOnly === true],
+      return entregas(sortClaimed(await db.q<EntregaLogRow>(`WITH ${claimSql(1, '')} SELECT * FROM claimed`, claimParams({ clienteId, now, limit, claim }))));
+    },
+    /**
+     * One statement: the claim's CTEs ($10..$15), which skip the rows being
+     * recorded, and recordAttempts's ($1..$9) (a statement must not move a row
+     * twice; and its snapshot would show them as before the record). The
+     * answer's rows: the claimed deliveries, and one per recorded attempt
+     * (rec true, only its seq).
+     */
+    async recordAndClaim(list: AttemptRecord[], req: EntregaClaimRequest): Promise<{ recorded: boolean[]; claimed: EntregaRow[] }> {
+      const p = await prefix();
+      const seqs = list.map((r) => eventSeq(p, r.id) ?? 0);
+      const cols = ENTREGA_COLS.split(', ');
+      const rows = await db.q<EntregaLogRow & { rec: boolean }>(
+        `WITH ${claimSql(10, 'AND seq <> ALL($1::bigint[])')}, ${RECORD_CTES}
+     SELECT false AS rec, ${ENTREGA_COLS} FROM claimed
+     UNION ALL SELECT true, seq, ${cols
+       .slice(1)
+       .map(() => 'NULL')
+       .join(', ')} FROM upd`,
+        [...recordParams(seqs, list), ...claimParams(req)],
       );
-      // RETURNING's order is not the pick's.
-      list.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a.seq - b.seq);
-      return entregas(list);
+      const done = new Set(rows.filter((r) => r.rec).map((r) => Number(r.seq)));
+      return { recorded: seqs.map((s) => done.has(s)), claimed: await entregas(sortClaimed(rows.filter((r) => !r.rec))) };
     },
     /** Gives back claimed deliveries that were not attempted: due again at their own time, for anyone. */
     async releaseEntregas(ids: string[], claimId: string): Promise<number> {

@@ -1,4 +1,4 @@
-import type { AttemptRecord, EntregaClaim, FailingWebhook, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
+import type { AttemptRecord, EntregaClaim, EntregaClaimRequest, FailingWebhook, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { grouped, immediate, ph, stmt } from './statements.js';
@@ -101,19 +101,38 @@ export function webhooks(db: DB): WebhooksStore {
   const entrega = (r: EntregaLogRow) => entregaOf(prefix, r);
   /** An id of another store or shape names no row (0 matches none). */
   const seqOf = (id: string) => eventSeq(prefix, id) ?? 0;
+  /** One attempt as recordAttempt says: false (nothing written) when its claim is no longer the one named. */
+  const record1 = (r: AttemptRecord): boolean => {
+    const t = { id: r.id, seq: seqOf(r.id), claimId: r.claimId, a: r.attempt, o: r.outcome, now: r.now };
+    const e = stmt(db, ATTEMPT_UPDATE).get(...attemptUpdateValues(t)) as { intentos: number } | undefined;
+    if (!e) return false;
+    if (attemptFailed(t)) stmt(db, ATTEMPT_INSERT).run(...intentoValues(t, e.intentos));
+    return true;
+  };
   /** Each attempt as recordAttempt says, all in one transaction (a group commit with the turn's other writes). */
-  const recordAttempts = (list: AttemptRecord[]): Promise<boolean[]> => {
-    return grouped(db, () =>
-      immediate(db, () =>
-        list.map((r) => {
-          const t = { id: r.id, seq: seqOf(r.id), claimId: r.claimId, a: r.attempt, o: r.outcome, now: r.now };
-          const e = stmt(db, ATTEMPT_UPDATE).get(...attemptUpdateValues(t)) as { intentos: number } | undefined;
-          if (!e) return false;
-          if (attemptFailed(t)) stmt(db, ATTEMPT_INSERT).run(...intentoValues(t, e.intentos));
-          return true;
-        }),
-      ),
-    );
+  const recordAttempts = (list: AttemptRecord[]): Promise<boolean[]> => grouped(db, () => immediate(db, () => list.map(record1)));
+  /** One claim (claimEntregas), skipping the deliveries numbered in `skip`. */
+  const claim1 = (r: EntregaClaimRequest, skip: number[]): EntregaRow[] => {
+    const rows = stmt(
+      db,
+      `UPDATE eventos SET reclamo = @id, reclamo_hasta = @until WHERE seq IN (
+       SELECT seq FROM eventos WHERE cliente_id = @cliente AND entrega = 'pendiente' AND proximo_intento_at <= @now
+         AND (reclamo_hasta IS NULL OR reclamo_hasta <= @now) AND (@first = 0 OR intentos = 0)
+         AND seq NOT IN (SELECT value FROM json_each(@skip))
+       ORDER BY proximo_intento_at, seq LIMIT @limit)
+     RETURNING ${ENTREGA_COLS}`,
+    ).all({
+      id: r.claim.id,
+      until: r.claim.until,
+      cliente: r.clienteId,
+      now: r.now,
+      first: r.claim.firstOnly ? 1 : 0,
+      limit: r.limit,
+      skip: JSON.stringify(skip),
+    }) as EntregaLogRow[];
+    // RETURNING's order is not the subquery's.
+    rows.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a.seq - b.seq);
+    return rows.map(entrega);
   };
   return {
     async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
@@ -180,19 +199,22 @@ export function webhooks(db: DB): WebhooksStore {
      * what it returns no other claim returns until the claim is cleared or ends.
      */
     claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
-      return grouped(db, () => {
-        const rows = stmt(
-          db,
-          `UPDATE eventos SET reclamo = @id, reclamo_hasta = @until WHERE seq IN (
-       SELECT seq FROM eventos WHERE cliente_id = @cliente AND entrega = 'pendiente' AND proximo_intento_at <= @now
-         AND (reclamo_hasta IS NULL OR reclamo_hasta <= @now) AND (@first = 0 OR intentos = 0)
-       ORDER BY proximo_intento_at, seq LIMIT @limit)
-     RETURNING ${ENTREGA_COLS}`,
-        ).all({ id: claim.id, until: claim.until, cliente: clienteId, now, first: claim.firstOnly ? 1 : 0, limit }) as EntregaLogRow[];
-        // RETURNING's order is not the subquery's.
-        rows.sort((a, b) => a.proximo_intento_at - b.proximo_intento_at || a.seq - b.seq);
-        return rows.map(entrega);
-      });
+      return grouped(db, () => claim1({ clienteId, now, limit, claim }, []));
+    },
+    /** recordAttempts then the claim, in one transaction; the claim skips the deliveries the list records (as on PostgreSQL). */
+    recordAndClaim(list: AttemptRecord[], req: EntregaClaimRequest): Promise<{ recorded: boolean[]; claimed: EntregaRow[] }> {
+      return grouped(db, () =>
+        immediate(db, () => {
+          const recorded = list.map(record1);
+          return {
+            recorded,
+            claimed: claim1(
+              req,
+              list.map((r) => seqOf(r.id)),
+            ),
+          };
+        }),
+      );
     },
     /** Gives back claimed deliveries that were not attempted: due again at their own time, for anyone. */
     releaseEntregas(ids: string[], claimId: string): Promise<number> {
