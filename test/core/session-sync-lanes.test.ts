@@ -12,8 +12,8 @@ function harness() {
     clock: { now: () => 1 },
     bus: { publish: () => {} },
     gateway: { onEvent: (l: typeof listener) => void (listener = l) },
+    lines: { byInstancia: async () => ({ id: 7, cliente_id: 1 }) },
     store: {
-      getCelularByInstancia: async () => ({ id: 7, cliente_id: 1 }),
       receipt: (_line: number, gid: string, estado: string) => {
         const name = `${gid}:${estado}`;
         log.push(`start ${name}`);
