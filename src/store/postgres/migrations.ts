@@ -2,26 +2,6 @@ import type { Migration } from '../sqlite/migrations.js';
 import { type Db, LOCK } from './db.js';
 
 /**
- * Migration 16's counts upsert, part of a shipped migration (never edit):
- * the changes `c` of a statement (client, line, quarter, estado, +1 or -1),
- * summed per counts row, applied to the lines' rows and then (gated on
- * them) to the quarters', each in key order and, within a key, in the order
- * of a message's life.
- */
-const RANK16 = (col: string) => `array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error']::text[], ${col})`;
-const applyCounts16 = `,
-          l AS (
-            INSERT INTO conteos_mensajes AS k (cliente_id, celular_id, estado, n)
-            SELECT cliente_id, celular_id, estado, SUM(d) FROM c GROUP BY cliente_id, celular_id, estado HAVING SUM(d) <> 0
-            ORDER BY cliente_id, celular_id, ${RANK16('estado')}
-            ON CONFLICT (cliente_id, celular_id, estado) DO UPDATE SET n = k.n + EXCLUDED.n RETURNING 1)
-          INSERT INTO conteos_cuartos AS k (cliente_id, cuarto, estado, n)
-          SELECT cliente_id, cuarto, estado, SUM(d) FROM c WHERE (SELECT COUNT(*) FROM l) >= 0
-          GROUP BY cliente_id, cuarto, estado HAVING SUM(d) <> 0
-          ORDER BY cliente_id, cuarto, ${RANK16('estado')}
-          ON CONFLICT (cliente_id, cuarto, estado) DO UPDATE SET n = k.n + EXCLUDED.n`;
-
-/**
  * Versioned schema for the PostgreSQL store. Append only, like the SQLite
  * migrations (a shipped one is never edited). Version 1 is SQLite's schema at
  * its version 10, written for PostgreSQL: INTEGER columns are BIGINT (the same
@@ -679,54 +659,6 @@ export const PG_MIGRATIONS: Migration[] = [
         END IF;
         RETURN NULL;
       END $$;
-    `,
-  },
-  {
-    version: 16,
-    name: 'message counts once per statement (D-81)',
-    sql: `
-      -- Writers of the previous version wait until this commits: a message they wrote between two of
-      -- the trigger replacements below would be counted by neither or both. After it, their statements
-      -- fire these triggers, which keep the same counts.
-      LOCK TABLE mensajes IN SHARE ROW EXCLUSIVE MODE;
-      -- Messages are written in turns (accept-turn.ts, sent-turn.ts, receipt-turn.ts: D-77, D-79), so a
-      -- row trigger ran once per message of a statement. Now once per statement: the rows it inserted,
-      -- moved or removed (transition tables), grouped into one delta per counts row, applied by one
-      -- upsert per table. The counts rows are locked lines first, then quarters, each by key and in a
-      -- line (or quarter) by the order of a message's life, the order the turns pre-lock them in, so
-      -- no two statements wait on each other's counts in a cycle. A row whose delta nets to 0 is not
-      -- touched. Transition tables cannot go with a column list (UPDATE OF estado), so the update
-      -- trigger fires on every UPDATE of mensajes (claims, leases, retries): it joins the old and new
-      -- rows by seq and finds nothing to do when no estado changed.
-      CREATE FUNCTION conteos_lote() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF TG_OP = 'INSERT' THEN
-          WITH c AS MATERIALIZED (SELECT cliente_id, celular_id, created_at / 900000 AS cuarto, estado, 1 AS d FROM nuevos)
-          ${applyCounts16};
-        ELSIF TG_OP = 'DELETE' THEN
-          WITH c AS MATERIALIZED (SELECT cliente_id, celular_id, created_at / 900000 AS cuarto, estado, -1 AS d FROM viejos)
-          ${applyCounts16};
-        ELSE
-          -- cliente_id, celular_id and created_at never change: the old row gives them.
-          WITH m AS MATERIALIZED (
-            SELECT o.cliente_id, o.celular_id, o.created_at / 900000 AS cuarto, o.estado AS antes, n.estado AS ahora
-            FROM viejos o JOIN nuevos n USING (seq) WHERE o.estado <> n.estado),
-          c AS MATERIALIZED (
-            SELECT cliente_id, celular_id, cuarto, antes AS estado, -1 AS d FROM m
-            UNION ALL SELECT cliente_id, celular_id, cuarto, ahora, 1 FROM m)
-          ${applyCounts16};
-        END IF;
-        RETURN NULL;
-      END $$;
-      -- Replaced in place (the lock this takes is the one already held; DROP TRIGGER would need an
-      -- exclusive one, which waits on readers that may be waiting on this transaction).
-      CREATE OR REPLACE TRIGGER conteos_insert AFTER INSERT ON mensajes REFERENCING NEW TABLE AS nuevos
-        FOR EACH STATEMENT EXECUTE FUNCTION conteos_lote();
-      CREATE OR REPLACE TRIGGER conteos_estado AFTER UPDATE ON mensajes REFERENCING OLD TABLE AS viejos NEW TABLE AS nuevos
-        FOR EACH STATEMENT EXECUTE FUNCTION conteos_lote();
-      CREATE OR REPLACE TRIGGER conteos_delete AFTER DELETE ON mensajes REFERENCING OLD TABLE AS viejos
-        FOR EACH STATEMENT EXECUTE FUNCTION conteos_lote();
-      DROP FUNCTION conteos_suma();
     `,
   },
 ];
