@@ -370,6 +370,64 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     }
   });
 
+  it('statements of many messages, some changing no estado, keep the counts equal to a recount', async () => {
+    const l = await line(0);
+    const c2 = await a.createCliente(
+      { nombre: 'M', email: 'm@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h2' },
+      1,
+    );
+    const cel2 = await a.insertCelular(celular(c2.id, '525512345679'), 1);
+    if (!cel2.ok) throw new Error('insert');
+    const l2 = { clienteId: c2.id, cel: cel2.celular };
+    const now = Date.now();
+    // Two clients, messages in three quarters, inserted by one statement each.
+    const add = (c: { clienteId: number; cel: { id: number } }, n: number, at: number) =>
+      a.db.q(
+        `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, payload, created_at)
+         SELECT 'm' || g || '-' || $2::text, $1::bigint, $2::bigint, '14155552671', 'texto', 'cola', 'pendiente', 'x', '{}', $3::bigint + g * 600000
+         FROM generate_series(1, $4::int) g`,
+        [c.clienteId, c.cel.id, at, n],
+      );
+    await add(l, 6, now);
+    await add(l2, 4, now);
+    const recount = async () => {
+      const k = (sql: string) => a.db.q<{ k: string }>(`SELECT a || ' ' || b || ' ' || e || ' ' || n AS k FROM (${sql}) x ORDER BY 1`);
+      const mine = `cliente_id IN (${l.clienteId}, ${l2.clienteId})`;
+      const lines = await k(`SELECT cliente_id AS a, celular_id AS b, estado AS e, n FROM conteos_mensajes WHERE n <> 0 AND ${mine}`);
+      const quarters = await k(`SELECT cliente_id AS a, cuarto AS b, estado AS e, n FROM conteos_cuartos WHERE n <> 0 AND ${mine}`);
+      expect(lines).toEqual(await k(`SELECT cliente_id AS a, celular_id AS b, estado AS e, COUNT(*) AS n FROM mensajes WHERE ${mine} GROUP BY 1, 2, 3`));
+      expect(quarters).toEqual(
+        await k(`SELECT cliente_id AS a, created_at / 900000 AS b, estado AS e, COUNT(*) AS n FROM mensajes WHERE ${mine} GROUP BY 1, 2, 3`),
+      );
+      return { lines: lines.length, quarters: quarters.length };
+    };
+    expect(await recount()).toEqual({ lines: 2, quarters: expect.any(Number) });
+    const ids = (await a.db.q<{ msg_id: string }>('SELECT msg_id FROM mensajes WHERE cliente_id IN ($1, $2) ORDER BY seq', [l.clienteId, l2.clienteId])).map(
+      (r) => r.msg_id,
+    );
+    // One statement: every message gets a new attempt, and only some change state, to different states.
+    await a.db.q(
+      `UPDATE mensajes SET intentos = intentos + 1,
+         estado = CASE WHEN msg_id = ANY($1::text[]) THEN 'enviado' WHEN msg_id = ANY($2::text[]) THEN 'error' ELSE estado END
+       WHERE msg_id = ANY($3::text[])`,
+      [[ids[0], ids[1], ids[7]], [ids[2], ids[8]], ids],
+    );
+    expect(await recount()).toMatchObject({ lines: 6 });
+    // One that changes no estado leaves every count as it was.
+    await a.db.q('UPDATE mensajes SET intentos = intentos + 1 WHERE msg_id = ANY($1::text[])', [ids]);
+    expect(await recount()).toMatchObject({ lines: 6 });
+    // Messages moving on from different states in one statement.
+    await a.db.q("UPDATE mensajes SET estado = CASE estado WHEN 'enviado' THEN 'entregado' ELSE 'enviado' END WHERE msg_id = ANY($1::text[])", [
+      [ids[0], ids[3], ids[9]],
+    ]);
+    expect(await recount()).toMatchObject({ lines: 7 });
+    // Removed in one statement, across both clients.
+    await a.db.q('DELETE FROM mensajes WHERE msg_id = ANY($1::text[])', [[ids[0], ids[2], ids[4], ids[8]]]);
+    expect(await recount()).toMatchObject({ lines: 4 });
+    const left = await a.db.one<{ n: number }>('SELECT COUNT(*)::int AS n FROM mensajes WHERE cliente_id IN ($1, $2)', [l.clienteId, l2.clienteId]);
+    expect(left!.n).toBe(6);
+  });
+
   it('nodes starting together apply each migration once', async () => {
     const fresh = await pgSchema();
     try {
