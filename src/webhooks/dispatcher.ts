@@ -76,15 +76,14 @@ const LEASE_LINGER_MS = 100;
  */
 export const RECORD_LINGER_MS = 25;
 /**
- * How far apart a client's claims start on PostgreSQL while its flow of
- * events keeps ahead of nothing: a claim that found less than it could take
- * (nothing more was due) is followed by the next one no sooner than this,
- * so the events of a busy flow made meanwhile go in one claim instead of one
- * claim each (D-82). An event after a quiet spell is claimed at once; a
- * claim that took all it could is followed at once (a backlog is not held
- * back). What it costs: a delivery in a busy flow may start up to this much
- * later. As long as RECORD_LINGER_MS, so the records of one claim's attempts
- * still wait for the next claim.
+ * How far apart a client's claims start on PostgreSQL when the last one took
+ * all that was due (fewer than it could take): the next waits until this
+ * long after it started, so the events a busy flow makes meanwhile go in one
+ * claim instead of one claim each (D-82). An event after a quiet spell is
+ * claimed at once, and a full claim is followed at once (a backlog is not
+ * held back). The cost: a delivery in a busy flow may start up to this much
+ * later. As long as RECORD_LINGER_MS, so the records of a claim's attempts
+ * still meet the next claim.
  */
 export const CLAIM_GAP_MS = RECORD_LINGER_MS;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
@@ -128,7 +127,9 @@ export const LISTENER_TIMEOUT_MS = 5000;
  * the log: each listener has a cursor the store moves in the statement that
  * reads past it, so whichever node reads a batch sends it, once
  * (listener-copies.ts). Events of other nodes are found by looking at the
- * log every pollMs; this node's own wake the dispatcher at once.
+ * log every pollMs; this node's own wake the dispatcher at once (on
+ * PostgreSQL, no sooner than CLAIM_GAP_MS after its client's last claim when
+ * that one took all that was due).
  */
 export class WebhookDispatcher implements WebhookControl {
   private readonly runner: KeyedRunner<number>;
