@@ -42,14 +42,7 @@ export class CredentialCache {
 
   /** Subscribes to the invalidations; returns the unsubscribe. */
   listen(signals: Signals): () => void {
-    return signals.subscribe(CREDENTIALS_CHANNEL, {
-      message: (payload) => {
-        const target = parseTarget(payload);
-        if (target) this.invalidate(target);
-        else this.clear();
-      },
-      gap: () => this.clear(),
-    });
+    return listenCredentialDrops(signals, this);
   }
 
   /** Bumped by every invalidation: a lookup that started before one must not store what it read. */
@@ -103,9 +96,27 @@ export function targetPayload(target: CredentialTarget): string {
   return 'cliente' in target ? `cliente:${target.cliente}` : `celular:${target.celular}`;
 }
 
-export function parseTarget(payload: string): CredentialTarget | null {
+function parseTarget(payload: string): CredentialTarget | null {
   const m = /^(cliente|celular):(\d+)$/.exec(payload);
   if (!m) return null;
   const id = Number(m[2]);
   return m[1] === 'cliente' ? { cliente: id } : { celular: id };
+}
+
+/** What a change of a credential's rows drops: one target, or everything (an unreadable notice, a gap in the signals). */
+export interface CredentialDrops {
+  invalidate(target: CredentialTarget): void;
+  clear(): void;
+}
+
+/** Subscribes `drops` to every node's invalidations (core/credential-invalidate.ts); returns the unsubscribe. */
+export function listenCredentialDrops(signals: Signals, drops: CredentialDrops): () => void {
+  return signals.subscribe(CREDENTIALS_CHANNEL, {
+    message: (payload) => {
+      const target = parseTarget(payload);
+      if (target) drops.invalidate(target);
+      else drops.clear();
+    },
+    gap: () => drops.clear(),
+  });
 }

@@ -1,5 +1,5 @@
 import type { CredentialTarget } from './credential-cache.js';
-import { CREDENTIALS_CHANNEL, parseTarget } from './credential-cache.js';
+import { listenCredentialDrops } from './credential-cache.js';
 import type { CelularRow, ClienteRow } from './ports/model.js';
 import type { Signals } from './ports/signals.js';
 import type { Store } from './ports/store.js';
@@ -39,14 +39,7 @@ export class LineReads {
   }
 
   listen(signals: Signals): () => void {
-    return signals.subscribe(CREDENTIALS_CHANNEL, {
-      message: (payload) => {
-        const target = parseTarget(payload);
-        if (target) this.invalidate(target);
-        else this.clear();
-      },
-      gap: () => this.clear(),
-    });
+    return listenCredentialDrops(signals, this);
   }
 
   async celular(id: number): Promise<CelularRow | null> {

@@ -43,3 +43,12 @@ export class Turns<I, O> {
     }
   }
 }
+
+/** A call's outcome as a settled result, so a turn's fallback can answer each call alone. */
+export async function settle<T>(p: () => Promise<T>): Promise<PromiseSettledResult<T>> {
+  try {
+    return { status: 'fulfilled', value: await p() };
+  } catch (reason) {
+    return { status: 'rejected', reason };
+  }
+}

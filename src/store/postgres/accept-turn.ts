@@ -4,7 +4,7 @@ import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
 import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje } from '../../core/ports/messages.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import * as recipe from '../../core/recipes.js';
-import { Turns } from '../../core/turns.js';
+import { settle, Turns } from '../../core/turns.js';
 import { AppError } from '../../core/errors.js';
 import { accept, acceptedRow } from './accept.js';
 import { type Client, type Db, LOCK, rows } from './db.js';
@@ -226,13 +226,7 @@ export function acceptTurns(db: Db, opts: { max: number; concurrent: number } = 
       if (err instanceof AppError || (items.length === 1 && !(err instanceof KeyRace))) throw err;
       // In arrival order, one after another: each line's sends keep their order, and the first of two on a key wins.
       const out: Array<PromiseSettledResult<AcceptResult>> = [];
-      for (const i of items) {
-        try {
-          out.push({ status: 'fulfilled', value: await db.tx((c) => accept(c, i.m, i.opts, i.now)) });
-        } catch (reason) {
-          out.push({ status: 'rejected', reason });
-        }
-      }
+      for (const i of items) out.push(await settle(() => db.tx((c) => accept(c, i.m, i.opts, i.now))));
       return out;
     }
   }, opts);

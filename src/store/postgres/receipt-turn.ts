@@ -2,7 +2,7 @@ import { iso } from '../../core/clock.js';
 import { AppError } from '../../core/errors.js';
 import type { MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import * as recipe from '../../core/recipes.js';
-import { Turns } from '../../core/turns.js';
+import { Turns, settle } from '../../core/turns.js';
 import type { Db } from './db.js';
 import { colsOf } from './messages.js';
 import { fieldOf, statusData } from './status-sql.js';
@@ -134,14 +134,6 @@ async function advanceAll(db: Db, items: PendingReceipt[], sources: (e: ReceiptE
       after.msg_id === null ? null : { before: { ...after, estado: antes_estado, entregado_at: antes_entregado_at, leido_at: antes_leido_at }, after };
   }
   return out;
-}
-
-async function settle<T>(p: () => Promise<T>): Promise<PromiseSettledResult<T>> {
-  try {
-    return { status: 'fulfilled', value: await p() };
-  } catch (reason) {
-    return { status: 'rejected', reason };
-  }
 }
 
 /**

@@ -3,7 +3,7 @@ import { slotsForgottenBefore } from '../../core/caps.js';
 import { AppError } from '../../core/errors.js';
 import type { MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import * as recipe from '../../core/recipes.js';
-import { Turns } from '../../core/turns.js';
+import { Turns, settle } from '../../core/turns.js';
 import { slotSet } from '../recipe-sql.js';
 import { type Db, LOCK } from './db.js';
 import { COLS, colsOf } from './messages.js';
@@ -121,14 +121,6 @@ async function recordAll(db: Db, items: Pending[]): Promise<Array<MensajeRow | n
   const out: Array<MensajeRow | null> = items.map(() => null);
   for (const { orden, ...s } of sent) out[orden - 1] = s;
   return out;
-}
-
-async function settle<T>(p: () => Promise<T>): Promise<PromiseSettledResult<T>> {
-  try {
-    return { status: 'fulfilled', value: await p() };
-  } catch (reason) {
-    return { status: 'rejected', reason };
-  }
 }
 
 /** Works one turn: the first call for each message in one statement, then each's parked receipts; repeats alone after. */
