@@ -28,6 +28,8 @@ export class ClientQueue {
   leased = false;
   /** When (clock ticks) the lease was last found with nothing in hand; null while something is. */
   emptySince: number | null = null;
+  /** When (clock ticks) the last claim started: the next waits for the dispatcher's claim gap after it, unless that claim was full. */
+  claimedAt = -Infinity;
   /** The node's lapse count at that read (core/node-presence.ts): `ready` is stale once it moves. */
   lapses = 0;
 

@@ -75,6 +75,17 @@ const LEASE_LINGER_MS = 100;
  * this long.
  */
 export const RECORD_LINGER_MS = 25;
+/**
+ * How far apart a client's claims start on PostgreSQL when the last one took
+ * all that was due (fewer than it could take): the next waits until this
+ * long after it started, so the events a busy flow makes meanwhile go in one
+ * claim instead of one claim each (D-82). An event after a quiet spell is
+ * claimed at once, and a full claim is followed at once (a backlog is not
+ * held back). The cost: a delivery in a busy flow may start up to this much
+ * later. As long as RECORD_LINGER_MS, so the records of a claim's attempts
+ * still meet the next claim.
+ */
+export const CLAIM_GAP_MS = RECORD_LINGER_MS;
 /** The longest a receiver's `Retry-After` holds a delivery back. */
 const RETRY_AFTER_MAX_MS = 86_400_000;
 /**
@@ -116,7 +127,9 @@ export const LISTENER_TIMEOUT_MS = 5000;
  * the log: each listener has a cursor the store moves in the statement that
  * reads past it, so whichever node reads a batch sends it, once
  * (listener-copies.ts). Events of other nodes are found by looking at the
- * log every pollMs; this node's own wake the dispatcher at once.
+ * log every pollMs; this node's own wake the dispatcher at once (on
+ * PostgreSQL, no sooner than CLAIM_GAP_MS after its client's last claim when
+ * that one took all that was due).
  */
 export class WebhookDispatcher implements WebhookControl {
   private readonly runner: KeyedRunner<number>;
@@ -144,6 +157,8 @@ export class WebhookDispatcher implements WebhookControl {
   private claims = 0;
   private unsubscribe: Array<() => void> = [];
   private readonly copies: ListenerCopies;
+  /** CLAIM_GAP_MS where statements are round trips (PostgreSQL); 0 on SQLite, whose claims cost no wait. */
+  private readonly claimGapMs: number;
 
   constructor(
     private readonly core: Core,
@@ -167,6 +182,7 @@ export class WebhookDispatcher implements WebhookControl {
     this.configs = new WebhookConfigCache((id) => core.store.getWebhook(id), ticks);
     // Only where a statement is a round trip over the network (PostgreSQL); SQLite's records are written at once, as before.
     this.records = new AttemptBatch((list) => core.store.recordAttempts(list), core.store.caps.shared ? RECORD_LINGER_MS : 0);
+    this.claimGapMs = core.store.caps.shared ? CLAIM_GAP_MS : 0;
   }
 
   start(): void {
@@ -203,6 +219,8 @@ export class WebhookDispatcher implements WebhookControl {
   step(): Promise<void> {
     this.loadedAt = -Infinity;
     this.escuchasAt = -Infinity;
+    // What is due now is claimed now, whenever the last claim was.
+    for (const q of this.queues.values()) q.claimedAt = -Infinity;
     return this.runner.step();
   }
 
@@ -326,6 +344,8 @@ export class WebhookDispatcher implements WebhookControl {
       // Forgotten only once given.
       if (q.idle && !q.leased) this.queues.delete(id);
       else if (q.unreadAt > now) next = Math.min(next, q.unreadAt);
+      // Held for its claim gap: woken when the gap ends (nothing else may poke).
+      else if (this.gapLeft(q) > 0) next = Math.min(next, now + this.gapLeft(q));
     }
     return Math.max(1, Math.min(this.opts.pollMs, next - now));
   }
@@ -394,6 +414,8 @@ export class WebhookDispatcher implements WebhookControl {
   /** Claims the client's next due deliveries into `ready`, under its stream lease; false when none is due (or another node holds it). */
   private async read(q: ClientQueue, now: number): Promise<boolean> {
     if (q.unreadAt > now && !this.retrySlotFor(q)) return false;
+    // Too soon after a claim that took all that was due then: what came since waits for the gap's end (the look wakes for it).
+    if (this.gapLeft(q) > 0 && !this.retrySlotFor(q)) return false;
     // Held since a read with no silence of this node in between: still ours (a lapse is what lets another node take it).
     if (q.leased && q.lapses === this.node.lapses) return this.claimDue(q, now);
     const lease = await this.node.takeOne(stream.webhooks(q.clienteId));
@@ -408,6 +430,12 @@ export class WebhookDispatcher implements WebhookControl {
     return this.claimDue(q, now);
   }
 
+  /** How long the client's next claim waits for its gap (CLAIM_GAP_MS); 0 when it may go now (the last claim was full, or long ago). */
+  private gapLeft(q: ClientQueue): number {
+    if (q.readAt !== Infinity) return 0;
+    return Math.max(0, q.claimedAt + this.claimGapMs - this.core.clock.ticks());
+  }
+
   /**
    * The claim itself, the lease held: as many due deliveries as the client
    * may start now (so few wait in `ready`), first attempts only while the
@@ -417,6 +445,7 @@ export class WebhookDispatcher implements WebhookControl {
     // Cleared before the claim: whatever changes the outbox meanwhile hints again.
     const hinted = q.hintAt;
     q.hintAt = Infinity;
+    q.claimedAt = this.core.clock.ticks();
     try {
       const room = Math.min(q.window, this.opts.clientConcurrency) - q.inFlight.size;
       const extras = this.half - this.extra + (q.inFlight.size === 0 ? 1 : 0);
