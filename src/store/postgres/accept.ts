@@ -7,7 +7,7 @@ import type { MensajeRow } from '../../core/ports/model.js';
 import * as recipe from '../../core/recipes.js';
 import { balanceSet } from '../recipe-sql.js';
 import { type Client, LOCK, row } from './db.js';
-import { COLS, colsOf } from './messages.js';
+import { COLS, colsOf, slotCountsJson } from './messages.js';
 import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
 import { enterPending, slotSync } from './state-paths.js';
 
@@ -59,15 +59,6 @@ function params() {
   return { values, p };
 }
 
-/** Slots taken in each window of a line (core/caps.ts), as JSON in the windows' order: one index range per window. */
-function slotCountsSql(celular: string, since: string, now: string): string {
-  return `(SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
-      FROM unnest(${since}) WITH ORDINALITY AS w(since, i)
-      CROSS JOIN LATERAL (
-        SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= ${now} THEN cupo_at END) AS oldest
-        FROM cupos WHERE celular_id = ${celular} AND cupo_at > w.since) k)`;
-}
-
 const windowsSince = (opts: AcceptOptions, now: number) => (opts.slot?.windows ?? []).map((ms) => now - ms);
 
 /** The locks, then the balances, the line's queue, the key and the slots. Null: no such line of this client. */
@@ -92,7 +83,7 @@ async function readAccept(c: Client, m: NewMensaje, opts: AcceptOptions, now: nu
     `cel AS MATERIALIZED (SELECT saldo_actual, pendientes FROM celulares WHERE id = ${cel} AND cliente_id = ${cli} AND EXISTS (SELECT 1 FROM cli) FOR NO KEY UPDATE)`,
   );
   const since = windowsSince(opts, now);
-  if (since.length > 0) extra.push(`${slotCountsSql(cel, p(since, 'bigint[]'), p(now, 'bigint'))} AS cuentas`);
+  if (since.length > 0) extra.push(`${slotCountsJson(cel, p(since, 'bigint[]'), p(now, 'bigint'))} AS cuentas`);
   const sql = `WITH ${ctes.join(',\n  ')}
     SELECT cli.saldo_global, cel.saldo_actual, cel.pendientes${extra.map((e) => `, ${e}`).join('')} FROM cli, cel`;
   return row<Read>(c, sql, values);
@@ -103,7 +94,7 @@ async function recount(c: Client, m: NewMensaje, opts: AcceptOptions, now: numbe
   const { values, p } = params();
   const r = await row<{ cuentas: SlotCount[] }>(
     c,
-    `SELECT ${slotCountsSql(p(m.celular_id, 'bigint'), p(windowsSince(opts, now), 'bigint[]'), p(now, 'bigint'))} AS cuentas`,
+    `SELECT ${slotCountsJson(p(m.celular_id, 'bigint'), p(windowsSince(opts, now), 'bigint[]'), p(now, 'bigint'))} AS cuentas`,
     values,
   );
   return r!.cuentas;

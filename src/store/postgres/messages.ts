@@ -99,6 +99,11 @@ export async function writeMovement(c: Client, mv: recipe.Movement, now: number,
 export const SLOT_COUNT_SQL = (line: string, since: string, now: string) =>
   `SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= ${now}::bigint THEN cupo_at END) AS oldest FROM cupos WHERE celular_id = ${line} AND cupo_at > ${since}`;
 
+/** A line's slots in each window (`since`, an array) as JSON in the windows' order: one index range per window (core/caps.ts). */
+export const slotCountsJson = (line: string, since: string, now: string) =>
+  `(SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
+    FROM unnest(${since}) WITH ORDINALITY AS w(since, i) CROSS JOIN LATERAL (${SLOT_COUNT_SQL(line, 'w.since', now)}) k)`;
+
 /**
  * Slots taken in each window of a line (core/caps.ts), counted while the
  * caller holds the line's row lock, which every slot taker holds: one index

@@ -4,7 +4,7 @@ import type { MensajeRow } from '../../core/ports/model.js';
 import { row, type Db } from './db.js';
 import { slotOn } from '../../core/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
-import { colsOf, SLOT_COUNT_SQL } from './messages.js';
+import { colsOf, slotCountsJson } from './messages.js';
 import { STATE_COLS, slotSync, stateColsOf } from './state-paths.js';
 
 /**
@@ -21,10 +21,6 @@ const LINEAS = `lineas(id) AS (
        SELECT (SELECT celular_id FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id > l.id ORDER BY celular_id LIMIT 1)
        FROM lineas l WHERE l.id IS NOT NULL
      )`;
-
-/** A line's slots in each window (`$3`, since; `$2`, now) as JSON, in the windows' order. */
-const slotCounts = (line: string) => `(SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
-  FROM unnest($3::bigint[]) WITH ORDINALITY AS w(since, i) CROSS JOIN LATERAL (${SLOT_COUNT_SQL(line, 'w.since', '$2')}) k)`;
 
 /** JSON numbers as the counts core decides on. */
 const countsOf = (j: SlotCount[] | null): SlotCount[] => (j ?? []).map((k) => ({ n: Number(k.n), oldest: k.oldest === null ? null : Number(k.oldest) }));
@@ -82,7 +78,7 @@ export function queue(db: Db): QueueStore {
              SELECT celular_id FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2)
                AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0 FOR UPDATE
            )
-           SELECT m.celular_id, ${slotCounts('m.celular_id')} AS counts
+           SELECT m.celular_id, ${slotCountsJson('m.celular_id', '$3::bigint[]', '$2')} AS counts
            FROM m`,
           [msgId, now, since],
         );
@@ -107,7 +103,11 @@ export function queue(db: Db): QueueStore {
           if (w!.go) return { ok: true };
           if (attempt > 1) throw new Error(`caps slots of line ${r.celular_id} changed under its lock`);
           // A slot taken by the line's previous lock holder: counted now, under the lock, it cannot change again.
-          const again = await row<{ counts: SlotCount[] | null }>(c, `SELECT ${slotCounts('$1::bigint')} AS counts`, [r.celular_id, now, since]);
+          const again = await row<{ counts: SlotCount[] | null }>(c, `SELECT ${slotCountsJson('$1::bigint', '$3::bigint[]', '$2')} AS counts`, [
+            r.celular_id,
+            now,
+            since,
+          ]);
           counts = countsOf(again!.counts);
         }
       });
