@@ -63,6 +63,6 @@ export interface Core {
   signals: Signals;
   /** Resolved credentials for about a second, dropped by signals (core/credential-cache.ts, D-67). */
   credentials: CredentialCache;
-  /** A line and its client as the queue worker and gateway events read them, about a second on a shared store (core/line-reads.ts, D-80). */
+  /** A line and its client as the queue worker and gateway events read them, ten seconds on a shared store (core/line-reads.ts, D-80). */
   lines: LineReads;
 }

@@ -4,7 +4,7 @@ import type { CelularRow, ClienteRow } from './ports/model.js';
 import type { Signals } from './ports/signals.js';
 import type { Store } from './ports/store.js';
 
-export const LINE_READS_TTL_MS = 1_000;
+export const LINE_READS_TTL_MS = 10_000;
 const MAX = 10_000;
 
 interface Entry<T> {
@@ -14,8 +14,10 @@ interface Entry<T> {
 
 /**
  * The queue worker's and the gateway events' reads of a line and its client
- * (by id, by gateway instance), kept about a second where every read is a
- * round trip to a shared store (PostgreSQL: five a message before). Dropped
+ * (by id, by gateway instance), kept ten seconds where every read is a
+ * round trip to a shared store (PostgreSQL: five a message before; with a
+ * one-second TTL a line sent on less often than each second still cost one
+ * a message). Dropped
  * by the same signals that drop cached credentials (D-67: every write of an
  * estado, plan, caps, hours, the line's session, server or existence), so
  * any node's change reaches every node's copy at once; the TTL bounds a lost

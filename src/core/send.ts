@@ -121,7 +121,7 @@ export interface SendDeps {
 async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow> {
   if (p.kind === 'celular') return celularId === undefined || celularId === p.celular.id ? p.celular : celularInScope(core, p, celularId);
   if (celularId === undefined) fail('INVALID_PARAMS', 'celular_id is required when sending with a client key');
-  // Read as a celular key's line is (its principal, D-67): kept about a second on a shared store, dropped by any node's change (D-80).
+  // Read as a celular key's line is (its principal, D-67): kept ten seconds on a shared store, dropped by any node's change (D-80).
   const celular = await core.lines.celular(celularId);
   if (!celular || celular.cliente_id !== p.cliente.id) fail('CELULAR_NOT_FOUND', `celular ${celularId} not found`);
   return celular;
