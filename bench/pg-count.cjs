@@ -11,7 +11,7 @@
 //
 // Tags in front of a key: [cola|salud|webhooks] a lease statement's stream;
 // [sim] the built-in simulator's own bookkeeping (its rows in kv, namespaces
-// `sim.*`, and the expiry of kv rows, which only the simulator asks for), so
+// `sim.*` (the first of a many-form's namespaces), and the expiry of kv rows, which only the simulator asks for), so
 // the bench reports it apart from the product's statements.
 'use strict';
 const { appendFileSync } = require('node:fs');
@@ -28,7 +28,9 @@ const keyOf = (config, values) => {
   let key = keys.get(text);
   if (key === undefined) keys.set(text, (key = text.replace(/\s+/g, ' ').trim().slice(0, 160)));
   const v0 = Array.isArray(values) ? values[0] : Array.isArray(config?.values) ? config.values[0] : undefined;
-  if (/\bkv\b/.test(text) && (typeof v0 === 'string' ? v0.startsWith('sim.') : /\bexpira_at < \$1/.test(text))) return `[sim] ${key}`;
+  // The many-forms (kvGetMany, kvSetMany, kvDeleteMany) give the namespaces as their first array.
+  const ns = Array.isArray(v0) ? v0[0] : v0;
+  if (/\bkv\b/.test(text) && (typeof ns === 'string' ? ns.startsWith('sim.') : /\bexpira_at < \$1/.test(text))) return `[sim] ${key}`;
   if (text.includes('leases')) {
     const v = [...(Array.isArray(values) ? values : Array.isArray(config?.values) ? config.values : [])].flat();
     const kind = v.map((x) => (typeof x === 'string' ? /^(cola|salud|webhooks):/.exec(x)?.[1] : undefined)).find(Boolean);

@@ -5,7 +5,7 @@
 // function of pasarela (dist/), by self time and by inclusive time, leaving
 // out the set-up (creating and linking the lines).
 //
-//   npm run build && node bench/profile.mjs [--directo] [--ms 10000] [--top 30] [-- extra serve flags]
+//   npm run build && node bench/profile.mjs [--directo] [--ms 10000] [--top 30] [--thread 1] [-- extra serve flags]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -105,9 +105,12 @@ console.log(
 );
 
 // ---- the profile, summed per function ----
-// The main thread's (thread id 0): the request thread; the background and checkpoint threads write their own.
+// The main thread's (thread id 0) by default: the request thread; the background and checkpoint threads write their own
+// (`--thread N` sums thread N's, e.g. 1 for the background thread: the queue, receipts and webhooks).
+const THREAD = opt('thread', 0);
 const profiles = readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile'));
-const file = profiles.find((f) => f.includes(`.${child.pid}.0.`)) ?? profiles[0];
+console.log(`threads profiled: ${profiles.map((f) => f.split('.').at(-3)).join(', ')}; summing thread ${THREAD}`);
+const file = profiles.find((f) => f.includes(`.${child.pid}.${THREAD}.`)) ?? profiles[0];
 const p = JSON.parse(readFileSync(join(profDir, file), 'utf8'));
 const byId = new Map(p.nodes.map((x) => [x.id, x]));
 const parent = new Map();

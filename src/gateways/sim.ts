@@ -54,6 +54,8 @@ const EXPIRE_EVERY_MS = 60_000;
 const EXPIRE_BATCH = 5_000;
 /** Receipts the network still owes, so that they arrive even across a restart of `serve`. */
 const RECEIPTS = 'sim.receipts';
+/** How long a handled receipt waits to be forgotten with others (see forget). */
+const FORGET_MS = 20;
 
 interface OwedReceipt {
   instancia: string;
@@ -77,6 +79,8 @@ export class SimGateway implements Gateway {
   private rateLimited = 0;
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
+  /** Receipts handled and not yet forgotten. */
+  private readonly handled: Array<{ ns: string; key: string }> = [];
   /** Messages really sent by this process (a retry answered from memory does not count). */
   sentCount = 0;
 
@@ -184,16 +188,19 @@ export class SimGateway implements Gateway {
 
   async send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
     this.assertOpen();
-    const s = await this.session(instancia);
+    // The line's session, the network's memory of this msg_id and the recipient's failure rule: one read.
+    const [s, already, rule] = (await this.store.kvGetMany([
+      { ns: SESSIONS, key: instancia },
+      { ns: SENT, key: msg.msgId },
+      { ns: FAILS, key: msg.destinatario },
+    ])) as [SimSession | null, { gatewayMsgId: string } | null, SimFailRule | null];
     if (s?.status !== 'connected') throw new GatewayFailure(`session ${instancia} is not connected`, 'transient');
     // The network already has this message: answer as it did, send nothing again.
-    const already = await this.store.kvGet<{ gatewayMsgId: string }>(SENT, msg.msgId);
     if (already) return { gatewayMsgId: already.gatewayMsgId };
     if (this.rateLimited > 0) {
       this.rateLimited -= 1;
       throw new GatewayFailure('rate-overlimit: the network asks this line to slow down', 'rate_limited', 30_000);
     }
-    const rule = await this.store.kvGet<SimFailRule>(FAILS, msg.destinatario);
     if (rule) throw new GatewayFailure(rule.motivo, 'permanent');
     if (msg.filePath) {
       const size = await stat(msg.filePath).then(
@@ -203,12 +210,16 @@ export class SimGateway implements Gateway {
       if (size <= 0) throw new GatewayFailure('media file missing or empty', 'permanent');
     }
     const gatewayMsgId = `3EB0${randomBytes(10).toString('hex').toUpperCase()}`;
-    // The network's memory of the send and the receipts it owes, in one commit.
-    await Promise.all([
-      this.store.kvSet(SENT, msg.msgId, { gatewayMsgId, at: this.clock.now() }, this.clock.now() + SENT_TTL_MS),
-      this.owe(instancia, gatewayMsgId, 'entregado', this.opts.deliveryMs),
-      this.owe(instancia, gatewayMsgId, 'leido', Math.max(this.opts.readMs, this.opts.deliveryMs)),
-    ]);
+    const now = this.clock.now();
+    const owed = (estado: OwedReceipt['estado'], inMs: number) => ({
+      ns: RECEIPTS,
+      key: `${gatewayMsgId}:${estado}`,
+      value: { instancia, gatewayMsgId, estado, at: now + inMs } satisfies OwedReceipt,
+    });
+    const receipts = [owed('entregado', this.opts.deliveryMs), owed('leido', Math.max(this.opts.readMs, this.opts.deliveryMs))];
+    // The network's memory of the send and the receipts it owes, in one write.
+    await this.store.kvSetMany([{ ns: SENT, key: msg.msgId, value: { gatewayMsgId, at: now }, expiraAt: now + SENT_TTL_MS }, ...receipts]);
+    for (const r of receipts) this.arm(r.key, r.value, r.value.at - now);
     this.sentCount += 1;
     return { gatewayMsgId };
   }
@@ -220,19 +231,29 @@ export class SimGateway implements Gateway {
     return s ? { gatewayMsgId: s.gatewayMsgId, at: s.at } : null;
   }
 
-  private async owe(instancia: string, gatewayMsgId: string, estado: 'entregado' | 'leido', inMs: number): Promise<void> {
-    const r: OwedReceipt = { instancia, gatewayMsgId, estado, at: this.clock.now() + inMs };
-    const key = `${gatewayMsgId}:${estado}`;
-    await this.store.kvSet(RECEIPTS, key, r);
-    this.arm(key, r, inMs);
-  }
-
   /** Delivers an owed receipt after `ms`; it is forgotten only once it was handled. */
   private arm(key: string, r: OwedReceipt, ms: number): void {
     this.later(Math.max(0, ms), async () => {
       await this.receiptNow(r.instancia, r.gatewayMsgId, r.estado);
-      await this.store.kvDelete(RECEIPTS, key);
+      this.forget(key);
     });
+  }
+
+  /**
+   * Handled receipts are forgotten together, FORGET_MS after the first: a
+   * message's two receipts, or a busy moment's many, in one statement. One
+   * handled but not yet forgotten when the process stops goes out again at
+   * the next start, which a receipt already applied ignores (as a real
+   * network's repeated webhook).
+   */
+  private forget(key: string): void {
+    this.handled.push({ ns: RECEIPTS, key });
+    if (this.handled.length === 1) this.later(FORGET_MS, () => this.forgetHandled());
+  }
+
+  private async forgetHandled(): Promise<void> {
+    const keys = this.handled.splice(0);
+    if (keys.length > 0) await this.store.kvDeleteMany(keys);
   }
 
   private later(ms: number, fn: () => Promise<void>): void {
@@ -258,6 +279,8 @@ export class SimGateway implements Gateway {
     this.closed = true;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    // Best effort: what is not forgotten now goes out again at the next start (see forget).
+    await this.forgetHandled().catch(() => undefined);
   }
 
   // Controls: what the person holding the phone, or the network, would do.

@@ -18,3 +18,54 @@ for (const adapter of ADAPTERS) {
     });
   });
 }
+
+/** The many-forms: one read, one write, one removal for several entries (the simulator's per message). */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: KvStore many-forms`, () => {
+    const ctx = storeEachTest(adapter);
+
+    it('reads several entries in the order asked, null where absent, across namespaces', async () => {
+      await ctx.store.kvSet('a', 'x', { n: 1 });
+      await ctx.store.kvSet('b', 'x', 'two');
+      expect(
+        await ctx.store.kvGetMany([
+          { ns: 'b', key: 'x' },
+          { ns: 'a', key: 'missing' },
+          { ns: 'a', key: 'x' },
+          { ns: 'b', key: 'x' },
+        ]),
+      ).toEqual(['two', null, { n: 1 }, 'two']);
+      expect(await ctx.store.kvGetMany([])).toEqual([]);
+    });
+
+    it('writes several entries at once, replacing values and expiries; a key given twice keeps its last value', async () => {
+      await ctx.store.kvSet('ns', 'old', 'before', 10);
+      await ctx.store.kvSetMany([
+        { ns: 'ns', key: 'old', value: 'after' },
+        { ns: 'ns', key: 'new', value: [1, 2], expiraAt: 10 },
+        { ns: 'other', key: 'twice', value: 1 },
+        { ns: 'other', key: 'twice', value: 2 },
+      ]);
+      expect(await ctx.store.kvGet('ns', 'old')).toBe('after');
+      expect(await ctx.store.kvGet('other', 'twice')).toBe(2);
+      // 'old' no longer expires; 'new' does.
+      expect(await ctx.store.kvExpire(500, 10)).toBe(1);
+      expect((await ctx.store.kvList('ns')).map((e) => e.key)).toEqual(['old']);
+    });
+
+    it('removes several entries at once and leaves the rest, absent keys ignored', async () => {
+      await ctx.store.kvSetMany([
+        { ns: 'ns', key: 'a', value: 1 },
+        { ns: 'ns', key: 'b', value: 2 },
+        { ns: 'ns', key: 'c', value: 3 },
+      ]);
+      await ctx.store.kvDeleteMany([
+        { ns: 'ns', key: 'a' },
+        { ns: 'ns', key: 'c' },
+        { ns: 'ns', key: 'nope' },
+        { ns: 'elsewhere', key: 'b' },
+      ]);
+      expect(await ctx.store.kvList('ns')).toEqual([{ key: 'b', value: 2 }]);
+    });
+  });
+}

@@ -1,13 +1,36 @@
-import type { KvStore } from '../../core/ports/kv.js';
+import type { KvEntry, KvKey, KvStore } from '../../core/ports/kv.js';
 import type { Db } from './db.js';
 
-/** The small key-value space in PostgreSQL; values are JSON. */
+/** A key given twice in one insert would be an error ("cannot affect row a second time"): its last value is kept. */
+const lastOfEach = (entries: KvEntry[]): KvEntry[] => [...new Map(entries.map((e) => [`${e.ns}\0${e.key}`, e])).values()];
+
+/** The small key-value space in PostgreSQL; values are JSON. The many-forms are one statement over arrays. */
 export function kv(db: Db): KvStore {
+  const getMany = async (keys: KvKey[]): Promise<unknown[]> => {
+    const rows = await db.q<{ i: number; value: string }>(
+      `SELECT k.i, kv.value FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(ns, key, i) JOIN kv ON kv.ns = k.ns AND kv.key = k.key`,
+      [keys.map((k) => k.ns), keys.map((k) => k.key)],
+    );
+    const out: unknown[] = keys.map(() => null);
+    for (const r of rows) out[Number(r.i) - 1] = JSON.parse(r.value);
+    return out;
+  };
+  const setMany = async (entries: KvEntry[]): Promise<void> => {
+    const e = lastOfEach(entries);
+    await db.q(
+      `INSERT INTO kv (ns, key, value, expira_at) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+       ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, expira_at = excluded.expira_at`,
+      [e.map((x) => x.ns), e.map((x) => x.key), e.map((x) => JSON.stringify(x.value)), e.map((x) => x.expiraAt ?? null)],
+    );
+  };
+  const deleteMany = async (keys: KvKey[]): Promise<void> => {
+    await db.q('DELETE FROM kv WHERE (ns, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))', [keys.map((k) => k.ns), keys.map((k) => k.key)]);
+  };
   return {
     async kvGet<T>(ns: string, key: string): Promise<T | null> {
-      const r = await db.one<{ value: string }>('SELECT value FROM kv WHERE ns = $1 AND key = $2', [ns, key]);
-      return r ? (JSON.parse(r.value) as T) : null;
+      return (await getMany([{ ns, key }]))[0] as T | null;
     },
+    kvGetMany: getMany,
 
     /** The insert, or the row another node put there first (a conflicting insert waits for that row's commit). */
     async kvFirst<T>(ns: string, key: string, value: T): Promise<T> {
@@ -22,12 +45,9 @@ export function kv(db: Db): KvStore {
     },
 
     async kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void> {
-      await db.q(
-        `INSERT INTO kv (ns, key, value, expira_at) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, expira_at = excluded.expira_at`,
-        [ns, key, JSON.stringify(value), expiraAt ?? null],
-      );
+      await setMany([{ ns, key, value, expiraAt }]);
     },
+    kvSetMany: setMany,
 
     /** Expired entries a batch at a time; entries another node is removing are skipped, not waited for. */
     async kvExpire(now: number, limit: number): Promise<number> {
@@ -40,8 +60,9 @@ export function kv(db: Db): KvStore {
     },
 
     async kvDelete(ns: string, key: string): Promise<void> {
-      await db.q('DELETE FROM kv WHERE ns = $1 AND key = $2', [ns, key]);
+      await deleteMany([{ ns, key }]);
     },
+    kvDeleteMany: deleteMany,
 
     async kvList<T>(ns: string): Promise<Array<{ key: string; value: T }>> {
       const rows = await db.q<{ key: string; value: string }>('SELECT key, value FROM kv WHERE ns = $1 ORDER BY key', [ns]);
