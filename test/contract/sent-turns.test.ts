@@ -1,6 +1,9 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { MensajeRow } from '../../src/core/ports/model.js';
-import { ADAPTERS, celular, messages, newCliente, storeEachTest } from './adapters.js';
+import { LOCK } from '../../src/store/postgres/db.js';
+import { until } from '../helpers/poll.js';
+import { ADAPTERS, PG_URL, celular, messages, newCliente, storeEachTest } from './adapters.js';
 
 /**
  * Sends recorded together: concurrent markSent calls go through the store's
@@ -149,6 +152,50 @@ for (const adapter of ADAPTERS) {
       expect(await total(clienteId, { estado: 'entregado' })).toBe(12);
       expect(await total(clienteId, { estado: 'enviado' })).toBe(0);
     });
+
+    it.runIf(adapter.name === 'postgres')(
+      'a receipt that comes while this node records the send waits for that record: one look finds the message, nothing parked',
+      async () => {
+        const { clienteId, lines } = await setup(1, 1);
+        const [line] = lines;
+        const id = line!.msgs[0]!;
+        // Statements counted on a node opened now (each connection binds the client's query method when it connects).
+        const texts: string[] = [];
+        const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
+        const plain = proto.query;
+        proto.query = function (this: pg.Client, ...args: unknown[]) {
+          const a0 = args[0] as string | { text?: unknown } | undefined;
+          const text = typeof a0 === 'string' ? a0 : a0?.text;
+          if (typeof text === 'string') texts.push(text);
+          return plain.apply(this, args);
+        };
+        // The send's record takes its gateway id's advisory lock first: held here, the record waits, uncommitted.
+        const holder = new pg.Client({ connectionString: PG_URL });
+        const lockArgs = [LOCK.gatewayId, gidOf(id)];
+        try {
+          const node = await ctx.node();
+          await holder.connect();
+          await holder.query('SELECT pg_advisory_lock($1, hashtext($2))', lockArgs);
+          const sent = node.markSent(id, gidOf(id), 100);
+          const got = node.receipt(line!.id, gidOf(id), 'entregado', 101);
+          await until(() => texts.some((t) => t.includes('pg_advisory_xact_lock($6')));
+          // The receipt's chance to look while the record waits (before, it looked, found nothing, and looked again later).
+          await new Promise((r) => setTimeout(r, 100));
+          await holder.query('SELECT pg_advisory_unlock($1, hashtext($2))', lockArgs);
+          await sent;
+          expect(await got).toMatchObject({ after: { msg_id: id, estado: 'entregado' } });
+        } finally {
+          proto.query = plain;
+          await holder.end();
+        }
+        expect(texts.filter((t) => t.startsWith('WITH path AS'))).toHaveLength(1);
+        expect(texts.filter((t) => t.includes('acuses_pendientes') && !t.includes('SELECT u.orden'))).toEqual([]);
+        expect(await statuses(clienteId)).toEqual([
+          [id, 'enviado'],
+          [id, 'entregado'],
+        ]);
+      },
+    );
 
     it('a message that cannot be recorded fails alone: the others of its turn are recorded, each once and in order', async () => {
       const { clienteId, lines } = await setup(2, 4);

@@ -352,6 +352,9 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
     },
     async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
       const apply = () => (estado === 'error' ? failByReceipt(db, celularId, gid, now, error) : advance(db, celularId, gid, estado, now));
+      // This node's send of that id still being recorded (a receipt that came right after the send): waited for first, so
+      // the first look finds the message instead of costing a look, a wait on the id's lock and a second look.
+      await sending.get(gid);
       // The first look of a delivery or read receipt goes in a turn with the others arriving meanwhile (receipt-turn.ts).
       let done = estado === 'error' ? await apply() : await advanceInTurn({ celularId, gid, estado, now });
       if (done === 'absent') {
