@@ -45,6 +45,13 @@ export interface SlotClaim {
   /** Window lengths, ms, in the order `decide` expects their counts. */
   windows: number[];
   decide(counts: SlotCount[]): CapHit | null;
+  /**
+   * The most slots each window (in `windows`' order) may already hold for the
+   * claim to pass: `decide` refuses exactly past these. A store that counts
+   * under the line's lock can take the slot on them in the same statement and
+   * ask `decide` only for a refusal's answer.
+   */
+  room: number[];
   /** A slot in flight is held until then (a crash mid-send leaves it counted as a send at that time). */
   holdUntil: number;
 }
@@ -59,6 +66,7 @@ export function slotClaim(celular: Caps, now: number, holdMs: number): SlotClaim
   });
   return {
     windows: binding.map((w) => w.ms),
+    room: binding.map((w) => w.cap - 1),
     holdUntil: now + holdMs,
     decide(counts) {
       let worst: CapHit | null = null;

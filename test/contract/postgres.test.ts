@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { slotClaim } from '../../src/core/caps.js';
+import { slotClaim, type SlotClaim } from '../../src/core/caps.js';
 import { AppError } from '../../src/core/errors.js';
 import { MESSAGE_STATUS_FIELDS, messageStatusData } from '../../src/core/event-data.js';
 import type { AcceptOptions, NewMensaje } from '../../src/core/ports/messages.js';
@@ -207,6 +207,79 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     const claims = await Promise.all(ids.flatMap((id) => [a, b].map((s) => s.claimQueued(id, slotClaim(l.cel, 20, 60_000), 20))));
     expect(claims.filter((r) => r.ok)).toHaveLength(30);
     expect(claims.filter((r) => !r.ok && r.reason === 'taken')).toHaveLength(30);
+  });
+
+  it('a queued claim is one autocommitted statement: claimed, taken or capped, with windows or none (D-84)', async () => {
+    const l = await line(0, { max_envios_por_minuto: 1 });
+    const queries: string[] = [];
+    const wrapped = new WeakSet<object>();
+    a.db.pool.on('acquire', (client) => {
+      if (wrapped.has(client)) return;
+      wrapped.add(client);
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      Object.assign(client, { query: (...args: unknown[]) => (queries.push(String(args[0]).split(/\s/)[0]!), query(...args)) });
+    });
+    const t = 1_000_000;
+    const [q1, q2, q3] = [l.msg(), l.msg(), l.msg()];
+    for (const m of [q1, q2, q3]) await a.acceptMensaje(m, { charge: false, maxPending: null }, t);
+    const trips = async (id: string, slot: SlotClaim) => {
+      queries.length = 0;
+      const r = await a.claimQueued(id, slot, t);
+      return { r, queries: [...queries] };
+    };
+    const one = ['WITH'];
+    expect(await trips(q1.msg_id, slotClaim(l.cel, t, 60_000))).toEqual({ r: { ok: true }, queries: one });
+    expect(await trips(q1.msg_id, slotClaim(l.cel, t, 60_000))).toEqual({ r: { ok: false, reason: 'taken' }, queries: one });
+    expect(await trips(q2.msg_id, slotClaim(l.cel, t, 60_000))).toEqual({
+      r: { ok: false, reason: 'cap', retryAfterMs: 1000, which: 'per minute', cap: 1 },
+      queries: one,
+    });
+    // No window binds (a claim core built so): no counts to keep, the slot is still taken and counted by the next claim.
+    const free: SlotClaim = { windows: [], room: [], decide: () => null, holdUntil: t + 60_000 };
+    expect(await trips(q2.msg_id, free)).toEqual({ r: { ok: true }, queries: one });
+    expect(await trips(q3.msg_id, slotClaim({ ...l.cel, max_envios_por_minuto: 3 }, t, 60_000))).toMatchObject({ r: { ok: true } });
+    expect(await a.claimQueued(l.msg().msg_id, slotClaim(l.cel, t, 60_000), t)).toEqual({ ok: false, reason: 'taken' });
+    const slots = await a.db.q<{ n: number }>('SELECT COUNT(*) AS n FROM cupos WHERE celular_id = $1', [l.cel.id]);
+    expect(slots[0]!.n).toBe(3);
+    expect(await a.claimQueued(q3.msg_id, slotClaim({ ...l.cel, max_envios_por_minuto: 3 }, t, 60_000), t)).toEqual({ ok: false, reason: 'taken' });
+  });
+
+  it("a queued claim that waits for its line's lock counts the slot its holder took meanwhile (PostgreSQL, D-84)", async () => {
+    const l = await line(0, { max_envios_por_minuto: 2 });
+    const t = 1_000_000;
+    const [q1, q2, q3] = [l.msg(), l.msg(), l.msg()];
+    for (const m of [q1, q2, q3]) await a.acceptMensaje(m, { charge: false, maxPending: null }, t);
+    expect(await a.claimQueued(q1.msg_id, slotClaim(l.cel, t, 60_000), t)).toEqual({ ok: true });
+    const url = new URL(PG_URL);
+    url.searchParams.set('options', `-c search_path=${schema.schema}`);
+    const [holder, probe] = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
+    await holder.connect();
+    await probe.connect();
+    try {
+      const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      /** Another slot taker holds the line's lock and takes the minute's last slot; the claim starts, and waits for the lock. */
+      const raced = async (end: 'COMMIT' | 'ROLLBACK', id: string, seq: number) => {
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [l.cel.id]);
+        await holder.query('INSERT INTO cupos (seq, celular_id, cupo_at) VALUES ($1, $2, $3)', [seq, l.cel.id, t + 60_000]);
+        const claim = b.claimQueued(id, slotClaim(l.cel, t, 60_000), t);
+        await until(async () => (await probe.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid])).rowCount === 1, {
+          what: "the claim to wait for the line's lock",
+        });
+        await holder.query(end);
+        return claim;
+      };
+      // Its statement began before the holder's slot was committed; the count after the lock sees it all the same.
+      expect(await raced('COMMIT', q2.msg_id, -1)).toEqual({ ok: false, reason: 'cap', retryAfterMs: 1000, which: 'per minute', cap: 2 });
+      await a.db.q('DELETE FROM cupos WHERE seq = -1');
+      // The holder gave its slot up: the claim takes the last one.
+      expect(await raced('ROLLBACK', q2.msg_id, -2)).toEqual({ ok: true });
+      const slots = await a.db.q<{ n: number }>('SELECT COUNT(*) AS n FROM cupos WHERE celular_id = $1', [l.cel.id]);
+      expect(slots[0]!.n).toBe(2);
+    } finally {
+      await holder.end().catch(() => undefined);
+      await probe.end().catch(() => undefined);
+    }
   });
 
   it('receipts racing the record of their send on the other node are never left parked', async () => {

@@ -69,6 +69,15 @@ describe('caps: which windows bind', () => {
     ]);
     expect(hit).toMatchObject({ which: 'per minute', cap: 0 });
   });
+
+  it("room is each window's most slots that decide still passes: one more in any window refuses (a store's guard, D-84)", () => {
+    const claim = slotClaim(caps(5, 100, 1000), T0, HOLD);
+    expect(claim.room).toEqual([4, 99, 999]);
+    const at = (n: number[]) => claim.decide(n.map((k) => ({ n: k, oldest: T0 - 1 })));
+    expect(at(claim.room)).toBeNull();
+    for (const i of claim.room.keys()) expect(at(claim.room.map((r, j) => (j === i ? r + 1 : r)))).not.toBeNull();
+    expect(slotClaim(caps(0), T0, HOLD).room).toEqual([-1, 999_999]);
+  });
 });
 
 describe('caps: sliding windows', () => {

@@ -661,6 +661,23 @@ export const PG_MIGRATIONS: Migration[] = [
       END $$;
     `,
   },
+  {
+    version: 16,
+    name: "a line's slots counted at their newest inside a statement (D-84)",
+    sql: `
+      -- A queued claim locks its line and counts its slots in one statement. The statement's snapshot
+      -- may predate the lock it waited for, so a slot its previous holder committed would be missed;
+      -- a VOLATILE function's queries each take a snapshot of their own, so called after the lock is
+      -- held it sees every slot taken (each slot taker holds the line's lock). One window each, in the
+      -- order of desde, as JSON (n, and the oldest slot taken by ahora). Nodes of the previous version never call it.
+      CREATE FUNCTION cupos_al_dia(linea BIGINT, desde BIGINT[], ahora BIGINT) RETURNS json LANGUAGE sql VOLATILE AS $$
+        SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
+        FROM unnest(desde) WITH ORDINALITY AS w(since, i)
+        CROSS JOIN LATERAL (SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= ahora THEN cupo_at END) AS oldest
+                            FROM cupos WHERE celular_id = linea AND cupo_at > w.since) k
+      $$;
+    `,
+  },
 ];
 
 /**

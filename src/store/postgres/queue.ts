@@ -1,10 +1,10 @@
 import type { ClaimResult, QueueStore } from '../../core/ports/queue.js';
 import type { SlotClaim, SlotCount } from '../../core/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
-import { row, type Db } from './db.js';
+import type { Db } from './db.js';
 import { slotOn } from '../../core/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
-import { colsOf, slotCountsJson } from './messages.js';
+import { colsOf } from './messages.js';
 import { STATE_COLS, slotSync, stateColsOf } from './state-paths.js';
 
 /**
@@ -58,59 +58,41 @@ export function queue(db: Db): QueueStore {
       return { pending: r?.pending ?? 0, oldest_at: r?.oldest_at ?? null };
     },
     /**
-     * Claims a queued message and its send slot together. The line's row lock is
-     * what every slot taker holds while it counts, so a direct send or another
-     * node's claim cannot pass a cap with this one; the message is then locked
-     * and its lease checked under that lock, so two nodes never both claim it.
+     * Claims a queued message and its send slot together, in one autocommitted
+     * statement (D-84). The line's row lock is what every slot taker holds
+     * while it counts, so a direct send or another node's claim cannot pass a
+     * cap with this one; the message is then locked and its lease checked
+     * under that lock, so two nodes never both claim it. The slots are counted
+     * after the lock by cupos_al_dia (migration 16), whose own snapshot sees
+     * the slots the lock's previous holders committed, and the slot is taken
+     * only while every window holds no more than core's `room`; a refusal
+     * answers from those exact counts.
      */
     async claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
-      const since = slot.windows.map((ms) => now - ms);
-      return db.tx(async (c): Promise<ClaimResult> => {
-        // The line's row lock first, found through the message's line (a column that never changes); then the message,
-        // locked, so its lease and due time are read at their newest; and the line's slots. The statement's snapshot may
-        // predate the line's lock, so the counts may miss a slot its previous holder took: the write below checks them.
-        const r = await row<{ celular_id: number; counts: SlotCount[] | null }>(
-          c,
-          `WITH line AS MATERIALIZED (
-             SELECT id FROM celulares WHERE id = (SELECT celular_id FROM mensajes WHERE msg_id = $1) FOR NO KEY UPDATE
-           ),
-           m AS MATERIALIZED (
-             SELECT celular_id FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2)
-               AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0 FOR UPDATE
-           )
-           SELECT m.celular_id, ${slotCountsJson('m.celular_id', '$3::bigint[]', '$2')} AS counts
-           FROM m`,
-          [msgId, now, since],
-        );
-        if (!r) return { ok: false, reason: 'taken' };
-        let counts = countsOf(r.counts);
-        const taken = slotOn('claim', slot.holdUntil);
-        for (let attempt = 1; ; attempt++) {
-          const hit = slot.windows.length === 0 ? null : slot.decide(counts);
-          if (hit) return { ok: false, reason: 'cap', ...hit };
-          // Written only if the line holds no more slots than counted (every slot taker holds the line's lock, so none is
-          // added until this commits; fewer, freed meanwhile, cannot turn a claim into a cap). This statement sees every commit.
-          const w = await row<{ go: boolean }>(
-            c,
-            `WITH go AS MATERIALIZED (SELECT 1 WHERE NOT EXISTS (
-               SELECT 1 FROM unnest($3::bigint[], $4::bigint[]) AS w(since, n)
-               WHERE (SELECT COUNT(*) FROM cupos WHERE celular_id = $5 AND cupo_at > w.since) > w.n)),
-             u AS (UPDATE mensajes SET ${slotSet(taken, '$2')} WHERE msg_id = $1 AND EXISTS (SELECT 1 FROM go) RETURNING ${STATE_COLS}),
-             slot AS (${slotSync('u', taken.cupo_at)})
-             SELECT EXISTS (SELECT 1 FROM go) AS go`,
-            [msgId, slotTime(taken), since, counts.map((k) => k.n), r.celular_id],
-          );
-          if (w!.go) return { ok: true };
-          if (attempt > 1) throw new Error(`caps slots of line ${r.celular_id} changed under its lock`);
-          // A slot taken by the line's previous lock holder: counted now, under the lock, it cannot change again.
-          const again = await row<{ counts: SlotCount[] | null }>(c, `SELECT ${slotCountsJson('$1::bigint', '$3::bigint[]', '$2')} AS counts`, [
-            r.celular_id,
-            now,
-            since,
-          ]);
-          counts = countsOf(again!.counts);
-        }
-      });
+      const taken = slotOn('claim', slot.holdUntil);
+      const r = await db.one<{ claimable: boolean; go: boolean; counts: SlotCount[] | null }>(
+        `WITH line AS MATERIALIZED (
+           SELECT id FROM celulares WHERE id = (SELECT celular_id FROM mensajes WHERE msg_id = $1) FOR NO KEY UPDATE
+         ),
+         m AS MATERIALIZED (
+           SELECT celular_id FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2)
+             AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0 FOR UPDATE
+         ),
+         k AS MATERIALIZED (SELECT cupos_al_dia(m.celular_id, $4::bigint[], $2) AS counts FROM m),
+         go AS MATERIALIZED (SELECT 1 FROM k WHERE NOT EXISTS (
+           SELECT 1 FROM json_array_elements(k.counts) WITH ORDINALITY AS c(v, i) JOIN unnest($5::bigint[]) WITH ORDINALITY AS r(room, i) USING (i)
+           WHERE (c.v->>'n')::bigint > r.room)),
+         u AS (UPDATE mensajes SET ${slotSet(taken, '$3')} WHERE msg_id = $1 AND EXISTS (SELECT 1 FROM go) RETURNING ${STATE_COLS}),
+         slot AS (${slotSync('u', taken.cupo_at)})
+         SELECT EXISTS (SELECT 1 FROM m) AS claimable, EXISTS (SELECT 1 FROM go) AS go, (SELECT counts FROM k) AS counts`,
+        [msgId, now, slotTime(taken), slot.windows.map((ms) => now - ms), slot.room],
+      );
+      if (!r!.claimable) return { ok: false, reason: 'taken' };
+      if (r!.go) return { ok: true };
+      const hit = slot.decide(countsOf(r!.counts));
+      // Counted under the lock, the slots are exact: past `room` is past the cap.
+      if (!hit) throw new Error(`the claim of ${msgId}: its line's slots passed the caps rule but not its room`);
+      return { ok: false, reason: 'cap', ...hit };
     },
     /** Every claim and its slot back (at start, when no other worker can be alive on this store). */
     async releaseLeases(): Promise<number> {
