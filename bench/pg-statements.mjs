@@ -91,7 +91,7 @@ export function countsDelta(pairs) {
  * (`[sim]` keys) apart, the product's being the rest; and the statements by
  * text, most frequent first.
  */
-export function perMessage(delta, n, top = 12) {
+export function perMessage(delta, n, top = 30) {
   const d = Math.max(1, n);
   let trips = 0;
   let tx = 0;
