@@ -18,6 +18,19 @@ import { celular, messages, openPg, PG_ABSENT, PG_URL, pgSchema } from './adapte
  */
 if (PG_ABSENT) it.skip(`postgres store (contract suites and these): ${PG_ABSENT}`, () => {});
 
+/** The first word of each statement node `n` sends from now on (BEGIN, WITH, COMMIT...): its round trips, in order. */
+function firstWords(n: PgStore): string[] {
+  const queries: string[] = [];
+  const wrapped = new WeakSet<object>();
+  n.db.pool.on('acquire', (client) => {
+    if (wrapped.has(client)) return;
+    wrapped.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    Object.assign(client, { query: (...args: unknown[]) => (queries.push(String(args[0]).split(/\s/)[0]!), query(...args)) });
+  });
+  return queries;
+}
+
 describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () => {
   let schema: Awaited<ReturnType<typeof pgSchema>>;
   let a: PgStore;
@@ -170,14 +183,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
 
   it('an acceptance is four round trips (BEGIN, a read, a write, COMMIT) whatever its options; a refusal writes nothing', async () => {
     const l = await line(2, { max_envios_por_minuto: 1000 });
-    const queries: string[] = [];
-    const wrapped = new WeakSet<object>();
-    a.db.pool.on('acquire', (client) => {
-      if (wrapped.has(client)) return;
-      wrapped.add(client);
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      Object.assign(client, { query: (...args: unknown[]) => (queries.push(String(args[0]).split(/\s/)[0]!), query(...args)) });
-    });
+    const queries = firstWords(a);
     const t = 1_000_000;
     const slot = () => slotClaim(l.cel, t, 60_000);
     const idem = (clave: string) => ({ clave, huella: 'h', expira_at: t + 1000, answer: () => ({ status: 200, body: '{}' }) });
@@ -211,14 +217,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
 
   it('a queued claim is one autocommitted statement: claimed, taken or capped, with windows or none (D-84)', async () => {
     const l = await line(0, { max_envios_por_minuto: 1 });
-    const queries: string[] = [];
-    const wrapped = new WeakSet<object>();
-    a.db.pool.on('acquire', (client) => {
-      if (wrapped.has(client)) return;
-      wrapped.add(client);
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      Object.assign(client, { query: (...args: unknown[]) => (queries.push(String(args[0]).split(/\s/)[0]!), query(...args)) });
-    });
+    const queries = firstWords(a);
     const t = 1_000_000;
     const [q1, q2, q3] = [l.msg(), l.msg(), l.msg()];
     for (const m of [q1, q2, q3]) await a.acceptMensaje(m, { charge: false, maxPending: null }, t);
