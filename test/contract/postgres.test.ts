@@ -44,6 +44,17 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     await schema.drop();
   });
 
+  /** Two plain connections to the schema: one holds locks, the other watches who waits for them. */
+  async function holderAndProbe() {
+    const url = new URL(PG_URL);
+    url.searchParams.set('options', `-c search_path=${schema.schema}`);
+    const [holder, probe] = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
+    await holder.connect();
+    await probe.connect();
+    const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+    return { holder, probe, holderPid };
+  }
+
   async function line(saldo: number, caps: Partial<ReturnType<typeof celular>> = {}) {
     const c = await a.createCliente({ nombre: 'N', email: 'n@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' }, 1);
     const cel = await a.insertCelular({ ...celular(c.id, '525512345678'), ...caps }, 1);
@@ -122,13 +133,8 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
 
   it("an acceptance takes the key's lock, then the client's row, then the line's: none while the one before it is held by another", async () => {
     const l = await line(5);
-    const url = new URL(PG_URL);
-    url.searchParams.set('options', `-c search_path=${schema.schema}`);
-    const [holder, probe] = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
-    await holder.connect();
-    await probe.connect();
+    const { holder, probe, holderPid } = await holderAndProbe();
     try {
-      const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
       const locks = (clave: string): Array<{ take: string; test: string; args: unknown[] }> => [
         {
           take: 'SELECT pg_advisory_xact_lock($1, hashtext($2))',
@@ -249,13 +255,8 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     const [q1, q2, q3] = [l.msg(), l.msg(), l.msg()];
     for (const m of [q1, q2, q3]) await a.acceptMensaje(m, { charge: false, maxPending: null }, t);
     expect(await a.claimQueued(q1.msg_id, slotClaim(l.cel, t, 60_000), t)).toEqual({ ok: true });
-    const url = new URL(PG_URL);
-    url.searchParams.set('options', `-c search_path=${schema.schema}`);
-    const [holder, probe] = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
-    await holder.connect();
-    await probe.connect();
+    const { holder, probe, holderPid } = await holderAndProbe();
     try {
-      const holderPid = (await holder.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
       /** Another slot taker holds the line's lock and takes the minute's last slot; the claim starts, and waits for the lock. */
       const raced = async (end: 'COMMIT' | 'ROLLBACK', id: string, seq: number) => {
         await holder.query('BEGIN');
