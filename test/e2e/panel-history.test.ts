@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { parseCsv } from '../helpers/csv.js';
-import { launchBrowser, screenshots, signIn } from '../helpers/browser.js';
+import { launchBrowser, overflowAtPhoneWidth, screenshots, signIn } from '../helpers/browser.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { admin, linkedLine, numeroNuevo, send, TEXT, type Line } from '../server/send-helpers.js';
 import { startReceiver, type Receiver } from '../server/webhook-helpers.js';
@@ -71,6 +71,8 @@ it('history: the filters narrow the table and both exports hold exactly the filt
   await page.goto(`${s.url}/panel/c/${L.clienteId}/historial`);
   await expect.poll(() => rows().count()).toBe(3);
   await screenshots(page, 'historial');
+  // On a phone each message is a stacked card: no column is out of sight to the right.
+  expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [0] });
 
   await page.getByLabel('Destinatario').fill(dest);
   await page.getByRole('button', { name: 'Filter' }).click();
@@ -115,6 +117,7 @@ it('inbox: lists what the line received', async () => {
   await expect.poll(() => rows().count()).toBe(1);
   expect(await rows().first().textContent()).toContain('¿a qué hora abren?');
   await screenshots(page, 'recibidos');
+  expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [0] });
 });
 
 it('webhook: set with a secret shown once, a test event appears without a reload, and is redelivered', async () => {
@@ -146,6 +149,7 @@ it('webhook: set with a secret shown once, a test event appears without a reload
   await expect.poll(() => row.textContent(), { timeout: 15_000 }).toContain('HTTP 200');
   expect(await page.evaluate(() => (globalThis as unknown as { stayed?: boolean }).stayed)).toBe(true);
   await screenshots(page, 'webhook');
+  expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [0] });
 
   await row.getByRole('button', { name: 'Redeliver' }).click();
   await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Delivery queued again');

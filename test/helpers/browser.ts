@@ -40,6 +40,23 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   if (before) await page.setViewportSize(before);
 }
 
+/**
+ * At phone width (390 px), how far the page and each scrolling table box
+ * reach past their own width: 0 when nothing needs a sideways scroll to be
+ * read. The viewport is restored after.
+ */
+export async function overflowAtPhoneWidth(page: Page): Promise<{ page: number; tables: number[] }> {
+  const before = page.viewportSize();
+  await page.setViewportSize({ width: 390, height: 900 });
+  // Run in the page (the tests' TypeScript has no DOM types).
+  const out = await page.evaluate<{ page: number; tables: number[] }>(`({
+    page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    tables: [...document.querySelectorAll('.table-wrap')].map((t) => t.scrollWidth - t.clientWidth),
+  })`);
+  if (before) await page.setViewportSize(before);
+  return out;
+}
+
 /** Signs in through the sign-in form, as a person would. */
 export async function signIn(page: Page, base: string, credential: string): Promise<void> {
   await page.goto(`${base}/panel/login`);

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.js';
 import { parseForm } from '../body/form-reader.js';
-import { html, type Html } from './html.js';
+import { attrs, html, type Html, type Renderable } from './html.js';
 
 /**
  * What the panel's paged listings (history, inbox) share. Their filter form
@@ -63,4 +63,41 @@ export function pager(path: string, filters: Record<string, string>, page: numbe
 export function cut(s: string | null, max = 80): string {
   if (s === null) return '';
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** One column of a listing table: its header, and what each row shows there. */
+export interface Column<T> {
+  label: string;
+  /** The header is for screen readers only (an action's column). */
+  hiddenLabel?: boolean;
+  /** The cells' class (num, nowrap, id). */
+  cls?: string;
+  cell: (row: T) => Renderable;
+}
+
+/**
+ * A listing's table. Below 600 px (a phone) each row is stacked: a card of
+ * "label value" lines (the header travels with each cell as `data-label`),
+ * rather than columns scrolled sideways out of sight (panel.css, `table.stack`).
+ */
+export function listTable<T>(rows: T[], columns: Array<Column<T>>, caption?: string): Html {
+  return html`<div class="table-wrap">
+    <table class="stack">
+      ${caption ? html`<caption class="visually-hidden">${caption}</caption>` : ''}
+      <thead>
+        <tr>
+          ${columns.map(
+            (c) => html`<th scope="col"${attrs({ class: c.cls })}>${c.hiddenLabel ? html`<span class="visually-hidden">${c.label}</span>` : c.label}</th>`,
+          )}
+        </tr>
+      </thead>
+      <tbody>
+        ${rows.map(
+          (r) => html`<tr>
+            ${columns.map((c) => html`<td${attrs({ class: c.cls, 'data-label': c.hiddenLabel ? undefined : c.label })}>${c.cell(r)}</td>`)}
+          </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
 }

@@ -11,7 +11,7 @@ import { field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErr
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { cidOf, cut, dropEmptyFilters, pager, queryOf, typedFilters } from '../listing.js';
+import { cidOf, type Column, cut, dropEmptyFilters, listTable, pager, queryOf, typedFilters } from '../listing.js';
 
 /**
  * The message history (`/panel/c/:cid/historial`): the filters of GET
@@ -58,39 +58,19 @@ function estadoBadge(estado: string): Html {
   return html`<span class="badge ${tone}">${estado}</span>`;
 }
 
+const COLUMNS: Array<Column<MensajeView>> = [
+  { label: 'created_at', cls: 'nowrap', cell: (m) => m.created_at },
+  { label: 'estado', cell: (m) => estadoBadge(m.estado) },
+  { label: 'celular', cls: 'num', cell: (m) => m.celular_id },
+  { label: 'destinatario', cell: (m) => m.destinatario },
+  { label: 'tipo', cell: (m) => m.tipo },
+  { label: 'texto', cell: (m) => cut(m.texto ?? m.media?.filename ?? m.media?.url ?? null) },
+  { label: 'error', cell: (m) => cut(m.error) },
+  { label: 'msg_id', cell: (m) => html`<code>${m.msg_id}</code>` },
+];
+
 function table(rows: MensajeView[], empty: Html): Html {
-  if (rows.length === 0) return empty;
-  return html`<div class="table-wrap">
-    <table>
-      <caption class="visually-hidden">Messages, newest first</caption>
-      <thead>
-        <tr>
-          <th scope="col">created_at</th>
-          <th scope="col">estado</th>
-          <th scope="col">celular</th>
-          <th scope="col">destinatario</th>
-          <th scope="col">tipo</th>
-          <th scope="col">texto</th>
-          <th scope="col">error</th>
-          <th scope="col">msg_id</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${rows.map(
-          (m) => html`<tr>
-            <td class="nowrap">${m.created_at}</td>
-            <td>${estadoBadge(m.estado)}</td>
-            <td class="num">${m.celular_id}</td>
-            <td>${m.destinatario}</td>
-            <td>${m.tipo}</td>
-            <td>${cut(m.texto ?? m.media?.filename ?? m.media?.url ?? null)}</td>
-            <td>${cut(m.error)}</td>
-            <td><code>${m.msg_id}</code></td>
-          </tr>`,
-        )}
-      </tbody>
-    </table>
-  </div>`;
+  return rows.length === 0 ? empty : listTable(rows, COLUMNS, 'Messages, newest first');
 }
 
 /** The export's file name: the client, the day it was made, the format. */

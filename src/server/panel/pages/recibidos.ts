@@ -6,7 +6,7 @@ import { field, formErrorsOf, NO_ERRORS, type FormErrors } from '../forms.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { cidOf, cut, dropEmptyFilters, pager, typedFilters } from '../listing.js';
+import { cidOf, type Column, cut, dropEmptyFilters, listTable, pager, typedFilters } from '../listing.js';
 import { filterForm, lineOptions } from './historial.js';
 
 /**
@@ -16,34 +16,17 @@ import { filterForm, lineOptions } from './historial.js';
 
 const FILTERS = ['remitente', 'celular_id', 'desde', 'hasta', 'por_pagina'] as const;
 
+const COLUMNS: Array<Column<RecibidoView>> = [
+  { label: 'created_at', cls: 'nowrap', cell: (r) => r.created_at },
+  { label: 'celular', cls: 'num', cell: (r) => r.celular_id },
+  { label: 'de', cell: (r) => r.de },
+  { label: 'tipo', cell: (r) => r.tipo },
+  { label: 'texto', cell: (r) => cut(r.texto ?? r.media?.filename ?? r.media?.url ?? null) },
+  { label: 'fecha', cls: 'nowrap', cell: (r) => r.fecha },
+];
+
 function table(rows: RecibidoView[], empty: Html): Html {
-  if (rows.length === 0) return empty;
-  return html`<div class="table-wrap">
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">created_at</th>
-          <th scope="col">celular</th>
-          <th scope="col">de</th>
-          <th scope="col">tipo</th>
-          <th scope="col">texto</th>
-          <th scope="col">fecha</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${rows.map(
-          (r) => html`<tr>
-            <td class="nowrap">${r.created_at}</td>
-            <td class="num">${r.celular_id}</td>
-            <td>${r.de}</td>
-            <td>${r.tipo}</td>
-            <td>${cut(r.texto ?? r.media?.filename ?? r.media?.url ?? null)}</td>
-            <td class="nowrap">${r.fecha}</td>
-          </tr>`,
-        )}
-      </tbody>
-    </table>
-  </div>`;
+  return rows.length === 0 ? empty : listTable(rows, COLUMNS);
 }
 
 export default async function recibidosPages(app: FastifyInstance, deps: PanelDeps) {

@@ -11,7 +11,7 @@ import { csrfField, errorText, field, formErrorsOf, formValues, generalError, NO
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
-import { cidOf, cut } from '../listing.js';
+import { cidOf, cut, listTable } from '../listing.js';
 
 /**
  * The client's webhook (`/panel/c/:cid/webhook`): its configuration (set,
@@ -52,58 +52,43 @@ function badge(estado: string): Html {
   return html`<span class="badge ${tone}">${estado}</span>`;
 }
 
+/** A delivery's attempts (status, time, answer), or when the next is due. */
+function attemptsOf(e: EntregaView): Html {
+  return e.intentos_detalle.length === 0
+    ? html`<span class="empty">${e.proximo_intento_at ? `due ${e.proximo_intento_at}` : 'none'}</span>`
+    : html`<ol class="attempts">
+        ${e.intentos_detalle.map(
+          (a) =>
+            html`<li>
+              <span class="code">${a.status === null ? 'no answer' : `HTTP ${a.status}`}</span> · ${a.duracion_ms} ms · ${a.fecha}
+              ${a.error ? html` · ${cut(a.error, 160)}` : ''}
+            </li>`,
+        )}
+      </ol>`;
+}
+
 /** The deliveries, newest first, each with its attempts; polled in place while the page is open. */
 function deliveriesFragment(req: FastifyRequest, cid: number, entregas: EntregaView[]): Html {
   const body =
     entregas.length === 0
       ? html`<p class="empty">No deliveries yet. Set a URL above and send a test event.</p>`
-      : html`<div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">created_at</th>
-                <th scope="col">evento</th>
-                <th scope="col">estado</th>
-                <th scope="col" class="num">intentos</th>
-                <th scope="col">Attempts (status, time, answer)</th>
-                <th scope="col">id</th>
-                <th scope="col"><span class="visually-hidden">Action</span></th>
-              </tr>
-            </thead>
-            <tbody>
-              ${entregas.map(
-                (e) => html`<tr>
-                  <td class="nowrap">${e.created_at}</td>
-                  <td>${e.evento}</td>
-                  <td>${badge(e.estado)}</td>
-                  <td class="num">${e.intentos}</td>
-                  <td>
-                    ${
-                      e.intentos_detalle.length === 0
-                        ? html`<span class="empty">${e.proximo_intento_at ? `due ${e.proximo_intento_at}` : 'none'}</span>`
-                        : html`<ol class="attempts">
-                          ${e.intentos_detalle.map(
-                            (a) =>
-                              html`<li>
-                                <span class="code">${a.status === null ? 'no answer' : `HTTP ${a.status}`}</span> · ${a.duracion_ms} ms · ${a.fecha}
-                                ${a.error ? html` · ${cut(a.error, 160)}` : ''}
-                              </li>`,
-                          )}
-                        </ol>`
-                    }
-                  </td>
-                  <td class="id"><code>${e.id}</code></td>
-                  <td>
-                    <form method="post" action="/panel/c/${cid}/webhook/reenviar">
-                      ${csrfField(req)}<input type="hidden" name="id" value="${e.id}" />
-                      <button type="submit" class="secondary" aria-label="Redeliver ${e.id}">Redeliver</button>
-                    </form>
-                  </td>
-                </tr>`,
-              )}
-            </tbody>
-          </table>
-        </div>`;
+      : listTable(entregas, [
+          { label: 'created_at', cls: 'nowrap', cell: (e) => e.created_at },
+          { label: 'evento', cell: (e) => e.evento },
+          { label: 'estado', cell: (e) => badge(e.estado) },
+          { label: 'intentos', cls: 'num', cell: (e) => e.intentos },
+          { label: 'Attempts (status, time, answer)', cell: attemptsOf },
+          { label: 'id', cls: 'id', cell: (e) => html`<code>${e.id}</code>` },
+          {
+            label: 'Action',
+            hiddenLabel: true,
+            cell: (e) =>
+              html`<form method="post" action="/panel/c/${cid}/webhook/reenviar">
+                ${csrfField(req)}<input type="hidden" name="id" value="${e.id}" />
+                <button type="submit" class="secondary" aria-label="Redeliver ${e.id}">Redeliver</button>
+              </form>`,
+          },
+        ]);
   return html`<section id="entregas" aria-labelledby="entregas-h" hx-get="/panel/c/${cid}/webhook/entregas" hx-trigger="${POLL}" hx-swap="outerHTML">
     <h2 id="entregas-h">Deliveries</h2>
     ${body}
