@@ -63,11 +63,12 @@ export function queue(db: Db): QueueStore {
      * node's claim cannot pass a cap with this one; the message is then locked
      * and its lease checked under that lock, so two nodes never both claim it.
      */
-    async claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
+    async claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead = false): Promise<ClaimResult> {
       const since = slot.windows.map((ms) => now - ms);
       return db.tx(async (c): Promise<ClaimResult> => {
         // The line's row lock first, found through the message's line (a column that never changes); then the message,
-        // locked, so its lease and due time are read at their newest; and the line's slots. The statement's snapshot may
+        // locked, so its lease and due time are read at their newest (with onlyHead, only while no older queued message of
+        // its line is pending: a guessed head that is not one is 'taken', D-85); and the line's slots. The statement's snapshot may
         // predate the line's lock, so the counts may miss a slot its previous holder took: the write below checks them.
         const r = await row<{ celular_id: number; counts: SlotCount[] | null }>(
           c,
@@ -76,11 +77,14 @@ export function queue(db: Db): QueueStore {
            ),
            m AS MATERIALIZED (
              SELECT celular_id FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2)
-               AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0 FOR UPDATE
+               AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0
+               AND (NOT $4::boolean OR NOT EXISTS (
+                 SELECT 1 FROM mensajes_pendientes o WHERE o.modo = 'cola' AND o.celular_id = mensajes.celular_id AND o.seq < mensajes.seq))
+             FOR UPDATE
            )
            SELECT m.celular_id, ${slotCountsJson('m.celular_id', '$3::bigint[]', '$2')} AS counts
            FROM m`,
-          [msgId, now, since],
+          [msgId, now, since, onlyHead],
         );
         if (!r) return { ok: false, reason: 'taken' };
         let counts = countsOf(r.counts);
