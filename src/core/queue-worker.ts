@@ -61,8 +61,8 @@ export class QueueWorker {
   private backlog = new Set<number>();
   /** The lines queued on while a look reads the heads: still in the backlog after it. */
   private queuedSince: Set<number> | null = null;
-  /** Line leases kept between sends: when the last send ended (ticks), and the node's lapses then. */
-  private readonly kept = new Map<number, { at: number; lapses: number }>();
+  /** Line leases kept between sends: when the last send ended (clock time and ticks), and the node's lapses then. */
+  private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
   /** Line leases being given back: a take of the line waits for its give. */
   private readonly giving = new Map<number, Promise<void>>();
 
@@ -175,7 +175,7 @@ export class QueueWorker {
       if (a.taken) {
         // A line an accept started meanwhile is sending under this same lease: it keeps it when it ends.
         if (!this.runner.isBusy(head.celular_id)) this.runner.run(head.celular_id, () => this.processHeld(head).then(() => undefined));
-        else this.kept.set(head.celular_id, { at: this.core.clock.ticks(), lapses: this.node.lapses });
+        else this.keep(head.celular_id);
         continue;
       }
       // Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon.
@@ -218,9 +218,11 @@ export class QueueWorker {
    * with their rest; not awaited: a take of the line waits for its give.
    */
   private release(due: Set<number>): void {
-    const t = this.core.clock.ticks();
+    const { clock } = this.core;
+    const idleMs = this.core.config.queue.recheckMs;
     for (const [id, k] of this.kept) {
-      if (due.has(id) || this.runner.isBusy(id) || t - k.at < this.core.config.queue.recheckMs) continue;
+      // Idle by the clock or by the ticks, whichever says so first: a clock set back never keeps a lease longer.
+      if (due.has(id) || this.runner.isBusy(id) || (clock.now() - k.at < idleMs && clock.ticks() - k.ticks < idleMs)) continue;
       this.kept.delete(id);
       const p = this.node
         .give(stream.cola(id), this.restOf(id))
@@ -238,8 +240,12 @@ export class QueueWorker {
     try {
       return await this.process(m, guess);
     } finally {
-      this.kept.set(m.celular_id, { at: this.core.clock.ticks(), lapses: this.node.lapses });
+      this.keep(m.celular_id);
     }
+  }
+
+  private keep(celularId: number): void {
+    this.kept.set(celularId, { at: this.core.clock.now(), ticks: this.core.clock.ticks(), lapses: this.node.lapses });
   }
 
   /**
