@@ -25,11 +25,12 @@ export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, fa
  *
  * Several nodes: a line's queue is a stream lease (core/leases.ts). A node
  * sends on a line only while it holds the line's lease. It keeps the lease
- * between sends and gives it back once the line has been idle here for
- * `recheckMs` (as long as another node waits before asking again), with
- * what is left of the human gap as its rest, so the gap holds whichever node
- * sends next. The lease of a dead node is taken over once it has been silent
- * longer than its longest send (core/node-presence.ts).
+ * between sends, through the line's human gap (no node may send the line
+ * then anyway) and `recheckMs` more (as long as another node waits before
+ * asking again), then gives it back; given back sooner (on stop), the lease
+ * carries what is left of the gap as its rest, so the gap holds whichever
+ * node sends next. The lease of a dead node is taken over once it has been
+ * silent longer than its longest send (core/node-presence.ts).
  *
  * Looks (D-85): a message accepted on a line with no backlog here is its
  * line's head, sent without reading every line's head; the claim checks it
@@ -61,7 +62,7 @@ export class QueueWorker {
   private backlog = new Set<number>();
   /** The lines queued on while a look reads the heads: still in the backlog after it. */
   private queuedSince: Set<number> | null = null;
-  /** Line leases kept between sends: when the last send ended (clock time and ticks), and the node's lapses then. */
+  /** Line leases kept between sends: when the line's last send and its rest ended (clock time and ticks), and the node's lapses then. */
   private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
   /** Line leases being given back: a take of the line waits for its give. */
   private readonly giving = new Map<number, Promise<void>>();
@@ -214,8 +215,8 @@ export class QueueWorker {
   }
 
   /**
-   * Gives back the leases of lines idle here for `recheckMs` (none due now),
-   * with their rest; not awaited: a take of the line waits for its give.
+   * Gives back the leases of lines idle here for `recheckMs` past their rest
+   * (none due now); not awaited: a take of the line waits for its give.
    */
   private release(due: Set<number>): void {
     const { clock } = this.core;
@@ -244,8 +245,10 @@ export class QueueWorker {
     }
   }
 
+  /** Idle is counted from the end of the line's rest: no other node may send the line before it anyway. */
   private keep(celularId: number): void {
-    this.kept.set(celularId, { at: this.core.clock.now(), ticks: this.core.clock.ticks(), lapses: this.node.lapses });
+    const rest = this.restOf(celularId);
+    this.kept.set(celularId, { at: this.core.clock.now() + rest, ticks: this.core.clock.ticks() + rest, lapses: this.node.lapses });
   }
 
   /**
