@@ -6,6 +6,7 @@ import { publishMessageStatus } from './message-events.js';
 import { KeyedRunner } from './keyed-runner.js';
 import { stream } from './leases.js';
 import type { NodePresence } from './node-presence.js';
+import type { LeaseAnswer } from './ports/leases.js';
 import { outbound } from './outbound.js';
 import { GatewayFailure } from './ports/gateway.js';
 import type { AcceptedMedia } from './ports/media.js';
@@ -158,7 +159,8 @@ export class QueueWorker {
       }
       due.push(head);
     }
-    this.release(new Set(due.map((h) => h.celular_id)));
+    // Idle leases no take carried within a poll: given back alone.
+    this.giveBack(this.idleKept(this.core.config.queue.recheckMs + this.opts.pollMs, new Set(due.map((h) => h.celular_id))));
     if (due.length === 0) return wait;
     // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
     if (!this.node.fresh()) return Math.min(wait, this.core.config.queue.recheckMs);
@@ -170,7 +172,7 @@ export class QueueWorker {
     }
     if (byStream.size === 0) return wait;
     // One take for every due line: with several nodes, a line another node holds costs nothing more.
-    for (const a of await this.node.take([...byStream.keys()])) {
+    for (const a of await this.take([...byStream.values()].map((h) => h.celular_id))) {
       const head = byStream.get(a.stream);
       if (!head) continue;
       if (a.taken) {
@@ -203,7 +205,16 @@ export class QueueWorker {
   private async acquire(celularId: number): Promise<boolean> {
     await this.giving.get(celularId);
     if (this.holds(celularId)) return true;
-    return (await this.node.takeOne(stream.cola(celularId))).taken;
+    return (await this.take([celularId]))[0]!.taken;
+  }
+
+  /** Takes the lines' leases; the kept ones idle past their rest and `recheckMs` are given back in the same round trip. */
+  private take(celularIds: number[]): Promise<LeaseAnswer[]> {
+    const carried = this.idleKept(this.core.config.queue.recheckMs, new Set(celularIds));
+    const gifts = carried.map((id) => ({ stream: stream.cola(id), restMs: this.restOf(id) }));
+    const taking = this.node.take(celularIds.map(stream.cola), gifts);
+    this.onTheWay(carried, taking);
+    return taking;
   }
 
   /** Whether this node still holds the line's lease from a send: a silence it survived may have let another take it. */
@@ -214,25 +225,38 @@ export class QueueWorker {
     return false;
   }
 
-  /**
-   * Gives back the leases of lines idle here for `recheckMs` past their rest
-   * (none due now); not awaited: a take of the line waits for its give.
-   */
-  private release(due: Set<number>): void {
+  /** Takes out of `kept` the leases of lines idle here for `idleMs` past their rest, none running nor in `except`. */
+  private idleKept(idleMs: number, except: Set<number>): number[] {
     const { clock } = this.core;
-    const idleMs = this.core.config.queue.recheckMs;
+    const out: number[] = [];
     for (const [id, k] of this.kept) {
       // Idle by the clock or by the ticks, whichever says so first: a clock set back never keeps a lease longer.
-      if (due.has(id) || this.runner.isBusy(id) || (clock.now() - k.at < idleMs && clock.ticks() - k.ticks < idleMs)) continue;
+      if (except.has(id) || this.runner.isBusy(id) || (clock.now() - k.at < idleMs && clock.ticks() - k.ticks < idleMs)) continue;
       this.kept.delete(id);
-      const p = this.node
-        .give(stream.cola(id), this.restOf(id))
-        .catch(this.opts.onError)
+      out.push(id);
+    }
+    return out;
+  }
+
+  /** Gives leases back on their own; not awaited: a take of the line waits for its give. */
+  private giveBack(ids: number[]): void {
+    for (const id of ids) this.onTheWay([id], this.node.give(stream.cola(id), this.restOf(id)));
+  }
+
+  /**
+   * Leases on their way back: a take of the line waits for the give. One whose
+   * give failed is not thought held (it may have been given): the line's next
+   * take here finds out, and its next send keeps and gives it again.
+   */
+  private onTheWay(ids: number[], p: Promise<unknown>): void {
+    for (const id of ids) {
+      const g = p
+        .then(() => undefined, this.opts.onError)
         .finally(() => {
           this.giving.delete(id);
           if (this.backlog.has(id)) this.poke();
         });
-      this.giving.set(id, p);
+      this.giving.set(id, g);
     }
   }
 

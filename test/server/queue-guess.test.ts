@@ -24,7 +24,8 @@ const at = (h: number) => Date.UTC(2026, 3, 6, h);
 
 /** Counts the store calls the worker makes: looks at every head, guessed claims, lease takes and gives. */
 function counted(store: Store) {
-  const n = { heads: 0, guessed: 0, guessMissed: 0, takes: 0, gives: 0, given: new Map<string, number>() };
+  /** gives: leaseGive calls; given: every stream given back and its rest, alone or carried by a take. */
+  const n = { heads: 0, guessed: 0, guessMissed: 0, takes: 0, gives: 0, carried: 0, given: new Map<string, number>() };
   const heads = store.queueHeads.bind(store);
   const claim = store.claimQueued.bind(store);
   const take = store.leaseTake.bind(store);
@@ -39,7 +40,13 @@ function counted(store: Store) {
     return r;
   };
   // The queue's streams only: line health and webhooks take leases of their own.
-  store.leaseTake = async (node, streams, now) => (streams.some((x) => x.startsWith('cola:')) && n.takes++, take(node, streams, now));
+  store.leaseTake = async (node, streams, now, gives = []) => {
+    if (streams.some((x) => x.startsWith('cola:'))) n.takes++;
+    const r = await take(node, streams, now, gives);
+    for (const g of gives) n.given.set(g.stream, g.restMs);
+    n.carried += gives.length;
+    return r;
+  };
   store.leaseGive = async (node, s, rest, now) => {
     if (s.startsWith('cola:')) n.gives++;
     await give(node, s, rest, now);
@@ -180,7 +187,7 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     expect(order.filter((id) => [older, b.body.msg_id, c.body.msg_id].includes(id))).toEqual([older, b.body.msg_id, c.body.msg_id]);
   });
 
-  it('a kept lease is given back once its line has been idle for recheckMs, with the rest of its gap; another node then waits it out', async () => {
+  it('a kept lease is given back by a look once its line has been idle for recheckMs and a poll; another node may then take it', async () => {
     const L = await linkedLine(s);
     const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
     await waitEstado(s, a.body.msg_id, SENT);
@@ -189,7 +196,8 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
     // Kept: another node may not take the line.
     expect((await s.core.store.leaseTake(other, [stream.cola(L.celularId)], s.clock.now()))[0]).toMatchObject({ taken: false });
-    clock().advance(s.core.config.queue.recheckMs);
+    // With no take to carry it, a look gives it back alone once idle for recheckMs and a poll.
+    clock().advance(s.core.config.queue.recheckMs + 3_600_000);
     await s.stepQueue();
     await until(() => n.given.has(stream.cola(L.celularId)), { what: 'the idle line’s lease given back' });
     const t = await s.core.store.leaseTake(other, [stream.cola(L.celularId)], s.clock.now());
@@ -227,7 +235,7 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
     await s?.stop();
   });
 
-  it('kept through the gap and recheckMs more (another node is refused meanwhile), then given back', async () => {
+  it('kept through the gap and recheckMs more (another node is refused meanwhile), then given back by the next take', async () => {
     const L = await linkedLine(s);
     const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
     await waitEstado(s, a.body.msg_id, SENT);
@@ -243,8 +251,17 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
     expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: false, restMs: 0 });
     (s.clock as ManualClock).advance(recheck);
     await s.stepQueue();
-    await until(() => n.given.has(line[0]!), { what: 'the idle line’s lease given back' });
+    await s.queue!.idle();
+    expect(n.given.has(line[0]!)).toBe(false);
+    // The next take (a send on another line) carries it: one round trip for both.
+    const { gives, takes } = n;
+    const M = await linkedLine(s);
+    const b = await send(s, M, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    await waitEstado(s, b.body.msg_id, SENT);
+    await s.queue!.idle();
     expect(n.given.get(line[0]!)).toBe(0);
+    expect(n.takes - takes).toBe(1);
+    expect(n.gives - gives).toBe(0);
     expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: true });
     await s.core.store.leaseGive(other, line[0]!, 0, s.clock.now());
     await s.core.store.nodeLeave(other);
