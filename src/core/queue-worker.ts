@@ -181,31 +181,41 @@ export class QueueWorker {
         else this.keep(head.celular_id);
         continue;
       }
-      // Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon.
-      this.notBefore.set(
-        head.celular_id,
-        a.restMs > 0
-          ? { until: now + a.restMs, recheck: Number.POSITIVE_INFINITY }
-          : { until: now + this.core.config.queue.recheckMs, recheck: this.core.clock.ticks() + this.core.config.queue.recheckMs },
-      );
+      this.refused(head.celular_id, a.restMs, now);
       wait = Math.min(wait, a.restMs || this.core.config.queue.recheckMs);
     }
     return wait;
   }
 
-  /** An accepted message taken for its line's head without a look; false when its send left the line empty (no look needed). */
+  /** Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon. */
+  private refused(celularId: number, restMs: number, now: number): void {
+    const { recheckMs } = this.core.config.queue;
+    this.notBefore.set(
+      celularId,
+      restMs > 0 ? { until: now + restMs, recheck: Number.POSITIVE_INFINITY } : { until: now + recheckMs, recheck: this.core.clock.ticks() + recheckMs },
+    );
+  }
+
+  /**
+   * An accepted message taken for its line's head without a look; false when
+   * no look is needed: its send left the line empty, or another node holds
+   * the line (it is waited for as a look would, and found by the look after).
+   */
   private async guessed(m: MensajeRow): Promise<boolean> {
     const id = m.celular_id;
-    if (this.node.fresh() && (await this.acquire(id)) && (await this.processHeld(m, true)) && !this.backlog.has(id)) return false;
+    const now = this.core.clock.now();
+    const a = this.node.fresh() ? await this.acquire(id) : null;
+    if (a && !a.taken) this.refused(id, a.restMs, now);
+    if (a?.taken && (await this.processHeld(m, true)) && !this.backlog.has(id)) return false;
     this.mark(id);
-    return true;
+    return a?.taken !== false;
   }
 
   /** The line's lease: the one kept from its last send (unless this node lapsed since), or taken now. */
-  private async acquire(celularId: number): Promise<boolean> {
+  private async acquire(celularId: number): Promise<LeaseAnswer> {
     await this.giving.get(celularId);
-    if (this.holds(celularId)) return true;
-    return (await this.take([celularId]))[0]!.taken;
+    if (this.holds(celularId)) return { stream: stream.cola(celularId), taken: true, restMs: 0 };
+    return (await this.take([celularId]))[0]!;
   }
 
   /** Takes the lines' leases; the kept ones idle past their rest and `recheckMs` are given back in the same round trip. */

@@ -187,6 +187,27 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     expect(order.filter((id) => [older, b.body.msg_id, c.body.msg_id].includes(id))).toEqual([older, b.body.msg_id, c.body.msg_id]);
   });
 
+  it('a guess on a line another node holds waits for it with no look; once the line is free, a look sends the message', async () => {
+    const L = await linkedLine(s);
+    const other = `other-${randomUUID()}`;
+    const line = [stream.cola(L.celularId)];
+    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
+    expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: true });
+    const before = { ...n };
+    const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    expectOk(b, { modo: 'cola' });
+    await s.queue!.idle();
+    expect(n.takes - before.takes).toBe(1);
+    expect(n.heads - before.heads).toBe(0);
+    expect(n.guessed - before.guessed).toBe(0);
+    expect((await mensaje(s, b.body.msg_id)).estado).toBe('pendiente');
+    await s.core.store.leaseGive(other, line[0]!, 0, s.clock.now());
+    await s.core.store.nodeLeave(other);
+    clock().advance(s.core.config.queue.recheckMs);
+    await s.stepQueue();
+    await waitEstado(s, b.body.msg_id, SENT);
+  });
+
   it('a kept lease is given back by a look once its line has been idle for recheckMs and a poll; another node may then take it', async () => {
     const L = await linkedLine(s);
     const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
