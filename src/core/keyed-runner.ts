@@ -61,18 +61,23 @@ export class KeyedRunner<K> {
     return this.busy.has(key);
   }
 
-  /** Starts a job; a stopped runner starts none (a look that ends after stop() asks in vain). */
-  run(key: K, job: () => Promise<void>): void {
+  /**
+   * Starts a job; a stopped runner starts none (a look that ends after stop() asks in vain).
+   * A look follows its end, unless the job answers `false`: it knows it left nothing for a look to find.
+   */
+  run(key: K, job: () => Promise<void | boolean>): void {
     if (!this.running) return;
     this.busy.set(key, (this.busy.get(key) ?? 0) + 1);
+    let more: void | boolean;
     const p = job()
+      .then((m) => void (more = m))
       .catch(this.onError)
       .finally(() => {
         const n = this.busy.get(key)! - 1;
         if (n === 0) this.busy.delete(key);
         else this.busy.set(key, n);
         this.inflight.delete(p);
-        this.poke();
+        if (more !== false) this.poke();
       });
     this.inflight.add(p);
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from './clock.js';
-import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from './ports/leases.js';
+import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from './ports/leases.js';
 
 /** How a node keeps its streams (serve's settings, server/config-knobs.ts). */
 export interface PresenceTiming {
@@ -79,8 +79,9 @@ export class NodePresence {
     return this.clock.ticks() - this.lastBeat < this.opts.takeoverMarginMs / 2;
   }
 
-  take(streams: string[]): Promise<LeaseAnswer[]> {
-    return this.store.leaseTake(this.info.id, streams, this.clock.now());
+  /** `gives`: streams given back in the same round trip. */
+  take(streams: string[], gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
+    return this.store.leaseTake(this.info.id, streams, this.clock.now(), gives);
   }
 
   async takeOne(stream: string): Promise<LeaseAnswer> {

@@ -6,6 +6,7 @@ import { publishMessageStatus } from './message-events.js';
 import { KeyedRunner } from './keyed-runner.js';
 import { stream } from './leases.js';
 import type { NodePresence } from './node-presence.js';
+import type { LeaseAnswer } from './ports/leases.js';
 import { outbound } from './outbound.js';
 import { GatewayFailure } from './ports/gateway.js';
 import type { AcceptedMedia } from './ports/media.js';
@@ -24,10 +25,19 @@ export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, fa
  * independent: a slow or blocked line never delays another.
  *
  * Several nodes: a line's queue is a stream lease (core/leases.ts). A node
- * sends on a line only while it holds the line's lease, and gives it back
- * after each attempt with the human gap as its rest, so the gap holds
- * whichever node sends next. The lease of a dead node is taken over once it
- * has been silent longer than its longest send (core/node-presence.ts).
+ * sends on a line only while it holds the line's lease. It keeps the lease
+ * between sends, through the line's human gap (no node may send the line
+ * then anyway) and `recheckMs` more (as long as another node waits before
+ * asking again), then gives it back; given back sooner (on stop), the lease
+ * carries what is left of the gap as its rest, so the gap holds whichever
+ * node sends next. The lease of a dead node is taken over once it has been
+ * silent longer than its longest send (core/node-presence.ts).
+ *
+ * Looks (D-85): a message accepted on a line with no backlog here is its
+ * line's head, sent without reading every line's head; the claim checks it
+ * is the head, and a wrong guess costs a look, never an out-of-order send.
+ * A send that leaves its line empty asks for no look; the look every
+ * `pollMs` finds what other nodes queued.
  *
  * Durability: a message is committed before its 200; a worker claims it with
  * a lease before calling the gateway and records the outcome after. After a
@@ -45,6 +55,18 @@ export class QueueWorker {
    */
   private readonly notBefore = new Map<number, { until: number; recheck: number }>();
   private readonly runner: KeyedRunner<number>;
+  /**
+   * Lines that may have a pending queued message: those with a head at the
+   * last look, and those queued on since. A message accepted on any other
+   * line is its line's head (a guess the claim checks).
+   */
+  private backlog = new Set<number>();
+  /** The lines queued on while a look reads the heads: still in the backlog after it. */
+  private queuedSince: Set<number> | null = null;
+  /** Line leases kept between sends: when the line's last send and its rest ended (clock time and ticks), and the node's lapses then. */
+  private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
+  /** Line leases being given back: a take of the line waits for its give. */
+  private readonly giving = new Map<number, Promise<void>>();
 
   constructor(
     private readonly core: Core,
@@ -65,18 +87,40 @@ export class QueueWorker {
   }
 
   /**
-   * A message was queued on a line. A line that is sending or pausing is
-   * looked at when its wait ends anyway, so an accept on it costs no look:
-   * under the human-like gaps that is nearly every accept.
+   * A message was queued on a line (`m`: the accepted row, when the caller has
+   * it). A line that is sending or pausing is looked at when its wait ends
+   * anyway, so an accept on it costs no look: under the human-like gaps that is
+   * nearly every accept. On a line with no backlog here the message is the
+   * head: it is sent at once, without a look.
    */
-  queued(celularId: number): void {
-    if (this.runner.isBusy(celularId) || (this.notBefore.get(celularId)?.until ?? 0) > this.core.clock.now()) return;
-    this.poke();
+  queued(celularId: number, m?: MensajeRow): void {
+    const busy = this.runner.isBusy(celularId);
+    if (busy || (this.notBefore.get(celularId)?.until ?? 0) > this.core.clock.now()) {
+      // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
+      if (!busy && !this.backlog.has(celularId)) this.poke();
+      this.mark(celularId);
+      return;
+    }
+    if (!m || m.celular_id !== celularId || this.backlog.has(celularId)) {
+      this.mark(celularId);
+      this.poke();
+      return;
+    }
+    this.runner.run(celularId, () => this.guessed(m));
   }
 
-  /** Stops taking messages and waits for the sends in flight to be recorded. */
-  stop(): Promise<void> {
-    return this.runner.stop();
+  private mark(celularId: number): void {
+    this.backlog.add(celularId);
+    this.queuedSince?.add(celularId);
+  }
+
+  /** Stops taking messages, waits for the sends in flight to be recorded, then gives back the leases kept. */
+  async stop(): Promise<void> {
+    await this.runner.stop();
+    await Promise.all(this.giving.values());
+    const kept = [...this.kept.keys()];
+    this.kept.clear();
+    await Promise.all(kept.map((id) => this.node.give(stream.cola(id), this.restOf(id)).catch(this.opts.onError)));
   }
 
   /**
@@ -96,7 +140,16 @@ export class QueueWorker {
     let wait = this.opts.pollMs;
     const now = this.core.clock.now();
     const due: MensajeRow[] = [];
-    for (const head of await this.core.store.queueHeads()) {
+    const since = new Set<number>();
+    this.queuedSince = since;
+    let heads: MensajeRow[];
+    try {
+      heads = await this.core.store.queueHeads();
+    } finally {
+      this.queuedSince = null;
+    }
+    this.backlog = new Set([...heads.map((h) => h.celular_id), ...since]);
+    for (const head of heads) {
       if (this.runner.isBusy(head.celular_id)) continue;
       const held = this.notBefore.get(head.celular_id);
       const at = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
@@ -106,37 +159,130 @@ export class QueueWorker {
       }
       due.push(head);
     }
+    // Idle leases no take carried within a poll: given back alone.
+    this.giveBack(this.idleKept(this.core.config.queue.recheckMs + this.opts.pollMs, new Set(due.map((h) => h.celular_id))));
     if (due.length === 0) return wait;
     // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
     if (!this.node.fresh()) return Math.min(wait, this.core.config.queue.recheckMs);
+    const byStream = new Map<string, MensajeRow>();
+    for (const h of due) {
+      if (this.holds(h.celular_id)) this.runner.run(h.celular_id, () => this.processHeld(h).then(() => undefined));
+      else if (this.giving.has(h.celular_id)) wait = Math.min(wait, this.core.config.queue.recheckMs);
+      else byStream.set(stream.cola(h.celular_id), h);
+    }
+    if (byStream.size === 0) return wait;
     // One take for every due line: with several nodes, a line another node holds costs nothing more.
-    const byStream = new Map(due.map((h) => [stream.cola(h.celular_id), h]));
-    for (const a of await this.node.take([...byStream.keys()])) {
+    for (const a of await this.take([...byStream.values()].map((h) => h.celular_id))) {
       const head = byStream.get(a.stream);
       if (!head) continue;
       if (a.taken) {
-        this.runner.run(head.celular_id, () => this.processHeld(head));
+        // A line an accept started meanwhile is sending under this same lease: it keeps it when it ends.
+        if (!this.runner.isBusy(head.celular_id)) this.runner.run(head.celular_id, () => this.processHeld(head).then(() => undefined));
+        else this.keep(head.celular_id);
         continue;
       }
-      // Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon.
-      this.notBefore.set(
-        head.celular_id,
-        a.restMs > 0
-          ? { until: now + a.restMs, recheck: Number.POSITIVE_INFINITY }
-          : { until: now + this.core.config.queue.recheckMs, recheck: this.core.clock.ticks() + this.core.config.queue.recheckMs },
-      );
+      this.refused(head.celular_id, a.restMs, now);
       wait = Math.min(wait, a.restMs || this.core.config.queue.recheckMs);
     }
     return wait;
   }
 
-  /** Works the line's head under its lease, then gives the lease back with the line's rest. */
-  private async processHeld(m: MensajeRow): Promise<void> {
-    try {
-      await this.process(m);
-    } finally {
-      await this.node.give(stream.cola(m.celular_id), this.restOf(m.celular_id));
+  /** Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon. */
+  private refused(celularId: number, restMs: number, now: number): void {
+    const { recheckMs } = this.core.config.queue;
+    this.notBefore.set(
+      celularId,
+      restMs > 0 ? { until: now + restMs, recheck: Number.POSITIVE_INFINITY } : { until: now + recheckMs, recheck: this.core.clock.ticks() + recheckMs },
+    );
+  }
+
+  /**
+   * An accepted message taken for its line's head without a look; false when
+   * no look is needed: its send left the line empty, or another node holds
+   * the line (it is waited for as a look would, and found by the look after).
+   */
+  private async guessed(m: MensajeRow): Promise<boolean> {
+    const id = m.celular_id;
+    const now = this.core.clock.now();
+    const a = this.node.fresh() ? await this.acquire(id) : null;
+    if (a && !a.taken) this.refused(id, a.restMs, now);
+    if (a?.taken && (await this.processHeld(m, true)) && !this.backlog.has(id)) return false;
+    this.mark(id);
+    return a?.taken !== false;
+  }
+
+  /** The line's lease: the one kept from its last send (unless this node lapsed since), or taken now. */
+  private async acquire(celularId: number): Promise<LeaseAnswer> {
+    await this.giving.get(celularId);
+    if (this.holds(celularId)) return { stream: stream.cola(celularId), taken: true, restMs: 0 };
+    return (await this.take([celularId]))[0]!;
+  }
+
+  /** Takes the lines' leases; the kept ones idle past their rest and `recheckMs` are given back in the same round trip. */
+  private take(celularIds: number[]): Promise<LeaseAnswer[]> {
+    const carried = this.idleKept(this.core.config.queue.recheckMs, new Set(celularIds));
+    const gifts = carried.map((id) => ({ stream: stream.cola(id), restMs: this.restOf(id) }));
+    const taking = this.node.take(celularIds.map(stream.cola), gifts);
+    this.onTheWay(carried, taking);
+    return taking;
+  }
+
+  /** Whether this node still holds the line's lease from a send: a silence it survived may have let another take it. */
+  private holds(celularId: number): boolean {
+    const k = this.kept.get(celularId);
+    if (k && k.lapses === this.node.lapses) return true;
+    this.kept.delete(celularId);
+    return false;
+  }
+
+  /** Takes out of `kept` the leases of lines idle here for `idleMs` past their rest, none running nor in `except`. */
+  private idleKept(idleMs: number, except: Set<number>): number[] {
+    const { clock } = this.core;
+    const out: number[] = [];
+    for (const [id, k] of this.kept) {
+      // Idle by the clock or by the ticks, whichever says so first: a clock set back never keeps a lease longer.
+      if (except.has(id) || this.runner.isBusy(id) || (clock.now() - k.at < idleMs && clock.ticks() - k.ticks < idleMs)) continue;
+      this.kept.delete(id);
+      out.push(id);
     }
+    return out;
+  }
+
+  /** Gives leases back on their own; not awaited: a take of the line waits for its give. */
+  private giveBack(ids: number[]): void {
+    for (const id of ids) this.onTheWay([id], this.node.give(stream.cola(id), this.restOf(id)));
+  }
+
+  /**
+   * Leases on their way back: a take of the line waits for the give. One whose
+   * give failed is not thought held (it may have been given): the line's next
+   * take here finds out, and its next send keeps and gives it again.
+   */
+  private onTheWay(ids: number[], p: Promise<unknown>): void {
+    for (const id of ids) {
+      const g = p
+        .then(() => undefined, this.opts.onError)
+        .finally(() => {
+          this.giving.delete(id);
+          if (this.backlog.has(id)) this.poke();
+        });
+      this.giving.set(id, g);
+    }
+  }
+
+  /** Works the line's head under its lease, then keeps the lease; true when the message left the queue (sent or ended). */
+  private async processHeld(m: MensajeRow, guess = false): Promise<boolean> {
+    try {
+      return await this.process(m, guess);
+    } finally {
+      this.keep(m.celular_id);
+    }
+  }
+
+  /** Idle is counted from the end of the line's rest: no other node may send the line before it anyway. */
+  private keep(celularId: number): void {
+    const rest = this.restOf(celularId);
+    this.kept.set(celularId, { at: this.core.clock.now() + rest, ticks: this.core.clock.ticks() + rest, lapses: this.node.lapses });
   }
 
   /**
@@ -166,39 +312,64 @@ export class QueueWorker {
     if (file) await this.files.remove(file);
   }
 
-  private async process(m: MensajeRow): Promise<void> {
+  private async process(m: MensajeRow, guess: boolean): Promise<boolean> {
     const { core } = this;
     const now = core.clock.now();
     const hold = (ms: number) => this.notBefore.set(m.celular_id, { until: now + ms, recheck: this.core.clock.ticks() + this.core.config.queue.recheckMs });
-    if (m.expira_at !== null && now >= m.expira_at) return this.end(m, 'expired: not sent within the queue TTL', 'no_enviado');
+    if (m.expira_at !== null && now >= m.expira_at) {
+      await this.end(m, 'expired: not sent within the queue TTL', 'no_enviado');
+      return true;
+    }
     const celular = await core.lines.celular(m.celular_id);
-    if (!celular) return this.end(m, 'the celular was deleted', 'no_enviado');
+    if (!celular) {
+      await this.end(m, 'the celular was deleted', 'no_enviado');
+      return true;
+    }
     const cliente = await core.lines.cliente(celular.cliente_id);
     // A suspended client or a line that is not active waits (until the TTL), as a person would.
-    if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia)
-      return void hold(core.config.queue.inactiveHoldMs);
+    if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia) {
+      hold(core.config.queue.inactiveHoldMs);
+      return false;
+    }
     const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
-    if (!window.open) return void hold(window.opensInMs);
-    if (await this.attempt(m, celular.gateway_instancia, slotClaim(celular, now, core.config.queue.leaseMs), hold)) {
+    if (!window.open) {
+      hold(window.opensInMs);
+      return false;
+    }
+    const outcome = await this.attempt(m, celular.gateway_instancia, slotClaim(celular, now, core.config.queue.leaseMs), hold, guess);
+    if (outcome !== 'none') {
       // The human-like pause is never cut short (nor is a rate-limit pause).
       const pause = core.clock.now() + this.gap();
       if ((this.notBefore.get(m.celular_id)?.until ?? 0) < pause) this.notBefore.set(m.celular_id, { until: pause, recheck: Number.POSITIVE_INFINITY });
     }
+    return outcome === 'ended';
   }
 
-  /** Claims the message and sends it; false when no attempt was made (a cap, or another worker has it). */
-  private async attempt(m: MensajeRow, instancia: string, slot: ReturnType<typeof slotClaim>, hold: (ms: number) => void): Promise<boolean> {
+  /**
+   * Claims the message and sends it: `none` when no attempt was made (a cap,
+   * another worker has it, or a guessed head is not its line's head), `ended`
+   * when the message left the queue, `retry` when it waits for another attempt.
+   */
+  private async attempt(
+    m: MensajeRow,
+    instancia: string,
+    slot: ReturnType<typeof slotClaim>,
+    hold: (ms: number) => void,
+    guess: boolean,
+  ): Promise<'none' | 'ended' | 'retry'> {
     const { core } = this;
     // Checked again as the last step before the send: the reads before it may have been slow.
     if (!this.node.fresh()) {
       hold(this.core.config.queue.recheckMs);
-      return false;
+      return 'none';
     }
-    const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now());
+    const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now(), guess);
     if (!claim.ok) {
+      // A guess that missed (an older message waits on the line) costs a look now, no hold.
+      if (guess && claim.reason === 'taken') return 'none';
       // Taken: another worker's claim on it is still live; looked at again soon, not at once.
       hold(claim.reason === 'cap' ? claim.retryAfterMs : this.core.config.queue.recheckMs);
-      return false;
+      return 'none';
     }
     const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;
     try {
@@ -218,11 +389,13 @@ export class QueueWorker {
       const at = core.clock.now() + wait;
       // Said as a direct send's is, so the history reads the same whichever way a refusal came.
       const clase = failureClase(err);
+      const expired = m.expira_at !== null && at >= m.expira_at;
       if (kind === 'permanent') await this.end(m, clase === 'rechazado' ? `${REFUSED_FOR_GOOD}${reason}` : reason, clase);
-      else if (m.expira_at !== null && at >= m.expira_at) await this.end(m, `expired after retries: ${reason}`, clase);
+      else if (expired) await this.end(m, `expired after retries: ${reason}`, clase);
       else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
       if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });
+      return kind === 'permanent' || expired ? 'ended' : 'retry';
     }
-    return true;
+    return 'ended';
   }
 }

@@ -29,7 +29,7 @@ import { FIELD_LIMITS } from './limits.js';
 import type { NodePresence } from './node-presence.js';
 import { GatewayFailure } from './ports/gateway.js';
 import type { AcceptedMedia } from './ports/media.js';
-import type { CelularRow, MensajePayload, Tipo } from './ports/model.js';
+import type { CelularRow, MensajePayload, MensajeRow, Tipo } from './ports/model.js';
 
 /**
  * One send, from a request to a committed message (docs/design.md §5): who sends,
@@ -108,8 +108,8 @@ export interface SendDeps {
   tmp: TempFiles;
   /** Where a queued message's bytes are kept until its send ends. */
   media: AcceptedMedia;
-  /** Wakes the queue worker when a message is queued on a line. */
-  queued(celularId: number): void;
+  /** Wakes the queue worker when a message is queued on a line (`m`: the accepted row, which may be sent without a look). */
+  queued(celularId: number, m?: MensajeRow): void;
   /** Direct sends this process has in flight, which the recovery of stranded ones leaves alone. */
   inFlight: Set<string>;
   /** Idempotency-Keys (client and key) of requests between their key's look-up and their acceptance on this node. */
@@ -378,7 +378,7 @@ async function sendOnce(
     publishMessageStatus(core, res.mensaje, null);
     const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: res.saldo_celular, ...envioDesde };
     if (!req.directo) {
-      deps.queued(celular.id);
+      deps.queued(celular.id, res.mensaje);
       return { result: queuedResult(part) };
     }
     deps.inFlight.add(msgId);

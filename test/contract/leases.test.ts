@@ -28,6 +28,29 @@ for (const adapter of ADAPTERS) {
       expect((await store.leaseTake('b', ['cola:1'], now()))[0]!.taken).toBe(true);
     });
 
+    it('a take carries gives of other streams: given back with their rest in the same call; one held by another node is left alone', async () => {
+      const { store } = ctx;
+      await store.nodeBeat(live('a'), now());
+      await store.nodeBeat(live('b'), now());
+      await store.leaseTake('a', ['cola:11', 'cola:12'], now());
+      await store.leaseTake('b', ['cola:13'], now());
+      const took = await store.leaseTake('a', ['cola:14'], now(), [
+        { stream: 'cola:11', restMs: 0 },
+        { stream: 'cola:12', restMs: 5_000 },
+        { stream: 'cola:13', restMs: 0 },
+      ]);
+      expect(took).toEqual([{ stream: 'cola:14', taken: true, restMs: 0 }]);
+      expect((await store.leaseTake('b', ['cola:11'], now()))[0]!.taken).toBe(true);
+      const [rested] = await store.leaseTake('b', ['cola:12'], now());
+      expect(rested!.taken).toBe(false);
+      expect(rested!.restMs).toBeGreaterThan(3_000);
+      // b's own stream stays b's: a gives only what it holds.
+      expect((await store.leaseTake('a', ['cola:13'], now()))[0]!.taken).toBe(false);
+      // Gives with nothing to take still give.
+      expect(await store.leaseTake('a', [], now(), [{ stream: 'cola:14', restMs: 0 }])).toEqual([]);
+      expect((await store.leaseTake('b', ['cola:14'], now()))[0]!.taken).toBe(true);
+    });
+
     it('a rest holds the stream for everyone, its holder included, and says how long is left', async () => {
       const { store } = ctx;
       await store.nodeBeat(live('a'), now());

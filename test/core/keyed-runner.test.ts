@@ -74,4 +74,41 @@ describe('KeyedRunner.step', () => {
     await runner.step();
     expect(looks).toBe(0);
   });
+
+  it('a job that answers false asks for no look after it; any other end (true, nothing, a failure) asks for one', async () => {
+    let looks = 0;
+    const errors: unknown[] = [];
+    const runner = new KeyedRunner<string>(
+      async () => {
+        looks += 1;
+        return 60_000;
+      },
+      (err) => void errors.push(err),
+    );
+    const turn = () => new Promise((r) => setImmediate(r));
+    runner.start();
+    await runner.step();
+    // The start's own poke looks on the next turn.
+    await turn();
+    await turn();
+    const after = async (job: () => Promise<void | boolean>) => {
+      const before = looks;
+      runner.run('k', job);
+      await runner.idle();
+      // A poke looks on the next turn of the loop.
+      await turn();
+      await turn();
+      return looks - before;
+    };
+    expect(await after(async () => false)).toBe(0);
+    expect(await after(async () => true)).toBe(1);
+    expect(await after(async () => undefined)).toBe(1);
+    expect(
+      await after(async () => {
+        throw new Error('boom');
+      }),
+    ).toBe(1);
+    expect(errors).toHaveLength(1);
+    await runner.stop();
+  });
 });

@@ -25,6 +25,12 @@ export interface LeaseAnswer {
   restMs: number;
 }
 
+/** A held stream given back, not to be taken again for `restMs`. */
+export interface LeaseGift {
+  stream: string;
+  restMs: number;
+}
+
 /**
  * Serial streams shared by the nodes of one store: a line's queue with its
  * human gaps, a line's health check, a client's webhook stream. Each is a
@@ -40,8 +46,11 @@ export interface LeasesStore {
   /** The node stops: its row goes and its leases are free (their next_at kept). */
   nodeLeave(nodeId: string): Promise<void>;
   nodes(now: number): Promise<NodeRow[]>;
-  /** Takes, of `streams`, each that is due and free (unheld, held by this node, or by a dead one); never waits on another taker. */
-  leaseTake(nodeId: string, streams: string[], now: number): Promise<LeaseAnswer[]>;
+  /**
+   * Takes, of `streams`, each that is due and free (unheld, held by this node, or by a dead one); never waits on another taker.
+   * `gives`: streams this node gives back in the same call, as leaseGive would (none of them among `streams`).
+   */
+  leaseTake(nodeId: string, streams: string[], now: number, gives?: LeaseGift[]): Promise<LeaseAnswer[]>;
   /** Gives a held stream back, not to be taken again for `restMs`; a stream taken over meanwhile is left alone. */
   leaseGive(nodeId: string, stream: string, restMs: number, now: number): Promise<void>;
 }

@@ -16,9 +16,11 @@ export interface QueueStore {
   /**
    * Atomic: claims a pending queued message and its slot in its line's caps
    * until `slot.holdUntil`; `taken` when another worker holds a live claim or
-   * it is no longer pending, `cap` when the slot would pass a cap.
+   * it is no longer pending, or with `onlyHead` when it is not its line's
+   * head (an older queued message of the line is pending: a guess that
+   * missed, core/queue-worker.ts), `cap` when the slot would pass a cap.
    */
-  claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult>;
+  claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead?: boolean): Promise<ClaimResult>;
   /** Releases every claim and its slot (at start, when no other worker can be alive on this store). */
   releaseLeases(): Promise<number>;
   /**

@@ -1,5 +1,6 @@
 import type { Core } from '../../core/context.js';
 import type { AcceptedMedia } from '../../core/ports/media.js';
+import type { MensajeRow } from '../../core/ports/model.js';
 import type { TempFiles } from '../../core/media.js';
 import { NodePresence } from '../../core/node-presence.js';
 import { QueueWorker } from '../../core/queue-worker.js';
@@ -37,7 +38,7 @@ export async function startNode(parts: Parts, opts: ServeConfig, core: Core, log
 /** The queue worker and the webhook dispatcher, wherever they run; what the API wakes them with. */
 export interface Background {
   webhooks: WebhookControl;
-  queued: (celularId: number) => void;
+  queued: (celularId: number, m?: MensajeRow) => void;
   thread: BackgroundThread | null;
   /** On the request thread (null on the background thread): tests step it instead of waiting for its poll. */
   worker: QueueWorker | null;
@@ -110,7 +111,7 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
       return { value: worker, stop: () => worker.stop() };
     },
   });
-  return { webhooks: dispatcher, queued: (id) => worker.queued(id), thread: null, worker, dispatcher };
+  return { webhooks: dispatcher, queued: (id, m) => worker.queued(id, m), thread: null, worker, dispatcher };
 }
 
 /** The background thread on the same SQLite file, sharing the write gate (store/write-gate.ts). */

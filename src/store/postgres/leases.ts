@@ -1,4 +1,4 @@
-import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
+import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
 import type { Db, Queryable } from './db.js';
 
 /**
@@ -25,6 +25,13 @@ export async function nodes(q: Queryable): Promise<NodeRow[]> {
 }
 
 export function leases(db: Db): LeasesStore {
+  const give = async (nodeId: string, stream: string, restMs: number): Promise<void> => {
+    await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [
+      nodeId,
+      stream,
+      Math.max(0, Math.round(restMs)),
+    ]);
+  };
   return {
     async nodeBeat(node: NodeInfo): Promise<void> {
       await db.query(
@@ -48,11 +55,17 @@ export function leases(db: Db): LeasesStore {
      * LOCKED (a row another taker is on right now is left to it, never waited
      * for) and given to the taker; every asked stream comes back with what was
      * found, in the order asked. Streams without a row yet are made, taken, by a second statement.
+     * The streams given back ride on the same statement (`g`: PostgreSQL runs a data-modifying WITH whether read or not).
      */
-    async leaseTake(nodeId: string, streams: string[]): Promise<LeaseAnswer[]> {
-      if (streams.length === 0) return [];
+    async leaseTake(nodeId: string, streams: string[], _now: number, gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
+      if (streams.length === 0) {
+        await Promise.all(gives.map((g) => give(nodeId, g.stream, g.restMs)));
+        return [];
+      }
       const found = await db.q<{ stream: string; known: boolean; taken: boolean; rest_ms: number }>(
         `WITH n AS (SELECT ${DB_NOW} AS t),
+     g AS (UPDATE leases l SET nodo = NULL, next_at = n.t + r.rest FROM n, unnest($3::text[], $4::bigint[]) AS r(stream, rest)
+           WHERE l.stream = r.stream AND l.nodo = $1),
      c AS (
        SELECT l.stream FROM leases l, n
        WHERE l.stream = ANY($2::text[]) AND l.next_at <= n.t
@@ -65,7 +78,7 @@ export function leases(db: Db): LeasesStore {
      FROM unnest($2::text[]) WITH ORDINALITY AS s(stream, ord) CROSS JOIN n
      LEFT JOIN leases l ON l.stream = s.stream LEFT JOIN u ON u.stream = s.stream
      ORDER BY s.ord`,
-        [nodeId, streams],
+        [nodeId, streams, gives.map((g) => g.stream), gives.map((g) => Math.max(0, Math.round(g.restMs)))],
       );
       const unknown = found.filter((f) => !f.known).map((f) => f.stream);
       const made = new Set<string>();
@@ -81,12 +94,8 @@ export function leases(db: Db): LeasesStore {
         return { stream: f.stream, taken, restMs: taken ? 0 : Number(f.rest_ms) };
       });
     },
-    async leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
-      await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [
-        nodeId,
-        stream,
-        Math.max(0, Math.round(restMs)),
-      ]);
+    leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
+      return give(nodeId, stream, restMs);
     },
   };
 }

@@ -68,7 +68,7 @@ export function queue(db: Db): QueueStore {
      * only while every window holds no more than core's `room`; a refusal
      * answers from those exact counts.
      */
-    async claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
+    async claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead = false): Promise<ClaimResult> {
       const taken = slotOn('claim', slot.holdUntil);
       const r = await db.one<{ claimable: boolean; go: boolean; counts: SlotCount[] | null }>(
         `WITH line AS MATERIALIZED (
@@ -76,7 +76,12 @@ export function queue(db: Db): QueueStore {
          ),
          m AS MATERIALIZED (
            SELECT celular_id FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2)
-             AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0 FOR UPDATE
+             AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0
+             -- With onlyHead, only while no older queued message of its line is pending: a guessed head that is not one is
+             -- 'taken' (D-85). Each line's messages commit in their order (its lock), so the older ones are all in this snapshot.
+             AND (NOT $6::boolean OR NOT EXISTS (
+               SELECT 1 FROM mensajes_pendientes o WHERE o.modo = 'cola' AND o.celular_id = mensajes.celular_id AND o.seq < mensajes.seq))
+           FOR UPDATE
          ),
          k AS MATERIALIZED (SELECT cupos_al_dia(m.celular_id, $4::bigint[], $2) AS counts FROM m),
          go AS MATERIALIZED (SELECT 1 FROM k WHERE NOT EXISTS (
@@ -85,7 +90,7 @@ export function queue(db: Db): QueueStore {
          u AS (UPDATE mensajes SET ${slotSet(taken, '$3')} WHERE msg_id = $1 AND EXISTS (SELECT 1 FROM go) RETURNING ${STATE_COLS}),
          slot AS (${slotSync('u', taken.cupo_at)})
          SELECT EXISTS (SELECT 1 FROM m) AS claimable, EXISTS (SELECT 1 FROM go) AS go, (SELECT counts FROM k) AS counts`,
-        [msgId, now, slotTime(taken), slot.windows.map((ms) => now - ms), slot.room],
+        [msgId, now, slotTime(taken), slot.windows.map((ms) => now - ms), slot.room, onlyHead],
       );
       if (!r!.claimable) return { ok: false, reason: 'taken' };
       if (r!.go) return { ok: true };

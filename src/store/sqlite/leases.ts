@@ -1,5 +1,5 @@
 import { type HolderState, holderAlive, type LeaseState, leaseTakable } from '../../core/leases.js';
-import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
+import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
 
 /**
  * Leases of a store that one process serves alone (SQLite: the data
@@ -10,6 +10,14 @@ import type { LeaseAnswer, LeasesStore, NodeInfo, NodeRow } from '../../core/por
 export function leases(): LeasesStore {
   const leases = new Map<string, LeaseState>();
   const holders = new Map<string, HolderState & { label: string; started_at: number }>();
+  const give = (nodeId: string, s: string, restMs: number, now: number): void => {
+    const l = leases.get(s);
+    if (!l || l.nodo !== nodeId) return;
+    l.nodo = null;
+    l.next_at = now + restMs;
+    // A stream with no rest ahead holds nothing worth keeping: the map stays as small as the work in hand.
+    if (restMs <= 0) leases.delete(s);
+  };
   return {
     async nodeBeat(node: NodeInfo, now: number): Promise<void> {
       const h = holders.get(node.id);
@@ -33,7 +41,8 @@ export function leases(): LeasesStore {
       }));
     },
 
-    async leaseTake(nodeId: string, streams: string[], now: number): Promise<LeaseAnswer[]> {
+    async leaseTake(nodeId: string, streams: string[], now: number, gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
+      for (const g of gives) give(nodeId, g.stream, g.restMs, now);
       return streams.map((s) => {
         const l = leases.get(s);
         if (!l) {
@@ -48,12 +57,7 @@ export function leases(): LeasesStore {
     },
 
     async leaseGive(nodeId: string, s: string, restMs: number, now: number): Promise<void> {
-      const l = leases.get(s);
-      if (!l || l.nodo !== nodeId) return;
-      l.nodo = null;
-      l.next_at = now + restMs;
-      // A stream with no rest ahead holds nothing worth keeping: the map stays as small as the work in hand.
-      if (restMs <= 0) leases.delete(s);
+      give(nodeId, s, restMs, now);
     },
   };
 }

@@ -58,14 +58,19 @@ export function queue(db: DB): QueueStore {
       ).get() as { t: number | null };
       return { pending: n, oldest_at: t };
     },
-    /** Claims a queued message and its send slot together, so a direct send racing it cannot pass a cap with it. */
-    claimQueued(msgId: string, slot: SlotClaim, now: number): Promise<ClaimResult> {
+    /**
+     * Claims a queued message and its send slot together, so a direct send racing it cannot pass a cap with it;
+     * with onlyHead, only while no older queued message of its line is pending: a guessed head that is not one is 'taken' (D-85).
+     */
+    claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead = false): Promise<ClaimResult> {
       return grouped(db, () => {
         return immediate(db, (): ClaimResult => {
           const m = stmt(
             db,
-            "SELECT celular_id FROM mensajes WHERE msg_id = @msgId AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= @now) AND (proximo_intento_at IS NULL OR proximo_intento_at <= @now)",
-          ).get({ msgId, now }) as { celular_id: number } | undefined;
+            `SELECT celular_id FROM mensajes WHERE msg_id = @msgId AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= @now)
+               AND (proximo_intento_at IS NULL OR proximo_intento_at <= @now)
+               AND (@onlyHead = 0 OR NOT EXISTS (SELECT 1 FROM cola o WHERE o.celular_id = mensajes.celular_id AND o.seq < (SELECT seq FROM cola WHERE msg_id = @msgId)))`,
+          ).get({ msgId, now, onlyHead: onlyHead ? 1 : 0 }) as { celular_id: number } | undefined;
           if (!m) return { ok: false, reason: 'taken' };
           const hit = capHit(db, m.celular_id, slot, now);
           if (hit) return { ok: false, reason: 'cap', ...hit };

@@ -1,0 +1,302 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/core/clock.js';
+import { stream } from '../../src/core/leases.js';
+import type { Store } from '../../src/core/ports/store.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
+import { pgSchema } from '../contract/adapters.js';
+import { expectOk } from '../helpers/expect.js';
+import { until } from '../helpers/poll.js';
+import { linkedLine, mensaje, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
+
+/**
+ * D-85: the queue worker sends a message accepted on a line with no backlog
+ * without reading every line's head (a guess its claim checks), asks for no
+ * look after a send that left its line empty, and keeps a line's lease
+ * between sends, giving it back with the line's rest once idle. Each case
+ * runs on SQLite and on PostgreSQL; the periodic look is an hour away, so
+ * every look here is one the worker asked for.
+ */
+const SENT = ['enviado', 'entregado', 'leido'];
+const DEST = '525598765432';
+const at = (h: number) => Date.UTC(2026, 3, 6, h);
+
+/** Counts the store calls the worker makes: looks at every head, guessed claims, lease takes and gives. */
+function counted(store: Store) {
+  /** gives: leaseGive calls; given: every stream given back and its rest, alone or carried by a take. */
+  const n = { heads: 0, guessed: 0, guessMissed: 0, takes: 0, gives: 0, carried: 0, given: new Map<string, number>() };
+  const heads = store.queueHeads.bind(store);
+  const claim = store.claimQueued.bind(store);
+  const take = store.leaseTake.bind(store);
+  const give = store.leaseGive.bind(store);
+  store.queueHeads = async () => (n.heads++, heads());
+  store.claimQueued = async (id, slot, now, onlyHead) => {
+    const r = await claim(id, slot, now, onlyHead);
+    if (onlyHead) {
+      n.guessed++;
+      if (!r.ok) n.guessMissed++;
+    }
+    return r;
+  };
+  // The queue's streams only: line health and webhooks take leases of their own.
+  store.leaseTake = async (node, streams, now, gives = []) => {
+    if (streams.some((x) => x.startsWith('cola:'))) n.takes++;
+    const r = await take(node, streams, now, gives);
+    for (const g of gives) n.given.set(g.stream, g.restMs);
+    n.carried += gives.length;
+    return r;
+  };
+  store.leaseGive = async (node, s, rest, now) => {
+    if (s.startsWith('cola:')) n.gives++;
+    await give(node, s, rest, now);
+    n.given.set(s, rest);
+  };
+  return n;
+}
+
+/** The order the gateway was asked to send in. */
+function sendOrder(s: TestServer): string[] {
+  const order: string[] = [];
+  const gw = s.core.gateway;
+  const real = gw.send.bind(gw);
+  gw.send = async (instancia, msg) => {
+    order.push(msg.msgId);
+    return real(instancia, msg);
+  };
+  return order;
+}
+
+/** A queued message of the line written straight to the store: no worker is told of it (another node's accept, to this one). */
+async function behindTheWorker(s: TestServer, L: Line): Promise<string> {
+  const msg_id = randomUUID();
+  const r = await s.core.store.acceptMensaje(
+    {
+      msg_id,
+      cliente_id: L.clienteId,
+      celular_id: L.celularId,
+      destinatario: DEST,
+      tipo: 'texto',
+      modo: 'cola',
+      texto: 'antes',
+      media: null,
+      payload: { texto: 'antes' },
+      expira_at: null,
+    },
+    { charge: false, maxPending: null },
+    s.clock.now(),
+  );
+  expect(r.ok).toBe(true);
+  return msg_id;
+}
+
+const dialects: Array<[string, () => Promise<string | undefined>]> = [['sqlite', async () => undefined]];
+const schemas: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const d of schemas) await d();
+});
+
+for (const [name, storeOf] of dialects) {
+  describe(`${name}: the accepted head sent without a look`, () => cases(storeOf));
+}
+describeWith(postgres, 'postgres: the accepted head sent without a look', () =>
+  cases(async () => {
+    const s = await pgSchema();
+    schemas.push(s.drop);
+    return schemaUrl(s.schema);
+  }),
+);
+
+function cases(storeOf: () => Promise<string | undefined>): void {
+  let s: TestServer;
+  let n: ReturnType<typeof counted>;
+  let order: string[];
+  const clock = () => s.clock as ManualClock;
+  beforeAll(async () => {
+    const store = await storeOf();
+    s = await startTestServer({
+      tz: 'UTC',
+      simDeliveryMs: 20,
+      simReadMs: 40,
+      clock: new ManualClock(at(12)),
+      random: () => 0.5,
+      queuePollMs: 3_600_000,
+      queue: { gapMinMs: 0, gapMaxMs: 0 },
+      ...(store ? { store } : {}),
+    });
+    n = counted(s.core.store);
+    order = sendOrder(s);
+    await s.stepQueue();
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it('a message accepted on an idle line is sent with no look at the heads; the next one on it reuses the kept lease', async () => {
+    const L = await linkedLine(s);
+    const before = { ...n };
+    const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
+    expectOk(a, { modo: 'cola' });
+    await waitEstado(s, a.body.msg_id, SENT);
+    await s.queue!.idle();
+    expect(n.heads - before.heads).toBe(0);
+    expect(n.guessed - before.guessed).toBe(1);
+    expect(n.takes - before.takes).toBe(1);
+    expect(n.gives - before.gives).toBe(0);
+    const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    await waitEstado(s, b.body.msg_id, SENT);
+    await s.queue!.idle();
+    expect(n.heads - before.heads).toBe(0);
+    expect(n.takes - before.takes).toBe(1);
+    expect(order.slice(-2)).toEqual([a.body.msg_id, b.body.msg_id]);
+  });
+
+  it('a wrong guess (an older message the worker was not told of) costs a look, and the older one goes first', async () => {
+    const L = await linkedLine(s);
+    const older = await behindTheWorker(s, L);
+    const before = { ...n };
+    const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    expectOk(b, { modo: 'cola' });
+    await waitEstado(s, b.body.msg_id, SENT);
+    expect((await mensaje(s, older)).estado).not.toBe('pendiente');
+    expect(n.guessMissed - before.guessMissed).toBe(1);
+    expect(n.heads - before.heads).toBeGreaterThanOrEqual(1);
+    expect(order.indexOf(older)).toBeGreaterThanOrEqual(0);
+    expect(order.indexOf(older)).toBeLessThan(order.indexOf(b.body.msg_id));
+  });
+
+  it('a head waiting for its retry blocks its line: a message accepted behind it waits, then both go in order', async () => {
+    const L = await linkedLine(s);
+    const older = await behindTheWorker(s, L);
+    await s.core.store.retryLater(older, s.clock.now() + 5_000, 'gateway timeout');
+    const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    expectOk(b, { modo: 'cola' });
+    await s.queue!.idle();
+    await s.stepQueue();
+    expect((await mensaje(s, b.body.msg_id)).estado).toBe('pendiente');
+    expect((await mensaje(s, older)).estado).toBe('pendiente');
+    // Another accept behind the blocked head: the line is known to have a backlog, so no guess is made.
+    const guessed = n.guessed;
+    const c = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('c') });
+    await s.queue!.idle();
+    expect(n.guessed).toBe(guessed);
+    expect((await mensaje(s, c.body.msg_id)).estado).toBe('pendiente');
+    clock().advance(5_000);
+    await s.stepQueue();
+    await waitEstado(s, c.body.msg_id, SENT);
+    expect(order.filter((id) => [older, b.body.msg_id, c.body.msg_id].includes(id))).toEqual([older, b.body.msg_id, c.body.msg_id]);
+  });
+
+  it('a guess on a line another node holds waits for it with no look; once the line is free, a look sends the message', async () => {
+    const L = await linkedLine(s);
+    const other = `other-${randomUUID()}`;
+    const line = [stream.cola(L.celularId)];
+    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
+    expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: true });
+    const before = { ...n };
+    const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    expectOk(b, { modo: 'cola' });
+    await s.queue!.idle();
+    expect(n.takes - before.takes).toBe(1);
+    expect(n.heads - before.heads).toBe(0);
+    expect(n.guessed - before.guessed).toBe(0);
+    expect((await mensaje(s, b.body.msg_id)).estado).toBe('pendiente');
+    await s.core.store.leaseGive(other, line[0]!, 0, s.clock.now());
+    await s.core.store.nodeLeave(other);
+    clock().advance(s.core.config.queue.recheckMs);
+    await s.stepQueue();
+    await waitEstado(s, b.body.msg_id, SENT);
+  });
+
+  it('a kept lease is given back by a look once its line has been idle for recheckMs and a poll; another node may then take it', async () => {
+    const L = await linkedLine(s);
+    const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
+    await waitEstado(s, a.body.msg_id, SENT);
+    await s.queue!.idle();
+    const other = `other-${randomUUID()}`;
+    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
+    // Kept: another node may not take the line.
+    expect((await s.core.store.leaseTake(other, [stream.cola(L.celularId)], s.clock.now()))[0]).toMatchObject({ taken: false });
+    // With no take to carry it, a look gives it back alone once idle for recheckMs and a poll.
+    clock().advance(s.core.config.queue.recheckMs + 3_600_000);
+    await s.stepQueue();
+    await until(() => n.given.has(stream.cola(L.celularId)), { what: 'the idle line’s lease given back' });
+    const t = await s.core.store.leaseTake(other, [stream.cola(L.celularId)], s.clock.now());
+    expect(t[0]).toMatchObject({ taken: true });
+    await s.core.store.nodeLeave(other);
+  });
+}
+
+for (const [name, storeOf] of dialects) describe(`${name}: a kept lease keeps its line's gap`, () => gapCases(storeOf));
+describeWith(postgres, "postgres: a kept lease keeps its line's gap", () =>
+  gapCases(async () => {
+    const s = await pgSchema();
+    schemas.push(s.drop);
+    return schemaUrl(s.schema);
+  }),
+);
+
+function gapCases(storeOf: () => Promise<string | undefined>): void {
+  let s: TestServer;
+  let n: ReturnType<typeof counted>;
+  beforeAll(async () => {
+    const store = await storeOf();
+    s = await startTestServer({
+      tz: 'UTC',
+      clock: new ManualClock(at(12)),
+      random: () => 0.5,
+      queuePollMs: 3_600_000,
+      queue: { gapMinMs: 10_000, gapMaxMs: 10_000 },
+      ...(store ? { store } : {}),
+    });
+    n = counted(s.core.store);
+    await s.stepQueue();
+  });
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it('kept through the gap and recheckMs more (another node is refused meanwhile), then given back by the next take', async () => {
+    const L = await linkedLine(s);
+    const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
+    await waitEstado(s, a.body.msg_id, SENT);
+    await s.queue!.idle();
+    const other = `other-${randomUUID()}`;
+    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
+    const line = [stream.cola(L.celularId)];
+    const recheck = s.core.config.queue.recheckMs;
+    (s.clock as ManualClock).advance(10_000);
+    await s.stepQueue();
+    await s.queue!.idle();
+    expect(n.given.has(line[0]!)).toBe(false);
+    expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: false, restMs: 0 });
+    (s.clock as ManualClock).advance(recheck);
+    await s.stepQueue();
+    await s.queue!.idle();
+    expect(n.given.has(line[0]!)).toBe(false);
+    // The next take (a send on another line) carries it: one round trip for both.
+    const { gives, takes } = n;
+    const M = await linkedLine(s);
+    const b = await send(s, M, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    await waitEstado(s, b.body.msg_id, SENT);
+    await s.queue!.idle();
+    expect(n.given.get(line[0]!)).toBe(0);
+    expect(n.takes - takes).toBe(1);
+    expect(n.gives - gives).toBe(0);
+    expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: true });
+    await s.core.store.leaseGive(other, line[0]!, 0, s.clock.now());
+    await s.core.store.nodeLeave(other);
+  });
+
+  it('a node that stops during a line’s gap gives its kept lease back with what is left of the gap as its rest', async () => {
+    const L = await linkedLine(s);
+    const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
+    await waitEstado(s, a.body.msg_id, SENT);
+    await s.queue!.idle();
+    (s.clock as ManualClock).advance(4_000);
+    const stopping = s;
+    s = undefined as unknown as TestServer;
+    await stopping.stop();
+    expect(n.given.get(stream.cola(L.celularId))).toBe(6_000);
+  });
+}
