@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje } from '../../src/core/ports/messages.js';
 import type { Store } from '../../src/core/ports/store.js';
+import { UNLOCKED_MAX } from '../../src/store/postgres/accept-turn.js';
 import type { PgStore } from '../../src/store/postgres/store.js';
 import { ADAPTERS, celular, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 
@@ -247,11 +248,11 @@ for (const adapter of ADAPTERS) {
         };
       });
       const opts = { charge: true, maxPending: 15 };
-      const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) =>
-          [ctx.store, other].flatMap((node: Store, n) => sends.map((send) => node.acceptMensaje(send(n), opts, 10 + i))),
-        ).flat(),
-      );
+      // In rounds: each node's turns stay small (one send on each line), so on PostgreSQL they are tried unlocked, racing the other node's.
+      const results: AcceptResult[] = [];
+      for (let i = 0; i < 20; i++) {
+        results.push(...(await Promise.all([ctx.store, other].flatMap((node: Store, n) => sends.map((send) => node.acceptMensaje(send(n), opts, 10 + i))))));
+      }
       const accepted = results.filter(isOk);
       // 25 credits, 30 places in the queues: every credit is spent whatever the order, and no queue holds more than 15.
       expect(accepted).toHaveLength(25);
@@ -267,10 +268,11 @@ for (const adapter of ADAPTERS) {
       expect(left.sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i));
       expect((await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1 })).total).toBe(25);
       await ledgerAddsUp(c.id, ids);
+      if (adapter.name === 'postgres') expect((ctx.store as PgStore).acceptPaths.unlocked).toBeGreaterThan(0);
     });
 
     if (adapter.name === 'postgres') {
-      it('a turn without keys at a thin load is unlocked (two round trips, no transaction); one with a refusal is answered under the locks', async () => {
+      it('a small turn without keys is unlocked (two round trips, no transaction); one with a refusal, a key or many sends is taken under the locks', async () => {
         const c = await newCliente();
         const [id] = await lines(c.id, ['525512345671']);
         await credit(c.id, null, 3);
@@ -284,6 +286,13 @@ for (const adapter of ADAPTERS) {
         // With a key: the locked path, not counted.
         expect(await ctx.store.acceptMensaje(send(), { charge: false, maxPending: null, idem: idem('k') }, 21)).toMatchObject({ ok: true });
         expect(paths).toEqual({ unlocked: 3, refused: 1, missed: 0 });
+        // A burst: the first send is a turn alone (unlocked), the others one turn, larger than UNLOCKED_MAX (locked); then turns of its size.
+        const free = { charge: false, maxPending: null };
+        const burst = await Promise.all(Array.from({ length: UNLOCKED_MAX + 2 }, (_, i) => ctx.store.acceptMensaje(send(), free, 30 + i)));
+        expect(burst.every((r) => r.ok)).toBe(true);
+        expect(paths).toEqual({ unlocked: 4, refused: 1, missed: 0 });
+        await Promise.all(Array.from({ length: UNLOCKED_MAX + 1 }, (_, i) => ctx.store.acceptMensaje(send(), free, 40 + i)));
+        expect(paths).toEqual({ unlocked: 6, refused: 1, missed: 0 });
         await ledgerAddsUp(c.id, [id!]);
       });
 

@@ -36,15 +36,16 @@ import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
  * failed (each then in a transaction of its own, so one bad send fails only
  * itself).
  *
- * A turn without keys first tries two round trips and no transaction (D-83):
- * an unlocked read of the same rows, core's verdicts on it, then the write
- * statement with a guard in front that locks those rows in the same order
- * and writes only if each still holds what was read. A locked row is
- * re-read at its newest version, so the guard is exact; the turn's writes
- * depend on nothing else read (the keys, which are read from other rows,
- * keep the locked path). A turn in which any send is refused, or whose guard
- * missed (a concurrent accept, claim or top-up changed a row), is taken
- * again on the locked path: an unlocked read answers no refusal.
+ * A small turn without keys (UNLOCKED_MAX) first tries two round trips and
+ * no transaction (D-83): an unlocked read of the same rows, core's verdicts
+ * on it, then the write statement with a guard in front that locks those
+ * rows in the same order and writes only if each still holds what was read.
+ * A locked row is re-read at its newest version, so the guard is exact; the
+ * turn's writes depend on nothing else read (the keys, which are read from
+ * other rows, keep the locked path). A turn in which any send is refused, or
+ * whose guard missed (another node's acceptance, a send recorded, a top-up
+ * changed a row), is taken again on the locked path: an unlocked read
+ * answers no refusal.
  */
 
 const LOCK_AND_READ = `WITH k AS MATERIALIZED (
@@ -322,6 +323,16 @@ async function acceptUnlocked(db: Db, items: Pending[], seen: AcceptPaths): Prom
   return withRows(plan.answers, written);
 }
 
+/**
+ * The largest turn tried unlocked. A thin load's turns hold one send or two,
+ * and save two round trips each; a burst's turns share the locked path's
+ * four among many sends, and the more lines a turn touches the likelier a
+ * concurrent send record changes one between its read and its write (a miss
+ * costs both statements again): figure 8a, turns of about 24 sends, missed
+ * in over half its turns in one run (D-83).
+ */
+export const UNLOCKED_MAX = 4;
+
 /** How the turns of one store were taken: a count per way, for tests and a look at a running node. */
 export interface AcceptPaths {
   /** Written on the unlocked path. */
@@ -337,7 +348,8 @@ export function acceptTurns(db: Db, opts: { max: number; concurrent: number } = 
   const paths: AcceptPaths = { unlocked: 0, refused: 0, missed: 0 };
   const turns = new Turns<Pending, AcceptResult>(async (items) => {
     try {
-      const answers = (items.every((i) => !i.opts.idem) ? await acceptUnlocked(db, items, paths) : null) ?? (await db.tx((c) => acceptAll(c, items)));
+      const unlocked = items.length <= UNLOCKED_MAX && items.every((i) => !i.opts.idem);
+      const answers = (unlocked ? await acceptUnlocked(db, items, paths) : null) ?? (await db.tx((c) => acceptAll(c, items)));
       return answers.map((value) => ({ status: 'fulfilled', value }));
     } catch (err) {
       // A store that cannot be written fails every send at once; otherwise one bad send must not fail the others: each alone.
