@@ -1,13 +1,49 @@
 import { describe, expect, it } from 'vitest';
 import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje } from '../../src/core/ports/messages.js';
+import type { Store } from '../../src/core/ports/store.js';
+import { UNLOCKED_MAX } from '../../src/store/postgres/accept-turn.js';
+import type { PgStore } from '../../src/store/postgres/store.js';
 import { ADAPTERS, celular, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 
 /**
  * Sends accepted together: concurrent acceptances go through the store's
  * group commit (a SQLite transaction of several, a PostgreSQL turn of
  * several in two statements); each is decided as if it were alone, in the
- * order it arrived, and one that cannot be written fails alone.
+ * order it arrived, and one that cannot be written fails alone. On
+ * PostgreSQL a turn without keys is first tried unlocked (D-83): what a
+ * concurrent change between its read and its write does to it is below.
  */
+
+/**
+ * Runs `between` once, after the PostgreSQL store's next unlocked read of a
+ * turn has returned and before the turn sees it: a change made by someone
+ * else between the turn's read and its guarded write.
+ */
+function betweenReadAndWrite(store: PgStore, between: () => Promise<unknown>): void {
+  let armed = true;
+  const wrapped = new WeakSet<object>();
+  store.db.pool.on('acquire', (client) => {
+    if (wrapped.has(client)) return;
+    wrapped.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    Object.assign(client, {
+      query: (text: unknown, values: unknown, cb: unknown) => {
+        if (!armed || typeof text !== 'string' || !text.startsWith("SELECT 'cliente'") || typeof cb !== 'function') return query(text, values, cb);
+        armed = false;
+        const done = cb as (err: unknown, res: unknown) => void;
+        return query(
+          text,
+          values,
+          (err: unknown, res: unknown) =>
+            void between().then(
+              () => done(err, res),
+              (e: unknown) => done(e, undefined),
+            ),
+        );
+      },
+    });
+  });
+}
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: acceptances in turns`, () => {
     const ctx = storeEachTest(adapter);
@@ -180,5 +216,132 @@ for (const adapter of ADAPTERS) {
       expect(recorded.filter((r) => r?.estado === 'enviado')).toHaveLength(30);
       expect((await ctx.store.listMensajes({ cliente_id: c.id, estado: 'pendiente', page: 1, por_pagina: 1 })).total).toBe(60);
     });
+
+    /** On PostgreSQL, each balance of the client equals the sum of its ledger rows, and each ledger row carries the balance it left. */
+    async function ledgerAddsUp(clienteId: number, lineIds: number[]) {
+      if (adapter.name !== 'postgres') return;
+      const db = (ctx.store as PgStore).db;
+      const sums = await db.q<{ celular_id: number | null; total: number; chained: boolean }>(
+        `SELECT celular_id, SUM(monto)::bigint AS total,
+           bool_and(saldo_resultante = s) AS chained
+         FROM (SELECT celular_id, monto, saldo_resultante, SUM(monto) OVER (PARTITION BY celular_id ORDER BY id) AS s
+               FROM movimientos_saldo WHERE cliente_id = $1) m GROUP BY celular_id`,
+        [clienteId],
+      );
+      for (const s of sums) expect(s.chained).toBe(true);
+      const total = (id: number | null) => sums.find((s) => s.celular_id === id)?.total ?? 0;
+      expect(total(null)).toBe((await ctx.store.getCliente(clienteId))!.saldo_global);
+      for (const id of lineIds) expect(total(id)).toBe((await ctx.store.getCelular(id))!.saldo_actual);
+    }
+
+    it('two nodes accepting on the same lines at once: balances and queue limits exact, balances equal their ledgers', async () => {
+      const c = await newCliente();
+      const ids = await lines(c.id, ['525512345671', '525512345672']);
+      await credit(c.id, ids[0]!, 5);
+      await credit(c.id, null, 20);
+      const other = await ctx.node();
+      const sends = ids.map((id, k) => {
+        const next = messages(c.id, id);
+        return (n: number) => {
+          const m = next();
+          return { ...m, msg_id: m.msg_id.replace('-8000-', `-80${n}${k}-`) };
+        };
+      });
+      const opts = { charge: true, maxPending: 15 };
+      // In rounds: each node's turns stay small (one send on each line), so on PostgreSQL they are tried unlocked, racing the other node's.
+      const results: AcceptResult[] = [];
+      for (let i = 0; i < 20; i++) {
+        results.push(...(await Promise.all([ctx.store, other].flatMap((node: Store, n) => sends.map((send) => node.acceptMensaje(send(n), opts, 10 + i))))));
+      }
+      const accepted = results.filter(isOk);
+      // 25 credits, 30 places in the queues: every credit is spent whatever the order, and no queue holds more than 15.
+      expect(accepted).toHaveLength(25);
+      expect(results.filter((r) => !r.ok && r.reason !== 'saldo' && r.reason !== 'cola_llena')).toEqual([]);
+      expect(await ctx.store.getCliente(c.id)).toMatchObject({ saldo_global: 0 });
+      for (const id of ids) {
+        const n = accepted.filter((r) => r.mensaje.celular_id === id).length;
+        expect(n).toBeLessThanOrEqual(15);
+        expect(await ctx.store.getCelular(id)).toMatchObject({ pendientes: n, ...(id === ids[0] ? { saldo_actual: 0 } : {}) });
+      }
+      // Each answer's balances are those its charge left: all different, counting down to 0.
+      const left = accepted.filter((r) => r.cargo === 'global').map((r) => r.saldo_global);
+      expect(left.sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      expect((await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1 })).total).toBe(25);
+      await ledgerAddsUp(c.id, ids);
+      if (adapter.name === 'postgres') expect((ctx.store as PgStore).acceptPaths.unlocked).toBeGreaterThan(0);
+    });
+
+    if (adapter.name === 'postgres') {
+      it('a small turn without keys is unlocked (two round trips, no transaction); one with a refusal, a key or many sends is taken under the locks', async () => {
+        const c = await newCliente();
+        const [id] = await lines(c.id, ['525512345671']);
+        await credit(c.id, null, 3);
+        const send = messages(c.id, id!);
+        const paths = (ctx.store as PgStore).acceptPaths;
+        for (let i = 0; i < 3; i++)
+          expect(await ctx.store.acceptMensaje(send(), { charge: true, maxPending: null }, 10 + i)).toMatchObject({ ok: true, saldo_global: 2 - i });
+        expect(paths).toEqual({ unlocked: 3, refused: 0, missed: 0 });
+        expect(await ctx.store.acceptMensaje(send(), { charge: true, maxPending: null }, 20)).toEqual({ ok: false, reason: 'saldo' });
+        expect(paths).toEqual({ unlocked: 3, refused: 1, missed: 0 });
+        // With a key: the locked path, not counted.
+        expect(await ctx.store.acceptMensaje(send(), { charge: false, maxPending: null, idem: idem('k') }, 21)).toMatchObject({ ok: true });
+        expect(paths).toEqual({ unlocked: 3, refused: 1, missed: 0 });
+        // A burst: the first send is a turn alone (unlocked), the others one turn, larger than UNLOCKED_MAX (locked); then turns of its size.
+        const free = { charge: false, maxPending: null };
+        const burst = await Promise.all(Array.from({ length: UNLOCKED_MAX + 2 }, (_, i) => ctx.store.acceptMensaje(send(), free, 30 + i)));
+        expect(burst.every((r) => r.ok)).toBe(true);
+        expect(paths).toEqual({ unlocked: 4, refused: 1, missed: 0 });
+        await Promise.all(Array.from({ length: UNLOCKED_MAX + 1 }, (_, i) => ctx.store.acceptMensaje(send(), free, 40 + i)));
+        expect(paths).toEqual({ unlocked: 6, refused: 1, missed: 0 });
+        await ledgerAddsUp(c.id, [id!]);
+      });
+
+      it('a change by another node between the unlocked read and the write: the guard misses, nothing is written, the locked path answers exactly', async () => {
+        const c = await newCliente();
+        const [id] = await lines(c.id, ['525512345671']);
+        await credit(c.id, null, 1);
+        const store = ctx.store as PgStore;
+        const other = await ctx.node();
+        const mine = messages(c.id, id!);
+        const theirs = (() => {
+          const next = messages(c.id, id!);
+          return () => {
+            const m = next();
+            return { ...m, msg_id: m.msg_id.replace('-8000-', '-8001-') };
+          };
+        })();
+        const charged = { charge: true, maxPending: null };
+
+        // A top-up: read 1, written over 6: the send pays from 6.
+        betweenReadAndWrite(store, () => other.changeBalance({ cliente_id: c.id, celular_id: null, monto: 5, motivo: 'r', actor: 'op' }, 2));
+        const first = mine();
+        expect(await store.acceptMensaje(first, charged, 10)).toMatchObject({ ok: true, cargo: 'global', saldo_global: 5 });
+        expect(store.acceptPaths).toEqual({ unlocked: 0, refused: 0, missed: 1 });
+
+        // Another node spends the balance read: refused for it, not charged below zero.
+        betweenReadAndWrite(store, () => Promise.all(Array.from({ length: 5 }, (_, i) => other.acceptMensaje(theirs(), charged, 11 + i))));
+        expect(await store.acceptMensaje(mine(), charged, 20)).toEqual({ ok: false, reason: 'saldo' });
+        expect(store.acceptPaths).toEqual({ unlocked: 0, refused: 0, missed: 2 });
+        expect(await store.getCliente(c.id)).toMatchObject({ saldo_global: 0 });
+
+        // Another node fills the queue read with one place left.
+        betweenReadAndWrite(store, () => other.acceptMensaje(theirs(), { charge: false, maxPending: null }, 21));
+        expect(await store.acceptMensaje(mine(), { charge: false, maxPending: 7 }, 22)).toEqual({ ok: false, reason: 'cola_llena' });
+        expect(store.acceptPaths).toEqual({ unlocked: 0, refused: 0, missed: 3 });
+        expect(await store.getCelular(id!)).toMatchObject({ pendientes: 7 });
+
+        // A send recorded meanwhile frees a place: the refusal read unlocked is not the answer, the locked read's acceptance is.
+        betweenReadAndWrite(store, () => other.markSent(first.msg_id, 'G1', 23));
+        expect(await store.acceptMensaje(mine(), { charge: false, maxPending: 7 }, 24)).toMatchObject({ ok: true });
+        expect(store.acceptPaths).toEqual({ unlocked: 0, refused: 1, missed: 3 });
+        expect(await store.getCelular(id!)).toMatchObject({ pendientes: 7 });
+
+        // Nothing of a missed write was kept: 1 + 5 accepted on the other node, 1 + 1 here, one message.status each.
+        expect((await store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1 })).total).toBe(8);
+        await ctx.settled();
+        expect((await store.eventsAfter(c.id, null, 100)).filter((e) => e.evento === 'message.status' && e.data.estado === 'pendiente')).toHaveLength(8);
+        await ledgerAddsUp(c.id, [id!]);
+      });
+    }
   });
 }

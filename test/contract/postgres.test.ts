@@ -187,7 +187,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     }
   });
 
-  it('an acceptance is four round trips (BEGIN, a read, a write, COMMIT) whatever its options; a refusal writes nothing', async () => {
+  it('an acceptance is four round trips (BEGIN, a read, a write, COMMIT), a queued one without a key two (D-83); a refusal writes nothing', async () => {
     const l = await line(2, { max_envios_por_minuto: 1000 });
     const queries = firstWords(a);
     const t = 1_000_000;
@@ -199,7 +199,10 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
       return { ok: r.ok, queries: [...queries] };
     };
     const four = { ok: true, queries: ['BEGIN', 'WITH', 'WITH', 'COMMIT'] };
-    expect(await trips(l.msg(), { charge: true, maxPending: 10 })).toEqual(four);
+    // Queued without a key: an unlocked read and the guarded write, no transaction; a refusal is answered on the locked path.
+    expect(await trips(l.msg(), { charge: true, maxPending: 10 })).toEqual({ ok: true, queries: ['SELECT', 'WITH'] });
+    expect(await trips(l.msg(), { charge: true, maxPending: 1 })).toEqual({ ok: false, queries: ['SELECT', 'BEGIN', 'WITH', 'COMMIT'] });
+    expect(await trips(l.msg(), { charge: false, maxPending: 10 })).toEqual({ ok: true, queries: ['SELECT', 'WITH'] });
     expect(await trips(l.msg(), { charge: false, maxPending: null, idem: idem('a') })).toEqual(four);
     expect(await trips(l.msg('directo'), { charge: true, maxPending: null, slot: slot(), idem: idem('b') })).toEqual(four);
     // The client's balance is spent: a credit on the line's pays the next, then none is left.

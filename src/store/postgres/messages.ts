@@ -6,7 +6,7 @@ import type { AcceptOptions, AcceptResult, MessagesOwn, MessageStats, NewMensaje
 import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
-import { acceptTurns } from './accept-turn.js';
+import type { AcceptTurns } from './accept-turn.js';
 import { type Client, type Db, ph, row, rows } from './db.js';
 
 /**
@@ -120,9 +120,8 @@ export async function capHit(c: Client, celularId: number, slot: SlotClaim, now:
   return slot.decide(counts);
 }
 
-/** MessagesStore's own methods over one pool: acceptance, the journal; the state changes after acceptance are transitions.ts's. */
-export function messages(db: Db): Omit<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
-  const acceptOne = acceptTurns(db);
+/** MessagesStore's own methods over one pool: acceptance (in the store's turns, accept-turn.ts), the journal; the state changes after acceptance are transitions.ts's. */
+export function messages(db: Db, acceptOne: AcceptTurns['acceptOne']): Omit<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
   return {
     async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
       return (await db.one<MessageStats>(

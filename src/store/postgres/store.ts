@@ -1,5 +1,6 @@
 import type { Store, StoreCaps } from '../../core/ports/store.js';
 import { PROBE_BYTES, writeHealthOf } from '../faults.js';
+import { type AcceptPaths, acceptTurns } from './accept-turn.js';
 import { accounts } from './accounts.js';
 import { Db, type PgOptions } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
@@ -22,6 +23,8 @@ export interface PgStore extends Store {
   readonly db: Db;
   /** The store's name in messages: its URL without the password. */
   readonly name: string;
+  /** How its acceptance turns were taken (D-83). */
+  readonly acceptPaths: AcceptPaths;
   schemaVersion(): Promise<number>;
 }
 
@@ -41,13 +44,15 @@ export async function openPgStore(url: string, opts: PgOptions = {}): Promise<Pg
     await db.close();
     throw err;
   }
+  const accepts = acceptTurns(db);
   return {
     caps: POSTGRES_CAPS,
     db,
     name: db.name,
+    acceptPaths: accepts.paths,
     ...accounts(db),
     ...gatewayServers(db),
-    ...messages(db),
+    ...messages(db, accepts.acceptOne),
     ...transitions(db),
     ...idempotency(db),
     ...inbox(db),
