@@ -153,9 +153,9 @@ for (const adapter of ADAPTERS) {
       expect(await total(clienteId, { estado: 'enviado' })).toBe(0);
     });
 
-    it.runIf(adapter.name === 'postgres')(
-      'a receipt that comes while this node records the send waits for that record: one look finds the message, nothing parked',
-      async () => {
+    // PostgreSQL's own (D-79): SQLite records a send in the caller's turn, with no lock to wait on.
+    if (adapter.name === 'postgres')
+      it('a receipt that comes while this node records the send waits for that record: one look finds the message, nothing parked', async () => {
         const { clienteId, lines } = await setup(1, 1);
         const [line] = lines;
         const id = line!.msgs[0]!;
@@ -194,8 +194,7 @@ for (const adapter of ADAPTERS) {
           [id, 'enviado'],
           [id, 'entregado'],
         ]);
-      },
-    );
+      });
 
     it('a message that cannot be recorded fails alone: the others of its turn are recorded, each once and in order', async () => {
       const { clienteId, lines } = await setup(2, 4);
