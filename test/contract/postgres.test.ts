@@ -315,9 +315,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
       waiting: (pid: number) => Promise<boolean>;
     }) => Promise<void>,
   ) {
-    const url = new URL(PG_URL);
-    url.searchParams.set('options', `-c search_path=${schema.schema}`);
-    const [hold, probe] = [new pg.Client({ connectionString: url.toString() }), new pg.Client({ connectionString: url.toString() })];
+    const { holder: hold, probe, holderPid: holder } = await holderAndProbe();
     let gated: { match: (text: string) => boolean; pids: number[]; opened: Promise<void>; open: () => void } | null = null;
     const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
     const plain = proto.query;
@@ -334,10 +332,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     };
     let c: PgStore | null = null;
     try {
-      await hold.connect();
-      await probe.connect();
       c = await openPg(schema.schema);
-      const holder = (await hold.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
       await run({
         hold,
         c,
