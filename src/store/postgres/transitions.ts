@@ -23,9 +23,9 @@ import { type Applied, receiptTurns } from './receipt-turn.js';
  * its send and is parked, parked receipts applied) keep a transaction.
  * Sends recorded at the same time go in turns (sent-turn.ts): one statement
  * does this file's markSent statement for each of them, parked receipts
- * read as below. So does the first look of delivery and read receipts (receipt-turn.ts,
- * RECEIPT_ADVANCE for each); what follows a look that found nothing is per
- * receipt, as below.
+ * read as below. So does the first look of delivery and read receipts
+ * (receipt-turn.ts, RECEIPT_ADVANCE for each); what follows a look that
+ * found nothing is per receipt, as below.
  *
  * Lock order, as in messages.ts: the client, the line, the parked receipt,
  * the message (then the counts rows the triggers touch). A statement that
