@@ -357,9 +357,10 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
       // A test that failed midway leaves nothing paused.
       (gated as { open: () => void } | null)?.open();
       proto.query = plain;
-      await c?.close();
+      // The holder first: its end lets go of what a paused statement may wait for.
       await hold.end().catch(() => undefined);
       await probe.end().catch(() => undefined);
+      await c?.close();
     }
   }
 
@@ -368,13 +369,16 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     (await statusLog(clienteId)).filter((d) => d.msg_id === msgId).map((d) => [d.estado_anterior, d.estado]);
   const parkedRows = () => a.db.q('SELECT gateway_msg_id, estado FROM acuses_pendientes');
 
-  it("a receipt parked while its send's record waits for the line is read by that record and applied once, queued or direct (D-87)", async () => {
+  it("a receipt parked while its send's record waits for the line is read by that record and applied once: queued, direct, in a turn (D-87)", async () => {
     const l = await line(0);
     await parkRace(async ({ hold, c, gate, waiters }) => {
-      for (const modo of ['cola', 'directo'] as const) {
+      for (const how of ['cola', 'directo', 'turn'] as const) {
+        const modo = how === 'directo' ? 'directo' : 'cola';
         const m = l.msg(modo);
-        const gid = `G-first-${modo}`;
-        await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
+        const gid = `G-first-${how}`;
+        // In a turn, another message of the line with it.
+        const o = l.msg('cola');
+        for (const x of how === 'turn' ? [m, o] : [m]) await a.acceptMensaje(x, { charge: false, maxPending: null }, 10);
         // Another session holds the line's row: the receipt, having found no message, waits there to park.
         await hold.query('BEGIN');
         await hold.query('SELECT 1 FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [l.cel.id]);
@@ -382,17 +386,25 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
         const look = gate((t) => t.includes('FROM mensajes WHERE msg_id = (SELECT msg_id FROM ids_gateway') && !t.startsWith('WITH'));
         const ack = c.receipt(l.cel.id, gid, 'leido', 21);
         await until(async () => (await waiters()) === 1, { what: 'the receipt to wait for the line to park' });
-        // The record takes the id's lock, then waits for the line behind the park.
-        const sent = a.markSent(m.msg_id, gid, 20);
+        // The record takes the id's lock, then waits for the line behind the park. In a turn: an unknown id goes alone
+        // (no line to lock), and the two calls made meanwhile go together in the next turn, which waits for the line.
+        let other: Promise<unknown> = Promise.resolve();
+        let sent: Promise<unknown>;
+        if (how === 'turn') {
+          const none = a.markSent('00000000-0000-4000-8abc-00000000dead', 'G-none', 20);
+          sent = a.markSent(m.msg_id, gid, 20);
+          other = Promise.all([none, a.markSent(o.msg_id, 'G-first-other', 20)]);
+        } else sent = a.markSent(m.msg_id, gid, 20);
         await until(async () => (await waiters()) === 2, { what: 'the record to wait for the line' });
         await hold.query('COMMIT');
         // Parked and committed before the record got the line: its statement, begun before, reads it all the same.
-        expect(await sent, modo).toMatchObject({ estado: 'leido', entregado_at: 20, leido_at: 20 });
+        expect(await sent, how).toMatchObject({ estado: 'leido', entregado_at: 20, leido_at: 20 });
+        if (how === 'turn') expect(await other).toMatchObject([null, { estado: 'enviado' }]);
         look.open();
         // The receipt finds the message when it looks again, and its parked row already claimed.
-        expect(await ack, modo).toBe('parked');
-        expect(await parkedRows(), modo).toEqual([]);
-        expect(await steps(l.clienteId, m.msg_id), modo).toEqual([
+        expect(await ack, how).toBe('parked');
+        expect(await parkedRows(), how).toEqual([]);
+        expect(await steps(l.clienteId, m.msg_id), how).toEqual([
           [null, 'pendiente'],
           ['pendiente', 'enviado'],
           ['enviado', 'entregado'],
