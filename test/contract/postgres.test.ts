@@ -304,46 +304,160 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
   });
 
-  it('a receipt that parks just after the send was recorded and its parked receipts were read applies itself, each step once', async () => {
-    const l = await line(0);
-    const m = l.msg('directo');
-    await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
-    // Another session holds the line's row: the receipt, having found no message, waits there to park.
-    const hold = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${schema.schema}` });
-    await hold.connect();
+  /**
+   * A send's record (node a) and a receipt that parks for it (node c), forced into either order on the line's lock (D-87):
+   * `hold` holds a row from a session of its own; node c, opened with pg.Client.prototype.query patched, pauses the
+   * statements `gate.match` names until `gate.open` resolves, noting the backends that sent them.
+   */
+  async function parkRace(
+    run: (r: {
+      hold: pg.Client;
+      c: PgStore;
+      gate: (match: (text: string) => boolean) => { pids: number[]; open: () => void };
+      waiters: () => Promise<number>;
+      waiting: (pid: number) => Promise<boolean>;
+    }) => Promise<void>,
+  ) {
+    const { holder: hold, probe, holderPid: holder } = await holderAndProbe();
+    let gated: { match: (text: string) => boolean; pids: number[]; opened: Promise<void>; open: () => void } | null = null;
+    const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
+    const plain = proto.query;
+    // Each connection binds the prototype's method when it connects: node c's, opened below, see this one.
+    proto.query = function (this: pg.Client, ...args: unknown[]) {
+      const a0 = args[0] as string | { text?: unknown } | undefined;
+      const text = typeof a0 === 'string' ? a0 : a0?.text;
+      const g = gated;
+      if (g && typeof text === 'string' && g.match(text)) {
+        g.pids.push((this as unknown as { processID: number }).processID);
+        return g.opened.then(() => plain.apply(this, args));
+      }
+      return plain.apply(this, args);
+    };
+    let c: PgStore | null = null;
     try {
-      await hold.query('BEGIN');
-      await hold.query('SELECT 1 FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [l.cel.id]);
-      const holder = (await hold.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
-      const ack = b.receipt(l.cel.id, 'G-late', 'leido', 21);
-      const waiting = async () =>
-        (await hold.query('SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holder])).rows[0].n;
-      while ((await waiting()) === 0) await new Promise((r) => setTimeout(r, 20));
-      // The send is recorded (a direct one takes no line lock) and finds nothing parked.
-      expect((await a.markSent(m.msg_id, 'G-late', 20))!.estado).toBe('enviado');
-      expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
-      await hold.query('COMMIT');
-      // Parked, it looks again, sees the send and applies itself: delivered, then read.
-      const r = await ack;
-      expect(r).not.toBe('parked');
-      expect(r && r !== 'parked' ? [r.before.estado, r.after.estado] : r).toEqual(['enviado', 'leido']);
+      c = await openPg(schema.schema);
+      await run({
+        hold,
+        c,
+        gate: (match) => {
+          let open!: () => void;
+          const g = { match, pids: [] as number[], opened: new Promise<void>((r) => (open = r)), open: () => open() };
+          gated = g;
+          return { pids: g.pids, open };
+        },
+        // Sessions waiting for the holder, or for one that waits for it (a row's second waiter queues behind the first).
+        waiters: async () =>
+          (
+            await probe.query(
+              `WITH w AS (SELECT pid, pg_blocking_pids(pid) AS b FROM pg_stat_activity)
+               SELECT COUNT(*)::int AS n FROM w WHERE $1 = ANY(w.b) OR EXISTS (SELECT 1 FROM w v WHERE $1 = ANY(v.b) AND v.pid = ANY(w.b))`,
+              [holder],
+            )
+          ).rows[0].n as number,
+        waiting: async (pid) => (await probe.query('SELECT cardinality(pg_blocking_pids($1)) > 0 AS w', [pid])).rows[0].w === true,
+      });
     } finally {
-      await hold.end();
+      // A test that failed midway leaves nothing paused.
+      (gated as { open: () => void } | null)?.open();
+      proto.query = plain;
+      // The holder first: its end lets go of what a paused statement may wait for.
+      await hold.end().catch(() => undefined);
+      await probe.end().catch(() => undefined);
+      await c?.close();
     }
-    const final = (await a.getMensaje(m.msg_id))!;
-    expect(final).toMatchObject({ estado: 'leido', entregado_at: 21, leido_at: 21 });
-    expect(await a.db.q('SELECT * FROM acuses_pendientes')).toEqual([]);
-    const steps = await statusLog(l.clienteId);
-    expect(steps.map((d) => [d.estado_anterior, d.estado])).toEqual([
-      [null, 'pendiente'],
-      ['pendiente', 'enviado'],
-      ['enviado', 'entregado'],
-      ['entregado', 'leido'],
-    ]);
-    // The data built in SQL is core's, field for field and in its order.
-    expect(steps[1]).toEqual(messageStatusData({ ...final, estado: 'enviado' }, 'pendiente', 20));
-    expect(steps[3]).toEqual(messageStatusData(final, 'entregado', 21));
-    for (const d of steps.slice(1)) expect(Object.keys(d)).toEqual([...MESSAGE_STATUS_FIELDS]);
+  }
+
+  /** The message's status steps in the log, each [before, after]. */
+  const steps = async (clienteId: number, msgId: string) =>
+    (await statusLog(clienteId)).filter((d) => d.msg_id === msgId).map((d) => [d.estado_anterior, d.estado]);
+  const parkedRows = () => a.db.q('SELECT gateway_msg_id, estado FROM acuses_pendientes');
+
+  it("a receipt parked while its send's record waits for the line is read by that record and applied once: queued, direct, in a turn (D-87)", async () => {
+    const l = await line(0);
+    await parkRace(async ({ hold, c, gate, waiters }) => {
+      for (const how of ['cola', 'directo', 'turn'] as const) {
+        const modo = how === 'directo' ? 'directo' : 'cola';
+        const m = l.msg(modo);
+        const gid = `G-first-${how}`;
+        // In a turn, another message of the line with it.
+        const o = l.msg('cola');
+        for (const x of how === 'turn' ? [m, o] : [m]) await a.acceptMensaje(x, { charge: false, maxPending: null }, 10);
+        // Another session holds the line's row: the receipt, having found no message, waits there to park.
+        await hold.query('BEGIN');
+        await hold.query('SELECT 1 FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [l.cel.id]);
+        // Its look after parking waits until the record is done: the record alone can apply it.
+        const look = gate((t) => t.includes('FROM mensajes WHERE msg_id = (SELECT msg_id FROM ids_gateway') && !t.startsWith('WITH'));
+        const ack = c.receipt(l.cel.id, gid, 'leido', 21);
+        await until(async () => (await waiters()) === 1, { what: 'the receipt to wait for the line to park' });
+        // The record takes the id's lock, then waits for the line behind the park. In a turn: an unknown id goes alone
+        // (no line to lock), and the two calls made meanwhile go together in the next turn, which waits for the line.
+        let other: Promise<unknown> = Promise.resolve();
+        let sent: Promise<unknown>;
+        if (how === 'turn') {
+          const none = a.markSent('00000000-0000-4000-8abc-00000000dead', 'G-none', 20);
+          sent = a.markSent(m.msg_id, gid, 20);
+          other = Promise.all([none, a.markSent(o.msg_id, 'G-first-other', 20)]);
+        } else sent = a.markSent(m.msg_id, gid, 20);
+        await until(async () => (await waiters()) === 2, { what: 'the record to wait for the line' });
+        await hold.query('COMMIT');
+        // Parked and committed before the record got the line: its statement, begun before, reads it all the same.
+        expect(await sent, how).toMatchObject({ estado: 'leido', entregado_at: 20, leido_at: 20 });
+        if (how === 'turn') expect(await other).toMatchObject([null, { estado: 'enviado' }]);
+        look.open();
+        // The receipt finds the message when it looks again, and its parked row already claimed.
+        expect(await ack, how).toBe('parked');
+        expect(await parkedRows(), how).toEqual([]);
+        expect(await steps(l.clienteId, m.msg_id), how).toEqual([
+          [null, 'pendiente'],
+          ['pendiente', 'enviado'],
+          ['enviado', 'entregado'],
+          ['entregado', 'leido'],
+        ]);
+      }
+    });
+  });
+
+  it("a receipt that parks while its send's record holds the line waits for that record, then applies itself once, queued or direct (D-87)", async () => {
+    const l = await line(0);
+    await parkRace(async ({ hold, c, gate, waiters, waiting }) => {
+      for (const modo of ['cola', 'directo'] as const) {
+        const m = l.msg(modo);
+        const gid = `G-later-${modo}`;
+        await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
+        // The receipt finds no message (it has passed the id's lock too) and stops before it locks the line to park.
+        const park = gate((t) => t.startsWith('SELECT saldo_actual, pendientes FROM celulares'));
+        const ack = c.receipt(l.cel.id, gid, 'leido', 21);
+        await until(() => park.pids.length === 1, { what: 'the receipt to come to park' });
+        // Another session holds the message's row: the record locks the id and the line, then waits there.
+        await hold.query('BEGIN');
+        await hold.query('SELECT 1 FROM mensajes WHERE msg_id = $1 FOR UPDATE', [m.msg_id]);
+        const sent = a.markSent(m.msg_id, gid, 20);
+        await until(async () => (await waiters()) === 1, { what: 'the record to wait for the message' });
+        park.open();
+        await until(() => waiting(park.pids[0]!), { what: 'the park to wait for the record' });
+        // It waits for the record, which waits for the holder.
+        expect(await waiters()).toBe(2);
+        await hold.query('COMMIT');
+        // The record read nothing parked; the park, after its commit, sees the record and applies itself.
+        expect(await sent, modo).toMatchObject({ estado: 'enviado' });
+        const r = await ack;
+        expect(r && r !== 'parked' ? [r.before.estado, r.after.estado, r.after.entregado_at, r.after.leido_at] : r, modo).toEqual(['enviado', 'leido', 21, 21]);
+        expect(await parkedRows(), modo).toEqual([]);
+        const log = await steps(l.clienteId, m.msg_id);
+        expect(log, modo).toEqual([
+          [null, 'pendiente'],
+          ['pendiente', 'enviado'],
+          ['enviado', 'entregado'],
+          ['entregado', 'leido'],
+        ]);
+        // The data built in SQL is core's, field for field and in its order.
+        const final = (await a.getMensaje(m.msg_id))!;
+        const data = (await statusLog(l.clienteId)).filter((d) => d.msg_id === m.msg_id);
+        expect(data[1]).toEqual(messageStatusData({ ...final, estado: 'enviado' }, 'pendiente', 20));
+        expect(data[3]).toEqual(messageStatusData(final, 'entregado', 21));
+        for (const d of data.slice(1)) expect(Object.keys(d)).toEqual([...MESSAGE_STATUS_FIELDS]);
+      }
+    });
   });
 
   it('a send recorded with receipts parked on both nodes applies each once, in order, and leaves none parked', async () => {

@@ -189,12 +189,58 @@ for (const adapter of ADAPTERS) {
           await holder.end();
         }
         expect(texts.filter((t) => t.startsWith('WITH path AS'))).toHaveLength(1);
-        expect(texts.filter((t) => t.includes('acuses_pendientes') && !t.includes('SELECT u.orden'))).toEqual([]);
+        // Nothing parked: no statement but the record's own read (acuses_al_dia) looks at the parked receipts.
+        expect(texts.filter((t) => t.includes('acuses_pendientes'))).toEqual([]);
         expect(await statuses(clienteId)).toEqual([
           [id, 'enviado'],
           [id, 'entregado'],
         ]);
       });
+
+    it.runIf(adapter.name === 'postgres')(
+      "a send's record is one statement: the receipts parked for it are read inside it, and applied in a transaction only when there are some (D-87)",
+      async () => {
+        const { clienteId, lines } = await setup(1, 6);
+        const [line] = lines;
+        const [m0, m1, ...rest] = line!.msgs as [string, string, ...string[]];
+        // Statements counted on a node opened now (each connection binds the client's query method when it connects).
+        const texts: string[] = [];
+        const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
+        const plain = proto.query;
+        proto.query = function (this: pg.Client, ...args: unknown[]) {
+          const a0 = args[0] as string | { text?: unknown } | undefined;
+          const text = typeof a0 === 'string' ? a0 : a0?.text;
+          if (typeof text === 'string') texts.push(text);
+          return plain.apply(this, args);
+        };
+        try {
+          const node = await ctx.node();
+          const record = (t: string) => t.includes('acuses_al_dia(');
+          texts.length = 0;
+          // Nothing parked: one round trip.
+          expect(await node.markSent(m0, gidOf(m0), 20)).toMatchObject({ estado: 'enviado' });
+          expect(texts.length).toBe(1);
+          expect(record(texts[0]!)).toBe(true);
+          // A delivery parked (by the other node): read by the record's statement, claimed and applied in one transaction after it.
+          expect(await ctx.store.receipt(line!.id, gidOf(m1), 'entregado', 21)).toBe('parked');
+          texts.length = 0;
+          expect(await node.markSent(m1, gidOf(m1), 22)).toMatchObject({ estado: 'entregado', entregado_at: 22 });
+          expect(record(texts[0]!)).toBe(true);
+          expect(texts[1]).toBe('BEGIN');
+          expect(texts.at(-1)).toBe('COMMIT');
+          expect(texts.filter((t) => t.includes('acuses_pendientes') && !t.startsWith('DELETE FROM acuses_pendientes'))).toEqual([]);
+          // A burst, alone or in turns: every statement is a record, nothing read after it.
+          texts.length = 0;
+          const sent = await Promise.all(rest.map((id, k) => node.markSent(id, gidOf(id), 30 + k)));
+          expect(sent.map((r) => r?.estado)).toEqual(rest.map(() => 'enviado'));
+          expect(texts.length).toBeGreaterThan(0);
+          expect(texts.filter((t) => !record(t))).toEqual([]);
+        } finally {
+          proto.query = plain;
+        }
+        expect(await statuses(clienteId)).toEqual([[m0, 'enviado'], [m1, 'enviado'], [m1, 'entregado'], ...rest.map((id) => [id, 'enviado'])]);
+      },
+    );
 
     it('a message that cannot be recorded fails alone: the others of its turn are recorded, each once and in order', async () => {
       const { clienteId, lines } = await setup(2, 4);

@@ -678,6 +678,21 @@ export const PG_MIGRATIONS: Migration[] = [
       $$;
     `,
   },
+  {
+    version: 17,
+    name: "a sent message's parked receipts read inside its record (D-87)",
+    sql: `
+      -- A send's record reads the receipts parked for it in its own statement, after it holds its
+      -- message's line, which every park holds to its commit. The statement's snapshot may predate
+      -- that lock, so a receipt parked by the lock's previous holder would be missed; a VOLATILE
+      -- function's query takes a snapshot of its own and sees it. Those the line reported, and any
+      -- parked before receipts named their line. Nodes of the previous version never call it.
+      CREATE FUNCTION acuses_al_dia(gid TEXT, linea BIGINT) RETURNS TEXT[] LANGUAGE sql VOLATILE AS $$
+        SELECT COALESCE(array_agg(estado ORDER BY estado), '{}') FROM acuses_pendientes
+        WHERE gateway_msg_id = gid AND (celular_id = linea OR celular_id IS NULL)
+      $$;
+    `,
+  },
 ];
 
 /**

@@ -2,6 +2,7 @@ import { iso } from '../../core/clock.js';
 import { slotsForgottenBefore } from '../../core/caps.js';
 import { AppError } from '../../core/errors.js';
 import type { MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
+import type { Recorded } from './transitions.js';
 import * as recipe from '../../core/recipes.js';
 import { Turns, settle } from '../../core/turns.js';
 import { slotSet } from '../recipe-sql.js';
@@ -14,17 +15,18 @@ import { eventInsertOf } from './webhooks.js';
 /**
  * Sends recorded together (group commit, core/turns.ts): the markSent calls
  * that arrive while one runs go in the next turn, one autocommitted
- * statement over arrays for all of them, then one read of the receipts
- * parked for all of them (after the statement committed: the parked-receipt
- * protocol at the top of transitions.ts, per message as before). A message
+ * statement over arrays for all of them, which returns each message's
+ * parked receipts too, read after it holds the message's line (the
+ * parked-receipt protocol at the top of transitions.ts, D-87). A message
  * with parked receipts has them applied in a transaction of its own, as a
  * send recorded alone has.
  *
  * The statement does what markSentSql does for each message, and takes its
  * locks in the same order, each kind in ascending order so that turns and
  * single statements cannot wait on each other in a cycle: the gateway ids'
- * advisory locks (by hash), the lines of queued messages (their counter goes
- * down by as many as the turn has on each), the messages (by seq), then the
+ * advisory locks (by hash), the messages' lines (a queued message's counter
+ * goes down by as many as the turn has on each line; every message's parked
+ * receipts are read under its line's lock), the messages (by seq), then the
  * counts rows the trigger will take one message at a time: taken first,
  * lines then quarters, each in order, and a message's old state before its
  * new one, as one message's trigger takes them. Each CTE's scan is gated on
@@ -42,7 +44,8 @@ const SLOT = recipe.slotOn('sent', 0);
  * Parameters: msg_ids, gateway ids, nows, slot times, nows as ISO dates (one
  * element per message, in arrival order), the gateway id lock's first key,
  * the time before which the lines' slots are forgotten (core/caps.ts).
- * Returns the rows sent, each with its place in the turn (`orden`).
+ * Returns the rows sent, each with its place in the turn (`orden`) and the
+ * receipts parked for it (`acuses`, read per row of `sent`: after every lock).
  */
 let sql = '';
 // Built on first use: messages.ts, which gives the columns, imports transitions.ts, which imports this module.
@@ -54,7 +57,7 @@ const markSentTurnSql = () =>
     SELECT x.msg_id, x.cliente_id, x.celular_id, x.modo, x.created_at FROM mensajes x
     WHERE x.msg_id IN (SELECT msg_id FROM i) AND (SELECT COUNT(*) FROM g) >= 0),
   line AS MATERIALIZED (
-    SELECT c.id FROM celulares c WHERE c.id IN (SELECT celular_id FROM m WHERE modo = 'cola') ORDER BY c.id FOR NO KEY UPDATE),
+    SELECT c.id FROM celulares c WHERE c.id IN (SELECT celular_id FROM m) ORDER BY c.id FOR NO KEY UPDATE),
   own AS MATERIALIZED (
     SELECT x.seq FROM mensajes x WHERE x.msg_id IN (SELECT msg_id FROM m) AND (SELECT COUNT(*) FROM line) >= 0 ORDER BY x.seq FOR NO KEY UPDATE),
   -- The counts rows of each message's old and new state (migration 15's trigger), lines then quarters.
@@ -90,7 +93,7 @@ const markSentTurnSql = () =>
     },
     'FROM sent s ORDER BY s.orden',
   )})
-  SELECT ${COLS}, orden FROM sent`);
+  SELECT ${COLS}, orden, acuses_al_dia(gateway_msg_id, celular_id) AS acuses FROM sent`);
 
 /** One markSent call of a turn. */
 interface Pending {
@@ -102,13 +105,12 @@ interface Pending {
 /** The single path the turn falls back on and finishes with (transitions.ts). */
 export interface SentSingle {
   alone(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null>;
-  parkedFor(db: Db, sent: Array<{ gid: string; celular_id: number }>): Promise<ReceiptEstado[][]>;
   applyParked(db: Db, sent: MensajeRow, gid: string, parked: ReceiptEstado[], now: number): Promise<MensajeRow | null>;
 }
 
-/** The turn's statement: each message's row as sent, or null (not pending), in order. */
-async function recordAll(db: Db, items: Pending[]): Promise<Array<MensajeRow | null>> {
-  const sent = await db.q<MensajeRow & { orden: number }>(markSentTurnSql(), [
+/** The turn's statement: each message's row as sent with its parked receipts, or null (not pending), in order. */
+async function recordAll(db: Db, items: Pending[]): Promise<Array<Recorded | null>> {
+  const sent = await db.q<Recorded & { orden: number }>(markSentTurnSql(), [
     items.map((i) => i.msgId),
     items.map((i) => i.gid),
     items.map((i) => i.now),
@@ -118,12 +120,12 @@ async function recordAll(db: Db, items: Pending[]): Promise<Array<MensajeRow | n
     // The earliest: no slot a window of any of the turn's messages still counts is forgotten.
     slotsForgottenBefore(Math.min(...items.map((i) => i.now))),
   ]);
-  const out: Array<MensajeRow | null> = items.map(() => null);
+  const out: Array<Recorded | null> = items.map(() => null);
   for (const { orden, ...s } of sent) out[orden - 1] = s;
   return out;
 }
 
-/** Works one turn: the first call for each message in one statement, then each's parked receipts; repeats alone after. */
+/** Works one turn: the first call for each message in one statement, then each's parked receipts if any; repeats alone after. */
 async function turn(db: Db, single: SentSingle, items: Pending[]): Promise<Array<PromiseSettledResult<MensajeRow | null>>> {
   const seen = new Set<string>();
   const first = items.map((i) => !seen.has(i.msgId) && !!seen.add(i.msgId));
@@ -132,7 +134,7 @@ async function turn(db: Db, single: SentSingle, items: Pending[]): Promise<Array
   if (batch.length === 1) {
     out.push(await settle(() => single.alone(db, batch[0]!.msgId, batch[0]!.gid, batch[0]!.now)));
   } else {
-    let recorded: Array<MensajeRow | null> | null = null;
+    let recorded: Array<Recorded | null> | null = null;
     try {
       recorded = await recordAll(db, batch);
     } catch (err) {
@@ -143,16 +145,11 @@ async function turn(db: Db, single: SentSingle, items: Pending[]): Promise<Array
       // One bad message must not fail the others: each alone, in arrival order (each line's records keep their order).
       for (const i of batch) out.push(await settle(() => single.alone(db, i.msgId, i.gid, i.now)));
     } else {
-      const sent = recorded.flatMap((r, k) => (r ? [{ r, i: batch[k]! }] : []));
-      const parked = await settle(() =>
-        single.parkedFor(
-          db,
-          sent.map((s) => ({ gid: s.i.gid, celular_id: s.r.celular_id })),
-        ),
-      );
       const after = new Map<string, PromiseSettledResult<MensajeRow | null>>();
-      for (const [k, s] of sent.entries()) {
-        after.set(s.r.msg_id, parked.status === 'rejected' ? parked : await settle(() => single.applyParked(db, s.r, s.i.gid, parked.value[k]!, s.i.now)));
+      for (const [k, r] of recorded.entries()) {
+        if (!r) continue;
+        const { acuses, ...sent } = r;
+        after.set(sent.msg_id, await settle(() => single.applyParked(db, sent, batch[k]!.gid, acuses, batch[k]!.now)));
       }
       for (const i of batch) out.push(after.get(i.msgId) ?? { status: 'fulfilled', value: null });
     }

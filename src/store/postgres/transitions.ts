@@ -22,11 +22,10 @@ import { type Applied, receiptTurns } from './receipt-turn.js';
  * returned. The rare ones (a failure and its refund, a receipt that beats
  * its send and is parked, parked receipts applied) keep a transaction.
  * Sends recorded at the same time go in turns (sent-turn.ts): one statement
- * does this file's markSent statement for each of them, and one read then
- * looks for the parked receipts of them all, after it committed, as below.
- * So does the first look of delivery and read receipts (receipt-turn.ts,
- * RECEIPT_ADVANCE for each); what follows a look that found nothing is per
- * receipt, as below.
+ * does this file's markSent statement for each of them, parked receipts
+ * read as below. So does the first look of delivery and read receipts
+ * (receipt-turn.ts, RECEIPT_ADVANCE for each); what follows a look that
+ * found nothing is per receipt, as below.
  *
  * Lock order, as in messages.ts: the client, the line, the parked receipt,
  * the message (then the counts rows the triggers touch). A statement that
@@ -34,22 +33,36 @@ import { type Applied, receiptTurns } from './receipt-turn.js';
  * joins, so the line is locked before the message row is.
  *
  * A receipt that finds no message parks itself; the send's record must then
- * find it. No lock is needed for that: each side writes, commits, and then
- * reads what the other wrote (in READ COMMITTED each statement reads what
- * had committed when it began):
- * - markSent commits its UPDATE (at tU) and afterwards reads the parked
- *   receipts of its gateway id;
- * - a receipt that found no message parks itself (committed at tP) and
- *   afterwards looks for the message again.
- * If tP < tU, markSent's read (begun after tU) sees the parked row; if
- * tU < tP, the receipt's second look (begun after tP) sees the message.
- * Either way one of them applies it, and both may try: whoever applies it
- * first deletes the parked row in the same transaction, and the other's
- * DELETE ... RETURNING then returns nothing (it waits on the row while the
- * first is open, then finds it gone), so it is applied exactly once and
- * never left parked. (The send's statement does hold its id's advisory lock
- * to its commit, but only so that a receipt that missed a send in flight
- * waits for it and finds it, rather than paying for parking.)
+ * find it (D-87). Both sides hold the message's line to their commit: park()
+ * locks the line's row first (it counts the line's parked rows under it),
+ * and the record's statement locks it before its UPDATE, whatever the
+ * message's mode, and reads the receipts parked for its gateway id and line
+ * after that, with acuses_al_dia (migration 17), a VOLATILE function whose
+ * query takes a snapshot of its own (the statement's may predate the lock):
+ * - a park that committed before the record got the line is seen by that
+ *   read, and the record applies it (applyParked);
+ * - a park that asks for the line while the record holds it waits for the
+ *   record's commit, and its look after its own commit finds the message.
+ * Either way one of them applies it, and both may try (the record's
+ * applyParked runs after its commit, the receipt's look after its park's):
+ * whoever applies it first deletes the parked row in the same transaction,
+ * and the other's DELETE ... RETURNING then returns nothing (it waits on the
+ * row while the first is open, then finds it gone), so it is applied exactly
+ * once and never left parked. A record is one round trip; applyParked's
+ * transaction only when something was parked.
+ *
+ * Why the line and not the gateway id's advisory lock (which the record
+ * takes first, so that a receipt that missed a send in flight waits for it
+ * rather than paying for parking): parks of the previous version take the
+ * line and not that lock, and run beside these during a rolling upgrade, so
+ * the id's lock would leave a park committed between the record's read and
+ * its commit unseen by both. Queued records locked the line already; a
+ * direct one now does too, for its statement. No cycle: the record takes
+ * the id's lock, the line, the message, the counts rows; park the line, then
+ * parked rows; nothing takes an id's lock while it holds a row (the
+ * receipt's wait for an id's lock is a statement of its own), and the rest
+ * keep the order above (applyParked and failByReceipt: the client, the
+ * line, the parked rows, the message).
  */
 
 type Step = 'entregado' | 'leido';
@@ -59,15 +72,18 @@ const STEPS: Step[] = ['entregado', 'leido'];
  * markSent's one statement. Parameters: msg_id, gateway id, now, the slot's
  * time, now as the event's ISO date, the gateway id lock's first key, the
  * time before which the line's slots are forgotten (core/caps.ts). The
- * line is locked (a queued message's counter goes down) by `line`, which the
- * UPDATE joins, so before the message. The gateway id's lock (`g`, before
- * any row lock, held to the commit) lets a receipt that missed the send in
- * flight wait for it instead of parking (see `receipt`).
+ * line is locked (a queued message's counter goes down; any message's
+ * parked receipts are read under it, see the top of this file) by `line`,
+ * which the UPDATE joins, so before the message. The gateway id's lock
+ * (`g`, before any row lock, held to the commit) lets a receipt that missed
+ * the send in flight wait for it instead of parking (see `receipt`). The
+ * row sent comes back with `acuses`: the receipts parked for it, read per
+ * row of `sent`, so after the line's lock.
  */
 function markSentSql(slot: ReturnType<typeof recipe.slotOn>): string {
   return `WITH g AS (SELECT pg_advisory_xact_lock($6, hashtext($2))),
   m AS (SELECT msg_id, celular_id, modo FROM g, mensajes WHERE msg_id = $1),
-  line AS (SELECT c.id FROM celulares c JOIN m ON c.id = m.celular_id WHERE m.modo = 'cola' FOR NO KEY UPDATE OF c),
+  line AS (SELECT c.id FROM celulares c JOIN m ON c.id = m.celular_id FOR NO KEY UPDATE OF c),
   sent AS (
     UPDATE mensajes x SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, ${slotSet(slot, '$4::bigint')}, error = NULL, intentos = x.intentos + 1
     FROM m LEFT JOIN line ON true WHERE x.msg_id = m.msg_id AND x.estado = 'pendiente'
@@ -90,8 +106,11 @@ function markSentSql(slot: ReturnType<typeof recipe.slotOn>): string {
     },
     'FROM sent s',
   )})
-  SELECT ${COLS} FROM sent`;
+  SELECT ${COLS}, acuses_al_dia($2, celular_id) AS acuses FROM sent`;
 }
+
+/** A send's row as recorded, with the receipts parked for it (read under its line's lock). */
+export type Recorded = MensajeRow & { acuses: ReceiptEstado[] };
 
 /**
  * A delivery or read receipt in one statement. Parameters: gateway id, line,
@@ -260,7 +279,8 @@ async function failByReceipt(db: Db, celularId: number, gid: string, now: number
 /** Parks a receipt for an id no message of the line has yet; false when the line is gone or holds PARKED_PER_LINE already. */
 async function park(db: Db, celularId: number, gid: string, estado: ReceiptEstado, now: number, error: string | undefined): Promise<boolean> {
   return db.tx(async (c): Promise<boolean> => {
-    // The line's row lock makes its count and the insert one step for every node.
+    // The line's row lock makes its count and the insert one step for every node, and orders the park against a send's
+    // record, which reads the parked receipts under it (top of this file).
     if (!(await lockCelular(c, celularId))) return false;
     // Old parked rows nobody claimed go, a few at a time, skipping any another transaction holds.
     await c.query(
@@ -279,25 +299,13 @@ async function park(db: Db, celularId: number, gid: string, estado: ReceiptEstad
   });
 }
 
-/** markSent's statement for one message, committed on its own: the row sent, or null when it was not pending. */
-export async function recordSent(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
+/** markSent's statement for one message, committed on its own: the row sent and its parked receipts, or null when it was not pending. */
+export async function recordSent(db: Db, msgId: string, gid: string, now: number): Promise<Recorded | null> {
   const slot = recipe.slotOn('sent', now);
-  return db.one<MensajeRow>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId, slotsForgottenBefore(now)]);
+  return db.one<Recorded>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId, slotsForgottenBefore(now)]);
 }
 
-/** The receipts parked for sent messages (gateway id, line), one list per message in order: those their own line reported (or parked before receipts named their line). */
-export async function parkedFor(db: Db, sent: Array<{ gid: string; celular_id: number }>): Promise<ReceiptEstado[][]> {
-  const found = await db.q<{ orden: number; estado: ReceiptEstado }>(
-    `SELECT u.orden, a.estado FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY u(gid, celular_id, orden)
-     JOIN acuses_pendientes a ON a.gateway_msg_id = u.gid AND (a.celular_id = u.celular_id OR a.celular_id IS NULL)`,
-    [sent.map((s) => s.gid), sent.map((s) => s.celular_id)],
-  );
-  const out = sent.map((): ReceiptEstado[] => []);
-  for (const f of found) out[f.orden - 1]!.push(f.estado);
-  return out;
-}
-
-/** The receipts `parked` (read after `sent` committed) claimed and applied to it: the message as they left it. */
+/** The receipts `parked` (read by `sent`'s statement under its line's lock) claimed and applied to it: the message as they left it. */
 export async function applyParked(db: Db, sent: MensajeRow, gid: string, parked: ReceiptEstado[], now: number): Promise<MensajeRow | null> {
   if (parked.length === 0) return sent;
   return db.tx(async (c): Promise<MensajeRow | null> => {
@@ -316,18 +324,18 @@ export async function applyParked(db: Db, sent: MensajeRow, gid: string, parked:
   });
 }
 
-/** markSent for one message alone: its statement, then (read after it committed, see the top of this file) its parked receipts. */
+/** markSent for one message alone: its statement (its parked receipts read in it, see the top of this file), then those applied if any. */
 export async function markSentAlone(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
-  const sent = await recordSent(db, msgId, gid, now);
-  if (!sent) return null;
-  const [parked] = await parkedFor(db, [{ gid, celular_id: sent.celular_id }]);
-  return applyParked(db, sent, gid, parked!, now);
+  const r = await recordSent(db, msgId, gid, now);
+  if (!r) return null;
+  const { acuses, ...sent } = r;
+  return applyParked(db, sent, gid, acuses, now);
 }
 
 /** markSent, failMensaje and receipt over one pool. */
 export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
   const advanceInTurn = receiptTurns(db, (i) => advance(db, i.celularId, i.gid, i.estado, i.now), sourceArrays);
-  const sendTurn = sentTurns(db, { alone: markSentAlone, parkedFor, applyParked });
+  const sendTurn = sentTurns(db, { alone: markSentAlone, applyParked });
   /** This node's sends being recorded, by gateway id: waiting for a turn they hold no lock yet (see `receipt`). */
   const sending = new Map<string, Promise<void>>();
   return {
@@ -360,14 +368,14 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
       if (done === 'absent') {
         // A send being recorded holds its id's lock to its commit: waited for (the lock is let go at once), then looked for again.
         // One of this node's still waiting for its turn holds no lock yet: waited for here.
-        // Only spares that race the parking; what keeps no receipt parked for ever is the reading after each commit.
+        // Only spares that race the parking; what keeps no receipt parked for ever is the line's lock (top of this file).
         await sending.get(gid);
         await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK.gatewayId, gid]);
         done = await apply();
       }
       if (done !== 'absent') return done;
       if (!(await park(db, celularId, gid, estado, now, error))) return null;
-      // Looked for again after the parked row committed (see the top of this file): a send recorded before it is seen here.
+      // Looked for again after the parked row committed (see the top of this file): a send whose record held the line first is seen here.
       const f = await db.one<Fixed>(`SELECT ${FIXED} FROM mensajes WHERE ${byGateway('$1', '$2')}`, [gid, celularId]);
       if (!f) return 'parked';
       return db.tx(async (c): Promise<ReceiptOutcome> => {
