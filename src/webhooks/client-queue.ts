@@ -26,6 +26,12 @@ export class ClientQueue {
   window = 1;
   /** This node held the client's stream lease at its last read. */
   leased = false;
+  /**
+   * Another node held the stream at this node's last take: not asked for
+   * again before then, whatever this node's events hint (its holder posts
+   * them, found by its look at every client's pending deliveries).
+   */
+  heldUntil = 0;
   /** When (clock ticks) the lease was last found with nothing in hand; null while something is. */
   emptySince: number | null = null;
   /** When (clock ticks) the last claim started: the next waits for the dispatcher's claim gap after it, unless that claim was full. */

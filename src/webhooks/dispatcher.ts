@@ -344,6 +344,8 @@ export class WebhookDispatcher implements WebhookControl {
       // Forgotten only once given.
       if (q.idle && !q.leased) this.queues.delete(id);
       else if (q.unreadAt > now) next = Math.min(next, q.unreadAt);
+      // Hinted while another node holds it: asked again when this node's wait ends.
+      else if (!q.leased && q.heldUntil > now) next = Math.min(next, q.heldUntil);
       // Held for its claim gap: woken when the gap ends (nothing else may poke).
       else if (this.gapLeft(q) > 0) next = Math.min(next, now + this.gapLeft(q));
     }
@@ -418,12 +420,14 @@ export class WebhookDispatcher implements WebhookControl {
     if (this.gapLeft(q) > 0 && !this.retrySlotFor(q)) return false;
     // Held since a read with no silence of this node in between: still ours (a lapse is what lets another node take it).
     if (q.leased && q.lapses === this.node.lapses) return this.claimDue(q, now);
+    // Another node held it a moment ago: each event of this node asking again would cost a take for nothing.
+    if (!q.leased && q.heldUntil > now) return false;
     const lease = await this.node.takeOne(stream.webhooks(q.clienteId));
     q.leased = lease.taken;
     q.lapses = this.node.lapses;
     if (!lease.taken) {
       // The holder posts what is due; this node asks again after the rest, or soon.
-      q.readAt = now + (lease.restMs || this.opts.heldRetryMs);
+      q.readAt = q.heldUntil = now + (lease.restMs || this.opts.heldRetryMs);
       q.hintAt = Infinity;
       return false;
     }
