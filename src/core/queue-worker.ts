@@ -15,6 +15,9 @@ import { REFUSED_FOR_GOOD } from './idempotency.js';
 import { failureClase } from './failure-class.js';
 import { backoffMs, type Backoff } from './backoff.js';
 
+/** See QueueWorker.keepIdleMs. */
+export const KEEP_IDLE_MS = 5_000;
+
 /** Transient failures are retried after the base (5 s), then twice as long each time up to 120 times it (10 min), until the TTL. */
 export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, factors: [1, 2, 4, 8, 16, 32, 64, 120], past: 'repeat' });
 
@@ -27,8 +30,10 @@ export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, fa
  * Several nodes: a line's queue is a stream lease (core/leases.ts). A node
  * sends on a line only while it holds the line's lease. It keeps the lease
  * between sends, through the line's human gap (no node may send the line
- * then anyway) and `recheckMs` more (as long as another node waits before
- * asking again), then gives it back; given back sooner (on stop), the lease
+ * then anyway) and KEEP_IDLE_MS more (5 s; `recheckMs` if longer: as long
+ * as another node waits before asking again), then gives it back, its
+ * look sending meanwhile what other nodes queued on the line; given back
+ * sooner (on stop), the lease
  * carries what is left of the gap as its rest, so the gap holds whichever
  * node sends next. The lease of a dead node is taken over once it has been
  * silent longer than its longest send (core/node-presence.ts).
@@ -160,7 +165,7 @@ export class QueueWorker {
       due.push(head);
     }
     // Idle leases no take carried within a poll: given back alone.
-    this.giveBack(this.idleKept(this.core.config.queue.recheckMs + this.opts.pollMs, new Set(due.map((h) => h.celular_id))));
+    this.giveBack(this.idleKept(this.keepIdleMs() + this.opts.pollMs, new Set(due.map((h) => h.celular_id))));
     if (due.length === 0) return wait;
     // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
     if (!this.node.fresh()) return Math.min(wait, this.core.config.queue.recheckMs);
@@ -218,9 +223,9 @@ export class QueueWorker {
     return (await this.take([celularId]))[0]!;
   }
 
-  /** Takes the lines' leases; the kept ones idle past their rest and `recheckMs` are given back in the same round trip. */
+  /** Takes the lines' leases; the kept ones idle past their rest and keepIdleMs are given back in the same round trip. */
   private take(celularIds: number[]): Promise<LeaseAnswer[]> {
-    const carried = this.idleKept(this.core.config.queue.recheckMs, new Set(celularIds));
+    const carried = this.idleKept(this.keepIdleMs(), new Set(celularIds));
     const gifts = carried.map((id) => ({ stream: stream.cola(id), restMs: this.restOf(id) }));
     const taking = this.node.take(celularIds.map(stream.cola), gifts);
     this.onTheWay(carried, taking);
@@ -277,6 +282,16 @@ export class QueueWorker {
     } finally {
       this.keep(m.celular_id);
     }
+  }
+
+  /**
+   * How long a kept lease outlives its line's rest with nothing to send:
+   * KEEP_IDLE_MS, or recheckMs if longer. A line written to every few seconds
+   * keeps its lease (no take and give a message); another node's message
+   * for it meanwhile is sent by this node's look within pollMs.
+   */
+  private keepIdleMs(): number {
+    return Math.max(KEEP_IDLE_MS, this.core.config.queue.recheckMs);
   }
 
   /** Idle is counted from the end of the line's rest: no other node may send the line before it anyway. */

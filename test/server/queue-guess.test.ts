@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { stream } from '../../src/core/leases.js';
+import { KEEP_IDLE_MS } from '../../src/core/queue-worker.js';
 import type { Store } from '../../src/core/ports/store.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
@@ -208,7 +209,7 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     await waitEstado(s, b.body.msg_id, SENT);
   });
 
-  it('a kept lease is given back by a look once its line has been idle for recheckMs and a poll; another node may then take it', async () => {
+  it('a kept lease is given back by a look once its line has been idle for KEEP_IDLE_MS and a poll; another node may then take it', async () => {
     const L = await linkedLine(s);
     const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
     await waitEstado(s, a.body.msg_id, SENT);
@@ -217,8 +218,8 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
     // Kept: another node may not take the line.
     expect((await s.core.store.leaseTake(other, [stream.cola(L.celularId)], s.clock.now()))[0]).toMatchObject({ taken: false });
-    // With no take to carry it, a look gives it back alone once idle for recheckMs and a poll.
-    clock().advance(s.core.config.queue.recheckMs + 3_600_000);
+    // With no take to carry it, a look gives it back alone once idle for KEEP_IDLE_MS and a poll.
+    clock().advance(KEEP_IDLE_MS + 3_600_000);
     await s.stepQueue();
     await until(() => n.given.has(stream.cola(L.celularId)), { what: 'the idle line’s lease given back' });
     const t = await s.core.store.leaseTake(other, [stream.cola(L.celularId)], s.clock.now());
@@ -256,7 +257,7 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
     await s?.stop();
   });
 
-  it('kept through the gap and recheckMs more (another node is refused meanwhile), then given back by the next take', async () => {
+  it('kept through the gap and KEEP_IDLE_MS more (another node is refused meanwhile), then given back by the next take', async () => {
     const L = await linkedLine(s);
     const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
     await waitEstado(s, a.body.msg_id, SENT);
@@ -264,13 +265,18 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
     const other = `other-${randomUUID()}`;
     await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
     const line = [stream.cola(L.celularId)];
-    const recheck = s.core.config.queue.recheckMs;
     (s.clock as ManualClock).advance(10_000);
     await s.stepQueue();
     await s.queue!.idle();
     expect(n.given.has(line[0]!)).toBe(false);
     expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: false, restMs: 0 });
-    (s.clock as ManualClock).advance(recheck);
+    // Idle past the gap but not past KEEP_IDLE_MS: still kept.
+    (s.clock as ManualClock).advance(KEEP_IDLE_MS - 1);
+    await s.stepQueue();
+    await s.queue!.idle();
+    expect(n.given.has(line[0]!)).toBe(false);
+    expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: false, restMs: 0 });
+    (s.clock as ManualClock).advance(1);
     await s.stepQueue();
     await s.queue!.idle();
     expect(n.given.has(line[0]!)).toBe(false);
