@@ -13,6 +13,20 @@ import { ADAPTERS, PG_URL, celular, messages, newCliente, storeEachTest } from '
  * receipts parked for it applied exactly once, also with receipts arriving
  * meanwhile.
  */
+/** Every statement's text sent on PostgreSQL connections made from now on, until `restore`. */
+function countStatements(): { texts: string[]; restore: () => void } {
+  const texts: string[] = [];
+  const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
+  const plain = proto.query;
+  proto.query = function (this: pg.Client, ...args: unknown[]) {
+    const a0 = args[0] as string | { text?: unknown } | undefined;
+    const text = typeof a0 === 'string' ? a0 : a0?.text;
+    if (typeof text === 'string') texts.push(text);
+    return plain.apply(this, args);
+  };
+  return { texts, restore: () => (proto.query = plain) };
+}
+
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: sends recorded in turns`, () => {
     const ctx = storeEachTest(adapter);
@@ -160,15 +174,7 @@ for (const adapter of ADAPTERS) {
         const [line] = lines;
         const id = line!.msgs[0]!;
         // Statements counted on a node opened now (each connection binds the client's query method when it connects).
-        const texts: string[] = [];
-        const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
-        const plain = proto.query;
-        proto.query = function (this: pg.Client, ...args: unknown[]) {
-          const a0 = args[0] as string | { text?: unknown } | undefined;
-          const text = typeof a0 === 'string' ? a0 : a0?.text;
-          if (typeof text === 'string') texts.push(text);
-          return plain.apply(this, args);
-        };
+        const { texts, restore } = countStatements();
         // The send's record takes its gateway id's advisory lock first: held here, the record waits, uncommitted.
         const holder = new pg.Client({ connectionString: PG_URL });
         const lockArgs = [LOCK.gatewayId, gidOf(id)];
@@ -185,7 +191,7 @@ for (const adapter of ADAPTERS) {
           await sent;
           expect(await got).toMatchObject({ after: { msg_id: id, estado: 'entregado' } });
         } finally {
-          proto.query = plain;
+          restore();
           await holder.end();
         }
         expect(texts.filter((t) => t.startsWith('WITH path AS'))).toHaveLength(1);
@@ -197,22 +203,13 @@ for (const adapter of ADAPTERS) {
         ]);
       });
 
-    it.runIf(adapter.name === 'postgres')(
-      "a send's record is one statement: the receipts parked for it are read inside it, and applied in a transaction only when there are some (D-87)",
-      async () => {
+    if (adapter.name === 'postgres')
+      it("a send's record is one statement: the receipts parked for it are read inside it, and applied in a transaction only when there are some (D-87)", async () => {
         const { clienteId, lines } = await setup(1, 6);
         const [line] = lines;
         const [m0, m1, ...rest] = line!.msgs as [string, string, ...string[]];
         // Statements counted on a node opened now (each connection binds the client's query method when it connects).
-        const texts: string[] = [];
-        const proto = pg.Client.prototype as unknown as { query: (...a: unknown[]) => unknown };
-        const plain = proto.query;
-        proto.query = function (this: pg.Client, ...args: unknown[]) {
-          const a0 = args[0] as string | { text?: unknown } | undefined;
-          const text = typeof a0 === 'string' ? a0 : a0?.text;
-          if (typeof text === 'string') texts.push(text);
-          return plain.apply(this, args);
-        };
+        const { texts, restore } = countStatements();
         try {
           const node = await ctx.node();
           const record = (t: string) => t.includes('acuses_al_dia(');
@@ -236,11 +233,10 @@ for (const adapter of ADAPTERS) {
           expect(texts.length).toBeGreaterThan(0);
           expect(texts.filter((t) => !record(t))).toEqual([]);
         } finally {
-          proto.query = plain;
+          restore();
         }
         expect(await statuses(clienteId)).toEqual([[m0, 'enviado'], [m1, 'enviado'], [m1, 'entregado'], ...rest.map((id) => [id, 'enviado'])]);
-      },
-    );
+      });
 
     it('a message that cannot be recorded fails alone: the others of its turn are recorded, each once and in order', async () => {
       const { clienteId, lines } = await setup(2, 4);

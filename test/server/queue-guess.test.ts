@@ -100,13 +100,13 @@ afterAll(async () => {
 for (const [name, storeOf] of dialects) {
   describe(`${name}: the accepted head sent without a look`, () => cases(storeOf));
 }
-describeWith(postgres, 'postgres: the accepted head sent without a look', () =>
-  cases(async () => {
-    const s = await pgSchema();
-    schemas.push(s.drop);
-    return schemaUrl(s.schema);
-  }),
-);
+/** A fresh schema's URL, dropped after the file. */
+async function pgStore(): Promise<string> {
+  const s = await pgSchema();
+  schemas.push(s.drop);
+  return schemaUrl(s.schema);
+}
+describeWith(postgres, 'postgres: the accepted head sent without a look', () => cases(pgStore));
 
 function cases(storeOf: () => Promise<string | undefined>): void {
   let s: TestServer;
@@ -229,13 +229,7 @@ function cases(storeOf: () => Promise<string | undefined>): void {
 }
 
 for (const [name, storeOf] of dialects) describe(`${name}: a kept lease keeps its line's gap`, () => gapCases(storeOf));
-describeWith(postgres, "postgres: a kept lease keeps its line's gap", () =>
-  gapCases(async () => {
-    const s = await pgSchema();
-    schemas.push(s.drop);
-    return schemaUrl(s.schema);
-  }),
-);
+describeWith(postgres, "postgres: a kept lease keeps its line's gap", () => gapCases(pgStore));
 
 function gapCases(storeOf: () => Promise<string | undefined>): void {
   let s: TestServer;
