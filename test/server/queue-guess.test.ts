@@ -4,6 +4,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { stream } from '../../src/core/leases.js';
 import { KEEP_IDLE_MS } from '../../src/core/queue-worker.js';
 import type { Store } from '../../src/core/ports/store.js';
+import type { ServeOptions } from '../../src/server/serve.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
@@ -108,23 +109,27 @@ async function pgStore(): Promise<string> {
 }
 describeWith(postgres, 'postgres: the accepted head sent without a look', () => cases(pgStore));
 
+/** A server on the manual clock at noon UTC, its periodic look an hour away, a fixed gap `gapMs` after each send. */
+async function startCounted(storeOf: () => Promise<string | undefined>, gapMs: number, over: Partial<ServeOptions> = {}): Promise<TestServer> {
+  const store = await storeOf();
+  return startTestServer({
+    tz: 'UTC',
+    clock: new ManualClock(at(12)),
+    random: () => 0.5,
+    queuePollMs: 3_600_000,
+    queue: { gapMinMs: gapMs, gapMaxMs: gapMs },
+    ...over,
+    ...(store ? { store } : {}),
+  });
+}
+
 function cases(storeOf: () => Promise<string | undefined>): void {
   let s: TestServer;
   let n: ReturnType<typeof counted>;
   let order: string[];
   const clock = () => s.clock as ManualClock;
   beforeAll(async () => {
-    const store = await storeOf();
-    s = await startTestServer({
-      tz: 'UTC',
-      simDeliveryMs: 20,
-      simReadMs: 40,
-      clock: new ManualClock(at(12)),
-      random: () => 0.5,
-      queuePollMs: 3_600_000,
-      queue: { gapMinMs: 0, gapMaxMs: 0 },
-      ...(store ? { store } : {}),
-    });
+    s = await startCounted(storeOf, 0, { simDeliveryMs: 20, simReadMs: 40 });
     n = counted(s.core.store);
     order = sendOrder(s);
     await s.stepQueue();
@@ -235,15 +240,7 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
   let s: TestServer;
   let n: ReturnType<typeof counted>;
   beforeAll(async () => {
-    const store = await storeOf();
-    s = await startTestServer({
-      tz: 'UTC',
-      clock: new ManualClock(at(12)),
-      random: () => 0.5,
-      queuePollMs: 3_600_000,
-      queue: { gapMinMs: 10_000, gapMaxMs: 10_000 },
-      ...(store ? { store } : {}),
-    });
+    s = await startCounted(storeOf, 10_000);
     n = counted(s.core.store);
     await s.stepQueue();
   });

@@ -1,12 +1,9 @@
-import { afterAll, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import { pgSchema } from '../contract/adapters.js';
+import { expect, it } from 'vitest';
 import { expectOk } from '../helpers/expect.js';
 import { until } from '../helpers/poll.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
+import { describeWith, postgres } from '../helpers/services.js';
 import { linkedLine, send, TEXT, uniqueText } from './send-helpers.js';
-import { entregas, setWebhook, startReceiver, waitFor, type Receiver } from './webhook-helpers.js';
+import { entregas, pgServersWithReceiver, setWebhook, waitFor } from './webhook-helpers.js';
 
 /**
  * A burst of one client's events on PostgreSQL, where a claim that took all
@@ -15,33 +12,16 @@ import { entregas, setWebhook, startReceiver, waitFor, type Receiver } from './w
  * with no step and no further event, each delivered once and recorded once.
  */
 describeWith(postgres, 'a burst of one client events (PostgreSQL)', () => {
-  let s: TestServer | undefined;
-  let R: Receiver | undefined;
-  let drop: (() => Promise<void>) | undefined;
-  afterAll(async () => {
-    await R?.close();
-    await s?.stop();
-    await drop?.();
-  });
+  const start = pgServersWithReceiver();
 
   it('every message.status of a burst of queued sends reaches the receiver once and is recorded delivered at its first attempt (PostgreSQL)', async () => {
-    const schema = await pgSchema();
-    drop = schema.drop;
-    R = await startReceiver(200);
-    s = await startTestServer({
-      store: schemaUrl(schema.schema),
-      clock: systemClock,
-      allowPrivateUrls: true,
-      simDeliveryMs: 5,
-      simReadMs: 10,
-      queue: { gapMinMs: 0, gapMaxMs: 0 },
-    });
+    const { s, R } = await start({ simDeliveryMs: 5, simReadMs: 10, queue: { gapMinMs: 0, gapMaxMs: 0 } });
     const L = await linkedLine(s);
     expectOk(await setWebhook(s, L.clientKey, { url: R.url, eventos: ['message.status'] }));
-    const sends = await Promise.all(Array.from({ length: 8 }, () => send(s!, L, TEXT, { destinatario: '525598765432', mensaje: uniqueText('burst') })));
+    const sends = await Promise.all(Array.from({ length: 8 }, () => send(s, L, TEXT, { destinatario: '525598765432', mensaje: uniqueText('burst') })));
     for (const r of sends) expect(r.status, r.text).toBe(200);
     const ids = new Set(sends.map((r) => r.body.msg_id as string));
-    const mine = () => R!.hits.filter((h) => h.headers['x-service-event'] === 'message.status' && ids.has(h.json.data.msg_id as string));
+    const mine = () => R.hits.filter((h) => h.headers['x-service-event'] === 'message.status' && ids.has(h.json.data.msg_id as string));
     // Four changes per message: pendiente, enviado, entregado, leido.
     await waitFor(() => mine().length >= 32, 'the 32 message.status deliveries', 20_000);
     const byId = new Map<string, number>();
@@ -50,7 +30,7 @@ describeWith(postgres, 'a burst of one client events (PostgreSQL)', () => {
     expect([...byId.values()].every((n) => n === 1)).toBe(true);
     const rows = await until(
       async () => {
-        const list = (await entregas(s!, L.clientKey)).filter((e) => byId.has(e.id));
+        const list = (await entregas(s, L.clientKey)).filter((e) => byId.has(e.id));
         return list.length === 32 && list.every((e) => e.estado !== 'pendiente') ? list : null;
       },
       { what: 'the 32 deliveries recorded', timeoutMs: 20_000 },

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { expect, it } from 'vitest';
 import { stream } from '../../src/core/leases.js';
-import { pgSchema } from '../contract/adapters.js';
 import { expectOk } from '../helpers/expect.js';
-import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
+import { api } from '../helpers/server.js';
+import { describeWith, postgres } from '../helpers/services.js';
 import { linkedLine } from './send-helpers.js';
-import { setWebhook, startReceiver, waitFor, type Receiver } from './webhook-helpers.js';
+import { pgServersWithReceiver, setWebhook, waitFor } from './webhook-helpers.js';
 
 /**
  * Several nodes: a client's webhook outbox is a stream lease one node holds
@@ -17,20 +15,10 @@ import { setWebhook, startReceiver, waitFor, type Receiver } from './webhook-hel
  * the holder, or this node once its wait ends, posts them.
  */
 describeWith(postgres, "a client's webhook outbox another node holds (PostgreSQL)", () => {
-  let s: TestServer | undefined;
-  let R: Receiver | undefined;
-  let drop: (() => Promise<void>) | undefined;
-  afterAll(async () => {
-    await R?.close();
-    await s?.stop();
-    await drop?.();
-  });
+  const start = pgServersWithReceiver();
 
   it("a node's events while another node holds the client's outbox cost one take, and are delivered once it is free", async () => {
-    const schema = await pgSchema();
-    drop = schema.drop;
-    R = await startReceiver(200);
-    s = await startTestServer({ store: schemaUrl(schema.schema), clock: systemClock, allowPrivateUrls: true, webhookHeldRetryMs: 2_000 });
+    const { s, R } = await start({ webhookHeldRetryMs: 2_000 });
     const L = await linkedLine(s);
     expectOk(await setWebhook(s, L.clientKey, { url: R.url }));
     const store = s.core.store;
@@ -59,7 +47,7 @@ describeWith(postgres, "a client's webhook outbox another node holds (PostgreSQL
     // The other node leaves: this node's wait ends and it posts every event, each once.
     await store.leaseGive(other, outbox, 0, Date.now());
     await store.nodeLeave(other);
-    await waitFor(() => new Set(R!.hits.map((h) => h.json.id as string)).size === ids.length, 'the 8 test events', 15_000);
+    await waitFor(() => new Set(R.hits.map((h) => h.json.id as string)).size === ids.length, 'the 8 test events', 15_000);
     expect(R.hits.map((h) => h.json.id as string).sort()).toEqual([...ids].sort());
   });
 });

@@ -3,9 +3,13 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { until } from '../helpers/poll.js';
-import { api, type TestServer } from '../helpers/server.js';
+import { systemClock } from '../../src/core/clock.js';
+import type { ServeOptions } from '../../src/server/serve.js';
+import { pgSchema } from '../contract/adapters.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { schemaUrl } from '../helpers/services.js';
 
 /**
  * Shared pieces of the webhook HTTP suites (webhook-*.test.ts): a real
@@ -143,4 +147,25 @@ export async function waitEntrega(s: TestServer, key: string, id: string, cond: 
     },
     { what: () => `${what} (delivery ${id}); last: ${JSON.stringify(last)}`, timeoutMs: ms },
   );
+}
+
+/**
+ * For a PostgreSQL suite: a starter of servers, each on a fresh schema of
+ * its own with the system clock and private URLs allowed, beside a receiver
+ * answering 200. Every server, receiver and schema is closed after the file.
+ */
+export function pgServersWithReceiver(): (over?: Partial<ServeOptions>) => Promise<{ s: TestServer; R: Receiver }> {
+  const close: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const c of close.reverse()) await c();
+  });
+  return async (over = {}) => {
+    const schema = await pgSchema();
+    close.push(schema.drop);
+    const R = await startReceiver(200);
+    close.push(() => R.close());
+    const s = await startTestServer({ store: schemaUrl(schema.schema), clock: systemClock, allowPrivateUrls: true, ...over });
+    close.push(() => s.stop());
+    return { s, R };
+  };
 }
