@@ -171,7 +171,7 @@ export class QueueWorker {
     if (!this.node.fresh()) return Math.min(wait, this.core.config.queue.recheckMs);
     const byStream = new Map<string, MensajeRow>();
     for (const h of due) {
-      if (this.holds(h.celular_id)) this.runner.run(h.celular_id, () => this.processHeld(h).then(() => undefined));
+      if (this.holds(h.celular_id)) this.sendHead(h);
       else if (this.giving.has(h.celular_id)) wait = Math.min(wait, this.core.config.queue.recheckMs);
       else byStream.set(stream.cola(h.celular_id), h);
     }
@@ -182,7 +182,7 @@ export class QueueWorker {
       if (!head) continue;
       if (a.taken) {
         // A line an accept started meanwhile is sending under this same lease: it keeps it when it ends.
-        if (!this.runner.isBusy(head.celular_id)) this.runner.run(head.celular_id, () => this.processHeld(head).then(() => undefined));
+        if (!this.runner.isBusy(head.celular_id)) this.sendHead(head);
         else this.keep(head.celular_id);
         continue;
       }
@@ -273,6 +273,11 @@ export class QueueWorker {
         });
       this.giving.set(id, g);
     }
+  }
+
+  /** A head a look found, worked on its line's runner under the held lease; the job answers nothing, so a look follows it. */
+  private sendHead(h: MensajeRow): void {
+    this.runner.run(h.celular_id, () => this.processHeld(h).then(() => undefined));
   }
 
   /** Works the line's head under its lease, then keeps the lease; true when the message left the queue (sent or ended). */

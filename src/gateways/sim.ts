@@ -11,6 +11,7 @@ import {
   type QrResult,
 } from '../core/ports/gateway.js';
 import type { SessionStatus } from '../core/ports/model.js';
+import type { KvKey } from '../core/ports/kv.js';
 import type { Store } from '../core/ports/store.js';
 import { GatewayEvents } from './gateway-events.js';
 
@@ -80,7 +81,7 @@ export class SimGateway implements Gateway {
   private readonly timers = new Set<NodeJS.Timeout>();
   private closed = false;
   /** Receipts handled and not yet forgotten. */
-  private readonly handled: Array<{ ns: string; key: string }> = [];
+  private readonly handled: KvKey[] = [];
   /** Messages really sent by this process (a retry answered from memory does not count). */
   sentCount = 0;
 

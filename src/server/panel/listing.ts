@@ -59,6 +59,10 @@ export function pager(path: string, filters: Record<string, string>, page: numbe
   </nav>`;
 }
 
+/** A message's text for a table cell, or its file's name or URL, cut (history, inbox). */
+export const textoCell = (m: { texto: string | null; media: { filename?: string | null; url?: string | null } | null }): string =>
+  cut(m.texto ?? m.media?.filename ?? m.media?.url ?? null);
+
 /** A long free text cut for a table cell (the export carries it whole). */
 export function cut(s: string | null, max = 80): string {
   if (s === null) return '';

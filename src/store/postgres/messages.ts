@@ -1,5 +1,4 @@
 import { messageStatusData } from '../../core/event-data.js';
-import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
 import * as recipe from '../../core/recipes.js';
 import { movementInsert } from '../recipe-sql.js';
 import type { AcceptOptions, AcceptResult, MessagesOwn, MessageStats, NewMensaje, NewRecibido } from '../../core/ports/messages.js';
@@ -7,7 +6,7 @@ import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/m
 import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
 import type { AcceptTurns } from './accept-turn.js';
-import { type Client, type Db, ph, row, rows } from './db.js';
+import { type Client, type Db, ph, row } from './db.js';
 
 /**
  * Messages in PostgreSQL, exact with several nodes writing at once. Every
@@ -103,22 +102,6 @@ export const SLOT_COUNT_SQL = (line: string, since: string, now: string) =>
 export const slotCountsJson = (line: string, since: string, now: string) =>
   `(SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
     FROM unnest(${since}) WITH ORDINALITY AS w(since, i) CROSS JOIN LATERAL (${SLOT_COUNT_SQL(line, 'w.since', now)}) k)`;
-
-/**
- * Slots taken in each window of a line (core/caps.ts), counted while the
- * caller holds the line's row lock, which every slot taker holds: one index
- * range per window, in one round trip.
- */
-export async function capHit(c: Client, celularId: number, slot: SlotClaim, now: number): Promise<CapHit | null> {
-  if (slot.windows.length === 0) return null;
-  const counts = await rows<SlotCount>(
-    c,
-    `SELECT k.n, k.oldest FROM unnest($2::bigint[]) WITH ORDINALITY AS w(since, i)
-     CROSS JOIN LATERAL (${SLOT_COUNT_SQL('$1', 'w.since', '$3')}) k ORDER BY w.i`,
-    [celularId, slot.windows.map((ms) => now - ms), now],
-  );
-  return slot.decide(counts);
-}
 
 /** MessagesStore's own methods over one pool: acceptance (in the store's turns, accept-turn.ts), the journal; the state changes after acceptance are transitions.ts's. */
 export function messages(db: Db, acceptOne: AcceptTurns['acceptOne']): Omit<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {

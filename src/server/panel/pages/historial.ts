@@ -11,7 +11,7 @@ import { field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErr
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { cidOf, type Column, cut, dropEmptyFilters, listTable, pager, queryOf, typedFilters } from '../listing.js';
+import { cidOf, type Column, cut, dropEmptyFilters, textoCell, listTable, pager, queryOf, typedFilters } from '../listing.js';
 
 /**
  * The message history (`/panel/c/:cid/historial`): the filters of GET
@@ -64,7 +64,7 @@ const COLUMNS: Array<Column<MensajeView>> = [
   { label: 'celular', cls: 'num', cell: (m) => m.celular_id },
   { label: 'destinatario', cell: (m) => m.destinatario },
   { label: 'tipo', cell: (m) => m.tipo },
-  { label: 'texto', cell: (m) => cut(m.texto ?? m.media?.filename ?? m.media?.url ?? null) },
+  { label: 'texto', cell: textoCell },
   { label: 'error', cell: (m) => cut(m.error) },
   { label: 'msg_id', cell: (m) => html`<code>${m.msg_id}</code>` },
 ];

@@ -6,7 +6,7 @@ import { field, formErrorsOf, NO_ERRORS, type FormErrors } from '../forms.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { cidOf, type Column, cut, dropEmptyFilters, listTable, pager, typedFilters } from '../listing.js';
+import { cidOf, type Column, dropEmptyFilters, textoCell, listTable, pager, typedFilters } from '../listing.js';
 import { filterForm, lineOptions } from './historial.js';
 
 /**
@@ -21,7 +21,7 @@ const COLUMNS: Array<Column<RecibidoView>> = [
   { label: 'celular', cls: 'num', cell: (r) => r.celular_id },
   { label: 'de', cell: (r) => r.de },
   { label: 'tipo', cell: (r) => r.tipo },
-  { label: 'texto', cell: (r) => cut(r.texto ?? r.media?.filename ?? r.media?.url ?? null) },
+  { label: 'texto', cell: textoCell },
   { label: 'fecha', cls: 'nowrap', cell: (r) => r.fecha },
 ];
 
