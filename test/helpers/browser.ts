@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
@@ -29,13 +30,19 @@ export function launchBrowser(): Promise<Browser> {
 /** Where every run writes each page's screenshots (git-ignored): `<name>-1280.png` and `<name>-390.png`. */
 export const SCREENSHOTS = join(process.cwd(), '.pasarela-test', 'panel-screenshots');
 
-/** The page as it is, at desktop and at phone width (the viewport is restored after). */
+/**
+ * The page as it is, at desktop and at phone width (the viewport is restored
+ * after), and checked by axe-core at each width: every page a test looks at
+ * is checked, so a violation fails the test that showed the page.
+ */
 export async function screenshots(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const before = page.viewportSize();
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
     await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
+    const violations = await axeViolations(page);
+    if (violations.length > 0) throw new Error(`axe-core on ${name} at ${width} px:\n${violations.join('\n')}`);
   }
   if (before) await page.setViewportSize(before);
 }
@@ -63,4 +70,22 @@ export async function signIn(page: Page, base: string, credential: string): Prom
   await page.getByLabel('Token or key').fill(credential);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL((u) => !u.pathname.startsWith('/panel/login'));
+}
+
+/** axe-core's source, read once: evaluated in the page (the panel's CSP refuses an injected script tag, not DevTools' evaluation). */
+let axeSource: string | undefined;
+
+/**
+ * The accessibility rules axe-core finds broken on the page as it is now
+ * (WCAG 2 A and AA, and best practices): `[]` when none. Each entry names
+ * the rule and the first offending element, so a failing expect says where.
+ */
+export async function axeViolations(page: Page): Promise<string[]> {
+  axeSource ??= readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  const found = await page.evaluate<Array<{ id: string; help: string; target: string }>>(`(async () => {
+    if (!window.axe) { ${axeSource}; }
+    const r = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
+    return r.violations.map((v) => ({ id: v.id, help: v.help, target: String(v.nodes[0] && v.nodes[0].target) }));
+  })()`);
+  return found.map((v) => `${v.id}: ${v.help} (${v.target})`);
 }
