@@ -170,6 +170,12 @@ class EventStream {
   }
 }
 
+/** A stream started: its end, and how to end it (as the server's stop does: gracefully, or cut when the reader holds it full). */
+export interface OpenStream {
+  done: Promise<void>;
+  close: () => void;
+}
+
 /** This node's streams: the per-client cap, the bus's wake-ups, and their end when the server stops. */
 export class EventStreams {
   private readonly byClient = new Map<number, Set<EventStream>>();
@@ -186,16 +192,16 @@ export class EventStreams {
   /**
    * A principal's stream, as the route asks for it: its scope (400, 403,
    * 404), where it starts (410), then the cap (429). Resolves once it runs,
-   * with its end.
+   * with its end and how to end it early (the panel's, when its session ends).
    */
-  async start(p: ClientPrincipal, q: StreamQuery & { follow: boolean; lastId?: string }, io: StreamIo): Promise<{ done: Promise<void> }> {
+  async start(p: ClientPrincipal, q: StreamQuery & { follow: boolean; lastId?: string }, io: StreamIo): Promise<OpenStream> {
     const scope = await streamScope(this.core, p, q);
     const after = await streamStart(this.core, scope, q.lastId, q.follow);
-    return { done: this.open(scope, after, q.follow, io) };
+    return this.open(scope, after, q.follow, io);
   }
 
   /** Starts a stream after `after` (null: from the oldest kept); refused past the client's cap or while the server stops. */
-  open(scope: StreamScope, after: string | null, follow: boolean, io: StreamIo): Promise<void> {
+  open(scope: StreamScope, after: string | null, follow: boolean, io: StreamIo): OpenStream {
     if (this.closing) fail('SHUTTING_DOWN', 'the server is stopping', { retryAfter: 5 });
     const mine = this.byClient.get(scope.clienteId) ?? new Set<EventStream>();
     if (mine.size >= this.timing.perClient) {
@@ -204,10 +210,11 @@ export class EventStreams {
     this.byClient.set(scope.clienteId, mine);
     const s = new EventStream(this.core, scope, after, follow, io, this.timing);
     mine.add(s);
-    return s.done.finally(() => {
+    const done = s.done.finally(() => {
       mine.delete(s);
       if (mine.size === 0 && this.byClient.get(scope.clienteId) === mine) this.byClient.delete(scope.clienteId);
     });
+    return { done, close: () => s.close() };
   }
 
   /** New events of this client on this node: its streams read now. */

@@ -18,6 +18,8 @@ export const PANEL_SESSION = {
   absoluteMs: 12 * 3_600_000,
   /** The idle deadline is moved forward at most this often (each move is a write). */
   touchEveryMs: 60_000,
+  /** An open event stream (the panel's monitor) looks at its session this often, and ends when it no longer holds. */
+  streamCheckMs: 5_000,
   namespace: 'panel-sesion',
 } as const;
 
@@ -110,6 +112,53 @@ async function principalOf(core: Core, s: PanelSession): Promise<Principal | nul
   const celular = s.celularId === undefined ? null : await core.store.getCelular(s.celularId);
   if (!celular || celular.cliente_id !== cliente.id || !s.via) return null;
   return sameHash(storedHashOf(celular, s.via), s.credential) ? { kind: 'celular', cliente, celular, via: s.via } : null;
+}
+
+/**
+ * Whether a session still holds, for a long-lived response (the panel's
+ * event stream, D-102): the same checks as resumeSession (expiry, the
+ * credential as it is now), without moving the idle
+ * deadline: a page left open on a stream is no sign of someone at it, so an
+ * unattended monitor ends when the session would have.
+ */
+export async function sessionHolds(core: Core, id: string): Promise<boolean> {
+  if (!/^[A-Za-z0-9_-]{43}$/.test(id)) return false;
+  const session = await core.store.kvGet<PanelSession>(PANEL_SESSION.namespace, storeKey(id));
+  if (!session || core.clock.now() >= expiryOf(session)) return false;
+  return (await principalOf(core, session)) !== null;
+}
+
+/**
+ * Watches a session for a long-lived response: `end` is called once, at the
+ * first look (every `everyMs`) that finds it no longer holding. Returns the
+ * stop of the watch (the response ended first).
+ */
+export function watchSession(core: Core, id: string, end: () => void, everyMs: number = PANEL_SESSION.streamCheckMs): () => void {
+  let stopped = false;
+  let looking = false;
+  const timer = setInterval(() => {
+    if (looking || stopped) return;
+    looking = true;
+    sessionHolds(core, id)
+      .then((holds) => {
+        if (holds || stopped) return;
+        stop();
+        end();
+      })
+      // A store that does not answer cannot show the session holds: the stream ends, the browser's reconnect asks again.
+      .catch(() => {
+        if (stopped) return;
+        stop();
+        end();
+      })
+      .finally(() => (looking = false));
+  }, everyMs);
+  timer.unref();
+  const stop = () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+  return stop;
 }
 
 export async function signOut(core: Core, id: string): Promise<void> {

@@ -213,7 +213,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await admin.register(adminBackupRoutes, { core, tmpDir: opts.send.tmp.dir });
   });
 
-  await app.register(panel, { prefix: '/panel', core, send: opts.send, webhooks: opts.webhooks });
+  await app.register(panel, { prefix: '/panel', core, send: opts.send, webhooks: opts.webhooks, streams });
 
   // The served document, serialised once per format and kept per server URL (docs.ts).
   const served = new ServedDocuments(() => ({ ...app.swagger() }));

@@ -1,6 +1,7 @@
 import cookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Core } from '../../core/context.js';
+import type { EventStreams } from '../../core/event-stream-pump.js';
 import { AppError, ERRORS } from '../../core/errors.js';
 import type { WebhookControl } from '../../webhooks/dispatcher.js';
 import type { SendDeps } from '../../core/send.js';
@@ -21,11 +22,14 @@ import vincularPages from './pages/vincular.js';
 import historialPages from './pages/historial.js';
 import recibidosPages from './pages/recibidos.js';
 import webhookPages from './pages/webhook.js';
+import eventosPages from './pages/eventos.js';
 
 export interface PanelDeps {
   core: Core;
   send: SendDeps;
   webhooks: WebhookControl;
+  /** This node's event streams: the monitor's stream is one of them (the per-client cap counts it). */
+  streams: EventStreams;
 }
 
 /**
@@ -36,7 +40,7 @@ export interface PanelDeps {
  */
 export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   // Only the dependencies go on to the pages (opts also carries this plugin's prefix).
-  const deps: PanelDeps = { core: opts.core, send: opts.send, webhooks: opts.webhooks };
+  const deps: PanelDeps = { core: opts.core, send: opts.send, webhooks: opts.webhooks, streams: opts.streams };
   // Pages, not API: none of them goes into the API document (openapi.json, /docs); the legacy endpoint, registered elsewhere, stays.
   app.addHook('onRoute', (route) => {
     route.schema = { ...(route.schema ?? {}), hide: true };
@@ -73,6 +77,7 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   await app.register(historialPages, deps);
   await app.register(recibidosPages, deps);
   await app.register(webhookPages, deps);
+  await app.register(eventosPages, deps);
 }
 
 /** An error as a page: the API's words and code; a server fault without detail (it is logged). */

@@ -39,6 +39,7 @@ function menu(panel: PanelRequest | undefined, page: PageInfo): Html {
             link(`/panel/c/${cid}/celulares/${p.celular.id}`, 'Line', 'celulares'),
             link(`/panel/c/${cid}/historial`, 'History', 'historial'),
             link(`/panel/c/${cid}/recibidos`, 'Inbox', 'recibidos'),
+            link(`/panel/c/${cid}/eventos`, 'Events', 'eventos'),
           ]
         : [
             link(`/panel/c/${cid}/`, 'Account', 'cuenta'),
@@ -46,6 +47,7 @@ function menu(panel: PanelRequest | undefined, page: PageInfo): Html {
             link(`/panel/c/${cid}/historial`, 'History', 'historial'),
             link(`/panel/c/${cid}/recibidos`, 'Inbox', 'recibidos'),
             link(`/panel/c/${cid}/webhook`, 'Webhook', 'webhook'),
+            link(`/panel/c/${cid}/eventos`, 'Events', 'eventos'),
           ];
   const who =
     p.kind === 'operator' ? 'operator' : p.kind === 'client' ? `client ${p.cliente.nombre} (${p.cliente.id})` : `line ${p.celular.id} of ${p.cliente.nombre}`;

@@ -3,10 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { API } from '../../core/api-routes.js';
 import type { Core } from '../../core/context.js';
 import type { EventStreams } from '../../core/event-stream-pump.js';
-import { STREAM_EVENT_KINDS } from '../../core/event-stream.js';
 import { FIELD_LIMITS } from '../../core/limits.js';
 import { boolish, clientAuth, principal } from '../http.js';
-import { errorResponses, keyQuery } from '../schemas/common.js';
+import { errorResponses, eventosFilterProps, keyQuery } from '../schemas/common.js';
 import { Flag, Type, typed } from '../schemas/typed.js';
 
 /** Bytes the stream's body buffers before a write asks to wait (the socket's buffer is below it). */
@@ -32,12 +31,7 @@ export default async function eventosRoutes(fastify: FastifyInstance, { core, st
       security: [{ bearer: [] }],
       querystring: Type.Partial(
         Type.Object({
-          eventos: Type.String({
-            maxLength: 200,
-            description: `a comma list of ${STREAM_EVENT_KINDS.join(', ')}, or all (default)`,
-          }),
-          celular_id: Type.Integer({ minimum: 1, description: "one line's events only (a celular credential: its own line)" }),
-          desde_id: Type.String({ maxLength: FIELD_LIMITS.webhookId, description: 'as the Last-Event-ID header, for clients that cannot set headers' }),
+          ...eventosFilterProps,
           seguir: Flag('1/true (default): keep streaming; 0/false: end once what the log holds now was sent'),
           key: keyQuery,
         }),

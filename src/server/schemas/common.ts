@@ -1,6 +1,7 @@
 import { CELULAR_ESTADOS, SESSION_STATUSES } from '../../core/ports/model.js';
 import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN } from '../../core/limits.js';
 import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
+import { STREAM_EVENT_KINDS } from '../../core/event-stream.js';
 import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
 
 /**
@@ -217,6 +218,13 @@ export const recibidosQuerystring = listingQuerystring(
   },
   {},
 );
+
+/** The event stream's filters and resume point (GET /api/eventos.php), which the panel's event monitor and its stream read too. */
+export const eventosFilterProps = {
+  eventos: Type.String({ maxLength: 200, description: `a comma list of ${STREAM_EVENT_KINDS.join(', ')}, or all (default)` }),
+  celular_id: Type.Integer({ minimum: 1, description: "one line's events only (a celular credential: its own line)" }),
+  desde_id: Type.String({ maxLength: FIELD_LIMITS.webhookId, description: 'as the Last-Event-ID header, for clients that cannot set headers' }),
+};
 
 /** The 200 answer of a paged listing: the page fields, then its records under `field`. */
 export function listingResponse<F extends string, I extends object>(field: F, items: I) {

@@ -39,6 +39,7 @@ export default async function cuentaPages(app: FastifyInstance, { core }: PanelD
           <dt>estado</dt>
           <dd>${c.estado}</dd>
         </dl>
+        <p class="actions"><a class="button secondary" href="/panel/c/${cid}/eventos">Live events</a></p>
         <h2>Balance per line</h2>
         ${linesTable(cid, lineas.celulares, html`<p class="empty">No lines yet. <a href="/panel/c/${cid}/celulares">Create one on the Lines page.</a></p>`)}`,
     );
