@@ -31,3 +31,224 @@ document.addEventListener('input', (event) => {
   const button = input.form && input.form.querySelector('button[type="submit"]');
   if (button) button.disabled = input.value !== input.dataset.confirm;
 });
+
+// ---------------------------------------------------------------------------
+// Event monitor (/panel/c/:cid/eventos, src/server/panel/pages/eventos.ts).
+// The page's stream through the browser's EventSource, which resumes by
+// Last-Event-ID on its own after a dropped connection. A refusal it cannot
+// read (an answer that is not a stream: the session ended, an id no longer
+// kept, the cap) is asked again with fetch, which sees the status. Pause keeps
+// the stream and holds new events aside; the list keeps the newest
+// MONITOR_KEEP; the count, not each row, is the live region, updated at most
+// every COUNT_EVERY_MS so a screen reader is not flooded.
+// ---------------------------------------------------------------------------
+const MONITOR_KEEP = 500;
+const COUNT_EVERY_MS = 2000;
+
+// The panel's one time format (src/server/panel/pages/overview.ts shortTime): to the second, in UTC.
+function shortTime(isoText) {
+  return `${String(isoText).slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+// What one event says, in a line: the change and what it is about.
+function eventSummary(kind, d) {
+  const from = (before, now) => (before ? `${before} → ${now}` : now);
+  if (kind === 'message.status')
+    return `${from(d.estado_anterior, d.estado)} · to ${d.destinatario} · ${d.tipo}${d.error ? ` · ${d.error}` : ''} · ${d.msg_id}`;
+  if (kind === 'session.status') return `session ${from(d.status_anterior, d.status)} · line ${d.estado}`;
+  if (kind === 'messages.received') {
+    const text = d.texto ?? (d.media && (d.media.filename || d.media.url)) ?? d.tipo;
+    return `from ${d.de}: ${String(text).length > 80 ? `${String(text).slice(0, 79)}…` : text}`;
+  }
+  if (kind === 'webhook.test') return 'a test event (Send a test event, on the Webhook page)';
+  return '';
+}
+
+function startMonitor(root) {
+  const list = root.querySelector('[data-monitor-list]');
+  const status = root.querySelector('[data-monitor-status]');
+  const count = root.querySelector('[data-monitor-count]');
+  const pause = root.querySelector('[data-monitor-pause]');
+  const form = document.querySelector('[data-monitor-filters]');
+  const login = root.dataset.login;
+  let streamUrl = root.dataset.stream;
+  let source = null;
+  let lastId = null;
+  let paused = false;
+  let held = [];
+  let heldTotal = 0;
+  // What the filters let through (empty: any), for the rows already shown when they change.
+  let kinds = [];
+  let line = '';
+  let countTimer = null;
+  let retryTimer = null;
+
+  const say = (text, link) => {
+    status.textContent = text;
+    if (link) {
+      const a = document.createElement('a');
+      a.href = link.href;
+      a.textContent = link.text;
+      status.append(' ', a);
+    }
+  };
+  const countText = () => {
+    const shown = list.querySelectorAll('li:not([hidden])').length;
+    const total = `${shown} ${shown === 1 ? 'event' : 'events'} shown`;
+    if (paused) return `Paused: ${heldTotal} new ${heldTotal === 1 ? 'event' : 'events'} held (Resume to show them) · ${total}`;
+    return shown === 0 ? 'No events yet. New ones appear here as they happen.' : total;
+  };
+  // The live region changes at most every COUNT_EVERY_MS, with the count as it is then.
+  const recount = (now) => {
+    if (now) {
+      clearTimeout(countTimer);
+      countTimer = null;
+      count.textContent = countText();
+      return;
+    }
+    if (countTimer) return;
+    countTimer = setTimeout(() => {
+      countTimer = null;
+      count.textContent = countText();
+    }, COUNT_EVERY_MS);
+  };
+
+  const row = (ev) => {
+    const li = document.createElement('li');
+    li.className = 'event';
+    li.dataset.kind = ev.evento;
+    li.dataset.line = ev.celular_id === null ? '' : String(ev.celular_id);
+    const head = document.createElement('div');
+    head.className = 'event-head';
+    const time = document.createElement('time');
+    time.dateTime = ev.fecha;
+    time.textContent = shortTime(ev.fecha);
+    const kind = document.createElement('span');
+    kind.className = `badge ${ev.evento === 'message.status' && ev.data.estado === 'error' ? 'bad' : 'ok'}`;
+    kind.textContent = ev.evento;
+    const line = document.createElement('span');
+    line.textContent = ev.celular_id === null ? 'no line' : `line ${ev.celular_id}`;
+    head.append(time, ' ', kind, ' ', line);
+    const summary = document.createElement('p');
+    summary.className = 'event-summary';
+    summary.textContent = eventSummary(ev.evento, ev.data || {});
+    const details = document.createElement('details');
+    const label = document.createElement('summary');
+    label.textContent = 'Body ';
+    const which = document.createElement('span');
+    which.className = 'visually-hidden';
+    which.textContent = `of ${ev.evento} ${ev.id}`;
+    label.append(which);
+    const pre = document.createElement('pre');
+    pre.textContent = JSON.stringify(ev, null, 2);
+    details.append(label, pre);
+    li.append(head, summary, details);
+    return li;
+  };
+  const show = (events) => {
+    // Newest on top: the batch's newest goes first.
+    const frag = document.createDocumentFragment();
+    for (let i = events.length - 1; i >= 0; i--) frag.append(row(events[i]));
+    list.prepend(frag);
+    while (list.children.length > MONITOR_KEEP) list.lastElementChild.remove();
+  };
+  const onEvent = (message) => {
+    let ev;
+    try {
+      ev = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    lastId = message.lastEventId || ev.id;
+    if (paused) {
+      held.push(ev);
+      heldTotal += 1;
+      // Held events are bounded as the list is: past MONITOR_KEEP the oldest would scroll off at once anyway.
+      if (held.length > MONITOR_KEEP) held.shift();
+    } else show([ev]);
+    recount(false);
+  };
+
+  const close = () => {
+    clearTimeout(retryTimer);
+    if (source) source.close();
+    source = null;
+  };
+  const open = (url) => {
+    close();
+    // After a fatal refusal the browser's own Last-Event-ID is gone with its EventSource: desde_id carries it.
+    const withId = lastId ? `${url}${url.includes('?') ? '&' : '?'}desde_id=${encodeURIComponent(lastId)}` : url;
+    const es = new EventSource(withId);
+    source = es;
+    say('Connecting…');
+    es.onopen = () => say('Connected: events appear as they happen.');
+    for (const kind of ['message.status', 'session.status', 'messages.received', 'webhook.test']) es.addEventListener(kind, onEvent);
+    es.onerror = () => {
+      if (source !== es) return;
+      if (es.readyState === EventSource.CONNECTING) say('Reconnecting… events resume where they left off.');
+      else refused(url, withId);
+    };
+  };
+  // The stream answered something else than a stream: ask again with fetch, which sees why.
+  const refused = (url, withId) => {
+    close();
+    const ask = new AbortController();
+    fetch(withId, { redirect: 'manual', signal: ask.signal, headers: { accept: 'text/event-stream' } })
+      .then((r) => {
+        ask.abort();
+        if (r.type === 'opaqueredirect' || r.status === 401) say('Your session has ended.', { href: login, text: 'Sign in again' });
+        else if (r.status === 410) {
+          lastId = null;
+          say('Resumed from now: the events while disconnected are no longer kept.');
+          open(url);
+        } else if (r.ok || r.status === 429 || r.status >= 500) {
+          say('Reconnecting… events resume where they left off.');
+          retryTimer = setTimeout(() => open(url), 5000);
+        } else say(`Stopped: the server refused this stream (HTTP ${r.status}). Reload the page.`);
+      })
+      .catch(() => {
+        say('Reconnecting… the server cannot be reached.');
+        retryTimer = setTimeout(() => open(url), 5000);
+      });
+  };
+
+  if (pause) {
+    pause.hidden = false;
+    pause.addEventListener('click', () => {
+      paused = !paused;
+      pause.textContent = paused ? 'Resume' : 'Pause';
+      if (!paused && held.length > 0) show(held);
+      if (!paused) {
+        held = [];
+        heldTotal = 0;
+      }
+      recount(true);
+    });
+  }
+
+  // A change of the filters restarts the stream after the last event seen, hides the rows they leave out, and keeps the address in step.
+  if (form) {
+    form.addEventListener('change', () => {
+      const data = new FormData(form);
+      kinds = data.getAll('eventos').filter(Boolean);
+      line = data.get('celular_id') || '';
+      const q = new URLSearchParams();
+      if (kinds.length > 0) q.set('eventos', kinds.join(','));
+      if (line) q.set('celular_id', line);
+      const qs = q.toString() ? `?${q}` : '';
+      history.replaceState(null, '', `${location.pathname}${qs}`);
+      streamUrl = `${location.pathname}/stream${qs}`;
+      for (const li of list.children) li.hidden = (kinds.length > 0 && !kinds.includes(li.dataset.kind)) || (line !== '' && li.dataset.line !== line);
+      held = held.filter((ev) => (kinds.length === 0 || kinds.includes(ev.evento)) && (line === '' || String(ev.celular_id) === line));
+      heldTotal = held.length;
+      recount(true);
+      open(streamUrl);
+    });
+  }
+  window.addEventListener('pagehide', close);
+  open(streamUrl);
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  for (const root of document.querySelectorAll('[data-monitor]')) startMonitor(root);
+});

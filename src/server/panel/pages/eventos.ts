@@ -10,7 +10,7 @@ import { errorText, formErrorsOf, generalError, NO_ERRORS, selectField, type For
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { cidOf, queryOf } from '../listing.js';
+import { cidOf, queryOf, typedFilters } from '../listing.js';
 import { lineOptions } from './historial.js';
 
 /**
@@ -92,7 +92,7 @@ export default async function eventosPages(app: FastifyInstance, deps: PanelDeps
         status = (refused.general ?? Object.values(refused.fields)[0]!).status;
       }
       const kinds = typeof raw.eventos === 'string' ? raw.eventos.split(',').map((k) => k.trim()) : [];
-      const line = raw.celular_id === undefined ? '' : String(raw.celular_id);
+      const line = typedFilters(req).celular_id ?? '';
       const path = `/panel/c/${cid}/eventos`;
       const form = html`<form method="get" action="${path}" class="card filters" aria-label="Filters" data-monitor-filters>
         ${generalError(refused)}
