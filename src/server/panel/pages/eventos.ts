@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STREAM_EVENT_KINDS, streamScope } from '../../../core/event-stream.js';
 import { watchSession } from '../../../core/panel-sessions.js';
+import { ERRORS } from '../../../core/errors.js';
 import { FIELD_LIMITS } from '../../../core/limits.js';
 import { eventosFilterProps } from '../../schemas/common.js';
 import { Type } from '../../schemas/typed.js';
@@ -85,10 +86,16 @@ export default async function eventosPages(app: FastifyInstance, deps: PanelDeps
         // The stream's own rule, so a filter it would refuse is refused here, beside its field.
         await streamScope(core, p, q);
       } catch (err) {
-        refused = formErrorsOf(
-          err,
-          FILTERS.filter((f) => f !== 'celular_id' || lines !== null),
-        );
+        const fields = FILTERS.filter((f) => f !== 'celular_id' || lines !== null);
+        refused = formErrorsOf(err, fields);
+        // The line's refusals (not found, a sibling's) name the line, not the field: they are the field's all the same.
+        if (
+          refused.general &&
+          lines !== null &&
+          q.celular_id !== undefined &&
+          (refused.general.row === ERRORS.CELULAR_NOT_FOUND || refused.general.row === ERRORS.FORBIDDEN)
+        )
+          refused = { fields: { celular_id: refused.general } };
         status = (refused.general ?? Object.values(refused.fields)[0]!).status;
       }
       const kinds = typeof raw.eventos === 'string' ? raw.eventos.split(',').map((k) => k.trim()) : [];
