@@ -1,0 +1,141 @@
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import type { ManualClock } from '../../src/core/clock.js';
+import { PANEL_SESSION } from '../../src/core/panel-sessions.js';
+import { launchBrowser, overflowAtPhoneWidth, screenshots, signIn } from '../helpers/browser.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { admin, linkedLine, numeroNuevo, send, TEXT, type Line } from '../server/send-helpers.js';
+
+/**
+ * The live event monitor in a real Chromium (issue 36, item 6, Done when):
+ * the monitor shows a new event without a reload; paused, new events are
+ * held and counted, and Resume shows them; a kind filter restarts the
+ * stream with only that kind; the session's end shows a link to sign in.
+ */
+
+let s: TestServer;
+let L: Line;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+
+beforeAll(async () => {
+  s = await startTestServer({ simDeliveryMs: 10, simReadMs: 20, queue: { gapMinMs: 0, gapMaxMs: 0 }, streamTiming: { pollMs: 100 } });
+  L = await linkedLine(s);
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+  await s?.stop();
+});
+beforeEach(async () => {
+  context = await browser.newContext();
+  page = await context.newPage();
+});
+afterEach(async () => {
+  await context.close();
+});
+
+/** expect.poll's wait: a loaded 2-core machine is slow, and the count's live region changes at most every 2 s. */
+const SOON = { timeout: 20_000 };
+
+const rows = () => page.locator('[data-monitor-list] li:not([hidden])');
+const status = () => page.locator('[data-monitor-status]').textContent();
+const count = () => page.locator('[data-monitor-count]').textContent();
+const receive = (texto: string) => admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: numeroNuevo(), texto });
+const sendOne = async () => {
+  const r = await send(s, L, TEXT, { destinatario: numeroNuevo(), mensaje: 'hola monitor', directo: 1 });
+  expect(r.status, r.text).toBe(200);
+  return r.body.msg_id as string;
+};
+
+/** A mark set in the page: still there after, the page was never reloaded. */
+const mark = () => page.evaluate('window.__monitorMark = 1');
+const marked = () => page.evaluate<number | undefined>('window.__monitorMark');
+
+async function openMonitor(path = `/panel/c/${L.clienteId}/eventos`): Promise<void> {
+  await page.goto(`${s.url}${path}`);
+  await expect.poll(status, SOON).toContain('Connected');
+  await mark();
+}
+
+it('shows a new event without a reload, newest on top, its body in a disclosure', async () => {
+  await signIn(page, s.url, L.clientKey);
+  // Linked from the client's account page.
+  await page.getByRole('link', { name: 'Live events' }).click();
+  await page.waitForURL((u) => u.pathname === `/panel/c/${L.clienteId}/eventos`);
+  await expect.poll(status, SOON).toContain('Connected');
+  await mark();
+  expect(await rows().count()).toBe(0);
+  await screenshots(page, 'eventos-empty');
+
+  const msgId = await sendOne();
+  // pendiente, enviado, entregado, leido: each a row, the newest first.
+  await expect.poll(() => rows().count(), SOON).toBe(4);
+  const first = rows().first();
+  await expect.poll(() => first.locator('.event-summary').textContent(), SOON).toContain('entregado → leido');
+  await expect.poll(() => rows().last().locator('.event-summary').textContent(), SOON).toContain('pendiente');
+  expect(await first.locator('.event-summary').textContent()).toContain(msgId);
+  expect(await first.locator('.badge').textContent()).toBe('message.status');
+  expect(await first.locator('time').textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+  expect(await first.textContent()).toContain(`line ${L.celularId}`);
+  await first.getByText('Body').click();
+  await expect.poll(() => first.locator('pre').isVisible(), SOON).toBe(true);
+  expect(JSON.parse((await first.locator('pre').textContent())!)).toMatchObject({ evento: 'message.status', data: { msg_id: msgId, estado: 'leido' } });
+  await expect.poll(count, SOON).toContain('4 events shown');
+  expect(await marked()).toBe(1);
+  await screenshots(page, 'eventos');
+  expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [] });
+});
+
+it('paused, new events are held and counted; Resume shows them', async () => {
+  await signIn(page, s.url, L.clientKey);
+  await openMonitor(`/panel/c/${L.clienteId}/eventos?eventos=messages.received`);
+  await page.getByRole('button', { name: 'Pause' }).click();
+  expect((await receive('uno')).status).toBe(200);
+  expect((await receive('dos')).status).toBe(200);
+  await expect.poll(count, SOON).toContain('Paused: 2 new events held');
+  expect(await rows().count()).toBe(0);
+  await screenshots(page, 'eventos-paused');
+  await page.getByRole('button', { name: 'Resume' }).click();
+  await expect.poll(() => rows().count(), SOON).toBe(2);
+  expect(await rows().first().locator('.event-summary').textContent()).toContain(': dos');
+  expect(await rows().last().locator('.event-summary').textContent()).toContain(': uno');
+  await expect.poll(count, SOON).toBe('2 events shown');
+  expect(await marked()).toBe(1);
+});
+
+it('a kind filter restarts the stream with that kind only, and keeps the address in step', async () => {
+  await signIn(page, s.url, L.clientKey);
+  await openMonitor();
+  await sendOne();
+  await expect.poll(() => rows().count(), SOON).toBe(4);
+  await page.getByLabel('messages.received').check();
+  await expect.poll(() => new URL(page.url()).search, SOON).toBe('?eventos=messages.received');
+  // The rows of other kinds are hidden, and the new stream carries the received messages only.
+  await expect.poll(() => rows().count(), SOON).toBe(0);
+  await expect.poll(status, SOON).toContain('Connected');
+  await sendOne();
+  expect((await receive('solo recibidos')).status).toBe(200);
+  await expect.poll(() => rows().count(), SOON).toBe(1);
+  expect(await rows().first().locator('.badge').textContent()).toBe('messages.received');
+  // The sent message's events arrived before the received one (log order), so none of them was let through.
+  expect(await page.locator('[data-monitor-list] li[data-kind="message.status"]:not([hidden])').count()).toBe(0);
+  expect(await marked()).toBe(1);
+});
+
+it("a line's session: the line page links its monitor; the session's end shows a link to sign in", async () => {
+  await signIn(page, s.url, L.celularKey);
+  await page.getByRole('link', { name: 'Live events of this line' }).click();
+  await page.waitForURL((u) => u.pathname === `/panel/c/${L.clienteId}/eventos`);
+  await expect.poll(status, SOON).toContain('Connected');
+  expect((await receive('para la línea')).status).toBe(200);
+  await expect.poll(() => rows().count(), SOON).toBe(1);
+  (s.clock as ManualClock).advance(PANEL_SESSION.idleMs + 1000);
+  await expect.poll(status, SOON).toContain('Your session has ended.');
+  const again = page.getByRole('link', { name: 'Sign in again' });
+  expect(await again.getAttribute('href')).toBe(`/panel/login?next=${encodeURIComponent(`/panel/c/${L.clienteId}/eventos?celular_id=${L.celularId}`)}`);
+  // What was shown stays.
+  expect(await rows().count()).toBe(1);
+  await screenshots(page, 'eventos-ended');
+});
