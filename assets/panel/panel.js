@@ -196,7 +196,10 @@ function startMonitor(root) {
     fetch(withId, { redirect: 'manual', signal: ask.signal, headers: { accept: 'text/event-stream' } })
       .then((r) => {
         ask.abort();
-        if (r.type === 'opaqueredirect' || r.status === 401) say('Your session has ended.', { href: login, text: 'Sign in again' });
+        if (r.type === 'opaqueredirect' || r.status === 401) {
+          say('Your session has ended.', { href: login, text: 'Sign in again' });
+          if (pause) pause.hidden = true;
+        }
         else if (r.status === 410) {
           lastId = null;
           say('Resumed from now: the events while disconnected are no longer kept.');
