@@ -199,8 +199,7 @@ function startMonitor(root) {
         if (r.type === 'opaqueredirect' || r.status === 401) {
           say('Your session has ended.', { href: login, text: 'Sign in again' });
           if (pause) pause.hidden = true;
-        }
-        else if (r.status === 410) {
+        } else if (r.status === 410) {
           lastId = null;
           say('Resumed from now: the events while disconnected are no longer kept.');
           open(url);
