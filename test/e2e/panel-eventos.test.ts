@@ -4,6 +4,7 @@ import type { ManualClock } from '../../src/core/clock.js';
 import { PANEL_SESSION } from '../../src/core/panel-sessions.js';
 import { launchBrowser, overflowAtPhoneWidth, screenshots, signIn } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { admin, linkedLine, numeroNuevo, send, TEXT, type Line } from '../server/send-helpers.js';
 
 /**
@@ -122,6 +123,37 @@ it('a kind filter restarts the stream with that kind only, and keeps the address
   // The sent message's events arrived before the received one (log order), so none of them was let through.
   expect(await page.locator('[data-monitor-list] li[data-kind="message.status"]:not([hidden])').count()).toBe(0);
   expect(await marked()).toBe(1);
+});
+
+it('a dropped connection resumes where it left off: the events made meanwhile arrive, once', async () => {
+  // The browser reaches the server through a proxy the test can cut: an outage without touching the server.
+  const proxy = await startTcpProxy('127.0.0.1', Number(new URL(s.url).port));
+  try {
+    const via = `http://127.0.0.1:${proxy.port}`;
+    await signIn(page, via, L.clientKey);
+    await page.goto(`${via}/panel/c/${L.clienteId}/eventos?eventos=messages.received`);
+    await expect.poll(status, SOON).toContain('Connected');
+    await mark();
+    expect((await receive('antes')).status).toBe(200);
+    await expect.poll(() => rows().count(), SOON).toBe(1);
+    await proxy.cut();
+    await expect.poll(status, SOON).toContain('Reconnecting');
+    expect((await receive('durante')).status).toBe(200);
+    await proxy.restore();
+    await expect.poll(() => rows().count(), SOON).toBe(2);
+    expect(await rows().first().locator('.event-summary').textContent()).toContain(': durante');
+    await expect.poll(status, SOON).toContain('Connected');
+    expect((await receive('después')).status).toBe(200);
+    await expect.poll(() => rows().count(), SOON).toBe(3);
+    expect(await page.locator('[data-monitor-list] .event-summary').allTextContents()).toEqual([
+      expect.stringContaining(': después'),
+      expect.stringContaining(': durante'),
+      expect.stringContaining(': antes'),
+    ]);
+    expect(await marked()).toBe(1);
+  } finally {
+    await proxy.close();
+  }
 });
 
 it("a line's session: the line page links its monitor; the session's end shows a link to sign in", async () => {
