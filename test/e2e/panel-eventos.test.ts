@@ -63,7 +63,7 @@ async function openMonitor(path = `/panel/c/${L.clienteId}/eventos`): Promise<vo
 it('shows a new event without a reload, newest on top, its body in a disclosure', async () => {
   await signIn(page, s.url, L.clientKey);
   // Linked from the client's account page.
-  await page.getByRole('link', { name: 'Live events' }).click();
+  await page.getByRole('link', { name: 'Live events', exact: true }).click();
   await page.waitForURL((u) => u.pathname === `/panel/c/${L.clienteId}/eventos`);
   await expect.poll(status, SOON).toContain('Connected');
   await mark();

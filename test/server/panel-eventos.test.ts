@@ -253,8 +253,9 @@ describeWith(postgres, 'on PostgreSQL', () => {
     const cookie = await session(p, L.celularKey);
     const st = await following(p, cookie, streamOf(L, '?eventos=messages.received'));
     await receive(p, L.celularId, 'pg uno');
-    expect(texts(await st.waitEvents(1))).toEqual(['pg uno']);
+    // Followers read below the cluster's xmin (D-69): another suite's open transaction on the shared database may hold the row back a while.
+    expect(texts(await st.waitEvents(1, 60_000))).toEqual(['pg uno']);
     expectOk(await admin(p, 'POST', `/admin/celulares/${L.celularId}/rotar-key`));
     expect(await st.ended).toBe('end');
-  });
+  }, 120_000);
 });
