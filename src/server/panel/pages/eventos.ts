@@ -77,7 +77,6 @@ export default async function eventosPages(app: FastifyInstance, deps: PanelDeps
       const cid = cidOf(req);
       const p = await clientScope(core, req, cid);
       const q = req.query as { eventos?: string; celular_id?: number };
-      const raw = req.query as Record<string, unknown>;
       const lines = await lineOptions(deps, p);
       let refused: FormErrors = NO_ERRORS;
       let status = 200;
@@ -98,7 +97,8 @@ export default async function eventosPages(app: FastifyInstance, deps: PanelDeps
           refused = { fields: { celular_id: refused.general } };
         status = (refused.general ?? Object.values(refused.fields)[0]!).status;
       }
-      const kinds = typeof raw.eventos === 'string' ? raw.eventos.split(',').map((k) => k.trim()) : [];
+      // As typed, refused or not (oneKindList made the checkboxes one comma list).
+      const kinds = typeof q.eventos === 'string' ? q.eventos.split(',').map((k) => k.trim()) : [];
       const line = typedFilters(req).celular_id ?? '';
       const path = `/panel/c/${cid}/eventos`;
       const form = html`<form method="get" action="${path}" class="card filters" aria-label="Filters" data-monitor-filters>
