@@ -245,7 +245,7 @@ describeWith(postgres, 'on PostgreSQL', () => {
     await drop?.();
   });
 
-  it("a client session's monitor stream carries its events, and ends when signed out (PostgreSQL)", async () => {
+  it("a line session's monitor stream carries its events, and ends when its key is rotated (PostgreSQL)", async () => {
     const schema = await pgSchema();
     drop = schema.drop;
     p = await startTestServer({ store: schemaUrl(schema.schema), clock: systemClock, streamTiming: { pollMs: 100 } });
