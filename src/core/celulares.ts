@@ -187,7 +187,8 @@ export async function deleteCelular(core: Core, p: ClientPrincipal, id: number, 
   return { celular_id: id, numero: celular.numero, eliminado: true };
 }
 
-function gatewayError(err: unknown): never {
+/** A gateway failure as the API answers it (502 `GATEWAY_ERROR`); a refusal of the core passes through. */
+export function gatewayError(err: unknown): never {
   if (err instanceof AppError) throw err;
   const msg = err instanceof GatewayFailure || err instanceof Error ? err.message : String(err);
   fail('GATEWAY_ERROR', `gateway: ${msg}`);
