@@ -125,10 +125,11 @@ describe('the Session card', () => {
     expect((await s.core.store.getCelular(M.celularId))!.last_status).toBe('connected');
   });
 
-  it('a line never linked: the card says so and offers the link instead', async () => {
+  it('a line never linked: the card says so, and offers no action', async () => {
     const L = await linkedLine(s, { link: false });
     const page = await get(await signIn(L.clientKey), pageOf(L));
-    expect(page.text).toContain('There is no session to log out or restart: link the line first.');
+    expect(page.text).toContain('There is no session to log out or restart: link the line first');
     expect(page.text).toContain('shown once the line is connected');
+    expect(page.text).not.toContain('/reiniciar"');
   });
 });

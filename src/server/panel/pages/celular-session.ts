@@ -39,25 +39,29 @@ export function sessionCard(req: FastifyRequest, row: CelularRow, perfil: Sessio
   const facts = html`<dl class="facts">
     <dt>Status</dt>
     <dd>${statusBadge(row.last_status)}</dd>
-    <dt>Phone</dt>
+    <dt>Linked phone</dt>
     <dd>${phone}</dd>
     <dt>Checked</dt>
     <dd>
-      ${row.last_status_check === null
-        ? html`<span class="empty">never</span>`
-        : html`<time datetime="${iso(row.last_status_check)}">${shortTime(row.last_status_check)}</time>`}
+      ${
+        row.last_status_check === null
+          ? html`<span class="empty">never</span>`
+          : html`<time datetime="${iso(row.last_status_check)}">${shortTime(row.last_status_check)}</time>`
+      }
     </dd>
   </dl>`;
   if (!hasSession(row)) {
-    return html`<section class="card" aria-labelledby="session-h">
+    return html`<section aria-labelledby="session-h">
       <h2 id="session-h">Session</h2>
-      ${facts} ${generalError(errors)}
-      <p>There is no session to log out or restart: link the line first.</p>
-      <p class="actions"><a class="button" href="${url}/vincular">Link this line</a></p>
+      <div class="card">
+        ${facts} ${generalError(errors)}
+        <p>There is no session to log out or restart: link the line first (Link this line, above).</p>
+      </div>
     </section>`;
   }
-  return html`<section class="card" aria-labelledby="session-h">
+  return html`<section aria-labelledby="session-h">
     <h2 id="session-h">Session</h2>
+    <div class="card">
     ${facts} ${generalError(errors)}
     <form method="post" action="${url}/reiniciar" class="session-action">
       ${csrfField(req)}
@@ -75,6 +79,7 @@ export function sessionCard(req: FastifyRequest, row: CelularRow, perfil: Sessio
       </div>
       <button type="submit" class="danger">Log out</button>
     </form>
+    </div>
   </section>`;
 }
 
