@@ -36,7 +36,10 @@ async function sessionLine(core: Core, p: Principal, id: number): Promise<Celula
   // Suspension is the client's decision: the session is left as it is until it is lifted.
   if (c.estado === 'suspendido') fail('CELULAR_NOT_ACTIVE', `celular ${id} is suspendido: make it activo first`);
   if (!hasSession(c)) {
-    fail('NO_SESSION', `celular ${id} has no session to act on (${c.last_status === 'logged_out' ? 'it is logged out' : 'it was never linked'}): link it first`);
+    fail(
+      'NO_SESSION',
+      `celular ${id} has no session to act on (${c.last_status === 'logged_out' ? 'it is logged out' : 'it was never linked'}): link it first`,
+    );
   }
   return c as CelularRow & { gateway_instancia: string };
 }
@@ -63,7 +66,14 @@ export async function logoutCelular(core: Core, p: Principal, id: number) {
   const row = (await applySessionStatus(core, c.id, 'logged_out', at)) ?? c;
   forgetProfile(core, c.id);
   await core.store.audit(
-    { actor: actorOf(p), accion: 'celular.logout', objeto_tipo: 'celular', objeto_id: c.id, cliente_id: c.cliente_id, detalle: { antes: before(c), despues: before(row) } },
+    {
+      actor: actorOf(p),
+      accion: 'celular.logout',
+      objeto_tipo: 'celular',
+      objeto_id: c.id,
+      cliente_id: c.cliente_id,
+      detalle: { antes: before(c), despues: before(row) },
+    },
     core.clock.now(),
   );
   return sessionAnswer(row);
@@ -82,7 +92,14 @@ export async function restartCelular(core: Core, p: Principal, id: number) {
   forgetProfile(core, c.id);
   if (status === 'logged_out') fail('NO_SESSION', `the gateway holds no session for celular ${id} any more: link it again`);
   await core.store.audit(
-    { actor: actorOf(p), accion: 'celular.reiniciar', objeto_tipo: 'celular', objeto_id: c.id, cliente_id: c.cliente_id, detalle: { antes: before(c), despues: before(row) } },
+    {
+      actor: actorOf(p),
+      accion: 'celular.reiniciar',
+      objeto_tipo: 'celular',
+      objeto_id: c.id,
+      cliente_id: c.cliente_id,
+      detalle: { antes: before(c), despues: before(row) },
+    },
     core.clock.now(),
   );
   return sessionAnswer(row);
@@ -92,7 +109,8 @@ export async function restartCelular(core: Core, p: Principal, id: number) {
 export const PROFILE_TTL_MS = 60_000;
 /** Lines whose profile one node keeps at most (the oldest reads are dropped first). */
 const PROFILE_CACHE_MAX = 10_000;
-const profiles = new WeakMap<Core, Map<number, { until: number; perfil: SessionProfile | null }>>();
+type ProfileCache = Map<number, { until: number; perfil: SessionProfile | null }>;
+const profiles = new WeakMap<Core, ProfileCache>();
 
 function forgetProfile(core: Core, id: number): void {
   profiles.get(core)?.delete(id);
@@ -106,7 +124,7 @@ function forgetProfile(core: Core, id: number): void {
 export async function lineProfile(core: Core, c: Pick<CelularRow, 'id' | 'gateway_instancia' | 'last_status'>): Promise<SessionProfile | null> {
   if (c.gateway_instancia === null || c.last_status !== 'connected') return null;
   let cache = profiles.get(core);
-  if (!cache) profiles.set(core, (cache = new Map()));
+  if (!cache) profiles.set(core, (cache = new Map() as ProfileCache));
   const t = core.clock.ticks();
   const hit = cache.get(c.id);
   if (hit && hit.until > t) return hit.perfil;

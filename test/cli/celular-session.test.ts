@@ -49,7 +49,9 @@ describe('celular logout and restart', () => {
     const r = await cli.run(['celular', 'logout', String(L.celularId), '--yes'], { env: { PASARELA_KEY: L.celularKey } });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toContain(`Logged out celular ${L.celularId}: status logged_out, estado desconectado. Link it again with: pasarela celular qr ${L.celularId}`);
+    expect(r.stderr).toContain(
+      `Logged out celular ${L.celularId}: status logged_out, estado desconectado. Link it again with: pasarela celular qr ${L.celularId}`,
+    );
   });
 
   it('restart asks nothing: --json is the answer; the line connects again by itself', async () => {
@@ -79,7 +81,7 @@ describe('celular logout and restart', () => {
     expect(JSON.parse(down.stdout)).toMatchObject({ ok: false, api_codigo: 700 });
   });
 
-  it("show and status name the linked phone; --json carries perfil; a line not linked shows none", async () => {
+  it('show and status name the linked phone; --json carries perfil; a line not linked shows none', async () => {
     const L = await linkedLine(s);
     const env = { env: { PASARELA_KEY: L.clientKey } };
     const show = await cli.run(['celular', 'show', String(L.celularId)], env);

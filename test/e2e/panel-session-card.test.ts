@@ -56,7 +56,10 @@ it('the client restarts the session and logs it out from the line page', async (
   await card.getByLabel(/logging out ends the link/).check();
   await screenshots(page, 'sesion-confirmar');
   await logout.click();
-  await page.getByRole('status').filter({ hasText: `Line ${L.numero} logged out` }).waitFor();
+  await page
+    .getByRole('status')
+    .filter({ hasText: `Line ${L.numero} logged out` })
+    .waitFor();
   await card.getByText('There is no session to log out or restart').waitFor();
   expect((await s.core.store.getCelular(L.celularId))!).toMatchObject({ last_status: 'logged_out', vinculado: 0, estado: 'desconectado' });
   await screenshots(page, 'sesion-cerrada');

@@ -42,7 +42,15 @@ async function closeStub(server: Server): Promise<void> {
   await new Promise((r) => server.close(r));
 }
 
-const options = (url: string) => ({ url, key: 'gw-key-secreta', callbackUrl: 'http://x', secret: 's', timeoutMs: 300, sendTimeoutMs: 300, clock: new ManualClock() });
+const options = (url: string) => ({
+  url,
+  key: 'gw-key-secreta',
+  callbackUrl: 'http://x',
+  secret: 's',
+  timeoutMs: 300,
+  sendTimeoutMs: 300,
+  clock: new ManualClock(),
+});
 
 describe('Evolution: logout, restart, profile', () => {
   let h: Awaited<ReturnType<typeof startEvolutionHarness>>;

@@ -76,9 +76,18 @@ function sessionSuite(label: string, start: () => Promise<{ s: TestServer; drop?
       expect(r.body).toMatchObject({ celular_id: L.celularId, status: 'connecting', estado: 'activo', vinculado: true });
       await until(async () => (await status(L)).status === 'connected', { what: 'the line connected again' });
       // The link's own events (need_scan, connected) come first; then the restart's, once each.
-      await until(() => /,connecting,connected$/.test(events.filter((e) => e.celular_id === L.celularId).map((e) => e.status).join()), {
-        what: () => `connecting then connected, saw ${events.map((e) => e.status).join()}`,
-      });
+      await until(
+        () =>
+          /,connecting,connected$/.test(
+            events
+              .filter((e) => e.celular_id === L.celularId)
+              .map((e) => e.status)
+              .join(),
+          ),
+        {
+          what: () => `connecting then connected, saw ${events.map((e) => e.status).join()}`,
+        },
+      );
       expect(events.filter((e) => e.celular_id === L.celularId && e.status === 'connecting')).toHaveLength(1);
       const [a] = (await audits(L)).filter((x) => x.accion === 'celular.reiniciar');
       expect(a).toMatchObject({ actor: `celular:${L.celularId}(key)`, detalle: { antes: { status: 'connected' }, despues: { status: 'connecting' } } });

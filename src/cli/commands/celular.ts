@@ -190,7 +190,8 @@ interface Perfil {
 }
 
 /** The phone's name and number as one field; older servers answer no `perfil` at all. */
-const perfilCell = (p: Perfil | null | undefined): Cell => (p ? [p.nombre, p.numero === null ? null : `+${p.numero}`].filter((x) => x !== null).join(' · ') : null);
+const perfilCell = (p: Perfil | null | undefined): Cell =>
+  p ? [p.nombre, p.numero === null ? null : `+${p.numero}`].filter((x) => x !== null).join(' · ') : null;
 
 export async function runCelularShow(o: CelularShowOptions, ctx: Ctx): Promise<void> {
   const b = await ctx.client().call<{ celular: Celular; perfil?: Perfil | null }>('GET', API.celular, { key: ctx.key(), query: { id: idArg(o.id) } });
@@ -325,7 +326,9 @@ export async function runCelularLogout(o: CelularSessionOptions, ctx: Ctx): Prom
   );
   if (!sure) return;
   const b = await ctx.client().call<SessionAnswer>('POST', API.celularLogout, { key: ctx.key(), query: { id: n } });
-  emit(ctx, b, () => ctx.term.err(`Logged out celular ${b.celular_id}: status ${b.status}, estado ${b.estado}. Link it again with: pasarela celular qr ${b.celular_id}`));
+  emit(ctx, b, () =>
+    ctx.term.err(`Logged out celular ${b.celular_id}: status ${b.status}, estado ${b.estado}. Link it again with: pasarela celular qr ${b.celular_id}`),
+  );
 }
 
 /** `celular restart ID`: restarts the line's session, keeping its link; nothing to confirm (the line comes back by itself). */

@@ -2,7 +2,7 @@
 export const perfilProp = {
   type: 'object',
   nullable: true,
-  description: "The linked phone as the gateway knows it: its WhatsApp name and number; null when the line is not connected or the gateway does not say",
+  description: 'The linked phone as the gateway knows it: its WhatsApp name and number; null when the line is not connected or the gateway does not say',
   properties: {
     nombre: { type: 'string', nullable: true, description: "the phone's WhatsApp (push) name" },
     numero: { type: 'string', nullable: true, description: 'the linked number, country code first, digits only' },
