@@ -94,6 +94,10 @@ describe('the Session card', () => {
     expect(r.status, r.text).toBe(303);
     expect(await flashOf(line, r)).toContain('restarting (status connecting)');
     await until(async () => (await s.core.store.getCelular(L.celularId))!.last_status === 'connected', { what: 'connected again' });
+    // The card's status is read again by itself: the recorded one, without asking the gateway.
+    const fragment = await get(line, `${pageOf(L)}/sesion-card`);
+    expect(fragment.text).toContain('title="status connected"');
+    expect(fragment.text).toContain('hx-trigger="every 5s"');
     const operator = await signIn(s.adminToken);
     const o = await post(operator, `${pageOf(L)}/logout`, { confirmar: '1' });
     expect(o.status, o.text).toBe(303);

@@ -9,6 +9,7 @@ import { clientScope, flash, redirect, signedIn } from '../context.js';
 import { csrfField, errorText, formErrorsOf, formValues, generalError, NO_ERRORS, type FormErrors } from '../forms.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
+import { sendFragment } from '../layout.js';
 import { shortTime } from './overview.js';
 import { lineUrl, pathId, statusBadge } from './lines-common.js';
 
@@ -38,7 +39,7 @@ export function sessionCard(req: FastifyRequest, row: CelularRow, perfil: Sessio
       : html`${perfil.nombre ?? html`<span class="empty">no name</span>`}${perfil.numero ? html` · +${perfil.numero}` : ''}`;
   const facts = html`<dl class="facts">
     <dt>Status</dt>
-    <dd>${statusBadge(row.last_status)}</dd>
+    <dd>${statusFragment(url, row.last_status)}</dd>
     <dt>Linked phone</dt>
     <dd>${phone}</dd>
     <dt>Checked</dt>
@@ -81,6 +82,11 @@ export function sessionCard(req: FastifyRequest, row: CelularRow, perfil: Sessio
     </form>
     </div>
   </section>`;
+}
+
+/** The card's status as recorded, read again every few seconds (the page's session badge asks the gateway; this reads what that recorded). */
+function statusFragment(url: string, status: string | null): Html {
+  return html`<span id="session-card-status" hx-get="${url}/sesion-card" hx-trigger="every 5s" hx-swap="outerHTML">${statusBadge(status)}</span>`;
 }
 
 /** What re-renders the line page with the card's refused form (pages/celulares.ts's linePage). */
@@ -127,6 +133,12 @@ export function sessionRoutes(app: FastifyInstance, deps: PanelDeps, linePage: L
     }
     return redirect(req, reply, lineUrl(cid, id));
   };
+
+  app.get<{ Params: Params }>('/c/:cid/celulares/:id/sesion-card', pre, async (req, reply) => {
+    const cid = pathId(req.params.cid);
+    const row = await celularInScope(core, await clientScope(core, req, cid), pathId(req.params.id));
+    return sendFragment(reply, statusFragment(lineUrl(cid, row.id), row.last_status));
+  });
 
   app.post<{ Params: Params }>('/c/:cid/celulares/:id/logout', pre, (req, reply) => act(req, reply, 'logout'));
   app.post<{ Params: Params }>('/c/:cid/celulares/:id/reiniciar', pre, (req, reply) => act(req, reply, 'reiniciar'));
