@@ -25,10 +25,6 @@ export async function listCelulares(core: Core, p: ClientPrincipal) {
   return { cliente_id: p.cliente.id, total: rows.length, celulares: rows.map(celularView) };
 }
 
-export async function showCelular(core: Core, p: ClientPrincipal, id: number) {
-  return celularView(await celularInScope(core, p, id));
-}
-
 function parseNumero(raw: string): string {
   const r = normalizeNumero(raw);
   if (!r.ok) fail('INVALID_PARAMS', `numero: ${r.reason}`);
