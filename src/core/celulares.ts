@@ -25,10 +25,6 @@ export async function listCelulares(core: Core, p: ClientPrincipal) {
   return { cliente_id: p.cliente.id, total: rows.length, celulares: rows.map(celularView) };
 }
 
-export async function showCelular(core: Core, p: ClientPrincipal, id: number) {
-  return celularView(await celularInScope(core, p, id));
-}
-
 function parseNumero(raw: string): string {
   const r = normalizeNumero(raw);
   if (!r.ok) fail('INVALID_PARAMS', `numero: ${r.reason}`);
@@ -187,7 +183,8 @@ export async function deleteCelular(core: Core, p: ClientPrincipal, id: number, 
   return { celular_id: id, numero: celular.numero, eliminado: true };
 }
 
-function gatewayError(err: unknown): never {
+/** A gateway failure as the API answers it (502 `GATEWAY_ERROR`); a refusal of the core passes through. */
+export function gatewayError(err: unknown): never {
   if (err instanceof AppError) throw err;
   const msg = err instanceof GatewayFailure || err instanceof Error ? err.message : String(err);
   fail('GATEWAY_ERROR', `gateway: ${msg}`);

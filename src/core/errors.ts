@@ -158,6 +158,13 @@ export const ERRORS = {
     meaning:
       "The event a stream was asked to resume after (`Last-Event-ID` or `desde_id`) is not in the client's log: older than 72 h, or never this client's. Nothing was streamed; connect again without it and read the state afresh (history, inbox).",
   },
+  NO_SESSION: {
+    codigo: 625,
+    status: 409,
+    texto: 'SIN_SESION',
+    meaning:
+      'The celular has no gateway session to log out or restart: it was never linked, or it is logged out already. Link it first (its QR or pairing code).',
+  },
   GATEWAY_ERROR: {
     codigo: 700,
     status: 502,

@@ -9,6 +9,7 @@ import {
   type OutboundMessage,
   type PairingResult,
   type QrResult,
+  type SessionProfile,
 } from '../core/ports/gateway.js';
 import type { SessionStatus } from '../core/ports/model.js';
 import { classifyEvolution, CONNECTION_TROUBLE, evolutionMessage } from './evolution-failure.js';
@@ -18,6 +19,7 @@ import { GatewayEvents, inboundJson } from './gateway-events.js';
 import { describeBody, GatewayHttp, obj, ok, scrub, str, type Json, type JsonReply } from './http-json.js';
 import { header, instanceSecret, sameSecret } from './inbound-secret.js';
 import type { HttpGatewayOptions } from './index.js';
+import { profileOf } from './profile.js';
 
 /**
  * The Evolution API v2 adapter (contract: shared/research/evolution-api-contract.md).
@@ -202,6 +204,39 @@ export class EvolutionGateway implements Gateway {
     const r = await this.http.call('DELETE', `/instance/logout/${seg(instancia)}`);
     if (ok(r) || r.status === 404 || (r.status === 400 && /not connected/i.test(evolutionMessage(r.body)))) return;
     throw this.fail(r, instancia);
+  }
+
+  /**
+   * `POST /instance/restart`: Evolution ends the socket and connects again
+   * with the kept credentials, answering the connection state or, unlinked, a
+   * QR. A closed instance cannot be restarted: it answers 200 `{error:true}`
+   * ("is not connected"), or 400 in some versions: the session is gone.
+   */
+  async restart(instancia: string): Promise<SessionStatus> {
+    const r = await this.http.call('POST', `/instance/restart/${seg(instancia)}`);
+    const gone = (m: string) => /not connected|does not exist/i.test(m);
+    if (r.status === 404 || (r.status === 400 && gone(evolutionMessage(r.body)))) return 'logged_out';
+    if (!ok(r)) throw this.fail(r, instancia);
+    const b = obj(r.body);
+    if (b.error === true) {
+      const m = describeBody(b.message ?? b, 200);
+      if (gone(m)) return 'logged_out';
+      throw new GatewayFailure(`Evolution could not restart ${instancia}: ${this.scrub(m)}`, 'transient');
+    }
+    return str(b.code) ? 'need_scan' : 'connecting';
+  }
+
+  /** `fetchInstances` names the phone (`profileName`) and its number (`ownerJid`) once linked. */
+  async profile(instancia: string): Promise<SessionProfile | null> {
+    const r = await this.http.call('GET', '/instance/fetchInstances', { query: { instanceName: instancia } });
+    if (r.status === 404) return null;
+    if (!ok(r)) throw this.fail(r, instancia);
+    const rows: unknown[] = Array.isArray(r.body) ? r.body : [];
+    const row = rows.map(obj).find((x) => x.name === instancia || obj(x.instance).instanceName === instancia);
+    if (!row) return null;
+    // v2 rows are flat; v1 nested them under `instance` (owner, profileName).
+    const flat = row.name === instancia ? row : obj(row.instance);
+    return profileOf(flat.profileName, flat.ownerJid ?? flat.owner);
   }
 
   async deleteInstance(instancia: string): Promise<void> {

@@ -9,6 +9,7 @@ import {
   type OutboundMessage,
   type PairingResult,
   type QrResult,
+  type SessionProfile,
 } from '../core/ports/gateway.js';
 import type { SessionStatus } from '../core/ports/model.js';
 
@@ -103,6 +104,14 @@ export class GatewayRouter implements Gateway {
 
   async logout(instancia: string): Promise<void> {
     return (await this.of(instancia)).logout(instancia);
+  }
+
+  async restart(instancia: string): Promise<SessionStatus> {
+    return (await this.of(instancia)).restart(instancia);
+  }
+
+  async profile(instancia: string): Promise<SessionProfile | null> {
+    return (await this.of(instancia)).profile(instancia);
   }
 
   async deleteInstance(instancia: string): Promise<void> {

@@ -9,6 +9,7 @@ import {
   type OutboundMessage,
   type PairingResult,
   type QrResult,
+  type SessionProfile,
 } from '../core/ports/gateway.js';
 import type { SessionStatus } from '../core/ports/model.js';
 import type { KvKey } from '../core/ports/kv.js';
@@ -34,6 +35,8 @@ interface SimSession {
   seed: string;
   qrSince: number;
   connectedAt: number | null;
+  /** A restart in progress: connected again at this clock time (a read after it finds it done, if the process stopped meanwhile). */
+  backAt?: number;
 }
 
 interface SimFailRule {
@@ -65,6 +68,11 @@ interface OwedReceipt {
   /** Clock time when it is due. */
   at: number;
 }
+
+/** How long a restarted session takes to connect again. */
+const RESTART_MS = 300;
+/** The name the simulated phone shows on WhatsApp. */
+export const SIM_PUSH_NAME = 'Simulated phone';
 
 /** A refusal of a simulator control (scan without a QR, receive while offline). */
 export class SimConflict extends Error {}
@@ -173,14 +181,51 @@ export class SimGateway implements Gateway {
 
   async status(instancia: string): Promise<SessionStatus> {
     this.assertOpen();
-    return (await this.session(instancia))?.status ?? 'unknown';
+    const s = await this.session(instancia);
+    if (s?.backAt !== undefined && s.backAt <= this.clock.now()) return (await this.reconnect(instancia)) ?? 'unknown';
+    return s?.status ?? 'unknown';
+  }
+
+  /**
+   * A linked session drops its connection and comes back RESTART_MS later
+   * (`connecting`, then `connected`, each by event); one waiting for a scan
+   * starts a new link attempt (a fresh QR); none is `logged_out`.
+   */
+  async restart(instancia: string): Promise<SessionStatus> {
+    this.assertOpen();
+    const s = await this.session(instancia);
+    if (!s || s.status === 'logged_out') return 'logged_out';
+    if (s.status === 'need_scan') {
+      await this.save(instancia, { ...s, seed: randomBytes(16).toString('hex'), qrSince: this.clock.now() }, true);
+      return 'need_scan';
+    }
+    await this.save(instancia, { ...s, status: 'connecting', backAt: this.clock.now() + RESTART_MS }, true);
+    this.later(RESTART_MS, async () => void (await this.reconnect(instancia)));
+    return 'connecting';
+  }
+
+  /** A restart's end: connected again, unless something else happened to the session meanwhile. */
+  private async reconnect(instancia: string): Promise<SessionStatus | null> {
+    const s = await this.session(instancia);
+    if (!s || s.backAt === undefined) return s?.status ?? null;
+    const { backAt: _done, ...rest } = s;
+    await this.save(instancia, { ...rest, status: 'connected', connectedAt: this.clock.now() }, true);
+    return 'connected';
+  }
+
+  /** The simulated phone: a fixed name and the number it was linked with. */
+  async profile(instancia: string): Promise<SessionProfile | null> {
+    this.assertOpen();
+    const s = await this.session(instancia);
+    return s?.status === 'connected' ? { nombre: SIM_PUSH_NAME, numero: s.numero } : null;
   }
 
   async logout(instancia: string): Promise<void> {
     this.assertOpen();
     const s = await this.session(instancia);
     if (!s || s.status === 'logged_out') return;
-    await this.save(instancia, { ...s, status: 'logged_out', connectedAt: null }, true);
+    const { backAt: _restart, ...rest } = s;
+    await this.save(instancia, { ...rest, status: 'logged_out', connectedAt: null }, true);
   }
 
   async deleteInstance(instancia: string): Promise<void> {

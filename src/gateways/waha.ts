@@ -10,12 +10,14 @@ import {
   type OutboundMessage,
   type PairingResult,
   type QrResult,
+  type SessionProfile,
 } from '../core/ports/gateway.js';
 import type { SessionStatus } from '../core/ports/model.js';
 import { GatewayEvents, inboundJson } from './gateway-events.js';
 import { describeBody, GatewayHttp, obj, ok, str, type Json, type JsonReply } from './http-json.js';
 import { instanceSecret } from './inbound-secret.js';
 import type { HttpGatewayOptions } from './index.js';
+import { profileOf } from './profile.js';
 import { classifyWaha } from './waha-failure.js';
 import { sentMessageId } from './waha-ids.js';
 import { authenticWahaCall, wahaEvents } from './waha-inbound.js';
@@ -191,6 +193,33 @@ export class WahaGateway implements Gateway {
     const r = await this.http.call('POST', `/api/sessions/${seg(instancia)}/logout`);
     if (!ok(r) && r.status !== 404) throw this.fail(r, instancia);
     this.suspect.delete(instancia);
+  }
+
+  /** `POST /api/sessions/{session}/restart` (201, the session as it stands); a session WAHA does not know is `logged_out`. */
+  async restart(instancia: string): Promise<SessionStatus> {
+    const r = await this.http.call('POST', `/api/sessions/${seg(instancia)}/restart`);
+    if (r.status === 404) return 'logged_out';
+    if (!ok(r)) throw this.fail(r, instancia);
+    this.suspect.delete(instancia);
+    switch (obj(r.body).status) {
+      case 'SCAN_QR_CODE':
+        return 'need_scan';
+      case 'STOPPED':
+      case 'FAILED':
+        return 'disconnected';
+      default:
+        // STARTING, or WORKING before the restart took: its session events say when it is back.
+        return 'connecting';
+    }
+  }
+
+  /** `GET /api/sessions/{session}/me`: `{id, pushName}` of the linked phone, null without a link. */
+  async profile(instancia: string): Promise<SessionProfile | null> {
+    const r = await this.http.call('GET', `/api/sessions/${seg(instancia)}/me`);
+    if (r.status === 404 || r.status === 422) return null;
+    if (!ok(r)) throw this.fail(r, instancia);
+    const me = obj(r.body);
+    return profileOf(me.pushName, me.id);
   }
 
   async deleteInstance(instancia: string): Promise<void> {

@@ -12,6 +12,7 @@ import adminRoutes from './routes/admin.js';
 import adminGatewayRoutes from './routes/admin-gateways.js';
 import adminBackupRoutes from './routes/admin-backup.js';
 import celularRoutes from './routes/celulares.js';
+import celularSessionRoutes from './routes/celular-session.js';
 import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
 import sendRoutes from './routes/send.js';
@@ -194,6 +195,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(gatewayInboundRoutes, { core });
   await app.register(accountRoutes, { core });
   await app.register(celularRoutes, { core });
+  await app.register(celularSessionRoutes, { core });
   await app.register(sendRoutes, { core, deps: opts.send });
   await app.register(webhookRoutes, { core, dispatcher: opts.webhooks });
   await app.register(import('./routes/historial.js'), { core });

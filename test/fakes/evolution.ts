@@ -53,6 +53,8 @@ export interface FakeRequest {
   /** Path with query string. */
   path: string;
   body: unknown;
+  /** The request's headers as received (the apikey among them). */
+  headers: IncomingMessage['headers'];
 }
 
 /** A message that reached the fake network: the exact request, the answer, and the decoded media. */
@@ -581,7 +583,7 @@ export async function startEvolutionFake(
         throw badRequest('Unexpected token in JSON');
       }
     }
-    requests.push({ method: req.method ?? '', path: u.pathname + u.search, body });
+    requests.push({ method: req.method ?? '', path: u.pathname + u.search, body, headers: req.headers });
     const route = routes.find((r) => r.method === req.method && r.re.test(u.pathname));
     if (!route) throw new HttpError(404, 'Not Found', [`Cannot ${req.method} ${u.pathname}`]);
     const segment = route.re.exec(u.pathname)?.[1];

@@ -241,6 +241,29 @@ export function runGatewayContract(label: string, start: () => Promise<GatewayHa
       expect(await h.gateway.status(i)).not.toBe('connected');
     });
 
+    it('restart keeps the link: connecting (or already back), then connected again with no new scan; the profile names the phone', async () => {
+      const i = await linked();
+      const p = await h.gateway.profile(i);
+      expect(p?.numero).toBe(LINE);
+      expect(p?.nombre).toEqual(expect.any(String));
+      expect(['connecting', 'connected']).toContain(await h.gateway.restart(i));
+      await until(async () => (await h.gateway.status(i)) === 'connected', { what: `${i} connected again` });
+      await h.gateway.send(i, { msgId: `c-restart-${label}`, tipo: 'texto', destinatario: TO, texto: 'x' });
+    });
+
+    it('restart of an instance the gateway does not have is logged_out; its profile is null', async () => {
+      const i = fresh();
+      expect(await h.gateway.restart(i)).toBe('logged_out');
+      expect(await h.gateway.profile(i)).toBeNull();
+    });
+
+    it('a logged-out session has no profile', async () => {
+      const i = await linked();
+      await h.gateway.logout(i);
+      await until(async () => (await h.gateway.status(i)) !== 'connected', { what: `${i} off connected` });
+      expect(await h.gateway.profile(i)).toBeNull();
+    });
+
     it('logout and delete are idempotent; a deleted instance has no session', async () => {
       const i = await linked();
       await h.gateway.logout(i);

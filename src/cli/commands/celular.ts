@@ -183,9 +183,19 @@ export interface CelularShowOptions {
   id: string;
 }
 
+/** The linked phone as the server answers it (`perfil`); null when not connected or the gateway does not say. */
+interface Perfil {
+  nombre: string | null;
+  numero: string | null;
+}
+
+/** The phone's name and number as one field; older servers answer no `perfil` at all. */
+const perfilCell = (p: Perfil | null | undefined): Cell =>
+  p ? [p.nombre, p.numero === null ? null : `+${p.numero}`].filter((x) => x !== null).join(' · ') : null;
+
 export async function runCelularShow(o: CelularShowOptions, ctx: Ctx): Promise<void> {
-  const b = await ctx.client().call<{ celular: Celular }>('GET', API.celular, { key: ctx.key(), query: { id: idArg(o.id) } });
-  emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
+  const b = await ctx.client().call<{ celular: Celular; perfil?: Perfil | null }>('GET', API.celular, { key: ctx.key(), query: { id: idArg(o.id) } });
+  emit(ctx, b, () => printFields(ctx.term, [...celularFields(ctx, b.celular), ['telefono', perfilCell(b.perfil)]]));
 }
 
 export interface CelularCreateOptions {
@@ -271,6 +281,7 @@ export async function runCelularStatus(o: CelularStatusOptions, ctx: Ctx): Promi
     gateway_instancia: string;
     status_actualizado_desde_gateway: boolean;
     ultimo_check: string;
+    perfil?: Perfil | null;
   }>('GET', API.celularStatus, { key: ctx.key(), query: { id: idArg(o.id) } });
   emit(ctx, b, () =>
     printFields(ctx.term, [
@@ -280,7 +291,55 @@ export async function runCelularStatus(o: CelularStatusOptions, ctx: Ctx): Promi
       ['gateway_instancia', b.gateway_instancia],
       ['refreshed', b.status_actualizado_desde_gateway ? 'yes' : 'no (the stored state)'],
       ['ultimo_check', b.ultimo_check],
+      ['telefono', perfilCell(b.perfil)],
     ]),
+  );
+}
+
+export interface CelularSessionOptions {
+  id: string;
+  yes?: boolean;
+}
+
+/** What a logout or a restart answers. */
+interface SessionAnswer {
+  celular_id: number;
+  status: string;
+  estado: string;
+  vinculado: boolean;
+  celular: Celular;
+}
+
+/** `celular logout ID`: ends the line's link at its gateway; asks first on a TTY (linking again needs a new scan), --yes off one. */
+export async function runCelularLogout(o: CelularSessionOptions, ctx: Ctx): Promise<void> {
+  const n = idArg(o.id);
+  const sure = await confirmOrYes(
+    ctx,
+    o.yes,
+    async () => {
+      // The line is read first: a wrong id is exit 4 before any question, and the question names it.
+      const { celular: c } = await ctx.client().call<{ celular: Celular }>('GET', API.celular, { key: ctx.key(), query: { id: n } });
+      const label = c.nombre_interno ? ` “${c.nombre_interno}”` : '';
+      return `Log out celular ${c.id}${label} (${c.numero})? Its session ends: linking it again needs a new QR scan or pairing code.`;
+    },
+    'nothing logged out',
+  );
+  if (!sure) return;
+  const b = await ctx.client().call<SessionAnswer>('POST', API.celularLogout, { key: ctx.key(), query: { id: n } });
+  emit(ctx, b, () =>
+    ctx.term.err(`Logged out celular ${b.celular_id}: status ${b.status}, estado ${b.estado}. Link it again with: pasarela celular qr ${b.celular_id}`),
+  );
+}
+
+/** `celular restart ID`: restarts the line's session, keeping its link; nothing to confirm (the line comes back by itself). */
+export async function runCelularRestart(o: { id: string }, ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<SessionAnswer>('POST', API.celularReiniciar, { key: ctx.key(), query: { id: idArg(o.id) } });
+  emit(ctx, b, () =>
+    ctx.term.err(
+      b.status === 'need_scan'
+        ? `Restarted celular ${b.celular_id}: it was not linked, a new QR is waiting (pasarela celular qr ${b.celular_id}).`
+        : `Restarted celular ${b.celular_id}: status ${b.status}; it connects again by itself (pasarela celular status ${b.celular_id}).`,
+    ),
   );
 }
 
@@ -340,7 +399,7 @@ export async function runCelularLink(o: CelularLinkOptions, ctx: Ctx): Promise<v
 
 /** `pasarela celular ...`: the client's phone lines. */
 export function registerCelular(program: Command, ctxOf: CtxOf): void {
-  const cel = program.command('celular').description('phone lines: list, create, edit, delete, link by QR, status');
+  const cel = program.command('celular').description('phone lines: list, create, edit, delete, link by QR, status, log out, restart');
 
   cel
     .command('list')
@@ -378,8 +437,19 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
 
   cel
     .command('status <id>')
-    .description('session status, refreshed from the gateway')
+    .description("session status, refreshed from the gateway, and the linked phone's name and number")
     .action((id: string, _o, cmd: Command) => runCelularStatus({ id }, ctxOf(cmd)));
+
+  cel
+    .command('logout <id>')
+    .description("log out the line's session at the gateway (linking again needs a new scan); asks first on a TTY")
+    .option('-y, --yes', 'do not ask for confirmation')
+    .action((id: string, o: { yes?: boolean }, cmd: Command) => runCelularLogout({ id, ...o }, ctxOf(cmd)));
+
+  cel
+    .command('restart <id>')
+    .description("restart the line's session at the gateway, keeping its link: it reconnects by itself")
+    .action((id: string, _o, cmd: Command) => runCelularRestart({ id }, ctxOf(cmd)));
 
   qrWaitOptions(
     cel

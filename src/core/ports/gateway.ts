@@ -112,6 +112,13 @@ export interface GatewayCapabilities {
   unsupported: Partial<Record<Tipo, string>>;
 }
 
+/** The linked phone as the gateway knows it: its WhatsApp name and number, each null when the gateway does not say. */
+export interface SessionProfile {
+  nombre: string | null;
+  /** Digits with country code. */
+  numero: string | null;
+}
+
 export interface InstanceSpec {
   /** The line's own number (digits). */
   numero: string;
@@ -144,7 +151,17 @@ export interface Gateway {
    * events a repair posts cannot start another one.
    */
   status(instancia: string, opts?: { act?: boolean }): Promise<SessionStatus>;
+  /** Ends the session's link (a new scan is needed to link again). Idempotent: no session is no error. */
   logout(instancia: string): Promise<void>;
+  /**
+   * Restarts the session's connection without unlinking it; answers the
+   * status right after (`connecting` while it comes back, `need_scan` when
+   * it had no link, `logged_out` when the gateway has no session to restart).
+   * What follows arrives as session events.
+   */
+  restart(instancia: string): Promise<SessionStatus>;
+  /** The linked phone's name and number; null when the session holds no link or the gateway cannot tell. */
+  profile(instancia: string): Promise<SessionProfile | null>;
   /** Removes the instance; used when a celular is deleted. Idempotent. */
   deleteInstance(instancia: string): Promise<void>;
   send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }>;

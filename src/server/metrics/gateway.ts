@@ -9,6 +9,8 @@ const OPERATIONS = new Map<PropertyKey, GatewayOperation>(
     pairingCode: 'pairing_code',
     status: 'status',
     logout: 'logout',
+    restart: 'restart',
+    profile: 'profile',
     deleteInstance: 'delete_instance',
     send: 'send',
     sentMessage: 'sent_message',

@@ -24,7 +24,18 @@ const FINISHED = ['enviado', 'error'] as const;
 const RECEIPTS = ['entregado', 'leido', 'error'] as const;
 const INBOUND_TIPOS = [...TIPOS, 'otro'] as const;
 const WEBHOOK_ESTADOS = ['entregado', 'pendiente', 'fallido'] as const;
-export const GATEWAY_OPERATIONS = ['ensure_instance', 'connect', 'pairing_code', 'status', 'logout', 'delete_instance', 'send', 'sent_message'] as const;
+export const GATEWAY_OPERATIONS = [
+  'ensure_instance',
+  'connect',
+  'pairing_code',
+  'status',
+  'logout',
+  'restart',
+  'profile',
+  'delete_instance',
+  'send',
+  'sent_message',
+] as const;
 export const GATEWAY_OUTCOMES = ['ok', 'permanent', 'rate_limited', 'transient', 'error'] as const;
 export type GatewayOperation = (typeof GATEWAY_OPERATIONS)[number];
 export type GatewayOutcome = (typeof GATEWAY_OUTCOMES)[number];

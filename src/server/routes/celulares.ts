@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
-import { celularCodigo, celularQr, celularStatus, createCelular, deleteCelular, editCelular, showCelular, vincular } from '../../core/celulares.js';
+import { celularCodigo, celularQr, createCelular, deleteCelular, editCelular, vincular } from '../../core/celulares.js';
+import { celularStatusWithProfile, showCelularWithProfile } from '../../core/session-actions.js';
 import { API } from '../../core/api-routes.js';
 import { fail } from '../../core/errors.js';
 import { CELULAR_LIMITS, FIELD_LIMITS } from '../../core/limits.js';
@@ -8,6 +9,7 @@ import { celularView } from '../../core/views.js';
 import { boolish, clientAuth, created, principal, success } from '../http.js';
 import { qrPngDataUri } from '../../core/qr-image.js';
 import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, idQueryProps, keyField, okResponse, qrProps } from '../schemas/common.js';
+import { perfilProp } from '../schemas/session.js';
 import { Flag, Nullable, Type, typed } from '../schemas/typed.js';
 
 /** The body of a POST that takes the celular `id` in the query string: a form or JSON body may carry it (and the key) instead. */
@@ -15,10 +17,10 @@ const idBodyProps = {
   key: Type.Optional(keyField),
   id: Type.Optional(Type.Integer({ minimum: 1, description: 'celular id, when the query string has none' })),
 };
-const idBody = Nullable(Type.Object(idBodyProps));
+export const idBody = Nullable(Type.Object(idBodyProps));
 
 /** The celular id of a request: the query string's, else the body's; one is required. */
-const idOf = (query: { id?: number }, body?: { id?: number } | null): number =>
+export const idOf = (query: { id?: number }, body?: { id?: number } | null): number =>
   query.id ?? body?.id ?? fail('INVALID_PARAMS', 'id: a celular id (positive integer) is required');
 
 const imagenFlag = Flag('1/true: also answer qr_imagen, the QR as a PNG data URI; 0 or absent: no image');
@@ -44,11 +46,11 @@ export default async function celularRoutes(fastify: FastifyInstance, { core }: 
       summary: 'One celular',
       security,
       querystring: idQuery,
-      response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses },
+      response: { 200: okResponse({ celular: { $ref: 'Celular#' }, perfil: perfilProp }), ...errorResponses },
     },
     handler: async (req) => {
-      const celular = await showCelular(core, principal(req), idOf(req.query));
-      return success({ celular }, { saldo: celular.saldo_actual });
+      const r = await showCelularWithProfile(core, principal(req), idOf(req.query));
+      return success(r, { saldo: r.celular.saldo_actual });
     },
   });
 
@@ -186,11 +188,12 @@ export default async function celularRoutes(fastify: FastifyInstance, { core }: 
           estado: { type: 'string' },
           status_actualizado_desde_gateway: { type: 'boolean' },
           ultimo_check: { type: 'string', format: 'date-time' },
+          perfil: perfilProp,
         }),
         ...errorResponses,
       },
     },
-    handler: async (req) => success(await celularStatus(core, principal(req), idOf(req.query))),
+    handler: async (req) => success(await celularStatusWithProfile(core, principal(req), idOf(req.query))),
   });
 
   const vincularBody = Type.Object({

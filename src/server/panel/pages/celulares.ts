@@ -14,6 +14,8 @@ import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
 import { estadoBadge, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
+import { lineProfile } from '../../../core/session-actions.js';
+import { sessionCard, sessionRoutes, type SessionForm } from './celular-session.js';
 
 /**
  * /panel/c/:cid/celulares: a client's lines (list, create) and one line's
@@ -50,6 +52,8 @@ interface LineForms {
   sent?: Pick<SendResult, 'msg_id' | 'modo' | 'estado' | 'envio_desde'>;
   del?: FormState;
   move?: FormState;
+  /** The Session card's log out or restart, refused (celular-session.ts). */
+  session?: SessionForm;
 }
 
 type Params = { cid: string; id: string };
@@ -174,6 +178,7 @@ async function linePage(
   const sv = forms.send?.values ?? {};
   const sent = forms.sent;
   const num = (name: (typeof EDIT_FIELDS)[number], label: string, hint: string) => field({ name, label, type: 'number', value: s[name], hint }, editErrors);
+  const perfil = await lineProfile(deps.core, row);
   return sendPage(
     req,
     reply,
@@ -195,6 +200,7 @@ async function linePage(
         <a class="button secondary" href="/panel/c/${cid}/historial?celular_id=${row.id}">History of this line</a>
         <a class="button secondary" href="/panel/c/${cid}/eventos?celular_id=${row.id}">Live events of this line</a>
       </p>
+      ${sessionCard(req, row, perfil, forms.session)}
 
       <h2>Send a test text</h2>
       ${
@@ -471,6 +477,8 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
     flash(req, reply, `Line moved to ${values.servidor}: link it again.${aviso ? ` Note: ${aviso}` : ''}`);
     return redirect(req, reply, lineUrl(cid, id));
   });
+
+  sessionRoutes(app, deps, (req, reply, p, cid, row, session, status) => linePage(deps, req, reply, p, cid, row, { session }, status));
 
   app.get<{ Params: Params }>('/c/:cid/celulares/:id/sesion', pre, async (req, reply) => {
     const { cid, id, p } = await lineOf(core, req);
