@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientPrincipal } from '../../../core/auth.js';
 import { AppError } from '../../../core/errors.js';
 import { FIELD_LIMITS } from '../../../core/limits.js';
+import { WEBHOOK_SECRET_RULE } from '../../../core/webhook-secret.js';
 import type { EntregaView } from '../../../core/views.js';
 import { deleteWebhook, EVENT_KINDS, getWebhook, setWebhook } from '../../../webhooks/config.js';
 import { listDeliveries, redeliver, sendTestEvent } from '../../../webhooks/deliveries.js';
@@ -154,7 +155,7 @@ async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: Fastif
             value: values.secret_modo === 'propio' ? values.secret : undefined,
             maxlength: FIELD_LIMITS.webhookSecret,
             autocomplete: 'off',
-            hint: 'Only with "Use the secret typed below": printable ASCII, no spaces, 24 characters or more',
+            hint: `Only with "Use the secret typed below": ${WEBHOOK_SECRET_RULE}`,
           },
           errors,
         )}
