@@ -59,7 +59,7 @@ function ownPanelPath(req: FastifyRequest, raw: unknown): string | null {
   if (typeof raw !== 'string') return null;
   try {
     const u = new URL(raw);
-    return u.origin === `${req.protocol}://${req.host}` ? panelPath(u.pathname + u.search) : null;
+    return u.origin === new URL(`${req.protocol}://${req.host}`).origin ? panelPath(u.pathname + u.search) : null;
   } catch {
     return null;
   }
