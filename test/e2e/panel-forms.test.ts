@@ -169,7 +169,11 @@ it('webhook: the secret x is refused beside its field; delete asks for its confi
 
   await page.getByRole('button', { name: 'Restore the previous configuration' }).click();
   await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Webhook restored');
-  expect((await api(s.url, 'GET', '/api/webhook.php', { key: a.clientKey })).body).toMatchObject({ configurado: true, url: 'http://127.0.0.1:9/hook', has_secret: true });
+  expect((await api(s.url, 'GET', '/api/webhook.php', { key: a.clientKey })).body).toMatchObject({
+    configurado: true,
+    url: 'http://127.0.0.1:9/hook',
+    has_secret: true,
+  });
 });
 
 it('a session ended on an open page (its key rotated): the sign-in page says why and returns to the page, not the polled part', async () => {

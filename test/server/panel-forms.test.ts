@@ -88,7 +88,10 @@ describe('one-use form tokens', () => {
     const op = await signIn(s.adminToken);
     const other = await signIn(s.adminToken);
     const page = (await get(op, `/panel/clientes/${a.clienteId}`)).payload;
-    const r = await post(op, `/panel/clientes/${a.clienteId}/rotar-key`, { ...tokensOf(page, `/panel/clientes/${a.clienteId}/rotar-key`), confirmacion: String(a.clienteId) });
+    const r = await post(op, `/panel/clientes/${a.clienteId}/rotar-key`, {
+      ...tokensOf(page, `/panel/clientes/${a.clienteId}/rotar-key`),
+      confirmacion: String(a.clienteId),
+    });
     expect(r.statusCode).toBe(303);
     expect((await get(other, r.headers.location as string)).statusCode).toBe(410);
     const mine = await get(op, r.headers.location as string);
@@ -100,7 +103,10 @@ describe('one-use form tokens', () => {
   it('rotating a key without its typed confirmation rotates nothing: the refusal is beside the field', async () => {
     const op = await signIn(s.adminToken);
     const page = (await get(op, `/panel/clientes/${a.clienteId}`)).payload;
-    const r = await post(op, `/panel/clientes/${a.clienteId}/rotar-key`, { ...tokensOf(page, `/panel/clientes/${a.clienteId}/rotar-key`), confirmacion: 'yes' });
+    const r = await post(op, `/panel/clientes/${a.clienteId}/rotar-key`, {
+      ...tokensOf(page, `/panel/clientes/${a.clienteId}/rotar-key`),
+      confirmacion: 'yes',
+    });
     expect(r.statusCode).toBe(400);
     expect(r.payload).toContain('id="f-confirmacion-error"');
     expect(r.payload).toContain(`confirmacion: type the client&#39;s id, ${a.clienteId}, to rotate its key`);
@@ -124,9 +130,14 @@ describe('a session that ended', () => {
 
     // A poll (htmx): to the page it belongs to, named by htmx, else the fragment's parent.
     const frag = `/panel/c/${a.clienteId}/celulares/${a.celularId}/sesion`;
-    const polled = await get(op, frag, { 'hx-request': 'true', 'hx-current-url': `http://localhost/panel/c/${a.clienteId}/celulares/${a.celularId}?enviado=m1` });
+    const polled = await get(op, frag, {
+      'hx-request': 'true',
+      'hx-current-url': `http://localhost/panel/c/${a.clienteId}/celulares/${a.celularId}?enviado=m1`,
+    });
     expect(polled.statusCode).toBe(204);
-    expect(new URL(polled.headers['hx-redirect'] as string, 'http://x').searchParams.get('next')).toBe(`/panel/c/${a.clienteId}/celulares/${a.celularId}?enviado=m1`);
+    expect(new URL(polled.headers['hx-redirect'] as string, 'http://x').searchParams.get('next')).toBe(
+      `/panel/c/${a.clienteId}/celulares/${a.celularId}?enviado=m1`,
+    );
     const bare = await get(op, frag, { 'hx-request': 'true' });
     expect(new URL(bare.headers['hx-redirect'] as string, 'http://x').searchParams.get('next')).toBe(`/panel/c/${a.clienteId}/celulares/${a.celularId}`);
   });
@@ -207,6 +218,10 @@ describe('the webhook page', () => {
     expect((await api(s.url, 'GET', '/api/webhook.php', { key: b.clientKey })).body.configurado).toBe(false);
     const restored = await post(cs, `${url}/restaurar`, tokensOf(await t(), `${url}/restaurar`));
     expect(restored.statusCode).toBe(303);
-    expect((await api(s.url, 'GET', '/api/webhook.php', { key: b.clientKey })).body).toMatchObject({ configurado: true, url: 'http://127.0.0.1:9/hook', has_secret: true });
+    expect((await api(s.url, 'GET', '/api/webhook.php', { key: b.clientKey })).body).toMatchObject({
+      configurado: true,
+      url: 'http://127.0.0.1:9/hook',
+      has_secret: true,
+    });
   });
 });

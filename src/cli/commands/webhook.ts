@@ -210,11 +210,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
 
   wh.command('set <url>')
     .description('point the webhook at URL (the configuration it replaces is kept: `webhook restore` puts it back)')
-    .option(
-      '--secret <secret>',
-      `signing secret: ${WEBHOOK_SECRET_RULE} (checked here before sending)`,
-      webhookSecret,
-    )
+    .option('--secret <secret>', `signing secret: ${WEBHOOK_SECRET_RULE} (checked here before sending)`, webhookSecret)
     .option('--generate-secret', 'make a random secret (32 bytes, base64url) and print it once')
     .addOption(
       completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true })

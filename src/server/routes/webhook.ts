@@ -51,7 +51,9 @@ export default async function webhookRoutes(fastify: FastifyInstance, { core, di
   const setProps = {
     key: Type.Optional(keyField),
     url: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.url, description: 'http:// or https://' })),
-    secret: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.webhookSecret, description: `signing secret: ${WEBHOOK_SECRET_RULE}; stored, never returned` })),
+    secret: Type.Optional(
+      Type.String({ maxLength: FIELD_LIMITS.webhookSecret, description: `signing secret: ${WEBHOOK_SECRET_RULE}; stored, never returned` }),
+    ),
     eventos: Type.Optional(eventosField),
     activo: Type.Optional(Flag('default true')),
   };

@@ -37,7 +37,12 @@ export function kv(db: Database.Database): KvStore {
 
     async kvClaim<T>(ns: string, key: string, value: T, expiraAt: number): Promise<T | null> {
       return immediate(db, () => {
-        const r = stmt(db, 'INSERT INTO kv (ns, key, value, expira_at) VALUES (?, ?, ?, ?) ON CONFLICT (ns, key) DO NOTHING').run(ns, key, JSON.stringify(value), expiraAt);
+        const r = stmt(db, 'INSERT INTO kv (ns, key, value, expira_at) VALUES (?, ?, ?, ?) ON CONFLICT (ns, key) DO NOTHING').run(
+          ns,
+          key,
+          JSON.stringify(value),
+          expiraAt,
+        );
         return r.changes === 1 ? null : (getOne({ ns, key }) as T);
       });
     },

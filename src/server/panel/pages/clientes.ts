@@ -230,7 +230,13 @@ async function clientePage(deps: PanelDeps, req: FastifyRequest, reply: FastifyR
         ${csrfField(req)} ${generalError(rotateErrors)}
         <p>A new key replaces the old one at once: the old key stops working and its panel sessions end.</p>
         ${field(
-          { name: 'confirmacion', label: `Type the client's id (${id}) to confirm`, value: forms.rotate?.values.confirmacion, autocomplete: 'off', confirm: String(id) },
+          {
+            name: 'confirmacion',
+            label: `Type the client's id (${id}) to confirm`,
+            value: forms.rotate?.values.confirmacion,
+            autocomplete: 'off',
+            confirm: String(id),
+          },
           rotateErrors,
         )}
         <button type="submit" class="danger">Rotate key</button>
@@ -345,7 +351,8 @@ export default async function clientesPages(app: FastifyInstance, deps: PanelDep
     let key: string;
     try {
       // A typed confirmation, checked here too: a form sent without the page's script rotates nothing by mistake.
-      if ((values.confirmacion ?? '').trim() !== String(id)) throw new AppError('INVALID_PARAMS', `confirmacion: type the client's id, ${id}, to rotate its key`);
+      if ((values.confirmacion ?? '').trim() !== String(id))
+        throw new AppError('INVALID_PARAMS', `confirmacion: type the client's id, ${id}, to rotate its key`);
       key = (await rotateClienteKey(core, id)).api_key;
     } catch (err) {
       const e = formErrorsOf(err, ['confirmacion']);

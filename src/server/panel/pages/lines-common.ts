@@ -88,8 +88,7 @@ export function lineGoneHandler(app: FastifyInstance): void {
     if (!(err instanceof AppError) || err.row !== ERRORS.CELULAR_NOT_FOUND || !m) return errorPage(err, req, reply);
     const cid = Number(m[1]);
     const words = `This line was deleted: line ${m[2]} is no longer among client ${cid}'s lines, so nothing on its page can be sent.`;
-    if (req.headers['hx-request'] === 'true')
-      return sendFragment(reply, html`<span class="badge bad" data-gone="${words}">This line was deleted</span>`);
+    if (req.headers['hx-request'] === 'true') return sendFragment(reply, html`<span class="badge bad" data-gone="${words}">This line was deleted</span>`);
     return sendPage(
       req,
       reply,

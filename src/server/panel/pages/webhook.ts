@@ -264,7 +264,10 @@ export default async function webhookPages(app: FastifyInstance, deps: PanelDeps
 
   /** An action answered by the page: a notice after a redirect, or the page with the API's refusal beside the action's form. */
   const action =
-    (run: (p: ClientPrincipal, values: Record<string, string>) => Promise<string>, refused: (values: Record<string, string>, errors: FormErrors) => View = (_, errors) => ({ errors })) =>
+    (
+      run: (p: ClientPrincipal, values: Record<string, string>) => Promise<string>,
+      refused: (values: Record<string, string>, errors: FormErrors) => View = (_, errors) => ({ errors }),
+    ) =>
     async (req: FastifyRequest, reply: FastifyReply) => {
       const { cid, p } = await scope(req);
       const values = formValues(req);
@@ -305,7 +308,9 @@ export default async function webhookPages(app: FastifyInstance, deps: PanelDeps
     action(
       async (p) => {
         const r = await restoreWebhook(core, p);
-        return r.configurado ? `Webhook restored: events go to ${r.url} again.` : 'Webhook restored: the earlier state had no webhook, so none is configured now.';
+        return r.configurado
+          ? `Webhook restored: events go to ${r.url} again.`
+          : 'Webhook restored: the earlier state had no webhook, so none is configured now.';
       },
       (_, errors) => ({ restore: errors }),
     ),
