@@ -403,7 +403,7 @@ complete -c pasarela -n '__pasarela_is "webhook"' -f -a 'redeliver' -d 'deliver 
 complete -c pasarela -n '__pasarela_is "webhook"' -f -a 'listen' -d 'receive copies of the events here: a local receiver registered as a temporary listener beside the webhook (which is left as it is and keeps receiving); it checks signatures with its own secret, prints and optionally forwards each event, and is removed on Ctrl-C (expires by itself within 30 s if killed); the server must run on this machine'
 complete -c pasarela -n '__pasarela_is "webhook get"' -f
 complete -c pasarela -n '__pasarela_arg "webhook set" 0' -f -d 'url'
-complete -c pasarela -n '__pasarela_under "webhook set"' -l secret -r -f -d 'signing secret: up to 256 printable ASCII characters, no spaces, 24+ recommended'
+complete -c pasarela -n '__pasarela_under "webhook set"' -l secret -r -f -d 'signing secret: 24 to 256 printable ASCII characters, no spaces (checked here before sending)'
 complete -c pasarela -n '__pasarela_under "webhook set"' -l generate-secret -d 'make a random secret (32 bytes, base64url) and print it once'
 complete -c pasarela -n '__pasarela_under "webhook set"' -l eventos -r -f -a '(__fish_complete_list , "__pasarela_words messages.received message.status session.status all")' -d 'comma list of messages.received, message.status, session.status, all'
 complete -c pasarela -n '__pasarela_under "webhook set"' -l inactivo -d 'save it switched off (no deliveries)'

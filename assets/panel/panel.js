@@ -253,4 +253,40 @@ function startMonitor(root) {
 
 document.addEventListener('DOMContentLoaded', () => {
   for (const root of document.querySelectorAll('[data-monitor]')) startMonitor(root);
+// A form being sent: its button is disabled until the answer comes (a second click would send it again; the server
+// acts once anyway, D-90). Disabled after the submit, so the button's own name and value still go with the form.
+document.addEventListener('submit', (event) => {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement) || event.defaultPrevented) return;
+  const buttons = form.querySelectorAll('button[type="submit"], button:not([type])');
+  setTimeout(() => {
+    for (const b of buttons) {
+      b.disabled = true;
+      b.setAttribute('aria-busy', 'true');
+    }
+  }, 0);
+});
+
+// Back to a page from the browser's cache (the back button): its buttons work again (a typed confirmation's wait for
+// its text is kept).
+window.addEventListener('pageshow', (event) => {
+  if (!event.persisted) return;
+  for (const b of document.querySelectorAll('button[aria-busy="true"]')) {
+    b.removeAttribute('aria-busy');
+    const confirm = b.form && b.form.querySelector('[data-confirm]');
+    b.disabled = Boolean(confirm && confirm.value !== confirm.dataset.confirm);
+  }
+});
+
+// A polled part that answers that its object is gone (a deleted line): the page says so and its forms are disabled.
+document.addEventListener('htmx:afterSettle', () => {
+  const gone = document.querySelector('[data-gone]');
+  const main = document.getElementById('main');
+  if (!gone || !main || main.querySelector('.gone-banner')) return;
+  const banner = document.createElement('p');
+  banner.className = 'error gone-banner';
+  banner.setAttribute('role', 'alert');
+  banner.textContent = gone.getAttribute('data-gone');
+  main.insertBefore(banner, main.querySelector('h1') ? main.querySelector('h1').nextSibling : main.firstChild);
+  for (const form of main.querySelectorAll('form')) for (const el of form.elements) el.disabled = true;
 });

@@ -20,8 +20,23 @@ export const PANEL_SESSION = {
   touchEveryMs: 60_000,
   /** An open event stream (the panel's monitor) looks at its session this often, and ends when it no longer holds. */
   streamCheckMs: 5_000,
+  /** How long a session's row outlives its end, saying why it ended (the sign-in page tells the person). */
+  endedKeepMs: 24 * 3_600_000,
   namespace: 'panel-sesion',
 } as const;
+
+/**
+ * Why a session ended, as the sign-in page says it: its credential no longer
+ * holds (a rotated key, a deleted line or client, a new operator token), idle
+ * past `idleMs`, past `absoluteMs` since sign-in, or signed out (in another tab).
+ */
+export const SESSION_ENDS = ['credential', 'idle', 'absolute', 'signed_out'] as const;
+export type SessionEnd = (typeof SESSION_ENDS)[number];
+
+/** What a session's row holds once it has ended: only the reason, until `endedKeepMs` passes. */
+interface EndedSession {
+  ended: SessionEnd;
+}
 
 export type PanelRole = 'operator' | 'client' | 'celular';
 
@@ -43,6 +58,10 @@ export interface PanelSession {
 export const newSessionId = (): string => randomBytes(32).toString('base64url');
 const storeKey = (id: string): string => hashSecret(id);
 const expiryOf = (s: PanelSession): number => Math.min(s.seenAt + PANEL_SESSION.idleMs, s.createdAt + PANEL_SESSION.absoluteMs);
+/** The row is kept past the session's end, so a request after it learns why. */
+const rowExpiry = (s: PanelSession): number => expiryOf(s) + PANEL_SESSION.endedKeepMs;
+const endSession = (core: Core, key: string, why: SessionEnd): Promise<void> =>
+  core.store.kvSet<EndedSession>(PANEL_SESSION.namespace, key, { ended: why }, core.clock.now() + PANEL_SESSION.endedKeepMs);
 
 /**
  * Signs in with one credential: the operator token, a client key, a celular
@@ -65,7 +84,9 @@ export async function signIn(core: Core, raw: string, ip: string): Promise<{ id:
         : { ...base, role: 'celular', clienteId: p.cliente.id, celularId: p.celular.id, via: p.via, credential: storedHashOf(p.celular, p.via) ?? '' };
   }
   const id = newSessionId();
-  await core.store.kvSet(PANEL_SESSION.namespace, storeKey(id), session, expiryOf(session));
+  await core.store.kvSet(PANEL_SESSION.namespace, storeKey(id), session, rowExpiry(session));
+  // Expired rows (sessions, used form tokens, secrets never shown) are swept a few at a time by the panel's own writes.
+  await core.store.kvExpire(now, 32);
   return { id, session };
 }
 
@@ -81,27 +102,43 @@ const sameHash = (a: string | null | undefined, b: string): boolean => {
   return x.length === y.length && timingSafeEqual(x, y);
 };
 
+export type Resumed = { session: PanelSession; principal: Principal };
+
 /**
- * The session behind a cookie's id and who it acts as now, or null when it
- * is unknown, expired, or its credential no longer holds (the session is
- * then removed). Moves the idle deadline forward at most once a minute.
+ * The session behind a cookie's id and who it acts as now; `{ ended }` when
+ * it has ended (expired, or its credential no longer holds: the row then
+ * keeps only the reason); null when the id is unknown. Moves the idle
+ * deadline forward at most once a minute.
  */
-export async function resumeSession(core: Core, id: string): Promise<{ session: PanelSession; principal: Principal } | null> {
+export async function resumeOrEnded(core: Core, id: string): Promise<Resumed | EndedSession | null> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(id)) return null;
   const key = storeKey(id);
-  const session = await core.store.kvGet<PanelSession>(PANEL_SESSION.namespace, key);
-  if (!session) return null;
+  const row = await core.store.kvGet<PanelSession | EndedSession>(PANEL_SESSION.namespace, key);
+  if (!row) return null;
+  if ('ended' in row) return row;
+  const session = row;
   const now = core.clock.now();
-  const principal = now < expiryOf(session) ? await principalOf(core, session) : null;
+  if (now >= expiryOf(session)) {
+    const why: SessionEnd = now >= session.createdAt + PANEL_SESSION.absoluteMs ? 'absolute' : 'idle';
+    await endSession(core, key, why);
+    return { ended: why };
+  }
+  const principal = await principalOf(core, session);
   if (!principal) {
-    await core.store.kvDelete(PANEL_SESSION.namespace, key);
-    return null;
+    await endSession(core, key, 'credential');
+    return { ended: 'credential' };
   }
   if (now - session.seenAt >= PANEL_SESSION.touchEveryMs) {
     session.seenAt = now;
-    await core.store.kvSet(PANEL_SESSION.namespace, key, session, expiryOf(session));
+    await core.store.kvSet(PANEL_SESSION.namespace, key, session, rowExpiry(session));
   }
   return { session, principal };
+}
+
+/** The session and who it acts as now, or null (unknown or ended). */
+export async function resumeSession(core: Core, id: string): Promise<Resumed | null> {
+  const r = await resumeOrEnded(core, id);
+  return r && 'session' in r ? r : null;
 }
 
 async function principalOf(core: Core, s: PanelSession): Promise<Principal | null> {
@@ -161,8 +198,9 @@ export function watchSession(core: Core, id: string, end: () => void, everyMs: n
   return stop;
 }
 
+/** Ends the session: its other tabs learn on their next request that it was signed out. */
 export async function signOut(core: Core, id: string): Promise<void> {
-  await core.store.kvDelete(PANEL_SESSION.namespace, storeKey(id));
+  await endSession(core, storeKey(id), 'signed_out');
 }
 
 /** A form's token against the session's, in constant time. */

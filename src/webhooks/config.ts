@@ -6,10 +6,9 @@ import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../
 import { iso } from '../core/clock.js';
 import type { Core } from '../core/context.js';
 import { fail } from '../core/errors.js';
-import { FIELD_LIMITS } from '../core/limits.js';
 import { isBlockedAddress, parseHttpUrl } from '../core/media-url.js';
 import type { WebhookConfig } from '../core/ports/model.js';
-import { SECRET_RE } from './sign.js';
+import { checkWebhookSecret } from '../core/webhook-secret.js';
 
 /** The webhook configuration of a client (docs/design.md §7). */
 export const EVENT_KINDS = ['messages.received', 'message.status', 'session.status'] as const;
@@ -95,11 +94,7 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
   const resolved = await vetWebhookHost(url, core.config.allowPrivateUrls, { unresolvedOk: true });
   let secret: string | null = null;
   if (input.keepSecret) secret = (await core.store.getWebhook(p.cliente.id))?.secret ?? null;
-  else if (input.secret !== undefined && input.secret !== null && input.secret !== '') {
-    if (typeof input.secret !== 'string' || !SECRET_RE.test(input.secret))
-      fail('INVALID_PARAMS', `secret: up to ${FIELD_LIMITS.webhookSecret} printable ASCII characters, no spaces (24 or more recommended)`);
-    secret = input.secret;
-  }
+  else if (input.secret !== undefined && input.secret !== null && input.secret !== '') secret = checkWebhookSecret(input.secret);
   const cfg = await core.store.setWebhook(
     { cliente_id: p.cliente.id, url: url.toString(), secret, eventos: parseEventos(input.eventos), activo: input.activo ?? true },
     core.clock.now(),

@@ -1,6 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Backoff } from '../core/backoff.js';
-import { FIELD_LIMITS } from '../core/limits.js';
 
 /**
  * Webhook signatures of docs/design.md §7, as pure functions (time is an argument).
@@ -45,9 +44,6 @@ export function verify(
   if (hexOk) return { ok: false, reason: 'webhook-signature does not match' };
   return { ok: false, reason: v1Ok ? 'X-Service-Signature does not match' : 'neither X-Service-Signature nor webhook-signature matches the secret' };
 }
-
-/** `PRINTABLE ASCII`: the only secrets accepted (they travel in config files and headers). */
-export const SECRET_RE = new RegExp(`^[\\x21-\\x7e]{1,${FIELD_LIMITS.webhookSecret}}$`);
 
 /** Delay before attempt n+1 (n = attempts made): base x [1, 60, 360, 1440, 3600, 7200, 7200], about a day at 5 s (±20%), then `fallido`. */
 export const RETRY_FACTORS = [1, 60, 360, 1440, 3600, 7200, 7200] as const;

@@ -89,7 +89,9 @@ describe('webhook get/set/delete/restore', () => {
     const bad = await cli.run(['webhook', 'set', `${receiverUrl}/x`, '--eventos', 'message.status,nope'], { env: env() });
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toContain('nope');
-    expect((await cli.run(['webhook', 'set', `${receiverUrl}/x`, '--secret', 'abcdefghijkl', '--generate-secret'], { env: env() })).exitCode).toBe(2);
+    expect(
+      (await cli.run(['webhook', 'set', `${receiverUrl}/x`, '--secret', 'abcdefghijkl-mnopqrstuvwxyz', '--generate-secret'], { env: env() })).exitCode,
+    ).toBe(2);
     const ftp = await cli.run(['webhook', 'set', 'ftp://example.com/x', '--json'], { env: env() });
     expect(ftp.exitCode).toBe(2);
     expect(ftp.stderr).toContain('url "ftp://example.com/x"');

@@ -69,3 +69,31 @@ for (const adapter of ADAPTERS) {
     });
   });
 }
+
+/** Claims and takes: the panel's one-use form tokens and secrets shown once, on several nodes. */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: KvStore claims and takes`, () => {
+    const ctx = storeEachTest(adapter);
+
+    it('kvClaim: of claims of one key at once exactly one stores its value (null); the others get that value; it expires', async () => {
+      const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => ctx.store.kvClaim('form', 'tok', { n: i }, 1000)));
+      const winners = answers.map((a, i) => (a === null ? i : -1)).filter((i) => i >= 0);
+      expect(winners).toHaveLength(1);
+      for (const a of answers) if (a !== null) expect(a).toEqual({ n: winners[0] });
+      // Later claims see the first value, kvSet may replace it, and it expires as any entry.
+      expect(await ctx.store.kvClaim('form', 'tok', { n: 99 }, 1000)).toEqual({ n: winners[0] });
+      await ctx.store.kvSet('form', 'tok', { to: '/panel/x' }, 1000);
+      expect(await ctx.store.kvClaim('form', 'tok', { n: 99 }, 1000)).toEqual({ to: '/panel/x' });
+      expect(await ctx.store.kvExpire(2000, 10)).toBe(1);
+      expect(await ctx.store.kvClaim('form', 'tok', { n: 7 }, 3000)).toBeNull();
+    });
+
+    it('kvTake: returns the value and removes it; of takes at once one gets it; absent is null', async () => {
+      await ctx.store.kvSet('shown', 'a', { secret: 's' }, 1000);
+      const takes = await Promise.all(Array.from({ length: 6 }, () => ctx.store.kvTake('shown', 'a')));
+      expect(takes.filter((t) => t !== null)).toEqual([{ secret: 's' }]);
+      expect(await ctx.store.kvGet('shown', 'a')).toBeNull();
+      expect(await ctx.store.kvTake('shown', 'nope')).toBeNull();
+    });
+  });
+}

@@ -131,6 +131,8 @@ it('webhook: set with a secret shown once, a test event appears without a reload
   await expect.poll(() => secret.textContent()).toMatch(/^[A-Za-z0-9_-]{43}$/);
   const shown = (await secret.textContent())!;
   await screenshots(page, 'webhook-secret');
+  // Shown once, on its own page (D-90): back to the webhook.
+  await page.getByRole('link', { name: 'Back to the webhook' }).click();
 
   // Sent through the form, the test event is listed once delivered.
   await page.getByRole('button', { name: 'Send a test event' }).click();

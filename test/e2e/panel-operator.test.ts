@@ -159,6 +159,8 @@ it("edits a client's estado, adds balance, and rotates its key, which ends the o
     await expect.poll(() => page.getByRole('status').textContent()).toContain('the global balance is now 35');
     await screenshots(page, 'cliente');
 
+    // A typed confirmation first (D-90).
+    await page.getByLabel(`Type the client's id (${a.clienteId}) to confirm`).fill(String(a.clienteId));
     await page.getByRole('button', { name: 'Rotate key' }).click();
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('New client key');
     const key = (await page.locator('#new-key').textContent())!.trim();

@@ -76,10 +76,11 @@ it('answers 404 for a client that is not there, 400 for a bad audit filter, and 
     method: 'POST',
     url: `/panel/clientes/${a.clienteId}/rotar-key`,
     headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ _csrf: csrf }).toString(),
+    payload: new URLSearchParams({ _csrf: csrf, confirmacion: String(a.clienteId) }).toString(),
   });
-  expect(rotated.statusCode).toBe(200);
-  const key = /<code id="new-key" class="secret">([^<]+)<\/code>/.exec(rotated.payload)![1]!;
+  // Shown once, on the page the rotation redirects to.
+  expect(rotated.statusCode).toBe(303);
+  const key = /<code id="new-key" class="secret">([^<]+)<\/code>/.exec((await get(rotated.headers.location as string)).payload)![1]!;
   const audit = await get(`/panel/auditoria?cliente_id=${a.clienteId}`);
   expect(audit.payload).toContain('cliente.rotar_key');
   expect(audit.payload).not.toContain(key);

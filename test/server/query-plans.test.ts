@@ -142,7 +142,7 @@ async function seedKeys(db: Database.Database, line: Line): Promise<void> {
 const body = (i: number, extra: Record<string, unknown> = {}) => ({ destinatario: `52559877${String(1000 + i)}`, mensaje: `nuevo ${i}`, ...extra });
 
 it('serves every per-request and per-message path with an index, on a store with 30,000 messages', async () => {
-  await api(s.url, 'POST', '/api/webhook.php', { key: a.clientKey, json: { url: `${receiver.url}/hooks`, secret: 'plan-secret' } });
+  await api(s.url, 'POST', '/api/webhook.php', { key: a.clientKey, json: { url: `${receiver.url}/hooks`, secret: 'plan-secret-0123456789abcdef' } });
   await seedKeys((s.core.store as SqliteStore).db, a);
   // Sends: queued and direct, a text and a base64 image, with the client key and the celular key, a duplicate, a refusal.
   const sent: string[] = [];

@@ -124,14 +124,24 @@ describe('GET, POST and DELETE /api/webhook.php', () => {
     expectView(await get(A.clientKey), { url: HOOK, has_secret: true, eventos: ['message.status'], activo: true }, A.clienteId);
   });
 
-  it('any printable ASCII secret is accepted, short ones too (the README recommends 24 or more)', async () => {
-    for (const secret of ['x', 'abc', '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'A'.repeat(256)]) {
+  it('a secret of 24 to 256 printable ASCII characters is accepted; a shorter one (x) is the 400 INVALID_PARAMS naming secret (D-89)', async () => {
+    for (const secret of ['!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'A'.repeat(24), 'A'.repeat(256)]) {
       const r = await set(A.clientKey, { url: HOOK, secret });
       expect(r.status, `${secret}: ${r.text}`).toBe(200);
       expect(r.body.has_secret).toBe(true);
-      if (secret.length > 3) expect(r.text).not.toContain(secret);
+      expect(r.text).not.toContain(secret);
     }
+    expectOk(await set(A.clientKey, { url: HOOK, secret: SECRET, eventos: ['message.status'] }));
+    for (const secret of ['x', 'abc', 'A'.repeat(23)]) {
+      const r = await set(A.clientKey, { url: HOOK, secret });
+      expectError(r, 400, 100);
+      expect(r.body.error).toMatch(/^secret: \d+ characters? is too short: 24 to 256 printable ASCII characters, no spaces$/);
+    }
+    expectError(await setForm(A.clientKey, { url: HOOK, secret: 'x' }), 400, 100);
+    expectError(await legacy(A.clientKey, { op: 'set', url: HOOK, secret: 'x' }), 400, 100);
     expectError(await set(A.clientKey, { url: HOOK, secret: 'A'.repeat(257) }), 400);
+    // Nothing of a refused set was saved.
+    expectView(await get(A.clientKey), { url: HOOK, has_secret: true, eventos: ['message.status'], activo: true }, A.clienteId);
   });
 
   it('DELETE removes the configuration (eliminado true), then there is nothing to remove (eliminado false)', async () => {

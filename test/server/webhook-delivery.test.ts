@@ -231,6 +231,20 @@ describe('subscriptions', () => {
     expect(h!.json.data).toEqual({ mensaje: expect.any(String) });
   });
 
+  it('a secret stored under the older rule (x: any length) still signs every delivery; only a new set is checked (D-89)', async () => {
+    const L = await linkedLine(s, { link: false });
+    // As a store from before D-89 holds it: written past today's rule.
+    await s.core.store.setWebhook({ cliente_id: L.clienteId, url: hookOf(L), secret: 'x', eventos: ['all'], activo: true }, s.core.clock.now());
+    expectOk(await api(s.url, 'POST', '/api/webhook_test.php', { key: L.clientKey }));
+    const [h] = await waitHits(L, 1);
+    expectSigned(h!, 'x');
+    // Setting it again is refused; the stored one is untouched and goes on signing.
+    expectError(await setWebhook(s, L.clientKey, { url: hookOf(L), secret: 'x' }), 400, 100);
+    expectOk(await api(s.url, 'POST', '/api/webhook_test.php', { key: L.clientKey }));
+    const hits = await waitHits(L, 2);
+    expectSigned(hits[1]!, 'x');
+  });
+
   it('webhook_test is 409 when no webhook is configured (never, or removed)', async () => {
     const L = await linkedLine(s, { link: false });
     expectError(await api(s.url, 'POST', '/api/webhook_test.php', { key: L.clientKey }), 409, 604);

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { API } from '../../core/api-routes.js';
 import { FIELD_LIMITS } from '../../core/limits.js';
 import type { EntregaView } from '../../core/views.js';
+import { WEBHOOK_SECRET_RULE, webhookSecretProblem } from '../../core/webhook-secret.js';
 import { completeAs } from '../completion.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
@@ -17,6 +18,13 @@ import { listenByStream } from '../webhook-listen-stream.js';
 type Entrega = EntregaView;
 
 const KINDS = ['messages.received', 'message.status', 'session.status', 'all'];
+
+/** `--secret`: the server's rule (core/webhook-secret.ts), so a refused secret is a usage error (exit 2) before any request. */
+function webhookSecret(value: string): string {
+  const problem = webhookSecretProblem(value);
+  if (problem) throw new InvalidArgumentError(problem);
+  return value;
+}
 
 /** `--eventos a,b`: known kinds only (a typo is a usage error, exit 2). */
 function eventos(value: string): string[] {
@@ -202,11 +210,7 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
 
   wh.command('set <url>')
     .description('point the webhook at URL (the configuration it replaces is kept: `webhook restore` puts it back)')
-    .option(
-      '--secret <secret>',
-      `signing secret: up to ${FIELD_LIMITS.webhookSecret} printable ASCII characters, no spaces, 24+ recommended`,
-      token(1, FIELD_LIMITS.webhookSecret),
-    )
+    .option('--secret <secret>', `signing secret: ${WEBHOOK_SECRET_RULE} (checked here before sending)`, webhookSecret)
     .option('--generate-secret', 'make a random secret (32 bytes, base64url) and print it once')
     .addOption(
       completeAs(new Option('--eventos <list>', `comma list of ${KINDS.join(', ')}`), { words: KINDS, list: true })

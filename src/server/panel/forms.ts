@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.js';
+import { newFormToken } from '../../core/panel-forms.js';
 import { toAppError } from '../errors.js';
 import { panelOf } from './context.js';
 import { html, type Html } from './html.js';
@@ -18,9 +19,13 @@ export interface FormErrors {
 
 export const NO_ERRORS: FormErrors = { fields: {} };
 
-/** The hidden CSRF field every form of a signed-in page carries. */
+/**
+ * The hidden fields every form of a signed-in page carries: the session's
+ * CSRF token, and a fresh one-use token, so the form acts once however often
+ * it is sent (`signedIn` checks both; D-90).
+ */
 export function csrfField(req: FastifyRequest): Html {
-  return html`<input type="hidden" name="_csrf" value="${panelOf(req).session.csrf}" />`;
+  return html`<input type="hidden" name="_csrf" value="${panelOf(req).session.csrf}" /><input type="hidden" name="_once" value="${newFormToken()}" />`;
 }
 
 /**
@@ -105,11 +110,11 @@ export function selectField(
   </div>`;
 }
 
-/** The fields of a form body as strings (a panel form sends nothing else), without the CSRF token. */
+/** The fields of a form body as strings (a panel form sends nothing else), without the CSRF and one-use tokens. */
 export function formValues(req: FastifyRequest): Record<string, string> {
   const body = req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>) : {};
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(body)) if (k !== '_csrf' && typeof v === 'string') out[k] = v;
+  for (const [k, v] of Object.entries(body)) if (k !== '_csrf' && k !== '_once' && typeof v === 'string') out[k] = v;
   return out;
 }
 

@@ -1,16 +1,13 @@
 import cookie from '@fastify/cookie';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
 import type { EventStreams } from '../../core/event-stream-pump.js';
-import { AppError, ERRORS } from '../../core/errors.js';
+import { AppError } from '../../core/errors.js';
 import type { WebhookControl } from '../../webhooks/dispatcher.js';
 import type { SendDeps } from '../../core/send.js';
-import { toAppError } from '../errors.js';
 import { registerAssets } from './assets.js';
-import { redirect } from './context.js';
-import { errorText } from './forms.js';
-import { html } from './html.js';
-import { sendFragment, sendPage } from './layout.js';
+import { formSettled } from './context.js';
+import { errorPage } from './error-page.js';
 import loginPages from './pages/login.js';
 import homePages from './pages/home.js';
 import clientesPages from './pages/clientes.js';
@@ -23,6 +20,7 @@ import historialPages from './pages/historial.js';
 import recibidosPages from './pages/recibidos.js';
 import webhookPages from './pages/webhook.js';
 import eventosPages from './pages/eventos.js';
+import shownOncePages from './shown-once.js';
 
 export interface PanelDeps {
   core: Core;
@@ -62,6 +60,7 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
       if (origin !== undefined && origin !== `${req.protocol}://${req.host}`) throw new AppError('FORBIDDEN', 'this form did not come from the panel');
     }
   });
+  app.addHook('onSend', formSettled(opts.core));
   app.setErrorHandler((err: FastifyError, req, reply) => errorPage(err, req, reply));
   app.setNotFoundHandler((req, reply) => errorPage(new AppError('ROUTE_NOT_FOUND', 'there is no such page'), req, reply));
 
@@ -78,26 +77,5 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   await app.register(recibidosPages, deps);
   await app.register(webhookPages, deps);
   await app.register(eventosPages, deps);
-}
-
-/** An error as a page: the API's words and code; a server fault without detail (it is logged). */
-function errorPage(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply) {
-  const e = toAppError(err);
-  if (e.status >= 500) req.log.error({ err }, 'panel request failed');
-  if (e.row === ERRORS.UNAUTHORIZED && req.url !== '/panel/login') return redirect(req, reply, '/panel/login');
-  if (e.extras.retryAfter !== undefined) reply.header('Retry-After', String(e.extras.retryAfter));
-  // A live part refused for good (a suspended client's QR, a line deleted meanwhile): the refusal takes the part's
-  // place, so it shows and the polling ends. htmx swaps only a 2xx; a fault (5xx) keeps polling, it may pass.
-  if (req.headers['hx-request'] === 'true' && e.status < 500) return sendFragment(reply, html`<p class="error" role="alert">${errorText(e)}</p>`);
-  const title = e.status === 404 ? 'Not found' : e.status === 403 ? 'Not allowed' : e.status >= 500 ? 'Something went wrong' : 'That did not work';
-  return sendPage(
-    req,
-    reply,
-    { title },
-    html`<p class="error" role="alert">
-        ${e.status >= 500 ? 'The server could not answer this page. Try again; if it keeps happening, look at the server log.' : errorText(e)}
-      </p>
-      <p><a href="/panel/">Back to the panel</a></p>`,
-    e.status,
-  );
+  await app.register(shownOncePages, deps);
 }

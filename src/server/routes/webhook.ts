@@ -3,6 +3,7 @@ import { API } from '../../core/api-routes.js';
 import type { ClientPrincipal } from '../../core/auth.js';
 import type { Core } from '../../core/context.js';
 import { FIELD_LIMITS, LIST_LIMITS } from '../../core/limits.js';
+import { WEBHOOK_SECRET_RULE } from '../../core/webhook-secret.js';
 import { deleteWebhook, getWebhook, restoreWebhook, setWebhook, type WebhookInput } from '../../webhooks/config.js';
 import { listDeliveries, redeliver, sendTestEvent } from '../../webhooks/deliveries.js';
 import { TEST_EVENT, type WebhookControl } from '../../webhooks/dispatcher.js';
@@ -50,7 +51,9 @@ export default async function webhookRoutes(fastify: FastifyInstance, { core, di
   const setProps = {
     key: Type.Optional(keyField),
     url: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.url, description: 'http:// or https://' })),
-    secret: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.webhookSecret, description: 'signing secret: printable ASCII; stored, never returned' })),
+    secret: Type.Optional(
+      Type.String({ maxLength: FIELD_LIMITS.webhookSecret, description: `signing secret: ${WEBHOOK_SECRET_RULE}; stored, never returned` }),
+    ),
     eventos: Type.Optional(eventosField),
     activo: Type.Optional(Flag('default true')),
   };

@@ -44,6 +44,24 @@ export function kv(db: Db): KvStore {
       return JSON.parse(v!.value) as T;
     },
 
+    /** Like kvFirst, with an expiry, and saying whether this call stored it. */
+    async kvClaim<T>(ns: string, key: string, value: T, expiraAt: number): Promise<T | null> {
+      const r = await db.one<{ mine: boolean; value: string | null }>(
+        `WITH ins AS (INSERT INTO kv (ns, key, value, expira_at) VALUES ($1, $2, $3, $4) ON CONFLICT (ns, key) DO NOTHING RETURNING 1)
+         SELECT EXISTS (SELECT 1 FROM ins) AS mine, (SELECT value FROM kv WHERE ns = $1 AND key = $2) AS value`,
+        [ns, key, JSON.stringify(value), expiraAt],
+      );
+      if (r!.mine) return null;
+      // Null when the other row committed after this statement's snapshot was taken: a new statement sees it.
+      const v = r!.value ?? (await db.one<{ value: string }>('SELECT value FROM kv WHERE ns = $1 AND key = $2', [ns, key]))?.value;
+      return v === undefined ? null : (JSON.parse(v) as T);
+    },
+
+    async kvTake<T>(ns: string, key: string): Promise<T | null> {
+      const r = await db.one<{ value: string }>('DELETE FROM kv WHERE ns = $1 AND key = $2 RETURNING value', [ns, key]);
+      return r ? (JSON.parse(r.value) as T) : null;
+    },
+
     async kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void> {
       await setMany([{ ns, key, value, expiraAt }]);
     },

@@ -35,6 +35,23 @@ export function kv(db: Database.Database): KvStore {
       });
     },
 
+    async kvClaim<T>(ns: string, key: string, value: T, expiraAt: number): Promise<T | null> {
+      return immediate(db, () => {
+        const r = stmt(db, 'INSERT INTO kv (ns, key, value, expira_at) VALUES (?, ?, ?, ?) ON CONFLICT (ns, key) DO NOTHING').run(
+          ns,
+          key,
+          JSON.stringify(value),
+          expiraAt,
+        );
+        return r.changes === 1 ? null : (getOne({ ns, key }) as T);
+      });
+    },
+
+    async kvTake<T>(ns: string, key: string): Promise<T | null> {
+      const r = await grouped(db, () => stmt(db, 'DELETE FROM kv WHERE ns = ? AND key = ? RETURNING value').get(ns, key) as { value: string } | undefined);
+      return r ? (JSON.parse(r.value) as T) : null;
+    },
+
     async kvSet<T>(ns: string, key: string, value: T, expiraAt?: number): Promise<void> {
       return setMany([{ ns, key, value, expiraAt }]);
     },

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { celularInScope, type ClientPrincipal } from '../../../core/auth.js';
-import { celularStatus, createCelular, deleteCelular, editCelular, listCelulares, type CelularEdit } from '../../../core/celulares.js';
+import { celularStatus, createCelular, deleteCelular, editCelular, listCelulares, rotateCelularKey, type CelularEdit } from '../../../core/celulares.js';
 import { AppError } from '../../../core/errors.js';
 import { listGatewayServers, moveCelular } from '../../../core/gateway-servers.js';
 import { CELULAR_LIMITS, FIELD_LIMITS } from '../../../core/limits.js';
@@ -13,7 +13,8 @@ import { csrfField, field, formErrorsOf, formValues, generalError, intField, NO_
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
-import { estadoBadge, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
+import { redirectToOnce } from '../shown-once.js';
+import { estadoBadge, lineGoneHandler, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
 import { lineProfile } from '../../../core/session-actions.js';
 import { sessionCard, sessionRoutes, type SessionForm } from './celular-session.js';
 
@@ -54,6 +55,7 @@ interface LineForms {
   move?: FormState;
   /** The Session card's log out or restart, refused (celular-session.ts). */
   session?: SessionForm;
+  rotate?: FormState;
 }
 
 type Params = { cid: string; id: string };
@@ -274,7 +276,8 @@ async function linePage(
         <button type="submit">Save settings</button>
       </form>
 
-      ${operator ? moveSection(req, row, servers, forms.move) : ''} ${clientKey ? deleteSection(req, row, url, forms.del) : ''}`,
+      ${operator ? moveSection(req, row, servers, forms.move) : ''} ${operator ? rotateSection(req, row, url, forms.rotate) : ''}
+      ${clientKey ? deleteSection(req, row, url, forms.del) : ''}`,
     status,
   );
 }
@@ -308,6 +311,18 @@ function moveSection(req: FastifyRequest, row: CelularRow, servers: Array<{ id: 
         errors,
       )}
       <button type="submit">Move line</button>
+    </form>`;
+}
+
+/** The operator's rotation of the line's key: asked for with a typed confirmation, as a delete is. */
+function rotateSection(req: FastifyRequest, row: CelularRow, url: string, form?: FormState): Html {
+  const errors = form?.errors ?? NO_ERRORS;
+  return html`<h2>Line key</h2>
+    <form method="post" action="${url}/rotar-key" class="card narrow danger-zone">
+      ${csrfField(req)} ${generalError(errors)}
+      <p>A new api_key replaces the line's at once: the old one stops working and the panel sessions opened with it end.</p>
+      ${field({ name: 'confirmacion', label: `Type the line's numero (${row.numero}) to confirm`, value: form?.values.confirmacion, autocomplete: 'off', confirm: row.numero }, errors)}
+      <button type="submit" class="danger">Rotate line key</button>
     </form>`;
 }
 
@@ -354,6 +369,7 @@ function refusal(err: unknown, fields: readonly string[]): FormErrors {
 }
 
 export default async function celularesPages(app: FastifyInstance, deps: PanelDeps) {
+  lineGoneHandler(app);
   const { core } = deps;
   const pre = { preHandler: signedIn(core) };
 
@@ -373,26 +389,29 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
       const r = await createCelular(core, p, { numero: values.numero ?? '', nombre_interno: values.nombre_interno ?? null }, (err) =>
         req.log.warn({ err }, 'gateway instance creation failed; it will be created when the line is linked'),
       );
-      // The keys exist in clear only in this answer: rendered here, never redirected with.
-      return sendPage(
+      // The keys exist in clear only now: kept for one read by the page this redirects to (a reload shows them no more).
+      const line = lineUrl(cid, r.celular.id);
+      return await redirectToOnce(
+        core,
         req,
         reply,
-        { title: 'Line created', clienteId: cid, current: 'celulares' },
-        html`<p class="notice" role="status">Line ${r.celular.numero} is created (estado ${r.celular.estado}). Link it to WhatsApp next.</p>
-          <div class="card">
-            <h2>The line's keys: copy them now</h2>
-            <p>They are shown only on this page: pasarela keeps no copy, so a lost key can only be replaced (the operator rotates it).</p>
-            <p><strong>api_key</strong> (sends and reads as this line only):</p>
-            <p class="actions"><code id="new-key" class="secret">${r.api_key}</code> <button type="button" data-copy="new-key">Copy</button></p>
-            <p><strong>gateway_token</strong> (for the legacy endpoint /panel/api_wa.php):</p>
-            <p class="actions"><code id="new-token" class="secret">${r.gateway_token}</code> <button type="button" data-copy="new-token">Copy</button></p>
-          </div>
-          <p class="actions">
-            <a class="button" href="${lineUrl(cid, r.celular.id)}/vincular">Link this line</a>
-            <a class="button secondary" href="${lineUrl(cid, r.celular.id)}">Line page</a>
-            <a href="/panel/c/${cid}/celulares">Back to the lines</a>
-          </p>`,
-        201,
+        {
+          title: 'Line created',
+          clienteId: cid,
+          current: 'celulares',
+          lead: `Line ${r.celular.numero} is created (estado ${r.celular.estado}). Link it to WhatsApp next.`,
+          secrets: [
+            { id: 'new-key', label: 'api_key (sends and reads as this line only)', value: r.api_key },
+            { id: 'new-token', label: 'gateway_token (for the legacy endpoint /panel/api_wa.php)', value: r.gateway_token },
+          ],
+          note: 'They are shown only on this page, once: pasarela keeps no copy, so a lost key can only be replaced (the operator rotates it).',
+          links: [
+            { href: `${line}/vincular`, label: 'Link this line' },
+            { href: line, label: 'Line page' },
+            { href: `/panel/c/${cid}/celulares`, label: 'Back to the lines' },
+          ],
+        },
+        line,
       );
     } catch (err) {
       // A line's session may not create (core refuses it): the refusal page, not the list of siblings.
@@ -461,6 +480,40 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
     }
     flash(req, reply, `Line ${row.numero} deleted.`);
     return redirect(req, reply, `/panel/c/${cid}/celulares`);
+  });
+
+  app.post<{ Params: Params }>('/c/:cid/celulares/:id/rotar-key', pre, async (req, reply) => {
+    requireOperator(req);
+    const { cid, id, p, row } = await lineOf(core, req);
+    const values = formValues(req);
+    let key: string;
+    try {
+      if ((values.confirmacion ?? '').trim() !== row.numero)
+        throw new AppError('INVALID_PARAMS', `confirmacion: type the line's numero, ${row.numero}, to rotate its key`);
+      key = (await rotateCelularKey(core, id)).api_key;
+    } catch (err) {
+      const errors = refusal(err, ['confirmacion']);
+      return linePage(deps, req, reply, p, cid, row, { rotate: { values, errors } }, statusOf(errors));
+    }
+    const url = lineUrl(cid, id);
+    return redirectToOnce(
+      core,
+      req,
+      reply,
+      {
+        title: 'New line key',
+        clienteId: cid,
+        current: 'celulares',
+        lead: `The old api_key of line ${row.numero} no longer works. The new one:`,
+        secrets: [{ id: 'new-key', label: 'api_key (sends and reads as this line only)', value: key }],
+        note: 'It is shown once, here: a reload of this page does not show it again. pasarela keeps only its hash.',
+        links: [
+          { href: url, label: 'Line page' },
+          { href: `/panel/c/${cid}/celulares`, label: 'Back to the lines' },
+        ],
+      },
+      url,
+    );
   });
 
   app.post<{ Params: Params }>('/c/:cid/celulares/:id/mover', pre, async (req, reply) => {

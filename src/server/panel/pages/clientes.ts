@@ -9,6 +9,7 @@ import { csrfField, field, formErrorsOf, formValues, generalError, intField, NO_
 import { html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
+import { redirectToOnce } from '../shown-once.js';
 
 /** The operator's clients: search, create (the key shown once), and one client's page (estado, plan, cap, balance, key, lines). */
 
@@ -34,19 +35,25 @@ function clienteIdOf(raw: string): number {
 
 const estadoBadge = (estado: string) => html`<span class="badge ${estado === 'activo' ? 'ok' : estado === 'baja' ? 'bad' : 'warn'}">${estado}</span>`;
 
-/** The page that answers a created or rotated key: the only place it is ever shown. */
-function keyPage(req: FastifyRequest, reply: FastifyReply, title: string, clienteId: number, key: string, lead: string, status: number) {
-  return sendPage(
+/** A created or rotated key, shown once on the page the POST redirects to (shown-once.ts). */
+function keyPage(core: PanelDeps['core'], req: FastifyRequest, reply: FastifyReply, title: string, clienteId: number, key: string, lead: string) {
+  return redirectToOnce(
+    core,
     req,
     reply,
-    { title, current: 'clientes', clienteId },
-    html`<div class="card">
-      <p>${lead}</p>
-      <p><code id="new-key" class="secret">${key}</code> <button type="button" data-copy="new-key">Copy</button></p>
-      <p class="hint">This key is shown once, here. The panel keeps only its hash: copy it now and hand it to the client.</p>
-      <p class="actions"><a class="button" href="/panel/clientes/${clienteId}">Go to the client</a> <a href="/panel/clientes">All clients</a></p>
-    </div>`,
-    status,
+    {
+      title,
+      current: 'clientes',
+      clienteId,
+      lead,
+      secrets: [{ id: 'new-key', label: 'Client key (api_key)', value: key }],
+      note: 'This key is shown once, here: a reload of this page does not show it again. The panel keeps only its hash: copy it now and hand it to the client.',
+      links: [
+        { href: `/panel/clientes/${clienteId}`, label: 'Go to the client' },
+        { href: '/panel/clientes', label: 'All clients' },
+      ],
+    },
+    `/panel/clientes/${clienteId}`,
   );
 }
 
@@ -116,6 +123,7 @@ async function listPage(deps: PanelDeps, req: FastifyRequest, reply: FastifyRepl
 interface ClienteForms {
   edit?: { values: Record<string, string>; errors: FormErrors };
   saldo?: { values: Record<string, string>; errors: FormErrors };
+  rotate?: { values: Record<string, string>; errors: FormErrors };
 }
 
 async function clientePage(deps: PanelDeps, req: FastifyRequest, reply: FastifyReply, id: number, forms: ClienteForms = {}, status = 200) {
@@ -125,6 +133,7 @@ async function clientePage(deps: PanelDeps, req: FastifyRequest, reply: FastifyR
   const editErrors = forms.edit?.errors ?? NO_ERRORS;
   const bv = forms.saldo?.values ?? {};
   const balanceErrors = forms.saldo?.errors ?? NO_ERRORS;
+  const rotateErrors = forms.rotate?.errors ?? NO_ERRORS;
   const base = `/panel/c/${id}`;
   const lines =
     c.celulares.length === 0
@@ -217,9 +226,19 @@ async function clientePage(deps: PanelDeps, req: FastifyRequest, reply: FastifyR
       </form>
 
       <h2 id="key">Client key</h2>
-      <form method="post" action="/panel/clientes/${id}/rotar-key" class="card">
-        ${csrfField(req)}
+      <form method="post" action="/panel/clientes/${id}/rotar-key" class="card narrow danger-zone">
+        ${csrfField(req)} ${generalError(rotateErrors)}
         <p>A new key replaces the old one at once: the old key stops working and its panel sessions end.</p>
+        ${field(
+          {
+            name: 'confirmacion',
+            label: `Type the client's id (${id}) to confirm`,
+            value: forms.rotate?.values.confirmacion,
+            autocomplete: 'off',
+            confirm: String(id),
+          },
+          rotateErrors,
+        )}
         <button type="submit" class="danger">Rotate key</button>
       </form>`,
     status,
@@ -272,14 +291,14 @@ export default async function clientesPages(app: FastifyInstance, deps: PanelDep
         ...(saldo !== undefined ? { saldo } : {}),
         ...(max !== undefined ? { max_celulares: max } : {}),
       });
-      return keyPage(
+      return await keyPage(
+        core,
         req,
         reply,
         `Client ${r.cliente.nombre} created`,
         r.cliente.id,
         r.api_key,
         `Client ${r.cliente.nombre} (id ${r.cliente.id}) is created with a global balance of ${r.saldo_global}. Its key:`,
-        201,
       );
     } catch (err) {
       const e = formErrorsOf(err, CREATE_FIELDS);
@@ -328,7 +347,17 @@ export default async function clientesPages(app: FastifyInstance, deps: PanelDep
   app.post<{ Params: { id: string } }>('/clientes/:id/rotar-key', pre, async (req, reply) => {
     requireOperator(req);
     const id = clienteIdOf(req.params.id);
-    const r = await rotateClienteKey(core, id);
-    return keyPage(req, reply, 'New client key', id, r.api_key, `The old key of client ${id} no longer works. The new key:`, 200);
+    const values = formValues(req);
+    let key: string;
+    try {
+      // A typed confirmation, checked here too: a form sent without the page's script rotates nothing by mistake.
+      if ((values.confirmacion ?? '').trim() !== String(id))
+        throw new AppError('INVALID_PARAMS', `confirmacion: type the client's id, ${id}, to rotate its key`);
+      key = (await rotateClienteKey(core, id)).api_key;
+    } catch (err) {
+      const e = formErrorsOf(err, ['confirmacion']);
+      return clientePage(deps, req, reply, id, { rotate: { values, errors: e } }, statusOf(e));
+    }
+    return keyPage(core, req, reply, 'New client key', id, key, `The old key of client ${id} no longer works. The new key:`);
   });
 }

@@ -1,7 +1,10 @@
-import { AppError } from '../../../core/errors.js';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ERRORS } from '../../../core/errors.js';
 import type { CelularEstado, SessionStatus } from '../../../core/ports/model.js';
 import type { celularView } from '../../../core/views.js';
 import { html, type Html } from '../html.js';
+import { errorPage } from '../error-page.js';
+import { sendFragment, sendPage } from '../layout.js';
 
 /** What the account, lines and linking pages share: ids from the path, and how a line's state reads. */
 
@@ -67,4 +70,32 @@ export function linesTable(
       </tbody>
     </table>
   </div>`;
+}
+
+/** A line's own pages and their parts: `/c/:cid/celulares/:id` and below. */
+const LINE_PATH = /^\/panel\/c\/([1-9]\d{0,14})\/celulares\/([1-9]\d{0,14})(?:[/?]|$)/;
+
+/**
+ * The error handler of the line pages' plugins: a line that is no longer
+ * there (deleted while its page was open) says so, as the page, as a form's
+ * answer, or in place of a polled part, which then marks the page (panel.js
+ * disables its forms: `data-gone`) and stops polling. Any other error is the
+ * panel's error page.
+ */
+export function lineGoneHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    const m = LINE_PATH.exec(req.url);
+    if (!(err instanceof AppError) || err.row !== ERRORS.CELULAR_NOT_FOUND || !m) return errorPage(err, req, reply);
+    const cid = Number(m[1]);
+    const words = `This line was deleted: line ${m[2]} is no longer among client ${cid}'s lines, so nothing on its page can be sent.`;
+    if (req.headers['hx-request'] === 'true') return sendFragment(reply, html`<span class="badge bad" data-gone="${words}">This line was deleted</span>`);
+    return sendPage(
+      req,
+      reply,
+      { title: 'This line was deleted', clienteId: cid, current: 'celulares' },
+      html`<p class="error" role="alert">${words}</p>
+        <p class="actions"><a class="button" href="/panel/c/${cid}/celulares">Back to the lines</a></p>`,
+      404,
+    );
+  });
 }

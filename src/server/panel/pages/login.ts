@@ -1,22 +1,39 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { signIn, signOut } from '../../../core/panel-sessions.js';
-import { PANEL_SESSION } from '../../../core/panel-sessions.js';
-import { SESSION_COOKIE, cookieOptions, flash, panelOf, redirect, signedIn } from '../context.js';
+import { PANEL_SESSION, SESSION_ENDS, signIn, signOut, type SessionEnd } from '../../../core/panel-sessions.js';
+import { SESSION_COOKIE, cookieOptions, flash, panelOf, panelPath, redirect, signedIn } from '../context.js';
 import { field, formErrorsOf, formValues, generalError, NO_ERRORS, type FormErrors } from '../forms.js';
 import { html } from '../html.js';
 import { sendPage } from '../layout.js';
 import type { PanelDeps } from '../index.js';
 
-/** Only a panel path of ours is a place to go back to after signing in (never another site). */
-const safeNext = (next: unknown): string =>
-  typeof next === 'string' && /^\/panel\/(?!\/)[^\\\s]*$/.test(next) && !next.startsWith('/panel/login') ? next : '/panel/';
+const safeNext = (next: unknown): string => panelPath(next) ?? '/panel/';
+
+/** Why the session ended, in words (`fin` of the redirect that brought the person here). */
+const ENDED: Record<SessionEnd, string> = {
+  credential: 'the key or token it was opened with was rotated or removed. Sign in with the new one.',
+  idle: `it expired after ${PANEL_SESSION.idleMs / 60_000} minutes idle.`,
+  absolute: `sessions last ${PANEL_SESSION.absoluteMs / 3_600_000} hours from signing in.`,
+  signed_out: 'you signed out (in this tab or another).',
+};
+
+/** What the sign-in page says about the session that ended and the change it lost, if anything. */
+function endedNotice(q: Record<string, unknown>) {
+  const fin = SESSION_ENDS.find((e) => e === q.fin);
+  const lost = q.perdido === '1';
+  if (!fin && !lost) return html``;
+  return html`<div class="notice" role="alert">
+    ${fin ? html`<p>Your session ended: ${ENDED[fin]}</p>` : ''}
+    ${lost ? html`<p><strong>Your change was not saved.</strong> Sign in, and you return to the page to make it again.</p>` : html`<p>Sign in, and you return to the page you were on.</p>`}
+  </div>`;
+}
 
 function loginForm(req: FastifyRequest, reply: FastifyReply, next: string, errors: FormErrors, status = 200) {
   return sendPage(
     req,
     reply,
     { title: 'Sign in' },
-    html`<p>Sign in with the operator token, a client key (<code>WAC_...</code>) or a celular key (<code>WA_...</code>).</p>
+    html`${endedNotice(req.method === 'GET' ? (req.query as Record<string, unknown>) : {})}
+      <p>Sign in with the operator token, a client key (<code>WAC_...</code>) or a celular key (<code>WA_...</code>).</p>
       ${generalError(errors)}
       <form method="post" action="/panel/login" class="card narrow">
         <input type="hidden" name="next" value="${next}" />

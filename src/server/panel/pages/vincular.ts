@@ -9,7 +9,7 @@ import { csrfField, formValues } from '../forms.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
-import { estadoBadge, lineUrl, pathId, statusBadge } from './lines-common.js';
+import { estadoBadge, lineGoneHandler, lineUrl, pathId, statusBadge } from './lines-common.js';
 
 /**
  * /panel/c/:cid/celulares/:id/vincular: linking a line to WhatsApp, by QR or
@@ -81,6 +81,7 @@ function linkPage(req: FastifyRequest, reply: FastifyReply, cid: number, row: Ce
 }
 
 export default async function vincularPages(app: FastifyInstance, { core }: PanelDeps) {
+  lineGoneHandler(app);
   const pre = { preHandler: signedIn(core) };
 
   app.get<{ Params: Params }>('/c/:cid/celulares/:id/vincular', pre, async (req, reply) => {

@@ -2,8 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientPrincipal } from '../../../core/auth.js';
 import { AppError } from '../../../core/errors.js';
 import { FIELD_LIMITS } from '../../../core/limits.js';
+import { WEBHOOK_SECRET_RULE } from '../../../core/webhook-secret.js';
 import type { EntregaView } from '../../../core/views.js';
-import { deleteWebhook, EVENT_KINDS, getWebhook, setWebhook } from '../../../webhooks/config.js';
+import { deleteWebhook, EVENT_KINDS, getWebhook, restoreWebhook, setWebhook } from '../../../webhooks/config.js';
 import { listDeliveries, redeliver, sendTestEvent } from '../../../webhooks/deliveries.js';
 import { generateSecret } from '../../../webhooks/sign.js';
 import { clientScope, flash, redirect, signedIn } from '../context.js';
@@ -11,6 +12,7 @@ import { csrfField, errorText, field, formErrorsOf, formValues, generalError, NO
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
+import { redirectToOnce } from '../shown-once.js';
 import { cidOf, cut, listTable } from '../listing.js';
 
 /**
@@ -41,11 +43,14 @@ interface View {
   /** What was typed, on a refused save. */
   values?: Record<string, string>;
   eventos?: string[];
-  /** A secret just generated: shown on this answer only. */
-  secret?: string;
-  notice?: string;
+  /** A refused delete (its typed confirmation) or restore: its error, beside its own form. */
+  del?: { values: Record<string, string>; errors: FormErrors };
+  restore?: FormErrors;
   status?: number;
 }
+
+/** What the delete form asks to be typed. */
+const DELETE_WORD = 'delete';
 
 function badge(estado: string): Html {
   const tone = estado === 'fallido' ? 'bad' : estado === 'pendiente' ? 'warn' : 'ok';
@@ -130,18 +135,12 @@ async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: Fastif
         <dd>${cfg.updated_at}</dd>
       </dl>`
     : html`<p class="empty">No webhook yet. Set a URL below to receive this client's events.</p>`;
-  const secretShown = v.secret
-    ? html`<div class="card" role="status">
-        <p><strong>The signing secret.</strong> Copy it now into your receiver: it is not shown again. A new save with "Generate" replaces it.</p>
-        <p><code id="new-key" class="secret">${v.secret}</code> <button type="button" data-copy="new-key">Copy</button></p>
-      </div>`
-    : '';
+  const delErrors = v.del?.errors ?? NO_ERRORS;
   return sendPage(
     req,
     reply,
     { title: 'Webhook', clienteId: cid, current: 'webhook' },
-    html`${v.notice ? html`<p class="notice" role="status">${v.notice}</p>` : ''} ${secretShown}
-      <h2>Configuration</h2>
+    html`<h2>Configuration</h2>
       ${current}
       <form method="post" action="/panel/c/${cid}/webhook" class="card" aria-label="Set the webhook">
         ${csrfField(req)} ${generalError(errors)}
@@ -154,27 +153,38 @@ async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: Fastif
             value: values.secret_modo === 'propio' ? values.secret : undefined,
             maxlength: FIELD_LIMITS.webhookSecret,
             autocomplete: 'off',
-            hint: 'Only with "Use the secret typed below": printable ASCII, no spaces, 24 characters or more',
+            hint: `Only with "Use the secret typed below": ${WEBHOOK_SECRET_RULE}`,
           },
           errors,
         )}
         ${eventosField(checked, errors)}
         <label class="check"><input type="checkbox" name="activo" value="1" ${values.activo === undefined || values.activo === '1' ? html`checked` : ''} /> Active (activo)</label>
-        <p class="hint">Saving replaces the whole configuration (the secret only when you choose a new one or none); the one replaced can be restored with the API (webhook_restaurar).</p>
+        <p class="hint">Saving replaces the whole configuration (the secret only when you choose a new one or none); the one replaced can be restored below.</p>
         <button type="submit">Save webhook</button>
       </form>
       <div class="actions">
         <form method="post" action="/panel/c/${cid}/webhook/probar">
           ${csrfField(req)}<button type="submit" class="secondary">Send a test event</button>
         </form>
-        ${
-          cfg.configurado
-            ? html`<form method="post" action="/panel/c/${cid}/webhook/eliminar">
-              ${csrfField(req)}<button type="submit" class="danger">Delete the webhook</button>
-            </form>`
-            : ''
-        }
       </div>
+      <h2>Restore</h2>
+      ${generalError(v.restore ?? NO_ERRORS)}
+      <form method="post" action="/panel/c/${cid}/webhook/restaurar" class="card narrow">
+        ${csrfField(req)}
+        <p>Puts back the configuration the last save or delete replaced (its URL, events and secret); the current one, if any, can then be restored in turn.</p>
+        <button type="submit" class="secondary">Restore the previous configuration</button>
+      </form>
+      ${
+        cfg.configurado
+          ? html`<h2>Delete</h2>
+            <form method="post" action="/panel/c/${cid}/webhook/eliminar" class="card narrow danger-zone">
+              ${csrfField(req)} ${generalError(delErrors)}
+              <p>No more events are delivered once it is deleted. It can be restored above.</p>
+              ${field({ name: 'confirmacion', label: `Type ${DELETE_WORD} to confirm`, value: v.del?.values.confirmacion, autocomplete: 'off', confirm: DELETE_WORD }, delErrors)}
+              <button type="submit" class="danger">Delete the webhook</button>
+            </form>`
+          : ''
+      }
       ${deliveriesFragment(req, cid, entregas)}`,
     v.status ?? 200,
   );
@@ -224,12 +234,27 @@ export default async function webhookPages(app: FastifyInstance, deps: PanelDeps
         eventos: eventos.length > 0 ? eventos : undefined,
         activo: values.activo === '1',
       });
-      if (mode === 'generar' || r.aviso) {
-        const notice = r.aviso ? `Webhook saved. Note: ${r.aviso}.` : 'Webhook saved.';
-        return renderWebhook(deps, req, reply, cid, p, { notice, ...(mode === 'generar' ? { secret } : {}) });
-      }
-      flash(req, reply, 'Webhook saved.');
-      return redirect(req, reply, `/panel/c/${cid}/webhook`);
+      const notice = r.aviso ? `Webhook saved. Note: ${r.aviso}.` : 'Webhook saved.';
+      const page = `/panel/c/${cid}/webhook`;
+      // A generated secret exists in clear only now: kept for one read by the page this redirects to.
+      if (mode === 'generar')
+        return await redirectToOnce(
+          core,
+          req,
+          reply,
+          {
+            title: 'Webhook saved',
+            clienteId: cid,
+            current: 'webhook',
+            lead: notice,
+            secrets: [{ id: 'new-key', label: 'The signing secret', value: secret! }],
+            note: 'Copy it now into your receiver: it is shown once, here, and a reload does not show it again. A new save with "Generate" replaces it.',
+            links: [{ href: page, label: 'Back to the webhook' }],
+          },
+          page,
+        );
+      flash(req, reply, notice);
+      return redirect(req, reply, page);
     } catch (err) {
       const errors = formErrorsOf(err, FIELDS);
       const e = errors.general ?? Object.values(errors.fields)[0]!;
@@ -237,18 +262,24 @@ export default async function webhookPages(app: FastifyInstance, deps: PanelDeps
     }
   });
 
-  /** An action answered by the page: a notice after a redirect, or the page with the API's refusal. */
-  const action = (run: (p: ClientPrincipal, values: Record<string, string>) => Promise<string>) => async (req: FastifyRequest, reply: FastifyReply) => {
-    const { cid, p } = await scope(req);
-    try {
-      const notice = await run(p, formValues(req));
-      flash(req, reply, notice);
-      return redirect(req, reply, `/panel/c/${cid}/webhook`);
-    } catch (err) {
-      const errors = formErrorsOf(err, []);
-      return renderWebhook(deps, req, reply, cid, p, { errors, status: errors.general!.status });
-    }
-  };
+  /** An action answered by the page: a notice after a redirect, or the page with the API's refusal beside the action's form. */
+  const action =
+    (
+      run: (p: ClientPrincipal, values: Record<string, string>) => Promise<string>,
+      refused: (values: Record<string, string>, errors: FormErrors) => View = (_, errors) => ({ errors }),
+    ) =>
+    async (req: FastifyRequest, reply: FastifyReply) => {
+      const { cid, p } = await scope(req);
+      const values = formValues(req);
+      try {
+        const notice = await run(p, values);
+        flash(req, reply, notice);
+        return redirect(req, reply, `/panel/c/${cid}/webhook`);
+      } catch (err) {
+        const errors = formErrorsOf(err, ['confirmacion']);
+        return renderWebhook(deps, req, reply, cid, p, { ...refused(values, errors), status: (errors.general ?? Object.values(errors.fields)[0])!.status });
+      }
+    };
 
   app.post(
     '/c/:cid/webhook/probar',
@@ -261,10 +292,28 @@ export default async function webhookPages(app: FastifyInstance, deps: PanelDeps
   app.post(
     '/c/:cid/webhook/eliminar',
     opts,
-    action(async (p) => {
-      await deleteWebhook(core, p);
-      return 'Webhook removed: no more events are delivered.';
-    }),
+    action(
+      async (p, values) => {
+        // The typed confirmation is checked here too: a form sent without the page's script deletes nothing by mistake.
+        if ((values.confirmacion ?? '').trim() !== DELETE_WORD) throw new AppError('INVALID_PARAMS', `confirmacion: type ${DELETE_WORD} to delete the webhook`);
+        await deleteWebhook(core, p);
+        return 'Webhook removed: no more events are delivered. "Restore the previous configuration" puts it back.';
+      },
+      (values, errors) => ({ del: { values, errors } }),
+    ),
+  );
+  app.post(
+    '/c/:cid/webhook/restaurar',
+    opts,
+    action(
+      async (p) => {
+        const r = await restoreWebhook(core, p);
+        return r.configurado
+          ? `Webhook restored: events go to ${r.url} again.`
+          : 'Webhook restored: the earlier state had no webhook, so none is configured now.';
+      },
+      (_, errors) => ({ restore: errors }),
+    ),
   );
   app.post(
     '/c/:cid/webhook/reenviar',
