@@ -82,3 +82,24 @@ export function failingWebhooksSelect(ph: Placeholder): string {
           GROUP BY cliente_id ORDER BY COUNT(*) DESC, cliente_id LIMIT ${ph(1)}) f
     ORDER BY f.pendientes DESC, f.cliente_id`;
 }
+
+/**
+ * A message's story beyond its record (store mensajeHechos, D-98): its own
+ * row's claim and failure by its key, parameters (msg_id, cliente_id); its
+ * ledger rows by their motive (the motive index), parameters (charge motive,
+ * refund motive, cliente_id). Both bounded: one row, and a few.
+ */
+export function hechosSelect(ph: Placeholder): string {
+  return `SELECT nodo, reclamado_at, error_at FROM mensajes WHERE msg_id = ${ph(1)} AND cliente_id = ${ph(2)}`;
+}
+export function movimientosDeMensajeSelect(ph: Placeholder): string {
+  return `SELECT fecha, monto, saldo_resultante, motivo, celular_id FROM movimientos_saldo
+    WHERE motivo IN (${ph(1)}, ${ph(2)}) AND cliente_id = ${ph(3)} ORDER BY id LIMIT 4`;
+}
+
+/** A message's deliveries' columns (store entregasDeMensaje), the event's sequence first. */
+export const ENTREGA_DE_MENSAJE_COLS = 'seq, evento, data, fecha, entrega, intentos, entregado_at, ultimo_status, ultima_duracion_ms, ultimo_nodo';
+/** A delivery's failed attempts, first ones first, bounded; parameters (the event's id, the bound). */
+export function fallidosSelect(ph: Placeholder): string {
+  return `SELECT n, fecha, status, duracion_ms, error, nodo FROM webhook_intentos WHERE entrega_id = ${ph(1)} ORDER BY n LIMIT ${ph(2)}`;
+}
