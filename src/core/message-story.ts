@@ -59,8 +59,9 @@ export function buildStory(m: MensajeRow, h: MensajeHechos | null, entregas: Ent
     const paso = mv.motivo === chargeMotivo(m.msg_id) ? 'cobro' : mv.motivo === refundMotivo(m.msg_id) ? 'reembolso' : null;
     if (paso) add(paso, mv.fecha, null, { monto: mv.monto, saldo: mv.saldo_resultante, balance: mv.celular_id === null ? 'global' : 'celular' });
   }
-  if (h?.reclamado_at != null) add('reclamado', h.reclamado_at, nodo, { reintentos: m.intentos });
-  if (m.enviado_at !== null) add('enviado', m.enviado_at, m.modo === 'cola' ? nodo : null, { gateway_msg_id: m.gateway_msg_id });
+  // The last claim: a retried send's earlier claims are not kept (the send's attempts count them, `intentos`).
+  if (h?.reclamado_at != null) add('reclamado', h.reclamado_at, nodo, {});
+  if (m.enviado_at !== null) add('enviado', m.enviado_at, m.modo === 'cola' ? nodo : null, { gateway_msg_id: m.gateway_msg_id, intentos: m.intentos });
   if (m.entregado_at !== null) add('entregado', m.entregado_at, null, {});
   if (m.leido_at !== null) add('leido', m.leido_at, null, {});
   if (m.estado === 'error') add('error', h?.error_at ?? null, null, { error_clase: m.error_clase, error: m.error });
@@ -132,9 +133,9 @@ export function detalleText(s: Pick<StoryStep, 'paso' | 'detalle'>): string {
     case 'reembolso':
       return `${Number(d.monto) > 0 ? '+' : ''}${d.monto} on the ${d.balance} balance, now ${d.saldo}`;
     case 'reclamado':
-      return Number(d.reintentos) > 0 ? `after ${d.reintentos} retries` : 'by the queue worker';
+      return 'by the queue worker';
     case 'enviado':
-      return d.gateway_msg_id ? `gateway id ${d.gateway_msg_id}` : 'sent';
+      return `${d.gateway_msg_id ? `gateway id ${d.gateway_msg_id}` : 'sent'}${Number(d.intentos) > 1 ? ` (attempt ${d.intentos})` : ''}`;
     case 'entregado':
       return 'delivery receipt';
     case 'leido':
