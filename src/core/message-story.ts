@@ -121,6 +121,9 @@ export async function mensajeStory(core: Core, p: ClientPrincipal, msgId: string
   return { mensaje: mensajeView(m), ...buildStory(m, h, entregas) };
 }
 
+/** A node's id as people compare it in a table: its first 8 characters (the answer's JSON has it whole). */
+export const nodoCorto = (nodo: string): string => nodo.slice(0, 8);
+
 /** A step's detail in a line of words, for the CLI's table and the panel. */
 export function detalleText(s: Pick<StoryStep, 'paso' | 'detalle'>): string {
   const d = s.detalle;
@@ -128,7 +131,7 @@ export function detalleText(s: Pick<StoryStep, 'paso' | 'detalle'>): string {
     case 'aceptado':
       return `${d.tipo ?? ''} to ${d.destinatario ?? ''} (${d.modo === 'cola' ? 'queued' : 'direct'})`;
     case 'encolado':
-      return 'in its line\'s queue';
+      return "in its line's queue";
     case 'cobro':
     case 'reembolso':
       return `${Number(d.monto) > 0 ? '+' : ''}${d.monto} on the ${d.balance} balance, now ${d.saldo}`;
