@@ -49,7 +49,7 @@ it("exit 4 for another client's message and for an unknown id, the reason on std
   expect((await cli.run(['mensaje'], { env: { PASARELA_KEY: a.clientKey } })).exitCode).toBe(2);
 });
 
-it('--timeline on a terminal: the record, then a table of its story (time with its zone, step, node, detail); --json is the server\'s answer', async () => {
+it("--timeline on a terminal: the record, then a table of its story (time with its zone, step, node, detail); --json is the server's answer", async () => {
   const r = await send(s, a, '/api/mensaje_enviar_texto.php', { destinatario: numeroNuevo(), mensaje: 'historia cli' });
   const id = r.body.msg_id as string;
   await waitEstado(s, id, 'leido');

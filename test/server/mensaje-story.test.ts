@@ -80,7 +80,7 @@ function storySuite(dialect: string, start: () => Promise<{ s: TestServer; R: Re
     expect(sent).toMatchObject({ nodo: claimed!.nodo, detalle: { gateway_msg_id: body.mensaje.gateway_msg_id, intentos: 1 } });
     expect(steps(body, 'cobro')[0]!.detalle).toEqual({ monto: -1, saldo: expect.any(Number), balance: expect.stringMatching(/^(celular|global)$/) });
     // The first delivery failed once (500) then was taken (200): two attempts of one delivery, in order, each with its node.
-    const hooks = steps(body, "webhook");
+    const hooks = steps(body, 'webhook');
     const first = hooks.filter((h) => h.detalle.entrega === hooks[0]!.detalle.entrega);
     expect(first.map((h) => [h.detalle.intento, h.detalle.status])).toEqual([
       [1, 500],
