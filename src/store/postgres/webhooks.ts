@@ -345,11 +345,15 @@ export function webhooks(db: Db): WebhooksStore {
      * bounded range of the attempts' index per delivery.
      */
     async entregasDeMensaje(clienteId: number, msgId: string, max: { entregas: number; intentos: number }): Promise<EntregaDeMensaje[]> {
-      const rows = await db.q<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number }>(
-        `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos WHERE (data::json ->> 'msg_id') = $1 AND entrega IS NOT NULL AND cliente_id = $2
-         ORDER BY seq LIMIT $3`,
-        [msgId, clienteId, max.entregas + 1],
-      );
+      // No other column in the filter nor an order: the index is the only path (the client's, or the key's in order, would read the log).
+      const rows = (
+        await db.q<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>(
+          `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos WHERE (data::json ->> 'msg_id') = $1 AND entrega IS NOT NULL LIMIT $2`,
+          [msgId, max.entregas + 1],
+        )
+      )
+        .filter((r) => Number(r.cliente_id) === clienteId)
+        .sort((x, y) => Number(x.seq) - Number(y.seq));
       if (rows.length === 0) return [];
       const p = await prefix();
       const ids = rows.map((r) => eventId(p, r.seq));
@@ -358,7 +362,7 @@ export function webhooks(db: Db): WebhooksStore {
          CROSS JOIN LATERAL (SELECT * FROM webhook_intentos WHERE entrega_id = e.id ORDER BY n LIMIT $2) i`,
         [ids.slice(0, max.entregas), max.intentos],
       );
-      return rows.map(({ seq: _seq, ...r }, i) => ({
+      return rows.map(({ seq: _seq, cliente_id: _c, ...r }, i) => ({
         id: ids[i]!,
         ...r,
         fallidos: attempts.filter((a) => a.entrega_id === ids[i]).map(({ entrega_id: _e, ...a }) => a),

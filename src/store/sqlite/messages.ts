@@ -6,6 +6,7 @@ import {
   hechosSelect,
   movementInsert,
   movimientosDeMensajeSelect,
+  ownMovimientos,
   pendingDown,
   receiptStepUpdate,
   slotSet,
@@ -248,8 +249,10 @@ export function messages(db: DB): MessagesOwn {
     async mensajeHechos(clienteId: number, msgId: string): Promise<MensajeHechos | null> {
       const own = stmt(db, hechosSelect(ph)).get(msgId, clienteId) as Omit<MensajeHechos, 'movimientos'> | undefined;
       if (!own) return null;
-      const movimientos = stmt(db, movimientosDeMensajeSelect(ph)).all(recipe.chargeMotivo(msgId), recipe.refundMotivo(msgId), clienteId) as MensajeHechos['movimientos'];
-      return { ...own, movimientos };
+      const rows = stmt(db, movimientosDeMensajeSelect(ph)).all(recipe.chargeMotivo(msgId), recipe.refundMotivo(msgId)) as Array<
+        MensajeHechos['movimientos'][number] & { id: number; cliente_id: number }
+      >;
+      return { ...own, movimientos: ownMovimientos(rows, clienteId) };
     },
     async getMensajeByGatewayId(gid: string): Promise<MensajeRow | null> {
       return (

@@ -278,14 +278,23 @@ export function webhooks(db: DB): WebhooksStore {
         return { ...e, intentos_detalle: withDelivered(e, r, attempts.all(e.id) as IntentoRow[]) };
       });
     },
-    /** Through the log's index by the data's msg_id (migration 22): the same expression as the index's. */
+    /**
+     * Through the log's index by the data's msg_id (migration 22), named: the
+     * same expression as the index's, and nothing else a planner could take
+     * instead (the client's index would read its whole log). Within one key
+     * the index holds its rows in log order.
+     */
     async entregasDeMensaje(clienteId: number, msgId: string, max: { entregas: number; intentos: number }): Promise<EntregaDeMensaje[]> {
-      const rows = stmt(
-        db,
-        `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos WHERE json_extract(data, '$.msg_id') = ? AND entrega IS NOT NULL AND cliente_id = ? ORDER BY seq LIMIT ?`,
-      ).all(msgId, clienteId, max.entregas + 1) as Array<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number }>;
+      const rows = (
+        stmt(
+          db,
+          `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos INDEXED BY eventos_mensaje WHERE json_extract(data, '$.msg_id') = ? AND entrega IS NOT NULL LIMIT ?`,
+        ).all(msgId, max.entregas + 1) as Array<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>
+      )
+        .filter((r) => r.cliente_id === clienteId)
+        .sort((x, y) => x.seq - y.seq);
       const fallidos = stmt(db, fallidosSelect(ph));
-      return rows.map(({ seq, ...r }, i) => {
+      return rows.map(({ seq, cliente_id: _c, ...r }, i) => {
         const id = eventId(prefix, seq);
         return { id, ...r, fallidos: i < max.entregas ? (fallidos.all(id, max.intentos) as EntregaDeMensaje['fallidos']) : [] };
       });
