@@ -1,8 +1,14 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
+import { chargeMotivo, refundMotivo } from '../../src/core/recipes.js';
 import type { StoryStep } from '../../src/core/message-story.js';
+import { ph } from '../../src/store/postgres/db.js';
+import { ENTREGAS_DE_MENSAJE, FALLIDOS_DE_ENTREGAS } from '../../src/store/postgres/webhooks.js';
+import { movimientosDeMensajeSelect } from '../../src/store/recipe-sql.js';
+import { pgSchema } from '../contract/adapters.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { describeWith, postgres } from '../helpers/services.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { until } from '../helpers/poll.js';
 import { admin, link, linkedLine, numeroNuevo, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
@@ -158,4 +164,96 @@ describe('GET /api/mensaje.php?timeline=1 (SQLite)', () => {
 describeWith(postgres, 'GET /api/mensaje.php?timeline=1 (PostgreSQL)', () => {
   const start = pgServersWithReceiver();
   storySuite('PostgreSQL', () => start(SERVE));
+});
+
+/**
+ * The story's reads on PostgreSQL among 200,000 ledger rows, 200,000
+ * delivered events and 200,000 failed attempts of other messages of the same
+ * client: each statement's plan is an index scan by the message's id (never
+ * the client's index, never a sequential scan), and the story is as on an
+ * empty store.
+ */
+describeWith(postgres, "a message's story among 200,000 ledger rows and deliveries (PostgreSQL)", () => {
+  let s: TestServer;
+  let R: Receiver;
+  let url: string;
+  let drop: () => Promise<void>;
+  let a: Line;
+
+  beforeAll(async () => {
+    const schema = await pgSchema();
+    drop = schema.drop;
+    url = schemaUrl(schema.schema);
+    R = await startReceiver(200);
+    s = await startTestServer({ ...SERVE, store: url });
+    a = await linkedLine(s, { saldo: 20 });
+    expectOk(await setWebhook(s, a.clientKey, { url: `${R.url}/plan`, eventos: ['message.status'] }));
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query(
+        `INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
+         SELECT 1700000000000 + g, $1, NULL, -1, 0, 'envio ' || md5(g::text)::uuid::text, 'sistema' FROM generate_series(1, 200000) g`,
+        [a.clienteId],
+      );
+      await c.query(
+        `INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at)
+         SELECT $1, $2, 'message.status', json_build_object('msg_id', md5(g::text)::uuid::text, 'estado', 'enviado')::text, 1700000000000 + g,
+                'entregado', 2, 1700000000000 + g, 1700000000000 + g
+         FROM generate_series(1, 200000) g`,
+        [a.clienteId, a.celularId],
+      );
+      await c.query(
+        `INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error)
+         SELECT 'evt_0000000' || lpad(to_hex(g), 25, '0'), 1, 1700000000000 + g, 500, 5, 'HTTP 500' FROM generate_series(1, 200000) g`,
+      );
+      await c.query('ANALYZE movimientos_saldo');
+      await c.query('ANALYZE eventos');
+      await c.query('ANALYZE webhook_intentos');
+    } finally {
+      await c.end();
+    }
+  }, 600_000);
+  afterAll(async () => {
+    await s?.stop();
+    await R?.close();
+    await drop?.();
+  });
+
+  it('each read of the story is an index scan by the message\'s id, and the story is whole (PostgreSQL)', async () => {
+    const r = await send(s, a, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('entre muchos') });
+    const id = r.body.msg_id as string;
+    await waitEstado(s, id, 'leido');
+    const t = await until(
+      async () => {
+        const x = await api(s.url, 'GET', `${PATH}?msg_id=${id}&timeline=1`, { key: a.clientKey });
+        return (x.body.timeline as StoryStep[]).some((y) => y.paso === 'webhook' && y.detalle.estado === 'leido') && x;
+      },
+      { what: 'the read receipt delivered', timeoutMs: 20_000 },
+    );
+    expect((t.body.timeline as StoryStep[]).map((x) => x.paso).filter((p) => p !== 'webhook')).toEqual([
+      'aceptado',
+      'cobro',
+      'encolado',
+      'reclamado',
+      'enviado',
+      'entregado',
+      'leido',
+    ]);
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      const plan = async (sql: string, params: unknown[]) =>
+        JSON.stringify((await c.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)).rows[0]['QUERY PLAN']);
+      const ledger = await plan(movimientosDeMensajeSelect(ph), [chargeMotivo(id), refundMotivo(id)]);
+      expect(ledger).toContain('"Index Name":"movimientos_motivo"');
+      const deliveries = await plan(ENTREGAS_DE_MENSAJE, [id, 11]);
+      expect(deliveries).toContain('"Index Name":"eventos_mensaje"');
+      const attempts = await plan(FALLIDOS_DE_ENTREGAS, [['evt_x', 'evt_y'], 10]);
+      expect(attempts).toContain('"Index Name":"webhook_intentos_entrega"');
+      for (const p of [ledger, deliveries, attempts]) expect(p).not.toContain('Seq Scan');
+    } finally {
+      await c.end();
+    }
+  });
 });

@@ -24,6 +24,18 @@ import { ENTREGA_DE_MENSAJE_COLS, escuchaInsert, escuchaValues, failingWebhooksS
 
 type WebhookRow = StoredWebhook & { activo: boolean; prev: string | null };
 
+/**
+ * A message's deliveries (entregasDeMensaje), parameters (msg_id, bound): by
+ * the log's index on the data's msg_id (migration 18), its expression as
+ * written there, with no other column in the filter nor an order, so the
+ * index is the only path (the client's, or the key's in order, would read the
+ * log). Then each one's first failed attempts, parameters (ids, bound): a
+ * bounded range of the attempts' index per delivery.
+ */
+export const ENTREGAS_DE_MENSAJE = `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos WHERE (data::json ->> 'msg_id') = $1 AND entrega IS NOT NULL LIMIT $2`;
+export const FALLIDOS_DE_ENTREGAS = `SELECT i.entrega_id, i.n, i.fecha, i.status, i.duracion_ms, i.error, i.nodo FROM unnest($1::text[]) AS e(id)
+  CROSS JOIN LATERAL (SELECT * FROM webhook_intentos WHERE entrega_id = e.id ORDER BY n LIMIT $2) i`;
+
 /** What a delivery row is to its readers: the claim columns are the dispatcher's business only. */
 const ENTREGA_COLS = 'seq, cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at, ultimo_error';
 const EVENT_COLS = 'seq, cliente_id, celular_id, evento, data, fecha';
@@ -345,23 +357,15 @@ export function webhooks(db: Db): WebhooksStore {
      * bounded range of the attempts' index per delivery.
      */
     async entregasDeMensaje(clienteId: number, msgId: string, max: { entregas: number; intentos: number }): Promise<EntregaDeMensaje[]> {
-      // No other column in the filter nor an order: the index is the only path (the client's, or the key's in order, would read the log).
       const rows = (
-        await db.q<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>(
-          `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos WHERE (data::json ->> 'msg_id') = $1 AND entrega IS NOT NULL LIMIT $2`,
-          [msgId, max.entregas + 1],
-        )
+        await db.q<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>(ENTREGAS_DE_MENSAJE, [msgId, max.entregas + 1])
       )
         .filter((r) => Number(r.cliente_id) === clienteId)
         .sort((x, y) => Number(x.seq) - Number(y.seq));
       if (rows.length === 0) return [];
       const p = await prefix();
       const ids = rows.map((r) => eventId(p, r.seq));
-      const attempts = await db.q<EntregaDeMensaje['fallidos'][number] & { entrega_id: string }>(
-        `SELECT i.entrega_id, i.n, i.fecha, i.status, i.duracion_ms, i.error, i.nodo FROM unnest($1::text[]) AS e(id)
-         CROSS JOIN LATERAL (SELECT * FROM webhook_intentos WHERE entrega_id = e.id ORDER BY n LIMIT $2) i`,
-        [ids.slice(0, max.entregas), max.intentos],
-      );
+      const attempts = await db.q<EntregaDeMensaje['fallidos'][number] & { entrega_id: string }>(FALLIDOS_DE_ENTREGAS, [ids.slice(0, max.entregas), max.intentos]);
       return rows.map(({ seq: _seq, cliente_id: _c, ...r }, i) => ({
         id: ids[i]!,
         ...r,
