@@ -220,7 +220,7 @@ describeWith(postgres, "a message's story among 200,000 ledger rows and deliveri
     await drop?.();
   });
 
-  it('each read of the story is an index scan by the message\'s id, and the story is whole (PostgreSQL)', async () => {
+  it("each read of the story is an index scan by the message's id, and the story is whole (PostgreSQL)", async () => {
     const r = await send(s, a, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('entre muchos') });
     const id = r.body.msg_id as string;
     await waitEstado(s, id, 'leido');
@@ -243,8 +243,7 @@ describeWith(postgres, "a message's story among 200,000 ledger rows and deliveri
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     try {
-      const plan = async (sql: string, params: unknown[]) =>
-        JSON.stringify((await c.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)).rows[0]['QUERY PLAN']);
+      const plan = async (sql: string, params: unknown[]) => JSON.stringify((await c.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)).rows[0]['QUERY PLAN']);
       const ledger = await plan(movimientosDeMensajeSelect(ph), [chargeMotivo(id), refundMotivo(id)]);
       expect(ledger).toContain('"Index Name":"movimientos_motivo"');
       const deliveries = await plan(ENTREGAS_DE_MENSAJE, [id, 11]);
