@@ -58,7 +58,6 @@ it("--timeline on a terminal: the record, then a table of its story (time with i
     http: injectTransport(s.app),
   });
   expect(code, fake.stderr()).toBe(0);
-  // eslint-disable-next-line no-control-regex
   const out = fake.stdout().replace(/\x1b\[[0-9;]*m/g, '');
   expect(out).toMatch(new RegExp(`msg_id +${id}`));
   const rows = out.split('\n').filter((l) => /^│ \d{4}-/.test(l));

@@ -206,9 +206,9 @@ it('serves every per-request and per-message path with an index, on a store with
   const refused = /msg_id ([0-9a-f-]{36})/.exec(
     (await send(s, a, '/api/mensaje_enviar_texto.php', { destinatario: '525598772222', mensaje: 'falla y se reembolsa', directo: 1 })).body.error,
   )![1]!;
-  expect((await api(s.url, 'GET', `/api/mensaje.php?msg_id=${refused}&timeline=1`, { key: a.clientKey })).body.timeline.map((t: { paso: string }) => t.paso)).toContain(
-    'reembolso',
-  );
+  expect(
+    (await api(s.url, 'GET', `/api/mensaje.php?msg_id=${refused}&timeline=1`, { key: a.clientKey })).body.timeline.map((t: { paso: string }) => t.paso),
+  ).toContain('reembolso');
   // Inbox pages with each filter and combination, and the retention's purge.
   const de = '&remitente=525520000007';
   for (const q of [

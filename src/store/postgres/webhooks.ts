@@ -357,15 +357,16 @@ export function webhooks(db: Db): WebhooksStore {
      * bounded range of the attempts' index per delivery.
      */
     async entregasDeMensaje(clienteId: number, msgId: string, max: { entregas: number; intentos: number }): Promise<EntregaDeMensaje[]> {
-      const rows = (
-        await db.q<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>(ENTREGAS_DE_MENSAJE, [msgId, max.entregas + 1])
-      )
+      const rows = (await db.q<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>(ENTREGAS_DE_MENSAJE, [msgId, max.entregas + 1]))
         .filter((r) => Number(r.cliente_id) === clienteId)
         .sort((x, y) => Number(x.seq) - Number(y.seq));
       if (rows.length === 0) return [];
       const p = await prefix();
       const ids = rows.map((r) => eventId(p, r.seq));
-      const attempts = await db.q<EntregaDeMensaje['fallidos'][number] & { entrega_id: string }>(FALLIDOS_DE_ENTREGAS, [ids.slice(0, max.entregas), max.intentos]);
+      const attempts = await db.q<EntregaDeMensaje['fallidos'][number] & { entrega_id: string }>(FALLIDOS_DE_ENTREGAS, [
+        ids.slice(0, max.entregas),
+        max.intentos,
+      ]);
       return rows.map(({ seq: _seq, cliente_id: _c, ...r }, i) => ({
         id: ids[i]!,
         ...r,

@@ -75,7 +75,12 @@ export function queue(db: DB): QueueStore {
           const hit = capHit(db, m.celular_id, slot, now);
           if (hit) return { ok: false, reason: 'cap', ...hit };
           const taken = slotOn('claim', slot.holdUntil);
-          stmt(db, `UPDATE mensajes SET ${slotSet(taken, '@until')}, nodo = @nodo, reclamado_at = @now WHERE msg_id = @msgId`).run({ until: slotTime(taken), msgId, nodo, now });
+          stmt(db, `UPDATE mensajes SET ${slotSet(taken, '@until')}, nodo = @nodo, reclamado_at = @now WHERE msg_id = @msgId`).run({
+            until: slotTime(taken),
+            msgId,
+            nodo,
+            now,
+          });
           pruneSlots(db, m.celular_id, now);
           keepSlot(db, { msg_id: msgId, celular_id: m.celular_id, cupo_at: slotTime(taken) });
           return { ok: true };
