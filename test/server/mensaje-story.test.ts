@@ -136,7 +136,11 @@ function storySuite(dialect: string, start: () => Promise<{ s: TestServer; R: Re
     const foreign = await story(other.clientKey, id);
     expectError(foreign, 404, 611);
     expectError(await story(a.clientKey, '01a21b3d-2a89-7ea1-83be-22d9f67523ae'), 404, 611);
-    expectError(await story(a.clientKey, id, '&timeline=yes'), 400);
+    const bad = await story(a.clientKey, id, '&timeline=yes');
+    expectError(bad, 400);
+    // Said in words, naming the parameter; never a stack.
+    expect(bad.body.error).toContain('timeline');
+    expect(bad.text).not.toMatch(/\bat \w+ \(/);
     expectError(await story(a.clientKey, id, '&timeline=2'), 400);
     expectError(await story('WA_999_nope', id), 401);
     for (const extra of ['', '&timeline=0']) {
