@@ -149,7 +149,7 @@ _pasarela() {
     ['_ send video']='--directo --celular --retry --idempotency-key --wait-window --max-wait --wait --timeout --caption'
     ['_ send sticker']='--directo --celular --retry --idempotency-key --wait-window --max-wait --wait --timeout'
     ['_ send bulk']='--text --text-column --to-column --media-column --media-type --delimiter --celular --directo --dry-run --concurrency --retry'
-    ['_ mensaje']=''
+    ['_ mensaje']='--timeline'
     ['_ admin']='--admin-token --data-dir'
     ['_ admin client']=''
     ['_ admin client create']='--nombre --email --plan --max-celulares --saldo'

@@ -297,6 +297,7 @@ complete -c pasarela -n '__pasarela_under "send bulk"' -l dry-run -d 'check the 
 complete -c pasarela -n '__pasarela_under "send bulk"' -l concurrency -r -f -d 'rows sent at once'
 complete -c pasarela -n '__pasarela_under "send bulk"' -l retry -r -f -d 'retries of a row on 5xx or a lost connection (a 429 is waited out as its retry_after says)'
 complete -c pasarela -n '__pasarela_arg "mensaje" 0' -f -d 'the id a send printed'
+complete -c pasarela -n '__pasarela_under "mensaje"' -l timeline -d 'then its story: accepted, claimed (node), sent, receipts, charge and refund, every webhook attempt'
 complete -c pasarela -n '__pasarela_is "admin"' -f -a 'client' -d 'client accounts'
 complete -c pasarela -n '__pasarela_is "admin"' -f -a 'balance' -d 'balances'
 complete -c pasarela -n '__pasarela_is "admin"' -f -a 'celular' -d 'operator actions on celulares'

@@ -253,6 +253,8 @@ function startMonitor(root) {
 
 document.addEventListener('DOMContentLoaded', () => {
   for (const root of document.querySelectorAll('[data-monitor]')) startMonitor(root);
+});
+
 // A form being sent: its button is disabled until the answer comes (a second click would send it again; the server
 // acts once anyway, D-90). Disabled after the submit, so the button's own name and value still go with the form.
 document.addEventListener('submit', (event) => {

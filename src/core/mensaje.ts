@@ -2,6 +2,7 @@ import type { ClientPrincipal } from './auth.js';
 import type { Core } from './context.js';
 import { AppError, fail } from './errors.js';
 import { mensajeView, type MensajeView } from './historial.js';
+import type { MensajeRow } from './ports/model.js';
 
 /** The longest msg_id looked up: ids are UUIDs (36); anything longer is bad input, not a miss. */
 const MSG_ID_MAX = 64;
@@ -13,6 +14,11 @@ const MSG_ID_MAX = 64;
  * never tells a stranger that it exists. One primary-key read.
  */
 export async function mensajeById(core: Core, p: ClientPrincipal, msgId: string): Promise<MensajeView> {
+  return mensajeView(await mensajeRowById(core, p, msgId));
+}
+
+/** The stored row under the same rules (its story reads more of it). */
+export async function mensajeRowById(core: Core, p: ClientPrincipal, msgId: string): Promise<MensajeRow> {
   const id = msgId.trim();
   if (id.length === 0 || id.length > MSG_ID_MAX) fail('INVALID_PARAMS', `msg_id: the id a send answered (1 to ${MSG_ID_MAX} characters) is required`);
   const m = await core.store.getMensaje(id);
@@ -20,5 +26,5 @@ export async function mensajeById(core: Core, p: ClientPrincipal, msgId: string)
   if (p.kind === 'celular' && m.celular_id !== p.celular.id) {
     throw new AppError('FORBIDDEN', `this celular key may read only the messages of celular ${p.celular.id}`);
   }
-  return mensajeView(m);
+  return m;
 }

@@ -160,8 +160,9 @@ async function principalOf(core: Core, s: PanelSession): Promise<Principal | nul
  */
 export async function sessionHolds(core: Core, id: string): Promise<boolean> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(id)) return false;
-  const session = await core.store.kvGet<PanelSession>(PANEL_SESSION.namespace, storeKey(id));
-  if (!session || core.clock.now() >= expiryOf(session)) return false;
+  const session = await core.store.kvGet<PanelSession | EndedSession>(PANEL_SESSION.namespace, storeKey(id));
+  // A row that only says why the session ended (signed out, key rotated) holds nothing.
+  if (!session || 'ended' in session || core.clock.now() >= expiryOf(session)) return false;
   return (await principalOf(core, session)) !== null;
 }
 

@@ -383,7 +383,7 @@ export class QueueWorker {
       hold(this.core.config.queue.recheckMs);
       return 'none';
     }
-    const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now(), guess);
+    const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now(), guess, this.node.info.id);
     if (!claim.ok) {
       // A guess that missed (an older message waits on the line) costs a look now, no hold.
       if (guess && claim.reason === 'taken') return 'none';

@@ -43,6 +43,10 @@ export interface ChargeRecipe {
   write: { balance: Balance; saldo: number; movement: Movement } | null;
 }
 
+/** A send's charge and refund name it in their motive: its story finds them by it (the ledger's motive index, D-98). */
+export const chargeMotivo = (msgId: string): string => `envio ${msgId}`;
+export const refundMotivo = (msgId: string): string => `reembolso ${msgId}`;
+
 /** An accepted send's charge: one credit off the balance `acceptVerdict` chose, read under the caller's lock. */
 export function charge(
   m: { msg_id: string; cliente_id: number; celular_id: number },
@@ -56,7 +60,7 @@ export function charge(
     celular_id: cargo === 'celular' ? m.celular_id : null,
     monto: -1,
     saldo_resultante: saldo,
-    motivo: `envio ${m.msg_id}`,
+    motivo: chargeMotivo(m.msg_id),
     actor: 'sistema',
   };
   return {
@@ -86,7 +90,7 @@ export function refund(m: Pick<MensajeRow, 'msg_id' | 'cliente_id' | 'celular_id
       celular_id: to === 'celular' ? m.celular_id : null,
       monto: 1,
       saldo_resultante,
-      motivo: `reembolso ${m.msg_id}`,
+      motivo: refundMotivo(m.msg_id),
       actor: 'sistema',
     }),
   };

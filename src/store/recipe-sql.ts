@@ -82,3 +82,34 @@ export function failingWebhooksSelect(ph: Placeholder): string {
           GROUP BY cliente_id ORDER BY COUNT(*) DESC, cliente_id LIMIT ${ph(1)}) f
     ORDER BY f.pendientes DESC, f.cliente_id`;
 }
+
+/**
+ * A message's story beyond its record (store mensajeHechos, D-98): its own
+ * row's claim and failure by its key, parameters (msg_id, cliente_id); its
+ * ledger rows by their motive, parameters (charge motive, refund motive).
+ * Both bounded: one row, and a few. The ledger's statement names no other
+ * column in its filter nor an order, so that the motive's index is the only
+ * one a planner can take (the client's, ordered by id, would read the
+ * client's whole ledger); the caller keeps its client's rows and orders them.
+ */
+export function hechosSelect(ph: Placeholder): string {
+  return `SELECT nodo, reclamado_at, error_at FROM mensajes WHERE msg_id = ${ph(1)} AND cliente_id = ${ph(2)}`;
+}
+export function movimientosDeMensajeSelect(ph: Placeholder): string {
+  return `SELECT id, cliente_id, fecha, monto, saldo_resultante, motivo, celular_id FROM movimientos_saldo WHERE motivo IN (${ph(1)}, ${ph(2)}) LIMIT 4`;
+}
+
+/** A message's deliveries' columns (store entregasDeMensaje), the event's sequence first. */
+export const ENTREGA_DE_MENSAJE_COLS = 'seq, cliente_id, evento, data, fecha, entrega, intentos, entregado_at, ultimo_status, ultima_duracion_ms, ultimo_nodo';
+/** A delivery's failed attempts, first ones first, bounded; parameters (the event's id, the bound). */
+export function fallidosSelect(ph: Placeholder): string {
+  return `SELECT n, fecha, status, duracion_ms, error, nodo FROM webhook_intentos WHERE entrega_id = ${ph(1)} ORDER BY n LIMIT ${ph(2)}`;
+}
+
+/** The client's ledger rows of a message in ledger order (movimientosDeMensajeSelect leaves both to its caller). */
+export function ownMovimientos<T extends { id: number; cliente_id: number }>(rows: T[], clienteId: number): Array<Omit<T, 'id' | 'cliente_id'>> {
+  return rows
+    .filter((r) => Number(r.cliente_id) === clienteId)
+    .sort((a, b) => Number(a.id) - Number(b.id))
+    .map(({ id: _id, cliente_id: _c, ...r }) => r);
+}

@@ -503,7 +503,14 @@ export class WebhookDispatcher implements WebhookControl {
       const next = retryInMs === undefined ? undefined : now + retryInMs;
       const duracion_ms = Math.round(core.clock.ticks() - t0);
       // False only when the claim ran out (this node was stalled past it) and another holder has the delivery: it records its own.
-      const rec = { id: e.id, claimId: claim, attempt: { status, duracion_ms, error }, outcome: { estado, proximo_intento_at: next }, now };
+      const rec = {
+        id: e.id,
+        claimId: claim,
+        attempt: { status, duracion_ms, error },
+        outcome: { estado, proximo_intento_at: next },
+        now,
+        nodo: this.node.info.id,
+      };
       if (!(await this.records.record(rec))) return;
       if (next !== undefined) q.hint(next);
       core.bus.publish('webhook.attempt', {

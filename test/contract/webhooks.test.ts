@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { slotClaim } from '../../src/core/caps.js';
 import { ADAPTERS, celular, claimableAt, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 
 /** The event log: each change logs its event with it; the events a configuration wanted are its deliveries. */
@@ -6,6 +7,64 @@ for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: WebhooksStore contract`, () => {
     const ctx = storeEachTest(adapter);
     const newCliente = (max: number | null = null) => newClienteOf(ctx.store, max);
+
+    it("a message's story facts: the claim's node and time, the failure's time, its ledger rows; its deliveries with each attempt's node, bounded", async () => {
+      const c = await newCliente();
+      const cel = await ctx.store.insertCelular(celular(c.id, '525512340001'), 1000);
+      if (!cel.ok) throw new Error('insert');
+      await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 5, motivo: 'r', actor: 'op' }, 1);
+      await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['message.status'], activo: true }, 1);
+      const m = messages(c.id, cel.celular.id)();
+      await ctx.store.acceptMensaje(m, { charge: true, maxPending: null }, 2);
+      expect(await ctx.store.mensajeHechos(c.id, m.msg_id)).toEqual({
+        nodo: null,
+        reclamado_at: null,
+        error_at: null,
+        movimientos: [{ fecha: 2, monto: -1, saldo_resultante: 4, motivo: `envio ${m.msg_id}`, celular_id: null }],
+      });
+      expect(await ctx.store.claimQueued(m.msg_id, slotClaim(cel.celular, 3, 60_000), 3, false, 'nodo-a')).toEqual({ ok: true });
+      await ctx.store.failMensaje(m.msg_id, 'refused', 'rechazado', 9);
+      const h = await ctx.store.mensajeHechos(c.id, m.msg_id);
+      expect(h).toMatchObject({ nodo: 'nodo-a', reclamado_at: 3, error_at: 9 });
+      expect(h!.movimientos.map((x) => [x.motivo, x.monto, x.saldo_resultante, x.fecha])).toEqual([
+        [`envio ${m.msg_id}`, -1, 4, 2],
+        [`reembolso ${m.msg_id}`, 1, 5, 9],
+      ]);
+      // Another client's view of the id, and an unknown id: nothing.
+      expect(await ctx.store.mensajeHechos(c.id + 1000, m.msg_id)).toBeNull();
+      expect(await ctx.store.mensajeHechos(c.id, 'nope')).toBeNull();
+      // Its two events (pendiente, error) are deliveries: the first fails on node a, then is delivered on node b.
+      await ctx.settled();
+      const [first] = await ctx.store.claimEntregas(c.id, 10, 1, { id: 'k1', until: 100 });
+      await ctx.store.recordAttempts([
+        {
+          id: first!.id,
+          claimId: 'k1',
+          attempt: { status: 500, duracion_ms: 7, error: 'HTTP 500' },
+          outcome: { estado: 'pendiente', proximo_intento_at: 5 },
+          now: 10,
+          nodo: 'nodo-a',
+        },
+      ]);
+      // Due again at 5, before the error's event (9): the next claim takes it first.
+      const again = await ctx.store.claimEntregas(c.id, 20, 1, { id: 'k2', until: 100 });
+      expect(again.map((e) => e.id)).toEqual([first!.id]);
+      await ctx.store.recordAttempts([
+        { id: first!.id, claimId: 'k2', attempt: { status: 200, duracion_ms: 3, error: null }, outcome: { estado: 'entregado' }, now: 21, nodo: 'nodo-b' },
+      ]);
+      const list = await ctx.store.entregasDeMensaje(c.id, m.msg_id, { entregas: 10, intentos: 10 });
+      expect(list.map((e) => [e.id === first!.id, JSON.parse(e.data).estado, e.entrega, e.intentos])).toEqual([
+        [true, 'pendiente', 'entregado', 2],
+        [false, 'error', 'pendiente', 0],
+      ]);
+      expect(list[0]).toMatchObject({ evento: 'message.status', entregado_at: 21, ultimo_status: 200, ultima_duracion_ms: 3, ultimo_nodo: 'nodo-b' });
+      expect(list[0]!.fallidos).toEqual([{ n: 1, fecha: 10, status: 500, duracion_ms: 7, error: 'HTTP 500', nodo: 'nodo-a' }]);
+      // Bounded: one delivery and one more that tells there are more; none for another client or another message.
+      const one = await ctx.store.entregasDeMensaje(c.id, m.msg_id, { entregas: 1, intentos: 0 });
+      expect(one.map((e) => e.fallidos.length)).toEqual([0, 0]);
+      expect(await ctx.store.entregasDeMensaje(c.id + 1000, m.msg_id, { entregas: 10, intentos: 10 })).toEqual([]);
+      expect(await ctx.store.entregasDeMensaje(c.id, 'nope', { entregas: 10, intentos: 10 })).toEqual([]);
+    });
 
     it('logs every change with it, for every client; only what an active, subscribed configuration wanted at the time is a delivery', async () => {
       const c = await newCliente();

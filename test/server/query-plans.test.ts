@@ -97,7 +97,7 @@ function seedHistory(db: Database.Database, lines: Line[]): void {
      VALUES (?, ?, ?, ?, 'texto', ?, ?, 'viejo', 1, 1, ?, ?, ?, ?)`,
   );
   const mov = db.prepare(
-    "INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, ?, -1, 0, 'envio', 'sistema')",
+    "INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, ?, -1, 0, 'envio ' || ?, 'sistema')",
   );
   const start = Date.now() - 90 * 86_400_000;
   db.transaction(() => {
@@ -119,7 +119,7 @@ function seedHistory(db: Database.Database, lines: Line[]): void {
         sent,
         sent === null ? null : `OLD${i}`,
       );
-      mov.run(t, line.clienteId, line.celularId);
+      mov.run(t, line.clienteId, line.celularId, `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
     }
   })();
 }
@@ -200,7 +200,15 @@ it('serves every per-request and per-message path with an index, on a store with
     [a.clientKey, '01a21b3d-2a89-7ea1-83be-22d9f67523ae', 404],
   ] as const) {
     expect((await api(s.url, 'GET', `/api/mensaje.php?msg_id=${id}`, { key })).status).toBe(status);
+    // Its story too: its own row, its ledger rows and its deliveries, each by the message's id.
+    expect((await api(s.url, 'GET', `/api/mensaje.php?msg_id=${id}&timeline=1`, { key })).status).toBe(status);
   }
+  const refused = /msg_id ([0-9a-f-]{36})/.exec(
+    (await send(s, a, '/api/mensaje_enviar_texto.php', { destinatario: '525598772222', mensaje: 'falla y se reembolsa', directo: 1 })).body.error,
+  )![1]!;
+  expect(
+    (await api(s.url, 'GET', `/api/mensaje.php?msg_id=${refused}&timeline=1`, { key: a.clientKey })).body.timeline.map((t: { paso: string }) => t.paso),
+  ).toContain('reembolso');
   // Inbox pages with each filter and combination, and the retention's purge.
   const de = '&remitente=525520000007';
   for (const q of [
@@ -299,4 +307,15 @@ it('serves every per-request and per-message path with an index, on a store with
   expect(inbox.filter((x) => /^SELECT .* FROM conteos_recibidos /.test(x))).toHaveLength(2);
   expect(inbox.filter((x) => /^SELECT .* FROM conteos_recibidos_cuartos /.test(x))).toHaveLength(2);
   expect(scans).toEqual([]);
+  // A message's story reads its ledger rows and deliveries through the indexes by its id, not the client's (which would read its history).
+  const story = (re: RegExp, index: string) => {
+    const sql = [...prepared].find((x) => re.test(x));
+    expect(sql, String(re)).toBeDefined();
+    const plan = realPrepare.call(db, `EXPLAIN QUERY PLAN ${sql}`);
+    const detail = (plan.all.bind(plan) as (...p: unknown[]) => Array<{ detail: string }>)(...Array<null>((sql!.match(/\?/g) ?? []).length).fill(null));
+    expect(detail.map((d) => d.detail).join(' | ')).toMatch(new RegExp(`^SEARCH \\w+ USING INDEX ${index} `));
+  };
+  story(/FROM movimientos_saldo WHERE motivo IN/, 'movimientos_motivo');
+  story(/FROM eventos INDEXED BY eventos_mensaje/, 'eventos_mensaje');
+  story(/FROM webhook_intentos WHERE entrega_id = \? ORDER BY n LIMIT/, 'webhook_intentos_entrega');
 });

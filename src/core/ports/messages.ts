@@ -122,6 +122,15 @@ export interface InboxFilter {
 }
 
 /** Messages: acceptance with its charge, Idempotency-Keys, state changes and receipts, history, the inbox, the event journal. */
+/** A message's facts beyond its record (mensajeHechos). */
+export interface MensajeHechos {
+  nodo: string | null;
+  reclamado_at: number | null;
+  error_at: number | null;
+  /** Its charge and refund, in ledger order (at most a few). */
+  movimientos: Array<{ fecha: number; monto: number; saldo_resultante: number; motivo: string; celular_id: number | null }>;
+}
+
 export interface MessagesStore {
   messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats>;
   /**
@@ -151,6 +160,13 @@ export interface MessagesStore {
   /** Unbinds a key whose send provably never went out (the same guard): a retry under it is a fresh send. */
   idemRelease(clienteId: number, clave: string, msgId: string): Promise<void>;
   getMensaje(msgId: string): Promise<MensajeRow | null>;
+  /**
+   * What a message's story (core/message-story.ts) needs beyond its record:
+   * the node and time of its last claim, when it failed, and its ledger rows
+   * (charge, refund) found by their motive through its index. Null for an
+   * unknown id or another client's.
+   */
+  mensajeHechos(clienteId: number, msgId: string): Promise<MensajeHechos | null>;
   getMensajeByGatewayId(gatewayMsgId: string): Promise<MensajeRow | null>;
   /** `pendiente` -> `enviado`, then any receipts parked for its gateway id. Returns null when the message was not pending. */
   markSent(msgId: string, gatewayMsgId: string, now: number): Promise<MensajeRow | null>;

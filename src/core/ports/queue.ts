@@ -19,8 +19,9 @@ export interface QueueStore {
    * it is no longer pending, or with `onlyHead` when it is not its line's
    * head (an older queued message of the line is pending: a guess that
    * missed, core/queue-worker.ts), `cap` when the slot would pass a cap.
+   * The claim keeps `nodo` and its time on the message (its story, D-98).
    */
-  claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead?: boolean): Promise<ClaimResult>;
+  claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead?: boolean, nodo?: string | null): Promise<ClaimResult>;
   /** Releases every claim and its slot (at start, when no other worker can be alive on this store). */
   releaseLeases(): Promise<number>;
   /**

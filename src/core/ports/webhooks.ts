@@ -15,6 +15,8 @@ export interface AttemptRecord {
   attempt: { status: number | null; duracion_ms: number; error: string | null };
   outcome: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number };
   now: number;
+  /** The node that made the attempt (a message's story shows it, D-98). */
+  nodo?: string | null;
 }
 
 /** claimEntregas's arguments: up to `limit` of one client's deliveries due by `now`, under `claim`. */
@@ -36,6 +38,22 @@ export interface FailingWebhook {
   desde: number;
   /** The newest one's last error. */
   ultimo_error: string | null;
+}
+
+/** One delivery of a message's event (entregasDeMensaje): its row's state and last attempt, and its failed attempts' rows. */
+export interface EntregaDeMensaje {
+  id: string;
+  evento: string;
+  /** The event's data, as stored (JSON text). */
+  data: string;
+  fecha: number;
+  entrega: 'pendiente' | 'entregado' | 'fallido';
+  intentos: number;
+  entregado_at: number | null;
+  ultimo_status: number | null;
+  ultima_duracion_ms: number | null;
+  ultimo_nodo: string | null;
+  fallidos: Array<IntentoRow & { nodo: string | null }>;
 }
 
 export interface IntentoRow {
@@ -116,6 +134,13 @@ export interface WebhooksStore {
    */
   recordAndClaim(list: AttemptRecord[], claim: EntregaClaimRequest): Promise<{ recorded: boolean[]; claimed: EntregaRow[] }>;
   listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
+  /**
+   * The deliveries of one message's events, in log order, through the log's
+   * index by the data's msg_id: at most `entregas` of them (one more tells
+   * there are more), each with at most `intentos` of its failed attempts'
+   * rows, first ones first.
+   */
+  entregasDeMensaje(clienteId: number, msgId: string, max: { entregas: number; intentos: number }): Promise<EntregaDeMensaje[]>;
   /** Metrics: the outbox's pending deliveries, and how many of them are due by `now` (the rest wait for a retry). */
   outboxDepth(now: number): Promise<{ pending: number; due: number }>;
   /**

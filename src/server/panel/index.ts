@@ -17,6 +17,7 @@ import cuentaPages from './pages/cuenta.js';
 import celularesPages from './pages/celulares.js';
 import vincularPages from './pages/vincular.js';
 import historialPages from './pages/historial.js';
+import mensajePages from './pages/mensaje.js';
 import recibidosPages from './pages/recibidos.js';
 import webhookPages from './pages/webhook.js';
 import eventosPages from './pages/eventos.js';
@@ -74,6 +75,7 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   await app.register(celularesPages, deps);
   await app.register(vincularPages, deps);
   await app.register(historialPages, deps);
+  await app.register(mensajePages, deps);
   await app.register(recibidosPages, deps);
   await app.register(webhookPages, deps);
   await app.register(eventosPages, deps);

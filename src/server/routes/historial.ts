@@ -4,6 +4,7 @@ import type { Core } from '../../core/context.js';
 import { ERROR_CLASES } from '../../core/ports/model.js';
 import { ESTADOS, listHistorial, MENSAJE_FIELDS } from '../../core/historial.js';
 import { mensajeById } from '../../core/mensaje.js';
+import { mensajeStory, PASOS, STORY_ENTREGAS_MAX, STORY_INTENTOS_MAX } from '../../core/message-story.js';
 import { clientAuth, principal, success } from '../http.js';
 import { errorResponses, historialQuerystring, keyQuery, listingResponse, okResponse, strOrNull, ts, tsOrNull } from '../schemas/common.js';
 import { Type, typed } from '../schemas/typed.js';
@@ -49,6 +50,25 @@ const mensajeSchema = {
   additionalProperties: false,
 } as const;
 
+/** One step of a message's story (core/message-story.ts). */
+const pasoSchema = {
+  type: 'object',
+  properties: {
+    paso: { type: 'string', enum: [...PASOS] },
+    at: { ...tsOrNull, description: 'when, in UTC; null when not recorded (a message older than the record of it)' },
+    nodo: { ...strOrNull, description: 'the serve node that took the step, when recorded (its id, as /health and the overview name nodes)' },
+    detalle: {
+      type: 'object',
+      additionalProperties: true,
+      description:
+        'by paso: aceptado {modo, tipo, destinatario}; cobro and reembolso {monto, saldo, balance}; enviado {gateway_msg_id, intentos}; ' +
+        'error {error_clase, error}; webhook {evento, estado, intento, status, duracion_ms, error, entrega}',
+    },
+  },
+  required: ['paso', 'at', 'nodo', 'detalle'],
+  additionalProperties: false,
+} as const;
+
 /** GET /api/historial_listar.php: the message history, newest first; GET /api/mensaje.php: one message by id. */
 export default async function historialRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
   const app = typed(fastify);
@@ -84,20 +104,31 @@ export default async function historialRoutes(fastify: FastifyInstance, { core }
       description:
         'The message as the history lists it, by the msg_id its send answered: what became of it (estado, error, error_clase, times). ' +
         "A client key reads any of its lines' messages, a celular key its own line's (another line of the client: 403); " +
-        "an unknown id or another client's: 404 (api_codigo 611).",
+        "an unknown id or another client's: 404 (api_codigo 611). " +
+        'With timeline=1 the answer adds timeline, its story in order: accepted, queued, claimed (with the node), sent, each receipt, ' +
+        `the charge and refund, every webhook delivery attempt (at most ${STORY_INTENTOS_MAX} per delivery of ${STORY_ENTREGAS_MAX} deliveries; ` +
+        'timeline_omitidos counts those left out).',
       security: [{ bearer: [] }],
       querystring: Type.Object({
         msg_id: Type.String({ minLength: 1, maxLength: 64, description: 'the msg_id a send answered' }),
+        timeline: Type.Optional(Type.Union([Type.Literal('0'), Type.Literal('1')], { description: '1: add the timeline (its story)' })),
         key: Type.Optional(keyQuery),
       }),
       response: {
-        200: okResponse({ mensaje: mensajeSchema }),
+        200: okResponse({
+          mensaje: mensajeSchema,
+          timeline: { type: 'array', items: pasoSchema, description: 'with timeline=1 only' },
+          timeline_omitidos: { type: 'integer', description: 'with timeline=1 only: webhook attempts the timeline leaves out (at least)' },
+        }),
         ...errorResponses,
       },
     },
     handler: async (req) => {
       const p = principal(req);
-      return success({ mensaje: await mensajeById(core, p, req.query.msg_id) }, { saldo: p.kind === 'celular' ? p.celular.saldo_actual : null });
+      const saldo = p.kind === 'celular' ? p.celular.saldo_actual : null;
+      // Without timeline=1 the answer is the lookup's as it always was (docs/design.md §10).
+      if (req.query.timeline === '1') return success(await mensajeStory(core, p, req.query.msg_id), { saldo });
+      return success({ mensaje: await mensajeById(core, p, req.query.msg_id) }, { saldo });
     },
   });
 }

@@ -1,7 +1,7 @@
 import { messageStatusData } from '../../core/event-data.js';
 import * as recipe from '../../core/recipes.js';
-import { movementInsert } from '../recipe-sql.js';
-import type { AcceptOptions, AcceptResult, MessagesOwn, MessageStats, NewMensaje, NewRecibido } from '../../core/ports/messages.js';
+import { hechosSelect, movementInsert, movimientosDeMensajeSelect, ownMovimientos } from '../recipe-sql.js';
+import type { AcceptOptions, AcceptResult, MensajeHechos, MessagesOwn, MessageStats, NewMensaje, NewRecibido } from '../../core/ports/messages.js';
 import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
@@ -132,6 +132,15 @@ export function messages(db: Db, acceptOne: AcceptTurns['acceptOne']): Omit<Mess
     },
     async getMensaje(msgId: string): Promise<MensajeRow | null> {
       return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);
+    },
+    async mensajeHechos(clienteId: number, msgId: string): Promise<MensajeHechos | null> {
+      const own = await db.one<Omit<MensajeHechos, 'movimientos'>>(hechosSelect(ph), [msgId, clienteId]);
+      if (!own) return null;
+      const rows = await db.q<MensajeHechos['movimientos'][number] & { id: number; cliente_id: number }>(movimientosDeMensajeSelect(ph), [
+        recipe.chargeMotivo(msgId),
+        recipe.refundMotivo(msgId),
+      ]);
+      return { ...own, movimientos: ownMovimientos(rows, clienteId) };
     },
     async getMensajeByGatewayId(gid: string): Promise<MensajeRow | null> {
       return db.one<MensajeRow>(`SELECT ${COLS} FROM mensajes WHERE msg_id = (SELECT msg_id FROM ids_gateway WHERE gateway_msg_id = $1 LIMIT 1)`, [gid]);

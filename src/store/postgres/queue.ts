@@ -68,7 +68,7 @@ export function queue(db: Db): QueueStore {
      * only while every window holds no more than core's `room`; a refusal
      * answers from those exact counts.
      */
-    async claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead = false): Promise<ClaimResult> {
+    async claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead = false, nodo: string | null = null): Promise<ClaimResult> {
       const taken = slotOn('claim', slot.holdUntil);
       const r = await db.one<{ claimable: boolean; go: boolean; counts: SlotCount[] | null }>(
         `WITH line AS MATERIALIZED (
@@ -87,10 +87,10 @@ export function queue(db: Db): QueueStore {
          go AS MATERIALIZED (SELECT 1 FROM k WHERE NOT EXISTS (
            SELECT 1 FROM json_array_elements(k.counts) WITH ORDINALITY AS c(v, i) JOIN unnest($5::bigint[]) WITH ORDINALITY AS r(room, i) USING (i)
            WHERE (c.v->>'n')::bigint > r.room)),
-         u AS (UPDATE mensajes SET ${slotSet(taken, '$3')} WHERE msg_id = $1 AND EXISTS (SELECT 1 FROM go) RETURNING ${STATE_COLS}),
+         u AS (UPDATE mensajes SET ${slotSet(taken, '$3')}, nodo = $7, reclamado_at = $2 WHERE msg_id = $1 AND EXISTS (SELECT 1 FROM go) RETURNING ${STATE_COLS}),
          slot AS (${slotSync('u', taken.cupo_at)})
          SELECT EXISTS (SELECT 1 FROM m) AS claimable, EXISTS (SELECT 1 FROM go) AS go, (SELECT counts FROM k) AS counts`,
-        [msgId, now, slotTime(taken), slot.windows.map((ms) => now - ms), slot.room, onlyHead],
+        [msgId, now, slotTime(taken), slot.windows.map((ms) => now - ms), slot.room, onlyHead, nodo],
       );
       if (!r!.claimable) return { ok: false, reason: 'taken' };
       if (r!.go) return { ok: true };

@@ -184,7 +184,7 @@ async function lockForRefund(c: Client, f: Pick<Fixed, 'cargo' | 'cliente_id' | 
  * network took keeps it (recipes.ts slotOn).
  */
 const FAIL = `WITH f AS (
-    UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$5::bigint')}, cobrado = 0
+    UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$5::bigint')}, cobrado = 0, error_at = $5::bigint
     WHERE msg_id = $1 AND estado = $4::text RETURNING ${COLS}, seq),
   -- Its access paths (state-paths.ts): no longer pending; a slot never used given back.
   pend AS (${leavePending('f')}),

@@ -1,9 +1,17 @@
-import type { AttemptRecord, EntregaClaim, EntregaClaimRequest, FailingWebhook, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
+import type {
+  AttemptRecord,
+  EntregaClaim,
+  EntregaClaimRequest,
+  EntregaDeMensaje,
+  FailingWebhook,
+  IntentoRow,
+  WebhooksStore,
+} from '../../core/ports/webhooks.js';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
 import { type Client, type Db, LOCK, ph, type Queryable, row } from './db.js';
-import { escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
+import { ENTREGA_DE_MENSAJE_COLS, escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
 /**
  * Webhook configuration and the event log (its rows are the deliveries), in
@@ -15,6 +23,18 @@ import { escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, typ
  */
 
 type WebhookRow = StoredWebhook & { activo: boolean; prev: string | null };
+
+/**
+ * A message's deliveries (entregasDeMensaje), parameters (msg_id, bound): by
+ * the log's index on the data's msg_id (migration 18), its expression as
+ * written there, with no other column in the filter nor an order, so the
+ * index is the only path (the client's, or the key's in order, would read the
+ * log). Then each one's first failed attempts, parameters (ids, bound): a
+ * bounded range of the attempts' index per delivery.
+ */
+export const ENTREGAS_DE_MENSAJE = `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos WHERE (data::json ->> 'msg_id') = $1 AND entrega IS NOT NULL LIMIT $2`;
+export const FALLIDOS_DE_ENTREGAS = `SELECT i.entrega_id, i.n, i.fecha, i.status, i.duracion_ms, i.error, i.nodo FROM unnest($1::text[]) AS e(id)
+  CROSS JOIN LATERAL (SELECT * FROM webhook_intentos WHERE entrega_id = e.id ORDER BY n LIMIT $2) i`;
 
 /** What a delivery row is to its readers: the claim columns are the dispatcher's business only. */
 const ENTREGA_COLS = 'seq, cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at, ultimo_error';
@@ -164,15 +184,15 @@ export function webhooks(db: Db): WebhooksStore {
    * named (recipe-sql.ts attemptSql's update, over unnest), and the failed
    * ones' attempt rows are written from what moved. $1 is the rows' seqs.
    */
-  const RECORD_CTES = `v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::text[])
-         AS v(seq, claim, estado, next_at, error, status, dur, now, id)),
+  const RECORD_CTES = `v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::int[], $7::bigint[], $8::bigint[], $9::text[], $10::text[])
+         AS v(seq, claim, estado, next_at, error, status, dur, now, id, nodo)),
        upd AS (UPDATE eventos e SET intentos = e.intentos + 1, entrega = v.estado, proximo_intento_at = COALESCE(v.next_at, e.proximo_intento_at),
            entregado_at = CASE WHEN v.estado = 'entregado' THEN v.now ELSE e.entregado_at END, ultimo_error = v.error,
-           ultimo_status = v.status, ultima_duracion_ms = v.dur, reclamo = NULL, reclamo_hasta = NULL
+           ultimo_status = v.status, ultima_duracion_ms = v.dur, ultimo_nodo = v.nodo, reclamo = NULL, reclamo_hasta = NULL
          FROM v WHERE e.seq = v.seq AND e.reclamo = v.claim
-         RETURNING e.seq, e.intentos, v.estado, v.error, v.status, v.dur, v.now, v.id),
-       ins AS (INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error)
-         SELECT id, intentos, now, status, dur, error FROM upd WHERE estado <> 'entregado')`;
+         RETURNING e.seq, e.intentos, v.estado, v.error, v.status, v.dur, v.now, v.id, v.nodo),
+       ins AS (INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error, nodo)
+         SELECT id, intentos, now, status, dur, error, nodo FROM upd WHERE estado <> 'entregado')`;
   const recordParams = (seqs: number[], list: AttemptRecord[]): unknown[] => [
     seqs,
     list.map((r) => r.claimId),
@@ -183,6 +203,7 @@ export function webhooks(db: Db): WebhooksStore {
     list.map((r) => r.attempt.duracion_ms),
     list.map((r) => r.now),
     list.map((r) => r.id),
+    list.map((r) => r.nodo ?? null),
   ];
   const recordAttempts = async (list: AttemptRecord[]): Promise<boolean[]> => {
     if (list.length === 0) return [];
@@ -254,8 +275,8 @@ export function webhooks(db: Db): WebhooksStore {
       return entregas(sortClaimed(await db.q<EntregaLogRow>(`WITH ${claimSql(1, '')} SELECT * FROM claimed`, claimParams({ clienteId, now, limit, claim }))));
     },
     /**
-     * One statement: the claim's CTEs ($10..$15), which skip the rows being
-     * recorded, and recordAttempts's ($1..$9) (a statement must not move a row
+     * One statement: the claim's CTEs ($11..$16), which skip the rows being
+     * recorded, and recordAttempts's ($1..$10) (a statement must not move a row
      * twice; and its snapshot would show them as before the record). The
      * answer's rows: the claimed deliveries, and one per recorded attempt
      * (rec true, only its seq).
@@ -265,7 +286,7 @@ export function webhooks(db: Db): WebhooksStore {
       const seqs = list.map((r) => eventSeq(p, r.id) ?? 0);
       const cols = ENTREGA_COLS.split(', ');
       const rows = await db.q<EntregaLogRow & { rec: boolean }>(
-        `WITH ${claimSql(10, 'AND seq <> ALL($1::bigint[])')}, ${RECORD_CTES}
+        `WITH ${claimSql(11, 'AND seq <> ALL($1::bigint[])')}, ${RECORD_CTES}
      SELECT false AS rec, ${ENTREGA_COLS} FROM claimed
      UNION ALL SELECT true, seq, ${cols
        .slice(1)
@@ -329,6 +350,28 @@ export function webhooks(db: Db): WebhooksStore {
       const by = new Map<string, IntentoRow[]>();
       for (const { entrega_id, ...i } of attempts) (by.get(entrega_id) ?? by.set(entrega_id, []).get(entrega_id)!).push(i);
       return rows.map(({ r, e }) => ({ ...e, intentos_detalle: withDelivered(e, r, by.get(e.id) ?? []) }));
+    },
+    /**
+     * Through the log's index by the data's msg_id (migration 18): the same
+     * expression as the index's; then each one's first failed attempts, a
+     * bounded range of the attempts' index per delivery.
+     */
+    async entregasDeMensaje(clienteId: number, msgId: string, max: { entregas: number; intentos: number }): Promise<EntregaDeMensaje[]> {
+      const rows = (await db.q<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>(ENTREGAS_DE_MENSAJE, [msgId, max.entregas + 1]))
+        .filter((r) => Number(r.cliente_id) === clienteId)
+        .sort((x, y) => Number(x.seq) - Number(y.seq));
+      if (rows.length === 0) return [];
+      const p = await prefix();
+      const ids = rows.map((r) => eventId(p, r.seq));
+      const attempts = await db.q<EntregaDeMensaje['fallidos'][number] & { entrega_id: string }>(FALLIDOS_DE_ENTREGAS, [
+        ids.slice(0, max.entregas),
+        max.intentos,
+      ]);
+      return rows.map(({ seq: _seq, cliente_id: _c, ...r }, i) => ({
+        id: ids[i]!,
+        ...r,
+        fallidos: attempts.filter((a) => a.entrega_id === ids[i]).map(({ entrega_id: _e, ...a }) => a),
+      }));
     },
     async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {
       const r = await db.q(

@@ -1,6 +1,17 @@
 import type Database from 'better-sqlite3';
 import { grouped, immediate, ph, stmt } from './statements.js';
-import { balanceAdd, balanceSet, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
+import {
+  balanceAdd,
+  balanceSet,
+  hechosSelect,
+  movementInsert,
+  movimientosDeMensajeSelect,
+  ownMovimientos,
+  pendingDown,
+  receiptStepUpdate,
+  slotSet,
+  slotTime,
+} from '../recipe-sql.js';
 import * as recipe from '../../core/recipes.js';
 import { eventInsert } from './webhooks.js';
 import { messageStatusData } from '../../core/event-data.js';
@@ -10,6 +21,7 @@ import type {
   AcceptedMensaje,
   AcceptOptions,
   AcceptResult,
+  MensajeHechos,
   MessagesOwn,
   MessageStats,
   NewMensaje,
@@ -93,11 +105,10 @@ function failMensaje(db: DB, msgId: string, error: string, clase: ErrorClase, no
     const m = get(db, msgId);
     if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) return null;
     // A send that never went out gives its slot back; one the network took keeps it.
-    stmt(db, `UPDATE mensajes SET estado = 'error', error = ?, error_clase = ?, ${slotSet(recipe.slotOn('fail'), '?')}, cobrado = 0 WHERE msg_id = ?`).run(
-      error,
-      clase,
-      msgId,
-    );
+    stmt(
+      db,
+      `UPDATE mensajes SET estado = 'error', error = ?, error_clase = ?, ${slotSet(recipe.slotOn('fail'), '?')}, cobrado = 0, error_at = ? WHERE msg_id = ?`,
+    ).run(error, clase, now, msgId);
     if (m.estado === 'pendiente') leftPending(db, m);
     const lineExists = m.cargo === 'celular' && stmt(db, 'SELECT 1 FROM celulares WHERE id = ?').get(m.celular_id) !== undefined;
     const back = recipe.refund(m, lineExists);
@@ -234,6 +245,14 @@ export function messages(db: DB): MessagesOwn {
     },
     async getMensaje(msgId: string): Promise<MensajeRow | null> {
       return get(db, msgId);
+    },
+    async mensajeHechos(clienteId: number, msgId: string): Promise<MensajeHechos | null> {
+      const own = stmt(db, hechosSelect(ph)).get(msgId, clienteId) as Omit<MensajeHechos, 'movimientos'> | undefined;
+      if (!own) return null;
+      const rows = stmt(db, movimientosDeMensajeSelect(ph)).all(recipe.chargeMotivo(msgId), recipe.refundMotivo(msgId)) as Array<
+        MensajeHechos['movimientos'][number] & { id: number; cliente_id: number }
+      >;
+      return { ...own, movimientos: ownMovimientos(rows, clienteId) };
     },
     async getMensajeByGatewayId(gid: string): Promise<MensajeRow | null> {
       return (

@@ -654,4 +654,24 @@ export const MIGRATIONS: Migration[] = [
       END;
     `,
   },
+  {
+    version: 22,
+    name: "a message's story: who claimed it, when it failed, its ledger rows and deliveries by its id",
+    sql: `
+      -- Issue 36 (D-98): the facts a message's timeline needs that no row kept, written by the
+      -- statements that already change the message (its claim, its failure) or record an attempt:
+      -- no statement is added to any path. Messages before this version have none and show what
+      -- is known. The two indexes cost one entry per ledger row and per delivery.
+      ALTER TABLE mensajes ADD COLUMN nodo TEXT;
+      ALTER TABLE mensajes ADD COLUMN reclamado_at INTEGER;
+      ALTER TABLE mensajes ADD COLUMN error_at INTEGER;
+      -- A webhook attempt's node: the failed ones' rows, and the last one on its event.
+      ALTER TABLE webhook_intentos ADD COLUMN nodo TEXT;
+      ALTER TABLE eventos ADD COLUMN ultimo_nodo TEXT;
+      -- A message's charge and refund ('envio <msg_id>', 'reembolso <msg_id>': core/recipes.ts) by their motive.
+      CREATE INDEX movimientos_motivo ON movimientos_saldo(motivo);
+      -- A message's deliveries by its id (the data's msg_id), only the events that are deliveries.
+      CREATE INDEX eventos_mensaje ON eventos(json_extract(data, '$.msg_id')) WHERE entrega IS NOT NULL;
+    `,
+  },
 ];

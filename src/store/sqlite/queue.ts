@@ -62,7 +62,7 @@ export function queue(db: DB): QueueStore {
      * Claims a queued message and its send slot together, so a direct send racing it cannot pass a cap with it;
      * with onlyHead, only while no older queued message of its line is pending: a guessed head that is not one is 'taken' (D-85).
      */
-    claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead = false): Promise<ClaimResult> {
+    claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead = false, nodo: string | null = null): Promise<ClaimResult> {
       return grouped(db, () => {
         return immediate(db, (): ClaimResult => {
           const m = stmt(
@@ -75,7 +75,12 @@ export function queue(db: DB): QueueStore {
           const hit = capHit(db, m.celular_id, slot, now);
           if (hit) return { ok: false, reason: 'cap', ...hit };
           const taken = slotOn('claim', slot.holdUntil);
-          stmt(db, `UPDATE mensajes SET ${slotSet(taken, '@until')} WHERE msg_id = @msgId`).run({ until: slotTime(taken), msgId });
+          stmt(db, `UPDATE mensajes SET ${slotSet(taken, '@until')}, nodo = @nodo, reclamado_at = @now WHERE msg_id = @msgId`).run({
+            until: slotTime(taken),
+            msgId,
+            nodo,
+            now,
+          });
           pruneSlots(db, m.celular_id, now);
           keepSlot(db, { msg_id: msgId, celular_id: m.celular_id, cupo_at: slotTime(taken) });
           return { ok: true };

@@ -1,10 +1,26 @@
-import type { AttemptRecord, EntregaClaim, EntregaClaimRequest, FailingWebhook, IntentoRow, WebhooksStore } from '../../core/ports/webhooks.js';
+import type {
+  AttemptRecord,
+  EntregaClaim,
+  EntregaClaimRequest,
+  EntregaDeMensaje,
+  FailingWebhook,
+  IntentoRow,
+  WebhooksStore,
+} from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { grouped, immediate, ph, stmt } from './statements.js';
 import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
 import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
-import { escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
+import {
+  ENTREGA_DE_MENSAJE_COLS,
+  escuchaInsert,
+  escuchaValues,
+  failingWebhooksSelect,
+  fallidosSelect,
+  withDelivered,
+  type LastAttempt,
+} from '../recipe-sql.js';
 
 /**
  * A webhook delivery's attempt, recorded on its event row (D-69) if the
@@ -15,9 +31,9 @@ import { escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, typ
  */
 const ATTEMPT_UPDATE = `UPDATE eventos SET intentos = intentos + 1, entrega = ?, proximo_intento_at = COALESCE(?, proximo_intento_at),
     entregado_at = CASE WHEN ? = 'entregado' THEN ? ELSE entregado_at END, ultimo_error = ?,
-    ultimo_status = ?, ultima_duracion_ms = ?, reclamo = NULL, reclamo_hasta = NULL
+    ultimo_status = ?, ultima_duracion_ms = ?, ultimo_nodo = ?, reclamo = NULL, reclamo_hasta = NULL
   WHERE seq = ? AND reclamo = ? RETURNING intentos`;
-const ATTEMPT_INSERT = 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error) VALUES (?, ?, ?, ?, ?, ?)';
+const ATTEMPT_INSERT = 'INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error, nodo) VALUES (?, ?, ?, ?, ?, ?, ?)';
 
 interface Attempt {
   id: string;
@@ -27,10 +43,11 @@ interface Attempt {
   a: { status: number | null; duracion_ms: number; error: string | null };
   o: { estado: 'pendiente' | 'entregado' | 'fallido'; proximo_intento_at?: number };
   now: number;
+  nodo: string | null;
 }
 
 function attemptUpdateValues(t: Attempt): unknown[] {
-  return [t.o.estado, t.o.proximo_intento_at ?? null, t.o.estado, t.now, t.a.error, t.a.status, t.a.duracion_ms, t.seq, t.claimId];
+  return [t.o.estado, t.o.proximo_intento_at ?? null, t.o.estado, t.now, t.a.error, t.a.status, t.a.duracion_ms, t.nodo, t.seq, t.claimId];
 }
 
 /** Whether the attempt gets a row of its own: every one but a delivery. */
@@ -39,7 +56,7 @@ function attemptFailed(t: Attempt): boolean {
 }
 
 function intentoValues(t: Attempt, intentos: number): unknown[] {
-  return [t.id, intentos, t.now, t.a.status, t.a.duracion_ms, t.a.error];
+  return [t.id, intentos, t.now, t.a.status, t.a.duracion_ms, t.a.error, t.nodo];
 }
 
 /** Webhook configuration and the event log (its rows are the deliveries), in SQLite. */
@@ -103,7 +120,7 @@ export function webhooks(db: DB): WebhooksStore {
   const seqOf = (id: string) => eventSeq(prefix, id) ?? 0;
   /** One attempt as recordAttempt says: false (nothing written) when its claim is no longer the one named. */
   const record1 = (r: AttemptRecord): boolean => {
-    const t = { id: r.id, seq: seqOf(r.id), claimId: r.claimId, a: r.attempt, o: r.outcome, now: r.now };
+    const t = { id: r.id, seq: seqOf(r.id), claimId: r.claimId, a: r.attempt, o: r.outcome, now: r.now, nodo: r.nodo ?? null };
     const e = stmt(db, ATTEMPT_UPDATE).get(...attemptUpdateValues(t)) as { intentos: number } | undefined;
     if (!e) return false;
     if (attemptFailed(t)) stmt(db, ATTEMPT_INSERT).run(...intentoValues(t, e.intentos));
@@ -259,6 +276,27 @@ export function webhooks(db: DB): WebhooksStore {
       return rows.map((r) => {
         const e = entrega(r);
         return { ...e, intentos_detalle: withDelivered(e, r, attempts.all(e.id) as IntentoRow[]) };
+      });
+    },
+    /**
+     * Through the log's index by the data's msg_id (migration 22), named: the
+     * same expression as the index's, and nothing else a planner could take
+     * instead (the client's index would read its whole log). Within one key
+     * the index holds its rows in log order.
+     */
+    async entregasDeMensaje(clienteId: number, msgId: string, max: { entregas: number; intentos: number }): Promise<EntregaDeMensaje[]> {
+      const rows = (
+        stmt(
+          db,
+          `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos INDEXED BY eventos_mensaje WHERE json_extract(data, '$.msg_id') = ? AND entrega IS NOT NULL LIMIT ?`,
+        ).all(msgId, max.entregas + 1) as Array<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>
+      )
+        .filter((r) => r.cliente_id === clienteId)
+        .sort((x, y) => x.seq - y.seq);
+      const fallidos = stmt(db, fallidosSelect(ph));
+      return rows.map(({ seq, cliente_id: _c, ...r }, i) => {
+        const id = eventId(prefix, seq);
+        return { id, ...r, fallidos: i < max.entregas ? (fallidos.all(id, max.intentos) as EntregaDeMensaje['fallidos']) : [] };
       });
     },
     async redeliver(clienteId: number, id: string, now: number): Promise<boolean> {

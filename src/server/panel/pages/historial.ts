@@ -11,6 +11,7 @@ import { field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErr
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
+import { findForm } from './mensaje.js';
 import { cidOf, type Column, cut, dropEmptyFilters, textoCell, listTable, pager, queryOf, typedFilters } from '../listing.js';
 
 /**
@@ -66,11 +67,16 @@ const COLUMNS: Array<Column<MensajeView>> = [
   { label: 'tipo', cell: (m) => m.tipo },
   { label: 'texto', cell: textoCell },
   { label: 'error', cell: (m) => cut(m.error) },
-  { label: 'msg_id', cell: (m) => html`<code>${m.msg_id}</code>` },
 ];
 
-function table(rows: MensajeView[], empty: Html): Html {
-  return rows.length === 0 ? empty : listTable(rows, COLUMNS, 'Messages, newest first');
+/** The columns with the msg_id cell linked to the message's page (its timeline). */
+const columnsOf = (cid: number): Array<Column<MensajeView>> => [
+  ...COLUMNS,
+  { label: 'msg_id', cell: (m) => html`<a href="/panel/c/${cid}/mensajes/${encodeURIComponent(m.msg_id)}"><code>${m.msg_id}</code></a>` },
+];
+
+function table(cid: number, rows: MensajeView[], empty: Html): Html {
+  return rows.length === 0 ? empty : listTable(rows, columnsOf(cid), 'Messages, newest first');
 }
 
 /** The export's file name: the client, the day it was made, the format. */
@@ -128,12 +134,12 @@ export default async function historialPages(app: FastifyInstance, deps: PanelDe
       req,
       reply,
       info,
-      html`${form}
+      html`${form} ${findForm(cid)}
         <p role="status">
           ${listing.total} ${listing.total === 1 ? 'message' : 'messages'} · page ${listing.page} of ${Math.max(1, listing.total_paginas)} · days read in
           ${listing.zona_horaria}
         </p>
-        ${listing.total > 0 ? exports : ''} ${table(listing.mensajes, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
+        ${listing.total > 0 ? exports : ''} ${table(cid, listing.mensajes, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
     );
   }
 
