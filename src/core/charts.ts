@@ -173,7 +173,7 @@ export async function estadisticas(core: Core, p: Principal, q: EstadisticasQuer
 
 async function scopeOf(core: Core, p: Principal, q: EstadisticasQuery): Promise<ChartScope> {
   if (p.kind !== 'operator') {
-    if (q.cliente_id !== undefined && q.cliente_id !== p.cliente.id) fail('CLIENT_NOT_FOUND', `client ${q.cliente_id} not found`);
+    if (q.cliente_id !== undefined && q.cliente_id !== p.cliente.id) fail('CLIENT_NOT_FOUND', `cliente_id ${q.cliente_id}: no such client`);
     const own = p.kind === 'celular' ? p.celular.id : q.celular_id;
     if (own === undefined) return { cliente_id: p.cliente.id };
     await celularInScope(core, p, own);
@@ -181,11 +181,12 @@ async function scopeOf(core: Core, p: Principal, q: EstadisticasQuery): Promise<
   }
   if (q.celular_id !== undefined) {
     const line = await core.store.getCelular(q.celular_id);
-    if (!line || (q.cliente_id !== undefined && line.cliente_id !== q.cliente_id)) fail('CELULAR_NOT_FOUND', `celular ${q.celular_id} not found`);
+    if (!line) fail('CELULAR_NOT_FOUND', `celular_id ${q.celular_id}: no such line`);
+    if (q.cliente_id !== undefined && line.cliente_id !== q.cliente_id) fail('CELULAR_NOT_FOUND', `celular_id ${q.celular_id}: not a line of client ${q.cliente_id}`);
     return { cliente_id: line.cliente_id, celular_id: line.id };
   }
   if (q.cliente_id !== undefined) {
-    if (!(await core.store.getCliente(q.cliente_id))) fail('CLIENT_NOT_FOUND', `client ${q.cliente_id} not found`);
+    if (!(await core.store.getCliente(q.cliente_id))) fail('CLIENT_NOT_FOUND', `cliente_id ${q.cliente_id}: no such client`);
     return { cliente_id: q.cliente_id };
   }
   return {};
