@@ -143,8 +143,8 @@ describe('the chart pages', () => {
     const r = await get('/panel/graficas');
     expect(r.statusCode).toBe(200);
     expect(r.payload).toMatch(/<svg viewBox="0 0 640 220" role="img" aria-labelledby="c-envios-t c-envios-d"/);
-    expect(r.payload).toContain('<table id="t-envios">');
-    expect(r.payload).toContain('<table id="t-muestras">');
+    expect(r.payload).toContain('<div id="t-envios">');
+    expect(r.payload).toContain('<div id="t-muestras">');
     expect(r.payload).not.toMatch(/style=/);
     const empty = await get(`/panel/graficas?rango=7d&cliente_id=${a.clienteId}&celular_id=`);
     expect(empty.statusCode).toBe(200);

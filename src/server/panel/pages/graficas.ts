@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../../../core/auth.js';
 import { iso } from '../../../core/clock.js';
-import { CHART_ESTADOS, estadisticas, RANGOS, type Estadisticas, type EstadisticasQuery, type MuestraBar } from '../../../core/charts.js';
+import { CHART_ESTADOS, estadisticas, RANGOS, type EnviosBar, type Estadisticas, type EstadisticasQuery, type MuestraBar } from '../../../core/charts.js';
 import { estadisticasQuerystring } from '../../routes/admin-estadisticas.js';
 import { lines, stackedBars, type ChartSpec } from '../chart-svg.js';
 import { clientScope, panelOf, requireOperator, signedIn } from '../context.js';
@@ -9,7 +9,7 @@ import { field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErr
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { cidOf, dropEmptyFilters, typedFilters } from '../listing.js';
+import { cidOf, type Column, dropEmptyFilters, listTable, typedFilters } from '../listing.js';
 import { lineOptions } from './historial.js';
 import { shortTime } from './overview.js';
 
@@ -36,6 +36,24 @@ function ticks(e: Estadisticas): Array<{ at: number; label: string }> {
 const bar = (d: string) => shortTime(Date.parse(d));
 const dash = (v: number | null) => (v === null ? '–' : v);
 
+const at = (d: string) => html`<time datetime="${d}">${bar(d)}</time>`;
+
+const ENVIOS_COLUMNS: Array<Column<EnviosBar>> = [
+  { label: 'From', cls: 'nowrap', cell: (b) => at(b.desde) },
+  ...CHART_ESTADOS.map((s) => ({ label: s, cls: 'num', cell: (b: EnviosBar) => b[s] })),
+  { label: 'total', cls: 'num', cell: (b) => b.total },
+];
+
+const MUESTRA_COLUMNS: Array<Column<MuestraBar>> = [
+  { label: 'From', cls: 'nowrap', cell: (b) => at(b.desde) },
+  { label: 'Queued', cls: 'num', cell: (b) => dash(b.cola) },
+  { label: 'Oldest (s)', cls: 'num', cell: (b) => dash(b.mas_antiguo_s) },
+  { label: 'Webhooks 2xx', cls: 'num', cell: (b) => b.entregas_ok },
+  { label: 'Failed', cls: 'num', cell: (b) => b.entregas_fallidas },
+  { label: 'p50 (ms)', cls: 'num', cell: (b) => dash(b.latencia_p50_ms) },
+  { label: 'p95 (ms)', cls: 'num', cell: (b) => dash(b.latencia_p95_ms) },
+];
+
 function sendsChart(e: Estadisticas, who: string): Html {
   const total = e.envios.reduce((a, b) => a + b.total, 0);
   const busiest = Math.max(0, ...e.envios.map((b) => b.total));
@@ -57,28 +75,7 @@ function sendsChart(e: Estadisticas, who: string): Html {
       ${
         rows.length === 0
           ? html`<p class="empty">No messages were created in this range.</p>`
-          : html`<div class="table-wrap">
-              <table id="t-envios">
-                <caption>Messages created per bar, by the estado they are in now (bars without messages left out)</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">From</th>
-                    ${CHART_ESTADOS.map((s) => html`<th scope="col" class="num">${s}</th>`)}
-                    <th scope="col" class="num">total</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${rows.map(
-                    (b) =>
-                      html`<tr>
-                        <th scope="row" class="nowrap"><time datetime="${b.desde}">${bar(b.desde)}</time></th>
-                        ${CHART_ESTADOS.map((s) => html`<td class="num">${b[s]}</td>`)}
-                        <td class="num">${b.total}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>
-            </div>`
+          : html`<div id="t-envios">${listTable(rows, ENVIOS_COLUMNS, 'Messages created per bar, by the estado they are in now (bars without messages left out)')}</div>`
       }
     </details>
   </section>`;
@@ -143,36 +140,7 @@ function samplesCharts(e: Estadisticas, m: MuestraBar[]): Html {
       ${
         rows.length === 0
           ? html`<p class="empty">No node has sampled this range yet.</p>`
-          : html`<div class="table-wrap">
-              <table id="t-muestras">
-                <caption>Samples per bar (bars no node sampled left out)</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">From</th>
-                    <th scope="col" class="num">Queued</th>
-                    <th scope="col" class="num">Oldest (s)</th>
-                    <th scope="col" class="num">Webhooks 2xx</th>
-                    <th scope="col" class="num">Failed</th>
-                    <th scope="col" class="num">p50 (ms)</th>
-                    <th scope="col" class="num">p95 (ms)</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${rows.map(
-                    (b) =>
-                      html`<tr>
-                        <th scope="row" class="nowrap"><time datetime="${b.desde}">${bar(b.desde)}</time></th>
-                        <td class="num">${dash(b.cola)}</td>
-                        <td class="num">${dash(b.mas_antiguo_s)}</td>
-                        <td class="num">${b.entregas_ok}</td>
-                        <td class="num">${b.entregas_fallidas}</td>
-                        <td class="num">${dash(b.latencia_p50_ms)}</td>
-                        <td class="num">${dash(b.latencia_p95_ms)}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>
-            </div>`
+          : html`<div id="t-muestras">${listTable(rows, MUESTRA_COLUMNS, 'Samples per bar (bars no node sampled left out)')}</div>`
       }
     </details>
   </section>`;
