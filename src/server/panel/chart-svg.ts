@@ -32,7 +32,7 @@ export interface ChartSpec {
 
 const W = 640;
 const H = 220;
-const PAD = { left: 44, right: 8, top: 10, bottom: 28 };
+const PAD = { left: 60, right: 8, top: 14, bottom: 34 };
 const PLOT_W = W - PAD.left - PAD.right;
 const PLOT_H = H - PAD.top - PAD.bottom;
 
@@ -61,7 +61,12 @@ function frame(spec: ChartSpec, top: number, body: Html): Html {
       </g>
       ${body}
       <g class="ticks">
-        ${spec.ticks.map((t) => html`<text class="axis" x="${x(t.at)}" y="${H - 8}" text-anchor="middle">${t.label}</text>`)}
+        ${spec.ticks.map((t, i) => {
+          // The first and last labels sit inside the frame: anchored at their outer end.
+          const anchor = i === 0 ? 'start' : i === spec.ticks.length - 1 ? 'end' : 'middle';
+          const at = i === 0 ? PAD.left : i === spec.ticks.length - 1 ? W - PAD.right : x(t.at);
+          return html`<text class="axis" x="${at}" y="${H - 8}" text-anchor="${anchor}">${t.label}</text>`;
+        })}
       </g>
     </svg>
     <figcaption>
@@ -100,20 +105,18 @@ export function lines(spec: ChartSpec): Html {
   const slot = PLOT_W / Math.max(1, spec.bars.length);
   const paths = spec.series.map((s, k) => {
     let d = '';
-    let open = false;
-    spec.bars.forEach((bar, i) => {
-      const v = bar[k];
-      if (v === null || v === undefined) {
-        open = false;
-        return;
-      }
-      const x = PAD.left + (i + 0.5) * slot;
-      const y = PAD.top + PLOT_H - (v / top) * PLOT_H;
-      // A point with no neighbour still shows: a dot of the line's round cap.
-      d += open ? `L${x.toFixed(2)} ${y.toFixed(2)} ` : `M${x.toFixed(2)} ${y.toFixed(2)} l0.01 0 `;
-      open = true;
+    const dots: Html[] = [];
+    const at = (i: number) => spec.bars[i]?.[k] ?? null;
+    spec.bars.forEach((_, i) => {
+      const v = at(i);
+      if (v === null) return;
+      const x = (PAD.left + (i + 0.5) * slot).toFixed(2);
+      const y = (PAD.top + PLOT_H - (v / top) * PLOT_H).toFixed(2);
+      d += `${at(i - 1) === null ? 'M' : 'L'}${x} ${y} `;
+      // A value with no neighbour has no line to show it: a dot does.
+      if (at(i - 1) === null && at(i + 1) === null) dots.push(html`<circle class="s-${s.key}" cx="${x}" cy="${y}" r="4" />`);
     });
-    return d === '' ? html`` : html`<path class="line s-${s.key}" d="${d.trim()}" />`;
+    return d === '' ? html`` : html`<path class="line s-${s.key}" d="${d.trim()}" />${dots}`;
   });
   return frame(spec, top, html`<g class="lines">${paths}</g>`);
 }

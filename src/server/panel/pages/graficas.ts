@@ -134,7 +134,7 @@ function samplesCharts(e: Estadisticas, m: MuestraBar[]): Html {
   return html`<section aria-labelledby="h-muestras">
     <h2 id="h-muestras">Queue and webhooks</h2>
     <p class="hint">Sampled by every node twice a minute: the queue's largest reading and every node's webhook attempts per bar. A gap is a bar no node sampled.</p>
-    <div class="charts">${charts}</div>
+    ${charts}
     <details>
       <summary>The numbers (${rows.length} of ${m.length} bars sampled)</summary>
       ${
