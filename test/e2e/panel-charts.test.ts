@@ -55,7 +55,8 @@ async function tableBars(): Promise<Record<string, number[]>> {
   for (let i = 0; i < (await rows.count()); i += 1) {
     const row = rows.nth(i);
     const at = (await row.locator('time').getAttribute('datetime'))!;
-    out[at] = (await row.locator('td').allTextContents()).slice(1).map(Number);
+    const n = (await row.locator('td').allTextContents()).slice(1).map(Number);
+    if (n[5] !== 0) out[at] = n;
   }
   return out;
 }
