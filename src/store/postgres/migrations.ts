@@ -702,7 +702,7 @@ export const PG_MIGRATIONS: Migration[] = [
       LOCK TABLE mensajes IN SHARE ROW EXCLUSIVE MODE;
       -- D-100: messages by line, creation bucket and current estado, per UTC minute (grano 1, kept two
       -- days) and quarter hour (grano 15, kept eight), kept by the counts' trigger function: one upsert
-      -- of two rows on an insert, -1 and +1 on a change of state. A line's rows are only ever changed by
+      -- of two rows on an insert, -1 on each row by its key and one upsert (+1) on a change of state. A line's rows are only ever changed by
       -- a transaction that holds the line's conteos_mensajes row of the same estado (the function
       -- writes that one first, and the batched statements lock it first, in order), so these rows add
       -- no new order of locks. Room on each page for the updates of n in place (HOT).
@@ -743,9 +743,8 @@ export const PG_MIGRATIONS: Migration[] = [
             ON CONFLICT (cliente_id, cuarto, estado) DO UPDATE SET n = k.n + 1;
         END IF;
         IF TG_OP <> 'INSERT' THEN
-          UPDATE conteos_lineas SET n = n - 1
-            WHERE celular_id = OLD.celular_id AND estado = OLD.estado
-              AND (grano, t) IN ((1, OLD.created_at / 60000), (15, OLD.created_at / 900000));
+          UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 1 AND t = OLD.created_at / 60000 AND estado = OLD.estado;
+          UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 15 AND t = OLD.created_at / 900000 AND estado = OLD.estado;
         END IF;
         IF TG_OP <> 'DELETE' THEN
           INSERT INTO conteos_lineas AS k (celular_id, grano, t, estado, n, cliente_id)

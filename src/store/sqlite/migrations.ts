@@ -661,7 +661,8 @@ export const MIGRATIONS: Migration[] = [
       -- D-100: the charts' sends. Messages by line, creation bucket and current estado (the meaning of
       -- the other counts), per UTC minute (grano 1, kept two days) and quarter hour (grano 15, kept
       -- eight), written by the triggers of every insert, state change and delete: one upsert of its two
-      -- rows on an insert, one UPDATE (-1) and one upsert (+1) on a change of state. A chart reads one
+      -- rows on an insert, a -1 on each row by its key and one upsert (+1) on a change of state (a
+      -- row-value IN list here would not be matched to the key: each change would scan). A chart reads one
       -- key range of these rows: a line's by the key, a client's minutes by cliente_id, everyone's
       -- minutes by time; clients' quarters are conteos_cuartos, read by cuarto for everyone's.
       CREATE TABLE conteos_lineas (
@@ -691,16 +692,16 @@ export const MIGRATIONS: Migration[] = [
           ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + 1;
       END;
       CREATE TRIGGER conteos_lineas_estado AFTER UPDATE OF estado ON mensajes WHEN OLD.estado IS NOT NEW.estado BEGIN
-        UPDATE conteos_lineas SET n = n - 1
-          WHERE (celular_id, grano, t, estado) IN (VALUES (OLD.celular_id, 1, OLD.created_at / 60000, OLD.estado), (OLD.celular_id, 15, OLD.created_at / 900000, OLD.estado));
+        UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 1 AND t = OLD.created_at / 60000 AND estado = OLD.estado;
+        UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 15 AND t = OLD.created_at / 900000 AND estado = OLD.estado;
         INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
           VALUES (NEW.celular_id, 1, NEW.created_at / 60000, NEW.estado, 1, NEW.cliente_id),
                  (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
           ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + 1;
       END;
       CREATE TRIGGER conteos_lineas_delete AFTER DELETE ON mensajes BEGIN
-        UPDATE conteos_lineas SET n = n - 1
-          WHERE (celular_id, grano, t, estado) IN (VALUES (OLD.celular_id, 1, OLD.created_at / 60000, OLD.estado), (OLD.celular_id, 15, OLD.created_at / 900000, OLD.estado));
+        UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 1 AND t = OLD.created_at / 60000 AND estado = OLD.estado;
+        UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 15 AND t = OLD.created_at / 900000 AND estado = OLD.estado;
       END;
 
       -- D-101: what only a sample shows over time: the queue's depth and oldest age, and the webhook
