@@ -53,7 +53,10 @@ async function sqlite() {
   const store = openSqliteStore(join(dir, 'b.db'));
   const db = store.db;
   const ids = await seed(store);
-  const triggers = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'conteos_lineas_%'").all().map((r) => r.sql);
+  const triggers = db
+    .prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'conteos_lineas_%'")
+    .all()
+    .map((r) => r.sql);
   const ins = db.prepare(
     `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, intentos, created_at)
      VALUES (?, ?, ?, '525512345678', 'texto', 'cola', 'pendiente', 'x', 0, 0, ?)`,

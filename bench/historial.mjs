@@ -461,7 +461,9 @@ async function main() {
         );
       }
       console.log(`worst ratio, pages showing as many rows on both: ${panel.worst_ratio.toFixed(2)} (${panel.worst_page}); target <= ${PANEL_TARGET_RATIO}`);
-      console.log(`\noverview, charts, message page (figure 15), served at the fixture's last minute, ms; ${SMALL_ROWS} vs ${ROWS.toLocaleString('en')} messages:`);
+      console.log(
+        `\noverview, charts, message page (figure 15), served at the fixture's last minute, ms; ${SMALL_ROWS} vs ${ROWS.toLocaleString('en')} messages:`,
+      );
       for (const p of panel.charts.pages) {
         console.log(
           p.skipped

@@ -182,7 +182,8 @@ async function scopeOf(core: Core, p: Principal, q: EstadisticasQuery): Promise<
   if (q.celular_id !== undefined) {
     const line = await core.store.getCelular(q.celular_id);
     if (!line) fail('CELULAR_NOT_FOUND', `celular_id ${q.celular_id}: no such line`);
-    if (q.cliente_id !== undefined && line.cliente_id !== q.cliente_id) fail('CELULAR_NOT_FOUND', `celular_id ${q.celular_id}: not a line of client ${q.cliente_id}`);
+    if (q.cliente_id !== undefined && line.cliente_id !== q.cliente_id)
+      fail('CELULAR_NOT_FOUND', `celular_id ${q.celular_id}: not a line of client ${q.cliente_id}`);
     return { cliente_id: line.cliente_id, celular_id: line.id };
   }
   if (q.cliente_id !== undefined) {

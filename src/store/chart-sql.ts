@@ -63,4 +63,3 @@ export const sampleParams = (s: ChartSample): Array<number | string> => [
   s.fallidas,
   ...LAT.map((_, i) => s.lat[i] ?? 0),
 ];
-

@@ -73,8 +73,7 @@ for (const adapter of ADAPTERS) {
       }
       return sort([...sums.values()]);
     }
-    const sort = (rows: ChartCount[]) =>
-      rows.filter((r) => r.n !== 0).sort((a, b) => a.t - b.t || (a.estado < b.estado ? -1 : a.estado > b.estado ? 1 : 0));
+    const sort = (rows: ChartCount[]) => rows.filter((r) => r.n !== 0).sort((a, b) => a.t - b.t || (a.estado < b.estado ? -1 : a.estado > b.estado ? 1 : 0));
 
     it('counts every scope per minute and quarter hour by the estado each message is in now', async () => {
       const a = await client(['525500000001', '525500000002']);

@@ -96,8 +96,26 @@ describe('ChartSampler: one node writes its attempts and the queue per minute, q
     const f = fakeCore(clock);
     const s = new ChartSampler(f.core, 'n1', { intervalMs: 0, onError: () => {} });
     s.start();
-    f.core.bus.publish('webhook.attempt', { cliente_id: 1, evento: 'x', estado: 'entregado', status: 200, error: null, duracion_ms: 40, intentos: 1, edad_ms: 0 });
-    f.core.bus.publish('webhook.attempt', { cliente_id: 1, evento: 'x', estado: 'pendiente', status: 500, error: 'x', duracion_ms: 700, intentos: 1, edad_ms: 0 });
+    f.core.bus.publish('webhook.attempt', {
+      cliente_id: 1,
+      evento: 'x',
+      estado: 'entregado',
+      status: 200,
+      error: null,
+      duracion_ms: 40,
+      intentos: 1,
+      edad_ms: 0,
+    });
+    f.core.bus.publish('webhook.attempt', {
+      cliente_id: 1,
+      evento: 'x',
+      estado: 'pendiente',
+      status: 500,
+      error: 'x',
+      duracion_ms: 700,
+      intentos: 1,
+      edad_ms: 0,
+    });
     clock.advance(MIN);
     s.attempt(true, 60);
     f.setDepth({ pending: 4, oldest_at: T0 });

@@ -92,7 +92,9 @@ export function stackedBars(spec: ChartSpec): Html {
       if (!v) return;
       const h = (v / top) * PLOT_H;
       const y = PAD.top + PLOT_H - ((base + v) / top) * PLOT_H;
-      rects.push(html`<rect class="s-${spec.series[k]!.key}" x="${(PAD.left + i * slot + (slot - w) / 2).toFixed(2)}" y="${y.toFixed(2)}" width="${w.toFixed(2)}" height="${h.toFixed(2)}" />`);
+      rects.push(
+        html`<rect class="s-${spec.series[k]!.key}" x="${(PAD.left + i * slot + (slot - w) / 2).toFixed(2)}" y="${y.toFixed(2)}" width="${w.toFixed(2)}" height="${h.toFixed(2)}" />`,
+      );
       base += v;
     });
   });

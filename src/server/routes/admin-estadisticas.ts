@@ -46,7 +46,8 @@ export default async function adminEstadisticasRoutes(fastify: FastifyInstance, 
           muestras: {
             type: 'array',
             nullable: true,
-            description: "null for a client's or a line's chart. Per bar: the queue's largest depth and oldest age a node read (null: no node sampled it), webhook attempts answered 2xx and not, latency percentiles as latency bucket bounds",
+            description:
+              "null for a client's or a line's chart. Per bar: the queue's largest depth and oldest age a node read (null: no node sampled it), webhook attempts answered 2xx and not, latency percentiles as latency bucket bounds",
             items: {
               type: 'object',
               properties: {

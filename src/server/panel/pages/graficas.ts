@@ -184,7 +184,13 @@ export default async function graficasPages(app: FastifyInstance, deps: PanelDep
     const { e, errors, status } = await read(req, panelOf(req).principal, q);
     const own = html`${field({ name: 'cliente_id', label: 'Client (cliente_id)', type: 'number', min: 1, value: values.cliente_id, hint: 'Empty: every client' }, errors)}
     ${field({ name: 'celular_id', label: 'Line (celular_id)', type: 'number', min: 1, value: values.celular_id, hint: 'Any line id; empty: every line' }, errors)}`;
-    const who = !e ? '' : e.celular_id !== null ? `Line ${e.celular_id} of client ${e.cliente_id}` : e.cliente_id !== null ? `Client ${e.cliente_id}` : 'Every client';
+    const who = !e
+      ? ''
+      : e.celular_id !== null
+        ? `Line ${e.celular_id} of client ${e.cliente_id}`
+        : e.cliente_id !== null
+          ? `Client ${e.cliente_id}`
+          : 'Every client';
     return sendPage(req, reply, { title: 'Charts', current: 'graficas' }, body(e, who, form('/panel/graficas', values, own, errors)), status);
   });
 
@@ -197,6 +203,12 @@ export default async function graficasPages(app: FastifyInstance, deps: PanelDep
     const options = await lineOptions(deps, p);
     const own = options ? selectField({ name: 'celular_id', label: 'Line', options, value: values.celular_id ?? '' }, errors) : html``;
     const who = !e ? '' : e.celular_id !== null ? `Line ${e.celular_id}` : 'Every line';
-    return sendPage(req, reply, { title: 'Charts', clienteId: cid, current: 'graficas' }, body(e, who, form(`/panel/c/${cid}/graficas`, values, own, errors)), status);
+    return sendPage(
+      req,
+      reply,
+      { title: 'Charts', clienteId: cid, current: 'graficas' },
+      body(e, who, form(`/panel/c/${cid}/graficas`, values, own, errors)),
+      status,
+    );
   });
 }
