@@ -61,6 +61,7 @@ export const API = {
   adminGatewayDrain: '/admin/gateways/:nombre/drain',
   adminGatewayUndrain: '/admin/gateways/:nombre/undrain',
   adminBackup: '/admin/backup',
+  adminEstadisticas: '/admin/estadisticas',
   simScan: '/admin/sim/scan',
   simLogout: '/admin/sim/logout',
   simReceive: '/admin/sim/receive',

@@ -11,6 +11,7 @@ import accountRoutes from './routes/account.js';
 import adminRoutes from './routes/admin.js';
 import adminGatewayRoutes from './routes/admin-gateways.js';
 import adminBackupRoutes from './routes/admin-backup.js';
+import adminEstadisticasRoutes from './routes/admin-estadisticas.js';
 import celularRoutes from './routes/celulares.js';
 import celularSessionRoutes from './routes/celular-session.js';
 import healthRoutes from './routes/health.js';
@@ -213,6 +214,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     await admin.register(adminGatewayRoutes, { core });
     await admin.register(simRoutes, { core });
     await admin.register(adminBackupRoutes, { core, tmpDir: opts.send.tmp.dir });
+    await admin.register(adminEstadisticasRoutes, { core });
   });
 
   await app.register(panel, { prefix: '/panel', core, send: opts.send, webhooks: opts.webhooks, streams });

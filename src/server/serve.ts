@@ -27,7 +27,8 @@ import { makeLogger } from './parts/log.js';
 import { Parts } from './parts/part.js';
 import { nodeSettings } from './parts/settings.js';
 import { storePart } from './parts/store.js';
-import { healthPart, lineHealth, recoveryPart, retentionPart } from './parts/upkeep.js';
+import type { ChartSampler } from '../core/chart-samples.js';
+import { chartsPart, healthPart, lineHealth, recoveryPart, retentionPart } from './parts/upkeep.js';
 
 export { makeDataDir } from './parts/data-dir.js';
 export { banner } from './banner.js';
@@ -66,6 +67,8 @@ export interface RunningServer {
   inbox: Retention;
   /** The event log's retention (D-69), likewise: its own period, `eventPruneIntervalMs`. */
   events: Retention;
+  /** The charts' samples of this node (D-101): `run()` is one pass now. */
+  charts: ChartSampler;
   schemaVersion: number;
   /** Where the data lives, for the banner: the SQLite file, or the PostgreSQL URL without its password. */
   storeSource: string;
@@ -170,6 +173,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).
     const recovery = await parts.start(recoveryPart(opts, core, { media, inFlight, shared: opened.store.caps.shared }, log));
     const { inbox, events } = await parts.start(retentionPart(opts, core, log));
+    const charts = await parts.start(chartsPart(core, node, log));
     const metricsListener = opts.metricsListen ? await parts.start(metricsListenerPart(opts.metricsListen, metrics, log)) : null;
     const listening = await parts.start(listenerPart(app, opts.host, opts.port));
     const { http } = gw;
@@ -184,6 +188,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       recovery,
       inbox,
       events,
+      charts,
       adminTokenSource: settings.admin.source,
       core,
       schemaVersion: opened.schemaVersion,

@@ -6,6 +6,7 @@ import { registerAdminBackup } from './admin-backup.js';
 import { registerAdminCelulares } from './admin-celulares.js';
 import { registerAdminClients } from './admin-clients.js';
 import { registerAdminGateways } from './admin-gateways.js';
+import { registerAdminStats } from './admin-stats.js';
 
 /** `pasarela admin ...`: the operator's commands (operator token); each group's flags and run functions are in admin-*.ts. */
 export function registerAdmin(program: Command, ctxOf: CtxOf): void {
@@ -15,4 +16,5 @@ export function registerAdmin(program: Command, ctxOf: CtxOf): void {
   registerAdminGateways(admin, ctxOf);
   registerAdminAudit(admin, ctxOf);
   registerAdminBackup(admin, ctxOf);
+  registerAdminStats(admin, ctxOf);
 }

@@ -22,6 +22,7 @@ import recibidosPages from './pages/recibidos.js';
 import webhookPages from './pages/webhook.js';
 import eventosPages from './pages/eventos.js';
 import shownOncePages from './shown-once.js';
+import graficasPages from './pages/graficas.js';
 
 export interface PanelDeps {
   core: Core;
@@ -80,4 +81,5 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   await app.register(webhookPages, deps);
   await app.register(eventosPages, deps);
   await app.register(shownOncePages, deps);
+  await app.register(graficasPages, deps);
 }

@@ -25,6 +25,7 @@ function menu(panel: PanelRequest | undefined, page: PageInfo): Html {
     p.kind === 'operator'
       ? [
           link('/panel/', 'Overview', 'overview'),
+          link('/panel/graficas', 'Charts', 'graficas'),
           link('/panel/clientes', 'Clients', 'clientes'),
           link('/panel/servidores', 'Gateway servers', 'servidores'),
           link('/panel/auditoria', 'Audit log', 'auditoria'),
@@ -40,12 +41,14 @@ function menu(panel: PanelRequest | undefined, page: PageInfo): Html {
             link(`/panel/c/${cid}/historial`, 'History', 'historial'),
             link(`/panel/c/${cid}/recibidos`, 'Inbox', 'recibidos'),
             link(`/panel/c/${cid}/eventos`, 'Events', 'eventos'),
+            link(`/panel/c/${cid}/graficas`, 'Charts', 'graficas'),
           ]
         : [
             link(`/panel/c/${cid}/`, 'Account', 'cuenta'),
             link(`/panel/c/${cid}/celulares`, 'Lines', 'celulares'),
             link(`/panel/c/${cid}/historial`, 'History', 'historial'),
             link(`/panel/c/${cid}/recibidos`, 'Inbox', 'recibidos'),
+            link(`/panel/c/${cid}/graficas`, 'Charts', 'graficas'),
             link(`/panel/c/${cid}/webhook`, 'Webhook', 'webhook'),
             link(`/panel/c/${cid}/eventos`, 'Events', 'eventos'),
           ];

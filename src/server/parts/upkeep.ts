@@ -1,3 +1,4 @@
+import { ChartSampler } from '../../core/chart-samples.js';
 import type { Core } from '../../core/context.js';
 import { DirectRecovery } from '../../core/direct-recovery.js';
 import { LineHealth } from '../../core/line-health.js';
@@ -11,7 +12,8 @@ import type { Log, Part } from './part.js';
 
 /*
  * The periodic upkeep of the request thread: direct sends a crash left
- * pending, the inbox's and the event log's retention, the lines' health.
+ * pending, the inbox's and the event log's retention, the charts' samples,
+ * the lines' health.
  */
 
 /**
@@ -71,6 +73,30 @@ export function retentionPart(opts: ServeConfig, core: Core, log: Log): Part<{ i
       inbox.start();
       events.start();
       return { value: { inbox, events }, stop: () => Promise.all([inbox.stop(), events.stop()]) };
+    },
+  };
+}
+
+/** How often a node samples the queue and writes its webhook attempts for the charts: twice a minute, so no minute goes without a reading. */
+export const CHART_SAMPLE_MS = 30_000;
+
+/**
+ * The charts' samples (D-101): this node's webhook attempts (every node's
+ * reach the request thread's bus, the background thread's too) and the
+ * queue's depth, written at start and every CHART_SAMPLE_MS, once more at
+ * the stop; each pass also removes chart rows past their keeping.
+ */
+export function chartsPart(core: Core, node: NodePresence, log: Log): Part<ChartSampler> {
+  return {
+    name: 'chart samples',
+    start: () => {
+      const sampler = new ChartSampler(core, node.info.id, {
+        intervalMs: CHART_SAMPLE_MS,
+        onError: (err) => log.error({ err }, 'chart sample failed'),
+      });
+      sampler.start();
+      void sampler.run().catch((err: unknown) => log.error({ err }, 'chart sample failed'));
+      return { value: sampler, stop: () => sampler.stop() };
     },
   };
 }

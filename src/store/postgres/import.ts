@@ -4,6 +4,7 @@ import type { Client, Queryable } from './db.js';
 import { copyIntoMedios, mediosRef } from './media.js';
 import { EVENT_PREFIX_KV } from '../../core/event-log.js';
 import { slotsForgottenBefore } from '../../core/caps.js';
+import { CHART_KEPT_MS, CHART_MINUTES_KEPT_MS } from '../../core/charts.js';
 import { FILL_STATE_PATHS } from './state-paths.js';
 
 /**
@@ -34,7 +35,7 @@ export const COPIED = [
 ] as const;
 
 /** Kept from mensajes and recibidos by triggers on both stores: counted again from the rows, never copied. */
-export const DERIVED = ['conteos_mensajes', 'conteos_cuartos', 'conteos_recibidos', 'conteos_recibidos_cuartos'] as const;
+export const DERIVED = ['conteos_mensajes', 'conteos_cuartos', 'conteos_lineas', 'conteos_recibidos', 'conteos_recibidos_cuartos'] as const;
 
 /** PostgreSQL's side tables of the messages' changing state (state-paths.ts), filled from mensajes by recount. */
 export const STATE_PATHS = ['mensajes_pendientes', 'cupos', 'ids_gateway'] as const;
@@ -45,8 +46,9 @@ const OWN = new Set(['schema_migrations', 'sqlite_sequence']);
 /**
  * Known and never copied: a `webhook listen` lease belongs to the process
  * that renews it against the old server; its listener registers again.
+ * The charts' samples (D-101) were the old server's nodes' readings.
  */
-export const LEFT_BEHIND = ['webhook_escuchas'] as const;
+export const LEFT_BEHIND = ['webhook_escuchas', 'muestras'] as const;
 
 /** The triggers that keep the counts on every insert (one upsert per row), off while loading: table and trigger. */
 const COUNT_TRIGGERS = [
@@ -181,6 +183,7 @@ export async function loadAll(c: Client, src: Database.Database, onTable: (table
 export interface Recount {
   conteos_mensajes: number;
   conteos_cuartos: number;
+  conteos_lineas: number;
   conteos_recibidos: number;
   conteos_recibidos_cuartos: number;
   /** Lines whose queue count SQLite kept differently from their pending rows (expected 0). */
@@ -203,6 +206,14 @@ export async function recount(c: Client, now: number): Promise<Recount> {
     `INSERT INTO conteos_cuartos (cliente_id, cuarto, estado, n)
      SELECT cliente_id, created_at / 900000, estado, COUNT(*) FROM mensajes GROUP BY cliente_id, created_at / 900000, estado`,
   );
+  // The charts' counts (D-100) of the windows they are kept for (core/charts.ts), before `now`.
+  const l = await c.query(
+    `INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+     SELECT celular_id, g.grano, created_at / (g.grano * 60000), estado, COUNT(*), MIN(cliente_id)
+     FROM mensajes CROSS JOIN (VALUES (1, $1::bigint), (15, $2::bigint)) g(grano, desde)
+     WHERE created_at >= g.desde GROUP BY celular_id, g.grano, created_at / (g.grano * 60000), estado`,
+    [now - CHART_MINUTES_KEPT_MS, now - CHART_KEPT_MS],
+  );
   const r = await c.query(
     `INSERT INTO conteos_recibidos (cliente_id, celular_id, n)
      SELECT cliente_id, celular_id, COUNT(*) FROM recibidos GROUP BY cliente_id, celular_id`,
@@ -219,6 +230,7 @@ export async function recount(c: Client, now: number): Promise<Recount> {
   return {
     conteos_mensajes: m.rowCount ?? 0,
     conteos_cuartos: q.rowCount ?? 0,
+    conteos_lineas: l.rowCount ?? 0,
     conteos_recibidos: r.rowCount ?? 0,
     conteos_recibidos_cuartos: rq.rowCount ?? 0,
     pendientes_corregidos: p.rowCount ?? 0,

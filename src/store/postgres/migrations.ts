@@ -713,6 +713,84 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE INDEX eventos_mensaje ON eventos (((data::json) ->> 'msg_id')) WHERE entrega IS NOT NULL;
     `,
   },
+  {
+    version: 19,
+    name: "charts: a line's counts per minute and quarter hour by estado, the background pass's samples (SQLite version 23)",
+    sql: `
+      -- Writers of the previous version wait until this commits (as in version 15): a message moved
+      -- between the fill below and the new trigger function would be counted wrong for good.
+      LOCK TABLE mensajes IN SHARE ROW EXCLUSIVE MODE;
+      -- D-100: messages by line, creation bucket and current estado, per UTC minute (grano 1, kept two
+      -- days) and quarter hour (grano 15, kept eight), kept by the counts' trigger function: one upsert
+      -- of two rows on an insert, -1 on each row by its key and one upsert (+1) on a change of state. A line's rows are only ever changed by
+      -- a transaction that holds the line's conteos_mensajes row of the same estado (the function
+      -- writes that one first, and the batched statements lock it first, in order), so these rows add
+      -- no new order of locks. Room on each page for the updates of n in place (HOT).
+      CREATE TABLE conteos_lineas (
+        celular_id BIGINT NOT NULL,
+        grano INTEGER NOT NULL,
+        t BIGINT NOT NULL,
+        estado TEXT NOT NULL,
+        n BIGINT NOT NULL,
+        cliente_id BIGINT NOT NULL,
+        PRIMARY KEY (celular_id, grano, t, estado)
+      ) WITH (fillfactor = 70);
+      CREATE INDEX conteos_lineas_tiempo ON conteos_lineas(grano, t);
+      CREATE INDEX conteos_lineas_cliente ON conteos_lineas(cliente_id, grano, t);
+      CREATE INDEX conteos_cuartos_cuarto ON conteos_cuartos(cuarto);
+      INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+        SELECT celular_id, 1, created_at / 60000, estado, COUNT(*), MIN(cliente_id) FROM mensajes
+        WHERE created_at >= (SELECT COALESCE(MAX(created_at), 0) FROM mensajes) - 172800000
+        GROUP BY celular_id, created_at / 60000, estado;
+      INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+        SELECT celular_id, 15, created_at / 900000, estado, COUNT(*), MIN(cliente_id) FROM mensajes
+        WHERE created_at >= (SELECT COALESCE(MAX(created_at), 0) FROM mensajes) - 691200000
+        GROUP BY celular_id, created_at / 900000, estado;
+      CREATE OR REPLACE FUNCTION conteos_suma() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP <> 'INSERT' THEN
+          UPDATE conteos_mensajes SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND celular_id = OLD.celular_id AND estado = OLD.estado;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+          INSERT INTO conteos_mensajes AS k (cliente_id, celular_id, estado, n) VALUES (NEW.cliente_id, NEW.celular_id, NEW.estado, 1)
+            ON CONFLICT (cliente_id, celular_id, estado) DO UPDATE SET n = k.n + 1;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+          UPDATE conteos_cuartos SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND cuarto = OLD.created_at / 900000 AND estado = OLD.estado;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+          INSERT INTO conteos_cuartos AS k (cliente_id, cuarto, estado, n) VALUES (NEW.cliente_id, NEW.created_at / 900000, NEW.estado, 1)
+            ON CONFLICT (cliente_id, cuarto, estado) DO UPDATE SET n = k.n + 1;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+          UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 1 AND t = OLD.created_at / 60000 AND estado = OLD.estado;
+          UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 15 AND t = OLD.created_at / 900000 AND estado = OLD.estado;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+          INSERT INTO conteos_lineas AS k (celular_id, grano, t, estado, n, cliente_id)
+            VALUES (NEW.celular_id, 1, NEW.created_at / 60000, NEW.estado, 1, NEW.cliente_id),
+                   (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
+            ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = k.n + 1;
+        END IF;
+        RETURN NULL;
+      END $$;
+
+      -- D-101: the background pass's samples (SQLite version 23): each node's own row per minute,
+      -- quarter hour and hour; a chart sums the attempts and takes the largest queue reading.
+      CREATE TABLE muestras (
+        grano INTEGER NOT NULL,
+        t BIGINT NOT NULL,
+        nodo TEXT NOT NULL,
+        cola BIGINT NOT NULL,
+        antiguo_s BIGINT NOT NULL,
+        ok BIGINT NOT NULL,
+        fallidas BIGINT NOT NULL,
+        lat0 BIGINT NOT NULL, lat1 BIGINT NOT NULL, lat2 BIGINT NOT NULL, lat3 BIGINT NOT NULL, lat4 BIGINT NOT NULL,
+        lat5 BIGINT NOT NULL, lat6 BIGINT NOT NULL, lat7 BIGINT NOT NULL, lat8 BIGINT NOT NULL, lat9 BIGINT NOT NULL,
+        PRIMARY KEY (grano, t, nodo)
+      );
+    `,
+  },
 ];
 
 /**

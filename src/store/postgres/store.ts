@@ -2,6 +2,7 @@ import type { Store, StoreCaps } from '../../core/ports/store.js';
 import { PROBE_BYTES, writeHealthOf } from '../faults.js';
 import { type AcceptPaths, acceptTurns } from './accept-turn.js';
 import { accounts } from './accounts.js';
+import { charts } from './charts.js';
 import { Db, type PgOptions } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
 import { history } from './history.js';
@@ -51,6 +52,7 @@ export async function openPgStore(url: string, opts: PgOptions = {}): Promise<Pg
     name: db.name,
     acceptPaths: accepts.paths,
     ...accounts(db),
+    ...charts(db),
     ...gatewayServers(db),
     ...messages(db, accepts.acceptOne),
     ...transitions(db),

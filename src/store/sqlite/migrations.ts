@@ -674,4 +674,72 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX eventos_mensaje ON eventos(json_extract(data, '$.msg_id')) WHERE entrega IS NOT NULL;
     `,
   },
+  {
+    version: 23,
+    name: "charts: a line's counts per minute and quarter hour by estado, the background pass's samples",
+    sql: `
+      -- D-100: the charts' sends. Messages by line, creation bucket and current estado (the meaning of
+      -- the other counts), per UTC minute (grano 1, kept two days) and quarter hour (grano 15, kept
+      -- eight), written by the triggers of every insert, state change and delete: one upsert of its two
+      -- rows on an insert, a -1 on each row by its key and one upsert (+1) on a change of state (a
+      -- row-value IN list here would not be matched to the key: each change would scan). A chart reads one
+      -- key range of these rows: a line's by the key, a client's minutes by cliente_id, everyone's
+      -- minutes by time; clients' quarters are conteos_cuartos, read by cuarto for everyone's.
+      CREATE TABLE conteos_lineas (
+        celular_id INTEGER NOT NULL,
+        grano INTEGER NOT NULL,
+        t INTEGER NOT NULL,
+        estado TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        cliente_id INTEGER NOT NULL,
+        PRIMARY KEY (celular_id, grano, t, estado)
+      ) WITHOUT ROWID;
+      CREATE INDEX conteos_lineas_tiempo ON conteos_lineas(grano, t);
+      CREATE INDEX conteos_lineas_cliente ON conteos_lineas(cliente_id, grano, t);
+      CREATE INDEX conteos_cuartos_cuarto ON conteos_cuartos(cuarto);
+      INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+        SELECT m.celular_id, 1, m.created_at / 60000, m.estado, COUNT(*), m.cliente_id FROM clientes c CROSS JOIN mensajes m
+        WHERE m.cliente_id = c.id AND m.created_at >= (SELECT COALESCE(MAX(created_at), 0) FROM mensajes) - 172800000
+        GROUP BY m.celular_id, m.created_at / 60000, m.estado;
+      INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+        SELECT m.celular_id, 15, m.created_at / 900000, m.estado, COUNT(*), m.cliente_id FROM clientes c CROSS JOIN mensajes m
+        WHERE m.cliente_id = c.id AND m.created_at >= (SELECT COALESCE(MAX(created_at), 0) FROM mensajes) - 691200000
+        GROUP BY m.celular_id, m.created_at / 900000, m.estado;
+      CREATE TRIGGER conteos_lineas_insert AFTER INSERT ON mensajes BEGIN
+        INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+          VALUES (NEW.celular_id, 1, NEW.created_at / 60000, NEW.estado, 1, NEW.cliente_id),
+                 (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
+          ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER conteos_lineas_estado AFTER UPDATE OF estado ON mensajes WHEN OLD.estado IS NOT NEW.estado BEGIN
+        UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 1 AND t = OLD.created_at / 60000 AND estado = OLD.estado;
+        UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 15 AND t = OLD.created_at / 900000 AND estado = OLD.estado;
+        INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+          VALUES (NEW.celular_id, 1, NEW.created_at / 60000, NEW.estado, 1, NEW.cliente_id),
+                 (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
+          ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER conteos_lineas_delete AFTER DELETE ON mensajes BEGIN
+        UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 1 AND t = OLD.created_at / 60000 AND estado = OLD.estado;
+        UPDATE conteos_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id AND grano = 15 AND t = OLD.created_at / 900000 AND estado = OLD.estado;
+      END;
+
+      -- D-101: what only a sample shows over time: the queue's depth and oldest age, and the webhook
+      -- attempts with their latency (a histogram, so nodes and buckets add up). Each node writes its
+      -- own row per minute (grano 1), quarter hour (15) and hour (60) once a minute; a chart sums the
+      -- nodes' attempts and takes the largest queue reading, so nothing is counted twice.
+      CREATE TABLE muestras (
+        grano INTEGER NOT NULL,
+        t INTEGER NOT NULL,
+        nodo TEXT NOT NULL,
+        cola INTEGER NOT NULL,
+        antiguo_s INTEGER NOT NULL,
+        ok INTEGER NOT NULL,
+        fallidas INTEGER NOT NULL,
+        lat0 INTEGER NOT NULL, lat1 INTEGER NOT NULL, lat2 INTEGER NOT NULL, lat3 INTEGER NOT NULL, lat4 INTEGER NOT NULL,
+        lat5 INTEGER NOT NULL, lat6 INTEGER NOT NULL, lat7 INTEGER NOT NULL, lat8 INTEGER NOT NULL, lat9 INTEGER NOT NULL,
+        PRIMARY KEY (grano, t, nodo)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

@@ -4,6 +4,7 @@ import type { Store, StoreCaps } from '../../core/ports/store.js';
 import { PROBE_BYTES, writeHealthOf } from '../faults.js';
 import type { WriteGate } from '../write-gate.js';
 import { accounts } from './accounts.js';
+import { charts } from './charts.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
 import { migrate, openDb, schemaVersion } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
@@ -51,6 +52,7 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     caps: SQLITE_CAPS,
     db,
     ...accounts(db),
+    ...charts(db),
     ...gatewayServers(db),
     ...messages(db),
     ...idempotency(db),

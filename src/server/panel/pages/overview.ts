@@ -68,7 +68,7 @@ function figures(o: Overview): Html {
         </tbody>
       </table>
     </div>
-    <p class="hint">${sent} sent of ${sent + hour.pendiente + hour.error} accepted in the last hour.</p>
+    <p class="hint">${sent} sent of ${sent + hour.pendiente + hour.error} accepted in the last hour. <a href="/panel/graficas">Charts over time</a></p>
     <h2>Lines</h2>
     <div class="grid">
       <div>${countsTable('By estado', 'estado', o.lineas.por_estado, 'No lines yet. Create a client, then its lines from its page.')}</div>

@@ -1,0 +1,153 @@
+// What the charts' counts (D-100: conteos_lineas, kept by the message triggers) add to the
+// message hot path, store-level: the same inserts and state changes (pendiente -> enviado ->
+// entregado, one statement each per message, as the store's transitions do) timed with the
+// triggers and with them dropped, alternating rounds, on SQLite and (when it answers) PostgreSQL.
+//
+//   npm run build && node bench/chart-triggers.mjs [--messages 20000] [--rounds 3]
+//
+// Prints, per dialect, the median ms per message of each phase and the ratio with / without.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { openSqliteStore } from '../dist/store/sqlite/store.js';
+import { openPgStore } from '../dist/store/postgres/store.js';
+
+const args = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : def;
+};
+const N = opt('messages', 20_000);
+const ROUNDS = opt('rounds', 3);
+const PG_URL = process.env.PASARELA_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const T0 = Date.UTC(2026, 10, 23, 10);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function seed(store) {
+  const c = await store.createCliente(
+    { nombre: 'b', email: 'b@x.mx', plan: 'ilimitado', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'kb' },
+    1,
+  );
+  const cel = await store.insertCelular(
+    {
+      cliente_id: c.id,
+      numero: '525500000001',
+      nombre_interno: null,
+      estado: 'activo',
+      max_envios_por_minuto: 10,
+      max_envios_por_hora: 100,
+      max_envios_por_dia: null,
+      hora_inicio_permitido: '00:00',
+      hora_fin_permitido: '23:59',
+      key_hash: 'k'.repeat(64),
+      gateway_token_hash: 'g'.repeat(64),
+    },
+    1,
+  );
+  return { cliente: c.id, celular: cel.celular.id };
+}
+
+async function sqlite() {
+  const dir = mkdtempSync(join(tmpdir(), 'pasarela-chart-triggers-'));
+  const store = openSqliteStore(join(dir, 'b.db'));
+  const db = store.db;
+  const ids = await seed(store);
+  const triggers = db
+    .prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'conteos_lineas_%'")
+    .all()
+    .map((r) => r.sql);
+  const ins = db.prepare(
+    `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, intentos, created_at)
+     VALUES (?, ?, ?, '525512345678', 'texto', 'cola', 'pendiente', 'x', 0, 0, ?)`,
+  );
+  const move = db.prepare('UPDATE mensajes SET estado = ? WHERE msg_id = ?');
+  const out = { on: { insert: [], change: [] }, off: { insert: [], change: [] } };
+  let k = 0;
+  for (let r = 0; r < ROUNDS * 2; r += 1) {
+    const on = r % 2 === 0;
+    for (const name of ['insert', 'estado', 'delete']) db.exec(`DROP TRIGGER IF EXISTS conteos_lineas_${name}`);
+    if (on) for (const t of triggers) db.exec(t);
+    const base = k;
+    let t = performance.now();
+    db.transaction(() => {
+      for (let i = 0; i < N; i += 1) ins.run(`m${k++}`, ids.cliente, ids.celular, T0 + i * 50);
+    })();
+    out[on ? 'on' : 'off'].insert.push((performance.now() - t) / N);
+    t = performance.now();
+    db.transaction(() => {
+      for (let i = base; i < k; i += 1) {
+        move.run('enviado', `m${i}`);
+        move.run('entregado', `m${i}`);
+      }
+    })();
+    out[on ? 'on' : 'off'].change.push((performance.now() - t) / (2 * N));
+  }
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+  return out;
+}
+
+async function postgres() {
+  const schema = `bench_ct_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  try {
+    await admin.connect();
+  } catch {
+    return null;
+  }
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  const store = await openPgStore(PG_URL, { schema, max: 2 });
+  const ids = await seed(store);
+  await admin.query(`SET search_path TO ${schema}`);
+  const out = { on: { insert: [], change: [] }, off: { insert: [], change: [] } };
+  // The same function without the charts' part: the counts function as migration 15 left it.
+  const { PG_MIGRATIONS } = await import('../dist/store/postgres/migrations.js');
+  const v15 = PG_MIGRATIONS.find((m) => m.version === 15).sql;
+  const v18 = PG_MIGRATIONS.find((m) => m.version === 18).sql;
+  const fnOf = (sql) => sql.slice(sql.indexOf('CREATE OR REPLACE FUNCTION conteos_suma()'), sql.indexOf('END $$;') + 'END $$;'.length);
+  let k = 0;
+  try {
+    for (let r = 0; r < ROUNDS * 2; r += 1) {
+      const on = r % 2 === 0;
+      await admin.query(fnOf(on ? v18 : v15));
+      const base = k;
+      let t = performance.now();
+      await admin.query(
+        `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, intentos, created_at)
+         SELECT 'm' || g, $1, $2, '525512345678', 'texto', 'cola', 'pendiente', 'x', 0, 0, $3::bigint + (g - $4) * 50 FROM generate_series($4::int, $5::int - 1) g`,
+        [ids.cliente, ids.celular, T0, base, base + N],
+      );
+      k += N;
+      out[on ? 'on' : 'off'].insert.push((performance.now() - t) / N);
+      t = performance.now();
+      for (const e of ['enviado', 'entregado']) {
+        await admin.query(`UPDATE mensajes SET estado = $1 WHERE msg_id IN (SELECT 'm' || g FROM generate_series($2::int, $3::int - 1) g)`, [e, base, k]);
+      }
+      out[on ? 'on' : 'off'].change.push((performance.now() - t) / (2 * N));
+    }
+  } finally {
+    await store.close();
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+  }
+  return out;
+}
+
+for (const [name, run] of [
+  ['SQLite', sqlite],
+  ['PostgreSQL', postgres],
+]) {
+  const r = await run();
+  if (!r) {
+    console.log(`${name}: not reachable, skipped`);
+    continue;
+  }
+  for (const phase of ['insert', 'change']) {
+    const on = median(r.on[phase]);
+    const off = median(r.off[phase]);
+    console.log(
+      `${name} ${phase.padEnd(6)}: ${(on * 1000).toFixed(1)} us/msg with the charts' counts, ${(off * 1000).toFixed(1)} without; ratio ${(on / off).toFixed(2)} (rounds ${r.on[phase].map((x) => (x * 1000).toFixed(1)).join(', ')} | ${r.off[phase].map((x) => (x * 1000).toFixed(1)).join(', ')})`,
+    );
+  }
+}

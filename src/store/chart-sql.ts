@@ -1,0 +1,65 @@
+import type { ChartSample, ChartSampleSum, ChartScope } from '../core/ports/charts.js';
+
+/**
+ * The charts' statements (D-100, D-101), in `?` placeholders (PostgreSQL
+ * numbers them): each one key range of count or sample rows, so a chart
+ * costs the same whatever the history holds. A line's counts by their key;
+ * a client's minutes by `conteos_lineas_cliente`, everyone's by
+ * `conteos_lineas_tiempo`; quarters of a client, or of everyone, from
+ * `conteos_cuartos` (its key, or `conteos_cuartos_cuarto`).
+ */
+
+/** The statement for a scope and grain; placeholders: [scope id,] desde, hasta. */
+export function countsSql(scope: ChartScope, grano: number): string {
+  if (scope.celular_id !== undefined) {
+    return 'SELECT t, estado, n FROM conteos_lineas WHERE celular_id = ? AND grano = ? AND t >= ? AND t < ? AND n <> 0';
+  }
+  if (grano === 1) {
+    const who = scope.cliente_id !== undefined ? 'cliente_id = ? AND ' : '';
+    return `SELECT t, estado, SUM(n) AS n FROM conteos_lineas WHERE ${who}grano = ? AND t >= ? AND t < ? GROUP BY t, estado`;
+  }
+  const who = scope.cliente_id !== undefined ? 'cliente_id = ? AND ' : '';
+  return `SELECT cuarto AS t, estado, SUM(n) AS n FROM conteos_cuartos WHERE ${who}cuarto >= ? AND cuarto < ? GROUP BY cuarto, estado`;
+}
+
+/** The parameters of countsSql's statement, in its order. */
+export function countsParams(scope: ChartScope, grano: number, desde: number, hasta: number): number[] {
+  const who = scope.celular_id ?? scope.cliente_id;
+  const usesGrano = scope.celular_id !== undefined || grano === 1;
+  return [...(who !== undefined ? [who] : []), ...(usesGrano ? [grano] : []), desde, hasta];
+}
+
+const LAT = Array.from({ length: 10 }, (_, i) => `lat${i}`);
+
+/** A node's sample added to its row of the bucket; `max` is the dialect's two-argument maximum. */
+export const sampleUpsert = (max: 'MAX' | 'GREATEST'): string => `INSERT INTO muestras (grano, t, nodo, cola, antiguo_s, ok, fallidas, ${LAT.join(', ')})
+  VALUES (${new Array(7 + LAT.length).fill('?').join(', ')})
+  ON CONFLICT (grano, t, nodo) DO UPDATE SET
+    cola = ${max}(muestras.cola, excluded.cola), antiguo_s = ${max}(muestras.antiguo_s, excluded.antiguo_s),
+    ${['ok', 'fallidas', ...LAT].map((c) => `${c} = muestras.${c} + excluded.${c}`).join(', ')}`;
+
+export const SAMPLES_SQL = `SELECT t, MAX(cola) AS cola, MAX(antiguo_s) AS antiguo_s, SUM(ok) AS ok, SUM(fallidas) AS fallidas,
+  ${LAT.map((c) => `SUM(${c}) AS ${c}`).join(', ')}
+  FROM muestras WHERE grano = ? AND t >= ? AND t < ? GROUP BY t ORDER BY t`;
+
+export type SampleSumRow = Omit<ChartSampleSum, 'lat'> & Record<string, number>;
+
+export const sampleSum = (r: SampleSumRow): ChartSampleSum => ({
+  t: r.t,
+  cola: r.cola,
+  antiguo_s: r.antiguo_s,
+  ok: r.ok,
+  fallidas: r.fallidas,
+  lat: LAT.map((c) => r[c] ?? 0),
+});
+
+export const sampleParams = (s: ChartSample): Array<number | string> => [
+  s.grano,
+  s.t,
+  s.nodo,
+  s.cola,
+  s.antiguo_s,
+  s.ok,
+  s.fallidas,
+  ...LAT.map((_, i) => s.lat[i] ?? 0),
+];
