@@ -654,4 +654,16 @@ export const MIGRATIONS: Migration[] = [
       END;
     `,
   },
+  {
+    version: 22,
+    name: 'the audit trail filtered by action and time (D-91)',
+    sql: `
+      -- The audit page, GET /admin/auditoria and admin audit filter by action, by client and action,
+      -- and by time: each a range of one index, walked by id (keyset pages), so a page costs the same
+      -- however long the trail. A time bound is turned into an id once, through the index on fecha.
+      CREATE INDEX auditoria_accion ON auditoria(accion, id);
+      CREATE INDEX auditoria_cliente_accion ON auditoria(cliente_id, accion, id);
+      CREATE INDEX auditoria_fecha ON auditoria(fecha);
+    `,
+  },
 ];
