@@ -158,7 +158,7 @@ export interface AuditPage {
   zona_horaria: string;
 }
 
-const ACCION_RE = /^[a-z_]{1,30}\.[a-z_]{1,30}$/;
+const ACCION_RE = /^[a-z0-9_]{1,30}\.[a-z0-9_]{1,30}$/;
 
 function cursor(name: string, v: number | undefined, min: number): number | undefined {
   if (v !== undefined && !(Number.isSafeInteger(v) && v >= min)) fail('INVALID_PARAMS', `${name}: a whole number from ${min} up is required`);
