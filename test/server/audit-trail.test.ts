@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditFilter } from '../../src/core/ports/accounts.js';
+import type { ManualClock } from '../../src/core/clock.js';
 import { auditFirstAt, auditPage } from '../../src/store/audit-sql.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
@@ -134,7 +135,7 @@ function suite(store: () => Promise<{ url?: string; drop?: () => Promise<void> }
   it('filters by action, client and time, and pages to the end both ways (API)', async () => {
     const B = await seedClient(s, { numero: numeroNuevo() });
     const t0 = s.clock.now();
-    s.clock.advance(60_000);
+    (s.clock as ManualClock).advance(60_000);
     const ids: number[] = [];
     for (let i = 0; i < 7; i++) {
       const r = await admin('POST', '/admin/saldo', { cliente_id: B.clienteId, monto: i + 1 });
