@@ -175,7 +175,8 @@ export async function listAuditoria(core: Core, q: AuditQuery): Promise<AuditPag
   const limit = q.limit ?? LIST_LIMITS.auditoria.default;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > LIST_LIMITS.auditoria.max)
     fail('INVALID_PARAMS', `limit: a whole number from 1 to ${LIST_LIMITS.auditoria.max} is required`);
-  if (q.accion !== undefined && !ACCION_RE.test(q.accion)) fail('INVALID_PARAMS', `accion: "${q.accion}" is not an action; such as ${AUDIT_ACCIONES.slice(0, 3).join(', ')}`);
+  if (q.accion !== undefined && !ACCION_RE.test(q.accion))
+    fail('INVALID_PARAMS', `accion: "${q.accion}" is not an action; such as ${AUDIT_ACCIONES.slice(0, 3).join(', ')}`);
   cursor('cliente_id', q.cliente_id, 1);
   const antes = cursor('antes', q.antes, 1);
   const despues = cursor('despues', q.despues, 0);

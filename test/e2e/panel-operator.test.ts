@@ -208,7 +208,8 @@ it('lists the audit log newest first, filtered by client', async () => {
 
 it('filters the audit log by action and client, reads each change before → after, and pages to the oldest and back', async () => {
   const b = await seedClient(s, { saldo: 0 });
-  for (let i = 1; i <= 55; i++) expect((await api(s.url, 'POST', '/admin/saldo', { key: s.adminToken, json: { cliente_id: b.clienteId, monto: i } })).status).toBe(200);
+  for (let i = 1; i <= 55; i++)
+    expect((await api(s.url, 'POST', '/admin/saldo', { key: s.adminToken, json: { cliente_id: b.clienteId, monto: i } })).status).toBe(200);
   expect((await api(s.url, 'PATCH', `/admin/clientes/${b.clienteId}`, { key: s.adminToken, json: { plan: 'ilimitado' } })).status).toBe(200);
   await signIn(page, s.url, s.adminToken);
   await page.goto(`${s.url}/panel/auditoria`);

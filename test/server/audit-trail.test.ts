@@ -70,7 +70,14 @@ function suite(store: () => Promise<{ url?: string; drop?: () => Promise<void> }
       objeto_tipo: 'cliente',
       objeto_id: A.clienteId,
       cliente_id: A.clienteId,
-      detalle: { monto: 250, motivo: 'transferencia', celular_id: null, movimiento_id: r.body.movimiento_id, antes: { saldo_global: 0 }, despues: { saldo_global: 250 } },
+      detalle: {
+        monto: 250,
+        motivo: 'transferencia',
+        celular_id: null,
+        movimiento_id: r.body.movimiento_id,
+        antes: { saldo_global: 0 },
+        despues: { saldo_global: 250 },
+      },
     });
     // A refused change (below zero) leaves no record.
     expectError(await admin('POST', '/admin/saldo', { cliente_id: A.clienteId, monto: -999_999 }), 409, 604);
@@ -87,7 +94,13 @@ function suite(store: () => Promise<{ url?: string; drop?: () => Promise<void> }
     const rows = await since('saldo.cambiar', from);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.objeto_tipo).toBe('celular');
-    expect(rows[0]!.detalle).toMatchObject({ monto: 7, celular_id: A.celularId, movimiento_id: out.movimiento_id, antes: { saldo_celular: 0 }, despues: { saldo_celular: 7 } });
+    expect(rows[0]!.detalle).toMatchObject({
+      monto: 7,
+      celular_id: A.celularId,
+      movimiento_id: out.movimiento_id,
+      antes: { saldo_celular: 0 },
+      despues: { saldo_celular: 7 },
+    });
   });
 
   it('webhook set, set again, delete and restore: one record each, the secret never in it', async () => {
@@ -128,7 +141,11 @@ function suite(store: () => Promise<{ url?: string; drop?: () => Promise<void> }
     expectOk(await api(s.url, 'POST', `/api/celular_editar.php?id=${A.celularId}`, { key: A.clientKey, json: { estado: 'suspendido' } }));
     const line = await since('celular.editar', from);
     expect(line).toHaveLength(1);
-    expect(line[0]).toMatchObject({ actor: `cliente:${A.clienteId}`, objeto_id: A.celularId, detalle: { antes: { estado: 'desconectado' }, despues: { estado: 'suspendido' } } });
+    expect(line[0]).toMatchObject({
+      actor: `cliente:${A.clienteId}`,
+      objeto_id: A.celularId,
+      detalle: { antes: { estado: 'desconectado' }, despues: { estado: 'suspendido' } },
+    });
     expect(JSON.stringify([...edits, ...line])).not.toMatch(/key_hash|WAC_|WA_/);
   });
 
@@ -189,7 +206,9 @@ function suite(store: () => Promise<{ url?: string; drop?: () => Promise<void> }
 
   it('admin audit: filters, readable changes, and --all to the end', async () => {
     const env = { env: { PASARELA_ADMIN_TOKEN: s.adminToken } };
-    const all = expectJsonOnly(await cli.run(['admin', 'audit', '--accion', 'saldo.cambiar', '--cliente', String(A.clienteId), '--limit', '1', '--all', '--json'], env));
+    const all = expectJsonOnly(
+      await cli.run(['admin', 'audit', '--accion', 'saldo.cambiar', '--cliente', String(A.clienteId), '--limit', '1', '--all', '--json'], env),
+    );
     const api1000 = (await audit(`accion=saldo.cambiar&cliente_id=${A.clienteId}&limit=1000`)).registros;
     expect(all.registros.map((r: Registro) => r.id)).toEqual(api1000.map((r) => r.id));
     expect(all.paginas.antes).toBeNull();
@@ -265,7 +284,10 @@ describeWith(postgres, 'the audit trail read by its indexes among 300,000 record
       expect(text, JSON.stringify(f)).not.toContain('Seq Scan');
       expect(text, JSON.stringify(f)).not.toContain('"Node Type":"Sort"');
     }
-    const first = await plan(auditFirstAt((i) => `$${i}`), [1700000000000 + 150_000 * 1000]);
+    const first = await plan(
+      auditFirstAt((i) => `$${i}`),
+      [1700000000000 + 150_000 * 1000],
+    );
     expect(first).toContain('"Index Name":"auditoria_fecha"');
     expect(first).not.toContain('Seq Scan');
   });

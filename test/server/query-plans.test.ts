@@ -288,7 +288,8 @@ it('serves every per-request and per-message path with an index, on a store with
       if (m && !/^(lineas|CONSTANT|json_each)/.test(m[1]!)) scans.push(`${r.detail}  <-  ${sql}`);
       // An audit page filtered by client or action reads the index that leads with them (never the whole trail's ids).
       for (const col of ['cliente_id', 'accion']) {
-        if (/^SEARCH auditoria /.test(r.detail) && new RegExp(`\\b${col} = `).test(sql) && !r.detail.includes(`${col}=?`)) scans.push(`${r.detail}  <-  ${sql}`);
+        if (/^SEARCH auditoria /.test(r.detail) && new RegExp(`\\b${col} = `).test(sql) && !r.detail.includes(`${col}=?`))
+          scans.push(`${r.detail}  <-  ${sql}`);
       }
       if (/auditoria/.test(sql) && /TEMP B-TREE/.test(r.detail)) scans.push(`${r.detail}  <-  ${sql}`);
       // An inbox page is read in its order from its index, never sorted (a deep page would sort the whole range).

@@ -3,7 +3,7 @@ import { addBalance, createCliente, editCliente, listClientes, rotateClienteKey,
 import type { Core } from '../../core/context.js';
 import { rotateCelularKey, setLegacyToken } from '../../core/celulares.js';
 import { API } from '../../core/api-routes.js';
-import { FIELD_LIMITS, LIST_LIMITS } from '../../core/limits.js';
+import { FIELD_LIMITS } from '../../core/limits.js';
 import { created, operatorAuth, success } from '../http.js';
 import { aliasSchema, auditoriaQuerystring, celularSchema, clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
 import { listAuditoria } from '../../core/audit.js';

@@ -221,11 +221,15 @@ export const recibidosQuerystring = listingQuerystring(
 /** The query of GET /admin/auditoria, which the panel's audit page reads too (core/audit.ts says what each means). */
 export const auditoriaQuerystring = Type.Object({
   cliente_id: Type.Optional(Type.Integer({ minimum: 1, description: 'only records of this client' })),
-  accion: Type.Optional(Type.String({ minLength: 3, maxLength: 61, description: 'only records of this action, exactly (saldo.cambiar, webhook.configurar, …)' })),
+  accion: Type.Optional(
+    Type.String({ minLength: 3, maxLength: 61, description: 'only records of this action, exactly (saldo.cambiar, webhook.configurar, …)' }),
+  ),
   desde: Type.Optional(
     Type.String({ ...dayOrInstant, description: "first day (YYYY-MM-DD, in the server's zone), included; or an RFC 3339 instant, included" }),
   ),
-  hasta: Type.Optional(Type.String({ ...dayOrInstant, description: "last day (YYYY-MM-DD, in the server's zone), included; or an RFC 3339 instant, excluded" })),
+  hasta: Type.Optional(
+    Type.String({ ...dayOrInstant, description: "last day (YYYY-MM-DD, in the server's zone), included; or an RFC 3339 instant, excluded" }),
+  ),
   antes: Type.Optional(Type.Integer({ minimum: 1, description: 'the older page: records with a smaller id (paginas.antes of the page before)' })),
   despues: Type.Optional(Type.Integer({ minimum: 0, description: 'the newer page: records with a larger id (paginas.despues); 0 for the oldest page' })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMITS.auditoria.max, default: LIST_LIMITS.auditoria.default })),

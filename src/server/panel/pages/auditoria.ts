@@ -101,11 +101,13 @@ export default async function auditoriaPages(app: FastifyInstance, { core }: Pan
       const anyFilter = Object.keys(filters).length > 0;
       const paged = values.antes !== undefined || values.despues !== undefined;
       const empty = html`<p class="empty">
-        ${paged
-          ? html`No records on this page. <a href="${PATH}${queryOf(filters)}">Back to the newest.</a>`
-          : anyFilter
-            ? 'No record matches these filters. Widen them, or clear them.'
-            : 'No records yet: changes by the operator and clients appear here.'}
+        ${
+          paged
+            ? html`No records on this page. <a href="${PATH}${queryOf(filters)}">Back to the newest.</a>`
+            : anyFilter
+              ? 'No record matches these filters. Widen them, or clear them.'
+              : 'No records yet: changes by the operator and clients appear here.'
+        }
       </p>`;
       return sendPage(
         req,

@@ -1,5 +1,4 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { iso } from '../../../core/clock.js';
 import { overview, type Overview } from '../../../core/overview.js';
 import { requireOperator } from '../context.js';
 import { html, type Html } from '../html.js';

@@ -79,9 +79,11 @@ export default async function recibidosPages(app: FastifyInstance, deps: PanelDe
             ${listing.total} ${listing.total === 1 ? 'message' : 'messages'} · page ${listing.page} of ${Math.max(1, listing.total_paginas)} · days read in
             ${listing.zona_horaria}
           </p>
-          ${listing.total > 0 && listing.page > listing.total_paginas
-            ? pastEnd(path, filters, listing.total_paginas, 'messages')
-            : table(listing.recibidos, empty)}
+          ${
+            listing.total > 0 && listing.page > listing.total_paginas
+              ? pastEnd(path, filters, listing.total_paginas, 'messages')
+              : table(listing.recibidos, empty)
+          }
           ${pager(path, values, listing.page, listing.total_paginas)}`,
       );
     },
