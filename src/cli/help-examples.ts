@@ -91,7 +91,11 @@ export const EXAMPLES: Record<string, string[]> = {
   'admin gateway add': ['printf %s "$EVO_KEY" | pasarela admin gateway add evo-2 --gateway-url http://evo-2:8080 --gateway-key - --max-lineas 200'],
   'admin gateway drain': ['pasarela admin gateway drain evo-1'],
   'admin gateway undrain': ['pasarela admin gateway undrain evo-1'],
-  'admin audit': ['pasarela admin audit', 'pasarela admin audit --cliente 3 --limit 10 --json'],
+  'admin audit': [
+    'pasarela admin audit',
+    'pasarela admin audit --cliente 3 --accion saldo.cambiar --desde 2026-11-01 --all',
+    'pasarela admin audit --accion webhook.configurar --limit 10 --json',
+  ],
   'admin backup': ['pasarela admin backup pasarela-$(date +%F).db', 'pasarela admin backup /backups/pasarela.db --force --json'],
   'sim scan': ['pasarela sim scan 12', 'pasarela sim scan 12 --code ABCD-1234'],
   'sim logout': ['pasarela sim logout 12'],

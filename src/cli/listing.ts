@@ -1,4 +1,4 @@
-import { parseInstant, parseYmd } from '../core/historial.js';
+import { DAY_OR_INSTANT_EXPECTED, parseInstant, parseYmd } from '../core/historial.js';
 import { csvRecord } from '../core/csv.js';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import type { ApiPath } from '../core/api-routes.js';
@@ -78,7 +78,7 @@ export interface Listing<R> {
 /** A listing bound: a calendar day, or an RFC 3339 instant with its offset (a cron job's exact window); anything else is a usage error (exit 2) before any request. */
 export function dayOrInstant(value: string): string {
   if (parseYmd(value) || parseInstant(value) !== null) return value;
-  throw new InvalidArgumentError('expected a calendar date YYYY-MM-DD or an RFC 3339 instant with its offset, such as 2026-11-26T10:00:00Z');
+  throw new InvalidArgumentError(DAY_OR_INSTANT_EXPECTED);
 }
 
 /**

@@ -8,6 +8,7 @@ import type { ClienteEstado, ClienteRow, Plan } from './ports/model.js';
 import { celularView, clienteView, DAY_MS } from './views.js';
 import { startOfMonth } from './historial.js';
 import { FIELD_LIMITS } from './limits.js';
+import { balanceAudit, beforeAfter } from './audit.js';
 
 /** Client accounts and balances: the operator's side and the client's read side. */
 
@@ -97,7 +98,7 @@ export async function createCliente(core: Core, input: NewClienteInput) {
         objeto_tipo: 'cliente',
         objeto_id: c.id,
         cliente_id: c.id,
-        detalle: { nombre: c.nombre, plan: c.plan },
+        detalle: { nombre: c.nombre, plan: c.plan, saldo_global: c.saldo_global },
       }),
     },
   );
@@ -143,9 +144,18 @@ export async function editCliente(core: Core, id: number, patch: Omit<ClientePat
   checkClienteText(patch);
   checkAccountNumbers(patch);
   const now = core.clock.now();
-  const row = (await core.store.updateCliente(id, patch, now))!;
+  // The change and its record (each patched field before and after) in one transaction.
+  const fields = (Object.keys(patch) as Array<keyof typeof patch>).filter((k) => patch[k] !== undefined);
+  const row = await core.store.updateCliente(id, patch, now, (antes, despues) => ({
+    actor: 'operator',
+    accion: 'cliente.editar',
+    objeto_tipo: 'cliente',
+    objeto_id: id,
+    cliente_id: id,
+    detalle: beforeAfter(antes, despues, fields),
+  }));
+  if (!row) fail('CLIENT_NOT_FOUND', `client ${id} not found`);
   await invalidateCredentials(core, { cliente: id });
-  await core.store.audit({ actor: 'operator', accion: 'cliente.editar', objeto_tipo: 'cliente', objeto_id: id, cliente_id: id, detalle: { ...patch } }, now);
   return clienteSummary(core, row);
 }
 
@@ -172,16 +182,15 @@ export async function addBalance(core: Core, actor: Principal, input: BalanceInp
   // The API's schema bounds these; the panel's form has no schema in front of it.
   if (Math.abs(input.monto) > FIELD_LIMITS.saldo) fail('INVALID_PARAMS', `monto must be from -${FIELD_LIMITS.saldo} to ${FIELD_LIMITS.saldo}`);
   if (input.motivo !== undefined && input.motivo.length > FIELD_LIMITS.motivo) fail('INVALID_PARAMS', `motivo: at most ${FIELD_LIMITS.motivo} characters`);
-  const res = await core.store.changeBalance(
-    {
-      cliente_id: input.cliente_id,
-      celular_id: input.celular_id ?? null,
-      monto: input.monto,
-      motivo: input.motivo?.trim() || (input.monto > 0 ? 'recarga' : 'ajuste'),
-      actor: actorOf(actor),
-    },
-    core.clock.now(),
-  );
+  const change = {
+    cliente_id: input.cliente_id,
+    celular_id: input.celular_id ?? null,
+    monto: input.monto,
+    motivo: input.motivo?.trim() || (input.monto > 0 ? 'recarga' : 'ajuste'),
+    actor: actorOf(actor),
+  };
+  // The audit record is written with the change and its ledger row, in one transaction.
+  const res = await core.store.changeBalance(change, core.clock.now(), balanceAudit(change));
   if (!res.ok) {
     if (res.reason === 'cliente') fail('CLIENT_NOT_FOUND', `client ${input.cliente_id} not found`);
     if (res.reason === 'celular') fail('CELULAR_NOT_FOUND', `celular ${input.celular_id} not found for client ${input.cliente_id}`);

@@ -7,6 +7,7 @@ import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret, pa
 import { CELULAR_LIMITS, HORA_PATTERN } from './limits.js';
 import { normalizeNumero } from './phone.js';
 import type { CelularPatch } from './ports/accounts.js';
+import { beforeAfter } from './audit.js';
 import { GatewayFailure } from './ports/gateway.js';
 import { CELULAR_ESTADOS, type CelularEstado, type CelularRow, type SessionStatus } from './ports/model.js';
 import { celularView } from './views.js';
@@ -145,12 +146,17 @@ export async function editCelular(core: Core, p: ClientPrincipal, id: number, ed
   }
   if (Object.keys(patch).length === 0) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
   const now = core.clock.now();
-  const row = (await core.store.updateCelular(id, patch, now))!;
+  // The change and its record (each patched field before and after) in one transaction.
+  const row = await core.store.updateCelular(id, patch, now, undefined, (antes, despues) => ({
+    actor: actorOf(p),
+    accion: 'celular.editar',
+    objeto_tipo: 'celular',
+    objeto_id: id,
+    cliente_id: celular.cliente_id,
+    detalle: beforeAfter(antes, despues, Object.keys(patch) as Array<keyof CelularPatch>),
+  }));
+  if (!row) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
   await invalidateCredentials(core, { celular: id });
-  await core.store.audit(
-    { actor: actorOf(p), accion: 'celular.editar', objeto_tipo: 'celular', objeto_id: id, cliente_id: celular.cliente_id, detalle: { ...patch } },
-    now,
-  );
   return row;
 }
 

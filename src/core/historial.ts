@@ -232,23 +232,33 @@ export function parseInstant(s: string): number | null {
   return t;
 }
 
+/** What a listing's day or instant must look like, in the words the CLI, the API and the panel all use. */
+export const DAY_OR_INSTANT_EXPECTED = 'expected a calendar date YYYY-MM-DD or an RFC 3339 instant with its offset, such as 2026-11-26T10:00:00Z';
+
 /**
  * A listing's `desde` (first instant included) or `hasta` (first instant
  * excluded) in ms: a day in the server's zone (hasta: the day included), or
  * an RFC 3339 instant taken as it is, so that a cron job's windows [desde,
  * hasta) follow each other without overlap or gap.
  */
-function boundParam(name: 'desde' | 'hasta', value: string, tz: string): number {
+export function boundParam(name: 'desde' | 'hasta', value: string, tz: string): number {
   const ymd = parseYmd(value);
   if (ymd) return startOfDay(name === 'hasta' ? nextDay(ymd) : ymd, tz);
   const t = parseInstant(value);
-  if (t === null) {
-    fail(
-      'INVALID_PARAMS',
-      `${name}: "${value}" is neither a calendar date written YYYY-MM-DD nor an RFC 3339 instant with its offset (2026-11-26T10:00:00Z, 2026-11-26T04:00:00-06:00)`,
-    );
-  }
+  if (t === null) fail('INVALID_PARAMS', `${name}: "${value}": ${DAY_OR_INSTANT_EXPECTED}`);
   return t;
+}
+
+/** Both bounds of a listing, refused when desde comes after hasta (two days compare as days; instants may make an empty window). */
+export function boundsParam(q: { desde?: string; hasta?: string }, tz: string): { desde?: number; hasta?: number } {
+  const out: { desde?: number; hasta?: number } = {};
+  if (q.desde !== undefined) out.desde = boundParam('desde', q.desde, tz);
+  if (q.hasta !== undefined) out.hasta = boundParam('hasta', q.hasta, tz);
+  if (out.desde !== undefined && out.hasta !== undefined) {
+    const backwards = parseYmd(q.desde!) && parseYmd(q.hasta!) ? q.desde! > q.hasta! : out.desde > out.hasta;
+    if (backwards) fail('INVALID_PARAMS', `desde (${q.desde}) is after hasta (${q.hasta})`);
+  }
+  return out;
 }
 
 function intParam(name: string, value: number | undefined, def: number, min: number, max: number): number {
@@ -305,14 +315,9 @@ export async function listingScope(core: Core, p: ClientPrincipal, q: ListingQue
   const scope: ListingScope = { cliente_id: p.cliente.id, page, por_pagina: porPagina };
   if (celular) scope.celular_id = celular.id;
 
-  const tz = listingZone(core);
-  if (q.desde !== undefined) scope.desde = boundParam('desde', q.desde, tz);
-  if (q.hasta !== undefined) scope.hasta = boundParam('hasta', q.hasta, tz);
-  if (scope.desde !== undefined && scope.hasta !== undefined) {
-    // Two days compare as days (hasta's bound is the next midnight); otherwise as instants, an empty window allowed.
-    const backwards = parseYmd(q.desde!) && parseYmd(q.hasta!) ? q.desde! > q.hasta! : scope.desde > scope.hasta;
-    if (backwards) fail('INVALID_PARAMS', `desde (${q.desde}) is after hasta (${q.hasta})`);
-  }
+  const bounds = boundsParam(q, listingZone(core));
+  if (bounds.desde !== undefined) scope.desde = bounds.desde;
+  if (bounds.hasta !== undefined) scope.hasta = bounds.hasta;
   return { scope, celular };
 }
 

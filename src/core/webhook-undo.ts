@@ -34,6 +34,11 @@ export function webhookConfigOf(r: StoredWebhook): WebhookConfig {
   };
 }
 
+/** A stored row as a configuration; null for none (no row, or one left empty by a delete). */
+export function storedConfig(r: StoredWebhook | null | undefined): WebhookConfig | null {
+  return r && r.url !== '' ? webhookConfigOf(r) : null;
+}
+
 /** The stack after pushing what `before` holds (a row with an empty url, or none, pushes null). */
 export function pushUndo(before: StoredWebhook | null | undefined): string {
   const stack = before?.prev ? (JSON.parse(before.prev) as SavedWebhook[]) : [];

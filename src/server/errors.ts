@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { AppError, ERRORS, type ErrorRow, errorBody } from '../core/errors.js';
+import { DAY_OR_INSTANT_EXPECTED } from '../core/historial.js';
 import { lingerOnClose } from './body/linger.js';
 
 /**
@@ -12,6 +13,9 @@ export function toAppError(err: FastifyError | Error): AppError {
   const fe = err as FastifyError;
   if (fe.validation) {
     const where = fe.validationContext ?? 'request';
+    // A listing's day or instant (the schema checks only its shape) is refused in core's words, as the CLI says it.
+    const bound = /^\/(desde|hasta)$/.exec(fe.validation[0]?.instancePath ?? '');
+    if (where === 'querystring' && bound) return new AppError('INVALID_PARAMS', `${bound[1]}: ${DAY_OR_INSTANT_EXPECTED}`);
     return new AppError('INVALID_PARAMS', `${where}: ${fe.message.replace(/^(body|querystring|params|headers)\/?/, '')}`.replace(/ +/g, ' ').trim());
   }
   switch (fe.code) {

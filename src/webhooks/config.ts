@@ -6,6 +6,7 @@ import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../
 import { iso } from '../core/clock.js';
 import type { Core } from '../core/context.js';
 import { fail } from '../core/errors.js';
+import { webhookAudit } from '../core/audit.js';
 import { isBlockedAddress, parseHttpUrl } from '../core/media-url.js';
 import type { WebhookConfig } from '../core/ports/model.js';
 import { checkWebhookSecret } from '../core/webhook-secret.js';
@@ -98,6 +99,7 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
   const cfg = await core.store.setWebhook(
     { cliente_id: p.cliente.id, url: url.toString(), secret, eventos: parseEventos(input.eventos), activo: input.activo ?? true },
     core.clock.now(),
+    webhookAudit(p, 'webhook.configurar'),
   );
   await announceWebhookConfig(core.signals, p.cliente.id);
   const aviso = resolved.length === 0 ? `the host ${url.hostname} does not resolve now: deliveries fail and are retried until it does` : undefined;
@@ -106,14 +108,14 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
 
 export async function deleteWebhook(core: Core, p: ClientPrincipal) {
   requireClientKey(p, 'removing the webhook');
-  const eliminado = await core.store.deleteWebhook(p.cliente.id, core.clock.now());
+  const eliminado = await core.store.deleteWebhook(p.cliente.id, core.clock.now(), webhookAudit(p, 'webhook.eliminar'));
   await announceWebhookConfig(core.signals, p.cliente.id);
   return { ...webhookView(p.cliente.id, null), eliminado };
 }
 
 export async function restoreWebhook(core: Core, p: ClientPrincipal) {
   requireClientKey(p, 'restoring the webhook');
-  const r = await core.store.restoreWebhook(p.cliente.id, core.clock.now());
+  const r = await core.store.restoreWebhook(p.cliente.id, core.clock.now(), webhookAudit(p, 'webhook.restaurar'));
   await announceWebhookConfig(core.signals, p.cliente.id);
   if (r === 'nada') fail('CONFLICT', 'there is no earlier webhook configuration to restore');
   return webhookView(p.cliente.id, r);

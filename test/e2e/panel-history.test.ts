@@ -110,6 +110,25 @@ it("history: a bad filter value shows the API's error beside its field", async (
   await screenshots(page, 'historial-error');
 });
 
+it('history: pages to the last page and back from past the end; a bad hasta in words; times in UTC', async () => {
+  await signIn(page, s.url, L.clientKey);
+  await page.goto(`${s.url}/panel/c/${L.clienteId}/historial?por_pagina=1`);
+  await page.getByRole('link', { name: 'Last page', exact: true }).click();
+  await expect.poll(() => page.locator('.pager .off', { hasText: 'Next page' }).count()).toBe(1);
+  expect(await page.locator('td[data-label="created_at"] time').first().textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+  await screenshots(page, 'historial-paginas');
+  expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [0] });
+  await page.goto(`${s.url}/panel/c/${L.clienteId}/historial?por_pagina=1&page=9999`);
+  await expect.poll(() => page.locator('p.empty').textContent()).toContain('No messages on this page');
+  await screenshots(page, 'historial-fin');
+  await page.getByRole('link', { name: /^Go to the last page/ }).click();
+  await expect.poll(() => page.locator('td[data-label="created_at"]').count()).toBe(1);
+  await page.goto(`${s.url}/panel/c/${L.clienteId}/historial?desde=2026-11-28T22:19:00Z&hasta=ayer`);
+  await expect
+    .poll(() => page.locator('#f-hasta-error').textContent())
+    .toContain('hasta: expected a calendar date YYYY-MM-DD or an RFC 3339 instant with its offset, such as 2026-11-26T10:00:00Z');
+});
+
 it('inbox: lists what the line received', async () => {
   await signIn(page, s.url, L.clientKey);
   await page.goto(`${s.url}/panel/c/${L.clienteId}/historial`);

@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
-import { launchBrowser, screenshots, signIn } from '../helpers/browser.js';
+import { launchBrowser, overflowAtPhoneWidth, screenshots, signIn } from '../helpers/browser.js';
 
 /** The operator's pages in a real browser: overview, clients (create, edit, balance, key), gateway servers, the audit log. */
 
@@ -197,15 +197,55 @@ it('drains and undrains a gateway server and lists the lines it holds', async ()
 it('lists the audit log newest first, filtered by client', async () => {
   await signIn(page, s.url, s.adminToken);
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit log', exact: true }).click();
-  const firstAction = page.getByRole('row').nth(1).getByRole('cell').nth(3);
+  const firstAction = page.getByRole('row').nth(1).getByRole('cell').nth(2);
   await expect.poll(() => firstAction.textContent()).toMatch(/^[a-z_]+\.[a-z_]+$/);
   await page.getByLabel('Client id').fill(String(a.clienteId));
   await page.getByRole('button', { name: 'Filter' }).click();
   await expect.poll(() => new URL(page.url()).searchParams.get('cliente_id')).toBe(String(a.clienteId));
-  const clients = await page.getByRole('row').locator('td:nth-child(6)').allTextContents();
+  const clients = await page.getByRole('row').locator('td:nth-child(5)').allTextContents();
   expect(clients.length).toBeGreaterThan(0);
   expect(new Set(clients)).toEqual(new Set([String(a.clienteId)]));
   await screenshots(page, 'auditoria');
+});
+
+it('filters the audit log by action and client, reads each change before → after, and pages to the oldest and back', async () => {
+  const b = await seedClient(s, { saldo: 0 });
+  for (let i = 1; i <= 55; i++)
+    expect((await api(s.url, 'POST', '/admin/saldo', { key: s.adminToken, json: { cliente_id: b.clienteId, monto: i } })).status).toBe(200);
+  expect((await api(s.url, 'PATCH', `/admin/clientes/${b.clienteId}`, { key: s.adminToken, json: { plan: 'ilimitado' } })).status).toBe(200);
+  await signIn(page, s.url, s.adminToken);
+  await page.goto(`${s.url}/panel/auditoria`);
+  await page.getByLabel('Action (accion)').selectOption('saldo.cambiar');
+  await page.getByLabel('Client id').fill(String(b.clienteId));
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await expect.poll(() => new URL(page.url()).searchParams.get('accion')).toBe('saldo.cambiar');
+  const rows = page.locator('table.stack tbody tr');
+  await expect.poll(() => rows.count()).toBe(50);
+  // The newest first: 55, its balance before and after, in words rather than JSON.
+  await expect.poll(() => rows.first().locator('ul.detalle').innerText()).toMatch(/saldo_global\s+1485\s+→\s+1540/);
+  expect(await rows.first().textContent()).not.toContain('{');
+  // The date stays on one line at 1280 px.
+  const when = rows.first().locator('time');
+  expect((await when.boundingBox())!.height).toBeLessThanOrEqual(32);
+  await screenshots(page, 'auditoria-filtrada');
+  expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [0] });
+  // Older, then the oldest page; it has no older page, and its first record is the first change.
+  await page.getByRole('link', { name: 'Older', exact: true }).click();
+  await expect.poll(() => rows.count()).toBe(5);
+  await page.goto(`${s.url}/panel/auditoria?accion=saldo.cambiar&cliente_id=${b.clienteId}`);
+  await page.getByRole('link', { name: 'Oldest', exact: true }).click();
+  await expect.poll(() => new URL(page.url()).searchParams.get('despues')).toBe('0');
+  await expect.poll(() => rows.count()).toBe(50);
+  await expect.poll(() => rows.last().locator('ul.detalle').innerText()).toMatch(/saldo_global\s+0\s+→\s+1/);
+  expect(await page.locator('.pager .off', { hasText: 'Older' }).count()).toBe(1);
+  await screenshots(page, 'auditoria-ultima');
+  await page.getByRole('link', { name: 'Newer', exact: true }).click();
+  await expect.poll(() => rows.count()).toBe(5);
+  await expect.poll(() => rows.first().locator('ul.detalle').innerText()).toMatch(/1485\s+→\s+1540/);
+  // A bad bound is refused beside its field in words.
+  await page.goto(`${s.url}/panel/auditoria?hasta=ayer`);
+  await expect.poll(() => page.locator('#f-hasta-error').textContent()).toContain('expected a calendar date YYYY-MM-DD or an RFC 3339 instant');
+  await screenshots(page, 'auditoria-error');
 });
 
 it('refuses a forged change without the CSRF token (403) and changes nothing', async () => {

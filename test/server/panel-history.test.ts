@@ -132,7 +132,15 @@ describe('history', () => {
     const c = await signIn(L.clientKey);
     const bad = await c.get(`/panel/c/${L.clienteId}/historial?desde=2026-13-45`);
     expect(bad.status).toBe(400);
-    expect(bad.text).toMatch(/id="f-desde-error"[^>]*>desde: &quot;2026-13-45&quot; is neither/);
+    expect(bad.text).toMatch(/id="f-desde-error"[^>]*>desde: &quot;2026-13-45&quot;: expected a calendar date YYYY-MM-DD or an RFC 3339 instant/);
+    // A bound the schema refuses by its shape is said in the same words as the CLI's, never the validator's.
+    const ayer = await c.get(`/panel/c/${L.clienteId}/historial?desde=2026-11-28T22:19:00Z&hasta=ayer`);
+    expect(ayer.status).toBe(400);
+    expect(ayer.text).toMatch(
+      /id="f-hasta-error"[^>]*>hasta: expected a calendar date YYYY-MM-DD or an RFC 3339 instant with its offset, such as 2026-11-26T10:00:00Z/,
+    );
+    expect(ayer.text).not.toContain('fewer than');
+    expect(ayer.text).not.toContain('querystring');
     expect(bad.text).toContain('api_codigo 100 · PARAMETROS_INVALIDOS');
     const estado = await c.get(`/panel/c/${L.clienteId}/historial?estado=perdido`);
     expect(estado.status).toBe(400);
@@ -163,6 +171,27 @@ describe('history', () => {
     const p2 = await c.get(`/panel/c/${L.clienteId}/historial?por_pagina=2&page=2`);
     expect(p2.text).toContain('page 2 of 2');
     expect(p2.text).toContain('rel="prev"');
+    // First, last and a page number to go to, the filters kept in the form.
+    expect(p1.text).toContain(`href="/panel/c/${L.clienteId}/historial?por_pagina=2&amp;page=2">Last page</a>`);
+    expect(p2.text).toContain(`href="/panel/c/${L.clienteId}/historial?por_pagina=2&amp;page=1">First page</a>`);
+    expect(p1.text).toMatch(/<form method="get" action="\/panel\/c\/\d+\/historial" class="goto">\s*<input type="hidden" name="por_pagina" value="2" \/>/);
+  });
+
+  it('a page past the end says so and links back to the last page; times are written one way, in UTC', async () => {
+    const c = await signIn(L.clientKey);
+    const far = await c.get(`/panel/c/${L.clienteId}/historial?por_pagina=2&page=9999`);
+    expect(far.status).toBe(200);
+    expect(far.text).toContain('No messages on this page: there are 2 pages.');
+    expect(far.text).toContain(`href="/panel/c/${L.clienteId}/historial?por_pagina=2&amp;page=2">Go to the last page (2)</a>`);
+    expect(far.text).not.toContain('rel="next"');
+    const page = await c.get(`/panel/c/${L.clienteId}/historial`);
+    expect(page.text).toMatch(/<td class="nowrap" data-label="created_at"><time datetime="[^"]+Z">\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC<\/time><\/td>/);
+    expect(page.text).not.toMatch(/>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z</);
+    // A client with no messages: the empty state names a real endpoint.
+    const other = await linkedLine(s, { saldo: 0 });
+    const none = await (await signIn(other.clientKey)).get(`/panel/c/${other.clienteId}/historial`);
+    expect(none.text).toContain('through the API (POST /api/mensaje_enviar_texto.php)');
+    expect((await api(s.url, 'POST', TEXT, { key: other.celularKey, json: {} })).status).not.toBe(404);
   });
 });
 
@@ -207,6 +236,8 @@ describe('webhook', () => {
     const fragment = await c.get(`/panel/c/${L.clienteId}/webhook/entregas`);
     expect(fragment.text).toMatch(/^<section id="entregas"/);
     expect(fragment.text).toContain('hx-trigger="every 3s"');
+    expect(fragment.text).toMatch(/<time datetime="[^"]+">\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC<\/time>/);
+    expect(fragment.text).not.toMatch(/>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z</);
     const id = /name="id" value="([^"]+)"/.exec(fragment.text)![1]!;
     const before = R.of(id).length;
     const redo = await c.post(`/panel/c/${L.clienteId}/webhook/reenviar`, { id });

@@ -1,4 +1,4 @@
-import type { AuditEntry, CelularEstado, CelularRow, ClienteEstado, ClienteRow, JournalEvent, Plan } from './model.js';
+import type { AuditEntry, AuditOf, CelularEstado, CelularRow, ClienteEstado, ClienteRow, JournalEvent, Plan } from './model.js';
 
 /** What the health check needs of a line. */
 export interface Linea {
@@ -66,9 +66,22 @@ export interface AuditRecord extends AuditEntry {
 
 export interface AuditFilter {
   cliente_id?: number;
+  /** Only records of this action (`saldo.cambiar`), exactly. */
+  accion?: string;
   /** Only records with a smaller id (the next page after a page that ended at this id). */
   before_id?: number;
+  /** Only records with a larger id. */
+  after_id?: number;
+  /** `oldest`: the `limit` records nearest `after_id` (a newer page, or the last), still answered newest first. */
+  from?: 'newest' | 'oldest';
   limit: number;
+}
+
+/** A balance as a change found and left it, and the ledger row it wrote: what its audit record says. */
+export interface BalanceAudited {
+  antes: number;
+  despues: number;
+  movimiento_id: number;
 }
 
 export interface BalanceChange {
@@ -121,7 +134,8 @@ export interface AccountsStore {
   createCliente(input: NewCliente, now: number, done?: NewClienteDone): Promise<ClienteRow>;
   getCliente(id: number): Promise<ClienteRow | null>;
   listClientes(): Promise<ClienteRow[]>;
-  updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null>;
+  /** With `audit`, the record of the change (from the row before and after it) is written in the same transaction. */
+  updateCliente(id: number, patch: ClientePatch, now: number, audit?: AuditOf<ClienteRow>): Promise<ClienteRow | null>;
 
   /** Atomic: checks the number is free and the client's cap, then inserts. */
   insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult>;
@@ -133,8 +147,8 @@ export interface AccountsStore {
   listCelulares(clienteId: number): Promise<CelularRow[]>;
   /** Every line that has a gateway instance, in id order, a page at a time (the health check walks them). */
   listLineas(afterId: number, limit: number): Promise<Linea[]>;
-  /** With `event`, the event is journaled in the same transaction. */
-  updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
+  /** With `event`, the event is journaled in the same transaction; with `audit`, the change's record too. */
+  updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent, audit?: AuditOf<CelularRow>): Promise<CelularRow | null>;
   /**
    * The same, only while the row still holds `expect` (a compare-and-set):
    * null, writing and journaling nothing, when another writer changed it
@@ -144,12 +158,17 @@ export interface AccountsStore {
   /** Atomic: removes the row and writes the audit record together. */
   deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean>;
 
-  /** Atomic: applies a change, refusing any that would leave a balance negative, and records it. */
-  changeBalance(change: BalanceChange, now: number): Promise<BalanceResult>;
+  /** Atomic: applies a change, refusing any that would leave a balance negative, and records it (with `audit`, its audit record too). */
+  changeBalance(change: BalanceChange, now: number, audit?: (r: BalanceAudited) => AuditEntry): Promise<BalanceResult>;
 
   audit(entry: AuditEntry, now: number): Promise<void>;
-  /** Newest first; `before_id` pages by id (keyset: the records below it), served by the primary key or (cliente_id, id). */
+  /**
+   * Newest first; `before_id`/`after_id` page by id (keyset), served by the
+   * primary key, (cliente_id, id), (accion, id) or (cliente_id, accion, id).
+   */
   listAudit(filter: AuditFilter): Promise<AuditRecord[]>;
+  /** The id of the first record written at or after `fecha` (ms), by the index on fecha; null when none is. */
+  firstAuditAt(fecha: number): Promise<number | null>;
 
   /** Metrics: how many lines there are of each estado and last known session status (null: never known). */
   lineCounts(): Promise<LineCount[]>;

@@ -71,6 +71,13 @@ export interface AuditEntry {
   detalle: Record<string, unknown>;
 }
 
+/**
+ * The audit record of a change, built by core from the row before and after
+ * it; the store writes it in the change's own transaction, so there is never
+ * an audit row without its change, nor a change without its row (D-91).
+ */
+export type AuditOf<T> = (antes: T, despues: T) => AuditEntry;
+
 export type Tipo = 'texto' | 'imagen' | 'documento' | 'audio' | 'video' | 'sticker';
 
 export type MensajeEstado = 'pendiente' | 'enviado' | 'entregado' | 'leido' | 'error';

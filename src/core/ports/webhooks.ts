@@ -1,5 +1,5 @@
 import type { LoggedEvent } from '../event-log.js';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from './model.js';
+import type { AuditOf, EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from './model.js';
 
 /** Who claims deliveries (a token of one claim) and until when; `firstOnly`: only deliveries never attempted. */
 export interface EntregaClaim {
@@ -94,12 +94,16 @@ export interface WebhooksStore {
   /** Removes up to `limit` events older than `before` with nothing left to deliver; how many went. */
   pruneEvents(before: number, limit: number): Promise<number>;
   getWebhook(clienteId: number): Promise<WebhookConfig | null>;
-  /** Saves the configuration, keeping the one it replaces for restoreWebhook. */
-  setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig>;
+  /**
+   * Saves the configuration, keeping the one it replaces for restoreWebhook.
+   * Each change below writes `audit` of the configuration before and after it
+   * (null: none) in its own transaction; nothing when it changed nothing.
+   */
+  setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<WebhookConfig>;
   /** Removes the configuration (kept for restoreWebhook); false when there was none. */
-  deleteWebhook(clienteId: number, now: number): Promise<boolean>;
+  deleteWebhook(clienteId: number, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<boolean>;
   /** Puts back the configuration the last set or delete replaced; 'nada' when there is none. */
-  restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'>;
+  restoreWebhook(clienteId: number, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<WebhookConfig | null | 'nada'>;
   /**
    * Claims up to `limit` of a client's due deliveries for one holder, in one
    * statement: pending, due by `now`, and not claimed (or claimed until a

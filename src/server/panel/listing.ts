@@ -48,15 +48,37 @@ export function queryOf(filters: Record<string, string>, over: Record<string, st
   return s ? `?${s}` : '';
 }
 
-/** Previous/next links of a listing, keeping its filters. */
+/**
+ * The pages of a listing, keeping its filters: first, previous, "page N of
+ * M", next, last, and a page number to go to. A page past the end (a link
+ * kept while the listing shrank, a typed number) links back to the last.
+ */
 export function pager(path: string, filters: Record<string, string>, page: number, totalPaginas: number): Html {
-  if (totalPaginas <= 1) return html``;
+  if (totalPaginas <= 1 && page <= 1) return html``;
   const to = (n: number) => `${path}${queryOf(filters, { page: String(n) })}`;
+  const last = Math.max(1, totalPaginas);
+  const link = (on: boolean, n: number, text: string, rel?: string) =>
+    on ? html`<a href="${to(n)}"${attrs({ rel })}>${text}</a>` : html`<span class="off">${text}</span>`;
+  const hidden = Object.entries(filters).filter(([k]) => k !== 'page');
   return html`<nav class="pager" aria-label="Pages">
-    ${page > 1 ? html`<a href="${to(page - 1)}" rel="prev">Previous page</a>` : html`<span class="off">Previous page</span>`}
-    <span>Page ${page} of ${totalPaginas}</span>
-    ${page < totalPaginas ? html`<a href="${to(page + 1)}" rel="next">Next page</a>` : html`<span class="off">Next page</span>`}
+    ${link(page > 1, 1, 'First page')} ${link(page > 1, Math.min(page - 1, last), 'Previous page', 'prev')}
+    <span>Page ${page} of ${last}</span>
+    ${link(page < last, page + 1, 'Next page', 'next')} ${link(page < last, last, 'Last page')}
+    <form method="get" action="${path}" class="goto">
+      ${hidden.map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}" />`)}
+      <label for="goto-page">Page</label>
+      <input id="goto-page" name="page" type="number" min="1" max="${last}" value="${Math.min(page, last)}" />
+      <button type="submit" class="secondary">Go</button>
+    </form>
   </nav>`;
+}
+
+/** What a page past the end of a listing shows instead of its table: the way back to the last page. */
+export function pastEnd(path: string, filters: Record<string, string>, totalPaginas: number, noun: string): Html {
+  return html`<p class="empty">
+    No ${noun} on this page: there ${totalPaginas === 1 ? 'is 1 page' : `are ${totalPaginas} pages`}.
+    <a href="${path}${queryOf(filters, { page: String(totalPaginas) })}">Go to the last page (${totalPaginas})</a>
+  </p>`;
 }
 
 /** A message's text for a table cell, or its file's name or URL, cut (history, inbox). */
@@ -84,7 +106,7 @@ export interface Column<T> {
  * "label value" lines (the header travels with each cell as `data-label`),
  * rather than columns scrolled sideways out of sight (panel.css, `table.stack`).
  */
-export function listTable<T>(rows: T[], columns: Array<Column<T>>, caption?: string): Html {
+export function listTable<T>(rows: readonly T[], columns: Array<Column<T>>, caption?: string): Html {
   return html`<div class="table-wrap">
     <table class="stack">
       ${caption ? html`<caption class="visually-hidden">${caption}</caption>` : ''}

@@ -3,9 +3,11 @@ import { addBalance, createCliente, editCliente, listClientes, rotateClienteKey,
 import type { Core } from '../../core/context.js';
 import { rotateCelularKey, setLegacyToken } from '../../core/celulares.js';
 import { API } from '../../core/api-routes.js';
-import { FIELD_LIMITS, LIST_LIMITS } from '../../core/limits.js';
+import { FIELD_LIMITS } from '../../core/limits.js';
 import { created, operatorAuth, success } from '../http.js';
-import { aliasSchema, celularSchema, clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
+import { aliasSchema, auditoriaQuerystring, celularSchema, clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
+import { listAuditoria } from '../../core/audit.js';
+import { iso } from '../../core/clock.js';
 import { IdParams, Nullable, StringEnum, Type, typed } from '../schemas/typed.js';
 
 /** The operator API (docs/design.md §3): clients, plans, balances, keys. Operator token only. */
@@ -171,11 +173,11 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
       operationId: 'adminListarAuditoria',
       tags,
       security,
-      summary: 'Recent audit records (who did what, when), newest first',
-      querystring: Type.Object({
-        cliente_id: Type.Optional(Type.Integer({ minimum: 1 })),
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMITS.auditoria.max, default: LIST_LIMITS.auditoria.default })),
-      }),
+      summary: 'Audit records (who changed what, when, before and after), newest first, filtered and paged by id',
+      description:
+        'Every change of money or configuration and every operator action. `detalle` holds `antes` and `despues` (the fields that changed) ' +
+        'and never a secret. Pages are keyset: pass `paginas.antes` as `antes` for the older page, `paginas.despues` as `despues` for the newer; `despues=0` is the oldest page.',
+      querystring: auditoriaQuerystring,
       response: {
         200: okResponse({
           registros: {
@@ -185,7 +187,7 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
               properties: {
                 id: { type: 'integer' },
                 fecha: { type: 'string', format: 'date-time' },
-                actor: { type: 'string' },
+                actor: { type: 'string', description: 'operator, cliente:<id>, operator(cliente:<id>) in the panel, celular:<id>(<via>)' },
                 accion: { type: 'string' },
                 objeto_tipo: { type: 'string' },
                 objeto_id: { type: 'integer', nullable: true },
@@ -194,14 +196,21 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
               },
             },
           },
+          paginas: {
+            type: 'object',
+            properties: {
+              antes: { type: 'integer', nullable: true, description: 'pass as antes for the older page; null: this is the oldest' },
+              despues: { type: 'integer', nullable: true, description: 'pass as despues for the newer page; null: this is the newest' },
+            },
+          },
+          zona_horaria: { type: 'string', description: "the server's time zone (serve --tz), in which desde/hasta days are read" },
         }),
         ...errorResponses,
       },
     },
     handler: async (req) => {
-      const q = req.query;
-      const rows = await core.store.listAudit({ cliente_id: q.cliente_id, limit: q.limit ?? LIST_LIMITS.auditoria.default });
-      return success({ registros: rows.map((r) => ({ ...r, fecha: new Date(r.fecha).toISOString() })) });
+      const page = await listAuditoria(core, req.query);
+      return success({ ...page, registros: page.registros.map((r) => ({ ...r, fecha: iso(r.fecha) })) });
     },
   });
 }

@@ -1,5 +1,5 @@
 import { CELULAR_ESTADOS, SESSION_STATUSES } from '../../core/ports/model.js';
-import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN } from '../../core/limits.js';
+import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN, LIST_LIMITS } from '../../core/limits.js';
 import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
 import { STREAM_EVENT_KINDS } from '../../core/event-stream.js';
 import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
@@ -225,6 +225,23 @@ export const eventosFilterProps = {
   celular_id: Type.Integer({ minimum: 1, description: "one line's events only (a celular credential: its own line)" }),
   desde_id: Type.String({ maxLength: FIELD_LIMITS.webhookId, description: 'as the Last-Event-ID header, for clients that cannot set headers' }),
 };
+
+/** The query of GET /admin/auditoria, which the panel's audit page reads too (core/audit.ts says what each means). */
+export const auditoriaQuerystring = Type.Object({
+  cliente_id: Type.Optional(Type.Integer({ minimum: 1, description: 'only records of this client' })),
+  accion: Type.Optional(
+    Type.String({ minLength: 3, maxLength: 61, description: 'only records of this action, exactly (saldo.cambiar, webhook.configurar, …)' }),
+  ),
+  desde: Type.Optional(
+    Type.String({ ...dayOrInstant, description: "first day (YYYY-MM-DD, in the server's zone), included; or an RFC 3339 instant, included" }),
+  ),
+  hasta: Type.Optional(
+    Type.String({ ...dayOrInstant, description: "last day (YYYY-MM-DD, in the server's zone), included; or an RFC 3339 instant, excluded" }),
+  ),
+  antes: Type.Optional(Type.Integer({ minimum: 1, description: 'the older page: records with a smaller id (paginas.antes of the page before)' })),
+  despues: Type.Optional(Type.Integer({ minimum: 0, description: 'the newer page: records with a larger id (paginas.despues); 0 for the oldest page' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMITS.auditoria.max, default: LIST_LIMITS.auditoria.default })),
+});
 
 /** The 200 answer of a paged listing: the page fields, then its records under `field`. */
 export function listingResponse<F extends string, I extends object>(field: F, items: I) {

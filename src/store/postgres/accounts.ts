@@ -1,9 +1,11 @@
 import { balanceChange, lineCapAllows, openingBalance } from '../../core/recipes.js';
 import { balanceSet } from '../recipe-sql.js';
+import { auditFirstAt, auditInsert, auditPage, auditRecords, auditValues } from '../audit-sql.js';
 import type {
   AccountsStore,
   AuditFilter,
   AuditRecord,
+  BalanceAudited,
   BalanceChange,
   BalanceResult,
   CelularExpect,
@@ -17,7 +19,7 @@ import type {
   NewCliente,
   NewClienteDone,
 } from '../../core/ports/accounts.js';
-import type { AuditEntry, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
+import type { AuditEntry, AuditOf, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
 import { CELULAR_COLUMNS, CLIENTE_COLUMNS, patchColumns } from '../patch-columns.js';
 import { type Client, type Db, ph, row } from './db.js';
 import { journal, writeMovement } from './messages.js';
@@ -38,12 +40,9 @@ function celularById(db: Db, id: number): Promise<CelularRow | null> {
   return db.one<CelularRow>('SELECT * FROM celulares WHERE id = $1', [id]);
 }
 
-async function insertAudit(c: Client | Db, entry: AuditEntry, now: number): Promise<void> {
-  await c.query(
-    `INSERT INTO auditoria (fecha, actor, accion, objeto_tipo, objeto_id, cliente_id, detalle)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [now, entry.actor, entry.accion, entry.objeto_tipo, entry.objeto_id, entry.cliente_id, JSON.stringify(entry.detalle)],
-  );
+/** One audit record, in the caller's transaction when given its client. */
+export async function insertAudit(c: Client | Db, entry: AuditEntry, now: number): Promise<void> {
+  await c.query(auditInsert(ph), auditValues(entry, now));
 }
 
 /** The AccountsStore port over one pool. */
@@ -72,10 +71,17 @@ export function accounts(db: Db): AccountsStore {
       return db.q<ClienteRow>('SELECT * FROM clientes ORDER BY id');
     },
 
-    async updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null> {
+    async updateCliente(id: number, patch: ClientePatch, now: number, audit?: AuditOf<ClienteRow>): Promise<ClienteRow | null> {
       const p = patchSql(patch, CLIENTE_COLUMNS);
-      if (p.values.length === 0) return clienteById(db, id);
-      return db.one<ClienteRow>(`UPDATE clientes SET ${p.set}, updated_at = $${p.values.length + 2} WHERE id = $1 RETURNING *`, [id, ...p.values, now]);
+      const sql = `UPDATE clientes SET ${p.set}, updated_at = $${p.values.length + 2} WHERE id = $1 RETURNING *`;
+      if (!audit) return p.values.length === 0 ? clienteById(db, id) : db.one<ClienteRow>(sql, [id, ...p.values, now]);
+      return db.tx(async (c) => {
+        const antes = await row<ClienteRow>(c, 'SELECT * FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [id]);
+        if (!antes) return null;
+        const despues = p.values.length === 0 ? antes : (await row<ClienteRow>(c, sql, [id, ...p.values, now]))!;
+        await insertAudit(c, audit(antes, despues), now);
+        return despues;
+      });
     },
 
     /** The client's row lock makes the cap exact between nodes; the number's unique index settles a race for it. */
@@ -156,13 +162,15 @@ export function accounts(db: Db): AccountsStore {
       return db.q<LineCount>('SELECT estado, last_status, COUNT(*) AS n FROM celulares GROUP BY estado, last_status');
     },
 
-    async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+    async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent, audit?: AuditOf<CelularRow>): Promise<CelularRow | null> {
       const p = patchSql(patch, CELULAR_COLUMNS);
       const write = async (c: Client) => {
+        const antes = audit ? await row<CelularRow>(c, 'SELECT * FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [id]) : null;
         if (p.values.length > 0) await c.query(`UPDATE celulares SET ${p.set}, updated_at = $${p.values.length + 2} WHERE id = $1`, [id, ...p.values, now]);
         if (event) await journal(c, event);
+        if (audit && antes) await insertAudit(c, audit(antes, (await row<CelularRow>(c, 'SELECT * FROM celulares WHERE id = $1', [id]))!), now);
       };
-      if (event || p.values.length > 0) await db.tx(write);
+      if (event || audit || p.values.length > 0) await db.tx(write);
       return celularById(db, id);
     },
 
@@ -191,7 +199,7 @@ export function accounts(db: Db): AccountsStore {
     },
 
     /** Locks the client, then the line: the order every transaction takes them in. */
-    async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {
+    async changeBalance(change: BalanceChange, now: number, audit?: (r: BalanceAudited) => AuditEntry): Promise<BalanceResult> {
       return db.tx(async (c): Promise<BalanceResult> => {
         const cliente = await row<{ saldo_global: number }>(c, 'SELECT saldo_global FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [change.cliente_id]);
         if (!cliente) return { ok: false, reason: 'cliente' };
@@ -208,6 +216,7 @@ export function accounts(db: Db): AccountsStore {
         if (!w.ok) return w;
         await c.query(balanceSet(w.balance, ph), [w.saldo, w.balance.id]);
         const mov = (await writeMovement(c, w.movement, now, 'id'))!;
+        if (audit) await insertAudit(c, audit({ antes: current, despues: w.saldo, movimiento_id: mov.id }), now);
         const onLine = change.celular_id !== null;
         return { ok: true, saldo_global: onLine ? cliente.saldo_global : w.saldo, saldo_celular: onLine ? w.saldo : null, movimiento_id: mov.id };
       });
@@ -218,16 +227,13 @@ export function accounts(db: Db): AccountsStore {
     },
 
     async listAudit(filter: AuditFilter): Promise<AuditRecord[]> {
-      const before = filter.before_id ?? Number.MAX_SAFE_INTEGER;
-      const rows =
-        filter.cliente_id === undefined
-          ? await db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria WHERE id < $1 ORDER BY id DESC LIMIT $2', [before, filter.limit])
-          : await db.q<AuditRecord & { detalle: string }>('SELECT * FROM auditoria WHERE cliente_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3', [
-              filter.cliente_id,
-              before,
-              filter.limit,
-            ]);
-      return rows.map((r) => ({ ...r, detalle: JSON.parse(r.detalle) as Record<string, unknown> }));
+      const q = auditPage(filter, ph);
+      return auditRecords(await db.q<Record<string, unknown>>(q.sql, q.params), filter);
+    },
+
+    async firstAuditAt(fecha: number): Promise<number | null> {
+      const r = await db.one<{ id: number }>(auditFirstAt(ph), [fecha]);
+      return r ? Number(r.id) : null;
     },
   };
 }

@@ -791,6 +791,18 @@ export const PG_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 20,
+    name: 'the audit trail filtered by action and time (D-91)',
+    sql: `
+      -- The audit page, GET /admin/auditoria and admin audit filter by action, by client and action,
+      -- and by time: each a range of one index, walked by id (keyset pages), so a page costs the same
+      -- however long the trail. A time bound is turned into an id once, through the index on fecha.
+      CREATE INDEX auditoria_accion ON auditoria(accion, id);
+      CREATE INDEX auditoria_cliente_accion ON auditoria(cliente_id, accion, id);
+      CREATE INDEX auditoria_fecha ON auditoria(fecha, id);
+    `,
+  },
 ];
 
 /**

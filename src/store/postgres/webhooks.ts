@@ -7,8 +7,9 @@ import type {
   IntentoRow,
   WebhooksStore,
 } from '../../core/ports/webhooks.js';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
-import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
+import type { AuditOf, EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
+import { popUndo, pushUndo, storedConfig, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
+import { insertAudit } from './accounts.js';
 import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
 import { type Client, type Db, LOCK, ph, type Queryable, row } from './db.js';
 import { ENTREGA_DE_MENSAJE_COLS, escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
@@ -217,19 +218,21 @@ export function webhooks(db: Db): WebhooksStore {
     async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
       return getWebhook(db, clienteId);
     },
-    async setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig> {
+    async setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<WebhookConfig> {
       return db.tx(async (c) => {
-        const prev = pushUndo(await lockRow(c, cfg.cliente_id, now));
+        const before = await lockRow(c, cfg.cliente_id, now);
         const r = (await row<WebhookRow>(
           c,
           'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
-          [cfg.cliente_id, cfg.url, cfg.secret, JSON.stringify(cfg.eventos), cfg.activo, now, prev],
+          [cfg.cliente_id, cfg.url, cfg.secret, JSON.stringify(cfg.eventos), cfg.activo, now, pushUndo(before)],
         ))!;
-        return webhookConfigOf(r);
+        const after = webhookConfigOf(r);
+        if (audit) await insertAudit(c, audit(storedConfig(before), after), now);
+        return after;
       });
     },
     /** A removed configuration stays as an empty row whose `prev` can be restored. */
-    async deleteWebhook(clienteId: number, now: number): Promise<boolean> {
+    async deleteWebhook(clienteId: number, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<boolean> {
       return db.tx(async (c) => {
         const before = await row<WebhookRow>(c, 'SELECT * FROM webhooks WHERE cliente_id = $1 FOR UPDATE', [clienteId]);
         if (!before || before.url === '') return false;
@@ -238,29 +241,33 @@ export function webhooks(db: Db): WebhooksStore {
           now,
           pushUndo(before),
         ]);
+        if (audit) await insertAudit(c, audit(storedConfig(before), null), now);
         return true;
       });
     },
-    async restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'> {
+    async restoreWebhook(clienteId: number, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<WebhookConfig | null | 'nada'> {
       return db.tx(async (c) => {
         const current = await row<WebhookRow>(c, 'SELECT * FROM webhooks WHERE cliente_id = $1 FOR UPDATE', [clienteId]);
         const undo = popUndo(current?.prev);
         if (!undo) return 'nada' as const;
         const { top: prev, rest } = undo;
+        let after: WebhookConfig | null = null;
         if (prev === null) {
           await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [
             clienteId,
             now,
             rest,
           ]);
-          return null;
+        } else {
+          const r = (await row<WebhookRow>(
+            c,
+            'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
+            [clienteId, prev.url, prev.secret, prev.eventos, prev.activo === 1, now, rest],
+          ))!;
+          after = webhookConfigOf(r);
         }
-        const r = (await row<WebhookRow>(
-          c,
-          'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
-          [clienteId, prev.url, prev.secret, prev.eventos, prev.activo === 1, now, rest],
-        ))!;
-        return webhookConfigOf(r);
+        if (audit) await insertAudit(c, audit(storedConfig(current), after), now);
+        return after;
       });
     },
     async deactivateWebhook(clienteId: number, now: number): Promise<void> {

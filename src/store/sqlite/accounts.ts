@@ -1,10 +1,12 @@
 import type Database from 'better-sqlite3';
 import { balanceChange, lineCapAllows, openingBalance } from '../../core/recipes.js';
 import { balanceSet } from '../recipe-sql.js';
+import { auditFirstAt, auditInsert, auditPage, auditRecords, auditValues } from '../audit-sql.js';
 import type {
   AccountsStore,
   AuditFilter,
   AuditRecord,
+  BalanceAudited,
   BalanceChange,
   BalanceResult,
   CelularExpect,
@@ -18,14 +20,13 @@ import type {
   NewCliente,
   NewClienteDone,
 } from '../../core/ports/accounts.js';
-import type { AuditEntry, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
+import type { AuditEntry, AuditOf, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
 import { CELULAR_COLUMNS, CLIENTE_COLUMNS, patchColumns } from '../patch-columns.js';
 import { journal, writeMovement } from './messages.js';
 import { grouped, immediate, ph, stmt } from './statements.js';
 
 /** Clients, lines, balances with their ledger, and the audit trail, in SQLite. */
 type DB = Database.Database;
-type Row = Record<string, unknown>;
 
 /** Builds `SET a = @a, b = @b` from a patch whose keys are known column names. */
 function setClause(patch: Record<string, unknown>): string {
@@ -46,12 +47,9 @@ function celularById(db: DB, id: number): CelularRow | null {
   return (stmt(db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow | undefined) ?? null;
 }
 
-function insertAudit(db: DB, entry: AuditEntry, now: number): void {
-  stmt(
-    db,
-    `INSERT INTO auditoria (fecha, actor, accion, objeto_tipo, objeto_id, cliente_id, detalle)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  ).run(now, entry.actor, entry.accion, entry.objeto_tipo, entry.objeto_id, entry.cliente_id, JSON.stringify(entry.detalle));
+/** One audit record, in the caller's transaction when there is one. */
+export function insertAudit(db: DB, entry: AuditEntry, now: number): void {
+  stmt(db, auditInsert(ph)).run(...auditValues(entry, now));
 }
 
 /** The AccountsStore port over one connection. */
@@ -81,12 +79,17 @@ export function accounts(db: DB): AccountsStore {
       return stmt(db, 'SELECT * FROM clientes ORDER BY id').all() as ClienteRow[];
     },
 
-    async updateCliente(id: number, patch: ClientePatch, now: number): Promise<ClienteRow | null> {
+    async updateCliente(id: number, patch: ClientePatch, now: number, audit?: AuditOf<ClienteRow>): Promise<ClienteRow | null> {
       const cols = onlyColumns(patch, CLIENTE_COLUMNS);
-      if (Object.keys(cols).length > 0) {
-        stmt(db, `UPDATE clientes SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
-      }
-      return clienteById(db, id);
+      return immediate(db, () => {
+        const antes = audit ? clienteById(db, id) : null;
+        if (Object.keys(cols).length > 0) {
+          stmt(db, `UPDATE clientes SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
+        }
+        const despues = clienteById(db, id);
+        if (audit && antes && despues) insertAudit(db, audit(antes, despues), now);
+        return despues;
+      });
     },
 
     async insertCelular(input: NewCelular, now: number, done?: NewCelularDone): Promise<InsertCelularResult> {
@@ -152,15 +155,17 @@ export function accounts(db: DB): AccountsStore {
       return stmt(db, 'SELECT estado, last_status, COUNT(*) AS n FROM celulares GROUP BY estado, last_status').all() as LineCount[];
     },
 
-    async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null> {
+    async updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent, audit?: AuditOf<CelularRow>): Promise<CelularRow | null> {
       const cols = onlyColumns(patch, CELULAR_COLUMNS);
       const write = () => {
+        const antes = audit ? celularById(db, id) : null;
         if (Object.keys(cols).length > 0) {
           stmt(db, `UPDATE celulares SET ${setClause(cols)}, updated_at = @now WHERE id = @id`).run({ ...cols, now, id });
         }
         if (event) journal(db, event);
+        if (audit && antes) insertAudit(db, audit(antes, celularById(db, id)!), now);
       };
-      if (event) await grouped(db, write);
+      if (event || audit) await grouped(db, write);
       else write();
       return celularById(db, id);
     },
@@ -189,7 +194,7 @@ export function accounts(db: DB): AccountsStore {
         return true;
       });
     },
-    async changeBalance(change: BalanceChange, now: number): Promise<BalanceResult> {
+    async changeBalance(change: BalanceChange, now: number, audit?: (r: BalanceAudited) => AuditEntry): Promise<BalanceResult> {
       return immediate(db, (): BalanceResult => {
         const cliente = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as { saldo_global: number } | undefined;
         if (!cliente) return { ok: false, reason: 'cliente' };
@@ -204,13 +209,15 @@ export function accounts(db: DB): AccountsStore {
         if (!w.ok) return w;
         stmt(db, balanceSet(w.balance, ph)).run(w.saldo, w.balance.id);
         const info = writeMovement(db, w.movement, now);
+        const movimientoId = Number(info.lastInsertRowid);
+        if (audit) insertAudit(db, audit({ antes: current, despues: w.saldo, movimiento_id: movimientoId }), now);
         const saldoCelular = change.celular_id !== null ? w.saldo : null;
         const saldoGlobal = (
           stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(change.cliente_id) as {
             saldo_global: number;
           }
         ).saldo_global;
-        return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: Number(info.lastInsertRowid) };
+        return { ok: true, saldo_global: saldoGlobal, saldo_celular: saldoCelular, movimiento_id: movimientoId };
       });
     },
 
@@ -219,22 +226,13 @@ export function accounts(db: DB): AccountsStore {
     },
 
     async listAudit(filter: AuditFilter): Promise<AuditRecord[]> {
-      const before = filter.before_id ?? Number.MAX_SAFE_INTEGER;
-      const rows = (
-        filter.cliente_id === undefined
-          ? stmt(db, 'SELECT * FROM auditoria WHERE id < ? ORDER BY id DESC LIMIT ?').all(before, filter.limit)
-          : stmt(db, 'SELECT * FROM auditoria WHERE cliente_id = ? AND id < ? ORDER BY id DESC LIMIT ?').all(filter.cliente_id, before, filter.limit)
-      ) as Row[];
-      return rows.map((r) => ({
-        id: Number(r.id),
-        fecha: Number(r.fecha),
-        actor: String(r.actor),
-        accion: String(r.accion),
-        objeto_tipo: String(r.objeto_tipo),
-        objeto_id: r.objeto_id === null ? null : Number(r.objeto_id),
-        cliente_id: r.cliente_id === null ? null : Number(r.cliente_id),
-        detalle: JSON.parse(String(r.detalle)) as Record<string, unknown>,
-      }));
+      const q = auditPage(filter, ph);
+      return auditRecords(stmt(db, q.sql).all(...q.params) as Array<Record<string, unknown>>, filter);
+    },
+
+    async firstAuditAt(fecha: number): Promise<number | null> {
+      const r = stmt(db, auditFirstAt(ph)).get(fecha) as { id: number } | undefined;
+      return r ? Number(r.id) : null;
     },
   };
 }

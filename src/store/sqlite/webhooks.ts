@@ -8,9 +8,10 @@ import type {
   WebhooksStore,
 } from '../../core/ports/webhooks.js';
 import type Database from 'better-sqlite3';
-import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
+import type { AuditOf, EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { grouped, immediate, ph, stmt } from './statements.js';
-import { popUndo, pushUndo, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
+import { popUndo, pushUndo, storedConfig, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
+import { insertAudit } from './accounts.js';
 import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
 import {
   ENTREGA_DE_MENSAJE_COLS,
@@ -155,20 +156,23 @@ export function webhooks(db: DB): WebhooksStore {
     async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
       return getWebhook(db, clienteId);
     },
-    async setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number): Promise<WebhookConfig> {
+    async setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<WebhookConfig> {
       return immediate(db, () => {
-        const prev = pushUndo(row(db, cfg.cliente_id));
+        const before = row(db, cfg.cliente_id);
+        const prev = pushUndo(before);
         stmt(
           db,
           `INSERT INTO webhooks (cliente_id, url, secret, eventos, activo, updated_at, prev) VALUES (@cliente_id, @url, @secret, @eventos, @activo, @now, @prev)
        ON CONFLICT (cliente_id) DO UPDATE SET url = excluded.url, secret = excluded.secret, eventos = excluded.eventos,
          activo = excluded.activo, updated_at = excluded.updated_at, prev = excluded.prev`,
         ).run({ ...cfg, eventos: JSON.stringify(cfg.eventos), activo: cfg.activo ? 1 : 0, now, prev });
-        return webhookConfigOf(row(db, cfg.cliente_id)!);
+        const after = webhookConfigOf(row(db, cfg.cliente_id)!);
+        if (audit) insertAudit(db, audit(storedConfig(before), after), now);
+        return after;
       });
     },
     /** A removed configuration stays as an empty row whose `prev` can be restored. */
-    async deleteWebhook(clienteId: number, now: number): Promise<boolean> {
+    async deleteWebhook(clienteId: number, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<boolean> {
       return immediate(db, () => {
         const before = row(db, clienteId);
         if (!before || before.url === '') return false;
@@ -177,12 +181,14 @@ export function webhooks(db: DB): WebhooksStore {
           pushUndo(before),
           clienteId,
         );
+        if (audit) insertAudit(db, audit(storedConfig(before), null), now);
         return true;
       });
     },
-    async restoreWebhook(clienteId: number, now: number): Promise<WebhookConfig | null | 'nada'> {
+    async restoreWebhook(clienteId: number, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<WebhookConfig | null | 'nada'> {
       return immediate(db, () => {
-        const undo = popUndo(row(db, clienteId)?.prev);
+        const current = row(db, clienteId);
+        const undo = popUndo(current?.prev);
         if (!undo) return 'nada';
         const { top: prev, rest } = undo;
         if (prev === null) {
@@ -191,18 +197,20 @@ export function webhooks(db: DB): WebhooksStore {
             rest,
             clienteId,
           );
-          return null;
+        } else {
+          stmt(db, 'UPDATE webhooks SET url = ?, secret = ?, eventos = ?, activo = ?, updated_at = ?, prev = ? WHERE cliente_id = ?').run(
+            prev.url,
+            prev.secret,
+            prev.eventos,
+            prev.activo,
+            now,
+            rest,
+            clienteId,
+          );
         }
-        stmt(db, 'UPDATE webhooks SET url = ?, secret = ?, eventos = ?, activo = ?, updated_at = ?, prev = ? WHERE cliente_id = ?').run(
-          prev.url,
-          prev.secret,
-          prev.eventos,
-          prev.activo,
-          now,
-          rest,
-          clienteId,
-        );
-        return webhookConfigOf(row(db, clienteId)!);
+        const after = storedConfig(row(db, clienteId));
+        if (audit) insertAudit(db, audit(storedConfig(current), after), now);
+        return after;
       });
     },
     deactivateWebhook(clienteId: number, now: number): Promise<void> {

@@ -1,84 +1,123 @@
-import type { FastifyInstance } from 'fastify';
-import { iso } from '../../../core/clock.js';
-import { shortTime } from './overview.js';
-import { AppError } from '../../../core/errors.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AUDIT_ACCIONES, detalleLines, listAuditoria, type AuditPage } from '../../../core/audit.js';
+import type { AuditRecord } from '../../../core/ports/accounts.js';
+import { auditoriaQuerystring } from '../../schemas/common.js';
 import { requireOperator, signedIn } from '../context.js';
-import { field } from '../forms.js';
-import { html } from '../html.js';
+import { field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
+import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
+import { type Column, dropEmptyFilters, listTable, queryOf, typedFilters } from '../listing.js';
+import { timeTag } from '../time.js';
 
-/** The audit log (who did what, when), newest first, a page at a time by id (keyset), for everyone or one client. */
+/**
+ * The audit log (`/panel/auditoria`): who changed what, when, before and
+ * after; filtered as GET /admin/auditoria is (the same schema and core), a
+ * page at a time by id (keyset: first, newer, older, last).
+ */
 
 const PAGE = 50;
+const PATH = '/panel/auditoria';
+const FILTERS = ['accion', 'cliente_id', 'desde', 'hasta'] as const;
 
-/** An optional positive whole number from the query; anything else is the API's 400 naming it. */
-function positive(query: Record<string, unknown>, name: string): number | undefined {
-  const raw = query[name];
-  if (raw === undefined || raw === '') return undefined;
-  if (typeof raw !== 'string' || !/^[1-9]\d{0,15}$/.test(raw) || !Number.isSafeInteger(Number(raw)))
-    throw new AppError('INVALID_PARAMS', `${name}: must be a positive whole number`);
-  return Number(raw);
+/** A record's detalle as people read it: each changed field before → after, then the other values. */
+function detalleCell(r: AuditRecord): Html {
+  const lines = detalleLines(r.detalle);
+  if (lines.length === 0) return html``;
+  return html`<ul class="detalle">
+    ${lines.map((l) =>
+      l.valor !== undefined
+        ? html`<li><span class="campo">${l.campo}</span> ${l.valor}</li>`
+        : html`<li>
+            <span class="campo">${l.campo}</span> <del>${l.antes}</del> <span aria-label="became">→</span> <ins>${l.despues}</ins>
+          </li>`,
+    )}
+  </ul>`;
+}
+
+const COLUMNS: Array<Column<AuditRecord>> = [
+  { label: 'When', cls: 'nowrap', cell: (r) => timeTag(r.fecha) },
+  { label: 'Who (actor)', cell: (r) => r.actor },
+  { label: 'Action (accion)', cls: 'nowrap', cell: (r) => r.accion },
+  { label: 'Object', cls: 'nowrap', cell: (r) => `${r.objeto_tipo}${r.objeto_id !== null ? ` ${r.objeto_id}` : ''}` },
+  { label: 'Client', cls: 'num', cell: (r) => (r.cliente_id !== null ? html`<a href="/panel/clientes/${r.cliente_id}">${r.cliente_id}</a>` : '') },
+  { label: 'What changed', cell: detalleCell },
+  { label: 'id', cls: 'num', cell: (r) => r.id },
+];
+
+function filterForm(values: Record<string, string>, errors: FormErrors): Html {
+  const acciones: Array<readonly [string, string]> = [['', 'Any action'], ...AUDIT_ACCIONES.map((a) => [a, a] as const)];
+  // A typed action no longer offered (an older record's) stays selectable.
+  if (values.accion && !(AUDIT_ACCIONES as readonly string[]).includes(values.accion)) acciones.push([values.accion, values.accion]);
+  return html`<form method="get" action="${PATH}" class="card filters" role="search" aria-label="Filters">
+    ${generalError(errors)}
+    <div class="form-row">
+      ${selectField({ name: 'accion', label: 'Action (accion)', options: acciones, value: values.accion ?? '' }, errors)}
+      ${field({ name: 'cliente_id', label: 'Client id', type: 'number', min: 1, value: values.cliente_id, hint: 'Empty: every client and the operator.' }, errors)}
+      ${field({ name: 'desde', label: 'From (desde)', value: values.desde, hint: "YYYY-MM-DD (server's zone) or 2026-11-26T10:00:00Z", maxlength: 40 }, errors)}
+      ${field({ name: 'hasta', label: 'To (hasta)', value: values.hasta, hint: 'A day is included; an instant is not', maxlength: 40 }, errors)}
+    </div>
+    <div class="actions">
+      <button type="submit">Filter</button>
+      <a href="${PATH}">Clear filters</a>
+    </div>
+  </form>`;
+}
+
+/** First, newer, older, last: the keyset cursors of core's answer, the filters kept. */
+function auditPager(filters: Record<string, string>, page: AuditPage, paged: boolean): Html {
+  const { antes, despues } = page.paginas;
+  if (antes === null && despues === null && !paged) return html``;
+  const to = (over: Record<string, string>) => `${PATH}${queryOf(filters, over)}`;
+  const link = (on: boolean, over: Record<string, string>, text: string, rel?: string) =>
+    on ? html`<a href="${to(over)}"${rel ? html` rel="${rel}"` : ''}>${text}</a>` : html`<span class="off">${text}</span>`;
+  return html`<nav class="pager" aria-label="Pages">
+    ${link(despues !== null, {}, 'Newest')} ${link(despues !== null, { despues: String(despues) }, 'Newer', 'prev')}
+    ${link(antes !== null, { antes: String(antes) }, 'Older', 'next')} ${link(antes !== null, { despues: '0' }, 'Oldest')}
+  </nav>`;
 }
 
 export default async function auditoriaPages(app: FastifyInstance, { core }: PanelDeps) {
-  app.get('/auditoria', { preHandler: signedIn(core) }, async (req, reply) => {
-    requireOperator(req);
-    const query = req.query as Record<string, unknown>;
-    const clienteId = positive(query, 'cliente_id');
-    const antes = positive(query, 'antes');
-    // The same read as GET /admin/auditoria, one more row to know whether an older page exists.
-    const rows = await core.store.listAudit({ cliente_id: clienteId, before_id: antes, limit: PAGE + 1 });
-    const page = rows.slice(0, PAGE);
-    const older = rows.length > PAGE ? page[page.length - 1]!.id : null;
-    const filter = clienteId !== undefined ? `cliente_id=${clienteId}&` : '';
-    return sendPage(
-      req,
-      reply,
-      { title: 'Audit log', current: 'auditoria' },
-      html`<form method="get" action="/panel/auditoria" class="form-row" role="search">
-          ${field({ name: 'cliente_id', label: 'Client id', type: 'number', min: 1, value: clienteId ?? '', hint: 'Empty: every client and the operator.' })}
-          <div class="field"><button type="submit">Filter</button></div>
-        </form>
+  app.get(
+    '/auditoria',
+    { preHandler: signedIn(core), preValidation: dropEmptyFilters, attachValidation: true, schema: { querystring: auditoriaQuerystring } },
+    async (req: FastifyRequest, reply: FastifyReply) => {
+      requireOperator(req);
+      const values = typedFilters(req);
+      const { antes: _a, despues: _d, ...filters } = values;
+      let refused: FormErrors = NO_ERRORS;
+      let page: AuditPage | null = null;
+      let status = 200;
+      try {
+        if (req.validationError) throw req.validationError;
+        page = await listAuditoria(core, { ...(req.query as Parameters<typeof listAuditoria>[1]), limit: PAGE });
+      } catch (err) {
+        refused = formErrorsOf(err, FILTERS);
+        status = (refused.general ?? Object.values(refused.fields)[0]!).status;
+      }
+      const info = { title: 'Audit log', current: 'auditoria' };
+      const form = filterForm(values, refused);
+      if (!page) return sendPage(req, reply, info, form, status);
+      const anyFilter = Object.keys(filters).length > 0;
+      const paged = values.antes !== undefined || values.despues !== undefined;
+      const empty = html`<p class="empty">
         ${
-          page.length === 0
-            ? html`<p class="empty">
-                ${antes !== undefined ? 'No older records.' : clienteId !== undefined ? `No records for client ${clienteId}.` : 'No records yet: changes by the operator and clients appear here.'}
-              </p>`
-            : html`<div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col" class="num">id</th>
-                      <th scope="col">fecha</th>
-                      <th scope="col">actor</th>
-                      <th scope="col">accion</th>
-                      <th scope="col">objeto</th>
-                      <th scope="col">Client</th>
-                      <th scope="col">detalle</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${page.map(
-                      (r) =>
-                        html`<tr>
-                          <td class="num">${r.id}</td>
-                          <td><time datetime="${iso(r.fecha)}">${shortTime(r.fecha)}</time></td>
-                          <td>${r.actor}</td>
-                          <td>${r.accion}</td>
-                          <td>${r.objeto_tipo}${r.objeto_id !== null ? ` ${r.objeto_id}` : ''}</td>
-                          <td>${r.cliente_id !== null ? html`<a href="/panel/clientes/${r.cliente_id}">${r.cliente_id}</a>` : ''}</td>
-                          <td><code>${Object.keys(r.detalle).length > 0 ? JSON.stringify(r.detalle) : ''}</code></td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>`
+          paged
+            ? html`No records on this page. <a href="${PATH}${queryOf(filters)}">Back to the newest.</a>`
+            : anyFilter
+              ? 'No record matches these filters. Widen them, or clear them.'
+              : 'No records yet: changes by the operator and clients appear here.'
         }
-        <nav class="pager" aria-label="Pages">
-          ${antes !== undefined ? html`<a href="/panel/auditoria${clienteId !== undefined ? `?cliente_id=${clienteId}` : ''}">Newest</a>` : ''}
-          ${older !== null ? html`<a href="/panel/auditoria?${filter}antes=${older}">Older</a>` : ''}
-        </nav>`,
-    );
-  });
+      </p>`;
+      return sendPage(
+        req,
+        reply,
+        info,
+        html`${form}
+          <p role="status">Newest first, ${PAGE} a page · days read in ${page.zona_horaria}; times in UTC</p>
+          ${page.registros.length === 0 ? empty : listTable(page.registros, COLUMNS, 'Audit records, newest first')}
+          ${auditPager(filters, page, paged)}`,
+      );
+    },
+  );
 }

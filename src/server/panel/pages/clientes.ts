@@ -10,6 +10,7 @@ import { html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
 import { redirectToOnce } from '../shown-once.js';
+import { timeTag } from '../time.js';
 
 /** The operator's clients: search, create (the key shown once), and one client's page (estado, plan, cap, balance, key, lines). */
 
@@ -179,7 +180,7 @@ async function clientePage(deps: PanelDeps, req: FastifyRequest, reply: FastifyR
       </div>
       <p>
         id ${cli.id} · ${cli.email} · plan ${cli.plan} · estado ${estadoBadge(cli.estado)} · max_celulares ${cli.max_celulares ?? 'no cap'} · since
-        <time datetime="${cli.created_at}">${cli.created_at.slice(0, 10)}</time>
+        ${timeTag(cli.created_at)}
       </p>
       <p class="actions">
         Its own pages: <a href="${base}/">Account</a> <a href="${base}/celulares">Lines</a> <a href="${base}/historial">History</a>

@@ -4,6 +4,7 @@ import type { ClientPrincipal } from '../../../core/auth.js';
 import { listCelulares } from '../../../core/celulares.js';
 import { iso } from '../../../core/clock.js';
 import { csvRecord } from '../../../core/csv.js';
+import { API } from '../../../core/api-routes.js';
 import { ESTADOS, exportHistorial, listHistorial, MENSAJE_FIELDS, POR_PAGINA_MAX, type MensajeView } from '../../../core/historial.js';
 import { historialQuerystring } from '../../schemas/common.js';
 import { clientScope, signedIn } from '../context.js';
@@ -12,7 +13,8 @@ import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
 import { findForm } from './mensaje.js';
-import { cidOf, type Column, cut, dropEmptyFilters, textoCell, listTable, pager, queryOf, typedFilters } from '../listing.js';
+import { timeTag } from '../time.js';
+import { cidOf, type Column, pastEnd, cut, dropEmptyFilters, textoCell, listTable, pager, queryOf, typedFilters } from '../listing.js';
 
 /**
  * The message history (`/panel/c/:cid/historial`): the filters of GET
@@ -60,7 +62,7 @@ function estadoBadge(estado: string): Html {
 }
 
 const COLUMNS: Array<Column<MensajeView>> = [
-  { label: 'created_at', cls: 'nowrap', cell: (m) => m.created_at },
+  { label: 'created_at', cls: 'nowrap', cell: (m) => timeTag(m.created_at) },
   { label: 'estado', cell: (m) => estadoBadge(m.estado) },
   { label: 'celular', cls: 'num', cell: (m) => m.celular_id },
   { label: 'destinatario', cell: (m) => m.destinatario },
@@ -129,7 +131,7 @@ export default async function historialPages(app: FastifyInstance, deps: PanelDe
     const anyFilter = Object.keys(filters).some((k) => k !== 'por_pagina');
     const empty = anyFilter
       ? html`<p class="empty">No message matches these filters. Widen them, or clear them.</p>`
-      : html`<p class="empty">No messages yet. Send one from a line's page, or through the API (POST /api/enviar.php).</p>`;
+      : html`<p class="empty">No messages yet. Send one from a line's page, or through the API (POST ${API.mensajeTexto}).</p>`;
     return sendPage(
       req,
       reply,
@@ -139,7 +141,8 @@ export default async function historialPages(app: FastifyInstance, deps: PanelDe
           ${listing.total} ${listing.total === 1 ? 'message' : 'messages'} · page ${listing.page} of ${Math.max(1, listing.total_paginas)} · days read in
           ${listing.zona_horaria}
         </p>
-        ${listing.total > 0 ? exports : ''} ${table(cid, listing.mensajes, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
+        ${listing.total > 0 ? exports : ''}
+        ${listing.total > 0 && listing.page > listing.total_paginas ? pastEnd(path, filters, listing.total_paginas, 'messages') : table(cid, listing.mensajes, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
     );
   }
 

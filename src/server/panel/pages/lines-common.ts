@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { listTable } from '../listing.js';
 import { AppError, ERRORS } from '../../../core/errors.js';
 import type { CelularEstado, SessionStatus } from '../../../core/ports/model.js';
 import type { celularView } from '../../../core/views.js';
@@ -46,30 +47,14 @@ export function linesTable(
   empty: Html,
 ): Html {
   if (lines.length === 0) return empty;
-  return html`<div class="table-wrap">
-    <table>
-      <thead>
-        <tr>
-          <th>numero</th>
-          <th>nombre_interno</th>
-          <th>estado</th>
-          <th>session</th>
-          <th class="num">saldo</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${lines.map(
-          (l) => html`<tr>
-            <td><a href="${lineUrl(cid, l.id)}">${l.numero}</a></td>
-            <td>${l.nombre_interno ?? ''}</td>
-            <td>${estadoBadge(l.estado)}</td>
-            <td>${statusBadge(l.last_status)}</td>
-            <td class="num">${l.saldo_actual}</td>
-          </tr>`,
-        )}
-      </tbody>
-    </table>
-  </div>`;
+  // Stacked as cards on a phone (listing.ts), so the estado and the saldo are never cut off.
+  return listTable(lines, [
+    { label: 'numero', cell: (l) => html`<a href="${lineUrl(cid, l.id)}">${l.numero}</a>` },
+    { label: 'nombre_interno', cell: (l) => l.nombre_interno ?? '' },
+    { label: 'estado', cell: (l) => estadoBadge(l.estado) },
+    { label: 'session', cell: (l) => statusBadge(l.last_status) },
+    { label: 'saldo', cls: 'num', cell: (l) => l.saldo_actual },
+  ]);
 }
 
 /** A line's own pages and their parts: `/c/:cid/celulares/:id` and below. */

@@ -1,13 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { iso } from '../../../core/clock.js';
 import { overview, type Overview } from '../../../core/overview.js';
 import { requireOperator } from '../context.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
+import { timeTag } from '../time.js';
+import { listTable } from '../listing.js';
 
-/** A time as people read it in a table: to the second, in UTC (the datetime attribute keeps it whole). */
-export const shortTime = (ms: number): string => `${iso(ms).slice(0, 19).replace('T', ' ')} UTC`;
+/** The panel's time format lives in ../time.ts; kept here for the pages that import it from the overview. */
+export { shortTime } from '../time.js';
 
 /** The figures region asks for itself again this often (each poll reads the store, so it shows every node's work). */
 export const OVERVIEW_POLL = 'every 5s';
@@ -99,33 +100,16 @@ function figures(o: Overview): Html {
     ${
       o.webhooks_fallando.length === 0
         ? html`<p class="empty">No webhook is failing: every pending delivery is on its first try.</p>`
-        : html`<div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Client</th>
-                  <th scope="col" class="num">Failing deliveries</th>
-                  <th scope="col" class="num">Most attempts</th>
-                  <th scope="col">Since</th>
-                  <th scope="col">Last error</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${o.webhooks_fallando.map(
-                  (f) =>
-                    html`<tr>
-                      <td><a href="/panel/c/${f.cliente_id}/webhook">${f.nombre ?? 'client'} (${f.cliente_id})</a></td>
-                      <td class="num">${f.pendientes}</td>
-                      <td class="num">${f.intentos}</td>
-                      <td><time datetime="${iso(f.desde)}">${shortTime(f.desde)}</time></td>
-                      <td>${f.ultimo_error ?? ''}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>
-          </div>`
+        : // Stacked as cards on a phone (listing.ts), so the last error is never cut off.
+          listTable(o.webhooks_fallando, [
+            { label: 'Client', cell: (f) => html`<a href="/panel/c/${f.cliente_id}/webhook">${f.nombre ?? 'client'} (${f.cliente_id})</a>` },
+            { label: 'Failing deliveries', cls: 'num', cell: (f) => f.pendientes },
+            { label: 'Most attempts', cls: 'num', cell: (f) => f.intentos },
+            { label: 'Since', cls: 'nowrap', cell: (f) => timeTag(f.desde) },
+            { label: 'Last error', cell: (f) => f.ultimo_error ?? '' },
+          ])
     }
-    <p class="hint">Read at <time datetime="${iso(o.at)}">${shortTime(o.at)}</time>; refreshed every 5 seconds while this page is open.</p>
+    <p class="hint">Read at ${timeTag(o.at)}; refreshed every 5 seconds while this page is open.</p>
   </section>`;
 }
 

@@ -6,7 +6,8 @@ import { field, formErrorsOf, NO_ERRORS, type FormErrors } from '../forms.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { cidOf, type Column, dropEmptyFilters, textoCell, listTable, pager, typedFilters } from '../listing.js';
+import { timeTag } from '../time.js';
+import { cidOf, type Column, pastEnd, dropEmptyFilters, textoCell, listTable, pager, typedFilters } from '../listing.js';
 import { filterForm, lineOptions } from './historial.js';
 
 /**
@@ -17,12 +18,12 @@ import { filterForm, lineOptions } from './historial.js';
 const FILTERS = ['remitente', 'celular_id', 'desde', 'hasta', 'por_pagina'] as const;
 
 const COLUMNS: Array<Column<RecibidoView>> = [
-  { label: 'created_at', cls: 'nowrap', cell: (r) => r.created_at },
+  { label: 'created_at', cls: 'nowrap', cell: (r) => timeTag(r.created_at) },
   { label: 'celular', cls: 'num', cell: (r) => r.celular_id },
   { label: 'de', cell: (r) => r.de },
   { label: 'tipo', cell: (r) => r.tipo },
   { label: 'texto', cell: textoCell },
-  { label: 'fecha', cls: 'nowrap', cell: (r) => r.fecha },
+  { label: 'fecha', cls: 'nowrap', cell: (r) => timeTag(r.fecha) },
 ];
 
 function table(rows: RecibidoView[], empty: Html): Html {
@@ -78,7 +79,12 @@ export default async function recibidosPages(app: FastifyInstance, deps: PanelDe
             ${listing.total} ${listing.total === 1 ? 'message' : 'messages'} · page ${listing.page} of ${Math.max(1, listing.total_paginas)} · days read in
             ${listing.zona_horaria}
           </p>
-          ${table(listing.recibidos, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
+          ${
+            listing.total > 0 && listing.page > listing.total_paginas
+              ? pastEnd(path, filters, listing.total_paginas, 'messages')
+              : table(listing.recibidos, empty)
+          }
+          ${pager(path, values, listing.page, listing.total_paginas)}`,
       );
     },
   );

@@ -13,6 +13,7 @@ import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
 import { redirectToOnce } from '../shown-once.js';
+import { timeTag } from '../time.js';
 import { cidOf, cut, listTable } from '../listing.js';
 
 /**
@@ -60,12 +61,12 @@ function badge(estado: string): Html {
 /** A delivery's attempts (status, time, answer), or when the next is due. */
 function attemptsOf(e: EntregaView): Html {
   return e.intentos_detalle.length === 0
-    ? html`<span class="empty">${e.proximo_intento_at ? `due ${e.proximo_intento_at}` : 'none'}</span>`
+    ? html`<span class="empty">${e.proximo_intento_at ? html`due ${timeTag(e.proximo_intento_at)}` : 'none'}</span>`
     : html`<ol class="attempts">
         ${e.intentos_detalle.map(
           (a) =>
             html`<li>
-              <span class="code">${a.status === null ? 'no answer' : `HTTP ${a.status}`}</span> · ${a.duracion_ms} ms · ${a.fecha}
+              <span class="code">${a.status === null ? 'no answer' : `HTTP ${a.status}`}</span> · ${a.duracion_ms} ms · ${timeTag(a.fecha)}
               ${a.error ? html` · ${cut(a.error, 160)}` : ''}
             </li>`,
         )}
@@ -78,7 +79,7 @@ function deliveriesFragment(req: FastifyRequest, cid: number, entregas: EntregaV
     entregas.length === 0
       ? html`<p class="empty">No deliveries yet. Set a URL above and send a test event.</p>`
       : listTable(entregas, [
-          { label: 'created_at', cls: 'nowrap', cell: (e) => e.created_at },
+          { label: 'created_at', cls: 'nowrap', cell: (e) => timeTag(e.created_at) },
           { label: 'evento', cell: (e) => e.evento },
           { label: 'estado', cell: (e) => badge(e.estado) },
           { label: 'intentos', cls: 'num', cell: (e) => e.intentos },
@@ -132,7 +133,7 @@ async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: Fastif
         <dt>Signed</dt>
         <dd>${cfg.has_secret ? 'yes (the secret is never shown again)' : 'no secret'}</dd>
         <dt>updated_at</dt>
-        <dd>${cfg.updated_at}</dd>
+        <dd>${timeTag(cfg.updated_at)}</dd>
       </dl>`
     : html`<p class="empty">No webhook yet. Set a URL below to receive this client's events.</p>`;
   const delErrors = v.del?.errors ?? NO_ERRORS;
