@@ -44,6 +44,8 @@ export const API = {
   webhookEscuchasRenovar: '/api/webhook_escuchas_renovar.php',
   webhookEscuchasEliminar: '/api/webhook_escuchas_eliminar.php',
   eventos: '/api/eventos.php',
+  movimientos: '/api/movimientos.php',
+  consumo: '/api/consumo.php',
 
   adminClientes: '/admin/clientes',
   adminCliente: '/admin/clientes/:id',
@@ -53,6 +55,7 @@ export const API = {
   adminCelularRotarKey: '/admin/celulares/:id/rotar-key',
   adminCelularServidor: '/admin/celulares/:id/servidor',
   adminAuditoria: '/admin/auditoria',
+  adminMovimientos: '/admin/movimientos',
   adminGateways: '/admin/gateways',
   adminGatewayDrain: '/admin/gateways/:nombre/drain',
   adminGatewayUndrain: '/admin/gateways/:nombre/undrain',

@@ -1,6 +1,7 @@
 import type { ClientPrincipal } from './auth.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
+import { getClienteOrFail } from './accounts.js';
 import { fail } from './errors.js';
 import { listingScope, listingZone, POR_PAGINA_MAX, startOfDay, type ListingQuery } from './historial.js';
 import type { MovimientoFilter, MovimientoRow, MovimientoTipo } from './ports/accounts.js';
@@ -146,4 +147,9 @@ export async function consumoMes(core: Core, p: ClientPrincipal, mes: string | u
     monto: lineas.reduce((n, l) => n + l.monto, 0),
     lineas,
   };
+}
+
+/** The operator reading one client's money (GET /admin/movimientos): that client's view, every line; 404 for no such client. */
+export async function operatorOver(core: Core, clienteId: number): Promise<ClientPrincipal> {
+  return { kind: 'client', cliente: await getClienteOrFail(core, clienteId), operador: true };
 }
