@@ -1,9 +1,7 @@
-import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { API } from '../../core/api-routes.js';
 import type { ClientPrincipal } from '../../core/auth.js';
 import type { Core } from '../../core/context.js';
-import { csvRecord } from '../../core/csv.js';
 import {
   consumoMes,
   exportMovimientos,
@@ -13,8 +11,8 @@ import {
   MOVIMIENTOS_TOTAL_MAX,
   operatorOver,
   type MovimientosQuery,
-  type MovimientoView,
 } from '../../core/movimientos.js';
+import { exportBody, EXPORT_TYPE } from '../export-stream.js';
 import { clientAuth, operatorAuth, principal, success } from '../http.js';
 import { errorResponses, keyQuery, movimientosQuerystring, okResponse, ts } from '../schemas/common.js';
 import { Type, typed } from '../schemas/typed.js';
@@ -86,16 +84,10 @@ async function answer(core: Core, p: ClientPrincipal, q: Query, reply: FastifyRe
   const pages = exportMovimientos(core, p, filters);
   // The first page is read before answering, so a refused filter is a 400 and not a broken download.
   const first = await pages.next();
-  async function* lines(): AsyncGenerator<string> {
-    if (format === 'csv') yield csvRecord([...MOVIMIENTO_FIELDS]);
-    for (let r: IteratorResult<MovimientoView[]> = first; !r.done; r = await pages.next()) {
-      yield r.value.map((m) => (format === 'csv' ? csvRecord(MOVIMIENTO_FIELDS.map((k) => m[k])) : `${JSON.stringify(m)}\n`)).join('');
-    }
-  }
   return reply
     .header('Cache-Control', 'no-store')
-    .type(format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8')
-    .send(Readable.from(lines(), { objectMode: false }));
+    .type(EXPORT_TYPE[format])
+    .send(exportBody(format, MOVIMIENTO_FIELDS, first, pages));
 }
 
 /** GET /api/movimientos.php, GET /api/consumo.php (client keys), GET /admin/movimientos (operator). */
