@@ -26,6 +26,7 @@ export function ledger(db: Db): LedgerStore {
         .join(' AND ');
       const w = { params };
       const n = w.params.length;
+      // The count stops at the bound whichever path the planner takes (a client's index, or the table while the client holds most of it).
       const [counted, rows] = await Promise.all([
         f.totalHasta === undefined
           ? Promise.resolve(null)

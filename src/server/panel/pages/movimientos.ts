@@ -39,8 +39,8 @@ const TIPO_WORDS: Record<string, [string, 'ok' | 'warn' | 'bad' | '']> = {
 };
 
 function tipoBadge(tipo: string): Html {
-  const [words, tone] = TIPO_WORDS[tipo] ?? [tipo, ''];
-  return html`<span class="badge ${tone}">${words}</span>`;
+  const tone = TIPO_WORDS[tipo]?.[1] ?? '';
+  return html`<span class="badge ${tone}">${tipo}</span>`;
 }
 
 const COLUMNS: Array<Column<MovimientoView>> = [
@@ -50,7 +50,8 @@ const COLUMNS: Array<Column<MovimientoView>> = [
   { label: 'balance after', cls: 'num', cell: (m) => m.saldo_despues },
   { label: 'balance', cell: (m) => (m.celular_id === null ? 'global' : `line ${m.celular_id}`) },
   { label: 'who (actor)', cell: (m) => m.actor },
-  { label: 'motivo', cell: (m) => cut(m.motivo) },
+  // A charge's or a refund's motivo only repeats its msg_id (the exports keep it whole).
+  { label: 'motivo', cell: (m) => (m.tipo === 'manual' ? cut(m.motivo) : '') },
   { label: 'msg_id', cell: (m) => (m.msg_id === null ? '' : html`<code>${m.msg_id}</code>`) },
 ];
 
