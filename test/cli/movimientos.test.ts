@@ -25,7 +25,13 @@ beforeAll(async () => {
   for (let i = 0; i < 59; i++) {
     const onLine = i % 3 === 0;
     const r = await s.core.store.changeBalance(
-      { cliente_id: A.clienteId, celular_id: onLine ? A.celularId : null, monto: i === 58 ? -1 : 2, motivo: i === 58 ? '=1+1' : `recarga ${i}`, actor: 'operator' },
+      {
+        cliente_id: A.clienteId,
+        celular_id: onLine ? A.celularId : null,
+        monto: i === 58 ? -1 : 2,
+        motivo: i === 58 ? '=1+1' : `recarga ${i}`,
+        actor: 'operator',
+      },
       s.clock.now() + i,
     );
     expect(r.ok).toBe(true);
@@ -97,7 +103,11 @@ describe('pasarela saldo consumo and admin balance movements', () => {
   });
 
   it('admin balance movements --cliente: with the operator token', async () => {
-    const b = expectJsonOnly(await cli.run(['admin', 'balance', 'movements', '--cliente', String(A.clienteId), '--tipo', 'manual', '--json'], { env: { PASARELA_ADMIN_TOKEN: s.adminToken } }));
+    const b = expectJsonOnly(
+      await cli.run(['admin', 'balance', 'movements', '--cliente', String(A.clienteId), '--tipo', 'manual', '--json'], {
+        env: { PASARELA_ADMIN_TOKEN: s.adminToken },
+      }),
+    );
     expect(b.total).toBe(60);
     const missing = await cli.run(['admin', 'balance', 'movements', '--cliente', '999999'], { env: { PASARELA_ADMIN_TOKEN: s.adminToken } });
     expect(missing.exitCode).not.toBe(0);

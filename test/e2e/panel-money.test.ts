@@ -24,7 +24,9 @@ let page: Page;
 beforeAll(async () => {
   s = await startTestServer({ allowPrivateUrls: true, queue: { gapMinMs: 0, gapMaxMs: 0 } });
   L = await linkedLine(s, { saldo: 10 });
-  expect((await admin(s, 'POST', '/admin/saldo', { cliente_id: L.clienteId, celular_id: L.celularId, monto: 3, motivo: 'promoción de =noviembre' })).status).toBe(200);
+  expect(
+    (await admin(s, 'POST', '/admin/saldo', { cliente_id: L.clienteId, celular_id: L.celularId, monto: 3, motivo: 'promoción de =noviembre' })).status,
+  ).toBe(200);
   for (let i = 0; i < 4; i++) {
     const r = await send(s, L, TEXT, { destinatario: numeroNuevo(), mensaje: `hola ${i}`, directo: 1 });
     expect(r.status, r.text).toBe(200);

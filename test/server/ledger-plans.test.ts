@@ -26,8 +26,11 @@ describeWith(postgres, 'ledger plans on PostgreSQL', () => {
     const s = await pgSchema();
     drop = s.drop;
     schema = s.schema;
-    store = (await openPg(schema)) as PgStore;
-    const c = await store.createCliente({ nombre: 'A', email: 'a@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' }, 1);
+    store = await openPg(schema);
+    const c = await store.createCliente(
+      { nombre: 'A', email: 'a@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' },
+      1,
+    );
     const l = await store.insertCelular(celular(c.id, '525512345678'), 1);
     if (!l.ok) throw new Error('insert');
     [cliente, line] = [c.id, l.celular.id];
@@ -62,10 +65,10 @@ describeWith(postgres, 'ledger plans on PostgreSQL', () => {
       await client.end();
     }
     const q = store.db.q.bind(store.db);
-    store.db.q = (async (sql: string, params: unknown[] = []) => {
+    store.db.q = async (sql: string, params: unknown[] = []) => {
       ran.push({ sql, params });
       return q(sql, params);
-    }) as typeof store.db.q;
+    };
   }, 600_000);
   afterAll(async () => {
     await store?.close();
@@ -118,9 +121,7 @@ describeWith(postgres, 'ledger plans on PostgreSQL', () => {
   it("reads a month's consumption per line from a range of its dates (PostgreSQL)", async () => {
     ran.length = 0;
     const month = { desde: 1000 + 10_000 * 1500000, hasta: 1000 + 11_800 * 1500000 };
-    expect(await store.consumoLineas(cliente, month.desde, month.hasta)).toEqual([
-      { celular_id: line, numero: '525512345678', mensajes: 1620, monto: 1620 },
-    ]);
+    expect(await store.consumoLineas(cliente, month.desde, month.hasta)).toEqual([{ celular_id: line, numero: '525512345678', mensajes: 1620, monto: 1620 }]);
     const [plan] = await plans();
     expect(plan).not.toContain('Seq Scan');
     // A range of the month's dates in an index of the client's (with the line, or the line filtered: one line here, the same rows).

@@ -135,7 +135,10 @@ function suite(start: () => Promise<TestServer>) {
     expect(rows[1]).toMatch(/,manual,-1,2,,,'=SUM\(A1\) ajuste,operator$/);
     const nd = await list('?format=ndjson&tipo=cobro');
     expect(nd.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
-    const lines = nd.text.trimEnd().split('\n').map((l) => JSON.parse(l) as { tipo: string });
+    const lines = nd.text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { tipo: string });
     expect(lines.map((l) => l.tipo)).toEqual(['cobro', 'cobro', 'cobro', 'cobro', 'cobro']);
     expectError(await list('?format=csv&tipo=nada'), 400);
   });

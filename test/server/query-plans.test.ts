@@ -299,7 +299,11 @@ it('serves every per-request and per-message path with an index, on a store with
       if (/^SELECT COUNT\(\*\) AS total FROM recibidos/.test(sql) && !/\bde = /.test(sql)) scans.push(`a total counted over the inbox's rows  <-  ${sql}`);
       // A ledger page is read in its order from its index, never sorted; a month's consumption reads each line's range of its dates.
       if (/movimientos_saldo/.test(sql) && /TEMP B-TREE/.test(r.detail)) scans.push(`${r.detail}  <-  ${sql}`);
-      if (/^SEARCH m USING/.test(r.detail) && /FROM celulares c LEFT JOIN mensajes m/.test(sql) && !r.detail.includes('celular_id=? AND created_at>? AND created_at<?'))
+      if (
+        /^SEARCH m USING/.test(r.detail) &&
+        /FROM celulares c LEFT JOIN mensajes m/.test(sql) &&
+        !r.detail.includes('celular_id=? AND created_at>? AND created_at<?')
+      )
         scans.push(`${r.detail}  <-  ${sql}`);
       // And through the index of all its filters: one of the client alone would read all of the client's days.
       for (const col of ['celular_id', 'de']) {

@@ -163,7 +163,6 @@ export interface LedgerStore {
   listMovimientos(filter: MovimientoFilter): Promise<{ total: number | null; rows: MovimientoRow[] }>;
   /** Each of the client's lines with its messages and their credits in [desde, hasta): one index range of mensajes per line. */
   consumoLineas(clienteId: number, desde: number, hasta: number): Promise<ConsumoLinea[]>;
-
 }
 
 /** Lines of one estado and last known session status (metrics). */

@@ -222,7 +222,11 @@ export const recibidosQuerystring = listingQuerystring(
 /** The query of GET /api/movimientos.php (and the operator's /admin/movimientos), which the panel's movements page reads too. */
 export const movimientosQuerystring = listingQuerystring(
   { tipo: StringEnum(MOVIMIENTO_TIPOS, { description: 'cobro (a send charged), reembolso (a failed send refunded), manual (added or removed by hand)' }) },
-  { format: StringEnum(['json', 'csv', 'ndjson'] as const, { description: 'csv or ndjson: every movement the filters select, streamed (page and por_pagina aside)' }) },
+  {
+    format: StringEnum(['json', 'csv', 'ndjson'] as const, {
+      description: 'csv or ndjson: every movement the filters select, streamed (page and por_pagina aside)',
+    }),
+  },
 );
 
 /** The 200 answer of a paged listing: the page fields, then its records under `field`. */

@@ -30,7 +30,10 @@ export function ledger(db: Db): LedgerStore {
       const [counted, rows] = await Promise.all([
         f.totalHasta === undefined
           ? Promise.resolve(null)
-          : db.one<{ n: number }>(`SELECT COUNT(*)::bigint AS n FROM (SELECT 1 FROM movimientos_saldo WHERE ${where} LIMIT $${n + 1}) k`, [...w.params, f.totalHasta + 1]),
+          : db.one<{ n: number }>(`SELECT COUNT(*)::bigint AS n FROM (SELECT 1 FROM movimientos_saldo WHERE ${where} LIMIT $${n + 1}) k`, [
+              ...w.params,
+              f.totalHasta + 1,
+            ]),
         db.q<MovimientoRow>(`SELECT ${MOVEMENT_READ} FROM movimientos_saldo WHERE ${where} ORDER BY fecha DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [
           ...w.params,
           f.por_pagina,
