@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import { seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { injectTransport } from '../helpers/inject-http.js';
 import { parseCsv } from '../helpers/csv.js';
@@ -112,5 +113,26 @@ describe('pasarela saldo consumo and admin balance movements', () => {
     const missing = await cli.run(['admin', 'balance', 'movements', '--cliente', '999999'], { env: { PASARELA_ADMIN_TOKEN: s.adminToken } });
     expect(missing.exitCode).not.toBe(0);
     expect(missing.stderr).toMatch(/999999/);
+  });
+});
+
+describe('a ledger longer than the counted bound', () => {
+  it('a page answers total null; --all walks every page to the first short one', async () => {
+    const big = await seedClient(s, { saldo: 0 });
+    const db = (s.core.store as SqliteStore).db;
+    const insert = db.prepare(
+      "INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor) VALUES (?, ?, NULL, -1, 0, 'envio m', 'sistema')",
+    );
+    db.transaction(() => {
+      for (let i = 0; i < 10_050; i++) insert.run(1_000_000 + i, big.clienteId);
+    })();
+    const env = { env: { PASARELA_KEY: big.clientKey } };
+    const one = expectJsonOnly(await cli.run(['saldo', 'movimientos', '--json'], env));
+    expect(one).toMatchObject({ total: null, total_paginas: null });
+    expect(one.movimientos).toHaveLength(50);
+    const out = expectCleanExit(await cli.run(['saldo', 'movimientos', '--all', '--format', 'ndjson', '--por-pagina', '500'], env));
+    const lines = out.trimEnd().split('\n');
+    expect(lines).toHaveLength(10_050);
+    expect(new Set(lines.map((l) => (JSON.parse(l) as { id: number }).id)).size).toBe(10_050);
   });
 });
