@@ -36,6 +36,12 @@ export const EXAMPLES: Record<string, string[]> = {
   'config path': ['pasarela config path'],
   info: ['pasarela info', 'pasarela info --json'],
   saldo: ['pasarela saldo', 'pasarela saldo --celular 12 --json'],
+  'saldo movimientos': [
+    'pasarela saldo movimientos',
+    'pasarela saldo movimientos --tipo manual --desde 2026-11-01',
+    'pasarela saldo movimientos --celular 12 --all --format csv > movimientos.csv',
+  ],
+  'saldo consumo': ['pasarela saldo consumo', 'pasarela saldo consumo --mes 2026-10 --json'],
   'celular list': ['pasarela celular list', "pasarela celular list --json | jq '.celulares[].id'"],
   'celular show': ['pasarela celular show 12', 'pasarela celular show 12 --json'],
   'celular create': ['pasarela celular create 5215512345678 --nombre Ventas', 'pasarela celular create 5215512345678 --json'],
@@ -80,6 +86,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'admin client show': ['pasarela admin client show 3'],
   'admin client edit': ['pasarela admin client edit 3 --plan ilimitado', 'pasarela admin client edit 3 --estado suspendido'],
   'admin client rotate-key': ['pasarela admin client rotate-key 3', 'pasarela admin client rotate-key 3 --yes --json'],
+  'admin balance movements': ['pasarela admin balance movements --cliente 3', 'pasarela admin balance movements --cliente 3 --tipo manual --all --format csv'],
   'admin balance add': [
     'pasarela admin balance add --cliente 3 --monto 500 --motivo "bank transfer"',
     'pasarela admin balance add --cliente 3 --celular 12 --monto -20',

@@ -52,8 +52,9 @@ interface Page {
   ok: true;
   page: number;
   por_pagina: number;
-  total: number;
-  total_paginas: number;
+  /** null: more records than the service counts (the movements' listing); the pages then end at a short one. */
+  total: number | null;
+  total_paginas: number | null;
   [field: string]: unknown;
 }
 
@@ -70,6 +71,8 @@ export interface Listing<R> {
   id(r: R): string | number;
   /** Every field of a record, in order: the csv columns. */
   csvColumns: ReadonlyArray<keyof R & string>;
+  /** The credential to call with (the operator's token); the command's key by default. */
+  key?: string;
   tableHeaders: string[];
   /** `tty`: cut free text to fit a terminal. */
   tableRow(ctx: Ctx, r: R, tty: boolean): Cell[];
@@ -107,7 +110,7 @@ export async function runListing<R>(ctx: Ctx, o: ListingOpts, l: Listing<R>): Pr
     throw usage(`--desde ${o.desde} is after --hasta ${o.hasta}`);
   }
   const format: Format = ctx.json ? 'json' : (o.format ?? 'table');
-  const key = ctx.key();
+  const key = l.key ?? ctx.key();
   const client = ctx.client();
   const fetchPage = async (page: number) => {
     const b = await client.call<Page>('GET', l.path, { key, query: { ...l.query, page, por_pagina: o.porPagina }, fields: l.fields });
@@ -130,7 +133,8 @@ export async function runListing<R>(ctx: Ctx, o: ListingOpts, l: Listing<R>): Pr
         l.tableHeaders,
         records.map((r) => l.tableRow(ctx, r, stdoutTty)),
       );
-      if (stdoutTty && b.total > 0) term.out(term.color.dim(`page ${b.page}/${b.total_paginas}, ${b.total} total`));
+      if (stdoutTty && b.total === null) term.out(term.color.dim(`page ${b.page}, more records than are counted`));
+      else if (stdoutTty && b.total !== null && b.total > 0) term.out(term.color.dim(`page ${b.page}/${b.total_paginas}, ${b.total} total`));
     }
     return;
   }
@@ -147,8 +151,8 @@ export async function runListing<R>(ctx: Ctx, o: ListingOpts, l: Listing<R>): Pr
   if (format === 'csv') await write(ctx, csvRecord([...cols]));
   for (let page = o.page ?? 1; ; page += 1) {
     const { body: b, records } = await fetchPage(page);
-    if (progress && b.total_paginas > 1) {
-      const line = term.errColor.dim(`page ${page}/${b.total_paginas}`);
+    if (progress && (b.total_paginas === null || b.total_paginas > 1)) {
+      const line = term.errColor.dim(`page ${page}/${b.total_paginas ?? '?'}`);
       if (inPlace) term.io.stderr.write(`\r${line}\u001b[K`);
       else term.err(line);
       shown = true;
@@ -164,7 +168,8 @@ export async function runListing<R>(ctx: Ctx, o: ListingOpts, l: Listing<R>): Pr
         l.tableHeaders,
         fresh.map((r) => l.tableRow(ctx, r, false)),
       );
-    if (records.length === 0 || page >= b.total_paginas) break;
+    // Without a total, the last page is the first one short of a full page.
+    if (records.length === 0 || (b.total_paginas === null ? records.length < b.por_pagina : page >= b.total_paginas)) break;
   }
   if (inPlace && shown) term.io.stderr.write('\r\u001b[K');
   if (format === 'json') printJson(term, { ok: true, total: collected.length, [l.field]: collected });

@@ -46,6 +46,8 @@ export const API = {
   webhookEscuchasRenovar: '/api/webhook_escuchas_renovar.php',
   webhookEscuchasEliminar: '/api/webhook_escuchas_eliminar.php',
   eventos: '/api/eventos.php',
+  movimientos: '/api/movimientos.php',
+  consumo: '/api/consumo.php',
 
   adminClientes: '/admin/clientes',
   adminCliente: '/admin/clientes/:id',
@@ -57,6 +59,7 @@ export const API = {
   adminCelularLogout: '/admin/celulares/:id/logout',
   adminCelularReiniciar: '/admin/celulares/:id/reiniciar',
   adminAuditoria: '/admin/auditoria',
+  adminMovimientos: '/admin/movimientos',
   adminGateways: '/admin/gateways',
   adminGatewayDrain: '/admin/gateways/:nombre/drain',
   adminGatewayUndrain: '/admin/gateways/:nombre/undrain',

@@ -209,6 +209,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(eventosRoutes, { core, streams });
   await app.register(import('./routes/recibidos.js'), { core });
+  await app.register(import('./routes/movimientos.js'), { core });
   await app.register(async (admin) => {
     await admin.register(adminRoutes, { core });
     await admin.register(adminGatewayRoutes, { core });

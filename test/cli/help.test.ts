@@ -71,7 +71,9 @@ describe('--help of every leaf command', () => {
   });
 
   it('has no examples for commands that do not exist', () => {
-    const names = new Set(all.map((p) => p.join(' ')));
+    // Every command, a group with an action of its own (saldo) among them.
+    const every = (cmd: Command, path: string[] = []): string[][] => [path, ...visibleSubcommands(cmd).flatMap((c) => every(c, [...path, c.name()]))];
+    const names = new Set(every(program).map((p) => p.join(' ')));
     expect(Object.keys(EXAMPLES).filter((k) => !names.has(k))).toEqual([]);
   });
 

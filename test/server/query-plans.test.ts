@@ -236,6 +236,22 @@ it('serves every per-request and per-message path with an index, on a store with
   await s.inbox.run();
   await api(s.url, 'GET', '/api/info.php', { key: a.clientKey });
   await api(s.url, 'GET', `/api/saldo.php?celular_id=${a.celularId}`, { key: a.clientKey });
+  // The ledger's pages with each filter and combination, an export, and a month's consumption per line.
+  for (const q of [
+    '',
+    '&tipo=cobro',
+    '&tipo=reembolso',
+    '&tipo=manual',
+    `&celular_id=${a.celularId}`,
+    `&celular_id=${a.celularId}&tipo=manual`,
+    '&desde=2026-01-01&hasta=2026-12-31',
+    `&celular_id=${a.celularId}&tipo=cobro&desde=2026-01-01`,
+  ]) {
+    expect((await api(s.url, 'GET', `/api/movimientos.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
+  }
+  await api(s.url, 'GET', '/api/movimientos.php', { key: a.celularKey });
+  expect((await api(s.url, 'GET', '/api/movimientos.php?format=csv', { key: a.clientKey })).status).toBe(200);
+  expect((await api(s.url, 'GET', '/api/consumo.php', { key: a.clientKey })).status).toBe(200);
   await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.celularKey });
   // A webhook listener of a client without a configuration: registered, renewed, listed, given a test event and an incoming message, removed.
   const esc = await api(s.url, 'POST', '/api/webhook_escuchas.php', { key: b.clientKey, json: { url: `${receiver.url}/escucha` } });
@@ -304,6 +320,14 @@ it('serves every per-request and per-message path with an index, on a store with
       if (/recibidos/.test(sql) && /TEMP B-TREE/.test(r.detail)) scans.push(`${r.detail}  <-  ${sql}`);
       // An inbox total is read from the kept counts; only a sender's (one conversation) is counted over its rows.
       if (/^SELECT COUNT\(\*\) AS total FROM recibidos/.test(sql) && !/\bde = /.test(sql)) scans.push(`a total counted over the inbox's rows  <-  ${sql}`);
+      // A ledger page is read in its order from its index, never sorted; a month's consumption reads each line's range of its dates.
+      if (/movimientos_saldo/.test(sql) && /TEMP B-TREE/.test(r.detail)) scans.push(`${r.detail}  <-  ${sql}`);
+      if (
+        /^SEARCH m USING/.test(r.detail) &&
+        /FROM celulares c LEFT JOIN mensajes m/.test(sql) &&
+        !r.detail.includes('celular_id=? AND created_at>? AND created_at<?')
+      )
+        scans.push(`${r.detail}  <-  ${sql}`);
       // And through the index of all its filters: one of the client alone would read all of the client's days.
       for (const col of ['celular_id', 'de']) {
         if (/^SEARCH recibidos /.test(r.detail) && new RegExp(`\\b${col} = `).test(sql) && !r.detail.includes(`${col}=?`))
@@ -321,6 +345,12 @@ it('serves every per-request and per-message path with an index, on a store with
   expect(inbox).toHaveLength(1 + 2 * 8 + 1 + 5);
   expect(inbox.filter((x) => /^SELECT .* FROM conteos_recibidos /.test(x))).toHaveLength(2);
   expect(inbox.filter((x) => /^SELECT .* FROM conteos_recibidos_cuartos /.test(x))).toHaveLength(2);
+  // Every ledger statement ran: the page and its bounded total for each index's filters, the export's keyset pages.
+  const ledger = [...prepared].filter((x) => /FROM movimientos_saldo INDEXED BY/.test(x));
+  expect(new Set(ledger.map((x) => /INDEXED BY (\w+)/.exec(x)![1]))).toEqual(
+    new Set(['movimientos_cliente_fecha', 'movimientos_celular_fecha', 'movimientos_reembolsos', 'movimientos_manuales']),
+  );
+  expect(ledger.some((x) => /\(fecha, id\) < /.test(x))).toBe(true);
   expect(scans).toEqual([]);
   // A message's story reads its ledger rows and deliveries through the indexes by its id, not the client's (which would read its history).
   const story = (re: RegExp, index: string) => {

@@ -5,6 +5,7 @@ import type { CtxOf } from '../main.js';
 import { emit, printFields } from '../output.js';
 import { positiveInt } from '../parse.js';
 import type { ClienteSummary } from './admin-clients.js';
+import { registerMovimientos } from './movimientos.js';
 
 interface SaldoBody {
   cliente_id: number;
@@ -61,9 +62,10 @@ export function registerAccount(program: Command, ctxOf: CtxOf): void {
     .description('client account: plan, state, lines, consumption')
     .action((_o, cmd: Command) => runInfo(ctxOf(cmd)));
 
-  program
+  const saldo = program
     .command('saldo')
-    .description('balances: global and of one celular')
+    .description('balances: global and of one celular; movements and consumption below')
     .option('--celular <id>', 'celular whose balance to show (with a client key)', positiveInt)
     .action((o: SaldoOptions, cmd: Command) => runSaldo(o, ctxOf(cmd)));
+  registerMovimientos(saldo, ctxOf);
 }

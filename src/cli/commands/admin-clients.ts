@@ -6,6 +6,7 @@ import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { adminCall as call } from '../operator.js';
+import { registerAdminMovements } from './movimientos.js';
 import { emit, printFields, printSecret, printTable, type Cell } from '../output.js';
 import { email, idArg, int, intOrNone, positiveInt, text } from '../parse.js';
 
@@ -172,7 +173,7 @@ export async function runBalanceAdd(o: BalanceAddOptions, ctx: Ctx): Promise<voi
   );
 }
 
-/** `admin client ...` and `admin balance add`. */
+/** `admin client ...`, `admin balance add` and `admin balance movements`. */
 export function registerAdminClients(admin: Command, ctxOf: CtxOf): void {
   const client = admin.command('client').description('client accounts');
   client
@@ -211,9 +212,8 @@ export function registerAdminClients(admin: Command, ctxOf: CtxOf): void {
     .option('-y, --yes', 'do not ask for confirmation')
     .action((id: string, o: { yes?: boolean }, cmd: Command) => runClientRotateKey({ id, ...o }, ctxOf(cmd)));
 
-  admin
-    .command('balance')
-    .description('balances')
+  const balance = admin.command('balance').description('balances');
+  balance
     .command('add')
     .description('add credit to a client, or to one of its celulares with --celular (negative amounts remove credit)')
     .requiredOption('--cliente <id>', 'client id', positiveInt)
@@ -221,4 +221,5 @@ export function registerAdminClients(admin: Command, ctxOf: CtxOf): void {
     .requiredOption('--monto <n>', 'amount (credits, not 0)', nonZero)
     .option('--motivo <text>', 'reason, kept with the change (up to 200 characters)', text(0, 200))
     .action((o: BalanceAddOptions, cmd: Command) => runBalanceAdd(o, ctxOf(cmd)));
+  registerAdminMovements(balance, ctxOf);
 }

@@ -122,6 +122,62 @@ export interface NewCelularDone {
   audit(celular: CelularRow): AuditEntry;
 }
 
+/** What a ledger row is, from what it holds (core/movimientos.ts `movementTipo`). */
+export type MovimientoTipo = 'cobro' | 'reembolso' | 'manual';
+
+/** One `movimientos_saldo` row as stored. */
+export interface MovimientoRow {
+  id: number;
+  fecha: number;
+  cliente_id: number;
+  /** null: the client's global balance moved. */
+  celular_id: number | null;
+  monto: number;
+  saldo_resultante: number;
+  motivo: string;
+  actor: string;
+}
+
+/** A page of a client's ledger: newest first (fecha, then id), within the filter. */
+export interface MovimientoFilter {
+  cliente_id: number;
+  /** Only this line's balance. */
+  celular_id?: number;
+  tipo?: MovimientoTipo;
+  /** Inclusive start, ms. */
+  desde?: number;
+  /** Exclusive end, ms. */
+  hasta?: number;
+  page: number;
+  por_pagina: number;
+  /** Only the rows after this one in the page's order (an export's next page, read without an offset). */
+  despues?: { fecha: number; id: number };
+  /** Count the total up to this many rows (null beyond); undefined: no total (an export). */
+  totalHasta?: number;
+}
+
+/** One line's messages and the credits they cost in a window (created_at in [desde, hasta)). */
+export interface ConsumoLinea {
+  celular_id: number;
+  numero: string;
+  /** Messages accepted in the window, failed ones left out. */
+  mensajes: number;
+  /** Credits those messages cost: charged and not refunded (an unlimited plan's sends cost none). */
+  monto: number;
+}
+
+/** The ledger read for people (core/movimientos.ts): its listing, and a month's consumption per line. */
+export interface LedgerStore {
+  /**
+   * A page of a client's ledger, newest first (fecha, then id), each filter
+   * served by an index (migration 22 / PostgreSQL 18); the total counted up
+   * to `totalHasta` (null beyond it, -1 when not asked).
+   */
+  listMovimientos(filter: MovimientoFilter): Promise<{ total: number | null; rows: MovimientoRow[] }>;
+  /** Each of the client's lines with its messages and their credits in [desde, hasta): one index range of mensajes per line. */
+  consumoLineas(clienteId: number, desde: number, hasta: number): Promise<ConsumoLinea[]>;
+}
+
 /** Lines of one estado and last known session status (metrics). */
 export interface LineCount {
   estado: CelularEstado;

@@ -1,4 +1,4 @@
-import type { AccountsStore } from './accounts.js';
+import type { AccountsStore, LedgerStore } from './accounts.js';
 import type { ChartsStore } from './charts.js';
 import type { GatewayServersStore } from './gateway-servers.js';
 import type { KvStore } from './kv.js';
@@ -37,7 +37,7 @@ export interface StoreCaps {
  * adapter composes it from one factory per port over its connection
  * (src/store/sqlite/store.ts, src/store/postgres/store.ts).
  */
-export interface Store extends AccountsStore, ChartsStore, GatewayServersStore, MessagesStore, QueueStore, WebhooksStore, KvStore, LeasesStore {
+export interface Store extends AccountsStore, LedgerStore, ChartsStore, GatewayServersStore, MessagesStore, QueueStore, WebhooksStore, KvStore, LeasesStore {
   readonly caps: StoreCaps;
   /**
    * Whether the store takes writes. Free while no write has failed; after a

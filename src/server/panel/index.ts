@@ -23,6 +23,7 @@ import webhookPages from './pages/webhook.js';
 import eventosPages from './pages/eventos.js';
 import shownOncePages from './shown-once.js';
 import graficasPages from './pages/graficas.js';
+import movimientosPages from './pages/movimientos.js';
 
 export interface PanelDeps {
   core: Core;
@@ -82,4 +83,5 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   await app.register(eventosPages, deps);
   await app.register(shownOncePages, deps);
   await app.register(graficasPages, deps);
+  await app.register(movimientosPages, deps);
 }

@@ -2,6 +2,7 @@ import { CELULAR_ESTADOS, SESSION_STATUSES } from '../../core/ports/model.js';
 import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN, LIST_LIMITS } from '../../core/limits.js';
 import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
 import { STREAM_EVENT_KINDS } from '../../core/event-stream.js';
+import { MOVIMIENTO_TIPOS } from '../../core/movimientos.js';
 import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
 
 /**
@@ -242,6 +243,16 @@ export const auditoriaQuerystring = Type.Object({
   despues: Type.Optional(Type.Integer({ minimum: 0, description: 'the newer page: records with a larger id (paginas.despues); 0 for the oldest page' })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_LIMITS.auditoria.max, default: LIST_LIMITS.auditoria.default })),
 });
+
+/** The query of GET /api/movimientos.php (and the operator's /admin/movimientos), which the panel's movements page reads too. */
+export const movimientosQuerystring = listingQuerystring(
+  { tipo: StringEnum(MOVIMIENTO_TIPOS, { description: 'cobro (a send charged), reembolso (a failed send refunded), manual (added or removed by hand)' }) },
+  {
+    format: StringEnum(['json', 'csv', 'ndjson'] as const, {
+      description: 'csv or ndjson: every movement the filters select, streamed (page and por_pagina aside)',
+    }),
+  },
+);
 
 /** The 200 answer of a paged listing: the page fields, then its records under `field`. */
 export function listingResponse<F extends string, I extends object>(field: F, items: I) {

@@ -803,6 +803,22 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE INDEX auditoria_fecha ON auditoria(fecha, id);
     `,
   },
+  {
+    version: 21,
+    name: 'the ledger by date: per client, per line, refunds and manual changes (SQLite version 25)',
+    sql: `
+      -- D-104: the ledger listed newest first by date (then id) for a client, a line's balance, or one
+      -- movement type, each read in its order from its own index, a date window an index range. A
+      -- refund and a manual change are few among a send's charges: each has a partial index of its
+      -- predicate (store/movement-sql.ts, the same text), costing a charge's insert nothing. The
+      -- client's (cliente_id, fecha, id) replaces (cliente_id, id), which nothing reads any more.
+      DROP INDEX movimientos_cliente;
+      CREATE INDEX movimientos_cliente_fecha ON movimientos_saldo(cliente_id, fecha, id);
+      CREATE INDEX movimientos_celular_fecha ON movimientos_saldo(celular_id, fecha, id) WHERE celular_id IS NOT NULL;
+      CREATE INDEX movimientos_reembolsos ON movimientos_saldo(cliente_id, fecha, id) WHERE actor = 'sistema' AND substr(motivo, 1, 10) = 'reembolso ';
+      CREATE INDEX movimientos_manuales ON movimientos_saldo(cliente_id, fecha, id) WHERE actor <> 'sistema';
+    `,
+  },
 ];
 
 /**

@@ -6,6 +6,7 @@ import { charts } from './charts.js';
 import { Db, type PgOptions } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
 import { history } from './history.js';
+import { ledger } from './ledger.js';
 import { idempotency } from './idempotency.js';
 import { inbox } from './inbox.js';
 import { kv } from './kv.js';
@@ -59,6 +60,7 @@ export async function openPgStore(url: string, opts: PgOptions = {}): Promise<Pg
     ...idempotency(db),
     ...inbox(db),
     ...history(db),
+    ...ledger(db),
     ...queue(db),
     ...webhooks(db),
     ...kv(db),

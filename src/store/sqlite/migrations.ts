@@ -759,4 +759,20 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX auditoria_cliente ON auditoria(cliente_id, id);
     `,
   },
+  {
+    version: 25,
+    name: 'the ledger by date: per client, per line, refunds and manual changes',
+    sql: `
+      -- D-104: the ledger listed newest first by date (then id) for a client, a line's balance, or one
+      -- movement type, each read in its order from its own index, a date window an index range. A
+      -- refund and a manual change are few among a send's charges: each has a partial index of its
+      -- predicate (store/movement-sql.ts, the same text), costing a charge's insert nothing. The
+      -- client's (cliente_id, fecha, id) replaces (cliente_id, id), which nothing reads any more.
+      DROP INDEX movimientos_cliente;
+      CREATE INDEX movimientos_cliente_fecha ON movimientos_saldo(cliente_id, fecha, id);
+      CREATE INDEX movimientos_celular_fecha ON movimientos_saldo(celular_id, fecha, id) WHERE celular_id IS NOT NULL;
+      CREATE INDEX movimientos_reembolsos ON movimientos_saldo(cliente_id, fecha, id) WHERE actor = 'sistema' AND substr(motivo, 1, 10) = 'reembolso ';
+      CREATE INDEX movimientos_manuales ON movimientos_saldo(cliente_id, fecha, id) WHERE actor <> 'sistema';
+    `,
+  },
 ];

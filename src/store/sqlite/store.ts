@@ -13,6 +13,7 @@ import { idempotency } from './idempotency.js';
 import { inbox } from './inbox.js';
 import { kv } from './kv.js';
 import { leases } from './leases.js';
+import { ledger } from './ledger.js';
 import { messages } from './messages.js';
 import { queue } from './queue.js';
 import { immediate, stmt, useWriteGate } from './statements.js';
@@ -58,6 +59,7 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     ...idempotency(db),
     ...inbox(db),
     ...history(db),
+    ...ledger(db),
     ...queue(db),
     ...webhooks(db),
     ...kv(db),

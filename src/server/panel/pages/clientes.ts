@@ -184,7 +184,7 @@ async function clientePage(deps: PanelDeps, req: FastifyRequest, reply: FastifyR
       </p>
       <p class="actions">
         Its own pages: <a href="${base}/">Account</a> <a href="${base}/celulares">Lines</a> <a href="${base}/historial">History</a>
-        <a href="${base}/recibidos">Inbox</a> <a href="${base}/webhook">Webhook</a>
+        <a href="${base}/recibidos">Inbox</a> <a href="${base}/webhook">Webhook</a> <a href="${base}/movimientos">Balance movements</a>
       </p>
 
       <h2>Lines</h2>

@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { info } from '../../../core/accounts.js';
 import { listCelulares } from '../../../core/celulares.js';
+import { consumoMes } from '../../../core/movimientos.js';
 import { clientScope, redirect, signedIn } from '../context.js';
 import type { PanelDeps } from '../index.js';
 import { html } from '../html.js';
 import { sendPage } from '../layout.js';
+import { listTable } from '../listing.js';
 import { lineUrl, linesTable, pathId } from './lines-common.js';
 
 /** /panel/c/:cid/: the client's account: plan, balances (global and per line) and this month's consumption. */
@@ -14,7 +16,7 @@ export default async function cuentaPages(app: FastifyInstance, { core }: PanelD
     const p = await clientScope(core, req, cid);
     // A line's session has no account page: its line is all it may see.
     if (p.kind === 'celular') return redirect(req, reply, lineUrl(cid, p.celular.id));
-    const [cuenta, lineas] = await Promise.all([info(core, p), listCelulares(core, p)]);
+    const [cuenta, lineas, consumo] = await Promise.all([info(core, p), listCelulares(core, p), consumoMes(core, p, undefined)]);
     const c = cuenta.cliente;
     const ilimitado = c.plan === 'ilimitado';
     return sendPage(
@@ -39,9 +41,30 @@ export default async function cuentaPages(app: FastifyInstance, { core }: PanelD
           <dt>estado</dt>
           <dd>${c.estado}</dd>
         </dl>
-        <p class="actions"><a class="button secondary" href="/panel/c/${cid}/eventos">Live events</a></p>
+        <p class="actions">
+          <a class="button secondary" href="/panel/c/${cid}/movimientos">Balance movements</a>
+          <a class="button secondary" href="/panel/c/${cid}/eventos">Live events</a>
+        </p>
         <h2>Balance per line</h2>
-        ${linesTable(cid, lineas.celulares, html`<p class="empty">No lines yet. <a href="/panel/c/${cid}/celulares">Create one on the Lines page.</a></p>`)}`,
+        ${linesTable(cid, lineas.celulares, html`<p class="empty">No lines yet. <a href="/panel/c/${cid}/celulares">Create one on the Lines page.</a></p>`)}
+        <h2>Consumption in ${consumo.mes}, per line</h2>
+        <p class="hint">
+          Messages each line sent this month (${consumo.zona_horaria}), failed ones left out, and the credits they cost: charged and not refunded,
+          whichever balance paid${ilimitado ? '; the unlimited plan charges none' : ''}.
+        </p>
+        ${
+          consumo.lineas.length === 0
+            ? html`<p class="empty">No lines yet.</p>`
+            : listTable(
+                consumo.lineas,
+                [
+                  { label: 'line', cell: (l) => html`<a href="${lineUrl(cid, l.celular_id)}">${l.numero}</a>` },
+                  { label: 'messages', cls: 'num', cell: (l) => l.mensajes },
+                  { label: 'credits', cls: 'num', cell: (l) => l.monto },
+                ],
+                `Consumption in ${consumo.mes}, per line`,
+              )
+        }`,
     );
   });
 }
