@@ -44,6 +44,10 @@ export const API = {
   webhookEscuchasRenovar: '/api/webhook_escuchas_renovar.php',
   webhookEscuchasEliminar: '/api/webhook_escuchas_eliminar.php',
   eventos: '/api/eventos.php',
+  cola: '/api/cola.php',
+  colaCancelar: '/api/cola_cancelar.php',
+  mensajeReintentar: '/api/mensaje_reintentar.php',
+  webhookReenviarFallidas: '/api/webhook_reenviar_fallidas.php',
 
   adminClientes: '/admin/clientes',
   adminCliente: '/admin/clientes/:id',

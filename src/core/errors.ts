@@ -158,6 +158,13 @@ export const ERRORS = {
     meaning:
       "The event a stream was asked to resume after (`Last-Event-ID` or `desde_id`) is not in the client's log: older than 72 h, or never this client's. Nothing was streamed; connect again without it and read the state afresh (history, inbox).",
   },
+  RETRY_NOT_ALLOWED: {
+    codigo: 630,
+    status: 409,
+    texto: 'REINTENTO_NO_PERMITIDO',
+    meaning:
+      'The message cannot be retried: it has not failed, or its error_clase does not allow it (rechazado fails again; incierto may have reached the recipient), or its uploaded media is no longer kept. Send it anew instead.',
+  },
   GATEWAY_ERROR: {
     codigo: 700,
     status: 502,
