@@ -21,6 +21,7 @@ import vincularPages from './pages/vincular.js';
 import historialPages from './pages/historial.js';
 import recibidosPages from './pages/recibidos.js';
 import webhookPages from './pages/webhook.js';
+import colaPages from './pages/cola.js';
 
 export interface PanelDeps {
   core: Core;
@@ -73,6 +74,7 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   await app.register(historialPages, deps);
   await app.register(recibidosPages, deps);
   await app.register(webhookPages, deps);
+  await app.register(colaPages, deps);
 }
 
 /** An error as a page: the API's words and code; a server fault without detail (it is logged). */

@@ -193,6 +193,7 @@ async function linePage(
       <p class="actions">
         <a class="button" href="${url}/vincular">Link this line</a>
         <a class="button secondary" href="/panel/c/${cid}/historial?celular_id=${row.id}">History of this line</a>
+        <a class="button secondary" href="/panel/c/${cid}/cola?celular_id=${row.id}">Queue of this line</a>
       </p>
 
       <h2>Send a test text</h2>

@@ -7,7 +7,8 @@ import { csvRecord } from '../../../core/csv.js';
 import { ESTADOS, exportHistorial, listHistorial, MENSAJE_FIELDS, POR_PAGINA_MAX, type MensajeView } from '../../../core/historial.js';
 import { historialQuerystring } from '../../schemas/common.js';
 import { clientScope, signedIn } from '../context.js';
-import { field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
+import { csrfField, field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
+import { retryAllowed } from '../../../core/failure-class.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
@@ -58,6 +59,15 @@ function estadoBadge(estado: string): Html {
   return html`<span class="badge ${tone}">${estado}</span>`;
 }
 
+/** A failed message's retry button (core/cola.ts), only when its class allows one. */
+const retryCell = (req: FastifyRequest, cid: number) => (m: MensajeView) =>
+  m.estado === 'error' && retryAllowed(m.error_clase)
+    ? html`<form method="post" action="/panel/c/${cid}/historial/reintentar">
+        ${csrfField(req)}<input type="hidden" name="msg_id" value="${m.msg_id}" /><input type="hidden" name="celular_id" value="${m.celular_id}" />
+        <button type="submit" class="secondary" aria-label="Retry ${m.msg_id}">Retry</button>
+      </form>`
+    : '';
+
 const COLUMNS: Array<Column<MensajeView>> = [
   { label: 'created_at', cls: 'nowrap', cell: (m) => m.created_at },
   { label: 'estado', cell: (m) => estadoBadge(m.estado) },
@@ -69,8 +79,10 @@ const COLUMNS: Array<Column<MensajeView>> = [
   { label: 'msg_id', cell: (m) => html`<code>${m.msg_id}</code>` },
 ];
 
-function table(rows: MensajeView[], empty: Html): Html {
-  return rows.length === 0 ? empty : listTable(rows, COLUMNS, 'Messages, newest first');
+function table(req: FastifyRequest, cid: number, rows: MensajeView[], empty: Html): Html {
+  const retry = rows.some((m) => m.estado === 'error' && retryAllowed(m.error_clase));
+  const columns = retry ? [...COLUMNS, { label: 'Action', hiddenLabel: true, cell: retryCell(req, cid) }] : COLUMNS;
+  return rows.length === 0 ? empty : listTable(rows, columns, 'Messages, newest first');
 }
 
 /** The export's file name: the client, the day it was made, the format. */
@@ -133,7 +145,7 @@ export default async function historialPages(app: FastifyInstance, deps: PanelDe
           ${listing.total} ${listing.total === 1 ? 'message' : 'messages'} · page ${listing.page} of ${Math.max(1, listing.total_paginas)} · days read in
           ${listing.zona_horaria}
         </p>
-        ${listing.total > 0 ? exports : ''} ${table(listing.mensajes, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
+        ${listing.total > 0 ? exports : ''} ${table(req, cid, listing.mensajes, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
     );
   }
 
