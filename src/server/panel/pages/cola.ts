@@ -11,7 +11,7 @@ import { csrfField, field, formErrorsOf, formValues, generalError, intField, NO_
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { cidOf, cut, listTable } from '../listing.js';
+import { cidOf, type Column, cut, listTable } from '../listing.js';
 import { lineOptions } from './historial.js';
 import { shortTime } from './overview.js';
 
@@ -56,24 +56,21 @@ interface View {
 
 function table(req: FastifyRequest, cid: number, page: ColaPage, celularId: number | undefined): Html {
   if (page.mensajes.length === 0) return html`<p class="empty">Nothing waits in this queue.</p>`;
-  const rows = listTable<ColaItem>(
-    page.mensajes,
-    [
-      {
-        label: 'Select',
-        hiddenLabel: true,
-        cell: (m) => html`<input type="checkbox" name="msg_ids" value="${m.msg_id}" form="cancelar" aria-label="Select ${m.msg_id}" />`,
-      },
-      { label: 'Due (estimated)', cls: 'nowrap', cell: (m) => when(m.due_at) },
-      { label: 'Why it waits', cell: (m) => html`${MOTIVO_TEXT[m.motivo] ?? m.motivo} <code>${m.motivo}</code>` },
-      { label: 'celular', cls: 'num', cell: (m) => m.celular_id },
-      { label: 'destinatario', cell: (m) => m.destinatario },
-      { label: 'texto', cell: (m) => cut(m.texto ?? `(${m.tipo})`) },
-      { label: 'Queued at', cls: 'nowrap', cell: (m) => when(m.created_at) },
-      { label: 'msg_id', cell: (m) => html`<code>${m.msg_id}</code>` },
-    ],
-    'Queued messages, in the order they go',
-  );
+  const columns: Array<Column<ColaItem>> = [
+    {
+      label: 'Select',
+      cell: (m) => html`<input type="checkbox" name="msg_ids" value="${m.msg_id}" form="cancelar" aria-label="Select ${m.msg_id}" />`,
+    },
+    { label: 'Due (estimated)', cell: (m) => when(m.due_at) },
+    // One element per cell: a stacked row (phone width) keeps it beside its label.
+    { label: 'Why it waits', cell: (m) => html`<span>${MOTIVO_TEXT[m.motivo] ?? m.motivo} <code>${m.motivo}</code></span>` },
+    ...(celularId === undefined ? [{ label: 'celular', cls: 'num', cell: (m: ColaItem) => m.celular_id }] : []),
+    { label: 'destinatario', cell: (m) => m.destinatario },
+    { label: 'texto', cell: (m) => cut(m.texto ?? `(${m.tipo})`) },
+    { label: 'Queued at', cell: (m) => when(m.created_at) },
+    { label: 'msg_id', cls: 'id', cell: (m) => html`<code>${m.msg_id}</code>` },
+  ];
+  const rows = listTable<ColaItem>(page.mensajes, columns, 'Queued messages, in the order they go');
   return html`<form id="cancelar" method="post" action="/panel/c/${cid}/cola/cancelar">
       ${csrfField(req)} ${celularId !== undefined ? html`<input type="hidden" name="celular_id" value="${celularId}" />` : ''}
     </form>
