@@ -88,6 +88,37 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
   };
 
   describe(`the queue's actions (${label})`, () => {
+    it('every new statement is served by an index (PostgreSQL: the plans with sequential scans off)', async () => {
+      if (s.core.store.caps.name !== 'postgres') return;
+      const db = (s.core.store as unknown as PgStore).db;
+      const seen: Array<{ sql: string; params: unknown[] }> = [];
+      const q = db.q.bind(db);
+      db.q = (async (sql: string, params: unknown[] = []) => {
+        if (/LATERAL \(SELECT seq, msg_id FROM mensajes_pendientes|entrega = 'fallido'|FROM cupos WHERE celular_id = \$1 AND cupo_at <=|pendientes FROM celulares/.test(sql))
+          seen.push({ sql, params });
+        return q(sql, params);
+      }) as typeof db.q;
+      try {
+        const b = await linkedLine(s, { saldo: 5 });
+        await queueOn(b, 1);
+        await cola(b.clientKey, `?celular_id=${b.celularId}`);
+        await api(s.url, 'POST', '/api/webhook_reenviar_fallidas.php', { key: b.clientKey });
+        await cancel(b.clientKey, { celular_id: b.celularId, todos: 1 });
+      } finally {
+        db.q = q;
+      }
+      expect(seen.length).toBeGreaterThanOrEqual(4);
+      const scans: string[] = [];
+      await db.tx(async (c) => {
+        await c.query('SET LOCAL enable_seqscan = off');
+        for (const { sql, params } of seen) {
+          const plan = JSON.stringify((await c.query(`EXPLAIN (FORMAT JSON) ${sql}`, params)).rows[0]['QUERY PLAN']);
+          if (plan.includes('Seq Scan')) scans.push(sql);
+        }
+      });
+      expect(scans).toEqual([]);
+    });
+
     it('lists a closed line in order, each with why it waits; keyset pages; scope', async () => {
       const b = await linkedLine(s, { saldo: 10 });
       await editCelular(s, b, { hora_inicio_permitido: '00:00', hora_fin_permitido: '01:00' });
