@@ -179,7 +179,7 @@ export async function cancelCola(
     celularId = (await celularInScope(core, p, q.celular_id)).id;
     // Only what was pending when it started: the queue's order is arrival, so the first message accepted since ends it.
     const start = core.clock.now();
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const read = await core.store.listQueue([celularId], after, COLA_POR_PAGINA_MAX);
       const batch = read.filter((m) => m.created_at <= start);
       for (const m of batch) await one(m);
@@ -222,16 +222,19 @@ export async function cancelCola(
 export interface RetryAnswer {
   reintentados: number;
   rechazados: number;
-  resultados: Array<
-    { msg_id: string; nuevo_msg_id: string; saldo: number } | { msg_id: string; api_codigo: number; api_texto: string; mensaje: string }
-  >;
+  resultados: Array<{ msg_id: string; nuevo_msg_id: string; saldo: number } | { msg_id: string; api_codigo: number; api_texto: string; mensaje: string }>;
 }
 
 /** The send that retries a failed message: the same line, recipient and content, queued. Refused (630) when its class does not allow it. */
 function retryRequest(m: MensajeRow): SendRequest {
   if (m.estado !== 'error') fail('RETRY_NOT_ALLOWED', `message ${m.msg_id} is ${m.estado}: only a failed message can be retried`);
   if (!retryAllowed(m.error_clase)) {
-    const why = m.error_clase === 'rechazado' ? 'the network refused it for good' : m.error_clase === 'incierto' ? 'it may have reached the recipient' : 'its failure is not classified';
+    const why =
+      m.error_clase === 'rechazado'
+        ? 'the network refused it for good'
+        : m.error_clase === 'incierto'
+          ? 'it may have reached the recipient'
+          : 'its failure is not classified';
     fail('RETRY_NOT_ALLOWED', `message ${m.msg_id} cannot be retried: ${why} (error_clase ${m.error_clase ?? 'null'}); send it anew if you mean to`);
   }
   const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;

@@ -55,7 +55,9 @@ it('cola cancel: ids, then --all (needs --yes off a TTY); exit 12 when some were
   const noYes = await cli.run(['cola', 'cancel', '--celular', String(a.celularId), '--all'], { env: { PASARELA_KEY: a.clientKey } });
   expect(noYes.exitCode).toBe(2);
   expect((await mensaje(s, ids[2]!)).estado).toBe('pendiente');
-  const all = expectJsonOnly(await cli.run(['cola', 'cancel', '--celular', String(a.celularId), '--all', '--yes', '--json'], { env: { PASARELA_KEY: a.clientKey } }));
+  const all = expectJsonOnly(
+    await cli.run(['cola', 'cancel', '--celular', String(a.celularId), '--all', '--yes', '--json'], { env: { PASARELA_KEY: a.clientKey } }),
+  );
   expect(all).toMatchObject({ cancelados: 1, reembolso: 1 });
   // Usage: nothing named; --celular without --all.
   expect((await cli.run(['cola', 'cancel'], { env: { PASARELA_KEY: a.clientKey } })).exitCode).toBe(2);

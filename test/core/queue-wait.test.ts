@@ -53,14 +53,44 @@ describe('whyWaiting', () => {
   });
 
   it('a full minute cap: the head waits for its oldest send to leave the window; a full hour says cupo_hora', () => {
-    const minute = whyWaiting(line({ counts: [{ n: 5, oldest: NOW - 50 * S }, { n: 5, oldest: NOW - 50 * S }] }), [free], NOW, settings);
+    const minute = whyWaiting(
+      line({
+        counts: [
+          { n: 5, oldest: NOW - 50 * S },
+          { n: 5, oldest: NOW - 50 * S },
+        ],
+      }),
+      [free],
+      NOW,
+      settings,
+    );
     expect(minute[0]).toEqual({ due_at: NOW + 10 * S, motivo: 'cupo_minuto' });
-    const hour = whyWaiting(line({ counts: [{ n: 0, oldest: null }, { n: 100, oldest: NOW - 30 * 60 * S }] }), [free], NOW, settings);
+    const hour = whyWaiting(
+      line({
+        counts: [
+          { n: 0, oldest: null },
+          { n: 100, oldest: NOW - 30 * 60 * S },
+        ],
+      }),
+      [free],
+      NOW,
+      settings,
+    );
     expect(hour[0]).toEqual({ due_at: NOW + 30 * 60 * S, motivo: 'cupo_hora' });
   });
 
   it('the minute cap pushes the ones behind past the window', () => {
-    const r = whyWaiting(line({ counts: [{ n: 4, oldest: NOW - 10 * S }, { n: 4, oldest: NOW - 10 * S }] }), [free, free], NOW, settings);
+    const r = whyWaiting(
+      line({
+        counts: [
+          { n: 4, oldest: NOW - 10 * S },
+          { n: 4, oldest: NOW - 10 * S },
+        ],
+      }),
+      [free, free],
+      NOW,
+      settings,
+    );
     expect(r[0]!.motivo).toBe('listo');
     expect(r[1]).toEqual({ due_at: NOW + 50 * S, motivo: 'en_turno' });
   });

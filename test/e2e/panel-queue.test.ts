@@ -109,7 +109,9 @@ it('the webhook page redelivers every failed delivery at once', async () => {
       return (e.body.entregas as Array<{ intentos: number; evento: string }>).filter((x) => x.evento === 'webhook.test' && x.intentos > 0).length;
     })
     .toBe(2);
-  (s.core.store as unknown as SqliteStore).db.prepare("UPDATE eventos SET entrega = 'fallido', reclamo_hasta = NULL WHERE cliente_id = ? AND entrega IS NOT NULL").run(L.clienteId);
+  (s.core.store as unknown as SqliteStore).db
+    .prepare("UPDATE eventos SET entrega = 'fallido', reclamo_hasta = NULL WHERE cliente_id = ? AND entrega IS NOT NULL")
+    .run(L.clienteId);
   await signIn(page, s.url, L.clientKey);
   await page.goto(`${s.url}/panel/c/${L.clienteId}/webhook`);
   await page.getByRole('button', { name: 'Redeliver all failed' }).click();

@@ -41,8 +41,7 @@ async function ledgerAddsUp(s: TestServer, clienteId: number, lineIds: number[])
 /** Runs SQL on the server's store (tests only: to make deliveries failed without waiting out their retries). */
 async function exec(s: TestServer, sql: string, params: unknown[]): Promise<void> {
   if (s.core.store.caps.name === 'postgres') await (s.core.store as unknown as PgStore).db.q(sql, params);
-  else
-    (s.core.store as unknown as SqliteStore).db.prepare(sql.replace(/\$\d+/g, '?')).run(...params);
+  else (s.core.store as unknown as SqliteStore).db.prepare(sql.replace(/\$\d+/g, '?')).run(...params);
 }
 
 function suite(label: string, over: () => Promise<{ store?: string; drop?: () => Promise<void> }>) {
@@ -53,12 +52,17 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
   const sent: string[] = [];
   /** While set, the gateway's sends wait for it: a send in flight the test holds. */
   let gate: Promise<void> | null = null;
-  const clock = () => s.clock as ManualClock;
 
   beforeAll(async () => {
     const o = await over();
     drop = o.drop;
-    s = await startTestServer({ ...(o.store ? { store: o.store } : {}), tz: 'UTC', allowPrivateUrls: true, clock: new ManualClock(at(12)), queue: { gapMinMs: 0, gapMaxMs: 0 } });
+    s = await startTestServer({
+      ...(o.store ? { store: o.store } : {}),
+      tz: 'UTC',
+      allowPrivateUrls: true,
+      clock: new ManualClock(at(12)),
+      queue: { gapMinMs: 0, gapMaxMs: 0 },
+    });
     s.core.bus.subscribe('message.status', (e) => events.push(e));
     const gw = s.core.gateway;
     const orig = gw.send.bind(gw);
@@ -93,11 +97,15 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       const db = (s.core.store as unknown as PgStore).db;
       const seen: Array<{ sql: string; params: unknown[] }> = [];
       const q = db.q.bind(db);
-      db.q = (async (sql: string, params: unknown[] = []) => {
-        if (/LATERAL \(SELECT seq, msg_id FROM mensajes_pendientes|entrega = 'fallido'|FROM cupos WHERE celular_id = \$1 AND cupo_at <=|pendientes FROM celulares/.test(sql))
+      db.q = async (sql: string, params: unknown[] = []) => {
+        if (
+          /LATERAL \(SELECT seq, msg_id FROM mensajes_pendientes|entrega = 'fallido'|FROM cupos WHERE celular_id = \$1 AND cupo_at <=|pendientes FROM celulares/.test(
+            sql,
+          )
+        )
           seen.push({ sql, params });
         return q(sql, params);
-      }) as typeof db.q;
+      };
       try {
         const b = await linkedLine(s, { saldo: 5 });
         await queueOn(b, 1);
@@ -152,7 +160,7 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       const b = await linkedLine(s, { saldo: 10 });
       await editCelular(s, b, { hora_inicio_permitido: '00:00', hora_fin_permitido: '01:00' });
       const ids = await queueOn(b, 3);
-      expect((await credit(s, b))).toBe(7);
+      expect(await credit(s, b)).toBe(7);
       const r = await cancel(b.clientKey, { msg_ids: [ids[0], ids[2], 'no-such-id'] });
       expectOk(r);
       expect(r.body).toMatchObject({ cancelados: 2, no_cancelados: 1, reembolso: 2 });
@@ -164,7 +172,7 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       const m = await mensaje(s, ids[0]!);
       expect(m).toMatchObject({ estado: 'error', error_clase: 'cancelado', cobrado: 0 });
       expect(events.some((e) => e.msg_id === ids[0] && e.estado === 'error')).toBe(true);
-      expect((await credit(s, b))).toBe(9);
+      expect(await credit(s, b)).toBe(9);
       await ledgerAddsUp(s, b.clienteId, [b.celularId]);
       // Cancelling again: no longer pending, nothing refunded twice.
       const again = await cancel(b.clientKey, { msg_ids: [ids[0]] });
@@ -197,7 +205,7 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       for (const id of ids) expect((await mensaje(s, id)).error_clase).toBe('cancelado');
       expect((await mensaje(s, keep[0]!)).estado).toBe('pendiente');
       expect((await cola(b.clientKey, `?celular_id=${b.celularId}`)).body.total).toBe(0);
-      expect((await credit(s, b))).toBe(20);
+      expect(await credit(s, b)).toBe(20);
       await ledgerAddsUp(s, b.clienteId, [b.celularId]);
       // A celular key cannot cancel a line of another client.
       expectError(await cancel(b.celularKey, { celular_id: c.celularId, todos: 1 }), 404, 600);
@@ -249,7 +257,7 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
         }
       }
       expect(cancelled).toBeGreaterThan(0);
-      expect((await credit(s, b))).toBe(40 - (30 - cancelled));
+      expect(await credit(s, b)).toBe(40 - (30 - cancelled));
       await ledgerAddsUp(s, b.clienteId, [b.celularId]);
     });
 
@@ -273,7 +281,7 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       // The same message retried again: the same new message, not a second send.
       const twice = await retry(b.clientKey, [id!]);
       expect(twice.body.resultados[0].nuevo_msg_id).toBe(nuevo);
-      expect((await credit(s, b))).toBe(0);
+      expect(await credit(s, b)).toBe(0);
       // The balance is short: the refusal says so.
       expectError(await retry(b.clientKey, [id2!]), 402);
       // Several: each its outcome.

@@ -132,7 +132,7 @@ export function registerCola(program: Command, ctxOf: CtxOf): void {
     .option('-y, --yes', 'do not ask for confirmation (--all asks on a TTY)')
     // `cola`'s own --celular takes the flag wherever it stands: read from either.
     .action((msgIds: string[], o: Omit<ColaCancelOptions, 'msgIds'>, cmd: Command) =>
-      runColaCancel({ msgIds, ...o, celular: o.celular ?? (cmd.parent?.opts() as ColaOptions | undefined)?.celular }, ctxOf(cmd)),
+      runColaCancel({ msgIds, ...o, celular: o.celular ?? cmd.parent?.opts<ColaOptions>().celular }, ctxOf(cmd)),
     );
 
   program

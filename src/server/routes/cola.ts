@@ -15,7 +15,7 @@ const msgIdsField = Type.Unsafe<string[] | string>({
   description: `up to ${COLA_IDS_MAX} msg_ids; an array, repeated fields or a comma list`,
 });
 
-const idsOf = (v: string[] | string | undefined): string[] | undefined => (v === undefined ? undefined : (Array.isArray(v) ? v : v.split(',')));
+const idsOf = (v: string[] | string | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : v.split(','));
 
 const MOTIVOS = ['enviando', 'desconectado', 'fuera_de_horario', 'reintento', 'cupo_minuto', 'cupo_hora', 'cupo_dia', 'pausa_humana', 'en_turno', 'listo'];
 
@@ -38,7 +38,7 @@ export default async function colaRoutes(fastify: FastifyInstance, { core, deps 
       security,
       summary: 'Pending queued messages in queue order, with when each is due and why it waits',
       description:
-        'A client key lists every line (or the one celular_id names), a celular key its own line. Keyset pages: pass the answer\'s `siguiente` as `despues`. ' +
+        "A client key lists every line (or the one celular_id names), a celular key its own line. Keyset pages: pass the answer's `siguiente` as `despues`. " +
         'due_at is an estimate (the human gap is random; a retry or an edit of the line changes it); null while the line is not active. ' +
         'motivo: enviando (being sent), desconectado (the line or client is not active), fuera_de_horario, reintento (waiting after a failed attempt), ' +
         'cupo_minuto / cupo_hora / cupo_dia (a cap is full), pausa_humana (the gap after the last send), en_turno (behind older messages), listo (due now).',

@@ -93,7 +93,13 @@ function cancelAllSection(req: FastifyRequest, cid: number, row: CelularRow, vie
       <input type="hidden" name="celular_id" value="${row.id}" />
       <p>Every message of this line's queue pending now ends in error (cancelado) and is refunded. One being sent is left alone.</p>
       ${field(
-        { name: 'confirmacion', label: `Type the line's numero (${row.numero}) to confirm`, value: view.all?.values.confirmacion, autocomplete: 'off', confirm: row.numero },
+        {
+          name: 'confirmacion',
+          label: `Type the line's numero (${row.numero}) to confirm`,
+          value: view.all?.values.confirmacion,
+          autocomplete: 'off',
+          confirm: row.numero,
+        },
         errors,
       )}
       <button type="submit" class="danger">Cancel all of this line</button>
@@ -193,7 +199,11 @@ export default async function colaPages(app: FastifyInstance, deps: PanelDeps) {
     }
     const r = await cancelCola(core, deps.send.media, p, { celular_id: celularId, todos: true });
     const left = r.no_cancelados > 0 ? ` ${plural(r.no_cancelados, 'was', 'were')} being sent and left alone.` : '';
-    flash(req, reply, `Queue of line ${row.numero}: ${plural(r.cancelados, 'message', 'messages')} cancelled, ${plural(r.reembolso, 'credit', 'credits')} refunded.${left}`);
+    flash(
+      req,
+      reply,
+      `Queue of line ${row.numero}: ${plural(r.cancelados, 'message', 'messages')} cancelled, ${plural(r.reembolso, 'credit', 'credits')} refunded.${left}`,
+    );
     return redirect(req, reply, colaUrl(cid, celularId));
   });
 
