@@ -19,7 +19,7 @@ export const EXIT = {
   REJECTED: 10,
   /** A watch or a wait (`celular qr`, `--wait`) ran out of time. */
   TIMEOUT: 11,
-  /** `send bulk`: some rows were refused (or not sent after a 402); the others were accepted. */
+  /** `send bulk`: some rows were refused (or not sent after a 402); the others were accepted. Also `cola cancel` and `retry`: some messages were not. */
   SOME_REFUSED: 12,
   INTERRUPTED: 130,
 } as const;
@@ -41,7 +41,10 @@ export const EXIT_TABLE: ReadonlyArray<{ code: number; meaning: string }> = [
   },
   { code: EXIT.REJECTED, meaning: 'message refused for good (502 with api_codigo 704); a retry never helps' },
   { code: EXIT.TIMEOUT, meaning: 'a watch or wait timed out' },
-  { code: EXIT.SOME_REFUSED, meaning: '`send bulk`: some rows were refused or not sent (the others were accepted)' },
+  {
+    code: EXIT.SOME_REFUSED,
+    meaning: '`send bulk`: some rows were refused or not sent (the others were accepted); `cola cancel`, `retry`: some messages were not',
+  },
   { code: EXIT.INTERRUPTED, meaning: 'a prompt was cancelled, or a command stopped by Ctrl-C' },
 ];
 

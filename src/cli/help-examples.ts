@@ -109,6 +109,9 @@ export const EXAMPLES: Record<string, string[]> = {
   'sim receive': ["pasarela sim receive 12 --from 5215599998888 --text 'Hola'"],
   'sim fail': ["pasarela sim fail 5215599998888 --motivo 'number not on WhatsApp'", 'pasarela sim fail 5215599998888 --clear', 'pasarela sim fail'],
   mensaje: ['pasarela mensaje 0193a1c2-7f3e-7b10-9c4d-2e8f5a6b7c8d', 'pasarela mensaje "$MSG_ID" --json | jq -r .mensaje.estado'],
+  cola: ['pasarela cola --celular 12', "pasarela cola --json | jq -r '.mensajes[] | [.msg_id, .motivo] | @tsv'"],
+  'cola cancel': ['pasarela cola cancel 0193a1c2-7f3e-7b10-9c4d-2e8f5a6b7c8d', 'pasarela cola cancel --celular 12 --all --yes'],
+  retry: ['pasarela retry 0193a1c2-7f3e-7b10-9c4d-2e8f5a6b7c8d', 'pasarela historial --estado error --format ndjson | jq -r .msg_id | xargs pasarela retry'],
   eventos: [
     'pasarela eventos --follow',
     'pasarela eventos --follow --eventos message.status --json | jq -r .data.estado',
@@ -133,7 +136,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'webhook restore': ['pasarela webhook restore'],
   'webhook test': ['pasarela webhook test'],
   'webhook deliveries': ['pasarela webhook deliveries', 'pasarela webhook deliveries --limit 100 --json'],
-  'webhook redeliver': ['pasarela webhook redeliver evt_4f1c2b9a8e7d4c3b9a1f0e2d3c4b5a69'],
+  'webhook redeliver': ['pasarela webhook redeliver evt_4f1c2b9a8e7d4c3b9a1f0e2d3c4b5a69', 'pasarela webhook redeliver --failed --evento message.status'],
   'webhook listen': ['pasarela webhook listen', 'pasarela webhook listen --forward-to http://127.0.0.1:3000/hooks --eventos messages.received'],
   completion: [
     'pasarela completion bash > /etc/bash_completion.d/pasarela',

@@ -3,6 +3,7 @@ import { VERSION } from '../version.js';
 import { registerAccount } from './commands/account.js';
 import { registerAdmin } from './commands/admin.js';
 import { registerCelular } from './commands/celular.js';
+import { registerCola } from './commands/cola.js';
 import { registerCompletion } from './commands/completion.js';
 import { completeAs } from './completion.js';
 import { addExamples } from './help-examples.js';
@@ -70,6 +71,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv, deps: CliDeps = {})
   registerCelular(program, ctxOf);
   registerSend(program, ctxOf);
   registerMensaje(program, ctxOf);
+  registerCola(program, ctxOf);
   registerAdmin(program, ctxOf);
   registerSim(program, ctxOf);
   registerHistorial(program, ctxOf);

@@ -48,6 +48,10 @@ export const API = {
   eventos: '/api/eventos.php',
   movimientos: '/api/movimientos.php',
   consumo: '/api/consumo.php',
+  cola: '/api/cola.php',
+  colaCancelar: '/api/cola_cancelar.php',
+  mensajeReintentar: '/api/mensaje_reintentar.php',
+  webhookReenviarFallidas: '/api/webhook_reenviar_fallidas.php',
 
   adminClientes: '/admin/clientes',
   adminCliente: '/admin/clientes/:id',

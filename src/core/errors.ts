@@ -165,6 +165,13 @@ export const ERRORS = {
     meaning:
       'The celular has no gateway session to log out or restart: it was never linked, or it is logged out already. Link it first (its QR or pairing code).',
   },
+  RETRY_NOT_ALLOWED: {
+    codigo: 630,
+    status: 409,
+    texto: 'REINTENTO_NO_PERMITIDO',
+    meaning:
+      'The message cannot be retried: it has not failed, or its error_clase does not allow it (rechazado fails again; incierto may have reached the recipient), or its uploaded media is no longer kept. Send it anew instead.',
+  },
   GATEWAY_ERROR: {
     codigo: 700,
     status: 502,

@@ -31,6 +31,7 @@ export const MENSAJE_FIELDS = [
   'leido_at',
   // Added after the fields of docs/design.md §8: last, so CSV columns keep their places.
   'error_clase',
+  'reintento_de',
 ] as const;
 export const POR_PAGINA_DEFAULT = 50;
 export const POR_PAGINA_MAX = 500;
@@ -67,6 +68,7 @@ export function mensajeView(m: MensajeRow) {
     entregado_at: at(m.entregado_at),
     leido_at: at(m.leido_at),
     error_clase: m.error_clase,
+    reintento_de: m.reintento_de ?? null,
   };
 }
 

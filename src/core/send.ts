@@ -53,6 +53,8 @@ export interface SendRequest {
   ptt?: boolean;
   /** An Idempotency-Key (core/idempotency.ts) and the endpoint it came to (aliases of one endpoint share its name). */
   idem?: { clave: string; endpoint: string };
+  /** The failed message this send retries (core/cola.ts): kept on the new row. */
+  reintento_de?: string;
 }
 
 /**
@@ -334,6 +336,7 @@ async function sendOnce(
         media,
         payload,
         expira_at: req.directo ? null : now + core.config.queue.ttlMs,
+        ...(req.reintento_de ? { reintento_de: req.reintento_de } : {}),
       },
       {
         charge: p.cliente.plan === 'medido',

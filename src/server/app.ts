@@ -17,6 +17,7 @@ import celularSessionRoutes from './routes/celular-session.js';
 import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
 import sendRoutes from './routes/send.js';
+import colaRoutes from './routes/cola.js';
 import type { SendDeps } from '../core/send.js';
 import type { WebhookControl } from '../webhooks/dispatcher.js';
 import type { LineHealth } from '../core/line-health.js';
@@ -198,6 +199,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(celularRoutes, { core });
   await app.register(celularSessionRoutes, { core });
   await app.register(sendRoutes, { core, deps: opts.send });
+  await app.register(colaRoutes, { core, deps: opts.send });
   await app.register(webhookRoutes, { core, dispatcher: opts.webhooks });
   await app.register(import('./routes/historial.js'), { core });
   // Ended at the halt (clients resume on another node) and at any close: an open stream would hold the close.

@@ -1,4 +1,4 @@
-import { requireClientKey, type ClientPrincipal } from '../core/auth.js';
+import { actorOf, requireClientKey, type ClientPrincipal } from '../core/auth.js';
 import type { Core } from '../core/context.js';
 import { fail } from '../core/errors.js';
 import { entregaView } from '../core/views.js';
@@ -24,6 +24,42 @@ export async function redeliver(core: Core, dispatcher: WebhookControl, p: Clien
   if (!(await core.store.redeliver(p.cliente.id, id, core.clock.now()))) fail('DELIVERY_NOT_FOUND', `no delivery ${id} for this client`);
   dispatcher.poke(p.cliente.id);
   return { id, estado: 'pendiente' as const };
+}
+
+/** The most failed deliveries one redeliver makes due again; the answer says when more remain. */
+export const REDELIVER_BATCH_MAX = 500;
+
+/**
+ * Makes a batch of the client's failed deliveries (of one event kind when
+ * `evento` is given) due again now, oldest first, same ids; says how many and
+ * whether failed ones remain (call again for the next batch). Audited.
+ */
+export async function redeliverFailed(
+  core: Core,
+  dispatcher: Pick<WebhookControl, 'poke'>,
+  p: ClientPrincipal,
+  q: { estado?: string; evento?: string; limit?: number },
+) {
+  requireClientKey(p, 'redelivering');
+  if ((q.estado ?? 'fallido') !== 'fallido') fail('INVALID_PARAMS', 'estado: only failed deliveries (fallido) are redelivered at once');
+  const limit = q.limit ?? REDELIVER_BATCH_MAX;
+  if (!Number.isInteger(limit) || limit < 1 || limit > REDELIVER_BATCH_MAX) fail('INVALID_PARAMS', `limit must be 1 to ${REDELIVER_BATCH_MAX}`);
+  const evento = q.evento?.trim() || null;
+  const now = core.clock.now();
+  const r = await core.store.redeliverFailed(p.cliente.id, evento, limit, now);
+  if (r.ids.length > 0) dispatcher.poke(p.cliente.id);
+  await core.store.audit(
+    {
+      actor: actorOf(p),
+      accion: 'webhook.reentregar_fallidas',
+      objeto_tipo: 'webhook',
+      objeto_id: null,
+      cliente_id: p.cliente.id,
+      detalle: { evento, reprogramadas: r.ids.length, quedan: r.quedan, ids: r.ids },
+    },
+    now,
+  );
+  return { reprogramadas: r.ids.length, quedan: r.quedan, ids: r.ids };
 }
 
 /** Queues a signed test event, whatever the subscription, and copies it to live listeners; 409 with neither. */

@@ -23,10 +23,12 @@ function fakeIO(): { io: IO; out: () => string } {
   return { io: { stdout: sink, stderr: sink, stdin: new PassThrough(), stdoutIsTTY: false, stderrIsTTY: false, stdinIsTTY: false }, out: () => text };
 }
 
+/** Every command one can run: those without subcommands, and one with both an action of its own and subcommands (`cola`, `cola cancel`). */
 function leaves(cmd: Command, path: string[] = []): string[][] {
   const visible = visibleSubcommands(cmd);
   if (visible.length === 0) return [path];
-  return visible.flatMap((c) => leaves(c, [...path, c.name()]));
+  const runnable = path.length > 0 && (cmd as unknown as { _actionHandler: unknown })._actionHandler != null;
+  return [...(runnable ? [path] : []), ...visible.flatMap((c) => leaves(c, [...path, c.name()]))];
 }
 
 const program = buildProgram(fakeIO().io, {});

@@ -26,6 +26,7 @@ const CSV_COLUMNS = [
   'entregado_at',
   'leido_at',
   'error_clase',
+  'reintento_de',
 ];
 
 let s: TestServer;

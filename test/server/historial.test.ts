@@ -29,6 +29,8 @@ const RECORD_KEYS = [
   'media',
   'modo',
   'msg_id',
+  // Added by mensaje_reintentar (issue 36): the failed message a retry names; null otherwise.
+  'reintento_de',
   'texto',
   'tipo',
 ];

@@ -282,6 +282,17 @@ it('serves every per-request and per-message path with an index, on a store with
   const metrics = await api(s.url, 'GET', '/metrics', { key: s.adminToken });
   expect(metrics.status).toBe(200);
   expect(metrics.text).toMatch(/^pasarela_queue_pending [1-9]/m);
+  // The queue (issue 36): listed with why each waits, a page after a place, a message cancelled, the line's queue cancelled,
+  // a cancelled one retried, the client's failed deliveries redelivered.
+  await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(51), celular_id: b.celularId } });
+  const queued = await api(s.url, 'GET', `/api/cola.php?celular_id=${b.celularId}&por_pagina=1`, { key: b.clientKey });
+  expect(queued.body.total).toBe(2);
+  await api(s.url, 'GET', `/api/cola.php?despues=${queued.body.siguiente}`, { key: b.clientKey });
+  const one = queued.body.mensajes[0].msg_id as string;
+  expect((await api(s.url, 'POST', '/api/cola_cancelar.php', { key: b.clientKey, json: { msg_ids: [one] } })).body.cancelados).toBe(1);
+  expect((await api(s.url, 'POST', '/api/mensaje_reintentar.php', { key: b.clientKey, json: { msg_ids: [one] } })).body.reintentados).toBe(1);
+  expect((await api(s.url, 'POST', '/api/cola_cancelar.php', { key: b.clientKey, json: { celular_id: b.celularId, todos: 1 } })).body.cancelados).toBe(2);
+  expect((await api(s.url, 'POST', '/api/webhook_reenviar_fallidas.php', { key: a.clientKey, json: { limit: 5 } })).status).toBe(200);
 
   const db = (s.core.store as SqliteStore).db;
   const scans: string[] = [];

@@ -25,6 +25,8 @@ export interface Mensaje {
   entregado_at: string | null;
   leido_at: string | null;
   error_clase: string | null;
+  /** The failed message this one retries (absent from servers before it). */
+  reintento_de?: string | null;
 }
 
 export interface HistorialOptions extends ListingOpts {

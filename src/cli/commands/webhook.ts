@@ -154,17 +154,35 @@ export async function runWebhookDeliveries(o: WebhookDeliveriesOptions, ctx: Ctx
 }
 
 export interface WebhookRedeliverOptions {
-  id: string;
+  id?: string;
+  failed?: boolean;
+  evento?: string;
+  limit?: number;
 }
 
 export async function runWebhookRedeliver(o: WebhookRedeliverOptions, ctx: Ctx): Promise<void> {
+  if (o.failed) return runWebhookRedeliverFailed(o, ctx);
   const { id } = o;
+  if (id === undefined) throw usage('give a delivery id, or --failed for every failed delivery');
   if (id.trim() === '') throw usage('the delivery id is empty');
   if (id.length > 64) throw usage(`the delivery id "${id.slice(0, 70)}..." is longer than 64 characters; \`pasarela webhook deliveries\` lists the ids`);
   const b = await ctx.client().call<{ id: string; estado: string }>('POST', API.webhookReenviar, { key: ctx.key(), query: { id } });
   emit(ctx, b, () => {
     if (ctx.term.io.stdoutIsTTY) ctx.term.out(`Redelivering ${b.id} (estado ${estadoColor(ctx, b.estado)}).`);
     else ctx.term.out(`${b.id}\t${b.estado}`);
+  });
+}
+
+/** `webhook redeliver --failed [--evento E] [--limit N]`: a batch of failed deliveries due again (POST /api/webhook_reenviar_fallidas.php). */
+async function runWebhookRedeliverFailed(o: WebhookRedeliverOptions, ctx: Ctx): Promise<void> {
+  if (o.id !== undefined) throw usage('give a delivery id or --failed, not both');
+  const b = await ctx.client().call<{ reprogramadas: number; quedan: boolean; ids: string[] }>('POST', API.webhookReenviarFallidas, {
+    key: ctx.key(),
+    json: { estado: 'fallido', ...(o.evento ? { evento: o.evento } : {}), ...(o.limit ? { limit: o.limit } : {}) },
+  });
+  emit(ctx, b, () => {
+    for (const id of b.ids) ctx.term.out(id);
+    ctx.term.err(`${b.reprogramadas} failed deliveries due again${b.quedan ? '; more remain: run it again' : ''}.`);
   });
 }
 
@@ -240,9 +258,12 @@ export function registerWebhook(program: Command, ctxOf: CtxOf): void {
     .addOption(new Option('--limit <n>', 'how many (1-500)').default(20).argParser(int(1, 500)))
     .action((o: WebhookDeliveriesOptions, cmd: Command) => runWebhookDeliveries(o, ctxOf(cmd)));
 
-  wh.command('redeliver <id>')
-    .description('deliver one event again now (same id)')
-    .action((id: string, _o, cmd: Command) => runWebhookRedeliver({ id }, ctxOf(cmd)));
+  wh.command('redeliver [id]')
+    .description('deliver one event again now (same id); --failed: every failed delivery, a batch (up to 500) at a time')
+    .option('--failed', 'every failed delivery (oldest first) instead of one id')
+    .option('--evento <name>', 'with --failed: only deliveries of this event (message.status, messages.received, session.status...)')
+    .addOption(new Option('--limit <n>', 'with --failed: how many at most (1-500)').argParser(int(1, 500)))
+    .action((id: string | undefined, o: Omit<WebhookRedeliverOptions, 'id'>, cmd: Command) => runWebhookRedeliver({ id, ...o }, ctxOf(cmd)));
 
   wh.command('listen')
     .description(

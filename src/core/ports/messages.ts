@@ -19,6 +19,8 @@ export interface NewMensaje {
   media: Record<string, unknown> | null;
   payload: MensajePayload;
   expira_at: number | null;
+  /** The failed message this send retries (core/cola.ts), kept on the row. */
+  reintento_de?: string | null;
 }
 
 export type AcceptResult =

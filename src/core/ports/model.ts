@@ -89,9 +89,10 @@ export type ReceiptEstado = 'entregado' | 'leido' | 'error';
  * Why a message ended in `error` (core/failure-class.ts): `rechazado`, the
  * network refused it for good; `no_enviado`, it never reached the network;
  * `incierto`, it may have reached the recipient; `fallido`, the network took
- * it and reported later that it failed.
+ * it and reported later that it failed; `cancelado`, someone cancelled it
+ * while it waited in the queue (never sent, refunded).
  */
-export const ERROR_CLASES = ['rechazado', 'no_enviado', 'incierto', 'fallido'] as const;
+export const ERROR_CLASES = ['rechazado', 'no_enviado', 'incierto', 'fallido', 'cancelado'] as const;
 export type ErrorClase = (typeof ERROR_CLASES)[number];
 
 /** What a gateway needs to send a stored message. */
@@ -140,6 +141,8 @@ export interface MensajeRow {
   enviado_at: number | null;
   entregado_at: number | null;
   leido_at: number | null;
+  /** The failed message this one retries (`mensaje reintentar`); null (or absent, on rows read before migration 22) otherwise. */
+  reintento_de?: string | null;
 }
 
 export interface RecibidoRow {

@@ -1,8 +1,19 @@
-import type { CapHit, SlotClaim } from '../caps.js';
+import type { CapHit, SlotClaim, SlotCount } from '../caps.js';
 import type { MensajeRow } from './model.js';
 
 /** Taking a queued message to send it: claimed, already taken (or no longer pending), or over a cap. */
 export type ClaimResult = { ok: true } | { ok: false; reason: 'taken' } | ({ ok: false; reason: 'cap' } & CapHit);
+
+/** A queued message as the queue lists it: its row and its place in the queue (`seq`, the listing's cursor). */
+export type QueuedRow = MensajeRow & { seq: number };
+
+/**
+ * A cancel's outcome for one message: cancelled with its refund (credits put
+ * back), or why not: no longer pending (`no_pendiente`), claimed by a worker
+ * that may be sending it (`enviando`), or a direct send (`directo`, always in
+ * flight while pending).
+ */
+export type CancelResult = { ok: true; mensaje: MensajeRow; reembolso: number } | { ok: false; reason: 'no_pendiente' | 'enviando' | 'directo' };
 
 /**
  * How work is taken: a queued message claimed with its caps slot (the queue
@@ -37,4 +48,25 @@ export interface QueueStore {
    * them was accepted (null: none). Its cost follows the queue, never the history.
    */
   queueDepth(): Promise<{ pending: number; oldest_at: number | null }>;
+  /**
+   * The pending queued messages of these lines after queue place `after`, in
+   * queue order, at most `limit`: per line a range of its queue index, so the
+   * cost follows the lines and the page, never the backlog or the history.
+   */
+  listQueue(celularIds: number[], after: number, limit: number): Promise<QueuedRow[]>;
+  /** How many queued messages each line has pending: its counter (`pendientes`), a primary-key read per line. */
+  queueSizes(celularIds: number[]): Promise<Array<{ celular_id: number; pendientes: number }>>;
+  /**
+   * What the queue view reads of a line's caps: the slots in each window
+   * (`windows`: lengths, ms, as a SlotClaim lists them) and the line's last
+   * send that has happened by `now` (null: none kept).
+   */
+  lineSlots(celularId: number, windows: number[], now: number): Promise<{ counts: SlotCount[]; last: number | null }>;
+  /**
+   * Atomic: cancels a pending queued message no worker holds a live claim on
+   * (the claim's own test, so a cancel and a claim never both win), as
+   * failMensaje ends it: `error` with class `cancelado`, its refund and its
+   * `message.status` event in the same transaction.
+   */
+  cancelQueued(msgId: string, error: string, now: number): Promise<CancelResult>;
 }

@@ -156,6 +156,13 @@ export interface WebhooksStore {
   failingWebhooks(limit: number): Promise<FailingWebhook[]>;
   /** Makes a delivery pending again, due now (same id); false when it is not this client's. */
   redeliver(clienteId: number, id: string, now: number): Promise<boolean>;
+  /**
+   * Makes up to `limit` of the client's failed deliveries (of event `evento`
+   * when given) pending again, due now, oldest first, in one statement; how
+   * many, and whether failed ones remain after them. A range of the failed
+   * deliveries' partial index (migration 22/18): the cost follows the batch.
+   */
+  redeliverFailed(clienteId: number, evento: string | null, limit: number, now: number): Promise<{ ids: string[]; quedan: boolean }>;
   /** Deactivates a client's configuration (a receiver answered 410 Gone). */
   deactivateWebhook(clienteId: number, now: number): Promise<void>;
 

@@ -24,6 +24,7 @@ import eventosPages from './pages/eventos.js';
 import shownOncePages from './shown-once.js';
 import graficasPages from './pages/graficas.js';
 import movimientosPages from './pages/movimientos.js';
+import colaPages from './pages/cola.js';
 
 export interface PanelDeps {
   core: Core;
@@ -84,4 +85,5 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   await app.register(shownOncePages, deps);
   await app.register(graficasPages, deps);
   await app.register(movimientosPages, deps);
+  await app.register(colaPages, deps);
 }

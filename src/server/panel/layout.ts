@@ -38,6 +38,7 @@ function menu(panel: PanelRequest | undefined, page: PageInfo): Html {
       : p.kind === 'celular'
         ? [
             link(`/panel/c/${cid}/celulares/${p.celular.id}`, 'Line', 'celulares'),
+            link(`/panel/c/${cid}/cola`, 'Queue', 'cola'),
             link(`/panel/c/${cid}/historial`, 'History', 'historial'),
             link(`/panel/c/${cid}/recibidos`, 'Inbox', 'recibidos'),
             link(`/panel/c/${cid}/eventos`, 'Events', 'eventos'),
@@ -46,6 +47,7 @@ function menu(panel: PanelRequest | undefined, page: PageInfo): Html {
         : [
             link(`/panel/c/${cid}/`, 'Account', 'cuenta'),
             link(`/panel/c/${cid}/celulares`, 'Lines', 'celulares'),
+            link(`/panel/c/${cid}/cola`, 'Queue', 'cola'),
             link(`/panel/c/${cid}/historial`, 'History', 'historial'),
             link(`/panel/c/${cid}/recibidos`, 'Inbox', 'recibidos'),
             link(`/panel/c/${cid}/graficas`, 'Charts', 'graficas'),

@@ -39,8 +39,9 @@ const mensajeSchema = {
       nullable: true,
       enum: [...ERROR_CLASES, null],
       description:
-        'with estado error: rechazado (refused for good by the network), no_enviado (never reached the network), incierto (may have reached the recipient), fallido (the network took it, then reported it failed)',
+        'with estado error: rechazado (refused for good by the network), no_enviado (never reached the network), incierto (may have reached the recipient), fallido (the network took it, then reported it failed), cancelado (cancelled while queued; refunded)',
     },
+    reintento_de: { ...strOrNull, description: 'the failed message this one retries (mensaje_reintentar.php); null otherwise' },
     created_at: ts,
     enviado_at: tsOrNull,
     entregado_at: tsOrNull,

@@ -5,7 +5,7 @@ import type { Core } from '../../core/context.js';
 import { FIELD_LIMITS, LIST_LIMITS } from '../../core/limits.js';
 import { WEBHOOK_SECRET_RULE } from '../../core/webhook-secret.js';
 import { deleteWebhook, getWebhook, restoreWebhook, setWebhook, type WebhookInput } from '../../webhooks/config.js';
-import { listDeliveries, redeliver, sendTestEvent } from '../../webhooks/deliveries.js';
+import { listDeliveries, redeliver, redeliverFailed, REDELIVER_BATCH_MAX, sendTestEvent } from '../../webhooks/deliveries.js';
 import { TEST_EVENT, type WebhookControl } from '../../webhooks/dispatcher.js';
 import { addListener, LISTENERS_MAX, listListeners, removeListener, renewListener, requestFromThisMachine } from '../../webhooks/listeners.js';
 import { boolish, clientAuth, created, principal, success } from '../http.js';
@@ -197,6 +197,33 @@ export default async function webhookRoutes(fastify: FastifyInstance, { core, di
     handler: async (req) => {
       const id = req.query.id ?? req.body?.id ?? '';
       return success(await redeliver(core, dispatcher, principal(req), id), { descripcion: 'entrega reprogramada' });
+    },
+  });
+
+  const failedFilter = Type.Object({
+    key: Type.Optional(keyField),
+    estado: Type.Optional(Type.String({ maxLength: 16, description: 'fallido (the only one redelivered at once)' })),
+    evento: Type.Optional(Type.String({ maxLength: 64, description: 'only deliveries of this event (message.status, messages.received, session.status...)' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: REDELIVER_BATCH_MAX, default: REDELIVER_BATCH_MAX })),
+  });
+  app.post(API.webhookReenviarFallidas, {
+    preValidation: auth,
+    schema: {
+      operationId: 'reenviarEntregasFallidas',
+      tags,
+      security,
+      description: `${description} Oldest first, at most limit (${REDELIVER_BATCH_MAX}) a call; quedan says failed ones remain: call again for the next batch.`,
+      summary: 'Deliver every failed delivery again now (same ids), a batch at a time',
+      querystring: failedFilter,
+      body: Nullable(failedFilter),
+      response: {
+        200: okResponse({ reprogramadas: { type: 'integer' }, quedan: { type: 'boolean' }, ids: { type: 'array', items: { type: 'string' } } }),
+        ...errorResponses,
+      },
+    },
+    handler: async (req) => {
+      const q = { ...req.query, ...(req.body ?? {}) };
+      return success(await redeliverFailed(core, dispatcher, principal(req), { estado: q.estado, evento: q.evento, limit: q.limit }));
     },
   });
 

@@ -231,6 +231,7 @@ export function acceptedRow(m: NewMensaje, cargo: AcceptedMensaje['cargo'], opts
     enviado_at: null,
     entregado_at: null,
     leido_at: null,
+    reintento_de: m.reintento_de ?? null,
   };
 }
 

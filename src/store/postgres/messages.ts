@@ -50,6 +50,7 @@ export const MSG_COLS = [
   'lease_until',
   'expira_at',
   'cupo_at',
+  'reintento_de',
 ];
 export const COLS = MSG_COLS.join(', ');
 export const colsOf = (alias: string) => MSG_COLS.map((c) => `${alias}.${c}`).join(', ');

@@ -1,10 +1,11 @@
-import type { ClaimResult, QueueStore } from '../../core/ports/queue.js';
+import type { CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
 import type { SlotClaim, SlotCount } from '../../core/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import type { Db } from './db.js';
 import { slotOn } from '../../core/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
-import { colsOf } from './messages.js';
+import { colsOf, slotCountsJson } from './messages.js';
+import { cancelQueued } from './transitions.js';
 import { STATE_COLS, slotSync, stateColsOf } from './state-paths.js';
 
 /**
@@ -117,6 +118,31 @@ export function queue(db: Db): QueueStore {
      WHERE p.modo = 'directo' AND p.cupo_at < $1 ORDER BY p.cupo_at, p.seq LIMIT $2`,
         [before, limit],
       );
+    },
+    /** Per line a range of the pending side table's queue index, in a lateral join: lines × the page at most. */
+    async listQueue(celularIds: number[], after: number, limit: number): Promise<QueuedRow[]> {
+      return db.q<QueuedRow>(
+        `SELECT p.seq, ${colsOf('m')} FROM unnest($1::bigint[]) AS l(id)
+     CROSS JOIN LATERAL (SELECT seq, msg_id FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id = l.id AND seq > $2 ORDER BY seq LIMIT $3) p
+     JOIN mensajes m ON m.msg_id = p.msg_id
+     ORDER BY p.seq LIMIT $3`,
+        [celularIds, after, limit],
+      );
+    },
+    async queueSizes(celularIds: number[]): Promise<Array<{ celular_id: number; pendientes: number }>> {
+      return db.q('SELECT id AS celular_id, pendientes FROM celulares WHERE id = ANY($1::bigint[]) ORDER BY id', [celularIds]);
+    },
+    /** The windows' counts as the claim reads them (one index range each on cupos_celular) and the last send, one more range. */
+    async lineSlots(celularId: number, windows: number[], now: number): Promise<{ counts: SlotCount[]; last: number | null }> {
+      const r = await db.one<{ counts: SlotCount[] | null; last: number | null }>(
+        `SELECT ${slotCountsJson('$1::bigint', '$2::bigint[]', '$3')} AS counts,
+            (SELECT MAX(cupo_at) FROM cupos WHERE celular_id = $1 AND cupo_at <= $3) AS last`,
+        [celularId, windows.map((ms) => now - ms), now],
+      );
+      return { counts: countsOf(r!.counts), last: r!.last === null ? null : Number(r!.last) };
+    },
+    cancelQueued(msgId: string, error: string, now: number): Promise<CancelResult> {
+      return cancelQueued(db, msgId, error, now);
     },
     async retryLater(msgId: string, at: number, error: string): Promise<void> {
       const back = slotOn('retry');

@@ -2,6 +2,7 @@ import { iso } from '../../core/clock.js';
 import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../core/ledger.js';
 import * as recipe from '../../core/recipes.js';
 import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
+import type { CancelResult } from '../../core/ports/queue.js';
 import type { ErrorClase, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { balanceAdd, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
 import { type Client, type Db, LOCK, ph, row, rows } from './db.js';
@@ -185,7 +186,10 @@ async function lockForRefund(c: Client, f: Pick<Fixed, 'cargo' | 'cliente_id' | 
  */
 const FAIL = `WITH f AS (
     UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$5::bigint')}, cobrado = 0, error_at = $5::bigint
-    WHERE msg_id = $1 AND estado = $4::text RETURNING ${COLS}, seq),
+    WHERE msg_id = $1 AND estado = $4::text
+      -- A cancel ($7, its time): only a queued message no claim holds, the claim's own test, under the message's lock.
+      AND ($7::bigint IS NULL OR (modo = 'cola' AND (lease_until IS NULL OR lease_until <= $7::bigint)))
+    RETURNING ${COLS}, seq),
   -- Its access paths (state-paths.ts): no longer pending; a slot never used given back.
   pend AS (${leavePending('f')}),
   slot AS (${slotSync('f', recipe.slotOn('fail').cupo_at)}),
@@ -217,10 +221,12 @@ async function failLocked(
   clase: ErrorClase,
   now: number,
   lineExists: boolean,
+  cancel?: { unclaimedAt: number; reembolso?: number },
 ): Promise<MensajeRow | null> {
-  const after = await row<MensajeRow>(c, FAIL, [m.msg_id, error, clase, m.estado, now, iso(now)]);
+  const after = await row<MensajeRow>(c, FAIL, [m.msg_id, error, clase, m.estado, now, iso(now), cancel?.unclaimedAt ?? null]);
   if (!after) return null;
   const back = recipe.refund({ ...after, cobrado: m.cobrado }, after.cargo === 'celular' && lineExists);
+  if (cancel) cancel.reembolso = back?.monto ?? 0;
   if (back) {
     // A deleted client has no balance left to refund to.
     const r = await row<{ saldo: number }>(c, balanceAdd(back.balance, ph), [back.monto, back.balance.id]);
@@ -330,6 +336,26 @@ export async function markSentAlone(db: Db, msgId: string, gid: string, now: num
   if (!r) return null;
   const { acuses, ...sent } = r;
   return applyParked(db, sent, gid, acuses, now);
+}
+
+/**
+ * QueueStore.cancelQueued: failMensaje's transaction with the cancel's guard
+ * in its statement. A claim locks the message and tests its lease in one
+ * statement (queue.ts), so whichever locks the row second sees the other's
+ * write: a claimed message is not cancelled, a cancelled one not claimed.
+ */
+export async function cancelQueued(db: Db, msgId: string, error: string, now: number): Promise<CancelResult> {
+  return db.tx(async (c): Promise<CancelResult> => {
+    const f = await row<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = $1`, [msgId]);
+    if (!f) return { ok: false, reason: 'no_pendiente' };
+    if (f.modo !== 'cola') return { ok: false, reason: 'directo' };
+    const lineExists = await lockForRefund(c, f);
+    const cancel: { unclaimedAt: number; reembolso?: number } = { unclaimedAt: now };
+    const after = await failLocked(c, { ...f, estado: 'pendiente' }, error, 'cancelado', now, lineExists, cancel);
+    if (after) return { ok: true, mensaje: after, reembolso: cancel.reembolso ?? 0 };
+    const left = await row<{ estado: string }>(c, 'SELECT estado FROM mensajes WHERE msg_id = $1', [msgId]);
+    return { ok: false, reason: left?.estado === 'pendiente' ? 'enviando' : 'no_pendiente' };
+  });
 }
 
 /** markSent, failMensaje and receipt over one pool. */

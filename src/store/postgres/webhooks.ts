@@ -387,6 +387,18 @@ export function webhooks(db: Db): WebhooksStore {
       );
       return r.length === 1;
     },
+    async redeliverFailed(clienteId: number, evento: string | null, limit: number, now: number): Promise<{ ids: string[]; quedan: boolean }> {
+      const failed = `SELECT seq FROM eventos WHERE cliente_id = $1 AND entrega = 'fallido' AND ($2::text IS NULL OR evento = $2) ORDER BY seq`;
+      const r = await db.q<{ seq: number | null; quedan: boolean }>(
+        `WITH pick AS (${failed} LIMIT $3 FOR UPDATE SKIP LOCKED),
+     u AS (UPDATE eventos e SET entrega = 'pendiente', proximo_intento_at = $4 FROM pick WHERE e.seq = pick.seq RETURNING e.seq)
+     SELECT u.seq, EXISTS (${failed} OFFSET $3) AS quedan FROM (SELECT 1) one LEFT JOIN u ON true`,
+        [clienteId, evento, limit, now],
+      );
+      const p = await prefix();
+      const ids = r.filter((x) => x.seq !== null).map((x) => eventId(p, x.seq!));
+      return { ids: ids.sort(), quedan: r[0]?.quedan ?? false };
+    },
     async logTestEvent(ev: JournalEvent, deliver: boolean): Promise<string> {
       const r = (await db.one<{ seq: number }>(
         'INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at) VALUES ($1, $2, $3, $4, $5, $6, $5) RETURNING seq',

@@ -100,10 +100,42 @@ function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
   return get(db, row.msg_id)!;
 }
 
-function failMensaje(db: DB, msgId: string, error: string, clase: ErrorClase, now: number, from: 'pendiente' | 'any' = 'pendiente'): MensajeRow | null {
+/** Slots taken in each window of a line and its last send by `now` (the queue view, core/cola.ts). */
+export function lineSlots(db: DB, celularId: number, windows: number[], now: number): { counts: SlotCount[]; last: number | null } {
+  const counts = slotCounts(db, celularId, windows, now);
+  const { last } = stmt(db, 'SELECT MAX(cupo_at) AS last FROM cupos WHERE celular_id = ? AND cupo_at <= ?').get(celularId, now) as { last: number | null };
+  return { counts, last };
+}
+
+/**
+ * Ends a pending message in error with its refund (failMensaje). With
+ * `unclaimedAt` it is a cancel: only a queued message no claim holds at that
+ * time, tested in the same IMMEDIATE transaction a claim takes, so one of the
+ * two wins; `why` then says what stopped it.
+ */
+export function failMensaje(
+  db: DB,
+  msgId: string,
+  error: string,
+  clase: ErrorClase,
+  now: number,
+  from: 'pendiente' | 'any' = 'pendiente',
+  cancel?: { unclaimedAt: number; why?: 'no_pendiente' | 'enviando' | 'directo'; reembolso?: number },
+): MensajeRow | null {
   return immediate(db, (): MensajeRow | null => {
     const m = get(db, msgId);
-    if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) return null;
+    if (!m || m.estado === 'error' || (from === 'pendiente' && m.estado !== 'pendiente')) {
+      if (cancel) cancel.why = 'no_pendiente';
+      return null;
+    }
+    if (cancel && m.modo !== 'cola') {
+      cancel.why = 'directo';
+      return null;
+    }
+    if (cancel && m.lease_until !== null && m.lease_until > cancel.unclaimedAt) {
+      cancel.why = 'enviando';
+      return null;
+    }
     // A send that never went out gives its slot back; one the network took keeps it.
     stmt(
       db,
@@ -112,6 +144,7 @@ function failMensaje(db: DB, msgId: string, error: string, clase: ErrorClase, no
     if (m.estado === 'pendiente') leftPending(db, m);
     const lineExists = m.cargo === 'celular' && stmt(db, 'SELECT 1 FROM celulares WHERE id = ?').get(m.celular_id) !== undefined;
     const back = recipe.refund(m, lineExists);
+    if (cancel) cancel.reembolso = back?.monto ?? 0;
     if (back) {
       // A deleted client has no balance left to refund to.
       const r = stmt(db, balanceAdd(back.balance, ph)).get(back.monto, back.balance.id) as { saldo: number } | undefined;
@@ -219,11 +252,12 @@ export function messages(db: DB): MessagesOwn {
           const mensaje = stmt(
             db,
             `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
-           payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at)
+           payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at, reintento_de)
          VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
-           @payload, 0, @now, @expira_at, @cupo_at, @now) RETURNING *`,
+           @payload, 0, @now, @expira_at, @cupo_at, @now, @reintento_de) RETURNING *`,
           ).get({
             ...m,
+            reintento_de: m.reintento_de ?? null,
             media: m.media ? JSON.stringify(m.media) : null,
             payload: JSON.stringify(m.payload),
             cobrado: cargo ? 1 : 0,

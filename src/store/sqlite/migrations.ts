@@ -775,4 +775,15 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX movimientos_manuales ON movimientos_saldo(cliente_id, fecha, id) WHERE actor <> 'sistema';
     `,
   },
+  {
+    version: 26,
+    name: 'a retry names the message it retries; failed deliveries by client (D-95)',
+    sql: `
+      -- mensaje reintentar: the new send keeps the failed message it retries (null on every older row).
+      ALTER TABLE mensajes ADD COLUMN reintento_de TEXT;
+      -- webhook redeliver --failed: a client's failed deliveries in log order, a batch at a time,
+      -- without reading the rest of its log.
+      CREATE INDEX eventos_fallidas ON eventos(cliente_id, seq) WHERE entrega = 'fallido';
+    `,
+  },
 ];

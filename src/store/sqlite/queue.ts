@@ -1,8 +1,8 @@
-import type { ClaimResult, QueueStore } from '../../core/ports/queue.js';
+import type { CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
 import type Database from 'better-sqlite3';
 import type { SlotClaim } from '../../core/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
-import { capHit } from './messages.js';
+import { capHit, failMensaje, lineSlots } from './messages.js';
 import { grouped, immediate, stmt } from './statements.js';
 import { releaseAllEntregaClaims } from './webhooks.js';
 import { slotOn } from '../../core/recipes.js';
@@ -105,6 +105,26 @@ export function queue(db: DB): QueueStore {
         before,
         limit,
       ) as MensajeRow[];
+    },
+    /** Per line a range of the queue's line index (its rowid, seq, is the order), merged: lines × the page at most. */
+    async listQueue(celularIds: number[], after: number, limit: number): Promise<QueuedRow[]> {
+      const q = stmt(db, 'SELECT c.seq, m.* FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.celular_id = ? AND c.seq > ? ORDER BY c.seq LIMIT ?');
+      const rows = celularIds.flatMap((id) => q.all(id, after, limit) as QueuedRow[]);
+      return rows.sort((a, b) => a.seq - b.seq).slice(0, limit);
+    },
+    async queueSizes(celularIds: number[]): Promise<Array<{ celular_id: number; pendientes: number }>> {
+      const q = stmt(db, 'SELECT id AS celular_id, pendientes FROM celulares WHERE id = ?');
+      return celularIds.flatMap((id) => (q.get(id) as { celular_id: number; pendientes: number } | undefined) ?? []);
+    },
+    async lineSlots(celularId: number, windows: number[], now: number) {
+      return lineSlots(db, celularId, windows, now);
+    },
+    cancelQueued(msgId: string, error: string, now: number): Promise<CancelResult> {
+      return grouped(db, (): CancelResult => {
+        const cancel: { unclaimedAt: number; why?: 'no_pendiente' | 'enviando' | 'directo'; reembolso?: number } = { unclaimedAt: now };
+        const after = failMensaje(db, msgId, error, 'cancelado', now, 'pendiente', cancel);
+        return after ? { ok: true, mensaje: after, reembolso: cancel.reembolso ?? 0 } : { ok: false, reason: cancel.why ?? 'no_pendiente' };
+      });
     },
     retryLater(msgId: string, at: number, error: string): Promise<void> {
       return grouped(db, () => {

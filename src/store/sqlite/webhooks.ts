@@ -317,6 +317,21 @@ export function webhooks(db: DB): WebhooksStore {
         ).changes === 1
       );
     },
+    redeliverFailed(clienteId: number, evento: string | null, limit: number, now: number): Promise<{ ids: string[]; quedan: boolean }> {
+      return grouped(db, () =>
+        immediate(db, () => {
+          const failed = `SELECT seq FROM eventos WHERE cliente_id = @c AND entrega = 'fallido' AND (@e IS NULL OR evento = @e) ORDER BY seq`;
+          const done = stmt(db, `UPDATE eventos SET entrega = 'pendiente', proximo_intento_at = @now WHERE seq IN (${failed} LIMIT @limit) RETURNING seq`).all({
+            c: clienteId,
+            e: evento,
+            now,
+            limit,
+          }) as Array<{ seq: number }>;
+          const more = stmt(db, `${failed} LIMIT 1`).get({ c: clienteId, e: evento });
+          return { ids: done.map((r) => eventId(prefix, r.seq)).sort(), quedan: more !== undefined };
+        }),
+      );
+    },
     logTestEvent(ev: JournalEvent, deliver: boolean): Promise<string> {
       return grouped(db, () => {
         const r = stmt(

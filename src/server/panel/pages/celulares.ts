@@ -201,6 +201,7 @@ async function linePage(
         <a class="button" href="${url}/vincular">Link this line</a>
         <a class="button secondary" href="/panel/c/${cid}/historial?celular_id=${row.id}">History of this line</a>
         <a class="button secondary" href="/panel/c/${cid}/eventos?celular_id=${row.id}">Live events of this line</a>
+        <a class="button secondary" href="/panel/c/${cid}/cola?celular_id=${row.id}">Queue of this line</a>
       </p>
       ${sessionCard(req, row, perfil, forms.session)}
 

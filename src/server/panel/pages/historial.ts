@@ -8,7 +8,8 @@ import { API } from '../../../core/api-routes.js';
 import { ESTADOS, exportHistorial, listHistorial, MENSAJE_FIELDS, POR_PAGINA_MAX, type MensajeView } from '../../../core/historial.js';
 import { historialQuerystring } from '../../schemas/common.js';
 import { clientScope, signedIn } from '../context.js';
-import { field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
+import { csrfField, field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
+import { retryAllowed } from '../../../core/failure-class.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
@@ -61,6 +62,15 @@ function estadoBadge(estado: string): Html {
   return html`<span class="badge ${tone}">${estado}</span>`;
 }
 
+/** A failed message's retry button (core/cola.ts), only when its class allows one. */
+const retryCell = (req: FastifyRequest, cid: number) => (m: MensajeView) =>
+  m.estado === 'error' && retryAllowed(m.error_clase)
+    ? html`<form method="post" action="/panel/c/${cid}/historial/reintentar">
+        ${csrfField(req)}<input type="hidden" name="msg_id" value="${m.msg_id}" /><input type="hidden" name="celular_id" value="${m.celular_id}" />
+        <button type="submit" class="secondary" aria-label="Retry ${m.msg_id}">Retry</button>
+      </form>`
+    : '';
+
 const COLUMNS: Array<Column<MensajeView>> = [
   { label: 'created_at', cls: 'nowrap', cell: (m) => timeTag(m.created_at) },
   { label: 'estado', cell: (m) => estadoBadge(m.estado) },
@@ -77,8 +87,10 @@ const columnsOf = (cid: number): Array<Column<MensajeView>> => [
   { label: 'msg_id', cell: (m) => html`<a href="/panel/c/${cid}/mensajes/${encodeURIComponent(m.msg_id)}"><code>${m.msg_id}</code></a>` },
 ];
 
-function table(cid: number, rows: MensajeView[], empty: Html): Html {
-  return rows.length === 0 ? empty : listTable(rows, columnsOf(cid), 'Messages, newest first');
+function table(req: FastifyRequest, cid: number, rows: MensajeView[], empty: Html): Html {
+  const retry = rows.some((m) => m.estado === 'error' && retryAllowed(m.error_clase));
+  const columns = retry ? [...columnsOf(cid), { label: 'Action', hiddenLabel: true, cell: retryCell(req, cid) }] : columnsOf(cid);
+  return rows.length === 0 ? empty : listTable(rows, columns, 'Messages, newest first');
 }
 
 /** The export's file name: the client, the day it was made, the format. */
@@ -142,7 +154,7 @@ export default async function historialPages(app: FastifyInstance, deps: PanelDe
           ${listing.zona_horaria}
         </p>
         ${listing.total > 0 ? exports : ''}
-        ${listing.total > 0 && listing.page > listing.total_paginas ? pastEnd(path, filters, listing.total_paginas, 'messages') : table(cid, listing.mensajes, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
+        ${listing.total > 0 && listing.page > listing.total_paginas ? pastEnd(path, filters, listing.total_paginas, 'messages') : table(req, cid, listing.mensajes, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
     );
   }
 

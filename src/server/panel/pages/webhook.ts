@@ -95,9 +95,14 @@ function deliveriesFragment(req: FastifyRequest, cid: number, entregas: EntregaV
               </form>`,
           },
         ]);
+  const failed = entregas.some((e) => e.estado === 'fallido')
+    ? html`<form method="post" action="/panel/c/${cid}/webhook/reenviar-fallidas" class="actions">
+        ${csrfField(req)}<button type="submit" class="secondary">Redeliver all failed</button>
+      </form>`
+    : '';
   return html`<section id="entregas" aria-labelledby="entregas-h" hx-get="/panel/c/${cid}/webhook/entregas" hx-trigger="${POLL}" hx-swap="outerHTML">
     <h2 id="entregas-h">Deliveries</h2>
-    ${body}
+    ${failed} ${body}
   </section>`;
 }
 
