@@ -98,6 +98,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'admin gateway add': ['printf %s "$EVO_KEY" | pasarela admin gateway add evo-2 --gateway-url http://evo-2:8080 --gateway-key - --max-lineas 200'],
   'admin gateway drain': ['pasarela admin gateway drain evo-1'],
   'admin gateway undrain': ['pasarela admin gateway undrain evo-1'],
+  'admin stats': ['pasarela admin stats', 'pasarela admin stats --rango 24h --cliente 3', 'pasarela admin stats --rango 7d --celular 12 --json'],
   'admin audit': [
     'pasarela admin audit',
     'pasarela admin audit --cliente 3 --accion saldo.cambiar --desde 2026-11-01 --all',

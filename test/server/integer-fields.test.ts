@@ -29,7 +29,7 @@ interface Schema {
   required?: string[];
 }
 interface Operation {
-  parameters?: Array<{ in: string; name: string; schema: Schema }>;
+  parameters?: Array<{ in: string; name: string; schema: Schema; required?: boolean }>;
   requestBody?: { content: Record<string, { schema: Schema }> };
 }
 interface IntegerField {
@@ -40,6 +40,8 @@ interface IntegerField {
   schema: Schema;
   /** The route's JSON body: its required fields are sent valid, so the only fault is the fuzzed one. */
   body?: Schema;
+  /** The route's other required query parameters, sent valid for the same reason. */
+  query: Array<{ name: string; schema: Schema }>;
 }
 
 const types = (s: Schema) => (Array.isArray(s.type) ? s.type : [s.type]);
@@ -51,12 +53,14 @@ export function integerFields(doc: { paths: Record<string, Record<string, Operat
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
       const body = op.requestBody?.content['application/json']?.schema;
+      const required = (op.parameters ?? []).filter((p) => p.in === 'query' && p.required);
+      const query = (name: string) => required.filter((p) => p.name !== name).map((p) => ({ name: p.name, schema: p.schema }));
       for (const p of op.parameters ?? []) {
         if ((p.in === 'path' || p.in === 'query') && isInteger(p.schema))
-          out.push({ method: method.toUpperCase(), path, where: p.in, name: p.name, schema: p.schema, body });
+          out.push({ method: method.toUpperCase(), path, where: p.in, name: p.name, schema: p.schema, body, query: query(p.name) });
       }
       for (const [name, s] of Object.entries(body?.properties ?? {}))
-        if (isInteger(s)) out.push({ method: method.toUpperCase(), path, where: 'body', name, schema: s, body });
+        if (isInteger(s)) out.push({ method: method.toUpperCase(), path, where: 'body', name, schema: s, body, query: query('') });
     }
   }
   return out;
@@ -145,8 +149,10 @@ describe('integer fields', () => {
         calls.push(api(s.url, f.method, p, { key, ...o }).then((r) => check(r, f, how, value)));
       for (const value of badValues(f.schema)) {
         if (f.where === 'path') call('path', value, path(value), { json });
-        else if (f.where === 'query') call('query', value, `${path(1)}?${f.name}=${encodeURIComponent(String(value))}`, { json });
-        else {
+        else if (f.where === 'query') {
+          const others = f.query.map((q) => `${q.name}=${encodeURIComponent(String(filler(q.schema)))}&`).join('');
+          call('query', value, `${path(1)}?${others}${f.name}=${encodeURIComponent(String(value))}`, { json });
+        } else {
           call('json', value, path(1), { json: { ...base, [f.name]: value } });
           call('form', value, path(1), { form: Object.fromEntries(Object.entries({ ...base, [f.name]: value }).map(([k, v]) => [k, String(v)])) });
         }

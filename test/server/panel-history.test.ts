@@ -212,8 +212,11 @@ describe('webhook', () => {
     const c = await signIn(L.clientKey);
     expect((await c.get(`/panel/c/${L.clienteId}/webhook`)).text).toContain('No webhook yet');
     const saved = await c.post(`/panel/c/${L.clienteId}/webhook`, { url: `${R.url}/panel`, secret_modo: 'generar', eventos: ['message.status'], activo: '1' });
-    expect(saved.status).toBe(200);
-    const secret = /<code id="new-key" class="secret">([^<]+)<\/code>/.exec(saved.text)?.[1];
+    // The secret is shown on the page the save redirects to, once (D-90).
+    expect(saved.status).toBe(303);
+    const shown = await c.get(saved.headers.get('location')!);
+    expect(shown.status).toBe(200);
+    const secret = /<code id="new-key" class="secret">([^<]+)<\/code>/.exec(shown.text)?.[1];
     expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const again = await c.get(`/panel/c/${L.clienteId}/webhook`);
     expect(again.text).not.toContain(secret!);
