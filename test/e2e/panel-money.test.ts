@@ -119,6 +119,10 @@ it('the movements page: charges, the refund and additions with who made them; fi
   await page.getByRole('link', { name: 'Next page' }).click();
   await expect.poll(() => movementRows().count()).toBe(2);
   expect(await page.getByRole('status').first().textContent()).toContain('page 3 of 3');
+  // Past the end: no rows, and a way back to the last page.
+  await page.goto(`${s.url}/panel/c/${L.clienteId}/movimientos?por_pagina=3&page=99`);
+  await page.getByRole('link', { name: 'Go to the last page (3)' }).click();
+  await expect.poll(() => movementRows().count()).toBe(2);
 });
 
 it("a bad filter shows the API's error beside its field", async () => {

@@ -93,6 +93,10 @@ it('the history offers Retry on a cancelled message: a new send linked to it', a
   const text = (await notice()) ?? '';
   const nuevo = /new message is ([0-9a-f-]{36})/.exec(text)![1]!;
   expect((await mensaje(s, nuevo)).reintento_de).toBe(ids[3]);
+  // The new message's page names the one it retries, linked.
+  await page.goto(`${s.url}/panel/c/${L.clienteId}/mensajes/${nuevo}`);
+  await expect.poll(() => page.locator(`a[href="/panel/c/${L.clienteId}/mensajes/${ids[3]}"]`).count()).toBe(1);
+  await page.goto(`${s.url}/panel/c/${L.clienteId}/historial?celular_id=${L.celularId}`);
   // Retried again: the same new message, said again (nothing sent twice).
   await page.getByRole('button', { name: `Retry ${ids[3]}` }).click();
   await expect.poll(notice).toContain(nuevo);

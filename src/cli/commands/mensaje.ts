@@ -56,6 +56,8 @@ function mensajeFields(ctx: Ctx, m: Mensaje): void {
     ['texto', m.texto],
     ...(media ? ([['media', media]] as Array<[string, string]>) : []),
     ['gateway_msg_id', m.gateway_msg_id],
+    // A retry names the message it sends again (`pasarela retry`).
+    ...(m.reintento_de ? ([['reintento_de', m.reintento_de]] as Array<[string, string]>) : []),
     ['created_at', m.created_at],
     ['enviado_at', m.enviado_at],
     ['entregado_at', m.entregado_at],

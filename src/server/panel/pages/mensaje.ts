@@ -72,6 +72,12 @@ export default async function mensajePages(app: FastifyInstance, deps: PanelDeps
       ['tipo', `${m.tipo} (${m.modo === 'cola' ? 'queued' : 'direct'})`],
       ['texto', m.texto],
       ['gateway_msg_id', m.gateway_msg_id],
+      // A retry names the message it sends again (D-96).
+      ...(m.reintento_de
+        ? ([['reintento_de', html`<a href="/panel/c/${cid}/mensajes/${encodeURIComponent(m.reintento_de)}"><code>${m.reintento_de}</code></a>`]] as Array<
+            [string, Html]
+          >)
+        : []),
     ];
     return sendPage(
       req,

@@ -16,7 +16,7 @@ import { formErrorsOf, NO_ERRORS, selectField, type FormErrors } from '../forms.
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { cidOf, type Column, cut, dropEmptyFilters, listTable, pager, queryOf, typedFilters } from '../listing.js';
+import { pastEnd, cidOf, type Column, cut, dropEmptyFilters, listTable, pager, queryOf, typedFilters } from '../listing.js';
 import { filterForm, lineOptions } from './historial.js';
 import { shortTime } from './overview.js';
 
@@ -126,7 +126,13 @@ export default async function movimientosPages(app: FastifyInstance, deps: Panel
           ${counted} ${listing.total === 1 ? 'movement' : 'movements'} · ${pages} · days read in ${listing.zona_horaria}
         </p>
         ${listing.total !== 0 ? exports : ''}
-        ${listing.movimientos.length === 0 ? empty : listTable(listing.movimientos, COLUMNS, 'Balance movements, newest first')}
+        ${
+          listing.movimientos.length > 0
+            ? listTable(listing.movimientos, COLUMNS, 'Balance movements, newest first')
+            : listing.total_paginas !== null && listing.total_paginas > 0 && listing.page > listing.total_paginas
+              ? pastEnd(path, filters, listing.total_paginas, 'movements')
+              : empty
+        }
         ${pager(path, values, listing.page, totalPaginas)}`,
     );
   }
