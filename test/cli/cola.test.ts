@@ -84,7 +84,7 @@ it('webhook redeliver --failed: how many, and whether more remain', async () => 
   await api(s.url, 'POST', '/api/webhook.php', { key: a.clientKey, json: { url: 'http://127.0.0.1:9/hook' } });
   await api(s.url, 'POST', '/api/webhook_test.php', { key: a.clientKey });
   const db = (s.core.store as unknown as { db: { prepare(sql: string): { run(...a: unknown[]): unknown } } }).db;
-  db.prepare("UPDATE eventos SET entrega = 'fallido' WHERE cliente_id = ? AND entrega IS NOT NULL").run(a.clienteId);
+  db.prepare("UPDATE eventos SET entrega = 'fallido', reclamo = NULL, reclamo_hasta = NULL WHERE cliente_id = ? AND entrega IS NOT NULL").run(a.clienteId);
   const j = expectJsonOnly(await cli.run(['webhook', 'redeliver', '--failed', '--json'], { env: { PASARELA_KEY: a.clientKey } }));
   expect(j).toMatchObject({ ok: true, quedan: false });
   expect(j.reprogramadas).toBeGreaterThan(0);

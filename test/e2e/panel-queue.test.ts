@@ -114,7 +114,7 @@ it('the webhook page redelivers every failed delivery at once', async () => {
     })
     .toBe(2);
   (s.core.store as unknown as SqliteStore).db
-    .prepare("UPDATE eventos SET entrega = 'fallido', reclamo_hasta = NULL WHERE cliente_id = ? AND entrega IS NOT NULL")
+    .prepare("UPDATE eventos SET entrega = 'fallido', reclamo = NULL, reclamo_hasta = NULL WHERE cliente_id = ? AND entrega IS NOT NULL")
     .run(L.clienteId);
   await signIn(page, s.url, L.clientKey);
   await page.goto(`${s.url}/panel/c/${L.clienteId}/webhook`);

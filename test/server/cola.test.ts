@@ -307,7 +307,10 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       const b = await linkedLine(s, { saldo: 10 });
       expectOk(await api(s.url, 'POST', '/api/webhook.php', { key: b.clientKey, json: { url: 'http://127.0.0.1:9/hook', eventos: 'all' } }));
       for (let i = 0; i < 3; i++) expectOk(await api(s.url, 'POST', '/api/webhook_test.php', { key: b.clientKey }));
-      await exec(s, "UPDATE eventos SET entrega = 'fallido' WHERE cliente_id = $1 AND entrega IS NOT NULL", [b.clienteId]);
+      // Dropping the claim too: an attempt in flight must not write its retry over 'fallido'.
+      await exec(s, "UPDATE eventos SET entrega = 'fallido', reclamo = NULL, reclamo_hasta = NULL WHERE cliente_id = $1 AND entrega IS NOT NULL", [
+        b.clienteId,
+      ]);
       const first = await api(s.url, 'POST', '/api/webhook_reenviar_fallidas.php', { key: b.clientKey, json: { limit: 2 } });
       expectOk(first);
       expect(first.body).toMatchObject({ reprogramadas: 2, quedan: true });
