@@ -20,12 +20,14 @@ const MINUTE_MS = 60_000;
 
 /**
  * Each range: its length, the width of a bar, and the grains (minutes) its
- * counts and samples are read at; a bar of the week adds four quarter hours.
+ * counts and samples are read at: everyone's and a client's counts at the
+ * bar's own width (a client's hours, D-106), a line's week from its quarter
+ * hours (four to a bar; a line keeps no hours, so a send writes less).
  */
-export const RANGE_STEPS: Readonly<Record<Rango, { ms: number; paso: number; conteos: number; muestras: number }>> = {
-  '1h': { ms: 3_600_000, paso: MINUTE_MS, conteos: 1, muestras: 1 },
-  '24h': { ms: 86_400_000, paso: 15 * MINUTE_MS, conteos: 15, muestras: 15 },
-  '7d': { ms: 7 * 86_400_000, paso: 60 * MINUTE_MS, conteos: 15, muestras: 60 },
+export const RANGE_STEPS: Readonly<Record<Rango, { ms: number; paso: number; conteos: number; conteosLinea: number; muestras: number }>> = {
+  '1h': { ms: 3_600_000, paso: MINUTE_MS, conteos: 1, conteosLinea: 1, muestras: 1 },
+  '24h': { ms: 86_400_000, paso: 15 * MINUTE_MS, conteos: 15, conteosLinea: 15, muestras: 15 },
+  '7d': { ms: 7 * 86_400_000, paso: 60 * MINUTE_MS, conteos: 60, conteosLinea: 15, muestras: 60 },
 };
 
 /** Minute rows (counts and samples) are kept this long: the hour's chart needs one. */
@@ -152,7 +154,7 @@ export async function estadisticas(core: Core, p: Principal, q: EstadisticasQuer
   const now = core.clock.now();
   const w = chartWindow(rango, now);
   const steps = RANGE_STEPS[rango];
-  const g = steps.conteos;
+  const g = scope.celular_id === undefined ? steps.conteos : steps.conteosLinea;
   const counts = await core.store.chartCounts(scope, g, w.desde / (g * MINUTE_MS), w.hasta / (g * MINUTE_MS));
   let muestras: MuestraBar[] | null = null;
   if (scope.cliente_id === undefined) {

@@ -6,19 +6,23 @@ import type { ChartSample, ChartSampleSum, ChartScope } from '../core/ports/char
  * costs the same whatever the history holds. A line's counts by their key;
  * a client's minutes by `conteos_lineas_cliente`, everyone's by
  * `conteos_lineas_tiempo`; quarters of a client, or of everyone, from
- * `conteos_cuartos` (its key, or `conteos_cuartos_cuarto`).
+ * `conteos_cuartos` (its key, or `conteos_cuartos_cuarto`); hours of a
+ * client or of everyone from `conteos_horas` (its key, led by the hour: D-106).
  */
 
 /** The statement for a scope and grain; placeholders: [scope id,] desde, hasta. */
 export function countsSql(scope: ChartScope, grano: number): string {
   if (scope.celular_id !== undefined) {
-    return 'SELECT t, estado, n FROM conteos_lineas WHERE celular_id = ? AND grano = ? AND t >= ? AND t < ? AND n <> 0';
+    return 'SELECT t, estado, n FROM conteos_lineas WHERE celular_id = ? AND grano = ? AND t >= ? AND t < ? AND n > 0';
   }
   if (grano === 1) {
     const who = scope.cliente_id !== undefined ? 'cliente_id = ? AND ' : '';
     return `SELECT t, estado, SUM(n) AS n FROM conteos_lineas WHERE ${who}grano = ? AND t >= ? AND t < ? GROUP BY t, estado`;
   }
   const who = scope.cliente_id !== undefined ? 'cliente_id = ? AND ' : '';
+  if (grano === 60) {
+    return `SELECT hora AS t, estado, SUM(n) AS n FROM conteos_horas WHERE ${who}hora >= ? AND hora < ? GROUP BY hora, estado`;
+  }
   return `SELECT cuarto AS t, estado, SUM(n) AS n FROM conteos_cuartos WHERE ${who}cuarto >= ? AND cuarto < ? GROUP BY cuarto, estado`;
 }
 

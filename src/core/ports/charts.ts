@@ -39,7 +39,7 @@ export type ChartSampleSum = Omit<ChartSample, 'grano' | 'nodo'>;
 
 export interface ChartsStore {
   /**
-   * The counts of `scope` per bucket of `grano` minutes (1 or 15) and estado,
+   * The counts of `scope` per bucket of `grano` minutes (1, 15, or 60 for a client or everyone) and estado,
    * for the buckets in [desde, hasta) (units of the grain), summed over the
    * scope's lines or clients; buckets without messages are absent.
    */

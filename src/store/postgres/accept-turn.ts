@@ -114,16 +114,18 @@ const writeText = (guard: string) => `WITH ${guard},
     FROM unnest($3::bigint[], $4::bigint[], $5::int[]) v(id, saldo, d) WHERE c.id = v.id AND (SELECT held FROM ok)),
   mov AS (INSERT INTO movimientos_saldo (${MOV_COLS}) SELECT ${MOV_COLS} FROM json_populate_recordset(NULL::movimientos_saldo, $6::json)
     WHERE (SELECT held FROM ok)),
-  -- The counts rows the inserts' trigger will take, one message at a time: taken first, lines then quarters, each in order,
+  -- The counts rows the inserts' trigger will take, one message at a time: taken first, lines then quarters then hours, each in order,
   -- so the turn never holds a quarter while it waits for a line's row (a send's record takes the line's, then the quarter's).
   -- After the guard: its locks come first, as on the locked path.
   lineas AS MATERIALIZED (SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM json_populate_recordset(NULL::mensajes, $7::json)) r
     USING (cliente_id, celular_id) WHERE k.estado = 'pendiente' AND (SELECT held FROM ok) ORDER BY k.cliente_id, k.celular_id FOR UPDATE OF k),
   cuartos AS MATERIALIZED (SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM json_populate_recordset(NULL::mensajes, $7::json)) r
     USING (cliente_id, cuarto) WHERE k.estado = 'pendiente' AND (SELECT COUNT(*) FROM lineas) >= 0 ORDER BY k.cliente_id, k.cuarto FOR UPDATE OF k),
+  horas AS MATERIALIZED (SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM json_populate_recordset(NULL::mensajes, $7::json)) r
+    USING (hora, cliente_id) WHERE k.estado = 'pendiente' AND (SELECT COUNT(*) FROM cuartos) >= 0 ORDER BY k.hora, k.cliente_id FOR UPDATE OF k),
   msg AS (
     INSERT INTO mensajes (${COLS}) SELECT ${colsOf('r')} FROM json_populate_recordset(NULL::mensajes, $7::json) WITH ORDINALITY r
-    WHERE (SELECT COUNT(*) FROM cuartos) >= 0 AND (SELECT held FROM ok) ORDER BY r.ordinality RETURNING ${COLS}, seq),
+    WHERE (SELECT COUNT(*) FROM horas) >= 0 AND (SELECT held FROM ok) ORDER BY r.ordinality RETURNING ${COLS}, seq),
   pend AS (${enterPending('msg')}),
   ev AS (INSERT INTO eventos (${EVENT_ROW_COLS})
     SELECT ${eventRow('s.cliente_id', 's.celular_id', `'message.status'`, 'd.data', 's.created_at', 's.created_at')}

@@ -3,7 +3,7 @@ import { countsParams, countsSql, sampleParams, SAMPLES_SQL, sampleSum, sampleUp
 import type { Db } from './db.js';
 
 /**
- * The charts' rows (migration 18, D-100, D-101): the statements of
+ * The charts' rows (migrations 19 and 23, D-100, D-101, D-106): the statements of
  * store/chart-sql.ts in PostgreSQL's placeholders.
  */
 
@@ -34,8 +34,9 @@ export function charts(db: Db): ChartsStore {
       const r = await db.query(
         `WITH a AS (DELETE FROM conteos_lineas WHERE grano = 1 AND t < $1 RETURNING 1),
               b AS (DELETE FROM conteos_lineas WHERE grano = 15 AND t < $2 RETURNING 1),
+              h AS (DELETE FROM conteos_horas WHERE hora < $3 RETURNING 1),
               c AS (DELETE FROM muestras WHERE (grano = 1 AND t < $1) OR (grano = 15 AND t < $2) OR (grano = 60 AND t < $3) RETURNING 1)
-         SELECT (SELECT COUNT(*) FROM a) + (SELECT COUNT(*) FROM b) + (SELECT COUNT(*) FROM c) AS n`,
+         SELECT (SELECT COUNT(*) FROM a) + (SELECT COUNT(*) FROM b) + (SELECT COUNT(*) FROM h) + (SELECT COUNT(*) FROM c) AS n`,
         [minute, Math.floor(before / 900_000), Math.floor(before / 3_600_000)],
       );
       return Number(r.rows[0]?.n ?? 0);

@@ -35,7 +35,7 @@ export const COPIED = [
 ] as const;
 
 /** Kept from mensajes and recibidos by triggers on both stores: counted again from the rows, never copied. */
-export const DERIVED = ['conteos_mensajes', 'conteos_cuartos', 'conteos_lineas', 'conteos_recibidos', 'conteos_recibidos_cuartos'] as const;
+export const DERIVED = ['conteos_mensajes', 'conteos_cuartos', 'conteos_lineas', 'conteos_horas', 'conteos_recibidos', 'conteos_recibidos_cuartos'] as const;
 
 /** PostgreSQL's side tables of the messages' changing state (state-paths.ts), filled from mensajes by recount. */
 export const STATE_PATHS = ['mensajes_pendientes', 'cupos', 'ids_gateway'] as const;
@@ -184,6 +184,7 @@ export interface Recount {
   conteos_mensajes: number;
   conteos_cuartos: number;
   conteos_lineas: number;
+  conteos_horas: number;
   conteos_recibidos: number;
   conteos_recibidos_cuartos: number;
   /** Lines whose queue count SQLite kept differently from their pending rows (expected 0). */
@@ -214,6 +215,12 @@ export async function recount(c: Client, now: number): Promise<Recount> {
      WHERE created_at >= g.desde GROUP BY celular_id, g.grano, created_at / (g.grano * 60000), estado`,
     [now - CHART_MINUTES_KEPT_MS, now - CHART_KEPT_MS],
   );
+  // Each client's hours (D-106), summed from the quarters just counted, whole hours of the kept window.
+  const h = await c.query(
+    `INSERT INTO conteos_horas (hora, cliente_id, estado, n)
+     SELECT cuarto / 4, cliente_id, estado, SUM(n) FROM conteos_cuartos WHERE cuarto >= $1 GROUP BY cuarto / 4, cliente_id, estado`,
+    [Math.floor((now - CHART_KEPT_MS) / 3_600_000) * 4],
+  );
   const r = await c.query(
     `INSERT INTO conteos_recibidos (cliente_id, celular_id, n)
      SELECT cliente_id, celular_id, COUNT(*) FROM recibidos GROUP BY cliente_id, celular_id`,
@@ -231,6 +238,7 @@ export async function recount(c: Client, now: number): Promise<Recount> {
     conteos_mensajes: m.rowCount ?? 0,
     conteos_cuartos: q.rowCount ?? 0,
     conteos_lineas: l.rowCount ?? 0,
+    conteos_horas: h.rowCount ?? 0,
     conteos_recibidos: r.rowCount ?? 0,
     conteos_recibidos_cuartos: rq.rowCount ?? 0,
     pendientes_corregidos: p.rowCount ?? 0,

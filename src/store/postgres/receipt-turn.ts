@@ -58,7 +58,7 @@ const advanceTurnSql = () =>
   mv AS MATERIALIZED (
     SELECT b.*, r.estado AS nuevo, r.now, r.fecha FROM b JOIN r USING (orden)
     WHERE b.estado IN (SELECT p.desde FROM path p WHERE p.orden = b.orden)),
-  -- The counts rows of each moved message's old and new state (migration 15's trigger), lines then quarters.
+  -- The counts rows of each moved message's old and new state (the counts' trigger), lines, quarters, then hours (D-106).
   lineas AS MATERIALIZED (
     SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM mv) x USING (cliente_id, celular_id)
     WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) ORDER BY k.cliente_id, k.celular_id, ${RANK} FOR UPDATE OF k),
@@ -66,10 +66,14 @@ const advanceTurnSql = () =>
     SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM mv) x USING (cliente_id, cuarto)
     WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM lineas) >= 0
     ORDER BY k.cliente_id, k.cuarto, ${RANK} FOR UPDATE OF k),
+  horas AS MATERIALIZED (
+    SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM mv) x USING (hora, cliente_id)
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM cuartos) >= 0
+    ORDER BY k.hora, k.cliente_id, ${RANK} FOR UPDATE OF k),
   moved AS (
     UPDATE mensajes x SET estado = v.nuevo,
       ${STEPS.map((s) => `${recipe.receiptColumn(s)} = CASE WHEN EXISTS (SELECT 1 FROM path p WHERE p.orden = v.orden AND p.desde = v.estado AND p.estado = '${s}') THEN v.now ELSE x.${recipe.receiptColumn(s)} END`).join(',\n      ')}
-    FROM mv v WHERE x.msg_id = v.msg_id AND (SELECT COUNT(*) FROM cuartos) >= 0
+    FROM mv v WHERE x.msg_id = v.msg_id AND (SELECT COUNT(*) FROM horas) >= 0
     RETURNING ${colsOf('x')}, v.estado AS antes_estado, v.entregado_at AS antes_entregado_at, v.leido_at AS antes_leido_at,
       v.orden AS u_orden, v.now AS u_now, v.fecha AS u_fecha),
   ev AS (${eventInsertOf(

@@ -60,7 +60,7 @@ const markSentTurnSql = () =>
     SELECT c.id FROM celulares c WHERE c.id IN (SELECT celular_id FROM m) ORDER BY c.id FOR NO KEY UPDATE),
   own AS MATERIALIZED (
     SELECT x.seq FROM mensajes x WHERE x.msg_id IN (SELECT msg_id FROM m) AND (SELECT COUNT(*) FROM line) >= 0 ORDER BY x.seq FOR NO KEY UPDATE),
-  -- The counts rows of each message's old and new state (migration 15's trigger), lines then quarters.
+  -- The counts rows of each message's old and new state (the counts' trigger), lines, quarters, then hours (D-106).
   lineas AS MATERIALIZED (
     SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM m) r USING (cliente_id, celular_id)
     WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM own) >= 0
@@ -69,9 +69,13 @@ const markSentTurnSql = () =>
     SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM m) r USING (cliente_id, cuarto)
     WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM lineas) >= 0
     ORDER BY k.cliente_id, k.cuarto, k.estado = 'enviado' FOR UPDATE OF k),
+  horas AS MATERIALIZED (
+    SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM m) r USING (hora, cliente_id)
+    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM cuartos) >= 0
+    ORDER BY k.hora, k.cliente_id, k.estado = 'enviado' FOR UPDATE OF k),
   sent AS (
     UPDATE mensajes x SET estado = 'enviado', gateway_msg_id = i.gid, enviado_at = i.now, ${slotSet(SLOT, 'i.slot')}, error = NULL, intentos = x.intentos + 1
-    FROM i WHERE x.msg_id = i.msg_id AND x.estado = 'pendiente' AND (SELECT COUNT(*) FROM cuartos) >= 0
+    FROM i WHERE x.msg_id = i.msg_id AND x.estado = 'pendiente' AND (SELECT COUNT(*) FROM horas) >= 0
     RETURNING ${colsOf('x')}, x.seq, i.orden, i.fecha),
   -- Its access paths (state-paths.ts): no longer pending, its slot from now, its gateway id; and a few of each line's old slots go.
   pend AS (${leavePending('sent')}),

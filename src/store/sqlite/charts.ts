@@ -5,7 +5,7 @@ import { grouped, immediate, stmt } from './statements.js';
 
 const UPSERT = sampleUpsert('MAX');
 
-/** The charts' rows (migration 22, D-100, D-101): the statements of store/chart-sql.ts. */
+/** The charts' rows (migrations 23 and 27, D-100, D-101, D-106): the statements of store/chart-sql.ts. */
 
 export function charts(db: Database.Database): ChartsStore {
   return {
@@ -29,6 +29,7 @@ export function charts(db: Database.Database): ChartsStore {
           const minute = Math.floor(minutesBefore / 60_000);
           let n = stmt(db, 'DELETE FROM conteos_lineas WHERE grano = 1 AND t < ?').run(minute).changes;
           n += stmt(db, 'DELETE FROM conteos_lineas WHERE grano = 15 AND t < ?').run(Math.floor(before / 900_000)).changes;
+          n += stmt(db, 'DELETE FROM conteos_horas WHERE hora < ?').run(Math.floor(before / 3_600_000)).changes;
           n += stmt(db, 'DELETE FROM muestras WHERE grano = 1 AND t < ?').run(minute).changes;
           for (const g of [15, 60]) n += stmt(db, 'DELETE FROM muestras WHERE grano = ? AND t < ?').run(g, Math.floor(before / (g * 60_000))).changes;
           return n;

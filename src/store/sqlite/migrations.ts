@@ -786,4 +786,58 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX eventos_fallidas ON eventos(cliente_id, seq) WHERE entrega = 'fallido';
     `,
   },
+  {
+    version: 27,
+    name: "charts: each client's sends per hour by estado; the charts' triggers in one upsert per table",
+    sql: `
+      -- D-106: a week's chart for everyone (or a client) reads hours, not quarter hours: each client's
+      -- messages per UTC hour and current estado, keyed by the hour first, so everyone's week is one
+      -- key range of at most 168 x clients x 5 rows (a quarter's were four times as many, through an
+      -- index and a sort). Filled from the quarters it sums; kept eight days, as the quarters.
+      CREATE TABLE conteos_horas (
+        hora INTEGER NOT NULL,
+        cliente_id INTEGER NOT NULL,
+        estado TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (hora, cliente_id, estado)
+      ) WITHOUT ROWID;
+      INSERT INTO conteos_horas (hora, cliente_id, estado, n)
+        SELECT cuarto / 4, cliente_id, estado, SUM(n) FROM conteos_cuartos
+        WHERE cuarto >= ((SELECT COALESCE(MAX(created_at), 0) FROM mensajes) - 691200000) / 900000 / 4 * 4
+        GROUP BY cuarto / 4, cliente_id, estado;
+      -- The charts' rows of a message, one upsert per table with the signed changes (-1 on the old
+      -- estado's rows, +1 on the new one's): a change of state was three statements on conteos_lineas.
+      -- An old row already pruned gets a -1 row, outside every chart, pruned on the next pass.
+      DROP TRIGGER conteos_lineas_insert;
+      DROP TRIGGER conteos_lineas_estado;
+      DROP TRIGGER conteos_lineas_delete;
+      CREATE TRIGGER conteos_lineas_insert AFTER INSERT ON mensajes BEGIN
+        INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+          VALUES (NEW.celular_id, 1, NEW.created_at / 60000, NEW.estado, 1, NEW.cliente_id),
+                 (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
+          ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + 1;
+        INSERT INTO conteos_horas (hora, cliente_id, estado, n) VALUES (NEW.created_at / 3600000, NEW.cliente_id, NEW.estado, 1)
+          ON CONFLICT (hora, cliente_id, estado) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER conteos_lineas_estado AFTER UPDATE OF estado ON mensajes WHEN OLD.estado IS NOT NEW.estado BEGIN
+        INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+          VALUES (OLD.celular_id, 1, OLD.created_at / 60000, OLD.estado, -1, OLD.cliente_id),
+                 (OLD.celular_id, 15, OLD.created_at / 900000, OLD.estado, -1, OLD.cliente_id),
+                 (NEW.celular_id, 1, NEW.created_at / 60000, NEW.estado, 1, NEW.cliente_id),
+                 (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
+          ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + excluded.n;
+        INSERT INTO conteos_horas (hora, cliente_id, estado, n)
+          VALUES (OLD.created_at / 3600000, OLD.cliente_id, OLD.estado, -1), (NEW.created_at / 3600000, NEW.cliente_id, NEW.estado, 1)
+          ON CONFLICT (hora, cliente_id, estado) DO UPDATE SET n = n + excluded.n;
+      END;
+      CREATE TRIGGER conteos_lineas_delete AFTER DELETE ON mensajes BEGIN
+        INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+          VALUES (OLD.celular_id, 1, OLD.created_at / 60000, OLD.estado, -1, OLD.cliente_id),
+                 (OLD.celular_id, 15, OLD.created_at / 900000, OLD.estado, -1, OLD.cliente_id)
+          ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + excluded.n;
+        INSERT INTO conteos_horas (hora, cliente_id, estado, n) VALUES (OLD.created_at / 3600000, OLD.cliente_id, OLD.estado, -1)
+          ON CONFLICT (hora, cliente_id, estado) DO UPDATE SET n = n + excluded.n;
+      END;
+    `,
+  },
 ];
