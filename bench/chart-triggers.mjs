@@ -1,17 +1,23 @@
-// What the charts' counts (D-100: conteos_lineas, kept by the message triggers) add to the
-// message hot path, store-level: the same inserts and state changes (pendiente -> enviado ->
-// entregado, one statement each per message, as the store's transitions do) timed with the
-// triggers and with them dropped, alternating rounds, on SQLite and (when it answers) PostgreSQL.
+// What the charts' counts (D-100, D-106: conteos_lineas and conteos_horas, kept by the message
+// triggers) add to the message hot path, store-level: the same inserts and state changes
+// (pendiente -> enviado -> entregado, one statement each per message, as the store's transitions
+// do) timed three ways in alternating rounds, on SQLite and (when it answers) PostgreSQL:
+//   none  the counts without the charts' part (SQLite: conteos_lineas_* dropped; PostgreSQL: the
+//         function as the quarter counts by estado left it),
+//   main  the charts' part as issue 36 built it (its migration's triggers / function),
+//   now   this build's (the last migration that writes them).
 //
 //   npm run build && node bench/chart-triggers.mjs [--messages 20000] [--rounds 3]
 //
-// Prints, per dialect, the median ms per message of each phase and the ratio with / without.
+// Prints, per dialect and phase, the median us per message of each and the ratios to none.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openSqliteStore } from '../dist/store/sqlite/store.js';
 import { openPgStore } from '../dist/store/postgres/store.js';
+import { MIGRATIONS } from '../dist/store/sqlite/migrations.js';
+import { PG_MIGRATIONS } from '../dist/store/postgres/migrations.js';
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {
@@ -23,6 +29,14 @@ const ROUNDS = opt('rounds', 3);
 const PG_URL = process.env.PASARELA_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const T0 = Date.UTC(2026, 10, 23, 10);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const VARIANTS = ['none', 'main', 'now'];
+const emptyOut = () => Object.fromEntries(VARIANTS.map((v) => [v, { insert: [], change: [] }]));
+
+/** The CREATE TRIGGER conteos_lineas_* statements of a SQLite migration's text. */
+const sqliteTriggersOf = (sql) => [...sql.matchAll(/CREATE TRIGGER conteos_lineas_\w+[\s\S]*?\bEND;/g)].map((m) => m[0]);
+/** The counts' function of a PostgreSQL migration's text. */
+const pgFunctionOf = (sql) => sql.slice(sql.indexOf('CREATE OR REPLACE FUNCTION conteos_suma()'), sql.indexOf('END $$;') + 'END $$;'.length);
+const writes = (re) => (m) => re.test(m.sql);
 
 async function seed(store) {
   const c = await store.createCliente(
@@ -53,27 +67,25 @@ async function sqlite() {
   const store = openSqliteStore(join(dir, 'b.db'));
   const db = store.db;
   const ids = await seed(store);
-  const triggers = db
-    .prepare("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'conteos_lineas_%'")
-    .all()
-    .map((r) => r.sql);
+  const withLineas = MIGRATIONS.filter(writes(/CREATE TRIGGER conteos_lineas_insert/));
+  const triggers = { none: [], main: sqliteTriggersOf(withLineas[0].sql), now: sqliteTriggersOf(withLineas.at(-1).sql) };
   const ins = db.prepare(
     `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, intentos, created_at)
      VALUES (?, ?, ?, '525512345678', 'texto', 'cola', 'pendiente', 'x', 0, 0, ?)`,
   );
   const move = db.prepare('UPDATE mensajes SET estado = ? WHERE msg_id = ?');
-  const out = { on: { insert: [], change: [] }, off: { insert: [], change: [] } };
+  const out = emptyOut();
   let k = 0;
-  for (let r = 0; r < ROUNDS * 2; r += 1) {
-    const on = r % 2 === 0;
+  for (let r = 0; r < ROUNDS * VARIANTS.length; r += 1) {
+    const v = VARIANTS[r % VARIANTS.length];
     for (const name of ['insert', 'estado', 'delete']) db.exec(`DROP TRIGGER IF EXISTS conteos_lineas_${name}`);
-    if (on) for (const t of triggers) db.exec(t);
+    for (const t of triggers[v]) db.exec(t);
     const base = k;
     let t = performance.now();
     db.transaction(() => {
       for (let i = 0; i < N; i += 1) ins.run(`m${k++}`, ids.cliente, ids.celular, T0 + i * 50);
     })();
-    out[on ? 'on' : 'off'].insert.push((performance.now() - t) / N);
+    out[v].insert.push((performance.now() - t) / N);
     t = performance.now();
     db.transaction(() => {
       for (let i = base; i < k; i += 1) {
@@ -81,7 +93,7 @@ async function sqlite() {
         move.run('entregado', `m${i}`);
       }
     })();
-    out[on ? 'on' : 'off'].change.push((performance.now() - t) / (2 * N));
+    out[v].change.push((performance.now() - t) / (2 * N));
   }
   await store.close();
   rmSync(dir, { recursive: true, force: true });
@@ -100,17 +112,15 @@ async function postgres() {
   const store = await openPgStore(PG_URL, { schema, max: 2 });
   const ids = await seed(store);
   await admin.query(`SET search_path TO ${schema}`);
-  const out = { on: { insert: [], change: [] }, off: { insert: [], change: [] } };
-  // The same function without the charts' part: the counts function as migration 15 left it.
-  const { PG_MIGRATIONS } = await import('../dist/store/postgres/migrations.js');
-  const v15 = PG_MIGRATIONS.find((m) => m.version === 15).sql;
-  const v18 = PG_MIGRATIONS.find((m) => m.version === 18).sql;
-  const fnOf = (sql) => sql.slice(sql.indexOf('CREATE OR REPLACE FUNCTION conteos_suma()'), sql.indexOf('END $$;') + 'END $$;'.length);
+  const out = emptyOut();
+  const fns = PG_MIGRATIONS.filter(writes(/FUNCTION conteos_suma\(\)/));
+  const charted = fns.findIndex(writes(/conteos_lineas/));
+  const fn = { none: pgFunctionOf(fns[charted - 1].sql), main: pgFunctionOf(fns[charted].sql), now: pgFunctionOf(fns.at(-1).sql) };
   let k = 0;
   try {
-    for (let r = 0; r < ROUNDS * 2; r += 1) {
-      const on = r % 2 === 0;
-      await admin.query(fnOf(on ? v18 : v15));
+    for (let r = 0; r < ROUNDS * VARIANTS.length; r += 1) {
+      const v = VARIANTS[r % VARIANTS.length];
+      await admin.query(fn[v]);
       const base = k;
       let t = performance.now();
       await admin.query(
@@ -119,12 +129,12 @@ async function postgres() {
         [ids.cliente, ids.celular, T0, base, base + N],
       );
       k += N;
-      out[on ? 'on' : 'off'].insert.push((performance.now() - t) / N);
+      out[v].insert.push((performance.now() - t) / N);
       t = performance.now();
       for (const e of ['enviado', 'entregado']) {
         await admin.query(`UPDATE mensajes SET estado = $1 WHERE msg_id IN (SELECT 'm' || g FROM generate_series($2::int, $3::int - 1) g)`, [e, base, k]);
       }
-      out[on ? 'on' : 'off'].change.push((performance.now() - t) / (2 * N));
+      out[v].change.push((performance.now() - t) / (2 * N));
     }
   } finally {
     await store.close();
@@ -134,6 +144,7 @@ async function postgres() {
   return out;
 }
 
+const us = (x) => (x * 1000).toFixed(1);
 for (const [name, run] of [
   ['SQLite', sqlite],
   ['PostgreSQL', postgres],
@@ -144,10 +155,10 @@ for (const [name, run] of [
     continue;
   }
   for (const phase of ['insert', 'change']) {
-    const on = median(r.on[phase]);
-    const off = median(r.off[phase]);
+    const m = Object.fromEntries(VARIANTS.map((v) => [v, median(r[v][phase])]));
     console.log(
-      `${name} ${phase.padEnd(6)}: ${(on * 1000).toFixed(1)} us/msg with the charts' counts, ${(off * 1000).toFixed(1)} without; ratio ${(on / off).toFixed(2)} (rounds ${r.on[phase].map((x) => (x * 1000).toFixed(1)).join(', ')} | ${r.off[phase].map((x) => (x * 1000).toFixed(1)).join(', ')})`,
+      `${name} ${phase.padEnd(6)}: us/msg none ${us(m.none)}, main ${us(m.main)} (${(m.main / m.none).toFixed(2)}x), now ${us(m.now)} (${(m.now / m.none).toFixed(2)}x); ` +
+        `rounds ${VARIANTS.map((v) => `${v} ${r[v][phase].map(us).join('/')}`).join(', ')}`,
     );
   }
 }
