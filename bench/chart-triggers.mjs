@@ -10,7 +10,7 @@
 //   npm run build && node bench/chart-triggers.mjs [--messages 20000] [--rounds 3]
 //
 // Prints, per dialect and phase, the median us per message of each and the ratios to none.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -30,7 +30,16 @@ const PG_URL = process.env.PASARELA_BENCH_POSTGRES_URL ?? 'postgres://postgres@1
 const T0 = Date.UTC(2026, 10, 23, 10);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const VARIANTS = ['none', 'main', 'now'];
-const emptyOut = () => Object.fromEntries(VARIANTS.map((v) => [v, { insert: [], change: [] }]));
+const emptyOut = () => Object.fromEntries(VARIANTS.map((v) => [v, { insert: [], change: [], insertCpu: [], changeCpu: [] }]));
+/** A process's CPU time (user + system) in ms, from /proc (clock ticks of 10 ms); null where /proc has no such process. */
+const cpuMs = (pid) => {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return null;
+  }
+};
 
 /** The CREATE TRIGGER conteos_lineas_* statements of a SQLite migration's text. */
 const sqliteTriggersOf = (sql) => [...sql.matchAll(/CREATE TRIGGER conteos_lineas_\w+[\s\S]*?\bEND;/g)].map((m) => m[0]);
@@ -112,6 +121,8 @@ async function postgres() {
   const store = await openPgStore(PG_URL, { schema, max: 2 });
   const ids = await seed(store);
   await admin.query(`SET search_path TO ${schema}`);
+  // The database server's CPU for this session's statements: its backend's, read from /proc (same machine).
+  const backend = (await admin.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
   const out = emptyOut();
   const fns = PG_MIGRATIONS.filter(writes(/FUNCTION conteos_suma\(\)/));
   const charted = fns.findIndex(writes(/conteos_lineas/));
@@ -122,19 +133,26 @@ async function postgres() {
       const v = VARIANTS[r % VARIANTS.length];
       await admin.query(fn[v]);
       const base = k;
+      // One statement per message, each its own transaction, as a node's transitions mostly are
+      // (one long statement would pile every version of a count row into one transaction).
       let t = performance.now();
-      await admin.query(
-        `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, intentos, created_at)
-         SELECT 'm' || g, $1, $2, '525512345678', 'texto', 'cola', 'pendiente', 'x', 0, 0, $3::bigint + (g - $4) * 50 FROM generate_series($4::int, $5::int - 1) g`,
-        [ids.cliente, ids.celular, T0, base, base + N],
-      );
-      k += N;
+      let c = cpuMs(backend);
+      for (let i = 0; i < N; i += 1) {
+        await admin.query(
+          `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, intentos, created_at)
+           VALUES ($1, $2, $3, '525512345678', 'texto', 'cola', 'pendiente', 'x', 0, 0, $4)`,
+          [`m${k++}`, ids.cliente, ids.celular, T0 + i * 50],
+        );
+      }
       out[v].insert.push((performance.now() - t) / N);
+      if (c !== null) out[v].insertCpu.push((cpuMs(backend) - c) / N);
       t = performance.now();
-      for (const e of ['enviado', 'entregado']) {
-        await admin.query(`UPDATE mensajes SET estado = $1 WHERE msg_id IN (SELECT 'm' || g FROM generate_series($2::int, $3::int - 1) g)`, [e, base, k]);
+      c = cpuMs(backend);
+      for (let i = base; i < k; i += 1) {
+        for (const e of ['enviado', 'entregado']) await admin.query('UPDATE mensajes SET estado = $1 WHERE msg_id = $2', [e, `m${i}`]);
       }
       out[v].change.push((performance.now() - t) / (2 * N));
+      if (c !== null) out[v].changeCpu.push((cpuMs(backend) - c) / (2 * N));
     }
   } finally {
     await store.close();
@@ -154,10 +172,11 @@ for (const [name, run] of [
     console.log(`${name}: not reachable, skipped`);
     continue;
   }
-  for (const phase of ['insert', 'change']) {
+  for (const phase of ['insert', 'change', 'insertCpu', 'changeCpu']) {
+    if (r.none[phase].length === 0) continue;
     const m = Object.fromEntries(VARIANTS.map((v) => [v, median(r[v][phase])]));
     console.log(
-      `${name} ${phase.padEnd(6)}: us/msg none ${us(m.none)}, main ${us(m.main)} (${(m.main / m.none).toFixed(2)}x), now ${us(m.now)} (${(m.now / m.none).toFixed(2)}x); ` +
+      `${name} ${phase.padEnd(9)} (${phase.endsWith('Cpu') ? "the backend's CPU" : 'wall'}): us/msg none ${us(m.none)}, main ${us(m.main)} (${(m.main / m.none).toFixed(2)}x), now ${us(m.now)} (${(m.now / m.none).toFixed(2)}x); ` +
         `rounds ${VARIANTS.map((v) => `${v} ${r[v][phase].map(us).join('/')}`).join(', ')}`,
     );
   }

@@ -1,13 +1,18 @@
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { ChartCount, ChartScope } from '../../src/core/ports/charts.js';
-import { ADAPTERS, celular, storeEachTest } from './adapters.js';
+import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { ADAPTERS, celular, PG_ABSENT, PG_URL, pgSchema, storeEachTest } from './adapters.js';
 
 /**
  * Each client's hours (docs/decisions.md D-106; SQLite migration 27,
  * PostgreSQL 23): the grain the week's chart of everyone and of a client
  * reads. After sends, failures, receipts and a delete across hour edges, an
  * hour's counts equal its messages' own and its four quarters' summed; a
- * range is exact at its edges; a prune removes the hours past their keeping.
+ * range is exact at its edges; a prune removes the hours past their keeping;
+ * the migration fills the hours of the kept week from the quarters.
  */
 
 /** A Monday at 10:00 UTC: hours and quarters fall where the test says. */
@@ -15,8 +20,7 @@ const T0 = Date.UTC(2026, 10, 23, 10, 0, 0);
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 
-const sort = (rows: ChartCount[]) =>
-  rows.filter((r) => r.n !== 0).sort((a, b) => a.t - b.t || (a.estado < b.estado ? -1 : a.estado > b.estado ? 1 : 0));
+const sort = (rows: ChartCount[]) => rows.filter((r) => r.n !== 0).sort((a, b) => a.t - b.t || (a.estado < b.estado ? -1 : a.estado > b.estado ? 1 : 0));
 
 /** Rows of a finer grain added into buckets `ratio` times as wide. */
 function coarser(rows: ChartCount[], ratio: number): ChartCount[] {
@@ -150,3 +154,64 @@ for (const adapter of ADAPTERS) {
     });
   });
 }
+
+/** Messages an earlier version wrote: [client, line, estado, created_at], over ten days and across hour edges. */
+const OLD: Array<[number, number, string, number]> = Array.from({ length: 60 }, (_, i) => [
+  1 + (i % 2),
+  1 + (i % 3),
+  ['pendiente', 'enviado', 'entregado', 'leido', 'error'][i % 5]!,
+  T0 - 10 * 86_400_000 + i * 4 * HOUR + (i % 4) * 15 * MIN - (i % 2),
+]);
+const insertOld = (n: number) =>
+  `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, created_at)
+   VALUES (${n === 0 ? "?, ?, ?, '5215512345678', 'texto', 'cola', ?, ?" : "$1, $2, $3, '5215512345678', 'texto', 'cola', $4, $5"})`;
+/** The hours the migration must have filled: every whole hour from eight days before the newest message. */
+function expectedFill(): Array<{ hora: number; cliente_id: number; estado: string; n: number }> {
+  const newest = Math.max(...OLD.map((r) => r[3]));
+  const from = Math.floor((newest - 8 * 86_400_000) / HOUR);
+  const sums = new Map<string, { hora: number; cliente_id: number; estado: string; n: number }>();
+  for (const [cliente_id, , estado, at] of OLD) {
+    const hora = Math.floor(at / HOUR);
+    if (hora < from) continue;
+    const k = `${hora} ${cliente_id} ${estado}`;
+    const row = sums.get(k) ?? { hora, cliente_id, estado, n: 0 };
+    row.n += 1;
+    sums.set(k, row);
+  }
+  return [...sums.values()].sort((a, b) => a.hora - b.hora || a.cliente_id - b.cliente_id || (a.estado < b.estado ? -1 : 1));
+}
+
+describe("the hours' migration", () => {
+  it("SQLite: fills each client's hours of the last eight days from the quarters", () => {
+    const db = new Database(':memory:');
+    const target = MIGRATIONS.find((m) => /per hour by estado/.test(m.name))!;
+    for (const m of MIGRATIONS.filter((m) => m.version < target.version)) db.exec(m.sql);
+    OLD.forEach(([c, l, e, at], i) => db.prepare(insertOld(0)).run(`m-${i}`, c, l, e, at));
+    db.exec(target.sql);
+    const rows = db.prepare('SELECT hora, cliente_id, estado, n FROM conteos_horas ORDER BY hora, cliente_id, estado').all();
+    expect(rows).toEqual(expectedFill());
+    expect(rows.length).toBeGreaterThan(10);
+    db.close();
+  });
+
+  it.skipIf(PG_ABSENT !== null)('PostgreSQL: the same hours', async () => {
+    const fresh = await pgSchema();
+    const url = new URL(PG_URL);
+    url.searchParams.set('options', `-c search_path=${fresh.schema}`);
+    const c = new pg.Client({ connectionString: url.toString() });
+    try {
+      await c.connect();
+      const target = PG_MIGRATIONS.find((m) => /per hour by estado/.test(m.name))!;
+      for (const m of PG_MIGRATIONS.filter((m) => m.version < target.version)) await c.query(m.sql);
+      for (const [i, [cl, l, e, at]] of OLD.entries()) await c.query(insertOld(1), [`m-${i}`, cl, l, e, at]);
+      await c.query(target.sql);
+      const { rows } = await c.query(
+        'SELECT hora::int AS hora, cliente_id::int AS cliente_id, estado, n::int AS n FROM conteos_horas ORDER BY hora, cliente_id, estado',
+      );
+      expect(rows).toEqual(expectedFill());
+    } finally {
+      await c.end();
+      await fresh.drop();
+    }
+  });
+});
