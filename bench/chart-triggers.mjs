@@ -7,7 +7,7 @@
 //   main  the charts' part as issue 36 built it (its migration's triggers / function),
 //   now   this build's (the last migration that writes them).
 //
-//   npm run build && node bench/chart-triggers.mjs [--messages 20000] [--rounds 3]
+//   npm run build && node bench/chart-triggers.mjs [--messages 20000] [--rounds 3] [--only sqlite|postgresql]
 //
 // Prints, per dialect and phase, the median us per message of each and the ratios to none.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -163,10 +163,11 @@ async function postgres() {
 }
 
 const us = (x) => (x * 1000).toFixed(1);
+const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
 for (const [name, run] of [
   ['SQLite', sqlite],
   ['PostgreSQL', postgres],
-]) {
+].filter(([n]) => !ONLY || n.toLowerCase() === ONLY)) {
   const r = await run();
   if (!r) {
     console.log(`${name}: not reachable, skipped`);
