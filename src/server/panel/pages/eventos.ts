@@ -12,7 +12,7 @@ import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
 import { cidOf, queryOf, typedFilters } from '../listing.js';
-import { lineOptions } from './historial.js';
+import { lineOptions } from '../listing-page.js';
 
 /**
  * The live event monitor (`/panel/c/:cid/eventos`, D-102): a client's or a
