@@ -78,7 +78,8 @@ export default async function movimientosPages(app: FastifyInstance, deps: Panel
       ),
     );
     if (!listing) return sendPage(req, reply, info, form, r.status);
-    const counted = listing.total === null ? `more than ${MOVIMIENTOS_TOTAL_MAX}` : String(listing.total);
+    // Past the count's cap (D-104) the total is not counted: "10,000+", the cap written as people read it.
+    const counted = listing.total === null ? `${MOVIMIENTOS_TOTAL_MAX.toLocaleString('en-US')}+` : String(listing.total);
     const empty = emptyNote(filters, 'movement', html`No movements yet: credit added by the operator, and each charged send, show here.`);
     // Past the counted bound the last page is unknown: the pager offers the next page while this one is full.
     const full = listing.movimientos.length === listing.por_pagina;
