@@ -194,13 +194,9 @@ export class EventStreams {
    * 404), where it starts (410), then the cap (429). Resolves once it runs,
    * with its end and how to end it early (the panel's, when its session ends).
    */
-  async start(p: ClientPrincipal, q: StreamQuery & { follow: boolean; lastId?: string; recent?: number }, io: StreamIo): Promise<OpenStream> {
+  async start(p: ClientPrincipal, q: StreamQuery & { follow: boolean; lastId?: string }, io: StreamIo): Promise<OpenStream> {
     const scope = await streamScope(this.core, p, q);
-    // `recent` (the panel's monitor): a following stream with no id to resume from begins with the client's last events.
-    const after =
-      q.follow && q.recent && !q.lastId
-        ? await this.core.store.newestEventId(scope.clienteId, q.recent)
-        : await streamStart(this.core, scope, q.lastId, q.follow);
+    const after = await streamStart(this.core, scope, q.lastId, q.follow);
     return this.open(scope, after, q.follow, io);
   }
 
