@@ -11,6 +11,8 @@ import type { FailingWebhook } from './ports/webhooks.js';
  */
 
 export const OVERVIEW_WINDOW_MS = 60 * 60 * 1000;
+/** At most this many lines are listed with their queue (most pending first). */
+export const QUEUED_LINES_SHOWN = 20;
 /** At most this many failing webhooks are listed (most backlog first). */
 export const FAILING_WEBHOOKS_SHOWN = 10;
 
@@ -24,6 +26,8 @@ export interface Overview {
   gateway: string;
   simulado: boolean;
   cola: { pendientes: number; mas_antiguo_s: number | null };
+  /** The lines with a queue, most pending first (at most QUEUED_LINES_SHOWN), and how many lines have one. */
+  cola_por_linea: { lineas: number; mostradas: QueuedLine[] };
   webhooks: { pendientes: number; vencidas: number };
   /** Messages created in the last hour, by estado (every estado, 0 when none). */
   ultima_hora: Record<MensajeEstado, number>;
@@ -33,12 +37,42 @@ export interface Overview {
   webhooks_fallando: Array<FailingWebhook & { nombre: string | null }>;
 }
 
+export interface QueuedLine {
+  cliente_id: number;
+  celular_id: number;
+  pendientes: number;
+  /** Seconds its oldest queued message has waited. */
+  mas_antiguo_s: number;
+}
+
+/**
+ * Each line's queue depth: the lines with a backlog as the worker finds
+ * them (queueHeads, one index seek per such line), then each one's kept
+ * counter (queueSizes, a primary-key read per line): the cost follows the
+ * lines with a queue, never the queue's length or the history.
+ */
+async function queuedLines(core: Core, now: number): Promise<Overview['cola_por_linea']> {
+  const heads = await core.store.queueHeads();
+  if (heads.length === 0) return { lineas: 0, mostradas: [] };
+  const sizes = new Map((await core.store.queueSizes(heads.map((h) => h.celular_id))).map((r) => [r.celular_id, r.pendientes]));
+  const lines = heads.map((h) => ({
+    cliente_id: h.cliente_id,
+    celular_id: h.celular_id,
+    // The counter is kept with the queue; a head read before a concurrent write still counts as one.
+    pendientes: Math.max(1, sizes.get(h.celular_id) ?? 1),
+    mas_antiguo_s: Math.max(0, Math.round((now - h.created_at) / 1000)),
+  }));
+  lines.sort((a, b) => b.pendientes - a.pendientes || b.mas_antiguo_s - a.mas_antiguo_s || a.celular_id - b.celular_id);
+  return { lineas: lines.length, mostradas: lines.slice(0, QUEUED_LINES_SHOWN) };
+}
+
 export async function overview(core: Core): Promise<Overview> {
   const now = core.clock.now();
   const s = core.store;
-  const [nodes, queue, outbox, recent, counts, servers, failing] = await Promise.all([
+  const [nodes, queue, perLine, outbox, recent, counts, servers, failing] = await Promise.all([
     s.nodes(now),
     s.queueDepth(),
+    queuedLines(core, now),
     s.outboxDepth(now),
     s.recentByEstado(now - OVERVIEW_WINDOW_MS),
     s.lineCounts(),
@@ -66,6 +100,7 @@ export async function overview(core: Core): Promise<Overview> {
     gateway: core.gateway.name,
     simulado: core.gateway.simulated,
     cola: { pendientes: queue.pending, mas_antiguo_s: queue.oldest_at === null ? null : Math.max(0, Math.round((now - queue.oldest_at) / 1000)) },
+    cola_por_linea: perLine,
     webhooks: { pendientes: outbox.pending, vencidas: outbox.due },
     ultima_hora,
     lineas: { total, por_estado, por_sesion },

@@ -70,3 +70,18 @@ export class Retention {
     await this.chain;
   }
 }
+
+/** Expired kv rows one statement removes (the kv_expira index serves it on both dialects). */
+export const KV_EXPIRE_BATCH = 500;
+
+/**
+ * The kv store's expired rows (panel form tokens, shown-once pages, sessions,
+ * dedupe blocks): each row carries its own expiry, so a pass removes those
+ * whose expira_at has passed, at most KV_EXPIRE_BATCH × 100 a pass (the next
+ * one takes the rest). Sign-in alone swept them before, 32 at a time: a
+ * panel used by long sessions grew one row per form posted.
+ */
+export function kvExpiry(core: Core, opts: { intervalMs: number; onError: (err: unknown) => void }): Retention {
+  // The rows' own expiry is the bound: "retention" is 1 ms, `before` + 1 is now.
+  return new Retention(core, { ...opts, retentionMs: 1, batch: KV_EXPIRE_BATCH, purge: (before, limit) => core.store.kvExpire(before + 1, limit) });
+}

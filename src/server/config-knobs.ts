@@ -478,7 +478,11 @@ export const SERVE_KNOBS = {
   directRecoveryMs: knob({ kind: 'int', default: 60_000, help: 'period of the pass that resolves direct sends a crash left pending; 0: only at start' }),
   healthConcurrency: knob({ kind: 'int', default: 4, help: 'lines checked with the gateway at once by the health check' }),
   inboxPurgeIntervalMs: knob({ kind: 'int', default: 600_000, help: "period of the inbox's purge (it also runs at start); 0: only when called" }),
-  eventPruneIntervalMs: knob({ kind: 'int', default: 60_000, help: "period of the event log's prune (it also runs at start); 0: only when called" }),
+  eventPruneIntervalMs: knob({
+    kind: 'int',
+    default: 60_000,
+    help: "period of the event log's prune and of the expired kv rows' purge (they also run at start); 0: only when called",
+  }),
   countersTimeoutMs: knob({ kind: 'int', default: 500, help: 'a Redis command not answered within this falls back to memory' }),
   countersProbeMs: knob({ kind: 'int', default: 1000, help: 'how often a lost Redis is pinged' }),
   metricsCacheMs: knob({ kind: 'int', default: 2000, help: 'how long the store gauges of /metrics are reused' }),

@@ -67,6 +67,8 @@ export interface RunningServer {
   inbox: Retention;
   /** The event log's retention (D-69), likewise: its own period, `eventPruneIntervalMs`. */
   events: Retention;
+  /** Expired kv rows (form tokens, shown-once pages), on the event log's period: `run()` is one pass now. */
+  kv: Retention;
   /** The charts' samples of this node (D-101): `run()` is one pass now. */
   charts: ChartSampler;
   schemaVersion: number;
@@ -172,7 +174,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     const app = await parts.start(appPart(appOptions, log));
     // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).
     const recovery = await parts.start(recoveryPart(opts, core, { media, inFlight, shared: opened.store.caps.shared }, log));
-    const { inbox, events } = await parts.start(retentionPart(opts, core, log));
+    const { inbox, events, kv } = await parts.start(retentionPart(opts, core, log));
     const charts = await parts.start(chartsPart(core, node, log));
     const metricsListener = opts.metricsListen ? await parts.start(metricsListenerPart(opts.metricsListen, metrics, log)) : null;
     const listening = await parts.start(listenerPart(app, opts.host, opts.port));
@@ -188,6 +190,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       recovery,
       inbox,
       events,
+      kv,
       charts,
       adminTokenSource: settings.admin.source,
       core,

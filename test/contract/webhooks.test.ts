@@ -180,6 +180,13 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.newestEventId(other.id)).toBe(theirs);
       expect(await ctx.store.newestEventId((await newCliente()).id)).toBeNull();
       expect(await ctx.store.eventsAfter(c.id, await ctx.store.newestEventId(c.id), 10)).toEqual([]);
+      // Back from the newest (the panel monitor's start): one before it is the older kept one's place; past the log, null.
+      const mid = await ctx.store.logTestEvent(ev(c.id, 1001), false);
+      await ctx.settled();
+      expect(await ctx.store.newestEventId(c.id, 0)).toBe(mid);
+      expect(await ctx.store.newestEventId(c.id, 1)).toBe(young);
+      expect(await ctx.store.newestEventId(c.id, 2)).toBeNull();
+      expect((await ctx.store.eventsAfter(c.id, await ctx.store.newestEventId(c.id, 1), 10)).map((e) => e.id)).toEqual([mid]);
     });
 
     it('prunes events older than the cut with nothing left to deliver, oldest first, a batch at a time; pending deliveries stay', async () => {

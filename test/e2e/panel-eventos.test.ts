@@ -171,3 +171,22 @@ it("a line's session: the line page links its monitor; the session's end shows a
   expect(await rows().count()).toBe(1);
   await screenshots(page, 'eventos-ended');
 });
+
+it('opens with the last 20 events of the client, newest first, read from the log; then follows live, missing none', async () => {
+  const M = await linkedLine(s);
+  const got = (texto: string) => admin(s, 'POST', '/admin/sim/receive', { celular_id: M.celularId, de: numeroNuevo(), texto });
+  for (let i = 1; i <= 25; i++) expect((await got(`previo ${i}`)).status).toBe(200);
+  await signIn(page, s.url, M.clientKey);
+  await openMonitor(`/panel/c/${M.clienteId}/eventos?eventos=messages.received`);
+  // Read back from the log (a keyset walk by seq): the last 20, not the 5 before them; the live list starts after them.
+  const earlier = page.locator('section[aria-labelledby="earlier-h"] li');
+  expect(await earlier.count()).toBe(20);
+  expect(await earlier.first().textContent()).toContain('previo 25');
+  expect(await earlier.last().textContent()).toContain('previo 6');
+  expect(await page.getByRole('heading', { name: /Before you opened this page/ }).textContent()).toContain('the last 20 events');
+  expect(await rows().count()).toBe(0);
+  expect((await got('en vivo')).status).toBe(200);
+  await expect.poll(() => rows().count(), SOON).toBe(1);
+  expect(await rows().first().locator('.event-summary').textContent()).toContain(': en vivo');
+  expect(await marked()).toBe(1);
+});

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/clock.js';
 import { PANEL_SESSION } from '../../src/core/panel-sessions.js';
 import { api, seedClient, startTestServer, type TestServer } from '../helpers/server.js';
-import { launchBrowser, overflowAtPhoneWidth, screenshots, signIn } from '../helpers/browser.js';
+import { launchBrowser, overflowAtPhoneWidth, postTwice, screenshots, signIn } from '../helpers/browser.js';
 
 /**
  * The panel's forms in Chromium (issue 36, D-89, D-90): a form sent twice
@@ -36,28 +36,12 @@ afterEach(async () => {
   await context.close();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const clientCount = async () => (await api(s.url, 'GET', '/admin/clientes', { key: s.adminToken })).body.clientes.length as number;
 const lineCount = async (key: string) => (await api(s.url, 'GET', '/api/celulares.php', { key })).body.celulares.length as number;
 const path = (p: Page) => new URL(p.url()).pathname;
 
-/**
- * The form's fields as the page holds them, posted twice 40 ms apart with the
- * browser's cookies (a double submit the disabled button would not let a
- * person make): both answers, unfollowed.
- */
-async function doubleSubmit(p: Page, action: string, fill: Record<string, string>) {
-  const form = p.locator(`form[action="${action}"]`);
-  const fields = {
-    _csrf: await form.locator('input[name="_csrf"]').inputValue(),
-    _once: await form.locator('input[name="_once"]').inputValue(),
-    ...fill,
-  };
-  const one = p.request.post(`${s.url}${action}`, { form: fields, maxRedirects: 0 });
-  await sleep(40);
-  const two = p.request.post(`${s.url}${action}`, { form: fields, maxRedirects: 0 });
-  return Promise.all([one, two]);
-}
+/** The page's form posted twice 40 ms apart (test/helpers/browser.ts): both answers, unfollowed. */
+const doubleSubmit = (p: Page, action: string, fill: Record<string, string>) => postTwice(p, s.url, action, fill);
 
 it('create client: a double submit and a reload act once, and the key is shown once', async () => {
   await signIn(page, s.url, s.adminToken);

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 
 /**
  * The panel's browser tests drive Debian's Chromium (`.ci/run` installs it)
@@ -70,6 +70,27 @@ export async function signIn(page: Page, base: string, credential: string): Prom
   await page.getByLabel('Token or key').fill(credential);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL((u) => !u.pathname.startsWith('/panel/login'));
+}
+
+/**
+ * A form of the page posted twice 40 ms apart with the browser's cookies and
+ * the form's own hidden fields (its CSRF and one-use tokens) plus `fill`: a
+ * double submit the disabled button would not let a person make. Both
+ * answers, unfollowed. `form` picks the form where several share an action.
+ */
+export async function postTwice(page: Page, base: string, action: string, fill: Record<string, string | string[]>, form?: Locator) {
+  const f = form ?? page.locator(`form[action="${action}"]`);
+  const fields = new URLSearchParams({
+    _csrf: await f.locator('input[name="_csrf"]').inputValue(),
+    _once: await f.locator('input[name="_once"]').inputValue(),
+  });
+  for (const [k, v] of Object.entries(fill)) for (const x of Array.isArray(v) ? v : [v]) fields.append(k, x);
+  const post = () =>
+    page.request.post(`${base}${action}`, { data: fields.toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' }, maxRedirects: 0 });
+  const one = post();
+  await new Promise((r) => setTimeout(r, 40));
+  const two = post();
+  return Promise.all([one, two]);
 }
 
 /** axe-core's source, read once: evaluated in the page (the panel's CSP refuses an injected script tag, not DevTools' evaluation). */

@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCsv } from '../helpers/csv.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
@@ -93,6 +95,31 @@ beforeAll(async () => {
 afterAll(async () => {
   await R?.close();
   await s?.stop();
+});
+
+describe('movements', () => {
+  it('past the counted cap (D-104) says 10,000+ plainly, in the status and the export, and pages on', async () => {
+    const M = await linkedLine(s);
+    // 10,001 manual movements written straight to the file: one more than the count reads.
+    const db = new Database(join(s.dataDir, 'pasarela.db'));
+    try {
+      db.prepare(
+        `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 10001)
+         INSERT INTO movimientos_saldo (fecha, cliente_id, celular_id, monto, saldo_resultante, motivo, actor)
+         SELECT 1000 + n, ?, NULL, 1, n, 'relleno', 'operator' FROM g`,
+      ).run(M.clienteId);
+    } finally {
+      db.close();
+    }
+    const c = await signIn(M.clientKey);
+    const page = await c.get(`/panel/c/${M.clienteId}/movimientos?por_pagina=50`);
+    expect(page.status, page.text).toBe(200);
+    const status = />([^<]*movements · page 1 ·[^<]*)</.exec(page.text.replace(/\s+/g, ' '))?.[1];
+    expect(status).toMatch(/^ ?10,000\+ movements · page 1 · /);
+    expect(page.text.replace(/\s+/g, ' ')).toContain('Export these 10,000+ movements:');
+    expect(page.text).not.toContain('more than 10000');
+    expect(page.text).toContain('rel="next"');
+  });
 });
 
 describe('history', () => {

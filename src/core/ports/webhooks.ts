@@ -80,8 +80,14 @@ export interface WebhooksStore {
   eventsAfter(clienteId: number, afterId: string | null, limit: number): Promise<LoggedEvent[]>;
   /** Whether `id` names one of the client's events still in the log (false for another client's, a pruned one, or an id of another shape). */
   eventKept(clienteId: number, id: string): Promise<boolean>;
-  /** The id of the client's newest event in log order (what eventsAfter would read last), null for none: a stream that starts now starts after it. */
-  newestEventId(clienteId: number): Promise<string | null>;
+  /**
+   * The id of the client's newest event in log order (what eventsAfter would
+   * read last), null for none: a stream that starts now starts after it.
+   * With `back`, the event that many before the newest (a stream started
+   * after it reads the last `back` first), null when the log holds no more:
+   * a keyset walk down the client's log index, `back` rows at most.
+   */
+  newestEventId(clienteId: number, back?: number): Promise<string | null>;
   /**
    * Takes the events a listener has not had yet (its client's, in log order,
    * at most `limit`), moving its cursor past them in the same statement:

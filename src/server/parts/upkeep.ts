@@ -6,7 +6,7 @@ import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { NodePresence } from '../../core/node-presence.js';
 import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS } from '../../core/event-log.js';
 import { inboxRetention } from '../../core/recibidos.js';
-import { Retention } from '../../core/retention.js';
+import { kvExpiry, Retention } from '../../core/retention.js';
 import type { ServeConfig } from '../config.js';
 import type { Log, Part } from './part.js';
 
@@ -51,9 +51,10 @@ export function recoveryPart(
  * the inbox's, and the event log's (D-69): events older than
  * EVENT_RETENTION_MS with nothing left to deliver, each pass until none is
  * left: a busy log gains millions of rows between two passes of the inbox's
- * period.
+ * period; and the kv store's expired rows (form tokens, shown-once pages),
+ * bounded per pass, on the event log's period.
  */
-export function retentionPart(opts: ServeConfig, core: Core, log: Log): Part<{ inbox: Retention; events: Retention }> {
+export function retentionPart(opts: ServeConfig, core: Core, log: Log): Part<{ inbox: Retention; events: Retention; kv: Retention }> {
   return {
     name: 'retention',
     start: () => {
@@ -70,9 +71,14 @@ export function retentionPart(opts: ServeConfig, core: Core, log: Log): Part<{ i
         purge: (before, limit) => core.store.pruneEvents(before, limit),
         onError: (err) => log.error({ err }, 'event log retention prune failed'),
       });
+      const kv = kvExpiry(core, {
+        intervalMs: opts.eventPruneIntervalMs,
+        onError: (err) => log.error({ err }, 'expired kv rows purge failed'),
+      });
       inbox.start();
       events.start();
-      return { value: { inbox, events }, stop: () => Promise.all([inbox.stop(), events.stop()]) };
+      kv.start();
+      return { value: { inbox, events, kv }, stop: () => Promise.all([inbox.stop(), events.stop(), kv.stop()]) };
     },
   };
 }

@@ -431,8 +431,11 @@ export function webhooks(db: Db): WebhooksStore {
       return (await db.q('SELECT 1 FROM eventos WHERE seq = $1 AND cliente_id = $2', [await seqOf(id), clienteId])).length === 1;
     },
     /** The newest settled row: a row not settled yet has a later xid, so eventsAfter reads it after this one. */
-    async newestEventId(clienteId: number): Promise<string | null> {
-      const r = await db.one<{ seq: number }>(`SELECT seq FROM eventos WHERE cliente_id = $1 AND ${SETTLED} ORDER BY xid DESC, seq DESC LIMIT 1`, [clienteId]);
+    async newestEventId(clienteId: number, back = 0): Promise<string | null> {
+      const r = await db.one<{ seq: number }>(`SELECT seq FROM eventos WHERE cliente_id = $1 AND ${SETTLED} ORDER BY xid DESC, seq DESC LIMIT 1 OFFSET $2`, [
+        clienteId,
+        back,
+      ]);
       return r ? eventId(await prefix(), Number(r.seq)) : null;
     },
     /**

@@ -353,8 +353,8 @@ export function webhooks(db: DB): WebhooksStore {
     async eventKept(clienteId: number, id: string): Promise<boolean> {
       return stmt(db, 'SELECT 1 FROM eventos WHERE seq = ? AND cliente_id = ?').get(seqOf(id), clienteId) !== undefined;
     },
-    async newestEventId(clienteId: number): Promise<string | null> {
-      const r = stmt(db, 'SELECT seq FROM eventos WHERE cliente_id = ? ORDER BY seq DESC LIMIT 1').get(clienteId) as { seq: number } | undefined;
+    async newestEventId(clienteId: number, back = 0): Promise<string | null> {
+      const r = stmt(db, 'SELECT seq FROM eventos WHERE cliente_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').get(clienteId, back) as { seq: number } | undefined;
       return r ? eventId(prefix, r.seq) : null;
     },
     /** One transaction: read past the cursor, move it. SQLite has one writer, so the log's order is its commit order. */

@@ -12,7 +12,7 @@ import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
 import { cidOf, type Column, cut, listTable } from '../listing.js';
-import { lineOptions } from './historial.js';
+import { lineOptions } from '../listing-page.js';
 import { shortTime } from './overview.js';
 
 /**

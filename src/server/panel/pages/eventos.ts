@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { STREAM_EVENT_KINDS, streamScope } from '../../../core/event-stream.js';
+import { eventBody, type LoggedEvent } from '../../../core/event-log.js';
+import { inScope, STREAM_EVENT_KINDS, streamScope, type StreamScope } from '../../../core/event-stream.js';
 import { watchSession } from '../../../core/panel-sessions.js';
 import { ERRORS } from '../../../core/errors.js';
 import { FIELD_LIMITS } from '../../../core/limits.js';
@@ -12,7 +13,8 @@ import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
 import { cidOf, queryOf, typedFilters } from '../listing.js';
-import { lineOptions } from './historial.js';
+import { timeTag } from '../time.js';
+import { lineOptions } from '../listing-page.js';
 
 /**
  * The live event monitor (`/panel/c/:cid/eventos`, D-102): a client's or a
@@ -24,6 +26,41 @@ import { lineOptions } from './historial.js';
  */
 
 const FILTERS = ['eventos', 'celular_id'] as const;
+
+/** The events a monitor shows as it opens, read back from the log: the client's last ones, those its filters keep. */
+export const MONITOR_RECENT = 20;
+
+/**
+ * The client's last MONITOR_RECENT events, oldest first, those in the
+ * scope: a keyset walk down the client's log index to the place
+ * MONITOR_RECENT back, then eventsAfter from there; each a bounded range.
+ */
+async function recentEvents(deps: PanelDeps, scope: StreamScope): Promise<LoggedEvent[]> {
+  const store = deps.core.store;
+  const from = await store.newestEventId(scope.clienteId, MONITOR_RECENT);
+  return (await store.eventsAfter(scope.clienteId, from, MONITOR_RECENT)).filter((ev) => inScope(scope, ev));
+}
+
+/** The events logged before the page opened, newest first; the live list above takes over from the last of them. */
+function earlier(events: LoggedEvent[]): Html {
+  if (events.length === 0) return html``;
+  return html`<section aria-labelledby="earlier-h">
+    <h2 id="earlier-h">Before you opened this page: the last ${events.length === 1 ? 'event' : `${events.length} events`}</h2>
+    <ol class="events" aria-label="Earlier events, newest first">
+      ${[...events].reverse().map(
+        (ev) => html`<li>
+          <p class="event-head">
+            ${timeTag(ev.fecha)} <span class="badge">${ev.evento}</span> ${ev.celular_id === null ? 'no line' : `line ${ev.celular_id}`} <code>${ev.id}</code>
+          </p>
+          <details>
+            <summary>Body</summary>
+            <pre>${eventBody(ev)}</pre>
+          </details>
+        </li>`,
+      )}
+    </ol>
+  </section>`;
+}
 
 /** Bytes the stream's body buffers before a write asks to wait (as the API's stream). */
 const BODY_HIGH_WATER = 16 * 1024;
@@ -80,10 +117,11 @@ export default async function eventosPages(app: FastifyInstance, deps: PanelDeps
       const lines = await lineOptions(deps, p);
       let refused: FormErrors = NO_ERRORS;
       let status = 200;
+      let recent: LoggedEvent[] = [];
       try {
         if (req.validationError) throw req.validationError;
         // The stream's own rule, so a filter it would refuse is refused here, beside its field.
-        await streamScope(core, p, q);
+        recent = await recentEvents(deps, await streamScope(core, p, q));
       } catch (err) {
         const fields = FILTERS.filter((f) => f !== 'celular_id' || lines !== null);
         refused = formErrorsOf(err, fields);
@@ -116,9 +154,11 @@ export default async function eventosPages(app: FastifyInstance, deps: PanelDeps
       const info = { title, clienteId: cid, current: 'eventos' };
       if (status !== 200) return sendPage(req, reply, info, form, status);
       const filters = { ...(q.eventos ? { eventos: q.eventos } : {}), ...(q.celular_id ? { celular_id: String(q.celular_id) } : {}) };
-      const stream = `${path}/stream${queryOf(filters)}`;
+      // The stream starts right after the newest event shown, so none logged meanwhile is missed.
+      const last = recent.at(-1)?.id;
+      const stream = `${path}/stream${queryOf({ ...filters, ...(last ? { desde_id: last } : {}) })}`;
       const login = `/panel/login?next=${encodeURIComponent(`${path}${queryOf(filters)}`)}`;
-      return sendPage(req, reply, info, html`${form}${monitor(stream, login)}`);
+      return sendPage(req, reply, info, html`${form}${monitor(stream, login)}${earlier(recent)}`);
     },
   );
 

@@ -1,21 +1,17 @@
-import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ClientPrincipal } from '../../../core/auth.js';
-import { listCelulares } from '../../../core/celulares.js';
-import { iso } from '../../../core/clock.js';
-import { csvRecord } from '../../../core/csv.js';
 import { API } from '../../../core/api-routes.js';
-import { ESTADOS, exportHistorial, listHistorial, MENSAJE_FIELDS, POR_PAGINA_MAX, type MensajeView } from '../../../core/historial.js';
+import { ESTADOS, exportHistorial, listHistorial, MENSAJE_FIELDS, type MensajeView } from '../../../core/historial.js';
 import { historialQuerystring } from '../../schemas/common.js';
-import { clientScope, signedIn } from '../context.js';
-import { csrfField, field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
+import { signedIn } from '../context.js';
+import { csrfField, field, selectField } from '../forms.js';
 import { retryAllowed } from '../../../core/failure-class.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
 import { findForm } from './mensaje.js';
 import { timeTag } from '../time.js';
-import { cidOf, type Column, pastEnd, cut, dropEmptyFilters, textoCell, listTable, pager, queryOf, typedFilters } from '../listing.js';
+import { type Column, pastEnd, cut, dropEmptyFilters, textoCell, listTable, pager } from '../listing.js';
+import { emptyNote, exportLinks, exportRoute, filterForm, readListing } from '../listing-page.js';
 
 /**
  * The message history (`/panel/c/:cid/historial`): the filters of GET
@@ -24,38 +20,6 @@ import { cidOf, type Column, pastEnd, cut, dropEmptyFilters, textoCell, listTabl
  */
 
 const FILTERS = ['estado', 'destinatario', 'celular_id', 'desde', 'hasta', 'por_pagina'] as const;
-
-/** The line filter's choices: the client's lines; a celular session has only its own line, so no choice. */
-export async function lineOptions(deps: PanelDeps, p: ClientPrincipal): Promise<Array<readonly [string, string]> | null> {
-  if (p.kind === 'celular') return null;
-  const { celulares } = await listCelulares(deps.core, p);
-  return [['', 'Every line'], ...celulares.map((c) => [String(c.id), `${c.id} · ${c.nombre_interno ?? c.numero}`] as const)];
-}
-
-/** The filter form's fields on this page (a celular session has no line field): an error naming another goes above the form. */
-const shownFields = (p: ClientPrincipal): string[] => FILTERS.filter((f) => f !== 'celular_id' || p.kind !== 'celular');
-
-export function filterForm(
-  action: string,
-  values: Record<string, string>,
-  lines: Array<readonly [string, string]> | null,
-  errors: FormErrors,
-  own: Html,
-): Html {
-  const common = html`
-    ${lines ? selectField({ name: 'celular_id', label: 'Line (celular_id)', options: lines, value: values.celular_id ?? '' }, errors) : ''}
-    ${field({ name: 'desde', label: 'From (desde)', value: values.desde, hint: "YYYY-MM-DD (server's zone) or 2026-11-26T10:00:00Z", maxlength: 40 }, errors)}
-    ${field({ name: 'hasta', label: 'To (hasta)', value: values.hasta, hint: 'A day is included; an instant is not', maxlength: 40 }, errors)}
-    ${field({ name: 'por_pagina', label: 'Per page (por_pagina)', type: 'number', min: 1, max: POR_PAGINA_MAX, value: values.por_pagina }, errors)}`;
-  return html`<form method="get" action="${action}" class="card filters" aria-label="Filters">
-    ${generalError(errors)}
-    <div class="form-row">${own}${common}</div>
-    <div class="actions">
-      <button type="submit">Filter</button>
-      <a href="${action}">Clear filters</a>
-    </div>
-  </form>`;
-}
 
 function estadoBadge(estado: string): Html {
   const tone = estado === 'error' ? 'bad' : estado === 'pendiente' ? 'warn' : 'ok';
@@ -93,9 +57,6 @@ function table(req: FastifyRequest, cid: number, rows: MensajeView[], empty: Htm
   return rows.length === 0 ? empty : listTable(rows, columns, 'Messages, newest first');
 }
 
-/** The export's file name: the client, the day it was made, the format. */
-const fileName = (cid: number, now: number, ext: string) => `historial-${cid}-${iso(now).slice(0, 10)}.${ext}`;
-
 export default async function historialPages(app: FastifyInstance, deps: PanelDeps) {
   const { core } = deps;
   const route = {
@@ -106,44 +67,22 @@ export default async function historialPages(app: FastifyInstance, deps: PanelDe
   };
 
   async function page(req: FastifyRequest, reply: FastifyReply) {
-    const cid = cidOf(req);
-    const p = await clientScope(core, req, cid);
-    const path = `/panel/c/${cid}/historial`;
-    const values = typedFilters(req);
-    const { page: _page, ...filters } = values;
-    const lines = await lineOptions(deps, p);
-    let refused: FormErrors = NO_ERRORS;
+    const r = await readListing(deps, req, 'historial', FILTERS, (p, q) => listHistorial(core, p, q as Parameters<typeof listHistorial>[2]));
+    const { cid, path, values, filters, refused, listing } = r;
     const info = { title: 'History', clienteId: cid, current: 'historial' };
-    let listing: Awaited<ReturnType<typeof listHistorial>> | null = null;
-    let status = 200;
-    try {
-      if (req.validationError) throw req.validationError;
-      listing = await listHistorial(core, p, req.query as Parameters<typeof listHistorial>[2]);
-    } catch (err) {
-      refused = formErrorsOf(err, shownFields(p));
-      status = (refused.general ?? Object.values(refused.fields)[0]!).status;
-    }
     // Rendered after the refusal is known, so each field shows its own error.
     const form = filterForm(
       path,
       values,
-      lines,
+      r.lines,
       refused,
       html`${selectField(
         { name: 'estado', label: 'Estado', options: [['', 'Any estado'], ...ESTADOS.map((e) => [e, e] as const)], value: values.estado ?? '' },
         refused,
       )}${field({ name: 'destinatario', label: 'Destinatario', type: 'tel', value: values.destinatario, hint: 'A number, as you would send to it' }, refused)}`,
     );
-    if (!listing) return sendPage(req, reply, info, form, status);
-    const exports = html`<p class="actions">
-      Export these ${listing.total} messages:
-      <a class="button secondary" href="${`${path}.csv${queryOf(filters)}`}" download>CSV</a>
-      <a class="button secondary" href="${`${path}.ndjson${queryOf(filters)}`}" download>NDJSON</a>
-    </p>`;
-    const anyFilter = Object.keys(filters).some((k) => k !== 'por_pagina');
-    const empty = anyFilter
-      ? html`<p class="empty">No message matches these filters. Widen them, or clear them.</p>`
-      : html`<p class="empty">No messages yet. Send one from a line's page, or through the API (POST ${API.mensajeTexto}).</p>`;
+    if (!listing) return sendPage(req, reply, info, form, r.status);
+    const empty = emptyNote(filters, 'message', html`No messages yet. Send one from a line's page, or through the API (POST ${API.mensajeTexto}).`);
     return sendPage(
       req,
       reply,
@@ -153,43 +92,20 @@ export default async function historialPages(app: FastifyInstance, deps: PanelDe
           ${listing.total} ${listing.total === 1 ? 'message' : 'messages'} · page ${listing.page} of ${Math.max(1, listing.total_paginas)} · days read in
           ${listing.zona_horaria}
         </p>
-        ${listing.total > 0 ? exports : ''}
+        ${listing.total > 0 ? exportLinks(path, filters, String(listing.total), 'messages') : ''}
         ${listing.total > 0 && listing.page > listing.total_paginas ? pastEnd(path, filters, listing.total_paginas, 'messages') : table(req, cid, listing.mensajes, empty)} ${pager(path, values, listing.page, listing.total_paginas)}`,
     );
   }
 
   app.get('/c/:cid/historial', route, page);
 
-  /**
-   * The export: every record the filters select, streamed a store page at a
-   * time (core's exportHistorial) as the client reads it. A refused filter is
-   * the page with its error, as on the listing.
-   */
-  const download = (ext: 'csv' | 'ndjson') => async (req: FastifyRequest, reply: FastifyReply) => {
-    const cid = cidOf(req);
-    const p = await clientScope(core, req, cid);
-    if (req.validationError) return page(req, reply);
-    const pages = exportHistorial(core, p, req.query as Parameters<typeof exportHistorial>[2]);
-    // The first page is read before answering, so a refused filter is still a page and not a broken download.
-    let first: IteratorResult<MensajeView[]>;
-    try {
-      first = await pages.next();
-    } catch (err) {
-      formErrorsOf(err, []); // a server fault is thrown on, to the error page
-      return page(req, reply);
-    }
-    async function* lines(): AsyncGenerator<string> {
-      if (ext === 'csv') yield csvRecord([...MENSAJE_FIELDS]);
-      for (let r = first; !r.done; r = await pages.next()) {
-        yield r.value.map((m) => (ext === 'csv' ? csvRecord(MENSAJE_FIELDS.map((k) => m[k])) : `${JSON.stringify(m)}\n`)).join('');
-      }
-    }
-    return reply
-      .header('Cache-Control', 'no-store')
-      .header('Content-Disposition', `attachment; filename="${fileName(cid, core.clock.now(), ext)}"`)
-      .type(ext === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8')
-      .send(Readable.from(lines(), { objectMode: false }));
-  };
+  /** The export: every record the filters select (core's exportHistorial), streamed as the movements' export is. */
+  const download = exportRoute<MensajeView>(core, {
+    name: 'historial',
+    fields: MENSAJE_FIELDS,
+    pages: (p, q) => exportHistorial(core, p, q),
+    page,
+  });
   app.get('/c/:cid/historial.csv', route, download('csv'));
   app.get('/c/:cid/historial.ndjson', route, download('ndjson'));
 }

@@ -1,6 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ClientPrincipal } from '../../../core/auth.js';
-import { iso } from '../../../core/clock.js';
 import {
   exportMovimientos,
   listMovimientos,
@@ -9,15 +7,14 @@ import {
   MOVIMIENTOS_TOTAL_MAX,
   type MovimientoView,
 } from '../../../core/movimientos.js';
-import { exportBody, EXPORT_TYPE } from '../../export-stream.js';
 import { movimientosQuerystring } from '../../schemas/common.js';
-import { clientScope, signedIn } from '../context.js';
-import { formErrorsOf, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
+import { signedIn } from '../context.js';
+import { selectField } from '../forms.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
-import { pastEnd, cidOf, type Column, cut, dropEmptyFilters, listTable, pager, queryOf, typedFilters } from '../listing.js';
-import { filterForm, lineOptions } from './historial.js';
+import { pastEnd, type Column, cut, dropEmptyFilters, listTable, pager } from '../listing.js';
+import { emptyNote, exportLinks, exportRoute, filterForm, readListing } from '../listing-page.js';
 import { shortTime } from './overview.js';
 
 /**
@@ -28,9 +25,6 @@ import { shortTime } from './overview.js';
  */
 
 const FILTERS = ['tipo', 'celular_id', 'desde', 'hasta', 'por_pagina'] as const;
-
-/** The filter form's fields on this page (a celular session has no line field): an error naming another goes above the form. */
-const shownFields = (p: ClientPrincipal): string[] => FILTERS.filter((f) => f !== 'celular_id' || p.kind !== 'celular');
 
 const TIPO_WORDS: Record<string, [string, 'ok' | 'warn' | 'bad' | '']> = {
   cobro: ['cobro (a send)', ''],
@@ -55,9 +49,6 @@ const COLUMNS: Array<Column<MovimientoView>> = [
   { label: 'msg_id', cell: (m) => (m.msg_id === null ? '' : html`<code>${m.msg_id}</code>`) },
 ];
 
-/** The export's file name: the client, the day it was made, the format. */
-const fileName = (cid: number, now: number, ext: string) => `movimientos-${cid}-${iso(now).slice(0, 10)}.${ext}`;
-
 export default async function movimientosPages(app: FastifyInstance, deps: PanelDeps) {
   const { core } = deps;
   const route = {
@@ -68,28 +59,13 @@ export default async function movimientosPages(app: FastifyInstance, deps: Panel
   };
 
   async function page(req: FastifyRequest, reply: FastifyReply) {
-    const cid = cidOf(req);
-    const p = await clientScope(core, req, cid);
-    const path = `/panel/c/${cid}/movimientos`;
-    const values = typedFilters(req);
-    const { page: _page, format: _format, ...filters } = values;
-    const lines = await lineOptions(deps, p);
-    let refused: FormErrors = NO_ERRORS;
+    const r = await readListing(deps, req, 'movimientos', FILTERS, (p, q) => listMovimientos(core, p, q as Parameters<typeof listMovimientos>[2]));
+    const { cid, path, values, filters, refused, listing } = r;
     const info = { title: 'Balance movements', clienteId: cid, current: 'cuenta' };
-    let listing: Awaited<ReturnType<typeof listMovimientos>> | null = null;
-    let status = 200;
-    try {
-      if (req.validationError) throw req.validationError;
-      const { format: _f, ...q } = req.query as Parameters<typeof listMovimientos>[2] & { format?: string };
-      listing = await listMovimientos(core, p, q);
-    } catch (err) {
-      refused = formErrorsOf(err, shownFields(p));
-      status = (refused.general ?? Object.values(refused.fields)[0]!).status;
-    }
     const form = filterForm(
       path,
       values,
-      lines,
+      r.lines,
       refused,
       selectField(
         {
@@ -101,17 +77,10 @@ export default async function movimientosPages(app: FastifyInstance, deps: Panel
         refused,
       ),
     );
-    if (!listing) return sendPage(req, reply, info, form, status);
-    const counted = listing.total === null ? `more than ${MOVIMIENTOS_TOTAL_MAX}` : String(listing.total);
-    const exports = html`<p class="actions">
-      Export these ${counted} movements:
-      <a class="button secondary" href="${`${path}.csv${queryOf(filters)}`}" download>CSV</a>
-      <a class="button secondary" href="${`${path}.ndjson${queryOf(filters)}`}" download>NDJSON</a>
-    </p>`;
-    const anyFilter = Object.keys(filters).some((k) => k !== 'por_pagina');
-    const empty = anyFilter
-      ? html`<p class="empty">No movement matches these filters. Widen them, or clear them.</p>`
-      : html`<p class="empty">No movements yet: credit added by the operator, and each charged send, show here.</p>`;
+    if (!listing) return sendPage(req, reply, info, form, r.status);
+    // Past the count's cap (D-104) the total is not counted: "10,000+", the cap written as people read it.
+    const counted = listing.total === null ? `${MOVIMIENTOS_TOTAL_MAX.toLocaleString('en-US')}+` : String(listing.total);
+    const empty = emptyNote(filters, 'movement', html`No movements yet: credit added by the operator, and each charged send, show here.`);
     // Past the counted bound the last page is unknown: the pager offers the next page while this one is full.
     const full = listing.movimientos.length === listing.por_pagina;
     const totalPaginas = listing.total_paginas ?? (full ? listing.page + 1 : listing.page);
@@ -125,7 +94,7 @@ export default async function movimientosPages(app: FastifyInstance, deps: Panel
         <p role="status">
           ${counted} ${listing.total === 1 ? 'movement' : 'movements'} · ${pages} · days read in ${listing.zona_horaria}
         </p>
-        ${listing.total !== 0 ? exports : ''}
+        ${listing.total !== 0 ? exportLinks(path, filters, counted, 'movements') : ''}
         ${
           listing.movimientos.length > 0
             ? listTable(listing.movimientos, COLUMNS, 'Balance movements, newest first')
@@ -140,25 +109,12 @@ export default async function movimientosPages(app: FastifyInstance, deps: Panel
   app.get('/c/:cid/movimientos', route, page);
 
   /** The export: every movement the filters select, streamed a store page at a time; a refused filter is the page with its error. */
-  const download = (ext: 'csv' | 'ndjson') => async (req: FastifyRequest, reply: FastifyReply) => {
-    const cid = cidOf(req);
-    const p = await clientScope(core, req, cid);
-    if (req.validationError) return page(req, reply);
-    const { format: _f, ...q } = req.query as Parameters<typeof exportMovimientos>[2] & { format?: string };
-    const pages = exportMovimientos(core, p, q);
-    let first: IteratorResult<MovimientoView[]>;
-    try {
-      first = await pages.next();
-    } catch (err) {
-      formErrorsOf(err, []); // a server fault is thrown on, to the error page
-      return page(req, reply);
-    }
-    return reply
-      .header('Cache-Control', 'no-store')
-      .header('Content-Disposition', `attachment; filename="${fileName(cid, core.clock.now(), ext)}"`)
-      .type(EXPORT_TYPE[ext])
-      .send(exportBody(ext, MOVIMIENTO_FIELDS, first, pages));
-  };
+  const download = exportRoute<MovimientoView>(core, {
+    name: 'movimientos',
+    fields: MOVIMIENTO_FIELDS,
+    pages: (p, q) => exportMovimientos(core, p, q),
+    page,
+  });
   app.get('/c/:cid/movimientos.csv', route, download('csv'));
   app.get('/c/:cid/movimientos.ndjson', route, download('ndjson'));
 }

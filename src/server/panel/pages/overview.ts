@@ -46,6 +46,26 @@ function figures(o: Overview): Html {
       ${stat(o.nodos_vivos, 'nodes alive')} ${stat(o.cola.pendientes, 'queued messages')} ${stat(age(o.cola.mas_antiguo_s), 'oldest queued message')}
       ${stat(o.webhooks.pendientes, `webhook deliveries waiting (${o.webhooks.vencidas} due now)`)} ${stat(o.lineas.total, 'lines')}
     </div>
+    <h2>Queue by line</h2>
+    ${
+      o.cola_por_linea.lineas === 0
+        ? html`<p class="empty">No line has a queued message.</p>`
+        : html`${listTable(
+            o.cola_por_linea.mostradas,
+            [
+              { label: 'Line', cell: (l) => html`<a href="/panel/c/${l.cliente_id}/cola?celular_id=${l.celular_id}">line ${l.celular_id}</a>` },
+              { label: 'Client', cls: 'num', cell: (l) => html`<a href="/panel/c/${l.cliente_id}/">${l.cliente_id}</a>` },
+              { label: 'Pending', cls: 'num', cell: (l) => l.pendientes },
+              { label: 'Oldest waits', cls: 'nowrap', cell: (l) => age(l.mas_antiguo_s) },
+            ],
+            'Queued messages per line, most first',
+          )}
+            ${
+              o.cola_por_linea.lineas > o.cola_por_linea.mostradas.length
+                ? html`<p class="hint">The ${o.cola_por_linea.mostradas.length} lines with most pending of ${o.cola_por_linea.lineas} with a queue.</p>`
+                : ''
+            }`
+    }
     <h2>Sends of the last hour</h2>
     <div class="table-wrap">
       <table>

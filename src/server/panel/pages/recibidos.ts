@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { listRecibidos, type RecibidoView } from '../../../core/recibidos.js';
 import { recibidosQuerystring } from '../../schemas/common.js';
-import { clientScope, signedIn } from '../context.js';
-import { field, formErrorsOf, NO_ERRORS, type FormErrors } from '../forms.js';
+import { signedIn } from '../context.js';
+import { field } from '../forms.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
 import { timeTag } from '../time.js';
-import { cidOf, type Column, pastEnd, dropEmptyFilters, textoCell, listTable, pager, typedFilters } from '../listing.js';
-import { filterForm, lineOptions } from './historial.js';
+import { type Column, pastEnd, dropEmptyFilters, textoCell, listTable, pager } from '../listing.js';
+import { emptyNote, filterForm, readListing } from '../listing-page.js';
 
 /**
  * The inbox (`/panel/c/:cid/recibidos`): the filters of GET
@@ -36,28 +36,12 @@ export default async function recibidosPages(app: FastifyInstance, deps: PanelDe
     '/c/:cid/recibidos',
     { preHandler: signedIn(core), preValidation: dropEmptyFilters, attachValidation: true, schema: { querystring: recibidosQuerystring } },
     async (req: FastifyRequest, reply: FastifyReply) => {
-      const cid = cidOf(req);
-      const p = await clientScope(core, req, cid);
-      const path = `/panel/c/${cid}/recibidos`;
-      const values = typedFilters(req);
-      const lines = await lineOptions(deps, p);
-      let refused: FormErrors = NO_ERRORS;
-      let listing: Awaited<ReturnType<typeof listRecibidos>> | null = null;
-      let status = 200;
-      try {
-        if (req.validationError) throw req.validationError;
-        listing = await listRecibidos(core, p, req.query as Parameters<typeof listRecibidos>[2]);
-      } catch (err) {
-        refused = formErrorsOf(
-          err,
-          FILTERS.filter((f) => f !== 'celular_id' || lines !== null),
-        );
-        status = (refused.general ?? Object.values(refused.fields)[0]!).status;
-      }
+      const r = await readListing(deps, req, 'recibidos', FILTERS, (p, q) => listRecibidos(core, p, q as Parameters<typeof listRecibidos>[2]));
+      const { cid, path, values, filters, refused, listing } = r;
       const form = filterForm(
         path,
         values,
-        lines,
+        r.lines,
         refused,
         field(
           { name: 'remitente', label: 'From (remitente)', type: 'text', value: values.remitente, hint: 'A number, or a contact id (…@lid) as listed' },
@@ -65,11 +49,8 @@ export default async function recibidosPages(app: FastifyInstance, deps: PanelDe
         ),
       );
       const info = { title: 'Inbox', clienteId: cid, current: 'recibidos' };
-      if (!listing) return sendPage(req, reply, info, form, status);
-      const { page: _page, ...filters } = values;
-      const empty = Object.keys(filters).some((k) => k !== 'por_pagina')
-        ? html`<p class="empty">No incoming message matches these filters. Widen them, or clear them.</p>`
-        : html`<p class="empty">Nothing received yet. Messages sent to a linked line appear here.</p>`;
+      if (!listing) return sendPage(req, reply, info, form, r.status);
+      const empty = emptyNote(filters, 'incoming message', html`Nothing received yet. Messages sent to a linked line appear here.`);
       return sendPage(
         req,
         reply,
