@@ -35,7 +35,7 @@ describe('a closed socket, by its code', () => {
   });
 });
 
-const msg = (over: Partial<WAMessage> & { key: WAMessage['key'] }): WAMessage => ({ messageTimestamp: 1_700_000_000, ...over }) as WAMessage;
+const msg = (over: Partial<WAMessage> & { key: WAMessage['key'] }): WAMessage => ({ messageTimestamp: 1_700_000_000, ...over });
 
 describe("Baileys' events as gateway events", () => {
   it('a text from a person, keyed for once-only handling', () => {
