@@ -4,10 +4,12 @@ import { join } from 'node:path';
 import { proto } from 'baileys';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeNetwork, type FakeNetwork } from './index.js';
+import { makeCertChain, newKeyPair, verifyCertChain } from './noise.js';
 import { startLine, until, type LineClient } from './line-client.js';
 
 const LINE = '5215550001111';
 const CONTACT = '5215559998888';
+const OFF_NETWORK = '5215557776666';
 const DELIVERY_ACK: number = proto.WebMessageInfo.Status.DELIVERY_ACK;
 const READ: number = proto.WebMessageInfo.Status.READ;
 
@@ -58,6 +60,53 @@ describe('fakewa: real Baileys against the fake network', () => {
       await until('read receipt', () => line.status.get(id) === READ);
     } finally {
       fake.autoReceipts(true);
+    }
+  });
+
+  it('a contact not on the network: usync says so (contact type=out, no devices), onWhatsApp reports it absent', async () => {
+    fake.contact(OFF_NETWORK, { onNetwork: false });
+    const [on] = (await line.sock().onWhatsApp(CONTACT)) ?? [];
+    expect(on?.exists).toBe(true);
+    const off = (await line.sock().onWhatsApp(OFF_NETWORK)) ?? [];
+    expect(off.filter((r) => r.exists)).toEqual([]);
+  });
+
+  it('a document goes up to the HTTPS media host and the contact decrypts it (MAC and both hashes checked)', async () => {
+    const body = Buffer.from('%PDF-1.4 fake document '.repeat(200));
+    const sent = await line.sock().sendMessage(`${CONTACT}@s.whatsapp.net`, { document: body, mimetype: 'application/pdf', fileName: 'f.pdf' });
+    const got = await fake.contact(CONTACT).waitFor((m) => m.id === sent?.key.id);
+    expect(got.message.documentMessage?.fileName).toBe('f.pdf');
+    expect(got.media?.equals(body)).toBe(true);
+  });
+});
+
+describe('fakewa: checks that need no line', () => {
+  it('the certificate chain is really signed: libsignal verifies it against the root, and refuses a forged one', async () => {
+    const { proto: P } = await import('baileys');
+    const root = newKeyPair();
+    const leaf = newKeyPair();
+    expect(verifyCertChain(P, makeCertChain(P, root, leaf.pub).encoded, root.pub)).toBe(true);
+    expect(verifyCertChain(P, makeCertChain(P, root, leaf.pub, true).encoded, root.pub)).toBe(false);
+    expect(verifyCertChain(P, makeCertChain(P, newKeyPair(), leaf.pub).encoded, root.pub)).toBe(false);
+  });
+
+  it('a pair-success with a bad ADV HMAC is refused by Baileys: no open, the device never counts', async () => {
+    const fake = await startFakeNetwork();
+    const dir = mkdtempSync(join(tmpdir(), 'fakewa-hmac-'));
+    let line: LineClient | undefined;
+    try {
+      await fake.trustInProcess();
+      fake.corruptNextHmac();
+      line = await startLine(fake, dir, { onQr: (qr) => void fake.scanQr(qr, '5215550002222'), reconnect: false });
+      await until('close', () => line!.closes.length > 0);
+      const err = line.events.find((e) => e.connection === 'close')?.lastDisconnect?.error;
+      expect(err?.message).toBe('Invalid account signature');
+      expect(line.opened).toBe(0);
+      expect(fake.connections('5215550002222')).toEqual([]);
+    } finally {
+      await line?.stop();
+      await fake.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

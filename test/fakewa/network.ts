@@ -17,6 +17,7 @@ import { SignalParty, type Bundle } from './signal-party.js';
 type BaileysModule = typeof import('baileys');
 const S_WA = 's.whatsapp.net';
 const MEDIA_AUTH = 'fakewa-media-auth';
+const processRoot = newKeyPair();
 
 export interface FakeNetworkOptions {
   /** Log lines of what the fake does (default: silent). */
@@ -92,7 +93,8 @@ interface Conn {
 export class FakeNetworkServer {
   wsUrl = '';
   readonly dir = mkdtempSync(join(tmpdir(), 'fakewa-'));
-  root: KeyPair = newKeyPair();
+  /** One root per process, so two fakes in one test process trust the same key (WA_CERT_DETAILS is global). */
+  root: KeyPair = processRoot;
   private readonly staticKey = newKeyPair();
   private http?: Server;
   private wss?: WebSocketServer;
