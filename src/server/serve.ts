@@ -49,6 +49,8 @@ export type ServeOptions = ServeOverrides & {
   logColor?: boolean;
   /** The event streams' timing (core/event-stream-pump.ts): tests shorten the poll, the ping and the stall cut. */
   streamTiming?: Partial<StreamTiming>;
+  /** `--gateway baileys` in-process tests: the CA of their fake network's media server (a child takes NODE_EXTRA_CA_CERTS). */
+  engine?: { ca?: string };
 };
 
 export { SERVE_DEFAULTS };
@@ -136,7 +138,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       onError: (err) => log.warn({ err }, 'the store gauges of /metrics could not be read: they keep their last values'),
       logLinesDropped: dropped,
     });
-    const gw = await parts.start(gatewayPart(opts, { store, clock, tmp, metrics, settings, log }));
+    const gw = await parts.start(gatewayPart(opts, { store, clock, tmp, metrics, settings, log, engine: given.engine }));
     if (gw.adopted?.adoptadas)
       log.info({ lineas: gw.adopted.adoptadas, servidor: gw.adopted.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
     const bus = new EventBus((err, event) => log.error({ err, event }, 'event listener failed'));

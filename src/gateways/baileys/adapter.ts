@@ -113,7 +113,11 @@ export class BaileysGateway implements Gateway {
 
   /** Linked lines connect again, from their stored state: no new scan. */
   async start(): Promise<void> {
-    for (const instancia of await this.opts.auth.instancias()) await (await this.line(instancia)).open();
+    for (const instancia of await this.opts.auth.instancias()) {
+      const line = await this.line(instancia);
+      if (await line.linked()) await line.open();
+      else line.status = 'disconnected';
+    }
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,9 @@
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AuthenticationState } from 'baileys';
+import type { EngineCipher } from '../../core/engine-key.js';
+import type { EngineAuthStore } from '../../core/ports/engine-auth.js';
+import { storedAuthState } from './auth-state.js';
 import type { BaileysLib } from './library.js';
 
 /** One line's authentication state as Baileys wants it, and how to drop it (a logout, a deleted line). */
@@ -17,13 +20,17 @@ export interface EngineAuthSource {
   instancias(): Promise<string[]>;
 }
 
+/** The lines' states in pasarela's store, sealed with the engine key (auth-state.ts): what `serve` uses. */
+export function storeAuthSource(store: EngineAuthStore, cipher: EngineCipher): EngineAuthSource {
+  return {
+    forLine: (lib, instancia) => storedAuthState(lib, store, cipher, instancia),
+    instancias: () => store.authInstancias(),
+  };
+}
+
 const SAFE = /^[A-Za-z0-9._-]{1,128}$/;
 
-/**
- * Baileys' own multi-file state, one folder per line under `dir`: what the
- * engine uses until the encrypted state in the store (auth-state.ts,
- * `storedAuthState`) is wired in its place, and what tests may use.
- */
+/** Baileys' own multi-file state, one folder per line under `dir` (in the clear): for tests of the engine alone. */
 export function fileAuthSource(dir: string): EngineAuthSource {
   const folder = (instancia: string) => {
     if (!SAFE.test(instancia)) throw new Error('an instance name the engine cannot keep a state for');

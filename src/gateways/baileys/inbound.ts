@@ -76,3 +76,9 @@ export function userReceiptOf(instancia: string, r: MessageUserReceiptUpdate, no
   const estado: ReceiptEstado | null = r.receipt.readTimestamp || r.receipt.playedTimestamp ? 'leido' : r.receipt.receiptTimestamp ? 'entregado' : null;
   return estado ? { type: 'receipt', instancia, gatewayMsgId: r.key.id, estado, at: now } : null;
 }
+
+/** Our own message as Baileys records it, carrying a receipt's status when the receipt came first (its event buffer folds them). */
+export function ownStatusOf(instancia: string, m: WAMessage, now: number): GatewayEvent | null {
+  if (!m.key.fromMe || !m.key.id || typeof m.status !== 'number') return null;
+  return receiptOf(instancia, { key: m.key, update: { status: m.status } }, now);
+}

@@ -6,9 +6,12 @@ import type { GatewayEvent } from '../../core/ports/gateway.js';
 import type { SessionStatus } from '../../core/ports/model.js';
 import type { EngineAuthSource, LineAuth } from './auth.js';
 import { closeCode, closeOutcome } from './close-codes.js';
-import { inboundOf, receiptOf, userReceiptOf } from './inbound.js';
+import { inboundOf, ownStatusOf, receiptOf, userReceiptOf } from './inbound.js';
 import type { BaileysLib } from './library.js';
 import { libraryLogger, type EngineLog } from './logger.js';
+
+/** How long Baileys may hold its event buffer before the engine releases it (see unstick). */
+const BUFFER_HELD_MS = 1000;
 
 export type Socket = ReturnType<BaileysLib['makeWASocket']>;
 
@@ -60,12 +63,18 @@ export class EngineLine {
   ) {}
 
   get registered(): boolean {
-    return this.auth?.state.creds.registered === true || Boolean(this.auth?.state.creds.me?.id);
+    return Boolean(this.auth?.state.creds.me?.id);
   }
 
   /** The linked phone's id and name, when linked. */
   get me(): { id: string; name?: string } | null {
     return this.auth?.state.creds.me ?? null;
+  }
+
+  /** Whether the stored state holds a link (a line half-way through a scan holds state but no link). */
+  async linked(): Promise<boolean> {
+    this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia);
+    return this.registered;
   }
 
   /** Starts a socket unless one is running or waiting to reconnect. */
@@ -98,6 +107,7 @@ export class EngineLine {
     });
     this.sock = sock;
     const current = () => gen === this.generation;
+    this.unstick(sock, current);
     sock.ev.on('creds.update', () => {
       const auth = this.auth;
       if (auth) this.serial(() => auth.saveCreds());
@@ -121,8 +131,13 @@ export class EngineLine {
       if (u.connection === 'close') this.closed(closeCode(u.lastDisconnect?.error));
     });
     sock.ev.on('messages.upsert', ({ messages, type }) => {
-      if (!current() || type !== 'notify') return;
-      for (const m of messages) this.inbound(m);
+      if (!current()) return;
+      for (const m of messages) {
+        // Receipts that beat the record of our own send are folded by Baileys' event buffer into that record's status.
+        const folded = ownStatusOf(this.instancia, m, this.d.clock.now());
+        if (folded) this.serial(() => this.d.emit(folded));
+        else if (type === 'notify') this.inbound(m);
+      }
     });
     sock.ev.on('messages.update', (updates) => {
       if (!current()) return;
@@ -138,6 +153,27 @@ export class EngineLine {
         if (e) this.serial(() => this.d.emit(e));
       }
     });
+  }
+
+  /**
+   * Baileys holds events in a buffer while it processes some stanzas and
+   * releases them when the work ends; its count of nested work can be left
+   * above zero, and then receipts and messages wait for its 30 s safety
+   * flush. With no history sync there is nothing to consolidate: a buffer
+   * held past a second is released.
+   */
+  private unstick(sock: Socket, current: () => boolean): void {
+    let since: number | null = null;
+    const timer = setInterval(() => {
+      if (!current()) return clearInterval(timer);
+      if (!sock.ev.isBuffering()) since = null;
+      else if (since === null) since = performance.now();
+      else if (performance.now() - since > BUFFER_HELD_MS) {
+        since = null;
+        sock.ev.flush();
+      }
+    }, BUFFER_HELD_MS / 4);
+    timer.unref();
   }
 
   private inbound(m: WAMessage): void {

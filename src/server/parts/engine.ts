@@ -1,5 +1,6 @@
-import { join } from 'node:path';
-import { fileAuthSource } from '../../gateways/baileys/auth.js';
+import { loadEngineCipher } from '../../core/engine-key.js';
+import type { Store } from '../../core/ports/store.js';
+import { storeAuthSource } from '../../gateways/baileys/auth.js';
 import type { GatewayOptions } from '../../gateways/index.js';
 import type { ServeConfig } from '../config.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -11,11 +12,12 @@ import type { Log } from './part.js';
  * the line and a code: never a key, a number's message or its text) and its
  * metrics (sessions by status, reconnects).
  */
-export async function engineOptions(opts: ServeConfig, d: { metrics: Metrics; log: Log }): Promise<NonNullable<GatewayOptions['baileys']>> {
+export async function engineOptions(opts: ServeConfig, d: { store: Store; metrics: Metrics; log: Log; engine?: { ca?: string } }): Promise<NonNullable<GatewayOptions['baileys']>> {
   return {
-    // Baileys' own folder per line in the data directory until the encrypted state in the store is wired.
-    auth: fileAuthSource(join(opts.dataDir, 'engine-auth')),
+    // Sealed in the store with the key kept outside it (core/engine-key.ts); a missing or wrong key stops the start.
+    auth: storeAuthSource(d.store, await loadEngineCipher({ dataDir: opts.dataDir, keyFile: opts.engineKeyFile })),
     wsUrl: opts.baileysWsUrl,
+    ca: d.engine?.ca,
     log: d.log,
     onStatus: (instancia, status) => d.metrics.engineLines.set(instancia, status),
     onReconnect: () => d.metrics.engineReconnects.inc(),
