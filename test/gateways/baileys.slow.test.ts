@@ -86,8 +86,10 @@ describe('the engine against the fake network', () => {
 
   it('a recipient not on the network is refused for good, and the charge refunded', async () => {
     const r = await sendText('nadie', OFF);
-    expect(r.status, r.text).toBe(422);
+    // DESTINATARIO_RECHAZADO: refused for good, never retried.
+    expect(r.body.api_codigo, r.text).toBe(704);
     expect(String(r.body.error)).toMatch(/not on WhatsApp/);
+    expect(String(r.body.error)).toMatch(/refunded/);
     expect(fake.contact(OFF).received()).toEqual([]);
   });
 

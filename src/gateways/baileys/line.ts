@@ -136,7 +136,8 @@ export class EngineLine {
         // Receipts that beat the record of our own send are folded by Baileys' event buffer into that record's status.
         const folded = ownStatusOf(this.instancia, m, this.d.clock.now());
         if (folded) this.serial(() => this.d.emit(folded));
-        else if (type === 'notify') this.inbound(m);
+        // `append`: messages that arrived while the line was offline, given at login (history sync is off, D-122).
+        else if (type === 'notify' || type === 'append') this.inbound(m);
       }
     });
     sock.ev.on('messages.update', (updates) => {
