@@ -137,7 +137,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       onError: (err) => log.warn({ err }, 'the store gauges of /metrics could not be read: they keep their last values'),
       logLinesDropped: dropped,
     });
-    const gw = await parts.start(gatewayPart(opts, { store, clock, tmp, metrics, settings }));
+    const gw = await parts.start(gatewayPart(opts, { store, clock, tmp, metrics, settings, log }));
     if (gw.adopted?.adoptadas)
       log.info({ lineas: gw.adopted.adoptadas, servidor: gw.adopted.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
     const bus = new EventBus((err, event) => log.error({ err, event }, 'event listener failed'));
@@ -150,7 +150,8 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
     const swept = await sweepAcceptedMedia(store, media, clock.now());
     if (swept > 0) log.info({ swept }, 'removed the media of ended sends');
-    const onThread = opts.background === 'thread' && !opened.store.caps.shared;
+    // The engine's sockets live in this thread: its sends are made here too (D-119).
+    const onThread = opts.background === 'thread' && !opened.store.caps.shared && opts.gateway !== 'baileys';
     const drivenClock = given.clock !== undefined && given.clock !== systemClock;
     if (onThread && (drivenClock || random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     const node = await startNode(parts, opts, core, log);

@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { proto } from 'baileys';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeNetwork, type FakeNetwork } from './index.js';
+import { makeCertChain, newKeyPair, verifyCertChain } from './noise.js';
+import { startLine, until, type LineClient } from './line-client.js';
+
+const LINE = '5215550001111';
+const CONTACT = '5215559998888';
+const OFF_NETWORK = '5215557776666';
+const DELIVERY_ACK: number = proto.WebMessageInfo.Status.DELIVERY_ACK;
+const READ: number = proto.WebMessageInfo.Status.READ;
+
+describe('fakewa: real Baileys against the fake network', () => {
+  let fake: FakeNetwork;
+  let dir: string;
+  let line: LineClient;
+
+  beforeAll(async () => {
+    fake = await startFakeNetwork({ log: process.env.FAKEWA_LOG ? (l) => console.log(l) : undefined });
+    await fake.trustInProcess();
+    dir = mkdtempSync(join(tmpdir(), 'fakewa-test-'));
+  });
+  afterAll(async () => {
+    await line?.stop();
+    await fake?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('registers by QR: pair-success, 515 restart, login with a LID, open', async () => {
+    line = await startLine(fake, join(dir, 'line'), { onQr: (qr) => void fake.scanQr(qr, LINE) });
+    await line.waitOpen();
+    expect(line.closes).toContain(515);
+    expect(line.events.some((e) => e.isNewLogin)).toBe(true);
+    expect(line.sock().user?.id).toBe(`${LINE}:1@s.whatsapp.net`);
+    expect(line.sock().user?.lid).toMatch(/^\d+:1@lid$/);
+  });
+
+  it('a text to a contact is really encrypted and decrypted by the contact; automatic receipts reach the line', async () => {
+    const contact = fake.contact(CONTACT);
+    const sent = await line.sock().sendMessage(`${CONTACT}@s.whatsapp.net`, { text: 'hola' });
+    const got = await contact.waitFor((m) => m.id === sent?.key.id);
+    expect(got.message.extendedTextMessage?.text ?? got.message.conversation).toBe('hola');
+    expect(got.from).toBe(LINE);
+    await until('read receipt', () => line.status.get(sent!.key.id!) === READ);
+  });
+
+  it('manual receipts: delivery then read, each seen by the line', async () => {
+    fake.autoReceipts(false);
+    try {
+      const sent = await line.sock().sendMessage(`${CONTACT}@s.whatsapp.net`, { text: 'segundo' });
+      const id = sent!.key.id!;
+      await fake.contact(CONTACT).waitFor((m) => m.id === id);
+      expect(line.status.get(id) ?? 0).toBeLessThan(DELIVERY_ACK);
+      await fake.receipt(LINE, id, 'delivery', CONTACT);
+      await until('delivery receipt', () => line.status.get(id) === DELIVERY_ACK);
+      await fake.receipt(LINE, id, 'read', CONTACT);
+      await until('read receipt', () => line.status.get(id) === READ);
+    } finally {
+      fake.autoReceipts(true);
+    }
+  });
+
+  it('a contact not on the network: usync says so (contact type=out, no devices), onWhatsApp reports it absent', async () => {
+    fake.contact(OFF_NETWORK, { onNetwork: false });
+    const [on] = (await line.sock().onWhatsApp(CONTACT)) ?? [];
+    expect(on?.exists).toBe(true);
+    const off = (await line.sock().onWhatsApp(OFF_NETWORK)) ?? [];
+    expect(off.filter((r) => r.exists)).toEqual([]);
+  });
+
+  it('a document goes up to the HTTPS media host and the contact decrypts it (MAC and both hashes checked)', async () => {
+    const body = Buffer.from('%PDF-1.4 fake document '.repeat(200));
+    const sent = await line.sock().sendMessage(`${CONTACT}@s.whatsapp.net`, { document: body, mimetype: 'application/pdf', fileName: 'f.pdf' });
+    const got = await fake.contact(CONTACT).waitFor((m) => m.id === sent?.key.id);
+    expect(got.message.documentMessage?.fileName).toBe('f.pdf');
+    expect(got.media?.equals(body)).toBe(true);
+  });
+});
+
+describe('fakewa: checks that need no line', () => {
+  it('the certificate chain is really signed: libsignal verifies it against the root, and refuses a forged one', async () => {
+    const { proto: P } = await import('baileys');
+    const root = newKeyPair();
+    const leaf = newKeyPair();
+    expect(verifyCertChain(P, makeCertChain(P, root, leaf.pub).encoded, root.pub)).toBe(true);
+    expect(verifyCertChain(P, makeCertChain(P, root, leaf.pub, true).encoded, root.pub)).toBe(false);
+    expect(verifyCertChain(P, makeCertChain(P, newKeyPair(), leaf.pub).encoded, root.pub)).toBe(false);
+  });
+
+  it('a pair-success with a bad ADV HMAC is refused by Baileys: no open, the device never counts', async () => {
+    const fake = await startFakeNetwork();
+    const dir = mkdtempSync(join(tmpdir(), 'fakewa-hmac-'));
+    let line: LineClient | undefined;
+    try {
+      await fake.trustInProcess();
+      fake.corruptNextHmac();
+      line = await startLine(fake, dir, { onQr: (qr) => void fake.scanQr(qr, '5215550002222'), reconnect: false });
+      await until('close', () => line!.closes.length > 0);
+      const err = line.events.find((e) => e.connection === 'close')?.lastDisconnect?.error;
+      expect(err?.message).toBe('Invalid account signature');
+      expect(line.opened).toBe(0);
+      expect(fake.connections('5215550002222')).toEqual([]);
+    } finally {
+      await line?.stop();
+      await fake.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
