@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Core } from '../core/context.js';
+import { assertSoleEngineNode, runsEngine } from '../core/engine-node.js';
 import { EventBus } from '../core/events.js';
 import type { LineHealth } from '../core/line-health.js';
 import type { DirectRecovery } from '../core/direct-recovery.js';
@@ -156,6 +157,8 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     const drivenClock = given.clock !== undefined && given.clock !== systemClock;
     if (onThread && (drivenClock || random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     const node = await startNode(parts, opts, core, log);
+    // Before the engine opens a socket: one engine node per store (D-118).
+    if (runsEngine(opts.gateway)) await assertSoleEngineNode(node);
     const bg = await startBackground(parts, { opts, core, node, opened, media, tmp, gw, metrics, log, onThread });
     const health = lineHealth(opts, core, node, log);
     const inFlight = new Set<string>();
