@@ -10,6 +10,7 @@ import { startLine, until, type LineClient } from './line-client.js';
 const LINE = '5215550001111';
 const CONTACT = '5215559998888';
 const OFF_NETWORK = '5215557776666';
+const NEW_CONTACT = '5215553334444';
 const DELIVERY_ACK: number = proto.WebMessageInfo.Status.DELIVERY_ACK;
 const READ: number = proto.WebMessageInfo.Status.READ;
 
@@ -77,6 +78,44 @@ describe('fakewa: real Baileys against the fake network', () => {
     const got = await fake.contact(CONTACT).waitFor((m) => m.id === sent?.key.id);
     expect(got.message.documentMessage?.fileName).toBe('f.pdf');
     expect(got.media?.equals(body)).toBe(true);
+  });
+
+  it('incoming texts: pkmsg from a new contact until the line answers, msg after; the line acks each', async () => {
+    const first = await fake.sendText(NEW_CONTACT, LINE, 'primer mensaje');
+    const second = await fake.sendText(NEW_CONTACT, LINE, 'segundo mensaje');
+    const reply = await fake.sendText(CONTACT, LINE, 'hola de vuelta');
+    await until('three incoming', () => [first, second, reply].every((id) => line.incoming.some((m) => m.id === id)));
+    const byId = (id: string) => line.incoming.find((m) => m.id === id)!;
+    expect(byId(first).text).toBe('primer mensaje');
+    expect(byId(second).text).toBe('segundo mensaje');
+    expect(byId(reply).text).toBe('hola de vuelta');
+    expect(byId(first).senderPn).toBe(`${NEW_CONTACT}@s.whatsapp.net`);
+    // Signal keeps the pre-key header until the other side answers: the contact that the line wrote to replies with a msg.
+    const answer = await line.sock().sendMessage(`${NEW_CONTACT}@s.whatsapp.net`, { text: 'recibido' });
+    await fake.contact(NEW_CONTACT).waitFor((m) => m.id === answer?.key.id);
+    const third = await fake.sendText(NEW_CONTACT, LINE, 'tercero');
+    await until('third', () => line.incoming.find((m) => m.id === third));
+    const types = Object.fromEntries(fake.incoming(LINE).map((r) => [r.id, r.type]));
+    expect([types[first], types[second], types[reply], types[third]]).toEqual(['pkmsg', 'pkmsg', 'msg', 'msg']);
+    const all = [first, second, reply, third];
+    // Baileys answers a decrypted message with a receipt (type inactive while unavailable), which also acks it.
+    await until('acks', () => all.every((id) => fake.acks(LINE).some((a) => a.startsWith('receipt:') && a.endsWith(`:${id}`))));
+    expect(fake.unacked(LINE)).toEqual([]);
+  });
+
+  it('a text sent while the line is away is delivered at its next login; acknowledged ones are not redelivered', async () => {
+    const before = line.incoming.length;
+    await line.stop();
+    await until('socket closed', () => fake.connections(LINE).every((c) => c.closedAt !== undefined));
+    const id = await fake.sendText(NEW_CONTACT, LINE, 'mientras no estabas');
+    expect(fake.unacked(LINE)).toEqual([id]);
+    line = await startLine(fake, join(dir, 'line'));
+    await line.waitOpen();
+    await until('redelivered', () => line.incoming.find((m) => m.id === id));
+    expect(line.incoming.find((m) => m.id === id)?.text).toBe('mientras no estabas');
+    await until('acked', () => fake.unacked(LINE).length === 0);
+    expect(line.incoming.length).toBe(1);
+    expect(before).toBeGreaterThan(0);
   });
 });
 

@@ -37,6 +37,8 @@ export interface DecryptedMessage {
 
 export interface FakeContact {
   numero: string;
+  /** Copies this contact received but could not decrypt (or whose media did not check out). */
+  errors: Array<{ id: string; error: string }>;
   lid: string;
   onNetwork: boolean;
   received(): DecryptedMessage[];
@@ -71,6 +73,14 @@ interface Line {
   nextDevice: number;
   connections: ConnectionRecord[];
   maxConcurrent: number;
+  incoming: IncomingRecord[];
+}
+
+export interface IncomingRecord {
+  id: string;
+  from: string;
+  device: number;
+  type: 'pkmsg' | 'msg';
 }
 
 interface Contact extends FakeContact {
@@ -387,9 +397,17 @@ export class FakeNetworkServer {
       const { contact } = this.whois(decoded?.user ?? '');
       const enc = child(dest, 'enc');
       if (!contact || !enc || (decoded?.device ?? 0) !== 0) continue; // the line's own phone: not decrypted
-      const plain = await contact.party.decrypt(sender, enc.attrs.type ?? 'msg', bytes(enc)!);
-      const message = this.baileys.proto.Message.decode(this.baileys.unpadRandomMax16(plain));
-      const received: DecryptedMessage = { id, from: line.numero, message, media: await this.fetchMedia(message) };
+      let received: DecryptedMessage;
+      try {
+        const plain = await contact.party.decrypt(sender, enc.attrs.type ?? 'msg', bytes(enc)!);
+        const message = this.baileys.proto.Message.decode(this.baileys.unpadRandomMax16(plain));
+        received = { id, from: line.numero, message, media: await this.fetchMedia(message) };
+      } catch (err) {
+        // A copy the contact cannot read is a finding for the test, not a reason to drop the line's socket.
+        this.log(`${contact.numero} could not decrypt ${id}: ${String(err)}`);
+        contact.errors.push({ id, error: String(err) });
+        continue;
+      }
       contact.inbox.push(received);
       this.log(`${contact.numero} decrypted ${id} from ${line.numero}`);
       if (this.auto) {
@@ -427,7 +445,16 @@ export class FakeNetworkServer {
   private lineFor(numero: string): Line {
     let line = this.lines.get(numero);
     if (!line) {
-      line = { numero, lidUser: String(this.lidCounter++), phone: new SignalParty(), devices: new Map(), nextDevice: 1, connections: [], maxConcurrent: 0 };
+      line = {
+        numero,
+        lidUser: String(this.lidCounter++),
+        phone: new SignalParty(),
+        devices: new Map(),
+        nextDevice: 1,
+        connections: [],
+        maxConcurrent: 0,
+        incoming: [],
+      };
       this.lines.set(numero, line);
     }
     return line;
@@ -524,6 +551,7 @@ export class FakeNetworkServer {
       onNetwork,
       party: new SignalParty(),
       inbox,
+      errors: [],
       received: () => [...inbox],
       waitFor: async (pred, timeoutMs = 20_000) => {
         const deadline = Date.now() + timeoutMs;
@@ -587,10 +615,20 @@ export class FakeNetworkServer {
         [n('enc', { v: '2', type }, ciphertext)],
       );
       d.pending.set(id, stanza);
+      line.incoming.push({ id, from: fromNumero, device: d.id, type });
       for (const c of this.openConns(line).filter((x) => x.device === d)) this.send(c, stanza);
       this.log(`${fromNumero} → ${toLineNumero}:${d.id} ${type} ${id}`);
     }
     return id;
+  }
+
+  incoming(lineNumero: string): IncomingRecord[] {
+    return [...(this.lines.get(lineNumero)?.incoming ?? [])];
+  }
+
+  /** Incoming stanzas a device has not acknowledged yet (redelivered at its next login). */
+  unacked(lineNumero: string): string[] {
+    return [...(this.lines.get(lineNumero)?.devices.values() ?? [])].flatMap((d) => [...d.pending.keys()]);
   }
 
   acks(lineNumero: string): string[] {
