@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { proto } from 'baileys';
@@ -116,6 +116,50 @@ describe('fakewa: real Baileys against the fake network', () => {
     await until('acked', () => fake.unacked(LINE).length === 0);
     expect(line.incoming.length).toBe(1);
     expect(before).toBeGreaterThan(0);
+  });
+
+  it('stream errors: replaced (440) and restart required (515) close the socket; the line comes back without a new QR', async () => {
+    const opened = line.opened;
+    fake.replaced(LINE);
+    await until('440 and reopen', () => line.closes.includes(440) && line.opened > opened);
+    fake.restartRequired(LINE);
+    await until('515 and reopen', () => line.closes.filter((c) => c === 515).length >= 1 && line.opened > opened + 1);
+    expect(line.events.filter((e) => e.qr)).toEqual([]);
+    const conns = fake.connections(LINE);
+    expect(conns.length).toBeGreaterThanOrEqual(3);
+    expect(conns.slice(0, -1).every((c) => c.closedAt !== undefined)).toBe(true);
+    expect(conns.at(-1)?.closedAt).toBeUndefined();
+    expect(fake.maxConcurrent(LINE)).toBe(1);
+  });
+
+  it('a second socket of the same device is recorded by maxConcurrent, and the older one is told it was replaced', async () => {
+    const twinDir = join(dir, 'twin');
+    cpSync(join(dir, 'line'), twinDir, { recursive: true });
+    const closes = line.closes.length;
+    const twin = await startLine(fake, twinDir, { reconnect: false });
+    try {
+      await twin.waitOpen();
+      await until('older socket replaced', () => line.closes.slice(closes).includes(440));
+      expect(fake.maxConcurrent(LINE)).toBe(2);
+    } finally {
+      await twin.stop();
+    }
+    await until('line back', () => fake.connections(LINE).at(-1)?.closedAt === undefined && line.opened > 0);
+  });
+
+  it('logout from the phone: device_removed closes with 401, and a later login with the same credentials gets failure 401', async () => {
+    fake.logoutFromPhone(LINE);
+    await until('401', () => line.closes.includes(401));
+    await line.stop();
+    const again = await startLine(fake, join(dir, 'line'), { reconnect: false });
+    try {
+      await until('refused', () => again.closes.length > 0);
+      expect(again.closes).toEqual([401]);
+      expect(again.events.find((e) => e.connection === 'close')?.lastDisconnect?.error?.message).toBe('Connection Failure');
+      expect(again.opened).toBe(0);
+    } finally {
+      await again.stop();
+    }
   });
 });
 
