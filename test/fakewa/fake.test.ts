@@ -173,6 +173,47 @@ describe('fakewa: checks that need no line', () => {
     expect(verifyCertChain(P, makeCertChain(P, newKeyPair(), leaf.pub).encoded, root.pub)).toBe(false);
   });
 
+  it('links by pairing code: companion_hello, the phone types the code, companion_finish, pair-success, open', async () => {
+    const fake = await startFakeNetwork();
+    const dir = mkdtempSync(join(tmpdir(), 'fakewa-code-'));
+    let line: LineClient | undefined;
+    try {
+      await fake.trustInProcess();
+      let code = '';
+      line = await startLine(fake, dir, { pairingNumero: '5215550003333', onCode: (c) => (code = c) });
+      await until('code', () => code || undefined);
+      expect(code).toMatch(/^[A-Z0-9]{8}$/);
+      await fake.enterPairingCode('5215550003333', code);
+      await line.waitOpen();
+      expect(line.sock().user?.id).toBe('5215550003333:1@s.whatsapp.net');
+      expect(fake.connections('5215550003333').length).toBe(1);
+    } finally {
+      await line?.stop();
+      await fake.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a wrong pairing code links nothing', async () => {
+    const fake = await startFakeNetwork();
+    const dir = mkdtempSync(join(tmpdir(), 'fakewa-badcode-'));
+    let line: LineClient | undefined;
+    try {
+      await fake.trustInProcess();
+      let code = '';
+      line = await startLine(fake, dir, { pairingNumero: '5215550004444', onCode: (c) => (code = c), reconnect: false });
+      await until('code', () => code || undefined);
+      await fake.enterPairingCode('5215550004444', code === 'AAAAAAAA' ? 'BBBBBBBB' : 'AAAAAAAA');
+      await until('finish refused', () => fake.refusedLinks() > 0);
+      expect(line.opened).toBe(0);
+      expect(fake.connections('5215550004444')).toEqual([]);
+    } finally {
+      await line?.stop();
+      await fake.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a pair-success with a bad ADV HMAC is refused by Baileys: no open, the device never counts', async () => {
     const fake = await startFakeNetwork();
     const dir = mkdtempSync(join(tmpdir(), 'fakewa-hmac-'));

@@ -33,6 +33,8 @@ export interface FakeNetwork {
   unacked(lineNumero: string): string[];
   /** Negative control: the next pair-success carries an ADV HMAC that does not match the QR's secret. */
   corruptNextHmac(): void;
+  /** Link attempts the phone refused (wrong pairing code, mismatched identities, bad device signature). */
+  refusedLinks(): number;
   /** The fake's certificate root (32-byte Curve25519 public key, hex). */
   rootPublicKey: string;
   close(): Promise<void>;
@@ -81,6 +83,7 @@ export async function startFakeNetwork(opts: FakeNetworkOptions = {}): Promise<F
     corruptNextHmac: () => {
       server.corruptNextHmac = true;
     },
+    refusedLinks: () => server.refusedLinks,
     rootPublicKey: rootHex,
     close: () => server.close(),
   };
