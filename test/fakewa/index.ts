@@ -3,9 +3,9 @@ import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { FakeNetworkServer, type ConnectionRecord, type DecryptedMessage, type FakeContact, type FakeNetworkOptions } from './network.js';
+import { FakeNetworkServer, type ConnectionRecord, type DecryptedMessage, type FakeContact, type FakeNetworkOptions, type IncomingRecord } from './network.js';
 
-export type { ConnectionRecord, DecryptedMessage, FakeContact, FakeNetworkOptions };
+export type { ConnectionRecord, DecryptedMessage, FakeContact, FakeNetworkOptions, IncomingRecord };
 
 export interface FakeNetwork {
   wsUrl: string;
@@ -27,8 +27,14 @@ export interface FakeNetwork {
   maxConcurrent(lineNumero: string): number;
   /** The acks and receipts the line sent for incoming stanzas ("message:<id>", "receipt:read:<id>"...). */
   acks(lineNumero: string): string[];
+  /** Every incoming copy the fake encrypted to the line's devices, with its Signal type (pkmsg first, then msg). */
+  incoming(lineNumero: string): IncomingRecord[];
+  /** Ids of incoming stanzas not yet acknowledged by the line: redelivered at its next login. */
+  unacked(lineNumero: string): string[];
   /** Negative control: the next pair-success carries an ADV HMAC that does not match the QR's secret. */
   corruptNextHmac(): void;
+  /** Link attempts the phone refused (wrong pairing code, mismatched identities, bad device signature). */
+  refusedLinks(): number;
   /** The fake's certificate root (32-byte Curve25519 public key, hex). */
   rootPublicKey: string;
   close(): Promise<void>;
@@ -72,9 +78,12 @@ export async function startFakeNetwork(opts: FakeNetworkOptions = {}): Promise<F
     connections: (l) => server.connections(l),
     maxConcurrent: (l) => server.maxConcurrent(l),
     acks: (l) => server.acks(l),
+    incoming: (l) => server.incoming(l),
+    unacked: (l) => server.unacked(l),
     corruptNextHmac: () => {
       server.corruptNextHmac = true;
     },
+    refusedLinks: () => server.refusedLinks,
     rootPublicKey: rootHex,
     close: () => server.close(),
   };

@@ -19,7 +19,7 @@ export interface LineClient {
   stop(): Promise<void>;
 }
 
-export async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 30_000): Promise<T> {
+export async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = fn();
@@ -66,6 +66,8 @@ export async function startLine(
       fetchAgent: new Agent({ ca: fake.ca }),
       markOnlineOnConnect: false,
       syncFullHistory: false,
+      // The fake's phone sends no history sync: without this Baileys buffers every event for 20 s after a first login.
+      shouldSyncHistoryMessage: () => false,
       fireInitQueries: true,
     });
     current = sock;

@@ -1,7 +1,7 @@
 // The fake of the network's web server: one WebSocket endpoint speaking Noise + binary nodes, a device registry,
 // phones that link companions, contacts that really decrypt, and the stream errors the product must survive.
 import type { BinaryNode, proto as Proto } from 'baileys';
-import { createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { ProtocolAddress } from 'libsignal';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { decryptMedia, startMediaHost, type MediaHost } from './media.js';
-import { makeCertChain, newKeyPair, NoiseServer, sign, verify, type KeyPair } from './noise.js';
+import { dh, makeCertChain, newKeyPair, NoiseServer, sign, verify, type KeyPair } from './noise.js';
 import { bigEndian, bundleNode, bytes, child, children, n, readBigEndian } from './nodes.js';
 import { SignalParty, type Bundle } from './signal-party.js';
 
@@ -18,6 +18,12 @@ type BaileysModule = typeof import('baileys');
 const S_WA = 's.whatsapp.net';
 const MEDIA_AUTH = 'fakewa-media-auth';
 const processRoot = newKeyPair();
+// The pairing code's key: PBKDF2-SHA256, 2<<16 rounds, as Baileys' derivePairingCodeKey; the wrap is AES-256-CTR.
+const pairingKey = (code: string, salt: Buffer): Buffer => pbkdf2Sync(code, salt, 2 << 16, 32, 'sha256');
+const ctr = (key: Buffer, iv: Buffer, data: Buffer): Buffer => {
+  const c = createCipheriv('aes-256-ctr', key, iv);
+  return Buffer.concat([c.update(data), c.final()]);
+};
 
 export interface FakeNetworkOptions {
   /** Log lines of what the fake does (default: silent). */
@@ -37,6 +43,8 @@ export interface DecryptedMessage {
 
 export interface FakeContact {
   numero: string;
+  /** Copies this contact received but could not decrypt (or whose media did not check out). */
+  errors: Array<{ id: string; error: string }>;
   lid: string;
   onNetwork: boolean;
   received(): DecryptedMessage[];
@@ -71,6 +79,14 @@ interface Line {
   nextDevice: number;
   connections: ConnectionRecord[];
   maxConcurrent: number;
+  incoming: IncomingRecord[];
+}
+
+export interface IncomingRecord {
+  id: string;
+  from: string;
+  device: number;
+  type: 'pkmsg' | 'msg';
 }
 
 interface Contact extends FakeContact {
@@ -87,7 +103,7 @@ interface Conn {
   record?: ConnectionRecord;
   registration?: { refs: string[]; identityPub: Buffer; registrationId: number; signedPreKey: { id: number; pub: Buffer; signature: Buffer } };
   pairing?: { numero: string; deviceId: number };
-  linkCode?: { numero: string; wrappedEphemeral: Buffer; ref: string };
+  linkCode?: { numero: string; wrappedEphemeral: Buffer; ref: string; phone?: { ephemeral: KeyPair; companionEphemeral: Buffer } };
 }
 
 export class FakeNetworkServer {
@@ -107,6 +123,8 @@ export class FakeNetworkServer {
   private auto = true;
   /** Set by tests to make the next pair-success carry a bad ADV HMAC. */
   corruptNextHmac = false;
+  /** Link attempts the phone refused (key bundle that does not open, identities or device signature that do not match). */
+  refusedLinks = 0;
 
   constructor(
     readonly baileys: BaileysModule,
@@ -387,9 +405,17 @@ export class FakeNetworkServer {
       const { contact } = this.whois(decoded?.user ?? '');
       const enc = child(dest, 'enc');
       if (!contact || !enc || (decoded?.device ?? 0) !== 0) continue; // the line's own phone: not decrypted
-      const plain = await contact.party.decrypt(sender, enc.attrs.type ?? 'msg', bytes(enc)!);
-      const message = this.baileys.proto.Message.decode(this.baileys.unpadRandomMax16(plain));
-      const received: DecryptedMessage = { id, from: line.numero, message, media: await this.fetchMedia(message) };
+      let received: DecryptedMessage;
+      try {
+        const plain = await contact.party.decrypt(sender, enc.attrs.type ?? 'msg', bytes(enc)!);
+        const message = this.baileys.proto.Message.decode(this.baileys.unpadRandomMax16(plain));
+        received = { id, from: line.numero, message, media: await this.fetchMedia(message) };
+      } catch (err) {
+        // A copy the contact cannot read is a finding for the test, not a reason to drop the line's socket.
+        this.log(`${contact.numero} could not decrypt ${id}: ${String(err)}`);
+        contact.errors.push({ id, error: String(err) });
+        continue;
+      }
       contact.inbox.push(received);
       this.log(`${contact.numero} decrypted ${id} from ${line.numero}`);
       if (this.auto) {
@@ -427,7 +453,16 @@ export class FakeNetworkServer {
   private lineFor(numero: string): Line {
     let line = this.lines.get(numero);
     if (!line) {
-      line = { numero, lidUser: String(this.lidCounter++), phone: new SignalParty(), devices: new Map(), nextDevice: 1, connections: [], maxConcurrent: 0 };
+      line = {
+        numero,
+        lidUser: String(this.lidCounter++),
+        phone: new SignalParty(),
+        devices: new Map(),
+        nextDevice: 1,
+        connections: [],
+        maxConcurrent: 0,
+        incoming: [],
+      };
       this.lines.set(numero, line);
     }
     return line;
@@ -486,6 +521,7 @@ export class FakeNetworkServer {
     const msg = Buffer.concat([Buffer.from([6, 1]), Buffer.from(signed.details ?? []), conn.registration.identityPub, line.phone.identity.pubKey.subarray(1)]);
     if (!signed.deviceSignature || !verify(conn.registration.identityPub, msg, signed.deviceSignature)) {
       this.log('pair-device-sign: device signature INVALID');
+      this.refusedLinks++;
       this.streamError(conn, { code: '401' }, n('conflict', { type: 'device_removed' }));
       return;
     }
@@ -497,16 +533,78 @@ export class FakeNetworkServer {
 
   // ---------- pairing code ----------
 
+  /** companion_hello: the line asked for a code; the phone will need it to unwrap the companion's ephemeral key. */
   private onLinkCode(conn: Conn, iq: BinaryNode, reg: BinaryNode): void {
-    if (reg.attrs.stage !== 'companion_hello') return this.result(conn, iq);
-    const numero = (reg.attrs.jid ?? '').split('@')[0]!.split(':')[0]!;
-    const ref = `fakewa-code-${randomBytes(8).toString('hex')}`;
-    conn.linkCode = { numero, wrappedEphemeral: bytes(child(reg, 'link_code_pairing_wrapped_companion_ephemeral_pub'))!, ref };
-    this.result(conn, iq, [n('link_code_companion_reg', {}, [n('link_code_pairing_ref', {}, Buffer.from(ref))])]);
+    if (reg.attrs.stage === 'companion_hello') {
+      const numero = (reg.attrs.jid ?? '').split('@')[0]!.split(':')[0]!;
+      const ref = `fakewa-code-${randomBytes(8).toString('hex')}`;
+      conn.linkCode = { numero, wrappedEphemeral: bytes(child(reg, 'link_code_pairing_wrapped_companion_ephemeral_pub'))!, ref };
+      this.log(`companion_hello for ${numero}; waiting for the code on the phone`);
+      return this.result(conn, iq, [n('link_code_companion_reg', {}, [n('link_code_pairing_ref', {}, Buffer.from(ref))])]);
+    }
+    if (reg.attrs.stage === 'companion_finish') return this.onCompanionFinish(conn, iq, reg);
+    return this.result(conn, iq);
   }
 
-  async enterPairingCode(_numero: string, _code: string): Promise<void> {
-    throw new Error('pairing code: not built yet');
+  /** The phone `numero` types the code the line showed: it unwraps the companion's key and answers with its own. */
+  async enterPairingCode(numero: string, code: string): Promise<void> {
+    // The line shows the code as soon as it sent companion_hello: give that stanza a moment to arrive.
+    const waiting = () => [...this.conns].find((c) => c.linkCode?.numero === numero && c.stage === 'open');
+    for (const deadline = Date.now() + 10_000; !waiting() && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    const conn = waiting();
+    if (!conn?.linkCode) throw new Error(`no line is waiting for a pairing code for ${numero}`);
+    const line = this.lineFor(numero);
+    const wrapped = conn.linkCode.wrappedEphemeral;
+    const companionEphemeral = ctr(pairingKey(code, wrapped.subarray(0, 32)), wrapped.subarray(32, 48), wrapped.subarray(48, 80));
+    const primaryEphemeral = newKeyPair();
+    const salt = randomBytes(32);
+    const iv = randomBytes(16);
+    const wrappedPrimary = Buffer.concat([salt, iv, ctr(pairingKey(code, salt), iv, primaryEphemeral.pub)]);
+    conn.linkCode.phone = { ephemeral: primaryEphemeral, companionEphemeral };
+    this.send(
+      conn,
+      n('notification', { from: S_WA, type: 'link_code_companion_reg', id: this.tag(), t: String(Math.floor(Date.now() / 1000)) }, [
+        n('link_code_companion_reg', {}, [
+          n('link_code_pairing_ref', {}, Buffer.from(conn.linkCode.ref)),
+          n('primary_identity_pub', {}, line.phone.identity.pubKey.subarray(1)),
+          n('link_code_pairing_wrapped_primary_ephemeral_pub', {}, wrappedPrimary),
+        ]),
+      ]),
+    );
+    this.log(`phone ${numero} typed the code; primary ephemeral key sent`);
+  }
+
+  /** companion_finish: the phone opens the key bundle, checks both identities, derives the ADV secret and links. */
+  private onCompanionFinish(conn: Conn, iq: BinaryNode, reg: BinaryNode): void {
+    const phone = conn.linkCode?.phone;
+    if (!phone || !conn.registration) return this.result(conn, iq);
+    const line = this.lineFor(conn.linkCode!.numero);
+    const bundle = bytes(child(reg, 'link_code_pairing_wrapped_key_bundle'))!;
+    const shared = dh(phone.ephemeral.priv, phone.companionEphemeral);
+    const key = Buffer.from(hkdfSync('sha256', shared, bundle.subarray(0, 32), 'link_code_pairing_key_bundle_encryption_key', 32));
+    let plain: Buffer;
+    try {
+      const d = createDecipheriv('aes-256-gcm', key, bundle.subarray(32, 44));
+      const body = bundle.subarray(44);
+      d.setAuthTag(body.subarray(body.length - 16));
+      plain = Buffer.concat([d.update(body.subarray(0, body.length - 16)), d.final()]);
+    } catch {
+      // A wrong code gave the phone a wrong companion key: the bundle does not open and nothing is linked.
+      this.log('companion_finish: key bundle does not open (wrong code?)');
+      this.refusedLinks++;
+      return this.send(conn, n('iq', { id: iq.attrs.id ?? '', type: 'error', from: S_WA }, [n('error', { code: '401', text: 'not-authorized' })]));
+    }
+    const companionIdentity = plain.subarray(0, 32);
+    const primaryIdentity = plain.subarray(32, 64);
+    if (!companionIdentity.equals(conn.registration.identityPub) || !primaryIdentity.equals(line.phone.identity.pubKey.subarray(1))) {
+      this.log('companion_finish: identities do not match');
+      this.refusedLinks++;
+      return this.send(conn, n('iq', { id: iq.attrs.id ?? '', type: 'error', from: S_WA }, [n('error', { code: '400', text: 'bad-request' })]));
+    }
+    const identityShared = dh(line.phone.identity.privKey, companionIdentity);
+    const advSecret = Buffer.from(hkdfSync('sha256', Buffer.concat([shared, identityShared, plain.subarray(64, 96)]), Buffer.alloc(0), 'adv_secret', 32));
+    this.result(conn, iq);
+    this.pairSuccess(conn, line.numero, advSecret, 'pairing code');
   }
 
   // ---------- contacts, receipts, incoming ----------
@@ -524,6 +622,7 @@ export class FakeNetworkServer {
       onNetwork,
       party: new SignalParty(),
       inbox,
+      errors: [],
       received: () => [...inbox],
       waitFor: async (pred, timeoutMs = 20_000) => {
         const deadline = Date.now() + timeoutMs;
@@ -587,10 +686,20 @@ export class FakeNetworkServer {
         [n('enc', { v: '2', type }, ciphertext)],
       );
       d.pending.set(id, stanza);
+      line.incoming.push({ id, from: fromNumero, device: d.id, type });
       for (const c of this.openConns(line).filter((x) => x.device === d)) this.send(c, stanza);
       this.log(`${fromNumero} → ${toLineNumero}:${d.id} ${type} ${id}`);
     }
     return id;
+  }
+
+  incoming(lineNumero: string): IncomingRecord[] {
+    return [...(this.lines.get(lineNumero)?.incoming ?? [])];
+  }
+
+  /** Incoming stanzas a device has not acknowledged yet (redelivered at its next login). */
+  unacked(lineNumero: string): string[] {
+    return [...(this.lines.get(lineNumero)?.devices.values() ?? [])].flatMap((d) => [...d.pending.keys()]);
   }
 
   acks(lineNumero: string): string[] {

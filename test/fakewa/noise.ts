@@ -26,7 +26,7 @@ export const verify = (pub: Uint8Array, msg: Buffer, sig: Uint8Array): boolean =
     return false;
   }
 };
-const dh = (priv: Buffer, pub: Buffer): Buffer => Buffer.from(calculateAgreement(withType(pub), priv));
+export const dh = (priv: Buffer, pub: Buffer): Buffer => Buffer.from(calculateAgreement(withType(pub), priv));
 const sha256 = (b: Buffer): Buffer => createHash('sha256').update(b).digest();
 
 /** root → intermediate → leaf (the server's static key), each really signed by the one above. */
