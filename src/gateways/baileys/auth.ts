@@ -2,6 +2,8 @@ import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AuthenticationState } from 'baileys';
 import type { EngineCipher } from '../../core/engine-key.js';
+import { engineLinesAtStart } from '../../core/engine-lines.js';
+import type { AccountsStore } from '../../core/ports/accounts.js';
 import type { EngineAuthStore } from '../../core/ports/engine-auth.js';
 import { storedAuthState } from './auth-state.js';
 import type { BaileysLib } from './library.js';
@@ -21,10 +23,11 @@ export interface EngineAuthSource {
 }
 
 /** The lines' states in pasarela's store, sealed with the engine key (auth-state.ts): what `serve` uses. */
-export function storeAuthSource(store: EngineAuthStore, cipher: EngineCipher): EngineAuthSource {
+export function storeAuthSource(store: EngineAuthStore & Pick<AccountsStore, 'getCelularByInstancia'>, cipher: EngineCipher): EngineAuthSource {
   return {
     forLine: (lib, instancia) => storedAuthState(lib, store, cipher, instancia),
-    instancias: () => store.authInstancias(),
+    // A deleted line's leftover state is removed here, not reconnected (core/engine-lines.ts).
+    instancias: async () => (await engineLinesAtStart(store)).lines,
   };
 }
 
