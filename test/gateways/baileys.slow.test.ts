@@ -136,6 +136,25 @@ describe('the engine against the fake network', () => {
     expect(fake.maxConcurrent(LINE)).toBe(1);
   });
 
+  it('links a second line by pairing code: the same code until linked, then connected by itself', async () => {
+    const numero = numeroNuevo();
+    const c = await api(s.url, 'POST', '/api/celular_crear.php', { key: A.clientKey, json: { numero } });
+    expect(c.status, c.text).toBe(201);
+    const id = c.body.celular_id as number;
+    const first = await api(s.url, 'POST', `/api/celular_codigo.php?id=${id}`, { key: A.clientKey });
+    expectOk(first);
+    expect(first.body.codigo).toMatch(/^[A-Z0-9]{4}-[A-Z0-9]{4}$/);
+    const again = await api(s.url, 'POST', `/api/celular_codigo.php?id=${id}`, { key: A.clientKey });
+    expect(again.body.codigo).toBe(first.body.codigo);
+    // The phone is typed the eight characters (the dash is only how the code is shown).
+    await fake.enterPairingCode(numero, (first.body.codigo as string).replace('-', ''));
+    await until(async () => (await api(s.url, 'GET', `/api/celular.php?id=${id}`, { key: A.clientKey })).body.celular.estado === 'activo', {
+      what: 'the second line activo',
+      timeoutMs: 30_000,
+    });
+    expect(fake.maxConcurrent(numero)).toBe(1);
+  });
+
   it('the phone removes the device: logged_out, the line desconectado, the state gone', async () => {
     const inst = await instancia();
     fake.logoutFromPhone(LINE);

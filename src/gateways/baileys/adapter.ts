@@ -63,6 +63,8 @@ export class BaileysGateway implements Gateway {
   private readonly events = new GatewayEvents();
   private readonly lines = new Map<string, EngineLine>();
   private readonly onNetwork = new Map<string, number>();
+  /** The pairing code asked on a line's current socket: the same one is answered until that socket ends (as the other gateways do). */
+  private readonly codes = new WeakMap<object, string>();
   private lib: BaileysLib | undefined;
   private agent: Agent | undefined;
   private closed = false;
@@ -150,9 +152,14 @@ export class BaileysGateway implements Gateway {
     await line.until(() => line.qr !== null || line.status === 'connected', this.opts.timeoutMs);
     if ((line.status as SessionStatus) === 'connected') return { status: 'connected', code: '' };
     if (!line.sock || !line.qr) throw new GatewayFailure(`the network did not answer within ${this.opts.timeoutMs} ms`, 'transient');
-    const raw = await within(this.opts.timeoutMs, 'pairing code', line.sock.requestPairingCode(numero.replace(/\D/g, '')));
-    const code = raw.replace(/[^A-Za-z0-9]/g, '').toUpperCase();
-    return { status: 'need_scan', code: code.length === 8 ? `${code.slice(0, 4)}-${code.slice(4)}` : code };
+    const sock = line.sock;
+    const known = this.codes.get(sock);
+    if (known) return { status: 'need_scan', code: known };
+    const raw = await within(this.opts.timeoutMs, 'pairing code', sock.requestPairingCode(numero.replace(/\D/g, '')));
+    const plain = raw.replace(/[^A-Za-z0-9]/g, '').toUpperCase();
+    const code = plain.length === 8 ? `${plain.slice(0, 4)}-${plain.slice(4)}` : plain;
+    this.codes.set(sock, code);
+    return { status: 'need_scan', code };
   }
 
   async status(instancia: string): Promise<SessionStatus> {
