@@ -67,7 +67,7 @@ export async function createGateway(name: string, store: Store, clock: Clock, op
     return routedGateway(name, store, clock, opts.http);
   }
   if (name === 'baileys') {
-    if (!opts.baileys) throw new Error('--gateway baileys needs a place for the lines\' authentication state');
+    if (!opts.baileys) throw new Error("--gateway baileys needs a place for the lines' authentication state");
     if (!opts.media) throw new Error('--gateway baileys needs a temp directory to fetch media into');
     // Loaded on demand: neither the adapter nor the library is loaded on the simulator.
     const { BaileysGateway } = await import('./baileys/adapter.js');

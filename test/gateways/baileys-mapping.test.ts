@@ -39,7 +39,11 @@ const msg = (over: Partial<WAMessage> & { key: WAMessage['key'] }): WAMessage =>
 
 describe("Baileys' events as gateway events", () => {
   it('a text from a person, keyed for once-only handling', () => {
-    const e = inboundOf('pasarela-1', msg({ key: { id: 'ABC', remoteJid: '5215550001111@s.whatsapp.net', fromMe: false }, message: { conversation: 'hola' } }), 5);
+    const e = inboundOf(
+      'pasarela-1',
+      msg({ key: { id: 'ABC', remoteJid: '5215550001111@s.whatsapp.net', fromMe: false }, message: { conversation: 'hola' } }),
+      5,
+    );
     expect(e).toEqual({
       type: 'inbound',
       instancia: 'pasarela-1',
@@ -53,13 +57,24 @@ describe("Baileys' events as gateway events", () => {
     });
   });
   it('a sender hidden behind a LID: its number when the key carries it, else the LID', () => {
-    const withPn = inboundOf('i', msg({ key: { id: 'A', remoteJid: '100@lid', remoteJidAlt: '5215550001111@s.whatsapp.net', fromMe: false }, message: { conversation: 'x' } }), 0);
+    const withPn = inboundOf(
+      'i',
+      msg({ key: { id: 'A', remoteJid: '100@lid', remoteJidAlt: '5215550001111@s.whatsapp.net', fromMe: false }, message: { conversation: 'x' } }),
+      0,
+    );
     expect(withPn).toMatchObject({ de: '5215550001111' });
     const bare = inboundOf('i', msg({ key: { id: 'B', remoteJid: '100@lid', fromMe: false }, message: { conversation: 'x' } }), 0);
     expect(bare).toMatchObject({ de: '100@lid' });
   });
   it('media with its caption and type; our own messages, groups and status are not inbound', () => {
-    const img = inboundOf('i', msg({ key: { id: 'C', remoteJid: '52155@s.whatsapp.net', fromMe: false }, message: { imageMessage: { mimetype: 'image/jpeg', caption: 'foto', fileLength: 10 } } }), 0);
+    const img = inboundOf(
+      'i',
+      msg({
+        key: { id: 'C', remoteJid: '52155@s.whatsapp.net', fromMe: false },
+        message: { imageMessage: { mimetype: 'image/jpeg', caption: 'foto', fileLength: 10 } },
+      }),
+      0,
+    );
     expect(img).toMatchObject({ tipo: 'imagen', texto: 'foto', media: { mime: 'image/jpeg', bytes: 10 } });
     expect(inboundOf('i', msg({ key: { id: 'D', remoteJid: '52155@s.whatsapp.net', fromMe: true }, message: { conversation: 'x' } }), 0)).toBeNull();
     expect(inboundOf('i', msg({ key: { id: 'E', remoteJid: '1203@g.us', fromMe: false }, message: { conversation: 'x' } }), 0)).toBeNull();

@@ -109,7 +109,9 @@ describe('the engine against the fake network', () => {
     const id = await fake.sendText(CONTACT, LINE, 'hola de vuelta');
     await until(async () => (await recibidos()).recibidos?.some((m: { gateway_msg_id: string }) => m.gateway_msg_id === id), { what: 'the inbox row' });
     fake.restartRequired(LINE);
-    await until(async () => (await line()).estado === 'activo' && events.some((e) => e.type === 'session' && e.status === 'connecting'), { what: 'back after 515' });
+    await until(async () => (await line()).estado === 'activo' && events.some((e) => e.type === 'session' && e.status === 'connecting'), {
+      what: 'back after 515',
+    });
     await until(async () => (await api(s.url, 'GET', `/api/celular_status.php?id=${A.celularId}`, { key: A.clientKey })).body.status === 'connected', {
       what: 'connected again',
     });

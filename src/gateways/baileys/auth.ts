@@ -49,7 +49,14 @@ export function fileAuthSource(dir: string): EngineAuthSource {
     async instancias() {
       const names = await readdir(dir).catch(() => [] as string[]);
       const linked: string[] = [];
-      for (const n of names) if (await stat(join(dir, n, 'creds.json')).then((s) => s.isFile(), () => false)) linked.push(n);
+      for (const n of names)
+        if (
+          await stat(join(dir, n, 'creds.json')).then(
+            (s) => s.isFile(),
+            () => false,
+          )
+        )
+          linked.push(n);
       return linked;
     },
   };

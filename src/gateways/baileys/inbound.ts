@@ -31,9 +31,7 @@ function content(message: WAMessage['message']): { tipo: string; texto: string |
   const inner = message.documentWithCaptionMessage?.message ?? message;
   for (const [field, tipo] of Object.entries(MEDIA_KINDS)) {
     const m = inner[field as keyof typeof MEDIA_KINDS] as
-      | { mimetype?: string | null; caption?: string | null; fileName?: string | null; fileLength?: unknown; ptt?: boolean | null }
-      | null
-      | undefined;
+      { mimetype?: string | null; caption?: string | null; fileName?: string | null; fileLength?: unknown; ptt?: boolean | null } | null | undefined;
     if (!m) continue;
     const media: Record<string, unknown> = { mime: m.mimetype ?? null };
     if (m.fileName) media.filename = m.fileName;
@@ -52,7 +50,7 @@ export function inboundOf(instancia: string, m: WAMessage, now: number): Gateway
   const de = sender(m.key);
   if (!de) return null;
   // Protocol messages (key distribution, history notices, edits of nothing) carry no content for a person.
-  if (m.message?.protocolMessage || m.message?.senderKeyDistributionMessage && Object.keys(m.message).length === 1) return null;
+  if (m.message?.protocolMessage || (m.message?.senderKeyDistributionMessage && Object.keys(m.message).length === 1)) return null;
   const { tipo, texto, media } = content(m.message);
   const ts = Number(m.messageTimestamp ?? 0);
   return { type: 'inbound', instancia, de, tipo, texto, media, gatewayMsgId: id, at: ts > 0 ? ts * 1000 : now, dedupeKey: `baileys:${instancia}:${id}` };

@@ -184,7 +184,14 @@ export class EngineLine {
   }
 
   private serial(step: () => Promise<void>): void {
-    this.chain = this.chain.then(step).catch((err: unknown) => this.d.log.error({ instancia: this.instancia, error: err instanceof Error ? err.name : 'unknown' }, 'engine: an event of the line could not be handled'));
+    this.chain = this.chain
+      .then(step)
+      .catch((err: unknown) =>
+        this.d.log.error(
+          { instancia: this.instancia, error: err instanceof Error ? err.name : 'unknown' },
+          'engine: an event of the line could not be handled',
+        ),
+      );
   }
 
   /** The socket ended by itself: what its code means for the line. */

@@ -16,7 +16,8 @@ export const silentLog: EngineLog = { warn: () => undefined, error: () => undefi
  * stanzas, message bodies, keys and numbers: they are dropped, never written.
  */
 export function libraryLogger(log: EngineLog, instancia: string): ILogger {
-  const phrase = (obj: unknown, msg?: string): string => (typeof obj === 'string' ? obj : typeof msg === 'string' ? msg : 'baileys reported a problem').slice(0, 200);
+  const phrase = (obj: unknown, msg?: string): string =>
+    (typeof obj === 'string' ? obj : typeof msg === 'string' ? msg : 'baileys reported a problem').slice(0, 200);
   const fields = (obj: unknown) => {
     const err = (obj as { err?: unknown } | undefined)?.err ?? obj;
     return err instanceof Error ? { instancia, error: err.name } : { instancia };

@@ -18,7 +18,13 @@ export function networkIdOf(msgId: string): string {
   return `3EB0${createHash('sha256').update(msgId).digest('hex').slice(0, 36).toUpperCase()}`;
 }
 
-const DEFAULT_MIME = { imagen: 'image/jpeg', video: 'video/mp4', audio: 'audio/ogg; codecs=opus', documento: 'application/octet-stream', sticker: 'image/webp' } as const;
+const DEFAULT_MIME = {
+  imagen: 'image/jpeg',
+  video: 'video/mp4',
+  audio: 'audio/ogg; codecs=opus',
+  documento: 'application/octet-stream',
+  sticker: 'image/webp',
+} as const;
 
 /**
  * The message as Baileys' content. Media always comes as a local file (the

@@ -12,7 +12,10 @@ import type { Log } from './part.js';
  * the line and a code: never a key, a number's message or its text) and its
  * metrics (sessions by status, reconnects).
  */
-export async function engineOptions(opts: ServeConfig, d: { store: Store; metrics: Metrics; log: Log; engine?: { ca?: string } }): Promise<NonNullable<GatewayOptions['baileys']>> {
+export async function engineOptions(
+  opts: ServeConfig,
+  d: { store: Store; metrics: Metrics; log: Log; engine?: { ca?: string } },
+): Promise<NonNullable<GatewayOptions['baileys']>> {
   return {
     // Sealed in the store with the key kept outside it (core/engine-key.ts); a missing or wrong key stops the start.
     auth: storeAuthSource(d.store, await loadEngineCipher({ dataDir: opts.dataDir, keyFile: opts.engineKeyFile })),

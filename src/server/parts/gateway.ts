@@ -24,7 +24,10 @@ export interface GatewayPart {
 }
 
 /** The gateway adapter `--gateway` names, its calls counted in the metrics; `--gateway-url` is the server named `default`. */
-export function gatewayPart(opts: ServeConfig, d: { store: Store; clock: Clock; tmp: TempFiles; metrics: Metrics; settings: NodeSettings; log: Log; engine?: { ca?: string } }): Part<GatewayPart> {
+export function gatewayPart(
+  opts: ServeConfig,
+  d: { store: Store; clock: Clock; tmp: TempFiles; metrics: Metrics; settings: NodeSettings; log: Log; engine?: { ca?: string } },
+): Part<GatewayPart> {
   return {
     name: 'gateway',
     start: async () => {
