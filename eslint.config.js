@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'completions/**', 'bench/results/**', '.pasarela-test/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'completions/**', 'bench/results/**', '.pasarela-test/**', 'coverage/**', '.fakewa/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -123,7 +123,7 @@ _pasarela() {
   )
   local -A opts=(
     ['_']='-V --version --url --key --profile --json --no-color'
-    ['_ serve']='--host --port --public-url --data-dir --gateway --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --stop-timeout --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms'
+    ['_ serve']='--host --port --public-url --data-dir --gateway --baileys-ws-url --engine-key-file --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --stop-timeout --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms'
     ['_ migrate']='--from --to --replace'
     ['_ login']='--key-stdin'
     ['_ logout']=''
@@ -211,7 +211,9 @@ _pasarela() {
     ['_ serve --port']='-'
     ['_ serve --public-url']='-'
     ['_ serve --data-dir']='d'
-    ['_ serve --gateway']='w:sim,evolution,waha'
+    ['_ serve --gateway']='w:sim,evolution,waha,baileys'
+    ['_ serve --baileys-ws-url']='-'
+    ['_ serve --engine-key-file']='f'
     ['_ serve --gateway-url']='-'
     ['_ serve --gateway-key']='-'
     ['_ serve --gateway-callback-url']='-'

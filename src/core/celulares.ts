@@ -2,6 +2,7 @@ import { actorOf, celularInScope, requireActiveClient, requireClientKey, type Cl
 import { invalidateCredentials } from './credential-invalidate.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
+import { forgetEngineLine } from './engine-lines.js';
 import { AppError, ERRORS, fail } from './errors.js';
 import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret, parseKey } from './keys.js';
 import { CELULAR_LIMITS, HORA_PATTERN } from './limits.js';
@@ -185,6 +186,8 @@ export async function deleteCelular(core: Core, p: ClientPrincipal, id: number, 
     await gw()
       .then((g) => g.deleteInstance(instancia))
       .catch(onGatewayError);
+    // The engine's state goes with its line, whichever gateway serves now (nothing to remove for a line it never held); left by a failure here, it is removed at the engine's next start (core/engine-lines.ts).
+    await forgetEngineLine(core.store, instancia).catch(onGatewayError);
   }
   return { celular_id: id, numero: celular.numero, eliminado: true };
 }

@@ -5,9 +5,10 @@ import { MediaFetcher, type MediaFetchOptions } from './media-fetch.js';
 import { SimGateway, type SimOptions } from './sim.js';
 import { GatewayRouter, type RoutedServer } from './router.js';
 import { serverOfInstance } from '../core/gateway-servers.js';
+import type { BaileysOptions } from './baileys/adapter.js';
 
 /** Gateways this build can drive; `serve --gateway NAME` picks one. */
-export const GATEWAYS = ['sim', 'evolution', 'waha'] as const;
+export const GATEWAYS = ['sim', 'evolution', 'waha', 'baileys'] as const;
 export type GatewayName = (typeof GATEWAYS)[number];
 
 /** What an adapter over HTTP needs (Evolution API, WAHA). */
@@ -39,6 +40,8 @@ export interface GatewayOptions {
   media?: MediaFetchOptions;
   /** `serve --gateway-fetches-media`: the operator trusts the gateway to fetch media URLs itself. */
   gatewayFetchesMedia?: boolean;
+  /** The engine's own settings (`--gateway baileys`); its deadlines are the HTTP gateways' (`--gateway-timeout`). */
+  baileys?: Omit<BaileysOptions, 'clock' | 'timeoutMs' | 'sendTimeoutMs' | 'media'>;
 }
 
 /**
@@ -62,6 +65,20 @@ export async function createGateway(name: string, store: Store, clock: Clock, op
     // Set on the shared options object, which the adapter reads at each call.
     opts.http.media = bytes && opts.media ? new MediaFetcher(opts.media) : undefined;
     return routedGateway(name, store, clock, opts.http);
+  }
+  if (name === 'baileys') {
+    if (!opts.baileys) throw new Error("--gateway baileys needs a place for the lines' authentication state");
+    if (!opts.media) throw new Error('--gateway baileys needs a temp directory to fetch media into');
+    // Loaded on demand: neither the adapter nor the library is loaded on the simulator.
+    const { BaileysGateway } = await import('./baileys/adapter.js');
+    return new BaileysGateway({
+      ...opts.baileys,
+      clock,
+      timeoutMs: opts.http?.timeoutMs ?? 10_000,
+      sendTimeoutMs: opts.http?.sendTimeoutMs ?? 40_000,
+      // The engine always gets a local file: Baileys would fetch a URL itself, unvetted.
+      media: new MediaFetcher(opts.media),
+    });
   }
   throw new Error(`unknown gateway "${name}"; this build supports: ${GATEWAYS.join(', ')}`);
 }

@@ -41,6 +41,10 @@ export interface ServeConfig {
   gateway: string;
   gatewayUrl?: string;
   gatewayKey?: string;
+  /** baileys: the network's web socket; absent, the real one. */
+  baileysWsUrl?: string;
+  /** baileys: the key file of the lines' authentication state. */
+  engineKeyFile?: string;
   gatewayCallbackUrl?: string;
   gatewaySecret?: string;
   gatewayTimeoutMs: number;
@@ -150,6 +154,8 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
     gateway: v.gateway,
     gatewayUrl: v.gatewayUrl,
     gatewayKey: v.gatewayKey,
+    baileysWsUrl: v.baileysWsUrl,
+    engineKeyFile: v.engineKeyFile,
     gatewayCallbackUrl: v.gatewayCallbackUrl,
     gatewaySecret: v.gatewaySecret,
     gatewayTimeoutMs: v.gatewayTimeoutMs,

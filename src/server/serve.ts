@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Core } from '../core/context.js';
+import { assertSoleEngineNode, runsEngine } from '../core/engine-node.js';
 import { EventBus } from '../core/events.js';
 import type { LineHealth } from '../core/line-health.js';
 import type { DirectRecovery } from '../core/direct-recovery.js';
@@ -49,6 +50,8 @@ export type ServeOptions = ServeOverrides & {
   logColor?: boolean;
   /** The event streams' timing (core/event-stream-pump.ts): tests shorten the poll, the ping and the stall cut. */
   streamTiming?: Partial<StreamTiming>;
+  /** `--gateway baileys` in-process tests: the CA of their fake network's media server (a child takes NODE_EXTRA_CA_CERTS). */
+  engine?: { ca?: string };
 };
 
 export { SERVE_DEFAULTS };
@@ -138,7 +141,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       onError: (err) => log.warn({ err }, 'the store gauges of /metrics could not be read: they keep their last values'),
       logLinesDropped: dropped,
     });
-    const gw = await parts.start(gatewayPart(opts, { store, clock, tmp, metrics, settings }));
+    const gw = await parts.start(gatewayPart(opts, { store, clock, tmp, metrics, settings, log, engine: given.engine }));
     if (gw.adopted?.adoptadas)
       log.info({ lineas: gw.adopted.adoptadas, servidor: gw.adopted.servidor.nombre }, 'lines without a gateway server were given to the --gateway-url server');
     const bus = new EventBus((err, event) => log.error({ err, event }, 'event listener failed'));
@@ -151,10 +154,13 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     // Base64 media of sends that ended while the process was down, or of a crash mid-request or mid-fetch.
     const swept = await sweepAcceptedMedia(store, media, clock.now());
     if (swept > 0) log.info({ swept }, 'removed the media of ended sends');
-    const onThread = opts.background === 'thread' && !opened.store.caps.shared;
+    // The engine's sockets live in this thread: its sends are made here too (D-119).
+    const onThread = opts.background === 'thread' && !opened.store.caps.shared && opts.gateway !== 'baileys';
     const drivenClock = given.clock !== undefined && given.clock !== systemClock;
     if (onThread && (drivenClock || random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     const node = await startNode(parts, opts, core, log);
+    // Before the engine opens a socket: one engine node per store (D-118).
+    if (runsEngine(opts.gateway)) await assertSoleEngineNode(node);
     const bg = await startBackground(parts, { opts, core, node, opened, media, tmp, gw, metrics, log, onThread });
     const health = lineHealth(opts, core, node, log);
     const inFlight = new Set<string>();

@@ -122,7 +122,8 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
     if (v.webhookPollMs < 10) throw new CliError('--webhook-poll must be at least 10ms', EXIT.USAGE);
     if (v.inboxRetentionMs !== 0 && v.inboxRetentionMs < 3_600_000)
       throw new CliError('--inbox-retention must be 0 (keep for ever) or at least 1h', EXIT.USAGE);
-    if (gateway !== 'sim') {
+    // The engine (baileys) is in-process: no gateway server to name.
+    if (gateway !== 'sim' && gateway !== 'baileys') {
       for (const [flag, given] of [
         ['--gateway-url', v.gatewayUrl],
         ['--gateway-key', v.gatewayKey],

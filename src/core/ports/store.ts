@@ -1,5 +1,6 @@
 import type { AccountsStore, LedgerStore } from './accounts.js';
 import type { ChartsStore } from './charts.js';
+import type { EngineAuthStore } from './engine-auth.js';
 import type { GatewayServersStore } from './gateway-servers.js';
 import type { KvStore } from './kv.js';
 import type { LeasesStore } from './leases.js';
@@ -37,7 +38,8 @@ export interface StoreCaps {
  * adapter composes it from one factory per port over its connection
  * (src/store/sqlite/store.ts, src/store/postgres/store.ts).
  */
-export interface Store extends AccountsStore, LedgerStore, ChartsStore, GatewayServersStore, MessagesStore, QueueStore, WebhooksStore, KvStore, LeasesStore {
+export interface Store
+  extends AccountsStore, LedgerStore, ChartsStore, GatewayServersStore, MessagesStore, QueueStore, WebhooksStore, KvStore, LeasesStore, EngineAuthStore {
   readonly caps: StoreCaps;
   /**
    * Whether the store takes writes. Free while no write has failed; after a

@@ -146,6 +146,15 @@ export class Metrics {
     registers: [this.own],
   });
 
+  /** The engine's sockets on this node (`--gateway baileys`): each line's last status, read by the gauge. */
+  readonly engineLines = new Map<string, string>();
+
+  readonly engineReconnects = new Counter({
+    name: 'pasarela_engine_reconnects_total',
+    help: "The engine's reconnects after a socket closed (a lost connection, a restart the network asked for) on this node",
+    registers: [this.own],
+  });
+
   /** Log lines the log output could not take (a full disk, a closed pipe): dropped, the service goes on (log-sink.ts). */
   readonly logLinesDropped: Counter;
 
@@ -208,6 +217,19 @@ export class Metrics {
         // The pairs read last; one gone since drops out.
         this.reset();
         for (const [estado, bySession] of stats.lines) for (const [session, n] of bySession) this.set({ estado, session }, n);
+      },
+    });
+    const engineLines = this.engineLines;
+    new Gauge({
+      name: 'pasarela_engine_sessions',
+      help: "The engine's lines on this node by session status: connected, connecting, need_scan, disconnected, logged_out (--gateway baileys; sum over nodes)",
+      labelNames: ['status'] as const,
+      registers: [this.own],
+      collect() {
+        this.reset();
+        const counts = new Map<string, number>(['connected', 'connecting', 'need_scan', 'disconnected', 'logged_out'].map((k) => [k, 0]));
+        for (const status of engineLines.values()) counts.set(status, (counts.get(status) ?? 0) + 1);
+        for (const [status, n] of counts) this.set({ status }, n);
       },
     });
     new Gauge({

@@ -8,7 +8,8 @@ import type { ServeConfig } from '../config.js';
 import { countGatewayCalls } from '../metrics/gateway.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { NodeSettings } from './settings.js';
-import type { Part } from './part.js';
+import type { Log, Part } from './part.js';
+import { engineOptions } from './engine.js';
 
 export interface GatewayPart {
   gateway: Gateway;
@@ -23,7 +24,10 @@ export interface GatewayPart {
 }
 
 /** The gateway adapter `--gateway` names, its calls counted in the metrics; `--gateway-url` is the server named `default`. */
-export function gatewayPart(opts: ServeConfig, d: { store: Store; clock: Clock; tmp: TempFiles; metrics: Metrics; settings: NodeSettings }): Part<GatewayPart> {
+export function gatewayPart(
+  opts: ServeConfig,
+  d: { store: Store; clock: Clock; tmp: TempFiles; metrics: Metrics; settings: NodeSettings; log: Log; engine?: { ca?: string } },
+): Part<GatewayPart> {
   return {
     name: 'gateway',
     start: async () => {
@@ -43,6 +47,7 @@ export function gatewayPart(opts: ServeConfig, d: { store: Store; clock: Clock; 
         http,
         media: { tmp: d.tmp, ...mediaFetch },
         gatewayFetchesMedia: opts.gatewayFetchesMedia,
+        baileys: opts.gateway === 'baileys' ? await engineOptions(opts, d) : undefined,
       });
       const gateway = countGatewayCalls(adapter, d.metrics);
       const stop = () => gateway.close();

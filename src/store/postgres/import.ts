@@ -32,6 +32,8 @@ export const COPIED = [
   'kv',
   'idempotencia',
   'recibidos',
+  // The engine's sealed state (D-116): it opens on the new store with the same key file.
+  'motor_auth',
 ] as const;
 
 /** Kept from mensajes and recibidos by triggers on both stores: counted again from the rows, never copied. */

@@ -897,6 +897,22 @@ export const PG_MIGRATIONS: Migration[] = [
       END $$;
     `,
   },
+  {
+    version: 24,
+    name: "the engine's sealed authentication state per line (D-116)",
+    sql: `
+      -- --gateway baileys: each line's credentials and signal keys, sealed with AES-256-GCM under a key
+      -- kept outside the database (core/engine-key.ts). The primary key serves a read of many ids of one
+      -- kind (= ANY) and the removal of a line's rows (its prefix).
+      CREATE TABLE motor_auth (
+        instancia TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        id TEXT NOT NULL,
+        valor BYTEA NOT NULL,
+        PRIMARY KEY (instancia, kind, id)
+      );
+    `,
+  },
 ];
 
 /**

@@ -3,6 +3,7 @@ import { PROBE_BYTES, writeHealthOf } from '../faults.js';
 import { type AcceptPaths, acceptTurns } from './accept-turn.js';
 import { accounts } from './accounts.js';
 import { charts } from './charts.js';
+import { engineAuth } from './engine-auth.js';
 import { Db, type PgOptions } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
 import { history } from './history.js';
@@ -64,6 +65,7 @@ export async function openPgStore(url: string, opts: PgOptions = {}): Promise<Pg
     ...queue(db),
     ...webhooks(db),
     ...kv(db),
+    ...engineAuth(db),
     // On the database's clock (postgres/leases.ts): the `now` the port passes is not used.
     ...leases(db),
     async schemaVersion(): Promise<number> {

@@ -840,4 +840,20 @@ export const MIGRATIONS: Migration[] = [
       END;
     `,
   },
+  {
+    version: 28,
+    name: "the engine's sealed authentication state per line (D-116)",
+    sql: `
+      -- --gateway baileys: each line's credentials and signal keys, sealed with AES-256-GCM under a key
+      -- kept outside the database (core/engine-key.ts). The primary key serves a read of many ids of one
+      -- kind and the removal of a line's rows (its prefix). A rowid table: pasarela migrate copies by rowid.
+      CREATE TABLE motor_auth (
+        instancia TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        id TEXT NOT NULL,
+        valor BLOB NOT NULL,
+        PRIMARY KEY (instancia, kind, id)
+      );
+    `,
+  },
 ];

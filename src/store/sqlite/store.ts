@@ -5,6 +5,7 @@ import { PROBE_BYTES, writeHealthOf } from '../faults.js';
 import type { WriteGate } from '../write-gate.js';
 import { accounts } from './accounts.js';
 import { charts } from './charts.js';
+import { engineAuth } from './engine-auth.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
 import { migrate, openDb, schemaVersion } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
@@ -63,6 +64,7 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     ...queue(db),
     ...webhooks(db),
     ...kv(db),
+    ...engineAuth(db),
     ...leases(),
     migrate: () => migrate(db),
     shareWrites: (gate) => useWriteGate(db, gate),

@@ -1,0 +1,228 @@
+import type { Agent } from 'node:https';
+import type { Backoff } from '../../core/backoff.js';
+import type { Clock } from '../../core/clock.js';
+import {
+  GatewayFailure,
+  type Gateway,
+  type GatewayCapabilities,
+  type GatewayEvent,
+  type OutboundMessage,
+  type PairingResult,
+  type QrResult,
+  type SessionProfile,
+} from '../../core/ports/gateway.js';
+import type { SessionStatus } from '../../core/ports/model.js';
+import { GatewayEvents } from '../gateway-events.js';
+import type { MediaFetcher } from '../media-fetch.js';
+import type { EngineAuthSource } from './auth.js';
+import { within } from './deadline.js';
+import { loadBaileys, type BaileysLib } from './library.js';
+import { EngineLine } from './line.js';
+import { silentLog, type EngineLog } from './logger.js';
+import { contentOf, jidOf, networkIdOf } from './outbound.js';
+
+export interface BaileysOptions {
+  auth: EngineAuthSource;
+  clock: Clock;
+  /** `--baileys-ws-url`: absent, the network's own. */
+  wsUrl?: string;
+  /** In-process tests: the CA of a test network's media server. */
+  ca?: string;
+  /** Deadline of a management call (QR, pairing code, logout). */
+  timeoutMs: number;
+  /** Deadline of a send, upload included. */
+  sendTimeoutMs: number;
+  keepAliveMs?: number;
+  reconnect?: Backoff;
+  random?: () => number;
+  log?: EngineLog;
+  /** Fetches media URLs so Baileys gets a local file (it would otherwise fetch them itself). */
+  media?: MediaFetcher;
+  /** Metrics hooks. */
+  onStatus?: (instancia: string, status: SessionStatus) => void;
+  onReconnect?: (instancia: string) => void;
+}
+
+export const BAILEYS_CAPABILITIES: GatewayCapabilities = { unsupported: {} };
+
+/** A lost connection is tried again after 1 s, 2 s, 4 s... up to a minute, and then every minute. */
+const RECONNECT: Backoff = { baseMs: 1000, factors: [1, 2, 4, 8, 16, 32, 60], past: 'repeat' };
+/** How long a recipient's presence on the network is remembered (one usync query per recipient, not per send). */
+const ON_NETWORK_MS = 10 * 60_000;
+
+/**
+ * pasarela's own engine (`--gateway baileys`, DESIGN §13): each linked line's
+ * socket in this process, over the Baileys library. It reports sessions,
+ * receipts and inbound messages as the HTTP-fed adapters do, so the core and
+ * the clients cannot tell it apart.
+ */
+export class BaileysGateway implements Gateway {
+  readonly name = 'baileys';
+  readonly simulated = false;
+  readonly capabilities = BAILEYS_CAPABILITIES;
+  private readonly events = new GatewayEvents();
+  private readonly lines = new Map<string, EngineLine>();
+  private readonly onNetwork = new Map<string, number>();
+  /** The pairing code asked on a line's current socket: the same one is answered until that socket ends (as the other gateways do). */
+  private readonly codes = new WeakMap<object, string>();
+  private lib: BaileysLib | undefined;
+  private agent: Agent | undefined;
+  private closed = false;
+
+  constructor(private readonly opts: BaileysOptions) {}
+
+  private async library(): Promise<BaileysLib> {
+    if (this.lib) return this.lib;
+    const lib = await loadBaileys();
+    if (this.opts.ca) {
+      const { Agent } = await import('node:https');
+      this.agent = new Agent({ ca: this.opts.ca, keepAlive: true });
+    }
+    this.lib = lib;
+    return lib;
+  }
+
+  private async line(instancia: string): Promise<EngineLine> {
+    if (this.closed) throw new GatewayFailure('the engine is stopping', 'transient');
+    let line = this.lines.get(instancia);
+    if (line) return line;
+    const lib = await this.library();
+    line = this.lines.get(instancia);
+    if (line) return line;
+    line = new EngineLine(instancia, {
+      lib,
+      auth: this.opts.auth,
+      clock: this.opts.clock,
+      log: this.opts.log ?? silentLog,
+      wsUrl: this.opts.wsUrl,
+      fetchAgent: this.agent,
+      keepAliveMs: this.opts.keepAliveMs ?? 25_000,
+      connectTimeoutMs: this.opts.timeoutMs,
+      queryTimeoutMs: this.opts.timeoutMs,
+      reconnect: this.opts.reconnect ?? RECONNECT,
+      random: this.opts.random ?? Math.random,
+      emit: (e) => this.events.emit(e),
+      onStatus: this.opts.onStatus,
+      onReconnect: this.opts.onReconnect,
+    });
+    this.lines.set(instancia, line);
+    return line;
+  }
+
+  onEvent(listener: (event: GatewayEvent) => Promise<void> | void): void {
+    this.events.on(listener);
+  }
+
+  /** Linked lines connect again, from their stored state: no new scan. */
+  async start(): Promise<void> {
+    for (const instancia of await this.opts.auth.instancias()) {
+      const line = await this.line(instancia);
+      if (await line.linked()) await line.open();
+      else line.status = 'disconnected';
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.lines.values()].map((l) => l.stop()));
+    this.agent?.destroy();
+  }
+
+  /** Nothing to create ahead: a line's state is made on its first link attempt. */
+  async ensureInstance(): Promise<void> {}
+
+  /** The QR showing now, once the socket has one (Baileys rotates it; each call gives the current one). */
+  async connect(instancia: string, _numero: string): Promise<QrResult> {
+    const line = await this.line(instancia);
+    if (line.status === 'connected') return { status: 'connected', qr: '' };
+    await line.open();
+    await line.until(() => line.qr !== null || line.status === 'connected', this.opts.timeoutMs);
+    if ((line.status as SessionStatus) === 'connected') return { status: 'connected', qr: '' };
+    if (line.qr) return { status: 'need_scan', qr: line.qr };
+    // A linked line coming back shows no QR.
+    if (line.registered) return { status: line.status, qr: '' };
+    throw new GatewayFailure(`no QR from the network within ${this.opts.timeoutMs} ms`, 'transient');
+  }
+
+  async pairingCode(instancia: string, numero: string): Promise<PairingResult> {
+    const line = await this.line(instancia);
+    if (line.status === 'connected') return { status: 'connected', code: '' };
+    await line.open();
+    // The socket can ask for a code once the network has greeted it (its first QR).
+    await line.until(() => line.qr !== null || line.status === 'connected', this.opts.timeoutMs);
+    if ((line.status as SessionStatus) === 'connected') return { status: 'connected', code: '' };
+    if (!line.sock || !line.qr) throw new GatewayFailure(`the network did not answer within ${this.opts.timeoutMs} ms`, 'transient');
+    const sock = line.sock;
+    const known = this.codes.get(sock);
+    if (known) return { status: 'need_scan', code: known };
+    const raw = await within(this.opts.timeoutMs, 'pairing code', sock.requestPairingCode(numero.replace(/\D/g, '')));
+    const plain = raw.replace(/[^A-Za-z0-9]/g, '').toUpperCase();
+    const code = plain.length === 8 ? `${plain.slice(0, 4)}-${plain.slice(4)}` : plain;
+    this.codes.set(sock, code);
+    return { status: 'need_scan', code };
+  }
+
+  async status(instancia: string): Promise<SessionStatus> {
+    return this.lines.get(instancia)?.status ?? 'unknown';
+  }
+
+  async logout(instancia: string): Promise<void> {
+    const line = this.lines.get(instancia) ?? (await this.line(instancia));
+    const sock = line.sock;
+    // Tell the network to remove this device when it can hear us; the state is dropped either way.
+    if (sock && line.status === 'connected') await within(this.opts.timeoutMs, 'logout', sock.logout()).catch(() => undefined);
+    await line.unlink();
+  }
+
+  async restart(instancia: string): Promise<SessionStatus> {
+    const line = await this.line(instancia);
+    await line.stop();
+    await line.open();
+    if (!line.registered) {
+      await line.until(() => line.qr !== null, this.opts.timeoutMs);
+      return line.qr ? 'need_scan' : line.status;
+    }
+    return 'connecting';
+  }
+
+  async profile(instancia: string): Promise<SessionProfile | null> {
+    const line = this.lines.get(instancia);
+    const me = line?.status === 'connected' ? line.me : null;
+    if (!me) return null;
+    const numero = /^(\d+)/.exec(me.id)?.[1] ?? null;
+    return { nombre: me.name ?? null, numero };
+  }
+
+  async deleteInstance(instancia: string): Promise<void> {
+    await this.logout(instancia);
+    this.lines.delete(instancia);
+  }
+
+  async send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
+    const line = this.lines.get(instancia);
+    if (line?.status !== 'connected' || !line.sock) throw new GatewayFailure(`session ${instancia} is not connected`, 'transient');
+    const sock = line.sock;
+    const jid = jidOf(msg.destinatario);
+    await this.assertOnNetwork(instancia, sock, jid);
+    const go = async (m: OutboundMessage) => {
+      const content = await contentOf(m);
+      const sent = await within(this.opts.sendTimeoutMs, 'send', sock.sendMessage(jid, content, { messageId: networkIdOf(m.msgId) }), true);
+      const id = sent?.key.id;
+      if (!id) throw new GatewayFailure('the network took the message without an id', 'transient', undefined, true);
+      return { gatewayMsgId: id };
+    };
+    return this.opts.media ? this.opts.media.withBytes(msg, go) : go(msg);
+  }
+
+  /** A recipient not on the network is refused for good (the core's `rechazado`), as the other gateways' "not on WhatsApp". */
+  private async assertOnNetwork(instancia: string, sock: NonNullable<EngineLine['sock']>, jid: string): Promise<void> {
+    const key = `${instancia}\n${jid}`;
+    const now = this.opts.clock.now();
+    const known = this.onNetwork.get(key);
+    if (known !== undefined && known > now) return;
+    const answer = await within(this.opts.timeoutMs, 'number check', sock.onWhatsApp(jid));
+    if (!answer?.some((r) => r.exists)) throw new GatewayFailure(`the number ${jid.split('@')[0]} is not on WhatsApp`, 'permanent');
+    if (this.onNetwork.size > 10_000) this.onNetwork.clear();
+    this.onNetwork.set(key, now + ON_NETWORK_MS);
+  }
+}

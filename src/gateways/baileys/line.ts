@@ -1,0 +1,273 @@
+import type { Agent } from 'node:https';
+import type { WAMessage } from 'baileys';
+import { backoffMs, type Backoff } from '../../core/backoff.js';
+import type { Clock } from '../../core/clock.js';
+import type { GatewayEvent } from '../../core/ports/gateway.js';
+import type { SessionStatus } from '../../core/ports/model.js';
+import type { EngineAuthSource, LineAuth } from './auth.js';
+import { closeCode, closeOutcome } from './close-codes.js';
+import { inboundOf, ownStatusOf, receiptOf, userReceiptOf } from './inbound.js';
+import type { BaileysLib } from './library.js';
+import { libraryLogger, type EngineLog } from './logger.js';
+
+/** How long Baileys may hold its event buffer before the engine releases it (see unstick). */
+const BUFFER_HELD_MS = 1000;
+
+export type Socket = ReturnType<BaileysLib['makeWASocket']>;
+
+/** What every line of one engine shares. */
+export interface LineDeps {
+  lib: BaileysLib;
+  auth: EngineAuthSource;
+  clock: Clock;
+  log: EngineLog;
+  /** The network's web socket (`--baileys-ws-url`); Baileys' own default when absent. */
+  wsUrl?: string;
+  /** For media uploads and downloads (a test network's CA). */
+  fetchAgent?: Agent;
+  keepAliveMs: number;
+  connectTimeoutMs: number;
+  queryTimeoutMs: number;
+  reconnect: Backoff;
+  random: () => number;
+  /** Resolves once the event is durable. */
+  emit: (e: GatewayEvent) => Promise<void>;
+  /** Each status change, and each reconnect, for the metrics. */
+  onStatus?: (instancia: string, status: SessionStatus) => void;
+  onReconnect?: (instancia: string) => void;
+}
+
+/**
+ * One line's socket: started on a link attempt or, for a linked line, when
+ * the engine starts; its status follows `connection.update`; it reconnects
+ * by itself after a lost connection (with backoff) or a restart request (at
+ * once). Never two sockets at once: a new one is made only after the last
+ * has ended, and events of an ended socket are ignored (its generation).
+ */
+export class EngineLine {
+  status: SessionStatus = 'connecting';
+  qr: string | null = null;
+  sock: Socket | null = null;
+  private auth: LineAuth | null = null;
+  private generation = 0;
+  private failures = 0;
+  private retry: NodeJS.Timeout | undefined;
+  private waiters = new Set<() => void>();
+  /** Events of this line in the order Baileys gave them, each durable before the next. */
+  private chain: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    readonly instancia: string,
+    private readonly d: LineDeps,
+  ) {}
+
+  get registered(): boolean {
+    return Boolean(this.auth?.state.creds.me?.id);
+  }
+
+  /** The linked phone's id and name, when linked. */
+  get me(): { id: string; name?: string } | null {
+    return this.auth?.state.creds.me ?? null;
+  }
+
+  /** Whether the stored state holds a link (a line half-way through a scan holds state but no link). */
+  async linked(): Promise<boolean> {
+    this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia);
+    return this.registered;
+  }
+
+  /** Starts a socket unless one is running or waiting to reconnect. */
+  async open(): Promise<void> {
+    this.stopped = false;
+    if (this.sock || this.retry) return;
+    await this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    this.retry = undefined;
+    if (this.stopped) return;
+    this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia);
+    const gen = ++this.generation;
+    const { lib } = this.d;
+    const sock = lib.makeWASocket({
+      auth: { creds: this.auth.state.creds, keys: lib.makeCacheableSignalKeyStore(this.auth.state.keys, libraryLogger(this.d.log, this.instancia)) },
+      ...(this.d.wsUrl ? { waWebSocketUrl: this.d.wsUrl } : {}),
+      ...(this.d.fetchAgent ? { fetchAgent: this.d.fetchAgent } : {}),
+      logger: libraryLogger(this.d.log, this.instancia),
+      keepAliveIntervalMs: this.d.keepAliveMs,
+      connectTimeoutMs: this.d.connectTimeoutMs,
+      defaultQueryTimeoutMs: this.d.queryTimeoutMs,
+      markOnlineOnConnect: false,
+      syncFullHistory: false,
+      shouldSyncHistoryMessage: () => false,
+      printQRInTerminal: false,
+      // A message the network asks us to send again: we keep none (pasarela's store has the send, not the proto).
+      getMessage: async () => undefined,
+    });
+    this.sock = sock;
+    const current = () => gen === this.generation;
+    this.unstick(sock, current);
+    sock.ev.on('creds.update', () => {
+      const auth = this.auth;
+      if (auth) this.serial(() => auth.saveCreds());
+    });
+    sock.ev.on('connection.update', (u) => {
+      if (!current()) return;
+      if (u.qr) {
+        this.qr = u.qr;
+        this.set('need_scan');
+      }
+      if (u.isNewLogin) {
+        this.qr = null;
+        this.set('connecting');
+      }
+      if (u.connection === 'connecting' && !this.qr) this.set('connecting');
+      if (u.connection === 'open') {
+        this.qr = null;
+        this.failures = 0;
+        this.set('connected');
+      }
+      if (u.connection === 'close') this.closed(closeCode(u.lastDisconnect?.error));
+    });
+    sock.ev.on('messages.upsert', ({ messages, type }) => {
+      if (!current()) return;
+      for (const m of messages) {
+        // Receipts that beat the record of our own send are folded by Baileys' event buffer into that record's status.
+        const folded = ownStatusOf(this.instancia, m, this.d.clock.now());
+        if (folded) this.serial(() => this.d.emit(folded));
+        // `append`: messages that arrived while the line was offline, given at login (history sync is off, D-122).
+        else if (type === 'notify' || type === 'append') this.inbound(m);
+      }
+    });
+    sock.ev.on('messages.update', (updates) => {
+      if (!current()) return;
+      for (const u of updates) {
+        const e = receiptOf(this.instancia, u, this.d.clock.now());
+        if (e) this.serial(() => this.d.emit(e));
+      }
+    });
+    sock.ev.on('message-receipt.update', (receipts) => {
+      if (!current()) return;
+      for (const r of receipts) {
+        const e = userReceiptOf(this.instancia, r, this.d.clock.now());
+        if (e) this.serial(() => this.d.emit(e));
+      }
+    });
+  }
+
+  /**
+   * Baileys holds events in a buffer while it processes some stanzas and
+   * releases them when the work ends; its count of nested work can be left
+   * above zero, and then receipts and messages wait for its 30 s safety
+   * flush. With no history sync there is nothing to consolidate: a buffer
+   * held past a second is released.
+   */
+  private unstick(sock: Socket, current: () => boolean): void {
+    let since: number | null = null;
+    const timer = setInterval(() => {
+      if (!current()) return clearInterval(timer);
+      if (!sock.ev.isBuffering()) since = null;
+      else if (since === null) since = performance.now();
+      else if (performance.now() - since > BUFFER_HELD_MS) {
+        since = null;
+        sock.ev.flush();
+      }
+    }, BUFFER_HELD_MS / 4);
+    timer.unref();
+  }
+
+  private inbound(m: WAMessage): void {
+    const e = inboundOf(this.instancia, m, this.d.clock.now());
+    // A repeat (redelivered after a reconnect) is dropped by the store's unique key on dedupeKey.
+    if (e) this.serial(() => this.d.emit(e));
+  }
+
+  private serial(step: () => Promise<void>): void {
+    this.chain = this.chain
+      .then(step)
+      .catch((err: unknown) =>
+        this.d.log.error(
+          { instancia: this.instancia, error: err instanceof Error ? err.name : 'unknown' },
+          'engine: an event of the line could not be handled',
+        ),
+      );
+  }
+
+  /** The socket ended by itself: what its code means for the line. */
+  private closed(code: number | undefined): void {
+    this.sock = null;
+    this.qr = null;
+    const out = closeOutcome(code, this.registered);
+    this.d.log.warn({ instancia: this.instancia, code: code ?? null }, `engine: connection closed (${out.reason})`);
+    this.set(out.status);
+    if (out.forget) void this.forget();
+    if (this.stopped || out.reconnect === 'no') return;
+    this.d.onReconnect?.(this.instancia);
+    if (out.reconnect === 'now') {
+      void this.connect();
+      return;
+    }
+    this.failures += 1;
+    const ms = backoffMs(this.d.reconnect, this.failures, this.d.random) ?? this.d.reconnect.baseMs;
+    this.retry = setTimeout(() => void this.connect(), ms);
+  }
+
+  private async forget(): Promise<void> {
+    const auth = this.auth;
+    this.auth = null;
+    await this.chain;
+    await auth?.clear();
+  }
+
+  private set(status: SessionStatus): void {
+    for (const w of this.waiters) w();
+    if (status === this.status) return;
+    this.status = status;
+    this.d.onStatus?.(this.instancia, status);
+    this.serial(() => this.d.emit({ type: 'session', instancia: this.instancia, status, at: this.d.clock.now() }));
+  }
+
+  /** Resolves when `done()` holds, checked at each change of the line; false past `ms`. */
+  async until(done: () => boolean, ms: number): Promise<boolean> {
+    if (done()) return true;
+    return new Promise((resolve) => {
+      const check = () => {
+        if (!done()) return;
+        finish(true);
+      };
+      const finish = (ok: boolean) => {
+        clearTimeout(timer);
+        this.waiters.delete(check);
+        resolve(ok);
+      };
+      const timer = setTimeout(() => finish(done()), ms);
+      this.waiters.add(check);
+    });
+  }
+
+  /** Ends the socket without reconnecting; `status` says what the line is afterwards. */
+  async stop(status?: SessionStatus): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    this.retry = undefined;
+    this.generation += 1;
+    const sock = this.sock;
+    this.sock = null;
+    this.qr = null;
+    if (sock) await sock.end(undefined).catch(() => undefined);
+    if (status) this.set(status);
+    await this.chain;
+  }
+
+  /** The phone is unlinked (a logout asked here): the state is dropped. */
+  async unlink(): Promise<void> {
+    await this.stop('logged_out');
+    await this.forget();
+  }
+
+  /** Events handled so far are durable. */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+}
