@@ -1,6 +1,9 @@
 import type { AuthenticationCreds, AuthenticationState, SignalDataSet, SignalDataTypeMap } from 'baileys';
 import { authAad, type EngineCipher, EngineStateUnreadable, SealedValueRefused } from '../../core/engine-key.js';
+import { engineLinesAtStart } from '../../core/engine-lines.js';
 import type { EngineAuthRow, EngineAuthStore } from '../../core/ports/engine-auth.js';
+import type { Store } from '../../core/ports/store.js';
+import type { EngineAuthSource } from './auth.js';
 
 /** The kind of the credentials' one row (the keys' kinds are Baileys' own: pre-key, session...). */
 export const CREDS_KIND = 'creds';
@@ -71,5 +74,17 @@ export async function storedAuthState(
     },
     saveCreds: () => store.writeAuth(instancia, [{ kind: CREDS_KIND, id: CREDS_ID, value: seal(CREDS_KIND, CREDS_ID, creds) }]),
     clear: () => store.clearAuth(instancia),
+  };
+}
+
+/**
+ * The engine's source of line states over the store (auth.ts): each line's
+ * state sealed with `cipher`; the lines to reconnect at start are those
+ * whose celular still exists (core/engine-lines.ts, which removes the rest).
+ */
+export function storeAuthSource(store: Store, cipher: EngineCipher): EngineAuthSource {
+  return {
+    forLine: (lib, instancia) => storedAuthState(lib, store, cipher, instancia),
+    instancias: async () => (await engineLinesAtStart(store)).lines,
   };
 }

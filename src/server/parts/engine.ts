@@ -1,5 +1,6 @@
-import { join } from 'node:path';
-import { fileAuthSource } from '../../gateways/baileys/auth.js';
+import { loadEngineCipher } from '../../core/engine-key.js';
+import type { Store } from '../../core/ports/store.js';
+import { storeAuthSource } from '../../gateways/baileys/auth-state.js';
 import type { GatewayOptions } from '../../gateways/index.js';
 import type { ServeConfig } from '../config.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -11,10 +12,12 @@ import type { Log } from './part.js';
  * the line and a code: never a key, a number's message or its text) and its
  * metrics (sessions by status, reconnects).
  */
-export async function engineOptions(opts: ServeConfig, d: { metrics: Metrics; log: Log }): Promise<NonNullable<GatewayOptions['baileys']>> {
+export async function engineOptions(opts: ServeConfig, d: { store: Store; metrics: Metrics; log: Log }): Promise<NonNullable<GatewayOptions['baileys']>> {
+  // The lines' state sealed in the store under a key file kept outside it (D-116, D-117); a key file others may read stops the start.
+  const cipher = await loadEngineCipher({ dataDir: opts.dataDir, keyFile: opts.engineKeyFile });
+  d.log.info({ key_id: cipher.keyId, key_file: cipher.keyFile, made: cipher.created }, "the engine's key (its id, never the key)");
   return {
-    // Baileys' own folder per line in the data directory until the encrypted state in the store is wired.
-    auth: fileAuthSource(join(opts.dataDir, 'engine-auth')),
+    auth: storeAuthSource(d.store, cipher),
     wsUrl: opts.baileysWsUrl,
     log: d.log,
     onStatus: (instancia, status) => d.metrics.engineLines.set(instancia, status),
