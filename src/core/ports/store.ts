@@ -38,7 +38,8 @@ export interface StoreCaps {
  * adapter composes it from one factory per port over its connection
  * (src/store/sqlite/store.ts, src/store/postgres/store.ts).
  */
-export interface Store extends AccountsStore, LedgerStore, ChartsStore, GatewayServersStore, MessagesStore, QueueStore, WebhooksStore, KvStore, LeasesStore, EngineAuthStore {
+export interface Store
+  extends AccountsStore, LedgerStore, ChartsStore, GatewayServersStore, MessagesStore, QueueStore, WebhooksStore, KvStore, LeasesStore, EngineAuthStore {
   readonly caps: StoreCaps;
   /**
    * Whether the store takes writes. Free while no write has failed; after a
