@@ -16,9 +16,11 @@ export async function engineOptions(
   opts: ServeConfig,
   d: { store: Store; metrics: Metrics; log: Log; engine?: { ca?: string } },
 ): Promise<NonNullable<GatewayOptions['baileys']>> {
+  // The lines' state sealed in the store under a key file kept outside it (D-116, D-117); a key file others may read stops the start.
+  const cipher = await loadEngineCipher({ dataDir: opts.dataDir, keyFile: opts.engineKeyFile });
+  d.log.info({ key_id: cipher.keyId, key_file: cipher.keyFile, made: cipher.created }, "the engine's key (its id, never the key)");
   return {
-    // Sealed in the store with the key kept outside it (core/engine-key.ts); a missing or wrong key stops the start.
-    auth: storeAuthSource(d.store, await loadEngineCipher({ dataDir: opts.dataDir, keyFile: opts.engineKeyFile })),
+    auth: storeAuthSource(d.store, cipher),
     wsUrl: opts.baileysWsUrl,
     ca: d.engine?.ca,
     log: d.log,
