@@ -214,6 +214,36 @@ describe('fakewa: checks that need no line', () => {
     }
   });
 
+  it('with opts.stateFile, a restarted fake still knows the line, its contacts and their sessions', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fakewa-state-'));
+    const stateFile = join(dir, 'state.json');
+    let fake = await startFakeNetwork({ stateFile });
+    let line: LineClient | undefined;
+    try {
+      await fake.trustInProcess();
+      line = await startLine(fake, join(dir, 'auth'), { onQr: (qr) => void fake.scanQr(qr, '5215550005555') });
+      await line.waitOpen();
+      const first = await line.sock().sendMessage('5215550006666@s.whatsapp.net', { text: 'antes' });
+      await fake.contact('5215550006666').waitFor((m) => m.id === first?.key.id);
+      await line.stop();
+      await fake.close();
+      fake = await startFakeNetwork({ stateFile });
+      line = await startLine(fake, join(dir, 'auth'), { reconnect: false });
+      await line.waitOpen();
+      expect(line.events.filter((e) => e.qr)).toEqual([]);
+      const second = await line.sock().sendMessage('5215550006666@s.whatsapp.net', { text: 'después' });
+      const got = await fake.contact('5215550006666').waitFor((m) => m.id === second?.key.id);
+      expect(got.message.extendedTextMessage?.text ?? got.message.conversation).toBe('después');
+      const back = await fake.sendText('5215550006666', '5215550005555', 'de vuelta');
+      await until('reply', () => line!.incoming.find((m) => m.id === back));
+      expect(fake.incoming('5215550005555').find((r) => r.id === back)?.type).toBe('msg');
+    } finally {
+      await line?.stop();
+      await fake.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('a pair-success with a bad ADV HMAC is refused by Baileys: no open, the device never counts', async () => {
     const fake = await startFakeNetwork();
     const dir = mkdtempSync(join(tmpdir(), 'fakewa-hmac-'));
