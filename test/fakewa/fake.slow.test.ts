@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -241,6 +243,27 @@ describe('fakewa: checks that need no line', () => {
       await line?.stop();
       await fake.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('preloadFile makes a child process trust the root before it loads baileys; caFile lets it reach the media host', async () => {
+    const fake = await startFakeNetwork();
+    try {
+      const script = [
+        "const b = await import('baileys');",
+        "console.log(b.WA_CERT_DETAILS.PUBLIC_KEY.toString('hex'));",
+        `const r = await fetch(${JSON.stringify(`https://${fake.mediaHost}/nothing`)});`,
+        'console.log(r.status);',
+      ].join(' ');
+      // Asynchronous: the media host lives in this process and must keep answering.
+      const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', fake.preloadFile, '--input-type=module', '-e', script], {
+        cwd: process.cwd(),
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: fake.caFile },
+        timeout: 60_000,
+      });
+      expect(out.trim().split('\n')).toEqual([fake.rootPublicKey, '404']);
+    } finally {
+      await fake.close();
     }
   });
 
