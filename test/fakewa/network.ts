@@ -11,7 +11,7 @@ import { ProtocolAddress } from 'libsignal';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { decryptMedia, startMediaHost, type MediaHost } from './media.js';
 import { dh, makeCertChain, newKeyPair, NoiseServer, sign, verify, type KeyPair } from './noise.js';
-import { bigEndian, bundleNode, bytes, child, children, n, readBigEndian } from './nodes.js';
+import { bundleNode, bytes, child, children, n, readBigEndian } from './nodes.js';
 import { SignalParty, type Bundle, type SignalPartyState } from './signal-party.js';
 
 type BaileysModule = typeof import('baileys');
@@ -849,6 +849,4 @@ export class FakeNetworkServer {
   rootPublicKeyHex(): string {
     return this.root.pub.toString('hex');
   }
-
-  bigEndian = bigEndian;
 }
