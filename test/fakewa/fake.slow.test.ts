@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -211,6 +213,57 @@ describe('fakewa: checks that need no line', () => {
       await line?.stop();
       await fake.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('with opts.stateFile, a restarted fake still knows the line, its contacts and their sessions', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fakewa-state-'));
+    const stateFile = join(dir, 'state.json');
+    let fake = await startFakeNetwork({ stateFile });
+    let line: LineClient | undefined;
+    try {
+      await fake.trustInProcess();
+      line = await startLine(fake, join(dir, 'auth'), { onQr: (qr) => void fake.scanQr(qr, '5215550005555') });
+      await line.waitOpen();
+      const first = await line.sock().sendMessage('5215550006666@s.whatsapp.net', { text: 'antes' });
+      await fake.contact('5215550006666').waitFor((m) => m.id === first?.key.id);
+      await line.stop();
+      await fake.close();
+      fake = await startFakeNetwork({ stateFile });
+      line = await startLine(fake, join(dir, 'auth'), { reconnect: false });
+      await line.waitOpen();
+      expect(line.events.filter((e) => e.qr)).toEqual([]);
+      const second = await line.sock().sendMessage('5215550006666@s.whatsapp.net', { text: 'después' });
+      const got = await fake.contact('5215550006666').waitFor((m) => m.id === second?.key.id);
+      expect(got.message.extendedTextMessage?.text ?? got.message.conversation).toBe('después');
+      const back = await fake.sendText('5215550006666', '5215550005555', 'de vuelta');
+      await until('reply', () => line!.incoming.find((m) => m.id === back));
+      expect(fake.incoming('5215550005555').find((r) => r.id === back)?.type).toBe('msg');
+    } finally {
+      await line?.stop();
+      await fake.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('preloadFile makes a child process trust the root before it loads baileys; caFile lets it reach the media host', async () => {
+    const fake = await startFakeNetwork();
+    try {
+      const script = [
+        "const b = await import('baileys');",
+        "console.log(b.WA_CERT_DETAILS.PUBLIC_KEY.toString('hex'));",
+        `const r = await fetch(${JSON.stringify(`https://${fake.mediaHost}/nothing`)});`,
+        'console.log(r.status);',
+      ].join(' ');
+      // Asynchronous: the media host lives in this process and must keep answering.
+      const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', fake.preloadFile, '--input-type=module', '-e', script], {
+        cwd: process.cwd(),
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: fake.caFile },
+        timeout: 60_000,
+      });
+      expect(out.trim().split('\n')).toEqual([fake.rootPublicKey, '404']);
+    } finally {
+      await fake.close();
     }
   });
 

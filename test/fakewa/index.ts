@@ -14,6 +14,8 @@ export interface FakeNetwork {
   trustInProcess(): Promise<void>;
   caFile: string;
   ca: string;
+  /** host:port of the HTTPS media host (what media_conn hands out). */
+  mediaHost: string;
   scanQr(qr: string, numero: string): Promise<void>;
   enterPairingCode(numero: string, code: string): Promise<void>;
   contact(numero: string, opts?: { onNetwork?: boolean }): FakeContact;
@@ -66,6 +68,7 @@ export async function startFakeNetwork(opts: FakeNetworkOptions = {}): Promise<F
     },
     caFile: server.media.caFile,
     ca: server.media.ca,
+    mediaHost: server.media.host,
     scanQr: (qr, numero) => server.scanQr(qr, numero),
     enterPairingCode: (numero, code) => server.enterPairingCode(numero, code),
     contact: (numero, o) => server.addContact(numero, o?.onNetwork ?? true),

@@ -2,17 +2,17 @@
 // phones that link companions, contacts that really decrypt, and the stream errors the product must survive.
 import type { BinaryNode, proto as Proto } from 'baileys';
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { ProtocolAddress } from 'libsignal';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { decryptMedia, startMediaHost, type MediaHost } from './media.js';
 import { dh, makeCertChain, newKeyPair, NoiseServer, sign, verify, type KeyPair } from './noise.js';
-import { bigEndian, bundleNode, bytes, child, children, n, readBigEndian } from './nodes.js';
-import { SignalParty, type Bundle } from './signal-party.js';
+import { bundleNode, bytes, child, children, n, readBigEndian } from './nodes.js';
+import { SignalParty, type Bundle, type SignalPartyState } from './signal-party.js';
 
 type BaileysModule = typeof import('baileys');
 const S_WA = 's.whatsapp.net';
@@ -106,6 +106,33 @@ interface Conn {
   linkCode?: { numero: string; wrappedEphemeral: Buffer; ref: string; phone?: { ephemeral: KeyPair; companionEphemeral: Buffer } };
 }
 
+interface SavedState {
+  root: [string, string];
+  lidCounter: number;
+  lines: Array<{
+    numero: string;
+    lidUser: string;
+    phone: SignalPartyState;
+    nextDevice: number;
+    connections: ConnectionRecord[];
+    maxConcurrent: number;
+    incoming: IncomingRecord[];
+    devices: Array<{
+      id: number;
+      keyIndex: number;
+      noisePub: string;
+      identityPub: string;
+      registrationId: number;
+      signedPreKey?: { id: number; pub: string; signature: string };
+      preKeys: Array<[number, string]>;
+      removed: boolean;
+      acks: string[];
+      pending: Array<[string, string]>;
+    }>;
+  }>;
+  contacts: Array<{ numero: string; lid: string; onNetwork: boolean; party: SignalPartyState }>;
+}
+
 export class FakeNetworkServer {
   wsUrl = '';
   readonly dir = mkdtempSync(join(tmpdir(), 'fakewa-'));
@@ -151,7 +178,7 @@ export class FakeNetworkServer {
     await new Promise<void>((ok) => (this.wss ? this.wss.close(() => ok()) : ok()));
     await new Promise<void>((ok) => (this.http ? this.http.close(() => ok()) : ok()));
     await this.media?.close();
-    this.saveState();
+    this.persist();
     rmSync(this.dir, { recursive: true, force: true });
   }
 
@@ -260,7 +287,13 @@ export class FakeNetworkServer {
       conn,
       n('success', { t: String(Math.floor(Date.now() / 1000)), props: '1', lid: `${line.lidUser}:${device.id}@lid`, location: 'fakewa', creation: '1' }),
     );
-    for (const stanza of device.pending.values()) this.send(conn, { ...stanza, attrs: { ...stanza.attrs, offline: '1' } });
+    for (const [id, stored] of device.pending) {
+      // Stanzas loaded from the state file are kept encoded; BinaryNode decoding is async, so it happens here.
+      void this.fromStore(stored).then((stanza) => {
+        device.pending.set(id, stanza);
+        this.send(conn, { ...stanza, attrs: { ...stanza.attrs, offline: '1' } });
+      });
+    }
     this.send(conn, n('ib', {}, [n('offline', { count: String(device.pending.size) })]));
   }
 
@@ -528,6 +561,7 @@ export class FakeNetworkServer {
     device.removed = false;
     device.signedPreKey = conn.registration.signedPreKey;
     this.log(`pair-device-sign: device signature valid; 515 restart`);
+    this.persist();
     this.streamError(conn, { code: '515' });
   }
 
@@ -609,18 +643,18 @@ export class FakeNetworkServer {
 
   // ---------- contacts, receipts, incoming ----------
 
-  addContact(numero: string, onNetwork: boolean): Contact {
+  addContact(numero: string, onNetwork: boolean, restore?: { lid: string; party: SignalParty }): Contact {
     const existing = this.contacts.get(numero);
-    if (existing) {
+    if (existing && !restore) {
       existing.onNetwork = onNetwork;
       return existing;
     }
     const inbox: DecryptedMessage[] = [];
     const c: Contact = {
       numero,
-      lid: String(this.lidCounter++),
+      lid: restore?.lid ?? String(this.lidCounter++),
       onNetwork,
-      party: new SignalParty(),
+      party: restore?.party ?? new SignalParty(),
       inbox,
       errors: [],
       received: () => [...inbox],
@@ -738,18 +772,81 @@ export class FakeNetworkServer {
 
   // ---------- state file ----------
 
+  /** The registry as JSON (opts.stateFile): lines, their devices and pending stanzas, contacts with their Signal state. */
   private loadState(): void {
-    void resolve;
-    void readFileSync;
+    const file = this.opts.stateFile;
+    if (!file || !existsSync(file)) return;
+    const st = JSON.parse(readFileSync(file, 'utf8')) as SavedState;
+    const hex = (h: string) => Buffer.from(h, 'hex');
+    this.root = { pub: hex(st.root[0]), priv: hex(st.root[1]) };
+    this.lidCounter = st.lidCounter;
+    for (const l of st.lines) {
+      const devices = new Map<number, Device>();
+      for (const d of l.devices) {
+        const pending = new Map<string, BinaryNode>();
+        for (const [id, enc] of d.pending) pending.set(id, this.decodeSync(hex(enc)));
+        devices.set(d.id, {
+          ...d,
+          noisePub: hex(d.noisePub),
+          identityPub: hex(d.identityPub),
+          signedPreKey: d.signedPreKey && { id: d.signedPreKey.id, pub: hex(d.signedPreKey.pub), signature: hex(d.signedPreKey.signature) },
+          preKeys: d.preKeys.map(([id, pub]) => ({ id, pub: hex(pub) })),
+          pending,
+        });
+      }
+      this.lines.set(l.numero, { ...l, phone: new SignalParty(l.phone), devices, maxConcurrent: l.maxConcurrent });
+    }
+    for (const c of st.contacts) this.addContact(c.numero, c.onNetwork, { lid: c.lid, party: new SignalParty(c.party) });
+    this.log(`state loaded from ${file}: ${this.lines.size} lines, ${this.contacts.size} contacts`);
   }
 
-  private saveState(): void {
-    void writeFileSync;
+  private async fromStore(node: BinaryNode): Promise<BinaryNode> {
+    return node.tag === '__encoded' ? this.baileys.decodeBinaryNode(Buffer.from(node.content as Uint8Array)) : node;
+  }
+
+  private decodeSync(buf: Buffer): BinaryNode {
+    // Stored stanzas are re-decoded lazily at login; keep the encoded form wrapped until then.
+    return { tag: '__encoded', attrs: {}, content: buf };
+  }
+
+  persist(): void {
+    const file = this.opts.stateFile;
+    if (!file) return;
+    const hex = (b: Buffer) => b.toString('hex');
+    const st: SavedState = {
+      root: [hex(this.root.pub), hex(this.root.priv)],
+      lidCounter: this.lidCounter,
+      lines: [...this.lines.values()].map((l) => ({
+        numero: l.numero,
+        lidUser: l.lidUser,
+        phone: l.phone.toJSON(),
+        nextDevice: l.nextDevice,
+        connections: l.connections,
+        maxConcurrent: l.maxConcurrent,
+        incoming: l.incoming,
+        devices: [...l.devices.values()].map((d) => ({
+          id: d.id,
+          keyIndex: d.keyIndex,
+          noisePub: hex(d.noisePub),
+          identityPub: hex(d.identityPub),
+          registrationId: d.registrationId,
+          signedPreKey: d.signedPreKey && { id: d.signedPreKey.id, pub: hex(d.signedPreKey.pub), signature: hex(d.signedPreKey.signature) },
+          preKeys: d.preKeys.map((k) => [k.id, hex(k.pub)] as [number, string]),
+          removed: d.removed,
+          acks: d.acks,
+          pending: [...d.pending].map(([id, node]) => [id, hex(this.encodeStored(node))] as [string, string]),
+        })),
+      })),
+      contacts: [...this.contacts.values()].map((c) => ({ numero: c.numero, lid: c.lid, onNetwork: c.onNetwork, party: c.party.toJSON() })),
+    };
+    writeFileSync(file, JSON.stringify(st));
+  }
+
+  private encodeStored(node: BinaryNode): Buffer {
+    return node.tag === '__encoded' ? Buffer.from(node.content as Uint8Array) : this.baileys.encodeBinaryNode(node);
   }
 
   rootPublicKeyHex(): string {
     return this.root.pub.toString('hex');
   }
-
-  bigEndian = bigEndian;
 }

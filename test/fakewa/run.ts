@@ -1,6 +1,7 @@
 // Runs the fake standalone (`npm run fakewa`) for a new user's walk and the bench: prints where it listens and
 // serves a small control API on 127.0.0.1 (the phone's and the contacts' side). Port: FAKEWA_CONTROL_PORT or 7787.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startFakeNetwork, type FakeNetwork } from './index.js';
 
 const HELP = `POST /scan {qr, numero}          the phone scans a QR the line showed
@@ -97,7 +98,7 @@ control.listen(controlPort, '127.0.0.1', () => {
   console.log(`fakewa wsUrl       ${fake.wsUrl}`);
   console.log(`fakewa preload     ${fake.preloadFile}   (node --import <this>)`);
   console.log(`fakewa media CA    ${fake.caFile}   (NODE_EXTRA_CA_CERTS=<this>)`);
-  console.log(`fakewa control API http://127.0.0.1:${controlPort}/`);
+  console.log(`fakewa control API http://127.0.0.1:${(control.address() as AddressInfo).port}/`);
   console.log(`pasarela: node --import ${fake.preloadFile} bin/pasarela serve --gateway baileys --baileys-ws-url ${fake.wsUrl}`);
 });
 const stop = (): void => {

@@ -20,18 +20,44 @@ export interface Bundle {
   preKey?: { id: number; pub: Buffer };
 }
 
+/** A SignalParty as JSON, for the fake's state file (keys in base64; sessions as libsignal serializes them). */
+export interface SignalPartyState {
+  identity: [string, string];
+  registrationId: number;
+  signedPreKey: { id: number; pair: [string, string]; signature: string };
+  preKeys: Array<[number, string, string]>;
+  nextPreKey: number;
+  sessions: Array<[string, unknown]>;
+}
+
+const b64 = (b: Buffer) => b.toString('base64');
+const unb64 = (s: string) => Buffer.from(s, 'base64');
+
 export class SignalParty {
-  readonly identity = keyPair();
-  readonly registrationId = randomInt(1, 16380);
+  readonly identity: SignalKeyPair;
+  readonly registrationId: number;
   private readonly signedPreKey: { id: number; pair: SignalKeyPair; signature: Buffer };
   private readonly preKeys = new Map<number, SignalKeyPair>();
   private nextPreKey = 1;
+  // libsignal's SessionRecord.serialize() returns a JSON-able object (its .d.ts says Uint8Array).
   private readonly sessions = new Map<string, Uint8Array>();
   private readonly storage: SignalStorage;
 
-  constructor() {
-    const pair = keyPair();
-    this.signedPreKey = { id: 1, pair, signature: Buffer.from(calculateSignature(this.identity.privKey, pair.pubKey)) };
+  constructor(state?: SignalPartyState) {
+    if (state) {
+      this.identity = { pubKey: unb64(state.identity[0]), privKey: unb64(state.identity[1]) };
+      this.registrationId = state.registrationId;
+      const sp = state.signedPreKey;
+      this.signedPreKey = { id: sp.id, pair: { pubKey: unb64(sp.pair[0]), privKey: unb64(sp.pair[1]) }, signature: unb64(sp.signature) };
+      for (const [id, pub, priv] of state.preKeys) this.preKeys.set(id, { pubKey: unb64(pub), privKey: unb64(priv) });
+      this.nextPreKey = state.nextPreKey;
+      for (const [addr, rec] of state.sessions) this.sessions.set(addr, rec as Uint8Array);
+    } else {
+      this.identity = keyPair();
+      this.registrationId = randomInt(1, 16380);
+      const pair = keyPair();
+      this.signedPreKey = { id: 1, pair, signature: Buffer.from(calculateSignature(this.identity.privKey, pair.pubKey)) };
+    }
     const sessions = this.sessions;
     this.storage = {
       loadSession: async (id) => {
@@ -49,6 +75,18 @@ export class SignalParty {
       loadSignedPreKey: () => this.signedPreKey.pair,
       getOurRegistrationId: () => this.registrationId,
       getOurIdentity: () => this.identity,
+    };
+  }
+
+  toJSON(): SignalPartyState {
+    const sp = this.signedPreKey;
+    return {
+      identity: [b64(this.identity.pubKey), b64(this.identity.privKey)],
+      registrationId: this.registrationId,
+      signedPreKey: { id: sp.id, pair: [b64(sp.pair.pubKey), b64(sp.pair.privKey)], signature: b64(sp.signature) },
+      preKeys: [...this.preKeys].map(([id, k]) => [id, b64(k.pubKey), b64(k.privKey)]),
+      nextPreKey: this.nextPreKey,
+      sessions: [...this.sessions],
     };
   }
 
