@@ -70,6 +70,7 @@ it('cancel all of the line needs its numero typed; then the queue is empty', asy
   await signIn(page, s.url, L.clientKey);
   await page.goto(`${s.url}/panel/c/${L.clienteId}/cola?celular_id=${L.celularId}`);
   const button = page.getByRole('button', { name: 'Cancel all of this line' });
+  await expect.poll(() => button.isDisabled()).toBe(true);
   await page.getByLabel(/Type the line's numero/).fill('not it');
   expect(await button.isDisabled()).toBe(true);
   await page.getByLabel(/Type the line's numero/).fill(L.numero);
