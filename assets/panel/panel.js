@@ -105,19 +105,21 @@ function startMonitor(root) {
     if (paused) return `Paused: ${heldTotal} new ${heldTotal === 1 ? 'event' : 'events'} held (Resume to show them) · ${total}`;
     return shown === 0 ? 'No events yet. New ones appear here as they happen.' : total;
   };
-  // The live region changes at most every COUNT_EVERY_MS, with the count as it is then.
+  // The live region changes at most every COUNT_EVERY_MS, with the count as it is then: at once when it has not changed
+  // for that long (an event on its own is counted as it is shown, never one behind), else when that time is up.
+  let countAt = 0;
   const recount = (now) => {
-    if (now) {
+    const write = () => {
       clearTimeout(countTimer);
       countTimer = null;
+      countAt = Date.now();
       count.textContent = countText();
-      return;
-    }
+    };
+    if (now) return write();
     if (countTimer) return;
-    countTimer = setTimeout(() => {
-      countTimer = null;
-      count.textContent = countText();
-    }, COUNT_EVERY_MS);
+    const wait = countAt + COUNT_EVERY_MS - Date.now();
+    if (wait <= 0) write();
+    else countTimer = setTimeout(write, wait);
   };
 
   const row = (ev) => {
