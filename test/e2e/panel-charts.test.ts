@@ -54,8 +54,9 @@ async function tableBars(): Promise<Record<string, number[]>> {
   const out: Record<string, number[]> = {};
   for (let i = 0; i < (await rows.count()); i += 1) {
     const row = rows.nth(i);
-    const at = (await row.locator('time').getAttribute('datetime'))!;
-    const n = (await row.locator('td').allTextContents()).slice(1).map(Number);
+    const at = (await row.locator('time').first().getAttribute('datetime'))!;
+    // From, To, then the numbers.
+    const n = (await row.locator('td').allTextContents()).slice(2).map(Number);
     if (n[5] !== 0) out[at] = n;
   }
   return out;
@@ -116,6 +117,11 @@ it("draws the last hour of everyone's sends, whose numbers are the store's, and 
   expect(await tableBars()).toEqual(want);
   expect(Object.values(want).reduce((x, y) => x + y[5]!, 0)).toBe(sent.length);
   expect(Object.values(want).reduce((x, y) => x + y[4]!, 0)).toBe(2);
+  // The header's end is the last bar's end (its To), not a minute past what the table shows.
+  const headerEnd = await page.getByRole('status').first().locator('time').last().getAttribute('datetime');
+  const lastBar = page.locator('#t-envios tbody tr').last().locator('time');
+  expect(await lastBar.last().getAttribute('datetime')).toBe(headerEnd);
+  expect(Date.parse(headerEnd!) - Date.parse((await lastBar.first().getAttribute('datetime'))!)).toBe(60_000);
   // The samples: this node's attempt and its queue reading in the last bar.
   await page.getByText(/^The numbers \(\d+ of 60 bars sampled\)$/).click();
   const last = page.locator('#t-muestras tbody tr').last();

@@ -38,8 +38,12 @@ const dash = (v: number | null) => (v === null ? '–' : v);
 
 const at = (d: string) => html`<time datetime="${d}">${bar(d)}</time>`;
 
-const ENVIOS_COLUMNS: Array<Column<EnviosBar>> = [
+/** A bar's end: its start and one step (the header's "to" is the last bar's end, so the two are seen to agree). */
+const endOf = (b: { desde: string }, pasoS: number) => new Date(Date.parse(b.desde) + pasoS * 1000).toISOString();
+
+const enviosColumns = (pasoS: number): Array<Column<EnviosBar>> => [
   { label: 'From', cls: 'nowrap', cell: (b) => at(b.desde) },
+  { label: 'To', cls: 'nowrap', cell: (b) => at(endOf(b, pasoS)) },
   ...CHART_ESTADOS.map((s) => ({ label: s, cls: 'num', cell: (b: EnviosBar) => b[s] })),
   { label: 'total', cls: 'num', cell: (b) => b.total },
 ];
@@ -74,7 +78,7 @@ function sendsChart(e: Estadisticas, who: string): Html {
     <details>
       <summary>The numbers (${busy} of ${e.envios.length} bars had messages)</summary>
       ${busy === 0 ? html`<p class="empty">No messages were created in this range.</p>` : ''}
-      <div id="t-envios">${listTable(e.envios, ENVIOS_COLUMNS, 'Messages created per bar, by the estado they are in now')}</div>
+      <div id="t-envios">${listTable(e.envios, enviosColumns(e.paso_s), 'Messages created per bar, by the estado they are in now')}</div>
     </details>
   </section>`;
 }
