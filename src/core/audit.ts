@@ -128,7 +128,9 @@ function shown(v: unknown, depth = 0): string {
   if (typeof v === 'string') return v;
   if (typeof v !== 'object' || depth > 2) return JSON.stringify(v);
   if (Array.isArray(v)) return v.length === 0 ? 'none' : v.map((x) => (isFields(x) ? `(${shown(x, depth + 1)})` : shown(x, depth + 1))).join(', ');
-  return Object.entries(v).map(([k, x]) => `${k} ${isFields(x) ? `(${shown(x, depth + 1)})` : shown(x, depth + 1)}`).join(', ');
+  return Object.entries(v)
+    .map(([k, x]) => `${k} ${isFields(x) ? `(${shown(x, depth + 1)})` : shown(x, depth + 1)}`)
+    .join(', ');
 }
 
 const isFields = (v: unknown): v is Fields => typeof v === 'object' && v !== null && !Array.isArray(v);

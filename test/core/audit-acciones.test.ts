@@ -36,7 +36,8 @@ describe('the audit actions', () => {
   it('every action the source writes is in the one list', () => {
     const written = writtenActions();
     // The scan finds the ones the walk missed, so it reads what it should.
-    for (const a of ['mensaje.cancelar', 'mensaje.reintentar', 'celular.logout', 'celular.reiniciar', 'webhook.eliminar', 'gateway.drenar']) expect(written).toContain(a);
+    for (const a of ['mensaje.cancelar', 'mensaje.reintentar', 'celular.logout', 'celular.reiniciar', 'webhook.eliminar', 'gateway.drenar'])
+      expect(written).toContain(a);
     expect([...written].filter((a) => !(AUDIT_ACCIONES as readonly string[]).includes(a))).toEqual([]);
   });
 
@@ -54,7 +55,16 @@ describe('the audit actions', () => {
 
 describe('a detalle in words', () => {
   it('a list of records (a retry: de, nuevo) reads as words, not JSON', () => {
-    const detalle = { reintentados: 2, rechazados: 0, msg_ids: [{ de: 'a1', nuevo: 'b1' }, { de: 'a2', nuevo: 'b2' }], vacios: [], ids: ['x', 'y'] };
+    const detalle = {
+      reintentados: 2,
+      rechazados: 0,
+      msg_ids: [
+        { de: 'a1', nuevo: 'b1' },
+        { de: 'a2', nuevo: 'b2' },
+      ],
+      vacios: [],
+      ids: ['x', 'y'],
+    };
     expect(detalleLines(detalle)).toEqual([
       { campo: 'reintentados', valor: '2' },
       { campo: 'rechazados', valor: '0' },

@@ -93,10 +93,14 @@ it('the count is never one behind: an event on its own is counted as it is shown
   await signIn(page, s.url, L.clientKey);
   await openMonitor(`/panel/c/${L.clienteId}/eventos?eventos=messages.received`);
   // Read in the page, in the same turn as the row appears: the count must already say it.
-  const seen = page.waitForFunction<string>(`(() => {
+  const seen = page.waitForFunction<string>(
+    `(() => {
     const rows = document.querySelectorAll('[data-monitor-list] li:not([hidden])').length;
     return rows === 1 ? document.querySelector('[data-monitor-count]').textContent : false;
-  })()`, undefined, { timeout: 20_000, polling: 'raf' });
+  })()`,
+    undefined,
+    { timeout: 20_000, polling: 'raf' },
+  );
   expect((await receive('solo uno')).status).toBe(200);
   expect(await (await seen).jsonValue()).toBe('1 event shown');
   // A burst is counted too, once its last event has been shown.

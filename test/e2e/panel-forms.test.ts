@@ -200,7 +200,7 @@ it('a session ended on an open page (its key rotated): the sign-in page says why
   await page.waitForURL((u) => u.pathname === line);
 });
 
-it('signed out in another tab: the open page\'s next poll reaches the sign-in page, which says so and returns to the page', async () => {
+it("signed out in another tab: the open page's next poll reaches the sign-in page, which says so and returns to the page", async () => {
   const a = await seedClient(s);
   await signIn(page, s.url, a.clientKey);
   const line = `/panel/c/${a.clienteId}/celulares/${a.celularId}`;

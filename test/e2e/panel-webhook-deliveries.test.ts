@@ -26,7 +26,10 @@ beforeAll(async () => {
   R = await startReceiver(500);
   s = await startTestServer({ allowPrivateUrls: true });
   L = await linkedLine(s);
-  const set = await api(s.url, 'POST', '/api/webhook.php', { key: L.clientKey, json: { url: `${R.url}/a/rather/long/path/of/the/receiver?token=abcdefghijklmnopqrstuvwxyz0123456789` } });
+  const set = await api(s.url, 'POST', '/api/webhook.php', {
+    key: L.clientKey,
+    json: { url: `${R.url}/a/rather/long/path/of/the/receiver?token=abcdefghijklmnopqrstuvwxyz0123456789` },
+  });
   expect(set.status, set.text).toBe(200);
   for (let i = 0; i < TESTS; i++) expect((await api(s.url, 'POST', '/api/webhook_test.php', { key: L.clientKey })).status).toBe(200);
   // Each tried once by the dispatcher (HTTP 500); the test clock never reaches their retries.

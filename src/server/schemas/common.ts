@@ -231,9 +231,7 @@ export const eventosFilterProps = {
 /** The query of GET /admin/auditoria, which the panel's audit page reads too (core/audit.ts says what each means). */
 export const auditoriaQuerystring = Type.Object({
   cliente_id: Type.Optional(Type.Integer({ minimum: 1, description: 'only records of this client' })),
-  accion: Type.Optional(
-    Type.String({ minLength: 3, maxLength: 61, description: `only records of this action, exactly: ${AUDIT_ACCIONES.join(', ')}` }),
-  ),
+  accion: Type.Optional(Type.String({ minLength: 3, maxLength: 61, description: `only records of this action, exactly: ${AUDIT_ACCIONES.join(', ')}` })),
   desde: Type.Optional(
     Type.String({ ...dayOrInstant, description: "first day (YYYY-MM-DD, in the server's zone), included; or an RFC 3339 instant, included" }),
   ),

@@ -360,10 +360,10 @@ export function webhooks(db: Db): WebhooksStore {
     },
     /** The same index as the list's, read no further than `bound` rows. */
     async countEntregas(clienteId: number, bound: number): Promise<number> {
-      const [r] = await db.q<{ n: string }>(
-        'SELECT COUNT(*) AS n FROM (SELECT 1 FROM eventos WHERE cliente_id = $1 AND entrega IS NOT NULL LIMIT $2) AS cut',
-        [clienteId, bound],
-      );
+      const [r] = await db.q<{ n: string }>('SELECT COUNT(*) AS n FROM (SELECT 1 FROM eventos WHERE cliente_id = $1 AND entrega IS NOT NULL LIMIT $2) AS cut', [
+        clienteId,
+        bound,
+      ]);
       return Number(r!.n);
     },
     /**

@@ -104,8 +104,10 @@ interface DeliveriesView {
 
 /** The page of deliveries `?page=` asks for (a GET's; a form's answer shows the first), its refusal in words. */
 async function deliveriesOf(deps: PanelDeps, req: FastifyRequest, p: ClientPrincipal): Promise<DeliveriesView> {
-  const raw = req.method === 'GET' ? (req.query as Record<string, unknown> | undefined)?.page : undefined;
-  const given = raw === undefined || raw === '' ? '1' : String(raw);
+  const q = req.method === 'GET' ? (req.query as Record<string, unknown> | undefined)?.page : undefined;
+  // A repeated ?page= is its first value.
+  const raw: unknown = Array.isArray(q) ? (q as unknown[])[0] : q;
+  const given = typeof raw === 'string' && raw !== '' ? raw : typeof raw === 'number' ? String(raw) : '1';
   const ok = /^[1-9][0-9]{0,8}$/.test(given);
   const refused = ok ? undefined : new AppError('INVALID_PARAMS', refusedInWords('page', raw, { type: 'integer', minimum: 1 })!);
   const r = await deliveriesPage(deps.core, p, ok ? Number(given) : 1, DELIVERIES_SHOWN);
@@ -120,25 +122,25 @@ function deliveriesFragment(req: FastifyRequest, cid: number, d: DeliveriesView)
     entregas.length === 0 && page > 1 && total_paginas > 0
       ? pastEnd(path, {}, total_paginas, 'deliveries')
       : entregas.length === 0
-      ? html`<p class="empty">No deliveries yet. Set a URL above and send a test event.</p>`
-      : listTable(entregas, [
-          // The day and the time on two lines at 1280 px: the attempts and the id need the room (the table fits its box).
-          { label: 'created_at', cell: (e) => timeTag(e.created_at) },
-          { label: 'evento', cell: (e) => e.evento },
-          { label: 'estado', cell: (e) => badge(e.estado) },
-          { label: 'intentos', cls: 'num', cell: (e) => e.intentos },
-          { label: 'Attempts (status, time, answer)', cell: attemptsOf },
-          { label: 'id', cls: 'id', cell: (e) => html`<code>${e.id}</code>` },
-          {
-            label: 'Action',
-            hiddenLabel: true,
-            cell: (e) =>
-              html`<form method="post" action="/panel/c/${cid}/webhook/reenviar">
+        ? html`<p class="empty">No deliveries yet. Set a URL above and send a test event.</p>`
+        : listTable(entregas, [
+            // The day and the time on two lines at 1280 px: the attempts and the id need the room (the table fits its box).
+            { label: 'created_at', cell: (e) => timeTag(e.created_at) },
+            { label: 'evento', cell: (e) => e.evento },
+            { label: 'estado', cell: (e) => badge(e.estado) },
+            { label: 'intentos', cls: 'num', cell: (e) => e.intentos },
+            { label: 'Attempts (status, time, answer)', cell: attemptsOf },
+            { label: 'id', cls: 'id', cell: (e) => html`<code>${e.id}</code>` },
+            {
+              label: 'Action',
+              hiddenLabel: true,
+              cell: (e) =>
+                html`<form method="post" action="/panel/c/${cid}/webhook/reenviar">
                 ${csrfField(req)}<input type="hidden" name="id" value="${e.id}" />
                 <button type="submit" class="secondary" aria-label="Redeliver ${e.id}">Redeliver</button>
               </form>`,
-          },
-        ]);
+            },
+          ]);
   const failed = entregas.some((e) => e.estado === 'fallido')
     ? html`<form method="post" action="/panel/c/${cid}/webhook/reenviar-fallidas" class="actions">
         ${csrfField(req)}<button type="submit" class="secondary">Redeliver all failed</button>
