@@ -24,12 +24,19 @@ function selectText(el) {
   sel.addRange(range);
 }
 
-// A form that asks for a typed confirmation (delete a line): its button waits for the exact text.
+// A form that asks for a typed confirmation (delete a line or a webhook, rotate a key, cancel all of a queue): its button
+// waits for the text, as the server compares it (trimmed). Disabled from the start by this script only, so without it the
+// button still sends and the server refuses beside the field.
+function confirmWait(input) {
+  const button = input.form && input.form.querySelector('button[type="submit"]');
+  if (button) button.disabled = input.value.trim() !== input.dataset.confirm;
+}
 document.addEventListener('input', (event) => {
   const input = event.target;
-  if (!(input instanceof HTMLInputElement) || !input.dataset.confirm) return;
-  const button = input.form && input.form.querySelector('button[type="submit"]');
-  if (button) button.disabled = input.value !== input.dataset.confirm;
+  if (input instanceof HTMLInputElement && input.dataset.confirm) confirmWait(input);
+});
+document.addEventListener('DOMContentLoaded', () => {
+  for (const input of document.querySelectorAll('input[data-confirm]')) confirmWait(input);
 });
 
 // ---------------------------------------------------------------------------
@@ -98,19 +105,21 @@ function startMonitor(root) {
     if (paused) return `Paused: ${heldTotal} new ${heldTotal === 1 ? 'event' : 'events'} held (Resume to show them) · ${total}`;
     return shown === 0 ? 'No events yet. New ones appear here as they happen.' : total;
   };
-  // The live region changes at most every COUNT_EVERY_MS, with the count as it is then.
+  // The live region changes at most every COUNT_EVERY_MS, with the count as it is then: at once when it has not changed
+  // for that long (an event on its own is counted as it is shown, never one behind), else when that time is up.
+  let countAt = 0;
   const recount = (now) => {
-    if (now) {
+    const write = () => {
       clearTimeout(countTimer);
       countTimer = null;
+      countAt = Date.now();
       count.textContent = countText();
-      return;
-    }
+    };
+    if (now) return write();
     if (countTimer) return;
-    countTimer = setTimeout(() => {
-      countTimer = null;
-      count.textContent = countText();
-    }, COUNT_EVERY_MS);
+    const wait = countAt + COUNT_EVERY_MS - Date.now();
+    if (wait <= 0) write();
+    else countTimer = setTimeout(write, wait);
   };
 
   const row = (ev) => {
@@ -276,7 +285,7 @@ window.addEventListener('pageshow', (event) => {
   for (const b of document.querySelectorAll('button[aria-busy="true"]')) {
     b.removeAttribute('aria-busy');
     const confirm = b.form && b.form.querySelector('[data-confirm]');
-    b.disabled = Boolean(confirm && confirm.value !== confirm.dataset.confirm);
+    b.disabled = Boolean(confirm && confirm.value.trim() !== confirm.dataset.confirm);
   }
 });
 

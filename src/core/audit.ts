@@ -13,7 +13,12 @@ import type { AuditEntry, AuditOf, WebhookConfig } from './ports/model.js';
  * And its reading: filters by action, client and time, keyset pages (D-92).
  */
 
-/** The actions written today: the filter's choices (any other text is still a valid filter). */
+/**
+ * The actions written today, the one list the panel's filter, `admin audit
+ * --help` and the API's schema description offer (any other text is still a
+ * valid filter). test/core/audit-acciones.test.ts finds every action the
+ * source writes here.
+ */
 export const AUDIT_ACCIONES = [
   'cliente.crear',
   'cliente.editar',
@@ -25,9 +30,14 @@ export const AUDIT_ACCIONES = [
   'celular.rotar_key',
   'celular.token_legacy',
   'celular.mover_gateway',
+  'celular.logout',
+  'celular.reiniciar',
   'webhook.configurar',
   'webhook.eliminar',
   'webhook.restaurar',
+  'webhook.reentregar_fallidas',
+  'mensaje.cancelar',
+  'mensaje.reintentar',
   'gateway.agregar',
   'gateway.drenar',
   'gateway.activar',
@@ -108,7 +118,20 @@ export interface DetalleLine {
   valor?: string;
 }
 
-const shown = (v: unknown): string => (v === null || v === undefined ? '—' : typeof v === 'string' ? v : JSON.stringify(v));
+/**
+ * A value as people read it: text as it is; a list of values joined by
+ * commas; a record (a retried message's `{de, nuevo}`) as `de X, nuevo Y`,
+ * and a list of them each in parentheses; never raw JSON with its quotes.
+ */
+function shown(v: unknown, depth = 0): string {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'string') return v;
+  if (typeof v !== 'object' || depth > 2) return JSON.stringify(v);
+  if (Array.isArray(v)) return v.length === 0 ? 'none' : v.map((x) => (isFields(x) ? `(${shown(x, depth + 1)})` : shown(x, depth + 1))).join(', ');
+  return Object.entries(v)
+    .map(([k, x]) => `${k} ${isFields(x) ? `(${shown(x, depth + 1)})` : shown(x, depth + 1)}`)
+    .join(', ');
+}
 
 const isFields = (v: unknown): v is Fields => typeof v === 'object' && v !== null && !Array.isArray(v);
 

@@ -148,7 +148,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       void unroutedReply(req, reply).code(e.status).send(errorBody(e));
     },
     ajv: {
-      customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true },
+      // verbose: an error carries its schema and value, so a refused query field is told in words (errors.ts).
+      customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false, allowUnionTypes: true, verbose: true },
       // A coerced "Infinity" or "1e999" never passes an integer field (schemas/safe-integers.ts).
       plugins: [safeIntegers],
     },

@@ -329,8 +329,8 @@ export const SERVE_KNOBS = {
     kind: 'switch',
     flag: '--allow-private-urls',
     default: false,
-    help: 'let media URLs point at loopback and private addresses (tests, closed networks)',
-    doc: 'off: media URLs may not point at loopback/private addresses',
+    help: 'let media and webhook URLs point at loopback and private addresses (a receiver on this machine, tests, closed networks)',
+    doc: 'off: media and webhook URLs may not point at loopback/private addresses (a receiver on this machine needs it on)',
   }),
   gatewayFetchesMedia: knob({
     kind: 'switch',

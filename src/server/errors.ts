@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { AppError, ERRORS, type ErrorRow, errorBody } from '../core/errors.js';
+import { refusedInWords, type SchemaLike } from '../core/expected-words.js';
 import { DAY_OR_INSTANT_EXPECTED } from '../core/historial.js';
 import { lingerOnClose } from './body/linger.js';
 
@@ -16,6 +17,13 @@ export function toAppError(err: FastifyError | Error): AppError {
     // A listing's day or instant (the schema checks only its shape) is refused in core's words, as the CLI says it.
     const bound = /^\/(desde|hasta)$/.exec(fe.validation[0]?.instancePath ?? '');
     if (where === 'querystring' && bound) return new AppError('INVALID_PARAMS', `${bound[1]}: ${DAY_OR_INSTANT_EXPECTED}`);
+    // Any other query field (a listing's filter or page): what it expects, in core's words (ajv's verbose error carries its schema and value).
+    if (where === 'querystring') {
+      const v = fe.validation[0] as { instancePath?: string; parentSchema?: SchemaLike; data?: unknown } | undefined;
+      const name = /^\/([A-Za-z_][A-Za-z0-9_]*)$/.exec(v?.instancePath ?? '')?.[1];
+      const words = name ? refusedInWords(name, v?.data, v?.parentSchema) : null;
+      if (words) return new AppError('INVALID_PARAMS', words);
+    }
     return new AppError('INVALID_PARAMS', `${where}: ${fe.message.replace(/^(body|querystring|params|headers)\/?/, '')}`.replace(/ +/g, ' ').trim());
   }
   switch (fe.code) {

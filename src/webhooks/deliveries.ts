@@ -17,6 +17,23 @@ export async function listDeliveries(core: Core, p: ClientPrincipal, limit: numb
   return { entregas: rows.map(entregaView) };
 }
 
+/** How far the panel's pager counts a client's deliveries: past it, the last page offered is the bound's. */
+export const DELIVERIES_COUNT_BOUND = 10_000;
+
+/**
+ * A page of the client's deliveries, newest first, and how many pages there
+ * are (counted to `DELIVERIES_COUNT_BOUND`): the panel's Deliveries, paged by
+ * the shared pager. A page past the end is empty and says how many there are.
+ */
+export async function deliveriesPage(core: Core, p: ClientPrincipal, page: number, porPagina: number) {
+  requireClientKey(p, 'listing webhook deliveries');
+  const [rows, total] = await Promise.all([
+    core.store.listEntregas(p.cliente.id, porPagina, (page - 1) * porPagina),
+    core.store.countEntregas(p.cliente.id, DELIVERIES_COUNT_BOUND),
+  ]);
+  return { entregas: rows.map(entregaView), total, page, total_paginas: Math.ceil(total / porPagina) };
+}
+
 /** Makes one delivery due again now (same id). */
 export async function redeliver(core: Core, dispatcher: WebhookControl, p: ClientPrincipal, id: string) {
   requireClientKey(p, 'redelivering');

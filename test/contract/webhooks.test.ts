@@ -278,6 +278,11 @@ for (const adapter of ADAPTERS) {
       expect(list.find((e) => e.id === e2)!.intentos_detalle).toEqual([{ n: 1, fecha: 210, status: 200, duracion_ms: 8, error: null }]);
       // Newest first.
       expect(list.map((e) => e.id)).toEqual([e2, e1]);
+      // A page further on (the panel's pager), and the count, bounded.
+      expect((await ctx.store.listEntregas(c.id, 1, 1)).map((e) => e.id)).toEqual([e1]);
+      expect(await ctx.store.listEntregas(c.id, 10, 2)).toEqual([]);
+      expect(await ctx.store.countEntregas(c.id, 100)).toBe(2);
+      expect(await ctx.store.countEntregas(c.id, 1)).toBe(1);
 
       expect(await ctx.store.redeliver(other.id, e1, 6000)).toBe(false);
       expect(await ctx.store.redeliver(c.id, 'evt_nope', 6000)).toBe(false);

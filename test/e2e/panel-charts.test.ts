@@ -54,8 +54,9 @@ async function tableBars(): Promise<Record<string, number[]>> {
   const out: Record<string, number[]> = {};
   for (let i = 0; i < (await rows.count()); i += 1) {
     const row = rows.nth(i);
-    const at = (await row.locator('time').getAttribute('datetime'))!;
-    const n = (await row.locator('td').allTextContents()).slice(1).map(Number);
+    const at = (await row.locator('time').first().getAttribute('datetime'))!;
+    // From, To, the numbers, then how many bars the row holds (a run without messages is one row).
+    const n = (await row.locator('td').allTextContents()).slice(2, -1).map(Number);
     if (n[5] !== 0) out[at] = n;
   }
   return out;
@@ -116,6 +117,15 @@ it("draws the last hour of everyone's sends, whose numbers are the store's, and 
   expect(await tableBars()).toEqual(want);
   expect(Object.values(want).reduce((x, y) => x + y[5]!, 0)).toBe(sent.length);
   expect(Object.values(want).reduce((x, y) => x + y[4]!, 0)).toBe(2);
+  // The header's end is the last bar's end (its To), not a minute past what the table shows.
+  const headerEnd = await page.getByRole('status').first().locator('time').last().getAttribute('datetime');
+  const lastBar = page.locator('#t-envios tbody tr').last().locator('time');
+  expect(await lastBar.last().getAttribute('datetime')).toBe(headerEnd);
+  // 60 bars, 3 with messages: the runs without any are one row each, so a phone shows a few cards, not 60.
+  const tableRows = await page.locator('#t-envios tbody tr').count();
+  expect(tableRows).toBeLessThanOrEqual(7);
+  const bars = (await page.locator('#t-envios tbody td[data-label="bars"]').allTextContents()).map(Number);
+  expect(bars.reduce((x, y) => x + y, 0)).toBe(60);
   // The samples: this node's attempt and its queue reading in the last bar.
   await page.getByText(/^The numbers \(\d+ of 60 bars sampled\)$/).click();
   const last = page.locator('#t-muestras tbody tr').last();

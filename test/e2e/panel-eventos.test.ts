@@ -89,6 +89,27 @@ it('shows a new event without a reload, newest on top, its body in a disclosure'
   expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [] });
 });
 
+it('the count is never one behind: an event on its own is counted as it is shown', async () => {
+  await signIn(page, s.url, L.clientKey);
+  await openMonitor(`/panel/c/${L.clienteId}/eventos?eventos=messages.received`);
+  // Read in the page, in the same turn as the row appears: the count must already say it.
+  const seen = page.waitForFunction<string>(
+    `(() => {
+    const rows = document.querySelectorAll('[data-monitor-list] li:not([hidden])').length;
+    return rows === 1 ? document.querySelector('[data-monitor-count]').textContent : false;
+  })()`,
+    undefined,
+    { timeout: 20_000, polling: 'raf' },
+  );
+  expect((await receive('solo uno')).status).toBe(200);
+  expect(await (await seen).jsonValue()).toBe('1 event shown');
+  // A burst is counted too, once its last event has been shown.
+  expect((await receive('dos')).status).toBe(200);
+  expect((await receive('tres')).status).toBe(200);
+  await expect.poll(() => rows().count(), SOON).toBe(3);
+  await expect.poll(count, SOON).toBe('3 events shown');
+});
+
 it('paused, new events are held and counted; Resume shows them', async () => {
   await signIn(page, s.url, L.clientKey);
   await openMonitor(`/panel/c/${L.clienteId}/eventos?eventos=messages.received`);

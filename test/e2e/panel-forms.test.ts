@@ -84,7 +84,13 @@ it("rotate a client's key: refused without its confirmation, then once, whatever
   const a = await seedClient(s);
   await signIn(page, s.url, s.adminToken);
   await page.goto(`${s.url}/panel/clientes/${a.clienteId}`);
-  await page.getByRole('button', { name: 'Rotate key' }).click();
+  // The button waits for the typed id from the start; a form sent without the page's script is refused by the server.
+  const rotate = page.getByRole('button', { name: 'Rotate key' });
+  await expect.poll(() => rotate.isDisabled()).toBe(true);
+  await page.getByLabel(`Type the client's id (${a.clienteId}) to confirm`).fill(`${a.clienteId}9`);
+  expect(await rotate.isDisabled()).toBe(true);
+  await rotate.evaluate((b) => b.removeAttribute('disabled'));
+  await rotate.click();
   await expect.poll(() => page.locator('#f-confirmacion-error').textContent()).toContain(`type the client's id, ${a.clienteId}, to rotate its key`);
   await screenshots(page, 'forms-rotate-refused');
   expect((await api(s.url, 'GET', '/api/saldo.php', { key: a.clientKey })).status).toBe(200);
@@ -143,6 +149,7 @@ it('webhook: the secret x is refused beside its field; delete asks for its confi
 
   // Delete: its button waits for the typed word; the server refuses without it too.
   const del = page.getByRole('button', { name: 'Delete the webhook' });
+  expect(await del.isDisabled()).toBe(true);
   await page.getByLabel('Type delete to confirm').fill('borrar');
   expect(await del.isDisabled()).toBe(true);
   await screenshots(page, 'forms-webhook-delete');
@@ -173,6 +180,27 @@ it('a session ended on an open page (its key rotated): the sign-in page says why
   await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('Your session ended: the key or token it was opened with was rotated');
   await screenshots(page, 'forms-session-ended');
   await page.getByLabel('Token or key').fill(rotated.body.api_key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL((u) => u.pathname === line);
+});
+
+it("signed out in another tab: the open page's next poll reaches the sign-in page, which says so and returns to the page", async () => {
+  const a = await seedClient(s);
+  await signIn(page, s.url, a.clientKey);
+  const line = `/panel/c/${a.clienteId}/celulares/${a.celularId}`;
+  await page.goto(`${s.url}${line}`);
+  // A second tab of the same browser (same cookies) signs out.
+  const other = await context.newPage();
+  await other.goto(`${s.url}${line}`);
+  await other.getByRole('button', { name: 'Sign out' }).click();
+  await other.waitForURL((u) => u.pathname === '/panel/login');
+  // The first tab's session badge polls, and is sent to the sign-in page with the reason.
+  await page.waitForURL((u) => u.pathname === '/panel/login', { timeout: 30_000 });
+  const to = new URL(page.url());
+  expect(Object.fromEntries(to.searchParams)).toEqual({ next: line, fin: 'signed_out' });
+  await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('Your session ended: you signed out (in this tab or another).');
+  await screenshots(page, 'forms-signed-out-elsewhere');
+  await page.getByLabel('Token or key').fill(a.clientKey);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL((u) => u.pathname === line);
 });

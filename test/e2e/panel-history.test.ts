@@ -108,6 +108,18 @@ it("history: a bad filter value shows the API's error beside its field", async (
   // What was typed stays in the field.
   expect(await page.getByLabel('From (desde)').inputValue()).toBe('2026-13-45');
   await screenshots(page, 'historial-error');
+  // At 390 px the tag PARAMETROS_INVALIDOS is on one line, never cut mid-word: its letters' boxes sit on one line.
+  await page.setViewportSize({ width: 390, height: 900 });
+  const tagLines = await page.evaluate<number>(`(() => {
+    const code = document.querySelector('#f-desde-error .code');
+    const text = code.firstChild;
+    const at = text.textContent.indexOf('PARAMETROS_INVALIDOS');
+    const range = document.createRange();
+    range.setStart(text, at);
+    range.setEnd(text, at + 'PARAMETROS_INVALIDOS'.length);
+    return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+  })()`);
+  expect(tagLines).toBe(1);
 });
 
 it('history: pages to the last page and back from past the end; a bad hasta in words; times in UTC', async () => {

@@ -84,6 +84,11 @@ it('the movements page: charges, the refund and additions with who made them; fi
   expect(first).toContain('reembolso');
   expect(first).toContain('sistema');
   expect(await page.locator('main').textContent()).toMatch(/operator/);
+  // The refund's msg_id opens the message's page; its motivo (not an addition's) is a dash, not an empty cell.
+  const refund = movementRows().first();
+  expect(await refund.locator('td[data-label="motivo"]').textContent()).toBe('—');
+  const link = refund.locator('td[data-label="msg_id"] a');
+  expect(await link.getAttribute('href')).toMatch(new RegExp(`^/panel/c/${L.clienteId}/mensajes/[0-9a-f-]{36}$`));
   await screenshots(page, 'movimientos');
   // On a phone each movement is a stacked card: no column is out of sight to the right.
   expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [0] });

@@ -70,6 +70,7 @@ it('cancel all of the line needs its numero typed; then the queue is empty', asy
   await signIn(page, s.url, L.clientKey);
   await page.goto(`${s.url}/panel/c/${L.clienteId}/cola?celular_id=${L.celularId}`);
   const button = page.getByRole('button', { name: 'Cancel all of this line' });
+  await expect.poll(() => button.isDisabled()).toBe(true);
   await page.getByLabel(/Type the line's numero/).fill('not it');
   expect(await button.isDisabled()).toBe(true);
   await page.getByLabel(/Type the line's numero/).fill(L.numero);
@@ -93,6 +94,8 @@ it('the history offers Retry on a cancelled message: a new send linked to it', a
   const text = (await notice()) ?? '';
   const nuevo = /new message is ([0-9a-f-]{36})/.exec(text)![1]!;
   expect((await mensaje(s, nuevo)).reintento_de).toBe(ids[3]);
+  // The retry lands on the new message's page (its story), not on the history.
+  expect(new URL(page.url()).pathname).toBe(`/panel/c/${L.clienteId}/mensajes/${nuevo}`);
   // The new message's page names the one it retries, linked.
   await page.goto(`${s.url}/panel/c/${L.clienteId}/mensajes/${nuevo}`);
   await expect.poll(() => page.locator(`a[href="/panel/c/${L.clienteId}/mensajes/${ids[3]}"]`).count()).toBe(1);

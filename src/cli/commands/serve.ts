@@ -8,6 +8,7 @@ import { hostPort, int, trustProxy, wordOrUrl } from '../parse.js';
 import { duration, msRange } from '../duration.js';
 import { isValidTz } from '../../core/hours.js';
 import { colorLevel } from '../io.js';
+import { startedByNpm, watchParent } from '../parent-watch.js';
 
 /** A yes/no environment variable: 1/true/yes or 0/false/no (or empty); anything else is a usage error, not a silent "yes". */
 function envFlag(env: NodeJS.ProcessEnv, name: string): boolean {
@@ -160,19 +161,27 @@ export function registerServe(program: Command, io: IO, env: NodeJS.ProcessEnv):
       throw startFailure(err as NodeJS.ErrnoException, config.host, String(config.port), config.logLevel, io);
     }
     io.stderr.write(banner(server, gateway, config.gatewayUrl));
-    // The first signal stops gracefully; a second one falls back to Node's default and ends the process.
+    // The first signal stops gracefully; a second one falls back to Node's default and ends the process. Under npm,
+    // the end of the process that started it stops it the same way (npm's shell does not pass SIGTERM on, D-109).
     const signal = await new Promise<string>((resolve) => {
+      let unwatch: (() => void) | undefined;
       const off = io.onSignal?.((sig) => {
         off?.();
+        unwatch?.();
         resolve(sig);
       });
+      if (startedByNpm(env))
+        unwatch = watchParent(() => {
+          off?.();
+          resolve('the npm process that started it ended');
+        });
     });
     const drainMs = config.drainDelayMs;
     io.stderr.write(
       `${signal}: ${drainMs > 0 ? `not ready (draining) for ${drainMs / 1000}s, then ` : ''}finishing requests in flight (up to ${config.stopTimeoutMs / 1000}s), then stopping…\n`,
     );
     // Readiness first (/ready: 503 draining), then the pause that lets a load balancer see it, then the stop as before.
-    server.drain(`the node got ${signal} and is stopping`);
+    server.drain(signal.startsWith('SIG') ? `the node got ${signal} and is stopping` : `${signal}: the node is stopping`);
     if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
     // Bounded: webhook attempts are abandoned at once (they stay due), the rest after --stop-timeout.
     const { complete } = await server.close();

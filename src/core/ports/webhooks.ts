@@ -143,7 +143,10 @@ export interface WebhooksStore {
    * for both. The claim never takes a delivery the same call records.
    */
   recordAndClaim(list: AttemptRecord[], claim: EntregaClaimRequest): Promise<{ recorded: boolean[]; claimed: EntregaRow[] }>;
-  listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
+  /** Newest first; `offset` skips that many (the panel's pages). */
+  listEntregas(clienteId: number, limit: number, offset?: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>>;
+  /** How many deliveries the client has, counted up to `bound` (the panel's pager; past it, `bound`). */
+  countEntregas(clienteId: number, bound: number): Promise<number>;
   /**
    * The deliveries of one message's events, in log order, through the log's
    * index by the data's msg_id: at most `entregas` of them (one more tells

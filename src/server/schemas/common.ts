@@ -1,4 +1,5 @@
 import { CELULAR_ESTADOS, SESSION_STATUSES } from '../../core/ports/model.js';
+import { AUDIT_ACCIONES } from '../../core/audit.js';
 import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN, LIST_LIMITS } from '../../core/limits.js';
 import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
 import { STREAM_EVENT_KINDS } from '../../core/event-stream.js';
@@ -230,9 +231,7 @@ export const eventosFilterProps = {
 /** The query of GET /admin/auditoria, which the panel's audit page reads too (core/audit.ts says what each means). */
 export const auditoriaQuerystring = Type.Object({
   cliente_id: Type.Optional(Type.Integer({ minimum: 1, description: 'only records of this client' })),
-  accion: Type.Optional(
-    Type.String({ minLength: 3, maxLength: 61, description: 'only records of this action, exactly (saldo.cambiar, webhook.configurar, …)' }),
-  ),
+  accion: Type.Optional(Type.String({ minLength: 3, maxLength: 61, description: `only records of this action, exactly: ${AUDIT_ACCIONES.join(', ')}` })),
   desde: Type.Optional(
     Type.String({ ...dayOrInstant, description: "first day (YYYY-MM-DD, in the server's zone), included; or an RFC 3339 instant, included" }),
   ),

@@ -341,11 +341,11 @@ export function webhooks(db: Db): WebhooksStore {
     },
     recordAttempts,
     /** Newest first in log order (the client index, read backwards). */
-    async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
+    async listEntregas(clienteId: number, limit: number, offset = 0): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
       const list = await db.q<EntregaLogRow & LastAttempt>(
         `SELECT ${ENTREGA_COLS}, ultimo_status, ultima_duracion_ms FROM eventos WHERE cliente_id = $1 AND entrega IS NOT NULL
-     ORDER BY xid DESC, seq DESC LIMIT $2`,
-        [clienteId, limit],
+     ORDER BY xid DESC, seq DESC LIMIT $2 OFFSET $3`,
+        [clienteId, limit, offset],
       );
       if (list.length === 0) return [];
       const p = await prefix();
@@ -357,6 +357,14 @@ export function webhooks(db: Db): WebhooksStore {
       const by = new Map<string, IntentoRow[]>();
       for (const { entrega_id, ...i } of attempts) (by.get(entrega_id) ?? by.set(entrega_id, []).get(entrega_id)!).push(i);
       return rows.map(({ r, e }) => ({ ...e, intentos_detalle: withDelivered(e, r, by.get(e.id) ?? []) }));
+    },
+    /** The same index as the list's, read no further than `bound` rows. */
+    async countEntregas(clienteId: number, bound: number): Promise<number> {
+      const [r] = await db.q<{ n: string }>('SELECT COUNT(*) AS n FROM (SELECT 1 FROM eventos WHERE cliente_id = $1 AND entrega IS NOT NULL LIMIT $2) AS cut', [
+        clienteId,
+        bound,
+      ]);
+      return Number(r!.n);
     },
     /**
      * Through the log's index by the data's msg_id (migration 18): the same

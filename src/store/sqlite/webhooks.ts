@@ -275,16 +275,23 @@ export function webhooks(db: DB): WebhooksStore {
       return (await recordAttempts([{ id, claimId, attempt, outcome, now }]))[0]!;
     },
     recordAttempts,
-    async listEntregas(clienteId: number, limit: number): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
+    async listEntregas(clienteId: number, limit: number, offset = 0): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
       const rows = stmt(
         db,
-        `SELECT ${ENTREGA_COLS}, ultimo_status, ultima_duracion_ms FROM eventos WHERE cliente_id = ? AND entrega IS NOT NULL ORDER BY seq DESC LIMIT ?`,
-      ).all(clienteId, limit) as Array<EntregaLogRow & LastAttempt>;
+        `SELECT ${ENTREGA_COLS}, ultimo_status, ultima_duracion_ms FROM eventos WHERE cliente_id = ? AND entrega IS NOT NULL ORDER BY seq DESC LIMIT ? OFFSET ?`,
+      ).all(clienteId, limit, offset) as Array<EntregaLogRow & LastAttempt>;
       const attempts = stmt(db, 'SELECT n, fecha, status, duracion_ms, error FROM webhook_intentos WHERE entrega_id = ? ORDER BY n');
       return rows.map((r) => {
         const e = entrega(r);
         return { ...e, intentos_detalle: withDelivered(e, r, attempts.all(e.id) as IntentoRow[]) };
       });
+    },
+    /** The same index as the list's, read no further than `bound` rows. */
+    async countEntregas(clienteId: number, bound: number): Promise<number> {
+      const r = stmt(db, 'SELECT COUNT(*) AS n FROM (SELECT 1 FROM eventos WHERE cliente_id = ? AND entrega IS NOT NULL LIMIT ?)').get(clienteId, bound) as {
+        n: number;
+      };
+      return r.n;
     },
     /**
      * Through the log's index by the data's msg_id (migration 22), named: the

@@ -217,6 +217,9 @@ export default async function colaPages(app: FastifyInstance, deps: PanelDeps) {
       const r = await retryMensajes(core, deps.send, p, [values.msg_id ?? ''], API.mensajeReintentar);
       const done = r.resultados[0]!;
       flash(req, reply, 'nuevo_msg_id' in done ? `Retried: the new message is ${done.nuevo_msg_id} (queued, charged as a send).` : 'Not retried.');
+      // To the new message's page, not back to the history: its story answers the next question (did it go?) and
+      // links the message it retries; the history would need the new row found among the others.
+      if ('nuevo_msg_id' in done) return redirect(req, reply, `/panel/c/${cid}/mensajes/${encodeURIComponent(done.nuevo_msg_id)}`);
     } catch (err) {
       const e = formErrorsOf(err, []).general!;
       // Our own words only: an unknown id is not echoed back.

@@ -38,10 +38,34 @@ const dash = (v: number | null) => (v === null ? '–' : v);
 
 const at = (d: string) => html`<time datetime="${d}">${bar(d)}</time>`;
 
-const ENVIOS_COLUMNS: Array<Column<EnviosBar>> = [
+/** A row of the sends' numbers: one bar, or a run of bars without messages (to: the end of its last bar). */
+type EnviosRow = EnviosBar & { hasta: string; barras: number };
+
+/**
+ * The sends' numbers as rows: each bar with messages, and each run of bars
+ * without any as one row, so the last hour is a few rows (a few cards at
+ * 390 px), not 60 of zeros. Each row's end is given, so the header's "to"
+ * (the last bar's end) is seen to match the table.
+ */
+function enviosRows(e: Estadisticas): EnviosRow[] {
+  const end = (b: EnviosBar) => new Date(Date.parse(b.desde) + e.paso_s * 1000).toISOString();
+  const rows: EnviosRow[] = [];
+  for (const b of e.envios) {
+    const prev = rows.at(-1);
+    if (b.total === 0 && prev && prev.total === 0) {
+      prev.hasta = end(b);
+      prev.barras++;
+    } else rows.push({ ...b, hasta: end(b), barras: 1 });
+  }
+  return rows;
+}
+
+const ENVIOS_COLUMNS: Array<Column<EnviosRow>> = [
   { label: 'From', cls: 'nowrap', cell: (b) => at(b.desde) },
-  ...CHART_ESTADOS.map((s) => ({ label: s, cls: 'num', cell: (b: EnviosBar) => b[s] })),
+  { label: 'To', cls: 'nowrap', cell: (b) => at(b.hasta) },
+  ...CHART_ESTADOS.map((s) => ({ label: s, cls: 'num', cell: (b: EnviosRow) => b[s] })),
   { label: 'total', cls: 'num', cell: (b) => b.total },
+  { label: 'bars', cls: 'num', cell: (b) => b.barras },
 ];
 
 const MUESTRA_COLUMNS: Array<Column<MuestraBar>> = [
@@ -74,7 +98,7 @@ function sendsChart(e: Estadisticas, who: string): Html {
     <details>
       <summary>The numbers (${busy} of ${e.envios.length} bars had messages)</summary>
       ${busy === 0 ? html`<p class="empty">No messages were created in this range.</p>` : ''}
-      <div id="t-envios">${listTable(e.envios, ENVIOS_COLUMNS, 'Messages created per bar, by the estado they are in now')}</div>
+      <div id="t-envios">${listTable(enviosRows(e), ENVIOS_COLUMNS, 'Messages created per bar, by the estado they are in now; bars without messages in a row are one row')}</div>
     </details>
   </section>`;
 }

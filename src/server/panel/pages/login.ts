@@ -65,7 +65,8 @@ export default async function loginPages(app: FastifyInstance, { core }: PanelDe
 
   app.post('/logout', { preHandler: signedIn(core) }, async (req, reply) => {
     await signOut(core, panelOf(req).sessionId);
-    reply.clearCookie(SESSION_COOKIE, cookieOptions(req));
+    // The cookie stays: its row now says only "signed out", so another open tab's next request or poll (same cookie)
+    // reaches the sign-in page with that reason; a cleared cookie would arrive as none, with no reason to give.
     flash(req, reply, 'You are signed out.');
     return redirect(req, reply, '/panel/login');
   });

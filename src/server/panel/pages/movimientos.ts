@@ -37,7 +37,8 @@ function tipoBadge(tipo: string): Html {
   return html`<span class="badge ${tone}">${tipo}</span>`;
 }
 
-const COLUMNS: Array<Column<MovimientoView>> = [
+/** The columns; a movement's msg_id links to the message's page (its story). */
+const columns = (cid: number): Array<Column<MovimientoView>> => [
   { label: 'fecha', cls: 'nowrap', cell: (m) => html`<time datetime="${m.fecha}">${shortTime(Date.parse(m.fecha))}</time>` },
   { label: 'tipo', cell: (m) => tipoBadge(m.tipo) },
   { label: 'monto', cls: 'num', cell: (m) => (m.monto > 0 ? `+${m.monto}` : String(m.monto)) },
@@ -45,8 +46,9 @@ const COLUMNS: Array<Column<MovimientoView>> = [
   { label: 'balance', cell: (m) => (m.celular_id === null ? 'global' : `line ${m.celular_id}`) },
   { label: 'who (actor)', cell: (m) => m.actor },
   // A charge's or a refund's motivo only repeats its msg_id (the exports keep it whole).
-  { label: 'motivo', cell: (m) => (m.tipo === 'manual' ? cut(m.motivo) : '') },
-  { label: 'msg_id', cell: (m) => (m.msg_id === null ? '' : html`<code>${m.msg_id}</code>`) },
+  // An empty one is a dash: an empty cell reads as a page that failed to fill it (and a stacked card drops its line).
+  { label: 'motivo', cell: (m) => (m.tipo === 'manual' && m.motivo ? cut(m.motivo) : '—') },
+  { label: 'msg_id', cls: 'id', cell: (m) => (m.msg_id === null ? '—' : html`<a href="/panel/c/${cid}/mensajes/${m.msg_id}"><code>${m.msg_id}</code></a>`) },
 ];
 
 export default async function movimientosPages(app: FastifyInstance, deps: PanelDeps) {
@@ -97,7 +99,7 @@ export default async function movimientosPages(app: FastifyInstance, deps: Panel
         ${listing.total !== 0 ? exportLinks(path, filters, counted, 'movements') : ''}
         ${
           listing.movimientos.length > 0
-            ? listTable(listing.movimientos, COLUMNS, 'Balance movements, newest first')
+            ? listTable(listing.movimientos, columns(cid), 'Balance movements, newest first')
             : listing.total_paginas !== null && listing.total_paginas > 0 && listing.page > listing.total_paginas
               ? pastEnd(path, filters, listing.total_paginas, 'movements')
               : empty

@@ -5,7 +5,8 @@ import { FIELD_LIMITS } from '../../../core/limits.js';
 import { WEBHOOK_SECRET_RULE } from '../../../core/webhook-secret.js';
 import type { EntregaView } from '../../../core/views.js';
 import { deleteWebhook, EVENT_KINDS, getWebhook, restoreWebhook, setWebhook } from '../../../webhooks/config.js';
-import { listDeliveries, redeliver, sendTestEvent } from '../../../webhooks/deliveries.js';
+import { deliveriesPage, redeliver, sendTestEvent } from '../../../webhooks/deliveries.js';
+import { refusedInWords } from '../../../core/expected-words.js';
 import { generateSecret } from '../../../webhooks/sign.js';
 import { clientScope, flash, redirect, signedIn } from '../context.js';
 import { csrfField, errorText, field, formErrorsOf, formValues, generalError, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
@@ -14,7 +15,7 @@ import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
 import { redirectToOnce } from '../shown-once.js';
 import { timeTag } from '../time.js';
-import { cidOf, cut, listTable } from '../listing.js';
+import { cidOf, cut, listTable, pager, pastEnd } from '../listing.js';
 
 /**
  * The client's webhook (`/panel/c/:cid/webhook`): its configuration (set,
@@ -58,51 +59,96 @@ function badge(estado: string): Html {
   return html`<span class="badge ${tone}">${estado}</span>`;
 }
 
-/** A delivery's attempts (status, time, answer), or when the next is due. */
+/** A delivery's attempts in runs: consecutive attempts with the same answer (status and error) are one line. */
+type AttemptRun = { first: IntentoView; last: IntentoView; count: number };
+type IntentoView = EntregaView['intentos_detalle'][number];
+function attemptRuns(list: readonly IntentoView[]): AttemptRun[] {
+  const runs: AttemptRun[] = [];
+  for (const a of list) {
+    const prev = runs.at(-1);
+    if (prev && prev.last.status === a.status && prev.last.error === a.error) {
+      prev.last = a;
+      prev.count++;
+    } else runs.push({ first: a, last: a, count: 1 });
+  }
+  return runs;
+}
+
+/**
+ * A delivery's attempts (status, time, answer), or when the next is due. The
+ * same answer again (a receiver failing on every retry) is one line with its
+ * count and the times of its first and last, not the same "HTTP 500" repeated.
+ */
 function attemptsOf(e: EntregaView): Html {
   return e.intentos_detalle.length === 0
     ? html`<span class="empty">${e.proximo_intento_at ? html`due ${timeTag(e.proximo_intento_at)}` : 'none'}</span>`
     : html`<ol class="attempts">
-        ${e.intentos_detalle.map(
-          (a) =>
+        ${attemptRuns(e.intentos_detalle).map(
+          ({ first, last, count }) =>
             html`<li>
-              <span class="code">${a.status === null ? 'no answer' : `HTTP ${a.status}`}</span> · ${a.duracion_ms} ms · ${timeTag(a.fecha)}
-              ${a.error ? html` · ${cut(a.error, 160)}` : ''}
+              <span class="code">${last.status === null ? 'no answer' : `HTTP ${last.status}`}${count > 1 ? ` × ${count}` : ''}</span> ·
+              ${count > 1 ? html`${timeTag(first.fecha)} to ${timeTag(last.fecha)} · last ${last.duracion_ms} ms` : html`${last.duracion_ms} ms · ${timeTag(last.fecha)}`}
+              ${last.error && last.error !== `HTTP ${last.status}` ? html` · ${cut(last.error, 160)}` : ''}
             </li>`,
         )}
       </ol>`;
 }
 
-/** The deliveries, newest first, each with its attempts; polled in place while the page is open. */
-function deliveriesFragment(req: FastifyRequest, cid: number, entregas: EntregaView[]): Html {
+/** A page of deliveries as the panel shows it: which page, how many pages, and a refusal of the page asked for. */
+interface DeliveriesView {
+  entregas: EntregaView[];
+  page: number;
+  total_paginas: number;
+  refused?: AppError;
+}
+
+/** The page of deliveries `?page=` asks for (a GET's; a form's answer shows the first), its refusal in words. */
+async function deliveriesOf(deps: PanelDeps, req: FastifyRequest, p: ClientPrincipal): Promise<DeliveriesView> {
+  const q = req.method === 'GET' ? (req.query as Record<string, unknown> | undefined)?.page : undefined;
+  // A repeated ?page= is its first value.
+  const raw: unknown = Array.isArray(q) ? (q as unknown[])[0] : q;
+  const given = typeof raw === 'string' && raw !== '' ? raw : typeof raw === 'number' ? String(raw) : '1';
+  const ok = /^[1-9][0-9]{0,8}$/.test(given);
+  const refused = ok ? undefined : new AppError('INVALID_PARAMS', refusedInWords('page', raw, { type: 'integer', minimum: 1 })!);
+  const r = await deliveriesPage(deps.core, p, ok ? Number(given) : 1, DELIVERIES_SHOWN);
+  return { ...r, refused };
+}
+
+function deliveriesFragment(req: FastifyRequest, cid: number, d: DeliveriesView): Html {
+  const { entregas, page, total_paginas } = d;
+  const path = `/panel/c/${cid}/webhook`;
+  const query = page > 1 ? `?page=${page}` : '';
   const body =
-    entregas.length === 0
-      ? html`<p class="empty">No deliveries yet. Set a URL above and send a test event.</p>`
-      : listTable(entregas, [
-          { label: 'created_at', cls: 'nowrap', cell: (e) => timeTag(e.created_at) },
-          { label: 'evento', cell: (e) => e.evento },
-          { label: 'estado', cell: (e) => badge(e.estado) },
-          { label: 'intentos', cls: 'num', cell: (e) => e.intentos },
-          { label: 'Attempts (status, time, answer)', cell: attemptsOf },
-          { label: 'id', cls: 'id', cell: (e) => html`<code>${e.id}</code>` },
-          {
-            label: 'Action',
-            hiddenLabel: true,
-            cell: (e) =>
-              html`<form method="post" action="/panel/c/${cid}/webhook/reenviar">
+    entregas.length === 0 && page > 1 && total_paginas > 0
+      ? pastEnd(path, {}, total_paginas, 'deliveries')
+      : entregas.length === 0
+        ? html`<p class="empty">No deliveries yet. Set a URL above and send a test event.</p>`
+        : listTable(entregas, [
+            // The day and the time on two lines at 1280 px: the attempts and the id need the room (the table fits its box).
+            { label: 'created_at', cell: (e) => timeTag(e.created_at) },
+            { label: 'evento', cell: (e) => e.evento },
+            { label: 'estado', cell: (e) => badge(e.estado) },
+            { label: 'intentos', cls: 'num', cell: (e) => e.intentos },
+            { label: 'Attempts (status, time, answer)', cell: attemptsOf },
+            { label: 'id', cls: 'id', cell: (e) => html`<code>${e.id}</code>` },
+            {
+              label: 'Action',
+              hiddenLabel: true,
+              cell: (e) =>
+                html`<form method="post" action="/panel/c/${cid}/webhook/reenviar">
                 ${csrfField(req)}<input type="hidden" name="id" value="${e.id}" />
                 <button type="submit" class="secondary" aria-label="Redeliver ${e.id}">Redeliver</button>
               </form>`,
-          },
-        ]);
+            },
+          ]);
   const failed = entregas.some((e) => e.estado === 'fallido')
     ? html`<form method="post" action="/panel/c/${cid}/webhook/reenviar-fallidas" class="actions">
         ${csrfField(req)}<button type="submit" class="secondary">Redeliver all failed</button>
       </form>`
     : '';
-  return html`<section id="entregas" aria-labelledby="entregas-h" hx-get="/panel/c/${cid}/webhook/entregas" hx-trigger="${POLL}" hx-swap="outerHTML">
+  return html`<section id="entregas" class="entregas" aria-labelledby="entregas-h" hx-get="/panel/c/${cid}/webhook/entregas${query}" hx-trigger="${POLL}" hx-swap="outerHTML">
     <h2 id="entregas-h">Deliveries</h2>
-    ${failed} ${body}
+    ${d.refused ? html`<p class="error" role="alert">${errorText(d.refused)}</p>` : ''} ${failed} ${body} ${pager(path, {}, page, total_paginas)}
   </section>`;
 }
 
@@ -123,7 +169,7 @@ function eventosField(checked: readonly string[], errors: FormErrors): Html {
 
 async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: FastifyReply, cid: number, p: ClientPrincipal, v: View = {}) {
   const cfg = await getWebhook(deps.core, p);
-  const { entregas } = await listDeliveries(deps.core, p, DELIVERIES_SHOWN);
+  const deliveries = await deliveriesOf(deps, req, p);
   const errors = v.errors ?? NO_ERRORS;
   const values = v.values ?? { url: cfg.url, secret_modo: !cfg.configurado ? 'generar' : cfg.has_secret ? 'mantener' : 'ninguno' };
   const checked = v.eventos ?? (cfg.configurado ? cfg.eventos : ['all']);
@@ -191,7 +237,7 @@ async function renderWebhook(deps: PanelDeps, req: FastifyRequest, reply: Fastif
             </form>`
           : ''
       }
-      ${deliveriesFragment(req, cid, entregas)}`,
+      ${deliveriesFragment(req, cid, deliveries)}`,
     v.status ?? 200,
   );
 }
@@ -217,8 +263,7 @@ export default async function webhookPages(app: FastifyInstance, deps: PanelDeps
 
   app.get('/c/:cid/webhook/entregas', opts, async (req, reply) => {
     const { cid, p } = await scope(req);
-    const { entregas } = await listDeliveries(core, p, DELIVERIES_SHOWN);
-    return sendFragment(reply, deliveriesFragment(req, cid, entregas));
+    return sendFragment(reply, deliveriesFragment(req, cid, await deliveriesOf(deps, req, p)));
   });
 
   app.post('/c/:cid/webhook', opts, async (req, reply) => {
