@@ -179,7 +179,7 @@ describe('bash', () => {
     expect(await bashComplete('historial', '--estado', 'e')).toEqual(['entregado', 'enviado', 'error']);
     expect(await bashComplete('admin', 'client', 'create', '--plan', '')).toEqual(['ilimitado', 'medido']);
     expect(await bashComplete('celular', 'edit', '3', '--estado', 's')).toEqual(['suspendido']);
-    expect(await bashComplete('serve', '--gateway', '')).toEqual(['evolution', 'sim', 'waha']);
+    expect(await bashComplete('serve', '--gateway', '')).toEqual(['baileys', 'evolution', 'sim', 'waha']);
     expect(await bashComplete('webhook', 'set', 'http://x', '--eventos', 'all,mess')).toEqual(['all,message.status', 'all,messages.received']);
     expect(await bashComplete('completion', '')).toEqual(['bash', 'fish', 'zsh']);
     expect(await bashComplete('config', 'get', '')).toEqual(['admin_token', 'data_dir', 'key', 'url']);

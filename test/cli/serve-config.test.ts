@@ -18,6 +18,8 @@ const CONTRACT: Array<[flag: string, env: string | undefined, shown: unknown]> =
   ['--public-url', 'PASARELA_PUBLIC_URL', undefined],
   ['--data-dir', 'PASARELA_DATA_DIR', undefined],
   ['--gateway', 'PASARELA_GATEWAY', 'sim'],
+  ['--baileys-ws-url', 'PASARELA_BAILEYS_WS_URL', undefined],
+  ['--engine-key-file', 'PASARELA_ENGINE_KEY_FILE', undefined],
   ['--gateway-url', 'PASARELA_GATEWAY_URL', undefined],
   ['--gateway-key', 'PASARELA_GATEWAY_KEY', undefined],
   ['--gateway-callback-url', 'PASARELA_GATEWAY_CALLBACK_URL', undefined],
