@@ -11,7 +11,7 @@
 //                      [--nodes-profile DIR [--nodes-cpu-prof]]
 //                      [--lifecycle-messages 600] [--lifecycle-rate 30] [--live-seconds 10] [--live-rate 300]
 //                      [--stream-readers 10] [--stream-events 2000]
-//                      [--bulk-rows 2000] [--bulk-loop 40]
+//                      [--bulk-rows 2000] [--bulk-loop 40] [--engine-lines 100] [--engine-contacts 20]
 //
 // The server under test is the real binary (`node bin/pasarela serve`) in a
 // child process with a fresh data directory per figure; the bare-route
@@ -32,6 +32,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Pool, request } from 'undici';
 import { copyStore, ensureBigStore } from './big-store.mjs';
+import { figureEngine } from './engine.mjs';
 import { countsAt, countsDelta, describeStatements, describeTrips, monoUs, perMessage, takeCounts, takeThreadCounts } from './pg-statements.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -83,6 +84,9 @@ const WARMUP_MESSAGES = opt('warmup-messages', 200);
 /** Figure 12: rows of the `send bulk` campaign, and sends of the plain `send text` loop it is compared with. */
 const BULK_ROWS = opt('bulk-rows', 2000);
 const BULK_LOOP = opt('bulk-loop', 40);
+/** Figure 16: lines linked to the engine against the fake, and the contacts they send to. */
+const ENGINE_LINES = opt('engine-lines', 100);
+const ENGINE_CONTACTS = opt('engine-contacts', 20);
 const REBUILD_STORE = args.includes('--rebuild-store');
 const SKIP_HISTORIAL = args.includes('--skip-historial');
 /** --only 1,3 or --only 4c: run just those figures (for a quick look; the README numbers come from a full run). */
@@ -2647,6 +2651,25 @@ try {
 await figure(13, '13. send bulk, rows/s', '>= 10', () => figureBulk());
 await figure(14, '14. panel history/deliveries page, 1M vs 100 messages, p95', '<= 1.5x', () => figurePanel());
 await figure(15, '15. overview, charts, message page, 1M vs 100 messages, p95', '<= 1.5x', () => figureCharts());
+await figure(16, '16. the engine against the fake network', 'reported', () => {
+  needFlags('--gateway', '--baileys-ws-url');
+  return figureEngine({
+    root: ROOT,
+    lines: ENGINE_LINES,
+    contacts: ENGINE_CONTACTS,
+    log,
+    results,
+    startServe,
+    stopQuietly,
+    setupClient,
+    call,
+    load,
+    memOf,
+    percentiles,
+    children,
+    fmt: { f0, f2, cpuPer, ratio, lat },
+  });
+});
 
 const cols = [
   ['figure', (r) => r.figure],
