@@ -65,7 +65,7 @@ describe('serve --gateway baileys against the fake network, driven by the CLI', 
     // Off a terminal the CLI prints the QR's content, one line per QR: what the phone's camera would read.
     const out = await waitForText(proc.stdout, /\n/, 60_000);
     const qr = out.split('\n')[0]!;
-    expect(qr.split(",").length).toBeGreaterThanOrEqual(4);
+    expect(qr.split(',').length).toBeGreaterThanOrEqual(4);
     await fake.scanQr(qr, LINE);
     const r = await proc;
     expect(r.exitCode, String(r.stderr)).toBe(0);
