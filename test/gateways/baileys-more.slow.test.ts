@@ -87,7 +87,7 @@ describe('a line whose stored state does not open', () => {
     const db = new Database(join(dataDir, 'pasarela.db'));
     const row = db.prepare("SELECT valor FROM motor_auth WHERE instancia = ? AND kind = 'creds'").get(inst2) as { valor: Buffer };
     const bad = Buffer.from(row.valor);
-    bad[bad.length - 1] ^= 0xff;
+    bad[bad.length - 1] = bad.at(-1)! ^ 0xff;
     db.prepare("UPDATE motor_auth SET valor = ? WHERE instancia = ? AND kind = 'creds'").run(bad, inst2);
     db.close();
 
