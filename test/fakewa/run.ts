@@ -99,7 +99,10 @@ control.listen(controlPort, '127.0.0.1', () => {
   console.log(`fakewa preload     ${fake.preloadFile}   (node --import <this>)`);
   console.log(`fakewa media CA    ${fake.caFile}   (NODE_EXTRA_CA_CERTS=<this>)`);
   console.log(`fakewa control API http://127.0.0.1:${(control.address() as AddressInfo).port}/`);
-  console.log(`pasarela: node --import ${fake.preloadFile} bin/pasarela serve --gateway baileys --baileys-ws-url ${fake.wsUrl}`);
+  // The preload through NODE_OPTIONS reaches `serve` under npm too; the CA lets the engine upload media to the fake.
+  console.log(
+    `pasarela: NODE_OPTIONS=--import=${fake.preloadFile} NODE_EXTRA_CA_CERTS=${fake.caFile} npm start -- --gateway baileys --baileys-ws-url ${fake.wsUrl}`,
+  );
 });
 const stop = (): void => {
   control.close();

@@ -27,11 +27,14 @@ export function killAllServeChildren(): void {
   for (const c of children) c.kill('SIGKILL');
 }
 
-/** `timeoutMs`: the child is killed after this long, so a hung test never leaves it running. */
-export async function startServeChild(dataDir: string, args: string[], timeoutMs = 60_000): Promise<ServeChild> {
+/**
+ * `timeoutMs`: the child is killed after this long, so a hung test never leaves it running.
+ * `env`: added to the child's small environment (NODE_OPTIONS, NODE_EXTRA_CA_CERTS for the fake network).
+ */
+export async function startServeChild(dataDir: string, args: string[], timeoutMs = 60_000, env: Record<string, string> = {}): Promise<ServeChild> {
   const home = join(dataDir, '..', 'home');
   const child = execa(process.execPath, [BIN, 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'warn', ...args], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', PASARELA_CONFIG_DIR: join(home, 'config') },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', PASARELA_CONFIG_DIR: join(home, 'config'), ...env },
     extendEnv: false,
     reject: false,
     stdin: 'ignore',

@@ -113,12 +113,22 @@ export class BaileysGateway implements Gateway {
     this.events.on(listener);
   }
 
-  /** Linked lines connect again, from their stored state: no new scan. */
+  /**
+   * Linked lines connect again, from their stored state: no new scan. A line
+   * whose state does not open (another key file, an altered row) turns to
+   * need_scan and is logged (its name and why, no secret); the others start.
+   */
   async start(): Promise<void> {
+    const log = this.opts.log ?? silentLog;
     for (const instancia of await this.opts.auth.instancias()) {
       const line = await this.line(instancia);
-      if (await line.linked()) await line.open();
-      else line.status = 'disconnected';
+      try {
+        if (await line.linked()) await line.open();
+        else if (line.unreadable !== null) log.warn({ instancia }, `engine: ${line.unreadable}`);
+        else line.status = 'disconnected';
+      } catch (err) {
+        log.error({ instancia, err: err instanceof Error ? err.message : String(err) }, 'engine: the line could not start; the others do');
+      }
     }
   }
 

@@ -20,6 +20,8 @@ export interface EngineAuthSource {
   forLine(lib: BaileysLib, instancia: string): Promise<LineAuth>;
   /** Lines with a stored state: linked before, so they reconnect when the engine starts. */
   instancias(): Promise<string[]>;
+  /** Removes a line's state without reading it (one that does not open, replaced by a new link). */
+  drop(instancia: string): Promise<void>;
 }
 
 /** The lines' states in pasarela's store, sealed with the engine key (auth-state.ts): what `serve` uses. */
@@ -28,6 +30,7 @@ export function storeAuthSource(store: EngineAuthStore & Pick<AccountsStore, 'ge
     forLine: (lib, instancia) => storedAuthState(lib, store, cipher, instancia),
     // A deleted line's leftover state is removed here, not reconnected (core/engine-lines.ts).
     instancias: async () => (await engineLinesAtStart(store)).lines,
+    drop: (instancia) => store.clearAuth(instancia),
   };
 }
 
@@ -59,5 +62,6 @@ export function fileAuthSource(dir: string): EngineAuthSource {
           linked.push(n);
       return linked;
     },
+    drop: (instancia) => rm(folder(instancia), { recursive: true, force: true }),
   };
 }

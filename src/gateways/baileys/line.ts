@@ -5,6 +5,7 @@ import type { Clock } from '../../core/clock.js';
 import type { GatewayEvent } from '../../core/ports/gateway.js';
 import type { SessionStatus } from '../../core/ports/model.js';
 import type { EngineAuthSource, LineAuth } from './auth.js';
+import { EngineStateUnreadable } from '../../core/engine-key.js';
 import { closeCode, closeOutcome } from './close-codes.js';
 import { inboundOf, ownStatusOf, receiptOf, userReceiptOf } from './inbound.js';
 import type { BaileysLib } from './library.js';
@@ -71,9 +72,20 @@ export class EngineLine {
     return this.auth?.state.creds.me ?? null;
   }
 
+  /** Why the stored state does not open (another key, an altered row): the line needs a new scan, which replaces it. */
+  unreadable: string | null = null;
+
   /** Whether the stored state holds a link (a line half-way through a scan holds state but no link). */
   async linked(): Promise<boolean> {
-    this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia);
+    try {
+      this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia);
+    } catch (err) {
+      if (!(err instanceof EngineStateUnreadable)) throw err;
+      // Kept, not dropped: the right key file may still be given. A link asked for later replaces it (connect).
+      this.unreadable = err.message;
+      this.set('need_scan');
+      return false;
+    }
     return this.registered;
   }
 
@@ -87,6 +99,11 @@ export class EngineLine {
   private async connect(): Promise<void> {
     this.retry = undefined;
     if (this.stopped) return;
+    if (this.unreadable !== null && !this.auth) {
+      // A link asked for on a line whose state does not open: that state is worthless now, a new scan replaces it.
+      await this.d.auth.drop(this.instancia);
+      this.unreadable = null;
+    }
     this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia);
     const gen = ++this.generation;
     const { lib } = this.d;
