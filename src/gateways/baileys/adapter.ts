@@ -19,6 +19,7 @@ import { within } from './deadline.js';
 import { loadBaileys, type BaileysLib } from './library.js';
 import { EngineLine } from './line.js';
 import { silentLog, type EngineLog } from './logger.js';
+import { signalConsoleLog } from './signal-console.js';
 import { contentOf, jidOf, networkIdOf } from './outbound.js';
 
 export interface BaileysOptions {
@@ -74,6 +75,7 @@ export class BaileysGateway implements Gateway {
   private async library(): Promise<BaileysLib> {
     if (this.lib) return this.lib;
     const lib = await loadBaileys();
+    signalConsoleLog(this.opts.log ?? silentLog);
     if (this.opts.ca) {
       const { Agent } = await import('node:https');
       this.agent = new Agent({ ca: this.opts.ca, keepAlive: true });

@@ -1,4 +1,5 @@
 import type * as Baileys from 'baileys';
+import { guardSignalConsole } from './signal-console.js';
 
 export type BaileysLib = typeof Baileys;
 
@@ -18,6 +19,8 @@ let loading: Promise<BaileysLib> | undefined;
 
 export function loadBaileys(): Promise<BaileysLib> {
   loading ??= (async () => {
+    // Before any session exists: libsignal would print its records, keys included (signal-console.ts).
+    guardSignalConsole();
     const lib = await import('baileys');
     // libsignal's own check: true only for a valid signature; throws for malformed input.
     const curve = (await import('libsignal/src/curve.js')) as { verifySignature: VerifySignature };
