@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.js';
 import { GatewayFailure } from '../../src/core/ports/gateway.js';
 import { BaileysGateway } from '../../src/gateways/baileys/adapter.js';
-import { fileAuthSource } from '../../src/gateways/baileys/auth.js';
+import { fileAuthSource } from '../helpers/engine-file-auth.js';
 import { startFakeNetwork, type FakeNetwork } from '../fakewa/index.js';
 import { tempDir } from '../helpers/server.js';
 

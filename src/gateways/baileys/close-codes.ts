@@ -1,3 +1,4 @@
+import { closeEndsLink, LOGGED_OUT_CLOSE } from '../../core/engine-lines.js';
 import type { SessionStatus } from '../../core/ports/model.js';
 
 /**
@@ -18,25 +19,27 @@ export interface CloseOutcome {
 }
 
 export function closeOutcome(code: number | undefined, registered: boolean): CloseOutcome {
+  // Whether the stored state goes is core's rule (engine-lines.ts), the same for every close.
+  const forget = closeEndsLink(code);
   switch (code) {
-    case 401:
+    case LOGGED_OUT_CLOSE:
       // The phone removed this device (or a login with removed credentials was refused).
-      return { status: 'logged_out', reconnect: 'no', forget: true, reason: 'logged out from the phone' };
+      return { status: 'logged_out', reconnect: 'no', forget, reason: 'logged out from the phone' };
     case 402:
     case 403:
     case 406:
       // Banned or locked: reconnecting only repeats the refusal.
-      return { status: 'logged_out', reconnect: 'no', forget: false, reason: 'the network refuses this number (banned or locked)' };
+      return { status: 'logged_out', reconnect: 'no', forget, reason: 'the network refuses this number (banned or locked)' };
     case 440:
       // Another client took the session; reconnecting would take it back and the two would fight.
-      return { status: 'disconnected', reconnect: 'no', forget: false, reason: 'replaced by another connection' };
+      return { status: 'disconnected', reconnect: 'no', forget, reason: 'replaced by another connection' };
     case 515:
       // Sent right after a scan links the line, and from time to time after: a new socket logs in.
-      return { status: 'connecting', reconnect: 'now', forget: false, reason: 'restart required' };
+      return { status: 'connecting', reconnect: 'now', forget, reason: 'restart required' };
     default:
       // A line waiting for a scan whose QR codes ran out (408) is not retried: the next `connect` starts again.
-      if (!registered) return { status: 'disconnected', reconnect: 'no', forget: false, reason: 'no scan before the QR codes ran out' };
-      return { status: 'connecting', reconnect: 'later', forget: false, reason: 'connection lost' };
+      if (!registered) return { status: 'disconnected', reconnect: 'no', forget, reason: 'no scan before the QR codes ran out' };
+      return { status: 'connecting', reconnect: 'later', forget, reason: 'connection lost' };
   }
 }
 

@@ -1,0 +1,35 @@
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { EngineAuthSource } from '../../src/gateways/baileys/auth.js';
+
+const SAFE = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** Baileys' own multi-file state, one folder per line under `dir` (in the clear): for tests of the engine alone. */
+export function fileAuthSource(dir: string): EngineAuthSource {
+  const folder = (instancia: string) => {
+    if (!SAFE.test(instancia)) throw new Error('an instance name the engine cannot keep a state for');
+    return join(dir, instancia);
+  };
+  return {
+    async forLine(lib, instancia) {
+      const f = folder(instancia);
+      await mkdir(f, { recursive: true, mode: 0o700 });
+      const { state, saveCreds } = await lib.useMultiFileAuthState(f);
+      return { state, saveCreds, clear: () => rm(f, { recursive: true, force: true }) };
+    },
+    async instancias() {
+      const names = await readdir(dir).catch(() => [] as string[]);
+      const linked: string[] = [];
+      for (const n of names)
+        if (
+          await stat(join(dir, n, 'creds.json')).then(
+            (s) => s.isFile(),
+            () => false,
+          )
+        )
+          linked.push(n);
+      return linked;
+    },
+    drop: (instancia) => rm(folder(instancia), { recursive: true, force: true }),
+  };
+}
