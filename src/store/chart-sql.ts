@@ -19,11 +19,15 @@ export function countsSql(scope: ChartScope, grano: number): string {
     const who = scope.cliente_id !== undefined ? 'cliente_id = ? AND ' : '';
     return `SELECT t, estado, SUM(n) AS n FROM conteos_lineas WHERE ${who}grano = ? AND t >= ? AND t < ? GROUP BY t, estado`;
   }
-  const who = scope.cliente_id !== undefined ? 'cliente_id = ? AND ' : '';
+  // A client's hours and quarters are one row per bar and estado (their keys): read as they are, summed only for everyone.
   if (grano === 60) {
-    return `SELECT hora AS t, estado, SUM(n) AS n FROM conteos_horas WHERE ${who}hora >= ? AND hora < ? GROUP BY hora, estado`;
+    return scope.cliente_id !== undefined
+      ? 'SELECT hora AS t, estado, n FROM conteos_horas WHERE cliente_id = ? AND hora >= ? AND hora < ? AND n > 0'
+      : 'SELECT hora AS t, estado, SUM(n) AS n FROM conteos_horas WHERE hora >= ? AND hora < ? GROUP BY hora, estado';
   }
-  return `SELECT cuarto AS t, estado, SUM(n) AS n FROM conteos_cuartos WHERE ${who}cuarto >= ? AND cuarto < ? GROUP BY cuarto, estado`;
+  return scope.cliente_id !== undefined
+    ? 'SELECT cuarto AS t, estado, n FROM conteos_cuartos WHERE cliente_id = ? AND cuarto >= ? AND cuarto < ? AND n > 0'
+    : 'SELECT cuarto AS t, estado, SUM(n) AS n FROM conteos_cuartos WHERE cuarto >= ? AND cuarto < ? GROUP BY cuarto, estado';
 }
 
 /** The parameters of countsSql's statement, in its order. */

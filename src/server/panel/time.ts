@@ -10,13 +10,17 @@ import { html, type Html } from './html.js';
 /** A time (ms, or an ISO string from a view) as people read it. */
 export function shortTime(t: number | string): string {
   const ms = typeof t === 'number' ? t : Date.parse(t);
-  return Number.isFinite(ms) ? `${iso(ms).slice(0, 19).replace('T', ' ')} UTC` : String(t);
+  return Number.isFinite(ms) ? readable(iso(ms)) : String(t);
 }
+
+const readable = (isoTime: string) => `${isoTime.slice(0, 19).replace('T', ' ')} UTC`;
 
 /** A `<time>` element of that text; null or empty: nothing. */
 export function timeTag(t: number | string | null | undefined): Html {
   if (t === null || t === undefined || t === '') return html``;
   const ms = typeof t === 'number' ? t : Date.parse(t);
   if (!Number.isFinite(ms)) return html`${String(t)}`;
-  return html`<time datetime="${iso(ms)}">${shortTime(ms)}</time>`;
+  // One ISO string for both: a chart's table writes hundreds of these.
+  const at = iso(ms);
+  return html`<time datetime="${at}">${readable(at)}</time>`;
 }

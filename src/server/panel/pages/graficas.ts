@@ -11,7 +11,7 @@ import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
 import { cidOf, type Column, dropEmptyFilters, listTable, typedFilters } from '../listing.js';
 import { lineOptions } from '../listing-page.js';
-import { shortTime } from './overview.js';
+import { shortTime, timeTag } from '../time.js';
 
 /**
  * The charts (D-100, D-101): `/panel/graficas` for the operator (everyone's
@@ -36,10 +36,11 @@ function ticks(e: Estadisticas): Array<{ at: number; label: string }> {
 const bar = (d: string) => shortTime(Date.parse(d));
 const dash = (v: number | null) => (v === null ? '–' : v);
 
-const at = (d: string) => html`<time datetime="${d}">${bar(d)}</time>`;
+/** A bar's start or end as a `<time>`; given as ms where the caller has them. */
+const at = (d: string | number) => timeTag(d);
 
 /** A row of the sends' numbers: one bar, or a run of bars without messages (to: the end of its last bar). */
-type EnviosRow = EnviosBar & { hasta: string; barras: number };
+type EnviosRow = Omit<EnviosBar, 'desde'> & { desde: number; hasta: number; barras: number };
 
 /**
  * The sends' numbers as rows: each bar with messages, and each run of bars
@@ -48,15 +49,17 @@ type EnviosRow = EnviosBar & { hasta: string; barras: number };
  * (the last bar's end) is seen to match the table.
  */
 function enviosRows(e: Estadisticas): EnviosRow[] {
-  const end = (b: EnviosBar) => new Date(Date.parse(b.desde) + e.paso_s * 1000).toISOString();
+  // Bars are consecutive from e.desde: each one's end is counted, not parsed from its start (a day is 96 bars).
+  const start = Date.parse(e.desde);
+  const step = e.paso_s * 1000;
   const rows: EnviosRow[] = [];
-  for (const b of e.envios) {
+  e.envios.forEach((b, i) => {
     const prev = rows.at(-1);
     if (b.total === 0 && prev && prev.total === 0) {
-      prev.hasta = end(b);
+      prev.hasta = start + (i + 1) * step;
       prev.barras++;
-    } else rows.push({ ...b, hasta: end(b), barras: 1 });
-  }
+    } else rows.push({ ...b, desde: start + i * step, hasta: start + (i + 1) * step, barras: 1 });
+  });
   return rows;
 }
 
