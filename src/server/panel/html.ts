@@ -29,7 +29,7 @@ function render(v: Renderable): string {
   if (v === null || v === undefined || v === false) return '';
   if (Array.isArray(v)) {
     let out = '';
-    for (const x of v) out += render(x);
+    for (const x of v as readonly Renderable[]) out += render(x);
     return out;
   }
   return escapeHtml(String(v));

@@ -122,7 +122,7 @@ export function listTable<T>(rows: readonly T[], columns: Array<Column<T>>, capt
       <tbody>
         ${rows.map(
           (r) => html`<tr>
-            ${columns.map((c, i) => html`<td${cellAttrs[i]!}>${c.cell(r)}</td>`)}
+            ${columns.map((c, i) => html`<td${cellAttrs[i]}>${c.cell(r)}</td>`)}
           </tr>`,
         )}
       </tbody>
