@@ -76,7 +76,13 @@ const celularId = (c, l) => c * LINES + l + 1;
 const recipient = (c, r) => `52${String(5500000000 + c * 1_000_000 + r * 37)}`;
 const TIPOS = ['texto', 'texto', 'texto', 'texto', 'texto', 'texto', 'imagen', 'documento', 'audio', 'video'];
 
-function fill(store, rows = ROWS, shares = CLIENT_SHARE) {
+/**
+ * Fills `rows` messages evenly over [from, to), shared among the clients by
+ * `shares`; `accounts: false` adds them to a store whose clients and lines
+ * exist. `seedAt` restarts the random numbers, so two stores get the same rows.
+ */
+function fill(store, { rows = ROWS, shares = CLIENT_SHARE, from = START, to = END, accounts = true, seedAt } = {}) {
+  if (seedAt !== undefined) seed = seedAt;
   const db = store.db;
   // The lines exist, so the data looks like a real store (history does not join them).
   const now = START;
@@ -100,19 +106,19 @@ function fill(store, rows = ROWS, shares = CLIENT_SHARE) {
   );
   const t0 = performance.now();
   db.transaction(() => {
-    for (let c = 0; c < CLIENTS; c += 1) {
+    for (let c = 0; accounts && c < CLIENTS; c += 1) {
       insCliente.run(clienteId(c), `Cliente ${c + 1}`, `c${c + 1}@example.com`, now, now);
       for (let l = 0; l < LINES; l += 1) insCelular.run(celularId(c, l), clienteId(c), `5255${String(10000000 + c * 100 + l)}`, now, now);
     }
-    const step = (END - START) / rows;
+    const step = (to - from) / rows;
     for (let i = 0; i < rows; i += 1) {
       // Arrival order is time order, as in production (rowid grows with created_at).
-      const created = Math.floor(START + i * step);
+      const created = Math.floor(from + i * step);
       const c = pickShare(shares);
       const l = skewed(LINES, 0.8);
       const r = skewed(RECIPIENTS_PER_CLIENT);
       const tipo = TIPOS[Math.floor(rand() * TIPOS.length)];
-      const recent = END - created < DAY;
+      const recent = to - created < DAY;
       const x = rand();
       // Pending only in the last day; otherwise mostly read or delivered, a few errors.
       const estado = recent && x < 0.3 ? 'pendiente' : x < 0.05 ? 'error' : x < 0.15 ? 'enviado' : x < 0.45 ? 'entregado' : 'leido';
@@ -272,6 +278,8 @@ async function timePanel(dir, pages = PANEL_PAGES, at = undefined) {
     ...(at === undefined ? {} : { clock: new ManualClock(at), background: 'inline' }),
   });
   try {
+    // The start's chart pass (samples, then pruning chart rows past their keeping) is done before any timing.
+    await s.charts.run();
     const app = s.app;
     const login = await app.inject({
       method: 'POST',
@@ -317,26 +325,51 @@ async function timePanel(dir, pages = PANEL_PAGES, at = undefined) {
 /** Figure 14: each panel page on a 100-message store and on the big one; the ratio of their p95. */
 async function panelFigure(bigDir) {
   const smallDir = mkdtempSync(join(tmpdir(), 'pasarela-bench-small-'));
+  const chartsSmallDir = mkdtempSync(join(tmpdir(), 'pasarela-bench-small-charts-'));
+  const chartsBigDir = mkdtempSync(join(tmpdir(), 'pasarela-bench-big-charts-'));
   try {
     const small = openSqliteStore(join(smallDir, 'pasarela.db'));
     // All of them the busiest client's, so its first pages are full on both stores.
-    fill(small, SMALL_ROWS, [1, 0, 0]);
+    fill(small, { rows: SMALL_ROWS, shares: [1, 0, 0] });
     await small.close();
+    // Figure 15 asks what history costs a chart: both of its stores hold the same 100 messages in the
+    // last day, so every window draws the same bars; the big one holds 1,000,000 more before the last
+    // week (what a window holds is another question: a full week is timed alone, on the big store).
+    const RECENT = { rows: SMALL_ROWS, shares: [1, 0, 0], from: END - DAY, accounts: false, seedAt: 15 };
+    const smallCharts = openSqliteStore(join(chartsSmallDir, 'pasarela.db'));
+    fill(smallCharts, { rows: 0 });
+    fill(smallCharts, RECENT);
+    await smallCharts.close();
+    process.stderr.write(`figure 15: filling ${ROWS.toLocaleString('en')} messages before the last week...\n`);
+    const bigCharts = openSqliteStore(join(chartsBigDir, 'pasarela.db'));
+    fill(bigCharts, { to: END - 8 * DAY });
+    fill(bigCharts, RECENT);
+    await bigCharts.close();
+    process.stderr.write(`overview, charts and message pages (figure 15) on ${SMALL_ROWS} and ${ROWS.toLocaleString('en')} + ${SMALL_ROWS} messages...\n`);
+    const chartsSmall = await timePanel(chartsSmallDir, CHART_PAGES, END - 60_000);
+    const chartsBig = await timePanel(chartsBigDir, CHART_PAGES, END - 60_000);
+    // A week of full bars, every hour of the 90-day store's: what the fullest window costs (no ratio).
+    // Before figure 14: served on the system's clock, its start prunes the fixture's chart rows (months old by then).
+    const fullWeek = await timePanel(bigDir, CHART_PAGES.filter(([, u]) => u.includes('rango=7d')), END - 60_000);
     process.stderr.write(`panel pages on ${SMALL_ROWS} messages...\n`);
     const onSmall = await timePanel(smallDir);
     process.stderr.write(`panel pages on ${ROWS.toLocaleString('en')} messages...\n`);
     const onBig = await timePanel(bigDir);
-    process.stderr.write(`overview, charts and message pages (figure 15) on ${SMALL_ROWS} and ${ROWS.toLocaleString('en')} messages...\n`);
-    const chartsSmall = await timePanel(smallDir, CHART_PAGES, END - 60_000);
-    const chartsBig = await timePanel(bigDir, CHART_PAGES, END - 60_000);
     const chartPages = chartsBig.map((b, i) => {
       const sm = chartsSmall[i];
       if (b.skipped || sm.skipped) return { page: b.page, url: b.url, skipped: b.skipped ?? sm.skipped };
-      return { page: b.page, url: b.url, small: { ms: sm.ms }, big: { ms: b.ms }, ratio_p95: b.ms.p95 / sm.ms.p95 };
+      return {
+        page: b.page,
+        url: b.url,
+        small: { rows_shown: sm.rows_shown, ms: sm.ms },
+        big: { rows_shown: b.rows_shown, ms: b.ms },
+        ratio_p95: b.ms.p95 / sm.ms.p95,
+      };
     });
     const timed = chartPages.filter((p) => !p.skipped);
     const worstChart = timed.reduce((a, b) => (b.ratio_p95 > a.ratio_p95 ? b : a));
-    const charts = { worst_ratio: worstChart.ratio_p95, worst_page: worstChart.page, target_ratio: PANEL_TARGET_RATIO, pages: chartPages };
+    const full_week = fullWeek.map((p) => ({ page: p.page, url: p.url, rows_shown: p.rows_shown, ms: p.ms }));
+    const charts = { worst_ratio: worstChart.ratio_p95, worst_page: worstChart.page, target_ratio: PANEL_TARGET_RATIO, pages: chartPages, full_week };
     const pages = onBig.map((b, i) => ({
       page: b.page,
       url: b.url,
@@ -361,6 +394,8 @@ async function panelFigure(bigDir) {
     };
   } finally {
     rmSync(smallDir, { recursive: true, force: true });
+    rmSync(chartsSmallDir, { recursive: true, force: true });
+    rmSync(chartsBigDir, { recursive: true, force: true });
   }
 }
 
@@ -462,16 +497,18 @@ async function main() {
       }
       console.log(`worst ratio, pages showing as many rows on both: ${panel.worst_ratio.toFixed(2)} (${panel.worst_page}); target <= ${PANEL_TARGET_RATIO}`);
       console.log(
-        `\noverview, charts, message page (figure 15), served at the fixture's last minute, ms; ${SMALL_ROWS} vs ${ROWS.toLocaleString('en')} messages:`,
+        `\noverview, charts, message page (figure 15), served at the fixture's last minute, ms (rows: table rows drawn); ${SMALL_ROWS} messages in the last day, alone and after ${ROWS.toLocaleString('en')} older ones:`,
       );
       for (const p of panel.charts.pages) {
         console.log(
           p.skipped
             ? `${p.page.padEnd(32)} | skipped: ${p.skipped}`
-            : `${p.page.padEnd(32)} | p50 ${f(p.small.ms.p50)} p95 ${f(p.small.ms.p95)} | p50 ${f(p.big.ms.p50)} p95 ${f(p.big.ms.p95)} | ${p.ratio_p95.toFixed(2)}`,
+            : `${p.page.padEnd(32)} | ${String(p.small.rows_shown).padStart(4)} ${f(p.small.ms.p50)} ${f(p.small.ms.p95)} | ${String(p.big.rows_shown).padStart(4)} ${f(p.big.ms.p50)} ${f(p.big.ms.p95)} | ${p.ratio_p95.toFixed(2)}`,
         );
       }
       console.log(`worst ratio: ${panel.charts.worst_ratio.toFixed(2)} (${panel.charts.worst_page}); target <= ${PANEL_TARGET_RATIO}`);
+      console.log('a week of full bars (the 90-day store, every hour sent in):');
+      for (const p of panel.charts.full_week) console.log(`${p.page.padEnd(32)} | ${String(p.rows_shown).padStart(4)} ${f(p.ms.p50)} ${f(p.ms.p95)}`);
     }
 
     const out = {
