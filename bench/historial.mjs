@@ -350,7 +350,11 @@ async function panelFigure(bigDir) {
     const chartsBig = await timePanel(chartsBigDir, CHART_PAGES, END - 60_000);
     // A week of full bars, every hour of the 90-day store's: what the fullest window costs (no ratio).
     // Before figure 14: served on the system's clock, its start prunes the fixture's chart rows (months old by then).
-    const fullWeek = await timePanel(bigDir, CHART_PAGES.filter(([, u]) => u.includes('rango=7d')), END - 60_000);
+    const fullWeek = await timePanel(
+      bigDir,
+      CHART_PAGES.filter(([, u]) => u.includes('rango=7d')),
+      END - 60_000,
+    );
     process.stderr.write(`panel pages on ${SMALL_ROWS} messages...\n`);
     const onSmall = await timePanel(smallDir);
     process.stderr.write(`panel pages on ${ROWS.toLocaleString('en')} messages...\n`);
