@@ -80,7 +80,7 @@ export class LineHealth {
     // A linked session that stopped or failed (the gateway restarted without it, its engine crashed)
     // is started again: with its credentials it comes back without a scan.
     if (status === 'disconnected' && l.vinculado) {
-      status = (await gateway.connect(l.gateway_instancia, l.numero)).status;
+      status = (await gateway.connect(l.gateway_instancia, l.numero, { repair: true })).status;
       this.restarted += 1;
     }
     await applySessionStatus(this.core, l.id, status, at);

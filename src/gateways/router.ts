@@ -90,8 +90,8 @@ export class GatewayRouter implements Gateway {
     return (await this.of(instancia)).ensureInstance(instancia, spec);
   }
 
-  async connect(instancia: string, numero: string): Promise<QrResult> {
-    return (await this.of(instancia)).connect(instancia, numero);
+  async connect(instancia: string, numero: string, opts?: { repair?: boolean }): Promise<QrResult> {
+    return (await this.of(instancia)).connect(instancia, numero, opts);
   }
 
   async pairingCode(instancia: string, numero: string): Promise<PairingResult> {

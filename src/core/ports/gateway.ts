@@ -138,8 +138,12 @@ export interface Gateway {
   readonly capabilities: GatewayCapabilities;
   /** Creates the instance, or adopts an existing one with that name, and points its events at pasarela. Idempotent. */
   ensureInstance(instancia: string, spec: InstanceSpec): Promise<void>;
-  /** Returns the session's QR (creating the instance and starting the session if needed). */
-  connect(instancia: string, numero: string): Promise<QrResult>;
+  /**
+   * Returns the session's QR (creating the instance and starting the session if needed).
+   * `repair`: the health pass restarting a linked session it found stopped; a gateway that
+   * stopped it on purpose (another client took the session over) leaves it and answers its status.
+   */
+  connect(instancia: string, numero: string, opts?: { repair?: boolean }): Promise<QrResult>;
   /** Asks for a pairing code for `numero`, the alternative to scanning a QR. */
   pairingCode(instancia: string, numero: string): Promise<PairingResult>;
   /**

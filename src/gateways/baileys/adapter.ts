@@ -144,9 +144,11 @@ export class BaileysGateway implements Gateway {
   async ensureInstance(): Promise<void> {}
 
   /** The QR showing now, once the socket has one (Baileys rotates it; each call gives the current one). */
-  async connect(instancia: string, _numero: string): Promise<QrResult> {
+  async connect(instancia: string, _numero: string, opts?: { repair?: boolean }): Promise<QrResult> {
     const line = await this.line(instancia);
     if (line.status === 'connected') return { status: 'connected', qr: '' };
+    // Taking the session back from the client that replaced it is the operator's act (restart, link), never the health pass's.
+    if (opts?.repair && line.heldElsewhere) return { status: line.status, qr: '' };
     await line.open();
     await line.until(() => line.qr !== null || line.status === 'connected', this.opts.timeoutMs);
     if ((line.status as SessionStatus) === 'connected') return { status: 'connected', qr: '' };

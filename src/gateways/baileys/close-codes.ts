@@ -16,6 +16,8 @@ export interface CloseOutcome {
   forget: boolean;
   /** Why, for the log (a fixed phrase: never the network's own text). */
   reason: string;
+  /** Another client holds the session: only a deliberate act (a restart, a link) takes it back, never a repair. */
+  heldElsewhere?: true;
 }
 
 export function closeOutcome(code: number | undefined, registered: boolean): CloseOutcome {
@@ -32,7 +34,7 @@ export function closeOutcome(code: number | undefined, registered: boolean): Clo
       return { status: 'logged_out', reconnect: 'no', forget, reason: 'the network refuses this number (banned or locked)' };
     case 440:
       // Another client took the session; reconnecting would take it back and the two would fight.
-      return { status: 'disconnected', reconnect: 'no', forget, reason: 'replaced by another connection' };
+      return { status: 'disconnected', reconnect: 'no', forget, reason: 'replaced by another connection', heldElsewhere: true };
     case 515:
       // Sent right after a scan links the line, and from time to time after: a new socket logs in.
       return { status: 'connecting', reconnect: 'now', forget, reason: 'restart required' };

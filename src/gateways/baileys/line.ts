@@ -72,6 +72,9 @@ export class EngineLine {
     return this.auth?.state.creds.me ?? null;
   }
 
+  /** The last close was another client taking the session over (440): it stays stopped until an operator acts. */
+  heldElsewhere = false;
+
   /** Why the stored state does not open (another key, an altered row): the line needs a new scan, which replaces it. */
   unreadable: string | null = null;
 
@@ -99,6 +102,7 @@ export class EngineLine {
   private async connect(): Promise<void> {
     this.retry = undefined;
     if (this.stopped) return;
+    this.heldElsewhere = false;
     if (this.unreadable !== null && !this.auth) {
       // A link asked for on a line whose state does not open: that state is worthless now, a new scan replaces it.
       await this.d.auth.drop(this.instancia);
@@ -216,6 +220,7 @@ export class EngineLine {
     this.sock = null;
     this.qr = null;
     const out = closeOutcome(code, this.registered);
+    this.heldElsewhere = out.heldElsewhere === true;
     this.d.log.warn({ instancia: this.instancia, code: code ?? null }, `engine: connection closed (${out.reason})`);
     this.set(out.status);
     if (out.forget) void this.forget();
