@@ -68,14 +68,35 @@ const ENVIOS_COLUMNS: Array<Column<EnviosRow>> = [
   { label: 'bars', cls: 'num', cell: (b) => b.barras },
 ];
 
-const MUESTRA_COLUMNS: Array<Column<MuestraBar>> = [
+/** A row of the samples' numbers: one sampled bar, or a run of bars no node sampled (to: the end of its last bar). */
+type MuestraRow = MuestraBar & { hasta: string; barras: number };
+
+const unsampled = (b: MuestraBar) => b.cola === null && b.entregas_ok + b.entregas_fallidas === 0;
+
+/** The samples as rows, as the sends': each sampled bar, and each run of bars without a sample as one row (D-130). */
+function muestraRows(e: Estadisticas, m: MuestraBar[]): MuestraRow[] {
+  const end = (b: MuestraBar) => new Date(Date.parse(b.desde) + e.paso_s * 1000).toISOString();
+  const rows: MuestraRow[] = [];
+  for (const b of m) {
+    const prev = rows.at(-1);
+    if (unsampled(b) && prev && unsampled(prev)) {
+      prev.hasta = end(b);
+      prev.barras++;
+    } else rows.push({ ...b, hasta: end(b), barras: 1 });
+  }
+  return rows;
+}
+
+const MUESTRA_COLUMNS: Array<Column<MuestraRow>> = [
   { label: 'From', cls: 'nowrap', cell: (b) => at(b.desde) },
+  { label: 'To', cls: 'nowrap', cell: (b) => at(b.hasta) },
   { label: 'Queued', cls: 'num', cell: (b) => dash(b.cola) },
   { label: 'Oldest (s)', cls: 'num', cell: (b) => dash(b.mas_antiguo_s) },
   { label: 'Webhooks 2xx', cls: 'num', cell: (b) => b.entregas_ok },
   { label: 'Failed', cls: 'num', cell: (b) => b.entregas_fallidas },
   { label: 'p50 (ms)', cls: 'num', cell: (b) => dash(b.latencia_p50_ms) },
   { label: 'p95 (ms)', cls: 'num', cell: (b) => dash(b.latencia_p95_ms) },
+  { label: 'bars', cls: 'num', cell: (b) => b.barras },
 ];
 
 function sendsChart(e: Estadisticas, who: string): Html {
@@ -152,7 +173,7 @@ function samplesCharts(e: Estadisticas, m: MuestraBar[]): Html {
       unit: 'ms, as latency bucket bounds',
     }),
   ];
-  const sampled = m.filter((b) => b.cola !== null || b.entregas_ok + b.entregas_fallidas > 0).length;
+  const sampled = m.filter((b) => !unsampled(b)).length;
   return html`<section aria-labelledby="h-muestras">
     <h2 id="h-muestras">Queue and webhooks</h2>
     <p class="hint">Sampled by every node twice a minute: the queue's largest reading and every node's webhook attempts per bar. A gap is a bar no node sampled.</p>
@@ -160,7 +181,7 @@ function samplesCharts(e: Estadisticas, m: MuestraBar[]): Html {
     <details>
       <summary>The numbers (${sampled} of ${m.length} bars sampled)</summary>
       ${sampled === 0 ? html`<p class="empty">No node has sampled this range yet.</p>` : ''}
-      <div id="t-muestras">${listTable(m, MUESTRA_COLUMNS, 'Samples per bar (a dash: no node sampled it)')}</div>
+      <div id="t-muestras">${listTable(muestraRows(e, m), MUESTRA_COLUMNS, 'Samples per bar (a dash: no node sampled it); bars without a sample in a row are one row')}</div>
     </details>
   </section>`;
 }

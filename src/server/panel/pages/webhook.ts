@@ -114,6 +114,9 @@ async function deliveriesOf(deps: PanelDeps, req: FastifyRequest, p: ClientPrinc
   return { ...r, refused };
 }
 
+/** Deliveries a phone shows before its "Show all" link (panel.css hides the rest below 600 px). */
+const PHONE_ROWS = 5;
+
 function deliveriesFragment(req: FastifyRequest, cid: number, d: DeliveriesView): Html {
   const { entregas, page, total_paginas } = d;
   const path = `/panel/c/${cid}/webhook`;
@@ -146,9 +149,11 @@ function deliveriesFragment(req: FastifyRequest, cid: number, d: DeliveriesView)
         ${csrfField(req)}<button type="submit" class="secondary">Redeliver all failed</button>
       </form>`
     : '';
+  // Shown below 600 px only, where the rows past PHONE_ROWS are hidden until it is followed (panel.css).
+  const more = entregas.length > PHONE_ROWS ? html`<p class="phone-more"><a href="#entregas">Show all ${entregas.length} deliveries of this page</a></p>` : '';
   return html`<section id="entregas" class="entregas" aria-labelledby="entregas-h" hx-get="/panel/c/${cid}/webhook/entregas${query}" hx-trigger="${POLL}" hx-swap="outerHTML">
     <h2 id="entregas-h">Deliveries</h2>
-    ${d.refused ? html`<p class="error" role="alert">${errorText(d.refused)}</p>` : ''} ${failed} ${body} ${pager(path, {}, page, total_paginas)}
+    ${d.refused ? html`<p class="error" role="alert">${errorText(d.refused)}</p>` : ''} ${failed} ${body} ${more} ${pager(path, {}, page, total_paginas)}
   </section>`;
 }
 
