@@ -138,7 +138,15 @@ async function colaPage(deps: PanelDeps, req: FastifyRequest, reply: FastifyRepl
     info,
     html`${filter}
       <p role="status">${page.total} ${page.total === 1 ? 'message waits' : 'messages wait'}${row ? ` on line ${row.numero}` : ''}. Due times are estimates.</p>
-      ${table(req, cid, page, view.celularId)} ${row && page.total > 0 ? cancelAllSection(req, cid, row, view) : ''}`,
+      ${table(req, cid, page, view.celularId)}
+      ${
+        row && page.total > 0
+          ? cancelAllSection(req, cid, row, view)
+          : // Cancel all is one line's: with every line shown, the way to it was nowhere on the page (the walk).
+            !row && page.total > 0
+            ? html`<p class="hint">To cancel every message of one line, choose the line above and press Show.</p>`
+            : ''
+      }`,
     status,
   );
 }
