@@ -68,18 +68,23 @@ const ENVIOS_COLUMNS: Array<Column<EnviosRow>> = [
   { label: 'bars', cls: 'num', cell: (b) => b.barras },
 ];
 
-/** A row of the samples' numbers: one sampled bar, or a run of bars no node sampled (to: the end of its last bar). */
+/** A row of the samples' numbers: one bar, or a run of bars that read the same (to: the end of its last bar). */
 type MuestraRow = MuestraBar & { hasta: string; barras: number };
 
 const unsampled = (b: MuestraBar) => b.cola === null && b.entregas_ok + b.entregas_fallidas === 0;
+const readings = (b: MuestraBar) => [b.cola, b.mas_antiguo_s, b.entregas_ok, b.entregas_fallidas, b.latencia_p50_ms, b.latencia_p95_ms].join();
 
-/** The samples as rows, as the sends': each sampled bar, and each run of bars without a sample as one row (D-130). */
+/**
+ * The samples as rows, as the sends': bars in a row that read the same (none
+ * sampled, or an idle queue with no webhook attempt, minute after minute) are
+ * one row, so a quiet hour is a few cards at 390 px, not 60 (D-130).
+ */
 function muestraRows(e: Estadisticas, m: MuestraBar[]): MuestraRow[] {
   const end = (b: MuestraBar) => new Date(Date.parse(b.desde) + e.paso_s * 1000).toISOString();
   const rows: MuestraRow[] = [];
   for (const b of m) {
     const prev = rows.at(-1);
-    if (unsampled(b) && prev && unsampled(prev)) {
+    if (prev && readings(prev) === readings(b)) {
       prev.hasta = end(b);
       prev.barras++;
     } else rows.push({ ...b, hasta: end(b), barras: 1 });
@@ -181,7 +186,7 @@ function samplesCharts(e: Estadisticas, m: MuestraBar[]): Html {
     <details>
       <summary>The numbers (${sampled} of ${m.length} bars sampled)</summary>
       ${sampled === 0 ? html`<p class="empty">No node has sampled this range yet.</p>` : ''}
-      <div id="t-muestras">${listTable(muestraRows(e, m), MUESTRA_COLUMNS, 'Samples per bar (a dash: no node sampled it); bars without a sample in a row are one row')}</div>
+      <div id="t-muestras">${listTable(muestraRows(e, m), MUESTRA_COLUMNS, 'Samples per bar (a dash: no node sampled it); bars in a row that read the same are one row')}</div>
     </details>
   </section>`;
 }
