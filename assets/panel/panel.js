@@ -261,6 +261,19 @@ function startMonitor(root) {
 }
 
 document.addEventListener('DOMContentLoaded', () => {
+  // The events read back as the page opened come with their body only: each gets the live rows' one-line summary.
+  for (const li of document.querySelectorAll('[data-earlier] > li')) {
+    let body = null;
+    try {
+      body = JSON.parse(li.querySelector('pre').textContent);
+    } catch {
+      continue;
+    }
+    const summary = document.createElement('p');
+    summary.className = 'event-summary';
+    summary.textContent = eventSummary(body.evento, body.data || {});
+    li.querySelector('.event-head').after(summary);
+  }
   for (const root of document.querySelectorAll('[data-monitor]')) startMonitor(root);
 });
 

@@ -129,7 +129,22 @@ it("draws the last hour of everyone's sends, whose numbers are the store's, and 
   // The samples: this node's attempt and its queue reading in the last bar.
   await page.getByText(/^The numbers \(\d+ of 60 bars sampled\)$/).click();
   const last = page.locator('#t-muestras tbody tr').last();
-  expect((await last.locator('td').allTextContents()).slice(1)).toEqual(['0', '0', '1', '0', '100', '100']);
+  expect((await last.locator('td').allTextContents()).slice(2)).toEqual(['0', '0', '1', '0', '100', '100', '1']);
+  // The bars no node sampled are runs of one row each (the walk of issue 36: 60 cards of dashes at 390 px, 12,000 px tall).
+  const sampled = Number((await page.getByText(/^The numbers \(\d+ of 60 bars sampled\)$/).textContent())!.match(/\((\d+) of/)![1]);
+  const sampleBars = (await page.locator('#t-muestras tbody td[data-label="bars"]').allTextContents()).map(Number);
+  expect(sampleBars.reduce((x, y) => x + y, 0)).toBe(60);
+  expect(sampleBars.length).toBeLessThanOrEqual(2 * sampled + 1);
+  // Bars in a row that read the same are one row: no two neighbouring rows read alike.
+  const readings = (await page.locator('#t-muestras tbody tr').evaluateAll((trs) =>
+    trs.map((tr) =>
+      [...tr.querySelectorAll('td')]
+        .slice(2, 8)
+        .map((td) => td.textContent)
+        .join(),
+    ),
+  )) as string[];
+  for (let i = 1; i < readings.length; i++) expect(readings[i]).not.toBe(readings[i - 1]);
   expect(await page.getByRole('img', { name: /Webhook attempts/ }).count()).toBe(1);
   expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [0, 0] });
   await screenshots(page, 'graficas');

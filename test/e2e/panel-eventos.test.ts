@@ -211,3 +211,24 @@ it('opens with the last 20 events of the client, newest first, read from the log
   expect(await rows().first().locator('.event-summary').textContent()).toContain(': en vivo');
   expect(await marked()).toBe(1);
 });
+
+it('the events read back as the page opens each say what they are, as a live one does (the walk: only an id and a kind)', async () => {
+  const M = await linkedLine(s);
+  const sent = await send(s, M, TEXT, { destinatario: numeroNuevo(), mensaje: 'antes de abrir' });
+  expect(sent.status, sent.text).toBe(200);
+  const msgId = sent.body.msg_id as string;
+  // Sent, delivered and read (the simulator's receipts come within 20 ms): three message.status events in the log.
+  await signIn(page, s.url, M.clientKey);
+  await expect
+    .poll(async () => {
+      await openMonitor(`/panel/c/${M.clienteId}/eventos?eventos=message.status`);
+      return page.locator('section[aria-labelledby="earlier-h"] li').count();
+    }, SOON)
+    .toBeGreaterThanOrEqual(3);
+  const summaries = await page.locator('section[aria-labelledby="earlier-h"] li .event-summary').allTextContents();
+  expect(summaries.length).toBe(await page.locator('section[aria-labelledby="earlier-h"] li').count());
+  // Newest first: read last; each names the estado, the kind of message and the message itself.
+  expect(summaries[0]).toMatch(/leido · to \d+ · texto · /);
+  for (const line of summaries) expect(line).toContain(msgId);
+  await screenshots(page, 'eventos-earlier-summaries');
+});

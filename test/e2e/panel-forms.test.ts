@@ -72,7 +72,7 @@ it('create client: a double submit and a reload act once, and the key is shown o
   expect(await clientCount()).toBe(before + 2);
 
   await page.reload();
-  await expect.poll(() => page.getByText('This key was shown once and is no longer shown').count()).toBe(1);
+  await expect.poll(() => page.getByText('This was shown once and is no longer shown').count()).toBe(1);
   expect(await page.content()).not.toContain(key);
   await screenshots(page, 'forms-key-gone');
   expect(await clientCount()).toBe(before + 2);
@@ -106,7 +106,7 @@ it("rotate a client's key: refused without its confirmation, then once, whatever
   expect((await api(s.url, 'GET', '/api/saldo.php', { key })).status).toBe(200);
   expect((await api(s.url, 'GET', '/api/saldo.php', { key: a.clientKey })).status).toBe(401);
   await page.reload();
-  await expect.poll(() => page.getByText('This key was shown once and is no longer shown').count()).toBe(1);
+  await expect.poll(() => page.getByText('This was shown once and is no longer shown').count()).toBe(1);
   // The reload rotated nothing: the key shown works still.
   expect((await api(s.url, 'GET', '/api/saldo.php', { key })).status).toBe(200);
 });
@@ -126,7 +126,7 @@ it('create line: a double submit creates one line; the keys are shown once', asy
   expect(await page.locator('#new-token').textContent()).toMatch(/^[0-9a-f]{64}$/);
   await screenshots(page, 'forms-line-keys');
   await page.reload();
-  await expect.poll(() => page.getByText('This key was shown once and is no longer shown').count()).toBe(1);
+  await expect.poll(() => page.getByText('This was shown once and is no longer shown').count()).toBe(1);
   expect(await lineCount(a.clientKey)).toBe(before + 1);
 });
 

@@ -94,6 +94,23 @@ it('fits at 1280 px and stacks at 390; pages with the shared pager; a repeated f
   expect(await overflowAtDesktop(page)).toEqual([0]);
   expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [0] });
 
+  // On a phone the first five of the page show, then a link shows the rest (the walk: 9,700 px tall at 390 px).
+  await page.setViewportSize({ width: 390, height: 900 });
+  const shown = () => page.locator('#entregas tbody tr:visible').count();
+  expect(await shown()).toBe(5);
+  const tall = await page.evaluate<number>('document.documentElement.scrollHeight');
+  const more = page.getByRole('link', { name: 'Show all 20 deliveries of this page' });
+  expect(await more.isVisible()).toBe(true);
+  await more.click();
+  await expect.poll(shown).toBe(20);
+  expect(await more.isVisible()).toBe(false);
+  expect(await page.evaluate<number>('document.documentElement.scrollHeight')).toBeGreaterThan(tall);
+  // The section's refresh (every few seconds) asks for the whole page again.
+  await page.waitForResponse((r) => r.url().includes('/webhook/entregas'), { timeout: 20_000 });
+  await expect.poll(shown).toBe(20);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  expect(await more.isVisible()).toBe(false);
+
   await pager.getByRole('link', { name: 'Next page' }).click();
   await page.waitForURL((u) => u.searchParams.get('page') === '2');
   await expect.poll(() => rows.count()).toBe(TESTS - 20);

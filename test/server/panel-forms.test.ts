@@ -67,7 +67,7 @@ describe('one-use form tokens', () => {
     expect((await api(s.url, 'GET', '/api/saldo.php', { key })).status).toBe(200);
     const again = await get(op, one.headers.location as string);
     expect(again.statusCode).toBe(410);
-    expect(again.payload).toContain('This key was shown once and is no longer shown');
+    expect(again.payload).toContain('This was shown once and is no longer shown');
     expect(again.payload).not.toContain(key);
     expect(await clientCount()).toBe(before + 1);
   });

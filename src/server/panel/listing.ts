@@ -60,10 +60,11 @@ export function pager(path: string, filters: Record<string, string>, page: numbe
   const link = (on: boolean, n: number, text: string, rel?: string) =>
     on ? html`<a href="${to(n)}"${attrs({ rel })}>${text}</a>` : html`<span class="off">${text}</span>`;
   const hidden = Object.entries(filters).filter(([k]) => k !== 'page');
+  // "Last page" is a link past the end too: the way back from a page that shows nothing.
   return html`<nav class="pager" aria-label="Pages">
     ${link(page > 1, 1, 'First page')} ${link(page > 1, Math.min(page - 1, last), 'Previous page', 'prev')}
     <span>Page ${page} of ${last}</span>
-    ${link(page < last, page + 1, 'Next page', 'next')} ${link(page < last, last, 'Last page')}
+    ${link(page < last, page + 1, 'Next page', 'next')} ${link(page !== last, last, 'Last page')}
     <form method="get" action="${path}" class="goto">
       ${hidden.map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}" />`)}
       <label for="goto-page">Page</label>

@@ -42,7 +42,7 @@ async function sendOnce(core: Core, req: FastifyRequest<{ Params: { id: string }
       reply,
       { title: 'Shown once' },
       html`<div class="card">
-        <p><strong>This key was shown once and is no longer shown.</strong> pasarela keeps only its hash, so nothing made it again: the key shown then is the one in use.</p>
+        <p><strong>This was shown once and is no longer shown.</strong> Nothing made it again: the key or secret shown then is the one in use.</p>
         <p>Lost it? Make a new one from the page it belongs to (rotate the key, or generate a new secret): the old one then stops working.</p>
         <p class="actions"><a class="button" href="${back}">Back</a></p>
       </div>`,

@@ -382,6 +382,15 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
     return listPage(req, reply, cid, await listCelulares(core, p));
   });
 
+  /**
+   * The walk: 5215512345678 typed, "Line 525512345678 is created" shown, and
+   * nothing said why the number changed (Mexico's mobile 1 is dropped).
+   */
+  const writtenAs = (typed: string, stored: string) => {
+    const digits = typed.replace(/\D/g, '');
+    return digits === stored ? '' : ` You typed ${typed.trim()}: this is the same number in the international form pasarela stores and sends from.`;
+  };
+
   app.post<{ Params: { cid: string } }>('/c/:cid/celulares', pre, async (req, reply) => {
     const cid = pathId(req.params.cid);
     const p = await clientScope(core, req, cid);
@@ -400,7 +409,7 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
           title: 'Line created',
           clienteId: cid,
           current: 'celulares',
-          lead: `Line ${r.celular.numero} is created (estado ${r.celular.estado}). Link it to WhatsApp next.`,
+          lead: `Line ${r.celular.numero} is created (estado ${r.celular.estado}).${writtenAs(values.numero ?? '', r.celular.numero)} Link it to WhatsApp next.`,
           secrets: [
             { id: 'new-key', label: 'api_key (sends and reads as this line only)', value: r.api_key },
             { id: 'new-token', label: 'gateway_token (for the legacy endpoint /panel/api_wa.php)', value: r.gateway_token },

@@ -9,6 +9,7 @@ import { csrfField, field, formErrorsOf, formValues, generalError, intField, NO_
 import { html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
+import { listTable } from '../listing.js';
 import { redirectToOnce } from '../shown-once.js';
 import { timeTag } from '../time.js';
 
@@ -65,33 +66,18 @@ async function listPage(deps: PanelDeps, req: FastifyRequest, reply: FastifyRepl
   const table =
     clientes.length === 0
       ? html`<p class="empty">${q ? 'No client matches. Try another name, email or id.' : 'No clients yet. Create one below.'}</p>`
-      : html`<div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col" class="num">id</th>
-                <th scope="col">nombre</th>
-                <th scope="col">email</th>
-                <th scope="col">plan</th>
-                <th scope="col">estado</th>
-                <th scope="col" class="num">saldo global</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${clientes.map(
-                (c) =>
-                  html`<tr>
-                    <td class="num">${c.id}</td>
-                    <td><a href="/panel/clientes/${c.id}">${c.nombre}</a></td>
-                    <td>${c.email}</td>
-                    <td>${c.plan}</td>
-                    <td>${estadoBadge(c.estado)}</td>
-                    <td class="num">${c.saldo_global}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>
-        </div>
+      : html`${listTable(
+          clientes,
+          [
+            { label: 'id', cls: 'num', cell: (c) => c.id },
+            { label: 'nombre', cell: (c) => html`<a href="/panel/clientes/${c.id}">${c.nombre}</a>` },
+            { label: 'email', cell: (c) => c.email },
+            { label: 'plan', cell: (c) => c.plan },
+            { label: 'estado', cell: (c) => estadoBadge(c.estado) },
+            { label: 'saldo global', cls: 'num', cell: (c) => c.saldo_global },
+          ],
+          'Clients',
+        )}
         ${mas ? html`<p class="hint">Showing the first ${LIST_SHOWN}: narrow the search to find the rest.</p>` : ''}`;
   return sendPage(
     req,
@@ -139,35 +125,19 @@ async function clientePage(deps: PanelDeps, req: FastifyRequest, reply: FastifyR
   const lines =
     c.celulares.length === 0
       ? html`<p class="empty">No lines yet. The client (or you, from <a href="${base}/celulares">its lines page</a>) creates them.</p>`
-      : html`<div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col" class="num">id</th>
-                <th scope="col">numero</th>
-                <th scope="col">nombre</th>
-                <th scope="col">estado</th>
-                <th scope="col">session</th>
-                <th scope="col">gateway server</th>
-                <th scope="col" class="num">saldo</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${c.celulares.map(
-                (l) =>
-                  html`<tr>
-                    <td class="num">${l.id}</td>
-                    <td><a href="${base}/celulares/${l.id}">${l.numero}</a></td>
-                    <td>${l.nombre_interno ?? ''}</td>
-                    <td>${estadoBadge(l.estado)}</td>
-                    <td>${l.last_status ?? 'unknown'}</td>
-                    <td>${l.servidor ?? html`<span class="hint">none yet</span>`}</td>
-                    <td class="num">${l.saldo_actual}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>
-        </div>`;
+      : listTable(
+          c.celulares,
+          [
+            { label: 'id', cls: 'num', cell: (l) => l.id },
+            { label: 'numero', cell: (l) => html`<a href="${base}/celulares/${l.id}">${l.numero}</a>` },
+            { label: 'nombre', cell: (l) => l.nombre_interno ?? '' },
+            { label: 'estado', cell: (l) => estadoBadge(l.estado) },
+            { label: 'session', cell: (l) => l.last_status ?? 'unknown' },
+            { label: 'gateway server', cell: (l) => l.servidor ?? html`<span class="hint">none yet</span>` },
+            { label: 'saldo', cls: 'num', cell: (l) => l.saldo_actual },
+          ],
+          'Its lines',
+        );
   return sendPage(
     req,
     reply,

@@ -68,7 +68,8 @@ function table(req: FastifyRequest, cid: number, page: ColaPage, celularId: numb
     { label: 'destinatario', cell: (m) => m.destinatario },
     { label: 'texto', cell: (m) => cut(m.texto ?? `(${m.tipo})`) },
     { label: 'Queued at', cell: (m) => when(m.created_at) },
-    { label: 'msg_id', cls: 'id', cell: (m) => html`<code>${m.msg_id}</code>` },
+    // Its story (the message's page): why it was queued, charged, and each step so far.
+    { label: 'msg_id', cls: 'id', cell: (m) => html`<a href="/panel/c/${cid}/mensajes/${encodeURIComponent(m.msg_id)}"><code>${m.msg_id}</code></a>` },
   ];
   const rows = listTable<ColaItem>(page.mensajes, columns, 'Queued messages, in the order they go');
   return html`<form id="cancelar" method="post" action="/panel/c/${cid}/cola/cancelar">
@@ -137,7 +138,15 @@ async function colaPage(deps: PanelDeps, req: FastifyRequest, reply: FastifyRepl
     info,
     html`${filter}
       <p role="status">${page.total} ${page.total === 1 ? 'message waits' : 'messages wait'}${row ? ` on line ${row.numero}` : ''}. Due times are estimates.</p>
-      ${table(req, cid, page, view.celularId)} ${row && page.total > 0 ? cancelAllSection(req, cid, row, view) : ''}`,
+      ${table(req, cid, page, view.celularId)}
+      ${
+        row && page.total > 0
+          ? cancelAllSection(req, cid, row, view)
+          : // Cancel all is one line's: with every line shown, the way to it was nowhere on the page (the walk).
+            !row && page.total > 0
+            ? html`<p class="hint">To cancel every message of one line, choose the line above and press Show.</p>`
+            : ''
+      }`,
     status,
   );
 }

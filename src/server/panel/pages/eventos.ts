@@ -46,7 +46,7 @@ function earlier(events: LoggedEvent[]): Html {
   if (events.length === 0) return html``;
   return html`<section aria-labelledby="earlier-h">
     <h2 id="earlier-h">Before you opened this page: the last ${events.length === 1 ? 'event' : `${events.length} events`}</h2>
-    <ol class="events" aria-label="Earlier events, newest first">
+    <ol class="events" aria-label="Earlier events, newest first" data-earlier>
       ${[...events].reverse().map(
         (ev) => html`<li>
           <p class="event-head">

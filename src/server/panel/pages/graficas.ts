@@ -71,14 +71,40 @@ const ENVIOS_COLUMNS: Array<Column<EnviosRow>> = [
   { label: 'bars', cls: 'num', cell: (b) => b.barras },
 ];
 
-const MUESTRA_COLUMNS: Array<Column<MuestraBar>> = [
+/** A row of the samples' numbers: one bar, or a run of bars that read the same (to: the end of its last bar). */
+type MuestraRow = MuestraBar & { hasta: string; barras: number };
+
+const unsampled = (b: MuestraBar) => b.cola === null && b.entregas_ok + b.entregas_fallidas === 0;
+const readings = (b: MuestraBar) => [b.cola, b.mas_antiguo_s, b.entregas_ok, b.entregas_fallidas, b.latencia_p50_ms, b.latencia_p95_ms].join();
+
+/**
+ * The samples as rows, as the sends': bars in a row that read the same (none
+ * sampled, or an idle queue with no webhook attempt, minute after minute) are
+ * one row, so a quiet hour is a few cards at 390 px, not 60 (D-130).
+ */
+function muestraRows(e: Estadisticas, m: MuestraBar[]): MuestraRow[] {
+  const end = (b: MuestraBar) => new Date(Date.parse(b.desde) + e.paso_s * 1000).toISOString();
+  const rows: MuestraRow[] = [];
+  for (const b of m) {
+    const prev = rows.at(-1);
+    if (prev && readings(prev) === readings(b)) {
+      prev.hasta = end(b);
+      prev.barras++;
+    } else rows.push({ ...b, hasta: end(b), barras: 1 });
+  }
+  return rows;
+}
+
+const MUESTRA_COLUMNS: Array<Column<MuestraRow>> = [
   { label: 'From', cls: 'nowrap', cell: (b) => at(b.desde) },
+  { label: 'To', cls: 'nowrap', cell: (b) => at(b.hasta) },
   { label: 'Queued', cls: 'num', cell: (b) => dash(b.cola) },
   { label: 'Oldest (s)', cls: 'num', cell: (b) => dash(b.mas_antiguo_s) },
   { label: 'Webhooks 2xx', cls: 'num', cell: (b) => b.entregas_ok },
   { label: 'Failed', cls: 'num', cell: (b) => b.entregas_fallidas },
   { label: 'p50 (ms)', cls: 'num', cell: (b) => dash(b.latencia_p50_ms) },
   { label: 'p95 (ms)', cls: 'num', cell: (b) => dash(b.latencia_p95_ms) },
+  { label: 'bars', cls: 'num', cell: (b) => b.barras },
 ];
 
 function sendsChart(e: Estadisticas, who: string): Html {
@@ -155,7 +181,7 @@ function samplesCharts(e: Estadisticas, m: MuestraBar[]): Html {
       unit: 'ms, as latency bucket bounds',
     }),
   ];
-  const sampled = m.filter((b) => b.cola !== null || b.entregas_ok + b.entregas_fallidas > 0).length;
+  const sampled = m.filter((b) => !unsampled(b)).length;
   return html`<section aria-labelledby="h-muestras">
     <h2 id="h-muestras">Queue and webhooks</h2>
     <p class="hint">Sampled by every node twice a minute: the queue's largest reading and every node's webhook attempts per bar. A gap is a bar no node sampled.</p>
@@ -163,7 +189,7 @@ function samplesCharts(e: Estadisticas, m: MuestraBar[]): Html {
     <details>
       <summary>The numbers (${sampled} of ${m.length} bars sampled)</summary>
       ${sampled === 0 ? html`<p class="empty">No node has sampled this range yet.</p>` : ''}
-      <div id="t-muestras">${listTable(m, MUESTRA_COLUMNS, 'Samples per bar (a dash: no node sampled it)')}</div>
+      <div id="t-muestras">${listTable(muestraRows(e, m), MUESTRA_COLUMNS, 'Samples per bar (a dash: no node sampled it); bars in a row that read the same are one row')}</div>
     </details>
   </section>`;
 }

@@ -61,13 +61,23 @@ function codeStatusFragment(cid: number, id: number, status: string): Html {
   </div>`;
 }
 
-function linkPage(req: FastifyRequest, reply: FastifyReply, cid: number, row: CelularRow, body: Html) {
+/**
+ * Under the simulator no phone can scan the QR or type the code: the page says
+ * how to play the phone from a terminal (a new operator's dead end otherwise).
+ */
+function simulatorNote(row: CelularRow): Html {
+  return html`<p class="notice">This is the simulator (<code>serve --gateway sim</code>): no real phone links. Play the phone from a terminal once a QR or
+    code shows: <code>pasarela sim scan ${row.id}</code> (a pairing code: <code>pasarela sim scan ${row.id} --code CODE</code>); this page then shows the
+    line connected.</p>`;
+}
+
+function linkPage(req: FastifyRequest, reply: FastifyReply, cid: number, row: CelularRow, body: Html, simulated: boolean) {
   const url = lineUrl(cid, row.id);
   return sendPage(
     req,
     reply,
     { title: `Link line ${row.numero}`, clienteId: cid, current: 'celulares' },
-    html`${row.nombre_interno ? html`<p>${row.nombre_interno}</p>` : ''} ${body}
+    html`${row.nombre_interno ? html`<p>${row.nombre_interno}</p>` : ''} ${simulated ? simulatorNote(row) : ''} ${body}
       <div class="actions">
         <form method="post" action="${url}/vincular">
           ${csrfField(req)}<input type="hidden" name="metodo" value="qr" /><button type="submit">Show a QR</button>
@@ -93,7 +103,7 @@ export default async function vincularPages(app: FastifyInstance, { core }: Pane
           ? html`<p>This line is linked. Link it again only after it was logged out (or moved to another gateway server).</p>`
           : html`<p>Link the line's phone to pasarela: show a QR to scan with WhatsApp on the phone, or get a pairing code to type there.</p>`
       }`;
-    return linkPage(req, reply, cid, row, intro);
+    return linkPage(req, reply, cid, row, intro, core.gateway.simulated);
   });
 
   app.post<{ Params: Params }>('/c/:cid/celulares/:id/vincular', pre, async (req, reply) => {
@@ -110,11 +120,11 @@ export default async function vincularPages(app: FastifyInstance, { core }: Pane
                 <p>On the phone: WhatsApp, Settings, Linked devices, Link a device, then "Link with phone number instead", and type this code.</p>
               </div>
               ${codeStatusFragment(cid, id, r.status)}`;
-      return linkPage(req, reply, cid, row, body);
+      return linkPage(req, reply, cid, row, body, core.gateway.simulated);
     }
     if (metodo !== 'qr') throw new AppError('INVALID_PARAMS', 'metodo must be qr or codigo');
     const r = await celularQr(core, p, id);
-    return linkPage(req, reply, cid, row, await qrFragment(req, cid, id, r));
+    return linkPage(req, reply, cid, row, await qrFragment(req, cid, id, r), core.gateway.simulated);
   });
 
   app.post<{ Params: Params }>('/c/:cid/celulares/:id/vincular/qr', pre, async (req, reply) => {

@@ -114,10 +114,16 @@ async function deliveriesOf(deps: PanelDeps, req: FastifyRequest, p: ClientPrinc
   return { ...r, refused };
 }
 
+/** Deliveries a phone shows before its "Show all" link (panel.css hides the rest below 600 px). */
+const PHONE_ROWS = 5;
+
 function deliveriesFragment(req: FastifyRequest, cid: number, d: DeliveriesView): Html {
   const { entregas, page, total_paginas } = d;
   const path = `/panel/c/${cid}/webhook`;
-  const query = page > 1 ? `?page=${page}` : '';
+  // ?todas=1: a phone asked for the whole page ("Show all"); the section's refresh asks for it again.
+  const all = req.method === 'GET' && (req.query as Record<string, unknown> | undefined)?.todas === '1';
+  const params = [...(page > 1 ? [`page=${page}`] : []), ...(all ? ['todas=1'] : [])];
+  const query = params.length > 0 ? `?${params.join('&')}` : '';
   const body =
     entregas.length === 0 && page > 1 && total_paginas > 0
       ? pastEnd(path, {}, total_paginas, 'deliveries')
@@ -146,9 +152,13 @@ function deliveriesFragment(req: FastifyRequest, cid: number, d: DeliveriesView)
         ${csrfField(req)}<button type="submit" class="secondary">Redeliver all failed</button>
       </form>`
     : '';
-  return html`<section id="entregas" class="entregas" aria-labelledby="entregas-h" hx-get="/panel/c/${cid}/webhook/entregas${query}" hx-trigger="${POLL}" hx-swap="outerHTML">
+  // Shown below 600 px only, where the rows past PHONE_ROWS are hidden until it is followed (panel.css).
+  const showAll = `${path}?${page > 1 ? `page=${page}&` : ''}todas=1#entregas`;
+  const more =
+    !all && entregas.length > PHONE_ROWS ? html`<p class="phone-more"><a href="${showAll}">Show all ${entregas.length} deliveries of this page</a></p>` : '';
+  return html`<section id="entregas" class="entregas${all ? ' all' : ''}" aria-labelledby="entregas-h" hx-get="/panel/c/${cid}/webhook/entregas${query}" hx-trigger="${POLL}" hx-swap="outerHTML">
     <h2 id="entregas-h">Deliveries</h2>
-    ${d.refused ? html`<p class="error" role="alert">${errorText(d.refused)}</p>` : ''} ${failed} ${body} ${pager(path, {}, page, total_paginas)}
+    ${d.refused ? html`<p class="error" role="alert">${errorText(d.refused)}</p>` : ''} ${failed} ${body} ${more} ${pager(path, {}, page, total_paginas)}
   </section>`;
 }
 
