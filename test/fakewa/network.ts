@@ -148,6 +148,7 @@ export class FakeNetworkServer {
   private readonly sent = new Map<string, { line: string; to: string }>();
   private lidCounter = 100000000000001;
   private auto = true;
+  private acksLost = false;
   /** Set by tests to make the next pair-success carry a bad ADV HMAC. */
   corruptNextHmac = false;
   /** Link attempts the phone refused (key bundle that does not open, identities or device signature that do not match). */
@@ -313,7 +314,7 @@ export class FakeNetworkServer {
       case 'receipt':
         if (conn.device && node.attrs.id) {
           conn.device.acks.push(`${node.tag}:${node.attrs.class ?? node.attrs.type ?? 'delivery'}:${node.attrs.id}`);
-          conn.device.pending.delete(node.attrs.id);
+          if (!this.acksLost) conn.device.pending.delete(node.attrs.id);
         }
         return;
       default:
@@ -674,6 +675,11 @@ export class FakeNetworkServer {
 
   autoReceipts(on: boolean): void {
     this.auto = on;
+  }
+
+  /** Acks and receipts from lines are recorded but kept from taking effect, as if lost on the way: the stanza stays pending and comes again at the next login. */
+  loseAcks(on: boolean): void {
+    this.acksLost = on;
   }
 
   private openConns(line: Line): Conn[] {
