@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { BinaryNode, SignalKeyStore, SignalKeyStoreWithTransaction, SignalRepositoryWithLIDStore, WAMessage } from 'baileys';
+import { INBOUND_SEEN_TTL_MS } from '../../core/ledger.js';
 import type { BaileysLib } from './library.js';
 
 /**
@@ -16,8 +17,12 @@ import type { BaileysLib } from './library.js';
 /** The key kind of the entries in the line's engine state, sealed like every other (auth-state.ts). */
 export const JOURNAL_KIND = 'inbound-plain';
 
-/** An entry older than this is dropped at a connect, not replayed (D-128 says why this long). */
-export const JOURNAL_KEEP_MS = 14 * 24 * 60 * 60 * 1000;
+/**
+ * An entry older than this is dropped at a connect, not replayed: the store
+ * remembers an inbound message's key this long after storing it, later than
+ * the entry's time, so a replay within it can never store a message twice.
+ */
+export const JOURNAL_KEEP_MS = INBOUND_SEEN_TTL_MS;
 
 /** Bounds the in-memory maps of one socket: stanzas never decrypted (refused, ignored) must not grow them. */
 const REMEMBERED = 2000;
