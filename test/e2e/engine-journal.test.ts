@@ -80,6 +80,36 @@ const rowsOf = (id: string) => q<{ texto: string }>(`SELECT texto FROM ${schema.
 const journal = async () => Number((await q<{ n: string }>(`SELECT count(*) AS n FROM ${schema.schema}.motor_auth WHERE kind = 'inbound-plain'`))[0]!.n);
 const received = (texto: string) => hooks.hits.filter((h) => h.json?.evento === 'messages.received' && h.json.data.texto === texto);
 
+/**
+ * A message sent while another connection holds the inbox table locked: once
+ * the line has sent its receipt and journaled it, and its inbox write waits
+ * on the lock, serve is SIGKILLed; its blocked connection is ended as a dead
+ * machine's would be (a killed process's backend would only notice once the
+ * lock is gone), then the lock released.
+ */
+async function crashWhileHeld(texto: string): Promise<string> {
+  const holder = new pg.Client({ connectionString: POSTGRES_URL });
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(`LOCK TABLE ${schema.schema}.recibidos IN ACCESS EXCLUSIVE MODE`);
+    const id = await fake.sendText(CONTACT, LINE, texto);
+    await until(async () => fake.acks(LINE).some((a) => a.endsWith(`:${id}`)), { what: 'the receipt sent' });
+    // The plaintext is durable beside the session while the inbox write waits on the lock.
+    await until(async () => (await journal()) === 1, { what: 'the journal entry' });
+    const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    await until(async () => (await q(`SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holderPid])).length > 0, {
+      what: 'the inbox write waiting on the lock',
+    });
+    await crash(s);
+    await q('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid]);
+    return id;
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    await holder.end();
+  }
+}
+
 describeWith(postgres, 'an incoming message across a crash of the engine (PostgreSQL)', () => {
   beforeAll(async () => {
     schema = await pgSchema();
@@ -119,28 +149,9 @@ describeWith(postgres, 'an incoming message across a crash of the engine (Postgr
     await until(() => received('antes del corte').length === 1, { what: 'its webhook' });
     await until(async () => (await journal()) === 0, { what: 'the journal empty after normal traffic' });
 
-    const holder = new pg.Client({ connectionString: POSTGRES_URL });
-    await holder.connect();
-    let id = '';
-    try {
-      await holder.query('BEGIN');
-      await holder.query(`LOCK TABLE ${schema.schema}.recibidos IN ACCESS EXCLUSIVE MODE`);
-      id = await fake.sendText(CONTACT, LINE, 'durante el corte');
-      // The network has the line's receipt: it drops the stanza and will not deliver it again.
-      await until(async () => fake.acks(LINE).some((a) => a.endsWith(`:${id}`)) && !fake.unacked(LINE).includes(id), { what: 'the receipt at the network' });
-      // The plaintext is durable beside the session: the inbox write still waits on the lock.
-      await until(async () => (await journal()) === 1, { what: 'the journal entry' });
-      const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-      await until(async () => (await q(`SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [holderPid])).length > 0, {
-        what: 'the inbox write waiting on the lock',
-      });
-      await crash(s);
-      // A dead machine's connections end with it; a killed process's blocked backend would only notice once the lock is gone.
-      await q('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid]);
-    } finally {
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end();
-    }
+    const id = await crashWhileHeld('durante el corte');
+    // The network has the line's receipt: it dropped the stanza and will not deliver it again.
+    expect(fake.unacked(LINE)).not.toContain(id);
     expect(await rowsOf(id)).toHaveLength(0);
     expect(received('durante el corte')).toHaveLength(0);
 
@@ -157,6 +168,33 @@ describeWith(postgres, 'an incoming message across a crash of the engine (Postgr
     expect(received('antes del corte')).toHaveLength(1);
     // The network never delivered it again (one receipt, before the crash): the journal did.
     expect(fake.acks(LINE).filter((a) => a.endsWith(`:${id}`))).toHaveLength(1);
+  }, 240_000);
+
+  it('the receipt lost on the way too: after the restart the network delivers the stanza again and its entry answers it (no retry asked of the sender); stored once, one webhook', async () => {
+    fake.loseAcks(true);
+    let id = '';
+    try {
+      id = await crashWhileHeld('sin recibo');
+    } finally {
+      fake.loseAcks(false);
+    }
+    expect(fake.unacked(LINE)).toContain(id);
+    expect(await rowsOf(id)).toHaveLength(0);
+    await serveAgain();
+    await until(async () => (await rowsOf(id)).length > 0 && !fake.unacked(LINE).includes(id), {
+      what: 'the row, and the stanza delivered again taken',
+      timeoutMs: 60_000,
+    });
+    await until(async () => (await journal()) === 0, { what: 'the journal empty', timeoutMs: 60_000 });
+    const after = await fake.sendText(CONTACT, LINE, 'luego');
+    await until(async () => (await rowsOf(after)).length === 1, { what: 'a later row' });
+    await until(() => received('luego').length === 1 && received('sin recibo').length >= 1, { what: 'the webhooks' });
+    expect((await rowsOf(id)).map((r) => r.texto)).toEqual(['sin recibo']);
+    expect(received('sin recibo')).toHaveLength(1);
+    // Two receipts (before the crash, and for the stanza delivered again), neither a retry: the moved ratchet was never asked.
+    const acks = fake.acks(LINE).filter((a) => a.endsWith(`:${id}`));
+    expect(acks).toHaveLength(2);
+    expect(acks.filter((a) => a.includes(':retry:'))).toEqual([]);
     await stop(s);
   }, 240_000);
 });

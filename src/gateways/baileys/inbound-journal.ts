@@ -61,6 +61,9 @@ const loose = (k: Partial<Keys>): LooseKeys => k as unknown as LooseKeys;
 export class SocketJournal {
   private seen = new Map<string, { msgId: string; attrs: Record<string, string> }>();
   private decrypted = new Map<string, string[]>();
+  /** Stanzas the network kept for the line (`offline`), noted and not yet upserted; and whether it said it has sent them all. */
+  private backlog = new Set<string>();
+  private backlogSent = false;
 
   constructor(
     private readonly now: () => number,
@@ -70,6 +73,7 @@ export class SocketJournal {
   /** A frame the socket received: a message stanza's enc children are noted. */
   onFrame(frame: BinaryNode | Uint8Array): void {
     if (frame instanceof Uint8Array || frame.tag !== 'message' || !frame.attrs.id || !Array.isArray(frame.content)) return;
+    if (frame.attrs.offline) remember(this.backlog, frame.attrs.id, frame.attrs.id);
     for (const child of frame.content) {
       if (child.tag !== 'enc' || !(child.content instanceof Uint8Array) || !child.attrs.type) continue;
       remember(this.seen, journalId(child.attrs.type, child.content), { msgId: frame.attrs.id, attrs: { ...frame.attrs } });
@@ -79,9 +83,26 @@ export class SocketJournal {
   /** The entry ids decrypted for a message since its last upsert: taken at the upsert, removed once its event is durable. */
   take(msgId: string | null | undefined): string[] {
     if (!msgId) return [];
+    this.backlog.delete(msgId);
     const ids = this.decrypted.get(msgId) ?? [];
     this.decrypted.delete(msgId);
     return ids;
+  }
+
+  /** The network has sent what it kept for the line (`receivedPendingNotifications`). */
+  backlogAllSent(): void {
+    this.backlogSent = true;
+  }
+
+  /**
+   * Every stanza the network kept for the line has been upserted, so every
+   * one delivered again has been decrypted: the entries replayed at this
+   * connect are no longer needed to answer one. A kept stanza Baileys never
+   * upserts (one it refuses) holds them until the next connect replays them
+   * again, which the store's dedupe key makes harmless.
+   */
+  backlogDone(): boolean {
+    return this.backlogSent && this.backlog.size === 0;
   }
 
   async remove(ids: string[]): Promise<void> {
@@ -118,9 +139,10 @@ export class SocketJournal {
   }
 }
 
-function remember<V>(m: Map<string, V>, k: string, v: V): void {
+function remember<V>(m: Map<string, V> | Set<string>, k: string, v: V): void {
   m.delete(k);
-  m.set(k, v);
+  if (m instanceof Set) m.add(k);
+  else m.set(k, v);
   if (m.size > REMEMBERED) m.delete(m.keys().next().value!);
 }
 

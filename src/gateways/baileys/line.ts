@@ -57,7 +57,7 @@ export class EngineLine {
   /** Events of this line in the order Baileys gave them, each durable before the next. */
   private chain: Promise<void> = Promise.resolve();
   private stopped = false;
-  /** Journal entries replayed at this connect: removed once the socket has had the stanzas the network kept for it. */
+  /** Journal entries replayed at this connect: removed once the socket has handled the stanzas the network kept for it. */
   private replayed: string[] = [];
 
   constructor(
@@ -155,8 +155,10 @@ export class EngineLine {
         this.set('connected');
       }
       if (u.connection === 'close') this.closed(closeCode(u.lastDisconnect?.error));
-      // The stanzas the network kept for the line have come: a replayed entry is no longer needed to answer one of them.
-      if (u.receivedPendingNotifications) this.serial(() => journal.remove(this.replayed.splice(0)));
+      if (u.receivedPendingNotifications) {
+        journal.backlogAllSent();
+        this.settleReplayed(journal);
+      }
     });
     sock.ev.on('messages.upsert', ({ messages, type }) => {
       if (!current()) return;
@@ -173,6 +175,7 @@ export class EngineLine {
           await journal.remove(journaled);
         });
       }
+      this.settleReplayed(journal);
     });
     sock.ev.on('messages.update', (updates) => {
       if (!current()) return;
@@ -209,6 +212,11 @@ export class EngineLine {
       }
     }, BUFFER_HELD_MS / 4);
     timer.unref();
+  }
+
+  /** Entries replayed at this connect go once the socket has had, and handled, every stanza the network kept for the line. */
+  private settleReplayed(journal: SocketJournal): void {
+    if (journal.backlogDone()) this.serial(() => journal.remove(this.replayed.splice(0)));
   }
 
   /**
