@@ -288,14 +288,19 @@ export class FakeNetworkServer {
       conn,
       n('success', { t: String(Math.floor(Date.now() / 1000)), props: '1', lid: `${line.lidUser}:${device.id}@lid`, location: 'fakewa', creation: '1' }),
     );
-    for (const [id, stored] of device.pending) {
-      // Stanzas loaded from the state file are kept encoded; BinaryNode decoding is async, so it happens here.
-      void this.fromStore(stored).then((stanza) => {
+    // Stanzas loaded from the state file are kept encoded; BinaryNode decoding is async, so it happens here. The offline
+    // marker comes after them, as the network sends it: Baileys reads it as "every kept stanza has been sent".
+    const kept = [...device.pending];
+    void Promise.all(
+      kept.map(async ([id, stored]) => {
+        const stanza = await this.fromStore(stored);
         device.pending.set(id, stanza);
-        this.send(conn, { ...stanza, attrs: { ...stanza.attrs, offline: '1' } });
-      });
-    }
-    this.send(conn, n('ib', {}, [n('offline', { count: String(device.pending.size) })]));
+        return stanza;
+      }),
+    ).then((stanzas) => {
+      for (const stanza of stanzas) this.send(conn, { ...stanza, attrs: { ...stanza.attrs, offline: '1' } });
+      this.send(conn, n('ib', {}, [n('offline', { count: String(stanzas.length) })]));
+    });
   }
 
   private tag(): string {
