@@ -137,6 +137,31 @@ for (const adapter of ADAPTERS) {
   });
 }
 
+describe('the backlog: replayed entries wait until every stanza the network kept has been upserted', () => {
+  const offline = (id: string): BinaryNode => ({ ...stanza(id, 'msg', Buffer.from(id)), attrs: { id, from: JID, offline: '1' } });
+
+  it('not done before the offline marker, nor while a kept stanza is not upserted; a live stanza does not hold it', () => {
+    const j = new SocketJournal(() => 0, { set: () => Promise.resolve() });
+    expect(j.backlogDone()).toBe(false);
+    j.onFrame(offline('K1'));
+    j.onFrame(offline('K2'));
+    j.onFrame(stanza('LIVE', 'msg', Buffer.from('live')));
+    j.backlogAllSent();
+    expect(j.backlogDone()).toBe(false);
+    j.take('K1');
+    expect(j.backlogDone()).toBe(false);
+    j.take('K2');
+    expect(j.backlogDone()).toBe(true);
+  });
+
+  it('no stanza kept: done at the marker', () => {
+    const j = new SocketJournal(() => 0, { set: () => Promise.resolve() });
+    j.onFrame(Buffer.from('not a node'));
+    j.backlogAllSent();
+    expect(j.backlogDone()).toBe(true);
+  });
+});
+
 describe('replayOf: leftover entries as the messages Baileys would have upserted', () => {
   const me = { id: '5491199999999:3@s.whatsapp.net', lid: '777:3@lid' };
   const entry = (text: string, at: number, attrs: Record<string, string> | null): JournalEntry => ({
