@@ -23,6 +23,20 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.readAuth('l1', 'session', [])).size).toBe(0);
     });
 
+    it('readAuthKind gives every value of one kind of one line, nothing of other kinds or lines; none is an empty map', async () => {
+      await ctx.store.writeAuth('l1', [
+        { kind: 'inbound-plain', id: 'h1', value: b('one') },
+        { kind: 'inbound-plain', id: 'h2', value: b('two') },
+        { kind: 'session', id: 'h3', value: b('other kind') },
+      ]);
+      await ctx.store.writeAuth('l2', [{ kind: 'inbound-plain', id: 'h4', value: b('other line') }]);
+      const got = await ctx.store.readAuthKind('l1', 'inbound-plain');
+      expect(Object.fromEntries([...got].map(([k, v]) => [k, v.toString()]))).toEqual({ h1: 'one', h2: 'two' });
+      await ctx.store.writeAuth('l1', [{ kind: 'inbound-plain', id: 'h1', value: null }]);
+      expect([...(await ctx.store.readAuthKind('l1', 'inbound-plain')).keys()]).toEqual(['h2']);
+      expect((await ctx.store.readAuthKind('l3', 'inbound-plain')).size).toBe(0);
+    });
+
     it('writes replace, nulls remove, a (kind, id) given twice keeps its last value', async () => {
       await ctx.store.writeAuth('l1', [
         { kind: 'pre-key', id: '1', value: b('one') },

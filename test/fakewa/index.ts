@@ -21,6 +21,8 @@ export interface FakeNetwork {
   contact(numero: string, opts?: { onNetwork?: boolean }): FakeContact;
   receipt(lineNumero: string, msgId: string, kind: 'delivery' | 'read', fromNumero: string): Promise<void>;
   autoReceipts(on: boolean): void;
+  /** The line's acks and receipts are recorded but lost on the way: what it received is delivered again at its next login. */
+  loseAcks(on: boolean): void;
   sendText(fromNumero: string, toLineNumero: string, text: string): Promise<string>;
   replaced(lineNumero: string): void;
   logoutFromPhone(lineNumero: string): void;
@@ -74,6 +76,7 @@ export async function startFakeNetwork(opts: FakeNetworkOptions = {}): Promise<F
     contact: (numero, o) => server.addContact(numero, o?.onNetwork ?? true),
     receipt: (line, id, kind, from) => server.receipt(line, id, kind, from),
     autoReceipts: (on) => server.autoReceipts(on),
+    loseAcks: (on) => server.loseAcks(on),
     sendText: (from, to, text) => server.sendText(from, to, text),
     replaced: (l) => server.replaced(l),
     logoutFromPhone: (l) => server.logoutFromPhone(l),

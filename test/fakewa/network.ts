@@ -148,6 +148,7 @@ export class FakeNetworkServer {
   private readonly sent = new Map<string, { line: string; to: string }>();
   private lidCounter = 100000000000001;
   private auto = true;
+  private acksLost = false;
   /** Set by tests to make the next pair-success carry a bad ADV HMAC. */
   corruptNextHmac = false;
   /** Link attempts the phone refused (key bundle that does not open, identities or device signature that do not match). */
@@ -287,14 +288,19 @@ export class FakeNetworkServer {
       conn,
       n('success', { t: String(Math.floor(Date.now() / 1000)), props: '1', lid: `${line.lidUser}:${device.id}@lid`, location: 'fakewa', creation: '1' }),
     );
-    for (const [id, stored] of device.pending) {
-      // Stanzas loaded from the state file are kept encoded; BinaryNode decoding is async, so it happens here.
-      void this.fromStore(stored).then((stanza) => {
+    // Stanzas loaded from the state file are kept encoded; BinaryNode decoding is async, so it happens here. The offline
+    // marker comes after them, as the network sends it: Baileys reads it as "every kept stanza has been sent".
+    const kept = [...device.pending];
+    void Promise.all(
+      kept.map(async ([id, stored]) => {
+        const stanza = await this.fromStore(stored);
         device.pending.set(id, stanza);
-        this.send(conn, { ...stanza, attrs: { ...stanza.attrs, offline: '1' } });
-      });
-    }
-    this.send(conn, n('ib', {}, [n('offline', { count: String(device.pending.size) })]));
+        return stanza;
+      }),
+    ).then((stanzas) => {
+      for (const stanza of stanzas) this.send(conn, { ...stanza, attrs: { ...stanza.attrs, offline: '1' } });
+      this.send(conn, n('ib', {}, [n('offline', { count: String(stanzas.length) })]));
+    });
   }
 
   private tag(): string {
@@ -313,7 +319,7 @@ export class FakeNetworkServer {
       case 'receipt':
         if (conn.device && node.attrs.id) {
           conn.device.acks.push(`${node.tag}:${node.attrs.class ?? node.attrs.type ?? 'delivery'}:${node.attrs.id}`);
-          conn.device.pending.delete(node.attrs.id);
+          if (!this.acksLost) conn.device.pending.delete(node.attrs.id);
         }
         return;
       default:
@@ -674,6 +680,11 @@ export class FakeNetworkServer {
 
   autoReceipts(on: boolean): void {
     this.auto = on;
+  }
+
+  /** Acks and receipts from lines are recorded but kept from taking effect, as if lost on the way: the stanza stays pending and comes again at the next login. */
+  loseAcks(on: boolean): void {
+    this.acksLost = on;
   }
 
   private openConns(line: Line): Conn[] {

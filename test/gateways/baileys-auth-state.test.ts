@@ -27,6 +27,7 @@ function counted(store: Store): EngineAuthStore & { reads: number; writes: numbe
     reads: 0,
     writes: 0,
     readAuth: (...a: Parameters<Store['readAuth']>) => (c.reads++, store.readAuth(...a)),
+    readAuthKind: (...a: Parameters<Store['readAuthKind']>) => (c.reads++, store.readAuthKind(...a)),
     writeAuth: (...a: Parameters<Store['writeAuth']>) => (c.writes++, store.writeAuth(...a)),
     clearAuth: (i: string) => store.clearAuth(i),
     authInstancias: () => store.authInstancias(),

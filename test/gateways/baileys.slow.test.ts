@@ -123,6 +123,33 @@ describe('the engine against the fake network', () => {
     expect(fake.maxConcurrent(LINE)).toBe(1);
   });
 
+  it("a stanza the network delivers again after a reconnect (the line's receipt lost on the way) is stored once; the journal is empty after", async () => {
+    const inst = await instancia();
+    const journal = async () => (await s.core.store.readAuthKind(inst, 'inbound-plain')).size;
+    fake.loseAcks(true);
+    let id = '';
+    try {
+      id = await fake.sendText(CONTACT, LINE, 'recibo perdido');
+      await until(async () => (await recibidos()).recibidos?.some((m: { gateway_msg_id: string }) => m.gateway_msg_id === id), { what: 'the inbox row' });
+      // The line did acknowledge it; the network did not take it.
+      await until(async () => fake.acks(LINE).some((a) => a.endsWith(`:${id}`)), { what: 'the receipt sent' });
+      expect(fake.unacked(LINE)).toContain(id);
+      await until(async () => (await journal()) === 0, { what: 'the journal emptied once the row is durable' });
+    } finally {
+      fake.loseAcks(false);
+    }
+    const logins = fake.connections(LINE).length;
+    fake.restartRequired(LINE);
+    await until(async () => fake.connections(LINE).length > logins && !fake.unacked(LINE).includes(id), { what: 'delivered again and taken this time' });
+    const id2 = await fake.sendText(CONTACT, LINE, 'después');
+    await until(async () => (await recibidos()).recibidos?.some((m: { gateway_msg_id: string }) => m.gateway_msg_id === id2), { what: 'a later row' });
+    const rows = ((await recibidos()).recibidos as Array<{ gateway_msg_id: string; texto: string }>).filter((m) => m.gateway_msg_id === id);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.texto).toBe('recibo perdido');
+    expect(events.filter((e) => e.type === 'inbound' && e.gatewayMsgId === id).length).toBeGreaterThanOrEqual(1);
+    await until(async () => (await journal()) === 0, { what: 'the journal empty after normal traffic' });
+  });
+
   it('a restart of serve: the line comes back from the stored state, no new scan', async () => {
     const before = fake.connections(LINE).length;
     await s.close();

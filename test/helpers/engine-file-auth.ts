@@ -1,4 +1,4 @@
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EngineAuthSource } from '../../src/gateways/baileys/auth.js';
 
@@ -15,7 +15,15 @@ export function fileAuthSource(dir: string): EngineAuthSource {
       const f = folder(instancia);
       await mkdir(f, { recursive: true, mode: 0o700 });
       const { state, saveCreds } = await lib.useMultiFileAuthState(f);
-      return { state, saveCreds, clear: () => rm(f, { recursive: true, force: true }) };
+      // Baileys' files are named `<kind>-<id>.json` (ids with '/' and ':' replaced), values in its BufferJSON.
+      const readKind = async (kind: string) => {
+        const out = new Map<string, unknown>();
+        for (const name of await readdir(f))
+          if (name.startsWith(`${kind}-`) && name.endsWith('.json'))
+            out.set(name.slice(kind.length + 1, -5), JSON.parse(await readFile(join(f, name), 'utf8'), lib.BufferJSON.reviver) as unknown);
+        return out;
+      };
+      return { state, saveCreds, clear: () => rm(f, { recursive: true, force: true }), readKind };
     },
     async instancias() {
       const names = await readdir(dir).catch(() => [] as string[]);

@@ -16,6 +16,12 @@ export interface EngineAuthRow {
 export interface EngineAuthStore {
   /** The values of `ids` of one kind, in one statement; an id without a row is absent from the map. */
   readAuth(instancia: string, kind: string, ids: string[]): Promise<Map<string, Buffer>>;
+  /**
+   * Every value of one kind of a line, by id: for the few kinds read whole,
+   * such as the inbound journal (gateways/baileys/inbound-journal.ts), read
+   * at a line's start. One statement, a range of the primary key.
+   */
+  readAuthKind(instancia: string, kind: string): Promise<Map<string, Buffer>>;
   /** Every row in one transaction: all written, or none. A (kind, id) given twice keeps its last value. */
   writeAuth(instancia: string, rows: EngineAuthRow[]): Promise<void>;
   /** Removes every row of the line (its celular deleted, or the phone logged it out). */

@@ -15,7 +15,8 @@ const CREDS_ID = '';
  * read; `keys.set` one transaction (Baileys gives many keys at once, a null
  * removes one); `saveCreds` writes the credentials as they are now;
  * `clear` removes the line's whole state (the state in hand is then
- * worthless: the caller drops it).
+ * worthless: the caller drops it); `readKind` opens every value of one kind
+ * (the inbound journal's, read whole at a connect: inbound-journal.ts).
  *
  * `baileys` is the module, passed in: it is imported lazily by the engine,
  * so nothing here loads it. A value that does not open (another key, an
@@ -26,7 +27,12 @@ export async function storedAuthState(
   store: EngineAuthStore,
   cipher: EngineCipher,
   instancia: string,
-): Promise<{ state: AuthenticationState; saveCreds: () => Promise<void>; clear: () => Promise<void> }> {
+): Promise<{
+  state: AuthenticationState;
+  saveCreds: () => Promise<void>;
+  clear: () => Promise<void>;
+  readKind: (kind: string) => Promise<Map<string, unknown>>;
+}> {
   const { BufferJSON, initAuthCreds, proto } = baileys;
   const seal = (kind: string, id: string, value: unknown): Buffer =>
     cipher.seal(authAad(instancia, kind, id), Buffer.from(JSON.stringify(value, BufferJSON.replacer), 'utf8'));
@@ -71,5 +77,6 @@ export async function storedAuthState(
     },
     saveCreds: () => store.writeAuth(instancia, [{ kind: CREDS_KIND, id: CREDS_ID, value: seal(CREDS_KIND, CREDS_ID, creds) }]),
     clear: () => store.clearAuth(instancia),
+    readKind: async (kind) => new Map([...(await store.readAuthKind(instancia, kind))].map(([id, sealed]) => [id, open(kind, id, sealed)])),
   };
 }

@@ -11,6 +11,8 @@ export interface LineAuth {
   state: AuthenticationState;
   saveCreds: () => Promise<void>;
   clear: () => Promise<void>;
+  /** Every value of one kind, by id (the inbound journal's entries: inbound-journal.ts). */
+  readKind: (kind: string) => Promise<Map<string, unknown>>;
 }
 
 /** Where the lines' authentication states are kept. */

@@ -1,5 +1,4 @@
 import type { Agent } from 'node:https';
-import type { WAMessage } from 'baileys';
 import { backoffMs, type Backoff } from '../../core/backoff.js';
 import type { Clock } from '../../core/clock.js';
 import type { GatewayEvent } from '../../core/ports/gateway.js';
@@ -8,6 +7,7 @@ import type { EngineAuthSource, LineAuth } from './auth.js';
 import { EngineStateUnreadable } from '../../core/engine-key.js';
 import { closeCode, closeOutcome } from './close-codes.js';
 import { inboundOf, ownStatusOf, receiptOf, userReceiptOf } from './inbound.js';
+import { JOURNAL_KIND, replayOf, SocketJournal, type JournalEntry } from './inbound-journal.js';
 import type { BaileysLib } from './library.js';
 import { libraryLogger, type EngineLog } from './logger.js';
 
@@ -57,6 +57,8 @@ export class EngineLine {
   /** Events of this line in the order Baileys gave them, each durable before the next. */
   private chain: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Journal entries replayed at this connect: removed once the socket has handled the stanzas the network kept for it. */
+  private replayed: string[] = [];
 
   constructor(
     readonly instancia: string,
@@ -109,10 +111,15 @@ export class EngineLine {
       this.unreadable = null;
     }
     this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia);
+    await this.replay(this.auth);
     const gen = ++this.generation;
     const { lib } = this.d;
+    const keys = lib.makeCacheableSignalKeyStore(this.auth.state.keys, libraryLogger(this.d.log, this.instancia));
+    const journal = new SocketJournal(() => this.d.clock.now(), keys);
     const sock = lib.makeWASocket({
-      auth: { creds: this.auth.state.creds, keys: lib.makeCacheableSignalKeyStore(this.auth.state.keys, libraryLogger(this.d.log, this.instancia)) },
+      auth: { creds: this.auth.state.creds, keys },
+      // Each decrypt journals its plaintext in the ratchet's own transaction (inbound-journal.ts, D-128).
+      makeSignalRepository: (auth, logger, pnToLid) => journal.wrap(lib.DEFAULT_CONNECTION_CONFIG.makeSignalRepository(auth, logger, pnToLid), auth.keys),
       ...(this.d.wsUrl ? { waWebSocketUrl: this.d.wsUrl } : {}),
       ...(this.d.fetchAgent ? { fetchAgent: this.d.fetchAgent } : {}),
       logger: libraryLogger(this.d.log, this.instancia),
@@ -128,6 +135,8 @@ export class EngineLine {
     });
     this.sock = sock;
     const current = () => gen === this.generation;
+    // Every frame, before Baileys handles it: a stanza's ciphertexts tie its decrypts to its message id.
+    sock.ws.on('frame', (f: Parameters<SocketJournal['onFrame']>[0]) => journal.onFrame(f));
     this.unstick(sock, current);
     sock.ev.on('creds.update', () => {
       const auth = this.auth;
@@ -150,16 +159,27 @@ export class EngineLine {
         this.set('connected');
       }
       if (u.connection === 'close') this.closed(closeCode(u.lastDisconnect?.error));
+      if (u.receivedPendingNotifications) {
+        journal.backlogAllSent();
+        this.settleReplayed(journal);
+      }
     });
     sock.ev.on('messages.upsert', ({ messages, type }) => {
       if (!current()) return;
       for (const m of messages) {
+        // Taken now, while the upsert is the message's latest: its journal entries go once its event (if any) is durable.
+        const journaled = journal.take(m.key.id);
         // Receipts that beat the record of our own send are folded by Baileys' event buffer into that record's status.
         const folded = ownStatusOf(this.instancia, m, this.d.clock.now());
-        if (folded) this.serial(() => this.d.emit(folded));
         // `append`: messages that arrived while the line was offline, given at login (history sync is off, D-122).
-        else if (type === 'notify' || type === 'append') this.inbound(m);
+        // A repeat (redelivered, or replayed from the journal) is dropped by the store's unique key on dedupeKey.
+        const e = folded ?? (type === 'notify' || type === 'append' ? inboundOf(this.instancia, m, this.d.clock.now()) : null);
+        this.serial(async () => {
+          if (e) await this.d.emit(e);
+          await journal.remove(journaled);
+        });
       }
+      this.settleReplayed(journal);
     });
     sock.ev.on('messages.update', (updates) => {
       if (!current()) return;
@@ -198,10 +218,38 @@ export class EngineLine {
     timer.unref();
   }
 
-  private inbound(m: WAMessage): void {
-    const e = inboundOf(this.instancia, m, this.d.clock.now());
-    // A repeat (redelivered after a reconnect) is dropped by the store's unique key on dedupeKey.
-    if (e) this.serial(() => this.d.emit(e));
+  /** Entries replayed at this connect go once the socket has had, and handled, every stanza the network kept for the line. */
+  private settleReplayed(journal: SocketJournal): void {
+    if (journal.backlogDone()) this.serial(() => journal.remove(this.replayed.splice(0)));
+  }
+
+  /**
+   * The journal's leftovers (a crash after a decrypt, before its event was
+   * durable; a socket that ended in between) become events again, in the
+   * line's order, before the new socket starts; expired or unreadable ones
+   * are dropped. A message already stored is dropped by its dedupeKey.
+   */
+  private async replay(auth: LineAuth): Promise<void> {
+    const me = auth.state.creds.me;
+    if (!me?.id) return;
+    let entries: Map<string, unknown>;
+    try {
+      entries = await auth.readKind(JOURNAL_KIND);
+    } catch (err) {
+      this.d.log.error({ instancia: this.instancia, error: err instanceof Error ? err.name : 'unknown' }, 'engine: the inbound journal could not be read');
+      return;
+    }
+    if (entries.size === 0) return;
+    const { messages, dropped } = replayOf(this.d.lib, entries as Map<string, JournalEntry>, me, this.d.clock.now());
+    this.d.log.warn({ instancia: this.instancia, replayed: messages.length, dropped: dropped.length }, 'engine: inbound journal replayed');
+    for (const { message, ids } of messages) {
+      const e = inboundOf(this.instancia, message, this.d.clock.now());
+      this.serial(async () => {
+        if (e) await this.d.emit(e);
+        this.replayed.push(...ids);
+      });
+    }
+    if (dropped.length > 0) this.serial(async () => auth.state.keys.set({ [JOURNAL_KIND]: Object.fromEntries(dropped.map((id) => [id, null])) } as never));
   }
 
   private serial(step: () => Promise<void>): void {

@@ -20,6 +20,11 @@ export function engineAuth(db: Db): EngineAuthStore {
       return new Map(rows.map((r) => [r.id, r.valor]));
     },
 
+    async readAuthKind(instancia: string, kind: string): Promise<Map<string, Buffer>> {
+      const rows = await db.q<{ id: string; valor: Buffer }>('SELECT id, valor FROM motor_auth WHERE instancia = $1 AND kind = $2', [instancia, kind]);
+      return new Map(rows.map((r) => [r.id, r.valor]));
+    },
+
     async writeAuth(instancia, rows): Promise<void> {
       const all = lastOfEach(rows).sort((a, b) => (a.kind === b.kind ? cmp(a.id, b.id) : cmp(a.kind, b.kind)));
       if (all.length === 0) return;

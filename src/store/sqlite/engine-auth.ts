@@ -17,6 +17,11 @@ export function engineAuth(db: Database.Database): EngineAuthStore {
       return new Map(rows.map((r) => [r.id, r.valor]));
     },
 
+    async readAuthKind(instancia: string, kind: string): Promise<Map<string, Buffer>> {
+      const rows = stmt(db, 'SELECT id, valor FROM motor_auth WHERE instancia = ? AND kind = ?').all(instancia, kind) as Array<{ id: string; valor: Buffer }>;
+      return new Map(rows.map((r) => [r.id, r.valor]));
+    },
+
     // Grouped: Baileys writes keys on every message; a burst of lines shares one commit, each call still all or nothing.
     writeAuth: (instancia, rows) =>
       grouped(db, () => {
