@@ -5,7 +5,7 @@
 // lines take to reconnect after a restart of serve. Imported by run.mjs,
 // which passes its helpers (child processes, HTTP, the load generator).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 
@@ -87,6 +87,32 @@ async function settledRss(pid, memOf, n = 5) {
   return low;
 }
 
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+/** CPU time (user + system) a process has used so far, ms. */
+function cpuMs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+}
+
+/**
+ * Waits until serve is idle: three seconds in a row under 5% of a core. A
+ * line just linked generates and uploads its 812 pre-keys (Baileys'
+ * INITIAL_PREKEY_COUNT), each sealed and stored: seconds of CPU for 100
+ * lines, which a send load started at once would be charged for.
+ */
+async function settledCpu(pid, timeoutMs = 300_000) {
+  const end = Date.now() + timeoutMs;
+  let quiet = 0;
+  let last = cpuMs(pid);
+  while (quiet < 3) {
+    if (Date.now() > end) throw new Error(`serve still busy after ${timeoutMs / 1000} s`);
+    await sleep(1000);
+    const now = cpuMs(pid);
+    quiet = now - last < 50 ? quiet + 1 : 0;
+    last = now;
+  }
+}
+
 /** Each line's live status (`celular_status.php`), polled until all are connected; ms from `t0` per line. */
 async function waitConnected(s, key, ids, t0, call, timeoutMs) {
   const at = new Map();
@@ -126,6 +152,8 @@ export async function figureEngine(h) {
   let engineLoad;
   let simLoad;
   let linkMs;
+  let settleMs;
+  let linkCpuPerLine;
   let restart;
   let numeros;
   try {
@@ -153,9 +181,14 @@ export async function figureEngine(h) {
         }
       }),
     );
+    const cpu0 = cpuMs(s.pid);
     await waitConnected(s, key, ids, tl, call, 300_000);
     linkMs = performance.now() - tl;
-    log(`  ${N} lines linked in ${(linkMs / 1000).toFixed(1)} s`);
+    log(`  ${N} lines linked in ${(linkMs / 1000).toFixed(1)} s; waiting for serve to settle (pre-keys)...`);
+    await settledCpu(s.pid);
+    settleMs = performance.now() - tl;
+    linkCpuPerLine = (cpuMs(s.pid) - cpu0) / N;
+    log(`  settled at ${(settleMs / 1000).toFixed(1)} s, ${linkCpuPerLine.toFixed(0)} ms of CPU a line linked`);
     const linkedRss = await settledRss(s.pid, memOf);
     mem = { empty_rss: emptyRss, linked_rss: linkedRss, per_line: (linkedRss - emptyRss) / N };
 
@@ -218,13 +251,13 @@ export async function figureEngine(h) {
   const MBf = (b) => (b / (1024 * 1024)).toFixed(2);
   results.push({
     figure: `16a. engine memory per linked line, ${label}`,
-    measured: `${MBf(mem.per_line)} MB/line (RSS ${MBf(mem.empty_rss)} MB with none, ${MBf(mem.linked_rss)} MB with ${N}; linked in ${f0(linkMs / 1000)} s)`,
+    measured: `${MBf(mem.per_line)} MB/line (RSS ${MBf(mem.empty_rss)} MB with none, ${MBf(mem.linked_rss)} MB with ${N}; linked in ${f0(linkMs / 1000)} s, idle at ${f0(settleMs / 1000)} s, ${f0(linkCpuPerLine)} ms CPU a link)`,
     baseline: `serve --gateway baileys with no line (${MBf(mem.empty_rss)} MB)`,
     ratio: NaN,
     target: 'reported',
     met: null,
     cpu: '-',
-    detail: { lines: N, ...mem, link_ms: linkMs },
+    detail: { lines: N, ...mem, link_ms: linkMs, settle_ms: settleMs, link_cpu_ms_per_line: linkCpuPerLine },
   });
   const r = ratio(engineLoad.per_s, simLoad.per_s);
   results.push({
