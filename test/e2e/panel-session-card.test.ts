@@ -40,6 +40,9 @@ it('the client restarts the session and logs it out from the line page', async (
   await page.goto(`${s.url}/panel/c/${L.clienteId}/celulares/${L.celularId}`);
   const card = page.locator('section[aria-labelledby="session-h"]');
   await card.getByText(`${SIM_PUSH_NAME} · +${L.numero}`).waitFor();
+  // A connected line offers a new link as a secondary action, not as the page's first button.
+  expect(await page.getByRole('link', { name: 'Link this line' }).count()).toBe(0);
+  await page.getByRole('link', { name: 'Link it again' }).waitFor();
   await screenshots(page, 'sesion-conectada');
   expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [] });
 

@@ -198,7 +198,11 @@ async function linePage(
         <dd>${row.gateway_instancia ?? html`<span class="empty">none yet (made when the line is linked)</span>`}</dd>
       </dl>
       <p class="actions">
-        <a class="button" href="${url}/vincular">Link this line</a>
+        ${
+          row.last_status === 'connected'
+            ? html`<a class="button secondary" href="${url}/vincular">Link it again</a>`
+            : html`<a class="button" href="${url}/vincular">Link this line</a>`
+        }
         <a class="button secondary" href="/panel/c/${cid}/historial?celular_id=${row.id}">History of this line</a>
         <a class="button secondary" href="/panel/c/${cid}/eventos?celular_id=${row.id}">Live events of this line</a>
         <a class="button secondary" href="/panel/c/${cid}/cola?celular_id=${row.id}">Queue of this line</a>

@@ -12,6 +12,7 @@ import { sendPage } from '../layout.js';
 import { listTable } from '../listing.js';
 import { redirectToOnce } from '../shown-once.js';
 import { timeTag } from '../time.js';
+import { estadoBadge as lineEstadoBadge, statusBadge } from './lines-common.js';
 
 /** The operator's clients: search, create (the key shown once), and one client's page (estado, plan, cap, balance, key, lines). */
 
@@ -131,8 +132,8 @@ async function clientePage(deps: PanelDeps, req: FastifyRequest, reply: FastifyR
             { label: 'id', cls: 'num', cell: (l) => l.id },
             { label: 'numero', cell: (l) => html`<a href="${base}/celulares/${l.id}">${l.numero}</a>` },
             { label: 'nombre', cell: (l) => l.nombre_interno ?? '' },
-            { label: 'estado', cell: (l) => estadoBadge(l.estado) },
-            { label: 'session', cell: (l) => l.last_status ?? 'unknown' },
+            { label: 'estado', cell: (l) => lineEstadoBadge(l.estado) },
+            { label: 'session', cell: (l) => statusBadge(l.last_status) },
             { label: 'gateway server', cell: (l) => l.servidor ?? html`<span class="hint">none yet</span>` },
             { label: 'saldo', cls: 'num', cell: (l) => l.saldo_actual },
           ],
