@@ -136,14 +136,14 @@ it("draws the last hour of everyone's sends, whose numbers are the store's, and 
   expect(sampleBars.reduce((x, y) => x + y, 0)).toBe(60);
   expect(sampleBars.length).toBeLessThanOrEqual(2 * sampled + 1);
   // Bars in a row that read the same are one row: no two neighbouring rows read alike.
-  const readings = (await page.locator('#t-muestras tbody tr').evaluateAll((trs) =>
+  const readings = await page.locator('#t-muestras tbody tr').evaluateAll<string[]>((trs) =>
     trs.map((tr) =>
       [...tr.querySelectorAll('td')]
         .slice(2, 8)
         .map((td) => td.textContent)
         .join(),
     ),
-  )) as string[];
+  );
   for (let i = 1; i < readings.length; i++) expect(readings[i]).not.toBe(readings[i - 1]);
   expect(await page.getByRole('img', { name: /Webhook attempts/ }).count()).toBe(1);
   expect(await overflowAtPhoneWidth(page)).toEqual({ page: 0, tables: [0, 0] });
