@@ -13,7 +13,7 @@ import { BIN, HAS_SCRIPT, ROOT, tempDir, until } from './helpers.js';
  * is drawn and followed as a user sees it), the scan, the send and what the
  * contact decrypted in a fourth. Only what the fake printed (its preload, CA
  * and ws URL), free ports, a temporary data dir and HOME are put in, and
- * `npx pasarela` becomes `node bin/pasarela` (npx's first run waits about a
+ * `npx pasarela` becomes `node bin/pasarela` (npx's first run waits up to a
  * minute for an unreachable registry: not what this is about). Ctrl-C
  * (SIGINT to each terminal's process group) stops the fake and `serve`.
  */
