@@ -70,3 +70,32 @@ it('a linked line coming back: each poll answers at once (connecting), the CLI s
   expect(r.stderr).toMatch(/celular \d+ is connected/);
   expect(await status()).toBe('connected');
 }, 180_000);
+
+it('a line not linked yet whose network went away: the QR answer says so at once; once the network is back its QR links it', async () => {
+  const LINE2 = numeroNuevo();
+  const B = await seedClient(s, { numero: LINE2, saldo: 10 });
+  const qrOf = async () => (await api(s.url, 'POST', `/api/celular_qr.php?id=${B.celularId}`, { key: B.clientKey, json: {} })).body;
+  expect(await qrOf()).toMatchObject({ status: 'need_scan', qr: expect.stringMatching(/\S/) as unknown });
+  const statusB = async () => (await api(s.url, 'GET', `/api/celular_status.php?id=${B.celularId}`, { key: B.clientKey })).body.status;
+  const port = Number(new URL(fake.wsUrl).port);
+  await fake.close();
+  // Not linked, it is not retried: the next link attempt opens a socket, which the absent network refuses.
+  await until(async () => (await statusB()) === 'disconnected', { what: 'the unlinked line lost its network', timeoutMs: 30_000 });
+
+  // Before, the server held this answer the whole 15 s for a QR: past the CLI's 10 s, "server unreachable, retrying…".
+  const cli = new Cli(s.url);
+  const r = await cli.run(['celular', 'qr', String(B.celularId), '--wait', '--interval', '500', '--timeout', '120'], { env: { PASARELA_KEY: B.clientKey } });
+  expect(r.exitCode, r.stderr).toBe(7);
+  expect(r.stderr).not.toMatch(/unreachable|timed out|retrying/i);
+  expect(r.stderr).toMatch(/the network closed the connection before it showed a QR/);
+
+  fake = await startFakeNetwork({ stateFile, port });
+  const again = await qrOf();
+  expect(again).toMatchObject({ status: 'need_scan', qr: expect.stringMatching(/\S/) as unknown });
+  await fake.scanQr((again as { qr: string }).qr, LINE2);
+  const linked = await cli.run(['celular', 'qr', String(B.celularId), '--wait', '--interval', '500', '--timeout', '60'], {
+    env: { PASARELA_KEY: B.clientKey },
+  });
+  expect(linked.exitCode, linked.stderr).toBe(0);
+  expect(linked.stderr).toMatch(/celular \d+ is connected/);
+}, 180_000);
