@@ -82,6 +82,11 @@ export function renderQr(modules: boolean[][], invert = false): string[] {
   return lines;
 }
 
+/** What a QR answer without a QR means: a linked line coming back (the engine, D-133), or a session still starting. */
+function noQr(b: QrBody): string {
+  return `celular ${b.celular_id} has no QR to show (${escapeControls(b.status)}): linked, it is reconnecting and needs no scan; not linked yet, its QR comes shortly`;
+}
+
 /**
  * Shows a linking QR until the line is connected. On a TTY it draws the QR
  * and redraws it in place as it rotates: the view's terminal rows are
@@ -139,9 +144,7 @@ export async function showQr(ctx: Ctx, first: QrBody, w: QrWatch): Promise<QrBod
     const wrap = (text: string) => (columns === undefined ? [text] : wrapWidth(text, columns));
     if (b.qr === '') {
       // Real gateways may need a moment before the first QR (status `connecting`): say so, keep polling.
-      draw(`wait ${b.status} ${columns} ${rows}`, () =>
-        dim(wrap(`The gateway is starting the session of celular ${b.celular_id} (${escapeControls(b.status)}); the QR appears here as soon as it has one.`)),
-      );
+      draw(`wait ${b.status} ${columns} ${rows}`, () => dim(wrap(`${noQr(b)}; this view follows it.`)));
       return;
     }
     draw(`${b.qr} ${columns} ${rows}`, () => {
@@ -170,13 +173,23 @@ export async function showQr(ctx: Ctx, first: QrBody, w: QrWatch): Promise<QrBod
     });
   };
 
+  let lastWait = '';
   const show = (b: QrBody) => {
     if (drawing) {
       if (b.status !== 'connected') view(b);
       return;
     }
-    if (b.status === 'connected' || b.qr === lastQr) return;
+    if (b.status === 'connected') return;
+    if (b.qr === '' && !ctx.json) {
+      // Nothing for another program to read: say on stderr what is happening, once per status.
+      if (b.status !== lastWait) term.err(`${noQr(b)}${w.wait ? '; waiting' : ''}`);
+      lastWait = b.status;
+      lastQr = '';
+      return;
+    }
+    if (b.qr === lastQr) return;
     lastQr = b.qr;
+    lastWait = '';
     if (ctx.json) term.out(w.wait ? JSON.stringify(b) : JSON.stringify(b, null, 2));
     else term.out(b.qr);
   };

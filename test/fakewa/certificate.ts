@@ -27,7 +27,8 @@ export function selfSignedCertificate(cn = 'fakewa media'): { key: string; cert:
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const ecdsaSha256 = seq(oid('1.2.840.10045.4.3.2'));
   const serial = randomBytes(8);
-  serial[0]! &= 0x7f;
+  // A positive INTEGER in its fewest bytes: a first byte of 0 (1 start in 256) made the certificate unreadable (illegal padding).
+  serial[0] = serial[0]! & 0x7f || 1;
   const now = Date.now();
   const extensions = tlv(
     0xa3,

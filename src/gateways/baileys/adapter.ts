@@ -150,11 +150,17 @@ export class BaileysGateway implements Gateway {
     // Taking the session back from the client that replaced it is the operator's act (restart, link), never the health pass's.
     if (opts?.repair && line.heldElsewhere) return { status: line.status, qr: '' };
     await line.open();
-    await line.until(() => line.qr !== null || line.status === 'connected', this.opts.timeoutMs);
+    // A linked line coming back never shows a QR: say so at once (D-133). Waiting for it to connect could take the
+    // reconnect's backoff (up to a minute), past the deadline of the client polling for the QR; its next poll sees it.
+    if (line.registered) return { status: 'connecting', qr: '' };
+    const sock = line.sock;
+    // A socket the network closed (unreachable) shows no QR: the answer comes then, not at the deadline (D-133).
+    await line.until(() => line.qr !== null || line.status === 'connected' || line.sock !== sock, this.opts.timeoutMs);
     if ((line.status as SessionStatus) === 'connected') return { status: 'connected', qr: '' };
     if (line.qr) return { status: 'need_scan', qr: line.qr };
-    // A linked line coming back shows no QR.
-    if (line.registered) return { status: line.status, qr: '' };
+    // Linked meanwhile (the scan's restart): it comes back without a QR.
+    if (line.registered) return { status: 'connecting', qr: '' };
+    if (line.sock !== sock) throw new GatewayFailure('the network closed the connection before it showed a QR', 'transient');
     throw new GatewayFailure(`no QR from the network within ${this.opts.timeoutMs} ms`, 'transient');
   }
 
