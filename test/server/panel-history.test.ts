@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { DELIVERIES_COUNT_BOUND } from '../../src/webhooks/deliveries.js';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCsv } from '../helpers/csv.js';
@@ -235,6 +236,34 @@ describe('inbox', () => {
 });
 
 describe('webhook', () => {
+  it('deliveries past the counted bound (D-135): a full page offers the next, a page past the end says so', async () => {
+    const M = await linkedLine(s);
+    // 1,001 delivered events written straight to the file: one more than the count reads.
+    const db = new Database(join(s.dataDir, 'pasarela.db'));
+    try {
+      db.prepare(
+        `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ${DELIVERIES_COUNT_BOUND + 1})
+         INSERT INTO eventos (cliente_id, celular_id, evento, data, fecha, entrega, intentos, proximo_intento_at, entregado_at, ultimo_status, ultima_duracion_ms)
+         SELECT ?, NULL, 'webhook.test', json_object('n', n), 1000 + n, 'entregado', 1, 1000 + n, 1001 + n, 200, 5 FROM g`,
+      ).run(M.clienteId);
+    } finally {
+      db.close();
+    }
+    const c = await signIn(M.clientKey);
+    const pages = DELIVERIES_COUNT_BOUND / 20;
+    const atBound = await c.get(`/panel/c/${M.clienteId}/webhook/entregas?page=${pages}`);
+    expect(atBound.status, atBound.text).toBe(200);
+    expect(atBound.text).toContain(`Page ${pages} of ${pages + 1}`);
+    expect(atBound.text).toContain('rel="next"');
+    const last = await c.get(`/panel/c/${M.clienteId}/webhook/entregas?page=${pages + 1}`);
+    expect((last.text.match(/<tr>/g) ?? []).length).toBe(2); // the header and the 1,001st
+    expect(last.text).not.toContain('rel="next"');
+    const past = await c.get(`/panel/c/${M.clienteId}/webhook/entregas?page=${pages + 5}`);
+    expect(past.status).toBe(200);
+    expect(past.text).toContain('No deliveries on this page (past the 1,000 counted)');
+    expect(past.text).not.toContain('No deliveries yet');
+  });
+
   it('shows a generated secret once, sends a test event and lists its delivery', async () => {
     const c = await signIn(L.clientKey);
     expect((await c.get(`/panel/c/${L.clienteId}/webhook`)).text).toContain('No webhook yet');

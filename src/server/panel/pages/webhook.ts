@@ -5,7 +5,7 @@ import { FIELD_LIMITS } from '../../../core/limits.js';
 import { WEBHOOK_SECRET_RULE } from '../../../core/webhook-secret.js';
 import type { EntregaView } from '../../../core/views.js';
 import { deleteWebhook, EVENT_KINDS, getWebhook, restoreWebhook, setWebhook } from '../../../webhooks/config.js';
-import { deliveriesPage, redeliver, sendTestEvent } from '../../../webhooks/deliveries.js';
+import { DELIVERIES_COUNT_BOUND, deliveriesPage, redeliver, sendTestEvent } from '../../../webhooks/deliveries.js';
 import { refusedInWords } from '../../../core/expected-words.js';
 import { generateSecret } from '../../../webhooks/sign.js';
 import { clientScope, flash, redirect, signedIn } from '../context.js';
@@ -98,7 +98,8 @@ function attemptsOf(e: EntregaView): Html {
 interface DeliveriesView {
   entregas: EntregaView[];
   page: number;
-  total_paginas: number;
+  /** null past the counted bound (DELIVERIES_COUNT_BOUND). */
+  total_paginas: number | null;
   refused?: AppError;
 }
 
@@ -124,29 +125,33 @@ function deliveriesFragment(req: FastifyRequest, cid: number, d: DeliveriesView)
   const all = req.method === 'GET' && (req.query as Record<string, unknown> | undefined)?.todas === '1';
   const params = [...(page > 1 ? [`page=${page}`] : []), ...(all ? ['todas=1'] : [])];
   const query = params.length > 0 ? `?${params.join('&')}` : '';
+  // Past the counted bound the last page is unknown: the pager offers the next page while this one is full.
+  const last = total_paginas ?? (entregas.length === DELIVERIES_SHOWN ? page + 1 : page);
   const body =
-    entregas.length === 0 && page > 1 && total_paginas > 0
+    entregas.length === 0 && page > 1 && total_paginas !== null && total_paginas > 0
       ? pastEnd(path, {}, total_paginas, 'deliveries')
-      : entregas.length === 0
-        ? html`<p class="empty">No deliveries yet. Set a URL above and send a test event.</p>`
-        : listTable(entregas, [
-            // The day and the time on two lines at 1280 px: the attempts and the id need the room (the table fits its box).
-            { label: 'created_at', cell: (e) => timeTag(e.created_at) },
-            { label: 'evento', cell: (e) => e.evento },
-            { label: 'estado', cell: (e) => badge(e.estado) },
-            { label: 'intentos', cls: 'num', cell: (e) => e.intentos },
-            { label: 'Attempts (status, time, answer)', cell: attemptsOf },
-            { label: 'id', cls: 'id', cell: (e) => html`<code>${e.id}</code>` },
-            {
-              label: 'Action',
-              hiddenLabel: true,
-              cell: (e) =>
-                html`<form method="post" action="/panel/c/${cid}/webhook/reenviar">
+      : entregas.length === 0 && page > 1
+        ? html`<p class="empty">No deliveries on this page (past the ${DELIVERIES_COUNT_BOUND.toLocaleString('en')} counted). <a href="${path}">Back to the first page</a></p>`
+        : entregas.length === 0
+          ? html`<p class="empty">No deliveries yet. Set a URL above and send a test event.</p>`
+          : listTable(entregas, [
+              // The day and the time on two lines at 1280 px: the attempts and the id need the room (the table fits its box).
+              { label: 'created_at', cell: (e) => timeTag(e.created_at) },
+              { label: 'evento', cell: (e) => e.evento },
+              { label: 'estado', cell: (e) => badge(e.estado) },
+              { label: 'intentos', cls: 'num', cell: (e) => e.intentos },
+              { label: 'Attempts (status, time, answer)', cell: attemptsOf },
+              { label: 'id', cls: 'id', cell: (e) => html`<code>${e.id}</code>` },
+              {
+                label: 'Action',
+                hiddenLabel: true,
+                cell: (e) =>
+                  html`<form method="post" action="/panel/c/${cid}/webhook/reenviar">
                 ${csrfField(req)}<input type="hidden" name="id" value="${e.id}" />
                 <button type="submit" class="secondary" aria-label="Redeliver ${e.id}">Redeliver</button>
               </form>`,
-            },
-          ]);
+              },
+            ]);
   const failed = entregas.some((e) => e.estado === 'fallido')
     ? html`<form method="post" action="/panel/c/${cid}/webhook/reenviar-fallidas" class="actions">
         ${csrfField(req)}<button type="submit" class="secondary">Redeliver all failed</button>
@@ -158,7 +163,7 @@ function deliveriesFragment(req: FastifyRequest, cid: number, d: DeliveriesView)
     !all && entregas.length > PHONE_ROWS ? html`<p class="phone-more"><a href="${showAll}">Show all ${entregas.length} deliveries of this page</a></p>` : '';
   return html`<section id="entregas" class="entregas${all ? ' all' : ''}" aria-labelledby="entregas-h" hx-get="/panel/c/${cid}/webhook/entregas${query}" hx-trigger="${POLL}" hx-swap="outerHTML">
     <h2 id="entregas-h">Deliveries</h2>
-    ${d.refused ? html`<p class="error" role="alert">${errorText(d.refused)}</p>` : ''} ${failed} ${body} ${more} ${pager(path, {}, page, total_paginas)}
+    ${d.refused ? html`<p class="error" role="alert">${errorText(d.refused)}</p>` : ''} ${failed} ${body} ${more} ${pager(path, {}, page, last)}
   </section>`;
 }
 
