@@ -257,13 +257,8 @@ const CHART_PAGES = [
   ['message page', `/panel/c/${clienteId(BIG)}/mensajes/{msg_id}`, true],
 ];
 
-/**
- * Serves the store in `dir` with `serve` in-process (no pruning, so the
- * fixture's old events stay) and times each panel page through the app
- * (inject: server time, no socket) with a signed-in operator session.
- * `at`: the server's clock (a manual one, background inline), else the system's.
- */
-async function timePanel(dir, pages = PANEL_PAGES, at = undefined) {
+/** Serves the store in `dir` with `serve` in-process (no pruning, so the fixture's old events stay), signed in as the operator. */
+async function servePanel(dir, at) {
   const quiet = new Writable({ write: (_c, _e, cb) => cb() });
   const s = await startServer({
     ...SERVE_DEFAULTS,
@@ -277,48 +272,69 @@ async function timePanel(dir, pages = PANEL_PAGES, at = undefined) {
     inboxPurgeIntervalMs: 0,
     ...(at === undefined ? {} : { clock: new ManualClock(at), background: 'inline' }),
   });
+  // The start's chart pass (samples, then pruning chart rows past their keeping) is done before any timing.
+  await s.charts.run();
+  const login = await s.app.inject({
+    method: 'POST',
+    url: '/panel/login',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: `credencial=${encodeURIComponent(PANEL_TOKEN)}`,
+  });
+  const session = login.cookies.find((c) => c.name === 'pasarela_panel');
+  if (login.statusCode !== 303 || !session) throw new Error(`panel sign-in: ${login.statusCode} ${login.payload.slice(0, 300)}`);
+  // The newest message of the busiest client, for a message's page.
+  const newest = await s.core.store.listMensajes({ cliente_id: clienteId(BIG), page: 1, por_pagina: 1, sinTotal: true });
+  return { s, cookie: `pasarela_panel=${session.value}`, msgId: newest.rows[0]?.msg_id ?? 'none' };
+}
+
+/**
+ * Times each panel page through the app (inject: server time, no socket) on
+ * the stores in `dirs`, all served at once and asked in turn, request by
+ * request (the order alternating): a store timed after another would meet
+ * another heap and another moment of a shared machine, and at 1-5 ms a p95 is
+ * that much noise. One result list per store. `at`: the servers' clock (a
+ * manual one, background inline), else the system's.
+ */
+async function timePanel(dirs, pages = PANEL_PAGES, at = undefined) {
+  const served = [];
   try {
-    // The start's chart pass (samples, then pruning chart rows past their keeping) is done before any timing.
-    await s.charts.run();
-    const app = s.app;
-    const login = await app.inject({
-      method: 'POST',
-      url: '/panel/login',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: `credencial=${encodeURIComponent(PANEL_TOKEN)}`,
-    });
-    const session = login.cookies.find((c) => c.name === 'pasarela_panel');
-    if (login.statusCode !== 303 || !session) throw new Error(`panel sign-in: ${login.statusCode} ${login.payload.slice(0, 300)}`);
-    const cookie = `pasarela_panel=${session.value}`;
-    const out = [];
-    // The newest message of the busiest client, for a message's page.
-    const newest = await s.core.store.listMensajes({ cliente_id: clienteId(BIG), page: 1, por_pagina: 1, sinTotal: true });
+    for (const dir of dirs) served.push(await servePanel(dir, at));
+    const outs = served.map(() => []);
     for (const [page, pattern, optional] of pages) {
-      const url = pattern.replace('{msg_id}', newest.rows[0]?.msg_id ?? 'none');
-      const get = async () => {
-        const r = await app.inject({ method: 'GET', url, headers: { cookie } });
-        if (r.statusCode !== 200) throw new Error(`${url}: ${r.statusCode} ${r.payload.slice(0, 300)}`);
-        return r;
-      };
-      if (optional && (await app.inject({ method: 'GET', url, headers: { cookie } })).statusCode === 404) {
-        process.stderr.write(`${page} (${url}) answers 404 on this build: skipped\n`);
-        out.push({ page, url, skipped: 'answers 404 on this build' });
+      const gets = served.map(({ s, cookie, msgId }) => {
+        const url = pattern.replace('{msg_id}', msgId);
+        return {
+          url,
+          get: async () => {
+            const r = await s.app.inject({ method: 'GET', url, headers: { cookie } });
+            if (r.statusCode !== 200) throw new Error(`${url}: ${r.statusCode} ${r.payload.slice(0, 300)}`);
+            return r;
+          },
+          probe: () => s.app.inject({ method: 'GET', url, headers: { cookie } }),
+        };
+      });
+      if (optional && (await Promise.all(gets.map((g) => g.probe()))).some((r) => r.statusCode === 404)) {
+        process.stderr.write(`${page} answers 404 on this build: skipped\n`);
+        gets.forEach((g, k) => outs[k].push({ page, url: g.url, skipped: 'answers 404 on this build' }));
         continue;
       }
-      for (let i = 0; i < 5; i += 1) await get();
-      const samples = [];
-      let rows = 0;
+      for (let i = 0; i < 5; i += 1) for (const g of gets) await g.get();
+      const samples = gets.map(() => []);
+      const rows = gets.map(() => 0);
       for (let i = 0; i < PANEL_RUNS; i += 1) {
-        const t = process.hrtime.bigint();
-        const r = await get();
-        samples.push(ms(process.hrtime.bigint() - t));
-        rows = (r.payload.match(/<tr>/g) ?? []).length - 1;
+        for (let j = 0; j < gets.length; j += 1) {
+          const k = i % 2 === 0 ? j : gets.length - 1 - j;
+          const t = process.hrtime.bigint();
+          const r = await gets[k].get();
+          samples[k].push(ms(process.hrtime.bigint() - t));
+          rows[k] = (r.payload.match(/<tr>/g) ?? []).length - 1;
+        }
       }
-      out.push({ page, url, runs: PANEL_RUNS, rows_shown: Math.max(0, rows), ms: stats(samples) });
+      gets.forEach((g, k) => outs[k].push({ page, url: g.url, runs: PANEL_RUNS, rows_shown: Math.max(0, rows[k]), ms: stats(samples[k]) }));
     }
-    return out;
+    return outs;
   } finally {
-    await s.close();
+    for (const { s } of served) await s.close();
   }
 }
 
@@ -346,19 +362,16 @@ async function panelFigure(bigDir) {
     fill(bigCharts, RECENT);
     await bigCharts.close();
     process.stderr.write(`overview, charts and message pages (figure 15) on ${SMALL_ROWS} and ${ROWS.toLocaleString('en')} + ${SMALL_ROWS} messages...\n`);
-    const chartsSmall = await timePanel(chartsSmallDir, CHART_PAGES, END - 60_000);
-    const chartsBig = await timePanel(chartsBigDir, CHART_PAGES, END - 60_000);
+    const [chartsSmall, chartsBig] = await timePanel([chartsSmallDir, chartsBigDir], CHART_PAGES, END - 60_000);
     // A week of full bars, every hour of the 90-day store's: what the fullest window costs (no ratio).
     // Before figure 14: served on the system's clock, its start prunes the fixture's chart rows (months old by then).
-    const fullWeek = await timePanel(
-      bigDir,
+    const [fullWeek] = await timePanel(
+      [bigDir],
       CHART_PAGES.filter(([, u]) => u.includes('rango=7d')),
       END - 60_000,
     );
-    process.stderr.write(`panel pages on ${SMALL_ROWS} messages...\n`);
-    const onSmall = await timePanel(smallDir);
-    process.stderr.write(`panel pages on ${ROWS.toLocaleString('en')} messages...\n`);
-    const onBig = await timePanel(bigDir);
+    process.stderr.write(`panel pages on ${SMALL_ROWS} and ${ROWS.toLocaleString('en')} messages, in turn...\n`);
+    const [onSmall, onBig] = await timePanel([smallDir, bigDir]);
     const chartPages = chartsBig.map((b, i) => {
       const sm = chartsSmall[i];
       if (b.skipped || sm.skipped) return { page: b.page, url: b.url, skipped: b.skipped ?? sm.skipped };
