@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
@@ -261,3 +262,12 @@ export const ndjson = (stdout: string) =>
     .filter((l) => l !== '')
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 export const ids = (records: Array<Record<string, unknown>>, field = 'msg_id') => records.map((m) => m[field] as string);
+
+/** A loopback port free now (the OS's pick), for a child process that must be told its port. */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}

@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ROOT, needBuild, tempDir, until } from './helpers.js';
+import { ROOT, needBuild, tempDir, until, freePort } from './helpers.js';
 
 /**
  * `npm start` then `kill <npm's pid>` (issue 36's walk, D-109): npm passes
@@ -11,14 +11,6 @@ import { ROOT, needBuild, tempDir, until } from './helpers.js';
  * on, so the server used to run on, adopted by init. Under npm, `serve`
  * watches its parent and stops as on SIGTERM once it has gone.
  */
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 const alive = (pid: number): boolean => {
   try {

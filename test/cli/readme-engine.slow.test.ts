@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BIN, HAS_SCRIPT, ROOT, tempDir, until } from './helpers.js';
+import { BIN, HAS_SCRIPT, ROOT, tempDir, until, freePort } from './helpers.js';
 
 /**
  * The README's "Try the engine without a phone", run as written (issue 37):
@@ -53,14 +53,6 @@ const SHAPE: { name: string; holds: string[] }[] = [
   { name: 'fourth terminal (the scan)', holds: ['export PASARELA_DATA_DIR=/tmp/pasarela-fake', '$(npx pasarela celular qr 1)', 'http://127.0.0.1:7787/scan'] },
   { name: 'the send', holds: ['npx pasarela send text 34600111222 "hola" --directo', 'http://127.0.0.1:7787/contacts/34600111222/received'] },
 ];
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 const portFree = (port: number) =>
   new Promise<boolean>((resolve) => {

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { BIN, ROOT, tempDir, until } from './helpers.js';
+import { BIN, ROOT, tempDir, until, freePort } from './helpers.js';
 
 /**
  * The README's scripted walkthrough, run as written (the bash block that
@@ -14,14 +14,6 @@ import { BIN, ROOT, tempDir, until } from './helpers.js';
  */
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const HAS_CURL = spawnSync('sh', ['-c', 'command -v curl'], { stdio: 'ignore' }).status === 0;
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 describe('README', () => {
   const block = /```sh\n(#!\/usr\/bin\/env bash\n[\s\S]*?)```/.exec(readme)?.[1];

@@ -3,21 +3,13 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api } from '../helpers/server.js';
-import { Cli, waitForText } from './helpers.js';
+import { Cli, waitForText, freePort } from './helpers.js';
 
 /** `pasarela serve` as a real child process: banner, health, operator token file, signals, env, port in use. */
 const cli = new Cli();
 afterAll(() => cli.cleanup());
 
 const listening = /listening on (http:\/\/\S+)/;
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 describe('serve', () => {
   it('prints a banner with URL, data directory and a SIMULATOR warning; serves; never shows the token; SIGTERM stops it with exit 0', async () => {
