@@ -25,6 +25,9 @@ export interface MediaRule {
 
 const MB = 1024 * 1024;
 
+/** The largest media file any send carries (a call handed to another node's engine is bounded by it). */
+export const MAX_MEDIA_BYTES = 100 * MB;
+
 export const MEDIA_RULES: Record<MediaTipo, MediaRule> = {
   imagen: { urlMaxBytes: 5 * MB, base64MaxBytes: 16 * MB, mimes: ['image/jpeg', 'image/png', 'image/webp', 'image/gif'] },
   documento: {

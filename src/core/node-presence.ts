@@ -3,6 +3,11 @@ import { hostname } from 'node:os';
 import type { Clock } from './clock.js';
 import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from './ports/leases.js';
 
+/** The machine's monotonic clock in milliseconds: the same in every process (CLOCK_MONOTONIC). */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint() / 1_000_000n);
+}
+
 /** How a node keeps its streams (serve's settings, server/config-knobs.ts). */
 export interface PresenceTiming {
   /** The node's longest send: its streams are not taken while it may still be sending. */
@@ -43,6 +48,13 @@ export class NodePresence {
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
   private readonly onError: (err: unknown) => void;
+  /**
+   * When the last beat the store recorded was sent, on the machine's
+   * monotonic clock (never a driven one: what it guards is real time, and a
+   * watchdog in another process reads the same clock). The engine's holds
+   * are judged by it (core/engine-holds.ts).
+   */
+  lastGoodBeatSent = Number.NEGATIVE_INFINITY;
   /** Silences survived (the first beat counts one): work read under a lease before the last one may be another node's now. */
   lapses = 0;
 
@@ -51,7 +63,13 @@ export class NodePresence {
     private readonly clock: Clock,
     private readonly opts: PresenceTiming & { onError: (err: unknown) => void },
   ) {
-    this.info = { id: randomUUID(), label: `pasarela serve pid ${process.pid} on ${hostname()}`, staleMs: opts.sendMs + opts.takeoverMarginMs };
+    this.info = {
+      id: randomUUID(),
+      label: `pasarela serve pid ${process.pid} on ${hostname()}`,
+      staleMs: opts.sendMs + opts.takeoverMarginMs,
+      marginMs: opts.takeoverMarginMs,
+      engineUrl: null,
+    };
     this.onError = opts.onError;
   }
 
@@ -68,7 +86,9 @@ export class NodePresence {
 
   private async beat(): Promise<void> {
     const t = this.clock.ticks();
+    const sent = monotonicMs();
     await this.store.nodeBeat(this.info, this.clock.now());
+    this.lastGoodBeatSent = sent;
     // Back from a silence long enough that its streams may have been taken: whoever holds work read under a lease reads again.
     if (t - this.lastBeat >= this.opts.takeoverMarginMs / 2) this.lapses += 1;
     this.lastBeat = t;

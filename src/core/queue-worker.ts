@@ -77,7 +77,12 @@ export class QueueWorker {
     private readonly core: Core,
     private readonly files: Pick<AcceptedMedia, 'open' | 'remove'>,
     private readonly node: NodePresence,
-    private readonly opts: { pollMs: number; onError: (err: unknown) => void } = { pollMs: 500, onError: () => {} },
+    private readonly opts: {
+      pollMs: number;
+      onError: (err: unknown) => void;
+      /** Whether this node sends the line's messages: with the engine on several nodes, only the holder of its session does (D-136). */
+      sendsHere?: (celularId: number) => boolean;
+    } = { pollMs: 500, onError: () => {} },
   ) {
     this.runner = new KeyedRunner(() => this.look(), opts.onError);
   }
@@ -99,6 +104,8 @@ export class QueueWorker {
    * head: it is sent at once, without a look.
    */
   queued(celularId: number, m?: MensajeRow): void {
+    // Another node holds the line's session: its own look finds the message.
+    if (this.opts.sendsHere && !this.opts.sendsHere(celularId)) return;
     const busy = this.runner.isBusy(celularId);
     if (busy || (this.notBefore.get(celularId)?.until ?? 0) > this.core.clock.now()) {
       // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
@@ -156,6 +163,8 @@ export class QueueWorker {
     this.backlog = new Set([...heads.map((h) => h.celular_id), ...since]);
     for (const head of heads) {
       if (this.runner.isBusy(head.celular_id)) continue;
+      // Another node holds the line's session (D-136): its worker sends it.
+      if (this.opts.sendsHere && !this.opts.sendsHere(head.celular_id)) continue;
       const held = this.notBefore.get(head.celular_id);
       const at = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
       if (at > now && !(held && this.core.clock.ticks() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {

@@ -41,7 +41,10 @@ export interface GatewayOptions {
   /** `serve --gateway-fetches-media`: the operator trusts the gateway to fetch media URLs itself. */
   gatewayFetchesMedia?: boolean;
   /** The engine's own settings (`--gateway baileys`); its deadlines are the HTTP gateways' (`--gateway-timeout`). */
-  baileys?: Omit<BaileysOptions, 'clock' | 'timeoutMs' | 'sendTimeoutMs' | 'media'>;
+  baileys?: Omit<BaileysOptions, 'clock' | 'timeoutMs' | 'sendTimeoutMs' | 'media'> & {
+    /** The key the store's nodes share for calls between their engines (baileys/forward.ts). */
+    nodeKey: string;
+  };
 }
 
 /**
@@ -71,14 +74,19 @@ export async function createGateway(name: string, store: Store, clock: Clock, op
     if (!opts.media) throw new Error('--gateway baileys needs a temp directory to fetch media into');
     // Loaded on demand: neither the adapter nor the library is loaded on the simulator.
     const { BaileysGateway } = await import('./baileys/adapter.js');
-    return new BaileysGateway({
-      ...opts.baileys,
+    const { RoutedEngine } = await import('./baileys/routed.js');
+    const { NodeForwarder } = await import('./baileys/forward.js');
+    const { nodeKey, ...engine } = opts.baileys;
+    const deadlines = { timeoutMs: opts.http?.timeoutMs ?? 10_000, sendTimeoutMs: opts.http?.sendTimeoutMs ?? 40_000 };
+    const local = new BaileysGateway({
+      ...engine,
+      ...deadlines,
       clock,
-      timeoutMs: opts.http?.timeoutMs ?? 10_000,
-      sendTimeoutMs: opts.http?.sendTimeoutMs ?? 40_000,
       // The engine always gets a local file: Baileys would fetch a URL itself, unvetted.
       media: new MediaFetcher(opts.media),
     });
+    // Each line's calls go to the node holding its session (D-136).
+    return new RoutedEngine(local, store, new NodeForwarder(nodeKey), { ...deadlines, now: () => clock.now() });
   }
   throw new Error(`unknown gateway "${name}"; this build supports: ${GATEWAYS.join(', ')}`);
 }

@@ -14,6 +14,7 @@ import adminBackupRoutes from './routes/admin-backup.js';
 import adminEstadisticasRoutes from './routes/admin-estadisticas.js';
 import celularRoutes from './routes/celulares.js';
 import celularSessionRoutes from './routes/celular-session.js';
+import engineCallRoutes, { type EngineHost } from './routes/motor-interno.js';
 import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
 import sendRoutes from './routes/send.js';
@@ -60,6 +61,8 @@ export interface AppOptions {
   publicUrl?: string;
   /** The event streams' timing (core/event-stream-pump.ts); tests shorten it. */
   streamTiming?: Partial<StreamTiming>;
+  /** `--gateway baileys`: the calls other nodes hand this one for the lines it holds (routes/motor-interno.ts). */
+  engine?: EngineHost;
 }
 
 /** Paths into logged objects that may hold a secret; pino replaces their values. */
@@ -199,6 +202,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(accountRoutes, { core });
   await app.register(celularRoutes, { core });
   await app.register(celularSessionRoutes, { core });
+  if (opts.engine) await app.register(engineCallRoutes, opts.engine);
   await app.register(sendRoutes, { core, deps: opts.send });
   await app.register(colaRoutes, { core, deps: opts.send });
   await app.register(webhookRoutes, { core, dispatcher: opts.webhooks });

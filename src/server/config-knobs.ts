@@ -97,6 +97,14 @@ export const SERVE_KNOBS = {
     help: "baileys: the network's web socket (default the real network's)",
     doc: "baileys: the network's web socket URL (default the real network's; tests point it at their fake)",
   }),
+  nodeUrl: knob<string | undefined>({
+    kind: 'text',
+    flag: '--node-url <url>',
+    env: 'PASARELA_NODE_URL',
+    default: undefined,
+    help: "baileys on several nodes: the URL the store's other nodes reach this node at, to hand it calls for the lines it holds (default: its listening address, or the host's name when it listens on every address)",
+    doc: "baileys on several nodes: this node's URL as the other nodes reach it (default its listening address; the host name when it listens on 0.0.0.0)",
+  }),
   engineKeyFile: knob<string | undefined>({
     kind: 'text',
     flag: '--engine-key-file <path>',
@@ -480,6 +488,11 @@ export const SERVE_KNOBS = {
   }),
   webhookAgentIdleMs: knob({ kind: 'int', default: 60_000, help: "how long an unused receiver's connections are kept" }),
   nodeBeatMs: knob({ kind: 'int', default: 2000, help: 'how often this node tells the store it is alive' }),
+  engineSettleMs: knob({
+    kind: 'int',
+    default: 30_000,
+    help: "baileys on several nodes: how long a node keeps a line's session before it may hand it to a node holding fewer",
+  }),
   nodeTakeoverMarginMs: knob({
     kind: 'int',
     default: 10_000,

@@ -43,6 +43,7 @@ export interface ServeConfig {
   gatewayKey?: string;
   /** baileys: the network's web socket; absent, the real one. */
   baileysWsUrl?: string;
+  nodeUrl?: string;
   /** baileys: the key file of the lines' authentication state. */
   engineKeyFile?: string;
   gatewayCallbackUrl?: string;
@@ -92,6 +93,7 @@ export interface ServeConfig {
   webhookAgentIdleMs: number;
   nodeBeatMs: number;
   nodeTakeoverMarginMs: number;
+  engineSettleMs: number;
   backgroundRestartMs: number;
   backgroundHealthyMs: number;
   /**
@@ -155,6 +157,7 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
     gatewayUrl: v.gatewayUrl,
     gatewayKey: v.gatewayKey,
     baileysWsUrl: v.baileysWsUrl,
+    nodeUrl: v.nodeUrl?.replace(/\/+$/, ''),
     engineKeyFile: v.engineKeyFile,
     gatewayCallbackUrl: v.gatewayCallbackUrl,
     gatewaySecret: v.gatewaySecret,
@@ -217,6 +220,7 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
     webhookAgentIdleMs: v.webhookAgentIdleMs,
     nodeBeatMs: v.nodeBeatMs,
     nodeTakeoverMarginMs: v.nodeTakeoverMarginMs,
+    engineSettleMs: v.engineSettleMs,
     backgroundRestartMs: v.backgroundRestartMs,
     backgroundHealthyMs: v.backgroundHealthyMs,
     background: v.background === 'inline' ? 'inline' : 'thread',

@@ -1,8 +1,11 @@
+import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Core } from '../core/context.js';
-import { assertSoleEngineNode, runsEngine } from '../core/engine-node.js';
+import type { HolderChange } from '../core/engine-keeper.js';
+import { nodeKey } from '../gateways/baileys/forward.js';
+import { MAX_MEDIA_BYTES } from '../core/media.js';
 import { EventBus } from '../core/events.js';
 import type { LineHealth } from '../core/line-health.js';
 import type { DirectRecovery } from '../core/direct-recovery.js';
@@ -107,6 +110,11 @@ export interface RunningServer {
   close(): Promise<{ complete: boolean }>;
 }
 
+/** This node's address for the others: its listener's, or the host's name when it listens on every address. */
+function nodeUrlOf(l: { url: string; host: string; port: number }): string {
+  return /^(0\.0\.0\.0|::)$/.test(l.host) ? `http://${hostname()}:${l.port}` : l.url;
+}
+
 /**
  * Starts `serve`: its parts (parts/), in this order, each stopped in
  * reverse by the one stop routine (parts/part.ts), on a failed start as on
@@ -159,9 +167,8 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     const drivenClock = given.clock !== undefined && given.clock !== systemClock;
     if (onThread && (drivenClock || random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     const node = await startNode(parts, opts, core, log);
-    // Before the engine opens a socket: one engine node per store (D-118).
-    if (runsEngine(opts.gateway)) await assertSoleEngineNode(node);
-    const bg = await startBackground(parts, { opts, core, node, opened, media, tmp, gw, metrics, log, onThread });
+    const onHolderChange = (c: HolderChange) => log.info({ ...c }, 'engine: a line changed hands');
+    const bg = await startBackground(parts, { opts, core, node, opened, media, tmp, gw, metrics, log, onThread, onHolderChange });
     const health = lineHealth(opts, core, node, log);
     const inFlight = new Set<string>();
     const send = { tmp, media, queued: bg.queued, inFlight, keysAccepting: new Map(), node };
@@ -176,6 +183,10 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       metrics,
       publicUrl: opts.publicUrl,
       streamTiming: given.streamTiming,
+      engine:
+        gw.engine && bg.keeper
+          ? { router: gw.engine, keeper: bg.keeper, key: nodeKey(settings.gatewaySecret), tmp, maxFileBytes: MAX_MEDIA_BYTES }
+          : undefined,
     };
     const app = await parts.start(appPart(appOptions, log));
     // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).
@@ -184,6 +195,8 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     const charts = await parts.start(chartsPart(core, node, log));
     const metricsListener = opts.metricsListen ? await parts.start(metricsListenerPart(opts.metricsListen, metrics, log)) : null;
     const listening = await parts.start(listenerPart(app, opts.host, opts.port));
+    // Where the other nodes hand this node calls for the lines it holds: recorded at its next beat.
+    if (gw.engine) node.info.engineUrl = opts.nodeUrl ?? nodeUrlOf(listening);
     const { http } = gw;
     if (!http.callbackUrl) http.callbackUrl = `http://${/^(0\.0\.0\.0|::)$/.test(opts.host) ? '127.0.0.1' : listening.host}:${listening.port}`;
     bg.thread?.setCallbackUrl(http.callbackUrl);

@@ -7,9 +7,9 @@ import { ADAPTERS, storeEachTest } from './adapters.js';
  * measures on its own clock, and the in-memory leases of a store served alone
  * on the `now` they are given, here the same clock.
  */
-const live = (id: string): NodeInfo => ({ id, label: `node ${id}`, staleMs: 60_000 });
+const live = (id: string): NodeInfo => ({ id, label: `node ${id}`, staleMs: 60_000, marginMs: 10_000, engineUrl: null });
 /** Dead from the moment it beats (a stale time below zero): no waiting on a clock. */
-const frail = (id: string): NodeInfo => ({ id, label: `node ${id}`, staleMs: -1 });
+const frail = (id: string): NodeInfo => ({ id, label: `node ${id}`, staleMs: -1, marginMs: -1, engineUrl: null });
 const now = () => Date.now();
 
 for (const adapter of ADAPTERS) {

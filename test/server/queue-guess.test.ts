@@ -197,7 +197,7 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     const L = await linkedLine(s);
     const other = `other-${randomUUID()}`;
     const line = [stream.cola(L.celularId)];
-    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
+    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000, marginMs: 10_000, engineUrl: null }, s.clock.now());
     expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: true });
     const before = { ...n };
     const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
@@ -220,7 +220,7 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     await waitEstado(s, a.body.msg_id, SENT);
     await s.queue!.idle();
     const other = `other-${randomUUID()}`;
-    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
+    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000, marginMs: 10_000, engineUrl: null }, s.clock.now());
     // Kept: another node may not take the line.
     expect((await s.core.store.leaseTake(other, [stream.cola(L.celularId)], s.clock.now()))[0]).toMatchObject({ taken: false });
     // With no take to carry it, a look gives it back alone once idle for KEEP_IDLE_MS and a poll.
@@ -254,7 +254,7 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
     await waitEstado(s, a.body.msg_id, SENT);
     await s.queue!.idle();
     const other = `other-${randomUUID()}`;
-    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, s.clock.now());
+    await s.core.store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000, marginMs: 10_000, engineUrl: null }, s.clock.now());
     const line = [stream.cola(L.celularId)];
     (s.clock as ManualClock).advance(10_000);
     await s.stepQueue();

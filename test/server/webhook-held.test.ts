@@ -25,7 +25,7 @@ describeWith(postgres, "a client's webhook outbox another node holds (PostgreSQL
     // Another node holds the client's outbox.
     const other = `other-${randomUUID()}`;
     const outbox = stream.webhooks(L.clienteId);
-    await store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000 }, Date.now());
+    await store.nodeBeat({ id: other, label: 'another node', staleMs: 60_000, marginMs: 10_000, engineUrl: null }, Date.now());
     expect((await store.leaseTake(other, [outbox], Date.now()))[0]).toMatchObject({ taken: true });
     /** When this node asked for the outbox (its own clock, the one its wait is counted on). */
     const takes: number[] = [];

@@ -1,3 +1,5 @@
+import type { HoldFence } from './engine-holds.js';
+
 /** One row of a line's engine state as the store holds it: sealed bytes (core/engine-key.ts), never plaintext. */
 export interface EngineAuthRow {
   /** What the value is: `creds`, or one of Baileys' key kinds (`pre-key`, `session`, `sender-key`, `app-state-sync-key`, `lid-mapping`...). */
@@ -22,8 +24,12 @@ export interface EngineAuthStore {
    * at a line's start. One statement, a range of the primary key.
    */
   readAuthKind(instancia: string, kind: string): Promise<Map<string, Buffer>>;
-  /** Every row in one transaction: all written, or none. A (kind, id) given twice keeps its last value. */
-  writeAuth(instancia: string, rows: EngineAuthRow[]): Promise<void>;
+  /**
+   * Every row in one transaction: all written, or none. A (kind, id) given twice keeps its last value.
+   * `fence`: the writer's hold of the line's session (core/engine-holds.ts); on a shared store the write is
+   * refused with HoldLost once another node took it. A store one process serves has no other writer to fence.
+   */
+  writeAuth(instancia: string, rows: EngineAuthRow[], fence?: HoldFence): Promise<void>;
   /** Removes every row of the line (its celular deleted, or the phone logged it out). */
   clearAuth(instancia: string): Promise<void>;
   /** The lines holding any state, in name order. */

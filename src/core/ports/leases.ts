@@ -5,6 +5,10 @@ export interface NodeInfo {
   label: string;
   /** How long after its last heartbeat this node's leases may be taken: its longest send plus a margin. */
   staleMs: number;
+  /** Its takeover margin: silent this long, it counts as gone (and its engine sessions may be taken). */
+  marginMs: number;
+  /** Where the other nodes reach its engine (`--gateway baileys`); null: it runs none, or does not listen yet. */
+  engineUrl: string | null;
 }
 
 export interface NodeRow {
@@ -16,6 +20,10 @@ export interface NodeRow {
   alive: boolean;
   /** How long ago its last beat was, on the store's clock (PostgreSQL's, not a node's). */
   silent_ms: number;
+  /** Its own takeover margin. */
+  margin_ms: number;
+  /** Where its engine is reached; null: it runs none. */
+  engine_url: string | null;
 }
 
 /** What a take found for one stream: taken by the caller, or how long before it is due (0: held by a live node). */

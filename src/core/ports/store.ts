@@ -1,6 +1,7 @@
 import type { AccountsStore, LedgerStore } from './accounts.js';
 import type { ChartsStore } from './charts.js';
 import type { EngineAuthStore } from './engine-auth.js';
+import type { EngineHoldsStore } from './engine-holds.js';
 import type { GatewayServersStore } from './gateway-servers.js';
 import type { KvStore } from './kv.js';
 import type { LeasesStore } from './leases.js';
@@ -39,7 +40,7 @@ export interface StoreCaps {
  * (src/store/sqlite/store.ts, src/store/postgres/store.ts).
  */
 export interface Store
-  extends AccountsStore, LedgerStore, ChartsStore, GatewayServersStore, MessagesStore, QueueStore, WebhooksStore, KvStore, LeasesStore, EngineAuthStore {
+  extends AccountsStore, LedgerStore, ChartsStore, GatewayServersStore, MessagesStore, QueueStore, WebhooksStore, KvStore, LeasesStore, EngineAuthStore, EngineHoldsStore {
   readonly caps: StoreCaps;
   /**
    * Whether the store takes writes. Free while no write has failed; after a

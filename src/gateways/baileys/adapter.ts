@@ -12,6 +12,7 @@ import {
   type SessionProfile,
 } from '../../core/ports/gateway.js';
 import type { SessionStatus } from '../../core/ports/model.js';
+import type { FenceSource, HoldFence } from '../../core/ports/engine-holds.js';
 import { GatewayEvents } from '../gateway-events.js';
 import type { MediaFetcher } from '../media-fetch.js';
 import type { EngineAuthSource } from './auth.js';
@@ -63,6 +64,8 @@ export class BaileysGateway implements Gateway {
   readonly capabilities = BAILEYS_CAPABILITIES;
   private readonly events = new GatewayEvents();
   private readonly lines = new Map<string, EngineLine>();
+  /** The lines this node holds (core/engine-holds.ts), with the token each write of their state carries. */
+  private readonly fences = new Map<string, HoldFence>();
   private readonly onNetwork = new Map<string, number>();
   /** The pairing code asked on a line's current socket: the same one is answered until that socket ends (as the other gateways do). */
   private readonly codes = new WeakMap<object, string>();
@@ -91,7 +94,15 @@ export class BaileysGateway implements Gateway {
     const lib = await this.library();
     line = this.lines.get(instancia);
     if (line) return line;
+    const fence: FenceSource = {
+      current: () => this.fences.get(instancia),
+      lost: () => {
+        this.opts.log?.warn({ instancia }, 'engine: another node holds this line now; its socket here ends');
+        void this.release(instancia);
+      },
+    };
     line = new EngineLine(instancia, {
+      fence,
       lib,
       auth: this.opts.auth,
       clock: this.opts.clock,
@@ -115,23 +126,45 @@ export class BaileysGateway implements Gateway {
     this.events.on(listener);
   }
 
+  /** Nothing opens by itself: the engine's keeper (core/engine-keeper.ts) hands it the lines this node holds. */
+  async start(): Promise<void> {}
+
   /**
-   * Linked lines connect again, from their stored state: no new scan. A line
-   * whose state does not open (another key file, an altered row) turns to
-   * need_scan and is logged (its name and why, no secret); the others start.
+   * This node holds the line now (its session taken, or its token raised):
+   * its socket opens from the stored state when the line is linked. A state
+   * that does not open (another key file, an altered row) turns the line to
+   * need_scan and is logged (its name and why, no secret).
    */
-  async start(): Promise<void> {
+  async hold(instancia: string, fence: HoldFence): Promise<void> {
+    this.fences.set(instancia, fence);
     const log = this.opts.log ?? silentLog;
-    for (const instancia of await this.opts.auth.instancias()) {
-      const line = await this.line(instancia);
-      try {
-        if (await line.linked()) await line.open();
-        else if (line.unreadable !== null) log.warn({ instancia }, `engine: ${line.unreadable}`);
-        else line.status = 'disconnected';
-      } catch (err) {
-        log.error({ instancia, err: err instanceof Error ? err.message : String(err) }, 'engine: the line could not start; the others do');
-      }
+    const line = await this.line(instancia);
+    try {
+      if (await line.linked()) await line.open();
+      else if (line.unreadable !== null) log.warn({ instancia }, `engine: ${line.unreadable}`);
+      else if (!line.sock) line.status = 'disconnected';
+    } catch (err) {
+      log.error({ instancia, err: err instanceof Error ? err.message : String(err) }, 'engine: the line could not start; the others do');
     }
+  }
+
+  /** The line is no longer this node's: its socket ends (no logout: the state stays for the next holder). */
+  async release(instancia: string): Promise<void> {
+    this.fences.delete(instancia);
+    const line = this.lines.get(instancia);
+    this.lines.delete(instancia);
+    await line?.stop();
+  }
+
+  /** The lines whose socket this node may run. */
+  held(): string[] {
+    return [...this.fences.keys()];
+  }
+
+  /** A link in progress (a QR showing, a code asked): the line does not move to balance the nodes now. */
+  linking(instancia: string): boolean {
+    const line = this.lines.get(instancia);
+    return line !== undefined && !line.registered && line.sock !== null;
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,7 @@
 import type { AuthenticationCreds, AuthenticationState, SignalDataSet, SignalDataTypeMap } from 'baileys';
 import { authAad, type EngineCipher, EngineStateUnreadable, SealedValueRefused } from '../../core/engine-key.js';
 import type { EngineAuthRow, EngineAuthStore } from '../../core/ports/engine-auth.js';
+import { HoldLost, type FenceSource } from '../../core/ports/engine-holds.js';
 
 /** The kind of the credentials' one row (the keys' kinds are Baileys' own: pre-key, session...). */
 export const CREDS_KIND = 'creds';
@@ -27,6 +28,7 @@ export async function storedAuthState(
   store: EngineAuthStore,
   cipher: EngineCipher,
   instancia: string,
+  fence?: FenceSource,
 ): Promise<{
   state: AuthenticationState;
   saveCreds: () => Promise<void>;
@@ -45,6 +47,16 @@ export async function storedAuthState(
       throw err;
     }
     return JSON.parse(plain.toString('utf8'), BufferJSON.reviver) as unknown;
+  };
+
+  // Each write carries the engine's hold of the line; one refused (another node took the session) ends the socket here.
+  const write = async (rows: EngineAuthRow[]): Promise<void> => {
+    try {
+      await store.writeAuth(instancia, rows, fence?.current());
+    } catch (err) {
+      if (err instanceof HoldLost) fence?.lost(err);
+      throw err;
+    }
   };
 
   const stored = (await store.readAuth(instancia, CREDS_KIND, [CREDS_ID])).get(CREDS_ID);
@@ -71,11 +83,11 @@ export async function storedAuthState(
           for (const [kind, values] of Object.entries(data)) {
             for (const [id, value] of Object.entries(values ?? {})) rows.push({ kind, id, value: value ? seal(kind, id, value) : null });
           }
-          if (rows.length > 0) await store.writeAuth(instancia, rows);
+          if (rows.length > 0) await write(rows);
         },
       },
     },
-    saveCreds: () => store.writeAuth(instancia, [{ kind: CREDS_KIND, id: CREDS_ID, value: seal(CREDS_KIND, CREDS_ID, creds) }]),
+    saveCreds: () => write([{ kind: CREDS_KIND, id: CREDS_ID, value: seal(CREDS_KIND, CREDS_ID, creds) }]),
     clear: () => store.clearAuth(instancia),
     readKind: async (kind) => new Map([...(await store.readAuthKind(instancia, kind))].map(([id, sealed]) => [id, open(kind, id, sealed)])),
   };

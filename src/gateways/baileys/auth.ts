@@ -3,6 +3,7 @@ import type { EngineCipher } from '../../core/engine-key.js';
 import { engineLinesAtStart } from '../../core/engine-lines.js';
 import type { AccountsStore } from '../../core/ports/accounts.js';
 import type { EngineAuthStore } from '../../core/ports/engine-auth.js';
+import type { FenceSource } from '../../core/ports/engine-holds.js';
 import { storedAuthState } from './auth-state.js';
 import type { BaileysLib } from './library.js';
 
@@ -17,7 +18,8 @@ export interface LineAuth {
 
 /** Where the lines' authentication states are kept. */
 export interface EngineAuthSource {
-  forLine(lib: BaileysLib, instancia: string): Promise<LineAuth>;
+  /** `fence`: the engine's hold of the line now, carried by each write (core/engine-holds.ts). */
+  forLine(lib: BaileysLib, instancia: string, fence?: FenceSource): Promise<LineAuth>;
   /** Lines with a stored state: linked before, so they reconnect when the engine starts. */
   instancias(): Promise<string[]>;
   /** Removes a line's state without reading it (one that does not open, replaced by a new link). */
@@ -27,7 +29,7 @@ export interface EngineAuthSource {
 /** The lines' states in pasarela's store, sealed with the engine key (auth-state.ts): what `serve` uses. */
 export function storeAuthSource(store: EngineAuthStore & Pick<AccountsStore, 'getCelularByInstancia'>, cipher: EngineCipher): EngineAuthSource {
   return {
-    forLine: (lib, instancia) => storedAuthState(lib, store, cipher, instancia),
+    forLine: (lib, instancia, fence) => storedAuthState(lib, store, cipher, instancia, fence),
     // A deleted line's leftover state is removed here, not reconnected (core/engine-lines.ts).
     instancias: async () => (await engineLinesAtStart(store)).lines,
     drop: (instancia) => store.clearAuth(instancia),

@@ -3,6 +3,7 @@ import { backoffMs, type Backoff } from '../../core/backoff.js';
 import type { Clock } from '../../core/clock.js';
 import type { GatewayEvent } from '../../core/ports/gateway.js';
 import type { SessionStatus } from '../../core/ports/model.js';
+import type { FenceSource } from '../../core/ports/engine-holds.js';
 import type { EngineAuthSource, LineAuth } from './auth.js';
 import { EngineStateUnreadable } from '../../core/engine-key.js';
 import { closeCode, closeOutcome } from './close-codes.js';
@@ -36,6 +37,8 @@ export interface LineDeps {
   /** Each status change, and each reconnect, for the metrics. */
   onStatus?: (instancia: string, status: SessionStatus) => void;
   onReconnect?: (instancia: string) => void;
+  /** The engine's hold of this line, carried by each write of its state (core/engine-holds.ts). */
+  fence?: FenceSource;
 }
 
 /**
@@ -83,7 +86,7 @@ export class EngineLine {
   /** Whether the stored state holds a link (a line half-way through a scan holds state but no link). */
   async linked(): Promise<boolean> {
     try {
-      this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia);
+      this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia, this.d.fence);
     } catch (err) {
       if (!(err instanceof EngineStateUnreadable)) throw err;
       // Kept, not dropped: the right key file may still be given. A link asked for later replaces it (connect).
@@ -110,7 +113,7 @@ export class EngineLine {
       await this.d.auth.drop(this.instancia);
       this.unreadable = null;
     }
-    this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia);
+    this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia, this.d.fence);
     await this.replay(this.auth);
     const gen = ++this.generation;
     const { lib } = this.d;

@@ -3,6 +3,9 @@ import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import type { TempFiles } from '../../core/media.js';
 import { NodePresence } from '../../core/node-presence.js';
+import { EngineKeeper, type HolderChange } from '../../core/engine-keeper.js';
+import type { RoutedEngine } from '../../gateways/baileys/routed.js';
+import { EngineWatchdog } from '../watchdog.js';
 import { QueueWorker } from '../../core/queue-worker.js';
 import { syncGatewayEvents } from '../../core/session-sync.js';
 import type { HttpGatewayOptions } from '../../gateways/index.js';
@@ -44,6 +47,8 @@ export interface Background {
   worker: QueueWorker | null;
   /** Likewise the webhook dispatcher. */
   dispatcher: WebhookDispatcher | null;
+  /** `--gateway baileys`: which lines' sessions this node holds. */
+  keeper: EngineKeeper | null;
 }
 
 interface BackgroundDeps {
@@ -58,6 +63,8 @@ interface BackgroundDeps {
   log: Log;
   /** On a thread of their own (SQLite), or on the request thread. */
   onThread: boolean;
+  /** A line's engine session changed hands here (audited and emitted: serve.ts). */
+  onHolderChange?: (c: HolderChange) => void;
 }
 
 /**
@@ -77,6 +84,7 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
       return { value: sync, stop: () => sync.idle() };
     },
   });
+  const keeper = d.gw.engine ? await startEngineKeeper(parts, d, d.gw.engine) : null;
   const dispatcher = d.onThread
     ? null
     : await parts.start({
@@ -101,17 +109,64 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
         return { value: thread, stop: () => thread.stop(), abandon: () => thread.kill() };
       },
     });
-    return { webhooks: thread, queued: (id) => thread.queued(id), thread, worker: null, dispatcher: null };
+    return { webhooks: thread, queued: (id) => thread.queued(id), thread, worker: null, dispatcher: null, keeper };
   }
   const worker = await parts.start({
     name: 'queue worker',
     start: () => {
-      const worker = new QueueWorker(core, d.media, d.node, { pollMs: opts.queuePollMs, onError: (err) => log.error({ err }, 'queue worker step failed') });
+      const worker = new QueueWorker(core, d.media, d.node, {
+        pollMs: opts.queuePollMs,
+        onError: (err) => log.error({ err }, 'queue worker step failed'),
+        // With the engine on several nodes, a line's queue is sent by the holder of its session (D-136).
+        sendsHere: keeper && d.opened.store.caps.shared ? (id) => keeper.sendsHere(id) : undefined,
+      });
       worker.start();
       return { value: worker, stop: () => worker.stop() };
     },
   });
-  return { webhooks: dispatcher, queued: (id, m) => worker.queued(id, m), thread: null, worker, dispatcher };
+  return { webhooks: dispatcher, queued: (id, m) => worker.queued(id, m), thread: null, worker, dispatcher, keeper };
+}
+
+/**
+ * The engine's keeper (`--gateway baileys`, core/engine-keeper.ts): this
+ * node's share of the lines' sessions, opened once the gateway's events are
+ * handled; at a stop, after the queue and the requests, every socket closes
+ * and its line is given back for the other nodes. On a shared store a
+ * watchdog child stands by (server/watchdog.ts).
+ */
+async function startEngineKeeper(parts: Parts, d: BackgroundDeps, engine: RoutedEngine): Promise<EngineKeeper> {
+  const { opts, core, log } = d;
+  const shared = d.opened.store.caps.shared;
+  return parts.start({
+    name: 'engine sessions',
+    start: async () => {
+      const watchdog = shared ? new EngineWatchdog((code) => log.error({ code }, 'the engine watchdog ended: sessions here are no longer guarded')) : undefined;
+      const keeper = new EngineKeeper({
+        store: core.store,
+        engine: engine.sockets,
+        node: d.node,
+        clock: core.clock,
+        shared,
+        passMs: opts.nodeBeatMs,
+        settleMs: opts.engineSettleMs,
+        watchdog,
+        onChange: d.onHolderChange,
+        onError: (err) => log.error({ err }, 'engine sessions pass failed'),
+      });
+      try {
+        await keeper.start();
+      } catch (err) {
+        watchdog?.close();
+        throw err;
+      }
+      engine.bind(keeper);
+      const stop = async () => {
+        await keeper.handOver().catch((err: unknown) => log.warn({ err }, 'engine sessions: could not give the lines back; they are taken once this node counts as gone'));
+        watchdog?.close();
+      };
+      return { value: keeper, stop };
+    },
+  });
 }
 
 /** The background thread on the same SQLite file, sharing the write gate (store/write-gate.ts). */

@@ -1,6 +1,7 @@
 import { loadEngineCipher } from '../../core/engine-key.js';
 import type { Store } from '../../core/ports/store.js';
 import { storeAuthSource } from '../../gateways/baileys/auth.js';
+import { nodeKey } from '../../gateways/baileys/forward.js';
 import type { GatewayOptions } from '../../gateways/index.js';
 import type { ServeConfig } from '../config.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -14,13 +15,14 @@ import type { Log } from './part.js';
  */
 export async function engineOptions(
   opts: ServeConfig,
-  d: { store: Store; metrics: Metrics; log: Log; engine?: { ca?: string } },
+  d: { store: Store; metrics: Metrics; log: Log; engine?: { ca?: string }; sharedSecret: string },
 ): Promise<NonNullable<GatewayOptions['baileys']>> {
   // The lines' state sealed in the store under a key file kept outside it (D-116, D-117); a key file others may read stops the start.
   const cipher = await loadEngineCipher({ dataDir: opts.dataDir, keyFile: opts.engineKeyFile });
   d.log.info({ key_id: cipher.keyId, key_file: cipher.keyFile, made: cipher.created }, "the engine's key (its id, never the key)");
   return {
     auth: storeAuthSource(d.store, cipher),
+    nodeKey: nodeKey(d.sharedSecret),
     wsUrl: opts.baileysWsUrl,
     ca: d.engine?.ca,
     log: d.log,

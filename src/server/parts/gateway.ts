@@ -4,6 +4,7 @@ import type { TempFiles } from '../../core/media.js';
 import type { Gateway } from '../../core/ports/gateway.js';
 import type { Store } from '../../core/ports/store.js';
 import { createGateway, type HttpGatewayOptions } from '../../gateways/index.js';
+import { RoutedEngine } from '../../gateways/baileys/routed.js';
 import type { ServeConfig } from '../config.js';
 import { countGatewayCalls } from '../metrics/gateway.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -21,6 +22,8 @@ export interface GatewayPart {
   mediaFetch: { allowPrivate: boolean; timeoutMs: number };
   /** Lines without a gateway server given to the `--gateway-url` server, to log. */
   adopted?: Awaited<ReturnType<typeof registerDefaultServer>>;
+  /** `--gateway baileys`: the engine, whose lines the keeper hands it (parts/background.ts). */
+  engine?: RoutedEngine;
 }
 
 /** The gateway adapter `--gateway` names, its calls counted in the metrics; `--gateway-url` is the server named `default`. */
@@ -47,8 +50,9 @@ export function gatewayPart(
         http,
         media: { tmp: d.tmp, ...mediaFetch },
         gatewayFetchesMedia: opts.gatewayFetchesMedia,
-        baileys: opts.gateway === 'baileys' ? await engineOptions(opts, d) : undefined,
+        baileys: opts.gateway === 'baileys' ? await engineOptions(opts, { ...d, sharedSecret: d.settings.gatewaySecret }) : undefined,
       });
+      const engine = adapter instanceof RoutedEngine ? adapter : undefined;
       const gateway = countGatewayCalls(adapter, d.metrics);
       const stop = () => gateway.close();
       try {
@@ -57,7 +61,7 @@ export function gatewayPart(
           gateway.onServer && opts.gatewayUrl
             ? await registerDefaultServer(d.store, opts.gateway, opts.gatewayUrl.replace(/\/+$/, ''), opts.gatewayKey ?? '', d.clock.now())
             : undefined;
-        return { value: { gateway, http, sim, mediaFetch, adopted }, base: true, stop };
+        return { value: { gateway, http, sim, mediaFetch, adopted, engine }, base: true, stop };
       } catch (err) {
         await stop().catch(() => undefined);
         throw err;

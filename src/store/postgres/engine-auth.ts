@@ -1,4 +1,5 @@
 import type { EngineAuthStore } from '../../core/ports/engine-auth.js';
+import { HoldLost } from '../../core/ports/engine-holds.js';
 import { AUTH_INSTANCIAS, lastOfEach } from '../engine-auth-sql.js';
 import type { Db } from './db.js';
 
@@ -25,17 +26,25 @@ export function engineAuth(db: Db): EngineAuthStore {
       return new Map(rows.map((r) => [r.id, r.valor]));
     },
 
-    async writeAuth(instancia, rows): Promise<void> {
+    async writeAuth(instancia, rows, fence): Promise<void> {
       const all = lastOfEach(rows).sort((a, b) => (a.kind === b.kind ? cmp(a.id, b.id) : cmp(a.kind, b.kind)));
       if (all.length === 0) return;
       const put = all.filter((r) => r.value !== null);
       const del = all.filter((r) => r.value === null);
-      await db.q(
-        `WITH d AS (DELETE FROM motor_auth WHERE instancia = $1 AND (kind, id) IN (SELECT * FROM unnest($5::text[], $6::text[])))
-         INSERT INTO motor_auth (instancia, kind, id, valor) SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bytea[])
-         ON CONFLICT (instancia, kind, id) DO UPDATE SET valor = excluded.valor`,
-        [instancia, put.map((r) => r.kind), put.map((r) => r.id), put.map((r) => r.value), del.map((r) => r.kind), del.map((r) => r.id)],
+      const params = [instancia, put.map((r) => r.kind), put.map((r) => r.id), put.map((r) => r.value), del.map((r) => r.kind), del.map((r) => r.id)];
+      if (!fence) {
+        await db.q(`WITH d AS (${DELETE_ROWS}) ${INSERT_ROWS}`, params);
+        return;
+      }
+      // The hold's row is share-locked for the statement: a take waits for this write, or this write sees the take.
+      const r = await db.q<{ held: boolean }>(
+        `WITH f AS (SELECT 1 FROM motor_sesiones WHERE instancia = $1 AND nodo = $7 AND token = $8 FOR SHARE),
+         d AS (${DELETE_ROWS} AND EXISTS (SELECT 1 FROM f)),
+         i AS (${INSERT_ROWS.replace('FROM unnest($2::text[], $3::text[], $4::bytea[])', 'FROM unnest($2::text[], $3::text[], $4::bytea[]) WHERE EXISTS (SELECT 1 FROM f)')})
+         SELECT EXISTS (SELECT 1 FROM f) AS held`,
+        [...params, fence.nodo, fence.token],
       );
+      if (!r[0]?.held) throw new HoldLost(instancia);
     },
 
     async clearAuth(instancia: string): Promise<void> {
@@ -47,5 +56,9 @@ export function engineAuth(db: Db): EngineAuthStore {
     },
   };
 }
+
+const DELETE_ROWS = 'DELETE FROM motor_auth WHERE instancia = $1 AND (kind, id) IN (SELECT * FROM unnest($5::text[], $6::text[]))';
+const INSERT_ROWS = `INSERT INTO motor_auth (instancia, kind, id, valor) SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bytea[])
+  ON CONFLICT (instancia, kind, id) DO UPDATE SET valor = excluded.valor`;
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -7,12 +7,13 @@ import type { Db, Queryable } from './db.js';
  * nodes with skewed clocks still agree on who is alive and what is due. The
  * `now` the port passes is ignored here for that reason.
  */
-const DB_NOW = '(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint';
+export const DB_NOW = '(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint';
 
 /** Every node, alive or not, on the database's clock; `q` may be a transaction's client (`pasarela migrate`). */
 export async function nodes(q: Queryable): Promise<NodeRow[]> {
   const r = await q.query(
-    `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive, GREATEST(0, ${DB_NOW} - heartbeat_at) AS silent_ms FROM nodos ORDER BY started_at, id`,
+    `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive, GREATEST(0, ${DB_NOW} - heartbeat_at) AS silent_ms,
+       margen_ms, motor_url FROM nodos ORDER BY started_at, id`,
   );
   return r.rows.map((n) => ({
     id: String(n.id),
@@ -21,6 +22,8 @@ export async function nodes(q: Queryable): Promise<NodeRow[]> {
     started_at: Number(n.started_at),
     alive: n.alive === true,
     silent_ms: Number(n.silent_ms),
+    margin_ms: Number(n.margen_ms),
+    engine_url: n.motor_url === null ? null : String(n.motor_url),
   }));
 }
 
@@ -35,15 +38,16 @@ export function leases(db: Db): LeasesStore {
   return {
     async nodeBeat(node: NodeInfo): Promise<void> {
       await db.query(
-        `INSERT INTO nodos (id, etiqueta, heartbeat_at, stale_ms, started_at) VALUES ($1, $2, ${DB_NOW}, $3, ${DB_NOW})
-     ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
-        [node.id, node.label, node.staleMs],
+        `INSERT INTO nodos (id, etiqueta, heartbeat_at, stale_ms, started_at, margen_ms, motor_url) VALUES ($1, $2, ${DB_NOW}, $3, ${DB_NOW}, $4, $5)
+     ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, motor_url = EXCLUDED.motor_url`,
+        [node.id, node.label, node.staleMs, node.marginMs, node.engineUrl],
       );
     },
     /** Also forgets nodes dead for an hour: their leases are free either way, and the table stays as small as the cluster. */
     async nodeLeave(nodeId: string): Promise<void> {
       await db.tx(async (c) => {
         await c.query('UPDATE leases SET nodo = NULL WHERE nodo = $1', [nodeId]);
+        await c.query('UPDATE motor_sesiones SET nodo = NULL WHERE nodo = $1', [nodeId]);
         await c.query(`DELETE FROM nodos WHERE id = $1 OR heartbeat_at + stale_ms < ${DB_NOW} - 3600000`, [nodeId]);
       });
     },

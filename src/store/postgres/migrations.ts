@@ -913,6 +913,24 @@ export const PG_MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 25,
+    name: 'engine sessions held by one node each, with a fencing token (D-136)',
+    sql: `
+      -- Each node's own takeover margin (its engine sessions are taken once it is silent that long) and
+      -- where the others reach its engine (null: it runs none).
+      ALTER TABLE nodos ADD COLUMN margen_ms BIGINT NOT NULL DEFAULT 10000, ADD COLUMN motor_url TEXT;
+      -- --gateway baileys: the node holding each linked line's socket (null: free) and the token that
+      -- rises each time it changes hands; a holder's writes of the line's state carry its token.
+      CREATE TABLE motor_sesiones (
+        instancia TEXT PRIMARY KEY,
+        nodo TEXT,
+        token BIGINT NOT NULL DEFAULT 0,
+        desde BIGINT NOT NULL DEFAULT 0
+      );
+      INSERT INTO motor_sesiones (instancia) SELECT DISTINCT instancia FROM motor_auth;
+    `,
+  },
 ];
 
 /**

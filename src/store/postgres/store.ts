@@ -4,6 +4,7 @@ import { type AcceptPaths, acceptTurns } from './accept-turn.js';
 import { accounts } from './accounts.js';
 import { charts } from './charts.js';
 import { engineAuth } from './engine-auth.js';
+import { engineHolds } from './engine-holds.js';
 import { Db, type PgOptions } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
 import { history } from './history.js';
@@ -66,6 +67,7 @@ export async function openPgStore(url: string, opts: PgOptions = {}): Promise<Pg
     ...webhooks(db),
     ...kv(db),
     ...engineAuth(db),
+    ...engineHolds(db),
     // On the database's clock (postgres/leases.ts): the `now` the port passes is not used.
     ...leases(db),
     async schemaVersion(): Promise<number> {

@@ -9,7 +9,7 @@ import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../
  */
 export function leases(): LeasesStore {
   const leases = new Map<string, LeaseState>();
-  const holders = new Map<string, HolderState & { label: string; started_at: number }>();
+  const holders = new Map<string, HolderState & { label: string; started_at: number; margin_ms: number; engine_url: string | null }>();
   const give = (nodeId: string, s: string, restMs: number, now: number): void => {
     const l = leases.get(s);
     if (!l || l.nodo !== nodeId) return;
@@ -21,8 +21,18 @@ export function leases(): LeasesStore {
   return {
     async nodeBeat(node: NodeInfo, now: number): Promise<void> {
       const h = holders.get(node.id);
-      if (h) h.heartbeat_at = now;
-      else holders.set(node.id, { label: node.label, heartbeat_at: now, stale_ms: node.staleMs, started_at: now });
+      if (h) {
+        h.heartbeat_at = now;
+        h.engine_url = node.engineUrl;
+      } else
+        holders.set(node.id, {
+          label: node.label,
+          heartbeat_at: now,
+          stale_ms: node.staleMs,
+          started_at: now,
+          margin_ms: node.marginMs,
+          engine_url: node.engineUrl,
+        });
     },
 
     async nodeLeave(nodeId: string): Promise<void> {
@@ -38,6 +48,8 @@ export function leases(): LeasesStore {
         started_at: h.started_at,
         alive: holderAlive(h, now),
         silent_ms: Math.max(0, now - h.heartbeat_at),
+        margin_ms: h.margin_ms,
+        engine_url: h.engine_url,
       }));
     },
 

@@ -6,6 +6,7 @@ import type { WriteGate } from '../write-gate.js';
 import { accounts } from './accounts.js';
 import { charts } from './charts.js';
 import { engineAuth } from './engine-auth.js';
+import { engineHolds } from './engine-holds.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
 import { migrate, openDb, schemaVersion } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
@@ -65,6 +66,7 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     ...webhooks(db),
     ...kv(db),
     ...engineAuth(db),
+    ...engineHolds(engineAuth(db)),
     ...leases(),
     migrate: () => migrate(db),
     shareWrites: (gate) => useWriteGate(db, gate),
