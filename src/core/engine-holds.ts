@@ -36,6 +36,9 @@ export interface HoldPlanInput {
   settleMs: number;
 }
 
+/** Lines a node over its share gives away in one pass: a joining node fills in a few beats, never in one storm of reconnects. */
+export const GIVES_PER_PASS = 4;
+
 /** A node's share of the lines: no node holds more than this, which is at most the even share plus one. */
 export function shareOf(lines: number, nodes: number): number {
   return Math.ceil(lines / Math.max(1, nodes));
@@ -43,7 +46,7 @@ export function shareOf(lines: number, nodes: number): number {
 
 /**
  * One pass of a node's keeper: which free (or orphaned) lines it takes, up
- * to its share, and which it gives away, one per pass, when it holds more
+ * to its share, and which it gives away, a few per pass, when it holds more
  * than its share while another node holds less. Taking is first come:
  * the store's take is atomic, so two nodes asking for one line get one
  * holder. Lines are taken in a random order so that nodes asking at once
@@ -59,10 +62,10 @@ export function planHolds(i: HoldPlanInput, random: () => number = Math.random):
     const free = i.holds.filter((h) => h.nodo !== i.me && holdTakable(h, i.me) && !i.cooling.has(h.instancia));
     return { take: shuffled(free, random).slice(0, room).map((h) => h.instancia), give: [] };
   }
-  // Over its share: one line a pass goes to whoever holds less (the others take it from the free lines).
+  // Over its share: a few lines a pass go to whoever holds less (the others take it from the free lines).
   if (room < 0 && i.nodes.some((n) => n !== i.me && (held.get(n) ?? 0) < share)) {
     const movable = mine.filter((h) => h.held_ms >= i.settleMs && !i.pinned.has(h.instancia));
-    return { take: [], give: movable.slice(0, 1).map((h) => h.instancia) };
+    return { take: [], give: movable.slice(0, Math.min(-room, GIVES_PER_PASS)).map((h) => h.instancia) };
   }
   return { take: [], give: [] };
 }

@@ -489,9 +489,13 @@ export const SERVE_KNOBS = {
   webhookAgentIdleMs: knob({ kind: 'int', default: 60_000, help: "how long an unused receiver's connections are kept" }),
   nodeBeatMs: knob({ kind: 'int', default: 2000, help: 'how often this node tells the store it is alive' }),
   engineSettleMs: knob({
-    kind: 'int',
+    kind: 'duration',
+    flag: '--engine-settle <duration>',
+    env: 'PASARELA_ENGINE_SETTLE',
     default: 30_000,
+    helpDefault: '30s',
     help: "baileys on several nodes: how long a node keeps a line's session before it may hand it to a node holding fewer",
+    doc: "`30s`: baileys on several nodes, how long a node keeps a line before it may hand it to a node holding fewer (the lines spread one per beat)",
   }),
   nodeTakeoverMarginMs: knob({
     kind: 'int',

@@ -20,6 +20,14 @@ export async function engineOptions(
   // The lines' state sealed in the store under a key file kept outside it (D-116, D-117); a key file others may read stops the start.
   const cipher = await loadEngineCipher({ dataDir: opts.dataDir, keyFile: opts.engineKeyFile });
   d.log.info({ key_id: cipher.keyId, key_file: cipher.keyFile, made: cipher.created }, "the engine's key (its id, never the key)");
+  // Nodes of one store take over each other's lines: a node with another key could not open them (D-136).
+  if (d.store.caps.shared) {
+    const storeKey = await d.store.kvFirst('motor', 'clave_id', cipher.keyId);
+    if (storeKey !== cipher.keyId)
+      throw new Error(
+        `this node's engine key (id ${cipher.keyId}, ${cipher.keyFile}) is not the one the store's lines are sealed with (id ${storeKey}): every node of a store needs the same key file: copy it from a node that serves this store and give it with --engine-key-file`,
+      );
+  }
   return {
     auth: storeAuthSource(d.store, cipher),
     nodeKey: nodeKey(d.sharedSecret),
