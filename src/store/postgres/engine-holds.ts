@@ -22,7 +22,14 @@ interface Row {
   held_ms: string;
   url: string | null;
 }
-const holdOf = (r: Row): EngineHold => ({ instancia: r.instancia, nodo: r.nodo, token: Number(r.token), presente: r.presente, held_ms: Number(r.held_ms), url: r.url });
+const holdOf = (r: Row): EngineHold => ({
+  instancia: r.instancia,
+  nodo: r.nodo,
+  token: Number(r.token),
+  presente: r.presente,
+  held_ms: Number(r.held_ms),
+  url: r.url,
+});
 
 export function engineHolds(db: Db): EngineHoldsStore {
   return {
@@ -38,8 +45,9 @@ export function engineHolds(db: Db): EngineHoldsStore {
     },
     async holdTake(nodeId: string, instancias: string[]) {
       if (instancias.length === 0) return [];
+      // New rows go in in name order: two takers inserting the same new lines in their own (shuffled) orders deadlocked.
       const made = await db.q<{ instancia: string; token: string }>(
-        `INSERT INTO motor_sesiones (instancia, nodo, token, desde) SELECT i, $1, 1, ${DB_NOW} FROM unnest($2::text[]) AS i
+        `INSERT INTO motor_sesiones (instancia, nodo, token, desde) SELECT i, $1, 1, ${DB_NOW} FROM unnest($2::text[]) AS i ORDER BY i
          ON CONFLICT (instancia) DO NOTHING RETURNING instancia, token`,
         [nodeId, instancias],
       );
