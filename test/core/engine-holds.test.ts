@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { holdTakable, planHolds, shareOf, type HoldPlanInput } from '../../src/core/engine-holds.js';
+import { holdTakable, planHolds, shareOf, type HoldPlanInput, GIVES_PER_PASS } from '../../src/core/engine-holds.js';
 import type { EngineHold } from '../../src/core/ports/engine-holds.js';
 
 /** Who holds each line, and how long: the plan's input as the store would give it. */
@@ -80,11 +80,11 @@ describe('planHolds: one pass of a node', () => {
     expect(p.take.sort()).toEqual(['l1', 'l3']);
   });
 
-  it('a node holding all 30 with 2 new nodes gives one line a pass, only a settled one and not a pinned one', () => {
+  it('a node holding all 30 with 2 new nodes gives a few lines a pass (GIVES_PER_PASS), only settled ones and not pinned ones', () => {
     const settled = names(30).map((i) => hold(i, 'a', { held_ms: 60_000 }));
     const p = planHolds(input({ me: 'a', holds: settled, nodes: ['a', 'b', 'c'] }));
     expect(p.take).toEqual([]);
-    expect(p.give).toHaveLength(1);
+    expect(p.give).toHaveLength(GIVES_PER_PASS);
     // Held a moment only: not yet moved.
     const fresh = names(30).map((i) => hold(i, 'a', { held_ms: 29_999 }));
     expect(planHolds(input({ me: 'a', holds: fresh, nodes: ['a', 'b', 'c'] }))).toEqual({ take: [], give: [] });
@@ -99,8 +99,11 @@ describe('planHolds: one pass of a node', () => {
     const holds = names(31).map((i, k) => hold(i, k < 11 ? 'a' : k < 21 ? 'b' : 'c'));
     expect(planHolds(input({ me: 'a', holds, nodes: ['a', 'b', 'c'] }))).toEqual({ take: [], give: [] });
     expect(planHolds(input({ me: 'a', holds: names(30).map((i, k) => hold(i, k < 15 ? 'a' : 'b')), nodes: ['a', 'b'] }))).toEqual({ take: [], give: [] });
-    // Over its share (b came back): one line goes.
-    expect(planHolds(input({ me: 'a', holds: names(30).map((i, k) => hold(i, k < 16 ? 'a' : 'c')), nodes: ['a', 'b', 'c'] })).give).toHaveLength(1);
+    // Over its share by 6 (b came back): a few lines go, never more than the excess.
+    expect(planHolds(input({ me: 'a', holds: names(30).map((i, k) => hold(i, k < 16 ? 'a' : 'c')), nodes: ['a', 'b', 'c'] })).give).toHaveLength(
+      GIVES_PER_PASS,
+    );
+    expect(planHolds(input({ me: 'a', holds: names(30).map((i, k) => hold(i, k < 12 ? 'a' : 'c')), nodes: ['a', 'b', 'c'] })).give).toHaveLength(2);
   });
 
   it('a node that is not yet present to itself still counts its own lines against its share', () => {
