@@ -123,7 +123,7 @@ _pasarela() {
   )
   local -A opts=(
     ['_']='-V --version --url --key --profile --json --no-color'
-    ['_ serve']='--host --port --public-url --data-dir --gateway --baileys-ws-url --engine-key-file --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --stop-timeout --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms'
+    ['_ serve']='--host --port --public-url --data-dir --gateway --baileys-ws-url --node-url --engine-key-file --gateway-url --gateway-key --gateway-callback-url --gateway-timeout --health-interval --header-timeout --body-timeout --body-min-rate --request-timeout --unauth-body-per-address --unauth-body-total --store --counters --counters-prefix --drain-delay --stop-timeout --log-level --metrics-listen --log-format --inbox-retention --trust-proxy --auth-max-failures --tz --allow-private-urls --gateway-fetches-media --queue-gap-ms --queue-ttl --queue-lease --queue-max-pending --webhook-retry-ms --webhook-timeout --webhook-concurrency --webhook-client-concurrency --webhook-poll --background --sim-qr-ms --sim-delivery-ms --sim-read-ms --engine-settle'
     ['_ migrate']='--from --to --replace'
     ['_ login']='--key-stdin'
     ['_ logout']=''
@@ -213,6 +213,7 @@ _pasarela() {
     ['_ serve --data-dir']='d'
     ['_ serve --gateway']='w:sim,evolution,waha,baileys'
     ['_ serve --baileys-ws-url']='-'
+    ['_ serve --node-url']='-'
     ['_ serve --engine-key-file']='f'
     ['_ serve --gateway-url']='-'
     ['_ serve --gateway-key']='-'
@@ -250,6 +251,7 @@ _pasarela() {
     ['_ serve --sim-qr-ms']='-'
     ['_ serve --sim-delivery-ms']='-'
     ['_ serve --sim-read-ms']='-'
+    ['_ serve --engine-settle']='-'
     ['_ migrate --from']='s'
     ['_ migrate --to']='-'
     ['_ saldo --celular']='-'

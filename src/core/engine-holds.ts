@@ -60,7 +60,12 @@ export function planHolds(i: HoldPlanInput, random: () => number = Math.random):
   const room = share - mine.length;
   if (room > 0) {
     const free = i.holds.filter((h) => h.nodo !== i.me && holdTakable(h, i.me) && !i.cooling.has(h.instancia));
-    return { take: shuffled(free, random).slice(0, room).map((h) => h.instancia), give: [] };
+    return {
+      take: shuffled(free, random)
+        .slice(0, room)
+        .map((h) => h.instancia),
+      give: [],
+    };
   }
   // Over its share: a few lines a pass go to whoever holds less (the others take it from the free lines).
   if (room < 0 && i.nodes.some((n) => n !== i.me && (held.get(n) ?? 0) < share)) {

@@ -145,7 +145,14 @@ export class EngineKeeper {
     const taken = await this.o.store.holdTake(this.me, instancias, this.o.clock.now());
     for (const t of taken) {
       const before = this.holds.get(t.instancia);
-      this.holds.set(t.instancia, { instancia: t.instancia, nodo: this.me, token: t.token, presente: true, held_ms: before?.nodo === this.me ? before.held_ms : 0, url: this.o.node.info.engineUrl });
+      this.holds.set(t.instancia, {
+        instancia: t.instancia,
+        nodo: this.me,
+        token: t.token,
+        presente: true,
+        held_ms: before?.nodo === this.me ? before.held_ms : 0,
+        url: this.o.node.info.engineUrl,
+      });
       await this.o.engine.hold(t.instancia, { nodo: this.me, token: t.token });
       if (t.from !== this.me) this.changed(t.instancia, t.from, this.me, t.from === null ? 'free' : 'gone');
     }

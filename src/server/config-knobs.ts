@@ -495,7 +495,7 @@ export const SERVE_KNOBS = {
     default: 30_000,
     helpDefault: '30s',
     help: "baileys on several nodes: how long a node keeps a line's session before it may hand it to a node holding fewer",
-    doc: "`30s`: baileys on several nodes, how long a node keeps a line before it may hand it to a node holding fewer (the lines spread one per beat)",
+    doc: '`30s`: baileys on several nodes, how long a node keeps a line before it may hand it to a node holding fewer (the lines spread one per beat)',
   }),
   nodeTakeoverMarginMs: knob({
     kind: 'int',

@@ -184,9 +184,7 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
       publicUrl: opts.publicUrl,
       streamTiming: given.streamTiming,
       engine:
-        gw.engine && bg.keeper
-          ? { router: gw.engine, keeper: bg.keeper, key: nodeKey(settings.gatewaySecret), tmp, maxFileBytes: MAX_MEDIA_BYTES }
-          : undefined,
+        gw.engine && bg.keeper ? { router: gw.engine, keeper: bg.keeper, key: nodeKey(settings.gatewaySecret), tmp, maxFileBytes: MAX_MEDIA_BYTES } : undefined,
     };
     const app = await parts.start(appPart(appOptions, log));
     // Direct sends a crash left pending are resolved before the API listens (parts/upkeep.ts).

@@ -19,6 +19,7 @@ const CONTRACT: Array<[flag: string, env: string | undefined, shown: unknown]> =
   ['--data-dir', 'PASARELA_DATA_DIR', undefined],
   ['--gateway', 'PASARELA_GATEWAY', 'sim'],
   ['--baileys-ws-url', 'PASARELA_BAILEYS_WS_URL', undefined],
+  ['--node-url', 'PASARELA_NODE_URL', undefined],
   ['--engine-key-file', 'PASARELA_ENGINE_KEY_FILE', undefined],
   ['--gateway-url', 'PASARELA_GATEWAY_URL', undefined],
   ['--gateway-key', 'PASARELA_GATEWAY_KEY', undefined],
@@ -59,6 +60,7 @@ const CONTRACT: Array<[flag: string, env: string | undefined, shown: unknown]> =
   ['--sim-qr-ms', undefined, 20_000],
   ['--sim-delivery-ms', undefined, 1000],
   ['--sim-read-ms', undefined, 3000],
+  ['--engine-settle', 'PASARELA_ENGINE_SETTLE', 30000],
 ];
 
 const serveOptions = (): readonly Option[] => buildProgram(processIO(), {}).commands.find((c) => c.name() === 'serve')!.options;

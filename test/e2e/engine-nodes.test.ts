@@ -146,11 +146,15 @@ describeWith(postgres, 'engine sessions on three nodes (postgres, redis, the fak
     await fake?.close();
   });
 
-  it.skipIf(!redis.available)('30 lines linked on one node spread over the three, each connected, no node over its share', async () => {
-    const per = await spread('the lines spread over three nodes', 3);
-    expect([...per.values()].reduce((a, b) => a + b, 0)).toBe(LINES);
-    expect(maxConcurrent()).toBe(1);
-  }, 180_000);
+  it.skipIf(!redis.available)(
+    '30 lines linked on one node spread over the three, each connected, no node over its share',
+    async () => {
+      const per = await spread('the lines spread over three nodes', 3);
+      expect([...per.values()].reduce((a, b) => a + b, 0)).toBe(LINES);
+      expect(maxConcurrent()).toBe(1);
+    },
+    180_000,
+  );
 
   it.skipIf(!redis.available)(
     'SIGKILL of a holder: its lines connect again on the others within 15 s of it counting as gone, with no new scan',

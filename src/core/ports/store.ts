@@ -40,7 +40,18 @@ export interface StoreCaps {
  * (src/store/sqlite/store.ts, src/store/postgres/store.ts).
  */
 export interface Store
-  extends AccountsStore, LedgerStore, ChartsStore, GatewayServersStore, MessagesStore, QueueStore, WebhooksStore, KvStore, LeasesStore, EngineAuthStore, EngineHoldsStore {
+  extends
+    AccountsStore,
+    LedgerStore,
+    ChartsStore,
+    GatewayServersStore,
+    MessagesStore,
+    QueueStore,
+    WebhooksStore,
+    KvStore,
+    LeasesStore,
+    EngineAuthStore,
+    EngineHoldsStore {
   readonly caps: StoreCaps;
   /**
    * Whether the store takes writes. Free while no write has failed; after a

@@ -36,8 +36,7 @@ export interface EngineCall {
 }
 
 export type CallAnswer =
-  | { ok: true; value: unknown }
-  | { ok: false; error: { message: string; kind: FailureKind; retryAfterMs?: number; mayHaveSent?: boolean; moved?: boolean } };
+  { ok: true; value: unknown } | { ok: false; error: { message: string; kind: FailureKind; retryAfterMs?: number; mayHaveSent?: boolean; moved?: boolean } };
 
 /** The holder no longer holds the line: the caller looks again. */
 export class LineMoved extends Error {}
@@ -90,7 +89,12 @@ export class NodeForwarder {
     try {
       a = JSON.parse(text) as CallAnswer;
     } catch {
-      throw new GatewayFailure(`the node holding ${call.instancia} answered ${res.statusCode} without a result`, 'transient', undefined, sent && call.op === 'send');
+      throw new GatewayFailure(
+        `the node holding ${call.instancia} answered ${res.statusCode} without a result`,
+        'transient',
+        undefined,
+        sent && call.op === 'send',
+      );
     }
     if (a.ok) return a.value;
     if (a.error.moved) throw new LineMoved(a.error.message);

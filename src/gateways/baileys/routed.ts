@@ -106,7 +106,8 @@ export class RoutedEngine implements Gateway {
           return await this.forwarder.call(h.url, call, deadline, file);
         } catch (err) {
           if (err instanceof LineMoved && attempt === 0) continue;
-          if (err instanceof LineMoved) throw new GatewayFailure(`the session of ${call.instancia} is moving between nodes: try again in a moment`, 'transient');
+          if (err instanceof LineMoved)
+            throw new GatewayFailure(`the session of ${call.instancia} is moving between nodes: try again in a moment`, 'transient');
           throw err;
         }
       }

@@ -161,7 +161,9 @@ async function startEngineKeeper(parts: Parts, d: BackgroundDeps, engine: Routed
       }
       engine.bind(keeper);
       const stop = async () => {
-        await keeper.handOver().catch((err: unknown) => log.warn({ err }, 'engine sessions: could not give the lines back; they are taken once this node counts as gone'));
+        await keeper
+          .handOver()
+          .catch((err: unknown) => log.warn({ err }, 'engine sessions: could not give the lines back; they are taken once this node counts as gone'));
         watchdog?.close();
       };
       return { value: keeper, stop };

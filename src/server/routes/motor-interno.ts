@@ -1,7 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { EngineKeeper } from '../../core/engine-keeper.js';
 import type { TempFiles } from '../../core/media.js';
-import { answerOf, CALL_BYTES_HEADER, FORWARD_PATH, FORWARD_TYPE, LineMoved, MAX_CALL_BYTES, nodeKeyMatches, type EngineCall } from '../../gateways/baileys/forward.js';
+import {
+  answerOf,
+  CALL_BYTES_HEADER,
+  FORWARD_PATH,
+  FORWARD_TYPE,
+  LineMoved,
+  MAX_CALL_BYTES,
+  nodeKeyMatches,
+  type EngineCall,
+} from '../../gateways/baileys/forward.js';
 import type { RoutedEngine } from '../../gateways/baileys/routed.js';
 
 export interface EngineHost {

@@ -23,7 +23,7 @@ export async function nodes(q: Queryable): Promise<NodeRow[]> {
     alive: n.alive === true,
     silent_ms: Number(n.silent_ms),
     margin_ms: Number(n.margen_ms),
-    engine_url: n.motor_url === null ? null : String(n.motor_url),
+    engine_url: typeof n.motor_url === 'string' ? n.motor_url : null,
   }));
 }
 

@@ -6,11 +6,12 @@ import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, schemaUrl, u
 import { tempDir } from '../helpers/server.js';
 
 /**
- * One engine node per store (D-118), with real `serve` processes on
- * PostgreSQL + Redis: a second `serve --gateway baileys` on the store exits
- * non-zero saying why; once the first stops, a new one starts. No line is
- * linked, so no socket is opened; the network's address points at a closed
- * local port all the same, so nothing could leave the machine.
+ * Every engine node of a store takes over the others' lines (D-136), so
+ * they must share the key that seals the lines' state: with real `serve`
+ * processes on PostgreSQL + Redis, a second `serve --gateway baileys` with
+ * another key file exits non-zero saying why; given the first node's key
+ * file, it starts beside it. No line is linked, so no socket is opened; the
+ * network's address points at a closed local port all the same.
  */
 let schema: { schema: string; drop: () => Promise<void> };
 let prefix: string;
@@ -41,19 +42,20 @@ describeWith(postgres, 'a second engine node on one store (PostgreSQL)', () => {
     if (redis.available) await dropRedisPrefix(prefix);
   });
 
-  it('is refused with the reason while the first runs; after the first stops, a new one starts', async () => {
-    const first = await startServeChild(join(tempDir(), 'node1'), args);
+  it("with another engine key it is refused with the reason; with the first one's key file it starts beside it", async () => {
+    const dir1 = join(tempDir(), 'node1');
+    const first = await startServeChild(dir1, args);
     const refused = await startServeChild(join(tempDir(), 'node2'), args).then(
       () => null,
       (err: unknown) => err as Error,
     );
     expect(refused, 'the second node started').not.toBeNull();
     expect(refused!.message).toMatch(/^serve ended before listening \(exit [1-9]\d*,/);
-    expect(refused!.message).toContain(
-      "another node of this store runs the engine (--gateway baileys), so this one does not start: two sockets on one line's session log each other out",
+    expect(refused!.message).toMatch(
+      /this node's engine key \(id \w+, .*\) is not the one the store's lines are sealed with \(id \w+\): every node of a store needs the same key file/,
     );
+    const second = await startServeChild(join(tempDir(), 'node3'), [...args, '--engine-key-file', join(dir1, 'engine.key')]);
+    await stop(second);
     await stop(first);
-    const next = await startServeChild(join(tempDir(), 'node3'), args);
-    await stop(next);
   });
 });
