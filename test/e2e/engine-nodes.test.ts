@@ -7,6 +7,7 @@ import { startFakeNetwork, type FakeNetwork } from '../fakewa/index.js';
 import { numeroNuevo } from '../helpers/expect.js';
 import { until } from '../helpers/poll.js';
 import { killAllServeChildren, startServeChild, type ServeChild } from '../helpers/serve-child.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 import { api, tempDir } from '../helpers/server.js';
 import { dataUri, PNG } from '../server/send-helpers.js';
 import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, schemaUrl, uniqueNamespace } from '../helpers/services.js';
@@ -38,7 +39,7 @@ const lines: Array<{ id: number; numero: string; instancia: string }> = [];
 const CONTACT = numeroNuevo();
 let seq = 0;
 
-async function startNode(): Promise<ServeChild> {
+async function startNode(store = schemaUrl(schema.schema)): Promise<ServeChild> {
   seq += 1;
   const n = await startServeChild(
     join(root, `node${seq}`),
@@ -48,7 +49,7 @@ async function startNode(): Promise<ServeChild> {
       '--baileys-ws-url',
       fake.wsUrl,
       '--store',
-      schemaUrl(schema.schema),
+      store,
       '--counters',
       REDIS_URL,
       '--counters-prefix',
@@ -241,6 +242,45 @@ describeWith(postgres, 'engine sessions on three nodes (postgres, redis, the fak
         .map((m) => JSON.stringify(m.message));
       for (let i = 0; i < sent.length; i++) expect(texts.filter((t) => t.includes(`"carga ${i}"`)).length).toBeLessThanOrEqual(1);
       expect(maxConcurrent()).toBe(1);
+    },
+    240_000,
+  );
+
+  it.skipIf(!redis.available)(
+    'a holder that loses the database closes its sockets before its lines are taken, and lives to take lines again',
+    async () => {
+      while (alive().length > 2) {
+        const n = alive()[alive().length - 1]!;
+        n.child.kill('SIGTERM');
+        await n.child;
+      }
+      const u = new URL(schemaUrl(schema.schema));
+      const proxy = await startTcpProxy(u.hostname, Number(u.port || 5432));
+      let cut: ServeChild | undefined;
+      try {
+        u.host = `127.0.0.1:${proxy.port}`;
+        cut = await startNode(u.toString());
+        await spread('three nodes again, one behind a proxy', 3);
+        const id = await nodeIdOf(cut);
+        const itsLines = (await holders()).filter((h) => h.nodo === id).map((h) => h.instancia);
+        expect(itsLines.length).toBeGreaterThan(0);
+        // Its statements hang: no beat is recorded, no answer comes back.
+        proxy.stall(true);
+        await spread('the lines held by the two others', 2);
+        expect(maxConcurrent()).toBe(1);
+        // It closed its sockets itself: the watchdog had nothing to guard and the node lives.
+        expect(cut.child.exitCode).toBeNull();
+        expect(cut.child.signalCode).toBeNull();
+        proxy.stall(false);
+        await spread('the node back, with lines of its own again', 3);
+        expect(maxConcurrent()).toBe(1);
+      } finally {
+        proxy.stall(false);
+        // Its database is behind the proxy: it goes before the proxy does.
+        cut?.child.kill('SIGKILL');
+        await cut?.child;
+        await proxy.close();
+      }
     },
     240_000,
   );
