@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { celularInScope, type ClientPrincipal } from '../../../core/auth.js';
+import { engineHolderOf } from '../../../core/engine-holders.js';
 import { celularStatus, createCelular, deleteCelular, editCelular, listCelulares, rotateCelularKey, type CelularEdit } from '../../../core/celulares.js';
 import { AppError } from '../../../core/errors.js';
 import { listGatewayServers, moveCelular } from '../../../core/gateway-servers.js';
@@ -14,7 +15,7 @@ import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
 import { redirectToOnce } from '../shown-once.js';
-import { estadoBadge, lineGoneHandler, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
+import { engineNodeCell, estadoBadge, lineGoneHandler, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
 import { lineProfile } from '../../../core/session-actions.js';
 import { sessionCard, sessionRoutes, type SessionForm } from './celular-session.js';
 
@@ -180,7 +181,7 @@ async function linePage(
   const sv = forms.send?.values ?? {};
   const sent = forms.sent;
   const num = (name: (typeof EDIT_FIELDS)[number], label: string, hint: string) => field({ name, label, type: 'number', value: s[name], hint }, editErrors);
-  const perfil = await lineProfile(deps.core, row);
+  const [perfil, holder] = await Promise.all([lineProfile(deps.core, row), engineHolderOf(deps.core, row.gateway_instancia)]);
   return sendPage(
     req,
     reply,
@@ -196,6 +197,7 @@ async function linePage(
         <dd>${row.id}</dd>
         <dt>gateway_instancia</dt>
         <dd>${row.gateway_instancia ?? html`<span class="empty">none yet (made when the line is linked)</span>`}</dd>
+        ${holder === undefined ? '' : html`<dt>Engine node</dt><dd>${engineNodeCell(holder)}</dd>`}
       </dl>
       <p class="actions">
         ${

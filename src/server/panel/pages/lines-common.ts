@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { listTable } from '../listing.js';
 import { AppError, ERRORS } from '../../../core/errors.js';
+import type { MotorNodo } from '../../../core/engine-holders.js';
 import type { CelularEstado, SessionStatus } from '../../../core/ports/model.js';
 import type { celularView } from '../../../core/views.js';
 import { html, type Html } from '../html.js';
@@ -38,6 +39,13 @@ const ESTADO_TONE: Record<CelularEstado, 'ok' | 'warn' | 'bad'> = { activo: 'ok'
 /** The line's estado (activo, desconectado, suspendido), as the API names it. */
 export function estadoBadge(estado: string): Html {
   return html`<span class="badge ${ESTADO_TONE[estado as CelularEstado] ?? ''}">${estado}</span>`;
+}
+
+/** The engine node holding a line's session (`--gateway baileys`, D-137): its label, or why there is none. */
+export function engineNodeCell(n: MotorNodo | null): Html {
+  if (n === null) return html`<span class="empty">none holds its session now</span>`;
+  const name = n.etiqueta ?? html`node <code>${n.id}</code>`;
+  return n.presente ? html`${name}` : html`${name} <span class="badge bad">gone</span> <span class="hint">another node takes it</span>`;
 }
 
 /** A client's lines as a table (the account and the lines pages), or `empty` when there are none. */
