@@ -10,7 +10,7 @@ import { api, seedClient, startTestServer, tempDir, type Seeded, type TestServer
  * Which node holds a linked line (D-137) on one `serve --gateway baileys`
  * (SQLite) against the fake network: once linked, the line's holder is this
  * node, named the same in celular_status.php, the operator's client page,
- * `celular status`, the panel's line page and overview, and /metrics; the
+ * `celular status`, the panel's line page, lines page and overview, and /metrics; the
  * take is audited and logged. A restart gives the line back (audited as a
  * stop) and the new process takes it again, with no new scan.
  */
@@ -90,12 +90,14 @@ describe('the node holding a linked line', () => {
     expectOk(await api(s.url, 'POST', `/api/celular_eliminar.php?id=${c.body.celular_id}`, { key: A.clientKey }));
   });
 
-  it("the panel's line page and the overview name it", async () => {
+  it("the panel's line page, lines page and overview name it", async () => {
     const n = await thisNode();
     const cookie = await signIn(s.adminToken);
     const line = await page(cookie, `/panel/c/${A.clienteId}/celulares/${A.celularId}`);
     expect(line.status, line.text).toBe(200);
     expect(line.text).toMatch(new RegExp(`<dt>Engine node</dt>\\s*<dd>${n.label}</dd>`));
+    const lines = await page(cookie, `/panel/c/${A.clienteId}/celulares`);
+    expect(lines.text).toMatch(new RegExp(`<td data-label="engine node">${n.label}</td>`));
     const overview = await page(cookie, '/panel/');
     expect(overview.status).toBe(200);
     expect(overview.text).toContain('Engine sessions by node');

@@ -40,6 +40,18 @@ describe("a line's engine holder", () => {
     const op = await api(s.url, 'GET', `/admin/clientes/${A.clienteId}`, { key: s.adminToken });
     expect(op.body.celulares[0]).toHaveProperty('servidor');
     expect(op.body.celulares[0]).not.toHaveProperty('motor_nodo');
+    // Nor in the panel: the line page, the lines page, the overview.
+    const login = await api(s.url, 'POST', '/panel/login', { form: { credencial: s.adminToken } });
+    expect(login.status, login.text).toBe(303);
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    const page = async (path: string) => {
+      const r = await api(s.url, 'GET', path, { headers: { cookie } });
+      expect(r.status, r.text).toBe(200);
+      return r.text;
+    };
+    expect(await page(`/panel/c/${A.clienteId}/celulares/${A.celularId}`)).not.toContain('Engine node');
+    expect(await page(`/panel/c/${A.clienteId}/celulares`)).not.toContain('engine node');
+    expect(await page('/panel/')).not.toContain('Engine sessions');
   });
 
   it('names the holder by its label, a node the store no longer knows by its id alone, and nobody for a free line or one without a row', async () => {

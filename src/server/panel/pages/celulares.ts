@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { celularInScope, type ClientPrincipal } from '../../../core/auth.js';
-import { engineHolderOf } from '../../../core/engine-holders.js';
+import { engineHolderOf, engineHolders, type Holders } from '../../../core/engine-holders.js';
 import { celularStatus, createCelular, deleteCelular, editCelular, listCelulares, rotateCelularKey, type CelularEdit } from '../../../core/celulares.js';
 import { AppError } from '../../../core/errors.js';
 import { listGatewayServers, moveCelular } from '../../../core/gateway-servers.js';
@@ -70,14 +70,23 @@ async function lineOf(core: PanelDeps['core'], req: FastifyRequest<{ Params: Par
   return { cid, id, p, row };
 }
 
-function listPage(req: FastifyRequest, reply: FastifyReply, cid: number, rows: Awaited<ReturnType<typeof listCelulares>>, form?: FormState, status = 200) {
+/** The lines page: the table (with each line's engine node when the engine runs, D-137) and the create form. */
+function listPage(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  cid: number,
+  rows: Awaited<ReturnType<typeof listCelulares>>,
+  holders: Holders | undefined,
+  form?: FormState,
+  status = 200,
+) {
   const errors = form?.errors ?? NO_ERRORS;
   const v = form?.values ?? {};
   return sendPage(
     req,
     reply,
     { title: 'Lines', clienteId: cid, current: 'celulares' },
-    html`${linesTable(cid, rows.celulares, html`<p class="empty">No lines yet. Create one below.</p>`)}
+    html`${linesTable(cid, rows.celulares, html`<p class="empty">No lines yet. Create one below.</p>`, holders)}
       <h2>Create a line</h2>
       <form method="post" action="/panel/c/${cid}/celulares" class="card narrow">
         ${csrfField(req)} ${generalError(errors)}
@@ -385,7 +394,8 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
     const p = await clientScope(core, req, cid);
     // A line's session sees its own line, never a list of its siblings.
     if (p.kind === 'celular') return redirect(req, reply, lineUrl(cid, p.celular.id));
-    return listPage(req, reply, cid, await listCelulares(core, p));
+    const [rows, holders] = await Promise.all([listCelulares(core, p), engineHolders(core)]);
+    return listPage(req, reply, cid, rows, holders);
   });
 
   /**
@@ -433,7 +443,8 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
       // A line's session may not create (core refuses it): the refusal page, not the list of siblings.
       if (p.kind === 'celular') throw err;
       const errors = refusal(err, CREATE_FIELDS);
-      return listPage(req, reply, cid, await listCelulares(core, p), { values, errors }, (errors.general ?? Object.values(errors.fields)[0])!.status);
+      const [rows, holders] = await Promise.all([listCelulares(core, p), engineHolders(core)]);
+      return listPage(req, reply, cid, rows, holders, { values, errors }, (errors.general ?? Object.values(errors.fields)[0])!.status);
     }
   });
 
