@@ -136,6 +136,8 @@ describe('the node holding a linked line', () => {
     const n = await thisNode();
     expect(n.id).not.toBe(old.id);
     await until(async () => (await status()).motor_nodo?.id === n.id, { what: 'held by the new process' });
+    // Written just after the take, which the status may have overtaken.
+    await until(async () => (await audited()).length === 3, { what: 'the new take audited' });
     const rows = await audited();
     expect(rows.map((r: { detalle: { motivo: string } }) => r.detalle.motivo)).toEqual(['free', 'stop', 'free']);
     expect(rows[1].detalle).toEqual({ antes: { nodo: old.label, nodo_id: old.id }, despues: { nodo: null, nodo_id: null }, motivo: 'stop' });
