@@ -73,9 +73,9 @@ export interface WebhookAttemptEvent {
 /**
  * A line's engine session changed hands (`--gateway baileys`, D-137),
  * published by the node that took or gave it. Internal, like
- * webhook.attempt: counted, logged and audited, never delivered to a
- * client (which node runs a socket is the operator's concern; what the
- * client sees of a move is its session.status).
+ * webhook.attempt: counted, logged and audited, never journaled for a
+ * client's webhooks or stream (its integration acts on session.status,
+ * which a move already shows when the socket drops and comes back).
  */
 export interface SessionHolderEvent {
   gateway_instancia: string;
