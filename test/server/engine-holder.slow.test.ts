@@ -71,6 +71,11 @@ describe('the node holding a linked line', () => {
     expect((await status()).motor_nodo).toEqual(holder);
     const op = await api(s.url, 'GET', `/admin/clientes/${A.clienteId}`, { key: s.adminToken });
     expect(op.body.celulares).toEqual([expect.objectContaining({ id: A.celularId, motor_nodo: holder })]);
+    // `admin client show` adds the node to its table of lines.
+    const show = await cli.run(['admin', 'client', 'show', String(A.clienteId)], { env: { PASARELA_ADMIN_TOKEN: s.adminToken } });
+    expect(show.exitCode, show.stderr).toBe(0);
+    const row = show.stdout.split('\n').find((l) => l.startsWith(`${A.celularId}\t`));
+    expect(row!.split('\t')).toEqual([String(A.celularId), LINE, 'activo', '0', 'connected', '', n.label]);
   });
 
   it('celular status shows it on a node line; --json is the API body with motor_nodo', async () => {
