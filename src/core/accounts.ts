@@ -1,4 +1,5 @@
 import { actorOf, celularInScope, type ClientPrincipal, type Principal } from './auth.js';
+import { engineHolders } from './engine-holders.js';
 import { invalidateCredentials } from './credential-invalidate.js';
 import type { Core } from './context.js';
 import { fail } from './errors.js';
@@ -130,11 +131,16 @@ export async function findClientes(core: Core, text: string, limit: number): Pro
 /** The operator's view of one client: its lines, each with the gateway server it is on (by name; null before it is placed). */
 export async function showCliente(core: Core, id: number) {
   const cliente = await getClienteOrFail(core, id);
-  const celulares = await core.store.listCelulares(id);
-  const servers = new Map((await core.store.listGatewayServers()).map((g) => [g.id, g.nombre]));
+  const [celulares, gateways, holders] = await Promise.all([core.store.listCelulares(id), core.store.listGatewayServers(), engineHolders(core)]);
+  const servers = new Map(gateways.map((g) => [g.id, g.nombre]));
   return {
     ...(await clienteSummary(core, cliente)),
-    celulares: celulares.map((c) => ({ ...celularView(c), servidor: c.servidor_id === null ? null : (servers.get(c.servidor_id) ?? null) })),
+    celulares: celulares.map((c) => ({
+      ...celularView(c),
+      servidor: c.servidor_id === null ? null : (servers.get(c.servidor_id) ?? null),
+      // Only with the in-process engine (D-137), read once for every line.
+      ...(holders ? { motor_nodo: holders.of(c.gateway_instancia) } : {}),
+    })),
   };
 }
 

@@ -32,6 +32,7 @@ export const AUDIT_ACCIONES = [
   'celular.mover_gateway',
   'celular.logout',
   'celular.reiniciar',
+  'celular.motor_nodo',
   'webhook.configurar',
   'webhook.eliminar',
   'webhook.restaurar',

@@ -70,8 +70,28 @@ export interface WebhookAttemptEvent {
   edad_ms: number;
 }
 
+/**
+ * A line's engine session changed hands (`--gateway baileys`, D-137),
+ * published by the node that took or gave it. Internal, like
+ * webhook.attempt: counted, logged and audited, never journaled for a
+ * client's webhooks or stream (its integration acts on session.status,
+ * which a move already shows when the socket drops and comes back).
+ */
+export interface SessionHolderEvent {
+  gateway_instancia: string;
+  /** null: the line's celular row was not known to the keeper yet (the audit looks it up by its instance). */
+  celular_id: number | null;
+  /** Node ids; null: free. */
+  nodo_anterior: string | null;
+  nodo: string | null;
+  /** free, gone (taken from a silent node), balance or stop (given away). */
+  motivo: 'free' | 'gone' | 'balance' | 'stop';
+  fecha: string;
+}
+
 export interface BusEvents {
   'webhook.attempt': WebhookAttemptEvent;
+  'session.holder': SessionHolderEvent;
   'session.status': SessionStatusEvent;
   'message.status': MessageStatusBusEvent;
   'messages.received': MessagesReceivedEvent;

@@ -1,4 +1,5 @@
 import type { Core } from './context.js';
+import { engineHolders, type HolderCount } from './engine-holders.js';
 import { SESSION_STATUSES, type MensajeEstado } from './ports/model.js';
 import type { FailingWebhook } from './ports/webhooks.js';
 
@@ -35,6 +36,8 @@ export interface Overview {
   lineas: { total: number; por_estado: Record<string, number>; por_sesion: Record<string, number> };
   servidores: Array<{ nombre: string; estado: string; lineas: number; max_lineas: number | null }>;
   webhooks_fallando: Array<FailingWebhook & { nombre: string | null }>;
+  /** With the in-process engine (D-137): the nodes holding lines' sessions, with how many each, and the lines nobody holds; null otherwise. */
+  motor: { nodos: HolderCount[]; libres: number } | null;
 }
 
 export interface QueuedLine {
@@ -69,7 +72,7 @@ async function queuedLines(core: Core, now: number): Promise<Overview['cola_por_
 export async function overview(core: Core): Promise<Overview> {
   const now = core.clock.now();
   const s = core.store;
-  const [nodes, queue, perLine, outbox, recent, counts, servers, failing] = await Promise.all([
+  const [nodes, queue, perLine, outbox, recent, counts, servers, failing, holders] = await Promise.all([
     s.nodes(now),
     s.queueDepth(),
     queuedLines(core, now),
@@ -78,6 +81,7 @@ export async function overview(core: Core): Promise<Overview> {
     s.lineCounts(),
     s.listGatewayServers(),
     s.failingWebhooks(FAILING_WEBHOOKS_SHOWN),
+    engineHolders(core),
   ]);
   const ultima_hora: Record<MensajeEstado, number> = { pendiente: 0, enviado: 0, entregado: 0, leido: 0, error: 0 };
   for (const r of recent) ultima_hora[r.estado] = (ultima_hora[r.estado] ?? 0) + r.n;
@@ -106,5 +110,6 @@ export async function overview(core: Core): Promise<Overview> {
     lineas: { total, por_estado, por_sesion },
     servidores: servers.map((g) => ({ nombre: g.nombre, estado: g.estado, lineas: g.lineas, max_lineas: g.max_lineas })),
     webhooks_fallando: failing.map((f, i) => ({ ...f, nombre: names[i]?.nombre ?? null })),
+    motor: holders?.summary() ?? null,
   };
 }

@@ -1,5 +1,6 @@
 import { actorOf, celularInScope, requireActiveClient, type ClientPrincipal, type Principal } from './auth.js';
 import { applySessionStatus, celularStatus, gatewayError } from './celulares.js';
+import { engineHolderOf } from './engine-holders.js';
 import { iso } from './clock.js';
 import type { Core } from './context.js';
 import { fail } from './errors.js';
@@ -141,8 +142,14 @@ export async function showCelularWithProfile(core: Core, p: ClientPrincipal, id:
   return { celular: celularView(row), perfil: await lineProfile(core, row) };
 }
 
-/** The session status refreshed from the gateway (celularStatus), and the phone's profile when it is connected. */
+/** The session status refreshed from the gateway (celularStatus), the phone's profile when it is connected, and the engine node holding it. */
 export async function celularStatusWithProfile(core: Core, p: ClientPrincipal, id: number) {
   const st = await celularStatus(core, p, id);
-  return { ...st, perfil: await lineProfile(core, { id: st.celular_id, gateway_instancia: st.gateway_instancia || null, last_status: st.status }) };
+  const instancia = st.gateway_instancia || null;
+  const [perfil, motor] = await Promise.all([
+    lineProfile(core, { id: st.celular_id, gateway_instancia: instancia, last_status: st.status }),
+    engineHolderOf(core, instancia),
+  ]);
+  // motor_nodo only with the in-process engine (D-137): absent with any other gateway.
+  return { ...st, perfil, ...(motor === undefined ? {} : { motor_nodo: motor }) };
 }

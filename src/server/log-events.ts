@@ -1,8 +1,8 @@
-import type { EventBus, MessageStatusEvent, SessionStatusEvent, WebhookAttemptEvent } from '../core/events.js';
+import type { EventBus, MessageStatusEvent, SessionHolderEvent, SessionStatusEvent, WebhookAttemptEvent } from '../core/events.js';
 
 /**
  * What an operator should see in the log without asking for debug
- * (docs/logs.md, "Events"): a line's session changing state, a message
+ * (docs/logs.md, "Events"): a line's session changing state or node, a message
  * ending in error, a webhook receiver that keeps failing (and recovers), and
  * a webhook delivery given up. Each is one line with a stable `msg` and an
  * `event` name; the fields are ids and reasons, never a message's text or a
@@ -20,6 +20,7 @@ export const LOG_EVENTS = {
   /** Not from the bus: a request refused before routing (request-log.ts). */
   requestRefused: 'request.refused',
   lineStatus: 'line.status',
+  lineHolder: 'line.holder',
   messageError: 'message.error',
   webhookFailing: 'webhook.failing',
   webhookRecovered: 'webhook.recovered',
@@ -67,6 +68,13 @@ export function logBusEvents(bus: EventBus, log: EventLogger, opts: { failingAft
         estado: e.estado,
       },
       'line status changed',
+    );
+  };
+
+  const onHolder = (e: SessionHolderEvent) => {
+    log.info(
+      { event: LOG_EVENTS.lineHolder, celular_id: e.celular_id, instancia: e.gateway_instancia, from: e.nodo_anterior, to: e.nodo, reason: e.motivo },
+      "line's engine session changed hands",
     );
   };
 
@@ -118,7 +126,12 @@ export function logBusEvents(bus: EventBus, log: EventLogger, opts: { failingAft
     }
   };
 
-  const offs = [bus.subscribe('session.status', onSession), bus.subscribe('message.status', onMessage), bus.subscribe('webhook.attempt', onAttempt)];
+  const offs = [
+    bus.subscribe('session.status', onSession),
+    bus.subscribe('session.holder', onHolder),
+    bus.subscribe('message.status', onMessage),
+    bus.subscribe('webhook.attempt', onAttempt),
+  ];
   return () => {
     for (const off of offs) off();
   };

@@ -74,6 +74,11 @@ const EVENTS: Record<string, (e: Entry, c: ChalkInstance) => string> = {
     const [celular, cliente, from, to] = take(e, 'celular_id', 'cliente_id', 'from', 'to');
     return `line ${text(celular)} (cliente ${text(cliente)}) ${from === null || from === undefined ? 'new' : text(from)} → ${text(to)}`;
   },
+  [LOG_EVENTS.lineHolder]: (e) => {
+    const [celular, from, to, reason] = take(e, 'celular_id', 'from', 'to', 'reason');
+    const node = (n: unknown) => (n === null || n === undefined ? 'free' : `node ${text(n)}`);
+    return `line ${text(celular)} session ${node(from)} → ${node(to)} (${text(reason)})`;
+  },
   [LOG_EVENTS.messageError]: (e) => {
     const [msgId, celular, cliente, error] = take(e, 'msg_id', 'celular_id', 'cliente_id', 'error');
     return `message ${text(msgId)} (line ${text(celular)}, cliente ${text(cliente)}) ended in error: ${text(error)}`;

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Core } from '../core/context.js';
-import type { HolderChange } from '../core/engine-keeper.js';
+import { HolderReports } from '../core/engine-holders.js';
 import { nodeKey } from '../gateways/baileys/forward.js';
 import { MAX_MEDIA_BYTES } from '../core/media.js';
 import { EventBus } from '../core/events.js';
@@ -167,8 +167,11 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     const drivenClock = given.clock !== undefined && given.clock !== systemClock;
     if (onThread && (drivenClock || random)) throw new Error('the background thread runs on the system clock: a driven clock needs background inline');
     const node = await startNode(parts, opts, core, log);
-    const onHolderChange = (c: HolderChange) => log.info({ ...c }, 'engine: a line changed hands');
-    const bg = await startBackground(parts, { opts, core, node, opened, media, tmp, gw, metrics, log, onThread, onHolderChange });
+    // Each change of holder this node makes: on the bus (counted, logged), then audited (D-137).
+    const holders = new HolderReports(core, (err) => log.warn({ err }, "a line's change of engine node could not be audited"));
+    const bg = await startBackground(parts, { opts, core, node, opened, media, tmp, gw, metrics, log, onThread, holders });
+    const engine = gw.engine;
+    if (engine) metrics.engineHeld = () => engine.sockets.held().length;
     const health = lineHealth(opts, core, node, log);
     const inFlight = new Set<string>();
     const send = { tmp, media, queued: bg.queued, inFlight, keysAccepting: new Map(), node };

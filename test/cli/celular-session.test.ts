@@ -10,7 +10,7 @@ import { Cli, expectJsonOnly, fields } from './helpers.js';
  * `pasarela celular logout ID` and `celular restart ID` off a terminal:
  * logout needs --yes there (exit 2 without), --json prints the server's
  * answer alone, refusals take their DESIGN §9 exit codes; `show` and
- * `status` name the linked phone. The question on a TTY is in
+ * `status` name the linked phone (and no engine node: the simulator has none). The question on a TTY is in
  * celular-session.slow.test.ts.
  */
 let s: TestServer;
@@ -91,6 +91,9 @@ describe('celular logout and restart', () => {
     expect(st.perfil).toEqual({ nombre: SIM_PUSH_NAME, numero: L.numero });
     const status = await cli.run(['celular', 'status', String(L.celularId)], env);
     expect(fields(status.stdout).telefono).toBe(`${SIM_PUSH_NAME} · +${L.numero}`);
+    // Only the in-process engine has a node holding the line (D-137; test/server/engine-holder.slow.test.ts).
+    expect(st).not.toHaveProperty('motor_nodo');
+    expect(fields(status.stdout)).not.toHaveProperty('node');
     const M = await linkedLine(s, { link: false });
     const none = expectJsonOnly(await cli.run(['celular', 'show', String(M.celularId), '--json'], { env: { PASARELA_KEY: M.clientKey } }));
     expect(none.perfil).toBeNull();

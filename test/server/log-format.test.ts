@@ -60,6 +60,24 @@ describe('formatEntry', () => {
       formatEntry(
         {
           ...base,
+          event: 'line.holder',
+          celular_id: 3,
+          instancia: 'pasarela-3',
+          from: null,
+          to: 'n-1',
+          reason: 'free',
+          msg: "line's engine session changed hands",
+        },
+        plain,
+      ),
+    ).toBe('12:03:04.123 INFO  line 3 session free → node n-1 (free) instancia=pasarela-3');
+    expect(formatEntry({ ...base, event: 'line.holder', celular_id: 3, instancia: 'p', from: 'n-1', to: null, reason: 'stop', msg: 'x' }, plain)).toContain(
+      'line 3 session node n-1 → free (stop)',
+    );
+    expect(
+      formatEntry(
+        {
+          ...base,
           event: 'message.error',
           msg_id: 'abc',
           celular_id: 3,

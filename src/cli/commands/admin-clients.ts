@@ -78,17 +78,35 @@ export interface ClientShowOptions {
 export async function runClientShow(o: ClientShowOptions, ctx: Ctx): Promise<void> {
   const b = await call<
     ClienteSummary & {
-      celulares: Array<{ id: number; numero: string; estado: string; saldo_actual: number; last_status: string | null; servidor?: string | null }>;
+      celulares: Array<{
+        id: number;
+        numero: string;
+        estado: string;
+        saldo_actual: number;
+        last_status: string | null;
+        servidor?: string | null;
+        motor_nodo?: { id: string; etiqueta: string | null } | null;
+      }>;
     }
   >(ctx, 'GET', pathTo(API.adminCliente, { id: idArg(o.id) }));
   emit(ctx, b, () => {
     printFields(ctx.term, summaryFields(b));
     if (b.celulares.length > 0) {
       ctx.term.out('');
+      // The node holding each line's session only with the in-process engine, which answers motor_nodo (D-137).
+      const engine = b.celulares.some((c) => c.motor_nodo !== undefined);
       printTable(
         ctx.term,
-        ['celular', 'numero', 'estado', 'saldo', 'sesion', 'servidor'],
-        b.celulares.map((c) => [c.id, c.numero, c.estado, c.saldo_actual, c.last_status, c.servidor ?? null]),
+        ['celular', 'numero', 'estado', 'saldo', 'sesion', 'servidor', ...(engine ? ['nodo'] : [])],
+        b.celulares.map((c) => [
+          c.id,
+          c.numero,
+          c.estado,
+          c.saldo_actual,
+          c.last_status,
+          c.servidor ?? null,
+          ...(engine ? [c.motor_nodo ? (c.motor_nodo.etiqueta ?? c.motor_nodo.id) : null] : []),
+        ]),
       );
     }
   });

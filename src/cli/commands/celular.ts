@@ -282,6 +282,7 @@ export async function runCelularStatus(o: CelularStatusOptions, ctx: Ctx): Promi
     status_actualizado_desde_gateway: boolean;
     ultimo_check: string;
     perfil?: Perfil | null;
+    motor_nodo?: MotorNodo | null;
   }>('GET', API.celularStatus, { key: ctx.key(), query: { id: idArg(o.id) } });
   emit(ctx, b, () =>
     printFields(ctx.term, [
@@ -292,8 +293,22 @@ export async function runCelularStatus(o: CelularStatusOptions, ctx: Ctx): Promi
       ['refreshed', b.status_actualizado_desde_gateway ? 'yes' : 'no (the stored state)'],
       ['ultimo_check', b.ultimo_check],
       ['telefono', perfilCell(b.perfil)],
+      // Only the in-process engine answers motor_nodo (D-137).
+      ...(b.motor_nodo === undefined ? [] : [['node', nodeCell(b.motor_nodo)] as [string, string]]),
     ]),
   );
+}
+
+/** The engine node holding a line's session (the API's motor_nodo), as `celular status` shows it. */
+interface MotorNodo {
+  id: string;
+  etiqueta: string | null;
+  presente: boolean;
+}
+
+function nodeCell(n: MotorNodo | null): string {
+  if (n === null) return 'none (no node holds its session now)';
+  return `${n.etiqueta ?? n.id}${n.presente ? '' : ' (gone: another node takes it)'}`;
 }
 
 export interface CelularSessionOptions {

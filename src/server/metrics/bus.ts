@@ -5,7 +5,7 @@ import type { Metrics } from './metrics.js';
  * Counts what the core publishes on the bus: sends accepted (a message.status
  * with no estado_anterior), sends finished (leaving pendiente: enviado, or
  * error), receipts (a sent message moving on), incoming messages, session
- * changes and webhook attempts. Returns the unsubscribe.
+ * changes, engine sessions moved and webhook attempts. Returns the unsubscribe.
  */
 export function countBusEvents(bus: EventBus, m: Metrics): () => void {
   const off = [
@@ -26,6 +26,7 @@ export function countBusEvents(bus: EventBus, m: Metrics): () => void {
     }),
     bus.subscribe('messages.received', (e) => m.received.inc({ tipo: m.inboundTipo(e.tipo) })),
     bus.subscribe('session.status', (e) => m.sessionChanges.inc({ status: e.status })),
+    bus.subscribe('session.holder', (e) => m.engineMoves.inc({ reason: e.motivo })),
     bus.subscribe('webhook.attempt', (e) => {
       m.webhookAttempts.inc({ estado: e.estado });
       m.webhookAttemptDuration.observe(e.duracion_ms / 1000);

@@ -24,6 +24,7 @@ const FINISHED = ['enviado', 'error'] as const;
 const RECEIPTS = ['entregado', 'leido', 'error'] as const;
 const INBOUND_TIPOS = [...TIPOS, 'otro'] as const;
 const WEBHOOK_ESTADOS = ['entregado', 'pendiente', 'fallido'] as const;
+const ENGINE_MOVE_REASONS = ['free', 'gone', 'balance', 'stop'] as const;
 export const GATEWAY_OPERATIONS = [
   'ensure_instance',
   'connect',
@@ -155,6 +156,16 @@ export class Metrics {
     registers: [this.own],
   });
 
+  /** The engine's lines whose session this node holds now (`--gateway baileys`; set once the engine runs, serve.ts). */
+  engineHeld: (() => number) | null = null;
+
+  readonly engineMoves = new Counter({
+    name: 'pasarela_engine_session_moves_total',
+    help: 'Engine sessions this node took or gave, by reason: free (nobody held it), gone (its holder stopped beating), balance or stop (given away) (--gateway baileys; sum over nodes)',
+    labelNames: ['reason'] as const,
+    registers: [this.own],
+  });
+
   /** Log lines the log output could not take (a full disk, a closed pipe): dropped, the service goes on (log-sink.ts). */
   readonly logLinesDropped: Counter;
 
@@ -232,6 +243,15 @@ export class Metrics {
         for (const [status, n] of counts) this.set({ status }, n);
       },
     });
+    const held = () => this.engineHeld?.() ?? 0;
+    new Gauge({
+      name: 'pasarela_engine_sessions_held',
+      help: "The engine's lines whose session this node holds (--gateway baileys; sum over nodes: the lines held anywhere)",
+      registers: [this.own],
+      collect() {
+        this.set(held());
+      },
+    });
     new Gauge({
       name: 'pasarela_store_stats_up',
       help: 'Whether the last read of the store gauges succeeded (0: they hold the values of the last read that did)',
@@ -258,6 +278,7 @@ export class Metrics {
     for (const tipo of INBOUND_TIPOS) this.received.labels(tipo).inc(0);
     for (const status of SESSION_STATUSES) this.sessionChanges.labels(status).inc(0);
     for (const estado of WEBHOOK_ESTADOS) this.webhookAttempts.labels(estado).inc(0);
+    for (const reason of ENGINE_MOVE_REASONS) this.engineMoves.labels(reason).inc(0);
     for (const operation of GATEWAY_OPERATIONS) for (const outcome of GATEWAY_OUTCOMES) this.gatewayCalls.labels(operation, outcome).inc(0);
 
     this.registry = Registry.merge([this.own, processRegistry()]);

@@ -3,7 +3,8 @@ import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import type { TempFiles } from '../../core/media.js';
 import { NodePresence } from '../../core/node-presence.js';
-import { EngineKeeper, type HolderChange } from '../../core/engine-keeper.js';
+import { EngineKeeper } from '../../core/engine-keeper.js';
+import type { HolderReports } from '../../core/engine-holders.js';
 import type { RoutedEngine } from '../../gateways/baileys/routed.js';
 import { EngineWatchdog } from '../watchdog.js';
 import { QueueWorker } from '../../core/queue-worker.js';
@@ -63,8 +64,8 @@ interface BackgroundDeps {
   log: Log;
   /** On a thread of their own (SQLite), or on the request thread. */
   onThread: boolean;
-  /** A line's engine session changed hands here (audited and emitted: serve.ts). */
-  onHolderChange?: (c: HolderChange) => void;
+  /** Where a line's engine session changing hands here is reported (published and audited: core/engine-holders.ts). */
+  holders?: Pick<HolderReports, 'report' | 'idle'>;
 }
 
 /**
@@ -150,7 +151,7 @@ async function startEngineKeeper(parts: Parts, d: BackgroundDeps, engine: Routed
         passMs: opts.nodeBeatMs,
         settleMs: opts.engineSettleMs,
         watchdog,
-        onChange: d.onHolderChange,
+        onChange: d.holders ? (c) => d.holders?.report(c) : undefined,
         onError: (err) => log.error({ err }, 'engine sessions pass failed'),
       });
       try {
@@ -165,6 +166,8 @@ async function startEngineKeeper(parts: Parts, d: BackgroundDeps, engine: Routed
           .handOver()
           .catch((err: unknown) => log.warn({ err }, 'engine sessions: could not give the lines back; they are taken once this node counts as gone'));
         watchdog?.close();
+        // The hand-over's records are written before the store closes.
+        await d.holders?.idle();
       };
       return { value: keeper, stop };
     },

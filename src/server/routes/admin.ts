@@ -8,6 +8,7 @@ import { created, operatorAuth, success } from '../http.js';
 import { aliasSchema, auditoriaQuerystring, celularSchema, clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
 import { listAuditoria } from '../../core/audit.js';
 import { iso } from '../../core/clock.js';
+import { motorNodoProp } from '../schemas/session.js';
 import { IdParams, Nullable, StringEnum, Type, typed } from '../schemas/typed.js';
 
 /** The operator API (docs/design.md §3): clients, plans, balances, keys. Operator token only. */
@@ -24,7 +25,7 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
     max_celulares: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: FIELD_LIMITS.maxCelulares, description: 'null: no cap' }))),
   };
   const summary = okResponse(clienteSummaryProps);
-  // The operator also sees which gateway server each line is on.
+  // The operator also sees which gateway server each line is on, and with the engine which node holds its session.
   const operatorCelulares = {
     type: 'array',
     items: {
@@ -32,6 +33,7 @@ export default async function adminRoutes(fastify: FastifyInstance, { core }: { 
       properties: {
         ...celularSchema.properties,
         servidor: { type: 'string', nullable: true, description: 'the gateway server the line is on (admin gateway list)' },
+        motor_nodo: motorNodoProp,
       },
     },
   } as const;

@@ -9,7 +9,7 @@ import { celularView } from '../../core/views.js';
 import { boolish, clientAuth, created, principal, success } from '../http.js';
 import { qrPngDataUri } from '../../core/qr-image.js';
 import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, idQueryProps, keyField, okResponse, qrProps } from '../schemas/common.js';
-import { perfilProp } from '../schemas/session.js';
+import { motorNodoProp, perfilProp } from '../schemas/session.js';
 import { Flag, Nullable, Type, typed } from '../schemas/typed.js';
 
 /** The body of a POST that takes the celular `id` in the query string: a form or JSON body may carry it (and the key) instead. */
@@ -189,6 +189,7 @@ export default async function celularRoutes(fastify: FastifyInstance, { core }: 
           status_actualizado_desde_gateway: { type: 'boolean' },
           ultimo_check: { type: 'string', format: 'date-time' },
           perfil: perfilProp,
+          motor_nodo: motorNodoProp,
         }),
         ...errorResponses,
       },

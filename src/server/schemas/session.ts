@@ -18,3 +18,17 @@ export const sessionActionProps = {
   ultimo_check: { type: 'string', format: 'date-time', nullable: true },
   celular: { $ref: 'Celular#' },
 } as const;
+
+/** Which node holds the line's engine session (D-137; an addition, absent unless the gateway is the in-process engine). */
+export const motorNodoProp = {
+  type: 'object',
+  nullable: true,
+  description:
+    "Only with the in-process engine (--gateway baileys): the serve node that holds the line's session (its socket); null when nobody holds it " +
+    '(never linked, or between two nodes); absent with any other gateway',
+  properties: {
+    id: { type: 'string', description: "the node's id (new at each start of serve)" },
+    etiqueta: { type: 'string', nullable: true, description: 'the node for people: "pasarela serve pid PID on HOST"; null once the node has left' },
+    presente: { type: 'boolean', description: 'whether the node beats within its takeover margin (false: it is gone, and another node takes the line)' },
+  },
+} as const;

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { celularInScope, type ClientPrincipal } from '../../../core/auth.js';
+import { engineHolderOf, engineHolders, type Holders } from '../../../core/engine-holders.js';
 import { celularStatus, createCelular, deleteCelular, editCelular, listCelulares, rotateCelularKey, type CelularEdit } from '../../../core/celulares.js';
 import { AppError } from '../../../core/errors.js';
 import { listGatewayServers, moveCelular } from '../../../core/gateway-servers.js';
@@ -14,7 +15,7 @@ import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
 import { redirectToOnce } from '../shown-once.js';
-import { estadoBadge, lineGoneHandler, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
+import { engineNodeCell, estadoBadge, lineGoneHandler, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
 import { lineProfile } from '../../../core/session-actions.js';
 import { sessionCard, sessionRoutes, type SessionForm } from './celular-session.js';
 
@@ -69,14 +70,23 @@ async function lineOf(core: PanelDeps['core'], req: FastifyRequest<{ Params: Par
   return { cid, id, p, row };
 }
 
-function listPage(req: FastifyRequest, reply: FastifyReply, cid: number, rows: Awaited<ReturnType<typeof listCelulares>>, form?: FormState, status = 200) {
+/** The lines page: the table (with each line's engine node when the engine runs, D-137) and the create form. */
+function listPage(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  cid: number,
+  rows: Awaited<ReturnType<typeof listCelulares>>,
+  holders: Holders | undefined,
+  form?: FormState,
+  status = 200,
+) {
   const errors = form?.errors ?? NO_ERRORS;
   const v = form?.values ?? {};
   return sendPage(
     req,
     reply,
     { title: 'Lines', clienteId: cid, current: 'celulares' },
-    html`${linesTable(cid, rows.celulares, html`<p class="empty">No lines yet. Create one below.</p>`)}
+    html`${linesTable(cid, rows.celulares, html`<p class="empty">No lines yet. Create one below.</p>`, holders)}
       <h2>Create a line</h2>
       <form method="post" action="/panel/c/${cid}/celulares" class="card narrow">
         ${csrfField(req)} ${generalError(errors)}
@@ -180,7 +190,7 @@ async function linePage(
   const sv = forms.send?.values ?? {};
   const sent = forms.sent;
   const num = (name: (typeof EDIT_FIELDS)[number], label: string, hint: string) => field({ name, label, type: 'number', value: s[name], hint }, editErrors);
-  const perfil = await lineProfile(deps.core, row);
+  const [perfil, holder] = await Promise.all([lineProfile(deps.core, row), engineHolderOf(deps.core, row.gateway_instancia)]);
   return sendPage(
     req,
     reply,
@@ -196,6 +206,7 @@ async function linePage(
         <dd>${row.id}</dd>
         <dt>gateway_instancia</dt>
         <dd>${row.gateway_instancia ?? html`<span class="empty">none yet (made when the line is linked)</span>`}</dd>
+        ${holder === undefined ? '' : html`<dt>Engine node</dt><dd>${engineNodeCell(holder)}</dd>`}
       </dl>
       <p class="actions">
         ${
@@ -383,7 +394,8 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
     const p = await clientScope(core, req, cid);
     // A line's session sees its own line, never a list of its siblings.
     if (p.kind === 'celular') return redirect(req, reply, lineUrl(cid, p.celular.id));
-    return listPage(req, reply, cid, await listCelulares(core, p));
+    const [rows, holders] = await Promise.all([listCelulares(core, p), engineHolders(core)]);
+    return listPage(req, reply, cid, rows, holders);
   });
 
   /**
@@ -431,7 +443,8 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
       // A line's session may not create (core refuses it): the refusal page, not the list of siblings.
       if (p.kind === 'celular') throw err;
       const errors = refusal(err, CREATE_FIELDS);
-      return listPage(req, reply, cid, await listCelulares(core, p), { values, errors }, (errors.general ?? Object.values(errors.fields)[0])!.status);
+      const [rows, holders] = await Promise.all([listCelulares(core, p), engineHolders(core)]);
+      return listPage(req, reply, cid, rows, holders, { values, errors }, (errors.general ?? Object.values(errors.fields)[0])!.status);
     }
   });
 

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { listTable } from '../listing.js';
+import { listTable, type Column } from '../listing.js';
 import { AppError, ERRORS } from '../../../core/errors.js';
+import type { Holders, MotorNodo } from '../../../core/engine-holders.js';
 import type { CelularEstado, SessionStatus } from '../../../core/ports/model.js';
 import type { celularView } from '../../../core/views.js';
 import { html, type Html } from '../html.js';
@@ -40,21 +41,28 @@ export function estadoBadge(estado: string): Html {
   return html`<span class="badge ${ESTADO_TONE[estado as CelularEstado] ?? ''}">${estado}</span>`;
 }
 
-/** A client's lines as a table (the account and the lines pages), or `empty` when there are none. */
-export function linesTable(
-  cid: number,
-  lines: ReadonlyArray<Pick<ReturnType<typeof celularView>, 'id' | 'numero' | 'nombre_interno' | 'estado' | 'last_status' | 'saldo_actual'>>,
-  empty: Html,
-): Html {
+/** The engine node holding a line's session (`--gateway baileys`, D-137): its label, or why there is none. */
+export function engineNodeCell(n: MotorNodo | null): Html {
+  if (n === null) return html`<span class="empty">none holds its session now</span>`;
+  const name = n.etiqueta ?? html`node <code>${n.id}</code>`;
+  return n.presente ? html`${name}` : html`${name} <span class="badge bad">gone</span> <span class="hint">another node takes it</span>`;
+}
+
+type LineRow = Pick<ReturnType<typeof celularView>, 'id' | 'numero' | 'nombre_interno' | 'estado' | 'last_status' | 'saldo_actual' | 'gateway_instancia'>;
+
+/** A client's lines as a table (the account and the lines pages), or `empty` when there are none; with `holders`, each line's engine node. */
+export function linesTable(cid: number, lines: readonly LineRow[], empty: Html, holders?: Holders): Html {
   if (lines.length === 0) return empty;
-  // Stacked as cards on a phone (listing.ts), so the estado and the saldo are never cut off.
-  return listTable(lines, [
+  const columns: Array<Column<LineRow>> = [
     { label: 'numero', cell: (l) => html`<a href="${lineUrl(cid, l.id)}">${l.numero}</a>` },
     { label: 'nombre_interno', cell: (l) => l.nombre_interno ?? '' },
     { label: 'estado', cell: (l) => estadoBadge(l.estado) },
     { label: 'session', cell: (l) => statusBadge(l.last_status) },
     { label: 'saldo', cls: 'num', cell: (l) => l.saldo_actual },
-  ]);
+  ];
+  if (holders) columns.push({ label: 'engine node', cell: (l) => engineNodeCell(holders.of(l.gateway_instancia)) });
+  // Stacked as cards on a phone (listing.ts), so the estado and the saldo are never cut off.
+  return listTable(lines, columns);
 }
 
 /** A line's own pages and their parts: `/c/:cid/celulares/:id` and below. */

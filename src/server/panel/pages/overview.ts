@@ -37,6 +37,26 @@ function countsTable(caption: string, head: string, counts: Record<string, numbe
     </div>`;
 }
 
+/** Which node holds the engine's lines (`--gateway baileys`, D-137): one row per node, and the lines nobody holds. */
+function engineSessions(m: NonNullable<Overview['motor']>): Html {
+  const free =
+    m.libres === 0
+      ? ''
+      : html`<p class="hint">${m.libres} ${m.libres === 1 ? 'line' : 'lines'} with a stored session held by no node now (taken at a node's next pass).</p>`;
+  if (m.nodos.length === 0) return html`<h2>Engine sessions by node</h2><p class="empty">No node holds a line's session: no line is linked yet.</p>${free}`;
+  return html`<h2>Engine sessions by node</h2>
+    ${listTable(
+      m.nodos,
+      [
+        { label: 'Node', cell: (n) => n.etiqueta ?? html`node <code>${n.id}</code>` },
+        { label: 'State', cell: (n) => (n.presente ? html`<span class="badge ok">beating</span>` : html`<span class="badge bad">gone</span>`) },
+        { label: 'Lines held', cls: 'num', cell: (n) => n.lineas },
+      ],
+      "Lines whose engine session each node holds, most first; a line's own page names its node",
+    )}
+    ${free}`;
+}
+
 /** The live part of the overview: everything read from the store, polled by htmx. */
 function figures(o: Overview): Html {
   const hour = o.ultima_hora;
@@ -116,6 +136,7 @@ function figures(o: Overview): Html {
           </div>
           <p><a href="/panel/servidores">Manage gateway servers</a></p>`
     }
+    ${o.motor ? engineSessions(o.motor) : ''}
     <h2>Failing webhooks</h2>
     ${
       o.webhooks_fallando.length === 0
