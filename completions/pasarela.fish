@@ -395,7 +395,7 @@ complete -c pasarela -n '__pasarela_arg "admin gateway drain" 0' -f -d 'nombre'
 complete -c pasarela -n '__pasarela_arg "admin gateway undrain" 0' -f -d 'nombre'
 complete -c pasarela -n '__pasarela_is "admin audit"' -f
 complete -c pasarela -n '__pasarela_under "admin audit"' -l cliente -r -f -d 'only this client'
-complete -c pasarela -n '__pasarela_under "admin audit"' -l accion -r -f -d 'only this action: cliente.crear, cliente.editar, cliente.rotar_key, saldo.cambiar, celular.crear, celular.editar, celular.eliminar, celular.rotar_key, celular.token_legacy, celular.mover_gateway, celular.logout, celular.reiniciar, webhook.configurar, webhook.eliminar, webhook.restaurar, webhook.reentregar_fallidas, mensaje.cancelar, mensaje.reintentar, gateway.agregar, gateway.drenar, gateway.activar'
+complete -c pasarela -n '__pasarela_under "admin audit"' -l accion -r -f -d 'only this action: cliente.crear, cliente.editar, cliente.rotar_key, saldo.cambiar, celular.crear, celular.editar, celular.eliminar, celular.rotar_key, celular.token_legacy, celular.mover_gateway, celular.logout, celular.reiniciar, celular.motor_nodo, webhook.configurar, webhook.eliminar, webhook.restaurar, webhook.reentregar_fallidas, mensaje.cancelar, mensaje.reintentar, gateway.agregar, gateway.drenar, gateway.activar'
 complete -c pasarela -n '__pasarela_under "admin audit"' -l desde -r -f -d 'from this day (YYYY-MM-DD, server\'s zone) or RFC 3339 instant (2026-11-26T10:00:00Z), included'
 complete -c pasarela -n '__pasarela_under "admin audit"' -l hasta -r -f -d 'up to this day (included) or RFC 3339 instant (excluded)'
 complete -c pasarela -n '__pasarela_under "admin audit"' -l antes -r -f -d 'the page of records older than this id (printed under a page that has more)'
