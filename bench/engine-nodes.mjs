@@ -14,8 +14,8 @@ import { buildFake, control, cpuMs, startFake } from './engine.mjs';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const LINES = 30;
 /** 17b: each of the holder's lines sends this many texts a block; blocks alternate local and routed. */
-const PER_LINE = 4;
-const ROUNDS = 3;
+const PER_LINE = 6;
+const ROUNDS = 4;
 
 /** Polls `fn` every `stepMs` until it returns something other than null/undefined. */
 async function until(fn, what, timeoutMs, stepMs = 500) {
@@ -173,8 +173,8 @@ export async function figureEngineNodes(h) {
       return { ok: lat.length, errors, lat, ms: performance.now() - w0, cpu_a: cpuMs(A.pid) - c0[0], cpu_b: cpuMs(B.pid) - c0[1] };
     };
     log(`  17b: ${held.length} lines held by one node, warm-up (each line's first send sets up its Signal session)...`);
-    await block(A, 1);
-    await block(B, 1);
+    await block(A, 2);
+    await block(B, 2);
     const local = [];
     const routed = [];
     for (let r = 0; r < ROUNDS; r++) {
