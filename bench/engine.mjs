@@ -12,7 +12,7 @@ import { request } from 'undici';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Compiles the fake unless .fakewa/ is newer than its sources (`npm run fakewa` does the same, then runs it). */
-function buildFake(root, log) {
+export function buildFake(root, log) {
   const out = join(root, '.fakewa', 'run.js');
   const src = join(root, 'test', 'fakewa', 'network.ts');
   if (existsSync(out) && statSync(out).mtimeMs >= statSync(src).mtimeMs) return;
@@ -24,7 +24,7 @@ function buildFake(root, log) {
 }
 
 /** Starts the fake (its own process); resolves with its WebSocket URL, preload file, control API and pid. */
-function startFake(root, children) {
+export function startFake(root, children) {
   const child = spawn(process.execPath, [join(root, '.fakewa', 'run.js')], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -66,7 +66,7 @@ function startFake(root, children) {
   });
 }
 
-async function control(fake, method, path, json) {
+export async function control(fake, method, path, json) {
   const res = await request(fake.control + path, {
     method,
     headers: json === undefined ? {} : { 'content-type': 'application/json' },
@@ -89,7 +89,7 @@ async function settledRss(pid, memOf, n = 5) {
 
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 /** CPU time (user + system) a process has used so far, ms. */
-function cpuMs(pid) {
+export function cpuMs(pid) {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
 }

@@ -33,6 +33,7 @@ import Database from 'better-sqlite3';
 import { Pool, request } from 'undici';
 import { copyStore, ensureBigStore } from './big-store.mjs';
 import { figureEngine } from './engine.mjs';
+import { figureEngineNodes } from './engine-nodes.mjs';
 import { countsAt, countsDelta, describeStatements, describeTrips, monoUs, perMessage, takeCounts, takeThreadCounts } from './pg-statements.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -2669,6 +2670,11 @@ await figure(16, '16. the engine against the fake network', 'reported', () => {
     children,
     fmt: { f0, f2, cpuPer, ratio, lat },
   });
+});
+await figure(17, '17. the engine on several nodes', 'takeover <= 15 s after gone', () => {
+  needFlags('--gateway', '--baileys-ws-url', '--store', '--counters', '--counters-prefix', '--engine-key-file', '--engine-settle');
+  const helpers = { log, results, startServe, stopQuietly, call, percentiles, children, postgresSchema, benchRedis, dropRedisPrefix };
+  return figureEngineNodes({ root: ROOT, ...helpers, fmt: { f0, f2, cpuPer, ratio } });
 });
 
 const cols = [
