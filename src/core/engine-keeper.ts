@@ -1,7 +1,9 @@
 import { FENCE_AT, planHolds, WATCHDOG_AT } from './engine-holds.js';
 import type { Clock } from './clock.js';
 import { monotonicMs, type NodePresence } from './node-presence.js';
+import { engineLinesAtStart } from './engine-lines.js';
 import type { AccountsStore } from './ports/accounts.js';
+import type { EngineAuthStore } from './ports/engine-auth.js';
 import type { EngineHold, EngineHoldsStore, HoldFence } from './ports/engine-holds.js';
 import type { LeasesStore, NodeRow } from './ports/leases.js';
 
@@ -31,7 +33,7 @@ export interface Watchdog {
 }
 
 export interface KeeperOptions {
-  store: EngineHoldsStore & Pick<LeasesStore, 'nodes'> & Pick<AccountsStore, 'getCelularByInstancia'>;
+  store: EngineHoldsStore & Pick<LeasesStore, 'nodes'> & Pick<AccountsStore, 'getCelularByInstancia'> & Pick<EngineAuthStore, 'authInstancias' | 'clearAuth'>;
   engine: EngineSockets;
   node: NodePresence;
   clock: Clock;
@@ -63,7 +65,7 @@ export class EngineKeeper {
   /** Lines given away, not taken back until this (monotonic) instant. */
   private readonly cooling = new Map<string, number>();
   private holds = new Map<string, EngineHold>();
-  private readonly celulares = new Map<string, number | null>();
+  private readonly celulares = new Map<string, number>();
   private readonly instancias = new Map<number, string>();
 
   constructor(private readonly o: KeeperOptions) {}
@@ -73,6 +75,8 @@ export class EngineKeeper {
   }
 
   async start(): Promise<void> {
+    // The state of a line deleted while no node ran is removed, never reconnected (core/engine-lines.ts).
+    for (const i of (await engineLinesAtStart(this.o.store)).removed) await this.o.store.holdForget(i);
     await this.o.store.holdSeed();
     await this.pass();
     this.timer = setInterval(() => void this.passOnce(), this.o.passMs);
@@ -218,8 +222,10 @@ export class EngineKeeper {
     for (const h of holds) {
       if (this.celulares.has(h.instancia)) continue;
       const c = await this.o.store.getCelularByInstancia(h.instancia);
-      this.celulares.set(h.instancia, c?.id ?? null);
-      if (c) this.instancias.set(c.id, h.instancia);
+      // Not cached while unknown: a row made by a link may be read before its line's instance name is.
+      if (!c) continue;
+      this.celulares.set(h.instancia, c.id);
+      this.instancias.set(c.id, h.instancia);
     }
   }
 }

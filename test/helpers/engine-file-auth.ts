@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EngineAuthSource } from '../../src/gateways/baileys/auth.js';
 
@@ -24,19 +24,6 @@ export function fileAuthSource(dir: string): EngineAuthSource {
         return out;
       };
       return { state, saveCreds, clear: () => rm(f, { recursive: true, force: true }), readKind };
-    },
-    async instancias() {
-      const names = await readdir(dir).catch(() => [] as string[]);
-      const linked: string[] = [];
-      for (const n of names)
-        if (
-          await stat(join(dir, n, 'creds.json')).then(
-            (s) => s.isFile(),
-            () => false,
-          )
-        )
-          linked.push(n);
-      return linked;
     },
     drop: (instancia) => rm(folder(instancia), { recursive: true, force: true }),
   };

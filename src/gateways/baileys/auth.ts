@@ -1,6 +1,5 @@
 import type { AuthenticationState } from 'baileys';
 import type { EngineCipher } from '../../core/engine-key.js';
-import { engineLinesAtStart } from '../../core/engine-lines.js';
 import type { AccountsStore } from '../../core/ports/accounts.js';
 import type { EngineAuthStore } from '../../core/ports/engine-auth.js';
 import type { FenceSource } from '../../core/ports/engine-holds.js';
@@ -20,8 +19,6 @@ export interface LineAuth {
 export interface EngineAuthSource {
   /** `fence`: the engine's hold of the line now, carried by each write (core/engine-holds.ts). */
   forLine(lib: BaileysLib, instancia: string, fence?: FenceSource): Promise<LineAuth>;
-  /** Lines with a stored state: linked before, so they reconnect when the engine starts. */
-  instancias(): Promise<string[]>;
   /** Removes a line's state without reading it (one that does not open, replaced by a new link). */
   drop(instancia: string): Promise<void>;
 }
@@ -30,8 +27,6 @@ export interface EngineAuthSource {
 export function storeAuthSource(store: EngineAuthStore & Pick<AccountsStore, 'getCelularByInstancia'>, cipher: EngineCipher): EngineAuthSource {
   return {
     forLine: (lib, instancia, fence) => storedAuthState(lib, store, cipher, instancia, fence),
-    // A deleted line's leftover state is removed here, not reconnected (core/engine-lines.ts).
-    instancias: async () => (await engineLinesAtStart(store)).lines,
     drop: (instancia) => store.clearAuth(instancia),
   };
 }
