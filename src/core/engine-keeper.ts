@@ -61,12 +61,13 @@ export class EngineKeeper {
   private fenceTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
-  private fenced = false;
   /** Lines given away, not taken back until this (monotonic) instant. */
   private readonly cooling = new Map<string, number>();
   private holds = new Map<string, EngineHold>();
   private readonly celulares = new Map<string, number>();
   private readonly instancias = new Map<number, string>();
+  /** When (monotonic) each line was last taken here: a pass never undoes a take made after it read the rows. */
+  private readonly takenAt = new Map<string, number>();
 
   constructor(private readonly o: KeeperOptions) {}
 
@@ -104,7 +105,6 @@ export class EngineKeeper {
     if (this.stopped) return;
     const open = this.o.engine.held();
     if (!this.fresh() && open.length > 0) {
-      this.fenced = true;
       for (const i of open) void this.o.engine.release(i).catch(this.o.onError);
     }
     this.o.watchdog?.arm(open.length > 0 ? this.o.node.lastGoodBeatSent + WATCHDOG_AT * this.o.node.info.marginMs : null);
@@ -116,23 +116,29 @@ export class EngineKeeper {
     this.guard();
     if (!this.fresh()) return;
     const now = this.o.clock.now();
+    const read = monotonicMs();
     const [holds, nodes] = await Promise.all([this.o.store.holdsAll(now), this.o.store.nodes(now)]);
     if (this.stopped) return;
-    this.holds = new Map(holds.map((h) => [h.instancia, h]));
-    await this.learnCelulares(holds);
     const me = this.me;
+    const newer = (i: string) => (this.takenAt.get(i) ?? Number.NEGATIVE_INFINITY) >= read;
+    // A line a link took here while the rows were read keeps its own row.
+    const fresh = new Map(holds.map((h) => [h.instancia, h]));
+    for (const [i, h] of this.holds) if (newer(i)) fresh.set(i, h);
+    this.holds = fresh;
+    await this.learnCelulares(holds);
     // Open here but no longer this node's (taken while it was silent, or the line removed): closed at once.
     for (const i of this.o.engine.held()) {
-      if (this.holds.get(i)?.nodo !== me) await this.o.engine.release(i);
+      if (this.holds.get(i)?.nodo !== me && !newer(i)) await this.o.engine.release(i);
     }
     const t = monotonicMs();
     for (const [i, until] of this.cooling) if (until <= t) this.cooling.delete(i);
+    const all = [...this.holds.values()];
     const plan = planHolds({
       me,
-      holds,
+      holds: all,
       nodes: engineNodes(nodes, me),
       cooling: new Set(this.cooling.keys()),
-      pinned: new Set(holds.filter((h) => this.o.engine.linking(h.instancia)).map((h) => h.instancia)),
+      pinned: new Set(all.filter((h) => this.o.engine.linking(h.instancia)).map((h) => h.instancia)),
       settleMs: this.o.settleMs,
     });
     // Rows that are this node's but not open here (a pass after a fence): taken again, which checks they still are.
@@ -140,7 +146,6 @@ export class EngineKeeper {
     const mineClosed = holds.filter((h) => h.nodo === me && !open.has(h.instancia)).map((h) => h.instancia);
     await this.take([...plan.take, ...mineClosed]);
     for (const i of plan.give) await this.give(i, 'balance');
-    this.fenced = false;
   }
 
   /** Takes `instancias` for this node and opens them; answers those taken. */
@@ -148,6 +153,7 @@ export class EngineKeeper {
     if (instancias.length === 0 || this.stopped || !this.fresh()) return [];
     const taken = await this.o.store.holdTake(this.me, instancias, this.o.clock.now());
     for (const t of taken) {
+      this.takenAt.set(t.instancia, monotonicMs());
       const before = this.holds.get(t.instancia);
       this.holds.set(t.instancia, {
         instancia: t.instancia,
@@ -203,6 +209,7 @@ export class EngineKeeper {
     await this.o.engine.release(instancia);
     await this.o.store.holdForget(instancia);
     this.holds.delete(instancia);
+    this.takenAt.delete(instancia);
   }
 
   /** Before a stop: every socket closed, every line given back for the other nodes to take at their next pass. */
