@@ -308,9 +308,19 @@ describeWith(postgres, 'engine sessions on three nodes (postgres, redis, the fak
       await fake.contact(CONTACT).waitFor((m) => JSON.stringify(m.message).includes(`"${texto}"`), 30_000);
       const photo = await fake.contact(CONTACT).waitFor((m) => JSON.stringify(m.message).includes(`foto ${texto}`), 30_000);
       expect(photo.media?.equals(PNG)).toBe(true);
-      // A line nobody could hold answers as the engine does for a line with no session: refused, not a 500.
-      const missing = await api(y!.url, 'GET', '/api/celular_status.php?id=999999', { key: clientKey });
-      expect(missing.status).toBeLessThan(500);
+      // A refusal comes back the same through either node: a recipient not on the network, refused for good.
+      const absent = numeroNuevo();
+      fake.contact(absent, { onNetwork: false });
+      const refusals = [];
+      for (const via of [x!, y!]) {
+        const r = await api(via.url, 'POST', '/api/mensaje_enviar_texto.php', {
+          key: clientKey,
+          json: { celular_id: line.id, destinatario: absent, mensaje: 'nadie', directo: 1 },
+        });
+        refusals.push({ status: r.status, api_codigo: r.body.api_codigo, estado: r.body.estado });
+      }
+      expect(refusals[0]!.status).toBeGreaterThanOrEqual(400);
+      expect(refusals[1]).toEqual(refusals[0]);
     },
     120_000,
   );
