@@ -177,7 +177,7 @@ export async function loadEngineCipher(opts: { dataDir: string; keyFile?: string
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT')
       throw new EngineKeyError(
-        `the engine key file ${file} (${origin}) does not exist: copy the engine.key of the node that sealed the state (its data directory), the same file on every node`,
+        `the engine key file ${file} (${origin}) does not exist: copy the engine.key of the node that sealed the state (its data directory), the same file on every node (a first node makes it as it starts: start the others once it listens)`,
       );
     throw new EngineKeyError(`the engine key file ${file} (${origin}) cannot be read: ${code ?? (err as Error).message}`);
   }

@@ -39,12 +39,14 @@ setInterval(() => {
 export class EngineWatchdog implements Watchdog {
   private child: ChildProcess | null;
   private last: number | null = null;
+  private closing = false;
 
   constructor(onExit: (code: number | null) => void) {
     this.child = spawn(process.execPath, ['-e', CHILD, String(process.pid)], { stdio: ['pipe', 'ignore', 'inherit'] });
     this.child.on('exit', (code) => {
       this.child = null;
-      onExit(code);
+      // Its end at a stop is the stop's own doing, not news.
+      if (!this.closing) onExit(code);
     });
     this.child.stdin?.on('error', () => undefined);
     this.child.unref();
@@ -60,6 +62,7 @@ export class EngineWatchdog implements Watchdog {
   }
 
   close(): void {
+    this.closing = true;
     this.arm(null);
     this.child?.stdin?.end();
     this.child?.kill();

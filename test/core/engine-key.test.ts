@@ -84,7 +84,7 @@ describe('the engine key (D-116)', () => {
     expect(byFlag.keyFile).toBe(shared);
     const missing = join(d, 'missing.key');
     await expect(loadEngineCipher({ dataDir: d, keyFile: missing })).rejects.toThrow(
-      `the engine key file ${missing} (--engine-key-file) does not exist: copy the engine.key of the node that sealed the state (its data directory), the same file on every node`,
+      `the engine key file ${missing} (--engine-key-file) does not exist: copy the engine.key of the node that sealed the state (its data directory), the same file on every node (a first node makes it as it starts: start the others once it listens)`,
     );
     await expect(loadEngineCipher({ dataDir: d, keyEnv: missing })).rejects.toThrow('(PASARELA_ENGINE_KEY_FILE) does not exist');
   });
