@@ -1,5 +1,5 @@
 // Writes the generated files that are committed: completions/, openapi.json,
-// docs/api-codigo.md and the README's tables. Run `npm run generate` after changing commands, route
+// docs/api-codigo.md and serve's settings table in docs/configuration.md. Run `npm run generate` after changing commands, route
 // schemas or the error table; test/generated.test.ts fails when they drift.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { buildProgram } from '../dist/cli/main.js';
@@ -19,22 +19,16 @@ const contents = {
 };
 mkdirSync(new URL('../completions/', import.meta.url), { recursive: true });
 mkdirSync(new URL('../docs/', import.meta.url), { recursive: true });
-// The README carries the api_codigo table and serve's configuration table, each between two markers.
-const readmeUrl = new URL('../README.md', import.meta.url);
-let readme = readFileSync(readmeUrl, 'utf8');
-for (const [marker, table] of [
-  ['api_codigo', contents.apiCodigo],
-  ['serve-config', configTableMarkdown()],
-]) {
-  const start = `<!-- ${marker}:start -->\n`;
-  const end = `<!-- ${marker}:end -->`;
-  const a = readme.indexOf(start);
-  const b = readme.indexOf(end);
-  if (a < 0 || b < a) throw new Error(`README.md lacks the ${marker} markers`);
-  readme = readme.slice(0, a + start.length) + table + readme.slice(b);
-}
-writeFileSync(readmeUrl, readme);
-console.log('wrote README.md (api_codigo and serve-config tables)');
+// docs/configuration.md carries serve's settings table between two markers (the prose around it is written by hand).
+const configUrl = new URL('../docs/configuration.md', import.meta.url);
+const configDoc = readFileSync(configUrl, 'utf8');
+const start = '<!-- serve-config:start -->\n';
+const end = '<!-- serve-config:end -->';
+const a = configDoc.indexOf(start);
+const b = configDoc.indexOf(end);
+if (a < 0 || b < a) throw new Error('docs/configuration.md lacks the serve-config markers');
+writeFileSync(configUrl, configDoc.slice(0, a + start.length) + configTableMarkdown() + configDoc.slice(b));
+console.log('wrote docs/configuration.md (the serve-config table)');
 for (const [name, path] of Object.entries(GENERATED_FILES)) {
   writeFileSync(new URL(`../${path}`, import.meta.url), contents[name]);
   console.log(`wrote ${path}`);

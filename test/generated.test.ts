@@ -23,10 +23,7 @@ describe('generated files match their source', () => {
   it(`docs/api-codigo.md (${hint})`, () => {
     expect(committed(GENERATED_FILES.apiCodigo)).toBe(apiCodigoMarkdown());
   });
-  it('the README carries the same api_codigo table', () => {
-    expect(committed('README.md')).toContain(apiCodigoMarkdown().trim());
-  });
-  it(`the README's configuration table is serve's settings table (server/config.ts; ${hint})`, () => {
-    expect(committed('README.md')).toContain(`<!-- serve-config:start -->\n${configTableMarkdown()}<!-- serve-config:end -->`);
+  it(`docs/configuration.md's table is serve's settings table (server/config-knobs.ts; ${hint})`, () => {
+    expect(committed('docs/configuration.md')).toContain(`<!-- serve-config:start -->\n${configTableMarkdown()}<!-- serve-config:end -->`);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The one table of errors. Every refusal the service gives is an AppError built
- * from a row here, so routes never hand-build error bodies and the README's
- * `api_codigo` table is generated from the same rows (see docs/api-codigo.md).
+ * from a row here, so routes never hand-build error bodies and the
+ * `api_codigo` table, docs/api-codigo.md, is generated from the same rows.
  */
 export interface ErrorRow {
   /** Stable numeric code sent as `api_codigo`. */

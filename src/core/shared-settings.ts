@@ -91,7 +91,7 @@ export function settleCounters(recorded: CountersSettings, mine: CountersSetting
     .map((k) => `${COUNTERS_NAMES[k]}: this node ${JSON.stringify(mine[k])}, the other nodes ${JSON.stringify(recorded[k])}`);
   if (conflicts.length > 0) {
     throw new SharedSettingsConflict(
-      `this node disagrees with the other nodes of this store on ${conflicts.join('; ')}; every node must count in the same place (README, "Running several nodes")`,
+      `this node disagrees with the other nodes of this store on ${conflicts.join('; ')}; every node must count in the same place (docs/several-nodes.md)`,
     );
   }
 }

@@ -180,7 +180,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         title: 'pasarela',
         version: VERSION,
         description:
-          'Self-hosted messaging gateway. Every success body carries ok:true plus api_codigo/api_texto/api_descripcion/saldo; every error body ok:false, error and the same fields (see the api_codigo table in the README). ' +
+          'Self-hosted messaging gateway. Every success body carries ok:true plus api_codigo/api_texto/api_descripcion/saldo; every error body ok:false, error and the same fields (see the api_codigo table in docs/api-codigo.md). ' +
           'The x-cli-exit-codes field of this object lists the exit codes of the pasarela command line, which maps these answers (HTTP status and api_codigo) onto them.',
         // The CLI's table (src/cli/exit-codes.ts, constants only), an OpenAPI extension the swagger types do not list.
         ...{ 'x-cli-exit-codes': Object.fromEntries(EXIT_TABLE.map((e) => [String(e.code), e.meaning])) },

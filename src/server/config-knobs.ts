@@ -4,7 +4,7 @@ import { LOG_FORMATS } from './log-format.js';
 /**
  * Every setting of `serve` in one table: its flag and environment variable
  * (if it has them), its default, how its value is read, its `--help` text
- * and its line in the README's configuration table (generated from here by
+ * and its line in docs/configuration.md's table (generated from here by
  * `npm run generate`). The CLI registers its flags from this table and builds
  * one configuration object (ServeConfig, config.ts) from flags, environment
  * and these defaults; the server reads every setting from that object and has no
@@ -32,7 +32,7 @@ export interface Knob<T> {
   /** As commander takes it: `--name <value>`, or `--name` for a switch. None: a setting only code and tests set. */
   flag?: string;
   env?: string;
-  /** What the README adds after the variable's name (how a switch or a secret reads it). */
+  /** What docs/configuration.md's table adds after the variable's name (how a switch or a secret reads it). */
   envNote?: string;
   /** Bounds of an `int`. */
   min?: number;
@@ -42,9 +42,9 @@ export interface Knob<T> {
   help: string;
   /** How `--help` shows the default, where the value itself would not read well (`15s` for 15000). */
   helpDefault?: string;
-  /** The README's line: the default and what the setting does. */
+  /** Its line in docs/configuration.md: the default and what the setting does. */
   doc?: string;
-  /** The README's first column for a setting that is no flag. */
+  /** docs/configuration.md's first column for a setting that is no flag. */
   label?: string;
 }
 
@@ -87,7 +87,7 @@ export const SERVE_KNOBS = {
     default: 'sim',
     choices: GATEWAYS,
     help: 'messaging gateway adapter',
-    doc: '`sim`; or `evolution`, `waha`; or `baileys`, pasarela\'s own engine (README "Linking a real phone")',
+    doc: "`sim`; or `evolution`, `waha`; or `baileys`, pasarela's own engine ([Linking a real phone](../README.md#linking-a-real-phone))",
   }),
   baileysWsUrl: knob<string | undefined>({
     kind: 'text',
@@ -229,7 +229,7 @@ export const SERVE_KNOBS = {
     env: 'PASARELA_STORE',
     default: 'sqlite',
     help: "where the data lives: sqlite (the data directory's pasarela.db) or postgres://USER[:PASSWORD]@HOST:PORT/DB, which any number of nodes may serve together",
-    doc: '`sqlite`: the data directory\'s `pasarela.db`; `postgres://USER[:PASSWORD]@HOST:PORT/DB` for PostgreSQL, which any number of nodes may serve together (see "Running several nodes")',
+    doc: "`sqlite`: the data directory's `pasarela.db`; `postgres://USER[:PASSWORD]@HOST:PORT/DB` for PostgreSQL, which any number of nodes may serve together (see [several-nodes.md](several-nodes.md))",
   }),
   counters: knob({
     kind: 'text',
@@ -237,7 +237,7 @@ export const SERVE_KNOBS = {
     env: 'PASARELA_COUNTERS',
     default: 'memory',
     help: 'where duplicate protection and the auth throttle count: memory (this process) or redis://[:PASSWORD@]HOST:PORT[/DB] shared by every node',
-    doc: '`memory`: duplicate protection and the auth throttle count in this process; `redis://[:PASSWORD@]HOST:PORT[/DB]` (or `rediss://`) to share them between nodes (see "Running several nodes")',
+    doc: '`memory`: duplicate protection and the auth throttle count in this process; `redis://[:PASSWORD@]HOST:PORT[/DB]` (or `rediss://`) to share them between nodes (see [several-nodes.md](several-nodes.md))',
   }),
   countersPrefix: knob({
     kind: 'text',
@@ -289,7 +289,7 @@ export const SERVE_KNOBS = {
     default: undefined,
     choices: LOG_FORMATS,
     help: 'log lines: pretty (readable) or json (one object a line); default: pretty when stdout is a terminal, json otherwise',
-    doc: '`pretty` when stdout is a terminal, `json` otherwise (see "Operating pasarela")',
+    doc: '`pretty` when stdout is a terminal, `json` otherwise (see [logs.md](logs.md))',
   }),
   inboxRetentionMs: knob({
     kind: 'duration',
@@ -534,7 +534,7 @@ export function knobDefaults(): KnobValues {
   return out as KnobValues;
 }
 
-/** The README's configuration table: every setting with a flag or a variable (scripts/generate.mjs writes it between markers). */
+/** docs/configuration.md's table: every setting with a flag or a variable (scripts/generate.mjs writes it between markers). */
 export function configTableMarkdown(): string {
   const rows = ['| flag | env | default |', '|---|---|---|'];
   for (const k of Object.values(SERVE_KNOBS) as Array<Knob<unknown>>) {

@@ -52,7 +52,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   return doc;
 }
 
-/** The README's api_codigo table, from the one error table. */
+/** The api_codigo table (docs/api-codigo.md), from the one error table. */
 export function apiCodigoMarkdown(): string {
   const rows = [
     '| api_codigo | HTTP | api_texto | meaning |',

@@ -8,7 +8,7 @@ import { expectEnvelope, expectSigned, startReceiver, type Receiver } from '../s
 import { until } from '../helpers/poll.js';
 
 /**
- * The webhook outbox survives `kill -9` (docs/design.md §7, README "Delivery"):
+ * The webhook outbox survives `kill -9` (docs/design.md §7, docs/webhooks.md "Delivery"):
  * the real binary is killed in the middle of a retry schedule, or while an
  * attempt is in flight, then started again on the same data directory; the
  * event still arrives, with the same webhook-id and body bytes, and the

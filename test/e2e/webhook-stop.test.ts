@@ -11,7 +11,7 @@ import { describeWith, dropRedisPrefix, postgres, redis, REDIS_URL, uniqueNamesp
 import { until } from '../helpers/poll.js';
 
 /**
- * A graceful stop never waits for a webhook receiver (README "Delivery"):
+ * A graceful stop never waits for a webhook receiver (docs/webhooks.md "Delivery"):
  * SIGTERM while an attempt trickles its answer (headers at once, then a byte
  * a second) ends `serve` at once with code 0, the attempt abandoned and not
  * recorded, and the event still due: the next start delivers it, same

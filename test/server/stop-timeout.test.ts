@@ -6,7 +6,7 @@ import { linkedLine, send, TEXT, uniqueText } from './send-helpers.js';
 import { until } from '../helpers/poll.js';
 
 /**
- * A graceful stop is bounded (README "Health, readiness and stopping"):
+ * A graceful stop is bounded (docs/operations.md "Health, readiness and stopping"):
  * whatever is still in flight after --stop-timeout is abandoned (its claim
  * runs out and it is retried) and the stop ends. Here a queued send whose
  * gateway call never returns holds the queue worker's stop.

@@ -6,7 +6,7 @@ import { setWebhook, startReceiver, waitFor, type Receiver } from './webhook-hel
 /**
  * Isolation between clients beyond the one-hanging-receiver case
  * (webhook-isolation.test.ts): a client with a backlog, and several dead
- * receivers at once. README: "a slow or dead receiver never delays other
+ * receivers at once. docs/webhooks.md "Delivery": "a slow or dead receiver never delays other
  * clients". Each test gives the healthy client 3 s, far less than the 10 s
  * timeout that would free the dispatcher.
  */

@@ -9,7 +9,7 @@ import { entregas, setWebhook, startReceiver, waitEntrega, type Receiver } from 
 
 /**
  * One client's dead receiver never delays another client's deliveries
- * (README "Delivery"), and a receiver that never answers is recorded as a
+ * (docs/webhooks.md "Delivery"), and a receiver that never answers is recorded as a
  * timeout once the attempt timeout has passed. Two servers, so that neither
  * test waits for real: on `open` the timeout is far away (A's attempt is
  * certainly still open while B's deliveries arrive); on `short` it is shrunk

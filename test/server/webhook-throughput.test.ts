@@ -6,7 +6,7 @@ import { expectOk, numeroNuevo } from '../helpers/expect.js';
 import { entregas, expectEnvelope, expectSigned, setWebhook, waitFor, type Hit } from './webhook-helpers.js';
 
 /**
- * Webhook throughput (README "Delivery"): one client's events go out several
+ * Webhook throughput (docs/webhooks.md "Delivery"): one client's events go out several
  * at a time over a few keep-alive connections, each exactly once and signed,
  * while another client's receiver hangs. Behaviour only, no timings: the
  * receiver counts requests open at once and the sockets they came on.

@@ -74,7 +74,7 @@ export async function runBackup(o: BackupOptions, ctx: Ctx): Promise<void> {
 export function registerAdminBackup(admin: Command, ctxOf: CtxOf): void {
   admin
     .command('backup <file>')
-    .description('a consistent copy of the SQLite store, taken while the server serves; see README "Backups and restore"')
+    .description('a consistent copy of the SQLite store, taken while the server serves; see docs/operations.md "Backups and restore"')
     .option('--force', 'replace FILE if it exists')
     .action((file: string, o: { force?: boolean }, cmd: Command) => runBackup({ file, ...o }, ctxOf(cmd)));
 }

@@ -51,7 +51,7 @@ export function formErrorsOf(err: unknown, fields: readonly string[]): FormError
   return f ? { fields: { [f]: e } } : { fields: {}, general: e };
 }
 
-/** The API's error in words: its text, then its code and tag (README's api_codigo table). */
+/** The API's error in words: its text, then its code and tag (the api_codigo table, docs/api-codigo.md). */
 export function errorText(e: AppError): Html {
   return html`${e.message} <span class="code">api_codigo ${e.row.codigo} · ${e.row.texto}</span>`;
 }
