@@ -56,7 +56,7 @@ export async function cacheKey(root, rows, lines) {
 /**
  * Returns { dir, meta, built } for a cached store of `rows` messages whose bench
  * client has `lines` linked lines; builds it first when missing (or `rebuild`).
- * `startServe(extra, dataDir)` and `setupClient(server, lines)` come from run.mjs.
+ * `startServe(extra, dataDir)` and `setupClient(server, lines)` come from bench/lib/ (proc.mjs, http.mjs).
  */
 export async function ensureBigStore({ root, cacheDir, rows, lines, rebuild, log, startServe, setupClient }) {
   const name = await cacheKey(root, rows, lines);

@@ -1,14 +1,14 @@
 #!/usr/bin/env node
-// The anchor of figure 10 (bench/run.mjs): pg-boss's job lifecycle on the
-// same PostgreSQL, in a process of its own so its CPU is its own. Started by
-// run.mjs with `--require bench/pg-count.cjs` (its round trips counted by
+// The anchor of figure 10 (bench/figures/postgres.mjs): pg-boss's job lifecycle
+// on the same PostgreSQL, in a process of its own so its CPU is its own.
+// Started by the figure with `--require bench/pg-count.cjs` (its round trips counted by
 // text, as pasarela's are).
 //
 //   node --require bench/pg-count.cjs bench/pgboss-anchor.mjs URL SCHEMA APP JOBS RATE WARMUP
 //
 // URL is the database (no search_path), SCHEMA pg-boss's own (created by
-// pg-boss, dropped by run.mjs afterwards), APP the application_name of its
-// connections (run.mjs finds their backends by it). Each job: send, then one
+// pg-boss, dropped by the figure afterwards), APP the application_name of its
+// connections (the figure finds their backends by it). Each job: send, then one
 // fetch of one job (retried while the fetch finds none: another job's fetch
 // may hold the row) and its complete, the i-th started at i / RATE seconds
 // (open loop, as figure 10 paces pasarela). WARMUP jobs go first, unmeasured;

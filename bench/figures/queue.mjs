@@ -1,0 +1,239 @@
+// Figures 1, 3 and 5: queue accepts and directo sends, each against the bare
+// route of bench/baseline-server.mjs (3b on the cached 1M-message store of
+// bench/big-store.mjs), and the drain of a held queue.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { copyStore, ensureBigStore } from '../big-store.mjs';
+import Database from 'better-sqlite3';
+import { BIG_ROWS, CACHE, CONNECTIONS, DURATION_MS, REBUILD_STORE, ROOT, want, WARMUP_MS } from '../lib/options.mjs';
+import { cpuMs, log, needFlags, sleep, startServe, temps } from '../lib/proc.mjs';
+import { call, destinatario, inParallel, setupClient, textBody, waitActive } from '../lib/http.mjs';
+import { load } from '../lib/load.mjs';
+import { cpuPer, f0, lat, ratio, results } from '../lib/results.mjs';
+
+// ---------- 1. queue accept ----------
+
+export async function figureQueueAccept(baseline) {
+  const name = '1. queue accept, accepted/s';
+  // Production pacing: no --queue-gap-ms (1-5 s between two sends of a line), default limits.
+  const s = await startServe([]);
+  let base;
+  let got;
+  let window;
+  try {
+    const c = await setupClient(s, 50);
+    const run = (target) =>
+      load({ origin: target.url, pid: target.pid, key: c.key, path: '/api/mensaje_enviar_texto.php', makeBody: (w, n) => textBody(c.lines, w, n, false) });
+    log('  baseline (bare Fastify)...');
+    base = await run(baseline);
+    log('  pasarela...');
+    const from = Date.now() + WARMUP_MS;
+    got = await run(s);
+    window = { from, to: Date.now() };
+  } finally {
+    await s.stop();
+  }
+  const db = new Database(join(s.dataDir, 'pasarela.db'), { readonly: true, fileMustExist: true });
+  const w = db.prepare("SELECT COUNT(*) AS sent FROM mensajes WHERE modo = 'cola' AND enviado_at >= ? AND enviado_at < ?").get(window.from, window.to);
+  const left = db.prepare("SELECT COUNT(*) AS n FROM mensajes WHERE estado = 'pendiente'").get().n;
+  db.close();
+  const workerPerS = (w.sent * 1000) / (window.to - window.from);
+  const r = ratio(got.per_s, base.per_s);
+  results.push({
+    figure: name,
+    measured: `${f0(got.per_s)}/s (${lat(got)}, ${got.errors} errors; worker sent ${f0(workerPerS)}/s meanwhile; request thread ${cpuPer(got.request_thread_cpu_ms_per_ok)})`,
+    baseline: `${f0(base.per_s)}/s bare route (${lat(base)}, ${cpuPer(base.server_cpu_ms_per_ok, 'req')})`,
+    ratio: r,
+    target: '>= 0.50',
+    met: r >= 0.5 && got.errors === 0,
+    cpu: cpuPer(got.server_cpu_ms_per_ok),
+    detail: {
+      lines: 50,
+      connections: CONNECTIONS,
+      warmup_ms: WARMUP_MS,
+      duration_ms: DURATION_MS,
+      serve_flags: [],
+      pasarela: got,
+      baseline: base,
+      worker_sent_per_s: workerPerS,
+      pending_at_stop: left,
+    },
+  });
+}
+
+// ---------- 3. directo, empty store and 1M store ----------
+
+const DIRECTO_LINES = 100;
+
+export async function figureDirecto(baseline) {
+  const nameA = '3a. directo (sim), sent/s';
+  const nameB = '3b. directo on a 1M-message store';
+  // 100 lines: at 1000/min each (the highest cap) the caps never bind within a run.
+  const s = await startServe([]);
+  let base;
+  let empty;
+  try {
+    const c = await setupClient(s, DIRECTO_LINES);
+    const run = (target, key, lines) =>
+      load({ origin: target.url, pid: target.pid, key, path: '/api/mensaje_enviar_texto.php', makeBody: (w, n) => textBody(lines, w, n, true) });
+    log('  baseline (bare Fastify)...');
+    base = await run(baseline, c.key, c.lines);
+    log('  pasarela, empty store...');
+    empty = await run(s, c.key, c.lines);
+  } finally {
+    await s.stop();
+  }
+  const r = ratio(empty.per_s, base.per_s);
+  results.push({
+    figure: nameA,
+    measured: `${f0(empty.per_s)}/s (${lat(empty)}, ${empty.errors} errors; request thread ${cpuPer(empty.request_thread_cpu_ms_per_ok)})`,
+    baseline: `${f0(base.per_s)}/s bare route (${lat(base)}, ${cpuPer(base.server_cpu_ms_per_ok, 'req')})`,
+    ratio: r,
+    target: '>= 0.30',
+    met: r >= 0.3 && empty.errors === 0,
+    cpu: cpuPer(empty.server_cpu_ms_per_ok),
+    detail: { lines: DIRECTO_LINES, connections: CONNECTIONS, pasarela: empty, baseline: base },
+  });
+
+  if (!want(3)) return;
+  log(`\n[${nameB}]`);
+  try {
+    const store = await ensureBigStore({
+      root: ROOT,
+      cacheDir: CACHE,
+      rows: BIG_ROWS,
+      lines: DIRECTO_LINES,
+      rebuild: REBUILD_STORE,
+      log,
+      startServe,
+      setupClient,
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'pasarela-bench-big-'));
+    temps.push(dir);
+    const tc = performance.now();
+    copyStore(store.dir, dir);
+    const copyMs = performance.now() - tc;
+    const t0 = performance.now();
+    const big = await startServe([], dir);
+    const startMs = performance.now() - t0;
+    let got;
+    try {
+      await waitActive(big, store.meta.bench.key, DIRECTO_LINES);
+      log('  pasarela, 1M-message store...');
+      got = await load({
+        origin: big.url,
+        pid: big.pid,
+        key: store.meta.bench.key,
+        path: '/api/mensaje_enviar_texto.php',
+        makeBody: (w, n) => textBody(store.meta.bench.lines, w, 700_000 + n, true),
+      });
+    } finally {
+      await big.stop();
+    }
+    const r2 = ratio(got.per_s, empty.per_s);
+    results.push({
+      figure: nameB,
+      measured: `${f0(got.per_s)}/s (${lat(got)}, ${got.errors} errors${got.ok === 0 ? `; ${got.in_flight_at_end.n} in flight at the window's end took up to ${f0(got.in_flight_at_end.last_done_ms_after_end / 1000)} s more` : ''}${store.built ? `; store BUILT this run in ${(store.meta.build_ms / 1000).toFixed(0)} s` : '; cached store'})`,
+      baseline: `${f0(empty.per_s)}/s on an empty store (3a, ${cpuPer(empty.server_cpu_ms_per_ok)})`,
+      ratio: r2,
+      target: '>= 0.90',
+      met: r2 >= 0.9 && got.errors === 0,
+      cpu: cpuPer(got.server_cpu_ms_per_ok),
+      detail: {
+        rows: store.meta.rows,
+        built_this_run: store.built,
+        store: { ...store.meta, bench: { clienteId: store.meta.bench.clienteId, lines: store.meta.bench.lines.length } },
+        cache_dir: store.dir,
+        copy_ms: Math.round(copyMs),
+        serve_start_ms: Math.round(startMs),
+        cpu_per_msg_ratio_vs_empty: ratio(got.server_cpu_ms_per_ok, empty.server_cpu_ms_per_ok),
+        pasarela: got,
+      },
+    });
+  } catch (err) {
+    log(`[${nameB}] ERROR: ${err.stack ?? err}`);
+    results.push({
+      figure: nameB,
+      measured: `error: ${String(err.message ?? err).slice(0, 300)}`,
+      baseline: '-',
+      ratio: NaN,
+      target: '>= 0.90',
+      met: false,
+      cpu: '-',
+    });
+  }
+}
+
+// ---------- 5. queue drain ----------
+
+export async function figureDrain() {
+  const name = '5. queue drain, 200 lines';
+  needFlags('--queue-gap-ms');
+  const LINES = 200;
+  const EACH = 20;
+  const allowed = (LINES * 1000) / 60;
+  log(`  queuing ${LINES} x ${EACH} messages (a one-minute gap holds each line after its first send)...`);
+  let s = await startServe(['--queue-gap-ms', '60000-60000']);
+  const dataDir = s.dataDir;
+  let c;
+  try {
+    c = await setupClient(s, LINES);
+    // EACH + 1 per line: the first is sent at once, EACH wait for the drain.
+    let n = 1_000_000;
+    const jobs = [];
+    for (let i = 0; i <= EACH; i += 1) {
+      for (const id of c.lines) {
+        n += 1;
+        const k = n;
+        jobs.push(() => call(s.url, 'POST', '/api/mensaje_enviar_texto.php', c.key, { celular_id: id, destinatario: destinatario(k), mensaje: `cola ${k}` }));
+      }
+    }
+    await inParallel(32, jobs);
+  } finally {
+    await s.stop();
+  }
+  log('  restarting with --queue-gap-ms 0-0 and timing the drain...');
+  const restartAt = Date.now();
+  s = await startServe(['--queue-gap-ms', '0-0'], dataDir);
+  const cpu0 = cpuMs(s.pid);
+  let cpu;
+  const deadline = Date.now() + 60_000;
+  try {
+    for (;;) {
+      const h = await call(s.url, 'GET', '/api/historial_listar.php?estado=pendiente&por_pagina=1', c.key);
+      if (h.total === 0) break;
+      if (Date.now() > deadline) throw new Error(`drain not finished in 60 s (${h.total} pending)`);
+      await sleep(100);
+    }
+    cpu = cpuMs(s.pid) - cpu0;
+  } finally {
+    await s.stop();
+  }
+  const db = new Database(join(dataDir, 'pasarela.db'), { readonly: true, fileMustExist: true });
+  const r = db
+    .prepare("SELECT COUNT(*) AS n, MIN(enviado_at) AS first, MAX(enviado_at) AS last, SUM(estado = 'error') AS errors FROM mensajes WHERE enviado_at >= ?")
+    .get(restartAt);
+  db.close();
+  // n sends span (last - first); the first send of the drain opens the window.
+  const perS = ((r.n - 1) * 1000) / Math.max(1, r.last - r.first);
+  const share = perS / allowed;
+  results.push({
+    figure: name,
+    measured: `${f0(perS)} sent/s (${r.n} in ${((r.last - r.first) / 1000).toFixed(2)} s)`,
+    baseline: `${f0(allowed)}/s allowed by caps (${LINES} lines x 1000/min)`,
+    ratio: share,
+    target: '>= 0.95',
+    met: share >= 0.95,
+    // Includes the receipts of the drained sends that arrived before the drain was seen done (upper bound).
+    cpu: `<= ${cpuPer(cpu / Math.max(1, r.n))}`,
+    detail: {
+      lines: LINES,
+      queued_per_line: EACH,
+      drained: r.n,
+      window_ms: r.last - r.first,
+      first_send_after_restart_ms: r.first - restartAt,
+      server_cpu_ms: cpu,
+    },
+  });
+}
