@@ -22,6 +22,11 @@ export default tseslint.config(
     },
   },
   {
+    // The server never reaches up into the CLI: what both use (exit codes, terminal text) sits in src/shared/.
+    files: ['src/server/**/*.ts', 'src/core/**/*.ts', 'src/store/**/*.ts', 'src/shared/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/cli/**'], message: 'Move what is shared to src/shared/ or src/core/.' }] }] },
+  },
+  {
     // Scripts and the shim are plain JavaScript: no type information to check against.
     files: ['**/*.js', '**/*.mjs', '**/*.cjs', 'bin/pasarela'],
     extends: [tseslint.configs.disableTypeChecked],

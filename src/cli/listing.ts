@@ -7,7 +7,7 @@ import { usage } from './exit-codes.js';
 import type { FieldFlags } from './field-errors.js';
 import { printJson, printTable, type Cell } from './output.js';
 import { int, positiveInt } from './parse.js';
-import { escapeControls } from './terminal-text.js';
+import { escapeControls } from '../shared/terminal-text.js';
 
 /**
  * What every paged listing command (`historial`, `recibidos`) shares: the

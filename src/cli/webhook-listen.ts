@@ -7,7 +7,8 @@ import { API } from '../core/api-routes.js';
 import { ERRORS } from '../core/errors.js';
 import { verify } from '../webhooks/sign.js';
 import type { Ctx } from './context.js';
-import { ApiError, CliError, EXIT } from './exit-codes.js';
+import { ApiError, CliError } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 
 /**
  * `pasarela webhook listen` (after `stripe listen`): a receiver on

@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Core } from '../core/context.js';
 import { AppError, errorBody } from '../core/errors.js';
-import { EXIT_TABLE } from '../cli/exit-codes.js';
+import { EXIT_TABLE } from '../shared/exit-codes.js';
 import { VERSION } from '../version.js';
 import { installErrorHandling, toAppError } from './errors.js';
 import { DOC_CONTENT_TYPE, registerDocs, ServedDocuments, serverOf, TEMPLATE_SERVERS } from './docs.js';

@@ -3,7 +3,8 @@ import { basename } from 'node:path';
 import { API } from '../../core/api-routes.js';
 import { ERRORS } from '../../core/errors.js';
 import type { ApiClient } from '../client.js';
-import { ApiError, CliError, EXIT } from '../exit-codes.js';
+import { ApiError, CliError } from '../exit-codes.js';
+import { EXIT } from '../../shared/exit-codes.js';
 import { retryPlan } from '../retry.js';
 import type { MediaKind, Prepared } from './rows.js';
 

@@ -5,7 +5,7 @@ import type { Ctx } from '../context.js';
 import { followEvents, type StreamedEvent } from '../event-follow.js';
 import type { CtxOf } from '../main.js';
 import { positiveInt } from '../parse.js';
-import { truncateWidth } from '../terminal-text.js';
+import { truncateWidth } from '../../shared/terminal-text.js';
 
 /**
  * `pasarela eventos`: the client's events from the event stream (docs/design.md

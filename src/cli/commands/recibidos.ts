@@ -4,7 +4,7 @@ import type { Ctx } from '../context.js';
 import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';
 import type { Cell } from '../output.js';
-import { truncateWidth } from '../terminal-text.js';
+import { truncateWidth } from '../../shared/terminal-text.js';
 import { sender } from '../parse.js';
 
 /** One record of GET /api/recibidos_listar.php (docs/design.md §10). */
