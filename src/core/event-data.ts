@@ -28,8 +28,22 @@ export type MessageStatusField = (typeof MESSAGE_STATUS_FIELDS)[number];
 const complete: Exclude<keyof MessageStatusEvent, MessageStatusField> extends never ? true : false = true;
 void complete;
 
-/** The `message.status` data of docs/design.md §6 for one change of a message; one builder for the bus and the journal. */
+/**
+ * The `message.status` data of docs/design.md §6 for one change of a message; one builder for the bus and the journal.
+ * Written out field by field in the list's order (the key order is what the journal stores; a test holds them equal).
+ */
 export function messageStatusData(m: MensajeRow, estadoAnterior: string | null, at: number): MessageStatusEvent {
-  const step = { estado_anterior: estadoAnterior, fecha: iso(at) };
-  return Object.fromEntries(MESSAGE_STATUS_FIELDS.map((f) => [f, f === 'estado_anterior' || f === 'fecha' ? step[f] : m[f]])) as unknown as MessageStatusEvent;
+  return {
+    msg_id: m.msg_id,
+    celular_id: m.celular_id,
+    cliente_id: m.cliente_id,
+    destinatario: m.destinatario,
+    tipo: m.tipo,
+    estado: m.estado,
+    estado_anterior: estadoAnterior,
+    gateway_msg_id: m.gateway_msg_id,
+    error: m.error,
+    error_clase: m.error_clase,
+    fecha: iso(at),
+  };
 }
