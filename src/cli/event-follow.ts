@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { API } from '../core/api-routes.js';
+import { API } from '../core/api/api-routes.js';
 import type { HttpAnswer } from './client.js';
 import type { Ctx } from './context.js';
 import { CliError } from './exit-codes.js';

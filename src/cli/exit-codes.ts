@@ -1,4 +1,4 @@
-import { ERRORS } from '../core/errors.js';
+import { ERRORS } from '../core/api/errors.js';
 import { EXIT, EXIT_TABLE } from '../shared/exit-codes.js';
 
 export const EXIT_HELP = `Exit codes:\n${EXIT_TABLE.map((e) => `  ${String(e.code).padStart(3)}  ${e.meaning}`).join('\n')}`;

@@ -1,10 +1,10 @@
 import type { webhookView } from '../webhooks/config.js';
 import type { escuchaView } from '../webhooks/listeners.js';
-import { toText } from '../core/to-text.js';
+import { toText } from '../core/api/to-text.js';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { API } from '../core/api-routes.js';
-import { ERRORS } from '../core/errors.js';
+import { API } from '../core/api/api-routes.js';
+import { ERRORS } from '../core/api/errors.js';
 import { verify } from '../webhooks/sign.js';
 import type { Ctx } from './context.js';
 import { ApiError, CliError } from './exit-codes.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MESSAGE_STATUS_FIELDS, messageStatusData } from '../../src/core/event-data.js';
+import { MESSAGE_STATUS_FIELDS, messageStatusData } from '../../src/core/events/event-data.js';
 import type { MensajeRow } from '../../src/core/ports/model.js';
 
 const row: MensajeRow = {

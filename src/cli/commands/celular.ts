@@ -1,9 +1,9 @@
-import { toText } from '../../core/to-text.js';
+import { toText } from '../../core/api/to-text.js';
 import { writeFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
-import { API } from '../../core/api-routes.js';
-import { CELULAR_LIMITS } from '../../core/limits.js';
-import type { CelularView } from '../../core/views.js';
+import { API } from '../../core/api/api-routes.js';
+import { CELULAR_LIMITS } from '../../core/api/limits.js';
+import type { CelularView } from '../../core/api/views.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
 import { CliError, usage } from '../exit-codes.js';

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { STREAM_EVENT_KINDS } from '../../core/event-stream.js';
+import { STREAM_EVENT_KINDS } from '../../core/events/event-stream.js';
 import { completeAs } from '../completion.js';
 import type { Ctx } from '../context.js';
 import { followEvents, type StreamedEvent } from '../event-follow.js';

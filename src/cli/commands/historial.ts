@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
-import { API } from '../../core/api-routes.js';
-import { MENSAJE_FIELDS } from '../../core/historial.js';
+import { API } from '../../core/api/api-routes.js';
+import { MENSAJE_FIELDS } from '../../core/history/historial.js';
 import type { Ctx } from '../context.js';
 import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';

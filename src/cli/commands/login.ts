@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import { DEFAULT_URL, type Ctx } from '../context.js';
 import { CliError, usage } from '../exit-codes.js';
 import { EXIT } from '../../shared/exit-codes.js';

@@ -7,7 +7,7 @@ import { EXIT } from '../../shared/exit-codes.js';
 import type { IO } from '../io.js';
 import { hostPort, int, trustProxy, wordOrUrl } from '../parse.js';
 import { duration, msRange } from '../duration.js';
-import { isValidTz } from '../../core/hours.js';
+import { isValidTz } from '../../core/time/hours.js';
 import { colorLevel } from '../io.js';
 import { startedByNpm, watchParent } from '../parent-watch.js';
 

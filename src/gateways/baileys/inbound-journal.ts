@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { BinaryNode, SignalKeyStore, SignalKeyStoreWithTransaction, SignalRepositoryWithLIDStore, WAMessage } from 'baileys';
-import { INBOUND_SEEN_TTL_MS } from '../../core/ledger.js';
+import { INBOUND_SEEN_TTL_MS } from '../../core/billing/ledger.js';
 import type { BaileysLib } from './library.js';
 
 /**

@@ -1,11 +1,11 @@
 import type { Agent } from 'node:https';
-import { backoffMs, type Backoff } from '../../core/backoff.js';
-import type { Clock } from '../../core/clock.js';
+import { backoffMs, type Backoff } from '../../core/time/backoff.js';
+import type { Clock } from '../../core/time/clock.js';
 import type { GatewayEvent } from '../../core/ports/gateway.js';
 import type { SessionStatus } from '../../core/ports/model.js';
 import type { FenceSource } from '../../core/ports/engine-holds.js';
 import type { EngineAuthSource, LineAuth } from './auth.js';
-import { EngineStateUnreadable } from '../../core/engine-key.js';
+import { EngineStateUnreadable } from '../../core/engine/engine-key.js';
 import { closeCode, closeOutcome } from './close-codes.js';
 import { inboundOf, ownStatusOf, receiptOf, userReceiptOf } from './inbound.js';
 import { JOURNAL_KIND, replayOf, SocketJournal, type AnyKindKeys } from './inbound-journal.js';
@@ -37,7 +37,7 @@ export interface LineDeps {
   /** Each status change, and each reconnect, for the metrics. */
   onStatus?: (instancia: string, status: SessionStatus) => void;
   onReconnect?: (instancia: string) => void;
-  /** The engine's hold of this line, carried by each write of its state (core/engine-holds.ts). */
+  /** The engine's hold of this line, carried by each write of its state (core/engine/engine-holds.ts). */
   fence?: FenceSource;
 }
 

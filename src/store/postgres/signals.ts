@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { SignalHandler, Signals } from '../../core/ports/signals.js';
-import { LocalSignals } from '../../core/signals-local.js';
+import { LocalSignals } from '../../core/nodes/signals-local.js';
 
 export interface PgSignalsOptions {
   /** Tests' schemas each get their own channels, so parallel tests never hear each other. */
