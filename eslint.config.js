@@ -22,6 +22,23 @@ export default tseslint.config(
     },
   },
   {
+    // The server never reaches up into the CLI: what both use (exit codes, terminal text) sits in src/shared/.
+    files: ['src/server/**/*.ts', 'src/core/**/*.ts', 'src/store/**/*.ts', 'src/shared/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/cli/**'], message: 'Move what is shared to src/shared/ or src/core/.' }] }] },
+  },
+  {
+    // No cast that silences the types in the source: `x as unknown as T`, `as any`, `as never` (a guard or a declared type says it instead).
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "TSAsExpression > TSAsExpression.expression[typeAnnotation.type='TSUnknownKeyword']", message: 'A double cast silences the types.' },
+        { selector: "TSAsExpression[typeAnnotation.type='TSAnyKeyword']", message: '`as any` silences the types.' },
+        { selector: "TSAsExpression[typeAnnotation.type='TSNeverKeyword']", message: '`as never` silences the types.' },
+      ],
+    },
+  },
+  {
     // Scripts and the shim are plain JavaScript: no type information to check against.
     files: ['**/*.js', '**/*.mjs', '**/*.cjs', 'bin/pasarela'],
     extends: [tseslint.configs.disableTypeChecked],

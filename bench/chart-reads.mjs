@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The charts' reads of figure 15 (core/charts.ts `estadisticas`, as the panel's pages call it) on
+// The charts' reads of figure 15 (core/charts/charts.ts `estadisticas`, as the panel's pages call it) on
 // a store whose kept counts are shaped as figure 15's 1,000,000 messages (3 clients, 60 lines, 90
 // days: the quarters of every day, the lines' minutes of two days and quarters of eight, each
 // client's hours of eight where the schema has them) against one of 100 messages, timed in this
@@ -21,7 +21,7 @@ const opt = (name, def) => {
 const DIST = resolve(opt('dist', new URL('../dist', import.meta.url).pathname));
 const RUNS = Number(opt('runs', 300));
 const { openSqliteStore } = await import(join(DIST, 'store/sqlite/store.js'));
-const { estadisticas } = await import(join(DIST, 'core/charts.js'));
+const { estadisticas } = await import(join(DIST, 'core/charts/charts.js'));
 
 const DAY = 86_400_000;
 const END = Date.UTC(2026, 2, 1);

@@ -40,7 +40,7 @@ const LINES = 20;
 const RECIPIENTS = 20_000;
 
 const { openPgStore } = await import(pathToFileURL(join(DIST, 'store/postgres/store.js')).href);
-const { slotClaim } = await import(pathToFileURL(join(DIST, 'core/caps.js')).href);
+const { slotClaim } = await import(pathToFileURL(join(DIST, 'core/sending/caps.js')).href);
 
 const celularId = (c, l) => c * LINES + l + 1;
 const recipient = (c, r) => `52${String(5500000000 + c * 1_000_000 + r * 37)}`;

@@ -23,7 +23,7 @@ import { Writable } from 'node:stream';
 import { openSqliteStore } from '../dist/store/sqlite/store.js';
 import { MIGRATIONS } from '../dist/store/sqlite/migrations.js';
 import { SERVE_DEFAULTS, startServer } from '../dist/server/serve.js';
-import { ManualClock } from '../dist/core/clock.js';
+import { ManualClock } from '../dist/core/time/clock.js';
 
 const args = process.argv.slice(2);
 const opt = (name, def) => {

@@ -1,4 +1,5 @@
-import { ApiError, CliError, EXIT, exitForStatus } from './exit-codes.js';
+import { ApiError, CliError, exitForStatus } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 import { CODIGO_INVALID_PARAMS, explainInvalid, type FieldFlags } from './field-errors.js';
 
 /**

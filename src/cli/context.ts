@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ADMIN_TOKEN_FILE, defaultDataDir } from '../paths.js';
 import { ApiClient, undiciTransport, type HttpTransport } from './client.js';
-import { CliError, EXIT, usage } from './exit-codes.js';
+import { CliError, usage } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 import type { Term } from './io.js';
 import { Settings, type Profile } from './settings.js';
 

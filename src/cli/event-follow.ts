@@ -1,8 +1,9 @@
 import { StringDecoder } from 'node:string_decoder';
-import { API } from '../core/api-routes.js';
+import { API } from '../core/api/api-routes.js';
 import type { HttpAnswer } from './client.js';
 import type { Ctx } from './context.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { CliError } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 import { isTransient } from './watch.js';
 
 /**

@@ -1,4 +1,4 @@
-import { ERRORS } from '../core/errors.js';
+import { ERRORS } from '../core/api/errors.js';
 /**
  * A 400 (api_codigo 100) names an API field, often in JSON-schema words
  * (`body: hora_inicio_permitido must match pattern "^([01]…"`). A command

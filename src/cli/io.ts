@@ -1,5 +1,5 @@
 import { Chalk, type ChalkInstance } from 'chalk';
-import { guardLine } from './terminal-text.js';
+import { guardLine } from '../shared/terminal-text.js';
 
 /**
  * The terminal, decided once at the edge: where data and messages go, whether

@@ -1,13 +1,13 @@
-import { DAY_OR_INSTANT_EXPECTED, parseInstant, parseYmd } from '../core/historial.js';
-import { csvRecord } from '../core/csv.js';
+import { DAY_OR_INSTANT_EXPECTED, parseInstant, parseYmd } from '../core/history/historial.js';
+import { csvRecord } from '../core/api/csv.js';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import type { ApiPath } from '../core/api-routes.js';
+import type { ApiPath } from '../core/api/api-routes.js';
 import type { Ctx } from './context.js';
 import { usage } from './exit-codes.js';
 import type { FieldFlags } from './field-errors.js';
 import { printJson, printTable, type Cell } from './output.js';
 import { int, positiveInt } from './parse.js';
-import { escapeControls } from './terminal-text.js';
+import { escapeControls } from '../shared/terminal-text.js';
 
 /**
  * What every paged listing command (`historial`, `recibidos`) shares: the

@@ -20,9 +20,10 @@ import { registerSim } from './commands/sim.js';
 import { registerWebhook } from './commands/webhook.js';
 import type { HttpTransport } from './client.js';
 import { Ctx, type GlobalFlags } from './context.js';
-import { CliError, EXIT, EXIT_HELP } from './exit-codes.js';
+import { CliError, EXIT_HELP } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 import { makeTerm, type IO } from './io.js';
-import { escapeControls, guardLine } from './terminal-text.js';
+import { escapeControls, guardLine } from '../shared/terminal-text.js';
 
 export type CtxOf = (cmd: Command) => Ctx;
 

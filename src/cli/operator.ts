@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { Ctx } from './context.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { CliError } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 import type { FieldFlags } from './field-errors.js';
 
 /** Operator credential options, on the `admin` and `sim` groups. */

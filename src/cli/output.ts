@@ -1,6 +1,6 @@
 import type { Ctx } from './context.js';
 import type { Term } from './io.js';
-import { cellSafe, displayWidth, escapeControls, padWidth, truncateWidth, wrapWidth } from './terminal-text.js';
+import { cellSafe, displayWidth, escapeControls, padWidth, truncateWidth, wrapWidth } from '../shared/terminal-text.js';
 
 /**
  * One way to print results. `--json`: the JSON and nothing else on stdout.

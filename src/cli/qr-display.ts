@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module';
-import { CliError, EXIT } from './exit-codes.js';
+import { CliError } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 import type { Ctx } from './context.js';
-import { displayWidth, escapeControls, rowsTaken, wrapWidth } from './terminal-text.js';
+import { displayWidth, escapeControls, rowsTaken, wrapWidth } from '../shared/terminal-text.js';
 
 /** What the QR endpoints answer. */
 export interface QrBody {

@@ -1,6 +1,7 @@
-import { ERRORS } from '../core/errors.js';
+import { ERRORS } from '../core/api/errors.js';
 import type { Ctx } from './context.js';
-import { ApiError, CliError, CODIGO_REJECTED, CODIGO_UNCERTAIN, EXIT } from './exit-codes.js';
+import { ApiError, CliError, CODIGO_REJECTED, CODIGO_UNCERTAIN } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 
 /**
  * What `send --retry N` tries again, and after how long. Only what can

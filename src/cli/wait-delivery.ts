@@ -1,6 +1,7 @@
 import type { Ctx } from './context.js';
 import { followEvents } from './event-follow.js';
-import { CliError, EXIT } from './exit-codes.js';
+import { CliError } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 import type { Mensaje } from './commands/historial.js';
 import { fetchMensaje } from './commands/mensaje.js';
 

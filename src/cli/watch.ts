@@ -1,5 +1,6 @@
 import type { Ctx } from './context.js';
-import { ApiError, CliError, EXIT } from './exit-codes.js';
+import { ApiError, CliError } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 
 /** Time for a watch: real by default, injected by tests of the logic. */
 export interface WatchClock {

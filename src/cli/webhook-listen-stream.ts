@@ -1,4 +1,4 @@
-import { API } from '../core/api-routes.js';
+import { API } from '../core/api/api-routes.js';
 import { generateSecret, sign } from '../webhooks/sign.js';
 import type { Ctx } from './context.js';
 import { followEvents } from './event-follow.js';

@@ -1,13 +1,14 @@
 import type { webhookView } from '../webhooks/config.js';
 import type { escuchaView } from '../webhooks/listeners.js';
-import { toText } from '../core/to-text.js';
+import { toText } from '../core/api/to-text.js';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { API } from '../core/api-routes.js';
-import { ERRORS } from '../core/errors.js';
+import { API } from '../core/api/api-routes.js';
+import { ERRORS } from '../core/api/errors.js';
 import { verify } from '../webhooks/sign.js';
 import type { Ctx } from './context.js';
-import { ApiError, CliError, EXIT } from './exit-codes.js';
+import { ApiError, CliError } from './exit-codes.js';
+import { EXIT } from '../shared/exit-codes.js';
 
 /**
  * `pasarela webhook listen` (after `stripe listen`): a receiver on

@@ -1,7 +1,7 @@
-import type { Clock } from './clock.js';
-import type { LineReads } from './line-reads.js';
-import type { CredentialCache } from './credential-cache.js';
-import type { EventBus } from './events.js';
+import type { Clock } from './time/clock.js';
+import type { LineReads } from './accounts/line-reads.js';
+import type { CredentialCache } from './auth/credential-cache.js';
+import type { EventBus } from './events/events.js';
 import type { Counters } from './ports/counters.js';
 import type { Gateway } from './ports/gateway.js';
 import type { Signals } from './ports/signals.js';
@@ -11,7 +11,7 @@ import type { Store } from './ports/store.js';
 export interface CoreConfig {
   /** SHA-256 of the operator token. */
   adminTokenHash: string;
-  /** Failed authentications of one credential from one address per window before 429 (core/auth-throttle.ts). */
+  /** Failed authentications of one credential from one address per window before 429 (core/auth/auth-throttle.ts). */
   authMaxFailures: number;
   authWindowMs: number;
   /** IANA zone of allowed hours and of history dates (`serve --tz`). */
@@ -37,7 +37,7 @@ export interface QueueConfig {
   maxPending: number;
   /** How long a worker's claim on a message lasts before another may take it. */
   leaseMs: number;
-  /** First retry delay of a transient failure; the backoff doubles it up to 120 times (core/queue-worker.ts). */
+  /** First retry delay of a transient failure; the backoff doubles it up to 120 times (core/queue/queue-worker.ts). */
   retryMs: number;
   /** How long a line pauses when the network rate-limits it without saying for how long. */
   rateLimitPauseMs: number;
@@ -61,8 +61,8 @@ export interface Core {
   random: () => number;
   /** Notices to every node serving the store (in-process on SQLite, LISTEN/NOTIFY on PostgreSQL). */
   signals: Signals;
-  /** Resolved credentials for about a second, dropped by signals (core/credential-cache.ts, D-67). */
+  /** Resolved credentials for about a second, dropped by signals (core/auth/credential-cache.ts, D-67). */
   credentials: CredentialCache;
-  /** A line and its client as the queue worker and gateway events read them, ten seconds on a shared store (core/line-reads.ts, D-80). */
+  /** A line and its client as the queue worker and gateway events read them, ten seconds on a shared store (core/accounts/line-reads.ts, D-80). */
   lines: LineReads;
 }

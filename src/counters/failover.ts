@@ -1,4 +1,4 @@
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../core/time/clock.js';
 import type { Counters } from '../core/ports/counters.js';
 import type { RedisCounters } from './redis.js';
 

@@ -1,5 +1,5 @@
 import { Redis, type Result } from 'ioredis';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../core/time/clock.js';
 import type { Counters } from '../core/ports/counters.js';
 
 /**

@@ -1,5 +1,5 @@
 import { GatewayFailure } from '../core/ports/gateway.js';
-import { retryAfterMs } from '../core/retry-after.js';
+import { retryAfterMs } from '../core/time/retry-after.js';
 import { describeBody, scrub, type JsonReply } from './http-json.js';
 
 /**

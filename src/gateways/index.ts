@@ -1,10 +1,10 @@
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../core/time/clock.js';
 import type { Gateway } from '../core/ports/gateway.js';
 import type { Store } from '../core/ports/store.js';
 import { MediaFetcher, type MediaFetchOptions } from './media-fetch.js';
 import { SimGateway, type SimOptions } from './sim.js';
 import { GatewayRouter, type RoutedServer } from './router.js';
-import { serverOfInstance } from '../core/gateway-servers.js';
+import { serverOfInstance } from '../core/accounts/gateway-servers.js';
 import type { BaileysOptions } from './baileys/adapter.js';
 
 /** Gateways this build can drive; `serve --gateway NAME` picks one. */
@@ -112,7 +112,7 @@ export function serverOptions(shared: HttpGatewayOptions, server: { url: string;
   };
 }
 
-/** Evolution or WAHA over the deployment's gateway servers (see router.ts and core/gateway-servers.ts). */
+/** Evolution or WAHA over the deployment's gateway servers (see router.ts and core/accounts/gateway-servers.ts). */
 async function routedGateway(name: 'evolution' | 'waha', store: Store, clock: Clock, http: HttpGatewayOptions): Promise<Gateway> {
   // Loaded on demand: a sim server never loads the HTTP adapters.
   const adapter =

@@ -1,7 +1,7 @@
-import { MEDIA_RULES, type TempFiles } from '../core/media.js';
-import { tooLargeText } from '../core/media-size.js';
-import { sniffFile } from '../core/media-sniff-file.js';
-import { fetchUrl, UrlFetchFailure, type UrlProbeOptions } from '../core/media-url.js';
+import { MEDIA_RULES, type TempFiles } from '../core/media/media.js';
+import { tooLargeText } from '../core/media/media-size.js';
+import { sniffFile } from '../core/media/media-sniff-file.js';
+import { fetchUrl, UrlFetchFailure, type UrlProbeOptions } from '../core/media/media-url.js';
 import { GatewayFailure, type OutboundMessage } from '../core/ports/gateway.js';
 
 /**

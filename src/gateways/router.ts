@@ -27,7 +27,7 @@ export interface RouterOptions {
   capabilities: GatewayCapabilities;
   /** Whether the kind's adapter can tell if a message went (Gateway.sentMessage). */
   sentMessage: boolean;
-  /** The server a call on this instance goes to (core/gateway-servers.ts); null when none can take it. */
+  /** The server a call on this instance goes to (core/accounts/gateway-servers.ts); null when none can take it. */
   serverOf(instancia: string): Promise<number | null>;
   server(id: number): Promise<RoutedServer | null>;
   /** Builds the kind's adapter for one server. */

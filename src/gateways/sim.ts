@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../core/time/clock.js';
 import {
   GatewayFailure,
   type Gateway,

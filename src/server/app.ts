@@ -2,8 +2,8 @@ import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Core } from '../core/context.js';
-import { AppError, errorBody } from '../core/errors.js';
-import { EXIT_TABLE } from '../cli/exit-codes.js';
+import { AppError, errorBody } from '../core/api/errors.js';
+import { EXIT_TABLE } from '../shared/exit-codes.js';
 import { VERSION } from '../version.js';
 import { installErrorHandling, toAppError } from './errors.js';
 import { DOC_CONTENT_TYPE, registerDocs, ServedDocuments, serverOf, TEMPLATE_SERVERS } from './docs.js';
@@ -19,15 +19,15 @@ import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
 import sendRoutes from './routes/send.js';
 import colaRoutes from './routes/cola.js';
-import type { SendDeps } from '../core/send.js';
+import type { SendDeps } from '../core/sending/send.js';
 import type { WebhookControl } from '../webhooks/dispatcher.js';
-import type { LineHealth } from '../core/line-health.js';
-import type { NodePresence } from '../core/node-presence.js';
+import type { LineHealth } from '../core/accounts/line-health.js';
+import type { NodePresence } from '../core/nodes/node-presence.js';
 import gatewayInboundRoutes from './routes/gateway-inbound.js';
 import webhookRoutes from './routes/webhook.js';
 import eventosRoutes from './routes/eventos.js';
 import panel from './panel/index.js';
-import { EventStreams, STREAM_TIMING, type StreamTiming } from '../core/event-stream-pump.js';
+import { EventStreams, STREAM_TIMING, type StreamTiming } from '../core/events/event-stream-pump.js';
 import { sharedSchemas } from './schemas/common.js';
 import { safeIntegers } from './schemas/safe-integers.js';
 import { installBodyGuards } from './body/body-guard.js';
@@ -53,13 +53,13 @@ export interface AppOptions {
   health?: LineHealth;
   /** Timeouts and unauthenticated-body bounds; SERVE_DEFAULTS' by default (config.ts). */
   limits?: RequestLimits;
-  /** This node among the store's: /health counts the present ones (core/node-presence.ts). */
+  /** This node among the store's: /health counts the present ones (core/nodes/node-presence.ts). */
   node?: Pick<NodePresence, 'presentNodes'>;
   /** Prometheus metrics: every response timed, and GET /metrics for the operator (src/server/metrics/). */
   metrics?: Metrics;
   /** `serve --public-url`: the server the API document names (docs.ts); `/` without it. */
   publicUrl?: string;
-  /** The event streams' timing (core/event-stream-pump.ts); tests shorten it. */
+  /** The event streams' timing (core/events/event-stream-pump.ts); tests shorten it. */
   streamTiming?: Partial<StreamTiming>;
   /** `--gateway baileys`: the calls other nodes hand this one for the lines it holds (routes/motor-interno.ts). */
   engine?: EngineHost;

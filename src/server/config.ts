@@ -1,5 +1,5 @@
 import type { QueueConfig } from '../core/context.js';
-import type { PresenceTiming } from '../core/node-presence.js';
+import type { PresenceTiming } from '../core/nodes/node-presence.js';
 import type { DispatcherOptions } from '../webhooks/dispatcher.js';
 import type { LogFormat } from './log-format.js';
 import { knobDefaults, type KnobValues, type TrustProxy } from './config-knobs.js';
@@ -137,7 +137,7 @@ export function webhookSettings(c: ServeConfig, userAgent: string): Omit<Dispatc
 }
 
 /**
- * The node's presence timing (core/node-presence.ts): a silent node's
+ * The node's presence timing (core/nodes/node-presence.ts): a silent node's
  * streams outlive its longest work, a send's claim (`leaseMs`) or a webhook
  * attempt (headers, then body, each up to the timeout).
  */

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { AppError, ERRORS, type ErrorRow, errorBody } from '../core/errors.js';
-import { refusedInWords, type SchemaLike } from '../core/expected-words.js';
-import { DAY_OR_INSTANT_EXPECTED } from '../core/historial.js';
+import { AppError, ERRORS, type ErrorRow, errorBody } from '../core/api/errors.js';
+import { refusedInWords, type SchemaLike } from '../core/api/expected-words.js';
+import { DAY_OR_INSTANT_EXPECTED } from '../core/history/historial.js';
 import { lingerOnClose } from './body/linger.js';
 
 /**

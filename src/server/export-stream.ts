@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { csvRecord } from '../core/csv.js';
+import { csvRecord } from '../core/api/csv.js';
 
 /**
  * An export's body (the movements' API route and panel download): the CSV

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, preValidationAsyncHookHandler } from 'fastify';
-import { authenticateClient, authenticateOperator, type ClientPrincipal } from '../core/auth.js';
+import { authenticateClient, authenticateOperator, type ClientPrincipal } from '../core/auth/auth.js';
 import type { Core } from '../core/context.js';
-import { fail } from '../core/errors.js';
-import { toText } from '../core/to-text.js';
+import { fail } from '../core/api/errors.js';
+import { toText } from '../core/api/to-text.js';
 
 /** Small helpers shared by route groups: credentials, ids, and the success envelope. */
 

@@ -1,4 +1,4 @@
-import type { EventBus, MessageStatusEvent, SessionHolderEvent, SessionStatusEvent, WebhookAttemptEvent } from '../core/events.js';
+import type { EventBus, MessageStatusEvent, SessionHolderEvent, SessionStatusEvent, WebhookAttemptEvent } from '../core/events/events.js';
 
 /**
  * What an operator should see in the log without asking for debug

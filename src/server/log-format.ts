@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { Chalk, type ChalkInstance } from 'chalk';
-import { cellSafe, escapeControls } from '../cli/terminal-text.js';
-import { toText } from '../core/to-text.js';
+import { cellSafe, escapeControls } from '../shared/terminal-text.js';
+import { toText } from '../core/api/to-text.js';
 import { LOG_EVENTS } from './log-events.js';
 
 /**

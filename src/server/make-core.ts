@@ -1,14 +1,14 @@
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../core/time/clock.js';
 import type { Core, CoreConfig } from '../core/context.js';
-import { CredentialCache } from '../core/credential-cache.js';
-import { LineReads } from '../core/line-reads.js';
-import type { EventBus } from '../core/events.js';
-import { hashSecret } from '../core/keys.js';
+import { CredentialCache } from '../core/auth/credential-cache.js';
+import { LineReads } from '../core/accounts/line-reads.js';
+import type { EventBus } from '../core/events/events.js';
+import { hashSecret } from '../core/auth/keys.js';
 import type { Counters } from '../core/ports/counters.js';
 import type { Gateway } from '../core/ports/gateway.js';
 import type { Signals } from '../core/ports/signals.js';
 import type { Store } from '../core/ports/store.js';
-import { LocalSignals } from '../core/signals-local.js';
+import { LocalSignals } from '../core/nodes/signals-local.js';
 import { derivedLeaseMs, type ServeConfig } from './config.js';
 
 /** What the core is given to work with: the ports' adapters, the clock, the bus and the source of chance. */

@@ -61,7 +61,7 @@ const NAME_SHAPE = /^[\w.[\]-]{1,32}$/;
 /** A shown value: short (credentials are 16 characters or more) and plain. */
 const PLAIN_VALUE = /^[\w.:+-]{0,15}$/;
 
-/** A client or celular key (src/core/keys.ts), anywhere in a text. */
+/** A client or celular key (src/core/auth/keys.ts), anywhere in a text. */
 const KEY_SHAPE = /WAC?_\d+_/i;
 
 /** Shaped like a credential: a key, or 16+ characters with digits (gateway and legacy tokens, secrets), a file name apart. */

@@ -1,19 +1,19 @@
 import { hostname } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
-import { systemClock, type Clock } from '../core/clock.js';
+import { systemClock, type Clock } from '../core/time/clock.js';
 import type { Core } from '../core/context.js';
-import { HolderReports } from '../core/engine-holders.js';
+import { HolderReports } from '../core/engine/engine-holders.js';
 import { nodeKey } from '../gateways/baileys/forward.js';
-import { MAX_MEDIA_BYTES } from '../core/media.js';
-import { EventBus } from '../core/events.js';
-import type { LineHealth } from '../core/line-health.js';
-import type { DirectRecovery } from '../core/direct-recovery.js';
-import type { Retention } from '../core/retention.js';
-import type { QueueWorker } from '../core/queue-worker.js';
+import { MAX_MEDIA_BYTES } from '../core/media/media.js';
+import { EventBus } from '../core/events/events.js';
+import type { LineHealth } from '../core/accounts/line-health.js';
+import type { DirectRecovery } from '../core/sending/direct-recovery.js';
+import type { Retention } from '../core/history/retention.js';
+import type { QueueWorker } from '../core/queue/queue-worker.js';
 import type { WebhookDispatcher } from '../webhooks/dispatcher.js';
-import { TempFiles } from '../core/media.js';
-import { sweepAcceptedMedia } from '../core/accepted-media.js';
+import { TempFiles } from '../core/media/media.js';
+import { sweepAcceptedMedia } from '../core/media/accepted-media.js';
 import { ADMIN_TOKEN_FILE } from '../paths.js';
 import { completeConfig, SERVE_DEFAULTS, type ServeOverrides } from './config.js';
 import { logBusEvents } from './log-events.js';
@@ -25,13 +25,13 @@ import { startBackground, startNode } from './parts/background.js';
 import { countersPart } from './parts/counters.js';
 import { dataDirPart, secretOf } from './parts/data-dir.js';
 import { gatewayPart } from './parts/gateway.js';
-import type { StreamTiming } from '../core/event-stream-pump.js';
+import type { StreamTiming } from '../core/events/event-stream-pump.js';
 import { appPart, listenerPart, metricsListenerPart } from './parts/http.js';
 import { makeLogger } from './parts/log.js';
 import { Parts } from './parts/part.js';
 import { nodeSettings } from './parts/settings.js';
 import { storePart } from './parts/store.js';
-import type { ChartSampler } from '../core/chart-samples.js';
+import type { ChartSampler } from '../core/charts/chart-samples.js';
 import { chartsPart, healthPart, lineHealth, recoveryPart, retentionPart } from './parts/upkeep.js';
 
 export { makeDataDir } from './parts/data-dir.js';
@@ -51,7 +51,7 @@ export type ServeOptions = ServeOverrides & {
   logNotice?: NodeJS.WritableStream;
   /** Pretty lines in colour. */
   logColor?: boolean;
-  /** The event streams' timing (core/event-stream-pump.ts): tests shorten the poll, the ping and the stall cut. */
+  /** The event streams' timing (core/events/event-stream-pump.ts): tests shorten the poll, the ping and the stall cut. */
   streamTiming?: Partial<StreamTiming>;
   /** `--gateway baileys` in-process tests: the CA of their fake network's media server (a child takes NODE_EXTRA_CA_CERTS). */
   engine?: { ca?: string };

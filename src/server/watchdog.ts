@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
-import type { Watchdog } from '../core/engine-keeper.js';
+import type { Watchdog } from '../core/engine/engine-keeper.js';
 
 /**
  * The engine's watchdog (D-136): a small child process that ends this one

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { AppError } from '../core/errors.js';
+import { AppError } from '../core/api/errors.js';
 import type { StoreWriteHealth } from '../core/ports/store.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { TempFiles } from '../core/media.js';
+import type { TempFiles } from '../core/media/media.js';
 import type { AcceptedMedia, LocalMediaFile } from '../core/ports/media.js';
 
 /**

@@ -2,7 +2,7 @@ import type { MovimientoTipo } from '../core/ports/accounts.js';
 
 /**
  * Each movement type as a condition on a ledger row, the same text in every
- * dialect: core/movimientos.ts `movementTipo` in SQL. A refund and a manual
+ * dialect: core/billing/movimientos.ts `movementTipo` in SQL. A refund and a manual
  * change each have a partial index of this very predicate (SQLite migration
  * 22, PostgreSQL 18), which a planner uses only when the query's text holds
  * it unchanged; a charge is nearly every row, read from the client's index.

@@ -1,9 +1,9 @@
-import { type Balance, MOVEMENT_COLUMNS, receiptColumn, type SlotValue } from '../core/recipes.js';
+import { type Balance, MOVEMENT_COLUMNS, receiptColumn, type SlotValue } from '../core/billing/recipes.js';
 import type { EntregaRow, EscuchaRow } from '../core/ports/model.js';
 import type { IntentoRow } from '../core/ports/webhooks.js';
 
 /**
- * The SQL of core/recipes.ts's answers, the same text for every dialect but
+ * The SQL of core/billing/recipes.ts's answers, the same text for every dialect but
  * its placeholders: `ph(i)` names the i-th parameter (1-based), `?` in SQLite,
  * `$i` in PostgreSQL. The values come from the recipe, never from here.
  */

@@ -1,6 +1,6 @@
 import type { LookupAddress } from 'node:dns';
 import type { Agent } from 'undici';
-import { pinnedAgent } from '../core/media-url.js';
+import { pinnedAgent } from '../core/media/media-url.js';
 
 /** How long a vetted receiver is trusted, and how long an unused one is kept (server/config-knobs.ts). */
 export interface AgentTiming {

@@ -36,7 +36,7 @@ export class ClientQueue {
   emptySince: number | null = null;
   /** When (clock ticks) the last claim started: the next waits for the dispatcher's claim gap after it, unless that claim was full. */
   claimedAt = -Infinity;
-  /** The node's lapse count at that read (core/node-presence.ts): `ready` is stale once it moves. */
+  /** The node's lapse count at that read (core/nodes/node-presence.ts): `ready` is stale once it moves. */
   lapses = 0;
 
   constructor(readonly clienteId: number) {}

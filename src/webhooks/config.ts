@@ -2,14 +2,14 @@ import type { LookupAddress } from 'node:dns';
 import { announceWebhookConfig } from './config-cache.js';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../core/auth.js';
-import { iso } from '../core/clock.js';
+import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../core/auth/auth.js';
+import { iso } from '../core/time/clock.js';
 import type { Core } from '../core/context.js';
-import { fail } from '../core/errors.js';
-import { webhookAudit } from '../core/audit.js';
-import { isBlockedAddress, parseHttpUrl } from '../core/media-url.js';
+import { fail } from '../core/api/errors.js';
+import { webhookAudit } from '../core/auth/audit.js';
+import { isBlockedAddress, parseHttpUrl } from '../core/media/media-url.js';
 import type { WebhookConfig } from '../core/ports/model.js';
-import { checkWebhookSecret } from '../core/webhook-secret.js';
+import { checkWebhookSecret } from '../core/events/webhook-secret.js';
 
 /** The webhook configuration of a client (docs/design.md §7). */
 export const EVENT_KINDS = ['messages.received', 'message.status', 'session.status'] as const;

@@ -1,4 +1,4 @@
-import { abortable } from '../core/media-url.js';
+import { abortable } from '../core/media/media-url.js';
 
 /**
  * One webhook attempt's overall deadline: connecting, sending, the answer's

@@ -1,7 +1,7 @@
-import { actorOf, requireClientKey, type ClientPrincipal } from '../core/auth.js';
+import { actorOf, requireClientKey, type ClientPrincipal } from '../core/auth/auth.js';
 import type { Core } from '../core/context.js';
-import { fail } from '../core/errors.js';
-import { entregaView } from '../core/views.js';
+import { fail } from '../core/api/errors.js';
+import { entregaView } from '../core/api/views.js';
 import type { WebhookControl } from './dispatcher.js';
 
 /**

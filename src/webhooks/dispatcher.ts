@@ -1,11 +1,11 @@
 import { request, type Agent } from 'undici';
 import type { Core } from '../core/context.js';
-import type { BusEventName } from '../core/events.js';
+import type { BusEventName } from '../core/events/events.js';
 import type { EntregaRow, EscuchaRow, JournalEvent } from '../core/ports/model.js';
-import { eventBody, type LoggedEvent } from '../core/event-log.js';
-import { KeyedRunner } from '../core/keyed-runner.js';
-import { stream } from '../core/leases.js';
-import type { NodePresence } from '../core/node-presence.js';
+import { eventBody, type LoggedEvent } from '../core/events/event-log.js';
+import { KeyedRunner } from '../core/queue/keyed-runner.js';
+import { stream } from '../core/nodes/leases.js';
+import type { NodePresence } from '../core/nodes/node-presence.js';
 import { ReceiverAgents } from './agents.js';
 import { ClientQueue } from './client-queue.js';
 import { AttemptDeadline } from './deadline.js';
@@ -14,8 +14,8 @@ import { COPY_BACKLOG, ListenerCopies } from './listener-copies.js';
 import { announceWebhookConfig, WebhookConfigCache } from './config-cache.js';
 import { AttemptBatch } from './attempt-batch.js';
 import { vetListenerHost } from './listeners.js';
-import { retryAfterMs as parseRetryAfter } from '../core/retry-after.js';
-import { backoffMs } from '../core/backoff.js';
+import { retryAfterMs as parseRetryAfter } from '../core/time/retry-after.js';
+import { backoffMs } from '../core/time/backoff.js';
 import { sign, webhookBackoff } from './sign.js';
 
 export interface DispatcherOptions {
@@ -44,7 +44,7 @@ export interface DispatcherOptions {
 
 export const TEST_EVENT = 'webhook.test';
 
-/** The bus events whose changes are logged (core/event-log.ts): each one means "the log has news for this client". */
+/** The bus events whose changes are logged (core/events/event-log.ts): each one means "the log has news for this client". */
 export const JOURNALED_EVENTS = ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[];
 
 /** What the API asks of webhook delivery, wherever the dispatcher runs (this thread, or the background one: server/background/). */
@@ -97,7 +97,7 @@ const RETRY_AFTER_MAX_MS = 86_400_000;
 export const LISTENER_TIMEOUT_MS = 5000;
 
 /**
- * Webhook delivery from the event log (core/event-log.ts, D-69). The row of
+ * Webhook delivery from the event log (core/events/event-log.ts, D-69). The row of
  * each event a subscribed, active configuration wanted is its delivery (the
  * event's id is the `webhook-id` of every attempt), written with the change
  * before anything is sent; the dispatcher posts it with fresh
@@ -119,7 +119,7 @@ export const LISTENER_TIMEOUT_MS = 5000;
  * is then sent again (at least once). A stop abandons the attempts in
  * flight and gives their claims back: they stay due, for the next start or
  * another node. Several nodes: each client's outbox is also a stream lease
- * (core/leases.ts), held by one node while it has that client's deliveries
+ * (core/nodes/leases.ts), held by one node while it has that client's deliveries
  * in hand and given back LEASE_LINGER_MS after it has none, so one node serves a client's
  * window and fairness at a time.
  *

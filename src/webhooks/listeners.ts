@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
-import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../core/auth.js';
-import { iso } from '../core/clock.js';
+import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../core/auth/auth.js';
+import { iso } from '../core/time/clock.js';
 import type { Core } from '../core/context.js';
-import { fail } from '../core/errors.js';
-import { parseHttpUrl } from '../core/media-url.js';
+import { fail } from '../core/api/errors.js';
+import { parseHttpUrl } from '../core/media/media-url.js';
 import type { EscuchaRow } from '../core/ports/model.js';
 import { parseEventos, vetWebhookHost } from './config.js';
 import { generateSecret } from './sign.js';

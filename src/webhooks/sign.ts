@@ -1,5 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Backoff } from '../core/backoff.js';
+import type { Backoff } from '../core/time/backoff.js';
 
 /**
  * Webhook signatures of docs/design.md §7, as pure functions (time is an argument).

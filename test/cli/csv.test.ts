@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { csvField } from '../../src/core/csv.js';
+import { csvField } from '../../src/core/api/csv.js';
 
 describe('csv fields of `historial --format csv`', () => {
   it('quotes commas, quotes and line breaks (RFC 4180)', () => {

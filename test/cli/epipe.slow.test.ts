@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import { seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { BIN, Cli, cliCommandLine } from './helpers.js';
 import { storeMensaje } from './stored-mensaje.js';

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import type { MensajeEstado } from '../../src/core/ports/model.js';
 import { api, seedClient, type Seeded, type TestServer } from '../helpers/server.js';
 import { storeMensaje } from './stored-mensaje.js';

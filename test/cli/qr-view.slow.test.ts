@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { Cli, cliCommandLine, HAS_SCRIPT, until } from './helpers.js';
 

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import { api, type TestServer } from '../helpers/server.js';
 import { link, linkedLine, numeroNuevo, type Line } from '../server/send-helpers.js';
 

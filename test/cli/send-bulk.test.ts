@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSendBulkCommand } from '../../src/cli/commands/send-bulk.js';
 import { Ctx } from '../../src/cli/context.js';
 import { makeTerm } from '../../src/cli/io.js';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import { injectTransport } from '../helpers/inject-http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { admin, editCelular, linkedLine, PNG, startMediaServer, type Line } from '../server/send-helpers.js';

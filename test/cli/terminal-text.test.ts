@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cellSafe, displayWidth, escapeControls, guardLine, rowsTaken, truncateWidth, wrapWidth } from '../../src/cli/terminal-text.js';
+import { cellSafe, displayWidth, escapeControls, guardLine, rowsTaken, truncateWidth, wrapWidth } from '../../src/shared/terminal-text.js';
 import { fitColumns } from '../../src/cli/output.js';
 
 /** The pure pieces under the terminal output: widths, cuts, wraps, escapes, column fitting. */

@@ -49,7 +49,7 @@ describe('refused before any request: exit 2, the flag named', () => {
     [['historial', '--estado', 'leído'], "'--estado <estado>'"],
     [['webhook', 'set', 'ftp://example.com/hook'], 'url "ftp://example.com/hook"'],
     [['webhook', 'set', 'https://example.com/hook', '--secret', 'con espacio'], "'--secret <secret>'"],
-    // The server's rule (core/webhook-secret.ts, D-89): 24 to 256 characters.
+    // The server's rule (core/events/webhook-secret.ts, D-89): 24 to 256 characters.
     [['webhook', 'set', 'https://example.com/hook', '--secret', 'x'], '1 character is too short: 24 to 256 printable ASCII characters, no spaces'],
     [['webhook', 'set', 'https://example.com/hook', '--secret', 'a'.repeat(23)], "'--secret <secret>'"],
     [['webhook', 'deliveries', '--limit', '501'], "'--limit <n>'"],

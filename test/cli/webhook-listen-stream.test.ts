@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import type { IO } from '../../src/cli/io.js';
-import { eventBody } from '../../src/core/event-log.js';
+import { eventBody } from '../../src/core/events/event-log.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { admin, linkedLine, numeroNuevo, type Line } from '../server/send-helpers.js';
 import { until } from '../helpers/poll.js';

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import { createServer } from 'node:http';
 import { numeroNuevo } from '../helpers/expect.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkThrottle, fingerprint, recordFailure, recordSuccess, ADDRESS_FACTOR } from '../../src/core/auth-throttle.js';
-import { ManualClock } from '../../src/core/clock.js';
+import { checkThrottle, fingerprint, recordFailure, recordSuccess, ADDRESS_FACTOR } from '../../src/core/auth/auth-throttle.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import type { Core } from '../../src/core/context.js';
-import { MemoryCounters } from '../../src/core/counters-memory.js';
-import { checkDuplicate, DUPE_BLOCK_MS, DUPE_MAX, DUPE_WINDOW_MS } from '../../src/core/dedupe.js';
-import { AppError } from '../../src/core/errors.js';
+import { MemoryCounters } from '../../src/core/nodes/counters-memory.js';
+import { checkDuplicate, DUPE_BLOCK_MS, DUPE_MAX, DUPE_WINDOW_MS } from '../../src/core/sending/dedupe.js';
+import { AppError } from '../../src/core/api/errors.js';
 import type { Counters } from '../../src/core/ports/counters.js';
 import { RedisCounters } from '../../src/counters/redis.js';
 import { describeWith, dropRedisPrefix, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';

@@ -1,13 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createCliente, editCliente, rotateClienteKey } from '../../src/core/accounts.js';
-import { authenticateClient, requireActiveClient } from '../../src/core/auth.js';
-import { applySessionStatus, rotateCelularKey } from '../../src/core/celulares.js';
-import { systemClock } from '../../src/core/clock.js';
+import { createCliente, editCliente, rotateClienteKey } from '../../src/core/accounts/accounts.js';
+import { authenticateClient, requireActiveClient } from '../../src/core/auth/auth.js';
+import { applySessionStatus, rotateCelularKey } from '../../src/core/accounts/celulares.js';
+import { systemClock } from '../../src/core/time/clock.js';
 import type { Core, CoreConfig } from '../../src/core/context.js';
-import { MemoryCounters } from '../../src/core/counters-memory.js';
-import { ERRORS } from '../../src/core/errors.js';
-import { EventBus } from '../../src/core/events.js';
-import { celularKey, hashSecret, newSecret } from '../../src/core/keys.js';
+import { MemoryCounters } from '../../src/core/nodes/counters-memory.js';
+import { ERRORS } from '../../src/core/api/errors.js';
+import { EventBus } from '../../src/core/events/events.js';
+import { celularKey, hashSecret, newSecret } from '../../src/core/auth/keys.js';
 import type { Gateway } from '../../src/core/ports/gateway.js';
 import type { Signals } from '../../src/core/ports/signals.js';
 import type { Store } from '../../src/core/ports/store.js';
@@ -20,8 +20,8 @@ import { postgres, describeWith } from '../helpers/services.js';
 import { ADAPTERS, celular, openPg, PG_URL, pgAdmin, pgSchema, storeEachTest } from './adapters.js';
 
 /**
- * The credential cache in the accept path (core/auth.ts over
- * core/credential-cache.ts, D-67): on every store, one node; on PostgreSQL,
+ * The credential cache in the accept path (core/auth/auth.ts over
+ * core/auth/credential-cache.ts, D-67): on every store, one node; on PostgreSQL,
  * two nodes on one schema, told of each other's writes by LISTEN/NOTIFY.
  */
 const MAX_FAILURES = 3;

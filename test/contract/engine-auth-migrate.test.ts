@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { afterEach, expect, it } from 'vitest';
-import { engineCipherOf } from '../../src/core/engine-key.js';
+import { engineCipherOf } from '../../src/core/engine/engine-key.js';
 import { storedAuthState } from '../../src/gateways/baileys/auth-state.js';
 import { copyTable, COPIED } from '../../src/store/postgres/import.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';

@@ -4,7 +4,7 @@ import type { PgStore } from '../../src/store/postgres/store.js';
 import { ADAPTERS, storeEachTest } from './adapters.js';
 
 /**
- * Engine sessions held by one node each (D-136, core/engine-holds.ts). A
+ * Engine sessions held by one node each (D-136, core/engine/engine-holds.ts). A
  * store one process serves keeps them in memory, where every holder is its
  * own node and so present; PostgreSQL judges presence by the nodes' beats on
  * its own clock. What needs a second process (a silent holder, a url, a

@@ -1,15 +1,15 @@
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { REASON_NOT_SENT, REASON_UNKNOWN } from '../../src/core/direct-recovery.js';
-import { failureClase } from '../../src/core/failure-class.js';
+import { REASON_NOT_SENT, REASON_UNKNOWN } from '../../src/core/sending/direct-recovery.js';
+import { failureClase } from '../../src/core/sending/failure-class.js';
 import { GatewayFailure } from '../../src/core/ports/gateway.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PG_ABSENT, PG_URL, pgSchema } from './adapters.js';
 
 /**
- * The failure class beside a message's error (core/failure-class.ts, D-65):
+ * The failure class beside a message's error (core/sending/failure-class.ts, D-65):
  * what each gateway failure is classed as, and how the migration classes the
  * rows that failed before it, on both stores.
  */

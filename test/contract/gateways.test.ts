@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pickServer } from '../../src/core/gateway-servers.js';
+import { pickServer } from '../../src/core/accounts/gateway-servers.js';
 import { ADAPTERS, celular, newCliente, storeEachTest } from './adapters.js';
 
 /** The gateway servers table: adding, the `--gateway-url` upsert, drain, loads, assigning and adopting lines; and a restart keeps them. */

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { IDEM_PURGE_BATCH } from '../../src/core/idempotency.js';
+import { IDEM_PURGE_BATCH } from '../../src/core/sending/idempotency.js';
 import type { AcceptedMensaje, IdemBinding } from '../../src/core/ports/messages.js';
 import type { Store } from '../../src/core/ports/store.js';
 import { ADAPTERS, celular, messages, newCliente, storeEachTest } from './adapters.js';
 
 /**
- * Idempotency-Keys in the MessagesStore port (core/idempotency.ts holds the
+ * Idempotency-Keys in the MessagesStore port (core/sending/idempotency.ts holds the
  * rules): bound with the acceptance, refused as `idempotencia` before any
  * other refusal and with nothing written, per client, expiring, answered,
  * released, durable, and bound once however many acceptances race for a key.

@@ -3,7 +3,7 @@ import type { NodeInfo } from '../../src/core/ports/leases.js';
 import { ADAPTERS, storeEachTest } from './adapters.js';
 
 /**
- * Nodes and stream leases (core/leases.ts). Times are real: a shared store
+ * Nodes and stream leases (core/nodes/leases.ts). Times are real: a shared store
  * measures on its own clock, and the in-memory leases of a store served alone
  * on the `now` they are given, here the same clock.
  */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { movementTipo } from '../../src/core/movimientos.js';
+import { movementTipo } from '../../src/core/billing/movimientos.js';
 import type { MovimientoFilter, MovimientoRow } from '../../src/core/ports/accounts.js';
 import { ADAPTERS, celular, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { slotClaim } from '../../src/core/caps.js';
+import { slotClaim } from '../../src/core/sending/caps.js';
 import type { HistoryFilter } from '../../src/core/ports/messages.js';
 import { ADAPTERS, celular, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 

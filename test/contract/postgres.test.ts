@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { slotClaim, type SlotClaim } from '../../src/core/caps.js';
-import { AppError } from '../../src/core/errors.js';
-import { MESSAGE_STATUS_FIELDS, messageStatusData } from '../../src/core/event-data.js';
+import { slotClaim, type SlotClaim } from '../../src/core/sending/caps.js';
+import { AppError } from '../../src/core/api/errors.js';
+import { MESSAGE_STATUS_FIELDS, messageStatusData } from '../../src/core/events/event-data.js';
 import type { AcceptOptions, NewMensaje } from '../../src/core/ports/messages.js';
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { slotClaim } from '../../src/core/caps.js';
+import { slotClaim } from '../../src/core/sending/caps.js';
 import { ADAPTERS, celular, messages, newCliente, storeEachTest } from './adapters.js';
 
 /** The queue's cancel, listing and slot reads (D-95) on every store: a cancel and a claim of one message never both win. */

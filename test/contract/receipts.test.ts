@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PARKED_PER_LINE, PARKED_TTL_MS } from '../../src/core/ledger.js';
+import { PARKED_PER_LINE, PARKED_TTL_MS } from '../../src/core/billing/ledger.js';
 import { ADAPTERS, celular, claimableAt, storeEachTest } from './adapters.js';
 
 /**

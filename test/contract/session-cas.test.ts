@@ -3,7 +3,7 @@ import { ADAPTERS, celular, storeEachTest } from './adapters.js';
 
 /**
  * The compare-and-set session statuses are applied through
- * (core/celulares.ts applySessionStatus): the write, and its journaled event,
+ * (core/accounts/celulares.ts applySessionStatus): the write, and its journaled event,
  * happen only while the line still holds what was read.
  */
 for (const adapter of ADAPTERS) {

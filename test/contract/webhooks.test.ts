@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { slotClaim } from '../../src/core/caps.js';
+import { slotClaim } from '../../src/core/sending/caps.js';
 import { ADAPTERS, celular, claimableAt, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 
 /** The event log: each change logs its event with it; the events a configuration wanted are its deliveries. */

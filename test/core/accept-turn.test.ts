@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { acceptTurn, type TurnItem, type TurnRead } from '../../src/core/accept-turn.js';
-import { Turns } from '../../src/core/turns.js';
+import { acceptTurn, type TurnItem, type TurnRead } from '../../src/core/sending/accept-turn.js';
+import { Turns } from '../../src/core/queue/turns.js';
 
 const send = (n: number, celular_id = 1, cliente_id = 1): TurnItem['m'] => ({
   msg_id: `m${n}`,

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AUDIT_ACCIONES, detalleLines, detalleText } from '../../src/core/audit.js';
+import { AUDIT_ACCIONES, detalleLines, detalleText } from '../../src/core/auth/audit.js';
 import { main } from '../../src/cli/main.js';
 import { auditoriaQuerystring } from '../../src/server/schemas/common.js';
 import { fakeIO } from '../cli/helpers.js';

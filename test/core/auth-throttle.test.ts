@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { checkThrottle, fingerprint, recordFailure, recordSuccess, ADDRESS_FACTOR } from '../../src/core/auth-throttle.js';
-import { ManualClock } from '../../src/core/clock.js';
+import { checkThrottle, fingerprint, recordFailure, recordSuccess, ADDRESS_FACTOR } from '../../src/core/auth/auth-throttle.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import type { Core } from '../../src/core/context.js';
-import { MemoryCounters } from '../../src/core/counters-memory.js';
-import { ERRORS } from '../../src/core/errors.js';
+import { MemoryCounters } from '../../src/core/nodes/counters-memory.js';
+import { ERRORS } from '../../src/core/api/errors.js';
 import { rejectionOf } from '../helpers/expect.js';
 
-/** Throttling of failed authentication (core/auth-throttle.ts) on the in-memory Counters and a driven clock. */
+/** Throttling of failed authentication (core/auth/auth-throttle.ts) on the in-memory Counters and a driven clock. */
 const MAX = 3;
 const WINDOW = 60_000;
 function setup() {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { backoffMs } from '../../src/core/backoff.js';
-import { queueBackoff } from '../../src/core/queue-worker.js';
+import { backoffMs } from '../../src/core/time/backoff.js';
+import { queueBackoff } from '../../src/core/queue/queue-worker.js';
 import { RETRY_FACTORS, webhookBackoff } from '../../src/webhooks/sign.js';
 
-/** The one backoff (src/core/backoff.ts): base x factor of the attempt, ±20%, repeated or ended past the table. */
+/** The one backoff (src/core/time/backoff.ts): base x factor of the attempt, ±20%, repeated or ended past the table. */
 const mid = () => 0.5;
 const low = () => 0;
 const high = () => 0.999999;

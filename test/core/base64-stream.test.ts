@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Base64Decoder } from '../../src/core/base64-stream.js';
-import { ERRORS } from '../../src/core/errors.js';
+import { Base64Decoder } from '../../src/core/media/base64-stream.js';
+import { ERRORS } from '../../src/core/api/errors.js';
 import { errorOf } from '../helpers/expect.js';
 import { zip } from '../helpers/zip.js';
-import { decodeBase64Media } from '../../src/core/media.js';
-import { sniffMime } from '../../src/core/media-sniff.js';
-import { sniffFile } from '../../src/core/media-sniff-file.js';
+import { decodeBase64Media } from '../../src/core/media/media.js';
+import { sniffMime } from '../../src/core/media/media-sniff.js';
+import { sniffFile } from '../../src/core/media/media-sniff-file.js';
 
 /**
  * The piecewise base64 decoder gives what the whole-text one gives, however

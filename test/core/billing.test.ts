@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { acceptVerdict, balanceAfter, refundTarget, type Cargo } from '../../src/core/ledger.js';
+import { acceptVerdict, balanceAfter, refundTarget, type Cargo } from '../../src/core/billing/ledger.js';
 
 /**
- * Billing (core/ledger.ts) over a client's balances kept in memory the way a
+ * Billing (core/billing/ledger.ts) over a client's balances kept in memory the way a
  * store keeps them: each write goes through the rules, and each movement is
  * written to the ledger. Long random runs check what must always hold: the
  * ledger adds up to the balances, nothing goes below zero, nothing is refunded

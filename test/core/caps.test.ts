@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { slotClaim, type SlotClaim, type SlotCount } from '../../src/core/caps.js';
-import { acceptVerdict } from '../../src/core/ledger.js';
+import { slotClaim, type SlotClaim, type SlotCount } from '../../src/core/sending/caps.js';
+import { acceptVerdict } from '../../src/core/billing/ledger.js';
 
 /**
- * The per-line caps (core/caps.ts) over a line's slots kept in memory the way
+ * The per-line caps (core/sending/caps.ts) over a line's slots kept in memory the way
  * every store keeps them: a slot's time is its hold while in flight, its send
  * time once sent, and it is gone when the send failed before going out.
  */

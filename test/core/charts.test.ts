@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ChartSampler } from '../../src/core/chart-samples.js';
-import { chartWindow, enviosBars, estadisticas, latencyBucket, latencyQuantile, muestraBars } from '../../src/core/charts.js';
-import { ManualClock } from '../../src/core/clock.js';
+import { ChartSampler } from '../../src/core/charts/chart-samples.js';
+import { chartWindow, enviosBars, estadisticas, latencyBucket, latencyQuantile, muestraBars } from '../../src/core/charts/charts.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import type { Core } from '../../src/core/context.js';
-import { EventBus } from '../../src/core/events.js';
+import { EventBus } from '../../src/core/events/events.js';
 import type { ChartCount, ChartSample, ChartScope } from '../../src/core/ports/charts.js';
 
 /** 2026-11-23 10:00:00 UTC. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import { MemoryCounters } from '../../src/core/counters-memory.js';
+import { ManualClock } from '../../src/core/time/clock.js';
+import { MemoryCounters } from '../../src/core/nodes/counters-memory.js';
 
 describe('MemoryCounters', () => {
   it('counts within a fixed window and resets after it', async () => {

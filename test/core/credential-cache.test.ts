@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { ClientPrincipal } from '../../src/core/auth.js';
-import { CREDENTIALS_CHANNEL, CredentialCache } from '../../src/core/credential-cache.js';
+import type { ClientPrincipal } from '../../src/core/auth/auth.js';
+import { CREDENTIALS_CHANNEL, CredentialCache } from '../../src/core/auth/credential-cache.js';
 import type { CelularRow, ClienteRow } from '../../src/core/ports/model.js';
-import { LocalSignals } from '../../src/core/signals-local.js';
+import { LocalSignals } from '../../src/core/nodes/signals-local.js';
 
-/** The credential cache (core/credential-cache.ts) on a driven tick counter. */
+/** The credential cache (core/auth/credential-cache.ts) on a driven tick counter. */
 function setup(opts: { ttlMs?: number; max?: number } = {}) {
   let t = 0;
   const cache = new CredentialCache({ ticks: () => t, ...opts });

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import type { Core } from '../../src/core/context.js';
-import { MemoryCounters } from '../../src/core/counters-memory.js';
-import { checkDuplicate, DUPE_BLOCK_MS, DUPE_WINDOW_MS, identityHash } from '../../src/core/dedupe.js';
-import { ERRORS } from '../../src/core/errors.js';
+import { MemoryCounters } from '../../src/core/nodes/counters-memory.js';
+import { checkDuplicate, DUPE_BLOCK_MS, DUPE_WINDOW_MS, identityHash } from '../../src/core/sending/dedupe.js';
+import { ERRORS } from '../../src/core/api/errors.js';
 import { rejectionOf } from '../helpers/expect.js';
 
-/** Duplicate protection (core/dedupe.ts) on the in-memory Counters and a driven clock: no server, no real time. */
+/** Duplicate protection (core/sending/dedupe.ts) on the in-memory Counters and a driven clock: no server, no real time. */
 function setup() {
   const clock = new ManualClock(Date.UTC(2026, 3, 1, 12));
   const core = { clock, counters: new MemoryCounters(clock) } as Pick<Core, 'clock' | 'counters'> as Core;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { holdTakable, planHolds, shareOf, type HoldPlanInput, GIVES_PER_PASS } from '../../src/core/engine-holds.js';
+import { holdTakable, planHolds, shareOf, type HoldPlanInput, GIVES_PER_PASS } from '../../src/core/engine/engine-holds.js';
 import type { EngineHold } from '../../src/core/ports/engine-holds.js';
 
 /** Who holds each line, and how long: the plan's input as the store would give it. */

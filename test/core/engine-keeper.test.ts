@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import { EngineKeeper, type EngineSockets, type HolderChange } from '../../src/core/engine-keeper.js';
-import { NodePresence } from '../../src/core/node-presence.js';
+import { systemClock } from '../../src/core/time/clock.js';
+import { EngineKeeper, type EngineSockets, type HolderChange } from '../../src/core/engine/engine-keeper.js';
+import { NodePresence } from '../../src/core/nodes/node-presence.js';
 import type { EngineHold, HoldFence } from '../../src/core/ports/engine-holds.js';
 import { engineHolds } from '../../src/store/sqlite/engine-holds.js';
 import { leases } from '../../src/store/sqlite/leases.js';

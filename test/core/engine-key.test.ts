@@ -1,7 +1,15 @@
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { authAad, ENGINE_KEY_FILE, EngineKeyError, engineCipherOf, loadEngineCipher, newEngineKeyText, SealedValueRefused } from '../../src/core/engine-key.js';
+import {
+  authAad,
+  ENGINE_KEY_FILE,
+  EngineKeyError,
+  engineCipherOf,
+  loadEngineCipher,
+  newEngineKeyText,
+  SealedValueRefused,
+} from '../../src/core/engine/engine-key.js';
 import { tempDir } from '../helpers/server.js';
 import { rmSync } from 'node:fs';
 

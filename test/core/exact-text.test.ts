@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { describe, expect, it } from 'vitest';
-import { ERRORS } from '../../src/core/errors.js';
-import { bodyCharset, checkFieldsWellFormed, decodeFormText, replaceIllFormed, Utf8Check } from '../../src/core/exact-text.js';
+import { ERRORS } from '../../src/core/api/errors.js';
+import { bodyCharset, checkFieldsWellFormed, decodeFormText, replaceIllFormed, Utf8Check } from '../../src/core/sending/exact-text.js';
 import { errorOf } from '../helpers/expect.js';
 
 /** The rule of exact text: which charsets a body may declare, and what decodes. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pickServer } from '../../src/core/gateway-servers.js';
+import { pickServer } from '../../src/core/accounts/gateway-servers.js';
 import type { GatewayServerLoad } from '../../src/core/ports/gateway-servers.js';
 
 /** The least-loaded rule that places a new line on a gateway server. */

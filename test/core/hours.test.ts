@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isValidTz, localSecondOfDay, sendingWindow } from '../../src/core/hours.js';
+import { isValidTz, localSecondOfDay, sendingWindow } from '../../src/core/time/hours.js';
 
-/** Allowed sending hours (core/hours.ts): a pure function of the window, the instant and the zone. */
+/** Allowed sending hours (core/time/hours.ts): a pure function of the window, the instant and the zone. */
 const utc = (h: number, m = 0, s = 0, ms = 0) => Date.UTC(2026, 2, 10, h, m, s, ms);
 const H = 3_600_000;
 

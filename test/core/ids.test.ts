@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { newMsgId } from '../../src/core/ids.js';
+import { newMsgId } from '../../src/core/sending/ids.js';
 
 it('msg_ids are RFC 9562 version-7 UUIDs: unique, and later ones sort later', () => {
   const ids = Array.from({ length: 2000 }, (_, i) => newMsgId(1_800_000_000_000 + Math.floor(i / 10)));

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
-import { parseInstant } from '../../src/core/historial.js';
+import { parseInstant } from '../../src/core/history/historial.js';
 
-/** RFC 3339 instants for the listings' desde/hasta (core/historial.ts): what a cron job passes. */
+/** RFC 3339 instants for the listings' desde/hasta (core/history/historial.ts): what a cron job passes. */
 it('reads Z and offsets as the same instant; T, t or a space between date and time', () => {
   const t = Date.UTC(2026, 10, 26, 10);
   for (const s of [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KeyedRunner } from '../../src/core/keyed-runner.js';
+import { KeyedRunner } from '../../src/core/queue/keyed-runner.js';
 
 /** A deferred: a promise the test settles. */
 function gate(): { promise: Promise<void>; open: () => void } {

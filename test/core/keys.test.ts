@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { celularKey, clientKey, hashSecret, newGatewayToken, newSecret, parseKey, secretMatches } from '../../src/core/keys.js';
+import { celularKey, clientKey, hashSecret, newGatewayToken, newSecret, parseKey, secretMatches } from '../../src/core/auth/keys.js';
 
 describe('keys', () => {
   it('round-trips client and celular keys, whose secrets may contain _ and -', () => {

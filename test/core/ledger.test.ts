@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { acceptVerdict, balanceAfter, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../src/core/ledger.js';
+import { acceptVerdict, balanceAfter, parkedOrder, receiptPath, receiptStep, refundTarget } from '../../src/core/billing/ledger.js';
 
-/** The money and state rules every store adapter applies (core/ledger.ts), without a store. */
+/** The money and state rules every store adapter applies (core/billing/ledger.ts), without a store. */
 describe('ledger rules', () => {
   const base = { saldoCelular: 0, saldoGlobal: 0, pendientes: 0, capHit: null };
   const queued = { charge: true, queued: true, maxPending: 10 };

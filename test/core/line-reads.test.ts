@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { LineReads } from '../../src/core/line-reads.js';
-import { LocalSignals } from '../../src/core/signals-local.js';
-import { CREDENTIALS_CHANNEL, targetPayload } from '../../src/core/credential-cache.js';
+import { LineReads } from '../../src/core/accounts/line-reads.js';
+import { LocalSignals } from '../../src/core/nodes/signals-local.js';
+import { CREDENTIALS_CHANNEL, targetPayload } from '../../src/core/auth/credential-cache.js';
 import type { CelularRow, ClienteRow } from '../../src/core/ports/model.js';
 
 /** A store of one client and its lines that counts its reads. */

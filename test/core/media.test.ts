@@ -6,12 +6,12 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AppError, ERRORS, type ErrorRow } from '../../src/core/errors.js';
+import { AppError, ERRORS, type ErrorRow } from '../../src/core/api/errors.js';
 import { errorOf, rejectionOf } from '../helpers/expect.js';
 import { zip } from '../helpers/zip.js';
-import { MEDIA_RULES, TempFiles, checkMediaUrl, decodeBase64Media } from '../../src/core/media.js';
-import { OOXML_DOCX, OOXML_PPTX, OOXML_XLSX } from '../../src/core/media-sniff.js';
-import { isBlockedAddress, probeUrl } from '../../src/core/media-url.js';
+import { MEDIA_RULES, TempFiles, checkMediaUrl, decodeBase64Media } from '../../src/core/media/media.js';
+import { OOXML_DOCX, OOXML_PPTX, OOXML_XLSX } from '../../src/core/media/media-sniff.js';
+import { isBlockedAddress, probeUrl } from '../../src/core/media/media-url.js';
 
 // Every request undici makes is recorded through its diagnostics channel
 // (it works however the module was loaded, unlike a module mock when test

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { buildStory, detalleText, nodoCorto, type StoryStep } from '../../src/core/message-story.js';
+import { buildStory, detalleText, nodoCorto, type StoryStep } from '../../src/core/history/message-story.js';
 import type { MensajeHechos } from '../../src/core/ports/messages.js';
 import type { MensajeRow } from '../../src/core/ports/model.js';
 import type { EntregaDeMensaje } from '../../src/core/ports/webhooks.js';
 
-/** A message's story from its rows (core/message-story.ts), without a store: order, the facts each step takes, what is missing. */
+/** A message's story from its rows (core/history/message-story.ts), without a store: order, the facts each step takes, what is missing. */
 
 const T = Date.UTC(2026, 10, 28, 12, 0, 0);
 const NODE = '50c4c10e-19ee-437a-acd8-2c1cc1f58183';

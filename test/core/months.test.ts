@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startOfMonth } from '../../src/core/historial.js';
+import { startOfMonth } from '../../src/core/history/historial.js';
 
 describe('startOfMonth (consumo_mes_actual counts calendar months in --tz)', () => {
   it('is local midnight of the 1st in the zone, not UTC', () => {

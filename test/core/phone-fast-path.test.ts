@@ -2,10 +2,10 @@ import { getCountries, getCountryCallingCode, getExampleNumber, type CountryCode
 import examples from 'libphonenumber-js/mobile/examples';
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { normalizeNumero, parseNumero } from '../../src/core/phone.js';
+import { normalizeNumero, parseNumero } from '../../src/core/accounts/phone.js';
 
 /**
- * normalizeNumero's fast path for numbers already canonical (core/phone.ts)
+ * normalizeNumero's fast path for numbers already canonical (core/accounts/phone.ts)
  * gives what the parse gives: every country's example mobile in every form a
  * client sends it, read from lines of many countries, twice (the second
  * reading is the fast one), against the parse alone.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countryOf, normalizeNumero } from '../../src/core/phone.js';
+import { countryOf, normalizeNumero } from '../../src/core/accounts/phone.js';
 
 describe('normalizeNumero', () => {
   it.each([

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { retryAllowed } from '../../src/core/failure-class.js';
-import { whyWaiting, type QueueLine } from '../../src/core/queue-wait.js';
+import { retryAllowed } from '../../src/core/sending/failure-class.js';
+import { whyWaiting, type QueueLine } from '../../src/core/queue/queue-wait.js';
 
-/** Why a queued message waits (core/queue-wait.ts): a pure function of the line, its counts, the page and the time. */
+/** Why a queued message waits (core/queue/queue-wait.ts): a pure function of the line, its counts, the page and the time. */
 const NOW = Date.UTC(2026, 2, 10, 12, 0, 0);
 const S = 1000;
 const settings = { tz: 'UTC', gapMinMs: 10 * S, gapMaxMs: 30 * S };

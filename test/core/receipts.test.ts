@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../src/core/ledger.js';
+import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../src/core/billing/ledger.js';
 import type { MensajeRow, ReceiptEstado } from '../../src/core/ports/model.js';
 
 /**
- * Receipt ranking (core/ledger.ts) over every order receipts can arrive in:
+ * Receipt ranking (core/billing/ledger.ts) over every order receipts can arrive in:
  * a message applied the rules as a store does, one receipt at a time, and the
  * states it passed through.
  */

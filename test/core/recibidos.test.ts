@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { GatewayEvent } from '../../src/core/ports/gateway.js';
 import type { CelularRow } from '../../src/core/ports/model.js';
-import { inboxSender, newRecibido, recibidoView } from '../../src/core/recibidos.js';
+import { inboxSender, newRecibido, recibidoView } from '../../src/core/history/recibidos.js';
 
 /** The inbox row of an incoming message (docs/design.md §10), without a store. */
 const celular = { id: 7, cliente_id: 3, numero: '525512345678' } as CelularRow;

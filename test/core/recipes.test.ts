@@ -12,13 +12,13 @@ import {
   receiptColumn,
   refund,
   slotOn,
-} from '../../src/core/recipes.js';
-import { INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS } from '../../src/core/ledger.js';
-import { entregaOf, eventBody, eventId, eventSeq, loggedEvent } from '../../src/core/event-log.js';
+} from '../../src/core/billing/recipes.js';
+import { INBOUND_SEEN_TTL_MS, PARKED_PER_LINE, PARKED_TTL_MS } from '../../src/core/billing/ledger.js';
+import { entregaOf, eventBody, eventId, eventSeq, loggedEvent } from '../../src/core/events/event-log.js';
 import { withDelivered } from '../../src/store/recipe-sql.js';
 import { balanceAdd, balanceSet, escuchaInsert, movementInsert, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../../src/store/recipe-sql.js';
 
-/** What the stores write (core/recipes.ts), without a store, and the SQL text both dialects render it with. */
+/** What the stores write (core/billing/recipes.ts), without a store, and the SQL text both dialects render it with. */
 describe('write recipes', () => {
   const m = { msg_id: 'm1', cliente_id: 7, celular_id: 3 };
 

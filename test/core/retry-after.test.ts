@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { retryAfterMs } from '../../src/core/retry-after.js';
+import { retryAfterMs } from '../../src/core/time/retry-after.js';
 
-/** The one Retry-After parser (src/core/retry-after.ts): seconds or an HTTP date, against the caller's clock time. */
+/** The one Retry-After parser (src/core/time/retry-after.ts): seconds or an HTTP date, against the caller's clock time. */
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 0);
 
 describe('retryAfterMs', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { reconcileStatus } from '../../src/core/session-sync.js';
+import { reconcileStatus } from '../../src/core/accounts/session-sync.js';
 
 describe('reconcileStatus: a session event against what the gateway answers right after', () => {
   it("keeps the event's status when both say the same state, its reason being the more precise", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Core } from '../../src/core/context.js';
 import type { GatewayEvent } from '../../src/core/ports/gateway.js';
-import { syncGatewayEvents } from '../../src/core/session-sync.js';
+import { syncGatewayEvents } from '../../src/core/accounts/session-sync.js';
 
 /** A store whose receipts finish only when the test says, recording when each starts and ends. */
 function harness() {

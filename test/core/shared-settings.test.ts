@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countersSettings, settle, settleCounters, SharedSettingsConflict, type Given, type SharedSettings } from '../../src/core/shared-settings.js';
+import { countersSettings, settle, settleCounters, SharedSettingsConflict, type Given, type SharedSettings } from '../../src/core/nodes/shared-settings.js';
 
 const first: SharedSettings = {
   adminToken: 'a'.repeat(64),
@@ -10,7 +10,7 @@ const first: SharedSettings = {
 };
 const nothingGiven: Given = { adminToken: false, gateway: true, gatewaySecret: false, callbackUrl: false, tz: false };
 
-describe('shared settings (core/shared-settings.ts)', () => {
+describe('shared settings (core/nodes/shared-settings.ts)', () => {
   it('a node given nothing takes every recorded value', () => {
     const mine = { ...first, adminToken: 'b'.repeat(64), gatewaySecret: 't'.repeat(64), callbackUrl: '', tz: 'UTC' };
     expect(settle(first, mine, nothingGiven)).toEqual(first);
@@ -41,7 +41,7 @@ describe('shared settings (core/shared-settings.ts)', () => {
   });
 });
 
-describe('counters settings (core/shared-settings.ts)', () => {
+describe('counters settings (core/nodes/shared-settings.ts)', () => {
   it('memory or a Redis database with its prefix; the Redis address is not part of it', () => {
     expect(countersSettings('memory', 'pasarela:')).toEqual({ counters: 'memory', prefix: '' });
     expect(countersSettings('redis://127.0.0.1:6379', 'a:')).toEqual({ counters: 'redis database 0', prefix: 'a:' });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LocalSignals } from '../../src/core/signals-local.js';
+import { LocalSignals } from '../../src/core/nodes/signals-local.js';
 import type { WebhookConfig } from '../../src/core/ports/model.js';
 import { announceWebhookConfig, WebhookConfigCache } from '../../src/webhooks/config-cache.js';
 

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import type { Core } from '../../src/core/context.js';
-import { MemoryCounters } from '../../src/core/counters-memory.js';
-import { checkDuplicate } from '../../src/core/dedupe.js';
-import { AppError } from '../../src/core/errors.js';
+import { MemoryCounters } from '../../src/core/nodes/counters-memory.js';
+import { checkDuplicate } from '../../src/core/sending/dedupe.js';
+import { AppError } from '../../src/core/api/errors.js';
 import { FailoverCounters } from '../../src/counters/failover.js';
 import { RedisCounters } from '../../src/counters/redis.js';
 import { describeWith, dropRedisPrefix, redis, REDIS_URL, uniqueNamespace } from '../helpers/services.js';
@@ -74,7 +74,7 @@ describeWith(redis, 'Redis counters when Redis is unreachable', () => {
     await f.start();
     expect(f.backend()).toBe('redis (unreachable: memory)');
     expect(f.unreachable).toMatch(/ECONNREFUSED/);
-    // The store's kv, where a block is also written for when the counters answer degraded (core/dedupe.ts).
+    // The store's kv, where a block is also written for when the counters answer degraded (core/sending/dedupe.ts).
     const kv = new Map<string, unknown>();
     const store = {
       kvGet: async (ns: string, k: string) => kv.get(`${ns}/${k}`) ?? null,

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REASON_NOT_SENT } from '../../src/core/direct-recovery.js';
+import { REASON_NOT_SENT } from '../../src/core/sending/direct-recovery.js';
 import { api, type ApiResponse } from '../helpers/server.js';
 import { until } from '../helpers/poll.js';
 import { crash, killAllServeChildren, startServeChild, stop } from '../helpers/serve-child.js';

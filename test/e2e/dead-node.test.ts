@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/core/time/clock.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { crash, killAllServeChildren, startServeChild, type ServeChild } from '../helpers/serve-child.js';

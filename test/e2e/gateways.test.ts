@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import {

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import type { OutboundMessage } from '../../src/core/ports/gateway.js';
 import { pgSchema } from '../contract/adapters.js';
 import { expectError } from '../helpers/expect.js';

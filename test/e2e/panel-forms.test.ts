@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
-import { PANEL_SESSION } from '../../src/core/panel-sessions.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
+import { PANEL_SESSION } from '../../src/core/auth/panel-sessions.js';
 import { api, seedClient, startTestServer, type TestServer } from '../helpers/server.js';
 import { launchBrowser, overflowAtPhoneWidth, postTwice, screenshots, signIn } from '../helpers/browser.js';
 

@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import { api, seedClient, type Seeded, startTestServer, type TestServer } from '../helpers/server.js';
 import { launchBrowser, screenshots, signIn } from '../helpers/browser.js';
 

@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/core/time/clock.js';
 import { launchBrowser, overflowAtPhoneWidth, screenshots, signIn } from '../helpers/browser.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/poll.js';

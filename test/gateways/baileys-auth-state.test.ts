@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import * as baileys from 'baileys';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { engineCipherOf, EngineStateUnreadable } from '../../src/core/engine-key.js';
+import { engineCipherOf, EngineStateUnreadable } from '../../src/core/engine/engine-key.js';
 import type { EngineAuthStore } from '../../src/core/ports/engine-auth.js';
 import type { Store } from '../../src/core/ports/store.js';
 import { storedAuthState } from '../../src/gateways/baileys/auth-state.js';

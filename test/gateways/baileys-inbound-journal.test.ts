@@ -2,7 +2,7 @@ import * as baileys from 'baileys';
 import type { BinaryNode, SignalRepositoryWithLIDStore } from 'baileys';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { engineCipherOf } from '../../src/core/engine-key.js';
+import { engineCipherOf } from '../../src/core/engine/engine-key.js';
 import { storedAuthState } from '../../src/gateways/baileys/auth-state.js';
 import { JOURNAL_KEEP_MS, JOURNAL_KIND, journalId, replayOf, SocketJournal, type JournalEntry } from '../../src/gateways/baileys/inbound-journal.js';
 import { ADAPTERS, storeEachTest } from '../contract/adapters.js';

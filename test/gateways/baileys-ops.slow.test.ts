@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEngineCipher } from '../../src/core/engine-key.js';
+import { loadEngineCipher } from '../../src/core/engine/engine-key.js';
 import { storedAuthState } from '../../src/gateways/baileys/auth-state.js';
 import { startFakeNetwork, type FakeNetwork } from '../fakewa/index.js';
 import { expectOk, numeroNuevo } from '../helpers/expect.js';

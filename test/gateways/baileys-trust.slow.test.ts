@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/core/time/clock.js';
 import { GatewayFailure } from '../../src/core/ports/gateway.js';
 import { BaileysGateway } from '../../src/gateways/baileys/adapter.js';
 import { fileAuthSource } from '../helpers/engine-file-auth.js';

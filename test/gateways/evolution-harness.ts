@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../../src/core/clock.js';
+import { systemClock, type Clock } from '../../src/core/time/clock.js';
 import type { Tipo } from '../../src/core/ports/model.js';
 import { EvolutionGateway } from '../../src/gateways/evolution.js';
 import { startEvolutionFake, type EvolutionFake, type FakeMessage } from '../fakes/evolution.js';

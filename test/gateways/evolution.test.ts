@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import { GatewayFailure, InboundRefused, type GatewayEvent, type OutboundMessage } from '../../src/core/ports/gateway.js';
 import { EvolutionGateway } from '../../src/gateways/evolution.js';
 import { classifyEvolution } from '../../src/gateways/evolution-failure.js';
@@ -365,7 +365,7 @@ describe('evolution adapter', () => {
       headers,
       body: { status, error: 'x', response: { message } },
     });
-    // mayHaveSent: a text that may follow a message that went (core/idempotency.ts); every other answer proves nothing went.
+    // mayHaveSent: a text that may follow a message that went (core/sending/idempotency.ts); every other answer proves nothing went.
     const uncertain = new Set(['400 connection lost', '400 timed out', '400 socket', '400 unknown', '500', '502']);
     const rows: Array<[string, JsonReply, GatewayFailure['kind'], RegExp, number?]> = [
       [

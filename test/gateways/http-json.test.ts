@@ -13,7 +13,7 @@ import { tempDir } from '../helpers/server.js';
 /**
  * Transport failures of a gateway call are transient; whether the call may
  * have reached the gateway decides whether a direct send's Idempotency-Key
- * may be used again (core/idempotency.ts): only a connection never made
+ * may be used again (core/sending/idempotency.ts): only a connection never made
  * proves nothing went. Each call has one deadline for all of it, and the
  * answer read is bounded; a body with a file streams it from disk.
  */

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import { GatewayFailure } from '../../src/core/ports/gateway.js';
 import { EvolutionGateway } from '../../src/gateways/evolution.js';
 import { numeroOfJid, profileOf } from '../../src/gateways/profile.js';

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import type { OutboundMessage } from '../../src/core/ports/gateway.js';
 import { SimGateway } from '../../src/gateways/sim.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import { GatewayFailure, type GatewayEvent } from '../../src/core/ports/gateway.js';
 import { SimConflict, SimGateway } from '../../src/gateways/sim.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';

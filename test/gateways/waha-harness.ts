@@ -1,4 +1,4 @@
-import { ManualClock, type Clock } from '../../src/core/clock.js';
+import { ManualClock, type Clock } from '../../src/core/time/clock.js';
 import type { Tipo } from '../../src/core/ports/model.js';
 import { WahaGateway } from '../../src/gateways/waha.js';
 import { startWahaFake, type WahaEngine, type WahaFake, type WahaFakeSend } from '../fakes/waha.js';

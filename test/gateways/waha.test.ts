@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import { GatewayFailure, InboundRefused, type GatewayEvent, type OutboundMessage } from '../../src/core/ports/gateway.js';
 import { GatewayHttp, type JsonReply } from '../../src/gateways/http-json.js';
 import { instanceSecret } from '../../src/gateways/inbound-secret.js';

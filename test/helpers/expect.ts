@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { AppError } from '../../src/core/errors.js';
+import { AppError } from '../../src/core/api/errors.js';
 import type { ApiResponse } from './server.js';
 
 /** The docs/design.md §4 error body, with the given status and, when given, api_codigo. */

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { ManualClock, type Clock } from '../../src/core/clock.js';
+import { ManualClock, type Clock } from '../../src/core/time/clock.js';
 import type { FastifyInstance } from 'fastify';
 import { SERVE_DEFAULTS, startServer, type RunningServer, type ServeOptions } from '../../src/server/serve.js';
 

@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERRORS } from '../../src/core/errors.js';
+import { ERRORS } from '../../src/core/api/errors.js';
 import { toAppError } from '../../src/server/errors.js';
 import { SERVED_CACHE_MAX, ServedDocuments } from '../../src/server/docs.js';
 import { evolutionNetwork, type Network } from '../e2e/gateways-network.js';

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditFilter } from '../../src/core/ports/accounts.js';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import { auditFirstAt, auditPage } from '../../src/store/audit-sql.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';

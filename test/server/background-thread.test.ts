@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/core/time/clock.js';
 import { banner } from '../../src/server/serve.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
@@ -151,7 +151,7 @@ describe('the background thread', () => {
   });
 
   it('a driven clock cannot run on the thread (it is the system clock there)', async () => {
-    const { ManualClock } = await import('../../src/core/clock.js');
+    const { ManualClock } = await import('../../src/core/time/clock.js');
     await expect(startTestServer({ background: 'thread', clock: new ManualClock(Date.now()) })).rejects.toThrow(/system clock/);
   });
 });

@@ -1,6 +1,6 @@
 import { parse as parseForm } from 'fast-querystring';
 import { describe, expect, it } from 'vitest';
-import { ERRORS } from '../../src/core/errors.js';
+import { ERRORS } from '../../src/core/api/errors.js';
 import { errorOf } from '../helpers/expect.js';
 import type { FieldSink } from '../../src/server/body/fields.js';
 import { FormFieldReader } from '../../src/server/body/form-reader.js';

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { SessionStatusEvent } from '../../src/core/events.js';
+import type { SessionStatusEvent } from '../../src/core/events/events.js';
 import { SIM_PUSH_NAME, type SimGateway } from '../../src/gateways/sim.js';
 import { pgSchema } from '../contract/adapters.js';
 import { expectError, expectOk } from '../helpers/expect.js';
@@ -9,7 +9,7 @@ import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { admin, linkedLine, type Line } from './send-helpers.js';
 
 /**
- * A line's session logged out and restarted (core/session-actions.ts) on the
+ * A line's session logged out and restarted (core/accounts/session-actions.ts) on the
  * simulator, through the API: the client key, the line's key and the
  * operator; the refusals (no session, suspended, out of scope, the gateway
  * down); the audit records; and the linked phone's profile on the line's

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import type { MessageStatusEvent } from '../../src/core/events.js';
+import { ManualClock } from '../../src/core/time/clock.js';
+import type { MessageStatusEvent } from '../../src/core/events/events.js';
 import type { OutboundMessage } from '../../src/core/ports/gateway.js';
 import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { PgStore } from '../../src/store/postgres/store.js';

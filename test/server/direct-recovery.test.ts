@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { slotClaim } from '../../src/core/caps.js';
-import type { ManualClock } from '../../src/core/clock.js';
-import { REASON_NOT_SENT, REASON_UNKNOWN } from '../../src/core/direct-recovery.js';
-import { newMsgId } from '../../src/core/ids.js';
-import { outbound } from '../../src/core/outbound.js';
+import { slotClaim } from '../../src/core/sending/caps.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
+import { REASON_NOT_SENT, REASON_UNKNOWN } from '../../src/core/sending/direct-recovery.js';
+import { newMsgId } from '../../src/core/sending/ids.js';
+import { outbound } from '../../src/core/sending/outbound.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { linkedLine, numeroNuevo, saldos, waitEstado, type Line } from './send-helpers.js';

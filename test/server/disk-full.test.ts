@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { open } from 'node:fs/promises';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { TempFiles, type TempFile } from '../../src/core/media.js';
+import { TempFiles, type TempFile } from '../../src/core/media/media.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectError } from '../helpers/expect.js';
 import { until } from '../helpers/poll.js';

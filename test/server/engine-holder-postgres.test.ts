@@ -1,6 +1,6 @@
 import { afterAll, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import { engineHolderOf, engineHolders } from '../../src/core/engine-holders.js';
+import { systemClock } from '../../src/core/time/clock.js';
+import { engineHolderOf, engineHolders } from '../../src/core/engine/engine-holders.js';
 import type { Store } from '../../src/core/ports/store.js';
 import { openPg, pgAdmin, pgSchema } from '../contract/adapters.js';
 import { api, seedClient, startTestServer, type TestServer } from '../helpers/server.js';

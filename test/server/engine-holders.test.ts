@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Core } from '../../src/core/context.js';
-import { engineHolderOf, engineHolders, HolderReports } from '../../src/core/engine-holders.js';
-import type { SessionHolderEvent } from '../../src/core/events.js';
+import { engineHolderOf, engineHolders, HolderReports } from '../../src/core/engine/engine-holders.js';
+import type { SessionHolderEvent } from '../../src/core/events/events.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 
 /**

@@ -2,7 +2,7 @@ import { chmodSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import * as baileys from 'baileys';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ENGINE_KEY_FILE, loadEngineCipher, newEngineKeyText } from '../../src/core/engine-key.js';
+import { ENGINE_KEY_FILE, loadEngineCipher, newEngineKeyText } from '../../src/core/engine/engine-key.js';
 import { storedAuthState } from '../../src/gateways/baileys/auth-state.js';
 import { seedClient, startTestServer, tempDir } from '../helpers/server.js';
 

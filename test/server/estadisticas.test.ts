@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Estadisticas } from '../../src/core/charts.js';
+import type { Estadisticas } from '../../src/core/charts/charts.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 
 /**

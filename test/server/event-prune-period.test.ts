@@ -1,9 +1,9 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import type { Core } from '../../src/core/context.js';
-import { EVENT_RETENTION_MS } from '../../src/core/event-log.js';
+import { EVENT_RETENTION_MS } from '../../src/core/events/event-log.js';
 import type { Store } from '../../src/core/ports/store.js';
 import { completeConfig, type ServeConfig } from '../../src/server/config.js';
 import { retentionPart } from '../../src/server/parts/upkeep.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/core/time/clock.js';
 import { pgSchema } from '../contract/adapters.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { until } from '../helpers/poll.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERRORS } from '../../src/core/errors.js';
+import { ERRORS } from '../../src/core/api/errors.js';
 import { expectError } from '../helpers/expect.js';
 import { api, type ApiResponse, startTestServer, type TestServer } from '../helpers/server.js';
 import { admin, b64, linkedLine, mensaje, PNG, TEXT, type Line } from './send-helpers.js';

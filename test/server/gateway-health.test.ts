@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { iso, type ManualClock } from '../../src/core/clock.js';
-import type { SessionStatusEvent } from '../../src/core/events.js';
+import { iso, type ManualClock } from '../../src/core/time/clock.js';
+import type { SessionStatusEvent } from '../../src/core/events/events.js';
 import type { Gateway, InstanceSpec } from '../../src/core/ports/gateway.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectOk } from '../helpers/expect.js';
-import { LineHealth } from '../../src/core/line-health.js';
+import { LineHealth } from '../../src/core/accounts/line-health.js';
 import { linkedLine, type Line } from './send-helpers.js';
 import { setWebhook, startReceiver, type Receiver } from './webhook-helpers.js';
 import { until } from '../helpers/poll.js';

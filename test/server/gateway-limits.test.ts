@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';

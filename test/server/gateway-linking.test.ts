@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
-import type { SessionStatusEvent } from '../../src/core/events.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
+import type { SessionStatusEvent } from '../../src/core/events/events.js';
 import type { Gateway, InstanceSpec } from '../../src/core/ports/gateway.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';

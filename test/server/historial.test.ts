@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
-import { startOfDay } from '../../src/core/historial.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
+import { startOfDay } from '../../src/core/history/historial.js';
 import type { MensajeEstado, Tipo } from '../../src/core/ports/model.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';

@@ -2,12 +2,12 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { readdirSync, rmSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import { authenticateClient } from '../../src/core/auth.js';
-import { REASON_NOT_SENT, REASON_UNKNOWN } from '../../src/core/direct-recovery.js';
-import { IDEM_TTL_MS } from '../../src/core/idempotency.js';
-import { TempFiles } from '../../src/core/media.js';
-import { send as coreSend, type SendDeps, type SendRequest } from '../../src/core/send.js';
+import { ManualClock } from '../../src/core/time/clock.js';
+import { authenticateClient } from '../../src/core/auth/auth.js';
+import { REASON_NOT_SENT, REASON_UNKNOWN } from '../../src/core/sending/direct-recovery.js';
+import { IDEM_TTL_MS } from '../../src/core/sending/idempotency.js';
+import { TempFiles } from '../../src/core/media/media.js';
+import { send as coreSend, type SendDeps, type SendRequest } from '../../src/core/sending/send.js';
 import { LocalMedia } from '../../src/store/local-media.js';
 import { GatewayFailure, type Gateway } from '../../src/core/ports/gateway.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
@@ -20,7 +20,7 @@ import { admin, b64, linkedLine, numeroNuevo, PNG, saldos, send, TEXT, uniqueTex
 import { until } from '../helpers/poll.js';
 
 /**
- * Idempotent sends (core/idempotency.ts), over HTTP against the real server:
+ * Idempotent sends (core/sending/idempotency.ts), over HTTP against the real server:
  * a repeated Idempotency-Key gets the first answer and sends, counts and
  * charges nothing; another request under the key is 409 api_codigo 607; a
  * repeat while a direct send is in flight is 409 api_codigo 608; refusals

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
-import { claimFormToken, newFormToken, PANEL_FORM, settleFormToken } from '../../src/core/panel-forms.js';
-import { KV_EXPIRE_BATCH } from '../../src/core/retention.js';
-import { SHOWN_ONCE, stashShownOnce } from '../../src/core/shown-once.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
+import { claimFormToken, newFormToken, PANEL_FORM, settleFormToken } from '../../src/core/auth/panel-forms.js';
+import { KV_EXPIRE_BATCH } from '../../src/core/history/retention.js';
+import { SHOWN_ONCE, stashShownOnce } from '../../src/core/auth/shown-once.js';
 import { pgSchema } from '../contract/adapters.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';

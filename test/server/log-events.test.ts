@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import { EventBus, type WebhookAttemptEvent } from '../../src/core/events.js';
+import { systemClock } from '../../src/core/time/clock.js';
+import { EventBus, type WebhookAttemptEvent } from '../../src/core/events/events.js';
 import { logBusEvents, loggedReason, WEBHOOK_FAILING_AFTER } from '../../src/server/log-events.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';

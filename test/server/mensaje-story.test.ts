@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import { chargeMotivo, refundMotivo } from '../../src/core/recipes.js';
-import type { StoryStep } from '../../src/core/message-story.js';
+import { systemClock } from '../../src/core/time/clock.js';
+import { chargeMotivo, refundMotivo } from '../../src/core/billing/recipes.js';
+import type { StoryStep } from '../../src/core/history/message-story.js';
 import { ph } from '../../src/store/postgres/db.js';
 import { ENTREGAS_DE_MENSAJE, FALLIDOS_DE_ENTREGAS } from '../../src/store/postgres/webhooks.js';
 import { movimientosDeMensajeSelect } from '../../src/store/recipe-sql.js';
@@ -16,7 +16,7 @@ import { pgServersWithReceiver, setWebhook, startReceiver, type Hit, type Receiv
 
 /**
  * GET /api/mensaje.php?msg_id=&timeline=1 over real HTTP, on SQLite and on
- * PostgreSQL: a message's story (core/message-story.ts) from acceptance to
+ * PostgreSQL: a message's story (core/history/message-story.ts) from acceptance to
  * its read receipt, its webhook attempts with their answers and nodes, a
  * failed message's refund, and the lookup's authority rules.
  */

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import { GatewayFailure, type Gateway } from '../../src/core/ports/gateway.js';
 import { SimGateway } from '../../src/gateways/sim.js';
 import { countGatewayCalls } from '../../src/server/metrics/gateway.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import { EventBus, type MessageStatusBusEvent } from '../../src/core/events.js';
+import { ManualClock } from '../../src/core/time/clock.js';
+import { EventBus, type MessageStatusBusEvent } from '../../src/core/events/events.js';
 import type { Store } from '../../src/core/ports/store.js';
 import { countBusEvents } from '../../src/server/metrics/bus.js';
 import { Metrics } from '../../src/server/metrics/metrics.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import type { MessageStatusBusEvent } from '../../src/core/events.js';
+import { ManualClock } from '../../src/core/time/clock.js';
+import type { MessageStatusBusEvent } from '../../src/core/events/events.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock, type ManualClock } from '../../src/core/clock.js';
-import { PANEL_SESSION, sessionHolds } from '../../src/core/panel-sessions.js';
+import { systemClock, type ManualClock } from '../../src/core/time/clock.js';
+import { PANEL_SESSION, sessionHolds } from '../../src/core/auth/panel-sessions.js';
 import { pgSchema } from '../contract/adapters.js';
 import { expectOk } from '../helpers/expect.js';
 import { until } from '../helpers/poll.js';

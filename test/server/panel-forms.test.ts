@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
-import { PANEL_SESSION } from '../../src/core/panel-sessions.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
+import { PANEL_SESSION } from '../../src/core/auth/panel-sessions.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 
 /**

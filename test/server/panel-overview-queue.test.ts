@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { editCelular, linkedLine, send, TEXT, uniqueText, type Line } from './send-helpers.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectedOf, refusedInWords } from '../../src/core/expected-words.js';
+import { expectedOf, refusedInWords } from '../../src/core/api/expected-words.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 
 /**

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import { stream } from '../../src/core/leases.js';
-import { KEEP_IDLE_MS } from '../../src/core/queue-worker.js';
+import { ManualClock } from '../../src/core/time/clock.js';
+import { stream } from '../../src/core/nodes/leases.js';
+import { KEEP_IDLE_MS } from '../../src/core/queue/queue-worker.js';
 import type { Store } from '../../src/core/ports/store.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
-import type { MessageStatusEvent } from '../../src/core/events.js';
+import { ManualClock } from '../../src/core/time/clock.js';
+import type { MessageStatusEvent } from '../../src/core/events/events.js';
 import { GatewayFailure } from '../../src/core/ports/gateway.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';

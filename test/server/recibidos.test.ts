@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import type { GatewayEvent } from '../../src/core/ports/gateway.js';
-import { inboxRetention, PURGE_BATCH } from '../../src/core/recibidos.js';
+import { inboxRetention, PURGE_BATCH } from '../../src/core/history/recibidos.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { admin, link, linkedLine, numeroNuevo, type Line } from './send-helpers.js';

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, expect, it } from 'vitest';
-import { systemClock } from '../../src/core/clock.js';
-import { DUPE_MAX } from '../../src/core/dedupe.js';
+import { systemClock } from '../../src/core/time/clock.js';
+import { DUPE_MAX } from '../../src/core/sending/dedupe.js';
 import { pgSchema } from '../contract/adapters.js';
 import { expectError } from '../helpers/expect.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import { api, seedClient, startTestServer, type ApiResponse, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError, numeroNuevo } from '../helpers/expect.js';
 import { dataUri, MP3, MP4, PDF, PNG, startMediaServer, WEBP, type MediaServer } from './send-helpers.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/clock.js';
+import { ManualClock } from '../../src/core/time/clock.js';
 import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { b64, dataUri, editCelular, linkedLine, mensaje, PNG, send, startMediaServer, TEXT, uniqueText, waitEstado, type MediaServer } from './send-helpers.js';

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
 import type { MensajePayload } from '../../src/core/ports/model.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';

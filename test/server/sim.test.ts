@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/core/clock.js';
-import type { MessagesReceivedEvent, SessionStatusEvent } from '../../src/core/events.js';
+import type { ManualClock } from '../../src/core/time/clock.js';
+import type { MessagesReceivedEvent, SessionStatusEvent } from '../../src/core/events/events.js';
 import { api, seedClient, startTestServer, tempDir, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';
 import { until } from '../helpers/poll.js';

@@ -1,5 +1,5 @@
 import { afterAll, expect, it } from 'vitest';
-import { ManualClock, systemClock } from '../../src/core/clock.js';
+import { ManualClock, systemClock } from '../../src/core/time/clock.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
@@ -63,7 +63,7 @@ describeWith(postgres, 'serve on PostgreSQL', () => {
   it('the inbox: a message received through one node is listed by the other; both purging at once remove each row once', async () => {
     const url = await storeUrl();
     // One clock for both, as nodes share NTP time: b's health pass may observe the new line, and an
-    // observation stamped by a clock ahead of a's would outrank a's scan (core/celulares.ts applySessionStatus).
+    // observation stamped by a clock ahead of a's would outrank a's scan (core/accounts/celulares.ts applySessionStatus).
     const clock = new ManualClock(Date.now());
     const a = await startTestServer({ store: url, clock, inboxRetentionMs: 86_400_000, inboxPurgeIntervalMs: 0 });
     servers.push(a);

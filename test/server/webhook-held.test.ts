@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { stream } from '../../src/core/leases.js';
+import { stream } from '../../src/core/nodes/leases.js';
 import { expectOk } from '../helpers/expect.js';
 import { api } from '../helpers/server.js';
 import { describeWith, postgres } from '../helpers/services.js';

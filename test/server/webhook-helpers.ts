@@ -1,11 +1,11 @@
-import type { EntregaView } from '../../src/core/views.js';
+import type { EntregaView } from '../../src/core/api/views.js';
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, expect } from 'vitest';
 import { until } from '../helpers/poll.js';
-import { systemClock } from '../../src/core/clock.js';
+import { systemClock } from '../../src/core/time/clock.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';

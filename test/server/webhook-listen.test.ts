@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock, type ManualClock } from '../../src/core/clock.js';
+import { systemClock, type ManualClock } from '../../src/core/time/clock.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock, systemClock } from '../../src/core/clock.js';
+import { ManualClock, systemClock } from '../../src/core/time/clock.js';
 import { RETRY_FACTORS } from '../../src/webhooks/sign.js';
 import { api, seedClient, startTestServer, type Seeded, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk, numeroNuevo } from '../helpers/expect.js';

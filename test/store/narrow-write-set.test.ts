@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { slotClaim } from '../../src/core/caps.js';
+import { slotClaim } from '../../src/core/sending/caps.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/store.js';
 import { tempDir } from '../helpers/server.js';

@@ -1,4 +1,4 @@
-import { FIELD_LIMITS } from '../../core/limits.js';
+import { FIELD_LIMITS } from '../../core/api/limits.js';
 import { httpUrl, phone } from '../parse.js';
 import { missingColumns, render, type Piece } from './template.js';
 

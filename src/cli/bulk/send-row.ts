@@ -1,9 +1,10 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { API } from '../../core/api-routes.js';
-import { ERRORS } from '../../core/errors.js';
+import { API } from '../../core/api/api-routes.js';
+import { ERRORS } from '../../core/api/errors.js';
 import type { ApiClient } from '../client.js';
-import { ApiError, CliError, EXIT } from '../exit-codes.js';
+import { ApiError, CliError } from '../exit-codes.js';
+import { EXIT } from '../../shared/exit-codes.js';
 import { retryPlan } from '../retry.js';
 import type { MediaKind, Prepared } from './rows.js';
 
@@ -47,7 +48,7 @@ const BY_BASE64: Record<MediaKind, { path: string; field: string }> = {
 
 /** The largest local file per kind: the server's own table (loaded once, only with media). */
 async function base64Max(kind: MediaKind): Promise<number> {
-  const { MEDIA_RULES } = await import('../../core/media.js');
+  const { MEDIA_RULES } = await import('../../core/media/media.js');
   const tipo = { image: 'imagen', document: 'documento', audio: 'audio', video: 'video', sticker: 'sticker' } as const;
   return MEDIA_RULES[tipo[kind]].base64MaxBytes;
 }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { API } from '../../core/api-routes.js';
-import { AUDIT_ACCIONES, detalleText } from '../../core/audit.js';
-import { LIST_LIMITS } from '../../core/limits.js';
+import { API } from '../../core/api/api-routes.js';
+import { AUDIT_ACCIONES, detalleText } from '../../core/auth/audit.js';
+import { LIST_LIMITS } from '../../core/api/limits.js';
 import type { Ctx } from '../context.js';
 import { dayOrInstant } from '../listing.js';
 import type { CtxOf } from '../main.js';

@@ -2,9 +2,10 @@ import type { Command } from 'commander';
 import { createWriteStream, existsSync } from 'node:fs';
 import { link, open, rename, unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Ctx } from '../context.js';
-import { CliError, EXIT, usage } from '../exit-codes.js';
+import { CliError, usage } from '../exit-codes.js';
+import { EXIT } from '../../shared/exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, printFields } from '../output.js';
 

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { API, pathTo } from '../../core/api-routes.js';
+import { API, pathTo } from '../../core/api/api-routes.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';

@@ -1,6 +1,6 @@
-import type { clienteSummary } from '../../core/accounts.js';
+import type { clienteSummary } from '../../core/accounts/accounts.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { API, pathTo } from '../../core/api-routes.js';
+import { API, pathTo } from '../../core/api/api-routes.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';

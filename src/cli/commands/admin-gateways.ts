@@ -1,6 +1,6 @@
-import type { gatewayServerView } from '../../core/gateway-servers.js';
+import type { gatewayServerView } from '../../core/accounts/gateway-servers.js';
 import { InvalidArgumentError, type Command } from 'commander';
-import { API, pathTo } from '../../core/api-routes.js';
+import { API, pathTo } from '../../core/api/api-routes.js';
 import type { Ctx } from '../context.js';
 import { usage } from '../exit-codes.js';
 import { readStdin } from '../io.js';

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
-import { API } from '../../core/api-routes.js';
-import { RANGOS, type Estadisticas, type Rango } from '../../core/charts.js';
+import { API } from '../../core/api/api-routes.js';
+import { RANGOS, type Estadisticas, type Rango } from '../../core/charts/charts.js';
 import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';
 import { adminCall as call } from '../operator.js';

@@ -1,12 +1,13 @@
-import { toText } from '../../core/to-text.js';
+import { toText } from '../../core/api/to-text.js';
 import { writeFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
-import { API } from '../../core/api-routes.js';
-import { CELULAR_LIMITS } from '../../core/limits.js';
-import type { CelularView } from '../../core/views.js';
+import { API } from '../../core/api/api-routes.js';
+import { CELULAR_LIMITS } from '../../core/api/limits.js';
+import type { CelularView } from '../../core/api/views.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
-import { CliError, EXIT, usage } from '../exit-codes.js';
+import { CliError, usage } from '../exit-codes.js';
+import { EXIT } from '../../shared/exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, painted, printFields, printSecret, printTable, type Cell } from '../output.js';
 import type { FieldFlags } from '../field-errors.js';

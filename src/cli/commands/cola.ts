@@ -1,13 +1,14 @@
 import type { Command } from 'commander';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
-import { CliError, EXIT, usage } from '../exit-codes.js';
+import { CliError, usage } from '../exit-codes.js';
+import { EXIT } from '../../shared/exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, painted, printTable } from '../output.js';
 import { int } from '../parse.js';
 
-/** The queue's item as GET /api/cola.php answers it (core/cola.ts ColaItem). */
+/** The queue's item as GET /api/cola.php answers it (core/queue/cola.ts ColaItem). */
 interface ColaItem {
   msg_id: string;
   celular_id: number;

@@ -1,11 +1,11 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { STREAM_EVENT_KINDS } from '../../core/event-stream.js';
+import { STREAM_EVENT_KINDS } from '../../core/events/event-stream.js';
 import { completeAs } from '../completion.js';
 import type { Ctx } from '../context.js';
 import { followEvents, type StreamedEvent } from '../event-follow.js';
 import type { CtxOf } from '../main.js';
 import { positiveInt } from '../parse.js';
-import { truncateWidth } from '../terminal-text.js';
+import { truncateWidth } from '../../shared/terminal-text.js';
 
 /**
  * `pasarela eventos`: the client's events from the event stream (docs/design.md

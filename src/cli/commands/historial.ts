@@ -1,11 +1,11 @@
 import { Option, type Command } from 'commander';
-import { API } from '../../core/api-routes.js';
-import { MENSAJE_FIELDS } from '../../core/historial.js';
+import { API } from '../../core/api/api-routes.js';
+import { MENSAJE_FIELDS } from '../../core/history/historial.js';
 import type { Ctx } from '../context.js';
 import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';
 import { painted, type Cell } from '../output.js';
-import { truncateWidth } from '../terminal-text.js';
+import { truncateWidth } from '../../shared/terminal-text.js';
 import { phone } from '../parse.js';
 
 /** One record of GET /api/historial_listar.php (docs/design.md §8). */

@@ -1,7 +1,8 @@
 import { Option, type Command } from 'commander';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import { DEFAULT_URL, type Ctx } from '../context.js';
-import { CliError, EXIT, usage } from '../exit-codes.js';
+import { CliError, usage } from '../exit-codes.js';
+import { EXIT } from '../../shared/exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit } from '../output.js';
 import { readStdin } from '../io.js';

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';
 import { emit, painted, printFields, printTable } from '../output.js';
-import { detalleText, nodoCorto, type Story } from '../../core/message-story.js';
+import { detalleText, nodoCorto, type Story } from '../../core/history/message-story.js';
 import type { Mensaje } from './historial.js';
 
 export interface MensajeOptions {

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { API } from '../../core/api-routes.js';
-import { MOVIMIENTO_FIELDS, MOVIMIENTO_TIPOS, type MovimientoView } from '../../core/movimientos.js';
+import { API } from '../../core/api/api-routes.js';
+import { MOVIMIENTO_FIELDS, MOVIMIENTO_TIPOS, type MovimientoView } from '../../core/billing/movimientos.js';
 import type { Ctx } from '../context.js';
 import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';

@@ -1,10 +1,10 @@
 import { Option, type Command } from 'commander';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Ctx } from '../context.js';
 import { addListingOptions, runListing, type ListingOpts } from '../listing.js';
 import type { CtxOf } from '../main.js';
 import type { Cell } from '../output.js';
-import { truncateWidth } from '../terminal-text.js';
+import { truncateWidth } from '../../shared/terminal-text.js';
 import { sender } from '../parse.js';
 
 /** One record of GET /api/recibidos_listar.php (docs/design.md §10). */

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { API } from '../../core/api-routes.js';
-import { FIELD_LIMITS, FILENAME_PATTERN } from '../../core/limits.js';
-import type { CelularView } from '../../core/views.js';
+import { API } from '../../core/api/api-routes.js';
+import { FIELD_LIMITS, FILENAME_PATTERN } from '../../core/api/limits.js';
+import type { CelularView } from '../../core/api/views.js';
 import type { Ctx } from '../context.js';
-import { ApiError, CliError, CODIGO_UNCERTAIN, EXIT, usage } from '../exit-codes.js';
+import { ApiError, CliError, CODIGO_UNCERTAIN, usage } from '../exit-codes.js';
+import { EXIT } from '../../shared/exit-codes.js';
 import type { FieldFlags } from '../field-errors.js';
 import type { CtxOf } from '../main.js';
 import { emit } from '../output.js';
@@ -285,7 +286,7 @@ export async function runSendMedia(o: SendMediaOptions, ctx: Ctx): Promise<void>
   if (!info.isFile()) throw usage(`${source} is not a file`);
   if (info.size === 0) throw usage(`${source} is empty`);
   // Loaded here only: the limits are the server's own table.
-  const { MEDIA_RULES } = await import('../../core/media.js');
+  const { MEDIA_RULES } = await import('../../core/media/media.js');
   const max = MEDIA_RULES[tipo].base64MaxBytes;
   if (info.size > max) throw usage(`${source} is ${mb(info.size)}; ${noun(kind)} sent as a file may be at most ${mb(max)}`);
   const filename = o.filename ?? basename(source);

@@ -2,11 +2,12 @@ import { Command, Option } from 'commander';
 import { defaultDataDir } from '../../paths.js';
 import { configOf } from '../../server/config.js';
 import { SERVE_KNOBS, type Knob, type KnobValues } from '../../server/config-knobs.js';
-import { CliError, EXIT } from '../exit-codes.js';
+import { CliError } from '../exit-codes.js';
+import { EXIT } from '../../shared/exit-codes.js';
 import type { IO } from '../io.js';
 import { hostPort, int, trustProxy, wordOrUrl } from '../parse.js';
 import { duration, msRange } from '../duration.js';
-import { isValidTz } from '../../core/hours.js';
+import { isValidTz } from '../../core/time/hours.js';
 import { colorLevel } from '../io.js';
 import { startedByNpm, watchParent } from '../parent-watch.js';
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';
 import { operatorCall, withOperatorOptions } from '../operator.js';

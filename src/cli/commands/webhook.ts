@@ -1,8 +1,8 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { API } from '../../core/api-routes.js';
-import { FIELD_LIMITS } from '../../core/limits.js';
-import type { EntregaView } from '../../core/views.js';
-import { WEBHOOK_SECRET_RULE, webhookSecretProblem } from '../../core/webhook-secret.js';
+import { API } from '../../core/api/api-routes.js';
+import { FIELD_LIMITS } from '../../core/api/limits.js';
+import type { EntregaView } from '../../core/api/views.js';
+import { WEBHOOK_SECRET_RULE, webhookSecretProblem } from '../../core/events/webhook-secret.js';
 import { completeAs } from '../completion.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
@@ -19,7 +19,7 @@ type Entrega = EntregaView;
 
 const KINDS = ['messages.received', 'message.status', 'session.status', 'all'];
 
-/** `--secret`: the server's rule (core/webhook-secret.ts), so a refused secret is a usage error (exit 2) before any request. */
+/** `--secret`: the server's rule (core/events/webhook-secret.ts), so a refused secret is a usage error (exit 2) before any request. */
 function webhookSecret(value: string): string {
   const problem = webhookSecretProblem(value);
   if (problem) throw new InvalidArgumentError(problem);

@@ -122,7 +122,7 @@ export interface NewCelularDone {
   audit(celular: CelularRow): AuditEntry;
 }
 
-/** What a ledger row is, from what it holds (core/movimientos.ts `movementTipo`). */
+/** What a ledger row is, from what it holds (core/billing/movimientos.ts `movementTipo`). */
 export type MovimientoTipo = 'cobro' | 'reembolso' | 'manual';
 
 /** One `movimientos_saldo` row as stored. */
@@ -166,7 +166,7 @@ export interface ConsumoLinea {
   monto: number;
 }
 
-/** The ledger read for people (core/movimientos.ts): its listing, and a month's consumption per line. */
+/** The ledger read for people (core/billing/movimientos.ts): its listing, and a month's consumption per line. */
 export interface LedgerStore {
   /**
    * A page of a client's ledger, newest first (fecha, then id), each filter

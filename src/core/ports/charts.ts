@@ -1,7 +1,7 @@
 import type { MensajeEstado } from './model.js';
 
 /**
- * The charts' reads and writes (core/charts.ts, D-100, D-101): the kept
+ * The charts' reads and writes (core/charts/charts.ts, D-100, D-101): the kept
  * counts of messages by creation bucket and estado, and the background
  * pass's samples. Every read is one key range of count or sample rows, so a
  * chart costs the same whatever the history holds.
@@ -20,7 +20,7 @@ export interface ChartCount {
   n: number;
 }
 
-/** One node's sample of a bucket (`t` in units of `grano` minutes); `lat` counts attempts per latency bucket (core/charts.ts `LATENCY_BOUNDS_MS`, then the rest). */
+/** One node's sample of a bucket (`t` in units of `grano` minutes); `lat` counts attempts per latency bucket (core/charts/charts.ts `LATENCY_BOUNDS_MS`, then the rest). */
 export interface ChartSample {
   grano: number;
   t: number;

@@ -1,6 +1,6 @@
 /**
  * Fixed-window counters: the shared memory of docs/design.md §1 and §5. In memory for one
- * node (src/core/counters-memory.ts); Redis when several nodes share the load
+ * node (src/core/nodes/counters-memory.ts); Redis when several nodes share the load
  * (src/counters). Every adapter passes test/contract/counters.test.ts.
  */
 export interface Counters {

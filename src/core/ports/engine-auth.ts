@@ -1,6 +1,6 @@
 import type { HoldFence } from './engine-holds.js';
 
-/** One row of a line's engine state as the store holds it: sealed bytes (core/engine-key.ts), never plaintext. */
+/** One row of a line's engine state as the store holds it: sealed bytes (core/engine/engine-key.ts), never plaintext. */
 export interface EngineAuthRow {
   /** What the value is: `creds`, or one of Baileys' key kinds (`pre-key`, `session`, `sender-key`, `app-state-sync-key`, `lid-mapping`...). */
   kind: string;
@@ -11,7 +11,7 @@ export interface EngineAuthRow {
 
 /**
  * The engine's authentication state of each line (`--gateway baileys`):
- * credentials and signal keys, sealed by core/engine-key.ts before they reach
+ * credentials and signal keys, sealed by core/engine/engine-key.ts before they reach
  * the store, so an adapter only ever sees opaque bytes. Keyed by (instancia,
  * kind, id); the primary key serves every read and a line's removal.
  */
@@ -26,7 +26,7 @@ export interface EngineAuthStore {
   readAuthKind(instancia: string, kind: string): Promise<Map<string, Buffer>>;
   /**
    * Every row in one transaction: all written, or none. A (kind, id) given twice keeps its last value.
-   * `fence`: the writer's hold of the line's session (core/engine-holds.ts); on a shared store the write is
+   * `fence`: the writer's hold of the line's session (core/engine/engine-holds.ts); on a shared store the write is
    * refused with HoldLost once another node took it. A store one process serves has no other writer to fence.
    */
   writeAuth(instancia: string, rows: EngineAuthRow[], fence?: HoldFence): Promise<void>;

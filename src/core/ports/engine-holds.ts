@@ -1,4 +1,4 @@
-/** A line's engine session and the node holding it (core/engine-holds.ts has the rule). */
+/** A line's engine session and the node holding it (core/engine/engine-holds.ts has the rule). */
 export interface EngineHold {
   instancia: string;
   /** The holder's node id; null: free (never taken, given back, or its holder stopped). */

@@ -7,7 +7,7 @@ export interface GatewayServerLoad extends GatewayServerRow {
 
 export type NewGatewayServer = Pick<GatewayServerRow, 'nombre' | 'tipo' | 'url' | 'key' | 'max_lineas'>;
 
-/** The gateway servers lines are spread over (core/gateway-servers.ts holds the rules). */
+/** The gateway servers lines are spread over (core/accounts/gateway-servers.ts holds the rules). */
 export interface GatewayServersStore {
   /** Atomic: inserts the server unless its name is taken. */
   addGatewayServer(input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }>;

@@ -1,4 +1,4 @@
-/** A serving process, as the others see it (see core/node-presence.ts). */
+/** A serving process, as the others see it (see core/nodes/node-presence.ts). */
 export interface NodeInfo {
   id: string;
   /** Host and pid, for people. */

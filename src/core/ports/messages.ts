@@ -1,4 +1,4 @@
-import type { SlotClaim } from '../caps.js';
+import type { SlotClaim } from '../sending/caps.js';
 import type { ErrorClase, JournalEvent, MensajeEstado, MensajePayload, MensajeRow, Modo, ReceiptEstado, RecibidoRow, Tipo } from './model.js';
 
 export interface MessageStats {
@@ -19,7 +19,7 @@ export interface NewMensaje {
   media: Record<string, unknown> | null;
   payload: MensajePayload;
   expira_at: number | null;
-  /** The failed message this send retries (core/cola.ts), kept on the row. */
+  /** The failed message this send retries (core/queue/cola.ts), kept on the row. */
   reintento_de?: string | null;
 }
 
@@ -37,7 +37,7 @@ export interface AcceptedMensaje {
 }
 
 /**
- * An answer kept for an Idempotency-Key (core/idempotency.ts): the HTTP
+ * An answer kept for an Idempotency-Key (core/sending/idempotency.ts): the HTTP
  * status and JSON body once final; while the send is in flight, no status
  * and the part of the answer known at acceptance.
  */
@@ -147,7 +147,7 @@ export interface MessagesStore {
    * charges one credit when `charge` (the celular's balance first, then the
    * client's global one; neither: `saldo`), records the charge, inserts the
    * message as `pendiente`. With `slot` (a direct send), also takes the send's
-   * slot in its line's caps, or refuses with `cap` (see core/caps.ts).
+   * slot in its line's caps, or refuses with `cap` (see core/sending/caps.ts).
    *
    * With `idem`, the key is bound to the message in the same transaction:
    * refused with `idempotencia` (nothing written) when the client's key is
@@ -163,7 +163,7 @@ export interface MessagesStore {
   idemRelease(clienteId: number, clave: string, msgId: string): Promise<void>;
   getMensaje(msgId: string): Promise<MensajeRow | null>;
   /**
-   * What a message's story (core/message-story.ts) needs beyond its record:
+   * What a message's story (core/history/message-story.ts) needs beyond its record:
    * the node and time of its last claim, when it failed, and its ledger rows
    * (charge, refund) found by their motive through its index. Null for an
    * unknown id or another client's.

@@ -56,7 +56,7 @@ export interface CelularRow {
   last_status: string | null;
   /** 1 while the session holds a link: connected once and not logged out since. */
   vinculado: number;
-  /** The gateway server that holds the line's instance; null until one is chosen (see core/gateway-servers.ts). */
+  /** The gateway server that holds the line's instance; null until one is chosen (see core/accounts/gateway-servers.ts). */
   servidor_id: number | null;
   created_at: number;
   updated_at: number;
@@ -86,7 +86,7 @@ export type Modo = 'cola' | 'directo';
 
 export type ReceiptEstado = 'entregado' | 'leido' | 'error';
 /**
- * Why a message ended in `error` (core/failure-class.ts): `rechazado`, the
+ * Why a message ended in `error` (core/sending/failure-class.ts): `rechazado`, the
  * network refused it for good; `no_enviado`, it never reached the network;
  * `incierto`, it may have reached the recipient; `fallido`, the network took
  * it and reported later that it failed; `cancelado`, someone cancelled it
@@ -134,7 +134,7 @@ export interface MensajeRow {
   intentos: number;
   proximo_intento_at: number | null;
   lease_until: number | null;
-  /** The send's slot in its line's caps (see core/caps.ts): its claim's end while in flight, then enviado_at. */
+  /** The send's slot in its line's caps (see core/sending/caps.ts): its claim's end while in flight, then enviado_at. */
   cupo_at: number | null;
   expira_at: number | null;
   created_at: number;

@@ -1,4 +1,4 @@
-import type { CapHit, SlotClaim, SlotCount } from '../caps.js';
+import type { CapHit, SlotClaim, SlotCount } from '../sending/caps.js';
 import type { MensajeRow } from './model.js';
 
 /** Taking a queued message to send it: claimed, already taken (or no longer pending), or over a cap. */
@@ -18,7 +18,7 @@ export type CancelResult = { ok: true; mensaje: MensajeRow; reembolso: number } 
 /**
  * How work is taken: a queued message claimed with its caps slot (the queue
  * worker), given back for later, released at start; and the direct sends a
- * crash left pending (core/direct-recovery.ts). A direct send takes its slot
+ * crash left pending (core/sending/direct-recovery.ts). A direct send takes its slot
  * at acceptance (MessagesStore.acceptMensaje).
  */
 export interface QueueStore {
@@ -29,7 +29,7 @@ export interface QueueStore {
    * until `slot.holdUntil`; `taken` when another worker holds a live claim or
    * it is no longer pending, or with `onlyHead` when it is not its line's
    * head (an older queued message of the line is pending: a guess that
-   * missed, core/queue-worker.ts), `cap` when the slot would pass a cap.
+   * missed, core/queue/queue-worker.ts), `cap` when the slot would pass a cap.
    * The claim keeps `nodo` and its time on the message (its story, D-98).
    */
   claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead?: boolean, nodo?: string | null): Promise<ClaimResult>;
@@ -38,7 +38,7 @@ export interface QueueStore {
   /**
    * Direct sends still `pendiente` whose slot ended before `before` (a direct
    * send holds its slot until the end of its claim), oldest first: sends a
-   * crash or a failed write left behind. See core/direct-recovery.ts.
+   * crash or a failed write left behind. See core/sending/direct-recovery.ts.
    */
   strandedDirect(before: number, limit: number): Promise<MensajeRow[]>;
   /** Gives a claimed message (and its slot) back for a later attempt. */

@@ -34,7 +34,7 @@ export interface StoreCaps {
 /**
  * The store, one port per concern. Each method is one atomic operation; an
  * adapter stores and locks, and takes its decisions from the core (the money
- * and state rules are in core/ledger.ts, the caps in core/caps.ts). Every
+ * and state rules are in core/billing/ledger.ts, the caps in core/sending/caps.ts). Every
  * adapter passes the same contract suite per port (test/contract/). An
  * adapter composes it from one factory per port over its connection
  * (src/store/sqlite/store.ts, src/store/postgres/store.ts).

@@ -1,4 +1,4 @@
-import type { LoggedEvent } from '../event-log.js';
+import type { LoggedEvent } from '../events/event-log.js';
 import type { AuditOf, EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from './model.js';
 
 /** Who claims deliveries (a token of one claim) and until when; `firstOnly`: only deliveries never attempted. */
@@ -65,7 +65,7 @@ export interface IntentoRow {
 }
 
 /**
- * Webhook configurations and the event log (core/event-log.ts): every event
+ * Webhook configurations and the event log (core/events/event-log.ts): every event
  * is one row, and the row of an event the client's configuration wanted is
  * also its delivery, claimed, attempted and recorded in place.
  */

@@ -1,6 +1,6 @@
 import type { Agent } from 'node:https';
-import type { Backoff } from '../../core/backoff.js';
-import type { Clock } from '../../core/clock.js';
+import type { Backoff } from '../../core/time/backoff.js';
+import type { Clock } from '../../core/time/clock.js';
 import {
   GatewayFailure,
   type Gateway,
@@ -64,7 +64,7 @@ export class BaileysGateway implements Gateway {
   readonly capabilities = BAILEYS_CAPABILITIES;
   private readonly events = new GatewayEvents();
   private readonly lines = new Map<string, EngineLine>();
-  /** The lines this node holds (core/engine-holds.ts), with the token each write of their state carries. */
+  /** The lines this node holds (core/engine/engine-holds.ts), with the token each write of their state carries. */
   private readonly fences = new Map<string, HoldFence>();
   private readonly onNetwork = new Map<string, number>();
   /** The pairing code asked on a line's current socket: the same one is answered until that socket ends (as the other gateways do). */
@@ -126,7 +126,7 @@ export class BaileysGateway implements Gateway {
     this.events.on(listener);
   }
 
-  /** Nothing opens by itself: the engine's keeper (core/engine-keeper.ts) hands it the lines this node holds. */
+  /** Nothing opens by itself: the engine's keeper (core/engine/engine-keeper.ts) hands it the lines this node holds. */
   async start(): Promise<void> {}
 
   /**

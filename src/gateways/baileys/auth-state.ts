@@ -1,5 +1,5 @@
 import type { AuthenticationCreds, AuthenticationState, SignalDataSet, SignalDataTypeMap } from 'baileys';
-import { authAad, type EngineCipher, EngineStateUnreadable, SealedValueRefused } from '../../core/engine-key.js';
+import { authAad, type EngineCipher, EngineStateUnreadable, SealedValueRefused } from '../../core/engine/engine-key.js';
 import type { EngineAuthRow, EngineAuthStore } from '../../core/ports/engine-auth.js';
 import { HoldLost, type FenceSource } from '../../core/ports/engine-holds.js';
 
@@ -12,7 +12,7 @@ const CREDS_ID = '';
  * own useMultiFileAuthState keeps it in files (node_modules/baileys/lib/Utils/
  * use-multi-file-auth-state.js): every value JSON with Baileys' BufferJSON,
  * app-state keys revived as protobuf objects. Each value is sealed for its
- * row (core/engine-key.ts) before it reaches the store. `keys.get` is one
+ * row (core/engine/engine-key.ts) before it reaches the store. `keys.get` is one
  * read; `keys.set` one transaction (Baileys gives many keys at once, a null
  * removes one); `saveCreds` writes the credentials as they are now;
  * `clear` removes the line's whole state (the state in hand is then

@@ -1,5 +1,5 @@
 import type { AuthenticationState } from 'baileys';
-import type { EngineCipher } from '../../core/engine-key.js';
+import type { EngineCipher } from '../../core/engine/engine-key.js';
 import type { AccountsStore } from '../../core/ports/accounts.js';
 import type { EngineAuthStore } from '../../core/ports/engine-auth.js';
 import type { FenceSource } from '../../core/ports/engine-holds.js';
@@ -17,7 +17,7 @@ export interface LineAuth {
 
 /** Where the lines' authentication states are kept. */
 export interface EngineAuthSource {
-  /** `fence`: the engine's hold of the line now, carried by each write (core/engine-holds.ts). */
+  /** `fence`: the engine's hold of the line now, carried by each write (core/engine/engine-holds.ts). */
   forLine(lib: BaileysLib, instancia: string, fence?: FenceSource): Promise<LineAuth>;
   /** Removes a line's state without reading it (one that does not open, replaced by a new link). */
   drop(instancia: string): Promise<void>;

@@ -1,4 +1,4 @@
-import { closeEndsLink, LOGGED_OUT_CLOSE } from '../../core/engine-lines.js';
+import { closeEndsLink, LOGGED_OUT_CLOSE } from '../../core/engine/engine-lines.js';
 import type { SessionStatus } from '../../core/ports/model.js';
 
 /**

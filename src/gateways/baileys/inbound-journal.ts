@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { BinaryNode, SignalKeyStore, SignalKeyStoreWithTransaction, SignalRepositoryWithLIDStore, WAMessage } from 'baileys';
-import { INBOUND_SEEN_TTL_MS } from '../../core/ledger.js';
+import { INBOUND_SEEN_TTL_MS } from '../../core/billing/ledger.js';
 import type { BaileysLib } from './library.js';
 
 /**
@@ -42,12 +42,23 @@ export function journalId(type: string, ciphertext: Uint8Array): string {
 }
 
 type Keys = Pick<SignalKeyStoreWithTransaction, 'get' | 'set' | 'transaction'>;
-/** The journal's kind is ours, not in Baileys' key map: its store takes any kind (auth-state.ts). */
-type LooseKeys = {
-  get(kind: string, ids: string[]): Promise<Record<string, unknown>>;
-  set(data: Record<string, Record<string, unknown>>): Promise<void>;
-};
-const loose = (k: Partial<Keys>): LooseKeys => k as unknown as LooseKeys;
+/**
+ * The journal's kind is ours, not in Baileys' key map; its store takes any kind (auth-state.ts), and so does the
+ * transaction wrapper Baileys puts over it. This is that store seen with the kind as a string: Baileys' store is
+ * assignable to it as declared (methods compare their parameters both ways), so no cast stands between them.
+ */
+export interface AnyKindKeys {
+  get(kind: string, ids: string[]): Awaitable<Record<string, unknown>>;
+  set(data: Record<string, Record<string, unknown>>): Awaitable<void>;
+}
+type Awaitable<T> = T | Promise<T>;
+
+/** A journal entry as read back from the store; anything else (an older shape, a foreign value) is not one. */
+function isEntry(v: unknown): v is JournalEntry {
+  if (typeof v !== 'object' || v === null) return false;
+  const e = v as Partial<Record<keyof JournalEntry, unknown>>;
+  return typeof e.at === 'number' && typeof e.from === 'string' && e.plain instanceof Uint8Array;
+}
 
 /**
  * One socket's view of the journal. The upserted message carries its id but
@@ -67,7 +78,7 @@ export class SocketJournal {
 
   constructor(
     private readonly now: () => number,
-    private readonly removeKeys: Pick<Keys, 'set'>,
+    private readonly removeKeys: Pick<AnyKindKeys, 'set'>,
   ) {}
 
   /** A frame the socket received: a message stanza's enc children are noted. */
@@ -106,26 +117,27 @@ export class SocketJournal {
   }
 
   async remove(ids: string[]): Promise<void> {
-    if (ids.length > 0) await loose(this.removeKeys).set({ [JOURNAL_KIND]: Object.fromEntries(ids.map((id) => [id, null])) });
+    if (ids.length > 0) await this.removeKeys.set({ [JOURNAL_KIND]: Object.fromEntries(ids.map((id) => [id, null])) });
   }
 
   /** Baileys' repository with its two decrypts journaled; everything else is the repository's own. */
   wrap(repo: SignalRepositoryWithLIDStore, given: SignalKeyStore | Keys): SignalRepositoryWithLIDStore {
     // Baileys hands its repository the store it made transaction-capable (Socket/socket.js): without that, no atomicity to rely on.
     if (!('transaction' in given)) throw new Error('the inbound journal needs the transaction-capable key store Baileys makes');
-    const keys = given;
+    const keys: Keys & AnyKindKeys = given;
     const journaled = async (type: string, ciphertext: Uint8Array, from: string, txKey: string, decrypt: () => Promise<Uint8Array>) =>
       // The same transaction key as the repository's own: its transaction nests in this one, so the ratchet and the entry commit together.
       keys.transaction(async () => {
         const id = journalId(type, ciphertext);
-        const hit = (await loose(keys).get(JOURNAL_KIND, [id]))[id] as JournalEntry | undefined;
+        const found = (await keys.get(JOURNAL_KIND, [id]))[id];
+        const hit = isEntry(found) ? found : undefined;
         const stanza = this.seen.get(id);
         this.seen.delete(id);
         if (stanza) remember(this.decrypted, stanza.msgId, [...(this.decrypted.get(stanza.msgId) ?? []), id]);
         if (hit && hit.from === from) return hit.plain;
         const plain = await decrypt();
         const entry: JournalEntry = { at: this.now(), from, plain, stanza: stanza?.attrs ?? null };
-        await loose(keys).set({ [JOURNAL_KIND]: { [id]: entry } });
+        await keys.set({ [JOURNAL_KIND]: { [id]: entry } });
         return plain;
       }, txKey);
     // The repository's methods close over its state and never read `this`: a copy with two replaced is the repository.
@@ -152,18 +164,18 @@ function remember<V>(m: Map<string, V> | Set<string>, k: string, v: V): void {
  * received message (decodeMessageNode on the stanza's attributes, the
  * plaintext unpadded and decoded, cleanMessage), the entries of one stanza
  * merged. Entries past JOURNAL_KEEP_MS, or without a stanza or a readable
- * plaintext, are only dropped.
+ * plaintext, or not entries at all, are only dropped.
  */
 export function replayOf(
   lib: Pick<BaileysLib, 'decodeMessageNode' | 'unpadRandomMax16' | 'proto' | 'cleanMessage'>,
-  entries: Map<string, JournalEntry>,
+  entries: ReadonlyMap<string, unknown>,
   me: { id: string; lid?: string | undefined },
   now: number,
 ): { messages: Array<{ message: WAMessage; ids: string[] }>; dropped: string[] } {
   const byMsg = new Map<string, { message: WAMessage; ids: string[] }>();
   const dropped: string[] = [];
   for (const [id, e] of entries) {
-    if (now - e.at > JOURNAL_KEEP_MS || !e.stanza?.id) {
+    if (!isEntry(e) || now - e.at > JOURNAL_KEEP_MS || !e.stanza?.id) {
       dropped.push(id);
       continue;
     }

@@ -1,14 +1,14 @@
 import type { Agent } from 'node:https';
-import { backoffMs, type Backoff } from '../../core/backoff.js';
-import type { Clock } from '../../core/clock.js';
+import { backoffMs, type Backoff } from '../../core/time/backoff.js';
+import type { Clock } from '../../core/time/clock.js';
 import type { GatewayEvent } from '../../core/ports/gateway.js';
 import type { SessionStatus } from '../../core/ports/model.js';
 import type { FenceSource } from '../../core/ports/engine-holds.js';
 import type { EngineAuthSource, LineAuth } from './auth.js';
-import { EngineStateUnreadable } from '../../core/engine-key.js';
+import { EngineStateUnreadable } from '../../core/engine/engine-key.js';
 import { closeCode, closeOutcome } from './close-codes.js';
 import { inboundOf, ownStatusOf, receiptOf, userReceiptOf } from './inbound.js';
-import { JOURNAL_KIND, replayOf, SocketJournal, type JournalEntry } from './inbound-journal.js';
+import { JOURNAL_KIND, replayOf, SocketJournal, type AnyKindKeys } from './inbound-journal.js';
 import type { BaileysLib } from './library.js';
 import { libraryLogger, type EngineLog } from './logger.js';
 
@@ -37,7 +37,7 @@ export interface LineDeps {
   /** Each status change, and each reconnect, for the metrics. */
   onStatus?: (instancia: string, status: SessionStatus) => void;
   onReconnect?: (instancia: string) => void;
-  /** The engine's hold of this line, carried by each write of its state (core/engine-holds.ts). */
+  /** The engine's hold of this line, carried by each write of its state (core/engine/engine-holds.ts). */
   fence?: FenceSource;
 }
 
@@ -243,7 +243,7 @@ export class EngineLine {
       return;
     }
     if (entries.size === 0) return;
-    const { messages, dropped } = replayOf(this.d.lib, entries as Map<string, JournalEntry>, me, this.d.clock.now());
+    const { messages, dropped } = replayOf(this.d.lib, entries, me, this.d.clock.now());
     this.d.log.warn({ instancia: this.instancia, replayed: messages.length, dropped: dropped.length }, 'engine: inbound journal replayed');
     for (const { message, ids } of messages) {
       const e = inboundOf(this.instancia, message, this.d.clock.now());
@@ -252,7 +252,8 @@ export class EngineLine {
         this.replayed.push(...ids);
       });
     }
-    if (dropped.length > 0) this.serial(async () => auth.state.keys.set({ [JOURNAL_KIND]: Object.fromEntries(dropped.map((id) => [id, null])) } as never));
+    const keys: AnyKindKeys = auth.state.keys;
+    if (dropped.length > 0) this.serial(async () => keys.set({ [JOURNAL_KIND]: Object.fromEntries(dropped.map((id) => [id, null])) }));
   }
 
   private serial(step: () => Promise<void>): void {

@@ -1,4 +1,4 @@
-import type { EngineKeeper } from '../../core/engine-keeper.js';
+import type { EngineKeeper } from '../../core/engine/engine-keeper.js';
 import type { EngineHoldsStore } from '../../core/ports/engine-holds.js';
 import {
   GatewayFailure,

@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import type { Signals } from '../../core/ports/signals.js';
 import { WEBHOOK_CONFIG_CHANNEL } from '../../webhooks/config-cache.js';
-import type { Clock } from '../../core/clock.js';
-import type { BusEventName, BusEvents, EventBus } from '../../core/events.js';
+import type { Clock } from '../../core/time/clock.js';
+import type { BusEventName, BusEvents, EventBus } from '../../core/events/events.js';
 import { freeDeadHolder } from '../../store/write-gate.js';
 import { JOURNALED_EVENTS, type WebhookControl } from '../../webhooks/dispatcher.js';
 import type { GatewayCallSink } from '../metrics/gateway.js';

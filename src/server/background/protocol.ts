@@ -1,6 +1,6 @@
 import type { CoreConfig } from '../../core/context.js';
-import type { PresenceTiming } from '../../core/node-presence.js';
-import type { BusEventName, BusEvents } from '../../core/events.js';
+import type { PresenceTiming } from '../../core/nodes/node-presence.js';
+import type { BusEventName, BusEvents } from '../../core/events/events.js';
 import type { SimOptions } from '../../gateways/sim.js';
 import type { DispatcherOptions } from '../../webhooks/dispatcher.js';
 import type { GatewayOperation, GatewayOutcome } from '../metrics/metrics.js';

@@ -1,11 +1,11 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { systemClock } from '../../core/clock.js';
-import { MemoryCounters } from '../../core/counters-memory.js';
-import { EventBus, type BusEventName } from '../../core/events.js';
-import { TempFiles } from '../../core/media.js';
-import { NodePresence } from '../../core/node-presence.js';
-import { QueueWorker } from '../../core/queue-worker.js';
-import { syncGatewayEvents } from '../../core/session-sync.js';
+import { systemClock } from '../../core/time/clock.js';
+import { MemoryCounters } from '../../core/nodes/counters-memory.js';
+import { EventBus, type BusEventName } from '../../core/events/events.js';
+import { TempFiles } from '../../core/media/media.js';
+import { NodePresence } from '../../core/nodes/node-presence.js';
+import { QueueWorker } from '../../core/queue/queue-worker.js';
+import { syncGatewayEvents } from '../../core/accounts/session-sync.js';
 import { createGateway } from '../../gateways/index.js';
 import { LocalMedia } from '../../store/local-media.js';
 import { openSqliteStore } from '../../store/sqlite/store.js';

@@ -1,7 +1,7 @@
-import type { Clock } from '../../core/clock.js';
+import type { Clock } from '../../core/time/clock.js';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../../core/errors.js';
+import { AppError } from '../../core/api/errors.js';
 import { UnauthBudget, type Overrun } from './unauth-budget.js';
 
 /**

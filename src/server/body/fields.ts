@@ -1,4 +1,4 @@
-import { fail } from '../../core/errors.js';
+import { fail } from '../../core/api/errors.js';
 
 /**
  * What the incremental body readers (json-reader.ts, form-reader.ts) hand

@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { badEscape, decodeFormText, hexValue, textLabel, type TextCharset } from '../../core/exact-text.js';
+import { badEscape, decodeFormText, hexValue, textLabel, type TextCharset } from '../../core/sending/exact-text.js';
 import { FieldBudget, fieldName, type FieldLimits, type FieldSink } from './fields.js';
 
 /**
@@ -7,7 +7,7 @@ import { FieldBudget, fieldName, type FieldLimits, type FieldSink } from './fiel
  * chunk by chunk. The value the sink asks for (the base64 file) is
  * percent-decoded on the way (an escape may be cut by a chunk's end; '+' is
  * a space) and handed over in pieces; the other fields are collected within
- * the field limits, then decoded in the body's charset (core/exact-text.ts):
+ * the field limits, then decoded in the body's charset (core/sending/exact-text.ts):
  * a broken escape or bytes that are not text are refused, naming the field.
  */
 

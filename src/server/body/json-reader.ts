@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
-import { fail } from '../../core/errors.js';
-import { checkWellFormed, notText, textLabel, Utf8Check } from '../../core/exact-text.js';
+import { fail } from '../../core/api/errors.js';
+import { checkWellFormed, notText, textLabel, Utf8Check } from '../../core/sending/exact-text.js';
 import { FieldBudget, fieldName, type FieldLimits, type FieldSink } from './fields.js';
 
 /**
@@ -11,7 +11,7 @@ import { FieldBudget, fieldName, type FieldLimits, type FieldSink } from './fiel
  * nested objects or arrays) is collected within the field limits and parsed
  * with JSON.parse. Keys named __proto__ (or a constructor with a prototype)
  * are refused, as Fastify's JSON parser does. Text must be exact
- * (core/exact-text.ts): bytes that are not UTF-8, and an unpaired surrogate
+ * (core/sending/exact-text.ts): bytes that are not UTF-8, and an unpaired surrogate
  * in a key or a collected value, are refused naming the field.
  */
 

@@ -1,15 +1,15 @@
-import { Base64Decoder, normalizeMime } from '../../core/base64-stream.js';
-import { diskFull, fail } from '../../core/errors.js';
-import { newMsgId } from '../../core/ids.js';
-import { acceptSniffed, checkDeclaredMime, MEDIA_RULES, type MediaTipo, type TempFile, type TempFiles } from '../../core/media.js';
-import { sniffFile } from '../../core/media-sniff-file.js';
-import { tooLarge } from '../../core/media-size.js';
-import type { MediaFile } from '../../core/send.js';
+import { Base64Decoder, normalizeMime } from '../../core/media/base64-stream.js';
+import { diskFull, fail } from '../../core/api/errors.js';
+import { newMsgId } from '../../core/sending/ids.js';
+import { acceptSniffed, checkDeclaredMime, MEDIA_RULES, type MediaTipo, type TempFile, type TempFiles } from '../../core/media/media.js';
+import { sniffFile } from '../../core/media/media-sniff-file.js';
+import { tooLarge } from '../../core/media/media-size.js';
+import type { MediaFile } from '../../core/sending/send.js';
 import { fieldName, type FieldSink } from './fields.js';
 
 /**
  * The fields of a body that carries one base64 file: the file's text is
- * decoded as it arrives (core/base64-stream.ts) into its temp file, the
+ * decoded as it arrives (core/media/base64-stream.ts) into its temp file, the
  * other fields are kept. A credential met before the file is verified right
  * then, so an unauthenticated client cannot make the server write its file.
  */

@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError, fail } from '../../core/errors.js';
-import { bodyCharset } from '../../core/exact-text.js';
-import type { TempFiles } from '../../core/media.js';
-import type { MediaFile } from '../../core/send.js';
+import { AppError, fail } from '../../core/api/errors.js';
+import { bodyCharset } from '../../core/sending/exact-text.js';
+import type { TempFiles } from '../../core/media/media.js';
+import type { MediaFile } from '../../core/sending/send.js';
 import { FIELD_LIMITS } from './fields.js';
 import { FormFieldReader } from './form-reader.js';
 import { JsonFieldReader } from './json-reader.js';

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance } from 'fastify';
-import { bodyCharset, checkFieldsWellFormed } from '../../core/exact-text.js';
+import { bodyCharset, checkFieldsWellFormed } from '../../core/sending/exact-text.js';
 import { parseForm } from './form-reader.js';
 import { refuseNotUtf8 } from './json-reader.js';
 
@@ -8,7 +8,7 @@ import { refuseNotUtf8 } from './json-reader.js';
  * The JSON and form parsers of every route without a base64 file (those
  * stream their bodies: media-parser.ts), and the query string: each reads
  * text exactly as sent, in the charset declared, or refuses it
- * (core/exact-text.ts), where Fastify's own parsers would put U+FFFD for
+ * (core/sending/exact-text.ts), where Fastify's own parsers would put U+FFFD for
  * bad bytes or keep a broken escape as it was sent.
  */
 export function installTextParsers(app: FastifyInstance): void {

@@ -1,4 +1,4 @@
-import type { EventBus } from '../../core/events.js';
+import type { EventBus } from '../../core/events/events.js';
 import type { Metrics } from './metrics.js';
 
 /**

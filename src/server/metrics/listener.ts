@@ -1,4 +1,4 @@
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Metrics } from './metrics.js';

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Clock } from '../../core/clock.js';
+import type { Clock } from '../../core/time/clock.js';
 import { SESSION_STATUSES } from '../../core/ports/model.js';
 import type { Store } from '../../core/ports/store.js';
 import { VERSION } from '../../version.js';

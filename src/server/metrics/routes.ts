@@ -1,4 +1,4 @@
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
 import { operatorAuth } from '../http.js';

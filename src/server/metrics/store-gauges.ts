@@ -1,4 +1,4 @@
-import type { Clock } from '../../core/clock.js';
+import type { Clock } from '../../core/time/clock.js';
 import { SESSION_STATUSES } from '../../core/ports/model.js';
 import type { Store } from '../../core/ports/store.js';
 

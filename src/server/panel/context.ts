@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ClientPrincipal, Principal } from '../../core/auth.js';
+import type { ClientPrincipal, Principal } from '../../core/auth/auth.js';
 import type { Core } from '../../core/context.js';
-import { AppError } from '../../core/errors.js';
-import { claimFormToken, isFormToken, settleFormToken } from '../../core/panel-forms.js';
-import { csrfMatches, resumeOrEnded, type PanelSession } from '../../core/panel-sessions.js';
+import { AppError } from '../../core/api/errors.js';
+import { claimFormToken, isFormToken, settleFormToken } from '../../core/auth/panel-forms.js';
+import { csrfMatches, resumeOrEnded, type PanelSession } from '../../core/auth/panel-sessions.js';
 
 /** The panel's cookies: the session id, and a one-shot notice shown after a redirect. */
 export const SESSION_COOKIE = 'pasarela_panel';

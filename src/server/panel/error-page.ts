@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERRORS } from '../../core/errors.js';
+import { ERRORS } from '../../core/api/errors.js';
 import { toAppError } from '../errors.js';
 import { redirect } from './context.js';
 import { errorText } from './forms.js';

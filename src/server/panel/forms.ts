@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../../core/errors.js';
-import { newFormToken } from '../../core/panel-forms.js';
+import { AppError } from '../../core/api/errors.js';
+import { newFormToken } from '../../core/auth/panel-forms.js';
 import { toAppError } from '../errors.js';
 import { panelOf } from './context.js';
 import { html, type Html } from './html.js';

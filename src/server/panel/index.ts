@@ -1,10 +1,10 @@
 import cookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
-import type { EventStreams } from '../../core/event-stream-pump.js';
-import { AppError } from '../../core/errors.js';
+import type { EventStreams } from '../../core/events/event-stream-pump.js';
+import { AppError } from '../../core/api/errors.js';
 import type { WebhookControl } from '../../webhooks/dispatcher.js';
-import type { SendDeps } from '../../core/send.js';
+import type { SendDeps } from '../../core/sending/send.js';
 import { registerAssets } from './assets.js';
 import { formSettled } from './context.js';
 import { errorPage } from './error-page.js';

@@ -1,9 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ClientPrincipal } from '../../core/auth.js';
-import { listCelulares } from '../../core/celulares.js';
-import { iso } from '../../core/clock.js';
+import type { ClientPrincipal } from '../../core/auth/auth.js';
+import { listCelulares } from '../../core/accounts/celulares.js';
+import { iso } from '../../core/time/clock.js';
 import type { Core } from '../../core/context.js';
-import { POR_PAGINA_MAX } from '../../core/historial.js';
+import { POR_PAGINA_MAX } from '../../core/history/historial.js';
 import { exportBody, EXPORT_TYPE } from '../export-stream.js';
 import { clientScope } from './context.js';
 import { field, formErrorsOf, generalError, NO_ERRORS, selectField, type FormErrors } from './forms.js';

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../../core/errors.js';
+import { AppError } from '../../core/api/errors.js';
 import { parseForm } from '../body/form-reader.js';
 import { attrs, html, type Html, type Renderable } from './html.js';
 

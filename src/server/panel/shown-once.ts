@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Core } from '../../core/context.js';
-import { stashShownOnce, takeShownOnce } from '../../core/shown-once.js';
+import { stashShownOnce, takeShownOnce } from '../../core/auth/shown-once.js';
 import { panelOf, panelPath, redirect, signedIn } from './context.js';
 import { html } from './html.js';
 import type { PanelDeps } from './index.js';
@@ -8,7 +8,7 @@ import { sendPage, type PageInfo } from './layout.js';
 
 /**
  * The page that shows a new key or secret (a client's key, a line's keys, a
- * webhook's secret): the POST that made it stashes it (core/shown-once.ts)
+ * webhook's secret): the POST that made it stashes it (core/auth/shown-once.ts)
  * and redirects here; this GET shows it once, and a reload says it is gone
  * instead of making another (D-90).
  */

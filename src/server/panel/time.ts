@@ -1,4 +1,4 @@
-import { iso } from '../../core/clock.js';
+import { iso } from '../../core/time/clock.js';
 import { html, type Html } from './html.js';
 
 /**

@@ -1,14 +1,14 @@
 import type { Core } from '../../core/context.js';
 import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { MensajeRow } from '../../core/ports/model.js';
-import type { TempFiles } from '../../core/media.js';
-import { NodePresence } from '../../core/node-presence.js';
-import { EngineKeeper } from '../../core/engine-keeper.js';
-import type { HolderReports } from '../../core/engine-holders.js';
+import type { TempFiles } from '../../core/media/media.js';
+import { NodePresence } from '../../core/nodes/node-presence.js';
+import { EngineKeeper } from '../../core/engine/engine-keeper.js';
+import type { HolderReports } from '../../core/engine/engine-holders.js';
 import type { RoutedEngine } from '../../gateways/baileys/routed.js';
 import { EngineWatchdog } from '../watchdog.js';
-import { QueueWorker } from '../../core/queue-worker.js';
-import { syncGatewayEvents } from '../../core/session-sync.js';
+import { QueueWorker } from '../../core/queue/queue-worker.js';
+import { syncGatewayEvents } from '../../core/accounts/session-sync.js';
 import type { HttpGatewayOptions } from '../../gateways/index.js';
 import type { SqliteStore } from '../../store/sqlite/store.js';
 import { mainGate, newGateBuffer } from '../../store/write-gate.js';
@@ -22,7 +22,7 @@ import type { GatewayPart } from './gateway.js';
 import type { OpenedStore } from './store.js';
 import type { Log, Parts } from './part.js';
 
-/** This node among the store's (core/node-presence.ts): its heartbeat, and its streams freed when it stops. */
+/** This node among the store's (core/nodes/node-presence.ts): its heartbeat, and its streams freed when it stops. */
 export async function startNode(parts: Parts, opts: ServeConfig, core: Core, log: Log): Promise<NodePresence> {
   return parts.start({
     name: 'node presence',
@@ -64,7 +64,7 @@ interface BackgroundDeps {
   log: Log;
   /** On a thread of their own (SQLite), or on the request thread. */
   onThread: boolean;
-  /** Where a line's engine session changing hands here is reported (published and audited: core/engine-holders.ts). */
+  /** Where a line's engine session changing hands here is reported (published and audited: core/engine/engine-holders.ts). */
   holders?: Pick<HolderReports, 'report' | 'idle'>;
 }
 
@@ -129,7 +129,7 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
 }
 
 /**
- * The engine's keeper (`--gateway baileys`, core/engine-keeper.ts): this
+ * The engine's keeper (`--gateway baileys`, core/engine/engine-keeper.ts): this
  * node's share of the lines' sessions, opened once the gateway's events are
  * handled; at a stop, after the queue and the requests, every socket closes
  * and its line is given back for the other nodes. On a shared store a

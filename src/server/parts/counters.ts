@@ -1,5 +1,5 @@
-import type { Clock } from '../../core/clock.js';
-import { MemoryCounters } from '../../core/counters-memory.js';
+import type { Clock } from '../../core/time/clock.js';
+import { MemoryCounters } from '../../core/nodes/counters-memory.js';
 import type { Counters } from '../../core/ports/counters.js';
 import { FailoverCounters } from '../../counters/failover.js';
 import { RedisCounters, redactUrl } from '../../counters/redis.js';

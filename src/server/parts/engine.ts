@@ -1,4 +1,4 @@
-import { loadEngineCipher } from '../../core/engine-key.js';
+import { loadEngineCipher } from '../../core/engine/engine-key.js';
 import type { Store } from '../../core/ports/store.js';
 import { storeAuthSource } from '../../gateways/baileys/auth.js';
 import { nodeKey } from '../../gateways/baileys/forward.js';

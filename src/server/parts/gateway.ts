@@ -1,6 +1,6 @@
-import type { Clock } from '../../core/clock.js';
-import { registerDefaultServer } from '../../core/gateway-servers.js';
-import type { TempFiles } from '../../core/media.js';
+import type { Clock } from '../../core/time/clock.js';
+import { registerDefaultServer } from '../../core/accounts/gateway-servers.js';
+import type { TempFiles } from '../../core/media/media.js';
 import type { Gateway } from '../../core/ports/gateway.js';
 import type { Store } from '../../core/ports/store.js';
 import { createGateway, type HttpGatewayOptions } from '../../gateways/index.js';

@@ -1,6 +1,6 @@
 import { systemTz } from '../../core/context.js';
 import type { Store } from '../../core/ports/store.js';
-import { countersSettings, sharedCounters, sharedSettings } from '../../core/shared-settings.js';
+import { countersSettings, sharedCounters, sharedSettings } from '../../core/nodes/shared-settings.js';
 import { ADMIN_TOKEN_FILE, GATEWAY_SECRET_FILE } from '../../paths.js';
 import type { ServeConfig } from '../config.js';
 import { keepSecret, secretOf } from './data-dir.js';
@@ -16,7 +16,7 @@ export interface NodeSettings {
 
 /**
  * This node's own settings, or, on a shared store, those the nodes share
- * (core/shared-settings.ts): what this node was not given, it takes from
+ * (core/nodes/shared-settings.ts): what this node was not given, it takes from
  * the store; the counters' setting must agree with the store's.
  */
 export async function nodeSettings(opts: ServeConfig, store: Store, shared: boolean, admin: NodeSettings['admin']): Promise<NodeSettings> {

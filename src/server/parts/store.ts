@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import type { TempFiles } from '../../core/media.js';
+import type { TempFiles } from '../../core/media/media.js';
 import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { Signals } from '../../core/ports/signals.js';
 import type { Store } from '../../core/ports/store.js';
-import { LocalSignals } from '../../core/signals-local.js';
+import { LocalSignals } from '../../core/nodes/signals-local.js';
 import { DB_FILE } from '../../paths.js';
 import { LocalMedia } from '../../store/local-media.js';
 import { openSqliteStore } from '../../store/sqlite/store.js';

@@ -1,12 +1,12 @@
-import { ChartSampler } from '../../core/chart-samples.js';
+import { ChartSampler } from '../../core/charts/chart-samples.js';
 import type { Core } from '../../core/context.js';
-import { DirectRecovery } from '../../core/direct-recovery.js';
-import { LineHealth } from '../../core/line-health.js';
+import { DirectRecovery } from '../../core/sending/direct-recovery.js';
+import { LineHealth } from '../../core/accounts/line-health.js';
 import type { AcceptedMedia } from '../../core/ports/media.js';
-import type { NodePresence } from '../../core/node-presence.js';
-import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS } from '../../core/event-log.js';
-import { inboxRetention } from '../../core/recibidos.js';
-import { kvExpiry, Retention } from '../../core/retention.js';
+import type { NodePresence } from '../../core/nodes/node-presence.js';
+import { EVENT_PRUNE_BATCH, EVENT_RETENTION_MS } from '../../core/events/event-log.js';
+import { inboxRetention } from '../../core/history/recibidos.js';
+import { kvExpiry, Retention } from '../../core/history/retention.js';
 import type { ServeConfig } from '../config.js';
 import type { Log, Part } from './part.js';
 

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { info, saldo } from '../../core/accounts.js';
-import { API } from '../../core/api-routes.js';
+import { info, saldo } from '../../core/accounts/accounts.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { listCelulares } from '../../core/celulares.js';
+import { listCelulares } from '../../core/accounts/celulares.js';
 import { clientAuth, principal, success } from '../http.js';
 import { clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
 import { Type, typed } from '../schemas/typed.js';

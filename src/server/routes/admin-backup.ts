@@ -4,9 +4,9 @@ import { stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { diskFull, fail } from '../../core/errors.js';
+import { diskFull, fail } from '../../core/api/errors.js';
 import { operatorAuth } from '../http.js';
 import { errorResponses } from '../schemas/common.js';
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
-import { CHART_ESTADOS, estadisticas, RANGOS } from '../../core/charts.js';
+import { API } from '../../core/api/api-routes.js';
+import { CHART_ESTADOS, estadisticas, RANGOS } from '../../core/charts/charts.js';
 import type { Core } from '../../core/context.js';
 import { operatorAuth, success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';

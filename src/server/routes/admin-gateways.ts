@@ -1,8 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
-import { addGatewayServer, listGatewayServers, MAX_LINEAS, moveCelular, SERVER_NAME_PATTERN, setGatewayServerEstado } from '../../core/gateway-servers.js';
-import { API } from '../../core/api-routes.js';
-import { FIELD_LIMITS } from '../../core/limits.js';
+import {
+  addGatewayServer,
+  listGatewayServers,
+  MAX_LINEAS,
+  moveCelular,
+  SERVER_NAME_PATTERN,
+  setGatewayServerEstado,
+} from '../../core/accounts/gateway-servers.js';
+import { API } from '../../core/api/api-routes.js';
+import { FIELD_LIMITS } from '../../core/api/limits.js';
 import { created, operatorAuth, success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';
 import { IdParams, Nullable, Type, typed } from '../schemas/typed.js';

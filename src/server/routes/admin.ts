@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import { addBalance, createCliente, editCliente, listClientes, rotateClienteKey, showCliente } from '../../core/accounts.js';
+import { addBalance, createCliente, editCliente, listClientes, rotateClienteKey, showCliente } from '../../core/accounts/accounts.js';
 import type { Core } from '../../core/context.js';
-import { rotateCelularKey, setLegacyToken } from '../../core/celulares.js';
-import { API } from '../../core/api-routes.js';
-import { FIELD_LIMITS } from '../../core/limits.js';
+import { rotateCelularKey, setLegacyToken } from '../../core/accounts/celulares.js';
+import { API } from '../../core/api/api-routes.js';
+import { FIELD_LIMITS } from '../../core/api/limits.js';
 import { created, operatorAuth, success } from '../http.js';
 import { aliasSchema, auditoriaQuerystring, celularSchema, clienteSummaryProps, errorResponses, okResponse } from '../schemas/common.js';
-import { listAuditoria } from '../../core/audit.js';
-import { iso } from '../../core/clock.js';
+import { listAuditoria } from '../../core/auth/audit.js';
+import { iso } from '../../core/time/clock.js';
 import { motorNodoProp } from '../schemas/session.js';
 import { IdParams, Nullable, StringEnum, Type, typed } from '../schemas/typed.js';
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { logoutCelular, restartCelular } from '../../core/session-actions.js';
+import { logoutCelular, restartCelular } from '../../core/accounts/session-actions.js';
 import { clientAuth, operatorAuth, principal, success } from '../http.js';
 import { errorResponses, idQuery, okResponse } from '../schemas/common.js';
 import { sessionActionProps } from '../schemas/session.js';
@@ -20,7 +20,7 @@ const ACTIONS = {
 } as const;
 
 /**
- * A line's session acted on (core/session-actions.ts): by the client key or
+ * A line's session acted on (core/accounts/session-actions.ts): by the client key or
  * the line's own key (`/api/celular_logout.php`, `/api/celular_reiniciar.php`),
  * or the operator (`/admin/celulares/:id/logout`, `/reiniciar`).
  */

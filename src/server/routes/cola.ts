@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
-import { cancelCola, COLA_IDS_MAX, COLA_POR_PAGINA, COLA_POR_PAGINA_MAX, listCola, retryMensajes } from '../../core/cola.js';
+import { API } from '../../core/api/api-routes.js';
+import { cancelCola, COLA_IDS_MAX, COLA_POR_PAGINA, COLA_POR_PAGINA_MAX, listCola, retryMensajes } from '../../core/queue/cola.js';
 import type { Core } from '../../core/context.js';
-import type { SendDeps } from '../../core/send.js';
+import type { SendDeps } from '../../core/sending/send.js';
 import { boolish, clientAuth, principal, success } from '../http.js';
 import { errorResponses, keyField, keyQuery, okResponse, tsOrNull, ts } from '../schemas/common.js';
 import { Flag, Type, typed } from '../schemas/typed.js';

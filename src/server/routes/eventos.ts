@@ -1,9 +1,9 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Core } from '../../core/context.js';
-import type { EventStreams } from '../../core/event-stream-pump.js';
-import { FIELD_LIMITS } from '../../core/limits.js';
+import type { EventStreams } from '../../core/events/event-stream-pump.js';
+import { FIELD_LIMITS } from '../../core/api/limits.js';
 import { boolish, clientAuth, principal } from '../http.js';
 import { errorResponses, eventosFilterProps, keyQuery } from '../schemas/common.js';
 import { Flag, Type, typed } from '../schemas/typed.js';
@@ -11,7 +11,7 @@ import { Flag, Type, typed } from '../schemas/typed.js';
 /** Bytes the stream's body buffers before a write asks to wait (the socket's buffer is below it). */
 const BODY_HIGH_WATER = 16 * 1024;
 
-/** GET /api/eventos.php: the client's events as Server-Sent Events (core/event-stream.ts, docs/decisions.md D-71). */
+/** GET /api/eventos.php: the client's events as Server-Sent Events (core/events/event-stream.ts, docs/decisions.md D-71). */
 export default async function eventosRoutes(fastify: FastifyInstance, { core, streams }: { core: Core; streams: EventStreams }) {
   const app = typed(fastify);
   app.get(API.eventos, {

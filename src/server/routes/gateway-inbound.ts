@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Core } from '../../core/context.js';
-import { fail } from '../../core/errors.js';
+import { fail } from '../../core/api/errors.js';
 import { InboundRefused, type InboundCall } from '../../core/ports/gateway.js';
 import { success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';

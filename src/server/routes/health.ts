@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { iso } from '../../core/clock.js';
-import { AppError, errorBody } from '../../core/errors.js';
-import type { LineHealth } from '../../core/line-health.js';
-import type { NodePresence } from '../../core/node-presence.js';
+import { iso } from '../../core/time/clock.js';
+import { AppError, errorBody } from '../../core/api/errors.js';
+import type { LineHealth } from '../../core/accounts/line-health.js';
+import type { NodePresence } from '../../core/nodes/node-presence.js';
 import { VERSION } from '../../version.js';
 import { success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Core } from '../../core/context.js';
 import { ERROR_CLASES } from '../../core/ports/model.js';
-import { ESTADOS, listHistorial, MENSAJE_FIELDS } from '../../core/historial.js';
-import { mensajeById } from '../../core/mensaje.js';
-import { mensajeStory, PASOS, STORY_ENTREGAS_MAX, STORY_INTENTOS_MAX } from '../../core/message-story.js';
+import { ESTADOS, listHistorial, MENSAJE_FIELDS } from '../../core/history/historial.js';
+import { mensajeById } from '../../core/history/mensaje.js';
+import { mensajeStory, PASOS, STORY_ENTREGAS_MAX, STORY_INTENTOS_MAX } from '../../core/history/message-story.js';
 import { clientAuth, principal, success } from '../http.js';
 import { errorResponses, historialQuerystring, keyQuery, listingResponse, okResponse, strOrNull, ts, tsOrNull } from '../schemas/common.js';
 import { Type, typed } from '../schemas/typed.js';
@@ -51,7 +51,7 @@ const mensajeSchema = {
   additionalProperties: false,
 } as const;
 
-/** One step of a message's story (core/message-story.ts). */
+/** One step of a message's story (core/history/message-story.ts). */
 const pasoSchema = {
   type: 'object',
   properties: {

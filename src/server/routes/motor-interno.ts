@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { EngineKeeper } from '../../core/engine-keeper.js';
-import type { TempFiles } from '../../core/media.js';
+import type { EngineKeeper } from '../../core/engine/engine-keeper.js';
+import type { TempFiles } from '../../core/media/media.js';
 import {
   answerOf,
   CALL_BYTES_HEADER,

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { API } from '../../core/api-routes.js';
-import type { ClientPrincipal } from '../../core/auth.js';
+import { API } from '../../core/api/api-routes.js';
+import type { ClientPrincipal } from '../../core/auth/auth.js';
 import type { Core } from '../../core/context.js';
 import {
   consumoMes,
@@ -11,7 +11,7 @@ import {
   MOVIMIENTOS_TOTAL_MAX,
   operatorOver,
   type MovimientosQuery,
-} from '../../core/movimientos.js';
+} from '../../core/billing/movimientos.js';
 import { exportBody, EXPORT_TYPE } from '../export-stream.js';
 import { clientAuth, operatorAuth, principal, success } from '../http.js';
 import { errorResponses, keyQuery, movimientosQuerystring, okResponse, ts } from '../schemas/common.js';

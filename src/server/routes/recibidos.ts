@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { listRecibidos } from '../../core/recibidos.js';
+import { listRecibidos } from '../../core/history/recibidos.js';
 import { clientAuth, principal, success } from '../http.js';
 import { errorResponses, listingResponse, recibidosQuerystring, strOrNull, ts } from '../schemas/common.js';
 import { typed } from '../schemas/typed.js';

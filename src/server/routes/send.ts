@@ -1,21 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { normalizeMime } from '../../core/base64-stream.js';
+import { normalizeMime } from '../../core/media/base64-stream.js';
 import type { Core } from '../../core/context.js';
-import { fail } from '../../core/errors.js';
-import { IDEM_KEY, idemKeyOf } from '../../core/idempotency.js';
-import { MEDIA_RULES } from '../../core/media.js';
+import { fail } from '../../core/api/errors.js';
+import { IDEM_KEY, idemKeyOf } from '../../core/sending/idempotency.js';
+import { MEDIA_RULES } from '../../core/media/media.js';
 import type { Tipo } from '../../core/ports/model.js';
-import { send, type MediaTipo, type SendAnswer, type SendDeps, type SendRequest, type SendResult } from '../../core/send.js';
+import { send, type MediaTipo, type SendAnswer, type SendDeps, type SendRequest, type SendResult } from '../../core/sending/send.js';
 import { streamMediaBodies, takeUpload, type MediaBodyRoute } from '../body/media-parser.js';
 import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';
 import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/common.js';
 import { Flag, Type, type TProperties } from '../schemas/typed.js';
-import { FIELD_LIMITS, FILENAME_PATTERN } from '../../core/limits.js';
-import { API, type ApiPath } from '../../core/api-routes.js';
+import { FIELD_LIMITS, FILENAME_PATTERN } from '../../core/api/limits.js';
+import { API, type ApiPath } from '../../core/api/api-routes.js';
 
 /**
  * The eleven send endpoints and the legacy one (docs/design.md §5). Each only maps its
- * fields onto one SendRequest; every rule lives in core/send.ts. Bodies with
+ * fields onto one SendRequest; every rule lives in core/sending/send.ts. Bodies with
  * a base64 file are read as a stream (body/media-parser.ts): the file is
  * decoded into its temp file as it arrives and reaches send() as that file.
  */
@@ -36,7 +36,7 @@ const common = {
   idempotency_key: idempotencyKey,
 };
 
-/** The Idempotency-Key header, for every send endpoint (core/idempotency.ts). */
+/** The Idempotency-Key header, for every send endpoint (core/sending/idempotency.ts). */
 const idemHeaders = Type.Object({
   'idempotency-key': Type.Optional(
     Type.String({

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
+import { API } from '../../core/api/api-routes.js';
 import type { Core } from '../../core/context.js';
-import { fail } from '../../core/errors.js';
-import { FIELD_LIMITS } from '../../core/limits.js';
-import { normalizeNumero } from '../../core/phone.js';
+import { fail } from '../../core/api/errors.js';
+import { FIELD_LIMITS } from '../../core/api/limits.js';
+import { normalizeNumero } from '../../core/accounts/phone.js';
 import { SimConflict, SimGateway } from '../../gateways/sim.js';
 import { operatorAuth, success } from '../http.js';
 import { errorResponses, okResponse } from '../schemas/common.js';

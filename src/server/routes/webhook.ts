@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { API } from '../../core/api-routes.js';
-import type { ClientPrincipal } from '../../core/auth.js';
+import { API } from '../../core/api/api-routes.js';
+import type { ClientPrincipal } from '../../core/auth/auth.js';
 import type { Core } from '../../core/context.js';
-import { FIELD_LIMITS, LIST_LIMITS } from '../../core/limits.js';
-import { WEBHOOK_SECRET_RULE } from '../../core/webhook-secret.js';
+import { FIELD_LIMITS, LIST_LIMITS } from '../../core/api/limits.js';
+import { WEBHOOK_SECRET_RULE } from '../../core/events/webhook-secret.js';
 import { deleteWebhook, getWebhook, restoreWebhook, setWebhook, type WebhookInput } from '../../webhooks/config.js';
 import { listDeliveries, redeliver, redeliverFailed, REDELIVER_BATCH_MAX, sendTestEvent } from '../../webhooks/deliveries.js';
 import { TEST_EVENT, type WebhookControl } from '../../webhooks/dispatcher.js';

@@ -1,9 +1,9 @@
 import { CELULAR_ESTADOS, SESSION_STATUSES } from '../../core/ports/model.js';
-import { AUDIT_ACCIONES } from '../../core/audit.js';
-import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN, LIST_LIMITS } from '../../core/limits.js';
-import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/historial.js';
-import { STREAM_EVENT_KINDS } from '../../core/event-stream.js';
-import { MOVIMIENTO_TIPOS } from '../../core/movimientos.js';
+import { AUDIT_ACCIONES } from '../../core/auth/audit.js';
+import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN, LIST_LIMITS } from '../../core/api/limits.js';
+import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/history/historial.js';
+import { STREAM_EVENT_KINDS } from '../../core/events/event-stream.js';
+import { MOVIMIENTO_TIPOS } from '../../core/billing/movimientos.js';
 import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
 
 /**
@@ -15,7 +15,7 @@ import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
 export const ts = { type: 'string', format: 'date-time' } as const;
 export const tsOrNull = { ...ts, nullable: true } as const;
 export const strOrNull = { type: 'string', nullable: true } as const;
-/** A day or an RFC 3339 instant: the shape here, the calendar and the clock read by core/historial.ts (which says what is wrong). */
+/** A day or an RFC 3339 instant: the shape here, the calendar and the clock read by core/history/historial.ts (which says what is wrong). */
 const dayOrInstant = { type: 'string', minLength: 10, maxLength: 40, pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}' } as const;
 const nullable = <T extends object>(s: T) => ({ ...s, nullable: true }) as const;
 
@@ -228,7 +228,7 @@ export const eventosFilterProps = {
   desde_id: Type.String({ maxLength: FIELD_LIMITS.webhookId, description: 'as the Last-Event-ID header, for clients that cannot set headers' }),
 };
 
-/** The query of GET /admin/auditoria, which the panel's audit page reads too (core/audit.ts says what each means). */
+/** The query of GET /admin/auditoria, which the panel's audit page reads too (core/auth/audit.ts says what each means). */
 export const auditoriaQuerystring = Type.Object({
   cliente_id: Type.Optional(Type.Integer({ minimum: 1, description: 'only records of this client' })),
   accion: Type.Optional(Type.String({ minLength: 3, maxLength: 61, description: `only records of this action, exactly: ${AUDIT_ACCIONES.join(', ')}` })),

@@ -1,11 +1,11 @@
-import { acceptTurn, keyOf, type TurnItem, type TurnRead } from '../../core/accept-turn.js';
-import { messageStatusData } from '../../core/event-data.js';
-import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
+import { acceptTurn, keyOf, type TurnItem, type TurnRead } from '../../core/sending/accept-turn.js';
+import { messageStatusData } from '../../core/events/event-data.js';
+import { IDEM_PURGE_BATCH } from '../../core/sending/idempotency.js';
 import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje } from '../../core/ports/messages.js';
 import type { MensajeRow } from '../../core/ports/model.js';
-import * as recipe from '../../core/recipes.js';
-import { settle, Turns } from '../../core/turns.js';
-import { AppError } from '../../core/errors.js';
+import * as recipe from '../../core/billing/recipes.js';
+import { settle, Turns } from '../../core/queue/turns.js';
+import { AppError } from '../../core/api/errors.js';
 import { accept, acceptedRow } from './accept.js';
 import { type Client, type Db, LOCK, rows } from './db.js';
 import { COLS, colsOf } from './messages.js';
@@ -13,12 +13,12 @@ import { enterPending } from './state-paths.js';
 import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
 
 /**
- * Queued sends accepted together (group commit, core/turns.ts): the sends
+ * Queued sends accepted together (group commit, core/queue/turns.ts): the sends
  * that arrive while a turn commits go in the next one, in four round trips
  * whatever their number: BEGIN, one statement that takes every lock and
  * reads the balances, queues and keys, one that writes every message,
  * charge, ledger row, event and key binding (unnest and JSON record sets),
- * COMMIT. Core decides each send in order (core/accept-turn.ts).
+ * COMMIT. Core decides each send in order (core/sending/accept-turn.ts).
  *
  * Locks, in the order of a single acceptance (accept.ts), each kind in
  * ascending order so two turns cannot wait on each other in a cycle: the

@@ -1,10 +1,10 @@
-import type { SlotCount } from '../../core/caps.js';
-import { messageStatusData } from '../../core/event-data.js';
-import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
-import { acceptVerdict } from '../../core/ledger.js';
+import type { SlotCount } from '../../core/sending/caps.js';
+import { messageStatusData } from '../../core/events/event-data.js';
+import { IDEM_PURGE_BATCH } from '../../core/sending/idempotency.js';
+import { acceptVerdict } from '../../core/billing/ledger.js';
 import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje } from '../../core/ports/messages.js';
 import type { MensajeRow } from '../../core/ports/model.js';
-import * as recipe from '../../core/recipes.js';
+import * as recipe from '../../core/billing/recipes.js';
 import { balanceSet } from '../recipe-sql.js';
 import { type Client, LOCK, row } from './db.js';
 import { COLS, colsOf, slotCountsJson } from './messages.js';

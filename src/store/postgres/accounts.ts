@@ -1,4 +1,4 @@
-import { balanceChange, lineCapAllows, openingBalance } from '../../core/recipes.js';
+import { balanceChange, lineCapAllows, openingBalance } from '../../core/billing/recipes.js';
 import { balanceSet } from '../recipe-sql.js';
 import { auditFirstAt, auditInsert, auditPage, auditRecords, auditValues } from '../audit-sql.js';
 import type {

@@ -5,7 +5,7 @@ import { DB_NOW } from './leases.js';
 
 /**
  * Engine sessions in PostgreSQL (table motor_sesiones, migration 25; the
- * rule is core/engine-holds.ts). A holder counts while it beats within its
+ * rule is core/engine/engine-holds.ts). A holder counts while it beats within its
  * own margin, on the database's clock. A take locks the rows it can have
  * with SKIP LOCKED, so two nodes asking at once never wait on each other
  * and never both get a line.

@@ -3,7 +3,7 @@ import type { Db } from './db.js';
 
 /**
  * Idempotency-Keys in PostgreSQL (migration 5; the rules are
- * core/idempotency.ts). An acceptance that binds a key (postgres/accept.ts)
+ * core/sending/idempotency.ts). An acceptance that binds a key (postgres/accept.ts)
  * takes the key's transaction-scoped advisory lock before any row lock and
  * binds it only where no live binding is: two nodes accepting with one key
  * take turns, and the second finds the first's binding once it has committed.

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Client } from './db.js';
 import { COPIED } from './import.js';
-import { EVENT_PREFIX_KV } from '../../core/event-log.js';
+import { EVENT_PREFIX_KV } from '../../core/events/event-log.js';
 
 /**
  * What `pasarela migrate` checks before it commits, on both sides: rows per

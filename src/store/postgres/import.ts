@@ -2,9 +2,9 @@ import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import type { Client, Queryable } from './db.js';
 import { copyIntoMedios, mediosRef } from './media.js';
-import { EVENT_PREFIX_KV } from '../../core/event-log.js';
-import { slotsForgottenBefore } from '../../core/caps.js';
-import { CHART_KEPT_MS, CHART_MINUTES_KEPT_MS } from '../../core/charts.js';
+import { EVENT_PREFIX_KV } from '../../core/events/event-log.js';
+import { slotsForgottenBefore } from '../../core/sending/caps.js';
+import { CHART_KEPT_MS, CHART_MINUTES_KEPT_MS } from '../../core/charts/charts.js';
 import { FILL_STATE_PATHS } from './state-paths.js';
 
 /**
@@ -209,7 +209,7 @@ export async function recount(c: Client, now: number): Promise<Recount> {
     `INSERT INTO conteos_cuartos (cliente_id, cuarto, estado, n)
      SELECT cliente_id, created_at / 900000, estado, COUNT(*) FROM mensajes GROUP BY cliente_id, created_at / 900000, estado`,
   );
-  // The charts' counts (D-100) of the windows they are kept for (core/charts.ts), before `now`.
+  // The charts' counts (D-100) of the windows they are kept for (core/charts/charts.ts), before `now`.
   const l = await c.query(
     `INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
      SELECT celular_id, g.grano, created_at / (g.grano * 60000), estado, COUNT(*), MIN(cliente_id)

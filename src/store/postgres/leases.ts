@@ -2,7 +2,7 @@ import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../
 import type { Db, Queryable } from './db.js';
 
 /**
- * Nodes and stream leases in PostgreSQL (the rule is core/leases.ts). Every
+ * Nodes and stream leases in PostgreSQL (the rule is core/nodes/leases.ts). Every
  * comparison of times is made on the database's clock, never a node's, so
  * nodes with skewed clocks still agree on who is alive and what is due. The
  * `now` the port passes is ignored here for that reason.

@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import type { TempFiles } from '../../core/media.js';
+import type { TempFiles } from '../../core/media/media.js';
 import type { AcceptedMedia, LocalMediaFile } from '../../core/ports/media.js';
 import type { Db, Queryable } from './db.js';
 

@@ -1,5 +1,5 @@
-import { messageStatusData } from '../../core/event-data.js';
-import * as recipe from '../../core/recipes.js';
+import { messageStatusData } from '../../core/events/event-data.js';
+import * as recipe from '../../core/billing/recipes.js';
 import { hechosSelect, movementInsert, movimientosDeMensajeSelect, ownMovimientos } from '../recipe-sql.js';
 import type { AcceptOptions, AcceptResult, MensajeHechos, MessagesOwn, MessageStats, NewMensaje, NewRecibido } from '../../core/ports/messages.js';
 import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/model.js';
@@ -79,7 +79,7 @@ export async function journal(c: Client, ev: JournalEvent, recordedAt = ev.fecha
   await c.query(eventInsert, [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha, recordedAt]);
 }
 
-/** Logs a message's `message.status` for one step (core/event-data.ts). */
+/** Logs a message's `message.status` for one step (core/events/event-data.ts). */
 export async function journalStatus(c: Client, m: MensajeRow, anterior: string | null, now: number): Promise<void> {
   await journal(c, {
     evento: 'message.status',
@@ -90,7 +90,7 @@ export async function journalStatus(c: Client, m: MensajeRow, anterior: string |
   });
 }
 
-/** Writes a ledger row core/recipes.ts answered; `returning` reads a column of it back. */
+/** Writes a ledger row core/billing/recipes.ts answered; `returning` reads a column of it back. */
 export async function writeMovement(c: Client, mv: recipe.Movement, now: number, returning = ''): Promise<{ id: number } | null> {
   return row<{ id: number }>(c, movementInsert(ph) + (returning ? ` RETURNING ${returning}` : ''), recipe.movementValues(mv, now));
 }
@@ -99,7 +99,7 @@ export async function writeMovement(c: Client, mv: recipe.Movement, now: number,
 export const SLOT_COUNT_SQL = (line: string, since: string, now: string) =>
   `SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= ${now}::bigint THEN cupo_at END) AS oldest FROM cupos WHERE celular_id = ${line} AND cupo_at > ${since}`;
 
-/** A line's slots in each window (`since`, an array) as JSON in the windows' order: one index range per window (core/caps.ts). */
+/** A line's slots in each window (`since`, an array) as JSON in the windows' order: one index range per window (core/sending/caps.ts). */
 export const slotCountsJson = (line: string, since: string, now: string) =>
   `(SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
     FROM unnest(${since}) WITH ORDINALITY AS w(since, i) CROSS JOIN LATERAL (${SLOT_COUNT_SQL(line, 'w.since', now)}) k)`;

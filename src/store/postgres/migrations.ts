@@ -313,7 +313,7 @@ export const PG_MIGRATIONS: Migration[] = [
     name: 'idempotency keys (SQLite version 12)',
     sql: `
       -- A client's Idempotency-Key, bound to the send it named in the transaction that accepted it
-      -- (core/idempotency.ts). status and body: the answer once final (status NULL while a direct
+      -- (core/sending/idempotency.ts). status and body: the answer once final (status NULL while a direct
       -- send is in flight, body then holding the part of the answer known at acceptance). huella:
       -- the hash of the request, so the key with another request is refused. Kept until expira_at
       -- (24 h); each binding acceptance removes a few expired rows through the expiry index.
@@ -485,7 +485,7 @@ export const PG_MIGRATIONS: Migration[] = [
     sql: `
       -- D-69, as on SQLite: every event of every client is one row, written with the change it reports;
       -- the row of an event the client's configuration wanted is also its delivery. An event's id is
-      -- 'evt_' || prefix || the sequence in 24 hex digits (core/event-log.ts).
+      -- 'evt_' || prefix || the sequence in 24 hex digits (core/events/event-log.ts).
       -- Writers of the previous version wait until the old tables are gone: a journal row or an attempt
       -- committed between the copy below and the DROP would be lost.
       LOCK TABLE eventos, webhook_entregas, webhook_intentos, webhook_escuchas IN ACCESS EXCLUSIVE MODE;
@@ -580,7 +580,7 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE INDEX mensajes_pendientes_cola ON mensajes_pendientes(celular_id, seq) WHERE modo = 'cola';
       CREATE INDEX mensajes_pendientes_directo ON mensajes_pendientes(cupo_at, seq) WHERE modo = 'directo';
       -- A line's caps slots (mensajes.cupo_at, mirrored): one row per slot held, counted by window.
-      -- Slots older than the longest window are pruned by the sends of their line (core/caps.ts).
+      -- Slots older than the longest window are pruned by the sends of their line (core/sending/caps.ts).
       CREATE TABLE cupos (
         seq BIGINT PRIMARY KEY,
         celular_id BIGINT NOT NULL,
@@ -707,7 +707,7 @@ export const PG_MIGRATIONS: Migration[] = [
       -- A webhook attempt's node: the failed ones' rows, and the last one on its event.
       ALTER TABLE webhook_intentos ADD COLUMN nodo TEXT;
       ALTER TABLE eventos ADD COLUMN ultimo_nodo TEXT;
-      -- A message's charge and refund ('envio <msg_id>', 'reembolso <msg_id>': core/recipes.ts) by their motive.
+      -- A message's charge and refund ('envio <msg_id>', 'reembolso <msg_id>': core/billing/recipes.ts) by their motive.
       CREATE INDEX movimientos_motivo ON movimientos_saldo(motivo);
       -- A message's deliveries by its id (the data's msg_id), only the events that are deliveries.
       CREATE INDEX eventos_mensaje ON eventos (((data::json) ->> 'msg_id')) WHERE entrega IS NOT NULL;
@@ -902,7 +902,7 @@ export const PG_MIGRATIONS: Migration[] = [
     name: "the engine's sealed authentication state per line (D-116)",
     sql: `
       -- --gateway baileys: each line's credentials and signal keys, sealed with AES-256-GCM under a key
-      -- kept outside the database (core/engine-key.ts). The primary key serves a read of many ids of one
+      -- kept outside the database (core/engine/engine-key.ts). The primary key serves a read of many ids of one
       -- kind (= ANY) and the removal of a line's rows (its prefix).
       CREATE TABLE motor_auth (
         instancia TEXT NOT NULL,

@@ -1,8 +1,8 @@
 import type { CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
-import type { SlotClaim, SlotCount } from '../../core/caps.js';
+import type { SlotClaim, SlotCount } from '../../core/sending/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import type { Db } from './db.js';
-import { slotOn } from '../../core/recipes.js';
+import { slotOn } from '../../core/billing/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
 import { colsOf, slotCountsJson } from './messages.js';
 import { cancelQueued } from './transitions.js';
@@ -111,7 +111,7 @@ export function queue(db: Db): QueueStore {
       );
       return r[0]!.n;
     },
-    /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
+    /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/sending/direct-recovery.ts). */
     async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
       return db.q<MensajeRow>(
         `SELECT ${colsOf('m')} FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id

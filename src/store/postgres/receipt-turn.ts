@@ -1,8 +1,8 @@
-import { iso } from '../../core/clock.js';
-import { AppError } from '../../core/errors.js';
+import { iso } from '../../core/time/clock.js';
+import { AppError } from '../../core/api/errors.js';
 import type { MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
-import * as recipe from '../../core/recipes.js';
-import { Turns, settle } from '../../core/turns.js';
+import * as recipe from '../../core/billing/recipes.js';
+import { Turns, settle } from '../../core/queue/turns.js';
 import type { Db } from './db.js';
 import { colsOf } from './messages.js';
 import { fieldOf, statusData } from './status-sql.js';
@@ -11,7 +11,7 @@ import type { ReceiptOutcome } from '../../core/ports/messages.js';
 
 /**
  * Delivery and read receipts applied together (group commit,
- * core/turns.ts): the receipts that arrive while one turn runs go in the
+ * core/queue/turns.ts): the receipts that arrive while one turn runs go in the
  * next, one autocommitted statement over arrays that does for each what
  * transitions.ts's RECEIPT_ADVANCE does for one: the line's message of that
  * gateway id locked and moved from the state read under that lock, one

@@ -1,10 +1,10 @@
-import { iso } from '../../core/clock.js';
-import { slotsForgottenBefore } from '../../core/caps.js';
-import { AppError } from '../../core/errors.js';
+import { iso } from '../../core/time/clock.js';
+import { slotsForgottenBefore } from '../../core/sending/caps.js';
+import { AppError } from '../../core/api/errors.js';
 import type { MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import type { Recorded } from './transitions.js';
-import * as recipe from '../../core/recipes.js';
-import { Turns, settle } from '../../core/turns.js';
+import * as recipe from '../../core/billing/recipes.js';
+import { Turns, settle } from '../../core/queue/turns.js';
 import { slotSet } from '../recipe-sql.js';
 import { type Db, LOCK } from './db.js';
 import { COLS, colsOf } from './messages.js';
@@ -13,7 +13,7 @@ import { fieldOf, statusData } from './status-sql.js';
 import { eventInsertOf } from './webhooks.js';
 
 /**
- * Sends recorded together (group commit, core/turns.ts): the markSent calls
+ * Sends recorded together (group commit, core/queue/turns.ts): the markSent calls
  * that arrive while one runs go in the next turn, one autocommitted
  * statement over arrays for all of them, which returns each message's
  * parked receipts too, read after it holds the message's line (the
@@ -43,7 +43,7 @@ const SLOT = recipe.slotOn('sent', 0);
 /**
  * Parameters: msg_ids, gateway ids, nows, slot times, nows as ISO dates (one
  * element per message, in arrival order), the gateway id lock's first key,
- * the time before which the lines' slots are forgotten (core/caps.ts).
+ * the time before which the lines' slots are forgotten (core/sending/caps.ts).
  * Returns the rows sent, each with its place in the turn (`orden`) and the
  * receipts parked for it (`acuses`, read per row of `sent`: after every lock).
  */

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { SignalHandler, Signals } from '../../core/ports/signals.js';
-import { LocalSignals } from '../../core/signals-local.js';
+import { LocalSignals } from '../../core/nodes/signals-local.js';
 
 export interface PgSignalsOptions {
   /** Tests' schemas each get their own channels, so parallel tests never hear each other. */
@@ -60,7 +60,7 @@ export class PgSignals implements Signals {
 
   /** The listening connection's backend pid, or null. */
   get pid(): number | null {
-    return (this.client as unknown as { processID?: number } | null)?.processID ?? null;
+    return this.client === null ? null : backendPid(this.client);
   }
 
   async publish(channel: string, payload: string): Promise<void> {
@@ -176,4 +176,9 @@ export class PgSignals implements Signals {
     if (space < 0 || payload.slice(0, space) === this.origin) return;
     this.local.deliver(channel, payload.slice(space + 1));
   }
+}
+
+/** pg's Client keeps its backend's pid in `processID`, which its type declarations leave out: read it where it is a number. */
+function backendPid(client: object): number | null {
+  return 'processID' in client && typeof client.processID === 'number' ? client.processID : null;
 }

@@ -1,4 +1,4 @@
-import type { SlotValue } from '../../core/recipes.js';
+import type { SlotValue } from '../../core/billing/recipes.js';
 
 /**
  * The side tables of a message's changing state (migration 14, D-73): the
@@ -25,7 +25,7 @@ export const enterPending = (from: string) =>
 export const leavePending = (from: string) => `DELETE FROM mensajes_pendientes p USING ${from} u WHERE p.seq = u.seq`;
 
 /**
- * The slot rows after a slot transition (core/recipes.ts slotOn) the rows in
+ * The slot rows after a slot transition (core/billing/recipes.ts slotOn) the rows in
  * `from` went through: a time is written, none is removed, and a failure's
  * `sent_at` removes a slot never used and leaves one the network took as it is
  * (its send wrote it at enviado_at; it may have been forgotten since).
@@ -42,7 +42,7 @@ export function slotSync(from: string, cupo: SlotValue): string {
   }
 }
 
-/** A few of the line's slots no window counts any more (core/caps.ts slotsForgottenBefore), never waiting for one, never one in `from`. */
+/** A few of the line's slots no window counts any more (core/sending/caps.ts slotsForgottenBefore), never waiting for one, never one in `from`. */
 export const forgetSlots = (from: string, before: string) =>
   `DELETE FROM cupos WHERE seq IN (
       SELECT k.seq FROM cupos k WHERE k.celular_id = (SELECT celular_id FROM ${from} LIMIT 1) AND k.cupo_at < ${before}

@@ -1,4 +1,4 @@
-import { MESSAGE_STATUS_FIELDS, type MessageStatusField } from '../../core/event-data.js';
+import { MESSAGE_STATUS_FIELDS, type MessageStatusField } from '../../core/events/event-data.js';
 
 /** The `message.status` data as SQL (json_build_object keeps the order of core's one list of fields). */
 export function statusData(expr: (f: MessageStatusField) => string): string {

@@ -1,6 +1,6 @@
-import { iso } from '../../core/clock.js';
-import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../core/ledger.js';
-import * as recipe from '../../core/recipes.js';
+import { iso } from '../../core/time/clock.js';
+import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../core/billing/ledger.js';
+import * as recipe from '../../core/billing/recipes.js';
 import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
 import type { CancelResult } from '../../core/ports/queue.js';
 import type { ErrorClase, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
@@ -9,7 +9,7 @@ import { type Client, type Db, LOCK, ph, row, rows } from './db.js';
 import { COLS, colsOf, FIXED, type Fixed, journalStatus, lockCelular, writeMovement } from './messages.js';
 import { eventInsertOf } from './webhooks.js';
 import { byGateway, forgetSlots, leavePending, mapGateway, slotSync } from './state-paths.js';
-import { slotsForgottenBefore } from '../../core/caps.js';
+import { slotsForgottenBefore } from '../../core/sending/caps.js';
 import { fieldOf, statusData } from './status-sql.js';
 import { sentTurns } from './sent-turn.js';
 import { type Applied, receiptTurns } from './receipt-turn.js';
@@ -72,7 +72,7 @@ const STEPS: Step[] = ['entregado', 'leido'];
 /**
  * markSent's one statement. Parameters: msg_id, gateway id, now, the slot's
  * time, now as the event's ISO date, the gateway id lock's first key, the
- * time before which the line's slots are forgotten (core/caps.ts). The
+ * time before which the line's slots are forgotten (core/sending/caps.ts). The
  * line is locked (a queued message's counter goes down; any message's
  * parked receipts are read under it, see the top of this file) by `line`,
  * which the UPDATE joins, so before the message. The gateway id's lock

@@ -8,9 +8,18 @@ import type {
   WebhooksStore,
 } from '../../core/ports/webhooks.js';
 import type { AuditOf, EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
-import { popUndo, pushUndo, storedConfig, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
+import { popUndo, pushUndo, storedConfig, webhookConfigOf, type StoredWebhook } from '../../core/events/webhook-undo.js';
 import { insertAudit } from './accounts.js';
-import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
+import {
+  EVENT_PREFIX_KV,
+  entregaOf,
+  eventId,
+  eventSeq,
+  loggedEvent,
+  type EntregaLogRow,
+  type EventLogRow,
+  type LoggedEvent,
+} from '../../core/events/event-log.js';
 import { type Client, type Db, LOCK, ph, type Queryable, row } from './db.js';
 import { ENTREGA_DE_MENSAJE_COLS, escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
@@ -47,7 +56,7 @@ const SETTLED = 'xid < pg_snapshot_xmin(pg_current_snapshot())';
 export const EVENT_ROW_COLS = 'cliente_id, celular_id, evento, data, fecha, entrega, proximo_intento_at';
 
 /**
- * One event of the log (core/event-log.ts) as a SELECT list for
+ * One event of the log (core/events/event-log.ts) as a SELECT list for
  * EVENT_ROW_COLS, a delivery when the client's configuration wants it at
  * once: active, with a URL, subscribed to its kind or to all
  * (webhooks/config.ts `subscribed`), read in the same statement. Its

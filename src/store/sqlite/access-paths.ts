@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { slotsForgottenBefore } from '../../core/caps.js';
+import { slotsForgottenBefore } from '../../core/sending/caps.js';
 import { stmt } from './statements.js';
 
 /**

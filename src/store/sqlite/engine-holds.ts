@@ -1,4 +1,4 @@
-import { holdTakable } from '../../core/engine-holds.js';
+import { holdTakable } from '../../core/engine/engine-holds.js';
 import type { EngineAuthStore } from '../../core/ports/engine-auth.js';
 import type { EngineHold, EngineHoldsStore } from '../../core/ports/engine-holds.js';
 

@@ -1,10 +1,10 @@
 import type { AcceptedMensaje, IdemAnswer, IdemBinding, IdemRow, MessagesStore } from '../../core/ports/messages.js';
 import type Database from 'better-sqlite3';
-import { IDEM_PURGE_BATCH } from '../../core/idempotency.js';
+import { IDEM_PURGE_BATCH } from '../../core/sending/idempotency.js';
 import { grouped, stmt } from './statements.js';
 
 /**
- * Idempotency-Keys in SQLite (migration 12; the rules are core/idempotency.ts).
+ * Idempotency-Keys in SQLite (migration 12; the rules are core/sending/idempotency.ts).
  * A key is bound inside the acceptance's transaction (sqlite/messages.ts),
  * which also removes a few expired keys through the expiry index.
  */

@@ -1,4 +1,4 @@
-import { type HolderState, holderAlive, type LeaseState, leaseTakable } from '../../core/leases.js';
+import { type HolderState, holderAlive, type LeaseState, leaseTakable } from '../../core/nodes/leases.js';
 import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
 
 /**

@@ -12,11 +12,11 @@ import {
   slotSet,
   slotTime,
 } from '../recipe-sql.js';
-import * as recipe from '../../core/recipes.js';
+import * as recipe from '../../core/billing/recipes.js';
 import { eventInsert } from './webhooks.js';
-import { messageStatusData } from '../../core/event-data.js';
-import type { CapHit, SlotClaim, SlotCount } from '../../core/caps.js';
-import { acceptVerdict, parkedOrder, receiptPath, receiptStep } from '../../core/ledger.js';
+import { messageStatusData } from '../../core/events/event-data.js';
+import type { CapHit, SlotClaim, SlotCount } from '../../core/sending/caps.js';
+import { acceptVerdict, parkedOrder, receiptPath, receiptStep } from '../../core/billing/ledger.js';
 import type {
   AcceptedMensaje,
   AcceptOptions,
@@ -59,12 +59,12 @@ function journalStatus(db: DB, m: MensajeRow, anterior: string | null, now: numb
   journal(db, { evento: 'message.status', cliente_id: m.cliente_id, celular_id: m.celular_id, data: { ...messageStatusData(m, anterior, now) }, fecha: now });
 }
 
-/** Writes a ledger row core/recipes.ts answered. */
+/** Writes a ledger row core/billing/recipes.ts answered. */
 export function writeMovement(db: DB, mv: recipe.Movement, now: number): Database.RunResult {
   return stmt(db, movementInsert(ph)).run(...recipe.movementValues(mv, now));
 }
 
-/** Slots taken in each window of a line (core/caps.ts): one index range per window, bounded by the cap. */
+/** Slots taken in each window of a line (core/sending/caps.ts): one index range per window, bounded by the cap. */
 function slotCounts(db: DB, celularId: number, windows: number[], now: number): SlotCount[] {
   const q = stmt(
     db,
@@ -100,7 +100,7 @@ function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
   return get(db, row.msg_id)!;
 }
 
-/** Slots taken in each window of a line and its last send by `now` (the queue view, core/cola.ts). */
+/** Slots taken in each window of a line and its last send by `now` (the queue view, core/queue/cola.ts). */
 export function lineSlots(db: DB, celularId: number, windows: number[], now: number): { counts: SlotCount[]; last: number | null } {
   const counts = slotCounts(db, celularId, windows, now);
   const { last } = stmt(db, 'SELECT MAX(cupo_at) AS last FROM cupos WHERE celular_id = ? AND cupo_at <= ?').get(celularId, now) as { last: number | null };

@@ -347,7 +347,7 @@ export const MIGRATIONS: Migration[] = [
     name: 'idempotency keys',
     sql: `
       -- A client's Idempotency-Key, bound to the send it named in the transaction that accepted it
-      -- (core/idempotency.ts). status and body: the answer once final (status NULL while a direct
+      -- (core/sending/idempotency.ts). status and body: the answer once final (status NULL while a direct
       -- send is in flight, body then holding the part of the answer known at acceptance). huella:
       -- the hash of the request, so the key with another request is refused. Kept until expira_at
       -- (24 h); each binding acceptance removes a few expired rows through the expiry index.
@@ -465,7 +465,7 @@ export const MIGRATIONS: Migration[] = [
     name: 'receipts bound to their line',
     sql: `
       -- A parked receipt belongs to the line whose instance reported it: markSent applies it only to
-      -- that line's message, and each line may park a bounded number (core/ledger.ts PARKED_PER_LINE).
+      -- that line's message, and each line may park a bounded number (core/billing/ledger.ts PARKED_PER_LINE).
       -- Rows parked before this version have none and apply as before.
       ALTER TABLE acuses_pendientes ADD COLUMN celular_id INTEGER;
       CREATE INDEX acuses_pendientes_celular ON acuses_pendientes(celular_id, at);
@@ -488,7 +488,7 @@ export const MIGRATIONS: Migration[] = [
     version: 18,
     name: 'failure class beside the error text',
     sql: `
-      -- What became of a failed message, for code to read (core/failure-class.ts, D-65); the text is
+      -- What became of a failed message, for code to read (core/sending/failure-class.ts, D-65); the text is
       -- for people. Rows that failed before this version are classed from what is known of them: sent
       -- then failed is the network's report; otherwise the wordings this service wrote; else unknown.
       ALTER TABLE mensajes ADD COLUMN error_clase TEXT;
@@ -508,7 +508,7 @@ export const MIGRATIONS: Migration[] = [
       -- at least 72 h once nothing is left to deliver. The row of an event the client's configuration
       -- wanted is also its delivery (entrega: pendiente, entregado, fallido; NULL when nobody wanted
       -- it), claimed and recorded in place: the journal's move and the outbox's second insert are gone.
-      -- An event's id is 'evt_' || prefix || the sequence in 24 hex digits (core/event-log.ts).
+      -- An event's id is 'evt_' || prefix || the sequence in 24 hex digits (core/events/event-log.ts).
       INSERT OR IGNORE INTO kv (ns, key, value) VALUES ('store', 'eventos_prefijo', lower(hex(randomblob(4))));
       CREATE TABLE eventos_log (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -579,14 +579,14 @@ export const MIGRATIONS: Migration[] = [
       );
       CREATE INDEX cola_linea ON cola(celular_id);
       INSERT INTO cola (msg_id, celular_id) SELECT msg_id, celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY rowid;
-      -- Direct sends still pendiente, by the end of their slot (core/direct-recovery.ts).
+      -- Direct sends still pendiente, by the end of their slot (core/sending/direct-recovery.ts).
       CREATE TABLE directos (
         msg_id TEXT PRIMARY KEY,
         cupo_at INTEGER NOT NULL
       ) WITHOUT ROWID;
       CREATE INDEX directos_cupo ON directos(cupo_at);
       INSERT INTO directos (msg_id, cupo_at) SELECT msg_id, cupo_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at IS NOT NULL;
-      -- Caps slots (core/caps.ts): the value of mensajes.cupo_at while it is set. A slot older than
+      -- Caps slots (core/sending/caps.ts): the value of mensajes.cupo_at while it is set. A slot older than
       -- the longest window (a day) counts in none, so a line's are pruned when it takes a new one.
       -- Only the slots of the last two days before the newest are copied: the newest is at most a
       -- claim's hold past the time this runs, so the older ones count in no window now, and a line's
@@ -668,7 +668,7 @@ export const MIGRATIONS: Migration[] = [
       -- A webhook attempt's node: the failed ones' rows, and the last one on its event.
       ALTER TABLE webhook_intentos ADD COLUMN nodo TEXT;
       ALTER TABLE eventos ADD COLUMN ultimo_nodo TEXT;
-      -- A message's charge and refund ('envio <msg_id>', 'reembolso <msg_id>': core/recipes.ts) by their motive.
+      -- A message's charge and refund ('envio <msg_id>', 'reembolso <msg_id>': core/billing/recipes.ts) by their motive.
       CREATE INDEX movimientos_motivo ON movimientos_saldo(motivo);
       -- A message's deliveries by its id (the data's msg_id), only the events that are deliveries.
       CREATE INDEX eventos_mensaje ON eventos(json_extract(data, '$.msg_id')) WHERE entrega IS NOT NULL;
@@ -845,7 +845,7 @@ export const MIGRATIONS: Migration[] = [
     name: "the engine's sealed authentication state per line (D-116)",
     sql: `
       -- --gateway baileys: each line's credentials and signal keys, sealed with AES-256-GCM under a key
-      -- kept outside the database (core/engine-key.ts). The primary key serves a read of many ids of one
+      -- kept outside the database (core/engine/engine-key.ts). The primary key serves a read of many ids of one
       -- kind and the removal of a line's rows (its prefix). A rowid table: pasarela migrate copies by rowid.
       CREATE TABLE motor_auth (
         instancia TEXT NOT NULL,

@@ -1,11 +1,11 @@
 import type { CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
 import type Database from 'better-sqlite3';
-import type { SlotClaim } from '../../core/caps.js';
+import type { SlotClaim } from '../../core/sending/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import { capHit, failMensaje, lineSlots } from './messages.js';
 import { grouped, immediate, stmt } from './statements.js';
 import { releaseAllEntregaClaims } from './webhooks.js';
-import { slotOn } from '../../core/recipes.js';
+import { slotOn } from '../../core/billing/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
 import { keepSlot, pruneSlots } from './access-paths.js';
 
@@ -99,7 +99,7 @@ export function queue(db: DB): QueueStore {
         return released.length;
       });
     },
-    /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/direct-recovery.ts). */
+    /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/sending/direct-recovery.ts). */
     async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
       return stmt(db, 'SELECT m.* FROM directos d JOIN mensajes m ON m.msg_id = d.msg_id WHERE d.cupo_at < ? ORDER BY d.cupo_at LIMIT ?').all(
         before,

@@ -10,9 +10,18 @@ import type {
 import type Database from 'better-sqlite3';
 import type { AuditOf, EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../../core/ports/model.js';
 import { grouped, immediate, ph, stmt } from './statements.js';
-import { popUndo, pushUndo, storedConfig, webhookConfigOf, type StoredWebhook } from '../../core/webhook-undo.js';
+import { popUndo, pushUndo, storedConfig, webhookConfigOf, type StoredWebhook } from '../../core/events/webhook-undo.js';
 import { insertAudit } from './accounts.js';
-import { EVENT_PREFIX_KV, entregaOf, eventId, eventSeq, loggedEvent, type EntregaLogRow, type EventLogRow, type LoggedEvent } from '../../core/event-log.js';
+import {
+  EVENT_PREFIX_KV,
+  entregaOf,
+  eventId,
+  eventSeq,
+  loggedEvent,
+  type EntregaLogRow,
+  type EventLogRow,
+  type LoggedEvent,
+} from '../../core/events/event-log.js';
 import {
   ENTREGA_DE_MENSAJE_COLS,
   escuchaInsert,
@@ -77,7 +86,7 @@ function getWebhook(db: DB, clienteId: number): WebhookConfig | null {
 }
 
 /**
- * One event into the log (core/event-log.ts), a delivery when the client's
+ * One event into the log (core/events/event-log.ts), a delivery when the client's
  * configuration wants it at once: active, with a URL, subscribed to its kind
  * or to all (webhooks/config.ts \`subscribed\`; kinds are plain names, so
  * a quoted name in the JSON list is that kind), read in the same statement.

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AUDIT_ACCIONES, detalleLines, listAuditoria, type AuditPage } from '../../../core/audit.js';
+import { AUDIT_ACCIONES, detalleLines, listAuditoria, type AuditPage } from '../../../core/auth/audit.js';
 import type { AuditRecord } from '../../../core/ports/accounts.js';
 import { auditoriaQuerystring } from '../../schemas/common.js';
 import { requireOperator, signedIn } from '../context.js';

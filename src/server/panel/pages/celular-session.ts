@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { celularInScope, type ClientPrincipal } from '../../../core/auth.js';
-import { iso } from '../../../core/clock.js';
-import { AppError } from '../../../core/errors.js';
+import { celularInScope, type ClientPrincipal } from '../../../core/auth/auth.js';
+import { iso } from '../../../core/time/clock.js';
+import { AppError } from '../../../core/api/errors.js';
 import type { SessionProfile } from '../../../core/ports/gateway.js';
 import type { CelularRow } from '../../../core/ports/model.js';
-import { hasSession, logoutCelular, restartCelular } from '../../../core/session-actions.js';
+import { hasSession, logoutCelular, restartCelular } from '../../../core/accounts/session-actions.js';
 import { clientScope, flash, redirect, signedIn } from '../context.js';
 import { csrfField, errorText, formErrorsOf, formValues, generalError, NO_ERRORS, type FormErrors } from '../forms.js';
 import { html, type Html } from '../html.js';
@@ -17,7 +17,7 @@ import { lineUrl, pathId, statusBadge } from './lines-common.js';
  * A line page's "Session" card: the session's status, the linked phone's
  * name and number, and Log out (confirmed: linking again needs a new scan)
  * and Restart; each a POST to the core function the API calls
- * (core/session-actions.ts), answered by a redirect with a notice. Works
+ * (core/accounts/session-actions.ts), answered by a redirect with a notice. Works
  * for the client, the line's own session and the operator.
  */
 

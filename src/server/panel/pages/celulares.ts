@@ -1,13 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { celularInScope, type ClientPrincipal } from '../../../core/auth.js';
-import { engineHolderOf, engineHolders, type Holders } from '../../../core/engine-holders.js';
-import { celularStatus, createCelular, deleteCelular, editCelular, listCelulares, rotateCelularKey, type CelularEdit } from '../../../core/celulares.js';
-import { AppError } from '../../../core/errors.js';
-import { listGatewayServers, moveCelular } from '../../../core/gateway-servers.js';
-import { CELULAR_LIMITS, FIELD_LIMITS } from '../../../core/limits.js';
-import { mensajeById } from '../../../core/mensaje.js';
+import { celularInScope, type ClientPrincipal } from '../../../core/auth/auth.js';
+import { engineHolderOf, engineHolders, type Holders } from '../../../core/engine/engine-holders.js';
+import {
+  celularStatus,
+  createCelular,
+  deleteCelular,
+  editCelular,
+  listCelulares,
+  rotateCelularKey,
+  type CelularEdit,
+} from '../../../core/accounts/celulares.js';
+import { AppError } from '../../../core/api/errors.js';
+import { listGatewayServers, moveCelular } from '../../../core/accounts/gateway-servers.js';
+import { CELULAR_LIMITS, FIELD_LIMITS } from '../../../core/api/limits.js';
+import { mensajeById } from '../../../core/history/mensaje.js';
 import { CELULAR_ESTADOS, type CelularEstado, type CelularRow } from '../../../core/ports/model.js';
-import { send, type SendRequest, type SendResult } from '../../../core/send.js';
+import { send, type SendRequest, type SendResult } from '../../../core/sending/send.js';
 import { boolish } from '../../http.js';
 import { clientScope, flash, panelOf, redirect, requireOperator, signedIn } from '../context.js';
 import { csrfField, field, formErrorsOf, formValues, generalError, intField, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
@@ -16,7 +24,7 @@ import type { PanelDeps } from '../index.js';
 import { sendFragment, sendPage } from '../layout.js';
 import { redirectToOnce } from '../shown-once.js';
 import { engineNodeCell, estadoBadge, lineGoneHandler, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
-import { lineProfile } from '../../../core/session-actions.js';
+import { lineProfile } from '../../../core/accounts/session-actions.js';
 import { sessionCard, sessionRoutes, type SessionForm } from './celular-session.js';
 
 /**

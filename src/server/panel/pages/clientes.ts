@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { addBalance, createCliente, editCliente, findClientes, rotateClienteKey, showCliente } from '../../../core/accounts.js';
-import { AppError } from '../../../core/errors.js';
-import { FIELD_LIMITS } from '../../../core/limits.js';
+import { addBalance, createCliente, editCliente, findClientes, rotateClienteKey, showCliente } from '../../../core/accounts/accounts.js';
+import { AppError } from '../../../core/api/errors.js';
+import { FIELD_LIMITS } from '../../../core/api/limits.js';
 import type { ClientePatch } from '../../../core/ports/accounts.js';
 import type { ClienteEstado, Plan } from '../../../core/ports/model.js';
 import { flash, redirect, requireOperator, signedIn } from '../context.js';

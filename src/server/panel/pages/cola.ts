@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { API } from '../../../core/api-routes.js';
-import type { ClientPrincipal } from '../../../core/auth.js';
-import { celularInScope } from '../../../core/auth.js';
-import { cancelCola, listCola, retryMensajes, type ColaItem, type ColaPage } from '../../../core/cola.js';
-import { AppError } from '../../../core/errors.js';
+import { API } from '../../../core/api/api-routes.js';
+import type { ClientPrincipal } from '../../../core/auth/auth.js';
+import { celularInScope } from '../../../core/auth/auth.js';
+import { cancelCola, listCola, retryMensajes, type ColaItem, type ColaPage } from '../../../core/queue/cola.js';
+import { AppError } from '../../../core/api/errors.js';
 import type { CelularRow } from '../../../core/ports/model.js';
 import { redeliverFailed } from '../../../webhooks/deliveries.js';
 import { clientScope, flash, redirect, signedIn } from '../context.js';

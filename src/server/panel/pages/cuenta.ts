@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { info } from '../../../core/accounts.js';
-import { listCelulares } from '../../../core/celulares.js';
-import { consumoMes } from '../../../core/movimientos.js';
+import { info } from '../../../core/accounts/accounts.js';
+import { listCelulares } from '../../../core/accounts/celulares.js';
+import { consumoMes } from '../../../core/billing/movimientos.js';
 import { clientScope, redirect, signedIn } from '../context.js';
 import type { PanelDeps } from '../index.js';
 import { html } from '../html.js';

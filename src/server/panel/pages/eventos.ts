@@ -1,10 +1,10 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { eventBody, type LoggedEvent } from '../../../core/event-log.js';
-import { inScope, STREAM_EVENT_KINDS, streamScope, type StreamScope } from '../../../core/event-stream.js';
-import { watchSession } from '../../../core/panel-sessions.js';
-import { ERRORS } from '../../../core/errors.js';
-import { FIELD_LIMITS } from '../../../core/limits.js';
+import { eventBody, type LoggedEvent } from '../../../core/events/event-log.js';
+import { inScope, STREAM_EVENT_KINDS, streamScope, type StreamScope } from '../../../core/events/event-stream.js';
+import { watchSession } from '../../../core/auth/panel-sessions.js';
+import { ERRORS } from '../../../core/api/errors.js';
+import { FIELD_LIMITS } from '../../../core/api/limits.js';
 import { eventosFilterProps } from '../../schemas/common.js';
 import { Type } from '../../schemas/typed.js';
 import { clientScope, panelOf, signedIn } from '../context.js';

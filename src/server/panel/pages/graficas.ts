@@ -1,7 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Principal } from '../../../core/auth.js';
-import { iso } from '../../../core/clock.js';
-import { CHART_ESTADOS, estadisticas, RANGOS, type EnviosBar, type Estadisticas, type EstadisticasQuery, type MuestraBar } from '../../../core/charts.js';
+import type { Principal } from '../../../core/auth/auth.js';
+import { iso } from '../../../core/time/clock.js';
+import {
+  CHART_ESTADOS,
+  estadisticas,
+  RANGOS,
+  type EnviosBar,
+  type Estadisticas,
+  type EstadisticasQuery,
+  type MuestraBar,
+} from '../../../core/charts/charts.js';
 import { estadisticasQuerystring } from '../../routes/admin-estadisticas.js';
 import { lines, stackedBars, type ChartSpec } from '../chart-svg.js';
 import { clientScope, panelOf, requireOperator, signedIn } from '../context.js';

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { API } from '../../../core/api-routes.js';
-import { ESTADOS, exportHistorial, listHistorial, MENSAJE_FIELDS, type MensajeView } from '../../../core/historial.js';
+import { API } from '../../../core/api/api-routes.js';
+import { ESTADOS, exportHistorial, listHistorial, MENSAJE_FIELDS, type MensajeView } from '../../../core/history/historial.js';
 import { historialQuerystring } from '../../schemas/common.js';
 import { signedIn } from '../context.js';
 import { csrfField, field, selectField } from '../forms.js';
-import { retryAllowed } from '../../../core/failure-class.js';
+import { retryAllowed } from '../../../core/sending/failure-class.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';
 import { sendPage } from '../layout.js';
@@ -26,7 +26,7 @@ function estadoBadge(estado: string): Html {
   return html`<span class="badge ${tone}">${estado}</span>`;
 }
 
-/** A failed message's retry button (core/cola.ts), only when its class allows one. */
+/** A failed message's retry button (core/queue/cola.ts), only when its class allows one. */
 const retryCell = (req: FastifyRequest, cid: number) => (m: MensajeView) =>
   m.estado === 'error' && retryAllowed(m.error_clase)
     ? html`<form method="post" action="/panel/c/${cid}/historial/reintentar">

@@ -1,9 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { listTable, type Column } from '../listing.js';
-import { AppError, ERRORS } from '../../../core/errors.js';
-import type { Holders, MotorNodo } from '../../../core/engine-holders.js';
+import { AppError, ERRORS } from '../../../core/api/errors.js';
+import type { Holders, MotorNodo } from '../../../core/engine/engine-holders.js';
 import type { CelularEstado, SessionStatus } from '../../../core/ports/model.js';
-import type { celularView } from '../../../core/views.js';
+import type { celularView } from '../../../core/api/views.js';
 import { html, type Html } from '../html.js';
 import { errorPage } from '../error-page.js';
 import { sendFragment, sendPage } from '../layout.js';

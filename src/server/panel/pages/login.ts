@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { PANEL_SESSION, SESSION_ENDS, signIn, signOut, type SessionEnd } from '../../../core/panel-sessions.js';
+import { PANEL_SESSION, SESSION_ENDS, signIn, signOut, type SessionEnd } from '../../../core/auth/panel-sessions.js';
 import { SESSION_COOKIE, cookieOptions, flash, panelOf, panelPath, redirect, signedIn } from '../context.js';
 import { field, formErrorsOf, formValues, generalError, NO_ERRORS, type FormErrors } from '../forms.js';
 import { html } from '../html.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, ERRORS } from '../../../core/errors.js';
-import { detalleText, mensajeStory, nodoCorto, type StoryStep } from '../../../core/message-story.js';
+import { AppError, ERRORS } from '../../../core/api/errors.js';
+import { detalleText, mensajeStory, nodoCorto, type StoryStep } from '../../../core/history/message-story.js';
 import { clientScope, redirect, signedIn } from '../context.js';
 import { field, NO_ERRORS, type FormErrors } from '../forms.js';
 import { html, type Html } from '../html.js';
@@ -11,7 +11,7 @@ import { shortTime } from './overview.js';
 
 /**
  * One message's page (`/panel/c/:cid/mensajes/:msgId`): its record and its
- * story (core/message-story.ts, what GET /api/mensaje.php?timeline=1
+ * story (core/history/message-story.ts, what GET /api/mensaje.php?timeline=1
  * answers), under the lookup's rules: a celular session sees its own line's
  * messages only. `/panel/c/:cid/mensajes?msg_id=` finds one by its id (the
  * history's find box); an id not found is said beside the field.

@@ -6,7 +6,7 @@ import {
   MOVIMIENTO_TIPOS,
   MOVIMIENTOS_TOTAL_MAX,
   type MovimientoView,
-} from '../../../core/movimientos.js';
+} from '../../../core/billing/movimientos.js';
 import { movimientosQuerystring } from '../../schemas/common.js';
 import { signedIn } from '../context.js';
 import { selectField } from '../forms.js';

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { overview, type Overview } from '../../../core/overview.js';
+import { overview, type Overview } from '../../../core/charts/overview.js';
 import { requireOperator } from '../context.js';
 import { html, type Html } from '../html.js';
 import type { PanelDeps } from '../index.js';

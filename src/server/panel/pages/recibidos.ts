@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { listRecibidos, type RecibidoView } from '../../../core/recibidos.js';
+import { listRecibidos, type RecibidoView } from '../../../core/history/recibidos.js';
 import { recibidosQuerystring } from '../../schemas/common.js';
 import { signedIn } from '../context.js';
 import { field } from '../forms.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { listGatewayServers, serverLines, setGatewayServerEstado } from '../../../core/gateway-servers.js';
+import { listGatewayServers, serverLines, setGatewayServerEstado } from '../../../core/accounts/gateway-servers.js';
 import { flash, redirect, requireOperator, signedIn } from '../context.js';
 import { csrfField } from '../forms.js';
 import { html } from '../html.js';

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { celularInScope } from '../../../core/auth.js';
-import { celularCodigo, celularQr, celularStatus } from '../../../core/celulares.js';
-import { AppError } from '../../../core/errors.js';
+import { celularInScope } from '../../../core/auth/auth.js';
+import { celularCodigo, celularQr, celularStatus } from '../../../core/accounts/celulares.js';
+import { AppError } from '../../../core/api/errors.js';
 import type { CelularRow } from '../../../core/ports/model.js';
-import { qrPngDataUri } from '../../../core/qr-image.js';
+import { qrPngDataUri } from '../../../core/accounts/qr-image.js';
 import { clientScope, panelOf, signedIn } from '../context.js';
 import { csrfField, formValues } from '../forms.js';
 import { html, type Html } from '../html.js';

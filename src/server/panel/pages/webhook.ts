@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ClientPrincipal } from '../../../core/auth.js';
-import { AppError } from '../../../core/errors.js';
-import { FIELD_LIMITS } from '../../../core/limits.js';
-import { WEBHOOK_SECRET_RULE } from '../../../core/webhook-secret.js';
-import type { EntregaView } from '../../../core/views.js';
+import type { ClientPrincipal } from '../../../core/auth/auth.js';
+import { AppError } from '../../../core/api/errors.js';
+import { FIELD_LIMITS } from '../../../core/api/limits.js';
+import { WEBHOOK_SECRET_RULE } from '../../../core/events/webhook-secret.js';
+import type { EntregaView } from '../../../core/api/views.js';
 import { deleteWebhook, EVENT_KINDS, getWebhook, restoreWebhook, setWebhook } from '../../../webhooks/config.js';
 import { DELIVERIES_COUNT_BOUND, deliveriesPage, redeliver, sendTestEvent } from '../../../webhooks/deliveries.js';
-import { refusedInWords } from '../../../core/expected-words.js';
+import { refusedInWords } from '../../../core/api/expected-words.js';
 import { generateSecret } from '../../../webhooks/sign.js';
 import { clientScope, flash, redirect, signedIn } from '../context.js';
 import { csrfField, errorText, field, formErrorsOf, formValues, generalError, NO_ERRORS, selectField, type FormErrors } from '../forms.js';

@@ -1,0 +1,411 @@
+import { actorOf, celularInScope, requireActiveClient, requireClientKey, type ClientPrincipal } from '../auth/auth.js';
+import { invalidateCredentials } from '../auth/credential-invalidate.js';
+import { iso } from '../time/clock.js';
+import type { Core } from '../context.js';
+import { forgetEngineLine } from '../engine/engine-lines.js';
+import { AppError, ERRORS, fail } from '../api/errors.js';
+import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret, parseKey } from '../auth/keys.js';
+import { CELULAR_LIMITS, HORA_PATTERN } from '../api/limits.js';
+import { normalizeNumero } from './phone.js';
+import type { CelularPatch } from '../ports/accounts.js';
+import { beforeAfter } from '../auth/audit.js';
+import { GatewayFailure } from '../ports/gateway.js';
+import { CELULAR_ESTADOS, type CelularEstado, type CelularRow, type SessionStatus } from '../ports/model.js';
+import { celularView } from '../api/views.js';
+
+/** Defaults of a new line (docs/design.md §4): one message every 5 s, a whole-day window. */
+export const CELULAR_DEFAULTS = {
+  max_envios_por_minuto: 12,
+  max_envios_por_hora: 500,
+  max_envios_por_dia: null,
+  hora_inicio_permitido: '00:00',
+  hora_fin_permitido: '23:59',
+} as const;
+
+export async function listCelulares(core: Core, p: ClientPrincipal) {
+  const rows = await core.store.listCelulares(p.cliente.id);
+  return { cliente_id: p.cliente.id, total: rows.length, celulares: rows.map(celularView) };
+}
+
+function parseNumero(raw: string): string {
+  const r = normalizeNumero(raw);
+  if (!r.ok) fail('INVALID_PARAMS', `numero: ${r.reason}`);
+  return r.numero;
+}
+
+function cleanNombre(nombre: string | null | undefined): string | null {
+  if (nombre === undefined || nombre === null) return null;
+  const t = nombre.trim();
+  if (t.length > CELULAR_LIMITS.nombre_interno) fail('INVALID_PARAMS', `nombre_interno: at most ${CELULAR_LIMITS.nombre_interno} characters`);
+  return t === '' ? null : t;
+}
+
+/**
+ * Inserts the line, names its gateway instance and creates (or adopts) that
+ * instance with the line's gateway token. The line exists even when the
+ * gateway cannot be reached now: the instance is then made when the line is
+ * first linked (connect creates it), without the token, which only this call
+ * knows in clear.
+ */
+async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nombre: string | null, onGatewayError: (err: unknown) => void) {
+  const gatewayToken = newGatewayToken();
+  const secret = newSecret();
+  const now = core.clock.now();
+  // The row, its instance's name and its audit record in one transaction: a store that fills up
+  // meanwhile leaves no line whose key was never shown, and a retry can take the number.
+  const res = await core.store.insertCelular(
+    {
+      cliente_id: p.cliente.id,
+      numero,
+      nombre_interno: nombre,
+      estado: 'desconectado',
+      ...CELULAR_DEFAULTS,
+      key_hash: hashSecret(secret),
+      gateway_token_hash: hashSecret(gatewayToken),
+    },
+    now,
+    {
+      instancia: (id) => instanceName({ id }),
+      audit: (c) => ({
+        actor: actorOf(p),
+        accion: 'celular.crear',
+        objeto_tipo: 'celular',
+        objeto_id: c.id,
+        cliente_id: p.cliente.id,
+        detalle: { numero, gateway_instancia: c.gateway_instancia },
+      }),
+    },
+  );
+  if (!res.ok) {
+    if (res.reason === 'taken') fail('NUMBER_TAKEN', `the number ${numero} is already registered`);
+    if (res.reason === 'cap') fail('CELULAR_CAP', `the client has reached its cap of ${p.cliente.max_celulares} celulares`);
+    fail('CLIENT_NOT_FOUND', 'client not found');
+  }
+  const celular = res.celular;
+  const instancia = celular.gateway_instancia ?? instanceName(celular);
+  await core.gateway.ensureInstance(instancia, { numero, token: gatewayToken }).catch(onGatewayError);
+  return { celular, api_key: celularKey(celular.id, secret), gateway_token: gatewayToken };
+}
+
+/** Creates a line (estado `desconectado`); its key and gateway token are returned once. */
+export async function createCelular(
+  core: Core,
+  p: ClientPrincipal,
+  input: { numero: string; nombre_interno?: string | null },
+  onGatewayError: (err: unknown) => void = () => undefined,
+) {
+  requireClientKey(p, 'creating a celular');
+  requireActiveClient(p);
+  const numero = parseNumero(input.numero);
+  const nombre = cleanNombre(input.nombre_interno);
+  const created = await insertCelular(core, p, numero, nombre, onGatewayError);
+  return { ...created, view: celularView(created.celular) };
+}
+
+export interface CelularEdit {
+  estado?: CelularEstado;
+  nombre_interno?: string | null;
+  max_envios_por_minuto?: number;
+  max_envios_por_hora?: number;
+  max_envios_por_dia?: number | null;
+  hora_inicio_permitido?: string;
+  hora_fin_permitido?: string;
+}
+
+/** `HH:MM:SS` with zero seconds is stored as `HH:MM`, the celular's documented form. */
+function normHora(h: string): string {
+  return h.length === 8 && h.endsWith(':00') ? h.slice(0, 5) : h;
+}
+
+export async function editCelular(core: Core, p: ClientPrincipal, id: number, edit: CelularEdit) {
+  const celular = await celularInScope(core, p, id);
+  requireActiveClient(p);
+  if (edit.estado !== undefined) requireClientKey(p, 'changing estado');
+  const patch: CelularPatch = {};
+  // The API's schema refuses any other estado first; the panel's forms reach this check.
+  if (edit.estado !== undefined && !CELULAR_ESTADOS.includes(edit.estado)) fail('INVALID_PARAMS', `estado must be one of ${CELULAR_ESTADOS.join(', ')}`);
+  if (edit.estado !== undefined) patch.estado = edit.estado;
+  if (edit.nombre_interno !== undefined) patch.nombre_interno = cleanNombre(edit.nombre_interno);
+  for (const k of ['max_envios_por_minuto', 'max_envios_por_hora', 'max_envios_por_dia'] as const) {
+    const v = edit[k];
+    if (v === undefined) continue;
+    if (v === null) {
+      if (k !== 'max_envios_por_dia') fail('INVALID_PARAMS', `${k} may not be null`);
+      patch[k] = null;
+      continue;
+    }
+    const [min, max] = CELULAR_LIMITS[k];
+    if (!Number.isInteger(v) || v < min || v > max) fail('INVALID_PARAMS', `${k} must be an integer from ${min} to ${max}`);
+    patch[k] = v;
+  }
+  const re = new RegExp(HORA_PATTERN);
+  for (const k of ['hora_inicio_permitido', 'hora_fin_permitido'] as const) {
+    const v = edit[k];
+    if (v === undefined) continue;
+    if (!re.test(v)) fail('INVALID_PARAMS', `${k} must be HH:MM or HH:MM:SS (00:00 to 23:59:59)`);
+    patch[k] = normHora(v);
+  }
+  if (Object.keys(patch).length === 0) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
+  const now = core.clock.now();
+  // The change and its record (each patched field before and after) in one transaction.
+  const row = await core.store.updateCelular(id, patch, now, undefined, (antes, despues) => ({
+    actor: actorOf(p),
+    accion: 'celular.editar',
+    objeto_tipo: 'celular',
+    objeto_id: id,
+    cliente_id: celular.cliente_id,
+    detalle: beforeAfter(antes, despues, Object.keys(patch) as Array<keyof CelularPatch>),
+  }));
+  if (!row) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
+  await invalidateCredentials(core, { celular: id });
+  return row;
+}
+
+/** Hard delete with an audit record; the gateway instance goes too (best effort, logged). */
+export async function deleteCelular(core: Core, p: ClientPrincipal, id: number, onGatewayError: (err: unknown) => void) {
+  const celular = await celularInScope(core, p, id);
+  requireClientKey(p, 'deleting a celular');
+  const deleted = await core.store.deleteCelular(
+    id,
+    {
+      actor: actorOf(p),
+      accion: 'celular.eliminar',
+      objeto_tipo: 'celular',
+      objeto_id: id,
+      cliente_id: celular.cliente_id,
+      detalle: { numero: celular.numero, nombre_interno: celular.nombre_interno, gateway_instancia: celular.gateway_instancia },
+    },
+    core.clock.now(),
+  );
+  if (!deleted) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
+  await invalidateCredentials(core, { celular: id });
+  if (celular.gateway_instancia) {
+    const instancia = celular.gateway_instancia;
+    // The row is gone: with several gateway servers, the one that held the instance is named from the row read before.
+    const gw = async () => (celular.servidor_id !== null && core.gateway.onServer ? core.gateway.onServer(celular.servidor_id) : core.gateway);
+    await gw()
+      .then((g) => g.deleteInstance(instancia))
+      .catch(onGatewayError);
+    // The engine's state goes with its line, whichever gateway serves now (nothing to remove for a line it never held); left by a failure here, it is removed at the engine's next start (core/engine/engine-lines.ts).
+    await forgetEngineLine(core.store, instancia).catch(onGatewayError);
+  }
+  return { celular_id: id, numero: celular.numero, eliminado: true };
+}
+
+/** A gateway failure as the API answers it (502 `GATEWAY_ERROR`); a refusal of the core passes through. */
+export function gatewayError(err: unknown): never {
+  if (err instanceof AppError) throw err;
+  const msg = err instanceof GatewayFailure || err instanceof Error ? err.message : String(err);
+  fail('GATEWAY_ERROR', `gateway: ${msg}`);
+}
+
+const sessionLocks = new WeakMap<Core, Promise<unknown>>();
+
+/** Compare-and-set rounds before giving up on a line other writers keep changing (each lost round is one of theirs applied). */
+const SESSION_CAS_ROUNDS = 20;
+
+/**
+ * Records a session status seen for a line; publishes `session.status` and
+ * moves the celular `estado` (docs/design.md §6) when it changed. A suspended line
+ * stays suspended: suspension is the client's decision, not the session's.
+ *
+ * `at` is when the status was observed (before the gateway call that told
+ * it). Statuses are applied in that order on any number of nodes: one
+ * observed before the recorded one (`last_status_check`) changes nothing, and
+ * the write is a compare-and-set on what was read (store.updateCelularIf), so
+ * a node that read the row before another node wrote it reads again instead of
+ * writing its stale estado over the newer one. Calls on one node are also
+ * serialised, so a status reported both by the gateway's event and by the
+ * call that caused it is published once.
+ */
+export function applySessionStatus(core: Core, celularId: number, status: SessionStatus, at?: number): Promise<CelularRow | null> {
+  const seen = at ?? core.clock.now();
+  const run = async (): Promise<CelularRow | null> => {
+    for (let round = 0; ; round++) {
+      const celular = await core.store.getCelular(celularId);
+      if (!celular) return null;
+      // A newer observation is recorded already (equal ones apply: the later call read the gateway no earlier).
+      if (celular.last_status_check !== null && celular.last_status_check > seen) return celular;
+      if (round >= SESSION_CAS_ROUNDS) return celular;
+      const now = core.clock.now();
+      let estado = celular.estado;
+      // `connecting` and `unknown` say nothing final: a line reconnecting keeps its estado.
+      if (celular.estado !== 'suspendido') {
+        if (status === 'connected') estado = 'activo';
+        else if (status === 'logged_out' || status === 'need_scan' || status === 'disconnected') estado = 'desconectado';
+      }
+      // `unknown` (the gateway has nothing for the line) is recorded but is no news to publish.
+      const changed = celular.last_status !== status && status !== 'unknown' && celular.gateway_instancia !== null;
+      const data = {
+        celular_id: celular.id,
+        cliente_id: celular.cliente_id,
+        gateway_instancia: celular.gateway_instancia ?? '',
+        status,
+        status_anterior: celular.last_status,
+        estado,
+        fecha: iso(now),
+      };
+      // A change is journaled in the same transaction as the new status, so its event cannot be lost.
+      const event = changed ? { evento: 'session.status', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: now } : undefined;
+      // Whether the session holds a link: set by a connection, cleared by a logout or a new QR.
+      const vinculado = status === 'connected' ? 1 : status === 'logged_out' || status === 'need_scan' ? 0 : celular.vinculado;
+      const row = await core.store.updateCelularIf(celular.id, celular, { last_status: status, last_status_check: seen, estado, vinculado }, now, event);
+      if (!row) continue; // another node (or an edit) wrote the line since it was read
+      if (changed) core.bus.publish('session.status', data);
+      // estado and vinculado are what a send reads of the principal's line; last_status alone may be a second stale (D-67).
+      if (estado !== celular.estado || vinculado !== celular.vinculado) await invalidateCredentials(core, { celular: celular.id });
+      return row;
+    }
+  };
+  const next = (sessionLocks.get(core) ?? Promise.resolve()).then(run, run);
+  sessionLocks.set(
+    core,
+    next.catch(() => undefined),
+  );
+  return next;
+}
+
+/** Instance names are stable per line and never reused (ids are never reused). */
+export function instanceName(celular: Pick<CelularRow, 'id'>): string {
+  return `pasarela-${celular.id}`;
+}
+
+/** Lines made before instances were named at creation get their name on first link. */
+async function withInstance(core: Core, celular: CelularRow): Promise<CelularRow & { gateway_instancia: string }> {
+  if (celular.gateway_instancia) return celular as CelularRow & { gateway_instancia: string };
+  const row = (await core.store.updateCelular(celular.id, { gateway_instancia: instanceName(celular) }, core.clock.now())) as CelularRow & {
+    gateway_instancia: string;
+  };
+  await invalidateCredentials(core, { celular: celular.id });
+  return row;
+}
+
+export type LinkMethod = 'qr' | 'codigo';
+
+async function linkStart(core: Core, celular: CelularRow, method: LinkMethod) {
+  const c = await withInstance(core, celular);
+  const at = core.clock.now();
+  const res =
+    method === 'qr'
+      ? await core.gateway.connect(c.gateway_instancia, c.numero).then((r) => ({ status: r.status, qr: r.qr }), gatewayError)
+      : await core.gateway.pairingCode(c.gateway_instancia, c.numero).then((r) => ({ status: r.status, codigo: r.code }), gatewayError);
+  const row = (await applySessionStatus(core, c.id, res.status, at)) ?? c;
+  return { celular_id: row.id, gateway_instancia: c.gateway_instancia, ...res, estado: row.estado };
+}
+
+export async function celularQr(core: Core, p: ClientPrincipal, id: number) {
+  const celular = await celularInScope(core, p, id);
+  requireActiveClient(p);
+  return linkStart(core, celular, 'qr');
+}
+
+/** Pairing code for the line's own number: the alternative to scanning a QR. */
+export async function celularCodigo(core: Core, p: ClientPrincipal, id: number) {
+  const celular = await celularInScope(core, p, id);
+  requireActiveClient(p);
+  return linkStart(core, celular, 'codigo');
+}
+
+export async function celularStatus(core: Core, p: ClientPrincipal, id: number) {
+  let celular = await celularInScope(core, p, id);
+  let refreshed = false;
+  let status: string = celular.last_status ?? 'unknown';
+  if (celular.gateway_instancia) {
+    try {
+      const at = core.clock.now();
+      const s = await core.gateway.status(celular.gateway_instancia);
+      celular = (await applySessionStatus(core, celular.id, s, at)) ?? celular;
+      status = celular.last_status ?? s; // a newer status another call recorded meanwhile wins
+      refreshed = true;
+    } catch {
+      // The stored status is answered, flagged as not refreshed.
+    }
+  }
+  return {
+    celular_id: celular.id,
+    gateway_instancia: celular.gateway_instancia ?? '',
+    status,
+    estado: celular.estado,
+    status_actualizado_desde_gateway: refreshed,
+    ultimo_check: iso(celular.last_status_check ?? core.clock.now()),
+  };
+}
+
+/**
+ * Registers a number (or takes the client's existing line with that number)
+ * and starts QR linking. Client key only.
+ */
+export async function vincular(
+  core: Core,
+  p: ClientPrincipal,
+  input: { numero: string; nombre?: string | null },
+  method: LinkMethod,
+  onGatewayError: (err: unknown) => void = () => undefined,
+) {
+  requireClientKey(p, method === 'qr' ? 'celular_vincular_qr' : 'celular_vincular_codigo');
+  requireActiveClient(p);
+  const numero = parseNumero(input.numero);
+  const existing = await core.store.getCelularByNumero(numero);
+  if (existing && existing.cliente_id !== p.cliente.id) fail('NUMBER_TAKEN', `the number ${numero} is already registered`);
+  if (existing) return { ...(await linkStart(core, existing, method)), numero, creado: false as const };
+  const created = await insertCelular(core, p, numero, cleanNombre(input.nombre), onGatewayError);
+  const keys = { numero, creado: true as const, api_key: created.api_key, gateway_token: created.gateway_token };
+  try {
+    return { ...(await linkStart(core, created.celular, method)), ...keys };
+  } catch (err) {
+    // The line exists and its key is shown only now: answer it, and say the link must be asked again.
+    if (!(err instanceof AppError) || err.row !== ERRORS.GATEWAY_ERROR) throw err;
+    const c = (await core.store.getCelular(created.celular.id)) ?? created.celular;
+    const link = method === 'qr' ? { qr: '' } : { codigo: '' };
+    return {
+      celular_id: c.id,
+      gateway_instancia: c.gateway_instancia ?? '',
+      status: 'unknown' as const,
+      ...link,
+      estado: c.estado,
+      ...keys,
+      aviso: `${err.message}; the celular was registered: ask for the ${method === 'qr' ? 'QR' : 'pairing code'} again`,
+    };
+  }
+}
+
+/** Operator: sets a legacy token, or makes one when none is given. Returned so the operator can hand it over. */
+export async function setLegacyToken(core: Core, celularId: number, token?: string) {
+  const celular = (await core.store.getCelular(celularId)) ?? fail('CELULAR_NOT_FOUND', `celular ${celularId} not found`);
+  const value = token ?? newGatewayToken();
+  if (!LEGACY_TOKEN_RE.test(value)) fail('INVALID_PARAMS', 'token must be 16 to 128 printable ASCII characters without spaces');
+  // A token shaped like a WA_/WAC_ key would be checked as that key and never match.
+  if (parseKey(value).kind !== 'token') fail('INVALID_PARAMS', 'token may not have the form of a WA_ or WAC_ key');
+  const hash = hashSecret(value);
+  const holder = await core.store.getCelularByTokenHash(hash);
+  if (holder && holder.id !== celularId) fail('CONFLICT', 'that token is already in use by another celular');
+  const now = core.clock.now();
+  await core.store.updateCelular(celularId, { legacy_token_hash: hash }, now);
+  await invalidateCredentials(core, { celular: celularId });
+  await core.store.audit(
+    {
+      actor: 'operator',
+      accion: 'celular.token_legacy',
+      objeto_tipo: 'celular',
+      objeto_id: celularId,
+      cliente_id: celular.cliente_id,
+      detalle: { generado: token === undefined },
+    },
+    now,
+  );
+  return { celular_id: celularId, token_legacy: value, generado: token === undefined };
+}
+
+/** Operator: issues a new celular key; the old one stops working at once. */
+export async function rotateCelularKey(core: Core, celularId: number) {
+  const celular = (await core.store.getCelular(celularId)) ?? fail('CELULAR_NOT_FOUND', `celular ${celularId} not found`);
+  const secret = newSecret();
+  const now = core.clock.now();
+  await core.store.updateCelular(celularId, { key_hash: hashSecret(secret) }, now);
+  await invalidateCredentials(core, { celular: celularId });
+  await core.store.audit(
+    { actor: 'operator', accion: 'celular.rotar_key', objeto_tipo: 'celular', objeto_id: celularId, cliente_id: celular.cliente_id, detalle: {} },
+    now,
+  );
+  return { celular_id: celularId, api_key: celularKey(celularId, secret) };
+}

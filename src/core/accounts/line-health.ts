@@ -1,0 +1,155 @@
+import { applySessionStatus } from './celulares.js';
+import type { Core } from '../context.js';
+import { stream } from '../nodes/leases.js';
+import type { NodePresence } from '../nodes/node-presence.js';
+import type { Linea } from '../ports/accounts.js';
+
+/** setTimeout's ceiling (about 24.8 days): a longer --health-interval would otherwise fire every millisecond. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** What the last health pass found, for /health and the logs. */
+export interface GatewayHealth {
+  /** null until the first pass has run. */
+  ok: boolean | null;
+  checkedAt: number | null;
+  lineas: number;
+  fallidas: number;
+  error: string | null;
+}
+
+/**
+ * The periodic line health check (`serve --health-interval`): asks the
+ * gateway for every line's session and records it (`last_status`,
+ * `last_status_check`, the celular estado, `session.status` on a change).
+ * Gateways push their own status events, but those get lost (a gateway
+ * restart, a webhook that failed): this pass is what keeps a dead line from
+ * showing `activo` for long. The first pass also adopts every line's
+ * instance, so the gateway's events point at this server even when its
+ * callback URL changed since the instance was made.
+ *
+ * Several nodes: each line's check is a stream lease (core/nodes/leases.ts) given
+ * back with the interval as its rest, so the nodes share the lines and each
+ * line is checked about once per interval whichever node does it.
+ */
+export class LineHealth {
+  readonly state: GatewayHealth = { ok: null, checkedAt: null, lineas: 0, fallidas: 0, error: null };
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private adopted = false;
+  private stopped = false;
+  /** Linked sessions found stopped and started again (for the logs and tests). */
+  restarted = 0;
+
+  constructor(
+    private readonly core: Core,
+    private readonly node: NodePresence,
+    private readonly opts: { intervalMs: number; concurrency: number; onError: (err: unknown, instancia?: string) => void },
+  ) {}
+
+  start(): void {
+    if (this.opts.intervalMs <= 0) return;
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(
+      () => {
+        // A pass that fails as a whole (the store cannot list the lines) is reported, never left unhandled: that would end the process.
+        void this.checkNow()
+          .catch((err: unknown) => this.opts.onError(err))
+          .finally(() => this.schedule(this.opts.intervalMs));
+      },
+      Math.min(ms, MAX_TIMEOUT_MS),
+    );
+    this.timer.unref();
+  }
+
+  /** One pass over every line now (a pass already running is joined, not doubled). */
+  checkNow(): Promise<void> {
+    return (this.running ??= this.pass().finally(() => (this.running = undefined)));
+  }
+
+  /** One line: adopt its instance (first pass), read its session, start it again if it was linked and stopped, record it. */
+  private async checkLine(l: Linea, adopt: boolean): Promise<void> {
+    const { gateway } = this.core;
+    if (adopt) await gateway.ensureInstance(l.gateway_instancia, { numero: l.numero });
+    // Observed when asked: an event another node applies meanwhile is newer (core/accounts/celulares.ts applySessionStatus).
+    const at = this.core.clock.now();
+    let status = await gateway.status(l.gateway_instancia);
+    // A linked session that stopped or failed (the gateway restarted without it, its engine crashed)
+    // is started again: with its credentials it comes back without a scan.
+    if (status === 'disconnected' && l.vinculado) {
+      status = (await gateway.connect(l.gateway_instancia, l.numero, { repair: true })).status;
+      this.restarted += 1;
+    }
+    await applySessionStatus(this.core, l.id, status, at);
+  }
+
+  private async pass(): Promise<void> {
+    const { core } = this;
+    let lineas = 0;
+    const failures: Array<{ err: unknown; instancia: string }> = [];
+    const adopt = !this.adopted;
+    let after = 0;
+    while (!this.stopped) {
+      const page = await core.store.listLineas(after, 200);
+      if (page.length === 0) break;
+      after = page[page.length - 1]!.id;
+      // Lines another node is checking, or checked within the interval, are its.
+      const taken = new Set((await this.node.take(page.map((l) => stream.salud(l.id)))).filter((a) => a.taken).map((a) => a.stream));
+      const mine = page.filter((l) => taken.has(stream.salud(l.id)));
+      // A little short of the interval: this node's next pass, an interval after this one ends, finds the line due.
+      const rest = Math.floor(this.opts.intervalMs * 0.9);
+      let next = 0;
+      const worker = async () => {
+        while (next < mine.length && !this.stopped) {
+          const l = mine[next++]!;
+          lineas += 1;
+          await this.checkLine(l, adopt)
+            .catch((err: unknown) => failures.push({ err, instancia: l.gateway_instancia }))
+            .finally(() => this.node.give(stream.salud(l.id), rest).catch(this.opts.onError));
+        }
+      };
+      // Taken and not reached (a stop): given back at once.
+      const giveBack = async () => {
+        for (const l of mine.slice(next)) await this.node.give(stream.salud(l.id), 0);
+      };
+      await Promise.all(Array.from({ length: Math.max(1, this.opts.concurrency) }, worker));
+      await giveBack();
+    }
+    let ok = failures.length < lineas;
+    if (lineas === 0) {
+      // Without lines, ask for one that cannot exist (ids start at 1): any answer says the gateway is up.
+      ok = await core.gateway.status('pasarela-0').then(
+        () => true,
+        (err: unknown) => (failures.push({ err, instancia: 'pasarela-0' }), false),
+      );
+    }
+    const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+    // One report per pass, not one per line: a gateway that is down must not flood the log.
+    const first = failures[0];
+    if (first && lineas > 0) {
+      this.opts.onError(
+        new Error(`${failures.length} of ${lineas} lines could not be checked; first: ${first.instancia}: ${message(first.err)}`, { cause: first.err }),
+        first.instancia,
+      );
+    }
+    // Adoption is done once every line answered; until then each pass tries again.
+    if (failures.length === 0) this.adopted = true;
+    const last = failures[failures.length - 1];
+    Object.assign(this.state, {
+      ok,
+      checkedAt: core.clock.now(),
+      lineas,
+      fallidas: lineas === 0 ? 0 : failures.length,
+      error: last ? message(last.err) : null,
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+}

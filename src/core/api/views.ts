@@ -1,0 +1,66 @@
+import { iso } from '../time/clock.js';
+import type { CelularRow, ClienteRow, EntregaRow } from '../ports/model.js';
+import type { IntentoRow } from '../ports/webhooks.js';
+
+/**
+ * Public shapes of stored rows. Hashes and other server-side fields never leave
+ * through here; the response schemas repeat the allow-list as a second guard.
+ */
+export function celularView(c: CelularRow) {
+  return {
+    id: c.id,
+    cliente_id: c.cliente_id,
+    numero: c.numero,
+    nombre_interno: c.nombre_interno,
+    estado: c.estado,
+    saldo_actual: c.saldo_actual,
+    max_envios_por_minuto: c.max_envios_por_minuto,
+    max_envios_por_hora: c.max_envios_por_hora,
+    max_envios_por_dia: c.max_envios_por_dia,
+    hora_inicio_permitido: c.hora_inicio_permitido,
+    hora_fin_permitido: c.hora_fin_permitido,
+    gateway_instancia: c.gateway_instancia,
+    tiene_gateway_token: c.gateway_token_hash !== null,
+    tiene_token_legacy: c.legacy_token_hash !== null,
+    last_status_check: c.last_status_check === null ? null : iso(c.last_status_check),
+    last_status: c.last_status,
+    created_at: iso(c.created_at),
+  };
+}
+
+export type CelularView = ReturnType<typeof celularView>;
+
+export function clienteView(c: ClienteRow, consumoMesActual: number) {
+  return {
+    id: c.id,
+    nombre: c.nombre,
+    email: c.email,
+    estado: c.estado,
+    plan: c.plan,
+    max_celulares: c.max_celulares,
+    consumo_mes_actual: consumoMesActual,
+    created_at: iso(c.created_at),
+  };
+}
+
+export type ClienteView = ReturnType<typeof clienteView>;
+
+/** A webhook delivery with every attempt, as `webhook_entregas.php` answers it. */
+export function entregaView(r: EntregaRow & { intentos_detalle: IntentoRow[] }) {
+  const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
+  return {
+    id: r.id,
+    evento: r.evento,
+    estado: r.estado,
+    intentos: r.intentos,
+    created_at: iso(r.created_at),
+    entregado_at: isoOrNull(r.entregado_at),
+    proximo_intento_at: r.estado === 'pendiente' ? iso(r.proximo_intento_at) : null,
+    ultimo_error: r.ultimo_error,
+    intentos_detalle: r.intentos_detalle.map((a) => ({ ...a, fecha: iso(a.fecha) })),
+  };
+}
+
+export type EntregaView = ReturnType<typeof entregaView>;
+
+export const DAY_MS = 24 * 60 * 60 * 1000;

@@ -1,0 +1,8 @@
+import type { Core } from '../context.js';
+import { messageStatusData } from './event-data.js';
+import type { MensajeRow } from '../ports/model.js';
+
+/** Publishes `message.status` (docs/design.md §6) on the in-process bus for one change of a message's estado; the bus adds modo (for metrics). */
+export function publishMessageStatus(core: Core, after: MensajeRow, estadoAnterior: string | null): void {
+  core.bus.publish('message.status', { ...messageStatusData(after, estadoAnterior, core.clock.now()), modo: after.modo });
+}

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Clock } from '../time/clock.js';
+import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../ports/leases.js';
+
+/** The machine's monotonic clock in milliseconds: the same in every process (CLOCK_MONOTONIC). */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint() / 1_000_000n);
+}
+
+/** How a node keeps its streams (serve's settings, server/config-knobs.ts). */
+export interface PresenceTiming {
+  /** The node's longest send: its streams are not taken while it may still be sending. */
+  sendMs: number;
+  /** How often a node says it is alive. */
+  beatMs: number;
+  /** Beyond its longest send, how long a silent node is still given before its streams are taken. */
+  takeoverMarginMs: number;
+}
+
+/**
+ * Whether a node is there, for what is not a lease: counting nodes
+ * (`/health`'s nodos_vivos) and short holds such as an Idempotency-Key's
+ * turn (core/sending/send.ts). A node is present while its last beat is younger
+ * than the takeover margin (5 beats by default): a node silent that long
+ * has stopped starting sends (NodePresence.fresh is half of it). Its leases
+ * stay its own longer, for its longest send (its stale time), so that a
+ * slow node's sends in flight are never taken over; a count or a turn need
+ * not wait that long (minutes by default).
+ */
+export function present(n: NodeRow | undefined, presentMs: number): n is NodeRow {
+  return n !== undefined && n.alive && n.silent_ms < presentMs;
+}
+
+/**
+ * This process as one node among those serving a store: it beats every
+ * `beatMs` and takes and gives stream leases (core/nodes/leases.ts) under its id.
+ *
+ * Its streams may be taken once it has been silent for its longest send
+ * (`sendMs`, the queue's claim) plus `takeoverMarginMs`. So a node starts a
+ * new send only while `fresh()`: its last good beat is less than half the
+ * margin old. A send started then ends (its timeouts see to it) before
+ * anyone may take its stream, even if that was the node's last beat.
+ */
+export class NodePresence {
+  readonly info: NodeInfo;
+  private lastBeat = Number.NEGATIVE_INFINITY;
+  private timer: NodeJS.Timeout | undefined;
+  private beating: Promise<void> | undefined;
+  private readonly onError: (err: unknown) => void;
+  /**
+   * When the last beat the store recorded was sent, on the machine's
+   * monotonic clock (never a driven one: what it guards is real time, and a
+   * watchdog in another process reads the same clock). The engine's holds
+   * are judged by it (core/engine/engine-holds.ts).
+   */
+  lastGoodBeatSent = Number.NEGATIVE_INFINITY;
+  /** Silences survived (the first beat counts one): work read under a lease before the last one may be another node's now. */
+  lapses = 0;
+
+  constructor(
+    private readonly store: LeasesStore,
+    private readonly clock: Clock,
+    private readonly opts: PresenceTiming & { onError: (err: unknown) => void },
+  ) {
+    this.info = {
+      id: randomUUID(),
+      label: `pasarela serve pid ${process.pid} on ${hostname()}`,
+      staleMs: opts.sendMs + opts.takeoverMarginMs,
+      marginMs: opts.takeoverMarginMs,
+      engineUrl: null,
+    };
+    this.onError = opts.onError;
+  }
+
+  /** The first beat is awaited: a node the store cannot record does not start. */
+  async start(): Promise<void> {
+    await this.beat();
+    this.timer = setInterval(() => {
+      this.beating ??= this.beat()
+        .catch(this.onError)
+        .finally(() => (this.beating = undefined));
+    }, this.opts.beatMs);
+    this.timer.unref();
+  }
+
+  private async beat(): Promise<void> {
+    const t = this.clock.ticks();
+    const sent = monotonicMs();
+    await this.store.nodeBeat(this.info, this.clock.now());
+    this.lastGoodBeatSent = sent;
+    // Back from a silence long enough that its streams may have been taken: whoever holds work read under a lease reads again.
+    if (t - this.lastBeat >= this.opts.takeoverMarginMs / 2) this.lapses += 1;
+    this.lastBeat = t;
+  }
+
+  /** Recent enough a beat that a send started now ends before this node could be taken for dead. */
+  fresh(): boolean {
+    return this.clock.ticks() - this.lastBeat < this.opts.takeoverMarginMs / 2;
+  }
+
+  /** `gives`: streams given back in the same round trip. */
+  take(streams: string[], gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
+    return this.store.leaseTake(this.info.id, streams, this.clock.now(), gives);
+  }
+
+  async takeOne(stream: string): Promise<LeaseAnswer> {
+    return (await this.take([stream]))[0]!;
+  }
+
+  give(stream: string, restMs: number): Promise<void> {
+    return this.store.leaseGive(this.info.id, stream, restMs, this.clock.now());
+  }
+
+  /** The nodes of this store present now (this one included, once it has beaten). */
+  async presentNodes(): Promise<NodeRow[]> {
+    return (await this.store.nodes(this.clock.now())).filter((n) => present(n, this.opts.takeoverMarginMs));
+  }
+
+  /**
+   * Node `id` as the holder of something short-lived: 0 when it is gone (no
+   * longer present, or never a node of this store), so its hold may be taken
+   * over; otherwise how long to wait before asking again: a second while it
+   * beats, and while it is silent, until it counts as gone.
+   */
+  async holderWaitMs(id: string): Promise<number> {
+    const n = (await this.store.nodes(this.clock.now())).find((x) => x.id === id);
+    if (!present(n, this.opts.takeoverMarginMs)) return 0;
+    return n.silent_ms < this.opts.takeoverMarginMs / 2 ? 1000 : this.opts.takeoverMarginMs - n.silent_ms;
+  }
+
+  /** Stops beating and frees this node's streams for the others at once. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.beating;
+    await this.store.nodeLeave(this.info.id);
+  }
+}

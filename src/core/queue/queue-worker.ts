@@ -1,0 +1,430 @@
+import { withLocalMedia } from '../media/accepted-media.js';
+import { slotClaim } from '../sending/caps.js';
+import type { Core } from '../context.js';
+import { sendingWindow } from '../time/hours.js';
+import { publishMessageStatus } from '../events/message-events.js';
+import { KeyedRunner } from './keyed-runner.js';
+import { stream } from '../nodes/leases.js';
+import type { NodePresence } from '../nodes/node-presence.js';
+import type { LeaseAnswer } from '../ports/leases.js';
+import { outbound } from '../sending/outbound.js';
+import { GatewayFailure } from '../ports/gateway.js';
+import type { AcceptedMedia } from '../ports/media.js';
+import type { ErrorClase, MensajePayload, MensajeRow } from '../ports/model.js';
+import { REFUSED_FOR_GOOD } from '../sending/idempotency.js';
+import { failureClase } from '../sending/failure-class.js';
+import { backoffMs, type Backoff } from '../time/backoff.js';
+
+/** See QueueWorker.keepIdleMs. */
+export const KEEP_IDLE_MS = 5_000;
+
+/** Transient failures are retried after the base (5 s), then twice as long each time up to 120 times it (10 min), until the TTL. */
+export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, factors: [1, 2, 4, 8, 16, 32, 64, 120], past: 'repeat' });
+
+/**
+ * The humanized queue (docs/design.md §5/§6). Each line's pending messages are sent
+ * in arrival order, one at a time, with a random gap after each attempt,
+ * never above the line's caps and only inside its allowed hours. Lines are
+ * independent: a slow or blocked line never delays another.
+ *
+ * Several nodes: a line's queue is a stream lease (core/nodes/leases.ts). A node
+ * sends on a line only while it holds the line's lease. It keeps the lease
+ * between sends, through the line's human gap (no node may send the line
+ * then anyway) and KEEP_IDLE_MS more (5 s; `recheckMs` if longer: as long
+ * as another node waits before asking again), then gives it back, its
+ * look sending meanwhile what other nodes queued on the line; given back
+ * sooner (on stop), the lease
+ * carries what is left of the gap as its rest, so the gap holds whichever
+ * node sends next. The lease of a dead node is taken over once it has been
+ * silent longer than its longest send (core/nodes/node-presence.ts).
+ *
+ * Looks (D-85): a message accepted on a line with no backlog here is its
+ * line's head, sent without reading every line's head; the claim checks it
+ * is the head, and a wrong guess costs a look, never an out-of-order send.
+ * A send that leaves its line empty asks for no look; the look every
+ * `pollMs` finds what other nodes queued.
+ *
+ * Durability: a message is committed before its 200; a worker claims it with
+ * a lease before calling the gateway and records the outcome after. After a
+ * crash the claim is freed (at start on a store served alone, on expiry
+ * otherwise) and the message is sent again with the same msg_id, which the
+ * gateway uses as an idempotency key, so nothing accepted is lost and nothing
+ * is sent twice where the gateway honours it.
+ */
+export class QueueWorker {
+  /**
+   * Per line: not before `until` (clock time: a gap, a cap, the window, a state
+   * to wait out). Waits on a line's state are also looked at again after
+   * `recheck` (the clock's ticks), so an edit of its hours or caps, a reconnection
+   * or its first message's TTL takes effect within `recheckMs` whatever the wall clock says.
+   */
+  private readonly notBefore = new Map<number, { until: number; recheck: number }>();
+  private readonly runner: KeyedRunner<number>;
+  /**
+   * Lines that may have a pending queued message: those with a head at the
+   * last look, and those queued on since. A message accepted on any other
+   * line is its line's head (a guess the claim checks).
+   */
+  private backlog = new Set<number>();
+  /** The lines queued on while a look reads the heads: still in the backlog after it. */
+  private queuedSince: Set<number> | null = null;
+  /** Line leases kept between sends: when the line's last send and its rest ended (clock time and ticks), and the node's lapses then. */
+  private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
+  /** Line leases being given back: a take of the line waits for its give. */
+  private readonly giving = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly core: Core,
+    private readonly files: Pick<AcceptedMedia, 'open' | 'remove'>,
+    private readonly node: NodePresence,
+    private readonly opts: {
+      pollMs: number;
+      onError: (err: unknown) => void;
+      /** Whether this node sends the line's messages: with the engine on several nodes, only the holder of its session does (D-136). */
+      sendsHere?: (celularId: number) => boolean;
+    } = { pollMs: 500, onError: () => {} },
+  ) {
+    this.runner = new KeyedRunner(() => this.look(), opts.onError);
+  }
+
+  start(): void {
+    this.runner.start();
+  }
+
+  /** Something changed (a new message, a send ended): look again soon. */
+  poke(): void {
+    this.runner.poke();
+  }
+
+  /**
+   * A message was queued on a line (`m`: the accepted row, when the caller has
+   * it). A line that is sending or pausing is looked at when its wait ends
+   * anyway, so an accept on it costs no look: under the human-like gaps that is
+   * nearly every accept. On a line with no backlog here the message is the
+   * head: it is sent at once, without a look.
+   */
+  queued(celularId: number, m?: MensajeRow): void {
+    // Another node holds the line's session: its own look finds the message.
+    if (this.opts.sendsHere && !this.opts.sendsHere(celularId)) return;
+    const busy = this.runner.isBusy(celularId);
+    if (busy || (this.notBefore.get(celularId)?.until ?? 0) > this.core.clock.now()) {
+      // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
+      if (!busy && !this.backlog.has(celularId)) this.poke();
+      this.mark(celularId);
+      return;
+    }
+    if (!m || m.celular_id !== celularId || this.backlog.has(celularId)) {
+      this.mark(celularId);
+      this.poke();
+      return;
+    }
+    this.runner.run(celularId, () => this.guessed(m));
+  }
+
+  private mark(celularId: number): void {
+    this.backlog.add(celularId);
+    this.queuedSince?.add(celularId);
+  }
+
+  /** Stops taking messages, waits for the sends in flight to be recorded, then gives back the leases kept. */
+  async stop(): Promise<void> {
+    await this.runner.stop();
+    await Promise.all(this.giving.values());
+    const kept = [...this.kept.keys()];
+    this.kept.clear();
+    await Promise.all(kept.map((id) => this.node.give(stream.cola(id), this.restOf(id)).catch(this.opts.onError)));
+  }
+
+  /**
+   * One look at the queue at the clock's time, and the sends it started,
+   * ended: tests move the clock and step instead of waiting for the poll.
+   */
+  step(): Promise<void> {
+    return this.runner.step();
+  }
+
+  /** Resolves when nothing is being sent (tests use it to wait for a drain step). */
+  idle(): Promise<void> {
+    return this.runner.idle();
+  }
+
+  private async look(): Promise<number> {
+    let wait = this.opts.pollMs;
+    const now = this.core.clock.now();
+    const due: MensajeRow[] = [];
+    const since = new Set<number>();
+    this.queuedSince = since;
+    let heads: MensajeRow[];
+    try {
+      heads = await this.core.store.queueHeads();
+    } finally {
+      this.queuedSince = null;
+    }
+    this.backlog = new Set([...heads.map((h) => h.celular_id), ...since]);
+    for (const head of heads) {
+      if (this.runner.isBusy(head.celular_id)) continue;
+      // Another node holds the line's session (D-136): its worker sends it.
+      if (this.opts.sendsHere && !this.opts.sendsHere(head.celular_id)) continue;
+      const held = this.notBefore.get(head.celular_id);
+      const at = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
+      if (at > now && !(held && this.core.clock.ticks() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
+        wait = Math.min(wait, at - now);
+        continue;
+      }
+      due.push(head);
+    }
+    // Idle leases no take carried within a poll: given back alone.
+    this.giveBack(this.idleKept(this.keepIdleMs() + this.opts.pollMs, new Set(due.map((h) => h.celular_id))));
+    if (due.length === 0) return wait;
+    // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
+    if (!this.node.fresh()) return Math.min(wait, this.core.config.queue.recheckMs);
+    const byStream = new Map<string, MensajeRow>();
+    for (const h of due) {
+      if (this.holds(h.celular_id)) this.sendHead(h);
+      else if (this.giving.has(h.celular_id)) wait = Math.min(wait, this.core.config.queue.recheckMs);
+      else byStream.set(stream.cola(h.celular_id), h);
+    }
+    if (byStream.size === 0) return wait;
+    // One take for every due line: with several nodes, a line another node holds costs nothing more.
+    for (const a of await this.take([...byStream.values()].map((h) => h.celular_id))) {
+      const head = byStream.get(a.stream);
+      if (!head) continue;
+      if (a.taken) {
+        // A line an accept started meanwhile is sending under this same lease: it keeps it when it ends.
+        if (!this.runner.isBusy(head.celular_id)) this.sendHead(head);
+        else this.keep(head.celular_id);
+        continue;
+      }
+      this.refused(head.celular_id, a.restMs, now);
+      wait = Math.min(wait, a.restMs || this.core.config.queue.recheckMs);
+    }
+    return wait;
+  }
+
+  /** Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon. */
+  private refused(celularId: number, restMs: number, now: number): void {
+    const { recheckMs } = this.core.config.queue;
+    this.notBefore.set(
+      celularId,
+      restMs > 0 ? { until: now + restMs, recheck: Number.POSITIVE_INFINITY } : { until: now + recheckMs, recheck: this.core.clock.ticks() + recheckMs },
+    );
+  }
+
+  /**
+   * An accepted message taken for its line's head without a look; false when
+   * no look is needed: its send left the line empty, or another node holds
+   * the line (it is waited for as a look would, and found by the look after).
+   */
+  private async guessed(m: MensajeRow): Promise<boolean> {
+    const id = m.celular_id;
+    const now = this.core.clock.now();
+    const a = this.node.fresh() ? await this.acquire(id) : null;
+    if (a && !a.taken) this.refused(id, a.restMs, now);
+    if (a?.taken && (await this.processHeld(m, true)) && !this.backlog.has(id)) return false;
+    this.mark(id);
+    return a?.taken !== false;
+  }
+
+  /** The line's lease: the one kept from its last send (unless this node lapsed since), or taken now. */
+  private async acquire(celularId: number): Promise<LeaseAnswer> {
+    await this.giving.get(celularId);
+    if (this.holds(celularId)) return { stream: stream.cola(celularId), taken: true, restMs: 0 };
+    return (await this.take([celularId]))[0]!;
+  }
+
+  /** Takes the lines' leases; the kept ones idle past their rest and keepIdleMs are given back in the same round trip. */
+  private take(celularIds: number[]): Promise<LeaseAnswer[]> {
+    const carried = this.idleKept(this.keepIdleMs(), new Set(celularIds));
+    const gifts = carried.map((id) => ({ stream: stream.cola(id), restMs: this.restOf(id) }));
+    const taking = this.node.take(celularIds.map(stream.cola), gifts);
+    this.onTheWay(carried, taking);
+    return taking;
+  }
+
+  /** Whether this node still holds the line's lease from a send: a silence it survived may have let another take it. */
+  private holds(celularId: number): boolean {
+    const k = this.kept.get(celularId);
+    if (k && k.lapses === this.node.lapses) return true;
+    this.kept.delete(celularId);
+    return false;
+  }
+
+  /** Takes out of `kept` the leases of lines idle here for `idleMs` past their rest, none running nor in `except`. */
+  private idleKept(idleMs: number, except: Set<number>): number[] {
+    const { clock } = this.core;
+    const out: number[] = [];
+    for (const [id, k] of this.kept) {
+      // Idle by the clock or by the ticks, whichever says so first: a clock set back never keeps a lease longer.
+      if (except.has(id) || this.runner.isBusy(id) || (clock.now() - k.at < idleMs && clock.ticks() - k.ticks < idleMs)) continue;
+      this.kept.delete(id);
+      out.push(id);
+    }
+    return out;
+  }
+
+  /** Gives leases back on their own; not awaited: a take of the line waits for its give. */
+  private giveBack(ids: number[]): void {
+    for (const id of ids) this.onTheWay([id], this.node.give(stream.cola(id), this.restOf(id)));
+  }
+
+  /**
+   * Leases on their way back: a take of the line waits for the give. One whose
+   * give failed is not thought held (it may have been given): the line's next
+   * take here finds out, and its next send keeps and gives it again.
+   */
+  private onTheWay(ids: number[], p: Promise<unknown>): void {
+    for (const id of ids) {
+      const g = p
+        .then(() => undefined, this.opts.onError)
+        .finally(() => {
+          this.giving.delete(id);
+          if (this.backlog.has(id)) this.poke();
+        });
+      this.giving.set(id, g);
+    }
+  }
+
+  /** A head a look found, worked on its line's runner under the held lease; the job answers nothing, so a look follows it. */
+  private sendHead(h: MensajeRow): void {
+    this.runner.run(h.celular_id, () => this.processHeld(h).then(() => undefined));
+  }
+
+  /** Works the line's head under its lease, then keeps the lease; true when the message left the queue (sent or ended). */
+  private async processHeld(m: MensajeRow, guess = false): Promise<boolean> {
+    try {
+      return await this.process(m, guess);
+    } finally {
+      this.keep(m.celular_id);
+    }
+  }
+
+  /**
+   * How long a kept lease outlives its line's rest with nothing to send:
+   * KEEP_IDLE_MS, or recheckMs if longer. A line written to every few seconds
+   * keeps its lease (no take and give a message); another node's message
+   * for it meanwhile is sent by this node's look within pollMs.
+   */
+  private keepIdleMs(): number {
+    return Math.max(KEEP_IDLE_MS, this.core.config.queue.recheckMs);
+  }
+
+  /** Idle is counted from the end of the line's rest: no other node may send the line before it anyway. */
+  private keep(celularId: number): void {
+    const rest = this.restOf(celularId);
+    this.kept.set(celularId, { at: this.core.clock.now() + rest, ticks: this.core.clock.ticks() + rest, lapses: this.node.lapses });
+  }
+
+  /**
+   * What other nodes must wait before taking the line: its gap or rate-limit
+   * pause, whole. A hold on the line's state (hours, caps, estado) is no rest:
+   * every node keeps its own and looks again within a second, so an edit
+   * takes effect at once whichever node sees it first.
+   */
+  private restOf(celularId: number): number {
+    const h = this.notBefore.get(celularId);
+    return h && h.recheck === Number.POSITIVE_INFINITY ? Math.max(0, h.until - this.core.clock.now()) : 0;
+  }
+
+  private gap(): number {
+    const { gapMinMs, gapMaxMs } = this.core.config.queue;
+    return gapMinMs + Math.floor(this.core.random() * (gapMaxMs - gapMinMs + 1));
+  }
+
+  private async end(m: MensajeRow, error: string, clase: ErrorClase): Promise<void> {
+    const after = await this.core.store.failMensaje(m.msg_id, error, clase, this.core.clock.now());
+    if (after) publishMessageStatus(this.core, after, m.estado);
+    await this.dropFile(m);
+  }
+
+  private async dropFile(m: MensajeRow): Promise<void> {
+    const file = (JSON.parse(m.payload ?? '{}') as MensajePayload).file;
+    if (file) await this.files.remove(file);
+  }
+
+  private async process(m: MensajeRow, guess: boolean): Promise<boolean> {
+    const { core } = this;
+    const now = core.clock.now();
+    const hold = (ms: number) => this.notBefore.set(m.celular_id, { until: now + ms, recheck: this.core.clock.ticks() + this.core.config.queue.recheckMs });
+    if (m.expira_at !== null && now >= m.expira_at) {
+      await this.end(m, 'expired: not sent within the queue TTL', 'no_enviado');
+      return true;
+    }
+    const celular = await core.lines.celular(m.celular_id);
+    if (!celular) {
+      await this.end(m, 'the celular was deleted', 'no_enviado');
+      return true;
+    }
+    const cliente = await core.lines.cliente(celular.cliente_id);
+    // A suspended client or a line that is not active waits (until the TTL), as a person would.
+    if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia) {
+      hold(core.config.queue.inactiveHoldMs);
+      return false;
+    }
+    const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
+    if (!window.open) {
+      hold(window.opensInMs);
+      return false;
+    }
+    const outcome = await this.attempt(m, celular.gateway_instancia, slotClaim(celular, now, core.config.queue.leaseMs), hold, guess);
+    if (outcome !== 'none') {
+      // The human-like pause is never cut short (nor is a rate-limit pause).
+      const pause = core.clock.now() + this.gap();
+      if ((this.notBefore.get(m.celular_id)?.until ?? 0) < pause) this.notBefore.set(m.celular_id, { until: pause, recheck: Number.POSITIVE_INFINITY });
+    }
+    return outcome === 'ended';
+  }
+
+  /**
+   * Claims the message and sends it: `none` when no attempt was made (a cap,
+   * another worker has it, or a guessed head is not its line's head), `ended`
+   * when the message left the queue, `retry` when it waits for another attempt.
+   */
+  private async attempt(
+    m: MensajeRow,
+    instancia: string,
+    slot: ReturnType<typeof slotClaim>,
+    hold: (ms: number) => void,
+    guess: boolean,
+  ): Promise<'none' | 'ended' | 'retry'> {
+    const { core } = this;
+    // Checked again as the last step before the send: the reads before it may have been slow.
+    if (!this.node.fresh()) {
+      hold(this.core.config.queue.recheckMs);
+      return 'none';
+    }
+    const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now(), guess, this.node.info.id);
+    if (!claim.ok) {
+      // A guess that missed (an older message waits on the line) costs a look now, no hold.
+      if (guess && claim.reason === 'taken') return 'none';
+      // Taken: another worker's claim on it is still live; looked at again soon, not at once.
+      hold(claim.reason === 'cap' ? claim.retryAfterMs : this.core.config.queue.recheckMs);
+      return 'none';
+    }
+    const payload = JSON.parse(m.payload ?? '{}') as MensajePayload;
+    try {
+      const { gatewayMsgId } = await withLocalMedia(this.files, payload, (p) => core.gateway.send(instancia, outbound(m.msg_id, m.tipo, m.destinatario, p)));
+      const after = await core.store.markSent(m.msg_id, gatewayMsgId, core.clock.now());
+      if (after) publishMessageStatus(core, after, 'pendiente');
+      await this.dropFile(m);
+    } catch (err) {
+      const kind = err instanceof GatewayFailure ? err.kind : 'transient';
+      const reason = err instanceof Error ? err.message : String(err);
+      // Rate-limited: the network's own pause, not our backoff; the whole line waits with its head message.
+      const { queue } = core.config;
+      const wait =
+        kind === 'rate_limited'
+          ? ((err as GatewayFailure).retryAfterMs ?? queue.rateLimitPauseMs)
+          : (backoffMs(queueBackoff(queue.retryMs), m.intentos + 1, core.random) ?? queue.retryMs);
+      const at = core.clock.now() + wait;
+      // Said as a direct send's is, so the history reads the same whichever way a refusal came.
+      const clase = failureClase(err);
+      const expired = m.expira_at !== null && at >= m.expira_at;
+      if (kind === 'permanent') await this.end(m, clase === 'rechazado' ? `${REFUSED_FOR_GOOD}${reason}` : reason, clase);
+      else if (expired) await this.end(m, `expired after retries: ${reason}`, clase);
+      else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
+      if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });
+      return kind === 'permanent' || expired ? 'ended' : 'retry';
+    }
+    return 'ended';
+  }
+}
