@@ -19,7 +19,7 @@ export interface LineClient {
   stop(): Promise<void>;
 }
 
-export async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+export async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = fn();
