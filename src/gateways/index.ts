@@ -82,6 +82,7 @@ export async function createGateway(name: string, store: Store, clock: Clock, op
       ...engine,
       ...deadlines,
       clock,
+      requireFence: store.caps.shared,
       // The engine always gets a local file: Baileys would fetch a URL itself, unvetted.
       media: new MediaFetcher(opts.media),
     });

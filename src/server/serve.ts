@@ -197,7 +197,14 @@ export async function startServer(given: ServeOptions): Promise<RunningServer> {
     const metricsListener = opts.metricsListen ? await parts.start(metricsListenerPart(opts.metricsListen, metrics, log)) : null;
     const listening = await parts.start(listenerPart(app, opts.host, opts.port));
     // Where the other nodes hand this node calls for the lines it holds: recorded at its next beat.
-    if (gw.engine) node.info.engineUrl = opts.nodeUrl ?? nodeUrlOf(listening);
+    if (gw.engine) {
+      node.info.engineUrl = opts.nodeUrl ?? nodeUrlOf(listening);
+      if (opened.store.caps.shared && !opts.nodeUrl && /^http:\/\/(127\.|localhost|\[::1\])/.test(node.info.engineUrl))
+        log.warn(
+          { node_url: node.info.engineUrl },
+          'other nodes reach this node at a loopback address: nodes on other machines cannot hand it calls for its lines; give --node-url',
+        );
+    }
     const { http } = gw;
     if (!http.callbackUrl) http.callbackUrl = `http://${/^(0\.0\.0\.0|::)$/.test(opts.host) ? '127.0.0.1' : listening.host}:${listening.port}`;
     bg.thread?.setCallbackUrl(http.callbackUrl);

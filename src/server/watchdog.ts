@@ -37,20 +37,32 @@ setInterval(() => {
 `;
 
 export class EngineWatchdog implements Watchdog {
-  private child: ChildProcess | null;
+  private child: ChildProcess | null = null;
   private last: number | null = null;
   private closing = false;
 
-  constructor(onExit: (code: number | null) => void) {
-    this.child = spawn(process.execPath, ['-e', CHILD, String(process.pid)], { stdio: ['pipe', 'ignore', 'inherit'] });
-    this.child.on('exit', (code) => {
-      this.child = null;
+  /** `onExit`: the child ended by itself (it is started again at once, with the last instant). */
+  constructor(private readonly onExit: (code: number | null) => void) {
+    this.spawn();
+  }
+
+  private spawn(): void {
+    const child = spawn(process.execPath, ['-e', CHILD, String(process.pid)], { stdio: ['pipe', 'ignore', 'inherit'] });
+    this.child = child;
+    child.on('error', () => undefined);
+    child.stdin?.on('error', () => undefined);
+    child.on('exit', (code) => {
+      if (this.child === child) this.child = null;
       // Its end at a stop is the stop's own doing, not news.
-      if (!this.closing) onExit(code);
+      if (this.closing) return;
+      this.onExit(code);
+      const last = this.last;
+      this.last = null;
+      this.spawn();
+      this.arm(last);
     });
-    this.child.stdin?.on('error', () => undefined);
-    this.child.unref();
-    (this.child.stdin as Socket | null)?.unref();
+    child.unref();
+    (child.stdin as Socket | null)?.unref();
   }
 
   /** The instant (monotonic ms) past which this process must be gone; null: nothing to guard. */

@@ -66,6 +66,8 @@ export class EngineKeeper {
   private holds = new Map<string, EngineHold>();
   private readonly celulares = new Map<string, number>();
   private readonly instancias = new Map<number, string>();
+  /** Takes, gives and forgets one at a time: a link's take never lands between a give's close and its release of the row. */
+  private turn: Promise<unknown> = Promise.resolve();
   /** When (monotonic) each line was last taken here: a pass never undoes a take made after it read the rows. */
   private readonly takenAt = new Map<string, number>();
 
@@ -144,14 +146,27 @@ export class EngineKeeper {
     // Rows that are this node's but not open here (a pass after a fence): taken again, which checks they still are.
     const open = new Set(this.o.engine.held());
     const mineClosed = holds.filter((h) => h.nodo === me && !open.has(h.instancia)).map((h) => h.instancia);
-    await this.take([...plan.take, ...mineClosed]);
+    await this.take([...plan.take, ...mineClosed], false);
     for (const i of plan.give) await this.give(i, 'balance');
   }
 
-  /** Takes `instancias` for this node and opens them; answers those taken. */
-  async take(instancias: string[]): Promise<string[]> {
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.turn.then(fn, fn);
+    this.turn = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Takes `instancias` for this node and opens them; answers those taken.
+   * `create`: a line without a row gets one (a link); a pass takes only rows it read, so a line forgotten meanwhile stays gone.
+   */
+  take(instancias: string[], create = true): Promise<string[]> {
+    return this.exclusive(() => this.takeNow(instancias, create));
+  }
+
+  private async takeNow(instancias: string[], create: boolean): Promise<string[]> {
     if (instancias.length === 0 || this.stopped || !this.fresh()) return [];
-    const taken = await this.o.store.holdTake(this.me, instancias, this.o.clock.now());
+    const taken = await this.o.store.holdTake(this.me, instancias, this.o.clock.now(), { create });
     for (const t of taken) {
       this.takenAt.set(t.instancia, monotonicMs());
       const before = this.holds.get(t.instancia);
@@ -166,10 +181,17 @@ export class EngineKeeper {
       await this.o.engine.hold(t.instancia, { nodo: this.me, token: t.token });
       if (t.from !== this.me) this.changed(t.instancia, t.from, this.me, t.from === null ? 'free' : 'gone');
     }
+    // Sockets open now: the watchdog guards them from this instant, not from its next tick.
+    if (taken.length > 0) this.guard();
     return taken.map((t) => t.instancia);
   }
 
-  private async give(instancia: string, reason: HolderChange['reason']): Promise<void> {
+  private give(instancia: string, reason: HolderChange['reason']): Promise<void> {
+    return this.exclusive(() => this.giveNow(instancia, reason));
+  }
+
+  private async giveNow(instancia: string, reason: HolderChange['reason']): Promise<void> {
+    if (!this.o.engine.held().includes(instancia)) return;
     await this.o.engine.release(instancia);
     await this.o.store.holdGive(this.me, [instancia]);
     this.cooling.set(instancia, monotonicMs() + 3 * this.o.passMs);
@@ -205,11 +227,16 @@ export class EngineKeeper {
   }
 
   /** The line's state is gone (logout, deleted): its row goes too. */
-  async forget(instancia: string): Promise<void> {
-    await this.o.engine.release(instancia);
-    await this.o.store.holdForget(instancia);
-    this.holds.delete(instancia);
-    this.takenAt.delete(instancia);
+  forget(instancia: string): Promise<void> {
+    return this.exclusive(async () => {
+      await this.o.engine.release(instancia);
+      await this.o.store.holdForget(instancia);
+      this.holds.delete(instancia);
+      this.takenAt.delete(instancia);
+      const id = this.celulares.get(instancia);
+      this.celulares.delete(instancia);
+      if (id !== undefined) this.instancias.delete(id);
+    });
   }
 
   /** Before a stop: every socket closed, every line given back for the other nodes to take at their next pass. */
@@ -218,11 +245,13 @@ export class EngineKeeper {
     clearInterval(this.timer);
     clearInterval(this.fenceTimer);
     await this.running?.catch(() => undefined);
-    const mine = this.o.engine.held();
-    await Promise.all(mine.map((i) => this.o.engine.release(i)));
-    this.o.watchdog?.arm(null);
-    await this.o.store.holdGive(this.me, mine);
-    for (const i of mine) this.changed(i, this.me, null, 'stop');
+    await this.exclusive(async () => {
+      const mine = this.o.engine.held();
+      await Promise.all(mine.map((i) => this.o.engine.release(i)));
+      this.o.watchdog?.arm(null);
+      await this.o.store.holdGive(this.me, mine);
+      for (const i of mine) this.changed(i, this.me, null, 'stop');
+    });
   }
 
   private async learnCelulares(holds: EngineHold[]): Promise<void> {

@@ -49,9 +49,14 @@ export interface EngineHoldsStore {
   /**
    * Takes, of `instancias`, each free, already this node's, or held by a node
    * no longer present (silent past its own margin); a line without a row gets
-   * one. Never waits on another taker. The token rises when the holder changes.
+   * one unless `create` is false. Never waits on another taker. The token rises when the holder changes.
    */
-  holdTake(nodeId: string, instancias: string[], now: number): Promise<Array<{ instancia: string; token: number; from: string | null }>>;
+  holdTake(
+    nodeId: string,
+    instancias: string[],
+    now: number,
+    opts?: { create?: boolean },
+  ): Promise<Array<{ instancia: string; token: number; from: string | null }>>;
   /** Frees the node's holds of `instancias` (its sockets already closed). */
   holdGive(nodeId: string, instancias: string[]): Promise<void>;
   /** Removes a line's row (its state removed: logged out or deleted). */

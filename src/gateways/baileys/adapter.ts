@@ -40,6 +40,8 @@ export interface BaileysOptions {
   log?: EngineLog;
   /** Fetches media URLs so Baileys gets a local file (it would otherwise fetch them itself). */
   media?: MediaFetcher;
+  /** A shared store: a line's socket opens only while this node holds it (core/engine/engine-keeper.ts). */
+  requireFence?: boolean;
   /** Metrics hooks. */
   onStatus?: (instancia: string, status: SessionStatus) => void;
   onReconnect?: (instancia: string) => void;
@@ -66,6 +68,7 @@ export class BaileysGateway implements Gateway {
   private readonly lines = new Map<string, EngineLine>();
   /** The lines this node holds (core/engine/engine-holds.ts), with the token each write of their state carries. */
   private readonly fences = new Map<string, HoldFence>();
+  private readonly lastFences = new Map<string, HoldFence>();
   private readonly onNetwork = new Map<string, number>();
   /** The pairing code asked on a line's current socket: the same one is answered until that socket ends (as the other gateways do). */
   private readonly codes = new WeakMap<object, string>();
@@ -91,11 +94,15 @@ export class BaileysGateway implements Gateway {
     if (this.closed) throw new GatewayFailure('the engine is stopping', 'transient');
     let line = this.lines.get(instancia);
     if (line) return line;
+    // On a shared store a socket opens only under a hold: a call that lost the race with a release makes none.
+    if (this.opts.requireFence && !this.fences.has(instancia))
+      throw new GatewayFailure(`this node does not hold the session of ${instancia} now: try again in a moment`, 'transient');
     const lib = await this.library();
     line = this.lines.get(instancia);
     if (line) return line;
     const fence: FenceSource = {
-      current: () => this.fences.get(instancia),
+      // After a release the last token still rides on the writes in flight: refused once another node took the line.
+      current: () => this.fences.get(instancia) ?? this.lastFences.get(instancia),
       lost: () => {
         this.opts.log?.warn({ instancia }, 'engine: another node holds this line now; its socket here ends');
         void this.release(instancia);
@@ -137,10 +144,19 @@ export class BaileysGateway implements Gateway {
    */
   async hold(instancia: string, fence: HoldFence): Promise<void> {
     this.fences.set(instancia, fence);
+    this.lastFences.set(instancia, fence);
     const log = this.opts.log ?? silentLog;
-    const line = await this.line(instancia);
+    let line: EngineLine;
     try {
-      if (await line.linked()) await line.open();
+      line = await this.line(instancia);
+    } catch {
+      return; // released meanwhile, or the engine stopping
+    }
+    // Released meanwhile (a failed beat, a lost write): nothing opens.
+    const still = () => this.fences.get(instancia) === fence && this.lines.get(instancia) === line;
+    if (!still()) return;
+    try {
+      if ((await line.linked()) && still()) await line.open();
       else if (line.unreadable !== null) log.warn({ instancia }, `engine: ${line.unreadable}`);
       else if (!line.sock) line.status = 'disconnected';
     } catch (err) {
@@ -153,7 +169,7 @@ export class BaileysGateway implements Gateway {
     this.fences.delete(instancia);
     const line = this.lines.get(instancia);
     this.lines.delete(instancia);
-    await line?.stop();
+    await line?.dispose();
   }
 
   /** The lines whose socket this node may run. */
@@ -220,7 +236,10 @@ export class BaileysGateway implements Gateway {
   }
 
   async logout(instancia: string): Promise<void> {
-    const line = this.lines.get(instancia) ?? (await this.line(instancia));
+    const line = this.lines.get(instancia);
+    this.lastFences.delete(instancia);
+    // No socket here (nobody holds the line): its state goes all the same.
+    if (!line) return this.opts.auth.drop(instancia);
     const sock = line.sock;
     // Tell the network to remove this device when it can hear us; the state is dropped either way.
     if (sock && line.status === 'connected') await within(this.opts.timeoutMs, 'logout', sock.logout()).catch(() => undefined);

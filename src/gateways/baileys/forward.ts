@@ -38,6 +38,34 @@ export interface EngineCall {
 export type CallAnswer =
   { ok: true; value: unknown } | { ok: false; error: { message: string; kind: FailureKind; retryAfterMs?: number; mayHaveSent?: boolean; moved?: boolean } };
 
+/** Errors of a call that never reached the holder: nothing was sent. */
+const NOT_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** The holder's answer, or null when the body is something else. */
+function answerIn(text: string): CallAnswer | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null || !('ok' in v)) return null;
+  if (v.ok === true) return { ok: true, value: 'value' in v ? v.value : null };
+  if (v.ok !== false || !('error' in v) || typeof v.error !== 'object' || v.error === null) return null;
+  const e = v.error as Record<string, unknown>;
+  if (typeof e.message !== 'string' || (e.kind !== 'permanent' && e.kind !== 'transient' && e.kind !== 'rate_limited')) return null;
+  return {
+    ok: false,
+    error: {
+      message: e.message,
+      kind: e.kind,
+      retryAfterMs: typeof e.retryAfterMs === 'number' ? e.retryAfterMs : undefined,
+      mayHaveSent: e.mayHaveSent === true,
+      moved: e.moved === true,
+    },
+  };
+}
+
 /** The holder no longer holds the line: the caller looks again. */
 export class LineMoved extends Error {}
 
@@ -50,7 +78,8 @@ export function answerOf(err: unknown, op: EngineCall['op']): CallAnswer {
 }
 
 export class NodeForwarder {
-  private readonly agent = new Agent({ keepAliveTimeout: 30_000, connections: 16 });
+  // No cap on connections: a call waiting in the pool would spend its deadline unsent and be taken for "may have sent".
+  private readonly agent = new Agent({ keepAliveTimeout: 30_000 });
 
   constructor(private readonly key: string) {}
 
@@ -76,24 +105,24 @@ export class NodeForwarder {
       });
       sent = true;
     } catch (err) {
-      const refused = (err as { code?: string }).code === 'ECONNREFUSED';
+      const code = (err as { code?: string }).code ?? '';
       throw new GatewayFailure(
-        `the node holding ${call.instancia} did not answer (${err instanceof Error ? err.message : String(err)})`,
+        `pasarela could not reach the node holding ${call.instancia} (${err instanceof Error ? err.message : String(err)})`,
         'transient',
         undefined,
-        call.op === 'send' && !refused,
+        call.op === 'send' && !NOT_REACHED.has(code),
       );
     }
     const text = await res.body.text().catch(() => '');
-    let a: CallAnswer;
-    try {
-      a = JSON.parse(text) as CallAnswer;
-    } catch {
+    const a = answerIn(text);
+    if (!a) {
+      // Not the holder's answer (a proxy's, a node without the route, a crash mid-call): a 4xx was refused before the call ran.
+      const ran = sent && res.statusCode >= 500;
       throw new GatewayFailure(
         `the node holding ${call.instancia} answered ${res.statusCode} without a result`,
         'transient',
         undefined,
-        sent && call.op === 'send',
+        ran && call.op === 'send',
       );
     }
     if (a.ok) return a.value;

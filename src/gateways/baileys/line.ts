@@ -97,11 +97,23 @@ export class EngineLine {
     return this.registered;
   }
 
+  /** Released by the engine (its node no longer holds the line): it never opens again. */
+  private disposed = false;
+
   /** Starts a socket unless one is running or waiting to reconnect. */
   async open(): Promise<void> {
+    if (this.disposed) return;
     this.stopped = false;
     if (this.sock || this.retry) return;
-    await this.connect();
+    await this.startConnect();
+  }
+
+  private connecting: Promise<void> | null = null;
+
+  /** Two starts at once (the keeper's, a link's, a reconnect's) make one socket: the second waits for the first. */
+  private startConnect(): Promise<void> {
+    this.connecting ??= this.connect().finally(() => (this.connecting = null));
+    return this.connecting;
   }
 
   private async connect(): Promise<void> {
@@ -115,6 +127,8 @@ export class EngineLine {
     }
     this.auth ??= await this.d.auth.forLine(this.d.lib, this.instancia, this.d.fence);
     await this.replay(this.auth);
+    // Stopped or released while its state was read: no socket after all.
+    if (this.stopped || this.disposed) return;
     const gen = ++this.generation;
     const { lib } = this.d;
     const keys = lib.makeCacheableSignalKeyStore(this.auth.state.keys, libraryLogger(this.d.log, this.instancia));
@@ -279,12 +293,12 @@ export class EngineLine {
     if (this.stopped || out.reconnect === 'no') return;
     this.d.onReconnect?.(this.instancia);
     if (out.reconnect === 'now') {
-      void this.connect();
+      void this.startConnect().catch(() => undefined);
       return;
     }
     this.failures += 1;
     const ms = backoffMs(this.d.reconnect, this.failures, this.d.random) ?? this.d.reconnect.baseMs;
-    this.retry = setTimeout(() => void this.connect(), ms);
+    this.retry = setTimeout(() => void this.startConnect().catch(() => undefined), ms);
   }
 
   private async forget(): Promise<void> {
@@ -332,6 +346,12 @@ export class EngineLine {
     if (sock) await sock.end(undefined).catch(() => undefined);
     if (status) this.set(status);
     await this.chain;
+  }
+
+  /** Ends the socket for good: the engine's node gave the line up, and this object is never opened again. */
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    await this.stop();
   }
 
   /** The phone is unlinked (a logout asked here): the state is dropped. */

@@ -101,7 +101,9 @@ export class RoutedEngine implements Gateway {
       const h = await this.store.holdOf(call.instancia, this.deadlines.now());
       if (h?.nodo && h.nodo !== k.me && h.presente) {
         if (!h.url) throw new GatewayFailure(`the node holding ${call.instancia} is starting: try again in a moment`, 'transient');
-        const deadline = (call.op === 'send' ? this.deadlines.sendTimeoutMs : this.deadlines.timeoutMs) + 5000;
+        // The holder's whole call: a send's number check, media fetch and send; a code's wait for the QR and the code.
+        const { timeoutMs, sendTimeoutMs } = this.deadlines;
+        const deadline = (call.op === 'send' ? timeoutMs + 2 * sendTimeoutMs : 2 * timeoutMs) + 5000;
         try {
           return await this.forwarder.call(h.url, call, deadline, file);
         } catch (err) {

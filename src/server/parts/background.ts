@@ -141,7 +141,7 @@ async function startEngineKeeper(parts: Parts, d: BackgroundDeps, engine: Routed
   return parts.start({
     name: 'engine sessions',
     start: async () => {
-      const watchdog = shared ? new EngineWatchdog((code) => log.error({ code }, 'the engine watchdog ended: sessions here are no longer guarded')) : undefined;
+      const watchdog = shared ? new EngineWatchdog((code) => log.error({ code }, 'the engine watchdog ended by itself: started again')) : undefined;
       const keeper = new EngineKeeper({
         store: core.store,
         engine: engine.sockets,

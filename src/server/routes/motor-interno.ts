@@ -37,12 +37,14 @@ export default async function engineCallRoutes(fastify: FastifyInstance, host: E
   fastify.post(FORWARD_PATH, { schema: { hide: true }, bodyLimit: MAX_CALL_BYTES + host.maxFileBytes }, async (req: FastifyRequest, reply: FastifyReply) => {
     if (!nodeKeyMatches(host.key, req.headers.authorization)) {
       req.raw.resume();
-      return reply.code(401).send({ ok: false, error: { message: 'not a node of this store', kind: 'permanent' } });
+      return reply.code(401).send({ ok: false, error: { message: 'not a node of this store', kind: 'transient' } });
     }
     const size = Number(req.headers[CALL_BYTES_HEADER]);
     const body = req.body as NodeJS.ReadableStream;
+    // A malformed call is a fault between two nodes, never the network refusing the message: transient.
     if (!Number.isInteger(size) || size <= 0 || size > MAX_CALL_BYTES) {
-      return reply.code(400).send({ ok: false, error: { message: `${CALL_BYTES_HEADER} must be 1..${MAX_CALL_BYTES}`, kind: 'permanent' } });
+      req.raw.resume();
+      return reply.code(400).send({ ok: false, error: { message: `${CALL_BYTES_HEADER} must be 1..${MAX_CALL_BYTES}`, kind: 'transient' } });
     }
     const file = await host.tmp.scratch('send');
     let head = Buffer.alloc(0);
@@ -57,6 +59,11 @@ export default async function engineCallRoutes(fastify: FastifyInstance, host: E
         }
         if (c.length > 0) {
           bytes += c.length;
+          // A stream parser gets no bodyLimit from Fastify: the file is bounded here.
+          if (bytes > host.maxFileBytes) {
+            req.raw.resume();
+            return reply.code(413).send({ ok: false, error: { message: `the media is over ${host.maxFileBytes} bytes`, kind: 'transient' } });
+          }
           await file.write(c);
         }
       }
@@ -65,10 +72,10 @@ export default async function engineCallRoutes(fastify: FastifyInstance, host: E
       try {
         call = JSON.parse(head.toString('utf8')) as EngineCall;
       } catch {
-        return reply.code(400).send({ ok: false, error: { message: 'the call is not JSON', kind: 'permanent' } });
+        return reply.code(400).send({ ok: false, error: { message: 'the call is not JSON', kind: 'transient' } });
       }
       if (!OPS.has(call.op) || typeof call.instancia !== 'string' || !Array.isArray(call.args)) {
-        return reply.code(400).send({ ok: false, error: { message: 'not a call of the engine', kind: 'permanent' } });
+        return reply.code(400).send({ ok: false, error: { message: 'not a call of the engine', kind: 'transient' } });
       }
       try {
         if (!host.keeper.holdsHere(call.instancia)) throw new LineMoved(`this node no longer holds ${call.instancia}`);

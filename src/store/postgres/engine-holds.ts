@@ -43,14 +43,17 @@ export function engineHolds(db: Db): EngineHoldsStore {
       const r = await db.q<Row>(`SELECT ${COLUMNS} FROM motor_sesiones s WHERE s.instancia = $1`, [instancia]);
       return r[0] ? holdOf(r[0]) : null;
     },
-    async holdTake(nodeId: string, instancias: string[]) {
+    async holdTake(nodeId: string, instancias: string[], _now: number, opts: { create?: boolean } = {}) {
       if (instancias.length === 0) return [];
       // New rows go in in name order: two takers inserting the same new lines in their own (shuffled) orders deadlocked.
-      const made = await db.q<{ instancia: string; token: string }>(
-        `INSERT INTO motor_sesiones (instancia, nodo, token, desde) SELECT i, $1, 1, ${DB_NOW} FROM unnest($2::text[]) AS i ORDER BY i
+      const made =
+        opts.create === false
+          ? []
+          : await db.q<{ instancia: string; token: string }>(
+              `INSERT INTO motor_sesiones (instancia, nodo, token, desde) SELECT i, $1, 1, ${DB_NOW} FROM unnest($2::text[]) AS i ORDER BY i
          ON CONFLICT (instancia) DO NOTHING RETURNING instancia, token`,
-        [nodeId, instancias],
-      );
+              [nodeId, instancias],
+            );
       const taken = await db.q<{ instancia: string; token: string; from: string | null }>(
         `WITH c AS (
            SELECT s.instancia, s.nodo FROM motor_sesiones s

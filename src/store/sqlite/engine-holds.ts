@@ -28,9 +28,10 @@ export function engineHolds(auth: Pick<EngineAuthStore, 'authInstancias'>): Engi
       const r = rows.get(instancia);
       return r ? view(instancia, r, now) : null;
     },
-    async holdTake(nodeId: string, instancias: string[], now: number) {
+    async holdTake(nodeId: string, instancias: string[], now: number, opts: { create?: boolean } = {}) {
       const out: Array<{ instancia: string; token: number; from: string | null }> = [];
       for (const i of instancias) {
+        if (!rows.has(i) && opts.create === false) continue;
         const r = rows.get(i) ?? { nodo: null, token: 0, desde: now };
         if (!holdTakable({ nodo: r.nodo, presente: r.nodo !== null }, nodeId)) continue;
         const from = r.nodo;
