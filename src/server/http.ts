@@ -51,7 +51,11 @@ const strs = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.isAr
  * before its body (or while reading it) and again after parsing presents the
  * same keys twice, and the second check would repeat the lookups and hash.
  */
-export async function authenticateOnce(core: Core, req: FastifyRequest, presented: Array<string | undefined>): Promise<ClientPrincipal> {
+export async function authenticateOnce(
+  core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'>,
+  req: FastifyRequest,
+  presented: Array<string | undefined>,
+): Promise<ClientPrincipal> {
   const keys = JSON.stringify(presented);
   if (req.principal && req.verifiedWith === keys) return req.principal;
   req.principal = await authenticateClient(core, presented, req.ip);
@@ -60,7 +64,7 @@ export async function authenticateOnce(core: Core, req: FastifyRequest, presente
 }
 
 /** Authenticates a client or celular credential from the header, body `key` or query `key`. */
-export function clientAuth(core: Core): preValidationAsyncHookHandler {
+export function clientAuth(core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'>): preValidationAsyncHookHandler {
   return async (req) => {
     await authenticateOnce(core, req, [bearer(req), ...strs(bodyOf(req).key), ...strs(queryOf(req).key)]);
   };
@@ -71,7 +75,7 @@ export function clientAuth(core: Core): preValidationAsyncHookHandler {
  * verified before any body byte is read (401 at once), and the body then
  * no longer counts as unauthenticated. Without one, the body may carry it.
  */
-export function clientAuthBeforeBody(core: Core): onRequestAsyncHookHandler {
+export function clientAuthBeforeBody(core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'>): onRequestAsyncHookHandler {
   return async (req) => {
     const presented = [bearer(req), ...strs(queryOf(req).key)];
     if (!presented.some((k) => k !== undefined && k.trim() !== '')) return;
@@ -80,11 +84,15 @@ export function clientAuthBeforeBody(core: Core): onRequestAsyncHookHandler {
 }
 
 /** A body `key` met while the body is still arriving, verified with the header's and query's. */
-export async function verifyBodyKey(core: Core, req: FastifyRequest, key: string): Promise<void> {
+export async function verifyBodyKey(
+  core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'>,
+  req: FastifyRequest,
+  key: string,
+): Promise<void> {
   await authenticateOnce(core, req, [bearer(req), key, ...strs(queryOf(req).key)]);
 }
 
-export function operatorAuth(core: Core): preValidationAsyncHookHandler {
+export function operatorAuth(core: Pick<Core, 'counters' | 'clock' | 'config'>): preValidationAsyncHookHandler {
   return async (req) => {
     await authenticateOperator(core, bearer(req), req.ip);
   };

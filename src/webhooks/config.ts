@@ -65,7 +65,7 @@ export function webhookView(clienteId: number, cfg: WebhookConfig | null) {
 }
 
 /** Client key only: the receiver URL often carries the receiver's own token. */
-export async function getWebhook(core: Core, p: ClientPrincipal) {
+export async function getWebhook(core: Pick<Core, 'store'>, p: ClientPrincipal) {
   requireClientKey(p, 'reading the webhook configuration');
   return webhookView(p.cliente.id, await core.store.getWebhook(p.cliente.id));
 }
@@ -79,7 +79,7 @@ export interface WebhookInput {
   activo?: boolean;
 }
 
-export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookInput) {
+export async function setWebhook(core: Pick<Core, 'store' | 'clock' | 'config' | 'signals'>, p: ClientPrincipal, input: WebhookInput) {
   requireClientKey(p, 'configuring the webhook');
   requireActiveClient(p);
   if (typeof input.url !== 'string' || input.url.trim() === '') fail('INVALID_PARAMS', 'url is required (http:// or https://)');
@@ -106,14 +106,14 @@ export async function setWebhook(core: Core, p: ClientPrincipal, input: WebhookI
   return { ...webhookView(p.cliente.id, cfg), ...(aviso ? { aviso } : {}) };
 }
 
-export async function deleteWebhook(core: Core, p: ClientPrincipal) {
+export async function deleteWebhook(core: Pick<Core, 'store' | 'clock' | 'signals'>, p: ClientPrincipal) {
   requireClientKey(p, 'removing the webhook');
   const eliminado = await core.store.deleteWebhook(p.cliente.id, core.clock.now(), webhookAudit(p, 'webhook.eliminar'));
   await announceWebhookConfig(core.signals, p.cliente.id);
   return { ...webhookView(p.cliente.id, null), eliminado };
 }
 
-export async function restoreWebhook(core: Core, p: ClientPrincipal) {
+export async function restoreWebhook(core: Pick<Core, 'store' | 'clock' | 'signals'>, p: ClientPrincipal) {
   requireClientKey(p, 'restoring the webhook');
   const r = await core.store.restoreWebhook(p.cliente.id, core.clock.now(), webhookAudit(p, 'webhook.restaurar'));
   await announceWebhookConfig(core.signals, p.cliente.id);

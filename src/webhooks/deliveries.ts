@@ -11,7 +11,7 @@ import type { WebhookControl } from './dispatcher.js';
  * gets 403.
  */
 
-export async function listDeliveries(core: Core, p: ClientPrincipal, limit: number) {
+export async function listDeliveries(core: Pick<Core, 'store'>, p: ClientPrincipal, limit: number) {
   requireClientKey(p, 'listing webhook deliveries');
   const rows = await core.store.listEntregas(p.cliente.id, limit);
   return { entregas: rows.map(entregaView) };
@@ -30,7 +30,7 @@ export const DELIVERIES_COUNT_BOUND = 1_000;
  * are (counted to `DELIVERIES_COUNT_BOUND`): the panel's Deliveries, paged by
  * the shared pager. A page past the end is empty and says how many there are.
  */
-export async function deliveriesPage(core: Core, p: ClientPrincipal, page: number, porPagina: number) {
+export async function deliveriesPage(core: Pick<Core, 'store'>, p: ClientPrincipal, page: number, porPagina: number) {
   requireClientKey(p, 'listing webhook deliveries');
   const [rows, total] = await Promise.all([
     core.store.listEntregas(p.cliente.id, porPagina, (page - 1) * porPagina),
@@ -41,7 +41,7 @@ export async function deliveriesPage(core: Core, p: ClientPrincipal, page: numbe
 }
 
 /** Makes one delivery due again now (same id). */
-export async function redeliver(core: Core, dispatcher: WebhookControl, p: ClientPrincipal, id: string) {
+export async function redeliver(core: Pick<Core, 'store' | 'clock'>, dispatcher: WebhookControl, p: ClientPrincipal, id: string) {
   requireClientKey(p, 'redelivering');
   if (!id) fail('INVALID_PARAMS', 'id is required');
   if (!(await core.store.redeliver(p.cliente.id, id, core.clock.now()))) fail('DELIVERY_NOT_FOUND', `no delivery ${id} for this client`);
@@ -58,7 +58,7 @@ export const REDELIVER_BATCH_MAX = 500;
  * whether failed ones remain (call again for the next batch). Audited.
  */
 export async function redeliverFailed(
-  core: Core,
+  core: Pick<Core, 'store' | 'clock'>,
   dispatcher: Pick<WebhookControl, 'poke'>,
   p: ClientPrincipal,
   q: { estado?: string; evento?: string; limit?: number },

@@ -161,7 +161,7 @@ export class WebhookDispatcher implements WebhookControl {
   private readonly claimGapMs: number;
 
   constructor(
-    private readonly core: Core,
+    private readonly core: Pick<Core, 'store' | 'clock' | 'bus' | 'config' | 'random' | 'signals'>,
     private readonly node: NodePresence,
     private readonly opts: DispatcherOptions,
   ) {

@@ -63,7 +63,7 @@ export class ListenerCopies {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly core: Core,
+    private readonly core: Pick<Core, 'store' | 'clock'>,
     private readonly agents: ReceiverAgents,
     private readonly opts: ListenerCopiesOptions,
   ) {}

@@ -90,7 +90,7 @@ export interface ListenerInput {
  * proxy_pass, stunnel, ssh -L): every remote client would then look local.
  * Anything else over https only, under the real webhook's address rule.
  */
-async function listenerUrl(core: Core, raw: unknown, local: boolean): Promise<URL> {
+async function listenerUrl(core: Pick<Core, 'config'>, raw: unknown, local: boolean): Promise<URL> {
   if (typeof raw !== 'string' || raw.trim() === '') fail('INVALID_PARAMS', 'url is required (http://127.0.0.1:PORT/ from this machine, or https://)');
   let url: URL;
   try {
@@ -115,7 +115,7 @@ async function listenerUrl(core: Core, raw: unknown, local: boolean): Promise<UR
 }
 
 /** Registers a listener; its secret is in this answer only. */
-export async function addListener(core: Core, p: ClientPrincipal, input: ListenerInput, local: boolean) {
+export async function addListener(core: Pick<Core, 'store' | 'clock' | 'config'>, p: ClientPrincipal, input: ListenerInput, local: boolean) {
   requireClientKey(p, 'registering a webhook listener');
   requireActiveClient(p);
   const url = await listenerUrl(core, input.url, local);
@@ -146,7 +146,7 @@ const requireId = (id: string): void => {
 };
 
 /** Extends a live listener's lease by the full lease from now. */
-export async function renewListener(core: Core, p: ClientPrincipal, id: string) {
+export async function renewListener(core: Pick<Core, 'store' | 'clock' | 'config'>, p: ClientPrincipal, id: string) {
   requireClientKey(p, 'renewing a webhook listener');
   requireId(id);
   const leaseMs = core.config.webhookListenLeaseMs;
@@ -156,7 +156,7 @@ export async function renewListener(core: Core, p: ClientPrincipal, id: string) 
   return { escucha: escuchaView(r, leaseMs) };
 }
 
-export async function removeListener(core: Core, p: ClientPrincipal, id: string) {
+export async function removeListener(core: Pick<Core, 'store' | 'clock'>, p: ClientPrincipal, id: string) {
   requireClientKey(p, 'removing a webhook listener');
   requireId(id);
   if (!(await core.store.deleteEscucha(p.cliente.id, id, core.clock.now()))) {
@@ -165,7 +165,7 @@ export async function removeListener(core: Core, p: ClientPrincipal, id: string)
   return { id, eliminado: true };
 }
 
-export async function listListeners(core: Core, p: ClientPrincipal) {
+export async function listListeners(core: Pick<Core, 'store' | 'clock' | 'config'>, p: ClientPrincipal) {
   requireClientKey(p, 'listing webhook listeners');
   const leaseMs = core.config.webhookListenLeaseMs;
   return { escuchas: (await core.store.liveEscuchas(p.cliente.id, core.clock.now())).map((e) => escuchaView(e, leaseMs)) };

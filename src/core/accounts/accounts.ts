@@ -22,7 +22,7 @@ export interface NewClienteInput {
   saldo?: number;
 }
 
-async function consumoMes(core: Core, clienteId: number) {
+async function consumoMes(core: Pick<Core, 'store' | 'clock' | 'config'>, clienteId: number) {
   const now = core.clock.now();
   // Calendar months in the server's zone (--tz), like allowed hours and history dates.
   return core.store.messageStats(clienteId, startOfMonth(now, core.config.tz), now - 30 * DAY_MS);
@@ -61,7 +61,7 @@ function checkAccountNumbers(input: { max_celulares?: number | null; saldo?: num
     fail('INVALID_PARAMS', `saldo must be an integer from 0 to ${FIELD_LIMITS.saldo}`);
 }
 
-export async function clienteSummary(core: Core, cliente: ClienteRow) {
+export async function clienteSummary(core: Pick<Core, 'store' | 'clock' | 'config'>, cliente: ClienteRow) {
   const stats = await consumoMes(core, cliente.id);
   const celulares = await core.store.listCelulares(cliente.id);
   return {
@@ -73,7 +73,7 @@ export async function clienteSummary(core: Core, cliente: ClienteRow) {
   };
 }
 
-export async function createCliente(core: Core, input: NewClienteInput) {
+export async function createCliente(core: Pick<Core, 'store' | 'clock' | 'config'>, input: NewClienteInput) {
   checkClienteText(input);
   checkAccountNumbers(input);
   const now = core.clock.now();
@@ -107,11 +107,11 @@ export async function createCliente(core: Core, input: NewClienteInput) {
   return { ...(await clienteSummary(core, fresh)), api_key: clientKey(row.id, secret) };
 }
 
-export async function getClienteOrFail(core: Core, id: number): Promise<ClienteRow> {
+export async function getClienteOrFail(core: Pick<Core, 'store'>, id: number): Promise<ClienteRow> {
   return (await core.store.getCliente(id)) ?? fail('CLIENT_NOT_FOUND', `client ${id} not found`);
 }
 
-export async function listClientes(core: Core) {
+export async function listClientes(core: Pick<Core, 'store' | 'clock' | 'config'>) {
   const rows = await core.store.listClientes();
   return Promise.all(rows.map((r) => clienteSummary(core, r)));
 }
@@ -121,7 +121,7 @@ export async function listClientes(core: Core) {
  * number, else by a part of the name or the email, any case; in id order, at
  * most `limit`. Rows only: a summary per client would read each one's month.
  */
-export async function findClientes(core: Core, text: string, limit: number): Promise<{ clientes: ClienteRow[]; mas: boolean }> {
+export async function findClientes(core: Pick<Core, 'store'>, text: string, limit: number): Promise<{ clientes: ClienteRow[]; mas: boolean }> {
   const q = text.trim().toLowerCase();
   const rows = await core.store.listClientes();
   const found = q === '' ? rows : rows.filter((c) => String(c.id) === q || c.nombre.toLowerCase().includes(q) || c.email.toLowerCase().includes(q));
@@ -129,7 +129,7 @@ export async function findClientes(core: Core, text: string, limit: number): Pro
 }
 
 /** The operator's view of one client: its lines, each with the gateway server it is on (by name; null before it is placed). */
-export async function showCliente(core: Core, id: number) {
+export async function showCliente(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'config'>, id: number) {
   const cliente = await getClienteOrFail(core, id);
   const [celulares, gateways, holders] = await Promise.all([core.store.listCelulares(id), core.store.listGatewayServers(), engineHolders(core)]);
   const servers = new Map(gateways.map((g) => [g.id, g.nombre]));
@@ -144,7 +144,7 @@ export async function showCliente(core: Core, id: number) {
   };
 }
 
-export async function editCliente(core: Core, id: number, patch: Omit<ClientePatch, 'key_hash'>) {
+export async function editCliente(core: Pick<Core, 'store' | 'clock' | 'config' | 'signals'>, id: number, patch: Omit<ClientePatch, 'key_hash'>) {
   await getClienteOrFail(core, id);
   if (Object.values(patch).every((v) => v === undefined)) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
   checkClienteText(patch);
@@ -165,7 +165,7 @@ export async function editCliente(core: Core, id: number, patch: Omit<ClientePat
   return clienteSummary(core, row);
 }
 
-export async function rotateClienteKey(core: Core, id: number) {
+export async function rotateClienteKey(core: Pick<Core, 'store' | 'clock' | 'signals'>, id: number) {
   await getClienteOrFail(core, id);
   const secret = newSecret();
   const now = core.clock.now();
@@ -183,7 +183,7 @@ export interface BalanceInput {
 }
 
 /** Adds (or, with a negative amount, removes) credit; a balance never goes below zero. */
-export async function addBalance(core: Core, actor: Principal, input: BalanceInput) {
+export async function addBalance(core: Pick<Core, 'store' | 'clock'>, actor: Principal, input: BalanceInput) {
   if (!Number.isSafeInteger(input.monto) || input.monto === 0) fail('INVALID_PARAMS', 'monto must be a non-zero integer');
   // The API's schema bounds these; the panel's form has no schema in front of it.
   if (Math.abs(input.monto) > FIELD_LIMITS.saldo) fail('INVALID_PARAMS', `monto must be from -${FIELD_LIMITS.saldo} to ${FIELD_LIMITS.saldo}`);
@@ -213,7 +213,7 @@ export async function addBalance(core: Core, actor: Principal, input: BalanceInp
 }
 
 /** Balances are read afresh: the principal may come from the credential cache, which does not follow charges (D-67). */
-export async function info(core: Core, p: ClientPrincipal) {
+export async function info(core: Pick<Core, 'store' | 'clock' | 'config'>, p: ClientPrincipal) {
   return clienteSummary(core, (await core.store.getCliente(p.cliente.id)) ?? p.cliente);
 }
 
@@ -222,7 +222,7 @@ export async function info(core: Core, p: ClientPrincipal) {
  * client key names one with `celular_id`, or none (then `celular_id` and
  * `saldo_celular` are null).
  */
-export async function saldo(core: Core, p: ClientPrincipal, celularId: number | undefined) {
+export async function saldo(core: Pick<Core, 'store' | 'clock' | 'config'>, p: ClientPrincipal, celularId: number | undefined) {
   const cel = celularId !== undefined ? await celularInScope(core, p, celularId) : p.kind === 'celular' ? await core.store.getCelular(p.celular.id) : null;
   const stats = await consumoMes(core, p.cliente.id);
   const cliente = (await core.store.getCliente(p.cliente.id)) ?? p.cliente;

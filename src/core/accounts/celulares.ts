@@ -22,7 +22,7 @@ export const CELULAR_DEFAULTS = {
   hora_fin_permitido: '23:59',
 } as const;
 
-export async function listCelulares(core: Core, p: ClientPrincipal) {
+export async function listCelulares(core: Pick<Core, 'store'>, p: ClientPrincipal) {
   const rows = await core.store.listCelulares(p.cliente.id);
   return { cliente_id: p.cliente.id, total: rows.length, celulares: rows.map(celularView) };
 }
@@ -47,7 +47,13 @@ function cleanNombre(nombre: string | null | undefined): string | null {
  * first linked (connect creates it), without the token, which only this call
  * knows in clear.
  */
-async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nombre: string | null, onGatewayError: (err: unknown) => void) {
+async function insertCelular(
+  core: Pick<Core, 'store' | 'gateway' | 'clock'>,
+  p: ClientPrincipal,
+  numero: string,
+  nombre: string | null,
+  onGatewayError: (err: unknown) => void,
+) {
   const gatewayToken = newGatewayToken();
   const secret = newSecret();
   const now = core.clock.now();
@@ -89,7 +95,7 @@ async function insertCelular(core: Core, p: ClientPrincipal, numero: string, nom
 
 /** Creates a line (estado `desconectado`); its key and gateway token are returned once. */
 export async function createCelular(
-  core: Core,
+  core: Pick<Core, 'store' | 'gateway' | 'clock'>,
   p: ClientPrincipal,
   input: { numero: string; nombre_interno?: string | null },
   onGatewayError: (err: unknown) => void = () => undefined,
@@ -117,7 +123,7 @@ function normHora(h: string): string {
   return h.length === 8 && h.endsWith(':00') ? h.slice(0, 5) : h;
 }
 
-export async function editCelular(core: Core, p: ClientPrincipal, id: number, edit: CelularEdit) {
+export async function editCelular(core: Pick<Core, 'store' | 'clock' | 'signals'>, p: ClientPrincipal, id: number, edit: CelularEdit) {
   const celular = await celularInScope(core, p, id);
   requireActiveClient(p);
   if (edit.estado !== undefined) requireClientKey(p, 'changing estado');
@@ -162,7 +168,12 @@ export async function editCelular(core: Core, p: ClientPrincipal, id: number, ed
 }
 
 /** Hard delete with an audit record; the gateway instance goes too (best effort, logged). */
-export async function deleteCelular(core: Core, p: ClientPrincipal, id: number, onGatewayError: (err: unknown) => void) {
+export async function deleteCelular(
+  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'signals'>,
+  p: ClientPrincipal,
+  id: number,
+  onGatewayError: (err: unknown) => void,
+) {
   const celular = await celularInScope(core, p, id);
   requireClientKey(p, 'deleting a celular');
   const deleted = await core.store.deleteCelular(
@@ -199,7 +210,8 @@ export function gatewayError(err: unknown): never {
   fail('GATEWAY_ERROR', `gateway: ${msg}`);
 }
 
-const sessionLocks = new WeakMap<Core, Promise<unknown>>();
+// Keyed by the Core object itself (one lock chain per Core); typed `object` so callers may pass a Pick of it.
+const sessionLocks = new WeakMap<object, Promise<unknown>>();
 
 /** Compare-and-set rounds before giving up on a line other writers keep changing (each lost round is one of theirs applied). */
 const SESSION_CAS_ROUNDS = 20;
@@ -218,7 +230,12 @@ const SESSION_CAS_ROUNDS = 20;
  * serialised, so a status reported both by the gateway's event and by the
  * call that caused it is published once.
  */
-export function applySessionStatus(core: Core, celularId: number, status: SessionStatus, at?: number): Promise<CelularRow | null> {
+export function applySessionStatus(
+  core: Pick<Core, 'store' | 'clock' | 'bus' | 'signals'>,
+  celularId: number,
+  status: SessionStatus,
+  at?: number,
+): Promise<CelularRow | null> {
   const seen = at ?? core.clock.now();
   const run = async (): Promise<CelularRow | null> => {
     for (let round = 0; ; round++) {
@@ -271,7 +288,7 @@ export function instanceName(celular: Pick<CelularRow, 'id'>): string {
 }
 
 /** Lines made before instances were named at creation get their name on first link. */
-async function withInstance(core: Core, celular: CelularRow): Promise<CelularRow & { gateway_instancia: string }> {
+async function withInstance(core: Pick<Core, 'store' | 'clock' | 'signals'>, celular: CelularRow): Promise<CelularRow & { gateway_instancia: string }> {
   if (celular.gateway_instancia) return celular as CelularRow & { gateway_instancia: string };
   const row = (await core.store.updateCelular(celular.id, { gateway_instancia: instanceName(celular) }, core.clock.now())) as CelularRow & {
     gateway_instancia: string;
@@ -282,7 +299,7 @@ async function withInstance(core: Core, celular: CelularRow): Promise<CelularRow
 
 export type LinkMethod = 'qr' | 'codigo';
 
-async function linkStart(core: Core, celular: CelularRow, method: LinkMethod) {
+async function linkStart(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, celular: CelularRow, method: LinkMethod) {
   const c = await withInstance(core, celular);
   const at = core.clock.now();
   const res =
@@ -293,20 +310,20 @@ async function linkStart(core: Core, celular: CelularRow, method: LinkMethod) {
   return { celular_id: row.id, gateway_instancia: c.gateway_instancia, ...res, estado: row.estado };
 }
 
-export async function celularQr(core: Core, p: ClientPrincipal, id: number) {
+export async function celularQr(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, p: ClientPrincipal, id: number) {
   const celular = await celularInScope(core, p, id);
   requireActiveClient(p);
   return linkStart(core, celular, 'qr');
 }
 
 /** Pairing code for the line's own number: the alternative to scanning a QR. */
-export async function celularCodigo(core: Core, p: ClientPrincipal, id: number) {
+export async function celularCodigo(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, p: ClientPrincipal, id: number) {
   const celular = await celularInScope(core, p, id);
   requireActiveClient(p);
   return linkStart(core, celular, 'codigo');
 }
 
-export async function celularStatus(core: Core, p: ClientPrincipal, id: number) {
+export async function celularStatus(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, p: ClientPrincipal, id: number) {
   let celular = await celularInScope(core, p, id);
   let refreshed = false;
   let status: string = celular.last_status ?? 'unknown';
@@ -336,7 +353,7 @@ export async function celularStatus(core: Core, p: ClientPrincipal, id: number) 
  * and starts QR linking. Client key only.
  */
 export async function vincular(
-  core: Core,
+  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>,
   p: ClientPrincipal,
   input: { numero: string; nombre?: string | null },
   method: LinkMethod,
@@ -370,7 +387,7 @@ export async function vincular(
 }
 
 /** Operator: sets a legacy token, or makes one when none is given. Returned so the operator can hand it over. */
-export async function setLegacyToken(core: Core, celularId: number, token?: string) {
+export async function setLegacyToken(core: Pick<Core, 'store' | 'clock' | 'signals'>, celularId: number, token?: string) {
   const celular = (await core.store.getCelular(celularId)) ?? fail('CELULAR_NOT_FOUND', `celular ${celularId} not found`);
   const value = token ?? newGatewayToken();
   if (!LEGACY_TOKEN_RE.test(value)) fail('INVALID_PARAMS', 'token must be 16 to 128 printable ASCII characters without spaces');
@@ -397,7 +414,7 @@ export async function setLegacyToken(core: Core, celularId: number, token?: stri
 }
 
 /** Operator: issues a new celular key; the old one stops working at once. */
-export async function rotateCelularKey(core: Core, celularId: number) {
+export async function rotateCelularKey(core: Pick<Core, 'store' | 'clock' | 'signals'>, celularId: number) {
   const celular = (await core.store.getCelular(celularId)) ?? fail('CELULAR_NOT_FOUND', `celular ${celularId} not found`);
   const secret = newSecret();
   const now = core.clock.now();

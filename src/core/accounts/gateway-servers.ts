@@ -88,28 +88,28 @@ export function gatewayServerView(s: GatewayServerRow, lineas: number) {
 }
 
 /** The deployment's kind; the simulator has no servers. */
-function serversKind(core: Core): string {
+function serversKind(core: Pick<Core, 'gateway'>): string {
   if (core.gateway.simulated || !core.gateway.onServer) {
     fail('INVALID_PARAMS', `this server runs --gateway ${core.gateway.name}: gateway servers are for evolution or waha`);
   }
   return core.gateway.name;
 }
 
-async function serverNamed(core: Core, nombre: string): Promise<GatewayServerRow> {
+async function serverNamed(core: Pick<Core, 'store'>, nombre: string): Promise<GatewayServerRow> {
   return (await core.store.getGatewayServerByNombre(nombre)) ?? fail('GATEWAY_SERVER_NOT_FOUND', `no gateway server named "${nombre}"`);
 }
 
-async function loadOf(core: Core, id: number): Promise<number> {
+async function loadOf(core: Pick<Core, 'store'>, id: number): Promise<number> {
   return (await core.store.listGatewayServers()).find((s) => s.id === id)?.lineas ?? 0;
 }
 
-export async function listGatewayServers(core: Core) {
+export async function listGatewayServers(core: Pick<Core, 'store' | 'gateway'>) {
   const servers = await core.store.listGatewayServers();
   return { tipo: core.gateway.name, total: servers.length, servidores: servers.map((s) => gatewayServerView(s, s.lineas)) };
 }
 
 /** The lines a server holds, in id order, at most `limit` (with one more read to say whether there are others). */
-export async function serverLines(core: Core, servidorId: number, limit: number) {
+export async function serverLines(core: Pick<Core, 'store'>, servidorId: number, limit: number) {
   const rows = await core.store.celularesOnServer(servidorId, limit + 1);
   return {
     celulares: rows
@@ -141,7 +141,7 @@ export interface NewServerInput {
   max_lineas?: number | null;
 }
 
-export async function addGatewayServer(core: Core, input: NewServerInput) {
+export async function addGatewayServer(core: Pick<Core, 'store' | 'gateway' | 'clock'>, input: NewServerInput) {
   const kind = serversKind(core);
   if (!new RegExp(SERVER_NAME_PATTERN).test(input.nombre))
     fail('INVALID_PARAMS', 'nombre: 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit');
@@ -171,7 +171,7 @@ export async function addGatewayServer(core: Core, input: NewServerInput) {
 }
 
 /** `drenando`: the server keeps its lines and takes no new ones; `activo` again takes them. */
-export async function setGatewayServerEstado(core: Core, nombre: string, estado: GatewayServerEstado) {
+export async function setGatewayServerEstado(core: Pick<Core, 'store' | 'clock'>, nombre: string, estado: GatewayServerEstado) {
   const s = await serverNamed(core, nombre);
   const now = core.clock.now();
   const row = (await core.store.setGatewayServerEstado(s.id, estado, now)) ?? s;
@@ -196,7 +196,7 @@ export async function setGatewayServerEstado(core: Core, nombre: string, estado:
  * deleted on the old one (best effort: a dead server is a reason to move), the
  * line is given to the new one and is `logged_out` there until linked again.
  */
-export async function moveCelular(core: Core, celularId: number, nombre: string) {
+export async function moveCelular(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, celularId: number, nombre: string) {
   serversKind(core);
   const celular = (await core.store.getCelular(celularId)) ?? fail('CELULAR_NOT_FOUND', `celular ${celularId} not found`);
   const to = await serverNamed(core, nombre);

@@ -41,7 +41,7 @@ export class LineHealth {
   restarted = 0;
 
   constructor(
-    private readonly core: Core,
+    private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>,
     private readonly node: NodePresence,
     private readonly opts: { intervalMs: number; concurrency: number; onError: (err: unknown, instancia?: string) => void },
   ) {}

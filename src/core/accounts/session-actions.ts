@@ -24,7 +24,7 @@ export function hasSession(c: Pick<CelularRow, 'gateway_instancia' | 'vinculado'
 }
 
 /** The line a session action may touch: in the caller's scope, of an active client, not suspended, with a session. */
-async function sessionLine(core: Core, p: Principal, id: number): Promise<CelularRow & { gateway_instancia: string }> {
+async function sessionLine(core: Pick<Core, 'store'>, p: Principal, id: number): Promise<CelularRow & { gateway_instancia: string }> {
   let c: CelularRow;
   if (p.kind === 'operator') {
     c = (await core.store.getCelular(id)) ?? fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
@@ -60,7 +60,7 @@ function sessionAnswer(row: CelularRow) {
 const before = (c: CelularRow) => ({ status: c.last_status, estado: c.estado });
 
 /** Logs the line's session out at its gateway: `logged_out`, `desconectado`, unlinked; linking again needs a new scan. */
-export async function logoutCelular(core: Core, p: Principal, id: number) {
+export async function logoutCelular(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, p: Principal, id: number) {
   const c = await sessionLine(core, p, id);
   const at = core.clock.now();
   await core.gateway.logout(c.gateway_instancia).catch(gatewayError);
@@ -85,7 +85,7 @@ export async function logoutCelular(core: Core, p: Principal, id: number) {
  * now, and connected again by the gateway's events. A gateway that turns out
  * to hold no session records that (`logged_out`) and answers NO_SESSION.
  */
-export async function restartCelular(core: Core, p: Principal, id: number) {
+export async function restartCelular(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, p: Principal, id: number) {
   const c = await sessionLine(core, p, id);
   const at = core.clock.now();
   const status = await core.gateway.restart(c.gateway_instancia).catch(gatewayError);
@@ -111,9 +111,10 @@ export const PROFILE_TTL_MS = 60_000;
 /** Lines whose profile one node keeps at most (the oldest reads are dropped first). */
 const PROFILE_CACHE_MAX = 10_000;
 type ProfileCache = Map<number, { until: number; perfil: SessionProfile | null }>;
-const profiles = new WeakMap<Core, ProfileCache>();
+// Keyed by the Core object itself (one cache per Core); typed `object` so callers may pass a Pick of it.
+const profiles = new WeakMap<object, ProfileCache>();
 
-function forgetProfile(core: Core, id: number): void {
+function forgetProfile(core: object, id: number): void {
   profiles.get(core)?.delete(id);
 }
 
@@ -122,7 +123,10 @@ function forgetProfile(core: Core, id: number): void {
  * otherwise, or when the gateway cannot tell or be reached (a read never
  * fails for it). Kept PROFILE_TTL_MS per line on this node.
  */
-export async function lineProfile(core: Core, c: Pick<CelularRow, 'id' | 'gateway_instancia' | 'last_status'>): Promise<SessionProfile | null> {
+export async function lineProfile(
+  core: Pick<Core, 'gateway' | 'clock'>,
+  c: Pick<CelularRow, 'id' | 'gateway_instancia' | 'last_status'>,
+): Promise<SessionProfile | null> {
   if (c.gateway_instancia === null || c.last_status !== 'connected') return null;
   let cache = profiles.get(core);
   if (!cache) profiles.set(core, (cache = new Map() as ProfileCache));
@@ -137,13 +141,13 @@ export async function lineProfile(core: Core, c: Pick<CelularRow, 'id' | 'gatewa
 }
 
 /** One line as `/api/celular.php` answers it: the line and its phone's profile. */
-export async function showCelularWithProfile(core: Core, p: ClientPrincipal, id: number) {
+export async function showCelularWithProfile(core: Pick<Core, 'store' | 'gateway' | 'clock'>, p: ClientPrincipal, id: number) {
   const row = await celularInScope(core, p, id);
   return { celular: celularView(row), perfil: await lineProfile(core, row) };
 }
 
 /** The session status refreshed from the gateway (celularStatus), the phone's profile when it is connected, and the engine node holding it. */
-export async function celularStatusWithProfile(core: Core, p: ClientPrincipal, id: number) {
+export async function celularStatusWithProfile(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, p: ClientPrincipal, id: number) {
   const st = await celularStatus(core, p, id);
   const instancia = st.gateway_instancia || null;
   const [perfil, motor] = await Promise.all([

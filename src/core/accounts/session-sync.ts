@@ -21,7 +21,10 @@ import type { SessionStatus } from '../ports/model.js';
  * HTTP-fed adapter answers its gateway only then (a crash before that makes
  * the gateway deliver again, and the key drops the repeat).
  */
-export function syncGatewayEvents(core: Core, onError: (err: unknown) => void): { idle(): Promise<void> } {
+export function syncGatewayEvents(
+  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals' | 'lines'>,
+  onError: (err: unknown) => void,
+): { idle(): Promise<void> } {
   let chain: Promise<void> = Promise.resolve();
   const handle = async (raw: GatewayEvent): Promise<void> => {
     // Third parties' text follows the exact-text rule for gateway text (core/sending/exact-text.ts): kept, never stored ill-formed.

@@ -195,7 +195,7 @@ function cursor(name: string, v: number | undefined, min: number): number | unde
  * (records are stamped as they are written, so id order is time order), and
  * a page is an id range of one index: its cost does not grow with the trail.
  */
-export async function listAuditoria(core: Core, q: AuditQuery): Promise<AuditPage> {
+export async function listAuditoria(core: Pick<Core, 'store' | 'config'>, q: AuditQuery): Promise<AuditPage> {
   const limit = q.limit ?? LIST_LIMITS.auditoria.default;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > LIST_LIMITS.auditoria.max)
     fail('INVALID_PARAMS', `limit: a whole number from 1 to ${LIST_LIMITS.auditoria.max} is required`);

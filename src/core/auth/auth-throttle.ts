@@ -41,13 +41,13 @@ function keys(realm: Realm, ip: string, fp: string) {
   return { pair: `authfail:${realm}:${ip}:${fp}`, address: `authfail:${realm}:${ip}`, proven: `authok:${realm}:${ip}:${fp}` };
 }
 
-function throttled(core: Core, resetAt: number, what: string): never {
+function throttled(core: Pick<Core, 'clock'>, resetAt: number, what: string): never {
   const retryAfter = Math.max(1, Math.ceil((resetAt - core.clock.now()) / 1000));
   fail('AUTH_THROTTLED', `too many failed authentications ${what}; retry in ${retryAfter} s`, { retryAfter });
 }
 
 /** 429 when this credential, or (for an unproven one) this address, is over its limit. */
-export async function checkThrottle(core: Core, realm: Realm, ip: string, fp: string): Promise<void> {
+export async function checkThrottle(core: Pick<Core, 'counters' | 'clock' | 'config'>, realm: Realm, ip: string, fp: string): Promise<void> {
   const k = keys(realm, ip, fp);
   const max = core.config.authMaxFailures;
   const [pair, address] = await Promise.all([core.counters.get(k.pair), core.counters.get(k.address)]);
@@ -57,13 +57,13 @@ export async function checkThrottle(core: Core, realm: Realm, ip: string, fp: st
   }
 }
 
-export async function recordFailure(core: Core, realm: Realm, ip: string, fp: string): Promise<void> {
+export async function recordFailure(core: Pick<Core, 'counters' | 'config'>, realm: Realm, ip: string, fp: string): Promise<void> {
   const k = keys(realm, ip, fp);
   const w = core.config.authWindowMs;
   await Promise.all([core.counters.incr(k.pair, w), core.counters.incr(k.address, w)]);
 }
 
 /** Marks the credential as proven from this address (what lets it through a spray). */
-export async function recordSuccess(core: Core, realm: Realm, ip: string, fp: string): Promise<void> {
+export async function recordSuccess(core: Pick<Core, 'counters'>, realm: Realm, ip: string, fp: string): Promise<void> {
   await core.counters.incr(keys(realm, ip, fp).proven, PROVEN_MS);
 }

@@ -22,7 +22,7 @@ export type ClientPrincipal = Exclude<Principal, { kind: 'operator' }>;
  * credential's hash (core/auth/credential-cache.ts); a hit is still checked
  * against the cached row's hash, and failures are never cached.
  */
-async function resolveOne(core: Core, raw: string): Promise<ClientPrincipal | null> {
+async function resolveOne(core: Pick<Core, 'store' | 'credentials'>, raw: string): Promise<ClientPrincipal | null> {
   const keyHash = hashSecret(raw);
   const cached = core.credentials.get(keyHash);
   if (cached) return stillMatches(cached, raw, keyHash) ? cached : null;
@@ -41,7 +41,7 @@ function stillMatches(p: ClientPrincipal, raw: string, hash: string): boolean {
   return p.via === 'gateway_token' ? p.celular.gateway_token_hash === hash : p.via === 'legacy_token' && p.celular.legacy_token_hash === hash;
 }
 
-async function lookupOne(core: Core, raw: string): Promise<ClientPrincipal | null> {
+async function lookupOne(core: Pick<Core, 'store'>, raw: string): Promise<ClientPrincipal | null> {
   const parsed = parseKey(raw);
   if (parsed.kind === 'client') {
     const cliente = await core.store.getCliente(parsed.id);
@@ -68,7 +68,11 @@ async function lookupOne(core: Core, raw: string): Promise<ClientPrincipal | nul
  * query `key`). Several keys must be the same key, or a client key plus one of
  * that client's celular keys (the celular then names the line).
  */
-export async function authenticateClient(core: Core, presented: Array<string | undefined>, ip: string): Promise<ClientPrincipal> {
+export async function authenticateClient(
+  core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'>,
+  presented: Array<string | undefined>,
+  ip: string,
+): Promise<ClientPrincipal> {
   const keys = [...new Set(presented.filter((k): k is string => typeof k === 'string' && k.trim() !== '').map((k) => k.trim()))];
   if (keys.length === 0) fail('UNAUTHORIZED', 'missing credential: send Authorization: Bearer <key> or the key field');
   const fp = fingerprint(keys);
@@ -83,7 +87,7 @@ export async function authenticateClient(core: Core, presented: Array<string | u
 }
 
 /** The principal the keys name together, or why they do not. */
-async function resolveAll(core: Core, keys: string[]): Promise<ClientPrincipal | string> {
+async function resolveAll(core: Pick<Core, 'store' | 'credentials'>, keys: string[]): Promise<ClientPrincipal | string> {
   const principals: ClientPrincipal[] = [];
   for (const k of keys) {
     const p = await resolveOne(core, k);
@@ -101,7 +105,7 @@ async function resolveAll(core: Core, keys: string[]): Promise<ClientPrincipal |
 }
 
 /** Operator failures are counted apart from clients': a client's stale key never locks the operator out. */
-export async function authenticateOperator(core: Core, presented: string | undefined, ip: string): Promise<void> {
+export async function authenticateOperator(core: Pick<Core, 'counters' | 'clock' | 'config'>, presented: string | undefined, ip: string): Promise<void> {
   if (!presented) fail('UNAUTHORIZED', 'missing operator token: send Authorization: Bearer <token>');
   const fp = fingerprint([presented]);
   await checkThrottle(core, 'operator', ip, fp);
@@ -125,7 +129,7 @@ export function requireActiveClient(p: ClientPrincipal): void {
  * Loads a celular the principal may act on. Another client's celular is 404
  * (never leak that an id exists); a sibling line seen with a celular key is 403.
  */
-export async function celularInScope(core: Core, p: ClientPrincipal, id: number): Promise<CelularRow> {
+export async function celularInScope(core: Pick<Core, 'store'>, p: ClientPrincipal, id: number): Promise<CelularRow> {
   const celular = await core.store.getCelular(id);
   if (!celular || celular.cliente_id !== p.cliente.id) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
   if (p.kind === 'celular' && p.celular.id !== celular.id) {

@@ -7,6 +7,6 @@ import { CREDENTIALS_CHANNEL, targetPayload, type CredentialTarget } from './cre
  * line's existence): this node drops it at once, the others when the signal
  * arrives (within the TTL if it never does).
  */
-export function invalidateCredentials(core: Core, target: CredentialTarget): Promise<void> {
+export function invalidateCredentials(core: Pick<Core, 'signals'>, target: CredentialTarget): Promise<void> {
   return core.signals.publish(CREDENTIALS_CHANNEL, targetPayload(target));
 }

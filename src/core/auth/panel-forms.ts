@@ -31,12 +31,12 @@ export const isFormToken = (t: unknown): t is string => typeof t === 'string' &&
 const keyOf = (sessionId: string, token: string): string => hashSecret(`${sessionId}:${token}`);
 
 /** Claims the token: null when this POST is the first (it acts), else what the first did (its `to`, or null while in flight). */
-export async function claimFormToken(core: Core, sessionId: string, token: string): Promise<FormUse | null> {
+export async function claimFormToken(core: Pick<Core, 'store' | 'clock'>, sessionId: string, token: string): Promise<FormUse | null> {
   return core.store.kvClaim<FormUse>(PANEL_FORM.namespace, keyOf(sessionId, token), { to: null }, core.clock.now() + PANEL_FORM.keepMs);
 }
 
 /** The first POST's answer: a redirect is kept for the repeats; anything else frees the token (nothing was done). */
-export async function settleFormToken(core: Core, sessionId: string, token: string, to: string | null): Promise<void> {
+export async function settleFormToken(core: Pick<Core, 'store' | 'clock'>, sessionId: string, token: string, to: string | null): Promise<void> {
   const key = keyOf(sessionId, token);
   if (to === null) await core.store.kvDelete(PANEL_FORM.namespace, key);
   else await core.store.kvSet<FormUse>(PANEL_FORM.namespace, key, { to }, core.clock.now() + PANEL_FORM.keepMs);

@@ -60,7 +60,7 @@ const storeKey = (id: string): string => hashSecret(id);
 const expiryOf = (s: PanelSession): number => Math.min(s.seenAt + PANEL_SESSION.idleMs, s.createdAt + PANEL_SESSION.absoluteMs);
 /** The row is kept past the session's end, so a request after it learns why. */
 const rowExpiry = (s: PanelSession): number => expiryOf(s) + PANEL_SESSION.endedKeepMs;
-const endSession = (core: Core, key: string, why: SessionEnd): Promise<void> =>
+const endSession = (core: Pick<Core, 'store' | 'clock'>, key: string, why: SessionEnd): Promise<void> =>
   core.store.kvSet<EndedSession>(PANEL_SESSION.namespace, key, { ended: why }, core.clock.now() + PANEL_SESSION.endedKeepMs);
 
 /**
@@ -68,7 +68,11 @@ const endSession = (core: Core, key: string, why: SessionEnd): Promise<void> =>
  * key or a line's gateway or legacy token. The API's authentication and its
  * throttle decide; a refusal throws the API's error (401, 429).
  */
-export async function signIn(core: Core, raw: string, ip: string): Promise<{ id: string; session: PanelSession }> {
+export async function signIn(
+  core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'>,
+  raw: string,
+  ip: string,
+): Promise<{ id: string; session: PanelSession }> {
   const credential = raw.trim();
   const now = core.clock.now();
   const base = { csrf: randomBytes(24).toString('base64url'), createdAt: now, seenAt: now };
@@ -110,7 +114,7 @@ export type Resumed = { session: PanelSession; principal: Principal };
  * keeps only the reason); null when the id is unknown. Moves the idle
  * deadline forward at most once a minute.
  */
-export async function resumeOrEnded(core: Core, id: string): Promise<Resumed | EndedSession | null> {
+export async function resumeOrEnded(core: Pick<Core, 'store' | 'clock' | 'config'>, id: string): Promise<Resumed | EndedSession | null> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(id)) return null;
   const key = storeKey(id);
   const row = await core.store.kvGet<PanelSession | EndedSession>(PANEL_SESSION.namespace, key);
@@ -136,12 +140,12 @@ export async function resumeOrEnded(core: Core, id: string): Promise<Resumed | E
 }
 
 /** The session and who it acts as now, or null (unknown or ended). */
-export async function resumeSession(core: Core, id: string): Promise<Resumed | null> {
+export async function resumeSession(core: Pick<Core, 'store' | 'clock' | 'config'>, id: string): Promise<Resumed | null> {
   const r = await resumeOrEnded(core, id);
   return r && 'session' in r ? r : null;
 }
 
-async function principalOf(core: Core, s: PanelSession): Promise<Principal | null> {
+async function principalOf(core: Pick<Core, 'store' | 'config'>, s: PanelSession): Promise<Principal | null> {
   if (s.role === 'operator') return sameHash(core.config.adminTokenHash, s.credential) ? { kind: 'operator' } : null;
   const cliente = s.clienteId === undefined ? null : await core.store.getCliente(s.clienteId);
   if (!cliente) return null;
@@ -158,7 +162,7 @@ async function principalOf(core: Core, s: PanelSession): Promise<Principal | nul
  * deadline: a page left open on a stream is no sign of someone at it, so an
  * unattended monitor ends when the session would have.
  */
-export async function sessionHolds(core: Core, id: string): Promise<boolean> {
+export async function sessionHolds(core: Pick<Core, 'store' | 'clock' | 'config'>, id: string): Promise<boolean> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(id)) return false;
   const session = await core.store.kvGet<PanelSession | EndedSession>(PANEL_SESSION.namespace, storeKey(id));
   // A row that only says why the session ended (signed out, key rotated) holds nothing.
@@ -171,7 +175,12 @@ export async function sessionHolds(core: Core, id: string): Promise<boolean> {
  * first look (every `everyMs`) that finds it no longer holding. Returns the
  * stop of the watch (the response ended first).
  */
-export function watchSession(core: Core, id: string, end: () => void, everyMs: number = PANEL_SESSION.streamCheckMs): () => void {
+export function watchSession(
+  core: Pick<Core, 'store' | 'clock' | 'config'>,
+  id: string,
+  end: () => void,
+  everyMs: number = PANEL_SESSION.streamCheckMs,
+): () => void {
   let stopped = false;
   let looking = false;
   const timer = setInterval(() => {
@@ -200,7 +209,7 @@ export function watchSession(core: Core, id: string, end: () => void, everyMs: n
 }
 
 /** Ends the session: its other tabs learn on their next request that it was signed out. */
-export async function signOut(core: Core, id: string): Promise<void> {
+export async function signOut(core: Pick<Core, 'store' | 'clock'>, id: string): Promise<void> {
   await endSession(core, storeKey(id), 'signed_out');
 }
 

@@ -25,7 +25,7 @@ interface Sealed {
 const sealKey = (sessionId: string, id: string): Buffer => createHmac('sha256', sessionId).update(`shown-once:${id}`).digest();
 
 /** Keeps `value` for one read by this session; returns the id the page's URL carries. */
-export async function stashShownOnce(core: Core, sessionId: string, value: unknown): Promise<string> {
+export async function stashShownOnce(core: Pick<Core, 'store' | 'clock'>, sessionId: string, value: unknown): Promise<string> {
   const id = randomBytes(18).toString('base64url');
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', sealKey(sessionId, id), iv);
@@ -50,7 +50,7 @@ function open<T>(sessionId: string, id: string, s: Sealed): T | null {
  * The value, once: removed as it is read. Null when it was shown already,
  * expired, never existed, or is another session's (left for that session).
  */
-export async function takeShownOnce<T>(core: Core, sessionId: string, id: string): Promise<T | null> {
+export async function takeShownOnce<T>(core: Pick<Core, 'store' | 'clock'>, sessionId: string, id: string): Promise<T | null> {
   if (!/^[A-Za-z0-9_-]{24}$/.test(id)) return null;
   const key = hashSecret(id);
   const peek = await core.store.kvGet<Sealed>(SHOWN_ONCE.namespace, key);

@@ -59,7 +59,7 @@ export interface MovimientosQuery extends ListingQuery {
 }
 
 /** The query as a store filter, or a refusal (400 in words; 403/404 for a line out of scope), as the history's. */
-export async function movimientosFilter(core: Core, p: ClientPrincipal, q: MovimientosQuery): Promise<MovimientoFilter> {
+export async function movimientosFilter(core: Pick<Core, 'store' | 'config'>, p: ClientPrincipal, q: MovimientosQuery): Promise<MovimientoFilter> {
   const { scope } = await listingScope(core, p, q);
   const f: MovimientoFilter = { ...scope };
   if (q.tipo !== undefined) {
@@ -70,7 +70,7 @@ export async function movimientosFilter(core: Core, p: ClientPrincipal, q: Movim
 }
 
 /** One page, newest first; `total` and `total_paginas` are null past MOVIMIENTOS_TOTAL_MAX matching rows. */
-export async function listMovimientos(core: Core, p: ClientPrincipal, q: MovimientosQuery) {
+export async function listMovimientos(core: Pick<Core, 'store' | 'config'>, p: ClientPrincipal, q: MovimientosQuery) {
   const f = await movimientosFilter(core, p, q);
   const { total, rows } = await core.store.listMovimientos({ ...f, totalHasta: MOVIMIENTOS_TOTAL_MAX });
   return {
@@ -90,7 +90,11 @@ export async function listMovimientos(core: Core, p: ClientPrincipal, q: Movimie
  * of any size holds one page. The window is closed when it starts, as the
  * history's export (core/history/historial.ts `exportHistorial`).
  */
-export async function* exportMovimientos(core: Core, p: ClientPrincipal, q: MovimientosQuery): AsyncGenerator<MovimientoView[]> {
+export async function* exportMovimientos(
+  core: Pick<Core, 'store' | 'clock' | 'config'>,
+  p: ClientPrincipal,
+  q: MovimientosQuery,
+): AsyncGenerator<MovimientoView[]> {
   const { page: _p, por_pagina: _pp, ...filters } = q;
   const f = await movimientosFilter(core, p, filters);
   const hasta = Math.min(f.hasta ?? Number.MAX_SAFE_INTEGER, core.clock.now() + 1);
@@ -130,7 +134,7 @@ export function monthOf(now: number, tz: string): string {
  * month is read in the server's zone, like history days; a celular key sees
  * its own line only.
  */
-export async function consumoMes(core: Core, p: ClientPrincipal, mes: string | undefined) {
+export async function consumoMes(core: Pick<Core, 'store' | 'clock' | 'config'>, p: ClientPrincipal, mes: string | undefined) {
   const tz = listingZone(core);
   const month = mes ?? monthOf(core.clock.now(), tz);
   const { desde, hasta } = monthWindow(month, tz);
@@ -150,6 +154,6 @@ export async function consumoMes(core: Core, p: ClientPrincipal, mes: string | u
 }
 
 /** The operator reading one client's money (GET /admin/movimientos): that client's view, every line; 404 for no such client. */
-export async function operatorOver(core: Core, clienteId: number): Promise<ClientPrincipal> {
+export async function operatorOver(core: Pick<Core, 'store'>, clienteId: number): Promise<ClientPrincipal> {
   return { kind: 'client', cliente: await getClienteOrFail(core, clienteId), operador: true };
 }

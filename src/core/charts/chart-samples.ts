@@ -38,7 +38,7 @@ export class ChartSampler {
   private off: (() => void) | undefined;
 
   constructor(
-    private readonly core: Core,
+    private readonly core: Pick<Core, 'store' | 'clock' | 'bus'>,
     private readonly nodo: string,
     private readonly opts: { intervalMs: number; onError: (err: unknown) => void },
   ) {}

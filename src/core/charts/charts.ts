@@ -148,7 +148,7 @@ export interface EstadisticasQuery {
  * (a line's client is its own, and must match a client named with it); a
  * client's session for itself or one of its lines; a line's for itself.
  */
-export async function estadisticas(core: Core, p: Principal, q: EstadisticasQuery): Promise<Estadisticas> {
+export async function estadisticas(core: Pick<Core, 'store' | 'clock'>, p: Principal, q: EstadisticasQuery): Promise<Estadisticas> {
   const rango = q.rango ?? '1h';
   const scope = await scopeOf(core, p, q);
   const now = core.clock.now();
@@ -173,7 +173,7 @@ export async function estadisticas(core: Core, p: Principal, q: EstadisticasQuer
   };
 }
 
-async function scopeOf(core: Core, p: Principal, q: EstadisticasQuery): Promise<ChartScope> {
+async function scopeOf(core: Pick<Core, 'store'>, p: Principal, q: EstadisticasQuery): Promise<ChartScope> {
   if (p.kind !== 'operator') {
     if (q.cliente_id !== undefined && q.cliente_id !== p.cliente.id) fail('CLIENT_NOT_FOUND', `cliente_id ${q.cliente_id}: no such client`);
     const own = p.kind === 'celular' ? p.celular.id : q.celular_id;

@@ -54,7 +54,7 @@ export interface QueuedLine {
  * counter (queueSizes, a primary-key read per line): the cost follows the
  * lines with a queue, never the queue's length or the history.
  */
-async function queuedLines(core: Core, now: number): Promise<Overview['cola_por_linea']> {
+async function queuedLines(core: Pick<Core, 'store'>, now: number): Promise<Overview['cola_por_linea']> {
   const heads = await core.store.queueHeads();
   if (heads.length === 0) return { lineas: 0, mostradas: [] };
   const sizes = new Map((await core.store.queueSizes(heads.map((h) => h.celular_id))).map((r) => [r.celular_id, r.pendientes]));
@@ -69,7 +69,7 @@ async function queuedLines(core: Core, now: number): Promise<Overview['cola_por_
   return { lineas: lines.length, mostradas: lines.slice(0, QUEUED_LINES_SHOWN) };
 }
 
-export async function overview(core: Core): Promise<Overview> {
+export async function overview(core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock'>): Promise<Overview> {
   const now = core.clock.now();
   const s = core.store;
   const [nodes, queue, perLine, outbox, recent, counts, servers, failing, holders] = await Promise.all([

@@ -70,7 +70,7 @@ class EventStream {
   readonly done: Promise<void>;
 
   constructor(
-    private readonly core: Core,
+    private readonly core: Pick<Core, 'store'>,
     readonly scope: StreamScope,
     private cursor: string | null,
     private readonly follow: boolean,
@@ -183,7 +183,7 @@ export class EventStreams {
   private closing = false;
 
   constructor(
-    private readonly core: Core,
+    private readonly core: Pick<Core, 'store' | 'bus'>,
     private readonly timing: StreamTiming = STREAM_TIMING,
   ) {
     for (const kind of WAKE_KINDS) this.unsubscribe.push(core.bus.subscribe(kind, (e) => this.wake(e.cliente_id)));

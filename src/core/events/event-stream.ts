@@ -28,7 +28,7 @@ export interface StreamQuery {
 }
 
 /** The scope a principal's query asks for: a celular key never sees past its own line; another client's line is 404, a sibling 403. */
-export async function streamScope(core: Core, p: ClientPrincipal, q: StreamQuery): Promise<StreamScope> {
+export async function streamScope(core: Pick<Core, 'store'>, p: ClientPrincipal, q: StreamQuery): Promise<StreamScope> {
   let kinds: Set<string> | null = null;
   if (q.eventos !== undefined) {
     const list = q.eventos
@@ -62,7 +62,7 @@ export function inScope(scope: StreamScope, ev: LoggedEvent): boolean {
  * following stream starts at the log's end (what happens from now on); a
  * one-shot read (`seguir=false`) from the oldest kept.
  */
-export async function streamStart(core: Core, scope: StreamScope, lastId: string | undefined, follow: boolean): Promise<string | null> {
+export async function streamStart(core: Pick<Core, 'store'>, scope: StreamScope, lastId: string | undefined, follow: boolean): Promise<string | null> {
   if (lastId !== undefined && lastId !== '') {
     if (!(await core.store.eventKept(scope.clienteId, lastId))) {
       fail('EVENT_NOT_KEPT', `event ${lastId} is not in this client's log (events are kept 72 h): connect without Last-Event-ID and read the state afresh`);

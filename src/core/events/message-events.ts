@@ -3,6 +3,6 @@ import { messageStatusData } from './event-data.js';
 import type { MensajeRow } from '../ports/model.js';
 
 /** Publishes `message.status` (docs/design.md §6) on the in-process bus for one change of a message's estado; the bus adds modo (for metrics). */
-export function publishMessageStatus(core: Core, after: MensajeRow, estadoAnterior: string | null): void {
+export function publishMessageStatus(core: Pick<Core, 'clock' | 'bus'>, after: MensajeRow, estadoAnterior: string | null): void {
   core.bus.publish('message.status', { ...messageStatusData(after, estadoAnterior, core.clock.now()), modo: after.modo });
 }

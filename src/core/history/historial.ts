@@ -272,7 +272,7 @@ function intParam(name: string, value: number | undefined, def: number, min: num
 }
 
 /** The zone a listing's days are read in (and its answer names): the server's, or UTC when that is not a zone. */
-export function listingZone(core: Core): string {
+export function listingZone(core: Pick<Core, 'config'>): string {
   return isZone(core.config.tz) ? core.config.tz : 'UTC';
 }
 
@@ -302,7 +302,11 @@ export interface ListingScope {
  * 403/404 for a line out of the credential's scope). `celular` is the line
  * whose country reads a national number: the credential's, or the one named.
  */
-export async function listingScope(core: Core, p: ClientPrincipal, q: ListingQuery): Promise<{ scope: ListingScope; celular: CelularRow | null }> {
+export async function listingScope(
+  core: Pick<Core, 'store' | 'config'>,
+  p: ClientPrincipal,
+  q: ListingQuery,
+): Promise<{ scope: ListingScope; celular: CelularRow | null }> {
   const page = intParam('page', q.page, 1, 1, Number.MAX_SAFE_INTEGER);
   const porPagina = intParam('por_pagina', q.por_pagina, POR_PAGINA_DEFAULT, 1, POR_PAGINA_MAX);
   if (page > Math.floor(Number.MAX_SAFE_INTEGER / porPagina)) fail('INVALID_PARAMS', 'page: too large');
@@ -331,12 +335,12 @@ export function numeroParam(field: string, value: string, celular: CelularRow | 
 }
 
 /** The page fields of a listing's answer, and the zone its days were read in. */
-export function pageFields(core: Core, f: { page: number; por_pagina: number }, total: number) {
+export function pageFields(core: Pick<Core, 'config'>, f: { page: number; por_pagina: number }, total: number) {
   return { page: f.page, por_pagina: f.por_pagina, total, total_paginas: Math.ceil(total / f.por_pagina), zona_horaria: listingZone(core) };
 }
 
 /** Turns the query of historial_listar into a store filter, or refuses it with 400/403/404. */
-export async function historyFilter(core: Core, p: ClientPrincipal, q: HistorialQuery): Promise<HistoryFilter> {
+export async function historyFilter(core: Pick<Core, 'store' | 'config'>, p: ClientPrincipal, q: HistorialQuery): Promise<HistoryFilter> {
   const { scope, celular } = await listingScope(core, p, q);
   const f: HistoryFilter = { ...scope };
   if (q.estado !== undefined) {
@@ -347,7 +351,7 @@ export async function historyFilter(core: Core, p: ClientPrincipal, q: Historial
   return f;
 }
 
-export async function listHistorial(core: Core, p: ClientPrincipal, q: HistorialQuery) {
+export async function listHistorial(core: Pick<Core, 'store' | 'config'>, p: ClientPrincipal, q: HistorialQuery) {
   const f = await historyFilter(core, p, q);
   const { total, rows } = await core.store.listMensajes(f);
   return { ...pageFields(core, f, total), mensajes: rows.map(mensajeView) };
@@ -360,7 +364,7 @@ export async function listHistorial(core: Core, p: ClientPrincipal, q: Historial
  * the instant the export starts (hasta, if later, is brought down to it), so
  * messages accepted meanwhile do not shift the pages under it.
  */
-export async function* exportHistorial(core: Core, p: ClientPrincipal, q: HistorialQuery): AsyncGenerator<MensajeView[]> {
+export async function* exportHistorial(core: Pick<Core, 'store' | 'clock' | 'config'>, p: ClientPrincipal, q: HistorialQuery): AsyncGenerator<MensajeView[]> {
   const { page: _p, por_pagina: _pp, ...filters } = q;
   const f = await historyFilter(core, p, filters);
   const hasta = Math.min(f.hasta ?? Number.MAX_SAFE_INTEGER, core.clock.now() + 1);

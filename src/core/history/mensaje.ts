@@ -13,12 +13,12 @@ const MSG_ID_MAX = 64;
  * a sibling line's is 403, another client's or an unknown id 404, so an id
  * never tells a stranger that it exists. One primary-key read.
  */
-export async function mensajeById(core: Core, p: ClientPrincipal, msgId: string): Promise<MensajeView> {
+export async function mensajeById(core: Pick<Core, 'store'>, p: ClientPrincipal, msgId: string): Promise<MensajeView> {
   return mensajeView(await mensajeRowById(core, p, msgId));
 }
 
 /** The stored row under the same rules (its story reads more of it). */
-export async function mensajeRowById(core: Core, p: ClientPrincipal, msgId: string): Promise<MensajeRow> {
+export async function mensajeRowById(core: Pick<Core, 'store'>, p: ClientPrincipal, msgId: string): Promise<MensajeRow> {
   const id = msgId.trim();
   if (id.length === 0 || id.length > MSG_ID_MAX) fail('INVALID_PARAMS', `msg_id: the id a send answered (1 to ${MSG_ID_MAX} characters) is required`);
   const m = await core.store.getMensaje(id);

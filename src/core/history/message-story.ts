@@ -112,7 +112,7 @@ function estadoOf(data: string): string | null {
 }
 
 /** One message and its story, under the lookup's rules (core/history/mensaje.ts): the same refusals, then three reads by its id. */
-export async function mensajeStory(core: Core, p: ClientPrincipal, msgId: string): Promise<{ mensaje: MensajeView } & Story> {
+export async function mensajeStory(core: Pick<Core, 'store'>, p: ClientPrincipal, msgId: string): Promise<{ mensaje: MensajeView } & Story> {
   const m = await mensajeRowById(core, p, msgId);
   const [h, entregas] = await Promise.all([
     core.store.mensajeHechos(m.cliente_id, m.msg_id),

@@ -85,14 +85,14 @@ export function recibidoView(r: RecibidoRow) {
 export type RecibidoView = ReturnType<typeof recibidoView>;
 
 /** Turns the query of recibidos_listar into a store filter, or refuses it with 400/403/404. */
-export async function inboxFilter(core: Core, p: ClientPrincipal, q: RecibidosQuery): Promise<InboxFilter> {
+export async function inboxFilter(core: Pick<Core, 'store' | 'config'>, p: ClientPrincipal, q: RecibidosQuery): Promise<InboxFilter> {
   const { scope, celular } = await listingScope(core, p, q);
   const f: InboxFilter = { ...scope };
   if (q.remitente !== undefined) f.de = q.remitente.includes('@') ? q.remitente : numeroParam('remitente', q.remitente, celular);
   return f;
 }
 
-export async function listRecibidos(core: Core, p: ClientPrincipal, q: RecibidosQuery) {
+export async function listRecibidos(core: Pick<Core, 'store' | 'config'>, p: ClientPrincipal, q: RecibidosQuery) {
   const f = await inboxFilter(core, p, q);
   const { total, rows } = await core.store.listRecibidos(f);
   return { ...pageFields(core, f, total), recibidos: rows.map(recibidoView) };
@@ -106,6 +106,9 @@ export const PURGE_BATCH = 1000;
  * recorded more than `retentionMs` before now, oldest first, a batch per
  * statement through the created_at index; `retentionMs` 0 keeps everything.
  */
-export function inboxRetention(core: Core, opts: { retentionMs: number; intervalMs: number; onError: (err: unknown) => void }): Retention {
+export function inboxRetention(
+  core: Pick<Core, 'store' | 'clock'>,
+  opts: { retentionMs: number; intervalMs: number; onError: (err: unknown) => void },
+): Retention {
   return new Retention(core, { ...opts, batch: PURGE_BATCH, purge: (before, limit) => core.store.purgeRecibidos(before, limit) });
 }

@@ -29,7 +29,7 @@ export class Retention {
   private chain: Promise<unknown> = Promise.resolve();
 
   constructor(
-    private readonly core: Core,
+    private readonly core: Pick<Core, 'clock'>,
     private readonly opts: RetentionOptions,
   ) {}
 
@@ -81,7 +81,7 @@ export const KV_EXPIRE_BATCH = 500;
  * one takes the rest). Sign-in alone swept them before, 32 at a time: a
  * panel used by long sessions grew one row per form posted.
  */
-export function kvExpiry(core: Core, opts: { intervalMs: number; onError: (err: unknown) => void }): Retention {
+export function kvExpiry(core: Pick<Core, 'store' | 'clock'>, opts: { intervalMs: number; onError: (err: unknown) => void }): Retention {
   // The rows' own expiry is the bound: "retention" is 1 ms, `before` + 1 is now.
   return new Retention(core, { ...opts, retentionMs: 1, batch: KV_EXPIRE_BATCH, purge: (before, limit) => core.store.kvExpire(before + 1, limit) });
 }

@@ -53,14 +53,18 @@ export interface ColaPage {
 }
 
 /** The lines a listing or cancel covers: the one named (in scope), else every line the credential sees. */
-async function linesOf(core: Core, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow[]> {
+async function linesOf(core: Pick<Core, 'store'>, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow[]> {
   if (celularId !== undefined) return [await celularInScope(core, p, celularId)];
   if (p.kind === 'celular') return [p.celular];
   return core.store.listCelulares(p.cliente.id);
 }
 
 /** One page of the queue in queue order (keyset by `despues`), each message with its estimated due time and reason. */
-export async function listCola(core: Core, p: ClientPrincipal, q: { celular_id?: number; despues?: number; por_pagina?: number }): Promise<ColaPage> {
+export async function listCola(
+  core: Pick<Core, 'store' | 'clock' | 'config'>,
+  p: ClientPrincipal,
+  q: { celular_id?: number; despues?: number; por_pagina?: number },
+): Promise<ColaPage> {
   const porPagina = q.por_pagina ?? COLA_POR_PAGINA;
   if (!Number.isInteger(porPagina) || porPagina < 1 || porPagina > COLA_POR_PAGINA_MAX)
     fail('INVALID_PARAMS', `por_pagina must be 1 to ${COLA_POR_PAGINA_MAX}`);
@@ -152,7 +156,7 @@ function inScope(p: ClientPrincipal, m: MensajeRow | null): m is MensajeRow {
  * is answered `enviando` and left alone. Audited once, with the counts.
  */
 export async function cancelCola(
-  core: Core,
+  core: Pick<Core, 'store' | 'clock' | 'bus'>,
   media: Pick<AcceptedMedia, 'remove'>,
   p: ClientPrincipal,
   q: { msg_ids?: string[]; celular_id?: number; todos?: boolean },
@@ -261,7 +265,13 @@ function retryRequest(m: MensajeRow): SendRequest {
  * One msg_id refused is answered as that refusal; of several, each outcome
  * is listed.
  */
-export async function retryMensajes(core: Core, deps: SendDeps, p: ClientPrincipal, rawIds: string[] | undefined, endpoint: string): Promise<RetryAnswer> {
+export async function retryMensajes(
+  core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'lines'>,
+  deps: SendDeps,
+  p: ClientPrincipal,
+  rawIds: string[] | undefined,
+  endpoint: string,
+): Promise<RetryAnswer> {
   const answer: RetryAnswer = { reintentados: 0, rechazados: 0, resultados: [] };
   const render = (r: { msg_id: string; saldo: number }) => ({ msg_id: r.msg_id, saldo: r.saldo });
   const ids = msgIdsOf(rawIds);

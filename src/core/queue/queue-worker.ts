@@ -74,7 +74,7 @@ export class QueueWorker {
   private readonly giving = new Map<number, Promise<void>>();
 
   constructor(
-    private readonly core: Core,
+    private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'config' | 'random' | 'lines'>,
     private readonly files: Pick<AcceptedMedia, 'open' | 'remove'>,
     private readonly node: NodePresence,
     private readonly opts: {

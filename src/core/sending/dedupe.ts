@@ -48,7 +48,11 @@ const BLOCKS_NS = 'dupe-block';
  * degraded, so a known block holds through one slow command or an outage.
  * Counts meanwhile are per node, as documented.
  */
-export async function checkDuplicate(core: Core, celularId: number, hash: string): Promise<{ count: number; release(): Promise<void> }> {
+export async function checkDuplicate(
+  core: Pick<Core, 'store' | 'counters' | 'clock'>,
+  celularId: number,
+  hash: string,
+): Promise<{ count: number; release(): Promise<void> }> {
   const now = core.clock.now();
   const block = await core.counters.get(blockKey(celularId));
   if (block) blocked(Math.max(1, Math.ceil((block.resetAt - now) / 1000)));

@@ -42,7 +42,7 @@ export interface RecoveryDeps {
 }
 
 /** Resolves every direct send still `pendiente` whose slot ended before `before`. */
-export async function recoverDirect(core: Core, deps: RecoveryDeps, before: number): Promise<RecoveryCounts> {
+export async function recoverDirect(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus'>, deps: RecoveryDeps, before: number): Promise<RecoveryCounts> {
   const counts: RecoveryCounts = { sent: 0, failed: 0, deferred: 0 };
   const skipped = new Set<string>();
   for (;;) {
@@ -61,14 +61,18 @@ export async function recoverDirect(core: Core, deps: RecoveryDeps, before: numb
 }
 
 /** Resolves one stranded direct send now (a repeat of its key that knows its sender is gone: core/sending/send.ts). */
-export async function recoverOne(core: Core, files: Pick<AcceptedMedia, 'remove'>, m: MensajeRow): Promise<'sent' | 'failed'> {
+export async function recoverOne(
+  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus'>,
+  files: Pick<AcceptedMedia, 'remove'>,
+  m: MensajeRow,
+): Promise<'sent' | 'failed'> {
   const outcome = await resolveOne(core, m);
   const file = (JSON.parse(m.payload ?? '{}') as MensajePayload).file;
   if (file) await files.remove(file);
   return outcome;
 }
 
-async function resolveOne(core: Core, m: MensajeRow): Promise<'sent' | 'failed'> {
+async function resolveOne(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus'>, m: MensajeRow): Promise<'sent' | 'failed'> {
   const celular = await core.store.getCelular(m.celular_id);
   const ask = core.gateway.sentMessage?.bind(core.gateway);
   if (ask && celular?.gateway_instancia) {
@@ -84,7 +88,7 @@ async function resolveOne(core: Core, m: MensajeRow): Promise<'sent' | 'failed'>
   return fail(core, m, REASON_UNKNOWN, 'incierto');
 }
 
-async function fail(core: Core, m: MensajeRow, reason: string, clase: ErrorClase): Promise<'failed'> {
+async function fail(core: Pick<Core, 'store' | 'clock' | 'bus'>, m: MensajeRow, reason: string, clase: ErrorClase): Promise<'failed'> {
   const after = await core.store.failMensaje(m.msg_id, reason, clase, core.clock.now());
   if (after) publishMessageStatus(core, after, 'pendiente');
   return 'failed';
@@ -96,7 +100,7 @@ export class DirectRecovery {
   private running: Promise<unknown> | undefined;
 
   constructor(
-    private readonly core: Core,
+    private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'config'>,
     private readonly deps: RecoveryDeps,
     private readonly opts: { intervalMs: number; onError: (err: unknown) => void; onResolved: (c: RecoveryCounts) => void },
   ) {}

@@ -74,7 +74,7 @@ export interface Replayer<Accepted, Result> {
  * Null when the key is free (never used, expired, or released).
  */
 export async function priorAnswer<Accepted, Result>(
-  core: Core,
+  core: Pick<Core, 'store' | 'clock'>,
   row: IdemRow | null,
   huellaNow: string,
   inFlight: ReadonlySet<string>,

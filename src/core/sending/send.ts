@@ -120,7 +120,7 @@ export interface SendDeps {
   node?: Pick<NodePresence, 'info' | 'holderWaitMs'>;
 }
 
-async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow> {
+async function sendingLine(core: Pick<Core, 'store' | 'lines'>, p: ClientPrincipal, celularId: number | undefined): Promise<CelularRow> {
   if (p.kind === 'celular') return celularId === undefined || celularId === p.celular.id ? p.celular : celularInScope(core, p, celularId);
   if (celularId === undefined) fail('INVALID_PARAMS', 'celular_id is required when sending with a client key');
   // Read as a celular key's line is (its principal, D-67): kept ten seconds on a shared store, dropped by any node's change (D-80).
@@ -129,7 +129,13 @@ async function sendingLine(core: Core, p: ClientPrincipal, celularId: number | u
   return celular;
 }
 
-export async function send(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, render: Render): Promise<SendAnswer> {
+export async function send(
+  core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'lines'>,
+  deps: SendDeps,
+  p: ClientPrincipal,
+  req: SendRequest,
+  render: Render,
+): Promise<SendAnswer> {
   // The bytes' reference: the staged file, until a queued message has them kept.
   const bytes = { ref: req.file?.path ?? '' };
   let o: Outcome;
@@ -174,7 +180,14 @@ const KEY_TURN_MS = 60_000;
 /** The holder of this process's turns when it is no node of a store's (a server built without one). */
 const THIS_PROCESS = newMsgId();
 
-async function sendChecked(core: Core, deps: SendDeps, p: ClientPrincipal, req: SendRequest, render: Render, bytes: { ref: string }): Promise<Outcome> {
+async function sendChecked(
+  core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'lines'>,
+  deps: SendDeps,
+  p: ClientPrincipal,
+  req: SendRequest,
+  render: Render,
+  bytes: { ref: string },
+): Promise<Outcome> {
   if (!req.idem) return sendOnce(core, deps, p, req, render, bytes, async () => {});
   // A key's requests take turns from the key's look-up to the acceptance: a concurrent repeat then
   // finds the binding, instead of counting as a duplicate of the first for dedupe. On this node they
@@ -245,7 +258,7 @@ const inProgress = (retryAfter = 1) =>
   `a request with this Idempotency-Key is still being processed; retry in ${retryAfter === 1 ? 'a second' : `${retryAfter} s`} for its answer`;
 
 async function sendOnce(
-  core: Core,
+  core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'lines'>,
   deps: SendDeps,
   p: ClientPrincipal,
   req: SendRequest,
@@ -400,7 +413,7 @@ async function sendOnce(
 const quietly = (p: Promise<void>) => p.catch(() => undefined);
 
 async function sendNow(
-  core: Core,
+  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus'>,
   celular: CelularRow,
   msgId: string,
   tipo: Tipo,

@@ -11,7 +11,7 @@ import type { Metrics } from './metrics.js';
  * Prometheus's text format, not an API answer (docs/metrics.md has it).
  * Installed before the routes, so the hook covers all of them.
  */
-export function installMetrics(app: FastifyInstance, core: Core, metrics: Metrics): void {
+export function installMetrics(app: FastifyInstance, core: Pick<Core, 'counters' | 'clock' | 'config'>, metrics: Metrics): void {
   app.addHook('onResponse', (req, reply, done) => {
     metrics.observeHttp(req.routeOptions.url, req.method, reply.statusCode, reply.elapsedTime / 1000);
     done();

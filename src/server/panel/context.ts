@@ -85,7 +85,7 @@ function pageOf(req: FastifyRequest): string {
  * token, a forged form changes nothing, and its one-use token: a form sent
  * again acts once (D-90).
  */
-export function signedIn(core: Core) {
+export function signedIn(core: Pick<Core, 'store' | 'clock' | 'config'>) {
   return async (req: FastifyRequest, reply: FastifyReply) => {
     const id = req.cookies[SESSION_COOKIE];
     const resumed = id ? await resumeOrEnded(core, id) : null;
@@ -128,7 +128,7 @@ export function signedIn(core: Core) {
  * where its answer sends the browser (a redirect) for the repeats, or frees
  * the token when it redirects nowhere (a refusal re-rendered, a fault).
  */
-export function formSettled(core: Core) {
+export function formSettled(core: Pick<Core, 'store' | 'clock'>) {
   return async (req: FastifyRequest, reply: FastifyReply) => {
     const p = req.panel;
     if (!p?.formToken) return;
@@ -152,7 +152,7 @@ export function requireOperator(req: FastifyRequest): void {
  * celular session of one of its lines (core then limits it to that line), or
  * the operator acting for the client (audited as the operator).
  */
-export async function clientScope(core: Core, req: FastifyRequest, clienteId: number): Promise<ClientPrincipal> {
+export async function clientScope(core: Pick<Core, 'store'>, req: FastifyRequest, clienteId: number): Promise<ClientPrincipal> {
   const p = panelOf(req).principal;
   if (p.kind === 'operator') {
     const cliente = await core.store.getCliente(clienteId);

@@ -118,7 +118,7 @@ export function emptyNote(filters: Record<string, string>, noun: string, none: H
  * page with its error (`page`), not a broken download.
  */
 export function exportRoute<R extends Record<string, unknown>>(
-  core: Core,
+  core: Pick<Core, 'store' | 'clock'>,
   o: {
     name: string;
     fields: ReadonlyArray<keyof R & string>;

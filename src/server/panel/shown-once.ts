@@ -23,7 +23,13 @@ export interface OncePage extends PageInfo {
 }
 
 /** Stashes the page for this session and sends the browser to it; `back` is where the page's "gone" version links to. */
-export async function redirectToOnce(core: Core, req: FastifyRequest, reply: FastifyReply, page: OncePage, back: string): Promise<FastifyReply> {
+export async function redirectToOnce(
+  core: Pick<Core, 'store' | 'clock'>,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  page: OncePage,
+  back: string,
+): Promise<FastifyReply> {
   const id = await stashShownOnce(core, panelOf(req).sessionId, page);
   return redirect(req, reply, `/panel/mostrar/${id}?${new URLSearchParams({ volver: back }).toString()}`);
 }
@@ -33,7 +39,7 @@ export default async function shownOncePages(app: FastifyInstance, { core }: Pan
   app.get<{ Params: { id: string } }>('/mostrar/:id', { preHandler: signedIn(core) }, (req, reply) => sendOnce(core, req, reply));
 }
 
-async function sendOnce(core: Core, req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply): Promise<FastifyReply> {
+async function sendOnce(core: Pick<Core, 'store' | 'clock'>, req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply): Promise<FastifyReply> {
   const page = await takeShownOnce<OncePage>(core, panelOf(req).sessionId, req.params.id);
   const back = panelPath((req.query as Record<string, unknown>).volver) ?? '/panel/';
   if (!page)

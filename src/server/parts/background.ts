@@ -23,7 +23,7 @@ import type { OpenedStore } from './store.js';
 import type { Log, Parts } from './part.js';
 
 /** This node among the store's (core/nodes/node-presence.ts): its heartbeat, and its streams freed when it stops. */
-export async function startNode(parts: Parts, opts: ServeConfig, core: Core, log: Log): Promise<NodePresence> {
+export async function startNode(parts: Parts, opts: ServeConfig, core: Pick<Core, 'store' | 'clock' | 'config'>, log: Log): Promise<NodePresence> {
   return parts.start({
     name: 'node presence',
     start: async () => {

@@ -23,7 +23,7 @@ import type { Log, Part } from './part.js';
  */
 export function recoveryPart(
   opts: ServeConfig,
-  core: Core,
+  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'config'>,
   d: { media: AcceptedMedia; inFlight: Set<string>; shared: boolean },
   log: Log,
 ): Part<DirectRecovery> {
@@ -54,7 +54,7 @@ export function recoveryPart(
  * period; and the kv store's expired rows (form tokens, shown-once pages),
  * bounded per pass, on the event log's period.
  */
-export function retentionPart(opts: ServeConfig, core: Core, log: Log): Part<{ inbox: Retention; events: Retention; kv: Retention }> {
+export function retentionPart(opts: ServeConfig, core: Pick<Core, 'store' | 'clock'>, log: Log): Part<{ inbox: Retention; events: Retention; kv: Retention }> {
   return {
     name: 'retention',
     start: () => {
@@ -92,7 +92,7 @@ export const CHART_SAMPLE_MS = 30_000;
  * queue's depth, written at start and every CHART_SAMPLE_MS, once more at
  * the stop; each pass also removes chart rows past their keeping.
  */
-export function chartsPart(core: Core, node: NodePresence, log: Log): Part<ChartSampler> {
+export function chartsPart(core: Pick<Core, 'store' | 'clock' | 'bus'>, node: NodePresence, log: Log): Part<ChartSampler> {
   return {
     name: 'chart samples',
     start: () => {
@@ -108,7 +108,7 @@ export function chartsPart(core: Core, node: NodePresence, log: Log): Part<Chart
 }
 
 /** The lines' health check: made before the API (which reports it), started once the callback URL is known. */
-export function lineHealth(opts: ServeConfig, core: Core, node: NodePresence, log: Log): LineHealth {
+export function lineHealth(opts: ServeConfig, core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, node: NodePresence, log: Log): LineHealth {
   return new LineHealth(core, node, {
     intervalMs: opts.healthIntervalMs,
     concurrency: opts.healthConcurrency,

@@ -8,7 +8,10 @@ import { clienteSummaryProps, errorResponses, okResponse } from '../schemas/comm
 import { Type, typed } from '../schemas/typed.js';
 
 /** The account endpoints: info, balance, the list of lines. */
-export default async function accountRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function accountRoutes(
+  fastify: FastifyInstance,
+  { core }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'> },
+) {
   const app = typed(fastify);
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];

@@ -22,7 +22,10 @@ export const BACKUP_SCHEMA_HEADER = 'x-pasarela-schema';
  * removes one a crash left). One backup at a time; on PostgreSQL the
  * operator uses pg_dump.
  */
-export default async function adminBackupRoutes(app: FastifyInstance, { core, tmpDir }: { core: Core; tmpDir: string }) {
+export default async function adminBackupRoutes(
+  app: FastifyInstance,
+  { core, tmpDir }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config'>; tmpDir: string },
+) {
   app.addHook('preValidation', operatorAuth(core));
   let running = false;
 

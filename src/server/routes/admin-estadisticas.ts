@@ -17,7 +17,7 @@ const count = { type: 'integer' } as const;
 const nullableInt = { type: 'integer', nullable: true } as const;
 
 /** The charts' figures as JSON (operator token): the same series the panel draws (docs/decisions.md D-100, D-101). */
-export default async function adminEstadisticasRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function adminEstadisticasRoutes(fastify: FastifyInstance, { core }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config'> }) {
   const app = typed(fastify);
   app.addHook('preValidation', operatorAuth(core));
   app.get(API.adminEstadisticas, {

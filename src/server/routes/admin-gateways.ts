@@ -15,7 +15,10 @@ import { errorResponses, okResponse } from '../schemas/common.js';
 import { IdParams, Nullable, Type, typed } from '../schemas/typed.js';
 
 /** The gateway servers lines are spread over, and moving a line between them (operator token). */
-export default async function adminGatewayRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function adminGatewayRoutes(
+  fastify: FastifyInstance,
+  { core }: { core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'signals'> },
+) {
   const app = typed(fastify);
   app.addHook('preValidation', operatorAuth(core));
   const security = [{ operator: [] }];

@@ -12,7 +12,10 @@ import { motorNodoProp } from '../schemas/session.js';
 import { IdParams, Nullable, StringEnum, Type, typed } from '../schemas/typed.js';
 
 /** The operator API (docs/design.md §3): clients, plans, balances, keys. Operator token only. */
-export default async function adminRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function adminRoutes(
+  fastify: FastifyInstance,
+  { core }: { core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'config' | 'signals'> },
+) {
   const app = typed(fastify);
   app.addHook('preValidation', operatorAuth(core));
   const security = [{ operator: [] }];

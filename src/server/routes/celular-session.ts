@@ -24,7 +24,10 @@ const ACTIONS = {
  * the line's own key (`/api/celular_logout.php`, `/api/celular_reiniciar.php`),
  * or the operator (`/admin/celulares/:id/logout`, `/reiniciar`).
  */
-export default async function celularSessionRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function celularSessionRoutes(
+  fastify: FastifyInstance,
+  { core }: { core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'signals' | 'credentials'> },
+) {
   const app = typed(fastify);
   const response = { 200: okResponse(sessionActionProps), ...errorResponses };
   const run = { logout: logoutCelular, reiniciar: restartCelular };

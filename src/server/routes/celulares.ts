@@ -32,7 +32,10 @@ const qrImagenProp = {
 } as const;
 
 /** The celular endpoints, with their hyphenated aliases (docs/design.md §1: older client code uses them). */
-export default async function celularRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function celularRoutes(
+  fastify: FastifyInstance,
+  { core }: { core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'signals' | 'credentials'> },
+) {
   const app = typed(fastify);
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];

@@ -24,7 +24,10 @@ const MOTIVOS = ['enviando', 'desconectado', 'fuera_de_horario', 'reintento', 'c
  * /api/cola_cancelar.php cancels; POST /api/mensaje_reintentar.php retries
  * failed messages. A client key acts on every line, a celular key on its own.
  */
-export default async function colaRoutes(fastify: FastifyInstance, { core, deps }: { core: Core; deps: SendDeps }) {
+export default async function colaRoutes(
+  fastify: FastifyInstance,
+  { core, deps }: { core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'credentials' | 'lines'>; deps: SendDeps },
+) {
   const app = typed(fastify);
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];

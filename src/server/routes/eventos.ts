@@ -12,7 +12,10 @@ import { Flag, Type, typed } from '../schemas/typed.js';
 const BODY_HIGH_WATER = 16 * 1024;
 
 /** GET /api/eventos.php: the client's events as Server-Sent Events (core/events/event-stream.ts, docs/decisions.md D-71). */
-export default async function eventosRoutes(fastify: FastifyInstance, { core, streams }: { core: Core; streams: EventStreams }) {
+export default async function eventosRoutes(
+  fastify: FastifyInstance,
+  { core, streams }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'>; streams: EventStreams },
+) {
   const app = typed(fastify);
   app.get(API.eventos, {
     // A HEAD would open a stream nobody reads.

@@ -16,7 +16,7 @@ const INBOUND_BODY_LIMIT = 5 * 1024 * 1024;
  * 200 only once every event it carried is durable, so a crash in between
  * makes the gateway deliver again instead of losing the event.
  */
-export default async function gatewayInboundRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function gatewayInboundRoutes(fastify: FastifyInstance, { core }: { core: Pick<Core, 'gateway'> }) {
   const app = typed(fastify);
   // The raw bytes are needed to check a body signature (WAHA signs them).
   app.removeAllContentTypeParsers();

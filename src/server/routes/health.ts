@@ -12,7 +12,17 @@ import { errorResponses, okResponse } from '../schemas/common.js';
 /** Liveness and readiness without credentials: the process answers and the database responds. */
 export default async function healthRoutes(
   app: FastifyInstance,
-  { core, health, node, draining }: { core: Core; health?: LineHealth; node?: Pick<NodePresence, 'presentNodes'>; draining?: () => string | null },
+  {
+    core,
+    health,
+    node,
+    draining,
+  }: {
+    core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock'>;
+    health?: LineHealth;
+    node?: Pick<NodePresence, 'presentNodes'>;
+    draining?: () => string | null;
+  },
 ) {
   app.get(API.health, {
     schema: {

@@ -71,7 +71,10 @@ const pasoSchema = {
 } as const;
 
 /** GET /api/historial_listar.php: the message history, newest first; GET /api/mensaje.php: one message by id. */
-export default async function historialRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function historialRoutes(
+  fastify: FastifyInstance,
+  { core }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'> },
+) {
   const app = typed(fastify);
   app.get(API.historial, {
     preValidation: clientAuth(core),

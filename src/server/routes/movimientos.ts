@@ -78,7 +78,7 @@ const DESCRIPTION =
 type Query = MovimientosQuery & { format?: 'json' | 'csv' | 'ndjson'; key?: string; cliente_id?: number };
 
 /** A listing or, with format csv/ndjson, the stream of every page. */
-async function answer(core: Core, p: ClientPrincipal, q: Query, reply: FastifyReply) {
+async function answer(core: Pick<Core, 'store' | 'clock' | 'config'>, p: ClientPrincipal, q: Query, reply: FastifyReply) {
   const { key: _k, format, cliente_id: _c, ...filters } = q;
   if (format !== 'csv' && format !== 'ndjson') return success(await listMovimientos(core, p, filters));
   const pages = exportMovimientos(core, p, filters);
@@ -91,7 +91,10 @@ async function answer(core: Core, p: ClientPrincipal, q: Query, reply: FastifyRe
 }
 
 /** GET /api/movimientos.php, GET /api/consumo.php (client keys), GET /admin/movimientos (operator). */
-export default async function movimientosRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function movimientosRoutes(
+  fastify: FastifyInstance,
+  { core }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'> },
+) {
   const app = typed(fastify);
 
   app.get(API.movimientos, {

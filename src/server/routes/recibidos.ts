@@ -37,7 +37,10 @@ const recibidoSchema = {
 } as const;
 
 /** GET /api/recibidos_listar.php: the inbox, newest first. */
-export default async function recibidosRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function recibidosRoutes(
+  fastify: FastifyInstance,
+  { core }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'> },
+) {
   const app = typed(fastify);
   app.get(API.recibidos, {
     preValidation: clientAuth(core),

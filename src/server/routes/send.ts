@@ -217,7 +217,10 @@ function legacyTipo(tipomime: string | undefined): MediaTipo | undefined {
   return t.startsWith('image/') ? 'imagen' : t.startsWith('audio/') ? 'audio' : t.startsWith('video/') ? 'video' : 'documento';
 }
 
-export default async function sendRoutes(app: FastifyInstance, { core, deps }: { core: Core; deps: SendDeps }) {
+export default async function sendRoutes(
+  app: FastifyInstance,
+  { core, deps }: { core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'credentials' | 'lines'>; deps: SendDeps },
+) {
   const auth = clientAuth(core);
   const handler = (spec: RouteSpec) => async (req: FastifyRequest, reply: FastifyReply) => {
     const b = bodyOf(req);

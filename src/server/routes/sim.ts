@@ -13,7 +13,7 @@ import { Type, typed, type TProperties } from '../schemas/typed.js';
  * Controls of the simulated network (operator token): what a phone or the
  * network would do. Present only with `serve --gateway sim`.
  */
-export default async function simRoutes(fastify: FastifyInstance, { core }: { core: Core }) {
+export default async function simRoutes(fastify: FastifyInstance, { core }: { core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'config'> }) {
   const app = typed(fastify);
   app.addHook('preValidation', operatorAuth(core));
   const sim = (): SimGateway => (core.gateway instanceof SimGateway ? core.gateway : fail('GATEWAY_NOT_SIM', "the simulator is not this server's gateway"));

@@ -27,7 +27,10 @@ const eventosOf = (b: { eventos?: string[] | string }): unknown => b.eventos ?? 
  * observability, and listeners (temporary extra destinations, `webhook
  * listen`). All client-wide: the client key only (core decides).
  */
-export default async function webhookRoutes(fastify: FastifyInstance, { core, dispatcher }: { core: Core; dispatcher: WebhookControl }) {
+export default async function webhookRoutes(
+  fastify: FastifyInstance,
+  { core, dispatcher }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'signals' | 'credentials'>; dispatcher: WebhookControl },
+) {
   const app = typed(fastify);
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];
