@@ -41,7 +41,7 @@ describe("the event log's prune period (eventPruneIntervalMs)", () => {
   });
 
   const start = async (settings: Partial<ServeConfig>) =>
-    retentionPart(completeConfig({ dataDir: dir, ...settings }), { store, clock } as unknown as Core, log).start();
+    retentionPart(completeConfig({ dataDir: dir, ...settings }), { store, clock }, log).start();
   /** An event with nothing to deliver, older than the log keeps: the next pass removes it. */
   const logOld = () =>
     store.logTestEvent({ evento: 'webhook.test', cliente_id: clienteId, celular_id: null, data: {}, fecha: clock.now() - EVENT_RETENTION_MS - 1 }, false);
