@@ -2,7 +2,6 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/core/time/clock.js';
-import type { Core } from '../../src/core/context.js';
 import { EVENT_RETENTION_MS } from '../../src/core/events/event-log.js';
 import type { Store } from '../../src/core/ports/store.js';
 import { completeConfig, type ServeConfig } from '../../src/server/config.js';
@@ -40,8 +39,7 @@ describe("the event log's prune period (eventPruneIntervalMs)", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const start = async (settings: Partial<ServeConfig>) =>
-    retentionPart(completeConfig({ dataDir: dir, ...settings }), { store, clock }, log).start();
+  const start = async (settings: Partial<ServeConfig>) => retentionPart(completeConfig({ dataDir: dir, ...settings }), { store, clock }, log).start();
   /** An event with nothing to deliver, older than the log keeps: the next pass removes it. */
   const logOld = () =>
     store.logTestEvent({ evento: 'webhook.test', cliente_id: clienteId, celular_id: null, data: {}, fecha: clock.now() - EVENT_RETENTION_MS - 1 }, false);
