@@ -138,6 +138,8 @@ describe('fakewa: real Baileys against the fake network', () => {
     const twinDir = join(dir, 'twin');
     cpSync(join(dir, 'line'), twinDir, { recursive: true });
     const closes = line.closes.length;
+    // The older one would reconnect at once and replace the twin in turn: on a loaded machine, before the twin opened.
+    line.holdReconnects(true);
     const twin = await startLine(fake, twinDir, { reconnect: false });
     try {
       await twin.waitOpen();
@@ -145,6 +147,7 @@ describe('fakewa: real Baileys against the fake network', () => {
       expect(fake.maxConcurrent(LINE)).toBe(2);
     } finally {
       await twin.stop();
+      line.holdReconnects(false);
     }
     await until('line back', () => fake.connections(LINE).at(-1)?.closedAt === undefined && line.opened > 0);
   });

@@ -17,6 +17,8 @@ export interface LineClient {
   opened: number;
   waitOpen(count?: number): Promise<void>;
   stop(): Promise<void>;
+  /** While held, a close does not reconnect; released, a reconnect held back goes at once. */
+  holdReconnects(on: boolean): void;
 }
 
 export async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 60_000): Promise<T> {
@@ -55,8 +57,17 @@ export async function startLine(
       void current.end(undefined);
       await new Promise((r) => setTimeout(r, 20));
     },
+    holdReconnects: (on) => {
+      held = on;
+      if (!on && heldBack) {
+        heldBack = false;
+        connect();
+      }
+    },
   };
   let stopped = false;
+  let held = false;
+  let heldBack = false;
   let current: WASocket;
   const connect = (): void => {
     const sock = makeWASocket({
@@ -106,7 +117,10 @@ export async function startLine(
       if (u.connection === 'close') {
         const code = (u.lastDisconnect?.error as { output?: { statusCode?: number } } | undefined)?.output?.statusCode ?? 0;
         client.closes.push(code);
-        if (!stopped && opts.reconnect !== false && code !== 401) setTimeout(connect, 10);
+        if (!stopped && opts.reconnect !== false && code !== 401) {
+          if (held) heldBack = true;
+          else setTimeout(connect, 10);
+        }
       }
     });
   };
