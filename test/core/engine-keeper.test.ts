@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { until } from '../helpers/poll.js';
 import { systemClock } from '../../src/core/time/clock.js';
 import { EngineKeeper, type EngineSockets, type HolderChange } from '../../src/core/engine/engine-keeper.js';
 import { NodePresence } from '../../src/core/nodes/node-presence.js';
@@ -9,11 +10,14 @@ import { leases } from '../../src/store/sqlite/leases.js';
 /** The engine as the keeper sees it: which lines are open here, with their fence. */
 class Sockets implements EngineSockets {
   readonly open = new Map<string, HoldFence>();
+  /** When set, a release waits for it: a socket slow to close. */
+  slowRelease: Promise<void> | null = null;
   async hold(i: string, f: HoldFence) {
     this.open.set(i, f);
   }
   async release(i: string) {
     this.open.delete(i);
+    await this.slowRelease;
   }
   held() {
     return [...this.open.keys()];
@@ -58,7 +62,7 @@ async function keeperOf(instancias: string[], celulares = new Map(instancias.map
       throw err;
     },
   });
-  return { keeper, sockets, changes, node, during: (fn: () => Promise<void>) => (inRead = fn) };
+  return { keeper, sockets, changes, node, store, during: (fn: () => Promise<void>) => (inRead = fn) };
 }
 
 describe('the engine keeper on a store one process serves', () => {
@@ -109,6 +113,31 @@ describe('the engine keeper on a store one process serves', () => {
     expect(k.changes).toEqual([{ instancia: 'pasarela-2', celularId: 2, from: k.node.info.id, to: null, reason: 'stop' }]);
     // Stopped: a take asks nothing of the store.
     expect(await k.keeper.take(['pasarela-1'])).toEqual([]);
+    await k.node.stop();
+  });
+
+  it('a link taking a line while the pass gives it away waits for the give: the line ends held and open, never open with its row freed', async () => {
+    const k = await keeperOf(['pasarela-1', 'pasarela-2']);
+    await k.keeper.start();
+    expect(k.sockets.held()).toHaveLength(2);
+    // A second engine node appears: over its share (1 of 2), this one gives a line away; its socket is slow to close.
+    await k.store.nodeBeat({ id: 'otro', label: 'otro', staleMs: 60_000, marginMs: 60_000, engineUrl: 'http://otro' }, Date.now());
+    let closed!: () => void;
+    k.sockets.slowRelease = new Promise<void>((r) => (closed = r));
+    const pass = k.keeper.pass();
+    await until(() => k.sockets.held().length === 1, { what: 'the give started' });
+    const given = ['pasarela-1', 'pasarela-2'].find((i) => !k.sockets.held().includes(i))!;
+    const link = k.keeper.take([given]);
+    closed();
+    k.sockets.slowRelease = null;
+    await pass;
+    expect(await link).toEqual([given]);
+    const row = (await k.store.holdsAll(Date.now())).find((h) => h.instancia === given)!;
+    expect(row.nodo).toBe(k.node.info.id);
+    expect(k.sockets.held()).toContain(given);
+    // Given and taken back: a new token, as another node's take would have.
+    expect(k.sockets.open.get(given)!.token).toBe(2);
+    await k.keeper.handOver();
     await k.node.stop();
   });
 });
