@@ -11,10 +11,10 @@ const TX = /^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b/i;
 export function countSnapshots(dir, pid) {
   const file = join(dir, `${pid}.jsonl`);
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
+  const lines = readFileSync(file, 'utf8').split('\n');
+  // The last line may be one the node is still writing (no newline yet): read it next time.
+  lines.pop();
+  return lines.filter(Boolean).map((l) => JSON.parse(l));
 }
 
 /** The process clock the snapshots are stamped with (CLOCK_MONOTONIC, microseconds; the same in every process). */
