@@ -10,6 +10,7 @@
 // then the rows that grow most from 1 node to the most nodes.
 //
 //   node bench/nodes-profile.mjs [results.json] [--top 25]
+import { countSnapshots } from './pg-statements.mjs';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,10 +75,7 @@ function profileWindow(path, from, to) {
 function countsWindow(dir, pid, [from, to]) {
   const f = join(dir, `${pid}.jsonl`);
   if (!existsSync(f)) return null;
-  const snaps = readFileSync(f, 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l));
+  const snaps = countSnapshots(dir, pid);
   // The bench signals right after reading its clock: the snapshot is the first one taken at or after that.
   const at = (t) => snaps.find((x) => x.mono_us >= t && x.mono_us - t < 1_000_000);
   const a = at(from);
