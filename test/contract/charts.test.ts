@@ -171,5 +171,21 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.chartCounts(scope, 1, 0, t + 10)).every((r) => r.n > 0)).toBe(true);
       expect(recent).toBeTruthy();
     });
+
+    it('prunes in bounded batches: at most `limit` rows of each kind a call, fewer once nothing is left', async () => {
+      const c = await client(['525500000010']);
+      for (let i = 0; i < 3; i++) await accept(c.clienteId, c.lines[0]!, T0 - 3 * 86_400_000 - i * MIN);
+      const t = Math.floor(T0 / MIN);
+      await ctx.store.writeSamples(
+        [3, 4, 5].map((d) => ({ grano: 1, t: t - d * 1440, nodo: 'a', cola: 1, antiguo_s: 1, ok: 0, fallidas: 0, lat: new Array(10).fill(0) })),
+      );
+      const args = [T0 - 2 * 86_400_000, T0 - 8 * 86_400_000] as const;
+      // Three old minute rows of counts and three of samples: two of each a call, then what is left, then none.
+      expect(await ctx.store.pruneCharts(...args, 2)).toBe(4);
+      expect(await ctx.store.pruneCharts(...args, 2)).toBe(2);
+      expect(await ctx.store.pruneCharts(...args, 2)).toBe(0);
+      const scope = { cliente_id: c.clienteId, celular_id: c.lines[0]! };
+      expect(await ctx.store.chartCounts(scope, 1, 0, t + 10)).toEqual([]);
+    });
   });
 }

@@ -31,6 +31,9 @@ export function addSample(row: Omit<ChartSample, 'grano' | 't' | 'nodo'>, s: Omi
  * rows past their keeping. Nodes never write each other's rows: a chart sums
  * their attempts and takes the largest queue reading.
  */
+/** Rows of each kind one prune statement removes at most. */
+export const PRUNE_BATCH = 2000;
+
 export class ChartSampler {
   private readonly minutes = new Map<number, Attempts>();
   private timer: NodeJS.Timeout | undefined;
@@ -88,7 +91,10 @@ export class ChartSampler {
       for (const [m, a] of taken) this.merge(m, a);
       throw err;
     }
-    await core.store.pruneCharts(now - CHART_MINUTES_KEPT_MS, now - CHART_KEPT_MS);
+    // In bounded batches, each its own short transaction: a long backlog (a store served again after months) never holds
+    // the writers for seconds; a pass ends what it started, yielding between batches.
+    while ((await core.store.pruneCharts(now - CHART_MINUTES_KEPT_MS, now - CHART_KEPT_MS, PRUNE_BATCH)) >= PRUNE_BATCH)
+      await new Promise((r) => setImmediate(r));
   }
 
   private merge(minute: number, a: Attempts): void {

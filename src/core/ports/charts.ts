@@ -48,6 +48,10 @@ export interface ChartsStore {
   writeSamples(samples: ChartSample[]): Promise<void>;
   /** Every node's samples per bucket of `grano` minutes in [desde, hasta), oldest first. */
   chartSamples(grano: number, desde: number, hasta: number): Promise<ChartSampleSum[]>;
-  /** Removes the minute rows (counts and samples) of minutes before `minutesBefore`, and the other rows of buckets before `before` (both ms); how many went. */
-  pruneCharts(minutesBefore: number, before: number): Promise<number>;
+  /**
+   * Removes the minute rows (counts and samples) of minutes before `minutesBefore`, and the other rows of buckets
+   * before `before` (both ms), at most `limit` rows of each kind in one short transaction; how many went. Fewer
+   * than `limit` means nothing is left to prune.
+   */
+  pruneCharts(minutesBefore: number, before: number, limit?: number): Promise<number>;
 }

@@ -29,15 +29,20 @@ export function charts(db: Db): ChartsStore {
     async chartSamples(grano, desde, hasta): Promise<ChartSampleSum[]> {
       return (await db.q<SampleSumRow>(SAMPLES, [grano, desde, hasta])).map(sampleSum);
     },
-    async pruneCharts(minutesBefore, before): Promise<number> {
+    async pruneCharts(minutesBefore, before, limit): Promise<number> {
       const minute = Math.floor(minutesBefore / 60_000);
+      // Each kind at most `limit` rows (NULL: no bound), found by its time index: a long backlog goes over several short statements.
+      const some = (table: string, where: string) => `DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE ${where} LIMIT $4) RETURNING 1`;
       const r = await db.query(
-        `WITH a AS (DELETE FROM conteos_lineas WHERE grano = 1 AND t < $1 RETURNING 1),
-              b AS (DELETE FROM conteos_lineas WHERE grano = 15 AND t < $2 RETURNING 1),
-              h AS (DELETE FROM conteos_horas WHERE hora < $3 RETURNING 1),
-              c AS (DELETE FROM muestras WHERE (grano = 1 AND t < $1) OR (grano = 15 AND t < $2) OR (grano = 60 AND t < $3) RETURNING 1)
-         SELECT (SELECT COUNT(*) FROM a) + (SELECT COUNT(*) FROM b) + (SELECT COUNT(*) FROM h) + (SELECT COUNT(*) FROM c) AS n`,
-        [minute, Math.floor(before / 900_000), Math.floor(before / 3_600_000)],
+        `WITH a AS (${some('conteos_lineas', 'grano = 1 AND t < $1')}),
+              b AS (${some('conteos_lineas', 'grano = 15 AND t < $2')}),
+              h AS (${some('conteos_horas', 'hora < $3')}),
+              c1 AS (${some('muestras', 'grano = 1 AND t < $1')}),
+              c15 AS (${some('muestras', 'grano = 15 AND t < $2')}),
+              c60 AS (${some('muestras', 'grano = 60 AND t < $3')})
+         SELECT (SELECT COUNT(*) FROM a) + (SELECT COUNT(*) FROM b) + (SELECT COUNT(*) FROM h)
+              + (SELECT COUNT(*) FROM c1) + (SELECT COUNT(*) FROM c15) + (SELECT COUNT(*) FROM c60) AS n`,
+        [minute, Math.floor(before / 900_000), Math.floor(before / 3_600_000), limit ?? null],
       );
       return Number(r.rows[0]?.n ?? 0);
     },

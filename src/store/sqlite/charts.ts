@@ -7,6 +7,9 @@ const UPSERT = sampleUpsert('MAX');
 
 /** The charts' rows (migrations 23 and 27, D-100, D-101, D-106): the statements of store/chart-sql.ts. */
 
+/** No bound: every row past its keeping at once (the contract's default). */
+const PRUNE_ALL = -1;
+
 export function charts(db: Database.Database): ChartsStore {
   return {
     async chartCounts(scope, grano, desde, hasta): Promise<ChartCount[]> {
@@ -23,15 +26,31 @@ export function charts(db: Database.Database): ChartsStore {
     async chartSamples(grano, desde, hasta): Promise<ChartSampleSum[]> {
       return (stmt(db, SAMPLES_SQL).all(grano, desde, hasta) as SampleSumRow[]).map(sampleSum);
     },
-    pruneCharts(minutesBefore, before): Promise<number> {
+    pruneCharts(minutesBefore, before, limit = PRUNE_ALL): Promise<number> {
       return grouped(db, () =>
         immediate(db, () => {
           const minute = Math.floor(minutesBefore / 60_000);
-          let n = stmt(db, 'DELETE FROM conteos_lineas WHERE grano = 1 AND t < ?').run(minute).changes;
-          n += stmt(db, 'DELETE FROM conteos_lineas WHERE grano = 15 AND t < ?').run(Math.floor(before / 900_000)).changes;
-          n += stmt(db, 'DELETE FROM conteos_horas WHERE hora < ?').run(Math.floor(before / 3_600_000)).changes;
-          n += stmt(db, 'DELETE FROM muestras WHERE grano = 1 AND t < ?').run(minute).changes;
-          for (const g of [15, 60]) n += stmt(db, 'DELETE FROM muestras WHERE grano = ? AND t < ?').run(g, Math.floor(before / (g * 60_000))).changes;
+          const quarter = Math.floor(before / 900_000);
+          const hour = Math.floor(before / 3_600_000);
+          // Each kind at most `limit` rows, found by its time index: a long backlog goes over several short transactions.
+          const lineas = (grano: number, t: number) =>
+            stmt(
+              db,
+              `DELETE FROM conteos_lineas WHERE (celular_id, grano, t, estado) IN
+                 (SELECT celular_id, grano, t, estado FROM conteos_lineas WHERE grano = ? AND t < ? LIMIT ?)`,
+            ).run(grano, t, limit).changes;
+          let n = lineas(1, minute) + lineas(15, quarter);
+          n += stmt(db, 'DELETE FROM conteos_horas WHERE (hora, cliente_id, estado) IN (SELECT hora, cliente_id, estado FROM conteos_horas WHERE hora < ? LIMIT ?)').run(
+            hour,
+            limit,
+          ).changes;
+          for (const [g, t] of [
+            [1, minute],
+            [15, quarter],
+            [60, hour],
+          ] as const)
+            n += stmt(db, 'DELETE FROM muestras WHERE (grano, t, nodo) IN (SELECT grano, t, nodo FROM muestras WHERE grano = ? AND t < ? LIMIT ?)').run(g, t, limit)
+              .changes;
           return n;
         }),
       );
