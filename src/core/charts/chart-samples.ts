@@ -33,6 +33,7 @@ export function addSample(row: Omit<ChartSample, 'grano' | 't' | 'nodo'>, s: Omi
  */
 /** Rows of each kind one prune statement removes at most. */
 export const PRUNE_BATCH = 2000;
+export const PRUNE_BATCHES_PER_PASS = 5;
 
 export class ChartSampler {
   private readonly minutes = new Map<number, Attempts>();
@@ -91,10 +92,13 @@ export class ChartSampler {
       for (const [m, a] of taken) this.merge(m, a);
       throw err;
     }
-    // In bounded batches, each its own short transaction: a long backlog (a store served again after months) never holds
-    // the writers for seconds; a pass ends what it started, yielding between batches.
-    while ((await core.store.pruneCharts(now - CHART_MINUTES_KEPT_MS, now - CHART_KEPT_MS, PRUNE_BATCH)) >= PRUNE_BATCH)
+    // In bounded batches, each its own short transaction, a few a pass: a long backlog (a store served again after
+    // months) drains over passes and never holds the writers for seconds; a pass keeps up with any steady inflow
+    // (PRUNE_BATCH x PRUNE_BATCHES_PER_PASS rows of each kind every 30 s).
+    for (let i = 0; i < PRUNE_BATCHES_PER_PASS; i++) {
+      if ((await core.store.pruneCharts(now - CHART_MINUTES_KEPT_MS, now - CHART_KEPT_MS, PRUNE_BATCH)) < PRUNE_BATCH) break;
       await new Promise((r) => setImmediate(r));
+    }
   }
 
   private merge(minute: number, a: Attempts): void {
