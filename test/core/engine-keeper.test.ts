@@ -22,6 +22,9 @@ class Sockets implements EngineSockets {
   held() {
     return [...this.open.keys()];
   }
+  holding(i: string) {
+    return this.open.has(i);
+  }
   linking() {
     return false;
   }

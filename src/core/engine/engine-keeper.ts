@@ -12,6 +12,8 @@ export interface EngineSockets {
   hold(instancia: string, fence: HoldFence): Promise<void>;
   release(instancia: string): Promise<void>;
   held(): string[];
+  /** Whether this one line's socket may run here (a map look-up: asked on every call for a line). */
+  holding(instancia: string): boolean;
   linking(instancia: string): boolean;
 }
 
@@ -191,7 +193,7 @@ export class EngineKeeper {
   }
 
   private async giveNow(instancia: string, reason: HolderChange['reason']): Promise<void> {
-    if (!this.o.engine.held().includes(instancia)) return;
+    if (!this.o.engine.holding(instancia)) return;
     await this.o.engine.release(instancia);
     await this.o.store.holdGive(this.me, [instancia]);
     this.cooling.set(instancia, monotonicMs() + 3 * this.o.passMs);
@@ -211,7 +213,7 @@ export class EngineKeeper {
 
   /** Whether this node runs the line's socket now. */
   holdsHere(instancia: string): boolean {
-    return this.o.engine.held().includes(instancia);
+    return this.o.engine.holding(instancia);
   }
 
   /**

@@ -172,6 +172,11 @@ export class BaileysGateway implements Gateway {
     await line?.dispose();
   }
 
+  /** Whether this node may run the line's socket. */
+  holding(instancia: string): boolean {
+    return this.fences.has(instancia);
+  }
+
   /** The lines whose socket this node may run. */
   held(): string[] {
     return [...this.fences.keys()];
