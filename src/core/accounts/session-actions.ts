@@ -59,21 +59,6 @@ function sessionAnswer(row: CelularRow) {
 
 const before = (c: CelularRow) => ({ status: c.last_status, estado: c.estado });
 
-/** Both actions' audit record (the session before and after), then their answer. */
-async function auditedAnswer(
-  core: Pick<Core, 'store' | 'clock'>,
-  p: Principal,
-  accion: 'celular.logout' | 'celular.reiniciar',
-  c: CelularRow,
-  row: CelularRow,
-) {
-  await core.store.audit(
-    { actor: actorOf(p), accion, objeto_tipo: 'celular', objeto_id: c.id, cliente_id: c.cliente_id, detalle: { antes: before(c), despues: before(row) } },
-    core.clock.now(),
-  );
-  return sessionAnswer(row);
-}
-
 /** Logs the line's session out at its gateway: `logged_out`, `desconectado`, unlinked; linking again needs a new scan. */
 export async function logoutCelular(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, p: Principal, id: number) {
   const c = await sessionLine(core, p, id);
@@ -81,7 +66,18 @@ export async function logoutCelular(core: Pick<Core, 'store' | 'gateway' | 'cloc
   await core.gateway.logout(c.gateway_instancia).catch(gatewayError);
   const row = (await applySessionStatus(core, c.id, 'logged_out', at)) ?? c;
   forgetProfile(core, c.id);
-  return auditedAnswer(core, p, 'celular.logout', c, row);
+  await core.store.audit(
+    {
+      actor: actorOf(p),
+      accion: 'celular.logout',
+      objeto_tipo: 'celular',
+      objeto_id: c.id,
+      cliente_id: c.cliente_id,
+      detalle: { antes: before(c), despues: before(row) },
+    },
+    core.clock.now(),
+  );
+  return sessionAnswer(row);
 }
 
 /**
@@ -96,7 +92,18 @@ export async function restartCelular(core: Pick<Core, 'store' | 'gateway' | 'clo
   const row = (await applySessionStatus(core, c.id, status, at)) ?? c;
   forgetProfile(core, c.id);
   if (status === 'logged_out') fail('NO_SESSION', `the gateway holds no session for celular ${id} any more: link it again`);
-  return auditedAnswer(core, p, 'celular.reiniciar', c, row);
+  await core.store.audit(
+    {
+      actor: actorOf(p),
+      accion: 'celular.reiniciar',
+      objeto_tipo: 'celular',
+      objeto_id: c.id,
+      cliente_id: c.cliente_id,
+      detalle: { antes: before(c), despues: before(row) },
+    },
+    core.clock.now(),
+  );
+  return sessionAnswer(row);
 }
 
 /** How long a profile read is kept: a line's page polls, and the phone's name rarely changes. */
