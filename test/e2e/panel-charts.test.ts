@@ -136,7 +136,7 @@ it("draws the last hour of everyone's sends, whose numbers are the store's, and 
   expect(sampleBars.reduce((x, y) => x + y, 0)).toBe(60);
   expect(sampleBars.length).toBeLessThanOrEqual(2 * sampled + 1);
   // Bars in a row that read the same are one row: no two neighbouring rows read alike.
-  const readings = await page.locator('#t-muestras tbody tr').evaluateAll<string[]>((trs) =>
+  const readings = await page.locator('#t-muestras tbody tr').evaluateAll((trs): string[] =>
     trs.map((tr) =>
       [...tr.querySelectorAll('td')]
         .slice(2, 8)
