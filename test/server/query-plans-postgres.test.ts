@@ -352,19 +352,37 @@ describeWith(postgres, 'every statement planned with an index at 1,000,000 messa
 
     const t1 = performance.now();
     const { checked, scans, generic } = await explainAll(url);
-    console.log(`generic plans that scan but cost more than the custom ones:\n${generic.join('\n')}`);
+    console.log(`generic plans that scan but cost more than the custom ones:\n${generic.map((x) => x.slice(0, 240)).join('\n')}`);
     timing.explain_s = (performance.now() - t1) / 1000;
     timing.statements = checked.length;
     // Each store's side of the paths ran: without them the list above would check little.
-    for (const table of ['mensajes_pendientes', 'cupos', 'ids_gateway', 'acuses_pendientes', 'idempotencia', 'recibidos', 'movimientos_saldo', 'eventos']) {
+    // Each side of the paths ran (tables and functions their statements name): without them the list above would check little.
+    for (const name of [
+      'mensajes_pendientes',
+      'cupos_al_dia',
+      'ids_gateway',
+      'acuses_al_dia',
+      'acuses_pendientes',
+      'idempotencia',
+      'recibidos',
+      'conteos_recibidos',
+      'movimientos_saldo',
+      'eventos',
+      'webhook_intentos',
+      'webhook_escuchas',
+      'medios',
+      'leases',
+      'nodos',
+      'auditoria',
+      'conteos_lineas',
+    ])
       expect(
-        checked.some((x) => new RegExp(`\\b${table}\\b`).test(x)),
-        table,
+        checked.some((x) => new RegExp(`\\b${name}\\b`).test(x)),
+        name,
       ).toBe(true);
-    }
     expect(checked.length).toBeGreaterThan(80);
     expect(scans).toEqual([]);
-  });
+  }, 300_000);
 });
 
 /**
@@ -635,9 +653,10 @@ async function fill(url: string, a: Line, b: Line, steps: number[]): Promise<voi
     );
     for (const i of indexes) await c.q(i.def);
     await c.q('COMMIT');
-    // As autovacuum leaves the tables at rest: their statistics, and the visibility map that lets a count read an index alone.
+    // As autovacuum leaves the tables at rest: their statistics, and the history's visibility map, which lets a count read an index alone.
     const tables = (await c.q('SELECT tablename FROM pg_tables WHERE schemaname = current_schema()')).rows.map((r) => String(r.tablename));
-    await c.q(`VACUUM (ANALYZE) ${tables.join(', ')}`);
+    await c.q('VACUUM (ANALYZE) mensajes, movimientos_saldo');
+    await c.q(`ANALYZE ${tables.filter((t) => t !== 'mensajes' && t !== 'movimientos_saldo').join(', ')}`);
   } catch (err) {
     await c.q('ROLLBACK').catch(() => undefined);
     throw err;
