@@ -500,6 +500,11 @@ async function fill(url: string, a: Line, b: Line, steps: number[]): Promise<voi
       )
     ).rows.map((r) => ({ name: String(r.indexname), def: String(r.indexdef) }));
     for (const i of indexes) await c.q(`DROP INDEX ${i.name}`);
+    // And the gateway ids' key (three texts): put back as it was after the rows.
+    const keys = (
+      await c.q("SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'ids_gateway'::regclass AND contype = 'p'")
+    ).rows.map((r) => `ALTER TABLE ids_gateway ADD CONSTRAINT ${String(r.conname)} ${String(r.def)}`);
+    await c.q('ALTER TABLE ids_gateway DROP CONSTRAINT ids_gateway_pkey');
     const others = (
       await c.q(
         `INSERT INTO clientes (nombre, email, estado, plan, max_celulares, saldo_global, key_hash, created_at, updated_at)
@@ -652,6 +657,7 @@ async function fill(url: string, a: Line, b: Line, steps: number[]): Promise<voi
       [start, [a.clienteId, b.clienteId, ...others]],
     );
     for (const i of indexes) await c.q(i.def);
+    for (const k of keys) await c.q(k);
     await c.q('COMMIT');
     // As autovacuum leaves the tables at rest: their statistics, and the history's visibility map, which lets a count read an index alone.
     const tables = (await c.q('SELECT tablename FROM pg_tables WHERE schemaname = current_schema()')).rows.map((r) => String(r.tablename));
