@@ -62,7 +62,7 @@ export async function figurePipeline(baseline, receiver) {
   results.push({
     figure: NAME_2B,
     measured:
-      `BullMQ ${bull.version}: ${f0(bull.jobs_per_s)} jobs/s done (${bull.jobs} after ${WARMUP_MESSAGES} of warm-up), API ${cpuPer(bull.api_cpu_ms_per_job, 'job')} + ` +
+      `BullMQ ${bull.version}: ${f0(bull.jobs_per_s)} jobs/s done (${bull.jobs} after ${bull.warmup_jobs} of warm-up), API ${cpuPer(bull.api_cpu_ms_per_job, 'job')} + ` +
       `worker ${cpuPer(bull.worker_cpu_ms_per_job, 'job')} + Redis (AOF everysec) ${cpuPer(bull.redis_cpu_ms_per_job, 'job')} = ${cpuPer(bull.cpu_ms_per_job, 'job')}`,
     baseline: `2: ${cpuPer(perMsg)} (the server's; the receiver's apart)`,
     ratio: rb,
