@@ -7,8 +7,11 @@ import { HERE, PIPELINE_MESSAGES, WARMUP_MESSAGES } from '../lib/options.mjs';
 import { cpuMs, log, needFlags, requestThreadCpuMs, startServe, tempDir } from '../lib/proc.mjs';
 import { call, needPaths, setupClient, textBody, waitReceiver } from '../lib/http.mjs';
 import { load, pushN } from '../lib/load.mjs';
-import { cpuPer, f0, ratio, results } from '../lib/results.mjs';
+import { cpuPer, f0, f2, ratio, results } from '../lib/results.mjs';
 import { postgresCpuMs } from '../lib/postgres.mjs';
+import { anchorFailed, anchorRow, bullmqLifecycle } from '../lib/bullmq.mjs';
+
+const NAME_2B = '2b. pasarela pipeline / BullMQ lifecycle (add, worker, complete), CPU';
 
 /**
  * A fixed number of messages, not a time window: N queued sends go in as fast
@@ -22,8 +25,15 @@ import { postgresCpuMs } from '../lib/postgres.mjs';
 export async function figurePipeline(baseline, receiver) {
   const name = '2. whole pipeline, gap 0-0, msgs/s done';
   const m = await measurePipeline(receiver, [], baseline);
-  const { base, push, st, cpu, timedOut, spanMs, perS, flags } = m;
+  const { base, push, st, cpu, timedOut, spanMs, perS, flags, client } = m;
   const r = ratio(perS, base.per_s);
+  // The anchor after pasarela's server stopped: the same bodies and key header, pushed the same way.
+  const bull = await bullmqLifecycle({
+    path: '/api/mensaje_enviar_texto.php',
+    key: client.key,
+    makeBody: (i) => textBody(client.lines, i, 700_000 + i, false),
+  }).catch((err) => anchorFailed(err));
+  const perMsg = cpu / Math.max(1, st.messages_done);
   results.push({
     figure: name,
     measured:
@@ -33,7 +43,7 @@ export async function figurePipeline(baseline, receiver) {
     ratio: r,
     target: '>= 0.10',
     met: r >= 0.1 && !timedOut && st.messages_done === PIPELINE_MESSAGES,
-    cpu: cpuPer(cpu / Math.max(1, st.messages_done)),
+    cpu: cpuPer(perMsg),
     detail: {
       messages: PIPELINE_MESSAGES,
       serve_flags: flags,
@@ -43,7 +53,24 @@ export async function figurePipeline(baseline, receiver) {
       server_cpu_ms: cpu,
       stalled: timedOut,
       baseline: base,
+      pasarela_over_bullmq_cpu: ratio(perMsg, bull.cpu_ms_per_job),
+      bullmq: bull,
     },
+  });
+  if (bull.error) return results.push(anchorRow(NAME_2B, '<= 3.0', bull));
+  const rb = ratio(perMsg, bull.cpu_ms_per_job);
+  results.push({
+    figure: NAME_2B,
+    measured:
+      `BullMQ ${bull.version}: ${f0(bull.jobs_per_s)} jobs/s done (${bull.jobs} after ${bull.warmup_jobs} of warm-up), API ${cpuPer(bull.api_cpu_ms_per_job, 'job')} + ` +
+      `worker ${cpuPer(bull.worker_cpu_ms_per_job, 'job')} + Redis (AOF everysec) ${cpuPer(bull.redis_cpu_ms_per_job, 'job')} = ${cpuPer(bull.cpu_ms_per_job, 'job')}`,
+    baseline: `2: ${cpuPer(perMsg)} (the server's; the receiver's apart)`,
+    ratio: rb,
+    ratioText: `${f2(rb)} CPU`,
+    target: '<= 3.0',
+    met: rb <= 3,
+    cpu: cpuPer(bull.cpu_ms_per_job, 'job'),
+    detail: { pasarela_over_bullmq_cpu: rb, bullmq: bull },
   });
 }
 
@@ -67,6 +94,7 @@ export async function measurePipeline(receiver, extra, baseline = null, withPost
   const take = () => (withPostgres ? takeCounts(countDir, s.pid) : takeThreadCounts(countDir, s.pid));
   let counts = null;
   let base = null;
+  let c;
   let push;
   let st;
   let cpu;
@@ -74,7 +102,7 @@ export async function measurePipeline(receiver, extra, baseline = null, withPost
   let timedOut = false;
   try {
     await needPaths(s, '/api/webhook.php');
-    const c = await setupClient(s, 50);
+    c = await setupClient(s, 50);
     if (baseline) {
       log('  baseline (bare Fastify)...');
       base = await load({
@@ -111,7 +139,7 @@ export async function measurePipeline(receiver, extra, baseline = null, withPost
   }
   const spanMs = (st.done_last_at ?? Date.now()) - push.started_at;
   const perS = (st.messages_done * 1000) / spanMs;
-  return { base, push, st, cpu, pgCpu, counts, timedOut, spanMs, perS, flags };
+  return { base, push, st, cpu, pgCpu, counts, timedOut, spanMs, perS, flags, client: c };
 }
 
 /**

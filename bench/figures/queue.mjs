@@ -10,9 +10,12 @@ import { BIG_ROWS, CACHE, CONNECTIONS, DURATION_MS, REBUILD_STORE, ROOT, want, W
 import { cpuMs, log, needFlags, sleep, startServe, temps } from '../lib/proc.mjs';
 import { call, destinatario, inParallel, setupClient, textBody, waitActive } from '../lib/http.mjs';
 import { load } from '../lib/load.mjs';
-import { cpuPer, f0, lat, ratio, results } from '../lib/results.mjs';
+import { cpuPer, f0, f2, lat, ratio, results } from '../lib/results.mjs';
+import { anchorFailed, anchorRow, bullmqAccept } from '../lib/bullmq.mjs';
 
 // ---------- 1. queue accept ----------
+
+const NAME_1B = '1b. pasarela accept / BullMQ accept (Fastify route -> queue.add), CPU';
 
 export async function figureQueueAccept(baseline) {
   const name = '1. queue accept, accepted/s';
@@ -21,10 +24,11 @@ export async function figureQueueAccept(baseline) {
   let base;
   let got;
   let window;
+  let c;
+  const path = '/api/mensaje_enviar_texto.php';
   try {
-    const c = await setupClient(s, 50);
-    const run = (target) =>
-      load({ origin: target.url, pid: target.pid, key: c.key, path: '/api/mensaje_enviar_texto.php', makeBody: (w, n) => textBody(c.lines, w, n, false) });
+    c = await setupClient(s, 50);
+    const run = (target) => load({ origin: target.url, pid: target.pid, key: c.key, path, makeBody: (w, n) => textBody(c.lines, w, n, false) });
     log('  baseline (bare Fastify)...');
     base = await run(baseline);
     log('  pasarela...');
@@ -34,6 +38,8 @@ export async function figureQueueAccept(baseline) {
   } finally {
     await s.stop();
   }
+  // The anchor after pasarela's server stopped: the same generator, bodies and key header, nothing else running.
+  const bull = await bullmqAccept({ path, key: c.key, makeBody: (w, n) => textBody(c.lines, w, 600_000 + n, false) }).catch((err) => anchorFailed(err));
   const db = new Database(join(s.dataDir, 'pasarela.db'), { readonly: true, fileMustExist: true });
   const w = db.prepare("SELECT COUNT(*) AS sent FROM mensajes WHERE modo = 'cola' AND enviado_at >= ? AND enviado_at < ?").get(window.from, window.to);
   const left = db.prepare("SELECT COUNT(*) AS n FROM mensajes WHERE estado = 'pendiente'").get().n;
@@ -58,7 +64,22 @@ export async function figureQueueAccept(baseline) {
       baseline: base,
       worker_sent_per_s: workerPerS,
       pending_at_stop: left,
+      pasarela_over_bullmq_cpu: ratio(got.server_cpu_ms_per_ok, bull.cpu_ms_per_job),
+      bullmq: bull,
     },
+  });
+  if (bull.error) return results.push(anchorRow(NAME_1B, '<= 2.0', bull));
+  const rb = ratio(got.server_cpu_ms_per_ok, bull.cpu_ms_per_job);
+  results.push({
+    figure: NAME_1B,
+    measured: `BullMQ ${bull.version}: ${f0(bull.per_s)}/s (${lat(bull)}, ${bull.errors} errors), API ${cpuPer(bull.api_cpu_ms_per_job, 'job')} + Redis (AOF everysec) ${cpuPer(bull.redis_cpu_ms_per_job, 'job')} = ${cpuPer(bull.cpu_ms_per_job, 'job')}`,
+    baseline: `1: ${cpuPer(got.server_cpu_ms_per_ok)} (request thread ${cpuPer(got.request_thread_cpu_ms_per_ok)})`,
+    ratio: rb,
+    ratioText: `${f2(rb)} CPU`,
+    target: '<= 2.0',
+    met: rb <= 2 && bull.errors === 0,
+    cpu: cpuPer(bull.cpu_ms_per_job, 'job'),
+    detail: { pasarela_over_bullmq_cpu: rb, bullmq: bull },
   });
 }
 

@@ -33,7 +33,8 @@ export function makeCore(config: CoreConfig, adapters: CoreAdapters): Core {
   const { store, counters, gateway, clock, bus, random = Math.random, signals = new LocalSignals() } = adapters;
   const credentials = new CredentialCache({ ticks: () => clock.ticks() });
   credentials.listen(signals);
-  // A line's estado follows its session; on SQLite the background thread's changes reach this bus, not these signals.
+  // A line's estado follows its session; on SQLite the background thread's changes reach this bus and the counts
+  // of background/changes.ts, not these signals.
   const lines = new LineReads(store, () => clock.ticks());
   lines.listen(signals);
   bus.subscribe('session.status', (e) => {

@@ -77,13 +77,25 @@ describe('LineReads: the worker’s reads of a line and its client', () => {
     expect(await lines.byInstancia('i-9')).toMatchObject({ id: 1 });
   });
 
-  it('on a store served alone every call reads through', async () => {
+  it("following another thread's count of changes: a move drops everything kept, and a read that raced it is not kept", async () => {
     const f = fakeStore(false);
+    let theirs = 0;
     const lines = new LineReads(f.store, () => 0, 1000);
-    await lines.celular(1);
+    lines.follow(() => theirs);
     await lines.celular(1);
     await lines.cliente(7);
+    await lines.celular(1);
+    await lines.cliente(7);
+    expect(f.reads).toEqual({ celular: 1, instancia: 0, cliente: 1 });
+    f.lines.get(1)!.estado = 'suspendido';
+    theirs += 1;
+    expect(await lines.celular(1)).toMatchObject({ estado: 'suspendido' });
     await lines.cliente(7);
     expect(f.reads).toEqual({ celular: 2, instancia: 0, cliente: 2 });
+    const pending = lines.celular(2);
+    theirs += 1;
+    await pending;
+    await lines.celular(2);
+    expect(f.reads.celular).toBe(4);
   });
 });

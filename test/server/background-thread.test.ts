@@ -138,6 +138,19 @@ describe('the background thread', () => {
     expect((await estados(line)).filter((e) => e === 'pendiente').length).toBe(6 + directOk - 5);
   });
 
+  it("a line's hours changed on the request thread hold its next queued message at once, though the worker had read the line (D-141)", async () => {
+    const line = await linkedLine(s, { saldo: 10 });
+    expectOk(await sendQueued(line, 0, 'horas'));
+    await until(async () => (await estados(line)).includes('leido'), { what: 'the first message sent', timeoutMs: 10_000 });
+    // Open only in the day's first second: the worker's copy of the line, kept ten seconds, had every hour open.
+    await editCelular(s, line, { hora_inicio_permitido: '00:00:00', hora_fin_permitido: '00:00:01' });
+    const held = await sendQueued(line, 1, 'horas');
+    expectOk(held);
+    expect(held.body.envio_desde).toEqual(expect.any(String));
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await estados(line)).sort()).toEqual(['leido', 'pendiente']);
+  });
+
   it('a thread that dies is started again, and the queue goes on', async () => {
     const line = await linkedLine(s, { saldo: 100 });
     const thread = s.thread!;

@@ -3,6 +3,7 @@ import { listenCredentialDrops } from '../auth/credential-cache.js';
 import type { CelularRow, ClienteRow } from '../ports/model.js';
 import type { Signals } from '../ports/signals.js';
 import type { Store } from '../ports/store.js';
+import { ChangeCount } from '../nodes/change-count.js';
 
 export const LINE_READS_TTL_MS = 10_000;
 const MAX = 10_000;
@@ -13,38 +14,42 @@ interface Entry<T> {
 }
 
 /**
- * The queue worker's and the gateway events' reads of a line and its client
- * (by id, by gateway instance), kept ten seconds where every read is a
- * round trip to a shared store (PostgreSQL: five a message before; with a
- * one-second TTL a line sent on less often than each second still cost one
- * a message). Dropped
- * by the same signals that drop cached credentials (D-67: every write of an
- * estado, plan, caps, hours, the line's session, server or existence), so
- * any node's change reaches every node's copy at once; the TTL bounds a lost
- * signal. On a store served alone (SQLite) the worker runs on a thread whose
- * signals do not hear the request thread's writes, and a read costs
- * microseconds: there it reads through.
+ * The reads of a line and its client (by id, by gateway instance) by the
+ * accept, the queue worker and the gateway events, kept ten seconds: on
+ * PostgreSQL each was a round trip (five a message before); on SQLite a
+ * primary-key read outside a transaction cost 58 us of each accept (D-141).
+ * Dropped by the same signals that drop cached credentials (D-67: every
+ * write of an estado, plan, caps, hours, the line's session, server or
+ * existence), so any node's change reaches every node's copy at once; the
+ * TTL bounds a lost signal. On SQLite, serve's two threads each count the
+ * changes they make (server/background/changes.ts), and a copy `follow`ing
+ * the other's count drops everything when it moved: a change there is seen
+ * here at the next read, as a read through would.
  */
 export class LineReads {
   private readonly celulares = new Map<number, Entry<CelularRow>>();
   private readonly instancias = new Map<string, number>();
   private readonly clientes = new Map<number, Entry<ClienteRow>>();
   private gen = 0;
-  private readonly on: boolean;
+  private other: ChangeCount | undefined;
 
   constructor(
-    private readonly store: Pick<Store, 'getCelular' | 'getCelularByInstancia' | 'getCliente' | 'caps'>,
+    private readonly store: Pick<Store, 'getCelular' | 'getCelularByInstancia' | 'getCliente'>,
     private readonly ticks: () => number,
     private readonly ttlMs = LINE_READS_TTL_MS,
-  ) {
-    this.on = store.caps.shared;
-  }
+  ) {}
 
   listen(signals: Signals): () => void {
     return listenCredentialDrops(signals, this);
   }
 
+  /** Another thread writing the same store: `count` says how many line and client changes it made. */
+  follow(count: () => number): void {
+    this.other = new ChangeCount(count);
+  }
+
   async celular(id: number): Promise<CelularRow | null> {
+    this.syncOther();
     const hit = this.fresh(this.celulares.get(id));
     if (hit) return hit;
     const gen = this.gen;
@@ -52,6 +57,7 @@ export class LineReads {
   }
 
   async byInstancia(instancia: string): Promise<CelularRow | null> {
+    this.syncOther();
     const id = this.instancias.get(instancia);
     const hit = id === undefined ? null : this.fresh(this.celulares.get(id));
     if (hit && hit.gateway_instancia === instancia) return hit;
@@ -60,11 +66,12 @@ export class LineReads {
   }
 
   async cliente(id: number): Promise<ClienteRow | null> {
+    this.syncOther();
     const hit = this.fresh(this.clientes.get(id));
     if (hit) return hit;
     const gen = this.gen;
     const row = await this.store.getCliente(id);
-    if (row && this.on && gen === this.gen) this.put(this.clientes, id, row);
+    if (row && this.unchangedSince(gen)) this.put(this.clientes, id, row);
     return row;
   }
 
@@ -89,9 +96,19 @@ export class LineReads {
     return e && this.ticks() < e.expires ? e.row : null;
   }
 
-  /** Kept only when nothing was dropped while it was read (the read may predate the change). */
+  /** What the other thread changed drops everything here before a look-up (and before a read is kept). */
+  private syncOther(): void {
+    if (this.other?.moved()) this.clear();
+  }
+
+  /** Nothing was dropped while it was read (the read may predate the change), here or on the other thread. */
+  private unchangedSince(gen: number): boolean {
+    this.syncOther();
+    return gen === this.gen;
+  }
+
   private keepCelular(row: CelularRow | null, gen: number): CelularRow | null {
-    if (row && this.on && gen === this.gen) {
+    if (row && this.unchangedSince(gen)) {
       this.put(this.celulares, row.id, row);
       if (row.gateway_instancia) this.instancias.set(row.gateway_instancia, row.id);
     }

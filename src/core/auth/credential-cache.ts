@@ -1,5 +1,6 @@
 import type { ClientPrincipal } from './auth.js';
 import type { Signals } from '../ports/signals.js';
+import { ChangeCount } from '../nodes/change-count.js';
 
 /** The channel the write paths publish on (core/auth/credential-invalidate.ts). */
 export const CREDENTIALS_CHANNEL = 'credentials';
@@ -34,6 +35,7 @@ export class CredentialCache {
   private readonly ttlMs: number;
   private readonly max: number;
   private gen = 0;
+  private other: ChangeCount | undefined;
 
   constructor(private readonly opts: CredentialCacheOptions) {
     this.ttlMs = opts.ttlMs ?? CREDENTIAL_TTL_MS;
@@ -45,12 +47,18 @@ export class CredentialCache {
     return listenCredentialDrops(signals, this);
   }
 
+  /** Another thread writing the same store (LineReads.follow): a move of its count of changes drops every entry. */
+  follow(count: () => number): void {
+    this.other = new ChangeCount(count);
+  }
+
   /** Bumped by every invalidation: a lookup that started before one must not store what it read. */
   generation(): number {
     return this.gen;
   }
 
   get(keyHash: string): ClientPrincipal | null {
+    if (this.other?.moved()) this.clear();
     const e = this.entries.get(keyHash);
     if (!e) return null;
     if (this.opts.ticks() >= e.expires) {
@@ -62,6 +70,7 @@ export class CredentialCache {
 
   /** Stores a success read at generation `gen`; ignored if anything was invalidated since. */
   set(keyHash: string, principal: ClientPrincipal, gen: number): void {
+    if (this.other?.moved()) this.clear();
     if (gen !== this.gen) return;
     this.entries.delete(keyHash);
     // Oldest first out: Map keeps insertion order, and a re-set moves the key to the end.

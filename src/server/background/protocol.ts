@@ -17,6 +17,8 @@ export interface BackgroundSettings {
   tmpDir: string;
   /** The write gate's words (store/write-gate.ts). */
   gate: SharedArrayBuffer;
+  /** Each thread's count of line and client changes (changes.ts): what the other's caches follow. */
+  changes: SharedArrayBuffer;
   gateway: string;
   sim: SimOptions;
   /** Evolution/WAHA: the adapter's options but the clock and the media fetcher, which the thread makes. */

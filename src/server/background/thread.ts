@@ -12,6 +12,7 @@ import { openSqliteStore } from '../../store/sqlite/store.js';
 import { backgroundGate } from '../../store/write-gate.js';
 import { JOURNALED_EVENTS, WebhookDispatcher } from '../../webhooks/dispatcher.js';
 import { makeCore } from '../make-core.js';
+import { BACKGROUND_THREAD, shareChanges } from './changes.js';
 import { countGatewayCalls } from '../metrics/gateway.js';
 import type { GatewayOperation, GatewayOutcome } from '../metrics/metrics.js';
 import { errObject, type BackgroundSettings, type BusRecord, type FromBackground, type LogLevel, type LogLine, type ToBackground } from './protocol.js';
@@ -84,6 +85,7 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
   const bus = new EventBus((err) => out.log('error', 'event listener failed', err));
   for (const name of BUS_EVENTS) bus.subscribe(name, (data) => out.event([name, data] as BusRecord));
   const core = makeCore(s.config, { store, counters: new MemoryCounters(clock), gateway, clock, bus });
+  shareChanges(core, s.changes, BACKGROUND_THREAD);
   const node = new NodePresence(store, clock, { ...s.presence, onError: onError('node heartbeat failed') });
   await node.start();
   // Receipts of the sends made here come from this thread's adapter (the simulator's timers); HTTP gateways report to the request thread.

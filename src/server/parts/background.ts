@@ -16,6 +16,7 @@ import { VERSION } from '../../version.js';
 import { WebhookDispatcher, type WebhookControl } from '../../webhooks/dispatcher.js';
 import { BackgroundThread } from '../background/handle.js';
 import type { BackgroundSettings } from '../background/protocol.js';
+import { newChangesBuffer, REQUEST_THREAD, shareChanges } from '../background/changes.js';
 import { presenceSettings, webhookSettings, type ServeConfig } from '../config.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { GatewayPart } from './gateway.js';
@@ -179,11 +180,15 @@ function newThread(d: BackgroundDeps, webhooks: BackgroundSettings['webhooks']):
   const { opts, core, gw, log } = d;
   const gate = newGateBuffer();
   (core.store as SqliteStore).shareWrites(mainGate(gate));
+  // Lives as long as the core: a thread started again finds the same counts.
+  const changes = newChangesBuffer();
+  shareChanges(core, changes, REQUEST_THREAD);
   return new BackgroundThread(
     {
       dbFile: d.opened.source,
       tmpDir: d.tmp.dir,
       gate,
+      changes,
       gateway: opts.gateway,
       sim: gw.sim,
       http: plainHttp(gw.http),
