@@ -1,4 +1,3 @@
-import { messageStatusData } from '../../core/events/event-data.js';
 import * as recipe from '../../core/billing/recipes.js';
 import { hechosSelect, movementInsert, movimientosDeMensajeSelect, ownMovimientos } from '../recipe-sql.js';
 import type { AcceptOptions, AcceptResult, MensajeHechos, MessagesOwn, MessageStats, NewMensaje, NewRecibido } from '../../core/ports/messages.js';
@@ -65,11 +64,6 @@ export interface Fixed {
 }
 export const FIXED = 'msg_id, cliente_id, celular_id, modo, cargo';
 
-/** The line's row, locked (null: the line was deleted). */
-export async function lockCelular(c: Client, id: number): Promise<{ saldo_actual: number; pendientes: number } | null> {
-  return row(c, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [id]);
-}
-
 /**
  * Logs an event in the current transaction (D-69): one row, a delivery when
  * the client's configuration wants it now, read in the same statement
@@ -77,17 +71,6 @@ export async function lockCelular(c: Client, id: number): Promise<{ saldo_actual
  */
 export async function journal(c: Client, ev: JournalEvent, recordedAt = ev.fecha): Promise<void> {
   await c.query(eventInsert, [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha, recordedAt]);
-}
-
-/** Logs a message's `message.status` for one step (core/events/event-data.ts). */
-export async function journalStatus(c: Client, m: MensajeRow, anterior: string | null, now: number): Promise<void> {
-  await journal(c, {
-    evento: 'message.status',
-    cliente_id: m.cliente_id,
-    celular_id: m.celular_id,
-    data: { ...messageStatusData(m, anterior, now) },
-    fecha: now,
-  });
 }
 
 /** Writes a ledger row core/billing/recipes.ts answered; `returning` reads a column of it back. */
