@@ -460,8 +460,8 @@ function batched<I, O>(key: (i: I) => string, run: (items: I[]) => Promise<O[]>)
   return (i: I): Promise<O> => turns.add(i);
 }
 
-/** Sends recorded: MARK_SENT for all, then the parked receipts of those that had some. */
-async function markSentAll(db: Db, items: SentItem[]): Promise<Array<MensajeRow | null>> {
+/** Sends recorded (distinct msg_ids): MARK_SENT for all, then the parked receipts of those that had some. */
+export async function markSent(db: Db, items: SentItem[]): Promise<Array<MensajeRow | null>> {
   const recorded = await recordSent(db, items);
   const sends = recorded.flatMap((r, k) => (r ? [{ sent: stripAcuses(r), parked: r.acuses, now: items[k]!.now }] : []));
   const after = await applyParked(db, sends);
@@ -495,7 +495,7 @@ export async function cancelQueued(db: Db, msgId: string, error: string, now: nu
 export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
   const sendTurn = batched(
     (i: SentItem) => i.msgId,
-    (items) => markSentAll(db, items),
+    (items) => markSent(db, items),
   );
   const receiptTurn = batched(
     (i: ReceiptItem) => `${i.celularId}:${i.gid}`,
