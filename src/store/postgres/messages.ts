@@ -8,19 +8,9 @@ import type { AcceptTurns } from './accept-turn.js';
 import { type Client, type Db, ph, row } from './db.js';
 
 /**
- * Messages in PostgreSQL, exact with several nodes writing at once. Every
- * transaction (and statement) takes its row locks in one order: the client,
- * then the line, then a parked receipt (transitions.ts), then the message
- * (the counts rows the triggers touch come last, in the order of the
- * message's states; the message's own side rows, state-paths.ts, are
- * written after its row by the same statement, and the only other writer of
- * a slot row, a send forgetting old slots, skips locked ones). A
- * transaction that will change a balance
- * or a line's counter locks those rows first, before it touches the message,
- * so two transactions never wait on each other in a cycle. Which rows to lock
- * is read first from columns that never change after acceptance (client,
- * line, mode, which balance paid), then the message's state is read again
- * under its own lock.
+ * Messages in PostgreSQL, exact with several nodes writing at once: every
+ * transaction and statement takes its row locks in one order (client, line,
+ * parked receipt, message, counts rows), written in docs/store-locks.md.
  */
 
 /** A message row as the port returns it: every column but `seq` (an arrival order SQLite keeps as its rowid). */
