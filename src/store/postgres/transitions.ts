@@ -325,6 +325,7 @@ export async function failPending(db: Db, items: Array<{ msgId: string; error: s
     const fixed = await rows<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = ANY($1::text[])`, [
       items.map((i) => i.msgId),
     ]);
+    if (fixed.length === 0) return items.map(() => null);
     const byId = new Map(fixed.map((f) => [f.msg_id, f]));
     const lines = await lockForRefund(c, fixed);
     const todo = items.filter((i) => byId.has(i.msgId));
