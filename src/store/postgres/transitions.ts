@@ -51,19 +51,20 @@ export const MARK_SENT = `WITH i AS MATERIALIZED (
   line AS MATERIALIZED (
     SELECT c.id FROM celulares c WHERE c.id IN (SELECT celular_id FROM m) ORDER BY c.id FOR NO KEY UPDATE),
   own AS MATERIALIZED (
-    SELECT x.seq FROM mensajes x WHERE x.msg_id IN (SELECT msg_id FROM m) AND (SELECT COUNT(*) FROM line) >= 0 ORDER BY x.seq FOR NO KEY UPDATE),
-  -- The counts rows of each message's old and new state (the counts' triggers): lines, quarters, then hours.
+    SELECT x.seq FROM mensajes x WHERE x.msg_id IN (SELECT msg_id FROM m) AND (SELECT COUNT(*) FROM line) >= 0 AND cardinality($1::text[]) > 1
+    ORDER BY x.seq FOR NO KEY UPDATE),
+  -- The counts rows of each message's old and new state, lines, quarters, then hours; one message's triggers take them in this order.
   lineas AS MATERIALIZED (
     SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM m) r USING (cliente_id, celular_id)
-    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM own) >= 0
+    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM own) >= 0 AND cardinality($1::text[]) > 1
     ORDER BY k.cliente_id, k.celular_id, k.estado = 'enviado' FOR UPDATE OF k),
   cuartos AS MATERIALIZED (
     SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM m) r USING (cliente_id, cuarto)
-    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM lineas) >= 0
+    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM lineas) >= 0 AND cardinality($1::text[]) > 1
     ORDER BY k.cliente_id, k.cuarto, k.estado = 'enviado' FOR UPDATE OF k),
   horas AS MATERIALIZED (
     SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM m) r USING (hora, cliente_id)
-    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM cuartos) >= 0
+    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM cuartos) >= 0 AND cardinality($1::text[]) > 1
     ORDER BY k.hora, k.cliente_id, k.estado = 'enviado' FOR UPDATE OF k),
   sent AS (
     UPDATE mensajes x SET estado = 'enviado', gateway_msg_id = i.gid, enviado_at = i.now, ${slotSet(SENT_SLOT, 'i.slot')}, error = NULL, intentos = x.intentos + 1
@@ -94,10 +95,14 @@ export const MARK_SENT = `WITH i AS MATERIALIZED (
  * Returns a row per receipt whose line has a message of that id: its place
  * (`r_orden`), `hallado`, and the moved row (null when it moved nothing).
  */
-export const RECEIPT_ADVANCE = `WITH r AS MATERIALIZED (
-    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) WITH ORDINALITY AS r(gid, celular_id, estado, now, fecha, orden)),
+export const RECEIPT_ADVANCE = `-- The arrays through a CTE: every call is then planned alike and the plan is kept (unnest over the
+  -- parameters themselves was planned again on each call, for as much CPU as the statement).
+  WITH a AS MATERIALIZED (SELECT $1::text[] AS a1, $2::bigint[] AS a2, $3::text[] AS a3, $4::bigint[] AS a4, $5::text[] AS a5,
+      $6::bigint[] AS a6, $7::text[] AS a7, $8::text[] AS a8, $9::text[] AS a9),
+  r AS MATERIALIZED (
+    SELECT r.* FROM a, unnest(a1, a2, a3, a4, a5) WITH ORDINALITY AS r(gid, celular_id, estado, now, fecha, orden)),
   path AS MATERIALIZED (
-    SELECT * FROM unnest($6::bigint[], $7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS p(orden, desde, estado, anterior, paso)),
+    SELECT p.* FROM a, unnest(a6, a7, a8, a9) WITH ORDINALITY AS p(orden, desde, estado, anterior, paso)),
   f AS MATERIALIZED (
     SELECT r.orden, (SELECT g.msg_id FROM ids_gateway g WHERE g.gateway_msg_id = r.gid AND g.celular_id = r.celular_id LIMIT 1) AS msg_id FROM r),
   b AS MATERIALIZED (
@@ -106,18 +111,19 @@ export const RECEIPT_ADVANCE = `WITH r AS MATERIALIZED (
   mv AS MATERIALIZED (
     SELECT b.*, r.estado AS nuevo, r.now, r.fecha FROM b JOIN r USING (orden)
     WHERE b.estado IN (SELECT p.desde FROM path p WHERE p.orden = b.orden)),
-  -- The counts rows of each moved message's old and new state, lines, quarters, then hours, each in the order of the states.
+  -- The counts rows of each moved message's old and new state, lines, quarters, then hours, each in the order of the states;
+  -- one message's triggers take them in this order.
   lineas AS MATERIALIZED (
     SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM mv) x USING (cliente_id, celular_id)
-    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv)
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND cardinality($1::text[]) > 1
     ORDER BY k.cliente_id, k.celular_id, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
   cuartos AS MATERIALIZED (
     SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM mv) x USING (cliente_id, cuarto)
-    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM lineas) >= 0
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM lineas) >= 0 AND cardinality($1::text[]) > 1
     ORDER BY k.cliente_id, k.cuarto, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
   horas AS MATERIALIZED (
     SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM mv) x USING (hora, cliente_id)
-    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM cuartos) >= 0
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM cuartos) >= 0 AND cardinality($1::text[]) > 1
     ORDER BY k.hora, k.cliente_id, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
   moved AS (
     UPDATE mensajes x SET estado = v.nuevo,
