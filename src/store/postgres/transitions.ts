@@ -54,6 +54,7 @@ export const MARK_SENT = `WITH i AS MATERIALIZED (
     SELECT x.seq FROM mensajes x WHERE x.msg_id IN (SELECT msg_id FROM m) AND (SELECT COUNT(*) FROM line) >= 0 AND cardinality($1::text[]) > 1
     ORDER BY x.seq FOR NO KEY UPDATE),
   -- The counts rows of each message's old and new state, lines, quarters, then hours; one message's triggers take them in this order.
+  -- (A batch of one skips these and \`own\`, so \`sent\` names \`line\` itself: its lock comes first whatever the batch.)
   lineas AS MATERIALIZED (
     SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM m) r USING (cliente_id, celular_id)
     WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM own) >= 0 AND cardinality($1::text[]) > 1
@@ -68,7 +69,7 @@ export const MARK_SENT = `WITH i AS MATERIALIZED (
     ORDER BY k.hora, k.cliente_id, k.estado = 'enviado' FOR UPDATE OF k),
   sent AS (
     UPDATE mensajes x SET estado = 'enviado', gateway_msg_id = i.gid, enviado_at = i.now, ${slotSet(SENT_SLOT, 'i.slot')}, error = NULL, intentos = x.intentos + 1
-    FROM i WHERE x.msg_id = i.msg_id AND x.estado = 'pendiente' AND (SELECT COUNT(*) FROM horas) >= 0
+    FROM i WHERE x.msg_id = i.msg_id AND x.estado = 'pendiente' AND (SELECT COUNT(*) FROM line) >= 0 AND (SELECT COUNT(*) FROM horas) >= 0
     RETURNING ${colsOf('x')}, x.seq, i.orden, i.fecha),
   -- Its side rows (migration 14): no longer pending, its slot from now, its gateway id; a few of each line's old slots go.
   pend AS (DELETE FROM mensajes_pendientes p USING sent s WHERE p.seq = s.seq),
