@@ -18,7 +18,7 @@ import {
 import { migrate, PG_MIGRATIONS } from './postgres/migrations.js';
 import { nodes } from './postgres/leases.js';
 import { nonIntegerValues } from './sqlite/integers.js';
-import { SQLITE_ACCESS_PATHS } from './sqlite/access-paths.js';
+import { SQLITE_ACCESS_PATHS } from './sqlite/state-paths.js';
 
 /**
  * `pasarela migrate --from sqlite:PATH --to postgres://...`: an SQLite

@@ -8,6 +8,7 @@ import type { AcceptOptions, NewMensaje } from '../../src/core/ports/messages.js
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { LOCK } from '../../src/store/postgres/db.js';
+import { PARK } from '../../src/store/postgres/transitions.js';
 import { until } from '../helpers/poll.js';
 import { celular, messages, openPg, PG_ABSENT, PG_URL, pgSchema } from './adapters.js';
 
@@ -425,7 +426,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
         const gid = `G-later-${modo}`;
         await a.acceptMensaje(m, { charge: false, maxPending: null }, 10);
         // The receipt finds no message (it has passed the id's lock too) and stops before it locks the line to park.
-        const park = gate((t) => t.startsWith('SELECT saldo_actual, pendientes FROM celulares'));
+        const park = gate((t) => t === PARK);
         const ack = c.receipt(l.cel.id, gid, 'leido', 21);
         await until(() => park.pids.length === 1, { what: 'the receipt to come to park' });
         // Another session holds the message's row: the record locks the id and the line, then waits there.

@@ -98,7 +98,7 @@ export class Db {
     return (await this.q<T>(sql, params))[0] ?? null;
   }
 
-  /** Runs `fn` in one READ COMMITTED transaction; the row locks it takes make it exact (see postgres/messages.ts). */
+  /** Runs `fn` in one READ COMMITTED transaction; the row locks it takes make it exact (docs/store-locks.md). */
   async tx<T>(fn: (c: Client) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       let c: Client;

@@ -1,4 +1,3 @@
-import { messageStatusData } from '../../core/events/event-data.js';
 import * as recipe from '../../core/billing/recipes.js';
 import { hechosSelect, movementInsert, movimientosDeMensajeSelect, ownMovimientos } from '../recipe-sql.js';
 import type { AcceptOptions, AcceptResult, MensajeHechos, MessagesOwn, MessageStats, NewMensaje, NewRecibido } from '../../core/ports/messages.js';
@@ -9,19 +8,9 @@ import type { AcceptTurns } from './accept-turn.js';
 import { type Client, type Db, ph, row } from './db.js';
 
 /**
- * Messages in PostgreSQL, exact with several nodes writing at once. Every
- * transaction (and statement) takes its row locks in one order: the client,
- * then the line, then a parked receipt (transitions.ts), then the message
- * (the counts rows the triggers touch come last, in the order of the
- * message's states; the message's own side rows, state-paths.ts, are
- * written after its row by the same statement, and the only other writer of
- * a slot row, a send forgetting old slots, skips locked ones). A
- * transaction that will change a balance
- * or a line's counter locks those rows first, before it touches the message,
- * so two transactions never wait on each other in a cycle. Which rows to lock
- * is read first from columns that never change after acceptance (client,
- * line, mode, which balance paid), then the message's state is read again
- * under its own lock.
+ * Messages in PostgreSQL, exact with several nodes writing at once: every
+ * transaction and statement takes its row locks in one order (client, line,
+ * parked receipt, message, counts rows), written in docs/store-locks.md.
  */
 
 /** A message row as the port returns it: every column but `seq` (an arrival order SQLite keeps as its rowid). */
@@ -65,11 +54,6 @@ export interface Fixed {
 }
 export const FIXED = 'msg_id, cliente_id, celular_id, modo, cargo';
 
-/** The line's row, locked (null: the line was deleted). */
-export async function lockCelular(c: Client, id: number): Promise<{ saldo_actual: number; pendientes: number } | null> {
-  return row(c, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [id]);
-}
-
 /**
  * Logs an event in the current transaction (D-69): one row, a delivery when
  * the client's configuration wants it now, read in the same statement
@@ -77,17 +61,6 @@ export async function lockCelular(c: Client, id: number): Promise<{ saldo_actual
  */
 export async function journal(c: Client, ev: JournalEvent, recordedAt = ev.fecha): Promise<void> {
   await c.query(eventInsert, [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha, recordedAt]);
-}
-
-/** Logs a message's `message.status` for one step (core/events/event-data.ts). */
-export async function journalStatus(c: Client, m: MensajeRow, anterior: string | null, now: number): Promise<void> {
-  await journal(c, {
-    evento: 'message.status',
-    cliente_id: m.cliente_id,
-    celular_id: m.celular_id,
-    data: { ...messageStatusData(m, anterior, now) },
-    fecha: now,
-  });
 }
 
 /** Writes a ledger row core/billing/recipes.ts answered; `returning` reads a column of it back. */

@@ -931,6 +931,19 @@ export const PG_MIGRATIONS: Migration[] = [
       INSERT INTO motor_sesiones (instancia) SELECT DISTINCT instancia FROM motor_auth;
     `,
   },
+  {
+    version: 26,
+    name: "a line's parked receipts counted inside the park's one statement (D-138)",
+    sql: `
+      -- A receipt is parked by one statement that locks its line first and then counts the line's parked
+      -- receipts; the statement's snapshot may predate that lock, so the count is a VOLATILE function
+      -- whose query takes a snapshot of its own and sees every park the lock's previous holders
+      -- committed (as acuses_al_dia, version 17). Only those not expired by desde count.
+      CREATE FUNCTION acuses_de_linea(linea BIGINT, desde BIGINT) RETURNS INT LANGUAGE sql VOLATILE AS $$
+        SELECT COUNT(*)::int FROM acuses_pendientes WHERE celular_id = linea AND at >= desde
+      $$;
+    `,
+  },
 ];
 
 /**

@@ -10,8 +10,8 @@ import { STATE_COLS, slotSync, stateColsOf } from './state-paths.js';
 
 /**
  * The queue in PostgreSQL: the lines' heads, claims with their caps slot
- * (taken under the line's row lock, in the order postgres/messages.ts
- * gives), retries, the direct sends a crash left pending. Every path to a
+ * (taken under the line's row lock, in the order of
+ * docs/store-locks.md), retries, the direct sends a crash left pending. Every path to a
  * pending message or a slot goes through the side tables (state-paths.ts).
  */
 

@@ -21,9 +21,6 @@ export const stateColsOf = (alias: string) =>
 export const enterPending = (from: string) =>
   `INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, cupo_at) SELECT seq, msg_id, celular_id, modo, cupo_at FROM ${from}`;
 
-/** The messages in `from` left pendiente (a no-op for one that was not pending). */
-export const leavePending = (from: string) => `DELETE FROM mensajes_pendientes p USING ${from} u WHERE p.seq = u.seq`;
-
 /**
  * The slot rows after a slot transition (core/billing/recipes.ts slotOn) the rows in
  * `from` went through: a time is written, none is removed, and a failure's
@@ -41,28 +38,6 @@ export function slotSync(from: string, cupo: SlotValue): string {
       return `DELETE FROM cupos k USING ${from} u WHERE k.seq = u.seq AND u.enviado_at IS NULL`;
   }
 }
-
-/** A few of the line's slots no window counts any more (core/sending/caps.ts slotsForgottenBefore), never waiting for one, never one in `from`. */
-export const forgetSlots = (from: string, before: string) =>
-  `DELETE FROM cupos WHERE seq IN (
-      SELECT k.seq FROM cupos k WHERE k.celular_id = (SELECT celular_id FROM ${from} LIMIT 1) AND k.cupo_at < ${before}
-        AND k.seq NOT IN (SELECT seq FROM ${from}) LIMIT 16 FOR UPDATE SKIP LOCKED)`;
-
-/** forgetSlots for each line of the rows in `from`: a few of each line's old slots. */
-export const forgetSlotsOfLines = (from: string, before: string) =>
-  `DELETE FROM cupos WHERE seq IN (
-      SELECT f.seq FROM (SELECT DISTINCT celular_id FROM ${from}) l CROSS JOIN LATERAL (
-        SELECT k.seq FROM cupos k WHERE k.celular_id = l.celular_id AND k.cupo_at < ${before}
-          AND k.seq NOT IN (SELECT seq FROM ${from}) LIMIT 16 FOR UPDATE SKIP LOCKED) f)`;
-
-/** The gateway ids the rows in `from` were sent under. */
-export const mapGateway = (from: string) =>
-  `INSERT INTO ids_gateway (gateway_msg_id, celular_id, msg_id) SELECT gateway_msg_id, celular_id, msg_id FROM ${from}
-      WHERE gateway_msg_id IS NOT NULL ON CONFLICT DO NOTHING`;
-
-/** `msg_id = ` the message of a line with a gateway id (parameters: gateway id, line). */
-export const byGateway = (gid: string, line: string) =>
-  `msg_id = (SELECT msg_id FROM ids_gateway WHERE gateway_msg_id = ${gid} AND celular_id = ${line} LIMIT 1)`;
 
 /**
  * The side tables filled from mensajes, for a store whose rows were written

@@ -36,7 +36,7 @@ export interface PgStore extends Store {
  * The networked store: PostgreSQL through a pool, for any number of nodes on
  * one database, composed of one module per port over the pool. Every method
  * is one statement or one transaction; those that read and then write lock
- * the rows they change (see postgres/messages.ts for the order), so
+ * the rows they change (in the order of docs/store-locks.md), so
  * balances, caps and queue depths stay exact with several nodes writing.
  * The migrations are applied before it is returned.
  */

@@ -1,358 +1,499 @@
 import { iso } from '../../core/time/clock.js';
-import { parkedOrder, receiptPath, receiptSources, receiptStep } from '../../core/billing/ledger.js';
+import { AppError } from '../../core/api/errors.js';
+import { MESSAGE_STATUS_FIELDS, type MessageStatusField } from '../../core/events/event-data.js';
+import { PARKED_PER_LINE, parkedOrder, receiptSources, receiptStep } from '../../core/billing/ledger.js';
 import * as recipe from '../../core/billing/recipes.js';
+import { slotsForgottenBefore } from '../../core/sending/caps.js';
+import { Turns, settle } from '../../core/queue/turns.js';
 import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
 import type { CancelResult } from '../../core/ports/queue.js';
 import type { ErrorClase, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
-import { balanceAdd, pendingDown, receiptStepUpdate, slotSet, slotTime } from '../recipe-sql.js';
-import { type Client, type Db, LOCK, ph, row, rows } from './db.js';
-import { COLS, colsOf, FIXED, type Fixed, journalStatus, lockCelular, writeMovement } from './messages.js';
-import { eventInsertOf } from './webhooks.js';
-import { byGateway, forgetSlots, leavePending, mapGateway, slotSync } from './state-paths.js';
-import { slotsForgottenBefore } from '../../core/sending/caps.js';
-import { fieldOf, statusData } from './status-sql.js';
-import { sentTurns } from './sent-turn.js';
-import { type Applied, receiptTurns } from './receipt-turn.js';
+import { balanceAdd, slotSet } from '../recipe-sql.js';
+import { type Client, Db, LOCK, ph, row, rows } from './db.js';
+import { COLS, colsOf, FIXED, type Fixed, writeMovement } from './messages.js';
+import { slotSync } from './state-paths.js';
+import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
 
 /**
- * A message's state changes after acceptance, in PostgreSQL: the send's
- * record, a failed send, receipts. The common ones (a send recorded, a
- * delivery or read receipt on a recorded send) are one autocommitted
- * statement each: the message's UPDATE guarded by its state, the line's
- * counter, and the `message.status` rows built from what the UPDATE
- * returned. The rare ones (a failure and its refund, a receipt that beats
- * its send and is parked, parked receipts applied) keep a transaction.
- * Sends recorded at the same time go in turns (sent-turn.ts): one statement
- * does this file's markSent statement for each of them, parked receipts
- * read as below. So does the first look of delivery and read receipts
- * (receipt-turn.ts, RECEIPT_ADVANCE for each); what follows a look that
- * found nothing is per receipt, as below.
- *
- * Lock order, as in messages.ts: the client, the line, the parked receipt,
- * the message (then the counts rows the triggers touch). A statement that
- * changes the line's counter locks the line in a sub-select its UPDATE
- * joins, so the line is locked before the message row is.
- *
- * A receipt that finds no message parks itself; the send's record must then
- * find it (D-87). Both sides hold the message's line to their commit: park()
- * locks the line's row first (it counts the line's parked rows under it),
- * and the record's statement locks it before its UPDATE, whatever the
- * message's mode, and reads the receipts parked for its gateway id and line
- * after that, with acuses_al_dia (migration 17), a VOLATILE function whose
- * query takes a snapshot of its own (the statement's may predate the lock):
- * - a park that committed before the record got the line is seen by that
- *   read, and the record applies it (applyParked);
- * - a park that asks for the line while the record holds it waits for the
- *   record's commit, and its look after its own commit finds the message.
- * Either way one of them applies it, and both may try (the record's
- * applyParked runs after its commit, the receipt's look after its park's):
- * whoever applies it first deletes the parked row in the same transaction,
- * and the other's DELETE ... RETURNING then returns nothing (it waits on the
- * row while the first is open, then finds it gone), so it is applied exactly
- * once and never left parked. A record is one round trip; applyParked's
- * transaction only when something was parked.
- *
- * Why the line and not the gateway id's advisory lock (which the record
- * takes first, so that a receipt that missed a send in flight waits for it
- * rather than paying for parking): parks of the previous version take the
- * line and not that lock, and run beside these during a rolling upgrade, so
- * the id's lock would leave a park committed between the record's read and
- * its commit unseen by both. Queued records locked the line already; a
- * direct one now does too, for its statement. No cycle: the record takes
- * the id's lock, the line, the message, the counts rows; park the line, then
- * parked rows; nothing takes an id's lock while it holds a row (the
- * receipt's wait for an id's lock is a statement of its own), and the rest
- * keep the order above (applyParked and failByReceipt: the client, the
- * line, the parked rows, the message).
+ * A message's changes after acceptance, in PostgreSQL (D-138): the send's
+ * record, a failure, a delivery or read receipt, a receipt parked and the
+ * parked ones applied. Each is ONE named statement below that takes arrays,
+ * one element per message: a single call is a batch of one through the same
+ * text, and the group-commit turns (core/queue/turns.ts) only decide how
+ * many go in one call. The locks they take and the parked-receipt protocol
+ * (D-87) are in docs/store-locks.md.
  */
 
-type Step = 'entregado' | 'leido';
-const STEPS: Step[] = ['entregado', 'leido'];
+const SENT_SLOT = recipe.slotOn('sent', 0);
+const FAIL_SLOT = recipe.slotOn('fail');
+
+/** A `message.status` event's data from row `s` (core's one list of fields, in its order), a step's own values in `own`. */
+const statusJson = (own: Partial<Record<MessageStatusField, string>>) =>
+  `json_build_object(${MESSAGE_STATUS_FIELDS.map((f) => `'${f}', ${own[f] ?? `s.${f}`}`).join(', ')})::text`;
+
+/** `message.status` rows into the log, one per row of `from` (its FROM and order); a delivery when the client subscribes. */
+const statusEvents = (own: Partial<Record<MessageStatusField, string>>, at: string, from: string) =>
+  `INSERT INTO eventos (${EVENT_ROW_COLS}) SELECT ${eventRow('s.cliente_id', 's.celular_id', `'message.status'`, statusJson(own), at, at)} ${from}`;
 
 /**
- * markSent's one statement. Parameters: msg_id, gateway id, now, the slot's
- * time, now as the event's ISO date, the gateway id lock's first key, the
- * time before which the line's slots are forgotten (core/sending/caps.ts). The
- * line is locked (a queued message's counter goes down; any message's
- * parked receipts are read under it, see the top of this file) by `line`,
- * which the UPDATE joins, so before the message. The gateway id's lock
- * (`g`, before any row lock, held to the commit) lets a receipt that missed
- * the send in flight wait for it instead of parking (see `receipt`). The
- * row sent comes back with `acuses`: the receipts parked for it, read per
- * row of `sent`, so after the line's lock.
+ * Sends recorded. Parameters, one element per message: msg_ids, gateway ids,
+ * nows, slot times, nows as ISO dates; then the gateway id lock's first key
+ * and the time before which the lines' slots are forgotten
+ * (core/sending/caps.ts). Returns the rows sent with their place (`orden`)
+ * and the receipts parked for them (`acuses`, read after the line's lock).
  */
-function markSentSql(slot: ReturnType<typeof recipe.slotOn>): string {
-  return `WITH g AS (SELECT pg_advisory_xact_lock($6, hashtext($2))),
-  m AS (SELECT msg_id, celular_id, modo FROM g, mensajes WHERE msg_id = $1),
-  line AS (SELECT c.id FROM celulares c JOIN m ON c.id = m.celular_id FOR NO KEY UPDATE OF c),
+export const MARK_SENT = `WITH i AS MATERIALIZED (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) WITH ORDINALITY AS i(msg_id, gid, now, slot, fecha, orden)),
+  g AS MATERIALIZED (SELECT pg_advisory_xact_lock($6::int, h) FROM (SELECT DISTINCT hashtext(gid) AS h FROM i) s ORDER BY h),
+  m AS MATERIALIZED (
+    SELECT x.msg_id, x.cliente_id, x.celular_id, x.modo, x.created_at FROM mensajes x
+    WHERE x.msg_id IN (SELECT msg_id FROM i) AND (SELECT COUNT(*) FROM g) >= 0),
+  line AS MATERIALIZED (
+    SELECT c.id FROM celulares c WHERE c.id IN (SELECT celular_id FROM m) ORDER BY c.id FOR NO KEY UPDATE),
+  own AS MATERIALIZED (
+    SELECT x.seq FROM mensajes x WHERE x.msg_id IN (SELECT msg_id FROM m) AND (SELECT COUNT(*) FROM line) >= 0 AND cardinality($1::text[]) > 1
+    ORDER BY x.seq FOR NO KEY UPDATE),
+  -- The counts rows of each message's old and new state, lines, quarters, then hours; one message's triggers take them in this order.
+  -- (A batch of one skips these and \`own\`, so \`sent\` names \`line\` itself: its lock comes first whatever the batch.)
+  lineas AS MATERIALIZED (
+    SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM m) r USING (cliente_id, celular_id)
+    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM own) >= 0 AND cardinality($1::text[]) > 1
+    ORDER BY k.cliente_id, k.celular_id, k.estado = 'enviado' FOR UPDATE OF k),
+  cuartos AS MATERIALIZED (
+    SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM m) r USING (cliente_id, cuarto)
+    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM lineas) >= 0 AND cardinality($1::text[]) > 1
+    ORDER BY k.cliente_id, k.cuarto, k.estado = 'enviado' FOR UPDATE OF k),
+  horas AS MATERIALIZED (
+    SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM m) r USING (hora, cliente_id)
+    WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM cuartos) >= 0 AND cardinality($1::text[]) > 1
+    ORDER BY k.hora, k.cliente_id, k.estado = 'enviado' FOR UPDATE OF k),
   sent AS (
-    UPDATE mensajes x SET estado = 'enviado', gateway_msg_id = $2, enviado_at = $3, ${slotSet(slot, '$4::bigint')}, error = NULL, intentos = x.intentos + 1
-    FROM m LEFT JOIN line ON true WHERE x.msg_id = m.msg_id AND x.estado = 'pendiente'
-    RETURNING ${colsOf('x')}, x.seq),
-  -- Its access paths (state-paths.ts): no longer pending, its slot from now, its gateway id; and a few of its line's old slots go.
-  pend AS (${leavePending('sent')}),
-  slot AS (${slotSync('sent', slot.cupo_at)}),
-  gw AS (${mapGateway('sent')}),
-  old AS (${forgetSlots('sent', '$7::bigint')}),
-  -- recipes.ts queueDelta: a queued message (modo 'cola') left the line's queue.
-  down AS (${pendingDown(() => `(SELECT celular_id FROM sent WHERE modo = 'cola')`)}),
-  ev AS (${eventInsertOf(
-    {
-      cliente: 's.cliente_id',
-      celular: 's.celular_id',
-      evento: `'message.status'::text`,
-      data: statusData(fieldOf('s', { estado_anterior: `'pendiente'::text`, fecha: '$5::text' })),
-      fecha: '$3::bigint',
-      recordedAt: '$3::bigint',
-    },
-    'FROM sent s',
-  )})
-  SELECT ${COLS}, acuses_al_dia($2, celular_id) AS acuses FROM sent`;
-}
+    UPDATE mensajes x SET estado = 'enviado', gateway_msg_id = i.gid, enviado_at = i.now, ${slotSet(SENT_SLOT, 'i.slot')}, error = NULL, intentos = x.intentos + 1
+    FROM i WHERE x.msg_id = i.msg_id AND x.estado = 'pendiente' AND (SELECT COUNT(*) FROM line) >= 0 AND (SELECT COUNT(*) FROM horas) >= 0
+    RETURNING ${colsOf('x')}, x.seq, i.orden, i.fecha),
+  -- Its side rows (migration 14): no longer pending, its slot from now, its gateway id; a few of each line's old slots go.
+  pend AS (DELETE FROM mensajes_pendientes p USING sent s WHERE p.seq = s.seq),
+  slot AS (${slotSync('sent', SENT_SLOT.cupo_at)}),
+  gw AS (
+    INSERT INTO ids_gateway (gateway_msg_id, celular_id, msg_id) SELECT gateway_msg_id, celular_id, msg_id FROM sent ON CONFLICT DO NOTHING),
+  old AS (
+    DELETE FROM cupos WHERE seq IN (
+      SELECT f.seq FROM (SELECT DISTINCT celular_id FROM sent) l CROSS JOIN LATERAL (
+        SELECT k.seq FROM cupos k WHERE k.celular_id = l.celular_id AND k.cupo_at < $7::bigint
+          AND k.seq NOT IN (SELECT seq FROM sent) LIMIT 16 FOR UPDATE SKIP LOCKED) f)),
+  -- recipes.ts queueDelta: each queued message left its line's queue, never below zero.
+  down AS (
+    UPDATE celulares c SET pendientes = GREATEST(c.pendientes - d.n, 0)
+    FROM (SELECT celular_id, COUNT(*) AS n FROM sent WHERE modo = 'cola' GROUP BY celular_id) d WHERE c.id = d.celular_id AND c.pendientes > 0),
+  ev AS (${statusEvents({ estado_anterior: `'pendiente'`, fecha: 's.fecha' }, 's.enviado_at', 'FROM sent s ORDER BY s.orden')})
+  SELECT ${COLS}, orden, acuses_al_dia(gateway_msg_id, celular_id) AS acuses FROM sent`;
 
+/**
+ * Delivery and read receipts. Parameters, one element per receipt: gateway
+ * ids, lines, receipts, nows, nows as ISO dates; then the receipts' sources
+ * (ledger.ts receiptSources) as one element per step: the receipt's place,
+ * the state it starts from, the step's state, the state before the step.
+ * Returns a row per receipt whose line has a message of that id: its place
+ * (`r_orden`), `hallado`, and the moved row (null when it moved nothing).
+ */
+export const RECEIPT_ADVANCE = `-- The arrays through a CTE: every call is then planned alike and the plan is kept (unnest over the
+  -- parameters themselves was planned again on each call, for as much CPU as the statement).
+  WITH a AS MATERIALIZED (SELECT $1::text[] AS a1, $2::bigint[] AS a2, $3::text[] AS a3, $4::bigint[] AS a4, $5::text[] AS a5,
+      $6::bigint[] AS a6, $7::text[] AS a7, $8::text[] AS a8, $9::text[] AS a9),
+  r AS MATERIALIZED (
+    SELECT r.* FROM a, unnest(a1, a2, a3, a4, a5) WITH ORDINALITY AS r(gid, celular_id, estado, now, fecha, orden)),
+  path AS MATERIALIZED (
+    SELECT p.* FROM a, unnest(a6, a7, a8, a9) WITH ORDINALITY AS p(orden, desde, estado, anterior, paso)),
+  f AS MATERIALIZED (
+    SELECT r.orden, (SELECT g.msg_id FROM ids_gateway g WHERE g.gateway_msg_id = r.gid AND g.celular_id = r.celular_id LIMIT 1) AS msg_id FROM r),
+  b AS MATERIALIZED (
+    SELECT f.orden, m.msg_id, m.estado, m.entregado_at, m.leido_at, m.cliente_id, m.celular_id, m.created_at
+    FROM f JOIN mensajes m ON m.msg_id = f.msg_id ORDER BY m.seq FOR UPDATE OF m),
+  mv AS MATERIALIZED (
+    SELECT b.*, r.estado AS nuevo, r.now, r.fecha FROM b JOIN r USING (orden)
+    WHERE b.estado IN (SELECT p.desde FROM path p WHERE p.orden = b.orden)),
+  -- The counts rows of each moved message's old and new state, lines, quarters, then hours, each in the order of the states;
+  -- one message's triggers take them in this order.
+  lineas AS MATERIALIZED (
+    SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM mv) x USING (cliente_id, celular_id)
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND cardinality($1::text[]) > 1
+    ORDER BY k.cliente_id, k.celular_id, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
+  cuartos AS MATERIALIZED (
+    SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM mv) x USING (cliente_id, cuarto)
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM lineas) >= 0 AND cardinality($1::text[]) > 1
+    ORDER BY k.cliente_id, k.cuarto, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
+  horas AS MATERIALIZED (
+    SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM mv) x USING (hora, cliente_id)
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM cuartos) >= 0 AND cardinality($1::text[]) > 1
+    ORDER BY k.hora, k.cliente_id, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
+  moved AS (
+    UPDATE mensajes x SET estado = v.nuevo,
+      entregado_at = CASE WHEN EXISTS (SELECT 1 FROM path p WHERE p.orden = v.orden AND p.desde = v.estado AND p.estado = 'entregado')
+        THEN v.now ELSE x.entregado_at END,
+      leido_at = CASE WHEN EXISTS (SELECT 1 FROM path p WHERE p.orden = v.orden AND p.desde = v.estado AND p.estado = 'leido')
+        THEN v.now ELSE x.leido_at END
+    FROM mv v WHERE x.msg_id = v.msg_id AND (SELECT COUNT(*) FROM horas) >= 0
+    RETURNING ${colsOf('x')}, v.estado AS antes_estado, v.entregado_at AS antes_entregado_at, v.leido_at AS antes_leido_at,
+      v.orden AS u_orden, v.now AS u_now, v.fecha AS u_fecha),
+  -- One event per step, in order (a read receipt on a sent message: delivered, then read).
+  ev AS (${statusEvents(
+    { estado: 'p.estado', estado_anterior: 'p.anterior', fecha: 's.u_fecha' },
+    's.u_now',
+    'FROM moved s JOIN path p ON p.orden = s.u_orden AND p.desde = s.antes_estado ORDER BY s.u_orden, p.paso',
+  )})
+  SELECT b.orden AS r_orden, b.msg_id AS hallado, u.* FROM b LEFT JOIN moved u ON u.u_orden = b.orden`;
+
+/**
+ * Failures: each message from the state it is in (`desde`, which guards it)
+ * to error; a cancel (`libre_at`, its time) only while no claim holds it (the
+ * claim's own test, under the message's lock). Parameters, one element per
+ * message: msg_ids, errors, classes, desde, nows, nows as ISO dates, libre_at
+ * (null: not a cancel). A send that never went out gives its slot back; one
+ * the network took keeps it (recipes.ts slotOn). The refund is the caller's.
+ */
+export const FAIL = `WITH i AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bigint[])
+      WITH ORDINALITY AS i(msg_id, error, clase, desde, now, fecha, libre_at, orden)),
+  f AS (
+    UPDATE mensajes x SET estado = 'error', error = i.error, error_clase = i.clase, ${slotSet(FAIL_SLOT, 'i.now')}, cobrado = 0, error_at = i.now
+    FROM i WHERE x.msg_id = i.msg_id AND x.estado = i.desde
+      AND (i.libre_at IS NULL OR (x.modo = 'cola' AND (x.lease_until IS NULL OR x.lease_until <= i.libre_at)))
+    RETURNING ${colsOf('x')}, x.seq, i.desde, i.now, i.fecha, i.orden),
+  pend AS (DELETE FROM mensajes_pendientes p USING f WHERE p.seq = f.seq),
+  slot AS (${slotSync('f', FAIL_SLOT.cupo_at)}),
+  -- recipes.ts queueDelta: a queued message that was pending left its line's queue, never below zero.
+  down AS (
+    UPDATE celulares c SET pendientes = GREATEST(c.pendientes - d.n, 0)
+    FROM (SELECT celular_id, COUNT(*) AS n FROM f WHERE modo = 'cola' AND desde = 'pendiente' GROUP BY celular_id) d
+    WHERE c.id = d.celular_id AND c.pendientes > 0),
+  ev AS (${statusEvents({ estado_anterior: 's.desde', fecha: 's.fecha' }, 's.now', 'FROM f s ORDER BY s.orden')})
+  SELECT ${COLS}, orden FROM f`;
+
+/**
+ * Receipts parked for gateway ids no message of their line has yet.
+ * Parameters, one element per receipt (distinct gateway id and receipt):
+ * gateway ids, lines, receipts, errors, nows; then the time before which
+ * parked receipts are expired, and a line's bound (PARKED_PER_LINE). Each
+ * line is locked first, its unexpired parked rows counted after the lock by
+ * acuses_de_linea (migration 26: a VOLATILE function's own snapshot); a line
+ * gone or full parks nothing. Returns the places (`orden`) parked.
+ */
+export const PARK = `WITH i AS MATERIALIZED (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[]) WITH ORDINALITY AS i(gid, celular_id, estado, error, at, orden)),
+  line AS MATERIALIZED (SELECT c.id FROM celulares c WHERE c.id IN (SELECT celular_id FROM i) ORDER BY c.id FOR NO KEY UPDATE),
+  held AS MATERIALIZED (SELECT id, acuses_de_linea(id, $6::bigint) AS n FROM line),
+  -- A few expired rows nobody claimed go, skipping any another transaction holds.
+  old AS (
+    DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
+      SELECT gateway_msg_id, estado FROM acuses_pendientes WHERE at < $6::bigint AND (SELECT COUNT(*) FROM held) >= 0
+        AND (gateway_msg_id, estado) NOT IN (SELECT gid, estado FROM i) LIMIT 100 FOR UPDATE SKIP LOCKED)),
+  ok AS MATERIALIZED (
+    SELECT i.* FROM (SELECT *, row_number() OVER (PARTITION BY celular_id ORDER BY orden) AS k FROM i) i JOIN held h ON h.id = i.celular_id
+    WHERE h.n + i.k <= $7::int),
+  ins AS (
+    INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) SELECT gid, estado, error, at, celular_id FROM ok
+    ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at, celular_id = excluded.celular_id)
+  SELECT orden FROM ok`;
+
+/** Parked receipts claimed by deleting them. Parameters, one element per receipt: gateway ids, lines, receipts. */
+export const CLAIM_PARKED = `DELETE FROM acuses_pendientes a USING unnest($1::text[], $2::bigint[], $3::text[]) AS i(gid, celular_id, estado)
+  WHERE a.gateway_msg_id = i.gid AND (a.celular_id = i.celular_id OR a.celular_id IS NULL) AND a.estado = i.estado
+  RETURNING a.gateway_msg_id AS gid, i.celular_id, a.estado, a.error`;
+
+/** A send to record. */
+export interface SentItem {
+  msgId: string;
+  gid: string;
+  now: number;
+}
 /** A send's row as recorded, with the receipts parked for it (read under its line's lock). */
 export type Recorded = MensajeRow & { acuses: ReceiptEstado[] };
 
-/**
- * A delivery or read receipt in one statement. Parameters: gateway id, line,
- * the receipt, now, now as the event's ISO date, and the receipt's sources
- * (ledger.ts receiptSources) as three arrays, one row per step: the state
- * it starts from, the step's state, the state before the step. The message
- * is locked by `b` and moved from the state read under that lock, one event
- * per step in order (a read receipt on a sent message: delivered, then
- * read). One row when the line has a message of that id (`hallado`; the
- * rest null when the receipt moved nothing), none when it has none.
- */
-const RECEIPT_ADVANCE = `WITH path AS (SELECT * FROM unnest($6::text[], $7::text[], $8::text[]) WITH ORDINALITY AS p(desde, estado, anterior, orden)),
-  b AS (SELECT msg_id, estado, entregado_at, leido_at FROM mensajes WHERE ${byGateway('$1', '$2')} FOR UPDATE),
-  moved AS (
-    UPDATE mensajes x SET estado = $3::text,
-      ${STEPS.map((s) => `${recipe.receiptColumn(s)} = CASE WHEN EXISTS (SELECT 1 FROM path p WHERE p.desde = b.estado AND p.estado = '${s}') THEN $4::bigint ELSE x.${recipe.receiptColumn(s)} END`).join(',\n      ')}
-    FROM b WHERE x.msg_id = b.msg_id AND b.estado IN (SELECT desde FROM path)
-    RETURNING ${colsOf('x')}, b.estado AS antes_estado, b.entregado_at AS antes_entregado_at, b.leido_at AS antes_leido_at),
-  ev AS (${eventInsertOf(
-    {
-      cliente: 's.cliente_id',
-      celular: 's.celular_id',
-      evento: `'message.status'::text`,
-      data: statusData(fieldOf('s', { estado: 'p.estado', estado_anterior: 'p.anterior', fecha: '$5::text' })),
-      fecha: '$4::bigint',
-      recordedAt: '$4::bigint',
-    },
-    'FROM moved s JOIN path p ON p.desde = s.antes_estado ORDER BY p.orden',
-  )})
-  SELECT b.msg_id AS hallado, u.* FROM b LEFT JOIN moved u ON true`;
+/** MARK_SENT over `items` (distinct msg_ids): each one's row as sent with its parked receipts, or null (not pending), in order. */
+export async function recordSent(db: Db, items: SentItem[]): Promise<Array<Recorded | null>> {
+  const sent = await db.q<Recorded & { orden: number }>(MARK_SENT, [
+    items.map((i) => i.msgId),
+    items.map((i) => i.gid),
+    items.map((i) => i.now),
+    items.map((i) => i.now),
+    items.map((i) => iso(i.now)),
+    LOCK.gatewayId,
+    // The earliest: no slot a window of any of them still counts is forgotten.
+    slotsForgottenBefore(Math.min(...items.map((i) => i.now))),
+  ]);
+  const out: Array<Recorded | null> = items.map(() => null);
+  for (const { orden, ...s } of sent) out[orden - 1] = s;
+  return out;
+}
 
-type Moved = MensajeRow & { hallado: string; antes_estado: MensajeRow['estado']; antes_entregado_at: number | null; antes_leido_at: number | null };
+/** A delivery or read receipt. */
+export interface ReceiptItem {
+  celularId: number;
+  gid: string;
+  estado: Exclude<ReceiptEstado, 'error'>;
+  now: number;
+}
+/** What a receipt did to its line's message; 'absent' when the line has no message of that gateway id (yet). */
+export type Applied = ReceiptOutcome | 'absent';
 
-/** RECEIPT_ADVANCE's parameters after the first five: receiptSources as one row per step. */
-function sourceArrays(estado: ReceiptEstado): [string[], string[], string[]] {
-  const from: string[] = [];
-  const to: string[] = [];
-  const prev: string[] = [];
-  for (const s of receiptSources(estado)) {
-    let at: string = s.from;
-    for (const next of s.path) {
-      from.push(s.from);
-      to.push(next);
-      prev.push(at);
-      at = next;
+type Moved = MensajeRow & {
+  r_orden: number;
+  hallado: string;
+  antes_estado: MensajeRow['estado'];
+  antes_entregado_at: number | null;
+  antes_leido_at: number | null;
+  u_orden: number | null;
+  u_now: number | null;
+  u_fecha: string | null;
+};
+
+/** RECEIPT_ADVANCE over `items` (distinct gateway ids of a line), on the pool or in a transaction: each one's outcome, in order. */
+export async function advance(q: Db | Client, items: ReceiptItem[]): Promise<Applied[]> {
+  const steps: [number[], string[], string[], string[]] = [[], [], [], []];
+  items.forEach((it, k) => {
+    for (const s of receiptSources(it.estado)) {
+      let at: string = s.from;
+      for (const next of s.path) {
+        steps[0].push(k + 1);
+        steps[1].push(s.from);
+        steps[2].push(next);
+        steps[3].push(at);
+        at = next;
+      }
     }
+  });
+  const params = [
+    items.map((i) => i.gid),
+    items.map((i) => i.celularId),
+    items.map((i) => i.estado),
+    items.map((i) => i.now),
+    items.map((i) => iso(i.now)),
+    ...steps,
+  ];
+  const found = q instanceof Db ? await q.q<Moved>(RECEIPT_ADVANCE, params) : await rows<Moved>(q, RECEIPT_ADVANCE, params);
+  const out: Applied[] = items.map(() => 'absent');
+  for (const r of found) {
+    const { r_orden, hallado: _h, antes_estado, antes_entregado_at, antes_leido_at, u_orden: _o, u_now: _n, u_fecha: _f, ...after } = r;
+    out[r_orden - 1] =
+      after.msg_id === null ? null : { before: { ...after, estado: antes_estado, entregado_at: antes_entregado_at, leido_at: antes_leido_at }, after };
   }
-  return [from, to, prev];
+  return out;
 }
 
-async function get(c: Client, msgId: string): Promise<MensajeRow | null> {
-  return row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = $1`, [msgId]);
+/** The rows a failure moves money on, locked in order: the clients of those that paid, then the lines. Returns the lines that exist. */
+async function lockForRefund(c: Client, fs: Array<Pick<Fixed, 'cargo' | 'cliente_id' | 'celular_id'>>): Promise<Set<number>> {
+  const clients = [...new Set(fs.filter((f) => f.cargo !== null).map((f) => f.cliente_id))];
+  // FOR NO KEY UPDATE leaves a line's foreign-key check on the client free to proceed.
+  if (clients.length > 0) await c.query('SELECT 1 FROM clientes WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE', [clients]);
+  const lines = [...new Set(fs.map((f) => f.celular_id))];
+  const held = await rows<{ id: number }>(c, 'SELECT id FROM celulares WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE', [lines]);
+  return new Set(held.map((l) => Number(l.id)));
 }
 
-/** The client's row, locked; FOR NO KEY UPDATE leaves a line's foreign-key check on the client free to proceed. */
-async function lockCliente(c: Client, id: number): Promise<void> {
-  await c.query('SELECT 1 FROM clientes WHERE id = $1 FOR NO KEY UPDATE', [id]);
+/** A failure to write; `m.cobrado` is what it paid (only a failure changes it, and a failure meanwhile fails the guard). */
+interface FailItem {
+  m: Pick<MensajeRow, 'msg_id' | 'estado' | 'cobrado'>;
+  error: string;
+  clase: ErrorClase;
+  now: number;
+  lineExists: boolean;
+  /** A cancel: only while no claim holds it at this time. */
+  libreAt?: number;
 }
 
-/** The rows a failure moves money on, locked in order: the client's when it paid, the line's. */
-async function lockForRefund(c: Client, f: Pick<Fixed, 'cargo' | 'cliente_id' | 'celular_id'>): Promise<boolean> {
-  if (f.cargo !== null) await lockCliente(c, f.cliente_id);
-  return (await lockCelular(c, f.celular_id)) !== null;
-}
-
-/**
- * A failure's statement: the message from the state it is in (`$4`, which
- * guards it) to error, a queued message's line counter if it was pending,
- * its event. Parameters: msg_id, error, class, that state, now, now as the
- * event's ISO date. A send that never went out gives its slot back; one the
- * network took keeps it (recipes.ts slotOn).
- */
-const FAIL = `WITH f AS (
-    UPDATE mensajes SET estado = 'error', error = $2, error_clase = $3, ${slotSet(recipe.slotOn('fail'), '$5::bigint')}, cobrado = 0, error_at = $5::bigint
-    WHERE msg_id = $1 AND estado = $4::text
-      -- A cancel ($7, its time): only a queued message no claim holds, the claim's own test, under the message's lock.
-      AND ($7::bigint IS NULL OR (modo = 'cola' AND (lease_until IS NULL OR lease_until <= $7::bigint)))
-    RETURNING ${COLS}, seq),
-  -- Its access paths (state-paths.ts): no longer pending; a slot never used given back.
-  pend AS (${leavePending('f')}),
-  slot AS (${slotSync('f', recipe.slotOn('fail').cupo_at)}),
-  -- recipes.ts queueDelta: a queued message (modo 'cola') left the line's queue.
-  down AS (${pendingDown(() => `(SELECT celular_id FROM f WHERE modo = 'cola' AND $4::text = 'pendiente')`)}),
-  ev AS (${eventInsertOf(
-    {
-      cliente: 's.cliente_id',
-      celular: 's.celular_id',
-      evento: `'message.status'::text`,
-      data: statusData(fieldOf('s', { estado_anterior: '$4::text', fecha: '$6::text' })),
-      fecha: '$5::bigint',
-      recordedAt: '$5::bigint',
-    },
-    'FROM f s',
-  )})
-  SELECT ${COLS} FROM f`;
-
-/**
- * Ends a message in error with its refund, if it is still in `m.estado`
- * (null otherwise); the caller holds the client's (when it paid) and the
- * line's locks, and says whether the line exists. `m.cobrado` is what it
- * paid: only a failure changes it, and a failure meanwhile fails the guard.
- */
-async function failLocked(
-  c: Client,
-  m: Pick<MensajeRow, 'msg_id' | 'estado' | 'cobrado'>,
-  error: string,
-  clase: ErrorClase,
-  now: number,
-  lineExists: boolean,
-  cancel?: { unclaimedAt: number; reembolso?: number },
-): Promise<MensajeRow | null> {
-  const after = await row<MensajeRow>(c, FAIL, [m.msg_id, error, clase, m.estado, now, iso(now), cancel?.unclaimedAt ?? null]);
-  if (!after) return null;
-  const back = recipe.refund({ ...after, cobrado: m.cobrado }, after.cargo === 'celular' && lineExists);
-  if (cancel) cancel.reembolso = back?.monto ?? 0;
-  if (back) {
-    // A deleted client has no balance left to refund to.
-    const r = await row<{ saldo: number }>(c, balanceAdd(back.balance, ph), [back.monto, back.balance.id]);
-    if (r) await writeMovement(c, back.movement(r.saldo), now);
+/** FAIL over `items` (distinct messages) and their refunds; the caller holds lockForRefund's locks. Each one's row and refund, or null. */
+async function failLocked(c: Client, items: FailItem[]): Promise<Array<{ after: MensajeRow; reembolso: number } | null>> {
+  const failed = await rows<MensajeRow & { orden: number }>(c, FAIL, [
+    items.map((i) => i.m.msg_id),
+    items.map((i) => i.error),
+    items.map((i) => i.clase),
+    items.map((i) => i.m.estado),
+    items.map((i) => i.now),
+    items.map((i) => iso(i.now)),
+    items.map((i) => i.libreAt ?? null),
+  ]);
+  const out: Array<{ after: MensajeRow; reembolso: number } | null> = items.map(() => null);
+  for (const { orden, ...after } of failed.sort((a, b) => a.orden - b.orden)) {
+    const it = items[orden - 1]!;
+    const back = recipe.refund({ ...after, cobrado: it.m.cobrado }, after.cargo === 'celular' && it.lineExists);
+    if (back) {
+      // A deleted client has no balance left to refund to.
+      const r = await row<{ saldo: number }>(c, balanceAdd(back.balance, ph), [back.monto, back.balance.id]);
+      if (r) await writeMovement(c, back.movement(r.saldo), it.now);
+    }
+    out[orden - 1] = { after, reembolso: back?.monto ?? 0 };
   }
-  return after;
+  return out;
 }
 
-/** A receipt on a recorded send, in a transaction; a failure's caller holds the client's and line's locks (`lineExists` from the latter). */
-async function applyReceipt(
-  c: Client,
-  celularId: number,
-  gid: string,
-  estado: ReceiptEstado,
-  now: number,
-  error: string | undefined,
-  lineExists: boolean,
-): Promise<ReceiptOutcome> {
-  const before = await row<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE ${byGateway('$1', '$2')} FOR UPDATE`, [gid, celularId]);
-  if (!before) return null;
-  const step = receiptStep(before.estado, estado);
-  if (step === 'ignore') return null;
-  if (step === 'fail') {
-    // Locked above as `before`: the guard holds.
-    const after = await failLocked(c, before, error ?? 'the network reported the message as failed', 'fallido', now, lineExists);
-    return after && { before, after };
-  }
-  let after = before;
-  for (const next of receiptPath(before.estado, estado)) {
-    const prev = after.estado;
-    after = (await row<MensajeRow>(c, `${receiptStepUpdate(next, ph)} RETURNING ${COLS}`, [next, now, before.msg_id]))!;
-    await journalStatus(c, after, prev, now);
-  }
-  return { before, after };
+/** failMensaje over `items` (distinct msg_ids), one transaction: each pending message ended in error with its refund, or null. */
+export async function failPending(db: Db, items: Array<{ msgId: string; error: string; clase: ErrorClase; now: number }>): Promise<Array<MensajeRow | null>> {
+  return db.tx(async (c) => {
+    const fixed = await rows<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = ANY($1::text[])`, [
+      items.map((i) => i.msgId),
+    ]);
+    if (fixed.length === 0) return items.map(() => null);
+    const byId = new Map(fixed.map((f) => [f.msg_id, f]));
+    const lines = await lockForRefund(c, fixed);
+    const todo = items.filter((i) => byId.has(i.msgId));
+    // Only a pending message fails here: one sent meanwhile stays sent and charged (the guard, under the message's lock).
+    const done = await failLocked(
+      c,
+      todo.map((i) => {
+        const f = byId.get(i.msgId)!;
+        return { m: { ...f, estado: 'pendiente' }, error: i.error, clase: i.clase, now: i.now, lineExists: lines.has(Number(f.celular_id)) };
+      }),
+    );
+    const after = new Map(todo.map((i, k) => [i.msgId, done[k]?.after ?? null]));
+    return items.map((i) => after.get(i.msgId) ?? null);
+  });
 }
 
-/** A delivery or read receipt: one statement. */
-async function advance(db: Db, celularId: number, gid: string, estado: ReceiptEstado, now: number): Promise<Applied> {
-  const r = await db.one<Moved>(RECEIPT_ADVANCE, [gid, celularId, estado, now, iso(now), ...sourceArrays(estado)]);
-  if (!r) return 'absent';
-  if (r.msg_id === null) return null;
-  const { hallado: _h, antes_estado, antes_entregado_at, antes_leido_at, ...after } = r;
-  return { before: { ...after, estado: antes_estado, entregado_at: antes_entregado_at, leido_at: antes_leido_at }, after };
+/** A failure the network reports for a sent message, in the caller's transaction holding its refund's locks. */
+async function failSent(c: Client, celularId: number, gid: string, now: number, error: string | undefined, lineExists: boolean): Promise<ReceiptOutcome> {
+  const before = await row<MensajeRow>(
+    c,
+    `SELECT ${COLS} FROM mensajes WHERE msg_id = (SELECT msg_id FROM ids_gateway WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1) FOR UPDATE`,
+    [gid, celularId],
+  );
+  if (!before || receiptStep(before.estado, 'error') !== 'fail') return null;
+  const [done] = await failLocked(c, [{ m: before, error: error ?? 'the network reported the message as failed', clase: 'fallido', now, lineExists }]);
+  return done ? { before, after: done.after } : null;
 }
 
-/** A failure the network reports: its refund needs the client's and line's locks first, so a transaction. */
+/** The message of a line with a gateway id: what decides which rows its change locks. */
+const fixedByGateway = (q: Db | Client, gid: string, celularId: number) => {
+  const sql = `SELECT ${FIXED} FROM mensajes WHERE msg_id = (SELECT msg_id FROM ids_gateway WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1)`;
+  return q instanceof Db ? q.one<Fixed>(sql, [gid, celularId]) : row<Fixed>(q, sql, [gid, celularId]);
+};
+
+/** A failure receipt: its refund needs the client's and line's locks first, so a transaction. */
 async function failByReceipt(db: Db, celularId: number, gid: string, now: number, error: string | undefined): Promise<Applied> {
   return db.tx(async (c): Promise<Applied> => {
     // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
-    const f = await row<Fixed>(c, `SELECT ${FIXED} FROM mensajes WHERE ${byGateway('$1', '$2')}`, [gid, celularId]);
+    const f = await fixedByGateway(c, gid, celularId);
     if (!f) return 'absent';
-    return applyReceipt(c, celularId, gid, 'error', now, error, await lockForRefund(c, f));
+    const lines = await lockForRefund(c, [f]);
+    return failSent(c, celularId, gid, now, error, lines.has(Number(celularId)));
   });
 }
 
-/** Parks a receipt for an id no message of the line has yet; false when the line is gone or holds PARKED_PER_LINE already. */
-async function park(db: Db, celularId: number, gid: string, estado: ReceiptEstado, now: number, error: string | undefined): Promise<boolean> {
-  return db.tx(async (c): Promise<boolean> => {
-    // The line's row lock makes its count and the insert one step for every node, and orders the park against a send's
-    // record, which reads the parked receipts under it (top of this file).
-    if (!(await lockCelular(c, celularId))) return false;
-    // Old parked rows nobody claimed go, a few at a time, skipping any another transaction holds.
-    await c.query(
-      `DELETE FROM acuses_pendientes WHERE (gateway_msg_id, estado) IN (
-         SELECT gateway_msg_id, estado FROM acuses_pendientes WHERE at < $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-      [recipe.parkedExpiredBefore(now)],
-    );
-    const held = await row<{ n: number }>(c, 'SELECT COUNT(*)::int AS n FROM acuses_pendientes WHERE celular_id = $1', [celularId]);
-    if (!recipe.parkingAllows(held!.n)) return false;
-    await c.query(
-      `INSERT INTO acuses_pendientes (gateway_msg_id, estado, error, at, celular_id) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (gateway_msg_id, estado) DO UPDATE SET error = excluded.error, at = excluded.at, celular_id = excluded.celular_id`,
-      [gid, estado, error ?? null, now, celularId],
-    );
-    return true;
-  });
-}
-
-/** markSent's statement for one message, committed on its own: the row sent and its parked receipts, or null when it was not pending. */
-export async function recordSent(db: Db, msgId: string, gid: string, now: number): Promise<Recorded | null> {
-  const slot = recipe.slotOn('sent', now);
-  return db.one<Recorded>(markSentSql(slot), [msgId, gid, now, slotTime(slot), iso(now), LOCK.gatewayId, slotsForgottenBefore(now)]);
-}
-
-/** The receipts `parked` (read by `sent`'s statement under its line's lock) claimed and applied to it: the message as they left it. */
-export async function applyParked(db: Db, sent: MensajeRow, gid: string, parked: ReceiptEstado[], now: number): Promise<MensajeRow | null> {
-  if (parked.length === 0) return sent;
-  return db.tx(async (c): Promise<MensajeRow | null> => {
-    // A parked failure means a refund: its rows are locked before the parked rows are claimed.
-    const lineExists = parked.includes('error') ? await lockForRefund(c, sent) : true;
-    // Claimed by deleting them: a receipt that saw this send after parking finds its row gone and leaves it to us.
-    // Only those read above: one parked since then is its receipt's own to apply (it sees this send when it looks again).
-    const claimed = await rows<{ estado: ReceiptEstado; error: string | null }>(
-      c,
-      `DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND (celular_id = $2 OR celular_id IS NULL) AND estado = ANY($3::text[])
-       RETURNING estado, error`,
-      [gid, sent.celular_id, parked],
-    );
-    for (const p of parkedOrder(claimed)) await applyReceipt(c, sent.celular_id, gid, p.estado, now, p.error ?? undefined, lineExists);
-    return get(c, sent.msg_id);
-  });
-}
-
-/** markSent for one message alone: its statement (its parked receipts read in it, see the top of this file), then those applied if any. */
-export async function markSentAlone(db: Db, msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
-  const r = await recordSent(db, msgId, gid, now);
-  if (!r) return null;
-  const { acuses, ...sent } = r;
-  return applyParked(db, sent, gid, acuses, now);
+/** PARK over `items` (distinct gateway id and receipt): whether each was parked (false: its line is gone or full). */
+export async function park(db: Db, items: Array<{ celularId: number; gid: string; estado: ReceiptEstado; now: number; error?: string }>): Promise<boolean[]> {
+  const parked = await db.q<{ orden: number }>(PARK, [
+    items.map((i) => i.gid),
+    items.map((i) => i.celularId),
+    items.map((i) => i.estado),
+    items.map((i) => i.error ?? null),
+    items.map((i) => i.now),
+    recipe.parkedExpiredBefore(Math.max(...items.map((i) => i.now))),
+    PARKED_PER_LINE,
+  ]);
+  const ok = new Set(parked.map((p) => Number(p.orden)));
+  return items.map((_, k) => ok.has(k + 1));
 }
 
 /**
- * QueueStore.cancelQueued: failMensaje's transaction with the cancel's guard
- * in its statement. A claim locks the message and tests its lease in one
- * statement (queue.ts), so whichever locks the row second sees the other's
- * write: a claimed message is not cancelled, a cancelled one not claimed.
+ * The receipts parked for sends just recorded (read by MARK_SENT under their
+ * lines' locks) claimed and applied, one transaction for all: failures
+ * first, then deliveries, then reads (ledger.ts parkedOrder), each kind one
+ * statement. Each message as they left it, in order.
+ */
+export async function applyParked(db: Db, sends: Array<{ sent: MensajeRow; parked: ReceiptEstado[]; now: number }>): Promise<MensajeRow[]> {
+  const todo = sends.filter((s) => s.parked.length > 0);
+  if (todo.length === 0) return sends.map((s) => s.sent);
+  return db.tx(async (c) => {
+    // A parked failure means a refund: its rows are locked before the parked rows are claimed.
+    const failing = todo.filter((s) => s.parked.includes('error')).map((s) => s.sent);
+    const lines = failing.length > 0 ? await lockForRefund(c, failing) : new Set<number>();
+    // Claimed by deleting them: a receipt that saw the send after parking finds its row gone and leaves it to us.
+    // Only those read by the record: one parked since then is its receipt's own to apply (it sees the send when it looks again).
+    const wanted = todo.flatMap((s) => s.parked.map((estado) => ({ s: s.sent, estado })));
+    const claimed = await rows<{ gid: string; celular_id: number; estado: ReceiptEstado; error: string | null }>(c, CLAIM_PARKED, [
+      wanted.map((w) => w.s.gateway_msg_id),
+      wanted.map((w) => w.s.celular_id),
+      wanted.map((w) => w.estado),
+    ]);
+    const sendOf = new Map(todo.map((s) => [`${s.sent.gateway_msg_id}:${s.sent.celular_id}`, s]));
+    const ordered = parkedOrder(claimed);
+    const fails = ordered.filter((p) => p.estado === 'error');
+    for (const p of fails) {
+      const s = sendOf.get(`${p.gid}:${p.celular_id}`)!;
+      await failSent(c, s.sent.celular_id, p.gid, s.now, p.error ?? undefined, lines.has(Number(s.sent.celular_id)));
+    }
+    for (const estado of ['entregado', 'leido'] as const) {
+      const its = ordered.filter((p) => p.estado === estado).map((p) => ({ p, s: sendOf.get(`${p.gid}:${p.celular_id}`)! }));
+      if (its.length > 0)
+        await advance(
+          c,
+          its.map(({ p, s }) => ({ celularId: s.sent.celular_id, gid: p.gid, estado, now: s.now })),
+        );
+    }
+    const after = await rows<MensajeRow>(c, `SELECT ${COLS} FROM mensajes WHERE msg_id = ANY($1::text[])`, [todo.map((s) => s.sent.msg_id)]);
+    const byId = new Map(after.map((m) => [m.msg_id, m]));
+    return sends.map((s) => byId.get(s.sent.msg_id) ?? s.sent);
+  });
+}
+
+/**
+ * Group commit over a statement that takes arrays: the calls arriving while
+ * one turn runs go in the next (core/queue/turns.ts). An item whose key was
+ * named before in the turn goes after it, alone, so the two apply one after
+ * the other. A turn that fails for any reason but the store itself runs each
+ * item alone through the same function, in arrival order: one bad message
+ * must not fail the others.
+ */
+function batched<I, O>(key: (i: I) => string, run: (items: I[]) => Promise<O[]>) {
+  const one = (i: I) => settle(async () => (await run([i]))[0]!);
+  const turns = new Turns<I, O>(
+    async (items) => {
+      const seen = new Set<string>();
+      const first = items.map((i) => !seen.has(key(i)) && !!seen.add(key(i)));
+      const batch = items.filter((_, k) => first[k]);
+      let out: Array<PromiseSettledResult<O>> = [];
+      try {
+        out = (await run(batch)).map((value) => ({ status: 'fulfilled', value }));
+      } catch (err) {
+        // A store that cannot be written fails every call at once.
+        if (err instanceof AppError || batch.length === 1) throw err;
+        for (const i of batch) out.push(await one(i));
+      }
+      let b = 0;
+      const results: Array<PromiseSettledResult<O>> = [];
+      for (const [k, i] of items.entries()) results.push(first[k] ? out[b++]! : await one(i));
+      return results;
+    },
+    { max: 100, concurrent: 1 },
+  );
+  return (i: I): Promise<O> => turns.add(i);
+}
+
+/** Sends recorded (distinct msg_ids): MARK_SENT for all, then the parked receipts of those that had some. */
+export async function markSent(db: Db, items: SentItem[]): Promise<Array<MensajeRow | null>> {
+  const recorded = await recordSent(db, items);
+  const sends = recorded.flatMap((r, k) => (r ? [{ sent: stripAcuses(r), parked: r.acuses, now: items[k]!.now }] : []));
+  const after = await applyParked(db, sends);
+  const byId = new Map(after.map((m) => [m.msg_id, m]));
+  return items.map((i) => byId.get(i.msgId) ?? null);
+}
+
+const stripAcuses = ({ acuses: _a, ...m }: Recorded): MensajeRow => m;
+
+/**
+ * QueueStore.cancelQueued: FAIL with the cancel's guard. A claim locks the
+ * message and tests its lease in one statement (queue.ts), so whichever locks
+ * the row second sees the other's write.
  */
 export async function cancelQueued(db: Db, msgId: string, error: string, now: number): Promise<CancelResult> {
   return db.tx(async (c): Promise<CancelResult> => {
     const f = await row<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = $1`, [msgId]);
     if (!f) return { ok: false, reason: 'no_pendiente' };
     if (f.modo !== 'cola') return { ok: false, reason: 'directo' };
-    const lineExists = await lockForRefund(c, f);
-    const cancel: { unclaimedAt: number; reembolso?: number } = { unclaimedAt: now };
-    const after = await failLocked(c, { ...f, estado: 'pendiente' }, error, 'cancelado', now, lineExists, cancel);
-    if (after) return { ok: true, mensaje: after, reembolso: cancel.reembolso ?? 0 };
+    const lines = await lockForRefund(c, [f]);
+    const [done] = await failLocked(c, [
+      { m: { ...f, estado: 'pendiente' }, error, clase: 'cancelado', now, lineExists: lines.has(Number(f.celular_id)), libreAt: now },
+    ]);
+    if (done) return { ok: true, mensaje: done.after, reembolso: done.reembolso };
     const left = await row<{ estado: string }>(c, 'SELECT estado FROM mensajes WHERE msg_id = $1', [msgId]);
     return { ok: false, reason: left?.estado === 'pendiente' ? 'enviando' : 'no_pendiente' };
   });
@@ -360,13 +501,19 @@ export async function cancelQueued(db: Db, msgId: string, error: string, now: nu
 
 /** markSent, failMensaje and receipt over one pool. */
 export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
-  const advanceInTurn = receiptTurns(db, (i) => advance(db, i.celularId, i.gid, i.estado, i.now), sourceArrays);
-  const sendTurn = sentTurns(db, { alone: markSentAlone, applyParked });
+  const sendTurn = batched(
+    (i: SentItem) => i.msgId,
+    (items) => markSent(db, items),
+  );
+  const receiptTurn = batched(
+    (i: ReceiptItem) => `${i.celularId}:${i.gid}`,
+    (items) => advance(db, items),
+  );
   /** This node's sends being recorded, by gateway id: waiting for a turn they hold no lock yet (see `receipt`). */
   const sending = new Map<string, Promise<void>>();
   return {
     markSent(msgId: string, gid: string, now: number): Promise<MensajeRow | null> {
-      const p = sendTurn(msgId, gid, now);
+      const p = sendTurn({ msgId, gid, now });
       const settled = p.then(
         () => {},
         () => {},
@@ -376,36 +523,27 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
       return p;
     },
     async failMensaje(msgId: string, error: string, clase: ErrorClase, now: number): Promise<MensajeRow | null> {
-      return db.tx(async (c): Promise<MensajeRow | null> => {
-        const f = await row<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = $1`, [msgId]);
-        if (!f) return null;
-        const lineExists = await lockForRefund(c, f);
-        // Only a pending message fails here: one sent meanwhile stays sent and charged (the guard, under the message's lock).
-        return failLocked(c, { ...f, estado: 'pendiente' }, error, clase, now, lineExists);
-      });
+      return (await failPending(db, [{ msgId, error, clase, now }]))[0]!;
     },
     async receipt(celularId: number, gid: string, estado: ReceiptEstado, now: number, error?: string): Promise<ReceiptOutcome> {
-      const apply = () => (estado === 'error' ? failByReceipt(db, celularId, gid, now, error) : advance(db, celularId, gid, estado, now));
-      // This node's send of that id still being recorded (a receipt that came right after the send): waited for first, so
-      // the first look finds the message instead of costing a look, a wait on the id's lock and a second look.
+      const apply = async (): Promise<Applied> =>
+        estado === 'error' ? failByReceipt(db, celularId, gid, now, error) : (await advance(db, [{ celularId, gid, estado, now }]))[0]!;
+      // This node's send of that id still being recorded: waited for first, so the first look finds the message.
       await sending.get(gid);
-      // The first look of a delivery or read receipt goes in a turn with the others arriving meanwhile (receipt-turn.ts).
-      let done = estado === 'error' ? await apply() : await advanceInTurn({ celularId, gid, estado, now });
+      let done = estado === 'error' ? await apply() : await receiptTurn({ celularId, gid, estado, now });
       if (done === 'absent') {
-        // A send being recorded holds its id's lock to its commit: waited for (the lock is let go at once), then looked for again.
-        // One of this node's still waiting for its turn holds no lock yet: waited for here.
-        // Only spares that race the parking; what keeps no receipt parked for ever is the line's lock (top of this file).
+        // A send being recorded holds its id's lock to its commit: waited for, then looked for again (docs/store-locks.md).
         await sending.get(gid);
         await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK.gatewayId, gid]);
         done = await apply();
       }
       if (done !== 'absent') return done;
-      if (!(await park(db, celularId, gid, estado, now, error))) return null;
-      // Looked for again after the parked row committed (see the top of this file): a send whose record held the line first is seen here.
-      const f = await db.one<Fixed>(`SELECT ${FIXED} FROM mensajes WHERE ${byGateway('$1', '$2')}`, [gid, celularId]);
+      if (!(await park(db, [{ celularId, gid, estado, now, error }]))[0]) return null;
+      // Looked for again after the parked row committed: a send whose record held the line first is seen here.
+      const f = await fixedByGateway(db, gid, celularId);
       if (!f) return 'parked';
       return db.tx(async (c): Promise<ReceiptOutcome> => {
-        const lineExists = estado === 'error' ? await lockForRefund(c, f) : true;
+        const lines = estado === 'error' ? await lockForRefund(c, [f]) : new Set<number>();
         const mine = await row(c, 'DELETE FROM acuses_pendientes WHERE gateway_msg_id = $1 AND estado = $2 AND celular_id = $3 RETURNING 1', [
           gid,
           estado,
@@ -413,7 +551,9 @@ export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje
         ]);
         // Gone: the send's record claimed it and applied it.
         if (!mine) return 'parked';
-        return applyReceipt(c, celularId, gid, estado, now, error, lineExists);
+        if (estado === 'error') return failSent(c, celularId, gid, now, error, lines.has(Number(celularId)));
+        const [r] = await advance(c, [{ celularId, gid, estado, now }]);
+        return r === 'absent' ? null : r!;
       });
     },
   };

@@ -2,12 +2,13 @@ import type { CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../cor
 import type Database from 'better-sqlite3';
 import type { SlotClaim } from '../../core/sending/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
-import { capHit, failMensaje, lineSlots } from './messages.js';
+import { capHit, lineSlots } from './messages.js';
+import { failMensajes } from './transitions.js';
 import { grouped, immediate, stmt } from './statements.js';
 import { releaseAllEntregaClaims } from './webhooks.js';
 import { slotOn } from '../../core/billing/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
-import { keepSlot, pruneSlots } from './access-paths.js';
+import { keepSlot, pruneSlots } from './state-paths.js';
 
 /**
  * The queue in SQLite: the lines' heads, claims with their caps slot, retries,
@@ -122,7 +123,7 @@ export function queue(db: DB): QueueStore {
     cancelQueued(msgId: string, error: string, now: number): Promise<CancelResult> {
       return grouped(db, (): CancelResult => {
         const cancel: { unclaimedAt: number; why?: 'no_pendiente' | 'enviando' | 'directo'; reembolso?: number } = { unclaimedAt: now };
-        const after = failMensaje(db, msgId, error, 'cancelado', now, 'pendiente', cancel);
+        const [after] = failMensajes(db, [{ msgId, error, clase: 'cancelado', now, cancel }]);
         return after ? { ok: true, mensaje: after, reembolso: cancel.reembolso ?? 0 } : { ok: false, reason: cancel.why ?? 'no_pendiente' };
       });
     },
