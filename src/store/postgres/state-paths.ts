@@ -17,10 +17,6 @@ export const stateColsOf = (alias: string) =>
     .map((c) => `${alias}.${c}`)
     .join(', ');
 
-/** The accepted messages in `from` join the pending ones. */
-export const enterPending = (from: string) =>
-  `INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, cupo_at) SELECT seq, msg_id, celular_id, modo, cupo_at FROM ${from}`;
-
 /** The messages in `from` left pendiente (a no-op for one that was not pending). */
 export const leavePending = (from: string) => `DELETE FROM mensajes_pendientes p USING ${from} u WHERE p.seq = u.seq`;
 

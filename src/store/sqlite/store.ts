@@ -17,6 +17,7 @@ import { kv } from './kv.js';
 import { leases } from './leases.js';
 import { ledger } from './ledger.js';
 import { messages } from './messages.js';
+import { accept } from './accept.js';
 import { queue } from './queue.js';
 import { immediate, stmt, useWriteGate } from './statements.js';
 import { webhooks } from './webhooks.js';
@@ -58,6 +59,7 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     ...charts(db),
     ...gatewayServers(db),
     ...messages(db),
+    ...accept(db),
     ...idempotency(db),
     ...inbox(db),
     ...history(db),
