@@ -23,11 +23,12 @@ import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
 
 /**
  * The keys' advisory locks, the clients' rows, the lines' rows, each in
- * ascending order, each CTE gated on the whole of the one before it; then the
- * keys bound, and each direct send's slots per window of its claim.
- * Parameters: the lock's class, the keys (`cliente_id:clave`), the clients,
- * the lines; the keys again as (client, key, now); the slot windows as
- * (send's index, line, since, now), one a window.
+ * ascending order, each CTE gated on the whole of the one before it; then,
+ * with every lock held, the keys bound and each direct send's slots per
+ * window of its claim, read by VOLATILE functions (migrations 16, 27) that see
+ * what the locks' previous holders committed. Parameters: the lock's class,
+ * the keys (`cliente_id:clave`), the clients, the lines; the keys as (client,
+ * key, now); the slot windows as (send's index, line, since, now), one a window.
  */
 const READ = `WITH k AS MATERIALIZED (
     SELECT pg_advisory_xact_lock($1::int, h) FROM (SELECT DISTINCT hashtext(x) AS h FROM unnest($2::text[]) x) s ORDER BY h),
@@ -38,12 +39,10 @@ const READ = `WITH k AS MATERIALIZED (
     ORDER BY id FOR NO KEY UPDATE)
   SELECT (SELECT json_agg(cli) FROM cli) AS clientes,
     (SELECT json_agg(cel) FROM cel) AS celulares,
-    (SELECT json_agg(json_build_object('cliente_id', i.cliente_id, 'clave', i.clave)) FROM idempotencia i
-      JOIN unnest($5::bigint[], $6::text[], $7::bigint[]) u(cliente_id, clave, now) USING (cliente_id, clave) WHERE i.expira_at > u.now) AS ligadas,
-    (SELECT json_agg(json_build_object('i', w.i, 'n', s.n, 'oldest', s.oldest) ORDER BY w.o)
-      FROM unnest($8::int[], $9::bigint[], $10::bigint[], $11::bigint[]) WITH ORDINALITY w(i, celular_id, since, now, o)
-      CROSS JOIN LATERAL (SELECT COUNT(*) AS n, MIN(CASE WHEN cupo_at <= w.now THEN cupo_at END) AS oldest
-        FROM cupos WHERE celular_id = w.celular_id AND cupo_at > w.since) s) AS cupos`;
+    CASE WHEN (SELECT COUNT(*) FROM cel) >= 0 AND cardinality($5::bigint[]) > 0 THEN claves_al_dia($5::bigint[], $6::text[], $7::bigint[]) END AS ligadas,
+    CASE WHEN (SELECT COUNT(*) FROM cel) >= 0 THEN (
+      SELECT json_agg(json_build_object('i', w.i, 'k', cupos_al_dia(w.celular_id, ARRAY[w.since], w.now) -> 0) ORDER BY w.o)
+      FROM unnest($8::int[], $9::bigint[], $10::bigint[], $11::bigint[]) WITH ORDINALITY w(i, celular_id, since, now, o)) END AS cupos`;
 
 /** READ's clients and lines without locks or a transaction: the unlocked path's read (D-83). Parameters: the clients, the lines. */
 const PEEK = `SELECT (SELECT json_agg(c) FROM (SELECT id, saldo_global FROM clientes WHERE id = ANY($1::bigint[])) c) AS clientes,
@@ -55,15 +54,13 @@ const MOV_COLS = recipe.MOVEMENT_COLUMNS.join(', ');
 /**
  * Everything a turn's accepted sends write, gated on the guard `ok`: it locks
  * the clients then the lines (READ's order; rows READ locked already are not
- * waited for) and holds when each still has the values read, no key of the
- * turn is bound, and no line holds more slots than counted. Parameters: the
- * clients' new balances (ids, values), the lines' (ids, saldo_actual, queue
- * delta), the ledger rows, the messages in arrival order, each message's
- * event data (msg_id, data), the key bindings, now and the purge's size
- * (JSON record sets for rows); then the guard's: the clients and lines as
- * read (ids, balances; ids, clients, balances, queue lengths) and the
- * accepted direct sends' slot windows (line, since, count). Returns the
- * messages written: none when the guard missed.
+ * waited for) and holds when each still has the values read, which under
+ * READ's locks it does. Parameters: the clients' new balances (ids, values),
+ * the lines' (ids, saldo_actual, queue delta), the ledger rows, the messages
+ * in arrival order, each message's event data (msg_id, data), the key
+ * bindings, now and the purge's size (JSON record sets for rows); then the
+ * guard's, the clients and lines as read (ids, balances; ids, clients,
+ * balances, queue lengths). Returns the messages written: none when the guard missed.
  */
 const WRITE = `WITH gcli AS MATERIALIZED (
     SELECT id, saldo_global FROM clientes WHERE id = ANY($13::bigint[]) ORDER BY id FOR NO KEY UPDATE),
@@ -75,11 +72,7 @@ const WRITE = `WITH gcli AS MATERIALIZED (
       = cardinality($13::bigint[])
     AND (SELECT COUNT(*) FROM gcel JOIN unnest($15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[]) r(id, cliente_id, saldo, pendientes)
       USING (id) WHERE gcel.cliente_id = r.cliente_id AND gcel.saldo_actual = r.saldo AND gcel.pendientes = r.pendientes)
-      = cardinality($15::bigint[])
-    AND NOT EXISTS (SELECT 1 FROM idempotencia i JOIN json_populate_recordset(NULL::idempotencia, $10::json) k USING (cliente_id, clave)
-      WHERE i.expira_at > k.created_at)
-    AND NOT EXISTS (SELECT 1 FROM unnest($19::bigint[], $20::bigint[], $21::bigint[]) w(celular_id, since, n)
-      WHERE (SELECT COUNT(*) FROM cupos c WHERE c.celular_id = w.celular_id AND c.cupo_at > w.since) > w.n) AS held),
+      = cardinality($15::bigint[]) AS held),
   bal AS (
     UPDATE clientes c SET saldo_global = v.saldo FROM unnest($1::bigint[], $2::bigint[]) v(id, saldo) WHERE c.id = v.id AND (SELECT held FROM ok)),
   cel AS (
@@ -104,7 +97,7 @@ const WRITE = `WITH gcli AS MATERIALIZED (
   ev AS (INSERT INTO eventos (${EVENT_ROW_COLS})
     SELECT ${eventRow('s.cliente_id', 's.celular_id', `'message.status'`, 'd.data', 's.created_at', 's.created_at')}
     FROM msg s JOIN unnest($8::text[], $9::text[]) d(msg_id, data) ON d.msg_id = s.msg_id ORDER BY s.seq),
-  -- A key's row left expired is taken over; the guard saw none live.
+  -- A key's row left expired is taken over (READ saw none live).
   idem AS (INSERT INTO idempotencia (${IDEM_COLS}) SELECT ${IDEM_COLS} FROM json_populate_recordset(NULL::idempotencia, $10::json)
     WHERE (SELECT held FROM ok)
     ON CONFLICT (cliente_id, clave) DO UPDATE SET huella = excluded.huella, msg_id = excluded.msg_id, status = excluded.status,
@@ -122,7 +115,7 @@ interface ReadRow {
   clientes: Array<{ id: number; saldo_global: number }> | null;
   celulares: Array<{ id: number; cliente_id: number; saldo_actual: number; pendientes: number }> | null;
   ligadas?: Array<{ cliente_id: number; clave: string }> | null;
-  cupos?: Array<{ i: number } & SlotCount> | null;
+  cupos?: Array<{ i: number; k: SlotCount }> | null;
 }
 
 /** A turn's rows as read: core's input, and what the write's guard checks. */
@@ -134,15 +127,11 @@ interface Read {
 
 const idsOf = (items: AcceptItem[]) => [[...new Set(items.map((i) => i.m.cliente_id))], [...new Set(items.map((i) => i.m.celular_id))]];
 
-/** The windows of each direct send with caps, one a window, in the claim's order. */
-const slotWindows = (items: AcceptItem[]) =>
-  items.flatMap((it, i) => (it.opts.slot?.windows ?? []).map((ms, j) => ({ i, j, celular_id: it.m.celular_id, since: it.now - ms, now: it.now })));
-
 function readOf(r: ReadRow): Read {
   const clientes = r.clientes ?? [];
   const celulares = r.celulares ?? [];
   const cupos = new Map<number, SlotCount[]>();
-  for (const { i, n, oldest } of r.cupos ?? []) cupos.set(i, [...(cupos.get(i) ?? []), { n, oldest }]);
+  for (const { i, k } of r.cupos ?? []) cupos.set(i, [...(cupos.get(i) ?? []), k]);
   return {
     turn: {
       clientes: new Map(clientes.map((c) => [c.id, { saldo_global: c.saldo_global }])),
@@ -163,7 +152,8 @@ function readOf(r: ReadRow): Read {
 
 async function read(c: Client, items: AcceptItem[]): Promise<Read> {
   const keyed = items.filter((i) => i.opts.idem);
-  const windows = slotWindows(items);
+  // Each direct send's windows, in its claim's order.
+  const windows = items.flatMap((it, i) => (it.opts.slot?.windows ?? []).map((ms) => ({ i, celular_id: it.m.celular_id, since: it.now - ms, now: it.now })));
   const r = await row<ReadRow>(c, READ, [
     LOCK.idempotencyKey,
     keyed.map((i) => keyOf(i.m.cliente_id, i.opts.idem!.clave)),
@@ -214,8 +204,6 @@ function acceptedRow(m: NewMensaje, cargo: AcceptedMensaje['cargo'], opts: Accep
 interface Plan {
   answers: AcceptResult[];
   params: unknown[] | null;
-  /** A send with a key was refused for another reason: READ's snapshot may predate its key's binding. */
-  keyedRefusal: boolean;
 }
 
 /** Core's verdicts on the turn's rows (`turn` is consumed) and what the accepted sends write. */
@@ -260,11 +248,7 @@ function plan(items: AcceptItem[], { turn, guard }: Read): Plan {
     }
     return accepted;
   });
-  const keyedRefusal = answers.some((a, i) => !a.ok && a.reason !== 'idempotencia' && items[i]!.opts.idem);
-  if (mensajes.length === 0) return { answers, params: null, keyedRefusal };
-  const windows = slotWindows(items);
-  // The accepted direct sends' windows, with the slots READ counted in each.
-  const counted = windows.filter((w) => answers[w.i]!.ok).map((w) => ({ ...w, n: turn.cupos!.get(w.i)![w.j]!.n }));
+  if (mensajes.length === 0) return { answers, params: null };
   const lines = [...celulares];
   const params = [
     [...clientes.keys()],
@@ -280,11 +264,8 @@ function plan(items: AcceptItem[], { turn, guard }: Read): Plan {
     Math.max(...items.map((i) => i.now)),
     IDEM_PURGE_BATCH,
     ...guard,
-    counted.map((w) => w.celular_id),
-    counted.map((w) => w.since),
-    counted.map((w) => w.n),
   ];
-  return { answers, params, keyedRefusal };
+  return { answers, params };
 }
 
 type Written = MensajeRow & { seq: number };
@@ -295,21 +276,13 @@ function withRows(answers: AcceptResult[], written: Written[]): AcceptResult[] {
   return answers.map((a) => (a.ok ? { ...a, mensaje: byId.get(a.mensaje.msg_id)! } : a));
 }
 
-/**
- * A turn in the caller's transaction. READ's snapshot may predate what a
- * previous holder of its locks committed (a key bound, a slot taken): the
- * write's guard sees it and writes nothing, and so does a refusal of a send
- * with a key; then READ again, exact now that the locks are held.
- */
+/** A turn in the caller's transaction: READ, core's verdicts, WRITE; under READ's locks WRITE's guard holds. */
 async function acceptLocked(c: Client, items: AcceptItem[]): Promise<AcceptResult[]> {
-  for (let reads = 1; ; reads++) {
-    const p = plan(items, await read(c, items));
-    if (p.keyedRefusal && reads === 1) continue;
-    if (!p.params) return p.answers;
-    const written = await c.query<Written>(WRITE, p.params);
-    if (written.rows.length > 0) return withRows(p.answers, written.rows);
-    if (reads > 1) throw new Error('the acceptance guard missed under its locks');
-  }
+  const p = plan(items, await read(c, items));
+  if (!p.params) return p.answers;
+  const written = await c.query<Written>(WRITE, p.params);
+  if (written.rows.length === 0) throw new Error('the acceptance guard missed under its locks');
+  return withRows(p.answers, written.rows);
 }
 
 /** A batch of sends accepted in one transaction, as a turn takes them (for tests of the statements). */
@@ -357,7 +330,7 @@ export interface AcceptPaths {
   missed: number;
 }
 
-/** A send whose guard READ's locks are needed for: a key's binding and caps slots are rows the guard does not lock. */
+/** A send only READ can decide: a key's binding and caps slots are rows the guard does not lock. */
 const needsLocks = (i: AcceptItem) => i.opts.idem !== undefined || (i.opts.slot?.windows.length ?? 0) > 0;
 
 /** Group commit for MessagesStore.acceptMensaje: every send in a turn, alone or with the others that arrived meanwhile. */
