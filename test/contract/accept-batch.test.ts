@@ -152,5 +152,22 @@ for (const adapter of ADAPTERS) {
       expect(verdict((await batch([{ m: toB1!('directo'), opts: direct(), now: now + 1 }]))[0]!)).toBe('cap');
       expect(verdict((await batch([{ m: toB2!(), opts: { charge: true, maxPending: null }, now: now + 1 }]))[0]!)).toBe('global');
     });
+
+    it('two nodes taking slots of one capped line at once, in turns of many and of one: exactly the cap, each with a key of its own', async () => {
+      const c = await newCliente(ctx.store);
+      const l = await line(ctx.store, c.id, '525512345671', { max_envios_por_minuto: 12 });
+      const other = await ctx.node();
+      const results = await Promise.all(
+        [ctx.store, other].flatMap((node, n) => {
+          const send = sendsOf(c.id, l.id, n);
+          return Array.from({ length: 15 }, (_, i) =>
+            node.acceptMensaje(send('directo'), { charge: false, maxPending: null, slot: slotClaim(l, 100, 30_000), idem: idem(`k${n}.${i}`) }, 100),
+          );
+        }),
+      );
+      expect(results.filter((r) => r.ok)).toHaveLength(12);
+      expect(results.filter((r) => !r.ok).map(verdict)).toEqual(Array(18).fill('cap'));
+      expect((await ctx.store.listMensajes({ cliente_id: c.id, page: 1, por_pagina: 1 })).total).toBe(12);
+    });
   });
 }
