@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { acceptTurn, type TurnItem, type TurnRead } from '../../src/core/sending/accept-turn.js';
 import { Turns } from '../../src/core/queue/turns.js';
+import { slotClaim } from '../../src/core/sending/caps.js';
 
 const send = (n: number, celular_id = 1, cliente_id = 1): TurnItem['m'] => ({
   msg_id: `m${n}`,
@@ -59,6 +60,25 @@ describe('acceptTurn: several sends decided in order, as each would be alone', (
       read(0, [[1, 0, 0]], ['1:b']),
     );
     expect(v.map((x) => (x.ok ? 'ok' : x.reason))).toEqual(['ok', 'idempotencia', 'idempotencia', 'celular', 'celular', 'ok']);
+  });
+
+  it("a direct send's slot counts for the sends after it on its line: each sees the slots read plus those the turn took before it", () => {
+    const caps = { max_envios_por_minuto: 3, max_envios_por_hora: 500, max_envios_por_dia: null };
+    const opts = { charge: false, maxPending: null, slot: slotClaim(caps, 100, 30_000) };
+    const direct = (n: number, celular_id = 1) => ({ m: { ...send(n, celular_id), modo: 'directo' as const }, opts });
+    const turn = read(0, [
+      [1, 0, 0],
+      [2, 0, 0],
+    ]);
+    // Line 1 holds 1 slot of its 3 a minute, line 2 none; the refused send takes no slot.
+    const counts = (n: number) => [
+      { n, oldest: null },
+      { n, oldest: null },
+    ];
+    turn.cupos = new Map([0, 1, 2, 3].map((i) => [i, counts(1)]));
+    turn.cupos.set(4, counts(0));
+    const v = acceptTurn([direct(1), direct(2), direct(3), direct(4), direct(5, 2)], turn);
+    expect(v.map((x) => (x.ok ? 'ok' : x.reason))).toEqual(['ok', 'ok', 'cap', 'cap', 'ok']);
   });
 });
 

@@ -4,7 +4,7 @@ import type { AcceptOptions, AcceptResult, MensajeHechos, MessagesOwn, MessageSt
 import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
-import type { AcceptTurns } from './accept-turn.js';
+import type { AcceptTurns } from './accept.js';
 import { type Client, type Db, ph, row } from './db.js';
 
 /**
@@ -77,7 +77,7 @@ export const slotCountsJson = (line: string, since: string, now: string) =>
   `(SELECT json_agg(json_build_object('n', k.n, 'oldest', k.oldest) ORDER BY w.i)
     FROM unnest(${since}) WITH ORDINALITY AS w(since, i) CROSS JOIN LATERAL (${SLOT_COUNT_SQL(line, 'w.since', now)}) k)`;
 
-/** MessagesStore's own methods over one pool: acceptance (in the store's turns, accept-turn.ts), the journal; the state changes after acceptance are transitions.ts's. */
+/** MessagesStore's own methods over one pool: acceptance (in the store's turns, accept.ts), the journal; the state changes after acceptance are transitions.ts's. */
 export function messages(db: Db, acceptOne: AcceptTurns['acceptOne']): Omit<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
   return {
     async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {

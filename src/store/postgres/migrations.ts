@@ -944,6 +944,20 @@ export const PG_MIGRATIONS: Migration[] = [
       $$;
     `,
   },
+  {
+    version: 27,
+    name: "an acceptance reads its keys' bindings inside its lock-and-read (D-139)",
+    sql: `
+      -- An acceptance reads the keys bound after it holds their advisory locks. Its statement's snapshot may predate
+      -- a lock, so a binding made by the lock's previous holder would be missed; a VOLATILE function's query takes a
+      -- snapshot of its own and sees it (as cupos_al_dia does for slots). The keys bound by ahora, as JSON.
+      CREATE FUNCTION claves_al_dia(clientes BIGINT[], claves TEXT[], ahora BIGINT[]) RETURNS json LANGUAGE sql VOLATILE AS $$
+        SELECT json_agg(json_build_object('cliente_id', i.cliente_id, 'clave', i.clave)) FROM idempotencia i
+        JOIN unnest(clientes, claves, ahora) AS u(cliente_id, clave, ahora) ON i.cliente_id = u.cliente_id AND i.clave = u.clave
+        WHERE i.expira_at > u.ahora
+      $$;
+    `,
+  },
 ];
 
 /**

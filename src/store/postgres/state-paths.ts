@@ -17,10 +17,6 @@ export const stateColsOf = (alias: string) =>
     .map((c) => `${alias}.${c}`)
     .join(', ');
 
-/** The accepted messages in `from` join the pending ones. */
-export const enterPending = (from: string) =>
-  `INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, cupo_at) SELECT seq, msg_id, celular_id, modo, cupo_at FROM ${from}`;
-
 /**
  * The slot rows after a slot transition (core/billing/recipes.ts slotOn) the rows in
  * `from` went through: a time is written, none is removed, and a failure's

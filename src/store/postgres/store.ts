@@ -1,6 +1,6 @@
 import type { Store, StoreCaps } from '../../core/ports/store.js';
 import { PROBE_BYTES, writeHealthOf } from '../faults.js';
-import { type AcceptPaths, acceptTurns } from './accept-turn.js';
+import { type AcceptPaths, acceptTurns } from './accept.js';
 import { accounts } from './accounts.js';
 import { charts } from './charts.js';
 import { engineAuth } from './engine-auth.js';

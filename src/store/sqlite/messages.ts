@@ -1,31 +1,19 @@
 import type Database from 'better-sqlite3';
 import { grouped, immediate, ph, stmt } from './statements.js';
-import { balanceSet, hechosSelect, movementInsert, movimientosDeMensajeSelect, ownMovimientos } from '../recipe-sql.js';
+import { hechosSelect, movementInsert, movimientosDeMensajeSelect, ownMovimientos } from '../recipe-sql.js';
 import * as recipe from '../../core/billing/recipes.js';
 import { eventInsert } from './webhooks.js';
 import { messageStatusData } from '../../core/events/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/sending/caps.js';
-import { acceptVerdict } from '../../core/billing/ledger.js';
-import type {
-  AcceptedMensaje,
-  AcceptOptions,
-  AcceptResult,
-  MensajeHechos,
-  MessagesOwn,
-  MessageStats,
-  NewMensaje,
-  NewRecibido,
-} from '../../core/ports/messages.js';
+import type { MensajeHechos, MessagesOwn, MessageStats, NewRecibido } from '../../core/ports/messages.js';
 import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
-import { bindKey, keyTaken } from './idempotency.js';
-import { enterPending, keepSlot, pruneSlots } from './state-paths.js';
 
 /**
- * Messages in SQLite: acceptance with its charge (and a direct send's caps
- * slot), the journal (the changes after acceptance are transitions.ts's, the
- * queue's claims queue.ts). Each function that changes more than one row runs in
- * one IMMEDIATE transaction.
+ * Messages in SQLite: reads, the journal and the inbox (acceptance is
+ * accept.ts's, the changes after it transitions.ts's, the queue's claims
+ * queue.ts's). Each function that changes more than one row runs in one
+ * IMMEDIATE transaction.
  */
 type DB = Database.Database;
 
@@ -74,8 +62,8 @@ export function lineSlots(db: DB, celularId: number, windows: number[], now: num
   return { counts, last };
 }
 
-/** MessagesStore's own methods over one connection: acceptance, the journal; the changes after acceptance are transitions.ts's. */
-export function messages(db: DB): Omit<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
+/** MessagesStore's own methods over one connection: reads, the journal, the inbox (acceptance and transitions have files of their own). */
+export function messages(db: DB): Omit<MessagesOwn, 'acceptMensaje' | 'markSent' | 'failMensaje' | 'receipt'> {
   return {
     async messageStats(clienteId: number, monthStart: number, since30d: number): Promise<MessageStats> {
       const r = stmt(
@@ -97,61 +85,6 @@ export function messages(db: DB): Omit<MessagesOwn, 'markSent' | 'failMensaje' |
     },
     journalEvent(ev: JournalEvent): Promise<void> {
       return grouped(db, () => journal(db, ev));
-    },
-    acceptMensaje(m: NewMensaje, opts: AcceptOptions, now: number): Promise<AcceptResult> {
-      return grouped(db, () => {
-        return immediate(db, (): AcceptResult => {
-          // A key bound already is answered as a repeat, whatever else would refuse this send now.
-          if (opts.idem && keyTaken(db, m.cliente_id, opts.idem.clave, now)) return { ok: false, reason: 'idempotencia' };
-          const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
-            { saldo_actual: number; pendientes: number } | undefined;
-          const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
-          if (!cel || !cli) return { ok: false, reason: 'celular' };
-          const verdict = acceptVerdict(
-            {
-              saldoCelular: cel.saldo_actual,
-              saldoGlobal: cli.saldo_global,
-              pendientes: cel.pendientes,
-              capHit: opts.slot ? capHit(db, m.celular_id, opts.slot, now) : null,
-            },
-            { charge: opts.charge, queued: m.modo === 'cola', maxPending: opts.maxPending },
-          );
-          if (!verdict.ok) return verdict;
-          const queued = recipe.queueDelta(m);
-          if (queued) stmt(db, 'UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(queued, m.celular_id);
-          const cargo = verdict.cargo;
-          const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
-          if (paid.write) {
-            stmt(db, balanceSet(paid.write.balance, ph)).run(paid.write.saldo, paid.write.balance.id);
-            writeMovement(db, paid.write.movement, now);
-          }
-          const mensaje = stmt(
-            db,
-            `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
-           payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at, reintento_de)
-         VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
-           @payload, 0, @now, @expira_at, @cupo_at, @now, @reintento_de) RETURNING *`,
-          ).get({
-            ...m,
-            reintento_de: m.reintento_de ?? null,
-            media: m.media ? JSON.stringify(m.media) : null,
-            payload: JSON.stringify(m.payload),
-            cobrado: cargo ? 1 : 0,
-            cargo,
-            cupo_at: opts.slot?.holdUntil ?? null,
-            now,
-          }) as MensajeRow;
-          enterPending(db, mensaje);
-          if (mensaje.cupo_at !== null) {
-            pruneSlots(db, mensaje.celular_id, now);
-            keepSlot(db, mensaje);
-          }
-          journalStatus(db, mensaje, null, now);
-          const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
-          if (opts.idem) bindKey(db, opts.idem, accepted, now);
-          return accepted;
-        });
-      });
     },
     async getMensaje(msgId: string): Promise<MensajeRow | null> {
       return get(db, msgId);

@@ -17,6 +17,7 @@ import { kv } from './kv.js';
 import { leases } from './leases.js';
 import { ledger } from './ledger.js';
 import { messages } from './messages.js';
+import { accept } from './accept.js';
 import { queue } from './queue.js';
 import { transitions } from './transitions.js';
 import { immediate, stmt, useWriteGate } from './statements.js';
@@ -60,6 +61,7 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     ...gatewayServers(db),
     ...messages(db),
     ...transitions(db),
+    ...accept(db),
     ...idempotency(db),
     ...inbox(db),
     ...history(db),
