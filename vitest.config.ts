@@ -25,6 +25,13 @@ import { defineConfig } from 'vitest/config';
  * diagnostics channel instead), close what they open, restore spies.
  */
 const SLOW = ['test/e2e/**/*.test.ts', 'test/**/*.slow.test.ts'];
+/**
+ * Runs alone, after every other project (its group): its fixture fills a
+ * 1,000,000-message PostgreSQL schema in one 30-second transaction, which
+ * holds the cluster's xmin back, and the other PostgreSQL tests wait for
+ * their event logs to pass that line (followers read only settled events).
+ */
+const ALONE = ['test/server/query-plans-postgres.test.ts'];
 const POSTGRES_NAME = /postgres/i;
 // vitest 4.1 honours testNamePattern per project, though its ProjectConfig type leaves it out.
 const ONLY_POSTGRES = { testNamePattern: POSTGRES_NAME } as object;
@@ -43,7 +50,7 @@ export default defineConfig({
         test: {
           name: 'fast',
           include: ['test/**/*.test.ts'],
-          exclude: SLOW,
+          exclude: [...SLOW, ...ALONE],
           isolate: false,
           env: { PASARELA_TEST_POSTGRES: 'off' },
           setupFiles: ['test/helpers/no-child.ts'],
@@ -57,7 +64,11 @@ export default defineConfig({
       {
         extends: true,
         // The fast files again, so the same shared-cache rule holds.
-        test: { name: 'postgres', include: ['test/**/*.test.ts'], exclude: SLOW, isolate: false, ...ONLY_POSTGRES },
+        test: { name: 'postgres', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...ALONE], isolate: false, ...ONLY_POSTGRES },
+      },
+      {
+        extends: true,
+        test: { name: 'alone', include: ALONE, sequence: { groupOrder: 1 } },
       },
     ],
   },
