@@ -118,6 +118,36 @@ describe('health pass on a sim server', () => {
     expect(receiver.hits.filter(lost)).toHaveLength(1);
   });
 
+  it('lines found as recorded are written in one call a page, no compare-and-set a line; one changed meanwhile keeps the newer status', async () => {
+    const A = await linkedLine(s);
+    const B = await linkedLine(s);
+    clock().advance(60_000);
+    events = [];
+    const store = s.core.store;
+    const record = store.recordStatusChecks.bind(store);
+    const perLine = vi.spyOn(store, 'updateCelularIf');
+    // Between the pass's read and its write, B's session is reported lost, observed after the pass asked the gateway.
+    const batch = vi.spyOn(store, 'recordStatusChecks').mockImplementation(async (checks, now) => {
+      const b = (await store.getCelular(B.celularId))!;
+      await store.updateCelularIf(b.id, b, { last_status: 'logged_out', last_status_check: clock().now() + 1, estado: 'desconectado' }, now);
+      perLine.mockClear();
+      return record(checks, now);
+    });
+    try {
+      await s.health.checkNow();
+      expect(batch).toHaveBeenCalledTimes(1);
+      expect(batch.mock.calls[0]![0].map((c) => c.id)).toEqual(expect.arrayContaining([A.celularId, B.celularId]));
+      expect(await store.getCelular(A.celularId)).toMatchObject({ last_status: 'connected', last_status_check: clock().now() });
+      // B's newer status stands: the pass's older observation, applied the per-line way, changes nothing.
+      expect(await store.getCelular(B.celularId)).toMatchObject({ last_status: 'logged_out', estado: 'desconectado', last_status_check: clock().now() + 1 });
+      expect(perLine).not.toHaveBeenCalled();
+      expect(mine(A)).toEqual([]);
+    } finally {
+      batch.mockRestore();
+      perLine.mockRestore();
+    }
+  });
+
   it('a session back without an event: the line is activo again after a pass', async () => {
     const L = await linkedLine(s);
     const instancia = await instanciaOf(s, L);
