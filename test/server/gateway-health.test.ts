@@ -148,6 +148,24 @@ describe('health pass on a sim server', () => {
     }
   });
 
+  it('after the adopting pass, a page of lines is asked of the gateway in one call where it answers so (the simulator does)', async () => {
+    await linkedLine(s);
+    await linkedLine(s);
+    await s.health.checkNow();
+    const one = vi.spyOn(sim(s), 'status');
+    const many = vi.spyOn(sim(s), 'statuses');
+    try {
+      await s.health.checkNow();
+      expect(many).toHaveBeenCalledTimes(1);
+      expect(many.mock.calls[0]![0].length).toBeGreaterThanOrEqual(2);
+      expect(one).not.toHaveBeenCalled();
+      expect(await health(s)).toMatchObject({ gateway_alcanzable: true, lineas_fallidas: 0 });
+    } finally {
+      one.mockRestore();
+      many.mockRestore();
+    }
+  });
+
   it('a session back without an event: the line is activo again after a pass', async () => {
     const L = await linkedLine(s);
     const instancia = await instanciaOf(s, L);

@@ -3,6 +3,7 @@ import type { Core } from '../context.js';
 import { stream } from '../nodes/leases.js';
 import type { NodePresence } from '../nodes/node-presence.js';
 import type { Linea, StatusCheck } from '../ports/accounts.js';
+import type { SessionStatus } from '../ports/model.js';
 
 /** setTimeout's ceiling (about 24.8 days): a longer --health-interval would otherwise fire every millisecond. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -76,12 +77,12 @@ export class LineHealth {
    * it was checked joins `checks` (recorded a page at a time), any other is
    * applied now.
    */
-  private async checkLine(l: Linea, adopt: boolean, checks: StatusCheck[]): Promise<void> {
+  private async checkLine(l: Linea, adopt: boolean, checks: StatusCheck[], known?: { status: SessionStatus; at: number }): Promise<void> {
     const { gateway } = this.core;
     if (adopt) await gateway.ensureInstance(l.gateway_instancia, { numero: l.numero });
     // Observed when asked: an event another node applies meanwhile is newer (core/accounts/celulares.ts applySessionStatus).
-    const at = this.core.clock.now();
-    let status = await gateway.status(l.gateway_instancia);
+    const at = known?.at ?? this.core.clock.now();
+    let status = known?.status ?? (await gateway.status(l.gateway_instancia));
     // A linked session that stopped or failed (the gateway restarted without it, its engine crashed)
     // is started again: with its credentials it comes back without a scan.
     if (status === 'disconnected' && l.vinculado) {
@@ -91,6 +92,15 @@ export class LineHealth {
     const read = { estado: l.estado, vinculado: l.vinculado ? 1 : 0, last_status: l.last_status };
     if (onlyChecked(read, status)) checks.push({ id: l.id, status, estado: l.estado, vinculado: read.vinculado, at });
     else await applySessionStatus(this.core, l.id, status, at);
+  }
+
+  /** The lines' statuses in one call where the gateway answers so (null: asked one by one, also after that call failed). */
+  private async statusesOf(lines: Linea[]): Promise<Array<{ status: SessionStatus; at: number }> | null> {
+    const { gateway, clock } = this.core;
+    if (!gateway.statuses || lines.length === 0) return null;
+    const at = clock.now();
+    const all = await gateway.statuses(lines.map((l) => l.gateway_instancia)).catch(() => null);
+    return all && all.length === lines.length ? all.map((status) => ({ status, at })) : null;
   }
 
   private async pass(): Promise<void> {
@@ -109,12 +119,14 @@ export class LineHealth {
       // A little short of the interval: this node's next pass, an interval after this one ends, finds the line due.
       const rest = Math.floor(this.opts.intervalMs * 0.9);
       const checks: StatusCheck[] = [];
+      const known = adopt ? null : await this.statusesOf(mine);
       let next = 0;
       const worker = async () => {
         while (next < mine.length && !this.stopped) {
-          const l = mine[next++]!;
+          const i = next++;
+          const l = mine[i]!;
           lineas += 1;
-          await this.checkLine(l, adopt, checks).catch((err: unknown) => failures.push({ err, instancia: l.gateway_instancia }));
+          await this.checkLine(l, adopt, checks, known?.[i]).catch((err: unknown) => failures.push({ err, instancia: l.gateway_instancia }));
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, this.opts.concurrency) }, worker));
