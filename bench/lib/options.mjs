@@ -58,6 +58,14 @@ export const BULK_LOOP = opt('bulk-loop', 40);
 /** Figure 16: lines linked to the engine against the fake, and the contacts they send to. */
 export const ENGINE_LINES = opt('engine-lines', 100);
 export const ENGINE_CONTACTS = opt('engine-contacts', 20);
+/**
+ * Figure 18: lines linked on an idle node, the settle before the window, the window (60 s holds one pass of
+ * the lines' health check); --idle-profile DIR keeps each run's statement counts and a --cpu-prof profile there.
+ */
+export const IDLE_LINES = opt('idle-lines', 1000);
+export const IDLE_SETTLE_MS = opt('idle-settle-ms', 10_000);
+export const IDLE_WINDOW_MS = opt('idle-window-ms', 60_000);
+export const IDLE_PROFILE = args.includes('--idle-profile') ? String(args[args.indexOf('--idle-profile') + 1]) : null;
 export const REBUILD_STORE = args.includes('--rebuild-store');
 export const SKIP_HISTORIAL = args.includes('--skip-historial');
 /** --only 1,3 or --only 4c: run just those figures (for a quick look; the README numbers come from a full run). */
@@ -83,6 +91,7 @@ export const USAGE = `pasarela benchmarks (bench/README.md has each figure):
                      [--lifecycle-messages 600] [--lifecycle-rate 30] [--live-seconds 10] [--live-rate 300]
                      [--stream-readers 10] [--stream-events 2000]
                      [--bulk-rows 2000] [--bulk-loop 40] [--engine-lines 100] [--engine-contacts 20]
+                     [--idle-lines 1000] [--idle-settle-ms 10000] [--idle-window-ms 60000] [--idle-profile DIR]
 --only takes figure numbers (4: 4a, 4b and 4c) or ids (4c).`;
 if (args.includes('--help') || args.includes('-h')) {
   console.log(USAGE);

@@ -186,6 +186,17 @@ export class SimGateway implements Gateway {
     return s?.status ?? 'unknown';
   }
 
+  /** `status` of each, its sessions read in one go. */
+  async statuses(instancias: string[]): Promise<SessionStatus[]> {
+    this.assertOpen();
+    const found = (await this.store.kvGetMany(instancias.map((key) => ({ ns: SESSIONS, key })))) as Array<SimSession | null>;
+    return Promise.all(
+      found.map(async (s, i) =>
+        s?.backAt !== undefined && s.backAt <= this.clock.now() ? ((await this.reconnect(instancias[i]!)) ?? 'unknown') : (s?.status ?? 'unknown'),
+      ),
+    );
+  }
+
   /**
    * A linked session drops its connection and comes back RESTART_MS later
    * (`connecting`, then `connected`, each by event); one waiting for a scan

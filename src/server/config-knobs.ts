@@ -467,7 +467,11 @@ export const SERVE_KNOBS = {
 
   // No flag: timings and sizes of the server's own loops, which tests shrink.
   authWindowMs: knob({ kind: 'int', default: 60_000, help: 'the window of --auth-max-failures' }),
-  queuePollMs: knob({ kind: 'int', default: 500, help: 'the longest the queue worker waits before it looks at the queue again without a wake-up' }),
+  queuePollMs: knob({
+    kind: 'int',
+    default: 5000,
+    help: "the longest the queue worker waits before it looks at the queue again without a wake-up (accepts, other nodes' signals and its own timers wake it): what a lost signal may cost",
+  }),
   queueRetryMs: knob({ kind: 'int', default: 5000, help: 'first retry delay of a queued send that failed transiently; doubled each time up to 120 times it' }),
   queueRateLimitPauseMs: knob({ kind: 'int', default: 60_000, help: 'how long a line pauses when the network rate-limits it without saying for how long' }),
   queueRecheckMs: knob({ kind: 'int', default: 1000, help: "the longest a waiting line's state (hours, caps, estado, TTL) goes unchecked" }),

@@ -46,9 +46,20 @@ for (const adapter of ADAPTERS) {
       expect(rested!.restMs).toBeGreaterThan(3_000);
       // b's own stream stays b's: a gives only what it holds.
       expect((await store.leaseTake('a', ['cola:13'], now()))[0]!.taken).toBe(false);
-      // Gives with nothing to take still give.
-      expect(await store.leaseTake('a', [], now(), [{ stream: 'cola:14', restMs: 0 }])).toEqual([]);
+      // Gives with nothing to take still give, several in one call (each with its rest), and leave another's alone.
+      await store.leaseTake('a', ['cola:15'], now());
+      expect(
+        await store.leaseTake('a', [], now(), [
+          { stream: 'cola:14', restMs: 0 },
+          { stream: 'cola:15', restMs: 5_000 },
+          { stream: 'cola:11', restMs: 0 },
+        ]),
+      ).toEqual([]);
       expect((await store.leaseTake('b', ['cola:14'], now()))[0]!.taken).toBe(true);
+      const [resting] = await store.leaseTake('b', ['cola:15'], now());
+      expect(resting!.taken).toBe(false);
+      expect(resting!.restMs).toBeGreaterThan(3_000);
+      expect((await store.leaseTake('b', ['cola:11'], now()))[0]!.taken).toBe(true);
     });
 
     it('a rest holds the stream for everyone, its holder included, and says how long is left', async () => {

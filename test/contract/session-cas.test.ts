@@ -36,5 +36,37 @@ for (const adapter of ADAPTERS) {
       });
       expect(await ctx.store.updateCelularIf(read.id + 1000, first!, { last_status: 'connected' }, 41)).toBeNull();
     });
+
+    it('recordStatusChecks writes when each line was checked, one call for many, only where the row holds the check and no newer one', async () => {
+      const c = await ctx.store.createCliente(
+        { nombre: 'S', email: 's@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' },
+        1,
+      );
+      const ids: number[] = [];
+      for (const n of [1, 2, 3, 4]) {
+        const ins = await ctx.store.insertCelular(celular(c.id, `52551234568${n}`), 1);
+        if (!ins.ok) throw new Error('insert');
+        const row = await ctx.store.updateCelularIf(
+          ins.celular.id,
+          ins.celular,
+          { last_status: 'connected', last_status_check: 10, estado: 'activo', vinculado: 1 },
+          10,
+        );
+        ids.push(row!.id);
+      }
+      const [a, b, d, e] = ids as [number, number, number, number];
+      // d was checked later than this pass saw it; e changed status meanwhile.
+      await ctx.store.updateCelularIf(d, (await ctx.store.getCelular(d))!, { last_status_check: 90 }, 90);
+      await ctx.store.updateCelularIf(e, (await ctx.store.getCelular(e))!, { last_status: 'disconnected', last_status_check: 20, estado: 'desconectado' }, 20);
+      const check = (id: number) => ({ id, status: 'connected' as const, estado: 'activo' as const, vinculado: 1, at: 50 });
+      const written = await ctx.store.recordStatusChecks([a, b, d, e].map(check), 60);
+      expect([...written].sort((x, y) => x - y)).toEqual([a, b]);
+      expect(await ctx.store.getCelular(a)).toMatchObject({ last_status: 'connected', last_status_check: 50, estado: 'activo', vinculado: 1, updated_at: 60 });
+      expect(await ctx.store.getCelular(d)).toMatchObject({ last_status_check: 90 });
+      expect(await ctx.store.getCelular(e)).toMatchObject({ last_status: 'disconnected', last_status_check: 20, estado: 'desconectado' });
+      expect(await ctx.store.recordStatusChecks([], 70)).toEqual([]);
+      await ctx.settled();
+      expect(await ctx.store.eventsAfter(c.id, null, 100)).toEqual([]);
+    });
   });
 }

@@ -118,6 +118,54 @@ describe('health pass on a sim server', () => {
     expect(receiver.hits.filter(lost)).toHaveLength(1);
   });
 
+  it('lines found as recorded are written in one call a page, no compare-and-set a line; one changed meanwhile keeps the newer status', async () => {
+    const A = await linkedLine(s);
+    const B = await linkedLine(s);
+    clock().advance(60_000);
+    events = [];
+    const store = s.core.store;
+    const record = store.recordStatusChecks.bind(store);
+    const perLine = vi.spyOn(store, 'updateCelularIf');
+    // Between the pass's read and its write, B's session is reported lost, observed after the pass asked the gateway.
+    const batch = vi.spyOn(store, 'recordStatusChecks').mockImplementation(async (checks, now) => {
+      const b = (await store.getCelular(B.celularId))!;
+      await store.updateCelularIf(b.id, b, { last_status: 'logged_out', last_status_check: clock().now() + 1, estado: 'desconectado' }, now);
+      perLine.mockClear();
+      return record(checks, now);
+    });
+    try {
+      await s.health.checkNow();
+      expect(batch).toHaveBeenCalledTimes(1);
+      expect(batch.mock.calls[0]![0].map((c) => c.id)).toEqual(expect.arrayContaining([A.celularId, B.celularId]));
+      expect(await store.getCelular(A.celularId)).toMatchObject({ last_status: 'connected', last_status_check: clock().now() });
+      // B's newer status stands: the pass's older observation, applied the per-line way, changes nothing.
+      expect(await store.getCelular(B.celularId)).toMatchObject({ last_status: 'logged_out', estado: 'desconectado', last_status_check: clock().now() + 1 });
+      expect(perLine).not.toHaveBeenCalled();
+      expect(mine(A)).toEqual([]);
+    } finally {
+      batch.mockRestore();
+      perLine.mockRestore();
+    }
+  });
+
+  it('after the adopting pass, a page of lines is asked of the gateway in one call where it answers so (the simulator does)', async () => {
+    await linkedLine(s);
+    await linkedLine(s);
+    await s.health.checkNow();
+    const one = vi.spyOn(sim(s), 'status');
+    const many = vi.spyOn(sim(s), 'statuses');
+    try {
+      await s.health.checkNow();
+      expect(many).toHaveBeenCalledTimes(1);
+      expect(many.mock.calls[0]![0].length).toBeGreaterThanOrEqual(2);
+      expect(one).not.toHaveBeenCalled();
+      expect(await health(s)).toMatchObject({ gateway_alcanzable: true, lineas_fallidas: 0 });
+    } finally {
+      one.mockRestore();
+      many.mockRestore();
+    }
+  });
+
   it('a session back without an event: the line is activo again after a pass', async () => {
     const L = await linkedLine(s);
     const instancia = await instanciaOf(s, L);

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/core/time/clock.js';
+import { ManualClock, systemClock } from '../../src/core/time/clock.js';
 import { stream } from '../../src/core/nodes/leases.js';
 import { KEEP_IDLE_MS } from '../../src/core/queue/queue-worker.js';
 import type { Store } from '../../src/core/ports/store.js';
 import type { ServeOptions } from '../../src/server/serve.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { expectOk } from '../helpers/expect.js';
@@ -297,3 +297,37 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
     expect(n.given.get(stream.cola(L.celularId))).toBe(6_000);
   });
 }
+
+describeWith(postgres, 'postgres: a message accepted on a node whose line another node holds', () => {
+  const servers: TestServer[] = [];
+  afterAll(async () => {
+    for (const x of servers) await x.stop().catch(() => undefined);
+  });
+
+  it('is signalled to the holder, which sends it at once: no periodic look on either node (both an hour away)', async () => {
+    const store = await pgStore();
+    const over: Partial<ServeOptions> = { store, clock: systemClock, queuePollMs: 3_600_000, queue: { gapMinMs: 0, gapMaxMs: 0 } };
+    const a = await startTestServer(over);
+    servers.push(a);
+    const b = await startTestServer({ ...over, dataDir: tempDir() });
+    servers.push(b);
+    const claimed = (s: TestServer) => {
+      const ids: string[] = [];
+      const claim = s.core.store.claimQueued.bind(s.core.store);
+      s.core.store.claimQueued = async (id, ...rest) => (ids.push(id), claim(id, ...rest));
+      return ids;
+    };
+    const byA = claimed(a);
+    const byB = claimed(b);
+    const L = await linkedLine(b);
+    // B sends on the line and keeps its lease (KEEP_IDLE_MS past the send).
+    const first = await send(b, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    await waitEstado(b, first.body.msg_id, SENT);
+    // Accepted on A: A's take is refused, it signals the line, and B's worker sends it under the lease it keeps.
+    const m = await send(a, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
+    expectOk(m, { modo: 'cola' });
+    await waitEstado(a, m.body.msg_id, SENT);
+    expect(byB).toContain(m.body.msg_id);
+    expect(byA).not.toContain(m.body.msg_id);
+  });
+});

@@ -7,7 +7,7 @@ import { AppError, ERRORS, fail } from '../api/errors.js';
 import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret, parseKey } from '../auth/keys.js';
 import { CELULAR_LIMITS, HORA_PATTERN } from '../api/limits.js';
 import { normalizeNumero } from './phone.js';
-import type { CelularPatch } from '../ports/accounts.js';
+import type { CelularPatch, StatusCheck } from '../ports/accounts.js';
 import { beforeAfter } from '../auth/audit.js';
 import { GatewayFailure } from '../ports/gateway.js';
 import { CELULAR_ESTADOS, type CelularEstado, type CelularRow, type SessionStatus } from '../ports/model.js';
@@ -245,12 +245,7 @@ export function applySessionStatus(
       if (celular.last_status_check !== null && celular.last_status_check > seen) return celular;
       if (round >= SESSION_CAS_ROUNDS) return celular;
       const now = core.clock.now();
-      let estado = celular.estado;
-      // `connecting` and `unknown` say nothing final: a line reconnecting keeps its estado.
-      if (celular.estado !== 'suspendido') {
-        if (status === 'connected') estado = 'activo';
-        else if (status === 'logged_out' || status === 'need_scan' || status === 'disconnected') estado = 'desconectado';
-      }
+      const { estado, vinculado } = sessionOutcome(celular, status);
       // `unknown` (the gateway has nothing for the line) is recorded but is no news to publish.
       const changed = celular.last_status !== status && status !== 'unknown' && celular.gateway_instancia !== null;
       const data = {
@@ -264,8 +259,6 @@ export function applySessionStatus(
       };
       // A change is journaled in the same transaction as the new status, so its event cannot be lost.
       const event = changed ? { evento: 'session.status', cliente_id: celular.cliente_id, celular_id: celular.id, data, fecha: now } : undefined;
-      // Whether the session holds a link: set by a connection, cleared by a logout or a new QR.
-      const vinculado = status === 'connected' ? 1 : status === 'logged_out' || status === 'need_scan' ? 0 : celular.vinculado;
       const row = await core.store.updateCelularIf(celular.id, celular, { last_status: status, last_status_check: seen, estado, vinculado }, now, event);
       if (!row) continue; // another node (or an edit) wrote the line since it was read
       if (changed) core.bus.publish('session.status', data);
@@ -274,12 +267,53 @@ export function applySessionStatus(
       return row;
     }
   };
+  return inTurn(core, run);
+}
+
+/** Session statuses of one core are applied one at a time (see applySessionStatus). */
+function inTurn<T>(core: object, run: () => Promise<T>): Promise<T> {
   const next = (sessionLocks.get(core) ?? Promise.resolve()).then(run, run);
   sessionLocks.set(
     core,
     next.catch(() => undefined),
   );
   return next;
+}
+
+/**
+ * What a session status makes of a line: its estado (a suspended line stays
+ * suspended; `connecting` and `unknown` say nothing final, so a line
+ * reconnecting keeps its estado) and whether the session holds a link (set by
+ * a connection, cleared by a logout or a new QR).
+ */
+export function sessionOutcome(c: Pick<CelularRow, 'estado' | 'vinculado'>, status: SessionStatus): { estado: CelularEstado; vinculado: number } {
+  let estado = c.estado;
+  if (c.estado !== 'suspendido') {
+    if (status === 'connected') estado = 'activo';
+    else if (status === 'logged_out' || status === 'need_scan' || status === 'disconnected') estado = 'desconectado';
+  }
+  const vinculado = status === 'connected' ? 1 : status === 'logged_out' || status === 'need_scan' ? 0 : c.vinculado;
+  return { estado, vinculado };
+}
+
+/** Whether applying `status` to the line, as read, would change nothing but when it was checked (no event, no estado). */
+export function onlyChecked(c: Pick<CelularRow, 'estado' | 'vinculado' | 'last_status'>, status: SessionStatus): boolean {
+  const o = sessionOutcome(c, status);
+  return c.last_status === status && o.estado === c.estado && o.vinculado === c.vinculado;
+}
+
+/**
+ * Records checks that found each line as it was read (`onlyChecked`), in one
+ * store write for all (the health pass's usual finding: one write a page, not
+ * a read and a transaction a line); a line that changed since it was read is
+ * applied as any status is, by applySessionStatus.
+ */
+export async function applyStatusChecks(core: Pick<Core, 'store' | 'clock' | 'bus' | 'signals'>, checks: StatusCheck[]): Promise<void> {
+  if (checks.length === 0) return;
+  // In id order: PostgreSQL locks the rows in that order, as every taker of several lines' locks does.
+  const sorted = [...checks].sort((a, b) => a.id - b.id);
+  const written = new Set(await inTurn(core, () => core.store.recordStatusChecks(sorted, core.clock.now())));
+  for (const c of sorted) if (!written.has(c.id)) await applySessionStatus(core, c.id, c.status, c.at);
 }
 
 /** Instance names are stable per line and never reused (ids are never reused). */

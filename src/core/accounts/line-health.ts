@@ -1,8 +1,9 @@
-import { applySessionStatus } from './celulares.js';
+import { applySessionStatus, applyStatusChecks, onlyChecked } from './celulares.js';
 import type { Core } from '../context.js';
 import { stream } from '../nodes/leases.js';
 import type { NodePresence } from '../nodes/node-presence.js';
-import type { Linea } from '../ports/accounts.js';
+import type { Linea, StatusCheck } from '../ports/accounts.js';
+import type { SessionStatus } from '../ports/model.js';
 
 /** setTimeout's ceiling (about 24.8 days): a longer --health-interval would otherwise fire every millisecond. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -70,20 +71,36 @@ export class LineHealth {
     return (this.running ??= this.pass().finally(() => (this.running = undefined)));
   }
 
-  /** One line: adopt its instance (first pass), read its session, start it again if it was linked and stopped, record it. */
-  private async checkLine(l: Linea, adopt: boolean): Promise<void> {
+  /**
+   * One line: adopt its instance (first pass), read its session, start it
+   * again if it was linked and stopped; a status that changes nothing but when
+   * it was checked joins `checks` (recorded a page at a time), any other is
+   * applied now.
+   */
+  private async checkLine(l: Linea, adopt: boolean, checks: StatusCheck[], known?: { status: SessionStatus; at: number }): Promise<void> {
     const { gateway } = this.core;
     if (adopt) await gateway.ensureInstance(l.gateway_instancia, { numero: l.numero });
     // Observed when asked: an event another node applies meanwhile is newer (core/accounts/celulares.ts applySessionStatus).
-    const at = this.core.clock.now();
-    let status = await gateway.status(l.gateway_instancia);
+    const at = known?.at ?? this.core.clock.now();
+    let status = known?.status ?? (await gateway.status(l.gateway_instancia));
     // A linked session that stopped or failed (the gateway restarted without it, its engine crashed)
     // is started again: with its credentials it comes back without a scan.
     if (status === 'disconnected' && l.vinculado) {
       status = (await gateway.connect(l.gateway_instancia, l.numero, { repair: true })).status;
       this.restarted += 1;
     }
-    await applySessionStatus(this.core, l.id, status, at);
+    const read = { estado: l.estado, vinculado: l.vinculado ? 1 : 0, last_status: l.last_status };
+    if (onlyChecked(read, status)) checks.push({ id: l.id, status, estado: l.estado, vinculado: read.vinculado, at });
+    else await applySessionStatus(this.core, l.id, status, at);
+  }
+
+  /** The lines' statuses in one call where the gateway answers so (null: asked one by one, also after that call failed). */
+  private async statusesOf(lines: Linea[]): Promise<Array<{ status: SessionStatus; at: number }> | null> {
+    const { gateway, clock } = this.core;
+    if (!gateway.statuses || lines.length === 0) return null;
+    const at = clock.now();
+    const all = await gateway.statuses(lines.map((l) => l.gateway_instancia)).catch(() => null);
+    return all && all.length === lines.length ? all.map((status) => ({ status, at })) : null;
   }
 
   private async pass(): Promise<void> {
@@ -101,22 +118,24 @@ export class LineHealth {
       const mine = page.filter((l) => taken.has(stream.salud(l.id)));
       // A little short of the interval: this node's next pass, an interval after this one ends, finds the line due.
       const rest = Math.floor(this.opts.intervalMs * 0.9);
+      const checks: StatusCheck[] = [];
+      const known = adopt ? null : await this.statusesOf(mine);
       let next = 0;
       const worker = async () => {
         while (next < mine.length && !this.stopped) {
-          const l = mine[next++]!;
+          const i = next++;
+          const l = mine[i]!;
           lineas += 1;
-          await this.checkLine(l, adopt)
-            .catch((err: unknown) => failures.push({ err, instancia: l.gateway_instancia }))
-            .finally(() => this.node.give(stream.salud(l.id), rest).catch(this.opts.onError));
+          await this.checkLine(l, adopt, checks, known?.[i]).catch((err: unknown) => failures.push({ err, instancia: l.gateway_instancia }));
         }
       };
-      // Taken and not reached (a stop): given back at once.
-      const giveBack = async () => {
-        for (const l of mine.slice(next)) await this.node.give(stream.salud(l.id), 0);
-      };
       await Promise.all(Array.from({ length: Math.max(1, this.opts.concurrency) }, worker));
-      await giveBack();
+      // The page's unchanged lines in one write, then its leases in one give: checked ones rest, those a stop left unreached are free at once.
+      await applyStatusChecks(core, checks).catch((err: unknown) => {
+        for (const c of checks) failures.push({ err, instancia: mine.find((l) => l.id === c.id)?.gateway_instancia ?? '' });
+      });
+      const gives = mine.map((l, i) => ({ stream: stream.salud(l.id), restMs: i < next ? rest : 0 }));
+      await this.node.giveAll(gives).catch(this.opts.onError);
     }
     let ok = failures.length < lineas;
     if (lineas === 0) {

@@ -1,4 +1,4 @@
-import type { AuditEntry, AuditOf, CelularEstado, CelularRow, ClienteEstado, ClienteRow, JournalEvent, Plan } from './model.js';
+import type { AuditEntry, AuditOf, CelularEstado, CelularRow, ClienteEstado, ClienteRow, JournalEvent, Plan, SessionStatus } from './model.js';
 
 /** What the health check needs of a line. */
 export interface Linea {
@@ -7,6 +7,19 @@ export interface Linea {
   gateway_instancia: string;
   /** The session held a link (see CelularRow.vinculado). */
   vinculado: boolean;
+  estado: CelularEstado;
+  last_status: SessionStatus | null;
+}
+
+/** A session status observed that changes nothing of its line but when it was checked (the health pass's usual finding). */
+export interface StatusCheck {
+  id: number;
+  status: SessionStatus;
+  /** What the line held when read, and must still hold to be written. */
+  estado: CelularEstado;
+  vinculado: number;
+  /** When it was observed (before the gateway was asked). */
+  at: number;
 }
 
 export interface NewCliente {
@@ -211,6 +224,12 @@ export interface AccountsStore {
    * since it was read (or it is gone). Session statuses are applied through it.
    */
   updateCelularIf(id: number, expect: CelularExpect, patch: CelularPatch, now: number, event?: JournalEvent): Promise<CelularRow | null>;
+  /**
+   * Records, in one write for all, when each line's status was checked
+   * (`last_status_check` = `at`), only on a row that still holds the check's
+   * status, estado and vinculado and no newer check; the ids written.
+   */
+  recordStatusChecks(checks: StatusCheck[], now: number): Promise<number[]>;
   /** Atomic: removes the row and writes the audit record together. */
   deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean>;
 

@@ -155,6 +155,12 @@ export interface Gateway {
    * events a repair posts cannot start another one.
    */
   status(instancia: string, opts?: { act?: boolean }): Promise<SessionStatus>;
+  /**
+   * Several sessions' statuses in one call, each as `status` would answer it,
+   * in the order asked: where the gateway can tell them so (the health pass
+   * asks a page of lines at once). Absent: one `status` call each.
+   */
+  statuses?(instancias: string[]): Promise<SessionStatus[]>;
   /** Ends the session's link (a new scan is needed to link again). Idempotent: no session is no error. */
   logout(instancia: string): Promise<void>;
   /**

@@ -16,6 +16,9 @@ export class KeyedRunner<K> {
   private current: Promise<unknown> | null = null;
   private again = false;
   private pokeQueued = false;
+  /** When the timer fires, and the soonest look asked for by wakeWithin during a look (performance.now(): timers only). */
+  private timerAt = Number.POSITIVE_INFINITY;
+  private wakeBy = Number.POSITIVE_INFINITY;
 
   constructor(
     /** Starts due jobs with `run`; returns how long to wait before looking again. */
@@ -82,6 +85,25 @@ export class KeyedRunner<K> {
     this.inflight.add(p);
   }
 
+  /** Looks again within `ms` at the latest; a sooner look stays as it is. */
+  wakeWithin(ms: number): void {
+    if (!this.running) return;
+    const at = performance.now() + ms;
+    if (this.looking) {
+      this.wakeBy = Math.min(this.wakeBy, at);
+      return;
+    }
+    if (this.pokeQueued || this.timerAt <= at) return;
+    this.arm(ms);
+  }
+
+  private arm(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = performance.now() + Math.max(1, ms);
+    this.timer = setTimeout(() => void this.tick(), Math.max(1, ms));
+    this.timer.unref();
+  }
+
   poke(): void {
     if (!this.running) return;
     if (this.looking) {
@@ -104,6 +126,7 @@ export class KeyedRunner<K> {
     if (!this.running) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.timerAt = Number.POSITIVE_INFINITY;
     this.looking = true;
     let wait = 500;
     try {
@@ -120,8 +143,8 @@ export class KeyedRunner<K> {
       this.again = false;
       this.poke();
     } else if (this.running) {
-      this.timer = setTimeout(() => void this.tick(), Math.max(1, wait));
-      this.timer.unref();
+      this.arm(Math.min(wait, this.wakeBy - performance.now()));
     }
+    this.wakeBy = Number.POSITIVE_INFINITY;
   }
 }

@@ -18,6 +18,16 @@ import { backoffMs, type Backoff } from '../time/backoff.js';
 /** See QueueWorker.keepIdleMs. */
 export const KEEP_IDLE_MS = 5_000;
 
+/** An idle kept lease no take carried this long past KEEP_IDLE_MS is given back alone (the look wakes for it). */
+export const GIVE_ALONE_AFTER_MS = 500;
+
+/**
+ * The signal (core/ports/signals.ts) that a line has a queued message this
+ * node could not send: its lease or its engine session is another node's,
+ * whose worker looks at the line when it hears it. The payload is the line's id.
+ */
+export const QUEUE_CHANNEL = 'cola';
+
 /** Transient failures are retried after the base (5 s), then twice as long each time up to 120 times it (10 min), until the TTL. */
 export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, factors: [1, 2, 4, 8, 16, 32, 64, 120], past: 'repeat' });
 
@@ -32,8 +42,8 @@ export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, fa
  * between sends, through the line's human gap (no node may send the line
  * then anyway) and KEEP_IDLE_MS more (5 s; `recheckMs` if longer: as long
  * as another node waits before asking again), then gives it back, its
- * look sending meanwhile what other nodes queued on the line; given back
- * sooner (on stop), the lease
+ * look sending meanwhile what other nodes queued on the line (they signal
+ * it: QUEUE_CHANNEL); given back sooner (on stop), the lease
  * carries what is left of the gap as its rest, so the gap holds whichever
  * node sends next. The lease of a dead node is taken over once it has been
  * silent longer than its longest send (core/nodes/node-presence.ts).
@@ -41,8 +51,11 @@ export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, fa
  * Looks (D-85): a message accepted on a line with no backlog here is its
  * line's head, sent without reading every line's head; the claim checks it
  * is the head, and a wrong guess costs a look, never an out-of-order send.
- * A send that leaves its line empty asks for no look; the look every
- * `pollMs` finds what other nodes queued.
+ * A send that leaves its line empty asks for no look. A node that cannot
+ * send an accepted message itself (another node holds its line's lease or
+ * engine session) signals the line, and the holder looks. Nothing else wakes
+ * an idle worker: its look every `pollMs` (5 s by default) is the safety net
+ * that bounds a lost signal, and a kept lease's give-back wakes it on time.
  *
  * Durability: a message is committed before its 200; a worker claims it with
  * a lease before calling the gateway and records the outcome after. After a
@@ -72,9 +85,11 @@ export class QueueWorker {
   private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
   /** Line leases being given back: a take of the line waits for its give. */
   private readonly giving = new Map<number, Promise<void>>();
+  private unsubscribe: (() => void) | null = null;
+  private signalling = false;
 
   constructor(
-    private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'config' | 'random' | 'lines'>,
+    private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'config' | 'random' | 'lines' | 'signals'>,
     private readonly files: Pick<AcceptedMedia, 'open' | 'remove'>,
     private readonly node: NodePresence,
     private readonly opts: {
@@ -88,7 +103,27 @@ export class QueueWorker {
   }
 
   start(): void {
+    // Another node's line with a message for this node to send; signals lost: a look at everything.
+    this.unsubscribe = this.core.signals.subscribe(QUEUE_CHANNEL, { message: (p) => this.signalled(Number(p)), gap: () => this.poke() });
     this.runner.start();
+  }
+
+  /** Another node queued on the line and could not send it: a look finds it (this node holds the line, or will take it). */
+  private signalled(celularId: number): void {
+    if (this.signalling || !Number.isInteger(celularId) || (this.opts.sendsHere && !this.opts.sendsHere(celularId))) return;
+    this.mark(celularId);
+    this.poke();
+  }
+
+  /** Tells the other nodes a message waits on the line (not awaited: a lost signal waits for a look). */
+  private signal(celularId: number): void {
+    // This node hears its own publish at once (before it returns): it already knows.
+    this.signalling = true;
+    try {
+      void this.core.signals.publish(QUEUE_CHANNEL, String(celularId));
+    } finally {
+      this.signalling = false;
+    }
   }
 
   /** Something changed (a new message, a send ended): look again soon. */
@@ -104,8 +139,8 @@ export class QueueWorker {
    * head: it is sent at once, without a look.
    */
   queued(celularId: number, m?: MensajeRow): void {
-    // Another node holds the line's session: its own look finds the message.
-    if (this.opts.sendsHere && !this.opts.sendsHere(celularId)) return;
+    // Another node holds the line's session: its worker sends the message.
+    if (this.opts.sendsHere && !this.opts.sendsHere(celularId)) return this.signal(celularId);
     const busy = this.runner.isBusy(celularId);
     if (busy || (this.notBefore.get(celularId)?.until ?? 0) > this.core.clock.now()) {
       // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
@@ -128,6 +163,8 @@ export class QueueWorker {
 
   /** Stops taking messages, waits for the sends in flight to be recorded, then gives back the leases kept. */
   async stop(): Promise<void> {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
     await this.runner.stop();
     await Promise.all(this.giving.values());
     const kept = [...this.kept.keys()];
@@ -166,15 +203,20 @@ export class QueueWorker {
       // Another node holds the line's session (D-136): its worker sends it.
       if (this.opts.sendsHere && !this.opts.sendsHere(head.celular_id)) continue;
       const held = this.notBefore.get(head.celular_id);
-      const at = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
-      if (at > now && !(held && this.core.clock.ticks() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
-        wait = Math.min(wait, at - now);
+      const retryAt = head.proximo_intento_at ?? 0;
+      const at = Math.max(held?.until ?? 0, retryAt);
+      const ticks = this.core.clock.ticks();
+      if (at > now && !(held && ticks >= held.recheck && retryAt <= now)) {
+        // Due at `at`, or sooner once its hold's recheck comes (with its retry time): the look is timed for it, not left to the poll.
+        const recheckIn = held && Number.isFinite(held.recheck) ? Math.max(held.recheck - ticks, retryAt - now) : Number.POSITIVE_INFINITY;
+        wait = Math.min(wait, Math.max(1, Math.min(at - now, recheckIn)));
         continue;
       }
       due.push(head);
     }
-    // Idle leases no take carried within a poll: given back alone.
-    this.giveBack(this.idleKept(this.keepIdleMs() + this.opts.pollMs, new Set(due.map((h) => h.celular_id))));
+    // Idle leases no take carried: given back alone; the next look comes when the next one is due.
+    this.giveBack(this.idleKept(this.keepIdleMs() + GIVE_ALONE_AFTER_MS, new Set(due.map((h) => h.celular_id))));
+    wait = Math.min(wait, this.nextGiveIn());
     if (due.length === 0) return wait;
     // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
     if (!this.node.fresh()) return Math.min(wait, this.core.config.queue.recheckMs);
@@ -219,7 +261,11 @@ export class QueueWorker {
     const id = m.celular_id;
     const now = this.core.clock.now();
     const a = this.node.fresh() ? await this.acquire(id) : null;
-    if (a && !a.taken) this.refused(id, a.restMs, now);
+    if (a && !a.taken) {
+      this.refused(id, a.restMs, now);
+      // Held by a live node (no rest to wait out): that node sends it once it hears.
+      if (a.restMs === 0) this.signal(id);
+    }
     if (a?.taken && (await this.processHeld(m, true)) && !this.backlog.has(id)) return false;
     this.mark(id);
     return a?.taken !== false;
@@ -262,6 +308,18 @@ export class QueueWorker {
     return out;
   }
 
+  /** How long until the first kept lease is idle long enough to be given back alone (by the clock or the ticks). */
+  private nextGiveIn(): number {
+    const { clock } = this.core;
+    const after = this.keepIdleMs() + GIVE_ALONE_AFTER_MS;
+    let next = Number.POSITIVE_INFINITY;
+    for (const [id, k] of this.kept) {
+      if (this.runner.isBusy(id)) continue;
+      next = Math.min(next, k.at + after - clock.now(), k.ticks + after - clock.ticks());
+    }
+    return Math.max(1, next);
+  }
+
   /** Gives leases back on their own; not awaited: a take of the line waits for its give. */
   private giveBack(ids: number[]): void {
     for (const id of ids) this.onTheWay([id], this.node.give(stream.cola(id), this.restOf(id)));
@@ -302,7 +360,7 @@ export class QueueWorker {
    * How long a kept lease outlives its line's rest with nothing to send:
    * KEEP_IDLE_MS, or recheckMs if longer. A line written to every few seconds
    * keeps its lease (no take and give a message); another node's message
-   * for it meanwhile is sent by this node's look within pollMs.
+   * for it meanwhile is signalled, and sent by this node's look.
    */
   private keepIdleMs(): number {
     return Math.max(KEEP_IDLE_MS, this.core.config.queue.recheckMs);
@@ -312,6 +370,8 @@ export class QueueWorker {
   private keep(celularId: number): void {
     const rest = this.restOf(celularId);
     this.kept.set(celularId, { at: this.core.clock.now() + rest, ticks: this.core.clock.ticks() + rest, lapses: this.node.lapses });
+    // Its give-back is due then, whether or not the send asks for a look.
+    this.runner.wakeWithin(rest + this.keepIdleMs() + GIVE_ALONE_AFTER_MS);
   }
 
   /**

@@ -8,6 +8,7 @@ const OPERATIONS = new Map<PropertyKey, GatewayOperation>(
     connect: 'connect',
     pairingCode: 'pairing_code',
     status: 'status',
+    statuses: 'status',
     logout: 'logout',
     restart: 'restart',
     profile: 'profile',

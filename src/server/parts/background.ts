@@ -3,7 +3,7 @@ import type { AcceptedMedia } from '../../core/ports/media.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import type { TempFiles } from '../../core/media/media.js';
 import { NodePresence } from '../../core/nodes/node-presence.js';
-import { EngineKeeper } from '../../core/engine/engine-keeper.js';
+import { EngineKeeper, type HolderChange } from '../../core/engine/engine-keeper.js';
 import type { HolderReports } from '../../core/engine/engine-holders.js';
 import type { RoutedEngine } from '../../gateways/baileys/routed.js';
 import { EngineWatchdog } from '../watchdog.js';
@@ -86,7 +86,13 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
       return { value: sync, stop: () => sync.idle() };
     },
   });
-  const keeper = d.gw.engine ? await startEngineKeeper(parts, d, d.gw.engine) : null;
+  // A line whose engine session this node takes may have a backlog only its holder sends: the worker looks at it then.
+  let queueWorker: QueueWorker | null = null;
+  const keeper = d.gw.engine
+    ? await startEngineKeeper(parts, d, d.gw.engine, (c) => {
+        if (c.to === d.node.info.id && c.celularId !== null) queueWorker?.poke();
+      })
+    : null;
   const dispatcher = d.onThread
     ? null
     : await parts.start({
@@ -126,6 +132,7 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
       return { value: worker, stop: () => worker.stop() };
     },
   });
+  queueWorker = worker;
   return { webhooks: dispatcher, queued: (id, m) => worker.queued(id, m), thread: null, worker, dispatcher, keeper };
 }
 
@@ -136,7 +143,7 @@ export async function startBackground(parts: Parts, d: BackgroundDeps): Promise<
  * and its line is given back for the other nodes. On a shared store a
  * watchdog child stands by (server/watchdog.ts).
  */
-async function startEngineKeeper(parts: Parts, d: BackgroundDeps, engine: RoutedEngine): Promise<EngineKeeper> {
+async function startEngineKeeper(parts: Parts, d: BackgroundDeps, engine: RoutedEngine, taken: (c: HolderChange) => void): Promise<EngineKeeper> {
   const { opts, core, log } = d;
   const shared = d.opened.store.caps.shared;
   return parts.start({
@@ -152,7 +159,10 @@ async function startEngineKeeper(parts: Parts, d: BackgroundDeps, engine: Routed
         passMs: opts.nodeBeatMs,
         settleMs: opts.engineSettleMs,
         watchdog,
-        onChange: d.holders ? (c) => d.holders?.report(c) : undefined,
+        onChange: (c) => {
+          d.holders?.report(c);
+          taken(c);
+        },
         onError: (err) => log.error({ err }, 'engine sessions pass failed'),
       });
       try {

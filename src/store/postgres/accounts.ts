@@ -18,6 +18,7 @@ import type {
   NewCelularDone,
   NewCliente,
   NewClienteDone,
+  StatusCheck,
 } from '../../core/ports/accounts.js';
 import type { AuditEntry, AuditOf, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
 import { CELULAR_COLUMNS, CLIENTE_COLUMNS, patchColumns } from '../patch-columns.js';
@@ -151,7 +152,7 @@ export function accounts(db: Db): AccountsStore {
 
     async listLineas(afterId: number, limit: number): Promise<Linea[]> {
       const rows = await db.q<Omit<Linea, 'vinculado'> & { vinculado: number }>(
-        'SELECT id, numero, gateway_instancia, vinculado FROM celulares WHERE gateway_instancia IS NOT NULL AND id > $1 ORDER BY id LIMIT $2',
+        'SELECT id, numero, gateway_instancia, vinculado, estado, last_status FROM celulares WHERE gateway_instancia IS NOT NULL AND id > $1 ORDER BY id LIMIT $2',
         [afterId, limit],
       );
       return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
@@ -188,6 +189,21 @@ export function accounts(db: Db): AccountsStore {
         return true;
       });
       return applied ? celularById(db, id) : null;
+    },
+    /** One statement; the rows locked in id order, as every taker of several lines' locks does. */
+    async recordStatusChecks(checks: StatusCheck[], now: number): Promise<number[]> {
+      if (checks.length === 0) return [];
+      const r = await db.q<{ id: number }>(
+        `WITH r AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[]) AS r(id, status, estado, vinculado, at)),
+         l AS (
+           SELECT c.id, r.at FROM celulares c JOIN r ON r.id = c.id
+           WHERE c.last_status = r.status AND c.estado = r.estado AND c.vinculado = r.vinculado AND (c.last_status_check IS NULL OR c.last_status_check <= r.at)
+           ORDER BY c.id FOR NO KEY UPDATE OF c
+         )
+         UPDATE celulares c SET last_status_check = l.at, updated_at = $6 FROM l WHERE c.id = l.id RETURNING c.id`,
+        [checks.map((c) => c.id), checks.map((c) => c.status), checks.map((c) => c.estado), checks.map((c) => c.vinculado), checks.map((c) => c.at), now],
+      );
+      return r.map((x) => Number(x.id));
     },
     async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
       return db.tx(async (c) => {

@@ -63,7 +63,12 @@ export function leases(db: Db): LeasesStore {
      */
     async leaseTake(nodeId: string, streams: string[], _now: number, gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
       if (streams.length === 0) {
-        await Promise.all(gives.map((g) => give(nodeId, g.stream, g.restMs)));
+        // Only gives: one statement for all of them.
+        if (gives.length > 0)
+          await db.query(
+            `UPDATE leases l SET nodo = NULL, next_at = ${DB_NOW} + r.rest FROM unnest($2::text[], $3::bigint[]) AS r(stream, rest) WHERE l.stream = r.stream AND l.nodo = $1`,
+            [nodeId, gives.map((g) => g.stream), gives.map((g) => Math.max(0, Math.round(g.restMs)))],
+          );
         return [];
       }
       const found = await db.q<{ stream: string; known: boolean; taken: boolean; rest_ms: number }>(

@@ -19,6 +19,7 @@ import type {
   NewCelularDone,
   NewCliente,
   NewClienteDone,
+  StatusCheck,
 } from '../../core/ports/accounts.js';
 import type { AuditEntry, AuditOf, CelularRow, ClienteRow, JournalEvent } from '../../core/ports/model.js';
 import { CELULAR_COLUMNS, CLIENTE_COLUMNS, patchColumns } from '../patch-columns.js';
@@ -145,7 +146,7 @@ export function accounts(db: DB): AccountsStore {
     async listLineas(afterId: number, limit: number): Promise<Linea[]> {
       const rows = stmt(
         db,
-        'SELECT id, numero, gateway_instancia, vinculado FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT ?',
+        'SELECT id, numero, gateway_instancia, vinculado, estado, last_status FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT ?',
       ).all(afterId, limit) as Array<Omit<Linea, 'vinculado'> & { vinculado: number }>;
       return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
     },
@@ -184,6 +185,18 @@ export function accounts(db: DB): AccountsStore {
         return true;
       });
       return applied ? celularById(db, id) : null;
+    },
+
+    async recordStatusChecks(checks: StatusCheck[], now: number): Promise<number[]> {
+      if (checks.length === 0) return [];
+      return grouped(db, () => {
+        const u = stmt(
+          db,
+          `UPDATE celulares SET last_status_check = @at, updated_at = @now
+         WHERE id = @id AND last_status IS @status AND estado = @estado AND vinculado = @vinculado AND (last_status_check IS NULL OR last_status_check <= @at)`,
+        );
+        return checks.filter((c) => u.run({ ...c, now }).changes > 0).map((c) => c.id);
+      });
     },
 
     async deleteCelular(id: number, audit: AuditEntry, now: number): Promise<boolean> {
