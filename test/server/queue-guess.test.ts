@@ -193,6 +193,25 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     expect(order.filter((id) => [older, b.body.msg_id, c.body.msg_id].includes(id))).toEqual([older, b.body.msg_id, c.body.msg_id]);
   });
 
+  it('accepts behind a head waiting for its retry ask for no look; the look when it is due sends them all in order', async () => {
+    const L = await linkedLine(s);
+    const older = await behindTheWorker(s, L);
+    await s.core.store.retryLater(older, s.clock.now() + 60_000, 'gateway timeout');
+    // The look that finds the head ahead: from then on the line's accepts wait behind it without a look.
+    await s.stepQueue();
+    const before = { ...n };
+    const behind = [];
+    for (let i = 0; i < 5; i++) behind.push((await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText(`d${i}`) })).body.msg_id as string);
+    await s.queue!.idle();
+    expect(n.heads - before.heads).toBe(0);
+    expect(n.guessed - before.guessed).toBe(0);
+    for (const id of behind) expect((await mensaje(s, id)).estado).toBe('pendiente');
+    clock().advance(60_000);
+    await s.stepQueue();
+    await waitEstado(s, behind[behind.length - 1]!, SENT);
+    expect(order.filter((id) => [older, ...behind].includes(id))).toEqual([older, ...behind]);
+  });
+
   it('a guess on a line another node holds waits for it with no look; once the line is free, a look sends the message', async () => {
     const L = await linkedLine(s);
     const other = `other-${randomUUID()}`;

@@ -68,6 +68,12 @@ export class QueueWorker {
   private backlog = new Set<number>();
   /** The lines queued on while a look reads the heads: still in the backlog after it. */
   private queuedSince: Set<number> | null = null;
+  /**
+   * Per line: its head's next attempt, when the last look found it ahead. A message queued behind that
+   * head cannot go before it, so its accept asks for no look: a backlog of deferred heads costs a look a
+   * poll, not one per accept. The look that finds another head (the head ended elsewhere) comes within pollMs.
+   */
+  private headRetry = new Map<number, number>();
   /** Line leases kept between sends: when the line's last send and its rest ended (clock time and ticks), and the node's lapses then. */
   private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
   /** Line leases being given back: a take of the line waits for its give. */
@@ -107,7 +113,8 @@ export class QueueWorker {
     // Another node holds the line's session: its own look finds the message.
     if (this.opts.sendsHere && !this.opts.sendsHere(celularId)) return;
     const busy = this.runner.isBusy(celularId);
-    if (busy || (this.notBefore.get(celularId)?.until ?? 0) > this.core.clock.now()) {
+    const now = this.core.clock.now();
+    if (busy || (this.notBefore.get(celularId)?.until ?? 0) > now || (this.headRetry.get(celularId) ?? 0) > now) {
       // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
       if (!busy && !this.backlog.has(celularId)) this.poke();
       this.mark(celularId);
@@ -161,6 +168,7 @@ export class QueueWorker {
       this.queuedSince = null;
     }
     this.backlog = new Set([...heads.map((h) => h.celular_id), ...since]);
+    this.headRetry = new Map(heads.flatMap((h) => (h.proximo_intento_at !== null && h.proximo_intento_at > now ? [[h.celular_id, h.proximo_intento_at]] : [])));
     for (const head of heads) {
       if (this.runner.isBusy(head.celular_id)) continue;
       // Another node holds the line's session (D-136): its worker sends it.
