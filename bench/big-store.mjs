@@ -177,8 +177,15 @@ export async function ensureBigStore({ root, cacheDir, rows, lines, rebuild, log
   // A schema that reads a message's changing state through side tables (D-74, migration 20) gets them filled from
   // the rows, as that migration fills them, so the backlog and the stranded direct sends are seen as on a real store.
   if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cola'").get()) {
+    // Each queued message's next attempt beside its place (migration 31), when the schema keeps it there.
+    const retry = db
+      .prepare('PRAGMA table_info(cola)')
+      .all()
+      .some((c) => c.name === 'proximo_intento_at')
+      ? ', proximo_intento_at'
+      : '';
     db.exec(`
-      INSERT INTO cola (msg_id, celular_id) SELECT msg_id, celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY rowid;
+      INSERT INTO cola (msg_id, celular_id${retry}) SELECT msg_id, celular_id${retry} FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY rowid;
       INSERT INTO directos (msg_id, cupo_at) SELECT msg_id, cupo_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at IS NOT NULL;
       INSERT INTO cupos (msg_id, celular_id, cupo_at) SELECT msg_id, celular_id, cupo_at FROM mensajes
         WHERE cupo_at > (SELECT MAX(cupo_at) FROM mensajes) - 2 * 86400000;

@@ -161,19 +161,31 @@ export class QueueWorker {
     const due: MensajeRow[] = [];
     const since = new Set<number>();
     this.queuedSince = since;
-    let heads: MensajeRow[];
+    let look: Awaited<ReturnType<Core['store']['queueLook']>>;
     try {
-      heads = await this.core.store.queueHeads();
+      // Each line's head retry time, and the heads due now whole: a head waiting for a retry is not read (D-143).
+      look = await this.core.store.queueLook(now);
     } finally {
       this.queuedSince = null;
     }
-    this.backlog = new Set([...heads.map((h) => h.celular_id), ...since]);
-    this.headRetry = new Map(heads.flatMap((h) => (h.proximo_intento_at !== null && h.proximo_intento_at > now ? [[h.celular_id, h.proximo_intento_at]] : [])));
-    for (const head of heads) {
-      if (this.runner.isBusy(head.celular_id)) continue;
+    const heads = new Map(look.due.map((h) => [h.celular_id, h]));
+    this.backlog = new Set([...look.lines.map((l) => l.celular_id), ...since]);
+    this.headRetry = new Map(
+      look.lines.flatMap((l) => (l.proximo_intento_at !== null && l.proximo_intento_at > now ? [[l.celular_id, l.proximo_intento_at]] : [])),
+    );
+    for (const line of look.lines) {
+      const id = line.celular_id;
+      if (this.runner.isBusy(id)) continue;
       // Another node holds the line's session (D-136): its worker sends it.
-      if (this.opts.sendsHere && !this.opts.sendsHere(head.celular_id)) continue;
-      const held = this.notBefore.get(head.celular_id);
+      if (this.opts.sendsHere && !this.opts.sendsHere(id)) continue;
+      const held = this.notBefore.get(id);
+      const head = heads.get(id);
+      if (!head) {
+        // Its head waits for a retry: looked at again when it is due.
+        const at = Math.max(held?.until ?? 0, line.proximo_intento_at ?? 0);
+        if (at > now) wait = Math.min(wait, at - now);
+        continue;
+      }
       const at = Math.max(held?.until ?? 0, head.proximo_intento_at ?? 0);
       if (at > now && !(held && this.core.clock.ticks() >= held.recheck && (head.proximo_intento_at ?? 0) <= now)) {
         wait = Math.min(wait, at - now);

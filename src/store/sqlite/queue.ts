@@ -1,4 +1,4 @@
-import type { CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
+import type { CancelResult, ClaimResult, QueuedRow, BacklogLine, QueueStore } from '../../core/ports/queue.js';
 import type Database from 'better-sqlite3';
 import type { SlotClaim } from '../../core/sending/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
@@ -41,6 +41,28 @@ export function queue(db: DB): QueueStore {
      JOIN mensajes m ON m.msg_id = c.msg_id
      WHERE lineas.id IS NOT NULL`,
       ).all() as MensajeRow[];
+    },
+    /**
+     * Each line's head and its next attempt from the queue's line index and
+     * rows (cola keeps the attempt beside the place, migration 31); the
+     * message is read only for a head due by `now`.
+     */
+    async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }> {
+      const rows = stmt(
+        db,
+        `${BACKLOG_LINES}
+     SELECT lineas.id AS linea, c.proximo_intento_at AS linea_proximo, m.* FROM lineas
+     JOIN cola c ON c.seq = (SELECT MIN(seq) FROM cola WHERE celular_id = lineas.id)
+     LEFT JOIN mensajes m ON m.msg_id = c.msg_id AND (c.proximo_intento_at IS NULL OR c.proximo_intento_at <= @now)
+     WHERE lineas.id IS NOT NULL`,
+      ).all({ now }) as Array<(MensajeRow | { msg_id: null }) & { linea: number; linea_proximo: number | null }>;
+      const lines: BacklogLine[] = [];
+      const due: MensajeRow[] = [];
+      for (const { linea, linea_proximo, ...m } of rows) {
+        lines.push({ celular_id: linea, proximo_intento_at: linea_proximo });
+        if (m.msg_id !== null) due.push(m);
+      }
+      return { lines, due };
     },
     /**
      * The queue's size and age (metrics): a count over the queue, which holds
@@ -133,7 +155,10 @@ export function queue(db: DB): QueueStore {
           `UPDATE mensajes SET ${slotSet(slotOn('retry'), '?')}, proximo_intento_at = ?, intentos = intentos + 1, error = ?
      WHERE msg_id = ? AND estado = 'pendiente' RETURNING msg_id, celular_id, cupo_at`,
         ).get(at, error, msgId) as { msg_id: string; celular_id: number; cupo_at: number | null } | undefined;
-        if (m) keepSlot(db, m);
+        if (!m) return;
+        keepSlot(db, m);
+        // The queue's copy, which the worker's look reads (queueLook).
+        stmt(db, 'UPDATE cola SET proximo_intento_at = ? WHERE msg_id = ?').run(at, msgId);
       });
     },
   };
