@@ -53,7 +53,8 @@ export function queue(db: Db): QueueStore {
         `WITH RECURSIVE ${LINEAS}
      SELECT l.id AS linea, h.proximo_intento_at AS linea_proximo, ${colsOf('m')} FROM lineas l
      CROSS JOIN LATERAL (SELECT msg_id, proximo_intento_at FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1) h
-     LEFT JOIN mensajes m ON m.msg_id = h.msg_id AND (h.proximo_intento_at IS NULL OR h.proximo_intento_at <= $1)
+     -- A qual on the head alone: a one-time filter of the lateral, so a head not due never reads its message.
+     LEFT JOIN LATERAL (SELECT * FROM mensajes WHERE msg_id = h.msg_id AND (h.proximo_intento_at IS NULL OR h.proximo_intento_at <= $1) LIMIT 1) m ON true
      WHERE l.id IS NOT NULL
      ORDER BY l.id`,
         [now],

@@ -44,25 +44,27 @@ export function queue(db: DB): QueueStore {
     },
     /**
      * Each line's head and its next attempt from the queue's line index and
-     * rows (cola keeps the attempt beside the place, migration 31); the
-     * message is read only for a head due by `now`.
+     * rows (cola keeps the attempt beside the place, migration 31); then the
+     * heads due by `now` whole, only when some are. Two reads, no transaction:
+     * a head that left pendiente between them is not answered, and whoever
+     * ended it asks for the look that finds the next.
      */
     async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }> {
-      const rows = stmt(
+      const heads = stmt(
         db,
         `${BACKLOG_LINES}
-     SELECT lineas.id AS linea, c.proximo_intento_at AS linea_proximo, m.* FROM lineas
+     SELECT lineas.id AS celular_id, c.proximo_intento_at, c.msg_id FROM lineas
      JOIN cola c ON c.seq = (SELECT MIN(seq) FROM cola WHERE celular_id = lineas.id)
-     LEFT JOIN mensajes m ON m.msg_id = c.msg_id AND (c.proximo_intento_at IS NULL OR c.proximo_intento_at <= @now)
      WHERE lineas.id IS NOT NULL`,
-      ).all({ now }) as Array<(MensajeRow | { msg_id: null }) & { linea: number; linea_proximo: number | null }>;
-      const lines: BacklogLine[] = [];
-      const due: MensajeRow[] = [];
-      for (const { linea, linea_proximo, ...m } of rows) {
-        lines.push({ celular_id: linea, proximo_intento_at: linea_proximo });
-        if (m.msg_id !== null) due.push(m);
-      }
-      return { lines, due };
+      ).all() as Array<BacklogLine & { msg_id: string }>;
+      const dueIds = heads.filter((h) => h.proximo_intento_at === null || h.proximo_intento_at <= now).map((h) => h.msg_id);
+      const due =
+        dueIds.length === 0
+          ? []
+          : (stmt(db, "SELECT m.* FROM json_each(?) JOIN mensajes m ON m.msg_id = json_each.value WHERE m.estado = 'pendiente'").all(
+              JSON.stringify(dueIds),
+            ) as MensajeRow[]);
+      return { lines: heads.map(({ celular_id, proximo_intento_at }) => ({ celular_id, proximo_intento_at })), due };
     },
     /**
      * The queue's size and age (metrics): a count over the queue, which holds
