@@ -18,7 +18,8 @@
 // for a retry far in the future (a backlog the queue worker sees at every
 // look but never sends during the run) and 10% are directo sends left
 // pendiente (a crash mid-send). The line's queue-depth counter is set to
-// match. Not seeded: the simulator's own idempotency memory (kv sim.sent) and
+// match; the charts' rows past their kept windows are pruned, as the
+// upkeep of a store served all along would have. Not seeded: the simulator's own idempotency memory (kv sim.sent) and
 // the webhook outbox (no webhook is configured in this figure).
 //
 // The cache key is the row count, SEED_VERSION and a hash of the migrations
@@ -28,7 +29,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, r
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
-const SEED_VERSION = 1;
+const SEED_VERSION = 2;
 const DAY = 86_400_000;
 const DAYS = 90;
 const BENCH_SHARE = 0.6;
@@ -177,13 +178,29 @@ export async function ensureBigStore({ root, cacheDir, rows, lines, rebuild, log
   // A schema that reads a message's changing state through side tables (D-74, migration 20) gets them filled from
   // the rows, as that migration fills them, so the backlog and the stranded direct sends are seen as on a real store.
   if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cola'").get()) {
+    // Each queued message's next attempt beside its place (migration 29), when the schema keeps it there.
+    const retry = db
+      .prepare('PRAGMA table_info(cola)')
+      .all()
+      .some((c) => c.name === 'proximo_intento_at')
+      ? ', proximo_intento_at'
+      : '';
     db.exec(`
-      INSERT INTO cola (msg_id, celular_id) SELECT msg_id, celular_id FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY rowid;
+      INSERT INTO cola (msg_id, celular_id${retry}) SELECT msg_id, celular_id${retry} FROM mensajes WHERE estado = 'pendiente' AND modo = 'cola' ORDER BY rowid;
       INSERT INTO directos (msg_id, cupo_at) SELECT msg_id, cupo_at FROM mensajes WHERE estado = 'pendiente' AND modo = 'directo' AND cupo_at IS NOT NULL;
       INSERT INTO cupos (msg_id, celular_id, cupo_at) SELECT msg_id, celular_id, cupo_at FROM mensajes
         WHERE cupo_at > (SELECT MAX(cupo_at) FROM mensajes) - 2 * 86400000;
       INSERT INTO gateway_ids (gateway_msg_id, celular_id, msg_id) SELECT gateway_msg_id, celular_id, msg_id FROM mensajes WHERE gateway_msg_id IS NOT NULL;
     `);
+  }
+  // The charts' rows a deployment's upkeep would have pruned over those 90 days (core/charts/chart-samples.ts, every
+  // 30 s): the inserts above wrote them all at once, and a store served for months has no such backlog to prune.
+  const charts = await import(join(root, 'dist', 'core', 'charts', 'charts.js')).catch(() => null);
+  if (charts?.CHART_MINUTES_KEPT_MS && charts?.CHART_KEPT_MS) {
+    const before = end - charts.CHART_KEPT_MS;
+    db.prepare('DELETE FROM conteos_lineas WHERE grano = 1 AND t < ?').run(Math.floor((end - charts.CHART_MINUTES_KEPT_MS) / 60_000));
+    db.prepare('DELETE FROM conteos_lineas WHERE grano = 15 AND t < ?').run(Math.floor(before / 900_000));
+    db.prepare('DELETE FROM conteos_horas WHERE hora < ?').run(Math.floor(before / 3_600_000));
   }
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();

@@ -32,7 +32,7 @@ import { call, setupClient } from './lib/http.mjs';
 import { load, percentiles } from './lib/load.mjs';
 import { cpuPer, f0, f2, figure, lat, ratio, results } from './lib/results.mjs';
 import { benchRedis, dropRedisPrefix, postgresSchema } from './lib/postgres.mjs';
-import { figureDirecto, figureDrain, figureQueueAccept } from './figures/queue.mjs';
+import { figureAcceptGrowth, figureDirecto, figureDrain, figureQueueAccept } from './figures/queue.mjs';
 import { figurePipeline } from './figures/pipeline.mjs';
 import { figureLifecycle, figurePostgres } from './figures/postgres.mjs';
 import { figureNodes } from './figures/nodes.mjs';
@@ -51,12 +51,13 @@ log(
     .map((x) => x.toFixed(2))
     .join(' ')}; serve flags: ${SERVE_FLAGS.size}`,
 );
-const baseline = [1, 2, 3, 4, '4c'].some(want) ? await startChild(join(HERE, 'baseline-server.mjs'), []) : null;
+const baseline = [1, 2, [3, '3a', '3b'], 4, '4c'].some(want) ? await startChild(join(HERE, 'baseline-server.mjs'), []) : null;
 const receiver = [2, 7, 8, 9, 10, 11].some(want) ? await startChild(join(HERE, 'receiver.mjs'), []) : null;
 try {
   await figure(1, '1. queue accept, accepted/s', '>= 0.50', () => figureQueueAccept(baseline));
   await figure(2, '2. whole pipeline, gap 0-0, msgs/s done', '>= 0.10', () => figurePipeline(baseline, receiver));
-  await figure(3, '3a. directo (sim), sent/s', '>= 0.30', () => figureDirecto(baseline));
+  await figure('1c', '1c. queue accept, background thread, 1M store vs empty', '<= 1.2x', () => figureAcceptGrowth());
+  await figure([3, '3a', '3b'], '3a. directo (sim), sent/s', '>= 0.30', () => figureDirecto(baseline));
   await figure(4, '4a. 50 MB base64 document, peak RSS', '<= 1x file', () => figureDocument(baseline));
   await figure(4, '4b. 5 x 180 MB unauthenticated bodies', 'RSS <= +100 MB, /health <= 100 ms', () => figureHostileUploads());
   await figure('4c', '4c. 50 MB base64 document through Evolution, peak RSS', '<= 1x file', () => figureDocumentGateway(baseline));

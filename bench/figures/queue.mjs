@@ -1,13 +1,14 @@
 // Figures 1, 3 and 5: queue accepts and directo sends, each against the bare
 // route of bench/baseline-server.mjs (3b on the cached 1M-message store of
-// bench/big-store.mjs), and the drain of a held queue.
+// bench/big-store.mjs), the accepts' background thread on that store against
+// an empty one (1c), and the drain of a held queue.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { copyStore, ensureBigStore } from '../big-store.mjs';
 import Database from 'better-sqlite3';
-import { BIG_ROWS, CACHE, CONNECTIONS, DURATION_MS, REBUILD_STORE, ROOT, want, WARMUP_MS } from '../lib/options.mjs';
-import { cpuMs, log, needFlags, sleep, startServe, temps } from '../lib/proc.mjs';
+import { BIG_ROWS, CACHE, CONNECTIONS, DURATION_MS, GROWTH_ROUNDS, REBUILD_STORE, ROOT, want, WARMUP_MS } from '../lib/options.mjs';
+import { cpuMs, log, needFlags, sleep, startServe, startServeThreads, temps, threadCpuMs } from '../lib/proc.mjs';
 import { call, destinatario, inParallel, setupClient, textBody, waitActive } from '../lib/http.mjs';
 import { load } from '../lib/load.mjs';
 import { cpuPer, f0, f2, lat, ratio, results } from '../lib/results.mjs';
@@ -83,6 +84,85 @@ export async function figureQueueAccept(baseline) {
   });
 }
 
+// ---------- 1c. queue accept on the 1M store: the background thread ----------
+
+/** The cached 1M-message store (built first when missing), copied for one run: { store, dir, copyMs }. */
+async function bigStoreCopy(lines) {
+  const store = await ensureBigStore({ root: ROOT, cacheDir: CACHE, rows: BIG_ROWS, lines, rebuild: REBUILD_STORE, log, startServe, setupClient });
+  const dir = mkdtempSync(join(tmpdir(), 'pasarela-bench-big-'));
+  temps.push(dir);
+  const tc = performance.now();
+  copyStore(store.dir, dir);
+  return { store, dir, copyMs: performance.now() - tc };
+}
+
+/**
+ * Figure 1's load (production pacing, 50 connections on 50 lines) on an empty store and on the 1M-message
+ * store (its 5% pendiente: a queued backlog on those very lines, each line's head waiting for a retry far
+ * ahead), GROWTH_ROUNDS times each, interleaved. The background thread runs the queue worker: its CPU per
+ * accepted message (/proc/PID/task/TID/stat, the thread's id from bench/lib/tid.cjs) must not grow with the
+ * waiting backlog.
+ */
+export async function figureAcceptGrowth() {
+  const name = '1c. queue accept, background thread CPU/msg, 1M store vs empty';
+  const one = async (s, key, lines) => {
+    const tid = s.backgroundTid();
+    let bg0;
+    let bg1;
+    const got = await load({
+      origin: s.url,
+      pid: s.pid,
+      key,
+      path: '/api/mensaje_enviar_texto.php',
+      makeBody: (w, n) => textBody(lines, w, 700_000 + n, false),
+      atStart: () => (bg0 = threadCpuMs(s.pid, tid)),
+      atEnd: () => (bg1 = threadCpuMs(s.pid, tid)),
+    });
+    // Per second too: on the empty store the thread also sends (production pacing), on the 1M store every line's head waits.
+    return { ...got, background_thread_cpu_ms_per_ok: got.ok ? (bg1 - bg0) / got.ok : NaN, background_thread_cpu_ms_per_s: (bg1 - bg0) / (DURATION_MS / 1000) };
+  };
+  const empty = [];
+  const big = [];
+  let built = false;
+  for (let round = 0; round < GROWTH_ROUNDS; round += 1) {
+    log(`  round ${round + 1}: empty store...`);
+    const s = await startServeThreads([]);
+    try {
+      const c = await setupClient(s, 50);
+      empty.push(await one(s, c.key, c.lines));
+    } finally {
+      await s.stop();
+    }
+    log(`  round ${round + 1}: 1M-message store...`);
+    const { store, dir } = await bigStoreCopy(DIRECTO_LINES);
+    built ||= store.built;
+    const b = await startServeThreads([], dir);
+    try {
+      await waitActive(b, store.meta.bench.key, DIRECTO_LINES);
+      big.push(await one(b, store.meta.bench.key, store.meta.bench.lines));
+    } finally {
+      await b.stop();
+    }
+  }
+  const mean = (rs, k) => rs.reduce((a, r) => a + r[k], 0) / rs.length;
+  const bgE = mean(empty, 'background_thread_cpu_ms_per_ok');
+  const bgB = mean(big, 'background_thread_cpu_ms_per_ok');
+  const r = ratio(bgB, bgE);
+  const each = (rs) =>
+    rs.map((x) => `${f0(x.per_s)}/s ${f2(x.background_thread_cpu_ms_per_ok * 1000)} us, ${f0(x.background_thread_cpu_ms_per_s)} ms/s`).join('; ');
+  results.push({
+    figure: name,
+    measured: `1M store: background ${cpuPer(bgB)} (${each(big)}; request thread ${cpuPer(mean(big, 'request_thread_cpu_ms_per_ok'))})${built ? '; store BUILT this run' : ''}`,
+    baseline: `empty store: background ${cpuPer(bgE)} (${each(empty)}; request thread ${cpuPer(mean(empty, 'request_thread_cpu_ms_per_ok'))})`,
+    ratioText: `${f2(r)}x`,
+    ratio: r,
+    target: '<= 1.2x',
+    met: r <= 1.2 && [...empty, ...big].every((x) => x.errors === 0),
+    cpu: `${cpuPer(mean(big, 'server_cpu_ms_per_ok'))} vs ${cpuPer(mean(empty, 'server_cpu_ms_per_ok'))}`,
+    detail: { lines: 50, connections: CONNECTIONS, warmup_ms: WARMUP_MS, duration_ms: DURATION_MS, rounds: GROWTH_ROUNDS, empty, big },
+  });
+}
+
 // ---------- 3. directo, empty store and 1M store ----------
 
 const DIRECTO_LINES = 100;
@@ -117,24 +197,10 @@ export async function figureDirecto(baseline) {
     detail: { lines: DIRECTO_LINES, connections: CONNECTIONS, pasarela: empty, baseline: base },
   });
 
-  if (!want(3)) return;
+  if (!want(3) && !want('3b')) return;
   log(`\n[${nameB}]`);
   try {
-    const store = await ensureBigStore({
-      root: ROOT,
-      cacheDir: CACHE,
-      rows: BIG_ROWS,
-      lines: DIRECTO_LINES,
-      rebuild: REBUILD_STORE,
-      log,
-      startServe,
-      setupClient,
-    });
-    const dir = mkdtempSync(join(tmpdir(), 'pasarela-bench-big-'));
-    temps.push(dir);
-    const tc = performance.now();
-    copyStore(store.dir, dir);
-    const copyMs = performance.now() - tc;
+    const { store, dir, copyMs } = await bigStoreCopy(DIRECTO_LINES);
     const t0 = performance.now();
     const big = await startServe([], dir);
     const startMs = performance.now() - t0;

@@ -56,14 +56,15 @@ export async function load({
     },
     Math.max(0, measureFrom - performance.now()),
   );
-  const cpuEndTimer = setTimeout(
-    () => {
-      cpuEnd = pid ? cpuMs(pid) : undefined;
-      mainEnd = pid ? requestThreadCpuMs(pid) : undefined;
-      atEnd();
-    },
-    Math.max(0, end - performance.now()),
-  );
+  let ended = false;
+  const atWindowEnd = () => {
+    if (ended) return;
+    ended = true;
+    cpuEnd = pid ? cpuMs(pid) : undefined;
+    mainEnd = pid ? requestThreadCpuMs(pid) : undefined;
+    atEnd();
+  };
+  const cpuEndTimer = setTimeout(atWindowEnd, Math.max(0, end - performance.now()));
   await Promise.all(
     Array.from({ length: connections }, async (_, w) => {
       while (performance.now() < end) {
@@ -100,10 +101,12 @@ export async function load({
       }
     }),
   );
+  // A busy loop may run the last completions before the end timer: the window's end is read now then.
+  clearTimeout(cpuEndTimer);
+  atWindowEnd();
   const cpuFinish = pid && cpuStart !== undefined ? cpuMs(pid) : undefined;
   await pool.close();
   clearTimeout(cpuTimer);
-  clearTimeout(cpuEndTimer);
   const serverCpu = cpuStart !== undefined && cpuEnd !== undefined ? cpuEnd - cpuStart : undefined;
   // With nothing completed in the window, the CPU per message is taken up to the last late answer.
   const cpuPerOk = ok ? serverCpu / ok : cpuFinish !== undefined && lateOk ? (cpuFinish - cpuStart) / lateOk : NaN;

@@ -23,6 +23,8 @@ export const PIPELINE_MESSAGES = opt('pipeline-messages', Math.max(200, Math.rou
 /** Figure 7: test events generated, then delivered. */
 export const WEBHOOK_EVENTS = opt('webhook-events', 5000);
 export const BIG_ROWS = opt('big-store-rows', 1_000_000);
+/** Figure 1b: rounds of the empty store and the 1M store, interleaved. */
+export const GROWTH_ROUNDS = opt('growth-rounds', 2);
 /**
  * Figure 9: messages pushed at a fixed rate (requests/s, spread round-robin over the nodes), in rounds of
  * 1, 2, 3 nodes; the median per node count is reported (one round swings 10-20% on this shared machine).
@@ -76,8 +78,11 @@ export const ONLY = args.includes('--only')
         .map((x) => x.trim()),
     )
   : null;
-/** A figure's number (4) or its id (4c): `--only 4` runs 4a, 4b and 4c; `--only 4c` only that one. */
-export const want = (n) => !ONLY || ONLY.has(String(n)) || ONLY.has(String(Number.parseInt(String(n), 10)));
+/**
+ * A figure's number (4) or its id (4c): `--only 4` runs 4a, 4b and 4c; `--only 4c` only that one. A list
+ * for a figure that makes several rows ([3, '3a', '3b']: 3b's baseline is 3a, so `--only 3b` runs both).
+ */
+export const want = (n) => (Array.isArray(n) ? n.some(want) : !ONLY || ONLY.has(String(n)) || ONLY.has(String(Number.parseInt(String(n), 10))));
 export const MB = 1024 * 1024;
 
 /** What `--help` prints (and then nothing runs). */
@@ -85,7 +90,7 @@ export const USAGE = `pasarela benchmarks (bench/README.md has each figure):
   npm run bench            (= npm run build && node bench/run.mjs)
   node bench/run.mjs [--only 1,3] [--duration-ms 5000] [--warmup-ms 1000] [--connections 50]
                      [--pipeline-messages N] [--webhook-events 5000] [--rebuild-store] [--skip-historial]
-                     [--big-store-rows 1000000] [--warmup-messages 200]
+                     [--big-store-rows 1000000] [--growth-rounds 2] [--warmup-messages 200]
                      [--nodes-messages 600] [--nodes-rate 30] [--nodes-rounds 3] [--nodes-idle-ms 5000]
                      [--nodes-profile DIR [--nodes-cpu-prof]]
                      [--lifecycle-messages 600] [--lifecycle-rate 30] [--live-seconds 10] [--live-rate 300]

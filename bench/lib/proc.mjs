@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BIN } from './options.mjs';
+import { BIN, HERE } from './options.mjs';
 
 export const log = (m) => process.stderr.write(`${m}\n`);
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -114,10 +114,33 @@ export function cpuMs(pid) {
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
 }
 
-/** The same for the process's main thread alone (the request thread of serve; its background thread is apart). */
-export function requestThreadCpuMs(pid) {
-  const f = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+/** The same for one thread of the process (its kernel id; the main thread's is the pid). */
+export function threadCpuMs(pid, tid) {
+  const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+}
+
+/** The process's main thread alone (the request thread of serve; its background thread is apart). */
+export function requestThreadCpuMs(pid) {
+  return threadCpuMs(pid, pid);
+}
+
+/**
+ * startServe with each JS thread's kernel id recorded (bench/lib/tid.cjs): `backgroundTid()` is the
+ * background thread's, the latest started (a thread that died is started again).
+ */
+export async function startServeThreads(extra, dataDir) {
+  const file = join(tempDir('pasarela-bench-tids-'), 'tids');
+  const s = await startServe(extra, dataDir, { PASARELA_BENCH_TIDS: file }, ['--require', join(HERE, 'lib', 'tid.cjs')]);
+  const backgroundTid = () => {
+    const tids = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('background '))
+      .map((l) => l.split(' ')[1]);
+    if (tids.length === 0) throw new Error('the background thread did not record its thread id');
+    return tids[tids.length - 1];
+  };
+  return { ...s, backgroundTid };
 }
 
 /** Context switches so far: voluntary (the process waited, e.g. for a socket) and involuntary (preempted). */

@@ -21,9 +21,23 @@ export type CancelResult = { ok: true; mensaje: MensajeRow; reembolso: number } 
  * crash left pending (core/sending/direct-recovery.ts). A direct send takes its slot
  * at acceptance (MessagesStore.acceptMensaje).
  */
+/** A line with a backlog as the queue worker's look sees it: its head's next attempt (null: none set since it was accepted). */
+export interface BacklogLine {
+  celular_id: number;
+  proximo_intento_at: number | null;
+}
+
 export interface QueueStore {
   /** The oldest pending queued message of every line that has one. */
   queueHeads(): Promise<MensajeRow[]>;
+  /**
+   * The queue worker's look at `now`: every line with a pending queued
+   * message and its head's next attempt, read from the queue's own index,
+   * and the heads due by `now` whole. A head waiting for a retry costs an
+   * index seek, never a read of its message, so a look's cost follows the
+   * lines, not the waiting backlog (D-143).
+   */
+  queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }>;
   /**
    * Atomic: claims a pending queued message and its slot in its line's caps
    * until `slot.holdUntil`; `taken` when another worker holds a live claim or

@@ -81,6 +81,12 @@ export class QueueWorker {
   private backlog = new Set<number>();
   /** The lines queued on while a look reads the heads: still in the backlog after it. */
   private queuedSince: Set<number> | null = null;
+  /**
+   * Per line: its head's next attempt, when the last look found it ahead. A message queued behind that
+   * head cannot go before it, so its accept asks for no look: a backlog of deferred heads costs a look a
+   * poll, not one per accept. The look that finds another head (the head ended elsewhere) comes within pollMs.
+   */
+  private headRetry = new Map<number, number>();
   /** Line leases kept between sends: when the line's last send and its rest ended (clock time and ticks), and the node's lapses then. */
   private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
   /** Line leases being given back: a take of the line waits for its give. */
@@ -142,7 +148,8 @@ export class QueueWorker {
     // Another node holds the line's session: its worker sends the message.
     if (this.opts.sendsHere && !this.opts.sendsHere(celularId)) return this.signal(celularId);
     const busy = this.runner.isBusy(celularId);
-    if (busy || (this.notBefore.get(celularId)?.until ?? 0) > this.core.clock.now()) {
+    const now = this.core.clock.now();
+    if (busy || (this.notBefore.get(celularId)?.until ?? 0) > now || (this.headRetry.get(celularId) ?? 0) > now) {
       // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
       if (!busy && !this.backlog.has(celularId)) this.poke();
       this.mark(celularId);
@@ -191,18 +198,31 @@ export class QueueWorker {
     const due: MensajeRow[] = [];
     const since = new Set<number>();
     this.queuedSince = since;
-    let heads: MensajeRow[];
+    let look: Awaited<ReturnType<Core['store']['queueLook']>>;
     try {
-      heads = await this.core.store.queueHeads();
+      // Each line's head retry time, and the heads due now whole: a head waiting for a retry is not read (D-143).
+      look = await this.core.store.queueLook(now);
     } finally {
       this.queuedSince = null;
     }
-    this.backlog = new Set([...heads.map((h) => h.celular_id), ...since]);
-    for (const head of heads) {
-      if (this.runner.isBusy(head.celular_id)) continue;
+    const heads = new Map(look.due.map((h) => [h.celular_id, h]));
+    this.backlog = new Set([...look.lines.map((l) => l.celular_id), ...since]);
+    this.headRetry = new Map(
+      look.lines.flatMap((l) => (l.proximo_intento_at !== null && l.proximo_intento_at > now ? [[l.celular_id, l.proximo_intento_at]] : [])),
+    );
+    for (const line of look.lines) {
+      const id = line.celular_id;
+      if (this.runner.isBusy(id)) continue;
       // Another node holds the line's session (D-136): its worker sends it.
-      if (this.opts.sendsHere && !this.opts.sendsHere(head.celular_id)) continue;
-      const held = this.notBefore.get(head.celular_id);
+      if (this.opts.sendsHere && !this.opts.sendsHere(id)) continue;
+      const held = this.notBefore.get(id);
+      const head = heads.get(id);
+      if (!head) {
+        // Its head waits for a retry: looked at again when it is due.
+        const at = Math.max(held?.until ?? 0, line.proximo_intento_at ?? 0);
+        if (at > now) wait = Math.min(wait, at - now);
+        continue;
+      }
       const retryAt = head.proximo_intento_at ?? 0;
       const at = Math.max(held?.until ?? 0, retryAt);
       const ticks = this.core.clock.ticks();

@@ -958,6 +958,18 @@ export const PG_MIGRATIONS: Migration[] = [
       $$;
     `,
   },
+  {
+    version: 28,
+    name: "each queued message's next attempt beside its place in the queue (D-143)",
+    sql: `
+      -- The queue worker's look reads each line's head here and the whole message only when it is due:
+      -- a head waiting for a retry costs an index descent, not a read of mensajes. Written with mensajes'
+      -- own by the one statement that sets it (retryLater, postgres/queue.ts); null: none since accepted.
+      ALTER TABLE mensajes_pendientes ADD COLUMN proximo_intento_at BIGINT;
+      UPDATE mensajes_pendientes p SET proximo_intento_at = m.proximo_intento_at FROM mensajes m
+        WHERE m.msg_id = p.msg_id AND p.modo = 'cola';
+    `,
+  },
 ];
 
 /**

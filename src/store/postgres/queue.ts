@@ -1,4 +1,4 @@
-import type { CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
+import type { BacklogLine, CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
 import type { SlotClaim, SlotCount } from '../../core/sending/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import type { Db } from './db.js';
@@ -42,6 +42,30 @@ export function queue(db: Db): QueueStore {
      WHERE l.id IS NOT NULL
      ORDER BY l.id`,
       );
+    },
+    /**
+     * Each line's head and its next attempt from the pending side table
+     * (migration 28 keeps the attempt there); the message is read only for a
+     * head due by `$1`.
+     */
+    async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }> {
+      const rows = await db.q<(MensajeRow | { msg_id: null }) & { linea: number; linea_proximo: number | null }>(
+        `WITH RECURSIVE ${LINEAS}
+     SELECT l.id AS linea, h.proximo_intento_at AS linea_proximo, ${colsOf('m')} FROM lineas l
+     CROSS JOIN LATERAL (SELECT msg_id, proximo_intento_at FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1) h
+     -- A qual on the head alone: a one-time filter of the lateral, so a head not due never reads its message.
+     LEFT JOIN LATERAL (SELECT * FROM mensajes WHERE msg_id = h.msg_id AND (h.proximo_intento_at IS NULL OR h.proximo_intento_at <= $1) LIMIT 1) m ON true
+     WHERE l.id IS NOT NULL
+     ORDER BY l.id`,
+        [now],
+      );
+      const lines: BacklogLine[] = [];
+      const due: MensajeRow[] = [];
+      for (const { linea, linea_proximo, ...m } of rows) {
+        lines.push({ celular_id: linea, proximo_intento_at: linea_proximo });
+        if (m.msg_id !== null) due.push(m);
+      }
+      return { lines, due };
     },
     /**
      * The queue's size and age (metrics): a count over the pending side
@@ -149,7 +173,9 @@ export function queue(db: Db): QueueStore {
       await db.q(
         `WITH u AS (UPDATE mensajes SET ${slotSet(back, '$4')}, proximo_intento_at = $2, intentos = intentos + 1, error = $3
        WHERE msg_id = $1 AND estado = 'pendiente' RETURNING ${STATE_COLS}),
-     slot AS (${slotSync('u', back.cupo_at)})
+     slot AS (${slotSync('u', back.cupo_at)}),
+     -- The pending side table's copy, which the worker's look reads (queueLook).
+     p AS (UPDATE mensajes_pendientes SET proximo_intento_at = $2 WHERE seq IN (SELECT seq FROM u))
      SELECT 1`,
         [msgId, at, error],
       );

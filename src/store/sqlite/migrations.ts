@@ -856,4 +856,15 @@ export const MIGRATIONS: Migration[] = [
       );
     `,
   },
+  {
+    version: 29,
+    name: "each queued message's next attempt beside its place in the queue (D-143)",
+    sql: `
+      -- The queue worker's look reads each line's head here and the whole message only when it is due:
+      -- a head waiting for a retry costs an index seek, not a read of mensajes. Written with mensajes'
+      -- own by the one statement that sets it (retryLater, sqlite/queue.ts); null: none since accepted.
+      ALTER TABLE cola ADD COLUMN proximo_intento_at INTEGER;
+      UPDATE cola SET proximo_intento_at = (SELECT m.proximo_intento_at FROM mensajes m WHERE m.msg_id = cola.msg_id);
+    `,
+  },
 ];

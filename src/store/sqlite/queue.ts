@@ -1,4 +1,4 @@
-import type { CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
+import type { CancelResult, ClaimResult, QueuedRow, BacklogLine, QueueStore } from '../../core/ports/queue.js';
 import type Database from 'better-sqlite3';
 import type { SlotClaim } from '../../core/sending/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
@@ -42,6 +42,30 @@ export function queue(db: DB): QueueStore {
      JOIN mensajes m ON m.msg_id = c.msg_id
      WHERE lineas.id IS NOT NULL`,
       ).all() as MensajeRow[];
+    },
+    /**
+     * Each line's head and its next attempt from the queue's line index and
+     * rows (cola keeps the attempt beside the place, migration 29); then the
+     * heads due by `now` whole, only when some are. Two reads, no transaction:
+     * a head that left pendiente between them is not answered, and whoever
+     * ended it asks for the look that finds the next.
+     */
+    async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }> {
+      const heads = stmt(
+        db,
+        `${BACKLOG_LINES}
+     SELECT lineas.id AS celular_id, c.proximo_intento_at, c.msg_id FROM lineas
+     JOIN cola c ON c.seq = (SELECT MIN(seq) FROM cola WHERE celular_id = lineas.id)
+     WHERE lineas.id IS NOT NULL`,
+      ).all() as Array<BacklogLine & { msg_id: string }>;
+      const dueIds = heads.filter((h) => h.proximo_intento_at === null || h.proximo_intento_at <= now).map((h) => h.msg_id);
+      const due =
+        dueIds.length === 0
+          ? []
+          : (stmt(db, "SELECT m.* FROM json_each(?) JOIN mensajes m ON m.msg_id = json_each.value WHERE m.estado = 'pendiente'").all(
+              JSON.stringify(dueIds),
+            ) as MensajeRow[]);
+      return { lines: heads.map(({ celular_id, proximo_intento_at }) => ({ celular_id, proximo_intento_at })), due };
     },
     /**
      * The queue's size and age (metrics): a count over the queue, which holds
@@ -134,7 +158,10 @@ export function queue(db: DB): QueueStore {
           `UPDATE mensajes SET ${slotSet(slotOn('retry'), '?')}, proximo_intento_at = ?, intentos = intentos + 1, error = ?
      WHERE msg_id = ? AND estado = 'pendiente' RETURNING msg_id, celular_id, cupo_at`,
         ).get(at, error, msgId) as { msg_id: string; celular_id: number; cupo_at: number | null } | undefined;
-        if (m) keepSlot(db, m);
+        if (!m) return;
+        keepSlot(db, m);
+        // The queue's copy, which the worker's look reads (queueLook).
+        stmt(db, 'UPDATE cola SET proximo_intento_at = ? WHERE msg_id = ?').run(at, msgId);
       });
     },
   };

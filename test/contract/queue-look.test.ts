@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { slotClaim } from '../../src/core/sending/caps.js';
+import type { CelularRow } from '../../src/core/ports/model.js';
+import { ADAPTERS, celular, messages, newCliente, storeEachTest } from './adapters.js';
+
+/**
+ * The queue worker's look (D-143): every line with a backlog and its head's
+ * next attempt, read beside the head's place in the queue; the whole message
+ * only for a head due now. A batch of lines due and not due, on both dialects.
+ */
+for (const adapter of ADAPTERS) {
+  describe(`${adapter.name}: QueueStore.queueLook`, () => {
+    const ctx = storeEachTest(adapter);
+
+    /** `n` lines of one client with a balance; `queue(line, at)` accepts a queued message on it. */
+    async function lines(n: number) {
+      const c = await newCliente(ctx.store);
+      await ctx.store.changeBalance({ cliente_id: c.id, celular_id: null, monto: 1000, motivo: 'recarga', actor: 'op' }, 1000);
+      const cels: CelularRow[] = [];
+      for (let i = 0; i < n; i++) {
+        const r = await ctx.store.insertCelular(celular(c.id, `5255123456${String(i).padStart(2, '0')}`), 1000);
+        if (!r.ok) throw new Error('insert');
+        cels.push(r.celular);
+      }
+      const queue = async (cel: CelularRow, at: number) => {
+        const m = { ...messages(c.id, cel.id)(), msg_id: randomUUID() };
+        expect((await ctx.store.acceptMensaje(m, { charge: true, maxPending: null }, at)).ok).toBe(true);
+        return m.msg_id;
+      };
+      return { cels, queue };
+    }
+    /** Claims the line's head and gives it back for an attempt at `at` (the worker's transient failure). */
+    async function retried(cel: CelularRow, msgId: string, now: number, at: number) {
+      expect(await ctx.store.claimQueued(msgId, slotClaim(cel, now, 60_000), now)).toEqual({ ok: true });
+      await ctx.store.retryLater(msgId, at, 'gateway down');
+    }
+    const summary = (look: Awaited<ReturnType<typeof ctx.store.queueLook>>) => ({
+      lines: [...look.lines].sort((x, y) => x.celular_id - y.celular_id),
+      due: look.due.map((m) => m.msg_id).sort(),
+    });
+
+    it('lines due and not due: every line with a backlog and its head retry time; only the due heads read whole', async () => {
+      const { cels, queue } = await lines(7);
+      // The seventh line never has a backlog: it is in no look.
+      const [fresh1, fresh2, later1, later2, past, emptied] = cels;
+      const heads = new Map<number, string>();
+      for (const cel of [fresh1, fresh2, later1, later2, past, emptied]) {
+        heads.set(cel!.id, await queue(cel!, 2000));
+        // Two behind each head: a line is one entry whatever its backlog.
+        await queue(cel!, 2001);
+        await queue(cel!, 2002);
+      }
+      await retried(later1!, heads.get(later1!.id)!, 3000, 100_000);
+      await retried(later2!, heads.get(later2!.id)!, 3000, 200_000);
+      await retried(past!, heads.get(past!.id)!, 3000, 4000);
+      // A line whose backlog ended leaves the look; a line that never had one is not in it.
+      const rest = (await ctx.store.listQueue([emptied!.id], 0, 10)).map((m) => m.msg_id);
+      for (const id of rest) expect((await ctx.store.cancelQueued(id, 'cancelled', 3500)).ok).toBe(true);
+
+      const look = await ctx.store.queueLook(5000);
+      expect(summary(look)).toEqual({
+        lines: [
+          { celular_id: fresh1!.id, proximo_intento_at: null },
+          { celular_id: fresh2!.id, proximo_intento_at: null },
+          { celular_id: later1!.id, proximo_intento_at: 100_000 },
+          { celular_id: later2!.id, proximo_intento_at: 200_000 },
+          { celular_id: past!.id, proximo_intento_at: 4000 },
+        ].sort((x, y) => x.celular_id - y.celular_id),
+        due: [fresh1, fresh2, past].map((c) => heads.get(c!.id)!).sort(),
+      });
+      // The due heads whole, as queueHeads reads them.
+      const whole = new Map((await ctx.store.queueHeads()).map((m) => [m.msg_id, m]));
+      for (const m of look.due) expect(m).toEqual(whole.get(m.msg_id));
+      expect(look.due.find((m) => m.celular_id === past!.id)).toMatchObject({ intentos: 1, proximo_intento_at: 4000, error: 'gateway down' });
+
+      // Once a retry time passes, its head is read whole.
+      expect(summary(await ctx.store.queueLook(100_000)).due).toEqual([fresh1, fresh2, later1, past].map((c) => heads.get(c!.id)!).sort());
+      // A deferred head that ends (sent after its retry): the next one behind it is due, with no retry of its own.
+      expect(await ctx.store.claimQueued(heads.get(later2!.id)!, slotClaim(later2!, 200_000, 60_000), 200_000)).toEqual({ ok: true });
+      expect(await ctx.store.markSent(heads.get(later2!.id)!, 'G-1', 200_001)).toMatchObject({ estado: 'enviado' });
+      const after = await ctx.store.queueLook(5000);
+      expect(after.lines.find((l) => l.celular_id === later2!.id)).toEqual({ celular_id: later2!.id, proximo_intento_at: null });
+      expect(after.due.filter((m) => m.celular_id === later2!.id).map((m) => m.msg_id)).toHaveLength(1);
+      expect(after.due.some((m) => m.msg_id === heads.get(later2!.id))).toBe(false);
+    });
+
+    it('an empty queue: no lines, nothing due', async () => {
+      expect(await ctx.store.queueLook(1000)).toEqual({ lines: [], due: [] });
+    });
+  });
+}
