@@ -82,11 +82,11 @@ const WRITE = `WITH gcli AS MATERIALIZED (
     WHERE (SELECT held FROM ok)),
   -- The counts rows the inserts' trigger will take, one message at a time: taken first, lines then quarters then hours, each in order,
   -- so the turn never holds a quarter while it waits for a line's row (a send's record takes the line's, then the quarter's).
-  lineas AS MATERIALIZED (SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM json_populate_recordset(NULL::mensajes, $7::json)) r
+  lineas AS MATERIALIZED (SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM json_populate_recordset(NULL::mensajes, $7::json) LIMIT $19) r
     USING (cliente_id, celular_id) WHERE k.estado = 'pendiente' AND (SELECT held FROM ok) ORDER BY k.cliente_id, k.celular_id FOR UPDATE OF k),
-  cuartos AS MATERIALIZED (SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM json_populate_recordset(NULL::mensajes, $7::json)) r
+  cuartos AS MATERIALIZED (SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM json_populate_recordset(NULL::mensajes, $7::json) LIMIT $19) r
     USING (cliente_id, cuarto) WHERE k.estado = 'pendiente' AND (SELECT COUNT(*) FROM lineas) >= 0 ORDER BY k.cliente_id, k.cuarto FOR UPDATE OF k),
-  horas AS MATERIALIZED (SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM json_populate_recordset(NULL::mensajes, $7::json)) r
+  horas AS MATERIALIZED (SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM json_populate_recordset(NULL::mensajes, $7::json) LIMIT $19) r
     USING (hora, cliente_id) WHERE k.estado = 'pendiente' AND (SELECT COUNT(*) FROM cuartos) >= 0 ORDER BY k.hora, k.cliente_id FOR UPDATE OF k),
   msg AS (
     INSERT INTO mensajes (${COLS}) SELECT ${colsOf('r')} FROM json_populate_recordset(NULL::mensajes, $7::json) WITH ORDINALITY r
@@ -264,6 +264,7 @@ function plan(items: AcceptItem[], { turn, guard }: Read): Plan {
     Math.max(...items.map((i) => i.now)),
     IDEM_PURGE_BATCH,
     ...guard,
+    mensajes.length,
   ];
   return { answers, params };
 }
