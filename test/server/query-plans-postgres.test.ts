@@ -5,10 +5,10 @@ import { systemClock } from '../../src/core/time/clock.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 import { pgSchema } from '../contract/adapters.js';
-import { until } from '../helpers/poll.js';
 import { api, startTestServer, tempDir, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
-import { b64, linkedLine, PNG, send, waitEstado, type Line } from './send-helpers.js';
+import { walkReadPaths } from './plans-walk.js';
+import { b64, linkedLine, PNG, send, type Line } from './send-helpers.js';
 import { startReceiver, type Receiver } from './webhook-helpers.js';
 
 /**
@@ -210,109 +210,7 @@ describeWith(postgres, 'every statement planned with an index at 1,000,000 messa
     await keyed('plan-caido', { directo: 1, mensaje: 'caido' });
     (s.core.gateway as SimGateway).setOutage(false);
     await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: a.celularId, de: '525598773333', texto: 'hola' } });
-    for (const id of sent) await waitEstado(s, id, 'leido', 30_000);
-    // Webhook deliveries, their listing, a redelivery; history pages with each filter; account reads.
-    await until(() => receiver.hits.length >= 10, { what: 'webhook deliveries', timeoutMs: 30_000 });
-    const list = await api(s.url, 'GET', '/api/webhook_entregas.php', { key: a.clientKey });
-    await api(s.url, 'POST', `/api/webhook_reenviar.php?id=${list.body.entregas[0].id}`, { key: a.clientKey });
-    for (const q of [
-      '',
-      '&estado=leido',
-      '&estado=error',
-      '&destinatario=525510001234',
-      `&celular_id=${a.celularId}`,
-      '&desde=2026-01-01&hasta=2026-12-31',
-      `&celular_id=${a.celularId}&estado=error`,
-      `&celular_id=${a.celularId}&destinatario=525510001234`,
-      '&estado=error&desde=2026-01-01&hasta=2026-12-31',
-    ]) {
-      expect((await api(s.url, 'GET', `/api/historial_listar.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
-    }
-    await api(s.url, 'GET', '/api/historial_listar.php', { key: a.celularKey });
-    // One message by id in each scope, and its story: its own row, its ledger rows and its deliveries, each by the message's id.
-    for (const [key, id, status] of [
-      [a.clientKey, sent[0]!, 200],
-      [a.celularKey, sent[0]!, 200],
-      [b.clientKey, sent[0]!, 404],
-      [a.clientKey, '01a21b3d-2a89-7ea1-83be-22d9f67523ae', 404],
-    ] as const) {
-      expect((await api(s.url, 'GET', `/api/mensaje.php?msg_id=${id}`, { key })).status).toBe(status);
-      expect((await api(s.url, 'GET', `/api/mensaje.php?msg_id=${id}&timeline=1`, { key })).status).toBe(status);
-    }
-    const refused = /msg_id ([0-9a-f-]{36})/.exec(
-      (await send(s, a, '/api/mensaje_enviar_texto.php', { destinatario: '525598772222', mensaje: 'falla y se reembolsa', directo: 1 })).body.error,
-    )![1]!;
-    expect(
-      (await api(s.url, 'GET', `/api/mensaje.php?msg_id=${refused}&timeline=1`, { key: a.clientKey })).body.timeline.map((t: { paso: string }) => t.paso),
-    ).toContain('reembolso');
-    // Inbox pages with each filter and combination, and the retention's purge.
-    const de = '&remitente=525520000007';
-    for (const q of [
-      '',
-      `&celular_id=${a.celularId}`,
-      de,
-      `&celular_id=${a.celularId}${de}`,
-      '&desde=2026-01-01&hasta=2026-12-31',
-      `&celular_id=${a.celularId}&desde=2026-01-01&hasta=2026-12-31`,
-      `${de}&desde=2026-01-01&hasta=2026-12-31`,
-      `&celular_id=${a.celularId}${de}&desde=2026-01-01`,
-    ]) {
-      expect((await api(s.url, 'GET', `/api/recibidos_listar.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
-    }
-    await api(s.url, 'GET', '/api/recibidos_listar.php', { key: a.celularKey });
-    // The audit trail: a change of money writes its record; pages with each filter, both ways, and time bounds.
-    await api(s.url, 'POST', '/admin/saldo', { key: s.adminToken, json: { cliente_id: b.clienteId, monto: 5 } });
-    const cid = `&cliente_id=${a.clienteId}`;
-    const acc = '&accion=saldo.cambiar';
-    for (const q of ['', cid, acc, `${cid}${acc}`, '&desde=2026-01-01&hasta=2026-12-31', `${cid}${acc}&desde=2026-01-01T00:00:00Z`]) {
-      for (const page of ['', '&antes=3', '&despues=0', '&despues=2']) {
-        const r = await api(s.url, 'GET', `/admin/auditoria?limit=2${q}${page}`, { key: s.adminToken });
-        expect(r.status, r.text).toBe(200);
-      }
-    }
-    await s.inbox.run();
-    await s.events.run();
-    await api(s.url, 'GET', '/api/info.php', { key: a.clientKey });
-    await api(s.url, 'GET', `/api/saldo.php?celular_id=${a.celularId}`, { key: a.clientKey });
-    // The ledger's pages with each filter and combination, an export, and a month's consumption per line.
-    for (const q of [
-      '',
-      '&tipo=cobro',
-      '&tipo=reembolso',
-      '&tipo=manual',
-      `&celular_id=${a.celularId}`,
-      `&celular_id=${a.celularId}&tipo=manual`,
-      '&desde=2026-01-01&hasta=2026-12-31',
-      `&celular_id=${a.celularId}&tipo=cobro&desde=2026-01-01`,
-    ]) {
-      expect((await api(s.url, 'GET', `/api/movimientos.php?page=2${q}`, { key: a.clientKey })).status).toBe(200);
-    }
-    await api(s.url, 'GET', '/api/movimientos.php', { key: a.celularKey });
-    expect((await api(s.url, 'GET', '/api/movimientos.php?format=csv', { key: b.clientKey })).status).toBe(200);
-    expect((await api(s.url, 'GET', '/api/consumo.php', { key: a.clientKey })).status).toBe(200);
-    await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.celularKey });
-    // A webhook listener of a client without a configuration: registered, renewed, listed, given a test event and an incoming message, removed.
-    const esc = await api(s.url, 'POST', '/api/webhook_escuchas.php', { key: b.clientKey, json: { url: `${receiver.url}/escucha` } });
-    expect(esc.status, esc.text).toBe(201);
-    await api(s.url, 'POST', `/api/webhook_escuchas_renovar.php?id=${esc.body.escucha.id}`, { key: b.clientKey });
-    await api(s.url, 'GET', '/api/webhook_escuchas.php', { key: b.clientKey });
-    await api(s.url, 'POST', '/api/webhook_test.php', { key: b.clientKey });
-    await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: b.celularId, de: '525598773334', texto: 'hola escucha' } });
-    await until(() => receiver.hits.some((h) => h.path === '/escucha' && h.headers['x-service-event'] === 'messages.received'), {
-      what: 'a listener copy',
-      timeoutMs: 30_000,
-    });
-    await api(s.url, 'DELETE', `/api/webhook_escuchas.php?id=${esc.body.escucha.id}`, { key: b.clientKey });
-    // The event stream: from the log's start, resumed after an id (checked kept), and following from the newest.
-    const stream = async (q: string, headers: Record<string, string> = {}) => {
-      const r = await fetch(`${s.url}/api/eventos.php${q}`, { headers: { authorization: `Bearer ${b.clientKey}`, ...headers } });
-      expect(r.status).toBe(200);
-      return r;
-    };
-    const everything = await (await stream('?seguir=0')).text();
-    const firstId = /^id: (\S+)$/m.exec(everything)![1]!;
-    await (await stream('?seguir=0', { 'last-event-id': firstId })).body!.cancel();
-    await (await stream('')).body!.cancel();
+    await walkReadPaths(s, a, b, receiver, sent, { waitMs: 30_000 });
     // A scrape, with a message still queued (its line outside its hours): the store gauges' statements.
     const away = `${String((new Date().getHours() + 12) % 24).padStart(2, '0')}:00`;
     await api(s.url, 'POST', `/api/celular_editar.php?id=${b.celularId}`, {
