@@ -348,5 +348,11 @@ describeWith(postgres, 'postgres: a message accepted on a node whose line anothe
     await waitEstado(a, m.body.msg_id, SENT);
     expect(byB).toContain(m.body.msg_id);
     expect(byA).not.toContain(m.body.msg_id);
+    // Accepted on A again: the line is in A's backlog now, so A looks instead of guessing; its refused look signals the line too.
+    const again = await send(a, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a2') });
+    expectOk(again, { modo: 'cola' });
+    await waitEstado(a, again.body.msg_id, SENT);
+    expect(byB).toContain(again.body.msg_id);
+    expect(byA).not.toContain(again.body.msg_id);
   });
 });

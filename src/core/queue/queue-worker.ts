@@ -93,6 +93,8 @@ export class QueueWorker {
   private readonly giving = new Map<number, Promise<void>>();
   private unsubscribe: (() => void) | null = null;
   private signalling = false;
+  /** Lines an accept here queued on since the last look: a look refused one by a live holder tells that holder (D-142). */
+  private askedHere = new Set<number>();
 
   constructor(
     private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'config' | 'random' | 'lines' | 'signals'>,
@@ -149,9 +151,12 @@ export class QueueWorker {
     if (this.opts.sendsHere && !this.opts.sendsHere(celularId)) return this.signal(celularId);
     const busy = this.runner.isBusy(celularId);
     const now = this.core.clock.now();
-    if (busy || (this.notBefore.get(celularId)?.until ?? 0) > now || (this.headRetry.get(celularId) ?? 0) > now) {
+    const held = this.notBefore.get(celularId);
+    if (busy || (held?.until ?? 0) > now || (this.headRetry.get(celularId) ?? 0) > now) {
       // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
       if (!busy && !this.backlog.has(celularId)) this.poke();
+      // Refused by a live holder a moment ago (a recheck, not a rest): the holder sends it once it hears.
+      if (!busy && held && held.until > now && Number.isFinite(held.recheck)) this.signal(celularId);
       this.mark(celularId);
       return;
     }
@@ -166,6 +171,7 @@ export class QueueWorker {
   private mark(celularId: number): void {
     this.backlog.add(celularId);
     this.queuedSince?.add(celularId);
+    this.askedHere.add(celularId);
   }
 
   /** Stops taking messages, waits for the sends in flight to be recorded, then gives back the leases kept. */
@@ -195,6 +201,8 @@ export class QueueWorker {
   private async look(): Promise<number> {
     let wait = this.opts.pollMs;
     const now = this.core.clock.now();
+    const asked = this.askedHere;
+    this.askedHere = new Set();
     const due: MensajeRow[] = [];
     const since = new Set<number>();
     this.queuedSince = since;
@@ -235,8 +243,9 @@ export class QueueWorker {
       due.push(head);
     }
     // Idle leases no take carried: given back alone; the next look comes when the next one is due.
-    this.giveBack(this.idleKept(this.keepIdleMs() + GIVE_ALONE_AFTER_MS, new Set(due.map((h) => h.celular_id))));
-    wait = Math.min(wait, this.nextGiveIn());
+    const dueLines = new Set(due.map((h) => h.celular_id));
+    this.giveBack(this.idleKept(this.keepIdleMs() + GIVE_ALONE_AFTER_MS, dueLines));
+    wait = Math.min(wait, this.nextGiveIn(dueLines));
     if (due.length === 0) return wait;
     // A node that cannot tell the store it is alive starts no send: its streams may soon be another's.
     if (!this.node.fresh()) return Math.min(wait, this.core.config.queue.recheckMs);
@@ -258,6 +267,8 @@ export class QueueWorker {
         continue;
       }
       this.refused(head.celular_id, a.restMs, now);
+      // Held by a live node: it sends what was accepted here once it hears, not at its own next look.
+      if (a.restMs === 0 && asked.has(head.celular_id)) this.signal(head.celular_id);
       wait = Math.min(wait, a.restMs || this.core.config.queue.recheckMs);
     }
     return wait;
@@ -283,8 +294,9 @@ export class QueueWorker {
     const a = this.node.fresh() ? await this.acquire(id) : null;
     if (a && !a.taken) {
       this.refused(id, a.restMs, now);
-      // Held by a live node (no rest to wait out): that node sends it once it hears.
+      // Held by a live node (no rest to wait out): that node sends it once it hears. Another node's gap: looked at when it ends.
       if (a.restMs === 0) this.signal(id);
+      else this.runner.wakeWithin(a.restMs);
     }
     if (a?.taken && (await this.processHeld(m, true)) && !this.backlog.has(id)) return false;
     this.mark(id);
@@ -329,12 +341,13 @@ export class QueueWorker {
   }
 
   /** How long until the first kept lease is idle long enough to be given back alone (by the clock or the ticks). */
-  private nextGiveIn(): number {
+  private nextGiveIn(except: Set<number>): number {
     const { clock } = this.core;
     const after = this.keepIdleMs() + GIVE_ALONE_AFTER_MS;
     let next = Number.POSITIVE_INFINITY;
     for (const [id, k] of this.kept) {
-      if (this.runner.isBusy(id)) continue;
+      // A due line's lease is kept for its send (idleKept passed it over): it times no give.
+      if (this.runner.isBusy(id) || except.has(id)) continue;
       next = Math.min(next, k.at + after - clock.now(), k.ticks + after - clock.ticks());
     }
     return Math.max(1, next);

@@ -472,7 +472,16 @@ function batched<I, O>(key: (i: I) => string, run: (items: I[]) => Promise<O[]>)
 export async function markSent(db: Db, items: SentItem[]): Promise<Array<MensajeRow | null>> {
   const recorded = await recordSent(db, items);
   const sends = recorded.flatMap((r, k) => (r ? [{ sent: stripAcuses(r), parked: r.acuses, now: items[k]!.now }] : []));
-  const after = await applyParked(db, sends);
+  let after: MensajeRow[];
+  try {
+    after = await applyParked(db, sends);
+  } catch (err) {
+    if (err instanceof AppError || sends.length <= 1) throw err;
+    // The records are committed: a rerun of the turn would find them sent and answer null for all. Each send's parked
+    // receipts alone instead; one that still fails answers its row as sent, its receipts left parked (as a send alone's would).
+    after = [];
+    for (const x of sends) after.push(...(await applyParked(db, [x]).catch(() => [x.sent])));
+  }
   const byId = new Map(after.map((m) => [m.msg_id, m]));
   return items.map((i) => byId.get(i.msgId) ?? null);
 }
