@@ -165,6 +165,8 @@ export class WebhookDispatcher implements WebhookControl {
   private escuchas: EscuchaRow[] = [];
   private escuchasAt = -Infinity;
   private copiesDue = true;
+  /** Copies were taken with a view of the listeners not read again: once it is stale, it is read and the copies taken again. */
+  private escuchasRecheck = false;
   /** Configurations for a second at most, dropped on change by any node: what an event is checked against, and each attempt's URL and secret. */
   private readonly configs: WebhookConfigCache;
   /** Outcomes written together, many deliveries per statement, most with the next claim. */
@@ -317,7 +319,9 @@ export class WebhookDispatcher implements WebhookControl {
    */
   private async tailListeners(t: number): Promise<void> {
     const now = this.core.clock.now();
-    if (t - this.escuchasAt >= this.opts.listenerRecheckMs) {
+    // A listener added since (on any node) is in the next read: this node's events then are copied to it within listenerRecheckMs.
+    this.escuchasRecheck = t - this.escuchasAt < this.opts.listenerRecheckMs;
+    if (!this.escuchasRecheck) {
       this.escuchas = await this.core.store.allLiveEscuchas(now);
       this.escuchasAt = t;
     }
@@ -340,6 +344,7 @@ export class WebhookDispatcher implements WebhookControl {
     }
     this.agents.sweep();
     this.copyAgents.sweep();
+    if (this.escuchasRecheck && t - this.escuchasAt >= this.opts.listenerRecheckMs) this.copiesDue = true;
     if (this.copiesDue) {
       // Cleared first: an event during the read sets it again.
       this.copiesDue = false;
@@ -357,7 +362,7 @@ export class WebhookDispatcher implements WebhookControl {
       await this.giveBack(order, now);
     }
     // Wake for the next due time nobody will poke about; completions and new events poke.
-    let next = Infinity;
+    let next = this.escuchasRecheck ? now + this.escuchasAt + this.opts.listenerRecheckMs - this.core.clock.ticks() : Infinity;
     for (const [id, q] of this.queues) {
       // Nothing in hand for LEASE_LINGER_MS: the stream goes back, so another node can post what it logged meanwhile
       // (a retry due later is read by whichever node takes the stream then). The linger spares a live flow of events
