@@ -42,9 +42,9 @@ describeWith(postgres, 'a delivery made on a node whose client another node hold
   it('is claimed and sent by the holder when it hears, while its own delivery still hangs: no look of either node', async () => {
     const schema = await pgSchema();
     close.push(schema.drop);
-    // The receiver answers the first request and leaves the second hanging: B's outbox stays held, with a claim that was not full.
+    // The receiver leaves the first two requests hanging (the test answers the first), and answers the rest.
     let n = 0;
-    const R: Receiver = await startReceiver(() => (++n === 2 ? 'hang' : 200));
+    const R: Receiver = await startReceiver(() => (++n <= 2 ? 'hang' : 200));
     close.push(() => R.close());
     const hour = 3_600_000;
     const over: Partial<ServeOptions> = {
@@ -68,17 +68,20 @@ describeWith(postgres, 'a delivery made on a node whose client another node hold
       return r.body.id as string;
     };
 
-    // Two events through B: the first is answered, the second hangs in flight (B holds the outbox; one more may start).
+    // Two events through B. The first hangs (B holds the outbox, one in flight) while the second is logged; answered, it
+    // lets B claim the second, which hangs: B still holds the outbox, with a claim that was not full (one more may start).
     const first = await testEvent(b);
+    await waitFor(() => R.hanging.length === 1, 'the first delivery hanging on B');
     const second = await testEvent(b);
-    await waitFor(() => R.hanging.length === 1, 'the second delivery hanging on B');
-    expect(byB).toEqual(expect.arrayContaining([first, second]));
+    R.hanging[0]!.writeHead(200).end('ok');
+    await waitFor(() => R.hanging.length === 2, 'the second delivery hanging on B');
+    expect(byB).toEqual([first, second]);
 
     // An event through A: A's take is refused, it signals the client, and B claims and posts it beside the hanging one.
     const third = await testEvent(a);
     await R.wait((h) => h.headers['webhook-id'] === third, 5000, 'the event made on A, posted by B');
     expect(byB).toContain(third);
     expect(byA).not.toContain(third);
-    expect(R.hanging).toHaveLength(1);
+    expect(R.hanging[1]!.writableEnded).toBe(false);
   });
 });
