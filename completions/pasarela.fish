@@ -143,7 +143,7 @@ complete -c pasarela -n '__pasarela_under "serve"' -l webhook-retry-ms -r -f -d 
 complete -c pasarela -n '__pasarela_under "serve"' -l webhook-timeout -r -f -d 'a webhook attempt not answered within this fails (and is retried)'
 complete -c pasarela -n '__pasarela_under "serve"' -l webhook-concurrency -r -f -d 'webhook deliveries in flight at once, across clients'
 complete -c pasarela -n '__pasarela_under "serve"' -l webhook-client-concurrency -r -f -d 'webhook deliveries in flight at once for one client (1: one at a time, in event order)'
-complete -c pasarela -n '__pasarela_under "serve"' -l webhook-poll -r -f -d 'how often the event journal is checked without a wake-up (new events wake the dispatcher at once)'
+complete -c pasarela -n '__pasarela_under "serve"' -l webhook-poll -r -f -d 'the webhook dispatcher\'s safety look: how often the event journal\'s pending deliveries and the listeners are checked without a wake-up (events, other nodes\' signals and due retries wake it at once): what a lost signal may cost'
 complete -c pasarela -n '__pasarela_under "serve"' -l background -r -f -a 'thread inline' -d 'where the queue worker, its receipts and webhook delivery run: thread (their own, off the request thread; SQLite) or inline (the request thread; always so on PostgreSQL)'
 complete -c pasarela -n '__pasarela_under "serve"' -l sim-qr-ms -r -f -d 'simulator: how often a pending QR changes'
 complete -c pasarela -n '__pasarela_under "serve"' -l sim-delivery-ms -r -f -d 'simulator: delay of delivery receipts'

@@ -29,9 +29,11 @@ export class ClientQueue {
   /**
    * Another node held the stream at this node's last take: not asked for
    * again before then, whatever this node's events hint (its holder posts
-   * them, found by its look at every client's pending deliveries).
+   * them, told by a signal: dispatcher.ts WEBHOOK_CHANNEL).
    */
   heldUntil = 0;
+  /** That node was live and held it (no rest given back): it hears the signal. */
+  heldLive = false;
   /** When (clock ticks) the lease was last found with nothing in hand; null while something is. */
   emptySince: number | null = null;
   /** When (clock ticks) the last claim started: the next waits for the dispatcher's claim gap after it, unless that claim was full. */

@@ -26,7 +26,11 @@ export interface DispatcherOptions {
   concurrency: number;
   /** Deliveries in flight at once for one client, reached while its receiver keeps answering 2xx. */
   clientConcurrency: number;
-  /** How often the log's pending deliveries (any node's) and the listeners are looked at without a poke; the longest wait before a due retry is seen. */
+  /**
+   * The safety look (`--webhook-poll`, 5 s): how often the log's pending deliveries (any node's) and the listeners are
+   * looked at with no wake-up. This node's events, other nodes' signals (WEBHOOK_CHANNEL) and the timer for the earliest
+   * known due delivery wake it sooner; what it bounds is a lost signal, or deliveries left due by a node that stopped or died.
+   */
   pollMs: number;
   /** How soon a client whose stream another node holds is asked for again. */
   heldRetryMs: number;
@@ -43,6 +47,14 @@ export interface DispatcherOptions {
 }
 
 export const TEST_EVENT = 'webhook.test';
+
+/**
+ * The signal (core/ports/signals.ts) that a client has deliveries this node
+ * could not claim: another live node holds its stream, whose dispatcher
+ * claims them when it hears (the payload is the client's id). Nodes that do
+ * not hold the stream ignore it; the publisher asks again after heldRetryMs.
+ */
+export const WEBHOOK_CHANNEL = 'entregas';
 
 /** The bus events whose changes are logged (core/events/event-log.ts): each one means "the log has news for this client". */
 export const JOURNALED_EVENTS = ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[];
@@ -126,10 +138,16 @@ export const LISTENER_TIMEOUT_MS = 5000;
  * Webhook listeners (listeners.ts) get copies of their client's events from
  * the log: each listener has a cursor the store moves in the statement that
  * reads past it, so whichever node reads a batch sends it, once
- * (listener-copies.ts). Events of other nodes are found by looking at the
- * log every pollMs; this node's own wake the dispatcher at once (on
- * PostgreSQL, no sooner than CLAIM_GAP_MS after its client's last claim when
- * that one took all that was due).
+ * (listener-copies.ts).
+ *
+ * Wake-ups: this node's events wake the dispatcher at once (on PostgreSQL,
+ * no sooner than CLAIM_GAP_MS after its client's last claim when that one
+ * took all that was due); another node's events are claimed by that node,
+ * or, when this node holds the client's stream, signalled here
+ * (WEBHOOK_CHANNEL); a retry wakes it when due. An idle dispatcher reads the
+ * log's pending deliveries and the listeners only every pollMs (the safety
+ * look, 5 s), which bounds a lost signal and finds what a stopped or dead
+ * node left due, timing a wake-up for the earliest of it.
  */
 export class WebhookDispatcher implements WebhookControl {
   private readonly runner: KeyedRunner<number>;
@@ -147,6 +165,8 @@ export class WebhookDispatcher implements WebhookControl {
   private escuchas: EscuchaRow[] = [];
   private escuchasAt = -Infinity;
   private copiesDue = true;
+  /** Copies were taken with a view of the listeners not read again: once it is stale, it is read and the copies taken again. */
+  private escuchasRecheck = false;
   /** Configurations for a second at most, dropped on change by any node: what an event is checked against, and each attempt's URL and secret. */
   private readonly configs: WebhookConfigCache;
   /** Outcomes written together, many deliveries per statement, most with the next claim. */
@@ -191,6 +211,8 @@ export class WebhookDispatcher implements WebhookControl {
       this.unsubscribe.push(this.core.bus.subscribe(kind, (e) => this.eventMade(e.cliente_id, kind)));
     }
     this.unsubscribe.push(this.configs.listen(this.core.signals));
+    // Signals lost (a listening connection dropped): the pending deliveries are read again.
+    this.unsubscribe.push(this.core.signals.subscribe(WEBHOOK_CHANNEL, { message: (p) => this.signalled(Number(p)), gap: () => this.poke() }));
     this.runner.start();
   }
 
@@ -230,10 +252,20 @@ export class WebhookDispatcher implements WebhookControl {
     this.configs.get(clienteId).then(
       (cfg) => {
         if (cfg?.activo && subscribed(cfg, kind)) this.poke(clienteId);
-        else if (this.escuchas.length > 0) this.runner.poke();
+        // A listener may want it: one known, or one added since the listeners were last read (no safety look waited for).
+        else if (this.escuchas.length > 0 || this.core.clock.ticks() - this.escuchasAt >= this.opts.listenerRecheckMs) this.runner.poke();
       },
       (err: unknown) => this.opts.onError(err),
     );
+  }
+
+  /** Another node has deliveries of the client it could not claim: claimed now if this node holds the client's stream. */
+  private signalled(clienteId: number): void {
+    const q = this.queues.get(clienteId);
+    // Not held here (this node's own publish, or a stream given back meanwhile): the publisher asks again itself.
+    if (!q?.leased || q.lapses !== this.node.lapses) return;
+    q.hint(this.core.clock.now());
+    this.runner.poke();
   }
 
   /** A listener removed through this node: nothing more goes to it from here (other nodes see it within a second). */
@@ -282,12 +314,14 @@ export class WebhookDispatcher implements WebhookControl {
   /**
    * The listeners' copies: each live listener's events past its cursor, read
    * and the cursor moved in one statement, then posted by this node (from
-   * memory, best effort). Looked at when this node made events, and every
-   * pollMs for the other nodes'.
+   * memory, best effort). Looked at when this node made events (other
+   * nodes read their own), and at every safety look.
    */
   private async tailListeners(t: number): Promise<void> {
     const now = this.core.clock.now();
-    if (t - this.escuchasAt >= this.opts.listenerRecheckMs) {
+    // A listener added since (on any node) is in the next read: this node's events then are copied to it within listenerRecheckMs.
+    this.escuchasRecheck = t - this.escuchasAt < this.opts.listenerRecheckMs;
+    if (!this.escuchasRecheck) {
       this.escuchas = await this.core.store.allLiveEscuchas(now);
       this.escuchasAt = t;
     }
@@ -303,13 +337,14 @@ export class WebhookDispatcher implements WebhookControl {
     const t = this.core.clock.ticks();
     if (t - this.loadedAt >= this.opts.pollMs) {
       // After a start (or a crash), and every pollMs: every client with pending deliveries, whichever node made them
-      // (a node that stopped or died leaves due deliveries no event of this node hints).
+      // (a node that stopped or died leaves due deliveries no event of this node hints), each woken for when it is due.
       this.loadedAt = t;
       for (const r of await store.entregaQueues()) this.queue(r.cliente_id).hint(r.next_at);
       this.copiesDue = true;
     }
     this.agents.sweep();
     this.copyAgents.sweep();
+    if (this.escuchasRecheck && t - this.escuchasAt >= this.opts.listenerRecheckMs) this.copiesDue = true;
     if (this.copiesDue) {
       // Cleared first: an event during the read sets it again.
       this.copiesDue = false;
@@ -327,11 +362,11 @@ export class WebhookDispatcher implements WebhookControl {
       await this.giveBack(order, now);
     }
     // Wake for the next due time nobody will poke about; completions and new events poke.
-    let next = Infinity;
+    let next = this.escuchasRecheck ? now + this.escuchasAt + this.opts.listenerRecheckMs - this.core.clock.ticks() : Infinity;
     for (const [id, q] of this.queues) {
       // Nothing in hand for LEASE_LINGER_MS: the stream goes back, so another node can post what it logged meanwhile
       // (a retry due later is read by whichever node takes the stream then). The linger spares a live flow of events
-      // a take and a give per event; other nodes' events are found by the look every pollMs, as while this node is busy.
+      // a take and a give per event; other nodes' events meanwhile are signalled here (WEBHOOK_CHANNEL), as while it is busy.
       if (q.leased && q.ready.length === 0 && q.inFlight.size === 0) {
         q.emptySince ??= t;
         const left = q.emptySince + LEASE_LINGER_MS - this.core.clock.ticks();
@@ -420,18 +455,34 @@ export class WebhookDispatcher implements WebhookControl {
     if (this.gapLeft(q) > 0 && !this.retrySlotFor(q)) return false;
     // Held since a read with no silence of this node in between: still ours (a lapse is what lets another node take it).
     if (q.leased && q.lapses === this.node.lapses) return this.claimDue(q, now);
-    // Another node held it a moment ago: each event of this node asking again would cost a take for nothing.
-    if (!q.leased && q.heldUntil > now) return false;
+    // Another node held it a moment ago: each event of this node asking again would cost a take for nothing; the holder is told.
+    if (!q.leased && q.heldUntil > now) {
+      this.tellHolder(q, now);
+      return false;
+    }
     const lease = await this.node.takeOne(stream.webhooks(q.clienteId));
     q.leased = lease.taken;
     q.lapses = this.node.lapses;
     if (!lease.taken) {
-      // The holder posts what is due; this node asks again after the rest, or soon.
+      // A live node holds it (no rest to wait out): it claims what is due once told. This node asks again after the rest, or soon.
+      q.heldLive = lease.restMs === 0;
+      this.tellHolder(q, now);
       q.readAt = q.heldUntil = now + (lease.restMs || this.opts.heldRetryMs);
-      q.hintAt = Infinity;
       return false;
     }
     return this.claimDue(q, now);
+  }
+
+  /**
+   * News of this node for a client another live node's stream holds (an
+   * event, a redelivery, a retry it timed): the holder is signalled to claim
+   * it, so it waits for no look. The news is the holder's then; a retry of
+   * the take (after heldRetryMs) carries none, so it signals nothing.
+   */
+  private tellHolder(q: ClientQueue, now: number): void {
+    if (q.hintAt > now) return;
+    q.hintAt = Infinity;
+    if (q.heldLive) void this.core.signals.publish(WEBHOOK_CHANNEL, String(q.clienteId));
   }
 
   /** How long the client's next claim waits for its gap (CLAIM_GAP_MS); 0 when it may go now (the last claim was full, or long ago). */
@@ -446,9 +497,10 @@ export class WebhookDispatcher implements WebhookControl {
    * retries' slots are full.
    */
   private async claimDue(q: ClientQueue, now: number): Promise<boolean> {
-    // Cleared before the claim: whatever changes the outbox meanwhile hints again.
+    // Cleared before the claim: whatever changes the outbox meanwhile hints again. A hint due later (a retry timed
+    // while a full claim had the client read again) stays: this claim cannot take it, and no safety look soon finds it.
     const hinted = q.hintAt;
-    q.hintAt = Infinity;
+    q.hintAt = hinted > now ? hinted : Infinity;
     q.claimedAt = this.core.clock.ticks();
     try {
       const room = Math.min(q.window, this.opts.clientConcurrency) - q.inFlight.size;
@@ -467,8 +519,8 @@ export class WebhookDispatcher implements WebhookControl {
       const full = q.ready.length === limit;
       q.retriesWait = firstOnly && !full;
       // Not full: nothing else is due now. What falls due later is hinted (a retry this node schedules, an event,
-      // a redelivery) or found by the look at every client's pending deliveries each pollMs (another node's, a dead
-      // holder's claim that ran out): no read of the next due time after every claim.
+      // a redelivery, another node's signal) or found by the safety look every pollMs (a dead holder's claim that
+      // ran out): no read of the next due time after every claim.
       q.readAt = full ? now : Infinity;
     } catch (err) {
       q.hint(hinted);
