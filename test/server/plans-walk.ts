@@ -1,7 +1,8 @@
 import { expect } from 'vitest';
 import { until } from '../helpers/poll.js';
-import { api, type TestServer } from '../helpers/server.js';
-import { send, waitEstado, type Line } from './send-helpers.js';
+import type { SimGateway } from '../../src/gateways/sim.js';
+import { api, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { b64, PNG, send, waitEstado, type Line } from './send-helpers.js';
 import type { Receiver } from './webhook-helpers.js';
 
 /**
@@ -130,4 +131,43 @@ export async function walkReadPaths(s: TestServer, a: Line, b: Line, receiver: R
   const firstId = /^id: (\S+)$/m.exec(everything)![1]!;
   await (await stream('?seguir=0', { 'last-event-id': firstId })).body!.cancel();
   await (await stream('')).body!.cancel();
+}
+
+/** A text of the walk's sends, the i-th recipient. */
+export const body = (i: number, extra: Record<string, unknown> = {}) => ({ destinatario: `52559877${String(1000 + i)}`, mensaje: `nuevo ${i}`, ...extra });
+
+/** Every send path both plans tests run (the same requests on both stores); the ids of the messages accepted. */
+export async function walkSendPaths(s: TestServer, a: Line, b: Line): Promise<string[]> {
+  // Sends: queued and direct, a text and a base64 image, with the client key and the celular key, a duplicate, a refusal.
+  const sent: string[] = [];
+  const accepted = (r: ApiResponse) => {
+    expect(r.status, r.text).toBe(200);
+    sent.push(r.body.msg_id);
+  };
+  for (let i = 0; i < 3; i++) accepted(await send(s, a, '/api/mensaje_enviar_texto.php', body(i)));
+  accepted(await send(s, a, '/api/mensaje_enviar_texto.php', body(10, { directo: 1 })));
+  accepted(await send(s, a, '/api/mensaje_enviar_imagen_base64.php', { destinatario: '525598771111', imageBase64: b64(PNG), directo: 1 }));
+  accepted(await send(s, a, '/api/mensaje_enviar_imagen_base64.php', { destinatario: '525598771112', imageBase64: b64(PNG) }));
+  accepted(await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(20), celular_id: b.celularId } }));
+  await send(s, a, '/api/mensaje_enviar_texto.php', body(0));
+  await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: 'WA_999_nope', json: body(30) });
+  // The legacy endpoint with the gateway token.
+  await api(s.url, 'POST', '/panel/api_wa.php', { form: { token: a.gatewayToken, destinatario: '525598771113', mensaje: 'legacy' } });
+  // A permanent failure (refund), receipts to leido, a receipt before its send (parked), an incoming message.
+  await api(s.url, 'POST', '/admin/sim/fail', { key: s.adminToken, json: { numero: '525598772222', motivo: 'not on the network' } });
+  await send(s, a, '/api/mensaje_enviar_texto.php', { destinatario: '525598772222', mensaje: 'falla', directo: 1 });
+  await s.core.store.receipt(b.celularId, 'NOT-YET-SENT', 'entregado', s.clock.now());
+  // Idempotency-Keys: bound queued and direct, repeated, with another request, kept for a refusal, released after a failure that sent nothing.
+  const keyed = (k: string, extra: Record<string, unknown>) =>
+    api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: a.celularKey, json: body(40, extra), headers: { 'idempotency-key': k } });
+  accepted(await keyed('plan-cola', {}));
+  accepted(await keyed('plan-directo', { directo: 1, mensaje: 'directo con clave' }));
+  await keyed('plan-cola', {});
+  await keyed('plan-cola', { mensaje: 'otro' });
+  await keyed('plan-falla', { destinatario: '525598772222', directo: 1 });
+  (s.core.gateway as SimGateway).setOutage(true);
+  await keyed('plan-caido', { directo: 1, mensaje: 'caido' });
+  (s.core.gateway as SimGateway).setOutage(false);
+  await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: a.celularId, de: '525598773333', texto: 'hola' } });
+  return sent;
 }

@@ -1,11 +1,10 @@
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { SqliteStore } from '../../src/store/sqlite/store.js';
-import { api, startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
-import { b64, linkedLine, PNG, send, type Line } from './send-helpers.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { linkedLine, type Line } from './send-helpers.js';
 import { startReceiver, type Receiver } from './webhook-helpers.js';
-import type { SimGateway } from '../../src/gateways/sim.js';
-import { walkReadPaths } from './plans-walk.js';
+import { body, walkReadPaths, walkSendPaths } from './plans-walk.js';
 
 /**
  * Cost flat in history: every statement the service runs on a request or a
@@ -138,42 +137,10 @@ async function seedKeys(db: Database.Database, line: Line): Promise<void> {
   })();
 }
 
-const body = (i: number, extra: Record<string, unknown> = {}) => ({ destinatario: `52559877${String(1000 + i)}`, mensaje: `nuevo ${i}`, ...extra });
-
 it('serves every per-request and per-message path with an index, on a store with 30,000 messages', async () => {
   await api(s.url, 'POST', '/api/webhook.php', { key: a.clientKey, json: { url: `${receiver.url}/hooks`, secret: 'plan-secret-0123456789abcdef' } });
   await seedKeys((s.core.store as SqliteStore).db, a);
-  // Sends: queued and direct, a text and a base64 image, with the client key and the celular key, a duplicate, a refusal.
-  const sent: string[] = [];
-  const accepted = (r: ApiResponse) => {
-    expect(r.status, r.text).toBe(200);
-    sent.push(r.body.msg_id);
-  };
-  for (let i = 0; i < 3; i++) accepted(await send(s, a, '/api/mensaje_enviar_texto.php', body(i)));
-  accepted(await send(s, a, '/api/mensaje_enviar_texto.php', body(10, { directo: 1 })));
-  accepted(await send(s, a, '/api/mensaje_enviar_imagen_base64.php', { destinatario: '525598771111', imageBase64: b64(PNG), directo: 1 }));
-  accepted(await send(s, a, '/api/mensaje_enviar_imagen_base64.php', { destinatario: '525598771112', imageBase64: b64(PNG) }));
-  accepted(await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(20), celular_id: b.celularId } }));
-  await send(s, a, '/api/mensaje_enviar_texto.php', body(0));
-  await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: 'WA_999_nope', json: body(30) });
-  // The legacy endpoint with the gateway token.
-  await api(s.url, 'POST', '/panel/api_wa.php', { form: { token: a.gatewayToken, destinatario: '525598771113', mensaje: 'legacy' } });
-  // A permanent failure (refund), receipts to leido, a receipt before its send (parked), an incoming message.
-  await api(s.url, 'POST', '/admin/sim/fail', { key: s.adminToken, json: { numero: '525598772222', motivo: 'not on the network' } });
-  await send(s, a, '/api/mensaje_enviar_texto.php', { destinatario: '525598772222', mensaje: 'falla', directo: 1 });
-  await s.core.store.receipt(b.celularId, 'NOT-YET-SENT', 'entregado', s.clock.now());
-  // Idempotency-Keys: bound queued and direct, repeated, with another request, kept for a refusal, released after a failure that sent nothing.
-  const keyed = (k: string, extra: Record<string, unknown>) =>
-    api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: a.celularKey, json: body(40, extra), headers: { 'idempotency-key': k } });
-  accepted(await keyed('plan-cola', {}));
-  accepted(await keyed('plan-directo', { directo: 1, mensaje: 'directo con clave' }));
-  await keyed('plan-cola', {});
-  await keyed('plan-cola', { mensaje: 'otro' });
-  await keyed('plan-falla', { destinatario: '525598772222', directo: 1 });
-  (s.core.gateway as SimGateway).setOutage(true);
-  await keyed('plan-caido', { directo: 1, mensaje: 'caido' });
-  (s.core.gateway as SimGateway).setOutage(false);
-  await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: a.celularId, de: '525598773333', texto: 'hola' } });
+  const sent = await walkSendPaths(s, a, b);
   await walkReadPaths(s, a, b, receiver, sent, { waitMs: 15_000 });
   // A scrape, with a message still queued (its line outside its hours): the store gauges' statements.
   const away = `${String((new Date().getHours() + 12) % 24).padStart(2, '0')}:00`;
