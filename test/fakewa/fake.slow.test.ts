@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { proto } from 'baileys';
@@ -15,6 +15,15 @@ const OFF_NETWORK = '5215557776666';
 const NEW_CONTACT = '5215553334444';
 const DELIVERY_ACK: number = proto.WebMessageInfo.Status.DELIVERY_ACK;
 const READ: number = proto.WebMessageInfo.Status.READ;
+
+/** Whether a copied creds.json is whole and names a registered device. */
+function registered(file: string): boolean {
+  try {
+    return Boolean((JSON.parse(readFileSync(file, 'utf8')) as { me?: unknown }).me);
+  } catch {
+    return false;
+  }
+}
 
 describe('fakewa: real Baileys against the fake network', () => {
   let fake: FakeNetwork;
@@ -134,17 +143,24 @@ describe('fakewa: real Baileys against the fake network', () => {
     expect(fake.maxConcurrent(LINE)).toBe(1);
   });
 
-  // Retried: in two full-suite runs of 2026-11-29 (load 3-20) the twin's open never came within 60 s, while alone it opens in
-  // about a second; the cause is not found yet (issue 39's note). A retry starts from the line as the failed try left it.
-  it('a second socket of the same device is recorded by maxConcurrent, and the older one is told it was replaced', { retry: 2 }, async () => {
+  // The copy is taken again until its creds.json is whole: Baileys' file store rewrites it in place (truncate, then
+  // write, on libuv's pool) after every creds.update, and a copy taken mid-write reads as no creds at all, so the twin
+  // started as a new device showing a QR and never opened (seen twice in full-suite runs; issue 39's note).
+  it('a second socket of the same device is recorded by maxConcurrent, and the older one is told it was replaced', async () => {
     const twinDir = join(dir, 'twin');
-    cpSync(join(dir, 'line'), twinDir, { recursive: true });
+    await until('auth folder copied whole', () => {
+      rmSync(twinDir, { recursive: true, force: true });
+      cpSync(join(dir, 'line'), twinDir, { recursive: true });
+      return registered(join(twinDir, 'creds.json'));
+    });
     const closes = line.closes.length;
     // The older one would reconnect at once and replace the twin in turn: on a loaded machine, before the twin opened.
     line.holdReconnects(true);
-    const twin = await startLine(fake, twinDir, { reconnect: false });
+    let qr = false;
+    const twin = await startLine(fake, twinDir, { reconnect: false, onQr: () => (qr = true) });
     try {
-      await twin.waitOpen();
+      await until('twin open (or a QR: its creds were not whole)', () => twin.opened > 0 || qr);
+      expect(qr).toBe(false);
       await until('older socket replaced', () => line.closes.slice(closes).includes(440));
       expect(fake.maxConcurrent(LINE)).toBe(2);
     } finally {
