@@ -87,6 +87,10 @@ export function eventInsertOf(v: EventValues, from = ''): string {
 /** One event into the log. Parameters: cliente_id, celular_id, evento, data (JSON), fecha, when it is recorded. */
 export const eventInsert = eventInsertOf({ cliente: '$1', celular: '$2', evento: '$3', data: '$4', fecha: '$5', recordedAt: '$6' });
 
+/** A configuration written (parameters: cliente_id, url, secret, eventos, activo, updated_at, prev), and one removed (cliente_id, updated_at, prev). */
+const SET_WEBHOOK = 'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *';
+const CLEAR_WEBHOOK = "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1";
+
 /**
  * The client's configuration row, locked. A client without one gets an empty
  * row first (url '', what a deleted configuration leaves, which every reader
@@ -224,18 +228,12 @@ export function webhooks(db: Db): WebhooksStore {
     return seqs.map((s) => done.has(s));
   };
   return {
-    async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
-      return getWebhook(db, clienteId);
-    },
+    getWebhook: (clienteId) => getWebhook(db, clienteId),
     async setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<WebhookConfig> {
       return db.tx(async (c) => {
         const before = await lockRow(c, cfg.cliente_id, now);
-        const r = (await row<WebhookRow>(
-          c,
-          'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
-          [cfg.cliente_id, cfg.url, cfg.secret, JSON.stringify(cfg.eventos), cfg.activo, now, pushUndo(before)],
-        ))!;
-        const after = webhookConfigOf(r);
+        const args = [cfg.cliente_id, cfg.url, cfg.secret, JSON.stringify(cfg.eventos), cfg.activo, now, pushUndo(before)];
+        const after = webhookConfigOf((await row<WebhookRow>(c, SET_WEBHOOK, args))!);
         if (audit) await insertAudit(c, audit(storedConfig(before), after), now);
         return after;
       });
@@ -245,11 +243,7 @@ export function webhooks(db: Db): WebhooksStore {
       return db.tx(async (c) => {
         const before = await row<WebhookRow>(c, 'SELECT * FROM webhooks WHERE cliente_id = $1 FOR UPDATE', [clienteId]);
         if (!before || before.url === '') return false;
-        await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [
-          clienteId,
-          now,
-          pushUndo(before),
-        ]);
+        await c.query(CLEAR_WEBHOOK, [clienteId, now, pushUndo(before)]);
         if (audit) await insertAudit(c, audit(storedConfig(before), null), now);
         return true;
       });
@@ -261,20 +255,8 @@ export function webhooks(db: Db): WebhooksStore {
         if (!undo) return 'nada' as const;
         const { top: prev, rest } = undo;
         let after: WebhookConfig | null = null;
-        if (prev === null) {
-          await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [
-            clienteId,
-            now,
-            rest,
-          ]);
-        } else {
-          const r = (await row<WebhookRow>(
-            c,
-            'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
-            [clienteId, prev.url, prev.secret, prev.eventos, prev.activo === 1, now, rest],
-          ))!;
-          after = webhookConfigOf(r);
-        }
+        if (prev === null) await c.query(CLEAR_WEBHOOK, [clienteId, now, rest]);
+        else after = webhookConfigOf((await row<WebhookRow>(c, SET_WEBHOOK, [clienteId, prev.url, prev.secret, prev.eventos, prev.activo === 1, now, rest]))!);
         if (audit) await insertAudit(c, audit(storedConfig(current), after), now);
         return after;
       });
@@ -337,14 +319,7 @@ export function webhooks(db: Db): WebhooksStore {
       );
       return { pending: r?.pending ?? 0, due: r?.due ?? 0 };
     },
-    /**
-     * Records an attempt and the delivery's new state, clearing its claim, if
-     * the claim is still `claimId`'s; false (nothing written) when it is not: it
-     * ran out and another holder has the delivery now, and records its own. The
-     * attempt number is the delivery's count after its own increment, taken
-     * under the delivery's row lock. A failed attempt keeps a row of its own; a
-     * delivered one is the event's.
-     */
+    /** The attempt's number is the delivery's count after its increment, under its row lock; a failed one keeps a row of its own. */
     async recordAttempt(id, claimId, attempt, outcome, now): Promise<boolean> {
       return (await recordAttempts([{ id, claimId, attempt, outcome, now }]))[0]!;
     },
@@ -375,11 +350,7 @@ export function webhooks(db: Db): WebhooksStore {
       ]);
       return Number(r!.n);
     },
-    /**
-     * Through the log's index by the data's msg_id (migration 18): the same
-     * expression as the index's; then each one's first failed attempts, a
-     * bounded range of the attempts' index per delivery.
-     */
+    /** ENTREGAS_DE_MENSAJE, then FALLIDOS_DE_ENTREGAS. */
     async entregasDeMensaje(clienteId: number, msgId: string, max: { entregas: number; intentos: number }): Promise<EntregaDeMensaje[]> {
       const rows = (await db.q<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>(ENTREGAS_DE_MENSAJE, [msgId, max.entregas + 1]))
         .filter((r) => Number(r.cliente_id) === clienteId)
@@ -473,9 +444,9 @@ export function webhooks(db: Db): WebhooksStore {
      * enough bounds the batch, so a prune reads only what it may remove and
      * the pending deliveries older than the cut. The batch is an array, so
      * the delete goes by the primary key; its conditions are checked again on
-     * a row changed meanwhile (a redelivery makes it pending).
+     * a row changed meanwhile (a redelivery makes it pending). The failed
+     * attempts' rows go with their events.
      */
-    /** The failed attempts' rows go with their events. */
     async pruneEvents(before: number, limit: number): Promise<number> {
       const r = await db.q<{ n: number }>(
         `WITH gone AS (DELETE FROM eventos WHERE seq = ANY(ARRAY(
@@ -488,9 +459,7 @@ export function webhooks(db: Db): WebhooksStore {
       );
       return r[0]!.n;
     },
-    async liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]> {
-      return liveEscuchas(db, clienteId, now);
-    },
+    liveEscuchas: (clienteId, now) => liveEscuchas(db, clienteId, now),
     /** Count and insert under the client's listeners lock, so two nodes adding at once cannot both pass the limit. */
     async addEscucha(e: EscuchaRow, max: number, now: number): Promise<EscuchaRow | 'limite'> {
       return db.tx(async (c) => {
