@@ -158,6 +158,9 @@ export function plainIdent(s: string): string {
   return s;
 }
 
+/** A column list (`a, b`) with each column qualified by `alias` (`x.a, x.b`). */
+export const qualified = (cols: string, alias: string): string => cols.replace(/[a-z_]+/g, (c) => `${alias}.${c}`);
+
 /** A statement's rows, typed, on the pool or in a transaction. */
 export async function rows<T = Row>(q: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
   return (await q.query(sql, params)).rows as T[];

@@ -20,7 +20,7 @@ import {
   type EventLogRow,
   type LoggedEvent,
 } from '../../core/events/event-log.js';
-import { type Client, type Db, LOCK, ph, type Queryable, row } from './db.js';
+import { type Client, type Db, LOCK, ph, qualified, type Queryable, row } from './db.js';
 import { ENTREGA_DE_MENSAJE_COLS, escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
 /**
@@ -156,9 +156,7 @@ function claimSql(n: number, also: string): string {
        ORDER BY proximo_intento_at, seq LIMIT ${limit} FOR UPDATE SKIP LOCKED),
      claimed AS (UPDATE eventos e SET reclamo = ${id}, reclamo_hasta = ${until} FROM picked
      WHERE e.seq = picked.seq AND e.entrega = 'pendiente' AND e.proximo_intento_at <= ${now} AND (e.reclamo_hasta IS NULL OR e.reclamo_hasta <= ${now})
-     RETURNING ${ENTREGA_COLS.split(', ')
-       .map((c) => `e.${c}`)
-       .join(', ')})`;
+     RETURNING ${qualified(ENTREGA_COLS, 'e')})`;
 }
 
 const claimParams = (r: EntregaClaimRequest): unknown[] => [r.clienteId, r.now, r.limit, r.claim.id, r.claim.until, r.claim.firstOnly === true];
@@ -282,14 +280,11 @@ export function webhooks(db: Db): WebhooksStore {
     async recordAndClaim(list: AttemptRecord[], req: EntregaClaimRequest): Promise<{ recorded: boolean[]; claimed: EntregaRow[] }> {
       const p = await prefix();
       const seqs = list.map((r) => eventSeq(p, r.id) ?? 0);
-      const cols = ENTREGA_COLS.split(', ');
+      const nulls = ENTREGA_COLS.split(', ').slice(1).fill('NULL').join(', ');
       const rows = await db.q<EntregaLogRow & { rec: boolean }>(
         `WITH ${claimSql(11, 'AND seq <> ALL($1::bigint[])')}, ${RECORD_CTES}
      SELECT false AS rec, ${ENTREGA_COLS} FROM claimed
-     UNION ALL SELECT true, seq, ${cols
-       .slice(1)
-       .map(() => 'NULL')
-       .join(', ')} FROM upd`,
+     UNION ALL SELECT true, seq, ${nulls} FROM upd`,
         [...recordParams(seqs, list), ...claimParams(req)],
       );
       const done = new Set(rows.filter((r) => r.rec).map((r) => Number(r.seq)));
