@@ -7,7 +7,7 @@ import type { MensajeRow } from '../../core/ports/model.js';
 import * as recipe from '../../core/billing/recipes.js';
 import { settle, Turns } from '../../core/queue/turns.js';
 import { AppError } from '../../core/api/errors.js';
-import { type Client, type Db, LOCK, row } from './db.js';
+import { arrays, type Client, type Db, LOCK, row } from './db.js';
 import { COLS, colsOf } from './messages.js';
 import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
 
@@ -131,14 +131,7 @@ function readOf(r: ReadRow): Read {
       bound: new Set((r.ligadas ?? []).map((k) => keyOf(k.cliente_id, k.clave))),
       cupos,
     },
-    guard: [
-      clientes.map((c) => c.id),
-      clientes.map((c) => c.saldo_global),
-      celulares.map((c) => c.id),
-      celulares.map((c) => c.cliente_id),
-      celulares.map((c) => c.saldo_actual),
-      celulares.map((c) => c.pendientes),
-    ],
+    guard: [...arrays(clientes, 2, (c) => [c.id, c.saldo_global]), ...arrays(celulares, 4, (c) => [c.id, c.cliente_id, c.saldo_actual, c.pendientes])],
   };
 }
 
@@ -150,13 +143,8 @@ async function read(c: Client, items: AcceptItem[]): Promise<Read> {
     LOCK.idempotencyKey,
     keyed.map((i) => keyOf(i.m.cliente_id, i.opts.idem!.clave)),
     ...idsOf(items),
-    keyed.map((i) => i.m.cliente_id),
-    keyed.map((i) => i.opts.idem!.clave),
-    keyed.map((i) => i.now),
-    windows.map((w) => w.i),
-    windows.map((w) => w.celular_id),
-    windows.map((w) => w.since),
-    windows.map((w) => w.now),
+    ...arrays(keyed, 3, (i) => [i.m.cliente_id, i.opts.idem!.clave, i.now]),
+    ...arrays(windows, 4, (w) => [w.i, w.celular_id, w.since, w.now]),
   ]);
   return readOf(r!);
 }
@@ -245,9 +233,7 @@ function plan(items: AcceptItem[], { turn, guard }: Read): Plan {
   const params = [
     [...clientes.keys()],
     [...clientes.values()],
-    lines.map(([id]) => id),
-    lines.map(([, l]) => l.saldo),
-    lines.map(([, l]) => l.d),
+    ...arrays(lines, 3, ([id, l]) => [id, l.saldo, l.d]),
     JSON.stringify(movements),
     JSON.stringify(mensajes),
     mensajes.map((m) => m.msg_id),

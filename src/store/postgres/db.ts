@@ -158,6 +158,12 @@ export function plainIdent(s: string): string {
   return s;
 }
 
+/** Array parameters over `items` (for unnest): `width` arrays, the k-th of each item's `row`'s k-th values (all there for no item). */
+export function arrays<T>(items: readonly T[], width: number, row: (i: T) => unknown[]): unknown[][] {
+  const rows = items.map(row);
+  return Array.from({ length: width }, (_, k) => rows.map((r) => r[k]));
+}
+
 /** A column list (`a, b`) with each column qualified by `alias` (`x.a, x.b`). */
 export const qualified = (cols: string, alias: string): string => cols.replace(/[a-z_]+/g, (c) => `${alias}.${c}`);
 

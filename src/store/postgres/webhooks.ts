@@ -20,7 +20,7 @@ import {
   type EventLogRow,
   type LoggedEvent,
 } from '../../core/events/event-log.js';
-import { type Client, type Db, LOCK, ph, qualified, type Queryable, row } from './db.js';
+import { arrays, type Client, type Db, LOCK, ph, qualified, type Queryable, row } from './db.js';
 import { ENTREGA_DE_MENSAJE_COLS, escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
 /**
@@ -207,15 +207,8 @@ export function webhooks(db: Db): WebhooksStore {
          SELECT id, intentos, now, status, dur, error, nodo FROM upd WHERE estado <> 'entregado')`;
   const recordParams = (seqs: number[], list: AttemptRecord[]): unknown[] => [
     seqs,
-    list.map((r) => r.claimId),
-    list.map((r) => r.outcome.estado),
-    list.map((r) => r.outcome.proximo_intento_at ?? null),
-    list.map((r) => r.attempt.error),
-    list.map((r) => r.attempt.status),
-    list.map((r) => r.attempt.duracion_ms),
-    list.map((r) => r.now),
-    list.map((r) => r.id),
-    list.map((r) => r.nodo ?? null),
+    ...arrays(list, 6, (r) => [r.claimId, r.outcome.estado, r.outcome.proximo_intento_at ?? null, r.attempt.error, r.attempt.status, r.attempt.duracion_ms]),
+    ...arrays(list, 3, (r) => [r.now, r.id, r.nodo ?? null]),
   ];
   const recordAttempts = async (list: AttemptRecord[]): Promise<boolean[]> => {
     if (list.length === 0) return [];
