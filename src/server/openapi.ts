@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { buildApp } from './app.js';
 import { TempFiles } from '../core/media/media.js';
 import { NodePresence } from '../core/nodes/node-presence.js';
-import { LocalMedia } from '../store/local-media.js';
+import { LocalMedia } from '../store/sqlite/media.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { presenceSettings, SERVE_DEFAULTS, webhookSettings } from './config.js';
 import { coreConfigOf, makeCore } from './make-core.js';

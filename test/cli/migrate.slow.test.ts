@@ -10,7 +10,7 @@ import { newMsgId } from '../../src/core/sending/ids.js';
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { Db } from '../../src/store/postgres/db.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { checkCopy } from '../../src/store/postgres/import-check.js';
+import { checkCopy } from '../../src/store/migrate/import-check.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import { celular, claimableAt, openPg, pgSchema } from '../contract/adapters.js';
 import { killAllServeChildren, startServeChild, stop } from '../helpers/serve-child.js';

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ACCEPT_MARGIN_MS, sweepAcceptedMedia } from '../../src/core/media/accepted-media.js';
 import { TempFiles } from '../../src/core/media/media.js';
 import type { AcceptedMedia } from '../../src/core/ports/media.js';
-import { LocalMedia } from '../../src/store/local-media.js';
+import { LocalMedia } from '../../src/store/sqlite/media.js';
 import type { Db } from '../../src/store/postgres/db.js';
 import { PgMedia } from '../../src/store/postgres/media.js';
 import type { PgStore } from '../../src/store/postgres/store.js';

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { afterEach, expect, it } from 'vitest';
 import { engineCipherOf } from '../../src/core/engine/engine-key.js';
 import { storedAuthState } from '../../src/gateways/baileys/auth-state.js';
-import { copyTable, COPIED } from '../../src/store/postgres/import.js';
+import { copyTable, COPIED } from '../../src/store/migrate/import.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
 import * as baileys from 'baileys';
 import { tempDir } from '../helpers/server.js';

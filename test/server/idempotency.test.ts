@@ -8,7 +8,7 @@ import { REASON_NOT_SENT, REASON_UNKNOWN } from '../../src/core/sending/direct-r
 import { IDEM_TTL_MS } from '../../src/core/sending/idempotency.js';
 import { TempFiles } from '../../src/core/media/media.js';
 import { send as coreSend, type SendDeps, type SendRequest } from '../../src/core/sending/send.js';
-import { LocalMedia } from '../../src/store/local-media.js';
+import { LocalMedia } from '../../src/store/sqlite/media.js';
 import { GatewayFailure, type Gateway } from '../../src/core/ports/gateway.js';
 import type { SimGateway } from '../../src/gateways/sim.js';
 import type { SqliteStore } from '../../src/store/sqlite/store.js';

@@ -5,7 +5,7 @@ import { expectError } from '../helpers/expect.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { createCliente, editCliente } from '../../src/core/accounts/accounts.js';
-import { moveToPostgres, MoveRefused } from '../../src/store/move-to-postgres.js';
+import { moveToPostgres, MoveRefused } from '../../src/store/migrate/move-to-postgres.js';
 import { Db } from '../../src/store/postgres/db.js';
 
 /**

@@ -171,3 +171,26 @@ export async function walkSendPaths(s: TestServer, a: Line, b: Line): Promise<st
   await api(s.url, 'POST', '/admin/sim/receive', { key: s.adminToken, json: { celular_id: a.celularId, de: '525598773333', texto: 'hola' } });
   return sent;
 }
+
+/**
+ * After the read walk: a metrics scrape with a message still queued (`b`'s line outside its hours: the store gauges'
+ * statements), then the queue (issue 36): listed with why each waits, a page after a place, a message cancelled, the
+ * line's queue cancelled, a cancelled one retried, `a`'s failed deliveries redelivered.
+ */
+export async function walkQueuePaths(s: TestServer, a: Line, b: Line): Promise<void> {
+  const away = `${String((new Date().getHours() + 12) % 24).padStart(2, '0')}:00`;
+  await api(s.url, 'POST', `/api/celular_editar.php?id=${b.celularId}`, { key: b.clientKey, json: { hora_inicio_permitido: away, hora_fin_permitido: away } });
+  await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(50), celular_id: b.celularId } });
+  const metrics = await api(s.url, 'GET', '/metrics', { key: s.adminToken });
+  expect(metrics.status).toBe(200);
+  expect(metrics.text).toMatch(/^pasarela_queue_pending [1-9]/m);
+  await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(51), celular_id: b.celularId } });
+  const queued = await api(s.url, 'GET', `/api/cola.php?celular_id=${b.celularId}&por_pagina=1`, { key: b.clientKey });
+  expect(queued.body.total).toBe(2);
+  await api(s.url, 'GET', `/api/cola.php?despues=${queued.body.siguiente}`, { key: b.clientKey });
+  const one = queued.body.mensajes[0].msg_id as string;
+  expect((await api(s.url, 'POST', '/api/cola_cancelar.php', { key: b.clientKey, json: { msg_ids: [one] } })).body.cancelados).toBe(1);
+  expect((await api(s.url, 'POST', '/api/mensaje_reintentar.php', { key: b.clientKey, json: { msg_ids: [one] } })).body.reintentados).toBe(1);
+  expect((await api(s.url, 'POST', '/api/cola_cancelar.php', { key: b.clientKey, json: { celular_id: b.celularId, todos: 1 } })).body.cancelados).toBe(2);
+  expect((await api(s.url, 'POST', '/api/webhook_reenviar_fallidas.php', { key: a.clientKey, json: { limit: 5 } })).status).toBe(200);
+}

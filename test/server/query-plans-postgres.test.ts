@@ -6,7 +6,7 @@ import type { ServeOptions } from '../../src/server/serve.js';
 import { pgSchema } from '../contract/adapters.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
-import { body, walkReadPaths, walkSendPaths } from './plans-walk.js';
+import { walkQueuePaths, walkReadPaths, walkSendPaths } from './plans-walk.js';
 import { linkedLine, type Line } from './send-helpers.js';
 import { startReceiver, type Receiver } from './webhook-helpers.js';
 
@@ -178,27 +178,7 @@ describeWith(postgres, 'every statement planned with an index at 1,000,000 messa
     await api(s.url, 'POST', '/api/webhook.php', { key: a.clientKey, json: { url: `${receiver.url}/hooks`, secret: 'plan-secret-0123456789abcdef' } });
     const sent = await walkSendPaths(s, a, b);
     await walkReadPaths(s, a, b, receiver, sent, { waitMs: 30_000 });
-    // A scrape, with a message still queued (its line outside its hours): the store gauges' statements.
-    const away = `${String((new Date().getHours() + 12) % 24).padStart(2, '0')}:00`;
-    await api(s.url, 'POST', `/api/celular_editar.php?id=${b.celularId}`, {
-      key: b.clientKey,
-      json: { hora_inicio_permitido: away, hora_fin_permitido: away },
-    });
-    await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(50), celular_id: b.celularId } });
-    const metrics = await api(s.url, 'GET', '/metrics', { key: s.adminToken });
-    expect(metrics.status).toBe(200);
-    expect(metrics.text).toMatch(/^pasarela_queue_pending [1-9]/m);
-    // The queue (issue 36): listed with why each waits, a page after a place, a message cancelled, the line's queue cancelled,
-    // a cancelled one retried, the client's failed deliveries redelivered.
-    await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(51), celular_id: b.celularId } });
-    const queued = await api(s.url, 'GET', `/api/cola.php?celular_id=${b.celularId}&por_pagina=1`, { key: b.clientKey });
-    expect(queued.body.total).toBe(2);
-    await api(s.url, 'GET', `/api/cola.php?despues=${queued.body.siguiente}`, { key: b.clientKey });
-    const one = queued.body.mensajes[0].msg_id as string;
-    expect((await api(s.url, 'POST', '/api/cola_cancelar.php', { key: b.clientKey, json: { msg_ids: [one] } })).body.cancelados).toBe(1);
-    expect((await api(s.url, 'POST', '/api/mensaje_reintentar.php', { key: b.clientKey, json: { msg_ids: [one] } })).body.reintentados).toBe(1);
-    expect((await api(s.url, 'POST', '/api/cola_cancelar.php', { key: b.clientKey, json: { celular_id: b.celularId, todos: 1 } })).body.cancelados).toBe(2);
-    expect((await api(s.url, 'POST', '/api/webhook_reenviar_fallidas.php', { key: a.clientKey, json: { limit: 5 } })).status).toBe(200);
+    await walkQueuePaths(s, a, b);
     // Charts of every scope (panel): the counts' and samples' reads.
     for (const rango of ['1h', '24h', '7d'])
       for (const q of ['', `&cliente_id=${a.clienteId}`, `&cliente_id=${a.clienteId}&celular_id=${a.celularId}`])

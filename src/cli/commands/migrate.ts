@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { defaultDataDir } from '../../paths.js';
-import type { MoveReport } from '../../store/move-to-postgres.js';
+import type { MoveReport } from '../../store/migrate/move-to-postgres.js';
 import type { Ctx } from '../context.js';
 import { CliError, usage } from '../exit-codes.js';
 import { EXIT } from '../../shared/exit-codes.js';
@@ -86,7 +86,7 @@ export async function runMigrate(o: MigrateOptions, ctx: Ctx): Promise<void> {
   const from = sqlitePath(o.from, ctx.env);
   const to = serviceUrl('--to', o.to, /^postgres(ql)?:$/, 'a postgres:// URL (postgres://USER@HOST:5432/DB)');
   // Loaded here so that client commands never pay for the store's modules.
-  const { moveToPostgres, MoveRefused } = await import('../../store/move-to-postgres.js');
+  const { moveToPostgres, MoveRefused } = await import('../../store/migrate/move-to-postgres.js');
   let report: MoveReport;
   try {
     report = await moveToPostgres({ from, to, replace: Boolean(o.replace), progress: ctx.json ? undefined : (line) => ctx.term.err(line) });

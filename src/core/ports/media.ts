@@ -1,7 +1,7 @@
 /**
  * Where the bytes of accepted base64 media live from the accept until the
  * send ends (core/media/accepted-media.ts holds the rules): this node's tmp/
- * directory beside SQLite (src/store/local-media.ts), chunks in the
+ * directory beside SQLite (src/store/sqlite/media.ts), chunks in the
  * database on PostgreSQL, where any node may send a queued message
  * (src/store/postgres/media.ts). Uploads are first staged in tmp/ (decoded and
  * sniffed there); a reference names the bytes in a message row.

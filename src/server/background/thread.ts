@@ -7,7 +7,7 @@ import { NodePresence } from '../../core/nodes/node-presence.js';
 import { QueueWorker } from '../../core/queue/queue-worker.js';
 import { syncGatewayEvents } from '../../core/accounts/session-sync.js';
 import { createGateway } from '../../gateways/index.js';
-import { LocalMedia } from '../../store/local-media.js';
+import { LocalMedia } from '../../store/sqlite/media.js';
 import { openSqliteStore } from '../../store/sqlite/store.js';
 import { backgroundGate } from '../../store/write-gate.js';
 import { JOURNALED_EVENTS, WebhookDispatcher } from '../../webhooks/dispatcher.js';

@@ -5,7 +5,7 @@ import type { Signals } from '../../core/ports/signals.js';
 import type { Store } from '../../core/ports/store.js';
 import { LocalSignals } from '../../core/nodes/signals-local.js';
 import { DB_FILE } from '../../paths.js';
-import { LocalMedia } from '../../store/local-media.js';
+import { LocalMedia } from '../../store/sqlite/media.js';
 import { openSqliteStore } from '../../store/sqlite/store.js';
 import type { ServeConfig } from '../config.js';
 import type { Part } from './part.js';

@@ -7,28 +7,21 @@ import type { MensajeRow } from '../../core/ports/model.js';
 import * as recipe from '../../core/billing/recipes.js';
 import { settle, Turns } from '../../core/queue/turns.js';
 import { AppError } from '../../core/api/errors.js';
-import { type Client, type Db, LOCK, row } from './db.js';
+import { arrays, type Client, type Db, LOCK, row } from './db.js';
 import { COLS, colsOf } from './messages.js';
 import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
 
 /**
- * MessagesStore.acceptMensaje in PostgreSQL: sends are accepted in turns
- * (group commit, core/queue/turns.ts), a send alone being a turn of one. A
- * turn is two statements over arrays: READ takes the locks and reads what
- * core decides on, core decides each send in order
- * (core/sending/accept-turn.ts), WRITE writes every accepted one. A small
- * turn without keys or caps may read with PEEK instead, unlocked: WRITE's
- * guard then writes nothing if a row changed since. The lock protocol is
+ * MessagesStore.acceptMensaje in PostgreSQL: sends accepted in turns (group
+ * commit, core/queue/turns.ts) of two statements over arrays, READ (or PEEK,
+ * unlocked) and WRITE, core deciding each send between them
+ * (core/sending/accept-turn.ts). Their locks, the unlocked path and failures:
  * docs/store-locks.md "Acceptance".
  */
 
 /**
- * The keys' advisory locks, the clients' rows, the lines' rows, each in
- * ascending order, each CTE gated on the whole of the one before it; then,
- * with every lock held, the keys bound and each direct send's slots per
- * window of its claim, read by VOLATILE functions (migrations 16, 27) that see
- * what the locks' previous holders committed. Parameters: the lock's class,
- * the keys (`cliente_id:clave`), the clients, the lines; the keys as (client,
+ * The locks, then what core decides on. Parameters: the lock's class, the
+ * keys (`cliente_id:clave`), the clients, the lines; the keys as (client,
  * key, now); the slot windows as (send's index, line, since, now), one a window.
  */
 const READ = `WITH k AS MATERIALIZED (
@@ -53,14 +46,13 @@ const IDEM_COLS = 'cliente_id, clave, huella, msg_id, status, body, created_at, 
 const MOV_COLS = recipe.MOVEMENT_COLUMNS.join(', ');
 
 /**
- * Everything a turn's accepted sends write, gated on the guard `ok`: it locks
- * the clients then the lines (READ's order) and holds when each still has
- * the values PEEK read (after READ, none is checked: its locks keep them). Parameters: the clients' new balances (ids, values),
- * the lines' (ids, saldo_actual, queue delta), the ledger rows, the messages
- * in arrival order, each message's event data (msg_id, data), the key
- * bindings, now and the purge's size (JSON record sets for rows); then the
- * guard's, the clients and lines as read (ids, balances; ids, clients,
- * balances, queue lengths). Returns the messages written: none when the guard missed.
+ * Everything a turn's accepted sends write, gated on the guard `ok`.
+ * Parameters: the clients' new balances (ids, values), the lines' (ids,
+ * saldo_actual, queue delta), the ledger rows, the messages in arrival order,
+ * each message's event data (msg_id, data), the key bindings, now and the
+ * purge's size (JSON record sets for rows); then the guard's, the clients and
+ * lines as read (ids, balances; ids, clients, balances, queue lengths); the
+ * messages' count. Returns the messages written: none when the guard missed.
  */
 const WRITE = `WITH gcli AS MATERIALIZED (
     SELECT id, saldo_global FROM clientes WHERE id = ANY($13::bigint[]) ORDER BY id FOR NO KEY UPDATE),
@@ -139,14 +131,7 @@ function readOf(r: ReadRow): Read {
       bound: new Set((r.ligadas ?? []).map((k) => keyOf(k.cliente_id, k.clave))),
       cupos,
     },
-    guard: [
-      clientes.map((c) => c.id),
-      clientes.map((c) => c.saldo_global),
-      celulares.map((c) => c.id),
-      celulares.map((c) => c.cliente_id),
-      celulares.map((c) => c.saldo_actual),
-      celulares.map((c) => c.pendientes),
-    ],
+    guard: [...arrays(clientes, 2, (c) => [c.id, c.saldo_global]), ...arrays(celulares, 4, (c) => [c.id, c.cliente_id, c.saldo_actual, c.pendientes])],
   };
 }
 
@@ -158,13 +143,8 @@ async function read(c: Client, items: AcceptItem[]): Promise<Read> {
     LOCK.idempotencyKey,
     keyed.map((i) => keyOf(i.m.cliente_id, i.opts.idem!.clave)),
     ...idsOf(items),
-    keyed.map((i) => i.m.cliente_id),
-    keyed.map((i) => i.opts.idem!.clave),
-    keyed.map((i) => i.now),
-    windows.map((w) => w.i),
-    windows.map((w) => w.celular_id),
-    windows.map((w) => w.since),
-    windows.map((w) => w.now),
+    ...arrays(keyed, 3, (i) => [i.m.cliente_id, i.opts.idem!.clave, i.now]),
+    ...arrays(windows, 4, (w) => [w.i, w.celular_id, w.since, w.now]),
   ]);
   return readOf(r!);
 }
@@ -253,9 +233,7 @@ function plan(items: AcceptItem[], { turn, guard }: Read): Plan {
   const params = [
     [...clientes.keys()],
     [...clientes.values()],
-    lines.map(([id]) => id),
-    lines.map(([, l]) => l.saldo),
-    lines.map(([, l]) => l.d),
+    ...arrays(lines, 3, ([id, l]) => [id, l.saldo, l.d]),
     JSON.stringify(movements),
     JSON.stringify(mensajes),
     mensajes.map((m) => m.msg_id),
@@ -291,12 +269,7 @@ async function acceptLocked(c: Client, items: AcceptItem[]): Promise<AcceptResul
 /** A batch of sends accepted in one transaction, as a turn takes them (for tests of the statements). */
 export const acceptBatch = (db: Db, items: AcceptItem[]): Promise<AcceptResult[]> => db.tx((c) => acceptLocked(c, items));
 
-/**
- * A small turn without keys or caps in two autocommitted statements (D-83):
- * PEEK, core's verdicts, WRITE with its guard. Null when it must be taken on
- * the locked path: a send was refused (decided on an unlocked read), or the
- * guard missed (nothing was written).
- */
+/** A small turn without keys or caps, PEEK then WRITE autocommitted (D-83); null when it must go the locked path. */
 async function acceptUnlocked(db: Db, items: AcceptItem[], seen: AcceptPaths): Promise<AcceptResult[] | null> {
   const [r] = await db.q<ReadRow>(PEEK, idsOf(items));
   const p = plan(items, readOf(r!));
@@ -314,12 +287,8 @@ async function acceptUnlocked(db: Db, items: AcceptItem[], seen: AcceptPaths): P
 }
 
 /**
- * The largest turn tried unlocked. A thin load's turns hold one send or two,
- * and save two round trips each; a burst's turns share the locked path's
- * four among many sends, and the more lines a turn touches the likelier a
- * concurrent send record changes one between its read and its write (a miss
- * costs both statements again): figure 8a, turns of about 24 sends, missed
- * in over half its turns in one run (D-83).
+ * The largest turn tried unlocked (D-83): a thin load's turns of one or two sends save two round trips each; a burst's
+ * touch more lines, and figure 8a's (about 24 sends) missed the guard, costing both statements again, in over half of them.
  */
 export const UNLOCKED_MAX = 4;
 
@@ -345,9 +314,8 @@ export function acceptTurns(db: Db, opts: { max: number; concurrent: number } = 
       const answers = (unlocked ? await acceptUnlocked(db, items, paths) : null) ?? (await db.tx((c) => acceptLocked(c, items)));
       return answers.map((value) => ({ status: 'fulfilled', value }));
     } catch (err) {
-      // A store that cannot be written fails every send at once; otherwise one bad send must not fail the others: each alone.
+      // Each alone, in arrival order (docs/store-locks.md "Failures"): each line's sends keep their order.
       if (err instanceof AppError || items.length === 1) throw err;
-      // In arrival order, one after another: each line's sends keep their order, and the first of two on a key wins.
       const out: Array<PromiseSettledResult<AcceptResult>> = [];
       for (const i of items) out.push(await settle(async () => (await db.tx((c) => acceptLocked(c, [i])))[0]!));
       return out;

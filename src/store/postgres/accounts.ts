@@ -64,9 +64,7 @@ export function accounts(db: Db): AccountsStore {
       });
     },
 
-    async getCliente(id: number): Promise<ClienteRow | null> {
-      return db.one<ClienteRow>('SELECT * FROM clientes WHERE id = $1', [id]);
-    },
+    getCliente: (id) => clienteById(db, id),
 
     async listClientes(): Promise<ClienteRow[]> {
       return db.q<ClienteRow>('SELECT * FROM clientes ORDER BY id');
@@ -130,9 +128,7 @@ export function accounts(db: Db): AccountsStore {
       });
     },
 
-    async getCelular(id: number): Promise<CelularRow | null> {
-      return db.one<CelularRow>('SELECT * FROM celulares WHERE id = $1', [id]);
-    },
+    getCelular: (id) => celularById(db, id),
 
     async getCelularByNumero(numero: string): Promise<CelularRow | null> {
       return db.one<CelularRow>('SELECT * FROM celulares WHERE numero = $1', [numero]);

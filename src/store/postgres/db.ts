@@ -29,9 +29,9 @@ export const LOCK = {
   listeners: 0x7061_0005,
 } as const;
 
-/** Deadlocks and serialization failures are retried: the transaction that lost is rolled back whole. */
+/** Deadlocks and serialization failures are retried (twice): the transaction that lost is rolled back whole. */
 const RETRYABLE = new Set(['40P01', '40001']);
-const ATTEMPTS = 3;
+const retryable = (err: unknown, attempt: number): boolean => RETRYABLE.has(String((err as { code?: unknown }).code)) && attempt < 3;
 
 export type Client = pg.PoolClient;
 /** A pool or a transaction's client: what a read that runs in either takes. */
@@ -83,19 +83,18 @@ export class Db {
       try {
         return await this.pool.query(sql, params);
       } catch (err) {
-        const code = (err as { code?: unknown }).code;
-        if (typeof code === 'string' && RETRYABLE.has(code) && attempt < ATTEMPTS) continue;
+        if (retryable(err, attempt)) continue;
         throw storeFault(this.pool, this.name, err);
       }
     }
   }
 
-  async q<T = Row>(sql: string, params: unknown[] = []): Promise<T[]> {
-    return (await this.query(sql, params)).rows as T[];
+  q<T = Row>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return rows<T>(this, sql, params);
   }
 
-  async one<T = Row>(sql: string, params: unknown[] = []): Promise<T | null> {
-    return (await this.q<T>(sql, params))[0] ?? null;
+  one<T = Row>(sql: string, params: unknown[] = []): Promise<T | null> {
+    return row<T>(this, sql, params);
   }
 
   /** Runs `fn` in one READ COMMITTED transaction; the row locks it takes make it exact (docs/store-locks.md). */
@@ -121,8 +120,7 @@ export class Db {
           broken = true;
         }
         c.release(broken);
-        const code = (err as { code?: unknown }).code;
-        if (typeof code === 'string' && RETRYABLE.has(code) && attempt < ATTEMPTS) continue;
+        if (retryable(err, attempt)) continue;
         throw storeFault(this.pool, this.name, err);
       }
     }
@@ -160,10 +158,20 @@ export function plainIdent(s: string): string {
   return s;
 }
 
-export async function rows<T = Row>(c: Client, sql: string, params: unknown[] = []): Promise<T[]> {
-  return (await c.query(sql, params)).rows as T[];
+/** Array parameters over `items` (for unnest): `width` arrays, the k-th of each item's `row`'s k-th values (all there for no item). */
+export function arrays<T>(items: readonly T[], width: number, row: (i: T) => unknown[]): unknown[][] {
+  const rows = items.map(row);
+  return Array.from({ length: width }, (_, k) => rows.map((r) => r[k]));
 }
 
-export async function row<T = Row>(c: Client, sql: string, params: unknown[] = []): Promise<T | null> {
-  return ((await c.query(sql, params)).rows[0] as T | undefined) ?? null;
+/** A column list (`a, b`) with each column qualified by `alias` (`x.a, x.b`). */
+export const qualified = (cols: string, alias: string): string => cols.replace(/[a-z_]+/g, (c) => `${alias}.${c}`);
+
+/** A statement's rows, typed, on the pool or in a transaction. */
+export async function rows<T = Row>(q: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await q.query(sql, params)).rows as T[];
+}
+
+export async function row<T = Row>(q: Queryable, sql: string, params: unknown[] = []): Promise<T | null> {
+  return (await rows<T>(q, sql, params))[0] ?? null;
 }

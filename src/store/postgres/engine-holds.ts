@@ -14,34 +14,16 @@ const PRESENT = `EXISTS (SELECT 1 FROM nodos d WHERE d.id = s.nodo AND d.heartbe
 const COLUMNS = `s.instancia, s.nodo, s.token, s.nodo IS NOT NULL AND ${PRESENT} AS presente, GREATEST(0, ${DB_NOW} - s.desde) AS held_ms,
   (SELECT d.motor_url FROM nodos d WHERE d.id = s.nodo) AS url`;
 
-interface Row {
-  instancia: string;
-  nodo: string | null;
-  token: string;
-  presente: boolean;
-  held_ms: string;
-  url: string | null;
-}
-const holdOf = (r: Row): EngineHold => ({
-  instancia: r.instancia,
-  nodo: r.nodo,
-  token: Number(r.token),
-  presente: r.presente,
-  held_ms: Number(r.held_ms),
-  url: r.url,
-});
-
 export function engineHolds(db: Db): EngineHoldsStore {
   return {
     async holdSeed(): Promise<void> {
       await db.q(`INSERT INTO motor_sesiones (instancia) SELECT instancia FROM (${AUTH_INSTANCIAS}) a ON CONFLICT (instancia) DO NOTHING`);
     },
     async holdsAll(): Promise<EngineHold[]> {
-      return (await db.q<Row>(`SELECT ${COLUMNS} FROM motor_sesiones s ORDER BY s.instancia`)).map(holdOf);
+      return db.q<EngineHold>(`SELECT ${COLUMNS} FROM motor_sesiones s ORDER BY s.instancia`);
     },
     async holdOf(instancia: string): Promise<EngineHold | null> {
-      const r = await db.q<Row>(`SELECT ${COLUMNS} FROM motor_sesiones s WHERE s.instancia = $1`, [instancia]);
-      return r[0] ? holdOf(r[0]) : null;
+      return db.one<EngineHold>(`SELECT ${COLUMNS} FROM motor_sesiones s WHERE s.instancia = $1`, [instancia]);
     },
     async holdTake(nodeId: string, instancias: string[], _now: number, opts: { create?: boolean } = {}) {
       if (instancias.length === 0) return [];
@@ -49,12 +31,12 @@ export function engineHolds(db: Db): EngineHoldsStore {
       const made =
         opts.create === false
           ? []
-          : await db.q<{ instancia: string; token: string }>(
+          : await db.q<{ instancia: string; token: number }>(
               `INSERT INTO motor_sesiones (instancia, nodo, token, desde) SELECT i, $1, 1, ${DB_NOW} FROM unnest($2::text[]) AS i ORDER BY i
          ON CONFLICT (instancia) DO NOTHING RETURNING instancia, token`,
               [nodeId, instancias],
             );
-      const taken = await db.q<{ instancia: string; token: string; from: string | null }>(
+      const taken = await db.q<{ instancia: string; token: number; from: string | null }>(
         `WITH c AS (
            SELECT s.instancia, s.nodo FROM motor_sesiones s
            WHERE s.instancia = ANY($2::text[]) AND (s.nodo IS NULL OR s.nodo = $1 OR NOT ${PRESENT})
@@ -67,10 +49,7 @@ export function engineHolds(db: Db): EngineHoldsStore {
          RETURNING m.instancia, m.token, c.nodo AS from`,
         [nodeId, instancias, made.map((r) => r.instancia)],
       );
-      return [
-        ...made.map((r) => ({ instancia: r.instancia, token: Number(r.token), from: null })),
-        ...taken.map((r) => ({ instancia: r.instancia, token: Number(r.token), from: r.from === nodeId ? nodeId : r.from })),
-      ];
+      return [...made.map((r) => ({ ...r, from: null })), ...taken];
     },
     async holdGive(nodeId: string, instancias: string[]): Promise<void> {
       if (instancias.length === 0) return;

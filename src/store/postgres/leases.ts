@@ -1,5 +1,5 @@
 import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
-import type { Db, Queryable } from './db.js';
+import { type Db, type Queryable, rows } from './db.js';
 
 /**
  * Nodes and stream leases in PostgreSQL (the rule is core/nodes/leases.ts). Every
@@ -10,31 +10,15 @@ import type { Db, Queryable } from './db.js';
 export const DB_NOW = '(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint';
 
 /** Every node, alive or not, on the database's clock; `q` may be a transaction's client (`pasarela migrate`). */
-export async function nodes(q: Queryable): Promise<NodeRow[]> {
-  const r = await q.query(
-    `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive, GREATEST(0, ${DB_NOW} - heartbeat_at) AS silent_ms,
-       margen_ms, motor_url FROM nodos ORDER BY started_at, id`,
+export function nodes(q: Queryable): Promise<NodeRow[]> {
+  return rows<NodeRow>(
+    q,
+    `SELECT id, etiqueta AS label, heartbeat_at, started_at, heartbeat_at + stale_ms >= ${DB_NOW} AS alive,
+       GREATEST(0, ${DB_NOW} - heartbeat_at) AS silent_ms, margen_ms AS margin_ms, motor_url AS engine_url FROM nodos ORDER BY started_at, id`,
   );
-  return r.rows.map((n) => ({
-    id: String(n.id),
-    label: String(n.label),
-    heartbeat_at: Number(n.heartbeat_at),
-    started_at: Number(n.started_at),
-    alive: n.alive === true,
-    silent_ms: Number(n.silent_ms),
-    margin_ms: Number(n.margen_ms),
-    engine_url: typeof n.motor_url === 'string' ? n.motor_url : null,
-  }));
 }
 
 export function leases(db: Db): LeasesStore {
-  const give = async (nodeId: string, stream: string, restMs: number): Promise<void> => {
-    await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [
-      nodeId,
-      stream,
-      Math.max(0, Math.round(restMs)),
-    ]);
-  };
   return {
     async nodeBeat(node: NodeInfo): Promise<void> {
       await db.query(
@@ -103,8 +87,12 @@ export function leases(db: Db): LeasesStore {
         return { stream: f.stream, taken, restMs: taken ? 0 : Number(f.rest_ms) };
       });
     },
-    leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
-      return give(nodeId, stream, restMs);
+    async leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
+      await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [
+        nodeId,
+        stream,
+        Math.max(0, Math.round(restMs)),
+      ]);
     },
   };
 }

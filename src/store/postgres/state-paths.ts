@@ -1,4 +1,5 @@
 import type { SlotValue } from '../../core/billing/recipes.js';
+import { qualified } from './db.js';
 
 /**
  * The side tables of a message's changing state (migration 14, D-73): the
@@ -12,10 +13,7 @@ import type { SlotValue } from '../../core/billing/recipes.js';
 
 /** What the CTEs below read from the changed rows. */
 export const STATE_COLS = 'seq, msg_id, celular_id, modo, cupo_at, enviado_at, gateway_msg_id';
-export const stateColsOf = (alias: string) =>
-  STATE_COLS.split(', ')
-    .map((c) => `${alias}.${c}`)
-    .join(', ');
+export const stateColsOf = (alias: string) => qualified(STATE_COLS, alias);
 
 /**
  * The slot rows after a slot transition (core/billing/recipes.ts slotOn) the rows in

@@ -9,7 +9,7 @@ import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
 import type { CancelResult } from '../../core/ports/queue.js';
 import type { ErrorClase, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { balanceAdd, slotSet } from '../recipe-sql.js';
-import { type Client, Db, LOCK, ph, row, rows } from './db.js';
+import { arrays, type Client, Db, LOCK, ph, row, rows } from './db.js';
 import { COLS, colsOf, FIXED, type Fixed, writeMovement } from './messages.js';
 import { slotSync } from './state-paths.js';
 import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
@@ -303,15 +303,11 @@ interface FailItem {
 
 /** FAIL over `items` (distinct messages) and their refunds; the caller holds lockForRefund's locks. Each one's row and refund, or null. */
 async function failLocked(c: Client, items: FailItem[]): Promise<Array<{ after: MensajeRow; reembolso: number } | null>> {
-  const failed = await rows<MensajeRow & { orden: number }>(c, FAIL, [
-    items.map((i) => i.m.msg_id),
-    items.map((i) => i.error),
-    items.map((i) => i.clase),
-    items.map((i) => i.m.estado),
-    items.map((i) => i.now),
-    items.map((i) => iso(i.now)),
-    items.map((i) => i.libreAt ?? null),
-  ]);
+  const failed = await rows<MensajeRow & { orden: number }>(
+    c,
+    FAIL,
+    arrays(items, 7, (i) => [i.m.msg_id, i.error, i.clase, i.m.estado, i.now, iso(i.now), i.libreAt ?? null]),
+  );
   const out: Array<{ after: MensajeRow; reembolso: number } | null> = items.map(() => null);
   for (const { orden, ...after } of failed.sort((a, b) => a.orden - b.orden)) {
     const it = items[orden - 1]!;
@@ -381,11 +377,7 @@ async function failByReceipt(db: Db, celularId: number, gid: string, now: number
 /** PARK over `items` (distinct gateway id and receipt): whether each was parked (false: its line is gone or full). */
 export async function park(db: Db, items: Array<{ celularId: number; gid: string; estado: ReceiptEstado; now: number; error?: string }>): Promise<boolean[]> {
   const parked = await db.q<{ orden: number }>(PARK, [
-    items.map((i) => i.gid),
-    items.map((i) => i.celularId),
-    items.map((i) => i.estado),
-    items.map((i) => i.error ?? null),
-    items.map((i) => i.now),
+    ...arrays(items, 5, (i) => [i.gid, i.celularId, i.estado, i.error ?? null, i.now]),
     recipe.parkedExpiredBefore(Math.max(...items.map((i) => i.now))),
     PARKED_PER_LINE,
   ]);
@@ -409,11 +401,11 @@ export async function applyParked(db: Db, sends: Array<{ sent: MensajeRow; parke
     // Claimed by deleting them: a receipt that saw the send after parking finds its row gone and leaves it to us.
     // Only those read by the record: one parked since then is its receipt's own to apply (it sees the send when it looks again).
     const wanted = todo.flatMap((s) => s.parked.map((estado) => ({ s: s.sent, estado })));
-    const claimed = await rows<{ gid: string; celular_id: number; estado: ReceiptEstado; error: string | null }>(c, CLAIM_PARKED, [
-      wanted.map((w) => w.s.gateway_msg_id),
-      wanted.map((w) => w.s.celular_id),
-      wanted.map((w) => w.estado),
-    ]);
+    const claimed = await rows<{ gid: string; celular_id: number; estado: ReceiptEstado; error: string | null }>(
+      c,
+      CLAIM_PARKED,
+      arrays(wanted, 3, (w) => [w.s.gateway_msg_id, w.s.celular_id, w.estado]),
+    );
     const sendOf = new Map(todo.map((s) => [`${s.sent.gateway_msg_id}:${s.sent.celular_id}`, s]));
     const ordered = parkedOrder(claimed);
     const fails = ordered.filter((p) => p.estado === 'error');

@@ -20,7 +20,7 @@ import {
   type EventLogRow,
   type LoggedEvent,
 } from '../../core/events/event-log.js';
-import { type Client, type Db, LOCK, ph, type Queryable, row } from './db.js';
+import { arrays, type Client, type Db, LOCK, ph, qualified, type Queryable, row } from './db.js';
 import { ENTREGA_DE_MENSAJE_COLS, escuchaInsert, escuchaValues, failingWebhooksSelect, withDelivered, type LastAttempt } from '../recipe-sql.js';
 
 /**
@@ -87,6 +87,10 @@ export function eventInsertOf(v: EventValues, from = ''): string {
 /** One event into the log. Parameters: cliente_id, celular_id, evento, data (JSON), fecha, when it is recorded. */
 export const eventInsert = eventInsertOf({ cliente: '$1', celular: '$2', evento: '$3', data: '$4', fecha: '$5', recordedAt: '$6' });
 
+/** A configuration written (parameters: cliente_id, url, secret, eventos, activo, updated_at, prev), and one removed (cliente_id, updated_at, prev). */
+const SET_WEBHOOK = 'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *';
+const CLEAR_WEBHOOK = "UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1";
+
 /**
  * The client's configuration row, locked. A client without one gets an empty
  * row first (url '', what a deleted configuration leaves, which every reader
@@ -152,9 +156,7 @@ function claimSql(n: number, also: string): string {
        ORDER BY proximo_intento_at, seq LIMIT ${limit} FOR UPDATE SKIP LOCKED),
      claimed AS (UPDATE eventos e SET reclamo = ${id}, reclamo_hasta = ${until} FROM picked
      WHERE e.seq = picked.seq AND e.entrega = 'pendiente' AND e.proximo_intento_at <= ${now} AND (e.reclamo_hasta IS NULL OR e.reclamo_hasta <= ${now})
-     RETURNING ${ENTREGA_COLS.split(', ')
-       .map((c) => `e.${c}`)
-       .join(', ')})`;
+     RETURNING ${qualified(ENTREGA_COLS, 'e')})`;
 }
 
 const claimParams = (r: EntregaClaimRequest): unknown[] => [r.clienteId, r.now, r.limit, r.claim.id, r.claim.until, r.claim.firstOnly === true];
@@ -205,15 +207,8 @@ export function webhooks(db: Db): WebhooksStore {
          SELECT id, intentos, now, status, dur, error, nodo FROM upd WHERE estado <> 'entregado')`;
   const recordParams = (seqs: number[], list: AttemptRecord[]): unknown[] => [
     seqs,
-    list.map((r) => r.claimId),
-    list.map((r) => r.outcome.estado),
-    list.map((r) => r.outcome.proximo_intento_at ?? null),
-    list.map((r) => r.attempt.error),
-    list.map((r) => r.attempt.status),
-    list.map((r) => r.attempt.duracion_ms),
-    list.map((r) => r.now),
-    list.map((r) => r.id),
-    list.map((r) => r.nodo ?? null),
+    ...arrays(list, 6, (r) => [r.claimId, r.outcome.estado, r.outcome.proximo_intento_at ?? null, r.attempt.error, r.attempt.status, r.attempt.duracion_ms]),
+    ...arrays(list, 3, (r) => [r.now, r.id, r.nodo ?? null]),
   ];
   const recordAttempts = async (list: AttemptRecord[]): Promise<boolean[]> => {
     if (list.length === 0) return [];
@@ -224,18 +219,12 @@ export function webhooks(db: Db): WebhooksStore {
     return seqs.map((s) => done.has(s));
   };
   return {
-    async getWebhook(clienteId: number): Promise<WebhookConfig | null> {
-      return getWebhook(db, clienteId);
-    },
+    getWebhook: (clienteId) => getWebhook(db, clienteId),
     async setWebhook(cfg: Omit<WebhookConfig, 'updated_at'>, now: number, audit?: AuditOf<WebhookConfig | null>): Promise<WebhookConfig> {
       return db.tx(async (c) => {
         const before = await lockRow(c, cfg.cliente_id, now);
-        const r = (await row<WebhookRow>(
-          c,
-          'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
-          [cfg.cliente_id, cfg.url, cfg.secret, JSON.stringify(cfg.eventos), cfg.activo, now, pushUndo(before)],
-        ))!;
-        const after = webhookConfigOf(r);
+        const args = [cfg.cliente_id, cfg.url, cfg.secret, JSON.stringify(cfg.eventos), cfg.activo, now, pushUndo(before)];
+        const after = webhookConfigOf((await row<WebhookRow>(c, SET_WEBHOOK, args))!);
         if (audit) await insertAudit(c, audit(storedConfig(before), after), now);
         return after;
       });
@@ -245,11 +234,7 @@ export function webhooks(db: Db): WebhooksStore {
       return db.tx(async (c) => {
         const before = await row<WebhookRow>(c, 'SELECT * FROM webhooks WHERE cliente_id = $1 FOR UPDATE', [clienteId]);
         if (!before || before.url === '') return false;
-        await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [
-          clienteId,
-          now,
-          pushUndo(before),
-        ]);
+        await c.query(CLEAR_WEBHOOK, [clienteId, now, pushUndo(before)]);
         if (audit) await insertAudit(c, audit(storedConfig(before), null), now);
         return true;
       });
@@ -261,20 +246,8 @@ export function webhooks(db: Db): WebhooksStore {
         if (!undo) return 'nada' as const;
         const { top: prev, rest } = undo;
         let after: WebhookConfig | null = null;
-        if (prev === null) {
-          await c.query("UPDATE webhooks SET url = '', secret = NULL, eventos = '[]', activo = false, updated_at = $2, prev = $3 WHERE cliente_id = $1", [
-            clienteId,
-            now,
-            rest,
-          ]);
-        } else {
-          const r = (await row<WebhookRow>(
-            c,
-            'UPDATE webhooks SET url = $2, secret = $3, eventos = $4, activo = $5, updated_at = $6, prev = $7 WHERE cliente_id = $1 RETURNING *',
-            [clienteId, prev.url, prev.secret, prev.eventos, prev.activo === 1, now, rest],
-          ))!;
-          after = webhookConfigOf(r);
-        }
+        if (prev === null) await c.query(CLEAR_WEBHOOK, [clienteId, now, rest]);
+        else after = webhookConfigOf((await row<WebhookRow>(c, SET_WEBHOOK, [clienteId, prev.url, prev.secret, prev.eventos, prev.activo === 1, now, rest]))!);
         if (audit) await insertAudit(c, audit(storedConfig(current), after), now);
         return after;
       });
@@ -300,14 +273,11 @@ export function webhooks(db: Db): WebhooksStore {
     async recordAndClaim(list: AttemptRecord[], req: EntregaClaimRequest): Promise<{ recorded: boolean[]; claimed: EntregaRow[] }> {
       const p = await prefix();
       const seqs = list.map((r) => eventSeq(p, r.id) ?? 0);
-      const cols = ENTREGA_COLS.split(', ');
+      const nulls = ENTREGA_COLS.split(', ').slice(1).fill('NULL').join(', ');
       const rows = await db.q<EntregaLogRow & { rec: boolean }>(
         `WITH ${claimSql(11, 'AND seq <> ALL($1::bigint[])')}, ${RECORD_CTES}
      SELECT false AS rec, ${ENTREGA_COLS} FROM claimed
-     UNION ALL SELECT true, seq, ${cols
-       .slice(1)
-       .map(() => 'NULL')
-       .join(', ')} FROM upd`,
+     UNION ALL SELECT true, seq, ${nulls} FROM upd`,
         [...recordParams(seqs, list), ...claimParams(req)],
       );
       const done = new Set(rows.filter((r) => r.rec).map((r) => Number(r.seq)));
@@ -337,14 +307,7 @@ export function webhooks(db: Db): WebhooksStore {
       );
       return { pending: r?.pending ?? 0, due: r?.due ?? 0 };
     },
-    /**
-     * Records an attempt and the delivery's new state, clearing its claim, if
-     * the claim is still `claimId`'s; false (nothing written) when it is not: it
-     * ran out and another holder has the delivery now, and records its own. The
-     * attempt number is the delivery's count after its own increment, taken
-     * under the delivery's row lock. A failed attempt keeps a row of its own; a
-     * delivered one is the event's.
-     */
+    /** The attempt's number is the delivery's count after its increment, under its row lock; a failed one keeps a row of its own. */
     async recordAttempt(id, claimId, attempt, outcome, now): Promise<boolean> {
       return (await recordAttempts([{ id, claimId, attempt, outcome, now }]))[0]!;
     },
@@ -375,11 +338,7 @@ export function webhooks(db: Db): WebhooksStore {
       ]);
       return Number(r!.n);
     },
-    /**
-     * Through the log's index by the data's msg_id (migration 18): the same
-     * expression as the index's; then each one's first failed attempts, a
-     * bounded range of the attempts' index per delivery.
-     */
+    /** ENTREGAS_DE_MENSAJE, then FALLIDOS_DE_ENTREGAS. */
     async entregasDeMensaje(clienteId: number, msgId: string, max: { entregas: number; intentos: number }): Promise<EntregaDeMensaje[]> {
       const rows = (await db.q<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>(ENTREGAS_DE_MENSAJE, [msgId, max.entregas + 1]))
         .filter((r) => Number(r.cliente_id) === clienteId)
@@ -473,9 +432,9 @@ export function webhooks(db: Db): WebhooksStore {
      * enough bounds the batch, so a prune reads only what it may remove and
      * the pending deliveries older than the cut. The batch is an array, so
      * the delete goes by the primary key; its conditions are checked again on
-     * a row changed meanwhile (a redelivery makes it pending).
+     * a row changed meanwhile (a redelivery makes it pending). The failed
+     * attempts' rows go with their events.
      */
-    /** The failed attempts' rows go with their events. */
     async pruneEvents(before: number, limit: number): Promise<number> {
       const r = await db.q<{ n: number }>(
         `WITH gone AS (DELETE FROM eventos WHERE seq = ANY(ARRAY(
@@ -488,9 +447,7 @@ export function webhooks(db: Db): WebhooksStore {
       );
       return r[0]!.n;
     },
-    async liveEscuchas(clienteId: number, now: number): Promise<EscuchaRow[]> {
-      return liveEscuchas(db, clienteId, now);
-    },
+    liveEscuchas: (clienteId, now) => liveEscuchas(db, clienteId, now),
     /** Count and insert under the client's listeners lock, so two nodes adding at once cannot both pass the limit. */
     async addEscucha(e: EscuchaRow, max: number, now: number): Promise<EscuchaRow | 'limite'> {
       return db.tx(async (c) => {

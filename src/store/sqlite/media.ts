@@ -1,5 +1,5 @@
-import type { TempFiles } from '../core/media/media.js';
-import type { AcceptedMedia, LocalMediaFile } from '../core/ports/media.js';
+import type { TempFiles } from '../../core/media/media.js';
+import type { AcceptedMedia, LocalMediaFile } from '../../core/ports/media.js';
 
 /**
  * Accepted media beside SQLite: the staged file in this node's tmp/ is where

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { DB_FILE } from '../../paths.js';
 import { DataDirLock } from '../dir-lock.js';
-import { MIGRATIONS } from './migrations.js';
-import { openSqliteStore } from './store.js';
+import { MIGRATIONS } from '../sqlite/migrations.js';
+import { openSqliteStore } from '../sqlite/store.js';
 
 /**
  * The source side of `pasarela migrate`: the SQLite store named by a data

@@ -1,6 +1,6 @@
-import { locateSqlite, queuedMedia, runningServe, SourceError, takeSnapshot, type QueuedMedia } from './sqlite/snapshot.js';
-import { Db, LOCK, type Queryable } from './postgres/db.js';
-import { checkCopy, type LedgerGap, type Sums, type TableCount } from './postgres/import-check.js';
+import { locateSqlite, queuedMedia, runningServe, SourceError, takeSnapshot, type QueuedMedia } from './snapshot.js';
+import { Db, LOCK, type Queryable } from '../postgres/db.js';
+import { checkCopy, type LedgerGap, type Sums, type TableCount } from './import-check.js';
 import {
   advanceSequences,
   AlteredValue,
@@ -14,11 +14,11 @@ import {
   STATE_PATHS,
   unknownTables,
   type Recount,
-} from './postgres/import.js';
-import { migrate, PG_MIGRATIONS } from './postgres/migrations.js';
-import { nodes } from './postgres/leases.js';
-import { nonIntegerValues } from './sqlite/integers.js';
-import { SQLITE_ACCESS_PATHS } from './sqlite/state-paths.js';
+} from './import.js';
+import { migrate, PG_MIGRATIONS } from '../postgres/migrations.js';
+import { nodes } from '../postgres/leases.js';
+import { nonIntegerValues } from './integers.js';
+import { SQLITE_ACCESS_PATHS } from '../sqlite/state-paths.js';
 
 /**
  * `pasarela migrate --from sqlite:PATH --to postgres://...`: an SQLite

@@ -1,11 +1,11 @@
 import type Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import type { Client, Queryable } from './db.js';
-import { copyIntoMedios, mediosRef } from './media.js';
+import type { Client, Queryable } from '../postgres/db.js';
+import { copyIntoMedios, mediosRef } from '../postgres/media.js';
 import { EVENT_PREFIX_KV } from '../../core/events/event-log.js';
 import { slotsForgottenBefore } from '../../core/sending/caps.js';
 import { CHART_KEPT_MS, CHART_MINUTES_KEPT_MS } from '../../core/charts/charts.js';
-import { FILL_STATE_PATHS } from './state-paths.js';
+import { FILL_STATE_PATHS } from '../postgres/state-paths.js';
 
 /**
  * Loading an SQLite store's rows into an empty PostgreSQL store, inside the

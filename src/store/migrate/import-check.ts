@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Client } from './db.js';
+import type { Client } from '../postgres/db.js';
 import { COPIED } from './import.js';
 import { EVENT_PREFIX_KV } from '../../core/events/event-log.js';
 
