@@ -47,22 +47,30 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
     stmt(db, balanceSet(paid.write.balance, ph)).run(paid.write.saldo, paid.write.balance.id);
     writeMovement(db, paid.write.movement, now);
   }
-  const mensaje = stmt(
+  const mensaje = acceptedRow(m, cargo, opts.slot?.holdUntil ?? null, now);
+  stmt(
     db,
     `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
        payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at, reintento_de)
-     VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
-       @payload, 0, @now, @expira_at, @cupo_at, @now, @reintento_de) RETURNING *`,
-  ).get({
-    ...m,
-    reintento_de: m.reintento_de ?? null,
-    media: m.media ? JSON.stringify(m.media) : null,
-    payload: JSON.stringify(m.payload),
-    cobrado: cargo ? 1 : 0,
-    cargo,
-    cupo_at: opts.slot?.holdUntil ?? null,
+     VALUES (?, ?, ?, ?, ?, ?, 'pendiente', ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
+  ).run(
+    mensaje.msg_id,
+    mensaje.cliente_id,
+    mensaje.celular_id,
+    mensaje.destinatario,
+    mensaje.tipo,
+    mensaje.modo,
+    mensaje.texto,
+    mensaje.media,
+    mensaje.cobrado,
+    mensaje.cargo,
+    mensaje.payload,
     now,
-  }) as MensajeRow;
+    mensaje.expira_at,
+    mensaje.cupo_at,
+    now,
+    mensaje.reintento_de,
+  );
   enterPending(db, mensaje);
   if (mensaje.cupo_at !== null) {
     pruneSlots(db, mensaje.celular_id, now);
@@ -72,6 +80,44 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
   const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
   if (opts.idem) bindKey(db, opts.idem, accepted, now);
   return accepted;
+}
+
+/**
+ * The row the INSERT writes, as `SELECT *` reads it back (every column, in the
+ * table's order): built here instead of `RETURNING *`, which cost a tenth of
+ * an accept's SQL (D-145). The columns it leaves to their defaults are null or 0.
+ */
+function acceptedRow(m: AcceptItem['m'], cargo: AcceptedMensaje['cargo'], cupoAt: number | null, now: number): MensajeRow {
+  return {
+    msg_id: m.msg_id,
+    cliente_id: m.cliente_id,
+    celular_id: m.celular_id,
+    destinatario: m.destinatario,
+    tipo: m.tipo,
+    modo: m.modo,
+    estado: 'pendiente',
+    texto: m.texto,
+    media: m.media ? JSON.stringify(m.media) : null,
+    gateway_msg_id: null,
+    error: null,
+    cobrado: cargo ? 1 : 0,
+    created_at: now,
+    enviado_at: null,
+    entregado_at: null,
+    leido_at: null,
+    payload: JSON.stringify(m.payload),
+    cargo,
+    intentos: 0,
+    proximo_intento_at: now,
+    lease_until: null,
+    expira_at: m.expira_at,
+    cupo_at: cupoAt,
+    error_clase: null,
+    nodo: null,
+    reclamado_at: null,
+    error_at: null,
+    reintento_de: m.reintento_de ?? null,
+  } as MensajeRow;
 }
 
 /** A batch of sends, each decided in order against what the ones before it wrote, in one IMMEDIATE transaction. */
