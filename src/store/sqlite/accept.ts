@@ -25,14 +25,16 @@ type DB = Database.Database;
 function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
   // A key bound already is answered as a repeat, whatever else would refuse this send now.
   if (opts.idem && keyTaken(db, m.cliente_id, opts.idem.clave, now)) return { ok: false, reason: 'idempotencia' };
-  const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
-    { saldo_actual: number; pendientes: number } | undefined;
-  const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
-  if (!cel || !cli) return { ok: false, reason: 'celular' };
+  // The line and its client in one statement: no row when either is missing.
+  const cel = stmt(
+    db,
+    'SELECT l.saldo_actual, l.pendientes, c.saldo_global FROM celulares l JOIN clientes c ON c.id = l.cliente_id WHERE l.id = ? AND l.cliente_id = ?',
+  ).get(m.celular_id, m.cliente_id) as { saldo_actual: number; pendientes: number; saldo_global: number } | undefined;
+  if (!cel) return { ok: false, reason: 'celular' };
   const verdict = acceptVerdict(
     {
       saldoCelular: cel.saldo_actual,
-      saldoGlobal: cli.saldo_global,
+      saldoGlobal: cel.saldo_global,
       pendientes: cel.pendientes,
       capHit: opts.slot ? capHit(db, m.celular_id, opts.slot, now) : null,
     },
@@ -42,7 +44,7 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
   const queued = recipe.queueDelta(m);
   if (queued) stmt(db, 'UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(queued, m.celular_id);
   const cargo = verdict.cargo;
-  const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
+  const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cel.saldo_global });
   if (paid.write) {
     stmt(db, balanceSet(paid.write.balance, ph)).run(paid.write.saldo, paid.write.balance.id);
     writeMovement(db, paid.write.movement, now);
