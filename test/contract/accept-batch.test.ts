@@ -153,6 +153,33 @@ for (const adapter of ADAPTERS) {
       expect(verdict((await batch([{ m: toB2!(), opts: { charge: true, maxPending: null }, now: now + 1 }]))[0]!)).toBe('global');
     });
 
+    it('the accepted row is the stored row, every column (queued, direct with a slot, media, a retry)', async () => {
+      const c = await newCliente(ctx.store);
+      const l = await line(ctx.store, c.id, '525512345671', { max_envios_por_minuto: 5 });
+      await credit(c.id, l.id, 10);
+      const send = sendsOf(c.id, l.id, 0);
+      const queued = send();
+      const direct = { ...send('directo'), media: { url: 'https://x.mx/a.jpg', filename: 'a.jpg' }, tipo: 'imagen' as const, texto: null };
+      const retry = { ...send(), reintento_de: queued.msg_id, expira_at: 9_000 };
+      const rs = await batch([
+        { m: queued, opts: { charge: false, maxPending: null }, now: 50 },
+        { m: direct, opts: { charge: true, maxPending: null, slot: slotClaim(l, 51, 30_000) }, now: 51 },
+        { m: retry, opts: { charge: true, maxPending: 10 }, now: 52 },
+      ]);
+      for (const r of rs) {
+        if (!r.ok) throw new Error(r.reason);
+        const stored = await ctx.store.getMensaje(r.mensaje.msg_id);
+        // SQLite builds the row it wrote (sqlite/accept.ts acceptedRow): exactly what SELECT * reads back. PostgreSQL's RETURNING * also has the queue's seq.
+        if (adapter.name === 'sqlite') expect(Object.entries(r.mensaje)).toEqual(Object.entries(stored!));
+        else expect(r.mensaje).toMatchObject(stored!);
+      }
+      expect(rs.map((r) => r.ok && [r.mensaje.cobrado, r.mensaje.cargo, r.mensaje.cupo_at !== null])).toEqual([
+        [0, null, false],
+        [1, 'celular', true],
+        [1, 'celular', false],
+      ]);
+    });
+
     it('two nodes taking slots of one capped line at once, in turns of many and of one: exactly the cap, each with a key of its own', async () => {
       const c = await newCliente(ctx.store);
       const l = await line(ctx.store, c.id, '525512345671', { max_envios_por_minuto: 12 });

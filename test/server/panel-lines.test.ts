@@ -97,6 +97,14 @@ describe('the lines pages', () => {
     expect(r.text).toMatch(/id="f-mensaje-error"[^>]*>mensaje must be at most 4096 characters/);
   });
 
+  it('counts a test text in characters, not UTF-16 units: 4096 emoji are taken, 4097 refused', async () => {
+    const ok = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: '😀'.repeat(4096), directo: '0' });
+    expect(ok.status, ok.text).toBe(303);
+    const r = await post(client, `${line}/enviar`, { destinatario: '5215512345679', mensaje: '😀'.repeat(4097), directo: '0' });
+    expect(r.status).toBe(400);
+    expect(r.text).toMatch(/id="f-mensaje-error"[^>]*>mensaje must be at most 4096 characters/);
+  });
+
   it('answers a test send with a redirect to the line page naming it, so a reload shows it and sends nothing again', async () => {
     const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'prueba', directo: '0' });
     expect(r.status, r.text).toBe(303);

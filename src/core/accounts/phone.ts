@@ -30,7 +30,18 @@ const DIGITS = /^[0-9]{7,15}$/;
 
 /** Read international first: no line country, or digits that start with its calling code (parseNumero's order). */
 function internationalFirst(digits: string, defaultCountry: CountryCode | undefined): boolean {
-  return defaultCountry === undefined || digits.startsWith(getCountryCallingCode(defaultCountry));
+  return defaultCountry === undefined || digits.startsWith(callingCode(defaultCountry));
+}
+
+/** A country's calling code, looked up once: libphonenumber builds a metadata object on every call, and every send asks. */
+const callingCodes = new Map<CountryCode, string>();
+function callingCode(country: CountryCode): string {
+  let code = callingCodes.get(country);
+  if (code === undefined) {
+    code = getCountryCallingCode(country);
+    callingCodes.set(country, code);
+  }
+  return code;
 }
 
 export function normalizeNumero(raw: string, defaultCountry?: CountryCode): NumeroResult {
@@ -79,7 +90,7 @@ export function parseNumero(raw: string, defaultCountry?: CountryCode): NumeroRe
   };
   // Without + or 00, digits that do not start with the line's country code are read as a national
   // number of that country first: "477 234 5678" from a Mexican line is León, not Norway.
-  const nationalFirst = !international && defaultCountry !== undefined && !digits.startsWith(getCountryCallingCode(defaultCountry));
+  const nationalFirst = !international && defaultCountry !== undefined && !digits.startsWith(callingCode(defaultCountry));
   const found = nationalFirst ? (asNational() ?? asInternational(digits)) : (asInternational(digits) ?? asNational());
   if (found) return found;
   return {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { digest } from './digest.js';
 import type { Core } from '../context.js';
 import { fail } from '../api/errors.js';
 
@@ -32,9 +32,10 @@ export const PROVEN_MS = 24 * 60 * 60 * 1000;
  * stored key hashes and reveal nothing of the secret.
  */
 export function fingerprint(presented: readonly string[]): string {
-  const h = createHash('sha256').update('pasarela auth-throttle v1\0');
-  for (const k of [...new Set(presented)].sort()) h.update(k).update('\0');
-  return h.digest('base64url').slice(0, 22);
+  // One string hashed at once: the same digest as the parts fed one by one, for less work per request.
+  let text = 'pasarela auth-throttle v1\0';
+  for (const k of [...new Set(presented)].sort()) text += `${k}\0`;
+  return digest('sha256', text, 'base64url').slice(0, 22);
 }
 
 function keys(realm: Realm, ip: string, fp: string) {

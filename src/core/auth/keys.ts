@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { digest } from './digest.js';
 
 /**
  * Credential formats of docs/design.md §3. Secrets are 32 random bytes, so a plain
@@ -34,13 +35,13 @@ export function newGatewayToken(): string {
 }
 
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return digest('sha256', secret, 'hex');
 }
 
 /** Constant-time comparison of a presented secret with a stored hash. */
 export function secretMatches(secret: string, storedHash: string | null | undefined): boolean {
   if (!storedHash) return false;
-  const a = Buffer.from(hashSecret(secret), 'hex');
+  const a = digest('sha256', secret, 'buffer');
   const b = Buffer.from(storedHash, 'hex');
   return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { digest } from '../auth/digest.js';
 import type { Core } from '../context.js';
 import { fail } from '../api/errors.js';
 import type { Tipo } from '../ports/model.js';
@@ -21,9 +21,7 @@ export interface Identity {
 }
 
 export function identityHash(id: Identity): string {
-  return createHash('md5')
-    .update(`${id.tipo}\u0000${id.destinatario}\u0000${id.parts.map((p) => p ?? '').join('\u0000')}`)
-    .digest('hex');
+  return digest('md5', `${id.tipo}\u0000${id.destinatario}\u0000${id.parts.map((p) => p ?? '').join('\u0000')}`, 'hex');
 }
 
 const blockKey = (celularId: number) => `dupe:block:${celularId}`;

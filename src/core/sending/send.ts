@@ -294,7 +294,9 @@ async function sendOnce(
   if (req.tipo === 'texto') {
     if (!req.texto) fail('INVALID_PARAMS', 'mensaje is required');
     // The routes' schemas refuse a longer one first (code points, as they count); the panel's form reaches this check.
-    if ([...req.texto].length > FIELD_LIMITS.mensaje) fail('INVALID_PARAMS', `mensaje must be at most ${FIELD_LIMITS.mensaje} characters`);
+    // No more UTF-16 units than the limit is no more code points: only a longer string is counted.
+    if (req.texto.length > FIELD_LIMITS.mensaje && [...req.texto].length > FIELD_LIMITS.mensaje)
+      fail('INVALID_PARAMS', `mensaje must be at most ${FIELD_LIMITS.mensaje} characters`);
     payload.texto = req.texto;
     if (req.preview_url) payload.preview_url = true;
     identity = [req.texto];

@@ -6,9 +6,21 @@
 const DAY_S = 24 * 60 * 60;
 
 function seconds(hhmm: string, isEnd: boolean): number {
-  const [h = 0, m = 0, s] = hhmm.split(':').map(Number);
-  return h * 3600 + m * 60 + (s ?? (isEnd ? 59 : 0));
+  const key = isEnd ? `e${hhmm}` : hhmm;
+  let v = parsed.get(key);
+  if (v === undefined) {
+    const [h = 0, m = 0, s] = hhmm.split(':').map(Number);
+    v = h * 3600 + m * 60 + (s ?? (isEnd ? 59 : 0));
+    // Lines' hours are few distinct strings; a flood of odd ones only empties the map.
+    if (parsed.size >= PARSED_MAX) parsed.clear();
+    parsed.set(key, v);
+  }
+  return v;
 }
+
+/** `seconds` of each hours string met, parsed once: every send reads its line's two. */
+const parsed = new Map<string, number>();
+const PARSED_MAX = 1_000;
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 

@@ -25,14 +25,16 @@ type DB = Database.Database;
 function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
   // A key bound already is answered as a repeat, whatever else would refuse this send now.
   if (opts.idem && keyTaken(db, m.cliente_id, opts.idem.clave, now)) return { ok: false, reason: 'idempotencia' };
-  const cel = stmt(db, 'SELECT saldo_actual, pendientes FROM celulares WHERE id = ? AND cliente_id = ?').get(m.celular_id, m.cliente_id) as
-    { saldo_actual: number; pendientes: number } | undefined;
-  const cli = stmt(db, 'SELECT saldo_global FROM clientes WHERE id = ?').get(m.cliente_id) as { saldo_global: number } | undefined;
-  if (!cel || !cli) return { ok: false, reason: 'celular' };
+  // The line and its client in one statement: no row when either is missing.
+  const cel = stmt(
+    db,
+    'SELECT l.saldo_actual, l.pendientes, c.saldo_global FROM celulares l JOIN clientes c ON c.id = l.cliente_id WHERE l.id = ? AND l.cliente_id = ?',
+  ).get(m.celular_id, m.cliente_id) as { saldo_actual: number; pendientes: number; saldo_global: number } | undefined;
+  if (!cel) return { ok: false, reason: 'celular' };
   const verdict = acceptVerdict(
     {
       saldoCelular: cel.saldo_actual,
-      saldoGlobal: cli.saldo_global,
+      saldoGlobal: cel.saldo_global,
       pendientes: cel.pendientes,
       capHit: opts.slot ? capHit(db, m.celular_id, opts.slot, now) : null,
     },
@@ -42,27 +44,35 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
   const queued = recipe.queueDelta(m);
   if (queued) stmt(db, 'UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(queued, m.celular_id);
   const cargo = verdict.cargo;
-  const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cli.saldo_global });
+  const paid = recipe.charge(m, cargo, { saldoCelular: cel.saldo_actual, saldoGlobal: cel.saldo_global });
   if (paid.write) {
     stmt(db, balanceSet(paid.write.balance, ph)).run(paid.write.saldo, paid.write.balance.id);
     writeMovement(db, paid.write.movement, now);
   }
-  const mensaje = stmt(
+  const mensaje = acceptedRow(m, cargo, opts.slot?.holdUntil ?? null, now);
+  stmt(
     db,
     `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
        payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at, reintento_de)
-     VALUES (@msg_id, @cliente_id, @celular_id, @destinatario, @tipo, @modo, 'pendiente', @texto, @media, @cobrado, @cargo,
-       @payload, 0, @now, @expira_at, @cupo_at, @now, @reintento_de) RETURNING *`,
-  ).get({
-    ...m,
-    reintento_de: m.reintento_de ?? null,
-    media: m.media ? JSON.stringify(m.media) : null,
-    payload: JSON.stringify(m.payload),
-    cobrado: cargo ? 1 : 0,
-    cargo,
-    cupo_at: opts.slot?.holdUntil ?? null,
+     VALUES (?, ?, ?, ?, ?, ?, 'pendiente', ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
+  ).run(
+    mensaje.msg_id,
+    mensaje.cliente_id,
+    mensaje.celular_id,
+    mensaje.destinatario,
+    mensaje.tipo,
+    mensaje.modo,
+    mensaje.texto,
+    mensaje.media,
+    mensaje.cobrado,
+    mensaje.cargo,
+    mensaje.payload,
     now,
-  }) as MensajeRow;
+    mensaje.expira_at,
+    mensaje.cupo_at,
+    now,
+    mensaje.reintento_de,
+  );
   enterPending(db, mensaje);
   if (mensaje.cupo_at !== null) {
     pruneSlots(db, mensaje.celular_id, now);
@@ -72,6 +82,44 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
   const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
   if (opts.idem) bindKey(db, opts.idem, accepted, now);
   return accepted;
+}
+
+/**
+ * The row the INSERT writes, as `SELECT *` reads it back (every column, in the
+ * table's order): built here instead of `RETURNING *`, which cost a tenth of
+ * an accept's SQL (D-145). The columns it leaves to their defaults are null or 0.
+ */
+function acceptedRow(m: AcceptItem['m'], cargo: AcceptedMensaje['cargo'], cupoAt: number | null, now: number): MensajeRow {
+  return {
+    msg_id: m.msg_id,
+    cliente_id: m.cliente_id,
+    celular_id: m.celular_id,
+    destinatario: m.destinatario,
+    tipo: m.tipo,
+    modo: m.modo,
+    estado: 'pendiente',
+    texto: m.texto ?? null,
+    media: m.media ? JSON.stringify(m.media) : null,
+    gateway_msg_id: null,
+    error: null,
+    cobrado: cargo ? 1 : 0,
+    created_at: now,
+    enviado_at: null,
+    entregado_at: null,
+    leido_at: null,
+    payload: JSON.stringify(m.payload),
+    cargo,
+    intentos: 0,
+    proximo_intento_at: now,
+    lease_until: null,
+    expira_at: m.expira_at ?? null,
+    cupo_at: cupoAt,
+    error_clase: null,
+    nodo: null,
+    reclamado_at: null,
+    error_at: null,
+    reintento_de: m.reintento_de ?? null,
+  } as MensajeRow;
 }
 
 /** A batch of sends, each decided in order against what the ones before it wrote, in one IMMEDIATE transaction. */

@@ -37,8 +37,11 @@ export function journalStatus(db: DB, m: MensajeRow, anterior: string | null, no
 
 /** Writes a ledger row core/billing/recipes.ts answered. */
 export function writeMovement(db: DB, mv: recipe.Movement, now: number): Database.RunResult {
-  return stmt(db, movementInsert(ph)).run(...recipe.movementValues(mv, now));
+  return stmt(db, MOVEMENT_INSERT).run(...recipe.movementValues(mv, now));
 }
+
+/** Built once: the text is the statement cache's key, and building it for every charge was a join of its columns each time. */
+const MOVEMENT_INSERT = movementInsert(ph);
 
 /** Slots taken in each window of a line (core/sending/caps.ts): one index range per window, bounded by the cap. */
 function slotCounts(db: DB, celularId: number, windows: number[], now: number): SlotCount[] {
