@@ -16,7 +16,9 @@ export function nonIntegerValues(db: Database.Database, tables: readonly string[
     for (const { name } of cols.filter((c) => /INT/i.test(c.type))) {
       if (found.length >= limit) return found;
       const rows = db
-        .prepare(`SELECT ${hasId ? 'id' : 'NULL'} AS id, "${name}" AS v FROM "${table}" WHERE typeof("${name}") NOT IN ('integer', 'null') LIMIT ?`)
+        .prepare(
+          `SELECT ${hasId ? 'id' : 'NULL'} AS id, "${name}" AS v FROM "${table}" WHERE typeof("${name}") NOT IN ('integer', 'null') LIMIT CAST(? AS INTEGER)`,
+        )
         .all(limit - found.length) as Array<{ id: number | null; v: unknown }>;
       for (const r of rows) found.push(`${table}.${name} = ${JSON.stringify(String(r.v)).slice(0, 40)}${r.id === null ? '' : ` (id ${r.id})`}`);
     }

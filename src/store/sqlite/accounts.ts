@@ -146,7 +146,7 @@ export function accounts(db: DB): AccountsStore {
     async listLineas(afterId: number, limit: number): Promise<Linea[]> {
       const rows = stmt(
         db,
-        'SELECT id, numero, gateway_instancia, vinculado, estado, last_status FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT ?',
+        'SELECT id, numero, gateway_instancia, vinculado, estado, last_status FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT CAST(? AS INTEGER)',
       ).all(afterId, limit) as Array<Omit<Linea, 'vinculado'> & { vinculado: number }>;
       return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
     },

@@ -37,23 +37,22 @@ export function charts(db: Database.Database): ChartsStore {
             stmt(
               db,
               `DELETE FROM conteos_lineas WHERE (celular_id, grano, t, estado) IN
-                 (SELECT celular_id, grano, t, estado FROM conteos_lineas WHERE grano = ? AND t < ? LIMIT ?)`,
+                 (SELECT celular_id, grano, t, estado FROM conteos_lineas WHERE grano = ? AND t < ? LIMIT CAST(? AS INTEGER))`,
             ).run(grano, t, limit).changes;
           let n = lineas(1, minute) + lineas(15, quarter);
           n += stmt(
             db,
-            'DELETE FROM conteos_horas WHERE (hora, cliente_id, estado) IN (SELECT hora, cliente_id, estado FROM conteos_horas WHERE hora < ? LIMIT ?)',
+            'DELETE FROM conteos_horas WHERE (hora, cliente_id, estado) IN (SELECT hora, cliente_id, estado FROM conteos_horas WHERE hora < ? LIMIT CAST(? AS INTEGER))',
           ).run(hour, limit).changes;
           for (const [g, t] of [
             [1, minute],
             [15, quarter],
             [60, hour],
           ] as const)
-            n += stmt(db, 'DELETE FROM muestras WHERE (grano, t, nodo) IN (SELECT grano, t, nodo FROM muestras WHERE grano = ? AND t < ? LIMIT ?)').run(
-              g,
-              t,
-              limit,
-            ).changes;
+            n += stmt(
+              db,
+              'DELETE FROM muestras WHERE (grano, t, nodo) IN (SELECT grano, t, nodo FROM muestras WHERE grano = ? AND t < ? LIMIT CAST(? AS INTEGER))',
+            ).run(g, t, limit).changes;
           return n;
         }),
       );

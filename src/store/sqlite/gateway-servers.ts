@@ -33,7 +33,7 @@ export function gatewayServers(db: Database.Database): GatewayServersStore {
       return listServers(db);
     },
     async celularesOnServer(servidorId: number, limit: number): Promise<CelularRow[]> {
-      return stmt(db, 'SELECT * FROM celulares WHERE servidor_id = ? ORDER BY id LIMIT ?').all(servidorId, limit) as CelularRow[];
+      return stmt(db, 'SELECT * FROM celulares WHERE servidor_id = ? ORDER BY id LIMIT CAST(? AS INTEGER)').all(servidorId, limit) as CelularRow[];
     },
     async addGatewayServer(input: NewGatewayServer, now: number): Promise<{ ok: true; servidor: GatewayServerRow } | { ok: false; reason: 'taken' }> {
       return immediate(db, () => {

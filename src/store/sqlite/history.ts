@@ -62,7 +62,10 @@ export function history(db: Database.Database): Pick<MessagesStore, 'listMensaje
         const rows =
           limit === 0
             ? []
-            : (stmt(db, `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`).all({
+            : (stmt(
+                db,
+                `SELECT * FROM mensajes WHERE ${sql} ORDER BY created_at DESC, rowid DESC LIMIT CAST(@limit AS INTEGER) OFFSET CAST(@offset AS INTEGER)`,
+              ).all({
                 ...f,
                 offset,
                 limit,

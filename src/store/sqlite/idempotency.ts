@@ -29,7 +29,7 @@ export function bindKey(db: DB, idem: IdemBinding, accepted: AcceptedMensaje, no
   ).run({ cliente_id: m.cliente_id, clave: idem.clave, huella: idem.huella, msg_id: m.msg_id, status: a.status, body: a.body, now, expira_at: idem.expira_at });
   // The caller checked the key under the same write lock: a live binding here is a bug, and rolls the acceptance back.
   if (info.changes === 0) throw new Error(`Idempotency-Key of client ${m.cliente_id} bound twice`);
-  stmt(db, 'DELETE FROM idempotencia WHERE rowid IN (SELECT rowid FROM idempotencia WHERE expira_at <= ? LIMIT ?)').run(now, IDEM_PURGE_BATCH);
+  stmt(db, 'DELETE FROM idempotencia WHERE rowid IN (SELECT rowid FROM idempotencia WHERE expira_at <= ? LIMIT CAST(? AS INTEGER))').run(now, IDEM_PURGE_BATCH);
 }
 
 /** MessagesStore's Idempotency-Key methods over one connection (the binding itself is made inside acceptMensaje). */

@@ -60,16 +60,19 @@ export function inbox(db: DB): Pick<MessagesStore, 'listRecibidos' | 'purgeRecib
       const index = `recibidos_cliente${f.celular_id !== undefined ? '_celular' : ''}${f.de !== undefined ? '_de' : ''}_fecha`;
       const params = { ...f, offset: (f.page - 1) * f.por_pagina, limit: f.por_pagina };
       const { total } = stmt(db, totalSql(f, index, sql)).get(params) as { total: number };
-      const rows = stmt(db, `SELECT * FROM recibidos INDEXED BY ${index} WHERE ${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all(
-        params,
-      ) as RecibidoRow[];
+      const rows = stmt(
+        db,
+        `SELECT * FROM recibidos INDEXED BY ${index} WHERE ${sql} ORDER BY created_at DESC, id DESC LIMIT CAST(@limit AS INTEGER) OFFSET CAST(@offset AS INTEGER)`,
+      ).all(params) as RecibidoRow[];
       return { total, rows };
     },
     /** The oldest rows created before `before`, at most `limit`, through the created_at index; the delete trigger takes them off the counts in the same statement. */
     purgeRecibidos(before: number, limit: number): Promise<number> {
       return grouped(db, () => {
-        return stmt(db, 'DELETE FROM recibidos WHERE id IN (SELECT id FROM recibidos WHERE created_at < ? ORDER BY created_at LIMIT ?)').run(before, limit)
-          .changes;
+        return stmt(db, 'DELETE FROM recibidos WHERE id IN (SELECT id FROM recibidos WHERE created_at < ? ORDER BY created_at LIMIT CAST(? AS INTEGER))').run(
+          before,
+          limit,
+        ).changes;
       });
     },
   };

@@ -58,7 +58,10 @@ export function kv(db: Database.Database): KvStore {
     kvSetMany: setMany,
 
     async kvExpire(now: number, limit: number): Promise<number> {
-      return grouped(db, () => stmt(db, 'DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv WHERE expira_at < ? LIMIT ?)').run(now, limit).changes);
+      return grouped(
+        db,
+        () => stmt(db, 'DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv WHERE expira_at < ? LIMIT CAST(? AS INTEGER))').run(now, limit).changes,
+      );
     },
 
     async kvDelete(ns: string, key: string): Promise<void> {

@@ -46,12 +46,18 @@ export function ledger(db: Database.Database): LedgerStore {
         let total: number | null = -1;
         if (f.totalHasta !== undefined) {
           // Counted over the page's index, at most one row past the bound: a big ledger costs the bound, not its size.
-          const { n } = stmt(db, `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${where} LIMIT @cap)`).get({ ...named, cap: f.totalHasta + 1 }) as {
+          const { n } = stmt(db, `SELECT COUNT(*) AS n FROM (SELECT 1 FROM ${from} WHERE ${where} LIMIT CAST(@cap AS INTEGER))`).get({
+            ...named,
+            cap: f.totalHasta + 1,
+          }) as {
             n: number;
           };
           total = n > f.totalHasta ? null : n;
         }
-        const rows = stmt(db, `SELECT ${MOVEMENT_READ} FROM ${from} WHERE ${where} ORDER BY fecha DESC, id DESC LIMIT @limit OFFSET @offset`).all({
+        const rows = stmt(
+          db,
+          `SELECT ${MOVEMENT_READ} FROM ${from} WHERE ${where} ORDER BY fecha DESC, id DESC LIMIT CAST(@limit AS INTEGER) OFFSET CAST(@offset AS INTEGER)`,
+        ).all({
           ...named,
           limit: f.por_pagina,
           offset: (f.page - 1) * f.por_pagina,

@@ -126,14 +126,17 @@ export function queue(db: DB): QueueStore {
     },
     /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/sending/direct-recovery.ts). */
     async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
-      return stmt(db, 'SELECT m.* FROM directos d JOIN mensajes m ON m.msg_id = d.msg_id WHERE d.cupo_at < ? ORDER BY d.cupo_at LIMIT ?').all(
+      return stmt(db, 'SELECT m.* FROM directos d JOIN mensajes m ON m.msg_id = d.msg_id WHERE d.cupo_at < ? ORDER BY d.cupo_at LIMIT CAST(? AS INTEGER)').all(
         before,
         limit,
       ) as MensajeRow[];
     },
     /** Per line a range of the queue's line index (its rowid, seq, is the order), merged: lines × the page at most. */
     async listQueue(celularIds: number[], after: number, limit: number): Promise<QueuedRow[]> {
-      const q = stmt(db, 'SELECT c.seq, m.* FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.celular_id = ? AND c.seq > ? ORDER BY c.seq LIMIT ?');
+      const q = stmt(
+        db,
+        'SELECT c.seq, m.* FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.celular_id = ? AND c.seq > ? ORDER BY c.seq LIMIT CAST(? AS INTEGER)',
+      );
       const rows = celularIds.flatMap((id) => q.all(id, after, limit) as QueuedRow[]);
       return rows.sort((a, b) => a.seq - b.seq).slice(0, limit);
     },

@@ -146,7 +146,7 @@ export function webhooks(db: DB): WebhooksStore {
        SELECT seq FROM eventos WHERE cliente_id = @cliente AND entrega = 'pendiente' AND proximo_intento_at <= @now
          AND (reclamo_hasta IS NULL OR reclamo_hasta <= @now) AND (@first = 0 OR intentos = 0)
          AND seq NOT IN (SELECT value FROM json_each(@skip))
-       ORDER BY proximo_intento_at, seq LIMIT @limit)
+       ORDER BY proximo_intento_at, seq LIMIT CAST(@limit AS INTEGER))
      RETURNING ${ENTREGA_COLS}`,
     ).all({
       id: r.claim.id,
@@ -287,7 +287,7 @@ export function webhooks(db: DB): WebhooksStore {
     async listEntregas(clienteId: number, limit: number, offset = 0): Promise<Array<EntregaRow & { intentos_detalle: IntentoRow[] }>> {
       const rows = stmt(
         db,
-        `SELECT ${ENTREGA_COLS}, ultimo_status, ultima_duracion_ms FROM eventos WHERE cliente_id = ? AND entrega IS NOT NULL ORDER BY seq DESC LIMIT ? OFFSET ?`,
+        `SELECT ${ENTREGA_COLS}, ultimo_status, ultima_duracion_ms FROM eventos WHERE cliente_id = ? AND entrega IS NOT NULL ORDER BY seq DESC LIMIT CAST(? AS INTEGER) OFFSET CAST(? AS INTEGER)`,
       ).all(clienteId, limit, offset) as Array<EntregaLogRow & LastAttempt>;
       const attempts = stmt(db, 'SELECT n, fecha, status, duracion_ms, error FROM webhook_intentos WHERE entrega_id = ? ORDER BY n');
       return rows.map((r) => {
@@ -297,7 +297,10 @@ export function webhooks(db: DB): WebhooksStore {
     },
     /** The same index as the list's, read no further than `bound` rows. */
     async countEntregas(clienteId: number, bound: number): Promise<number> {
-      const r = stmt(db, 'SELECT COUNT(*) AS n FROM (SELECT 1 FROM eventos WHERE cliente_id = ? AND entrega IS NOT NULL LIMIT ?)').get(clienteId, bound) as {
+      const r = stmt(db, 'SELECT COUNT(*) AS n FROM (SELECT 1 FROM eventos WHERE cliente_id = ? AND entrega IS NOT NULL LIMIT CAST(? AS INTEGER))').get(
+        clienteId,
+        bound,
+      ) as {
         n: number;
       };
       return r.n;
@@ -312,7 +315,7 @@ export function webhooks(db: DB): WebhooksStore {
       const rows = (
         stmt(
           db,
-          `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos INDEXED BY eventos_mensaje WHERE json_extract(data, '$.msg_id') = ? AND entrega IS NOT NULL LIMIT ?`,
+          `SELECT ${ENTREGA_DE_MENSAJE_COLS} FROM eventos INDEXED BY eventos_mensaje WHERE json_extract(data, '$.msg_id') = ? AND entrega IS NOT NULL LIMIT CAST(? AS INTEGER)`,
         ).all(msgId, max.entregas + 1) as Array<Omit<EntregaDeMensaje, 'id' | 'fallidos'> & { seq: number; cliente_id: number }>
       )
         .filter((r) => r.cliente_id === clienteId)
@@ -337,7 +340,10 @@ export function webhooks(db: DB): WebhooksStore {
       return grouped(db, () =>
         immediate(db, () => {
           const failed = `SELECT seq FROM eventos WHERE cliente_id = @c AND entrega = 'fallido' AND (@e IS NULL OR evento = @e) ORDER BY seq`;
-          const done = stmt(db, `UPDATE eventos SET entrega = 'pendiente', proximo_intento_at = @now WHERE seq IN (${failed} LIMIT @limit) RETURNING seq`).all({
+          const done = stmt(
+            db,
+            `UPDATE eventos SET entrega = 'pendiente', proximo_intento_at = @now WHERE seq IN (${failed} LIMIT CAST(@limit AS INTEGER)) RETURNING seq`,
+          ).all({
             c: clienteId,
             e: evento,
             now,
@@ -359,7 +365,7 @@ export function webhooks(db: DB): WebhooksStore {
     },
     async eventsAfter(clienteId: number, afterId: string | null, limit: number): Promise<LoggedEvent[]> {
       const after = afterId === null ? 0 : seqOf(afterId);
-      const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT ?`).all(
+      const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`).all(
         clienteId,
         after,
         limit,
@@ -370,7 +376,8 @@ export function webhooks(db: DB): WebhooksStore {
       return stmt(db, 'SELECT 1 FROM eventos WHERE seq = ? AND cliente_id = ?').get(seqOf(id), clienteId) !== undefined;
     },
     async newestEventId(clienteId: number, back = 0): Promise<string | null> {
-      const r = stmt(db, 'SELECT seq FROM eventos WHERE cliente_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?').get(clienteId, back) as { seq: number } | undefined;
+      const r = stmt(db, 'SELECT seq FROM eventos WHERE cliente_id = ? ORDER BY seq DESC LIMIT 1 OFFSET CAST(? AS INTEGER)').get(clienteId, back) as
+        { seq: number } | undefined;
       return r ? eventId(prefix, r.seq) : null;
     },
     /** One transaction: read past the cursor, move it. SQLite has one writer, so the log's order is its commit order. */
@@ -380,7 +387,7 @@ export function webhooks(db: DB): WebhooksStore {
           const l = stmt(db, 'SELECT cliente_id, visto_seq FROM webhook_escuchas WHERE id = ? AND expira_at > ?').get(escuchaId, now) as
             { cliente_id: number; visto_seq: number } | undefined;
           if (!l) return [];
-          const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT ?`).all(
+          const rows = stmt(db, `SELECT ${EVENT_COLS} FROM eventos WHERE cliente_id = ? AND seq > ? ORDER BY seq LIMIT CAST(? AS INTEGER)`).all(
             l.cliente_id,
             l.visto_seq,
             limit,
@@ -405,7 +412,7 @@ export function webhooks(db: DB): WebhooksStore {
           const cut = stmt(db, 'SELECT seq FROM eventos WHERE fecha >= ? ORDER BY seq LIMIT 1').get(before) as { seq: number } | undefined;
           const gone = stmt(
             db,
-            "DELETE FROM eventos WHERE seq IN (SELECT seq FROM eventos WHERE seq < ? AND fecha < ? AND (entrega IS NULL OR entrega != 'pendiente') ORDER BY seq LIMIT ?) RETURNING seq, entrega",
+            "DELETE FROM eventos WHERE seq IN (SELECT seq FROM eventos WHERE seq < ? AND fecha < ? AND (entrega IS NULL OR entrega != 'pendiente') ORDER BY seq LIMIT CAST(? AS INTEGER)) RETURNING seq, entrega",
           ).all(cut ? cut.seq : Number.MAX_SAFE_INTEGER, before, limit) as Array<{ seq: number; entrega: string | null }>;
           // The failed attempts' rows go with their events (only a delivery has any).
           const attempts = stmt(db, 'DELETE FROM webhook_intentos WHERE entrega_id = ?');
