@@ -50,6 +50,21 @@ export class ReceiverAgents {
     private readonly timing: AgentTiming,
   ) {}
 
+  /**
+   * The agent at once when it needs no vetting now (the common case), else null (ask `get`): an attempt
+   * then waits on no promise and races no deadline for it.
+   */
+  ready(clienteId: number, url: URL, stamp: number): Agent | null {
+    const key = `${clienteId} ${url.origin}`;
+    const e = this.entries.get(key);
+    const t = this.now();
+    if (!e?.agent || e.vetting || e.stamp !== stamp || t - e.vettedAt >= this.timing.revetMs) return null;
+    this.entries.delete(key);
+    this.entries.set(key, e);
+    e.usedAt = t;
+    return e.agent;
+  }
+
   /** The agent for a client's receiver URL; throws when the host does not resolve or is refused. */
   async get(clienteId: number, url: URL, stamp: number): Promise<Agent> {
     const key = `${clienteId} ${url.origin}`;

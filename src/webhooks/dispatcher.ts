@@ -1,7 +1,7 @@
 import { request, type Agent } from 'undici';
 import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events/events.js';
-import type { EntregaRow, EscuchaRow, JournalEvent } from '../core/ports/model.js';
+import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../core/ports/model.js';
 import { eventBody, type LoggedEvent } from '../core/events/event-log.js';
 import { KeyedRunner } from '../core/queue/keyed-runner.js';
 import { stream } from '../core/nodes/leases.js';
@@ -152,6 +152,8 @@ export const LISTENER_TIMEOUT_MS = 5000;
 export class WebhookDispatcher implements WebhookControl {
   private readonly runner: KeyedRunner<number>;
   private readonly agents: ReceiverAgents;
+  /** Each cached configuration's URL, parsed once (the cache keeps a configuration's object while it is fresh). */
+  private readonly urls = new WeakMap<WebhookConfig, URL>();
   /** The listener copies' own pool (their hosts are vetted by the listener rule); swept with the other. */
   private readonly copyAgents: ReceiverAgents;
   private readonly queues = new Map<number, ClientQueue>();
@@ -529,6 +531,13 @@ export class WebhookDispatcher implements WebhookControl {
     return q.ready.length > 0;
   }
 
+  /** The configuration's URL, parsed at its first attempt; throws as `new URL` does. */
+  private urlOf(cfg: WebhookConfig): URL {
+    let url = this.urls.get(cfg);
+    if (!url) this.urls.set(cfg, (url = new URL(cfg.url)));
+    return url;
+  }
+
   private async deliver(q: ClientQueue, e: EntregaRow, claim: string): Promise<void> {
     // First, before anything is awaited: a stop from now on cuts this attempt.
     const deadline = new AttemptDeadline(this.opts.timeoutMs);
@@ -585,9 +594,9 @@ export class WebhookDispatcher implements WebhookControl {
       return write('fallido');
     }
     try {
-      const url = new URL(cfg.url);
+      const url = this.urlOf(cfg);
       // Vetted again every `revetMs` or when the configuration changes, the connection pinned to what was vetted.
-      const agent: Agent = await deadline.race(this.agents.get(e.cliente_id, url, cfg.updated_at));
+      const agent: Agent = this.agents.ready(e.cliente_id, url, cfg.updated_at) ?? (await deadline.race(this.agents.get(e.cliente_id, url, cfg.updated_at)));
       const ts = Math.floor(core.clock.now() / 1000);
       const headers: Record<string, string> = {
         'content-type': 'application/json',
