@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ReceiverAgents } from '../../src/webhooks/agents.js';
 
-// ready() is the attempt's way around the vetting promise (D-147): it must answer only what get() would answer at once.
+// ready() is the attempt's way around the vetting promise (D-148): it must answer only what get() would answer at once.
 describe('ReceiverAgents.ready', () => {
   const url = new URL('http://receiver.test:8080/hooks');
   const setup = () => {
