@@ -3,7 +3,7 @@
 // serve figures 8 and 10 too.
 import { join } from 'node:path';
 import { countsDelta, perMessage, takeCounts, takeThreadCounts } from '../pg-statements.mjs';
-import { HERE, PIPELINE_MESSAGES, WARMUP_MESSAGES } from '../lib/options.mjs';
+import { HERE, PIPELINE_MESSAGES, PIPELINE_WARMUP, WARMUP_MESSAGES } from '../lib/options.mjs';
 import { cpuMs, log, needFlags, requestThreadCpuMs, startServe, tempDir } from '../lib/proc.mjs';
 import { call, needPaths, setupClient, textBody, waitReceiver } from '../lib/http.mjs';
 import { load, pushN } from '../lib/load.mjs';
@@ -115,7 +115,7 @@ export async function measurePipeline(receiver, extra, baseline = null, withPost
     }
     await call(receiver.url, 'POST', '/_reset');
     await call(s.url, 'POST', '/api/webhook.php', c.key, { url: `${receiver.url}/hooks`, secret: 'bench-secret-0123456789abcdef', eventos: 'message.status' });
-    await warmPipeline(s, receiver, c, (i) => textBody(c.lines, i, 400_000 + i, false));
+    await warmPipeline(s, receiver, c, (i) => textBody(c.lines, i, 400_000 + i, false), undefined, PIPELINE_WARMUP);
     log(`  pasarela: ${PIPELINE_MESSAGES} messages, then waiting for all their events...`);
     const c0 = countDir ? await take() : null;
     const cpu0 = cpuMs(s.pid);
@@ -143,15 +143,15 @@ export async function measurePipeline(receiver, extra, baseline = null, withPost
 }
 
 /**
- * The warm-up of a pipeline figure: WARMUP_MESSAGES queued sends (bodies from
+ * The warm-up of a pipeline figure: `n` (WARMUP_MESSAGES) queued sends (bodies from
  * `body(i)`) through `s`, as fast as 50 connections push them, until the
  * receiver has all their events; then the receiver forgets them. So no
  * measured window pays for compiling the code or filling the caches.
  */
-export async function warmPipeline(s, receiver, c, body, path = '/api/mensaje_enviar_texto.php') {
-  if (WARMUP_MESSAGES <= 0) return;
-  log(`  warm-up: ${WARMUP_MESSAGES} messages through the pipeline, unmeasured...`);
-  const warm = await pushN({ origin: s.url, key: c.key, path, n: WARMUP_MESSAGES, makeBody: body });
+export async function warmPipeline(s, receiver, c, body, path = '/api/mensaje_enviar_texto.php', n = WARMUP_MESSAGES) {
+  if (n <= 0) return;
+  log(`  warm-up: ${n} messages through the pipeline, unmeasured...`);
+  const warm = await pushN({ origin: s.url, key: c.key, path, n, makeBody: body });
   const w = await waitReceiver(receiver, s, (x) => x.messages_done >= warm.ok);
   if (w.stalled) throw new Error(`warm-up stalled: ${w.st.messages_done} of ${warm.ok} done`);
   await call(receiver.url, 'POST', '/_reset');

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { HERE, PIPELINE_MESSAGES, ROOT, WARMUP_MESSAGES } from './options.mjs';
+import { HERE, PIPELINE_MESSAGES, PIPELINE_WARMUP, ROOT } from './options.mjs';
 import { children, cpuMs, log, sleep, startChild, tempDir } from './proc.mjs';
 import { load, pushN } from './load.mjs';
 import { call } from './http.mjs';
@@ -16,7 +16,7 @@ import { call } from './http.mjs';
 const ANCHOR = join(HERE, 'bullmq-anchor.mjs');
 const WORKER_CONCURRENCY = 10;
 /** The lifecycle's warm-up: at least the study's 1000 jobs, so a cold JIT is not charged to the anchor (figure 2 warms pasarela with 200). */
-const LIFECYCLE_WARMUP = Math.max(WARMUP_MESSAGES, 1000);
+const LIFECYCLE_WARMUP = PIPELINE_WARMUP;
 
 export const bullmqVersion = () => JSON.parse(readFileSync(join(ROOT, 'node_modules', 'bullmq', 'package.json'), 'utf8')).version;
 

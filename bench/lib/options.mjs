@@ -54,6 +54,8 @@ export const LIVE_SECONDS = opt('live-seconds', 10);
 export const LIVE_RATE = opt('live-rate', 300);
 /** Warm-up of the figures that push a fixed number of messages (2, 8b, 10, 11): this many go through first, unmeasured. */
 export const WARMUP_MESSAGES = opt('warmup-messages', 200);
+/** Figures 2, 2b and 8b: at least 1000 first, on pasarela and on BullMQ alike (a JIT still compiling weighs on a short window). */
+export const PIPELINE_WARMUP = Math.max(WARMUP_MESSAGES, 1000);
 /** Figure 12: rows of the `send bulk` campaign, and sends of the plain `send text` loop it is compared with. */
 export const BULK_ROWS = opt('bulk-rows', 2000);
 export const BULK_LOOP = opt('bulk-loop', 40);
