@@ -383,6 +383,8 @@ export class WebhookDispatcher implements WebhookControl {
       else if (!q.leased && q.heldUntil > now) next = Math.min(next, q.heldUntil);
       // Held for its claim gap: woken when the gap ends (nothing else may poke).
       else if (this.gapLeft(q) > 0) next = Math.min(next, now + this.gapLeft(q));
+      // Due, but this node could not start it (not fresh): asked again once a beat may have come, not at the safety look.
+      else if (!this.node.fresh()) next = Math.min(next, now + this.opts.heldRetryMs);
     }
     return Math.max(1, Math.min(this.opts.pollMs, next - now));
   }
@@ -454,7 +456,7 @@ export class WebhookDispatcher implements WebhookControl {
     // Too soon after a claim that took all that was due then: what came since waits for the gap's end (the look wakes for it).
     if (this.gapLeft(q) > 0 && !this.retrySlotFor(q)) return false;
     // Held since a read with no silence of this node in between: still ours (a lapse is what lets another node take it).
-    if (q.leased && q.lapses === this.node.lapses) return this.claimDue(q, now);
+    if (q.leased && q.lapses === this.node.lapses) return this.claimDue(q);
     // Another node held it a moment ago: each event of this node asking again would cost a take for nothing; the holder is told.
     if (!q.leased && q.heldUntil > now) {
       this.tellHolder(q, now);
@@ -470,7 +472,7 @@ export class WebhookDispatcher implements WebhookControl {
       q.readAt = q.heldUntil = now + (lease.restMs || this.opts.heldRetryMs);
       return false;
     }
-    return this.claimDue(q, now);
+    return this.claimDue(q);
   }
 
   /**
@@ -496,7 +498,10 @@ export class WebhookDispatcher implements WebhookControl {
    * may start now (so few wait in `ready`), first attempts only while the
    * retries' slots are full.
    */
-  private async claimDue(q: ClientQueue, now: number): Promise<boolean> {
+  private async claimDue(q: ClientQueue): Promise<boolean> {
+    // The clock read here, not at the look's start: a hint that came while the look awaited (a take, another client's
+    // claim) is cleared below, and its delivery, logged after the look began, is due by now (D-151).
+    const now = this.core.clock.now();
     // Cleared before the claim: whatever changes the outbox meanwhile hints again. A hint due later (a retry timed
     // while a full claim had the client read again) stays: this claim cannot take it, and no safety look soon finds it.
     const hinted = q.hintAt;
