@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/core/time/clock.js';
 import { stream } from '../../src/core/nodes/leases.js';
-import { KEEP_IDLE_MS } from '../../src/core/queue/queue-worker.js';
+import { GIVE_ALONE_AFTER_MS, KEEP_IDLE_MS } from '../../src/core/queue/queue-worker.js';
 import type { Store } from '../../src/core/ports/store.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -249,6 +249,32 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     const t = await s.core.store.leaseTake(other, [stream.cola(L.celularId)], s.clock.now());
     expect(t[0]).toMatchObject({ taken: true });
     await s.core.store.nodeLeave(other);
+  });
+
+  it("a due line's kept lease past its give time times no look: a node that cannot beat looks again after recheckMs, not every millisecond", async () => {
+    const L = await linkedLine(s);
+    const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
+    await waitEstado(s, a.body.msg_id, SENT);
+    await s.queue!.idle();
+    // The worker's own node and loop (what the test drives): the node cannot beat; the loop's next look is read off its timer.
+    const worker = s.queue as unknown as { node: { fresh: () => boolean }; runner: { timerAt: number } };
+    const fresh = worker.node.fresh;
+    worker.node.fresh = () => false;
+    let behind: string;
+    try {
+      // A head due on the line, its lease kept and idle past its give time: kept for the send, which the node may not start.
+      behind = await behindTheWorker(s, L);
+      clock().advance(KEEP_IDLE_MS + GIVE_ALONE_AFTER_MS + 1);
+      const looks = n.looks;
+      await s.stepQueue();
+      expect(n.looks - looks).toBe(1);
+      // Timed for the recheck (the node may have beaten by then): before, for the give the due line passed over, 1 ms on.
+      expect(worker.runner.timerAt - performance.now()).toBeGreaterThan(100);
+    } finally {
+      worker.node.fresh = fresh;
+    }
+    await s.stepQueue();
+    await waitEstado(s, behind, SENT);
   });
 }
 
