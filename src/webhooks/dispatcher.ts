@@ -500,7 +500,7 @@ export class WebhookDispatcher implements WebhookControl {
    */
   private async claimDue(q: ClientQueue): Promise<boolean> {
     // The clock read here, not at the look's start: a hint that came while the look awaited (a take, another client's
-    // claim) is cleared below, and its delivery, logged after the look began, is due by now (D-151).
+    // claim) is cleared below, and its delivery, logged after the look began, is due by now (D-152).
     const now = this.core.clock.now();
     // Cleared before the claim: whatever changes the outbox meanwhile hints again. A hint due later (a retry timed
     // while a full claim had the client read again) stays: this claim cannot take it, and no safety look soon finds it.

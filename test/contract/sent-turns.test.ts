@@ -254,10 +254,7 @@ for (const adapter of ADAPTERS) {
         );
         // The first call is a turn alone; the four with parked receipts arrive meanwhile and go in the next, together.
         const results = await Promise.all([m0, ...parked].map((id, k) => ctx.store.markSent(id, gidOf(id), 30 + k)));
-        expect(results.map((r) => [r?.msg_id, r?.estado])).toEqual([
-          [m0, 'enviado'],
-          ...parked.map((id) => [id, id === bad ? 'enviado' : 'entregado']),
-        ]);
+        expect(results.map((r) => [r?.msg_id, r?.estado])).toEqual([[m0, 'enviado'], ...parked.map((id) => [id, id === bad ? 'enviado' : 'entregado'])]);
         expect(await ctx.store.getMensaje(bad)).toMatchObject({ estado: 'enviado' });
         const evs = await statuses(clienteId);
         for (const id of parked) expect(evs.filter(([m]) => m === id).map(([, e]) => e)).toEqual(id === bad ? ['enviado'] : ['enviado', 'entregado']);

@@ -384,29 +384,35 @@ describeWith(postgres, 'postgres: a message accepted on a node whose line anothe
 
   it('with three nodes only the holder looks: a node refused the line a moment ago leaves the signal to it (D-151)', async () => {
     const store = await pgStore();
-    const over: Partial<ServeOptions> = { store, clock: systemClock, queuePollMs: 3_600_000, queue: { gapMinMs: 0, gapMaxMs: 0 } };
-    const [a, b, c] = [await startTestServer(over), await startTestServer({ ...over, dataDir: tempDir() }), await startTestServer({ ...over, dataDir: tempDir() })];
-    servers.push(a!, b!, c!);
+    // A minute's recheck: the holder keeps the line idle that long (KEEP_IDLE_MS or recheckMs), and the others trust their refusal as long.
+    const queue = { gapMinMs: 0, gapMaxMs: 0, recheckMs: 60_000 };
+    const over: Partial<ServeOptions> = { store, clock: systemClock, queuePollMs: 3_600_000, queue };
+    const [a, b, c] = [
+      await startTestServer(over),
+      await startTestServer({ ...over, dataDir: tempDir() }),
+      await startTestServer({ ...over, dataDir: tempDir() }),
+    ];
+    servers.push(a, b, c);
     const looksOf = (x: TestServer) => {
       const n = { looks: 0 };
       const look = x.core.store.queueLook.bind(x.core.store);
       x.core.store.queueLook = async (now) => (n.looks++, look(now));
       return n;
     };
-    const onC = looksOf(c!);
-    const L = await linkedLine(b!);
+    const onC = looksOf(c);
+    const L = await linkedLine(b);
     const sent = async (x: TestServer, tag: string) => {
       const m = await send(x, L, TEXT, { destinatario: DEST, mensaje: uniqueText(tag) });
       expectOk(m, { modo: 'cola' });
       await waitEstado(x, m.body.msg_id, SENT);
     };
     // B sends on the line and keeps its lease; C's accept is refused it and signalled: C knows B holds the line.
-    await sent(b!, 'b');
-    await sent(c!, 'c');
+    await sent(b, 'b');
+    await sent(c, 'c');
     // A's accepts are signalled too; C hears each signal and leaves it to B, with no look.
     const looks = onC.looks;
-    await sent(a!, 'a1');
-    await sent(a!, 'a2');
+    await sent(a, 'a1');
+    await sent(a, 'a2');
     expect(onC.looks - looks).toBe(0);
   });
 });

@@ -17,7 +17,7 @@ class StillTicks extends ManualClock {
 }
 
 /**
- * A wake that comes while a look awaits a claim (D-151): an event logged a
+ * A wake that comes while a look awaits a claim (D-152): an event logged a
  * millisecond after the look read the clock pokes its client during the
  * claim. The look's next claim of the client must take it, so it reads the
  * clock itself. With the look's time, that claim found nothing due, cleared
@@ -39,8 +39,7 @@ describe('a webhook wake during a claim (SQLite, the look driven by the clock)',
     s = await startTestServer({ clock, allowPrivateUrls: true });
     const L = await linkedLine(s);
     expectOk(await setWebhook(s, L.clientKey, { url: R.url, eventos: ['messages.received'] }));
-    const receive = async (texto: string) =>
-      expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto }));
+    const receive = async (texto: string) => expectOk(await admin(s, 'POST', '/admin/sim/receive', { celular_id: L.celularId, de: '525511112222', texto }));
     // Delivered and recorded: the client's window is 2, so a claim that takes one is not full (the dispatcher reads no more).
     await receive('first');
     const first = await R.wait();
