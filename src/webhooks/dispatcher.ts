@@ -380,7 +380,7 @@ export class WebhookDispatcher implements WebhookControl {
       if (q.idle && !q.leased) this.queues.delete(id);
       else if (q.unreadAt > now) next = Math.min(next, q.unreadAt);
       // Hinted while another node holds it: asked again when this node's wait ends.
-      else if (!q.leased && q.heldUntil > now) next = Math.min(next, q.heldUntil);
+      else if (!q.leased && q.heldUntil > now) next = Math.min(next, q.hintAt <= now && this.tellLeft(q) > 0 ? now + this.tellLeft(q) : q.heldUntil);
       // Held for its claim gap: woken when the gap ends (nothing else may poke).
       else if (this.gapLeft(q) > 0) next = Math.min(next, now + this.gapLeft(q));
       // Due, but this node could not start it (not fresh): asked again once a beat may have come, not at the safety look.
@@ -483,8 +483,18 @@ export class WebhookDispatcher implements WebhookControl {
    */
   private tellHolder(q: ClientQueue, now: number): void {
     if (q.hintAt > now) return;
+    // Told less than a claim gap ago: the holder claims no sooner than that after a claim anyway (D-82), so what came
+    // since is told when the gap ends (the look wakes for it): one signal for a flow of events, not one each (D-152).
+    if (q.heldLive && this.tellLeft(q) > 0) return;
     q.hintAt = Infinity;
-    if (q.heldLive) void this.core.signals.publish(WEBHOOK_CHANNEL, String(q.clienteId));
+    if (!q.heldLive) return;
+    q.toldAt = this.core.clock.ticks();
+    void this.core.signals.publish(WEBHOOK_CHANNEL, String(q.clienteId));
+  }
+
+  /** How long until this node may signal the client's holder again (CLAIM_GAP_MS after its last signal; 0 on SQLite). */
+  private tellLeft(q: ClientQueue): number {
+    return Math.max(0, q.toldAt + this.claimGapMs - this.core.clock.ticks());
   }
 
   /** How long the client's next claim waits for its gap (CLAIM_GAP_MS); 0 when it may go now (the last claim was full, or long ago). */
