@@ -423,10 +423,10 @@ export const SERVE_KNOBS = {
     kind: 'duration',
     flag: '--webhook-poll <duration>',
     env: 'PASARELA_WEBHOOK_POLL',
-    default: 500,
-    helpDefault: '500ms',
+    default: 5000,
+    helpDefault: '5s',
     help: "the webhook dispatcher's safety look: how often the event journal's pending deliveries and the listeners are checked without a wake-up (events, other nodes' signals and due retries wake it at once): what a lost signal may cost",
-    doc: "`500ms`: the webhook dispatcher's safety look: the event journal's pending deliveries and the listeners are checked this often without a wake-up (events, other nodes' signals and due retries wake it at once); it bounds a lost signal",
+    doc: "`5s`: the webhook dispatcher's safety look: the event journal's pending deliveries and the listeners are checked this often without a wake-up (events, other nodes' signals and due retries wake it at once); it bounds a lost signal",
   }),
   background: knob({
     kind: 'choice',

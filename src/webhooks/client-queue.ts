@@ -34,6 +34,8 @@ export class ClientQueue {
   heldUntil = 0;
   /** That node was live and held it (no rest given back): it hears the signal. */
   heldLive = false;
+  /** When (clock ticks) this node last signalled that holder: the next signal waits for the claim gap after it. */
+  toldAt = -Infinity;
   /** When (clock ticks) the lease was last found with nothing in hand; null while something is. */
   emptySince: number | null = null;
   /** When (clock ticks) the last claim started: the next waits for the dispatcher's claim gap after it, unless that claim was full. */

@@ -382,9 +382,11 @@ export class WebhookDispatcher implements WebhookControl {
       if (q.idle && !q.leased) this.queues.delete(id);
       else if (q.unreadAt > now) next = Math.min(next, q.unreadAt);
       // Hinted while another node holds it: asked again when this node's wait ends.
-      else if (!q.leased && q.heldUntil > now) next = Math.min(next, q.heldUntil);
+      else if (!q.leased && q.heldUntil > now) next = Math.min(next, q.hintAt <= now && this.tellLeft(q) > 0 ? now + this.tellLeft(q) : q.heldUntil);
       // Held for its claim gap: woken when the gap ends (nothing else may poke).
       else if (this.gapLeft(q) > 0) next = Math.min(next, now + this.gapLeft(q));
+      // Due, but this node could not start it (not fresh): asked again once a beat may have come, not at the safety look.
+      else if (!this.node.fresh()) next = Math.min(next, now + this.opts.heldRetryMs);
     }
     return Math.max(1, Math.min(this.opts.pollMs, next - now));
   }
@@ -456,7 +458,7 @@ export class WebhookDispatcher implements WebhookControl {
     // Too soon after a claim that took all that was due then: what came since waits for the gap's end (the look wakes for it).
     if (this.gapLeft(q) > 0 && !this.retrySlotFor(q)) return false;
     // Held since a read with no silence of this node in between: still ours (a lapse is what lets another node take it).
-    if (q.leased && q.lapses === this.node.lapses) return this.claimDue(q, now);
+    if (q.leased && q.lapses === this.node.lapses) return this.claimDue(q);
     // Another node held it a moment ago: each event of this node asking again would cost a take for nothing; the holder is told.
     if (!q.leased && q.heldUntil > now) {
       this.tellHolder(q, now);
@@ -472,7 +474,7 @@ export class WebhookDispatcher implements WebhookControl {
       q.readAt = q.heldUntil = now + (lease.restMs || this.opts.heldRetryMs);
       return false;
     }
-    return this.claimDue(q, now);
+    return this.claimDue(q);
   }
 
   /**
@@ -483,8 +485,18 @@ export class WebhookDispatcher implements WebhookControl {
    */
   private tellHolder(q: ClientQueue, now: number): void {
     if (q.hintAt > now) return;
+    // Told less than a claim gap ago: the holder claims no sooner than that after a claim anyway (D-82), so what came
+    // since is told when the gap ends (the look wakes for it): one signal for a flow of events, not one each (D-152).
+    if (q.heldLive && this.tellLeft(q) > 0) return;
     q.hintAt = Infinity;
-    if (q.heldLive) void this.core.signals.publish(WEBHOOK_CHANNEL, String(q.clienteId));
+    if (!q.heldLive) return;
+    q.toldAt = this.core.clock.ticks();
+    void this.core.signals.publish(WEBHOOK_CHANNEL, String(q.clienteId));
+  }
+
+  /** How long until this node may signal the client's holder again (CLAIM_GAP_MS after its last signal; 0 on SQLite). */
+  private tellLeft(q: ClientQueue): number {
+    return Math.max(0, q.toldAt + this.claimGapMs - this.core.clock.ticks());
   }
 
   /** How long the client's next claim waits for its gap (CLAIM_GAP_MS); 0 when it may go now (the last claim was full, or long ago). */
@@ -498,7 +510,10 @@ export class WebhookDispatcher implements WebhookControl {
    * may start now (so few wait in `ready`), first attempts only while the
    * retries' slots are full.
    */
-  private async claimDue(q: ClientQueue, now: number): Promise<boolean> {
+  private async claimDue(q: ClientQueue): Promise<boolean> {
+    // The clock read here, not at the look's start: a hint that came while the look awaited (a take, another client's
+    // claim) is cleared below, and its delivery, logged after the look began, is due by now (D-152).
+    const now = this.core.clock.now();
     // Cleared before the claim: whatever changes the outbox meanwhile hints again. A hint due later (a retry timed
     // while a full claim had the client read again) stays: this claim cannot take it, and no safety look soon finds it.
     const hinted = q.hintAt;

@@ -55,7 +55,7 @@ const CONTRACT: Array<[flag: string, env: string | undefined, shown: unknown]> =
   ['--webhook-timeout', 'PASARELA_WEBHOOK_TIMEOUT', 10_000],
   ['--webhook-concurrency', 'PASARELA_WEBHOOK_CONCURRENCY', 64],
   ['--webhook-client-concurrency', 'PASARELA_WEBHOOK_CLIENT_CONCURRENCY', 16],
-  ['--webhook-poll', 'PASARELA_WEBHOOK_POLL', 500],
+  ['--webhook-poll', 'PASARELA_WEBHOOK_POLL', 5000],
   ['--background', 'PASARELA_BACKGROUND', 'thread'],
   ['--sim-qr-ms', undefined, 20_000],
   ['--sim-delivery-ms', undefined, 1000],

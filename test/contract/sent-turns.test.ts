@@ -239,6 +239,33 @@ for (const adapter of ADAPTERS) {
         expect(await statuses(clienteId)).toEqual([[m0, 'enviado'], [m1, 'enviado'], [m1, 'entregado'], ...rest.map((id) => [id, 'enviado'])]);
       });
 
+    // PostgreSQL's own: its turn records the sends in one statement, then applies their parked receipts in one transaction.
+    if (adapter.name === 'postgres')
+      it("a turn whose parked receipts fail applies them send by send: the others' receipts applied, the failing one's left parked", async () => {
+        const { clienteId, lines } = await setup(1, 5);
+        const [m0, ...parked] = lines[0]!.msgs as [string, ...string[]];
+        const bad = parked[1]!;
+        for (const [k, id] of parked.entries()) expect(await ctx.store.receipt(lines[0]!.id, gidOf(id), 'entregado', 11 + k)).toBe('parked');
+        // A store that refuses one message's delivery (a stand-in for any fault of one send's parked receipts).
+        await ctx.exec(
+          `CREATE FUNCTION bad_receipt() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+             IF NEW.msg_id = '${bad}' AND NEW.estado = 'entregado' THEN RAISE EXCEPTION 'bad receipt'; END IF; RETURN NEW; END $$;
+           CREATE TRIGGER bad_receipt BEFORE UPDATE ON mensajes FOR EACH ROW EXECUTE FUNCTION bad_receipt();`,
+        );
+        // The first call is a turn alone; the four with parked receipts arrive meanwhile and go in the next, together.
+        const results = await Promise.all([m0, ...parked].map((id, k) => ctx.store.markSent(id, gidOf(id), 30 + k)));
+        expect(results.map((r) => [r?.msg_id, r?.estado])).toEqual([[m0, 'enviado'], ...parked.map((id) => [id, id === bad ? 'enviado' : 'entregado'])]);
+        expect(await ctx.store.getMensaje(bad)).toMatchObject({ estado: 'enviado' });
+        const evs = await statuses(clienteId);
+        for (const id of parked) expect(evs.filter(([m]) => m === id).map(([, e]) => e)).toEqual(id === bad ? ['enviado'] : ['enviado', 'entregado']);
+        // The failing one's receipt is still parked (its send alone's fallback), the others' are claimed.
+        const parkedNow = (id: string, n: number) =>
+          ctx.exec(
+            `DO $$ BEGIN IF (SELECT count(*) FROM acuses_pendientes WHERE gateway_msg_id = '${gidOf(id)}') <> ${n} THEN RAISE EXCEPTION 'not ${n} parked for ${id}'; END IF; END $$;`,
+          );
+        for (const id of parked) await parkedNow(id, id === bad ? 1 : 0);
+      });
+
     it('a message that cannot be recorded fails alone: the others of its turn are recorded, each once and in order', async () => {
       const { clienteId, lines } = await setup(2, 4);
       // A store that refuses one gateway id (a stand-in for any fault of one message).

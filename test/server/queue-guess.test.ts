@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/core/time/clock.js';
 import { stream } from '../../src/core/nodes/leases.js';
-import { KEEP_IDLE_MS } from '../../src/core/queue/queue-worker.js';
+import { GIVE_ALONE_AFTER_MS, KEEP_IDLE_MS } from '../../src/core/queue/queue-worker.js';
 import type { Store } from '../../src/core/ports/store.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -250,6 +250,32 @@ function cases(storeOf: () => Promise<string | undefined>): void {
     expect(t[0]).toMatchObject({ taken: true });
     await s.core.store.nodeLeave(other);
   });
+
+  it("a due line's kept lease past its give time times no look: a node that cannot beat looks again after recheckMs, not every millisecond", async () => {
+    const L = await linkedLine(s);
+    const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
+    await waitEstado(s, a.body.msg_id, SENT);
+    await s.queue!.idle();
+    // The worker's own node and loop (what the test drives): the node cannot beat; the loop's next look is read off its timer.
+    const worker = s.queue as unknown as { node: { fresh: () => boolean }; runner: { timerAt: number } };
+    const fresh = worker.node.fresh;
+    worker.node.fresh = () => false;
+    let behind: string;
+    try {
+      // A head due on the line, its lease kept and idle past its give time: kept for the send, which the node may not start.
+      behind = await behindTheWorker(s, L);
+      clock().advance(KEEP_IDLE_MS + GIVE_ALONE_AFTER_MS + 1);
+      const looks = n.looks;
+      await s.stepQueue();
+      expect(n.looks - looks).toBe(1);
+      // Timed for the recheck (the node may have beaten by then): before, for the give the due line passed over, 1 ms on.
+      expect(worker.runner.timerAt - performance.now()).toBeGreaterThan(100);
+    } finally {
+      worker.node.fresh = fresh;
+    }
+    await s.stepQueue();
+    await waitEstado(s, behind, SENT);
+  });
 }
 
 for (const [name, storeOf] of dialects) describe(`${name}: a kept lease keeps its line's gap`, () => gapCases(storeOf));
@@ -354,5 +380,39 @@ describeWith(postgres, 'postgres: a message accepted on a node whose line anothe
     await waitEstado(a, again.body.msg_id, SENT);
     expect(byB).toContain(again.body.msg_id);
     expect(byA).not.toContain(again.body.msg_id);
+  });
+
+  it('with three nodes only the holder looks: a node refused the line a moment ago leaves the signal to it (D-151)', async () => {
+    const store = await pgStore();
+    // A minute's recheck: the holder keeps the line idle that long (KEEP_IDLE_MS or recheckMs), and the others trust their refusal as long.
+    const queue = { gapMinMs: 0, gapMaxMs: 0, recheckMs: 60_000 };
+    const over: Partial<ServeOptions> = { store, clock: systemClock, queuePollMs: 3_600_000, queue };
+    const [a, b, c] = [
+      await startTestServer(over),
+      await startTestServer({ ...over, dataDir: tempDir() }),
+      await startTestServer({ ...over, dataDir: tempDir() }),
+    ];
+    servers.push(a, b, c);
+    const looksOf = (x: TestServer) => {
+      const n = { looks: 0 };
+      const look = x.core.store.queueLook.bind(x.core.store);
+      x.core.store.queueLook = async (now) => (n.looks++, look(now));
+      return n;
+    };
+    const onC = looksOf(c);
+    const L = await linkedLine(b);
+    const sent = async (x: TestServer, tag: string) => {
+      const m = await send(x, L, TEXT, { destinatario: DEST, mensaje: uniqueText(tag) });
+      expectOk(m, { modo: 'cola' });
+      await waitEstado(x, m.body.msg_id, SENT);
+    };
+    // B sends on the line and keeps its lease; C's accept is refused it and signalled: C knows B holds the line.
+    await sent(b, 'b');
+    await sent(c, 'c');
+    // A's accepts are signalled too; C hears each signal and leaves it to B, with no look.
+    const looks = onC.looks;
+    await sent(a, 'a1');
+    await sent(a, 'a2');
+    expect(onC.looks - looks).toBe(0);
   });
 });

@@ -5,6 +5,7 @@ import type { ServeOptions } from '../../src/server/serve.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
+import { WEBHOOK_CHANNEL } from '../../src/webhooks/dispatcher.js';
 import { linkedLine } from './send-helpers.js';
 import { setWebhook, startReceiver, waitFor, type Receiver } from './webhook-helpers.js';
 
@@ -83,5 +84,50 @@ describeWith(postgres, 'a delivery made on a node whose client another node hold
     expect(byB).toContain(third);
     expect(byA).not.toContain(third);
     expect(R.hanging[1]!.writableEnded).toBe(false);
+  });
+
+  it('a burst of events on the node that does not hold the outbox: every one posted with no look, on fewer signals than events (D-152)', async () => {
+    const schema = await pgSchema();
+    close.push(schema.drop);
+    // The first two requests hang (the test answers the first), the rest are answered.
+    let n = 0;
+    const R: Receiver = await startReceiver(() => (++n <= 2 ? 'hang' : 200));
+    close.push(() => R.close());
+    const hour = 3_600_000;
+    const over: Partial<ServeOptions> = {
+      store: schemaUrl(schema.schema),
+      clock: systemClock,
+      allowPrivateUrls: true,
+      webhookPollMs: hour,
+      webhookHeldRetryMs: hour,
+    };
+    const a: TestServer = await startTestServer(over);
+    close.push(() => a.stop());
+    const b: TestServer = await startTestServer({ ...over, dataDir: tempDir() });
+    close.push(() => b.stop());
+    const signals: string[] = [];
+    const publish = a.core.signals.publish.bind(a.core.signals);
+    a.core.signals.publish = async (channel, payload) => {
+      if (channel === WEBHOOK_CHANNEL) signals.push(payload);
+      return publish(channel, payload);
+    };
+    const L = await linkedLine(a);
+    expect((await setWebhook(a, L.clientKey, { url: R.url })).status).toBe(200);
+    const testEvent = async (s: TestServer) => {
+      const r = await api(s.url, 'POST', '/api/webhook_test.php', { key: L.clientKey });
+      expect(r.status, r.text).toBe(200);
+      return r.body.id as string;
+    };
+    // As above: B holds the outbox with one delivery hanging and room for more.
+    await testEvent(b);
+    await waitFor(() => R.hanging.length === 1, 'the first delivery hanging on B');
+    await testEvent(b);
+    R.hanging[0]!.writeHead(200).end('ok');
+    await waitFor(() => R.hanging.length === 2, 'the second delivery hanging on B');
+    // Twenty events through A at once: each tells B, but no more than once a claim gap; none waits for a look.
+    const ids = await Promise.all(Array.from({ length: 20 }, () => testEvent(a)));
+    await waitFor(() => ids.every((id) => R.of(id).length === 1), 'every event made on A, posted by B');
+    expect(signals.length).toBeGreaterThan(0);
+    expect(signals.length).toBeLessThan(ids.length);
   });
 });

@@ -21,6 +21,11 @@ it('copies the WAL back into the database on its own thread; close ends it', asy
     // 200 rows of 2 KB: about 100 pages, far below the writer's backstop, yet they reach the file.
     await until(() => statSync(file).size > before + 200 * 1000, { what: 'the checkpoint thread', timeoutMs: 15_000 });
     expect(await store.kvGet('ns', 'k199')).toBe('x'.repeat(2000));
+    // Idle ticks make no checkpoint (nothing was committed); the next commits are copied back all the same.
+    const idle = statSync(file).size;
+    await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 200; i++) await store.kvSet('ns', `m${i}`, 'y'.repeat(2000));
+    await until(() => statSync(file).size > idle + 200 * 1000, { what: 'the checkpoint after idle ticks', timeoutMs: 15_000 });
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });

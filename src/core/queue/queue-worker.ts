@@ -95,6 +95,10 @@ export class QueueWorker {
   private signalling = false;
   /** Lines an accept here queued on since the last look: a look refused one by a live holder tells that holder (D-142). */
   private askedHere = new Set<number>();
+  /** Per line: when (clock time) a take here was last refused by a live holder, which keeps it KEEP_IDLE_MS past its last send (D-151). */
+  private readonly heldElsewhere = new Map<number, number>();
+  /** Per line: when this node last gave its lease back; a signal for it is still this node's to act on for a while (D-151). */
+  private readonly gaveAt = new Map<number, number>();
 
   constructor(
     private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'config' | 'random' | 'lines' | 'signals'>,
@@ -116,11 +120,30 @@ export class QueueWorker {
     this.runner.start();
   }
 
-  /** Another node queued on the line and could not send it: a look finds it (this node holds the line, or will take it). */
+  /**
+   * Another node queued on the line and could not send it: a look finds it (this node holds the line, or will take it).
+   * Every node hears the signal; only the holder looks (D-151). A node sending on the line looks when that send ends;
+   * one that knows another live node holds the line, and has not held it lately, leaves it to that node.
+   */
   private signalled(celularId: number): void {
     if (this.signalling || !Number.isInteger(celularId) || (this.opts.sendsHere && !this.opts.sendsHere(celularId))) return;
-    this.mark(celularId);
+    this.backlogged(celularId);
+    if (this.runner.isBusy(celularId)) return;
+    const now = this.core.clock.now();
+    if (!this.kept.has(celularId) && !this.giving.has(celularId) && this.heldByAnother(celularId, now) && !this.gaveLately(celularId, now)) return;
     this.poke();
+  }
+
+  /** Whether a take of the line was refused here by a live holder within KEEP_IDLE_MS: it most likely still holds it. */
+  private heldByAnother(celularId: number, now: number): boolean {
+    const t = this.heldElsewhere.get(celularId);
+    return t !== undefined && now - t >= 0 && now - t < this.keepIdleMs();
+  }
+
+  /** Whether this node gave the line's lease back lately: a node refused by it a moment before may count on it to act still. */
+  private gaveLately(celularId: number, now: number): boolean {
+    const t = this.gaveAt.get(celularId);
+    return t !== undefined && now - t < 2 * this.keepIdleMs();
   }
 
   /** Tells the other nodes a message waits on the line (not awaited: a lost signal waits for a look). */
@@ -151,12 +174,17 @@ export class QueueWorker {
     if (this.opts.sendsHere && !this.opts.sendsHere(celularId)) return this.signal(celularId);
     const busy = this.runner.isBusy(celularId);
     const now = this.core.clock.now();
+    // Another live node held the line a moment ago: told, with no take or look here (its look finds the message). If it
+    // stopped meanwhile, or the signal is lost, this node's look within recheckMs takes the line (one look, however many accepts).
+    if (!busy && !this.kept.has(celularId) && this.heldByAnother(celularId, now)) {
+      this.signal(celularId);
+      this.runner.wakeWithin(this.core.config.queue.recheckMs);
+      return;
+    }
     const held = this.notBefore.get(celularId);
     if (busy || (held?.until ?? 0) > now || (this.headRetry.get(celularId) ?? 0) > now) {
       // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
       if (!busy && !this.backlog.has(celularId)) this.poke();
-      // Refused by a live holder a moment ago (a recheck, not a rest): the holder sends it once it hears.
-      if (!busy && held && held.until > now && Number.isFinite(held.recheck)) this.signal(celularId);
       this.mark(celularId);
       return;
     }
@@ -169,9 +197,14 @@ export class QueueWorker {
   }
 
   private mark(celularId: number): void {
+    this.backlogged(celularId);
+    this.askedHere.add(celularId);
+  }
+
+  /** The line may have a pending message (another node's signal): not one accepted here, so a refused look does not signal it again. */
+  private backlogged(celularId: number): void {
     this.backlog.add(celularId);
     this.queuedSince?.add(celularId);
-    this.askedHere.add(celularId);
   }
 
   /** Stops taking messages, waits for the sends in flight to be recorded, then gives back the leases kept. */
@@ -203,6 +236,9 @@ export class QueueWorker {
     const now = this.core.clock.now();
     const asked = this.askedHere;
     this.askedHere = new Set();
+    // What no longer tells anything (the windows of heldByAnother and gaveLately): forgotten, so the maps follow the lines in use.
+    for (const [id, t] of this.gaveAt) if (now - t >= 2 * this.keepIdleMs()) this.gaveAt.delete(id);
+    for (const [id, t] of this.heldElsewhere) if (now - t >= this.keepIdleMs()) this.heldElsewhere.delete(id);
     const due: MensajeRow[] = [];
     const since = new Set<number>();
     this.queuedSince = since;
@@ -277,6 +313,8 @@ export class QueueWorker {
   /** Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon. */
   private refused(celularId: number, restMs: number, now: number): void {
     const { recheckMs } = this.core.config.queue;
+    if (restMs === 0) this.heldElsewhere.set(celularId, now);
+    else this.heldElsewhere.delete(celularId);
     this.notBefore.set(
       celularId,
       restMs > 0 ? { until: now + restMs, recheck: Number.POSITIVE_INFINITY } : { until: now + recheckMs, recheck: this.core.clock.ticks() + recheckMs },
@@ -364,7 +402,9 @@ export class QueueWorker {
    * take here finds out, and its next send keeps and gives it again.
    */
   private onTheWay(ids: number[], p: Promise<unknown>): void {
+    const now = this.core.clock.now();
     for (const id of ids) {
+      this.gaveAt.set(id, now);
       const g = p
         .then(() => undefined, this.opts.onError)
         .finally(() => {
@@ -401,6 +441,7 @@ export class QueueWorker {
 
   /** Idle is counted from the end of the line's rest: no other node may send the line before it anyway. */
   private keep(celularId: number): void {
+    this.heldElsewhere.delete(celularId);
     const rest = this.restOf(celularId);
     this.kept.set(celularId, { at: this.core.clock.now() + rest, ticks: this.core.clock.ticks() + rest, lapses: this.node.lapses });
     // Its give-back is due then, whether or not the send asks for a look.
