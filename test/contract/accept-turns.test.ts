@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AcceptedMensaje, AcceptOptions, AcceptResult, NewMensaje } from '../../src/core/ports/messages.js';
 import type { Store } from '../../src/core/ports/store.js';
-import { UNLOCKED_MAX } from '../../src/store/postgres/accept.js';
+import { PEEK, UNLOCKED_MAX } from '../../src/store/postgres/accept.js';
 import type { PgStore } from '../../src/store/postgres/store.js';
 import { ADAPTERS, celular, messages, newCliente as newClienteOf, storeEachTest } from './adapters.js';
 
@@ -28,8 +28,7 @@ function betweenReadAndWrite(store: PgStore, between: () => Promise<unknown>): v
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     Object.assign(client, {
       query: (text: unknown, values: unknown, cb: unknown) => {
-        if (!armed || typeof text !== 'string' || !text.startsWith('SELECT (SELECT json_agg(c) FROM (SELECT id, saldo_global') || typeof cb !== 'function')
-          return query(text, values, cb);
+        if (!armed || text !== PEEK || typeof cb !== 'function') return query(text, values, cb);
         armed = false;
         const done = cb as (err: unknown, res: unknown) => void;
         return query(

@@ -244,7 +244,8 @@ async function explainAll(url: string): Promise<{ checked: string[]; scans: stri
     const scans: string[] = [];
     const generic: string[] = [];
     for (const [sql, { text, values }] of ran) {
-      if (!/^(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(sql)) continue;
+      // Leading comment lines skipped: RECEIPT_ADVANCE and MARK_SENT open with theirs.
+      if (!/^(\s*--[^\n]*\n)*\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(text)) continue;
       checked.push(sql);
       try {
         scans.push(...scansOf((await c.q(`EXPLAIN (FORMAT JSON) ${text}`, values)).rows[0]['QUERY PLAN'], sql, 'custom'));

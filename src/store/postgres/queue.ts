@@ -23,6 +23,15 @@ const LINEAS = `lineas(id) AS (
        FROM lineas l WHERE l.id IS NOT NULL
      )`;
 
+/**
+ * A claim's test with onlyHead: only while no older queued message of its line is pending, so a guessed head
+ * that is not one is 'taken' (D-85). Each line's messages commit in their order (its lock), so the older ones
+ * are all in this snapshot. In the text only when asked, not behind a boolean parameter: a custom plan folds
+ * that test away and costs less than the generic one, so PostgreSQL planned the claim again on every call (D-149).
+ */
+const ONLY_HEAD = `AND NOT EXISTS (
+               SELECT 1 FROM mensajes_pendientes o WHERE o.modo = 'cola' AND o.celular_id = mensajes.celular_id AND o.seq < mensajes.seq)`;
+
 /** JSON numbers as the counts core decides on. */
 const countsOf = (j: SlotCount[] | null): SlotCount[] => (j ?? []).map((k) => ({ n: Number(k.n), oldest: k.oldest === null ? null : Number(k.oldest) }));
 
@@ -102,20 +111,17 @@ export function queue(db: Db): QueueStore {
          m AS MATERIALIZED (
            SELECT celular_id FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2)
              AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0
-             -- With onlyHead, only while no older queued message of its line is pending: a guessed head that is not one is
-             -- 'taken' (D-85). Each line's messages commit in their order (its lock), so the older ones are all in this snapshot.
-             AND (NOT $6::boolean OR NOT EXISTS (
-               SELECT 1 FROM mensajes_pendientes o WHERE o.modo = 'cola' AND o.celular_id = mensajes.celular_id AND o.seq < mensajes.seq))
+             ${onlyHead ? ONLY_HEAD : ''}
            FOR UPDATE
          ),
          k AS MATERIALIZED (SELECT cupos_al_dia(m.celular_id, $4::bigint[], $2) AS counts FROM m),
          go AS MATERIALIZED (SELECT 1 FROM k WHERE NOT EXISTS (
            SELECT 1 FROM json_array_elements(k.counts) WITH ORDINALITY AS c(v, i) JOIN unnest($5::bigint[]) WITH ORDINALITY AS r(room, i) USING (i)
            WHERE (c.v->>'n')::bigint > r.room)),
-         u AS (UPDATE mensajes SET ${slotSet(taken, '$3')}, nodo = $7, reclamado_at = $2 WHERE msg_id = $1 AND EXISTS (SELECT 1 FROM go) RETURNING ${STATE_COLS}),
+         u AS (UPDATE mensajes SET ${slotSet(taken, '$3')}, nodo = $6, reclamado_at = $2 WHERE msg_id = $1 AND EXISTS (SELECT 1 FROM go) RETURNING ${STATE_COLS}),
          slot AS (${slotSync('u', taken.cupo_at)})
          SELECT EXISTS (SELECT 1 FROM m) AS claimable, EXISTS (SELECT 1 FROM go) AS go, (SELECT counts FROM k) AS counts`,
-        [msgId, now, slotTime(taken), slot.windows.map((ms) => now - ms), slot.room, onlyHead, nodo],
+        [msgId, now, slotTime(taken), slot.windows.map((ms) => now - ms), slot.room, nodo],
       );
       if (!r!.claimable) return { ok: false, reason: 'taken' };
       if (r!.go) return { ok: true };

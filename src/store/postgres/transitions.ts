@@ -35,22 +35,8 @@ const statusJson = (own: Partial<Record<MessageStatusField, string>>) =>
 const statusEvents = (own: Partial<Record<MessageStatusField, string>>, at: string, from: string) =>
   `INSERT INTO eventos (${EVENT_ROW_COLS}) SELECT ${eventRow('s.cliente_id', 's.celular_id', `'message.status'`, statusJson(own), at, at)} ${from}`;
 
-/**
- * Sends recorded. Parameters, one element per message: msg_ids, gateway ids,
- * nows, slot times, nows as ISO dates; then the gateway id lock's first key
- * and the time before which the lines' slots are forgotten
- * (core/sending/caps.ts). Returns the rows sent with their place (`orden`)
- * and the receipts parked for them (`acuses`, read after the line's lock).
- */
-export const MARK_SENT = `WITH i AS MATERIALIZED (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) WITH ORDINALITY AS i(msg_id, gid, now, slot, fecha, orden)),
-  g AS MATERIALIZED (SELECT pg_advisory_xact_lock($6::int, h) FROM (SELECT DISTINCT hashtext(gid) AS h FROM i) s ORDER BY h),
-  m AS MATERIALIZED (
-    SELECT x.msg_id, x.cliente_id, x.celular_id, x.modo, x.created_at FROM mensajes x
-    WHERE x.msg_id IN (SELECT msg_id FROM i) AND (SELECT COUNT(*) FROM g) >= 0),
-  line AS MATERIALIZED (
-    SELECT c.id FROM celulares c WHERE c.id IN (SELECT celular_id FROM m) ORDER BY c.id FOR NO KEY UPDATE),
-  own AS MATERIALIZED (
+/** A batch's messages, then its counts rows, locked in the order one message's triggers take them (docs/store-locks.md). */
+const SENT_LOCKS = `own AS MATERIALIZED (
     SELECT x.seq FROM mensajes x WHERE x.msg_id IN (SELECT msg_id FROM m) AND (SELECT COUNT(*) FROM line) >= 0 AND cardinality($1::text[]) > 1
     ORDER BY x.seq FOR NO KEY UPDATE),
   -- The counts rows of each message's old and new state, lines, quarters, then hours; one message's triggers take them in this order.
@@ -67,9 +53,30 @@ export const MARK_SENT = `WITH i AS MATERIALIZED (
     SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM m) r USING (hora, cliente_id)
     WHERE k.estado IN ('pendiente', 'enviado') AND (SELECT COUNT(*) FROM cuartos) >= 0 AND cardinality($1::text[]) > 1
     ORDER BY k.hora, k.cliente_id, k.estado = 'enviado' FOR UPDATE OF k),
-  sent AS (
+`;
+
+/**
+ * Sends recorded. Parameters, one element per message: msg_ids, gateway ids,
+ * nows, slot times, nows as ISO dates; then the gateway id lock's first key
+ * and the time before which the lines' slots are forgotten
+ * (core/sending/caps.ts). Returns the rows sent with their place (`orden`)
+ * and the receipts parked for them (`acuses`, read after the line's lock).
+ */
+function sentStatement(batch: boolean): string {
+  return `-- The arrays and the slots' bound through a CTE, as RECEIPT_ADVANCE: a custom plan that sees them costs less than the
+  -- generic one, so PostgreSQL planned every call again (D-149).
+  WITH a AS MATERIALIZED (SELECT $1::text[] AS a1, $2::text[] AS a2, $3::bigint[] AS a3, $4::bigint[] AS a4, $5::text[] AS a5, $7::bigint AS olvido),
+  i AS MATERIALIZED (
+    SELECT i.* FROM a, unnest(a1, a2, a3, a4, a5) WITH ORDINALITY AS i(msg_id, gid, now, slot, fecha, orden)),
+  g AS MATERIALIZED (SELECT pg_advisory_xact_lock($6::int, h) FROM (SELECT DISTINCT hashtext(gid) AS h FROM i) s ORDER BY h),
+  m AS MATERIALIZED (
+    SELECT x.msg_id, x.cliente_id, x.celular_id, x.modo, x.created_at FROM mensajes x
+    WHERE x.msg_id IN (SELECT msg_id FROM i) AND (SELECT COUNT(*) FROM g) >= 0),
+  line AS MATERIALIZED (
+    SELECT c.id FROM celulares c WHERE c.id IN (SELECT celular_id FROM m) ORDER BY c.id FOR NO KEY UPDATE),
+${batch ? SENT_LOCKS : ''}  sent AS (
     UPDATE mensajes x SET estado = 'enviado', gateway_msg_id = i.gid, enviado_at = i.now, ${slotSet(SENT_SLOT, 'i.slot')}, error = NULL, intentos = x.intentos + 1
-    FROM i WHERE x.msg_id = i.msg_id AND x.estado = 'pendiente' AND (SELECT COUNT(*) FROM line) >= 0 AND (SELECT COUNT(*) FROM horas) >= 0
+    FROM i WHERE x.msg_id = i.msg_id AND x.estado = 'pendiente' AND (SELECT COUNT(*) FROM line) >= 0${batch ? ' AND (SELECT COUNT(*) FROM horas) >= 0' : ''}
     RETURNING ${colsOf('x')}, x.seq, i.orden, i.fecha),
   -- Its side rows (migration 14): no longer pending, its slot from now, its gateway id; a few of each line's old slots go.
   pend AS (DELETE FROM mensajes_pendientes p USING sent s WHERE p.seq = s.seq),
@@ -79,7 +86,7 @@ export const MARK_SENT = `WITH i AS MATERIALIZED (
   old AS (
     DELETE FROM cupos WHERE seq IN (
       SELECT f.seq FROM (SELECT DISTINCT celular_id FROM sent) l CROSS JOIN LATERAL (
-        SELECT k.seq FROM cupos k WHERE k.celular_id = l.celular_id AND k.cupo_at < $7::bigint
+        SELECT k.seq FROM cupos k WHERE k.celular_id = l.celular_id AND k.cupo_at < (SELECT olvido FROM a)
           AND k.seq NOT IN (SELECT seq FROM sent) LIMIT 16 FOR UPDATE SKIP LOCKED) f)),
   -- recipes.ts queueDelta: each queued message left its line's queue, never below zero.
   down AS (
@@ -87,6 +94,27 @@ export const MARK_SENT = `WITH i AS MATERIALIZED (
     FROM (SELECT celular_id, COUNT(*) AS n FROM sent WHERE modo = 'cola' GROUP BY celular_id) d WHERE c.id = d.celular_id AND c.pendientes > 0),
   ev AS (${statusEvents({ estado_anterior: `'pendiente'`, fecha: 's.fecha' }, 's.enviado_at', 'FROM sent s ORDER BY s.orden')})
   SELECT ${COLS}, orden, acuses_al_dia(gateway_msg_id, celular_id) AS acuses FROM sent`;
+}
+export const MARK_SENT = sentStatement(true);
+/** MARK_SENT for one send: without `own` and the counts rows' locks, which only a batch takes (D-149). */
+export const MARK_SENT_ONE = sentStatement(false);
+
+/** A batch's counts rows, locked in the order one message's triggers take them (docs/store-locks.md). */
+const RECEIPT_COUNT_LOCKS = `-- The counts rows of each moved message's old and new state, lines, quarters, then hours, each in the order of the states;
+  -- one message's triggers take them in this order.
+  lineas AS MATERIALIZED (
+    SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM mv) x USING (cliente_id, celular_id)
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND cardinality($1::text[]) > 1
+    ORDER BY k.cliente_id, k.celular_id, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
+  cuartos AS MATERIALIZED (
+    SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM mv) x USING (cliente_id, cuarto)
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM lineas) >= 0 AND cardinality($1::text[]) > 1
+    ORDER BY k.cliente_id, k.cuarto, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
+  horas AS MATERIALIZED (
+    SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM mv) x USING (hora, cliente_id)
+    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM cuartos) >= 0 AND cardinality($1::text[]) > 1
+    ORDER BY k.hora, k.cliente_id, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
+`;
 
 /**
  * Delivery and read receipts. Parameters, one element per receipt: gateway
@@ -96,7 +124,8 @@ export const MARK_SENT = `WITH i AS MATERIALIZED (
  * Returns a row per receipt whose line has a message of that id: its place
  * (`r_orden`), `hallado`, and the moved row (null when it moved nothing).
  */
-export const RECEIPT_ADVANCE = `-- The arrays through a CTE: every call is then planned alike and the plan is kept (unnest over the
+function receiptStatement(batch: boolean): string {
+  return `-- The arrays through a CTE: every call is then planned alike and the plan is kept (unnest over the
   -- parameters themselves was planned again on each call, for as much CPU as the statement).
   WITH a AS MATERIALIZED (SELECT $1::text[] AS a1, $2::bigint[] AS a2, $3::text[] AS a3, $4::bigint[] AS a4, $5::text[] AS a5,
       $6::bigint[] AS a6, $7::text[] AS a7, $8::text[] AS a8, $9::text[] AS a9),
@@ -112,27 +141,13 @@ export const RECEIPT_ADVANCE = `-- The arrays through a CTE: every call is then 
   mv AS MATERIALIZED (
     SELECT b.*, r.estado AS nuevo, r.now, r.fecha FROM b JOIN r USING (orden)
     WHERE b.estado IN (SELECT p.desde FROM path p WHERE p.orden = b.orden)),
-  -- The counts rows of each moved message's old and new state, lines, quarters, then hours, each in the order of the states;
-  -- one message's triggers take them in this order.
-  lineas AS MATERIALIZED (
-    SELECT 1 FROM conteos_mensajes k JOIN (SELECT DISTINCT cliente_id, celular_id FROM mv) x USING (cliente_id, celular_id)
-    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND cardinality($1::text[]) > 1
-    ORDER BY k.cliente_id, k.celular_id, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
-  cuartos AS MATERIALIZED (
-    SELECT 1 FROM conteos_cuartos k JOIN (SELECT DISTINCT cliente_id, created_at / 900000 AS cuarto FROM mv) x USING (cliente_id, cuarto)
-    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM lineas) >= 0 AND cardinality($1::text[]) > 1
-    ORDER BY k.cliente_id, k.cuarto, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
-  horas AS MATERIALIZED (
-    SELECT 1 FROM conteos_horas k JOIN (SELECT DISTINCT cliente_id, created_at / 3600000 AS hora FROM mv) x USING (hora, cliente_id)
-    WHERE k.estado IN (SELECT estado FROM mv UNION SELECT nuevo FROM mv) AND (SELECT COUNT(*) FROM cuartos) >= 0 AND cardinality($1::text[]) > 1
-    ORDER BY k.hora, k.cliente_id, array_position(ARRAY['pendiente', 'enviado', 'entregado', 'leido', 'error'], k.estado) FOR UPDATE OF k),
-  moved AS (
+${batch ? RECEIPT_COUNT_LOCKS : ''}  moved AS (
     UPDATE mensajes x SET estado = v.nuevo,
       entregado_at = CASE WHEN EXISTS (SELECT 1 FROM path p WHERE p.orden = v.orden AND p.desde = v.estado AND p.estado = 'entregado')
         THEN v.now ELSE x.entregado_at END,
       leido_at = CASE WHEN EXISTS (SELECT 1 FROM path p WHERE p.orden = v.orden AND p.desde = v.estado AND p.estado = 'leido')
         THEN v.now ELSE x.leido_at END
-    FROM mv v WHERE x.msg_id = v.msg_id AND (SELECT COUNT(*) FROM horas) >= 0
+    FROM mv v WHERE x.msg_id = v.msg_id${batch ? ' AND (SELECT COUNT(*) FROM horas) >= 0' : ''}
     RETURNING ${colsOf('x')}, v.estado AS antes_estado, v.entregado_at AS antes_entregado_at, v.leido_at AS antes_leido_at,
       v.orden AS u_orden, v.now AS u_now, v.fecha AS u_fecha),
   -- One event per step, in order (a read receipt on a sent message: delivered, then read).
@@ -142,6 +157,10 @@ export const RECEIPT_ADVANCE = `-- The arrays through a CTE: every call is then 
     'FROM moved s JOIN path p ON p.orden = s.u_orden AND p.desde = s.antes_estado ORDER BY s.u_orden, p.paso',
   )})
   SELECT b.orden AS r_orden, b.msg_id AS hallado, u.* FROM b LEFT JOIN moved u ON u.u_orden = b.orden`;
+}
+export const RECEIPT_ADVANCE = receiptStatement(true);
+/** RECEIPT_ADVANCE for one receipt: the same statement without the counts rows' locks, which only a batch takes (D-149). */
+export const RECEIPT_ADVANCE_ONE = receiptStatement(false);
 
 /**
  * Failures: each message from the state it is in (`desde`, which guards it)
@@ -211,7 +230,7 @@ export type Recorded = MensajeRow & { acuses: ReceiptEstado[] };
 
 /** MARK_SENT over `items` (distinct msg_ids): each one's row as sent with its parked receipts, or null (not pending), in order. */
 export async function recordSent(db: Db, items: SentItem[]): Promise<Array<Recorded | null>> {
-  const sent = await db.q<Recorded & { orden: number }>(MARK_SENT, [
+  const sent = await db.q<Recorded & { orden: number }>(items.length > 1 ? MARK_SENT : MARK_SENT_ONE, [
     items.map((i) => i.msgId),
     items.map((i) => i.gid),
     items.map((i) => i.now),
@@ -270,7 +289,8 @@ export async function advance(q: Db | Client, items: ReceiptItem[]): Promise<App
     items.map((i) => iso(i.now)),
     ...steps,
   ];
-  const found = q instanceof Db ? await q.q<Moved>(RECEIPT_ADVANCE, params) : await rows<Moved>(q, RECEIPT_ADVANCE, params);
+  const text = items.length > 1 ? RECEIPT_ADVANCE : RECEIPT_ADVANCE_ONE;
+  const found = q instanceof Db ? await q.q<Moved>(text, params) : await rows<Moved>(q, text, params);
   const out: Applied[] = items.map(() => 'absent');
   for (const r of found) {
     const { r_orden, hallado: _h, antes_estado, antes_entregado_at, antes_leido_at, u_orden: _o, u_now: _n, u_fecha: _f, ...after } = r;
