@@ -64,10 +64,11 @@ describeWith(postgres, 'ledger plans on PostgreSQL', () => {
     } finally {
       await client.end();
     }
-    const q = store.db.q.bind(store.db);
-    store.db.q = async (sql: string, params: unknown[] = []) => {
+    // Every statement of the pool (q and one both run through query).
+    const query = store.db.query.bind(store.db);
+    store.db.query = async (sql: string, params: unknown[] = []) => {
       ran.push({ sql, params });
-      return q(sql, params);
+      return query(sql, params);
     };
   }, 600_000);
   afterAll(async () => {
