@@ -1,4 +1,4 @@
-import { getCountryCallingCode, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
+import { getCountryCallingCode, Metadata, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
 
 /**
  * Phone numbers in and out of the service: digits only, country code first, no
@@ -59,10 +59,98 @@ export function normalizeNumero(raw: string, defaultCountry?: CountryCode): Nume
   return r;
 }
 
+type Found = Extract<NumeroResult, { ok: true }>;
+
 /** Digits (without + or 00) read as a number with its country code, or null when that is not a valid number. */
-function asInternational(digits: string): Extract<NumeroResult, { ok: true }> | null {
-  const n = parsePhoneNumberFromString(`+${mexicanLegacyMobile(digits)}`);
+function asInternational(digits: string): Found | null {
+  const d = mexicanLegacyMobile(digits);
+  const fast = fastInternational(d);
+  return fast === undefined ? byLibrary(d) : fast;
+}
+
+/** libphonenumber's reading of `+digits` (exported for the test that proves fastInternational the same). */
+export function byLibrary(digits: string): Found | null {
+  const n = parsePhoneNumberFromString(`+${digits}`);
   return n?.isValid() ? { ok: true, numero: n.number.slice(1), country: n.country } : null;
+}
+
+/**
+ * What libphonenumber answers for `+digits`, from its own metadata, in the
+ * common case only (D-154): a calling code of one country, and digits after it
+ * that its national prefix pattern does not match, so none is stripped. Then
+ * its parse keeps those digits as the national number and that country, and
+ * its isValid is the general pattern and one type's (lengths and pattern)
+ * matching them: the same tests here, with each regular expression built once
+ * (libphonenumber builds every one again on every call: most of its cost).
+ * undefined: not that case, libphonenumber reads it. A property test holds it to
+ * libphonenumber's answer over many numbers of every calling code.
+ */
+export function fastInternational(digits: string): Found | null | undefined {
+  for (let i = 1; i <= 3 && i < digits.length; i++) {
+    const plan = planOf(digits.slice(0, i));
+    if (plan === undefined) continue;
+    if (plan === null) return undefined;
+    const national = digits.slice(i);
+    if (national.length < 2 || national.length > 17 || plan.prefix?.test(national)) return undefined;
+    return plan.valid(national) ? { ok: true, numero: digits, country: plan.country } : null;
+  }
+  return undefined;
+}
+
+interface Plan {
+  country: CountryCode;
+  /** The national prefix for parsing, anchored at the start (libphonenumber's extractNationalNumberFromPossiblyIncompleteNumber). */
+  prefix: RegExp | null;
+  /** libphonenumber's isValidNumber on a national number of this country (helpers/getNumberType.js). */
+  valid: (national: string) => boolean;
+}
+
+/** libphonenumber's metadata API, beyond what its types declare. */
+interface MetadataApi {
+  hasCallingCode(code: string): boolean;
+  getCountryCodesForCallingCode(code: string): string[] | undefined;
+  selectNumberingPlan(countryOrCode: string): void;
+  numberingPlan: { nationalPrefixForParsing(): string | undefined };
+  nationalNumberPattern(): string;
+  hasTypes(): boolean;
+  type(t: string): { pattern(): string; possibleLengths(): number[] | undefined } | undefined;
+}
+
+/** getNumberType's order: any of them found makes a number valid. */
+const TYPES = ['FIXED_LINE', 'MOBILE', 'PREMIUM_RATE', 'TOLL_FREE', 'SHARED_COST', 'VOIP', 'PERSONAL_NUMBER', 'PAGER', 'UAN', 'VOICEMAIL'];
+
+/** By calling code: undefined when not one, null when not the fast path's case. */
+const plans = new Map<string, Plan | null | undefined>();
+function planOf(code: string): Plan | null | undefined {
+  if (plans.has(code)) return plans.get(code);
+  const plan = makePlan(code);
+  plans.set(code, plan);
+  return plan;
+}
+
+function makePlan(code: string): Plan | null | undefined {
+  // Its metadata as its code uses it: the published types declare only part of the class.
+  const made: object = new Metadata();
+  const m = made as MetadataApi;
+  if (!m.hasCallingCode(code)) return undefined;
+  const countries = m.getCountryCodesForCallingCode(code);
+  if (countries?.length !== 1 || countries[0] === '001') return null;
+  m.selectNumberingPlan(code);
+  const npfp = m.numberingPlan.nationalPrefixForParsing();
+  const country = countries[0] as CountryCode;
+  m.selectNumberingPlan(country);
+  const entire = (pattern: string) => new RegExp(`^(?:${pattern})$`);
+  const general = entire(m.nationalNumberPattern());
+  if (!m.hasTypes()) return { country, prefix: npfp ? new RegExp(`^(?:${npfp})`) : null, valid: (n) => general.test(n) };
+  const types = TYPES.flatMap((t) => {
+    const def = m.type(t);
+    return def?.pattern() ? [{ re: entire(def.pattern()), lengths: def.possibleLengths() }] : [];
+  });
+  return {
+    country,
+    prefix: npfp ? new RegExp(`^(?:${npfp})`) : null,
+    valid: (n) => general.test(n) && types.some((t) => (!t.lengths || t.lengths.includes(n.length)) && t.re.test(n)),
+  };
 }
 
 /** The parse itself, without the canonical fast path (exported for the test that proves them equal). */
