@@ -8,16 +8,25 @@ import { abortable } from '../core/media/media-url.js';
  * is. `stop` (the dispatcher stopping) aborts it too, for another reason.
  */
 export class AttemptDeadline {
-  private readonly controller = new AbortController();
+  // Made only when a vetting is raced (rare): the POST itself is cut through `onCut`, no listener on a signal.
+  private controller: AbortController | null = null;
   private readonly timer: NodeJS.Timeout;
   /** Why the attempt was cut: its time ran out, or the node is stopping; null while it runs. */
   cut: 'timeout' | 'stop' | null = null;
+  /** The error the attempt was cut with; null while it runs. */
+  reason: Error | null = null;
+  /** Called once when the attempt is cut (the running POST's abort). */
+  onCut: ((reason: Error) => void) | null = null;
 
   constructor(readonly timeoutMs: number) {
     this.timer = setTimeout(() => this.abort('timeout'), timeoutMs);
   }
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.reason) this.controller.abort(this.reason);
+    }
     return this.controller.signal;
   }
 
@@ -25,7 +34,9 @@ export class AttemptDeadline {
     if (this.cut) return;
     this.cut = why;
     clearTimeout(this.timer);
-    this.controller.abort(new Error(why === 'timeout' ? `timeout after ${this.timeoutMs / 1000} s` : 'the node is stopping'));
+    this.reason = new Error(why === 'timeout' ? `timeout after ${this.timeoutMs / 1000} s` : 'the node is stopping');
+    this.controller?.abort(this.reason);
+    this.onCut?.(this.reason);
   }
 
   /** Waits for `p` (a receiver's vetting, shared with other attempts and not cancellable) no longer than the attempt may last. */

@@ -1,4 +1,4 @@
-import { request, type Agent } from 'undici';
+import type { Agent } from 'undici';
 import type { Core } from '../core/context.js';
 import type { BusEventName } from '../core/events/events.js';
 import type { EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from '../core/ports/model.js';
@@ -9,6 +9,7 @@ import type { NodePresence } from '../core/nodes/node-presence.js';
 import { ReceiverAgents } from './agents.js';
 import { ClientQueue } from './client-queue.js';
 import { AttemptDeadline } from './deadline.js';
+import { post, type PostAnswer } from './post.js';
 import { subscribed, vetWebhookHost } from './config.js';
 import { COPY_BACKLOG, ListenerCopies } from './listener-copies.js';
 import { announceWebhookConfig, WebhookConfigCache } from './config-cache.js';
@@ -621,22 +622,19 @@ export class WebhookDispatcher implements WebhookControl {
         'webhook-timestamp': String(ts),
         ...(cfg.secret ? sign(cfg.secret, e.id, ts, e.body) : {}),
       };
-      const res = await request(url, {
-        method: 'POST',
-        headers,
-        body: e.body,
-        dispatcher: agent,
-        signal: deadline.signal,
-      }).catch((err: unknown) => {
-        this.agents.drop(e.cliente_id, url, agent);
+      const answer: PostAnswer = { status: null, retryAfter: undefined };
+      try {
+        // The whole answer within the deadline: a receiver that trickles it is cut there.
+        await post(agent, url, headers, e.body, deadline, 128 * 1024, answer);
+      } catch (err) {
+        if (answer.status === null) this.agents.drop(e.cliente_id, url, agent);
         throw err;
-      });
-      status = res.statusCode;
-      // A receiver that says when to come back (429, 503) is not retried sooner than that.
-      retryAfterMs = Math.min(parseRetryAfter(res.headers['retry-after'], core.clock.now()) ?? 0, RETRY_AFTER_MAX_MS);
-      // The whole answer within the deadline: a receiver that trickles it is cut there.
-      await res.body.dump({ limit: 128 * 1024, signal: deadline.signal });
-      if (status < 200 || status >= 300) error = `HTTP ${status}`;
+      } finally {
+        status = answer.status;
+        // A receiver that says when to come back (429, 503) is not retried sooner than that.
+        if (status !== null) retryAfterMs = Math.min(parseRetryAfter(answer.retryAfter, core.clock.now()) ?? 0, RETRY_AFTER_MAX_MS);
+      }
+      if (status === null || status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
       if (deadline.cut === 'stop') {
         // Abandoned by a stop: not an attempt of the schedule. Due again at once, here after a restart or on another node.

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { MensajeRow } from '../../src/core/ports/model.js';
+import type { MensajeEstadoRow } from '../../src/core/ports/model.js';
 import { LOCK } from '../../src/store/postgres/db.js';
 import { RECEIPT_ADVANCE, RECEIPT_ADVANCE_ONE } from '../../src/store/postgres/transitions.js';
 import { until } from '../helpers/poll.js';
@@ -119,7 +119,7 @@ for (const adapter of ADAPTERS) {
 
       const calls = [0, 1, 2, 3, 4].flatMap((j) => [a.msgs[j]!, b.msgs[j]!]);
       const results = await Promise.all(calls.map((id, k) => ctx.store.markSent(id, gidOf(id), 30 + k)));
-      const state = (r: MensajeRow | null) => r?.estado;
+      const state = (r: MensajeEstadoRow | null) => r?.estado;
       expect(results.map(state)).toEqual(['enviado', 'enviado', 'leido', 'enviado', 'enviado', 'entregado', 'enviado', 'error', 'enviado', 'enviado']);
       expect(results[7]).toMatchObject({ error: 'rechazado por la red', error_clase: 'fallido', cobrado: 0 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { MensajeRow, ReceiptEstado } from '../../src/core/ports/model.js';
+import type { MensajeEstadoRow, MensajeRow, ReceiptEstado } from '../../src/core/ports/model.js';
 import type { Store } from '../../src/core/ports/store.js';
 import * as pgT from '../../src/store/postgres/transitions.js';
 import type { PgStore } from '../../src/store/postgres/store.js';
@@ -16,13 +16,13 @@ import { ADAPTERS, celular, messages, newCliente, storeEachTest } from './adapte
 
 /** The batch functions of a dialect, called as the store's turns call them. */
 interface Batches {
-  markSent(items: Array<{ msgId: string; gid: string; now: number }>): Promise<Array<MensajeRow | null>>;
-  advance(items: Array<{ celularId: number; gid: string; estado: 'entregado' | 'leido'; now: number }>): Promise<Array<MensajeRow | null>>;
+  markSent(items: Array<{ msgId: string; gid: string; now: number }>): Promise<Array<MensajeEstadoRow | null>>;
+  advance(items: Array<{ celularId: number; gid: string; estado: 'entregado' | 'leido'; now: number }>): Promise<Array<MensajeEstadoRow | null>>;
   park(items: Array<{ celularId: number; gid: string; estado: ReceiptEstado; now: number }>): Promise<boolean[]>;
   fail(items: Array<{ msgId: string; error: string; clase: 'no_enviado'; now: number }>): Promise<Array<MensajeRow | null>>;
 }
 
-const afterOf = (r: unknown): MensajeRow | null => (r && typeof r === 'object' && 'after' in r ? (r as { after: MensajeRow }).after : null);
+const afterOf = (r: unknown): MensajeEstadoRow | null => (r && typeof r === 'object' && 'after' in r ? (r as { after: MensajeEstadoRow }).after : null);
 
 function batchesOf(name: string, store: Store): Batches {
   if (name === 'postgres') {

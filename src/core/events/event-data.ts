@@ -1,6 +1,6 @@
 import { iso } from '../time/clock.js';
 import type { MessageStatusEvent } from './events.js';
-import type { MensajeRow } from '../ports/model.js';
+import type { MensajeEstadoRow } from '../ports/model.js';
 
 /**
  * The `message.status` data's fields, in order: each is the message row's
@@ -32,7 +32,7 @@ void complete;
  * The `message.status` data of docs/design.md §6 for one change of a message; one builder for the bus and the journal.
  * Written out field by field in the list's order (the key order is what the journal stores; a test holds them equal).
  */
-export function messageStatusData(m: MensajeRow, estadoAnterior: string | null, at: number): MessageStatusEvent {
+export function messageStatusData(m: MensajeEstadoRow, estadoAnterior: string | null, at: number): MessageStatusEvent {
   return {
     msg_id: m.msg_id,
     celular_id: m.celular_id,

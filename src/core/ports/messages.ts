@@ -1,12 +1,12 @@
 import type { SlotClaim } from '../sending/caps.js';
-import type { ErrorClase, JournalEvent, MensajeEstado, MensajePayload, MensajeRow, Modo, ReceiptEstado, RecibidoRow, Tipo } from './model.js';
+import type { ErrorClase, JournalEvent, MensajeEstado, MensajeEstadoRow, MensajePayload, MensajeRow, Modo, ReceiptEstado, RecibidoRow, Tipo } from './model.js';
 
 export interface MessageStats {
   consumo_mes: number;
   mensajes_30d: number;
 }
 
-export type ReceiptOutcome = { before: MensajeRow; after: MensajeRow } | 'parked' | null;
+export type ReceiptOutcome = { before: MensajeEstadoRow; after: MensajeEstadoRow } | 'parked' | null;
 
 export interface NewMensaje {
   msg_id: string;
@@ -171,7 +171,7 @@ export interface MessagesStore {
   mensajeHechos(clienteId: number, msgId: string): Promise<MensajeHechos | null>;
   getMensajeByGatewayId(gatewayMsgId: string): Promise<MensajeRow | null>;
   /** `pendiente` -> `enviado`, then any receipts parked for its gateway id. Returns null when the message was not pending. */
-  markSent(msgId: string, gatewayMsgId: string, now: number): Promise<MensajeRow | null>;
+  markSent(msgId: string, gatewayMsgId: string, now: number): Promise<MensajeEstadoRow | null>;
   /**
    * Atomic: a send that failed, `pendiente` -> `error` with a reason, refunding
    * its charge once. Null, changing nothing, when the message is no longer

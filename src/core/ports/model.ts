@@ -145,6 +145,30 @@ export interface MensajeRow {
   reintento_de?: string | null;
 }
 
+/**
+ * The columns a send's record and a receipt answer (D-155): what the status
+ * event and the state paths read, not the message's text or payload. A store
+ * may answer the whole row.
+ */
+export type MensajeEstadoRow = Pick<
+  MensajeRow,
+  | 'msg_id'
+  | 'cliente_id'
+  | 'celular_id'
+  | 'destinatario'
+  | 'tipo'
+  | 'modo'
+  | 'estado'
+  | 'gateway_msg_id'
+  | 'error'
+  | 'error_clase'
+  | 'intentos'
+  | 'cupo_at'
+  | 'enviado_at'
+  | 'entregado_at'
+  | 'leido_at'
+>;
+
 export interface RecibidoRow {
   id: number;
   cliente_id: number;

@@ -6,7 +6,7 @@ import { eventInsert } from './webhooks.js';
 import { messageStatusData } from '../../core/events/event-data.js';
 import type { CapHit, SlotClaim, SlotCount } from '../../core/sending/caps.js';
 import type { MensajeHechos, MessagesOwn, MessageStats, NewRecibido } from '../../core/ports/messages.js';
-import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/model.js';
+import type { JournalEvent, MensajeEstado, MensajeEstadoRow, MensajeRow } from '../../core/ports/model.js';
 import { insertRecibido } from './inbox.js';
 
 /**
@@ -31,7 +31,7 @@ export function journal(db: DB, ev: JournalEvent, recordedAt = ev.fecha): void {
   stmt(db, eventInsert).run({ c: ev.cliente_id, l: ev.celular_id, e: ev.evento, d: JSON.stringify(ev.data), f: ev.fecha, due: recordedAt });
 }
 
-export function journalStatus(db: DB, m: MensajeRow, anterior: string | null, now: number): void {
+export function journalStatus(db: DB, m: MensajeEstadoRow, anterior: string | null, now: number): void {
   journal(db, { evento: 'message.status', cliente_id: m.cliente_id, celular_id: m.celular_id, data: { ...messageStatusData(m, anterior, now) }, fecha: now });
 }
 

@@ -4,7 +4,7 @@ import { balanceAdd, pendingDown, receiptStepUpdate, slotSet, slotTime } from '.
 import * as recipe from '../../core/billing/recipes.js';
 import { parkedOrder, receiptPath, receiptStep } from '../../core/billing/ledger.js';
 import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
-import type { ErrorClase, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
+import type { ErrorClase, MensajeEstadoRow, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { journalStatus, writeMovement } from './messages.js';
 import { keepSlot, leavePending, mapGatewayId } from './state-paths.js';
 
@@ -16,6 +16,27 @@ import { keepSlot, leavePending, mapGatewayId } from './state-paths.js';
  * has one: the store's group commit): SQLite has no round trip to save.
  */
 type DB = Database.Database;
+
+/** MensajeEstadoRow's columns: a send's record and a receipt read these, not the text and payload (D-155). */
+const ESTADO_COLUMNS = [
+  'msg_id',
+  'cliente_id',
+  'celular_id',
+  'destinatario',
+  'tipo',
+  'modo',
+  'estado',
+  'gateway_msg_id',
+  'error',
+  'error_clase',
+  'intentos',
+  'cupo_at',
+  'enviado_at',
+  'entregado_at',
+  'leido_at',
+] as const satisfies ReadonlyArray<keyof MensajeEstadoRow>;
+const ESTADO = ESTADO_COLUMNS.join(', ');
+const M_ESTADO = ESTADO_COLUMNS.map((c) => `m.${c}`).join(', ');
 
 const get = (db: DB, msgId: string) => (stmt(db, 'SELECT * FROM mensajes WHERE msg_id = ?').get(msgId) as MensajeRow | undefined) ?? null;
 
@@ -33,16 +54,16 @@ export interface SentItem {
 }
 
 /** Sends recorded, then the receipts parked for each applied in order: each one's row, or null when it was not pending. */
-export function markSent(db: DB, items: SentItem[]): Array<MensajeRow | null> {
+export function markSent(db: DB, items: SentItem[]): Array<MensajeEstadoRow | null> {
   return immediate(db, () =>
-    items.map(({ msgId, gid, now }): MensajeRow | null => {
+    items.map(({ msgId, gid, now }): MensajeEstadoRow | null => {
       const slot = recipe.slotOn('sent', now);
       const row = stmt(
         db,
         `UPDATE mensajes SET estado = 'enviado', gateway_msg_id = @gid, enviado_at = @now, ${slotSet(slot, '@slot')},
            error = NULL, intentos = intentos + 1
-         WHERE msg_id = @msgId AND estado = 'pendiente' RETURNING *`,
-      ).get({ gid, now, msgId, slot: slotTime(slot) }) as MensajeRow | undefined;
+         WHERE msg_id = @msgId AND estado = 'pendiente' RETURNING ${ESTADO}`,
+      ).get({ gid, now, msgId, slot: slotTime(slot) }) as MensajeEstadoRow | undefined;
       if (!row) return null;
       leftPending(db, row);
       keepSlot(db, row);
@@ -54,7 +75,7 @@ export function markSent(db: DB, items: SentItem[]): Array<MensajeRow | null> {
 }
 
 /** Receipts parked for this send before it was recorded, applied in order now. */
-function applyParked(db: DB, row: MensajeRow, now: number): MensajeRow {
+function applyParked(db: DB, row: MensajeEstadoRow, now: number): MensajeEstadoRow {
   // Those its own line reported (or parked before receipts named their line).
   const parked = stmt(db, 'DELETE FROM acuses_pendientes WHERE gateway_msg_id = ? AND (celular_id = ? OR celular_id IS NULL) RETURNING estado, error').all(
     row.gateway_msg_id,
@@ -142,8 +163,8 @@ export function receipts(db: DB, items: ReceiptItem[]): ReceiptOutcome[] {
       // Only the reporting line's message: another line's (a secret leaked from one instance) is not this receipt's to change.
       const before = stmt(
         db,
-        'SELECT m.* FROM gateway_ids g JOIN mensajes m ON m.msg_id = g.msg_id WHERE g.gateway_msg_id = ? AND g.celular_id = ? LIMIT 1',
-      ).get(gid, celularId) as MensajeRow | undefined;
+        `SELECT ${M_ESTADO} FROM gateway_ids g JOIN mensajes m ON m.msg_id = g.msg_id WHERE g.gateway_msg_id = ? AND g.celular_id = ? LIMIT 1`,
+      ).get(gid, celularId) as MensajeEstadoRow | undefined;
       if (!before) {
         stmt(db, 'DELETE FROM acuses_pendientes WHERE at < ?').run(recipe.parkedExpiredBefore(now));
         const held = stmt(db, 'SELECT COUNT(*) AS n FROM acuses_pendientes WHERE celular_id = ?').get(celularId) as { n: number };
@@ -168,7 +189,7 @@ export function receipts(db: DB, items: ReceiptItem[]): ReceiptOutcome[] {
       let after = before;
       for (const next of receiptPath(before.estado, estado)) {
         const prev = after.estado;
-        after = stmt(db, `${receiptStepUpdate(next, ph)} RETURNING *`).get(next, now, before.msg_id) as MensajeRow;
+        after = stmt(db, `${receiptStepUpdate(next, ph)} RETURNING ${ESTADO}`).get(next, now, before.msg_id) as MensajeEstadoRow;
         journalStatus(db, after, prev, now);
       }
       return { before, after };
