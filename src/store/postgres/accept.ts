@@ -9,6 +9,7 @@ import { settle, Turns } from '../../core/queue/turns.js';
 import { AppError } from '../../core/api/errors.js';
 import { arrays, type Client, type Db, LOCK, row } from './db.js';
 import { COLS, colsOf } from './messages.js';
+import { acceptedRow } from '../accepted-row.js';
 import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
 
 /**
@@ -153,37 +154,6 @@ async function read(c: Client, items: AcceptItem[]): Promise<Read> {
   return readOf(r!);
 }
 
-/** The row an accepted message is inserted as, and answered with (its key's kept answer is built from it before the write). */
-function acceptedRow(m: NewMensaje, cargo: AcceptedMensaje['cargo'], opts: AcceptOptions, now: number): MensajeRow {
-  return {
-    msg_id: m.msg_id,
-    cliente_id: m.cliente_id,
-    celular_id: m.celular_id,
-    destinatario: m.destinatario,
-    tipo: m.tipo,
-    modo: m.modo,
-    estado: 'pendiente',
-    texto: m.texto,
-    media: m.media ? JSON.stringify(m.media) : null,
-    gateway_msg_id: null,
-    error: null,
-    error_clase: null,
-    cobrado: cargo ? 1 : 0,
-    cargo,
-    payload: JSON.stringify(m.payload),
-    intentos: 0,
-    proximo_intento_at: now,
-    lease_until: null,
-    cupo_at: opts.slot?.holdUntil ?? null,
-    expira_at: m.expira_at,
-    created_at: now,
-    enviado_at: null,
-    entregado_at: null,
-    leido_at: null,
-    reintento_de: m.reintento_de ?? null,
-  };
-}
-
 /** A turn decided: each send's answer, and WRITE's parameters (null when nothing is accepted). */
 interface Plan {
   answers: AcceptResult[];
@@ -213,7 +183,7 @@ function plan(items: AcceptItem[], { turn, guard }: Read): Plan {
       const values = recipe.movementValues(paid.write.movement, now);
       movements.push(Object.fromEntries(recipe.MOVEMENT_COLUMNS.map((k, j) => [k, values[j]])));
     }
-    const mensaje = acceptedRow(m, v.cargo, opts, now);
+    const mensaje = acceptedRow(m, v.cargo, opts.slot?.holdUntil ?? null, now);
     const accepted: AcceptedMensaje = { ok: true, cargo: v.cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
     mensajes.push(mensaje);
     data.push(JSON.stringify(messageStatusData(mensaje, null, now)));

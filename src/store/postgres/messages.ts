@@ -6,6 +6,9 @@ import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
 import type { AcceptTurns } from './accept.js';
 import { type Client, type Db, ph, row } from './db.js';
+import { MSG_COLS } from '../message-columns.js';
+
+export { MSG_COLS };
 
 /**
  * Messages in PostgreSQL, exact with several nodes writing at once: every
@@ -13,34 +16,6 @@ import { type Client, type Db, ph, row } from './db.js';
  * parked receipt, message, counts rows), written in docs/store-locks.md.
  */
 
-/** A message row as the port returns it: every column but `seq` (an arrival order SQLite keeps as its rowid). */
-export const MSG_COLS = [
-  'msg_id',
-  'cliente_id',
-  'celular_id',
-  'destinatario',
-  'tipo',
-  'modo',
-  'estado',
-  'texto',
-  'media',
-  'gateway_msg_id',
-  'error',
-  'error_clase',
-  'cobrado',
-  'created_at',
-  'enviado_at',
-  'entregado_at',
-  'leido_at',
-  'payload',
-  'cargo',
-  'intentos',
-  'proximo_intento_at',
-  'lease_until',
-  'expira_at',
-  'cupo_at',
-  'reintento_de',
-];
 export const COLS = MSG_COLS.join(', ');
 export const colsOf = (alias: string) => MSG_COLS.map((c) => `${alias}.${c}`).join(', ');
 

@@ -6,8 +6,8 @@ import { messageStatusData } from '../../core/events/event-data.js';
 import { acceptVerdict } from '../../core/billing/ledger.js';
 import type { AcceptItem } from '../../core/sending/accept-turn.js';
 import type { AcceptedMensaje, AcceptResult, MessagesOwn } from '../../core/ports/messages.js';
-import type { MensajeRow } from '../../core/ports/model.js';
 import { bindKey, keyTaken } from './idempotency.js';
+import { acceptedRow } from '../accepted-row.js';
 import { enterPending, keepSlot, pruneSlots } from './state-paths.js';
 import { capHit, journal, writeMovement } from './messages.js';
 
@@ -82,44 +82,6 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
   const accepted: AcceptedMensaje = { ok: true, cargo, saldo_celular: paid.saldoCelular, saldo_global: paid.saldoGlobal, mensaje };
   if (opts.idem) bindKey(db, opts.idem, accepted, now);
   return accepted;
-}
-
-/**
- * The row the INSERT writes, as `SELECT *` reads it back (every column, in the
- * table's order): built here instead of `RETURNING *`, which cost a tenth of
- * an accept's SQL (D-145). The columns it leaves to their defaults are null or 0.
- */
-function acceptedRow(m: AcceptItem['m'], cargo: AcceptedMensaje['cargo'], cupoAt: number | null, now: number): MensajeRow {
-  return {
-    msg_id: m.msg_id,
-    cliente_id: m.cliente_id,
-    celular_id: m.celular_id,
-    destinatario: m.destinatario,
-    tipo: m.tipo,
-    modo: m.modo,
-    estado: 'pendiente',
-    texto: m.texto ?? null,
-    media: m.media ? JSON.stringify(m.media) : null,
-    gateway_msg_id: null,
-    error: null,
-    cobrado: cargo ? 1 : 0,
-    created_at: now,
-    enviado_at: null,
-    entregado_at: null,
-    leido_at: null,
-    payload: JSON.stringify(m.payload),
-    cargo,
-    intentos: 0,
-    proximo_intento_at: now,
-    lease_until: null,
-    expira_at: m.expira_at ?? null,
-    cupo_at: cupoAt,
-    error_clase: null,
-    nodo: null,
-    reclamado_at: null,
-    error_at: null,
-    reintento_de: m.reintento_de ?? null,
-  } as MensajeRow;
 }
 
 /** A batch of sends, each decided in order against what the ones before it wrote, in one IMMEDIATE transaction. */

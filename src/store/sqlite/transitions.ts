@@ -7,6 +7,7 @@ import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
 import type { ErrorClase, MensajeEstadoRow, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { journalStatus, writeMovement } from './messages.js';
 import { keepSlot, leavePending, mapGatewayId } from './state-paths.js';
+import { ESTADO_COLUMNS } from '../message-columns.js';
 
 /**
  * A message's changes after acceptance, in SQLite (D-138): the send's record,
@@ -17,24 +18,6 @@ import { keepSlot, leavePending, mapGatewayId } from './state-paths.js';
  */
 type DB = Database.Database;
 
-/** MensajeEstadoRow's columns: a send's record and a receipt read these, not the text and payload (D-155). */
-const ESTADO_COLUMNS = [
-  'msg_id',
-  'cliente_id',
-  'celular_id',
-  'destinatario',
-  'tipo',
-  'modo',
-  'estado',
-  'gateway_msg_id',
-  'error',
-  'error_clase',
-  'intentos',
-  'cupo_at',
-  'enviado_at',
-  'entregado_at',
-  'leido_at',
-] as const satisfies ReadonlyArray<keyof MensajeEstadoRow>;
 const ESTADO = ESTADO_COLUMNS.join(', ');
 const M_ESTADO = ESTADO_COLUMNS.map((c) => `m.${c}`).join(', ');
 
