@@ -155,10 +155,14 @@ describe('webhook listen', () => {
     child.stderr.on('data', (c: Buffer) => (stderr += String(c)));
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     await until(async () => /Ready:/.test(stderr), 30_000);
-    expect(await listeners(s, clientKey)).toHaveLength(1);
-    expect((await api(s.url, 'POST', '/api/webhook_test.php', { key: clientKey })).status).toBe(200);
+    // An event of the first test's message (its receipts come later) may reach this listener first and close it:
+    // then the test event finds no destination (409, no configuration since the last test) and is not needed.
+    const id = /Listener (esc_\w+)/.exec(stderr)?.[1];
+    expect(id, stderr).toBeDefined();
+    const test = await api(s.url, 'POST', '/api/webhook_test.php', { key: clientKey });
+    if (test.status !== 200) expect([test.status, stderr]).toEqual([409, expect.stringContaining('output closed')]);
     expect(await exited, stderr).toBe(0);
-    expect(stderr).toMatch(/output closed: removing the listener esc_\w+/);
+    expect(stderr).toContain(`output closed: removing the listener ${id}`);
     expect(stderr).toMatch(/Removed the listener/);
     expect(await listeners(s, clientKey)).toEqual([]);
   });
