@@ -40,10 +40,13 @@ describeWith(postgres, 'a delivery made on a node whose client another node hold
     return ids;
   };
 
-  it('is claimed and sent by the holder when it hears, while its own delivery still hangs: no look of either node', async () => {
+  /**
+   * Nodes A and B on a fresh schema, their looks an hour away, and a client's webhook on a receiver that leaves the
+   * first two requests hanging (the test answers the first) and answers the rest. `beforeLine` runs before the line.
+   */
+  async function twoNodes(beforeLine: (a: TestServer, b: TestServer) => void) {
     const schema = await pgSchema();
     close.push(schema.drop);
-    // The receiver leaves the first two requests hanging (the test answers the first), and answers the rest.
     let n = 0;
     const R: Receiver = await startReceiver(() => (++n <= 2 ? 'hang' : 200));
     close.push(() => R.close());
@@ -59,8 +62,7 @@ describeWith(postgres, 'a delivery made on a node whose client another node hold
     close.push(() => a.stop());
     const b: TestServer = await startTestServer({ ...over, dataDir: tempDir() });
     close.push(() => b.stop());
-    const byA = claimsOf(a.core.store);
-    const byB = claimsOf(b.core.store);
+    beforeLine(a, b);
     const L = await linkedLine(a);
     expect((await setWebhook(a, L.clientKey, { url: R.url })).status).toBe(200);
     const testEvent = async (s: TestServer) => {
@@ -68,6 +70,16 @@ describeWith(postgres, 'a delivery made on a node whose client another node hold
       expect(r.status, r.text).toBe(200);
       return r.body.id as string;
     };
+    return { a, b, R, testEvent };
+  }
+
+  it('is claimed and sent by the holder when it hears, while its own delivery still hangs: no look of either node', async () => {
+    let byA: string[] = [];
+    let byB: string[] = [];
+    const { R, testEvent, a, b } = await twoNodes((a, b) => {
+      byA = claimsOf(a.core.store);
+      byB = claimsOf(b.core.store);
+    });
 
     // Two events through B. The first hangs (B holds the outbox, one in flight) while the second is logged; answered, it
     // lets B claim the second, which hangs: B still holds the outbox, with a claim that was not full (one more may start).
@@ -87,37 +99,14 @@ describeWith(postgres, 'a delivery made on a node whose client another node hold
   });
 
   it('a burst of events on the node that does not hold the outbox: every one posted with no look, on fewer signals than events (D-152)', async () => {
-    const schema = await pgSchema();
-    close.push(schema.drop);
-    // The first two requests hang (the test answers the first), the rest are answered.
-    let n = 0;
-    const R: Receiver = await startReceiver(() => (++n <= 2 ? 'hang' : 200));
-    close.push(() => R.close());
-    const hour = 3_600_000;
-    const over: Partial<ServeOptions> = {
-      store: schemaUrl(schema.schema),
-      clock: systemClock,
-      allowPrivateUrls: true,
-      webhookPollMs: hour,
-      webhookHeldRetryMs: hour,
-    };
-    const a: TestServer = await startTestServer(over);
-    close.push(() => a.stop());
-    const b: TestServer = await startTestServer({ ...over, dataDir: tempDir() });
-    close.push(() => b.stop());
     const signals: string[] = [];
-    const publish = a.core.signals.publish.bind(a.core.signals);
-    a.core.signals.publish = async (channel, payload) => {
-      if (channel === WEBHOOK_CHANNEL) signals.push(payload);
-      return publish(channel, payload);
-    };
-    const L = await linkedLine(a);
-    expect((await setWebhook(a, L.clientKey, { url: R.url })).status).toBe(200);
-    const testEvent = async (s: TestServer) => {
-      const r = await api(s.url, 'POST', '/api/webhook_test.php', { key: L.clientKey });
-      expect(r.status, r.text).toBe(200);
-      return r.body.id as string;
-    };
+    const { R, testEvent, b, a } = await twoNodes((a) => {
+      const publish = a.core.signals.publish.bind(a.core.signals);
+      a.core.signals.publish = async (channel, payload) => {
+        if (channel === WEBHOOK_CHANNEL) signals.push(payload);
+        return publish(channel, payload);
+      };
+    });
     // As above: B holds the outbox with one delivery hanging and room for more.
     await testEvent(b);
     await waitFor(() => R.hanging.length === 1, 'the first delivery hanging on B');
