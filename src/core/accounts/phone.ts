@@ -141,14 +141,15 @@ function makePlan(code: string): Plan | null | undefined {
   m.selectNumberingPlan(country);
   const entire = (pattern: string) => new RegExp(`^(?:${pattern})$`);
   const general = entire(m.nationalNumberPattern());
-  if (!m.hasTypes()) return { country, prefix: npfp ? new RegExp(`^(?:${npfp})`) : null, valid: (n) => general.test(n) };
+  const prefix = npfp ? new RegExp(`^(?:${npfp})`) : null;
+  if (!m.hasTypes()) return { country, prefix, valid: (n) => general.test(n) };
   const types = TYPES.flatMap((t) => {
     const def = m.type(t);
     return def?.pattern() ? [{ re: entire(def.pattern()), lengths: def.possibleLengths() }] : [];
   });
   return {
     country,
-    prefix: npfp ? new RegExp(`^(?:${npfp})`) : null,
+    prefix,
     valid: (n) => general.test(n) && types.some((t) => (!t.lengths || t.lengths.includes(n.length)) && t.re.test(n)),
   };
 }
