@@ -1,9 +1,9 @@
-import { request } from 'undici';
 import type { Core } from '../core/context.js';
 import type { EscuchaRow } from '../core/ports/model.js';
 import type { ListenerCopy } from '../core/ports/webhooks.js';
 import type { ReceiverAgents } from './agents.js';
 import { AttemptDeadline } from './deadline.js';
+import { post, type PostAnswer } from './post.js';
 import { sign } from './sign.js';
 
 export interface ListenerCopiesOptions {
@@ -168,7 +168,7 @@ export class ListenerCopies {
     this.deadlines.add(deadline);
     try {
       const url = new URL(e.url);
-      const agent = await deadline.race(this.agents.get(e.cliente_id, url, e.created_at));
+      const agent = this.agents.ready(e.cliente_id, url, e.created_at) ?? (await deadline.race(this.agents.get(e.cliente_id, url, e.created_at)));
       const ts = Math.floor(this.core.clock.now() / 1000);
       const headers: Record<string, string> = {
         'content-type': 'application/json',
@@ -178,18 +178,14 @@ export class ListenerCopies {
         'webhook-timestamp': String(ts),
         ...sign(e.secret, c.id, ts, c.body),
       };
-      const res = await request(url, {
-        method: 'POST',
-        headers,
-        body: c.body,
-        dispatcher: agent,
-        signal: deadline.signal,
-      }).catch((err: unknown) => {
-        this.agents.drop(e.cliente_id, url, agent);
+      const answer: PostAnswer = { status: null, retryAfter: undefined };
+      try {
+        await post(agent, url, headers, c.body, deadline, 128 * 1024, answer);
+      } catch (err) {
+        if (answer.status === null) this.agents.drop(e.cliente_id, url, agent);
         throw err;
-      });
-      await res.body.dump({ limit: 128 * 1024, signal: deadline.signal });
-      return res.statusCode >= 200 && res.statusCode < 300;
+      }
+      return answer.status !== null && answer.status >= 200 && answer.status < 300;
     } catch {
       return false;
     } finally {
