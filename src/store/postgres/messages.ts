@@ -8,8 +8,6 @@ import type { AcceptTurns } from './accept.js';
 import { type Client, type Db, ph, row } from './db.js';
 import { MSG_COLS } from '../message-columns.js';
 
-export { MSG_COLS };
-
 /**
  * Messages in PostgreSQL, exact with several nodes writing at once: every
  * transaction and statement takes its row locks in one order (client, line,
