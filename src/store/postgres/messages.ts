@@ -5,7 +5,7 @@ import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/m
 import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
 import type { AcceptTurns } from './accept.js';
-import { type Client, type Db, ph, row } from './db.js';
+import { type Client, type Db, ph, qualified, row } from './db.js';
 import { MSG_COLS } from '../message-columns.js';
 
 /**
@@ -15,7 +15,7 @@ import { MSG_COLS } from '../message-columns.js';
  */
 
 export const COLS = MSG_COLS.join(', ');
-export const colsOf = (alias: string) => MSG_COLS.map((c) => `${alias}.${c}`).join(', ');
+export const colsOf = (alias: string) => qualified(COLS, alias);
 
 /** What decides which rows a change locks: fixed once the message is accepted. */
 export interface Fixed {
