@@ -36,9 +36,12 @@ export async function journal(c: Client, ev: JournalEvent, recordedAt = ev.fecha
   await c.query(eventInsert, [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha, recordedAt]);
 }
 
+/** Built once, as SQLite's: a join of the ledger's columns otherwise on every charge and refund. */
+const MOVEMENT_INSERT = movementInsert(ph);
+
 /** Writes a ledger row core/billing/recipes.ts answered; `returning` reads a column of it back. */
 export async function writeMovement(c: Client, mv: recipe.Movement, now: number, returning = ''): Promise<{ id: number } | null> {
-  return row<{ id: number }>(c, movementInsert(ph) + (returning ? ` RETURNING ${returning}` : ''), recipe.movementValues(mv, now));
+  return row<{ id: number }>(c, MOVEMENT_INSERT + (returning ? ` RETURNING ${returning}` : ''), recipe.movementValues(mv, now));
 }
 
 /** One window's count of a line's slots since `since` (an index range on cupos_celular) and the oldest taken by `now`. */
