@@ -97,7 +97,7 @@ ${batch ? SENT_LOCKS : ''}  sent AS (
 }
 export const MARK_SENT = sentStatement(true);
 /** MARK_SENT for one send: without `own` and the counts rows' locks, which only a batch takes (D-149). */
-export const MARK_SENT_ONE = sentStatement(false);
+const MARK_SENT_ONE = sentStatement(false);
 
 /** A batch's counts rows, locked in the order one message's triggers take them (docs/store-locks.md). */
 const RECEIPT_COUNT_LOCKS = `-- The counts rows of each moved message's old and new state, lines, quarters, then hours, each in the order of the states;
