@@ -3,7 +3,7 @@ import type { MensajeRow } from '../../core/ports/model.js';
 import type { Db } from './db.js';
 import { QUARTER_MS, onQuarter } from '../quarters.js';
 import { conditions, listPage, type Query, type Where } from './listing.js';
-import { MSG_COLS } from './messages.js';
+import { COLS } from './messages.js';
 
 /**
  * One page of history, newest first, with the total, as on SQLite: the
@@ -58,7 +58,7 @@ export function history(db: Db): Pick<MessagesStore, 'listMensajes'> {
       // estado is in no index (D-73): with a kept count, the page stops at the last message in that state. The count's
       // parameters are the page's own first ones (client, line, estado: no recipient, no dates), read in the page's statement.
       const bound = total && f.estado !== undefined && keptCount(f) ? `SELECT total FROM (${total.sql}) k` : undefined;
-      return listPage<MensajeRow>(db, `SELECT ${MSG_COLS.join(', ')} FROM mensajes`, w, 'created_at DESC, seq DESC', total, f, bound);
+      return listPage<MensajeRow>(db, `SELECT ${COLS} FROM mensajes`, w, 'created_at DESC, seq DESC', total, f, bound);
     },
   };
 }

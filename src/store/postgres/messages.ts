@@ -5,10 +5,8 @@ import type { JournalEvent, MensajeEstado, MensajeRow } from '../../core/ports/m
 import { insertRecibido } from './inbox.js';
 import { eventInsert } from './webhooks.js';
 import type { AcceptTurns } from './accept.js';
-import { type Client, type Db, ph, row } from './db.js';
+import { type Client, type Db, ph, qualified, row } from './db.js';
 import { MSG_COLS } from '../message-columns.js';
-
-export { MSG_COLS };
 
 /**
  * Messages in PostgreSQL, exact with several nodes writing at once: every
@@ -17,7 +15,7 @@ export { MSG_COLS };
  */
 
 export const COLS = MSG_COLS.join(', ');
-export const colsOf = (alias: string) => MSG_COLS.map((c) => `${alias}.${c}`).join(', ');
+export const colsOf = (alias: string) => qualified(COLS, alias);
 
 /** What decides which rows a change locks: fixed once the message is accepted. */
 export interface Fixed {
@@ -38,9 +36,12 @@ export async function journal(c: Client, ev: JournalEvent, recordedAt = ev.fecha
   await c.query(eventInsert, [ev.cliente_id, ev.celular_id, ev.evento, JSON.stringify(ev.data), ev.fecha, recordedAt]);
 }
 
+/** Built once, as SQLite's: a join of the ledger's columns otherwise on every charge and refund. */
+const MOVEMENT_INSERT = movementInsert(ph);
+
 /** Writes a ledger row core/billing/recipes.ts answered; `returning` reads a column of it back. */
 export async function writeMovement(c: Client, mv: recipe.Movement, now: number, returning = ''): Promise<{ id: number } | null> {
-  return row<{ id: number }>(c, movementInsert(ph) + (returning ? ` RETURNING ${returning}` : ''), recipe.movementValues(mv, now));
+  return row<{ id: number }>(c, MOVEMENT_INSERT + (returning ? ` RETURNING ${returning}` : ''), recipe.movementValues(mv, now));
 }
 
 /** One window's count of a line's slots since `since` (an index range on cupos_celular) and the oldest taken by `now`. */

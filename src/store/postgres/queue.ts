@@ -32,6 +32,9 @@ const LINEAS = `lineas(id) AS (
 const ONLY_HEAD = `AND NOT EXISTS (
                SELECT 1 FROM mensajes_pendientes o WHERE o.modo = 'cola' AND o.celular_id = mensajes.celular_id AND o.seq < mensajes.seq)`;
 
+/** The message's columns as the statements below read them, from `mensajes m`. */
+const M_COLS = colsOf('m');
+
 /** JSON numbers as the counts core decides on. */
 const countsOf = (j: SlotCount[] | null): SlotCount[] => (j ?? []).map((k) => ({ n: Number(k.n), oldest: k.oldest === null ? null : Number(k.oldest) }));
 
@@ -45,7 +48,7 @@ export function queue(db: Db): QueueStore {
     async queueHeads(): Promise<MensajeRow[]> {
       return db.q<MensajeRow>(
         `WITH RECURSIVE ${LINEAS}
-     SELECT ${colsOf('m')} FROM lineas l
+     SELECT ${M_COLS} FROM lineas l
      CROSS JOIN LATERAL (SELECT msg_id FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1) h
      JOIN mensajes m ON m.msg_id = h.msg_id
      WHERE l.id IS NOT NULL
@@ -60,7 +63,7 @@ export function queue(db: Db): QueueStore {
     async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }> {
       const rows = await db.q<(MensajeRow | { msg_id: null }) & { linea: number; linea_proximo: number | null }>(
         `WITH RECURSIVE ${LINEAS}
-     SELECT l.id AS linea, h.proximo_intento_at AS linea_proximo, ${colsOf('m')} FROM lineas l
+     SELECT l.id AS linea, h.proximo_intento_at AS linea_proximo, ${M_COLS} FROM lineas l
      CROSS JOIN LATERAL (SELECT msg_id, proximo_intento_at FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1) h
      -- A qual on the head alone: a one-time filter of the lateral, so a head not due never reads its message.
      LEFT JOIN LATERAL (SELECT * FROM mensajes WHERE msg_id = h.msg_id AND (h.proximo_intento_at IS NULL OR h.proximo_intento_at <= $1) LIMIT 1) m ON true
@@ -144,7 +147,7 @@ export function queue(db: Db): QueueStore {
     /** Direct sends still pendiente whose slot ended before `before`, oldest first (see core/sending/direct-recovery.ts). */
     async strandedDirect(before: number, limit: number): Promise<MensajeRow[]> {
       return db.q<MensajeRow>(
-        `SELECT ${colsOf('m')} FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id
+        `SELECT ${M_COLS} FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id
      WHERE p.modo = 'directo' AND p.cupo_at < $1 ORDER BY p.cupo_at, p.seq LIMIT $2`,
         [before, limit],
       );
@@ -152,7 +155,7 @@ export function queue(db: Db): QueueStore {
     /** Per line a range of the pending side table's queue index, in a lateral join: lines × the page at most. */
     async listQueue(celularIds: number[], after: number, limit: number): Promise<QueuedRow[]> {
       return db.q<QueuedRow>(
-        `SELECT p.seq, ${colsOf('m')} FROM unnest($1::bigint[]) AS l(id)
+        `SELECT p.seq, ${M_COLS} FROM unnest($1::bigint[]) AS l(id)
      CROSS JOIN LATERAL (SELECT seq, msg_id FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id = l.id AND seq > $2 ORDER BY seq LIMIT $3) p
      JOIN mensajes m ON m.msg_id = p.msg_id
      ORDER BY p.seq LIMIT $3`,

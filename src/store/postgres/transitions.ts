@@ -9,7 +9,7 @@ import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
 import type { CancelResult } from '../../core/ports/queue.js';
 import type { ErrorClase, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
 import { balanceAdd, slotSet } from '../recipe-sql.js';
-import { arrays, type Client, Db, LOCK, ph, row, rows } from './db.js';
+import { arrays, type Client, type Db, LOCK, ph, row, rows } from './db.js';
 import { COLS, colsOf, FIXED, type Fixed, writeMovement } from './messages.js';
 import { slotSync } from './state-paths.js';
 import { EVENT_ROW_COLS, eventRow } from './webhooks.js';
@@ -97,7 +97,7 @@ ${batch ? SENT_LOCKS : ''}  sent AS (
 }
 export const MARK_SENT = sentStatement(true);
 /** MARK_SENT for one send: without `own` and the counts rows' locks, which only a batch takes (D-149). */
-export const MARK_SENT_ONE = sentStatement(false);
+const MARK_SENT_ONE = sentStatement(false);
 
 /** A batch's counts rows, locked in the order one message's triggers take them (docs/store-locks.md). */
 const RECEIPT_COUNT_LOCKS = `-- The counts rows of each moved message's old and new state, lines, quarters, then hours, each in the order of the states;
@@ -290,7 +290,7 @@ export async function advance(q: Db | Client, items: ReceiptItem[]): Promise<App
     ...steps,
   ];
   const text = items.length > 1 ? RECEIPT_ADVANCE : RECEIPT_ADVANCE_ONE;
-  const found = q instanceof Db ? await q.q<Moved>(text, params) : await rows<Moved>(q, text, params);
+  const found = await rows<Moved>(q, text, params);
   const out: Applied[] = items.map(() => 'absent');
   for (const r of found) {
     const { r_orden, hallado: _h, antes_estado, antes_entregado_at, antes_leido_at, u_orden: _o, u_now: _n, u_fecha: _f, ...after } = r;
@@ -378,10 +378,8 @@ async function failSent(c: Client, celularId: number, gid: string, now: number, 
 }
 
 /** The message of a line with a gateway id: what decides which rows its change locks. */
-const fixedByGateway = (q: Db | Client, gid: string, celularId: number) => {
-  const sql = `SELECT ${FIXED} FROM mensajes WHERE msg_id = (SELECT msg_id FROM ids_gateway WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1)`;
-  return q instanceof Db ? q.one<Fixed>(sql, [gid, celularId]) : row<Fixed>(q, sql, [gid, celularId]);
-};
+const FIXED_BY_GATEWAY = `SELECT ${FIXED} FROM mensajes WHERE msg_id = (SELECT msg_id FROM ids_gateway WHERE gateway_msg_id = $1 AND celular_id = $2 LIMIT 1)`;
+const fixedByGateway = (q: Db | Client, gid: string, celularId: number) => row<Fixed>(q, FIXED_BY_GATEWAY, [gid, celularId]);
 
 /** A failure receipt: its refund needs the client's and line's locks first, so a transaction. */
 async function failByReceipt(db: Db, celularId: number, gid: string, now: number, error: string | undefined): Promise<Applied> {

@@ -159,6 +159,9 @@ function claimSql(n: number, also: string): string {
      RETURNING ${qualified(ENTREGA_COLS, 'e')})`;
 }
 
+/** claimEntregas's statement. */
+const CLAIM_ENTREGAS = `WITH ${claimSql(1, '')} SELECT * FROM claimed`;
+
 const claimParams = (r: EntregaClaimRequest): unknown[] => [r.clienteId, r.now, r.limit, r.claim.id, r.claim.until, r.claim.firstOnly === true];
 
 /** RETURNING's order is not the pick's: oldest due first. */
@@ -205,6 +208,10 @@ export function webhooks(db: Db): WebhooksStore {
          RETURNING e.seq, e.intentos, v.estado, v.error, v.status, v.dur, v.now, v.id, v.nodo),
        ins AS (INSERT INTO webhook_intentos (entrega_id, n, fecha, status, duracion_ms, error, nodo)
          SELECT id, intentos, now, status, dur, error, nodo FROM upd WHERE estado <> 'entregado')`;
+  /** recordAndClaim's statement (built once): the claim's parameters after the record's, each recorded row's seq alone. */
+  const RECORD_AND_CLAIM = `WITH ${claimSql(11, 'AND seq <> ALL($1::bigint[])')}, ${RECORD_CTES}
+     SELECT false AS rec, ${ENTREGA_COLS} FROM claimed
+     UNION ALL SELECT true, seq, ${ENTREGA_COLS.split(', ').slice(1).fill('NULL').join(', ')} FROM upd`;
   const recordParams = (seqs: number[], list: AttemptRecord[]): unknown[] => [
     seqs,
     ...arrays(list, 6, (r) => [r.claimId, r.outcome.estado, r.outcome.proximo_intento_at ?? null, r.attempt.error, r.attempt.status, r.attempt.duracion_ms]),
@@ -261,7 +268,7 @@ export function webhooks(db: Db): WebhooksStore {
      * (claimSql). Rows another claimer has locked are skipped, not waited for.
      */
     async claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]> {
-      return entregas(sortClaimed(await db.q<EntregaLogRow>(`WITH ${claimSql(1, '')} SELECT * FROM claimed`, claimParams({ clienteId, now, limit, claim }))));
+      return entregas(sortClaimed(await db.q<EntregaLogRow>(CLAIM_ENTREGAS, claimParams({ clienteId, now, limit, claim }))));
     },
     /**
      * One statement: the claim's CTEs ($11..$16), which skip the rows being
@@ -273,13 +280,7 @@ export function webhooks(db: Db): WebhooksStore {
     async recordAndClaim(list: AttemptRecord[], req: EntregaClaimRequest): Promise<{ recorded: boolean[]; claimed: EntregaRow[] }> {
       const p = await prefix();
       const seqs = list.map((r) => eventSeq(p, r.id) ?? 0);
-      const nulls = ENTREGA_COLS.split(', ').slice(1).fill('NULL').join(', ');
-      const rows = await db.q<EntregaLogRow & { rec: boolean }>(
-        `WITH ${claimSql(11, 'AND seq <> ALL($1::bigint[])')}, ${RECORD_CTES}
-     SELECT false AS rec, ${ENTREGA_COLS} FROM claimed
-     UNION ALL SELECT true, seq, ${nulls} FROM upd`,
-        [...recordParams(seqs, list), ...claimParams(req)],
-      );
+      const rows = await db.q<EntregaLogRow & { rec: boolean }>(RECORD_AND_CLAIM, [...recordParams(seqs, list), ...claimParams(req)]);
       const done = new Set(rows.filter((r) => r.rec).map((r) => Number(r.seq)));
       return { recorded: seqs.map((s) => done.has(s)), claimed: await entregas(sortClaimed(rows.filter((r) => !r.rec))) };
     },

@@ -20,6 +20,11 @@ type DB = Database.Database;
 
 const ESTADO = ESTADO_COLUMNS.join(', ');
 const M_ESTADO = ESTADO_COLUMNS.map((c) => `m.${c}`).join(', ');
+/** A receipt's step, per state reached, built once (its text is the statement cache's key). */
+const STEP_UPDATE = {
+  entregado: `${receiptStepUpdate('entregado', ph)} RETURNING ${ESTADO}`,
+  leido: `${receiptStepUpdate('leido', ph)} RETURNING ${ESTADO}`,
+};
 
 const get = (db: DB, msgId: string) => (stmt(db, 'SELECT * FROM mensajes WHERE msg_id = ?').get(msgId) as MensajeRow | undefined) ?? null;
 
@@ -172,7 +177,7 @@ export function receipts(db: DB, items: ReceiptItem[]): ReceiptOutcome[] {
       let after = before;
       for (const next of receiptPath(before.estado, estado)) {
         const prev = after.estado;
-        after = stmt(db, `${receiptStepUpdate(next, ph)} RETURNING ${ESTADO}`).get(next, now, before.msg_id) as MensajeEstadoRow;
+        after = stmt(db, STEP_UPDATE[next]).get(next, now, before.msg_id) as MensajeEstadoRow;
         journalStatus(db, after, prev, now);
       }
       return { before, after };
