@@ -188,8 +188,8 @@ describe('--json usage errors print JSON', () => {
       expect(body.error).not.toMatch(/^error:/);
       expect(r.stderr).toContain(body.error.split('\n')[0]!);
     }
-    expect(JSON.parse(runs[1]!.stdout).error).toContain("unknown option '--bogus'");
-    expect(JSON.parse(runs[2]!.stdout).error).toContain('missing the text');
+    expect(JSON.parse(runs[1].stdout).error).toContain("unknown option '--bogus'");
+    expect(JSON.parse(runs[2].stdout).error).toContain('missing the text');
     // Without --json: nothing on stdout, as before.
     const plain = await cli.run(['send', 'text', '123', 'hi'], { env });
     expect(plain).toMatchObject({ exitCode: 2, stdout: '' });
