@@ -4,7 +4,7 @@ import { toText } from './to-text.js';
  * A text a spreadsheet may run as a formula: it starts with a tab or a CR, or
  * with = + - @ (their full-width ＝ ＋ － ＠ and small ﹦ ﹢ ﹣ ﹫ forms too, which
  * some locales read as the sign) after any blanks (spaces, tabs, line breaks,
- * no-break and zero-width spaces, a BOM): spreadsheets skip those (D-158).
+ * no-break and zero-width spaces, a BOM): spreadsheets skip those (D-156).
  */
 const FORMULA = /^(?:[\t\r]|[\s\u200b-\u200d\u2060\ufeff]*[=+\-@\uff1d\uff0b\uff0d\uff20\ufe66\ufe62\ufe63\ufe6b])/u;
 
