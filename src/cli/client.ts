@@ -76,7 +76,18 @@ export class ApiClient {
   constructor(
     readonly baseUrl: string,
     private readonly transport: HttpTransport = undiciTransport,
+    /** Where an API key came from (`the key from PASARELA_KEY`), said when the server refuses it (401); undefined: not said. */
+    private readonly keySource?: (key: string) => string | undefined,
   ) {}
+
+  /** A 401 for `key` says where the key came from: a stale variable or profile is the usual cause. */
+  private sourced(err: ApiError, key: string | undefined): ApiError {
+    const from = key !== undefined && err.status === 401 ? this.keySource?.(key) : undefined;
+    if (from === undefined) return err;
+    const e = new ApiError(`${err.message} (${from})`, err.exitCode, err.body, err.status, err.apiCodigo, err.retryAfter, err.reason, err.replayed);
+    e.neverSent = err.neverSent;
+    return e;
+  }
 
   /** The request through the transport; one that never reached the server is exit 8, marked when nothing can have been sent. */
   private async send(req: HttpRequest): Promise<HttpAnswer> {
@@ -107,9 +118,9 @@ export class ApiClient {
   }
 
   /** A non-2xx answer as the ApiError `call` throws (an answer cut short reads as not JSON). */
-  private async refusal(res: HttpAnswer, fields?: FieldFlags): Promise<never> {
+  private async refusal(res: HttpAnswer, key: string | undefined, fields?: FieldFlags): Promise<never> {
     const text = await readText(res.body).catch(() => '\u0000');
-    throw apiErrorOf(res.statusCode, this.json(res.statusCode, text), res.headers, fields);
+    throw this.sourced(apiErrorOf(res.statusCode, this.json(res.statusCode, text), res.headers, fields), key);
   }
 
   async call<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, opts: CallOptions = {}): Promise<T> {
@@ -138,7 +149,7 @@ export class ApiClient {
       if (res.headers['idempotent-replayed'] === 'true' && typeof parsed === 'object' && parsed !== null) (parsed as Record<string, unknown>).replayed = true;
       return parsed as T;
     }
-    throw apiErrorOf(res.statusCode, parsed, res.headers, opts.fields);
+    throw this.sourced(apiErrorOf(res.statusCode, parsed, res.headers, opts.fields), opts.key);
   }
 
   /**
@@ -153,7 +164,7 @@ export class ApiClient {
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
     const res = await this.send({ method: 'GET', url, headers, timeoutMs: opts.timeoutMs ?? 30_000 });
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
-    return this.refusal(res, opts.fields);
+    return this.refusal(res, opts.key, opts.fields);
   }
 
   /**
@@ -172,7 +183,7 @@ export class ApiClient {
     if (opts.key) headers.authorization = `Bearer ${opts.key}`;
     const timeout = opts.timeoutMs ?? 30_000;
     const res = await this.send({ method, url, headers, timeoutMs: timeout });
-    if (res.statusCode < 200 || res.statusCode >= 300) await this.refusal(res);
+    if (res.statusCode < 200 || res.statusCode >= 300) await this.refusal(res, opts.key);
     const { createHash } = await import('node:crypto');
     const { Transform } = await import('node:stream');
     const { pipeline } = await import('node:stream/promises');

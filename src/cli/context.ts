@@ -83,9 +83,17 @@ export class Ctx {
   }
 
   key(): string {
-    const k = this.flags.key || this.env.PASARELA_KEY || this.profile().key;
+    return this.keyCredential().key;
+  }
+
+  /** The API key and where it came from: --key, then PASARELA_KEY, then the saved profile (named with its file). */
+  keyCredential(): { key: string; from: string } {
+    if (this.flags.key) return { key: this.flags.key, from: 'the key from --key' };
+    if (this.env.PASARELA_KEY) return { key: this.env.PASARELA_KEY, from: 'the key from PASARELA_KEY' };
+    const k = this.profile().key;
     if (!k) throw new CliError('no API key: pass --key, set PASARELA_KEY, or run `pasarela login`', EXIT.AUTH);
-    return k;
+    const name = this.profileName();
+    return { key: k, from: `the key saved in profile "${name}" (${this.settings().path}); \`pasarela login --profile ${name}\` saves another` };
   }
 
   dataDir(): string {
@@ -137,6 +145,20 @@ export class Ctx {
 
   /** A client of the service at `url` (the resolved --url / profile URL unless given). */
   client(url: string = this.url()): ApiClient {
-    return new ApiClient(url, this.http);
+    // A refused API key (401) names where it came from; an operator token says so in operatorCall.
+    return new ApiClient(url, this.http, (key) => {
+      if (this.flags.key === key || this.env.PASARELA_KEY === key) return this.keyCredential().from;
+      return this.profileKeyFrom(key);
+    });
+  }
+
+  /** Where `key` came from when it is the saved profile's key (read only if a profile was already opened). */
+  private profileKeyFrom(key: string): string | undefined {
+    if (!this.settingsCache || this.flags.key || this.env.PASARELA_KEY) return undefined;
+    try {
+      return this.profile().key === key ? this.keyCredential().from : undefined;
+    } catch {
+      return undefined;
+    }
   }
 }

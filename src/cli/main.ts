@@ -113,6 +113,14 @@ async function lastWork(io: IO): Promise<void> {
   clearTimeout(timer);
 }
 
+/** A body printed under --json, its text shown as text (never obeyed by a terminal). */
+function printJson(io: IO, body: unknown): void {
+  io.stdout.write(`${guardLine(JSON.stringify(body, null, 2), false)}\n`);
+}
+
+/** What --json prints for a usage error (exit 2): the shape of the server's errors, without a server's fields. */
+const usageBody = (message: string) => ({ ok: false, error: message, exit_code: EXIT.USAGE });
+
 /**
  * `help send text` as `send text --help`: commander's help command reads one
  * level only, and printed the help of `send`.
@@ -148,15 +156,16 @@ export async function main(argv: string[], io: IO, env: NodeJS.ProcessEnv, deps:
     }
     if (err instanceof CommanderError) {
       if (err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.OK;
+      // Commander has said it on stderr; --json promises JSON on stdout too.
+      if (jsonMode) printJson(io, usageBody(err.message.replace(/^error: /, '')));
       return EXIT.USAGE;
     }
     // Error reasons often quote the server: its control characters are shown, not obeyed (a pipe may end on a terminal).
     const said = (message: string) => escapeControls(message);
     if (err instanceof CliError) {
-      if (jsonMode && err.body !== undefined) {
-        const json = JSON.stringify(err.body, null, 2);
-        io.stdout.write(`${guardLine(json, false)}\n`);
-      }
+      if (jsonMode && err.body !== undefined) printJson(io, err.body);
+      // A usage error is found before any request and any output: under --json it is JSON too (D-156).
+      else if (jsonMode && err.exitCode === EXIT.USAGE) printJson(io, usageBody(err.message));
       io.stderr.write(`error: ${said(err.message)}\n`);
       return err.exitCode;
     }

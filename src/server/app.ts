@@ -28,6 +28,7 @@ import webhookRoutes from './routes/webhook.js';
 import eventosRoutes from './routes/eventos.js';
 import panel from './panel/index.js';
 import { EventStreams, STREAM_TIMING, type StreamTiming } from '../core/events/event-stream-pump.js';
+import { procSendQueues } from './send-queues.js';
 import { sharedSchemas } from './schemas/common.js';
 import { safeIntegers } from './schemas/safe-integers.js';
 import { installBodyGuards } from './body/body-guard.js';
@@ -208,7 +209,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(webhookRoutes, { core, dispatcher: opts.webhooks });
   await app.register(import('./routes/historial.js'), { core });
   // Ended at the halt (clients resume on another node) and at any close: an open stream would hold the close.
-  const streams = new EventStreams(core, { ...STREAM_TIMING, ...opts.streamTiming });
+  const streams = new EventStreams(core, { ...STREAM_TIMING, ...opts.streamTiming }, procSendQueues());
   app.decorate('eventStreams', streams);
   app.addHook('preClose', (done) => {
     streams.closeAll();

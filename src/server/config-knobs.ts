@@ -34,6 +34,8 @@ export interface Knob<T> {
   env?: string;
   /** What docs/configuration.md's table adds after the variable's name (how a switch or a secret reads it). */
   envNote?: string;
+  /** A `duration` no timer waits for (a retention, an age): it may be longer than the 24.8 days a timer holds. */
+  long?: boolean;
   /** Bounds of an `int`. */
   min?: number;
   max?: number;
@@ -293,6 +295,7 @@ export const SERVE_KNOBS = {
   }),
   inboxRetentionMs: knob({
     kind: 'duration',
+    long: true,
     flag: '--inbox-retention <duration>',
     env: 'PASARELA_INBOX_RETENTION',
     default: 90 * 86_400_000,
@@ -359,6 +362,7 @@ export const SERVE_KNOBS = {
   }),
   queueTtlMs: knob({
     kind: 'duration',
+    long: true,
     flag: '--queue-ttl <duration>',
     default: 86_400_000,
     helpDefault: '24h',

@@ -34,7 +34,7 @@ describe('the binary passes on the code main returns', () => {
     ]);
     expect(code(ok)).toEqual({ exitCode: 0, stderr: '' });
     expect(code(usage)).toEqual({ exitCode: 2, stderr: expect.stringContaining("unknown command 'celuar'") });
-    expect(code(auth)).toEqual({ exitCode: 3, stderr: 'error: invalid credential\n' });
+    expect(code(auth)).toEqual({ exitCode: 3, stderr: 'error: invalid credential (the key from --key)\n' });
     expect(code(notFound)).toEqual({ exitCode: 4, stderr: expect.stringContaining('client 99999 not found') });
     expect(code(unreachable)).toEqual({ exitCode: 8, stderr: expect.stringContaining('cannot reach the server at http://127.0.0.1:1') });
     for (const [inProcess, binary] of await Promise.all(

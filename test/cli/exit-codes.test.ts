@@ -94,7 +94,7 @@ describe('3: authentication', () => {
       // HOME is an empty temp dir, so the default data directory has no admin-token file.
       cli.run(['admin', 'client', 'list']),
     ]);
-    expect(code(bad)).toEqual({ exitCode: 3, stderr: 'error: invalid credential\n' });
+    expect(code(bad)).toEqual({ exitCode: 3, stderr: 'error: invalid credential (the key from --key)\n' });
     expect(code(forbidden)).toEqual({ exitCode: 3, stderr: expect.stringContaining('client key') });
     expect(code(noKey)).toEqual({ exitCode: 3, stderr: expect.stringContaining('no API key') });
     expect(code(noOperator)).toEqual({ exitCode: 3, stderr: expect.stringContaining('--admin-token') });

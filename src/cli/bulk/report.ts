@@ -13,6 +13,8 @@ export interface Tally {
   refused: number;
   /** Rows never sent because the run stopped (Ctrl-C, 402...). */
   unsent: number;
+  /** Rows the server answered as before (an earlier run sent them): counted in accepted or refused too. */
+  replayed: number;
 }
 
 /** Refused rows listed on a TTY after the bar; the NDJSON has them all. */
@@ -29,13 +31,14 @@ export class BulkReport {
   private readonly ndjson: boolean;
   private bar: Bar | undefined;
   private readonly refusals: RowOutcome[] = [];
+  private readonly replays: RowOutcome[] = [];
   private readonly started = performance.now();
 
   constructor(
     private readonly ctx: Ctx,
     total: number,
   ) {
-    this.tally = { total, accepted: 0, refused: 0, unsent: 0 };
+    this.tally = { total, accepted: 0, refused: 0, unsent: 0, replayed: 0 };
     this.ndjson = ctx.json || !ctx.term.io.stdoutIsTTY;
   }
 
@@ -62,8 +65,10 @@ export class BulkReport {
     if (o.ok) this.tally.accepted += 1;
     else if (unsent) this.tally.unsent += 1;
     else this.tally.refused += 1;
+    if (o.replayed) this.tally.replayed += 1;
     if (this.ndjson) this.ctx.term.io.stdout.write(`${JSON.stringify(o)}\n`);
     else if (!o.ok && !unsent && this.refusals.length < SHOWN_REFUSALS) this.refusals.push(o);
+    else if (o.ok && o.replayed && this.replays.length < SHOWN_REFUSALS) this.replays.push(o);
     const done = this.tally.accepted + this.tally.refused + this.tally.unsent;
     this.bar?.update(done, { rate: this.rate(done).toFixed(1), refused: this.tally.refused, status: '' });
   }
@@ -89,13 +94,17 @@ export class BulkReport {
     const t = this.tally;
     const { term } = this.ctx;
     if (!this.ndjson) {
-      for (const r of this.refusals) term.out(`row ${r.row}\t${r.destinatario}\trefused: ${r.error ?? ''}`);
+      const replays = [...this.replays].sort((a, b) => a.row - b.row);
+      for (const r of replays) term.out(`row ${r.row}\t${r.destinatario}\treplayed: msg_id ${r.msg_id ?? ''} was sent by an earlier run`);
+      if (t.replayed > replays.length) term.out(`... and ${t.replayed - replays.length} more replayed rows (--json lists every row)`);
+      for (const r of this.refusals) term.out(`row ${r.row}\t${r.destinatario}\t${r.replayed ? 'refused before (replayed)' : 'refused'}: ${r.error ?? ''}`);
       if (t.refused > this.refusals.length) term.out(`... and ${t.refused - this.refusals.length} more refused rows (--json lists every row)`);
     }
     const done = t.accepted + t.refused;
     const secs = this.seconds();
     term.err(
-      `${t.accepted} of ${t.total} rows accepted, ${t.refused} refused, ${t.total - done} not sent, in ${secs.toFixed(1)} s (${this.rate(done).toFixed(1)} rows/s)`,
+      `${t.accepted} of ${t.total} rows accepted, ${t.refused} refused, ${t.total - done} not sent, in ${secs.toFixed(1)} s (${this.rate(done).toFixed(1)} rows/s)` +
+        (t.replayed > 0 ? `; ${t.replayed} of them replayed: answered as an earlier run of this file was, nothing sent now` : ''),
     );
   }
 }

@@ -72,8 +72,15 @@ const MAX_CAPTION = FIELD_LIMITS.caption;
 const checkPhone = phone(FIELD_LIMITS.destinatario);
 const checkUrl = httpUrl(FIELD_LIMITS.url);
 
-/** A row as the message it sends; what the server would refuse for its shape is refused here, before sending. */
-export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<string, string>>): Prepared {
+/** The server's own reading of a recipient (`--dry-run`): undefined when it takes the number, else why not. */
+export type NumeroCheck = (destinatario: string) => string | undefined;
+
+/**
+ * A row as the message it sends; what the server would refuse for its shape
+ * is refused here, before sending. With `numero` (the dry run) the recipient
+ * is also read as the server reads it.
+ */
+export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<string, string>>, numero?: NumeroCheck): Prepared {
   const destinatario = (record[spec.toColumn] ?? '').trim();
   const refuse = (error: string): Prepared => ({ ok: false, row, destinatario, error });
   if (destinatario === '') return refuse(`no recipient in column "${spec.toColumn}"`);
@@ -82,6 +89,8 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   } catch (err) {
     return refuse(`recipient "${destinatario}": ${(err as Error).message}`);
   }
+  const why = numero?.(destinatario);
+  if (why !== undefined) return refuse(`recipient ${why}`);
   const texto = spec.template ? render(spec.template, record) : spec.textColumn ? (record[spec.textColumn] ?? '') : '';
   const source = spec.mediaColumn ? (record[spec.mediaColumn] ?? '').trim() : undefined;
   const chars = [...texto].length;

@@ -9,7 +9,8 @@ import { sleep as realSleep } from '../retry.js';
 import { csvRows, CsvFileError, type Delimiter } from './csv.js';
 import { rowKey } from './keys.js';
 import { BulkReport } from './report.js';
-import { prepareRow, specMissing, type BulkSpec, type Prepared } from './rows.js';
+import { lineCountry, numeroCheck } from './dry-run-numbers.js';
+import { prepareRow, specMissing, type BulkSpec, type NumeroCheck, type Prepared } from './rows.js';
 import { Gate, localFileProblem, requestOf, sendRow, type RowResult, type StopReason } from './send-row.js';
 
 export interface BulkOptions {
@@ -60,7 +61,7 @@ interface FirstPass {
  * nothing sent), how many rows (the bar's total) and how many a check here
  * refuses. Streaming, so a large file costs time, not memory.
  */
-async function firstPass(o: BulkOptions): Promise<FirstPass> {
+async function firstPass(o: BulkOptions, numero?: NumeroCheck): Promise<FirstPass> {
   const info = await stat(o.file).catch((err: NodeJS.ErrnoException) => {
     throw usage(`cannot read ${o.file}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`);
   });
@@ -83,7 +84,7 @@ async function firstPass(o: BulkOptions): Promise<FirstPass> {
     );
     for await (const { row, record } of rows) {
       total += 1;
-      const p = prepareRow(o.spec, row, record);
+      const p = prepareRow(o.spec, row, record, numero);
       let ok = p.ok;
       if (p.ok && p.media && !/^https?:\/\//i.test(p.media.source)) {
         // A campaign sends the same few files: each is checked once here (the send checks again).
@@ -121,7 +122,15 @@ const STOP_TEXT: Record<StopReason, string> = {
  * stops the run (402 counts as refused rows: 12).
  */
 export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {}): Promise<void> {
-  const first = await firstPass(o);
+  // The dry run reads each recipient as the server will: in the sending line's country, when it can be known.
+  let numero: NumeroCheck | undefined;
+  if (o.dryRun) {
+    const line = await lineCountry(ctx, o.celular);
+    if (line.country === undefined)
+      ctx.term.err(`note: the sending line's country is not known (${line.why}); numbers are checked with their country code only`);
+    numero = await numeroCheck(line);
+  }
+  const first = await firstPass(o, numero);
   const report = new BulkReport(ctx, first.total);
   if (first.invalid > 0 && ctx.term.io.stderrIsTTY)
     ctx.term.err(`${first.invalid} of ${first.total} rows cannot be sent as they are; they are reported as refused`);
@@ -130,7 +139,7 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
 
   if (o.dryRun) {
     for await (const { row, record } of csvRows(createReadStream(o.file), undefined, o.delimiter)) {
-      const p = prepareRow(o.spec, row, record);
+      const p = prepareRow(o.spec, row, record, numero);
       const problem = p.ok && p.media && !/^https?:\/\//i.test(p.media.source) ? await localFileProblem(p.media.source, p.media.kind) : undefined;
       const ok = p.ok && problem === undefined;
       const error = !p.ok ? p.error : (problem ?? null);

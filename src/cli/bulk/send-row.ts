@@ -18,6 +18,8 @@ export interface RowOutcome {
   http: number | null;
   api_codigo: number | null;
   error: string | null;
+  /** Present (true) when the server gave a first answer again (`Idempotent-Replayed`): an earlier run sent this row; nothing was sent now. */
+  replayed?: true;
 }
 
 /** Why a row's answer ends the whole run: every later row would get the same. */
@@ -98,6 +100,8 @@ export class Gate {
   }
 }
 
+const REPLAYED = { replayed: true } as const;
+
 /** A duplicate block (306) is a row repeated in the file, not a rate: the row is refused, not retried. */
 const CODIGO_DUPLICATE = ERRORS.DUPLICATE_BLOCK.codigo;
 
@@ -132,6 +136,8 @@ export interface SendRowDeps {
 interface SendBody {
   msg_id: string;
   modo: string;
+  /** Set by the client when the answer was a replay. */
+  replayed?: boolean;
 }
 
 /** Sends one row under its key, waiting out 429s and retrying what may succeed later; never throws for the server's answer. */
@@ -153,7 +159,9 @@ export async function sendRow(
       return { outcome: { ...base, ok: false, msg_id: null, modo: null, http: null, api_codigo: null, error: 'not sent: the run stopped' }, unsent: true };
     try {
       const b = await d.client.call<SendBody>('POST', req.path, { key: d.key, json: req.json, headers: { 'Idempotency-Key': idemKey }, timeoutMs: 120_000 });
-      return { outcome: { ...base, ok: true, msg_id: b.msg_id, modo: b.modo, http: 200, api_codigo: null, error: null } };
+      return {
+        outcome: { ...base, ok: true, msg_id: b.msg_id, modo: b.modo, http: 200, api_codigo: null, error: null, ...(b.replayed === true ? REPLAYED : {}) },
+      };
     } catch (err) {
       if (!(err instanceof CliError)) throw err;
       const api = err instanceof ApiError ? err : undefined;
@@ -184,6 +192,7 @@ export async function sendRow(
         http: api?.status ?? null,
         api_codigo: api?.apiCodigo ?? null,
         error: err.message,
+        ...(api?.replayed ? REPLAYED : {}),
       };
       const stop = stopOf(err);
       return stop ? { outcome, stop } : { outcome };

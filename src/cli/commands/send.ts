@@ -13,7 +13,7 @@ import type { CtxOf } from '../main.js';
 import { emit } from '../output.js';
 import { checkArg, httpUrl, idempotencyKey, int, phone, positiveInt, text } from '../parse.js';
 import { cappedSleep, withRetry } from '../retry.js';
-import { duration } from '../duration.js';
+import { duration, timerMs } from '../duration.js';
 import { registerSendBulk } from './send-bulk.js';
 import { fetchMensaje, printMensaje } from './mensaje.js';
 import { WAIT_ESTADOS, waitForMensaje, type WaitEstado } from '../wait-delivery.js';
@@ -161,7 +161,7 @@ const common = (cmd: Command) =>
 
 /** A duration; a bare number is seconds here (as `celular qr --timeout`). */
 function seconds(v: string): number {
-  return /^[0-9]+$/.test(v.trim()) ? Number(v) * 1000 : duration(v);
+  return /^[0-9]+$/.test(v.trim()) ? timerMs(Number(v) * 1000) : duration(v);
 }
 
 /** A client key (WAC_...) sends from a line it names; a celular key or token is its own line. */

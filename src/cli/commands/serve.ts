@@ -6,7 +6,7 @@ import { CliError } from '../exit-codes.js';
 import { EXIT } from '../../shared/exit-codes.js';
 import type { IO } from '../io.js';
 import { hostPort, int, trustProxy, wordOrUrl } from '../parse.js';
-import { duration, msRange } from '../duration.js';
+import { duration, longDuration, msRange } from '../duration.js';
 import { isValidTz } from '../../core/time/hours.js';
 import { colorLevel } from '../io.js';
 import { startedByNpm, watchParent } from '../parent-watch.js';
@@ -51,7 +51,7 @@ function parserOf(k: Knob<unknown>): ((value: string) => unknown) | undefined {
     case 'int':
       return int(k.min, k.max);
     case 'duration':
-      return duration;
+      return k.long ? longDuration : duration;
     case 'range':
       return msRange;
     case 'address':

@@ -19,6 +19,14 @@ import { inScope, sseFrame, streamScope, streamStart, type StreamQuery, type Str
  * drained, and events are written one at a time, waiting for 'drain'
  * whenever a write says the buffer is full. A reader that leaves the
  * socket full for `stallMs` is cut; it resumes by id.
+ *
+ * The kernel may take megabytes a reader never reads before a write says
+ * so, so a stall is also found from the server's own bookkeeping (D-158):
+ * every `stallCheckMs`, what the socket took from the server (its bytes
+ * written, less what it still buffers) less what the kernel still holds
+ * unacknowledged (SendQueues: on Linux /proc/net/tcp) is what the reader's
+ * side took. A stream that owes its reader bytes while that figure stays
+ * the same for `stallMs` (on the clock's ticks) is cut.
  */
 export interface StreamTiming {
   /** How often an idle stream reads the log without a wake-up. */
@@ -27,13 +35,30 @@ export interface StreamTiming {
   pingMs: number;
   /** A reader that takes nothing for this long is cut. */
   stallMs: number;
+  /** How often every stream's bookkeeping is compared with what the kernel still holds. */
+  stallCheckMs: number;
   /** Events read from the store at a time. */
   batch: number;
   /** Streams per client on this node. */
   perClient: number;
 }
 
-export const STREAM_TIMING: StreamTiming = { pollMs: 1000, pingMs: 10_000, stallMs: 30_000, batch: 100, perClient: 10 };
+export const STREAM_TIMING: StreamTiming = { pollMs: 1000, pingMs: 10_000, stallMs: 30_000, stallCheckMs: 5000, batch: 100, perClient: 10 };
+
+/**
+ * What the kernel holds of each socket's sent bytes that the reader's side
+ * has not acknowledged, by `localPort:remotePort` (StreamSocket.key);
+ * undefined where the platform does not say (then only a full socket counts).
+ */
+export type SendQueues = () => Promise<ReadonlyMap<string, number> | undefined>;
+
+/** The socket under a stream, for the stall check's bookkeeping. */
+export interface StreamSocket {
+  /** `localPort:remotePort`, its key in SendQueues. */
+  key: string;
+  /** Bytes the socket has handed to the kernel so far (written, less what it still buffers). */
+  accepted: () => number;
+}
 
 /** Kinds made on this node that wake its streams (webhook test events are found by the poll). */
 const WAKE_KINDS = ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[];
@@ -45,6 +70,8 @@ export interface StreamIo {
   below: () => number;
   /** Drops the connection (a reader cut off). */
   cut: () => void;
+  /** The socket, when the stall check may read its bookkeeping (absent: only a full socket counts as a stall). */
+  socket?: StreamSocket;
 }
 
 export interface StreamStats {
@@ -57,12 +84,18 @@ export interface StreamStats {
   blocked: boolean;
   /** Bytes written and not yet taken by the kernel. */
   buffered: number;
+  /** Bytes the kernel held unacknowledged by the reader's side at the last stall check (0 where unknown). */
+  unacked: number;
 }
 
 class EventStream {
   read = 0;
   sent = 0;
   blocked = false;
+  unacked = 0;
+  /** The stall check's last reading of what the reader's side took, and since when (ticks) it has not moved. */
+  private taken = Number.NaN;
+  private since = 0;
   private stopped = false;
   private pending = false;
   private waker: (() => void) | null = null;
@@ -94,6 +127,33 @@ class EventStream {
   wake(): void {
     this.pending = true;
     this.waker?.();
+  }
+
+  /** Whether the stall check needs the kernel's figures: something was handed to it since the reader's side was last seen to take all. */
+  mayOwe(): boolean {
+    return !this.stopped && (this.buffered > 0 || (this.io.socket !== undefined && this.io.socket.accepted() !== this.taken));
+  }
+
+  /**
+   * One stall check: what the reader's side took (the socket's accepted
+   * bytes less the kernel's unacknowledged ones). Unchanged for stallMs while
+   * bytes wait for the reader (in the server or in the kernel): cut.
+   */
+  checkStall(queues: ReadonlyMap<string, number> | undefined, now: number): void {
+    if (this.stopped) return;
+    const kernel = this.io.socket ? queues?.get(this.io.socket.key) : undefined;
+    this.unacked = kernel ?? 0;
+    const taken = (this.io.socket?.accepted() ?? this.sent) - this.unacked;
+    const owed = this.buffered + this.unacked > 0;
+    if (!owed || taken !== this.taken) {
+      this.taken = taken;
+      this.since = now;
+      return;
+    }
+    if (now - this.since >= this.timing.stallMs) {
+      this.io.cut();
+      this.stop();
+    }
   }
 
   /** Ends the stream: gracefully when the reader keeps up, cut when it holds the socket full (an end would wait for it). */
@@ -181,12 +241,34 @@ export class EventStreams {
   private readonly byClient = new Map<number, Set<EventStream>>();
   private readonly unsubscribe: Array<() => void> = [];
   private closing = false;
+  private checking: Promise<void> | undefined;
+  private readonly checker: NodeJS.Timeout;
 
   constructor(
-    private readonly core: Pick<Core, 'store' | 'bus'>,
+    private readonly core: Pick<Core, 'store' | 'bus' | 'clock'>,
     private readonly timing: StreamTiming = STREAM_TIMING,
+    /** The kernel's unacknowledged bytes per socket (server/send-queues.ts); absent: only a full socket counts as a stall. */
+    private readonly sendQueues?: SendQueues,
   ) {
     for (const kind of WAKE_KINDS) this.unsubscribe.push(core.bus.subscribe(kind, (e) => this.wake(e.cliente_id)));
+    this.checker = setInterval(() => void this.checkStalls(), timing.stallCheckMs);
+    this.checker.unref();
+  }
+
+  /** Every stream's stall check (one at a time: a call meanwhile gets the running one's end, then its own). */
+  async checkStalls(): Promise<void> {
+    while (this.checking) await this.checking;
+    this.checking = this.checkAll().finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  /** The kernel's figures are read once for all streams, and only when one may owe its reader bytes. */
+  private async checkAll(): Promise<void> {
+    const all = [...this.byClient.values()].flatMap((set) => [...set]);
+    if (all.length === 0) return;
+    const queues = this.sendQueues && all.some((s) => s.mayOwe()) ? await this.sendQueues().catch(() => undefined) : undefined;
+    const now = this.core.clock.ticks();
+    for (const s of all) s.checkStall(queues, now);
   }
 
   /**
@@ -224,13 +306,14 @@ export class EventStreams {
 
   stats(): StreamStats[] {
     return [...this.byClient.values()].flatMap((set) =>
-      [...set].map((s) => ({ clienteId: s.scope.clienteId, read: s.read, sent: s.sent, blocked: s.blocked, buffered: s.buffered })),
+      [...set].map((s) => ({ clienteId: s.scope.clienteId, read: s.read, sent: s.sent, blocked: s.blocked, buffered: s.buffered, unacked: s.unacked })),
     );
   }
 
   /** The server stops: no new stream, every open one ends (clients resume by id on another node or after the restart). */
   closeAll(): void {
     this.closing = true;
+    clearInterval(this.checker);
     for (const u of this.unsubscribe.splice(0)) u();
     for (const set of this.byClient.values()) for (const s of set) s.close();
   }

@@ -294,7 +294,8 @@ export async function probeUrl(input: string, opts: UrlProbeOptions): Promise<Ur
   try {
     let hops = 0;
     for (;;) {
-      const what = hopName(label, hops);
+      // The host is named: a client reading "not reachable" sees which server was tried (after redirects, the last).
+      const what = hopName(`${label} at ${url.host}`, hops);
       await session.vet(url, what);
       let res = await session.send(url, 'HEAD');
       discard(res);
@@ -321,7 +322,7 @@ export async function probeUrl(input: string, opts: UrlProbeOptions): Promise<Ur
     }
   } catch (err) {
     if (err instanceof AppError) throw err;
-    fail('MEDIA_URL_INVALID', `${label} is not reachable (${networkReason(err, session.signal, session.timeoutMs)})`);
+    fail('MEDIA_URL_INVALID', `${label} at ${url.host} is not reachable (${networkReason(err, session.signal, session.timeoutMs)})`);
   } finally {
     await session.close();
   }

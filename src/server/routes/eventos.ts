@@ -7,6 +7,7 @@ import { FIELD_LIMITS } from '../../core/api/limits.js';
 import { boolish, clientAuth, principal } from '../http.js';
 import { errorResponses, eventosFilterProps, keyQuery } from '../schemas/common.js';
 import { Flag, Type, typed } from '../schemas/typed.js';
+import { streamSocket } from '../send-queues.js';
 
 /** Bytes the stream's body buffers before a write asks to wait (the socket's buffer is below it). */
 const BODY_HIGH_WATER = 16 * 1024;
@@ -55,7 +56,11 @@ export default async function eventosRoutes(
       const lastId = req.headers['last-event-id'] ?? req.query.desde_id;
       const out = new PassThrough({ highWaterMark: BODY_HIGH_WATER });
       const cut = () => reply.raw.destroy();
-      const { done } = await streams.start(principal(req), { ...req.query, follow, lastId }, { out, below: () => reply.raw.writableLength, cut });
+      const { done } = await streams.start(
+        principal(req),
+        { ...req.query, follow, lastId },
+        { out, below: () => reply.raw.writableLength, cut, ...streamSocket(reply.raw.socket) },
+      );
       done.catch((err: unknown) => {
         req.log.error({ err }, 'event stream failed');
         cut();

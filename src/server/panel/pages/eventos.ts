@@ -15,6 +15,7 @@ import { sendPage } from '../layout.js';
 import { cidOf, queryOf, typedFilters } from '../listing.js';
 import { timeTag } from '../time.js';
 import { lineOptions } from '../listing-page.js';
+import { streamSocket } from '../../send-queues.js';
 
 /**
  * The live event monitor (`/panel/c/:cid/eventos`, D-102): a client's or a
@@ -189,7 +190,7 @@ export default async function eventosPages(app: FastifyInstance, deps: PanelDeps
       const { done, close } = await streams.start(
         p,
         { eventos: q.eventos, celular_id: q.celular_id, follow: true, lastId },
-        { out, below: () => reply.raw.writableLength, cut },
+        { out, below: () => reply.raw.writableLength, cut, ...streamSocket(reply.raw.socket) },
       );
       // The stream never outlives the session it was opened with (signed out, expired, its key rotated).
       const unwatch = watchSession(core, panelOf(req).sessionId, close);

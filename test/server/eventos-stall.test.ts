@@ -1,0 +1,213 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock, type Clock } from '../../src/core/time/clock.js';
+import { procSendQueues } from '../../src/server/send-queues.js';
+import { until } from '../helpers/poll.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { openStream, type SseStream } from './eventos-helpers.js';
+import { linkedLine, type Line } from './send-helpers.js';
+
+/**
+ * Issue 40 item 6: a reader that takes nothing is cut even while the kernel
+ * still buffers what it was sent (the adversary's F2: megabytes sat in socket
+ * buffers, no write ever said "full", no reader was cut). The server compares
+ * what each socket took with what the kernel still holds unacknowledged.
+ * The stall is measured on the clock's ticks, driven here: the write-side
+ * rule's real timer is set far out (stallMs) so only the new check can cut.
+ */
+
+const PATH = '/api/eventos.php';
+const STALL_MS = 600_000;
+const isLinux = procSendQueues(['/proc/net/tcp'])().then((q) => q !== undefined);
+
+/** A clock whose ticks move only when told (its wall time is a ManualClock's). */
+class DrivenTicks implements Clock {
+  private t = 0;
+  private readonly wall = new ManualClock(Date.now());
+  now(): number {
+    return this.wall.now();
+  }
+  ticks(): number {
+    return this.t;
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+const servers: TestServer[] = [];
+const streams: SseStream[] = [];
+afterEach(async () => {
+  for (const st of streams.splice(0)) st.close();
+  for (const s of servers.splice(0)) await s.stop();
+});
+
+async function following(srv: TestServer, key: string, headers: Record<string, string> = {}, query = ''): Promise<SseStream> {
+  const st = await openStream(srv.url, `${PATH}${query}`, key, headers);
+  streams.push(st);
+  expect(st.status).toBe(200);
+  return st;
+}
+
+/** `n` events of about 16 KB for the line's client, straight into the log, then a wake-up. */
+async function burst(srv: TestServer, L: Line, n: number, from = 0): Promise<void> {
+  const pad = 'k'.repeat(16 * 1024);
+  for (let i = from; i < from + n; i++) {
+    await srv.core.store.logTestEvent(
+      { evento: 'webhook.test', cliente_id: L.clienteId, celular_id: null, data: { n: i, pad }, fecha: srv.clock.now() },
+      false,
+    );
+  }
+  srv.app.eventStreams.wake(L.clienteId);
+}
+
+const statsOf = (srv: TestServer, L: Line) => srv.app.eventStreams.stats().filter((x) => x.clienteId === L.clienteId);
+/** Until the kernel's unacknowledged bytes for A's stream read the same twice, 200 ms apart. */
+async function steady(srv: TestServer, L: Line): Promise<void> {
+  let last = -1;
+  await until(
+    async () => {
+      const now = statsOf(srv, L)[0]?.unacked ?? 0;
+      const same = now > 0 && now === last;
+      last = now;
+      if (!same) await new Promise((r) => setTimeout(r, 200));
+      return same;
+    },
+    { what: 'the kernel settled' },
+  );
+}
+
+const numbers = (st: SseStream) => st.events.map((e) => (JSON.parse(e.data) as { data: { n: number } }).data.n);
+
+describe('a stalled event-stream reader', () => {
+  it('is cut when what it was sent sits in the kernel unread for stallMs, while a reader that keeps up stays', async () => {
+    if (!(await isLinux)) return; // the kernel's figures come from /proc/net/tcp
+    const clock = new DrivenTicks();
+    const srv = await startTestServer({ clock, streamTiming: { pollMs: 50, stallMs: STALL_MS, stallCheckMs: 20, batch: 10 } });
+    servers.push(srv);
+    const A = await linkedLine(srv);
+    const B = await linkedLine(srv);
+    const stalled = await following(srv, A.clientKey);
+    const reading = await following(srv, B.clientKey);
+    stalled.pause();
+    // About 1 MB each: far less than loopback sockets buffer (the adversary saw 4.8 MB taken per stream), far more than a paused reader's own buffer.
+    const N = 64;
+    await Promise.all([burst(srv, A, N), burst(srv, B, N)]);
+    await reading.waitEvents(N);
+    // Everything was written and the server holds none of it: the kernel does, unacknowledged by the paused reader.
+    await until(
+      () => {
+        const [a] = statsOf(srv, A);
+        return a !== undefined && a.sent === N && a.buffered === 0 && !a.blocked && a.unacked > 0;
+      },
+      { what: "the paused reader's bytes held by the kernel, none by the server" },
+    );
+    // Not yet stallMs on the clock: still open, however many checks ran.
+    await srv.app.eventStreams.checkStalls();
+    expect(statsOf(srv, A)).toHaveLength(1);
+    // The kernel may still be settling the last acknowledgements: the check counts from when they stop moving.
+    await steady(srv, A);
+    await until(
+      () => {
+        clock.advance(STALL_MS);
+        return statsOf(srv, A).length === 0;
+      },
+      { what: 'the stalled stream cut' },
+    );
+    // The reader that kept up (nothing owed) is still served after the same time.
+    expect(statsOf(srv, B)).toHaveLength(1);
+    await burst(srv, B, 1, N);
+    await reading.waitEvents(N + 1);
+    expect(reading.isEnded()).toBe(false);
+
+    stalled.resume();
+    expect(await stalled.ended).toBe('cut');
+    // It resumes by id and gets the rest.
+    const got = numbers(stalled);
+    expect(got).toEqual([...Array(got.length).keys()]);
+    const rest = await following(srv, A.clientKey, { 'last-event-id': stalled.events.at(-1)!.id }, '?seguir=0');
+    await rest.ended;
+    expect([...got, ...numbers(rest)]).toEqual([...Array(N).keys()]);
+  }, 120_000);
+
+  it('a reader that takes a little in every stallMs is not cut, however long it takes in all', async () => {
+    if (!(await isLinux)) return;
+    const clock = new DrivenTicks();
+    const srv = await startTestServer({ clock, streamTiming: { pollMs: 50, stallMs: STALL_MS, stallCheckMs: 20, batch: 10 } });
+    servers.push(srv);
+    const A = await linkedLine(srv);
+    const slow = await rawReader(srv, A.clientKey);
+    await until(() => statsOf(srv, A).length === 1, { what: 'the stream open' });
+    const N = 128;
+    await burst(srv, A, N);
+    await steady(srv, A);
+    // Half of stallMs on the clock, then the reader takes 128 KB (two loopback segments: enough for its kernel to
+    // open the window again), each round: 3 stallMs in all.
+    for (let round = 0; round < 6; round++) {
+      clock.advance(STALL_MS / 2);
+      const before = slow.bytes();
+      const owed = statsOf(srv, A)[0]!.unacked;
+      await until(() => (slow.take(), slow.bytes() - before >= 128 * 1024), { what: 'bytes to take' });
+      // The server sees it once the reader's kernel says so (its acknowledgement may come a moment later).
+      await until(async () => (await srv.app.eventStreams.checkStalls(), statsOf(srv, A)[0]?.unacked !== owed), { what: 'the take acknowledged' });
+      expect(statsOf(srv, A), `round ${round}`).toHaveLength(1);
+      expect(slow.events(), `round ${round}`).toBeLessThan(N);
+    }
+    // Then it reads everything, all of it in order.
+    await until(() => (slow.take(), slow.events() === N), { what: 'every event read' });
+    expect(statsOf(srv, A)).toHaveLength(1);
+    slow.close();
+  }, 120_000);
+});
+
+/** A reader on a raw socket that takes only what it is told to: each take() reads what its socket buffered (16 KB or so). */
+async function rawReader(srv: TestServer, key: string): Promise<{ take: () => number; bytes: () => number; events: () => number; close: () => void }> {
+  const { connect } = await import('node:net');
+  const url = new URL(srv.url);
+  const socket = connect({ host: url.hostname, port: Number(url.port) });
+  socket.on('error', () => undefined);
+  await new Promise<void>((r) => socket.once('connect', () => r()));
+  socket.write(`GET ${PATH} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nAccept: text/event-stream\r\n\r\n`);
+  let text = '';
+  let total = 0;
+  return {
+    take: () => {
+      const chunk = socket.read() as Buffer | null;
+      if (!chunk) return 0;
+      total += chunk.length;
+      text += chunk.toString('latin1');
+      return chunk.length;
+    },
+    bytes: () => total,
+    events: () => (text.match(/^id: /gm) ?? []).length,
+    close: () => socket.destroy(),
+  };
+}
+
+describe('procSendQueues', () => {
+  it("reads established sockets' tx_queue by local and remote port; a missing table is undefined", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'send-queues-'));
+    const tcp = join(dir, 'tcp');
+    writeFileSync(
+      tcp,
+      [
+        '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+        '   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1',
+        '   1: 0100007F:1F90 0100007F:D431 01 0001A000:00000000 00:00000000 00000000     0        0 2 1',
+        '   2: 0100007F:1F90 0100007F:D432 01 00000000:00000000 00:00000000 00000000     0        0 3 1',
+        '   3: 0100007F:1F90 0200007F:D433 01 00000010:00000000 00:00000000 00000000     0        0 4 1',
+        '   4: 0100007F:1F90 0300007F:D433 01 00000020:00000000 00:00000000 00000000     0        0 5 1',
+      ].join('\n'),
+    );
+    const q = await procSendQueues([tcp, join(dir, 'tcp6')])();
+    expect(q?.get(`8080:${0xd431}`)).toBe(0x1a000);
+    expect(q?.get(`8080:${0xd432}`)).toBe(0);
+    // Two sockets with the same ports (other remote addresses): not known rather than a guess.
+    expect(q?.has(`8080:${0xd433}`)).toBe(false);
+    // Listening sockets are not streams.
+    expect(q?.has('8080:0')).toBe(false);
+    expect(await procSendQueues([join(dir, 'none')])()).toBeUndefined();
+  });
+});
