@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { VIGENCIA_S } from '../core/api/limits.js';
 
 /** `24h`, `30m`, `45s`, `500ms`, or a bare number of milliseconds. */
 export function duration(value: string): number {
@@ -6,6 +7,19 @@ export function duration(value: string): number {
   if (!m) throw new InvalidArgumentError('expected a duration such as 24h, 30m, 45s or 500ms');
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? 'ms') as 'ms'];
   return Number(m[1]) * unit;
+}
+
+/**
+ * A send's validity (`--valid-for`, the `send bulk` column `vigencia`): `5m`, `1h`, `90s`, or a bare number of
+ * seconds (the API field's unit), as whole seconds within VIGENCIA_S. Anything else is a usage error.
+ */
+export function validFor(value: string): number {
+  const v = value.trim();
+  const ms = /^[0-9]+$/.test(v) ? Number(v) * 1000 : duration(v);
+  const { min, max } = VIGENCIA_S;
+  if (ms % 1000 !== 0 || ms < min * 1000 || ms > max * 1000)
+    throw new InvalidArgumentError(`expected a validity of whole seconds from ${min}s to ${max / 3600}h, such as 5m, 90s or 1h`);
+  return ms / 1000;
 }
 
 /** `MIN-MAX` milliseconds (or one number for a fixed gap). */
