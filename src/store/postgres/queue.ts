@@ -191,7 +191,8 @@ export function queue(db: Db): QueueStore {
       const ended = due.length === 0 ? [] : await expireQueued(db, due.map((d) => d.msg_id), error, now);
       const [r] = await db.q<{ next: number | null }>(
         `SELECT LEAST((SELECT MIN(vence_at) FROM mensajes_pendientes WHERE vence_at > $1),
-           (SELECT MIN(m.lease_until) FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id WHERE p.vence_at <= $1 AND m.lease_until > $1)) AS next`,
+           -- Each expired message's claim read by its key (a correlated subquery: never a join the planner may hash over mensajes).
+           (SELECT MIN((SELECT m.lease_until FROM mensajes m WHERE m.msg_id = p.msg_id AND m.lease_until > $1)) FROM mensajes_pendientes p WHERE p.vence_at <= $1)) AS next`,
         [now],
       );
       return { ended, next: r?.next === null || r?.next === undefined ? null : Number(r.next) };
