@@ -62,7 +62,11 @@ it('--valid-for 0, abc, 9s, 25h or 1500ms is a usage error (exit 2) and sends no
 
 it('send bulk: the column vigencia gives each row its validity; a bad cell refuses its row only', async () => {
   const path = join(cli.home, 'codigos.csv');
-  writeFileSync(path, ['destinatario,codigo,vigencia', `${numeroNuevo()},111,5m`, `${numeroNuevo()},222,`, `${numeroNuevo()},333,3`, `${numeroNuevo()},444,120`].join('\n') + '\n');
+  writeFileSync(
+    path,
+    ['destinatario,codigo,vigencia', `${numeroNuevo()},111,5m`, `${numeroNuevo()},222,`, `${numeroNuevo()},333,3`, `${numeroNuevo()},444,120`].join('\n') +
+      '\n',
+  );
   const r = await cli.run(['send', 'bulk', path, '--text', 'Tu código es {codigo}'], { env: env() });
   expect(r.exitCode, r.stderr).toBe(12);
   const rows = Object.fromEntries(ndjson(r.stdout).map((x) => [x.row, x]));

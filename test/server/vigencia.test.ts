@@ -181,7 +181,13 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       const img = await send(s, b, '/api/mensaje_enviar_imagen_base64.php', { destinatario: numeroNuevo(), imageBase64: b64(PNG), vigencia: 600 });
       expectOk(img);
       expect((await mensaje(s, img.body.msg_id)).vigencia_hasta).toBe(clock.now() + 600_000);
-      const imgForm = await send(s, b, '/api/mensaje_enviar_imagen_base64.php', { destinatario: numeroNuevo(), imageBase64: b64(PNG), vigencia: '90' }, { form: true });
+      const imgForm = await send(
+        s,
+        b,
+        '/api/mensaje_enviar_imagen_base64.php',
+        { destinatario: numeroNuevo(), imageBase64: b64(PNG), vigencia: '90' },
+        { form: true },
+      );
       expectOk(imgForm);
       expect((await mensaje(s, imgForm.body.msg_id)).vigencia_hasta).toBe(clock.now() + 90_000);
       for (let i = 0; i < 3; i++) await s.stepQueue();
@@ -249,9 +255,11 @@ describeWith(postgres, 'a send validity on PostgreSQL', () => {
         expect((await mensaje(a, id)).error_clase, id).toBe('caducado');
         expect(await loggedEstados(a, line.clienteId, id), id).toEqual(['pendiente', 'error']);
       }
-      const refunds = await query<{ n: number }>(a, "SELECT COUNT(*) AS n FROM movimientos_saldo WHERE cliente_id = $1 AND monto > 0 AND motivo LIKE '%reembolso%'", [
-        line.clienteId,
-      ]);
+      const refunds = await query<{ n: number }>(
+        a,
+        "SELECT COUNT(*) AS n FROM movimientos_saldo WHERE cliente_id = $1 AND monto > 0 AND motivo LIKE '%reembolso%'",
+        [line.clienteId],
+      );
       expect(Number(refunds[0]!.n)).toBe(40);
       expect(await credit(a, line)).toBe(100);
       await ledgerAddsUp(a, line);

@@ -188,7 +188,15 @@ export function queue(db: Db): QueueStore {
          WHERE p.vence_at <= $1 AND (m.lease_until IS NULL OR m.lease_until <= $1) ORDER BY p.vence_at LIMIT $2`,
         [now, limit],
       );
-      const ended = due.length === 0 ? [] : await expireQueued(db, due.map((d) => d.msg_id), error, now);
+      const ended =
+        due.length === 0
+          ? []
+          : await expireQueued(
+              db,
+              due.map((d) => d.msg_id),
+              error,
+              now,
+            );
       const [r] = await db.q<{ next: number | null }>(
         `SELECT LEAST((SELECT MIN(vence_at) FROM mensajes_pendientes WHERE vence_at > $1),
            -- Each expired message's claim read by its key (a correlated subquery: never a join the planner may hash over mensajes).
