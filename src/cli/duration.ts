@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { VIGENCIA_S } from '../core/api/limits.js';
 
 /** The longest wait a timer holds (2^31-1 ms, about 24.8 days): Node fires a longer one at once. */
 export const TIMER_MAX_MS = 2 ** 31 - 1;
@@ -25,6 +26,19 @@ export function duration(value: string): number {
 export function timerMs(ms: number): number {
   if (ms > TIMER_MAX_MS) throw new InvalidArgumentError('too long: a wait may be at most 24d (24.8 days, the longest a timer holds)');
   return ms;
+}
+
+/**
+ * A send's validity (`--valid-for`, the `send bulk` column `vigencia`): `5m`, `1h`, `90s`, or a bare number of
+ * seconds (the API field's unit), as whole seconds within VIGENCIA_S. Anything else is a usage error.
+ */
+export function validFor(value: string): number {
+  const v = value.trim();
+  const ms = /^[0-9]+$/.test(v) ? Number(v) * 1000 : longDuration(v);
+  const { min, max } = VIGENCIA_S;
+  if (ms % 1000 !== 0 || ms < min * 1000 || ms > max * 1000)
+    throw new InvalidArgumentError(`expected a validity of whole seconds from ${min}s to ${max / 3600}h, such as 5m, 90s or 1h`);
+  return ms / 1000;
 }
 
 /** `MIN-MAX` milliseconds (or one number for a fixed gap). */

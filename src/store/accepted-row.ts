@@ -38,5 +38,6 @@ export function acceptedRow(m: NewMensaje, cargo: AcceptedMensaje['cargo'], cupo
     reclamado_at: null,
     error_at: null,
     reintento_de: m.reintento_de ?? null,
+    vigencia_hasta: m.vigencia_hasta ?? null,
   } as MensajeRow;
 }

@@ -27,6 +27,7 @@ const CSV_COLUMNS = [
   'leido_at',
   'error_clase',
   'reintento_de',
+  'vigencia_hasta',
 ];
 
 let s: TestServer;

@@ -33,6 +33,8 @@ const RECORD_KEYS = [
   'reintento_de',
   'texto',
   'tipo',
+  // Added by the validity (issue 40): a queued send's vigencia end; null otherwise.
+  'vigencia_hasta',
 ];
 const ESTADOS: MensajeEstado[] = ['enviado', 'entregado', 'leido', 'error', 'pendiente'];
 // Valid numbers of three countries; D1 is Mexican, as the seeded lines are.

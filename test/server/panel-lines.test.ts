@@ -105,6 +105,20 @@ describe('the lines pages', () => {
     expect(r.text).toMatch(/id="f-mensaje-error"[^>]*>mensaje must be at most 4096 characters/);
   });
 
+  it('takes a validity on the test send (issue 40), and refuses one out of range beside its field', async () => {
+    expect((await get(client, line)).text).toMatch(/<input\s+id="f-vigencia"\s+name="vigencia"\s+type="number"/);
+    const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', vigencia: '120' });
+    expect(r.status, r.text).toBe(303);
+    const msgId = new URL(r.headers.get('location')!, s.url).searchParams.get('enviado')!;
+    const m = await api(s.url, 'GET', `/api/mensaje.php?msg_id=${msgId}`, { key: a.clientKey });
+    expect(m.body.mensaje.vigencia_hasta).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    for (const vigencia of ['5', 'abc', '86401']) {
+      const bad = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', vigencia });
+      expect(bad.status, vigencia).toBe(400);
+      expect(bad.text).toMatch(/id="f-vigencia-error"[^>]*>vigencia must be a whole number of seconds from 10 to 86400/);
+    }
+  });
+
   it('answers a test send with a redirect to the line page naming it, so a reload shows it and sends nothing again', async () => {
     const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'prueba', directo: '0' });
     expect(r.status, r.text).toBe(303);

@@ -1,6 +1,10 @@
 import { FIELD_LIMITS } from '../../core/api/limits.js';
+import { validFor } from '../duration.js';
 import { httpUrl, phone } from '../parse.js';
 import { missingColumns, render, type Piece } from './template.js';
+
+/** The column that gives a row's validity (docs/validity.md), read when the file has it. */
+export const VIGENCIA_COLUMN = 'vigencia';
 
 /** What a row sends: text, or a file (by URL or from disk) with the text as its caption. */
 export type MediaKind = 'image' | 'document' | 'audio' | 'video' | 'sticker';
@@ -22,7 +26,7 @@ export interface BulkSpec {
 
 /** One row ready to send, or the reason it cannot be (reported for that row; the others go on). */
 export type Prepared =
-  | { ok: true; row: number; destinatario: string; texto: string; media?: { source: string; kind: MediaKind } }
+  | { ok: true; row: number; destinatario: string; texto: string; media?: { source: string; kind: MediaKind }; vigencia?: number }
   | { ok: false; row: number; destinatario: string; error: string };
 
 /** The columns the flags name that the header lacks: checked before any send (exit 2). */
@@ -91,13 +95,23 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   }
   const why = numero?.(destinatario);
   if (why !== undefined) return refuse(`recipient ${why}`);
+  // The column `vigencia`, when the file has one: the row's validity (as --valid-for; empty: none).
+  const validez = (record[VIGENCIA_COLUMN] ?? '').trim();
+  let vigencia: { vigencia?: number } = {};
+  if (validez !== '') {
+    try {
+      vigencia = { vigencia: validFor(validez) };
+    } catch (err) {
+      return refuse(`${VIGENCIA_COLUMN} "${validez}": ${(err as Error).message}`);
+    }
+  }
   const texto = spec.template ? render(spec.template, record) : spec.textColumn ? (record[spec.textColumn] ?? '') : '';
   const source = spec.mediaColumn ? (record[spec.mediaColumn] ?? '').trim() : undefined;
   const chars = [...texto].length;
   if (source === undefined) {
     if (texto.trim() === '') return refuse('the text is empty');
     if (chars > MAX_TEXT) return refuse(`the text has ${chars} characters; at most ${MAX_TEXT}`);
-    return { ok: true, row, destinatario, texto };
+    return { ok: true, row, destinatario, texto, ...vigencia };
   }
   if (source === '') return refuse(`no file or URL in column "${spec.mediaColumn}"`);
   if (isUrl(source)) {
@@ -110,5 +124,5 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   const kind = spec.mediaType ?? mediaKindOf(source);
   if ((kind === 'audio' || kind === 'sticker') && texto !== '') return refuse(`${kind} has no caption; send it without --text`);
   if (chars > MAX_CAPTION) return refuse(`the caption has ${chars} characters; at most ${MAX_CAPTION}`);
-  return { ok: true, row, destinatario, texto, media: { source, kind } };
+  return { ok: true, row, destinatario, texto, media: { source, kind }, ...vigencia };
 }

@@ -27,6 +27,8 @@ export interface Mensaje {
   error_clase: string | null;
   /** The failed message this one retries (absent from servers before it). */
   reintento_de?: string | null;
+  /** A queued send's validity end (absent from servers before it). */
+  vigencia_hasta?: string | null;
 }
 
 export interface HistorialOptions extends ListingOpts {

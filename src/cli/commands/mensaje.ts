@@ -58,6 +58,8 @@ function mensajeFields(ctx: Ctx, m: Mensaje): void {
     ['gateway_msg_id', m.gateway_msg_id],
     // A retry names the message it sends again (`pasarela retry`).
     ...(m.reintento_de ? ([['reintento_de', m.reintento_de]] as Array<[string, string]>) : []),
+    // A validity: the instant it had to be handed to the gateway by (docs/validity.md).
+    ...(m.vigencia_hasta ? ([['vigencia_hasta', m.vigencia_hasta]] as Array<[string, string]>) : []),
     ['created_at', m.created_at],
     ['enviado_at', m.enviado_at],
     ['entregado_at', m.entregado_at],

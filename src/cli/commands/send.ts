@@ -13,7 +13,7 @@ import type { CtxOf } from '../main.js';
 import { emit } from '../output.js';
 import { checkArg, httpUrl, idempotencyKey, int, phone, positiveInt, text } from '../parse.js';
 import { cappedSleep, withRetry } from '../retry.js';
-import { duration, timerMs } from '../duration.js';
+import { duration, timerMs, validFor } from '../duration.js';
 import { registerSendBulk } from './send-bulk.js';
 import { fetchMensaje, printMensaje } from './mensaje.js';
 import { WAIT_ESTADOS, waitForMensaje, type WaitEstado } from '../wait-delivery.js';
@@ -45,6 +45,8 @@ export interface Common {
   wait?: WaitEstado | true;
   /** --timeout of --wait, ms (commander's default: 60 s). */
   timeout?: number;
+  /** --valid-for: the send's `vigencia`, seconds (docs/validity.md). */
+  validFor?: number;
 }
 
 /** The endpoints by URL and by base64, the per-type base64 field and the core's media type of each kind. */
@@ -76,6 +78,7 @@ const SEND_FIELDS: FieldFlags = {
   audioBase64: '<archivo_o_url>',
   videoBase64: '<archivo_o_url>',
   stickerBase64: '<archivo_o_url>',
+  vigencia: '--valid-for',
 };
 
 async function readStdin(stream: NodeJS.ReadableStream): Promise<string> {
@@ -113,6 +116,9 @@ async function settle(ctx: Ctx, b: SendBody, target: WaitEstado, timeoutMs: numb
   printMensaje(ctx, r.answer);
   if (r.kind === 'error') {
     const m = r.answer.mensaje;
+    // Its validity passed in the queue: said in words; the failure's exit code (docs/validity.md).
+    if (m.error_clase === 'caducado')
+      throw new CliError(`msg_id ${m.msg_id} expired: not sent within its validity (--valid-for, until ${m.vigencia_hasta ?? '?'}); refunded`, EXIT.SERVER);
     throw new CliError(
       `msg_id ${m.msg_id} ended in error (${m.error_clase ?? 'error'}): ${m.error ?? 'no reason given'}`,
       m.error_clase === 'rechazado' ? EXIT.REJECTED : EXIT.SERVER,
@@ -154,6 +160,11 @@ const common = (cmd: Command) =>
       new Option('--wait [estado]', 'after acceptance, wait until the message is enviado, entregado (the default) or leido; print its record').choices(
         WAIT_ESTADOS,
       ),
+    )
+    .option(
+      '--valid-for <duration>',
+      'a queued send not handed to the gateway within this (5m, 90s, 1h; a bare number is seconds; 10s to 24h) ends in error caducado, refunded',
+      validFor,
     )
     .addOption(
       new Option('--timeout <duration>', 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11').default(60_000, '60s').argParser(seconds),
@@ -197,7 +208,7 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
   const wait = cappedSleep(ctx.env);
   const celularId = await sendingLine(ctx, o, key, wait);
   const idemKey = o.idempotencyKey ?? `pasarela-${randomUUID()}`;
-  const json = { ...body, ...(celularId !== undefined ? { celular_id: celularId } : {}) };
+  const json = { ...body, ...(celularId !== undefined ? { celular_id: celularId } : {}), ...(o.validFor !== undefined ? { vigencia: o.validFor } : {}) };
   try {
     const b = await withRetry(
       ctx,

@@ -41,6 +41,9 @@ export const FIELD_LIMITS = {
 /** A document's file name: a name with an extension, no folder (the send routes' schema and the CLI's --filename). */
 export const FILENAME_PATTERN = '^[^/\\\\]+\\.[A-Za-z0-9]{1,10}$';
 
+/** A send's validity (`vigencia`, docs/validity.md), whole seconds: a queued message not handed to the gateway within it ends `caducado`. */
+export const VIGENCIA_S = { min: 10, max: 86_400 } as const;
+
 /** Ranges of celular_editar's fields. */
 export const CELULAR_LIMITS = {
   nombre_interno: 80,

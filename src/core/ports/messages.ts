@@ -21,6 +21,8 @@ export interface NewMensaje {
   expira_at: number | null;
   /** The failed message this send retries (core/queue/cola.ts), kept on the row. */
   reintento_de?: string | null;
+  /** A queued send's validity end (docs/validity.md); a direct send has none. */
+  vigencia_hasta?: number | null;
 }
 
 export type AcceptResult =

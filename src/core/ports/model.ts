@@ -90,9 +90,11 @@ export type ReceiptEstado = 'entregado' | 'leido' | 'error';
  * network refused it for good; `no_enviado`, it never reached the network;
  * `incierto`, it may have reached the recipient; `fallido`, the network took
  * it and reported later that it failed; `cancelado`, someone cancelled it
- * while it waited in the queue (never sent, refunded).
+ * while it waited in the queue (never sent, refunded); `caducado`, its
+ * validity (`vigencia`) passed before it was handed to the gateway (never
+ * sent, refunded: docs/validity.md).
  */
-export const ERROR_CLASES = ['rechazado', 'no_enviado', 'incierto', 'fallido', 'cancelado'] as const;
+export const ERROR_CLASES = ['rechazado', 'no_enviado', 'incierto', 'fallido', 'cancelado', 'caducado'] as const;
 export type ErrorClase = (typeof ERROR_CLASES)[number];
 
 /** What a gateway needs to send a stored message. */
@@ -143,6 +145,8 @@ export interface MensajeRow {
   leido_at: number | null;
   /** The failed message this one retries (`mensaje reintentar`); null (or absent, on rows read before migration 22) otherwise. */
   reintento_de?: string | null;
+  /** A queued send's validity: not handed to the gateway by then, it ends `caducado` (docs/validity.md); null (or absent) otherwise. */
+  vigencia_hasta?: number | null;
 }
 
 /**

@@ -83,4 +83,16 @@ export interface QueueStore {
    * `message.status` event in the same transaction.
    */
   cancelQueued(msgId: string, error: string, now: number): Promise<CancelResult>;
+  /**
+   * The expiry sweep (docs/validity.md): at most `limit` pending queued
+   * messages whose validity ended by `now` and that no worker holds a live
+   * claim on, each ended as failMensaje ends one (`error` with class
+   * `caducado`, its refund and its `message.status` event, in one
+   * transaction; on several nodes each is ended once, and a claim and the
+   * sweep never both win). Found through the validity index of the pending
+   * messages, so its cost follows the expired ones, never the backlog or the
+   * history. `next`: when the sweep next has work: the earliest validity end
+   * after `now`, or the end of a live claim on an expired message (null: none).
+   */
+  expireDue(now: number, error: string, limit: number): Promise<{ ended: MensajeRow[]; next: number | null }>;
 }

@@ -28,6 +28,13 @@ export const GIVE_ALONE_AFTER_MS = 500;
  */
 export const QUEUE_CHANNEL = 'cola';
 
+/** The expiry sweep's batch: expired messages ended in one transaction; a look ends up to EXPIRE_BATCHES of them. */
+export const EXPIRE_BATCH = 100;
+const EXPIRE_BATCHES = 10;
+
+/** The `error` of a message whose validity passed in the queue (class `caducado`, docs/validity.md). */
+export const CADUCADO_ERROR = 'expired: not handed to the gateway within its validity (vigencia)';
+
 /** Transient failures are retried after the base (5 s), then twice as long each time up to 120 times it (10 min), until the TTL. */
 export const queueBackoff = (retryMs: number): Backoff => ({ baseMs: retryMs, factors: [1, 2, 4, 8, 16, 32, 64, 120], past: 'repeat' });
 
@@ -170,6 +177,9 @@ export class QueueWorker {
    * head: it is sent at once, without a look.
    */
   queued(celularId: number, m?: MensajeRow): void {
+    // A validity: the sweep looks when it ends, whatever the line does meanwhile (a look before then times it too).
+    const vence = m?.vigencia_hasta ?? null;
+    if (vence !== null) this.runner.wakeWithin(Math.max(1, vence - this.core.clock.now()));
     // Another node holds the line's session: its worker sends the message.
     if (this.opts.sendsHere && !this.opts.sendsHere(celularId)) return this.signal(celularId);
     const busy = this.runner.isBusy(celularId);
@@ -239,6 +249,9 @@ export class QueueWorker {
     // What no longer tells anything (the windows of heldByAnother and gaveLately): forgotten, so the maps follow the lines in use.
     for (const [id, t] of this.gaveAt) if (now - t >= 2 * this.keepIdleMs()) this.gaveAt.delete(id);
     for (const [id, t] of this.heldElsewhere) if (now - t >= this.keepIdleMs()) this.heldElsewhere.delete(id);
+    // Messages whose validity passed end first, whatever their line's state; the next one ending times the look.
+    const nextExpiry = await this.sweep(now);
+    if (nextExpiry !== null) wait = Math.min(wait, Math.max(1, nextExpiry - now));
     const due: MensajeRow[] = [];
     const since = new Set<number>();
     this.queuedSince = since;
@@ -464,6 +477,24 @@ export class QueueWorker {
     return gapMinMs + Math.floor(this.core.random() * (gapMaxMs - gapMinMs + 1));
   }
 
+  /**
+   * The expiry sweep (docs/validity.md): the pending queued messages whose validity ended by `now`, ended `caducado`
+   * in batches with their refunds and events, wherever they stand in their line's queue. Any node may sweep: the
+   * store ends each once and never one under a live claim. Returns when to sweep again (null: nothing to wait for).
+   */
+  private async sweep(now: number): Promise<number | null> {
+    for (let i = 0; i < EXPIRE_BATCHES; i += 1) {
+      const { ended, next } = await this.core.store.expireDue(now, CADUCADO_ERROR, EXPIRE_BATCH);
+      for (const m of ended) {
+        publishMessageStatus(this.core, m, 'pendiente');
+        await this.dropFile(m);
+      }
+      if (ended.length < EXPIRE_BATCH) return next;
+    }
+    // More left: the next look comes at once.
+    return now;
+  }
+
   private async end(m: MensajeRow, error: string, clase: ErrorClase): Promise<void> {
     const after = await this.core.store.failMensaje(m.msg_id, error, clase, this.core.clock.now());
     if (after) publishMessageStatus(this.core, after, m.estado);
@@ -524,6 +555,12 @@ export class QueueWorker {
     // Checked again as the last step before the send: the reads before it may have been slow.
     if (!this.node.fresh()) {
       hold(this.core.config.queue.recheckMs);
+      return 'none';
+    }
+    // Its validity ended before its claim (the moment it is handed to the gateway): the sweep ends it, not a send.
+    const vence = m.vigencia_hasta ?? null;
+    if (vence !== null && core.clock.now() >= vence) {
+      await this.sweep(core.clock.now());
       return 'none';
     }
     const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now(), guess, this.node.info.id);

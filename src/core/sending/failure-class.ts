@@ -22,11 +22,11 @@ export function failureClase(err: unknown): ErrorClase {
 
 /**
  * Whether a failed message may be retried (`mensaje reintentar`, D-96): one
- * that provably never reached the recipient (never sent, cancelled) or that
+ * that provably never reached the recipient (never sent, cancelled, expired in the queue) or that
  * the network reported failed after taking it. Not one refused for good (it
  * fails again), nor one that may have reached the recipient (a retry could
  * deliver it twice: send it anew on purpose), nor an old row with no class.
  */
 export function retryAllowed(clase: ErrorClase | null): boolean {
-  return clase === 'no_enviado' || clase === 'cancelado' || clase === 'fallido';
+  return clase === 'no_enviado' || clase === 'cancelado' || clase === 'caducado' || clase === 'fallido';
 }

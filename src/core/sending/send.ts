@@ -25,7 +25,7 @@ import { publishMessageStatus } from '../events/message-events.js';
 import { outbound } from './outbound.js';
 import { countryOf, normalizeNumero } from '../accounts/phone.js';
 import { iso } from '../time/clock.js';
-import { FIELD_LIMITS } from '../api/limits.js';
+import { FIELD_LIMITS, VIGENCIA_S } from '../api/limits.js';
 import type { NodePresence } from '../nodes/node-presence.js';
 import { GatewayFailure } from '../ports/gateway.js';
 import type { AcceptedMedia } from '../ports/media.js';
@@ -55,6 +55,8 @@ export interface SendRequest {
   idem?: { clave: string; endpoint: string };
   /** The failed message this send retries (core/queue/cola.ts): kept on the new row. */
   reintento_de?: string;
+  /** Seconds a queued send may wait to be handed to the gateway (VIGENCIA_S, docs/validity.md); ignored with `directo`. */
+  vigencia?: number;
 }
 
 /**
@@ -172,6 +174,8 @@ function requestHuella(req: SendRequest, endpoint: string, celular: CelularRow):
     caption: opt(req.caption),
     filename: opt(req.filename),
     ptt: Boolean(req.ptt),
+    // Only when given, so a key bound before the field existed names the same request.
+    ...(req.vigencia !== undefined && !req.directo ? { vigencia: req.vigencia } : {}),
   });
 }
 
@@ -278,6 +282,9 @@ async function sendOnce(
     const again = await prior(key);
     if (again) return { replay: again };
   }
+  // The route's schema refuses it first; the panel's form reaches this check.
+  if (req.vigencia !== undefined && !(Number.isInteger(req.vigencia) && req.vigencia >= VIGENCIA_S.min && req.vigencia <= VIGENCIA_S.max))
+    fail('INVALID_PARAMS', `vigencia must be a whole number of seconds from ${VIGENCIA_S.min} to ${VIGENCIA_S.max}`);
   if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
   if (celular.estado !== 'activo') fail('CELULAR_NOT_ACTIVE', `celular ${celular.id} is ${celular.estado}; it must be activo (linked) to send`);
   const unsupported = core.gateway.capabilities.unsupported[req.tipo];
@@ -352,6 +359,7 @@ async function sendOnce(
         payload,
         expira_at: req.directo ? null : now + core.config.queue.ttlMs,
         ...(req.reintento_de ? { reintento_de: req.reintento_de } : {}),
+        ...(req.vigencia !== undefined && !req.directo ? { vigencia_hasta: now + req.vigencia * 1000 } : {}),
       },
       {
         charge: p.cliente.plan === 'medido',

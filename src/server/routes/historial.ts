@@ -39,9 +39,13 @@ const mensajeSchema = {
       nullable: true,
       enum: [...ERROR_CLASES, null],
       description:
-        'with estado error: rechazado (refused for good by the network), no_enviado (never reached the network), incierto (may have reached the recipient), fallido (the network took it, then reported it failed), cancelado (cancelled while queued; refunded)',
+        'with estado error: rechazado (refused for good by the network), no_enviado (never reached the network), incierto (may have reached the recipient), fallido (the network took it, then reported it failed), cancelado (cancelled while queued; refunded), caducado (its vigencia passed while queued; refunded)',
     },
     reintento_de: { ...strOrNull, description: 'the failed message this one retries (mensaje_reintentar.php); null otherwise' },
+    vigencia_hasta: {
+      ...tsOrNull,
+      description: 'a queued send with a vigencia: the instant it must be handed to the gateway by, or it ends in error caducado (refunded); null otherwise',
+    },
     created_at: ts,
     enviado_at: tsOrNull,
     entregado_at: tsOrNull,

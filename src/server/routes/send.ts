@@ -10,7 +10,7 @@ import { streamMediaBodies, takeUpload, type MediaBodyRoute } from '../body/medi
 import { authenticateOnce, bodyOf, boolish, clientAuth, clientAuthBeforeBody, principal, success, verifyBodyKey } from '../http.js';
 import { aliasSchema, errorResponses, keyField, okResponse } from '../schemas/common.js';
 import { Flag, Type, type TProperties } from '../schemas/typed.js';
-import { FIELD_LIMITS, FILENAME_PATTERN } from '../../core/api/limits.js';
+import { FIELD_LIMITS, FILENAME_PATTERN, VIGENCIA_S } from '../../core/api/limits.js';
 import { API, type ApiPath } from '../../core/api/api-routes.js';
 
 /**
@@ -34,6 +34,14 @@ const common = {
   directo: Type.Optional(Flag('1: send now (answer after the gateway); 0 or absent: queue')),
   celular_id: Type.Optional(Type.Integer({ minimum: 1, description: 'line to send from, with a client key' })),
   idempotency_key: idempotencyKey,
+  vigencia: Type.Optional(
+    Type.Integer({
+      minimum: VIGENCIA_S.min,
+      maximum: VIGENCIA_S.max,
+      description:
+        'seconds a queued send may wait to be handed to the gateway; past it, it ends in error with error_clase caducado and is refunded (docs/validity.md). Ignored with directo=1',
+    }),
+  ),
 };
 
 /** The Idempotency-Key header, for every send endpoint (core/sending/idempotency.ts). */
@@ -238,6 +246,7 @@ export default async function sendRoutes(
       filename: str(b, 'filename'),
       ptt: boolish(b.ptt, 'ptt'),
       mime: str(b, 'mime'),
+      ...(typeof b.vigencia === 'number' ? { vigencia: b.vigencia } : {}),
       ...(idem ? { idem } : {}),
     };
     if (spec.base64Field) {

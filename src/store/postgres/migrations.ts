@@ -1003,6 +1003,18 @@ export const PG_MIGRATIONS: Migration[] = [
       END $$;
     `,
   },
+  {
+    version: 30,
+    name: "a queued send's validity, and its end beside its place in the queue (D-159)",
+    sql: `
+      -- vigencia_hasta: the message's own record (its view), never changed, so mensajes' updates stay HOT.
+      -- mensajes_pendientes.vence_at: the same end while it is pending, found by the worker's expiry sweep through its
+      -- own partial index (postgres/queue.ts expireDue): the sweep's cost follows the messages whose validity passed.
+      ALTER TABLE mensajes ADD COLUMN vigencia_hasta BIGINT;
+      ALTER TABLE mensajes_pendientes ADD COLUMN vence_at BIGINT;
+      CREATE INDEX mensajes_pendientes_vence ON mensajes_pendientes(vence_at) WHERE vence_at IS NOT NULL;
+    `,
+  },
 ];
 
 /**

@@ -5,7 +5,7 @@ import type { Db } from './db.js';
 import { slotOn } from '../../core/billing/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
 import { colsOf, slotCountsJson } from './messages.js';
-import { cancelQueued } from './transitions.js';
+import { cancelQueued, expireQueued } from './transitions.js';
 import { STATE_COLS, slotSync, stateColsOf } from './state-paths.js';
 
 /**
@@ -176,6 +176,34 @@ export function queue(db: Db): QueueStore {
     },
     cancelQueued(msgId: string, error: string, now: number): Promise<CancelResult> {
       return cancelQueued(db, msgId, error, now);
+    },
+    /**
+     * The expired pending messages through the pending side table's validity index (migration 30), read without a lock,
+     * then ended as a cancel is (expireQueued): the FAIL statement's guard, under each message's lock, ends each once
+     * whichever node sweeps it, and never one a live claim holds.
+     */
+    async expireDue(now: number, error: string, limit: number): Promise<{ ended: MensajeRow[]; next: number | null }> {
+      const due = await db.q<{ msg_id: string }>(
+        `SELECT p.msg_id FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id
+         WHERE p.vence_at <= $1 AND (m.lease_until IS NULL OR m.lease_until <= $1) ORDER BY p.vence_at LIMIT $2`,
+        [now, limit],
+      );
+      const ended =
+        due.length === 0
+          ? []
+          : await expireQueued(
+              db,
+              due.map((d) => d.msg_id),
+              error,
+              now,
+            );
+      const [r] = await db.q<{ next: number | null }>(
+        `SELECT LEAST((SELECT MIN(vence_at) FROM mensajes_pendientes WHERE vence_at > $1),
+           -- Each expired message's claim read by its key (a correlated subquery: never a join the planner may hash over mensajes).
+           (SELECT MIN((SELECT m.lease_until FROM mensajes m WHERE m.msg_id = p.msg_id AND m.lease_until > $1)) FROM mensajes_pendientes p WHERE p.vence_at <= $1)) AS next`,
+        [now],
+      );
+      return { ended, next: r?.next === null || r?.next === undefined ? null : Number(r.next) };
     },
     async retryLater(msgId: string, at: number, error: string): Promise<void> {
       const back = slotOn('retry');

@@ -518,6 +518,33 @@ export async function cancelQueued(db: Db, msgId: string, error: string, now: nu
   });
 }
 
+/**
+ * QueueStore.expireDue's ending: FAIL with the cancel's guard at `now` and class `caducado`, in one transaction
+ * holding the refunds' locks. Two nodes sweeping the same messages take the same locks in order; the second's
+ * FAIL finds them no longer pending and ends none again.
+ */
+export async function expireQueued(db: Db, msgIds: string[], error: string, now: number): Promise<MensajeRow[]> {
+  return db.tx(async (c) => {
+    const fixed = await rows<Fixed & { cobrado: number }>(c, `SELECT ${FIXED}, cobrado FROM mensajes WHERE msg_id = ANY($1::text[]) AND modo = 'cola'`, [
+      msgIds,
+    ]);
+    if (fixed.length === 0) return [];
+    const lines = await lockForRefund(c, fixed);
+    const done = await failLocked(
+      c,
+      fixed.map((f) => ({
+        m: { ...f, estado: 'pendiente' as const },
+        error,
+        clase: 'caducado' as const,
+        now,
+        lineExists: lines.has(Number(f.celular_id)),
+        libreAt: now,
+      })),
+    );
+    return done.flatMap((d) => (d ? [d.after] : []));
+  });
+}
+
 /** markSent, failMensaje and receipt over one pool. */
 export function transitions(db: Db): Pick<MessagesOwn, 'markSent' | 'failMensaje' | 'receipt'> {
   const sendTurn = batched(

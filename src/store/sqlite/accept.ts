@@ -53,8 +53,8 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
   stmt(
     db,
     `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
-       payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at, reintento_de)
-     VALUES (?, ?, ?, ?, ?, ?, 'pendiente', ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
+       payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at, reintento_de, vigencia_hasta)
+     VALUES (?, ?, ?, ?, ?, ?, 'pendiente', ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
   ).run(
     mensaje.msg_id,
     mensaje.cliente_id,
@@ -72,6 +72,7 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
     mensaje.cupo_at,
     now,
     mensaje.reintento_de,
+    mensaje.vigencia_hasta,
   );
   enterPending(db, mensaje);
   if (mensaje.cupo_at !== null) {

@@ -867,4 +867,16 @@ export const MIGRATIONS: Migration[] = [
       UPDATE cola SET proximo_intento_at = (SELECT m.proximo_intento_at FROM mensajes m WHERE m.msg_id = cola.msg_id);
     `,
   },
+  {
+    version: 30,
+    name: "a queued send's validity, and its end beside its place in the queue (D-159)",
+    sql: `
+      -- vigencia_hasta: the message's own record (its view). cola.vence_at: the same end while it is pending, found by the
+      -- worker's expiry sweep through its own index (sqlite/queue.ts expireDue): the sweep's cost follows the messages whose
+      -- validity passed, never the backlog. The row goes with the message's place when it leaves pendiente.
+      ALTER TABLE mensajes ADD COLUMN vigencia_hasta INTEGER;
+      ALTER TABLE cola ADD COLUMN vence_at INTEGER;
+      CREATE INDEX cola_vence ON cola(vence_at) WHERE vence_at IS NOT NULL;
+    `,
+  },
 ];

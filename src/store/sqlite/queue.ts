@@ -154,6 +154,28 @@ export function queue(db: DB): QueueStore {
         return after ? { ok: true, mensaje: after, reembolso: cancel.reembolso ?? 0 } : { ok: false, reason: cancel.why ?? 'no_pendiente' };
       });
     },
+    /** The expired pending messages through the queue's validity index (migration 30), ended as a cancel is: never under a live claim. */
+    expireDue(now: number, error: string, limit: number): Promise<{ ended: MensajeRow[]; next: number | null }> {
+      return grouped(db, () =>
+        immediate(db, () => {
+          const due = stmt(
+            db,
+            `SELECT c.msg_id FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id
+             WHERE c.vence_at <= ? AND (m.lease_until IS NULL OR m.lease_until <= ?) ORDER BY c.vence_at LIMIT CAST(? AS INTEGER)`,
+          ).all(now, now, limit) as Array<{ msg_id: string }>;
+          const ended = failMensajes(
+            db,
+            due.map((d) => ({ msgId: d.msg_id, error, clase: 'caducado' as const, now, cancel: { unclaimedAt: now } })),
+          ).filter((m): m is MensajeRow => m !== null);
+          const { t } = stmt(
+            db,
+            `SELECT MIN(t) AS t FROM (SELECT MIN(vence_at) AS t FROM cola WHERE vence_at > @now
+               UNION ALL SELECT MIN(m.lease_until) FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.vence_at <= @now AND m.lease_until > @now)`,
+          ).get({ now }) as { t: number | null };
+          return { ended, next: t };
+        }),
+      );
+    },
     retryLater(msgId: string, at: number, error: string): Promise<void> {
       return grouped(db, () => {
         const m = stmt(

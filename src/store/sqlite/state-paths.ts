@@ -15,8 +15,9 @@ type DB = Database.Database;
 export const SQLITE_ACCESS_PATHS = ['cola', 'directos', 'cupos', 'gateway_ids'] as const;
 
 /** A message accepted `pendiente`: queued ones join their line's queue; direct ones are in flight until their slot's end. */
-export function enterPending(db: DB, m: { msg_id: string; celular_id: number; modo: string; cupo_at: number | null }): void {
-  if (m.modo === 'cola') stmt(db, 'INSERT INTO cola (msg_id, celular_id) VALUES (?, ?)').run(m.msg_id, m.celular_id);
+export function enterPending(db: DB, m: { msg_id: string; celular_id: number; modo: string; cupo_at: number | null; vigencia_hasta?: number | null }): void {
+  // A queued message's validity end beside its place: the expiry sweep's index (migration 30).
+  if (m.modo === 'cola') stmt(db, 'INSERT INTO cola (msg_id, celular_id, vence_at) VALUES (?, ?, ?)').run(m.msg_id, m.celular_id, m.vigencia_hasta ?? null);
   else if (m.cupo_at !== null) stmt(db, 'INSERT INTO directos (msg_id, cupo_at) VALUES (?, ?)').run(m.msg_id, m.cupo_at);
 }
 

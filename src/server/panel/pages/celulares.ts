@@ -12,7 +12,7 @@ import {
 } from '../../../core/accounts/celulares.js';
 import { AppError } from '../../../core/api/errors.js';
 import { listGatewayServers, moveCelular } from '../../../core/accounts/gateway-servers.js';
-import { CELULAR_LIMITS, FIELD_LIMITS } from '../../../core/api/limits.js';
+import { CELULAR_LIMITS, FIELD_LIMITS, VIGENCIA_S } from '../../../core/api/limits.js';
 import { mensajeById } from '../../../core/history/mensaje.js';
 import { CELULAR_ESTADOS, type CelularEstado, type CelularRow } from '../../../core/ports/model.js';
 import { send, type SendRequest, type SendResult } from '../../../core/sending/send.js';
@@ -44,7 +44,7 @@ const EDIT_FIELDS = [
   'hora_fin_permitido',
   'estado',
 ] as const;
-const SEND_FIELDS = ['destinatario', 'mensaje', 'directo'] as const;
+const SEND_FIELDS = ['destinatario', 'mensaje', 'directo', 'vigencia'] as const;
 const DELETE_FIELDS = ['confirmacion'] as const;
 const MOVE_FIELDS = ['servidor'] as const;
 
@@ -267,6 +267,18 @@ async function linePage(
           },
           sendErrors,
         )}
+        ${field(
+          {
+            name: 'vigencia',
+            label: 'vigencia (optional)',
+            type: 'number',
+            value: sv.vigencia,
+            min: VIGENCIA_S.min,
+            max: VIGENCIA_S.max,
+            hint: `Seconds (${VIGENCIA_S.min} to ${VIGENCIA_S.max}) a queued text may wait; past them it ends caducado and is refunded. Ignored when sent directly.`,
+          },
+          sendErrors,
+        )}
         <button type="submit">Send test text</button>
       </form>
 
@@ -485,6 +497,8 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
         directo: boolish(values.directo, 'directo'),
         celular_id: id,
         texto: values.mensaje ?? '',
+        // Checked by core as the route's schema would (a whole number of seconds in range).
+        ...(values.vigencia?.trim() ? { vigencia: Number(values.vigencia.trim()) } : {}),
       };
       // Without an Idempotency-Key nothing is replayed: the answer is always rendered from this send's result.
       let result: SendResult | undefined;
