@@ -1003,6 +1003,15 @@ export const PG_MIGRATIONS: Migration[] = [
       END $$;
     `,
   },
+  {
+    version: 32,
+    name: "a line's warm-up plan and when it was set (D-166)",
+    sql: `
+      -- Existing lines keep their caps as they are: no plan (null).
+      ALTER TABLE celulares ADD COLUMN calentamiento TEXT;
+      ALTER TABLE celulares ADD COLUMN calentamiento_desde BIGINT;
+    `,
+  },
 ];
 
 /**

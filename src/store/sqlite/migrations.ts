@@ -867,4 +867,13 @@ export const MIGRATIONS: Migration[] = [
       UPDATE cola SET proximo_intento_at = (SELECT m.proximo_intento_at FROM mensajes m WHERE m.msg_id = cola.msg_id);
     `,
   },
+  {
+    version: 32,
+    name: "a line's warm-up plan and when it was set (D-166)",
+    sql: `
+      -- Existing lines keep their caps as they are: no plan (null).
+      ALTER TABLE celulares ADD COLUMN calentamiento TEXT;
+      ALTER TABLE celulares ADD COLUMN calentamiento_desde INTEGER;
+    `,
+  },
 ];
