@@ -60,9 +60,11 @@ export interface SlotClaim {
  * The claim of one send slot of a line at `now`, held for `holdMs` while the
  * send is in flight: under its caps as its warm-up plan has them today, the
  * day in `tz` (core/sending/warmup.ts). A cap the plan lowered says so in its
- * refusal, and a retry is due no later than the plan's next day.
+ * refusal, and a retry is due no later than the plan's next day. Every
+ * caller in src/ passes the server's zone (`core.config.tz`); a line without
+ * a plan needs none (UTC then).
  */
-export function slotClaim(celular: WarmupLine, now: number, holdMs: number, tz: string): SlotClaim {
+export function slotClaim(celular: WarmupLine, now: number, holdMs: number, tz = 'UTC'): SlotClaim {
   const caps = effectiveCaps(celular, now, tz);
   const binding = WINDOWS.flatMap((w) => {
     const cap = caps[w.cap];

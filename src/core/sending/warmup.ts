@@ -54,7 +54,8 @@ export function isWarmupPlan(name: string): boolean {
 }
 
 type Caps = Pick<CelularRow, 'max_envios_por_minuto' | 'max_envios_por_hora' | 'max_envios_por_dia'>;
-export type WarmupLine = Caps & Pick<CelularRow, 'calentamiento' | 'calentamiento_desde'>;
+/** A line's caps and plan (a row without the plan's columns follows none). */
+export type WarmupLine = Caps & Partial<Pick<CelularRow, 'calentamiento' | 'calentamiento_desde'>>;
 
 export interface EffectiveCaps extends Caps {
   /** The plan's day now (1 on the day it was set), while the plan holds; null without a plan or once it is over. */
@@ -68,10 +69,10 @@ export interface EffectiveCaps extends Caps {
 /** A line's caps at `now`, its warm-up plan applied (the day boundary in `tz`). */
 export function effectiveCaps(c: WarmupLine, now: number, tz: string): EffectiveCaps {
   const configured: Caps = { max_envios_por_minuto: c.max_envios_por_minuto, max_envios_por_hora: c.max_envios_por_hora, max_envios_por_dia: c.max_envios_por_dia };
-  const plan = c.calentamiento === null ? undefined : (WARMUP_PLANS[c.calentamiento] ?? WARMUP_PLANS[WARMUP_DEFAULT]);
+  const plan = c.calentamiento ? (WARMUP_PLANS[c.calentamiento] ?? WARMUP_PLANS[WARMUP_DEFAULT]) : undefined;
   if (!plan) return { ...configured, dia: null, bajados: [], cambia_at: null };
   // A plan without its start (never written so) counts from today; a clock set back before the start stays on day 1.
-  const dia = c.calentamiento_desde === null ? 1 : Math.max(1, localDayNumber(now, tz) - localDayNumber(c.calentamiento_desde, tz) + 1);
+  const dia = c.calentamiento_desde === null || c.calentamiento_desde === undefined ? 1 : Math.max(1, localDayNumber(now, tz) - localDayNumber(c.calentamiento_desde, tz) + 1);
   const ceiling = plan[dia - 1];
   if (!ceiling) return { ...configured, dia: null, bajados: [], cambia_at: null };
   const [minuto, hora, diaCap] = ceiling;
