@@ -16,12 +16,17 @@ const line = (over: Partial<Parameters<typeof effectiveCaps>[0]> = {}) => ({
 });
 
 describe('effectiveCaps', () => {
-  it('day 1 holds the plan\'s first ceilings; day N its Nth; past the last day the caps set', () => {
+  it("day 1 holds the plan's first ceilings; day N its Nth; past the last day the caps set", () => {
     expect(effectiveCaps(line(), T0, 'UTC')).toMatchObject({ dia: 1, max_envios_por_minuto: 2, max_envios_por_hora: 10, max_envios_por_dia: 20 });
     expect(effectiveCaps(line(), T0 + 11 * H + 59 * 60_000, 'UTC')).toMatchObject({ dia: 1, max_envios_por_dia: 20 });
     expect(effectiveCaps(line(), T0 + 12 * H, 'UTC')).toMatchObject({ dia: 2, max_envios_por_dia: 30 }); // 00:00 UTC next day
     expect(effectiveCaps(line(), T0 + 7 * DAY, 'UTC')).toMatchObject({ dia: 8, max_envios_por_minuto: 6, max_envios_por_hora: 100, max_envios_por_dia: 300 });
-    expect(effectiveCaps(line(), T0 + 13 * DAY, 'UTC')).toMatchObject({ dia: 14, max_envios_por_minuto: 12, max_envios_por_hora: 500, max_envios_por_dia: 2000 });
+    expect(effectiveCaps(line(), T0 + 13 * DAY, 'UTC')).toMatchObject({
+      dia: 14,
+      max_envios_por_minuto: 12,
+      max_envios_por_hora: 500,
+      max_envios_por_dia: 2000,
+    });
     expect(effectiveCaps(line(), T0 + 14 * DAY, 'UTC')).toEqual({
       max_envios_por_minuto: 12,
       max_envios_por_hora: 500,

@@ -68,11 +68,18 @@ export interface EffectiveCaps extends Caps {
 
 /** A line's caps at `now`, its warm-up plan applied (the day boundary in `tz`). */
 export function effectiveCaps(c: WarmupLine, now: number, tz: string): EffectiveCaps {
-  const configured: Caps = { max_envios_por_minuto: c.max_envios_por_minuto, max_envios_por_hora: c.max_envios_por_hora, max_envios_por_dia: c.max_envios_por_dia };
+  const configured: Caps = {
+    max_envios_por_minuto: c.max_envios_por_minuto,
+    max_envios_por_hora: c.max_envios_por_hora,
+    max_envios_por_dia: c.max_envios_por_dia,
+  };
   const plan = c.calentamiento ? (WARMUP_PLANS[c.calentamiento] ?? WARMUP_PLANS[WARMUP_DEFAULT]) : undefined;
   if (!plan) return { ...configured, dia: null, bajados: [], cambia_at: null };
   // A plan without its start (never written so) counts from today; a clock set back before the start stays on day 1.
-  const dia = c.calentamiento_desde === null || c.calentamiento_desde === undefined ? 1 : Math.max(1, localDayNumber(now, tz) - localDayNumber(c.calentamiento_desde, tz) + 1);
+  const dia =
+    c.calentamiento_desde === null || c.calentamiento_desde === undefined
+      ? 1
+      : Math.max(1, localDayNumber(now, tz) - localDayNumber(c.calentamiento_desde, tz) + 1);
   const ceiling = plan[dia - 1];
   if (!ceiling) return { ...configured, dia: null, bajados: [], cambia_at: null };
   const [minuto, hora, diaCap] = ceiling;
