@@ -18,6 +18,8 @@ function line(over: Partial<QueueLine> = {}, celular: Partial<QueueLine['celular
       max_envios_por_minuto: 5,
       max_envios_por_hora: 100,
       max_envios_por_dia: null,
+      calentamiento: null,
+      calentamiento_desde: null,
       ...celular,
     },
     clienteEstado: 'activo',

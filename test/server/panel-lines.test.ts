@@ -91,6 +91,20 @@ describe('the lines pages', () => {
     expect(after.body.celular).toMatchObject({ nombre_interno: 'Soporte', max_envios_por_minuto: 12, max_envios_por_dia: null, hora_fin_permitido: '23:59' });
   });
 
+  it('sets and clears a warm-up plan, shows the caps today, and refuses an unknown plan beside its field', async () => {
+    expect((await get(client, line)).text).toMatch(/<dt>Caps today<\/dt>\s*<dd>12 a minute, 500 an hour, [^<]* a day<\/dd>/);
+    expect((await post(client, line, { calentamiento: 'estandar' })).status).toBe(303);
+    const page = await get(client, line);
+    expect(page.text).toMatch(/<dt>Caps today<\/dt>\s*<dd>2 a minute, 10 an hour, 20 a day \(warm-up estandar, day 1\)<\/dd>/);
+    expect(page.text).toMatch(/<option value="estandar"\s+selected>/);
+    const bad = await post(client, line, { calentamiento: 'turbo' });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toMatch(/id="f-calentamiento-error"[^>]*>calentamiento must be one of estandar, rapido, prudente/);
+    expect((await post(client, line, { calentamiento: '' })).status).toBe(303);
+    const row = await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey });
+    expect(row.body.celular).toMatchObject({ calentamiento: null, max_envios_por_minuto_efectivo: 12 });
+  });
+
   it('refuses a test text longer than the API takes, beside mensaje', async () => {
     const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'x'.repeat(4097), directo: '1' });
     expect(r.status).toBe(400);

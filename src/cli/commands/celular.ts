@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { API } from '../../core/api/api-routes.js';
 import { CELULAR_LIMITS } from '../../core/api/limits.js';
 import type { CelularView } from '../../core/api/views.js';
+import { WARMUP_PLAN_NAMES } from '../../core/sending/warmup.js';
 import { confirmOrYes } from '../confirm.js';
 import type { Ctx } from '../context.js';
 import { CliError, usage } from '../exit-codes.js';
@@ -29,6 +30,7 @@ const CELULAR_FIELDS: FieldFlags = {
   max_envios_por_dia: '--por-dia',
   hora_inicio_permitido: '--desde',
   hora_fin_permitido: '--hasta',
+  calentamiento: '--calentamiento',
   id: '<id>',
 };
 
@@ -50,11 +52,24 @@ function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
     ['max_envios_por_minuto', c.max_envios_por_minuto],
     ['max_envios_por_hora', c.max_envios_por_hora],
     ['max_envios_por_dia', c.max_envios_por_dia ?? 'unlimited'],
+    ...warmupFields(c),
     ['horario', `${c.hora_inicio_permitido}-${c.hora_fin_permitido}`],
     ['gateway_instancia', c.gateway_instancia],
     ['last_status', c.last_status],
     ['last_status_check', c.last_status_check],
     ['tiene_token_legacy', c.tiene_token_legacy],
+  ];
+}
+
+/** The warm-up plan and today's caps under it, while a plan is set (a server before warm-up sends neither). */
+function warmupFields(c: Celular): Array<[string, Cell]> {
+  if (c.calentamiento === undefined || c.calentamiento === null) return [];
+  const dia = c.calentamiento_dia === null ? 'done' : `day ${c.calentamiento_dia}`;
+  return [
+    ['calentamiento', `${c.calentamiento} (${dia}, since ${c.calentamiento_desde ?? '?'})`],
+    ['efectivo_por_minuto', c.max_envios_por_minuto_efectivo],
+    ['efectivo_por_hora', c.max_envios_por_hora_efectivo],
+    ['efectivo_por_dia', c.max_envios_por_dia_efectivo ?? 'unlimited'],
   ];
 }
 
@@ -228,6 +243,8 @@ export interface CelularEditOptions {
   porDia?: number | null;
   desde?: string;
   hasta?: string;
+  /** A warm-up plan's name, or `none` to end it. */
+  calentamiento?: string;
 }
 
 export async function runCelularEdit(o: CelularEditOptions, ctx: Ctx): Promise<void> {
@@ -240,8 +257,9 @@ export async function runCelularEdit(o: CelularEditOptions, ctx: Ctx): Promise<v
   if (o.porDia !== undefined) body.max_envios_por_dia = o.porDia;
   if (o.desde !== undefined) body.hora_inicio_permitido = o.desde;
   if (o.hasta !== undefined) body.hora_fin_permitido = o.hasta;
+  if (o.calentamiento !== undefined) body.calentamiento = o.calentamiento === 'none' ? null : o.calentamiento;
   if (Object.keys(body).length === 0)
-    throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta');
+    throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta, --calentamiento');
   const b = await ctx.client().call<{ celular: Celular }>('POST', API.celularEditar, { key: ctx.key(), query: { id: n }, json: body, fields: CELULAR_FIELDS });
   emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
 }
@@ -443,6 +461,12 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     .option('--por-dia <n>', `max sends per day (${MIN_DIA}-${MAX_DIA}, or none)`, intOrNone(MIN_DIA, MAX_DIA))
     .option('--desde <HH:MM>', 'start of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
     .option('--hasta <HH:MM>', 'end of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
+    .addOption(
+      new Option('--calentamiento <plan>', `warm-up plan: caps rise day by day to the ones set (docs/warm-up.md); none ends it`).choices([
+        ...WARMUP_PLAN_NAMES,
+        'none',
+      ]),
+    )
     .action((id: string, o: Omit<CelularEditOptions, 'id'>, cmd: Command) => runCelularEdit({ id, ...o }, ctxOf(cmd)));
 
   cel

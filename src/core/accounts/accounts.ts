@@ -6,7 +6,7 @@ import { fail } from '../api/errors.js';
 import { clientKey, hashSecret, newSecret } from '../auth/keys.js';
 import type { ClientePatch } from '../ports/accounts.js';
 import type { ClienteEstado, ClienteRow, Plan } from '../ports/model.js';
-import { celularView, clienteView, DAY_MS } from '../api/views.js';
+import { celularView, clienteView, DAY_MS, viewAt } from '../api/views.js';
 import { startOfMonth } from '../history/historial.js';
 import { FIELD_LIMITS } from '../api/limits.js';
 import { balanceAudit, beforeAfter } from '../auth/audit.js';
@@ -136,7 +136,7 @@ export async function showCliente(core: Pick<Core, 'store' | 'gateway' | 'clock'
   return {
     ...(await clienteSummary(core, cliente)),
     celulares: celulares.map((c) => ({
-      ...celularView(c),
+      ...celularView(c, viewAt(core)),
       servidor: c.servidor_id === null ? null : (servers.get(c.servidor_id) ?? null),
       // Only with the in-process engine (D-137), read once for every line.
       ...(holders ? { motor_nodo: holders.of(c.gateway_instancia) } : {}),

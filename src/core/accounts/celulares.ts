@@ -11,7 +11,8 @@ import type { CelularPatch, StatusCheck } from '../ports/accounts.js';
 import { beforeAfter } from '../auth/audit.js';
 import { GatewayFailure } from '../ports/gateway.js';
 import { CELULAR_ESTADOS, type CelularEstado, type CelularRow, type SessionStatus } from '../ports/model.js';
-import { celularView } from '../api/views.js';
+import { celularView, viewAt } from '../api/views.js';
+import { isWarmupPlan, WARMUP_PLAN_NAMES } from '../sending/warmup.js';
 
 /** Defaults of a new line (docs/design.md §4): one message every 5 s, a whole-day window. */
 export const CELULAR_DEFAULTS = {
@@ -22,9 +23,10 @@ export const CELULAR_DEFAULTS = {
   hora_fin_permitido: '23:59',
 } as const;
 
-export async function listCelulares(core: Pick<Core, 'store'>, p: ClientPrincipal) {
+export async function listCelulares(core: Pick<Core, 'store' | 'clock' | 'config'>, p: ClientPrincipal) {
   const rows = await core.store.listCelulares(p.cliente.id);
-  return { cliente_id: p.cliente.id, total: rows.length, celulares: rows.map(celularView) };
+  const at = viewAt(core);
+  return { cliente_id: p.cliente.id, total: rows.length, celulares: rows.map((c) => celularView(c, at)) };
 }
 
 function parseNumero(raw: string): string {
@@ -95,7 +97,7 @@ async function insertCelular(
 
 /** Creates a line (estado `desconectado`); its key and gateway token are returned once. */
 export async function createCelular(
-  core: Pick<Core, 'store' | 'gateway' | 'clock'>,
+  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'config'>,
   p: ClientPrincipal,
   input: { numero: string; nombre_interno?: string | null },
   onGatewayError: (err: unknown) => void = () => undefined,
@@ -105,7 +107,7 @@ export async function createCelular(
   const numero = parseNumero(input.numero);
   const nombre = cleanNombre(input.nombre_interno);
   const created = await insertCelular(core, p, numero, nombre, onGatewayError);
-  return { ...created, view: celularView(created.celular) };
+  return { ...created, view: celularView(created.celular, viewAt(core)) };
 }
 
 export interface CelularEdit {
@@ -116,6 +118,8 @@ export interface CelularEdit {
   max_envios_por_dia?: number | null;
   hora_inicio_permitido?: string;
   hora_fin_permitido?: string;
+  /** A warm-up plan's name (core/sending/warmup.ts), or null for none. */
+  calentamiento?: string | null;
 }
 
 /** `HH:MM:SS` with zero seconds is stored as `HH:MM`, the celular's documented form. */
@@ -151,8 +155,9 @@ export async function editCelular(core: Pick<Core, 'store' | 'clock' | 'signals'
     if (!re.test(v)) fail('INVALID_PARAMS', `${k} must be HH:MM or HH:MM:SS (00:00 to 23:59:59)`);
     patch[k] = normHora(v);
   }
-  if (Object.keys(patch).length === 0) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
   const now = core.clock.now();
+  if (edit.calentamiento !== undefined) Object.assign(patch, warmupPatch(celular, edit.calentamiento, now));
+  if (Object.keys(patch).length === 0) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
   // The change and its record (each patched field before and after) in one transaction.
   const row = await core.store.updateCelular(id, patch, now, undefined, (antes, despues) => ({
     actor: actorOf(p),
@@ -165,6 +170,18 @@ export async function editCelular(core: Pick<Core, 'store' | 'clock' | 'signals'
   if (!row) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
   await invalidateCredentials(core, { celular: id });
   return row;
+}
+
+/**
+ * Setting a warm-up plan starts it today (its day 1); the plan the line
+ * already follows keeps its start (a form sent again changes nothing); null
+ * ends it (D-166).
+ */
+function warmupPatch(c: CelularRow, plan: string | null, now: number): CelularPatch {
+  if (plan === null) return { calentamiento: null, calentamiento_desde: null };
+  if (!isWarmupPlan(plan)) fail('INVALID_PARAMS', `calentamiento must be one of ${WARMUP_PLAN_NAMES.join(', ')}, or null for none`);
+  if (plan === c.calentamiento && c.calentamiento_desde !== null) return { calentamiento: plan };
+  return { calentamiento: plan, calentamiento_desde: now };
 }
 
 /** Hard delete with an audit record; the gateway instance goes too (best effort, logged). */

@@ -6,7 +6,7 @@ import type { Core } from '../context.js';
 import { fail } from '../api/errors.js';
 import type { SessionProfile } from '../ports/gateway.js';
 import type { CelularRow, SessionStatus } from '../ports/model.js';
-import { celularView } from '../api/views.js';
+import { celularView, viewAt } from '../api/views.js';
 
 /**
  * A line's session acted on from outside the phone (docs/decisions.md D-93):
@@ -46,21 +46,21 @@ async function sessionLine(core: Pick<Core, 'store'>, p: Principal, id: number):
 }
 
 /** What both actions answer: the line's session after the action, and the line. */
-function sessionAnswer(row: CelularRow) {
+function sessionAnswer(row: CelularRow, at: { now: number; tz: string }) {
   return {
     celular_id: row.id,
     status: row.last_status ?? 'unknown',
     estado: row.estado,
     vinculado: row.vinculado === 1,
     ultimo_check: row.last_status_check === null ? null : iso(row.last_status_check),
-    celular: celularView(row),
+    celular: celularView(row, at),
   };
 }
 
 const before = (c: CelularRow) => ({ status: c.last_status, estado: c.estado });
 
 /** Logs the line's session out at its gateway: `logged_out`, `desconectado`, unlinked; linking again needs a new scan. */
-export async function logoutCelular(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, p: Principal, id: number) {
+export async function logoutCelular(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals' | 'config'>, p: Principal, id: number) {
   const c = await sessionLine(core, p, id);
   const at = core.clock.now();
   await core.gateway.logout(c.gateway_instancia).catch(gatewayError);
@@ -77,7 +77,7 @@ export async function logoutCelular(core: Pick<Core, 'store' | 'gateway' | 'cloc
     },
     core.clock.now(),
   );
-  return sessionAnswer(row);
+  return sessionAnswer(row, viewAt(core));
 }
 
 /**
@@ -85,7 +85,7 @@ export async function logoutCelular(core: Pick<Core, 'store' | 'gateway' | 'cloc
  * now, and connected again by the gateway's events. A gateway that turns out
  * to hold no session records that (`logged_out`) and answers NO_SESSION.
  */
-export async function restartCelular(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>, p: Principal, id: number) {
+export async function restartCelular(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals' | 'config'>, p: Principal, id: number) {
   const c = await sessionLine(core, p, id);
   const at = core.clock.now();
   const status = await core.gateway.restart(c.gateway_instancia).catch(gatewayError);
@@ -103,7 +103,7 @@ export async function restartCelular(core: Pick<Core, 'store' | 'gateway' | 'clo
     },
     core.clock.now(),
   );
-  return sessionAnswer(row);
+  return sessionAnswer(row, viewAt(core));
 }
 
 /** How long a profile read is kept: a line's page polls, and the phone's name rarely changes. */
@@ -141,9 +141,9 @@ export async function lineProfile(
 }
 
 /** One line as `/api/celular.php` answers it: the line and its phone's profile. */
-export async function showCelularWithProfile(core: Pick<Core, 'store' | 'gateway' | 'clock'>, p: ClientPrincipal, id: number) {
+export async function showCelularWithProfile(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'config'>, p: ClientPrincipal, id: number) {
   const row = await celularInScope(core, p, id);
-  return { celular: celularView(row), perfil: await lineProfile(core, row) };
+  return { celular: celularView(row, viewAt(core)), perfil: await lineProfile(core, row) };
 }
 
 /** The session status refreshed from the gateway (celularStatus), the phone's profile when it is connected, and the engine node holding it. */

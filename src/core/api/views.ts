@@ -1,4 +1,5 @@
 import { iso } from '../time/clock.js';
+import { effectiveCaps } from '../sending/warmup.js';
 import type { CelularRow, ClienteRow, EntregaRow } from '../ports/model.js';
 import type { IntentoRow } from '../ports/webhooks.js';
 
@@ -6,7 +7,16 @@ import type { IntentoRow } from '../ports/webhooks.js';
  * Public shapes of stored rows. Hashes and other server-side fields never leave
  * through here; the response schemas repeat the allow-list as a second guard.
  */
-export function celularView(c: CelularRow) {
+/**
+ * A line as answers show it; `at` (now, and the server's zone) gives the caps
+ * its warm-up plan leaves it today (`*_efectivo`: the configured ones when no
+ * plan holds).
+ */
+/** What `celularView` needs of the core: the time now and the server's zone. */
+export const viewAt = (core: { clock: { now(): number }; config: { tz: string } }) => ({ now: core.clock.now(), tz: core.config.tz });
+
+export function celularView(c: CelularRow, at: { now: number; tz: string }) {
+  const e = effectiveCaps(c, at.now, at.tz);
   return {
     id: c.id,
     cliente_id: c.cliente_id,
@@ -19,6 +29,12 @@ export function celularView(c: CelularRow) {
     max_envios_por_dia: c.max_envios_por_dia,
     hora_inicio_permitido: c.hora_inicio_permitido,
     hora_fin_permitido: c.hora_fin_permitido,
+    calentamiento: c.calentamiento,
+    calentamiento_desde: c.calentamiento_desde === null ? null : iso(c.calentamiento_desde),
+    calentamiento_dia: e.dia,
+    max_envios_por_minuto_efectivo: e.max_envios_por_minuto,
+    max_envios_por_hora_efectivo: e.max_envios_por_hora,
+    max_envios_por_dia_efectivo: e.max_envios_por_dia,
     gateway_instancia: c.gateway_instancia,
     tiene_gateway_token: c.gateway_token_hash !== null,
     tiene_token_legacy: c.legacy_token_hash !== null,

@@ -66,6 +66,8 @@ export type CelularPatch = Partial<
     | 'last_status_check'
     | 'vinculado'
     | 'servidor_id'
+    | 'calentamiento'
+    | 'calentamiento_desde'
   >
 >;
 

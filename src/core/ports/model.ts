@@ -58,6 +58,10 @@ export interface CelularRow {
   vinculado: number;
   /** The gateway server that holds the line's instance; null until one is chosen (see core/accounts/gateway-servers.ts). */
   servidor_id: number | null;
+  /** The warm-up plan the line follows (core/sending/warmup.ts), or null: its configured caps alone. */
+  calentamiento: string | null;
+  /** When the plan was set: its day 1 is the day (in the server's zone) this falls in. Null without a plan. */
+  calentamiento_desde: number | null;
   created_at: number;
   updated_at: number;
 }

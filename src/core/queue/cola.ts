@@ -82,7 +82,7 @@ export async function listCola(
   await Promise.all(
     [...byLine].map(async ([id, list]) => {
       const celular = lines.find((l) => l.id === id)!;
-      const claim = slotClaim(celular, now, 0);
+      const claim = slotClaim(celular, now, 0, tz);
       const [slots, head, cliente] = await Promise.all([
         core.store.lineSlots(id, claim.windows, now),
         q.despues ? core.store.listQueue([id], 0, 1) : Promise.resolve(list.slice(0, 1)),

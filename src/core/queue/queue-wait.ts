@@ -33,7 +33,15 @@ export type Motivo =
 export interface QueueLine {
   celular: Pick<
     CelularRow,
-    'estado' | 'gateway_instancia' | 'hora_inicio_permitido' | 'hora_fin_permitido' | 'max_envios_por_minuto' | 'max_envios_por_hora' | 'max_envios_por_dia'
+    | 'estado'
+    | 'gateway_instancia'
+    | 'hora_inicio_permitido'
+    | 'hora_fin_permitido'
+    | 'max_envios_por_minuto'
+    | 'max_envios_por_hora'
+    | 'max_envios_por_dia'
+    | 'calentamiento'
+    | 'calentamiento_desde'
   >;
   clienteEstado: ClienteEstado;
   /** The line's slots in each window of `slotClaim(celular)` (its `windows` order), and its last send by now. */
@@ -67,7 +75,7 @@ export function whyWaiting<T extends QueuedItem>(line: QueueLine, queue: T[], no
   const { celular } = line;
   const meanGap = Math.round((s.gapMinMs + s.gapMaxMs) / 2);
   const blocked = line.clienteEstado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia;
-  const claim = slotClaim(celular, now, 0);
+  const claim = slotClaim(celular, now, 0, s.tz);
   const caps = claim.windows.map((ms, i) => ({ ms, cap: claim.room[i]! + 1, n: line.counts[i]?.n ?? 0, oldest: line.counts[i]?.oldest ?? null }));
   let prev: number | null = null;
   return queue.map((m, i) => {

@@ -530,7 +530,7 @@ export class QueueWorker {
       hold(window.opensInMs);
       return false;
     }
-    const outcome = await this.attempt(m, celular.gateway_instancia, slotClaim(celular, now, core.config.queue.leaseMs), hold, guess);
+    const outcome = await this.attempt(m, celular.gateway_instancia, slotClaim(celular, now, core.config.queue.leaseMs, core.config.tz), hold, guess);
     if (outcome !== 'none') {
       // The human-like pause is never cut short (nor is a rate-limit pause).
       const pause = core.clock.now() + this.gap();

@@ -1,4 +1,4 @@
-import type { CelularRow } from '../ports/model.js';
+import { effectiveCaps, type WarmupLine } from './warmup.js';
 
 /**
  * Per-line send caps over sliding windows (minute, hour, day), exact across
@@ -56,13 +56,21 @@ export interface SlotClaim {
   holdUntil: number;
 }
 
-type Caps = Pick<CelularRow, 'max_envios_por_minuto' | 'max_envios_por_hora' | 'max_envios_por_dia'>;
-
-/** The claim of one send slot of a line at `now`, held for `holdMs` while the send is in flight. */
-export function slotClaim(celular: Caps, now: number, holdMs: number): SlotClaim {
+/**
+ * The claim of one send slot of a line at `now`, held for `holdMs` while the
+ * send is in flight: under its caps as its warm-up plan has them today, the
+ * day in `tz` (core/sending/warmup.ts). A cap the plan lowered says so in its
+ * refusal, and a retry is due no later than the plan's next day. Every
+ * caller in src/ passes the server's zone (`core.config.tz`); a line without
+ * a plan needs none (UTC then).
+ */
+export function slotClaim(celular: WarmupLine, now: number, holdMs: number, tz = 'UTC'): SlotClaim {
+  const caps = effectiveCaps(celular, now, tz);
   const binding = WINDOWS.flatMap((w) => {
-    const cap = celular[w.cap];
-    return cap === null ? [] : [{ cap, ms: w.ms, name: w.name }];
+    const cap = caps[w.cap];
+    if (cap === null) return [];
+    const warm = caps.bajados.includes(w.cap) ? { warmName: `${w.name} (warm-up ${celular.calentamiento}, day ${caps.dia})`, until: caps.cambia_at } : null;
+    return [{ cap, ms: w.ms, name: warm?.warmName ?? w.name, until: warm?.until ?? null }];
   });
   return {
     windows: binding.map((w) => w.ms),
@@ -73,7 +81,8 @@ export function slotClaim(celular: Caps, now: number, holdMs: number): SlotClaim
       for (const [i, w] of binding.entries()) {
         const c = counts[i]!;
         if (c.n < w.cap) continue;
-        const retryAfterMs = c.oldest === null ? IN_FLIGHT_RETRY_MS : Math.max(1, c.oldest + w.ms - now);
+        const rolls = c.oldest === null ? IN_FLIGHT_RETRY_MS : Math.max(1, c.oldest + w.ms - now);
+        const retryAfterMs = w.until === null ? rolls : Math.max(1, Math.min(rolls, w.until - now));
         if (!worst || retryAfterMs > worst.retryAfterMs) worst = { retryAfterMs, which: w.name, cap: w.cap };
       }
       return worst;

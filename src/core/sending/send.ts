@@ -365,7 +365,7 @@ async function sendOnce(
         charge: p.cliente.plan === 'medido',
         maxPending: req.directo ? null : core.config.queue.maxPending,
         // A direct send takes its slot in the caps in the same transaction, so nothing racing it can pass them together.
-        ...(req.directo ? { slot: slotClaim(celular, now, core.config.queue.leaseMs) } : {}),
+        ...(req.directo ? { slot: slotClaim(celular, now, core.config.queue.leaseMs, core.config.tz) } : {}),
         // The key is bound with the message; a queued send's answer is final at once and kept with it.
         ...(key
           ? {

@@ -98,3 +98,23 @@ export function sendingWindow(inicio: string, fin: string, now: number, tz: stri
   }
   return { open: false, opensInMs: at - now };
 }
+
+const dayFormatters = new Map<string, Intl.DateTimeFormat>();
+/** The last day read per zone and the UTC minute it was read for: every send asks, the day changes only on a minute boundary. */
+const days = new Map<string, { minute: number; day: number }>();
+
+/** The calendar day `now` falls in, in `tz`, counted in days since 1970-01-01 there: the next day is one more. */
+export function localDayNumber(now: number, tz: string): number {
+  const minute = Math.floor(now / 60_000);
+  const kept = days.get(tz);
+  if (kept?.minute === minute) return kept.day;
+  let f = dayFormatters.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-GB', { timeZone: tz, year: 'numeric', month: 'numeric', day: 'numeric' });
+    dayFormatters.set(tz, f);
+  }
+  const parts = Object.fromEntries(f.formatToParts(new Date(now)).map((p) => [p.type, p.value]));
+  const day = Math.floor(Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day)) / (DAY_S * 1000));
+  days.set(tz, { minute, day });
+  return day;
+}

@@ -5,7 +5,7 @@ import { celularStatusWithProfile, showCelularWithProfile } from '../../core/acc
 import { API } from '../../core/api/api-routes.js';
 import { fail } from '../../core/api/errors.js';
 import { CELULAR_LIMITS, FIELD_LIMITS } from '../../core/api/limits.js';
-import { celularView } from '../../core/api/views.js';
+import { celularView, viewAt } from '../../core/api/views.js';
 import { boolish, clientAuth, created, principal, success } from '../http.js';
 import { qrPngDataUri } from '../../core/accounts/qr-image.js';
 import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, idQueryProps, keyField, okResponse, qrProps } from '../schemas/common.js';
@@ -113,7 +113,7 @@ export default async function celularRoutes(
     handler: async (req) => {
       const { key: _k, id: _i, ...edit } = req.body;
       const row = await editCelular(core, principal(req), idOf(req.query, req.body), edit);
-      return success({ celular: celularView(row) }, { descripcion: 'celular actualizado', saldo: row.saldo_actual });
+      return success({ celular: celularView(row, viewAt(core)) }, { descripcion: 'celular actualizado', saldo: row.saldo_actual });
     },
   });
 

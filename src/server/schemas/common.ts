@@ -5,6 +5,7 @@ import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/history/
 import { STREAM_EVENT_KINDS } from '../../core/events/event-stream.js';
 import { MOVIMIENTO_TIPOS } from '../../core/billing/movimientos.js';
 import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
+import { WARMUP_NAME_MAX, WARMUP_PLAN_NAMES } from '../../core/sending/warmup.js';
 
 /**
  * JSON schemas shared by routes. They validate requests, serialise responses
@@ -68,6 +69,12 @@ export const celularSchema = {
     max_envios_por_dia: nullable({ type: 'integer' }),
     hora_inicio_permitido: { type: 'string' },
     hora_fin_permitido: { type: 'string' },
+    calentamiento: nullable({ type: 'string', description: `the warm-up plan the line follows (${WARMUP_PLAN_NAMES.join(', ')}), or null` }),
+    calentamiento_desde: nullable({ ...ts, description: "when the plan was set: its day 1 is that day in the server's zone" }),
+    calentamiento_dia: nullable({ type: 'integer', description: "the plan's day today while it holds; null without a plan or once it is over" }),
+    max_envios_por_minuto_efectivo: { type: 'integer', description: 'the cap per minute today, the warm-up plan applied' },
+    max_envios_por_hora_efectivo: { type: 'integer', description: 'the cap per hour today, the warm-up plan applied' },
+    max_envios_por_dia_efectivo: nullable({ type: 'integer', description: 'the cap per day today, the warm-up plan applied (null: none)' }),
     gateway_instancia: nullable({ type: 'string' }),
     tiene_gateway_token: { type: 'boolean' },
     tiene_token_legacy: { type: 'boolean' },
@@ -130,6 +137,14 @@ export const celularEditBody = Type.Object(
     max_envios_por_dia: Type.Optional(Nullable(Type.Integer(range(CELULAR_LIMITS.max_envios_por_dia)))),
     hora_inicio_permitido: Type.Optional(Type.String({ pattern: HORA_PATTERN })),
     hora_fin_permitido: Type.Optional(Type.String({ pattern: HORA_PATTERN })),
+    calentamiento: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: WARMUP_NAME_MAX,
+          description: `a warm-up plan (${WARMUP_PLAN_NAMES.join(', ')}): it starts today unless the line already follows it; null ends it`,
+        }),
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -1013,6 +1013,15 @@ export const PG_MIGRATIONS: Migration[] = [
       ALTER TABLE mensajes ADD COLUMN vigencia_hasta BIGINT;
       ALTER TABLE mensajes_pendientes ADD COLUMN vence_at BIGINT;
       CREATE INDEX mensajes_pendientes_vence ON mensajes_pendientes(vence_at) WHERE vence_at IS NOT NULL;
+      `,
+    },
+    {
+    version: 32,
+    name: "a line's warm-up plan and when it was set (D-166)",
+    sql: `
+      -- Existing lines keep their caps as they are: no plan (null).
+      ALTER TABLE celulares ADD COLUMN calentamiento TEXT;
+      ALTER TABLE celulares ADD COLUMN calentamiento_desde BIGINT;
     `,
   },
 ];

@@ -877,6 +877,15 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE mensajes ADD COLUMN vigencia_hasta INTEGER;
       ALTER TABLE cola ADD COLUMN vence_at INTEGER;
       CREATE INDEX cola_vence ON cola(vence_at) WHERE vence_at IS NOT NULL;
+      `,
+    },
+    {
+    version: 32,
+    name: "a line's warm-up plan and when it was set (D-166)",
+    sql: `
+      -- Existing lines keep their caps as they are: no plan (null).
+      ALTER TABLE celulares ADD COLUMN calentamiento TEXT;
+      ALTER TABLE celulares ADD COLUMN calentamiento_desde INTEGER;
     `,
   },
 ];

@@ -16,6 +16,8 @@ import { CELULAR_LIMITS, FIELD_LIMITS, VIGENCIA_S } from '../../../core/api/limi
 import { mensajeById } from '../../../core/history/mensaje.js';
 import { CELULAR_ESTADOS, type CelularEstado, type CelularRow } from '../../../core/ports/model.js';
 import { send, type SendRequest, type SendResult } from '../../../core/sending/send.js';
+import { effectiveCaps, WARMUP_PLAN_NAMES } from '../../../core/sending/warmup.js';
+import { viewAt } from '../../../core/api/views.js';
 import { boolish } from '../../http.js';
 import { clientScope, flash, panelOf, redirect, requireOperator, signedIn } from '../context.js';
 import { csrfField, field, formErrorsOf, formValues, generalError, intField, NO_ERRORS, selectField, type FormErrors } from '../forms.js';
@@ -43,6 +45,7 @@ const EDIT_FIELDS = [
   'hora_inicio_permitido',
   'hora_fin_permitido',
   'estado',
+  'calentamiento',
 ] as const;
 const SEND_FIELDS = ['destinatario', 'mensaje', 'directo', 'vigencia'] as const;
 const DELETE_FIELDS = ['confirmacion'] as const;
@@ -137,7 +140,16 @@ function settingsValues(row: CelularRow, form?: FormState): Record<string, strin
     hora_inicio_permitido: row.hora_inicio_permitido,
     hora_fin_permitido: row.hora_fin_permitido,
     estado: row.estado,
+    calentamiento: row.calentamiento ?? '',
   };
+}
+
+/** The caps a send meets today: the configured ones, or the warm-up plan's lower ones with its day. */
+function capsToday(row: CelularRow, at: { now: number; tz: string }): Html {
+  const e = effectiveCaps(row, at.now, at.tz);
+  const caps = `${e.max_envios_por_minuto} a minute, ${e.max_envios_por_hora} an hour, ${e.max_envios_por_dia ?? 'no cap'} a day`;
+  if (!row.calentamiento) return html`${caps}`;
+  return html`${caps} (warm-up ${row.calentamiento}, ${e.dia === null ? 'done: the caps set' : `day ${e.dia}`})`;
 }
 
 const range = (k: keyof typeof CELULAR_LIMITS & `max_${string}`) => `${CELULAR_LIMITS[k][0]} to ${CELULAR_LIMITS[k][1]}`;
@@ -210,6 +222,8 @@ async function linePage(
         <dd>${sessionFragment(cid, row.id, row.last_status ?? 'unknown', row.estado)}</dd>
         <dt>saldo</dt>
         <dd>${row.saldo_actual}</dd>
+        <dt>Caps today</dt>
+        <dd>${capsToday(row, viewAt(deps.core))}</dd>
         <dt>celular id</dt>
         <dd>${row.id}</dd>
         <dt>gateway_instancia</dt>
@@ -295,6 +309,16 @@ async function linePage(
           ${field({ name: 'hora_inicio_permitido', label: 'hora_inicio_permitido', value: s.hora_inicio_permitido, placeholder: 'HH:MM', hint: 'Sends may start at (HH:MM, server time).' }, editErrors)}
           ${field({ name: 'hora_fin_permitido', label: 'hora_fin_permitido', value: s.hora_fin_permitido, placeholder: 'HH:MM', hint: 'Sends end at (HH:MM).' }, editErrors)}
         </div>
+        ${selectField(
+          {
+            name: 'calentamiento',
+            label: 'calentamiento',
+            value: s.calentamiento ?? '',
+            options: [['', 'none: the caps above from now'] as const, ...WARMUP_PLAN_NAMES.map((n) => [n, n] as const)],
+            hint: 'A warm-up plan: the caps rise day by day to the ones above (a new number that sends too much too soon gets banned). Choosing a plan starts it today.',
+          },
+          editErrors,
+        )}
         ${
           clientKey
             ? selectField(
@@ -395,6 +419,8 @@ function editOf(values: Record<string, string>, row: CelularRow, withEstado: boo
     if (v !== undefined && v !== row[k]) edit[k] = v;
   }
   if (withEstado && values.estado !== undefined && values.estado !== row.estado) edit.estado = values.estado as CelularEstado;
+  const plan = values.calentamiento?.trim();
+  if (plan !== undefined && plan !== (row.calentamiento ?? '')) edit.calentamiento = plan === '' ? null : plan;
   return edit;
 }
 
