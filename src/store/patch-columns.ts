@@ -14,6 +14,7 @@ export const CELULAR_COLUMNS = new Set([
   'last_status_check',
   'vinculado',
   'servidor_id',
+  'freno',
 ]);
 export const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
 

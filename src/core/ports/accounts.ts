@@ -66,6 +66,7 @@ export type CelularPatch = Partial<
     | 'last_status_check'
     | 'vinculado'
     | 'servidor_id'
+    | 'freno'
   >
 >;
 

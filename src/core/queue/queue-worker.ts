@@ -14,6 +14,7 @@ import type { ErrorClase, MensajePayload, MensajeRow } from '../ports/model.js';
 import { REFUSED_FOR_GOOD } from '../sending/idempotency.js';
 import { failureClase } from '../sending/failure-class.js';
 import { backoffMs, type Backoff } from '../time/backoff.js';
+import { noteLineFailure } from '../accounts/line-brake.js';
 
 /** See QueueWorker.keepIdleMs. */
 export const KEEP_IDLE_MS = 5_000;
@@ -494,6 +495,11 @@ export class QueueWorker {
       hold(core.config.queue.inactiveHoldMs);
       return false;
     }
+    // Braked (core/accounts/line-brake.ts): its messages wait, within their TTL, for a resume; looked at again within recheckMs.
+    if (celular.frenado === 1) {
+      hold(core.config.queue.inactiveHoldMs);
+      return false;
+    }
     const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
     if (!window.open) {
       hold(window.opensInMs);
@@ -556,6 +562,8 @@ export class QueueWorker {
       if (kind === 'permanent') await this.end(m, clase === 'rechazado' ? `${REFUSED_FOR_GOOD}${reason}` : reason, clase);
       else if (expired) await this.end(m, `expired after retries: ${reason}`, clase);
       else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
+      // A send that ended failed counts toward its line's health; a brake it sets holds the line from its next look.
+      if (kind === 'permanent' || expired) await noteLineFailure(core, m.celular_id, clase).catch(this.opts.onError);
       if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });
       return kind === 'permanent' || expired ? 'ended' : 'retry';
     }
