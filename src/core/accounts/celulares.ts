@@ -116,6 +116,8 @@ export interface CelularEdit {
   max_envios_por_dia?: number | null;
   hora_inicio_permitido?: string;
   hora_fin_permitido?: string;
+  /** The line's brake (core/accounts/line-brake.ts): on, a health threshold crossed pauses its queue. */
+  freno?: boolean;
 }
 
 /** `HH:MM:SS` with zero seconds is stored as `HH:MM`, the celular's documented form. */
@@ -151,6 +153,7 @@ export async function editCelular(core: Pick<Core, 'store' | 'clock' | 'signals'
     if (!re.test(v)) fail('INVALID_PARAMS', `${k} must be HH:MM or HH:MM:SS (00:00 to 23:59:59)`);
     patch[k] = normHora(v);
   }
+  if (edit.freno !== undefined) patch.freno = edit.freno ? 1 : 0;
   if (Object.keys(patch).length === 0) fail('INVALID_PARAMS', 'nothing to change: give at least one field');
   const now = core.clock.now();
   // The change and its record (each patched field before and after) in one transaction.

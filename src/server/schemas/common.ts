@@ -4,7 +4,7 @@ import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN, LIST_LIMITS } from '../../c
 import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/history/historial.js';
 import { STREAM_EVENT_KINDS } from '../../core/events/event-stream.js';
 import { MOVIMIENTO_TIPOS } from '../../core/billing/movimientos.js';
-import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
+import { Flag, Nullable, StringEnum, Type, type TProperties } from './typed.js';
 
 /**
  * JSON schemas shared by routes. They validate requests, serialise responses
@@ -73,6 +73,9 @@ export const celularSchema = {
     tiene_token_legacy: { type: 'boolean' },
     last_status_check: nullable(ts),
     last_status: nullable({ type: 'string' }),
+    freno: { type: 'boolean', description: 'true: a crossing of the health thresholds pauses the queue (docs/brake.md); false: it only alerts' },
+    frenado: { type: 'boolean', description: 'true while the queue waits for a resume (POST /api/celular_reanudar.php)' },
+    frenado_motivo: nullable({ type: 'string' }),
     created_at: ts,
   },
   required: ['id', 'numero', 'estado', 'saldo_actual'],
@@ -130,6 +133,7 @@ export const celularEditBody = Type.Object(
     max_envios_por_dia: Type.Optional(Nullable(Type.Integer(range(CELULAR_LIMITS.max_envios_por_dia)))),
     hora_inicio_permitido: Type.Optional(Type.String({ pattern: HORA_PATTERN })),
     hora_fin_permitido: Type.Optional(Type.String({ pattern: HORA_PATTERN })),
+    freno: Type.Optional(Flag('1: a crossing of the health thresholds pauses the queue (docs/brake.md); 0: it only alerts (the default)')),
   },
   { additionalProperties: false },
 );
