@@ -43,6 +43,8 @@ export interface LineHealthStore {
   lineHealth(ids: number[] | null, w: HealthWindow): Promise<LineHealthCounts[]>;
   /** Writes the change while the row still holds `expect` (with its event and, on a resume, the counts' reset); null when it no longer does. */
   writeLineBrake(id: number, w: LineBrakeWrite, now: number): Promise<CelularRow | null>;
+  /** How many lines are braked now (metrics; a partial index). */
+  brakedLines(): Promise<number>;
   /** Failure buckets before `t` removed (at most `limit` rows); how many. */
   pruneLineFailures(t: number, limit: number): Promise<number>;
 }

@@ -64,6 +64,10 @@ export function lineHealth(db: Db): LineHealthStore {
       });
     },
 
+    async brakedLines(): Promise<number> {
+      return (await db.one<{ n: number }>('SELECT COUNT(*) AS n FROM celulares WHERE frenado = 1'))?.n ?? 0;
+    },
+
     async pruneLineFailures(t: number, limit: number): Promise<number> {
       const r = await db.query(
         'DELETE FROM salud_fallos WHERE (celular_id, t, clase) IN (SELECT celular_id, t, clase FROM salud_fallos WHERE t < $1 LIMIT $2)',

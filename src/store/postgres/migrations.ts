@@ -1012,6 +1012,7 @@ export const PG_MIGRATIONS: Migration[] = [
       ALTER TABLE celulares ADD COLUMN frenado_motivo TEXT;
       ALTER TABLE celulares ADD COLUMN salud_desde BIGINT;
       ALTER TABLE celulares ADD COLUMN salud_alerta_at BIGINT;
+      CREATE INDEX celulares_frenados ON celulares(id) WHERE frenado = 1;
       CREATE TABLE salud_fallos (
         celular_id BIGINT NOT NULL,
         t BIGINT NOT NULL,

@@ -65,6 +65,10 @@ export function lineHealth(db: Database.Database): LineHealthStore {
       });
     },
 
+    async brakedLines(): Promise<number> {
+      return (stmt(db, 'SELECT COUNT(*) AS n FROM celulares WHERE frenado = 1').get() as { n: number }).n;
+    },
+
     async pruneLineFailures(t: number, limit: number): Promise<number> {
       return grouped(
         db,

@@ -878,6 +878,7 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE celulares ADD COLUMN frenado_motivo TEXT;
       ALTER TABLE celulares ADD COLUMN salud_desde INTEGER;
       ALTER TABLE celulares ADD COLUMN salud_alerta_at INTEGER;
+      CREATE INDEX celulares_frenados ON celulares(id) WHERE frenado = 1;
       -- A line's failed sends by class, per five minutes of their end (core/accounts/line-brake.ts): one upsert
       -- per failure; the window is a primary-key range, the prune an index range.
       CREATE TABLE salud_fallos (
