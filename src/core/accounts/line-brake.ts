@@ -86,11 +86,14 @@ export async function countLineFailure(core: Pick<Core, 'store' | 'clock'>, celu
   if (COUNTED.has(clase)) await core.store.countLineFailure(celularId, Math.floor(core.clock.now() / FAILURE_BUCKET_MS), clase);
 }
 
-/** A queued send of the line failed: counted, and the line checked at once (a failing line brakes within its next sends). */
-export async function noteLineFailure(core: BrakeCore, celularId: number, clase: ErrorClase): Promise<void> {
-  if (!COUNTED.has(clase)) return;
+/**
+ * A queued send of the line failed: counted, and the line checked at once (a failing line brakes within its next sends).
+ * True when this braked the line: the caller drops its own copy of the line at once (other nodes hear the signal).
+ */
+export async function noteLineFailure(core: BrakeCore, celularId: number, clase: ErrorClase): Promise<boolean> {
+  if (!COUNTED.has(clase)) return false;
   await countLineFailure(core, celularId, clase);
-  await checkLineHealth(core, [celularId]);
+  return (await checkLineHealth(core, [celularId])).includes(celularId);
 }
 
 /**
@@ -98,21 +101,24 @@ export async function noteLineFailure(core: BrakeCore, celularId: number, clase:
  * pass does, for the messages that were never delivered, which no outcome
  * announces) and raises the alert, and the brake, where a threshold is crossed.
  */
-export async function checkLineHealth(core: BrakeCore, ids: number[] | null): Promise<void> {
+export async function checkLineHealth(core: BrakeCore, ids: number[] | null): Promise<number[]> {
   const now = core.clock.now();
   const cfg = configOf(core);
+  const braked: number[] = [];
   for (const counts of await core.store.lineHealth(ids, healthWindow(now))) {
     const cause = brakeCause(counts, cfg);
-    if (cause) await raise(core, counts, cause, now);
+    if (cause && (await raise(core, counts, cause, now))) braked.push(counts.celular_id);
   }
+  return braked;
 }
 
 /** Whether the line may be alerted now: not braked already, and not alerted within the window. */
 const alertable = (c: CelularRow, now: number) => c.frenado === 0 && (c.salud_alerta_at === null || now - c.salud_alerta_at >= HEALTH_WINDOW_MS);
 
-async function raise(core: BrakeCore, counts: LineHealthCounts, cause: { causa: BrakeCause; motivo: string }, now: number): Promise<void> {
+/** Raises the alert (and the brake, where it is on); true when it braked the line. */
+async function raise(core: BrakeCore, counts: LineHealthCounts, cause: { causa: BrakeCause; motivo: string }, now: number): Promise<boolean> {
   const c = await core.store.getCelular(counts.celular_id);
-  if (!c || !alertable(c, now)) return;
+  if (!c || !alertable(c, now)) return false;
   const frenado = c.freno === 1;
   const data: LineBrakeEvent = {
     celular_id: c.id,
@@ -138,10 +144,11 @@ async function raise(core: BrakeCore, counts: LineHealthCounts, cause: { causa: 
     now,
   );
   // Another node (or a resume) changed the line since it was read: that write decided.
-  if (!row) return;
+  if (!row) return false;
   core.bus.publish('celular.frenado', data);
   // The queue worker's and the accept's copies of the line, on every node (D-67).
   if (frenado) await invalidateCredentials(core, { celular: c.id });
+  return frenado;
 }
 
 /** Rounds of a resume's compare-and-set against writers that keep changing the line (each lost round is one of theirs). */

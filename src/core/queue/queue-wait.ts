@@ -35,15 +35,9 @@ export type Motivo =
 export interface QueueLine {
   celular: Pick<
     CelularRow,
-    | 'estado'
-    | 'gateway_instancia'
-    | 'hora_inicio_permitido'
-    | 'hora_fin_permitido'
-    | 'max_envios_por_minuto'
-    | 'max_envios_por_hora'
-    | 'max_envios_por_dia'
-    | 'frenado'
-  >;
+    'estado' | 'gateway_instancia' | 'hora_inicio_permitido' | 'hora_fin_permitido' | 'max_envios_por_minuto' | 'max_envios_por_hora' | 'max_envios_por_dia'
+  > &
+    Partial<Pick<CelularRow, 'frenado'>>;
   clienteEstado: ClienteEstado;
   /** The line's slots in each window of `slotClaim(celular)` (its `windows` order), and its last send by now. */
   counts: Array<{ n: number; oldest: number | null }>;

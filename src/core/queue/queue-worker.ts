@@ -465,6 +465,12 @@ export class QueueWorker {
     return gapMinMs + Math.floor(this.core.random() * (gapMaxMs - gapMinMs + 1));
   }
 
+  /** An error of a side task (the line's health check): reported, and nothing braked by it. */
+  private readonly failed = (err: unknown): false => {
+    this.opts.onError(err);
+    return false;
+  };
+
   private async end(m: MensajeRow, error: string, clase: ErrorClase): Promise<void> {
     const after = await this.core.store.failMensaje(m.msg_id, error, clase, this.core.clock.now());
     if (after) publishMessageStatus(this.core, after, m.estado);
@@ -563,7 +569,7 @@ export class QueueWorker {
       else if (expired) await this.end(m, `expired after retries: ${reason}`, clase);
       else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
       // A send that ended failed counts toward its line's health; a brake it sets holds the line from its next look.
-      if (kind === 'permanent' || expired) await noteLineFailure(core, m.celular_id, clase).catch(this.opts.onError);
+      if ((kind === 'permanent' || expired) && (await noteLineFailure(core, m.celular_id, clase).catch(this.failed))) core.lines.invalidate({ celular: m.celular_id });
       if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });
       return kind === 'permanent' || expired ? 'ended' : 'retry';
     }
