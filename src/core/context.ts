@@ -1,4 +1,5 @@
 import type { Clock } from './time/clock.js';
+import type { BrakeConfig } from './accounts/line-brake.js';
 import type { LineReads } from './accounts/line-reads.js';
 import type { CredentialCache } from './auth/credential-cache.js';
 import type { EventBus } from './events/events.js';
@@ -25,6 +26,8 @@ export interface CoreConfig {
   /** `serve --trust-proxy`: requests come through a proxy, which must name a loopback client for a loopback listener. */
   trustProxy: boolean;
   queue: QueueConfig;
+  /** The lines' brake thresholds (`serve --brake-*`); core/accounts/line-brake.ts BRAKE_DEFAULTS when absent. */
+  brake?: BrakeConfig;
 }
 
 export interface QueueConfig {

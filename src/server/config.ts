@@ -1,4 +1,5 @@
 import type { QueueConfig } from '../core/context.js';
+import type { BrakeConfig } from '../core/accounts/line-brake.js';
 import type { PresenceTiming } from '../core/nodes/node-presence.js';
 import type { DispatcherOptions } from '../webhooks/dispatcher.js';
 import type { LogFormat } from './log-format.js';
@@ -78,6 +79,8 @@ export interface ServeConfig {
   allowPrivateUrls: boolean;
   gatewayFetchesMedia: boolean;
   queue: QueueSettings;
+  /** The lines' brake thresholds (core/accounts/line-brake.ts). */
+  brake: BrakeConfig;
   queuePollMs: number;
   webhookRetryMs: number;
   webhookTimeoutMs: number;
@@ -205,6 +208,7 @@ export function configOf(v: KnobValues, dataDir: string): ServeConfig {
       recheckMs: v.queueRecheckMs,
       inactiveHoldMs: v.queueInactiveHoldMs,
     },
+    brake: { minMensajes: v.brakeMinMessages, fallosPct: v.brakeFailurePct, rechazadosPct: v.brakeRefusedPct, sinEntregarPct: v.brakeUndeliveredPct },
     queuePollMs: v.queuePollMs,
     webhookRetryMs: v.webhookRetryMs,
     webhookTimeoutMs: v.webhookTimeoutMs,

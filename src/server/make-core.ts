@@ -56,5 +56,6 @@ export function coreConfigOf(opts: ServeConfig, resolved: { adminToken: string; 
     listenHost: opts.host,
     trustProxy: opts.trustProxy !== false,
     queue: { ...opts.queue, leaseMs: opts.queue.leaseMs ?? derivedLeaseMs(opts.gatewaySendTimeoutMs) },
+    brake: opts.brake,
   };
 }

@@ -16,6 +16,7 @@ export const CELULAR_COLUMNS = new Set([
   'servidor_id',
   'calentamiento',
   'calentamiento_desde',
+  'freno',
 ]);
 export const CLIENTE_COLUMNS = new Set(['nombre', 'email', 'plan', 'estado', 'max_celulares', 'key_hash']);
 

@@ -12,7 +12,7 @@ import type { WebhookConfig } from '../core/ports/model.js';
 import { checkWebhookSecret } from '../core/events/webhook-secret.js';
 
 /** The webhook configuration of a client (docs/design.md §7). */
-export const EVENT_KINDS = ['messages.received', 'message.status', 'session.status'] as const;
+export const EVENT_KINDS = ['messages.received', 'message.status', 'session.status', 'celular.frenado', 'celular.reanudado'] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 const ALL = 'all';
 

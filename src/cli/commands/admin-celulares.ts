@@ -5,6 +5,7 @@ import type { Ctx } from '../context.js';
 import type { CtxOf } from '../main.js';
 import { adminCall as call } from '../operator.js';
 import { emit, printFields, printSecret } from '../output.js';
+import { resumeSaid, type ResumeAnswer } from './celular.js';
 import { checkArg, idArg, serverName, token } from '../parse.js';
 
 /** A legacy token: 16 to 128 printable ASCII characters, not shaped like a WA_/WAC_ key. */
@@ -88,6 +89,12 @@ export async function runCelularMove(o: CelularMoveOptions, ctx: Ctx): Promise<v
   });
 }
 
+/** `admin celular resume ID`: lifts any line's brake with the operator token. */
+export async function runAdminCelularResume(o: { celularId: string }, ctx: Ctx): Promise<void> {
+  const b = await call<ResumeAnswer>(ctx, 'POST', pathTo(API.adminCelularReanudar, { id: idArg(o.celularId) }));
+  emit(ctx, b, () => ctx.term.err(resumeSaid(b)));
+}
+
 /** `admin celular ...`: the operator's actions on one line. */
 export function registerAdminCelulares(admin: Command, ctxOf: CtxOf): void {
   const celular = admin.command('celular').description('operator actions on celulares');
@@ -105,4 +112,9 @@ export function registerAdminCelulares(admin: Command, ctxOf: CtxOf): void {
     .description('move a celular to another gateway server; it is logged out there and must be linked again (asks first on a TTY)')
     .option('-y, --yes', 'do not ask for confirmation')
     .action((celularId: string, gateway: string, o: { yes?: boolean }, cmd: Command) => runCelularMove({ celularId, gateway, ...o }, ctxOf(cmd)));
+  celular
+    .command('resume <celular_id>')
+    .alias('reanudar')
+    .description('resume a braked line: its queue goes on and its health window starts again')
+    .action((celularId: string, _o, cmd: Command) => runAdminCelularResume({ celularId }, ctxOf(cmd)));
 }

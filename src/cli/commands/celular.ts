@@ -31,6 +31,7 @@ const CELULAR_FIELDS: FieldFlags = {
   hora_inicio_permitido: '--desde',
   hora_fin_permitido: '--hasta',
   calentamiento: '--calentamiento',
+  freno: '--freno',
   id: '<id>',
 };
 
@@ -58,6 +59,8 @@ function celularFields(ctx: Ctx, c: Celular): Array<[string, Cell]> {
     ['last_status', c.last_status],
     ['last_status_check', c.last_status_check],
     ['tiene_token_legacy', c.tiene_token_legacy],
+    ['freno', c.freno ? 'on' : 'off'],
+    ['frenado', c.frenado ? `yes: ${c.frenado_motivo ?? ''}` : 'no'],
   ];
 }
 
@@ -245,6 +248,7 @@ export interface CelularEditOptions {
   hasta?: string;
   /** A warm-up plan's name, or `none` to end it. */
   calentamiento?: string;
+  freno?: 'on' | 'off';
 }
 
 export async function runCelularEdit(o: CelularEditOptions, ctx: Ctx): Promise<void> {
@@ -258,8 +262,9 @@ export async function runCelularEdit(o: CelularEditOptions, ctx: Ctx): Promise<v
   if (o.desde !== undefined) body.hora_inicio_permitido = o.desde;
   if (o.hasta !== undefined) body.hora_fin_permitido = o.hasta;
   if (o.calentamiento !== undefined) body.calentamiento = o.calentamiento === 'none' ? null : o.calentamiento;
+  if (o.freno !== undefined) body.freno = o.freno === 'on';
   if (Object.keys(body).length === 0)
-    throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta, --calentamiento');
+    throw usage('nothing to change: give at least one of --nombre, --estado, --por-minuto, --por-hora, --por-dia, --desde, --hasta, --calentamiento, --freno');
   const b = await ctx.client().call<{ celular: Celular }>('POST', API.celularEditar, { key: ctx.key(), query: { id: n }, json: body, fields: CELULAR_FIELDS });
   emit(ctx, b, () => printFields(ctx.term, celularFields(ctx, b.celular)));
 }
@@ -365,6 +370,27 @@ export async function runCelularLogout(o: CelularSessionOptions, ctx: Ctx): Prom
   );
 }
 
+/** What a resume answers. */
+export interface ResumeAnswer {
+  celular_id: number;
+  reanudado: boolean;
+  motivo_anterior: string | null;
+  celular: Celular;
+}
+
+/** What a resume says on stderr. */
+export function resumeSaid(b: ResumeAnswer): string {
+  return b.reanudado
+    ? `Resumed celular ${b.celular_id} (it was braked: ${b.motivo_anterior ?? 'no reason kept'}); its queue goes on.`
+    : `Celular ${b.celular_id} was not braked; its health window starts again.`;
+}
+
+/** `celular resume ID` (alias `reanudar`): lifts the line's brake with the client key (or the line's own). */
+export async function runCelularResume(o: { id: string }, ctx: Ctx): Promise<void> {
+  const b = await ctx.client().call<ResumeAnswer>('POST', API.celularReanudar, { key: ctx.key(), query: { id: idArg(o.id) } });
+  emit(ctx, b, () => ctx.term.err(resumeSaid(b)));
+}
+
 /** `celular restart ID`: restarts the line's session, keeping its link; nothing to confirm (the line comes back by itself). */
 export async function runCelularRestart(o: { id: string }, ctx: Ctx): Promise<void> {
   const b = await ctx.client().call<SessionAnswer>('POST', API.celularReiniciar, { key: ctx.key(), query: { id: idArg(o.id) } });
@@ -467,7 +493,14 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
         'none',
       ]),
     )
+    .addOption(new Option('--freno <on|off>', 'the line\'s brake: on, a crossed health threshold pauses its queue until resumed (docs/brake.md)').choices(['on', 'off']))
     .action((id: string, o: Omit<CelularEditOptions, 'id'>, cmd: Command) => runCelularEdit({ id, ...o }, ctxOf(cmd)));
+
+  cel
+    .command('resume <id>')
+    .alias('reanudar')
+    .description('resume a braked line: its queue goes on and its health window starts again')
+    .action((id: string, _o, cmd: Command) => runCelularResume({ id }, ctxOf(cmd)));
 
   cel
     .command('delete <id>')

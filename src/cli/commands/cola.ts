@@ -53,7 +53,7 @@ export async function runCola(o: ColaOptions, ctx: Ctx): Promise<void> {
         m.tipo,
         m.created_at,
         m.due_at ?? '-',
-        painted(m.motivo, m.motivo === 'desconectado' ? c.red : m.motivo === 'enviando' || m.motivo === 'listo' ? c.green : c.yellow),
+        painted(m.motivo, m.motivo === 'desconectado' || m.motivo === 'frenado' ? c.red : m.motivo === 'enviando' || m.motivo === 'listo' ? c.green : c.yellow),
       ]),
     );
     if (ctx.term.io.stderrIsTTY) {

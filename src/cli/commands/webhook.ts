@@ -17,7 +17,7 @@ import { listenByStream } from '../webhook-listen-stream.js';
 /** The server's delivery shape (a type-only import: nothing of the server is loaded). */
 type Entrega = EntregaView;
 
-const KINDS = ['messages.received', 'message.status', 'session.status', 'all'];
+const KINDS = ['messages.received', 'message.status', 'session.status', 'celular.frenado', 'celular.reanudado', 'all'];
 
 /** `--secret`: the server's rule (core/events/webhook-secret.ts), so a refused secret is a usage error (exit 2) before any request. */
 function webhookSecret(value: string): string {

@@ -120,6 +120,8 @@ export interface CelularEdit {
   hora_fin_permitido?: string;
   /** A warm-up plan's name (core/sending/warmup.ts), or null for none. */
   calentamiento?: string | null;
+  /** The line's brake (core/accounts/line-brake.ts): on, a health threshold crossed pauses its queue. */
+  freno?: boolean;
 }
 
 /** `HH:MM:SS` with zero seconds is stored as `HH:MM`, the celular's documented form. */
@@ -155,6 +157,7 @@ export async function editCelular(core: Pick<Core, 'store' | 'clock' | 'signals'
     if (!re.test(v)) fail('INVALID_PARAMS', `${k} must be HH:MM or HH:MM:SS (00:00 to 23:59:59)`);
     patch[k] = normHora(v);
   }
+  if (edit.freno !== undefined) patch.freno = edit.freno ? 1 : 0;
   const now = core.clock.now();
   if (edit.calentamiento !== undefined) Object.assign(patch, warmupPatch(celular, edit.calentamiento, now));
   if (Object.keys(patch).length === 0) fail('INVALID_PARAMS', 'nothing to change: give at least one field');

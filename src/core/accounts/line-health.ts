@@ -1,4 +1,5 @@
 import { applySessionStatus, applyStatusChecks, onlyChecked } from './celulares.js';
+import { checkLineHealth, healthWindow } from './line-brake.js';
 import type { Core } from '../context.js';
 import { stream } from '../nodes/leases.js';
 import type { NodePresence } from '../nodes/node-presence.js';
@@ -7,6 +8,9 @@ import type { SessionStatus } from '../ports/model.js';
 
 /** setTimeout's ceiling (about 24.8 days): a longer --health-interval would otherwise fire every millisecond. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** Failure buckets removed per health pass at most: a pass never holds the writer for long. */
+const FAILURE_PRUNE_BATCH = 5000;
 
 /** What the last health pass found, for /health and the logs. */
 export interface GatewayHealth {
@@ -42,7 +46,7 @@ export class LineHealth {
   restarted = 0;
 
   constructor(
-    private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals'>,
+    private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals' | 'config'>,
     private readonly node: NodePresence,
     private readonly opts: { intervalMs: number; concurrency: number; onError: (err: unknown, instancia?: string) => void },
   ) {}
@@ -164,6 +168,15 @@ export class LineHealth {
       fallidas: lineas === 0 ? 0 : failures.length,
       error: last ? message(last.err) : null,
     });
+    // The lines' brake (core/accounts/line-brake.ts): messages never delivered are news no outcome brings, so each pass weighs every line.
+    await this.brakePass().catch((err: unknown) => this.opts.onError(err));
+  }
+
+  /** Every line with messages in the health window weighed against its thresholds; failure buckets past the window pruned. */
+  private async brakePass(): Promise<void> {
+    const { core } = this;
+    await checkLineHealth(core, null);
+    await core.store.pruneLineFailures(healthWindow(core.clock.now()).fallosDesde, FAILURE_PRUNE_BATCH);
   }
 
   async stop(): Promise<void> {

@@ -172,6 +172,13 @@ export const ERRORS = {
     meaning:
       'The message cannot be retried: it has not failed, or its error_clase does not allow it (rechazado fails again; incierto may have reached the recipient), or its uploaded media is no longer kept. Send it anew instead.',
   },
+  LINE_BRAKED: {
+    codigo: 639,
+    status: 403,
+    texto: 'CELULAR_FRENADO',
+    meaning:
+      "A direct send on a celular whose brake is set (`frenado`: its failures, refusals or undelivered messages crossed a threshold, docs/brake.md); nothing was charged. Queued sends are accepted and wait. Resume the line with `POST /api/celular_reanudar.php?id=` once its cause is dealt with.",
+  },
   GATEWAY_ERROR: {
     codigo: 700,
     status: 502,

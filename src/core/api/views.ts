@@ -40,6 +40,9 @@ export function celularView(c: CelularRow, at: { now: number; tz: string }) {
     tiene_token_legacy: c.legacy_token_hash !== null,
     last_status_check: c.last_status_check === null ? null : iso(c.last_status_check),
     last_status: c.last_status,
+    freno: c.freno === 1,
+    frenado: c.frenado === 1,
+    frenado_motivo: c.frenado_motivo,
     created_at: iso(c.created_at),
   };
 }

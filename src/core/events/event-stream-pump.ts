@@ -61,7 +61,7 @@ export interface StreamSocket {
 }
 
 /** Kinds made on this node that wake its streams (webhook test events are found by the poll). */
-const WAKE_KINDS = ['message.status', 'session.status', 'messages.received'] as const satisfies readonly BusEventName[];
+const WAKE_KINDS = ['message.status', 'session.status', 'messages.received', 'celular.frenado', 'celular.reanudado'] as const satisfies readonly BusEventName[];
 
 /** Where a stream writes: the body (a Writable whose write() says when to wait), the socket's buffered bytes, and how to drop the connection. */
 export interface StreamIo {

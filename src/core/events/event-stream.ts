@@ -11,7 +11,7 @@ import { eventBody, type LoggedEvent } from './event-log.js';
  */
 
 /** The kinds a stream may ask for (`eventos`); `all` (the default) is every one, the webhook test events too. */
-export const STREAM_EVENT_KINDS = ['message.status', 'session.status', 'messages.received', 'webhook.test'] as const;
+export const STREAM_EVENT_KINDS = ['message.status', 'session.status', 'messages.received', 'celular.frenado', 'celular.reanudado', 'webhook.test'] as const;
 
 export interface StreamScope {
   clienteId: number;

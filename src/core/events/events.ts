@@ -89,12 +89,42 @@ export interface SessionHolderEvent {
   fecha: string;
 }
 
+/** `celular.frenado`: a line crossed a health threshold (core/accounts/line-brake.ts); `frenado` says whether its queue now waits. */
+export interface LineBrakeEvent {
+  celular_id: number;
+  cliente_id: number;
+  numero: string;
+  /** true: the line's brake is on and its queue waits for a resume; false: an alert only. */
+  frenado: boolean;
+  /** fallos, rechazados or sin_entregar. */
+  causa: string;
+  motivo: string;
+  salidos: number;
+  fallos: number;
+  rechazados: number;
+  enviados: number;
+  sin_entregar: number;
+  fecha: string;
+}
+
+/** `celular.reanudado`: a braked line was resumed; `por` is who did it (the audit's actor). */
+export interface LineResumeEvent {
+  celular_id: number;
+  cliente_id: number;
+  numero: string;
+  motivo_anterior: string | null;
+  por: string;
+  fecha: string;
+}
+
 export interface BusEvents {
   'webhook.attempt': WebhookAttemptEvent;
   'session.holder': SessionHolderEvent;
   'session.status': SessionStatusEvent;
   'message.status': MessageStatusBusEvent;
   'messages.received': MessagesReceivedEvent;
+  'celular.frenado': LineBrakeEvent;
+  'celular.reanudado': LineResumeEvent;
 }
 
 export type BusEventName = keyof BusEvents;

@@ -68,6 +68,7 @@ export type CelularPatch = Partial<
     | 'servidor_id'
     | 'calentamiento'
     | 'calentamiento_desde'
+    | 'freno'
   >
 >;
 

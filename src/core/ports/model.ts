@@ -62,6 +62,14 @@ export interface CelularRow {
   calentamiento: string | null;
   /** When the plan was set: its day 1 is the day (in the server's zone) this falls in. Null without a plan. */
   calentamiento_desde: number | null;
+  /** 1: a crossing of the health thresholds pauses the line's queue (core/accounts/line-brake.ts); 0: it only alerts. */
+  freno: number;
+  /** 1 while the line's queue waits for a resume; `frenado_motivo` says why. */
+  frenado: number;
+  frenado_motivo: string | null;
+  /** Where the health window starts after a resume (null: never resumed); when the last alert was raised. */
+  salud_desde: number | null;
+  salud_alerta_at: number | null;
   created_at: number;
   updated_at: number;
 }

@@ -5,6 +5,7 @@ import type { EngineHoldsStore } from './engine-holds.js';
 import type { GatewayServersStore } from './gateway-servers.js';
 import type { KvStore } from './kv.js';
 import type { LeasesStore } from './leases.js';
+import type { LineHealthStore } from './line-health.js';
 import type { MessagesStore } from './messages.js';
 import type { QueueStore } from './queue.js';
 import type { WebhooksStore } from './webhooks.js';
@@ -51,7 +52,8 @@ export interface Store
     KvStore,
     LeasesStore,
     EngineAuthStore,
-    EngineHoldsStore {
+    EngineHoldsStore,
+    LineHealthStore {
   readonly caps: StoreCaps;
   /**
    * Whether the store takes writes. Free while no write has failed; after a

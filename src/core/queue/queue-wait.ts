@@ -16,6 +16,8 @@ export type Motivo =
   | 'enviando'
   /** The line (or its client) is not active, or has no session: it waits until reconnected (or its TTL). */
   | 'desconectado'
+  /** The line is braked (core/accounts/line-brake.ts): it waits for a resume (or its TTL). */
+  | 'frenado'
   /** Outside the line's allowed hours. */
   | 'fuera_de_horario'
   /** A failed attempt waits for its next one. */
@@ -42,7 +44,8 @@ export interface QueueLine {
     | 'max_envios_por_dia'
     | 'calentamiento'
     | 'calentamiento_desde'
-  >;
+  > &
+    Partial<Pick<CelularRow, 'frenado'>>;
   clienteEstado: ClienteEstado;
   /** The line's slots in each window of `slotClaim(celular)` (its `windows` order), and its last send by now. */
   counts: Array<{ n: number; oldest: number | null }>;
@@ -85,6 +88,7 @@ export function whyWaiting<T extends QueuedItem>(line: QueueLine, queue: T[], no
     }
     const behind = i > 0 || !line.firstIsHead;
     if (blocked) return { due_at: null, motivo: behind ? 'en_turno' : 'desconectado' };
+    if (celular.frenado === 1) return { due_at: null, motivo: behind ? 'en_turno' : 'frenado' };
     // The k-th send from now (0: the next) in each window: past the cap, it waits for the window to roll once per cap's worth.
     const k = i + (line.firstIsHead ? 0 : 1);
     const reasons: Array<{ at: number; motivo: Motivo }> = [];

@@ -14,6 +14,7 @@ import type { ErrorClase, MensajePayload, MensajeRow } from '../ports/model.js';
 import { REFUSED_FOR_GOOD } from '../sending/idempotency.js';
 import { failureClase } from '../sending/failure-class.js';
 import { backoffMs, type Backoff } from '../time/backoff.js';
+import { noteLineFailure } from '../accounts/line-brake.js';
 
 /** See QueueWorker.keepIdleMs. */
 export const KEEP_IDLE_MS = 5_000;
@@ -494,6 +495,11 @@ export class QueueWorker {
     // More left: the next look comes at once.
     return now;
   }
+  /** An error of a side task (the line's health check): reported, and nothing braked by it. */
+  private readonly failed = (err: unknown): false => {
+    this.opts.onError(err);
+    return false;
+  };
 
   private async end(m: MensajeRow, error: string, clase: ErrorClase): Promise<void> {
     const after = await this.core.store.failMensaje(m.msg_id, error, clase, this.core.clock.now());
@@ -522,6 +528,11 @@ export class QueueWorker {
     const cliente = await core.lines.cliente(celular.cliente_id);
     // A suspended client or a line that is not active waits (until the TTL), as a person would.
     if (!cliente || cliente.estado !== 'activo' || celular.estado !== 'activo' || !celular.gateway_instancia) {
+      hold(core.config.queue.inactiveHoldMs);
+      return false;
+    }
+    // Braked (core/accounts/line-brake.ts): its messages wait, within their TTL, for a resume; looked at again within recheckMs.
+    if (celular.frenado === 1) {
       hold(core.config.queue.inactiveHoldMs);
       return false;
     }
@@ -593,6 +604,8 @@ export class QueueWorker {
       if (kind === 'permanent') await this.end(m, clase === 'rechazado' ? `${REFUSED_FOR_GOOD}${reason}` : reason, clase);
       else if (expired) await this.end(m, `expired after retries: ${reason}`, clase);
       else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
+      // A send that ended failed counts toward its line's health; a brake it sets holds the line from its next look.
+      if ((kind === 'permanent' || expired) && (await noteLineFailure(core, m.celular_id, clase).catch(this.failed))) core.lines.invalidate({ celular: m.celular_id });
       if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });
       return kind === 'permanent' || expired ? 'ended' : 'retry';
     }

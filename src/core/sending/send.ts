@@ -18,6 +18,7 @@ import {
 } from './idempotency.js';
 import { recoverOne } from './direct-recovery.js';
 import { failureClase } from './failure-class.js';
+import { countLineFailure } from '../accounts/line-brake.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from '../media/media.js';
 export type { MediaTipo };
@@ -287,6 +288,7 @@ async function sendOnce(
     fail('INVALID_PARAMS', `vigencia must be a whole number of seconds from ${VIGENCIA_S.min} to ${VIGENCIA_S.max}`);
   if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
   if (celular.estado !== 'activo') fail('CELULAR_NOT_ACTIVE', `celular ${celular.id} is ${celular.estado}; it must be activo (linked) to send`);
+  if (req.directo && celular.frenado === 1) fail('LINE_BRAKED', `celular ${celular.id} is braked (${celular.frenado_motivo ?? 'its health crossed a threshold'}); resume it first, or queue the send`);
   const unsupported = core.gateway.capabilities.unsupported[req.tipo];
   if (unsupported) fail('GATEWAY_UNSUPPORTED', `the ${core.gateway.name} gateway cannot send ${req.tipo} messages: ${unsupported}`);
 
@@ -465,6 +467,8 @@ async function sendNow(
     const unsent = clase === 'no_enviado';
     // Nothing reached the recipient (unsent, or refused for good): retries of it never trip duplicate protection.
     if (unsent || clase === 'rechazado') await quietly(uncount());
+    // Counted toward the line's health (core/accounts/line-brake.ts); weighed by its next queued failure or the health pass.
+    await quietly(countLineFailure(core, celular.id, clase));
     if (key) {
       await quietly(
         unsent ? core.store.idemRelease(key.cliente_id, key.clave, msgId) : core.store.idemFinish(key.cliente_id, key.clave, msgId, keptRefusal(refusal)),

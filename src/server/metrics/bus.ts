@@ -27,6 +27,8 @@ export function countBusEvents(bus: EventBus, m: Metrics): () => void {
     bus.subscribe('messages.received', (e) => m.received.inc({ tipo: m.inboundTipo(e.tipo) })),
     bus.subscribe('session.status', (e) => m.sessionChanges.inc({ status: e.status })),
     bus.subscribe('session.holder', (e) => m.engineMoves.inc({ reason: e.motivo })),
+    bus.subscribe('celular.frenado', (e) => m.lineBrakes.inc({ causa: e.causa, frenado: String(e.frenado) })),
+    bus.subscribe('celular.reanudado', () => m.lineResumes.inc()),
     bus.subscribe('webhook.attempt', (e) => {
       m.webhookAttempts.inc({ estado: e.estado });
       m.webhookAttemptDuration.observe(e.duracion_ms / 1000);

@@ -111,6 +111,19 @@ export class Metrics {
     registers: [this.own],
   });
 
+  readonly lineBrakes = new Counter({
+    name: 'pasarela_line_health_alerts_total',
+    help: "Lines that crossed a health threshold (celular.frenado), by causa (fallos, rechazados, sin_entregar) and whether the line was braked",
+    labelNames: ['causa', 'frenado'] as const,
+    registers: [this.own],
+  });
+
+  readonly lineResumes = new Counter({
+    name: 'pasarela_line_resumes_total',
+    help: 'Braked lines resumed (celular.reanudado)',
+    registers: [this.own],
+  });
+
   readonly webhookAttempts = new Counter({
     name: 'pasarela_webhook_attempts_total',
     help: 'Webhook delivery attempts, by what the delivery became: entregado, pendiente (failed, retried later) or fallido (given up)',
@@ -228,6 +241,14 @@ export class Metrics {
         // The pairs read last; one gone since drops out.
         this.reset();
         for (const [estado, bySession] of stats.lines) for (const [session, n] of bySession) this.set({ estado, session }, n);
+      },
+    });
+    new Gauge({
+      name: 'pasarela_lines_braked',
+      help: "Lines whose queue waits for a resume after crossing a health threshold (docs/brake.md) (the store's; aggregate with max)",
+      registers: [this.own],
+      collect() {
+        this.set(stats.braked);
       },
     });
     const engineLines = this.engineLines;

@@ -18,6 +18,8 @@ export class StoreGauges {
   outbox = { pending: 0, due: 0 };
   /** estado -> session status -> lines. */
   lines = new Map<string, Map<string, number>>();
+  /** Lines braked now (core/accounts/line-brake.ts). */
+  braked = 0;
   up = false;
   private readAt = -Infinity;
   private reading: Promise<void> | null = null;
@@ -55,7 +57,13 @@ export class StoreGauges {
   private async read(): Promise<void> {
     try {
       const now = this.clock.now();
-      const [queue, outbox, counts] = await Promise.all([this.store.queueDepth(), this.store.outboxDepth(now), this.store.lineCounts()]);
+      const [queue, outbox, counts, braked] = await Promise.all([
+        this.store.queueDepth(),
+        this.store.outboxDepth(now),
+        this.store.lineCounts(),
+        this.store.brakedLines(),
+      ]);
+      this.braked = braked;
       this.queue = { pending: queue.pending, oldestAgeSeconds: queue.oldest_at === null ? 0 : Math.max(0, now - queue.oldest_at) / 1000 };
       this.outbox = outbox;
       const lines = new Map<string, Map<string, number>>();

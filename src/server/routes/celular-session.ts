@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { API } from '../../core/api/api-routes.js';
 import type { Core } from '../../core/context.js';
 import { logoutCelular, restartCelular } from '../../core/accounts/session-actions.js';
+import { resumeLine } from '../../core/accounts/line-brake.js';
 import { clientAuth, operatorAuth, principal, success } from '../http.js';
 import { errorResponses, idQuery, okResponse } from '../schemas/common.js';
 import { sessionActionProps } from '../schemas/session.js';
@@ -53,4 +54,26 @@ export default async function celularSessionRoutes(
       handler: async (req) => success(await run[action](core, { kind: 'operator' }, req.params.id), { descripcion: ACTIONS[action].descripcion }),
     });
   }
+
+  // A braked line resumed (core/accounts/line-brake.ts): by the client key or the line's own key, or the operator for any line.
+  const resumeResponse = {
+    200: okResponse({
+      celular_id: { type: 'integer' },
+      reanudado: { type: 'boolean', description: 'true: the line was braked and its queue goes on; false: it was not braked (its window starts again)' },
+      motivo_anterior: { type: ['string', 'null'], description: 'why it was braked' },
+      celular: { $ref: 'Celular#' },
+    }),
+    ...errorResponses,
+  };
+  const resumeSummary = "Resume a braked celular: its queue goes on, its health window starts again, and celular.reanudado is sent (docs/brake.md)";
+  app.post(API.celularReanudar, {
+    preValidation: clientAuth(core),
+    schema: { operationId: 'reanudarCelular', tags: ['celulares'], summary: resumeSummary, security: [{ bearer: [] }], querystring: idQuery, body: idBody, response: resumeResponse },
+    handler: async (req) => success(await resumeLine(core, principal(req), idOf(req.query, req.body)), { descripcion: 'celular reanudado' }),
+  });
+  app.post(API.adminCelularReanudar, {
+    preValidation: operatorAuth(core),
+    schema: { operationId: 'adminReanudarCelular', tags: ['operador'], summary: resumeSummary, security: [{ operator: [] }], params: IdParams, response: resumeResponse },
+    handler: async (req) => success(await resumeLine(core, { kind: 'operator' }, req.params.id), { descripcion: 'celular reanudado' }),
+  });
 }

@@ -111,8 +111,8 @@ export default async function celularRoutes(
       response: { 200: okResponse({ celular: { $ref: 'Celular#' } }), ...errorResponses },
     },
     handler: async (req) => {
-      const { key: _k, id: _i, ...edit } = req.body;
-      const row = await editCelular(core, principal(req), idOf(req.query, req.body), edit);
+      const { key: _k, id: _i, freno, ...edit } = req.body;
+      const row = await editCelular(core, principal(req), idOf(req.query, req.body), { ...edit, ...(freno === undefined ? {} : { freno: boolish(freno, 'freno') }) });
       return success({ celular: celularView(row, viewAt(core)) }, { descripcion: 'celular actualizado', saldo: row.saldo_actual });
     },
   });

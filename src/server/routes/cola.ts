@@ -17,7 +17,7 @@ const msgIdsField = Type.Unsafe<string[] | string>({
 
 const idsOf = (v: string[] | string | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : v.split(','));
 
-const MOTIVOS = ['enviando', 'desconectado', 'fuera_de_horario', 'reintento', 'cupo_minuto', 'cupo_hora', 'cupo_dia', 'pausa_humana', 'en_turno', 'listo'];
+const MOTIVOS = ['enviando', 'desconectado', 'frenado', 'fuera_de_horario', 'reintento', 'cupo_minuto', 'cupo_hora', 'cupo_dia', 'pausa_humana', 'en_turno', 'listo'];
 
 /**
  * The queue (issue 36): GET /api/cola.php lists what waits and why; POST
@@ -43,7 +43,7 @@ export default async function colaRoutes(
       description:
         "A client key lists every line (or the one celular_id names), a celular key its own line. Keyset pages: pass the answer's `siguiente` as `despues`. " +
         'due_at is an estimate (the human gap is random; a retry or an edit of the line changes it); null while the line is not active. ' +
-        'motivo: enviando (being sent), desconectado (the line or client is not active), fuera_de_horario, reintento (waiting after a failed attempt), ' +
+        'motivo: enviando (being sent), desconectado (the line or client is not active), frenado (the line is braked: it waits for a resume), fuera_de_horario, reintento (waiting after a failed attempt), ' +
         'cupo_minuto / cupo_hora / cupo_dia (a cap is full), pausa_humana (the gap after the last send), en_turno (behind older messages), listo (due now).',
       querystring: Type.Object({
         key: Type.Optional(keyQuery),

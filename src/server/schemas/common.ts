@@ -4,8 +4,8 @@ import { CELULAR_LIMITS, FIELD_LIMITS, HORA_PATTERN, LIST_LIMITS } from '../../c
 import { ESTADOS, POR_PAGINA_DEFAULT, POR_PAGINA_MAX } from '../../core/history/historial.js';
 import { STREAM_EVENT_KINDS } from '../../core/events/event-stream.js';
 import { MOVIMIENTO_TIPOS } from '../../core/billing/movimientos.js';
-import { Nullable, StringEnum, Type, type TProperties } from './typed.js';
 import { WARMUP_NAME_MAX, WARMUP_PLAN_NAMES } from '../../core/sending/warmup.js';
+import { Flag, Nullable, StringEnum, Type, type TProperties } from './typed.js';
 
 /**
  * JSON schemas shared by routes. They validate requests, serialise responses
@@ -80,6 +80,9 @@ export const celularSchema = {
     tiene_token_legacy: { type: 'boolean' },
     last_status_check: nullable(ts),
     last_status: nullable({ type: 'string' }),
+    freno: { type: 'boolean', description: 'true: a crossing of the health thresholds pauses the queue (docs/brake.md); false: it only alerts' },
+    frenado: { type: 'boolean', description: 'true while the queue waits for a resume (POST /api/celular_reanudar.php)' },
+    frenado_motivo: nullable({ type: 'string' }),
     created_at: ts,
   },
   required: ['id', 'numero', 'estado', 'saldo_actual'],
@@ -145,6 +148,7 @@ export const celularEditBody = Type.Object(
         }),
       ),
     ),
+    freno: Type.Optional(Flag('1: a crossing of the health thresholds pauses the queue (docs/brake.md); 0: it only alerts (the default)')),
   },
   { additionalProperties: false },
 );

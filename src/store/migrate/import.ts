@@ -48,9 +48,10 @@ const OWN = new Set(['schema_migrations', 'sqlite_sequence']);
 /**
  * Known and never copied: a `webhook listen` lease belongs to the process
  * that renews it against the old server; its listener registers again.
- * The charts' samples (D-101) were the old server's nodes' readings.
+ * The charts' samples (D-101) were the old server's nodes' readings. The
+ * lines' failure counts (salud_fallos, D-169) are an hour's window: it starts again.
  */
-export const LEFT_BEHIND = ['webhook_escuchas', 'muestras'] as const;
+export const LEFT_BEHIND = ['webhook_escuchas', 'muestras', 'salud_fallos'] as const;
 
 /** The triggers that keep the counts on every insert (one upsert per row), off while loading: table and trigger. */
 const COUNT_TRIGGERS = [

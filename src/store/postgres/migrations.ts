@@ -1022,6 +1022,26 @@ export const PG_MIGRATIONS: Migration[] = [
       -- Existing lines keep their caps as they are: no plan (null).
       ALTER TABLE celulares ADD COLUMN calentamiento TEXT;
       ALTER TABLE celulares ADD COLUMN calentamiento_desde BIGINT;
+      `,
+    },
+    {
+    version: 33,
+    name: "a line's brake: its setting, its state and its health window (D-169)",
+    sql: `
+      ALTER TABLE celulares ADD COLUMN freno INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE celulares ADD COLUMN frenado INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE celulares ADD COLUMN frenado_motivo TEXT;
+      ALTER TABLE celulares ADD COLUMN salud_desde BIGINT;
+      ALTER TABLE celulares ADD COLUMN salud_alerta_at BIGINT;
+      CREATE INDEX celulares_frenados ON celulares(id) WHERE frenado = 1;
+      CREATE TABLE salud_fallos (
+        celular_id BIGINT NOT NULL,
+        t BIGINT NOT NULL,
+        clase TEXT NOT NULL,
+        n BIGINT NOT NULL,
+        PRIMARY KEY (celular_id, t, clase)
+      );
+      CREATE INDEX salud_fallos_t ON salud_fallos(t);
     `,
   },
 ];

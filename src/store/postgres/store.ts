@@ -13,6 +13,7 @@ import { idempotency } from './idempotency.js';
 import { inbox } from './inbox.js';
 import { kv } from './kv.js';
 import { leases } from './leases.js';
+import { lineHealth } from './line-health.js';
 import { messages } from './messages.js';
 import { migrate } from './migrations.js';
 import { queue } from './queue.js';
@@ -68,6 +69,7 @@ export async function openPgStore(url: string, opts: PgOptions = {}): Promise<Pg
     ...kv(db),
     ...engineAuth(db),
     ...engineHolds(db),
+    ...lineHealth(db),
     // On the database's clock (postgres/leases.ts): the `now` the port passes is not used.
     ...leases(db),
     async schemaVersion(): Promise<number> {

@@ -886,6 +886,30 @@ export const MIGRATIONS: Migration[] = [
       -- Existing lines keep their caps as they are: no plan (null).
       ALTER TABLE celulares ADD COLUMN calentamiento TEXT;
       ALTER TABLE celulares ADD COLUMN calentamiento_desde INTEGER;
+      `,
+    },
+    {
+    version: 33,
+    name: "a line's brake: its setting, its state and its health window (D-169)",
+    sql: `
+      -- freno: the operator's or client's opt-in (0: a crossing only alerts). frenado/frenado_motivo: the queue
+      -- waits while 1. salud_desde: the window's start after a resume; salud_alerta_at: the last alert (one an hour).
+      ALTER TABLE celulares ADD COLUMN freno INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE celulares ADD COLUMN frenado INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE celulares ADD COLUMN frenado_motivo TEXT;
+      ALTER TABLE celulares ADD COLUMN salud_desde INTEGER;
+      ALTER TABLE celulares ADD COLUMN salud_alerta_at INTEGER;
+      CREATE INDEX celulares_frenados ON celulares(id) WHERE frenado = 1;
+      -- A line's failed sends by class, per five minutes of their end (core/accounts/line-brake.ts): one upsert
+      -- per failure; the window is a primary-key range, the prune an index range.
+      CREATE TABLE salud_fallos (
+        celular_id INTEGER NOT NULL,
+        t INTEGER NOT NULL,
+        clase TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (celular_id, t, clase)
+      ) WITHOUT ROWID;
+      CREATE INDEX salud_fallos_t ON salud_fallos(t);
     `,
   },
 ];

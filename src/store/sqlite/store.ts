@@ -15,6 +15,7 @@ import { idempotency } from './idempotency.js';
 import { inbox } from './inbox.js';
 import { kv } from './kv.js';
 import { leases } from './leases.js';
+import { lineHealth } from './line-health.js';
 import { ledger } from './ledger.js';
 import { messages } from './messages.js';
 import { accept } from './accept.js';
@@ -72,6 +73,7 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     ...engineAuth(db),
     ...engineHolds(engineAuth(db)),
     ...leases(),
+    ...lineHealth(db),
     migrate: () => migrate(db),
     shareWrites: (gate) => useWriteGate(db, gate),
     schemaVersion: () => schemaVersion(db),

@@ -27,6 +27,7 @@ import { sendFragment, sendPage } from '../layout.js';
 import { redirectToOnce } from '../shown-once.js';
 import { engineNodeCell, estadoBadge, lineGoneHandler, lineUrl, linesTable, pathId, statusBadge } from './lines-common.js';
 import { lineProfile } from '../../../core/accounts/session-actions.js';
+import { resumeLine } from '../../../core/accounts/line-brake.js';
 import { sessionCard, sessionRoutes, type SessionForm } from './celular-session.js';
 
 /**
@@ -229,7 +230,22 @@ async function linePage(
         <dt>gateway_instancia</dt>
         <dd>${row.gateway_instancia ?? html`<span class="empty">none yet (made when the line is linked)</span>`}</dd>
         ${holder === undefined ? '' : html`<dt>Engine node</dt><dd>${engineNodeCell(holder)}</dd>`}
+        <dt>Brake</dt>
+        <dd>
+          ${
+            row.frenado === 1
+              ? html`<span class="badge bad">braked</span> ${row.frenado_motivo ?? ''}: its queue waits for a resume`
+              : html`${row.freno === 1 ? 'on' : 'off'}: a crossed health threshold ${row.freno === 1 ? 'pauses its queue' : 'only alerts'}`
+          }
+        </dd>
       </dl>
+      ${
+        row.frenado === 1
+          ? html`<form method="post" action="${url}/reanudar" class="actions">
+              ${csrfField(req)}<button type="submit">Resume this line</button>
+            </form>`
+          : ''
+      }
       <p class="actions">
         ${
           row.last_status === 'connected'
@@ -539,6 +555,14 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
       const errors = refusal(err, SEND_FIELDS);
       return linePage(deps, req, reply, p, cid, row, { send: { values, errors } }, statusOf(errors));
     }
+  });
+
+  // A braked line resumed (core/accounts/line-brake.ts), as POST /api/celular_reanudar.php does.
+  app.post<{ Params: Params }>('/c/:cid/celulares/:id/reanudar', pre, async (req, reply) => {
+    const { cid, id, p, row } = await lineOf(core, req);
+    const r = await resumeLine(core, p, id);
+    flash(req, reply, r.reanudado ? `Line ${row.numero} resumed: its queue goes on.` : `Line ${row.numero} was not braked.`);
+    return redirect(req, reply, lineUrl(cid, id));
   });
 
   app.post<{ Params: Params }>('/c/:cid/celulares/:id/eliminar', pre, async (req, reply) => {

@@ -48,7 +48,8 @@ export function engineNodeCell(n: MotorNodo | null): Html {
   return n.presente ? html`${name}` : html`${name} <span class="badge bad">gone</span> <span class="hint">another node takes it</span>`;
 }
 
-type LineRow = Pick<ReturnType<typeof celularView>, 'id' | 'numero' | 'nombre_interno' | 'estado' | 'last_status' | 'saldo_actual' | 'gateway_instancia'>;
+type LineRow = Pick<ReturnType<typeof celularView>, 'id' | 'numero' | 'nombre_interno' | 'estado' | 'last_status' | 'saldo_actual' | 'gateway_instancia'> &
+  Partial<Pick<ReturnType<typeof celularView>, 'frenado'>>;
 
 /** A client's lines as a table (the account and the lines pages), or `empty` when there are none; with `holders`, each line's engine node. */
 export function linesTable(cid: number, lines: readonly LineRow[], empty: Html, holders?: Holders): Html {
@@ -56,7 +57,8 @@ export function linesTable(cid: number, lines: readonly LineRow[], empty: Html, 
   const columns: Array<Column<LineRow>> = [
     { label: 'numero', cell: (l) => html`<a href="${lineUrl(cid, l.id)}">${l.numero}</a>` },
     { label: 'nombre_interno', cell: (l) => l.nombre_interno ?? '' },
-    { label: 'estado', cell: (l) => estadoBadge(l.estado) },
+    // A braked line (core/accounts/line-brake.ts) says so beside its estado: its queue waits for a resume.
+    { label: 'estado', cell: (l) => html`${estadoBadge(l.estado)}${l.frenado ? html` <span class="badge bad">braked</span>` : ''}` },
     { label: 'session', cell: (l) => statusBadge(l.last_status) },
     { label: 'saldo', cls: 'num', cell: (l) => l.saldo_actual },
   ];
