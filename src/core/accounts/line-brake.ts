@@ -2,7 +2,7 @@ import { celularInScope, type Principal, actorOf } from '../auth/auth.js';
 import { invalidateCredentials } from '../auth/credential-invalidate.js';
 import type { Core } from '../context.js';
 import { fail } from '../api/errors.js';
-import { celularView } from '../api/views.js';
+import { celularView, viewAt } from '../api/views.js';
 import type { LineBrakeEvent, LineResumeEvent } from '../events/events.js';
 import type { HealthWindow, LineHealthCounts } from '../ports/line-health.js';
 import type { CelularRow, ErrorClase } from '../ports/model.js';
@@ -183,7 +183,7 @@ export async function resumeLine(core: BrakeCore, p: Principal, id: number) {
         core.bus.publish('celular.reanudado', data);
         await invalidateCredentials(core, { celular: c.id });
       }
-      return { celular_id: row.id, reanudado: was, motivo_anterior: was ? data.motivo_anterior : null, celular: celularView(row) };
+      return { celular_id: row.id, reanudado: was, motivo_anterior: was ? data.motivo_anterior : null, celular: celularView(row, viewAt(core)) };
     }
     c = await core.store.getCelular(id);
   }
