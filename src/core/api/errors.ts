@@ -172,6 +172,20 @@ export const ERRORS = {
     meaning:
       'The message cannot be retried: it has not failed, or its error_clase does not allow it (rechazado fails again; incierto may have reached the recipient), or its uploaded media is no longer kept. Send it anew instead.',
   },
+  GROUP_NOT_FOUND: { codigo: 643, status: 404, texto: 'GRUPO_NO_ENCONTRADO', meaning: 'No pool with that id or name for this client.' },
+  GROUP_NAME_TAKEN: { codigo: 644, status: 409, texto: 'GRUPO_YA_EXISTE', meaning: 'The client already has a pool with that name.' },
+  GROUP_NO_LINE: {
+    codigo: 645,
+    status: 503,
+    texto: 'GRUPO_SIN_LINEA',
+    meaning: 'No line of the pool can send now: each is disconnected, without a session or suspended (or the pool has none); `retry_after` says when to look again.',
+  },
+  GROUP_NO_ROOM: {
+    codigo: 646,
+    status: 429,
+    texto: 'GRUPO_SIN_CUPO',
+    meaning: "Every usable line of the pool is at its caps (its queue counted); `retry_after` says when to look again.",
+  },
   GATEWAY_ERROR: {
     codigo: 700,
     status: 502,

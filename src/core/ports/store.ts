@@ -3,6 +3,7 @@ import type { ChartsStore } from './charts.js';
 import type { EngineAuthStore } from './engine-auth.js';
 import type { EngineHoldsStore } from './engine-holds.js';
 import type { GatewayServersStore } from './gateway-servers.js';
+import type { GruposStore } from './grupos.js';
 import type { KvStore } from './kv.js';
 import type { LeasesStore } from './leases.js';
 import type { MessagesStore } from './messages.js';
@@ -45,6 +46,7 @@ export interface Store
     LedgerStore,
     ChartsStore,
     GatewayServersStore,
+    GruposStore,
     MessagesStore,
     QueueStore,
     WebhooksStore,

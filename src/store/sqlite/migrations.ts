@@ -867,4 +867,35 @@ export const MIGRATIONS: Migration[] = [
       UPDATE cola SET proximo_intento_at = (SELECT m.proximo_intento_at FROM mensajes m WHERE m.msg_id = cola.msg_id);
     `,
   },
+  {
+    version: 34,
+    name: "a client's pools of lines and each pool's recipient-to-line map (D-173)",
+    sql: `
+      -- A pool names some of a client's lines (core/accounts/grupos.ts); a send naming it picks one. Its
+      -- members and its sticky map go with a deleted line or pool (ON DELETE CASCADE, each served by an index).
+      CREATE TABLE grupos (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        cliente_id INTEGER NOT NULL REFERENCES clientes(id) ON DELETE CASCADE,
+        nombre TEXT NOT NULL,
+        conmutacion_s INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (cliente_id, nombre)
+      );
+      CREATE TABLE grupo_celulares (
+        grupo_id INTEGER NOT NULL REFERENCES grupos(id) ON DELETE CASCADE,
+        celular_id INTEGER NOT NULL REFERENCES celulares(id) ON DELETE CASCADE,
+        PRIMARY KEY (grupo_id, celular_id)
+      );
+      CREATE INDEX grupo_celulares_celular ON grupo_celulares (celular_id);
+      CREATE TABLE grupo_fijos (
+        grupo_id INTEGER NOT NULL REFERENCES grupos(id) ON DELETE CASCADE,
+        destinatario TEXT NOT NULL,
+        celular_id INTEGER NOT NULL REFERENCES celulares(id) ON DELETE CASCADE,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (grupo_id, destinatario)
+      );
+      CREATE INDEX grupo_fijos_celular ON grupo_fijos (celular_id);
+    `,
+  },
 ];

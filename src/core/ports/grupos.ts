@@ -1,0 +1,49 @@
+/** A client's pool of lines (docs/pools.md): a send naming it is sent from one of them (core/accounts/grupos.ts). */
+export interface GrupoRow {
+  id: number;
+  cliente_id: number;
+  nombre: string;
+  /** Seconds a member stays disconnected before its queued messages move to another member; null: never. */
+  conmutacion_s: number | null;
+  /** The member lines' ids, ascending. */
+  celulares: number[];
+  created_at: number;
+  updated_at: number;
+}
+
+export interface NewGrupo {
+  cliente_id: number;
+  nombre: string;
+  conmutacion_s: number | null;
+  celulares: number[];
+}
+
+export interface GrupoPatch {
+  nombre?: string;
+  conmutacion_s?: number | null;
+  celulares?: number[];
+}
+
+/** A write refused because another pool of the client has the name. */
+export type GrupoWrite = { ok: true; grupo: GrupoRow } | { ok: false; reason: 'nombre' | 'no_existe' };
+
+/** A queued message of a pool's member moved to another member (failover). */
+export interface GrupoMove {
+  msg_id: string;
+  destinatario: string;
+}
+
+/** Pools, their members and each pool's recipient-to-line map. Each method is one atomic operation. */
+export interface GruposStore {
+  listGrupos(clienteId: number): Promise<GrupoRow[]>;
+  getGrupo(id: number): Promise<GrupoRow | null>;
+  grupoByNombre(clienteId: number, nombre: string): Promise<GrupoRow | null>;
+  createGrupo(input: NewGrupo, now: number): Promise<GrupoWrite>;
+  /** Members, when given, replace the old ones; a member no longer in the pool loses its recipients in the map. */
+  updateGrupo(id: number, patch: GrupoPatch, now: number): Promise<GrupoWrite>;
+  deleteGrupo(id: number): Promise<boolean>;
+  /** The line a recipient was last sent from through the pool (a primary-key read), or null. */
+  grupoFijo(grupoId: number, destinatario: string): Promise<number | null>;
+  /** Keeps `celularId` as the recipient's line in the pool (an upsert by primary key). */
+  fijarGrupo(grupoId: number, destinatario: string, celularId: number, now: number): Promise<void>;
+}
