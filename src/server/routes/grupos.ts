@@ -27,10 +27,9 @@ const celulares = Type.Union(
   ],
   { description: "ids of the client's own lines" },
 );
-const conmutacion = Nullable(
-  Type.Union([Type.Integer({ minimum: GRUPO_LIMITS.conmutacion_s[0], maximum: GRUPO_LIMITS.conmutacion_s[1] }), Type.String({ maxLength: 12 })], {
-    description: 'seconds a line stays disconnected before its queued messages move to another line of the pool; null (or "" in a form): never',
-  }),
+const conmutacion = Type.Union(
+  [Type.Integer({ minimum: GRUPO_LIMITS.conmutacion_s[0], maximum: GRUPO_LIMITS.conmutacion_s[1] }), Type.String({ maxLength: 12 }), Type.Null()],
+  { description: 'seconds a line stays disconnected before its queued messages move to another line of the pool; null (or "" in a form): never' },
 );
 const ref = {
   id: Type.Optional(Type.Integer({ minimum: 1, description: "the pool's id (or name it with grupo)" })),
