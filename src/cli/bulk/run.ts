@@ -52,6 +52,8 @@ interface FirstPass {
   sha256: string;
   total: number;
   invalid: number;
+  /** Every sendable row names a pool (a `grupo` column). */
+  allPooled: boolean;
 }
 
 /**
@@ -68,6 +70,7 @@ async function firstPass(o: BulkOptions): Promise<FirstPass> {
   const hash = createHash('sha256');
   let total = 0;
   let invalid = 0;
+  let pooled = 0;
   const checked = new Map<string, boolean>();
   try {
     const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -84,6 +87,7 @@ async function firstPass(o: BulkOptions): Promise<FirstPass> {
     for await (const { row, record } of rows) {
       total += 1;
       const p = prepareRow(o.spec, row, record);
+      if (p.ok && p.grupo !== undefined) pooled += 1;
       let ok = p.ok;
       if (p.ok && p.media && !/^https?:\/\//i.test(p.media.source)) {
         // A campaign sends the same few files: each is checked once here (the send checks again).
@@ -103,7 +107,7 @@ async function firstPass(o: BulkOptions): Promise<FirstPass> {
     throw err;
   }
   if (total === 0) throw usage(`${o.file} has a header and no rows`);
-  return { sha256: hash.digest('hex'), total, invalid };
+  return { sha256: hash.digest('hex'), total, invalid, allPooled: pooled === total - invalid };
 }
 
 const STOP_TEXT: Record<StopReason, string> = {
@@ -148,7 +152,8 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
   }
 
   const key = ctx.key();
-  const celular = deps.line ? await deps.line() : o.celular;
+  // Every row names its pool: no line to resolve (a client of several lines needs no --celular).
+  const celular = deps.line && !first.allPooled ? await deps.line() : o.celular;
   if (celular !== undefined) Object.assign(common, { celular_id: celular });
 
   // Ctrl-C: no new rows; the ones in flight finish; waits end at once.
