@@ -4,7 +4,9 @@ import { api, startTestServer, tempDir, type TestServer } from '../helpers/serve
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
 import { until } from '../helpers/poll.js';
-import { editCelular, linkedLine, numeroNuevo, type Line } from './send-helpers.js';
+import type { PgStore } from '../../src/store/postgres/store.js';
+import type { SqliteStore } from '../../src/store/sqlite/store.js';
+import { admin, editCelular, linkedLine, numeroNuevo, type Line } from './send-helpers.js';
 import { crearGrupo, lineOf, phoneLogout, sendPool, siblingLine } from './grupos-helpers.js';
 
 /**
@@ -12,6 +14,24 @@ import { crearGrupo, lineOf, phoneLogout, sendPool, siblingLine } from './grupos
  * sticky per recipient, skipping a line that is down or full, and caps exact
  * across two nodes on PostgreSQL.
  */
+
+/** Each balance equals the sum of its ledger rows: the client's global one and each line's. */
+async function ledgerAddsUp(s: TestServer, clienteId: number, lineIds: number[]): Promise<void> {
+  const sql = 'SELECT celular_id, SUM(monto) AS total FROM movimientos_saldo WHERE cliente_id = $1 GROUP BY celular_id';
+  const store = s.core.store as unknown as Partial<SqliteStore & PgStore>;
+  const sums: Array<{ celular_id: number | null; total: number }> =
+    s.core.store.caps.name === 'postgres'
+      ? await (store as PgStore).db.q(sql, [clienteId])
+      : ((store as SqliteStore).db.prepare(sql.replace('$1', '?')).all(clienteId) as Array<{ celular_id: number | null; total: number }>);
+  const total = (id: number | null) => Number(sums.find((r) => r.celular_id === id)?.total ?? 0);
+  expect(total(null)).toBe((await s.core.store.getCliente(clienteId))!.saldo_global);
+  for (const id of lineIds) expect(total(id)).toBe((await s.core.store.getCelular(id))!.saldo_actual);
+}
+
+const driven = (s: TestServer): ManualClock => {
+  if (!(s.clock instanceof ManualClock)) throw new Error('a driven clock is expected');
+  return s.clock;
+};
 
 const suite = (name: string, start: () => Promise<TestServer>) =>
   describe(name, () => {
@@ -142,6 +162,63 @@ const suite = (name: string, start: () => Promise<TestServer>) =>
       expect(full.body).toMatchObject({ ok: false, api_codigo: 646 });
     });
 
+    it("fails over a disconnected line's queued messages after the pool's wait, in order per recipient, moving their charges", async () => {
+      const a = await linkedLine(s, { saldo: 100 });
+      const b = await siblingLine(s, a);
+      // Line A's own balance pays its sends; its hours are closed, so its queue waits.
+      expect((await admin(s, 'POST', '/admin/saldo', { cliente_id: a.clienteId, celular_id: a.celularId, monto: 10, motivo: 'carga' })).status).toBe(200);
+      const now = new Date(s.clock.now());
+      const hh = (h: number) => `${String((now.getUTCHours() + h) % 24).padStart(2, '0')}:00`;
+      await editCelular(s, a, { hora_inicio_permitido: hh(2), hora_fin_permitido: hh(3) });
+      const g = await crearGrupo(s, a, { nombre: 'failover', celulares: [a.celularId], conmutacion_s: 60 });
+      expect(g.status, g.text).toBe(201);
+      const r1 = numeroNuevo();
+      const r2 = numeroNuevo();
+      const ids: string[] = [];
+      for (const [i, r] of [r1, r2, r1, r2, r1].entries()) {
+        const q = await sendPool(s, a, 'failover', r, `m${i}`);
+        expect(q.status, q.text).toBe(200);
+        ids.push(q.body.msg_id as string);
+      }
+      expect((await s.core.store.getCelular(a.celularId))!.saldo_actual).toBe(5);
+      expect((await api(s.url, 'POST', '/api/grupo_editar.php', { key: a.clientKey, json: { grupo: 'failover', celulares: [a.celularId, b.celularId] } })).status).toBe(200);
+
+      await phoneLogout(s, a);
+      await until(async () => (await s.core.store.getCelular(a.celularId))?.estado !== 'activo', { what: 'line A disconnected' });
+      await s.health!.checkNow();
+      // Not yet: the wait has not passed.
+      driven(s).advance(59_000);
+      await s.health!.checkNow();
+      for (const id of ids) expect(await lineOf(s, id)).toBe(a.celularId);
+      driven(s).advance(2_000);
+      await s.health!.checkNow();
+      for (const id of ids) expect(await lineOf(s, id)).toBe(b.celularId);
+      expect((await s.core.store.queueSizes([a.celularId, b.celularId])).map((q) => q.pendientes)).toEqual([0, 5]);
+      // The charges left A's balance (refunded there) for the client's global one (B has none of its own).
+      expect((await s.core.store.getCelular(a.celularId))!.saldo_actual).toBe(10);
+      expect((await s.core.store.getCliente(a.clienteId))!.saldo_global).toBe(95);
+      await ledgerAddsUp(s, a.clienteId, [a.celularId, b.celularId]);
+      // The recipients now stick to B; B sends them in their order.
+      const next = await sendPool(s, a, 'failover', r1, 'despues');
+      expect(await lineOf(s, next.body.msg_id)).toBe(b.celularId);
+      ids.push(next.body.msg_id as string);
+      await until(
+        async () => {
+          await s.stepQueue();
+          return (await Promise.all(ids.map((id) => s.core.store.getMensaje(id)))).every((m) => m?.estado !== 'pendiente');
+        },
+        { what: 'moved messages sent' },
+      );
+      const sentAt = async (id: string) => (await s.core.store.getMensaje(id))!.enviado_at!;
+      for (const [x, y] of [
+        [0, 2],
+        [2, 4],
+        [4, 5],
+        [1, 3],
+      ] as const)
+        expect(await sentAt(ids[x]!)).toBeLessThanOrEqual(await sentAt(ids[y]!));
+    });
+
     it('refuses a pool send with a celular key, with celular_id too, or naming an unknown pool', async () => {
       const a = await linkedLine(s, { saldo: 10 });
       expect((await crearGrupo(s, a, { nombre: 'p', celulares: [a.celularId] })).status).toBe(201);
@@ -165,7 +242,7 @@ const suite = (name: string, start: () => Promise<TestServer>) =>
     });
   });
 
-suite('pools on SQLite', () => startTestServer({ clock: new ManualClock(Date.UTC(2026, 3, 1, 12)), queue: { gapMinMs: 0, gapMaxMs: 0 } }));
+suite('pools on SQLite', () => startTestServer({ healthIntervalMs: 0, clock: new ManualClock(Date.UTC(2026, 3, 1, 12)), queue: { gapMinMs: 0, gapMaxMs: 0 } }));
 
 const drops: Array<() => Promise<void>> = [];
 afterAll(async () => {
@@ -178,7 +255,7 @@ async function storeUrl(): Promise<string> {
 }
 
 describeWith(postgres, 'pools on PostgreSQL', () => {
-  suite('one node', async () => startTestServer({ store: await storeUrl(), clock: new ManualClock(Date.UTC(2026, 3, 1, 12)), queue: { gapMinMs: 0, gapMaxMs: 0 } }));
+  suite('one node', async () => startTestServer({ store: await storeUrl(), healthIntervalMs: 0, clock: new ManualClock(Date.UTC(2026, 3, 1, 12)), queue: { gapMinMs: 0, gapMaxMs: 0 } }));
 
   it('keeps each line of a pool within its caps across two nodes sending to it at once', async () => {
     const url = await storeUrl();

@@ -6,6 +6,7 @@ import { slotClaim } from '../sending/caps.js';
 import { countryOf, normalizeNumero } from './phone.js';
 import type { GrupoRow } from '../ports/grupos.js';
 import type { CelularRow } from '../ports/model.js';
+import { QUEUE_CHANNEL } from '../queue/queue-worker.js';
 
 /**
  * A client's pools of lines (docs/pools.md, docs/decisions.md D-173..D-177):
@@ -194,4 +195,47 @@ export async function poolLine(
     fail('GROUP_NO_ROOM', `every usable line of pool ${JSON.stringify(grupo.nombre)} is at its caps`, { retryAfter: NO_LINE_RETRY_S });
   }
   return { grupo, celular: best.c, destinatario: key, fijar: best.c.id !== fijo };
+}
+
+/** Queued messages one move takes from a line; the next pass takes more. */
+const MOVE_BATCH = 500;
+
+/**
+ * Pool failover (D-175), run by every node's health pass
+ * (core/accounts/line-health.ts): for each pool with a wait, a member seen
+ * unable to send (disconnected, without a session, suspended) is remembered
+ * from the first pass that saw it so; once that is longer ago than the wait,
+ * its queued messages no worker has claimed move to the usable member with
+ * most room (moverCola: one transaction under the lines' locks, so two nodes
+ * never move a message twice), and the receiving line's worker is woken.
+ * Returns how many moved.
+ */
+export async function failoverPass(core: Pick<Core, 'store' | 'clock' | 'signals'>): Promise<number> {
+  const now = core.clock.now();
+  const pools = await core.store.gruposConConmutacion();
+  const seen = new Map<number, CelularRow | null>();
+  const lineOf = async (id: number) => {
+    if (!seen.has(id)) seen.set(id, await core.store.getCelular(id));
+    return seen.get(id) ?? null;
+  };
+  let moved = 0;
+  for (const g of pools) {
+    const members = (await Promise.all(g.celulares.map(lineOf))).filter((c): c is CelularRow => c !== null && c.cliente_id === g.cliente_id);
+    const usable = members.filter(usableLine);
+    for (const c of members) {
+      const since = await core.store.lineaCaida(c.id, !usableLine(c), now);
+      if (since === null || g.conmutacion_s === null || now - since < g.conmutacion_s * 1000 || usable.length === 0) continue;
+      let best: { c: CelularRow; left: number } | undefined;
+      for (const u of usable) {
+        const r = await roomOf(core, u, now, false);
+        if (!best || r.left > best.left) best = { c: u, left: r.left };
+      }
+      const to = best!.c;
+      const r = await core.store.moverCola(g.id, c.id, to.id, MOVE_BATCH, now);
+      if (r.length === 0) continue;
+      moved += r.length;
+      void core.signals.publish(QUEUE_CHANNEL, String(to.id)).catch(() => undefined);
+    }
+  }
+  return moved;
 }

@@ -46,4 +46,18 @@ export interface GruposStore {
   grupoFijo(grupoId: number, destinatario: string): Promise<number | null>;
   /** Keeps `celularId` as the recipient's line in the pool (an upsert by primary key). */
   fijarGrupo(grupoId: number, destinatario: string, celularId: number, now: number): Promise<void>;
+  /** The pools with a failover wait (a read of the small pools table, once per health pass). */
+  gruposConConmutacion(): Promise<GrupoRow[]>;
+  /** A line seen down (kept since the first time) or up (forgotten): since when it has been down, or null. */
+  lineaCaida(celularId: number, caida: boolean, now: number): Promise<number | null>;
+  /**
+   * One transaction: up to `limit` of line `from`'s queued messages that no
+   * worker has claimed, oldest first, move to line `to` keeping their place
+   * (their order per recipient holds); the lines' `pendientes` follow, each
+   * message's charge moves as core/billing/recipes.ts `moveCharge` says (the
+   * move stops at the first that cannot be paid), and the pool's recipients
+   * of `from` now stick to `to`. Another node moving the same line at once
+   * waits for the line's lock and finds them moved.
+   */
+  moverCola(grupoId: number, from: number, to: number, limit: number, now: number): Promise<GrupoMove[]>;
 }

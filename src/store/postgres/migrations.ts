@@ -1032,6 +1032,27 @@ export const PG_MIGRATIONS: Migration[] = [
         PRIMARY KEY (grupo_id, destinatario)
       );
       CREATE INDEX grupo_fijos_celular ON grupo_fijos (celular_id);
+      -- Since when a line of a pool with a failover wait has been seen unable to send (the health pass, D-175).
+      CREATE TABLE lineas_caidas (
+        celular_id BIGINT PRIMARY KEY REFERENCES celulares(id) ON DELETE CASCADE,
+        desde BIGINT NOT NULL
+      );
+      -- A queued message moved to another line of its pool (failover, D-175) moves its counts with it.
+      CREATE OR REPLACE FUNCTION conteos_movida() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO conteos_mensajes AS k (cliente_id, celular_id, estado, n)
+          VALUES (OLD.cliente_id, OLD.celular_id, OLD.estado, -1), (NEW.cliente_id, NEW.celular_id, NEW.estado, 1)
+          ON CONFLICT (cliente_id, celular_id, estado) DO UPDATE SET n = k.n + excluded.n;
+        INSERT INTO conteos_lineas AS k (celular_id, grano, t, estado, n, cliente_id)
+          VALUES (OLD.celular_id, 1, OLD.created_at / 60000, OLD.estado, -1, OLD.cliente_id),
+                 (OLD.celular_id, 15, OLD.created_at / 900000, OLD.estado, -1, OLD.cliente_id),
+                 (NEW.celular_id, 1, NEW.created_at / 60000, NEW.estado, 1, NEW.cliente_id),
+                 (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
+          ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = k.n + excluded.n;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER conteos_linea_movida AFTER UPDATE OF celular_id ON mensajes FOR EACH ROW
+        WHEN (OLD.celular_id IS DISTINCT FROM NEW.celular_id AND OLD.estado IS NOT DISTINCT FROM NEW.estado) EXECUTE FUNCTION conteos_movida();
     `,
   },
 ];

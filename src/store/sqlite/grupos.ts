@@ -1,6 +1,10 @@
 import type Database from 'better-sqlite3';
-import type { GrupoPatch, GrupoRow, GruposStore, GrupoWrite, NewGrupo } from '../../core/ports/grupos.js';
-import { immediate, stmt } from './statements.js';
+import type { GrupoMove, GrupoPatch, GrupoRow, GruposStore, GrupoWrite, NewGrupo } from '../../core/ports/grupos.js';
+import { moveCharge } from '../../core/billing/recipes.js';
+import type { MensajeRow } from '../../core/ports/model.js';
+import { balanceSet } from '../recipe-sql.js';
+import { writeMovement } from './messages.js';
+import { immediate, ph, stmt } from './statements.js';
 
 /** Pools of lines and their recipient-to-line maps, in SQLite. */
 type DB = Database.Database;
@@ -87,6 +91,52 @@ export function grupos(db: DB): GruposStore {
            ON CONFLICT (grupo_id, destinatario) DO UPDATE SET celular_id = excluded.celular_id, updated_at = excluded.updated_at`,
         ).run(grupoId, destinatario, celularId, now),
       );
+    },
+    async gruposConConmutacion(): Promise<GrupoRow[]> {
+      const rows = stmt(db, 'SELECT * FROM grupos WHERE conmutacion_s IS NOT NULL ORDER BY id').all() as GrupoBase[];
+      return rows.map((g) => withMembers(db, g)!);
+    },
+    async lineaCaida(celularId: number, caida: boolean, now: number): Promise<number | null> {
+      return immediate(db, () => {
+        if (!caida) {
+          stmt(db, 'DELETE FROM lineas_caidas WHERE celular_id = ?').run(celularId);
+          return null;
+        }
+        stmt(db, 'INSERT OR IGNORE INTO lineas_caidas (celular_id, desde) VALUES (?, ?)').run(celularId, now);
+        return (stmt(db, 'SELECT desde FROM lineas_caidas WHERE celular_id = ?').get(celularId) as { desde: number }).desde;
+      });
+    },
+    async moverCola(grupoId: number, from: number, to: number, limit: number, now: number): Promise<GrupoMove[]> {
+      return immediate(db, () => {
+        type Row = Pick<MensajeRow, 'msg_id' | 'destinatario' | 'cliente_id' | 'celular_id' | 'cobrado' | 'cargo'>;
+        const rows = stmt(
+          db,
+          `SELECT m.msg_id, m.destinatario, m.cliente_id, m.celular_id, m.cobrado, m.cargo FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id
+           WHERE c.celular_id = ? AND m.estado = 'pendiente' AND m.lease_until IS NULL ORDER BY c.seq LIMIT ?`,
+        ).all(from, limit) as Row[];
+        const moved: GrupoMove[] = [];
+        for (const m of rows) {
+          const read = stmt(
+            db,
+            'SELECT a.saldo_actual AS vieja, b.saldo_actual AS nueva, k.saldo_global AS global FROM celulares a, celulares b, clientes k WHERE a.id = ? AND b.id = ? AND k.id = ?',
+          ).get(from, to, m.cliente_id) as { vieja: number; nueva: number; global: number } | undefined;
+          const plan = read && moveCharge(m, to, { saldoVieja: read.vieja, saldoNueva: read.nueva, saldoGlobal: read.global });
+          if (!plan) break;
+          for (const w of plan.writes) {
+            stmt(db, balanceSet(w.balance, ph)).run(w.saldo, w.balance.id);
+            writeMovement(db, w.movement, now);
+          }
+          stmt(db, 'UPDATE mensajes SET celular_id = ?, cargo = ? WHERE msg_id = ?').run(to, plan.cargo, m.msg_id);
+          stmt(db, 'UPDATE cola SET celular_id = ? WHERE msg_id = ?').run(to, m.msg_id);
+          moved.push({ msg_id: m.msg_id, destinatario: m.destinatario });
+        }
+        if (moved.length > 0) {
+          stmt(db, 'UPDATE celulares SET pendientes = pendientes - ? WHERE id = ?').run(moved.length, from);
+          stmt(db, 'UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(moved.length, to);
+          stmt(db, 'UPDATE grupo_fijos SET celular_id = ?, updated_at = ? WHERE celular_id = ? AND grupo_id = ?').run(to, now, from, grupoId);
+        }
+        return moved;
+      });
     },
   };
 }

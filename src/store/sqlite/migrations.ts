@@ -896,6 +896,23 @@ export const MIGRATIONS: Migration[] = [
         PRIMARY KEY (grupo_id, destinatario)
       );
       CREATE INDEX grupo_fijos_celular ON grupo_fijos (celular_id);
+      -- Since when a line of a pool with a failover wait has been seen unable to send (the health pass, D-175).
+      CREATE TABLE lineas_caidas (
+        celular_id INTEGER PRIMARY KEY REFERENCES celulares(id) ON DELETE CASCADE,
+        desde INTEGER NOT NULL
+      );
+      -- A queued message moved to another line of its pool (failover, D-175) moves its counts with it.
+      CREATE TRIGGER conteos_linea_movida AFTER UPDATE OF celular_id ON mensajes WHEN OLD.celular_id IS NOT NEW.celular_id BEGIN
+        UPDATE conteos_mensajes SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND celular_id = OLD.celular_id AND estado = OLD.estado;
+        INSERT INTO conteos_mensajes (cliente_id, celular_id, estado, n) VALUES (NEW.cliente_id, NEW.celular_id, NEW.estado, 1)
+          ON CONFLICT (cliente_id, celular_id, estado) DO UPDATE SET n = n + 1;
+        INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+          VALUES (OLD.celular_id, 1, OLD.created_at / 60000, OLD.estado, -1, OLD.cliente_id),
+                 (OLD.celular_id, 15, OLD.created_at / 900000, OLD.estado, -1, OLD.cliente_id),
+                 (NEW.celular_id, 1, NEW.created_at / 60000, NEW.estado, 1, NEW.cliente_id),
+                 (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
+          ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + excluded.n;
+      END;
     `,
   },
 ];
