@@ -28,7 +28,9 @@ afterAll(async () => {
 
 describe('grupo', () => {
   it('creates, lists, edits and deletes a pool; its refusals exit with their codes', async () => {
-    const c = expectJsonOnly(await cli.run(['grupo', 'crear', 'otp', '--celulares', `${a.celularId},${b.celularId}`, '--conmutacion', '2m', '--json'], { env }));
+    const c = expectJsonOnly(
+      await cli.run(['grupo', 'crear', 'otp', '--celulares', `${a.celularId},${b.celularId}`, '--conmutacion', '2m', '--json'], { env }),
+    );
     expect(c.grupo).toMatchObject({ nombre: 'otp', celulares: [a.celularId, b.celularId], conmutacion_s: 120 });
     const list = await cli.run(['grupo', 'list'], { env });
     expect(list.exitCode, list.stderr).toBe(0);

@@ -7,7 +7,13 @@ import { admin, link, numeroNuevo, type Line } from './send-helpers.js';
 export async function siblingLine(s: TestServer, line: Line, opts: { link?: boolean } = {}): Promise<Line> {
   const cel = await api(s.url, 'POST', '/api/celular_crear.php', { key: line.clientKey, json: { numero: numeroNuevo() } });
   if (cel.status !== 201) throw new Error(`celular: ${cel.status} ${cel.text}`);
-  const sib: Line = { ...line, celularId: cel.body.celular_id, celularKey: cel.body.api_key, gatewayToken: cel.body.gateway_token, numero: cel.body.celular.numero };
+  const sib: Line = {
+    ...line,
+    celularId: cel.body.celular_id,
+    celularKey: cel.body.api_key,
+    gatewayToken: cel.body.gateway_token,
+    numero: cel.body.celular.numero,
+  };
   if (opts.link !== false) await link(s, sib);
   return sib;
 }

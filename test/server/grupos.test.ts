@@ -6,7 +6,7 @@ import { pgSchema } from '../contract/adapters.js';
 import { until } from '../helpers/poll.js';
 import type { PgStore } from '../../src/store/postgres/store.js';
 import type { SqliteStore } from '../../src/store/sqlite/store.js';
-import { admin, editCelular, linkedLine, numeroNuevo, type Line } from './send-helpers.js';
+import { admin, editCelular, linkedLine, numeroNuevo } from './send-helpers.js';
 import { crearGrupo, lineOf, phoneLogout, sendPool, siblingLine } from './grupos-helpers.js';
 
 /**
@@ -181,17 +181,19 @@ const suite = (name: string, start: () => Promise<TestServer>) =>
         ids.push(q.body.msg_id as string);
       }
       expect((await s.core.store.getCelular(a.celularId))!.saldo_actual).toBe(5);
-      expect((await api(s.url, 'POST', '/api/grupo_editar.php', { key: a.clientKey, json: { grupo: 'failover', celulares: [a.celularId, b.celularId] } })).status).toBe(200);
+      expect(
+        (await api(s.url, 'POST', '/api/grupo_editar.php', { key: a.clientKey, json: { grupo: 'failover', celulares: [a.celularId, b.celularId] } })).status,
+      ).toBe(200);
 
       await phoneLogout(s, a);
       await until(async () => (await s.core.store.getCelular(a.celularId))?.estado !== 'activo', { what: 'line A disconnected' });
-      await s.health!.checkNow();
+      await s.health.checkNow();
       // Not yet: the wait has not passed.
       driven(s).advance(59_000);
-      await s.health!.checkNow();
+      await s.health.checkNow();
       for (const id of ids) expect(await lineOf(s, id)).toBe(a.celularId);
       driven(s).advance(2_000);
-      await s.health!.checkNow();
+      await s.health.checkNow();
       for (const id of ids) expect(await lineOf(s, id)).toBe(b.celularId);
       expect((await s.core.store.queueSizes([a.celularId, b.celularId])).map((q) => q.pendientes)).toEqual([0, 5]);
       // The charges left A's balance (refunded there) for the client's global one (B has none of its own).
@@ -255,7 +257,9 @@ async function storeUrl(): Promise<string> {
 }
 
 describeWith(postgres, 'pools on PostgreSQL', () => {
-  suite('one node', async () => startTestServer({ store: await storeUrl(), healthIntervalMs: 0, clock: new ManualClock(Date.UTC(2026, 3, 1, 12)), queue: { gapMinMs: 0, gapMaxMs: 0 } }));
+  suite('one node', async () =>
+    startTestServer({ store: await storeUrl(), healthIntervalMs: 0, clock: new ManualClock(Date.UTC(2026, 3, 1, 12)), queue: { gapMinMs: 0, gapMaxMs: 0 } }),
+  );
 
   it('keeps each line of a pool within its caps across two nodes sending to it at once', async () => {
     const url = await storeUrl();

@@ -70,7 +70,10 @@ export async function requestOf(
   common: Record<string, unknown>,
 ): Promise<{ path: string; json: Record<string, unknown> } | string> {
   const { celular_id, ...rest } = common;
-  const base = { destinatario: p.destinatario, ...(p.grupo !== undefined ? { ...rest, grupo: p.grupo } : { ...rest, ...(celular_id !== undefined ? { celular_id } : {}) }) };
+  const base = {
+    destinatario: p.destinatario,
+    ...(p.grupo !== undefined ? { ...rest, grupo: p.grupo } : { ...rest, ...(celular_id !== undefined ? { celular_id } : {}) }),
+  };
   if (!p.media) return { path: API.mensajeTexto, json: { ...base, mensaje: p.texto } };
   const { source, kind } = p.media;
   const caption = p.texto !== '' ? { caption: p.texto } : {};

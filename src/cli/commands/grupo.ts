@@ -94,9 +94,16 @@ export interface GrupoEliminarOptions {
 }
 
 export async function runGrupoEliminar(o: GrupoEliminarOptions, ctx: Ctx): Promise<void> {
-  const sure = await confirmOrYes(ctx, o.yes, async () => `Delete pool ${JSON.stringify(o.grupo)}? Its lines stay; sends naming it are refused.`, 'nothing deleted');
+  const sure = await confirmOrYes(
+    ctx,
+    o.yes,
+    async () => `Delete pool ${JSON.stringify(o.grupo)}? Its lines stay; sends naming it are refused.`,
+    'nothing deleted',
+  );
   if (!sure) return;
-  const b = await ctx.client().call<{ id: number; nombre: string }>('POST', API.grupoEliminar, { key: ctx.key(), json: { grupo: o.grupo }, fields: GRUPO_FIELDS });
+  const b = await ctx
+    .client()
+    .call<{ id: number; nombre: string }>('POST', API.grupoEliminar, { key: ctx.key(), json: { grupo: o.grupo }, fields: GRUPO_FIELDS });
   emit(ctx, b, () => ctx.term.err(`Deleted pool ${b.id} (${b.nombre}).`));
 }
 

@@ -47,10 +47,13 @@ export function cleanGrupoNombre(v: unknown): string {
 
 /** Line ids: a JSON array of integers, or text `1,2,3` (a form; repeated fields arrive as an array). */
 export function celularIdsOf(v: unknown): number[] {
-  const parts: unknown[] = Array.isArray(v) ? v.flatMap((x) => (typeof x === 'string' ? x.split(/[\s,]+/) : [x])) : typeof v === 'string' ? v.split(/[\s,]+/) : [v];
-  const ids = parts
-    .filter((x) => x !== '')
-    .map((x) => (typeof x === 'number' ? x : typeof x === 'string' && /^[0-9]{1,15}$/.test(x) ? Number(x) : NaN));
+  const items: unknown[] = Array.isArray(v) ? v : [];
+  const parts: unknown[] = Array.isArray(v)
+    ? items.flatMap((x): unknown[] => (typeof x === 'string' ? x.split(/[\s,]+/) : [x]))
+    : typeof v === 'string'
+      ? v.split(/[\s,]+/)
+      : [v];
+  const ids = parts.filter((x) => x !== '').map((x) => (typeof x === 'number' ? x : typeof x === 'string' && /^[0-9]{1,15}$/.test(x) ? Number(x) : NaN));
   if (ids.some((n) => !Number.isSafeInteger(n) || n < 1)) fail('INVALID_PARAMS', 'celulares: line ids (positive integers) are expected');
   const unique = [...new Set(ids)].sort((a, b) => a - b);
   if (unique.length === 0) fail('INVALID_PARAMS', 'celulares: a pool needs at least one line');

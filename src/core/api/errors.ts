@@ -178,13 +178,14 @@ export const ERRORS = {
     codigo: 645,
     status: 503,
     texto: 'GRUPO_SIN_LINEA',
-    meaning: 'No line of the pool can send now: each is disconnected, without a session or suspended (or the pool has none); `retry_after` says when to look again.',
+    meaning:
+      'No line of the pool can send now: each is disconnected, without a session or suspended (or the pool has none); `retry_after` says when to look again.',
   },
   GROUP_NO_ROOM: {
     codigo: 646,
     status: 429,
     texto: 'GRUPO_SIN_CUPO',
-    meaning: "Every usable line of the pool is at its caps (its queue counted); `retry_after` says when to look again.",
+    meaning: 'Every usable line of the pool is at its caps (its queue counted); `retry_after` says when to look again.',
   },
   GATEWAY_ERROR: {
     codigo: 700,

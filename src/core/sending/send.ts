@@ -133,7 +133,11 @@ async function sendingLine(core: Pick<Core, 'store' | 'lines'>, p: ClientPrincip
 }
 
 /** The line a request sends from: the named one, or its pool's pick for the recipient. */
-async function requestLine(core: Pick<Core, 'store' | 'lines' | 'clock'>, p: ClientPrincipal, req: SendRequest): Promise<{ celular: CelularRow; pool?: PoolPick }> {
+async function requestLine(
+  core: Pick<Core, 'store' | 'lines' | 'clock'>,
+  p: ClientPrincipal,
+  req: SendRequest,
+): Promise<{ celular: CelularRow; pool?: PoolPick }> {
   if (req.grupo === undefined) return { celular: await sendingLine(core, p, req.celular_id) };
   if (req.celular_id !== undefined) fail('INVALID_PARAMS', 'give celular_id or grupo, not both');
   const pool = await poolLine(core, p, req.grupo, req.destinatario, req.directo);

@@ -19,7 +19,11 @@ const grupoProps = {
 } as const;
 const grupoObject = { type: 'object', properties: grupoProps } as const;
 
-const nombre = Type.String({ minLength: 1, maxLength: GRUPO_LIMITS.nombre * 4, description: `the pool's name, unique per client (at most ${GRUPO_LIMITS.nombre} characters)` });
+const nombre = Type.String({
+  minLength: 1,
+  maxLength: GRUPO_LIMITS.nombre * 4,
+  description: `the pool's name, unique per client (at most ${GRUPO_LIMITS.nombre} characters)`,
+});
 const celulares = Type.Union(
   [
     Type.Array(Type.Integer({ minimum: 1 }), { maxItems: GRUPO_LIMITS.celulares }),
@@ -76,10 +80,18 @@ export default async function grupoRoutes(fastify: FastifyInstance, { core }: { 
     schema: {
       operationId: 'editarGrupo',
       tags,
-      summary: "Edit a pool: its name, its lines (replaced), its failover wait (client key)",
+      summary: 'Edit a pool: its name, its lines (replaced), its failover wait (client key)',
       security,
       querystring: Type.Object({ ...ref, key: Type.Optional(keyQuery) }),
-      body: Nullable(Type.Object({ key: Type.Optional(keyField), ...ref, nombre: Type.Optional(nombre), celulares: Type.Optional(celulares), conmutacion_s: Type.Optional(conmutacion) })),
+      body: Nullable(
+        Type.Object({
+          key: Type.Optional(keyField),
+          ...ref,
+          nombre: Type.Optional(nombre),
+          celulares: Type.Optional(celulares),
+          conmutacion_s: Type.Optional(conmutacion),
+        }),
+      ),
       response: { 200: okResponse({ grupo: grupoObject }), ...errorResponses },
     },
     handler: async (req) => {
@@ -102,7 +114,9 @@ export default async function grupoRoutes(fastify: FastifyInstance, { core }: { 
     },
     handler: async (req) => {
       const b = req.body ?? {};
-      return success(await deleteGrupo(core, principal(req), { id: req.query.id ?? b.id, grupo: req.query.grupo ?? b.grupo }), { descripcion: 'grupo eliminado' });
+      return success(await deleteGrupo(core, principal(req), { id: req.query.id ?? b.id, grupo: req.query.grupo ?? b.grupo }), {
+        descripcion: 'grupo eliminado',
+      });
     },
   });
 }

@@ -33,7 +33,9 @@ const common = {
   destinatario,
   directo: Type.Optional(Flag('1: send now (answer after the gateway); 0 or absent: queue')),
   celular_id: Type.Optional(Type.Integer({ minimum: 1, description: 'line to send from, with a client key' })),
-  grupo: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'with a client key, instead of celular_id: the pool whose line sends it (docs/pools.md)' })),
+  grupo: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 256, description: 'with a client key, instead of celular_id: the pool whose line sends it (docs/pools.md)' }),
+  ),
   idempotency_key: idempotencyKey,
 };
 

@@ -71,7 +71,10 @@ export function grupos(db: Db): GruposStore {
       return ((await db.query('DELETE FROM grupos WHERE id = $1', [id])).rowCount ?? 0) > 0;
     },
     async grupoFijo(grupoId: number, destinatario: string): Promise<number | null> {
-      return (await db.one<{ celular_id: number }>('SELECT celular_id FROM grupo_fijos WHERE grupo_id = $1 AND destinatario = $2', [grupoId, destinatario]))?.celular_id ?? null;
+      return (
+        (await db.one<{ celular_id: number }>('SELECT celular_id FROM grupo_fijos WHERE grupo_id = $1 AND destinatario = $2', [grupoId, destinatario]))
+          ?.celular_id ?? null
+      );
     },
     async fijarGrupo(grupoId: number, destinatario: string, celularId: number, now: number): Promise<void> {
       await db.query(

@@ -79,8 +79,7 @@ export function grupos(db: DB): GruposStore {
     },
     async grupoFijo(grupoId: number, destinatario: string): Promise<number | null> {
       const r = stmt(db, 'SELECT celular_id FROM grupo_fijos WHERE grupo_id = ? AND destinatario = ?').get(grupoId, destinatario) as
-        | { celular_id: number }
-        | undefined;
+        { celular_id: number } | undefined;
       return r?.celular_id ?? null;
     },
     async fijarGrupo(grupoId: number, destinatario: string, celularId: number, now: number): Promise<void> {
