@@ -290,4 +290,35 @@ describeWith(postgres, 'pools on PostgreSQL', () => {
       await n1.stop();
     }
   });
+
+  it("moves a down line's queue once when two nodes' health passes run together", async () => {
+    const url = await storeUrl();
+    const clock = new ManualClock(Date.UTC(2026, 3, 1, 12));
+    const opts = { store: url, healthIntervalMs: 0, clock, queue: { gapMinMs: 0, gapMaxMs: 0 } };
+    const n1 = await startTestServer(opts);
+    const n2 = await startTestServer({ ...opts, dataDir: tempDir() });
+    try {
+      const a = await linkedLine(n1, { saldo: 100 });
+      const b = await siblingLine(n1, a);
+      expect((await admin(n1, 'POST', '/admin/saldo', { cliente_id: a.clienteId, celular_id: a.celularId, monto: 20, motivo: 'carga' })).status).toBe(200);
+      await editCelular(n1, a, { hora_inicio_permitido: '15:00', hora_fin_permitido: '16:00' });
+      expect((await crearGrupo(n1, a, { nombre: 'uno', celulares: [a.celularId], conmutacion_s: 30 })).status).toBe(201);
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) ids.push((await sendPool(i % 2 ? n2 : n1, a, 'uno', numeroNuevo(), `m${i}`)).body.msg_id as string);
+      expect((await api(n1.url, 'POST', '/api/grupo_editar.php', { key: a.clientKey, json: { grupo: 'uno', celulares: [a.celularId, b.celularId] } })).status).toBe(200);
+      await phoneLogout(n1, a);
+      await until(async () => (await n1.core.store.getCelular(a.celularId))?.estado !== 'activo', { what: 'line A disconnected' });
+      await Promise.all([n1.health.checkNow(), n2.health.checkNow()]);
+      clock.advance(31_000);
+      await Promise.all([n1.health.checkNow(), n2.health.checkNow()]);
+      expect(n1.health.moved + n2.health.moved).toBe(12);
+      for (const id of ids) expect(await lineOf(n1, id)).toBe(b.celularId);
+      expect((await n1.core.store.queueSizes([a.celularId, b.celularId])).map((q) => q.pendientes)).toEqual([0, 12]);
+      await ledgerAddsUp(n1, a.clienteId, [a.celularId, b.celularId]);
+      expect((await n1.core.store.getCelular(a.celularId))!.saldo_actual).toBe(20);
+    } finally {
+      await n2.stop();
+      await n1.stop();
+    }
+  });
 });

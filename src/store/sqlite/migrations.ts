@@ -882,6 +882,8 @@ export const MIGRATIONS: Migration[] = [
         updated_at INTEGER NOT NULL,
         UNIQUE (cliente_id, nombre)
       );
+      -- The health pass's pools with a failover wait (failoverPass), without a scan of every pool.
+      CREATE INDEX grupos_conmutacion ON grupos (id) WHERE conmutacion_s IS NOT NULL;
       CREATE TABLE grupo_celulares (
         grupo_id INTEGER NOT NULL REFERENCES grupos(id) ON DELETE CASCADE,
         celular_id INTEGER NOT NULL REFERENCES celulares(id) ON DELETE CASCADE,
