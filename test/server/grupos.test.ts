@@ -305,7 +305,9 @@ describeWith(postgres, 'pools on PostgreSQL', () => {
       expect((await crearGrupo(n1, a, { nombre: 'uno', celulares: [a.celularId], conmutacion_s: 30 })).status).toBe(201);
       const ids: string[] = [];
       for (let i = 0; i < 12; i++) ids.push((await sendPool(i % 2 ? n2 : n1, a, 'uno', numeroNuevo(), `m${i}`)).body.msg_id as string);
-      expect((await api(n1.url, 'POST', '/api/grupo_editar.php', { key: a.clientKey, json: { grupo: 'uno', celulares: [a.celularId, b.celularId] } })).status).toBe(200);
+      expect(
+        (await api(n1.url, 'POST', '/api/grupo_editar.php', { key: a.clientKey, json: { grupo: 'uno', celulares: [a.celularId, b.celularId] } })).status,
+      ).toBe(200);
       await phoneLogout(n1, a);
       await until(async () => (await n1.core.store.getCelular(a.celularId))?.estado !== 'activo', { what: 'line A disconnected' });
       await Promise.all([n1.health.checkNow(), n2.health.checkNow()]);
