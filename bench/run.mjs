@@ -42,6 +42,7 @@ import { figureCharts, figureHistorial, figurePanel } from './figures/history.mj
 import { figureEventStream } from './figures/stream.mjs';
 import { figureBulk } from './figures/bulk.mjs';
 import { figureIdle } from './figures/idle.mjs';
+import { figurePoolAccept } from './figures/pool.mjs';
 
 // ---------- main ----------
 
@@ -104,6 +105,7 @@ await figure(17, '17. the engine on several nodes', 'takeover <= 15 s after gone
   return figureEngineNodes({ root: ROOT, ...helpers, fmt: { f0, f2, cpuPer, ratio } });
 });
 await figure(18, '18. idle, 1,000 linked lines, nothing to send', '<= 2 ms/s SQLite, <= 4 ms/s node + PostgreSQL', () => figureIdle());
+await figure(19, '19. pool accept / one-line accept, accepted/s', '>= 0.90', () => figurePoolAccept());
 
 const cols = [
   ['figure', (r) => r.figure],

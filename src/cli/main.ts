@@ -3,6 +3,7 @@ import { VERSION } from '../version.js';
 import { registerAccount } from './commands/account.js';
 import { registerAdmin } from './commands/admin.js';
 import { registerCelular } from './commands/celular.js';
+import { registerGrupo } from './commands/grupo.js';
 import { registerCola } from './commands/cola.js';
 import { registerCompletion } from './commands/completion.js';
 import { completeAs } from './completion.js';
@@ -70,6 +71,7 @@ export function buildProgram(io: IO, env: NodeJS.ProcessEnv, deps: CliDeps = {})
   registerConfig(program, ctxOf);
   registerAccount(program, ctxOf);
   registerCelular(program, ctxOf);
+  registerGrupo(program, ctxOf);
   registerSend(program, ctxOf);
   registerMensaje(program, ctxOf);
   registerCola(program, ctxOf);

@@ -14,6 +14,7 @@ import adminBackupRoutes from './routes/admin-backup.js';
 import adminEstadisticasRoutes from './routes/admin-estadisticas.js';
 import celularRoutes from './routes/celulares.js';
 import celularSessionRoutes from './routes/celular-session.js';
+import grupoRoutes from './routes/grupos.js';
 import engineCallRoutes, { type EngineHost } from './routes/motor-interno.js';
 import healthRoutes from './routes/health.js';
 import simRoutes from './routes/sim.js';
@@ -203,6 +204,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(accountRoutes, { core });
   await app.register(celularRoutes, { core });
   await app.register(celularSessionRoutes, { core });
+  await app.register(grupoRoutes, { core });
   if (opts.engine) await app.register(engineCallRoutes, opts.engine);
   await app.register(sendRoutes, { core, deps: opts.send });
   await app.register(colaRoutes, { core, deps: opts.send });

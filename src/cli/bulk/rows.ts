@@ -26,7 +26,7 @@ export interface BulkSpec {
 
 /** One row ready to send, or the reason it cannot be (reported for that row; the others go on). */
 export type Prepared =
-  | { ok: true; row: number; destinatario: string; texto: string; media?: { source: string; kind: MediaKind }; vigencia?: number }
+  | { ok: true; row: number; destinatario: string; texto: string; media?: { source: string; kind: MediaKind }; vigencia?: number; grupo?: string }
   | { ok: false; row: number; destinatario: string; error: string };
 
 /** The columns the flags name that the header lacks: checked before any send (exit 2). */
@@ -106,12 +106,14 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
     }
   }
   const texto = spec.template ? render(spec.template, record) : spec.textColumn ? (record[spec.textColumn] ?? '') : '';
+  // A `grupo` column: the row goes through that pool (docs/pools.md) instead of the run's line.
+  const pool = (record.grupo ?? '').trim() === '' ? {} : { grupo: (record.grupo ?? '').trim() };
   const source = spec.mediaColumn ? (record[spec.mediaColumn] ?? '').trim() : undefined;
   const chars = [...texto].length;
   if (source === undefined) {
     if (texto.trim() === '') return refuse('the text is empty');
     if (chars > MAX_TEXT) return refuse(`the text has ${chars} characters; at most ${MAX_TEXT}`);
-    return { ok: true, row, destinatario, texto, ...vigencia };
+    return { ok: true, row, destinatario, texto, ...vigencia, ...pool };
   }
   if (source === '') return refuse(`no file or URL in column "${spec.mediaColumn}"`);
   if (isUrl(source)) {
@@ -124,5 +126,5 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   const kind = spec.mediaType ?? mediaKindOf(source);
   if ((kind === 'audio' || kind === 'sticker') && texto !== '') return refuse(`${kind} has no caption; send it without --text`);
   if (chars > MAX_CAPTION) return refuse(`the caption has ${chars} characters; at most ${MAX_CAPTION}`);
-  return { ok: true, row, destinatario, texto, media: { source, kind }, ...vigencia };
+  return { ok: true, row, destinatario, texto, media: { source, kind }, ...vigencia, ...pool };
 }

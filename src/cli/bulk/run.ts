@@ -53,6 +53,8 @@ interface FirstPass {
   sha256: string;
   total: number;
   invalid: number;
+  /** Every sendable row names a pool (a `grupo` column). */
+  allPooled: boolean;
 }
 
 /**
@@ -69,6 +71,7 @@ async function firstPass(o: BulkOptions, numero?: NumeroCheck): Promise<FirstPas
   const hash = createHash('sha256');
   let total = 0;
   let invalid = 0;
+  let pooled = 0;
   const checked = new Map<string, boolean>();
   try {
     const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -85,6 +88,7 @@ async function firstPass(o: BulkOptions, numero?: NumeroCheck): Promise<FirstPas
     for await (const { row, record } of rows) {
       total += 1;
       const p = prepareRow(o.spec, row, record, numero);
+      if (p.ok && p.grupo !== undefined) pooled += 1;
       let ok = p.ok;
       if (p.ok && p.media && !/^https?:\/\//i.test(p.media.source)) {
         // A campaign sends the same few files: each is checked once here (the send checks again).
@@ -104,7 +108,7 @@ async function firstPass(o: BulkOptions, numero?: NumeroCheck): Promise<FirstPas
     throw err;
   }
   if (total === 0) throw usage(`${o.file} has a header and no rows`);
-  return { sha256: hash.digest('hex'), total, invalid };
+  return { sha256: hash.digest('hex'), total, invalid, allPooled: pooled === total - invalid };
 }
 
 const STOP_TEXT: Record<StopReason, string> = {
@@ -157,7 +161,8 @@ export async function runSendBulk(o: BulkOptions, ctx: Ctx, deps: BulkDeps = {})
   }
 
   const key = ctx.key();
-  const celular = deps.line ? await deps.line() : o.celular;
+  // Every row names its pool: no line to resolve (a client of several lines needs no --celular).
+  const celular = deps.line && !first.allPooled ? await deps.line() : o.celular;
   if (celular !== undefined) Object.assign(common, { celular_id: celular });
 
   // Ctrl-C: no new rows; the ones in flight finish; waits end at once.

@@ -71,7 +71,12 @@ export async function requestOf(
   p: Extract<Prepared, { ok: true }>,
   common: Record<string, unknown>,
 ): Promise<{ path: string; json: Record<string, unknown> } | string> {
-  const base = { destinatario: p.destinatario, ...common, ...(p.vigencia !== undefined ? { vigencia: p.vigencia } : {}) };
+  const { celular_id, ...rest } = common;
+  const base = {
+    destinatario: p.destinatario,
+    ...(p.grupo !== undefined ? { ...rest, grupo: p.grupo } : { ...rest, ...(celular_id !== undefined ? { celular_id } : {}) }),
+    ...(p.vigencia !== undefined ? { vigencia: p.vigencia } : {}),
+  };
   if (!p.media) return { path: API.mensajeTexto, json: { ...base, mensaje: p.texto } };
   const { source, kind } = p.media;
   const caption = p.texto !== '' ? { caption: p.texto } : {};

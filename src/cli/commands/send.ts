@@ -36,6 +36,8 @@ interface SendBody {
 export interface Common {
   directo?: boolean;
   celular?: number;
+  /** --grupo: a pool's name; the server picks its line (docs/pools.md). */
+  grupo?: string;
   retry: number;
   idempotencyKey?: string;
   waitWindow?: boolean;
@@ -67,6 +69,7 @@ const FILENAME = new RegExp(FILENAME_PATTERN);
 const SEND_FIELDS: FieldFlags = {
   destinatario: '<destinatario>',
   celular_id: '--celular',
+  grupo: '--grupo',
   mensaje: '[texto]',
   preview_url: '--preview-url',
   url: '<archivo_o_url>',
@@ -144,6 +147,7 @@ const common = (cmd: Command) =>
   cmd
     .option('--directo', 'send now and wait for the gateway (default: the humanized queue)')
     .option('--celular <id>', "line to send from (with a client key; default: the client's only line)", positiveInt)
+    .option('--grupo <nombre>', 'a pool of lines to send through instead of --celular (client key): the server picks the line')
     .addOption(
       new Option('--retry <n>', 'retries on 429, 5xx, a lost connection or a send still in flight, honouring retry_after (never on a refusal)')
         .default(0)
@@ -206,9 +210,15 @@ export async function sendingLine(ctx: Ctx, o: Common, key: string, wait: (ms: n
 async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<string, unknown>, timeoutMs?: number): Promise<void> {
   const key = ctx.key();
   const wait = cappedSleep(ctx.env);
-  const celularId = await sendingLine(ctx, o, key, wait);
+  if (o.grupo !== undefined && o.celular !== undefined) throw usage('give --celular or --grupo, not both');
+  const celularId = o.grupo !== undefined ? undefined : await sendingLine(ctx, o, key, wait);
   const idemKey = o.idempotencyKey ?? `pasarela-${randomUUID()}`;
-  const json = { ...body, ...(celularId !== undefined ? { celular_id: celularId } : {}), ...(o.validFor !== undefined ? { vigencia: o.validFor } : {}) };
+  const json = {
+    ...body,
+    ...(celularId !== undefined ? { celular_id: celularId } : {}),
+    ...(o.grupo !== undefined ? { grupo: o.grupo } : {}),
+    ...(o.validFor !== undefined ? { vigencia: o.validFor } : {}),
+  };
   try {
     const b = await withRetry(
       ctx,

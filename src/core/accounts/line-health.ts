@@ -1,5 +1,6 @@
 import { applySessionStatus, applyStatusChecks, onlyChecked } from './celulares.js';
 import { checkLineHealth, healthWindow } from './line-brake.js';
+import { failoverPass } from './grupos.js';
 import type { Core } from '../context.js';
 import { stream } from '../nodes/leases.js';
 import type { NodePresence } from '../nodes/node-presence.js';
@@ -44,6 +45,8 @@ export class LineHealth {
   private stopped = false;
   /** Linked sessions found stopped and started again (for the logs and tests). */
   restarted = 0;
+  /** Queued messages moved to another line of their pool (D-175). */
+  moved = 0;
 
   constructor(
     private readonly core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals' | 'config'>,
@@ -141,6 +144,8 @@ export class LineHealth {
       const gives = mine.map((l, i) => ({ stream: stream.salud(l.id), restMs: i < next ? rest : 0 }));
       await this.node.giveAll(gives).catch(this.opts.onError);
     }
+    // The lines' states are fresh now: pools move the queues of lines down longer than their wait (D-175).
+    if (!this.stopped) this.moved += await failoverPass(core).catch((err: unknown) => (this.opts.onError(err), 0));
     let ok = failures.length < lineas;
     if (lineas === 0) {
       // Without lines, ask for one that cannot exist (ids start at 1): any answer says the gateway is up.

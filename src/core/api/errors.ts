@@ -179,6 +179,21 @@ export const ERRORS = {
     meaning:
       "A direct send on a celular whose brake is set (`frenado`: its failures, refusals or undelivered messages crossed a threshold, docs/brake.md); nothing was charged. Queued sends are accepted and wait. Resume the line with `POST /api/celular_reanudar.php?id=` once its cause is dealt with.",
   },
+  GROUP_NOT_FOUND: { codigo: 643, status: 404, texto: 'GRUPO_NO_ENCONTRADO', meaning: 'No pool with that id or name for this client.' },
+  GROUP_NAME_TAKEN: { codigo: 644, status: 409, texto: 'GRUPO_YA_EXISTE', meaning: 'The client already has a pool with that name.' },
+  GROUP_NO_LINE: {
+    codigo: 645,
+    status: 503,
+    texto: 'GRUPO_SIN_LINEA',
+    meaning:
+      'No line of the pool can send now: each is disconnected, without a session or suspended (or the pool has none); `retry_after` says when to look again.',
+  },
+  GROUP_NO_ROOM: {
+    codigo: 646,
+    status: 429,
+    texto: 'GRUPO_SIN_CUPO',
+    meaning: 'Every usable line of the pool is at its caps (its queue counted); `retry_after` says when to look again.',
+  },
   GATEWAY_ERROR: {
     codigo: 700,
     status: 502,

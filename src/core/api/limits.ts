@@ -52,6 +52,13 @@ export const CELULAR_LIMITS = {
   max_envios_por_dia: [1, 100000],
 } as const;
 
+/** A pool (docs/pools.md): its name's length, its members, its failover wait in seconds. */
+export const GRUPO_LIMITS = {
+  nombre: 64,
+  celulares: 100,
+  conmutacion_s: [10, 86_400],
+} as const;
+
 export const HORA_PATTERN = '^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$';
 
 /** Pages of the listings that are not history pages (historial.ts has those). */

@@ -191,3 +191,51 @@ export function parkedExpiredBefore(now: number): number {
 export function inboundForgottenBefore(now: number): number {
   return now - INBOUND_SEEN_TTL_MS;
 }
+
+/** What a queued message's move to another line of its pool writes (D-175): its charge's new place, and the balance moves. */
+export interface MoveRecipe {
+  cargo: Cargo | null;
+  writes: Array<{ balance: Balance; saldo: number; movement: Movement }>;
+}
+
+/**
+ * A pending message moved from its line to line `to` (pool failover, D-175).
+ * A charge on the old line's own balance goes back to it (a refund row) and
+ * the new line pays: from its own balance, else the client's global one; null
+ * when neither can (the message stays). A charge on the global balance, or
+ * none, stays as it is. Each balance equals its ledger after the move.
+ */
+export function moveCharge(
+  m: Pick<MensajeRow, 'msg_id' | 'cliente_id' | 'celular_id' | 'cobrado' | 'cargo'>,
+  to: number,
+  read: { saldoVieja: number; saldoNueva: number; saldoGlobal: number },
+): MoveRecipe | null {
+  if (!m.cobrado || m.cargo !== 'celular') return { cargo: m.cargo, writes: [] };
+  const cargo: Cargo | null = read.saldoNueva >= 1 ? 'celular' : read.saldoGlobal >= 1 ? 'global' : null;
+  if (cargo === null) return null;
+  const back = read.saldoVieja + 1;
+  const paid = (cargo === 'celular' ? read.saldoNueva : read.saldoGlobal) - 1;
+  const moved = { cliente_id: m.cliente_id, celular_id: to };
+  return {
+    cargo,
+    writes: [
+      {
+        balance: balanceOf('celular', m),
+        saldo: back,
+        movement: { cliente_id: m.cliente_id, celular_id: m.celular_id, monto: 1, saldo_resultante: back, motivo: refundMotivo(m.msg_id), actor: 'sistema' },
+      },
+      {
+        balance: balanceOf(cargo, moved),
+        saldo: paid,
+        movement: {
+          cliente_id: m.cliente_id,
+          celular_id: cargo === 'celular' ? to : null,
+          monto: -1,
+          saldo_resultante: paid,
+          motivo: chargeMotivo(m.msg_id),
+          actor: 'sistema',
+        },
+      },
+    ],
+  };
+}

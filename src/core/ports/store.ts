@@ -3,6 +3,7 @@ import type { ChartsStore } from './charts.js';
 import type { EngineAuthStore } from './engine-auth.js';
 import type { EngineHoldsStore } from './engine-holds.js';
 import type { GatewayServersStore } from './gateway-servers.js';
+import type { GruposStore } from './grupos.js';
 import type { KvStore } from './kv.js';
 import type { LeasesStore } from './leases.js';
 import type { LineHealthStore } from './line-health.js';
@@ -46,6 +47,7 @@ export interface Store
     LedgerStore,
     ChartsStore,
     GatewayServersStore,
+    GruposStore,
     MessagesStore,
     QueueStore,
     WebhooksStore,

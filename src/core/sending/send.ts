@@ -19,6 +19,7 @@ import {
 import { recoverOne } from './direct-recovery.js';
 import { failureClase } from './failure-class.js';
 import { countLineFailure } from '../accounts/line-brake.js';
+import { poolLine, type PoolPick } from '../accounts/grupos.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from '../media/media.js';
 export type { MediaTipo };
@@ -43,6 +44,8 @@ export interface SendRequest {
   directo: boolean;
   /** With a client key: the line to send from. */
   celular_id?: number;
+  /** With a client key, instead of `celular_id`: the pool whose line sends it (core/accounts/grupos.ts). */
+  grupo?: string;
   texto?: string;
   preview_url?: boolean;
   url?: string;
@@ -132,6 +135,18 @@ async function sendingLine(core: Pick<Core, 'store' | 'lines'>, p: ClientPrincip
   return celular;
 }
 
+/** The line a request sends from: the named one, or its pool's pick for the recipient. */
+async function requestLine(
+  core: Pick<Core, 'store' | 'lines' | 'clock'>,
+  p: ClientPrincipal,
+  req: SendRequest,
+): Promise<{ celular: CelularRow; pool?: PoolPick }> {
+  if (req.grupo === undefined) return { celular: await sendingLine(core, p, req.celular_id) };
+  if (req.celular_id !== undefined) fail('INVALID_PARAMS', 'give celular_id or grupo, not both');
+  const pool = await poolLine(core, p, req.grupo, req.destinatario, req.directo);
+  return { celular: pool.celular, pool };
+}
+
 export async function send(
   core: Pick<Core, 'store' | 'counters' | 'gateway' | 'clock' | 'bus' | 'config' | 'lines'>,
   deps: SendDeps,
@@ -165,6 +180,8 @@ function requestHuella(req: SendRequest, endpoint: string, celular: CelularRow):
   return huella({
     endpoint,
     celular_id: celular.id,
+    // A pool's send is the same request whichever line the pick names.
+    ...(req.grupo !== undefined ? { celular_id: null, grupo: req.grupo.trim() } : {}),
     tipo: req.tipo,
     modo: req.directo ? 'directo' : 'cola',
     destinatario: dest.ok ? dest.numero : req.destinatario.trim(),
@@ -238,7 +255,7 @@ async function sendChecked(
     }
     shared = held.holder === me;
     if (!shared) {
-      const huella = requestHuella(req, req.idem.endpoint, await sendingLine(core, p, req.celular_id));
+      const huella = requestHuella(req, req.idem.endpoint, (await requestLine(core, p, req)).celular);
       const kept = await core.store.idemGet(p.cliente.id, req.idem.clave, core.clock.now());
       const again = await priorAnswer(core, kept, huella, deps.inFlight, { sent: directResult, render });
       // The real wait: a second for a live holder; until a silent one counts as gone; never past the hold's end.
@@ -272,7 +289,7 @@ async function sendOnce(
   acceptanceSettled: () => Promise<void>,
   sender?: PendingSender,
 ): Promise<Outcome> {
-  const celular = await sendingLine(core, p, req.celular_id);
+  const { celular, pool } = await requestLine(core, p, req);
   // A repeated key is answered before anything else is checked, counted or charged.
   const replayer: Replayer<AcceptedPart, SendResult> = { sent: directResult, render };
   let key: KeyUse | undefined;
@@ -403,6 +420,7 @@ async function sendOnce(
       fail('CELULAR_NOT_FOUND', `celular ${celular.id} not found`);
     }
     accepted = true;
+    if (pool?.fijar) await quietly(core.store.fijarGrupo(pool.grupo.id, pool.destinatario, celular.id, now));
     publishMessageStatus(core, res.mensaje, null);
     const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: res.saldo_celular, ...envioDesde };
     if (!req.directo) {

@@ -33,6 +33,9 @@ const common = {
   destinatario,
   directo: Type.Optional(Flag('1: send now (answer after the gateway); 0 or absent: queue')),
   celular_id: Type.Optional(Type.Integer({ minimum: 1, description: 'line to send from, with a client key' })),
+  grupo: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 256, description: 'with a client key, instead of celular_id: the pool whose line sends it (docs/pools.md)' }),
+  ),
   idempotency_key: idempotencyKey,
   vigencia: Type.Optional(
     Type.Integer({
@@ -238,6 +241,7 @@ export default async function sendRoutes(
       destinatario: String(b.destinatario),
       directo: boolish(b.directo, 'directo'),
       celular_id: typeof b.celular_id === 'number' ? b.celular_id : undefined,
+      ...(typeof b.grupo === 'string' ? { grupo: b.grupo } : {}),
       texto: str(b, 'mensaje'),
       preview_url: boolish(b.preview_url, 'preview_url'),
       // A base64 route sends the given bytes only, whatever else the body carries.

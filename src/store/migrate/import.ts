@@ -20,6 +20,11 @@ export const COPIED = [
   'clientes',
   'gateway_servidores',
   'celulares',
+  // Pools of lines, their members and maps (D-173..D-175).
+  'grupos',
+  'grupo_celulares',
+  'grupo_fijos',
+  'lineas_caidas',
   'auditoria',
   'movimientos_saldo',
   'mensajes',

@@ -7,6 +7,7 @@ import { engineAuth } from './engine-auth.js';
 import { engineHolds } from './engine-holds.js';
 import { Db, type PgOptions } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
+import { grupos } from './grupos.js';
 import { history } from './history.js';
 import { ledger } from './ledger.js';
 import { idempotency } from './idempotency.js';
@@ -58,6 +59,7 @@ export async function openPgStore(url: string, opts: PgOptions = {}): Promise<Pg
     ...accounts(db),
     ...charts(db),
     ...gatewayServers(db),
+    ...grupos(db),
     ...messages(db, accepts.acceptOne),
     ...transitions(db),
     ...idempotency(db),

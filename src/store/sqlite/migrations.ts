@@ -910,6 +910,56 @@ export const MIGRATIONS: Migration[] = [
         PRIMARY KEY (celular_id, t, clase)
       ) WITHOUT ROWID;
       CREATE INDEX salud_fallos_t ON salud_fallos(t);
+      `,
+    },
+    {
+    version: 34,
+    name: "a client's pools of lines and each pool's recipient-to-line map (D-173)",
+    sql: `
+      -- A pool names some of a client's lines (core/accounts/grupos.ts); a send naming it picks one. Its
+      -- members and its sticky map go with a deleted line or pool (ON DELETE CASCADE, each served by an index).
+      CREATE TABLE grupos (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        cliente_id INTEGER NOT NULL REFERENCES clientes(id) ON DELETE CASCADE,
+        nombre TEXT NOT NULL,
+        conmutacion_s INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (cliente_id, nombre)
+      );
+      -- The health pass's pools with a failover wait (failoverPass), without a scan of every pool.
+      CREATE INDEX grupos_conmutacion ON grupos (id) WHERE conmutacion_s IS NOT NULL;
+      CREATE TABLE grupo_celulares (
+        grupo_id INTEGER NOT NULL REFERENCES grupos(id) ON DELETE CASCADE,
+        celular_id INTEGER NOT NULL REFERENCES celulares(id) ON DELETE CASCADE,
+        PRIMARY KEY (grupo_id, celular_id)
+      );
+      CREATE INDEX grupo_celulares_celular ON grupo_celulares (celular_id);
+      CREATE TABLE grupo_fijos (
+        grupo_id INTEGER NOT NULL REFERENCES grupos(id) ON DELETE CASCADE,
+        destinatario TEXT NOT NULL,
+        celular_id INTEGER NOT NULL REFERENCES celulares(id) ON DELETE CASCADE,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (grupo_id, destinatario)
+      );
+      CREATE INDEX grupo_fijos_celular ON grupo_fijos (celular_id);
+      -- Since when a line of a pool with a failover wait has been seen unable to send (the health pass, D-175).
+      CREATE TABLE lineas_caidas (
+        celular_id INTEGER PRIMARY KEY REFERENCES celulares(id) ON DELETE CASCADE,
+        desde INTEGER NOT NULL
+      );
+      -- A queued message moved to another line of its pool (failover, D-175) moves its counts with it.
+      CREATE TRIGGER conteos_linea_movida AFTER UPDATE OF celular_id ON mensajes WHEN OLD.celular_id IS NOT NEW.celular_id BEGIN
+        UPDATE conteos_mensajes SET n = n - 1 WHERE cliente_id = OLD.cliente_id AND celular_id = OLD.celular_id AND estado = OLD.estado;
+        INSERT INTO conteos_mensajes (cliente_id, celular_id, estado, n) VALUES (NEW.cliente_id, NEW.celular_id, NEW.estado, 1)
+          ON CONFLICT (cliente_id, celular_id, estado) DO UPDATE SET n = n + 1;
+        INSERT INTO conteos_lineas (celular_id, grano, t, estado, n, cliente_id)
+          VALUES (OLD.celular_id, 1, OLD.created_at / 60000, OLD.estado, -1, OLD.cliente_id),
+                 (OLD.celular_id, 15, OLD.created_at / 900000, OLD.estado, -1, OLD.cliente_id),
+                 (NEW.celular_id, 1, NEW.created_at / 60000, NEW.estado, 1, NEW.cliente_id),
+                 (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
+          ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + excluded.n;
+      END;
     `,
   },
 ];

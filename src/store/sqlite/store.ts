@@ -10,6 +10,7 @@ import { engineHolds } from './engine-holds.js';
 import { BACKSTOP_PAGES, Checkpointer } from './checkpointer.js';
 import { migrate, openDb, schemaVersion } from './db.js';
 import { gatewayServers } from './gateway-servers.js';
+import { grupos } from './grupos.js';
 import { history } from './history.js';
 import { idempotency } from './idempotency.js';
 import { inbox } from './inbox.js';
@@ -60,6 +61,7 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     ...accounts(db),
     ...charts(db),
     ...gatewayServers(db),
+    ...grupos(db),
     ...messages(db),
     ...transitions(db),
     ...accept(db),

@@ -1,0 +1,43 @@
+// Figure 19: accepting to a pool of lines (`grupo`, docs/pools.md) against accepting to one named line,
+// figure 1's load (queued texts, 50 connections, every recipient different) on one server, same lines:
+// the 50 lines in 10 pools of 5, connection w sending through pool w % 10. Every recipient is new, so
+// every pick reads its pool's 5 lines' room (the worst case; a known recipient reads its one line).
+import { CONNECTIONS, DURATION_MS, WARMUP_MS } from '../lib/options.mjs';
+import { log, startServe } from '../lib/proc.mjs';
+import { call, setupClient, textBody } from '../lib/http.mjs';
+import { load } from '../lib/load.mjs';
+import { cpuPer, f0, lat, ratio, results } from '../lib/results.mjs';
+
+export async function figurePoolAccept() {
+  const name = '19. pool accept / one-line accept, accepted/s';
+  const s = await startServe([]);
+  const path = '/api/mensaje_enviar_texto.php';
+  let line;
+  let pool;
+  try {
+    const c = await setupClient(s, 50);
+    for (let g = 0; g < 10; g++)
+      await call(s.url, 'POST', '/api/grupo_crear.php', c.key, { nombre: `bench${g}`, celulares: c.lines.filter((_, i) => i % 10 === g) });
+    const run = (makeBody) => load({ origin: s.url, pid: s.pid, key: c.key, path, makeBody });
+    log('  one line per request (celular_id)...');
+    line = await run((w, n) => textBody(c.lines, w, n, false));
+    log('  through the pool (grupo)...');
+    pool = await run((w, n) => {
+      const { celular_id: _line, ...body } = textBody(c.lines, w, 2_000_000 + n, false);
+      return { ...body, grupo: `bench${w % 10}` };
+    });
+  } finally {
+    await s.stop();
+  }
+  const r = ratio(pool.per_s, line.per_s);
+  results.push({
+    figure: name,
+    measured: `${f0(pool.per_s)}/s through the pool (${lat(pool)}, ${pool.errors} errors)`,
+    baseline: `${f0(line.per_s)}/s naming the line (${lat(line)}, ${line.errors} errors)`,
+    ratio: r,
+    target: '>= 0.90',
+    met: r >= 0.9 && pool.errors === 0,
+    cpu: cpuPer(pool.server_cpu_ms_per_ok),
+    detail: { lines: 50, pools: '10 of 5 lines', connections: CONNECTIONS, warmup_ms: WARMUP_MS, duration_ms: DURATION_MS, pool, line },
+  });
+}
