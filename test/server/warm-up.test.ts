@@ -133,6 +133,16 @@ function suite(store: () => Promise<string | undefined>) {
     expect(cola.status, cola.text).toBe(200);
     expect(cola.body.mensajes).toHaveLength(1);
     expect(cola.body.mensajes[0]).toMatchObject({ msg_id: ids[2], motivo: 'cupo_minuto' });
+    expect(cola.body.lineas).toEqual([
+      {
+        celular_id: L.celularId,
+        calentamiento: 'estandar',
+        calentamiento_dia: 1,
+        max_envios_por_minuto_efectivo: 2,
+        max_envios_por_hora_efectivo: 10,
+        max_envios_por_dia_efectivo: 20,
+      },
+    ]);
     clock().advance(31_000);
     await s.stepQueue();
     await waitEstado(s, ids[2]!, SENT);
