@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/time/clock.js';
-import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { pgSchema } from '../contract/adapters.js';
@@ -133,6 +133,16 @@ function suite(store: () => Promise<string | undefined>) {
     expect(cola.status, cola.text).toBe(200);
     expect(cola.body.mensajes).toHaveLength(1);
     expect(cola.body.mensajes[0]).toMatchObject({ msg_id: ids[2], motivo: 'cupo_minuto' });
+    expect(cola.body.lineas).toEqual([
+      {
+        celular_id: L.celularId,
+        calentamiento: 'estandar',
+        calentamiento_dia: 1,
+        max_envios_por_minuto_efectivo: 2,
+        max_envios_por_hora_efectivo: 10,
+        max_envios_por_dia_efectivo: 20,
+      },
+    ]);
     clock().advance(31_000);
     await s.stepQueue();
     await waitEstado(s, ids[2]!, SENT);
@@ -152,5 +162,28 @@ describeWith(postgres, 'warm-up', () => {
     const sc = await pgSchema();
     drops.push(sc.drop);
     return schemaUrl(sc.schema);
+  });
+
+  it('two nodes on one store: parallel direct sends through both pass the day-1 warm-up cap exactly', async () => {
+    const sc = await pgSchema();
+    drops.push(sc.drop);
+    const url = schemaUrl(sc.schema);
+    const opts = { store: url, tz: 'UTC', clock: new ManualClock(T0), queue: { gapMinMs: 0, gapMaxMs: 0 } };
+    const a = await startTestServer(opts);
+    const b = await startTestServer({ ...opts, dataDir: tempDir(), clock: new ManualClock(T0) });
+    try {
+      const L = await linkedLine(a, { saldo: 20 });
+      await editCelular(a, L, { calentamiento: 'estandar' });
+      const rs = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          send(i % 2 ? b : a, L, TEXT, { destinatario: `52559${String(1000000 + i)}`, mensaje: uniqueText('n'), directo: 1 }),
+        ),
+      );
+      expect(rs.filter((r) => r.status === 200)).toHaveLength(2);
+      for (const r of rs.filter((x) => x.status !== 200)) expectError(r, 429, 304);
+    } finally {
+      await b.stop();
+      await a.stop();
+    }
   });
 });

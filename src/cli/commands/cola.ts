@@ -7,6 +7,7 @@ import { EXIT } from '../../shared/exit-codes.js';
 import type { CtxOf } from '../main.js';
 import { emit, painted, printTable } from '../output.js';
 import { int } from '../parse.js';
+import type { ColaLinea } from '../../core/queue/cola.js';
 
 /** The queue's item as GET /api/cola.php answers it (core/queue/cola.ts ColaItem). */
 interface ColaItem {
@@ -27,6 +28,14 @@ interface ColaPage {
   total: number;
   siguiente: number | null;
   mensajes: ColaItem[];
+  /** A server before warm-up sends none. */
+  lineas?: ColaLinea[];
+}
+
+/** A line's caps under its warm-up plan today, in words. */
+function warmupCaps(l: ColaLinea): string {
+  const dia = l.max_envios_por_dia_efectivo ?? 'no cap';
+  return `caps now ${l.max_envios_por_minuto_efectivo} a minute, ${l.max_envios_por_hora_efectivo} an hour, ${dia} a day (warm-up ${l.calentamiento}, day ${l.calentamiento_dia})`;
 }
 
 export interface ColaOptions {
@@ -58,6 +67,7 @@ export async function runCola(o: ColaOptions, ctx: Ctx): Promise<void> {
     );
     if (ctx.term.io.stderrIsTTY) {
       ctx.term.err(`${b.total} pending${b.siguiente !== null ? `; next page: --despues ${b.siguiente}` : ''}`);
+      for (const l of b.lineas ?? []) if (l.calentamiento_dia !== null) ctx.term.err(`celular ${l.celular_id}: ${warmupCaps(l)}`);
     }
   });
 }

@@ -1,5 +1,6 @@
 import { actorOf, celularInScope, type ClientPrincipal } from '../auth/auth.js';
 import { slotClaim } from '../sending/caps.js';
+import { effectiveCaps } from '../sending/warmup.js';
 import { iso } from '../time/clock.js';
 import type { Core } from '../context.js';
 import { AppError, fail } from '../api/errors.js';
@@ -44,10 +45,22 @@ export interface ColaItem {
   seq: number;
 }
 
+/** The caps a line of the page meets now, its warm-up plan applied (docs/warm-up.md). */
+export interface ColaLinea {
+  celular_id: number;
+  calentamiento: string | null;
+  calentamiento_dia: number | null;
+  max_envios_por_minuto_efectivo: number;
+  max_envios_por_hora_efectivo: number;
+  max_envios_por_dia_efectivo: number | null;
+}
+
 export interface ColaPage {
   /** Pending queued messages of the lines listed (their counters). */
   total: number;
   mensajes: ColaItem[];
+  /** Each line with a message on this page, in celular_id order: the caps its messages wait under. */
+  lineas: ColaLinea[];
   /** The `despues` of the next page; null on the last. */
   siguiente: number | null;
 }
@@ -70,7 +83,7 @@ export async function listCola(
     fail('INVALID_PARAMS', `por_pagina must be 1 to ${COLA_POR_PAGINA_MAX}`);
   const lines = await linesOf(core, p, q.celular_id);
   const ids = lines.map((l) => l.id);
-  if (ids.length === 0) return { total: 0, mensajes: [], siguiente: null };
+  if (ids.length === 0) return { total: 0, mensajes: [], lineas: [], siguiente: null };
   const now = core.clock.now();
   const [rows, sizes] = await Promise.all([core.store.listQueue(ids, q.despues ?? 0, porPagina + 1), core.store.queueSizes(ids)]);
   const more = rows.length > porPagina;
@@ -78,11 +91,21 @@ export async function listCola(
   const byLine = new Map<number, QueuedRow[]>();
   for (const r of page) byLine.set(r.celular_id, [...(byLine.get(r.celular_id) ?? []), r]);
   const why = new Map<string, { due_at: number | null; motivo: Motivo }>();
+  const lineas: ColaLinea[] = [];
   const { tz, queue } = core.config;
   await Promise.all(
     [...byLine].map(async ([id, list]) => {
       const celular = lines.find((l) => l.id === id)!;
       const claim = slotClaim(celular, now, 0, tz);
+      const e = effectiveCaps(celular, now, tz);
+      lineas.push({
+        celular_id: id,
+        calentamiento: celular.calentamiento,
+        calentamiento_dia: e.dia,
+        max_envios_por_minuto_efectivo: e.max_envios_por_minuto,
+        max_envios_por_hora_efectivo: e.max_envios_por_hora,
+        max_envios_por_dia_efectivo: e.max_envios_por_dia,
+      });
       const [slots, head, cliente] = await Promise.all([
         core.store.lineSlots(id, claim.windows, now),
         q.despues ? core.store.listQueue([id], 0, 1) : Promise.resolve(list.slice(0, 1)),
@@ -117,6 +140,7 @@ export async function listCola(
         seq: m.seq,
       };
     }),
+    lineas: lineas.sort((a, b) => a.celular_id - b.celular_id),
     siguiente: more ? page[page.length - 1]!.seq : null,
   };
 }

@@ -55,6 +55,21 @@ export default async function colaRoutes(
         200: okResponse({
           total: { type: 'integer', description: 'pending queued messages of the lines listed' },
           siguiente: { type: 'integer', nullable: true, description: 'pass as despues for the next page; null on the last' },
+          lineas: {
+            type: 'array',
+            description: 'each line with a message on this page: the caps its messages wait under now, its warm-up plan applied',
+            items: {
+              type: 'object',
+              properties: {
+                celular_id: { type: 'integer' },
+                calentamiento: { type: 'string', nullable: true },
+                calentamiento_dia: { type: 'integer', nullable: true },
+                max_envios_por_minuto_efectivo: { type: 'integer' },
+                max_envios_por_hora_efectivo: { type: 'integer' },
+                max_envios_por_dia_efectivo: { type: 'integer', nullable: true },
+              },
+            },
+          },
           mensajes: {
             type: 'array',
             items: {

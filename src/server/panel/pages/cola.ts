@@ -138,6 +138,15 @@ async function colaPage(deps: PanelDeps, req: FastifyRequest, reply: FastifyRepl
     info,
     html`${filter}
       <p role="status">${page.total} ${page.total === 1 ? 'message waits' : 'messages wait'}${row ? ` on line ${row.numero}` : ''}. Due times are estimates.</p>
+      ${page.lineas
+        .filter((l) => l.calentamiento_dia !== null)
+        .map(
+          (l) =>
+            html`<p class="hint">
+              Line ${l.celular_id}: caps now ${l.max_envios_por_minuto_efectivo} a minute, ${l.max_envios_por_hora_efectivo} an hour,
+              ${l.max_envios_por_dia_efectivo ?? 'no cap'} a day (warm-up ${l.calentamiento}, day ${l.calentamiento_dia}).
+            </p>`,
+        )}
       ${table(req, cid, page, view.celularId)}
       ${
         row && page.total > 0
