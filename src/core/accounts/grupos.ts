@@ -125,15 +125,15 @@ export async function deleteGrupo(core: Pick<Core, 'store'>, p: ClientPrincipal,
   return { id: g.id, nombre: g.nombre, eliminado: true };
 }
 
-/** A line that can send now: linked (`activo`) with a session. Suspended or disconnected lines are skipped. */
-export const usableLine = (c: CelularRow): boolean => c.estado === 'activo' && c.gateway_instancia !== null;
+/** A line that can send now: linked (`activo`) with a session, not braked. Suspended, disconnected or braked lines are skipped. */
+export const usableLine = (c: CelularRow): boolean => c.estado === 'activo' && c.gateway_instancia !== null && c.frenado !== 1;
 
 /** How long a refused pool send is told to wait before looking again, when nothing says better. */
 const NO_LINE_RETRY_S = 30;
 
 /** A line's room under its caps at `now`: sends the tightest window still takes, less (for a queued send) its queue. */
-async function roomOf(core: Pick<Core, 'store'>, c: CelularRow, now: number, directo: boolean): Promise<{ window: number; left: number }> {
-  const claim = slotClaim(c, now, 0);
+async function roomOf(core: Pick<Core, 'store' | 'config'>, c: CelularRow, now: number, directo: boolean): Promise<{ window: number; left: number }> {
+  const claim = slotClaim(c, now, 0, core.config.tz);
   const { counts } = await core.store.lineSlots(c.id, claim.windows, now);
   const window = Math.min(...claim.room.map((r, i) => r + 1 - counts[i]!.n));
   if (directo) return { window, left: window };
@@ -162,7 +162,7 @@ export interface PoolPick {
  * line never pass its caps together.
  */
 export async function poolLine(
-  core: Pick<Core, 'store' | 'lines' | 'clock'>,
+  core: Pick<Core, 'store' | 'lines' | 'clock' | 'config'>,
   p: ClientPrincipal,
   nombre: string,
   destinatario: string,
@@ -213,7 +213,7 @@ const MOVE_BATCH = 500;
  * never move a message twice), and the receiving line's worker is woken.
  * Returns how many moved.
  */
-export async function failoverPass(core: Pick<Core, 'store' | 'clock' | 'signals'>): Promise<number> {
+export async function failoverPass(core: Pick<Core, 'store' | 'clock' | 'signals' | 'config'>): Promise<number> {
   const now = core.clock.now();
   const pools = await core.store.gruposConConmutacion();
   const seen = new Map<number, CelularRow | null>();
