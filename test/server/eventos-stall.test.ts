@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, type Clock } from '../../src/core/time/clock.js';
 import { procSendQueues } from '../../src/server/send-queues.js';
+import { pgSchema } from '../contract/adapters.js';
 import { until } from '../helpers/poll.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { openStream, type SseStream } from './eventos-helpers.js';
 import { linkedLine, type Line } from './send-helpers.js';
 
@@ -84,52 +86,7 @@ const numbers = (st: SseStream) => st.events.map((e) => (JSON.parse(e.data) as {
 describe('a stalled event-stream reader', () => {
   it('is cut when what it was sent sits in the kernel unread for stallMs, while a reader that keeps up stays', async () => {
     if (!(await isLinux)) return; // the kernel's figures come from /proc/net/tcp
-    const clock = new DrivenTicks();
-    const srv = await startTestServer({ clock, streamTiming: { pollMs: 50, stallMs: STALL_MS, stallCheckMs: 20, batch: 10 } });
-    servers.push(srv);
-    const A = await linkedLine(srv);
-    const B = await linkedLine(srv);
-    const stalled = await following(srv, A.clientKey);
-    const reading = await following(srv, B.clientKey);
-    stalled.pause();
-    // About 1 MB each: far less than loopback sockets buffer (the adversary saw 4.8 MB taken per stream), far more than a paused reader's own buffer.
-    const N = 64;
-    await Promise.all([burst(srv, A, N), burst(srv, B, N)]);
-    await reading.waitEvents(N);
-    // Everything was written and the server holds none of it: the kernel does, unacknowledged by the paused reader.
-    await until(
-      () => {
-        const [a] = statsOf(srv, A);
-        return a !== undefined && a.sent === N && a.buffered === 0 && !a.blocked && a.unacked > 0;
-      },
-      { what: "the paused reader's bytes held by the kernel, none by the server" },
-    );
-    // Not yet stallMs on the clock: still open, however many checks ran.
-    await srv.app.eventStreams.checkStalls();
-    expect(statsOf(srv, A)).toHaveLength(1);
-    // The kernel may still be settling the last acknowledgements: the check counts from when they stop moving.
-    await steady(srv, A);
-    await until(
-      () => {
-        clock.advance(STALL_MS);
-        return statsOf(srv, A).length === 0;
-      },
-      { what: 'the stalled stream cut' },
-    );
-    // The reader that kept up (nothing owed) is still served after the same time.
-    expect(statsOf(srv, B)).toHaveLength(1);
-    await burst(srv, B, 1, N);
-    await reading.waitEvents(N + 1);
-    expect(reading.isEnded()).toBe(false);
-
-    stalled.resume();
-    expect(await stalled.ended).toBe('cut');
-    // It resumes by id and gets the rest.
-    const got = numbers(stalled);
-    expect(got).toEqual([...Array(got.length).keys()]);
-    const rest = await following(srv, A.clientKey, { 'last-event-id': stalled.events.at(-1)!.id }, '?seguir=0');
-    await rest.ended;
-    expect([...got, ...numbers(rest)]).toEqual([...Array(N).keys()]);
+    await stalledIsCut();
   }, 120_000);
 
   it('a reader that takes a little in every stallMs is not cut, however long it takes in all', async () => {
@@ -185,6 +142,69 @@ async function rawReader(srv: TestServer, key: string): Promise<{ take: () => nu
     close: () => socket.destroy(),
   };
 }
+
+/** The scenario of the first test, on a store of choice. */
+async function stalledIsCut(over: { store?: string } = {}): Promise<void> {
+  const clock = new DrivenTicks();
+  const srv = await startTestServer({ ...over, clock, streamTiming: { pollMs: 50, stallMs: STALL_MS, stallCheckMs: 20, batch: 10 } });
+  servers.push(srv);
+  const A = await linkedLine(srv);
+  const B = await linkedLine(srv);
+  const stalled = await following(srv, A.clientKey);
+  const reading = await following(srv, B.clientKey);
+  stalled.pause();
+  // About 1 MB each: far less than loopback sockets buffer (the adversary saw 4.8 MB taken per stream), far more than a paused reader's own buffer.
+  const N = 64;
+  await Promise.all([burst(srv, A, N), burst(srv, B, N)]);
+  await reading.waitEvents(N);
+  // Everything was written and the server holds none of it: the kernel does, unacknowledged by the paused reader.
+  await until(
+    () => {
+      const [a] = statsOf(srv, A);
+      return a !== undefined && a.sent === N && a.buffered === 0 && !a.blocked && a.unacked > 0;
+    },
+    { what: "the paused reader's bytes held by the kernel, none by the server" },
+  );
+  // Not yet stallMs on the clock: still open, however many checks ran.
+  await srv.app.eventStreams.checkStalls();
+  expect(statsOf(srv, A)).toHaveLength(1);
+  // The kernel may still be settling the last acknowledgements: the check counts from when they stop moving.
+  await steady(srv, A);
+  await until(
+    () => {
+      clock.advance(STALL_MS);
+      return statsOf(srv, A).length === 0;
+    },
+    { what: 'the stalled stream cut' },
+  );
+  // The reader that kept up (nothing owed) is still served after the same time.
+  expect(statsOf(srv, B)).toHaveLength(1);
+  await burst(srv, B, 1, N);
+  await reading.waitEvents(N + 1);
+  expect(reading.isEnded()).toBe(false);
+
+  stalled.resume();
+  expect(await stalled.ended).toBe('cut');
+  // It resumes by id and gets the rest.
+  const got = numbers(stalled);
+  expect(got).toEqual([...Array(got.length).keys()]);
+  const rest = await following(srv, A.clientKey, { 'last-event-id': stalled.events.at(-1)!.id }, '?seguir=0');
+  await rest.ended;
+  expect([...got, ...numbers(rest)]).toEqual([...Array(N).keys()]);
+}
+
+describeWith(postgres, 'a stalled event-stream reader on PostgreSQL', () => {
+  it('is cut while the kernel buffers (PostgreSQL)', async () => {
+    if (!(await isLinux)) return;
+    const sch = await pgSchema();
+    try {
+      await stalledIsCut({ store: new URL(schemaUrl(sch.schema)).toString() });
+    } finally {
+      for (const s of servers.splice(0)) await s.stop();
+      await sch.drop();
+    }
+  }, 120_000);
+});
 
 describe('procSendQueues', () => {
   it("reads established sockets' tx_queue by local and remote port; a missing table is undefined", async () => {
