@@ -11,7 +11,7 @@ const cli = new Cli('http://127.0.0.1:1');
 afterAll(() => cli.cleanup());
 
 describe('the binary', () => {
-  it('--timeout 99999999d (the adversary\'s F1) is exit 2 at once, JSON on stdout under --json, no timer overflow', async () => {
+  it("--timeout 99999999d (the adversary's F1) is exit 2 at once, JSON on stdout under --json, no timer overflow", async () => {
     const r = await cli.runBinary(['send', 'text', '5215598765000', 'x', '--wait', '--timeout', '99999999d', '--json'], { env: { PASARELA_KEY: 'WAC_1_x' } });
     expect(r.exitCode).toBe(2);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, exit_code: 2, error: expect.stringContaining('too long') });
@@ -19,7 +19,7 @@ describe('the binary', () => {
     expect(r.stderr).not.toContain('TimeoutOverflowWarning');
   });
 
-  it('serve refuses a timer setting past 24d (exit 2) before it starts; --inbox-retention 400d is no timer', async () => {
+  it('serve refuses a timer setting past 24d (exit 2), from a flag or its variable, before it starts', async () => {
     const r = await cli.runBinary(['serve', '--gateway-timeout', '30d', '--port', '0']);
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('too long');

@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { duration, longDuration, msRange, TIMER_MAX_MS } from '../../src/cli/duration.js';
 import { main } from '../../src/cli/main.js';
 import { SERVE_KNOBS } from '../../src/server/config-knobs.js';
+import { pgSchema } from '../contract/adapters.js';
 import { injectTransport } from '../helpers/inject-http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { linkedLine, startMediaServer, type Line, type MediaServer } from '../server/send-helpers.js';
 import { Cli, fakeIO, ndjson } from './helpers.js';
 
@@ -228,5 +230,40 @@ describe('a media URL that cannot be used names its host', () => {
     const refused = await cli.run(['send', 'image', mobile(), 'http://127.0.0.1:1/x.png'], { env });
     expect(refused.exitCode).toBe(1);
     expect(refused.stderr).toContain('media URL at 127.0.0.1:1 is not reachable (connection refused)');
+  });
+});
+
+describeWith(postgres, 'send bulk on PostgreSQL', () => {
+  it('the dry run reads the line from the server; a rerun marks every replayed row (PostgreSQL)', async () => {
+    const sch = await pgSchema();
+    const pg = await startTestServer({ store: new URL(schemaUrl(sch.schema)).toString(), queue: { gapMinMs: 0, gapMaxMs: 0 } });
+    const pcli = new Cli(pg.url, injectTransport(pg.app));
+    try {
+      const l = await linkedLine(pg, { saldo: 100 });
+      const env = { PASARELA_KEY: l.celularKey };
+      const path = join(pcli.home, 'pg.csv');
+      writeFileSync(path, ['destinatario,nombre', `${mobile()},Ana`, '5523456789,Nacional', '52155987651100,Bad'].join('\n') + '\n');
+      const dry = await pcli.run(['send', 'bulk', path, '--text', 'Hola {nombre}', '--dry-run'], { env });
+      const byRow = (out: string) => ndjson(out).sort((a, b) => Number(a.row) - Number(b.row));
+      expect(byRow(dry.stdout).map((x) => x.ok)).toEqual([true, true, false]);
+      const first = await pcli.run(['send', 'bulk', path, '--text', 'Hola {nombre}'], { env });
+      expect(byRow(first.stdout).map((x) => [x.ok, 'replayed' in x])).toEqual([
+        [true, false],
+        [true, false],
+        [false, false],
+      ]);
+      const again = await pcli.run(['send', 'bulk', path, '--text', 'Hola {nombre}'], { env });
+      const rows = byRow(again.stdout);
+      expect(rows.map((x) => [x.ok, x.replayed ?? false])).toEqual([
+        [true, true],
+        [true, true],
+        [false, false],
+      ]);
+      expect((await pg.core.store.listMensajes({ cliente_id: l.clienteId, page: 1, por_pagina: 1 })).total).toBe(2);
+    } finally {
+      pcli.cleanup();
+      await pg.stop();
+      await sch.drop();
+    }
   });
 });

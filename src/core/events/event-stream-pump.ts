@@ -86,6 +86,8 @@ export interface StreamStats {
   buffered: number;
   /** Bytes the kernel held unacknowledged by the reader's side at the last stall check (0 where unknown). */
   unacked: number;
+  /** Bytes the reader's side had taken at the last stall check (what the stall check watches). */
+  taken: number;
 }
 
 class EventStream {
@@ -94,7 +96,7 @@ class EventStream {
   blocked = false;
   unacked = 0;
   /** The stall check's last reading of what the reader's side took, and since when (ticks) it has not moved. */
-  private taken = Number.NaN;
+  private lastTaken = Number.NaN;
   private since = 0;
   private stopped = false;
   private pending = false;
@@ -124,6 +126,10 @@ class EventStream {
     return this.io.out.writableLength + this.io.below();
   }
 
+  get taken(): number {
+    return Number.isNaN(this.lastTaken) ? 0 : this.lastTaken;
+  }
+
   wake(): void {
     this.pending = true;
     this.waker?.();
@@ -131,7 +137,7 @@ class EventStream {
 
   /** Whether the stall check needs the kernel's figures: something was handed to it since the reader's side was last seen to take all. */
   mayOwe(): boolean {
-    return !this.stopped && (this.buffered > 0 || (this.io.socket !== undefined && this.io.socket.accepted() !== this.taken));
+    return !this.stopped && (this.buffered > 0 || (this.io.socket !== undefined && this.io.socket.accepted() !== this.lastTaken));
   }
 
   /**
@@ -145,8 +151,8 @@ class EventStream {
     this.unacked = kernel ?? 0;
     const taken = (this.io.socket?.accepted() ?? this.sent) - this.unacked;
     const owed = this.buffered + this.unacked > 0;
-    if (!owed || taken !== this.taken) {
-      this.taken = taken;
+    if (!owed || taken !== this.lastTaken) {
+      this.lastTaken = taken;
       this.since = now;
       return;
     }
@@ -306,7 +312,15 @@ export class EventStreams {
 
   stats(): StreamStats[] {
     return [...this.byClient.values()].flatMap((set) =>
-      [...set].map((s) => ({ clienteId: s.scope.clienteId, read: s.read, sent: s.sent, blocked: s.blocked, buffered: s.buffered, unacked: s.unacked })),
+      [...set].map((s) => ({
+        clienteId: s.scope.clienteId,
+        read: s.read,
+        sent: s.sent,
+        blocked: s.blocked,
+        buffered: s.buffered,
+        unacked: s.unacked,
+        taken: s.taken,
+      })),
     );
   }
 
