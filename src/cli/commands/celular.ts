@@ -469,7 +469,9 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     .option('--por-dia <n>', `max sends per day (${MIN_DIA}-${MAX_DIA}, or none)`, intOrNone(MIN_DIA, MAX_DIA))
     .option('--desde <HH:MM>', 'start of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
     .option('--hasta <HH:MM>', 'end of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
-    .addOption(new Option('--freno <on|off>', 'the line\'s brake: on, a crossed health threshold pauses its queue until resumed (docs/brake.md)').choices(['on', 'off']))
+    .addOption(
+      new Option('--freno <on|off>', "the line's brake: on, a crossed health threshold pauses its queue until resumed (docs/brake.md)").choices(['on', 'off']),
+    )
     .action((id: string, o: Omit<CelularEditOptions, 'id'>, cmd: Command) => runCelularEdit({ id, ...o }, ctxOf(cmd)));
 
   cel
