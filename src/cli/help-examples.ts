@@ -58,6 +58,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'celular status': ['pasarela celular status 12', 'pasarela celular status 12 --json'],
   'celular logout': ['pasarela celular logout 12', 'pasarela celular logout 12 --yes --json    # no question; required without a TTY'],
   'celular restart': ['pasarela celular restart 12', 'pasarela celular restart 12 --json'],
+  'celular resume': ['pasarela celular resume 12', 'pasarela celular edit 12 --freno on'],
   'celular qr': [
     'pasarela celular qr 12',
     'pasarela celular qr 12 --wait --json --timeout 300    # NDJSON, one line per QR; exit 11 if not linked in time',
@@ -98,6 +99,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'admin celular legacy-token': ['pasarela admin celular legacy-token 12', 'pasarela admin celular legacy-token 12 "$OLD_TOKEN"'],
   'admin celular rotate-key': ['pasarela admin celular rotate-key 12', 'pasarela admin celular rotate-key 12 --yes --json'],
   'admin celular move': ['pasarela admin celular move 12 evo-2'],
+  'admin celular resume': ['pasarela admin celular resume 12'],
   'admin gateway list': ['pasarela admin gateway list'],
   'admin gateway add': ['printf %s "$EVO_KEY" | pasarela admin gateway add evo-2 --gateway-url http://evo-2:8080 --gateway-key - --max-lineas 200'],
   'admin gateway drain': ['pasarela admin gateway drain evo-1'],

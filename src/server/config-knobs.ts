@@ -391,7 +391,7 @@ export const SERVE_KNOBS = {
     default: 20,
     min: 1,
     max: 1_000_000,
-    help: "messages a line must have sent in the last hour before its health thresholds are weighed (docs/brake.md)",
+    help: 'messages a line must have sent in the last hour before its health thresholds are weighed (docs/brake.md)',
     doc: '20: messages that left a line in the last hour before its health is weighed ([docs/brake.md](brake.md))',
   }),
   brakeFailurePct: knob({

@@ -13,4 +13,3 @@ export function mergeHealth(salidos: Salidos[], fallos: Fallos[]): LineHealthCou
   for (const f of fallos) Object.assign(at(f.celular_id), { fallos: f.fallos, rechazados: f.rechazados });
   return [...out.values()];
 }
-

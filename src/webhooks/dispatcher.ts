@@ -58,7 +58,13 @@ export const TEST_EVENT = 'webhook.test';
 export const WEBHOOK_CHANNEL = 'entregas';
 
 /** The bus events whose changes are logged (core/events/event-log.ts): each one means "the log has news for this client". */
-export const JOURNALED_EVENTS = ['message.status', 'session.status', 'messages.received', 'celular.frenado', 'celular.reanudado'] as const satisfies readonly BusEventName[];
+export const JOURNALED_EVENTS = [
+  'message.status',
+  'session.status',
+  'messages.received',
+  'celular.frenado',
+  'celular.reanudado',
+] as const satisfies readonly BusEventName[];
 
 /** What the API asks of webhook delivery, wherever the dispatcher runs (this thread, or the background one: server/background/). */
 export interface WebhookControl {

@@ -261,7 +261,7 @@ describe('GET /metrics on one SQLite node', () => {
   it('docs/metrics.md documents every pasarela_ family with its type; the Grafana dashboard queries only metrics that exist', async () => {
     const text = (await api(s.url, 'GET', '/metrics', { key: s.adminToken })).text;
     const declared = [...families(text)].filter(([name]) => name.startsWith('pasarela_'));
-    expect(declared.length).toBe(22);
+    expect(declared.length).toBe(25);
     const reference = doc('docs/metrics.md');
     for (const [name, type] of declared) expect(reference, name).toMatch(new RegExp(`^\\| \`${name}\` \\| ${type}`, 'm'));
 

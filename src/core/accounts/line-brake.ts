@@ -167,7 +167,14 @@ export async function resumeLine(core: BrakeCore, p: Principal, id: number) {
   for (let round = 0; c && round < RESUME_ROUNDS; round++) {
     const now = core.clock.now();
     const was = c.frenado === 1;
-    const data: LineResumeEvent = { celular_id: c.id, cliente_id: c.cliente_id, numero: c.numero, motivo_anterior: c.frenado_motivo, por: actorOf(p), fecha: iso(now) };
+    const data: LineResumeEvent = {
+      celular_id: c.id,
+      cliente_id: c.cliente_id,
+      numero: c.numero,
+      motivo_anterior: c.frenado_motivo,
+      por: actorOf(p),
+      fecha: iso(now),
+    };
     const row = await core.store.writeLineBrake(
       c.id,
       {

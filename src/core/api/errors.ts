@@ -177,7 +177,7 @@ export const ERRORS = {
     status: 403,
     texto: 'CELULAR_FRENADO',
     meaning:
-      "A direct send on a celular whose brake is set (`frenado`: its failures, refusals or undelivered messages crossed a threshold, docs/brake.md); nothing was charged. Queued sends are accepted and wait. Resume the line with `POST /api/celular_reanudar.php?id=` once its cause is dealt with.",
+      'A direct send on a celular whose brake is set (`frenado`: its failures, refusals or undelivered messages crossed a threshold, docs/brake.md); nothing was charged. Queued sends are accepted and wait. Resume the line with `POST /api/celular_reanudar.php?id=` once its cause is dealt with.',
   },
   GROUP_NOT_FOUND: { codigo: 643, status: 404, texto: 'GRUPO_NO_ENCONTRADO', meaning: 'No pool with that id or name for this client.' },
   GROUP_NAME_TAKEN: { codigo: 644, status: 409, texto: 'GRUPO_YA_EXISTE', meaning: 'The client already has a pool with that name.' },

@@ -605,7 +605,8 @@ export class QueueWorker {
       else if (expired) await this.end(m, `expired after retries: ${reason}`, clase);
       else await core.store.retryLater(m.msg_id, at, kind === 'rate_limited' ? `rate-limited: ${reason}` : reason);
       // A send that ended failed counts toward its line's health; a brake it sets holds the line from its next look.
-      if ((kind === 'permanent' || expired) && (await noteLineFailure(core, m.celular_id, clase).catch(this.failed))) core.lines.invalidate({ celular: m.celular_id });
+      if ((kind === 'permanent' || expired) && (await noteLineFailure(core, m.celular_id, clase).catch(this.failed)))
+        core.lines.invalidate({ celular: m.celular_id });
       if (kind === 'rate_limited') this.notBefore.set(m.celular_id, { until: at, recheck: Number.POSITIVE_INFINITY });
       return kind === 'permanent' || expired ? 'ended' : 'retry';
     }

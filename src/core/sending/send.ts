@@ -137,7 +137,7 @@ async function sendingLine(core: Pick<Core, 'store' | 'lines'>, p: ClientPrincip
 
 /** The line a request sends from: the named one, or its pool's pick for the recipient. */
 async function requestLine(
-  core: Pick<Core, 'store' | 'lines' | 'clock'>,
+  core: Pick<Core, 'store' | 'lines' | 'clock' | 'config'>,
   p: ClientPrincipal,
   req: SendRequest,
 ): Promise<{ celular: CelularRow; pool?: PoolPick }> {
@@ -305,7 +305,8 @@ async function sendOnce(
     fail('INVALID_PARAMS', `vigencia must be a whole number of seconds from ${VIGENCIA_S.min} to ${VIGENCIA_S.max}`);
   if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
   if (celular.estado !== 'activo') fail('CELULAR_NOT_ACTIVE', `celular ${celular.id} is ${celular.estado}; it must be activo (linked) to send`);
-  if (req.directo && celular.frenado === 1) fail('LINE_BRAKED', `celular ${celular.id} is braked (${celular.frenado_motivo ?? 'its health crossed a threshold'}); resume it first, or queue the send`);
+  if (req.directo && celular.frenado === 1)
+    fail('LINE_BRAKED', `celular ${celular.id} is braked (${celular.frenado_motivo ?? 'its health crossed a threshold'}); resume it first, or queue the send`);
   const unsupported = core.gateway.capabilities.unsupported[req.tipo];
   if (unsupported) fail('GATEWAY_UNSUPPORTED', `the ${core.gateway.name} gateway cannot send ${req.tipo} messages: ${unsupported}`);
 

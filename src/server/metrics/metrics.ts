@@ -113,7 +113,7 @@ export class Metrics {
 
   readonly lineBrakes = new Counter({
     name: 'pasarela_line_health_alerts_total',
-    help: "Lines that crossed a health threshold (celular.frenado), by causa (fallos, rechazados, sin_entregar) and whether the line was braked",
+    help: 'Lines that crossed a health threshold (celular.frenado), by causa (fallos, rechazados, sin_entregar) and whether the line was braked',
     labelNames: ['causa', 'frenado'] as const,
     registers: [this.own],
   });

@@ -108,7 +108,12 @@ export function chartsPart(core: Pick<Core, 'store' | 'clock' | 'bus'>, node: No
 }
 
 /** The lines' health check: made before the API (which reports it), started once the callback URL is known. */
-export function lineHealth(opts: ServeConfig, core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals' | 'config'>, node: NodePresence, log: Log): LineHealth {
+export function lineHealth(
+  opts: ServeConfig,
+  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals' | 'config'>,
+  node: NodePresence,
+  log: Log,
+): LineHealth {
   return new LineHealth(core, node, {
     intervalMs: opts.healthIntervalMs,
     concurrency: opts.healthConcurrency,

@@ -65,15 +65,30 @@ export default async function celularSessionRoutes(
     }),
     ...errorResponses,
   };
-  const resumeSummary = "Resume a braked celular: its queue goes on, its health window starts again, and celular.reanudado is sent (docs/brake.md)";
+  const resumeSummary = 'Resume a braked celular: its queue goes on, its health window starts again, and celular.reanudado is sent (docs/brake.md)';
   app.post(API.celularReanudar, {
     preValidation: clientAuth(core),
-    schema: { operationId: 'reanudarCelular', tags: ['celulares'], summary: resumeSummary, security: [{ bearer: [] }], querystring: idQuery, body: idBody, response: resumeResponse },
+    schema: {
+      operationId: 'reanudarCelular',
+      tags: ['celulares'],
+      summary: resumeSummary,
+      security: [{ bearer: [] }],
+      querystring: idQuery,
+      body: idBody,
+      response: resumeResponse,
+    },
     handler: async (req) => success(await resumeLine(core, principal(req), idOf(req.query, req.body)), { descripcion: 'celular reanudado' }),
   });
   app.post(API.adminCelularReanudar, {
     preValidation: operatorAuth(core),
-    schema: { operationId: 'adminReanudarCelular', tags: ['operador'], summary: resumeSummary, security: [{ operator: [] }], params: IdParams, response: resumeResponse },
+    schema: {
+      operationId: 'adminReanudarCelular',
+      tags: ['operador'],
+      summary: resumeSummary,
+      security: [{ operator: [] }],
+      params: IdParams,
+      response: resumeResponse,
+    },
     handler: async (req) => success(await resumeLine(core, { kind: 'operator' }, req.params.id), { descripcion: 'celular reanudado' }),
   });
 }

@@ -23,24 +23,17 @@ export function lineHealth(db: Db): LineHealthStore {
     const one = id === null ? 0 : 1;
     const more = id === null ? [] : [id];
     const [s, f] = await Promise.all([
-      db.q<Salidos>(SALIDOS[one], [
-        w.salidosDesde,
-        w.esperaDesde,
-        w.esperaHasta,
-        w.cuartoMs,
-        ...more,
-      ]),
+      db.q<Salidos>(SALIDOS[one], [w.salidosDesde, w.esperaDesde, w.esperaHasta, w.cuartoMs, ...more]),
       db.q<Fallos>(FALLOS[one], [w.fallosDesde, ...more]),
     ]);
     return mergeHealth(s, f);
   };
   return {
     async countLineFailure(celularId: number, t: number, clase: string): Promise<void> {
-      await db.query('INSERT INTO salud_fallos (celular_id, t, clase, n) VALUES ($1, $2, $3, 1) ON CONFLICT (celular_id, t, clase) DO UPDATE SET n = salud_fallos.n + 1', [
-        celularId,
-        t,
-        clase,
-      ]);
+      await db.query(
+        'INSERT INTO salud_fallos (celular_id, t, clase, n) VALUES ($1, $2, $3, 1) ON CONFLICT (celular_id, t, clase) DO UPDATE SET n = salud_fallos.n + 1',
+        [celularId, t, clase],
+      );
     },
 
     async lineHealth(ids: number[] | null, w: HealthWindow): Promise<LineHealthCounts[]> {

@@ -73,10 +73,10 @@ export function lineHealth(db: Database.Database): LineHealthStore {
       return grouped(
         db,
         () =>
-          stmt(db, 'DELETE FROM salud_fallos WHERE (celular_id, t, clase) IN (SELECT celular_id, t, clase FROM salud_fallos WHERE t < ? LIMIT CAST(? AS INTEGER))').run(
-            t,
-            limit,
-          ).changes,
+          stmt(
+            db,
+            'DELETE FROM salud_fallos WHERE (celular_id, t, clase) IN (SELECT celular_id, t, clase FROM salud_fallos WHERE t < ? LIMIT CAST(? AS INTEGER))',
+          ).run(t, limit).changes,
       );
     },
   };
