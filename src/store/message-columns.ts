@@ -28,6 +28,7 @@ export const MSG_COLS = [
   'expira_at',
   'cupo_at',
   'reintento_de',
+  'enviar_en',
 ];
 /** MensajeEstadoRow's columns: a send's record and a receipt read these, not the text and payload (D-155). */
 export const ESTADO_COLUMNS = [

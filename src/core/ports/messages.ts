@@ -21,6 +21,8 @@ export interface NewMensaje {
   expira_at: number | null;
   /** The failed message this send retries (core/queue/cola.ts), kept on the row. */
   reintento_de?: string | null;
+  /** A scheduled send's due time (D-162): its first attempt; null or absent: as soon as possible. */
+  enviar_en?: number | null;
 }
 
 export type AcceptResult =

@@ -143,6 +143,8 @@ export interface MensajeRow {
   leido_at: number | null;
   /** The failed message this one retries (`mensaje reintentar`); null (or absent, on rows read before migration 22) otherwise. */
   reintento_de?: string | null;
+  /** A scheduled send's due time (D-162); null (or absent, on rows read before migration 31) when sent as soon as possible. */
+  enviar_en?: number | null;
 }
 
 /**

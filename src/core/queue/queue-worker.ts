@@ -82,11 +82,12 @@ export class QueueWorker {
   /** The lines queued on while a look reads the heads: still in the backlog after it. */
   private queuedSince: Set<number> | null = null;
   /**
-   * Per line: its head's next attempt, when the last look found it ahead. A message queued behind that
-   * head cannot go before it, so its accept asks for no look: a backlog of deferred heads costs a look a
-   * poll, not one per accept. The look that finds another head (the head ended elsewhere) comes within pollMs.
+   * Per line: when its next message falls due, when the last look found none due (every one waits for its
+   * time: a retry, a scheduled send). A message accepted on such a line is sent at once without a look, as
+   * on an empty line: its claim checks no older message of its line to its recipient is pending (D-162), so
+   * a backlog waiting for its time neither holds it back nor costs a look per accept.
    */
-  private headRetry = new Map<number, number>();
+  private waiting = new Map<number, number>();
   /** Line leases kept between sends: when the line's last send and its rest ended (clock time and ticks), and the node's lapses then. */
   private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
   /** Line leases being given back: a take of the line waits for its give. */
@@ -182,13 +183,16 @@ export class QueueWorker {
       return;
     }
     const held = this.notBefore.get(celularId);
-    if (busy || (held?.until ?? 0) > now || (this.headRetry.get(celularId) ?? 0) > now) {
+    if (busy || (held?.until ?? 0) > now) {
       // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
       if (!busy && !this.backlog.has(celularId)) this.poke();
       this.mark(celularId);
       return;
     }
-    if (!m || m.celular_id !== celularId || this.backlog.has(celularId)) {
+    // Scheduled (D-162): a look (one every pollMs at most) finds it and times the line for when it is due.
+    if (m && m.proximo_intento_at !== null && m.proximo_intento_at > now) return this.mark(celularId);
+    const allWaiting = (this.waiting.get(celularId) ?? 0) > now;
+    if (!m || m.celular_id !== celularId || (this.backlog.has(celularId) && !allWaiting)) {
       this.mark(celularId);
       this.poke();
       return;
@@ -251,8 +255,10 @@ export class QueueWorker {
     }
     const heads = new Map(look.due.map((h) => [h.celular_id, h]));
     this.backlog = new Set([...look.lines.map((l) => l.celular_id), ...since]);
-    this.headRetry = new Map(
-      look.lines.flatMap((l) => (l.proximo_intento_at !== null && l.proximo_intento_at > now ? [[l.celular_id, l.proximo_intento_at]] : [])),
+    this.waiting = new Map(
+      look.lines.flatMap((l) =>
+        !heads.has(l.celular_id) && l.proximo_intento_at !== null && l.proximo_intento_at > now ? [[l.celular_id, l.proximo_intento_at]] : [],
+      ),
     );
     for (const line of look.lines) {
       const id = line.celular_id;
@@ -262,7 +268,7 @@ export class QueueWorker {
       const held = this.notBefore.get(id);
       const head = heads.get(id);
       if (!head) {
-        // Its head waits for a retry: looked at again when it is due.
+        // Every message of it waits for its time (a retry, a scheduled send): looked at again when the first is due.
         const at = Math.max(held?.until ?? 0, line.proximo_intento_at ?? 0);
         if (at > now) wait = Math.min(wait, at - now);
         continue;

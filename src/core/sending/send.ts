@@ -18,6 +18,7 @@ import {
 } from './idempotency.js';
 import { recoverOne } from './direct-recovery.js';
 import { failureClase } from './failure-class.js';
+import { dueTime, parseInstant } from './schedule.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from '../media/media.js';
 export type { MediaTipo };
@@ -55,6 +56,8 @@ export interface SendRequest {
   idem?: { clave: string; endpoint: string };
   /** The failed message this send retries (core/queue/cola.ts): kept on the new row. */
   reintento_de?: string;
+  /** The instant to send it (RFC 3339, at most 30 days ahead; core/sending/schedule.ts): a queued send only. */
+  enviar_en?: string;
 }
 
 /**
@@ -81,6 +84,8 @@ export interface SendResult {
   estado: string;
   /** A queued send accepted while the line's allowed hours are closed: when they open, and it may go (ISO). */
   envio_desde?: string;
+  /** A scheduled send: its due time (ISO). */
+  enviar_en?: string;
 }
 
 /** How the route shows a successful send (its success envelope); what a key's kept answer holds. */
@@ -92,7 +97,7 @@ export interface SendAnswer extends Answer {
 }
 
 /** The part of a direct send's answer known at acceptance, kept with its key until the gateway answers. */
-type AcceptedPart = Pick<SendResult, 'msg_id' | 'anti_dupe' | 'saldo' | 'envio_desde'>;
+type AcceptedPart = Pick<SendResult, 'msg_id' | 'anti_dupe' | 'saldo' | 'envio_desde' | 'enviar_en'>;
 
 const queuedResult = (part: AcceptedPart): SendResult => ({ ...part, modo: 'cola', estado: 'pendiente' });
 const directResult = (part: AcceptedPart, gatewayMsgId: string): SendResult => ({ ...part, modo: 'directo', gateway_msg_id: gatewayMsgId, estado: 'enviado' });
@@ -172,6 +177,8 @@ function requestHuella(req: SendRequest, endpoint: string, celular: CelularRow):
     caption: opt(req.caption),
     filename: opt(req.filename),
     ptt: Boolean(req.ptt),
+    // Only when given: a key bound before scheduling existed names the same request.
+    ...(req.enviar_en ? { enviar_en: parseInstant(req.enviar_en) ?? req.enviar_en } : {}),
   });
 }
 
@@ -317,10 +324,16 @@ async function sendOnce(
   }
 
   const now = core.clock.now();
-  const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
+  // A scheduled send (D-162): due then; its caps and hours are its line's then, its queue TTL counted from then.
+  const due = dueTime(req.enviar_en, req.directo, now)?.due ?? null;
+  const from = due ?? now;
+  const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, from, core.config.tz);
   // A queued send waits for the window; its answer says from when, so a script that forgot --directo learns it now.
   // The wait is whole seconds from now: the window opens on the second it lands in.
-  const envioDesde = window.open ? {} : { envio_desde: iso(Math.floor((now + window.opensInMs) / 1000) * 1000) };
+  const envioDesde = {
+    ...(window.open ? {} : { envio_desde: iso(Math.floor((from + window.opensInMs) / 1000) * 1000) }),
+    ...(due === null ? {} : { enviar_en: iso(due) }),
+  };
   if (req.directo) {
     if (!window.open) {
       const retryAfter = Math.ceil(window.opensInMs / 1000);
@@ -350,8 +363,9 @@ async function sendOnce(
         texto: req.tipo === 'texto' ? (req.texto ?? null) : (req.caption ?? null),
         media,
         payload,
-        expira_at: req.directo ? null : now + core.config.queue.ttlMs,
+        expira_at: req.directo ? null : from + core.config.queue.ttlMs,
         ...(req.reintento_de ? { reintento_de: req.reintento_de } : {}),
+        ...(due === null ? {} : { enviar_en: due }),
       },
       {
         charge: p.cliente.plan === 'medido',
