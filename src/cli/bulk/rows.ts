@@ -1,6 +1,10 @@
 import { FIELD_LIMITS } from '../../core/api/limits.js';
 import { httpUrl, phone } from '../parse.js';
 import { missingColumns, render, type Piece } from './template.js';
+import { parseInstant } from '../../core/time/instant.js';
+
+/** The optional column that schedules a row (the API's `enviar_en`, D-162). */
+export const ENVIAR_EN = 'enviar_en';
 
 /** What a row sends: text, or a file (by URL or from disk) with the text as its caption. */
 export type MediaKind = 'image' | 'document' | 'audio' | 'video' | 'sticker';
@@ -22,7 +26,7 @@ export interface BulkSpec {
 
 /** One row ready to send, or the reason it cannot be (reported for that row; the others go on). */
 export type Prepared =
-  | { ok: true; row: number; destinatario: string; texto: string; media?: { source: string; kind: MediaKind } }
+  | { ok: true; row: number; destinatario: string; texto: string; media?: { source: string; kind: MediaKind }; enviar_en?: string }
   | { ok: false; row: number; destinatario: string; error: string };
 
 /** The columns the flags name that the header lacks: checked before any send (exit 2). */
@@ -82,13 +86,17 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   } catch (err) {
     return refuse(`recipient "${destinatario}": ${(err as Error).message}`);
   }
+  // A column `enviar_en` schedules its row (`send --at`); empty: as soon as possible.
+  const enviarEn = (record[ENVIAR_EN] ?? '').trim();
+  if (enviarEn !== '' && parseInstant(enviarEn) === null) return refuse(`enviar_en "${enviarEn}" is not an RFC 3339 instant with its zone, such as 2026-12-01T09:30:00-03:00`);
+  const at = enviarEn === '' ? {} : { enviar_en: enviarEn };
   const texto = spec.template ? render(spec.template, record) : spec.textColumn ? (record[spec.textColumn] ?? '') : '';
   const source = spec.mediaColumn ? (record[spec.mediaColumn] ?? '').trim() : undefined;
   const chars = [...texto].length;
   if (source === undefined) {
     if (texto.trim() === '') return refuse('the text is empty');
     if (chars > MAX_TEXT) return refuse(`the text has ${chars} characters; at most ${MAX_TEXT}`);
-    return { ok: true, row, destinatario, texto };
+    return { ok: true, row, destinatario, texto, ...at };
   }
   if (source === '') return refuse(`no file or URL in column "${spec.mediaColumn}"`);
   if (isUrl(source)) {
@@ -101,5 +109,5 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   const kind = spec.mediaType ?? mediaKindOf(source);
   if ((kind === 'audio' || kind === 'sticker') && texto !== '') return refuse(`${kind} has no caption; send it without --text`);
   if (chars > MAX_CAPTION) return refuse(`the caption has ${chars} characters; at most ${MAX_CAPTION}`);
-  return { ok: true, row, destinatario, texto, media: { source, kind } };
+  return { ok: true, row, destinatario, texto, media: { source, kind }, ...at };
 }

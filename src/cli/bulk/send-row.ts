@@ -69,7 +69,7 @@ export async function requestOf(
   p: Extract<Prepared, { ok: true }>,
   common: Record<string, unknown>,
 ): Promise<{ path: string; json: Record<string, unknown> } | string> {
-  const base = { destinatario: p.destinatario, ...common };
+  const base = { destinatario: p.destinatario, ...common, ...(p.enviar_en ? { enviar_en: p.enviar_en } : {}) };
   if (!p.media) return { path: API.mensajeTexto, json: { ...base, mensaje: p.texto } };
   const { source, kind } = p.media;
   const caption = p.texto !== '' ? { caption: p.texto } : {};

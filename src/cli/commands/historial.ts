@@ -27,6 +27,8 @@ export interface Mensaje {
   error_clase: string | null;
   /** The failed message this one retries (absent from servers before it). */
   reintento_de?: string | null;
+  /** A scheduled send's due time (absent from servers before it). */
+  enviar_en?: string | null;
 }
 
 export interface HistorialOptions extends ListingOpts {

@@ -59,6 +59,8 @@ function mensajeFields(ctx: Ctx, m: Mensaje): void {
     // A retry names the message it sends again (`pasarela retry`).
     ...(m.reintento_de ? ([['reintento_de', m.reintento_de]] as Array<[string, string]>) : []),
     ['created_at', m.created_at],
+    // A scheduled send (`send --at`): when it is due.
+    ...(m.enviar_en ? ([['enviar_en', m.enviar_en]] as Array<[string, string]>) : []),
     ['enviado_at', m.enviado_at],
     ['entregado_at', m.entregado_at],
     ['leido_at', m.leido_at],

@@ -32,6 +32,7 @@ export const MENSAJE_FIELDS = [
   // Added after the fields of docs/design.md §8: last, so CSV columns keep their places.
   'error_clase',
   'reintento_de',
+  'enviar_en',
 ] as const;
 export const POR_PAGINA_DEFAULT = 50;
 export const POR_PAGINA_MAX = 500;
@@ -69,6 +70,7 @@ export function mensajeView(m: MensajeRow) {
     leido_at: at(m.leido_at),
     error_clase: m.error_clase,
     reintento_de: m.reintento_de ?? null,
+    enviar_en: m.enviar_en ? iso(m.enviar_en) : null,
   };
 }
 

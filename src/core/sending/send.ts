@@ -18,7 +18,8 @@ import {
 } from './idempotency.js';
 import { recoverOne } from './direct-recovery.js';
 import { failureClase } from './failure-class.js';
-import { dueTime, parseInstant } from './schedule.js';
+import { dueTime } from './schedule.js';
+import { parseInstant } from '../time/instant.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from '../media/media.js';
 export type { MediaTipo };

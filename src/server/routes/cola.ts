@@ -17,7 +17,7 @@ const msgIdsField = Type.Unsafe<string[] | string>({
 
 const idsOf = (v: string[] | string | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : v.split(','));
 
-const MOTIVOS = ['enviando', 'desconectado', 'fuera_de_horario', 'reintento', 'cupo_minuto', 'cupo_hora', 'cupo_dia', 'pausa_humana', 'en_turno', 'listo'];
+const MOTIVOS = ['enviando', 'desconectado', 'fuera_de_horario', 'reintento', 'programado', 'cupo_minuto', 'cupo_hora', 'cupo_dia', 'pausa_humana', 'en_turno', 'listo'];
 
 /**
  * The queue (issue 36): GET /api/cola.php lists what waits and why; POST
@@ -67,6 +67,7 @@ export default async function colaRoutes(
                 texto: { type: 'string', nullable: true },
                 created_at: ts,
                 due_at: { ...tsOrNull, description: 'estimated' },
+                enviar_en: { ...tsOrNull, description: 'a scheduled send: when it is due (motivo programado until then); null otherwise' },
                 motivo: { type: 'string', enum: MOTIVOS },
                 intentos: { type: 'integer' },
                 error: { type: 'string', nullable: true, description: "the last failed attempt's reason" },

@@ -42,6 +42,7 @@ const mensajeSchema = {
         'with estado error: rechazado (refused for good by the network), no_enviado (never reached the network), incierto (may have reached the recipient), fallido (the network took it, then reported it failed), cancelado (cancelled while queued; refunded)',
     },
     reintento_de: { ...strOrNull, description: 'the failed message this one retries (mensaje_reintentar.php); null otherwise' },
+    enviar_en: { ...tsOrNull, description: 'a scheduled send: the instant it was due (it waited pendiente until then); null otherwise' },
     created_at: ts,
     enviado_at: tsOrNull,
     entregado_at: tsOrNull,
