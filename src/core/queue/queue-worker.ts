@@ -88,6 +88,11 @@ export class QueueWorker {
    * a backlog waiting for its time neither holds it back nor costs a look per accept.
    */
   private waiting = new Map<number, number>();
+  /**
+   * Per line: recipients a guess found held back by an older message of theirs, while the line's
+   * `waiting` time lasts: their next accepts are not guessed (a look per recipient, not per accept).
+   */
+  private heldTo = new Map<number, { until: number; to: Set<string> }>();
   /** Line leases kept between sends: when the line's last send and its rest ended (clock time and ticks), and the node's lapses then. */
   private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
   /** Line leases being given back: a take of the line waits for its give. */
@@ -192,6 +197,9 @@ export class QueueWorker {
     // Scheduled (D-162): a look (one every pollMs at most) finds it and times the line for when it is due.
     if (m && m.proximo_intento_at !== null && m.proximo_intento_at > now) return this.mark(celularId);
     const allWaiting = (this.waiting.get(celularId) ?? 0) > now;
+    // Behind an older message of its recipient that waits: found by the look timed for the line's next due time.
+    const heldTo = this.heldTo.get(celularId);
+    if (allWaiting && m && heldTo && heldTo.until > now && heldTo.to.has(m.destinatario)) return this.mark(celularId);
     if (!m || m.celular_id !== celularId || (this.backlog.has(celularId) && !allWaiting)) {
       this.mark(celularId);
       this.poke();
@@ -243,6 +251,7 @@ export class QueueWorker {
     // What no longer tells anything (the windows of heldByAnother and gaveLately): forgotten, so the maps follow the lines in use.
     for (const [id, t] of this.gaveAt) if (now - t >= 2 * this.keepIdleMs()) this.gaveAt.delete(id);
     for (const [id, t] of this.heldElsewhere) if (now - t >= this.keepIdleMs()) this.heldElsewhere.delete(id);
+    for (const [id, h] of this.heldTo) if (h.until <= now) this.heldTo.delete(id);
     const due: MensajeRow[] = [];
     const since = new Set<number>();
     this.queuedSince = since;
@@ -314,6 +323,15 @@ export class QueueWorker {
       wait = Math.min(wait, a.restMs || this.core.config.queue.recheckMs);
     }
     return wait;
+  }
+
+  /** A guess on a line whose backlog all waits missed: its recipient's next accepts wait for the line's next due time unguessed. */
+  private heldBack(m: MensajeRow): void {
+    const until = this.waiting.get(m.celular_id) ?? 0;
+    if (until <= this.core.clock.now()) return;
+    const h = this.heldTo.get(m.celular_id);
+    if (h && h.until === until) h.to.add(m.destinatario);
+    else this.heldTo.set(m.celular_id, { until, to: new Set([m.destinatario]) });
   }
 
   /** Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon. */
@@ -534,8 +552,11 @@ export class QueueWorker {
     }
     const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now(), guess, this.node.info.id);
     if (!claim.ok) {
-      // A guess that missed (an older message waits on the line) costs a look now, no hold.
-      if (guess && claim.reason === 'taken') return 'none';
+      // A guess that missed (an older message to its recipient waits on the line) costs a look now, no hold.
+      if (guess && claim.reason === 'taken') {
+        this.heldBack(m);
+        return 'none';
+      }
       // Taken: another worker's claim on it is still live; looked at again soon, not at once.
       hold(claim.reason === 'cap' ? claim.retryAfterMs : this.core.config.queue.recheckMs);
       return 'none';
