@@ -88,7 +88,8 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   }
   // A column `enviar_en` schedules its row (`send --at`); empty: as soon as possible.
   const enviarEn = (record[ENVIAR_EN] ?? '').trim();
-  if (enviarEn !== '' && parseInstant(enviarEn) === null) return refuse(`enviar_en "${enviarEn}" is not an RFC 3339 instant with its zone, such as 2026-12-01T09:30:00-03:00`);
+  if (enviarEn !== '' && parseInstant(enviarEn) === null)
+    return refuse(`enviar_en "${enviarEn}" is not an RFC 3339 instant with its zone, such as 2026-12-01T09:30:00-03:00`);
   const at = enviarEn === '' ? {} : { enviar_en: enviarEn };
   const texto = spec.template ? render(spec.template, record) : spec.textColumn ? (record[spec.textColumn] ?? '') : '';
   const source = spec.mediaColumn ? (record[spec.mediaColumn] ?? '').trim() : undefined;

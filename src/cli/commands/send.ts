@@ -155,11 +155,7 @@ const common = (cmd: Command) =>
       'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)',
       idempotencyKey,
     )
-    .option(
-      '--at <instant>',
-      'send it at this RFC 3339 instant, at most 30 days ahead (2026-12-01T09:30:00-03:00); queued sends only',
-      instantArg,
-    )
+    .option('--at <instant>', 'send it at this RFC 3339 instant, at most 30 days ahead (2026-12-01T09:30:00-03:00); queued sends only', instantArg)
     .option('--wait-window', "outside the line's allowed hours (with --directo), wait until they open and send then")
     .option('--max-wait <duration>', 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead', duration)
     .addOption(
@@ -173,7 +169,8 @@ const common = (cmd: Command) =>
 
 /** --at: an RFC 3339 instant with its zone (the server checks how far ahead). */
 function instantArg(v: string): string {
-  if (parseInstant(v) === null) throw new InvalidArgumentError('not an RFC 3339 instant with its zone, such as 2026-12-01T09:30:00Z or 2026-12-01T06:30:00-03:00');
+  if (parseInstant(v) === null)
+    throw new InvalidArgumentError('not an RFC 3339 instant with its zone, such as 2026-12-01T09:30:00Z or 2026-12-01T06:30:00-03:00');
   return v.trim();
 }
 

@@ -15,7 +15,10 @@ export function dueTime(text: string | undefined, directo: boolean, now: number)
   if (text === undefined || text === '') return null;
   const at = parseInstant(text);
   if (at === null)
-    fail('INVALID_PARAMS', `enviar_en must be an RFC 3339 instant with its zone, such as 2026-12-01T09:30:00Z or 2026-12-01T06:30:00-03:00; got ${JSON.stringify(text)}`);
+    fail(
+      'INVALID_PARAMS',
+      `enviar_en must be an RFC 3339 instant with its zone, such as 2026-12-01T09:30:00Z or 2026-12-01T06:30:00-03:00; got ${JSON.stringify(text)}`,
+    );
   if (directo) fail('INVALID_PARAMS', 'enviar_en schedules a queued send: it cannot go with directo=1, which sends now and answers after the gateway');
   if (at - now > SCHEDULE_MAX_MS) fail('INVALID_PARAMS', `enviar_en must be at most 30 days ahead (until ${iso(now + SCHEDULE_MAX_MS)}); got ${text}`);
   return { at, due: at > now ? at : null };

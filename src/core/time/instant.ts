@@ -12,6 +12,11 @@ export function parseInstant(text: string): number | null {
   if (month < 1 || month > 12 || day < 1 || day > days || hour > 23 || minute > 59 || second > 60) return null;
   if (p[9] !== undefined && (Number(p[9]) > 23 || Number(p[10]) > 59)) return null;
   // A leap second is read as the second after it, as Date does not know them.
-  const t = Date.parse(p[0].trim().replace(/:60(?=[.Zz+-])/, ':59').replace(' ', 'T'));
+  const t = Date.parse(
+    p[0]
+      .trim()
+      .replace(/:60(?=[.Zz+-])/, ':59')
+      .replace(' ', 'T'),
+  );
   return Number.isNaN(t) ? null : second === 60 ? t + 1000 : t;
 }

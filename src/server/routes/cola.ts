@@ -17,7 +17,19 @@ const msgIdsField = Type.Unsafe<string[] | string>({
 
 const idsOf = (v: string[] | string | undefined): string[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : v.split(','));
 
-const MOTIVOS = ['enviando', 'desconectado', 'fuera_de_horario', 'reintento', 'programado', 'cupo_minuto', 'cupo_hora', 'cupo_dia', 'pausa_humana', 'en_turno', 'listo'];
+const MOTIVOS = [
+  'enviando',
+  'desconectado',
+  'fuera_de_horario',
+  'reintento',
+  'programado',
+  'cupo_minuto',
+  'cupo_hora',
+  'cupo_dia',
+  'pausa_humana',
+  'en_turno',
+  'listo',
+];
 
 /**
  * The queue (issue 36): GET /api/cola.php lists what waits and why; POST
