@@ -29,7 +29,7 @@ export function acceptedRow(m: NewMensaje, cargo: AcceptedMensaje['cargo'], cupo
     payload: JSON.stringify(m.payload),
     cargo,
     intentos: 0,
-    proximo_intento_at: now,
+    proximo_intento_at: m.enviar_en ?? now,
     lease_until: null,
     expira_at: m.expira_at ?? null,
     cupo_at: cupoAt,
@@ -39,5 +39,6 @@ export function acceptedRow(m: NewMensaje, cargo: AcceptedMensaje['cargo'], cupo
     error_at: null,
     reintento_de: m.reintento_de ?? null,
     vigencia_hasta: m.vigencia_hasta ?? null,
+    enviar_en: m.enviar_en ?? null,
   } as MensajeRow;
 }

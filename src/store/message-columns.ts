@@ -29,6 +29,7 @@ export const MSG_COLS = [
   'cupo_at',
   'reintento_de',
   'vigencia_hasta',
+  'enviar_en',
 ];
 /** MensajeEstadoRow's columns: a send's record and a receipt read these, not the text and payload (D-155). */
 export const ESTADO_COLUMNS = [

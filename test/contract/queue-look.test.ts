@@ -65,7 +65,8 @@ for (const adapter of ADAPTERS) {
           { celular_id: fresh2!.id, proximo_intento_at: null },
           { celular_id: later1!.id, proximo_intento_at: 100_000 },
           { celular_id: later2!.id, proximo_intento_at: 200_000 },
-          { celular_id: past!.id, proximo_intento_at: 4000 },
+          // Something due now: no wake time (D-162).
+          { celular_id: past!.id, proximo_intento_at: null },
         ].sort((x, y) => x.celular_id - y.celular_id),
         due: [fresh1, fresh2, past].map((c) => heads.get(c!.id)!).sort(),
       });
@@ -83,6 +84,42 @@ for (const adapter of ADAPTERS) {
       expect(after.lines.find((l) => l.celular_id === later2!.id)).toEqual({ celular_id: later2!.id, proximo_intento_at: null });
       expect(after.due.filter((m) => m.celular_id === later2!.id).map((m) => m.msg_id)).toHaveLength(1);
       expect(after.due.some((m) => m.msg_id === heads.get(later2!.id))).toBe(false);
+    });
+
+    it("per recipient (D-162): a deferred message holds back its recipient's newer ones only; a scheduled backlog is never due early", async () => {
+      const { cels } = await lines(1);
+      const cel = cels[0]!;
+      const c = cel.cliente_id;
+      const make = messages(c, cel.id);
+      const queueTo = async (destinatario: string, at: number, enviar_en?: number) => {
+        const m = { ...make(), msg_id: randomUUID(), destinatario, ...(enviar_en ? { enviar_en } : {}) };
+        expect((await ctx.store.acceptMensaje(m, { charge: true, maxPending: null }, at)).ok).toBe(true);
+        return m.msg_id;
+      };
+      const a1 = await queueTo('14155550001', 2000);
+      const a2 = await queueTo('14155550001', 2001);
+      const later = await queueTo('14155550003', 2002, 50_000);
+      const b1 = await queueTo('14155550002', 2003);
+      await retried(cel, a1, 3000, 100_000);
+      // a1 waits for its retry, a2 behind it (same recipient), `later` for its time: b1 is the line's next.
+      let look = await ctx.store.queueLook(5000);
+      expect(look.due.map((m) => m.msg_id)).toEqual([b1]);
+      expect(look.lines).toEqual([{ celular_id: cel.id, proximo_intento_at: null }]);
+      // The guessed claim's test is per recipient too: a2 is not its recipient's first, b1 is.
+      expect(await ctx.store.claimQueued(a2, slotClaim(cel, 5000, 60_000), 5000, true)).toEqual({ ok: false, reason: 'taken' });
+      expect(await ctx.store.claimQueued(b1, slotClaim(cel, 5000, 60_000), 5000, true)).toEqual({ ok: true });
+      expect(await ctx.store.markSent(b1, 'G-b1', 5001)).toMatchObject({ estado: 'enviado' });
+      // Nothing due: the line wakes when its first deferred message is (`later`, at 50 000).
+      look = await ctx.store.queueLook(6000);
+      expect(look).toEqual({ lines: [{ celular_id: cel.id, proximo_intento_at: 50_000 }], due: [] });
+      expect(await ctx.store.claimQueued(later, slotClaim(cel, 6000, 60_000), 6000, true)).toEqual({ ok: false, reason: 'taken' });
+      look = await ctx.store.queueLook(50_000);
+      expect(look.due.map((m) => m.msg_id)).toEqual([later]);
+      expect(look.due[0]).toMatchObject({ enviar_en: 50_000, proximo_intento_at: 50_000, intentos: 0 });
+      await ctx.store.cancelQueued(later, 'cancelled', 50_001);
+      // a1's retry due: a1 first, then a2.
+      look = await ctx.store.queueLook(100_000);
+      expect(look.due.map((m) => m.msg_id)).toEqual([a1]);
     });
 
     it('an empty queue: no lines, nothing due', async () => {

@@ -2,6 +2,10 @@ import { FIELD_LIMITS } from '../../core/api/limits.js';
 import { validFor } from '../duration.js';
 import { httpUrl, phone } from '../parse.js';
 import { missingColumns, render, type Piece } from './template.js';
+import { parseInstant } from '../../core/time/instant.js';
+
+/** The optional column that schedules a row (the API's `enviar_en`, D-162). */
+export const ENVIAR_EN = 'enviar_en';
 
 /** The column that gives a row's validity (docs/validity.md), read when the file has it. */
 export const VIGENCIA_COLUMN = 'vigencia';
@@ -26,7 +30,7 @@ export interface BulkSpec {
 
 /** One row ready to send, or the reason it cannot be (reported for that row; the others go on). */
 export type Prepared =
-  | { ok: true; row: number; destinatario: string; texto: string; media?: { source: string; kind: MediaKind }; vigencia?: number; grupo?: string }
+  | { ok: true; row: number; destinatario: string; texto: string; media?: { source: string; kind: MediaKind }; vigencia?: number; grupo?: string; enviar_en?: string }
   | { ok: false; row: number; destinatario: string; error: string };
 
 /** The columns the flags name that the header lacks: checked before any send (exit 2). */
@@ -105,6 +109,11 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
       return refuse(`${VIGENCIA_COLUMN} "${validez}": ${(err as Error).message}`);
     }
   }
+  // A column `enviar_en` schedules its row (`send --at`); empty: as soon as possible.
+  const enviarEn = (record[ENVIAR_EN] ?? '').trim();
+  if (enviarEn !== '' && parseInstant(enviarEn) === null)
+    return refuse(`enviar_en "${enviarEn}" is not an RFC 3339 instant with its zone, such as 2026-12-01T09:30:00-03:00`);
+  const at = enviarEn === '' ? {} : { enviar_en: enviarEn };
   const texto = spec.template ? render(spec.template, record) : spec.textColumn ? (record[spec.textColumn] ?? '') : '';
   // A `grupo` column: the row goes through that pool (docs/pools.md) instead of the run's line.
   const pool = (record.grupo ?? '').trim() === '' ? {} : { grupo: (record.grupo ?? '').trim() };
@@ -113,7 +122,7 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   if (source === undefined) {
     if (texto.trim() === '') return refuse('the text is empty');
     if (chars > MAX_TEXT) return refuse(`the text has ${chars} characters; at most ${MAX_TEXT}`);
-    return { ok: true, row, destinatario, texto, ...vigencia, ...pool };
+    return { ok: true, row, destinatario, texto, ...vigencia, ...pool, ...at };
   }
   if (source === '') return refuse(`no file or URL in column "${spec.mediaColumn}"`);
   if (isUrl(source)) {
@@ -126,5 +135,5 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   const kind = spec.mediaType ?? mediaKindOf(source);
   if ((kind === 'audio' || kind === 'sticker') && texto !== '') return refuse(`${kind} has no caption; send it without --text`);
   if (chars > MAX_CAPTION) return refuse(`the caption has ${chars} characters; at most ${MAX_CAPTION}`);
-  return { ok: true, row, destinatario, texto, media: { source, kind }, ...vigencia, ...pool };
+  return { ok: true, row, destinatario, texto, media: { source, kind }, ...vigencia, ...pool, ...at };
 }

@@ -76,6 +76,7 @@ export async function requestOf(
     destinatario: p.destinatario,
     ...(p.grupo !== undefined ? { ...rest, grupo: p.grupo } : { ...rest, ...(celular_id !== undefined ? { celular_id } : {}) }),
     ...(p.vigencia !== undefined ? { vigencia: p.vigencia } : {}),
+    ...(p.enviar_en ? { enviar_en: p.enviar_en } : {}),
   };
   if (!p.media) return { path: API.mensajeTexto, json: { ...base, mensaje: p.texto } };
   const { source, kind } = p.media;

@@ -29,6 +29,8 @@ export interface Mensaje {
   reintento_de?: string | null;
   /** A queued send's validity end (absent from servers before it). */
   vigencia_hasta?: string | null;
+  /** A scheduled send's due time (absent from servers before it). */
+  enviar_en?: string | null;
 }
 
 export interface HistorialOptions extends ListingOpts {

@@ -61,6 +61,8 @@ function mensajeFields(ctx: Ctx, m: Mensaje): void {
     // A validity: the instant it had to be handed to the gateway by (docs/validity.md).
     ...(m.vigencia_hasta ? ([['vigencia_hasta', m.vigencia_hasta]] as Array<[string, string]>) : []),
     ['created_at', m.created_at],
+    // A scheduled send (`send --at`): when it is due.
+    ...(m.enviar_en ? ([['enviar_en', m.enviar_en]] as Array<[string, string]>) : []),
     ['enviado_at', m.enviado_at],
     ['entregado_at', m.entregado_at],
     ['leido_at', m.leido_at],

@@ -76,6 +76,7 @@ export function registerSendBulk(send: Command, ctxOf: CtxOf): void {
     .command('bulk <archivo.csv>')
     .description(
       'send one message per row of a CSV file (a header row names the columns); a rerun of the same file sends no row twice. ' +
+        'A column enviar_en (an RFC 3339 instant) schedules its row. ' +
         'Off a TTY: one JSON line per row. Exit 0 all accepted, 12 some refused, 2 a bad file or template (nothing sent)',
     )
     .option('--text <template>', 'the text, with {columna} replaced by that column of the row ({{ and }} for literal braces); with media, the caption')

@@ -14,6 +14,7 @@ import { emit } from '../output.js';
 import { checkArg, httpUrl, idempotencyKey, int, phone, positiveInt, text } from '../parse.js';
 import { cappedSleep, withRetry } from '../retry.js';
 import { duration, timerMs, validFor } from '../duration.js';
+import { parseInstant } from '../../core/time/instant.js';
 import { registerSendBulk } from './send-bulk.js';
 import { fetchMensaje, printMensaje } from './mensaje.js';
 import { WAIT_ESTADOS, waitForMensaje, type WaitEstado } from '../wait-delivery.js';
@@ -31,6 +32,8 @@ interface SendBody {
   replayed?: boolean;
   /** A queued send outside the line's hours: when they open. */
   envio_desde?: string;
+  /** A scheduled send (--at): when it is due. */
+  enviar_en?: string;
 }
 
 export interface Common {
@@ -49,6 +52,8 @@ export interface Common {
   timeout?: number;
   /** --valid-for: the send's `vigencia`, seconds (docs/validity.md). */
   validFor?: number;
+  /** --at: the RFC 3339 instant to send it (`enviar_en`). */
+  at?: string;
 }
 
 /** The endpoints by URL and by base64, the per-type base64 field and the core's media type of each kind. */
@@ -76,6 +81,7 @@ const SEND_FIELDS: FieldFlags = {
   caption: '--caption',
   filename: '--filename',
   ptt: '--ptt',
+  enviar_en: '--at',
   imageBase64: '<archivo_o_url>',
   documentBase64: '<archivo_o_url>',
   audioBase64: '<archivo_o_url>',
@@ -95,6 +101,7 @@ async function readStdin(stream: NodeJS.ReadableStream): Promise<string> {
 function report(ctx: Ctx, b: SendBody): void {
   emit(ctx, b, () => {
     if (b.replayed) ctx.term.err(`replayed: this Idempotency-Key was answered before (msg_id ${b.msg_id}); nothing was sent now`);
+    if (b.enviar_en) ctx.term.err(`scheduled: it stays pendiente until ${b.enviar_en} (cancel it with \`pasarela cola cancel ${b.msg_id}\`)`);
     if (b.envio_desde) ctx.term.err(`note: the line's allowed hours are closed; this queued message waits until they open (${b.envio_desde})`);
     if (ctx.term.io.stdoutIsTTY) {
       const what = b.modo === 'directo' ? ctx.term.color.green(`sent (gateway id ${b.gateway_msg_id ?? '?'})`) : ctx.term.color.cyan('queued');
@@ -158,6 +165,7 @@ const common = (cmd: Command) =>
       'key that makes a repeat of this send a replay of its first answer (default: a new one per invocation, the same on every retry)',
       idempotencyKey,
     )
+    .option('--at <instant>', 'send it at this RFC 3339 instant, at most 30 days ahead (2026-12-01T09:30:00-03:00); queued sends only', instantArg)
     .option('--wait-window', "outside the line's allowed hours (with --directo), wait until they open and send then")
     .option('--max-wait <duration>', 'the most --retry and --wait-window may wait in all (30s, 2m); a longer wait fails at once instead', duration)
     .addOption(
@@ -173,6 +181,13 @@ const common = (cmd: Command) =>
     .addOption(
       new Option('--timeout <duration>', 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11').default(60_000, '60s').argParser(seconds),
     );
+
+/** --at: an RFC 3339 instant with its zone (the server checks how far ahead). */
+function instantArg(v: string): string {
+  if (parseInstant(v) === null)
+    throw new InvalidArgumentError('not an RFC 3339 instant with its zone, such as 2026-12-01T09:30:00Z or 2026-12-01T06:30:00-03:00');
+  return v.trim();
+}
 
 /** A duration; a bare number is seconds here (as `celular qr --timeout`). */
 function seconds(v: string): number {
@@ -213,8 +228,10 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
   if (o.grupo !== undefined && o.celular !== undefined) throw usage('give --celular or --grupo, not both');
   const celularId = o.grupo !== undefined ? undefined : await sendingLine(ctx, o, key, wait);
   const idemKey = o.idempotencyKey ?? `pasarela-${randomUUID()}`;
+  if (o.at !== undefined && o.directo) throw usage('--at schedules a queued send; it cannot go with --directo, which sends now');
   const json = {
     ...body,
+    ...(o.at !== undefined ? { enviar_en: o.at } : {}),
     ...(celularId !== undefined ? { celular_id: celularId } : {}),
     ...(o.grupo !== undefined ? { grupo: o.grupo } : {}),
     ...(o.validFor !== undefined ? { vigencia: o.validFor } : {}),

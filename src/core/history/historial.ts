@@ -33,6 +33,7 @@ export const MENSAJE_FIELDS = [
   'error_clase',
   'reintento_de',
   'vigencia_hasta',
+  'enviar_en',
 ] as const;
 export const POR_PAGINA_DEFAULT = 50;
 export const POR_PAGINA_MAX = 500;
@@ -71,6 +72,7 @@ export function mensajeView(m: MensajeRow) {
     error_clase: m.error_clase,
     reintento_de: m.reintento_de ?? null,
     vigencia_hasta: at(m.vigencia_hasta ?? null),
+    enviar_en: m.enviar_en ? iso(m.enviar_en) : null,
   };
 }
 

@@ -23,6 +23,8 @@ export interface NewMensaje {
   reintento_de?: string | null;
   /** A queued send's validity end (docs/validity.md); a direct send has none. */
   vigencia_hasta?: number | null;
+  /** A scheduled send's due time (D-162): its first attempt; null or absent: as soon as possible. */
+  enviar_en?: number | null;
 }
 
 export type AcceptResult =

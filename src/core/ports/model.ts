@@ -159,6 +159,8 @@ export interface MensajeRow {
   reintento_de?: string | null;
   /** A queued send's validity: not handed to the gateway by then, it ends `caducado` (docs/validity.md); null (or absent) otherwise. */
   vigencia_hasta?: number | null;
+  /** A scheduled send's due time (D-162); null (or absent, on rows read before migration 31) when sent as soon as possible. */
+  enviar_en?: number | null;
 }
 
 /**

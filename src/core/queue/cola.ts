@@ -37,6 +37,8 @@ export interface ColaItem {
   created_at: string;
   /** Estimated; null when no time can be told (the line is not active). */
   due_at: string | null;
+  /** A scheduled send's due time (D-162); null otherwise. */
+  enviar_en: string | null;
   motivo: Motivo;
   intentos: number;
   /** The last failed attempt's reason, while it waits for another. */
@@ -134,6 +136,7 @@ export async function listCola(
         texto: m.texto,
         created_at: iso(m.created_at),
         due_at: w.due_at === null ? null : iso(w.due_at),
+        enviar_en: m.enviar_en ? iso(m.enviar_en) : null,
         motivo: w.motivo,
         intentos: m.intentos,
         error: m.error,

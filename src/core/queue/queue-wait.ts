@@ -22,6 +22,8 @@ export type Motivo =
   | 'fuera_de_horario'
   /** A failed attempt waits for its next one. */
   | 'reintento'
+  /** A scheduled send waits for its time (`enviar_en`, D-162). */
+  | 'programado'
   | 'cupo_minuto'
   | 'cupo_hora'
   | 'cupo_dia'
@@ -57,6 +59,8 @@ export interface QueueLine {
 export interface QueuedItem {
   lease_until: number | null;
   proximo_intento_at: number | null;
+  intentos?: number;
+  enviar_en?: number | null;
 }
 
 export interface QueueSettings {
@@ -94,7 +98,10 @@ export function whyWaiting<T extends QueuedItem>(line: QueueLine, queue: T[], no
     const reasons: Array<{ at: number; motivo: Motivo }> = [];
     if (prev !== null) reasons.push({ at: prev + meanGap, motivo: 'en_turno' });
     else if (line.lastSend !== null) reasons.push({ at: line.lastSend + meanGap, motivo: behind ? 'en_turno' : 'pausa_humana' });
-    if (m.proximo_intento_at !== null && m.proximo_intento_at > now) reasons.push({ at: m.proximo_intento_at, motivo: 'reintento' });
+    // A message waiting for its own time (D-162) holds back none behind it: the chain goes on from the one before.
+    const own = m.proximo_intento_at !== null && m.proximo_intento_at > now;
+    const before = prev;
+    if (own) reasons.push({ at: m.proximo_intento_at!, motivo: !m.intentos && m.enviar_en ? 'programado' : 'reintento' });
     for (const c of caps) {
       const rolls = Math.floor((c.n + k) / c.cap);
       if (rolls > 0) reasons.push({ at: (c.oldest ?? now) + c.ms * rolls, motivo: behind ? 'en_turno' : (CAP_MOTIVO[c.ms] ?? 'cupo_dia') });
@@ -107,7 +114,7 @@ export function whyWaiting<T extends QueuedItem>(line: QueueLine, queue: T[], no
       at += w.opensInMs;
       if (!behind) motivo = 'fuera_de_horario';
     }
-    prev = at;
+    prev = own ? before : at;
     return { due_at: at, motivo };
   });
 }

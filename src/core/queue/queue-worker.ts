@@ -90,11 +90,17 @@ export class QueueWorker {
   /** The lines queued on while a look reads the heads: still in the backlog after it. */
   private queuedSince: Set<number> | null = null;
   /**
-   * Per line: its head's next attempt, when the last look found it ahead. A message queued behind that
-   * head cannot go before it, so its accept asks for no look: a backlog of deferred heads costs a look a
-   * poll, not one per accept. The look that finds another head (the head ended elsewhere) comes within pollMs.
+   * Per line: when its next message falls due, when the last look found none due (every one waits for its
+   * time: a retry, a scheduled send). A message accepted on such a line is sent at once without a look, as
+   * on an empty line: its claim checks no older message of its line to its recipient is pending (D-162), so
+   * a backlog waiting for its time neither holds it back nor costs a look per accept.
    */
-  private headRetry = new Map<number, number>();
+  private waiting = new Map<number, number>();
+  /**
+   * Per line: recipients a guess found held back by an older message of theirs, while the line's
+   * `waiting` time lasts: their next accepts are not guessed (a look per recipient, not per accept).
+   */
+  private heldTo = new Map<number, { until: number; to: Set<string> }>();
   /** Line leases kept between sends: when the line's last send and its rest ended (clock time and ticks), and the node's lapses then. */
   private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
   /** Line leases being given back: a take of the line waits for its give. */
@@ -193,13 +199,19 @@ export class QueueWorker {
       return;
     }
     const held = this.notBefore.get(celularId);
-    if (busy || (held?.until ?? 0) > now || (this.headRetry.get(celularId) ?? 0) > now) {
+    if (busy || (held?.until ?? 0) > now) {
       // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
       if (!busy && !this.backlog.has(celularId)) this.poke();
       this.mark(celularId);
       return;
     }
-    if (!m || m.celular_id !== celularId || this.backlog.has(celularId)) {
+    // Scheduled (D-162): a look (one every pollMs at most) finds it and times the line for when it is due.
+    if (m && m.proximo_intento_at !== null && m.proximo_intento_at > now) return this.mark(celularId);
+    const allWaiting = (this.waiting.get(celularId) ?? 0) > now;
+    // Behind an older message of its recipient that waits: found by the look timed for the line's next due time.
+    const heldTo = this.heldTo.get(celularId);
+    if (allWaiting && m && heldTo && heldTo.until > now && heldTo.to.has(m.destinatario)) return this.mark(celularId);
+    if (!m || m.celular_id !== celularId || (this.backlog.has(celularId) && !allWaiting)) {
       this.mark(celularId);
       this.poke();
       return;
@@ -253,6 +265,7 @@ export class QueueWorker {
     // Messages whose validity passed end first, whatever their line's state; the next one ending times the look.
     const nextExpiry = await this.sweep(now);
     if (nextExpiry !== null) wait = Math.min(wait, Math.max(1, nextExpiry - now));
+    for (const [id, h] of this.heldTo) if (h.until <= now) this.heldTo.delete(id);
     const due: MensajeRow[] = [];
     const since = new Set<number>();
     this.queuedSince = since;
@@ -265,8 +278,10 @@ export class QueueWorker {
     }
     const heads = new Map(look.due.map((h) => [h.celular_id, h]));
     this.backlog = new Set([...look.lines.map((l) => l.celular_id), ...since]);
-    this.headRetry = new Map(
-      look.lines.flatMap((l) => (l.proximo_intento_at !== null && l.proximo_intento_at > now ? [[l.celular_id, l.proximo_intento_at]] : [])),
+    this.waiting = new Map(
+      look.lines.flatMap((l) =>
+        !heads.has(l.celular_id) && l.proximo_intento_at !== null && l.proximo_intento_at > now ? [[l.celular_id, l.proximo_intento_at]] : [],
+      ),
     );
     for (const line of look.lines) {
       const id = line.celular_id;
@@ -276,7 +291,7 @@ export class QueueWorker {
       const held = this.notBefore.get(id);
       const head = heads.get(id);
       if (!head) {
-        // Its head waits for a retry: looked at again when it is due.
+        // Every message of it waits for its time (a retry, a scheduled send): looked at again when the first is due.
         const at = Math.max(held?.until ?? 0, line.proximo_intento_at ?? 0);
         if (at > now) wait = Math.min(wait, at - now);
         continue;
@@ -322,6 +337,15 @@ export class QueueWorker {
       wait = Math.min(wait, a.restMs || this.core.config.queue.recheckMs);
     }
     return wait;
+  }
+
+  /** A guess on a line whose backlog all waits missed: its recipient's next accepts wait for the line's next due time unguessed. */
+  private heldBack(m: MensajeRow): void {
+    const until = this.waiting.get(m.celular_id) ?? 0;
+    if (until <= this.core.clock.now()) return;
+    const h = this.heldTo.get(m.celular_id);
+    if (h && h.until === until) h.to.add(m.destinatario);
+    else this.heldTo.set(m.celular_id, { until, to: new Set([m.destinatario]) });
   }
 
   /** Another node's gap is the line's own: waited out whole. A line another node is on: looked at again soon. */
@@ -576,8 +600,11 @@ export class QueueWorker {
     }
     const claim = await core.store.claimQueued(m.msg_id, slot, core.clock.now(), guess, this.node.info.id);
     if (!claim.ok) {
-      // A guess that missed (an older message waits on the line) costs a look now, no hold.
-      if (guess && claim.reason === 'taken') return 'none';
+      // A guess that missed (an older message to its recipient waits on the line) costs a look now, no hold.
+      if (guess && claim.reason === 'taken') {
+        this.heldBack(m);
+        return 'none';
+      }
       // Taken: another worker's claim on it is still live; looked at again soon, not at once.
       hold(claim.reason === 'cap' ? claim.retryAfterMs : this.core.config.queue.recheckMs);
       return 'none';

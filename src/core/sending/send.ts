@@ -20,6 +20,8 @@ import { recoverOne } from './direct-recovery.js';
 import { failureClase } from './failure-class.js';
 import { countLineFailure } from '../accounts/line-brake.js';
 import { poolLine, type PoolPick } from '../accounts/grupos.js';
+import { dueTime } from './schedule.js';
+import { parseInstant } from '../time/instant.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from '../media/media.js';
 export type { MediaTipo };
@@ -61,6 +63,8 @@ export interface SendRequest {
   reintento_de?: string;
   /** Seconds a queued send may wait to be handed to the gateway (VIGENCIA_S, docs/validity.md); ignored with `directo`. */
   vigencia?: number;
+  /** The instant to send it (RFC 3339, at most 30 days ahead; core/sending/schedule.ts): a queued send only. */
+  enviar_en?: string;
 }
 
 /**
@@ -87,6 +91,8 @@ export interface SendResult {
   estado: string;
   /** A queued send accepted while the line's allowed hours are closed: when they open, and it may go (ISO). */
   envio_desde?: string;
+  /** A scheduled send: its due time (ISO). */
+  enviar_en?: string;
 }
 
 /** How the route shows a successful send (its success envelope); what a key's kept answer holds. */
@@ -98,7 +104,7 @@ export interface SendAnswer extends Answer {
 }
 
 /** The part of a direct send's answer known at acceptance, kept with its key until the gateway answers. */
-type AcceptedPart = Pick<SendResult, 'msg_id' | 'anti_dupe' | 'saldo' | 'envio_desde'>;
+type AcceptedPart = Pick<SendResult, 'msg_id' | 'anti_dupe' | 'saldo' | 'envio_desde' | 'enviar_en'>;
 
 const queuedResult = (part: AcceptedPart): SendResult => ({ ...part, modo: 'cola', estado: 'pendiente' });
 const directResult = (part: AcceptedPart, gatewayMsgId: string): SendResult => ({ ...part, modo: 'directo', gateway_msg_id: gatewayMsgId, estado: 'enviado' });
@@ -194,6 +200,7 @@ function requestHuella(req: SendRequest, endpoint: string, celular: CelularRow):
     ptt: Boolean(req.ptt),
     // Only when given, so a key bound before the field existed names the same request.
     ...(req.vigencia !== undefined && !req.directo ? { vigencia: req.vigencia } : {}),
+    ...(req.enviar_en ? { enviar_en: parseInstant(req.enviar_en) ?? req.enviar_en } : {}),
   });
 }
 
@@ -344,10 +351,16 @@ async function sendOnce(
   }
 
   const now = core.clock.now();
-  const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, now, core.config.tz);
+  // A scheduled send (D-162): due then; its caps and hours are its line's then, its queue TTL counted from then.
+  const due = dueTime(req.enviar_en, req.directo, now)?.due ?? null;
+  const from = due ?? now;
+  const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, from, core.config.tz);
   // A queued send waits for the window; its answer says from when, so a script that forgot --directo learns it now.
   // The wait is whole seconds from now: the window opens on the second it lands in.
-  const envioDesde = window.open ? {} : { envio_desde: iso(Math.floor((now + window.opensInMs) / 1000) * 1000) };
+  const envioDesde = {
+    ...(window.open ? {} : { envio_desde: iso(Math.floor((from + window.opensInMs) / 1000) * 1000) }),
+    ...(due === null ? {} : { enviar_en: iso(due) }),
+  };
   if (req.directo) {
     if (!window.open) {
       const retryAfter = Math.ceil(window.opensInMs / 1000);
@@ -377,9 +390,10 @@ async function sendOnce(
         texto: req.tipo === 'texto' ? (req.texto ?? null) : (req.caption ?? null),
         media,
         payload,
-        expira_at: req.directo ? null : now + core.config.queue.ttlMs,
+        expira_at: req.directo ? null : from + core.config.queue.ttlMs,
         ...(req.reintento_de ? { reintento_de: req.reintento_de } : {}),
-        ...(req.vigencia !== undefined && !req.directo ? { vigencia_hasta: now + req.vigencia * 1000 } : {}),
+        ...(req.vigencia !== undefined && !req.directo ? { vigencia_hasta: from + req.vigencia * 1000 } : {}),
+        ...(due === null ? {} : { enviar_en: due }),
       },
       {
         charge: p.cliente.plan === 'medido',

@@ -46,6 +46,7 @@ const mensajeSchema = {
       ...tsOrNull,
       description: 'a queued send with a vigencia: the instant it must be handed to the gateway by, or it ends in error caducado (refunded); null otherwise',
     },
+    enviar_en: { ...tsOrNull, description: 'a scheduled send: the instant it was due (it waited pendiente until then); null otherwise' },
     created_at: ts,
     enviado_at: tsOrNull,
     entregado_at: tsOrNull,

@@ -28,6 +28,15 @@ const destinatario = Type.String({
 const idempotencyKey = Type.Optional(
   Type.String({ ...IDEM_KEY, description: 'the Idempotency-Key header, for clients that cannot set headers (both given must agree)' }),
 );
+/** A scheduled send's instant (core/sending/schedule.ts checks it, so a bad one is refused with its reason). */
+function enviarEn() {
+  return Type.String({
+    maxLength: 64,
+    description:
+      'RFC 3339 instant to send a queued message at, at most 30 days ahead (2026-12-01T09:30:00-03:00); in the past or now: as soon as ' +
+      'possible. The message stays pendiente until then, charged now; caps and allowed hours apply when it is due. Not with directo=1',
+  });
+}
 const common = {
   key: Type.Optional(keyField),
   destinatario,
@@ -45,6 +54,7 @@ const common = {
         'seconds a queued send may wait to be handed to the gateway; past it, it ends in error with error_clase caducado and is refunded (docs/validity.md). Ignored with directo=1',
     }),
   ),
+  enviar_en: Type.Optional(enviarEn()),
 };
 
 /** The Idempotency-Key header, for every send endpoint (core/sending/idempotency.ts). */
@@ -92,6 +102,7 @@ const result = okResponse({
     format: 'date-time',
     description: "a queued send accepted while the line's allowed hours are closed: when they open (it waits until then)",
   },
+  enviar_en: { type: 'string', format: 'date-time', description: 'a scheduled send: when it is due (it stays pendiente until then)' },
 });
 const sent = { ...result, headers: replayedHeader };
 
@@ -215,6 +226,7 @@ function present(r: SendResult, tipo: Tipo, base64: boolean) {
       anti_dupe: r.anti_dupe,
       ...(r.gateway_msg_id ? { gateway_msg_id: r.gateway_msg_id } : {}),
       ...(r.envio_desde && r.modo === 'cola' ? { envio_desde: r.envio_desde } : {}),
+      ...(r.enviar_en ? { enviar_en: r.enviar_en } : {}),
       ...(tipo === 'imagen' && base64 ? { origen: r.modo === 'directo' ? 'base64_directo' : 'base64_inline' } : {}),
     },
     { descripcion: r.modo === 'directo' ? 'mensaje enviado' : 'mensaje en cola', saldo: r.saldo },
@@ -252,6 +264,7 @@ export default async function sendRoutes(
       mime: str(b, 'mime'),
       ...(typeof b.vigencia === 'number' ? { vigencia: b.vigencia } : {}),
       ...(idem ? { idem } : {}),
+      ...(str(b, 'enviar_en') !== undefined ? { enviar_en: str(b, 'enviar_en') } : {}),
     };
     if (spec.base64Field) {
       req0.file = takeUpload(req);
@@ -326,6 +339,7 @@ export default async function sendRoutes(
         tipomime: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.mime, description: 'MIME type of the file; required with mime' })),
         modo: Type.Optional(Type.String({ description: 'directo or DIRECTO for an immediate send; absent: queue' })),
         idempotency_key: idempotencyKey,
+        enviar_en: Type.Optional(enviarEn()),
       }),
       headers: idemHeaders,
       response: { 200: sent, ...idemResponses, ...errorResponses },
@@ -349,7 +363,8 @@ export default async function sendRoutes(
           }
           const directo = modo?.toLowerCase() === 'directo';
           const file = takeUpload(req);
-          const base = { destinatario: String(b.destinatario), directo, ...(idem ? { idem } : {}) };
+          const enviar = str(b, 'enviar_en');
+          const base = { destinatario: String(b.destinatario), directo, ...(idem ? { idem } : {}), ...(enviar !== undefined ? { enviar_en: enviar } : {}) };
           if (!file)
             return answer(
               reply,

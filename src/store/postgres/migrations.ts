@@ -1096,6 +1096,23 @@ export const PG_MIGRATIONS: Migration[] = [
       END $$;
       CREATE TRIGGER conteos_linea_movida AFTER UPDATE OF celular_id ON mensajes FOR EACH ROW
         WHEN (OLD.celular_id IS DISTINCT FROM NEW.celular_id AND OLD.estado IS NOT DISTINCT FROM NEW.estado) EXECUTE FUNCTION conteos_movida();
+      `,
+    },
+    {
+    version: 31,
+    name: 'scheduled sends and no head-of-line blocking: the due time, and the queue by recipient and by due time (D-162)',
+    sql: `
+      -- A send's instant to go (enviar_en, null: as soon as possible); its pending row starts with it as its next attempt.
+      ALTER TABLE mensajes ADD COLUMN enviar_en BIGINT;
+      -- A line's next message is the oldest due one whose recipient has no older pending one (postgres/queue.ts queueLook):
+      -- the recipient beside the place, its older messages one descent away; the messages never deferred in order;
+      -- the deferred ones (a retry, a scheduled send) by due time, so a future backlog is never read.
+      ALTER TABLE mensajes_pendientes ADD COLUMN destinatario TEXT;
+      UPDATE mensajes_pendientes p SET destinatario = m.destinatario FROM mensajes m WHERE m.msg_id = p.msg_id AND p.modo = 'cola';
+      CREATE INDEX mensajes_pendientes_destino ON mensajes_pendientes(celular_id, destinatario, seq) WHERE modo = 'cola';
+      CREATE INDEX mensajes_pendientes_diferidos ON mensajes_pendientes(celular_id, proximo_intento_at, seq)
+        WHERE modo = 'cola' AND proximo_intento_at IS NOT NULL;
+      CREATE INDEX mensajes_pendientes_listos ON mensajes_pendientes(celular_id, seq) WHERE modo = 'cola' AND proximo_intento_at IS NULL;
     `,
   },
 ];

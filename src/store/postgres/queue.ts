@@ -23,14 +23,19 @@ const LINEAS = `lineas(id) AS (
        FROM lineas l WHERE l.id IS NOT NULL
      )`;
 
+/** No older pending queued message of the line to the same recipient than pending row `c` (one descent of its index). */
+const FIRST_OF_RECIPIENT = `NOT EXISTS (SELECT 1 FROM mensajes_pendientes o
+              WHERE o.modo = 'cola' AND o.celular_id = c.celular_id AND o.destinatario = c.destinatario AND o.seq < c.seq)`;
+
 /**
- * A claim's test with onlyHead: only while no older queued message of its line is pending, so a guessed head
- * that is not one is 'taken' (D-85). Each line's messages commit in their order (its lock), so the older ones
+ * A claim's test with onlyHead: only while no older queued message of its line to its recipient is pending, so
+ * a guess that is not its recipient's first is 'taken' (D-85, D-162). Each line's messages commit in their order (its lock), so the older ones
  * are all in this snapshot. In the text only when asked, not behind a boolean parameter: a custom plan folds
  * that test away and costs less than the generic one, so PostgreSQL planned the claim again on every call (D-149).
  */
 const ONLY_HEAD = `AND NOT EXISTS (
-               SELECT 1 FROM mensajes_pendientes o WHERE o.modo = 'cola' AND o.celular_id = mensajes.celular_id AND o.seq < mensajes.seq)`;
+               SELECT 1 FROM mensajes_pendientes o WHERE o.modo = 'cola' AND o.celular_id = mensajes.celular_id
+                 AND o.destinatario = mensajes.destinatario AND o.seq < mensajes.seq)`;
 
 /** The message's columns as the statements below read them, from `mensajes m`. */
 const M_COLS = colsOf('m');
@@ -56,17 +61,27 @@ export function queue(db: Db): QueueStore {
       );
     },
     /**
-     * Each line's head and its next attempt from the pending side table
-     * (migration 28 keeps the attempt there); the message is read only for a
-     * head due by `$1`.
+     * Per line with a backlog its next message (D-162): the oldest due one whose recipient has no older
+     * pending one, from the messages never deferred in queue order and the deferred ones due by `$1` (a
+     * range by due time), each checked against its recipient's older ones (one descent); else when its
+     * next deferred one falls due. A message waiting for its time is not read (D-143); the message found
+     * is read whole.
      */
     async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }> {
       const rows = await db.q<(MensajeRow | { msg_id: null }) & { linea: number; linea_proximo: number | null }>(
         `WITH RECURSIVE ${LINEAS}
-     SELECT l.id AS linea, h.proximo_intento_at AS linea_proximo, ${M_COLS} FROM lineas l
-     CROSS JOIN LATERAL (SELECT msg_id, proximo_intento_at FROM mensajes_pendientes WHERE modo = 'cola' AND celular_id = l.id ORDER BY seq LIMIT 1) h
-     -- A qual on the head alone: a one-time filter of the lateral, so a head not due never reads its message.
-     LEFT JOIN LATERAL (SELECT * FROM mensajes WHERE msg_id = h.msg_id AND (h.proximo_intento_at IS NULL OR h.proximo_intento_at <= $1) LIMIT 1) m ON true
+     SELECT l.id AS linea, CASE WHEN h.seq IS NULL THEN d.proximo END AS linea_proximo, ${M_COLS} FROM lineas l
+     CROSS JOIN LATERAL (SELECT MIN(seq) AS seq FROM (
+         (SELECT c.seq FROM mensajes_pendientes c WHERE c.modo = 'cola' AND c.celular_id = l.id AND c.proximo_intento_at IS NULL
+            AND ${FIRST_OF_RECIPIENT} ORDER BY c.seq LIMIT 1)
+         UNION ALL
+         -- The due range of the deferred ones (OFFSET 0: read by due time, never the line's queue order past a future backlog).
+         (SELECT MIN(seq) FROM (SELECT c.seq FROM mensajes_pendientes c WHERE c.modo = 'cola' AND c.celular_id = l.id
+            AND c.proximo_intento_at IS NOT NULL AND c.proximo_intento_at <= $1 AND ${FIRST_OF_RECIPIENT} OFFSET 0) r)) s) h
+     CROSS JOIN LATERAL (SELECT MIN(c.proximo_intento_at) AS proximo FROM mensajes_pendientes c
+         WHERE c.modo = 'cola' AND c.celular_id = l.id AND c.proximo_intento_at IS NOT NULL AND c.proximo_intento_at > $1 AND h.seq IS NULL) d
+     LEFT JOIN LATERAL (SELECT p.msg_id FROM mensajes_pendientes p WHERE p.seq = h.seq) k ON true
+     LEFT JOIN LATERAL (SELECT * FROM mensajes WHERE msg_id = k.msg_id LIMIT 1) m ON true
      WHERE l.id IS NOT NULL
      ORDER BY l.id`,
         [now],
@@ -75,7 +90,7 @@ export function queue(db: Db): QueueStore {
       const due: MensajeRow[] = [];
       for (const { linea, linea_proximo, ...m } of rows) {
         lines.push({ celular_id: linea, proximo_intento_at: linea_proximo });
-        if (m.msg_id !== null) due.push(m);
+        if (m.msg_id !== null && m.estado === 'pendiente') due.push(m);
       }
       return { lines, due };
     },

@@ -53,8 +53,8 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
   stmt(
     db,
     `INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo,
-       payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at, reintento_de, vigencia_hasta)
-     VALUES (?, ?, ?, ?, ?, ?, 'pendiente', ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
+       payload, intentos, proximo_intento_at, expira_at, cupo_at, created_at, reintento_de, vigencia_hasta, enviar_en)
+     VALUES (?, ?, ?, ?, ?, ?, 'pendiente', ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(
     mensaje.msg_id,
     mensaje.cliente_id,
@@ -67,12 +67,13 @@ function acceptOne(db: DB, { m, opts, now }: AcceptItem): AcceptResult {
     mensaje.cobrado,
     mensaje.cargo,
     mensaje.payload,
-    now,
+    mensaje.proximo_intento_at,
     mensaje.expira_at,
     mensaje.cupo_at,
     now,
     mensaje.reintento_de,
     mensaje.vigencia_hasta,
+    mensaje.enviar_en,
   );
   enterPending(db, mensaje);
   if (mensaje.cupo_at !== null) {

@@ -960,6 +960,22 @@ export const MIGRATIONS: Migration[] = [
                  (NEW.celular_id, 15, NEW.created_at / 900000, NEW.estado, 1, NEW.cliente_id)
           ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + excluded.n;
       END;
+      `,
+    },
+    {
+    version: 31,
+    name: 'scheduled sends and no head-of-line blocking: the due time, and the queue by recipient and by due time (D-162)',
+    sql: `
+      -- A send's instant to go (enviar_en, null: as soon as possible); its queue row starts with it as its next attempt.
+      ALTER TABLE mensajes ADD COLUMN enviar_en INTEGER;
+      -- A line's next message is the oldest due one whose recipient has no older pending one (sqlite/queue.ts queueLook):
+      -- the recipient beside the place, its older messages one seek away; the messages never deferred in order
+      -- (the line index); the deferred ones (a retry, a scheduled send) by due time, so a future backlog is never read.
+      ALTER TABLE cola ADD COLUMN destinatario TEXT NOT NULL DEFAULT '';
+      UPDATE cola SET destinatario = (SELECT m.destinatario FROM mensajes m WHERE m.msg_id = cola.msg_id);
+      CREATE INDEX cola_destino ON cola(celular_id, destinatario);
+      CREATE INDEX cola_diferidos ON cola(celular_id, proximo_intento_at) WHERE proximo_intento_at IS NOT NULL;
+      CREATE INDEX cola_listos ON cola(celular_id) WHERE proximo_intento_at IS NULL;
     `,
   },
 ];

@@ -25,6 +25,23 @@ const BACKLOG_LINES = `WITH RECURSIVE lineas(id) AS (
        FROM lineas WHERE lineas.id IS NOT NULL
      )`;
 
+/** No older pending message of the line to the same recipient than queue row `c` (cola_destino: one seek). */
+const FIRST_OF_RECIPIENT = 'NOT EXISTS (SELECT 1 FROM cola o WHERE o.celular_id = c.celular_id AND o.destinatario = c.destinatario AND o.seq < c.seq)';
+
+/**
+ * The look's read (queueLook): per line with a backlog, its oldest message never deferred and its oldest
+ * deferred one due by `@now` that are first of their recipient, and its next deferred one's due time.
+ */
+const LOOK = `${BACKLOG_LINES}
+     SELECT lineas.id AS celular_id,
+       (SELECT c.seq FROM cola c INDEXED BY cola_listos WHERE c.celular_id = lineas.id AND c.proximo_intento_at IS NULL
+          AND ${FIRST_OF_RECIPIENT} ORDER BY c.seq LIMIT 1) AS listo,
+       (SELECT MIN(c.seq) FROM cola c INDEXED BY cola_diferidos WHERE c.celular_id = lineas.id AND c.proximo_intento_at IS NOT NULL
+          AND c.proximo_intento_at <= @now AND ${FIRST_OF_RECIPIENT}) AS diferido,
+       (SELECT MIN(c.proximo_intento_at) FROM cola c INDEXED BY cola_diferidos WHERE c.celular_id = lineas.id
+          AND c.proximo_intento_at IS NOT NULL AND c.proximo_intento_at > @now) AS proximo
+     FROM lineas WHERE lineas.id IS NOT NULL`;
+
 /** The QueueStore port over one connection. */
 export function queue(db: DB): QueueStore {
   return {
@@ -44,28 +61,32 @@ export function queue(db: DB): QueueStore {
       ).all() as MensajeRow[];
     },
     /**
-     * Each line's head and its next attempt from the queue's line index and
-     * rows (cola keeps the attempt beside the place, migration 29); then the
-     * heads due by `now` whole, only when some are. Two reads, no transaction:
-     * a head that left pendiente between them is not answered, and whoever
-     * ended it asks for the look that finds the next.
+     * Per line with a backlog its next message (D-162): the oldest due one
+     * whose recipient has no older pending one, from the messages never
+     * deferred in queue order (cola_listos) and the deferred ones due by `now`
+     * (cola_diferidos, a range by due time), each checked against its
+     * recipient's older ones (cola_destino, one seek); else when its next
+     * deferred one falls due. A message waiting for its time is not read: a
+     * look's cost follows the lines and the due messages, not the backlog
+     * (D-143). Then the messages found, whole. Two reads, no transaction: one
+     * that left pendiente between them is not answered, and whoever ended it
+     * asks for the look that finds the next.
      */
     async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }> {
-      const heads = stmt(
-        db,
-        `${BACKLOG_LINES}
-     SELECT lineas.id AS celular_id, c.proximo_intento_at, c.msg_id FROM lineas
-     JOIN cola c ON c.seq = (SELECT MIN(seq) FROM cola WHERE celular_id = lineas.id)
-     WHERE lineas.id IS NOT NULL`,
-      ).all() as Array<BacklogLine & { msg_id: string }>;
-      const dueIds = heads.filter((h) => h.proximo_intento_at === null || h.proximo_intento_at <= now).map((h) => h.msg_id);
+      const rows = stmt(db, LOOK).all({ now }) as Array<{ celular_id: number; listo: number | null; diferido: number | null; proximo: number | null }>;
+      const seqs: number[] = [];
+      const lines = rows.map(({ celular_id, listo, diferido, proximo }): BacklogLine => {
+        const seq = listo === null ? diferido : diferido === null ? listo : Math.min(listo, diferido);
+        if (seq !== null) seqs.push(seq);
+        return { celular_id, proximo_intento_at: seq === null ? proximo : null };
+      });
       const due =
-        dueIds.length === 0
+        seqs.length === 0
           ? []
-          : (stmt(db, "SELECT m.* FROM json_each(?) JOIN mensajes m ON m.msg_id = json_each.value WHERE m.estado = 'pendiente'").all(
-              JSON.stringify(dueIds),
+          : (stmt(db, "SELECT m.* FROM json_each(?) j JOIN cola c ON c.seq = j.value JOIN mensajes m ON m.msg_id = c.msg_id WHERE m.estado = 'pendiente'").all(
+              JSON.stringify(seqs),
             ) as MensajeRow[]);
-      return { lines: heads.map(({ celular_id, proximo_intento_at }) => ({ celular_id, proximo_intento_at })), due };
+      return { lines, due };
     },
     /**
      * The queue's size and age (metrics): a count over the queue, which holds
@@ -85,7 +106,8 @@ export function queue(db: DB): QueueStore {
     },
     /**
      * Claims a queued message and its send slot together, so a direct send racing it cannot pass a cap with it;
-     * with onlyHead, only while no older queued message of its line is pending: a guessed head that is not one is 'taken' (D-85).
+     * with onlyHead, only while no older queued message of its line to its recipient is pending: a guess that is not its
+     * recipient's first is 'taken' (D-85, D-162).
      */
     claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead = false, nodo: string | null = null): Promise<ClaimResult> {
       return grouped(db, () => {
@@ -94,7 +116,8 @@ export function queue(db: DB): QueueStore {
             db,
             `SELECT celular_id FROM mensajes WHERE msg_id = @msgId AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= @now)
                AND (proximo_intento_at IS NULL OR proximo_intento_at <= @now)
-               AND (@onlyHead = 0 OR NOT EXISTS (SELECT 1 FROM cola o WHERE o.celular_id = mensajes.celular_id AND o.seq < (SELECT seq FROM cola WHERE msg_id = @msgId)))`,
+               AND (@onlyHead = 0 OR NOT EXISTS (SELECT 1 FROM cola o WHERE o.celular_id = mensajes.celular_id AND o.destinatario = mensajes.destinatario
+                 AND o.seq < (SELECT seq FROM cola WHERE msg_id = @msgId)))`,
           ).get({ msgId, now, onlyHead: onlyHead ? 1 : 0 }) as { celular_id: number } | undefined;
           if (!m) return { ok: false, reason: 'taken' };
           const hit = capHit(db, m.celular_id, slot, now);

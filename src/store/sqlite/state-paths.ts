@@ -14,10 +14,23 @@ type DB = Database.Database;
 /** The tables only SQLite keeps (PostgreSQL reads the same paths from its own indexes): a move leaves them behind. */
 export const SQLITE_ACCESS_PATHS = ['cola', 'directos', 'cupos', 'gateway_ids'] as const;
 
-/** A message accepted `pendiente`: queued ones join their line's queue; direct ones are in flight until their slot's end. */
-export function enterPending(db: DB, m: { msg_id: string; celular_id: number; modo: string; cupo_at: number | null; vigencia_hasta?: number | null }): void {
-  // A queued message's validity end beside its place: the expiry sweep's index (migration 30).
-  if (m.modo === 'cola') stmt(db, 'INSERT INTO cola (msg_id, celular_id, vence_at) VALUES (?, ?, ?)').run(m.msg_id, m.celular_id, m.vigencia_hasta ?? null);
+/**
+ * A message accepted `pendiente`: queued ones join their line's queue, with their recipient, when scheduled their due
+ * time as their next attempt (D-162), and their validity end, the expiry sweep's index (migration 30); direct ones are
+ * in flight until their slot's end.
+ */
+export function enterPending(
+  db: DB,
+  m: { msg_id: string; celular_id: number; modo: string; cupo_at: number | null; destinatario: string; enviar_en?: number | null; vigencia_hasta?: number | null },
+): void {
+  if (m.modo === 'cola')
+    stmt(db, 'INSERT INTO cola (msg_id, celular_id, destinatario, proximo_intento_at, vence_at) VALUES (?, ?, ?, ?, ?)').run(
+      m.msg_id,
+      m.celular_id,
+      m.destinatario,
+      m.enviar_en ?? null,
+      m.vigencia_hasta ?? null,
+    );
   else if (m.cupo_at !== null) stmt(db, 'INSERT INTO directos (msg_id, cupo_at) VALUES (?, ?)').run(m.msg_id, m.cupo_at);
 }
 

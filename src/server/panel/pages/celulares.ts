@@ -48,7 +48,7 @@ const EDIT_FIELDS = [
   'estado',
   'calentamiento',
 ] as const;
-const SEND_FIELDS = ['destinatario', 'mensaje', 'directo', 'vigencia'] as const;
+const SEND_FIELDS = ['destinatario', 'mensaje', 'directo', 'vigencia', 'enviar_en'] as const;
 const DELETE_FIELDS = ['confirmacion'] as const;
 const MOVE_FIELDS = ['servidor'] as const;
 
@@ -63,7 +63,7 @@ interface LineForms {
   edit?: FormState;
   send?: FormState;
   /** A test send just accepted (the page it redirected to names it): what the notice shows. */
-  sent?: Pick<SendResult, 'msg_id' | 'modo' | 'estado' | 'envio_desde'>;
+  sent?: Pick<SendResult, 'msg_id' | 'modo' | 'estado' | 'envio_desde' | 'enviar_en'>;
   del?: FormState;
   move?: FormState;
   /** The Session card's log out or restart, refused (celular-session.ts). */
@@ -187,6 +187,7 @@ async function sentOf(core: PanelDeps['core'], p: ClientPrincipal, id: number, q
       modo: m.modo,
       estado: m.estado,
       ...(typeof q.envio_desde === 'string' && ISO_INSTANT.test(q.envio_desde) ? { envio_desde: q.envio_desde } : {}),
+      ...(m.enviar_en ? { enviar_en: m.enviar_en } : {}),
     },
   };
 }
@@ -264,7 +265,7 @@ async function linePage(
           ? html`<div class="card" role="status">
             <p>
               Accepted: msg_id <code>${sent.msg_id}</code>, modo ${sent.modo}, estado
-              ${envioFragment(cid, row.id, sent.msg_id, sent.estado)}${sent.envio_desde ? html`, sent from ${sent.envio_desde}` : ''}.
+              ${envioFragment(cid, row.id, sent.msg_id, sent.estado)}${sent.envio_desde ? html`, sent from ${sent.envio_desde}` : ''}${sent.enviar_en ? html`, scheduled for ${sent.enviar_en}` : ''}.
             </p>
             <p><a href="/panel/c/${cid}/historial?celular_id=${row.id}">See it in the history of this line</a></p>
           </div>`
@@ -306,6 +307,17 @@ async function linePage(
             min: VIGENCIA_S.min,
             max: VIGENCIA_S.max,
             hint: `Seconds (${VIGENCIA_S.min} to ${VIGENCIA_S.max}) a queued text may wait; past them it ends caducado and is refunded. Ignored when sent directly.`,
+          },
+          sendErrors,
+        )}
+        ${field(
+          {
+            name: 'enviar_en',
+            label: 'Send at (optional)',
+            value: sv.enviar_en,
+            maxlength: 64,
+            placeholder: '2026-12-01T09:30:00-03:00',
+            hint: 'An RFC 3339 instant with its zone, at most 30 days ahead; empty: now. Queued sends only.',
           },
           sendErrors,
         )}
@@ -541,6 +553,7 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
         texto: values.mensaje ?? '',
         // Checked by core as the route's schema would (a whole number of seconds in range).
         ...(values.vigencia?.trim() ? { vigencia: Number(values.vigencia.trim()) } : {}),
+        ...(values.enviar_en ? { enviar_en: values.enviar_en } : {}),
       };
       // Without an Idempotency-Key nothing is replayed: the answer is always rendered from this send's result.
       let result: SendResult | undefined;

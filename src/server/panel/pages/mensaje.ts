@@ -78,6 +78,8 @@ export default async function mensajePages(app: FastifyInstance, deps: PanelDeps
             [string, Html]
           >)
         : []),
+      // A scheduled send: when it is due (D-162).
+      ...(m.enviar_en ? ([['enviar_en', m.enviar_en]] as Array<[string, string]>) : []),
     ];
     return sendPage(
       req,

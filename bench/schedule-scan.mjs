@@ -1,0 +1,221 @@
+#!/usr/bin/env node
+// The scheduled-send scan's cost (issue 40, D-163): the queue worker's look and
+// the send of what it finds, per message sent, with 1,000,000 scheduled
+// messages waiting for their time (due in a week, spread over the lines, each to
+// its own recipient) against an empty store. The store's queue path alone, no
+// HTTP: each round accepts DUE queued messages on 50 lines, then drains them as
+// the worker does (queueLook, claimQueued, markSent) until a look finds nothing
+// due. The figure is the empty store's cost per message over the backlog's
+// (target >= 0.9: the look follows the lines and the due messages, not the
+// backlog). SQLite always; PostgreSQL with --postgres (a fresh schema).
+//
+//   npm run build && node bench/schedule-scan.mjs [--backlog 1000000] [--postgres]
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const arg = (name, def) => {
+  const i = process.argv.indexOf(name);
+  return i < 0 ? def : Number(process.argv[i + 1]);
+};
+const BACKLOG = arg('--backlog', 1_000_000);
+const LINES = 50;
+const DUE = 500;
+const ROUNDS = 7;
+const WEEK = 7 * 86_400_000;
+
+const { openSqliteStore } = await import(join(ROOT, 'dist/store/sqlite/store.js'));
+const { slotClaim } = await import(join(ROOT, 'dist/core/sending/caps.js'));
+
+async function setup(store) {
+  const cli = await store.createCliente(
+    { nombre: 'Bench', email: 'b@example.com', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 1e12, key_hash: 'h' },
+    1000,
+  );
+  const lines = [];
+  for (let j = 0; j < LINES; j++) {
+    const r = await store.insertCelular(
+      {
+        cliente_id: cli.id,
+        numero: `5255${10_000_000 + j}`,
+        nombre_interno: null,
+        estado: 'activo',
+        max_envios_por_minuto: 100000,
+        max_envios_por_hora: 1000000,
+        max_envios_por_dia: 10000000,
+        hora_inicio_permitido: '00:00',
+        hora_fin_permitido: '23:59',
+        key_hash: 'k'.repeat(64),
+        gateway_token_hash: String(j).padEnd(64, 'g'),
+      },
+      1000,
+    );
+    lines.push(r.celular);
+  }
+  return { cli, lines };
+}
+
+/** `n` scheduled messages due at `at`, written straight to the store's tables (as many accepts would, faster). */
+function sqliteBacklog(db, cli, lines, n, now, at) {
+  db.exec('BEGIN');
+  const ins = db.prepare(
+    `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?)
+     INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo, payload, intentos,
+       proximo_intento_at, expira_at, cupo_at, created_at, reintento_de, enviar_en)
+     SELECT 'p-' || i, ?, ? + (i % ?), '5255' || (30000000 + i), 'texto', 'cola', 'pendiente', 'recordatorio', NULL, 1, 'global',
+       '{"texto":"recordatorio"}', 0, ?, ? + 3600000, NULL, ?, NULL, ? FROM k`,
+  );
+  ins.run(n, cli.id, lines[0].id, LINES, at, at, now, at);
+  db.prepare(
+    `INSERT INTO cola (msg_id, celular_id, destinatario, proximo_intento_at)
+     SELECT msg_id, celular_id, destinatario, enviar_en FROM mensajes WHERE msg_id LIKE 'p-%' ORDER BY rowid`,
+  ).run();
+  db.prepare('UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(n / LINES, lines[0].id);
+  db.exec('COMMIT');
+}
+
+async function pgBacklog(store, cli, lines, n, now, at) {
+  // The history's count triggers off for the load (a superuser's bench database): the look reads none of them.
+  await store.db.tx(async (c) => {
+    await c.query('SET LOCAL session_replication_role = replica');
+    await c.query(
+      `WITH m AS (INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, cobrado, cargo, payload, intentos,
+       proximo_intento_at, expira_at, created_at, enviar_en)
+     SELECT 'p-' || i, $1, $2 + (i % $3), '5255' || (30000000 + i), 'texto', 'cola', 'pendiente', 'recordatorio', 1, 'global',
+       '{"texto":"recordatorio"}', 0, $4::bigint, $4::bigint + 3600000, $5::bigint, $4::bigint FROM generate_series(0, $6 - 1) i RETURNING seq, msg_id, celular_id, destinatario, enviar_en)
+     INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, destinatario, proximo_intento_at) SELECT seq, msg_id, celular_id, 'cola', destinatario, enviar_en FROM m`,
+      [cli.id, lines[0].id, LINES, at, now, n],
+    );
+  });
+  await store.db.q('ANALYZE mensajes_pendientes');
+}
+
+/** One round: DUE accepted now, then drained as the worker does; the drain's cost (ms: CPU for SQLite, wall for PostgreSQL) per message. */
+async function round(store, cli, lines, now, tag, wall) {
+  const accept = [];
+  for (let i = 0; i < DUE; i++) {
+    const celular_id = lines[i % LINES].id;
+    const msg_id = `${tag}-${i}`;
+    accept.push(
+      store.acceptMensaje(
+        {
+          msg_id,
+          cliente_id: cli.id,
+          celular_id,
+          destinatario: `5255${20_000_000 + i}`,
+          tipo: 'texto',
+          modo: 'cola',
+          texto: 'su código es 123456',
+          media: null,
+          payload: { texto: 'su código es 123456' },
+          expira_at: now + 3_600_000,
+        },
+        { charge: true, maxPending: null },
+        now,
+      ),
+    );
+  }
+  await Promise.all(accept);
+  const byId = new Map(lines.map((l) => [l.id, l]));
+  const t0 = wall ? performance.now() : process.cpuUsage();
+  let sent = 0;
+  let lookMs = 0;
+  for (;;) {
+    const l0 = wall ? performance.now() : process.cpuUsage();
+    const look = await store.queueLook(now);
+    if (wall) lookMs += performance.now() - l0;
+    else {
+      const u = process.cpuUsage(l0);
+      lookMs += (u.user + u.system) / 1000;
+    }
+    if (look.due.length === 0) break;
+    await Promise.all(
+      look.due.map(async (m) => {
+        const r = await store.claimQueued(m.msg_id, slotClaim(byId.get(m.celular_id), now, 60_000), now, false, 'bench');
+        if (!r.ok) throw new Error(`claim ${m.msg_id}: ${JSON.stringify(r)}`);
+        await store.markSent(m.msg_id, `G-${m.msg_id}`, now);
+        sent += 1;
+      }),
+    );
+  }
+  if (sent !== DUE) throw new Error(`drained ${sent} of ${DUE}`);
+  const look = lookMs / sent;
+  if (wall) return { all: (performance.now() - t0) / sent, look };
+  const u = process.cpuUsage(t0);
+  return { all: (u.user + u.system) / 1000 / sent, look };
+}
+
+async function measure(label, open, backlog, wall) {
+  const out = {};
+  for (const [name, n] of [
+    ['empty', 0],
+    ['backlog', BACKLOG],
+  ]) {
+    const { store, close } = await open(name);
+    const { cli, lines } = await setup(store);
+    const now = Date.UTC(2026, 3, 1, 12);
+    if (n > 0) {
+      const t = performance.now();
+      await backlog(store, cli, lines, n, now, now + WEEK);
+      console.error(`${label}: ${n} scheduled messages written in ${Math.round(performance.now() - t)} ms`);
+    }
+    const costs = [];
+    for (let r = 0; r < ROUNDS; r++) costs.push(await round(store, cli, lines, now + r * 1000, `${name}-${r}`, wall));
+    const median = (xs) => [...xs].sort((a, b) => a - b)[ROUNDS >> 1];
+    out[name] = { all: median(costs.map((c) => c.all)), look: median(costs.map((c) => c.look)) };
+    await close();
+  }
+  const ratio = out.empty.all / out.backlog.all;
+  const lookRatio = out.empty.look / out.backlog.look;
+  const us = (ms) => (ms * 1000).toFixed(0);
+  console.log(
+    `${label}: the look ${us(out.empty.look)} µs a message sent on an empty store, ${us(out.backlog.look)} µs with ${BACKLOG} scheduled waiting: ` +
+      `ratio ${lookRatio.toFixed(2)}; the whole send path (look, claim, record) ${us(out.empty.all)} and ${us(out.backlog.all)} µs: ratio ` +
+      `${ratio.toFixed(2)} (target >= 0.9; median of ${ROUNDS} rounds of ${DUE}; ${wall ? 'wall' : 'process CPU'})`,
+  );
+  return {
+    empty_us: out.empty.all * 1000,
+    backlog_us: out.backlog.all * 1000,
+    ratio,
+    look_empty_us: out.empty.look * 1000,
+    look_backlog_us: out.backlog.look * 1000,
+    look_ratio: lookRatio,
+  };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'pasarela-schedule-scan-'));
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+const results = {
+  sqlite: await measure(
+    'SQLite',
+    async (name) => {
+      const store = openSqliteStore(join(dir, `${name}.db`));
+      return { store, close: async () => store.close?.() };
+    },
+    async (store, cli, lines, n, now, at) => sqliteBacklog(store.db, cli, lines, n, now, at),
+    false,
+  ),
+};
+if (process.argv.includes('--postgres')) {
+  const { openPgStore } = await import(join(ROOT, 'dist/store/postgres/store.js'));
+  const { postgresSchema } = await import('./lib/postgres.mjs');
+  results.postgres = await measure(
+    'PostgreSQL',
+    async () => {
+      const schema = await postgresSchema();
+      const store = await openPgStore(schema.store);
+      return {
+        store,
+        close: async () => {
+          await store.close?.();
+          await schema.drop?.();
+        },
+      };
+    },
+    pgBacklog,
+    true,
+  );
+}
+console.log(JSON.stringify(results));
