@@ -1014,8 +1014,25 @@ export const PG_MIGRATIONS: Migration[] = [
       ALTER TABLE mensajes_pendientes ADD COLUMN vence_at BIGINT;
       CREATE INDEX mensajes_pendientes_vence ON mensajes_pendientes(vence_at) WHERE vence_at IS NOT NULL;
       `,
-    },
-    {
+  },
+  {
+    version: 31,
+    name: 'scheduled sends and no head-of-line blocking: the due time, and the queue by recipient and by due time (D-162)',
+    sql: `
+      -- A send's instant to go (enviar_en, null: as soon as possible); its pending row starts with it as its next attempt.
+      ALTER TABLE mensajes ADD COLUMN enviar_en BIGINT;
+      -- A line's next message is the oldest due one whose recipient has no older pending one (postgres/queue.ts queueLook):
+      -- the recipient beside the place, its older messages one descent away; the messages never deferred in order;
+      -- the deferred ones (a retry, a scheduled send) by due time, so a future backlog is never read.
+      ALTER TABLE mensajes_pendientes ADD COLUMN destinatario TEXT;
+      UPDATE mensajes_pendientes p SET destinatario = m.destinatario FROM mensajes m WHERE m.msg_id = p.msg_id AND p.modo = 'cola';
+      CREATE INDEX mensajes_pendientes_destino ON mensajes_pendientes(celular_id, destinatario, seq) WHERE modo = 'cola';
+      CREATE INDEX mensajes_pendientes_diferidos ON mensajes_pendientes(celular_id, proximo_intento_at, seq)
+        WHERE modo = 'cola' AND proximo_intento_at IS NOT NULL;
+      CREATE INDEX mensajes_pendientes_listos ON mensajes_pendientes(celular_id, seq) WHERE modo = 'cola' AND proximo_intento_at IS NULL;
+    `,
+  },
+  {
     version: 32,
     name: "a line's warm-up plan and when it was set (D-166)",
     sql: `
@@ -1023,8 +1040,8 @@ export const PG_MIGRATIONS: Migration[] = [
       ALTER TABLE celulares ADD COLUMN calentamiento TEXT;
       ALTER TABLE celulares ADD COLUMN calentamiento_desde BIGINT;
       `,
-    },
-    {
+  },
+  {
     version: 33,
     name: "a line's brake: its setting, its state and its health window (D-169)",
     sql: `
@@ -1043,8 +1060,8 @@ export const PG_MIGRATIONS: Migration[] = [
       );
       CREATE INDEX salud_fallos_t ON salud_fallos(t);
       `,
-    },
-    {
+  },
+  {
     version: 34,
     name: "a client's pools of lines and each pool's recipient-to-line map (D-173)",
     sql: `
@@ -1097,23 +1114,6 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE TRIGGER conteos_linea_movida AFTER UPDATE OF celular_id ON mensajes FOR EACH ROW
         WHEN (OLD.celular_id IS DISTINCT FROM NEW.celular_id AND OLD.estado IS NOT DISTINCT FROM NEW.estado) EXECUTE FUNCTION conteos_movida();
       `,
-    },
-    {
-    version: 31,
-    name: 'scheduled sends and no head-of-line blocking: the due time, and the queue by recipient and by due time (D-162)',
-    sql: `
-      -- A send's instant to go (enviar_en, null: as soon as possible); its pending row starts with it as its next attempt.
-      ALTER TABLE mensajes ADD COLUMN enviar_en BIGINT;
-      -- A line's next message is the oldest due one whose recipient has no older pending one (postgres/queue.ts queueLook):
-      -- the recipient beside the place, its older messages one descent away; the messages never deferred in order;
-      -- the deferred ones (a retry, a scheduled send) by due time, so a future backlog is never read.
-      ALTER TABLE mensajes_pendientes ADD COLUMN destinatario TEXT;
-      UPDATE mensajes_pendientes p SET destinatario = m.destinatario FROM mensajes m WHERE m.msg_id = p.msg_id AND p.modo = 'cola';
-      CREATE INDEX mensajes_pendientes_destino ON mensajes_pendientes(celular_id, destinatario, seq) WHERE modo = 'cola';
-      CREATE INDEX mensajes_pendientes_diferidos ON mensajes_pendientes(celular_id, proximo_intento_at, seq)
-        WHERE modo = 'cola' AND proximo_intento_at IS NOT NULL;
-      CREATE INDEX mensajes_pendientes_listos ON mensajes_pendientes(celular_id, seq) WHERE modo = 'cola' AND proximo_intento_at IS NULL;
-    `,
   },
 ];
 

@@ -878,8 +878,24 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE cola ADD COLUMN vence_at INTEGER;
       CREATE INDEX cola_vence ON cola(vence_at) WHERE vence_at IS NOT NULL;
       `,
-    },
-    {
+  },
+  {
+    version: 31,
+    name: 'scheduled sends and no head-of-line blocking: the due time, and the queue by recipient and by due time (D-162)',
+    sql: `
+      -- A send's instant to go (enviar_en, null: as soon as possible); its queue row starts with it as its next attempt.
+      ALTER TABLE mensajes ADD COLUMN enviar_en INTEGER;
+      -- A line's next message is the oldest due one whose recipient has no older pending one (sqlite/queue.ts queueLook):
+      -- the recipient beside the place, its older messages one seek away; the messages never deferred in order
+      -- (the line index); the deferred ones (a retry, a scheduled send) by due time, so a future backlog is never read.
+      ALTER TABLE cola ADD COLUMN destinatario TEXT NOT NULL DEFAULT '';
+      UPDATE cola SET destinatario = (SELECT m.destinatario FROM mensajes m WHERE m.msg_id = cola.msg_id);
+      CREATE INDEX cola_destino ON cola(celular_id, destinatario);
+      CREATE INDEX cola_diferidos ON cola(celular_id, proximo_intento_at) WHERE proximo_intento_at IS NOT NULL;
+      CREATE INDEX cola_listos ON cola(celular_id) WHERE proximo_intento_at IS NULL;
+    `,
+  },
+  {
     version: 32,
     name: "a line's warm-up plan and when it was set (D-166)",
     sql: `
@@ -887,8 +903,8 @@ export const MIGRATIONS: Migration[] = [
       ALTER TABLE celulares ADD COLUMN calentamiento TEXT;
       ALTER TABLE celulares ADD COLUMN calentamiento_desde INTEGER;
       `,
-    },
-    {
+  },
+  {
     version: 33,
     name: "a line's brake: its setting, its state and its health window (D-169)",
     sql: `
@@ -911,8 +927,8 @@ export const MIGRATIONS: Migration[] = [
       ) WITHOUT ROWID;
       CREATE INDEX salud_fallos_t ON salud_fallos(t);
       `,
-    },
-    {
+  },
+  {
     version: 34,
     name: "a client's pools of lines and each pool's recipient-to-line map (D-173)",
     sql: `
@@ -961,21 +977,5 @@ export const MIGRATIONS: Migration[] = [
           ON CONFLICT (celular_id, grano, t, estado) DO UPDATE SET n = n + excluded.n;
       END;
       `,
-    },
-    {
-    version: 31,
-    name: 'scheduled sends and no head-of-line blocking: the due time, and the queue by recipient and by due time (D-162)',
-    sql: `
-      -- A send's instant to go (enviar_en, null: as soon as possible); its queue row starts with it as its next attempt.
-      ALTER TABLE mensajes ADD COLUMN enviar_en INTEGER;
-      -- A line's next message is the oldest due one whose recipient has no older pending one (sqlite/queue.ts queueLook):
-      -- the recipient beside the place, its older messages one seek away; the messages never deferred in order
-      -- (the line index); the deferred ones (a retry, a scheduled send) by due time, so a future backlog is never read.
-      ALTER TABLE cola ADD COLUMN destinatario TEXT NOT NULL DEFAULT '';
-      UPDATE cola SET destinatario = (SELECT m.destinatario FROM mensajes m WHERE m.msg_id = cola.msg_id);
-      CREATE INDEX cola_destino ON cola(celular_id, destinatario);
-      CREATE INDEX cola_diferidos ON cola(celular_id, proximo_intento_at) WHERE proximo_intento_at IS NOT NULL;
-      CREATE INDEX cola_listos ON cola(celular_id) WHERE proximo_intento_at IS NULL;
-    `,
   },
 ];
