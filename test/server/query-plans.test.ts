@@ -18,6 +18,10 @@ import { walkQueuePaths, walkReadPaths, walkSendPaths } from './plans-walk.js';
 /** Statements that may scan: run at start-up or by the operator, or reading a queue's head in rowid order. */
 const ALLOWED: Array<{ sql: RegExp; why: string }> = [
   {
+    sql: /^SELECT COUNT\(\*\) AS n FROM celulares WHERE frenado = 1$/,
+    why: 'metrics: braked lines, a scan of the partial index celulares_frenados (only braked lines)',
+  },
+  {
     sql: /^SELECT seq FROM eventos WHERE fecha >= \? ORDER BY seq LIMIT 1$/,
     why: "the event log's prune: from the log's head in rowid order to the first event young enough, past only what it removes (and pending deliveries older than the cut)",
   },
