@@ -58,7 +58,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'celular status': ['pasarela celular status 12', 'pasarela celular status 12 --json'],
   'celular logout': ['pasarela celular logout 12', 'pasarela celular logout 12 --yes --json    # no question; required without a TTY'],
   'celular restart': ['pasarela celular restart 12', 'pasarela celular restart 12 --json'],
-  'celular resume': ['pasarela celular resume 12', 'pasarela celular edit 12 --freno on'],
+  'celular resume': ['pasarela celular resume 12', 'pasarela celular resume 12 --json'],
   'celular qr': [
     'pasarela celular qr 12',
     'pasarela celular qr 12 --wait --json --timeout 300    # NDJSON, one line per QR; exit 11 if not linked in time',

@@ -22,6 +22,10 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
     why: 'once per health pass: the pools with a failover wait, read whole through their partial index (D-175)',
   },
   {
+    sql: /^SELECT COUNT\(\*\) AS n FROM celulares WHERE frenado = 1$/,
+    why: 'metrics: braked lines, a scan of the partial index celulares_frenados (only braked lines)',
+  },
+  {
     sql: /^SELECT seq FROM eventos WHERE fecha >= \? ORDER BY seq LIMIT 1$/,
     why: "the event log's prune: from the log's head in rowid order to the first event young enough, past only what it removes (and pending deliveries older than the cut)",
   },

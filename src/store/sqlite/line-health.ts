@@ -14,7 +14,7 @@ const salidosSql = (one: boolean) => `SELECT k.celular_id,
   WHERE ${one ? 'k.celular_id = @id AND ' : ''}k.grano = 15 AND k.t >= @ed AND k.t >= COALESCE(c.salud_desde, 0) / @q
   GROUP BY k.celular_id`;
 const fallosSql = (one: boolean) => `SELECT celular_id, SUM(n) AS fallos, SUM(CASE WHEN clase = 'rechazado' THEN n ELSE 0 END) AS rechazados
-  FROM salud_fallos WHERE ${one ? 'celular_id = @id AND ' : ''}t >= @fd GROUP BY celular_id`;
+  FROM salud_fallos ${one ? 'WHERE celular_id = @id AND' : 'INDEXED BY salud_fallos_t WHERE'} t >= @fd GROUP BY celular_id`;
 const SALIDOS = [salidosSql(false), salidosSql(true)] as const;
 const FALLOS = [fallosSql(false), fallosSql(true)] as const;
 
