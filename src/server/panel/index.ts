@@ -15,6 +15,7 @@ import servidoresPages from './pages/servidores.js';
 import auditoriaPages from './pages/auditoria.js';
 import cuentaPages from './pages/cuenta.js';
 import celularesPages from './pages/celulares.js';
+import gruposPages from './pages/grupos.js';
 import vincularPages from './pages/vincular.js';
 import historialPages from './pages/historial.js';
 import mensajePages from './pages/mensaje.js';
@@ -76,6 +77,7 @@ export default async function panel(app: FastifyInstance, opts: PanelDeps) {
   await app.register(auditoriaPages, deps);
   await app.register(cuentaPages, deps);
   await app.register(celularesPages, deps);
+  await app.register(gruposPages, deps);
   await app.register(vincularPages, deps);
   await app.register(historialPages, deps);
   await app.register(mensajePages, deps);

@@ -47,6 +47,7 @@ function menu(panel: PanelRequest | undefined, page: PageInfo): Html {
         : [
             link(`/panel/c/${cid}/`, 'Account', 'cuenta'),
             link(`/panel/c/${cid}/celulares`, 'Lines', 'celulares'),
+            link(`/panel/c/${cid}/grupos`, 'Pools', 'grupos'),
             link(`/panel/c/${cid}/cola`, 'Queue', 'cola'),
             link(`/panel/c/${cid}/historial`, 'History', 'historial'),
             link(`/panel/c/${cid}/recibidos`, 'Inbox', 'recibidos'),
