@@ -30,7 +30,16 @@ export interface BulkSpec {
 
 /** One row ready to send, or the reason it cannot be (reported for that row; the others go on). */
 export type Prepared =
-  | { ok: true; row: number; destinatario: string; texto: string; media?: { source: string; kind: MediaKind }; vigencia?: number; grupo?: string; enviar_en?: string }
+  | {
+      ok: true;
+      row: number;
+      destinatario: string;
+      texto: string;
+      media?: { source: string; kind: MediaKind };
+      vigencia?: number;
+      grupo?: string;
+      enviar_en?: string;
+    }
   | { ok: false; row: number; destinatario: string; error: string };
 
 /** The columns the flags name that the header lacks: checked before any send (exit 2). */

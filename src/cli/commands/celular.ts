@@ -493,7 +493,9 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
         'none',
       ]),
     )
-    .addOption(new Option('--freno <on|off>', 'the line\'s brake: on, a crossed health threshold pauses its queue until resumed (docs/brake.md)').choices(['on', 'off']))
+    .addOption(
+      new Option('--freno <on|off>', "the line's brake: on, a crossed health threshold pauses its queue until resumed (docs/brake.md)").choices(['on', 'off']),
+    )
     .action((id: string, o: Omit<CelularEditOptions, 'id'>, cmd: Command) => runCelularEdit({ id, ...o }, ctxOf(cmd)));
 
   cel

@@ -112,7 +112,10 @@ export default async function celularRoutes(
     },
     handler: async (req) => {
       const { key: _k, id: _i, freno, ...edit } = req.body;
-      const row = await editCelular(core, principal(req), idOf(req.query, req.body), { ...edit, ...(freno === undefined ? {} : { freno: boolish(freno, 'freno') }) });
+      const row = await editCelular(core, principal(req), idOf(req.query, req.body), {
+        ...edit,
+        ...(freno === undefined ? {} : { freno: boolish(freno, 'freno') }),
+      });
       return success({ celular: celularView(row, viewAt(core)) }, { descripcion: 'celular actualizado', saldo: row.saldo_actual });
     },
   });

@@ -21,7 +21,15 @@ export const SQLITE_ACCESS_PATHS = ['cola', 'directos', 'cupos', 'gateway_ids'] 
  */
 export function enterPending(
   db: DB,
-  m: { msg_id: string; celular_id: number; modo: string; cupo_at: number | null; destinatario: string; enviar_en?: number | null; vigencia_hasta?: number | null },
+  m: {
+    msg_id: string;
+    celular_id: number;
+    modo: string;
+    cupo_at: number | null;
+    destinatario: string;
+    enviar_en?: number | null;
+    vigencia_hasta?: number | null;
+  },
 ): void {
   if (m.modo === 'cola')
     stmt(db, 'INSERT INTO cola (msg_id, celular_id, destinatario, proximo_intento_at, vence_at) VALUES (?, ?, ?, ?, ?)').run(
