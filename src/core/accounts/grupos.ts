@@ -148,12 +148,12 @@ async function roomOf(core: Pick<Core, 'store'>, c: CelularRow, now: number, dir
  * room on most sends. A queued send waits for its slot in any case; the
  * worker's claim counts the caps exactly.
  */
-async function guessedRoom(core: Pick<Core, 'store' | 'lines'>, c: CelularRow, now: number): Promise<{ window: number; left: number }> {
+async function guessedRoom(core: Pick<Core, 'store' | 'lines'>, c: CelularRow, now: number): Promise<{ window: number; left: number; pendientes: number }> {
   const g = await core.lines.room(c, now, async () => {
     const [r, [q]] = await Promise.all([roomOf(core, c, now, true), core.store.queueSizes([c.id])]);
     return { window: r.window, pendientes: q?.pendientes ?? 0 };
   });
-  return { window: g.window, left: g.window - g.pendientes };
+  return { window: g.window, left: g.window - g.pendientes, pendientes: g.pendientes };
 }
 
 export interface PoolPick {
@@ -208,10 +208,11 @@ export async function poolLine(
     return { grupo, celular: sticky, destinatario: key, fijar: false };
   }
   // A direct send reads each line's room exactly (it is refused at the caps); a queued one guesses it (D-179).
-  let best: { c: CelularRow; left: number; window: number } | undefined;
+  // Lines without caps (room without limit) are told apart by their queues.
+  let best: { c: CelularRow; left: number; window: number; pendientes: number } | undefined;
   for (const c of usable) {
-    const r = directo ? await roomOf(core, c, now, true) : await guessedRoom(core, c, now);
-    if (!best || r.left > best.left) best = { c, ...r };
+    const r = directo ? { ...(await roomOf(core, c, now, true)), pendientes: 0 } : await guessedRoom(core, c, now);
+    if (!best || r.left > best.left || (r.left === best.left && r.pendientes < best.pendientes)) best = { c, ...r };
   }
   if (!best || (directo && best.window <= 0)) {
     fail('GROUP_NO_ROOM', `every usable line of pool ${JSON.stringify(grupo.nombre)} is at its caps`, { retryAfter: NO_LINE_RETRY_S });
