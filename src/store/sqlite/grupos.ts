@@ -17,7 +17,13 @@ function withMembers(db: DB, g: GrupoBase | undefined): GrupoRow | null {
 }
 
 /** Members as one statement lists them (`1,2,3`), ascending. */
-const idsOf = (miembros: string | null): number[] => (miembros ? miembros.split(',').map(Number).sort((a, b) => a - b) : []);
+const idsOf = (miembros: string | null): number[] =>
+  miembros
+    ? miembros
+        .split(',')
+        .map(Number)
+        .sort((a, b) => a - b)
+    : [];
 
 const byId = (db: DB, id: number) => withMembers(db, stmt(db, 'SELECT * FROM grupos WHERE id = ?').get(id) as GrupoBase | undefined);
 
