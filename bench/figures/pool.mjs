@@ -1,8 +1,8 @@
 // Figure 19: accepting to a pool of lines (`grupo`, docs/pools.md) against accepting to one named line,
 // figure 1's load (queued texts, 50 connections, every recipient different) on one server, same lines:
-// the 50 lines in 10 pools of 5, connection w sending through pool w % 10. Every recipient is new, so
+// the 50 lines in 10 pools of 5 (`--pool-size`), connection w sending through pool w % 10. Every recipient is new, so
 // every pick reads its pool's 5 lines' room (the worst case; a known recipient reads its one line).
-import { CONNECTIONS, DURATION_MS, WARMUP_MS } from '../lib/options.mjs';
+import { CONNECTIONS, DURATION_MS, POOL_SIZE, WARMUP_MS } from '../lib/options.mjs';
 import { log, startServe } from '../lib/proc.mjs';
 import { call, setupClient, textBody } from '../lib/http.mjs';
 import { load } from '../lib/load.mjs';
@@ -12,19 +12,21 @@ export async function figurePoolAccept() {
   const name = '19. pool accept / one-line accept, accepted/s';
   const s = await startServe([]);
   const path = '/api/mensaje_enviar_texto.php';
+  // `--pool-size 50`: one pool of every line.
+  const pools = Math.max(1, Math.round(50 / POOL_SIZE));
   let line;
   let pool;
   try {
     const c = await setupClient(s, 50);
-    for (let g = 0; g < 10; g++)
-      await call(s.url, 'POST', '/api/grupo_crear.php', c.key, { nombre: `bench${g}`, celulares: c.lines.filter((_, i) => i % 10 === g) });
+    for (let g = 0; g < pools; g++)
+      await call(s.url, 'POST', '/api/grupo_crear.php', c.key, { nombre: `bench${g}`, celulares: c.lines.filter((_, i) => i % pools === g) });
     const run = (makeBody) => load({ origin: s.url, pid: s.pid, key: c.key, path, makeBody });
     log('  one line per request (celular_id)...');
     line = await run((w, n) => textBody(c.lines, w, n, false));
     log('  through the pool (grupo)...');
     pool = await run((w, n) => {
       const { celular_id: _line, ...body } = textBody(c.lines, w, 2_000_000 + n, false);
-      return { ...body, grupo: `bench${w % 10}` };
+      return { ...body, grupo: `bench${w % pools}` };
     });
   } finally {
     await s.stop();
@@ -38,6 +40,6 @@ export async function figurePoolAccept() {
     target: '>= 0.90',
     met: r >= 0.9 && pool.errors === 0,
     cpu: cpuPer(pool.server_cpu_ms_per_ok),
-    detail: { lines: 50, pools: '10 of 5 lines', connections: CONNECTIONS, warmup_ms: WARMUP_MS, duration_ms: DURATION_MS, pool, line },
+    detail: { lines: 50, pools: `${pools} of ${50 / pools} lines`, connections: CONNECTIONS, warmup_ms: WARMUP_MS, duration_ms: DURATION_MS, pool, line },
   });
 }

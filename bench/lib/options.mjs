@@ -109,3 +109,5 @@ if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) {
   console.error('dist/ is missing: run `npm run bench` (it builds first)');
   process.exit(2);
 }
+/** Figure 19: lines in each pool (the 50 lines split into 50 / this pools). */
+export const POOL_SIZE = opt('pool-size', 5);

@@ -99,3 +99,48 @@ describe('LineReads: the worker’s reads of a line and its client', () => {
     expect(f.reads.celular).toBe(4);
   });
 });
+
+describe('LineReads: a queued pool pick’s guess of a line’s room (D-179)', () => {
+  it('reads a line’s room once a second of either clock, counts this node’s sends, and drops it with the line', async () => {
+    const f = fakeStore(true);
+    const signals = new LocalSignals();
+    let t = 0;
+    const lines = new LineReads(f.store, () => t, 10_000);
+    lines.listen(signals);
+    const line = (await lines.celular(1))!;
+    let reads = 0;
+    const read = async () => (reads++, { window: 10, pendientes: 2 });
+    expect(await lines.room(line, 5_000, read)).toMatchObject({ window: 10, pendientes: 2 });
+    lines.queued(1, 1);
+    expect(await lines.room(line, 5_500, read)).toMatchObject({ window: 10, pendientes: 3 });
+    expect(reads).toBe(1);
+    // A second of the injected clock (windows slide), or of the monotonic one, reads it again.
+    expect(await lines.room(line, 6_000, read)).toMatchObject({ pendientes: 2 });
+    expect(reads).toBe(2);
+    t = 1_000;
+    await lines.room(line, 6_000, read);
+    expect(reads).toBe(3);
+    // The clock going back is no reason to trust an old read.
+    await lines.room(line, 5_900, read);
+    expect(reads).toBe(4);
+    // A change of the line (its caps, its state), of its client, or a failover's move drops it.
+    await signals.publish(CREDENTIALS_CHANNEL, targetPayload({ celular: 1 }));
+    await lines.room(line, 5_900, read);
+    expect(reads).toBe(5);
+    await signals.publish(CREDENTIALS_CHANNEL, targetPayload({ cliente: 7 }));
+    await lines.room(line, 5_900, read);
+    expect(reads).toBe(6);
+    lines.queued(1, null);
+    await lines.room(line, 5_900, read);
+    expect(reads).toBe(7);
+    // A read that a change overtook is answered but not kept.
+    lines.queued(1, null);
+    const racing = lines.room(line, 5_900, async () => {
+      await signals.publish(CREDENTIALS_CHANNEL, targetPayload({ celular: 1 }));
+      return read();
+    });
+    expect(await racing).toMatchObject({ window: 10 });
+    await lines.room(line, 5_900, read);
+    expect(reads).toBe(9);
+  });
+});

@@ -134,11 +134,30 @@ const NO_LINE_RETRY_S = 30;
 /** A line's room under its caps at `now`: sends the tightest window still takes, less (for a queued send) its queue. */
 async function roomOf(core: Pick<Core, 'store' | 'config'>, c: CelularRow, now: number, directo: boolean): Promise<{ window: number; left: number }> {
   const claim = slotClaim(c, now, 0, core.config.tz);
-  const { counts } = await core.store.lineSlots(c.id, claim.windows, now);
+  // A line without caps has room without limit: nothing to count.
+  const counts = claim.windows.length === 0 ? [] : (await core.store.lineSlots(c.id, claim.windows, now)).counts;
   const window = Math.min(...claim.room.map((r, i) => r + 1 - counts[i]!.n));
   if (directo) return { window, left: window };
   const [q] = await core.store.queueSizes([c.id]);
   return { window, left: window - (q?.pendientes ?? 0) };
+}
+
+/**
+ * A queued send's guess of a line's room (D-179): kept a second by the line
+ * reads and told of this node's own acceptances, so a pick reads no member's
+ * room on most sends. A queued send waits for its slot in any case; the
+ * worker's claim counts the caps exactly.
+ */
+async function guessedRoom(
+  core: Pick<Core, 'store' | 'lines' | 'config'>,
+  c: CelularRow,
+  now: number,
+): Promise<{ window: number; left: number; pendientes: number }> {
+  const g = await core.lines.room(c, now, async () => {
+    const [r, [q]] = await Promise.all([roomOf(core, c, now, true), core.store.queueSizes([c.id])]);
+    return { window: r.window, pendientes: q?.pendientes ?? 0 };
+  });
+  return { window: g.window, left: g.window - g.pendientes, pendientes: g.pendientes };
 }
 
 export interface PoolPick {
@@ -188,15 +207,21 @@ export async function poolLine(
   const fijo = await core.store.grupoFijo(grupo.id, key);
   const sticky = usable.find((c) => c.id === fijo);
   // A queued send stays behind the recipient's earlier ones (its order kept); a direct one goes elsewhere when its line is full.
-  if (sticky && (!directo || (await roomOf(core, sticky, now, true)).window > 0)) return { grupo, celular: sticky, destinatario: key, fijar: false };
-  let best: { c: CelularRow; left: number; window: number } | undefined;
+  if (sticky && (!directo || (await roomOf(core, sticky, now, true)).window > 0)) {
+    if (!directo) core.lines.queued(sticky.id, 1);
+    return { grupo, celular: sticky, destinatario: key, fijar: false };
+  }
+  // A direct send reads each line's room exactly (it is refused at the caps); a queued one guesses it (D-179).
+  // Lines without caps (room without limit) are told apart by their queues.
+  let best: { c: CelularRow; left: number; window: number; pendientes: number } | undefined;
   for (const c of usable) {
-    const r = await roomOf(core, c, now, directo);
-    if (!best || r.left > best.left) best = { c, ...r };
+    const r = directo ? { ...(await roomOf(core, c, now, true)), pendientes: 0 } : await guessedRoom(core, c, now);
+    if (!best || r.left > best.left || (r.left === best.left && r.pendientes < best.pendientes)) best = { c, ...r };
   }
   if (!best || (directo && best.window <= 0)) {
     fail('GROUP_NO_ROOM', `every usable line of pool ${JSON.stringify(grupo.nombre)} is at its caps`, { retryAfter: NO_LINE_RETRY_S });
   }
+  if (!directo) core.lines.queued(best.c.id, 1);
   return { grupo, celular: best.c, destinatario: key, fijar: best.c.id !== fijo };
 }
 
@@ -213,7 +238,7 @@ const MOVE_BATCH = 500;
  * never move a message twice), and the receiving line's worker is woken.
  * Returns how many moved.
  */
-export async function failoverPass(core: Pick<Core, 'store' | 'clock' | 'signals' | 'config'>): Promise<number> {
+export async function failoverPass(core: Pick<Core, 'store' | 'clock' | 'signals' | 'config'> & Partial<Pick<Core, 'lines'>>): Promise<number> {
   const now = core.clock.now();
   const pools = await core.store.gruposConConmutacion();
   const seen = new Map<number, CelularRow | null>();
@@ -236,6 +261,9 @@ export async function failoverPass(core: Pick<Core, 'store' | 'clock' | 'signals
       const to = best!.c;
       const r = await core.store.moverCola(g.id, c.id, to.id, MOVE_BATCH, now);
       if (r.length === 0) continue;
+      // Both queues changed: this node's guesses of their room are read again (D-179).
+      core.lines?.queued(c.id, null);
+      core.lines?.queued(to.id, null);
       moved += r.length;
       void core.signals.publish(QUEUE_CHANNEL, String(to.id)).catch(() => undefined);
     }

@@ -6,11 +6,21 @@ import type { Store } from '../ports/store.js';
 import { ChangeCount } from '../nodes/change-count.js';
 
 export const LINE_READS_TTL_MS = 10_000;
+/** How long a pool pick's guess of a line's room is kept, on the monotonic and on the injected clock (D-179). */
+export const ROOM_GUESS_MS = 1_000;
 const MAX = 10_000;
 
 interface Entry<T> {
   row: T;
   expires: number;
+}
+
+/** A line's room as a queued pool pick guesses it: its tightest window's room and its queue, read at `at` (the injected clock). */
+export interface RoomGuess {
+  cliente_id: number;
+  window: number;
+  pendientes: number;
+  at: number;
 }
 
 /**
@@ -30,6 +40,7 @@ export class LineReads {
   private readonly celulares = new Map<number, Entry<CelularRow>>();
   private readonly instancias = new Map<string, number>();
   private readonly clientes = new Map<number, Entry<ClienteRow>>();
+  private readonly rooms = new Map<number, Entry<RoomGuess>>();
   private gen = 0;
   private other: ChangeCount | undefined;
 
@@ -75,14 +86,45 @@ export class LineReads {
     return row;
   }
 
+  /**
+   * A queued pool pick's guess of a line's room (core/accounts/grupos.ts,
+   * D-179): read through `read` at most once a second (of either clock) and
+   * dropped with the line, so a pool's pick costs no statement per member.
+   * Only a guess: the acceptance still counts the line's caps exactly.
+   */
+  async room(c: CelularRow, now: number, read: () => Promise<{ window: number; pendientes: number }>): Promise<RoomGuess> {
+    this.syncOther();
+    const e = this.rooms.get(c.id);
+    if (e && this.ticks() < e.expires && now >= e.row.at && now - e.row.at < ROOM_GUESS_MS) return e.row;
+    const gen = this.gen;
+    const r = await read();
+    const row: RoomGuess = { cliente_id: c.cliente_id, window: r.window, pendientes: r.pendientes, at: now };
+    if (this.unchangedSince(gen)) {
+      this.rooms.delete(c.id);
+      while (this.rooms.size >= MAX) this.rooms.delete(this.rooms.keys().next().value as number);
+      this.rooms.set(c.id, { row, expires: this.ticks() + Math.min(ROOM_GUESS_MS, this.ttlMs) });
+    }
+    return row;
+  }
+
+  /** A line's queue grew or moved here (a pool's acceptance, a failover): its guess is dropped or told. */
+  queued(celularId: number, n: number | null): void {
+    const e = this.rooms.get(celularId);
+    if (!e) return;
+    if (n === null) this.rooms.delete(celularId);
+    else e.row.pendientes += n;
+  }
+
   invalidate(target: CredentialTarget): void {
     this.gen++;
     if ('celular' in target) {
       this.celulares.delete(target.celular);
+      this.rooms.delete(target.celular);
       return;
     }
     this.clientes.delete(target.cliente);
     for (const [id, e] of this.celulares) if (e.row.cliente_id === target.cliente) this.celulares.delete(id);
+    for (const [id, e] of this.rooms) if (e.row.cliente_id === target.cliente) this.rooms.delete(id);
   }
 
   clear(): void {
@@ -90,6 +132,7 @@ export class LineReads {
     this.celulares.clear();
     this.instancias.clear();
     this.clientes.clear();
+    this.rooms.clear();
   }
 
   private fresh<T>(e: Entry<T> | undefined): T | null {

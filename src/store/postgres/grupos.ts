@@ -33,7 +33,15 @@ export function grupos(db: Db): GruposStore {
       return byId(db, id);
     },
     async grupoByNombre(clienteId: number, nombre: string): Promise<GrupoRow | null> {
-      return withMembers(db, await db.one<GrupoBase>('SELECT * FROM grupos WHERE cliente_id = $1 AND nombre = $2', [clienteId, nombre]));
+      // One round trip a pool send (D-179): the pool and its members together.
+      const g = await db.one<GrupoBase & { miembros: string }>(
+        `SELECT g.*, array_to_string(ARRAY(SELECT celular_id FROM grupo_celulares WHERE grupo_id = g.id ORDER BY celular_id), ',') AS miembros
+         FROM grupos g WHERE g.cliente_id = $1 AND g.nombre = $2`,
+        [clienteId, nombre],
+      );
+      if (!g) return null;
+      const { miembros, ...base } = g;
+      return { ...base, celulares: miembros === '' ? [] : miembros.split(',').map(Number) };
     },
     async createGrupo(input: NewGrupo, now: number): Promise<GrupoWrite> {
       return db.tx(async (c): Promise<GrupoWrite> => {

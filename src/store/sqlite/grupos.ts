@@ -4,7 +4,7 @@ import { moveCharge } from '../../core/billing/recipes.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import { balanceSet } from '../recipe-sql.js';
 import { writeMovement } from './messages.js';
-import { immediate, ph, stmt } from './statements.js';
+import { grouped, immediate, ph, stmt } from './statements.js';
 
 /** Pools of lines and their recipient-to-line maps, in SQLite. */
 type DB = Database.Database;
@@ -15,6 +15,15 @@ function withMembers(db: DB, g: GrupoBase | undefined): GrupoRow | null {
   const ids = stmt(db, 'SELECT celular_id FROM grupo_celulares WHERE grupo_id = ? ORDER BY celular_id').all(g.id) as Array<{ celular_id: number }>;
   return { ...g, celulares: ids.map((r) => r.celular_id) };
 }
+
+/** Members as one statement lists them (`1,2,3`), ascending. */
+const idsOf = (miembros: string | null): number[] =>
+  miembros
+    ? miembros
+        .split(',')
+        .map(Number)
+        .sort((a, b) => a - b)
+    : [];
 
 const byId = (db: DB, id: number) => withMembers(db, stmt(db, 'SELECT * FROM grupos WHERE id = ?').get(id) as GrupoBase | undefined);
 
@@ -40,7 +49,15 @@ export function grupos(db: DB): GruposStore {
       return byId(db, id);
     },
     async grupoByNombre(clienteId: number, nombre: string): Promise<GrupoRow | null> {
-      return withMembers(db, stmt(db, 'SELECT * FROM grupos WHERE cliente_id = ? AND nombre = ?').get(clienteId, nombre) as GrupoBase | undefined);
+      // One statement a pool send (D-179): the pool and its members together.
+      const g = stmt(
+        db,
+        `SELECT g.*, (SELECT group_concat(celular_id) FROM grupo_celulares WHERE grupo_id = g.id) AS miembros
+         FROM grupos g WHERE g.cliente_id = ? AND g.nombre = ?`,
+      ).get(clienteId, nombre) as (GrupoBase & { miembros: string | null }) | undefined;
+      if (!g) return null;
+      const { miembros, ...base } = g;
+      return { ...base, celulares: idsOf(miembros) };
     },
     async createGrupo(input: NewGrupo, now: number): Promise<GrupoWrite> {
       return immediate(db, (): GrupoWrite => {
@@ -83,7 +100,8 @@ export function grupos(db: DB): GruposStore {
       return r?.celular_id ?? null;
     },
     async fijarGrupo(grupoId: number, destinatario: string, celularId: number, now: number): Promise<void> {
-      immediate(db, () =>
+      // In the next group commit (D-179): a new recipient's map row shares the acceptances' commit.
+      await grouped(db, () =>
         stmt(
           db,
           `INSERT INTO grupo_fijos (grupo_id, destinatario, celular_id, updated_at) VALUES (?, ?, ?, ?)
