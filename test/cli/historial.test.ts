@@ -28,6 +28,7 @@ const CSV_COLUMNS = [
   'error_clase',
   'reintento_de',
   'vigencia_hasta',
+  'enviar_en',
 ];
 
 let s: TestServer;
@@ -192,7 +193,9 @@ describe('pasarela historial: exit codes', () => {
     ]) {
       const r = await cli.run(['historial', ...args], key());
       expect(r.exitCode, args.join(' ')).toBe(2);
-      expect(r.stdout, args.join(' ')).toBe('');
+      // Under --json a usage error is JSON on stdout (D-156); otherwise stdout stays empty.
+      if (args.includes('--json')) expect(JSON.parse(r.stdout), args.join(' ')).toEqual({ ok: false, error: expect.any(String), exit_code: 2 });
+      else expect(r.stdout, args.join(' ')).toBe('');
     }
   });
 

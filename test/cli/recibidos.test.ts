@@ -148,7 +148,9 @@ describe('pasarela recibidos: exit codes', () => {
     ]) {
       const r = await cli.run(['recibidos', ...args], key());
       expect(r.exitCode, args.join(' ')).toBe(2);
-      expect(r.stdout, args.join(' ')).toBe('');
+      // Under --json a usage error is JSON on stdout (D-156); otherwise stdout stays empty.
+      if (args.includes('--json')) expect(JSON.parse(r.stdout), args.join(' ')).toEqual({ ok: false, error: expect.any(String), exit_code: 2 });
+      else expect(r.stdout, args.join(' ')).toBe('');
     }
   });
 

@@ -21,6 +21,8 @@ const RECORD_KEYS = [
   'destinatario',
   'entregado_at',
   'enviado_at',
+  // Added by scheduling (issue 40): a scheduled send's due time; null otherwise.
+  'enviar_en',
   'error',
   'error_clase',
   'estado',
