@@ -95,7 +95,8 @@ describe('admin gateway', () => {
     const url = await cli.run(['admin', 'gateway', 'add', 'c', '--gateway-url', 'ftp://x.example', '--gateway-key', 'k', '--json'], asOperator());
     expect(url.exitCode).toBe(2);
     expect(url.stderr).toContain('--gateway-url');
-    expect(url.stdout).toBe('');
+    // Under --json the usage error is JSON on stdout (D-156).
+    expect(JSON.parse(url.stdout)).toEqual({ ok: false, error: expect.any(String), exit_code: 2 });
     const auth = await cli.run(['admin', 'gateway', 'list'], { env: { PASARELA_ADMIN_TOKEN: 'x'.repeat(32) } });
     expect(auth.exitCode).toBe(3);
     const missing = await cli.run(['admin', 'gateway', 'add', 'c', '--gateway-url', b.url], asOperator());

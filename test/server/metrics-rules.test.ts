@@ -58,14 +58,14 @@ describe('metrics: store gauges', () => {
       reads++;
       return new Promise<never>(() => {});
     };
-    const store = { queueDepth: hanging, outboxDepth: hanging, lineCounts: hanging } as unknown as Store;
+    const store = { queueDepth: hanging, outboxDepth: hanging, lineCounts: hanging, brakedLines: hanging } as unknown as Store;
     const gauges = new StoreGauges(store, new ManualClock(0), 0, () => {});
     gauges.up = true;
     await gauges.refresh(20);
     expect(gauges.up).toBe(false);
-    expect(reads).toBe(3); // one read: its three statements
+    expect(reads).toBe(4); // one read: its four statements
     await gauges.refresh(20);
-    expect(reads).toBe(3);
+    expect(reads).toBe(4);
     expect(gauges.queue).toEqual({ pending: 0, oldestAgeSeconds: 0 });
   });
 
@@ -74,11 +74,13 @@ describe('metrics: store gauges', () => {
       queueDepth: async () => ({ pending: 4, oldest_at: 1000 }),
       outboxDepth: async () => ({ pending: 2, due: 1 }),
       lineCounts: async () => [{ estado: 'activo', last_status: 'connected', n: 3 }],
+      brakedLines: async () => 1,
     } as unknown as Store;
     const gauges = new StoreGauges(store, new ManualClock(61_000), 0, () => {});
     await gauges.refresh(60_000);
     expect(gauges.up).toBe(true);
     expect(gauges.queue).toEqual({ pending: 4, oldestAgeSeconds: 60 });
     expect(gauges.lines.get('activo')?.get('connected')).toBe(3);
+    expect(gauges.braked).toBe(1);
   });
 });

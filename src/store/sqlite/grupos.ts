@@ -129,7 +129,7 @@ export function grupos(db: DB): GruposStore {
         const rows = stmt(
           db,
           `SELECT m.msg_id, m.destinatario, m.cliente_id, m.celular_id, m.cobrado, m.cargo FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id
-           WHERE c.celular_id = ? AND m.estado = 'pendiente' AND m.lease_until IS NULL ORDER BY c.seq LIMIT ?`,
+           WHERE c.celular_id = ? AND m.estado = 'pendiente' AND m.lease_until IS NULL ORDER BY c.seq LIMIT CAST(? AS INTEGER)`,
         ).all(from, limit) as Row[];
         const moved: GrupoMove[] = [];
         for (const m of rows) {
