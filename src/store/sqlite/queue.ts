@@ -83,9 +83,10 @@ export function queue(db: DB): QueueStore {
       const due =
         seqs.length === 0
           ? []
-          : (stmt(db, "SELECT m.* FROM json_each(?) JOIN cola c ON c.seq = json_each.value JOIN mensajes m ON m.msg_id = c.msg_id WHERE m.estado = 'pendiente'").all(
-              JSON.stringify(seqs),
-            ) as MensajeRow[]);
+          : (stmt(
+              db,
+              "SELECT m.* FROM json_each(?) JOIN cola c ON c.seq = json_each.value JOIN mensajes m ON m.msg_id = c.msg_id WHERE m.estado = 'pendiente'",
+            ).all(JSON.stringify(seqs)) as MensajeRow[]);
       return { lines, due };
     },
     /**
