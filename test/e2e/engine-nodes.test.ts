@@ -351,7 +351,10 @@ describeWith(postgres, 'engine sessions on three nodes (postgres, redis, the fak
         async () => Number((await q<{ n: string }>("SELECT count(*) AS n FROM mensajes WHERE msg_id = ANY($1) AND estado = 'pendiente'", [ids]))[0]!.n) === 0,
         { what: 'all 1,000 ended', timeoutMs: 240_000, stepMs: 1000 },
       );
-      const bad = await q<{ estado: string }>("SELECT estado FROM mensajes WHERE msg_id = ANY($1) AND estado NOT IN ('enviado', 'entregado', 'leido')", [ids]);
+      const bad = await q<{ estado: string }>(
+        "SELECT estado, error_clase, error, intentos FROM mensajes WHERE msg_id = ANY($1) AND estado NOT IN ('enviado', 'entregado', 'leido')",
+        [ids],
+      );
       expect(bad).toEqual([]);
       const texts = fake
         .contact(CONTACT)

@@ -89,6 +89,19 @@ function scenario(name: string, start: () => Promise<TestServer>): void {
     expect(back!.event).toBe('celular.reanudado');
     expect(JSON.parse(back!.data).data).toMatchObject({ celular_id: L.celularId, por: `cliente:${L.clienteId}` });
     await R.wait((h) => h.json?.evento === 'celular.reanudado', 10_000, 'the celular.reanudado webhook');
+    // The brake and the resume are in the audit trail, each with who did it.
+    const trail = async (accion: string) =>
+      (await api(s.url, 'GET', `/admin/auditoria?cliente_id=${L.clienteId}&accion=${accion}`, { key: s.adminToken })).body.registros as unknown[];
+    expect(await trail('celular.frenar')).toEqual([
+      expect.objectContaining({ actor: 'sistema', objeto_id: L.celularId, detalle: expect.objectContaining({ causa: 'rechazados' }) }),
+    ]);
+    expect(await trail('celular.reanudar')).toEqual([
+      expect.objectContaining({
+        actor: `cliente:${L.clienteId}`,
+        objeto_id: L.celularId,
+        detalle: { motivo_anterior: expect.stringMatching(/refused for good/) },
+      }),
+    ]);
     // The window starts again: the line is not braked again at once by the failures before the resume.
     await s.stepQueue();
     expect((await s.core.store.getCelular(L.celularId))!.frenado).toBe(0);

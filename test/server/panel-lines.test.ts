@@ -105,6 +105,21 @@ describe('the lines pages', () => {
     expect(row.body.celular).toMatchObject({ calentamiento: null, max_envios_por_minuto_efectivo: 12 });
   });
 
+  it('turns the brake on and off from the settings form; a value the form does not offer changes nothing', async () => {
+    expect((await get(client, line)).text).toMatch(/<option value="0"\s+selected>off: a crossed health threshold only alerts/);
+    expect((await post(client, line, { freno: '1' })).status).toBe(303);
+    const on = await get(client, line);
+    expect(on.text).toMatch(/<option value="1"\s+selected>on:/);
+    expect(on.text).toContain('on: a crossed health threshold pauses its queue');
+    expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular.freno).toBe(true);
+    const odd = await post(client, line, { freno: 'yes' });
+    expect(odd.status).toBe(400);
+    expect(odd.text).toContain('nothing to change');
+    expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular.freno).toBe(true);
+    expect((await post(client, line, { freno: '0' })).status).toBe(303);
+    expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular.freno).toBe(false);
+  });
+
   it('refuses a test text longer than the API takes, beside mensaje', async () => {
     const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'x'.repeat(4097), directo: '1' });
     expect(r.status).toBe(400);

@@ -5,7 +5,7 @@ import { fail } from '../api/errors.js';
 import { celularView, viewAt } from '../api/views.js';
 import type { LineBrakeEvent, LineResumeEvent } from '../events/events.js';
 import type { HealthWindow, LineHealthCounts } from '../ports/line-health.js';
-import type { CelularRow, ErrorClase } from '../ports/model.js';
+import type { AuditEntry, CelularRow, ErrorClase } from '../ports/model.js';
 import { iso } from '../time/clock.js';
 
 /**
@@ -140,6 +140,8 @@ async function raise(core: BrakeCore, counts: LineHealthCounts, cause: { causa: 
       expect: { frenado: 0, salud_alerta_at: c.salud_alerta_at },
       set: { frenado: frenado ? 1 : 0, frenado_motivo: frenado ? cause.motivo : null, salud_alerta_at: now },
       event: { evento: 'celular.frenado', cliente_id: c.cliente_id, celular_id: c.id, data: { ...data }, fecha: now },
+      // Only a brake is a change an operator must trace; an alert alone changes no sending.
+      ...(frenado ? { audit: { ...auditOf(c, 'sistema'), accion: 'celular.frenar', detalle: { causa: cause.causa, motivo: cause.motivo } } } : {}),
     },
     now,
   );
@@ -181,7 +183,12 @@ export async function resumeLine(core: BrakeCore, p: Principal, id: number) {
         expect: { frenado: c.frenado, salud_alerta_at: c.salud_alerta_at },
         set: { frenado: 0, frenado_motivo: null, salud_alerta_at: null, salud_desde: now },
         forget: true,
-        ...(was ? { event: { evento: 'celular.reanudado', cliente_id: c.cliente_id, celular_id: c.id, data: { ...data }, fecha: now } } : {}),
+        ...(was
+          ? {
+              event: { evento: 'celular.reanudado', cliente_id: c.cliente_id, celular_id: c.id, data: { ...data }, fecha: now },
+              audit: { ...auditOf(c, data.por), accion: 'celular.reanudar', detalle: { motivo_anterior: c.frenado_motivo } },
+            }
+          : {}),
       },
       now,
     );
@@ -196,4 +203,9 @@ export async function resumeLine(core: BrakeCore, p: Principal, id: number) {
   }
   if (!c) fail('CELULAR_NOT_FOUND', `celular ${id} not found`);
   fail('CONFLICT', `celular ${id} kept changing while it was resumed; try again`);
+}
+
+/** Who and what of a brake's or a resume's audit record. */
+function auditOf(c: CelularRow, actor: string): Omit<AuditEntry, 'accion' | 'detalle'> {
+  return { actor, objeto_tipo: 'celular', objeto_id: c.id, cliente_id: c.cliente_id };
 }

@@ -33,6 +33,8 @@ export const AUDIT_ACCIONES = [
   'celular.logout',
   'celular.reiniciar',
   'celular.motor_nodo',
+  'celular.frenar',
+  'celular.reanudar',
   'webhook.configurar',
   'webhook.eliminar',
   'webhook.restaurar',

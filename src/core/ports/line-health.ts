@@ -1,4 +1,4 @@
-import type { CelularRow, JournalEvent } from './model.js';
+import type { AuditEntry, CelularRow, JournalEvent } from './model.js';
 
 /** The health window's bounds, as bucket numbers the core computes (core/accounts/line-brake.ts). */
 export interface HealthWindow {
@@ -33,6 +33,8 @@ export interface LineBrakeWrite {
   /** A resume: the line's failure counts are forgotten with it (its window starts again). */
   forget?: boolean;
   event?: JournalEvent;
+  /** A brake or a resume is recorded in the audit trail in the same transaction (D-91). */
+  audit?: AuditEntry;
 }
 
 /** The counters and state of the lines' brake (core/accounts/line-brake.ts). */

@@ -298,7 +298,9 @@ export class BaileysGateway implements Gateway {
     const known = this.onNetwork.get(key);
     if (known !== undefined && known > now) return;
     const answer = await within(this.opts.timeoutMs, 'number check', sock.onWhatsApp(jid));
-    if (!answer?.some((r) => r.exists)) throw new GatewayFailure(`the number ${jid.split('@')[0]} is not on WhatsApp`, 'permanent');
+    // No result at all (Baileys answers undefined for a usync reply that is not a result) says nothing of the number.
+    if (answer === undefined) throw new GatewayFailure('number check: the network answered no result', 'transient');
+    if (!answer.some((r) => r.exists)) throw new GatewayFailure(`the number ${jid.split('@')[0]} is not on WhatsApp`, 'permanent');
     if (this.onNetwork.size > 10_000) this.onNetwork.clear();
     this.onNetwork.set(key, now + ON_NETWORK_MS);
   }

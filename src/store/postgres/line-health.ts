@@ -2,6 +2,7 @@ import type { HealthWindow, LineBrakeWrite, LineHealthCounts, LineHealthStore } 
 import type { CelularRow } from '../../core/ports/model.js';
 import { mergeHealth, type Fallos, type Salidos } from '../health-rows.js';
 import { type Db, row } from './db.js';
+import { insertAudit } from './accounts.js';
 import { journal } from './messages.js';
 
 /** Per line: the window's messages from the quarter-hour counts (their primary key, or the (grano, t) index for every line). */
@@ -53,6 +54,7 @@ export function lineHealth(db: Db): LineHealthStore {
         if (!r) return null;
         if (w.forget) await c.query('DELETE FROM salud_fallos WHERE celular_id = $1', [id]);
         if (w.event) await journal(c, w.event);
+        if (w.audit) await insertAudit(c, w.audit, now);
         return r;
       });
     },

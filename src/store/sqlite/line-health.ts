@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { HealthWindow, LineBrakeWrite, LineHealthCounts, LineHealthStore } from '../../core/ports/line-health.js';
 import type { CelularRow } from '../../core/ports/model.js';
 import { mergeHealth, type Fallos, type Salidos } from '../health-rows.js';
+import { insertAudit } from './accounts.js';
 import { journal } from './messages.js';
 import { grouped, stmt } from './statements.js';
 
@@ -61,6 +62,7 @@ export function lineHealth(db: Database.Database): LineHealthStore {
         if (info.changes === 0) return null;
         if (w.forget) stmt(db, 'DELETE FROM salud_fallos WHERE celular_id = ?').run(id);
         if (w.event) journal(db, w.event);
+        if (w.audit) insertAudit(db, w.audit, now);
         return (stmt(db, 'SELECT * FROM celulares WHERE id = ?').get(id) as CelularRow | undefined) ?? null;
       });
     },

@@ -47,6 +47,7 @@ const EDIT_FIELDS = [
   'hora_fin_permitido',
   'estado',
   'calentamiento',
+  'freno',
 ] as const;
 const SEND_FIELDS = ['destinatario', 'mensaje', 'directo', 'vigencia', 'enviar_en'] as const;
 const DELETE_FIELDS = ['confirmacion'] as const;
@@ -142,6 +143,7 @@ function settingsValues(row: CelularRow, form?: FormState): Record<string, strin
     hora_fin_permitido: row.hora_fin_permitido,
     estado: row.estado,
     calentamiento: row.calentamiento ?? '',
+    freno: String(row.freno),
   };
 }
 
@@ -347,6 +349,19 @@ async function linePage(
           },
           editErrors,
         )}
+        ${selectField(
+          {
+            name: 'freno',
+            label: 'freno',
+            value: s.freno ?? '0',
+            options: [
+              ['0', 'off: a crossed health threshold only alerts'],
+              ['1', 'on: a crossed health threshold pauses the queue until a resume'],
+            ] as const,
+            hint: "The brake: when too many of this line's recent sends fail or are refused, its queued messages wait for an operator.",
+          },
+          editErrors,
+        )}
         ${
           clientKey
             ? selectField(
@@ -449,6 +464,8 @@ function editOf(values: Record<string, string>, row: CelularRow, withEstado: boo
   if (withEstado && values.estado !== undefined && values.estado !== row.estado) edit.estado = values.estado as CelularEstado;
   const plan = values.calentamiento?.trim();
   if (plan !== undefined && plan !== (row.calentamiento ?? '')) edit.calentamiento = plan === '' ? null : plan;
+  // Anything but 0 or 1 is not a choice the form offers: left as it is.
+  if ((values.freno === '0' || values.freno === '1') && Number(values.freno) !== row.freno) edit.freno = values.freno === '1';
   return edit;
 }
 

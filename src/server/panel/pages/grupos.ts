@@ -135,7 +135,9 @@ function listPage(req: FastifyRequest, reply: FastifyReply, cid: number, grupos:
     req,
     reply,
     { title: 'Pools', clienteId: cid, current: 'grupos' },
-    html`<p class="hint">A send naming a pool (<code>grupo</code>) instead of a line goes from one of its lines. See docs/pools.md.</p>
+    html`<p class="hint">A send naming a pool (<code>grupo</code>) instead of a line goes from one of its lines: the one that last wrote to
+      that recipient while it can send, else the one with the most room under its caps. When a line stays down longer than its
+      pool's <code>conmutacion_s</code>, its queued messages move to another line of the pool (a braked or suspended line is skipped).</p>
       ${table}
       <h2>Create a pool</h2>
       <form method="post" action="${gruposUrl(cid)}" class="card narrow">
