@@ -43,6 +43,7 @@ import { figureEventStream } from './figures/stream.mjs';
 import { figureBulk } from './figures/bulk.mjs';
 import { figureIdle } from './figures/idle.mjs';
 import { figurePoolAccept } from './figures/pool.mjs';
+import { figureScheduleScan } from './figures/schedule.mjs';
 
 // ---------- main ----------
 
@@ -106,6 +107,7 @@ await figure(17, '17. the engine on several nodes', 'takeover <= 15 s after gone
 });
 await figure(18, '18. idle, 1,000 linked lines, nothing to send', '<= 2 ms/s SQLite, <= 4 ms/s node + PostgreSQL', () => figureIdle());
 await figure(19, '19. pool accept / one-line accept, accepted/s', '>= 0.90', () => figurePoolAccept());
+await figure(20, '20. scheduled-send scan, 1M scheduled vs empty store, per message', '>= 0.90', () => figureScheduleScan());
 
 const cols = [
   ['figure', (r) => r.figure],

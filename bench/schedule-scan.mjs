@@ -7,7 +7,7 @@
 // the worker does (queueLook, claimQueued, markSent) until a look finds nothing
 // due. The figure is the empty store's cost per message over the backlog's
 // (target >= 0.9: the look follows the lines and the due messages, not the
-// backlog). SQLite always; PostgreSQL with --postgres (a fresh schema).
+// backlog). SQLite always; PostgreSQL with --postgres (a fresh schema). Figure 20 of bench/run.mjs.
 //
 //   npm run build && node bench/schedule-scan.mjs [--backlog 1000000] [--postgres]
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -23,7 +23,7 @@ const arg = (name, def) => {
 const BACKLOG = arg('--backlog', 1_000_000);
 const LINES = 50;
 const DUE = 500;
-const ROUNDS = 7;
+const ROUNDS = 15;
 const WEEK = 7 * 86_400_000;
 
 const { openSqliteStore } = await import(join(ROOT, 'dist/store/sqlite/store.js'));
@@ -148,24 +148,32 @@ async function round(store, cli, lines, now, tag, wall) {
 }
 
 async function measure(label, open, backlog, wall) {
-  const out = {};
+  // Both stores open at once and their rounds alternate, so a change in the machine's load falls on both alike.
+  const stores = {};
+  const now = Date.UTC(2026, 3, 1, 12);
   for (const [name, n] of [
     ['empty', 0],
     ['backlog', BACKLOG],
   ]) {
     const { store, close } = await open(name);
     const { cli, lines } = await setup(store);
-    const now = Date.UTC(2026, 3, 1, 12);
     if (n > 0) {
       const t = performance.now();
       await backlog(store, cli, lines, n, now, now + WEEK);
       console.error(`${label}: ${n} scheduled messages written in ${Math.round(performance.now() - t)} ms`);
     }
-    const costs = [];
-    for (let r = 0; r < ROUNDS; r++) costs.push(await round(store, cli, lines, now + r * 1000, `${name}-${r}`, wall));
-    const median = (xs) => [...xs].sort((a, b) => a - b)[ROUNDS >> 1];
-    out[name] = { all: median(costs.map((c) => c.all)), look: median(costs.map((c) => c.look)) };
-    await close();
+    stores[name] = { store, close, cli, lines, costs: [] };
+  }
+  for (let r = 0; r < ROUNDS; r++)
+    for (const name of r % 2 ? ['backlog', 'empty'] : ['empty', 'backlog']) {
+      const s = stores[name];
+      s.costs.push(await round(s.store, s.cli, s.lines, now + r * 1000, `${name}-${r}`, wall));
+    }
+  const out = {};
+  const median = (xs) => [...xs].sort((a, b) => a - b)[ROUNDS >> 1];
+  for (const [name, s] of Object.entries(stores)) {
+    out[name] = { all: median(s.costs.map((c) => c.all)), look: median(s.costs.map((c) => c.look)) };
+    await s.close();
   }
   const ratio = out.empty.all / out.backlog.all;
   const lookRatio = out.empty.look / out.backlog.look;

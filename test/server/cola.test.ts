@@ -9,7 +9,7 @@ import { expectError, expectOk } from '../helpers/expect.js';
 import { until } from '../helpers/poll.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
-import { admin, editCelular, linkedLine, mensaje, numeroNuevo, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
+import { admin, editCelular, linkedLine, mensaje, numeroNuevo, queueLinesExact, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
 
 /**
  * The queue's actions over HTTP (issue 36): the listing with why each message
@@ -154,6 +154,7 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       expect(off.body.mensajes[0]).toMatchObject({ motivo: 'desconectado', due_at: null });
       const done = await cancel(b.clientKey, { celular_id: b.celularId, todos: 1 });
       expect(done.body.cancelados).toBe(3);
+      queueLinesExact(s);
     });
 
     it('cancels a selection: error with class cancelado, refunded, its event sent, the ledger adds up', async () => {

@@ -6,7 +6,7 @@ import { pgSchema } from '../contract/adapters.js';
 import { until } from '../helpers/poll.js';
 import type { PgStore } from '../../src/store/postgres/store.js';
 import type { SqliteStore } from '../../src/store/sqlite/store.js';
-import { admin, editCelular, linkedLine, numeroNuevo } from './send-helpers.js';
+import { admin, editCelular, linkedLine, numeroNuevo, queueLinesExact } from './send-helpers.js';
 import { crearGrupo, lineOf, phoneLogout, sendPool, siblingLine } from './grupos-helpers.js';
 
 /**
@@ -196,6 +196,7 @@ const suite = (name: string, start: () => Promise<TestServer>) =>
       await s.health.checkNow();
       for (const id of ids) expect(await lineOf(s, id)).toBe(b.celularId);
       expect((await s.core.store.queueSizes([a.celularId, b.celularId])).map((q) => q.pendientes)).toEqual([0, 5]);
+      queueLinesExact(s);
       // The charges left A's balance (refunded there) for the client's global one (B has none of its own).
       expect((await s.core.store.getCelular(a.celularId))!.saldo_actual).toBe(10);
       expect((await s.core.store.getCliente(a.clienteId))!.saldo_global).toBe(95);
@@ -219,6 +220,7 @@ const suite = (name: string, start: () => Promise<TestServer>) =>
         [1, 3],
       ] as const)
         expect(await sentAt(ids[x]!)).toBeLessThanOrEqual(await sentAt(ids[y]!));
+      queueLinesExact(s);
     });
 
     it('refuses a pool send with a celular key, with celular_id too, or naming an unknown pool', async () => {

@@ -45,6 +45,10 @@ const ALLOWED: Array<{ sql: RegExp; why: string }> = [
     why: 'at start and every webhook poll: when each client next has a delivery due, from the partial index of pending deliveries (the backlog, never the history)',
   },
   {
+    sql: /^WITH lineas\(id\) AS \(SELECT celular_id FROM cola_lineas\)/,
+    why: "the look, the heads and the queue's age: the lines with a queue, one row each, kept by the queue's triggers (D-180)",
+  },
+  {
     sql: /^SELECT COUNT\(\*\) AS n FROM cola$/,
     why: "metrics, at most once per cache period: the queue's depth, counted in the queue table (pending queued messages, never the history)",
   },

@@ -227,3 +227,11 @@ export async function saldos(s: TestServer, line: Line): Promise<{ global: numbe
   expect(r.status, r.text).toBe(200);
   return { global: r.body.saldo_global, celular: r.body.saldo_celular, consumo: r.body.consumo_mes };
 }
+
+/** On SQLite, the lines-with-a-queue table its triggers keep (D-180) says exactly what the queue holds. */
+export function queueLinesExact(s: TestServer): void {
+  if (s.core.store.caps.name !== 'sqlite') return;
+  const db = (s.core.store as unknown as { db: { prepare(sql: string): { all(): unknown[] } } }).db;
+  const kept = db.prepare('SELECT celular_id, n FROM cola_lineas ORDER BY celular_id').all();
+  expect(kept).toEqual(db.prepare('SELECT celular_id, COUNT(*) AS n FROM cola GROUP BY celular_id ORDER BY celular_id').all());
+}

@@ -978,4 +978,27 @@ export const MIGRATIONS: Migration[] = [
       END;
       `,
   },
+  {
+    version: 35,
+    name: 'the lines with a queue, kept by triggers on the queue (D-180)',
+    sql: `
+      -- One row per line with queued messages and how many: the look walks these rows instead of a skip-scan
+      -- over the queue's line index, whose every step is a seek as deep as the backlog (D-180).
+      CREATE TABLE cola_lineas (celular_id INTEGER PRIMARY KEY, n INTEGER NOT NULL CHECK (n > 0));
+      INSERT INTO cola_lineas (celular_id, n) SELECT celular_id, COUNT(*) FROM cola GROUP BY celular_id;
+      CREATE TRIGGER cola_lineas_entra AFTER INSERT ON cola BEGIN
+        INSERT INTO cola_lineas (celular_id, n) VALUES (NEW.celular_id, 1) ON CONFLICT (celular_id) DO UPDATE SET n = n + 1;
+      END;
+      CREATE TRIGGER cola_lineas_sale AFTER DELETE ON cola BEGIN
+        DELETE FROM cola_lineas WHERE celular_id = OLD.celular_id AND n = 1;
+        UPDATE cola_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id;
+      END;
+      -- A pool's failover moves a queued message to another line.
+      CREATE TRIGGER cola_lineas_movida AFTER UPDATE OF celular_id ON cola WHEN OLD.celular_id IS NOT NEW.celular_id BEGIN
+        DELETE FROM cola_lineas WHERE celular_id = OLD.celular_id AND n = 1;
+        UPDATE cola_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id;
+        INSERT INTO cola_lineas (celular_id, n) VALUES (NEW.celular_id, 1) ON CONFLICT (celular_id) DO UPDATE SET n = n + 1;
+      END;
+      `,
+  },
 ];

@@ -17,13 +17,8 @@ import { keepSlot, pruneSlots } from './state-paths.js';
  */
 type DB = Database.Database;
 
-/** The lines with a backlog, one index seek each: a skip-scan over the queue's line index. */
-const BACKLOG_LINES = `WITH RECURSIVE lineas(id) AS (
-       SELECT MIN(celular_id) FROM cola
-       UNION ALL
-       SELECT (SELECT MIN(celular_id) FROM cola WHERE celular_id > lineas.id)
-       FROM lineas WHERE lineas.id IS NOT NULL
-     )`;
+/** The lines with a backlog: the rows of cola_lineas, which the queue's triggers keep (D-180). */
+const BACKLOG_LINES = 'WITH lineas(id) AS (SELECT celular_id FROM cola_lineas)';
 
 /** No older pending message of the line to the same recipient than queue row `c` (cola_destino: one seek). */
 const FIRST_OF_RECIPIENT = 'NOT EXISTS (SELECT 1 FROM cola o WHERE o.celular_id = c.celular_id AND o.destinatario = c.destinatario AND o.seq < c.seq)';
@@ -46,9 +41,8 @@ const LOOK = `${BACKLOG_LINES}
 export function queue(db: DB): QueueStore {
   return {
     /**
-     * One message per line with a backlog: a skip-scan over the queue's line
-     * index (one index seek per line), so the cost follows the number of lines,
-     * not the number of pending messages.
+     * One message per line with a backlog: the lines from cola_lineas, so the
+     * cost follows the number of lines, not the number of pending messages.
      */
     async queueHeads(): Promise<MensajeRow[]> {
       return stmt(
