@@ -12,7 +12,7 @@ import { stmt } from './statements.js';
 type DB = Database.Database;
 
 /** The tables only SQLite keeps (PostgreSQL reads the same paths from its own indexes): a move leaves them behind. */
-export const SQLITE_ACCESS_PATHS = ['cola', 'directos', 'cupos', 'gateway_ids'] as const;
+export const SQLITE_ACCESS_PATHS = ['cola', 'cola_lineas', 'directos', 'cupos', 'gateway_ids'] as const;
 
 /**
  * A message accepted `pendiente`: queued ones join their line's queue, with their recipient, when scheduled their due
