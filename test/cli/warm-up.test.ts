@@ -45,3 +45,10 @@ it('an unknown plan is a usage error (exit 2) naming the plans, and nothing is s
   expect(r.exitCode).toBe(2);
   expect(r.stderr).toMatch(/estandar, rapido, prudente, none|"estandar", "rapido", "prudente", "none"/);
 });
+
+it('celular create starts a new line with its plan and its brake', async () => {
+  const made = expectJsonOnly(await cli.run(['celular', 'create', '5215511112222', '--calentamiento', 'rapido', '--freno', 'on', '--json'], env()));
+  expect(made.celular).toMatchObject({ calentamiento: 'rapido', calentamiento_dia: 1, freno: true });
+  const bad = await cli.run(['celular', 'create', '5215511113333', '--calentamiento', 'turbo'], env());
+  expect(bad.exitCode).toBe(2);
+});

@@ -95,6 +95,31 @@ function suite(store: () => Promise<string | undefined>) {
     expect(op.body.celulares[0]).toHaveProperty('max_envios_por_minuto_efectivo', 10);
   });
 
+  it('a new line may start with its plan and its brake; a bad plan is 400 and registers nothing', async () => {
+    const L = await linkedLine(s);
+    const crear = (json: Record<string, unknown>) => api(s.url, 'POST', '/api/celular_crear.php', { key: L.clientKey, json });
+    const numero = dest();
+    const bad = await crear({ numero, calentamiento: 'turbo' });
+    expectError(bad, 400);
+    expect(bad.body.api_descripcion ?? bad.text).toMatch(/calentamiento must be one of estandar, rapido, prudente/);
+    const made = await crear({ numero, calentamiento: 'prudente', freno: 1 });
+    expect(made.status, made.text).toBe(201);
+    expect(made.body.celular).toMatchObject({
+      calentamiento: 'prudente',
+      calentamiento_desde: new Date(clock().now()).toISOString(),
+      calentamiento_dia: 1,
+      freno: true,
+      frenado: false,
+    });
+    const plain = await crear({ numero: dest() });
+    expect(plain.body.celular).toMatchObject({ calentamiento: null, freno: false });
+    const audit = await api(s.url, 'GET', `/admin/auditoria?cliente_id=${L.clienteId}&accion=celular.crear&limit=2`, { key: s.adminToken });
+    expect(audit.body.registros.map((r: { detalle: Record<string, unknown> }) => r.detalle)).toEqual([
+      expect.not.objectContaining({ calentamiento: expect.anything() }),
+      expect.objectContaining({ calentamiento: 'prudente', freno: true }),
+    ]);
+  });
+
   it('a direct send over the day-1 warm-up cap is 429 naming the plan; on day 8 the same sends go', async () => {
     const L = await linkedLine(s, { saldo: 20 });
     await editCelular(s, L, { calentamiento: 'estandar' });

@@ -220,6 +220,9 @@ export async function runCelularShow(o: CelularShowOptions, ctx: Ctx): Promise<v
 export interface CelularCreateOptions {
   numero: string;
   nombre?: string;
+  /** A warm-up plan's name: it starts today. */
+  calentamiento?: string;
+  freno?: 'on' | 'off';
 }
 
 export async function runCelularCreate(o: CelularCreateOptions, ctx: Ctx): Promise<void> {
@@ -227,7 +230,12 @@ export async function runCelularCreate(o: CelularCreateOptions, ctx: Ctx): Promi
   checkArg('numero', numero, phone());
   const b = await ctx.client().call<{ celular_id: number; celular: Celular; api_key: string; gateway_token: string }>('POST', API.celularCrear, {
     key: ctx.key(),
-    json: { numero, ...(o.nombre !== undefined ? { nombre_interno: o.nombre } : {}) },
+    json: {
+      numero,
+      ...(o.nombre !== undefined ? { nombre_interno: o.nombre } : {}),
+      ...(o.calentamiento !== undefined ? { calentamiento: o.calentamiento } : {}),
+      ...(o.freno !== undefined ? { freno: o.freno === 'on' } : {}),
+    },
     fields: CELULAR_FIELDS,
   });
   emit(ctx, b, () => {
@@ -475,7 +483,9 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     .command('create <numero>')
     .description('register a line (country code first); prints its key once')
     .option('--nombre <nombre>', 'internal label (nombre_interno, up to 80 characters)', nombre)
-    .action((numero: string, o: { nombre?: string }, cmd: Command) => runCelularCreate({ numero, ...o }, ctxOf(cmd)));
+    .addOption(calentamientoOption(WARMUP_PLAN_NAMES, 'it starts today'))
+    .addOption(frenoOption())
+    .action((numero: string, o: Omit<CelularCreateOptions, 'numero'>, cmd: Command) => runCelularCreate({ numero, ...o }, ctxOf(cmd)));
 
   cel
     .command('edit <id>')
@@ -487,15 +497,8 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
     .option('--por-dia <n>', `max sends per day (${MIN_DIA}-${MAX_DIA}, or none)`, intOrNone(MIN_DIA, MAX_DIA))
     .option('--desde <HH:MM>', 'start of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
     .option('--hasta <HH:MM>', 'end of the allowed sending window (H:MM or HH:MM, 00:00-23:59)', hora)
-    .addOption(
-      new Option('--calentamiento <plan>', `warm-up plan: caps rise day by day to the ones set (docs/warm-up.md); none ends it`).choices([
-        ...WARMUP_PLAN_NAMES,
-        'none',
-      ]),
-    )
-    .addOption(
-      new Option('--freno <on|off>', "the line's brake: on, a crossed health threshold pauses its queue until resumed (docs/brake.md)").choices(['on', 'off']),
-    )
+    .addOption(calentamientoOption([...WARMUP_PLAN_NAMES, 'none'], 'none ends it'))
+    .addOption(frenoOption())
     .action((id: string, o: Omit<CelularEditOptions, 'id'>, cmd: Command) => runCelularEdit({ id, ...o }, ctxOf(cmd)));
 
   cel
@@ -540,4 +543,14 @@ export function registerCelular(program: Command, ctxOf: CtxOf): void {
       .option('--nombre <nombre>', 'internal label (up to 80 characters)', nombre)
       .option('--pairing-code', 'link by typing a code on the phone (Linked devices > Link with phone number) instead of scanning a QR'),
   ).action((numero: string, o: Omit<CelularLinkOptions, 'numero'>, cmd: Command) => runCelularLink({ numero, ...o }, ctxOf(cmd)));
+}
+
+/** `--calentamiento`, at create and edit. */
+function calentamientoOption(choices: readonly string[], end: string): Option {
+  return new Option('--calentamiento <plan>', `warm-up plan: caps rise day by day to the ones set (docs/warm-up.md); ${end}`).choices(choices);
+}
+
+/** `--freno`, at create and edit. */
+function frenoOption(): Option {
+  return new Option('--freno <on|off>', "the line's brake: on, a crossed health threshold pauses its queue until resumed (docs/brake.md)").choices(['on', 'off']);
 }

@@ -7,7 +7,7 @@ import { AppError, ERRORS, fail } from '../api/errors.js';
 import { celularKey, hashSecret, LEGACY_TOKEN_RE, newGatewayToken, newSecret, parseKey } from '../auth/keys.js';
 import { CELULAR_LIMITS, HORA_PATTERN } from '../api/limits.js';
 import { normalizeNumero } from './phone.js';
-import type { CelularPatch, StatusCheck } from '../ports/accounts.js';
+import type { CelularPatch, LineProtection, StatusCheck } from '../ports/accounts.js';
 import { beforeAfter } from '../auth/audit.js';
 import { GatewayFailure } from '../ports/gateway.js';
 import { CELULAR_ESTADOS, type CelularEstado, type CelularRow, type SessionStatus } from '../ports/model.js';
@@ -55,6 +55,7 @@ async function insertCelular(
   numero: string,
   nombre: string | null,
   onGatewayError: (err: unknown) => void,
+  protection: LineProtection = {},
 ) {
   const gatewayToken = newGatewayToken();
   const secret = newSecret();
@@ -68,6 +69,7 @@ async function insertCelular(
       nombre_interno: nombre,
       estado: 'desconectado',
       ...CELULAR_DEFAULTS,
+      ...protection,
       key_hash: hashSecret(secret),
       gateway_token_hash: hashSecret(gatewayToken),
     },
@@ -80,7 +82,7 @@ async function insertCelular(
         objeto_tipo: 'celular',
         objeto_id: c.id,
         cliente_id: p.cliente.id,
-        detalle: { numero, gateway_instancia: c.gateway_instancia },
+        detalle: { numero, gateway_instancia: c.gateway_instancia, ...(c.calentamiento ? { calentamiento: c.calentamiento } : {}), ...(c.freno ? { freno: true } : {}) },
       }),
     },
   );
@@ -99,14 +101,19 @@ async function insertCelular(
 export async function createCelular(
   core: Pick<Core, 'store' | 'gateway' | 'clock' | 'config'>,
   p: ClientPrincipal,
-  input: { numero: string; nombre_interno?: string | null },
+  input: { numero: string; nombre_interno?: string | null; calentamiento?: string | null; freno?: boolean },
   onGatewayError: (err: unknown) => void = () => undefined,
 ) {
   requireClientKey(p, 'creating a celular');
   requireActiveClient(p);
   const numero = parseNumero(input.numero);
   const nombre = cleanNombre(input.nombre_interno);
-  const created = await insertCelular(core, p, numero, nombre, onGatewayError);
+  // A new number's warm-up starts with it (D-168: only when asked); checked before the row is written.
+  const protection: LineProtection = {
+    ...(input.calentamiento == null ? {} : warmupPatch({ calentamiento: null, calentamiento_desde: null }, input.calentamiento, core.clock.now())),
+    ...(input.freno === undefined ? {} : { freno: input.freno ? 1 : 0 }),
+  };
+  const created = await insertCelular(core, p, numero, nombre, onGatewayError, protection);
   return { ...created, view: celularView(created.celular, viewAt(core)) };
 }
 
@@ -180,7 +187,7 @@ export async function editCelular(core: Pick<Core, 'store' | 'clock' | 'signals'
  * already follows keeps its start (a form sent again changes nothing); null
  * ends it (D-166).
  */
-function warmupPatch(c: CelularRow, plan: string | null, now: number): CelularPatch {
+function warmupPatch(c: Pick<CelularRow, 'calentamiento' | 'calentamiento_desde'>, plan: string | null, now: number): CelularPatch {
   if (plan === null) return { calentamiento: null, calentamiento_desde: null };
   if (!isWarmupPlan(plan)) fail('INVALID_PARAMS', `calentamiento must be one of ${WARMUP_PLAN_NAMES.join(', ')}, or null for none`);
   if (plan === c.calentamiento && c.calentamiento_desde !== null) return { calentamiento: plan };

@@ -47,7 +47,10 @@ export type NewCelular = Pick<
   | 'hora_fin_permitido'
   | 'key_hash'
   | 'gateway_token_hash'
->;
+> &
+  /** A warm-up plan and the brake given at creation (absent: none, off). */
+  LineProtection;
+export type LineProtection = Partial<Pick<CelularRow, 'calentamiento' | 'calentamiento_desde' | 'freno'>>;
 
 export type CelularPatch = Partial<
   Pick<

@@ -8,7 +8,7 @@ import { CELULAR_LIMITS, FIELD_LIMITS } from '../../core/api/limits.js';
 import { celularView, viewAt } from '../../core/api/views.js';
 import { boolish, clientAuth, created, principal, success } from '../http.js';
 import { qrPngDataUri } from '../../core/accounts/qr-image.js';
-import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, idQueryProps, keyField, okResponse, qrProps } from '../schemas/common.js';
+import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, idQueryProps, keyField, lineProtection, okResponse, qrProps } from '../schemas/common.js';
 import { motorNodoProp, perfilProp } from '../schemas/session.js';
 import { Flag, Nullable, Type, typed } from '../schemas/typed.js';
 
@@ -66,6 +66,7 @@ export default async function celularRoutes(
       key: Type.Optional(keyField),
       numero: Type.String({ minLength: 1, maxLength: FIELD_LIMITS.numero, description: 'country code first; +, spaces and punctuation are accepted' }),
       nombre_interno: Type.Optional(Nullable(Type.String({ maxLength: CELULAR_LIMITS.nombre_interno }))),
+      ...lineProtection,
     }),
     response: {
       201: okResponse({
@@ -87,7 +88,9 @@ export default async function celularRoutes(
       preValidation: auth,
       schema: url === API.celularCrear ? createSchema : aliasSchema(createSchema, createAliases[url]!, API.celularCrear),
       handler: async (req, reply) => {
-        const r = await createCelular(core, principal(req), req.body, (err) =>
+        const { freno, ...body } = req.body;
+        const input = { ...body, ...(freno === undefined ? {} : { freno: boolish(freno, 'freno') }) };
+        const r = await createCelular(core, principal(req), input, (err) =>
           req.log.warn({ err }, 'gateway instance creation failed; it will be created when the line is linked'),
         );
         return created(

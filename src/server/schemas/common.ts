@@ -129,6 +129,19 @@ export const keyField = Type.String({ description: 'credential (same value as th
 
 const range = ([minimum, maximum]: readonly [number, number]) => ({ minimum, maximum });
 
+/** A line's warm-up plan and brake: set at its creation or by an edit. */
+export const lineProtection = {
+  calentamiento: Type.Optional(
+    Nullable(
+      Type.String({
+        maxLength: WARMUP_NAME_MAX,
+        description: `a warm-up plan (${WARMUP_PLAN_NAMES.join(', ')}): it starts today unless the line already follows it; null ends it`,
+      }),
+    ),
+  ),
+  freno: Type.Optional(Flag('1: a crossing of the health thresholds pauses the queue (docs/brake.md); 0: it only alerts (the default)')),
+};
+
 export const celularEditBody = Type.Object(
   {
     key: Type.Optional(keyField),
@@ -140,15 +153,7 @@ export const celularEditBody = Type.Object(
     max_envios_por_dia: Type.Optional(Nullable(Type.Integer(range(CELULAR_LIMITS.max_envios_por_dia)))),
     hora_inicio_permitido: Type.Optional(Type.String({ pattern: HORA_PATTERN })),
     hora_fin_permitido: Type.Optional(Type.String({ pattern: HORA_PATTERN })),
-    calentamiento: Type.Optional(
-      Nullable(
-        Type.String({
-          maxLength: WARMUP_NAME_MAX,
-          description: `a warm-up plan (${WARMUP_PLAN_NAMES.join(', ')}): it starts today unless the line already follows it; null ends it`,
-        }),
-      ),
-    ),
-    freno: Type.Optional(Flag('1: a crossing of the health thresholds pauses the queue (docs/brake.md); 0: it only alerts (the default)')),
+    ...lineProtection,
   },
   { additionalProperties: false },
 );

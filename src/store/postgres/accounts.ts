@@ -99,8 +99,8 @@ export function accounts(db: Db): AccountsStore {
           c,
           `INSERT INTO celulares (cliente_id, numero, nombre_interno, estado, saldo_actual, max_envios_por_minuto,
            max_envios_por_hora, max_envios_por_dia, hora_inicio_permitido, hora_fin_permitido, key_hash,
-           gateway_token_hash, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+           gateway_token_hash, created_at, updated_at, calentamiento, calentamiento_desde, freno)
+         VALUES ($1, $2, $3, $4, 0, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14::bigint, $15)
          ON CONFLICT (numero) DO NOTHING RETURNING *`,
           [
             input.cliente_id,
@@ -115,6 +115,9 @@ export function accounts(db: Db): AccountsStore {
             input.key_hash,
             input.gateway_token_hash,
             now,
+            input.calentamiento ?? null,
+            input.calentamiento_desde ?? null,
+            input.freno ?? 0,
           ],
         );
         if (!celular) return { ok: false, reason: 'taken' };

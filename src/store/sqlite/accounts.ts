@@ -106,10 +106,11 @@ export function accounts(db: DB): AccountsStore {
           db,
           `INSERT INTO celulares (cliente_id, numero, nombre_interno, estado, saldo_actual, max_envios_por_minuto,
              max_envios_por_hora, max_envios_por_dia, hora_inicio_permitido, hora_fin_permitido, key_hash,
-             gateway_token_hash, created_at, updated_at)
+             gateway_token_hash, calentamiento, calentamiento_desde, freno, created_at, updated_at)
            VALUES (@cliente_id, @numero, @nombre_interno, @estado, 0, @max_envios_por_minuto, @max_envios_por_hora,
-             @max_envios_por_dia, @hora_inicio_permitido, @hora_fin_permitido, @key_hash, @gateway_token_hash, @now, @now)`,
-        ).run({ ...input, now });
+             @max_envios_por_dia, @hora_inicio_permitido, @hora_fin_permitido, @key_hash, @gateway_token_hash,
+             @calentamiento, @calentamiento_desde, @freno, @now, @now)`,
+        ).run({ calentamiento: null, calentamiento_desde: null, freno: 0, ...input, now });
         const id = Number(info.lastInsertRowid);
         if (done) {
           stmt(db, 'UPDATE celulares SET gateway_instancia = ? WHERE id = ?').run(done.instancia(id), id);
