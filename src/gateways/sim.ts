@@ -11,7 +11,7 @@ import {
   type QrResult,
   type SessionProfile,
 } from '../core/ports/gateway.js';
-import type { SessionStatus } from '../core/ports/model.js';
+import type { ReceiptEstado, SessionStatus } from '../core/ports/model.js';
 import type { KvKey } from '../core/ports/kv.js';
 import type { Store } from '../core/ports/store.js';
 import { GatewayEvents } from './gateway-events.js';
@@ -385,8 +385,9 @@ export class SimGateway implements Gateway {
   }
 
   /** The recipient's phone acknowledges a message now (receipts otherwise follow --sim-delivery-ms / --sim-read-ms). */
-  async receiptNow(instancia: string, gatewayMsgId: string, estado: 'entregado' | 'leido'): Promise<void> {
-    await this.emit({ type: 'receipt', instancia, gatewayMsgId, estado, at: this.clock.now() });
+  /** A receipt now; `error` is the network reporting a message it took as failed (as a real gateway's webhook may). */
+  async receiptNow(instancia: string, gatewayMsgId: string, estado: ReceiptEstado, error?: string): Promise<void> {
+    await this.emit({ type: 'receipt', instancia, gatewayMsgId, estado, at: this.clock.now(), ...(error === undefined ? {} : { error }) });
   }
 
   /** The next `n` sends are refused as rate-limited (retry after 30 s). */

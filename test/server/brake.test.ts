@@ -1,9 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/time/clock.js';
+import type { SimGateway } from '../../src/gateways/sim.js';
 import type { LineBrakeEvent } from '../../src/core/events/events.js';
 import { injectTransport } from '../helpers/inject-http.js';
 import { until } from '../helpers/poll.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import type { ServeOptions } from '../../src/server/serve.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { pgSchema } from '../contract/adapters.js';
@@ -42,7 +44,7 @@ async function refusedFive(s: TestServer, L: Line): Promise<void> {
   for (const id of ids) await waitEstado(s, id, 'error');
 }
 
-function scenario(name: string, start: () => Promise<TestServer>): void {
+function scenario(name: string, start: (extra?: Partial<ServeOptions>) => Promise<TestServer>): void {
   let s: TestServer;
   let R: Receiver;
   const events: LineBrakeEvent[] = [];
@@ -133,6 +135,28 @@ function scenario(name: string, start: () => Promise<TestServer>): void {
     expectError(await api(s.url, 'POST', `/api/celular_reanudar.php?id=${L.celularId}`, {}), 401);
   });
 
+  it(`${name}: sends the network took and then reported failed (receipts ending them fallido) brake the line too`, async () => {
+    // The simulator's own delivery receipts come late: a receipt never moves a message back, and these must find it enviado.
+    const s = await start({ simDeliveryMs: 600_000, simReadMs: 600_000 });
+    servers.push(s);
+    const L = await linkedLine(s);
+    await editCelular(s, L, { freno: 1 });
+    const seen: LineBrakeEvent[] = [];
+    s.core.bus.subscribe('celular.frenado', (e) => seen.push(e));
+    const sim = s.core.gateway as SimGateway;
+    const instancia = (await s.core.store.getCelular(L.celularId))!.gateway_instancia!;
+    for (let i = 0; i < 5; i++) {
+      const r = await send(s, L, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('taken'), directo: 1 });
+      expectOk(r);
+      expect(r.body.estado).toBe('enviado');
+      const m = await mensaje(s, r.body.msg_id as string);
+      await sim.receiptNow(instancia, m.gateway_msg_id!, 'error', 'the network reported it failed');
+      expect((await mensaje(s, r.body.msg_id as string)).error_clase).toBe('fallido');
+    }
+    await until(async () => (await s.core.store.getCelular(L.celularId))?.frenado === 1, { what: 'the line braked by failed receipts' });
+    expect(seen).toEqual([expect.objectContaining({ celular_id: L.celularId, frenado: true, causa: 'fallos', fallos: 5 })]);
+  });
+
   it(`${name}: a line without the brake on only gets the event: it is not braked and its queue goes on`, async () => {
     const L = await linkedLine(s);
     (s.clock as ManualClock).advance(2 * 3_600_000);
@@ -149,13 +173,13 @@ function scenario(name: string, start: () => Promise<TestServer>): void {
 }
 
 describe('the brake on SQLite', () => {
-  scenario('SQLite', () => startTestServer({ ...opts, clock: new ManualClock(Date.UTC(2026, 3, 1, 12)) }));
+  scenario('SQLite', (extra) => startTestServer({ ...opts, ...extra, clock: new ManualClock(Date.UTC(2026, 3, 1, 12)) }));
 });
 
 describeWith(postgres, 'the brake on PostgreSQL', () => {
-  scenario('PostgreSQL', async () => {
+  scenario('PostgreSQL', async (extra) => {
     const sch = await pgSchema();
     closers.push(sch.drop);
-    return startTestServer({ ...opts, store: schemaUrl(sch.schema), clock: new ManualClock(Date.UTC(2026, 3, 1, 12)) });
+    return startTestServer({ ...opts, ...extra, store: schemaUrl(sch.schema), clock: new ManualClock(Date.UTC(2026, 3, 1, 12)) });
   });
 });

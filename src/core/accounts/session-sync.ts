@@ -1,4 +1,5 @@
 import { applySessionStatus } from './celulares.js';
+import { noteLineFailure } from './line-brake.js';
 import { iso } from '../time/clock.js';
 import { replaceIllFormed } from '../sending/exact-text.js';
 import type { Core } from '../context.js';
@@ -22,7 +23,7 @@ import type { SessionStatus } from '../ports/model.js';
  * the gateway deliver again, and the key drops the repeat).
  */
 export function syncGatewayEvents(
-  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals' | 'lines'>,
+  core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus' | 'signals' | 'lines' | 'config'>,
   onError: (err: unknown) => void,
 ): { idle(): Promise<void> } {
   let chain: Promise<void> = Promise.resolve();
@@ -34,7 +35,12 @@ export function syncGatewayEvents(
     if (e.type === 'receipt') {
       // Bound to the instance whose secret authenticated the call: it changes only that line's messages.
       const r = await core.store.receipt(celular.id, e.gatewayMsgId, e.estado, e.at, e.error);
-      if (r && r !== 'parked') publishMessageStatus(core, r.after, r.before.estado);
+      if (r && r !== 'parked') {
+        publishMessageStatus(core, r.after, r.before.estado);
+        // The network took it, then reported it failed: the line's health counts it as any failed send (D-170).
+        if (r.after.estado === 'error' && r.after.error_clase === 'fallido' && r.before.estado !== 'error')
+          await noteLineFailure(core, celular.id, 'fallido').catch(onError);
+      }
       return;
     }
     if (e.type === 'session') {
