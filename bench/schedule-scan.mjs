@@ -5,7 +5,8 @@
 // its own recipient) against an empty store. The store's queue path alone, no
 // HTTP: each round accepts DUE queued messages on 50 lines, then drains them as
 // the worker does (queueLook, claimQueued, markSent) until a look finds nothing
-// due. The figure is the empty store's cost per message over the backlog's
+// due. A third SQLite store holds 1,000,000 messages already sent instead: the same depth of history without
+// a backlog, so the backlog's own cost shows apart from the history's. The figure is the empty store's cost per message over the backlog's
 // (target >= 0.9: the look follows the lines and the due messages, not the
 // backlog). SQLite always; PostgreSQL with --postgres (a fresh schema). Figure 20 of bench/run.mjs.
 //
@@ -69,10 +70,23 @@ function sqliteBacklog(db, cli, lines, n, now, at) {
   );
   ins.run(n, cli.id, lines[0].id, LINES, at, at, now, at);
   db.prepare(
-    `INSERT INTO cola (msg_id, celular_id, destinatario, proximo_intento_at)
-     SELECT msg_id, celular_id, destinatario, enviar_en FROM mensajes WHERE msg_id LIKE 'p-%' ORDER BY rowid`,
+    `INSERT INTO cola (msg_id, celular_id, destinatario, proximo_intento_at, enviar_en)
+     SELECT msg_id, celular_id, destinatario, enviar_en, enviar_en FROM mensajes WHERE msg_id LIKE 'p-%' ORDER BY rowid`,
   ).run();
   db.prepare('UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(n / LINES, lines[0].id);
+  db.exec('COMMIT');
+}
+
+/** `n` messages sent a day ago, out of the queue: the same history depth without a scheduled backlog (SQLite's third store). */
+function sqliteHistory(db, cli, lines, n, now) {
+  db.exec('BEGIN');
+  db.prepare(
+    `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?)
+     INSERT INTO mensajes (msg_id, cliente_id, celular_id, destinatario, tipo, modo, estado, texto, media, cobrado, cargo, payload, intentos,
+       expira_at, created_at, enviado_at, gateway_msg_id)
+     SELECT 'h-' || i, ?, ? + (i % ?), '5255' || (30000000 + i), 'texto', 'cola', 'enviado', 'recordatorio', NULL, 1, 'global',
+       '{"texto":"recordatorio"}', 1, ? - 82800000, ? - 86400000, ? - 86400000, 'G-h-' || i FROM k`,
+  ).run(n, cli.id, lines[0].id, LINES, now, now, now);
   db.exec('COMMIT');
 }
 
@@ -85,7 +99,8 @@ async function pgBacklog(store, cli, lines, n, now, at) {
        proximo_intento_at, expira_at, created_at, enviar_en)
      SELECT 'p-' || i, $1, $2 + (i % $3), '5255' || (30000000 + i), 'texto', 'cola', 'pendiente', 'recordatorio', 1, 'global',
        '{"texto":"recordatorio"}', 0, $4::bigint, $4::bigint + 3600000, $5::bigint, $4::bigint FROM generate_series(0, $6 - 1) i RETURNING seq, msg_id, celular_id, destinatario, enviar_en)
-     INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, destinatario, proximo_intento_at) SELECT seq, msg_id, celular_id, 'cola', destinatario, enviar_en FROM m`,
+     INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, destinatario, proximo_intento_at, enviar_en)
+     SELECT seq, msg_id, celular_id, 'cola', destinatario, enviar_en, enviar_en FROM m`,
       [cli.id, lines[0].id, LINES, at, now, n],
     );
   });
@@ -147,25 +162,27 @@ async function round(store, cli, lines, now, tag, wall) {
   return { all: (u.user + u.system) / 1000 / sent, look };
 }
 
-async function measure(label, open, backlog, wall) {
-  // Both stores open at once and their rounds alternate, so a change in the machine's load falls on both alike.
+async function measure(label, open, backlog, wall, history) {
+  // The stores open at once and their rounds alternate, so a change in the machine's load falls on them alike.
   const stores = {};
   const now = Date.UTC(2026, 3, 1, 12);
-  for (const [name, n] of [
-    ['empty', 0],
-    ['backlog', BACKLOG],
-  ]) {
+  const fill = {
+    backlog: (st, c, l) => backlog(st, c, l, BACKLOG, now, now + WEEK),
+    ...(history ? { history: (st, c, l) => history(st, c, l, BACKLOG, now) } : {}),
+  };
+  for (const name of ['empty', ...Object.keys(fill)]) {
     const { store, close } = await open(name);
     const { cli, lines } = await setup(store);
-    if (n > 0) {
+    if (fill[name]) {
       const t = performance.now();
-      await backlog(store, cli, lines, n, now, now + WEEK);
-      console.error(`${label}: ${n} scheduled messages written in ${Math.round(performance.now() - t)} ms`);
+      await fill[name](store, cli, lines);
+      console.error(`${label}: ${BACKLOG} ${name === 'history' ? 'sent' : 'scheduled'} messages written in ${Math.round(performance.now() - t)} ms`);
     }
     stores[name] = { store, close, cli, lines, costs: [] };
   }
+  const names = Object.keys(stores);
   for (let r = 0; r < ROUNDS; r++)
-    for (const name of r % 2 ? ['backlog', 'empty'] : ['empty', 'backlog']) {
+    for (const name of r % 2 ? [...names].reverse() : names) {
       const s = stores[name];
       s.costs.push(await round(s.store, s.cli, s.lines, now + r * 1000, `${name}-${r}`, wall));
     }
@@ -181,7 +198,10 @@ async function measure(label, open, backlog, wall) {
   console.log(
     `${label}: the look ${us(out.empty.look)} µs a message sent on an empty store, ${us(out.backlog.look)} µs with ${BACKLOG} scheduled waiting: ` +
       `ratio ${lookRatio.toFixed(2)}; the whole send path (look, claim, record) ${us(out.empty.all)} and ${us(out.backlog.all)} µs: ratio ` +
-      `${ratio.toFixed(2)} (target >= 0.9; median of ${ROUNDS} rounds of ${DUE}; ${wall ? 'wall' : 'process CPU'})`,
+      `${ratio.toFixed(2)} (target >= 0.9; median of ${ROUNDS} rounds of ${DUE}; ${wall ? 'wall' : 'process CPU'})` +
+      (out.history
+        ? `; with ${BACKLOG} sent instead (history, no backlog) ${us(out.history.all)} µs: ratio ${(out.history.all / out.backlog.all).toFixed(2)}`
+        : ''),
   );
   return {
     empty_us: out.empty.all * 1000,
@@ -190,6 +210,8 @@ async function measure(label, open, backlog, wall) {
     look_empty_us: out.empty.look * 1000,
     look_backlog_us: out.backlog.look * 1000,
     look_ratio: lookRatio,
+    // The same depth of history, sent and out of the queue: what the scheduled backlog itself costs the drain.
+    ...(out.history ? { history_us: out.history.all * 1000, ratio_to_history: out.history.all / out.backlog.all } : {}),
   };
 }
 
@@ -204,6 +226,7 @@ const results = {
     },
     async (store, cli, lines, n, now, at) => sqliteBacklog(store.db, cli, lines, n, now, at),
     false,
+    async (store, cli, lines, n, now) => sqliteHistory(store.db, cli, lines, n, now),
   ),
 };
 if (process.argv.includes('--postgres')) {

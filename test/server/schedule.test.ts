@@ -223,6 +223,30 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       expect(sent.indexOf(a1.body.msg_id)).toBeLessThan(sent.indexOf(a2.body.msg_id));
       expect((await mensaje(s, later.body.msg_id)).estado).toBe('pendiente');
     });
+
+    it("a reminder scheduled for later holds back no code to the same recipient now; once due, it waits for that recipient's older ones", async () => {
+      const l = await linkedLine(s, { saldo: 10 });
+      const X = numeroNuevo();
+      const reminder = await send(s, l, TEXT, { destinatario: X, mensaje: uniqueText('recordatorio'), enviar_en: iso(clock().now() + 10 * MIN) });
+      const code = await send(s, l, TEXT, { destinatario: X, mensaje: uniqueText('codigo'), vigencia: 300 });
+      await s.stepQueue();
+      await waitEstado(s, code.body.msg_id, SENT);
+      expect((await mensaje(s, reminder.body.msg_id)).estado).toBe('pendiente');
+      // Due now, behind a message to X that is retrying: it waits for that one (order among the due ones).
+      failing.set(X, 1);
+      const older = await send(s, l, TEXT, { destinatario: X, mensaje: uniqueText('antes') });
+      await s.stepQueue();
+      const m = await mensaje(s, older.body.msg_id);
+      expect(m).toMatchObject({ estado: 'pendiente', intentos: 1 });
+      clock().set(clock().now() + 10 * MIN);
+      expect(m.proximo_intento_at!).toBeLessThan(clock().now());
+      await s.stepQueue();
+      await s.stepQueue();
+      await waitEstado(s, older.body.msg_id, SENT);
+      await waitEstado(s, reminder.body.msg_id, SENT);
+      // The reminder was accepted first: once due it went before the one that had been retrying.
+      expect(sent.indexOf(reminder.body.msg_id)).toBeLessThan(sent.indexOf(older.body.msg_id));
+    });
   });
 }
 
@@ -232,5 +256,52 @@ describeWith(postgres, 'scheduled sends on PostgreSQL', () => {
   suite('PostgreSQL', async () => {
     const schema = await pgSchema();
     return { store: schemaUrl(schema.schema), drop: schema.drop };
+  });
+});
+
+describeWith(postgres, 'per-recipient order across two nodes (PostgreSQL)', () => {
+  it("two nodes' workers racing on one line send each recipient's messages once and in their order; a scheduled one waits", async () => {
+    const schema = await pgSchema();
+    const clock = new ManualClock(T0);
+    const opts = { store: schemaUrl(schema.schema), tz: 'UTC', clock, queue: { gapMinMs: 0, gapMaxMs: 0 } };
+    const n1 = await startTestServer(opts);
+    const n2 = await startTestServer({ ...opts, dataDir: tempDir() });
+    const sent: string[] = [];
+    for (const n of [n1, n2]) {
+      const orig = n.core.gateway.send.bind(n.core.gateway);
+      n.core.gateway.send = async (instancia: string, msg: OutboundMessage) => {
+        sent.push(msg.msgId);
+        return orig(instancia, msg);
+      };
+    }
+    try {
+      const l = await linkedLine(n1, { saldo: 100 });
+      expectOk(await api(n1.url, 'POST', `/api/celular_editar.php?id=${l.celularId}`, { key: l.clientKey, json: { max_envios_por_minuto: 1000 } }));
+      const recipients = [numeroNuevo(), numeroNuevo(), numeroNuevo()];
+      const order = new Map<string, string[]>(recipients.map((r) => [r, []]));
+      // A scheduled message to the first recipient, accepted first: until its time it holds back none of theirs (D-181).
+      const later = await send(n1, l, TEXT, { destinatario: recipients[0], mensaje: uniqueText('luego'), enviar_en: iso(T0 + HOUR) });
+      for (let i = 0; i < 24; i++) {
+        const to = recipients[i % 3]!;
+        const r = await send(i % 2 ? n2 : n1, l, TEXT, { destinatario: to, mensaje: uniqueText(`m${i}`) });
+        expectOk(r, { modo: 'cola' });
+        order.get(to)!.push(r.body.msg_id as string);
+      }
+      const all = [...order.values()].flat();
+      // A worker that finds the line taken by the other looks again a moment later: the clock moves a second a round.
+      for (let round = 0; round < 200 && !(await Promise.all(all.map((id) => mensaje(n1, id)))).every((m) => SENT.includes(m.estado)); round++) {
+        await Promise.all([n1.stepQueue(), n2.stepQueue()]);
+        clock.advance(1000);
+      }
+      for (const id of all) expect(SENT, id).toContain((await mensaje(n1, id)).estado);
+      expect(sent.filter((id) => all.includes(id))).toHaveLength(all.length);
+      for (const ids of order.values()) expect(sent.filter((id) => ids.includes(id))).toEqual(ids);
+      expect((await mensaje(n1, later.body.msg_id)).estado).toBe('pendiente');
+      expect(sent).not.toContain(later.body.msg_id);
+    } finally {
+      await n2.stop();
+      await n1.stop();
+      await schema.drop();
+    }
   });
 });

@@ -89,8 +89,8 @@ const WRITE = `WITH gcli AS MATERIALIZED (
     INSERT INTO mensajes (${COLS}) SELECT ${colsOf('r')} FROM json_populate_recordset(NULL::mensajes, $7::json) WITH ORDINALITY r
     WHERE (SELECT COUNT(*) FROM horas) >= 0 AND (SELECT held FROM ok) ORDER BY r.ordinality RETURNING ${COLS}, seq),
   -- Its access paths (state-paths.ts): it is pending, and a direct send holds its slot from now.
-  pend AS (INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, cupo_at, vence_at, destinatario, proximo_intento_at)
-    SELECT seq, msg_id, celular_id, modo, cupo_at, vigencia_hasta, destinatario, enviar_en FROM msg),
+  pend AS (INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, cupo_at, vence_at, destinatario, proximo_intento_at, enviar_en)
+    SELECT seq, msg_id, celular_id, modo, cupo_at, vigencia_hasta, destinatario, enviar_en, enviar_en FROM msg),
   slot AS (INSERT INTO cupos (seq, celular_id, cupo_at) SELECT seq, celular_id, cupo_at FROM msg WHERE cupo_at IS NOT NULL),
   ev AS (INSERT INTO eventos (${EVENT_ROW_COLS})
     SELECT ${eventRow('s.cliente_id', 's.celular_id', `'message.status'`, 'd.data', 's.created_at', 's.created_at')}

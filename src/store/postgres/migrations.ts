@@ -1115,6 +1115,18 @@ export const PG_MIGRATIONS: Migration[] = [
         WHEN (OLD.celular_id IS DISTINCT FROM NEW.celular_id AND OLD.estado IS NOT DISTINCT FROM NEW.estado) EXECUTE FUNCTION conteos_movida();
       `,
   },
+  {
+    version: 35,
+    name: "a queued message's due time beside its place: a scheduled one holds back no newer one to its recipient (D-181)",
+    sql: `
+      -- enviar_en: a scheduled message's due time (null: none). Until then it is not its recipient's older message.
+      ALTER TABLE mensajes_pendientes ADD COLUMN enviar_en BIGINT;
+      UPDATE mensajes_pendientes p SET enviar_en = m.enviar_en FROM mensajes m WHERE m.msg_id = p.msg_id AND m.enviar_en IS NOT NULL;
+      -- The recipient's older messages read with their due time from the index alone.
+      DROP INDEX mensajes_pendientes_destino;
+      CREATE INDEX mensajes_pendientes_destino ON mensajes_pendientes(celular_id, destinatario, seq) INCLUDE (enviar_en) WHERE modo = 'cola';
+      `,
+  },
 ];
 
 /**

@@ -23,9 +23,16 @@ const LINEAS = `lineas(id) AS (
        FROM lineas l WHERE l.id IS NOT NULL
      )`;
 
-/** No older pending queued message of the line to the same recipient than pending row `c` (one descent of its index). */
-const FIRST_OF_RECIPIENT = `NOT EXISTS (SELECT 1 FROM mensajes_pendientes o
-              WHERE o.modo = 'cola' AND o.celular_id = c.celular_id AND o.destinatario = c.destinatario AND o.seq < c.seq)`;
+/**
+ * An older queued message `o` of the line to the same recipient as `${row}` that holds it back: any but a scheduled one
+ * not yet due at `${now}` (D-181; its due time is in the index, so this is one descent of it).
+ */
+const olderOfRecipient = (row: string, now: string) =>
+  `SELECT 1 FROM mensajes_pendientes o WHERE o.modo = 'cola' AND o.celular_id = ${row}.celular_id AND o.destinatario = ${row}.destinatario
+     AND o.seq < ${row}.seq AND (o.enviar_en IS NULL OR o.enviar_en <= ${now})`;
+
+/** No older queued message holds pending row `c` back (D-163, D-181). */
+const FIRST_OF_RECIPIENT = `NOT EXISTS (${olderOfRecipient('c', '$1')})`;
 
 /**
  * A claim's test with onlyHead: only while no older queued message of its line to its recipient is pending, so
@@ -33,9 +40,7 @@ const FIRST_OF_RECIPIENT = `NOT EXISTS (SELECT 1 FROM mensajes_pendientes o
  * are all in this snapshot. In the text only when asked, not behind a boolean parameter: a custom plan folds
  * that test away and costs less than the generic one, so PostgreSQL planned the claim again on every call (D-149).
  */
-const ONLY_HEAD = `AND NOT EXISTS (
-               SELECT 1 FROM mensajes_pendientes o WHERE o.modo = 'cola' AND o.celular_id = mensajes.celular_id
-                 AND o.destinatario = mensajes.destinatario AND o.seq < mensajes.seq)`;
+const ONLY_HEAD = `AND NOT EXISTS (${olderOfRecipient('mensajes', '$2')})`;
 
 /** The message's columns as the statements below read them, from `mensajes m`. */
 const M_COLS = colsOf('m');

@@ -38,9 +38,9 @@ export function slotSync(from: string, cupo: SlotValue): string {
  * without them (the SQLite import): slots since `$1` (slotsForgottenBefore).
  */
 export const FILL_STATE_PATHS = [
-  `INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, cupo_at, proximo_intento_at, vence_at, destinatario)
+  `INSERT INTO mensajes_pendientes (seq, msg_id, celular_id, modo, cupo_at, proximo_intento_at, vence_at, destinatario, enviar_en)
      SELECT seq, msg_id, celular_id, modo, cupo_at, CASE WHEN intentos > 0 OR enviar_en IS NOT NULL THEN proximo_intento_at END,
-       CASE WHEN modo = 'cola' THEN vigencia_hasta END, destinatario
+       CASE WHEN modo = 'cola' THEN vigencia_hasta END, destinatario, CASE WHEN modo = 'cola' THEN enviar_en END
      FROM mensajes WHERE estado = 'pendiente'`,
   `INSERT INTO cupos (seq, celular_id, cupo_at) SELECT seq, celular_id, cupo_at FROM mensajes WHERE cupo_at >= $1`,
   `INSERT INTO ids_gateway (gateway_msg_id, celular_id, msg_id)

@@ -1001,4 +1001,16 @@ export const MIGRATIONS: Migration[] = [
       END;
       `,
   },
+  {
+    version: 36,
+    name: "a queued message's due time beside its place: a scheduled one holds back no newer one to its recipient (D-181)",
+    sql: `
+      -- enviar_en: a scheduled message's due time (null: none). Until then it is not its recipient's older message.
+      ALTER TABLE cola ADD COLUMN enviar_en INTEGER;
+      UPDATE cola SET enviar_en = (SELECT m.enviar_en FROM mensajes m WHERE m.msg_id = cola.msg_id);
+      -- The recipient's older messages read with their due time from the index alone.
+      DROP INDEX cola_destino;
+      CREATE INDEX cola_destino ON cola(celular_id, destinatario, enviar_en);
+      `,
+  },
 ];

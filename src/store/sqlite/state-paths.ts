@@ -32,12 +32,13 @@ export function enterPending(
   },
 ): void {
   if (m.modo === 'cola')
-    stmt(db, 'INSERT INTO cola (msg_id, celular_id, destinatario, proximo_intento_at, vence_at) VALUES (?, ?, ?, ?, ?)').run(
+    stmt(db, 'INSERT INTO cola (msg_id, celular_id, destinatario, proximo_intento_at, vence_at, enviar_en) VALUES (?, ?, ?, ?, ?, ?)').run(
       m.msg_id,
       m.celular_id,
       m.destinatario,
       m.enviar_en ?? null,
       m.vigencia_hasta ?? null,
+      m.enviar_en ?? null,
     );
   else if (m.cupo_at !== null) stmt(db, 'INSERT INTO directos (msg_id, cupo_at) VALUES (?, ?)').run(m.msg_id, m.cupo_at);
 }
