@@ -60,6 +60,28 @@ it('--valid-for 0, abc, 9s, 25h or 1500ms is a usage error (exit 2) and sends no
   expect((await s.core.store.queueSizes([L.celularId]))[0]!.pendientes).toBe(before);
 });
 
+it('--valid-until sends an instant; with --valid-for too, or not an instant, it is a usage error; a bulk cell may be one', async () => {
+  const until = new Date(clock.now() + 600_000).toISOString();
+  const r = await cli.run(['send', 'text', numeroNuevo(), 'codigo 4321', '--valid-until', until], { env: env() });
+  expect(r.exitCode, r.stderr).toBe(0);
+  expect((await s.core.store.getMensaje(r.stdout.split('\t')[0]!))?.vigencia_hasta).toBe(clock.now() + 600_000);
+  const both = await cli.run(['send', 'text', numeroNuevo(), 'x', '--valid-until', until, '--valid-for', '5m'], { env: env() });
+  expect(both.exitCode).toBe(2);
+  expect(both.stderr).toMatch(/--valid-for or --valid-until, not both/);
+  const bad = await cli.run(['send', 'text', numeroNuevo(), 'x', '--valid-until', 'tomorrow'], { env: env() });
+  expect(bad.exitCode).toBe(2);
+  // Too soon: the server refuses it (400: exit 1), and the CLI names its flags.
+  const soon = await cli.run(['send', 'text', numeroNuevo(), 'x', '--valid-until', new Date(clock.now() + 1000).toISOString()], { env: env() });
+  expect(soon.exitCode).toBe(1);
+  expect(soon.stderr).toMatch(/--valid-for or --valid-until: .* must fall 10 s to 24 h after the send starts/);
+  const path = join(cli.home, 'hasta.csv');
+  writeFileSync(path, ['destinatario,vigencia', `${numeroNuevo()},${until}`].join('\n') + '\n');
+  const bulk = await cli.run(['send', 'bulk', path, '--text', 'hola'], { env: env() });
+  expect(bulk.exitCode, bulk.stderr).toBe(0);
+  const [row] = ndjson(bulk.stdout);
+  expect((await s.core.store.getMensaje(row!.msg_id as string))?.vigencia_hasta).toBe(clock.now() + 600_000);
+});
+
 it('send bulk: the column vigencia gives each row its validity; a bad cell refuses its row only', async () => {
   const path = join(cli.home, 'codigos.csv');
   writeFileSync(

@@ -239,7 +239,16 @@ async function explainAll(url: string): Promise<{ checked: string[]; scans: stri
         .map(({ node, parent }) => {
           const filter = typeof node.Filter === 'string' ? ` (${node.Filter})` : '';
           return `${kind}: Seq Scan on ${String(node['Relation Name'])}${filter} under ${parent}, ${String(node['Plan Rows'])} rows  <-  ${sql}`;
-        });
+        })
+        .concat(
+          // A recipient's older queued messages: one descent of the recipient index, never a read of the line's queue (D-181).
+          nodes(plan)
+            .filter(({ node }) => node['Relation Name'] === 'mensajes_pendientes' && node.Alias === 'o' && / o\.destinatario = /.test(sql))
+            .filter(({ node }) => node['Index Name'] !== 'mensajes_pendientes_destino')
+            .map(
+              ({ node }) => `${kind}: ${String(node['Node Type'])} ${JSON.stringify(node['Index Name'] ?? null)} for a recipient's older messages  <-  ${sql}`,
+            ),
+        );
     const checked: string[] = [];
     const scans: string[] = [];
     const generic: string[] = [];

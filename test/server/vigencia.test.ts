@@ -208,7 +208,38 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       }
       const img = await send(s, b, '/api/mensaje_enviar_imagen_base64.php', { destinatario: numeroNuevo(), imageBase64: b64(PNG), vigencia: 5 });
       expectError(img, 400, 100);
+      // An instant: 10 s to 24 h after the send starts (now, or its enviar_en).
+      const at = (ms: number) => new Date(s.clock.now() + ms).toISOString();
+      for (const [vigencia, extra] of [
+        [at(5_000), {}],
+        [at(86_401_000), {}],
+        ['2026-13-01T00:00:00Z', {}],
+        [at(3_600_000), { enviar_en: at(2 * 3_600_000) }],
+      ] as const) {
+        const r = await send(s, b, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('mal'), vigencia, ...extra });
+        expectError(r, 400, 100);
+        expect(r.body.error ?? r.text).toMatch(/vigencia/);
+      }
       expect(await credit(s, b)).toBe(before);
+    });
+
+    it('takes an instant instead of seconds, in JSON and in a form; a scheduled send may end after its due time', async () => {
+      const b = await linkedLine(s, { saldo: 5 });
+      const until = s.clock.now() + 600_000;
+      for (const form of [false, true]) {
+        const r = await send(s, b, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('hasta'), vigencia: new Date(until).toISOString() }, { form });
+        expectOk(r, { modo: 'cola' });
+        expect((await mensaje(s, r.body.msg_id as string)).vigencia_hasta).toBe(until);
+      }
+      const due = s.clock.now() + 3_600_000;
+      const later = await send(s, b, TEXT, {
+        destinatario: numeroNuevo(),
+        mensaje: uniqueText('programado'),
+        enviar_en: new Date(due).toISOString(),
+        vigencia: new Date(due + 60_000).toISOString(),
+      });
+      expectOk(later, { modo: 'cola' });
+      expect((await mensaje(s, later.body.msg_id as string)).vigencia_hasta).toBe(due + 60_000);
     });
   });
 }

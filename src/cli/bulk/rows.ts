@@ -36,7 +36,7 @@ export type Prepared =
       destinatario: string;
       texto: string;
       media?: { source: string; kind: MediaKind };
-      vigencia?: number;
+      vigencia?: number | string;
       grupo?: string;
       enviar_en?: string;
     }
@@ -108,12 +108,12 @@ export function prepareRow(spec: BulkSpec, row: number, record: Readonly<Record<
   }
   const why = numero?.(destinatario);
   if (why !== undefined) return refuse(`recipient ${why}`);
-  // The column `vigencia`, when the file has one: the row's validity (as --valid-for; empty: none).
+  // The column `vigencia`, when the file has one: the row's validity (as --valid-for, or an instant as --valid-until; empty: none).
   const validez = (record[VIGENCIA_COLUMN] ?? '').trim();
-  let vigencia: { vigencia?: number } = {};
+  let vigencia: { vigencia?: number | string } = {};
   if (validez !== '') {
     try {
-      vigencia = { vigencia: validFor(validez) };
+      vigencia = { vigencia: parseInstant(validez) === null ? validFor(validez) : validez };
     } catch (err) {
       return refuse(`${VIGENCIA_COLUMN} "${validez}": ${(err as Error).message}`);
     }

@@ -552,5 +552,8 @@ function calentamientoOption(choices: readonly string[], end: string): Option {
 
 /** `--freno`, at create and edit. */
 function frenoOption(): Option {
-  return new Option('--freno <on|off>', "the line's brake: on, a crossed health threshold pauses its queue until resumed (docs/brake.md)").choices(['on', 'off']);
+  return new Option('--freno <on|off>', "the line's brake: on, a crossed health threshold pauses its queue until resumed (docs/brake.md)").choices([
+    'on',
+    'off',
+  ]);
 }

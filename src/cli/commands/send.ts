@@ -52,6 +52,8 @@ export interface Common {
   timeout?: number;
   /** --valid-for: the send's `vigencia`, seconds (docs/validity.md). */
   validFor?: number;
+  /** --valid-until: the send's `vigencia` as an RFC 3339 instant. */
+  validUntil?: string;
   /** --at: the RFC 3339 instant to send it (`enviar_en`). */
   at?: string;
 }
@@ -87,7 +89,7 @@ const SEND_FIELDS: FieldFlags = {
   audioBase64: '<archivo_o_url>',
   videoBase64: '<archivo_o_url>',
   stickerBase64: '<archivo_o_url>',
-  vigencia: '--valid-for',
+  vigencia: '--valid-for or --valid-until',
 };
 
 async function readStdin(stream: NodeJS.ReadableStream): Promise<string> {
@@ -178,6 +180,7 @@ const common = (cmd: Command) =>
       'a queued send not handed to the gateway within this (5m, 90s, 1h; a bare number is seconds; 10s to 24h) ends in error caducado, refunded',
       validFor,
     )
+    .option('--valid-until <instant>', 'the same, as the RFC 3339 instant it must be handed over by (10s to 24h after the send starts)', instantArg)
     .addOption(
       new Option('--timeout <duration>', 'how long --wait waits (60s, 5m; a bare number is seconds); then exit 11').default(60_000, '60s').argParser(seconds),
     );
@@ -229,12 +232,14 @@ async function deliver(ctx: Ctx, o: Common, endpoint: string, body: Record<strin
   const celularId = o.grupo !== undefined ? undefined : await sendingLine(ctx, o, key, wait);
   const idemKey = o.idempotencyKey ?? `pasarela-${randomUUID()}`;
   if (o.at !== undefined && o.directo) throw usage('--at schedules a queued send; it cannot go with --directo, which sends now');
+  if (o.validFor !== undefined && o.validUntil !== undefined) throw usage('give --valid-for or --valid-until, not both');
   const json = {
     ...body,
     ...(o.at !== undefined ? { enviar_en: o.at } : {}),
     ...(celularId !== undefined ? { celular_id: celularId } : {}),
     ...(o.grupo !== undefined ? { grupo: o.grupo } : {}),
     ...(o.validFor !== undefined ? { vigencia: o.validFor } : {}),
+    ...(o.validUntil !== undefined ? { vigencia: o.validUntil } : {}),
   };
   try {
     const b = await withRetry(

@@ -82,7 +82,12 @@ async function insertCelular(
         objeto_tipo: 'celular',
         objeto_id: c.id,
         cliente_id: p.cliente.id,
-        detalle: { numero, gateway_instancia: c.gateway_instancia, ...(c.calentamiento ? { calentamiento: c.calentamiento } : {}), ...(c.freno ? { freno: true } : {}) },
+        detalle: {
+          numero,
+          gateway_instancia: c.gateway_instancia,
+          ...(c.calentamiento ? { calentamiento: c.calentamiento } : {}),
+          ...(c.freno ? { freno: true } : {}),
+        },
       }),
     },
   );

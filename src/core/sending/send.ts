@@ -21,6 +21,7 @@ import { failureClase } from './failure-class.js';
 import { countLineFailure } from '../accounts/line-brake.js';
 import { poolLine, type PoolPick } from '../accounts/grupos.js';
 import { dueTime } from './schedule.js';
+import { checkVigencia, validityEnd, type Vigencia } from './validity.js';
 import { parseInstant } from '../time/instant.js';
 import { newMsgId } from './ids.js';
 import { checkMediaUrl, type MediaTipo, type TempFiles } from '../media/media.js';
@@ -29,7 +30,7 @@ import { publishMessageStatus } from '../events/message-events.js';
 import { outbound } from './outbound.js';
 import { countryOf, normalizeNumero } from '../accounts/phone.js';
 import { iso } from '../time/clock.js';
-import { FIELD_LIMITS, VIGENCIA_S } from '../api/limits.js';
+import { FIELD_LIMITS } from '../api/limits.js';
 import type { NodePresence } from '../nodes/node-presence.js';
 import { GatewayFailure } from '../ports/gateway.js';
 import type { AcceptedMedia } from '../ports/media.js';
@@ -62,7 +63,8 @@ export interface SendRequest {
   /** The failed message this send retries (core/queue/cola.ts): kept on the new row. */
   reintento_de?: string;
   /** Seconds a queued send may wait to be handed to the gateway (VIGENCIA_S, docs/validity.md); ignored with `directo`. */
-  vigencia?: number;
+  /** Seconds, or an RFC 3339 instant (core/sending/validity.ts). */
+  vigencia?: Vigencia;
   /** The instant to send it (RFC 3339, at most 30 days ahead; core/sending/schedule.ts): a queued send only. */
   enviar_en?: string;
 }
@@ -308,8 +310,7 @@ async function sendOnce(
     if (again) return { replay: again };
   }
   // The route's schema refuses it first; the panel's form reaches this check.
-  if (req.vigencia !== undefined && !(Number.isInteger(req.vigencia) && req.vigencia >= VIGENCIA_S.min && req.vigencia <= VIGENCIA_S.max))
-    fail('INVALID_PARAMS', `vigencia must be a whole number of seconds from ${VIGENCIA_S.min} to ${VIGENCIA_S.max}`);
+  checkVigencia(req.vigencia);
   if (p.cliente.estado !== 'activo') fail('CLIENT_NOT_ACTIVE', `the client is ${p.cliente.estado}`);
   if (celular.estado !== 'activo') fail('CELULAR_NOT_ACTIVE', `celular ${celular.id} is ${celular.estado}; it must be activo (linked) to send`);
   if (req.directo && celular.frenado === 1)
@@ -354,6 +355,8 @@ async function sendOnce(
   // A scheduled send (D-162): due then; its caps and hours are its line's then, its queue TTL counted from then.
   const due = dueTime(req.enviar_en, req.directo, now)?.due ?? null;
   const from = due ?? now;
+  // A direct send is handed over at once: its validity is ignored, not refused (D-161).
+  const vence = req.directo ? null : validityEnd(req.vigencia, from);
   const window = sendingWindow(celular.hora_inicio_permitido, celular.hora_fin_permitido, from, core.config.tz);
   // A queued send waits for the window; its answer says from when, so a script that forgot --directo learns it now.
   // The wait is whole seconds from now: the window opens on the second it lands in.
@@ -392,7 +395,7 @@ async function sendOnce(
         payload,
         expira_at: req.directo ? null : from + core.config.queue.ttlMs,
         ...(req.reintento_de ? { reintento_de: req.reintento_de } : {}),
-        ...(req.vigencia !== undefined && !req.directo ? { vigencia_hasta: from + req.vigencia * 1000 } : {}),
+        ...(vence === null ? {} : { vigencia_hasta: vence }),
         ...(due === null ? {} : { enviar_en: due }),
       },
       {

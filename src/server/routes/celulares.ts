@@ -8,7 +8,18 @@ import { CELULAR_LIMITS, FIELD_LIMITS } from '../../core/api/limits.js';
 import { celularView, viewAt } from '../../core/api/views.js';
 import { boolish, clientAuth, created, principal, success } from '../http.js';
 import { qrPngDataUri } from '../../core/accounts/qr-image.js';
-import { aliasSchema, celularEditBody, codigoProps, errorResponses, idQuery, idQueryProps, keyField, lineProtection, okResponse, qrProps } from '../schemas/common.js';
+import {
+  aliasSchema,
+  celularEditBody,
+  codigoProps,
+  errorResponses,
+  idQuery,
+  idQueryProps,
+  keyField,
+  lineProtection,
+  okResponse,
+  qrProps,
+} from '../schemas/common.js';
 import { motorNodoProp, perfilProp } from '../schemas/session.js';
 import { Flag, Nullable, Type, typed } from '../schemas/typed.js';
 

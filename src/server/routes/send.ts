@@ -47,12 +47,17 @@ const common = {
   ),
   idempotency_key: idempotencyKey,
   vigencia: Type.Optional(
-    Type.Integer({
-      minimum: VIGENCIA_S.min,
-      maximum: VIGENCIA_S.max,
-      description:
-        'seconds a queued send may wait to be handed to the gateway; past it, it ends in error with error_clase caducado and is refunded (docs/validity.md). Ignored with directo=1',
-    }),
+    Type.Union(
+      [
+        Type.Integer({ minimum: VIGENCIA_S.min, maximum: VIGENCIA_S.max }),
+        Type.String({ minLength: 1, maxLength: 64, description: 'or an RFC 3339 instant, 10 s to 24 h after the send starts' }),
+      ],
+      {
+        description:
+          'seconds a queued send may wait to be handed to the gateway, or the instant it must be handed over by; past it, it ends in error with ' +
+          'error_clase caducado and is refunded (docs/validity.md). Ignored with directo=1',
+      },
+    ),
   ),
   enviar_en: Type.Optional(enviarEn()),
 };
@@ -262,7 +267,7 @@ export default async function sendRoutes(
       filename: str(b, 'filename'),
       ptt: boolish(b.ptt, 'ptt'),
       mime: str(b, 'mime'),
-      ...(typeof b.vigencia === 'number' ? { vigencia: b.vigencia } : {}),
+      ...(typeof b.vigencia === 'number' || typeof b.vigencia === 'string' ? { vigencia: b.vigencia } : {}),
       ...(idem ? { idem } : {}),
       ...(str(b, 'enviar_en') !== undefined ? { enviar_en: str(b, 'enviar_en') } : {}),
     };

@@ -22,10 +22,11 @@ const BACKLOG_LINES = 'WITH lineas(id) AS (SELECT celular_id FROM cola_lineas)';
 
 /**
  * No older pending message of the line to the same recipient holds queue row `c` back: any but a scheduled one not yet
- * due (D-181). cola_destino holds the due time: one seek.
+ * due (D-181). cola_destino holds the due time: one seek (named: by cost alone SQLite took the line's index, a
+ * read of every older message of the line).
  */
-const FIRST_OF_RECIPIENT = `NOT EXISTS (SELECT 1 FROM cola o WHERE o.celular_id = c.celular_id AND o.destinatario = c.destinatario AND o.seq < c.seq
-     AND (o.enviar_en IS NULL OR o.enviar_en <= @now))`;
+const FIRST_OF_RECIPIENT = `NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino WHERE o.celular_id = c.celular_id AND o.destinatario = c.destinatario
+     AND o.seq < c.seq AND (o.enviar_en IS NULL OR o.enviar_en <= @now))`;
 
 /**
  * The look's read (queueLook): per line with a backlog, its oldest message never deferred and its oldest
@@ -115,7 +116,7 @@ export function queue(db: DB): QueueStore {
             db,
             `SELECT celular_id FROM mensajes WHERE msg_id = @msgId AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= @now)
                AND (proximo_intento_at IS NULL OR proximo_intento_at <= @now)
-               AND (@onlyHead = 0 OR NOT EXISTS (SELECT 1 FROM cola o WHERE o.celular_id = mensajes.celular_id AND o.destinatario = mensajes.destinatario
+               AND (@onlyHead = 0 OR NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino WHERE o.celular_id = mensajes.celular_id AND o.destinatario = mensajes.destinatario
                  AND o.seq < (SELECT seq FROM cola WHERE msg_id = @msgId) AND (o.enviar_en IS NULL OR o.enviar_en <= @now)))`,
           ).get({ msgId, now, onlyHead: onlyHead ? 1 : 0 }) as { celular_id: number } | undefined;
           if (!m) return { ok: false, reason: 'taken' };
