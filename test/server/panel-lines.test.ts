@@ -106,7 +106,7 @@ describe('the lines pages', () => {
   });
 
   it('turns the brake on and off from the settings form; a value the form does not offer changes nothing', async () => {
-    expect((await get(client, line)).text).toMatch(/<option value="0"\s+selected>off: a crossed health threshold only alerts/);
+    expect((await get(client, line)).text).toMatch(/<option value="0"\s+selected>off: alert only/);
     expect((await post(client, line, { freno: '1' })).status).toBe(303);
     const on = await get(client, line);
     expect(on.text).toMatch(/<option value="1"\s+selected>on:/);

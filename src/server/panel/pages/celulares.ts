@@ -355,8 +355,8 @@ async function linePage(
             label: 'freno',
             value: s.freno ?? '0',
             options: [
-              ['0', 'off: a crossed health threshold only alerts'],
-              ['1', 'on: a crossed health threshold pauses the queue until a resume'],
+              ['0', 'off: alert only'],
+              ['1', 'on: pause the queue'],
             ] as const,
             hint: "The brake: when too many of this line's recent sends fail or are refused, its queued messages wait for an operator.",
           },
