@@ -5,7 +5,11 @@
 // function of pasarela (dist/), by self time and by inclusive time, leaving
 // out the set-up (creating and linking the lines).
 //
-//   npm run build && node bench/profile.mjs [--directo] [--ms 10000] [--top 30] [--thread 1] [-- extra serve flags]
+// `--pools N`: the lines in N pools (docs/pools.md), each send to a pool (`grupo`) with the client key;
+// `--client`: each send names its line (`celular_id`) with the client key (the pools' baseline, figure 19's).
+// Each thread's CPU per message is printed before the profile (/proc/PID/task).
+//
+//   npm run build && node bench/profile.mjs [--directo] [--pools 10 | --client] [--ms 10000] [--top 30] [--thread 1] [-- extra serve flags]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +27,8 @@ const DIRECTO = own.includes('--directo');
 const MS = opt('ms', 10_000);
 const TOP = opt('top', 30);
 const LINES = 50;
+const POOLS = opt('pools', 0);
+const CLIENT = POOLS > 0 || own.includes('--client');
 
 const dataDir = mkdtempSync(join(tmpdir(), 'pasarela-profile-'));
 const profDir = mkdtempSync(join(tmpdir(), 'pasarela-cpuprof-'));
@@ -62,23 +68,37 @@ async function call(method, path, key, json) {
 
 const cli = await call('POST', '/admin/clientes', admin, { nombre: 'Profile', email: 'p@example.com', saldo: 1e9 });
 const keys = [];
+const lineIds = [];
 for (let i = 0; i < LINES; i++) {
   const c = await call('POST', '/api/celular_crear.php', cli.api_key, { numero: `52155${10_000_000 + i * 13}` });
   await call('POST', `/api/celular_qr.php?id=${c.celular_id}`, cli.api_key);
   await call('POST', '/admin/sim/scan', admin, { celular_id: c.celular_id });
   await call('POST', `/api/celular_editar.php?id=${c.celular_id}`, cli.api_key, { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 });
   keys.push(c.api_key);
+  lineIds.push(c.celular_id);
 }
+for (let g = 0; g < POOLS; g++)
+  await call('POST', '/api/grupo_crear.php', cli.api_key, { nombre: `p${g}`, celulares: lineIds.filter((_, i) => i % POOLS === g) });
 
 const cpuMs = () => {
   const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
 };
+// Per thread: which one the load costs, the main (request) thread or another.
+const taskCpu = () =>
+  Object.fromEntries(
+    readdirSync(`/proc/${child.pid}/task`).map((tid) => {
+      const [comm, rest] = readFileSync(`/proc/${child.pid}/task/${tid}/stat`, 'utf8').split('(')[1].split(') ');
+      const f = rest.split(' ');
+      return [`${tid} ${comm}`, (Number(f[11]) + Number(f[12])) * 10];
+    }),
+  );
 const pool = new Pool(url, { connections: 50 });
 let n = 0;
 let ok = 0;
 const errors = {};
 const cpu0 = cpuMs();
+const tasks0 = taskCpu();
 const end = Date.now() + MS;
 await Promise.all(
   Array.from({ length: 50 }, async () => {
@@ -87,8 +107,13 @@ await Promise.all(
       const r = await pool.request({
         path: '/api/mensaje_enviar_texto.php',
         method: 'POST',
-        headers: { authorization: `Bearer ${keys[i % LINES]}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ destinatario: `5255${10_000_000 + i}`, mensaje: `hola ${i}`, ...(DIRECTO ? { directo: 1 } : {}) }),
+        headers: { authorization: `Bearer ${CLIENT ? cli.api_key : keys[i % LINES]}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          destinatario: `5255${10_000_000 + i}`,
+          mensaje: `hola ${i}`,
+          ...(POOLS ? { grupo: `p${i % POOLS}` } : CLIENT ? { celular_id: lineIds[i % LINES] } : {}),
+          ...(DIRECTO ? { directo: 1 } : {}),
+        }),
       });
       await r.body.text();
       if (r.statusCode === 200) ok++;
@@ -97,12 +122,18 @@ await Promise.all(
   }),
 );
 const cpu = cpuMs() - cpu0;
+const tasks1 = taskCpu();
 await pool.close();
 child.kill('SIGTERM');
 await new Promise((r) => child.once('exit', r));
 console.log(
   `${DIRECTO ? 'directo' : 'queued'} sends: ${ok} in ${MS / 1000} s (${Math.round(ok / (MS / 1000))}/s), ${(cpu / ok).toFixed(3)} ms server CPU each, errors ${JSON.stringify(errors)}`,
 );
+
+for (const [t, ms] of Object.entries(tasks1)) {
+  const d = ms - (tasks0[t] ?? 0);
+  if (d >= 0.01 * cpu) console.log(`  thread ${t}: ${(d / ok).toFixed(3)} ms/msg`);
+}
 
 // ---- the profile, summed per function ----
 // The main thread's (thread id 0) by default: the request thread; the background and checkpoint threads write their own

@@ -3,24 +3,31 @@ import { LineReads } from '../../src/core/accounts/line-reads.js';
 import { LocalSignals } from '../../src/core/nodes/signals-local.js';
 import { CREDENTIALS_CHANNEL, targetPayload } from '../../src/core/auth/credential-cache.js';
 import type { CelularRow, ClienteRow } from '../../src/core/ports/model.js';
+import type { GrupoRow } from '../../src/core/ports/grupos.js';
 
 /** A store of one client and its lines that counts its reads. */
 function fakeStore(shared: boolean) {
-  const reads = { celular: 0, instancia: 0, cliente: 0 };
+  const reads = { celular: 0, instancia: 0, cliente: 0, grupo: 0 };
   const lines = new Map<number, Partial<CelularRow>>([
     [1, { id: 1, cliente_id: 7, estado: 'activo', gateway_instancia: 'i-1' }],
     [2, { id: 2, cliente_id: 7, estado: 'activo', gateway_instancia: 'i-2' }],
   ]);
   const cliente: Partial<ClienteRow> = { id: 7, estado: 'activo' };
+  const grupo = [1, 2];
   return {
     reads,
     lines,
     cliente,
+    grupo,
     store: {
       caps: { name: shared ? 'postgres' : 'sqlite', label: '', shared },
       getCelular: async (id: number) => (reads.celular++, (lines.get(id) as CelularRow | undefined) ?? null),
       getCelularByInstancia: async (i: string) => (reads.instancia++, ([...lines.values()].find((l) => l.gateway_instancia === i) as CelularRow) ?? null),
       getCliente: async (id: number) => (reads.cliente++, id === 7 ? ({ ...cliente } as ClienteRow) : null),
+      grupoByNombre: async (clienteId: number, nombre: string) => (
+        reads.grupo++,
+        clienteId === 7 && nombre === 'otp' ? ({ id: 3, cliente_id: 7, nombre, celulares: [...grupo] } as GrupoRow) : null
+      ),
     },
   };
 }
@@ -35,11 +42,11 @@ describe('LineReads: the worker’s reads of a line and its client', () => {
     expect(await lines.byInstancia('i-1')).toMatchObject({ id: 1 });
     await lines.cliente(7);
     await lines.cliente(7);
-    expect(f.reads).toEqual({ celular: 1, instancia: 0, cliente: 1 });
+    expect(f.reads).toEqual({ celular: 1, instancia: 0, cliente: 1, grupo: 0 });
     t = 1000;
     await lines.celular(1);
     await lines.cliente(7);
-    expect(f.reads).toEqual({ celular: 2, instancia: 0, cliente: 2 });
+    expect(f.reads).toEqual({ celular: 2, instancia: 0, cliente: 2, grupo: 0 });
   });
 
   it('a signal naming the line drops it; one naming the client drops the client and its lines; a gap drops everything', async () => {
@@ -86,12 +93,12 @@ describe('LineReads: the worker’s reads of a line and its client', () => {
     await lines.cliente(7);
     await lines.celular(1);
     await lines.cliente(7);
-    expect(f.reads).toEqual({ celular: 1, instancia: 0, cliente: 1 });
+    expect(f.reads).toEqual({ celular: 1, instancia: 0, cliente: 1, grupo: 0 });
     f.lines.get(1)!.estado = 'suspendido';
     theirs += 1;
     expect(await lines.celular(1)).toMatchObject({ estado: 'suspendido' });
     await lines.cliente(7);
-    expect(f.reads).toEqual({ celular: 2, instancia: 0, cliente: 2 });
+    expect(f.reads).toEqual({ celular: 2, instancia: 0, cliente: 2, grupo: 0 });
     const pending = lines.celular(2);
     theirs += 1;
     await pending;
@@ -142,5 +149,40 @@ describe('LineReads: a queued pool pick’s guess of a line’s room (D-179)', (
     expect(await racing).toMatchObject({ window: 10 });
     await lines.room(line, 5_900, read);
     expect(reads).toBe(9);
+  });
+});
+
+describe('LineReads: a pool as a send names it (D-183)', () => {
+  it('is read once until its client is dropped (a pool written, on any node) or the TTL passes; a missing pool is read each time', async () => {
+    const f = fakeStore(true);
+    const signals = new LocalSignals();
+    let t = 0;
+    const lines = new LineReads(f.store, () => t, 1000);
+    lines.listen(signals);
+    expect(await lines.grupo(7, 'otp')).toMatchObject({ id: 3, celulares: [1, 2] });
+    f.grupo.push(5);
+    expect(await lines.grupo(7, 'otp')).toMatchObject({ celulares: [1, 2] });
+    expect(f.reads.grupo).toBe(1);
+    // A line's change is not the pool's: kept.
+    await signals.publish(CREDENTIALS_CHANNEL, targetPayload({ celular: 1 }));
+    await lines.grupo(7, 'otp');
+    expect(f.reads.grupo).toBe(1);
+    await signals.publish(CREDENTIALS_CHANNEL, targetPayload({ cliente: 7 }));
+    expect(await lines.grupo(7, 'otp')).toMatchObject({ celulares: [1, 2, 5] });
+    expect(f.reads.grupo).toBe(2);
+    t = 1000;
+    await lines.grupo(7, 'otp');
+    expect(f.reads.grupo).toBe(3);
+    // A pool not found (yet) is never kept: its creation must be seen by the very next send.
+    expect(await lines.grupo(7, 'nuevo')).toBeNull();
+    expect(await lines.grupo(7, 'nuevo')).toBeNull();
+    expect(f.reads.grupo).toBe(5);
+    // A read that raced a drop is answered, not kept.
+    const racing = lines.grupo(7, 'otp');
+    lines.invalidate({ cliente: 7 });
+    await racing;
+    t = 1500;
+    await lines.grupo(7, 'otp');
+    expect(f.reads.grupo).toBe(6);
   });
 });

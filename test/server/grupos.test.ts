@@ -130,6 +130,14 @@ const suite = (name: string, start: () => Promise<TestServer>) =>
         expect(again.status, again.text).toBe(200);
         expect(await lineOf(s, again.body.msg_id)).toBe(l1);
       }
+      // A recipient the client last wrote to from a member line, naming it, sticks to that line (D-184).
+      const r3 = numeroNuevo();
+      const named = await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', {
+        key: a.clientKey,
+        json: { celular_id: l2, destinatario: r3, mensaje: 'directo' },
+      });
+      expect(named.status, named.text).toBe(200);
+      for (let i = 0; i < 2; i++) expect(await lineOf(s, (await sendPool(s, a, 'otp', r3, `r3 ${i}`)).body.msg_id)).toBe(l2);
       // The sticky line disconnects: the recipient goes through the other one, and stays there.
       await phoneLogout(s, l1 === a.celularId ? a : b);
       await until(async () => (await s.core.store.getCelular(l1!))?.estado !== 'activo', { what: 'line disconnected' });
@@ -243,6 +251,24 @@ const suite = (name: string, start: () => Promise<TestServer>) =>
       });
       expect(form.status, form.text).toBe(200);
       expect(await lineOf(s, form.body.msg_id)).toBe(a.celularId);
+    });
+
+    it("sees a pool's edit, rename and deletion at the very next send (the pool is kept in memory, D-183)", async () => {
+      const a = await linkedLine(s, { saldo: 10 });
+      const b = await siblingLine(s, a);
+      expect((await crearGrupo(s, a, { nombre: 'vivo', celulares: [a.celularId] })).status).toBe(201);
+      expect(await lineOf(s, (await sendPool(s, a, 'vivo', numeroNuevo(), 'uno')).body.msg_id)).toBe(a.celularId);
+      const edit = await api(s.url, 'POST', '/api/grupo_editar.php', { key: a.clientKey, json: { grupo: 'vivo', celulares: [b.celularId] } });
+      expect(edit.status, edit.text).toBe(200);
+      expect(await lineOf(s, (await sendPool(s, a, 'vivo', numeroNuevo(), 'dos')).body.msg_id)).toBe(b.celularId);
+      const renamed = await api(s.url, 'POST', '/api/grupo_editar.php', { key: a.clientKey, json: { grupo: 'vivo', nombre: 'otro' } });
+      expect(renamed.status, renamed.text).toBe(200);
+      expect((await sendPool(s, a, 'vivo', numeroNuevo(), 'tres')).body.api_codigo).toBe(643);
+      expect((await sendPool(s, a, 'otro', numeroNuevo(), 'tres')).status).toBe(200);
+      expect((await api(s.url, 'POST', '/api/grupo_eliminar.php', { key: a.clientKey, json: { grupo: 'otro' } })).status).toBe(200);
+      const gone = await sendPool(s, a, 'otro', numeroNuevo(), 'cuatro');
+      expect(gone.status, gone.text).toBe(404);
+      expect(gone.body.api_codigo).toBe(643);
     });
   });
 

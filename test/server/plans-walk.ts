@@ -151,6 +151,11 @@ export async function walkSendPaths(s: TestServer, a: Line, b: Line): Promise<st
   accepted(await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...body(20), celular_id: b.celularId } }));
   await send(s, a, '/api/mensaje_enviar_texto.php', body(0));
   await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: 'WA_999_nope', json: body(30) });
+  // A pool (docs/pools.md): its pick reads the recipient's latest message (a known recipient and a new one).
+  const pool = await api(s.url, 'POST', '/api/grupo_crear.php', { key: b.clientKey, json: { nombre: 'plan', celulares: [b.celularId], conmutacion_s: 60 } });
+  expect(pool.status, pool.text).toBe(201);
+  for (const json of [body(20, { mensaje: 'por el grupo' }), body(51)])
+    accepted(await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: b.clientKey, json: { ...json, grupo: 'plan' } }));
   // The legacy endpoint with the gateway token.
   await api(s.url, 'POST', '/panel/api_wa.php', { form: { token: a.gatewayToken, destinatario: '525598771113', mensaje: 'legacy' } });
   // A permanent failure (refund), receipts to leido, a receipt before its send (parked), an incoming message.

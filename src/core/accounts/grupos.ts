@@ -1,4 +1,5 @@
 import { requireActiveClient, requireClientKey, type ClientPrincipal } from '../auth/auth.js';
+import { invalidateCredentials } from '../auth/credential-invalidate.js';
 import type { Core } from '../context.js';
 import { fail } from '../api/errors.js';
 import { GRUPO_LIMITS } from '../api/limits.js';
@@ -90,7 +91,10 @@ async function grupoOf(core: Pick<Core, 'store'>, p: ClientPrincipal, ref: Grupo
   return g;
 }
 
-export async function createGrupo(core: Pick<Core, 'store' | 'clock'>, p: ClientPrincipal, input: GrupoInput): Promise<GrupoRow> {
+/** A pool was written: every node's copy of the client's pools (core.lines.grupo) is dropped. */
+const poolsChanged = (core: Pick<Core, 'signals'>, p: ClientPrincipal) => invalidateCredentials(core, { cliente: p.cliente.id });
+
+export async function createGrupo(core: Pick<Core, 'store' | 'clock' | 'signals'>, p: ClientPrincipal, input: GrupoInput): Promise<GrupoRow> {
   requireClientKey(p, 'creating a pool');
   requireActiveClient(p);
   const nombre = cleanGrupoNombre(input.nombre);
@@ -98,10 +102,12 @@ export async function createGrupo(core: Pick<Core, 'store' | 'clock'>, p: Client
   const conmutacion_s = input.conmutacion_s === undefined ? null : conmutacionOf(input.conmutacion_s);
   const r = await core.store.createGrupo({ cliente_id: p.cliente.id, nombre, celulares, conmutacion_s }, core.clock.now());
   if (!r.ok) fail('GROUP_NAME_TAKEN', `a pool named ${JSON.stringify(nombre)} already exists`);
+  // A send may have found no pool of that name a moment ago: nothing kept to drop, but a name freed and taken again is.
+  await poolsChanged(core, p);
   return r.grupo;
 }
 
-export async function editGrupo(core: Pick<Core, 'store' | 'clock'>, p: ClientPrincipal, ref: GrupoRef, input: GrupoInput): Promise<GrupoRow> {
+export async function editGrupo(core: Pick<Core, 'store' | 'clock' | 'signals'>, p: ClientPrincipal, ref: GrupoRef, input: GrupoInput): Promise<GrupoRow> {
   requireClientKey(p, 'editing a pool');
   requireActiveClient(p);
   const g = await grupoOf(core, p, ref);
@@ -115,13 +121,19 @@ export async function editGrupo(core: Pick<Core, 'store' | 'clock'>, p: ClientPr
     if (r.reason === 'nombre') fail('GROUP_NAME_TAKEN', `a pool named ${JSON.stringify(patch.nombre)} already exists`);
     fail('GROUP_NOT_FOUND', `pool ${g.id} not found`);
   }
+  await poolsChanged(core, p);
   return r.grupo;
 }
 
-export async function deleteGrupo(core: Pick<Core, 'store'>, p: ClientPrincipal, ref: GrupoRef): Promise<{ id: number; nombre: string; eliminado: true }> {
+export async function deleteGrupo(
+  core: Pick<Core, 'store' | 'signals'>,
+  p: ClientPrincipal,
+  ref: GrupoRef,
+): Promise<{ id: number; nombre: string; eliminado: true }> {
   requireClientKey(p, 'deleting a pool');
   const g = await grupoOf(core, p, ref);
   if (!(await core.store.deleteGrupo(g.id))) fail('GROUP_NOT_FOUND', `pool ${g.id} not found`);
+  await poolsChanged(core, p);
   return { id: g.id, nombre: g.nombre, eliminado: true };
 }
 
@@ -163,15 +175,11 @@ async function guessedRoom(
 export interface PoolPick {
   grupo: GrupoRow;
   celular: CelularRow;
-  /** The recipient as the pool's map keys it. */
-  destinatario: string;
-  /** The map must now name this line for the recipient. */
-  fijar: boolean;
 }
 
 /**
  * The line of pool `nombre` that sends to `destinatario` (D-174): the line
- * the recipient was last sent from while it is usable (for a direct send:
+ * of the client's latest message to the recipient (D-184) while it is usable (for a direct send:
  * and under its caps), so its messages keep their order; else the
  * usable line with most room under its caps (its queue counted for a queued
  * send); lowest id first on a tie. A direct send skips a line at its caps
@@ -188,7 +196,7 @@ export async function poolLine(
   directo: boolean,
 ): Promise<PoolPick> {
   if (p.kind !== 'client') fail('FORBIDDEN', 'sending to a pool (grupo) needs the client key (WAC_...); a celular key sends from its own line');
-  const grupo = await core.store.grupoByNombre(p.cliente.id, nombre.trim());
+  const grupo = await core.lines.grupo(p.cliente.id, nombre.trim());
   if (!grupo) fail('GROUP_NOT_FOUND', `pool ${JSON.stringify(nombre)} not found`);
   const members = (await Promise.all(grupo.celulares.map((id) => core.lines.celular(id)))).filter(
     (c): c is CelularRow => c !== null && c.cliente_id === p.cliente.id,
@@ -204,12 +212,13 @@ export async function poolLine(
     });
   }
   const now = core.clock.now();
-  const fijo = await core.store.grupoFijo(grupo.id, key);
+  // The line that last wrote to the recipient (D-184): any of the client's sends, through this pool or not.
+  const fijo = await core.store.lineaReciente(p.cliente.id, key);
   const sticky = usable.find((c) => c.id === fijo);
   // A queued send stays behind the recipient's earlier ones (its order kept); a direct one goes elsewhere when its line is full.
   if (sticky && (!directo || (await roomOf(core, sticky, now, true)).window > 0)) {
     if (!directo) core.lines.queued(sticky.id, 1);
-    return { grupo, celular: sticky, destinatario: key, fijar: false };
+    return { grupo, celular: sticky };
   }
   // A direct send reads each line's room exactly (it is refused at the caps); a queued one guesses it (D-179).
   // Lines without caps (room without limit) are told apart by their queues.
@@ -222,7 +231,7 @@ export async function poolLine(
     fail('GROUP_NO_ROOM', `every usable line of pool ${JSON.stringify(grupo.nombre)} is at its caps`, { retryAfter: NO_LINE_RETRY_S });
   }
   if (!directo) core.lines.queued(best.c.id, 1);
-  return { grupo, celular: best.c, destinatario: key, fijar: best.c.id !== fijo };
+  return { grupo, celular: best.c };
 }
 
 /** Queued messages one move takes from a line; the next pass takes more. */

@@ -1,5 +1,6 @@
 import type { CredentialTarget } from '../auth/credential-cache.js';
 import { listenCredentialDrops } from '../auth/credential-cache.js';
+import type { GrupoRow } from '../ports/grupos.js';
 import type { CelularRow, ClienteRow } from '../ports/model.js';
 import type { Signals } from '../ports/signals.js';
 import type { Store } from '../ports/store.js';
@@ -41,11 +42,13 @@ export class LineReads {
   private readonly instancias = new Map<string, number>();
   private readonly clientes = new Map<number, Entry<ClienteRow>>();
   private readonly rooms = new Map<number, Entry<RoomGuess>>();
+  /** Pools by client and name (a pool send's definition, D-183); a missing pool is not kept. */
+  private readonly grupos = new Map<string, Entry<GrupoRow>>();
   private gen = 0;
   private other: ChangeCount | undefined;
 
   constructor(
-    private readonly store: Pick<Store, 'getCelular' | 'getCelularByInstancia' | 'getCliente'>,
+    private readonly store: Pick<Store, 'getCelular' | 'getCelularByInstancia' | 'getCliente' | 'grupoByNombre'>,
     private readonly ticks: () => number,
     private readonly ttlMs = LINE_READS_TTL_MS,
   ) {}
@@ -87,6 +90,22 @@ export class LineReads {
   }
 
   /**
+   * A pool by its client and name, as a send to it names it (D-183): a pool's
+   * create, edit and delete drop its client's pools on every node, as any
+   * change of the client does (core/accounts/grupos.ts).
+   */
+  async grupo(clienteId: number, nombre: string): Promise<GrupoRow | null> {
+    this.syncOther();
+    const key = `${clienteId}\u0000${nombre}`;
+    const hit = this.fresh(this.grupos.get(key));
+    if (hit) return hit;
+    const gen = this.gen;
+    const row = await this.store.grupoByNombre(clienteId, nombre);
+    if (row && this.unchangedSince(gen)) this.put(this.grupos, key, row);
+    return row;
+  }
+
+  /**
    * A queued pool pick's guess of a line's room (core/accounts/grupos.ts,
    * D-179): read through `read` at most once a second (of either clock) and
    * dropped with the line, so a pool's pick costs no statement per member.
@@ -123,6 +142,7 @@ export class LineReads {
       return;
     }
     this.clientes.delete(target.cliente);
+    for (const [k, e] of this.grupos) if (e.row.cliente_id === target.cliente) this.grupos.delete(k);
     for (const [id, e] of this.celulares) if (e.row.cliente_id === target.cliente) this.celulares.delete(id);
     for (const [id, e] of this.rooms) if (e.row.cliente_id === target.cliente) this.rooms.delete(id);
   }
@@ -133,6 +153,7 @@ export class LineReads {
     this.instancias.clear();
     this.clientes.clear();
     this.rooms.clear();
+    this.grupos.clear();
   }
 
   private fresh<T>(e: Entry<T> | undefined): T | null {

@@ -39,13 +39,11 @@ export interface GruposStore {
   getGrupo(id: number): Promise<GrupoRow | null>;
   grupoByNombre(clienteId: number, nombre: string): Promise<GrupoRow | null>;
   createGrupo(input: NewGrupo, now: number): Promise<GrupoWrite>;
-  /** Members, when given, replace the old ones; a member no longer in the pool loses its recipients in the map. */
+  /** Members, when given, replace the old ones. */
   updateGrupo(id: number, patch: GrupoPatch, now: number): Promise<GrupoWrite>;
   deleteGrupo(id: number): Promise<boolean>;
-  /** The line a recipient was last sent from through the pool (a primary-key read), or null. */
-  grupoFijo(grupoId: number, destinatario: string): Promise<number | null>;
-  /** Keeps `celularId` as the recipient's line in the pool (an upsert by primary key). */
-  fijarGrupo(grupoId: number, destinatario: string, celularId: number, now: number): Promise<void>;
+  /** The line of the client's latest message to the recipient, or null (one seek of the history's recipient index, D-184). */
+  lineaReciente(clienteId: number, destinatario: string): Promise<number | null>;
   /** The pools with a failover wait (a read of the small pools table, once per health pass). */
   gruposConConmutacion(): Promise<GrupoRow[]>;
   /** A line seen down (kept since the first time) or up (forgotten): since when it has been down, or null. */

@@ -19,7 +19,7 @@ import {
 import { recoverOne } from './direct-recovery.js';
 import { failureClase } from './failure-class.js';
 import { countLineFailure } from '../accounts/line-brake.js';
-import { poolLine, type PoolPick } from '../accounts/grupos.js';
+import { poolLine } from '../accounts/grupos.js';
 import { dueTime } from './schedule.js';
 import { checkVigencia, validityEnd, type Vigencia } from './validity.js';
 import { parseInstant } from '../time/instant.js';
@@ -144,15 +144,10 @@ async function sendingLine(core: Pick<Core, 'store' | 'lines'>, p: ClientPrincip
 }
 
 /** The line a request sends from: the named one, or its pool's pick for the recipient. */
-async function requestLine(
-  core: Pick<Core, 'store' | 'lines' | 'clock' | 'config'>,
-  p: ClientPrincipal,
-  req: SendRequest,
-): Promise<{ celular: CelularRow; pool?: PoolPick }> {
-  if (req.grupo === undefined) return { celular: await sendingLine(core, p, req.celular_id) };
+async function requestLine(core: Pick<Core, 'store' | 'lines' | 'clock' | 'config'>, p: ClientPrincipal, req: SendRequest): Promise<CelularRow> {
+  if (req.grupo === undefined) return sendingLine(core, p, req.celular_id);
   if (req.celular_id !== undefined) fail('INVALID_PARAMS', 'give celular_id or grupo, not both');
-  const pool = await poolLine(core, p, req.grupo, req.destinatario, req.directo);
-  return { celular: pool.celular, pool };
+  return (await poolLine(core, p, req.grupo, req.destinatario, req.directo)).celular;
 }
 
 export async function send(
@@ -264,7 +259,7 @@ async function sendChecked(
     }
     shared = held.holder === me;
     if (!shared) {
-      const huella = requestHuella(req, req.idem.endpoint, (await requestLine(core, p, req)).celular);
+      const huella = requestHuella(req, req.idem.endpoint, await requestLine(core, p, req));
       const kept = await core.store.idemGet(p.cliente.id, req.idem.clave, core.clock.now());
       const again = await priorAnswer(core, kept, huella, deps.inFlight, { sent: directResult, render });
       // The real wait: a second for a live holder; until a silent one counts as gone; never past the hold's end.
@@ -298,7 +293,7 @@ async function sendOnce(
   acceptanceSettled: () => Promise<void>,
   sender?: PendingSender,
 ): Promise<Outcome> {
-  const { celular, pool } = await requestLine(core, p, req);
+  const celular = await requestLine(core, p, req);
   // A repeated key is answered before anything else is checked, counted or charged.
   const replayer: Replayer<AcceptedPart, SendResult> = { sent: directResult, render };
   let key: KeyUse | undefined;
@@ -438,7 +433,6 @@ async function sendOnce(
       fail('CELULAR_NOT_FOUND', `celular ${celular.id} not found`);
     }
     accepted = true;
-    if (pool?.fijar) await quietly(core.store.fijarGrupo(pool.grupo.id, pool.destinatario, celular.id, now));
     publishMessageStatus(core, res.mensaje, null);
     const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: res.saldo_celular, ...envioDesde };
     if (!req.directo) {

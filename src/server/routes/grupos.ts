@@ -40,7 +40,10 @@ const ref = {
   grupo: Type.Optional(Type.String({ minLength: 1, maxLength: GRUPO_LIMITS.nombre * 4, description: "the pool's current name (instead of id)" })),
 };
 
-export default async function grupoRoutes(fastify: FastifyInstance, { core }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials'> }) {
+export default async function grupoRoutes(
+  fastify: FastifyInstance,
+  { core }: { core: Pick<Core, 'store' | 'counters' | 'clock' | 'config' | 'credentials' | 'signals'> },
+) {
   const app = typed(fastify);
   const auth = clientAuth(core);
   const security = [{ bearer: [] }];

@@ -20,10 +20,9 @@ export const COPIED = [
   'clientes',
   'gateway_servidores',
   'celulares',
-  // Pools of lines, their members and maps (D-173..D-175).
+  // Pools of lines, their members, their lines seen down (D-173..D-175).
   'grupos',
   'grupo_celulares',
-  'grupo_fijos',
   'lineas_caidas',
   'auditoria',
   'movimientos_saldo',

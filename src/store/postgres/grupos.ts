@@ -5,7 +5,7 @@ import { balanceSet } from '../recipe-sql.js';
 import { type Db, ph, type Queryable, row, rows } from './db.js';
 import { writeMovement } from './messages.js';
 
-/** Pools of lines and their recipient-to-line maps, in PostgreSQL (a pool's writes lock its client's row: names stay unique). */
+/** Pools of lines, in PostgreSQL (a pool's writes lock its client's row: names stay unique). */
 type GrupoBase = Omit<GrupoRow, 'celulares'>;
 
 async function withMembers(q: Queryable, g: GrupoBase | null): Promise<GrupoRow | null> {
@@ -17,7 +17,6 @@ async function withMembers(q: Queryable, g: GrupoBase | null): Promise<GrupoRow 
 const byId = async (q: Queryable, id: number) => withMembers(q, await row<GrupoBase>(q, 'SELECT * FROM grupos WHERE id = $1', [id]));
 
 async function setMembers(q: Queryable, id: number, celulares: number[]): Promise<void> {
-  await q.query('DELETE FROM grupo_fijos WHERE grupo_id = $1 AND NOT (celular_id = ANY($2::bigint[]))', [id, celulares]);
   await q.query('DELETE FROM grupo_celulares WHERE grupo_id = $1 AND NOT (celular_id = ANY($2::bigint[]))', [id, celulares]);
   await q.query('INSERT INTO grupo_celulares (grupo_id, celular_id) SELECT $1, unnest($2::bigint[]) ON CONFLICT DO NOTHING', [id, celulares]);
 }
@@ -78,19 +77,12 @@ export function grupos(db: Db): GruposStore {
     async deleteGrupo(id: number): Promise<boolean> {
       return ((await db.query('DELETE FROM grupos WHERE id = $1', [id])).rowCount ?? 0) > 0;
     },
-    async grupoFijo(grupoId: number, destinatario: string): Promise<number | null> {
-      return (
-        (await db.one<{ celular_id: number }>('SELECT celular_id FROM grupo_fijos WHERE grupo_id = $1 AND destinatario = $2', [grupoId, destinatario]))
-          ?.celular_id ?? null
+    async lineaReciente(clienteId: number, destinatario: string): Promise<number | null> {
+      const r = await db.one<{ celular_id: number | null }>(
+        'SELECT celular_id FROM mensajes WHERE cliente_id = $1 AND destinatario = $2 ORDER BY created_at DESC, seq DESC LIMIT 1',
+        [clienteId, destinatario],
       );
-    },
-    async fijarGrupo(grupoId: number, destinatario: string, celularId: number, now: number): Promise<void> {
-      await db.query(
-        `INSERT INTO grupo_fijos (grupo_id, destinatario, celular_id, updated_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (grupo_id, destinatario) DO UPDATE SET celular_id = excluded.celular_id, updated_at = excluded.updated_at
-         WHERE grupo_fijos.celular_id <> excluded.celular_id`,
-        [grupoId, destinatario, celularId, now],
-      );
+      return r?.celular_id ?? null;
     },
     async gruposConConmutacion(): Promise<GrupoRow[]> {
       const gs = await db.q<GrupoBase>('SELECT * FROM grupos WHERE conmutacion_s IS NOT NULL ORDER BY id');
@@ -145,7 +137,6 @@ export function grupos(db: Db): GruposStore {
         if (moved.length > 0) {
           await c.query('UPDATE celulares SET pendientes = pendientes - $1 WHERE id = $2', [moved.length, from]);
           await c.query('UPDATE celulares SET pendientes = pendientes + $1 WHERE id = $2', [moved.length, to]);
-          await c.query('UPDATE grupo_fijos SET celular_id = $1, updated_at = $2 WHERE celular_id = $3 AND grupo_id = $4', [to, now, from, grupoId]);
         }
         return moved;
       });

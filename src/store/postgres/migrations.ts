@@ -1127,6 +1127,14 @@ export const PG_MIGRATIONS: Migration[] = [
       CREATE INDEX mensajes_pendientes_destino ON mensajes_pendientes(celular_id, destinatario, seq) INCLUDE (enviar_en) WHERE modo = 'cola';
       `,
   },
+  {
+    version: 36,
+    name: "a pool's sticky line is the recipient's latest message's: no map of its own (D-184)",
+    sql: `
+      -- Read from the history's recipient index instead: a map row per new recipient cost 10% of a pool send.
+      DROP TABLE grupo_fijos;
+      `,
+  },
 ];
 
 /**

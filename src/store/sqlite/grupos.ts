@@ -4,9 +4,9 @@ import { moveCharge } from '../../core/billing/recipes.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import { balanceSet } from '../recipe-sql.js';
 import { writeMovement } from './messages.js';
-import { grouped, immediate, ph, stmt } from './statements.js';
+import { immediate, ph, stmt } from './statements.js';
 
-/** Pools of lines and their recipient-to-line maps, in SQLite. */
+/** Pools of lines, in SQLite. */
 type DB = Database.Database;
 type GrupoBase = Omit<GrupoRow, 'celulares'>;
 
@@ -33,7 +33,6 @@ function setMembers(db: DB, id: number, celulares: number[]): void {
   for (const { celular_id } of old) {
     if (keep.has(celular_id)) continue;
     stmt(db, 'DELETE FROM grupo_celulares WHERE grupo_id = ? AND celular_id = ?').run(id, celular_id);
-    stmt(db, 'DELETE FROM grupo_fijos WHERE celular_id = ? AND grupo_id = ?').run(celular_id, id);
   }
   for (const c of keep) stmt(db, 'INSERT OR IGNORE INTO grupo_celulares (grupo_id, celular_id) VALUES (?, ?)').run(id, c);
 }
@@ -94,20 +93,13 @@ export function grupos(db: DB): GruposStore {
     async deleteGrupo(id: number): Promise<boolean> {
       return immediate(db, () => stmt(db, 'DELETE FROM grupos WHERE id = ?').run(id).changes > 0);
     },
-    async grupoFijo(grupoId: number, destinatario: string): Promise<number | null> {
-      const r = stmt(db, 'SELECT celular_id FROM grupo_fijos WHERE grupo_id = ? AND destinatario = ?').get(grupoId, destinatario) as
-        { celular_id: number } | undefined;
+    async lineaReciente(clienteId: number, destinatario: string): Promise<number | null> {
+      const r = stmt(
+        db,
+        `SELECT celular_id FROM mensajes INDEXED BY mensajes_cliente_dest_fecha
+         WHERE cliente_id = ? AND destinatario = ? ORDER BY created_at DESC LIMIT 1`,
+      ).get(clienteId, destinatario) as { celular_id: number | null } | undefined;
       return r?.celular_id ?? null;
-    },
-    async fijarGrupo(grupoId: number, destinatario: string, celularId: number, now: number): Promise<void> {
-      // In the next group commit (D-179): a new recipient's map row shares the acceptances' commit.
-      await grouped(db, () =>
-        stmt(
-          db,
-          `INSERT INTO grupo_fijos (grupo_id, destinatario, celular_id, updated_at) VALUES (?, ?, ?, ?)
-           ON CONFLICT (grupo_id, destinatario) DO UPDATE SET celular_id = excluded.celular_id, updated_at = excluded.updated_at`,
-        ).run(grupoId, destinatario, celularId, now),
-      );
     },
     async gruposConConmutacion(): Promise<GrupoRow[]> {
       const rows = stmt(db, 'SELECT * FROM grupos WHERE conmutacion_s IS NOT NULL ORDER BY id').all() as GrupoBase[];
@@ -150,7 +142,6 @@ export function grupos(db: DB): GruposStore {
         if (moved.length > 0) {
           stmt(db, 'UPDATE celulares SET pendientes = pendientes - ? WHERE id = ?').run(moved.length, from);
           stmt(db, 'UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(moved.length, to);
-          stmt(db, 'UPDATE grupo_fijos SET celular_id = ?, updated_at = ? WHERE celular_id = ? AND grupo_id = ?').run(to, now, from, grupoId);
         }
         return moved;
       });

@@ -1013,4 +1013,12 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX cola_destino ON cola(celular_id, destinatario, enviar_en);
       `,
   },
+  {
+    version: 37,
+    name: "a pool's sticky line is the recipient's latest message's: no map of its own (D-184)",
+    sql: `
+      -- Read from the history's recipient index instead: a map row per new recipient cost 10% of a pool send.
+      DROP TABLE grupo_fijos;
+      `,
+  },
 ];
