@@ -190,7 +190,20 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       );
       expectOk(imgForm);
       expect((await mensaje(s, imgForm.body.msg_id)).vigencia_hasta).toBe(clock.now() + 90_000);
-      for (let i = 0; i < 3; i++) await s.stepQueue();
+      // The legacy endpoint (a line's token in the form): seconds or an instant; a bad one refused with its reason.
+      const legacy = (vigencia: string) =>
+        api(s.url, 'POST', '/panel/api_wa.php', { form: { token: b.gatewayToken, destinatario: numeroNuevo(), mensaje: uniqueText('legado'), vigencia } });
+      const secs = await legacy('120');
+      expectOk(secs);
+      expect((await mensaje(s, secs.body.msg_id)).vigencia_hasta).toBe(clock.now() + 120_000);
+      const until = clock.now() + 300_000;
+      const instant = await legacy(new Date(until).toISOString());
+      expectOk(instant);
+      expect((await mensaje(s, instant.body.msg_id)).vigencia_hasta).toBe(until);
+      const bad = await legacy('5');
+      expectError(bad, 400, 100);
+      expect(bad.body.error).toMatch(/vigencia/);
+      for (let i = 0; i < 5; i++) await s.stepQueue();
     });
 
     it('refuses a validity out of range or not a whole number of seconds: 400 with the reason', async () => {

@@ -238,6 +238,10 @@ function present(r: SendResult, tipo: Tipo, base64: boolean) {
   );
 }
 
+/** A body's `vigencia` as the schema let it through (seconds, or an instant core reads). */
+const vigenciaOf = (b: Record<string, unknown>): { vigencia?: number | string } =>
+  typeof b.vigencia === 'number' || typeof b.vigencia === 'string' ? { vigencia: b.vigencia } : {};
+
 /** The legacy route's type for its `tipomime`; `documento` for anything not image, audio or video. */
 function legacyTipo(tipomime: string | undefined): MediaTipo | undefined {
   const t = normalizeMime(tipomime);
@@ -267,7 +271,7 @@ export default async function sendRoutes(
       filename: str(b, 'filename'),
       ptt: boolish(b.ptt, 'ptt'),
       mime: str(b, 'mime'),
-      ...(typeof b.vigencia === 'number' || typeof b.vigencia === 'string' ? { vigencia: b.vigencia } : {}),
+      ...vigenciaOf(b),
       ...(idem ? { idem } : {}),
       ...(str(b, 'enviar_en') !== undefined ? { enviar_en: str(b, 'enviar_en') } : {}),
     };
@@ -344,6 +348,7 @@ export default async function sendRoutes(
         tipomime: Type.Optional(Type.String({ maxLength: FIELD_LIMITS.mime, description: 'MIME type of the file; required with mime' })),
         modo: Type.Optional(Type.String({ description: 'directo or DIRECTO for an immediate send; absent: queue' })),
         idempotency_key: idempotencyKey,
+        vigencia: common.vigencia,
         enviar_en: Type.Optional(enviarEn()),
       }),
       headers: idemHeaders,
@@ -369,7 +374,13 @@ export default async function sendRoutes(
           const directo = modo?.toLowerCase() === 'directo';
           const file = takeUpload(req);
           const enviar = str(b, 'enviar_en');
-          const base = { destinatario: String(b.destinatario), directo, ...(idem ? { idem } : {}), ...(enviar !== undefined ? { enviar_en: enviar } : {}) };
+          const base = {
+            destinatario: String(b.destinatario),
+            directo,
+            ...(idem ? { idem } : {}),
+            ...(enviar !== undefined ? { enviar_en: enviar } : {}),
+            ...vigenciaOf(b),
+          };
           if (!file)
             return answer(
               reply,
