@@ -157,6 +157,29 @@ function scenario(name: string, start: (extra?: Partial<ServeOptions>) => Promis
     expect(seen).toEqual([expect.objectContaining({ celular_id: L.celularId, frenado: true, causa: 'fallos', fallos: 5 })]);
   });
 
+  it(`${name}: a failure report parked before its send's record, applied by it, brakes the line as one that came after`, async () => {
+    const s = await start({ simDeliveryMs: 600_000, simReadMs: 600_000 });
+    servers.push(s);
+    const L = await linkedLine(s);
+    await editCelular(s, L, { freno: 1 });
+    // The network's "failed" for each send arrives before the worker records the send: parked, then applied by markSent.
+    const sim = s.core.gateway as SimGateway;
+    const sendReal = sim.send.bind(sim);
+    sim.send = async (instancia, msg) => {
+      const r = await sendReal(instancia, msg);
+      expect(await s.core.store.receipt(L.celularId, r.gatewayMsgId, 'error', s.clock.now(), 'the network reported it failed')).toBe('parked');
+      return r;
+    };
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await send(s, L, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('parked') });
+      expectOk(r, { modo: 'cola' });
+      ids.push(r.body.msg_id as string);
+    }
+    await until(async () => (await s.core.store.getCelular(L.celularId))?.frenado === 1, { what: 'the line braked by parked failure reports' });
+    for (const id of ids) expect(await mensaje(s, id)).toMatchObject({ estado: 'error', error_clase: 'fallido' });
+  });
+
   it(`${name}: a line without the brake on only gets the event: it is not braked and its queue goes on`, async () => {
     const L = await linkedLine(s);
     (s.clock as ManualClock).advance(2 * 3_600_000);

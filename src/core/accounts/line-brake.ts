@@ -5,7 +5,7 @@ import { fail } from '../api/errors.js';
 import { celularView, viewAt } from '../api/views.js';
 import type { LineBrakeEvent, LineResumeEvent } from '../events/events.js';
 import type { HealthWindow, LineHealthCounts } from '../ports/line-health.js';
-import type { AuditEntry, CelularRow, ErrorClase } from '../ports/model.js';
+import type { AuditEntry, CelularRow, ErrorClase, MensajeEstado, MensajeEstadoRow } from '../ports/model.js';
 import { iso } from '../time/clock.js';
 
 /**
@@ -95,6 +95,18 @@ export async function noteLineFailure(core: BrakeCore, celularId: number, clase:
   await countLineFailure(core, celularId, clase);
   return (await checkLineHealth(core, [celularId])).includes(celularId);
 }
+
+/**
+ * A message the network took and then reported failed (`fallido`: a receipt applied at once, or parked before its
+ * send's record and applied by it) counts toward its line's health as any failed send (D-170). True: the line braked.
+ */
+export async function noteFallido(core: BrakeCore, after: MensajeEstadoRow, before: MensajeEstado): Promise<boolean> {
+  return endedFallido(after, before) && noteLineFailure(core, after.celular_id, 'fallido');
+}
+
+/** Whether this change ended the message `fallido` (a receipt's report of a failure, D-170). */
+export const endedFallido = (after: MensajeEstadoRow, before: MensajeEstado): boolean =>
+  after.estado === 'error' && after.error_clase === 'fallido' && before !== 'error';
 
 /**
  * Checks the lines (null: every line with messages in the window; the health

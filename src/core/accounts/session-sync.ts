@@ -1,5 +1,5 @@
 import { applySessionStatus } from './celulares.js';
-import { noteLineFailure } from './line-brake.js';
+import { noteFallido } from './line-brake.js';
 import { iso } from '../time/clock.js';
 import { replaceIllFormed } from '../sending/exact-text.js';
 import type { Core } from '../context.js';
@@ -37,9 +37,7 @@ export function syncGatewayEvents(
       const r = await core.store.receipt(celular.id, e.gatewayMsgId, e.estado, e.at, e.error);
       if (r && r !== 'parked') {
         publishMessageStatus(core, r.after, r.before.estado);
-        // The network took it, then reported it failed: the line's health counts it as any failed send (D-170).
-        if (r.after.estado === 'error' && r.after.error_clase === 'fallido' && r.before.estado !== 'error')
-          await noteLineFailure(core, celular.id, 'fallido').catch(onError);
+        await noteFallido(core, r.after, r.before.estado).catch(onError);
       }
       return;
     }

@@ -14,7 +14,7 @@ import type { ErrorClase, MensajePayload, MensajeRow } from '../ports/model.js';
 import { REFUSED_FOR_GOOD } from '../sending/idempotency.js';
 import { failureClase } from '../sending/failure-class.js';
 import { backoffMs, type Backoff } from '../time/backoff.js';
-import { noteLineFailure } from '../accounts/line-brake.js';
+import { noteFallido, noteLineFailure } from '../accounts/line-brake.js';
 
 /** See QueueWorker.keepIdleMs. */
 export const KEEP_IDLE_MS = 5_000;
@@ -614,6 +614,8 @@ export class QueueWorker {
       const { gatewayMsgId } = await withLocalMedia(this.files, payload, (p) => core.gateway.send(instancia, outbound(m.msg_id, m.tipo, m.destinatario, p)));
       const after = await core.store.markSent(m.msg_id, gatewayMsgId, core.clock.now());
       if (after) publishMessageStatus(core, after, 'pendiente');
+      // A failure report parked before this record, applied by it, counts as one that came after (D-170).
+      if (after && (await noteFallido(core, after, 'pendiente').catch(this.failed))) core.lines.invalidate({ celular: m.celular_id });
       await this.dropFile(m);
     } catch (err) {
       const kind = err instanceof GatewayFailure ? err.kind : 'transient';

@@ -1,5 +1,6 @@
 import type { Core } from '../context.js';
 import { publishMessageStatus } from '../events/message-events.js';
+import { countLineFailure, endedFallido } from '../accounts/line-brake.js';
 import type { AcceptedMedia } from '../ports/media.js';
 import type { ErrorClase, MensajePayload, MensajeRow } from '../ports/model.js';
 
@@ -81,6 +82,8 @@ async function resolveOne(core: Pick<Core, 'store' | 'gateway' | 'clock' | 'bus'
       // Recorded at the time the network took it, so the line's caps count it where it happened.
       const after = await core.store.markSent(m.msg_id, went.gatewayMsgId, went.at);
       if (after) publishMessageStatus(core, after, 'pendiente');
+      // A failure report parked before this record and applied by it counts toward the line's health (D-170).
+      if (after && endedFallido(after, 'pendiente')) await countLineFailure(core, m.celular_id, 'fallido').catch(() => undefined);
       return 'sent';
     }
     return fail(core, m, REASON_NOT_SENT, 'no_enviado');

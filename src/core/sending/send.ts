@@ -18,7 +18,7 @@ import {
 } from './idempotency.js';
 import { recoverOne } from './direct-recovery.js';
 import { failureClase } from './failure-class.js';
-import { countLineFailure } from '../accounts/line-brake.js';
+import { countLineFailure, endedFallido } from '../accounts/line-brake.js';
 import { poolLine } from '../accounts/grupos.js';
 import { dueTime } from './schedule.js';
 import { checkVigencia, validityEnd, type Vigencia } from './validity.js';
@@ -480,6 +480,8 @@ async function sendNow(
       throw err;
     });
     if (after) publishMessageStatus(core, after, 'pendiente');
+    // A failure report parked before this record and applied by it: counted as a direct send's failures are.
+    if (after && endedFallido(after, 'pendiente')) await quietly(countLineFailure(core, celular.id, 'fallido'));
     const result = directResult(part, gatewayMsgId);
     if (key) await quietly(core.store.idemFinish(key.cliente_id, key.clave, msgId, keptAnswer(200, key.render(result))));
     return result;
