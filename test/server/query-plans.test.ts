@@ -185,8 +185,8 @@ it('serves every per-request and per-message path with an index, on a store with
           scans.push(`${r.detail}  <-  ${sql}`);
       }
       if (/auditoria/.test(sql) && /TEMP B-TREE/.test(r.detail)) scans.push(`${r.detail}  <-  ${sql}`);
-      // A recipient's older queued messages are one seek of the recipient index, never a read of the line's queue (D-181).
-      if (/ o\.destinatario = /.test(sql) && /^SEARCH o /.test(r.detail) && !r.detail.includes('cola_destino (celular_id=? AND destinatario=?)'))
+      // A recipient's older queued messages are one seek of each half of the recipient index, never a read of the line's queue (D-181, D-186).
+      if (/ o\.destinatario = /.test(sql) && /^SEARCH o /.test(r.detail) && !/cola_destino(_programados)? \(celular_id=\? AND destinatario=\?/.test(r.detail))
         scans.push(`${r.detail}  <-  ${sql}`);
       // An inbox page is read in its order from its index, never sorted (a deep page would sort the whole range).
       if (/recibidos/.test(sql) && /TEMP B-TREE/.test(r.detail)) scans.push(`${r.detail}  <-  ${sql}`);

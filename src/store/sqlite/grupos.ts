@@ -118,11 +118,15 @@ export function grupos(db: DB): GruposStore {
     async moverCola(grupoId: number, from: number, to: number, limit: number, now: number): Promise<GrupoMove[]> {
       return immediate(db, () => {
         type Row = Pick<MensajeRow, 'msg_id' | 'destinatario' | 'cliente_id' | 'celular_id' | 'cobrado' | 'cargo'>;
+        // Each half of the line's queue (D-186) in order, then merged: the oldest `limit` unclaimed.
+        const half = (index: string, scheduled: string) =>
+          `SELECT * FROM (SELECT c.seq, m.msg_id, m.destinatario, m.cliente_id, m.celular_id, m.cobrado, m.cargo FROM cola c INDEXED BY ${index}
+             JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.enviar_en ${scheduled} AND c.celular_id = @from AND m.estado = 'pendiente'
+             AND m.lease_until IS NULL ORDER BY c.seq LIMIT CAST(@limit AS INTEGER))`;
         const rows = stmt(
           db,
-          `SELECT m.msg_id, m.destinatario, m.cliente_id, m.celular_id, m.cobrado, m.cargo FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id
-           WHERE c.celular_id = ? AND m.estado = 'pendiente' AND m.lease_until IS NULL ORDER BY c.seq LIMIT CAST(? AS INTEGER)`,
-        ).all(from, limit) as Row[];
+          `${half('cola_linea', 'IS NULL')} UNION ALL ${half('cola_linea_programados', 'IS NOT NULL')} ORDER BY seq LIMIT CAST(@limit AS INTEGER)`,
+        ).all({ from, limit }) as Row[];
         const moved: GrupoMove[] = [];
         for (const m of rows) {
           const read = stmt(

@@ -21,12 +21,21 @@ type DB = Database.Database;
 const BACKLOG_LINES = 'WITH lineas(id) AS (SELECT celular_id FROM cola_lineas)';
 
 /**
- * No older pending message of the line to the same recipient holds queue row `c` back: any but a scheduled one not yet
- * due (D-181). cola_destino holds the due time: one seek (named: by cost alone SQLite took the line's index, a
- * read of every older message of the line).
+ * No older pending message of the line to recipient `dest` holds queue place `seq` back: any but a scheduled one not
+ * yet due (D-181). A seek in each half of the recipient index (D-186: scheduled messages apart), each named (by cost
+ * alone SQLite took the line's index, a read of every older message of the line).
  */
-const FIRST_OF_RECIPIENT = `NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino WHERE o.celular_id = c.celular_id AND o.destinatario = c.destinatario
-     AND o.seq < c.seq AND (o.enviar_en IS NULL OR o.enviar_en <= @now))`;
+export const firstOfRecipient = (line: string, dest: string, seq: string) =>
+  `NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino WHERE o.enviar_en IS NULL AND o.celular_id = ${line} AND o.destinatario = ${dest}
+     AND o.seq < ${seq})
+   AND NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino_programados WHERE o.enviar_en IS NOT NULL AND o.celular_id = ${line}
+     AND o.destinatario = ${dest} AND o.enviar_en <= @now AND o.seq < ${seq})`;
+const FIRST_OF_RECIPIENT = firstOfRecipient('c.celular_id', 'c.destinatario', 'c.seq');
+
+/** A line's first queue place: the lower of its two halves' (D-186), each a seek. */
+const lineFirstSeq = (line: string) =>
+  `(SELECT MIN(s) FROM (SELECT MIN(seq) AS s FROM cola INDEXED BY cola_linea WHERE enviar_en IS NULL AND celular_id = ${line}
+     UNION ALL SELECT MIN(seq) FROM cola INDEXED BY cola_linea_programados WHERE enviar_en IS NOT NULL AND celular_id = ${line}))`;
 
 /**
  * The look's read (queueLook): per line with a backlog, its oldest message never deferred and its oldest
@@ -54,7 +63,7 @@ export function queue(db: DB): QueueStore {
         db,
         `${BACKLOG_LINES}
      SELECT m.* FROM lineas
-     JOIN cola c ON c.seq = (SELECT MIN(seq) FROM cola WHERE celular_id = lineas.id)
+     JOIN cola c ON c.seq = ${lineFirstSeq('lineas.id')}
      JOIN mensajes m ON m.msg_id = c.msg_id
      WHERE lineas.id IS NOT NULL`,
       ).all() as MensajeRow[];
@@ -99,7 +108,7 @@ export function queue(db: DB): QueueStore {
       const { t } = stmt(
         db,
         `${BACKLOG_LINES}
-     SELECT MIN((SELECT m.created_at FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.celular_id = lineas.id ORDER BY c.seq LIMIT 1)) AS t
+     SELECT MIN((SELECT m.created_at FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.seq = ${lineFirstSeq('lineas.id')})) AS t
      FROM lineas WHERE lineas.id IS NOT NULL`,
       ).get() as { t: number | null };
       return { pending: n, oldest_at: t };
@@ -116,8 +125,7 @@ export function queue(db: DB): QueueStore {
             db,
             `SELECT celular_id FROM mensajes WHERE msg_id = @msgId AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= @now)
                AND (proximo_intento_at IS NULL OR proximo_intento_at <= @now)
-               AND (@onlyHead = 0 OR NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino WHERE o.celular_id = mensajes.celular_id AND o.destinatario = mensajes.destinatario
-                 AND o.seq < (SELECT seq FROM cola WHERE msg_id = @msgId) AND (o.enviar_en IS NULL OR o.enviar_en <= @now)))`,
+               AND (@onlyHead = 0 OR (${firstOfRecipient('mensajes.celular_id', 'mensajes.destinatario', '(SELECT seq FROM cola WHERE msg_id = @msgId)')}))`,
           ).get({ msgId, now, onlyHead: onlyHead ? 1 : 0 }) as { celular_id: number } | undefined;
           if (!m) return { ok: false, reason: 'taken' };
           const hit = capHit(db, m.celular_id, slot, now);
@@ -154,13 +162,16 @@ export function queue(db: DB): QueueStore {
         limit,
       ) as MensajeRow[];
     },
-    /** Per line a range of the queue's line index (its rowid, seq, is the order), merged: lines × the page at most. */
+    /** Per line a range of each half of the queue's line index (its rowid, seq, is the order), merged: 2 × lines × the page at most. */
     async listQueue(celularIds: number[], after: number, limit: number): Promise<QueuedRow[]> {
-      const q = stmt(
-        db,
-        'SELECT c.seq, m.* FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.celular_id = ? AND c.seq > ? ORDER BY c.seq LIMIT CAST(? AS INTEGER)',
-      );
-      const rows = celularIds.flatMap((id) => q.all(id, after, limit) as QueuedRow[]);
+      const half = (index: string, scheduled: string) =>
+        stmt(
+          db,
+          `SELECT c.seq, m.* FROM cola c INDEXED BY ${index} JOIN mensajes m ON m.msg_id = c.msg_id
+           WHERE c.enviar_en ${scheduled} AND c.celular_id = ? AND c.seq > ? ORDER BY c.seq LIMIT CAST(? AS INTEGER)`,
+        );
+      const qs = [half('cola_linea', 'IS NULL'), half('cola_linea_programados', 'IS NOT NULL')];
+      const rows = celularIds.flatMap((id) => qs.flatMap((q) => q.all(id, after, limit) as QueuedRow[]));
       return rows.sort((a, b) => a.seq - b.seq).slice(0, limit);
     },
     async queueSizes(celularIds: number[]): Promise<Array<{ celular_id: number; pendientes: number }>> {
