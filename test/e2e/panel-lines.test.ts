@@ -2,7 +2,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/time/clock.js';
 import { api, seedClient, type Seeded, startTestServer, type TestServer } from '../helpers/server.js';
-import { launchBrowser, screenshots, signIn } from '../helpers/browser.js';
+import { cutSelects, launchBrowser, screenshots, signIn } from '../helpers/browser.js';
+import { linkedLine } from '../server/send-helpers.js';
 
 /**
  * The client's account, lines and linking pages in a real browser (issue 27):
@@ -165,6 +166,15 @@ it("a bad value shows the API's error beside its field, and delete asks for the 
   await expect.poll(() => page.getByRole('status').textContent()).toContain(`Line ${a.numero} deleted`);
   expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).status).toBe(404);
   await page.getByText('No lines yet. Create one below.').waitFor();
+});
+
+it("the line page's selects show their options whole at 1280 and 390 px", async () => {
+  const L = await linkedLine(s);
+  await signIn(page, s.url, L.clientKey);
+  const url = `${s.url}/panel/c/${L.clienteId}/celulares/${L.celularId}`;
+  await page.goto(url);
+  // How to send, the brake, the warm-up plan and estado: none cut (the queue's option once was, at both widths).
+  expect(await cutSelects(page)).toEqual([]);
 });
 
 it('a celular key sees its own line only', async () => {

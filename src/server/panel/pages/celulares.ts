@@ -294,9 +294,10 @@ async function linePage(
             label: 'How to send',
             value: sv.directo ?? '0',
             options: [
-              ['0', "Queue it (the worker sends it within the line's caps and hours)"],
-              ['1', 'Directly (now; the answer waits for the gateway)'],
+              ['0', 'Queue it: within caps and hours'],
+              ['1', 'Directly: now'],
             ],
+            hint: "Queued, the worker sends it within the line's caps and hours; directly, it is sent now and the answer waits for the gateway.",
           },
           sendErrors,
         )}
