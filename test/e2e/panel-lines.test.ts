@@ -168,12 +168,34 @@ it("a bad value shows the API's error beside its field, and delete asks for the 
   await page.getByText('No lines yet. Create one below.').waitFor();
 });
 
-it("the line page's selects show their options whole at 1280 and 390 px", async () => {
+it("the line page's selects show their options whole at 1280 and 390 px; vigencia takes an instant", async () => {
   const L = await linkedLine(s);
   await signIn(page, s.url, L.clientKey);
   const url = `${s.url}/panel/c/${L.clienteId}/celulares/${L.celularId}`;
   await page.goto(url);
   // How to send, the brake, the warm-up plan and estado: none cut (the queue's option once was, at both widths).
+  expect(await cutSelects(page)).toEqual([]);
+
+  // An instant, typed as a person would (a number field would not take it), is the queued text's end of validity.
+  const end = s.clock.now() + 3_600_000;
+  const typed = new Date(end - 3 * 3_600_000).toISOString().replace(/\.\d{3}Z$/, '-03:00');
+  await page.getByLabel('destinatario').fill('5215512345678');
+  await page.getByLabel('mensaje').fill('codigo por una hora');
+  await page.getByLabel('vigencia (optional)').fill(typed);
+  await page.getByRole('button', { name: 'Send test text' }).click();
+  await page.getByText('Accepted: msg_id').waitFor();
+  const msgId = (await page.locator('[role="status"] code').first().textContent())!.trim();
+  const m = await api(s.url, 'GET', `/api/mensaje.php?msg_id=${msgId}`, { key: L.clientKey });
+  expect(m.body.mensaje).toMatchObject({ msg_id: msgId, modo: 'cola', texto: 'codigo por una hora' });
+  expect(Date.parse(m.body.mensaje.vigencia_hasta)).toBe(Date.parse(typed));
+  // A wrong one: the API's words beside the field, what was typed kept.
+  await page.getByLabel('destinatario').fill('5215512345678');
+  await page.getByLabel('mensaje').fill('otra');
+  await page.getByLabel('vigencia (optional)').fill('in an hour');
+  await page.getByRole('button', { name: 'Send test text' }).click();
+  await expect.poll(() => page.locator('#f-vigencia-error').textContent()).toContain('or an RFC 3339 instant with its zone');
+  expect(await page.getByLabel('vigencia (optional)').getAttribute('aria-invalid')).toBe('true');
+  expect(await page.getByLabel('vigencia (optional)').inputValue()).toBe('in an hour');
   expect(await cutSelects(page)).toEqual([]);
 });
 

@@ -134,18 +134,41 @@ describe('the lines pages', () => {
     expect(r.text).toMatch(/id="f-mensaje-error"[^>]*>mensaje must be at most 4096 characters/);
   });
 
-  it('takes a validity on the test send (issue 40), and refuses one out of range beside its field', async () => {
-    expect((await get(client, line)).text).toMatch(/<input\s+id="f-vigencia"\s+name="vigencia"\s+type="number"/);
-    const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', vigencia: '120' });
-    expect(r.status, r.text).toBe(303);
-    const msgId = new URL(r.headers.get('location')!, s.url).searchParams.get('enviado')!;
-    const m = await api(s.url, 'GET', `/api/mensaje.php?msg_id=${msgId}`, { key: a.clientKey });
-    expect(m.body.mensaje.vigencia_hasta).toMatch(/^\d{4}-\d{2}-\d{2}T/);
-    for (const vigencia of ['5', 'abc', '86401']) {
-      const bad = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', vigencia });
+  it('takes a validity on the test send (issue 40), in seconds or as an instant, and refuses a bad one beside its field', async () => {
+    const page = (await get(client, line)).text;
+    // A text field (a number field would refuse an instant in the browser), whose hint names both forms.
+    expect(page).toMatch(/<input\s+id="f-vigencia"\s+name="vigencia"\s+type="text"/);
+    expect(page).toMatch(/id="f-vigencia-hint"[^>]*>Seconds \(10 to 86400\)[^<]*or the RFC 3339 instant/);
+    const sentWith = async (form: Record<string, string>) => {
+      const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', ...form });
+      expect(r.status, r.text).toBe(303);
+      const msgId = new URL(r.headers.get('location')!, s.url).searchParams.get('enviado')!;
+      return (await api(s.url, 'GET', `/api/mensaje.php?msg_id=${msgId}`, { key: a.clientKey })).body.mensaje;
+    };
+    const now = s.clock.now();
+    expect(Date.parse((await sentWith({ vigencia: '120' })).vigencia_hasta)).toBe(now + 120_000);
+    // An instant in another zone reaches core as the API's form body gives it: the instant itself is the end.
+    const at = new Date(now + 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const atMinus3 = new Date(Date.parse(at) - 3 * 3_600_000).toISOString().replace(/\.\d{3}Z$/, '-03:00');
+    expect(Date.parse((await sentWith({ vigencia: ` ${atMinus3} ` })).vigencia_hasta)).toBe(Date.parse(at));
+    // Counted from Send at when there is one.
+    const enviarEn = new Date(now + 2 * 3_600_000).toISOString();
+    const scheduled = await sentWith({ enviar_en: enviarEn, vigencia: new Date(now + 2.5 * 3_600_000).toISOString() });
+    expect(Date.parse(scheduled.vigencia_hasta)).toBe(now + 2.5 * 3_600_000);
+
+    const refused = async (vigencia: string, extra: Record<string, string> = {}) => {
+      const bad = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', vigencia, ...extra });
       expect(bad.status, vigencia).toBe(400);
-      expect(bad.text).toMatch(/id="f-vigencia-error"[^>]*>vigencia must be a whole number of seconds from 10 to 86400/);
-    }
+      // What was typed stays in the field, to be corrected.
+      expect(bad.text, vigencia).toContain(`value="${vigencia}"`);
+      return /id="f-vigencia-error"[^>]*>([^<]*)/.exec(bad.text)?.[1] ?? bad.text;
+    };
+    for (const vigencia of ['5', 'abc', '86401', '12.5', '2026-12-01T09:35:00'])
+      expect(await refused(vigencia)).toMatch(/^vigencia must be a whole number of seconds from 10 to 86400, or an RFC 3339 instant with its zone/);
+    expect(await refused(new Date(now + 5_000).toISOString())).toMatch(/^vigencia \S+ must fall 10 s to 24 h after the send starts/);
+    expect(await refused(new Date(now + 25 * 3_600_000).toISOString())).toMatch(/must fall 10 s to 24 h after the send starts/);
+    // One hour from now is before a send at two hours from now.
+    expect(await refused(at, { enviar_en: enviarEn })).toMatch(/must fall 10 s to 24 h after the send starts \(/);
   });
 
   it('answers a test send with a redirect to the line page naming it, so a reload shows it and sends nothing again', async () => {

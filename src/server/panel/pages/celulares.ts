@@ -303,13 +303,14 @@ async function linePage(
         )}
         ${field(
           {
+            // Text, not a number (a browser refuses an instant in one), and the text keyboard: an instant needs its T and zone.
             name: 'vigencia',
             label: 'vigencia (optional)',
-            type: 'number',
             value: sv.vigencia,
-            min: VIGENCIA_S.min,
-            max: VIGENCIA_S.max,
-            hint: `Seconds (${VIGENCIA_S.min} to ${VIGENCIA_S.max}) a queued text may wait; past them it ends caducado and is refunded. Ignored when sent directly.`,
+            maxlength: 64,
+            autocomplete: 'off',
+            placeholder: '300 or 2026-12-01T09:35:00-03:00',
+            hint: `Seconds (${VIGENCIA_S.min} to ${VIGENCIA_S.max}) a queued text may wait, or the RFC 3339 instant it must be handed over by (${VIGENCIA_S.min} s to ${VIGENCIA_S.max / 3600} h after the send starts: now, or Send at); past it, it ends caducado and is refunded. Ignored when sent directly.`,
           },
           sendErrors,
         )}
@@ -569,8 +570,8 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
         directo: boolish(values.directo, 'directo'),
         celular_id: id,
         texto: values.mensaje ?? '',
-        // Checked by core as the route's schema would (a whole number of seconds in range).
-        ...(values.vigencia?.trim() ? { vigencia: Number(values.vigencia.trim()) } : {}),
+        // As the API's form body gives it: digits are seconds, anything else an instant; core's checkVigencia and validityEnd judge both.
+        ...(values.vigencia?.trim() ? { vigencia: values.vigencia.trim() } : {}),
         ...(values.enviar_en ? { enviar_en: values.enviar_en } : {}),
       };
       // Without an Idempotency-Key nothing is replayed: the answer is always rendered from this send's result.
