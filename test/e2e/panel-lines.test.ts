@@ -168,7 +168,7 @@ it("a bad value shows the API's error beside its field, and delete asks for the 
   await page.getByText('No lines yet. Create one below.').waitFor();
 });
 
-it("the line page's selects show their options whole at 1280 and 390 px; vigencia takes an instant", async () => {
+it("the line page's selects show their options whole at 1280 and 390 px; vigencia takes an instant; settings sent unchanged save nothing", async () => {
   const L = await linkedLine(s);
   await signIn(page, s.url, L.clientKey);
   const url = `${s.url}/panel/c/${L.clienteId}/celulares/${L.celularId}`;
@@ -197,6 +197,14 @@ it("the line page's selects show their options whole at 1280 and 390 px; vigenci
   expect(await page.getByLabel('vigencia (optional)').getAttribute('aria-invalid')).toBe('true');
   expect(await page.getByLabel('vigencia (optional)').inputValue()).toBe('in an hour');
   expect(await cutSelects(page)).toEqual([]);
+
+  // Save settings without changing anything: a notice, no error, no audit record.
+  await page.goto(url);
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Nothing changed: the settings were already these.');
+  expect(await page.locator('.field-error, p.error').count()).toBe(0);
+  const audit = await api(s.url, 'GET', `/admin/auditoria?cliente_id=${L.clienteId}&accion=celular.editar`, { key: s.adminToken });
+  expect(audit.body.registros).toEqual([]);
 });
 
 it('a celular key sees its own line only', async () => {

@@ -114,7 +114,7 @@ describe('the lines pages', () => {
     expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular.freno).toBe(true);
     const odd = await post(client, line, { freno: 'yes' });
     expect(odd.status).toBe(400);
-    expect(odd.text).toContain('nothing to change');
+    expect(odd.text).toMatch(/id="f-freno-error"[^>]*>freno must be 0 \(off\) or 1 \(on\)/);
     expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular.freno).toBe(true);
     expect((await post(client, line, { freno: '0' })).status).toBe(303);
     expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular.freno).toBe(false);
@@ -188,6 +188,59 @@ describe('the lines pages', () => {
     expect((await get(client, `${to}&envio_desde=${encodeURIComponent('call +52 555 now')}`)).text).not.toContain('call +52');
     // An id that is not this line's shows nothing.
     expect((await get(client, `${line}?enviado=01a21c3d-0000-7000-8000-000000000000`)).text).not.toContain('Accepted: msg_id');
+  });
+
+  it('a settings form sent unchanged, or sent again, saves nothing and says so; the API still refuses an empty edit', async () => {
+    const editados = async () => {
+      const r = await api(s.url, 'GET', `/admin/auditoria?cliente_id=${a.clienteId}&accion=celular.editar&limit=100`, { key: s.adminToken });
+      expect(r.status, r.text).toBe(200);
+      return (r.body.registros as Array<{ objeto_id: number }>).filter((x) => x.objeto_id === a.celularId).length;
+    };
+    const rowOf = async () => (await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular;
+    const noticeOf = async (r: Awaited<ReturnType<typeof post>>) => {
+      expect(r.status, r.text).toBe(303);
+      expect(r.headers.get('location')).toBe(line);
+      const notice = /pasarela_aviso=[^;]*/.exec(r.headers.get('set-cookie') ?? '')?.[0];
+      const page = await api(s.url, 'GET', line, { headers: { cookie: [client.cookie, notice].filter(Boolean).join('; ') } });
+      expect(page.text).not.toContain('role="alert"');
+      return /<p class="notice" role="status">([^<]*)<\/p>/.exec(page.text)?.[1];
+    };
+
+    // The form exactly as the page fills it, sent back untouched.
+    const page = (await get(client, line)).text;
+    const form = /<form method="post" action="[^"]*\/celulares\/\d+" class="card">([\s\S]*?)<\/form>/.exec(page)![1]!;
+    const values: Record<string, string> = {};
+    for (const [tag] of form.matchAll(/<input\s+id="[^>]*>/g)) values[/name="([^"]+)"/.exec(tag)![1]!] = /\svalue="([^"]*)"/.exec(tag)?.[1] ?? '';
+    for (const m of form.matchAll(/<select id="[^"]*" name="([^"]+)"[\s\S]*?<\/select>/g))
+      values[m[1]!] = /<option value="([^"]*)"\s+selected>/.exec(m[0])?.[1] ?? '';
+    expect(Object.keys(values).sort()).toEqual([
+      'calentamiento',
+      'estado',
+      'freno',
+      'hora_fin_permitido',
+      'hora_inicio_permitido',
+      'max_envios_por_dia',
+      'max_envios_por_hora',
+      'max_envios_por_minuto',
+      'nombre_interno',
+    ]);
+    expect(values).toMatchObject({ max_envios_por_minuto: '12', hora_fin_permitido: '23:59', freno: '0', estado: 'activo' });
+    const before = { row: await rowOf(), audit: await editados() };
+    expect(await noticeOf(await post(client, line, values))).toBe('Nothing changed: the settings were already these.');
+    expect(await editados()).toBe(before.audit);
+    expect(await rowOf()).toEqual(before.row);
+
+    // A change sent twice: saved once, then nothing to save.
+    const change = { ...values, max_envios_por_minuto: '20' };
+    expect(await noticeOf(await post(client, line, change))).toBe('Settings saved.');
+    expect(await noticeOf(await post(client, line, change))).toBe('Nothing changed: the settings were already these.');
+    expect(await editados()).toBe(before.audit + 1);
+    expect(await rowOf()).toMatchObject({ max_envios_por_minuto: 20 });
+
+    // The API and the CLI keep their answer to an edit that names nothing.
+    const empty = await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.clientKey, json: {} });
+    expect(empty.status).toBe(400);
+    expect(empty.text).toContain('nothing to change: give at least one field');
   });
 
   it("shows the operator no move under the simulator, refuses the client's move, and 404s paths that name no page", async () => {

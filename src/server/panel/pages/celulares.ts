@@ -466,8 +466,9 @@ function editOf(values: Record<string, string>, row: CelularRow, withEstado: boo
   if (withEstado && values.estado !== undefined && values.estado !== row.estado) edit.estado = values.estado as CelularEstado;
   const plan = values.calentamiento?.trim();
   if (plan !== undefined && plan !== (row.calentamiento ?? '')) edit.calentamiento = plan === '' ? null : plan;
-  // Anything but 0 or 1 is not a choice the form offers: left as it is.
-  if ((values.freno === '0' || values.freno === '1') && Number(values.freno) !== row.freno) edit.freno = values.freno === '1';
+  // Anything but 0 or 1 is not a choice the form offers: refused beside the field, never read as "unchanged".
+  if (values.freno !== undefined && values.freno !== '0' && values.freno !== '1') throw new AppError('INVALID_PARAMS', 'freno must be 0 (off) or 1 (on)');
+  if (values.freno !== undefined && Number(values.freno) !== row.freno) edit.freno = values.freno === '1';
   return edit;
 }
 
@@ -549,13 +550,19 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
   app.post<{ Params: Params }>('/c/:cid/celulares/:id', pre, async (req, reply) => {
     const { cid, id, p, row } = await lineOf(core, req);
     const values = formValues(req);
+    let changed = true;
     try {
-      await editCelular(core, p, id, editOf(values, row, p.kind === 'client'));
+      const edit = editOf(values, row, p.kind === 'client');
+      // editOf keeps only what differs from the line, so a form sent again or unchanged is known here, before core is
+      // asked: nothing is written or audited, and no refusal is matched by its words (core's "nothing to change" 400
+      // stays the API's and the CLI's answer).
+      changed = Object.keys(edit).length > 0;
+      if (changed) await editCelular(core, p, id, edit);
     } catch (err) {
       const errors = refusal(err, EDIT_FIELDS);
       return linePage(deps, req, reply, p, cid, row, { edit: { values, errors } }, statusOf(errors));
     }
-    flash(req, reply, 'Settings saved.');
+    flash(req, reply, changed ? 'Settings saved.' : 'Nothing changed: the settings were already these.');
     return redirect(req, reply, lineUrl(cid, id));
   });
 
