@@ -2,7 +2,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/core/time/clock.js';
 import { api, seedClient, type Seeded, startTestServer, type TestServer } from '../helpers/server.js';
-import { launchBrowser, screenshots, signIn } from '../helpers/browser.js';
+import { cutSelects, launchBrowser, screenshots, signIn } from '../helpers/browser.js';
+import { linkedLine } from '../server/send-helpers.js';
 
 /**
  * The client's account, lines and linking pages in a real browser (issue 27):
@@ -165,6 +166,45 @@ it("a bad value shows the API's error beside its field, and delete asks for the 
   await expect.poll(() => page.getByRole('status').textContent()).toContain(`Line ${a.numero} deleted`);
   expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).status).toBe(404);
   await page.getByText('No lines yet. Create one below.').waitFor();
+});
+
+it("the line page's selects show their options whole at 1280 and 390 px; vigencia takes an instant; settings sent unchanged save nothing", async () => {
+  const L = await linkedLine(s);
+  await signIn(page, s.url, L.clientKey);
+  const url = `${s.url}/panel/c/${L.clienteId}/celulares/${L.celularId}`;
+  await page.goto(url);
+  // How to send, the brake, the warm-up plan and estado: none cut (the queue's option once was, at both widths).
+  expect(await cutSelects(page)).toEqual([]);
+
+  // An instant, typed as a person would (a number field would not take it), is the queued text's end of validity.
+  const end = s.clock.now() + 3_600_000;
+  const typed = new Date(end - 3 * 3_600_000).toISOString().replace(/\.\d{3}Z$/, '-03:00');
+  await page.getByLabel('destinatario').fill('5215512345678');
+  await page.getByLabel('mensaje').fill('codigo por una hora');
+  await page.getByLabel('vigencia (optional)').fill(typed);
+  await page.getByRole('button', { name: 'Send test text' }).click();
+  await page.getByText('Accepted: msg_id').waitFor();
+  const msgId = (await page.locator('[role="status"] code').first().textContent())!.trim();
+  const m = await api(s.url, 'GET', `/api/mensaje.php?msg_id=${msgId}`, { key: L.clientKey });
+  expect(m.body.mensaje).toMatchObject({ msg_id: msgId, modo: 'cola', texto: 'codigo por una hora' });
+  expect(Date.parse(m.body.mensaje.vigencia_hasta)).toBe(Date.parse(typed));
+  // A wrong one: the API's words beside the field, what was typed kept.
+  await page.getByLabel('destinatario').fill('5215512345678');
+  await page.getByLabel('mensaje').fill('otra');
+  await page.getByLabel('vigencia (optional)').fill('in an hour');
+  await page.getByRole('button', { name: 'Send test text' }).click();
+  await expect.poll(() => page.locator('#f-vigencia-error').textContent()).toContain('or an RFC 3339 instant with its zone');
+  expect(await page.getByLabel('vigencia (optional)').getAttribute('aria-invalid')).toBe('true');
+  expect(await page.getByLabel('vigencia (optional)').inputValue()).toBe('in an hour');
+  expect(await cutSelects(page)).toEqual([]);
+
+  // Save settings without changing anything: a notice, no error, no audit record.
+  await page.goto(url);
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Nothing changed: the settings were already these.');
+  expect(await page.locator('.field-error, p.error').count()).toBe(0);
+  const audit = await api(s.url, 'GET', `/admin/auditoria?cliente_id=${L.clienteId}&accion=celular.editar`, { key: s.adminToken });
+  expect(audit.body.registros).toEqual([]);
 });
 
 it('a celular key sees its own line only', async () => {

@@ -64,6 +64,40 @@ export async function overflowAtPhoneWidth(page: Page): Promise<{ page: number; 
   return out;
 }
 
+/**
+ * The selects of the page's forms whose widest option does not fit them, at
+ * 1280 and 390 px, in words ([] when all fit). A select stretched to its card
+ * cuts a long option's text without overflowing (its scrollWidth is its
+ * clientWidth), so the width it needs is measured on a copy at its own size,
+ * laid out where it stands (the same font and padding). The viewport is
+ * restored after.
+ */
+export async function cutSelects(page: Page): Promise<string[]> {
+  const before = page.viewportSize();
+  const cut: string[] = [];
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    // Run in the page (the tests' TypeScript has no DOM types).
+    const found = await page.evaluate<string[]>(`[...document.querySelectorAll('form select')].flatMap((sel) => {
+      const copy = sel.cloneNode(true);
+      copy.removeAttribute('id');
+      copy.style.cssText = 'position: absolute; visibility: hidden; width: max-content; min-width: 0; max-width: none';
+      sel.after(copy);
+      const needs = copy.getBoundingClientRect().width;
+      copy.remove();
+      const has = sel.getBoundingClientRect();
+      const card = (sel.closest('.card') ?? sel.form).getBoundingClientRect();
+      const out = [];
+      if (needs > has.width + 0.5) out.push(sel.name + ' at ${width} px: needs ' + Math.ceil(needs) + ' px, has ' + Math.floor(has.width));
+      if (has.left < card.left - 0.5 || has.right > card.right + 0.5) out.push(sel.name + ' at ${width} px: reaches past its card');
+      return out;
+    })`);
+    cut.push(...found);
+  }
+  if (before) await page.setViewportSize(before);
+  return cut;
+}
+
 /** Signs in through the sign-in form, as a person would. */
 export async function signIn(page: Page, base: string, credential: string): Promise<void> {
   await page.goto(`${base}/panel/login`);

@@ -114,7 +114,7 @@ describe('the lines pages', () => {
     expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular.freno).toBe(true);
     const odd = await post(client, line, { freno: 'yes' });
     expect(odd.status).toBe(400);
-    expect(odd.text).toContain('nothing to change');
+    expect(odd.text).toMatch(/id="f-freno-error"[^>]*>freno must be 0 \(off\) or 1 \(on\)/);
     expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular.freno).toBe(true);
     expect((await post(client, line, { freno: '0' })).status).toBe(303);
     expect((await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular.freno).toBe(false);
@@ -134,18 +134,41 @@ describe('the lines pages', () => {
     expect(r.text).toMatch(/id="f-mensaje-error"[^>]*>mensaje must be at most 4096 characters/);
   });
 
-  it('takes a validity on the test send (issue 40), and refuses one out of range beside its field', async () => {
-    expect((await get(client, line)).text).toMatch(/<input\s+id="f-vigencia"\s+name="vigencia"\s+type="number"/);
-    const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', vigencia: '120' });
-    expect(r.status, r.text).toBe(303);
-    const msgId = new URL(r.headers.get('location')!, s.url).searchParams.get('enviado')!;
-    const m = await api(s.url, 'GET', `/api/mensaje.php?msg_id=${msgId}`, { key: a.clientKey });
-    expect(m.body.mensaje.vigencia_hasta).toMatch(/^\d{4}-\d{2}-\d{2}T/);
-    for (const vigencia of ['5', 'abc', '86401']) {
-      const bad = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', vigencia });
+  it('takes a validity on the test send (issue 40), in seconds or as an instant, and refuses a bad one beside its field', async () => {
+    const page = (await get(client, line)).text;
+    // A text field (a number field would refuse an instant in the browser), whose hint names both forms.
+    expect(page).toMatch(/<input\s+id="f-vigencia"\s+name="vigencia"\s+type="text"/);
+    expect(page).toMatch(/id="f-vigencia-hint"[^>]*>Seconds \(10 to 86400\)[^<]*or the RFC 3339 instant/);
+    const sentWith = async (form: Record<string, string>) => {
+      const r = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', ...form });
+      expect(r.status, r.text).toBe(303);
+      const msgId = new URL(r.headers.get('location')!, s.url).searchParams.get('enviado')!;
+      return (await api(s.url, 'GET', `/api/mensaje.php?msg_id=${msgId}`, { key: a.clientKey })).body.mensaje;
+    };
+    const now = s.clock.now();
+    expect(Date.parse((await sentWith({ vigencia: '120' })).vigencia_hasta)).toBe(now + 120_000);
+    // An instant in another zone reaches core as the API's form body gives it: the instant itself is the end.
+    const at = new Date(now + 3_600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const atMinus3 = new Date(Date.parse(at) - 3 * 3_600_000).toISOString().replace(/\.\d{3}Z$/, '-03:00');
+    expect(Date.parse((await sentWith({ vigencia: ` ${atMinus3} ` })).vigencia_hasta)).toBe(Date.parse(at));
+    // Counted from Send at when there is one.
+    const enviarEn = new Date(now + 2 * 3_600_000).toISOString();
+    const scheduled = await sentWith({ enviar_en: enviarEn, vigencia: new Date(now + 2.5 * 3_600_000).toISOString() });
+    expect(Date.parse(scheduled.vigencia_hasta)).toBe(now + 2.5 * 3_600_000);
+
+    const refused = async (vigencia: string, extra: Record<string, string> = {}) => {
+      const bad = await post(client, `${line}/enviar`, { destinatario: '5215512345678', mensaje: 'codigo', directo: '0', vigencia, ...extra });
       expect(bad.status, vigencia).toBe(400);
-      expect(bad.text).toMatch(/id="f-vigencia-error"[^>]*>vigencia must be a whole number of seconds from 10 to 86400/);
-    }
+      // What was typed stays in the field, to be corrected.
+      expect(bad.text, vigencia).toContain(`value="${vigencia}"`);
+      return /id="f-vigencia-error"[^>]*>([^<]*)/.exec(bad.text)?.[1] ?? bad.text;
+    };
+    for (const vigencia of ['5', 'abc', '86401', '12.5', '2026-12-01T09:35:00'])
+      expect(await refused(vigencia)).toMatch(/^vigencia must be a whole number of seconds from 10 to 86400, or an RFC 3339 instant with its zone/);
+    expect(await refused(new Date(now + 5_000).toISOString())).toMatch(/^vigencia \S+ must fall 10 s to 24 h after the send starts/);
+    expect(await refused(new Date(now + 25 * 3_600_000).toISOString())).toMatch(/must fall 10 s to 24 h after the send starts/);
+    // One hour from now is before a send at two hours from now.
+    expect(await refused(at, { enviar_en: enviarEn })).toMatch(/must fall 10 s to 24 h after the send starts \(/);
   });
 
   it('answers a test send with a redirect to the line page naming it, so a reload shows it and sends nothing again', async () => {
@@ -165,6 +188,59 @@ describe('the lines pages', () => {
     expect((await get(client, `${to}&envio_desde=${encodeURIComponent('call +52 555 now')}`)).text).not.toContain('call +52');
     // An id that is not this line's shows nothing.
     expect((await get(client, `${line}?enviado=01a21c3d-0000-7000-8000-000000000000`)).text).not.toContain('Accepted: msg_id');
+  });
+
+  it('a settings form sent unchanged, or sent again, saves nothing and says so; the API still refuses an empty edit', async () => {
+    const editados = async () => {
+      const r = await api(s.url, 'GET', `/admin/auditoria?cliente_id=${a.clienteId}&accion=celular.editar&limit=100`, { key: s.adminToken });
+      expect(r.status, r.text).toBe(200);
+      return (r.body.registros as Array<{ objeto_id: number }>).filter((x) => x.objeto_id === a.celularId).length;
+    };
+    const rowOf = async () => (await api(s.url, 'GET', `/api/celular.php?id=${a.celularId}`, { key: a.clientKey })).body.celular;
+    const noticeOf = async (r: Awaited<ReturnType<typeof post>>) => {
+      expect(r.status, r.text).toBe(303);
+      expect(r.headers.get('location')).toBe(line);
+      const notice = /pasarela_aviso=[^;]*/.exec(r.headers.get('set-cookie') ?? '')?.[0];
+      const page = await api(s.url, 'GET', line, { headers: { cookie: [client.cookie, notice].filter(Boolean).join('; ') } });
+      expect(page.text).not.toContain('role="alert"');
+      return /<p class="notice" role="status">([^<]*)<\/p>/.exec(page.text)?.[1];
+    };
+
+    // The form exactly as the page fills it, sent back untouched.
+    const page = (await get(client, line)).text;
+    const form = /<form method="post" action="[^"]*\/celulares\/\d+" class="card">([\s\S]*?)<\/form>/.exec(page)![1]!;
+    const values: Record<string, string> = {};
+    for (const [tag] of form.matchAll(/<input\s+id="[^>]*>/g)) values[/name="([^"]+)"/.exec(tag)![1]!] = /\svalue="([^"]*)"/.exec(tag)?.[1] ?? '';
+    for (const m of form.matchAll(/<select id="[^"]*" name="([^"]+)"[\s\S]*?<\/select>/g))
+      values[m[1]!] = /<option value="([^"]*)"\s+selected>/.exec(m[0])?.[1] ?? '';
+    expect(Object.keys(values).sort()).toEqual([
+      'calentamiento',
+      'estado',
+      'freno',
+      'hora_fin_permitido',
+      'hora_inicio_permitido',
+      'max_envios_por_dia',
+      'max_envios_por_hora',
+      'max_envios_por_minuto',
+      'nombre_interno',
+    ]);
+    expect(values).toMatchObject({ max_envios_por_minuto: '12', hora_fin_permitido: '23:59', freno: '0', estado: 'activo' });
+    const before = { row: await rowOf(), audit: await editados() };
+    expect(await noticeOf(await post(client, line, values))).toBe('Nothing changed: the settings were already these.');
+    expect(await editados()).toBe(before.audit);
+    expect(await rowOf()).toEqual(before.row);
+
+    // A change sent twice: saved once, then nothing to save.
+    const change = { ...values, max_envios_por_minuto: '20' };
+    expect(await noticeOf(await post(client, line, change))).toBe('Settings saved.');
+    expect(await noticeOf(await post(client, line, change))).toBe('Nothing changed: the settings were already these.');
+    expect(await editados()).toBe(before.audit + 1);
+    expect(await rowOf()).toMatchObject({ max_envios_por_minuto: 20 });
+
+    // The API and the CLI keep their answer to an edit that names nothing.
+    const empty = await api(s.url, 'POST', `/api/celular_editar.php?id=${a.celularId}`, { key: a.clientKey, json: {} });
+    expect(empty.status).toBe(400);
+    expect(empty.text).toContain('nothing to change: give at least one field');
   });
 
   it("shows the operator no move under the simulator, refuses the client's move, and 404s paths that name no page", async () => {

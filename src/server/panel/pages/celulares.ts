@@ -294,21 +294,23 @@ async function linePage(
             label: 'How to send',
             value: sv.directo ?? '0',
             options: [
-              ['0', "Queue it (the worker sends it within the line's caps and hours)"],
-              ['1', 'Directly (now; the answer waits for the gateway)'],
+              ['0', 'Queue it: within caps and hours'],
+              ['1', 'Directly: now'],
             ],
+            hint: "Queued, the worker sends it within the line's caps and hours; directly, it is sent now and the answer waits for the gateway.",
           },
           sendErrors,
         )}
         ${field(
           {
+            // Text, not a number (a browser refuses an instant in one), and the text keyboard: an instant needs its T and zone.
             name: 'vigencia',
             label: 'vigencia (optional)',
-            type: 'number',
             value: sv.vigencia,
-            min: VIGENCIA_S.min,
-            max: VIGENCIA_S.max,
-            hint: `Seconds (${VIGENCIA_S.min} to ${VIGENCIA_S.max}) a queued text may wait; past them it ends caducado and is refunded. Ignored when sent directly.`,
+            maxlength: 64,
+            autocomplete: 'off',
+            placeholder: '300 or 2026-12-01T09:35:00-03:00',
+            hint: `Seconds (${VIGENCIA_S.min} to ${VIGENCIA_S.max}) a queued text may wait, or the RFC 3339 instant it must be handed over by (${VIGENCIA_S.min} s to ${VIGENCIA_S.max / 3600} h after the send starts: now, or Send at); past it, it ends caducado and is refunded. Ignored when sent directly.`,
           },
           sendErrors,
         )}
@@ -464,8 +466,9 @@ function editOf(values: Record<string, string>, row: CelularRow, withEstado: boo
   if (withEstado && values.estado !== undefined && values.estado !== row.estado) edit.estado = values.estado as CelularEstado;
   const plan = values.calentamiento?.trim();
   if (plan !== undefined && plan !== (row.calentamiento ?? '')) edit.calentamiento = plan === '' ? null : plan;
-  // Anything but 0 or 1 is not a choice the form offers: left as it is.
-  if ((values.freno === '0' || values.freno === '1') && Number(values.freno) !== row.freno) edit.freno = values.freno === '1';
+  // Anything but 0 or 1 is not a choice the form offers: refused beside the field, never read as "unchanged".
+  if (values.freno !== undefined && values.freno !== '0' && values.freno !== '1') throw new AppError('INVALID_PARAMS', 'freno must be 0 (off) or 1 (on)');
+  if (values.freno !== undefined && Number(values.freno) !== row.freno) edit.freno = values.freno === '1';
   return edit;
 }
 
@@ -547,13 +550,19 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
   app.post<{ Params: Params }>('/c/:cid/celulares/:id', pre, async (req, reply) => {
     const { cid, id, p, row } = await lineOf(core, req);
     const values = formValues(req);
+    let changed = true;
     try {
-      await editCelular(core, p, id, editOf(values, row, p.kind === 'client'));
+      const edit = editOf(values, row, p.kind === 'client');
+      // editOf keeps only what differs from the line, so a form sent again or unchanged is known here, before core is
+      // asked: nothing is written or audited, and no refusal is matched by its words (core's "nothing to change" 400
+      // stays the API's and the CLI's answer).
+      changed = Object.keys(edit).length > 0;
+      if (changed) await editCelular(core, p, id, edit);
     } catch (err) {
       const errors = refusal(err, EDIT_FIELDS);
       return linePage(deps, req, reply, p, cid, row, { edit: { values, errors } }, statusOf(errors));
     }
-    flash(req, reply, 'Settings saved.');
+    flash(req, reply, changed ? 'Settings saved.' : 'Nothing changed: the settings were already these.');
     return redirect(req, reply, lineUrl(cid, id));
   });
 
@@ -568,8 +577,8 @@ export default async function celularesPages(app: FastifyInstance, deps: PanelDe
         directo: boolish(values.directo, 'directo'),
         celular_id: id,
         texto: values.mensaje ?? '',
-        // Checked by core as the route's schema would (a whole number of seconds in range).
-        ...(values.vigencia?.trim() ? { vigencia: Number(values.vigencia.trim()) } : {}),
+        // As the API's form body gives it: digits are seconds, anything else an instant; core's checkVigencia and validityEnd judge both.
+        ...(values.vigencia?.trim() ? { vigencia: values.vigencia.trim() } : {}),
         ...(values.enviar_en ? { enviar_en: values.enviar_en } : {}),
       };
       // Without an Idempotency-Key nothing is replayed: the answer is always rendered from this send's result.
