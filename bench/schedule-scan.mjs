@@ -58,6 +58,14 @@ async function setup(store) {
   return { cli, lines };
 }
 
+/**
+ * The WAL of the bulk write checkpointed and truncated, as a serving store's checkpointer leaves it: otherwise every
+ * read of the filled store looks its pages up in a WAL of hundreds of megabytes and the empty store's in none.
+ */
+function settle(db) {
+  db.pragma('wal_checkpoint(TRUNCATE)');
+}
+
 /** `n` scheduled messages due at `at`, written straight to the store's tables (as many accepts would, faster). */
 function sqliteBacklog(db, cli, lines, n, now, at) {
   db.exec('BEGIN');
@@ -75,6 +83,7 @@ function sqliteBacklog(db, cli, lines, n, now, at) {
   ).run();
   db.prepare('UPDATE celulares SET pendientes = pendientes + ? WHERE id = ?').run(n / LINES, lines[0].id);
   db.exec('COMMIT');
+  settle(db);
 }
 
 /** `n` messages sent a day ago, out of the queue: the same history depth without a scheduled backlog (SQLite's third store). */
@@ -88,6 +97,7 @@ function sqliteHistory(db, cli, lines, n, now) {
        '{"texto":"recordatorio"}', 1, ? - 82800000, ? - 86400000, ? - 86400000, 'G-h-' || i FROM k`,
   ).run(n, cli.id, lines[0].id, LINES, now, now, now);
   db.exec('COMMIT');
+  settle(db);
 }
 
 async function pgBacklog(store, cli, lines, n, now, at) {
