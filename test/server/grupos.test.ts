@@ -120,10 +120,19 @@ const suite = (name: string, start: () => Promise<TestServer>) =>
       const first = await sendPool(s, a, 'otp', r1, 'uno', { directo: 1 });
       expect(first.status, first.text).toBe(200);
       const l1 = await lineOf(s, first.body.msg_id);
+      // The answer names the line picked (a send naming its line says nothing new: no field).
+      expect(first.body.celular_id).toBe(l1);
+      const byLine = await api(s.url, 'POST', '/api/mensaje_enviar_texto.php', {
+        key: a.clientKey,
+        json: { celular_id: a.celularId, destinatario: numeroNuevo(), mensaje: 'x' },
+      });
+      expect(byLine.status, byLine.text).toBe(200);
+      expect(byLine.body).not.toHaveProperty('celular_id');
       // The other recipient goes to the line with more room (the first line has one send in its windows).
       const other = await sendPool(s, a, 'otp', r2, 'dos', { directo: 1 });
       expect(other.status, other.text).toBe(200);
       const l2 = await lineOf(s, other.body.msg_id);
+      expect(other.body.celular_id).toBe(l2);
       expect(l2).not.toBe(l1);
       for (let i = 0; i < 3; i++) {
         const again = await sendPool(s, a, 'otp', r1, `otra ${i}`, { directo: i % 2 });

@@ -95,6 +95,8 @@ export interface SendResult {
   envio_desde?: string;
   /** A scheduled send: its due time (ISO). */
   enviar_en?: string;
+  /** A send to a pool (`grupo`): the line it picked. */
+  celular_id?: number;
 }
 
 /** How the route shows a successful send (its success envelope); what a key's kept answer holds. */
@@ -106,7 +108,7 @@ export interface SendAnswer extends Answer {
 }
 
 /** The part of a direct send's answer known at acceptance, kept with its key until the gateway answers. */
-type AcceptedPart = Pick<SendResult, 'msg_id' | 'anti_dupe' | 'saldo' | 'envio_desde' | 'enviar_en'>;
+type AcceptedPart = Pick<SendResult, 'msg_id' | 'anti_dupe' | 'saldo' | 'envio_desde' | 'enviar_en' | 'celular_id'>;
 
 const queuedResult = (part: AcceptedPart): SendResult => ({ ...part, modo: 'cola', estado: 'pendiente' });
 const directResult = (part: AcceptedPart, gatewayMsgId: string): SendResult => ({ ...part, modo: 'directo', gateway_msg_id: gatewayMsgId, estado: 'enviado' });
@@ -359,6 +361,8 @@ async function sendOnce(
     ...(window.open ? {} : { envio_desde: iso(Math.floor((from + window.opensInMs) / 1000) * 1000) }),
     ...(due === null ? {} : { enviar_en: iso(due) }),
   };
+  // A pool's pick is told: the client named no line.
+  const picked = req.grupo === undefined ? {} : { celular_id: celular.id };
   if (req.directo) {
     if (!window.open) {
       const retryAfter = Math.ceil(window.opensInMs / 1000);
@@ -405,7 +409,7 @@ async function sendOnce(
                 ...key,
                 expira_at: now + IDEM_TTL_MS,
                 answer: (acc) => {
-                  const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: acc.saldo_celular, ...envioDesde };
+                  const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: acc.saldo_celular, ...envioDesde, ...picked };
                   return req.directo ? { status: null, body: JSON.stringify(part) } : keptAnswer(200, render(queuedResult(part)));
                 },
               },
@@ -434,7 +438,7 @@ async function sendOnce(
     }
     accepted = true;
     publishMessageStatus(core, res.mensaje, null);
-    const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: res.saldo_celular, ...envioDesde };
+    const part: AcceptedPart = { msg_id: msgId, anti_dupe: antiDupe, saldo: res.saldo_celular, ...envioDesde, ...picked };
     if (!req.directo) {
       deps.queued(celular.id, res.mensaje);
       return { result: queuedResult(part) };

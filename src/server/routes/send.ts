@@ -108,6 +108,7 @@ const result = okResponse({
     description: "a queued send accepted while the line's allowed hours are closed: when they open (it waits until then)",
   },
   enviar_en: { type: 'string', format: 'date-time', description: 'a scheduled send: when it is due (it stays pendiente until then)' },
+  celular_id: { type: 'integer', description: 'a send to a pool (grupo): the line it picked' },
 });
 const sent = { ...result, headers: replayedHeader };
 
@@ -232,6 +233,7 @@ function present(r: SendResult, tipo: Tipo, base64: boolean) {
       ...(r.gateway_msg_id ? { gateway_msg_id: r.gateway_msg_id } : {}),
       ...(r.envio_desde && r.modo === 'cola' ? { envio_desde: r.envio_desde } : {}),
       ...(r.enviar_en ? { enviar_en: r.enviar_en } : {}),
+      ...(r.celular_id !== undefined ? { celular_id: r.celular_id } : {}),
       ...(tipo === 'imagen' && base64 ? { origen: r.modo === 'directo' ? 'base64_directo' : 'base64_inline' } : {}),
     },
     { descripcion: r.modo === 'directo' ? 'mensaje enviado' : 'mensaje en cola', saldo: r.saldo },
