@@ -8,7 +8,7 @@ import { pgSchema } from '../contract/adapters.js';
 import { expectError, expectOk } from '../helpers/expect.js';
 import { api, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { describeWith, postgres, schemaUrl } from '../helpers/services.js';
-import { linkedLine, mensaje, numeroNuevo, send, TEXT, uniqueText, waitEstado, type Line } from './send-helpers.js';
+import { type Line, linkedLine, mensaje, numeroNuevo, queueLinesExact, send, TEXT, uniqueText, waitEstado } from './send-helpers.js';
 
 /**
  * Scheduled sends (`enviar_en`, docs/scheduling.md, D-162) and no head-of-line
@@ -222,6 +222,32 @@ function suite(label: string, over: () => Promise<{ store?: string; drop?: () =>
       // Per recipient, in order.
       expect(sent.indexOf(a1.body.msg_id)).toBeLessThan(sent.indexOf(a2.body.msg_id));
       expect((await mensaje(s, later.body.msg_id)).estado).toBe('pendiente');
+    });
+
+    it('a scheduled message that failed at its time and waits for a retry still holds back newer ones to its recipient', async () => {
+      const l = await linkedLine(s, { saldo: 10 });
+      const X = numeroNuevo();
+      const rem = await send(s, l, TEXT, { destinatario: X, mensaje: uniqueText('recordatorio'), enviar_en: iso(clock().now() + MIN) });
+      failing.set(X, 1);
+      clock().set(clock().now() + MIN);
+      await s.stepQueue();
+      const m = await mensaje(s, rem.body.msg_id);
+      expect(m).toMatchObject({ estado: 'pendiente', intentos: 1 });
+      expect(m.proximo_intento_at!).toBeGreaterThan(clock().now());
+      queueLinesExact(s);
+      // Its line's next deferred time is ahead now, yet the claimed reminder is its recipient's oldest (D-187).
+      const newer = await send(s, l, TEXT, { destinatario: X, mensaje: uniqueText('despues') });
+      await s.stepQueue();
+      await s.stepQueue();
+      expect((await mensaje(s, newer.body.msg_id)).estado).toBe('pendiente');
+      queueLinesExact(s);
+      clock().set(m.proximo_intento_at!);
+      await s.stepQueue();
+      await waitEstado(s, rem.body.msg_id, SENT);
+      await s.stepQueue();
+      await waitEstado(s, newer.body.msg_id, SENT);
+      expect(sent.indexOf(rem.body.msg_id)).toBeLessThan(sent.indexOf(newer.body.msg_id));
+      queueLinesExact(s);
     });
 
     it("a reminder scheduled for later holds back no code to the same recipient now; once due, it waits for that recipient's older ones", async () => {

@@ -232,6 +232,8 @@ export async function saldos(s: TestServer, line: Line): Promise<{ global: numbe
 export function queueLinesExact(s: TestServer): void {
   if (s.core.store.caps.name !== 'sqlite') return;
   const db = (s.core.store as unknown as { db: { prepare(sql: string): { all(): unknown[] } } }).db;
-  const kept = db.prepare('SELECT celular_id, n FROM cola_lineas ORDER BY celular_id').all();
-  expect(kept).toEqual(db.prepare('SELECT celular_id, COUNT(*) AS n FROM cola GROUP BY celular_id ORDER BY celular_id').all());
+  const kept = db.prepare('SELECT celular_id, n, proximo FROM cola_lineas ORDER BY celular_id').all();
+  expect(kept).toEqual(
+    db.prepare('SELECT celular_id, COUNT(*) AS n, MIN(proximo_intento_at) AS proximo FROM cola GROUP BY celular_id ORDER BY celular_id').all(),
+  );
 }

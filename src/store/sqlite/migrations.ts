@@ -1035,4 +1035,43 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX cola_destino_programados ON cola(celular_id, destinatario, enviar_en) WHERE enviar_en IS NOT NULL;
       `,
   },
+  {
+    version: 39,
+    name: "each line's earliest deferred time beside its queue count; a claimed scheduled message joins the ready half (D-187)",
+    sql: `
+      -- proximo: the earliest next attempt of the line's deferred messages (a retry, a scheduled send), so a look
+      -- reads the scheduled half of the queue only for a line with something due (queueLook).
+      ALTER TABLE cola_lineas ADD COLUMN proximo INTEGER;
+      UPDATE cola_lineas SET proximo = (SELECT MIN(proximo_intento_at) FROM cola
+        WHERE cola.celular_id = cola_lineas.celular_id AND proximo_intento_at IS NOT NULL);
+      -- A scheduled message claimed once is due for good: in the ready half, so the scheduled half holds only messages
+      -- never claimed, whose next attempt is their due time.
+      UPDATE cola SET enviar_en = NULL WHERE enviar_en IS NOT NULL
+        AND msg_id IN (SELECT msg_id FROM mensajes WHERE msg_id = cola.msg_id AND intentos > 0);
+      DROP TRIGGER cola_lineas_entra;
+      CREATE TRIGGER cola_lineas_entra AFTER INSERT ON cola BEGIN
+        INSERT INTO cola_lineas (celular_id, n, proximo) VALUES (NEW.celular_id, 1, NEW.proximo_intento_at)
+          ON CONFLICT (celular_id) DO UPDATE SET n = n + 1,
+            proximo = CASE WHEN proximo IS NULL OR excluded.proximo < proximo THEN COALESCE(excluded.proximo, proximo) ELSE proximo END;
+      END;
+      DROP TRIGGER cola_lineas_sale;
+      CREATE TRIGGER cola_lineas_sale AFTER DELETE ON cola BEGIN
+        DELETE FROM cola_lineas WHERE celular_id = OLD.celular_id AND n = 1;
+        UPDATE cola_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id;
+        UPDATE cola_lineas SET proximo = (SELECT MIN(proximo_intento_at) FROM cola INDEXED BY cola_diferidos WHERE celular_id = OLD.celular_id AND proximo_intento_at IS NOT NULL) WHERE celular_id = OLD.celular_id AND proximo = OLD.proximo_intento_at;
+      END;
+      CREATE TRIGGER cola_lineas_proximo AFTER UPDATE OF proximo_intento_at ON cola BEGIN
+        UPDATE cola_lineas SET proximo = (SELECT MIN(proximo_intento_at) FROM cola INDEXED BY cola_diferidos WHERE celular_id = NEW.celular_id AND proximo_intento_at IS NOT NULL) WHERE celular_id = NEW.celular_id
+          AND (proximo IS NULL OR proximo = OLD.proximo_intento_at OR NEW.proximo_intento_at < proximo);
+      END;
+      DROP TRIGGER cola_lineas_movida;
+      CREATE TRIGGER cola_lineas_movida AFTER UPDATE OF celular_id ON cola WHEN OLD.celular_id IS NOT NEW.celular_id BEGIN
+        DELETE FROM cola_lineas WHERE celular_id = OLD.celular_id AND n = 1;
+        UPDATE cola_lineas SET n = n - 1 WHERE celular_id = OLD.celular_id;
+        INSERT INTO cola_lineas (celular_id, n) VALUES (NEW.celular_id, 1) ON CONFLICT (celular_id) DO UPDATE SET n = n + 1;
+        UPDATE cola_lineas SET proximo = (SELECT MIN(proximo_intento_at) FROM cola INDEXED BY cola_diferidos WHERE celular_id = OLD.celular_id AND proximo_intento_at IS NOT NULL) WHERE celular_id = OLD.celular_id;
+        UPDATE cola_lineas SET proximo = (SELECT MIN(proximo_intento_at) FROM cola INDEXED BY cola_diferidos WHERE celular_id = NEW.celular_id AND proximo_intento_at IS NOT NULL) WHERE celular_id = NEW.celular_id;
+      END;
+      `,
+  },
 ];

@@ -20,16 +20,23 @@ type DB = Database.Database;
 /** The lines with a backlog: the rows of cola_lineas, which the queue's triggers keep (D-180). */
 const BACKLOG_LINES = 'WITH lineas(id) AS (SELECT celular_id FROM cola_lineas)';
 
+/** No older ready message (never scheduled, or claimed once) of the line to recipient `dest` holds `seq` back. */
+const readyFirst = (line: string, dest: string, seq: string) =>
+  `NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino WHERE o.enviar_en IS NULL AND o.celular_id = ${line} AND o.destinatario = ${dest}
+     AND o.seq < ${seq})`;
+
+/** No older scheduled message of the line to `dest`, due by `@now` and never claimed, holds `seq` back. */
+const scheduledFirst = (line: string, dest: string, seq: string) =>
+  `NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino_programados WHERE o.enviar_en IS NOT NULL AND o.celular_id = ${line}
+     AND o.destinatario = ${dest} AND o.enviar_en <= @now AND o.seq < ${seq})`;
+
 /**
  * No older pending message of the line to recipient `dest` holds queue place `seq` back: any but a scheduled one not
  * yet due (D-181). A seek in each half of the recipient index (D-186: scheduled messages apart), each named (by cost
  * alone SQLite took the line's index, a read of every older message of the line).
  */
-export const firstOfRecipient = (line: string, dest: string, seq: string) =>
-  `NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino WHERE o.enviar_en IS NULL AND o.celular_id = ${line} AND o.destinatario = ${dest}
-     AND o.seq < ${seq})
-   AND NOT EXISTS (SELECT 1 FROM cola o INDEXED BY cola_destino_programados WHERE o.enviar_en IS NOT NULL AND o.celular_id = ${line}
-     AND o.destinatario = ${dest} AND o.enviar_en <= @now AND o.seq < ${seq})`;
+export const firstOfRecipient = (line: string, dest: string, seq: string) => `${readyFirst(line, dest, seq)}
+   AND ${scheduledFirst(line, dest, seq)}`;
 const FIRST_OF_RECIPIENT = firstOfRecipient('c.celular_id', 'c.destinatario', 'c.seq');
 
 /** A line's first queue place: the lower of its two halves' (D-186), each a seek. */
@@ -39,16 +46,23 @@ const lineFirstSeq = (line: string) =>
 
 /**
  * The look's read (queueLook): per line with a backlog, its oldest message never deferred and its oldest
- * deferred one due by `@now` that are first of their recipient, and its next deferred one's due time.
+ * deferred one due by `@now` that are first of their recipient, and its next deferred one's due time. A line's
+ * earliest deferred time (cola_lineas.proximo, D-187) still ahead says none of its deferred messages is due, nor any
+ * scheduled one (a scheduled message leaves that half at its first claim, so there its next attempt is its due
+ * time): the look then reads nothing of the scheduled half for it.
  */
-const LOOK = `${BACKLOG_LINES}
+const LOOK = `WITH lineas AS MATERIALIZED (SELECT celular_id AS id, proximo FROM cola_lineas)
      SELECT lineas.id AS celular_id,
        (SELECT c.seq FROM cola c INDEXED BY cola_listos WHERE c.celular_id = lineas.id AND c.proximo_intento_at IS NULL
-          AND ${FIRST_OF_RECIPIENT} ORDER BY c.seq LIMIT 1) AS listo,
-       (SELECT MIN(c.seq) FROM cola c INDEXED BY cola_diferidos WHERE c.celular_id = lineas.id AND c.proximo_intento_at IS NOT NULL
-          AND c.proximo_intento_at <= @now AND ${FIRST_OF_RECIPIENT}) AS diferido,
-       (SELECT MIN(c.proximo_intento_at) FROM cola c INDEXED BY cola_diferidos WHERE c.celular_id = lineas.id
-          AND c.proximo_intento_at IS NOT NULL AND c.proximo_intento_at > @now) AS proximo
+          AND ${readyFirst('c.celular_id', 'c.destinatario', 'c.seq')}
+          AND (lineas.proximo IS NULL OR lineas.proximo > @now OR ${scheduledFirst('c.celular_id', 'c.destinatario', 'c.seq')})
+          ORDER BY c.seq LIMIT 1) AS listo,
+       CASE WHEN lineas.proximo <= @now THEN
+         (SELECT MIN(c.seq) FROM cola c INDEXED BY cola_diferidos WHERE c.celular_id = lineas.id AND c.proximo_intento_at IS NOT NULL
+          AND c.proximo_intento_at <= @now AND ${FIRST_OF_RECIPIENT}) END AS diferido,
+       CASE WHEN lineas.proximo > @now OR lineas.proximo IS NULL THEN lineas.proximo ELSE
+         (SELECT MIN(c.proximo_intento_at) FROM cola c INDEXED BY cola_diferidos WHERE c.celular_id = lineas.id
+          AND c.proximo_intento_at IS NOT NULL AND c.proximo_intento_at > @now) END AS proximo
      FROM lineas WHERE lineas.id IS NOT NULL`;
 
 /** The QueueStore port over one connection. */
@@ -139,6 +153,8 @@ export function queue(db: DB): QueueStore {
           });
           pruneSlots(db, m.celular_id, now);
           keepSlot(db, { msg_id: msgId, celular_id: m.celular_id, cupo_at: slotTime(taken) });
+          // Claimed, a scheduled message is due for good: into the ready half, where a retry may move its next attempt (D-187).
+          stmt(db, 'UPDATE cola SET enviar_en = NULL WHERE msg_id = ? AND enviar_en IS NOT NULL').run(msgId);
           return { ok: true };
         });
       });
