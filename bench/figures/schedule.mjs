@@ -1,6 +1,7 @@
 // Figure 20: the scheduled-send scan (issue 40, D-163, D-180). bench/schedule-scan.mjs in a child of its own
 // (it measures its own process's CPU): the queue worker's look, claim and record per message sent, with
-// 1,000,000 scheduled messages waiting against an empty store, their rounds alternating in one process; and
+// 1,000,000 scheduled messages waiting against an empty store, each store in a process of its own, their rounds
+// alternating; and
 // against a store holding 1,000,000 messages already sent (the same history depth, no backlog), shown beside it.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
