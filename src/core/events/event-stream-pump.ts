@@ -248,7 +248,8 @@ export class EventStreams {
   private readonly unsubscribe: Array<() => void> = [];
   private closing = false;
   private checking: Promise<void> | undefined;
-  private readonly checker: NodeJS.Timeout;
+  /** The stall check runs only while a stream is open: an idle node's timers each cost a wake-up (D-188). */
+  private checker: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly core: Pick<Core, 'store' | 'bus' | 'clock'>,
@@ -257,8 +258,6 @@ export class EventStreams {
     private readonly sendQueues?: SendQueues,
   ) {
     for (const kind of WAKE_KINDS) this.unsubscribe.push(core.bus.subscribe(kind, (e) => this.wake(e.cliente_id)));
-    this.checker = setInterval(() => void this.checkStalls(), timing.stallCheckMs);
-    this.checker.unref();
   }
 
   /** Every stream's stall check (one at a time: a call meanwhile gets the running one's end, then its own). */
@@ -298,9 +297,17 @@ export class EventStreams {
     this.byClient.set(scope.clienteId, mine);
     const s = new EventStream(this.core, scope, after, follow, io, this.timing);
     mine.add(s);
+    if (!this.checker) {
+      this.checker = setInterval(() => void this.checkStalls(), this.timing.stallCheckMs);
+      this.checker.unref();
+    }
     const done = s.done.finally(() => {
       mine.delete(s);
       if (mine.size === 0 && this.byClient.get(scope.clienteId) === mine) this.byClient.delete(scope.clienteId);
+      if (this.byClient.size === 0) {
+        clearInterval(this.checker);
+        this.checker = undefined;
+      }
     });
     return { done, close: () => s.close() };
   }
@@ -328,6 +335,7 @@ export class EventStreams {
   closeAll(): void {
     this.closing = true;
     clearInterval(this.checker);
+    this.checker = undefined;
     for (const u of this.unsubscribe.splice(0)) u();
     for (const set of this.byClient.values()) for (const s of set) s.close();
   }
