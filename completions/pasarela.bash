@@ -503,6 +503,9 @@ _pasarela() {
   local -A aliases=(
     ['_ config rm']='remove'
     ['_ celular reanudar']='resume'
+    ['_ grupo create']='crear'
+    ['_ grupo edit']='editar'
+    ['_ grupo delete']='eliminar'
     ['_ admin celular reanudar']='resume'
   )
   local -a paths=("_") codes

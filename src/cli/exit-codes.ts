@@ -45,7 +45,7 @@ export function usage(message: string): CliError {
 
 /** api_codigo values of a 403 that mean "not now" rather than "not you". */
 const REFUSED_NOW_CODES: ReadonlySet<number> = new Set(
-  [ERRORS.CELULAR_NOT_ACTIVE, ERRORS.CLIENT_NOT_ACTIVE, ERRORS.OUTSIDE_HOURS, ERRORS.CELULAR_CAP].map((e) => e.codigo),
+  [ERRORS.CELULAR_NOT_ACTIVE, ERRORS.CLIENT_NOT_ACTIVE, ERRORS.OUTSIDE_HOURS, ERRORS.CELULAR_CAP, ERRORS.LINE_BRAKED].map((e) => e.codigo),
 );
 
 /** api_codigo of a permanent refusal of the message (DESTINATARIO_RECHAZADO). */

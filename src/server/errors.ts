@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
 import { AppError, ERRORS, type ErrorRow, errorBody } from '../core/api/errors.js';
 import { refusedInWords, type SchemaLike } from '../core/api/expected-words.js';
 import { DAY_OR_INSTANT_EXPECTED } from '../core/history/historial.js';
@@ -83,10 +83,20 @@ export function challenge(err: AppError): string {
  */
 const SEND_OUTCOMES: ReadonlySet<ErrorRow> = new Set([ERRORS.GATEWAY_ERROR, ERRORS.GATEWAY_REFUSED, ERRORS.GATEWAY_UNCERTAIN]);
 
+/** 5xx answers that report a state (no usable line in a pool, a stop, a full server), not a fault: no stack to read. */
+const STATES: ReadonlySet<ErrorRow> = new Set([ERRORS.GROUP_NO_LINE, ERRORS.SHUTTING_DOWN, ERRORS.SERVER_BUSY]);
+
+/** A failed request in the log: a fault at error level with its stack; a state as a one-line warning; a send's outcome not here. */
+export function logFailure(log: FastifyBaseLogger, appErr: AppError, err: unknown, msg: string): void {
+  if (appErr.status < 500 || SEND_OUTCOMES.has(appErr.row)) return;
+  if (STATES.has(appErr.row)) log.warn({ api_codigo: appErr.row.codigo }, `${msg}: ${appErr.message}`);
+  else log.error({ err }, msg);
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const appErr = toAppError(err);
-    if (appErr.status >= 500 && !SEND_OUTCOMES.has(appErr.row)) req.log.error({ err }, 'request failed');
+    logFailure(req.log, appErr, err, 'request failed');
     if (appErr.extras.retryAfter !== undefined) reply.header('Retry-After', String(appErr.extras.retryAfter));
     if (appErr.row === ERRORS.UNAUTHORIZED && !appErr.extras.notBearer) reply.header('WWW-Authenticate', challenge(appErr));
     // Refused before its body was read to the end: answer and close rather than read the rest.

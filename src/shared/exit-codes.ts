@@ -37,7 +37,7 @@ export const EXIT_TABLE: ReadonlyArray<{ code: number; meaning: string }> = [
   { code: EXIT.UNREACHABLE, meaning: 'cannot reach the server' },
   {
     code: EXIT.REFUSED_NOW,
-    meaning: 'refused now by state: line or client not active, outside the allowed hours, line cap (403 with api_codigo 301, 302, 303, 603)',
+    meaning: 'refused now by state: line or client not active, outside the allowed hours, line cap, line braked (403 with api_codigo 301, 302, 303, 603, 639)',
   },
   { code: EXIT.REJECTED, meaning: 'message refused for good (502 with api_codigo 704); a retry never helps' },
   { code: EXIT.TIMEOUT, meaning: 'a watch or wait timed out' },

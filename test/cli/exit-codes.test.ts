@@ -33,7 +33,7 @@ describe('0: help and version', () => {
     expect(help.exitCode).toBe(0);
     expect(help.stdout).toContain('Usage: pasarela');
     expect(help.stdout).toContain('Exit codes:');
-    expect(help.stdout).toMatch(/^ +9 {2}refused now by state.*301, 302, 303, 603/m);
+    expect(help.stdout).toMatch(/^ +9 {2}refused now by state.*301, 302, 303, 603, 639/m);
     expect(help.stdout).toMatch(/^ +10 {2}message refused for good \(502 with api_codigo 704\)/m);
     expect(help.stdout).toMatch(/^ +11 {2}a watch or wait timed out/m);
     expect(version.exitCode).toBe(0);
@@ -102,7 +102,7 @@ describe('3: authentication', () => {
   });
 });
 
-describe('9: refused now by the state of the line or the account (403 with api_codigo 301, 302, 303, 603)', () => {
+describe('9: refused now by the state of the line or the account (403 with api_codigo 301, 302, 303, 603, 639)', () => {
   const linked = async (opts: Parameters<typeof seedClient>[1] = {}) => {
     const b = await seedClient(s, { saldo: 10, ...opts });
     await api(s.url, 'POST', `/api/celular_qr.php?id=${b.celularId}`, { key: b.celularKey });
@@ -152,7 +152,7 @@ describe('9: refused now by the state of the line or the account (403 with api_c
   });
 
   it('the table: 403 is 3 unless its api_codigo says "not now"; 704 is 10 (502 now, 422 from an older server); 409 stays 1', () => {
-    expect([301, 302, 303, 603].map((c) => exitForStatus(403, c))).toEqual([9, 9, 9, 9]);
+    expect([301, 302, 303, 603, 639].map((c) => exitForStatus(403, c))).toEqual([9, 9, 9, 9, 9]);
     expect([201, undefined, 999].map((c) => exitForStatus(403, c))).toEqual([3, 3, 3]);
     expect([exitForStatus(401, 200), exitForStatus(502, 704), exitForStatus(422, 100), exitForStatus(409, 607), exitForStatus(409, 608)]).toEqual([
       3, 10, 1, 1, 1,

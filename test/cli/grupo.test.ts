@@ -49,18 +49,19 @@ describe('grupo', () => {
 
     const e = expectJsonOnly(await cli.run(['grupo', 'editar', 'otp', '--nombre', 'codigos', '--conmutacion', 'none', '--json'], { env }));
     expect(e.grupo).toMatchObject({ nombre: 'codigos', conmutacion_s: null });
-    const nothing = await cli.run(['grupo', 'editar', 'codigos'], { env });
+    // English aliases, as celular's commands: create, edit, delete.
+    const nothing = await cli.run(['grupo', 'edit', 'codigos'], { env });
     expect(nothing.exitCode).toBe(2);
     const gone = await cli.run(['grupo', 'eliminar', 'nope', '--yes'], { env });
     expect(gone.exitCode).not.toBe(0);
     expect(gone.stderr).toMatch(/not found/);
-    const d = await cli.run(['grupo', 'eliminar', 'codigos', '--yes'], { env });
+    const d = await cli.run(['grupo', 'delete', 'codigos', '--yes'], { env });
     expect(d.exitCode, d.stderr).toBe(0);
     expect((await cli.run(['grupo', 'list'], { env })).stdout.trim()).toBe('');
   });
 
   it('send --grupo and a send bulk column grupo go through the pool, a client of several lines naming no line', async () => {
-    expect((await cli.run(['grupo', 'crear', 'envios', '--celulares', `${a.celularId},${b.celularId}`], { env })).exitCode).toBe(0);
+    expect((await cli.run(['grupo', 'create', 'envios', '--celulares', `${a.celularId},${b.celularId}`], { env })).exitCode).toBe(0);
     const one = expectJsonOnly(await cli.run(['send', 'text', '5215598765432', 'hola', '--grupo', 'envios', '--directo', '--json'], { env }));
     const line = (await s.core.store.getMensaje(one.msg_id))?.celular_id;
     expect([a.celularId, b.celularId]).toContain(line);

@@ -3,7 +3,7 @@ import { ManualClock } from '../../src/core/time/clock.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { injectTransport } from '../helpers/inject-http.js';
 import { linkedLine, type Line } from '../server/send-helpers.js';
-import { Cli, expectCleanExit, expectJsonOnly, fields } from './helpers.js';
+import { Cli, expectCleanExit, expectJsonOnly, fields, rows } from './helpers.js';
 
 /** `pasarela celular edit --calentamiento` and the line's warm-up in `celular show`, against a real server (in-process). */
 const T0 = Date.UTC(2026, 2, 10, 12);
@@ -31,6 +31,11 @@ it('sets a plan, shows the day and the caps it leaves, and ends it with none', a
   const shown = fields(expectCleanExit(await cli.run(['celular', 'show', String(a.celularId)], env())));
   expect(shown).toMatchObject({ efectivo_por_dia: '50' });
   expect(shown.calentamiento).toMatch(/^estandar \(day 3,/);
+  // The list shows the caps in force (day 3: 3 a minute, 20 an hour); piped, one tab-separated row a line.
+  const listed = rows(expectCleanExit(await cli.run(['celular', 'list'], env())));
+  const row = listed.find((r) => r[0] === String(a.celularId))!;
+  // Columns: id numero nombre estado saldo sesion "por min" "por hora" horario.
+  expect([row[6], row[7]]).toEqual(['3', '20']);
   const j = expectJsonOnly(await cli.run(['celular', 'show', String(a.celularId), '--json'], env()));
   expect(j.celular).toMatchObject({ calentamiento: 'estandar', calentamiento_dia: 3, max_envios_por_dia_efectivo: 50 });
   const none = fields(expectCleanExit(await cli.run(['celular', 'edit', String(a.celularId), '--calentamiento', 'none'], env())));

@@ -82,6 +82,12 @@ function scenario(name: string, start: (extra?: Partial<ServeOptions>) => Promis
     const cola = await api(s.url, 'GET', `/api/cola.php?celular_id=${L.celularId}`, { key: L.clientKey });
     expect(cola.body.mensajes.map((m: { motivo: string }) => m.motivo)).toEqual(['frenado', 'en_turno']);
     expectError(await send(s, L, TEXT, { destinatario: numeroNuevo(), mensaje: uniqueText('direct'), directo: 1 }), 403, 639);
+    // For a script, a braked line is "refused now" (exit 9, as a line not active), not bad credentials.
+    const cli = new Cli(s.url, injectTransport(s.app));
+    closers.push(async () => cli.cleanup());
+    const direct = await cli.run(['send', 'text', numeroNuevo(), uniqueText('cli'), '--directo'], { env: { PASARELA_KEY: L.celularKey } });
+    expect(direct.exitCode, direct.stderr).toBe(9);
+    expect(direct.stderr).toMatch(/braked/);
 
     const resumed = await api(s.url, 'POST', `/api/celular_reanudar.php?id=${L.celularId}`, { key: L.clientKey });
     expectOk(resumed);
@@ -178,6 +184,19 @@ function scenario(name: string, start: (extra?: Partial<ServeOptions>) => Promis
     }
     await until(async () => (await s.core.store.getCelular(L.celularId))?.frenado === 1, { what: 'the line braked by parked failure reports' });
     for (const id of ids) expect(await mensaje(s, id)).toMatchObject({ estado: 'error', error_clase: 'fallido' });
+  });
+
+  it(`${name}: a resume in the middle of a quarter hour counts that quarter's messages: refusals after it brake the line`, async () => {
+    const L = await linkedLine(s);
+    await editCelular(s, L, { freno: 1 });
+    // Two hours on, then 4 minutes into a quarter hour: the window starts again at this quarter (its messages count).
+    const clock = s.clock as ManualClock;
+    clock.advance(2 * 3_600_000 + 240_000);
+    expect((await api(s.url, 'POST', `/api/celular_reanudar.php?id=${L.celularId}`, { key: L.clientKey })).body).toMatchObject({ reanudado: false });
+    clock.advance(60_000);
+    await refusedFive(s, L);
+    await until(async () => (await s.core.store.getCelular(L.celularId))?.frenado === 1, { what: 'the line braked after its resume' });
+    expect((await s.core.store.getCelular(L.celularId))!.frenado_motivo).toMatch(/5 of 5/);
   });
 
   it(`${name}: a line without the brake on only gets the event: it is not braked and its queue goes on`, async () => {

@@ -158,10 +158,18 @@ const suite = (name: string, start: () => Promise<TestServer>) =>
       await phoneLogout(s, l2 === a.celularId ? a : b);
       await until(async () => (await s.core.store.getCelular(l2!))?.estado !== 'activo', { what: 'line disconnected' });
       s.core.lines.clear();
+      const from = s.logs.length;
       const none = await sendPool(s, a, 'otp', r2, 'nada');
       expect(none.status, none.text).toBe(503);
       expect(none.body).toMatchObject({ ok: false, api_codigo: 645 });
       expect(none.body.retry_after).toBeGreaterThan(0);
+      // A state, not a fault: one warning naming the pool, no error entry and no stack.
+      const logged = s.logs
+        .slice(from)
+        .map((l) => JSON.parse(l) as { level: number; msg: string; err?: unknown })
+        .filter((l) => /pool "otp"/.test(l.msg));
+      expect(logged).toEqual([expect.objectContaining({ level: 40, msg: expect.stringMatching(/^request failed: no line of pool "otp" can send now/) })]);
+      expect(logged[0]!.err).toBeUndefined();
     });
 
     it('skips a line at its caps for a direct send, and answers 429 when every line is full', async () => {

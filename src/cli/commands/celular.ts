@@ -183,6 +183,7 @@ export async function runCelularList(ctx: Ctx): Promise<void> {
     printTable(
       ctx.term,
       ['id', 'numero', 'nombre', 'estado', 'saldo', 'sesion', 'por min', 'por hora', 'horario'],
+      // The caps in force (a warm-up's while it lasts, docs/warm-up.md); the configured ones and the plan's day: `celular show`, --json.
       b.celulares.map((c) => [
         c.id,
         c.numero,
@@ -190,8 +191,8 @@ export async function runCelularList(ctx: Ctx): Promise<void> {
         estadoColor(ctx, c.estado),
         c.saldo_actual,
         c.last_status,
-        c.max_envios_por_minuto,
-        c.max_envios_por_hora,
+        c.max_envios_por_minuto_efectivo ?? c.max_envios_por_minuto,
+        c.max_envios_por_hora_efectivo ?? c.max_envios_por_hora,
         `${c.hora_inicio_permitido}-${c.hora_fin_permitido}`,
       ]),
     ),

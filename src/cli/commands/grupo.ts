@@ -112,18 +112,22 @@ export function registerGrupo(program: Command, ctxOf: CtxOf): void {
   g.command('list')
     .description("the client's pools")
     .action((_o, cmd: Command) => runGrupoList(ctxOf(cmd)));
+  // Spanish names as the API's (grupo_crear.php), English aliases as celular's commands.
   g.command('crear <nombre>')
+    .alias('create')
     .description('create a pool of your lines')
     .requiredOption('--celulares <ids>', 'line ids, separated by commas', ids)
     .option('--conmutacion <wait>', 'how long a line stays disconnected before its queued messages move to another line (90, 5m; none: never)', conmutacion)
     .action((n: string, o: Omit<GrupoCrearOptions, 'nombre'>, cmd: Command) => runGrupoCrear({ nombre: n, ...o }, ctxOf(cmd)));
   g.command('editar <grupo>')
+    .alias('edit')
     .description('rename a pool, replace its lines, or change its failover wait')
     .option('--nombre <nombre>', `new name, up to ${GRUPO_LIMITS.nombre} characters`, nombre)
     .option('--celulares <ids>', 'the lines, replacing the old ones (ids separated by commas)', ids)
     .option('--conmutacion <wait>', 'failover wait (90, 5m) or none', conmutacion)
     .action((grupo: string, o: Omit<GrupoEditarOptions, 'grupo'>, cmd: Command) => runGrupoEditar({ grupo, ...o }, ctxOf(cmd)));
   g.command('eliminar <grupo>')
+    .alias('delete')
     .description('delete a pool (its lines stay); asks first on a TTY')
     .option('-y, --yes', 'do not ask for confirmation')
     .action((grupo: string, o: { yes?: boolean }, cmd: Command) => runGrupoEliminar({ grupo, ...o }, ctxOf(cmd)));

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS } from '../../core/api/errors.js';
-import { toAppError } from '../errors.js';
+import { logFailure, toAppError } from '../errors.js';
 import { redirect } from './context.js';
 import { errorText } from './forms.js';
 import { html } from './html.js';
@@ -9,7 +9,7 @@ import { sendFragment, sendPage } from './layout.js';
 /** An error as a page: the API's words and code; a server fault without detail (it is logged). */
 export function errorPage(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply) {
   const e = toAppError(err);
-  if (e.status >= 500) req.log.error({ err }, 'panel request failed');
+  logFailure(req.log, e, err, 'panel request failed');
   if (e.row === ERRORS.UNAUTHORIZED && req.url !== '/panel/login') return redirect(req, reply, '/panel/login');
   if (e.extras.retryAfter !== undefined) reply.header('Retry-After', String(e.extras.retryAfter));
   // A live part refused for good (a suspended client's QR, a line deleted meanwhile): the refusal takes the part's

@@ -6,13 +6,16 @@ import { insertAudit } from './accounts.js';
 import { journal } from './messages.js';
 import { grouped, stmt } from './statements.js';
 
-/** Per line: the window's messages from the quarter-hour counts (their primary key, or the (grano, t) index for every line). */
+/**
+ * Per line: the window's messages from the quarter-hour counts (their primary key, or the (grano, t) index for every line),
+ * from the quarter of its last resume on (a bound number is a REAL here: the quarter is cast, not a fraction past it).
+ */
 const salidosSql = (one: boolean) => `SELECT k.celular_id,
     SUM(CASE WHEN k.t >= @sd AND k.estado <> 'pendiente' THEN k.n ELSE 0 END) AS salidos,
     SUM(CASE WHEN k.t < @eh AND k.estado IN ('enviado', 'entregado', 'leido') THEN k.n ELSE 0 END) AS enviados,
     SUM(CASE WHEN k.t < @eh AND k.estado = 'enviado' THEN k.n ELSE 0 END) AS sin_entregar
   FROM conteos_lineas k JOIN celulares c ON c.id = k.celular_id
-  WHERE ${one ? 'k.celular_id = @id AND ' : ''}k.grano = 15 AND k.t >= @ed AND k.t >= COALESCE(c.salud_desde, 0) / @q
+  WHERE ${one ? 'k.celular_id = @id AND ' : ''}k.grano = 15 AND k.t >= @ed AND k.t >= CAST(COALESCE(c.salud_desde, 0) / @q AS INTEGER)
   GROUP BY k.celular_id`;
 const fallosSql = (one: boolean) => `SELECT celular_id, SUM(n) AS fallos, SUM(CASE WHEN clase = 'rechazado' THEN n ELSE 0 END) AS rechazados
   FROM salud_fallos ${one ? 'WHERE celular_id = @id AND' : 'INDEXED BY salud_fallos_t WHERE'} t >= @fd GROUP BY celular_id`;
