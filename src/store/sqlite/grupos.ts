@@ -5,6 +5,7 @@ import type { MensajeRow } from '../../core/ports/model.js';
 import { balanceSet } from '../recipe-sql.js';
 import { writeMovement } from './messages.js';
 import { immediate, ph, stmt } from './statements.js';
+import { lineQueueSql } from './queue.js';
 
 /** Pools of lines, in SQLite. */
 type DB = Database.Database;
@@ -118,14 +119,14 @@ export function grupos(db: DB): GruposStore {
     async moverCola(grupoId: number, from: number, to: number, limit: number, now: number): Promise<GrupoMove[]> {
       return immediate(db, () => {
         type Row = Pick<MensajeRow, 'msg_id' | 'destinatario' | 'cliente_id' | 'celular_id' | 'cobrado' | 'cargo'>;
-        // Each half of the line's queue (D-186) in order, then merged: the oldest `limit` unclaimed.
-        const half = (index: string, scheduled: string) =>
-          `SELECT * FROM (SELECT c.seq, m.msg_id, m.destinatario, m.cliente_id, m.celular_id, m.cobrado, m.cargo FROM cola c INDEXED BY ${index}
-             JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.enviar_en ${scheduled} AND c.celular_id = @from AND m.estado = 'pendiente'
-             AND m.lease_until IS NULL ORDER BY c.seq LIMIT CAST(@limit AS INTEGER))`;
+        // The oldest `limit` unclaimed of the line's queue (both halves, D-186).
         const rows = stmt(
           db,
-          `${half('cola_linea', 'IS NULL')} UNION ALL ${half('cola_linea_programados', 'IS NOT NULL')} ORDER BY seq LIMIT CAST(@limit AS INTEGER)`,
+          lineQueueSql(
+            'c.seq, m.msg_id, m.destinatario, m.cliente_id, m.celular_id, m.cobrado, m.cargo',
+            "c.celular_id = @from AND m.estado = 'pendiente' AND m.lease_until IS NULL",
+            'CAST(@limit AS INTEGER)',
+          ),
         ).all({ from, limit }) as Row[];
         const moved: GrupoMove[] = [];
         for (const m of rows) {

@@ -51,6 +51,22 @@ const lineFirstSeq = (line: string) =>
  * scheduled one (a scheduled message leaves that half at its first claim, so there its next attempt is its due
  * time): the look then reads nothing of the scheduled half for it.
  */
+/**
+ * One line's queued messages in order over both halves of its line index (D-186), each half a seek bounded by `limit`,
+ * merged by seq: `cols` from `cola c` joined to `mensajes m`, `where` on the line (`c.celular_id = ...`) and more.
+ */
+export const lineQueueSql = (cols: string, where: string, limit: string) =>
+  [
+    ['cola_linea', 'IS NULL'],
+    ['cola_linea_programados', 'IS NOT NULL'],
+  ]
+    .map(
+      ([index, scheduled]) =>
+        `SELECT * FROM (SELECT ${cols} FROM cola c INDEXED BY ${index} JOIN mensajes m ON m.msg_id = c.msg_id
+         WHERE c.enviar_en ${scheduled} AND ${where} ORDER BY c.seq LIMIT ${limit})`,
+    )
+    .join(' UNION ALL ') + ` ORDER BY seq LIMIT ${limit}`;
+
 const LOOK = `WITH lineas AS MATERIALIZED (SELECT celular_id AS id, proximo FROM cola_lineas)
      SELECT lineas.id AS celular_id,
        (SELECT c.seq FROM cola c INDEXED BY cola_listos WHERE c.celular_id = lineas.id AND c.proximo_intento_at IS NULL
@@ -178,16 +194,10 @@ export function queue(db: DB): QueueStore {
         limit,
       ) as MensajeRow[];
     },
-    /** Per line a range of each half of the queue's line index (its rowid, seq, is the order), merged: 2 × lines × the page at most. */
+    /** Per line a range of its queue (both halves of its line index, merged), then merged across lines: lines × the page at most. */
     async listQueue(celularIds: number[], after: number, limit: number): Promise<QueuedRow[]> {
-      const half = (index: string, scheduled: string) =>
-        stmt(
-          db,
-          `SELECT c.seq, m.* FROM cola c INDEXED BY ${index} JOIN mensajes m ON m.msg_id = c.msg_id
-           WHERE c.enviar_en ${scheduled} AND c.celular_id = ? AND c.seq > ? ORDER BY c.seq LIMIT CAST(? AS INTEGER)`,
-        );
-      const qs = [half('cola_linea', 'IS NULL'), half('cola_linea_programados', 'IS NOT NULL')];
-      const rows = celularIds.flatMap((id) => qs.flatMap((q) => q.all(id, after, limit) as QueuedRow[]));
+      const q = stmt(db, lineQueueSql('c.seq, m.*', 'c.celular_id = @id AND c.seq > @after', 'CAST(@limit AS INTEGER)'));
+      const rows = celularIds.flatMap((id) => q.all({ id, after, limit }) as QueuedRow[]);
       return rows.sort((a, b) => a.seq - b.seq).slice(0, limit);
     },
     async queueSizes(celularIds: number[]): Promise<Array<{ celular_id: number; pendientes: number }>> {
