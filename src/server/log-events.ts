@@ -1,9 +1,17 @@
-import type { EventBus, MessageStatusEvent, SessionHolderEvent, SessionStatusEvent, WebhookAttemptEvent } from '../core/events/events.js';
+import type {
+  EventBus,
+  LineBrakeEvent,
+  LineResumeEvent,
+  MessageStatusEvent,
+  SessionHolderEvent,
+  SessionStatusEvent,
+  WebhookAttemptEvent,
+} from '../core/events/events.js';
 
 /**
  * What an operator should see in the log without asking for debug
- * (docs/logs.md, "Events"): a line's session changing state or node, a message
- * ending in error, a webhook receiver that keeps failing (and recovers), and
+ * (docs/logs.md, "Events"): a line's session changing state or node, its health
+ * crossing a threshold (braked, or an alert) and its resume, a message ending in error, a webhook receiver that keeps failing (and recovers), and
  * a webhook delivery given up. Each is one line with a stable `msg` and an
  * `event` name; the fields are ids and reasons, never a message's text or a
  * recipient's number (personal data), never a webhook URL (it may carry a
@@ -21,6 +29,8 @@ export const LOG_EVENTS = {
   requestRefused: 'request.refused',
   lineStatus: 'line.status',
   lineHolder: 'line.holder',
+  lineBraked: 'line.braked',
+  lineResumed: 'line.resumed',
   messageError: 'message.error',
   webhookFailing: 'webhook.failing',
   webhookRecovered: 'webhook.recovered',
@@ -78,6 +88,17 @@ export function logBusEvents(bus: EventBus, log: EventLogger, opts: { failingAft
     );
   };
 
+  const onBrake = (e: LineBrakeEvent) => {
+    log.warn(
+      { event: LOG_EVENTS.lineBraked, celular_id: e.celular_id, cliente_id: e.cliente_id, braked: e.frenado, causa: e.causa, reason: loggedReason(e.motivo) },
+      e.frenado ? 'line braked' : 'line health alert',
+    );
+  };
+
+  const onResume = (e: LineResumeEvent) => {
+    log.info({ event: LOG_EVENTS.lineResumed, celular_id: e.celular_id, cliente_id: e.cliente_id, by: e.por }, 'line resumed');
+  };
+
   const onMessage = (e: MessageStatusEvent) => {
     if (e.estado !== 'error' || e.estado_anterior === 'error') return;
     log.info(
@@ -129,6 +150,8 @@ export function logBusEvents(bus: EventBus, log: EventLogger, opts: { failingAft
   const offs = [
     bus.subscribe('session.status', onSession),
     bus.subscribe('session.holder', onHolder),
+    bus.subscribe('celular.frenado', onBrake),
+    bus.subscribe('celular.reanudado', onResume),
     bus.subscribe('message.status', onMessage),
     bus.subscribe('webhook.attempt', onAttempt),
   ];

@@ -79,6 +79,14 @@ const EVENTS: Record<string, (e: Entry, c: ChalkInstance) => string> = {
     const node = (n: unknown) => (n === null || n === undefined ? 'free' : `node ${text(n)}`);
     return `line ${text(celular)} session ${node(from)} → ${node(to)} (${text(reason)})`;
   },
+  [LOG_EVENTS.lineBraked]: (e) => {
+    const [celular, cliente, braked, reason] = take(e, 'celular_id', 'cliente_id', 'braked', 'reason');
+    return `line ${text(celular)} (cliente ${text(cliente)}) ${braked === true ? 'braked, its queue waits for a resume' : 'health alert'}: ${text(reason)}`;
+  },
+  [LOG_EVENTS.lineResumed]: (e) => {
+    const [celular, cliente, by] = take(e, 'celular_id', 'cliente_id', 'by');
+    return `line ${text(celular)} (cliente ${text(cliente)}) resumed by ${text(by)}`;
+  },
   [LOG_EVENTS.messageError]: (e) => {
     const [msgId, celular, cliente, error] = take(e, 'msg_id', 'celular_id', 'cliente_id', 'error');
     return `message ${text(msgId)} (line ${text(celular)}, cliente ${text(cliente)}) ended in error: ${text(error)}`;

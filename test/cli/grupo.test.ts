@@ -61,7 +61,9 @@ describe('grupo', () => {
   });
 
   it('send --grupo and a send bulk column grupo go through the pool, a client of several lines naming no line', async () => {
-    expect((await cli.run(['grupo', 'create', 'envios', '--celulares', `${a.celularId},${b.celularId}`], { env })).exitCode).toBe(0);
+    const made = await cli.run(['grupo', 'create', 'envios', '--celulares', `${a.celularId},${b.celularId}`], { env });
+    expect(made.exitCode, made.stderr).toBe(0);
+    expect(made.stderr).toMatch(/^Created pool \d+ \(envios\)\./m);
     const one = expectJsonOnly(await cli.run(['send', 'text', '5215598765432', 'hola', '--grupo', 'envios', '--directo', '--json'], { env }));
     const line = (await s.core.store.getMensaje(one.msg_id))?.celular_id;
     expect([a.celularId, b.celularId]).toContain(line);

@@ -76,6 +76,19 @@ function scenario(name: string, start: (extra?: Partial<ServeOptions>) => Promis
     const hit = await R.wait((h) => h.json?.evento === 'celular.frenado', 10_000, 'the celular.frenado webhook');
     expect(hit.json.data).toMatchObject({ frenado: true, causa: 'rechazados', numero: L.numero });
     expect(events.filter((e) => e.celular_id === L.celularId)).toHaveLength(1);
+    // The operator's log says it too: a warning naming the line, its client and the reason (never a number).
+    const logged = (event: string) =>
+      s.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event === event && l.celular_id === L.celularId);
+    expect(logged('line.braked')).toEqual([
+      expect.objectContaining({
+        level: 40,
+        msg: 'line braked',
+        cliente_id: L.clienteId,
+        braked: true,
+        causa: 'rechazados',
+        reason: expect.stringMatching(/5 of 5/),
+      }),
+    ]);
 
     const line = await api(s.url, 'GET', `/api/celular.php?id=${L.celularId}`, { key: L.clientKey });
     expect(line.body.celular).toMatchObject({ frenado: true, frenado_motivo: expect.stringMatching(/refused for good.*5 of 5/) });
@@ -97,6 +110,7 @@ function scenario(name: string, start: (extra?: Partial<ServeOptions>) => Promis
     expect(back!.event).toBe('celular.reanudado');
     expect(JSON.parse(back!.data).data).toMatchObject({ celular_id: L.celularId, por: `cliente:${L.clienteId}` });
     await R.wait((h) => h.json?.evento === 'celular.reanudado', 10_000, 'the celular.reanudado webhook');
+    expect(logged('line.resumed')).toEqual([expect.objectContaining({ level: 30, msg: 'line resumed', by: `cliente:${L.clienteId}` })]);
     // The brake and the resume are in the audit trail, each with who did it.
     const trail = async (accion: string) =>
       (await api(s.url, 'GET', `/admin/auditoria?cliente_id=${L.clienteId}&accion=${accion}`, { key: s.adminToken })).body.registros as unknown[];

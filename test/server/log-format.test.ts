@@ -117,6 +117,25 @@ describe('formatEntry', () => {
     ).toBe('12:03:04.123 WARN  webhook delivery for cliente 2 given up after 8 attempts: timeout evento=webhook.test status=-');
   });
 
+  it('a line braked or resumed: a sentence naming the line, its client and the reason or who', () => {
+    const braked = {
+      ...base,
+      level: 40,
+      event: 'line.braked',
+      celular_id: 3,
+      cliente_id: 1,
+      braked: true,
+      causa: 'fallos',
+      reason: 'failed: 6 of 20',
+      msg: 'x',
+    };
+    expect(formatEntry(braked, plain)).toBe('12:03:04.123 WARN  line 3 (cliente 1) braked, its queue waits for a resume: failed: 6 of 20 causa=fallos');
+    expect(formatEntry({ ...braked, braked: false }, plain)).toBe('12:03:04.123 WARN  line 3 (cliente 1) health alert: failed: 6 of 20 causa=fallos');
+    expect(formatEntry({ ...base, event: 'line.resumed', celular_id: 3, cliente_id: 1, by: 'operador', msg: 'x' }, plain)).toBe(
+      '12:03:04.123 INFO  line 3 (cliente 1) resumed by operador',
+    );
+  });
+
   it('any other entry: its message, then its fields (strings with spaces quoted, nested keys dotted)', () => {
     expect(formatEntry({ ...base, msg: 'removed the media of ended sends', swept: 3, who: 'a b', deep: { x: 1 } }, plain)).toBe(
       '12:03:04.123 INFO  removed the media of ended sends swept=3 who="a b" deep.x=1',

@@ -68,7 +68,10 @@ export async function runGrupoCrear(o: GrupoCrearOptions, ctx: Ctx): Promise<voi
     json: { nombre: o.nombre, celulares: o.celulares, ...(o.conmutacion !== undefined ? { conmutacion_s: o.conmutacion } : {}) },
     fields: GRUPO_FIELDS,
   });
-  emit(ctx, b, () => printFields(ctx.term, grupoFields(b.grupo)));
+  emit(ctx, b, () => {
+    ctx.term.err(`Created pool ${b.grupo.id} (${b.grupo.nombre}).`);
+    printFields(ctx.term, grupoFields(b.grupo));
+  });
 }
 
 export interface GrupoEditarOptions {
@@ -85,7 +88,10 @@ export async function runGrupoEditar(o: GrupoEditarOptions, ctx: Ctx): Promise<v
   if (o.conmutacion !== undefined) body.conmutacion_s = o.conmutacion;
   if (Object.keys(body).length === 0) throw usage('nothing to change: give at least one of --nombre, --celulares, --conmutacion');
   const b = await ctx.client().call<{ grupo: GrupoView }>('POST', API.grupoEditar, { key: ctx.key(), json: { grupo: o.grupo, ...body }, fields: GRUPO_FIELDS });
-  emit(ctx, b, () => printFields(ctx.term, grupoFields(b.grupo)));
+  emit(ctx, b, () => {
+    ctx.term.err(`Updated pool ${b.grupo.id} (${b.grupo.nombre}).`);
+    printFields(ctx.term, grupoFields(b.grupo));
+  });
 }
 
 export interface GrupoEliminarOptions {
