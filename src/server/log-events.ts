@@ -11,8 +11,9 @@ import type {
 /**
  * What an operator should see in the log without asking for debug
  * (docs/logs.md, "Events"): a line's session changing state or node, its health
- * crossing a threshold (braked, or an alert) and its resume, a message ending in error, a webhook receiver that keeps failing (and recovers), and
- * a webhook delivery given up. Each is one line with a stable `msg` and an
+ * crossing a threshold (braked, or an alert) and its resume, a message ending
+ * in error, a webhook receiver that keeps failing (and recovers), and a
+ * webhook delivery given up. Each is one line with a stable `msg` and an
  * `event` name; the fields are ids and reasons, never a message's text or a
  * recipient's number (personal data), never a webhook URL (it may carry a
  * token).

@@ -44,6 +44,12 @@ function grupoFields(g: GrupoView): Array<[string, Cell]> {
   ];
 }
 
+/** What a create or an edit did (stderr), then the pool as it is now. */
+function printGrupo(ctx: Ctx, done: string, g: GrupoView): void {
+  ctx.term.err(`${done} pool ${g.id} (${g.nombre}).`);
+  printFields(ctx.term, grupoFields(g));
+}
+
 export async function runGrupoList(ctx: Ctx): Promise<void> {
   const b = await ctx.client().call<{ grupos: GrupoView[] }>('GET', API.grupos, { key: ctx.key() });
   emit(ctx, b, () =>
@@ -68,10 +74,7 @@ export async function runGrupoCrear(o: GrupoCrearOptions, ctx: Ctx): Promise<voi
     json: { nombre: o.nombre, celulares: o.celulares, ...(o.conmutacion !== undefined ? { conmutacion_s: o.conmutacion } : {}) },
     fields: GRUPO_FIELDS,
   });
-  emit(ctx, b, () => {
-    ctx.term.err(`Created pool ${b.grupo.id} (${b.grupo.nombre}).`);
-    printFields(ctx.term, grupoFields(b.grupo));
-  });
+  emit(ctx, b, () => printGrupo(ctx, 'Created', b.grupo));
 }
 
 export interface GrupoEditarOptions {
@@ -88,10 +91,7 @@ export async function runGrupoEditar(o: GrupoEditarOptions, ctx: Ctx): Promise<v
   if (o.conmutacion !== undefined) body.conmutacion_s = o.conmutacion;
   if (Object.keys(body).length === 0) throw usage('nothing to change: give at least one of --nombre, --celulares, --conmutacion');
   const b = await ctx.client().call<{ grupo: GrupoView }>('POST', API.grupoEditar, { key: ctx.key(), json: { grupo: o.grupo, ...body }, fields: GRUPO_FIELDS });
-  emit(ctx, b, () => {
-    ctx.term.err(`Updated pool ${b.grupo.id} (${b.grupo.nombre}).`);
-    printFields(ctx.term, grupoFields(b.grupo));
-  });
+  emit(ctx, b, () => printGrupo(ctx, 'Updated', b.grupo));
 }
 
 export interface GrupoEliminarOptions {

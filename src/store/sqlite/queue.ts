@@ -45,13 +45,6 @@ const lineFirstSeq = (line: string) =>
      UNION ALL SELECT MIN(seq) FROM cola INDEXED BY cola_linea_programados WHERE enviar_en IS NOT NULL AND celular_id = ${line}))`;
 
 /**
- * The look's read (queueLook): per line with a backlog, its oldest message never deferred and its oldest
- * deferred one due by `@now` that are first of their recipient, and its next deferred one's due time. A line's
- * earliest deferred time (cola_lineas.proximo, D-187) still ahead says none of its deferred messages is due, nor any
- * scheduled one (a scheduled message leaves that half at its first claim, so there its next attempt is its due
- * time): the look then reads nothing of the scheduled half for it.
- */
-/**
  * One line's queued messages in order over both halves of its line index (D-186), each half a seek bounded by `limit`,
  * merged by seq: `cols` from `cola c` joined to `mensajes m`, `where` on the line (`c.celular_id = ...`) and more.
  */
@@ -67,6 +60,13 @@ export const lineQueueSql = (cols: string, where: string, limit: string) =>
     )
     .join(' UNION ALL ') + ` ORDER BY seq LIMIT ${limit}`;
 
+/**
+ * The look's read (queueLook): per line with a backlog, its oldest message never deferred and its oldest
+ * deferred one due by `@now` that are first of their recipient, and its next deferred one's due time. A line's
+ * earliest deferred time (cola_lineas.proximo, D-187) still ahead says none of its deferred messages is due, nor any
+ * scheduled one (a scheduled message leaves that half at its first claim, so there its next attempt is its due
+ * time): the look then reads nothing of the scheduled half for it.
+ */
 const LOOK = `WITH lineas AS MATERIALIZED (SELECT celular_id AS id, proximo FROM cola_lineas)
      SELECT lineas.id AS celular_id,
        (SELECT c.seq FROM cola c INDEXED BY cola_listos WHERE c.celular_id = lineas.id AND c.proximo_intento_at IS NULL
