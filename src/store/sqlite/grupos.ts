@@ -4,7 +4,7 @@ import { moveCharge } from '../../core/billing/recipes.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import { balanceSet } from '../recipe-sql.js';
 import { writeMovement } from './messages.js';
-import { immediate, ph, stmt } from './statements.js';
+import { grouped, immediate, ph, stmt } from './statements.js';
 import { lineQueueSql } from './queue.js';
 
 /** Pools of lines, in SQLite. */
@@ -94,13 +94,17 @@ export function grupos(db: DB): GruposStore {
     async deleteGrupo(id: number): Promise<boolean> {
       return immediate(db, () => stmt(db, 'DELETE FROM grupos WHERE id = ?').run(id).changes > 0);
     },
-    async lineaReciente(clienteId: number, destinatario: string): Promise<number | null> {
-      const r = stmt(
-        db,
-        `SELECT celular_id FROM mensajes INDEXED BY mensajes_cliente_dest_fecha
-         WHERE cliente_id = ? AND destinatario = ? ORDER BY created_at DESC LIMIT 1`,
-      ).get(clienteId, destinatario) as { celular_id: number | null } | undefined;
-      return r?.celular_id ?? null;
+    lineaReciente(clienteId: number, destinatario: string): Promise<number | null> {
+      // In the turn's group commit (D-189): alone, the seek paid a read transaction of its own (the WAL's locks),
+      // most of its cost; in the batch it shares one and sees every write committed before it.
+      return grouped(db, () => {
+        const r = stmt(
+          db,
+          `SELECT celular_id FROM mensajes INDEXED BY mensajes_cliente_dest_fecha
+           WHERE cliente_id = ? AND destinatario = ? ORDER BY created_at DESC LIMIT 1`,
+        ).get(clienteId, destinatario) as { celular_id: number | null } | undefined;
+        return r?.celular_id ?? null;
+      });
     },
     async gruposConConmutacion(): Promise<GrupoRow[]> {
       const rows = stmt(db, 'SELECT * FROM grupos WHERE conmutacion_s IS NOT NULL ORDER BY id').all() as GrupoBase[];
