@@ -34,11 +34,15 @@ import { sharedSchemas } from './schemas/common.js';
 import { safeIntegers } from './schemas/safe-integers.js';
 import { installBodyGuards } from './body/body-guard.js';
 import { installTextParsers } from './body/text-parsers.js';
+import { checkTimeoutsWhileConnected } from './body/timeout-checks.js';
 import { SERVE_DEFAULTS, type RequestLimits } from './config.js';
 import type { TrustProxy } from './config-knobs.js';
 import { installRequestIds, maskUrl, OneLineRequestLog, refusedRequestId, requestIdOf, unroutedReply } from './request-log.js';
 import type { Metrics } from './metrics/metrics.js';
 import { installMetrics } from './metrics/routes.js';
+
+/** How often node checks the header and request timeouts of open connections. */
+const TIMEOUT_CHECK_MS = 1000;
 
 export interface AppOptions {
   core: Core;
@@ -125,9 +129,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     routerOptions: { querystringParser: () => ({}) },
     return503OnClosing: false,
     // Node's own timers: headers, and the whole request as a backstop a little after
-    // the body guard's (which answers in our JSON). Checked every second, not every 30.
-    // Node refuses a header timeout longer than the request timeout.
-    http: { headersTimeout: Math.min(limits.headerTimeoutMs, limits.requestTimeoutMs + 5000), connectionsCheckingInterval: 1000 },
+    // the body guard's (which answers in our JSON). Checked every second, not every 30,
+    // while a connection is open (below). Node refuses a header timeout longer than the request timeout.
+    http: { headersTimeout: Math.min(limits.headerTimeoutMs, limits.requestTimeoutMs + 5000), connectionsCheckingInterval: TIMEOUT_CHECK_MS },
     requestTimeout: limits.requestTimeoutMs + 5000,
     // A timeout or malformed request before any route: our JSON shape, then the connection closes.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
@@ -159,6 +163,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       plugins: [safeIntegers],
     },
   });
+  // An idle node is not woken every second for connections it does not have (D-190).
+  app.server.once('listening', () => checkTimeoutsWhileConnected(app.server, TIMEOUT_CHECK_MS));
   app.removeContentTypeParser('text/plain');
   installRequestIds(app);
   installBodyGuards(app, limits, core.clock);

@@ -220,6 +220,32 @@ describe('a routed request whose body turns out malformed', () => {
   });
 });
 
+describe("node's check of header and request timeouts (D-190)", () => {
+  it('runs only while a connection is open: none armed on an idle server, one while connected, none after', async () => {
+    const t = await startTestServer({ limits: { headerTimeoutMs: 300 } });
+    const armed = () => {
+      const sym = Object.getOwnPropertySymbols(t.app.server).find((x) => x.description === 'http.server.connectionsCheckingInterval');
+      return sym !== undefined && Reflect.get(t.app.server, sym) !== undefined;
+    };
+    try {
+      expect(armed()).toBe(false);
+      const u = new URL(t.url);
+      const sock = connect(Number(u.port), u.hostname, () => sock.write('GET /health HTTP/1.1\r\nHost: x\r\n'));
+      // Read, or the server's end is never seen.
+      let answer = '';
+      sock.on('data', (d) => (answer += String(d)));
+      const closed = new Promise((r) => sock.once('close', r));
+      await until(() => armed());
+      // The check cuts the request whose headers do not come: the 408 closing it is its work.
+      await closed;
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      await until(() => !armed());
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
 describe('a request whose headers never finish', () => {
   it('gets the raw 408 with an X-Request-Id, and its one line says so with that id', async () => {
     const t = await startTestServer({ limits: { headerTimeoutMs: 300 } });

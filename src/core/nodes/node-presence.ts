@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from '../time/clock.js';
+import { lagSampler } from '../time/loop-lag.js';
 import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../ports/leases.js';
 
 /** The machine's monotonic clock in milliseconds: the same in every process (CLOCK_MONOTONIC). */
@@ -76,7 +77,10 @@ export class NodePresence {
   /** The first beat is awaited: a node the store cannot record does not start. */
   async start(): Promise<void> {
     await this.beat();
+    // The beat also samples the event loop's lag (core/time/loop-lag.ts): no timer of its own wakes an idle node for it.
+    const sampleLag = lagSampler(this.opts.beatMs);
     this.timer = setInterval(() => {
+      sampleLag();
       this.beating ??= this.beat()
         .catch(this.onError)
         .finally(() => (this.beating = undefined));
