@@ -14,7 +14,8 @@ import { benchRedis, dropRedisPrefix, pgWatcher, postgresSchema, withAppName } f
 
 /**
  * One idle serve: IDLE_LINES lines linked (sim gateway), then IDLE_SETTLE_MS
- * of nothing (the linking's own echoes, the first health pass), then a window
+ * of nothing (the linking's own echoes, the first health pass, V8 shrinking
+ * the heap the linking grew: measured and reported apart), then a window
  * of IDLE_WINDOW_MS measured: the node's CPU from /proc (and its request
  * thread's), its statements (bench/pg-count.cjs or sqlite-count.cjs, every
  * thread), and on PostgreSQL its backends' CPU by application_name. The
@@ -50,7 +51,10 @@ async function idleRun(dialect, tag) {
     setGlobalDispatcher(new Agent());
     await done.close();
     if (pg) watch = await pgWatcher(pg.store, app, [s.pid], { leases: false });
+    // The settle is measured too: it holds the aftermath of the linking burst (V8 shrinking the heap it grew, once).
+    const settle0 = { cpu: cpuMs(s.pid), at: performance.now() };
     await sleep(IDLE_SETTLE_MS);
+    const settleMsPerS = (cpuMs(s.pid) - settle0.cpu) / ((performance.now() - settle0.at) / 1000);
     const take = () => (pg ? takeCounts(countDir, s.pid) : takeThreadCounts(countDir, s.pid));
     const c0 = await take();
     const a = { cpu: cpuMs(s.pid), req: requestThreadCpuMs(s.pid), pg: await watch?.snapshot(), at: performance.now() };
@@ -64,6 +68,7 @@ async function idleRun(dialect, tag) {
       lines: IDLE_LINES,
       setup_s: setupS,
       settle_ms: IDLE_SETTLE_MS,
+      settle_ms_per_s: settleMsPerS,
       window_s: secs,
       serve_ms_per_s: (b.cpu - a.cpu) / secs,
       request_thread_ms_per_s: (b.req - a.req) / secs,
@@ -83,7 +88,7 @@ async function idleRun(dialect, tag) {
 }
 
 const describe = (r) =>
-  `${r.lines} lines linked, ${r.window_s.toFixed(0)} s idle after ${(r.settle_ms / 1000).toFixed(0)} s: node ${f2(r.serve_ms_per_s)} ms/s (request thread ${f2(r.request_thread_ms_per_s)})` +
+  `${r.lines} lines linked, ${r.window_s.toFixed(0)} s idle after ${(r.settle_ms / 1000).toFixed(0)} s (the node at ${f2(r.settle_ms_per_s)} ms/s then): node ${f2(r.serve_ms_per_s)} ms/s (request thread ${f2(r.request_thread_ms_per_s)})` +
   (r.dialect === 'postgres'
     ? ` + PostgreSQL ${f2(r.postgres_ms_per_s)} = ${f2(r.total_ms_per_s)} ms/s; ${f2(r.statements_per_s.product.round_trips)} round trips/s`
     : `; ${f2(r.statements_per_s.product.statements)} statements/s`) +

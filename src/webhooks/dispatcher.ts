@@ -194,7 +194,7 @@ export class WebhookDispatcher implements WebhookControl {
     private readonly node: NodePresence,
     private readonly opts: DispatcherOptions,
   ) {
-    this.runner = new KeyedRunner(() => this.look(), opts.onError);
+    this.runner = new KeyedRunner(() => this.look(), opts.onError, opts.pollMs);
     const ticks = () => core.clock.ticks();
     const timing = { revetMs: opts.revetMs, idleMs: opts.agentIdleMs };
     this.agents = new ReceiverAgents((url) => vetWebhookHost(url, core.config.allowPrivateUrls), ticks, timing);

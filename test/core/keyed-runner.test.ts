@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { KeyedRunner } from '../../src/core/queue/keyed-runner.js';
 
 /** A deferred: a promise the test settles. */
@@ -110,5 +110,48 @@ describe('KeyedRunner.step', () => {
     ).toBe(1);
     expect(errors).toHaveLength(1);
     await runner.stop();
+  });
+});
+
+describe('KeyedRunner: idle looks on the poll grid (D-191)', () => {
+  const at = () => performance.timeOrigin + performance.now();
+
+  it('two runners idle at the same instants, one wake-up for both, never later than their poll; a shorter wait is kept', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'setImmediate', 'performance'] });
+    try {
+      const looks: Array<Array<number>> = [[], []];
+      const waits = [5000, 5000];
+      const runners = [0, 1].map(
+        (i) =>
+          new KeyedRunner<string>(
+            async () => {
+              looks[i]!.push(at());
+              return waits[i]!;
+            },
+            (err) => expect.fail(String(err)),
+            5000,
+          ),
+      );
+      runners[0]!.start();
+      await vi.advanceTimersByTimeAsync(1300);
+      runners[1]!.start();
+      await vi.advanceTimersByTimeAsync(20_000);
+      for (const l of looks) {
+        for (let k = 1; k < l.length; k++) expect(l[k]! - l[k - 1]!).toBeLessThanOrEqual(5000);
+        for (const t of l.slice(1)) expect(t % 5000).toBeLessThan(2);
+      }
+      // After their first looks, both look at the same instants.
+      expect(looks[0]!.slice(-3)).toEqual(looks[1]!.slice(-3));
+      // A wait short of the poll (work due sooner) is timed as asked.
+      waits[0] = 1200;
+      runners[0]!.poke();
+      await vi.advanceTimersByTimeAsync(0);
+      const t0 = looks[0]!.at(-1)!;
+      await vi.advanceTimersByTimeAsync(1200);
+      expect(looks[0]!.at(-1)! - t0).toBe(1200);
+      await Promise.all(runners.map((r) => r.stop()));
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -19,6 +19,9 @@ export interface PresenceTiming {
   takeoverMarginMs: number;
 }
 
+/** How often an alone node's timer samples the loop's lag (it has no beat to carry the sample). */
+export const ALONE_LAG_MS = 5000;
+
 /**
  * Whether a node is there, for what is not a lease: counting nodes
  * (`/health`'s nodos_vivos) and short holds such as an Idempotency-Key's
@@ -36,6 +39,7 @@ export function present(n: NodeRow | undefined, presentMs: number): n is NodeRow
 /**
  * This process as one node among those serving a store: it beats every
  * `beatMs` and takes and gives stream leases (core/nodes/leases.ts) under its id.
+ * A node alone on its store (SQLite) beats once: nobody else reads it.
  *
  * Its streams may be taken once it has been silent for its longest send
  * (`sendMs`, the queue's claim) plus `takeoverMarginMs`. So a node starts a
@@ -62,7 +66,16 @@ export class NodePresence {
   constructor(
     private readonly store: LeasesStore,
     private readonly clock: Clock,
-    private readonly opts: PresenceTiming & { onError: (err: unknown) => void },
+    private readonly opts: PresenceTiming & {
+      onError: (err: unknown) => void;
+      /**
+       * The store is served by this process alone (SQLite, D-191): no other node reads a beat or takes a
+       * stream, so after the first beat there is none, the node is always fresh and never lapses.
+       */
+      alone?: boolean;
+      /** This thread's loop lag is sampled by the node's timer (the request thread's; core/time/loop-lag.ts). */
+      sampleLag?: boolean;
+    },
   ) {
     this.info = {
       id: randomUUID(),
@@ -70,6 +83,7 @@ export class NodePresence {
       staleMs: opts.sendMs + opts.takeoverMarginMs,
       marginMs: opts.takeoverMarginMs,
       engineUrl: null,
+      ...(opts.alone ? { alone: true } : {}),
     };
     this.onError = opts.onError;
   }
@@ -77,14 +91,19 @@ export class NodePresence {
   /** The first beat is awaited: a node the store cannot record does not start. */
   async start(): Promise<void> {
     await this.beat();
+    const { alone, sampleLag } = this.opts;
+    // Alone, a timer would only wake an idle thread: it runs for the lag sample alone, and more slowly.
+    if (alone && !sampleLag) return;
+    const every = alone ? Math.max(this.opts.beatMs, ALONE_LAG_MS) : this.opts.beatMs;
     // The beat also samples the event loop's lag (core/time/loop-lag.ts): no timer of its own wakes an idle node for it.
-    const sampleLag = lagSampler(this.opts.beatMs);
+    const sample = sampleLag ? lagSampler(every) : () => {};
     this.timer = setInterval(() => {
-      sampleLag();
+      sample();
+      if (alone) return;
       this.beating ??= this.beat()
         .catch(this.onError)
         .finally(() => (this.beating = undefined));
-    }, this.opts.beatMs);
+    }, every);
     this.timer.unref();
   }
 
@@ -100,7 +119,7 @@ export class NodePresence {
 
   /** Recent enough a beat that a send started now ends before this node could be taken for dead. */
   fresh(): boolean {
-    return this.clock.ticks() - this.lastBeat < this.opts.takeoverMarginMs / 2;
+    return this.opts.alone === true || this.clock.ticks() - this.lastBeat < this.opts.takeoverMarginMs / 2;
   }
 
   /** `gives`: streams given back in the same round trip. */

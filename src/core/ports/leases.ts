@@ -9,6 +9,8 @@ export interface NodeInfo {
   marginMs: number;
   /** Where the other nodes reach its engine (`--gateway baileys`); null: it runs none, or does not listen yet. */
   engineUrl: string | null;
+  /** Alone on its store (SQLite, D-191): it beats once, and is there until it leaves. */
+  alone?: boolean;
 }
 
 export interface NodeRow {

@@ -125,7 +125,7 @@ export class QueueWorker {
       sendsHere?: (celularId: number) => boolean;
     } = { pollMs: 500, onError: () => {} },
   ) {
-    this.runner = new KeyedRunner(() => this.look(), opts.onError);
+    this.runner = new KeyedRunner(() => this.look(), opts.onError, opts.pollMs);
   }
 
   start(): void {

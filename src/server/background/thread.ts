@@ -86,7 +86,7 @@ async function main(port: MessagePort, s: BackgroundSettings): Promise<void> {
   for (const name of BUS_EVENTS) bus.subscribe(name, (data) => out.event([name, data] as BusRecord));
   const core = makeCore(s.config, { store, counters: new MemoryCounters(clock), gateway, clock, bus });
   shareChanges(core, s.changes, BACKGROUND_THREAD);
-  const node = new NodePresence(store, clock, { ...s.presence, onError: onError('node heartbeat failed') });
+  const node = new NodePresence(store, clock, { ...s.presence, alone: !store.caps.shared, onError: onError('node heartbeat failed') });
   await node.start();
   // Receipts of the sends made here come from this thread's adapter (the simulator's timers); HTTP gateways report to the request thread.
   const sync = syncGatewayEvents(core, onError('gateway event handling failed'));

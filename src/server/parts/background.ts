@@ -30,6 +30,8 @@ export async function startNode(parts: Parts, opts: ServeConfig, core: Pick<Core
     start: async () => {
       const node = new NodePresence(core.store, core.clock, {
         ...presenceSettings(opts, core.config.queue.leaseMs),
+        alone: !core.store.caps.shared,
+        sampleLag: true,
         onError: (err) => log.error({ err }, 'node heartbeat failed'),
       });
       await node.start();

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { KvEntry, KvKey, KvStore } from '../../core/ports/kv.js';
-import { grouped, immediate, stmt } from './statements.js';
+import { grouped, immediate, readTogether, stmt } from './statements.js';
 
 /** The small key-value space in SQLite; values are JSON. The many-forms run the single statements in one commit. */
 export function kv(db: Database.Database): KvStore {
@@ -26,7 +26,7 @@ export function kv(db: Database.Database): KvStore {
     async kvGet<T>(ns: string, key: string): Promise<T | null> {
       return getOne({ ns, key }) as T | null;
     },
-    kvGetMany: async (keys) => keys.map(getOne),
+    kvGetMany: async (keys) => readTogether(db, () => keys.map(getOne)),
 
     async kvFirst<T>(ns: string, key: string, value: T): Promise<T> {
       return immediate(db, () => {

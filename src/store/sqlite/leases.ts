@@ -5,11 +5,13 @@ import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../
  * Leases of a store that one process serves alone (SQLite: the data
  * directory's lock sees to it). They live in memory: no other node can hold
  * one, and after a restart no stream has a holder to wait for. What is lost
- * is a line's pending human gap, which a restart cuts short.
+ * is a line's pending human gap, which a restart cuts short. A node alone
+ * on the store does not beat (D-191): it reads as beating now until it leaves.
  */
 export function leases(): LeasesStore {
   const leases = new Map<string, LeaseState>();
-  const holders = new Map<string, HolderState & { label: string; started_at: number; margin_ms: number; engine_url: string | null }>();
+  const holders = new Map<string, HolderState & { label: string; started_at: number; margin_ms: number; engine_url: string | null; alone: boolean }>();
+  const beat = (h: HolderState & { alone: boolean }, now: number) => (h.alone ? now : h.heartbeat_at);
   const give = (nodeId: string, s: string, restMs: number, now: number): void => {
     const l = leases.get(s);
     if (!l || l.nodo !== nodeId) return;
@@ -32,6 +34,7 @@ export function leases(): LeasesStore {
           started_at: now,
           margin_ms: node.marginMs,
           engine_url: node.engineUrl,
+          alone: node.alone === true,
         });
     },
 
@@ -44,10 +47,10 @@ export function leases(): LeasesStore {
       return [...holders].map(([id, h]) => ({
         id,
         label: h.label,
-        heartbeat_at: h.heartbeat_at,
+        heartbeat_at: beat(h, now),
         started_at: h.started_at,
-        alive: holderAlive(h, now),
-        silent_ms: Math.max(0, now - h.heartbeat_at),
+        alive: holderAlive({ ...h, heartbeat_at: beat(h, now) }, now),
+        silent_ms: Math.max(0, now - beat(h, now)),
         margin_ms: h.margin_ms,
         engine_url: h.engine_url,
       }));
@@ -61,8 +64,8 @@ export function leases(): LeasesStore {
           leases.set(s, { nodo: nodeId, next_at: 0 });
           return { stream: s, taken: true, restMs: 0 };
         }
-        if (!leaseTakable(l, nodeId, l.nodo === null ? undefined : holders.get(l.nodo), now))
-          return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
+        const h = l.nodo === null ? undefined : holders.get(l.nodo);
+        if (!leaseTakable(l, nodeId, h && { ...h, heartbeat_at: beat(h, now) }, now)) return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
         l.nodo = nodeId;
         return { stream: s, taken: true, restMs: 0 };
       });

@@ -51,6 +51,22 @@ export function immediate<T>(db: Database.Database, fn: () => T): T {
   }
 }
 
+/**
+ * Runs the reads of `fn` in one read transaction (a deferred BEGIN). Each
+ * read outside a transaction begins and ends one of its own, and that (the
+ * WAL's shared-memory locks) costs several times the read itself (D-189):
+ * many reads in a row share one here. Nested calls join the outer one.
+ */
+export function readTogether<T>(db: Database.Database, fn: () => T): T {
+  if (db.inTransaction) return fn();
+  stmt(db, 'BEGIN').run();
+  try {
+    return fn();
+  } finally {
+    if (db.inTransaction) stmt(db, 'COMMIT').run();
+  }
+}
+
 const gates = new WeakMap<Database.Database, WriteGate>();
 
 /** This connection's transactions take turns with another thread's through `gate` (write-gate.ts). */

@@ -1,0 +1,62 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ALONE_LAG_MS, NodePresence } from '../../src/core/nodes/node-presence.js';
+import { ManualClock } from '../../src/core/time/clock.js';
+import { loopLag } from '../../src/core/time/loop-lag.js';
+import { leases } from '../../src/store/sqlite/leases.js';
+
+const timing = { sendMs: 60_000, beatMs: 2_000, takeoverMarginMs: 10_000, onError: (err: unknown) => expect.fail(String(err)) };
+
+/** A node alone on its store (SQLite, D-191) on the in-memory leases that store keeps; clocks driven. */
+describe('a node alone on its store', () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it('beats once: no timer wakes it, yet it stays fresh, present and the holder of its streams however long the clock runs', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout', 'performance'] });
+    const clock = new ManualClock(Date.UTC(2026, 10, 30));
+    const store = leases();
+    const node = new NodePresence(store, clock, { ...timing, alone: true });
+    await node.start();
+    expect(vi.getTimerCount()).toBe(0);
+    expect(await node.take(['cola:1'])).toEqual([{ stream: 'cola:1', taken: true, restMs: 0 }]);
+    clock.advance(24 * 3600_000);
+    vi.advanceTimersByTime(24 * 3600_000);
+    expect(node.fresh()).toBe(true);
+    expect(node.lapses).toBe(1);
+    expect((await node.presentNodes()).map((n) => [n.id, n.silent_ms, n.alive])).toEqual([[node.info.id, 0, true]]);
+    expect(await node.holderWaitMs(node.info.id)).toBe(1000);
+    // Another holder in the same map (none in a served store) finds the stream held, its one beat a day old.
+    await store.nodeBeat({ id: 'other', label: 'other', staleMs: 60_000, marginMs: 10_000, engineUrl: null }, clock.now());
+    expect((await store.leaseTake('other', ['cola:1'], clock.now()))[0]!.taken).toBe(false);
+    await node.stop();
+    expect((await store.leaseTake('other', ['cola:1'], clock.now()))[0]!.taken).toBe(true);
+  });
+
+  it("samples the request thread's loop lag on a timer of its own, every 5 s at least, and beats no more", async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout', 'performance'] });
+    const clock = new ManualClock(Date.UTC(2026, 10, 30));
+    const store = leases();
+    const beats = vi.spyOn(store, 'nodeBeat');
+    const node = new NodePresence(store, clock, { ...timing, alone: true, sampleLag: true });
+    await node.start();
+    expect(vi.getTimerCount()).toBe(1);
+    loopLag.reset();
+    vi.advanceTimersByTime(3 * ALONE_LAG_MS);
+    expect(loopLag.count).toBe(3);
+    expect(beats).toHaveBeenCalledTimes(1);
+    await node.stop();
+  });
+
+  it('on a shared store the node beats every beatMs, and is fresh after each', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout'] });
+    const clock = new ManualClock(Date.UTC(2026, 10, 30));
+    const store = leases();
+    const beats = vi.spyOn(store, 'nodeBeat');
+    const node = new NodePresence(store, clock, timing);
+    await node.start();
+    await vi.advanceTimersByTimeAsync(3 * timing.beatMs);
+    expect(beats).toHaveBeenCalledTimes(4);
+    expect(node.fresh()).toBe(true);
+    expect(node.info.alone).toBeUndefined();
+    await node.stop();
+  });
+});
