@@ -307,6 +307,7 @@ describe('a pass that cannot read the lines', () => {
     const core = {
       clock: { now: () => 0 },
       store: {
+        caps: { shared: false },
         listLineas: async () => {
           reads += 1;
           throw new Error('database is locked');
@@ -331,7 +332,7 @@ describe('a very long interval', () => {
     let reads = 0;
     const core = {
       clock: { now: () => 0 },
-      store: { listLineas: async () => ((reads += 1), []) },
+      store: { caps: { shared: false }, listLineas: async () => ((reads += 1), []) },
       gateway: {},
     } as unknown as ConstructorParameters<typeof LineHealth>[0];
     const h = new LineHealth(core, idleNode, { intervalMs: 30 * 24 * 3_600_000, concurrency: 1, onError: () => {} });
@@ -351,6 +352,27 @@ describe('a very long interval', () => {
       process.off('warning', onWarning);
       vi.useRealTimers();
       await h.stop();
+    }
+  });
+});
+
+describe("a pass's page of lines", () => {
+  it('is 1,000 lines on a shared store (five round trips a page, whatever its size) and 200 on SQLite (one group commit a page)', async () => {
+    for (const shared of [true, false]) {
+      const limits: number[] = [];
+      const core = {
+        clock: { now: () => 0 },
+        store: {
+          caps: { shared },
+          listLineas: async (_after: number, limit: number) => (limits.push(limit), []),
+          checkLineHealth: async () => undefined,
+          pruneLineFailures: async () => 0,
+        },
+        gateway: { status: async () => 'connected' },
+      } as unknown as ConstructorParameters<typeof LineHealth>[0];
+      const h = new LineHealth(core, idleNode, { intervalMs: 0, concurrency: 1, onError: () => {} });
+      await h.checkNow();
+      expect(limits).toEqual([shared ? 1000 : 200]);
     }
   });
 });

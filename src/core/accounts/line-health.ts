@@ -10,6 +10,13 @@ import type { SessionStatus } from '../ports/model.js';
 /** setTimeout's ceiling (about 24.8 days): a longer --health-interval would otherwise fire every millisecond. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
+/**
+ * Lines per page of a pass. On PostgreSQL a page is five round trips whatever its size (statements over
+ * arrays), and an idle node's CPU is mostly round trips (D-191); on SQLite a page's writes are one turn of the
+ * request thread's group commit, which a bigger page would hold longer.
+ */
+export const HEALTH_PAGE = { shared: 1000, alone: 200 };
+
 /** Failure buckets removed per health pass at most: a pass never holds the writer for long. */
 const FAILURE_PRUNE_BATCH = 5000;
 
@@ -116,8 +123,9 @@ export class LineHealth {
     const failures: Array<{ err: unknown; instancia: string }> = [];
     const adopt = !this.adopted;
     let after = 0;
+    const size = core.store.caps.shared ? HEALTH_PAGE.shared : HEALTH_PAGE.alone;
     while (!this.stopped) {
-      const page = await core.store.listLineas(after, 200);
+      const page = await core.store.listLineas(after, size);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;
       // Lines another node is checking, or checked within the interval, are its.
