@@ -203,26 +203,19 @@ export function queue(db: Db): QueueStore {
      * whichever node sweeps it, and never one a live claim holds.
      */
     async expireDue(now: number, error: string, limit: number): Promise<{ ended: MensajeRow[]; next: number | null }> {
-      const due = await db.q<{ msg_id: string }>(
-        `SELECT p.msg_id FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id
-         WHERE p.vence_at <= $1 AND (m.lease_until IS NULL OR m.lease_until <= $1) ORDER BY p.vence_at LIMIT $2`,
-        [now, limit],
-      );
-      const ended =
-        due.length === 0
-          ? []
-          : await expireQueued(
-              db,
-              due.map((d) => d.msg_id),
-              error,
-              now,
-            );
-      const [r] = await db.q<{ next: number | null }>(
-        `SELECT LEAST((SELECT MIN(vence_at) FROM mensajes_pendientes WHERE vence_at > $1),
+      // One round trip for the look (an idle node's CPU is its round trips, D-191): the due ones and the next time. Ending
+      // the due ones moves neither part of `next` (messages not yet due; due ones a claim holds); one a claim takes
+      // meanwhile is not ended, and is found by the look after its claim (the poll's at the latest).
+      const [r] = await db.q<{ due: string[]; next: number | null }>(
+        `SELECT ARRAY(SELECT p.msg_id FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id
+           WHERE p.vence_at <= $1 AND (m.lease_until IS NULL OR m.lease_until <= $1) ORDER BY p.vence_at LIMIT $2) AS due,
+         LEAST((SELECT MIN(vence_at) FROM mensajes_pendientes WHERE vence_at > $1),
            -- Each expired message's claim read by its key (a correlated subquery: never a join the planner may hash over mensajes).
            (SELECT MIN((SELECT m.lease_until FROM mensajes m WHERE m.msg_id = p.msg_id AND m.lease_until > $1)) FROM mensajes_pendientes p WHERE p.vence_at <= $1)) AS next`,
-        [now],
+        [now, limit],
       );
+      const due = r?.due ?? [];
+      const ended = due.length === 0 ? [] : await expireQueued(db, due, error, now);
       return { ended, next: r?.next === null || r?.next === undefined ? null : Number(r.next) };
     },
     async retryLater(msgId: string, at: number, error: string): Promise<void> {
