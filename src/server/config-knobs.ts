@@ -531,7 +531,7 @@ export const SERVE_KNOBS = {
     help: "how long a receiver's vetted addresses are trusted before its host is resolved and checked again",
   }),
   webhookAgentIdleMs: knob({ kind: 'int', default: 60_000, help: "how long an unused receiver's connections are kept" }),
-  nodeBeatMs: knob({ kind: 'int', default: 2000, help: 'how often this node tells the store it is alive' }),
+  nodeBeatMs: knob({ kind: 'int', default: 2000, help: 'how often this node tells the store it is alive (alone on SQLite it tells it once, D-191)' }),
   engineSettleMs: knob({
     kind: 'duration',
     flag: '--engine-settle <duration>',
