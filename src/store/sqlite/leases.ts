@@ -11,7 +11,8 @@ import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../
 export function leases(): LeasesStore {
   const leases = new Map<string, LeaseState>();
   const holders = new Map<string, HolderState & { label: string; started_at: number; margin_ms: number; engine_url: string | null; alone: boolean }>();
-  const beat = (h: HolderState & { alone: boolean }, now: number) => (h.alone ? now : h.heartbeat_at);
+  /** A holder as read at `now`: an alone one beating then. */
+  const seen = <H extends HolderState & { alone: boolean }>(h: H, now: number): H => (h.alone ? { ...h, heartbeat_at: now } : h);
   const give = (nodeId: string, s: string, restMs: number, now: number): void => {
     const l = leases.get(s);
     if (!l || l.nodo !== nodeId) return;
@@ -44,16 +45,19 @@ export function leases(): LeasesStore {
     },
 
     async nodes(now: number): Promise<NodeRow[]> {
-      return [...holders].map(([id, h]) => ({
-        id,
-        label: h.label,
-        heartbeat_at: beat(h, now),
-        started_at: h.started_at,
-        alive: holderAlive({ ...h, heartbeat_at: beat(h, now) }, now),
-        silent_ms: Math.max(0, now - beat(h, now)),
-        margin_ms: h.margin_ms,
-        engine_url: h.engine_url,
-      }));
+      return [...holders].map(([id, held]) => {
+        const h = seen(held, now);
+        return {
+          id,
+          label: h.label,
+          heartbeat_at: h.heartbeat_at,
+          started_at: h.started_at,
+          alive: holderAlive(h, now),
+          silent_ms: Math.max(0, now - h.heartbeat_at),
+          margin_ms: h.margin_ms,
+          engine_url: h.engine_url,
+        };
+      });
     },
 
     async leaseTake(nodeId: string, streams: string[], now: number, gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
@@ -65,7 +69,7 @@ export function leases(): LeasesStore {
           return { stream: s, taken: true, restMs: 0 };
         }
         const h = l.nodo === null ? undefined : holders.get(l.nodo);
-        if (!leaseTakable(l, nodeId, h && { ...h, heartbeat_at: beat(h, now) }, now)) return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
+        if (!leaseTakable(l, nodeId, h && seen(h, now), now)) return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
         l.nodo = nodeId;
         return { stream: s, taken: true, restMs: 0 };
       });
