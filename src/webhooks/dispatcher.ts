@@ -326,11 +326,15 @@ export class WebhookDispatcher implements WebhookControl {
    * memory, best effort). Looked at when this node made events (other
    * nodes read their own), and at every safety look.
    */
-  private async tailListeners(t: number): Promise<void> {
+  /** `read`: the listeners as this look read them (null: not read). */
+  private async tailListeners(t: number, read: EscuchaRow[] | null): Promise<void> {
     const now = this.core.clock.now();
     // A listener added since (on any node) is in the next read: this node's events then are copied to it within listenerRecheckMs.
-    this.escuchasRecheck = t - this.escuchasAt < this.opts.listenerRecheckMs;
-    if (!this.escuchasRecheck) {
+    this.escuchasRecheck = read === null && t - this.escuchasAt < this.opts.listenerRecheckMs;
+    if (read) {
+      this.escuchas = read;
+      this.escuchasAt = t;
+    } else if (!this.escuchasRecheck) {
       this.escuchas = await this.core.store.allLiveEscuchas(now);
       this.escuchasAt = t;
     }
@@ -344,11 +348,15 @@ export class WebhookDispatcher implements WebhookControl {
   private async look(): Promise<number> {
     const { store } = this.core;
     const t = this.core.clock.ticks();
+    let read: EscuchaRow[] | null = null;
     if (t - this.loadedAt >= this.opts.pollMs) {
       // After a start (or a crash), and every pollMs: every client with pending deliveries, whichever node made them
       // (a node that stopped or died leaves due deliveries no event of this node hints), each woken for when it is due.
+      // The listeners, when due for a read, come in the same one (D-191).
       this.loadedAt = t;
-      for (const r of await store.entregaQueues()) this.queue(r.cliente_id).hint(r.next_at);
+      const look = await store.webhookLook(this.core.clock.now(), t - this.escuchasAt >= this.opts.listenerRecheckMs);
+      for (const r of look.queues) this.queue(r.cliente_id).hint(r.next_at);
+      read = look.escuchas;
       this.copiesDue = true;
     }
     this.agents.sweep();
@@ -357,7 +365,7 @@ export class WebhookDispatcher implements WebhookControl {
     if (this.copiesDue) {
       // Cleared first: an event during the read sets it again.
       this.copiesDue = false;
-      await this.tailListeners(t);
+      await this.tailListeners(t, read);
     }
     const now = this.core.clock.now();
     // Rounds of one start per client, those with fewest in flight first: an idle client never waits behind another's extra deliveries.

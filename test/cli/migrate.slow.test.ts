@@ -287,7 +287,7 @@ async function portView(store: Store, inst: Installation) {
     webhooks: await Promise.all(clientes.map((c) => store.getWebhook(c.id))),
     entregas: await store.listEntregas(inst.clienteA, 500),
     due: await claimableAt(store, inst.clienteA, inst.now + 10 * 24 * 60 * MIN, 100),
-    queues: await store.entregaQueues(),
+    queues: (await store.webhookLook(0, false)).queues,
     kv: [await store.kvList('sim'), await store.kvList('otro')],
     audit: await store.listAudit({ limit: 100 }),
     servers: await store.listGatewayServers(),

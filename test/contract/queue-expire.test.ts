@@ -5,7 +5,7 @@ import { ADAPTERS, celular, messages, newCliente, storeEachTest } from './adapte
 /**
  * The expiry sweep of a send's validity (QueueStore.expireDue, docs/validity.md) on every store: only pending queued
  * messages whose validity passed, never one under a live claim, each ended once with its refund (even by two nodes
- * at once), and `next` the sweep's next work.
+ * at once), and `next` the sweep's next work; the queue's look reports the same work (`expiry`).
  */
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: QueueStore expiry sweep contract`, () => {
@@ -28,19 +28,23 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.acceptMensaje({ ...later, vigencia_hasta: 500 }, opts, 2)).toMatchObject({ ok: true });
       expect(await ctx.store.acceptMensaje(none, opts, 2)).toMatchObject({ ok: true, mensaje: { vigencia_hasta: null } });
       expect((await ctx.store.getCliente(c.id))!.saldo_global).toBe(96);
-      // Nothing due yet: the next is the first validity end.
+      // Nothing due yet: the next is the first validity end. The queue's look says as much, in its own read (D-191).
+      expect((await ctx.store.queueLook(99)).expiry).toEqual({ expired: false, next: 100 });
       expect(await ctx.store.expireDue(99, 'expired', 10)).toEqual({ ended: [], next: 100 });
       // The head is being sent (claimed, lease until 160): left to its sender; the next sweep is due at its lease's end.
       expect(await ctx.store.claimQueued(head.msg_id, slotClaim(cel, 50, 110), 50)).toEqual({ ok: true });
+      expect((await ctx.store.queueLook(100)).expiry).toEqual({ expired: true, next: 160 });
       const first = await ctx.store.expireDue(100, 'expired', 10);
       expect(first.ended.map((m) => m.msg_id)).toEqual([code.msg_id]);
       expect(first.ended[0]).toMatchObject({ estado: 'error', error_clase: 'caducado', error: 'expired', cobrado: 0, vigencia_hasta: 100 });
       expect(first.next).toBe(160);
       expect((await ctx.store.getCliente(c.id))!.saldo_global).toBe(97);
       // Again: nothing twice.
+      expect((await ctx.store.queueLook(101)).expiry).toEqual({ expired: false, next: 160 });
       expect((await ctx.store.expireDue(101, 'expired', 10)).ended).toEqual([]);
       // The head's claim ended without a send (a retry): the sweep ends it then; a claim after it finds nothing.
       await ctx.store.retryLater(head.msg_id, 200, 'transient');
+      expect((await ctx.store.queueLook(150)).expiry).toEqual({ expired: true, next: 500 });
       const second = await ctx.store.expireDue(150, 'expired', 10);
       expect(second.ended.map((m) => m.msg_id)).toEqual([head.msg_id]);
       expect(second.next).toBe(500);
@@ -51,6 +55,7 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.claimQueued(later.msg_id, slotClaim(cel, 300, 60_000), 300)).toEqual({ ok: true });
       expect(await ctx.store.markSent(later.msg_id, 'G-1', 301)).toMatchObject({ estado: 'enviado' });
       expect(await ctx.store.expireDue(1_000, 'expired', 10)).toEqual({ ended: [], next: null });
+      expect((await ctx.store.queueLook(1_000)).expiry).toEqual({ expired: false, next: null });
       expect((await ctx.store.getMensaje(later.msg_id))!.estado).toBe('enviado');
       expect(await ctx.store.queueSizes([cel.id])).toEqual([{ celular_id: cel.id, pendientes: 1 }]);
       expect((await ctx.store.getCliente(c.id))!.saldo_global).toBe(98);

@@ -111,7 +111,7 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.markSent(b1, 'G-b1', 5001)).toMatchObject({ estado: 'enviado' });
       // Nothing due: the line wakes when its first deferred message is (`later`, at 50 000).
       look = await ctx.store.queueLook(6000);
-      expect(look).toEqual({ lines: [{ celular_id: cel.id, proximo_intento_at: 50_000 }], due: [] });
+      expect(look).toEqual({ lines: [{ celular_id: cel.id, proximo_intento_at: 50_000 }], due: [], expiry: { expired: false, next: null } });
       expect(await ctx.store.claimQueued(later, slotClaim(cel, 6000, 60_000), 6000, true)).toEqual({ ok: false, reason: 'taken' });
       look = await ctx.store.queueLook(50_000);
       expect(look.due.map((m) => m.msg_id)).toEqual([later]);
@@ -122,8 +122,8 @@ for (const adapter of ADAPTERS) {
       expect(look.due.map((m) => m.msg_id)).toEqual([a1]);
     });
 
-    it('an empty queue: no lines, nothing due', async () => {
-      expect(await ctx.store.queueLook(1000)).toEqual({ lines: [], due: [] });
+    it('an empty queue: no lines, nothing due, nothing to expire', async () => {
+      expect(await ctx.store.queueLook(1000)).toEqual({ lines: [], due: [], expiry: { expired: false, next: null } });
     });
   });
 }

@@ -93,7 +93,7 @@ for (const adapter of ADAPTERS) {
         ['message.status', 'pendiente', 2],
         ['session.status', 'connected', 3],
       ]);
-      expect(await ctx.store.entregaQueues()).toEqual([]);
+      expect((await ctx.store.webhookLook(0, false)).queues).toEqual([]);
       // Active: each change logs its event with it, a delivery due at the event's time.
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 5);
       await ctx.store.markSent(m.msg_id, 'G1', 6);
@@ -116,7 +116,7 @@ for (const adapter of ADAPTERS) {
       // The next due time after 6 is 7: a claim at 6 takes the first alone, one at 7 the second too.
       expect((await claimableAt(ctx.store, c.id, 6)).map((e) => e.proximo_intento_at)).toEqual([6]);
       expect((await claimableAt(ctx.store, c.id, 7)).map((e) => e.proximo_intento_at)).toEqual([6, 7]);
-      expect(await ctx.store.entregaQueues()).toEqual([{ cliente_id: c.id, next_at: 6 }]);
+      expect((await ctx.store.webhookLook(0, false)).queues).toEqual([{ cliente_id: c.id, next_at: 6 }]);
       // The delivery's id and body are the event's, the same bytes every time they are read.
       const logged = await ctx.store.eventsAfter(c.id, null, 100);
       expect(due.map((e) => e.id)).toEqual(logged.slice(2).map((e) => e.id));
@@ -156,7 +156,7 @@ for (const adapter of ADAPTERS) {
       expect((await ctx.store.eventsAfter(other.id, null, 10)).every((e) => e.cliente_id === other.id)).toBe(true);
       expect((await ctx.store.eventsAfter(c.id, 'evt_nope', 10)).length).toBe(5);
       // No delivery was asked for.
-      expect(await ctx.store.entregaQueues()).toEqual([]);
+      expect((await ctx.store.webhookLook(0, false)).queues).toEqual([]);
     });
 
     it("eventKept: the client's event while it is in the log; never another client's, a pruned one or an id of another shape", async () => {
@@ -240,7 +240,7 @@ for (const adapter of ADAPTERS) {
       const e1 = await ctx.store.logTestEvent(ev(c.id, 100), true);
       const e2 = await ctx.store.logTestEvent(ev(c.id, 101), true);
       await ctx.store.logTestEvent(ev(other.id, 150), true);
-      expect((await ctx.store.entregaQueues()).sort((a, b) => a.cliente_id - b.cliente_id)).toEqual([
+      expect((await ctx.store.webhookLook(0, false)).queues.sort((a, b) => a.cliente_id - b.cliente_id)).toEqual([
         { cliente_id: c.id, next_at: 100 },
         { cliente_id: other.id, next_at: 150 },
       ]);
@@ -527,7 +527,7 @@ for (const adapter of ADAPTERS) {
       expect(first).toMatchObject({ evento: 'session.status', cliente_id: c.id, fecha: 2000, data: { status: 'connected' } });
       expect(await ctx.store.takeEscuchaEvents('esc_1', 10, 2100)).toEqual([]);
       expect(await ctx.store.takeEscuchaEvents('esc_other', 10, 2100)).toEqual([]);
-      expect(await ctx.store.entregaQueues()).toEqual([]);
+      expect((await ctx.store.webhookLook(0, false)).queues).toEqual([]);
       // With a configuration too: the listener's copy and the delivery are one event, one id.
       await ctx.store.setWebhook({ cliente_id: c.id, url: 'http://127.0.0.1:9/', secret: null, eventos: ['all'], activo: true }, 2200);
       await ctx.store.updateCelular(cel.celular.id, { last_status: 'connected' }, 2300, connected(2300));
@@ -555,6 +555,12 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.takeEscuchaEvents('esc_1', 10, 3000)).toEqual([]);
       expect((await ctx.store.allLiveEscuchas(2900)).map((e) => e.id).sort()).toEqual(['esc_1', 'esc_other']);
       expect(await ctx.store.allLiveEscuchas(3000)).toEqual([]);
+      // The dispatcher's look reads the same listeners beside the queues when asked (D-191), and none when not.
+      const look = await ctx.store.webhookLook(2900, true);
+      expect(look.escuchas).toEqual(await ctx.store.allLiveEscuchas(2900));
+      expect(look.escuchas!.every((e) => Array.isArray(e.eventos) && typeof e.expira_at === 'number')).toBe(true);
+      expect((await ctx.store.webhookLook(2900, false)).escuchas).toBeNull();
+      expect((await ctx.store.webhookLook(3000, true)).escuchas).toEqual([]);
     });
   });
 }

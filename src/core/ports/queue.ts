@@ -27,6 +27,15 @@ export interface BacklogLine {
   proximo_intento_at: number | null;
 }
 
+/**
+ * The expiry sweep's work as a look sees it (docs/validity.md): whether a pending queued message's validity ended by
+ * `now` with no live claim on it (the sweep has something to end), and when it next will (ExpiryLook.next as expireDue's).
+ */
+export interface ExpiryLook {
+  expired: boolean;
+  next: number | null;
+}
+
 export interface QueueStore {
   /** The oldest pending queued message of every line that has one. */
   queueHeads(): Promise<MensajeRow[]>;
@@ -35,9 +44,10 @@ export interface QueueStore {
    * message and its head's next attempt, read from the queue's own index,
    * and the heads due by `now` whole. A head waiting for a retry costs an
    * index seek, never a read of its message, so a look's cost follows the
-   * lines, not the waiting backlog (D-143).
+   * lines, not the waiting backlog (D-143). `expiry` rides on the same read: an idle node's look is one
+   * round trip, and the sweep runs only when it has something to end (D-191).
    */
-  queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }>;
+  queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[]; expiry: ExpiryLook }>;
   /**
    * Atomic: claims a pending queued message and its slot in its line's caps
    * until `slot.holdUntil`; `taken` when another worker holds a live claim or

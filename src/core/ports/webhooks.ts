@@ -1,6 +1,12 @@
 import type { LoggedEvent } from '../events/event-log.js';
 import type { AuditOf, EntregaRow, EscuchaRow, JournalEvent, WebhookConfig } from './model.js';
 
+/** A client with pending deliveries, and when its first falls due. */
+export interface EntregaQueue {
+  cliente_id: number;
+  next_at: number;
+}
+
 /** Who claims deliveries (a token of one claim) and until when; `firstOnly`: only deliveries never attempted. */
 export interface EntregaClaim {
   id: string;
@@ -120,8 +126,12 @@ export interface WebhooksStore {
   claimEntregas(clienteId: number, now: number, limit: number, claim: EntregaClaim): Promise<EntregaRow[]>;
   /** Gives back claimed deliveries that were not attempted (a stop abandons its attempts): due again at their own time, for anyone. */
   releaseEntregas(ids: string[], claimId: string): Promise<number>;
-  /** Every client with pending deliveries and when its first falls due (the dispatcher starts from this). */
-  entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>>;
+  /**
+   * The dispatcher's look (it starts from this, then looks every poll): every client with pending deliveries and when
+   * its first falls due; with `listeners`, every live listener too (allLiveEscuchas), in the same read, so an idle
+   * node's safety look is one round trip (D-191); else `escuchas` is null.
+   */
+  webhookLook(now: number, listeners: boolean): Promise<{ queues: EntregaQueue[]; escuchas: EscuchaRow[] | null }>;
   /**
    * Records one attempt and the delivery's new state together, clearing its
    * claim in the same statement; only while the claim is still `claimId`'s

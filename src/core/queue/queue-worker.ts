@@ -262,20 +262,28 @@ export class QueueWorker {
     // What no longer tells anything (the windows of heldByAnother and gaveLately): forgotten, so the maps follow the lines in use.
     for (const [id, t] of this.gaveAt) if (now - t >= 2 * this.keepIdleMs()) this.gaveAt.delete(id);
     for (const [id, t] of this.heldElsewhere) if (now - t >= this.keepIdleMs()) this.heldElsewhere.delete(id);
-    // Messages whose validity passed end first, whatever their line's state; the next one ending times the look.
-    const nextExpiry = await this.sweep(now);
-    if (nextExpiry !== null) wait = Math.min(wait, Math.max(1, nextExpiry - now));
     for (const [id, h] of this.heldTo) if (h.until <= now) this.heldTo.delete(id);
     const due: MensajeRow[] = [];
     const since = new Set<number>();
     this.queuedSince = since;
     let look: Awaited<ReturnType<Core['store']['queueLook']>>;
+    let nextExpiry: number | null;
     try {
       // Each line's head retry time, and the heads due now whole: a head waiting for a retry is not read (D-143).
       look = await this.core.store.queueLook(now);
+      nextExpiry = look.expiry.next;
+      // Messages whose validity passed end whatever their line's state; the look told whether there are any (D-191).
+      if (look.expiry.expired) {
+        const swept = await this.sweep(now);
+        nextExpiry = swept.next;
+        // What it ended may be a line's head or its whole backlog: looked at again, as the sweep left the queue.
+        if (swept.ended > 0) look = await this.core.store.queueLook(now);
+      }
     } finally {
       this.queuedSince = null;
     }
+    // The next one ending times the look.
+    if (nextExpiry !== null) wait = Math.min(wait, Math.max(1, nextExpiry - now));
     const heads = new Map(look.due.map((h) => [h.celular_id, h]));
     this.backlog = new Set([...look.lines.map((l) => l.celular_id), ...since]);
     this.waiting = new Map(
@@ -505,19 +513,21 @@ export class QueueWorker {
   /**
    * The expiry sweep (docs/validity.md): the pending queued messages whose validity ended by `now`, ended `caducado`
    * in batches with their refunds and events, wherever they stand in their line's queue. Any node may sweep: the
-   * store ends each once and never one under a live claim. Returns when to sweep again (null: nothing to wait for).
+   * store ends each once and never one under a live claim. Returns how many it ended and when to sweep again (null: nothing to wait for).
    */
-  private async sweep(now: number): Promise<number | null> {
+  private async sweep(now: number): Promise<{ ended: number; next: number | null }> {
+    let count = 0;
     for (let i = 0; i < EXPIRE_BATCHES; i += 1) {
       const { ended, next } = await this.core.store.expireDue(now, CADUCADO_ERROR, EXPIRE_BATCH);
+      count += ended.length;
       for (const m of ended) {
         publishMessageStatus(this.core, m, 'pendiente');
         await this.dropFile(m);
       }
-      if (ended.length < EXPIRE_BATCH) return next;
+      if (ended.length < EXPIRE_BATCH) return { ended: count, next };
     }
     // More left: the next look comes at once.
-    return now;
+    return { ended: count, next: now };
   }
   /** An error of a side task (the line's health check): reported, and nothing braked by it. */
   private readonly failed = (err: unknown): false => {

@@ -41,7 +41,12 @@ export function storePart(
         const { PgMedia } = await import('../../store/postgres/media.js');
         const { PgSignals } = await import('../../store/postgres/signals.js');
         const pg = await openPgStore(opts.store);
-        const signals = new PgSignals(opts.store, { pool: pg.db.pool, onError: onSignalsError });
+        // Channels of the store's own schema: stores in other schemas of one database (tests, two deployments) never hear them.
+        const schema = await pg.schemaName().catch(async (err: unknown) => {
+          await pg.close();
+          throw err;
+        });
+        const signals = new PgSignals(opts.store, { pool: pg.db.pool, schema, onError: onSignalsError });
         try {
           // A failed first connect is retried in the background: until it listens, other nodes' notices are bounded by the TTL.
           await signals.start();

@@ -1,4 +1,4 @@
-import type { BacklogLine, CancelResult, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
+import type { BacklogLine, CancelResult, ExpiryLook, ClaimResult, QueuedRow, QueueStore } from '../../core/ports/queue.js';
 import type { SlotClaim, SlotCount } from '../../core/sending/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
 import type { Db } from './db.js';
@@ -42,6 +42,17 @@ const FIRST_OF_RECIPIENT = `NOT EXISTS (${olderOfRecipient('c', '$1')})`;
  */
 const ONLY_HEAD = `AND NOT EXISTS (${olderOfRecipient('mensajes', '$2')})`;
 
+/**
+ * The expiry sweep's work at `$1` (ExpiryLook), through the pending side table's validity index (migration 30): an
+ * expired message no live claim holds, and when there next will be one: a validity ending, or a claim on an expired
+ * one ending. Each expired message's claim is read by its key (a correlated subquery: never a join the planner may
+ * hash over mensajes).
+ */
+const EXPIRY = `SELECT EXISTS (SELECT 1 FROM mensajes_pendientes p WHERE p.vence_at <= $1
+       AND NOT EXISTS (SELECT 1 FROM mensajes m WHERE m.msg_id = p.msg_id AND m.lease_until > $1)) AS expired,
+     LEAST((SELECT MIN(vence_at) FROM mensajes_pendientes WHERE vence_at > $1),
+       (SELECT MIN((SELECT m.lease_until FROM mensajes m WHERE m.msg_id = p.msg_id AND m.lease_until > $1)) FROM mensajes_pendientes p WHERE p.vence_at <= $1)) AS next`;
+
 /** The message's columns as the statements below read them, from `mensajes m`. */
 const M_COLS = colsOf('m');
 
@@ -72,10 +83,11 @@ export function queue(db: Db): QueueStore {
      * next deferred one falls due. A message waiting for its time is not read (D-143); the message found
      * is read whole.
      */
-    async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }> {
-      const rows = await db.q<(MensajeRow | { msg_id: null }) & { linea: number; linea_proximo: number | null }>(
-        `WITH RECURSIVE ${LINEAS}
-     SELECT l.id AS linea, CASE WHEN h.seq IS NULL THEN d.proximo END AS linea_proximo, ${M_COLS} FROM lineas l
+    async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[]; expiry: ExpiryLook }> {
+      // One row at least (the sweep's columns), then one per line: an idle node's look is one round trip (D-191).
+      const rows = await db.q<(MensajeRow | { msg_id: null }) & { linea: number | null; linea_proximo: number | null; expired: boolean; next: number | null }>(
+        `WITH RECURSIVE ${LINEAS},
+     q AS (SELECT l.id AS linea, CASE WHEN h.seq IS NULL THEN d.proximo END AS linea_proximo, ${M_COLS} FROM lineas l
      CROSS JOIN LATERAL (SELECT MIN(seq) AS seq FROM (
          (SELECT c.seq FROM mensajes_pendientes c WHERE c.modo = 'cola' AND c.celular_id = l.id AND c.proximo_intento_at IS NULL
             AND ${FIRST_OF_RECIPIENT} ORDER BY c.seq LIMIT 1)
@@ -87,17 +99,19 @@ export function queue(db: Db): QueueStore {
          WHERE c.modo = 'cola' AND c.celular_id = l.id AND c.proximo_intento_at IS NOT NULL AND c.proximo_intento_at > $1 AND h.seq IS NULL) d
      LEFT JOIN LATERAL (SELECT p.msg_id FROM mensajes_pendientes p WHERE p.seq = h.seq) k ON true
      LEFT JOIN LATERAL (SELECT * FROM mensajes WHERE msg_id = k.msg_id LIMIT 1) m ON true
-     WHERE l.id IS NOT NULL
-     ORDER BY l.id`,
+     WHERE l.id IS NOT NULL)
+     SELECT x.expired, x.next, q.* FROM (${EXPIRY}) x LEFT JOIN q ON true ORDER BY q.linea`,
         [now],
       );
       const lines: BacklogLine[] = [];
       const due: MensajeRow[] = [];
-      for (const { linea, linea_proximo, ...m } of rows) {
+      for (const { linea, linea_proximo, expired: _e, next: _n, ...m } of rows) {
+        if (linea === null) continue;
         lines.push({ celular_id: linea, proximo_intento_at: linea_proximo });
         if (m.msg_id !== null && m.estado === 'pendiente') due.push(m);
       }
-      return { lines, due };
+      const x = rows[0];
+      return { lines, due, expiry: { expired: x?.expired === true, next: x?.next === null || x?.next === undefined ? null : Number(x.next) } };
     },
     /**
      * The queue's size and age (metrics): a count over the pending side
@@ -208,10 +222,8 @@ export function queue(db: Db): QueueStore {
       // meanwhile is not ended, and is found by the look after its claim (the poll's at the latest).
       const [r] = await db.q<{ due: string[]; next: number | null }>(
         `SELECT ARRAY(SELECT p.msg_id FROM mensajes_pendientes p JOIN mensajes m ON m.msg_id = p.msg_id
-           WHERE p.vence_at <= $1 AND (m.lease_until IS NULL OR m.lease_until <= $1) ORDER BY p.vence_at LIMIT $2) AS due,
-         LEAST((SELECT MIN(vence_at) FROM mensajes_pendientes WHERE vence_at > $1),
-           -- Each expired message's claim read by its key (a correlated subquery: never a join the planner may hash over mensajes).
-           (SELECT MIN((SELECT m.lease_until FROM mensajes m WHERE m.msg_id = p.msg_id AND m.lease_until > $1)) FROM mensajes_pendientes p WHERE p.vence_at <= $1)) AS next`,
+           WHERE p.vence_at <= $1 AND (m.lease_until IS NULL OR m.lease_until <= $1) ORDER BY p.vence_at LIMIT $2) AS due, x.next
+         FROM (${EXPIRY}) x`,
         [now, limit],
       );
       const due = r?.due ?? [];

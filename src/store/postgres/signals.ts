@@ -4,7 +4,7 @@ import type { SignalHandler, Signals } from '../../core/ports/signals.js';
 import { LocalSignals } from '../../core/nodes/signals-local.js';
 
 export interface PgSignalsOptions {
-  /** Tests' schemas each get their own channels, so parallel tests never hear each other. */
+  /** The store's schema: each gets its own channels, so stores (parallel tests, deployments) in one database never hear each other. */
   schema?: string;
   /** The pool NOTIFY goes through (the store's). */
   pool: pg.Pool;
@@ -101,7 +101,8 @@ export class PgSignals implements Signals {
   /** A PostgreSQL channel name: short (63 bytes at most) and the schema's own. */
   private pgName(channel: string): string {
     return `pasarela_${createHash('sha256')
-      .update(`${this.opts.schema ?? ''}\0${channel}`)
+      // `public` names its channels as before schemas counted, so nodes of an older version still hear them.
+      .update(`${this.opts.schema === 'public' ? '' : (this.opts.schema ?? '')}\0${channel}`)
       .digest('hex')
       .slice(0, 24)}`;
   }

@@ -32,6 +32,8 @@ export interface PgStore extends Store {
   /** How its acceptance turns were taken (D-83). */
   readonly acceptPaths: AcceptPaths;
   schemaVersion(): Promise<number>;
+  /** The schema its tables live in (the URL's search_path, or `public`): its signals' channels are that schema's own. */
+  schemaName(): Promise<string>;
 }
 
 /**
@@ -76,6 +78,9 @@ export async function openPgStore(url: string, opts: PgOptions = {}): Promise<Pg
     ...leases(db),
     async schemaVersion(): Promise<number> {
       return (await db.one<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations'))?.v ?? 0;
+    },
+    async schemaName(): Promise<string> {
+      return (await db.one<{ s: string }>('SELECT current_schema() AS s'))?.s ?? 'public';
     },
     writeHealth: () =>
       writeHealthOf(db.pool, db.name, () =>

@@ -3,6 +3,7 @@ import type {
   EntregaClaim,
   EntregaClaimRequest,
   EntregaDeMensaje,
+  EntregaQueue,
   FailingWebhook,
   IntentoRow,
   WebhooksStore,
@@ -116,6 +117,11 @@ type StoredEscucha = Omit<EscuchaRow, 'eventos'> & { eventos: string; visto_xid?
 
 /** A listener as the port has it: without its cursor. */
 const escuchaOf = ({ visto_xid: _x, visto_seq: _s, ...r }: StoredEscucha): EscuchaRow => ({ ...r, eventos: JSON.parse(r.eventos) as string[] });
+
+/** Every client with pending deliveries, and when its first falls due (the partial index of pending deliveries). */
+const ENTREGA_QUEUES = "SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM eventos WHERE entrega = 'pendiente' GROUP BY cliente_id";
+/** Every listener live at $1, as one JSON array (a look reads it beside the queues). */
+const LIVE_ESCUCHAS = "SELECT COALESCE(json_agg(e ORDER BY e.created_at, e.id), '[]') FROM webhook_escuchas e WHERE e.expira_at > $1";
 
 async function liveEscuchas(q: Queryable, clienteId: number, now: number): Promise<EscuchaRow[]> {
   const r = await q.query('SELECT * FROM webhook_escuchas WHERE cliente_id = $1 AND expira_at > $2 ORDER BY created_at, id', [clienteId, now]);
@@ -294,8 +300,13 @@ export function webhooks(db: Db): WebhooksStore {
       ]);
       return r.length;
     },
-    async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
-      return db.q("SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM eventos WHERE entrega = 'pendiente' GROUP BY cliente_id");
+    /** One round trip (D-191): the clients' queues and, when asked, the listeners, each a JSON array. */
+    async webhookLook(now: number, listeners: boolean): Promise<{ queues: EntregaQueue[]; escuchas: EscuchaRow[] | null }> {
+      const [r] = await db.q<{ queues: EntregaQueue[]; escuchas?: StoredEscucha[] }>(
+        `SELECT (SELECT COALESCE(json_agg(q), '[]') FROM (${ENTREGA_QUEUES}) q) AS queues` + (listeners ? `, (${LIVE_ESCUCHAS}) AS escuchas` : ''),
+        listeners ? [now] : [],
+      );
+      return { queues: r?.queues ?? [], escuchas: listeners ? (r?.escuchas ?? []).map(escuchaOf) : null };
     },
     async failingWebhooks(limit: number): Promise<FailingWebhook[]> {
       return db.q<FailingWebhook>(failingWebhooksSelect(ph), [limit]);
@@ -426,7 +437,8 @@ export function webhooks(db: Db): WebhooksStore {
       return events(await db.q<EventLogRow>(TAKE_ESCUCHA_EVENTS, [escuchaId, now, limit]));
     },
     async allLiveEscuchas(now: number): Promise<EscuchaRow[]> {
-      return (await db.q<StoredEscucha>('SELECT * FROM webhook_escuchas WHERE expira_at > $1 ORDER BY created_at, id', [now])).map(escuchaOf);
+      const [r] = await db.q<{ escuchas: StoredEscucha[] }>(`SELECT (${LIVE_ESCUCHAS}) AS escuchas`, [now]);
+      return (r?.escuchas ?? []).map(escuchaOf);
     },
     /**
      * The oldest events first, by the primary key: the first one young

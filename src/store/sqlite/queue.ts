@@ -1,4 +1,4 @@
-import type { CancelResult, ClaimResult, QueuedRow, BacklogLine, QueueStore } from '../../core/ports/queue.js';
+import type { CancelResult, ClaimResult, QueuedRow, BacklogLine, ExpiryLook, QueueStore } from '../../core/ports/queue.js';
 import type Database from 'better-sqlite3';
 import type { SlotClaim } from '../../core/sending/caps.js';
 import type { MensajeRow } from '../../core/ports/model.js';
@@ -81,6 +81,20 @@ const LOOK = `WITH lineas AS MATERIALIZED (SELECT celular_id AS id, proximo FROM
           AND c.proximo_intento_at IS NOT NULL AND c.proximo_intento_at > @now) END AS proximo
      FROM lineas WHERE lineas.id IS NOT NULL`;
 
+/**
+ * The expiry sweep's work at `@now` (ExpiryLook): an expired message no live claim holds, through the queue's
+ * validity index (migration 30), and the next time there will be one: a validity ending, or a claim on an expired one.
+ */
+const EXPIRY = `SELECT EXISTS (SELECT 1 FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id
+       WHERE c.vence_at <= @now AND (m.lease_until IS NULL OR m.lease_until <= @now)) AS expired,
+     (SELECT MIN(t) FROM (SELECT MIN(vence_at) AS t FROM cola WHERE vence_at > @now
+       UNION ALL SELECT MIN(m.lease_until) FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.vence_at <= @now AND m.lease_until > @now)) AS next`;
+
+const expiryAt = (db: DB, now: number): ExpiryLook => {
+  const r = stmt(db, EXPIRY).get({ now }) as { expired: number; next: number | null };
+  return { expired: r.expired === 1, next: r.next };
+};
+
 /** The QueueStore port over one connection. */
 export function queue(db: DB): QueueStore {
   return {
@@ -106,11 +120,11 @@ export function queue(db: DB): QueueStore {
      * recipient's older ones (cola_destino, one seek); else when its next
      * deferred one falls due. A message waiting for its time is not read: a
      * look's cost follows the lines and the due messages, not the backlog
-     * (D-143). Then the messages found, whole. Two reads, no transaction: one
+     * (D-143). Then the messages found, whole, and the sweep's work. Reads with no transaction: one
      * that left pendiente between them is not answered, and whoever ended it
      * asks for the look that finds the next.
      */
-    async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[] }> {
+    async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[]; expiry: ExpiryLook }> {
       const rows = stmt(db, LOOK).all({ now }) as Array<{ celular_id: number; listo: number | null; diferido: number | null; proximo: number | null }>;
       const seqs: number[] = [];
       const lines = rows.map(({ celular_id, listo, diferido, proximo }): BacklogLine => {
@@ -125,7 +139,7 @@ export function queue(db: DB): QueueStore {
               db,
               "SELECT m.* FROM json_each(?) JOIN cola c ON c.seq = json_each.value JOIN mensajes m ON m.msg_id = c.msg_id WHERE m.estado = 'pendiente'",
             ).all(JSON.stringify(seqs)) as MensajeRow[]);
-      return { lines, due };
+      return { lines, due, expiry: expiryAt(db, now) };
     },
     /**
      * The queue's size and age (metrics): a count over the queue, which holds
@@ -227,12 +241,7 @@ export function queue(db: DB): QueueStore {
             db,
             due.map((d) => ({ msgId: d.msg_id, error, clase: 'caducado' as const, now, cancel: { unclaimedAt: now } })),
           ).filter((m): m is MensajeRow => m !== null);
-          const { t } = stmt(
-            db,
-            `SELECT MIN(t) AS t FROM (SELECT MIN(vence_at) AS t FROM cola WHERE vence_at > @now
-               UNION ALL SELECT MIN(m.lease_until) FROM cola c JOIN mensajes m ON m.msg_id = c.msg_id WHERE c.vence_at <= @now AND m.lease_until > @now)`,
-          ).get({ now }) as { t: number | null };
-          return { ended, next: t };
+          return { ended, next: expiryAt(db, now).next };
         }),
       );
     },

@@ -3,6 +3,7 @@ import type {
   EntregaClaim,
   EntregaClaimRequest,
   EntregaDeMensaje,
+  EntregaQueue,
   FailingWebhook,
   IntentoRow,
   WebhooksStore,
@@ -120,6 +121,10 @@ const escuchaOf = ({ visto_seq: _v, ...r }: StoredEscucha & { visto_seq?: number
 function liveEscuchas(db: DB, clienteId: number, now: number): EscuchaRow[] {
   const rows = stmt(db, 'SELECT * FROM webhook_escuchas WHERE cliente_id = ? AND expira_at > ? ORDER BY created_at, id').all(clienteId, now) as StoredEscucha[];
   return rows.map(escuchaOf);
+}
+
+function allLive(db: DB, now: number): EscuchaRow[] {
+  return (stmt(db, 'SELECT * FROM webhook_escuchas WHERE expira_at > ? ORDER BY created_at, id').all(now) as StoredEscucha[]).map(escuchaOf);
 }
 
 /** The WebhooksStore port over one connection. */
@@ -257,12 +262,12 @@ export function webhooks(db: DB): WebhooksStore {
         return immediate(db, () => ids.reduce((n, id) => n + release.run(seqOf(id), claimId).changes, 0));
       });
     },
-    /** Every client with pending deliveries, and when its first falls due. */
-    async entregaQueues(): Promise<Array<{ cliente_id: number; next_at: number }>> {
-      return stmt(db, "SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM eventos WHERE entrega = 'pendiente' GROUP BY cliente_id").all() as Array<{
-        cliente_id: number;
-        next_at: number;
-      }>;
+    async webhookLook(now: number, listeners: boolean): Promise<{ queues: EntregaQueue[]; escuchas: EscuchaRow[] | null }> {
+      const queues = stmt(
+        db,
+        "SELECT cliente_id, MIN(proximo_intento_at) AS next_at FROM eventos WHERE entrega = 'pendiente' GROUP BY cliente_id",
+      ).all() as EntregaQueue[];
+      return { queues, escuchas: listeners ? allLive(db, now) : null };
     },
     async failingWebhooks(limit: number): Promise<FailingWebhook[]> {
       return stmt(db, failingWebhooksSelect(ph)).all(limit) as FailingWebhook[];
@@ -398,8 +403,7 @@ export function webhooks(db: DB): WebhooksStore {
       );
     },
     async allLiveEscuchas(now: number): Promise<EscuchaRow[]> {
-      const rows = stmt(db, 'SELECT * FROM webhook_escuchas WHERE expira_at > ? ORDER BY created_at, id').all(now) as StoredEscucha[];
-      return rows.map(escuchaOf);
+      return allLive(db, now);
     },
     /**
      * The oldest events first, by the primary key: the first one young
