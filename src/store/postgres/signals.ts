@@ -36,6 +36,8 @@ export class PgSignals implements Signals {
   private closed = false;
   private pause: number;
   private connecting: Promise<void> | null = null;
+  /** The LISTENs of subscriptions made while connected, in turn. */
+  private listens: Promise<unknown> = Promise.resolve();
   /** channel name in PostgreSQL -> our channel */
   private readonly names = new Map<string, string>();
 
@@ -83,7 +85,9 @@ export class PgSignals implements Signals {
     const fresh = !this.names.has(name);
     this.names.set(name, channel);
     const off = this.local.subscribe(channel, handler);
-    if (fresh && this.client) this.listen(this.client, name).catch((err) => this.lost(this.client, err));
+    const c = this.client;
+    // One LISTEN after another on the connection (pg 9 refuses a query while one runs); a connection made since listens on its own.
+    if (fresh && c) this.listens = this.listens.then(() => (this.client === c ? this.listen(c, name) : undefined)).catch((err: unknown) => this.lost(c, err));
     return off;
   }
 
