@@ -7,7 +7,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { countsDelta, perMessage, takeCounts, takeThreadCounts } from '../pg-statements.mjs';
 import { HERE, IDLE_LINES, IDLE_PROFILE, IDLE_SETTLE_MS, IDLE_WINDOW_MS } from '../lib/options.mjs';
-import { cpuMs, log, needFlags, requestThreadCpuMs, sleep, startServe, stopQuietly, tempDir } from '../lib/proc.mjs';
+import { cpuMs, log, needFlags, requestThreadCpuMs, sleep, startServe, stopQuietly, tempDir, threadRates, threadTimes } from '../lib/proc.mjs';
 import { setupClient } from '../lib/http.mjs';
 import { f2, results } from '../lib/results.mjs';
 import { benchRedis, dropRedisPrefix, pgWatcher, postgresSchema, withAppName } from '../lib/postgres.mjs';
@@ -57,9 +57,9 @@ async function idleRun(dialect, tag) {
     const settleMsPerS = (cpuMs(s.pid) - settle0.cpu) / ((performance.now() - settle0.at) / 1000);
     const take = () => (pg ? takeCounts(countDir, s.pid) : takeThreadCounts(countDir, s.pid));
     const c0 = await take();
-    const a = { cpu: cpuMs(s.pid), req: requestThreadCpuMs(s.pid), pg: await watch?.snapshot(), at: performance.now() };
+    const a = { cpu: cpuMs(s.pid), req: requestThreadCpuMs(s.pid), threads: threadTimes(s.pid), pg: await watch?.snapshot(), at: performance.now() };
     await sleep(IDLE_WINDOW_MS);
-    const b = { cpu: cpuMs(s.pid), req: requestThreadCpuMs(s.pid), pg: await watch?.snapshot(), at: performance.now() };
+    const b = { cpu: cpuMs(s.pid), req: requestThreadCpuMs(s.pid), threads: threadTimes(s.pid), pg: await watch?.snapshot(), at: performance.now() };
     const c1 = await take();
     const secs = (b.at - a.at) / 1000;
     const pgMs = watch ? watch.delta(a.pg, b.pg).total : 0;
@@ -72,6 +72,8 @@ async function idleRun(dialect, tag) {
       window_s: secs,
       serve_ms_per_s: (b.cpu - a.cpu) / secs,
       request_thread_ms_per_s: (b.req - a.req) / secs,
+      // Per thread: where the node's CPU and wake-ups are (the main thread, the background one, V8's, libuv's).
+      threads: threadRates(s.pid, a.threads, b.threads, secs),
       postgres_ms_per_s: pgMs / secs,
       total_ms_per_s: (b.cpu - a.cpu + pgMs) / secs,
       statements_per_s: perMessage(countsDelta([[c0, c1]]), secs, 15),
@@ -92,7 +94,12 @@ const describe = (r) =>
   (r.dialect === 'postgres'
     ? ` + PostgreSQL ${f2(r.postgres_ms_per_s)} = ${f2(r.total_ms_per_s)} ms/s; ${f2(r.statements_per_s.product.round_trips)} round trips/s`
     : `; ${f2(r.statements_per_s.product.statements)} statements/s`) +
-  ` (the simulator's own ${f2(r.statements_per_s.sim.statements)} more); load ${r.load.toFixed(1)}`;
+  ` (the simulator's own ${f2(r.statements_per_s.sim.statements)} more); busiest threads ` +
+  r.threads
+    .slice(0, 3)
+    .map((t) => `${t.name} ${f2(t.ms_per_s)} ms/s ${f2(t.wakes_per_s)} wakes/s`)
+    .join(', ') +
+  `; load ${r.load.toFixed(1)}`;
 
 /** 18a SQLite, 18b PostgreSQL (a fresh schema, Redis counters under a prefix of its own). */
 export async function figureIdle() {

@@ -3,7 +3,7 @@
 // switches. What is started or made temporary here is killed or removed when
 // the bench exits.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, HERE } from './options.mjs';
@@ -118,6 +118,41 @@ export function cpuMs(pid) {
 export function threadCpuMs(pid, tid) {
   const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+}
+
+/**
+ * Every thread of the process now: its kernel id, its name (`comm`: node's are `node` for the main thread, `V8Worker`
+ * for the GC's platform threads, `libuv-worker`, and a worker thread's own name), CPU ms and context switches (each
+ * a wake-up: voluntary ones are waits that ended, the others preemptions). A thread gone between reads is left out.
+ */
+export function threadTimes(pid) {
+  const out = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      const switches = [...status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+      out.push({ tid: Number(tid), name, ms: threadCpuMs(pid, tid), switches });
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return out;
+}
+
+/**
+ * Each thread's ms/s and wake-ups/s between two threadTimes readings `secs` apart, busiest first (node names most of
+ * its threads `node`: the main thread, the request thread of serve, is marked `main`).
+ */
+export function threadRates(pid, a, b, secs) {
+  const before = new Map(a.map((t) => [t.tid, t]));
+  return b
+    .map((t) => {
+      const o = before.get(t.tid) ?? { ms: 0, switches: 0 };
+      const name = t.tid === pid ? 'main' : t.name;
+      return { tid: t.tid, name, ms_per_s: (t.ms - o.ms) / secs, wakes_per_s: (t.switches - o.switches) / secs };
+    })
+    .sort((x, y) => y.ms_per_s - x.ms_per_s);
 }
 
 /** The process's main thread alone (the request thread of serve; its background thread is apart). */

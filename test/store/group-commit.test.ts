@@ -67,3 +67,19 @@ it('a lone write that throws leaves nothing; the next turn writes as usual', asy
   expect(await grouped(db, () => put('y', 2))).toBe(1);
   expect(rows()).toEqual([{ k: 'y', v: 2 }]);
 });
+
+it('a full disk in a batch fails each write it took with it as the store fault (507), never a savepoint error', async () => {
+  put('seed', 0);
+  db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
+  const big = (k: string) => stmt(db, 'INSERT INTO t (k, v) VALUES (?, ?)').run(k + 'x'.repeat(20_000), 1).changes;
+  const results = await Promise.allSettled([grouped(db, () => put('a', 1)), grouped(db, () => big('b')), grouped(db, () => put('c', 3))]);
+  const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  // The big write fails; whatever the fault took with it fails the same way, and only what was answered ok is kept.
+  expect(failed.length).toBeGreaterThan(0);
+  for (const f of failed) expect(f.reason).toMatchObject({ row: { codigo: 903, status: 507 }, message: expect.stringContaining('SQLITE_FULL') });
+  const kept = results.flatMap((r, i) => (r.status === 'fulfilled' ? [['a', 'b', 'c'][i]] : []));
+  expect(rows().map((r) => (r as { k: string }).k)).toEqual(['seed', ...kept]);
+  expect(db.inTransaction).toBe(false);
+  db.pragma('max_page_count = 1000000');
+  expect(await grouped(db, () => big('d'))).toBe(1);
+});

@@ -173,6 +173,8 @@ function runBatch(db: Database.Database, batch: Pending[], savepoints: boolean):
       results.push({ ok: true, value: p.fn() });
       stmt(db, 'RELEASE w').run();
     } catch (error) {
+      // A fault that ended the transaction by itself (a full disk) took the writes before it too: all fail with it.
+      if (!db.inTransaction) throw error;
       stmt(db, 'ROLLBACK TO w').run();
       stmt(db, 'RELEASE w').run();
       results.push({ ok: false, error });
