@@ -62,23 +62,18 @@ async function idleRun(dialect, tag) {
     const settleMsPerS = (cpuMs(s.pid) - settle0.cpu) / ((performance.now() - settle0.at) / 1000);
     const take = () => (pg ? takeCounts(countDir, s.pid) : takeThreadCounts(countDir, s.pid));
     const c0 = await take();
-    const a = {
+    // The node, its threads, the anchor and PostgreSQL's backends at one moment.
+    const reading = async () => ({
       cpu: cpuMs(s.pid),
       req: requestThreadCpuMs(s.pid),
       threads: threadTimes(s.pid),
       bare: cpuMs(bare.pid),
       pg: await watch?.snapshot(),
       at: performance.now(),
-    };
+    });
+    const a = await reading();
     await sleep(IDLE_WINDOW_MS);
-    const b = {
-      cpu: cpuMs(s.pid),
-      req: requestThreadCpuMs(s.pid),
-      threads: threadTimes(s.pid),
-      bare: cpuMs(bare.pid),
-      pg: await watch?.snapshot(),
-      at: performance.now(),
-    };
+    const b = await reading();
     const c1 = await take();
     const secs = (b.at - a.at) / 1000;
     const pgMs = watch ? watch.delta(a.pg, b.pg).total : 0;
