@@ -324,9 +324,8 @@ export class WebhookDispatcher implements WebhookControl {
    * The listeners' copies: each live listener's events past its cursor, read
    * and the cursor moved in one statement, then posted by this node (from
    * memory, best effort). Looked at when this node made events (other
-   * nodes read their own), and at every safety look.
+   * nodes read their own), and at every safety look. `read`: the listeners as this look read them (null: not read).
    */
-  /** `read`: the listeners as this look read them (null: not read). */
   private async tailListeners(t: number, read: EscuchaRow[] | null): Promise<void> {
     const now = this.core.clock.now();
     // A listener added since (on any node) is in the next read: this node's events then are copied to it within listenerRecheckMs.

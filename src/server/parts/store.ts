@@ -41,19 +41,16 @@ export function storePart(
         const { PgMedia } = await import('../../store/postgres/media.js');
         const { PgSignals } = await import('../../store/postgres/signals.js');
         const pg = await openPgStore(opts.store);
-        // Channels of the store's own schema: stores in other schemas of one database (tests, two deployments) never hear them.
-        const schema = await pg.schemaName().catch(async (err: unknown) => {
-          await pg.close();
-          throw err;
-        });
-        const signals = new PgSignals(opts.store, { pool: pg.db.pool, schema, onError: onSignalsError });
+        let signals: InstanceType<typeof PgSignals> | undefined;
         try {
+          // Channels of the store's own schema: stores in other schemas of one database (tests, two deployments) never hear them.
+          const s = (signals = new PgSignals(opts.store, { pool: pg.db.pool, schema: await pg.schemaName(), onError: onSignalsError }));
           // A failed first connect is retried in the background: until it listens, other nodes' notices are bounded by the TTL.
-          await signals.start();
-          const value = { store: pg, media: new PgMedia(pg.db, tmp), source: pg.name, schemaVersion: await pg.schemaVersion(), signals };
-          return { value, base: true, stop: () => signals.close().finally(() => pg.close()) };
+          await s.start();
+          const value = { store: pg, media: new PgMedia(pg.db, tmp), source: pg.name, schemaVersion: await pg.schemaVersion(), signals: s };
+          return { value, base: true, stop: () => s.close().finally(() => pg.close()) };
         } catch (err) {
-          await signals.close();
+          await signals?.close();
           await pg.close();
           throw err;
         }

@@ -111,7 +111,7 @@ export function queue(db: Db): QueueStore {
         if (m.msg_id !== null && m.estado === 'pendiente') due.push(m);
       }
       const x = rows[0];
-      return { lines, due, expiry: { expired: x?.expired === true, next: x?.next === null || x?.next === undefined ? null : Number(x.next) } };
+      return { lines, due, expiry: { expired: x?.expired === true, next: x?.next ?? null } };
     },
     /**
      * The queue's size and age (metrics): a count over the pending side
