@@ -7,15 +7,19 @@
 //
 // `--pools N`: the lines in N pools (docs/pools.md), each send to a pool (`grupo`) with the client key;
 // `--client`: each send names its line (`celular_id`) with the client key (the pools' baseline, figure 19's).
+// `--big-store`: on a copy of the cached 1M-message store (figure 1c's and 3b's, bench/.cache; `node bench/run.mjs
+// --only 1c` builds it), sending as its bench client on the first 50 of its lines (their queues wait behind a head).
 // Each thread's CPU per message is printed before the profile (/proc/PID/task).
 //
-//   npm run build && node bench/profile.mjs [--directo] [--pools 10 | --client] [--ms 10000] [--top 30] [--thread 1] [-- extra serve flags]
+//   npm run build && node bench/profile.mjs [--directo] [--pools 10 | --client | --big-store] [--ms 10000] [--top 30] [--thread 1] [-- extra serve flags]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
+import { cacheKey, copyStore } from './big-store.mjs';
+import { waitActive } from './lib/http.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -28,7 +32,8 @@ const MS = opt('ms', 10_000);
 const TOP = opt('top', 30);
 const LINES = 50;
 const POOLS = opt('pools', 0);
-const CLIENT = POOLS > 0 || own.includes('--client');
+const BIG = own.includes('--big-store');
+const CLIENT = POOLS > 0 || BIG || own.includes('--client');
 
 const dataDir = mkdtempSync(join(tmpdir(), 'pasarela-profile-'));
 const profDir = mkdtempSync(join(tmpdir(), 'pasarela-cpuprof-'));
@@ -36,6 +41,11 @@ process.on('exit', () => {
   rmSync(dataDir, { recursive: true, force: true });
   rmSync(profDir, { recursive: true, force: true });
 });
+
+// The cached store of figures 1c and 3b (1,000,000 messages, 100 bench lines).
+const big = BIG ? join(ROOT, 'bench', '.cache', await cacheKey(ROOT, 1_000_000, 100)) : null;
+if (big && !existsSync(join(big, 'meta.json'))) throw new Error(`no cached 1M store for this schema (${big}): run node bench/run.mjs --only 1c first`);
+if (big) copyStore(big, dataDir);
 
 const child = spawn(
   process.execPath,
@@ -66,16 +76,24 @@ async function call(method, path, key, json) {
   return JSON.parse(text);
 }
 
-const cli = await call('POST', '/admin/clientes', admin, { nombre: 'Profile', email: 'p@example.com', saldo: 1e9 });
 const keys = [];
-const lineIds = [];
-for (let i = 0; i < LINES; i++) {
-  const c = await call('POST', '/api/celular_crear.php', cli.api_key, { numero: `52155${10_000_000 + i * 13}` });
-  await call('POST', `/api/celular_qr.php?id=${c.celular_id}`, cli.api_key);
-  await call('POST', '/admin/sim/scan', admin, { celular_id: c.celular_id });
-  await call('POST', `/api/celular_editar.php?id=${c.celular_id}`, cli.api_key, { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 });
-  keys.push(c.api_key);
-  lineIds.push(c.celular_id);
+let lineIds = [];
+let cli;
+if (big) {
+  const { bench } = JSON.parse(readFileSync(join(big, 'meta.json'), 'utf8'));
+  cli = { api_key: bench.key };
+  lineIds = bench.lines.slice(0, LINES);
+  await waitActive({ url }, bench.key, bench.lines.length);
+} else {
+  cli = await call('POST', '/admin/clientes', admin, { nombre: 'Profile', email: 'p@example.com', saldo: 1e9 });
+  for (let i = 0; i < LINES; i++) {
+    const c = await call('POST', '/api/celular_crear.php', cli.api_key, { numero: `52155${10_000_000 + i * 13}` });
+    await call('POST', `/api/celular_qr.php?id=${c.celular_id}`, cli.api_key);
+    await call('POST', '/admin/sim/scan', admin, { celular_id: c.celular_id });
+    await call('POST', `/api/celular_editar.php?id=${c.celular_id}`, cli.api_key, { max_envios_por_minuto: 1000, max_envios_por_hora: 50_000 });
+    keys.push(c.api_key);
+    lineIds.push(c.celular_id);
+  }
 }
 for (let g = 0; g < POOLS; g++)
   await call('POST', '/api/grupo_crear.php', cli.api_key, { nombre: `p${g}`, celulares: lineIds.filter((_, i) => i % POOLS === g) });
@@ -109,7 +127,8 @@ await Promise.all(
         method: 'POST',
         headers: { authorization: `Bearer ${CLIENT ? cli.api_key : keys[i % LINES]}`, 'content-type': 'application/json' },
         body: JSON.stringify({
-          destinatario: `5255${10_000_000 + i}`,
+          // On the 1M store, recipients past those its history wrote to (as figure 1c).
+          destinatario: `5255${10_000_000 + (BIG ? 700_000 : 0) + i}`,
           mensaje: `hola ${i}`,
           ...(POOLS ? { grupo: `p${i % POOLS}` } : CLIENT ? { celular_id: lineIds[i % LINES] } : {}),
           ...(DIRECTO ? { directo: 1 } : {}),

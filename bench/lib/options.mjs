@@ -25,6 +25,8 @@ export const WEBHOOK_EVENTS = opt('webhook-events', 5000);
 export const BIG_ROWS = opt('big-store-rows', 1_000_000);
 /** Figure 1b: rounds of the empty store and the 1M store, interleaved. */
 export const GROWTH_ROUNDS = opt('growth-rounds', 2);
+/** Figure 1c's offer, accepts a second on both stores (open loop). */
+export const GROWTH_RATE = opt('growth-rate', 2000);
 /**
  * Figure 9: messages pushed at a fixed rate (requests/s, spread round-robin over the nodes), in rounds of
  * 1, 2, 3 nodes; the median per node count is reported (one round swings 10-20% on this shared machine).
@@ -93,7 +95,7 @@ export const USAGE = `pasarela benchmarks (bench/README.md has each figure):
   npm run bench            (= npm run build && node bench/run.mjs)
   node bench/run.mjs [--only 1,3] [--duration-ms 5000] [--warmup-ms 1000] [--connections 50]
                      [--pipeline-messages N] [--webhook-events 5000] [--rebuild-store] [--skip-historial]
-                     [--big-store-rows 1000000] [--growth-rounds 2] [--warmup-messages 200]
+                     [--big-store-rows 1000000] [--growth-rounds 2] [--growth-rate 2000] [--warmup-messages 200]
                      [--nodes-messages 600] [--nodes-rate 30] [--nodes-rounds 3] [--nodes-idle-ms 5000]
                      [--nodes-profile DIR [--nodes-cpu-prof]]
                      [--lifecycle-messages 600] [--lifecycle-rate 30] [--live-seconds 10] [--live-rate 300]

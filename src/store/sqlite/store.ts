@@ -33,7 +33,10 @@ export interface SqliteStore extends Store {
   readonly db: Database.Database;
   /** Applies every migration not yet recorded; returns the versions applied now. */
   migrate(): number[];
-  /** Another thread of this process writes the same file (server/background/): transactions take turns through `gate`. */
+  /**
+   * Another thread of this process writes the same file (server/background/): transactions take turns through
+   * `gate`, and checkpoints are left to the checkpointer (only a served store has a second thread, and a checkpointer).
+   */
   shareWrites(gate: WriteGate): void;
   schemaVersion(): number;
   backupTo(file: string): Promise<{ schemaVersion: number }>;
@@ -77,7 +80,12 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     ...leases(),
     ...lineHealth(db),
     migrate: () => migrate(db),
-    shareWrites: (gate) => useWriteGate(db, gate),
+    shareWrites: (gate) => {
+      useWriteGate(db, gate);
+      // Both threads' connections leave the WAL to the request thread's checkpointer. At SQLite's default (1,000
+      // pages) the background thread's COMMITs ran a checkpoint nearly every time under a send load: 3.4 ms each.
+      db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
+    },
     schemaVersion: () => schemaVersion(db),
     writeHealth: () =>
       writeHealthOf(db, db.name, () =>
