@@ -122,6 +122,29 @@ for (const adapter of ADAPTERS) {
       expect(look.due.map((m) => m.msg_id)).toEqual([a1]);
     });
 
+    it('lines left unread (D-143): in the look as lines with a head due, their heads not read; batches of 1 and of many', async () => {
+      const { cels, queue } = await lines(5);
+      const heads = new Map<number, string>();
+      for (const cel of cels) {
+        heads.set(cel.id, await queue(cel, 2000));
+        await queue(cel, 2001);
+      }
+      // The last line's head waits for a retry: unread or not, the look tells when.
+      const waiting = cels[4]!;
+      await retried(waiting, heads.get(waiting.id)!, 3000, 100_000);
+      const all = summary(await ctx.store.queueLook(5000));
+      expect(all.due).toHaveLength(4);
+      const ids = cels.map((c) => c.id);
+      for (const unread of [[ids[0]!], ids.slice(0, 3), ids, [987_654]]) {
+        const look = summary(await ctx.store.queueLook(5000, unread));
+        expect(look.lines).toEqual(all.lines);
+        const read = cels.slice(0, 4).filter((c) => !unread.includes(c.id));
+        expect(look.due).toEqual(read.map((c) => heads.get(c.id)!).sort());
+      }
+      expect(all.lines.find((l) => l.celular_id === waiting.id)).toEqual({ celular_id: waiting.id, proximo_intento_at: 100_000 });
+      expect(summary(await ctx.store.queueLook(5000, []))).toEqual(all);
+    });
+
     it('an empty queue: no lines, nothing due, nothing to expire', async () => {
       expect(await ctx.store.queueLook(1000)).toEqual({ lines: [], due: [], expiry: { expired: false, next: null } });
     });

@@ -285,11 +285,22 @@ describe('the gap between two sends of a line', () => {
       ids.push(r.body.msg_id);
     }
     const first = await waitEstado(s, ids[0]!, SENT);
+    // The looks in the pause leave the line's head unread (D-143); the one at its end reads it.
+    const store = s.core.store;
+    const look = store.queueLook.bind(store);
+    const unread: number[][] = [];
+    store.queueLook = async (now, lines) => {
+      unread.push([...(lines ?? [])]);
+      return look(now, lines);
+    };
     clock().advance(9_999);
     await staysPending(s, ids.slice(1));
+    expect(unread.at(-1)).toContain(L.celularId);
     clock().advance(1);
     await s.stepQueue();
     const second = await waitEstado(s, ids[1]!, SENT);
+    expect(unread.at(-1)).not.toContain(L.celularId);
+    store.queueLook = look;
     expect(second.enviado_at! - first.enviado_at!).toBe(10_000);
     expect((await mensaje(s, ids[2]!)).estado).toBe('pendiente');
     clock().advance(10_000);

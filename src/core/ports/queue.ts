@@ -45,9 +45,11 @@ export interface QueueStore {
    * and the heads due by `now` whole. A head waiting for a retry costs an
    * index seek, never a read of its message, so a look's cost follows the
    * lines, not the waiting backlog (D-143). `expiry` rides on the same read: an idle node's look is one
-   * round trip, and the sweep runs only when it has something to end (D-191).
+   * round trip, and the sweep runs only when it has something to end (D-191). The lines in `unread` (the
+   * worker's lines sending or in their pause) stay in `lines`, as lines with a head due, but their heads are
+   * not read: a look after one line's send reads one message, not every line's (D-143).
    */
-  queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[]; expiry: ExpiryLook }>;
+  queueLook(now: number, unread?: readonly number[]): Promise<{ lines: BacklogLine[]; due: MensajeRow[]; expiry: ExpiryLook }>;
   /**
    * Atomic: claims a pending queued message and its slot in its line's caps
    * until `slot.holdUntil`; `taken` when another worker holds a live claim or

@@ -268,16 +268,18 @@ export class QueueWorker {
     this.queuedSince = since;
     let look: Awaited<ReturnType<Core['store']['queueLook']>>;
     let nextExpiry: number | null;
+    // Lines sending, or in a pause no look cuts short: their heads are not read (D-143).
+    const unread = this.unreadLines(now);
     try {
       // Each line's head retry time, and the heads due now whole: a head waiting for a retry is not read (D-143).
-      look = await this.core.store.queueLook(now);
+      look = await this.core.store.queueLook(now, [...unread]);
       nextExpiry = look.expiry.next;
       // Messages whose validity passed end whatever their line's state; the look told whether there are any (D-191).
       if (look.expiry.expired) {
         const swept = await this.sweep(now);
         nextExpiry = swept.next;
         // What it ended may be a line's head or its whole backlog: looked at again, as the sweep left the queue.
-        if (swept.ended > 0) look = await this.core.store.queueLook(now);
+        if (swept.ended > 0) look = await this.core.store.queueLook(now, [...unread]);
       }
     } finally {
       this.queuedSince = null;
@@ -300,8 +302,10 @@ export class QueueWorker {
       const head = heads.get(id);
       if (!head) {
         // Every message of it waits for its time (a retry, a scheduled send): looked at again when the first is due.
+        // A line left unread has a head due, held by its pause: looked at when the pause ends, at once if it ended meanwhile.
         const at = Math.max(held?.until ?? 0, line.proximo_intento_at ?? 0);
         if (at > now) wait = Math.min(wait, at - now);
+        else if (line.proximo_intento_at === null && unread.has(id)) wait = 1;
         continue;
       }
       const retryAt = head.proximo_intento_at ?? 0;
@@ -345,6 +349,20 @@ export class QueueWorker {
       wait = Math.min(wait, a.restMs || this.core.config.queue.recheckMs);
     }
     return wait;
+  }
+
+  /**
+   * The lines whose head a look would not send now, so it need not read them (D-143): those sending here, and
+   * those in a pause that only its end lifts (the human gap, a cap's or the gateway's pause, another node's
+   * rest). A hold on the line's state is not one of them: its recheck may lift it sooner.
+   */
+  private unreadLines(now: number): Set<number> {
+    const out = new Set<number>();
+    for (const id of this.backlog) {
+      const held = this.notBefore.get(id);
+      if (this.runner.isBusy(id) || (held && held.until > now && held.recheck === Number.POSITIVE_INFINITY)) out.add(id);
+    }
+    return out;
   }
 
   /** A guess on a line whose backlog all waits missed: its recipient's next accepts wait for the line's next due time unguessed. */

@@ -83,7 +83,7 @@ export function queue(db: Db): QueueStore {
      * next deferred one falls due. A message waiting for its time is not read (D-143); the message found
      * is read whole.
      */
-    async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[]; expiry: ExpiryLook }> {
+    async queueLook(now: number, unread: readonly number[] = []): Promise<{ lines: BacklogLine[]; due: MensajeRow[]; expiry: ExpiryLook }> {
       // One row at least (the sweep's columns), then one per line: an idle node's look is one round trip (D-191).
       const rows = await db.q<(MensajeRow | { msg_id: null }) & { linea: number | null; linea_proximo: number | null; expired: boolean; next: number | null }>(
         `WITH RECURSIVE ${LINEAS},
@@ -97,11 +97,11 @@ export function queue(db: Db): QueueStore {
             AND c.proximo_intento_at IS NOT NULL AND c.proximo_intento_at <= $1 AND ${FIRST_OF_RECIPIENT} OFFSET 0) r)) s) h
      CROSS JOIN LATERAL (SELECT MIN(c.proximo_intento_at) AS proximo FROM mensajes_pendientes c
          WHERE c.modo = 'cola' AND c.celular_id = l.id AND c.proximo_intento_at IS NOT NULL AND c.proximo_intento_at > $1 AND h.seq IS NULL) d
-     LEFT JOIN LATERAL (SELECT p.msg_id FROM mensajes_pendientes p WHERE p.seq = h.seq) k ON true
+     LEFT JOIN LATERAL (SELECT p.msg_id FROM mensajes_pendientes p WHERE p.seq = h.seq AND l.id <> ALL($2::bigint[])) k ON true
      LEFT JOIN LATERAL (SELECT * FROM mensajes WHERE msg_id = k.msg_id LIMIT 1) m ON true
      WHERE l.id IS NOT NULL)
      SELECT x.expired, x.next, q.* FROM (${EXPIRY}) x LEFT JOIN q ON true ORDER BY q.linea`,
-        [now],
+        [now, unread],
       );
       const lines: BacklogLine[] = [];
       const due: MensajeRow[] = [];

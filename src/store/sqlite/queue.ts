@@ -124,12 +124,13 @@ export function queue(db: DB): QueueStore {
      * that left pendiente between them is not answered, and whoever ended it
      * asks for the look that finds the next.
      */
-    async queueLook(now: number): Promise<{ lines: BacklogLine[]; due: MensajeRow[]; expiry: ExpiryLook }> {
+    async queueLook(now: number, unread: readonly number[] = []): Promise<{ lines: BacklogLine[]; due: MensajeRow[]; expiry: ExpiryLook }> {
       const rows = stmt(db, LOOK).all({ now }) as Array<{ celular_id: number; listo: number | null; diferido: number | null; proximo: number | null }>;
       const seqs: number[] = [];
+      const skip = new Set(unread);
       const lines = rows.map(({ celular_id, listo, diferido, proximo }): BacklogLine => {
         const seq = listo === null ? diferido : diferido === null ? listo : Math.min(listo, diferido);
-        if (seq !== null) seqs.push(seq);
+        if (seq !== null && !skip.has(celular_id)) seqs.push(seq);
         return { celular_id, proximo_intento_at: seq === null ? proximo : null };
       });
       const due =
