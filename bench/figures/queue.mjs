@@ -128,12 +128,12 @@ export async function figureAcceptGrowth() {
     const secs = (performance.now() - t0) / 1000;
     const bg = threadCpuMs(s.pid, tid) - bg0;
     const all = cpuMs(s.pid) - all0;
-    const errors = got.ok === 0 ? 1 : Object.entries(got.statuses).reduce((a, [st, n]) => a + (st === '200' ? 0 : n), 0);
+    const errors = got.ok === 0 ? 1 : Object.entries(got.statuses).reduce((a, [st, n]) => a + (Number(st) >= 200 && Number(st) < 300 ? 0 : n), 0);
     // Per second too: the thread's work at the same offer on both stores.
     return {
       ...got,
       errors,
-      server_cpu_ms_per_ok: all / got.ok,
+      server_cpu_ms_per_ok: got.ok ? all / got.ok : NaN,
       background_thread_cpu_ms_per_ok: got.ok ? bg / got.ok : NaN,
       background_thread_cpu_ms_per_s: bg / secs,
     };

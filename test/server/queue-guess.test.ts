@@ -32,7 +32,7 @@ function counted(store: Store) {
   const claim = store.claimQueued.bind(store);
   const take = store.leaseTake.bind(store);
   const give = store.leaseGive.bind(store);
-  store.queueLook = async (now) => (n.looks++, look(now));
+  store.queueLook = async (now, unread) => (n.looks++, look(now, unread));
   store.claimQueued = async (id, slot, now, onlyHead) => {
     const r = await claim(id, slot, now, onlyHead);
     if (onlyHead) {
@@ -399,7 +399,7 @@ describeWith(postgres, 'postgres: a message accepted on a node whose line anothe
     const looksOf = (x: TestServer) => {
       const n = { looks: 0 };
       const look = x.core.store.queueLook.bind(x.core.store);
-      x.core.store.queueLook = async (now) => (n.looks++, look(now));
+      x.core.store.queueLook = async (now, unread) => (n.looks++, look(now, unread));
       return n;
     };
     const onC = looksOf(c);

@@ -353,8 +353,8 @@ export class QueueWorker {
 
   /**
    * The lines whose head a look would not send now, so it need not read them (D-143): those sending here, and
-   * those in a pause that only its end lifts (the human gap, a cap's or the gateway's pause, another node's
-   * rest). A hold on the line's state is not one of them: its recheck may lift it sooner.
+   * those in a pause that only its end lifts (the human gap, the gateway's rate-limit pause, another node's
+   * rest). A hold with a recheck (the line's state, a cap) is not one of them: the recheck may lift it sooner.
    */
   private unreadLines(now: number): Set<number> {
     const out = new Set<number>();
