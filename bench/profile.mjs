@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool, request } from 'undici';
 import { cacheKey, copyStore } from './big-store.mjs';
+import { BIG_ROWS, CACHE } from './lib/options.mjs';
 import { waitActive } from './lib/http.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -43,7 +44,7 @@ process.on('exit', () => {
 });
 
 // The cached store of figures 1c and 3b (1,000,000 messages, 100 bench lines).
-const big = BIG ? join(ROOT, 'bench', '.cache', await cacheKey(ROOT, 1_000_000, 100)) : null;
+const big = BIG ? join(CACHE, await cacheKey(ROOT, BIG_ROWS, 100)) : null;
 if (big && !existsSync(join(big, 'meta.json'))) throw new Error(`no cached 1M store for this schema (${big}): run node bench/run.mjs --only 1c first`);
 if (big) copyStore(big, dataDir);
 

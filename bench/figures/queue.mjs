@@ -109,6 +109,8 @@ export async function figureAcceptGrowth() {
   const name = '1c. queue accept, background thread CPU/msg, 1M store vs empty';
   const one = async (s, key, lines) => {
     const tid = s.backgroundTid();
+    // 50 lines on both stores (the 1M store's client has 100): the worker's pacing, and so its sends, per line.
+    const fifty = lines.slice(0, 50);
     const push = (n, from) =>
       pushPaced({
         origins: [s.url],
@@ -117,8 +119,7 @@ export async function figureAcceptGrowth() {
         n,
         perS: GROWTH_RATE,
         connections: CONNECTIONS,
-        // 50 lines on both stores (the 1M store's client has 100): the worker's pacing, and so its sends, per line.
-        makeBody: (i) => textBody(lines.slice(0, 50), i, 700_000 + from + i, false),
+        makeBody: (i) => textBody(fifty, i, 700_000 + from + i, false),
       });
     await push(Math.round((GROWTH_RATE * WARMUP_MS) / 1000), 0);
     const bg0 = threadCpuMs(s.pid, tid);

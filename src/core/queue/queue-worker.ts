@@ -270,16 +270,17 @@ export class QueueWorker {
     let nextExpiry: number | null;
     // Lines sending, or in a pause no look cuts short: their heads are not read (D-143).
     const unread = this.unreadLines(now);
+    const unreadIds = [...unread];
     try {
       // Each line's head retry time, and the heads due now whole: a head waiting for a retry is not read (D-143).
-      look = await this.core.store.queueLook(now, [...unread]);
+      look = await this.core.store.queueLook(now, unreadIds);
       nextExpiry = look.expiry.next;
       // Messages whose validity passed end whatever their line's state; the look told whether there are any (D-191).
       if (look.expiry.expired) {
         const swept = await this.sweep(now);
         nextExpiry = swept.next;
         // What it ended may be a line's head or its whole backlog: looked at again, as the sweep left the queue.
-        if (swept.ended > 0) look = await this.core.store.queueLook(now, [...unread]);
+        if (swept.ended > 0) look = await this.core.store.queueLook(now, unreadIds);
       }
     } finally {
       this.queuedSince = null;
@@ -302,7 +303,8 @@ export class QueueWorker {
       const head = heads.get(id);
       if (!head) {
         // Every message of it waits for its time (a retry, a scheduled send): looked at again when the first is due.
-        // A line left unread has a head due, held by its pause: looked at when the pause ends, at once if it ended meanwhile.
+        // A line left unread (its head not read) is looked at when its pause ends; one left unread while it was
+        // sending and no longer held (a send that made no attempt) at once.
         const at = Math.max(held?.until ?? 0, line.proximo_intento_at ?? 0);
         if (at > now) wait = Math.min(wait, at - now);
         else if (line.proximo_intento_at === null && unread.has(id)) wait = 1;
