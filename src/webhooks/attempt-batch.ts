@@ -14,9 +14,10 @@ interface Waiting {
  * claim, of any client, to carry it (store.recordAndClaim: one round trip
  * for both), and is written alone only when no claim came (D-78). A record
  * that schedules a retry does not wait (its due time is hinted only once it
- * is recorded), nor does any after drain(); and flush() writes what waits
- * (the dispatcher's slots, which the records hold, are wanted). While one
- * write alone is in flight, what ends meanwhile goes in the next.
+ * is recorded), nor does any after drain(); flush() writes what waits now.
+ * While one write alone is in flight, what ends meanwhile goes in the next.
+ * The dispatcher does not wait for a record to free the attempt's slot
+ * (D-192): idle() is how a stop or a test's step knows every record is in.
  */
 export class AttemptBatch {
   private waiting: Waiting[] = [];
@@ -26,6 +27,9 @@ export class AttemptBatch {
   private draining = false;
   /** A record waiting now may not wait for a claim. */
   private urgent = false;
+  /** Records handed in and not yet answered (waiting, or in a write or a claim in flight). */
+  private open = 0;
+  private idlers: Array<() => void> = [];
 
   constructor(
     private readonly write: (list: AttemptRecord[]) => Promise<boolean[]>,
@@ -33,8 +37,17 @@ export class AttemptBatch {
   ) {}
 
   record(rec: AttemptRecord): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ rec, resolve, reject });
+    this.open += 1;
+    return new Promise<boolean>((resolve, reject) => {
+      const done = () => {
+        if (--this.open > 0) return;
+        for (const f of this.idlers.splice(0)) f();
+      };
+      const fail = (err: unknown) => {
+        reject(err instanceof Error ? err : new Error(String(err)));
+        done();
+      };
+      this.waiting.push({ rec, resolve: (v) => (resolve(v), done()), reject: fail });
       if (this.draining || this.lingerMs <= 0 || rec.outcome.proximo_intento_at !== undefined) {
         this.urgent = true;
         this.schedule();
@@ -60,7 +73,12 @@ export class AttemptBatch {
     return r.claimed;
   }
 
-  /** What waits for a claim is written at the next turn (something waits for the slots these records hold). */
+  /** Resolves once every record handed in so far, and any since, is answered: written, carried or failed. */
+  idle(): Promise<void> {
+    return this.open === 0 ? Promise.resolve() : new Promise((resolve) => this.idlers.push(resolve));
+  }
+
+  /** What waits for a claim is written at the next turn. */
   flush(): void {
     if (this.waiting.length === 0) return;
     this.urgent = true;

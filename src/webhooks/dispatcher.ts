@@ -239,6 +239,7 @@ export class WebhookDispatcher implements WebhookControl {
     // Records waiting for a claim are written now: no claim comes after a stop.
     this.records.drain();
     await this.runner.stop();
+    await this.records.idle();
     await this.copies.stop();
     await this.agents.close();
   }
@@ -247,12 +248,15 @@ export class WebhookDispatcher implements WebhookControl {
    * One look now, the log read first, and the attempts it started, ended:
    * tests drive the clock and step instead of waiting for the poll.
    */
-  step(): Promise<void> {
+  async step(): Promise<void> {
     this.loadedAt = -Infinity;
     this.escuchasAt = -Infinity;
     // What is due now is claimed now, whenever the last claim was.
     for (const q of this.queues.values()) q.claimedAt = -Infinity;
-    return this.runner.step();
+    await this.runner.step();
+    // The attempts' records too (they free no slot, so the runner does not wait for them).
+    this.records.flush();
+    await this.records.idle();
   }
 
   /** An event of this node: its client's deliveries are claimed at once when its configuration wants the kind; listeners look too. */
@@ -414,7 +418,7 @@ export class WebhookDispatcher implements WebhookControl {
       q.inFlight.size >= Math.min(q.window, this.opts.clientConcurrency) ||
       (extra && this.extra >= this.half)
     )
-      return this.waitSlot(q, now);
+      return false;
     // Claimed before a silence of this node: the client's stream may be another's now, so take it again before the next claim
     // (what is claimed is this node's to send whoever holds the stream).
     if (q.lapses !== this.node.lapses) q.readAt = 0;
@@ -422,7 +426,7 @@ export class WebhookDispatcher implements WebhookControl {
     if (this.stopping) return false;
     // Retries (receivers that already failed) may take only half the slots, so dead receivers cannot starve healthy clients.
     const i = this.retrying < this.half ? 0 : q.ready.findIndex((e) => e.intentos === 0);
-    if (i < 0) return this.waitSlot(q, now);
+    if (i < 0) return false;
     const e = q.ready.splice(i, 1)[0]!;
     const retry = e.intentos > 0;
     const claim = q.claim;
@@ -437,17 +441,6 @@ export class WebhookDispatcher implements WebhookControl {
       }),
     );
     return true;
-  }
-
-  /**
-   * The client has due work the slots kept from starting: the records waiting
-   * for a claim, which hold slots until written, are written now (a record
-   * waits for a claim only while no due work waits for its slot). False:
-   * nothing started.
-   */
-  private waitSlot(q: ClientQueue, now: number): false {
-    if (q.ready.length > 0 || q.unreadAt <= now || q.retriesWait) this.records.flush();
-    return false;
   }
 
   /** Due retries wait unclaimed for a retry's slot, and one is free now. */
@@ -587,7 +580,7 @@ export class WebhookDispatcher implements WebhookControl {
     let retryAfterMs = 0;
     const t0 = core.clock.ticks();
     /** Records the attempt and clears its claim; `retryInMs` (from the same instant as the attempt's time) keeps it pending. */
-    const write = async (estado: 'pendiente' | 'entregado' | 'fallido', retryInMs?: number) => {
+    const write = (estado: 'pendiente' | 'entregado' | 'fallido', retryInMs?: number): void => {
       q.settled(estado === 'entregado', this.opts.clientConcurrency);
       const now = core.clock.now();
       const next = retryInMs === undefined ? undefined : now + retryInMs;
@@ -601,18 +594,25 @@ export class WebhookDispatcher implements WebhookControl {
         now,
         nodo: this.node.info.id,
       };
-      if (!(await this.records.record(rec))) return;
-      if (next !== undefined) q.hint(next);
-      core.bus.publish('webhook.attempt', {
-        cliente_id: e.cliente_id,
-        evento: e.evento,
-        estado,
-        status,
-        error,
-        duracion_ms,
-        intentos: e.intentos + 1,
-        edad_ms: Math.max(0, now - e.created_at),
-      });
+      // The slot is free once the answer is in: the record rides on the next claim (D-192), which this attempt's end
+      // asks for, so a client with more due pays one round trip per batch of deliveries, not a record's and a claim's.
+      void this.records.record(rec).then((recorded) => {
+        if (!recorded) return;
+        if (next !== undefined) {
+          q.hint(next);
+          this.runner.poke();
+        }
+        core.bus.publish('webhook.attempt', {
+          cliente_id: e.cliente_id,
+          evento: e.evento,
+          estado,
+          status,
+          error,
+          duracion_ms,
+          intentos: e.intentos + 1,
+          edad_ms: Math.max(0, now - e.created_at),
+        });
+      }, this.opts.onError);
     };
     if (!cfg) {
       error = 'the webhook configuration was removed';

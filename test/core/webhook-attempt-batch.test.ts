@@ -62,7 +62,7 @@ describe('webhook attempt records', () => {
     expect(w.alone).toEqual([['a', 'r']]);
   });
 
-  it('flush writes what waits (its slots are wanted); what ends after it waits again', async () => {
+  it('flush writes what waits (a stop, a test step); what ends after it waits again', async () => {
     const w = world(60_000);
     const a = w.batch.record(rec('a'));
     w.batch.flush();
@@ -87,5 +87,27 @@ describe('webhook attempt records', () => {
     const [a, b] = [w.batch.record(rec('a')), w.batch.record(rec('b'))];
     expect([await a, await b]).toEqual([true, true]);
     expect(w.alone).toEqual([['a', 'b']]);
+  });
+
+  it('idle resolves once every record handed in is answered, carried, written or failed, and the callers heard first', async () => {
+    const w = world(60_000);
+    // Nothing handed in: idle now.
+    await w.batch.idle();
+    const heard: string[] = [];
+    void w.batch.record(rec('a')).then(() => heard.push('a'));
+    void w.batch.record(rec('b')).then(() => heard.push('b'));
+    let idle = false;
+    const waiting = w.batch.idle().then(() => (idle = true));
+    // Nothing answered yet: a claim carries one turn's records, so the batch is not idle until it does.
+    await new Promise((r) => setImmediate(r));
+    expect(idle).toBe(false);
+    await w.batch.carry(async (list) => ({ recorded: list.map(() => true), claimed: null }));
+    await waiting;
+    expect(heard).toEqual(['a', 'b']);
+    // A failed write counts as answered too.
+    const failing = new AttemptBatch(() => Promise.reject(new Error('down')), 0);
+    const lost = failing.record(rec('c')).catch(() => 'failed');
+    await failing.idle();
+    expect(await lost).toBe('failed');
   });
 });

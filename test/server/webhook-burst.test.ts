@@ -37,4 +37,31 @@ describeWith(postgres, 'a burst of one client events (PostgreSQL)', () => {
     );
     for (const e of rows) expect(e).toMatchObject({ estado: 'entregado', intentos: 1 });
   });
+
+  it('a client at its in-flight limit: each finished attempt frees its slot, and its record rides on the next claim (D-192)', async () => {
+    const { s, R } = await start({ simDeliveryMs: 5, simReadMs: 10, queue: { gapMinMs: 0, gapMaxMs: 0 }, webhookClientConcurrency: 2 });
+    const L = await linkedLine(s);
+    expectOk(await setWebhook(s, L.clientKey, { url: R.url, eventos: ['message.status'] }));
+    // Records written alone, and records carried by a claim (one round trip for both).
+    let alone = 0;
+    let carried = 0;
+    const store = s.core.store;
+    const write = store.recordAttempts.bind(store);
+    store.recordAttempts = async (list) => ((alone += list.length), write(list));
+    const both = store.recordAndClaim.bind(store);
+    store.recordAndClaim = async (list, req) => ((carried += list.length), both(list, req));
+    const sends = await Promise.all(Array.from({ length: 8 }, () => send(s, L, TEXT, { destinatario: '525598765432', mensaje: uniqueText('limit') })));
+    for (const r of sends) expect(r.status, r.text).toBe(200);
+    const ids = new Set(sends.map((r) => r.body.msg_id as string));
+    const mine = () => R.hits.filter((h) => h.headers['x-service-event'] === 'message.status' && ids.has(h.json.data.msg_id as string));
+    await waitFor(() => mine().length >= 32, 'the 32 message.status deliveries', 20_000);
+    await until(async () => ((await entregas(s, L.clientKey)).filter((e) => e.estado === 'pendiente').length === 0 ? true : null), {
+      what: 'every delivery recorded',
+      timeoutMs: 20_000,
+    });
+    expect(new Set(mine().map((h) => h.json.id as string)).size).toBe(32);
+    expect(alone + carried).toBeGreaterThanOrEqual(32);
+    // While records held their slots, a client at its limit wrote each round's records alone, then claimed: 13 of 32 rode here then; 31 now.
+    expect(carried, `${carried} carried, ${alone} alone`).toBeGreaterThanOrEqual(24);
+  });
 });
