@@ -157,7 +157,7 @@ async function stalledIsCut(over: { store?: string } = {}): Promise<void> {
       const [a] = statsOf(srv, A);
       return a !== undefined && a.sent === N && a.buffered === 0 && !a.blocked && a.unacked > 0;
     },
-    { what: "the paused reader's bytes held by the kernel, none by the server" },
+    { what: () => `the paused reader's bytes held by the kernel, none by the server (its stream: ${JSON.stringify(statsOf(srv, A))})` },
   );
   // Not yet stallMs on the clock: still open, however many checks ran.
   await srv.app.eventStreams.checkStalls();
