@@ -10,7 +10,7 @@ export class ClientQueue {
   ready: EntregaRow[] = [];
   /** The claim `ready` was taken under (store.claimEntregas). */
   claim = '';
-  /** Ids sent and not yet recorded. */
+  /** Ids being posted: each leaves when its receiver answered, before its record is written (D-192). */
   readonly inFlight = new Set<string>();
   /** The last claim took first attempts only (the retries' slots were full): due retries may wait unclaimed for a slot. */
   retriesWait = false;

@@ -384,8 +384,9 @@ export class WebhookDispatcher implements WebhookControl {
     // Wake for the next due time nobody will poke about; completions and new events poke.
     let next = this.escuchasRecheck ? now + this.escuchasAt + this.opts.listenerRecheckMs - this.core.clock.ticks() : Infinity;
     for (const [id, q] of this.queues) {
-      // Nothing in hand for LEASE_LINGER_MS: the stream goes back, so another node can post what it logged meanwhile
-      // (a retry due later is read by whichever node takes the stream then). The linger spares a live flow of events
+      // Nothing in hand for LEASE_LINGER_MS (records still on their way to the store hold no claim another node could
+      // take, D-192): the stream goes back, so another node can post what it logged meanwhile (a retry due later is
+      // read by whichever node takes the stream then, or by this node when its hint falls due). The linger spares a live flow of events
       // a take and a give per event; other nodes' events meanwhile are signalled here (WEBHOOK_CHANNEL), as while it is busy.
       if (q.leased && q.ready.length === 0 && q.inFlight.size === 0) {
         q.emptySince ??= t;
@@ -594,14 +595,14 @@ export class WebhookDispatcher implements WebhookControl {
         now,
         nodo: this.node.info.id,
       };
+      // A retry is hinted now, before this attempt's end asks for a look: that look times a wake for it and keeps the
+      // client's queue (its record may land after the queue would otherwise be idle and forgotten). Early is harmless:
+      // the delivery stays claimed, so not due to anyone, until its record is in.
+      if (next !== undefined) q.hint(next);
       // The slot is free once the answer is in: the record rides on the next claim (D-192), which this attempt's end
       // asks for, so a client with more due pays one round trip per batch of deliveries, not a record's and a claim's.
       void this.records.record(rec).then((recorded) => {
         if (!recorded) return;
-        if (next !== undefined) {
-          q.hint(next);
-          this.runner.poke();
-        }
         core.bus.publish('webhook.attempt', {
           cliente_id: e.cliente_id,
           evento: e.evento,

@@ -97,13 +97,13 @@ describe('webhook attempt records', () => {
     void w.batch.record(rec('a')).then(() => heard.push('a'));
     void w.batch.record(rec('b')).then(() => heard.push('b'));
     let idle = false;
-    const waiting = w.batch.idle().then(() => (idle = true));
+    // What the callers had heard when idle() resolved.
+    const waiting = w.batch.idle().then(() => ((idle = true), [...heard]));
     // Nothing answered yet: a claim carries one turn's records, so the batch is not idle until it does.
     await new Promise((r) => setImmediate(r));
     expect(idle).toBe(false);
     await w.batch.carry(async (list) => ({ recorded: list.map(() => true), claimed: null }));
-    await waiting;
-    expect(heard).toEqual(['a', 'b']);
+    expect(await waiting).toEqual(['a', 'b']);
     // A failed write counts as answered too.
     const failing = new AttemptBatch(() => Promise.reject(new Error('down')), 0);
     const lost = failing.record(rec('c')).catch(() => 'failed');
