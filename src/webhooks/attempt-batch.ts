@@ -13,8 +13,8 @@ interface Waiting {
  * longer its own). A record waits up to `lingerMs` for the dispatcher's next
  * claim, of any client, to carry it (store.recordAndClaim: one round trip
  * for both), and is written alone only when no claim came (D-78). A record
- * that schedules a retry does not wait (its due time is hinted only once it
- * is recorded), nor does any after drain(); flush() writes what waits now.
+ * that schedules a retry does not wait (the delivery is free for its retry
+ * only once recorded), nor does any after drain(); flush() writes what waits now.
  * While one write alone is in flight, what ends meanwhile goes in the next.
  * The dispatcher does not wait for a record to free the attempt's slot
  * (D-192): idle() is how a stop or a test's step knows every record is in.
@@ -39,15 +39,11 @@ export class AttemptBatch {
   record(rec: AttemptRecord): Promise<boolean> {
     this.open += 1;
     return new Promise<boolean>((resolve, reject) => {
-      const done = () => {
-        if (--this.open > 0) return;
-        for (const f of this.idlers.splice(0)) f();
-      };
-      const fail = (err: unknown) => {
-        reject(err instanceof Error ? err : new Error(String(err)));
-        done();
-      };
-      this.waiting.push({ rec, resolve: (v) => (resolve(v), done()), reject: fail });
+      this.waiting.push({
+        rec,
+        resolve: (v) => (resolve(v), this.answered()),
+        reject: (err) => (reject(err instanceof Error ? err : new Error(String(err))), this.answered()),
+      });
       if (this.draining || this.lingerMs <= 0 || rec.outcome.proximo_intento_at !== undefined) {
         this.urgent = true;
         this.schedule();
@@ -71,6 +67,12 @@ export class AttemptBatch {
     }
     batch.forEach((w, i) => w.resolve(r.recorded[i] === true));
     return r.claimed;
+  }
+
+  /** One record answered (after its caller's promise settled): the last one wakes idle()'s waiters. */
+  private answered(): void {
+    if (--this.open > 0) return;
+    for (const f of this.idlers.splice(0)) f();
   }
 
   /** Resolves once every record handed in so far, and any since, is answered: written, carried or failed. */

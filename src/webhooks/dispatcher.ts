@@ -384,10 +384,10 @@ export class WebhookDispatcher implements WebhookControl {
     // Wake for the next due time nobody will poke about; completions and new events poke.
     let next = this.escuchasRecheck ? now + this.escuchasAt + this.opts.listenerRecheckMs - this.core.clock.ticks() : Infinity;
     for (const [id, q] of this.queues) {
-      // Nothing in hand for LEASE_LINGER_MS (records still on their way to the store hold no claim another node could
-      // take, D-192): the stream goes back, so another node can post what it logged meanwhile (a retry due later is
-      // read by whichever node takes the stream then, or by this node when its hint falls due). The linger spares a live flow of events
-      // a take and a give per event; other nodes' events meanwhile are signalled here (WEBHOOK_CHANNEL), as while it is busy.
+      // Nothing in hand for LEASE_LINGER_MS (records on their way to the store keep their claims, D-192): the stream
+      // goes back, so another node can post what it logged meanwhile (a retry due later is read by whichever node takes
+      // the stream then, or by this node when its hint falls due). The linger spares a live flow of events a take and a
+      // give per event; other nodes' events meanwhile are signalled here (WEBHOOK_CHANNEL), as while it is busy.
       if (q.leased && q.ready.length === 0 && q.inFlight.size === 0) {
         q.emptySince ??= t;
         const left = q.emptySince + LEASE_LINGER_MS - this.core.clock.ticks();
