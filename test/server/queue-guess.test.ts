@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/core/time/clock.js';
 import { stream } from '../../src/core/nodes/leases.js';
-import { GIVE_ALONE_AFTER_MS, KEEP_IDLE_MS } from '../../src/core/queue/queue-worker.js';
+import { GIVE_ALONE_AFTER_MS, KEEP_IDLE_MS, QUEUE_CHANNEL } from '../../src/core/queue/queue-worker.js';
 import type { Store } from '../../src/core/ports/store.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -331,6 +331,24 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
     expect((await s.core.store.leaseTake(other, line, s.clock.now()))[0]).toMatchObject({ taken: true });
     await s.core.store.leaseGive(other, line[0]!, 0, s.clock.now());
     await s.core.store.nodeLeave(other);
+  });
+
+  it("other nodes' signals for a line in its gap whose backlog the worker knows cost no look; the gap's end sends it (D-193)", async () => {
+    const L = await linkedLine(s);
+    const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
+    await waitEstado(s, a.body.msg_id, SENT);
+    await s.queue!.idle();
+    // Accepted during the gap: one look at most, which finds the line pausing and times its end.
+    const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    expectOk(b, { modo: 'cola' });
+    await s.queue!.idle();
+    const looks = n.looks;
+    for (let i = 0; i < 5; i++) await s.core.signals.publish(QUEUE_CHANNEL, String(L.celularId));
+    await s.queue!.idle();
+    expect(n.looks - looks).toBe(0);
+    (s.clock as ManualClock).advance(10_000);
+    await s.stepQueue();
+    await waitEstado(s, b.body.msg_id, SENT);
   });
 
   it('a node that stops during a line’s gap gives its kept lease back with what is left of the gap as its rest', async () => {

@@ -141,9 +141,12 @@ export class QueueWorker {
    */
   private signalled(celularId: number): void {
     if (this.signalling || !Number.isInteger(celularId) || (this.opts.sendsHere && !this.opts.sendsHere(celularId))) return;
+    const known = this.backlog.has(celularId);
     this.backlogged(celularId);
     if (this.runner.isBusy(celularId)) return;
     const now = this.core.clock.now();
+    // In a pause with a backlog known here: the look that found it timed the pause's end (as a local accept's, `queued`).
+    if (known && (this.notBefore.get(celularId)?.until ?? 0) > now) return;
     if (!this.kept.has(celularId) && !this.giving.has(celularId) && this.heldByAnother(celularId, now) && !this.gaveLately(celularId, now)) return;
     this.poke();
   }
