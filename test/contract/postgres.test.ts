@@ -303,6 +303,35 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     expect(claimed.map((m) => m.msg_id)).toEqual(heads.map((m) => m.msg_id));
   });
 
+  it("a line another transaction holds holds up no other line's claim: a batch skips it, and its claim waits alone (D-193)", async () => {
+    const t = 1_000_000;
+    const lines = [];
+    for (let k = 0; k < 3; k++) {
+      const numero = `52551234580${k}`;
+      lines.push(await line(0, { numero, gateway_token_hash: numero.padEnd(64, 'g') }));
+    }
+    const heads = lines.map((l) => ({ ...l.msg(), msg_id: randomUUID() }));
+    for (const m of heads) await a.acceptMensaje(m, { charge: false, maxPending: null }, t);
+    const { holder, probe, holderPid } = await holderAndProbe();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [lines[1]!.cel.id]);
+      const settled = new Set<number>();
+      const claims = heads.map((m, k) => a.claimQueued(m.msg_id, slotClaim(lines[k]!.cel, t, 60_000), t).then((r) => (settled.add(k), r)));
+      // The other lines' claims are answered while the held line's waits for its lock, alone.
+      await until(async () => settled.has(0) && settled.has(2), { what: "the free lines' claims" });
+      await until(async () => (await probe.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid])).rowCount === 1, {
+        what: "the held line's claim to wait for its lock",
+      });
+      expect(settled.has(1)).toBe(false);
+      await holder.query('COMMIT');
+      expect(await Promise.all(claims)).toEqual([{ ok: true }, { ok: true }, { ok: true }]);
+    } finally {
+      await holder.end();
+      await probe.end();
+    }
+  });
+
   it("a queued claim that waits for its line's lock counts the slot its holder took meanwhile (PostgreSQL, D-84)", async () => {
     const l = await line(0, { max_envios_por_minuto: 2 });
     const t = 1_000_000;

@@ -341,9 +341,14 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
     // Accepted during the gap: one look at most, which finds the line pausing and times its end.
     const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
     expectOk(b, { modo: 'cola' });
-    await s.queue!.idle();
+    // Its look (a poke's starts on the next turn of the event loop) and a step after it ended: no look is under way (a
+    // signal during a look pokes another, as the look's read may predate the message).
+    await new Promise((r) => setImmediate(r));
+    await s.stepQueue();
     const looks = n.looks;
     for (let i = 0; i < 5; i++) await s.core.signals.publish(QUEUE_CHANNEL, String(L.celularId));
+    // A poke's look starts on the next turn of the event loop: waited for, so one would be counted.
+    await new Promise((r) => setImmediate(r));
     await s.queue!.idle();
     expect(n.looks - looks).toBe(0);
     (s.clock as ManualClock).advance(10_000);

@@ -146,7 +146,8 @@ export class QueueWorker {
     if (this.runner.isBusy(celularId)) return;
     const now = this.core.clock.now();
     // In a pause with a backlog known here: the look that found it timed the pause's end (as a local accept's, `queued`).
-    if (known && (this.notBefore.get(celularId)?.until ?? 0) > now) return;
+    // Not during a look: its read may predate the message, and it times only the lines it found.
+    if (known && this.queuedSince === null && (this.notBefore.get(celularId)?.until ?? 0) > now) return;
     if (!this.kept.has(celularId) && !this.giving.has(celularId) && this.heldByAnother(celularId, now) && !this.gaveLately(celularId, now)) return;
     this.poke();
   }

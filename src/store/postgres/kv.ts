@@ -29,23 +29,23 @@ export function kv(db: Db): KvStore {
   // The reads and the writes arriving together (a gateway's sends on many lines): one statement, one commit (D-193).
   let calls = 0;
   const reads = batched(
-    () => String(calls++),
-    async (asks: KvKey[][]) => {
-      const all = await readNow(asks.flat());
+    (c: { n: number; keys: KvKey[] }) => String(c.n),
+    async (asks) => {
+      const all = await readNow(asks.flatMap((a) => a.keys));
       let at = 0;
-      return asks.map((a) => all.slice(at, (at += a.length)));
+      return asks.map((a) => all.slice(at, (at += a.keys.length)));
     },
   );
   const writes = batched(
-    () => String(calls++),
-    async (batches: KvEntry[][]) => {
+    (c: { n: number; entries: KvEntry[] }) => String(c.n),
+    async (batches) => {
       // In arrival order: a key two calls of the turn write keeps the later call's value.
-      await writeNow(batches.flat());
+      await writeNow(batches.flatMap((b) => b.entries));
       return batches.map(() => undefined);
     },
   );
-  const getMany = (keys: KvKey[]): Promise<unknown[]> => reads(keys);
-  const setMany = (entries: KvEntry[]): Promise<void> => writes(entries);
+  const getMany = (keys: KvKey[]): Promise<unknown[]> => reads({ n: calls++, keys });
+  const setMany = (entries: KvEntry[]): Promise<void> => writes({ n: calls++, entries });
   const deleteMany = async (keys: KvKey[]): Promise<void> => {
     await db.q('DELETE FROM kv WHERE (ns, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))', [keys.map((k) => k.ns), keys.map((k) => k.key)]);
   };

@@ -69,8 +69,17 @@ export class PgSignals implements Signals {
   async publish(channel: string, payload: string): Promise<void> {
     this.local.deliver(channel, payload);
     if (this.closed) return;
-    await this.notices.add({ name: this.pgName(channel), payload: `${this.origin} ${payload}` });
+    const sent = this.notices.add({ name: this.pgName(channel), payload: `${this.origin} ${payload}` });
+    this.sending.add(sent);
+    try {
+      await sent;
+    } finally {
+      this.sending.delete(sent);
+    }
   }
+
+  /** Publishes on their way to PostgreSQL: close waits for them, before the store's pool ends. */
+  private readonly sending = new Set<Promise<void>>();
 
   /**
    * The publishes arriving while one NOTIFY runs go together in the next: one statement, one commit (a busy flow's
@@ -85,7 +94,7 @@ export class PgSignals implements Signals {
           query_timeout: this.timeoutMs,
         } as pg.QueryConfig);
       } catch (err) {
-        // Lost: the other nodes' copies expire by their TTL.
+        // Lost, the turn's whole (small ids each: none is refused alone): the other nodes' copies expire by their TTL.
         this.opts.onError?.(err);
       }
       return items.map(() => ({ status: 'fulfilled', value: undefined }));
@@ -106,6 +115,7 @@ export class PgSignals implements Signals {
 
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.all(this.sending);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const c = this.client;
