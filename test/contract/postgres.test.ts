@@ -255,7 +255,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
 
   it('claims arriving together share one statement: a line twice is counted in order, an absent message and a held-back guess are taken (D-193)', async () => {
     const t = 1_000_000;
-    const lines = [];
+    const lines: Array<Awaited<ReturnType<typeof line>>> = [];
     for (let k = 0; k < 6; k++) {
       const numero = `52551234570${k}`;
       lines.push(await line(0, { max_envios_por_minuto: 1, numero, gateway_token_hash: numero.padEnd(64, 'g') }));
@@ -305,7 +305,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
 
   it("a line another transaction holds holds up no other line's claim: a batch skips it, and its claim waits alone (D-193)", async () => {
     const t = 1_000_000;
-    const lines = [];
+    const lines: Array<Awaited<ReturnType<typeof line>>> = [];
     for (let k = 0; k < 3; k++) {
       const numero = `52551234580${k}`;
       lines.push(await line(0, { numero, gateway_token_hash: numero.padEnd(64, 'g') }));
