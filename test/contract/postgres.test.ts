@@ -278,7 +278,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     // A first claim starts a turn alone; those arriving while it runs share the next one.
     const warm = a.claimQueued(heads[5]!.msg_id, slot(lines[5]!), t + 20);
     const together = await Promise.all([
-      ...heads.slice(0, 5).map((m, k) => a.claimQueued(m.msg_id, slot(lines[k]), t + 20)),
+      ...heads.slice(0, 5).map((m, k) => a.claimQueued(m.msg_id, slot(lines[k]!), t + 20)),
       a.claimQueued(second.msg_id, slot(lines[0]!), t + 20),
       a.claimQueued('absent', slot(lines[2]!), t + 20),
       a.claimQueued(newer.msg_id, slotClaim({ ...free, max_envios_por_minuto: 100 }, t + 20, 60_000), t + 20, true),
