@@ -442,3 +442,40 @@ describeWith(postgres, 'postgres: a message accepted on a node whose line anothe
     expect(onC.looks - looks).toBe(0);
   });
 });
+
+describeWith(postgres, 'postgres: a message accepted during a look', () => {
+  let s: TestServer | undefined;
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it("on a line pausing after its send, while a look whose read did not see it is under way: the pause's end is still looked at", async () => {
+    const store = await pgStore();
+    // The periodic look an hour away: only a look timed for the pause's end sends the message.
+    s = await startTestServer({ store, clock: systemClock, queuePollMs: 3_600_000, queue: { gapMinMs: 300, gapMaxMs: 300 } });
+    const server = s;
+    const L = await linkedLine(server);
+    let late: Promise<Awaited<ReturnType<typeof send>>> | undefined;
+    let armed = false;
+    const look = server.core.store.queueLook.bind(server.core.store);
+    server.core.store.queueLook = async (now, unread) => {
+      const r = await look(now, unread);
+      // The first look that found the line empty once armed: a message is accepted before it ends.
+      if (armed && !late && !r.lines.some((l) => l.celular_id === L.celularId))
+        late = send(server, L, TEXT, { destinatario: DEST, mensaje: uniqueText('late') });
+      await late;
+      return r;
+    };
+    // The first is sent at once; the second, accepted meanwhile, puts the line in the backlog: its looks list the line, and
+    // the look after its send finds the line empty.
+    const first = await send(server, L, TEXT, { destinatario: DEST, mensaje: uniqueText('first') });
+    const second = await send(server, L, TEXT, { destinatario: DEST, mensaje: uniqueText('second') });
+    armed = true;
+    await waitEstado(server, first.body.msg_id, SENT);
+    await waitEstado(server, second.body.msg_id, SENT);
+    await until(async () => late !== undefined, { what: 'a look that found the line empty' });
+    const m = await late!;
+    expectOk(m, { modo: 'cola' });
+    await waitEstado(server, m.body.msg_id, SENT);
+  });
+});

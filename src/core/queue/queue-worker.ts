@@ -204,8 +204,9 @@ export class QueueWorker {
     }
     const held = this.notBefore.get(celularId);
     if (busy || (held?.until ?? 0) > now) {
-      // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
-      if (!busy && !this.backlog.has(celularId)) this.poke();
+      // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none,
+      // nor by a look under way (its read may predate this message: it times only the lines it found).
+      if (!busy && (!this.backlog.has(celularId) || this.queuedSince !== null)) this.poke();
       this.mark(celularId);
       return;
     }
