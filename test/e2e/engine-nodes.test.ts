@@ -368,13 +368,15 @@ describeWith(postgres, 'engine sessions on three nodes (postgres, redis, the fak
         if (n > 1) twice += 1;
       }
       // Recorded sent but never read by the contact: what the contact could not decrypt, and each one's row, say why.
-      const why = async () =>
-        JSON.stringify({
-          undecrypted: fake.contact(CONTACT).errors.slice(0, 5),
-          rows: await q('SELECT msg_id, celular_id, estado, nodo, gateway_msg_id, intentos FROM mensajes WHERE texto = ANY($1)', [
-            missing.slice(0, 5).map((i) => `lote ${i}`),
-          ]),
-        });
+      const why = async () => {
+        const rows = await q<{ gateway_msg_id: string | null }>(
+          'SELECT msg_id, celular_id, estado, nodo, gateway_msg_id, intentos FROM mensajes WHERE texto = ANY($1)',
+          [missing.slice(0, 5).map((i) => `lote ${i}`)],
+        );
+        // Each one's stanza as the network saw it (never came, or its copies and what became of each).
+        const stanzas = rows.map((r) => (r.gateway_msg_id ? fake.stanza(r.gateway_msg_id) : undefined) ?? null);
+        return JSON.stringify({ undecrypted: fake.contact(CONTACT).errors.slice(0, 5), rows, stanzas });
+      };
       expect(missing, missing.length > 0 ? await why() : '').toEqual([]);
       // At-least-once at the kill: only a message the dead node sent and had not recorded can go twice, at most one per line.
       expect(twice).toBeLessThanOrEqual(LINES);

@@ -3,9 +3,17 @@ import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { FakeNetworkServer, type ConnectionRecord, type DecryptedMessage, type FakeContact, type FakeNetworkOptions, type IncomingRecord } from './network.js';
+import {
+  FakeNetworkServer,
+  type ConnectionRecord,
+  type DecryptedMessage,
+  type FakeContact,
+  type FakeNetworkOptions,
+  type IncomingRecord,
+  type SentStanza,
+} from './network.js';
 
-export type { ConnectionRecord, DecryptedMessage, FakeContact, FakeNetworkOptions, IncomingRecord };
+export type { ConnectionRecord, DecryptedMessage, FakeContact, FakeNetworkOptions, IncomingRecord, SentStanza };
 
 export interface FakeNetwork {
   wsUrl: string;
@@ -33,6 +41,8 @@ export interface FakeNetwork {
   acks(lineNumero: string): string[];
   /** Every incoming copy the fake encrypted to the line's devices, with its Signal type (pkmsg first, then msg). */
   incoming(lineNumero: string): IncomingRecord[];
+  /** A message stanza a line sent, as the network saw it: each copy and what became of it (undefined: it never came). */
+  stanza(id: string): SentStanza | undefined;
   /** Ids of incoming stanzas not yet acknowledged by the line: redelivered at its next login. */
   unacked(lineNumero: string): string[];
   /** Negative control: the next pair-success carries an ADV HMAC that does not match the QR's secret. */
@@ -86,6 +96,7 @@ export async function startFakeNetwork(opts: FakeNetworkOptions = {}): Promise<F
     acks: (l) => server.acks(l),
     incoming: (l) => server.incoming(l),
     unacked: (l) => server.unacked(l),
+    stanza: (id) => server.stanza(id),
     corruptNextHmac: () => {
       server.corruptNextHmac = true;
     },

@@ -82,6 +82,13 @@ interface Line {
   incoming: IncomingRecord[];
 }
 
+/** A message stanza a line sent, as the network saw it: per arrival of its id, each copy's jid, sender, type and outcome. */
+export interface SentStanza {
+  line: string;
+  to: string;
+  times: Array<Array<{ jid: string; from: string; type: string; outcome: string }>>;
+}
+
 export interface IncomingRecord {
   id: string;
   from: string;
@@ -145,7 +152,7 @@ export class FakeNetworkServer {
   private readonly lines = new Map<string, Line>();
   private readonly contacts = new Map<string, Contact>();
   private readonly conns = new Set<Conn>();
-  private readonly sent = new Map<string, { line: string; to: string }>();
+  private readonly sent = new Map<string, SentStanza>();
   private lidCounter = 100000000000001;
   private auto = true;
   private acksLost = false;
@@ -437,12 +444,18 @@ export class FakeNetworkServer {
     const line = conn.line;
     if (!line || !conn.device) return;
     this.send(conn, n('ack', { class: 'message', id, from: to, t: String(Math.floor(Date.now() / 1000)) }));
-    this.sent.set(id, { line: line.numero, to });
+    // Every time the id comes (a send again after a crash repeats it), with what became of each copy: a test's diagnosis.
+    const seen: SentStanza = this.sent.get(id) ?? { line: line.numero, to, times: [] };
+    const copies: SentStanza['times'][number] = [];
+    seen.times.push(copies);
+    this.sent.set(id, seen);
     const sender = new ProtocolAddress(line.lidUser, conn.device.id);
     for (const dest of children(child(msg, 'participants'), 'to')) {
       const decoded = this.baileys.jidDecode(dest.attrs.jid ?? '');
       const { contact } = this.whois(decoded?.user ?? '');
       const enc = child(dest, 'enc');
+      const copy = { jid: dest.attrs.jid ?? '', from: sender.toString(), type: enc?.attrs.type ?? '', outcome: 'not for a contact' };
+      copies.push(copy);
       if (!contact || !enc || (decoded?.device ?? 0) !== 0) continue; // the line's own phone: not decrypted
       let received: DecryptedMessage;
       try {
@@ -453,8 +466,10 @@ export class FakeNetworkServer {
         // A copy the contact cannot read is a finding for the test, not a reason to drop the line's socket.
         this.log(`${contact.numero} could not decrypt ${id}: ${String(err)}`);
         contact.errors.push({ id, error: String(err) });
+        copy.outcome = `not decrypted: ${String(err)}`;
         continue;
       }
+      copy.outcome = 'read';
       contact.inbox.push(received);
       this.log(`${contact.numero} decrypted ${id} from ${line.numero}`);
       if (this.auto) {
@@ -740,6 +755,11 @@ export class FakeNetworkServer {
 
   incoming(lineNumero: string): IncomingRecord[] {
     return [...(this.lines.get(lineNumero)?.incoming ?? [])];
+  }
+
+  /** What the network saw of a message stanza a line sent, each time its id came: its copies and what became of each. */
+  stanza(id: string): SentStanza | undefined {
+    return this.sent.get(id);
   }
 
   /** Incoming stanzas a device has not acknowledged yet (redelivered at its next login). */
