@@ -31,6 +31,8 @@ export interface FakeNetwork {
   autoReceipts(on: boolean): void;
   /** The line's acks and receipts are recorded but lost on the way: what it received is delivered again at its next login. */
   loseAcks(on: boolean): void;
+  /** The line's next message stanza is lost on the way: the network never acks nor delivers it, and ends that socket. */
+  loseNextMessage(lineNumero: string): void;
   sendText(fromNumero: string, toLineNumero: string, text: string): Promise<string>;
   replaced(lineNumero: string): void;
   logoutFromPhone(lineNumero: string): void;
@@ -87,6 +89,7 @@ export async function startFakeNetwork(opts: FakeNetworkOptions = {}): Promise<F
     receipt: (line, id, kind, from) => server.receipt(line, id, kind, from),
     autoReceipts: (on) => server.autoReceipts(on),
     loseAcks: (on) => server.loseAcks(on),
+    loseNextMessage: (l) => server.loseNextMessage(l),
     sendText: (from, to, text) => server.sendText(from, to, text),
     replaced: (l) => server.replaced(l),
     logoutFromPhone: (l) => server.logoutFromPhone(l),

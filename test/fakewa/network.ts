@@ -156,6 +156,8 @@ export class FakeNetworkServer {
   private lidCounter = 100000000000001;
   private auto = true;
   private acksLost = false;
+  /** Lines whose next message stanza is lost on the way: never acked nor delivered, its socket ended. */
+  private readonly losing = new Set<string>();
   /** Set by tests to make the next pair-success carry a bad ADV HMAC. */
   corruptNextHmac = false;
   /** Link attempts the phone refused (key bundle that does not open, identities or device signature that do not match). */
@@ -443,6 +445,11 @@ export class FakeNetworkServer {
     const to = msg.attrs.to ?? '';
     const line = conn.line;
     if (!line || !conn.device) return;
+    if (this.losing.delete(line.numero)) {
+      // The connection broke with the stanza on it: the network never had it.
+      this.drop(conn);
+      return;
+    }
     this.send(conn, n('ack', { class: 'message', id, from: to, t: String(Math.floor(Date.now() / 1000)) }));
     // Every time the id comes (a send again after a crash repeats it), with what became of each copy: a test's diagnosis.
     const seen: SentStanza = this.sent.get(id) ?? { line: line.numero, to, times: [] };
@@ -700,6 +707,10 @@ export class FakeNetworkServer {
   /** Acks and receipts from lines are recorded but kept from taking effect, as if lost on the way: the stanza stays pending and comes again at the next login. */
   loseAcks(on: boolean): void {
     this.acksLost = on;
+  }
+
+  loseNextMessage(lineNumero: string): void {
+    this.losing.add(lineNumero);
   }
 
   private openConns(line: Line): Conn[] {

@@ -12,7 +12,8 @@ import { MP3, MP4, PNG, startMediaServer, WEBP, type MediaServer } from '../serv
  * video and sticker sends the contact decrypts byte for byte (base64 and by
  * URL from a local HTTP server); a line whose stored state does not open
  * does not stop the engine's start (it alone needs a new scan, which then
- * works); a line replaced by another connection (440) says so and does not
+ * works); a message stanza the network never acknowledged is not taken as
+ * sent; a line replaced by another connection (440) says so and does not
  * take the session back, not even by the health pass, until the operator restarts it.
  */
 let fake: FakeNetwork;
@@ -72,6 +73,28 @@ describe('media through the engine: the contact decrypts the same bytes', () => 
       expect(got.media?.equals(bytes), `${path}: the decrypted bytes`).toBe(true);
     }
     expect(media.hits).toContain(`GET ${file}`);
+  });
+});
+
+describe('a message stanza lost on the way to the network', () => {
+  it('is not taken as sent without the network ack: a direct send answers its outcome unknown; the line comes back and sends', async () => {
+    const send = (mensaje: string) =>
+      api(s.url, 'POST', '/api/mensaje_enviar_texto.php', { key: A.celularKey, json: { destinatario: CONTACT, mensaje, directo: 1 } });
+    const read = (texto: string) =>
+      fake
+        .contact(CONTACT)
+        .received()
+        .filter((m) => JSON.stringify(m.message).includes(`"${texto}"`));
+    fake.loseNextMessage(LINE);
+    const lost = await send('perdido en el camino');
+    // GATEWAY_UNCERTAIN: written to the socket, never acknowledged; it may or may not have gone.
+    expect(lost.body.api_codigo, lost.text).toBe(705);
+    expect(read('perdido en el camino')).toEqual([]);
+    await until(async () => (await status(A.celularId)) === 'connected', { what: 'the line connected again', timeoutMs: 60_000 });
+    const next = await send('después del corte');
+    expectOk(next);
+    await fake.contact(CONTACT).waitFor((m) => m.id === next.body.gateway_msg_id, 30_000);
+    expect(read('perdido en el camino')).toEqual([]);
   });
 });
 

@@ -278,15 +278,28 @@ export class BaileysGateway implements Gateway {
   async send(instancia: string, msg: OutboundMessage): Promise<{ gatewayMsgId: string }> {
     const line = this.lines.get(instancia);
     if (line?.status !== 'connected' || !line.sock) throw new GatewayFailure(`session ${instancia} is not connected`, 'transient');
-    const sock = line.sock;
+    const { sock, acks } = line;
     const jid = jidOf(msg.destinatario);
     await this.assertOnNetwork(instancia, sock, jid);
     const go = async (m: OutboundMessage) => {
       const content = await contentOf(m);
-      const sent = await within(this.opts.sendTimeoutMs, 'send', sock.sendMessage(jid, content, { messageId: networkIdOf(m.msgId) }), true);
-      const id = sent?.key.id;
-      if (!id) throw new GatewayFailure('the network took the message without an id', 'transient', undefined, true);
-      return { gatewayMsgId: id };
+      const messageId = networkIdOf(m.msgId);
+      // Sent once the network acknowledges the stanza, not once it is written (server-acks.ts); one deadline for both.
+      const acked = acks.expect(messageId);
+      acked.catch(() => undefined);
+      try {
+        const written = async () => {
+          const r = await sock.sendMessage(jid, content, { messageId });
+          await acked;
+          return r;
+        };
+        const sent = await within(this.opts.sendTimeoutMs, 'send', written(), true);
+        const id = sent?.key.id;
+        if (!id) throw new GatewayFailure('the network took the message without an id', 'transient', undefined, true);
+        return { gatewayMsgId: id };
+      } finally {
+        acks.forget(messageId);
+      }
     };
     return this.opts.media ? this.opts.media.withBytes(msg, go) : go(msg);
   }

@@ -1,4 +1,5 @@
 import type { Agent } from 'node:https';
+import type { BinaryNode } from 'baileys';
 import { backoffMs, type Backoff } from '../../core/time/backoff.js';
 import type { Clock } from '../../core/time/clock.js';
 import type { GatewayEvent } from '../../core/ports/gateway.js';
@@ -11,6 +12,7 @@ import { inboundOf, ownStatusOf, receiptOf, userReceiptOf } from './inbound.js';
 import { JOURNAL_KIND, replayOf, SocketJournal, type AnyKindKeys } from './inbound-journal.js';
 import type { BaileysLib } from './library.js';
 import { libraryLogger, type EngineLog } from './logger.js';
+import { ServerAcks } from './server-acks.js';
 
 /** How long Baileys may hold its event buffer before the engine releases it (see unstick). */
 const BUFFER_HELD_MS = 1000;
@@ -52,6 +54,8 @@ export class EngineLine {
   status: SessionStatus = 'connecting';
   qr: string | null = null;
   sock: Socket | null = null;
+  /** The network's acks of the current socket's message stanzas: a send is taken once its ack comes. */
+  acks = new ServerAcks();
   private auth: LineAuth | null = null;
   private generation = 0;
   private failures = 0;
@@ -151,6 +155,11 @@ export class EngineLine {
       getMessage: async () => undefined,
     });
     this.sock = sock;
+    const acks = new ServerAcks();
+    this.acks = acks;
+    sock.ws.on('CB:ack,class:message', (node: BinaryNode) => acks.onAck(node));
+    // Whichever generation: a socket that ended takes no more acks.
+    sock.ev.on('connection.update', (u) => u.connection === 'close' && acks.close());
     const current = () => gen === this.generation;
     // Every frame, before Baileys handles it: a stanza's ciphertexts tie its decrypts to its message id.
     sock.ws.on('frame', (f: Parameters<SocketJournal['onFrame']>[0]) => journal.onFrame(f));
@@ -343,6 +352,7 @@ export class EngineLine {
     const sock = this.sock;
     this.sock = null;
     this.qr = null;
+    this.acks.close();
     if (sock) await sock.end(undefined).catch(() => undefined);
     if (status) this.set(status);
     await this.chain;
