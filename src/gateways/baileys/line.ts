@@ -12,6 +12,7 @@ import { inboundOf, ownStatusOf, receiptOf, userReceiptOf } from './inbound.js';
 import { JOURNAL_KIND, replayOf, SocketJournal, type AnyKindKeys } from './inbound-journal.js';
 import type { BaileysLib } from './library.js';
 import { libraryLogger, type EngineLog } from './logger.js';
+import { RatchetAhead } from './ratchet-ahead.js';
 import { ServerAcks } from './server-acks.js';
 
 /** How long Baileys may hold its event buffer before the engine releases it (see unstick). */
@@ -137,10 +138,13 @@ export class EngineLine {
     const { lib } = this.d;
     const keys = lib.makeCacheableSignalKeyStore(this.auth.state.keys, libraryLogger(this.d.log, this.instancia));
     const journal = new SocketJournal(() => this.d.clock.now(), keys);
+    const ahead = new RatchetAhead(keys);
     const sock = lib.makeWASocket({
       auth: { creds: this.auth.state.creds, keys },
-      // Each decrypt journals its plaintext in the ratchet's own transaction (inbound-journal.ts, D-128).
-      makeSignalRepository: (auth, logger, pnToLid) => journal.wrap(lib.DEFAULT_CONNECTION_CONFIG.makeSignalRepository(auth, logger, pnToLid), auth.keys),
+      // Each decrypt journals its plaintext in the ratchet's own transaction (inbound-journal.ts, D-128); each encrypt's
+      // ratchet is stored before its stanza can leave (ratchet-ahead.ts, D-194).
+      makeSignalRepository: (auth, logger, pnToLid) =>
+        journal.wrap(ahead.wrap(lib.DEFAULT_CONNECTION_CONFIG.makeSignalRepository({ ...auth, keys: ahead.keys(auth.keys) }, logger, pnToLid)), auth.keys),
       ...(this.d.wsUrl ? { waWebSocketUrl: this.d.wsUrl } : {}),
       ...(this.d.fetchAgent ? { fetchAgent: this.d.fetchAgent } : {}),
       logger: libraryLogger(this.d.log, this.instancia),
