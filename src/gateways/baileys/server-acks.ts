@@ -26,9 +26,9 @@ export class ServerAcks {
 
   /** An `<ack class="message">` from the network: taken, or refused with an error code. */
   onAck(node: BinaryNode): void {
-    const id = node.attrs.id;
-    const w = id === undefined ? undefined : this.waiting.get(id);
-    if (!w || id === undefined) return;
+    const id = node.attrs.id ?? '';
+    const w = this.waiting.get(id);
+    if (!w) return;
     this.waiting.delete(id);
     const error = node.attrs.error;
     // Refused: the network holds no copy to deliver. Some refusals pass (Baileys repairs a missing privacy token), so a queued send tries again.
