@@ -3,7 +3,7 @@
 // switches. What is started or made temporary here is killed or removed when
 // the bench exits.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, HERE } from './options.mjs';
@@ -23,10 +23,12 @@ export class NotApplicable extends Error {}
 /** Starts a node script; resolves when its stderr names the URL it listens on. */
 export function startChild(script, argv, env = {}, nodeArgs = []) {
   const child = spawn(process.execPath, [...nodeArgs, script, ...argv], {
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', process.env.BENCH_CHILD_LOG ? 'pipe' : 'ignore', 'pipe'],
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir(), LANG: 'C.UTF-8', ...env },
   });
   children.add(child);
+  // BENCH_CHILD_LOG=FILE: every child's output also goes to FILE (to read what a server said during a figure).
+  if (process.env.BENCH_CHILD_LOG) for (const out of [child.stdout, child.stderr]) out.on('data', (d) => appendFileSync(process.env.BENCH_CHILD_LOG, d));
   let tail = '';
   let exit;
   const exited = new Promise((resolve) =>

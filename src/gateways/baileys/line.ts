@@ -5,6 +5,7 @@ import type { Clock } from '../../core/time/clock.js';
 import type { GatewayEvent } from '../../core/ports/gateway.js';
 import type { SessionStatus } from '../../core/ports/model.js';
 import type { FenceSource } from '../../core/ports/engine-holds.js';
+import { takeTurns } from './address-turns.js';
 import type { EngineAuthSource, LineAuth } from './auth.js';
 import { EngineStateUnreadable } from '../../core/engine/engine-key.js';
 import { closeCode, closeOutcome } from './close-codes.js';
@@ -142,9 +143,12 @@ export class EngineLine {
     const sock = lib.makeWASocket({
       auth: { creds: this.auth.state.creds, keys },
       // Each decrypt journals its plaintext in the ratchet's own transaction (inbound-journal.ts, D-128); each encrypt's
-      // ratchet is stored before its stanza can leave (ratchet-ahead.ts, D-194).
+      // ratchet is stored before its stanza can leave (ratchet-ahead.ts, D-194); each call into libsignal waits for
+      // the contact's address to be free, so it runs in its own transaction (address-turns.ts, D-195).
       makeSignalRepository: (auth, logger, pnToLid) =>
-        journal.wrap(ahead.wrap(lib.DEFAULT_CONNECTION_CONFIG.makeSignalRepository({ ...auth, keys: ahead.keys(auth.keys) }, logger, pnToLid)), auth.keys),
+        takeTurns(
+          journal.wrap(ahead.wrap(lib.DEFAULT_CONNECTION_CONFIG.makeSignalRepository({ ...auth, keys: ahead.keys(auth.keys) }, logger, pnToLid)), auth.keys),
+        ),
       ...(this.d.wsUrl ? { waWebSocketUrl: this.d.wsUrl } : {}),
       ...(this.d.fetchAgent ? { fetchAgent: this.d.fetchAgent } : {}),
       logger: libraryLogger(this.d.log, this.instancia),
