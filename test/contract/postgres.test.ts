@@ -253,6 +253,85 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     expect(await a.claimQueued(q3.msg_id, slotClaim({ ...l.cel, max_envios_por_minuto: 3 }, t, 60_000), t)).toEqual({ ok: false, reason: 'taken' });
   });
 
+  it('claims arriving together share one statement: a line twice is counted in order, an absent message and a held-back guess are taken (D-193)', async () => {
+    const t = 1_000_000;
+    const lines: Array<Awaited<ReturnType<typeof line>>> = [];
+    for (let k = 0; k < 6; k++) {
+      const numero = `52551234570${k}`;
+      lines.push(await line(0, { max_envios_por_minuto: 1, numero, gateway_token_hash: numero.padEnd(64, 'g') }));
+    }
+    // Each line numbers its messages from 1: ids of their own here.
+    const msg = (l: (typeof lines)[number]) => ({ ...l.msg(), msg_id: randomUUID() });
+    const heads = lines.map(msg);
+    for (const [k, m] of heads.entries()) await a.acceptMensaje(m, { charge: false, maxPending: null }, t + k);
+    // The first line's second message (capped at 1 a minute behind its head); on the last line, whose head is claimed alone
+    // first, an older and a newer message to one recipient.
+    const second = msg(lines[0]!);
+    await a.acceptMensaje(second, { charge: false, maxPending: null }, t + 10);
+    const older = { ...msg(lines[5]!), destinatario: '525500000111' };
+    const newer = { ...msg(lines[5]!), destinatario: '525500000111' };
+    const free = lines[5]!.cel;
+    await a.acceptMensaje(older, { charge: false, maxPending: null }, t + 11);
+    await a.acceptMensaje(newer, { charge: false, maxPending: null }, t + 12);
+    const queries = firstWords(a);
+    const slot = (l: (typeof lines)[number]) => slotClaim(l.cel, t + 20, 60_000);
+    // A first claim starts a turn alone; those arriving while it runs share the next one.
+    const warm = a.claimQueued(heads[5]!.msg_id, slot(lines[5]!), t + 20);
+    const together = await Promise.all([
+      ...heads.slice(0, 5).map((m, k) => a.claimQueued(m.msg_id, slot(lines[k]!), t + 20)),
+      a.claimQueued(second.msg_id, slot(lines[0]!), t + 20),
+      a.claimQueued('absent', slot(lines[2]!), t + 20),
+      a.claimQueued(newer.msg_id, slotClaim({ ...free, max_envios_por_minuto: 100 }, t + 20, 60_000), t + 20, true),
+    ]);
+    expect(await warm).toEqual({ ok: true });
+    expect(together).toEqual([
+      ...heads.slice(0, 5).map(() => ({ ok: true })),
+      { ok: false, reason: 'cap', retryAfterMs: 1000, which: 'per minute', cap: 1 },
+      { ok: false, reason: 'taken' },
+      { ok: false, reason: 'taken' },
+    ]);
+    // The turn alone, the turn of eight, and the first line's second claim again alone after it (it counts its head's slot).
+    expect(queries).toEqual(['WITH', 'WITH', 'WITH']);
+    const slots = await a.db.q<{ celular_id: number; n: number }>(
+      'SELECT celular_id, COUNT(*)::int AS n FROM cupos WHERE celular_id = ANY($1::bigint[]) GROUP BY celular_id ORDER BY celular_id',
+      [lines.map((l) => l.cel.id)],
+    );
+    expect(slots).toEqual(lines.map((l) => ({ celular_id: l.cel.id, n: 1 })));
+    const claimed = await a.db.q<{ msg_id: string }>('SELECT msg_id FROM mensajes WHERE lease_until IS NOT NULL AND msg_id = ANY($1::text[]) ORDER BY seq', [
+      [...heads, second, older, newer].map((m) => m.msg_id),
+    ]);
+    expect(claimed.map((m) => m.msg_id)).toEqual(heads.map((m) => m.msg_id));
+  });
+
+  it("a line another transaction holds holds up no other line's claim: a batch skips it, and its claim waits alone (D-193)", async () => {
+    const t = 1_000_000;
+    const lines: Array<Awaited<ReturnType<typeof line>>> = [];
+    for (let k = 0; k < 3; k++) {
+      const numero = `52551234580${k}`;
+      lines.push(await line(0, { numero, gateway_token_hash: numero.padEnd(64, 'g') }));
+    }
+    const heads = lines.map((l) => ({ ...l.msg(), msg_id: randomUUID() }));
+    for (const m of heads) await a.acceptMensaje(m, { charge: false, maxPending: null }, t);
+    const { holder, probe, holderPid } = await holderAndProbe();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM celulares WHERE id = $1 FOR NO KEY UPDATE', [lines[1]!.cel.id]);
+      const settled = new Set<number>();
+      const claims = heads.map((m, k) => a.claimQueued(m.msg_id, slotClaim(lines[k]!.cel, t, 60_000), t).then((r) => (settled.add(k), r)));
+      // The other lines' claims are answered while the held line's waits for its lock, alone.
+      await until(async () => settled.has(0) && settled.has(2), { what: "the free lines' claims" });
+      await until(async () => (await probe.query('SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [holderPid])).rowCount === 1, {
+        what: "the held line's claim to wait for its lock",
+      });
+      expect(settled.has(1)).toBe(false);
+      await holder.query('COMMIT');
+      expect(await Promise.all(claims)).toEqual([{ ok: true }, { ok: true }, { ok: true }]);
+    } finally {
+      await holder.end();
+      await probe.end();
+    }
+  });
+
   it("a queued claim that waits for its line's lock counts the slot its holder took meanwhile (PostgreSQL, D-84)", async () => {
     const l = await line(0, { max_envios_por_minuto: 2 });
     const t = 1_000_000;

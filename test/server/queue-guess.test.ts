@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/core/time/clock.js';
 import { stream } from '../../src/core/nodes/leases.js';
-import { GIVE_ALONE_AFTER_MS, KEEP_IDLE_MS } from '../../src/core/queue/queue-worker.js';
+import { GIVE_ALONE_AFTER_MS, KEEP_IDLE_MS, QUEUE_CHANNEL } from '../../src/core/queue/queue-worker.js';
 import type { Store } from '../../src/core/ports/store.js';
 import type { ServeOptions } from '../../src/server/serve.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -333,6 +333,29 @@ function gapCases(storeOf: () => Promise<string | undefined>): void {
     await s.core.store.nodeLeave(other);
   });
 
+  it("other nodes' signals for a line in its gap whose backlog the worker knows cost no look; the gap's end sends it (D-193)", async () => {
+    const L = await linkedLine(s);
+    const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
+    await waitEstado(s, a.body.msg_id, SENT);
+    await s.queue!.idle();
+    // Accepted during the gap: one look at most, which finds the line pausing and times its end.
+    const b = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('b') });
+    expectOk(b, { modo: 'cola' });
+    // Its look (a poke's starts on the next turn of the event loop) and a step after it ended: no look is under way (a
+    // signal during a look pokes another, as the look's read may predate the message).
+    await new Promise((r) => setImmediate(r));
+    await s.stepQueue();
+    const looks = n.looks;
+    for (let i = 0; i < 5; i++) await s.core.signals.publish(QUEUE_CHANNEL, String(L.celularId));
+    // A poke's look starts on the next turn of the event loop: waited for, so one would be counted.
+    await new Promise((r) => setImmediate(r));
+    await s.queue!.idle();
+    expect(n.looks - looks).toBe(0);
+    (s.clock as ManualClock).advance(10_000);
+    await s.stepQueue();
+    await waitEstado(s, b.body.msg_id, SENT);
+  });
+
   it('a node that stops during a line’s gap gives its kept lease back with what is left of the gap as its rest', async () => {
     const L = await linkedLine(s);
     const a = await send(s, L, TEXT, { destinatario: DEST, mensaje: uniqueText('a') });
@@ -417,5 +440,42 @@ describeWith(postgres, 'postgres: a message accepted on a node whose line anothe
     await sent(a, 'a1');
     await sent(a, 'a2');
     expect(onC.looks - looks).toBe(0);
+  });
+});
+
+describeWith(postgres, 'postgres: a message accepted during a look', () => {
+  let s: TestServer | undefined;
+  afterAll(async () => {
+    await s?.stop();
+  });
+
+  it("on a line pausing after its send, while a look whose read did not see it is under way: the pause's end is still looked at", async () => {
+    const store = await pgStore();
+    // The periodic look an hour away: only a look timed for the pause's end sends the message.
+    s = await startTestServer({ store, clock: systemClock, queuePollMs: 3_600_000, queue: { gapMinMs: 300, gapMaxMs: 300 } });
+    const server = s;
+    const L = await linkedLine(server);
+    let late: Promise<Awaited<ReturnType<typeof send>>> | undefined;
+    let armed = false;
+    const look = server.core.store.queueLook.bind(server.core.store);
+    server.core.store.queueLook = async (now, unread) => {
+      const r = await look(now, unread);
+      // The first look that found the line empty once armed: a message is accepted before it ends.
+      if (armed && !late && !r.lines.some((l) => l.celular_id === L.celularId))
+        late = send(server, L, TEXT, { destinatario: DEST, mensaje: uniqueText('late') });
+      await late;
+      return r;
+    };
+    // The first is sent at once; the second, accepted meanwhile, puts the line in the backlog: its looks list the line, and
+    // the look after its send finds the line empty.
+    const first = await send(server, L, TEXT, { destinatario: DEST, mensaje: uniqueText('first') });
+    const second = await send(server, L, TEXT, { destinatario: DEST, mensaje: uniqueText('second') });
+    armed = true;
+    await waitEstado(server, first.body.msg_id, SENT);
+    await waitEstado(server, second.body.msg_id, SENT);
+    await until(async () => late !== undefined, { what: 'a look that found the line empty' });
+    const m = await late!;
+    expectOk(m, { modo: 'cola' });
+    await waitEstado(server, m.body.msg_id, SENT);
   });
 });

@@ -141,9 +141,13 @@ export class QueueWorker {
    */
   private signalled(celularId: number): void {
     if (this.signalling || !Number.isInteger(celularId) || (this.opts.sendsHere && !this.opts.sendsHere(celularId))) return;
+    const known = this.backlog.has(celularId);
     this.backlogged(celularId);
     if (this.runner.isBusy(celularId)) return;
     const now = this.core.clock.now();
+    // In a pause with a backlog known here: the look that found it timed the pause's end (as a local accept's, `queued`).
+    // Not during a look: its read may predate the message, and it times only the lines it found.
+    if (known && this.queuedSince === null && (this.notBefore.get(celularId)?.until ?? 0) > now) return;
     if (!this.kept.has(celularId) && !this.giving.has(celularId) && this.heldByAnother(celularId, now) && !this.gaveLately(celularId, now)) return;
     this.poke();
   }
@@ -200,8 +204,9 @@ export class QueueWorker {
     }
     const held = this.notBefore.get(celularId);
     if (busy || (held?.until ?? 0) > now) {
-      // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none.
-      if (!busy && !this.backlog.has(celularId)) this.poke();
+      // A send's end looks when its line is in the backlog; a pause after a send that asked for no look was timed by none,
+      // nor by a look under way (its read may predate this message: it times only the lines it found).
+      if (!busy && (!this.backlog.has(celularId) || this.queuedSince !== null)) this.poke();
       this.mark(celularId);
       return;
     }

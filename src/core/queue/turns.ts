@@ -1,3 +1,5 @@
+import { AppError } from '../api/errors.js';
+
 /**
  * Group commit: calls that arrive while a turn is running wait for the next
  * turn and go in it together, so one transaction (and one commit) carries
@@ -51,4 +53,37 @@ export async function settle<T>(p: () => Promise<T>): Promise<PromiseSettledResu
   } catch (reason) {
     return { status: 'rejected', reason };
   }
+}
+
+/**
+ * Group commit over a statement that takes arrays: the calls arriving while
+ * one turn runs go in the next (Turns, above). An item whose key was
+ * named before in the turn goes after it, alone, so the two apply one after
+ * the other. A turn that fails for any reason but the store itself runs each
+ * item alone through the same function, in arrival order: one bad message
+ * must not fail the others.
+ */
+export function batched<I, O>(key: (i: I) => string, run: (items: I[]) => Promise<O[]>) {
+  const one = (i: I) => settle(async () => (await run([i]))[0]!);
+  const turns = new Turns<I, O>(
+    async (items) => {
+      const seen = new Set<string>();
+      const first = items.map((i) => !seen.has(key(i)) && !!seen.add(key(i)));
+      const batch = items.filter((_, k) => first[k]);
+      let out: Array<PromiseSettledResult<O>> = [];
+      try {
+        out = (await run(batch)).map((value) => ({ status: 'fulfilled', value }));
+      } catch (err) {
+        // A store that cannot be written fails every call at once.
+        if (err instanceof AppError || batch.length === 1) throw err;
+        for (const i of batch) out.push(await one(i));
+      }
+      let b = 0;
+      const results: Array<PromiseSettledResult<O>> = [];
+      for (const [k, i] of items.entries()) results.push(first[k] ? out[b++]! : await one(i));
+      return results;
+    },
+    { max: 100, concurrent: 1 },
+  );
+  return (i: I): Promise<O> => turns.add(i);
 }

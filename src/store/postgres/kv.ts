@@ -1,12 +1,13 @@
 import type { KvEntry, KvKey, KvStore } from '../../core/ports/kv.js';
 import type { Db } from './db.js';
+import { batched } from '../../core/queue/turns.js';
 
 /** A key given twice in one insert would be an error ("cannot affect row a second time"): its last value is kept. */
 const lastOfEach = (entries: KvEntry[]): KvEntry[] => [...new Map(entries.map((e) => [`${e.ns}\0${e.key}`, e])).values()];
 
 /** The small key-value space in PostgreSQL; values are JSON. The many-forms are one statement over arrays. */
 export function kv(db: Db): KvStore {
-  const getMany = async (keys: KvKey[]): Promise<unknown[]> => {
+  const readNow = async (keys: KvKey[]): Promise<unknown[]> => {
     const rows = await db.q<{ i: number; value: string }>(
       `SELECT k.i, kv.value FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(ns, key, i) JOIN kv ON kv.ns = k.ns AND kv.key = k.key`,
       [keys.map((k) => k.ns), keys.map((k) => k.key)],
@@ -15,14 +16,36 @@ export function kv(db: Db): KvStore {
     for (const r of rows) out[Number(r.i) - 1] = JSON.parse(r.value);
     return out;
   };
-  const setMany = async (entries: KvEntry[]): Promise<void> => {
+  const writeNow = async (entries: KvEntry[]): Promise<void> => {
     const e = lastOfEach(entries);
+    // In key order: two nodes' batches over the same keys lock them in one order.
     await db.q(
-      `INSERT INTO kv (ns, key, value, expira_at) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+      `INSERT INTO kv (ns, key, value, expira_at) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS e(ns, key, value, expira_at)
+       ORDER BY e.ns, e.key
        ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, expira_at = excluded.expira_at`,
       [e.map((x) => x.ns), e.map((x) => x.key), e.map((x) => JSON.stringify(x.value)), e.map((x) => x.expiraAt ?? null)],
     );
   };
+  // The reads and the writes arriving together (a gateway's sends on many lines): one statement, one commit (D-193).
+  let calls = 0;
+  const reads = batched(
+    (c: { n: number; keys: KvKey[] }) => String(c.n),
+    async (asks) => {
+      const all = await readNow(asks.flatMap((a) => a.keys));
+      let at = 0;
+      return asks.map((a) => all.slice(at, (at += a.keys.length)));
+    },
+  );
+  const writes = batched(
+    (c: { n: number; entries: KvEntry[] }) => String(c.n),
+    async (batches) => {
+      // In arrival order: a key two calls of the turn write keeps the later call's value.
+      await writeNow(batches.flatMap((b) => b.entries));
+      return batches.map(() => undefined);
+    },
+  );
+  const getMany = (keys: KvKey[]): Promise<unknown[]> => reads({ n: calls++, keys });
+  const setMany = (entries: KvEntry[]): Promise<void> => writes({ n: calls++, entries });
   const deleteMany = async (keys: KvKey[]): Promise<void> => {
     await db.q('DELETE FROM kv WHERE (ns, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))', [keys.map((k) => k.ns), keys.map((k) => k.key)]);
   };

@@ -6,6 +6,7 @@ import { slotOn } from '../../core/billing/recipes.js';
 import { slotSet, slotTime } from '../recipe-sql.js';
 import { colsOf, slotCountsJson } from './messages.js';
 import { cancelQueued, expireQueued } from './transitions.js';
+import { batched } from '../../core/queue/turns.js';
 import { STATE_COLS, slotSync, stateColsOf } from './state-paths.js';
 
 /**
@@ -35,14 +36,6 @@ const olderOfRecipient = (row: string, now: string) =>
 const FIRST_OF_RECIPIENT = `NOT EXISTS (${olderOfRecipient('c', '$1')})`;
 
 /**
- * A claim's test with onlyHead: only while no older queued message of its line to its recipient is pending, so
- * a guess that is not its recipient's first is 'taken' (D-85, D-162). Each line's messages commit in their order (its lock), so the older ones
- * are all in this snapshot. In the text only when asked, not behind a boolean parameter: a custom plan folds
- * that test away and costs less than the generic one, so PostgreSQL planned the claim again on every call (D-149).
- */
-const ONLY_HEAD = `AND NOT EXISTS (${olderOfRecipient('mensajes', '$2')})`;
-
-/**
  * The expiry sweep's work at `$1` (ExpiryLook), through the pending side table's validity index (migration 30): an
  * expired message no live claim holds, and when there next will be one: a validity ending, or a claim on an expired
  * one ending. Each expired message's claim is read by its key (a correlated subquery: never a join the planner may
@@ -59,7 +52,109 @@ const M_COLS = colsOf('m');
 /** JSON numbers as the counts core decides on. */
 const countsOf = (j: SlotCount[] | null): SlotCount[] => (j ?? []).map((k) => ({ n: Number(k.n), oldest: k.oldest === null ? null : Number(k.oldest) }));
 
+/** claimQueued's arguments. */
+interface ClaimItem {
+  msgId: string;
+  slot: SlotClaim;
+  now: number;
+  onlyHead: boolean;
+  nodo: string | null;
+}
+
+const TAKEN = slotOn('claim', 0);
+
+/**
+ * Queued messages claimed with their send slots, one autocommitted statement (D-84, D-193); an element per claim (`o`),
+ * its caps windows flattened (`w`: claim, place, since, room), the arrays through a CTE so that every call is planned
+ * alike and the plan kept (D-149). Per line the first claim only (`first`): the lines are locked, ascending, before
+ * their messages (by seq), the order of docs/store-locks.md, so no other slot taker (a direct send, another node's
+ * claim) can pass a cap with it. The message is then locked and its lease and line checked under that lock, so two
+ * nodes never both claim it; with only_head, only while no older queued message of its line to its recipient is
+ * pending, so a guess that is not its recipient's first is taken (D-85, D-162). The slots are counted after the locks
+ * by cupos_al_dia (migration 16), whose own snapshot sees the slots the locks' previous holders committed, and each
+ * slot is taken only while every window holds no more than core's `room`. A batch skips the lines another transaction
+ * holds (`skip`): one line's wait never holds up the others' claims.
+ */
+const claimSql = (skip: boolean) => `WITH a AS MATERIALIZED (
+       SELECT $1::text[] AS a1, $2::bigint[] AS a2, $3::bigint[] AS a3, $4::boolean[] AS a4, $5::text[] AS a5,
+         $6::bigint[] AS a6, $7::bigint[] AS a7, $8::bigint[] AS a8, $9::bigint[] AS a9),
+     i AS MATERIALIZED (
+       SELECT x.o, x.msg_id, x.now, x.at, x.only_head, x.nodo, m.celular_id
+       FROM a, unnest(a1, a2, a3, a4, a5) WITH ORDINALITY AS x(msg_id, now, at, only_head, nodo, o)
+       LEFT JOIN mensajes m ON m.msg_id = x.msg_id
+     ),
+     first AS MATERIALIZED (SELECT DISTINCT ON (celular_id) o FROM i WHERE celular_id IS NOT NULL ORDER BY celular_id, o),
+     line AS MATERIALIZED (
+       SELECT id FROM celulares WHERE id IN (SELECT i.celular_id FROM i JOIN first USING (o)) ORDER BY id FOR NO KEY UPDATE${skip ? ' SKIP LOCKED' : ''}
+     ),
+     m AS MATERIALIZED (
+       SELECT i.o, mm.msg_id, mm.celular_id, i.now, i.at, i.nodo FROM first JOIN i USING (o) JOIN mensajes mm ON mm.msg_id = i.msg_id
+       WHERE mm.estado = 'pendiente' AND (mm.lease_until IS NULL OR mm.lease_until <= i.now)
+         AND (mm.proximo_intento_at IS NULL OR mm.proximo_intento_at <= i.now)
+         AND (SELECT COUNT(*) FROM line) >= 0 AND mm.celular_id = i.celular_id AND i.celular_id IN (SELECT id FROM line)
+         AND NOT (i.only_head AND EXISTS (${olderOfRecipient('mm', 'i.now')}))
+       ORDER BY mm.seq FOR UPDATE OF mm
+     ),
+     w AS MATERIALIZED (SELECT w.* FROM a, unnest(a6, a7, a8, a9) AS w(o, pos, since, room)),
+     k AS MATERIALIZED (SELECT m.*, cupos_al_dia(m.celular_id, ARRAY(SELECT since FROM w WHERE w.o = m.o ORDER BY w.pos), m.now) AS counts FROM m),
+     go AS MATERIALIZED (SELECT k.o, k.msg_id, k.now, k.at, k.nodo FROM k WHERE NOT EXISTS (
+       SELECT 1 FROM json_array_elements(k.counts) WITH ORDINALITY AS c(v, pos) JOIN w ON w.o = k.o AND w.pos = c.pos
+       WHERE (c.v->>'n')::bigint > w.room)),
+     u AS (UPDATE mensajes x SET ${slotSet(TAKEN, 'g.at')}, nodo = g.nodo, reclamado_at = g.now FROM go g WHERE x.msg_id = g.msg_id
+       RETURNING ${stateColsOf('x')}),
+     slot AS (${slotSync('u', TAKEN.cupo_at)})
+     SELECT i.celular_id IS NOT NULL AS known, EXISTS (SELECT 1 FROM first f WHERE f.o = i.o) AS first,
+       EXISTS (SELECT 1 FROM line WHERE line.id = i.celular_id) AS locked,
+       EXISTS (SELECT 1 FROM m WHERE m.o = i.o) AS claimable, EXISTS (SELECT 1 FROM go WHERE go.o = i.o) AS go,
+       (SELECT counts FROM k WHERE k.o = i.o) AS counts
+     FROM i ORDER BY i.o`;
+const CLAIM_BATCH = claimSql(true);
+const CLAIM_ALONE = claimSql(false);
+
+/**
+ * Claims, each answered: claimed, refused (taken, or a cap with its answer), `again` when it did not go in this
+ * statement (a batch's later claim of a line, which must count the first one's slot; a line another transaction
+ * held), or an error of its own. The statement commits before any answer is read: no answer may throw.
+ */
+async function claimMany(db: Db, items: ClaimItem[], batch: boolean): Promise<Array<ClaimResult | 'again' | Error>> {
+  const w = items.flatMap(({ slot, now }, k) => slot.windows.map((ms, pos) => ({ o: k + 1, pos: pos + 1, since: now - ms, room: slot.room[pos]! })));
+  const rows = await db.q<{ known: boolean; first: boolean; locked: boolean; claimable: boolean; go: boolean; counts: SlotCount[] | null }>(
+    batch ? CLAIM_BATCH : CLAIM_ALONE,
+    [
+      items.map((c) => c.msgId),
+      items.map((c) => c.now),
+      items.map((c) => slotTime(slotOn('claim', c.slot.holdUntil))),
+      items.map((c) => c.onlyHead),
+      items.map((c) => c.nodo),
+      w.map((x) => x.o),
+      w.map((x) => x.pos),
+      w.map((x) => x.since),
+      w.map((x) => x.room),
+    ],
+  );
+  return rows.map((r, k): ClaimResult | 'again' | Error => {
+    if (r.known && (!r.first || (batch && !r.locked))) return 'again';
+    if (!r.claimable) return { ok: false, reason: 'taken' };
+    if (r.go) return { ok: true };
+    const hit = items[k]!.slot.decide(countsOf(r.counts));
+    // Counted under the lock, the slots are exact: past `room` is past the cap.
+    if (!hit) return new Error(`the claim of ${items[k]!.msgId}: its line's slots passed the caps rule but not its room`);
+    return { ok: false, reason: 'cap', ...hit };
+  });
+}
+
 export function queue(db: Db): QueueStore {
+  // Claims arriving together (a look's) share a statement; one that did not go in it goes alone, not in a turn, so a
+  // line's wait for its lock holds up no other claim.
+  const claims = batched(
+    (c: ClaimItem) => c.msgId,
+    (items) => claimMany(db, items, true),
+  );
+  const answer = (r: ClaimResult | 'again' | Error): ClaimResult => {
+    if (r instanceof Error) throw r;
+    if (r === 'again') throw new Error('a claim alone answered again');
+    return r;
+  };
   return {
     /**
      * One message per line with a backlog: a loose index scan over the pending
@@ -128,44 +223,11 @@ export function queue(db: Db): QueueStore {
       );
       return { pending: r?.pending ?? 0, oldest_at: r?.oldest_at ?? null };
     },
-    /**
-     * Claims a queued message and its send slot together, in one autocommitted
-     * statement (D-84). The line's row lock is what every slot taker holds
-     * while it counts, so a direct send or another node's claim cannot pass a
-     * cap with this one; the message is then locked and its lease checked
-     * under that lock, so two nodes never both claim it. The slots are counted
-     * after the lock by cupos_al_dia (migration 16), whose own snapshot sees
-     * the slots the lock's previous holders committed, and the slot is taken
-     * only while every window holds no more than core's `room`; a refusal
-     * answers from those exact counts.
-     */
+    /** A claim, in the next turn of claims (claimMany): the claims of one look arrive together and share a statement. */
     async claimQueued(msgId: string, slot: SlotClaim, now: number, onlyHead = false, nodo: string | null = null): Promise<ClaimResult> {
-      const taken = slotOn('claim', slot.holdUntil);
-      const r = await db.one<{ claimable: boolean; go: boolean; counts: SlotCount[] | null }>(
-        `WITH line AS MATERIALIZED (
-           SELECT id FROM celulares WHERE id = (SELECT celular_id FROM mensajes WHERE msg_id = $1) FOR NO KEY UPDATE
-         ),
-         m AS MATERIALIZED (
-           SELECT celular_id FROM mensajes WHERE msg_id = $1 AND estado = 'pendiente' AND (lease_until IS NULL OR lease_until <= $2)
-             AND (proximo_intento_at IS NULL OR proximo_intento_at <= $2) AND (SELECT COUNT(*) FROM line) > 0
-             ${onlyHead ? ONLY_HEAD : ''}
-           FOR UPDATE
-         ),
-         k AS MATERIALIZED (SELECT cupos_al_dia(m.celular_id, $4::bigint[], $2) AS counts FROM m),
-         go AS MATERIALIZED (SELECT 1 FROM k WHERE NOT EXISTS (
-           SELECT 1 FROM json_array_elements(k.counts) WITH ORDINALITY AS c(v, i) JOIN unnest($5::bigint[]) WITH ORDINALITY AS r(room, i) USING (i)
-           WHERE (c.v->>'n')::bigint > r.room)),
-         u AS (UPDATE mensajes SET ${slotSet(taken, '$3')}, nodo = $6, reclamado_at = $2 WHERE msg_id = $1 AND EXISTS (SELECT 1 FROM go) RETURNING ${STATE_COLS}),
-         slot AS (${slotSync('u', taken.cupo_at)})
-         SELECT EXISTS (SELECT 1 FROM m) AS claimable, EXISTS (SELECT 1 FROM go) AS go, (SELECT counts FROM k) AS counts`,
-        [msgId, now, slotTime(taken), slot.windows.map((ms) => now - ms), slot.room, nodo],
-      );
-      if (!r!.claimable) return { ok: false, reason: 'taken' };
-      if (r!.go) return { ok: true };
-      const hit = slot.decide(countsOf(r!.counts));
-      // Counted under the lock, the slots are exact: past `room` is past the cap.
-      if (!hit) throw new Error(`the claim of ${msgId}: its line's slots passed the caps rule but not its room`);
-      return { ok: false, reason: 'cap', ...hit };
+      const item = { msgId, slot, now, onlyHead, nodo };
+      const r = await claims(item);
+      return answer(r === 'again' ? (await claimMany(db, [item], false))[0]! : r);
     },
     /** Every claim and its slot back (at start, when no other worker can be alive on this store). */
     async releaseLeases(): Promise<number> {

@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { SignalHandler, Signals } from '../../core/ports/signals.js';
 import { LocalSignals } from '../../core/nodes/signals-local.js';
+import { Turns } from '../../core/queue/turns.js';
 
 export interface PgSignalsOptions {
   /** The store's schema: each gets its own channels, so stores (parallel tests, deployments) in one database never hear each other. */
@@ -68,17 +69,38 @@ export class PgSignals implements Signals {
   async publish(channel: string, payload: string): Promise<void> {
     this.local.deliver(channel, payload);
     if (this.closed) return;
+    const sent = this.notices.add({ name: this.pgName(channel), payload: `${this.origin} ${payload}` });
+    this.sending.add(sent);
     try {
-      await this.opts.pool.query({
-        text: 'SELECT pg_notify($1, $2)',
-        values: [this.pgName(channel), `${this.origin} ${payload}`],
-        query_timeout: this.timeoutMs,
-      } as pg.QueryConfig);
-    } catch (err) {
-      // Lost: the other nodes' copies expire by their TTL.
-      this.opts.onError?.(err);
+      await sent;
+    } finally {
+      this.sending.delete(sent);
     }
   }
+
+  /** Publishes on their way to PostgreSQL: close waits for them, before the store's pool ends. */
+  private readonly sending = new Set<Promise<void>>();
+
+  /**
+   * The publishes arriving while one NOTIFY runs go together in the next: one statement, one commit (a busy flow's
+   * signals, D-193); PostgreSQL delivers a transaction's notices in order, a repeated one once.
+   */
+  private readonly notices = new Turns<{ name: string; payload: string }, void>(
+    async (items) => {
+      try {
+        await this.opts.pool.query({
+          text: 'SELECT pg_notify(x.name, x.payload) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(name, payload, o) ORDER BY x.o',
+          values: [items.map((i) => i.name), items.map((i) => i.payload)],
+          query_timeout: this.timeoutMs,
+        } as pg.QueryConfig);
+      } catch (err) {
+        // Lost, the turn's whole (small ids each: none is refused alone): the other nodes' copies expire by their TTL.
+        this.opts.onError?.(err);
+      }
+      return items.map(() => ({ status: 'fulfilled', value: undefined }));
+    },
+    { max: 100, concurrent: 1 },
+  );
 
   subscribe(channel: string, handler: SignalHandler): () => void {
     const name = this.pgName(channel);
@@ -93,6 +115,7 @@ export class PgSignals implements Signals {
 
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.all(this.sending);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     const c = this.client;

@@ -4,7 +4,7 @@ import { MESSAGE_STATUS_FIELDS, type MessageStatusField } from '../../core/event
 import { PARKED_PER_LINE, parkedOrder, receiptSources, receiptStep } from '../../core/billing/ledger.js';
 import * as recipe from '../../core/billing/recipes.js';
 import { slotsForgottenBefore } from '../../core/sending/caps.js';
-import { Turns, settle } from '../../core/queue/turns.js';
+import { batched } from '../../core/queue/turns.js';
 import type { MessagesOwn, ReceiptOutcome } from '../../core/ports/messages.js';
 import type { CancelResult } from '../../core/ports/queue.js';
 import type { ErrorClase, MensajeRow, ReceiptEstado } from '../../core/ports/model.js';
@@ -443,39 +443,6 @@ export async function applyParked(db: Db, sends: Array<{ sent: MensajeRow; parke
     const byId = new Map(after.map((m) => [m.msg_id, m]));
     return sends.map((s) => byId.get(s.sent.msg_id) ?? s.sent);
   });
-}
-
-/**
- * Group commit over a statement that takes arrays: the calls arriving while
- * one turn runs go in the next (core/queue/turns.ts). An item whose key was
- * named before in the turn goes after it, alone, so the two apply one after
- * the other. A turn that fails for any reason but the store itself runs each
- * item alone through the same function, in arrival order: one bad message
- * must not fail the others.
- */
-function batched<I, O>(key: (i: I) => string, run: (items: I[]) => Promise<O[]>) {
-  const one = (i: I) => settle(async () => (await run([i]))[0]!);
-  const turns = new Turns<I, O>(
-    async (items) => {
-      const seen = new Set<string>();
-      const first = items.map((i) => !seen.has(key(i)) && !!seen.add(key(i)));
-      const batch = items.filter((_, k) => first[k]);
-      let out: Array<PromiseSettledResult<O>> = [];
-      try {
-        out = (await run(batch)).map((value) => ({ status: 'fulfilled', value }));
-      } catch (err) {
-        // A store that cannot be written fails every call at once.
-        if (err instanceof AppError || batch.length === 1) throw err;
-        for (const i of batch) out.push(await one(i));
-      }
-      let b = 0;
-      const results: Array<PromiseSettledResult<O>> = [];
-      for (const [k, i] of items.entries()) results.push(first[k] ? out[b++]! : await one(i));
-      return results;
-    },
-    { max: 100, concurrent: 1 },
-  );
-  return (i: I): Promise<O> => turns.add(i);
 }
 
 /** Sends recorded (distinct msg_ids): MARK_SENT for all, then the parked receipts of those that had some. */
