@@ -58,6 +58,9 @@ export interface PgOptions {
   max?: number;
 }
 
+/** How long an unused pooled connection is kept: longer than any periodic pass of a node (D-149). */
+export const POOL_IDLE_MS = 600_000;
+
 export class Db {
   readonly pool: pg.Pool;
   readonly name: string;
@@ -68,8 +71,9 @@ export class Db {
       connectionString: url,
       types,
       max: opts.max ?? 10,
-      // Kept a minute, not pg's 10 s: a node under a thin load would otherwise reconnect (and prepare every statement again) all the time.
-      idleTimeoutMillis: 60_000,
+      // Kept ten minutes, not pg's 10 s: a node's periodic work (the health pass each minute, the polls) would otherwise
+      // find its connections closed and open new ones, each paying a backend's start and every statement's prepare again.
+      idleTimeoutMillis: POOL_IDLE_MS,
       ...(opts.schema ? { options: `-c search_path=${plainIdent(opts.schema)}` } : {}),
     });
     // An idle connection the server dropped is an event, not a crash; the next query opens another.
