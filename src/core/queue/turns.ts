@@ -59,16 +59,16 @@ export async function settle<T>(p: () => Promise<T>): Promise<PromiseSettledResu
  * Group commit over a statement that takes arrays: the calls arriving while
  * one turn runs go in the next (Turns, above). An item whose key was
  * named before in the turn goes after it, alone, so the two apply one after
- * the other. A turn that fails for any reason but the store itself runs each
- * item alone through the same function, in arrival order: one bad message
- * must not fail the others.
+ * the other (`key` null: items never clash). A turn that fails for any reason
+ * but the store itself runs each item alone through the same function, in
+ * arrival order: one bad message must not fail the others.
  */
-export function batched<I, O>(key: (i: I) => string, run: (items: I[]) => Promise<O[]>) {
+export function batched<I, O>(key: ((i: I) => string) | null, run: (items: I[]) => Promise<O[]>) {
   const one = (i: I) => settle(async () => (await run([i]))[0]!);
   const turns = new Turns<I, O>(
     async (items) => {
       const seen = new Set<string>();
-      const first = items.map((i) => !seen.has(key(i)) && !!seen.add(key(i)));
+      const first = items.map((i) => key === null || (!seen.has(key(i)) && !!seen.add(key(i))));
       const batch = items.filter((_, k) => first[k]);
       let out: Array<PromiseSettledResult<O>> = [];
       try {

@@ -27,25 +27,16 @@ export function kv(db: Db): KvStore {
     );
   };
   // The reads and the writes arriving together (a gateway's sends on many lines): one statement, one commit (D-193).
-  let calls = 0;
-  const reads = batched(
-    (c: { n: number; keys: KvKey[] }) => String(c.n),
-    async (asks) => {
-      const all = await readNow(asks.flatMap((a) => a.keys));
-      let at = 0;
-      return asks.map((a) => all.slice(at, (at += a.keys.length)));
-    },
-  );
-  const writes = batched(
-    (c: { n: number; entries: KvEntry[] }) => String(c.n),
-    async (batches) => {
-      // In arrival order: a key two calls of the turn write keeps the later call's value.
-      await writeNow(batches.flatMap((b) => b.entries));
-      return batches.map(() => undefined);
-    },
-  );
-  const getMany = (keys: KvKey[]): Promise<unknown[]> => reads({ n: calls++, keys });
-  const setMany = (entries: KvEntry[]): Promise<void> => writes({ n: calls++, entries });
+  const getMany = batched(null, async (asks: KvKey[][]) => {
+    const all = await readNow(asks.flat());
+    let at = 0;
+    return asks.map((keys) => all.slice(at, (at += keys.length)));
+  });
+  const setMany = batched(null, async (batches: KvEntry[][]): Promise<void[]> => {
+    // In arrival order: a key two calls of the turn write keeps the later call's value.
+    await writeNow(batches.flat());
+    return batches.map(() => undefined);
+  });
   const deleteMany = async (keys: KvKey[]): Promise<void> => {
     await db.q('DELETE FROM kv WHERE (ns, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))', [keys.map((k) => k.ns), keys.map((k) => k.key)]);
   };
