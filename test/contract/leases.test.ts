@@ -142,6 +142,52 @@ for (const adapter of ADAPTERS) {
       for (let i = 0; i < streams.length; i++) expect(answers.filter((a) => a[i]!.taken)).toHaveLength(1);
     });
 
+    it('a resting take: each stream due and free is taken once, left held by nobody, and rests for everyone', async () => {
+      const { store } = ctx;
+      await store.nodeBeat(live('a'), now());
+      await store.nodeBeat(live('b'), now());
+      await store.leaseTake('b', ['salud:31'], now());
+      // New, free and held-by-another streams in one call (a batch of one is the same statement).
+      const ans = await store.leaseTakeResting('a', ['salud:30', 'salud:31', 'salud:32'], 5_000, now());
+      expect(ans.map((x) => [x.stream, x.taken])).toEqual([
+        ['salud:30', true],
+        ['salud:31', false],
+        ['salud:32', true],
+      ]);
+      expect(await store.leaseTakeResting('a', ['salud:33'], 5_000, now())).toEqual([{ stream: 'salud:33', taken: true, restMs: 0 }]);
+      // Resting: neither the taker nor another node takes it again, in either kind of take, and both are told how long is left.
+      for (const who of ['a', 'b']) {
+        for (const [x] of [await store.leaseTake(who, ['salud:30'], now()), await store.leaseTakeResting(who, ['salud:32'], 5_000, now())]) {
+          expect(x!.taken).toBe(false);
+          expect(x!.restMs).toBeGreaterThan(3_000);
+          expect(x!.restMs).toBeLessThanOrEqual(5_000);
+        }
+      }
+      // Held by nobody: a node that leaves takes nothing with it, and a rest of 0 leaves the stream due at once.
+      await store.nodeLeave('a');
+      expect((await store.leaseTake('b', ['salud:30'], now()))[0]!.taken).toBe(false);
+      expect((await store.leaseTakeResting('b', ['salud:34'], 0, now()))[0]!.taken).toBe(true);
+      expect((await store.leaseTake('b', ['salud:34'], now()))[0]!.taken).toBe(true);
+    });
+
+    it('nodes taking the same streams resting at once: each stream goes to exactly one of them', async () => {
+      const { store } = ctx;
+      const ids = ['a', 'b', 'c'];
+      for (const id of ids) await store.nodeBeat(live(id), now());
+      const streams = Array.from({ length: 300 }, (_, i) => `salud:${100 + i}`);
+      // Half of them exist already (made by a take and given back), half are new: both paths race.
+      for (const s of streams.slice(0, 150)) {
+        await store.leaseTake('a', [s], now());
+        await store.leaseGive('a', s, 0, now());
+      }
+      const answers = await Promise.all(ids.map((id) => store.leaseTakeResting(id, streams, 60_000, now())));
+      for (let i = 0; i < streams.length; i++)
+        expect(
+          answers.filter((a) => a[i]!.taken),
+          streams[i],
+        ).toHaveLength(1);
+    });
+
     it('kvFirst: the first value stays; later ones get it back', async () => {
       const { store } = ctx;
       const [x, y] = await Promise.all([store.kvFirst('cluster', 'settings', { tz: 'UTC' }), store.kvFirst('cluster', 'settings', { tz: 'America/Lima' })]);

@@ -40,8 +40,8 @@ export interface GatewayHealth {
  * instance, so the gateway's events point at this server even when its
  * callback URL changed since the instance was made.
  *
- * Several nodes: each line's check is a stream lease (core/nodes/leases.ts) given
- * back with the interval as its rest, so the nodes share the lines and each
+ * Several nodes: each line's check is a stream lease (core/nodes/leases.ts) taken
+ * resting nine tenths of the interval, so the nodes share the lines and each
  * line is checked about once per interval whichever node does it.
  */
 export class LineHealth {
@@ -128,11 +128,21 @@ export class LineHealth {
       const page = await core.store.listLineas(after, size);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;
-      // Lines another node is checking, or checked within the interval, are its.
-      const taken = new Set((await this.node.take(page.map((l) => stream.salud(l.id)))).filter((a) => a.taken).map((a) => a.stream));
-      const mine = page.filter((l) => taken.has(stream.salud(l.id)));
-      // A little short of the interval: this node's next pass, an interval after this one ends, finds the line due.
+      // Lines checked within the interval, by this node or another, rest. A line taken rests at once, held by nobody: no give
+      // afterwards (on PostgreSQL one in-place update a line, not a take and a give that both touch an index). A little short
+      // of the interval: this node's next pass, an interval after this one ends, finds the line due.
       const rest = Math.floor(this.opts.intervalMs * 0.9);
+      const taken = new Set(
+        (
+          await this.node.takeResting(
+            page.map((l) => stream.salud(l.id)),
+            rest,
+          )
+        )
+          .filter((a) => a.taken)
+          .map((a) => a.stream),
+      );
+      const mine = page.filter((l) => taken.has(stream.salud(l.id)));
       const checks: StatusCheck[] = [];
       const known = adopt ? null : await this.statusesOf(mine);
       let next = 0;
@@ -145,12 +155,10 @@ export class LineHealth {
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, this.opts.concurrency) }, worker));
-      // The page's unchanged lines in one write, then its leases in one give: checked ones rest, those a stop left unreached are free at once.
+      // The page's unchanged lines in one write. Lines a stop left unreached wait for the rest's end (D-196).
       await applyStatusChecks(core, checks).catch((err: unknown) => {
         for (const c of checks) failures.push({ err, instancia: mine.find((l) => l.id === c.id)?.gateway_instancia ?? '' });
       });
-      const gives = mine.map((l, i) => ({ stream: stream.salud(l.id), restMs: i < next ? rest : 0 }));
-      await this.node.giveAll(gives).catch(this.opts.onError);
     }
     // The lines' states are fresh now: pools move the queues of lines down longer than their wait (D-175).
     if (!this.stopped) this.moved += await failoverPass(core).catch((err: unknown) => (this.opts.onError(err), 0));

@@ -127,17 +127,17 @@ export class NodePresence {
     return this.store.leaseTake(this.info.id, streams, this.clock.now(), gives);
   }
 
+  /** Streams taken and at once left resting `restMs`, held by nobody (LeasesStore.leaseTakeResting). */
+  takeResting(streams: string[], restMs: number): Promise<LeaseAnswer[]> {
+    return this.store.leaseTakeResting(this.info.id, streams, restMs, this.clock.now());
+  }
+
   async takeOne(stream: string): Promise<LeaseAnswer> {
     return (await this.take([stream]))[0]!;
   }
 
   give(stream: string, restMs: number): Promise<void> {
     return this.store.leaseGive(this.info.id, stream, restMs, this.clock.now());
-  }
-
-  /** Gives several streams back in one call. */
-  async giveAll(gives: LeaseGift[]): Promise<void> {
-    if (gives.length > 0) await this.take([], gives);
   }
 
   /** The nodes of this store present now (this one included, once it has beaten). */

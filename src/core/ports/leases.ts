@@ -61,6 +61,12 @@ export interface LeasesStore {
    * `gives`: streams this node gives back in the same call, as leaseGive would (none of them among `streams`).
    */
   leaseTake(nodeId: string, streams: string[], now: number, gives?: LeaseGift[]): Promise<LeaseAnswer[]>;
+  /**
+   * As leaseTake without gives, but each stream taken is left at once unheld and resting `restMs`: a turn nobody need hold,
+   * done once a rest by whichever node takes it (a line's health check). A node that dies in the turn leaves its streams
+   * to the rest's end; a turn longer than the rest may meet another node's (the turn must bear that).
+   */
+  leaseTakeResting(nodeId: string, streams: string[], restMs: number, now: number): Promise<LeaseAnswer[]>;
   /** Gives a held stream back, not to be taken again for `restMs`; a stream taken over meanwhile is left alone. */
   leaseGive(nodeId: string, stream: string, restMs: number, now: number): Promise<void>;
 }

@@ -45,47 +45,12 @@ export function leases(db: Db): LeasesStore {
      * found, in the order asked. Streams without a row yet are made, taken, by a second statement.
      * The streams given back ride on the same statement (`g`: PostgreSQL runs a data-modifying WITH whether read or not).
      */
-    async leaseTake(nodeId: string, streams: string[], _now: number, gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
-      if (streams.length === 0) {
-        // Only gives: one statement for all of them.
-        if (gives.length > 0)
-          await db.query(
-            `UPDATE leases l SET nodo = NULL, next_at = ${DB_NOW} + r.rest FROM unnest($2::text[], $3::bigint[]) AS r(stream, rest) WHERE l.stream = r.stream AND l.nodo = $1`,
-            [nodeId, gives.map((g) => g.stream), gives.map((g) => Math.max(0, Math.round(g.restMs)))],
-          );
-        return [];
-      }
-      const found = await db.q<{ stream: string; known: boolean; taken: boolean; rest_ms: number }>(
-        `WITH n AS (SELECT ${DB_NOW} AS t),
-     g AS (UPDATE leases l SET nodo = NULL, next_at = n.t + r.rest FROM n, unnest($3::text[], $4::bigint[]) AS r(stream, rest)
-           WHERE l.stream = r.stream AND l.nodo = $1),
-     c AS (
-       SELECT l.stream FROM leases l, n
-       WHERE l.stream = ANY($2::text[]) AND l.next_at <= n.t
-         AND (l.nodo IS NULL OR l.nodo = $1
-              OR NOT EXISTS (SELECT 1 FROM nodos d WHERE d.id = l.nodo AND d.heartbeat_at + d.stale_ms >= n.t))
-       FOR UPDATE OF l SKIP LOCKED
-     ),
-     u AS (UPDATE leases l SET nodo = $1 FROM c WHERE l.stream = c.stream RETURNING l.stream)
-     SELECT s.stream, l.stream IS NOT NULL AS known, u.stream IS NOT NULL AS taken, GREATEST(0, COALESCE(l.next_at, 0) - n.t) AS rest_ms
-     FROM unnest($2::text[]) WITH ORDINALITY AS s(stream, ord) CROSS JOIN n
-     LEFT JOIN leases l ON l.stream = s.stream LEFT JOIN u ON u.stream = s.stream
-     ORDER BY s.ord`,
-        [nodeId, streams, gives.map((g) => g.stream), gives.map((g) => Math.max(0, Math.round(g.restMs)))],
-      );
-      const unknown = found.filter((f) => !f.known).map((f) => f.stream);
-      const made = new Set<string>();
-      if (unknown.length > 0) {
-        const r = await db.q<{ stream: string }>(
-          'INSERT INTO leases (stream, nodo, next_at) SELECT s, $1, 0 FROM unnest($2::text[]) AS s ON CONFLICT (stream) DO NOTHING RETURNING stream',
-          [nodeId, unknown],
-        );
-        for (const x of r) made.add(x.stream);
-      }
-      return found.map((f) => {
-        const taken = f.taken || made.has(f.stream);
-        return { stream: f.stream, taken, restMs: taken ? 0 : Number(f.rest_ms) };
-      });
+    leaseTake(nodeId: string, streams: string[], _now: number, gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
+      return take(db, nodeId, streams, gives, null);
+    },
+    /** As leaseTake, but a taken row keeps no holder: only `next_at` changes, an update PostgreSQL makes in place (HOT: no index holds it). */
+    leaseTakeResting(nodeId: string, streams: string[], restMs: number): Promise<LeaseAnswer[]> {
+      return take(db, nodeId, streams, [], Math.max(0, Math.round(restMs)));
     },
     async leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
       await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [
@@ -95,4 +60,51 @@ export function leases(db: Db): LeasesStore {
       ]);
     },
   };
+}
+
+/** `rest` null: the taken streams are held by `nodeId`; a number: they are left unheld, resting that long (leaseTakeResting). */
+async function take(db: Db, nodeId: string, streams: string[], gives: LeaseGift[], rest: number | null): Promise<LeaseAnswer[]> {
+  const giveArgs = [gives.map((g) => g.stream), gives.map((g) => Math.max(0, Math.round(g.restMs)))];
+  if (streams.length === 0) {
+    // Only gives: one statement for all of them.
+    if (gives.length > 0)
+      await db.query(
+        `UPDATE leases l SET nodo = NULL, next_at = ${DB_NOW} + r.rest FROM unnest($2::text[], $3::bigint[]) AS r(stream, rest) WHERE l.stream = r.stream AND l.nodo = $1`,
+        [nodeId, ...giveArgs],
+      );
+    return [];
+  }
+  const found = await db.q<{ stream: string; known: boolean; taken: boolean; rest_ms: number }>(
+    `WITH n AS (SELECT ${DB_NOW} AS t),
+     g AS (UPDATE leases l SET nodo = NULL, next_at = n.t + r.rest FROM n, unnest($3::text[], $4::bigint[]) AS r(stream, rest)
+           WHERE l.stream = r.stream AND l.nodo = $1),
+     c AS (
+       SELECT l.stream FROM leases l, n
+       WHERE l.stream = ANY($2::text[]) AND l.next_at <= n.t
+         AND (l.nodo IS NULL OR l.nodo = $1
+              OR NOT EXISTS (SELECT 1 FROM nodos d WHERE d.id = l.nodo AND d.heartbeat_at + d.stale_ms >= n.t))
+       FOR UPDATE OF l SKIP LOCKED
+     ),
+     u AS (UPDATE leases l SET nodo = CASE WHEN $5::bigint IS NULL THEN $1 END, next_at = COALESCE(n.t + $5::bigint, l.next_at)
+           FROM c, n WHERE l.stream = c.stream RETURNING l.stream)
+     SELECT s.stream, l.stream IS NOT NULL AS known, u.stream IS NOT NULL AS taken, GREATEST(0, COALESCE(l.next_at, 0) - n.t) AS rest_ms
+     FROM unnest($2::text[]) WITH ORDINALITY AS s(stream, ord) CROSS JOIN n
+     LEFT JOIN leases l ON l.stream = s.stream LEFT JOIN u ON u.stream = s.stream
+     ORDER BY s.ord`,
+    [nodeId, streams, ...giveArgs, rest],
+  );
+  const unknown = found.filter((f) => !f.known).map((f) => f.stream);
+  const made = new Set<string>();
+  if (unknown.length > 0) {
+    const r = await db.q<{ stream: string }>(
+      `INSERT INTO leases (stream, nodo, next_at) SELECT s, CASE WHEN $3::bigint IS NULL THEN $1 END, COALESCE(${DB_NOW} + $3::bigint, 0)
+       FROM unnest($2::text[]) AS s ON CONFLICT (stream) DO NOTHING RETURNING stream`,
+      [nodeId, unknown, rest],
+    );
+    for (const x of r) made.add(x.stream);
+  }
+  return found.map((f) => {
+    const taken = f.taken || made.has(f.stream);
+    return { stream: f.stream, taken, restMs: taken ? 0 : Number(f.rest_ms) };
+  });
 }

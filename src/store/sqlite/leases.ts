@@ -75,6 +75,16 @@ export function leases(): LeasesStore {
       });
     },
 
+    async leaseTakeResting(nodeId: string, streams: string[], restMs: number, now: number): Promise<LeaseAnswer[]> {
+      return streams.map((s) => {
+        const l = leases.get(s);
+        const h = l?.nodo ? holders.get(l.nodo) : undefined;
+        if (l && !leaseTakable(l, nodeId, h && seen(h, now), now)) return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
+        leases.set(s, { nodo: null, next_at: now + restMs });
+        return { stream: s, taken: true, restMs: 0 };
+      });
+    },
+
     async leaseGive(nodeId: string, s: string, restMs: number, now: number): Promise<void> {
       give(nodeId, s, restMs, now);
     },
