@@ -80,7 +80,8 @@ export function leases(): LeasesStore {
         const l = leases.get(s);
         const h = l?.nodo ? holders.get(l.nodo) : undefined;
         if (l && !leaseTakable(l, nodeId, h && seen(h, now), now)) return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
-        leases.set(s, { nodo: null, next_at: now + restMs });
+        if (restMs > 0) leases.set(s, { nodo: null, next_at: now + restMs });
+        else leases.delete(s);
         return { stream: s, taken: true, restMs: 0 };
       });
     },
