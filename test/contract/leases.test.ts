@@ -163,7 +163,13 @@ for (const adapter of ADAPTERS) {
           expect(x!.restMs).toBeLessThanOrEqual(5_000);
         }
       }
-      // Held by nobody: a node that leaves takes nothing with it, and a rest of 0 leaves the stream due at once.
+      // Held by nobody: with no rest, another live node takes it at once; a stream that existed (taken and given back) rests too.
+      await store.leaseTakeResting('a', ['salud:35'], 0, now());
+      expect((await store.leaseTake('b', ['salud:35'], now()))[0]!.taken).toBe(true);
+      await store.leaseGive('b', 'salud:31', 0, now());
+      expect((await store.leaseTakeResting('a', ['salud:31'], 5_000, now()))[0]!.taken).toBe(true);
+      expect((await store.leaseTake('b', ['salud:31'], now()))[0]!.restMs).toBeGreaterThan(3_000);
+      // A node that leaves takes nothing with it, and a rest of 0 leaves the stream due at once.
       await store.nodeLeave('a');
       expect((await store.leaseTake('b', ['salud:30'], now()))[0]!.taken).toBe(false);
       expect((await store.leaseTakeResting('b', ['salud:34'], 0, now()))[0]!.taken).toBe(true);

@@ -11,7 +11,7 @@ import type { SessionStatus } from '../ports/model.js';
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 /**
- * Lines per page of a pass. On PostgreSQL a page is five round trips whatever its size (statements over
+ * Lines per page of a pass. On PostgreSQL a page is four or five round trips whatever its size (statements over
  * arrays), and an idle node's CPU is mostly round trips (D-191); on SQLite a page's writes are one turn of the
  * request thread's group commit, which a bigger page would hold longer.
  */
@@ -40,9 +40,9 @@ export interface GatewayHealth {
  * instance, so the gateway's events point at this server even when its
  * callback URL changed since the instance was made.
  *
- * Several nodes: each line's check is a stream lease (core/nodes/leases.ts) taken
- * resting nine tenths of the interval, so the nodes share the lines and each
- * line is checked about once per interval whichever node does it.
+ * Several nodes: each line's check is a stream lease (core/nodes/leases.ts) that
+ * rests nine tenths of the interval once checked, so the nodes share the lines
+ * and each line is checked about once per interval whichever node does it.
  */
 export class LineHealth {
   readonly state: GatewayHealth = { ok: null, checkedAt: null, lineas: 0, fallidas: 0, error: null };
@@ -128,23 +128,19 @@ export class LineHealth {
       const page = await core.store.listLineas(after, size);
       if (page.length === 0) break;
       after = page[page.length - 1]!.id;
-      // Lines checked within the interval, by this node or another, rest. A line taken rests at once, held by nobody: no give
-      // afterwards (on PostgreSQL one in-place update a line, not a take and a give that both touch an index). A little short
-      // of the interval: this node's next pass, an interval after this one ends, finds the line due.
+      // Lines checked within the interval, by this node or another, rest; a little short of the interval, so this node's next
+      // pass, an interval after this one ends, finds them due. A page the gateway answers in one call (after the adopting
+      // pass) is over in moments: its leases are taken already resting, held by nobody, and need no give (on PostgreSQL one
+      // in-place update a line). Checked one by one, a page lasts as long as the gateway makes it: its leases are held, so no
+      // other node checks a line this one is still on, and given back after, those a stop left unreached free at once (D-196).
       const rest = Math.floor(this.opts.intervalMs * 0.9);
-      const taken = new Set(
-        (
-          await this.node.takeResting(
-            page.map((l) => stream.salud(l.id)),
-            rest,
-          )
-        )
-          .filter((a) => a.taken)
-          .map((a) => a.stream),
-      );
+      const streams = page.map((l) => stream.salud(l.id));
+      const atOnce = !adopt && core.gateway.statuses !== undefined;
+      const answers = atOnce ? await this.node.takeResting(streams, rest) : await this.node.take(streams);
+      const taken = new Set(answers.filter((a) => a.taken).map((a) => a.stream));
       const mine = page.filter((l) => taken.has(stream.salud(l.id)));
       const checks: StatusCheck[] = [];
-      const known = adopt ? null : await this.statusesOf(mine);
+      const known = atOnce ? await this.statusesOf(mine) : null;
       let next = 0;
       const worker = async () => {
         while (next < mine.length && !this.stopped) {
@@ -155,10 +151,11 @@ export class LineHealth {
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, this.opts.concurrency) }, worker));
-      // The page's unchanged lines in one write. Lines a stop left unreached wait for the rest's end (D-196).
+      // The page's unchanged lines in one write, then (held leases) their give in one statement.
       await applyStatusChecks(core, checks).catch((err: unknown) => {
         for (const c of checks) failures.push({ err, instancia: mine.find((l) => l.id === c.id)?.gateway_instancia ?? '' });
       });
+      if (!atOnce) await this.node.giveAll(mine.map((l, i) => ({ stream: stream.salud(l.id), restMs: i < next ? rest : 0 }))).catch(this.opts.onError);
     }
     // The lines' states are fresh now: pools move the queues of lines down longer than their wait (D-175).
     if (!this.stopped) this.moved += await failoverPass(core).catch((err: unknown) => (this.opts.onError(err), 0));

@@ -140,6 +140,11 @@ export class NodePresence {
     return this.store.leaseGive(this.info.id, stream, restMs, this.clock.now());
   }
 
+  /** Gives several streams back in one call. */
+  async giveAll(gives: LeaseGift[]): Promise<void> {
+    if (gives.length > 0) await this.take([], gives);
+  }
+
   /** The nodes of this store present now (this one included, once it has beaten). */
   async presentNodes(): Promise<NodeRow[]> {
     return (await this.store.nodes(this.clock.now())).filter((n) => present(n, this.opts.takeoverMarginMs));
