@@ -137,8 +137,8 @@ export class LineHealth {
       const streams = page.map((l) => stream.salud(l.id));
       const atOnce = !adopt && core.gateway.statuses !== undefined;
       const answers = atOnce ? await this.node.takeResting(streams, rest) : await this.node.take(streams);
-      const taken = new Set(answers.filter((a) => a.taken).map((a) => a.stream));
-      const mine = page.filter((l) => taken.has(stream.salud(l.id)));
+      // Answers come in the order asked.
+      const mine = page.filter((_, i) => answers[i]!.taken);
       const checks: StatusCheck[] = [];
       const known = atOnce ? await this.statusesOf(mine) : null;
       let next = 0;

@@ -18,6 +18,9 @@ export function nodes(q: Queryable): Promise<NodeRow[]> {
   );
 }
 
+/** A rest in whole milliseconds, never negative. */
+const ms = (restMs: number) => Math.max(0, Math.round(restMs));
+
 export function leases(db: Db): LeasesStore {
   return {
     async nodeBeat(node: NodeInfo): Promise<void> {
@@ -50,21 +53,17 @@ export function leases(db: Db): LeasesStore {
     },
     /** As leaseTake, but a taken row keeps no holder: only `next_at` changes, an update PostgreSQL makes in place (HOT: no index holds it). */
     leaseTakeResting(nodeId: string, streams: string[], restMs: number): Promise<LeaseAnswer[]> {
-      return take(db, nodeId, streams, [], Math.max(0, Math.round(restMs)));
+      return take(db, nodeId, streams, [], ms(restMs));
     },
     async leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
-      await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [
-        nodeId,
-        stream,
-        Math.max(0, Math.round(restMs)),
-      ]);
+      await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [nodeId, stream, ms(restMs)]);
     },
   };
 }
 
 /** `rest` null: the taken streams are held by `nodeId`; a number: they are left unheld, resting that long (leaseTakeResting). */
 async function take(db: Db, nodeId: string, streams: string[], gives: LeaseGift[], rest: number | null): Promise<LeaseAnswer[]> {
-  const giveArgs = [gives.map((g) => g.stream), gives.map((g) => Math.max(0, Math.round(g.restMs)))];
+  const giveArgs = [gives.map((g) => g.stream), gives.map((g) => ms(g.restMs))];
   if (streams.length === 0) {
     // Only gives: one statement for all of them.
     if (gives.length > 0)

@@ -13,13 +13,19 @@ export function leases(): LeasesStore {
   const holders = new Map<string, HolderState & { label: string; started_at: number; margin_ms: number; engine_url: string | null; alone: boolean }>();
   /** A holder as read at `now`: an alone one beating then. */
   const seen = <H extends HolderState & { alone: boolean }>(h: H, now: number): H => (h.alone ? { ...h, heartbeat_at: now } : h);
+  /** The stream held by nobody, resting `restMs`; with no rest ahead it holds nothing worth keeping: the map stays as small as the work in hand. */
+  const rest = (s: string, restMs: number, now: number): void => {
+    if (restMs > 0) leases.set(s, { nodo: null, next_at: now + restMs });
+    else leases.delete(s);
+  };
   const give = (nodeId: string, s: string, restMs: number, now: number): void => {
+    if (leases.get(s)?.nodo === nodeId) rest(s, restMs, now);
+  };
+  /** Why `nodeId` may not take the stream now (its answer), or null when it may. */
+  const refused = (s: string, nodeId: string, now: number): LeaseAnswer | null => {
     const l = leases.get(s);
-    if (!l || l.nodo !== nodeId) return;
-    l.nodo = null;
-    l.next_at = now + restMs;
-    // A stream with no rest ahead holds nothing worth keeping: the map stays as small as the work in hand.
-    if (restMs <= 0) leases.delete(s);
+    const h = l?.nodo ? holders.get(l.nodo) : undefined;
+    return l && !leaseTakable(l, nodeId, h && seen(h, now), now) ? { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) } : null;
   };
   return {
     async nodeBeat(node: NodeInfo, now: number): Promise<void> {
@@ -63,25 +69,18 @@ export function leases(): LeasesStore {
     async leaseTake(nodeId: string, streams: string[], now: number, gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
       for (const g of gives) give(nodeId, g.stream, g.restMs, now);
       return streams.map((s) => {
-        const l = leases.get(s);
-        if (!l) {
-          leases.set(s, { nodo: nodeId, next_at: 0 });
-          return { stream: s, taken: true, restMs: 0 };
-        }
-        const h = l.nodo === null ? undefined : holders.get(l.nodo);
-        if (!leaseTakable(l, nodeId, h && seen(h, now), now)) return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
-        l.nodo = nodeId;
+        const no = refused(s, nodeId, now);
+        if (no) return no;
+        leases.set(s, { nodo: nodeId, next_at: leases.get(s)?.next_at ?? 0 });
         return { stream: s, taken: true, restMs: 0 };
       });
     },
 
     async leaseTakeResting(nodeId: string, streams: string[], restMs: number, now: number): Promise<LeaseAnswer[]> {
       return streams.map((s) => {
-        const l = leases.get(s);
-        const h = l?.nodo ? holders.get(l.nodo) : undefined;
-        if (l && !leaseTakable(l, nodeId, h && seen(h, now), now)) return { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) };
-        if (restMs > 0) leases.set(s, { nodo: null, next_at: now + restMs });
-        else leases.delete(s);
+        const no = refused(s, nodeId, now);
+        if (no) return no;
+        rest(s, restMs, now);
         return { stream: s, taken: true, restMs: 0 };
       });
     },
