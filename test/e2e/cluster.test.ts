@@ -199,7 +199,9 @@ describeWith(postgres, 'a cluster of three nodes (PostgreSQL)', () => {
       await until(async () => (await countSent()) >= MESSAGES / 3, { what: 'a third sent', timeoutMs: 60_000 });
       const killedAt = Date.now();
       // Its connections to the fake as it dies: a request it sent on one may be read (and named) after.
+      // Stopped first, so it opens none between this list and the kill (CI saw one sent from such a port).
       const killedPid = nodes[1]!.child.pid;
+      nodes[1]!.child.kill('SIGSTOP');
       const killedPorts = portsOf(killedPid);
       await crash(nodes[1]!);
       // The two left drain the rest, the dead node's lines once it has been silent its stale time (30 s here: the longest of its send and webhook leases, plus 10 s).
