@@ -37,14 +37,19 @@ export function countsParams(scope: ChartScope, grano: number, desde: number, ha
   return [...(who !== undefined ? [who] : []), ...(usesGrano ? [grano] : []), desde, hasta];
 }
 
-const LAT = Array.from({ length: 10 }, (_, i) => `lat${i}`);
+/** The latency buckets' columns. */
+export const LAT = Array.from({ length: 10 }, (_, i) => `lat${i}`);
 
-/** A node's sample added to its row of the bucket; `max` is the dialect's two-argument maximum. */
-export const sampleUpsert = (max: 'MAX' | 'GREATEST'): string => `INSERT INTO muestras (grano, t, nodo, cola, antiguo_s, ok, fallidas, ${LAT.join(', ')})
-  VALUES (${new Array(7 + LAT.length).fill('?').join(', ')})
-  ON CONFLICT (grano, t, nodo) DO UPDATE SET
+/** A sample row's columns. */
+export const SAMPLE_COLS = `grano, t, nodo, cola, antiguo_s, ok, fallidas, ${LAT.join(', ')}`;
+
+/** A sample added to its node's row of the bucket: attempts summed, the queue's largest reading kept; `max` is the dialect's two-argument maximum. */
+export const sampleAdded = (max: 'MAX' | 'GREATEST'): string => `ON CONFLICT (grano, t, nodo) DO UPDATE SET
     cola = ${max}(muestras.cola, excluded.cola), antiguo_s = ${max}(muestras.antiguo_s, excluded.antiguo_s),
     ${['ok', 'fallidas', ...LAT].map((c) => `${c} = muestras.${c} + excluded.${c}`).join(', ')}`;
+
+/** One sample (SQLite writes a pass's rows one by one in its transaction; PostgreSQL all in one statement, store/postgres/charts.ts). */
+export const SAMPLE_UPSERT = `INSERT INTO muestras (${SAMPLE_COLS}) VALUES (${new Array(7 + LAT.length).fill('?').join(', ')}) ${sampleAdded('MAX')}`;
 
 export const SAMPLES_SQL = `SELECT t, MAX(cola) AS cola, MAX(antiguo_s) AS antiguo_s, SUM(ok) AS ok, SUM(fallidas) AS fallidas,
   ${LAT.map((c) => `SUM(${c}) AS ${c}`).join(', ')}

@@ -176,6 +176,8 @@ export class WebhookDispatcher implements WebhookControl {
   private copiesDue = true;
   /** Copies were taken with a view of the listeners not read again: once it is stale, it is read and the copies taken again. */
   private escuchasRecheck = false;
+  /** When (ticks) this node last made an event or heard of another's: a beat's news older than it does not spare a look. */
+  private eventAt = Number.NEGATIVE_INFINITY;
   /** Configurations for a second at most, dropped on change by any node: what an event is checked against, and each attempt's URL and secret. */
   private readonly configs: WebhookConfigCache;
   /** Outcomes written together, many deliveries per statement, most with the next claim. */
@@ -194,7 +196,7 @@ export class WebhookDispatcher implements WebhookControl {
     private readonly node: NodePresence,
     private readonly opts: DispatcherOptions,
   ) {
-    this.runner = new KeyedRunner(() => this.look(), opts.onError, opts.pollMs);
+    this.runner = new KeyedRunner((safety) => this.look(safety), opts.onError, opts.pollMs);
     const ticks = () => core.clock.ticks();
     const timing = { revetMs: opts.revetMs, idleMs: opts.agentIdleMs };
     this.agents = new ReceiverAgents((url) => vetWebhookHost(url, core.config.allowPrivateUrls), ticks, timing);
@@ -262,6 +264,7 @@ export class WebhookDispatcher implements WebhookControl {
   /** An event of this node: its client's deliveries are claimed at once when its configuration wants the kind; listeners look too. */
   eventMade(clienteId: number, kind: string): void {
     this.copiesDue = true;
+    this.eventAt = this.core.clock.ticks();
     this.configs.get(clienteId).then(
       (cfg) => {
         if (cfg?.activo && subscribed(cfg, kind)) this.poke(clienteId);
@@ -274,6 +277,7 @@ export class WebhookDispatcher implements WebhookControl {
 
   /** Another node has deliveries of the client it could not claim: claimed now if this node holds the client's stream. */
   private signalled(clienteId: number): void {
+    this.eventAt = this.core.clock.ticks();
     const q = this.queues.get(clienteId);
     // Not held here (this node's own publish, or a stream given back meanwhile): the publisher asks again itself.
     if (!q?.leased || q.lapses !== this.node.lapses) return;
@@ -348,11 +352,15 @@ export class WebhookDispatcher implements WebhookControl {
     }
   }
 
-  private async look(): Promise<number> {
+  private async look(safety = false): Promise<number> {
     const { store } = this.core;
     const t = this.core.clock.ticks();
     let read: EscuchaRow[] | null = null;
-    if (t - this.loadedAt >= this.opts.pollMs) {
+    // A safety look whose read a beat sent since this node's last event found empty (no pending delivery, no live
+    // listener, none known here) skips it (D-197); the listeners are read again with this node's next event, as ever.
+    const known = safety && this.escuchas.length === 0 && this.node.quiet('outbox', this.eventAt) && this.node.quiet('listeners', this.eventAt);
+    if (known && t - this.loadedAt >= this.opts.pollMs) this.loadedAt = t;
+    else if (t - this.loadedAt >= this.opts.pollMs) {
       // After a start (or a crash), and every pollMs: every client with pending deliveries, whichever node made them
       // (a node that stopped or died leaves due deliveries no event of this node hints), each woken for when it is due.
       // The listeners, when due for a read, come in the same one (D-191).

@@ -139,15 +139,21 @@ for (const adapter of ADAPTERS) {
       await ctx.store.writeSamples([{ grano: 1, t, nodo: 'b', cola: 7, antiguo_s: 10, ok: 3, fallidas: 0, lat: lat(9) }]);
       await ctx.store.writeSamples([{ grano: 1, t, nodo: 'a', cola: 1, antiguo_s: 40, ok: 1, fallidas: 0, lat: lat(0) }]);
       await ctx.store.writeSamples([{ grano: 1, t: t + 1, nodo: 'a', cola: 0, antiguo_s: 0, ok: 0, fallidas: 0, lat: lat(-1) }]);
+      // One call with two rows of one bucket and node: added as two calls would (PostgreSQL writes a call in one statement).
+      await ctx.store.writeSamples([
+        { grano: 1, t: t + 2, nodo: 'a', cola: 3, antiguo_s: 5, ok: 1, fallidas: 1, lat: lat(2) },
+        { grano: 1, t: t + 2, nodo: 'a', cola: 2, antiguo_s: 9, ok: 4, fallidas: 0, lat: lat(2) },
+      ]);
       const got = await ctx.store.chartSamples(1, t - 5, t + 5);
       expect(got).toEqual([
         { t, cola: 7, antiguo_s: 40, ok: 6, fallidas: 1, lat: [2, 0, 0, 0, 0, 0, 0, 0, 0, 1] },
         { t: t + 1, cola: 0, antiguo_s: 0, ok: 0, fallidas: 0, lat: new Array(10).fill(0) },
+        { t: t + 2, cola: 3, antiguo_s: 9, ok: 5, fallidas: 1, lat: [0, 0, 2, 0, 0, 0, 0, 0, 0, 0] },
       ]);
       expect(await ctx.store.chartSamples(60, Math.floor(t / 60), Math.floor(t / 60) + 1)).toEqual([
         { t: Math.floor(t / 60), cola: 5, antiguo_s: 30, ok: 2, fallidas: 1, lat: lat(0) },
       ]);
-      expect(await ctx.store.chartSamples(1, t + 2, t + 10)).toEqual([]);
+      expect(await ctx.store.chartSamples(1, t + 3, t + 10)).toEqual([]);
     });
 
     it('prunes minute rows past two days and the rest past their keeping, leaving newer rows', async () => {

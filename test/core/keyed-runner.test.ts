@@ -155,3 +155,69 @@ describe('KeyedRunner: idle looks on the poll grid (D-191)', () => {
     }
   });
 });
+
+describe('KeyedRunner: which looks are the safety poll alone (D-197)', () => {
+  it("only a look the poll's timer makes, with nothing asked since, is a safety look; a poke, a job's end, a step or a wake asked for are not", async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'performance'] });
+    try {
+      const seen: boolean[] = [];
+      let wait = 5000;
+      const runner = new KeyedRunner<string>(
+        async (safety) => {
+          seen.push(safety);
+          return wait;
+        },
+        (err) => expect.fail(String(err)),
+        5000,
+      );
+      const last = () => seen.at(-1);
+      runner.start();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(seen).toEqual([false]); // the start's poke
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(seen).toEqual([false, true]);
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(last()).toBe(true);
+      const n = seen.length;
+
+      runner.poke();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(seen.slice(n)).toEqual([false]);
+
+      runner.run('k', async () => {});
+      await vi.advanceTimersByTimeAsync(0);
+      expect(last()).toBe(false);
+
+      await runner.step();
+      expect(last()).toBe(false);
+
+      // A wake asked for sooner than the poll: that look is not the poll's.
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(last()).toBe(true);
+      runner.wakeWithin(1000);
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(last()).toBe(false);
+
+      // A wake asked for later than the poll's timer: the poll's look now answers it too, so it is not a safety look.
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(last()).toBe(true);
+      const before = seen.length;
+      runner.wakeWithin(60_000);
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(seen.slice(before)).toEqual([false]);
+
+      // A look that asks for less than the poll (work due then) times a look that is not a safety look either.
+      wait = 1200;
+      await vi.advanceTimersByTimeAsync(5000);
+      const k = seen.length;
+      wait = 5000;
+      await vi.advanceTimersByTimeAsync(1200);
+      expect(seen.slice(k)).toEqual([false]);
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(last()).toBe(true);
+      await runner.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});

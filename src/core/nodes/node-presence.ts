@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from '../time/clock.js';
 import { lagSampler } from '../time/loop-lag.js';
-import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../ports/leases.js';
+import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow, StoreNews } from '../ports/leases.js';
 
 /** The machine's monotonic clock in milliseconds: the same in every process (CLOCK_MONOTONIC). */
 export function monotonicMs(): number {
@@ -62,6 +62,9 @@ export class NodePresence {
   lastGoodBeatSent = Number.NEGATIVE_INFINITY;
   /** Silences survived (the first beat counts one): work read under a lease before the last one may be another node's now. */
   lapses = 0;
+  /** What the last good beat found waiting in the store (null: a store that tells nothing), and when it was sent (ticks). */
+  private news: StoreNews | null = null;
+  private newsSent = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly store: LeasesStore,
@@ -110,8 +113,10 @@ export class NodePresence {
   private async beat(): Promise<void> {
     const t = this.clock.ticks();
     const sent = monotonicMs();
-    await this.store.nodeBeat(this.info, this.clock.now());
+    const news = await this.store.nodeBeat(this.info, this.clock.now());
     this.lastGoodBeatSent = sent;
+    this.news = news;
+    this.newsSent = t;
     // Back from a silence long enough that its streams may have been taken: whoever holds work read under a lease reads again.
     if (t - this.lastBeat >= this.opts.takeoverMarginMs / 2) this.lapses += 1;
     this.lastBeat = t;
@@ -120,6 +125,15 @@ export class NodePresence {
   /** Recent enough a beat that a send started now ends before this node could be taken for dead. */
   fresh(): boolean {
     return this.opts.alone === true || this.clock.ticks() - this.lastBeat < this.opts.takeoverMarginMs / 2;
+  }
+
+  /**
+   * Whether the last beat found nothing of `kind` in the store, sent after `sinceTicks` (the caller's last change of its
+   * own that the store should show) and recently enough that this node is fresh. A safety look that gets true may skip
+   * its read: what another node adds after the beat is found by the look after the next beat, a beat later (D-197).
+   */
+  quiet(kind: keyof StoreNews, sinceTicks: number): boolean {
+    return this.news !== null && !this.news[kind] && this.newsSent > sinceTicks && this.fresh();
   }
 
   /** `gives`: streams given back in the same round trip. */

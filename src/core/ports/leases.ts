@@ -42,6 +42,19 @@ export interface LeaseGift {
 }
 
 /**
+ * What a beat found waiting in the store, for any node: a node's safety looks (the queue's, the webhooks') skip a
+ * read the beat has already found empty (D-197). Each is exactly what makes that read's answer non-empty.
+ */
+export interface StoreNews {
+  /** A pending message queued (`modo = 'cola'`), or any pending one with a validity: what the queue's look reads. */
+  queue: boolean;
+  /** A webhook delivery pending: what the webhooks' look reads. */
+  outbox: boolean;
+  /** A listener live at the beat's `now`: what the webhooks' look reads beside it. */
+  listeners: boolean;
+}
+
+/**
  * Serial streams shared by the nodes of one store: a line's queue with its
  * human gaps, a line's health check, a client's webhook stream. Each is a
  * lease row: one holder at a time, and a durable `next_at` before which
@@ -51,8 +64,11 @@ export interface LeaseGift {
  * nodes' clocks are ever compared.
  */
 export interface LeasesStore {
-  /** Records the node alive; its first beat registers it. */
-  nodeBeat(node: NodeInfo, now: number): Promise<void>;
+  /**
+   * Records the node alive; its first beat registers it. A store shared by several nodes also answers what waits in it
+   * (StoreNews); one served alone answers null (its looks cost no round trip).
+   */
+  nodeBeat(node: NodeInfo, now: number): Promise<StoreNews | null>;
   /** The node stops: its row goes and its leases are free (their next_at kept). */
   nodeLeave(nodeId: string): Promise<void>;
   nodes(now: number): Promise<NodeRow[]>;

@@ -19,10 +19,15 @@ export class KeyedRunner<K> {
   /** When the timer fires, and the soonest look asked for by wakeWithin during a look (performance.now(): timers only). */
   private timerAt = Number.POSITIVE_INFINITY;
   private wakeBy = Number.POSITIVE_INFINITY;
+  /** The timer armed is the poll's: the last look asked to wait its whole poll (or longer), and nothing asked sooner since. */
+  private pollArmed = false;
 
   constructor(
-    /** Starts due jobs with `run`; returns how long to wait before looking again. */
-    private readonly look: () => Promise<number>,
+    /**
+     * Starts due jobs with `run`; returns how long to wait before looking again. `safety`: this look is the poll's own,
+     * asked for by nothing (no poke, no job's end, no wakeWithin, no step): it only guards against a lost signal.
+     */
+    private readonly look: (safety: boolean) => Promise<number>,
     private readonly onError: (err: unknown) => void,
     /**
      * The look's own poll: a look that asks to wait that long (nothing due sooner) is timed for the next
@@ -58,7 +63,7 @@ export class KeyedRunner<K> {
    */
   async step(): Promise<void> {
     while (this.looking) await (this.current ?? Promise.resolve()).catch(() => undefined);
-    await this.tick();
+    await this.tick(false);
     await this.idle();
   }
 
@@ -99,8 +104,10 @@ export class KeyedRunner<K> {
       this.wakeBy = Math.min(this.wakeBy, at);
       return;
     }
-    if (this.pokeQueued || this.timerAt <= at) return;
-    this.arm(ms);
+    if (this.pokeQueued) return;
+    // A sooner timer stays, and now answers this request too: no longer the poll's alone.
+    if (this.timerAt <= at) this.pollArmed = false;
+    else this.arm(ms);
   }
 
   /** A wait of the whole poll, cut to end on the poll's next multiple (epoch time: the same grid in every runner). */
@@ -111,10 +118,11 @@ export class KeyedRunner<K> {
     return p - (at % p);
   }
 
-  private arm(ms: number): void {
+  private arm(ms: number, forPoll = false): void {
     if (this.timer) clearTimeout(this.timer);
+    this.pollArmed = forPoll;
     this.timerAt = performance.now() + Math.max(1, ms);
-    this.timer = setTimeout(() => void this.tick(), Math.max(1, ms));
+    this.timer = setTimeout(() => void this.tick(true), Math.max(1, ms));
     this.timer.unref();
   }
 
@@ -132,19 +140,20 @@ export class KeyedRunner<K> {
         this.again = true;
         return;
       }
-      void this.tick();
+      void this.tick(false);
     });
   }
 
-  private async tick(): Promise<void> {
+  private async tick(byTimer: boolean): Promise<void> {
     if (!this.running) return;
+    const safety = byTimer && this.pollArmed;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.timerAt = Number.POSITIVE_INFINITY;
     this.looking = true;
     let wait = 500;
     try {
-      const p = this.look();
+      const p = this.look(safety);
       this.current = p;
       wait = await p;
     } catch (err) {
@@ -157,7 +166,9 @@ export class KeyedRunner<K> {
       this.again = false;
       this.poke();
     } else if (this.running) {
-      this.arm(Math.min(this.onGrid(wait), this.wakeBy - performance.now()));
+      const grid = this.onGrid(wait);
+      const by = this.wakeBy - performance.now();
+      this.arm(Math.min(grid, by), this.pollMs > 0 && wait >= this.pollMs && by >= grid);
     }
     this.wakeBy = Number.POSITIVE_INFINITY;
   }

@@ -103,6 +103,8 @@ export class QueueWorker {
   private heldTo = new Map<number, { until: number; to: Set<string> }>();
   /** Line leases kept between sends: when the line's last send and its rest ended (clock time and ticks), and the node's lapses then. */
   private readonly kept = new Map<number, { at: number; ticks: number; lapses: number }>();
+  /** When (ticks) a message was last queued here or signalled: a beat's news older than it does not spare a look. */
+  private queuedAt = Number.NEGATIVE_INFINITY;
   /** Line leases being given back: a take of the line waits for its give. */
   private readonly giving = new Map<number, Promise<void>>();
   private unsubscribe: (() => void) | null = null;
@@ -125,7 +127,7 @@ export class QueueWorker {
       sendsHere?: (celularId: number) => boolean;
     } = { pollMs: 500, onError: () => {} },
   ) {
-    this.runner = new KeyedRunner(() => this.look(), opts.onError, opts.pollMs);
+    this.runner = new KeyedRunner((safety) => this.look(safety), opts.onError, opts.pollMs);
   }
 
   start(): void {
@@ -141,6 +143,7 @@ export class QueueWorker {
    */
   private signalled(celularId: number): void {
     if (this.signalling || !Number.isInteger(celularId) || (this.opts.sendsHere && !this.opts.sendsHere(celularId))) return;
+    this.queuedAt = this.core.clock.ticks();
     const known = this.backlog.has(celularId);
     this.backlogged(celularId);
     if (this.runner.isBusy(celularId)) return;
@@ -188,6 +191,7 @@ export class QueueWorker {
    * head: it is sent at once, without a look.
    */
   queued(celularId: number, m?: MensajeRow): void {
+    this.queuedAt = this.core.clock.ticks();
     // A validity: the sweep looks when it ends, whatever the line does meanwhile (a look before then times it too).
     const vence = m?.vigencia_hasta ?? null;
     if (vence !== null) this.runner.wakeWithin(Math.max(1, vence - this.core.clock.now()));
@@ -259,7 +263,7 @@ export class QueueWorker {
     return this.runner.idle();
   }
 
-  private async look(): Promise<number> {
+  private async look(safety = false): Promise<number> {
     let wait = this.opts.pollMs;
     const now = this.core.clock.now();
     const asked = this.askedHere;
@@ -278,7 +282,10 @@ export class QueueWorker {
     const unreadIds = [...unread];
     try {
       // Each line's head retry time, and the heads due now whole: a head waiting for a retry is not read (D-143).
-      look = await this.core.store.queueLook(now, unreadIds);
+      // Not read by a safety look with no line here to look after, when a beat sent since the last message queued here
+      // found no pending message (D-197): the answer is known, empty.
+      const known = safety && this.backlog.size === 0 && this.runner.inFlight === 0 && this.node.quiet('queue', this.queuedAt);
+      look = known ? { lines: [], due: [], expiry: { expired: false, next: null } } : await this.core.store.queueLook(now, unreadIds);
       nextExpiry = look.expiry.next;
       // Messages whose validity passed end whatever their line's state; the look told whether there are any (D-191).
       if (look.expiry.expired) {

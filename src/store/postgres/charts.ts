@@ -1,5 +1,5 @@
 import type { ChartCount, ChartSampleSum, ChartsStore } from '../../core/ports/charts.js';
-import { countsParams, countsSql, sampleParams, SAMPLES_SQL, sampleSum, sampleUpsert, type SampleSumRow } from '../chart-sql.js';
+import { countsParams, countsSql, LAT, SAMPLE_COLS, sampleAdded, SAMPLES_SQL, sampleSum, type SampleSumRow } from '../chart-sql.js';
 import type { Db } from './db.js';
 
 /**
@@ -13,7 +13,15 @@ const numbered = (sql: string): string => {
   return sql.replace(/\?/g, () => `$${++i}`);
 };
 
-const UPSERT = numbered(sampleUpsert('GREATEST'));
+/**
+ * A pass's samples in one statement (D-197: an idle node's round trips), as JSON rows; rows of one bucket and node
+ * are added together first, as the upsert adds a sample to its row (attempts summed, the largest queue reading kept).
+ */
+const UPSERT = `INSERT INTO muestras (${SAMPLE_COLS})
+  SELECT grano, t, nodo, MAX(cola), MAX(antiguo_s), SUM(ok), SUM(fallidas), ${LAT.map((c) => `SUM(${c})`).join(', ')}
+  FROM jsonb_to_recordset($1::jsonb) AS s(grano integer, t bigint, nodo text, cola bigint, antiguo_s bigint, ok bigint, fallidas bigint,
+    ${LAT.map((c) => `${c} bigint`).join(', ')})
+  GROUP BY grano, t, nodo ${sampleAdded('GREATEST')}`;
 const SAMPLES = numbered(SAMPLES_SQL);
 
 export function charts(db: Db): ChartsStore {
@@ -22,9 +30,9 @@ export function charts(db: Db): ChartsStore {
       return db.q<ChartCount>(numbered(countsSql(scope, grano)), countsParams(scope, grano, desde, hasta));
     },
     async writeSamples(samples): Promise<void> {
-      await db.tx(async (c) => {
-        for (const s of samples) await c.query(UPSERT, sampleParams(s));
-      });
+      if (samples.length === 0) return;
+      const rows = samples.map(({ lat, ...s }) => ({ ...s, ...Object.fromEntries(LAT.map((c, i) => [c, lat[i] ?? 0])) }));
+      await db.query(UPSERT, [JSON.stringify(rows)]);
     },
     async chartSamples(grano, desde, hasta): Promise<ChartSampleSum[]> {
       return (await db.q<SampleSumRow>(SAMPLES, [grano, desde, hasta])).map(sampleSum);

@@ -1,4 +1,4 @@
-import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
+import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow, StoreNews } from '../../core/ports/leases.js';
 import { type Db, type Queryable, rows } from './db.js';
 
 /**
@@ -23,12 +23,22 @@ const ms = (restMs: number) => Math.max(0, Math.round(restMs));
 
 export function leases(db: Db): LeasesStore {
   return {
-    async nodeBeat(node: NodeInfo): Promise<void> {
-      await db.query(
-        `INSERT INTO nodos (id, etiqueta, heartbeat_at, stale_ms, started_at, margen_ms, motor_url) VALUES ($1, $2, ${DB_NOW}, $3, ${DB_NOW}, $4, $5)
-     ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, motor_url = EXCLUDED.motor_url`,
-        [node.id, node.label, node.staleMs, node.marginMs, node.engineUrl],
+    /**
+     * The beat, and in the same round trip what waits in the store (StoreNews, D-197), each read as the look that
+     * would read it begins: the first queued line by the queue's index, the earliest validity by its own, one pending
+     * delivery by the outbox's partial index, one live listener in the (small) listeners' table.
+     */
+    async nodeBeat(node: NodeInfo, now: number): Promise<StoreNews> {
+      const [r] = await db.q<StoreNews>(
+        `WITH b AS (INSERT INTO nodos (id, etiqueta, heartbeat_at, stale_ms, started_at, margen_ms, motor_url) VALUES ($1, $2, ${DB_NOW}, $3, ${DB_NOW}, $4, $5)
+     ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, motor_url = EXCLUDED.motor_url)
+     SELECT (SELECT celular_id FROM mensajes_pendientes WHERE modo = 'cola' ORDER BY celular_id LIMIT 1) IS NOT NULL
+         OR (SELECT MIN(vence_at) FROM mensajes_pendientes WHERE vence_at IS NOT NULL) IS NOT NULL AS queue,
+       EXISTS (SELECT 1 FROM eventos WHERE entrega = 'pendiente') AS outbox,
+       EXISTS (SELECT 1 FROM webhook_escuchas WHERE expira_at > $6) AS listeners`,
+        [node.id, node.label, node.staleMs, node.marginMs, node.engineUrl, now],
       );
+      return { queue: r?.queue !== false, outbox: r?.outbox !== false, listeners: r?.listeners !== false };
     },
     /** Also forgets nodes dead for an hour: their leases are free either way, and the table stays as small as the cluster. */
     async nodeLeave(nodeId: string): Promise<void> {

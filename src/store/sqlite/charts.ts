@@ -1,9 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { ChartCount, ChartSampleSum, ChartsStore } from '../../core/ports/charts.js';
-import { countsParams, countsSql, sampleParams, SAMPLES_SQL, sampleSum, sampleUpsert, type SampleSumRow } from '../chart-sql.js';
+import { countsParams, countsSql, SAMPLE_UPSERT, sampleParams, SAMPLES_SQL, sampleSum, type SampleSumRow } from '../chart-sql.js';
 import { grouped, immediate, stmt } from './statements.js';
-
-const UPSERT = sampleUpsert('MAX');
 
 /** The charts' rows (migrations 23 and 27, D-100, D-101, D-106): the statements of store/chart-sql.ts. */
 
@@ -18,7 +16,7 @@ export function charts(db: Database.Database): ChartsStore {
     writeSamples(samples): Promise<void> {
       return grouped(db, () =>
         immediate(db, () => {
-          const up = stmt(db, UPSERT);
+          const up = stmt(db, SAMPLE_UPSERT);
           for (const s of samples) up.run(...sampleParams(s));
         }),
       );

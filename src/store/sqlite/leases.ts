@@ -28,7 +28,7 @@ export function leases(): LeasesStore {
     return l && !leaseTakable(l, nodeId, h && seen(h, now), now) ? { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) } : null;
   };
   return {
-    async nodeBeat(node: NodeInfo, now: number): Promise<void> {
+    async nodeBeat(node: NodeInfo, now: number): Promise<null> {
       const h = holders.get(node.id);
       if (h) {
         h.heartbeat_at = now;
@@ -43,6 +43,8 @@ export function leases(): LeasesStore {
           engine_url: node.engineUrl,
           alone: node.alone === true,
         });
+      // The store is this process's alone: what waits in it, its looks read without a round trip.
+      return null;
     },
 
     async nodeLeave(nodeId: string): Promise<void> {
