@@ -466,7 +466,7 @@ export const SERVE_KNOBS = {
     default: 5000,
     helpDefault: '5s',
     help: "the webhook dispatcher's safety look: how often the event journal's pending deliveries and the listeners are checked without a wake-up (events, other nodes' signals and due retries wake it at once): what a lost signal may cost",
-    doc: "`5s`: the webhook dispatcher's safety look: the event journal's pending deliveries and the listeners are checked this often without a wake-up (events, other nodes' signals and due retries wake it at once); it bounds a lost signal",
+    doc: "`5s`: the webhook dispatcher's safety look: the event journal's pending deliveries and the listeners are checked this often without a wake-up (events, other nodes' signals and due retries wake it at once); it bounds a lost signal (on PostgreSQL a look the last beat found nothing for reads nothing, so a beat more: D-197)",
   }),
   background: knob({
     kind: 'choice',

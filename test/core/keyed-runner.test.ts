@@ -206,6 +206,27 @@ describe('KeyedRunner: which looks are the safety poll alone (D-197)', () => {
       await vi.advanceTimersByTimeAsync(5000);
       expect(seen.slice(before)).toEqual([false]);
 
+      // A wake asked for during a look, even one later than the poll's next instant: the next look was asked for.
+      const late: boolean[] = [];
+      let askLate = true;
+      const lateRunner = new KeyedRunner<string>(
+        async (safety) => {
+          late.push(safety);
+          if (askLate) lateRunner.wakeWithin(60_000);
+          askLate = false;
+          return 5000;
+        },
+        (err) => expect.fail(String(err)),
+        5000,
+      );
+      lateRunner.start();
+      await vi.advanceTimersByTimeAsync(0);
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(late).toEqual([false, false]);
+      await vi.advanceTimersByTimeAsync(5000);
+      expect(late).toEqual([false, false, true]);
+      await lateRunner.stop();
+
       // A look that asks for less than the poll (work due then) times a look that is not a safety look either.
       wait = 1200;
       await vi.advanceTimersByTimeAsync(5000);

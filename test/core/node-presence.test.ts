@@ -60,3 +60,58 @@ describe('a node alone on its store', () => {
     await node.stop();
   });
 });
+
+describe("a beat's news of the store (D-197)", () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it("quiet: what the last beat found empty, if sent after the caller's last change and no more than two beats ago; never without news", async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout', 'performance'] });
+    const clock = new ManualClock(Date.UTC(2026, 11, 2));
+    const store = leases();
+    const real = store.nodeBeat.bind(store);
+    const news = { queue: false, outbox: true, listeners: false };
+    let failing = false;
+    store.nodeBeat = async (n, now) => {
+      await real(n, now);
+      if (failing) throw new Error('the store is away');
+      return news;
+    };
+    const errors: unknown[] = [];
+    const node = new NodePresence(store, clock, { ...timing, onError: (err) => void errors.push(err) });
+    const before = clock.ticks() - 1;
+    await node.start();
+    // Each kind as the beat found it; a change of the caller's own at or after the beat's sending spares nothing.
+    expect(node.quiet('queue', before)).toBe(true);
+    expect(node.quiet('listeners', before)).toBe(true);
+    expect(node.quiet('outbox', before)).toBe(false);
+    expect(node.quiet('queue', clock.ticks())).toBe(false);
+    await vi.advanceTimersByTimeAsync(10);
+    const changed = clock.ticks();
+    expect(node.quiet('queue', changed)).toBe(false);
+    // The next beat is sent after that change: it counts again.
+    await vi.advanceTimersByTimeAsync(timing.beatMs);
+    expect(node.quiet('queue', changed)).toBe(true);
+    // A beat that fails leaves no news in use, though the node is still fresh; the next good one brings news again.
+    failing = true;
+    await vi.advanceTimersByTimeAsync(timing.beatMs);
+    expect(errors).toHaveLength(1);
+    expect(node.fresh()).toBe(true);
+    expect(node.quiet('queue', changed)).toBe(false);
+    failing = false;
+    await vi.advanceTimersByTimeAsync(timing.beatMs);
+    expect(node.quiet('queue', changed)).toBe(true);
+    // Beats that stop coming (a stalled store): news as old as freshness allows, then none.
+    store.nodeBeat = () => new Promise(() => {});
+    await vi.advanceTimersByTimeAsync(timing.takeoverMarginMs / 2 - 20); // the last good beat was sent 10 ms ago
+    expect(node.quiet('queue', changed)).toBe(true);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(node.fresh()).toBe(false);
+    expect(node.quiet('queue', changed)).toBe(false);
+    // A store that tells nothing (one served alone): never quiet.
+    const silent = new NodePresence(leases(), clock, timing);
+    await silent.start();
+    expect(silent.quiet('queue', before)).toBe(false);
+    await silent.stop();
+    expect(news).not.toBeNull();
+  });
+});

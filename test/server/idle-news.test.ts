@@ -55,25 +55,33 @@ describeWith(postgres, 'postgres: safety looks that read only what a beat found 
     n.silent = false;
   });
 
-  it('a message and a delivery no signal announced are found by the safety looks once a beat has seen them', async () => {
+  it('a queued message no signal announced is sent once a beat has seen it', async () => {
+    const { s } = await start(over);
+    const n = counted(s.core.store);
+    const L = await linkedLine(s);
+    const msg = messages(L.clienteId, L.celularId);
+    // Queued straight in the store: no accept on this node, no signal; found by the look after a beat.
+    const queued = msg();
+    expect(await s.core.store.acceptMensaje(queued, { charge: true, maxPending: null }, s.clock.now())).toMatchObject({ ok: true });
+    const sent = await waitEstado(s, queued.msg_id, SENT, 30_000);
+    expect(sent.estado).not.toBe('pendiente');
+    expect(n.beats).toBeGreaterThan(0);
+  });
+
+  it('while a delivery is pending, the safety looks read the outbox at every poll', async () => {
     const { s, R } = await start(over);
     const n = counted(s.core.store);
     const L = await linkedLine(s);
     expect((await setWebhook(s, L.clientKey, { url: R.url, eventos: ['message.status'] })).status).toBe(200);
-    const msg = messages(L.clienteId, L.celularId);
-    const opts = { charge: true, maxPending: null };
-
-    // Queued straight in the store: no accept on this node, no signal; found by the look after a beat.
-    const queued = msg();
-    expect(await s.core.store.acceptMensaje(queued, opts, s.clock.now())).toMatchObject({ ok: true });
-    const sent = await waitEstado(s, queued.msg_id, SENT, 30_000);
-    expect(sent.estado).not.toBe('pendiente');
-
-    // A direct send ended in the store by another node (its event and delivery logged there): the delivery is posted here.
-    const directo = msg('directo');
-    expect(await s.core.store.acceptMensaje(directo, opts, s.clock.now())).toMatchObject({ ok: true });
+    // Refused by the receiver: the delivery stays pending, its retry far off.
+    R.answer = 500;
+    const directo = messages(L.clienteId, L.celularId)('directo');
+    expect(await s.core.store.acceptMensaje(directo, { charge: true, maxPending: null }, s.clock.now())).toMatchObject({ ok: true });
     await s.core.store.failMensaje(directo.msg_id, 'refused', 'rechazado', s.clock.now());
-
-    expect(n.beats).toBeGreaterThan(0);
+    await R.wait((h) => h.body.includes(directo.msg_id), 30_000, "the direct send's failure posted");
+    // Its beats say the outbox holds something: the looks go on reading it (an idle node with nothing pending reads none, above).
+    const [looks, beats] = [n.webhookLooks, n.beats];
+    await until(() => n.beats >= beats + 20, { what: 'twenty beats', timeoutMs: 30_000 });
+    expect(n.webhookLooks - looks).toBeGreaterThan(2);
   });
 });

@@ -113,7 +113,11 @@ export class NodePresence {
   private async beat(): Promise<void> {
     const t = this.clock.ticks();
     const sent = monotonicMs();
-    const news = await this.store.nodeBeat(this.info, this.clock.now());
+    // A beat that fails leaves no news in use: what it would have said is unknown.
+    const news = await this.store.nodeBeat(this.info, this.clock.now()).catch((err: unknown) => {
+      this.news = null;
+      throw err;
+    });
     this.lastGoodBeatSent = sent;
     this.news = news;
     this.newsSent = t;
@@ -129,8 +133,8 @@ export class NodePresence {
 
   /**
    * Whether the last beat found nothing of `kind` in the store, sent after `sinceTicks` (the caller's last change of its
-   * own that the store should show) and recently enough that this node is fresh. A safety look that gets true may skip
-   * its read: what another node adds after the beat is found by the look after the next beat, a beat later (D-197).
+   * own that the store should show), while this node is fresh and its beats succeed. A safety look that gets true may skip
+   * its read: what another node adds after the beat is found by the look after the next beat (D-197).
    */
   quiet(kind: keyof StoreNews, sinceTicks: number): boolean {
     return this.news !== null && !this.news[kind] && this.newsSent > sinceTicks && this.fresh();

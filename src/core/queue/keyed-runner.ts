@@ -168,7 +168,8 @@ export class KeyedRunner<K> {
     } else if (this.running) {
       const grid = this.onGrid(wait);
       const by = this.wakeBy - performance.now();
-      this.arm(Math.min(grid, by), this.pollMs > 0 && wait >= this.pollMs && by >= grid);
+      // A wake asked for during the look, however late, makes the next look one that was asked for.
+      this.arm(Math.min(grid, by), this.pollMs > 0 && wait >= this.pollMs && this.wakeBy === Number.POSITIVE_INFINITY);
     }
     this.wakeBy = Number.POSITIVE_INFINITY;
   }

@@ -25,8 +25,9 @@ export function leases(db: Db): LeasesStore {
   return {
     /**
      * The beat, and in the same round trip what waits in the store (StoreNews, D-197), each read as the look that
-     * would read it begins: the first queued line by the queue's index, the earliest validity by its own, one pending
-     * delivery by the outbox's partial index, one live listener in the (small) listeners' table.
+     * would read it begins: the first queued line by the queue's index, the earliest validity by its own, the first pending
+     * delivery in the outbox's partial index (in its order: a plan stats taken mid-burst cannot turn into a scan of the
+     * log), one live listener in the (small) listeners' table.
      */
     async nodeBeat(node: NodeInfo, now: number): Promise<StoreNews> {
       const [r] = await db.q<StoreNews>(
@@ -34,7 +35,7 @@ export function leases(db: Db): LeasesStore {
      ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, motor_url = EXCLUDED.motor_url)
      SELECT (SELECT celular_id FROM mensajes_pendientes WHERE modo = 'cola' ORDER BY celular_id LIMIT 1) IS NOT NULL
          OR (SELECT MIN(vence_at) FROM mensajes_pendientes WHERE vence_at IS NOT NULL) IS NOT NULL AS queue,
-       EXISTS (SELECT 1 FROM eventos WHERE entrega = 'pendiente') AS outbox,
+       (SELECT 1 FROM eventos WHERE entrega = 'pendiente' ORDER BY cliente_id, proximo_intento_at, seq LIMIT 1) IS NOT NULL AS outbox,
        EXISTS (SELECT 1 FROM webhook_escuchas WHERE expira_at > $6) AS listeners`,
         [node.id, node.label, node.staleMs, node.marginMs, node.engineUrl, now],
       );
