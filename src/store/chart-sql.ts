@@ -66,13 +66,16 @@ export const sampleSum = (r: SampleSumRow): ChartSampleSum => ({
   lat: LAT.map((c) => r[c] ?? 0),
 });
 
-export const sampleParams = (s: ChartSample): Array<number | string> => [
-  s.grano,
-  s.t,
-  s.nodo,
-  s.cola,
-  s.antiguo_s,
-  s.ok,
-  s.fallidas,
-  ...LAT.map((_, i) => s.lat[i] ?? 0),
-];
+/** A sample as its row's columns, in SAMPLE_COLS' order: PostgreSQL's JSON rows, SQLite's parameters. */
+export const sampleColumns = ({ lat, ...s }: ChartSample): Record<string, number | string> => ({
+  grano: s.grano,
+  t: s.t,
+  nodo: s.nodo,
+  cola: s.cola,
+  antiguo_s: s.antiguo_s,
+  ok: s.ok,
+  fallidas: s.fallidas,
+  ...Object.fromEntries(LAT.map((c, i) => [c, lat[i] ?? 0])),
+});
+
+export const sampleParams = (s: ChartSample): Array<number | string> => Object.values(sampleColumns(s));

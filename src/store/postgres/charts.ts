@@ -1,5 +1,5 @@
 import type { ChartCount, ChartSampleSum, ChartsStore } from '../../core/ports/charts.js';
-import { countsParams, countsSql, LAT, SAMPLE_COLS, sampleAdded, SAMPLES_SQL, sampleSum, type SampleSumRow } from '../chart-sql.js';
+import { countsParams, countsSql, LAT, SAMPLE_COLS, sampleAdded, sampleColumns, SAMPLES_SQL, sampleSum, type SampleSumRow } from '../chart-sql.js';
 import type { Db } from './db.js';
 
 /**
@@ -31,8 +31,7 @@ export function charts(db: Db): ChartsStore {
     },
     async writeSamples(samples): Promise<void> {
       if (samples.length === 0) return;
-      const rows = samples.map(({ lat, ...s }) => ({ ...s, ...Object.fromEntries(LAT.map((c, i) => [c, lat[i] ?? 0])) }));
-      await db.query(UPSERT, [JSON.stringify(rows)]);
+      await db.query(UPSERT, [JSON.stringify(samples.map(sampleColumns))]);
     },
     async chartSamples(grano, desde, hasta): Promise<ChartSampleSum[]> {
       return (await db.q<SampleSumRow>(SAMPLES, [grano, desde, hasta])).map(sampleSum);
