@@ -20,7 +20,7 @@ import { benchRedis, dropRedisPrefix, pgWatcher, postgresSchema, withAppName } f
  * of IDLE_WINDOW_MS measured: the node's CPU from /proc (and its request
  * thread's), its statements (bench/pg-count.cjs or sqlite-count.cjs, every
  * thread), and on PostgreSQL its backends' CPU by application_name. The
- * default window (60 s) holds one pass of the lines' health check
+ * default window (120 s) holds two passes of the lines' health check
  * (--health-interval 60s), which is part of what an idle node does.
  */
 async function idleRun(dialect, tag) {

@@ -731,7 +731,7 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
     // A health pass (every line's check, every lease's rest) and a balance change of a client in four: one new version a
     // row, so the room asked of a page does not depend on old versions being pruned (another test's snapshot may hold them).
     const checks = ids.map((id) => ({ id, status: 'connected' as const, estado: 'desconectado' as const, vinculado: 0, at: 10 }));
-    expect(await a.recordStatusChecks(checks, 10)).toHaveLength(200);
+    expect(await a.recordStatusChecks(checks, 10)).toEqual([]);
     expect((await a.leaseTakeResting('n', streams, 0, 1)).every((x) => x.taken)).toBe(true);
     for (const id of clientes.filter((_, i) => i % 4 === 0))
       expect((await a.changeBalance({ cliente_id: id, celular_id: null, monto: 5, motivo: 'recarga', actor: 'op' }, 1)).ok).toBe(true);

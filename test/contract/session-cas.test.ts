@@ -37,7 +37,7 @@ for (const adapter of ADAPTERS) {
       expect(await ctx.store.updateCelularIf(read.id + 1000, first!, { last_status: 'connected' }, 41)).toBeNull();
     });
 
-    it('recordStatusChecks writes when each line was checked, one call for many, only where the row holds the check and no newer one', async () => {
+    it('recordStatusChecks writes when each line was checked, one call for many, only where the row holds the check and no newer one; answers the others', async () => {
       const c = await ctx.store.createCliente(
         { nombre: 'S', email: 's@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' },
         1,
@@ -59,8 +59,8 @@ for (const adapter of ADAPTERS) {
       await ctx.store.updateCelularIf(d, (await ctx.store.getCelular(d))!, { last_status_check: 90 }, 90);
       await ctx.store.updateCelularIf(e, (await ctx.store.getCelular(e))!, { last_status: 'disconnected', last_status_check: 20, estado: 'desconectado' }, 20);
       const check = (id: number) => ({ id, status: 'connected' as const, estado: 'activo' as const, vinculado: 1, at: 50 });
-      const written = await ctx.store.recordStatusChecks([a, b, d, e].map(check), 60);
-      expect([...written].sort((x, y) => x - y)).toEqual([a, b]);
+      const missed = await ctx.store.recordStatusChecks([a, b, d, e].map(check), 60);
+      expect([...missed].sort((x, y) => x - y)).toEqual([d, e]);
       expect(await ctx.store.getCelular(a)).toMatchObject({ last_status: 'connected', last_status_check: 50, estado: 'activo', vinculado: 1, updated_at: 60 });
       expect(await ctx.store.getCelular(d)).toMatchObject({ last_status_check: 90 });
       expect(await ctx.store.getCelular(e)).toMatchObject({ last_status: 'disconnected', last_status_check: 20, estado: 'desconectado' });

@@ -375,4 +375,34 @@ describe("a pass's page of lines", () => {
       expect(limits).toEqual([shared ? 1000 : 200]);
     }
   });
+
+  it('a short page is the last read; a full one is followed by the next', async () => {
+    for (const [total, afters] of [
+      [1500, [0, 1000]],
+      [1000, [0, 1000]],
+      [999, [0]],
+    ] as const) {
+      const read: number[] = [];
+      const core = {
+        clock: { now: () => 0 },
+        store: {
+          caps: { shared: true },
+          listLineas: async (after: number, limit: number) => {
+            read.push(after);
+            const ids = Array.from({ length: Math.max(0, Math.min(limit, total - after)) }, (_, i) => after + i + 1);
+            return ids.map((id) => ({ id, numero: '', gateway_instancia: `pasarela-${id}`, vinculado: true, estado: 'activo', last_status: 'connected' }));
+          },
+        },
+        gateway: { status: async () => 'connected' },
+      } as unknown as ConstructorParameters<typeof LineHealth>[0];
+      // Another node holds every line: the pass pages through them and checks none.
+      const node = {
+        take: async (streams: string[]) => streams.map((stream) => ({ stream, taken: false, restMs: 1 })),
+        giveAll: async () => {},
+      } as unknown as ConstructorParameters<typeof LineHealth>[1];
+      const h = new LineHealth(core, node, { intervalMs: 0, concurrency: 1, onError: () => {} });
+      await h.checkNow();
+      expect(read, `${total} lines`).toEqual(afters);
+    }
+  });
 });

@@ -344,8 +344,8 @@ export async function applyStatusChecks(core: Pick<Core, 'store' | 'clock' | 'bu
   if (checks.length === 0) return;
   // In id order: PostgreSQL locks the rows in that order, as every taker of several lines' locks does.
   const sorted = [...checks].sort((a, b) => a.id - b.id);
-  const written = new Set(await inTurn(core, () => core.store.recordStatusChecks(sorted, core.clock.now())));
-  for (const c of sorted) if (!written.has(c.id)) await applySessionStatus(core, c.id, c.status, c.at);
+  const missed = new Set(await inTurn(core, () => core.store.recordStatusChecks(sorted, core.clock.now())));
+  for (const c of sorted) if (missed.has(c.id)) await applySessionStatus(core, c.id, c.status, c.at);
 }
 
 /** Instance names are stable per line and never reused (ids are never reused). */

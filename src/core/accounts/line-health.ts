@@ -156,6 +156,8 @@ export class LineHealth {
         for (const c of checks) failures.push({ err, instancia: mine.find((l) => l.id === c.id)?.gateway_instancia ?? '' });
       });
       if (!atOnce) await this.node.giveAll(mine.map((l, i) => ({ stream: stream.salud(l.id), restMs: i < next ? rest : 0 }))).catch(this.opts.onError);
+      // A short page was the last: no read of an empty one (a line made meanwhile is the next pass's).
+      if (page.length < size) break;
     }
     // The lines' states are fresh now: pools move the queues of lines down longer than their wait (D-175).
     if (!this.stopped) this.moved += await failoverPass(core).catch((err: unknown) => (this.opts.onError(err), 0));

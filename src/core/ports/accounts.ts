@@ -233,7 +233,8 @@ export interface AccountsStore {
   /**
    * Records, in one write for all, when each line's status was checked
    * (`last_status_check` = `at`), only on a row that still holds the check's
-   * status, estado and vinculado and no newer check; the ids written.
+   * status, estado and vinculado and no newer check; the ids not written (a
+   * pass's usual answer is none: its lines are as it read them).
    */
   recordStatusChecks(checks: StatusCheck[], now: number): Promise<number[]>;
   /** Atomic: removes the row and writes the audit record together. */

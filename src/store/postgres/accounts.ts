@@ -198,8 +198,9 @@ export function accounts(db: Db): AccountsStore {
            SELECT c.id, r.at FROM celulares c JOIN r ON r.id = c.id
            WHERE c.last_status = r.status AND c.estado = r.estado AND c.vinculado = r.vinculado AND (c.last_status_check IS NULL OR c.last_status_check <= r.at)
            ORDER BY c.id FOR NO KEY UPDATE OF c
-         )
-         UPDATE celulares c SET last_status_check = l.at, updated_at = $6 FROM l WHERE c.id = l.id RETURNING c.id`,
+         ),
+         u AS (UPDATE celulares c SET last_status_check = l.at, updated_at = $6 FROM l WHERE c.id = l.id RETURNING c.id)
+         SELECT r.id FROM r LEFT JOIN u ON u.id = r.id WHERE u.id IS NULL`,
         [checks.map((c) => c.id), checks.map((c) => c.status), checks.map((c) => c.estado), checks.map((c) => c.vinculado), checks.map((c) => c.at), now],
       );
       return r.map((x) => Number(x.id));

@@ -196,7 +196,7 @@ export function accounts(db: DB): AccountsStore {
           `UPDATE celulares SET last_status_check = @at, updated_at = @now
          WHERE id = @id AND last_status IS @status AND estado = @estado AND vinculado = @vinculado AND (last_status_check IS NULL OR last_status_check <= @at)`,
         );
-        return checks.filter((c) => u.run({ ...c, now }).changes > 0).map((c) => c.id);
+        return checks.filter((c) => u.run({ ...c, now }).changes === 0).map((c) => c.id);
       });
     },
 
