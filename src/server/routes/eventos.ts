@@ -30,7 +30,8 @@ export default async function eventosRoutes(
         'One SSE event per event: `id:` the event id (the webhook `id`), `event:` its kind, `data:` the webhook body (the same bytes a delivery carries). ' +
         "A `: ping` comment at least every 15 s. Needs no webhook configured; on several nodes any node carries every node's events, in order per line. " +
         'Resume with the `Last-Event-ID` header, or `desde_id` for clients that cannot set headers: events after it, while the log keeps it (72 h); ' +
-        "an id not kept (or another client's) is 410 before the stream starts. Without either, a following stream starts now and `seguir=0` reads everything kept. " +
+        "an id not kept (or another client's) is 410 before the stream starts. Without either, a following stream starts now (on PostgreSQL, after the newest event no open transaction can still precede, " +
+        'so it may also carry events committed an instant before it opened) and `seguir=0` reads everything kept. ' +
         'A celular credential sees its own line only. At most 10 streams per client on a node (429); a reader that takes nothing for 30 s is cut (resume by id).',
       security: [{ bearer: [] }],
       querystring: Type.Partial(
