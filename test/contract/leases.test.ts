@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeInfo } from '../../src/core/ports/leases.js';
-import { ADAPTERS, storeEachTest } from './adapters.js';
+import type { Store } from '../../src/core/ports/store.js';
+import { ADAPTERS, celular, newCliente, storeEachTest } from './adapters.js';
 
 /**
  * Nodes and stream leases (core/nodes/leases.ts). Times are real: a shared store
@@ -11,6 +12,28 @@ const live = (id: string): NodeInfo => ({ id, label: `node ${id}`, staleMs: 60_0
 /** Dead from the moment it beats (a stale time below zero): no waiting on a clock. */
 const frail = (id: string): NodeInfo => ({ id, label: `node ${id}`, staleMs: -1, marginMs: -1, engineUrl: null });
 const now = () => Date.now();
+const salud = (id: number) => `salud:${id}`;
+/** `n` new lines of one client, each with its instance: what a health page reads. */
+async function lines(store: Store, n: number): Promise<number[]> {
+  const cliente = await newCliente(store);
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await store.insertCelular(celular(cliente.id, `52155${String(10_000_000 + i)}`), 1);
+    if (!r.ok) throw new Error('insert');
+    await store.updateCelular(r.celular.id, { gateway_instancia: `pasarela-${r.celular.id}` }, 1);
+    ids.push(r.celular.id);
+  }
+  return ids;
+}
+/** A line as a page answers it (new: not linked, `desconectado`, no status yet). */
+const line = (id: number) => ({
+  id,
+  numero: expect.any(String),
+  gateway_instancia: `pasarela-${id}`,
+  vinculado: false,
+  estado: 'desconectado',
+  last_status: null,
+});
 
 for (const adapter of ADAPTERS) {
   describe(`${adapter.name}: LeasesStore contract`, () => {
@@ -142,55 +165,70 @@ for (const adapter of ADAPTERS) {
       for (let i = 0; i < streams.length; i++) expect(answers.filter((a) => a[i]!.taken)).toHaveLength(1);
     });
 
-    it('a resting take: each stream due and free is taken once, left held by nobody, and rests for everyone', async () => {
+    it('a page of lines taken resting: each line due and free is taken once, left held by nobody, and rests for everyone', async () => {
       const { store } = ctx;
+      const L = await lines(store, 6);
       await store.nodeBeat(live('a'), now());
       await store.nodeBeat(live('b'), now());
-      await store.leaseTake('b', ['salud:31'], now());
-      // New, free and held-by-another streams in one call (a batch of one is the same statement).
-      const ans = await store.leaseTakeResting('a', ['salud:30', 'salud:31', 'salud:32'], 5_000, now());
-      expect(ans.map((x) => [x.stream, x.taken])).toEqual([
-        ['salud:30', true],
-        ['salud:31', false],
-        ['salud:32', true],
-      ]);
-      expect(await store.leaseTakeResting('a', ['salud:33'], 5_000, now())).toEqual([{ stream: 'salud:33', taken: true, restMs: 0 }]);
-      // Resting: neither the taker nor another node takes it again, in either kind of take, and both are told how long is left.
+      await store.leaseTake('b', [salud(L[1]!)], now());
+      // New, free and held-by-another lines in one page; a page of one is the same statement.
+      expect(await store.leaseTakeLines('a', 'salud:', 0, 3, 5_000, now())).toEqual({ taken: [line(L[0]!), line(L[2]!)], last: L[2], more: true });
+      expect(await store.leaseTakeLines('a', 'salud:', L[2]!, 1, 5_000, now())).toEqual({ taken: [line(L[3]!)], last: L[3], more: true });
+      // Resting: neither the taker nor another node takes it again, in either kind of take, and a take says how long is left.
       for (const who of ['a', 'b']) {
-        for (const [x] of [await store.leaseTake(who, ['salud:30'], now()), await store.leaseTakeResting(who, ['salud:32'], 5_000, now())]) {
+        for (const id of [L[0]!, L[2]!]) {
+          const [x] = await store.leaseTake(who, [salud(id)], now());
           expect(x!.taken).toBe(false);
           expect(x!.restMs).toBeGreaterThan(3_000);
           expect(x!.restMs).toBeLessThanOrEqual(5_000);
         }
+        expect((await store.leaseTakeLines(who, 'salud:', L[1]!, 1, 5_000, now())).taken).toEqual([]);
       }
       // Held by nobody: with no rest, another live node takes it at once; a stream that existed (taken and given back) rests too.
-      await store.leaseTakeResting('a', ['salud:35'], 0, now());
-      expect((await store.leaseTake('b', ['salud:35'], now()))[0]!.taken).toBe(true);
-      await store.leaseGive('b', 'salud:31', 0, now());
-      expect((await store.leaseTakeResting('a', ['salud:31'], 5_000, now()))[0]!.taken).toBe(true);
-      expect((await store.leaseTake('b', ['salud:31'], now()))[0]!.restMs).toBeGreaterThan(3_000);
-      // A node that leaves takes nothing with it, and a rest of 0 leaves the stream due at once.
+      expect(await store.leaseTakeLines('a', 'salud:', L[4]!, 10, 0, now())).toEqual({ taken: [line(L[5]!)], last: L[5], more: false });
+      expect((await store.leaseTake('b', [salud(L[5]!)], now()))[0]!.taken).toBe(true);
+      await store.leaseGive('b', salud(L[1]!), 0, now());
+      expect((await store.leaseTakeLines('a', 'salud:', L[0]!, 1, 5_000, now())).taken).toEqual([line(L[1]!)]);
+      expect((await store.leaseTake('b', [salud(L[1]!)], now()))[0]!.restMs).toBeGreaterThan(3_000);
+      // A node that leaves takes nothing with it, and a rest of 0 leaves the line due at once.
       await store.nodeLeave('a');
-      expect((await store.leaseTake('b', ['salud:30'], now()))[0]!.taken).toBe(false);
-      expect((await store.leaseTakeResting('b', ['salud:34'], 0, now()))[0]!.taken).toBe(true);
-      expect((await store.leaseTake('b', ['salud:34'], now()))[0]!.taken).toBe(true);
+      expect((await store.leaseTake('b', [salud(L[0]!)], now()))[0]!.taken).toBe(false);
+      expect((await store.leaseTakeLines('b', 'salud:', L[3]!, 1, 0, now())).taken).toEqual([line(L[4]!)]);
+      expect((await store.leaseTake('b', [salud(L[4]!)], now()))[0]!.taken).toBe(true);
+      // Past the last line: an empty page.
+      expect(await store.leaseTakeLines('b', 'salud:', L[5]!, 10, 0, now())).toEqual({ taken: [], last: null, more: false });
     });
 
-    it('nodes taking the same streams resting at once: each stream goes to exactly one of them', async () => {
+    it('a page of lines held: each line taken held by the taker until given back; a line without an instance is in no page', async () => {
+      const { store } = ctx;
+      const L = await lines(store, 4);
+      await store.insertCelular(celular((await store.getCelular(L[0]!))!.cliente_id, '5215500000099'), 1);
+      await store.nodeBeat(live('a'), now());
+      await store.nodeBeat(live('b'), now());
+      expect(await store.leaseTakeLines('a', 'salud:', 0, 4, null, now())).toEqual({ taken: L.map(line), last: L[3], more: false });
+      // The holder takes its own again; the other node, none.
+      expect((await store.leaseTakeLines('a', 'salud:', 0, 4, null, now())).taken).toHaveLength(4);
+      expect(await store.leaseTakeLines('b', 'salud:', 0, 4, null, now())).toEqual({ taken: [], last: L[3], more: false });
+      await store.leaseGive('a', salud(L[2]!), 0, now());
+      expect((await store.leaseTakeLines('b', 'salud:', 0, 4, null, now())).taken).toEqual([line(L[2]!)]);
+      expect((await store.leaseTake('a', [salud(L[2]!)], now()))[0]!.taken).toBe(false);
+    });
+
+    it('nodes taking the same page of lines resting at once: each line goes to exactly one of them', async () => {
       const { store } = ctx;
       const ids = ['a', 'b', 'c'];
       for (const id of ids) await store.nodeBeat(live(id), now());
-      const streams = Array.from({ length: 300 }, (_, i) => `salud:${100 + i}`);
-      // Half of them exist already (made by a take and given back), half are new: both paths race.
-      for (const s of streams.slice(0, 150)) {
-        await store.leaseTake('a', [s], now());
-        await store.leaseGive('a', s, 0, now());
+      const L = await lines(store, 120);
+      // Half of them have a lease row already (taken and given back), half are new: both paths race.
+      for (const id of L.slice(0, 60)) {
+        await store.leaseTake('a', [salud(id)], now());
+        await store.leaseGive('a', salud(id), 0, now());
       }
-      const answers = await Promise.all(ids.map((id) => store.leaseTakeResting(id, streams, 60_000, now())));
-      for (let i = 0; i < streams.length; i++)
+      const pages = await Promise.all(ids.map((id) => store.leaseTakeLines(id, 'salud:', 0, 200, 60_000, now())));
+      for (const id of L)
         expect(
-          answers.filter((a) => a[i]!.taken),
-          streams[i],
+          pages.filter((p) => p.taken.some((l) => l.id === id)),
+          salud(id),
         ).toHaveLength(1);
     });
 

@@ -36,7 +36,7 @@ async function keeperOf(instancias: string[], celulares = new Map(instancias.map
   let inRead: (() => Promise<void>) | null = null;
   const store = {
     ...holds,
-    ...leases(),
+    ...leases(() => []),
     async holdsAll(now: number): Promise<EngineHold[]> {
       const rows = await holds.holdsAll(now);
       const hook = inRead;

@@ -13,7 +13,7 @@ describe('a node alone on its store', () => {
   it('beats once: no timer wakes it, yet it stays fresh, present and the holder of its streams however long the clock runs', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout', 'performance'] });
     const clock = new ManualClock(Date.UTC(2026, 10, 30));
-    const store = leases();
+    const store = leases(() => []);
     const node = new NodePresence(store, clock, { ...timing, alone: true });
     await node.start();
     expect(vi.getTimerCount()).toBe(0);
@@ -34,7 +34,7 @@ describe('a node alone on its store', () => {
   it("samples the request thread's loop lag on a timer of its own, every 5 s at least, and beats no more", async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout', 'performance'] });
     const clock = new ManualClock(Date.UTC(2026, 10, 30));
-    const store = leases();
+    const store = leases(() => []);
     const beats = vi.spyOn(store, 'nodeBeat');
     const node = new NodePresence(store, clock, { ...timing, alone: true, sampleLag: true });
     await node.start();
@@ -49,7 +49,7 @@ describe('a node alone on its store', () => {
   it('on a shared store the node beats every beatMs, and is fresh after each', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout'] });
     const clock = new ManualClock(Date.UTC(2026, 10, 30));
-    const store = leases();
+    const store = leases(() => []);
     const beats = vi.spyOn(store, 'nodeBeat');
     const node = new NodePresence(store, clock, timing);
     await node.start();
@@ -65,7 +65,7 @@ describe("a beat's news of the store (D-197)", () => {
   it("quiet: what the last good beat found empty, if sent after the caller's last change and while the node is fresh; never without news", async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'setTimeout', 'performance'] });
     const clock = new ManualClock(Date.UTC(2026, 11, 2));
-    const store = leases();
+    const store = leases(() => []);
     const real = store.nodeBeat.bind(store);
     const news = { queue: false, outbox: true, listeners: false };
     let failing = false;
@@ -106,7 +106,11 @@ describe("a beat's news of the store (D-197)", () => {
     expect(node.fresh()).toBe(false);
     expect(node.quiet('queue', changed)).toBe(false);
     // A store that tells nothing (one served alone): never quiet.
-    const silent = new NodePresence(leases(), clock, timing);
+    const silent = new NodePresence(
+      leases(() => []),
+      clock,
+      timing,
+    );
     await silent.start();
     expect(silent.quiet('queue', before)).toBe(false);
     await silent.stop();

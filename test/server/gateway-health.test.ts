@@ -297,25 +297,27 @@ describe('the periodic pass', () => {
   });
 });
 
-/** A node for passes that never reach a line: it takes nothing. */
-const idleNode = { take: async () => [], takeResting: async () => [], give: async () => {} } as unknown as ConstructorParameters<typeof LineHealth>[1];
+type Node = ConstructorParameters<typeof LineHealth>[1];
+/** A node whose page reads `read` answers: no line in any. */
+const nodeReading = (read: (after: number, limit: number) => Promise<unknown>) => ({ takeLines: read, giveAll: async () => {} }) as unknown as Node;
+/** A store and gateway for passes that never reach a line. */
+const bareCore = (shared = false) =>
+  ({
+    clock: { now: () => 0 },
+    store: { caps: { shared }, checkLineHealth: async () => undefined, pruneLineFailures: async () => 0 },
+    gateway: { status: async () => 'connected' },
+  }) as unknown as ConstructorParameters<typeof LineHealth>[0];
+const EMPTY = { taken: [], last: null, more: false };
 
 describe('a pass that cannot read the lines', () => {
   it('is reported through onError, not left as an unhandled rejection; the next pass still runs; stop() resolves', async () => {
     let reads = 0;
     const errors: unknown[] = [];
-    const core = {
-      clock: { now: () => 0 },
-      store: {
-        caps: { shared: false },
-        listLineas: async () => {
-          reads += 1;
-          throw new Error('database is locked');
-        },
-      },
-      gateway: {},
-    } as unknown as ConstructorParameters<typeof LineHealth>[0];
-    const h = new LineHealth(core, idleNode, { intervalMs: 20, concurrency: 1, onError: (err) => errors.push(err) });
+    const node = nodeReading(async () => {
+      reads += 1;
+      throw new Error('database is locked');
+    });
+    const h = new LineHealth(bareCore(), node, { intervalMs: 20, concurrency: 1, onError: (err) => errors.push(err) });
     h.start();
     try {
       await until(() => reads >= 2, { what: 'a second pass after a failed one' });
@@ -330,12 +332,8 @@ describe('a pass that cannot read the lines', () => {
 describe('a very long interval', () => {
   it('beyond what setTimeout takes (about 24.8 days) it waits, instead of running every millisecond', async () => {
     let reads = 0;
-    const core = {
-      clock: { now: () => 0 },
-      store: { caps: { shared: false }, listLineas: async () => ((reads += 1), []) },
-      gateway: {},
-    } as unknown as ConstructorParameters<typeof LineHealth>[0];
-    const h = new LineHealth(core, idleNode, { intervalMs: 30 * 24 * 3_600_000, concurrency: 1, onError: () => {} });
+    const node = nodeReading(async () => ((reads += 1), EMPTY));
+    const h = new LineHealth(bareCore(), node, { intervalMs: 30 * 24 * 3_600_000, concurrency: 1, onError: () => {} });
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.name);
     process.on('warning', onWarning);
@@ -360,47 +358,28 @@ describe("a pass's page of lines", () => {
   it('is 1,000 lines on a shared store (four or five round trips a page, whatever its size) and 200 on SQLite (one group commit a page)', async () => {
     for (const shared of [true, false]) {
       const limits: number[] = [];
-      const core = {
-        clock: { now: () => 0 },
-        store: {
-          caps: { shared },
-          listLineas: async (_after: number, limit: number) => (limits.push(limit), []),
-          checkLineHealth: async () => undefined,
-          pruneLineFailures: async () => 0,
-        },
-        gateway: { status: async () => 'connected' },
-      } as unknown as ConstructorParameters<typeof LineHealth>[0];
-      const h = new LineHealth(core, idleNode, { intervalMs: 0, concurrency: 1, onError: () => {} });
+      const node = nodeReading(async (_after, limit) => (limits.push(limit), EMPTY));
+      const h = new LineHealth(bareCore(shared), node, { intervalMs: 0, concurrency: 1, onError: () => {} });
       await h.checkNow();
       expect(limits).toEqual([shared ? 1000 : 200]);
     }
   });
 
-  it('a short page is the last read; a full one is followed by the next', async () => {
+  it('the last page says so: no read follows it, not even after a page exactly full', async () => {
     for (const [total, afters] of [
       [1500, [0, 1000]],
-      [1000, [0, 1000]],
+      [1000, [0]],
       [999, [0]],
+      [2000, [0, 1000]],
     ] as const) {
       const read: number[] = [];
-      const core = {
-        clock: { now: () => 0 },
-        store: {
-          caps: { shared: true },
-          listLineas: async (after: number, limit: number) => {
-            read.push(after);
-            const ids = Array.from({ length: Math.max(0, Math.min(limit, total - after)) }, (_, i) => after + i + 1);
-            return ids.map((id) => ({ id, numero: '', gateway_instancia: `pasarela-${id}`, vinculado: true, estado: 'activo', last_status: 'connected' }));
-          },
-        },
-        gateway: { status: async () => 'connected' },
-      } as unknown as ConstructorParameters<typeof LineHealth>[0];
       // Another node holds every line: the pass pages through them and checks none.
-      const node = {
-        take: async (streams: string[]) => streams.map((stream) => ({ stream, taken: false, restMs: 1 })),
-        giveAll: async () => {},
-      } as unknown as ConstructorParameters<typeof LineHealth>[1];
-      const h = new LineHealth(core, node, { intervalMs: 0, concurrency: 1, onError: () => {} });
+      const node = nodeReading(async (after, limit) => {
+        read.push(after);
+        const n = Math.max(0, Math.min(limit, total - after));
+        return { taken: [], last: n > 0 ? after + n : null, more: after + n < total };
+      });
+      const h = new LineHealth(bareCore(true), node, { intervalMs: 0, concurrency: 1, onError: () => {} });
       await h.checkNow();
       expect(read, `${total} lines`).toEqual(afters);
     }

@@ -124,21 +124,19 @@ export class LineHealth {
     const adopt = !this.adopted;
     let after = 0;
     const size = core.store.caps.shared ? HEALTH_PAGE.shared : HEALTH_PAGE.alone;
+    // Lines checked within the interval, by this node or another, rest; a little short of the interval, so this node's next
+    // pass, an interval after this one ends, finds them due.
+    const rest = Math.floor(this.opts.intervalMs * 0.9);
+    const atOnce = !adopt && core.gateway.statuses !== undefined;
     while (!this.stopped) {
-      const page = await core.store.listLineas(after, size);
-      if (page.length === 0) break;
-      after = page[page.length - 1]!.id;
-      // Lines checked within the interval, by this node or another, rest; a little short of the interval, so this node's next
-      // pass, an interval after this one ends, finds them due. A page the gateway answers in one call (after the adopting
-      // pass) is over in moments: its leases are taken already resting, held by nobody, and need no give (on PostgreSQL one
-      // in-place update a line). Checked one by one, a page lasts as long as the gateway makes it: its leases are held, so no
-      // other node checks a line this one is still on, and given back after, those a stop left unreached free at once (D-196).
-      const rest = Math.floor(this.opts.intervalMs * 0.9);
-      const streams = page.map((l) => stream.salud(l.id));
-      const atOnce = !adopt && core.gateway.statuses !== undefined;
-      const answers = atOnce ? await this.node.takeResting(streams, rest) : await this.node.take(streams);
-      // Answers come in the order asked.
-      const mine = page.filter((_, i) => answers[i]!.taken);
+      // A page and its leases in one call (D-196). A page the gateway answers in one call (after the adopting pass) is over
+      // in moments: its leases are taken already resting, held by nobody, and need no give (on PostgreSQL one in-place
+      // update a line). Checked one by one, a page lasts as long as the gateway makes it: its leases are held, so no other
+      // node checks a line this one is still on, and given back after, those a stop left unreached free at once (D-196).
+      const page = await this.node.takeLines(after, size, atOnce ? rest : null);
+      if (page.last === null) break;
+      after = page.last;
+      const mine = page.taken;
       const checks: StatusCheck[] = [];
       const known = atOnce ? await this.statusesOf(mine) : null;
       let next = 0;
@@ -156,8 +154,8 @@ export class LineHealth {
         for (const c of checks) failures.push({ err, instancia: mine.find((l) => l.id === c.id)?.gateway_instancia ?? '' });
       });
       if (!atOnce) await this.node.giveAll(mine.map((l, i) => ({ stream: stream.salud(l.id), restMs: i < next ? rest : 0 }))).catch(this.opts.onError);
-      // A short page was the last: no read of an empty one (a line made meanwhile is the next pass's).
-      if (page.length < size) break;
+      // The last page says so: no read of an empty one (a line made meanwhile is the next pass's).
+      if (!page.more) break;
     }
     // The lines' states are fresh now: pools move the queues of lines down longer than their wait (D-175).
     if (!this.stopped) this.moved += await failoverPass(core).catch((err: unknown) => (this.opts.onError(err), 0));

@@ -23,9 +23,12 @@ export function leaseTakable(l: LeaseState, taker: string, holder: HolderState |
   return l.next_at <= now && (l.nodo === null || l.nodo === taker || !holderAlive(holder, now));
 }
 
+/** A line's health check's stream: this and the line's id (the store names a page's streams itself: leaseTakeLines). */
+export const SALUD = 'salud:';
+
 /** Stream names: one per line's queue, per line's health check, per client's webhooks. */
 export const stream = {
   cola: (celularId: number) => `cola:${celularId}`,
-  salud: (celularId: number) => `salud:${celularId}`,
+  salud: (celularId: number) => `${SALUD}${celularId}`,
   webhooks: (clienteId: number) => `webhooks:${clienteId}`,
 };

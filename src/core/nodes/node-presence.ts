@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from '../time/clock.js';
 import { lagSampler } from '../time/loop-lag.js';
-import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow, StoreNews } from '../ports/leases.js';
+import type { LeaseAnswer, LeaseGift, LeasesStore, LinePage, NodeInfo, NodeRow, StoreNews } from '../ports/leases.js';
+import { SALUD } from './leases.js';
 
 /** The machine's monotonic clock in milliseconds: the same in every process (CLOCK_MONOTONIC). */
 export function monotonicMs(): number {
@@ -145,9 +146,9 @@ export class NodePresence {
     return this.store.leaseTake(this.info.id, streams, this.clock.now(), gives);
   }
 
-  /** Streams taken and at once left resting `restMs`, held by nobody (LeasesStore.leaseTakeResting). */
-  takeResting(streams: string[], restMs: number): Promise<LeaseAnswer[]> {
-    return this.store.leaseTakeResting(this.info.id, streams, restMs, this.clock.now());
+  /** A page of lines with their health leases taken: held (`restMs` null) or left resting (LeasesStore.leaseTakeLines). */
+  takeLines(afterId: number, limit: number, restMs: number | null): Promise<LinePage> {
+    return this.store.leaseTakeLines(this.info.id, SALUD, afterId, limit, restMs, this.clock.now());
   }
 
   async takeOne(stream: string): Promise<LeaseAnswer> {

@@ -220,8 +220,6 @@ export interface AccountsStore {
   /** Looks a presented token up by its hash among gateway and legacy tokens. */
   getCelularByTokenHash(hash: string): Promise<CelularRow | null>;
   listCelulares(clienteId: number): Promise<CelularRow[]>;
-  /** Every line that has a gateway instance, in id order, a page at a time (the health check walks them). */
-  listLineas(afterId: number, limit: number): Promise<Linea[]>;
   /** With `event`, the event is journaled in the same transaction; with `audit`, the change's record too. */
   updateCelular(id: number, patch: CelularPatch, now: number, event?: JournalEvent, audit?: AuditOf<CelularRow>): Promise<CelularRow | null>;
   /**

@@ -1,3 +1,5 @@
+import type { Linea } from './accounts.js';
+
 /** A serving process, as the others see it (see core/nodes/node-presence.ts). */
 export interface NodeInfo {
   id: string;
@@ -33,6 +35,16 @@ export interface LeaseAnswer {
   stream: string;
   taken: boolean;
   restMs: number;
+}
+
+/** A page of the health pass (LeasesStore.leaseTakeLines). */
+export interface LinePage {
+  /** The page's lines whose lease this take got, in id order. */
+  taken: Linea[];
+  /** The page's last line (null: the page was empty). */
+  last: number | null;
+  /** Lines follow the page (it was full and one more exists). */
+  more: boolean;
 }
 
 /** A held stream given back, not to be taken again for `restMs`. */
@@ -78,11 +90,13 @@ export interface LeasesStore {
    */
   leaseTake(nodeId: string, streams: string[], now: number, gives?: LeaseGift[]): Promise<LeaseAnswer[]>;
   /**
-   * As leaseTake without gives, but each stream taken is left at once unheld and resting `restMs`: a turn nobody need hold,
-   * done once a rest by whichever node takes it (a line's health check). A node that dies in the turn leaves its streams
-   * to the rest's end; a turn longer than the rest may meet another node's (the turn must bear that).
+   * A page of the lines' health pass, in one call: the lines with a gateway instance after `afterId`, in id order, at most
+   * `limit`, each line's lease (`prefix` + its id) taken as leaseTake takes it (`restMs` null: held by this node until given)
+   * or taken and at once left unheld, resting `restMs`: a turn nobody need hold, done once a rest by whichever node takes
+   * it. A node that dies in that turn leaves its lines to the rest's end; a turn longer than the rest may meet another
+   * node's (the turn must bear that). Answers the lines taken, the page's last id, and whether lines follow it.
    */
-  leaseTakeResting(nodeId: string, streams: string[], restMs: number, now: number): Promise<LeaseAnswer[]>;
+  leaseTakeLines(nodeId: string, prefix: string, afterId: number, limit: number, restMs: number | null, now: number): Promise<LinePage>;
   /** Gives a held stream back, not to be taken again for `restMs`; a stream taken over meanwhile is left alone. */
   leaseGive(nodeId: string, stream: string, restMs: number, now: number): Promise<void>;
 }

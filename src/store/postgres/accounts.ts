@@ -12,7 +12,6 @@ import type {
   CelularPatch,
   ClientePatch,
   InsertCelularResult,
-  Linea,
   LineCount,
   NewCelular,
   NewCelularDone,
@@ -147,14 +146,6 @@ export function accounts(db: Db): AccountsStore {
 
     async listCelulares(clienteId: number): Promise<CelularRow[]> {
       return db.q<CelularRow>('SELECT * FROM celulares WHERE cliente_id = $1 ORDER BY id', [clienteId]);
-    },
-
-    async listLineas(afterId: number, limit: number): Promise<Linea[]> {
-      const rows = await db.q<Omit<Linea, 'vinculado'> & { vinculado: number }>(
-        'SELECT id, numero, gateway_instancia, vinculado, estado, last_status FROM celulares WHERE gateway_instancia IS NOT NULL AND id > $1 ORDER BY id LIMIT $2',
-        [afterId, limit],
-      );
-      return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
     },
 
     /** One row per line: a table of phone lines, never of messages, read at most once per metrics cache period. */

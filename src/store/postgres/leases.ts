@@ -1,4 +1,5 @@
-import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow, StoreNews } from '../../core/ports/leases.js';
+import type { Linea } from '../../core/ports/accounts.js';
+import type { LeaseAnswer, LeaseGift, LeasesStore, LinePage, NodeInfo, NodeRow, StoreNews } from '../../core/ports/leases.js';
 import { type Db, type Queryable, rows } from './db.js';
 
 /**
@@ -17,6 +18,10 @@ export function nodes(q: Queryable): Promise<NodeRow[]> {
        GREATEST(0, ${DB_NOW} - heartbeat_at) AS silent_ms, margen_ms AS margin_ms, motor_url AS engine_url FROM nodos ORDER BY started_at, id`,
   );
 }
+
+/** core/nodes/leases.ts leaseTakable, of lease `l` for taker $1 at `n.t`. */
+const TAKABLE = `l.next_at <= n.t
+         AND (l.nodo IS NULL OR l.nodo = $1 OR NOT EXISTS (SELECT 1 FROM nodos d WHERE d.id = l.nodo AND d.heartbeat_at + d.stale_ms >= n.t))`;
 
 /** A rest in whole milliseconds, never negative. */
 const ms = (restMs: number) => Math.max(0, Math.round(restMs));
@@ -60,11 +65,50 @@ export function leases(db: Db): LeasesStore {
      * The streams given back ride on the same statement (`g`: PostgreSQL runs a data-modifying WITH whether read or not).
      */
     leaseTake(nodeId: string, streams: string[], _now: number, gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
-      return take(db, nodeId, streams, gives, null);
+      return take(db, nodeId, streams, gives);
     },
-    /** As leaseTake, but a taken row keeps no holder: only `next_at` changes, an update PostgreSQL makes in place (HOT: no index holds it). */
-    leaseTakeResting(nodeId: string, streams: string[], restMs: number): Promise<LeaseAnswer[]> {
-      return take(db, nodeId, streams, [], ms(restMs));
+    /**
+     * The page, its leases' take (as `take`'s, by the page's own stream names) and the make of those with no row yet, in
+     * one statement. A resting take keeps no holder: only `next_at` changes, an update made in place (HOT: no index holds
+     * it). One line past the page says whether lines follow; the page's last line comes back taken or not.
+     */
+    async leaseTakeLines(nodeId: string, prefix: string, afterId: number, limit: number, restMs: number | null): Promise<LinePage> {
+      const found = await db.q<Omit<Linea, 'vinculado'> & { vinculado: number; taken: boolean; more: boolean }>(
+        `WITH n AS (SELECT ${DB_NOW} AS t),
+     p0 AS MATERIALIZED (
+       SELECT id, numero, gateway_instancia, vinculado, estado, last_status FROM celulares
+       WHERE gateway_instancia IS NOT NULL AND id > $3 ORDER BY id LIMIT $4::int + 1
+     ),
+     p AS MATERIALIZED (SELECT p0.*, $2::text || p0.id AS stream FROM p0 ORDER BY id LIMIT $4::int),
+     c AS (
+       SELECT l.stream FROM p JOIN leases l ON l.stream = p.stream CROSS JOIN n
+       WHERE ${TAKABLE}
+       FOR UPDATE OF l SKIP LOCKED
+     ),
+     u AS (UPDATE leases l SET nodo = CASE WHEN $5::bigint IS NULL THEN $1 END, next_at = COALESCE(n.t + $5::bigint, l.next_at)
+           FROM c, n WHERE l.stream = c.stream RETURNING l.stream),
+     i AS (INSERT INTO leases (stream, nodo, next_at)
+           SELECT p.stream, CASE WHEN $5::bigint IS NULL THEN $1 END, COALESCE(n.t + $5::bigint, 0) FROM p CROSS JOIN n
+           WHERE NOT EXISTS (SELECT 1 FROM leases l WHERE l.stream = p.stream)
+           ON CONFLICT (stream) DO NOTHING RETURNING stream)
+     SELECT p.id, p.numero, p.gateway_instancia, p.vinculado, p.estado, p.last_status, u.stream IS NOT NULL OR i.stream IS NOT NULL AS taken,
+       (SELECT COUNT(*) FROM p0) > $4::int AS more
+     FROM p LEFT JOIN u ON u.stream = p.stream LEFT JOIN i ON i.stream = p.stream
+     WHERE u.stream IS NOT NULL OR i.stream IS NOT NULL OR p.id = (SELECT MAX(id) FROM p)
+     ORDER BY p.id`,
+        [nodeId, prefix, afterId, limit, restMs === null ? null : ms(restMs)],
+      );
+      const taken = found
+        .filter((r) => r.taken)
+        .map(({ id, numero, gateway_instancia, vinculado, estado, last_status }) => ({
+          id,
+          numero,
+          gateway_instancia,
+          vinculado: vinculado === 1,
+          estado,
+          last_status,
+        }));
+      return { taken, last: found.at(-1)?.id ?? null, more: found.at(-1)?.more === true };
     },
     async leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
       await db.query(`UPDATE leases SET nodo = NULL, next_at = ${DB_NOW} + $3 WHERE stream = $2 AND nodo = $1`, [nodeId, stream, ms(restMs)]);
@@ -72,8 +116,8 @@ export function leases(db: Db): LeasesStore {
   };
 }
 
-/** `rest` null: the taken streams are held by `nodeId`; a number: they are left unheld, resting that long (leaseTakeResting). */
-async function take(db: Db, nodeId: string, streams: string[], gives: LeaseGift[], rest: number | null): Promise<LeaseAnswer[]> {
+/** The streams taken are held by `nodeId`; those given back rest. */
+async function take(db: Db, nodeId: string, streams: string[], gives: LeaseGift[]): Promise<LeaseAnswer[]> {
   const giveArgs = [gives.map((g) => g.stream), gives.map((g) => ms(g.restMs))];
   if (streams.length === 0) {
     // Only gives: one statement for all of them.
@@ -90,26 +134,22 @@ async function take(db: Db, nodeId: string, streams: string[], gives: LeaseGift[
            WHERE l.stream = r.stream AND l.nodo = $1),
      c AS (
        SELECT l.stream FROM leases l, n
-       WHERE l.stream = ANY($2::text[]) AND l.next_at <= n.t
-         AND (l.nodo IS NULL OR l.nodo = $1
-              OR NOT EXISTS (SELECT 1 FROM nodos d WHERE d.id = l.nodo AND d.heartbeat_at + d.stale_ms >= n.t))
+       WHERE l.stream = ANY($2::text[]) AND ${TAKABLE}
        FOR UPDATE OF l SKIP LOCKED
      ),
-     u AS (UPDATE leases l SET nodo = CASE WHEN $5::bigint IS NULL THEN $1 END, next_at = COALESCE(n.t + $5::bigint, l.next_at)
-           FROM c, n WHERE l.stream = c.stream RETURNING l.stream)
+     u AS (UPDATE leases l SET nodo = $1 FROM c WHERE l.stream = c.stream RETURNING l.stream)
      SELECT s.stream, l.stream IS NOT NULL AS known, u.stream IS NOT NULL AS taken, GREATEST(0, COALESCE(l.next_at, 0) - n.t) AS rest_ms
      FROM unnest($2::text[]) WITH ORDINALITY AS s(stream, ord) CROSS JOIN n
      LEFT JOIN leases l ON l.stream = s.stream LEFT JOIN u ON u.stream = s.stream
      ORDER BY s.ord`,
-    [nodeId, streams, ...giveArgs, rest],
+    [nodeId, streams, ...giveArgs],
   );
   const unknown = found.filter((f) => !f.known).map((f) => f.stream);
   const made = new Set<string>();
   if (unknown.length > 0) {
     const r = await db.q<{ stream: string }>(
-      `INSERT INTO leases (stream, nodo, next_at) SELECT s, CASE WHEN $3::bigint IS NULL THEN $1 END, COALESCE(${DB_NOW} + $3::bigint, 0)
-       FROM unnest($2::text[]) AS s ON CONFLICT (stream) DO NOTHING RETURNING stream`,
-      [nodeId, unknown, rest],
+      'INSERT INTO leases (stream, nodo, next_at) SELECT s, $1, 0 FROM unnest($2::text[]) AS s ON CONFLICT (stream) DO NOTHING RETURNING stream',
+      [nodeId, unknown],
     );
     for (const x of r) made.add(x.stream);
   }

@@ -53,6 +53,15 @@ export function insertAudit(db: DB, entry: AuditEntry, now: number): void {
   stmt(db, auditInsert(ph)).run(...auditValues(entry, now));
 }
 
+/** Every line that has a gateway instance, in id order, a page at a time: the health pass's page (leases.ts leaseTakeLines). */
+export function lineasAfter(db: DB, afterId: number, limit: number): Linea[] {
+  const rows = stmt(
+    db,
+    'SELECT id, numero, gateway_instancia, vinculado, estado, last_status FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT CAST(? AS INTEGER)',
+  ).all(afterId, limit) as Array<Omit<Linea, 'vinculado'> & { vinculado: number }>;
+  return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
+}
+
 /** The AccountsStore port over one connection. */
 export function accounts(db: DB): AccountsStore {
   return {
@@ -142,14 +151,6 @@ export function accounts(db: DB): AccountsStore {
 
     async listCelulares(clienteId: number): Promise<CelularRow[]> {
       return stmt(db, 'SELECT * FROM celulares WHERE cliente_id = ? ORDER BY id').all(clienteId) as CelularRow[];
-    },
-
-    async listLineas(afterId: number, limit: number): Promise<Linea[]> {
-      const rows = stmt(
-        db,
-        'SELECT id, numero, gateway_instancia, vinculado, estado, last_status FROM celulares WHERE gateway_instancia IS NOT NULL AND id > ? ORDER BY id LIMIT CAST(? AS INTEGER)',
-      ).all(afterId, limit) as Array<Omit<Linea, 'vinculado'> & { vinculado: number }>;
-      return rows.map((r) => ({ ...r, vinculado: r.vinculado === 1 }));
     },
 
     /** One row per line: a table of phone lines, never of messages, read at most once per metrics cache period. */

@@ -1,5 +1,6 @@
 import { type HolderState, holderAlive, type LeaseState, leaseTakable } from '../../core/nodes/leases.js';
-import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../../core/ports/leases.js';
+import type { Linea } from '../../core/ports/accounts.js';
+import type { LeaseAnswer, LeaseGift, LeasesStore, LinePage, NodeInfo, NodeRow } from '../../core/ports/leases.js';
 
 /**
  * Leases of a store that one process serves alone (SQLite: the data
@@ -8,7 +9,7 @@ import type { LeaseAnswer, LeaseGift, LeasesStore, NodeInfo, NodeRow } from '../
  * is a line's pending human gap, which a restart cuts short. A node alone
  * on the store does not beat (D-191): it reads as beating now until it leaves.
  */
-export function leases(): LeasesStore {
+export function leases(lineas: (afterId: number, limit: number) => Linea[]): LeasesStore {
   const leases = new Map<string, LeaseState>();
   const holders = new Map<string, HolderState & { label: string; started_at: number; margin_ms: number; engine_url: string | null; alone: boolean }>();
   /** A holder as read at `now`: an alone one beating then. */
@@ -26,6 +27,14 @@ export function leases(): LeasesStore {
     const l = leases.get(s);
     const h = l?.nodo ? holders.get(l.nodo) : undefined;
     return l && !leaseTakable(l, nodeId, h && seen(h, now), now) ? { stream: s, taken: false, restMs: Math.max(0, l.next_at - now) } : null;
+  };
+  /** Takes `s` if it may: held by `nodeId` (`restMs` null) or left resting. */
+  const take = (nodeId: string, s: string, restMs: number | null, now: number): LeaseAnswer => {
+    const no = refused(s, nodeId, now);
+    if (no) return no;
+    if (restMs === null) leases.set(s, { nodo: nodeId, next_at: leases.get(s)?.next_at ?? 0 });
+    else rest(s, restMs, now);
+    return { stream: s, taken: true, restMs: 0 };
   };
   return {
     async nodeBeat(node: NodeInfo, now: number): Promise<null> {
@@ -70,21 +79,15 @@ export function leases(): LeasesStore {
 
     async leaseTake(nodeId: string, streams: string[], now: number, gives: LeaseGift[] = []): Promise<LeaseAnswer[]> {
       for (const g of gives) give(nodeId, g.stream, g.restMs, now);
-      return streams.map((s) => {
-        const no = refused(s, nodeId, now);
-        if (no) return no;
-        leases.set(s, { nodo: nodeId, next_at: leases.get(s)?.next_at ?? 0 });
-        return { stream: s, taken: true, restMs: 0 };
-      });
+      return streams.map((s) => take(nodeId, s, null, now));
     },
 
-    async leaseTakeResting(nodeId: string, streams: string[], restMs: number, now: number): Promise<LeaseAnswer[]> {
-      return streams.map((s) => {
-        const no = refused(s, nodeId, now);
-        if (no) return no;
-        rest(s, restMs, now);
-        return { stream: s, taken: true, restMs: 0 };
-      });
+    async leaseTakeLines(nodeId: string, prefix: string, afterId: number, limit: number, restMs: number | null, now: number): Promise<LinePage> {
+      // One more than the page: whether lines follow it, without a read of an empty page.
+      const page = lineas(afterId, limit + 1);
+      const more = page.length > limit;
+      if (more) page.pop();
+      return { taken: page.filter((l) => take(nodeId, `${prefix}${l.id}`, restMs, now).taken), last: page.at(-1)?.id ?? null, more };
     },
 
     async leaseGive(nodeId: string, s: string, restMs: number, now: number): Promise<void> {

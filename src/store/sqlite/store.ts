@@ -3,7 +3,7 @@ import { chmodSync } from 'node:fs';
 import type { Store, StoreCaps } from '../../core/ports/store.js';
 import { PROBE_BYTES, writeHealthOf } from '../faults.js';
 import type { WriteGate } from '../write-gate.js';
-import { accounts } from './accounts.js';
+import { accounts, lineasAfter } from './accounts.js';
 import { charts } from './charts.js';
 import { engineAuth } from './engine-auth.js';
 import { engineHolds } from './engine-holds.js';
@@ -77,7 +77,7 @@ export function openSqliteStore(file: string, opts: { background?: { checkpointM
     ...kv(db),
     ...engineAuth(db),
     ...engineHolds(engineAuth(db)),
-    ...leases(),
+    ...leases((afterId, limit) => lineasAfter(db, afterId, limit)),
     ...lineHealth(db),
     migrate: () => migrate(db),
     shareWrites: (gate) => {
