@@ -98,16 +98,8 @@ export function leases(db: Db): LeasesStore {
      ORDER BY p.id`,
         [nodeId, prefix, afterId, limit, restMs === null ? null : ms(restMs)],
       );
-      const taken = found
-        .filter((r) => r.taken)
-        .map(({ id, numero, gateway_instancia, vinculado, estado, last_status }) => ({
-          id,
-          numero,
-          gateway_instancia,
-          vinculado: vinculado === 1,
-          estado,
-          last_status,
-        }));
+      // The columns of a Linea, as SQLite's page reads them (`vinculado` is stored 0/1).
+      const taken = found.filter((r) => r.taken).map(({ taken: _t, more: _m, vinculado, ...l }) => ({ ...l, vinculado: vinculado === 1 }));
       return { taken, last: found.at(-1)?.id ?? null, more: found.at(-1)?.more === true };
     },
     async leaseGive(nodeId: string, stream: string, restMs: number): Promise<void> {
