@@ -7,13 +7,15 @@
 // most passes; here one is forced (`gc()`), so its effect is read in seconds.
 // Run with --trace-opt or --trace-deopt after `--` to see the compiles again
 // and the optimized code marked for deoptimization ("weak objects").
-// `--keep`: pg's last Query, its Result and the last protocol message of each
-// kind handled are kept alive across passes (a patch of pg's Query here, not
-// in the product): the objects whose shapes the optimized code checks then
-// outlive a GC, and so does the code.
+// The PostgreSQL adapter keeps pg's last statement and the last protocol
+// message of each kind alive (src/store/postgres/db.ts) for that reason: the
+// objects whose shapes the optimized code checks outlive a GC, and so does the
+// code. `--sqlite`: the same pass on a SQLite file in a temporary folder.
 //
-//   npm run build && node bench/cold-pass.mjs [--passes 5] [--keep] [-- extra V8 flags]
+//   npm run build && node bench/cold-pass.mjs [--passes 5] [--sqlite] [-- extra V8 flags]
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,20 +35,12 @@ if (typeof globalThis.gc !== 'function') {
 }
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-if (own.includes('--keep')) {
-  const Query = (await import('pg/lib/query.js')).default;
-  const kept = {};
-  for (const m of ['handleRowDescription', 'handleDataRow', 'handleCommandComplete', 'handleReadyForQuery']) {
-    const f = Query.prototype[m];
-    Query.prototype[m] = function (msg, ...rest) {
-      Object.assign(kept, { [m]: msg, query: this, result: this._result });
-      return f.call(this, msg, ...rest);
-    };
-  }
-}
-const { openPgStore } = await import(join(ROOT, 'dist', 'store', 'postgres', 'store.js'));
-const pg = await postgresSchema();
-const store = await openPgStore(pg.store, { max: 1 });
+const SQLITE = own.includes('--sqlite');
+const dir = SQLITE ? mkdtempSync(join(tmpdir(), 'cold-pass-')) : null;
+const pg = SQLITE ? null : await postgresSchema();
+const store = SQLITE
+  ? (await import(join(ROOT, 'dist', 'store', 'sqlite', 'store.js'))).openSqliteStore(join(dir, 'p.db'))
+  : await (await import(join(ROOT, 'dist', 'store', 'postgres', 'store.js'))).openPgStore(pg.store, { max: 1 });
 try {
   const cliente = await store.createCliente(
     { nombre: 'A', email: 'a@x.mx', plan: 'medido', estado: 'activo', max_celulares: null, saldo_global: 0, key_hash: 'h' },
@@ -66,7 +60,9 @@ try {
     gateway_token_hash: `${i}`.padEnd(64, 'g'),
   });
   for (let i = 0; i < 1000; i++) await store.insertCelular(line(i), 1);
-  await store.db.query("UPDATE celulares SET gateway_instancia = 'pasarela-' || id, last_status = 'connected', estado = 'activo', vinculado = 1");
+  const linked = "UPDATE celulares SET gateway_instancia = 'pasarela-' || id, last_status = 'connected', estado = 'activo', vinculado = 1";
+  if (SQLITE) store.db.exec(linked);
+  else await store.db.query(linked);
   const session = { status: 'connected', seed: 'abcdef0123456789', numero: '5215512345678', qrSince: 0 };
   const lines = (await store.leaseTakeLines('n', 'salud:', 0, 1000, 0, 1)).taken;
   await store.kvSetMany(lines.map((l) => ({ ns: 'sim.sessions', key: l.gateway_instancia, value: session, expiraAt: null })));
@@ -96,7 +92,7 @@ try {
     }
     const sorted = [...ms].sort((a, b) => a - b);
     console.log(
-      `${own.includes('--keep') ? '[--keep] ' : ''}${name.padEnd(28)} median ${sorted[Math.floor(sorted.length / 2)].toFixed(1)} ms of node CPU a pass (${ms.map((x) => x.toFixed(1)).join(', ')})`,
+      `${SQLITE ? '[sqlite] ' : ''}${name.padEnd(28)} median ${sorted[Math.floor(sorted.length / 2)].toFixed(1)} ms of node CPU a pass (${ms.map((x) => x.toFixed(1)).join(', ')})`,
     );
   };
   await row('warm', async () => {});
@@ -108,5 +104,6 @@ try {
   });
 } finally {
   await store.close();
-  await pg.drop();
+  if (pg) await pg.drop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 }

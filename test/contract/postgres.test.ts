@@ -7,7 +7,7 @@ import { MESSAGE_STATUS_FIELDS, messageStatusData } from '../../src/core/events/
 import type { AcceptOptions, NewMensaje } from '../../src/core/ports/messages.js';
 import { openPgStore, type PgStore } from '../../src/store/postgres/store.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { LOCK } from '../../src/store/postgres/db.js';
+import { keptByPg, LOCK } from '../../src/store/postgres/db.js';
 import { PARK } from '../../src/store/postgres/transitions.js';
 import { until } from '../helpers/poll.js';
 import { celular, messages, openPg, PG_ABSENT, PG_URL, pgSchema } from './adapters.js';
@@ -747,6 +747,31 @@ describe.skipIf(PG_ABSENT !== null)('postgres: two nodes on one database', () =>
       await Promise.all(nodes.map((n) => n.close()));
     } finally {
       await fresh.drop();
+    }
+  });
+});
+
+describe.skipIf(PG_ABSENT !== null)("postgres: pg's last statement and messages kept alive (an idle node's compiled code)", () => {
+  it('a prepared statement, on the pool or in a transaction, is the one kept with the messages of its answer; its errors still reject', async () => {
+    const s = await pgSchema();
+    const store = await openPgStore(PG_URL, { schema: s.schema, max: 2 });
+    try {
+      const onPool = 'SELECT n FROM generate_series(1, $1::int) AS n';
+      expect(await store.db.q(onPool, [3])).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      expect(keptByPg().statement).toBeInstanceOf(pg.Query);
+      expect(keptByPg().statement).toMatchObject({ text: onPool, values: [3] });
+      expect(keptByPg().messages).toEqual(expect.arrayContaining(['rowDescription', 'dataRow', 'commandComplete', 'readyForQuery']));
+
+      const inTx = 'SELECT $1::text || $2::text AS s';
+      expect(await store.db.tx(async (c) => (await c.query(inTx, ['a', 'b'])).rows)).toEqual([{ s: 'ab' }]);
+      expect(keptByPg().statement).toMatchObject({ text: inTx, values: ['a', 'b'] });
+
+      const err = await store.db.tx((c) => c.query('SELECT $1::int AS n', ['not a number'])).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: '22P02' }); // a statement's own error, as pg's promise gave it
+      expect(await store.db.one<{ s: string }>(inTx, ['c', 'd'])).toEqual({ s: 'cd' });
+    } finally {
+      await store.close();
+      await s.drop();
     }
   });
 });

@@ -136,22 +136,47 @@ export class Db {
 }
 
 /**
+ * The last statement pg ran in this process and the last protocol message of
+ * each kind it read, kept alive. V8's optimized code for pg's row parsing (and
+ * ours above it) holds the shapes of pg's per-statement objects weakly: when
+ * the last object of a shape dies, as it does at the full GC that falls
+ * between an idle node's rare passes, the code goes with it and the next pass
+ * compiles it all again (20-45 ms of node a health pass against 8-13:
+ * bench/README, "An idle node's health pass"). One of each is bounded memory:
+ * the largest page a statement answers.
+ */
+const kept: { statement: pg.Query | null; messages: Record<string, unknown> } = { statement: null, messages: {} };
+
+/** What `kept` holds (tests: the hook must keep seeing pg's statements and messages). */
+export function keptByPg(): { statement: pg.Query | null; messages: readonly string[] } {
+  return { statement: kept.statement, messages: Object.keys(kept.messages) };
+}
+
+type Done = (err: Error | undefined, result: unknown) => void;
+
+/**
  * Every statement with parameters runs as a named prepared statement, named
  * by its text: each connection has the server parse and plan it once, not on
  * every call (the store's statements are a fixed set, so the names are too).
  * Statements without parameters (BEGIN, COMMIT, migrations of several
- * statements) go as they are.
+ * statements) go as they are. The prepared ones go as a `pg.Query` of ours, the
+ * one `kept` holds last.
  */
 const names = new Map<string, string>();
 function prepareOnce(client: pg.PoolClient): void {
   const plain = client.query.bind(client) as (...a: unknown[]) => unknown;
+  client.connection.on('message', (msg: { name: string }) => void (kept.messages[msg.name] = msg));
+  const submit = (name: string, text: string, values: unknown[], done: Done): void => {
+    plain((kept.statement = new pg.Query({ name, text, values }, done)));
+  };
   // Every caller keeps calling client.query(text, values): the connection's own method is replaced.
   Object.assign(client, {
-    query: (text: unknown, values?: unknown, cb?: unknown) => {
+    query: (text: unknown, values?: unknown, cb?: Done) => {
       if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0) return plain(text, values, cb);
       let name = names.get(text);
       if (!name) names.set(text, (name = `p${createHash('sha1').update(text).digest('hex').slice(0, 16)}`));
-      return plain({ name, text, values }, cb);
+      if (cb) return submit(name, text, values, cb);
+      return new Promise((resolve, reject) => submit(name, text, values, (err, res) => (err ? reject(err) : resolve(res))));
     },
   });
 }
